@@ -1,0 +1,49 @@
+/*===- fa3-c/Attn.h - C API of the attn dialect -------------------*- C -*-===*\
+|*                                                                            *|
+|* Registration of the attn dialect and a builder for attn.flash_attention,  *|
+|* for ML compilers that embed FA3-MLIR through MLIR's C API.                 *|
+\*===----------------------------------------------------------------------===*/
+#ifndef FA3_C_ATTN_H
+#define FA3_C_ATTN_H
+
+#include "mlir-c/IR.h"
+#include "mlir-c/Support.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* mlirGetDialectHandle__attn__() */
+MLIR_DECLARE_CAPI_DIALECT_REGISTRATION(Attn, attn);
+
+/* Attributes of attn.flash_attention. Start from
+ * fa3FlashAttentionOptionsDefault() and change what you need. */
+typedef struct Fa3FlashAttentionOptions {
+  bool hasScale;       /* false: scale = 1/sqrt(D) */
+  float scale;
+  bool causal;         /* bottom-right aligned when Sq != Skv */
+  int64_t windowLeft;  /* -1 = unbounded */
+  int64_t windowRight; /* -1 = unbounded */
+  float softcap;       /* 0 = off */
+} Fa3FlashAttentionOptions;
+
+MLIR_CAPI_EXPORTED Fa3FlashAttentionOptions fa3FlashAttentionOptionsDefault(void);
+
+/* Builds (does not insert) an attn.flash_attention op. q, k, v, o (and lse,
+ * or a null MlirValue) are all tensors or all memrefs; the tensor form gets
+ * one result per output. The op is not verified: call mlirOperationVerify. */
+MLIR_CAPI_EXPORTED MlirOperation fa3FlashAttentionCreate(
+    MlirLocation loc, MlirValue q, MlirValue k, MlirValue v, MlirValue o,
+    MlirValue lse, Fa3FlashAttentionOptions options);
+
+/* Whether `op` is an attn.flash_attention. */
+MLIR_CAPI_EXPORTED bool fa3OperationIsAFlashAttention(MlirOperation op);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FA3_C_ATTN_H */

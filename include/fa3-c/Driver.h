@@ -1,0 +1,35 @@
+/*===- fa3-c/Driver.h - running pipelines from C -------------------*- C -*-===*\
+|*                                                                            *|
+|* Conveniences over MLIR's C API for hosts that cannot pass callbacks      *|
+|* easily (ctypes): strings come back as malloc'd C strings, errors go to   *|
+|* the context's diagnostics (see Fa3DiagnosticLog).                        *|
+\*===----------------------------------------------------------------------===*/
+#ifndef FA3_C_DRIVER_H
+#define FA3_C_DRIVER_H
+
+#include "mlir-c/IR.h"
+#include "mlir-c/Support.h"
+
+#include <stdbool.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The textual IR of `op` (generic form if `generic`); free with
+ * fa3StringDestroy. */
+MLIR_CAPI_EXPORTED char *fa3OperationToString(MlirOperation op, bool generic);
+MLIR_CAPI_EXPORTED void fa3StringDestroy(char *str);
+
+/* Parses `pipeline` (e.g. "attn-cpu-reference-pipeline" or
+ * "builtin.module(attn-tile{block-m=64})") and runs it on `op`. Pipeline
+ * syntax errors and pass failures are reported as diagnostics of the op's
+ * context. Registers all passes on first use. */
+MLIR_CAPI_EXPORTED MlirLogicalResult fa3RunPassPipeline(MlirOperation op,
+                                                        const char *pipeline);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FA3_C_DRIVER_H */

@@ -1,0 +1,184 @@
+//===- AttnOps.td - the attn dialect and its ops -------------*- tablegen -*-===//
+//
+// Two levels live here:
+//  * the user level, `attn.flash_attention`, in tensor or memref form;
+//  * the tile level that `attn-tile` produces: `attn.tile_update` and
+//    `attn.tile_finalize`, one FlashAttention step on a (block_m x block_n)
+//    tile and the epilogue of an m-block. The schedule around them (grid,
+//    kv-block range, which blocks need the mask) is plain scf/arith IR, so it
+//    is the single truth both the CPU and the Hopper lowerings consume.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA3_ATTN_OPS
+#define FA3_ATTN_OPS
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/DestinationStyleOpInterface.td"
+
+def Attn_Dialect : Dialect {
+  let name = "attn";
+  let cppNamespace = "::fa3::attn";
+  let summary = "Fused attention for FlashAttention-3-class kernel generation";
+  let description = [{
+    The `attn` dialect models fused scaled-dot-product attention as one op,
+    `attn.flash_attention`, and the tile-level steps of the FlashAttention
+    algorithm that the compiler lowers it through.
+  }];
+}
+
+class Attn_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Attn_Dialect, mnemonic, traits>;
+
+def Attn_ShapedOperand : AnyTypeOf<[AnyRankedTensor, AnyMemRef]>;
+
+def Attn_FlashAttentionOp : Attn_Op<"flash_attention", [
+    DestinationStyleOpInterface,
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "fused attention: softmax(scale * Q K^T + mask) V";
+  let description = [{
+    Computes, for every batch b, query head h, query row i:
+
+      s[j]   = scale * dot(q[b,h,i,:], k[b,h/g,j,:])          g = Hq / Hkv
+      s[j]   = softcap * tanh(s[j] / softcap)                 if softcap > 0
+      s[j]   = -inf where key j is not visible to query i
+      o[b,h,i,:] = sum_j softmax(s)[j] * v[b,h/g,j,:]
+      lse[b,h,i] = log(sum_j exp(s[j]))                       (natural log)
+
+    Visibility (as FlashAttention-2/3 define it, aligned to the bottom right
+    when Sq != Skv): with off = Skv - Sq, key j is visible to query i iff
+    `j >= i + off - left` (when left >= 0) and `j <= i + off + right` (when
+    right >= 0), where `window = [left, right]` and -1 means unbounded.
+    `causal` is the window [left, 0]. A row that sees no key gives o = 0 and
+    lse = -inf.
+
+    Logical shapes: q [B, Hq, Sq, D], k [B, Hkv, Skv, D], v [B, Hkv, Skv, Dv],
+    o [B, Hq, Sq, Dv], lse [B, Hq, Sq] (f32). The memref form's strides carry
+    the physical layout, so BSHD (FA3, PyTorch varlen) and BHSD (SDPA) tensors
+    are both described by a strided memref in this logical order.
+
+    Tensor form (value semantics, destination-passing like linalg):
+
+    ```mlir
+    %o = attn.flash_attention ins(%q, %k, %v : tensor<...>, tensor<...>, tensor<...>)
+           outs(%o0 : tensor<...>) causal softcap(30.0) -> tensor<...>
+    ```
+
+    Memref form (no results; writes `outs`):
+
+    ```mlir
+    attn.flash_attention ins(%q, %k, %v : memref<...>, memref<...>, memref<...>)
+           outs(%o, %lse : memref<...>, memref<...>) window(128, 0)
+    ```
+  }];
+
+  let arguments = (ins
+    Attn_ShapedOperand:$query,
+    Attn_ShapedOperand:$key,
+    Attn_ShapedOperand:$value,
+    Variadic<Attn_ShapedOperand>:$outputs,
+    OptionalAttr<F32Attr>:$scale,
+    UnitAttr:$causal,
+    DefaultValuedOptionalAttr<DenseI64ArrayAttr, "{-1, -1}">:$window,
+    DefaultValuedOptionalAttr<F32Attr, "0.0f">:$softcap
+  );
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+
+  let assemblyFormat = [{
+    `ins` `(` $query `,` $key `,` $value `:` type($query) `,` type($key) `,` type($value) `)`
+    `outs` `(` $outputs `:` type($outputs) `)`
+    oilist(`scale` `(` $scale `)`
+         | `causal` $causal
+         | `window` `(` custom<Window>($window) `)`
+         | `softcap` `(` $softcap `)`)
+    attr-dict (`->` type($results)^)?
+  }];
+
+  let hasVerifier = 1;
+
+  let extraClassDeclaration = [{
+    /// The output operand o.
+    ::mlir::Value getOut() { return getOutputs()[0]; }
+    /// The optional LSE output operand, or null.
+    ::mlir::Value getLse() {
+      return getOutputs().size() > 1 ? getOutputs()[1] : ::mlir::Value();
+    }
+    /// The softmax scale in effect: the attribute, or 1/sqrt(D).
+    float getEffectiveScale();
+    /// Window bounds in effect (causal folded in); -1 means unbounded.
+    int64_t getWindowLeft();
+    int64_t getWindowRight();
+    /// True for the memref (destination-writing) form.
+    bool hasBufferSemantics() {
+      return ::llvm::isa<::mlir::MemRefType>(getQuery().getType());
+    }
+    ::mlir::MutableOperandRange getDpsInitsMutable() {
+      return getOutputsMutable();
+    }
+  }];
+}
+
+def Attn_TileUpdateOp : Attn_Op<"tile_update", [
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "one FlashAttention step on a (block_m x block_n) tile";
+  let description = [{
+    For the rows `row0 .. row0 + block_m - 1` (those < Sq) of query head
+    `qhead` and the key/value rows `col0 .. col0 + block_n - 1` of kv head
+    `kvhead`, in batch `batch`:
+
+      s    = scale_log2 * Q K^T       (scores in the log2 domain; with softcap
+                                       s = softcap_log2 * tanh(qk * scale / softcap))
+      s    = -inf where masked        (only when `masked`: columns >= Skv and
+                                       keys outside the causal/window band)
+      m'   = max(m, rowmax(s));  p = exp2(s - m')
+      l    = l * exp2(m - m') + rowsum(p)
+      acc  = acc * exp2(m - m') + p V
+
+    The state (m, l, acc) lives in `state` buffers of shape [block_m],
+    [block_m], [block_m, Dv] (f32). Without `masked`, the schedule guarantees
+    that every key of the tile is visible to every row, so no mask is applied.
+  }];
+  let arguments = (ins
+    AnyMemRef:$query, AnyMemRef:$key, AnyMemRef:$value,
+    AnyMemRef:$rowMax, AnyMemRef:$rowSum, AnyMemRef:$acc,
+    Index:$batch, Index:$qhead, Index:$kvhead, Index:$row0, Index:$col0,
+    I64Attr:$block_m, I64Attr:$block_n,
+    F32Attr:$scale_log2, F32Attr:$softcap,
+    DenseI64ArrayAttr:$window,
+    UnitAttr:$masked);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `[` $batch `,` $qhead `,` $kvhead `]`
+    `rows` $row0 `cols` $col0
+    `state` `(` $rowMax `,` $rowSum `,` $acc `)`
+    (`masked` $masked^)? attr-dict `:`
+    type($query) `,` type($key) `,` type($value) `,`
+    type($rowMax) `,` type($rowSum) `,` type($acc)
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_TileFinalizeOp : Attn_Op<"tile_finalize", [
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "epilogue of one m-block: o = acc / l, lse = (m + log2 l) ln 2";
+  let description = [{
+    Writes rows `row0 .. row0 + block_m - 1` (those < Sq) of query head
+    `qhead`: o = acc / l converted to o's element type, and, when given,
+    lse = (m + log2(l)) * ln(2). Rows that saw no key (l = 0) get o = 0 and
+    lse = -inf.
+  }];
+  let arguments = (ins
+    AnyMemRef:$rowMax, AnyMemRef:$rowSum, AnyMemRef:$acc,
+    AnyMemRef:$out, Optional<AnyMemRef>:$lse,
+    Index:$batch, Index:$qhead, Index:$row0,
+    I64Attr:$block_m);
+  let assemblyFormat = [{
+    `state` `(` $rowMax `,` $rowSum `,` $acc `)` `to` $out (`,` $lse^)?
+    `[` $batch `,` $qhead `]` `rows` $row0 attr-dict `:`
+    type($rowMax) `,` type($rowSum) `,` type($acc) `,` type($out) (`,` type($lse)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // FA3_ATTN_OPS

@@ -1,0 +1,67 @@
+//===- Passes.td - attn dialect passes ------------------------*- tablegen -*-===//
+
+#ifndef FA3_ATTN_PASSES
+#define FA3_ATTN_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def AttnLowerToLoops : Pass<"attn-lower-to-loops"> {
+  let summary = "Reference lowering of attn.flash_attention to scalar loops";
+  let description = [{
+    Rewrites the memref form of `attn.flash_attention` into plain
+    scf/arith/math/memref loops with exactly the op's semantics (two passes
+    over the keys: row max, then exp-sum and weighted sum of V). It is the
+    numerical oracle for every other lowering, not a fast path. Run
+    `one-shot-bufferize` first on the tensor form.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
+def AttnTile : Pass<"attn-tile"> {
+  let summary = "Tile attn.flash_attention into the FlashAttention algorithm";
+  let description = [{
+    Rewrites the memref form of `attn.flash_attention` into a parallel grid
+    over (m-block, query head, batch) and, inside, an scf.for over the
+    kv-blocks that the causal/window band and Skv leave visible. Each step is
+    an `attn.tile_update` on state buffers (running row max, row sum and f32
+    accumulator); only the boundary blocks carry `masked`. An
+    `attn.tile_finalize` ends each m-block. Scores are kept in the log2
+    domain (log2(e) folded into the scale) so that softmax uses exp2.
+    Default tiles follow FA3: 128 x 128 for head dim <= 128, 128 x 80 above.
+  }];
+  let options = [
+    Option<"blockM", "block-m", "int64_t", /*default=*/"0",
+           "Rows of Q per tile (0: per-head-dim default)">,
+    Option<"blockN", "block-n", "int64_t", /*default=*/"0",
+           "Rows of K/V per tile (0: per-head-dim default)">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
+def AttnLowerTilesToLoops : Pass<"attn-lower-tiles-to-loops"> {
+  let summary = "CPU lowering of the tile ops (attn.tile_update/finalize) to loops";
+  let description = [{
+    Expands `attn.tile_update` and `attn.tile_finalize` into scf loops over
+    the tile with a (block_m x block_n) f32 score buffer, so the tiled program
+    runs on the CPU. With `count-blocks`, every tile_update also increments
+    the i64 counters in the memref.global symbols `@attn_tiles_visited` and
+    `@attn_tiles_masked` (created if missing), for tests of the schedule.
+  }];
+  let options = [
+    Option<"countBlocks", "count-blocks", "bool", /*default=*/"false",
+           "Count visited and masked tiles in global counters">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
+#endif // FA3_ATTN_PASSES

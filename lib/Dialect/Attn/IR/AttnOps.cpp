@@ -1,0 +1,296 @@
+//===- AttnOps.cpp - the attn dialect: ops and verifiers ------------------===//
+
+#include "fa3/Dialect/Attn/IR/AttnDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace fa3::attn;
+
+#include "fa3/Dialect/Attn/IR/AttnOpsDialect.cpp.inc"
+
+void AttnDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "fa3/Dialect/Attn/IR/AttnOps.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// flash_attention
+//===----------------------------------------------------------------------===//
+
+// Largest head dim any pipeline supports (FA3 goes up to 256).
+static constexpr int64_t kMaxHeadDim = 256;
+
+float FlashAttentionOp::getEffectiveScale() {
+  if (auto s = getScaleAttr())
+    return s.getValueAsDouble();
+  int64_t d = cast<ShapedType>(getQuery().getType()).getDimSize(3);
+  return 1.0f / std::sqrt(static_cast<float>(d));
+}
+
+int64_t FlashAttentionOp::getWindowLeft() { return getWindow()[0]; }
+
+int64_t FlashAttentionOp::getWindowRight() {
+  return getCausal() ? 0 : getWindow()[1];
+}
+
+static bool isInputElementType(Type t) {
+  return t.isF16() || t.isBF16() || t.isF32() || isa<Float8E4M3FNType>(t);
+}
+static bool isOutputElementType(Type t) {
+  return t.isF16() || t.isBF16() || t.isF32();
+}
+
+namespace {
+/// Checks that dimension `dim` of operands agrees where both are static.
+struct DimChecker {
+  Operation *op;
+  LogicalResult equal(StringRef what, Value a, unsigned ad, StringRef an,
+                      Value b, unsigned bd, StringRef bn) {
+    int64_t x = cast<ShapedType>(a.getType()).getDimSize(ad);
+    int64_t y = cast<ShapedType>(b.getType()).getDimSize(bd);
+    if (!ShapedType::isDynamic(x) && !ShapedType::isDynamic(y) && x != y)
+      return op->emitOpError() << what << " mismatch: " << an << " has " << x
+                               << " but " << bn << " has " << y;
+    return success();
+  }
+};
+} // namespace
+
+LogicalResult FlashAttentionOp::verify() {
+  Value q = getQuery(), k = getKey(), v = getValue();
+  if (getOutputs().empty() || getOutputs().size() > 2)
+    return emitOpError("expects outs(o) or outs(o, lse), got ")
+           << getOutputs().size() << " output operands";
+  Value o = getOut(), lse = getLse();
+
+  // One form for all operands.
+  bool isMemref = isa<MemRefType>(q.getType());
+  const StringRef otherNames[] = {"key", "value", "o", "lse"};
+  const Value others[] = {k, v, o, lse};
+  for (auto [name, val] : llvm::zip(otherNames, others)) {
+    if (val && isa<MemRefType>(val.getType()) != isMemref)
+      return emitOpError("mixes tensor and memref operands: query is a ")
+             << (isMemref ? "memref" : "tensor") << " but " << name
+             << " is not";
+  }
+  if (isMemref && !getResults().empty())
+    return emitOpError("memref form has no results, got ")
+           << getResults().size();
+  if (!isMemref) {
+    if (getResults().size() != getOutputs().size())
+      return emitOpError("tensor form needs one result per output operand (")
+             << getOutputs().size() << "), got " << getResults().size();
+    for (auto [res, out] : llvm::zip(getResults(), getOutputs()))
+      if (res.getType() != out.getType())
+        return emitOpError("result type ")
+               << res.getType() << " differs from its output operand type "
+               << out.getType();
+  }
+
+  // Ranks.
+  auto rankIs = [&](Value val, StringRef name, int64_t rank,
+                    StringRef dims) -> LogicalResult {
+    auto t = cast<ShapedType>(val.getType());
+    if (t.getRank() != rank)
+      return emitOpError() << name << " must have rank " << rank << " " << dims
+                           << ", got rank " << t.getRank();
+    return success();
+  };
+  if (failed(rankIs(q, "query", 4, "[B, Hq, Sq, D]")) ||
+      failed(rankIs(k, "key", 4, "[B, Hkv, Skv, D]")) ||
+      failed(rankIs(v, "value", 4, "[B, Hkv, Skv, Dv]")) ||
+      failed(rankIs(o, "o", 4, "[B, Hq, Sq, Dv]")) ||
+      (lse && failed(rankIs(lse, "lse", 3, "[B, Hq, Sq]"))))
+    return failure();
+
+  // Element types.
+  auto elt = [](Value val) {
+    return cast<ShapedType>(val.getType()).getElementType();
+  };
+  if (!isInputElementType(elt(q)))
+    return emitOpError("query element type must be f16, bf16, f32 or "
+                       "f8E4M3FN, got ")
+           << elt(q);
+  if (elt(k) != elt(q) || elt(v) != elt(q))
+    return emitOpError("query, key and value must have one element type, got ")
+           << elt(q) << ", " << elt(k) << ", " << elt(v);
+  if (!isOutputElementType(elt(o)))
+    return emitOpError("o element type must be f16, bf16 or f32, got ")
+           << elt(o);
+  if (lse && !elt(lse).isF32())
+    return emitOpError("lse element type must be f32, got ") << elt(lse);
+
+  // Shapes.
+  DimChecker dc{getOperation()};
+  if (failed(dc.equal("batch", q, 0, "query", k, 0, "key")) ||
+      failed(dc.equal("batch", q, 0, "query", v, 0, "value")) ||
+      failed(dc.equal("batch", q, 0, "query", o, 0, "o")) ||
+      failed(dc.equal("kv heads", k, 1, "key", v, 1, "value")) ||
+      failed(dc.equal("query heads", q, 1, "query", o, 1, "o")) ||
+      failed(dc.equal("query length", q, 2, "query", o, 2, "o")) ||
+      failed(dc.equal("kv length", k, 2, "key", v, 2, "value")) ||
+      failed(dc.equal("head dim", q, 3, "query", k, 3, "key")) ||
+      failed(dc.equal("value head dim", v, 3, "value", o, 3, "o")))
+    return failure();
+  if (lse && (failed(dc.equal("batch", q, 0, "query", lse, 0, "lse")) ||
+              failed(dc.equal("query heads", q, 1, "query", lse, 1, "lse")) ||
+              failed(dc.equal("query length", q, 2, "query", lse, 2, "lse"))))
+    return failure();
+
+  auto qt = cast<ShapedType>(q.getType());
+  auto kt = cast<ShapedType>(k.getType());
+  auto vt = cast<ShapedType>(v.getType());
+  // Heads and head dims fix the kernel's structure: they must be static.
+  // Batch and sequence lengths may be dynamic.
+  const StringRef staticNames[] = {
+      "query heads (dim 1 of query)", "kv heads (dim 1 of key)",
+      "head dim (dim 3 of query)", "value head dim (dim 3 of value)"};
+  const ShapedType staticTypes[] = {qt, kt, qt, vt};
+  const unsigned staticDims[] = {1, 1, 3, 3};
+  for (auto [name, t, d] : llvm::zip(staticNames, staticTypes, staticDims))
+    if (t.isDynamicDim(d))
+      return emitOpError() << name << " must be static";
+  int64_t hq = qt.getDimSize(1), hkv = kt.getDimSize(1);
+  if (hkv <= 0 || hq % hkv != 0)
+    return emitOpError("query heads (")
+           << hq << ") must be a multiple of kv heads (" << hkv
+           << ") for GQA/MQA";
+  const StringRef dimNames[] = {"head dim", "value head dim"};
+  const int64_t headDims[] = {qt.getDimSize(3), vt.getDimSize(3)};
+  for (auto [name, d] : llvm::zip(dimNames, headDims))
+    if (d <= 0 || d > kMaxHeadDim || d % 8 != 0)
+      return emitOpError() << name << " " << d
+                           << " is unsupported: it must be a multiple of 8 "
+                              "between 8 and "
+                           << kMaxHeadDim;
+
+  // Attributes.
+  if (auto s = getScaleAttr()) {
+    double sv = s.getValueAsDouble();
+    if (!std::isfinite(sv) || sv <= 0)
+      return emitOpError("scale must be finite and > 0, got ") << sv;
+  }
+  ArrayRef<int64_t> w = getWindow();
+  if (w.size() != 2)
+    return emitOpError("window must have two entries [left, right], got ")
+           << w.size();
+  if (w[0] < -1 || w[1] < -1)
+    return emitOpError("window entries must be >= -1 (-1 = unbounded), got [")
+           << w[0] << ", " << w[1] << "]";
+  if (getCausal() && w[1] > 0)
+    return emitOpError("causal attention has window right = 0; got window "
+                       "right = ")
+           << w[1] << " (drop `causal` or set right to 0 or -1)";
+  double sc = getSoftcap().convertToDouble();
+  if (!std::isfinite(sc) || sc < 0)
+    return emitOpError("softcap must be finite and >= 0 (0 = off), got ")
+           << sc;
+  return success();
+}
+
+void FlashAttentionOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  if (!hasBufferSemantics())
+    return;
+  for (OpOperand &operand : getOperation()->getOpOperands()) {
+    if (isDpsInit(&operand))
+      effects.emplace_back(MemoryEffects::Write::get(), &operand,
+                           SideEffects::DefaultResource::get());
+    else
+      effects.emplace_back(MemoryEffects::Read::get(), &operand,
+                           SideEffects::DefaultResource::get());
+  }
+}
+
+/// `window(left, right)`: the two bounds of the sliding window.
+static ParseResult parseWindow(OpAsmParser &parser, DenseI64ArrayAttr &window) {
+  int64_t left, right;
+  if (parser.parseInteger(left) || parser.parseComma() ||
+      parser.parseInteger(right))
+    return failure();
+  window = parser.getBuilder().getDenseI64ArrayAttr({left, right});
+  return success();
+}
+static void printWindow(OpAsmPrinter &p, Operation *, DenseI64ArrayAttr window) {
+  llvm::interleaveComma(window.asArrayRef(), p);
+}
+
+//===----------------------------------------------------------------------===//
+// tile ops
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyState(Operation *op, Value m, Value l, Value acc,
+                                 int64_t blockM) {
+  auto mt = cast<MemRefType>(m.getType()), lt = cast<MemRefType>(l.getType()),
+       at = cast<MemRefType>(acc.getType());
+  if (mt.getRank() != 1 || lt.getRank() != 1 || at.getRank() != 2 ||
+      !mt.getElementType().isF32() || !lt.getElementType().isF32() ||
+      !at.getElementType().isF32())
+    return op->emitOpError("state must be f32 buffers [block_m], [block_m], "
+                           "[block_m, Dv]");
+  if (mt.getDimSize(0) != blockM || lt.getDimSize(0) != blockM ||
+      at.getDimSize(0) != blockM)
+    return op->emitOpError("state buffers must have block_m = ")
+           << blockM << " rows";
+  return success();
+}
+
+LogicalResult TileUpdateOp::verify() {
+  if (getBlockM() <= 0 || getBlockN() <= 0)
+    return emitOpError("block sizes must be positive");
+  for (Value v : {getQuery(), getKey(), getValue()})
+    if (cast<MemRefType>(v.getType()).getRank() != 4)
+      return emitOpError("query, key and value must be rank-4 memrefs");
+  if (getWindow().size() != 2)
+    return emitOpError("window must have two entries");
+  return verifyState(*this, getRowMax(), getRowSum(), getAcc(), getBlockM());
+}
+
+void TileUpdateOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  for (OpOperand *o : {&getQueryMutable(), &getKeyMutable(), &getValueMutable()})
+    effects.emplace_back(MemoryEffects::Read::get(), o,
+                         SideEffects::DefaultResource::get());
+  for (OpOperand *o : {&getRowMaxMutable(), &getRowSumMutable(), &getAccMutable()}) {
+    effects.emplace_back(MemoryEffects::Read::get(), o,
+                         SideEffects::DefaultResource::get());
+    effects.emplace_back(MemoryEffects::Write::get(), o,
+                         SideEffects::DefaultResource::get());
+  }
+}
+
+LogicalResult TileFinalizeOp::verify() {
+  if (getBlockM() <= 0)
+    return emitOpError("block_m must be positive");
+  if (cast<MemRefType>(getOut().getType()).getRank() != 4)
+    return emitOpError("o must be a rank-4 memref");
+  if (getLse() && cast<MemRefType>(getLse().getType()).getRank() != 3)
+    return emitOpError("lse must be a rank-3 memref");
+  return verifyState(*this, getRowMax(), getRowSum(), getAcc(), getBlockM());
+}
+
+void TileFinalizeOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  for (OpOperand *o : {&getRowMaxMutable(), &getRowSumMutable(), &getAccMutable()})
+    effects.emplace_back(MemoryEffects::Read::get(), o,
+                         SideEffects::DefaultResource::get());
+  effects.emplace_back(MemoryEffects::Write::get(), &getOutMutable(),
+                       SideEffects::DefaultResource::get());
+  if (getLse())
+    effects.emplace_back(MemoryEffects::Write::get(), &getLseMutable()[0],
+                         SideEffects::DefaultResource::get());
+}
+
+#define GET_OP_CLASSES
+#include "fa3/Dialect/Attn/IR/AttnOps.cpp.inc"

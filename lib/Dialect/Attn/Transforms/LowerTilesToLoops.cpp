@@ -1,0 +1,266 @@
+//===- LowerTilesToLoops.cpp - CPU expansion of the tile ops --------------===//
+//
+// attn.tile_update / attn.tile_finalize become scalar loops, one query row at
+// a time, with a block_n-wide f32 score row in a scratch buffer. This is what makes
+// the tiled schedule executable (and so testable) on the CPU.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LoweringUtils.h"
+#include "fa3/Dialect/Attn/IR/AttnDialect.h"
+#include "fa3/Dialect/Attn/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/SymbolTable.h"
+
+#include <limits>
+
+namespace fa3::attn {
+#define GEN_PASS_DEF_ATTNLOWERTILESTOLOOPS
+#include "fa3/Dialect/Attn/Transforms/Passes.h.inc"
+} // namespace fa3::attn
+
+using namespace mlir;
+using namespace fa3::attn;
+
+static constexpr double kLog2e = 1.4426950408889634;
+static constexpr double kLn2 = 0.6931471805599453;
+
+/// Runs `body(row, r)` for r in [0, blockM) where row = row0 + r < Sq.
+static void forValidRows(OpBuilder &b, Location loc, Value row0, int64_t blockM,
+                         Value sq,
+                         function_ref<void(OpBuilder &, Location, Value, Value)> body) {
+  scf::ForOp::create(
+      b, loc, indexConst(b, loc, 0), indexConst(b, loc, blockM),
+      indexConst(b, loc, 1), ValueRange{},
+      [&](OpBuilder &b, Location loc, Value r, ValueRange) {
+        Value row = arith::AddIOp::create(b, loc, row0, r);
+        Value inside =
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, row, sq);
+        scf::IfOp::create(b, loc, inside, [&](OpBuilder &b, Location loc) {
+          body(b, loc, row, r);
+          scf::YieldOp::create(b, loc);
+        });
+        scf::YieldOp::create(b, loc);
+      });
+}
+
+/// Increments the i64 memref.global `name` (created on first use).
+static void bumpCounter(OpBuilder &b, Location loc, ModuleOp module,
+                        StringRef name) {
+  auto type = MemRefType::get({}, b.getI64Type());
+  if (!module.lookupSymbol(name)) {
+    OpBuilder mb = OpBuilder::atBlockBegin(module.getBody());
+    memref::GlobalOp::create(
+        mb, loc, name, mb.getStringAttr("private"), type,
+        DenseElementsAttr::get(RankedTensorType::get({}, mb.getI64Type()),
+                               mb.getI64IntegerAttr(0).getValue()),
+        /*constant=*/false, /*alignment=*/nullptr);
+  }
+  Value g = memref::GetGlobalOp::create(b, loc, type, name);
+  Value x = memref::LoadOp::create(b, loc, g, ValueRange{});
+  x = arith::AddIOp::create(
+      b, loc, x, arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(1)));
+  memref::StoreOp::create(b, loc, x, g, ValueRange{});
+}
+
+static void lowerUpdate(TileUpdateOp op, bool countBlocks) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  int64_t bm = op.getBlockM(), bn = op.getBlockN();
+  bool masked = op.getMasked();
+  Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
+  Value mBuf = op.getRowMax(), lBuf = op.getRowSum(), acc = op.getAcc();
+  Value bi = op.getBatch(), h = op.getQhead(), hk = op.getKvhead();
+  Value row0 = op.getRow0(), col0 = op.getCol0();
+  int64_t dv = cast<MemRefType>(v.getType()).getDimSize(3);
+  double softcap = op.getSoftcap().convertToDouble();
+  double scaleLog2 = op.getScaleLog2().convertToDouble();
+  ArrayRef<int64_t> window = op.getWindow();
+
+  if (countBlocks) {
+    auto module = op->getParentOfType<ModuleOp>();
+    bumpCounter(b, loc, module, "attn_tiles_visited");
+    if (masked)
+      bumpCounter(b, loc, module, "attn_tiles_masked");
+  }
+
+  Value c0 = indexConst(b, loc, 0), c1 = indexConst(b, loc, 1);
+  Value sq = dimOf(b, loc, q, 2), skv = dimOf(b, loc, k, 2);
+  Value offset = arith::SubIOp::create(b, loc, skv, sq);
+  Value sRow = memref::AllocOp::create(b, loc,
+                                       MemRefType::get({bn}, b.getF32Type()));
+  // Masked tiles may hang over Skv: only their first Skv - col0 columns exist.
+  Value cEnd = indexConst(b, loc, bn);
+  if (masked)
+    cEnd = arith::MinSIOp::create(
+        b, loc, cEnd, arith::SubIOp::create(b, loc, skv, col0));
+  Value negInf = f32Const(b, loc, -std::numeric_limits<double>::infinity());
+  Value zero = f32Const(b, loc, 0.0);
+
+  forValidRows(b, loc, row0, bm, sq, [&](OpBuilder &b, Location loc, Value row,
+                                         Value r) {
+    Value mOld = memref::LoadOp::create(b, loc, mBuf, r);
+    // Scores (log2 domain) and the new row max.
+    auto scoreLoop = scf::ForOp::create(
+        b, loc, c0, cEnd, c1, ValueRange{mOld},
+        [&](OpBuilder &b, Location loc, Value c, ValueRange iter) {
+          Value col = arith::AddIOp::create(b, loc, col0, c);
+          Value qk = buildDot(b, loc, q, k, bi, h, hk, row, col);
+          Value s;
+          if (softcap > 0) {
+            Value pre = f32Const(b, loc, scaleLog2 / (kLog2e * softcap));
+            Value t = math::TanhOp::create(b, loc,
+                                           arith::MulFOp::create(b, loc, qk, pre));
+            s = arith::MulFOp::create(b, loc, t, f32Const(b, loc, softcap * kLog2e));
+          } else {
+            s = arith::MulFOp::create(b, loc, qk, f32Const(b, loc, scaleLog2));
+          }
+          if (masked)
+            if (Value vis = buildVisible(b, loc, row, col, offset, window[0],
+                                         window[1]))
+              s = arith::SelectOp::create(b, loc, vis, s, negInf);
+          memref::StoreOp::create(b, loc, s, sRow, c);
+          scf::YieldOp::create(b, loc, ValueRange{
+              arith::MaximumFOp::create(b, loc, iter[0], s)});
+        });
+    Value mNew = scoreLoop.getResult(0);
+    // A row with no visible key so far keeps m = -inf; exponentiate against
+    // 0 then, so that exp2(-inf - -inf) never makes a NaN.
+    Value isNegInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                           mNew, negInf);
+    Value mUse = arith::SelectOp::create(b, loc, isNegInf, zero, mNew);
+    Value alpha = math::Exp2Op::create(b, loc,
+                                       arith::SubFOp::create(b, loc, mOld, mUse));
+    auto sumLoop = scf::ForOp::create(
+        b, loc, c0, cEnd, c1, ValueRange{zero},
+        [&](OpBuilder &b, Location loc, Value c, ValueRange iter) {
+          Value s = memref::LoadOp::create(b, loc, sRow, c);
+          Value p = math::Exp2Op::create(b, loc,
+                                         arith::SubFOp::create(b, loc, s, mUse));
+          memref::StoreOp::create(b, loc, p, sRow, c);
+          scf::YieldOp::create(b, loc, ValueRange{
+              arith::AddFOp::create(b, loc, iter[0], p)});
+        });
+    Value lOld = memref::LoadOp::create(b, loc, lBuf, r);
+    Value lNew = math::FmaOp::create(b, loc, lOld, alpha, sumLoop.getResult(0));
+    memref::StoreOp::create(b, loc, lNew, lBuf, r);
+    memref::StoreOp::create(b, loc, mNew, mBuf, r);
+    // acc[r, :] = acc[r, :] * alpha + P V
+    scf::ForOp::create(
+        b, loc, c0, indexConst(b, loc, dv), c1, ValueRange{},
+        [&](OpBuilder &b, Location loc, Value d, ValueRange) {
+          Value a = memref::LoadOp::create(b, loc, acc, ValueRange{r, d});
+          a = arith::MulFOp::create(b, loc, a, alpha);
+          auto pv = scf::ForOp::create(
+              b, loc, c0, cEnd, c1, ValueRange{a},
+              [&](OpBuilder &b, Location loc, Value c, ValueRange iter) {
+                Value col = arith::AddIOp::create(b, loc, col0, c);
+                Value p = memref::LoadOp::create(b, loc, sRow, c);
+                Value vv = loadAsF32(b, loc, v, {bi, hk, col, d});
+                scf::YieldOp::create(b, loc, ValueRange{
+                    math::FmaOp::create(b, loc, p, vv, iter[0])});
+              });
+          memref::StoreOp::create(b, loc, pv.getResult(0), acc,
+                                  ValueRange{r, d});
+          scf::YieldOp::create(b, loc);
+        });
+  });
+  memref::DeallocOp::create(b, loc, sRow);
+  op.erase();
+}
+
+static void lowerFinalize(TileFinalizeOp op) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  Value mBuf = op.getRowMax(), lBuf = op.getRowSum(), acc = op.getAcc();
+  Value o = op.getOut(), lse = op.getLse();
+  Value bi = op.getBatch(), h = op.getQhead();
+  int64_t dv = cast<MemRefType>(o.getType()).getDimSize(3);
+  Value sq = dimOf(b, loc, o, 2);
+  Value c0 = indexConst(b, loc, 0), c1 = indexConst(b, loc, 1);
+  Value zero = f32Const(b, loc, 0.0), one = f32Const(b, loc, 1.0);
+  Value negInf = f32Const(b, loc, -std::numeric_limits<double>::infinity());
+  forValidRows(b, loc, op.getRow0(), op.getBlockM(), sq,
+               [&](OpBuilder &b, Location loc, Value row, Value r) {
+    Value l = memref::LoadOp::create(b, loc, lBuf, r);
+    Value any = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, l, zero);
+    Value inv = arith::SelectOp::create(b, loc, any,
+                                        arith::DivFOp::create(b, loc, one, l), zero);
+    scf::ForOp::create(b, loc, c0, indexConst(b, loc, dv), c1, ValueRange{},
+                       [&](OpBuilder &b, Location loc, Value d, ValueRange) {
+                         Value a = memref::LoadOp::create(b, loc, acc, ValueRange{r, d});
+                         storeFromF32(b, loc, arith::MulFOp::create(b, loc, a, inv),
+                                      o, {bi, h, row, d});
+                         scf::YieldOp::create(b, loc);
+                       });
+    if (lse) {
+      Value m = memref::LoadOp::create(b, loc, mBuf, r);
+      Value val = arith::AddFOp::create(b, loc, m, math::Log2Op::create(b, loc, l));
+      val = arith::MulFOp::create(b, loc, val, f32Const(b, loc, kLn2));
+      val = arith::SelectOp::create(b, loc, any, val, negInf);
+      memref::StoreOp::create(b, loc, val, lse, ValueRange{bi, h, row});
+    }
+  });
+  op.erase();
+}
+
+/// With count-blocks: `func.func @attn_tile_counters(memref<2xi64>)` copies
+/// (visited, masked) out, so a host can read them after a run.
+static void addCounterReader(ModuleOp module) {
+  if (module.lookupSymbol("attn_tile_counters"))
+    return;
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  Location loc = module.getLoc();
+  auto outType = MemRefType::get({2}, b.getI64Type());
+  auto fn = func::FuncOp::create(b, loc, "attn_tile_counters",
+                                 b.getFunctionType({outType}, {}));
+  fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+  Block *body = fn.addEntryBlock();
+  b.setInsertionPointToStart(body);
+  auto type = MemRefType::get({}, b.getI64Type());
+  for (auto [i, name] : llvm::enumerate(
+           ArrayRef<StringRef>{"attn_tiles_visited", "attn_tiles_masked"})) {
+    Value x;
+    if (module.lookupSymbol(name)) {
+      Value g = memref::GetGlobalOp::create(b, loc, type, name);
+      x = memref::LoadOp::create(b, loc, g, ValueRange{});
+    } else {
+      x = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0));
+    }
+    memref::StoreOp::create(b, loc, x, body->getArgument(0),
+                            ValueRange{indexConst(b, loc, i)});
+  }
+  func::ReturnOp::create(b, loc);
+}
+
+namespace {
+struct AttnLowerTilesToLoopsPass
+    : public fa3::attn::impl::AttnLowerTilesToLoopsBase<AttnLowerTilesToLoopsPass> {
+  using AttnLowerTilesToLoopsBase::AttnLowerTilesToLoopsBase;
+  void runOnOperation() override {
+    SmallVector<Operation *> ops;
+    getOperation()->walk([&](Operation *op) {
+      if (isa<TileUpdateOp, TileFinalizeOp>(op))
+        ops.push_back(op);
+    });
+    if (countBlocks && !isa<ModuleOp>(getOperation())) {
+      getOperation()->emitError("attn-lower-tiles-to-loops{count-blocks} must "
+                                "run on a builtin.module");
+      return signalPassFailure();
+    }
+    for (Operation *op : ops) {
+      if (auto u = dyn_cast<TileUpdateOp>(op))
+        lowerUpdate(u, countBlocks);
+      else
+        lowerFinalize(cast<TileFinalizeOp>(op));
+    }
+    if (countBlocks)
+      addCounterReader(cast<ModuleOp>(getOperation()));
+  }
+};
+} // namespace

@@ -1,0 +1,50 @@
+//===- LoweringUtils.h - IR builders shared by the attn lowerings -*- C++ -*-===//
+//
+// The pieces of attention semantics that more than one lowering needs (which
+// keys a query sees, the softcapped score) are built here once, so the CPU
+// reference, the tiled CPU program and the Hopper kernel cannot drift apart.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FA3_LIB_DIALECT_ATTN_TRANSFORMS_LOWERINGUTILS_H
+#define FA3_LIB_DIALECT_ATTN_TRANSFORMS_LOWERINGUTILS_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Value.h"
+
+namespace fa3::attn {
+
+/// Index constant.
+mlir::Value indexConst(mlir::OpBuilder &b, mlir::Location loc, int64_t v);
+/// f32 constant.
+mlir::Value f32Const(mlir::OpBuilder &b, mlir::Location loc, double v);
+
+/// Loads memref[indices] and extends it to f32.
+mlir::Value loadAsF32(mlir::OpBuilder &b, mlir::Location loc, mlir::Value memref,
+                      mlir::ValueRange indices);
+/// Converts an f32 value to `memref`'s element type and stores it.
+void storeFromF32(mlir::OpBuilder &b, mlir::Location loc, mlir::Value value,
+                  mlir::Value memref, mlir::ValueRange indices);
+
+/// i1: key `col` is visible to query `row` under window [left, right]
+/// (-1 = unbounded) with `offset` = Skv - Sq (bottom-right alignment).
+/// Returns null when every key is visible (no window at all).
+mlir::Value buildVisible(mlir::OpBuilder &b, mlir::Location loc, mlir::Value row,
+                         mlir::Value col, mlir::Value offset, int64_t left,
+                         int64_t right);
+
+/// dot(q[bi, h, i, :], k[bi, hk, j, :]) in f32 over the static head dim.
+mlir::Value buildDot(mlir::OpBuilder &b, mlir::Location loc, mlir::Value q,
+                     mlir::Value k, mlir::Value bi, mlir::Value h, mlir::Value hk,
+                     mlir::Value i, mlir::Value j);
+
+/// Applies softcap (when > 0) to the scaled score `s`: softcap*tanh(s/softcap).
+mlir::Value buildSoftcap(mlir::OpBuilder &b, mlir::Location loc, mlir::Value s,
+                         double softcap);
+
+/// Static extent of dimension `dim` of a shaped value, or a memref.dim op.
+mlir::Value dimOf(mlir::OpBuilder &b, mlir::Location loc, mlir::Value memref,
+                  unsigned dim);
+
+} // namespace fa3::attn
+
+#endif

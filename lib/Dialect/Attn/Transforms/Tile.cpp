@@ -1,0 +1,201 @@
+//===- Tile.cpp - attn-tile: the FlashAttention schedule ------------------===//
+//
+// Produces, per attn.flash_attention (memref form):
+//
+//   scf.parallel (%mb, %h, %b) = (0, 0, 0) to (ceil(Sq/BM), Hq, B) {
+//       state buffers m [BM], l [BM], acc [BM, Dv] (f32), filled -inf / 0 / 0
+//       kv-block range [nLo, nHi) and the unmasked sub-range [uLo, uHi)
+//       scf.for %nb = %nLo to %nHi {
+//         if (nb < uLo || nb >= uHi)  attn.tile_update ... masked
+//         else                        attn.tile_update ...
+//       }
+//       attn.tile_finalize
+//   }
+//
+// The range arithmetic below is the one place that decides which kv-blocks
+// a query block visits and which of them need the mask; the CPU expansion
+// and the Hopper kernel both take it from this IR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LoweringUtils.h"
+#include "fa3/Dialect/Attn/IR/AttnDialect.h"
+#include "fa3/Dialect/Attn/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <cmath>
+#include <limits>
+
+namespace fa3::attn {
+#define GEN_PASS_DEF_ATTNTILE
+#include "fa3/Dialect/Attn/Transforms/Passes.h.inc"
+} // namespace fa3::attn
+
+using namespace mlir;
+using namespace fa3::attn;
+
+namespace {
+/// Tile sizes: the option when given, else FA3's choice for the head dim.
+struct TileSizes {
+  int64_t m, n;
+};
+TileSizes pickTiles(int64_t headDim, int64_t optM, int64_t optN) {
+  TileSizes t{128, headDim <= 128 ? 128 : 80};
+  if (optM > 0)
+    t.m = optM;
+  if (optN > 0)
+    t.n = optN;
+  return t;
+}
+
+struct IndexMath {
+  OpBuilder &b;
+  Location loc;
+  Value c(int64_t v) { return indexConst(b, loc, v); }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
+  Value minS(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
+  Value maxS(Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); }
+  Value floorDiv(Value x, int64_t d) {
+    return arith::FloorDivSIOp::create(b, loc, x, c(d));
+  }
+  Value ceilDiv(Value x, int64_t d) {
+    return arith::CeilDivSIOp::create(b, loc, x, c(d));
+  }
+  Value lt(Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, x, y);
+  }
+  Value ge(Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, x, y);
+  }
+};
+} // namespace
+
+static LogicalResult tile(FlashAttentionOp op, int64_t optM, int64_t optN) {
+  Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
+  Value o = op.getOut(), lse = op.getLse();
+  auto qt = cast<MemRefType>(q.getType());
+  int64_t hq = qt.getDimSize(1), d = qt.getDimSize(3);
+  int64_t hkv = cast<MemRefType>(k.getType()).getDimSize(1);
+  int64_t dv = cast<MemRefType>(v.getType()).getDimSize(3);
+  TileSizes ts = pickTiles(d, optM, optN);
+  if (ts.m <= 0 || ts.n <= 0)
+    return op.emitOpError("attn-tile: block sizes must be positive");
+  int64_t left = op.getWindowLeft(), right = op.getWindowRight();
+  double scale = op.getEffectiveScale();
+  double softcap = op.getSoftcap().convertToDouble();
+
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  IndexMath ib{b, loc};
+  Value sq = dimOf(b, loc, q, 2), skv = dimOf(b, loc, k, 2);
+  Value nb = dimOf(b, loc, q, 0);
+  Value offset = ib.sub(skv, sq);
+  Value numM = ib.ceilDiv(sq, ts.m);
+  auto grid = scf::ParallelOp::create(b, loc, ValueRange{ib.c(0), ib.c(0), ib.c(0)},
+                                      ValueRange{numM, ib.c(hq), nb},
+                                      ValueRange{ib.c(1), ib.c(1), ib.c(1)});
+  b.setInsertionPointToStart(grid.getBody());
+  Value mb = grid.getInductionVars()[0], h = grid.getInductionVars()[1],
+        bi = grid.getInductionVars()[2];
+  // Running state of the online softmax, private to this grid cell. (Heap
+  // buffers: stack allocas inside a loop would grow the CPU stack per cell.)
+  Type f32 = b.getF32Type();
+  Value m = memref::AllocOp::create(b, loc, MemRefType::get({ts.m}, f32));
+  Value l = memref::AllocOp::create(b, loc, MemRefType::get({ts.m}, f32));
+  Value acc = memref::AllocOp::create(b, loc, MemRefType::get({ts.m, dv}, f32));
+  linalg::FillOp::create(
+      b, loc, f32Const(b, loc, -std::numeric_limits<double>::infinity()), m);
+  linalg::FillOp::create(b, loc, f32Const(b, loc, 0.0), l);
+  linalg::FillOp::create(b, loc, f32Const(b, loc, 0.0), acc);
+
+  Value hk = arith::DivUIOp::create(b, loc, h, ib.c(hq / hkv));
+  Value row0 = ib.mul(mb, ib.c(ts.m));
+  Value lastRow = ib.sub(ib.minS(ib.add(row0, ib.c(ts.m)), sq), ib.c(1));
+
+  // Visible key columns of the whole block: [colLo, colHi).
+  Value colLo = ib.c(0), colHi = skv;
+  if (left >= 0)
+    colLo = ib.maxS(colLo, ib.sub(ib.add(row0, offset), ib.c(left)));
+  if (right >= 0)
+    colHi = ib.minS(colHi, ib.add(ib.add(lastRow, offset), ib.c(right + 1)));
+  Value nLo = ib.floorDiv(colLo, ts.n);
+  Value nHi = ib.maxS(nLo, ib.ceilDiv(colHi, ts.n));
+  // Blocks in [uLo, uHi) are visible to every row of the block and lie
+  // wholly inside Skv: they need no mask.
+  Value uLo = nLo, uHi = ib.floorDiv(skv, ts.n);
+  if (left >= 0)
+    uLo = ib.maxS(nLo, ib.ceilDiv(ib.sub(ib.add(lastRow, offset), ib.c(left)),
+                                  ts.n));
+  if (right >= 0)
+    uHi = ib.minS(uHi, ib.floorDiv(ib.add(ib.add(row0, offset),
+                                          ib.c(right + 1)),
+                                   ts.n));
+
+  double log2e = 1.4426950408889634;
+  auto attrs = [&](bool masked) {
+    SmallVector<NamedAttribute> a;
+    a.push_back(b.getNamedAttr("block_m", b.getI64IntegerAttr(ts.m)));
+    a.push_back(b.getNamedAttr("block_n", b.getI64IntegerAttr(ts.n)));
+    a.push_back(b.getNamedAttr("scale_log2", b.getF32FloatAttr(scale * log2e)));
+    a.push_back(b.getNamedAttr("softcap", b.getF32FloatAttr(softcap)));
+    a.push_back(b.getNamedAttr("window", b.getDenseI64ArrayAttr({left, right})));
+    if (masked)
+      a.push_back(b.getNamedAttr("masked", b.getUnitAttr()));
+    return a;
+  };
+  scf::ForOp::create(
+      b, loc, nLo, nHi, ib.c(1), ValueRange{},
+      [&](OpBuilder &lb, Location ll, Value n, ValueRange) {
+        IndexMath jb{lb, ll};
+        Value col0 = jb.mul(n, jb.c(ts.n));
+        Value boundary = arith::OrIOp::create(lb, ll, jb.lt(n, uLo),
+                                              jb.ge(n, uHi));
+        auto step = [&](bool masked) {
+          return [&, masked](OpBuilder &sb, Location sl) {
+            auto upd = TileUpdateOp::create(
+                sb, sl, TypeRange{},
+                ValueRange{q, k, v, m, l, acc, bi, h, hk, row0, col0});
+            upd->setAttrs(attrs(masked));
+            scf::YieldOp::create(sb, sl);
+          };
+        };
+        scf::IfOp::create(lb, ll, boundary, step(true), step(false));
+        scf::YieldOp::create(lb, ll);
+      });
+  auto fin = TileFinalizeOp::create(b, loc, m, l, acc, o, lse, bi, h, row0,
+                                    b.getI64IntegerAttr(ts.m));
+  (void)fin;
+  for (Value buf : {m, l, acc})
+    memref::DeallocOp::create(b, loc, buf);
+  op.erase();
+  return success();
+}
+
+namespace {
+struct AttnTilePass : public fa3::attn::impl::AttnTileBase<AttnTilePass> {
+  using AttnTileBase::AttnTileBase;
+  void runOnOperation() override {
+    SmallVector<FlashAttentionOp> ops;
+    bool bad = false;
+    getOperation()->walk([&](FlashAttentionOp op) {
+      if (!op.hasBufferSemantics()) {
+        op.emitOpError("attn-tile needs the memref form; run "
+                       "one-shot-bufferize first");
+        bad = true;
+      }
+      ops.push_back(op);
+    });
+    if (bad)
+      return signalPassFailure();
+    for (FlashAttentionOp op : ops)
+      if (failed(tile(op, blockM, blockN)))
+        return signalPassFailure();
+  }
+};
+} // namespace

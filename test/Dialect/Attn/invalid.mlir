@@ -1,0 +1,275 @@
+// Every verifier error of the attn ops, one per split.
+// RUN: fa3-opt %s -split-input-file -verify-diagnostics
+
+func.func @f(%q: memref<2x8x128x64xbf16>, %k: memref<2x2x256x64xbf16>, %v: memref<2x2x256x64xbf16>, %o: tensor<2x8x128x64xbf16>) {
+  // expected-error @+1 {{mixes tensor and memref operands: query is a memref but o is not}}
+  attn.flash_attention ins(%q, %k, %v : memref<2x8x128x64xbf16>, memref<2x2x256x64xbf16>, memref<2x2x256x64xbf16>) outs(%o : tensor<2x8x128x64xbf16>) 
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x128x64xbf16>, %k: memref<2x2x256x64xbf16>, %v: memref<2x2x256x64xbf16>, %o: memref<2x8x128x64xbf16>) {
+  // expected-error @+1 {{memref form has no results, got 1}}
+  %r = attn.flash_attention ins(%q, %k, %v : memref<2x8x128x64xbf16>, memref<2x2x256x64xbf16>, memref<2x2x256x64xbf16>) outs(%o : memref<2x8x128x64xbf16>)  -> tensor<2x8x128x64xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<2x8x128x64xbf16>, %k: tensor<2x2x256x64xbf16>, %v: tensor<2x2x256x64xbf16>, %o: tensor<2x8x128x64xbf16>) {
+  // expected-error @+1 {{result type 'tensor<2x8x128x64xf16>' differs from its output operand type 'tensor<2x8x128x64xbf16>'}}
+  %r = attn.flash_attention ins(%q, %k, %v : tensor<2x8x128x64xbf16>, tensor<2x2x256x64xbf16>, tensor<2x2x256x64xbf16>) outs(%o : tensor<2x8x128x64xbf16>)  -> tensor<2x8x128x64xf16>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<8x128x64xbf16>, %k: memref<2x2x256x64xbf16>, %v: memref<2x2x256x64xbf16>, %o: memref<2x8x128x64xbf16>) {
+  // expected-error @+1 {{query must have rank 4 [B, Hq, Sq, D], got rank 3}}
+  attn.flash_attention ins(%q, %k, %v : memref<8x128x64xbf16>, memref<2x2x256x64xbf16>, memref<2x2x256x64xbf16>) outs(%o : memref<2x8x128x64xbf16>) 
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x128x64xbf16>, %k: memref<2x256x64xbf16>, %v: memref<2x2x256x64xbf16>, %o: memref<2x8x128x64xbf16>) {
+  // expected-error @+1 {{key must have rank 4 [B, Hkv, Skv, D], got rank 3}}
+  attn.flash_attention ins(%q, %k, %v : memref<2x8x128x64xbf16>, memref<2x256x64xbf16>, memref<2x2x256x64xbf16>) outs(%o : memref<2x8x128x64xbf16>) 
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x128x64xbf16>, %k: memref<2x2x256x64xbf16>, %v: memref<2x2x256x64xbf16>, %o: memref<2x8x128x64xbf16>, %l: memref<2x8x128x1xf32>) {
+  // expected-error @+1 {{lse must have rank 3 [B, Hq, Sq], got rank 4}}
+  attn.flash_attention ins(%q, %k, %v : memref<2x8x128x64xbf16>, memref<2x2x256x64xbf16>, memref<2x2x256x64xbf16>) outs(%o, %l : memref<2x8x128x64xbf16>, memref<2x8x128x1xf32>) 
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x128x64xi8>, %k: memref<2x2x256x64xi8>, %v: memref<2x2x256x64xi8>, %o: memref<2x8x128x64xbf16>) {
+  // expected-error @+1 {{query element type must be f16, bf16, f32 or f8E4M3FN, got 'i8'}}
+  attn.flash_attention ins(%q, %k, %v : memref<2x8x128x64xi8>, memref<2x2x256x64xi8>, memref<2x2x256x64xi8>) outs(%o : memref<2x8x128x64xbf16>) 
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x128x64xbf16>, %k: memref<2x2x256x64xf16>, %v: memref<2x2x256x64xbf16>, %o: memref<2x8x128x64xbf16>) {
+  // expected-error @+1 {{query, key and value must have one element type, got 'bf16', 'f16', 'bf16'}}
+  attn.flash_attention ins(%q, %k, %v : memref<2x8x128x64xbf16>, memref<2x2x256x64xf16>, memref<2x2x256x64xbf16>) outs(%o : memref<2x8x128x64xbf16>) 
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x128x64xbf16>, %k: memref<2x2x256x64xbf16>, %v: memref<2x2x256x64xbf16>, %o: memref<2x8x128x64xf8E4M3FN>) {
+  // expected-error @+1 {{o element type must be f16, bf16 or f32, got 'f8E4M3FN'}}
+  attn.flash_attention ins(%q, %k, %v : memref<2x8x128x64xbf16>, memref<2x2x256x64xbf16>, memref<2x2x256x64xbf16>) outs(%o : memref<2x8x128x64xf8E4M3FN>) 
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x128x64xbf16>, %k: memref<2x2x256x64xbf16>, %v: memref<2x2x256x64xbf16>, %o: memref<2x8x128x64xbf16>, %l: memref<2x8x128xbf16>) {
+  // expected-error @+1 {{lse element type must be f32, got 'bf16'}}
+  attn.flash_attention ins(%q, %k, %v : memref<2x8x128x64xbf16>, memref<2x2x256x64xbf16>, memref<2x2x256x64xbf16>) outs(%o, %l : memref<2x8x128x64xbf16>, memref<2x8x128xbf16>) 
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x128x64xbf16>, %k: memref<3x2x256x64xbf16>, %v: memref<2x2x256x64xbf16>, %o: memref<2x8x128x64xbf16>) {
+  // expected-error @+1 {{batch mismatch: query has 2 but key has 3}}
+  attn.flash_attention ins(%q, %k, %v : memref<2x8x128x64xbf16>, memref<3x2x256x64xbf16>, memref<2x2x256x64xbf16>) outs(%o : memref<2x8x128x64xbf16>) 
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x128x64xbf16>, %k: memref<2x2x256x64xbf16>, %v: memref<2x4x256x64xbf16>, %o: memref<2x8x128x64xbf16>) {
+  // expected-error @+1 {{kv heads mismatch: key has 2 but value has 4}}
+  attn.flash_attention ins(%q, %k, %v : memref<2x8x128x64xbf16>, memref<2x2x256x64xbf16>, memref<2x4x256x64xbf16>) outs(%o : memref<2x8x128x64xbf16>) 
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x128x64xbf16>, %k: memref<2x2x256x64xbf16>, %v: memref<2x2x256x64xbf16>, %o: memref<2x4x128x64xbf16>) {
+  // expected-error @+1 {{query heads mismatch: query has 8 but o has 4}}
+  attn.flash_attention ins(%q, %k, %v : memref<2x8x128x64xbf16>, memref<2x2x256x64xbf16>, memref<2x2x256x64xbf16>) outs(%o : memref<2x4x128x64xbf16>) 
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x128x64xbf16>, %k: memref<2x2x256x64xbf16>, %v: memref<2x2x256x64xbf16>, %o: memref<2x8x100x64xbf16>) {
+  // expected-error @+1 {{query length mismatch: query has 128 but o has 100}}
+  attn.flash_attention ins(%q, %k, %v : memref<2x8x128x64xbf16>, memref<2x2x256x64xbf16>, memref<2x2x256x64xbf16>) outs(%o : memref<2x8x100x64xbf16>) 
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x128x64xbf16>, %k: memref<2x2x256x64xbf16>, %v: memref<2x2x200x64xbf16>, %o: memref<2x8x128x64xbf16>) {
+  // expected-error @+1 {{kv length mismatch: key has 256 but value has 200}}
+  attn.flash_attention ins(%q, %k, %v : memref<2x8x128x64xbf16>, memref<2x2x256x64xbf16>, memref<2x2x200x64xbf16>) outs(%o : memref<2x8x128x64xbf16>) 
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x128x64xbf16>, %k: memref<2x2x256x128xbf16>, %v: memref<2x2x256x64xbf16>, %o: memref<2x8x128x64xbf16>) {
+  // expected-error @+1 {{head dim mismatch: query has 64 but key has 128}}
+  attn.flash_attention ins(%q, %k, %v : memref<2x8x128x64xbf16>, memref<2x2x256x128xbf16>, memref<2x2x256x64xbf16>) outs(%o : memref<2x8x128x64xbf16>) 
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x128x64xbf16>, %k: memref<2x2x256x64xbf16>, %v: memref<2x2x256x32xbf16>, %o: memref<2x8x128x64xbf16>) {
+  // expected-error @+1 {{value head dim mismatch: value has 32 but o has 64}}
+  attn.flash_attention ins(%q, %k, %v : memref<2x8x128x64xbf16>, memref<2x2x256x64xbf16>, memref<2x2x256x32xbf16>) outs(%o : memref<2x8x128x64xbf16>) 
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x128x64xbf16>, %k: memref<2x2x256x64xbf16>, %v: memref<2x2x256x64xbf16>, %o: memref<2x8x128x64xbf16>, %l: memref<2x8x100xf32>) {
+  // expected-error @+1 {{query length mismatch: query has 128 but lse has 100}}
+  attn.flash_attention ins(%q, %k, %v : memref<2x8x128x64xbf16>, memref<2x2x256x64xbf16>, memref<2x2x256x64xbf16>) outs(%o, %l : memref<2x8x128x64xbf16>, memref<2x8x100xf32>) 
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x?x128x64xbf16>, %k: memref<2x2x256x64xbf16>, %v: memref<2x2x256x64xbf16>, %o: memref<2x?x128x64xbf16>) {
+  // expected-error @+1 {{query heads (dim 1 of query) must be static}}
+  attn.flash_attention ins(%q, %k, %v : memref<2x?x128x64xbf16>, memref<2x2x256x64xbf16>, memref<2x2x256x64xbf16>) outs(%o : memref<2x?x128x64xbf16>) 
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x128x?xbf16>, %k: memref<2x2x256x?xbf16>, %v: memref<2x2x256x64xbf16>, %o: memref<2x8x128x64xbf16>) {
+  // expected-error @+1 {{head dim (dim 3 of query) must be static}}
+  attn.flash_attention ins(%q, %k, %v : memref<2x8x128x?xbf16>, memref<2x2x256x?xbf16>, memref<2x2x256x64xbf16>) outs(%o : memref<2x8x128x64xbf16>) 
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x128x64xbf16>, %k: memref<2x3x256x64xbf16>, %v: memref<2x3x256x64xbf16>, %o: memref<2x8x128x64xbf16>) {
+  // expected-error @+1 {{query heads (8) must be a multiple of kv heads (3) for GQA/MQA}}
+  attn.flash_attention ins(%q, %k, %v : memref<2x8x128x64xbf16>, memref<2x3x256x64xbf16>, memref<2x3x256x64xbf16>) outs(%o : memref<2x8x128x64xbf16>) 
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x128x260xbf16>, %k: memref<2x2x256x260xbf16>, %v: memref<2x2x256x64xbf16>, %o: memref<2x8x128x64xbf16>) {
+  // expected-error @+1 {{head dim 260 is unsupported: it must be a multiple of 8 between 8 and 256}}
+  attn.flash_attention ins(%q, %k, %v : memref<2x8x128x260xbf16>, memref<2x2x256x260xbf16>, memref<2x2x256x64xbf16>) outs(%o : memref<2x8x128x64xbf16>) 
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x128x64xbf16>, %k: memref<2x2x256x64xbf16>, %v: memref<2x2x256x12xbf16>, %o: memref<2x8x128x12xbf16>) {
+  // expected-error @+1 {{value head dim 12 is unsupported: it must be a multiple of 8 between 8 and 256}}
+  attn.flash_attention ins(%q, %k, %v : memref<2x8x128x64xbf16>, memref<2x2x256x64xbf16>, memref<2x2x256x12xbf16>) outs(%o : memref<2x8x128x12xbf16>) 
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x128x64xbf16>, %k: memref<2x2x256x64xbf16>, %v: memref<2x2x256x64xbf16>, %o: memref<2x8x128x64xbf16>) {
+  // expected-error @+1 {{scale must be finite and > 0, got -1}}
+  attn.flash_attention ins(%q, %k, %v : memref<2x8x128x64xbf16>, memref<2x2x256x64xbf16>, memref<2x2x256x64xbf16>) outs(%o : memref<2x8x128x64xbf16>) scale(-1.0)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x128x64xbf16>, %k: memref<2x2x256x64xbf16>, %v: memref<2x2x256x64xbf16>, %o: memref<2x8x128x64xbf16>) {
+  // expected-error @+1 {{window entries must be >= -1 (-1 = unbounded), got [-2, 0]}}
+  attn.flash_attention ins(%q, %k, %v : memref<2x8x128x64xbf16>, memref<2x2x256x64xbf16>, memref<2x2x256x64xbf16>) outs(%o : memref<2x8x128x64xbf16>) window(-2, 0)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x128x64xbf16>, %k: memref<2x2x256x64xbf16>, %v: memref<2x2x256x64xbf16>, %o: memref<2x8x128x64xbf16>) {
+  // expected-error @+1 {{causal attention has window right = 0; got window right = 4 (drop `causal` or set right to 0 or -1)}}
+  attn.flash_attention ins(%q, %k, %v : memref<2x8x128x64xbf16>, memref<2x2x256x64xbf16>, memref<2x2x256x64xbf16>) outs(%o : memref<2x8x128x64xbf16>) causal window(16, 4)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x128x64xbf16>, %k: memref<2x2x256x64xbf16>, %v: memref<2x2x256x64xbf16>, %o: memref<2x8x128x64xbf16>) {
+  // expected-error @+1 {{softcap must be finite and >= 0 (0 = off), got -1}}
+  attn.flash_attention ins(%q, %k, %v : memref<2x8x128x64xbf16>, memref<2x2x256x64xbf16>, memref<2x2x256x64xbf16>) outs(%o : memref<2x8x128x64xbf16>) softcap(-1.0)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x1x8x8xf32>) {
+  // expected-error @+1 {{expects outs(o) or outs(o, lse), got 0 output operands}}
+  "attn.flash_attention"(%q, %q, %q) : (memref<1x1x8x8xf32>, memref<1x1x8x8xf32>, memref<1x1x8x8xf32>) -> ()
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x1x8x8xf32>) {
+  // expected-error @+1 {{tensor form needs one result per output operand (1), got 0}}
+  "attn.flash_attention"(%q, %q, %q, %q) : (tensor<1x1x8x8xf32>, tensor<1x1x8x8xf32>, tensor<1x1x8x8xf32>, tensor<1x1x8x8xf32>) -> ()
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x1x8x8xf32>) {
+  // expected-error @+1 {{window must have two entries [left, right], got 3}}
+  "attn.flash_attention"(%q, %q, %q, %q) {window = array<i64: 1, 2, 3>} : (memref<1x1x8x8xf32>, memref<1x1x8x8xf32>, memref<1x1x8x8xf32>, memref<1x1x8x8xf32>) -> ()
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x1x8x8xf32>, %i: index) {
+  %m = memref.alloca() : memref<32xf32>
+  %acc = memref.alloca() : memref<32x8xf32>
+  // expected-error @+1 {{state buffers must have block_m = 64 rows}}
+  attn.tile_update %q, %q, %q [%i, %i, %i] rows %i cols %i state(%m, %m, %acc)
+    {block_m = 64 : i64, block_n = 32 : i64, scale_log2 = 1.0 : f32, softcap = 0.0 : f32, window = array<i64: -1, -1>}
+    : memref<1x1x8x8xf32>, memref<1x1x8x8xf32>, memref<1x1x8x8xf32>, memref<32xf32>, memref<32xf32>, memref<32x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x1x8x8xf32>, %i: index) {
+  %m = memref.alloca() : memref<32xf16>
+  %acc = memref.alloca() : memref<32x8xf32>
+  // expected-error @+1 {{state must be f32 buffers [block_m], [block_m], [block_m, Dv]}}
+  attn.tile_finalize state(%m, %m, %acc) to %q [%i, %i] rows %i {block_m = 32 : i64}
+    : memref<32xf16>, memref<32xf16>, memref<32x8xf32>, memref<1x1x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x1x8x8xf32>, %i: index) {
+  %m = memref.alloca() : memref<32xf32>
+  %acc = memref.alloca() : memref<32x8xf32>
+  // expected-error @+1 {{block sizes must be positive}}
+  attn.tile_update %q, %q, %q [%i, %i, %i] rows %i cols %i state(%m, %m, %acc)
+    {block_m = 32 : i64, block_n = 0 : i64, scale_log2 = 1.0 : f32, softcap = 0.0 : f32, window = array<i64: -1, -1>}
+    : memref<1x1x8x8xf32>, memref<1x1x8x8xf32>, memref<1x1x8x8xf32>, memref<32xf32>, memref<32xf32>, memref<32x8xf32>
+  return
+}

@@ -1,0 +1,61 @@
+// Round trip: print, re-parse, print again; both forms, every attribute, and
+// defaults (scale, window, softcap) elided.
+// RUN: fa3-opt %s | fa3-opt | FileCheck %s
+// RUN: fa3-opt %s --mlir-print-op-generic | fa3-opt | FileCheck %s
+
+// CHECK-LABEL: func @tensor_form
+func.func @tensor_form(%q: tensor<2x8x128x64xbf16>, %k: tensor<2x2x256x64xbf16>,
+                       %v: tensor<2x2x256x64xbf16>, %o: tensor<2x8x128x64xbf16>,
+                       %l: tensor<2x8x128xf32>) -> (tensor<2x8x128x64xbf16>, tensor<2x8x128xf32>) {
+  // CHECK: %{{.*}}:2 = attn.flash_attention ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<2x8x128x64xbf16>, tensor<2x2x256x64xbf16>, tensor<2x2x256x64xbf16>) outs(%{{.*}}, %{{.*}} : tensor<2x8x128x64xbf16>, tensor<2x8x128xf32>) scale(1.250000e-01) causal window(128, 0) softcap(3.000000e+01) -> tensor<2x8x128x64xbf16>, tensor<2x8x128xf32>
+  %r:2 = attn.flash_attention ins(%q, %k, %v : tensor<2x8x128x64xbf16>, tensor<2x2x256x64xbf16>, tensor<2x2x256x64xbf16>)
+           outs(%o, %l : tensor<2x8x128x64xbf16>, tensor<2x8x128xf32>)
+           scale(0.125) causal window(128, 0) softcap(30.0) -> tensor<2x8x128x64xbf16>, tensor<2x8x128xf32>
+  return %r#0, %r#1 : tensor<2x8x128x64xbf16>, tensor<2x8x128xf32>
+}
+
+// CHECK-LABEL: func @defaults_elided
+func.func @defaults_elided(%q: tensor<1x4x?x128xf16>, %k: tensor<1x4x?x128xf16>,
+                           %v: tensor<1x4x?x128xf16>, %o: tensor<1x4x?x128xf32>) -> tensor<1x4x?x128xf32> {
+  // CHECK: attn.flash_attention ins({{.*}}) outs(%{{.*}} : tensor<1x4x?x128xf32>) -> tensor<1x4x?x128xf32>
+  %r = attn.flash_attention ins(%q, %k, %v : tensor<1x4x?x128xf16>, tensor<1x4x?x128xf16>, tensor<1x4x?x128xf16>)
+         outs(%o : tensor<1x4x?x128xf32>) window(-1, -1) softcap(0.0) -> tensor<1x4x?x128xf32>
+  return %r : tensor<1x4x?x128xf32>
+}
+
+// BSHD storage described by strides: [B, S, H, D] memory viewed as [B, H, S, D].
+// CHECK-LABEL: func @memref_form_bshd
+func.func @memref_form_bshd(%q: memref<2x4x100x64xbf16, strided<[25600, 64, 256, 1]>>,
+                            %k: memref<2x1x300x64xbf16, strided<[19200, 64, 64, 1]>>,
+                            %v: memref<2x1x300x32xbf16, strided<[9600, 32, 32, 1]>>,
+                            %o: memref<2x4x100x32xbf16>, %l: memref<2x4x100xf32>) {
+  // CHECK: attn.flash_attention ins({{.*}}) outs(%{{.*}}, %{{.*}} : memref<2x4x100x32xbf16>, memref<2x4x100xf32>) window(256, -1){{$}}
+  attn.flash_attention ins(%q, %k, %v : memref<2x4x100x64xbf16, strided<[25600, 64, 256, 1]>>, memref<2x1x300x64xbf16, strided<[19200, 64, 64, 1]>>, memref<2x1x300x32xbf16, strided<[9600, 32, 32, 1]>>)
+    outs(%o, %l : memref<2x4x100x32xbf16>, memref<2x4x100xf32>) window(256, -1)
+  return
+}
+
+// CHECK-LABEL: func @fp8_inputs
+func.func @fp8_inputs(%q: memref<1x2x64x64xf8E4M3FN>, %k: memref<1x2x64x64xf8E4M3FN>,
+                      %v: memref<1x2x64x64xf8E4M3FN>, %o: memref<1x2x64x64xbf16>) {
+  // CHECK: attn.flash_attention ins({{.*}} : memref<1x2x64x64xf8E4M3FN>, memref<1x2x64x64xf8E4M3FN>, memref<1x2x64x64xf8E4M3FN>)
+  attn.flash_attention ins(%q, %k, %v : memref<1x2x64x64xf8E4M3FN>, memref<1x2x64x64xf8E4M3FN>, memref<1x2x64x64xf8E4M3FN>)
+    outs(%o : memref<1x2x64x64xbf16>)
+  return
+}
+
+// CHECK-LABEL: func @tile_ops
+func.func @tile_ops(%q: memref<1x2x100x64xf16>, %k: memref<1x1x90x64xf16>, %v: memref<1x1x90x64xf16>,
+                    %o: memref<1x2x100x64xf16>, %lse: memref<1x2x100xf32>, %i: index) {
+  %m = memref.alloca() : memref<64xf32>
+  %l = memref.alloca() : memref<64xf32>
+  %acc = memref.alloca() : memref<64x64xf32>
+  // CHECK: attn.tile_update %{{.*}}, %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] rows %{{.*}} cols %{{.*}} state(%{{.*}}, %{{.*}}, %{{.*}}) masked {block_m = 64 : i64, block_n = 32 : i64
+  attn.tile_update %q, %k, %v [%i, %i, %i] rows %i cols %i state(%m, %l, %acc) masked
+    {block_m = 64 : i64, block_n = 32 : i64, scale_log2 = 0.18 : f32, softcap = 0.0 : f32, window = array<i64: -1, 0>}
+    : memref<1x2x100x64xf16>, memref<1x1x90x64xf16>, memref<1x1x90x64xf16>, memref<64xf32>, memref<64xf32>, memref<64x64xf32>
+  // CHECK: attn.tile_finalize state(%{{.*}}, %{{.*}}, %{{.*}}) to %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] rows %{{.*}} {block_m = 64 : i64}
+  attn.tile_finalize state(%m, %l, %acc) to %o, %lse [%i, %i] rows %i {block_m = 64 : i64}
+    : memref<64xf32>, memref<64xf32>, memref<64x64xf32>, memref<1x2x100x64xf16>, memref<1x2x100xf32>
+  return
+}
