@@ -10,18 +10,19 @@
 // CHECK-DAG: %[[C1:.*]] = arith.constant 1 : index
 // CHECK-DAG: %[[C128:.*]] = arith.constant 128 : index
 // CHECK-DAG: %[[C8:.*]] = arith.constant 8 : index
+// CHECK-DAG: %[[C1024:.*]] = arith.constant 1024 : index
 // CHECK: scf.parallel (%[[MB:.*]]) = (%[[C0]]) to (%[[C8]]) step (%[[C1]])
 // CHECK: %[[M:.*]] = memref.alloc() : memref<128xf32>
 // CHECK: %[[L:.*]] = memref.alloc() : memref<128xf32>
 // CHECK: %[[ACC:.*]] = memref.alloc() : memref<128x64xf32>
 // CHECK: linalg.fill ins(%{{.*}} : f32) outs(%[[M]]
 // CHECK: %[[ROW0:.*]] = arith.muli %[[MB]], %[[C128]]
-// CHECK: %[[HI:.*]] = arith.maxsi
-// CHECK: %[[UHI:.*]] = arith.minsi %{{.*}}, %[[C8]]
-// CHECK: scf.for %[[N:.*]] = %[[C0]] to %[[HI]] step %[[C1]] {
+// CHECK: %[[LO:.*]], %[[HI:.*]], %[[ILO:.*]], %[[IHI:.*]] = attn.kv_range rows %[[ROW0]] seq(%[[C1024]], %[[C1024]]) {block_m = 128 : i64, block_n = 128 : i64, window = array<i64: -1, 0>}
+// CHECK: scf.for %[[N:.*]] = %[[LO]] to %[[HI]] step %[[C1]] {
 // CHECK:   %[[COL0:.*]] = arith.muli %[[N]], %[[C128]]
-// CHECK:   %[[B:.*]] = arith.cmpi sge, %[[N]], %[[UHI]]
-// CHECK:   %[[IS_BOUNDARY:.*]] = arith.ori %{{.*}}, %[[B]]
+// CHECK:   %[[A:.*]] = arith.cmpi slt, %[[N]], %[[ILO]]
+// CHECK:   %[[B:.*]] = arith.cmpi sge, %[[N]], %[[IHI]]
+// CHECK:   %[[IS_BOUNDARY:.*]] = arith.ori %[[A]], %[[B]]
 // CHECK:   scf.if %[[IS_BOUNDARY]] {
 // CHECK:     attn.tile_update %arg0, %arg1, %arg2[%[[C0]], %[[C0]], %[[C0]]] rows %[[ROW0]] cols %[[COL0]] state(%[[M]], %[[L]], %[[ACC]]) masked {block_m = 128 : i64, block_n = 128 : i64, scale_log2 = 0.180336878 : f32, softcap = 0.000000e+00 : f32, window = array<i64: -1, 0>}
 // CHECK:   } else {
@@ -39,24 +40,18 @@ func.func @causal(%q: memref<1x1x1024x64xbf16>, %k: memref<1x1x1024x64xbf16>,
 }
 
 // Sliding window, dynamic lengths, GQA 4:1, softcap, LSE, head dim 256
-// (default tile 128 x 80). The loop starts at floor(max(0, row0 + off - 100) / 80);
-// the kv head is h / 4; softcap puts scores through tanh in the log2 domain.
+// (default tile 128 x 80): the kv head is h / 4, the range op gets the
+// dynamic lengths, softcap goes on the tile step.
 // CHECK-LABEL: func @window_gqa
-// CHECK-DAG: %[[C80:.*]] = arith.constant 80 : index
-// CHECK-DAG: %[[C100:.*]] = arith.constant 100 : index
 // CHECK-DAG: %[[C4:.*]] = arith.constant 4 : index
 // CHECK: %[[SQ:.*]] = memref.dim %arg0, %{{.*}}
 // CHECK: %[[SKV:.*]] = memref.dim %arg1, %{{.*}}
-// CHECK: %[[OFF:.*]] = arith.subi %[[SKV]], %[[SQ]]
 // CHECK: %[[NM:.*]] = arith.ceildivsi %[[SQ]], %{{.*}}
 // CHECK: scf.parallel (%[[MB:.*]], %[[H:.*]], %[[BI:.*]]) = {{.*}} to (%[[NM]], %{{.*}}, %{{.*}})
 // CHECK: %[[HK:.*]] = arith.divui %[[H]], %[[C4]]
 // CHECK: %[[ROW0:.*]] = arith.muli %[[MB]]
-// CHECK: %[[D:.*]] = arith.addi %[[ROW0]], %[[OFF]]
-// CHECK: %[[LO:.*]] = arith.subi %[[D]], %[[C100]]
-// CHECK: %[[CLO:.*]] = arith.maxsi %[[LO]], %{{.*}}
-// CHECK: %[[NLO:.*]] = arith.floordivsi %[[CLO]], %[[C80]]
-// CHECK: scf.for %{{.*}} = %[[NLO]] to
+// CHECK: %[[LO:.*]], %[[HI:.*]], %{{.*}}, %{{.*}} = attn.kv_range rows %[[ROW0]] seq(%[[SQ]], %[[SKV]]) {block_m = 128 : i64, block_n = 80 : i64, window = array<i64: 100, 20>}
+// CHECK: scf.for %{{.*}} = %[[LO]] to %[[HI]]
 // CHECK: attn.tile_update {{.*}}[%[[BI]], %[[H]], %[[HK]]] {{.*}} masked {block_m = 128 : i64, block_n = 80 : i64, scale_log2 = 0.0901684388 : f32, softcap = 1.000000e+01 : f32, window = array<i64: 100, 20>}
 // CHECK: attn.tile_finalize {{.*}} to %arg3, %arg4[%[[BI]], %[[H]]]
 func.func @window_gqa(%q: memref<2x8x?x256xf16>, %k: memref<2x2x?x256xf16>,

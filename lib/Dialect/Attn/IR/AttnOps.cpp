@@ -244,6 +244,14 @@ static LogicalResult verifyState(Operation *op, Value m, Value l, Value acc,
   return success();
 }
 
+LogicalResult KvRangeOp::verify() {
+  if (getBlockM() <= 0 || getBlockN() <= 0)
+    return emitOpError("block sizes must be positive");
+  if (getWindow().size() != 2 || getWindow()[0] < -1 || getWindow()[1] < -1)
+    return emitOpError("window must be [left, right] with entries >= -1");
+  return success();
+}
+
 LogicalResult TileUpdateOp::verify() {
   if (getBlockM() <= 0 || getBlockN() <= 0)
     return emitOpError("block sizes must be positive");

@@ -209,6 +209,15 @@ static void lowerFinalize(TileFinalizeOp op) {
   op.erase();
 }
 
+static void lowerKvRange(KvRangeOp op) {
+  OpBuilder b(op);
+  KvRange r = buildKvRange(b, op.getLoc(), op.getRow0(), op.getSeqQ(),
+                           op.getSeqKv(), op.getBlockM(), op.getBlockN(),
+                           op.getWindow()[0], op.getWindow()[1]);
+  op.replaceAllUsesWith(ValueRange{r.lo, r.hi, r.interiorLo, r.interiorHi});
+  op.erase();
+}
+
 /// With count-blocks: `func.func @attn_tile_counters(memref<2xi64>)` copies
 /// (visited, masked) out, so a host can read them after a run.
 static void addCounterReader(ModuleOp module) {
@@ -245,7 +254,7 @@ struct AttnLowerTilesToLoopsPass
   void runOnOperation() override {
     SmallVector<Operation *> ops;
     getOperation()->walk([&](Operation *op) {
-      if (isa<TileUpdateOp, TileFinalizeOp>(op))
+      if (isa<TileUpdateOp, TileFinalizeOp, KvRangeOp>(op))
         ops.push_back(op);
     });
     if (countBlocks && !isa<ModuleOp>(getOperation())) {
@@ -256,6 +265,8 @@ struct AttnLowerTilesToLoopsPass
     for (Operation *op : ops) {
       if (auto u = dyn_cast<TileUpdateOp>(op))
         lowerUpdate(u, countBlocks);
+      else if (auto r = dyn_cast<KvRangeOp>(op))
+        lowerKvRange(r);
       else
         lowerFinalize(cast<TileFinalizeOp>(op));
     }

@@ -51,6 +51,51 @@ Value buildVisible(OpBuilder &b, Location loc, Value row, Value col,
   return visible;
 }
 
+KvRange buildKvRange(OpBuilder &b, Location loc, Value row0, Value sq,
+                     Value skv, int64_t bm, int64_t bn, int64_t left,
+                     int64_t right) {
+  auto c = [&](int64_t v) { return indexConst(b, loc, v); };
+  auto add = [&](Value x, Value y) -> Value {
+    return arith::AddIOp::create(b, loc, x, y);
+  };
+  auto sub = [&](Value x, Value y) -> Value {
+    return arith::SubIOp::create(b, loc, x, y);
+  };
+  auto minS = [&](Value x, Value y) -> Value {
+    return arith::MinSIOp::create(b, loc, x, y);
+  };
+  auto maxS = [&](Value x, Value y) -> Value {
+    return arith::MaxSIOp::create(b, loc, x, y);
+  };
+  auto floorDiv = [&](Value x, int64_t d) -> Value {
+    return arith::FloorDivSIOp::create(b, loc, x, c(d));
+  };
+  auto ceilDiv = [&](Value x, int64_t d) -> Value {
+    return arith::CeilDivSIOp::create(b, loc, x, c(d));
+  };
+  Value offset = sub(skv, sq);
+  Value lastRow = sub(minS(add(row0, c(bm)), sq), c(1));
+  // Visible key columns of the whole block: [colLo, colHi).
+  Value colLo = c(0), colHi = skv;
+  if (left >= 0)
+    colLo = maxS(colLo, sub(add(row0, offset), c(left)));
+  if (right >= 0)
+    colHi = minS(colHi, add(add(lastRow, offset), c(right + 1)));
+  KvRange r;
+  r.lo = floorDiv(colLo, bn);
+  r.hi = maxS(r.lo, ceilDiv(colHi, bn));
+  // Interior blocks: visible to every row of the block and inside Skv.
+  r.interiorLo = r.lo;
+  r.interiorHi = floorDiv(skv, bn);
+  if (left >= 0)
+    r.interiorLo =
+        maxS(r.lo, ceilDiv(sub(add(lastRow, offset), c(left)), bn));
+  if (right >= 0)
+    r.interiorHi =
+        minS(r.interiorHi, floorDiv(add(add(row0, offset), c(right + 1)), bn));
+  return r;
+}
+
 Value buildDot(OpBuilder &b, Location loc, Value q, Value k, Value bi, Value h,
                Value hk, Value i, Value j) {
   int64_t d = cast<MemRefType>(q.getType()).getDimSize(3);

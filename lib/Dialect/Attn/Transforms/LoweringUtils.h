@@ -32,6 +32,16 @@ mlir::Value buildVisible(mlir::OpBuilder &b, mlir::Location loc, mlir::Value row
                          mlir::Value col, mlir::Value offset, int64_t left,
                          int64_t right);
 
+/// The kv-block schedule of one m-block (semantics of attn.kv_range):
+/// visited blocks [lo, hi) and unmasked interior blocks [interiorLo,
+/// interiorHi). All values are index-typed.
+struct KvRange {
+  mlir::Value lo, hi, interiorLo, interiorHi;
+};
+KvRange buildKvRange(mlir::OpBuilder &b, mlir::Location loc, mlir::Value row0,
+                     mlir::Value seqQ, mlir::Value seqKv, int64_t blockM,
+                     int64_t blockN, int64_t left, int64_t right);
+
 /// dot(q[bi, h, i, :], k[bi, hk, j, :]) in f32 over the static head dim.
 mlir::Value buildDot(mlir::OpBuilder &b, mlir::Location loc, mlir::Value q,
                      mlir::Value k, mlir::Value bi, mlir::Value h, mlir::Value hk,

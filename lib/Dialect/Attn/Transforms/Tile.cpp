@@ -4,7 +4,7 @@
 //
 //   scf.parallel (%mb, %h, %b) = (0, 0, 0) to (ceil(Sq/BM), Hq, B) {
 //       state buffers m [BM], l [BM], acc [BM, Dv] (f32), filled -inf / 0 / 0
-//       kv-block range [nLo, nHi) and the unmasked sub-range [uLo, uHi)
+//       %nLo, %nHi, %uLo, %uHi = attn.kv_range rows %row0 seq(%Sq, %Skv)
 //       scf.for %nb = %nLo to %nHi {
 //         if (nb < uLo || nb >= uHi)  attn.tile_update ... masked
 //         else                        attn.tile_update ...
@@ -12,9 +12,9 @@
 //       attn.tile_finalize
 //   }
 //
-// The range arithmetic below is the one place that decides which kv-blocks
-// a query block visits and which of them need the mask; the CPU expansion
-// and the Hopper kernel both take it from this IR.
+// attn.kv_range decides which kv-blocks a query block visits and which of
+// them need the mask; the CPU expansion and the Hopper kernel both expand it
+// with the same builder (buildKvRange).
 //
 //===----------------------------------------------------------------------===//
 
@@ -95,7 +95,6 @@ static LogicalResult tile(FlashAttentionOp op, int64_t optM, int64_t optN) {
   IndexMath ib{b, loc};
   Value sq = dimOf(b, loc, q, 2), skv = dimOf(b, loc, k, 2);
   Value nb = dimOf(b, loc, q, 0);
-  Value offset = ib.sub(skv, sq);
   Value numM = ib.ceilDiv(sq, ts.m);
   auto grid = scf::ParallelOp::create(b, loc, ValueRange{ib.c(0), ib.c(0), ib.c(0)},
                                       ValueRange{numM, ib.c(hq), nb},
@@ -116,26 +115,12 @@ static LogicalResult tile(FlashAttentionOp op, int64_t optM, int64_t optN) {
 
   Value hk = arith::DivUIOp::create(b, loc, h, ib.c(hq / hkv));
   Value row0 = ib.mul(mb, ib.c(ts.m));
-  Value lastRow = ib.sub(ib.minS(ib.add(row0, ib.c(ts.m)), sq), ib.c(1));
-
-  // Visible key columns of the whole block: [colLo, colHi).
-  Value colLo = ib.c(0), colHi = skv;
-  if (left >= 0)
-    colLo = ib.maxS(colLo, ib.sub(ib.add(row0, offset), ib.c(left)));
-  if (right >= 0)
-    colHi = ib.minS(colHi, ib.add(ib.add(lastRow, offset), ib.c(right + 1)));
-  Value nLo = ib.floorDiv(colLo, ts.n);
-  Value nHi = ib.maxS(nLo, ib.ceilDiv(colHi, ts.n));
-  // Blocks in [uLo, uHi) are visible to every row of the block and lie
-  // wholly inside Skv: they need no mask.
-  Value uLo = nLo, uHi = ib.floorDiv(skv, ts.n);
-  if (left >= 0)
-    uLo = ib.maxS(nLo, ib.ceilDiv(ib.sub(ib.add(lastRow, offset), ib.c(left)),
-                                  ts.n));
-  if (right >= 0)
-    uHi = ib.minS(uHi, ib.floorDiv(ib.add(ib.add(row0, offset),
-                                          ib.c(right + 1)),
-                                   ts.n));
+  Type idx = b.getIndexType();
+  auto range = KvRangeOp::create(
+      b, loc, TypeRange{idx, idx, idx, idx}, row0, sq, skv, b.getI64IntegerAttr(ts.m),
+      b.getI64IntegerAttr(ts.n), b.getDenseI64ArrayAttr({left, right}));
+  Value nLo = range.getLo(), nHi = range.getHi();
+  Value uLo = range.getInteriorLo(), uHi = range.getInteriorHi();
 
   double log2e = 1.4426950408889634;
   auto attrs = [&](bool masked) {

@@ -120,6 +120,31 @@ def Attn_FlashAttentionOp : Attn_Op<"flash_attention", [
   }];
 }
 
+def Attn_KvRangeOp : Attn_Op<"kv_range", [Pure]> {
+  let summary = "the kv-blocks an m-block visits, and which of them need the mask";
+  let description = [{
+    For the query rows `row0 .. min(row0 + block_m, Sq) - 1` and the window
+    [left, right] (causal folded in; -1 = unbounded), with off = Skv - Sq:
+
+    * `[lo, hi)`: the kv-blocks (of `block_n` keys) that hold at least one
+      key visible to some row of the m-block (empty when none is);
+    * `[interiorLo, interiorHi)`: the kv-blocks whose every key is visible to
+      every row of the m-block and lies below Skv. Blocks of `[lo, hi)`
+      outside this range are the boundary blocks that need the mask.
+
+    This op is the one place where the schedule is decided; the CPU and the
+    Hopper lowerings both expand it with the same builder.
+  }];
+  let arguments = (ins Index:$row0, Index:$seqQ, Index:$seqKv,
+                       I64Attr:$block_m, I64Attr:$block_n,
+                       DenseI64ArrayAttr:$window);
+  let results = (outs Index:$lo, Index:$hi, Index:$interiorLo, Index:$interiorHi);
+  let assemblyFormat = [{
+    `rows` $row0 `seq` `(` $seqQ `,` $seqKv `)` attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
 def Attn_TileUpdateOp : Attn_Op<"tile_update", [
     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
   let summary = "one FlashAttention step on a (block_m x block_n) tile";
