@@ -29,7 +29,7 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.fa3_tools_dir, append_path=True)
 
 tool_dirs = [config.fa3_tools_dir, config.llvm_tools_dir]
-tools = ["fa3-opt", "fa3-capi-test", "mlir-runner", "mlir-opt"]
+tools = ["fa3-opt", "fa3-compile", "fa3-capi-test", "mlir-runner", "mlir-opt"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 if config.ptxas and os.path.exists(config.ptxas):

@@ -40,7 +40,7 @@ func.func @causal(%q: memref<1x1x1024x64xbf16>, %k: memref<1x1x1024x64xbf16>,
 }
 
 // Sliding window, dynamic lengths, GQA 4:1, softcap, LSE, head dim 256
-// (default tile 128 x 80): the kv head is h / 4, the range op gets the
+// (default tile 128 x 64 with a two-sided window; 80 otherwise): the kv head is h / 4, the range op gets the
 // dynamic lengths, softcap goes on the tile step.
 // CHECK-LABEL: func @window_gqa
 // CHECK-DAG: %[[C4:.*]] = arith.constant 4 : index
@@ -50,9 +50,9 @@ func.func @causal(%q: memref<1x1x1024x64xbf16>, %k: memref<1x1x1024x64xbf16>,
 // CHECK: scf.parallel (%[[MB:.*]], %[[H:.*]], %[[BI:.*]]) = {{.*}} to (%[[NM]], %{{.*}}, %{{.*}})
 // CHECK: %[[HK:.*]] = arith.divui %[[H]], %[[C4]]
 // CHECK: %[[ROW0:.*]] = arith.muli %[[MB]]
-// CHECK: %[[LO:.*]], %[[HI:.*]], %{{.*}}, %{{.*}} = attn.kv_range rows %[[ROW0]] seq(%[[SQ]], %[[SKV]]) {block_m = 128 : i64, block_n = 80 : i64, window = array<i64: 100, 20>}
+// CHECK: %[[LO:.*]], %[[HI:.*]], %{{.*}}, %{{.*}} = attn.kv_range rows %[[ROW0]] seq(%[[SQ]], %[[SKV]]) {block_m = 128 : i64, block_n = 64 : i64, window = array<i64: 100, 20>}
 // CHECK: scf.for %{{.*}} = %[[LO]] to %[[HI]]
-// CHECK: attn.tile_update {{.*}}[%[[BI]], %[[H]], %[[HK]]] {{.*}} masked {block_m = 128 : i64, block_n = 80 : i64, scale_log2 = 0.0901684388 : f32, softcap = 1.000000e+01 : f32, window = array<i64: 100, 20>}
+// CHECK: attn.tile_update {{.*}}[%[[BI]], %[[H]], %[[HK]]] {{.*}} masked {block_m = 128 : i64, block_n = 64 : i64, scale_log2 = 0.0901684388 : f32, softcap = 1.000000e+01 : f32, window = array<i64: 100, 20>}
 // CHECK: attn.tile_finalize {{.*}} to %arg3, %arg4[%[[BI]], %[[H]]]
 func.func @window_gqa(%q: memref<2x8x?x256xf16>, %k: memref<2x2x?x256xf16>,
                       %v: memref<2x2x?x256xf16>, %o: memref<2x8x?x256xf16>,

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "LoweringUtils.h"
+#include "fa3/Dialect/Attn/Utils/LoweringUtils.h"
 #include "fa3/Dialect/Attn/IR/AttnDialect.h"
 #include "fa3/Dialect/Attn/Transforms/Passes.h"
 

@@ -1,6 +1,6 @@
 //===- LoweringUtils.cpp - IR builders shared by the attn lowerings ------===//
 
-#include "LoweringUtils.h"
+#include "fa3/Dialect/Attn/Utils/LoweringUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"

@@ -17,6 +17,13 @@ namespace fa3::attn {
 #define GEN_PASS_REGISTRATION
 #include "fa3/Dialect/Attn/Transforms/Passes.h.inc"
 
+/// Appends the Hopper pipeline (see attn-hopper-pipeline) to `pm`.
+void addHopperPipeline(mlir::OpPassManager &pm, int64_t blockN, int64_t stages,
+                       llvm::StringRef format, llvm::StringRef chip,
+                       llvm::StringRef features, llvm::StringRef toolkit = "");
+/// Appends gpu-module-to-binary with the CUDA toolkit to take ptxas from.
+void addHopperBinaryStep(mlir::OpPassManager &pm, llvm::StringRef format,
+                         llvm::StringRef toolkit = "");
 /// Registers the named pipelines (attn-cpu-reference-pipeline, ...).
 void registerAttnPipelines();
 /// Registers every pass and pipeline of the project.

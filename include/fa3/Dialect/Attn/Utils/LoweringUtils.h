@@ -5,8 +5,8 @@
 // reference, the tiled CPU program and the Hopper kernel cannot drift apart.
 //
 //===----------------------------------------------------------------------===//
-#ifndef FA3_LIB_DIALECT_ATTN_TRANSFORMS_LOWERINGUTILS_H
-#define FA3_LIB_DIALECT_ATTN_TRANSFORMS_LOWERINGUTILS_H
+#ifndef FA3_DIALECT_ATTN_UTILS_LOWERINGUTILS_H
+#define FA3_DIALECT_ATTN_UTILS_LOWERINGUTILS_H
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Value.h"

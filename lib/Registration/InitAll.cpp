@@ -1,6 +1,7 @@
 //===- InitAll.cpp - register everything fa3 tools need -------------------===//
 
 #include "fa3/InitAll.h"
+#include "fa3/Conversion/Passes.h"
 #include "fa3/Dialect/Attn/IR/AttnDialect.h"
 #include "fa3/Dialect/Attn/Transforms/Passes.h"
 
@@ -23,4 +24,5 @@ void fa3::registerAllDialects(mlir::DialectRegistry &registry) {
 void fa3::registerAllPasses() {
   mlir::registerAllPasses();
   fa3::attn::registerAllFA3Passes();
+  fa3::registerFA3ConversionPasses();
 }

@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""Forward attention benchmark on the FA3-paper grid (run on an H100/H200).
+
+batch * seqlen = 16384, hidden 2048 (heads = 2048 / hdim), bf16, seqlen 512..16k,
+hdim 64/128/256 (those with a compiled bf16 kernel), causal and not. Ours
+(fa3.torch_api.flash_attn_func) beside PyTorch SDPA with the cuDNN backend and
+the FlashAttention-2 backend, in the same process on the same inputs (SDPA gets
+BHSD views of the same BSHD tensors). Time: triton.testing.do_bench median (ms);
+TFLOP/s = 4 * B * H * S * S * D / t (half for causal). Every output is compared
+with cuDNN's (relative L2 error).
+
+    python3 bench/bench_fwd.py --kernel-dir DIR [--hdim 128] [--seqlens 1024,4096]
+        [--causal 0|1|both] [--results-dir bench/results]
+
+Writes <results-dir>/<date>.json and .md (date, GPU, command, table).
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "python"))
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
+
+from fa3 import facts as fa3facts  # noqa: E402
+from fa3.torch_api import flash_attn_func  # noqa: E402
+
+try:
+    from triton.testing import do_bench as _do_bench
+except Exception:  # pragma: no cover - triton is on the GPU machine
+    _do_bench = None
+
+TOKENS = 16384
+HIDDEN = 2048
+SEQLENS = [512, 1024, 2048, 4096, 8192, 16384]
+
+
+def timeit(fn, warmup, rep):
+    if _do_bench is not None:
+        return _do_bench(fn, warmup=warmup, rep=rep, return_mode="median")
+    for _ in range(5):
+        fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(20):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        ts.append(a.elapsed_time(b))
+    ts.sort()
+    return ts[len(ts) // 2]
+
+
+def rel(a, b):
+    a, b = a.float(), b.float()
+    return ((a - b).norm() / b.norm()).item()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--kernel-dir", default=os.environ.get("FA3_KERNEL_DIR"))
+    ap.add_argument("--hdim", default=None, help="comma list (default: all with a bf16 kernel)")
+    ap.add_argument("--seqlens", default=",".join(map(str, SEQLENS)))
+    ap.add_argument("--causal", default="both", choices=["0", "1", "both"])
+    ap.add_argument("--warmup", type=int, default=25, help="do_bench warm-up (ms)")
+    ap.add_argument("--rep", type=int, default=100, help="do_bench repetitions (ms)")
+    ap.add_argument("--no-baselines", action="store_true", help="time ours only")
+    ap.add_argument("--results-dir", default=str(ROOT / "bench" / "results"))
+    a = ap.parse_args()
+    if not a.kernel_dir:
+        ap.error("--kernel-dir (or FA3_KERNEL_DIR) is required")
+
+    kernels, skipped = fa3facts.scan_kernel_dir(a.kernel_dir)
+    for s in skipped:
+        print(f"SKIPPED FILE {s}")
+    causals = {"0": [False], "1": [True], "both": [False, True]}[a.causal]
+    hdims = sorted({k.head_dim for k in kernels if k.dtype == "bf16"})
+    if a.hdim:
+        want = [int(x) for x in a.hdim.split(",")]
+        hdims = [h for h in want if h in hdims]
+    seqlens = [int(x) for x in a.seqlens.split(",")]
+    torch.backends.cuda.matmul.allow_tf32 = False
+    gpu = torch.cuda.get_device_name()
+    print(f"GPU {gpu}; torch {torch.__version__}; hdims {hdims}; seqlens {seqlens}", flush=True)
+
+    rows = []
+    t_start = time.time()
+    for D in hdims:
+        H = HIDDEN // D
+        for causal in causals:
+            try:
+                kf = next(k for k in kernels if fa3facts.matches(
+                    k, "bf16", D, D, causal, (-1, -1), 0.0))
+            except StopIteration:
+                print(f"no bf16 kernel for hdim {D} causal={causal}: skipped")
+                continue
+            for S in seqlens:
+                B = max(1, TOKENS // S)
+                torch.manual_seed(S + D + causal)
+                q = torch.randn(B, S, H, D, device="cuda", dtype=torch.bfloat16)
+                k = torch.randn(B, S, H, D, device="cuda", dtype=torch.bfloat16)
+                v = torch.randn(B, S, H, D, device="cuda", dtype=torch.bfloat16)
+                flops = 4.0 * B * H * S * S * D * (0.5 if causal else 1.0)
+                row = dict(hdim=D, causal=causal, seqlen=S, batch=B, heads=H, kernel=kf.kernel)
+                o = torch.empty_like(q)
+
+                def ours():
+                    flash_attn_func(q, k, v, causal=causal, kernel=kf, out=o)
+                try:
+                    ours()
+                    torch.cuda.synchronize()
+                    t = timeit(ours, a.warmup, a.rep)
+                    row.update(ours_ms=t, ours_tflops=flops / t / 1e9)
+                except Exception as e:
+                    row["ours_error"] = f"{type(e).__name__}: {e}"[:300]
+                qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+                ref = None
+                for name, be in (("cudnn", SDPBackend.CUDNN_ATTENTION),
+                                 ("fa2", SDPBackend.FLASH_ATTENTION)):
+                    if a.no_baselines:
+                        break
+                    try:
+                        with sdpa_kernel(be):
+                            out = F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
+                            t = timeit(lambda: F.scaled_dot_product_attention(
+                                qt, kt, vt, is_causal=causal), a.warmup, a.rep)
+                        row[f"{name}_ms"] = t
+                        row[f"{name}_tflops"] = flops / t / 1e9
+                        if name == "cudnn":
+                            ref = out.transpose(1, 2)
+                        elif ref is not None:
+                            row["fa2_rel_err_vs_cudnn"] = rel(out.transpose(1, 2), ref)
+                    except Exception as e:
+                        row[f"{name}_error"] = f"{type(e).__name__}: {e}"[:300]
+                if ref is not None and "ours_ms" in row:
+                    row["ours_rel_err_vs_cudnn"] = rel(o, ref)
+                    row["ours_over_cudnn"] = row["ours_tflops"] / row["cudnn_tflops"]
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+                del q, k, v, o, qt, kt, vt, ref
+                torch.cuda.empty_cache()
+
+    date = datetime.datetime.now().strftime("%Y-%m-%dT%H%M%S")
+    command = "python3 " + " ".join(sys.argv)
+    meta = dict(date=date, gpu=gpu, torch=torch.__version__, command=command,
+                kernel_dir=a.kernel_dir, tokens=TOKENS, hidden=HIDDEN,
+                timer="triton.testing.do_bench median" if _do_bench else "cuda events median",
+                warmup_ms=a.warmup, rep_ms=a.rep, seconds=round(time.time() - t_start, 1))
+    out = Path(a.results_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{date}.json").write_text(json.dumps(dict(meta=meta, rows=rows), indent=1))
+
+    def f(x, fmt):
+        return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, fmt)
+    md = [f"# bench_fwd {date}", "", f"GPU: {gpu}; torch {torch.__version__}; "
+          f"{meta['timer']} (warm-up {a.warmup} ms, rep {a.rep} ms)", "",
+          f"Command: `{command}`", "",
+          "bf16, batch*seqlen = 16384, hidden 2048 (heads = 2048/hdim); "
+          "TFLOP/s = 4*B*H*S*S*D / t (half for causal). err = rel. L2 error vs cuDNN's output.",
+          "", "| hdim | causal | seqlen | B | H | ours TFLOP/s | cuDNN | FA2 | ours/cuDNN "
+          "| ours ms | err ours | err FA2 |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        md.append(f"| {r['hdim']} | {int(r['causal'])} | {r['seqlen']} | {r['batch']} | "
+                  f"{r['heads']} | {f(r.get('ours_tflops'), '.0f')} | "
+                  f"{f(r.get('cudnn_tflops'), '.0f')} | {f(r.get('fa2_tflops'), '.0f')} | "
+                  f"{f(r.get('ours_over_cudnn'), '.2f')} | {f(r.get('ours_ms'), '.3f')} | "
+                  f"{f(r.get('ours_rel_err_vs_cudnn'), '.1e')} | "
+                  f"{f(r.get('fa2_rel_err_vs_cudnn'), '.1e')} |")
+    errs = [f"- {r['hdim']}/{int(r['causal'])}/{r['seqlen']}: {k}: {v}"
+            for r in rows for k, v in r.items() if k.endswith("_error")]
+    if errs:
+        md += ["", "Errors:"] + errs
+    (out / f"{date}.md").write_text("\n".join(md) + "\n")
+    print("\n".join(md))
+    bad = [r for r in rows if "ours_ms" not in r or r.get("ours_rel_err_vs_cudnn", 0) > 2e-2]
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

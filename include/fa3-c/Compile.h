@@ -1,0 +1,81 @@
+/*===- fa3-c/Compile.h - one-call compilation to Hopper kernels ---*- C -*-===*\
+|*                                                                            *|
+|* What an ML compiler calls to turn attention into an sm_90a kernel: PTX,  *|
+|* cubin and the launch facts the runtime (runtime/include/fa3rt.h) needs.  *|
+|* Errors are reported as diagnostics of the context (attach a handler or a *|
+|* Fa3DiagnosticLog) and the call returns NULL.                             *|
+\*===----------------------------------------------------------------------===*/
+#ifndef FA3_C_COMPILE_H
+#define FA3_C_COMPILE_H
+
+#include "mlir-c/IR.h"
+#include "mlir-c/Support.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Compilation options; start from fa3HopperOptionsDefault(). */
+typedef struct Fa3HopperOptions {
+  int64_t blockN;       /* 0: per head dim (128 up to 128, 80 above) */
+  int64_t stages;       /* depth of the K/V ring (2) */
+  const char *chip;     /* "sm_90a" */
+  const char *features; /* "+ptx80" */
+  const char *toolkit;  /* CUDA toolkit with bin/ptxas; NULL: $CUDA_HOME,
+                           $CUDA_PATH, else /usr/local/cuda */
+} Fa3HopperOptions;
+
+MLIR_CAPI_EXPORTED Fa3HopperOptions fa3HopperOptionsDefault(void);
+
+/* One attention variant. Batch, sequence lengths and head counts are
+ * launch-time arguments of the kernel; only these fix the code. */
+typedef struct Fa3AttentionSpec {
+  const char *name;    /* kernel base name (C identifier) */
+  const char *dtype;   /* "bf16" or "f16" (q, k, v and o) */
+  int64_t headDim;     /* 64, 128 or 256 */
+  bool causal;
+  int64_t windowLeft;  /* -1 = unbounded */
+  int64_t windowRight; /* -1 = unbounded */
+  float softcap;       /* 0 = off */
+  bool hasScale;       /* false: 1/sqrt(headDim) is the facts' default */
+  float scale;
+} Fa3AttentionSpec;
+
+MLIR_CAPI_EXPORTED Fa3AttentionSpec fa3AttentionSpecDefault(void);
+
+/* The compiled kernels of a module. */
+typedef struct Fa3KernelSet Fa3KernelSet;
+
+typedef struct Fa3KernelBinary {
+  const char *name;   /* kernel (gpu.func) name */
+  const char *ptx;    /* PTX text, NUL-terminated */
+  size_t ptxSize;
+  const void *cubin;  /* sm_90a ELF */
+  size_t cubinSize;
+  const char *facts;  /* launch facts, "key value" lines (docs/runtime.md) */
+} Fa3KernelBinary;
+
+/* Compiles every attn.flash_attention of `module` (tensor or memref form;
+ * the module is consumed: it holds gpu.binary ops afterwards). */
+MLIR_CAPI_EXPORTED Fa3KernelSet *
+fa3CompileHopperModule(MlirModule module, const Fa3HopperOptions *options);
+
+/* Builds the IR for `spec` in `ctx` and compiles it. */
+MLIR_CAPI_EXPORTED Fa3KernelSet *
+fa3CompileHopperSpec(MlirContext ctx, const Fa3AttentionSpec *spec,
+                     const Fa3HopperOptions *options);
+
+MLIR_CAPI_EXPORTED size_t fa3KernelSetSize(const Fa3KernelSet *set);
+MLIR_CAPI_EXPORTED Fa3KernelBinary fa3KernelSetGet(const Fa3KernelSet *set,
+                                                   size_t index);
+MLIR_CAPI_EXPORTED void fa3KernelSetDestroy(Fa3KernelSet *set);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FA3_C_COMPILE_H */

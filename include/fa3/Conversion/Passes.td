@@ -1,0 +1,44 @@
+//===- Passes.td - conversions out of the attn dialect --------*- tablegen -*-===//
+
+#ifndef FA3_CONVERSION_PASSES
+#define FA3_CONVERSION_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def ConvertAttnToHopper : Pass<"convert-attn-to-hopper", "::mlir::ModuleOp"> {
+  let summary = "Generate the warp-specialised sm_90a kernel from tiled attention";
+  let description = [{
+    Takes the output of `attn-tile` (a grid of `attn.kv_range`,
+    `attn.tile_update` and `attn.tile_finalize`) and generates, per attention
+    computation, a `gpu.module` with an FA3-style kernel: a producer
+    warpgroup loading Q once and K/V blocks by TMA (128-byte swizzle) into a
+    multi-stage shared-memory ring with mbarrier full/empty pairs, and two
+    consumer warpgroups computing S = Q K^T by wgmma (SS), the online softmax
+    on the accumulator fragment and O += P V by wgmma with P in registers
+    (RS), with setmaxnreg register reallocation between the roles.
+
+    The kv-block schedule is `attn.kv_range` expanded into a device function
+    by the shared builder, and the per-element mask of boundary blocks is the
+    shared visibility builder, so the kernel re-derives neither.
+
+    The host function that held the computation is replaced by the kernel:
+    its launch facts (kernel name, threads, dynamic shared memory, tiles,
+    parameter order) are attached to the gpu.func as `attn.launch`, and the
+    C runtime (runtime/) launches it. Functions that do more than one
+    attention computation are rejected.
+  }];
+  let options = [
+    Option<"stages", "stages", "int64_t", /*default=*/"2",
+           "Depth of the K/V shared-memory ring">,
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::NVVM::NVVMDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
+#endif // FA3_CONVERSION_PASSES

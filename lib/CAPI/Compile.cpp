@@ -1,0 +1,182 @@
+//===- Compile.cpp - one-call compilation to Hopper kernels ---------------===//
+//
+// Runs attn-hopper-pipeline up to the NVVM/LLVM dialect, reads the launch
+// facts off each kernel, then serialises the gpu.modules twice: once to PTX
+// (format=isa, on a clone) and once to a cubin (format=bin, ptxas).
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa3-c/Compile.h"
+#include "fa3-c/Registration.h"
+#include "fa3/Dialect/Attn/Transforms/Passes.h"
+
+#include "mlir/CAPI/IR.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+using namespace mlir;
+
+struct Fa3KernelSet {
+  struct Kernel {
+    std::string name, ptx, cubin, facts;
+  };
+  std::vector<Kernel> kernels;
+};
+
+Fa3HopperOptions fa3HopperOptionsDefault(void) {
+  Fa3HopperOptions o;
+  o.blockN = 0;
+  o.stages = 2;
+  o.chip = "sm_90a";
+  o.features = "+ptx80";
+  o.toolkit = NULL;
+  return o;
+}
+
+Fa3AttentionSpec fa3AttentionSpecDefault(void) {
+  Fa3AttentionSpec s;
+  s.name = "attention";
+  s.dtype = "bf16";
+  s.headDim = 128;
+  s.causal = false;
+  s.windowLeft = -1;
+  s.windowRight = -1;
+  s.softcap = 0.0f;
+  s.hasScale = false;
+  s.scale = 0.0f;
+  return s;
+}
+
+/// The launch facts as "key value" lines (format: docs/runtime.md).
+static std::string factsText(DictionaryAttr d) {
+  std::string out = "fa3-kernel-facts 1\n";
+  llvm::raw_string_ostream os(out);
+  for (NamedAttribute a : d) {
+    os << a.getName().getValue() << " ";
+    Attribute v = a.getValue();
+    if (auto s = dyn_cast<StringAttr>(v)) {
+      os << s.getValue();
+    } else if (auto b = dyn_cast<BoolAttr>(v)) {
+      os << (b.getValue() ? 1 : 0);
+    } else if (auto i = dyn_cast<IntegerAttr>(v)) {
+      os << i.getInt();
+    } else if (auto f = dyn_cast<FloatAttr>(v)) {
+      char buf[64];
+      snprintf(buf, sizeof buf, "%.17g", f.getValueAsDouble());
+      os << buf;
+    } else if (auto arr = dyn_cast<ArrayAttr>(v)) {
+      llvm::interleave(
+          arr, os, [&](Attribute e) { os << cast<StringAttr>(e).getValue(); },
+          " ");
+    }
+    os << "\n";
+  }
+  return out;
+}
+
+static LogicalResult runPasses(ModuleOp module, const std::string &pipeline) {
+  PassManager pm(module.getContext());
+  std::string err;
+  llvm::raw_string_ostream os(err);
+  if (failed(parsePassPipeline(pipeline, pm, os)))
+    return emitError(module.getLoc()) << "internal pipeline error: " << err;
+  return pm.run(module);
+}
+
+Fa3KernelSet *fa3CompileHopperModule(MlirModule cmod,
+                                     const Fa3HopperOptions *options) {
+  fa3RegisterAllPasses();
+  ModuleOp module = unwrap(cmod);
+  Fa3HopperOptions o = options ? *options : fa3HopperOptionsDefault();
+  PassManager pm(module.getContext());
+  fa3::attn::addHopperPipeline(pm, o.blockN, o.stages ? o.stages : 2, "none",
+                               o.chip ? o.chip : "sm_90a",
+                               o.features ? o.features : "+ptx80");
+  if (failed(pm.run(module)))
+    return nullptr;
+
+  auto set = std::make_unique<Fa3KernelSet>();
+  for (auto gm : module.getOps<gpu::GPUModuleOp>())
+    for (auto fn : gm.getOps<LLVM::LLVMFuncOp>())
+      if (auto facts = fn->getAttrOfType<DictionaryAttr>("attn.launch"))
+        set->kernels.push_back({fn.getName().str(), "", "", factsText(facts)});
+  if (set->kernels.empty()) {
+    emitError(module.getLoc()) << "no attn.flash_attention to compile";
+    return nullptr;
+  }
+  // PTX from a clone, the cubin from the module itself.
+  OwningOpRef<ModuleOp> clone = module.clone();
+  if (failed(runPasses(*clone, "gpu-module-to-binary{format=isa}")))
+    return nullptr;
+  PassManager bin(module.getContext());
+  fa3::attn::addHopperBinaryStep(bin, "bin", o.toolkit ? o.toolkit : "");
+  if (failed(bin.run(module)))
+    return nullptr;
+  auto collect = [&](ModuleOp m, bool ptx) {
+    size_t i = 0;
+    for (auto bin : m.getOps<gpu::BinaryOp>())
+      for (Attribute a : bin.getObjects()) {
+        auto obj = cast<gpu::ObjectAttr>(a);
+        if (i < set->kernels.size()) {
+          std::string bytes = obj.getObject().getValue().str();
+          (ptx ? set->kernels[i].ptx : set->kernels[i].cubin) = bytes;
+        }
+        ++i;
+      }
+  };
+  collect(*clone, true);
+  collect(module, false);
+  return set.release();
+}
+
+Fa3KernelSet *fa3CompileHopperSpec(MlirContext ctx, const Fa3AttentionSpec *spec,
+                                   const Fa3HopperOptions *options) {
+  Fa3AttentionSpec s = spec ? *spec : fa3AttentionSpecDefault();
+  std::string et = s.dtype ? s.dtype : "bf16";
+  // Heads are nominal here (the kernel takes B, H and S at launch).
+  std::string t = llvm::formatv("memref<?x1x?x{0}x{1}>", s.headDim, et).str();
+  std::string attrs;
+  if (s.hasScale)
+    attrs += llvm::formatv(" scale({0:e})", s.scale).str();
+  if (s.causal)
+    attrs += " causal";
+  if (s.windowLeft != -1 || s.windowRight != -1)
+    attrs += llvm::formatv(" window({0}, {1})", s.windowLeft, s.windowRight).str();
+  if (s.softcap != 0.0f)
+    attrs += llvm::formatv(" softcap({0:e})", s.softcap).str();
+  std::string text = llvm::formatv(
+      "func.func @{0}(%q: {1}, %k: {1}, %v: {1}, %o: {1}, %lse: memref<?x1x?xf32>) {{\n"
+      "  attn.flash_attention ins(%q, %k, %v : {1}, {1}, {1}) outs(%o, %lse : {1}, "
+      "memref<?x1x?xf32>){2}\n  return\n}\n",
+      s.name ? s.name : "attention", t, attrs);
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, unwrap(ctx));
+  if (!module)
+    return nullptr;
+  return fa3CompileHopperModule(wrap(*module), options);
+}
+
+size_t fa3KernelSetSize(const Fa3KernelSet *set) { return set->kernels.size(); }
+
+Fa3KernelBinary fa3KernelSetGet(const Fa3KernelSet *set, size_t index) {
+  const auto &k = set->kernels.at(index);
+  Fa3KernelBinary b;
+  b.name = k.name.c_str();
+  b.ptx = k.ptx.c_str();
+  b.ptxSize = k.ptx.size();
+  b.cubin = k.cubin.data();
+  b.cubinSize = k.cubin.size();
+  b.facts = k.facts.c_str();
+  return b;
+}
+
+void fa3KernelSetDestroy(Fa3KernelSet *set) { delete set; }

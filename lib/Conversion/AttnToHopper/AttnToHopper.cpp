@@ -1,0 +1,255 @@
+//===- AttnToHopper.cpp - convert-attn-to-hopper --------------------------===//
+//
+// From the tiled attention program (attn-tile) to a gpu.module holding the
+// warp-specialised sm_90a kernel and its device helpers:
+//   @<kernel>_kv_range  attn.kv_range of the tiled IR, expanded by the
+//                       shared builder (the schedule);
+//   @<kernel>_visible   the shared per-element visibility test plus the
+//                       Skv tail (the mask of boundary blocks).
+// The kernel body itself comes from KernelEmitter.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelEmitter.h"
+#include "fa3/Conversion/Passes.h"
+#include "fa3/Dialect/Attn/IR/AttnDialect.h"
+#include "fa3/Dialect/Attn/Utils/LoweringUtils.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+
+#include <optional>
+
+namespace fa3 {
+#define GEN_PASS_DEF_CONVERTATTNTOHOPPER
+#include "fa3/Conversion/Passes.h.inc"
+} // namespace fa3
+
+using namespace mlir;
+using namespace fa3;
+using namespace fa3::attn;
+
+static constexpr double kLog2e = 1.4426950408889634;
+
+static std::string typeName(Type t) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << t;
+  return s;
+}
+
+namespace {
+/// What the tiled IR says about one attention computation.
+struct TiledAttention {
+  scf::ParallelOp grid;
+  KvRangeOp range;
+  TileUpdateOp update;
+  TileFinalizeOp finalize;
+};
+
+/// The attention computation an attn-tile grid holds, or nothing if `grid`
+/// is some other parallel loop.
+std::optional<TiledAttention> matchTiled(scf::ParallelOp grid) {
+  TiledAttention t{grid, {}, {}, {}};
+  grid.walk([&](Operation *op) {
+    if (auto r = dyn_cast<KvRangeOp>(op))
+      t.range = r;
+    else if (auto u = dyn_cast<TileUpdateOp>(op))
+      t.update = t.update ? t.update : u;
+    else if (auto f = dyn_cast<TileFinalizeOp>(op))
+      t.finalize = f;
+  });
+  if (!t.finalize || !t.range || !t.update)
+    return std::nullopt;
+  return t;
+}
+
+Type i32Type(OpBuilder &b) { return b.getI32Type(); }
+
+Value toIndex(OpBuilder &b, Location loc, Value v) {
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
+}
+Value toI32(OpBuilder &b, Location loc, Value v) {
+  return arith::IndexCastOp::create(b, loc, b.getI32Type(), v);
+}
+
+/// func.func private @name(row0, Sq, Skv : i32) -> (lo, hi, ilo, ihi : i32)
+void buildKvRangeFn(OpBuilder &b, Location loc, StringRef name, KvRangeOp r) {
+  Type i32 = i32Type(b);
+  auto fn = func::FuncOp::create(
+      b, loc, name, b.getFunctionType({i32, i32, i32}, {i32, i32, i32, i32}));
+  fn.setPrivate();
+  Block *body = fn.addEntryBlock();
+  OpBuilder fb = OpBuilder::atBlockBegin(body);
+  KvRange k = buildKvRange(fb, loc, toIndex(fb, loc, body->getArgument(0)),
+                           toIndex(fb, loc, body->getArgument(1)),
+                           toIndex(fb, loc, body->getArgument(2)),
+                           r.getBlockM(), r.getBlockN(), r.getWindow()[0],
+                           r.getWindow()[1]);
+  func::ReturnOp::create(fb, loc,
+                         ValueRange{toI32(fb, loc, k.lo), toI32(fb, loc, k.hi),
+                                    toI32(fb, loc, k.interiorLo),
+                                    toI32(fb, loc, k.interiorHi)});
+}
+
+/// func.func private @name(row, col, Sq, Skv : i32) -> i1: key `col` is
+/// visible to query `row` and exists (col < Skv).
+void buildVisibleFn(OpBuilder &b, Location loc, StringRef name,
+                    ArrayRef<int64_t> window) {
+  Type i32 = i32Type(b);
+  auto fn = func::FuncOp::create(
+      b, loc, name, b.getFunctionType({i32, i32, i32, i32}, {b.getI1Type()}));
+  fn.setPrivate();
+  Block *body = fn.addEntryBlock();
+  OpBuilder fb = OpBuilder::atBlockBegin(body);
+  Value row = toIndex(fb, loc, body->getArgument(0));
+  Value col = toIndex(fb, loc, body->getArgument(1));
+  Value sq = toIndex(fb, loc, body->getArgument(2));
+  Value skv = toIndex(fb, loc, body->getArgument(3));
+  Value offset = arith::SubIOp::create(fb, loc, skv, sq);
+  Value ok = arith::CmpIOp::create(fb, loc, arith::CmpIPredicate::slt, col, skv);
+  if (Value vis = buildVisible(fb, loc, row, col, offset, window[0], window[1]))
+    ok = arith::AndIOp::create(fb, loc, ok, vis);
+  func::ReturnOp::create(fb, loc, ok);
+}
+
+/// The innermost (head-dim) stride of a memref must be 1 for TMA.
+bool hasUnitInnerStride(Value memref) {
+  auto t = cast<MemRefType>(memref.getType());
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(t.getStridesAndOffset(strides, offset)))
+    return false;
+  return strides.back() == 1;
+}
+
+LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
+                      int64_t stages, unsigned index) {
+  TileUpdateOp u = t.update;
+  Value q = u.getQuery(), v = u.getValue(), o = t.finalize.getOut();
+  auto qt = cast<MemRefType>(q.getType());
+  auto vt = cast<MemRefType>(v.getType());
+  auto ot = cast<MemRefType>(o.getType());
+  Type et = qt.getElementType();
+  auto fail = [&](const Twine &why) {
+    return t.grid.emitError("cannot generate the Hopper kernel: ") << why;
+  };
+  if (qt.getDimSize(3) != vt.getDimSize(3))
+    return fail("the value head dim (" + Twine(vt.getDimSize(3)) +
+                ") must equal the query head dim (" + Twine(qt.getDimSize(3)) +
+                ")");
+  if (ot.getElementType() != et)
+    return fail("the kernel writes o in the input element type; o is " +
+                typeName(ot.getElementType()) + " but q is " +
+                typeName(et));
+  for (Value m : SmallVector<Value>{q, u.getKey(), v, o})
+    if (!hasUnitInnerStride(m))
+      return fail("the head dim of every operand must be contiguous (stride "
+                  "1), as TMA requires");
+
+  hopper::KernelConfig cfg;
+  std::string base = func.getName().str() + (index ? "_" + std::to_string(index) : "");
+  cfg.name = base + "_kernel";
+  cfg.dtype = et.isBF16() ? "bf16" : et.isF16() ? "f16" : typeName(et);
+  cfg.headDim = qt.getDimSize(3);
+  cfg.blockM = u.getBlockM();
+  cfg.blockN = u.getBlockN();
+  cfg.stages = stages;
+  cfg.softcap = u.getSoftcap().convertToDouble();
+  cfg.kvRangeFn = cfg.name + "_kv_range";
+  cfg.visibleFn = cfg.name + "_visible";
+  std::string why = hopper::checkSupported(cfg);
+  if (!why.empty())
+    return fail("unsupported " + why);
+
+  std::string moduleName = base + "_kernels";
+  if (module.lookupSymbol(moduleName))
+    return fail("symbol @" + moduleName + " already exists");
+  std::string text = hopper::emitKernelModule(cfg, moduleName);
+  // Verified after the device functions it calls are added.
+  ParserConfig config(module.getContext(), /*verifyAfterParse=*/false);
+  Block scratch;
+  if (failed(parseSourceString(text, &scratch, config)))
+    return fail("internal error: the generated kernel does not parse");
+  auto gpuModule = dyn_cast<gpu::GPUModuleOp>(scratch.front());
+  if (!gpuModule)
+    return fail("internal error: no gpu.module in the generated kernel");
+  gpuModule->remove();
+  module.getBody()->push_back(gpuModule);
+
+  OpBuilder b = OpBuilder::atBlockBegin(gpuModule.getBody());
+  Location loc = t.grid.getLoc();
+  buildKvRangeFn(b, loc, cfg.kvRangeFn, t.range);
+  buildVisibleFn(b, loc, cfg.visibleFn, u.getWindow());
+
+  // Launch facts: everything a launcher needs besides the PTX/cubin.
+  hopper::SmemLayout lay = hopper::computeSmemLayout(cfg);
+  auto kernel = gpuModule.lookupSymbol<gpu::GPUFuncOp>(cfg.name);
+  ArrayRef<int64_t> window = u.getWindow();
+  NamedAttribute facts[] = {
+      b.getNamedAttr("kernel", b.getStringAttr(cfg.name)),
+      b.getNamedAttr("source_func", b.getStringAttr(func.getName())),
+      b.getNamedAttr("dtype", b.getStringAttr(cfg.dtype)),
+      b.getNamedAttr("head_dim", b.getI64IntegerAttr(cfg.headDim)),
+      b.getNamedAttr("head_dim_v", b.getI64IntegerAttr(cfg.headDim)),
+      b.getNamedAttr("block_m", b.getI64IntegerAttr(cfg.blockM)),
+      b.getNamedAttr("block_n", b.getI64IntegerAttr(cfg.blockN)),
+      b.getNamedAttr("stages", b.getI64IntegerAttr(cfg.stages)),
+      b.getNamedAttr("threads", b.getI64IntegerAttr(cfg.threads())),
+      b.getNamedAttr("dynamic_smem", b.getI64IntegerAttr(lay.total)),
+      b.getNamedAttr("causal", b.getBoolAttr(window[1] == 0 && window[0] < 0)),
+      b.getNamedAttr("window_left", b.getI64IntegerAttr(window[0])),
+      b.getNamedAttr("window_right", b.getI64IntegerAttr(window[1])),
+      b.getNamedAttr("softcap", b.getF64FloatAttr(cfg.softcap)),
+      b.getNamedAttr("scale", b.getF64FloatAttr(
+                                  u.getScaleLog2().convertToDouble() / kLog2e)),
+      b.getNamedAttr("params",
+                     b.getStrArrayAttr({"tmQ", "tmK", "tmV", "O", "LSE", "B",
+                                        "Sq", "Skv", "Hq", "Hkv", "oStrideB",
+                                        "oStrideS", "oStrideH", "scaleLog2"})),
+  };
+  kernel->setAttr("attn.launch", b.getDictionaryAttr(facts));
+  if (failed(verify(gpuModule)))
+    return fail("internal error: the generated kernel does not verify");
+  return success();
+}
+
+struct ConvertAttnToHopperPass
+    : public fa3::impl::ConvertAttnToHopperBase<ConvertAttnToHopperPass> {
+  using ConvertAttnToHopperBase::ConvertAttnToHopperBase;
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> done;
+    bool bad = false;
+    module.walk([&](FlashAttentionOp op) {
+      op.emitOpError("convert-attn-to-hopper needs the tiled form: run "
+                     "attn-tile first");
+      bad = true;
+    });
+    if (bad)
+      return signalPassFailure();
+    for (auto func : llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
+      SmallVector<TiledAttention> found;
+      func.walk([&](scf::ParallelOp grid) {
+        if (std::optional<TiledAttention> t = matchTiled(grid))
+          found.push_back(*t);
+        return WalkResult::skip();
+      });
+      if (found.empty())
+        continue;
+      for (auto [i, t] : llvm::enumerate(found))
+        if (failed(convert(module, func, t, stages, i)))
+          return signalPassFailure();
+      done.push_back(func);
+    }
+    // The kernels replace the host functions that held the computations.
+    for (func::FuncOp f : done)
+      f.erase();
+    if (!done.empty())
+      module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                      UnitAttr::get(module.getContext()));
+  }
+};
+} // namespace

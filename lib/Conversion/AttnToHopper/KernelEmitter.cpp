@@ -1,0 +1,842 @@
+//===- KernelEmitter.cpp - the FA3-style Hopper kernel body ---------------===//
+//
+// The kernel is written as MLIR text in the gpu/nvvm/llvm/arith/scf dialects
+// and parsed by the pass. The fragment code is fully unrolled (one SSA value
+// per accumulator register), which is what the register allocator and the
+// wgmma instructions need; text keeps that unrolled code readable here.
+// The structure and every encoding below were validated on an H200
+// (proto/hopper/NOTES.md): fragment layout, descriptor bits, phase scheme.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelEmitter.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+#include <vector>
+
+using namespace fa3::hopper;
+
+namespace {
+constexpr double kLog2e = 1.4426950408889634;
+constexpr double kLn2 = 0.6931471805599453;
+constexpr const char *kNegInf = "0xFF800000";
+constexpr int64_t kSwizzleBytes = 128; // 128B swizzle: a box row is 128 bytes
+constexpr int64_t kElemBytes = 2;      // bf16 / f16
+constexpr int64_t kChunk = kSwizzleBytes / kElemBytes; // 64 elements per box
+constexpr int64_t kKStep = 16;                          // wgmma K for 16-bit
+constexpr int64_t kProducerRegs = 24;
+constexpr int64_t kConsumerRegs = 240;
+
+using Strs = std::vector<std::string>;
+
+std::string join(const Strs &v, const char *sep = ", ") {
+  return llvm::join(v, sep);
+}
+std::string repeat(const std::string &s, int64_t n, const char *sep = ", ") {
+  return join(Strs(n, s), sep);
+}
+
+/// wgmma shared-memory descriptor constant part: LBO, SBO, 128B swizzle.
+int64_t descConst(int64_t lbo, int64_t sbo) {
+  uint64_t v = (uint64_t(lbo >> 4) << 16) | (uint64_t(sbo >> 4) << 32) |
+               (uint64_t(1) << 62);
+  return static_cast<int64_t>(v);
+}
+
+class Emitter {
+public:
+  explicit Emitter(const KernelConfig &cfg) : cfg(cfg) {
+    lay = computeSmemLayout(cfg);
+    nchunk = cfg.headDim / kChunk;
+    nacc = cfg.blockN / 2;
+    naccO = cfg.headDim / 2;
+    accT = "!f32x" + std::to_string(nacc);
+    accOT = "!f32x" + std::to_string(naccO);
+    et = cfg.dtype;
+  }
+
+  std::string module(const std::string &moduleName);
+
+private:
+  const KernelConfig &cfg;
+  SmemLayout lay;
+  int64_t nchunk, nacc, naccO;
+  std::string accT, accOT, et;
+  Strs lines, constLines;
+  std::map<std::string, std::string> consts;
+  int n = 0, ind = 2;
+
+  // --- text helpers -------------------------------------------------------
+  std::string fresh(const std::string &hint = "v") {
+    return "%" + hint + std::to_string(++n);
+  }
+  void e(const std::string &s) { lines.push_back(std::string(2 * ind, ' ') + s); }
+  void comment(const std::string &s) { e("// " + s); }
+  std::string op(const std::string &rhs, const std::string &hint = "v") {
+    std::string r = fresh(hint);
+    e(r + " = " + rhs);
+    return r;
+  }
+  std::string cst(const std::string &lit, const std::string &ty) {
+    std::string key = lit + ":" + ty;
+    auto it = consts.find(key);
+    if (it != consts.end())
+      return it->second;
+    std::string name = fresh("c");
+    constLines.push_back(name + " = arith.constant " + lit + " : " + ty);
+    consts[key] = name;
+    return name;
+  }
+  std::string i32(int64_t v) { return cst(std::to_string(v), "i32"); }
+  std::string i64(int64_t v) { return cst(std::to_string(v), "i64"); }
+  std::string f32(double v) {
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    os << llvm::format("%.17g", v);
+    if (s.find_first_of(".eEn") == std::string::npos)
+      s += ".0";
+    return cst(s, "f32");
+  }
+  std::string f32lit(const char *hex) { return cst(hex, "f32"); }
+  std::string bin(const std::string &opn, const std::string &a,
+                  const std::string &b, const std::string &ty = "i32",
+                  const std::string &hint = "v") {
+    return op("arith." + opn + " " + a + ", " + b + " : " + ty, hint);
+  }
+  std::string cmpi(const std::string &pred, const std::string &a,
+                   const std::string &b, const std::string &ty = "i32") {
+    return op("arith.cmpi " + pred + ", " + a + ", " + b + " : " + ty, "p");
+  }
+  std::string cmpf(const std::string &pred, const std::string &a,
+                   const std::string &b) {
+    return op("arith.cmpf " + pred + ", " + a + ", " + b + " : f32", "p");
+  }
+  std::string select(const std::string &c, const std::string &a,
+                     const std::string &b, const std::string &ty) {
+    return op("arith.select " + c + ", " + a + ", " + b + " : " + ty);
+  }
+  std::string smemPtr(const std::string &base, int64_t off) {
+    return op("llvm.getelementptr " + base + "[" + std::to_string(off) +
+                  "] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8",
+              "sp");
+  }
+  std::string smemPtr(const std::string &base, const std::string &off) {
+    return op("llvm.getelementptr " + base + "[" + off +
+                  "] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8",
+              "sp");
+  }
+  std::string gptr(const std::string &base, const std::string &off64) {
+    return op("llvm.getelementptr " + base + "[" + off64 +
+                  "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i8",
+              "gp");
+  }
+  std::string ex2(const std::string &x) {
+    // ex2.approx.ftz.f32 (math.exp2 would give the non-ftz variant).
+    return op("llvm.call_intrinsic \"llvm.nvvm.ex2.approx.ftz.f\"(" + x +
+                  ") : (f32) -> f32",
+              "x");
+  }
+  // LLVM intrinsics rather than arith/math ops: those lower to libdevice
+  // calls on NVVM, and the kernel should not need libdevice.
+  std::string maxf(const std::string &a, const std::string &b) {
+    return op("llvm.intr.maxnum(" + a + ", " + b + ") : (f32, f32) -> f32", "mx");
+  }
+  std::string fma(const std::string &a, const std::string &b,
+                  const std::string &c) {
+    return op("llvm.intr.fma(" + a + ", " + b + ", " + c +
+                  ") : (f32, f32, f32) -> f32",
+              "fma");
+  }
+  std::string tanhApprox(const std::string &x) {
+    return op("llvm.inline_asm asm_dialect = att \"tanh.approx.f32 $0, $1;\", "
+              "\"=f,f\" " + x + " : (f32) -> f32",
+              "th");
+  }
+  std::string shflXor(const std::string &x, int64_t off) {
+    return op("nvvm.shfl.sync bfly " + i32(-1) + ", " + x + ", " + i32(off) +
+                  ", " + i32(31) + " : f32 -> f32",
+              "sh");
+  }
+  void mbarWait(const std::string &bar, const std::string &parity) {
+    e("nvvm.mbarrier.try_wait.parity " + bar + ", " + parity + ", " +
+      i32(10000000) + " : !llvm.ptr<3>, i32, i32");
+  }
+  std::string extract(const std::string &st, int64_t i, const std::string &ty,
+                      const std::string &hint = "x") {
+    return op("llvm.extractvalue " + st + "[" + std::to_string(i) + "] : " + ty,
+              hint);
+  }
+  std::string ext64(const std::string &v) {
+    return op("arith.extui " + v + " : i32 to i64");
+  }
+  std::string sext64(const std::string &v) {
+    return op("arith.extsi " + v + " : i32 to i64");
+  }
+  /// Two f32 -> one i32 holding {lo, hi} as 16-bit floats.
+  std::string pack2(const std::string &a, const std::string &b) {
+    std::string v = op("vector.from_elements " + a + ", " + b + " : vector<2xf32>");
+    std::string h = op("arith.truncf " + v + " : vector<2xf32> to vector<2x" +
+                       et + ">");
+    return op("llvm.bitcast " + h + " : vector<2x" + et + "> to i32", "a");
+  }
+
+  // --- kernel pieces --------------------------------------------------------
+  std::string rsWgmmaAsm(std::string &constraints);
+  std::string descBase(const std::string &smem, const std::string &offI32,
+                       int64_t constPart);
+  struct Stage {
+    std::string ph, kfull, vfull, kempty, vempty, descK, descV;
+  };
+  Stage stage(const std::string &smem, const std::string &t,
+              const std::string &descK0, const std::string &descV0);
+  std::string issueS(const std::string &descQ, const std::string &descK);
+  std::string issuePV(std::string oacc, const std::vector<Strs> &a,
+                       const std::string &descV);
+  std::string fenceStruct(const std::string &st, int64_t n,
+                          const std::string &ty);
+  Strs maskScores(const Strs &s, const std::string &block,
+                  const std::string &isBoundary, const Strs &rows,
+                  const std::string &colbase);
+  Strs softcapScores(const Strs &s, const std::string &pre);
+  struct Softmax {
+    Strs m, alpha, p, rowsum;
+  };
+  Softmax softmax(const Strs &s, const Strs *mold, const std::string &sl2);
+  std::vector<Strs> pack(const Strs &p);
+  std::string body();
+};
+} // namespace
+
+SmemLayout fa3::hopper::computeSmemLayout(const KernelConfig &cfg) {
+  SmemLayout l;
+  l.qBytes = cfg.blockM * cfg.headDim * kElemBytes;
+  l.kvBytes = cfg.blockN * cfg.headDim * kElemBytes;
+  l.qOff = 0;
+  l.kOff = l.qOff + l.qBytes;
+  l.vOff = l.kOff + cfg.stages * l.kvBytes;
+  l.barOff = l.vOff + cfg.stages * l.kvBytes;
+  // mbarriers: q, kfull[s], vfull[s], kempty[s], vempty[s] (8 bytes each).
+  l.total = l.barOff + 8 * (1 + 4 * cfg.stages);
+  return l;
+}
+
+std::string fa3::hopper::checkSupported(const KernelConfig &cfg) {
+  std::string why;
+  llvm::raw_string_ostream os(why);
+  if (cfg.dtype != "bf16" && cfg.dtype != "f16")
+    os << "element type " << cfg.dtype << " (the Hopper kernel takes bf16 or f16)";
+  else if (cfg.headDim != 64 && cfg.headDim != 128 && cfg.headDim != 256)
+    os << "head dim " << cfg.headDim << " (the Hopper kernel takes 64, 128 or 256)";
+  else if (cfg.blockM != 128)
+    os << "block-m " << cfg.blockM << " (the Hopper kernel uses 128: two consumer warpgroups)";
+  else if (cfg.blockN % 16 != 0 || cfg.blockN < 16 || cfg.blockN > 256)
+    os << "block-n " << cfg.blockN << " (must be a multiple of 16 up to 256)";
+  else if (cfg.stages < 2)
+    os << "stages " << cfg.stages << " (need at least 2)";
+  else if (computeSmemLayout(cfg).total > kMaxDynamicSmem)
+    os << "tiles " << cfg.blockM << "x" << cfg.blockN << " with head dim "
+       << cfg.headDim << " need " << computeSmemLayout(cfg).total
+       << " bytes of shared memory, more than the " << kMaxDynamicSmem
+       << " a Hopper CTA has";
+  return why;
+}
+
+std::string Emitter::rsWgmmaAsm(std::string &constraints) {
+  // wgmma m64nDk16, f32 += {bf16|f16}(registers) * (smem descriptor), B
+  // transposed (V is MN-major). Operands: naccO outputs tied to naccO
+  // inputs, 4 A registers, the B descriptor, the scale-d flag.
+  int64_t a = 2 * naccO;
+  Strs d;
+  for (int64_t i = 0; i < naccO; ++i)
+    d.push_back("$" + std::to_string(i));
+  std::string asmText =
+      "{\\0A.reg .pred p;\\0Asetp.ne.b32 p, $" + std::to_string(a + 5) +
+      ", 0;\\0Awgmma.mma_async.sync.aligned.m64n" +
+      std::to_string(cfg.headDim) + "k16.f32." + et + "." + et + " {" +
+      join(d) + "}, {$" + std::to_string(a) + ", $" + std::to_string(a + 1) +
+      ", $" + std::to_string(a + 2) + ", $" + std::to_string(a + 3) + "}, $" +
+      std::to_string(a + 4) + ", p, 1, 1, 1;\\0A}";
+  Strs cons(naccO, "=f");
+  for (int64_t i = 0; i < naccO; ++i)
+    cons.push_back(std::to_string(i));
+  for (int i = 0; i < 4; ++i)
+    cons.push_back("r");
+  cons.push_back("l");
+  cons.push_back("n");
+  constraints = join(cons, ",");
+  return asmText;
+}
+
+std::string Emitter::descBase(const std::string &smem, const std::string &offI32,
+                              int64_t constPart) {
+  std::string a = op("llvm.ptrtoint " + smemPtr(smem, offI32) +
+                     " : !llvm.ptr<3> to i32");
+  a = bin("andi", a, i32(0x3FFFF));
+  a = bin("shrui", a, i32(4));
+  a = ext64(a);
+  return bin("ori", a, i64(constPart), "i64", "desc");
+}
+
+Emitter::Stage Emitter::stage(const std::string &smem, const std::string &t,
+                              const std::string &descK0,
+                              const std::string &descV0) {
+  Stage st;
+  std::string s = bin("remui", t, i32(cfg.stages), "i32", "st");
+  st.ph = bin("andi", bin("divui", t, i32(cfg.stages)), i32(1), "i32", "ph");
+  std::string s8 = bin("muli", s, i32(8));
+  int64_t barK = lay.barOff + 8, barV = barK + 8 * cfg.stages,
+          barKE = barV + 8 * cfg.stages, barVE = barKE + 8 * cfg.stages;
+  st.kfull = smemPtr(smem, bin("addi", s8, i32(barK)));
+  st.vfull = smemPtr(smem, bin("addi", s8, i32(barV)));
+  st.kempty = smemPtr(smem, bin("addi", s8, i32(barKE)));
+  st.vempty = smemPtr(smem, bin("addi", s8, i32(barVE)));
+  std::string sd = ext64(bin("muli", s, i32(lay.kvBytes >> 4)));
+  st.descK = bin("addi", descK0, sd, "i64", "descK");
+  st.descV = bin("addi", descV0, sd, "i64", "descV");
+  return st;
+}
+
+std::string Emitter::issueS(const std::string &descQ, const std::string &descK) {
+  std::string acc = op("llvm.mlir.undef : " + accT, "sacc");
+  for (int64_t kk = 0; kk < cfg.headDim / kKStep; ++kk) {
+    int64_t col = kk * kKStep;
+    int64_t qa = (col / kChunk) * (cfg.blockM * kSwizzleBytes) +
+                 (col % kChunk) * kElemBytes;
+    int64_t kb = (col / kChunk) * (cfg.blockN * kSwizzleBytes) +
+                 (col % kChunk) * kElemBytes;
+    std::string da = qa ? bin("addi", descQ, i64(qa >> 4), "i64") : descQ;
+    std::string db = kb ? bin("addi", descK, i64(kb >> 4), "i64") : descK;
+    acc = op("nvvm.wgmma.mma_async " + da + ", " + db + ", " + acc +
+                 ", #nvvm.shape<m = 64, n = " + std::to_string(cfg.blockN) +
+                 ", k = 16>, D [<f32>, #nvvm.wgmma_scale_out<" +
+                 (kk == 0 ? "zero" : "one") + ">], A [<" + et +
+                 ">, #nvvm.wgmma_scale_in<one>, <row>], B [<" + et +
+                 ">, #nvvm.wgmma_scale_in<one>, <col>] : " + accT + " -> " +
+                 accT,
+             "sacc");
+  }
+  e("nvvm.wgmma.commit.group.sync.aligned");
+  return acc;
+}
+
+std::string Emitter::issuePV(std::string oacc, const std::vector<Strs> &a,
+                             const std::string &descV) {
+  std::string cons;
+  std::string asmText = rsWgmmaAsm(cons);
+  Strs types(naccO, "f32");
+  for (int64_t kk = 0; kk < cfg.blockN / kKStep; ++kk) {
+    int64_t vb = kk * kKStep * kSwizzleBytes;
+    std::string db = vb ? bin("addi", descV, i64(vb >> 4), "i64") : descV;
+    Strs ins;
+    for (int64_t i = 0; i < naccO; ++i)
+      ins.push_back(extract(oacc, i, accOT, "oi"));
+    oacc = op("llvm.inline_asm has_side_effects asm_dialect = att \"" +
+                  asmText + "\", \"" + cons + "\" " + join(ins) + ", " +
+                  join(a[kk]) + ", " + db + ", " + i32(1) + " : (" +
+                  join(types) + ", i32, i32, i32, i32, i64, i32) -> " + accOT,
+              "oacc");
+  }
+  e("nvvm.wgmma.commit.group.sync.aligned");
+  return oacc;
+}
+
+std::string Emitter::fenceStruct(const std::string &st, int64_t cnt,
+                                 const std::string &ty) {
+  // An empty asm that "redefines" every register after wgmma.wait_group, so
+  // LLVM cannot move reads of the accumulators into the async window.
+  Strs vals, cons(cnt, "=f");
+  for (int64_t i = 0; i < cnt; ++i) {
+    vals.push_back(extract(st, i, ty, "fv"));
+    cons.push_back(std::to_string(i));
+  }
+  return op("llvm.inline_asm has_side_effects asm_dialect = att \"\", \"" +
+                join(cons, ",") + "\" " + join(vals) + " : (" +
+                repeat("f32", cnt) + ") -> " + ty,
+            "fenced");
+}
+
+Strs Emitter::softcapScores(const Strs &s, const std::string &pre) {
+  // s = tanh(qk * scale / softcap); the softcap factor (and log2 e) is
+  // applied with the softmax scale afterwards.
+  Strs out;
+  for (const std::string &x : s)
+    out.push_back(tanhApprox(bin("mulf", x, pre, "f32")));
+  return out;
+}
+
+Strs Emitter::maskScores(const Strs &s, const std::string &block,
+                         const std::string &isBoundary, const Strs &rows,
+                         const std::string &colbase) {
+  std::string ms = fresh("msk");
+  Strs f32s(nacc, "f32");
+  e(ms + ":" + std::to_string(nacc) + " = scf.if " + isBoundary + " -> (" +
+    join(f32s) + ") {");
+  ++ind;
+  std::string cb = bin("addi", bin("muli", block, i32(cfg.blockN)), colbase);
+  Strs out;
+  for (int64_t idx = 0; idx < nacc; ++idx) {
+    int64_t k = idx / 4, i = (idx % 4) / 2, ee = idx % 2;
+    int64_t dc = 8 * k + ee;
+    std::string col = dc ? bin("addi", cb, i32(dc)) : cb;
+    std::string vis = op("func.call @" + cfg.visibleFn + "(" + rows[i] + ", " +
+                             col + ", %Sq, %Skv) : (i32, i32, i32, i32) -> i1",
+                         "vis");
+    out.push_back(select(vis, s[idx], f32lit(kNegInf), "f32"));
+  }
+  e("scf.yield " + join(out) + " : " + join(f32s));
+  --ind;
+  e("} else {");
+  e("  scf.yield " + join(s) + " : " + join(f32s));
+  e("}");
+  Strs res;
+  for (int64_t i = 0; i < nacc; ++i)
+    res.push_back(ms + "#" + std::to_string(i));
+  return res;
+}
+
+Emitter::Softmax Emitter::softmax(const Strs &s, const Strs *mold,
+                                  const std::string &sl2) {
+  Softmax r;
+  std::string zero = f32(0.0), ninf = f32lit(kNegInf);
+  Strs muse;
+  for (int i = 0; i < 2; ++i) {
+    Strs vals;
+    for (int64_t idx = 0; idx < nacc; ++idx)
+      if ((idx % 4) / 2 == i)
+        vals.push_back(s[idx]);
+    while (vals.size() > 1) {
+      Strs next;
+      for (size_t t = 0; t + 1 < vals.size(); t += 2)
+        next.push_back(maxf(vals[t], vals[t + 1]));
+      if (vals.size() % 2)
+        next.push_back(vals.back());
+      vals = next;
+    }
+    std::string mx = vals[0];
+    mx = maxf(mx, shflXor(mx, 1));
+    mx = maxf(mx, shflXor(mx, 2));
+    std::string mxs = bin("mulf", mx, sl2, "f32");
+    std::string mn = mold ? maxf((*mold)[i], mxs) : mxs;
+    // A row with no visible key so far keeps m = -inf: exponentiate
+    // against 0 then, so that exp2(-inf - -inf) never makes a NaN.
+    std::string mu = select(cmpf("oeq", mn, ninf), zero, mn, "f32");
+    r.alpha.push_back(mold ? ex2(bin("subf", (*mold)[i], mu, "f32")) : "");
+    r.m.push_back(mn);
+    muse.push_back(mu);
+  }
+  Strs negm = {op("arith.negf " + muse[0] + " : f32"),
+               op("arith.negf " + muse[1] + " : f32")};
+  for (int64_t idx = 0; idx < nacc; ++idx)
+    r.p.push_back(ex2(fma(s[idx], sl2, negm[(idx % 4) / 2])));
+  for (int i = 0; i < 2; ++i) {
+    Strs vals;
+    for (int64_t idx = 0; idx < nacc; ++idx)
+      if ((idx % 4) / 2 == i)
+        vals.push_back(r.p[idx]);
+    while (vals.size() > 1) {
+      Strs next;
+      for (size_t t = 0; t + 1 < vals.size(); t += 2)
+        next.push_back(bin("addf", vals[t], vals[t + 1], "f32"));
+      if (vals.size() % 2)
+        next.push_back(vals.back());
+      vals = next;
+    }
+    r.rowsum.push_back(vals[0]);
+  }
+  return r;
+}
+
+std::vector<Strs> Emitter::pack(const Strs &p) {
+  // The S accumulator layout is the A-from-registers layout of the P V
+  // wgmma: k-step kk takes accumulator n8-blocks 2kk and 2kk+1.
+  std::vector<Strs> a;
+  for (int64_t kk = 0; kk < cfg.blockN / kKStep; ++kk) {
+    Strs regs;
+    const int64_t blks[4][2] = {{2 * kk, 0}, {2 * kk, 1}, {2 * kk + 1, 0},
+                                {2 * kk + 1, 1}};
+    for (auto &bi : blks) {
+      int64_t base = 4 * bi[0] + 2 * bi[1];
+      regs.push_back(pack2(p[base], p[base + 1]));
+    }
+    a.push_back(regs);
+  }
+  return a;
+}
+
+std::string Emitter::body() {
+  const int64_t barQ = lay.barOff, barK = barQ + 8,
+                barV = barK + 8 * cfg.stages,
+                barKE = barV + 8 * cfg.stages,
+                barVE = barKE + 8 * cfg.stages;
+  const int64_t consumerThreads = 128 * cfg.consumers();
+  comment("==== roles: warpgroup 0 = TMA producer, warpgroups 1.." +
+          std::to_string(cfg.consumers()) + " = consumers ====");
+  std::string smem = op("llvm.mlir.addressof @attn_smem : !llvm.ptr<3>", "smem");
+  std::string tid = op("nvvm.read.ptx.sreg.tid.x : i32", "tid");
+  std::string mblk = op("nvvm.read.ptx.sreg.ctaid.x : i32", "mblk");
+  std::string head = op("nvvm.read.ptx.sreg.ctaid.y : i32", "head");
+  std::string bidx = op("nvvm.read.ptx.sreg.ctaid.z : i32", "batch");
+  std::string wg = bin("divui", tid, i32(128), "i32", "wg");
+  comment("GQA: kv head = q head / (Hq / Hkv)");
+  std::string hkv = bin("divui", head, bin("divui", "%Hq", "%Hkv"), "i32", "hkv");
+  std::string m0 = bin("muli", mblk, i32(cfg.blockM), "i32", "m0");
+  comment("the schedule of this m-block (attn.kv_range)");
+  std::string rng = fresh("range");
+  e(rng + ":4 = func.call @" + cfg.kvRangeFn + "(" + m0 +
+    ", %Sq, %Skv) : (i32, i32, i32) -> (i32, i32, i32, i32)");
+  std::string lo = rng + "#0", ilo = rng + "#2", ihi = rng + "#3";
+  std::string nblk = bin("subi", rng + "#1", lo, "i32", "nblk");
+
+  comment("---- mbarrier init (one thread), then CTA barrier ----");
+  std::string barQp = smemPtr(smem, barQ);
+  std::string isT0 = cmpi("eq", tid, i32(0));
+  e("scf.if " + isT0 + " {");
+  ++ind;
+  comment("dynamic shared memory must start 1024-aligned (128B swizzle atoms)");
+  std::string sa = op("llvm.ptrtoint " + smem + " : !llvm.ptr<3> to i32");
+  std::string bad = cmpi("ne", bin("andi", sa, i32(1023)), i32(0));
+  e("scf.if " + bad + " {");
+  e("  llvm.inline_asm has_side_effects asm_dialect = att \"trap;\", \"\"  : () -> ()");
+  e("}");
+  e("nvvm.mbarrier.init " + barQp + ", " + i32(1) + " : !llvm.ptr<3>, i32");
+  for (int64_t s = 0; s < cfg.stages; ++s) {
+    e("nvvm.mbarrier.init " + smemPtr(smem, barK + 8 * s) + ", " + i32(1) +
+      " : !llvm.ptr<3>, i32");
+    e("nvvm.mbarrier.init " + smemPtr(smem, barV + 8 * s) + ", " + i32(1) +
+      " : !llvm.ptr<3>, i32");
+    e("nvvm.mbarrier.init " + smemPtr(smem, barKE + 8 * s) + ", " +
+      i32(consumerThreads) + " : !llvm.ptr<3>, i32");
+    e("nvvm.mbarrier.init " + smemPtr(smem, barVE + 8 * s) + ", " +
+      i32(consumerThreads) + " : !llvm.ptr<3>, i32");
+  }
+  e("nvvm.fence.mbarrier.init");
+  for (const char *tm : {"%tmQ", "%tmK", "%tmV"})
+    e(std::string("nvvm.prefetch tensormap, ") + tm + " : !llvm.ptr");
+  --ind;
+  e("}");
+  e("nvvm.barrier0");
+
+  std::string isProd = cmpi("eq", wg, i32(0));
+  e("scf.if " + isProd + " {");
+  ++ind;
+  comment("================= producer warpgroup =================");
+  e("nvvm.setmaxregister decrease " + std::to_string(kProducerRegs));
+  e("scf.if " + isT0 + " {");
+  ++ind;
+  comment("Q tile: boxes of [block_m rows][64 cols], coords (d, head, row, batch)");
+  e("nvvm.mbarrier.arrive.expect_tx " + barQp + ", " + i32(lay.qBytes) +
+    " : !llvm.ptr<3>, i32");
+  for (int64_t c = 0; c < nchunk; ++c) {
+    std::string dst = op("llvm.addrspacecast " +
+                         smemPtr(smem, lay.qOff + c * cfg.blockM * kSwizzleBytes) +
+                         " : !llvm.ptr<3> to !llvm.ptr<7>");
+    e("nvvm.cp.async.bulk.tensor.shared.cluster.global " + dst + ", %tmQ, " +
+      barQp + ", box[" + i32(c * kChunk) + ", " + head + ", " + m0 + ", " +
+      bidx + "] : !llvm.ptr<7>, !llvm.ptr");
+  }
+  comment("K/V ring: stage s = t % stages, phase (t / stages) & 1; the producer "
+          "waits 'empty' with the phase flipped");
+  e("scf.for %pt = " + i32(0) + " to " + nblk + " step " + i32(1) + " : i32 {");
+  ++ind;
+  {
+    std::string s = bin("remui", "%pt", i32(cfg.stages), "i32", "st");
+    std::string ph = bin("andi", bin("divui", "%pt", i32(cfg.stages)), i32(1),
+                         "i32", "ph");
+    std::string phx = bin("xori", ph, i32(1));
+    std::string s8 = bin("muli", s, i32(8));
+    std::string kvrow = bin("muli", bin("addi", lo, "%pt"), i32(cfg.blockN));
+    std::string soff = bin("muli", s, i32(lay.kvBytes));
+    struct Load {
+      int64_t emptyBar, fullBar, tileOff;
+      const char *tm;
+    } loads[2] = {{barKE, barK, lay.kOff, "%tmK"}, {barVE, barV, lay.vOff, "%tmV"}};
+    for (const Load &ld : loads) {
+      std::string empty = smemPtr(smem, bin("addi", s8, i32(ld.emptyBar)));
+      std::string full = smemPtr(smem, bin("addi", s8, i32(ld.fullBar)));
+      mbarWait(empty, phx);
+      e("nvvm.mbarrier.arrive.expect_tx " + full + ", " + i32(lay.kvBytes) +
+        " : !llvm.ptr<3>, i32");
+      for (int64_t c = 0; c < nchunk; ++c) {
+        std::string o = bin("addi", soff,
+                            i32(ld.tileOff + c * cfg.blockN * kSwizzleBytes));
+        std::string dst = op("llvm.addrspacecast " + smemPtr(smem, o) +
+                             " : !llvm.ptr<3> to !llvm.ptr<7>");
+        e("nvvm.cp.async.bulk.tensor.shared.cluster.global " + dst + ", " +
+          ld.tm + ", " + full + ", box[" + i32(c * kChunk) + ", " + hkv +
+          ", " + kvrow + ", " + bidx + "] : !llvm.ptr<7>, !llvm.ptr");
+      }
+    }
+  }
+  --ind;
+  e("}");
+  --ind;
+  e("}");
+  --ind;
+  e("} else {");
+  ++ind;
+  comment("================= consumer warpgroups =================");
+  e("nvvm.setmaxregister increase " + std::to_string(kConsumerRegs));
+  std::string cw = bin("subi", wg, i32(1), "i32", "cw");
+  std::string ltid = bin("remui", tid, i32(128), "i32", "ltid");
+  std::string warp = bin("divui", ltid, i32(32), "i32", "warp");
+  std::string lane = bin("remui", ltid, i32(32), "i32", "lane");
+  std::string quad = bin("divui", lane, i32(4));
+  std::string tq = bin("remui", lane, i32(4));
+  std::string colbase = bin("muli", tq, i32(2), "i32", "colbase");
+  comment("accumulator fragment: rows 16*warp + lane/4 (+8) of the warpgroup's 64, "
+          "columns 8k + 2*(lane%4) + {0,1}; register 4k + 2i + e");
+  std::string r = bin("muli", cw, i32(64));
+  r = bin("addi", r, bin("muli", warp, i32(16)));
+  r = bin("addi", r, quad);
+  std::string qrow0 = bin("addi", m0, r, "i32", "qrow");
+  std::string qrow1 = bin("addi", qrow0, i32(8), "i32", "qrow");
+  Strs qrows = {qrow0, qrow1};
+  // Scores reach the softmax in the log2 domain: s * sl2.
+  std::string sl2 = "%scaleLog2", pre;
+  if (cfg.softcap > 0) {
+    pre = bin("mulf", "%scaleLog2", f32(1.0 / (kLog2e * cfg.softcap)), "f32", "pre");
+    sl2 = f32(cfg.softcap * kLog2e);
+  }
+
+  comment("wgmma smem descriptors: start address >> 4 in bits 0-13, constants in the rest");
+  std::string descQ = descBase(smem, bin("muli", cw, i32(64 * kSwizzleBytes)),
+                               descConst(16, 1024));
+  std::string descK0 = descBase(smem, i32(lay.kOff), descConst(16, 1024));
+  std::string descV0 =
+      descBase(smem, i32(lay.vOff), descConst(cfg.blockN * kSwizzleBytes, 1024));
+
+  auto blockOf = [&](const std::string &t) { return bin("addi", lo, t, "i32", "blk"); };
+  auto boundary = [&](const std::string &blk) {
+    return op("arith.ori " + cmpi("slt", blk, ilo) + ", " +
+                  cmpi("sge", blk, ihi) + " : i1",
+              "bnd");
+  };
+  auto scoresOf = [&](const std::string &sacc, const std::string &blk) {
+    Strs s;
+    for (int64_t i = 0; i < nacc; ++i)
+      s.push_back(extract(sacc, i, accT, "s"));
+    if (cfg.softcap > 0)
+      s = softcapScores(s, pre);
+    return maskScores(s, blk, boundary(blk), qrows, colbase);
+  };
+
+  comment("wait for Q");
+  mbarWait(barQp, i32(0));
+  // FA3 intra-warpgroup overlap, software-pipelined by one kv block:
+  //   prologue : S_0 = Q K_0^T; softmax(S_0) -> P_0
+  //   iter t>=1: issue S_t; issue O += P_{t-1} V_{t-1}; wait(1) -> S_t ready;
+  //              release K_t; softmax(S_t) -> P_t, alpha_t (overlaps P V);
+  //              wait(0); release V_{t-1}; O *= alpha_t
+  //   tail     : O += P_{n-1} V_{n-1}; wait(0); release V_{n-1}
+  std::string zero = f32(0.0), ninf = f32lit(kNegInf);
+  int64_t na = (cfg.blockN / kKStep) * 4;
+  std::string rt = "f32, f32, f32, f32, " + accOT;
+  std::string res = fresh("res");
+  std::string nz = cmpi("sgt", nblk, i32(0));
+  e(res + ":5 = scf.if " + nz + " -> (" + rt + ") {");
+  ++ind;
+  comment("prologue: first visited block");
+  Stage st0 = stage(smem, i32(0), descK0, descV0);
+  mbarWait(st0.kfull, st0.ph);
+  e("nvvm.wgmma.fence.aligned");
+  std::string sacc = issueS(descQ, st0.descK);
+  e("nvvm.wgmma.wait.group.sync.aligned 0");
+  sacc = fenceStruct(sacc, nacc, accT);
+  e("nvvm.mbarrier.arrive " + st0.kempty + " : !llvm.ptr<3>");
+  Softmax sm0 = softmax(scoresOf(sacc, lo), nullptr, sl2);
+  std::vector<Strs> a0 = pack(sm0.p);
+  std::string o0 = op("llvm.mlir.zero : " + accOT, "ozero");
+  std::string lp = fresh("lp");
+  Strs aargs;
+  for (int64_t i = 0; i < na; ++i)
+    aargs.push_back("%pa" + std::to_string(i) + " = " + a0[i / 4][i % 4]);
+  e(lp + ":" + std::to_string(5 + na) + " = scf.for %t = " + i32(1) + " to " +
+    nblk + " step " + i32(1) + " iter_args(%m0 = " + sm0.m[0] + ", %m1 = " +
+    sm0.m[1] + ", %l0 = " + sm0.rowsum[0] + ", %l1 = " + sm0.rowsum[1] +
+    ", %acc = " + o0 + ", " + join(aargs) + ") -> (" + rt + ", " +
+    repeat("i32", na) + ") : i32 {");
+  ++ind;
+  {
+    Stage cur = stage(smem, "%t", descK0, descV0);
+    Stage prv = stage(smem, bin("subi", "%t", i32(1)), descK0, descV0);
+    // Both waits before the fence: a branch inside the wgmma window makes
+    // ptxas serialise it.
+    mbarWait(cur.kfull, cur.ph);
+    mbarWait(prv.vfull, prv.ph);
+    e("nvvm.wgmma.fence.aligned");
+    std::string s = issueS(descQ, cur.descK);
+    std::vector<Strs> ain;
+    for (int64_t kk = 0; kk < cfg.blockN / kKStep; ++kk) {
+      Strs regs;
+      for (int rr = 0; rr < 4; ++rr)
+        regs.push_back("%pa" + std::to_string(4 * kk + rr));
+      ain.push_back(regs);
+    }
+    std::string o = issuePV("%acc", ain, prv.descV);
+    e("nvvm.wgmma.wait.group.sync.aligned 1");
+    s = fenceStruct(s, nacc, accT);
+    e("nvvm.mbarrier.arrive " + cur.kempty + " : !llvm.ptr<3>");
+    Strs mold = {"%m0", "%m1"};
+    Softmax sm = softmax(scoresOf(s, blockOf("%t")), &mold, sl2);
+    std::vector<Strs> a = pack(sm.p);
+    e("nvvm.wgmma.wait.group.sync.aligned 0");
+    o = fenceStruct(o, naccO, accOT);
+    e("nvvm.mbarrier.arrive " + prv.vempty + " : !llvm.ptr<3>");
+    comment("O *= alpha (after the P V wgmmas retired)");
+    std::string oacc = op("llvm.mlir.undef : " + accOT, "oacc");
+    for (int64_t idx = 0; idx < naccO; ++idx) {
+      std::string v = extract(o, idx, accOT, "o");
+      v = bin("mulf", v, sm.alpha[(idx % 4) / 2], "f32");
+      oacc = op("llvm.insertvalue " + v + ", " + oacc + "[" +
+                    std::to_string(idx) + "] : " + accOT,
+                "oacc");
+    }
+    Strs ln = {fma("%l0", sm.alpha[0], sm.rowsum[0]),
+               fma("%l1", sm.alpha[1], sm.rowsum[1])};
+    Strs ys;
+    for (int64_t i = 0; i < na; ++i)
+      ys.push_back(a[i / 4][i % 4]);
+    e("scf.yield " + sm.m[0] + ", " + sm.m[1] + ", " + ln[0] + ", " + ln[1] +
+      ", " + oacc + ", " + join(ys) + " : " + rt + ", " + repeat("i32", na));
+  }
+  --ind;
+  e("}");
+  comment("tail: O += P_{n-1} V_{n-1}");
+  {
+    Stage last = stage(smem, bin("subi", nblk, i32(1)), descK0, descV0);
+    mbarWait(last.vfull, last.ph);
+    e("nvvm.wgmma.fence.aligned");
+    std::vector<Strs> ain;
+    for (int64_t kk = 0; kk < cfg.blockN / kKStep; ++kk) {
+      Strs regs;
+      for (int rr = 0; rr < 4; ++rr)
+        regs.push_back(lp + "#" + std::to_string(5 + 4 * kk + rr));
+      ain.push_back(regs);
+    }
+    std::string o = issuePV(lp + "#4", ain, last.descV);
+    e("nvvm.wgmma.wait.group.sync.aligned 0");
+    o = fenceStruct(o, naccO, accOT);
+    e("nvvm.mbarrier.arrive " + last.vempty + " : !llvm.ptr<3>");
+    e("scf.yield " + lp + "#0, " + lp + "#1, " + lp + "#2, " + lp + "#3, " +
+      o + " : " + rt);
+  }
+  --ind;
+  e("} else {");
+  {
+    std::string zo = op("llvm.mlir.zero : " + accOT, "ozero");
+    e("  scf.yield " + ninf + ", " + ninf + ", " + zero + ", " + zero + ", " +
+      zo + " : " + rt);
+  }
+  e("}");
+
+  comment("---- epilogue: quad-reduce l, O / l, LSE = (m + log2 l) ln 2 ----");
+  Strs mfin = {res + "#0", res + "#1"}, lfin;
+  for (const char *l : {"#2", "#3"}) {
+    std::string v = res + l;
+    v = bin("addf", v, shflXor(v, 1), "f32");
+    v = bin("addf", v, shflXor(v, 2), "f32");
+    lfin.push_back(v);
+  }
+  std::string accf = res + "#4";
+  std::string lseNonNull = op("llvm.icmp \"ne\" %LSE, " +
+                              op("llvm.mlir.zero : !llvm.ptr<1>", "null") +
+                              " : !llvm.ptr<1>", "haslse");
+  for (int i = 0; i < 2; ++i) {
+    std::string lz = cmpf("oeq", lfin[i], zero);
+    std::string inv = select(lz, zero, op("arith.divf " + f32(1.0) + ", " +
+                                          lfin[i] + " : f32"), "f32");
+    std::string valid = cmpi("slt", qrows[i], "%Sq");
+    e("scf.if " + valid + " {");
+    ++ind;
+    // element offset b*sB + row*sS + head*sH + colbase
+    std::string t = bin("muli", sext64(bidx), "%oStrideB", "i64");
+    t = bin("addi", t, bin("muli", sext64(qrows[i]), "%oStrideS", "i64"), "i64");
+    t = bin("addi", t, bin("muli", sext64(head), "%oStrideH", "i64"), "i64");
+    t = bin("addi", t, ext64(colbase), "i64");
+    t = bin("muli", t, i64(kElemBytes), "i64");
+    std::string prow = gptr("%O", t);
+    for (int64_t k = 0; k < naccO / 4; ++k) {
+      std::string a = bin("mulf", extract(accf, 4 * k + 2 * i, accOT), inv, "f32");
+      std::string b = bin("mulf", extract(accf, 4 * k + 2 * i + 1, accOT), inv, "f32");
+      std::string v = op("vector.from_elements " + a + ", " + b + " : vector<2xf32>");
+      std::string vb = op("arith.truncf " + v + " : vector<2xf32> to vector<2x" + et + ">");
+      std::string p = k ? op("llvm.getelementptr " + prow + "[" +
+                                 std::to_string(k * 8 * kElemBytes) +
+                                 "] : (!llvm.ptr<1>) -> !llvm.ptr<1>, i8")
+                        : prow;
+      e("llvm.store " + vb + ", " + p + " {alignment = 4 : i64} : vector<2x" +
+        et + ">, !llvm.ptr<1>");
+    }
+    comment("LSE from the lane holding columns 0, 1 of the row");
+    std::string isq0 = op("arith.andi " + cmpi("eq", tq, i32(0)) + ", " +
+                          lseNonNull + " : i1");
+    e("scf.if " + isq0 + " {");
+    ++ind;
+    std::string lg = op("llvm.call_intrinsic \"llvm.nvvm.lg2.approx.f\"(" +
+                        lfin[i] + ") : (f32) -> f32");
+    std::string lse = bin("mulf", bin("addf", mfin[i], lg, "f32"), f32(kLn2), "f32");
+    lse = select(lz, ninf, lse, "f32");
+    std::string u = bin("addi", bin("muli", bidx, "%Hq"), head);
+    u = bin("muli", ext64(u), ext64("%Sq"), "i64");
+    u = bin("addi", u, ext64(qrows[i]), "i64");
+    u = bin("muli", u, i64(4), "i64");
+    e("llvm.store " + lse + ", " + gptr("%LSE", u) + " : f32, !llvm.ptr<1>");
+    --ind;
+    e("}");
+    --ind;
+    e("}");
+  }
+  --ind;
+  e("}");
+  e("gpu.return");
+
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  SmemLayout l = lay;
+  os << "  // " << cfg.name << ": FlashAttention forward, " << et
+     << " in / f32 accumulate / " << et << " out + f32 LSE, head dim "
+     << cfg.headDim << ",\n  //   tiles " << cfg.blockM << " x " << cfg.blockN
+     << ", " << cfg.stages << "-stage K/V ring, " << cfg.threads()
+     << " threads (1 producer + " << cfg.consumers()
+     << " consumer warpgroups); dynamic shared memory " << l.total
+     << " bytes.\n";
+  os << "  gpu.func @" << cfg.name
+     << "(%tmQ: !llvm.ptr, %tmK: !llvm.ptr, %tmV: !llvm.ptr, %O: !llvm.ptr<1>, "
+        "%LSE: !llvm.ptr<1>, %B: i32, %Sq: i32, %Skv: i32, %Hq: i32, %Hkv: i32, "
+        "%oStrideB: i64, %oStrideS: i64, %oStrideH: i64, %scaleLog2: f32) kernel\n"
+     << "      attributes {nvvm.maxntid = array<i32: " << cfg.threads()
+     << ", 1, 1>, nvvm.minctasm = 1 : i32} {\n";
+  for (const std::string &c : constLines)
+    os << "    " << c << "\n";
+  for (const std::string &ln : lines)
+    os << ln << "\n";
+  os << "  }\n";
+  return out;
+}
+
+std::string Emitter::module(const std::string &moduleName) {
+  std::string func = body();
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  os << "!f32x" << nacc << " = !llvm.struct<(" << repeat("f32", nacc) << ")>\n";
+  if (naccO != nacc)
+    os << "!f32x" << naccO << " = !llvm.struct<(" << repeat("f32", naccO)
+       << ")>\n";
+  os << "gpu.module @" << moduleName << " {\n"
+     << "  // dynamic shared memory, 1024-aligned (128B swizzle atoms)\n"
+     << "  llvm.mlir.global external @attn_smem() {addr_space = 3 : i32, "
+        "alignment = 1024 : i64} : !llvm.array<0 x i8>\n"
+     << func << "}\n";
+  return out;
+}
+
+std::string fa3::hopper::emitKernelModule(const KernelConfig &cfg,
+                                          const std::string &moduleName) {
+  Emitter em(cfg);
+  return em.module(moduleName);
+}

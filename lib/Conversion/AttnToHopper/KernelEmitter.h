@@ -1,0 +1,66 @@
+//===- KernelEmitter.h - the FA3-style Hopper kernel body -------*- C++ -*-===//
+//
+// Writes the NVVM-level body of a warp-specialised FlashAttention forward
+// kernel (gpu.func) for one configuration. The structure follows FA3:
+//
+//   warpgroup 0   producer: setmaxnreg down; one thread issues TMA loads of Q
+//                 once and of K/V blocks into a `stages`-deep shared-memory
+//                 ring guarded by mbarrier full/empty pairs (phase bits);
+//   warpgroups 1+ consumers (64 query rows each): setmaxnreg up; S = Q K^T by
+//                 wgmma (SS), online softmax on the accumulator fragment
+//                 (quad shuffles, exp2), P kept in registers, O += P V by
+//                 wgmma with A from registers (RS, inline PTX); S of block j
+//                 is in flight with P V of block j-1 (intra-warpgroup
+//                 overlap); epilogue O / l and LSE.
+//
+// The schedule (kv-block range, boundary blocks) and the per-element mask
+// are not re-derived here: the kernel calls device functions that the pass
+// builds from attn.kv_range and the shared visibility builder.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FA3_LIB_CONVERSION_ATTNTOHOPPER_KERNELEMITTER_H
+#define FA3_LIB_CONVERSION_ATTNTOHOPPER_KERNELEMITTER_H
+
+#include <cstdint>
+#include <string>
+
+namespace fa3::hopper {
+
+struct KernelConfig {
+  std::string name;        // gpu.func symbol
+  std::string dtype;       // "bf16" or "f16": q, k, v and o
+  int64_t headDim = 128;   // D = Dv
+  int64_t blockM = 128;    // query rows per CTA (64 per consumer warpgroup)
+  int64_t blockN = 128;    // kv rows per pipeline stage
+  int64_t stages = 2;      // depth of the K/V ring
+  double softcap = 0.0;    // 0 = off
+  std::string kvRangeFn;   // device func: (row0, Sq, Skv) -> (lo, hi, ilo, ihi)
+  std::string visibleFn;   // device func: (row, col, Sq, Skv) -> i1
+
+  int64_t consumers() const { return blockM / 64; }
+  int64_t threads() const { return 128 * (1 + consumers()); }
+};
+
+/// Shared-memory layout of a configuration (bytes from a 1024-aligned base).
+struct SmemLayout {
+  int64_t qOff, kOff, vOff, barOff, total;
+  int64_t qBytes, kvBytes;
+};
+SmemLayout computeSmemLayout(const KernelConfig &cfg);
+
+/// The largest dynamic shared memory a Hopper CTA may use (227 KiB).
+constexpr int64_t kMaxDynamicSmem = 232448;
+
+/// Returns an empty string if the configuration is supported, else why not.
+std::string checkSupported(const KernelConfig &cfg);
+
+/// The kernel as MLIR text: the accumulator type aliases, then
+/// `gpu.module @<moduleName>` holding the dynamic shared-memory global and
+/// the gpu.func. The device functions named in the config are added to that
+/// gpu.module by the caller.
+std::string emitKernelModule(const KernelConfig &cfg,
+                             const std::string &moduleName);
+
+} // namespace fa3::hopper
+
+#endif

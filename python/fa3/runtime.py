@@ -1,0 +1,195 @@
+"""ctypes bindings of libfa3rt.so, the C runtime that launches compiled kernels.
+
+No torch here: tensors are described by device pointers, shapes and strides in
+logical order [B, H, S, D] (see runtime/include/fa3rt.h). fa3.torch_api builds
+on this.
+
+The library is found at $FA3RT_LIBRARY, else build/lib/libfa3rt.so (CMake),
+else runtime/libfa3rt.so (``make -C runtime``).
+"""
+from __future__ import annotations
+
+import ctypes
+import math
+import os
+import sys
+import threading
+from pathlib import Path
+from typing import Optional, Sequence
+
+OK = 0
+STATUS_NAMES = {0: "FA3RT_OK", 1: "FA3RT_ERR_INVALID_ARGUMENT", 2: "FA3RT_ERR_FACTS",
+                3: "FA3RT_ERR_IO", 4: "FA3RT_ERR_UNSUPPORTED_DEVICE", 5: "FA3RT_ERR_CUDA",
+                6: "FA3RT_ERR_OUT_OF_MEMORY"}
+DTYPES = {"bf16": 1, "f16": 2}
+
+
+class Fa3RuntimeError(RuntimeError):
+    """A libfa3rt call failed; .status is the fa3rt_status code."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+class Tensor(ctypes.Structure):
+    _fields_ = [("ptr", ctypes.c_uint64), ("shape", ctypes.c_int64 * 4),
+                ("strides", ctypes.c_int64 * 4)]
+
+
+class FwdArgs(ctypes.Structure):
+    _fields_ = [("q", Tensor), ("k", Tensor), ("v", Tensor), ("o", Tensor),
+                ("lse", ctypes.c_uint64), ("softmax_scale", ctypes.c_double),
+                ("dtype", ctypes.c_int)]
+
+
+class Facts(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_int), ("kernel", ctypes.c_char * 256),
+                ("dtype", ctypes.c_int), ("head_dim", ctypes.c_int),
+                ("head_dim_v", ctypes.c_int), ("block_m", ctypes.c_int),
+                ("block_n", ctypes.c_int), ("threads", ctypes.c_int),
+                ("dynamic_smem", ctypes.c_int), ("causal", ctypes.c_int),
+                ("window_left", ctypes.c_int), ("window_right", ctypes.c_int),
+                ("softcap", ctypes.c_double), ("scale", ctypes.c_double)]
+
+
+class FwdLaunch(ctypes.Structure):
+    _fields_ = [("empty", ctypes.c_int), ("fill_only", ctypes.c_int),
+                ("B", ctypes.c_int32), ("Sq", ctypes.c_int32), ("Skv", ctypes.c_int32),
+                ("Hq", ctypes.c_int32), ("Hkv", ctypes.c_int32),
+                ("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3),
+                ("dynamic_smem", ctypes.c_uint),
+                ("o_stride_b", ctypes.c_int64), ("o_stride_s", ctypes.c_int64),
+                ("o_stride_h", ctypes.c_int64),
+                ("scale", ctypes.c_double), ("scale_log2", ctypes.c_float)]
+
+
+def library_path() -> Path:
+    env = os.environ.get("FA3RT_LIBRARY")
+    if env:
+        return Path(env)
+    root = Path(__file__).resolve().parents[2]
+    cands = []
+    if os.environ.get("FA3_BUILD_DIR"):
+        cands.append(Path(os.environ["FA3_BUILD_DIR"]) / "lib" / "libfa3rt.so")
+    cands += [root / "build" / "lib" / "libfa3rt.so", root / "runtime" / "libfa3rt.so"]
+    for c in cands:
+        if c.exists():
+            return c
+    raise OSError("libfa3rt.so not found (looked at " + ", ".join(map(str, cands)) +
+                  "): build it with 'make -C runtime' (or the CMake target fa3rt), "
+                  "or set FA3RT_LIBRARY to its path")
+
+
+_lib = None
+_lib_lock = threading.Lock()
+
+
+def lib():
+    """The loaded libfa3rt (loaded once, on first use)."""
+    global _lib
+    with _lib_lock:
+        if _lib is None:
+            path = library_path()
+            try:
+                L = ctypes.CDLL(str(path))
+            except OSError as e:
+                raise OSError(f"cannot load {path}: {e} (libfa3rt needs the NVIDIA driver's "
+                              "libcuda.so.1)") from e
+            P, c_int, c_size_t = ctypes.POINTER, ctypes.c_int, ctypes.c_size_t
+            L.fa3rt_last_error.restype = ctypes.c_char_p
+            L.fa3rt_last_error.argtypes = []
+            L.fa3rt_facts_parse.restype = c_int
+            L.fa3rt_facts_parse.argtypes = [ctypes.c_char_p, c_size_t, P(Facts)]
+            L.fa3rt_fwd_plan.restype = c_int
+            L.fa3rt_fwd_plan.argtypes = [P(Facts), P(FwdArgs), P(FwdLaunch)]
+            L.fa3rt_kernel_load.restype = c_int
+            L.fa3rt_kernel_load.argtypes = [ctypes.c_char_p, ctypes.c_char_p,
+                                            P(ctypes.c_void_p)]
+            L.fa3rt_kernel_load_data.restype = c_int
+            L.fa3rt_kernel_load_data.argtypes = [ctypes.c_char_p, c_size_t, ctypes.c_char_p,
+                                                 c_size_t, P(ctypes.c_void_p)]
+            L.fa3rt_kernel_destroy.restype = None
+            L.fa3rt_kernel_destroy.argtypes = [ctypes.c_void_p]
+            L.fa3rt_kernel_facts.restype = P(Facts)
+            L.fa3rt_kernel_facts.argtypes = [ctypes.c_void_p]
+            L.fa3rt_fwd.restype = c_int
+            L.fa3rt_fwd.argtypes = [ctypes.c_void_p, P(FwdArgs), ctypes.c_void_p]
+            _lib = L
+    return _lib
+
+
+def _check(status: int):
+    if status != OK:
+        msg = lib().fa3rt_last_error().decode(errors="replace")
+        raise Fa3RuntimeError(status, f"{STATUS_NAMES.get(status, status)}: {msg}")
+
+
+def tensor(ptr: int, shape: Sequence[int], strides: Sequence[int]) -> Tensor:
+    """[B, H, S, D] logical shape and element strides."""
+    t = Tensor()
+    t.ptr = int(ptr)
+    for i in range(4):
+        t.shape[i] = int(shape[i])
+        t.strides[i] = int(strides[i])
+    return t
+
+
+def fwd_args(q: Tensor, k: Tensor, v: Tensor, o: Tensor, lse_ptr: int = 0,
+             softmax_scale: Optional[float] = None, dtype: str = "bf16") -> FwdArgs:
+    a = FwdArgs()
+    a.q, a.k, a.v, a.o = q, k, v, o
+    a.lse = int(lse_ptr or 0)
+    a.softmax_scale = math.nan if softmax_scale is None else float(softmax_scale)
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
+    a.dtype = DTYPES[dtype]
+    return a
+
+
+def parse_facts_c(text: str) -> Facts:
+    """The C parser (for tests: it must agree with fa3.facts.parse_facts)."""
+    f = Facts()
+    b = text.encode()
+    _check(lib().fa3rt_facts_parse(b, len(b), ctypes.byref(f)))
+    return f
+
+
+def plan(facts: Facts, args: FwdArgs) -> FwdLaunch:
+    """Validates args against facts without a GPU; raises Fa3RuntimeError."""
+    L = FwdLaunch()
+    _check(lib().fa3rt_fwd_plan(ctypes.byref(facts), ctypes.byref(args), ctypes.byref(L)))
+    return L
+
+
+class Kernel:
+    """A kernel loaded into the calling thread's current CUDA context."""
+
+    def __init__(self, cubin_path, facts_path):
+        self._h = ctypes.c_void_p()
+        self.cubin_path, self.facts_path = str(cubin_path), str(facts_path)
+        _check(lib().fa3rt_kernel_load(self.cubin_path.encode(), self.facts_path.encode(),
+                                       ctypes.byref(self._h)))
+        self._lib = lib()
+
+    @property
+    def facts(self) -> Facts:
+        return self._lib.fa3rt_kernel_facts(self._h).contents
+
+    def fwd(self, args: FwdArgs, stream: int = 0):
+        """Launches asynchronously on stream (a CUstream handle as int)."""
+        _check(self._lib.fa3rt_fwd(self._h, ctypes.byref(args), ctypes.c_void_p(stream or None)))
+
+    def close(self):
+        if self._h:
+            self._lib.fa3rt_kernel_destroy(self._h)
+            self._h = ctypes.c_void_p()
+
+    def __del__(self):
+        # at interpreter exit the CUDA context may already be gone: leave it
+        if sys.is_finalizing():
+            return
+        try:
+            self.close()
+        except Exception:
+            pass

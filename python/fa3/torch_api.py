@@ -1,0 +1,213 @@
+"""PyTorch entry point for the compiled Hopper kernels (forward only).
+
+    from fa3.torch_api import flash_attn_func
+    o = flash_attn_func(q, k, v, causal=True)            # q [B, Sq, Hq, D], k/v [B, Skv, Hkv, D]
+    o, lse = flash_attn_func(q, k, v, return_lse=True)   # lse [B, Hq, Sq] f32, natural log
+
+The kernel variant is picked from a directory of compiled kernels (``kernel_dir``,
+default ``$FA3_KERNEL_DIR``) by reading their ``.facts`` files and matching
+(dtype, head_dim, head_dim_v, causal, window, softcap). torch is imported lazily:
+this module imports without it.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from typing import Dict, List, Optional, Tuple
+
+from . import facts as _facts
+
+_scan_cache: Dict[str, Tuple[int, list, list]] = {}
+_kernel_cache: Dict[tuple, object] = {}
+_lock = threading.Lock()
+
+
+def _dtype_name(torch, dt) -> Optional[str]:
+    return {torch.bfloat16: "bf16", torch.float16: "f16"}.get(dt)
+
+
+def _resolve_dir(kernel_dir) -> str:
+    d = kernel_dir if kernel_dir is not None else os.environ.get("FA3_KERNEL_DIR")
+    if not d:
+        raise ValueError("no kernel directory: pass kernel_dir=... or set FA3_KERNEL_DIR to a "
+                         "directory of compiled kernels (<name>.cubin + <name>.facts)")
+    return os.path.realpath(str(d))
+
+
+def available_kernels(kernel_dir=None) -> Tuple[List[_facts.KernelFacts], List[str]]:
+    """(kernels, skipped-file messages) of a kernel directory; cached until the
+    directory changes."""
+    d = _resolve_dir(kernel_dir)
+    try:
+        mtime = os.stat(d).st_mtime_ns
+    except FileNotFoundError:
+        raise FileNotFoundError(f"kernel directory '{d}' does not exist") from None
+    with _lock:
+        hit = _scan_cache.get(d)
+        if hit and hit[0] == mtime:
+            return hit[1], hit[2]
+    kernels, skipped = _facts.scan_kernel_dir(d)
+    with _lock:
+        _scan_cache[d] = (mtime, kernels, skipped)
+    return kernels, skipped
+
+
+def select_kernel(dtype: str, head_dim: int, head_dim_v: int, causal: bool = False,
+                  window_size=(-1, -1), softcap: float = 0.0,
+                  kernel_dir=None) -> _facts.KernelFacts:
+    d = _resolve_dir(kernel_dir)
+    kernels, skipped = available_kernels(d)
+    return _facts.select_kernel(kernels, dtype, head_dim, head_dim_v, causal,
+                                tuple(window_size), softcap, kernel_dir=d, skipped=skipped)
+
+
+def _load(kf: _facts.KernelFacts, device_index: int):
+    from . import runtime
+    st = os.stat(kf.cubin_path)
+    key = (device_index, kf.cubin_path, kf.facts_path, st.st_mtime_ns, st.st_size)
+    with _lock:
+        k = _kernel_cache.get(key)
+        if k is None:
+            k = runtime.Kernel(kf.cubin_path, kf.facts_path)
+            _kernel_cache[key] = k
+    return k
+
+
+def _bhsd(t):
+    """(shape, strides) of a BSHD tensor in logical [B, H, S, D] order."""
+    return ((t.shape[0], t.shape[2], t.shape[1], t.shape[3]),
+            (t.stride(0), t.stride(2), t.stride(1), t.stride(3)))
+
+
+def _pick(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir):
+    if kernel is None:
+        return select_kernel(dt, D, Dv, bool(causal), tuple(window_size), softcap, kernel_dir)
+    if not _facts.matches(kernel, dt, D, Dv, bool(causal), tuple(window_size), softcap):
+        raise ValueError(f"kernel {kernel.describe()} does not compute dtype={dt} head_dim={D} "
+                         f"head_dim_v={Dv} causal={int(bool(causal))} window={tuple(window_size)} "
+                         f"softcap={softcap}")
+    return kernel
+
+
+def flash_attn_func(q, k, v, softmax_scale: Optional[float] = None, causal: bool = False,
+                    window_size=(-1, -1), softcap: float = 0.0, return_lse: bool = False,
+                    kernel_dir=None, kernel: Optional[_facts.KernelFacts] = None,
+                    out=None, lse_out=None):
+    """FlashAttention forward on BSHD tensors, like FA3's ``flash_attn_func``.
+
+    q: [B, Sq, Hq, D], k: [B, Skv, Hkv, D], v: [B, Skv, Hkv, Dv] (bf16 or f16,
+    one CUDA device, Hq % Hkv == 0). ``softmax_scale`` defaults to the kernel's
+    (1/sqrt(D) unless compiled otherwise). Causal and windows are bottom-right
+    aligned when Sq != Skv; ``window_size=(left, right)``, -1 = unbounded.
+    Returns o [B, Sq, Hq, Dv], or (o, lse) with lse [B, Hq, Sq] float32 (natural
+    log; -inf for rows that see no key, whose o is 0). Runs on
+    torch.cuda.current_stream(). Forward only: no autograd.
+    ``kernel`` (a fa3.facts.KernelFacts) bypasses the directory lookup; it must
+    compute the requested variant. ``out`` ([B, Sq, Hq, Dv], any strides with a
+    contiguous last dim) and ``lse_out`` (contiguous float32 [B, Hq, Sq]; implies
+    return_lse) are optional preallocated outputs.
+    """
+    import torch
+    from . import runtime
+
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dim() != 4:
+            raise ValueError(f"{name} must be 4-D [B, S, H, D] (BSHD), got shape "
+                             f"{tuple(t.shape)}")
+        if not t.is_cuda:
+            raise ValueError(f"{name} must be a CUDA tensor, got device {t.device}")
+    if not (q.device == k.device == v.device):
+        raise ValueError(f"q, k, v must be on one device, got {q.device}, {k.device}, {v.device}")
+    if not (q.dtype == k.dtype == v.dtype):
+        raise ValueError(f"q, k, v must have one dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
+    dt = _dtype_name(torch, q.dtype)
+    if dt is None:
+        raise ValueError(f"dtype {q.dtype} is not supported (torch.bfloat16 or torch.float16)")
+    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
+        raise NotImplementedError("fa3 flash_attn_func is forward-only (no backward yet): call "
+                                  "it under torch.no_grad() or on detached tensors")
+    B, Sq, Hq, D = q.shape
+    Bk, Skv, Hkv, Dk = k.shape
+    if tuple(v.shape[:3]) != tuple(k.shape[:3]):
+        raise ValueError(f"k and v must agree in [B, Skv, Hkv], got {tuple(k.shape)} and "
+                         f"{tuple(v.shape)}")
+    if Bk != B:
+        raise ValueError(f"batch sizes differ: q {B}, k {Bk}")
+    if Dk != D:
+        raise ValueError(f"q and k head dims differ: {D} and {Dk}")
+    if Hkv == 0 or Hq % Hkv:
+        raise ValueError(f"the number of q heads ({Hq}) must be a multiple of the number of "
+                         f"k/v heads ({Hkv})")
+    Dv = v.shape[3]
+    if window_size is None:
+        window_size = (-1, -1)
+    if len(window_size) != 2:
+        raise ValueError(f"window_size must be (left, right), got {window_size!r}")
+
+    kf = _pick(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir)
+
+    # TMA reads rows of D contiguous elements: make the last dim contiguous
+    q, k, v = [t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v)]
+    if out is None:
+        o = torch.empty((B, Sq, Hq, Dv), dtype=q.dtype, device=q.device)
+    else:
+        if (tuple(out.shape) != (B, Sq, Hq, Dv) or out.dtype != q.dtype
+                or out.device != q.device):
+            raise ValueError(f"out must be a {q.dtype} tensor of shape {(B, Sq, Hq, Dv)} on "
+                             f"{q.device}, got {out.dtype} {tuple(out.shape)} on {out.device}")
+        o = out
+    if lse_out is not None:
+        if (tuple(lse_out.shape) != (B, Hq, Sq) or lse_out.dtype != torch.float32
+                or lse_out.device != q.device or not lse_out.is_contiguous()):
+            raise ValueError(f"lse_out must be a contiguous float32 tensor of shape "
+                             f"{(B, Hq, Sq)} on {q.device}")
+        lse, return_lse = lse_out, True
+    else:
+        lse = (torch.empty((B, Hq, Sq), dtype=torch.float32, device=q.device)
+               if return_lse else None)
+
+    args = runtime.fwd_args(runtime.tensor(q.data_ptr(), *_bhsd(q)),
+                            runtime.tensor(k.data_ptr(), *_bhsd(k)),
+                            runtime.tensor(v.data_ptr(), *_bhsd(v)),
+                            runtime.tensor(o.data_ptr(), *_bhsd(o)),
+                            lse.data_ptr() if lse is not None else 0,
+                            softmax_scale, dt)
+    dev = q.device.index if q.device.index is not None else torch.cuda.current_device()
+    with torch.cuda.device(dev):
+        kernel = _load(kf, dev)
+        kernel.fwd(args, torch.cuda.current_stream(dev).cuda_stream)
+    return (o, lse) if return_lse else o
+
+
+def flash_attn_bhsd(q, k, v, o=None, lse=None, softmax_scale=None, causal=False,
+                    window_size=(-1, -1), softcap=0.0, kernel_dir=None, kernel=None):
+    """Same kernels on SDPA-layout tensors q [B, Hq, Sq, D], k/v [B, Hkv, Skv, D]
+    (any strides with a contiguous last dim). Writes into o [B, Hq, Sq, Dv] and
+    lse [B, Hq, Sq] if given (else allocates o; lse is then not computed).
+    Returns o."""
+    import torch
+    from . import runtime
+
+    dt = _dtype_name(torch, q.dtype)
+    if dt is None or not (q.dtype == k.dtype == v.dtype):
+        raise ValueError(f"q, k, v must all be bf16 or all f16, got {q.dtype}, {k.dtype}, "
+                         f"{v.dtype}")
+    if not (q.is_cuda and q.device == k.device == v.device):
+        raise ValueError("q, k, v must be CUDA tensors on one device")
+    B, Hq, Sq, D = q.shape
+    Dv = v.shape[3]
+    kf = _pick(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir)
+    if o is None:
+        o = torch.empty((B, Hq, Sq, Dv), dtype=q.dtype, device=q.device)
+    if lse is not None and (lse.dtype != torch.float32 or not lse.is_contiguous()
+                            or tuple(lse.shape) != (B, Hq, Sq)):
+        raise ValueError(f"lse must be a contiguous float32 tensor of shape {(B, Hq, Sq)}")
+    args = runtime.fwd_args(*[runtime.tensor(t.data_ptr(), tuple(t.shape), t.stride())
+                              for t in (q, k, v, o)],
+                            lse.data_ptr() if lse is not None else 0, softmax_scale, dt)
+    dev = q.device.index if q.device.index is not None else torch.cuda.current_device()
+    with torch.cuda.device(dev):
+        _load(kf, dev).fwd(args, torch.cuda.current_stream(dev).cuda_stream)
+    return o

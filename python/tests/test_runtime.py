@@ -1,0 +1,274 @@
+"""The GPU runtime without a GPU: libfa3rt's facts parser and argument
+validation (C unit test + through ctypes), the Python facts parser, kernel
+selection, and that fa3.torch_api imports without torch.
+
+Needs gcc, /usr/local/cuda/include/cuda.h and the CUDA link stub
+(/usr/local/cuda/lib64/stubs/libcuda.so); skipped where they are missing. At run
+time the stub stands in for libcuda.so.1: no CUDA call succeeds, none is needed.
+"""
+import ctypes
+import math
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+RUNTIME = ROOT / "runtime"
+CUDA = Path(os.environ.get("CUDA_HOME", "/usr/local/cuda"))
+STUB = CUDA / "lib64" / "stubs" / "libcuda.so"
+
+from fa3 import facts as F  # noqa: E402
+
+needs_c = pytest.mark.skipif(
+    not (shutil.which("gcc") and (CUDA / "include" / "cuda.h").exists() and STUB.exists()),
+    reason="needs gcc, cuda.h and the CUDA link stub")
+
+FACTS = """fa3-kernel-facts 1
+kernel fa3_fwd_d128_bf16_causal
+dtype bf16
+head_dim 128
+head_dim_v 128
+block_m 128
+block_n 128
+threads 384
+dynamic_smem 163912
+causal 1
+window_left -1
+window_right 0
+softcap 0
+scale 0.08838834764831845
+params tmQ tmK tmV O LSE B Sq Skv Hq Hkv oStrideB oStrideS oStrideH scaleLog2
+"""
+
+
+def _stub_dir(tmp_path):
+    d = tmp_path / "stub"
+    d.mkdir(exist_ok=True)
+    link = d / "libcuda.so.1"
+    if not link.exists():
+        link.symlink_to(STUB)
+    return d
+
+
+@needs_c
+def test_c_unit(tmp_path):
+    """runtime/tests/fa3rt_unit.c: parser, validation, messages (with ASan/UBSan
+    where gcc has them)."""
+    exe = tmp_path / "fa3rt_unit"
+    base = ["gcc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-g", "-I", str(RUNTIME / "include"),
+            "-I", str(CUDA / "include"), str(RUNTIME / "fa3rt.c"),
+            str(RUNTIME / "tests" / "fa3rt_unit.c"), "-o", str(exe),
+            "-L", str(STUB.parent), "-lcuda", "-pthread", "-lm"]
+    r = subprocess.run(base[:5] + ["-fsanitize=address,undefined"] + base[5:],
+                       capture_output=True, text=True)
+    if r.returncode:  # no sanitizer runtime: plain build
+        r = subprocess.run(base, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    env = dict(os.environ, LD_LIBRARY_PATH=str(_stub_dir(tmp_path)),
+               ASAN_OPTIONS="detect_leaks=1")
+    r = subprocess.run([str(exe)], capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "0 failed" in r.stdout
+
+
+@pytest.fixture(scope="module")
+def rt(tmp_path_factory):
+    """fa3.runtime over a libfa3rt.so built here, with the stub as libcuda.so.1."""
+    if not (shutil.which("gcc") and (CUDA / "include" / "cuda.h").exists() and STUB.exists()):
+        pytest.skip("needs gcc, cuda.h and the CUDA link stub")
+    d = tmp_path_factory.mktemp("rt")
+    so = d / "libfa3rt.so"
+    r = subprocess.run(["gcc", "-O1", "-std=c11", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC",
+                        "-pthread", "-I", str(RUNTIME / "include"), "-I", str(CUDA / "include"),
+                        str(RUNTIME / "fa3rt.c"), "-o", str(so), "-L", str(STUB.parent),
+                        "-lcuda"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    try:  # a real driver if there is one, else the stub (same soname)
+        ctypes.CDLL("libcuda.so.1", mode=ctypes.RTLD_GLOBAL)
+    except OSError:
+        ctypes.CDLL(str(STUB), mode=ctypes.RTLD_GLOBAL)
+    from fa3 import runtime
+    old_env, old_lib = os.environ.get("FA3RT_LIBRARY"), runtime._lib
+    os.environ["FA3RT_LIBRARY"] = str(so)
+    runtime._lib = None
+    yield runtime
+    runtime._lib = old_lib
+    if old_env is None:
+        os.environ.pop("FA3RT_LIBRARY", None)
+    else:
+        os.environ["FA3RT_LIBRARY"] = old_env
+
+
+def test_makefile_builds_the_library(tmp_path):
+    if not (shutil.which("make") and shutil.which("gcc") and STUB.exists()):
+        pytest.skip("needs make, gcc and the CUDA link stub")
+    work = tmp_path / "runtime"
+    shutil.copytree(RUNTIME, work, ignore=shutil.ignore_patterns("*.so"))
+    r = subprocess.run(["make", "-C", str(work), f"CUDA={CUDA}"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (work / "libfa3rt.so").exists()
+
+
+def test_python_and_c_parsers_agree(rt):
+    c = rt.parse_facts_c(FACTS)
+    p = F.parse_facts(FACTS)
+    assert c.kernel.decode() == p.kernel
+    assert c.dtype == rt.DTYPES[p.dtype]
+    for name in ("head_dim", "head_dim_v", "block_m", "block_n", "threads", "dynamic_smem",
+                 "window_left", "window_right"):
+        assert getattr(c, name) == getattr(p, name), name
+    assert bool(c.causal) == p.causal and c.softcap == p.softcap and c.scale == p.scale
+    bad = [FACTS.replace("head_dim 128\n", ""), FACTS.replace("dtype bf16", "dtype f32"),
+           FACTS.replace("block_m 128", "block_m x"), FACTS.replace("window_right 0", "window_right 3"),
+           FACTS.replace("fa3-kernel-facts 1", "fa3-kernel-facts 2"),
+           FACTS.replace("oStrideH ", ""), FACTS + "threads 256\n", "hello\n"]
+    for text in bad:
+        with pytest.raises(rt.Fa3RuntimeError) as e:
+            rt.parse_facts_c(text)
+        assert e.value.status == 2
+        with pytest.raises(F.FactsError):
+            F.parse_facts(text)
+    ok = FACTS + "future_key 1 2 3\n# comment\n\n"
+    assert rt.parse_facts_c(ok).head_dim == F.parse_facts(ok).head_dim == 128
+
+
+def _bshd(rt, ptr, B, S, H, D):
+    return rt.tensor(ptr, (B, H, S, D), (S * H * D, D, H * D, 1))
+
+
+def test_plan_through_ctypes(rt):
+    """Struct layouts of fa3rt.h as seen from Python, and the validation messages."""
+    f = rt.parse_facts_c(FACTS)
+    args = rt.fwd_args(_bshd(rt, 1 << 20, 2, 1000, 8, 128), _bshd(rt, 2 << 20, 2, 700, 2, 128),
+                       _bshd(rt, 3 << 20, 2, 700, 2, 128), _bshd(rt, 4 << 20, 2, 1000, 8, 128),
+                       5 << 20, None, "bf16")
+    L = rt.plan(f, args)
+    assert tuple(L.grid) == (8, 8, 2) and tuple(L.block) == (384, 1, 1)
+    assert L.dynamic_smem == 163912 and not L.empty and not L.fill_only
+    assert (L.B, L.Sq, L.Skv, L.Hq, L.Hkv) == (2, 1000, 700, 8, 2)
+    assert (L.o_stride_b, L.o_stride_s, L.o_stride_h) == (1000 * 8 * 128, 8 * 128, 128)
+    assert math.isclose(L.scale_log2, 0.08838834764831845 * 1.4426950408889634, rel_tol=1e-7)
+    args.softmax_scale = 0.25
+    assert rt.plan(f, args).scale == 0.25
+    args.dtype = rt.DTYPES["f16"]
+    with pytest.raises(rt.Fa3RuntimeError, match="dtype f16 does not match kernel"):
+        rt.plan(f, args)
+    args.dtype = rt.DTYPES["bf16"]
+    args.q.ptr += 8
+    with pytest.raises(rt.Fa3RuntimeError, match="q pointer .* is not 16-byte aligned"):
+        rt.plan(f, args)
+
+
+def test_kernel_load_without_a_gpu_fails_cleanly(rt, tmp_path):
+    (tmp_path / "k.facts").write_text(FACTS)
+    (tmp_path / "k.cubin").write_bytes(b"\0" * 64)
+    with pytest.raises(rt.Fa3RuntimeError) as e:
+        rt.Kernel(tmp_path / "k.cubin", tmp_path / "k.facts")
+    assert e.value.status in (4, 5)  # no driver: a CUDA error naming the call and kernel
+    assert "fa3_fwd_d128_bf16_causal" in str(e.value)
+    with pytest.raises(rt.Fa3RuntimeError, match="cannot open facts file"):
+        rt.Kernel(tmp_path / "k.cubin", tmp_path / "missing.facts")
+
+
+# ---- pure Python: facts files and kernel selection ----
+
+def _write_kernel(d, name, **over):
+    text = FACTS.replace("fa3_fwd_d128_bf16_causal", name)
+    for k, v in over.items():
+        lines = [l for l in text.splitlines() if not l.startswith(k + " ")]
+        text = "\n".join(lines + [f"{k} {v}"]) + "\n"
+    (d / f"{name}.facts").write_text(text)
+    (d / f"{name}.cubin").write_bytes(b"cubin")
+
+
+def test_parse_facts_fields():
+    kf = F.parse_facts(FACTS, "/x/fa3_fwd.facts")
+    assert kf.kernel == "fa3_fwd_d128_bf16_causal" and kf.dtype == "bf16"
+    assert kf.causal and kf.window_left == -1 and kf.window_right == 0
+    assert kf.cubin_path == "/x/fa3_fwd.cubin"
+    kf = F.parse_facts(FACTS + "cubin other.cubin\n", "/x/a.facts")
+    assert kf.cubin_path == "/x/other.cubin" and kf.extra["cubin"] == "other.cubin"
+    with pytest.raises(F.FactsError, match="lack required key.*softcap"):
+        F.parse_facts(FACTS.replace("softcap 0\n", ""))
+
+
+def test_select_kernel(tmp_path):
+    _write_kernel(tmp_path, "a_causal")
+    _write_kernel(tmp_path, "b_full", causal=0, window_right=-1)
+    _write_kernel(tmp_path, "c_f16_d64", dtype="f16", head_dim=64, head_dim_v=64, causal=0,
+                  window_right=-1)
+    _write_kernel(tmp_path, "d_window", causal=0, window_left=256, window_right=0)
+    _write_kernel(tmp_path, "e_softcap", causal=0, window_right=-1, softcap=30)
+    (tmp_path / "broken.facts").write_text("fa3-kernel-facts 1\nkernel x\n")
+    (tmp_path / "nocubin.facts").write_text(FACTS.replace("fa3_fwd_d128_bf16_causal", "nocubin"))
+    ks, skipped = F.scan_kernel_dir(tmp_path)
+    assert [k.kernel for k in ks] == ["a_causal", "b_full", "c_f16_d64", "d_window", "e_softcap"]
+    assert len(skipped) == 2 and any("lack required" in s for s in skipped)
+    assert any("cubin" in s and "missing" in s for s in skipped)
+
+    def sel(*a, **kw):
+        return F.select_kernel(ks, *a, kernel_dir=str(tmp_path), skipped=skipped, **kw).kernel
+    assert sel("bf16", 128, 128, True, (-1, -1), 0.0) == "a_causal"
+    assert sel("bf16", 128, 128, False, (-1, 0), 0.0) == "a_causal"  # (-1, 0) is causal
+    assert sel("bf16", 128, 128, True, (-1, 5), 0.0) == "a_causal"   # causal forces right = 0
+    assert sel("bf16", 128, 128, False, (-1, -1), 0.0) == "b_full"
+    assert sel("bf16", 128, 128, False, (-7, -3), 0.0) == "b_full"   # negative = unbounded
+    assert sel("f16", 64, 64, False, (-1, -1), None) == "c_f16_d64"
+    assert sel("bf16", 128, 128, False, (256, 0), 0.0) == "d_window"
+    assert sel("bf16", 128, 128, True, (256, -1), 0.0) == "d_window"
+    assert sel("bf16", 128, 128, False, (-1, -1), 30.0) == "e_softcap"
+    with pytest.raises(LookupError) as e:
+        sel("bf16", 256, 256, False, (-1, -1), 0.0)
+    msg = str(e.value)
+    assert "matches dtype=bf16 head_dim=256 causal=0 window=(-1,-1) softcap=0" in msg
+    assert "Available:" in msg and "c_f16_d64: dtype=f16 head_dim=64" in msg
+    assert "Skipped:" in msg and "broken.facts" in msg
+
+
+def test_prototype_kernels_facts_parse():
+    d = ROOT / "proto" / "hopper" / "kernels"
+    if not d.is_dir():
+        pytest.skip("no prototype kernels")
+    ks, skipped = F.scan_kernel_dir(d)
+    assert ks and not skipped
+
+
+def test_torch_api_imports_without_torch(tmp_path):
+    """fa3 and fa3.torch_api import on a machine without torch (CPU CI); the
+    kernel lookup works there too, and flash_attn_func needs torch only when
+    called."""
+    _write_kernel(tmp_path, "a_causal")
+    code = f"""
+import sys
+sys.modules['torch'] = None  # any 'import torch' raises ImportError
+sys.path.insert(0, {str(ROOT / 'python')!r})
+import fa3, fa3.runtime, fa3.facts
+from fa3 import torch_api
+k = torch_api.select_kernel('bf16', 128, 128, causal=True, kernel_dir={str(tmp_path)!r})
+assert k.kernel == 'a_causal', k
+try:
+    torch_api.select_kernel('bf16', 128, 128, causal=False, kernel_dir={str(tmp_path)!r})
+    raise SystemExit('no error')
+except LookupError as e:
+    assert 'Available:' in str(e)
+try:
+    torch_api.flash_attn_func(None, None, None)
+    raise SystemExit('no error')
+except ImportError:
+    pass
+print('ok')
+"""
+    env = {k: v for k, v in os.environ.items() if k != "FA3_KERNEL_DIR"}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert r.returncode == 0 and "ok" in r.stdout, r.stdout + r.stderr
+
+
+def test_kernel_dir_required(monkeypatch):
+    from fa3 import torch_api
+    monkeypatch.delenv("FA3_KERNEL_DIR", raising=False)
+    with pytest.raises(ValueError, match="FA3_KERNEL_DIR"):
+        torch_api.select_kernel("bf16", 128, 128)

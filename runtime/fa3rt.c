@@ -1,0 +1,764 @@
+/* fa3rt: launcher for FA3-MLIR's Hopper FlashAttention forward kernels.
+ * C11 + CUDA driver API (libcuda) + pthreads. See include/fa3rt.h.
+ *
+ * Kernel ABI (what the compiler emits; checked against the cubin at load time):
+ *   (tmQ, tmK, tmV : const CUtensorMap* in device global memory,
+ *    O : elem*, LSE : float* or NULL,
+ *    B, Sq, Skv, Hq, Hkv : i32, oStrideB, oStrideS, oStrideH : i64 (elements),
+ *    scaleLog2 : f32)
+ *   grid (ceil(Sq / block_m), Hq, B), block (threads, 1, 1), dynamic_smem bytes.
+ * Tensor maps: 4-D, dims innermost-first (D, H, S, B) over the caller's tensor,
+ * box (64, 1, block_m | block_n, 1), SWIZZLE_128B, L2 promotion 128B, OOB zero.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "fa3rt.h"
+
+#include <cuda.h>
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAP_BYTES ((size_t)sizeof(CUtensorMap)) /* 128 */
+#define SLOT_BYTES (3 * MAP_BYTES)
+/* Tensor-map slots per kernel object: a launch with new tensors takes the next
+ * slot, waiting (host side) for the launch that last used that slot. */
+#define NSLOTS 16
+#define TMA_BOX_D 64 /* elements of D per TMA box: 128 bytes, the swizzle span */
+#define LOG2E 1.4426950408889634
+
+static const char *const kParams =
+    "tmQ tmK tmV O LSE B Sq Skv Hq Hkv oStrideB oStrideS oStrideH scaleLog2";
+/* byte size of each parameter above, in order (the cubin must agree) */
+static const size_t kParamSizes[] = {8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 8, 8, 8, 4};
+#define NPARAMS (sizeof kParamSizes / sizeof kParamSizes[0])
+
+/* ------------------------------------------------------------------------ */
+/* errors                                                                    */
+/* ------------------------------------------------------------------------ */
+
+static _Thread_local char g_err[2048];
+
+const char *fa3rt_last_error(void) { return g_err; }
+
+static fa3rt_status fail(fa3rt_status st, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static fa3rt_status fail(fa3rt_status st, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(g_err, sizeof g_err, fmt, ap);
+  va_end(ap);
+  return st;
+}
+
+static void clear_error(void) { g_err[0] = 0; }
+
+const char *fa3rt_status_name(fa3rt_status s) {
+  switch (s) {
+  case FA3RT_OK: return "FA3RT_OK";
+  case FA3RT_ERR_INVALID_ARGUMENT: return "FA3RT_ERR_INVALID_ARGUMENT";
+  case FA3RT_ERR_FACTS: return "FA3RT_ERR_FACTS";
+  case FA3RT_ERR_IO: return "FA3RT_ERR_IO";
+  case FA3RT_ERR_UNSUPPORTED_DEVICE: return "FA3RT_ERR_UNSUPPORTED_DEVICE";
+  case FA3RT_ERR_CUDA: return "FA3RT_ERR_CUDA";
+  case FA3RT_ERR_OUT_OF_MEMORY: return "FA3RT_ERR_OUT_OF_MEMORY";
+  }
+  return "FA3RT_ERR_UNKNOWN";
+}
+
+const char *fa3rt_dtype_name(fa3rt_dtype d) {
+  switch (d) {
+  case FA3RT_BF16: return "bf16";
+  case FA3RT_F16: return "f16";
+  default: return "invalid";
+  }
+}
+
+/* "<call> failed: <name>: <string> (<where>)" */
+static fa3rt_status cuda_fail(const char *call, CUresult r, const char *where) {
+  const char *name = NULL, *str = NULL;
+  if (cuGetErrorName(r, &name) != CUDA_SUCCESS || !name) name = "CUDA_ERROR_UNKNOWN";
+  if (cuGetErrorString(r, &str) != CUDA_SUCCESS || !str) str = "unknown error";
+  return fail(FA3RT_ERR_CUDA, "%s failed: %s: %s (%s)", call, name, str, where);
+}
+
+#define CU_TRY(call, where)                                                  \
+  do {                                                                       \
+    CUresult r_ = (call);                                                    \
+    if (r_ != CUDA_SUCCESS) return cuda_fail(#call, r_, (where));            \
+  } while (0)
+
+/* ------------------------------------------------------------------------ */
+/* facts                                                                     */
+/* ------------------------------------------------------------------------ */
+
+enum {
+  K_KERNEL, K_DTYPE, K_HEAD_DIM, K_HEAD_DIM_V, K_BLOCK_M, K_BLOCK_N, K_THREADS,
+  K_SMEM, K_CAUSAL, K_WLEFT, K_WRIGHT, K_SOFTCAP, K_SCALE, K_PARAMS, K_COUNT
+};
+static const char *const kKeys[K_COUNT] = {
+    "kernel", "dtype", "head_dim", "head_dim_v", "block_m", "block_n", "threads",
+    "dynamic_smem", "causal", "window_left", "window_right", "softcap", "scale", "params"};
+
+static int parse_long(const char *s, long lo, long hi, long *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || end == s || *end || v < lo || v > hi) return 0;
+  *out = v;
+  return 1;
+}
+
+static int parse_double(const char *s, double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || end == s || *end || !isfinite(v)) return 0;
+  *out = v;
+  return 1;
+}
+
+/* collapses runs of blanks to one space */
+static void normalize_ws(const char *in, char *out, size_t cap) {
+  size_t n = 0;
+  int sp = 0;
+  for (; *in && n + 1 < cap; in++) {
+    if (*in == ' ' || *in == '\t') {
+      sp = n > 0;
+      continue;
+    }
+    if (sp) { out[n++] = ' '; sp = 0; if (n + 1 >= cap) break; }
+    out[n++] = *in;
+  }
+  out[n] = 0;
+}
+
+fa3rt_status fa3rt_facts_parse(const char *text, size_t len, fa3rt_facts *out) {
+  clear_error();
+  if (!text || !out) return fail(FA3RT_ERR_INVALID_ARGUMENT, "fa3rt_facts_parse: NULL argument");
+  fa3rt_facts f;
+  memset(&f, 0, sizeof f);
+  int seen[K_COUNT] = {0};
+  int have_header = 0;
+  size_t pos = 0;
+  int lineno = 0;
+  char line[1024];
+  while (pos < len) {
+    size_t e = pos;
+    while (e < len && text[e] != '\n') e++;
+    lineno++;
+    size_t n = e - pos;
+    if (n >= sizeof line)
+      return fail(FA3RT_ERR_FACTS, "facts line %d is longer than %zu characters", lineno,
+                  sizeof line - 1);
+    memcpy(line, text + pos, n);
+    line[n] = 0;
+    pos = e + 1;
+    if (memchr(line, 0, n))
+      return fail(FA3RT_ERR_FACTS, "facts line %d contains a NUL byte", lineno);
+    /* strip comment, CR and surrounding blanks */
+    char *hash = strchr(line, '#');
+    if (hash) *hash = 0;
+    char *s = line;
+    while (*s == ' ' || *s == '\t') s++;
+    size_t m = strlen(s);
+    while (m && (s[m - 1] == ' ' || s[m - 1] == '\t' || s[m - 1] == '\r')) s[--m] = 0;
+    if (!*s) continue;
+    char *val = s;
+    while (*val && *val != ' ' && *val != '\t') val++;
+    if (*val) {
+      *val++ = 0;
+      while (*val == ' ' || *val == '\t') val++;
+    }
+    const char *key = s;
+    if (!have_header) {
+      long v;
+      if (strcmp(key, "fa3-kernel-facts"))
+        return fail(FA3RT_ERR_FACTS,
+                    "not a facts file: the first line must be 'fa3-kernel-facts <version>', "
+                    "found '%s'", key);
+      if (!parse_long(val, 1, 1000000, &v))
+        return fail(FA3RT_ERR_FACTS, "facts line %d: bad version '%s'", lineno, val);
+      if (v > FA3RT_FACTS_VERSION)
+        return fail(FA3RT_ERR_FACTS,
+                    "facts version %ld is newer than this runtime supports (%d): "
+                    "update libfa3rt", v, FA3RT_FACTS_VERSION);
+      f.version = (int)v;
+      have_header = 1;
+      continue;
+    }
+    int k = -1;
+    for (int i = 0; i < K_COUNT; i++)
+      if (!strcmp(key, kKeys[i])) k = i;
+    if (k < 0) continue; /* unknown key: forward compatible */
+    if (seen[k]) return fail(FA3RT_ERR_FACTS, "facts line %d: duplicate key '%s'", lineno, key);
+    seen[k] = 1;
+    if (!*val) return fail(FA3RT_ERR_FACTS, "facts line %d: key '%s' has no value", lineno, key);
+    long v = 0;
+    int ok = 1;
+    switch (k) {
+    case K_KERNEL:
+      if (strlen(val) >= sizeof f.kernel || strchr(val, ' ') || strchr(val, '\t')) ok = 0;
+      else strcpy(f.kernel, val);
+      break;
+    case K_DTYPE:
+      if (!strcmp(val, "bf16")) f.dtype = FA3RT_BF16;
+      else if (!strcmp(val, "f16")) f.dtype = FA3RT_F16;
+      else return fail(FA3RT_ERR_FACTS, "facts line %d: dtype '%s' is not supported "
+                       "(bf16 or f16)", lineno, val);
+      break;
+    case K_HEAD_DIM: ok = parse_long(val, 8, 256, &v) && v % 8 == 0; f.head_dim = (int)v; break;
+    case K_HEAD_DIM_V: ok = parse_long(val, 8, 256, &v) && v % 8 == 0; f.head_dim_v = (int)v; break;
+    case K_BLOCK_M: ok = parse_long(val, 1, 256, &v); f.block_m = (int)v; break;
+    case K_BLOCK_N: ok = parse_long(val, 1, 256, &v); f.block_n = (int)v; break;
+    case K_THREADS: ok = parse_long(val, 1, 1024, &v); f.threads = (int)v; break;
+    case K_SMEM: ok = parse_long(val, 0, 1 << 20, &v); f.dynamic_smem = (int)v; break;
+    case K_CAUSAL: ok = parse_long(val, 0, 1, &v); f.causal = (int)v; break;
+    case K_WLEFT: ok = parse_long(val, -1, INT32_MAX, &v); f.window_left = (int)v; break;
+    case K_WRIGHT: ok = parse_long(val, -1, INT32_MAX, &v); f.window_right = (int)v; break;
+    case K_SOFTCAP: ok = parse_double(val, &f.softcap) && f.softcap >= 0; break;
+    case K_SCALE: ok = parse_double(val, &f.scale) && f.scale > 0; break;
+    case K_PARAMS: {
+      char norm[512];
+      normalize_ws(val, norm, sizeof norm);
+      if (strcmp(norm, kParams))
+        return fail(FA3RT_ERR_FACTS,
+                    "kernel parameter list '%s' is not the ABI this runtime launches ('%s')",
+                    norm, kParams);
+      break;
+    }
+    }
+    if (!ok)
+      return fail(FA3RT_ERR_FACTS, "facts line %d: bad value '%s' for key '%s'", lineno, val,
+                  key);
+  }
+  if (!have_header)
+    return fail(FA3RT_ERR_FACTS, "not a facts file: no 'fa3-kernel-facts <version>' line");
+  char missing[512] = "";
+  for (int i = 0; i < K_COUNT; i++)
+    if (!seen[i]) {
+      if (missing[0]) strncat(missing, ", ", sizeof missing - strlen(missing) - 1);
+      strncat(missing, kKeys[i], sizeof missing - strlen(missing) - 1);
+    }
+  if (missing[0])
+    return fail(FA3RT_ERR_FACTS, "facts of kernel '%s' lack required key(s): %s",
+                f.kernel[0] ? f.kernel : "?", missing);
+  if (f.causal && f.window_right != 0)
+    return fail(FA3RT_ERR_FACTS, "facts of kernel '%s': causal 1 needs window_right 0, got %d",
+                f.kernel, f.window_right);
+  *out = f;
+  return FA3RT_OK;
+}
+
+static fa3rt_status read_file(const char *path, const char *what, char **data, size_t *size) {
+  FILE *fp = fopen(path, "rb");
+  if (!fp) return fail(FA3RT_ERR_IO, "cannot open %s '%s': %s", what, path, strerror(errno));
+  char *buf = NULL;
+  size_t n = 0, cap = 0;
+  for (;;) {
+    if (n == cap) {
+      cap = cap ? 2 * cap : 1 << 16;
+      char *nb = realloc(buf, cap + 1);
+      if (!nb) { free(buf); fclose(fp); return fail(FA3RT_ERR_OUT_OF_MEMORY, "out of host memory reading '%s'", path); }
+      buf = nb;
+    }
+    size_t r = fread(buf + n, 1, cap - n, fp);
+    n += r;
+    if (r == 0) break;
+  }
+  int err = ferror(fp);
+  fclose(fp);
+  if (err) { free(buf); return fail(FA3RT_ERR_IO, "error reading %s '%s'", what, path); }
+  buf[n] = 0;
+  *data = buf;
+  *size = n;
+  return FA3RT_OK;
+}
+
+fa3rt_status fa3rt_facts_load(const char *path, fa3rt_facts *out) {
+  clear_error();
+  if (!path || !out) return fail(FA3RT_ERR_INVALID_ARGUMENT, "fa3rt_facts_load: NULL argument");
+  char *text;
+  size_t n;
+  fa3rt_status st = read_file(path, "facts file", &text, &n);
+  if (st) return st;
+  st = fa3rt_facts_parse(text, n, out);
+  free(text);
+  if (st) {
+    char msg[sizeof g_err];
+    snprintf(msg, sizeof msg, "%s", g_err);
+    return fail(st, "%s: %s", path, msg);
+  }
+  return FA3RT_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* argument validation                                                       */
+/* ------------------------------------------------------------------------ */
+
+static const char *const kDimNames[4] = {"B", "H", "S", "D"};
+
+/* stride used for dim i (a dim of extent 1 may carry any stride: replace it by a
+ * harmless one so that it never fails the alignment checks). */
+static int64_t eff_stride(const fa3rt_tensor *t, int i) {
+  if (t->shape[i] != 1) return t->strides[i];
+  int64_t s = 1;
+  for (int j = i + 1; j < 4; j++) {
+    int64_t e = t->shape[j] * eff_stride(t, j);
+    if (e > s) s = e;
+  }
+  return s;
+}
+
+static fa3rt_status check_tensor(const char *name, const fa3rt_tensor *t, int64_t elem,
+                                 size_t align) {
+  for (int i = 0; i < 4; i++)
+    if (t->shape[i] < 0)
+      return fail(FA3RT_ERR_INVALID_ARGUMENT, "%s.shape[%d] (%s) = %lld is negative", name, i,
+                  kDimNames[i], (long long)t->shape[i]);
+  if (t->shape[0] == 0 || t->shape[1] == 0 || t->shape[2] == 0) return FA3RT_OK; /* empty */
+  if (!t->ptr) return fail(FA3RT_ERR_INVALID_ARGUMENT, "%s pointer is NULL", name);
+  if (t->ptr % align)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT,
+                "%s pointer 0x%llx is not %zu-byte aligned (TMA needs 16-byte aligned tensors)",
+                name, (unsigned long long)t->ptr, align);
+  if (t->strides[3] != 1 && t->shape[3] != 1)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT,
+                "%s stride of the head dim (D) is %lld elements; it must be 1 (contiguous rows)",
+                name, (long long)t->strides[3]);
+  for (int i = 0; i < 3; i++) {
+    int64_t s = eff_stride(t, i);
+    if (s <= 0)
+      return fail(FA3RT_ERR_INVALID_ARGUMENT,
+                  "%s stride of dim %s is %lld elements; it must be positive", name,
+                  kDimNames[i], (long long)s);
+    if (s > ((int64_t)1 << 40) / elem)
+      return fail(FA3RT_ERR_INVALID_ARGUMENT,
+                  "%s stride of dim %s is %lld elements; TMA takes strides below 2^40 bytes",
+                  name, kDimNames[i], (long long)s);
+    if ((s * elem) % 16)
+      return fail(FA3RT_ERR_INVALID_ARGUMENT,
+                  "%s stride of dim %s is %lld elements = %lld bytes; it must be a multiple of "
+                  "16 bytes (TMA)", name, kDimNames[i], (long long)s, (long long)(s * elem));
+  }
+  return FA3RT_OK;
+}
+
+fa3rt_status fa3rt_fwd_plan(const fa3rt_facts *f, const fa3rt_fwd_args *a,
+                            fa3rt_fwd_launch *launch) {
+  clear_error();
+  if (!f || !a) return fail(FA3RT_ERR_INVALID_ARGUMENT, "fa3rt_fwd_plan: NULL argument");
+  const char *kn = f->kernel;
+  if (a->dtype != FA3RT_BF16 && a->dtype != FA3RT_F16)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "invalid dtype %d (expected FA3RT_BF16 or FA3RT_F16)",
+                (int)a->dtype);
+  if (a->dtype != f->dtype)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "dtype %s does not match kernel %s (dtype %s)",
+                fa3rt_dtype_name(a->dtype), kn, fa3rt_dtype_name(f->dtype));
+  const int64_t elem = 2;
+  const fa3rt_tensor *q = &a->q, *k = &a->k, *v = &a->v, *o = &a->o;
+  fa3rt_status st;
+  if ((st = check_tensor("q", q, elem, 16)) || (st = check_tensor("k", k, elem, 16)) ||
+      (st = check_tensor("v", v, elem, 16)) || (st = check_tensor("o", o, elem, 16)))
+    return st;
+
+  const int64_t B = q->shape[0], Hq = q->shape[1], Sq = q->shape[2];
+  const int64_t Hkv = k->shape[1], Skv = k->shape[2];
+  if (q->shape[3] != f->head_dim)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT,
+                "q head dim (shape[3]) is %lld but kernel %s has head_dim %d",
+                (long long)q->shape[3], kn, f->head_dim);
+  if (k->shape[3] != f->head_dim)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT,
+                "k head dim (shape[3]) is %lld but kernel %s has head_dim %d",
+                (long long)k->shape[3], kn, f->head_dim);
+  if (v->shape[3] != f->head_dim_v)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT,
+                "v head dim (shape[3]) is %lld but kernel %s has head_dim_v %d",
+                (long long)v->shape[3], kn, f->head_dim_v);
+  if (k->shape[0] != B || v->shape[0] != B)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "batch sizes differ: q %lld, k %lld, v %lld",
+                (long long)B, (long long)k->shape[0], (long long)v->shape[0]);
+  if (v->shape[1] != Hkv || v->shape[2] != Skv)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT,
+                "k and v differ: k has Hkv=%lld, Skv=%lld; v has %lld, %lld", (long long)Hkv,
+                (long long)Skv, (long long)v->shape[1], (long long)v->shape[2]);
+  if (o->shape[0] != B || o->shape[1] != Hq || o->shape[2] != Sq || o->shape[3] != f->head_dim_v)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT,
+                "o shape [B,H,S,D] = [%lld,%lld,%lld,%lld] but must be [%lld,%lld,%lld,%d]",
+                (long long)o->shape[0], (long long)o->shape[1], (long long)o->shape[2],
+                (long long)o->shape[3], (long long)B, (long long)Hq, (long long)Sq,
+                f->head_dim_v);
+  if (Hkv == 0 && Hq > 0)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "k and v have no heads (Hkv = 0) but q has %lld",
+                (long long)Hq);
+  if (Hkv > 0 && Hq % Hkv)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT,
+                "Hq = %lld is not a multiple of Hkv = %lld (GQA/MQA needs Hq %% Hkv == 0)",
+                (long long)Hq, (long long)Hkv);
+  if (a->lse % 4)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "lse pointer 0x%llx is not 4-byte aligned",
+                (unsigned long long)a->lse);
+  const int64_t I32 = INT32_MAX;
+  if (B > 65535)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "B = %lld exceeds 65535 (grid z)", (long long)B);
+  if (Hq > 65535)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "Hq = %lld exceeds 65535 (grid y)", (long long)Hq);
+  if (Sq > I32 || Skv > I32)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "sequence length (Sq = %lld, Skv = %lld) exceeds "
+                "2^31-1", (long long)Sq, (long long)Skv);
+  if (B * Hq > I32)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "B * Hq = %lld exceeds 2^31-1", (long long)(B * Hq));
+
+  double scale = a->softmax_scale;
+  if (isnan(scale) || scale <= 0) scale = f->scale;
+  if (!isfinite(scale))
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "softmax scale %g is not finite", scale);
+
+  fa3rt_fwd_launch L;
+  memset(&L, 0, sizeof L);
+  L.B = (int32_t)B; L.Sq = (int32_t)Sq; L.Skv = (int32_t)Skv;
+  L.Hq = (int32_t)Hq; L.Hkv = (int32_t)Hkv;
+  L.empty = B == 0 || Sq == 0 || Hq == 0;
+  L.fill_only = !L.empty && Skv == 0;
+  L.o_stride_b = eff_stride(o, 0);
+  L.o_stride_h = eff_stride(o, 1);
+  L.o_stride_s = eff_stride(o, 2);
+  L.scale = scale;
+  L.scale_log2 = (float)(scale * LOG2E);
+  if (!L.empty) {
+    L.grid[0] = (unsigned)((Sq + f->block_m - 1) / f->block_m);
+    L.grid[1] = (unsigned)Hq;
+    L.grid[2] = (unsigned)B;
+    L.block[0] = (unsigned)f->threads;
+    L.block[1] = L.block[2] = 1;
+    L.dynamic_smem = (unsigned)f->dynamic_smem;
+  }
+  if (launch) *launch = L;
+  return FA3RT_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* kernels                                                                   */
+/* ------------------------------------------------------------------------ */
+
+struct fa3rt_kernel {
+  fa3rt_facts facts;
+  CUcontext ctx;
+  CUdevice dev;
+  CUmodule mod;
+  CUfunction fn;
+  CUdeviceptr maps_dev;   /* NSLOTS x 384 bytes (cuMemAlloc: 256-byte aligned) */
+  CUtensorMap *maps_host; /* NSLOTS x 3, pinned (cuMemAllocHost) */
+  CUevent slot_done[NSLOTS];
+  int slot_used[NSLOTS];
+  int next_slot, last_slot;
+  CUstream last_stream;
+  pthread_mutex_t mu;
+};
+
+const fa3rt_facts *fa3rt_kernel_facts(const fa3rt_kernel *k) { return k ? &k->facts : NULL; }
+
+static void kernel_free(fa3rt_kernel *k) {
+  if (!k) return;
+  /* best effort: the context may already be gone at process exit */
+  CUcontext cur = NULL;
+  int swapped = 0;
+  if (k->ctx && cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur != k->ctx &&
+      cuCtxPushCurrent(k->ctx) == CUDA_SUCCESS)
+    swapped = 1;
+  for (int i = 0; i < NSLOTS; i++)
+    if (k->slot_done[i]) {
+      if (k->slot_used[i]) cuEventSynchronize(k->slot_done[i]);
+      cuEventDestroy(k->slot_done[i]);
+    }
+  if (k->maps_dev) cuMemFree(k->maps_dev);
+  if (k->maps_host) cuMemFreeHost(k->maps_host);
+  if (k->mod) cuModuleUnload(k->mod);
+  if (swapped) { CUcontext dummy; cuCtxPopCurrent(&dummy); }
+  pthread_mutex_destroy(&k->mu);
+  free(k);
+}
+
+void fa3rt_kernel_destroy(fa3rt_kernel *k) { kernel_free(k); }
+
+fa3rt_status fa3rt_kernel_load_data(const void *cubin, size_t cubin_size, const char *facts_text,
+                                    size_t facts_len, fa3rt_kernel **out) {
+  clear_error();
+  if (!out) return fail(FA3RT_ERR_INVALID_ARGUMENT, "fa3rt_kernel_load_data: out is NULL");
+  *out = NULL;
+  if (!cubin || cubin_size == 0)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "fa3rt_kernel_load_data: empty cubin");
+  fa3rt_facts f;
+  fa3rt_status st = fa3rt_facts_parse(facts_text, facts_len, &f);
+  if (st) return st;
+  char where[512];
+  snprintf(where, sizeof where, "kernel %s", f.kernel);
+
+  CUresult r = cuInit(0);
+  if (r != CUDA_SUCCESS) return cuda_fail("cuInit(0)", r, where);
+  CUcontext ctx = NULL;
+  CU_TRY(cuCtxGetCurrent(&ctx), where);
+  if (!ctx)
+    return fail(FA3RT_ERR_UNSUPPORTED_DEVICE,
+                "no current CUDA context on this thread (kernel %s): make one current first "
+                "(e.g. PyTorch: torch.cuda.set_device / any CUDA tensor op; driver API: "
+                "cuDevicePrimaryCtxRetain + cuCtxSetCurrent)", f.kernel);
+  CUdevice dev;
+  CU_TRY(cuCtxGetDevice(&dev), where);
+  int major = 0, minor = 0;
+  CU_TRY(cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), where);
+  CU_TRY(cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), where);
+  char devname[256] = "?";
+  cuDeviceGetName(devname, sizeof devname, dev);
+  if (major != 9 || minor != 0)
+    return fail(FA3RT_ERR_UNSUPPORTED_DEVICE,
+                "device %d (%s) has compute capability %d.%d; kernel %s is built for sm_90a "
+                "and runs only on compute capability 9.0 (H100/H200)",
+                (int)dev, devname, major, minor, f.kernel);
+  int optin = 0;
+  CU_TRY(cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev),
+         where);
+
+  fa3rt_kernel *k = calloc(1, sizeof *k);
+  if (!k) return fail(FA3RT_ERR_OUT_OF_MEMORY, "out of host memory (kernel %s)", f.kernel);
+  pthread_mutex_init(&k->mu, NULL);
+  k->facts = f;
+  k->ctx = ctx;
+  k->dev = dev;
+  k->last_slot = -1;
+
+#define LOAD_TRY(call)                                                       \
+  do {                                                                       \
+    CUresult r_ = (call);                                                    \
+    if (r_ != CUDA_SUCCESS) {                                                \
+      st = cuda_fail(#call, r_, where);                                      \
+      goto error;                                                            \
+    }                                                                        \
+  } while (0)
+
+  LOAD_TRY(cuModuleLoadData(&k->mod, cubin));
+  r = cuModuleGetFunction(&k->fn, k->mod, f.kernel);
+  if (r == CUDA_ERROR_NOT_FOUND) {
+    st = fail(FA3RT_ERR_FACTS, "the cubin has no kernel named '%s' (the facts file's 'kernel' "
+              "line); facts and cubin do not belong together", f.kernel);
+    goto error;
+  }
+  LOAD_TRY(r);
+  /* ABI check: offset and size of each parameter (cuFuncGetParamInfo, CUDA >= 12.4).
+   * Only the ABI's parameters are queried: asking past the last one would be a
+   * CUDA API error, which compute-sanitizer reports in every user's program. */
+  {
+    size_t want_off = 0;
+    for (size_t i = 0; i < NPARAMS; i++) {
+      size_t off = 0, size = 0;
+      want_off = (want_off + kParamSizes[i] - 1) / kParamSizes[i] * kParamSizes[i];
+      r = cuFuncGetParamInfo(k->fn, i, &off, &size);
+      if (r == CUDA_ERROR_NOT_SUPPORTED) break;
+      if (r == CUDA_ERROR_INVALID_VALUE) {
+        st = fail(FA3RT_ERR_FACTS, "kernel %s takes %zu parameters; the ABI '%s' has %zu",
+                  f.kernel, i, kParams, NPARAMS);
+        goto error;
+      }
+      LOAD_TRY(r);
+      if (size != kParamSizes[i] || off != want_off) {
+        st = fail(FA3RT_ERR_FACTS, "kernel %s parameter %zu is %zu bytes at offset %zu; the ABI "
+                  "'%s' needs %zu bytes at offset %zu", f.kernel, i, size, off, kParams,
+                  kParamSizes[i], want_off);
+        goto error;
+      }
+      want_off += kParamSizes[i];
+    }
+  }
+  int static_smem = 0, max_threads = 0;
+  LOAD_TRY(cuFuncGetAttribute(&static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, k->fn));
+  LOAD_TRY(cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, k->fn));
+  if (f.threads > max_threads) {
+    st = fail(FA3RT_ERR_FACTS, "kernel %s: facts say %d threads but the cubin allows at most %d",
+              f.kernel, f.threads, max_threads);
+    goto error;
+  }
+  if (static_smem + f.dynamic_smem > optin) {
+    st = fail(FA3RT_ERR_UNSUPPORTED_DEVICE,
+              "kernel %s needs %d + %d bytes of shared memory; device %d (%s) allows %d per block",
+              f.kernel, static_smem, f.dynamic_smem, (int)dev, devname, optin);
+    goto error;
+  }
+  LOAD_TRY(cuFuncSetAttribute(k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                              f.dynamic_smem));
+  LOAD_TRY(cuMemAlloc(&k->maps_dev, NSLOTS * SLOT_BYTES));
+  LOAD_TRY(cuMemAllocHost((void **)&k->maps_host, NSLOTS * SLOT_BYTES));
+  for (int i = 0; i < NSLOTS; i++)
+    LOAD_TRY(cuEventCreate(&k->slot_done[i], CU_EVENT_DISABLE_TIMING));
+#undef LOAD_TRY
+  *out = k;
+  return FA3RT_OK;
+error:;
+  char msg[sizeof g_err];
+  snprintf(msg, sizeof msg, "%s", g_err);
+  kernel_free(k);
+  snprintf(g_err, sizeof g_err, "%s", msg);
+  return st;
+}
+
+fa3rt_status fa3rt_kernel_load(const char *cubin_path, const char *facts_path,
+                               fa3rt_kernel **out) {
+  clear_error();
+  if (!cubin_path || !facts_path || !out)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "fa3rt_kernel_load: NULL argument");
+  *out = NULL;
+  char *facts = NULL, *cubin = NULL;
+  size_t nf = 0, nc = 0;
+  fa3rt_status st = read_file(facts_path, "facts file", &facts, &nf);
+  if (st) return st;
+  if ((st = read_file(cubin_path, "cubin", &cubin, &nc))) { free(facts); return st; }
+  st = fa3rt_kernel_load_data(cubin, nc, facts, nf, out);
+  free(facts);
+  free(cubin);
+  if (st) {
+    char msg[sizeof g_err];
+    snprintf(msg, sizeof msg, "%s", g_err);
+    return fail(st, "%s (loading %s with %s)", msg, cubin_path, facts_path);
+  }
+  return FA3RT_OK;
+}
+
+/* 4-D map over a [B, H, S, D] tensor: dims innermost-first (D, H, S, B). */
+static fa3rt_status encode_map(CUtensorMap *m, const fa3rt_facts *f, const fa3rt_tensor *t,
+                               int box_rows, const char *name, const char *where) {
+  cuuint64_t dims[4] = {(cuuint64_t)t->shape[3], (cuuint64_t)t->shape[1], (cuuint64_t)t->shape[2],
+                        (cuuint64_t)t->shape[0]};
+  cuuint64_t strides[3] = {(cuuint64_t)eff_stride(t, 1) * 2, (cuuint64_t)eff_stride(t, 2) * 2,
+                           (cuuint64_t)eff_stride(t, 0) * 2};
+  cuuint32_t box[4] = {TMA_BOX_D, 1, (cuuint32_t)box_rows, 1};
+  cuuint32_t estr[4] = {1, 1, 1, 1};
+  CUresult r = cuTensorMapEncodeTiled(
+      m, f->dtype == FA3RT_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+      4, (void *)(uintptr_t)t->ptr, dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) {
+    char call[128];
+    snprintf(call, sizeof call, "cuTensorMapEncodeTiled(%s)", name);
+    return cuda_fail(call, r, where);
+  }
+  return FA3RT_OK;
+}
+
+/* Skv == 0: every query row sees no key: o = 0, lse = -inf (the op's semantics). */
+static fa3rt_status fill_empty_rows(const fa3rt_fwd_args *a, const fa3rt_fwd_launch *L,
+                                    CUstream st, const char *where) {
+  const int64_t dv = a->o.shape[3];
+  /* the longest of (B, Sq, Hq) is the 2-D memset's height; loop over the other two */
+  int64_t ext[3] = {L->B, L->Sq, L->Hq};
+  int64_t str[3] = {L->o_stride_b, L->o_stride_s, L->o_stride_h};
+  int h = 0;
+  for (int i = 1; i < 3; i++)
+    if (ext[i] > ext[h]) h = i;
+  int i0 = (h + 1) % 3, i1 = (h + 2) % 3;
+  for (int64_t x = 0; x < ext[i0]; x++)
+    for (int64_t y = 0; y < ext[i1]; y++) {
+      CUdeviceptr p = (CUdeviceptr)(a->o.ptr + 2 * (uint64_t)(x * str[i0] + y * str[i1]));
+      if (ext[h] == 1 || str[h] < dv)
+        for (int64_t z = 0; z < ext[h]; z++)
+          CU_TRY(cuMemsetD16Async(p + 2 * (uint64_t)(z * str[h]), 0, (size_t)dv, st), where);
+      else
+        CU_TRY(cuMemsetD2D16Async(p, (size_t)(2 * str[h]), 0, (size_t)dv, (size_t)ext[h], st),
+               where);
+    }
+  if (a->lse)
+    CU_TRY(cuMemsetD32Async((CUdeviceptr)a->lse, 0xFF800000u,
+                            (size_t)L->B * (size_t)L->Hq * (size_t)L->Sq, st), where);
+  return FA3RT_OK;
+}
+
+fa3rt_status fa3rt_fwd(fa3rt_kernel *k, const fa3rt_fwd_args *a, void *stream) {
+  clear_error();
+  if (!k || !a) return fail(FA3RT_ERR_INVALID_ARGUMENT, "fa3rt_fwd: NULL kernel or args");
+  const fa3rt_facts *f = &k->facts;
+  fa3rt_fwd_launch L;
+  fa3rt_status st = fa3rt_fwd_plan(f, a, &L);
+  if (st) {
+    char msg[sizeof g_err];
+    snprintf(msg, sizeof msg, "%s", g_err);
+    return fail(st, "fa3rt_fwd (kernel %s): %s", f->kernel, msg);
+  }
+  if (L.empty) return FA3RT_OK;
+  char where[512];
+  snprintf(where, sizeof where, "kernel %s, B=%d, Sq=%d, Skv=%d, Hq=%d, Hkv=%d, D=%d, Dv=%d",
+           f->kernel, L.B, L.Sq, L.Skv, L.Hq, L.Hkv, f->head_dim, f->head_dim_v);
+  CUstream cs = (CUstream)stream;
+
+  CUcontext cur = NULL;
+  CU_TRY(cuCtxGetCurrent(&cur), where);
+  if (cur != k->ctx) {
+    CUdevice d = -1;
+    if (cur) cuCtxGetDevice(&d);
+    return fail(FA3RT_ERR_INVALID_ARGUMENT,
+                "kernel %s was loaded in the context of device %d but the current context is %s"
+                "%d: load the kernel once per device/context", f->kernel, (int)k->dev,
+                cur ? "that of device " : "none, device ", (int)d);
+  }
+  CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
+  CU_TRY(cuStreamIsCapturing(cs, &cap), where);
+  if (cap != CU_STREAM_CAPTURE_STATUS_NONE)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT,
+                "fa3rt_fwd (%s): the stream is being captured (CUDA graph); capture is not "
+                "supported yet (tensor maps are copied from host memory per launch)", where);
+
+  if (L.fill_only) return fill_empty_rows(a, &L, cs, where);
+
+  CUtensorMap maps[3] __attribute__((aligned(64)));
+  if ((st = encode_map(&maps[0], f, &a->q, f->block_m, "q", where)) ||
+      (st = encode_map(&maps[1], f, &a->k, f->block_n, "k", where)) ||
+      (st = encode_map(&maps[2], f, &a->v, f->block_n, "v", where)))
+    return st;
+
+  pthread_mutex_lock(&k->mu);
+  int slot;
+  CUresult r;
+  if (k->last_slot >= 0 && k->last_stream == cs &&
+      !memcmp(&k->maps_host[3 * k->last_slot], maps, SLOT_BYTES)) {
+    slot = k->last_slot; /* same tensors on the same stream: already on the device */
+  } else {
+    slot = k->next_slot;
+    k->next_slot = (slot + 1) % NSLOTS;
+    if (k->slot_used[slot]) {
+      /* the launch that last read this slot (and the copy into it) must be done */
+      r = cuEventSynchronize(k->slot_done[slot]);
+      if (r != CUDA_SUCCESS) { k->last_slot = -1; pthread_mutex_unlock(&k->mu); return cuda_fail("cuEventSynchronize", r, where); }
+    }
+    memcpy(&k->maps_host[3 * slot], maps, SLOT_BYTES);
+    r = cuMemcpyHtoDAsync(k->maps_dev + slot * SLOT_BYTES, &k->maps_host[3 * slot], SLOT_BYTES, cs);
+    if (r != CUDA_SUCCESS) { k->last_slot = -1; pthread_mutex_unlock(&k->mu); return cuda_fail("cuMemcpyHtoDAsync(tensor maps)", r, where); }
+  }
+  CUdeviceptr tq = k->maps_dev + slot * SLOT_BYTES, tk = tq + MAP_BYTES, tv = tq + 2 * MAP_BYTES;
+  CUdeviceptr po = (CUdeviceptr)a->o.ptr, pl = (CUdeviceptr)a->lse;
+  int32_t B = L.B, Sq = L.Sq, Skv = L.Skv, Hq = L.Hq, Hkv = L.Hkv;
+  int64_t sb = L.o_stride_b, ss = L.o_stride_s, sh = L.o_stride_h;
+  float sl2 = L.scale_log2;
+  void *params[] = {&tq, &tk, &tv, &po, &pl, &B, &Sq, &Skv, &Hq, &Hkv, &sb, &ss, &sh, &sl2};
+  r = cuLaunchKernel(k->fn, L.grid[0], L.grid[1], L.grid[2], L.block[0], L.block[1], L.block[2],
+                     L.dynamic_smem, cs, params, NULL);
+  const char *failed_call = "cuLaunchKernel";
+  if (r == CUDA_SUCCESS) {
+    failed_call = "cuEventRecord";
+    r = cuEventRecord(k->slot_done[slot], cs);
+  }
+  if (r != CUDA_SUCCESS) {
+    /* the slot's contents may be in flight: let the next launch wait for the stream */
+    k->last_slot = -1;
+    k->slot_used[slot] = 0;
+    pthread_mutex_unlock(&k->mu);
+    cuStreamSynchronize(cs);
+    return cuda_fail(failed_call, r, where);
+  }
+  k->slot_used[slot] = 1;
+  k->last_slot = slot;
+  k->last_stream = cs;
+  pthread_mutex_unlock(&k->mu);
+  return FA3RT_OK;
+}

@@ -1,0 +1,143 @@
+/* fa3rt: launcher for the FlashAttention forward kernels that FA3-MLIR compiles
+ * for Hopper (sm_90a). C11, CUDA driver API only (no cudart, no MLIR).
+ *
+ * A kernel is a cubin plus its "launch facts" text file (<kernel>.facts), both
+ * written by the compiler. Typical use:
+ *
+ *   fa3rt_kernel *k;
+ *   if (fa3rt_kernel_load("fa3_fwd_d128_bf16.cubin", "fa3_fwd_d128_bf16.facts", &k))
+ *     fprintf(stderr, "%s\n", fa3rt_last_error());
+ *   fa3rt_fwd_args a = {0};
+ *   a.dtype = FA3RT_BF16;
+ *   a.q = (fa3rt_tensor){q_ptr, {B, Hq, Sq, D}, {Sq*Hq*D, D, Hq*D, 1}};  // BSHD storage
+ *   ...
+ *   a.softmax_scale = 0;            // 0 / negative / NaN: the kernel's default scale
+ *   if (fa3rt_fwd(k, &a, stream)) fprintf(stderr, "%s\n", fa3rt_last_error());
+ *   fa3rt_kernel_destroy(k);
+ *
+ * Every function returns FA3RT_OK (0) or an error status and never aborts; the
+ * message of the last error on the calling thread is fa3rt_last_error().
+ *
+ * The header does not include cuda.h: streams are passed as void* (a CUstream,
+ * which is also what torch.cuda.Stream.cuda_stream holds) and device pointers as
+ * uint64_t (a CUdeviceptr).
+ */
+#ifndef FA3RT_H
+#define FA3RT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FA3RT_VERSION_MAJOR 0
+#define FA3RT_VERSION_MINOR 1
+/* Highest version of the facts file format this runtime reads. */
+#define FA3RT_FACTS_VERSION 1
+
+typedef enum fa3rt_status {
+  FA3RT_OK = 0,
+  FA3RT_ERR_INVALID_ARGUMENT = 1, /* bad shapes, strides, pointers, dtype, ... */
+  FA3RT_ERR_FACTS = 2,            /* facts text missing a key, malformed, unsupported */
+  FA3RT_ERR_IO = 3,               /* a file could not be read */
+  FA3RT_ERR_UNSUPPORTED_DEVICE = 4, /* no context, or not compute capability 9.0 */
+  FA3RT_ERR_CUDA = 5,             /* a CUDA driver call failed */
+  FA3RT_ERR_OUT_OF_MEMORY = 6     /* host allocation failed */
+} fa3rt_status;
+
+typedef enum fa3rt_dtype {
+  FA3RT_DTYPE_INVALID = 0,
+  FA3RT_BF16 = 1,
+  FA3RT_F16 = 2
+} fa3rt_dtype;
+
+/* The launch facts of one kernel (parsed from its .facts file). */
+typedef struct fa3rt_facts {
+  int version;            /* "fa3-kernel-facts N" */
+  char kernel[256];       /* function name in the cubin */
+  fa3rt_dtype dtype;      /* element type of q, k, v and o */
+  int head_dim;           /* D of q and k */
+  int head_dim_v;         /* D of v and o */
+  int block_m, block_n;   /* rows of Q per CTA, rows of K/V per TMA box */
+  int threads;            /* block size (x) */
+  int dynamic_smem;       /* bytes of dynamic shared memory */
+  int causal;             /* 0 / 1 */
+  int window_left, window_right; /* -1 = unbounded; causal has window_right 0 */
+  double softcap;         /* 0 = off; compiled into the kernel */
+  double scale;           /* default softmax scale */
+} fa3rt_facts;
+
+/* A tensor in device memory: 4 dims in LOGICAL order [B, H, S, D], strides in
+ * elements for each of those dims (any storage order: BSHD, BHSD, ...). */
+typedef struct fa3rt_tensor {
+  uint64_t ptr;           /* CUdeviceptr */
+  int64_t shape[4];
+  int64_t strides[4];
+} fa3rt_tensor;
+
+typedef struct fa3rt_fwd_args {
+  fa3rt_tensor q;         /* [B, Hq, Sq, D] */
+  fa3rt_tensor k;         /* [B, Hkv, Skv, D] */
+  fa3rt_tensor v;         /* [B, Hkv, Skv, Dv] */
+  fa3rt_tensor o;         /* [B, Hq, Sq, Dv], written */
+  uint64_t lse;           /* f32 [B, Hq, Sq] contiguous (natural log), or 0: not written */
+  double softmax_scale;   /* <= 0 or NaN: the kernel's facts scale */
+  fa3rt_dtype dtype;      /* element type of q, k, v, o */
+} fa3rt_fwd_args;
+
+/* What fa3rt_fwd_plan() derived from valid arguments. */
+typedef struct fa3rt_fwd_launch {
+  int empty;              /* 1: B, Sq or Hq is 0: nothing to do */
+  int fill_only;          /* 1: Skv is 0: o is set to 0 and lse to -inf, no kernel */
+  int32_t B, Sq, Skv, Hq, Hkv;
+  unsigned grid[3], block[3];
+  unsigned dynamic_smem;
+  int64_t o_stride_b, o_stride_s, o_stride_h; /* elements */
+  double scale;           /* the softmax scale used */
+  float scale_log2;       /* scale * log2(e), the kernel parameter */
+} fa3rt_fwd_launch;
+
+typedef struct fa3rt_kernel fa3rt_kernel;
+
+/* ---- errors ---- */
+/* Message of the last error on this thread ("" if none). Valid until the next
+ * fa3rt call on this thread. */
+const char *fa3rt_last_error(void);
+const char *fa3rt_status_name(fa3rt_status status);
+const char *fa3rt_dtype_name(fa3rt_dtype dtype);
+
+/* ---- facts (no GPU needed) ---- */
+/* Parses facts text (len bytes; need not be NUL-terminated). Unknown keys are
+ * ignored; a missing required key, a malformed value or a newer major version is
+ * FA3RT_ERR_FACTS. */
+fa3rt_status fa3rt_facts_parse(const char *text, size_t len, fa3rt_facts *out);
+fa3rt_status fa3rt_facts_load(const char *path, fa3rt_facts *out);
+
+/* ---- validation (no GPU needed) ---- */
+/* Checks args against the kernel's facts and fills *launch (may be NULL). */
+fa3rt_status fa3rt_fwd_plan(const fa3rt_facts *facts, const fa3rt_fwd_args *args,
+                            fa3rt_fwd_launch *launch);
+
+/* ---- kernels (need a current CUDA context of compute capability 9.0) ---- */
+/* Loads into the calling thread's current context (e.g. PyTorch's primary
+ * context of the current device). The kernel may be used only while that
+ * context is current. */
+fa3rt_status fa3rt_kernel_load(const char *cubin_path, const char *facts_path,
+                               fa3rt_kernel **out);
+fa3rt_status fa3rt_kernel_load_data(const void *cubin, size_t cubin_size,
+                                    const char *facts_text, size_t facts_len,
+                                    fa3rt_kernel **out);
+void fa3rt_kernel_destroy(fa3rt_kernel *kernel);
+const fa3rt_facts *fa3rt_kernel_facts(const fa3rt_kernel *kernel);
+
+/* Validates, encodes the tensor maps, copies them to the kernel's device buffer
+ * on `stream` and launches there (asynchronously). Thread-safe. Stream capture
+ * (CUDA graphs) is refused with FA3RT_ERR_INVALID_ARGUMENT for now. */
+fa3rt_status fa3rt_fwd(fa3rt_kernel *kernel, const fa3rt_fwd_args *args, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FA3RT_H */

@@ -1,0 +1,238 @@
+/* Unit test of libfa3rt without a GPU: the facts parser, argument validation and
+ * the error messages. Built and run by python/tests/test_runtime.py (linked
+ * against the CUDA link stub; no CUDA call succeeds or is needed here, except
+ * one that checks the message of a failing driver call).
+ *
+ *   gcc -std=c11 -Iruntime/include -I/usr/local/cuda/include runtime/fa3rt.c \
+ *       runtime/tests/fa3rt_unit.c -L/usr/local/cuda/lib64/stubs -lcuda -pthread -lm
+ */
+#include "fa3rt.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int g_fail, g_n;
+
+#define EXPECT(cond)                                                          \
+  do {                                                                        \
+    g_n++;                                                                    \
+    if (!(cond)) {                                                            \
+      g_fail++;                                                               \
+      fprintf(stderr, "%s:%d: FAILED: %s\n  last error: %s\n", __FILE__,      \
+              __LINE__, #cond, fa3rt_last_error());                          \
+    }                                                                         \
+  } while (0)
+
+/* status st and a message containing sub */
+static int err_is(fa3rt_status st, fa3rt_status want, const char *sub) {
+  if (st != want) {
+    fprintf(stderr, "  got %s, want %s (%s)\n", fa3rt_status_name(st), fa3rt_status_name(want),
+            fa3rt_last_error());
+    return 0;
+  }
+  if (sub && !strstr(fa3rt_last_error(), sub)) {
+    fprintf(stderr, "  message '%s' lacks '%s'\n", fa3rt_last_error(), sub);
+    return 0;
+  }
+  return 1;
+}
+
+static const char *kFacts =
+    "fa3-kernel-facts 1\n"
+    "# a comment\n"
+    "kernel fa3_fwd_d128_bf16_causal\n"
+    "dtype bf16\n"
+    "head_dim 128\n"
+    "head_dim_v 128\n"
+    "block_m 128\n"
+    "block_n 128\n"
+    "threads 384\n"
+    "dynamic_smem 163912\r\n" /* CRLF tolerated */
+    "causal 1\n"
+    "window_left -1\n"
+    "window_right 0\n"
+    "softcap 0\n"
+    "scale 0.08838834764831845\n"
+    "some_future_key whatever it says\n"
+    "params tmQ tmK tmV O LSE B Sq Skv Hq Hkv   oStrideB oStrideS oStrideH scaleLog2\n";
+
+/* facts text with one line replaced (key == NULL: line dropped) */
+static char *facts_with(const char *key, const char *line) {
+  static char buf[4096];
+  buf[0] = 0;
+  const char *p = kFacts;
+  while (*p) {
+    const char *e = strchr(p, '\n');
+    size_t n = e ? (size_t)(e - p + 1) : strlen(p);
+    size_t kl = strlen(key);
+    if (!strncmp(p, key, kl) && p[kl] == ' ') {
+      if (line) { strcat(buf, line); strcat(buf, "\n"); }
+    } else {
+      strncat(buf, p, n);
+    }
+    p += n;
+  }
+  return buf;
+}
+
+static void test_facts(void) {
+  fa3rt_facts f;
+  EXPECT(fa3rt_facts_parse(kFacts, strlen(kFacts), &f) == FA3RT_OK);
+  EXPECT(!strcmp(f.kernel, "fa3_fwd_d128_bf16_causal"));
+  EXPECT(f.version == 1 && f.dtype == FA3RT_BF16 && f.head_dim == 128 && f.head_dim_v == 128);
+  EXPECT(f.block_m == 128 && f.block_n == 128 && f.threads == 384 && f.dynamic_smem == 163912);
+  EXPECT(f.causal == 1 && f.window_left == -1 && f.window_right == 0 && f.softcap == 0);
+  EXPECT(fabs(f.scale - 0.08838834764831845) < 1e-15);
+
+  const char *f16 = facts_with("dtype", "dtype f16");
+  EXPECT(fa3rt_facts_parse(f16, strlen(f16), &f) == FA3RT_OK && f.dtype == FA3RT_F16);
+
+  const char *t;
+  t = facts_with("head_dim", NULL);
+  EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS, "lack required key(s): head_dim"));
+  t = facts_with("scale", NULL);
+  EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS, "scale"));
+  t = facts_with("dtype", "dtype f32");
+  EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS, "dtype 'f32' is not supported"));
+  t = facts_with("head_dim", "head_dim 12x");
+  EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS, "bad value '12x' for key 'head_dim'"));
+  t = facts_with("head_dim", "head_dim 100"); /* not a multiple of 8 */
+  EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS, "head_dim"));
+  t = facts_with("params", "params tmQ tmK tmV O LSE B Sq Skv Hq Hkv scale");
+  EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS, "is not the ABI"));
+  t = facts_with("window_right", "window_right 5");
+  EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS, "causal 1 needs window_right 0"));
+  t = facts_with("fa3-kernel-facts", "fa3-kernel-facts 2");
+  EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS, "newer than this runtime"));
+  t = facts_with("fa3-kernel-facts", NULL);
+  EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS, "not a facts file"));
+  t = facts_with("threads", "threads 384\nthreads 256");
+  EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS, "duplicate key 'threads'"));
+  EXPECT(err_is(fa3rt_facts_parse("", 0, &f), FA3RT_ERR_FACTS, "not a facts file"));
+  /* not NUL-terminated: the length is what counts */
+  EXPECT(fa3rt_facts_parse(kFacts, strlen(kFacts) - 1, &f) == FA3RT_OK);
+
+  EXPECT(err_is(fa3rt_facts_load("/nonexistent/x.facts", &f), FA3RT_ERR_IO, "/nonexistent/x.facts"));
+}
+
+static fa3rt_tensor bshd(uint64_t ptr, long B, long S, long H, long D) {
+  fa3rt_tensor t = {ptr, {B, H, S, D}, {S * H * D, D, H * D, 1}};
+  return t;
+}
+
+static fa3rt_fwd_args good_args(void) {
+  fa3rt_fwd_args a;
+  memset(&a, 0, sizeof a);
+  a.dtype = FA3RT_BF16;
+  a.q = bshd(0x10000, 2, 1000, 8, 128);
+  a.k = bshd(0x20000, 2, 700, 2, 128);
+  a.v = bshd(0x30000, 2, 700, 2, 128);
+  a.o = bshd(0x40000, 2, 1000, 8, 128);
+  a.lse = 0x50000;
+  a.softmax_scale = NAN;
+  return a;
+}
+
+static void test_plan(void) {
+  fa3rt_facts f;
+  EXPECT(fa3rt_facts_parse(kFacts, strlen(kFacts), &f) == FA3RT_OK);
+  fa3rt_fwd_args a = good_args();
+  fa3rt_fwd_launch L;
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK);
+  EXPECT(L.grid[0] == 8 && L.grid[1] == 8 && L.grid[2] == 2);
+  EXPECT(L.block[0] == 384 && L.dynamic_smem == 163912 && !L.empty && !L.fill_only);
+  EXPECT(L.B == 2 && L.Sq == 1000 && L.Skv == 700 && L.Hq == 8 && L.Hkv == 2);
+  EXPECT(L.o_stride_b == 1000L * 8 * 128 && L.o_stride_s == 8 * 128 && L.o_stride_h == 128);
+  EXPECT(fabs(L.scale - f.scale) < 1e-15);
+  EXPECT(fabs(L.scale_log2 - (float)(f.scale * 1.4426950408889634)) < 1e-7);
+  a.softmax_scale = 0.5;
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.scale == 0.5);
+  a.softmax_scale = -1;
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.scale == f.scale);
+
+  /* BHSD (SDPA) storage for q/o, and an o view with a strided batch */
+  a = good_args();
+  a.q.strides[0] = 8L * 1000 * 128; a.q.strides[1] = 1000L * 128; a.q.strides[2] = 128;
+  a.o.strides[0] = 4L * 1000 * 8 * 128;
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.o_stride_b == 4L * 1000 * 8 * 128);
+  a.lse = 0; /* LSE optional */
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK);
+
+#define BAD(mutate, sub)                                                          \
+  do {                                                                            \
+    a = good_args();                                                              \
+    mutate;                                                                       \
+    EXPECT(err_is(fa3rt_fwd_plan(&f, &a, &L), FA3RT_ERR_INVALID_ARGUMENT, sub));   \
+  } while (0)
+
+  BAD(a.dtype = FA3RT_F16, "dtype f16 does not match kernel fa3_fwd_d128_bf16_causal (dtype bf16)");
+  BAD(a.dtype = (fa3rt_dtype)7, "invalid dtype 7");
+  BAD(a.q.shape[3] = 64, "q head dim (shape[3]) is 64 but kernel fa3_fwd_d128_bf16_causal has head_dim 128");
+  BAD(a.k.shape[3] = 64, "k head dim");
+  BAD(a.v.shape[3] = 64, "v head dim (shape[3]) is 64 but kernel fa3_fwd_d128_bf16_causal has head_dim_v 128");
+  BAD((a.k.shape[1] = 3, a.v.shape[1] = 3), "Hq = 8 is not a multiple of Hkv = 3");
+  BAD(a.k.shape[0] = 1, "batch sizes differ: q 2, k 1, v 2");
+  BAD(a.v.shape[2] = 701, "k and v differ");
+  BAD(a.o.shape[2] = 999, "o shape [B,H,S,D] = [2,8,999,128] but must be [2,8,1000,128]");
+  BAD(a.o.shape[1] = 4, "o shape");
+  BAD(a.q.ptr = 0x10008, "q pointer 0x10008 is not 16-byte aligned");
+  BAD(a.o.ptr = 0x40002, "o pointer 0x40002 is not 16-byte aligned");
+  BAD(a.k.ptr = 0, "k pointer is NULL");
+  BAD(a.lse = 0x50002, "lse pointer 0x50002 is not 4-byte aligned");
+  BAD(a.q.strides[3] = 2, "q stride of the head dim (D) is 2 elements; it must be 1");
+  BAD(a.o.strides[3] = 2, "o stride of the head dim");
+  BAD(a.k.strides[2] = 2 * 128 + 4, "k stride of dim S is 260 elements = 520 bytes; it must be a multiple of 16 bytes");
+  BAD(a.v.strides[0] = -1, "v stride of dim B is -1 elements; it must be positive");
+  BAD((a.q.shape[0] = a.k.shape[0] = a.v.shape[0] = a.o.shape[0] = 70000), "B = 70000 exceeds 65535");
+  BAD((a.q.shape[1] = a.o.shape[1] = 70000, a.k.shape[1] = a.v.shape[1] = 1), "Hq = 70000 exceeds 65535");
+  BAD((a.q.shape[2] = a.o.shape[2] = 3000000000L), "exceeds 2^31-1");
+  BAD((a.k.shape[2] = a.v.shape[2] = 3000000000L), "exceeds 2^31-1");
+  BAD((a.k.shape[1] = a.v.shape[1] = 0), "no heads (Hkv = 0)");
+  BAD(a.q.shape[2] = -5, "q.shape[2] (S) = -5 is negative");
+
+  /* a dim of extent 1 may carry any stride (PyTorch leaves odd strides there) */
+  a = good_args();
+  a.q.shape[0] = a.k.shape[0] = a.v.shape[0] = a.o.shape[0] = 1;
+  a.q.strides[0] = 3; a.o.strides[0] = 0;
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.o_stride_b > 0 && L.o_stride_b % 8 == 0);
+
+  /* empty problems */
+  a = good_args();
+  a.q.shape[2] = a.o.shape[2] = 0; a.q.ptr = a.o.ptr = 0;
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.empty);
+  a = good_args();
+  a.q.shape[0] = a.k.shape[0] = a.v.shape[0] = a.o.shape[0] = 0;
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.empty);
+  a = good_args();
+  a.k.shape[2] = a.v.shape[2] = 0; a.k.ptr = a.v.ptr = 0;
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && !L.empty && L.fill_only);
+}
+
+static void test_no_gpu(void) {
+  /* No driver here (link stub): loading must fail cleanly with a CUDA message. */
+  fa3rt_kernel *k = (fa3rt_kernel *)0x1;
+  const char dummy[16] = {0};
+  fa3rt_status st = fa3rt_kernel_load_data(dummy, sizeof dummy, kFacts, strlen(kFacts), &k);
+  EXPECT(st == FA3RT_ERR_CUDA || st == FA3RT_ERR_UNSUPPORTED_DEVICE);
+  EXPECT(k == NULL);
+  if (st == FA3RT_ERR_CUDA) {
+    EXPECT(strstr(fa3rt_last_error(), "cuInit(0) failed: ") == fa3rt_last_error());
+    EXPECT(strstr(fa3rt_last_error(), "(kernel fa3_fwd_d128_bf16_causal)") != NULL);
+  }
+  printf("no-GPU load error: %s\n", fa3rt_last_error());
+  EXPECT(err_is(fa3rt_kernel_load("/nonexistent.cubin", "/nonexistent.facts", &k), FA3RT_ERR_IO,
+                "cannot open facts file '/nonexistent.facts'"));
+  fa3rt_fwd_args a = good_args();
+  EXPECT(err_is(fa3rt_fwd(NULL, &a, NULL), FA3RT_ERR_INVALID_ARGUMENT, "NULL kernel"));
+  fa3rt_kernel_destroy(NULL);
+}
+
+int main(void) {
+  test_facts();
+  test_plan();
+  test_no_gpu();
+  printf("%d checks, %d failed\n", g_n, g_fail);
+  return g_fail ? 1 : 0;
+}

@@ -1,0 +1,81 @@
+#!/bin/bash
+# One GPU-machine session for the compiled FA3 kernels: build libfa3rt.so, check
+# every kernel of a directory against an fp32 reference, compute-sanitizer
+# memcheck + racecheck on small cases, SASS check (inside check_fwd.py), and the
+# benchmark beside cuDNN / FlashAttention-2. Logs and results go to $OUT.
+#
+# From the repo root, through the device tool (the machine has no MLIR: the
+# cubins + .facts must be in the working tree):
+#   run: bash scripts/gpu-session.sh [KERNEL_DIR]
+# KERNEL_DIR defaults to $FA3_KERNEL_DIR, else proto/hopper/kernels.
+# Environment knobs:
+#   BENCH_ARGS   extra bench_fwd.py args (default: the full FA3-paper grid)
+#   SKIP_CHECK=1 SKIP_SANITIZE=1 SKIP_BENCH=1
+#   T_CHECK T_SAN T_BENCH   per-stage timeouts in seconds (default 150 / 90 / 240)
+# Files in $OUT (the device tool returns at most 8): session.log, check_fwd.json,
+# check_fwd.md, memcheck.log, racecheck.log, <date>.json, <date>.md.
+# Exit status: non-zero if any stage failed.
+set -u
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+OUT=${OUT:-/tmp/fa3-gpu-session}
+mkdir -p "$OUT"
+KDIR=${1:-${FA3_KERNEL_DIR:-proto/hopper/kernels}}
+export PYTHONUNBUFFERED=1
+case $KDIR in /*) FA3_KERNEL_DIR=$KDIR ;; *) FA3_KERNEL_DIR=$ROOT/$KDIR ;; esac
+export FA3_KERNEL_DIR
+export FA3RT_LIBRARY=$ROOT/runtime/libfa3rt.so
+status=0
+stage() { echo; echo "==== $* ($(date +%T))"; }
+fail() { echo "!!!! FAILED: $*"; status=1; }
+
+main() {
+stage "machine"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw --format=csv
+python3 -c 'import torch, sys; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda)'
+echo "kernels in $FA3_KERNEL_DIR:"; ls -l "$FA3_KERNEL_DIR"
+
+stage "build libfa3rt.so"
+make -C runtime -B CFLAGS="-O2" || { fail "runtime build"; return 1; }
+
+if [ "${SKIP_CHECK:-0}" != 1 ]; then
+  stage "correctness (test/gpu/check_fwd.py)"
+  timeout "${T_CHECK:-150}" python3 test/gpu/check_fwd.py "$FA3_KERNEL_DIR" --out "$OUT" \
+    || fail "check_fwd (rc $?)"
+  [ -f "$OUT/check_fwd.md" ] && tail -n 3 "$OUT/check_fwd.md"
+fi
+
+if [ "${SKIP_SANITIZE:-0}" != 1 ]; then
+  # no caching allocator: every tensor is its own allocation, so memcheck sees
+  # out-of-bounds accesses that would land inside a pooled block
+  for tool in memcheck racecheck; do
+    stage "compute-sanitizer --tool $tool"
+    PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout "${T_SAN:-90}" compute-sanitizer --tool $tool \
+      python3 test/gpu/check_fwd.py "$FA3_KERNEL_DIR" --sanitize > "$OUT/$tool.log" 2>&1
+    rc=$?
+    grep -E '^(PASS|FAIL)|SUMMARY|check_fwd:' "$OUT/$tool.log"
+    if [ $rc != 0 ]; then fail "$tool (rc $rc)"; tail -n 30 "$OUT/$tool.log"; fi
+    if [ $tool = memcheck ]; then
+      grep -q 'ERROR SUMMARY: 0 errors' "$OUT/$tool.log" || fail "memcheck reported errors"
+    else
+      grep -q 'RACECHECK SUMMARY: 0 hazards' "$OUT/$tool.log" || fail "racecheck reported hazards"
+    fi
+  done
+fi
+
+if [ "${SKIP_BENCH:-0}" != 1 ]; then
+  stage "benchmark (bench/bench_fwd.py ${BENCH_ARGS:-})"
+  # shellcheck disable=SC2086
+  timeout "${T_BENCH:-240}" python3 bench/bench_fwd.py --kernel-dir "$FA3_KERNEL_DIR" \
+    --results-dir "$OUT" ${BENCH_ARGS:-} > "$OUT/bench.out" 2>&1 || fail "bench (rc $?)"
+  # the table (the JSON rows are in <date>.json)
+  grep -v '^{' "$OUT/bench.out"; rm -f "$OUT/bench.out"
+fi
+
+stage "done: status $status"
+ls -l "$OUT"
+return $status
+}
+
+main 2>&1 | tee "$OUT/session.log"
+exit "${PIPESTATUS[0]}"

@@ -1,0 +1,40 @@
+// What the Hopper kernel does not take is refused with the reason.
+// RUN: fa3-opt %s -split-input-file -verify-diagnostics --attn-tile=block-m=128 --convert-attn-to-hopper
+
+func.func @head_dim_96(%q: memref<1x2x64x96xbf16>, %o: memref<1x2x64x96xbf16>) {
+  // expected-error @+1 {{cannot generate the Hopper kernel: unsupported head dim 96 (the Hopper kernel takes 64, 128 or 256)}}
+  attn.flash_attention ins(%q, %q, %q : memref<1x2x64x96xbf16>, memref<1x2x64x96xbf16>, memref<1x2x64x96xbf16>) outs(%o : memref<1x2x64x96xbf16>)
+  return
+}
+
+// -----
+
+func.func @f32_inputs(%q: memref<1x2x64x64xf32>, %o: memref<1x2x64x64xf32>) {
+  // expected-error @+1 {{unsupported element type f32 (the Hopper kernel takes bf16 or f16)}}
+  attn.flash_attention ins(%q, %q, %q : memref<1x2x64x64xf32>, memref<1x2x64x64xf32>, memref<1x2x64x64xf32>) outs(%o : memref<1x2x64x64xf32>)
+  return
+}
+
+// -----
+
+func.func @f32_output(%q: memref<1x2x64x64xbf16>, %o: memref<1x2x64x64xf32>) {
+  // expected-error @+1 {{the kernel writes o in the input element type; o is f32 but q is bf16}}
+  attn.flash_attention ins(%q, %q, %q : memref<1x2x64x64xbf16>, memref<1x2x64x64xbf16>, memref<1x2x64x64xbf16>) outs(%o : memref<1x2x64x64xf32>)
+  return
+}
+
+// -----
+
+func.func @value_head_dim(%q: memref<1x2x64x128xbf16>, %v: memref<1x2x64x64xbf16>, %o: memref<1x2x64x64xbf16>) {
+  // expected-error @+1 {{the value head dim (64) must equal the query head dim (128)}}
+  attn.flash_attention ins(%q, %q, %v : memref<1x2x64x128xbf16>, memref<1x2x64x128xbf16>, memref<1x2x64x64xbf16>) outs(%o : memref<1x2x64x64xbf16>)
+  return
+}
+
+// -----
+
+func.func @strided_head_dim(%q: memref<1x2x64x64xbf16, strided<[16384, 8192, 128, 2]>>, %o: memref<1x2x64x64xbf16>) {
+  // expected-error @+1 {{the head dim of every operand must be contiguous (stride 1), as TMA requires}}
+  attn.flash_attention ins(%q, %q, %q : memref<1x2x64x64xbf16, strided<[16384, 8192, 128, 2]>>, memref<1x2x64x64xbf16, strided<[16384, 8192, 128, 2]>>, memref<1x2x64x64xbf16, strided<[16384, 8192, 128, 2]>>) outs(%o : memref<1x2x64x64xbf16>)
+  return
+}

@@ -1,0 +1,77 @@
+// convert-attn-to-hopper: from the tiled program to the warp-specialised
+// kernel. Checks the roles, the TMA + mbarrier ring, both wgmma forms, the
+// schedule and mask helpers built from attn.kv_range / the shared visibility
+// test, the launch facts, and that the host function is replaced.
+// RUN: fa3-opt %s --attn-tile=block-m=128 --convert-attn-to-hopper | FileCheck %s
+
+// CHECK: module attributes {gpu.container_module}
+// CHECK-NOT: func.func @attn(
+// CHECK: gpu.module @attn_kernels {
+
+// The schedule: attn.kv_range of the tiled IR, as a device function.
+// CHECK: func.func private @attn_kernel_kv_range(%[[ROW0:.*]]: i32, %[[SQ:.*]]: i32, %[[SKV:.*]]: i32) -> (i32, i32, i32, i32)
+// CHECK:   arith.ceildivsi
+// CHECK:   return
+
+// The mask of boundary blocks: causal band and the Skv tail.
+// CHECK: func.func private @attn_kernel_visible(%{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32) -> i1
+// CHECK:   arith.cmpi slt
+// CHECK:   arith.cmpi sle
+// CHECK:   arith.andi
+// CHECK:   return
+
+// CHECK: llvm.mlir.global external @attn_smem() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
+// CHECK: gpu.func @attn_kernel(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: f32) kernel
+// CHECK-SAME: attn.launch = {block_m = 128 : i64, block_n = 128 : i64, causal = true, dtype = "bf16", dynamic_smem = 163912 : i64, head_dim = 128 : i64, head_dim_v = 128 : i64, kernel = "attn_kernel", params = ["tmQ", "tmK", "tmV", "O", "LSE", "B", "Sq", "Skv", "Hq", "Hkv", "oStrideB", "oStrideS", "oStrideH", "scaleLog2"]
+// CHECK-SAME: threads = 384 : i64, window_left = -1 : i64, window_right = 0 : i64
+// CHECK-SAME: nvvm.maxntid = array<i32: 384, 1, 1>
+
+// CHECK: func.call @attn_kernel_kv_range
+
+// Barriers: q, K/V full (count 1 + tx bytes), K/V empty (256 consumer threads).
+// CHECK: nvvm.mbarrier.init %{{.*}}, %{{.*}} : !llvm.ptr<3>, i32
+// CHECK: nvvm.fence.mbarrier.init
+// CHECK: nvvm.prefetch tensormap
+// CHECK: nvvm.barrier0
+
+// Producer warpgroup: fewer registers; Q once, then the K/V ring.
+// CHECK: nvvm.setmaxregister decrease 24
+// CHECK: nvvm.mbarrier.arrive.expect_tx
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg0
+// CHECK: scf.for
+// CHECK:   nvvm.mbarrier.try_wait.parity
+// CHECK:   nvvm.mbarrier.arrive.expect_tx
+// CHECK:   nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg1
+// CHECK:   nvvm.mbarrier.try_wait.parity
+// CHECK:   nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg2
+// CHECK: } else {
+
+// Consumers: more registers, S = Q K^T from shared memory (SS) ...
+// CHECK: nvvm.setmaxregister increase 240
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// ... the mask only inside the boundary branch ...
+// CHECK: scf.if %{{.*}} -> (f32
+// CHECK: func.call @attn_kernel_visible
+// CHECK: } else {
+// CHECK-NOT: func.call @attn_kernel_visible
+// CHECK: scf.yield
+// ... softmax with exp2 and quad shuffles ...
+// CHECK: nvvm.shfl.sync bfly
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+// ... and O += P V with P from registers (RS, inline PTX), overlapped with S of the next block.
+// CHECK: scf.for
+// CHECK: nvvm.wgmma.mma_async
+// CHECK: llvm.inline_asm has_side_effects {{.*}}wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 1
+// CHECK: nvvm.mbarrier.arrive
+// Epilogue: O / l stored, LSE = (m + log2 l) ln 2.
+// CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
+// CHECK: gpu.return
+func.func @attn(%q: memref<?x4x?x128xbf16>, %k: memref<?x2x?x128xbf16>, %v: memref<?x2x?x128xbf16>,
+                %o: memref<?x4x?x128xbf16>) {
+  attn.flash_attention ins(%q, %k, %v : memref<?x4x?x128xbf16>, memref<?x2x?x128xbf16>, memref<?x2x?x128xbf16>)
+    outs(%o : memref<?x4x?x128xbf16>) causal
+  return
+}

@@ -1,0 +1,14 @@
+// Block sizes the kernel cannot use, and untiled input.
+// RUN: not fa3-opt %s --attn-tile="block-m=64" --convert-attn-to-hopper 2>&1 | FileCheck %s --check-prefix=BM
+// RUN: not fa3-opt %s --attn-tile="block-m=128 block-n=200" --convert-attn-to-hopper 2>&1 | FileCheck %s --check-prefix=BN
+// RUN: not fa3-opt %s --attn-tile="block-m=128 block-n=256" --convert-attn-to-hopper 2>&1 | FileCheck %s --check-prefix=SMEM
+// RUN: not fa3-opt %s --convert-attn-to-hopper 2>&1 | FileCheck %s --check-prefix=UNTILED
+
+// BM: unsupported block-m 64 (the Hopper kernel uses 128: two consumer warpgroups)
+// BN: unsupported block-n 200 (must be a multiple of 16 up to 256)
+// SMEM: unsupported tiles 128x256 with head dim 256 need 589896 bytes of shared memory, more than the 232448 a Hopper CTA has
+// UNTILED: convert-attn-to-hopper needs the tiled form: run attn-tile first
+func.func @attn(%q: memref<1x2x64x256xbf16>, %o: memref<1x2x64x256xbf16>) {
+  attn.flash_attention ins(%q, %q, %q : memref<1x2x64x256xbf16>, memref<1x2x64x256xbf16>, memref<1x2x64x256xbf16>) outs(%o : memref<1x2x64x256xbf16>)
+  return
+}

@@ -1,0 +1,382 @@
+#!/usr/bin/env python3
+"""GPU correctness check of compiled FA3 forward kernels (run on an H100/H200).
+
+For every kernel (<name>.cubin + <name>.facts) in a directory: fresh random
+inputs per case, outputs poisoned with NaN, result compared with an fp32
+reference computed by torch on the upcast inputs (explicit math, TF32 off).
+
+    python3 test/gpu/check_fwd.py KERNEL_DIR --out OUT_DIR      # full check
+    python3 test/gpu/check_fwd.py KERNEL_DIR --sanitize         # one small case per
+        kernel, for `compute-sanitizer --tool memcheck|racecheck python3 ...`
+
+Pass criteria (per case):
+  * every element of o (and lse when requested) written (no NaN left),
+  * ||o - ref|| / ||ref|| < O_REL_TOL over rows that see at least one key,
+  * max |lse - ref_lse| < LSE_ABS_TOL (natural-log units) over those rows,
+  * rows that see no key: o == 0 exactly and lse == -inf exactly,
+  * the same inputs give bit-identical outputs twice (a moving result is a race).
+Plus per kernel: `cuobjdump -sass` of the cubin contains HGMMA.
+Writes OUT_DIR/check_fwd.json and OUT_DIR/check_fwd.md; exit status 1 on any failure.
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "python"))
+
+O_REL_TOL = 1e-2      # bf16/f16 inputs, fp32 accumulation: expect ~2e-3
+LSE_ABS_TOL = 1e-3    # lse in natural-log units; expect ~1e-5
+
+import torch  # noqa: E402
+
+from fa3 import facts as fa3facts  # noqa: E402
+from fa3 import runtime as fa3rt  # noqa: E402
+from fa3.torch_api import flash_attn_bhsd, flash_attn_func  # noqa: E402
+
+TORCH_DTYPE = {"bf16": torch.bfloat16, "f16": torch.float16}
+
+# (B, Sq, Skv, Hq, Hkv): seqlens 1, 127, 1000, 4096; Sq != Skv both ways; GQA/MQA; B > 1
+CASES = [
+    (1, 1, 1, 1, 1),
+    (2, 127, 127, 4, 4),
+    (2, 1000, 1000, 4, 2),
+    (1, 4096, 4096, 2, 2),
+    (2, 300, 1000, 8, 2),
+    (1, 1000, 300, 2, 1),
+    (3, 127, 1000, 4, 1),
+    (1, 1, 4096, 2, 2),
+    (2, 4096, 127, 2, 1),
+]
+SANITIZE_CASES = [(1, 200, 300, 2, 1), (1, 300, 200, 2, 1)]
+
+
+def visible_mask(Sq, Skv, left, right, device):
+    """key j visible to query i iff i + off - left <= j <= i + off + right, off = Skv - Sq
+    (bottom-right aligned; -1 = unbounded)."""
+    i = torch.arange(Sq, device=device)[:, None]
+    j = torch.arange(Skv, device=device)[None, :]
+    off = Skv - Sq
+    m = torch.ones(Sq, Skv, dtype=torch.bool, device=device)
+    if right >= 0:
+        m &= j <= i + off + right
+    if left >= 0:
+        m &= j >= i + off - left
+    return m
+
+
+def reference(q, k, v, scale, kf):
+    """fp32 reference from BSHD inputs: o [B, Sq, Hq, Dv] f32, lse [B, Hq, Sq] f32, and the
+    [Sq] mask of rows that see no key."""
+    B, Sq, Hq, D = q.shape
+    Skv, Hkv = k.shape[1], k.shape[2]
+    g = Hq // Hkv
+    qf = q.float().transpose(1, 2)
+    kf_ = k.float().transpose(1, 2).repeat_interleave(g, dim=1)
+    vf = v.float().transpose(1, 2).repeat_interleave(g, dim=1)
+    s = torch.matmul(qf, kf_.transpose(-1, -2)) * scale
+    if kf.softcap > 0:
+        s = kf.softcap * torch.tanh(s / kf.softcap)
+    left, right = fa3facts.normalize_window(kf.causal, kf.window_left, kf.window_right)
+    vis = visible_mask(Sq, Skv, left, right, q.device)
+    s = s.masked_fill(~vis, float("-inf"))
+    lse = torch.logsumexp(s, dim=-1)
+    p = torch.softmax(s, dim=-1)
+    empty = ~vis.any(dim=1)
+    p = torch.nan_to_num(p, nan=0.0)
+    o = torch.matmul(p, vf)
+    return o.transpose(1, 2), lse, empty
+
+
+def compare(o, lse, ref_o, ref_lse, empty):
+    """o [B, Sq, Hq, Dv] (kernel dtype), lse [B, Hq, Sq] or None, vs the reference."""
+    of = o.float()
+    res = {"unwritten": int(torch.isnan(of).sum().item())}
+    if lse is not None:
+        res["unwritten"] += int(torch.isnan(lse).sum().item())
+    keep = ~empty
+    nk = int(keep.sum().item())
+    if nk:
+        diff = (of[:, keep] - ref_o[:, keep]).norm().item()
+        den = ref_o[:, keep].norm().item()
+        res["rel_err_o"] = diff / den if den > 0 else diff
+        if lse is not None:
+            d = (lse[:, :, keep] - ref_lse[:, :, keep]).abs()
+            res["max_abs_err_lse"] = float(torch.nan_to_num(d, nan=float("inf")).max().item())
+    else:
+        res["rel_err_o"] = 0.0
+        if lse is not None:
+            res["max_abs_err_lse"] = 0.0
+    res["empty_rows"] = int(empty.sum().item())
+    ok_empty = True
+    if empty.any():
+        ok_empty = bool((of[:, empty] == 0).all().item())
+        if lse is not None:
+            le = lse[:, :, empty]
+            ok_empty = ok_empty and bool((torch.isinf(le) & (le < 0)).all().item())
+    res["empty_rows_ok"] = ok_empty
+    res["ok"] = (res["unwritten"] == 0 and math.isfinite(res["rel_err_o"])
+                 and res["rel_err_o"] < O_REL_TOL and ok_empty
+                 and (lse is None or res["max_abs_err_lse"] < LSE_ABS_TOL))
+    return res
+
+
+def variant_kw(kf):
+    return dict(causal=kf.causal, window_size=(kf.window_left, kf.window_right),
+                softcap=kf.softcap, kernel=kf)
+
+
+def rand(shape, dt, gen):
+    return torch.randn(*shape, device="cuda", dtype=torch.float32, generator=gen).to(dt)
+
+
+def run_bshd_case(kf, case, seed, scale=None, with_lse=True):
+    B, Sq, Skv, Hq, Hkv = case
+    dt = TORCH_DTYPE[kf.dtype]
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    q = rand((B, Sq, Hq, kf.head_dim), dt, gen)
+    k = rand((B, Skv, Hkv, kf.head_dim), dt, gen)
+    v = rand((B, Skv, Hkv, kf.head_dim_v), dt, gen)
+    o = torch.full((B, Sq, Hq, kf.head_dim_v), float("nan"), device="cuda", dtype=dt)
+    lse = torch.full((B, Hq, Sq), float("nan"), device="cuda") if with_lse else None
+    r = flash_attn_func(q, k, v, softmax_scale=scale, out=o, lse_out=lse, **variant_kw(kf))
+    assert (r[0] if with_lse else r) is o
+    torch.cuda.synchronize()
+    ref_o, ref_lse, empty = reference(q, k, v, kf.scale if scale is None else scale, kf)
+    return (q, k, v), (o, lse), compare(o, lse, ref_o, ref_lse, empty)
+
+
+def check_kernel(kf, seed0, results, quick=False):
+    name = kf.kernel
+    cases = SANITIZE_CASES if quick else CASES
+
+    def record(label, layout, case, res, extra=None):
+        r = dict(kernel=name, case=label, layout=layout, B=case[0], Sq=case[1], Skv=case[2],
+                 Hq=case[3], Hkv=case[4], **res)
+        if extra:
+            r.update(extra)
+        results.append(r)
+        print(("PASS " if r["ok"] else "FAIL ") + json.dumps(r), flush=True)
+
+    def guarded(label, layout, case, fn):
+        try:
+            fn()
+        except Exception as e:  # a crash in one case must not hide the others
+            record(label, layout, case, dict(ok=False, error=f"{type(e).__name__}: {e}"))
+            traceback.print_exc()
+
+    for i, case in enumerate(cases):
+        def one(case=case, i=i):
+            _, _, res = run_bshd_case(kf, case, seed0 + i)
+            record("random", "BSHD", case, res)
+        guarded("random", "BSHD", case, one)
+    if quick:
+        return
+
+    c = (2, 1000, 1000, 4, 2)
+
+    def explicit_scale():
+        _, _, res = run_bshd_case(kf, c, seed0 + 100, scale=0.3)
+        record("softmax_scale=0.3", "BSHD", c, res)
+    guarded("softmax_scale=0.3", "BSHD", c, explicit_scale)
+
+    def no_lse():
+        _, _, res = run_bshd_case(kf, c, seed0 + 101, with_lse=False)
+        record("no lse (NULL)", "BSHD", c, res)
+    guarded("no lse (NULL)", "BSHD", c, no_lse)
+
+    def repeat():
+        (q, k, v), (o1, l1), res = run_bshd_case(kf, c, seed0 + 102)
+        o2, l2 = flash_attn_func(q, k, v, return_lse=True, **variant_kw(kf))
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            o3, l3 = flash_attn_func(q, k, v, return_lse=True, **variant_kw(kf))
+        torch.cuda.synchronize()
+        same = (torch.equal(o1, o2) and torch.equal(l1, l2) and torch.equal(o1, o3)
+                and torch.equal(l1, l3))
+        res = dict(res, bitwise_repeat=same, ok=res["ok"] and same)
+        record("repeat x3 (2nd stream)", "BSHD", c, res)
+    guarded("repeat x3 (2nd stream)", "BSHD", c, repeat)
+
+    def bhsd_strided():
+        # q/k/v in SDPA layout [B, H, S, D], q taken from a packed qkv-like buffer
+        # (strided), o written into a strided view (padded rows): exercises all strides
+        B, Sq, Skv, Hq, Hkv = c2 = (2, 777, 1000, 4, 2)
+        dt = TORCH_DTYPE[kf.dtype]
+        gen = torch.Generator(device="cuda").manual_seed(seed0 + 103)
+        D, Dv = kf.head_dim, kf.head_dim_v
+        qbuf = rand((B, Hq, Sq, 2 * D), dt, gen)
+        q = qbuf[..., D:]
+        k = rand((B, Hkv, Skv, D), dt, gen)
+        v = rand((B, Hkv, Skv, Dv), dt, gen)
+        obuf = torch.full((B, Hq, Sq, Dv + 64), float("nan"), device="cuda", dtype=dt)
+        o = obuf[..., :Dv]
+        lse = torch.full((B, Hq, Sq), float("nan"), device="cuda")
+        flash_attn_bhsd(q, k, v, o=o, lse=lse, **variant_kw(kf))
+        torch.cuda.synchronize()
+        ref_o, ref_lse, empty = reference(q.transpose(1, 2), k.transpose(1, 2),
+                                          v.transpose(1, 2), kf.scale, kf)
+        res = compare(o.transpose(1, 2), lse, ref_o, ref_lse, empty)
+        pad_ok = bool(torch.isnan(obuf[..., Dv:]).all().item())  # nothing written outside o
+        res = dict(res, padding_untouched=pad_ok, ok=res["ok"] and pad_ok)
+        record("strided q, padded o", "BHSD", c2, res)
+    guarded("strided q, padded o", "BHSD", (2, 777, 1000, 4, 2), bhsd_strided)
+
+    def skv_zero():
+        B, Sq, Hq = 2, 100, 4
+        dt = TORCH_DTYPE[kf.dtype]
+        q = torch.randn(B, Sq, Hq, kf.head_dim, device="cuda").to(dt)
+        k = torch.empty(B, 0, 2, kf.head_dim, device="cuda", dtype=dt)
+        v = torch.empty(B, 0, 2, kf.head_dim_v, device="cuda", dtype=dt)
+        o, lse = flash_attn_func(q, k, v, return_lse=True, **variant_kw(kf))
+        torch.cuda.synchronize()
+        ok = bool((o == 0).all().item()) and bool((torch.isinf(lse) & (lse < 0)).all().item())
+        record("Skv = 0 (o = 0, lse = -inf)", "BSHD", (B, Sq, 0, Hq, 2), dict(ok=ok))
+        q0 = q[:, :0]
+        o0 = flash_attn_func(q0, q0.new_empty(B, 5, 2, kf.head_dim),
+                             q0.new_empty(B, 5, 2, kf.head_dim_v), **variant_kw(kf))
+        record("Sq = 0 (no-op)", "BSHD", (B, 0, 5, Hq, 2), dict(ok=tuple(o0.shape) == (B, 0, Hq, kf.head_dim_v)))
+    guarded("empty", "BSHD", (0, 0, 0, 0, 0), skv_zero)
+
+
+def check_errors(kernels, results):
+    """The runtime's validation seen through the Python API on a real GPU."""
+    kf = kernels[0]
+    dt = TORCH_DTYPE[kf.dtype]
+    D, Dv = kf.head_dim, kf.head_dim_v
+
+    def expect(label, fn, exc, text):
+        try:
+            fn()
+            ok, msg = False, "no error raised"
+        except exc as e:
+            msg = str(e)
+            ok = text in msg
+        except Exception as e:  # wrong exception type
+            ok, msg = False, f"{type(e).__name__}: {e}"
+        r = dict(kernel=kf.kernel, case=f"error: {label}", layout="-", B=0, Sq=0, Skv=0, Hq=0,
+                 Hkv=0, ok=ok, message=msg.splitlines()[0][:300])
+        results.append(r)
+        print(("PASS " if ok else "FAIL ") + json.dumps(r), flush=True)
+
+    def mk(B, S, H, d):
+        return torch.randn(B, S, H, d, device="cuda").to(dt)
+
+    q, k, v = mk(1, 64, 2, D), mk(1, 64, 2, D), mk(1, 64, 2, Dv)
+    flat = torch.randn(64 * 2 * D + 8, device="cuda").to(dt)
+    qmis = flat[4:4 + 64 * 2 * D].view(1, 64, 2, D)  # 8-byte offset
+    expect("misaligned q", lambda: flash_attn_func(qmis, k, v, **variant_kw(kf)),
+           fa3rt.Fa3RuntimeError, "not 16-byte aligned")
+    kpad = mk(1, 64, 1, D + 4)[..., :D]  # row stride (D + 4) * 2 bytes
+    vpad = mk(1, 64, 1, Dv + 4)[..., :Dv]
+    expect("k row stride not 16-byte multiple",
+           lambda: flash_attn_func(q, kpad, vpad, **variant_kw(kf)),
+           fa3rt.Fa3RuntimeError, "multiple of 16 bytes")
+    expect("no matching variant (softcap)",
+           lambda: flash_attn_func(q, k, v, causal=kf.causal, softcap=33.0,
+                                   kernel_dir=os.path.dirname(kf.facts_path)),
+           LookupError, "Available:")
+    expect("Hq % Hkv != 0", lambda: flash_attn_func(mk(1, 64, 3, D), k, v, **variant_kw(kf)),
+           ValueError, "multiple of the number of k/v heads")
+    expect("forward only",
+           lambda: flash_attn_func(q.clone().requires_grad_(), k, v, **variant_kw(kf)),
+           NotImplementedError, "forward-only")
+
+
+def sass_check(kf):
+    tool = shutil.which("cuobjdump")
+    if not tool:
+        return dict(hgmma=None, ok=True, note="cuobjdump not found: skipped")
+    p = subprocess.run([tool, "-sass", kf.cubin_path], capture_output=True, text=True)
+    if p.returncode:
+        return dict(hgmma=0, ok=False, note=p.stderr.strip()[:300])
+    lines = p.stdout.splitlines()
+    hg = sum("HGMMA" in l for l in lines)
+    local = sum(("LDL" in l or "STL" in l) for l in lines)
+    return dict(hgmma=hg, local_mem_insts=local, ok=hg > 0)
+
+
+def write_report(out, meta, results, sass):
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "check_fwd.json").write_text(json.dumps(dict(meta=meta, sass=sass, results=results),
+                                                   indent=1))
+    lines = [f"# check_fwd: {meta['date']}", "",
+             f"GPU: {meta['gpu']}; torch {meta['torch']}; kernels: `{meta['kernel_dir']}`", "",
+             f"Command: `{meta['command']}`", "",
+             f"Bounds: rel. error of o < {O_REL_TOL}, max abs. error of lse < {LSE_ABS_TOL}; "
+             "rows with no visible key: o = 0, lse = -inf.", "",
+             "| kernel | HGMMA in SASS | LDL/STL |", "|---|---|---|"]
+    for k, s in sass.items():
+        lines.append(f"| {k} | {s.get('hgmma')} | {s.get('local_mem_insts', '-')} |")
+    lines += ["", "| kernel | case | layout | B | Sq | Skv | Hq | Hkv | rel err o | max err lse "
+              "| empty rows | ok |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+
+    def f(x):
+        return "-" if x is None else (f"{x:.2e}" if isinstance(x, float) else str(x))
+    for r in results:
+        lines.append(f"| {r['kernel']} | {r['case']} | {r['layout']} | {r['B']} | {r['Sq']} | "
+                     f"{r['Skv']} | {r['Hq']} | {r['Hkv']} | {f(r.get('rel_err_o'))} | "
+                     f"{f(r.get('max_abs_err_lse'))} | {f(r.get('empty_rows'))} | "
+                     f"{'yes' if r['ok'] else '**NO**'} |")
+    nf = sum(not r["ok"] for r in results) + sum(not s["ok"] for s in sass.values())
+    lines += ["", f"{len(results) - sum(not r['ok'] for r in results)}/{len(results)} cases "
+              f"passed; {nf} failure(s) in total."]
+    (out / "check_fwd.md").write_text("\n".join(lines) + "\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("kernel_dir")
+    ap.add_argument("--out", default=None, help="directory for check_fwd.json/.md")
+    ap.add_argument("--sanitize", action="store_true",
+                    help="one small case per kernel (for compute-sanitizer)")
+    ap.add_argument("--only", default=None, help="substring filter on kernel names")
+    ap.add_argument("--seed", type=int, default=int(time.time()) % 100000,
+                    help="base seed (default: fresh)")
+    a = ap.parse_args()
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    kernels, skipped = fa3facts.scan_kernel_dir(a.kernel_dir)
+    for s in skipped:
+        print(f"SKIPPED FILE {s}")
+    if a.only:
+        kernels = [k for k in kernels if a.only in k.kernel]
+    if not kernels:
+        print(f"no kernels in {a.kernel_dir}")
+        return 1
+    print(f"seed {a.seed}; {len(kernels)} kernel(s): " + ", ".join(k.kernel for k in kernels))
+    results, sass = [], {}
+    t0 = time.time()
+    for i, kf in enumerate(kernels):
+        print(f"== {kf.describe()}", flush=True)
+        check_kernel(kf, a.seed + 1000 * i, results, quick=a.sanitize)
+        if not a.sanitize:
+            sass[kf.kernel] = sass_check(kf)
+            print(f"SASS {kf.kernel}: {sass[kf.kernel]}")
+    if not a.sanitize:
+        check_errors(kernels, results)
+    nfail = sum(not r["ok"] for r in results) + sum(not s["ok"] for s in sass.values())
+    print(f"check_fwd: {len(results) - sum(not r['ok'] for r in results)}/{len(results)} cases "
+          f"passed, {nfail} failure(s), {time.time() - t0:.1f} s")
+    if a.out and not a.sanitize:
+        meta = dict(date=datetime.datetime.now().isoformat(timespec="seconds"),
+                    gpu=torch.cuda.get_device_name(), torch=torch.__version__,
+                    kernel_dir=a.kernel_dir, seed=a.seed,
+                    command="python3 " + " ".join(sys.argv),
+                    o_rel_tol=O_REL_TOL, lse_abs_tol=LSE_ABS_TOL, skipped_files=skipped)
+        write_report(Path(a.out), meta, results, sass)
+    return 1 if nfail else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

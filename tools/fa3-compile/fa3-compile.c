@@ -1,0 +1,238 @@
+/*===- fa3-compile.c - compile attention to Hopper kernels ---------------===*\
+|*                                                                            *|
+|* Writes <kernel>.ptx, <kernel>.cubin and <kernel>.facts for each attention *|
+|* in an IR file, for one variant described on the command line, or for the  *|
+|* standard set of variants. Uses only the C API (include/fa3-c).            *|
+\*===----------------------------------------------------------------------===*/
+#include "fa3-c/Compile.h"
+#include "fa3-c/Registration.h"
+#include "mlir-c/IR.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+static const char *kUsage =
+    "usage: fa3-compile [options] [input.mlir] -o DIR\n"
+    "\n"
+    "Compiles attention to FlashAttention-3-style sm_90a kernels and writes,\n"
+    "per kernel, DIR/<kernel>.ptx, DIR/<kernel>.cubin (needs ptxas) and\n"
+    "DIR/<kernel>.facts (the launch facts the runtime reads).\n"
+    "\n"
+    "Input (one of):\n"
+    "  input.mlir           every attn.flash_attention in the file\n"
+    "  --head-dim N ...     one variant from the options below\n"
+    "  --all                the standard set: head dim 64/128/256 x causal or\n"
+    "                       not x bf16/f16 (12 kernels)\n"
+    "\n"
+    "Variant options:\n"
+    "  --head-dim N         64, 128 or 256\n"
+    "  --dtype T            bf16 (default) or f16\n"
+    "  --causal             bottom-right aligned causal mask\n"
+    "  --window L,R         sliding window (-1 = unbounded)\n"
+    "  --softcap X          softcap (0 = off)\n"
+    "  --scale X            default softmax scale recorded in the facts\n"
+    "  --name NAME          kernel base name (default: derived from the variant)\n"
+    "\n"
+    "Compilation options:\n"
+    "  --block-n N          K/V rows per tile (default: 128, or 80 for head dim 256)\n"
+    "  --stages N           depth of the K/V shared-memory ring (default 2)\n"
+    "  -o DIR               output directory (created if missing)\n"
+    "  -h, --help           this text\n";
+
+static int fail(const char *msg, const char *arg) {
+  fprintf(stderr, "fa3-compile: %s%s%s\n", msg, arg ? ": " : "", arg ? arg : "");
+  return 1;
+}
+
+static char *readFile(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *buf = malloc((size_t)n + 1);
+  if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+    free(buf);
+    buf = NULL;
+  }
+  if (buf)
+    buf[n] = 0;
+  fclose(f);
+  return buf;
+}
+
+static int writeFile(const char *dir, const char *name, const char *ext,
+                     const void *data, size_t size) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s.%s", dir, name, ext);
+  FILE *f = fopen(path, "wb");
+  if (!f || fwrite(data, 1, size, f) != size) {
+    fprintf(stderr, "fa3-compile: cannot write %s: %s\n", path, strerror(errno));
+    if (f)
+      fclose(f);
+    return 1;
+  }
+  fclose(f);
+  return 0;
+}
+
+static int writeSet(Fa3KernelSet *set, const char *dir, double seconds) {
+  int rc = 0;
+  for (size_t i = 0; i < fa3KernelSetSize(set); ++i) {
+    Fa3KernelBinary k = fa3KernelSetGet(set, i);
+    rc |= writeFile(dir, k.name, "ptx", k.ptx, k.ptxSize);
+    rc |= writeFile(dir, k.name, "cubin", k.cubin, k.cubinSize);
+    rc |= writeFile(dir, k.name, "facts", k.facts, strlen(k.facts));
+    printf("%s/%s.{ptx,cubin,facts}  (ptx %zu bytes, cubin %zu bytes, %.2f s)\n",
+           dir, k.name, k.ptxSize, k.cubinSize, seconds);
+  }
+  return rc;
+}
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void defaultName(char *buf, size_t n, const Fa3AttentionSpec *s) {
+  int len = snprintf(buf, n, "fa3_fwd_d%lld_%s", (long long)s->headDim, s->dtype);
+  if (s->causal)
+    len += snprintf(buf + len, n - len, "_causal");
+  if (s->windowLeft >= 0 || s->windowRight >= 0)
+    len += snprintf(buf + len, n - len, "_w%lld_%lld",
+                    (long long)(s->windowLeft < 0 ? 0 : s->windowLeft),
+                    (long long)(s->windowRight < 0 ? 0 : s->windowRight));
+  if (s->softcap > 0)
+    snprintf(buf + len, n - len, "_softcap");
+}
+
+int main(int argc, char **argv) {
+  const char *input = NULL, *outDir = NULL, *name = NULL;
+  Fa3AttentionSpec spec = fa3AttentionSpecDefault();
+  Fa3HopperOptions opts = fa3HopperOptionsDefault();
+  int haveSpec = 0, all = 0;
+  for (int i = 1; i < argc; ++i) {
+    const char *a = argv[i];
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define NEED_VALUE()                                                           \
+  do {                                                                         \
+    if (!v)                                                                    \
+      return fail("missing value for", a);                                     \
+    ++i;                                                                       \
+  } while (0)
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      fputs(kUsage, stdout);
+      return 0;
+    } else if (!strcmp(a, "-o")) {
+      NEED_VALUE();
+      outDir = v;
+    } else if (!strcmp(a, "--all")) {
+      all = 1;
+    } else if (!strcmp(a, "--head-dim")) {
+      NEED_VALUE();
+      spec.headDim = atoll(v);
+      haveSpec = 1;
+    } else if (!strcmp(a, "--dtype")) {
+      NEED_VALUE();
+      if (strcmp(v, "bf16") && strcmp(v, "f16"))
+        return fail("--dtype must be bf16 or f16, got", v);
+      spec.dtype = v;
+    } else if (!strcmp(a, "--causal")) {
+      spec.causal = true;
+    } else if (!strcmp(a, "--window")) {
+      NEED_VALUE();
+      long long l, r;
+      if (sscanf(v, "%lld,%lld", &l, &r) != 2)
+        return fail("--window takes LEFT,RIGHT, got", v);
+      spec.windowLeft = l;
+      spec.windowRight = r;
+    } else if (!strcmp(a, "--softcap")) {
+      NEED_VALUE();
+      spec.softcap = strtof(v, NULL);
+    } else if (!strcmp(a, "--scale")) {
+      NEED_VALUE();
+      spec.hasScale = true;
+      spec.scale = strtof(v, NULL);
+    } else if (!strcmp(a, "--name")) {
+      NEED_VALUE();
+      name = v;
+    } else if (!strcmp(a, "--block-n")) {
+      NEED_VALUE();
+      opts.blockN = atoll(v);
+    } else if (!strcmp(a, "--stages")) {
+      NEED_VALUE();
+      opts.stages = atoll(v);
+    } else if (a[0] == '-') {
+      return fail("unknown option (see --help)", a);
+    } else if (!input) {
+      input = a;
+    } else {
+      return fail("more than one input file", a);
+    }
+  }
+  if (!outDir)
+    return fail("no output directory (-o DIR); see --help", NULL);
+  if ((input != NULL) + haveSpec + all != 1)
+    return fail("give exactly one of: an input file, --head-dim N, --all", NULL);
+  if (mkdir(outDir, 0755) != 0 && errno != EEXIST)
+    return fail("cannot create output directory", outDir);
+
+  MlirContext ctx = fa3ContextCreate();
+  Fa3DiagnosticLog *log = fa3DiagnosticLogAttach(ctx);
+  int rc = 0;
+  if (input) {
+    char *text = readFile(input);
+    if (!text)
+      return fail("cannot read", input);
+    double t0 = now();
+    MlirModule module = mlirModuleCreateParse(ctx, mlirStringRefCreateFromCString(text));
+    free(text);
+    Fa3KernelSet *set =
+        mlirModuleIsNull(module) ? NULL : fa3CompileHopperModule(module, &opts);
+    if (!set) {
+      fprintf(stderr, "%s", fa3DiagnosticLogText(log));
+      rc = 1;
+    } else {
+      rc = writeSet(set, outDir, now() - t0);
+      fa3KernelSetDestroy(set);
+    }
+    if (!mlirModuleIsNull(module))
+      mlirModuleDestroy(module);
+  } else {
+    const int64_t dims[] = {64, 128, 256};
+    const char *types[] = {"bf16", "f16"};
+    int n = all ? 12 : 1;
+    for (int i = 0; i < n; ++i) {
+      Fa3AttentionSpec s = spec;
+      if (all) {
+        s = fa3AttentionSpecDefault();
+        s.headDim = dims[i / 4];
+        s.dtype = types[(i / 2) % 2];
+        s.causal = i % 2;
+      }
+      char derived[256];
+      defaultName(derived, sizeof derived, &s);
+      s.name = (name && !all) ? name : derived;
+      double t0 = now();
+      Fa3KernelSet *set = fa3CompileHopperSpec(ctx, &s, &opts);
+      if (!set) {
+        fprintf(stderr, "fa3-compile: %s failed:\n%s", s.name,
+                fa3DiagnosticLogText(log));
+        fa3DiagnosticLogClear(log);
+        rc = 1;
+        continue;
+      }
+      rc |= writeSet(set, outDir, now() - t0);
+      fa3KernelSetDestroy(set);
+    }
+  }
+  fa3DiagnosticLogDestroy(log);
+  mlirContextDestroy(ctx);
+  return rc;
+}
