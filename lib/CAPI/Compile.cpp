@@ -37,6 +37,7 @@ Fa3HopperOptions fa3HopperOptionsDefault(void) {
   Fa3HopperOptions o;
   o.blockN = 0;
   o.stages = 2;
+  o.pingpong = true;
   o.chip = "sm_90a";
   o.features = "+ptx80";
   o.toolkit = NULL;
@@ -99,9 +100,16 @@ Fa3KernelSet *fa3CompileHopperModule(MlirModule cmod,
   ModuleOp module = unwrap(cmod);
   Fa3HopperOptions o = options ? *options : fa3HopperOptionsDefault();
   PassManager pm(module.getContext());
-  fa3::attn::addHopperPipeline(pm, o.blockN, o.stages ? o.stages : 2, "none",
-                               o.chip ? o.chip : "sm_90a",
-                               o.features ? o.features : "+ptx80");
+  fa3::attn::HopperPipelineConfig c;
+  c.blockN = o.blockN;
+  c.stages = o.stages ? o.stages : 2;
+  c.pingpong = o.pingpong;
+  c.format = "none";
+  if (o.chip)
+    c.chip = o.chip;
+  if (o.features)
+    c.features = o.features;
+  fa3::attn::addHopperPipeline(pm, c);
   if (failed(pm.run(module)))
     return nullptr;
 

@@ -63,6 +63,10 @@ struct HopperPipelineOptions
   Option<int64_t> stages{*this, "stages",
                          llvm::cl::desc("Depth of the K/V shared-memory ring"),
                          llvm::cl::init(2)};
+  Option<bool> pingpong{*this, "pingpong",
+                        llvm::cl::desc("Consumer warpgroups take turns issuing "
+                                       "their GEMMs (named barriers)"),
+                        llvm::cl::init(true)};
   Option<std::string> format{
       *this, "format",
       llvm::cl::desc("What gpu-module-to-binary embeds: isa (PTX text), bin "
@@ -101,18 +105,17 @@ constexpr const char *kDeviceToLLVM =
     "canonicalize,cse,reconcile-unrealized-casts)";
 } // namespace
 
-void fa3::attn::addHopperPipeline(OpPassManager &pm, int64_t blockN,
-                                  int64_t stages, StringRef format,
-                                  StringRef chip, StringRef features,
-                                  StringRef toolkit) {
+void fa3::attn::addHopperPipeline(OpPassManager &pm,
+                                  const HopperPipelineConfig &c) {
   std::string p = std::string(kBufferize) + "attn-tile{block-m=128 block-n=" +
-                  std::to_string(blockN) + "}," +
-                  "convert-attn-to-hopper{stages=" + std::to_string(stages) +
-                  "},nvvm-attach-target{chip=" + chip.str() +
-                  " features=" + features.str() + " O=3}," + kDeviceToLLVM;
+                  std::to_string(c.blockN) + "}," +
+                  "convert-attn-to-hopper{stages=" + std::to_string(c.stages) +
+                  " pingpong=" + (c.pingpong ? "true" : "false") +
+                  "},nvvm-attach-target{chip=" + c.chip +
+                  " features=" + c.features + " O=3}," + kDeviceToLLVM;
   addPipeline(pm, p);
-  if (format != "none")
-    addHopperBinaryStep(pm, format, toolkit);
+  if (c.format != "none")
+    addHopperBinaryStep(pm, c.format, c.toolkit);
 }
 
 void fa3::attn::addHopperBinaryStep(OpPassManager &pm, StringRef format,
@@ -129,8 +132,15 @@ void fa3::attn::registerAttnPipelines() {
       "(TMA + mbarrier pipeline, wgmma): bufferize, attn-tile, "
       "convert-attn-to-hopper, NVVM lowering, gpu-module-to-binary",
       [](OpPassManager &pm, const HopperPipelineOptions &o) {
-        addHopperPipeline(pm, o.blockN, o.stages, o.format, o.chip,
-                          o.features, o.toolkit);
+        HopperPipelineConfig c;
+        c.blockN = o.blockN;
+        c.stages = o.stages;
+        c.pingpong = o.pingpong;
+        c.format = o.format;
+        c.chip = o.chip;
+        c.features = o.features;
+        c.toolkit = o.toolkit;
+        addHopperPipeline(pm, c);
       });
   PassPipelineRegistration<>(
       "attn-cpu-reference-pipeline",

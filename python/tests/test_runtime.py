@@ -229,12 +229,24 @@ def test_select_kernel(tmp_path):
     assert "Skipped:" in msg and "broken.facts" in msg
 
 
-def test_prototype_kernels_facts_parse():
-    d = ROOT / "proto" / "hopper" / "kernels"
-    if not d.is_dir():
-        pytest.skip("no prototype kernels")
-    ks, skipped = F.scan_kernel_dir(d)
-    assert ks and not skipped
+def test_compiled_kernel_facts_parse(tmp_path):
+    """The facts fa3-compile writes are what the Python parser reads."""
+    import shutil
+    import subprocess
+    tool = ROOT / "build" / "bin" / "fa3-compile"
+    if not tool.exists():
+        pytest.skip("fa3-compile not built")
+    if not (shutil.which("ptxas") or (Path("/usr/local/cuda/bin/ptxas")).exists()):
+        pytest.skip("no ptxas to assemble the cubin")
+    subprocess.run([str(tool), "--head-dim", "64", "--causal", "--softcap", "5",
+                    "-o", str(tmp_path)], check=True, capture_output=True)
+    ks, skipped = F.scan_kernel_dir(tmp_path)
+    assert not skipped and len(ks) == 1
+    k = ks[0]
+    assert k.kernel == "fa3_fwd_d64_bf16_causal_softcap_kernel"
+    assert (k.dtype, k.head_dim, k.causal, k.softcap) == ("bf16", 64, True, 5.0)
+    assert (k.window_left, k.window_right) == (-1, 0)
+    assert k.threads == 384 and k.dynamic_smem > 0
 
 
 def test_torch_api_imports_without_torch(tmp_path):

@@ -40,6 +40,7 @@ static const char *kUsage =
     "Compilation options:\n"
     "  --block-n N          K/V rows per tile (default: 128, or 80 for head dim 256)\n"
     "  --stages N           depth of the K/V shared-memory ring (default 2)\n"
+    "  --no-pingpong        consumer warpgroups do not take turns\n"
     "  -o DIR               output directory (created if missing)\n"
     "  -h, --help           this text\n";
 
@@ -165,6 +166,8 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "--block-n")) {
       NEED_VALUE();
       opts.blockN = atoll(v);
+    } else if (!strcmp(a, "--no-pingpong")) {
+      opts.pingpong = false;
     } else if (!strcmp(a, "--stages")) {
       NEED_VALUE();
       opts.stages = atoll(v);

@@ -30,6 +30,8 @@ def ConvertAttnToHopper : Pass<"convert-attn-to-hopper", "::mlir::ModuleOp"> {
   let options = [
     Option<"stages", "stages", "int64_t", /*default=*/"2",
            "Depth of the K/V shared-memory ring">,
+    Option<"pingpong", "pingpong", "bool", /*default=*/"true",
+           "Alternate the consumer warpgroups' GEMMs with named barriers">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::NVVM::NVVMDialect",

@@ -126,7 +126,7 @@ bool hasUnitInnerStride(Value memref) {
 }
 
 LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
-                      int64_t stages, unsigned index) {
+                      int64_t stages, bool pingpong, unsigned index) {
   TileUpdateOp u = t.update;
   Value q = u.getQuery(), v = u.getValue(), o = t.finalize.getOut();
   auto qt = cast<MemRefType>(q.getType());
@@ -158,6 +158,8 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
   cfg.blockN = u.getBlockN();
   cfg.stages = stages;
   cfg.softcap = u.getSoftcap().convertToDouble();
+  cfg.pingpong = pingpong;
+  cfg.longestFirst = u.getWindow()[1] >= 0;
   cfg.kvRangeFn = cfg.name + "_kv_range";
   cfg.visibleFn = cfg.name + "_visible";
   std::string why = hopper::checkSupported(cfg);
@@ -197,6 +199,7 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
       b.getNamedAttr("block_m", b.getI64IntegerAttr(cfg.blockM)),
       b.getNamedAttr("block_n", b.getI64IntegerAttr(cfg.blockN)),
       b.getNamedAttr("stages", b.getI64IntegerAttr(cfg.stages)),
+      b.getNamedAttr("pingpong", b.getBoolAttr(cfg.pingpong)),
       b.getNamedAttr("threads", b.getI64IntegerAttr(cfg.threads())),
       b.getNamedAttr("dynamic_smem", b.getI64IntegerAttr(lay.total)),
       b.getNamedAttr("causal", b.getBoolAttr(window[1] == 0 && window[0] < 0)),
@@ -240,7 +243,7 @@ struct ConvertAttnToHopperPass
       if (found.empty())
         continue;
       for (auto [i, t] : llvm::enumerate(found))
-        if (failed(convert(module, func, t, stages, i)))
+        if (failed(convert(module, func, t, stages, pingpong, i)))
           return signalPassFailure();
       done.push_back(func);
     }

@@ -185,6 +185,22 @@ private:
     return op("llvm.bitcast " + h + " : vector<2x" + et + "> to i32", "a");
   }
 
+  // Ping-pong between the two consumer warpgroups (FA3's warp scheduler
+  // barriers): a warpgroup issues its wgmmas only after the other one has
+  // issued its own, so one's softmax runs while the other's GEMMs do.
+  // Named barrier 1 + c belongs to consumer c; 256 threads take part (128
+  // syncing, 128 arriving).
+  std::string myBar, otherBar;
+  void turnBegin() {
+    if (cfg.pingpong)
+      e("nvvm.barrier id = " + myBar + " number_of_threads = " + i32(256));
+  }
+  void turnEnd() {
+    if (cfg.pingpong)
+      e("nvvm.barrier.arrive id = " + otherBar + " number_of_threads = " +
+        i32(256));
+  }
+
   // --- kernel pieces --------------------------------------------------------
   std::string rsWgmmaAsm(std::string &constraints);
   std::string descBase(const std::string &smem, const std::string &offI32,
@@ -479,6 +495,12 @@ std::string Emitter::body() {
   std::string smem = op("llvm.mlir.addressof @attn_smem : !llvm.ptr<3>", "smem");
   std::string tid = op("nvvm.read.ptx.sreg.tid.x : i32", "tid");
   std::string mblk = op("nvvm.read.ptx.sreg.ctaid.x : i32", "mblk");
+  if (cfg.longestFirst) {
+    // With a right-bounded mask the last m-blocks see the most keys: start
+    // them first so the short ones fill the tail of the grid.
+    std::string nm = op("nvvm.read.ptx.sreg.nctaid.x : i32", "nmblk");
+    mblk = bin("subi", bin("subi", nm, i32(1)), mblk, "i32", "mblk");
+  }
   std::string head = op("nvvm.read.ptx.sreg.ctaid.y : i32", "head");
   std::string bidx = op("nvvm.read.ptx.sreg.ctaid.z : i32", "batch");
   std::string wg = bin("divui", tid, i32(128), "i32", "wg");
@@ -625,6 +647,15 @@ std::string Emitter::body() {
     return maskScores(s, blk, boundary(blk), qrows, colbase);
   };
 
+  if (cfg.pingpong) {
+    myBar = bin("addi", cw, i32(1), "i32", "mybar");
+    otherBar = bin("subi", i32(2), cw, "i32", "otherbar");
+    comment("ping-pong: consumer 0 issues first (consumer 1 opens its turn)");
+    std::string second = cmpi("eq", cw, i32(1));
+    e("scf.if " + second + " {");
+    e("  nvvm.barrier.arrive id = " + i32(1) + " number_of_threads = " + i32(256));
+    e("}");
+  }
   comment("wait for Q");
   mbarWait(barQp, i32(0));
   // FA3 intra-warpgroup overlap, software-pipelined by one kv block:
@@ -643,8 +674,10 @@ std::string Emitter::body() {
   comment("prologue: first visited block");
   Stage st0 = stage(smem, i32(0), descK0, descV0);
   mbarWait(st0.kfull, st0.ph);
+  turnBegin();
   e("nvvm.wgmma.fence.aligned");
   std::string sacc = issueS(descQ, st0.descK);
+  turnEnd();
   e("nvvm.wgmma.wait.group.sync.aligned 0");
   sacc = fenceStruct(sacc, nacc, accT);
   e("nvvm.mbarrier.arrive " + st0.kempty + " : !llvm.ptr<3>");
@@ -668,6 +701,7 @@ std::string Emitter::body() {
     // ptxas serialise it.
     mbarWait(cur.kfull, cur.ph);
     mbarWait(prv.vfull, prv.ph);
+    turnBegin();
     e("nvvm.wgmma.fence.aligned");
     std::string s = issueS(descQ, cur.descK);
     std::vector<Strs> ain;
@@ -678,6 +712,7 @@ std::string Emitter::body() {
       ain.push_back(regs);
     }
     std::string o = issuePV("%acc", ain, prv.descV);
+    turnEnd();
     e("nvvm.wgmma.wait.group.sync.aligned 1");
     s = fenceStruct(s, nacc, accT);
     e("nvvm.mbarrier.arrive " + cur.kempty + " : !llvm.ptr<3>");
@@ -710,6 +745,7 @@ std::string Emitter::body() {
   {
     Stage last = stage(smem, bin("subi", nblk, i32(1)), descK0, descV0);
     mbarWait(last.vfull, last.ph);
+    turnBegin();
     e("nvvm.wgmma.fence.aligned");
     std::vector<Strs> ain;
     for (int64_t kk = 0; kk < cfg.blockN / kKStep; ++kk) {
@@ -719,6 +755,7 @@ std::string Emitter::body() {
       ain.push_back(regs);
     }
     std::string o = issuePV(lp + "#4", ain, last.descV);
+    turnEnd();
     e("nvvm.wgmma.wait.group.sync.aligned 0");
     o = fenceStruct(o, naccO, accOT);
     e("nvvm.mbarrier.arrive " + last.vempty + " : !llvm.ptr<3>");
@@ -734,6 +771,13 @@ std::string Emitter::body() {
   }
   e("}");
 
+  if (cfg.pingpong) {
+    comment("ping-pong: consumer 0 takes the turn consumer 1 handed over last");
+    std::string first = cmpi("eq", cw, i32(0));
+    e("scf.if " + first + " {");
+    e("  nvvm.barrier id = " + i32(1) + " number_of_threads = " + i32(256));
+    e("}");
+  }
   comment("---- epilogue: quad-reduce l, O / l, LSE = (m + log2 l) ln 2 ----");
   Strs mfin = {res + "#0", res + "#1"}, lfin;
   for (const char *l : {"#2", "#3"}) {

@@ -34,6 +34,8 @@ struct KernelConfig {
   int64_t blockN = 128;    // kv rows per pipeline stage
   int64_t stages = 2;      // depth of the K/V ring
   double softcap = 0.0;    // 0 = off
+  bool pingpong = true;    // named-barrier turns between consumer warpgroups
+  bool longestFirst = false; // launch m-blocks in reverse (causal: longest first)
   std::string kvRangeFn;   // device func: (row0, Sq, Skv) -> (lo, hi, ilo, ihi)
   std::string visibleFn;   // device func: (row, col, Sq, Skv) -> i1
 

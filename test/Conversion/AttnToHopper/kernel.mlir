@@ -26,7 +26,13 @@
 // CHECK-SAME: threads = 384 : i64, window_left = -1 : i64, window_right = 0 : i64
 // CHECK-SAME: nvvm.maxntid = array<i32: 384, 1, 1>
 
-// CHECK: func.call @attn_kernel_kv_range
+// Causal: the longest m-blocks (the last ones) are launched first.
+// CHECK: %[[CTA:.*]] = nvvm.read.ptx.sreg.ctaid.x : i32
+// CHECK: %[[NCTA:.*]] = nvvm.read.ptx.sreg.nctaid.x : i32
+// CHECK: %[[LAST:.*]] = arith.subi %[[NCTA]], %{{.*}} : i32
+// CHECK: %[[MB:.*]] = arith.subi %[[LAST]], %[[CTA]] : i32
+// CHECK: %[[ROW0:.*]] = arith.muli %[[MB]], %{{.*}} : i32
+// CHECK: func.call @attn_kernel_kv_range(%[[ROW0]]
 
 // Barriers: q, K/V full (count 1 + tx bytes), K/V empty (256 consumer threads).
 // CHECK: nvvm.mbarrier.init %{{.*}}, %{{.*}} : !llvm.ptr<3>, i32
@@ -46,11 +52,18 @@
 // CHECK:   nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg2
 // CHECK: } else {
 
-// Consumers: more registers, S = Q K^T from shared memory (SS) ...
+// Consumers: more registers; consumer 1 opens consumer 0's first turn
+// (ping-pong on named barriers 1 and 2, 256 threads each) ...
 // CHECK: nvvm.setmaxregister increase 240
-// CHECK: nvvm.wgmma.fence.aligned
+// CHECK: %[[MYBAR:.*]] = arith.addi %[[CW:.*]], %c1_i32 : i32
+// CHECK-NEXT: %[[OTHERBAR:.*]] = arith.subi %c2_i32, %[[CW]] : i32
+// CHECK: nvvm.barrier.arrive id = %{{.*}} number_of_threads = %{{.*}}
+// ... S = Q K^T from shared memory (SS) within this warpgroup's turn ...
+// CHECK: nvvm.barrier id = %[[MYBAR]] number_of_threads = %{{.*}}
+// CHECK-NEXT: nvvm.wgmma.fence.aligned
 // CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
 // CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NEXT: nvvm.barrier.arrive id = %[[OTHERBAR]] number_of_threads = %{{.*}}
 // ... the mask only inside the boundary branch ...
 // CHECK: scf.if %{{.*}} -> (f32
 // CHECK: func.call @attn_kernel_visible
@@ -66,6 +79,8 @@
 // CHECK: llvm.inline_asm has_side_effects {{.*}}wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 1
 // CHECK: nvvm.mbarrier.arrive
+// Consumer 0 takes the last turn consumer 1 handed over (barriers balanced).
+// CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %{{.*}}
 // Epilogue: O / l stored, LSE = (m + log2 l) ln 2.
 // CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
 // CHECK: gpu.return

@@ -10,6 +10,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Pass/Pass.h"
 
+#include <string>
+
 namespace fa3::attn {
 #define GEN_PASS_DECL
 #include "fa3/Dialect/Attn/Transforms/Passes.h.inc"
@@ -18,9 +20,16 @@ namespace fa3::attn {
 #include "fa3/Dialect/Attn/Transforms/Passes.h.inc"
 
 /// Appends the Hopper pipeline (see attn-hopper-pipeline) to `pm`.
-void addHopperPipeline(mlir::OpPassManager &pm, int64_t blockN, int64_t stages,
-                       llvm::StringRef format, llvm::StringRef chip,
-                       llvm::StringRef features, llvm::StringRef toolkit = "");
+struct HopperPipelineConfig {
+  int64_t blockN = 0;            // 0: per head dim
+  int64_t stages = 2;            // depth of the K/V ring
+  bool pingpong = true;          // consumer warpgroups take turns
+  std::string format = "bin";    // isa | bin | fatbin | none
+  std::string chip = "sm_90a";
+  std::string features = "+ptx80";
+  std::string toolkit;           // CUDA toolkit for ptxas ("" = default)
+};
+void addHopperPipeline(mlir::OpPassManager &pm, const HopperPipelineConfig &c);
 /// Appends gpu-module-to-binary with the CUDA toolkit to take ptxas from.
 void addHopperBinaryStep(mlir::OpPassManager &pm, llvm::StringRef format,
                          llvm::StringRef toolkit = "");
