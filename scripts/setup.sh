@@ -40,10 +40,15 @@ if ! "$PY" -c "import numpy, pytest" 2>/dev/null; then
 fi
 echo "== python: $PY"
 
-cmake -S . -B build -G Ninja \
-  -DCMAKE_BUILD_TYPE=Release \
-  -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
-  -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
-  -DLLVM_ENABLE_LLD=ON \
-  -DPython3_EXECUTABLE="$PY" >/dev/null
+# Configure once; later runs let ninja re-run CMake when a CMakeLists changes
+# (changing the compiler of an existing build tree would wipe its cache).
+if [ ! -f build/CMakeCache.txt ]; then
+  cmake -S . -B build -G Ninja \
+    -DCMAKE_BUILD_TYPE=Release \
+    -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
+    -DCMAKE_C_COMPILER="$(command -v clang-22)" \
+    -DCMAKE_CXX_COMPILER="$(command -v clang++-22)" \
+    -DLLVM_ENABLE_LLD=ON \
+    -DPython3_EXECUTABLE="$PY" >/dev/null
+fi
 ninja -C build
