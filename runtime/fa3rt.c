@@ -97,11 +97,12 @@ static fa3rt_status cuda_fail(const char *call, CUresult r, const char *where) {
 
 enum {
   K_KERNEL, K_DTYPE, K_HEAD_DIM, K_HEAD_DIM_V, K_BLOCK_M, K_BLOCK_N, K_THREADS,
-  K_SMEM, K_CAUSAL, K_WLEFT, K_WRIGHT, K_SOFTCAP, K_SCALE, K_PARAMS, K_COUNT
+  K_SMEM, K_CAUSAL, K_WLEFT, K_WRIGHT, K_SOFTCAP, K_SCALE, K_PARAMS, K_GRID, K_COUNT
 };
 static const char *const kKeys[K_COUNT] = {
     "kernel", "dtype", "head_dim", "head_dim_v", "block_m", "block_n", "threads",
-    "dynamic_smem", "causal", "window_left", "window_right", "softcap", "scale", "params"};
+    "dynamic_smem", "causal", "window_left", "window_right", "softcap", "scale", "params",
+    "grid"};
 
 static int parse_long(const char *s, long lo, long hi, long *out) {
   char *end;
@@ -221,6 +222,12 @@ fa3rt_status fa3rt_facts_parse(const char *text, size_t len, fa3rt_facts *out) {
     case K_WRIGHT: ok = parse_long(val, -1, INT32_MAX, &v); f.window_right = (int)v; break;
     case K_SOFTCAP: ok = parse_double(val, &f.softcap) && f.softcap >= 0; break;
     case K_SCALE: ok = parse_double(val, &f.scale) && f.scale > 0; break;
+    case K_GRID:
+      if (!strcmp(val, "tiles")) f.persistent = 0;
+      else if (!strcmp(val, "persistent")) f.persistent = 1;
+      else return fail(FA3RT_ERR_FACTS, "facts line %d: grid '%s' is not one this runtime "
+                       "launches (tiles or persistent)", lineno, val);
+      break;
     case K_PARAMS: {
       char norm[512];
       normalize_ws(val, norm, sizeof norm);
@@ -403,15 +410,14 @@ fa3rt_status fa3rt_fwd_plan(const fa3rt_facts *f, const fa3rt_fwd_args *a,
     return fail(FA3RT_ERR_INVALID_ARGUMENT, "lse pointer 0x%llx is not 4-byte aligned",
                 (unsigned long long)a->lse);
   const int64_t I32 = INT32_MAX;
-  if (B > 65535)
-    return fail(FA3RT_ERR_INVALID_ARGUMENT, "B = %lld exceeds 65535 (grid z)", (long long)B);
-  if (Hq > 65535)
-    return fail(FA3RT_ERR_INVALID_ARGUMENT, "Hq = %lld exceeds 65535 (grid y)", (long long)Hq);
   if (Sq > I32 || Skv > I32)
     return fail(FA3RT_ERR_INVALID_ARGUMENT, "sequence length (Sq = %lld, Skv = %lld) exceeds "
                 "2^31-1", (long long)Sq, (long long)Skv);
-  if (B * Hq > I32)
-    return fail(FA3RT_ERR_INVALID_ARGUMENT, "B * Hq = %lld exceeds 2^31-1", (long long)(B * Hq));
+  const int64_t tiles = ((Sq + f->block_m - 1) / f->block_m) * Hq * B;
+  if (tiles > I32)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT,
+                "ceil(Sq / %d) * Hq * B = %lld tiles exceeds 2^31-1", f->block_m,
+                (long long)tiles);
 
   double scale = a->softmax_scale;
   if (isnan(scale) || scale <= 0) scale = f->scale;
@@ -430,9 +436,11 @@ fa3rt_status fa3rt_fwd_plan(const fa3rt_facts *f, const fa3rt_fwd_args *a,
   L.scale = scale;
   L.scale_log2 = (float)(scale * LOG2E);
   if (!L.empty) {
-    L.grid[0] = (unsigned)((Sq + f->block_m - 1) / f->block_m);
-    L.grid[1] = (unsigned)Hq;
-    L.grid[2] = (unsigned)B;
+    /* 1-D grid over (m-block, head, batch) tiles; a persistent kernel is
+       launched with at most one CTA per SM by fa3rt_fwd. */
+    L.grid[0] = (unsigned)tiles;
+    L.grid[1] = 1;
+    L.grid[2] = 1;
     L.block[0] = (unsigned)f->threads;
     L.block[1] = L.block[2] = 1;
     L.dynamic_smem = (unsigned)f->dynamic_smem;
@@ -451,6 +459,7 @@ struct fa3rt_kernel {
   CUdevice dev;
   CUmodule mod;
   CUfunction fn;
+  int sm_count;           /* multiprocessors: a persistent grid's size */
   CUdeviceptr maps_dev;   /* NSLOTS x 384 bytes (cuMemAlloc: 256-byte aligned) */
   CUtensorMap *maps_host; /* NSLOTS x 3, pinned (cuMemAllocHost) */
   CUevent slot_done[NSLOTS];
@@ -519,9 +528,10 @@ fa3rt_status fa3rt_kernel_load_data(const void *cubin, size_t cubin_size, const 
                 "device %d (%s) has compute capability %d.%d; kernel %s is built for sm_90a "
                 "and runs only on compute capability 9.0 (H100/H200)",
                 (int)dev, devname, major, minor, f.kernel);
-  int optin = 0;
+  int optin = 0, sms = 0;
   CU_TRY(cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev),
          where);
+  CU_TRY(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev), where);
 
   fa3rt_kernel *k = calloc(1, sizeof *k);
   if (!k) return fail(FA3RT_ERR_OUT_OF_MEMORY, "out of host memory (kernel %s)", f.kernel);
@@ -529,6 +539,7 @@ fa3rt_status fa3rt_kernel_load_data(const void *cubin, size_t cubin_size, const 
   k->facts = f;
   k->ctx = ctx;
   k->dev = dev;
+  k->sm_count = sms > 0 ? sms : 1;
   k->last_slot = -1;
 
 #define LOAD_TRY(call)                                                       \
@@ -741,6 +752,10 @@ fa3rt_status fa3rt_fwd(fa3rt_kernel *k, const fa3rt_fwd_args *a, void *stream) {
   int64_t sb = L.o_stride_b, ss = L.o_stride_s, sh = L.o_stride_h;
   float sl2 = L.scale_log2;
   void *params[] = {&tq, &tk, &tv, &po, &pl, &B, &Sq, &Skv, &Hq, &Hkv, &sb, &ss, &sh, &sl2};
+  /* A persistent kernel strides over the tiles: one CTA per SM (the shared
+     memory of a CTA fills an SM). */
+  if (k->facts.persistent && L.grid[0] > (unsigned)k->sm_count)
+    L.grid[0] = (unsigned)k->sm_count;
   r = cuLaunchKernel(k->fn, L.grid[0], L.grid[1], L.grid[2], L.block[0], L.block[1], L.block[2],
                      L.dynamic_smem, cs, params, NULL);
   const char *failed_call = "cuLaunchKernel";

@@ -38,6 +38,7 @@ Fa3HopperOptions fa3HopperOptionsDefault(void) {
   o.blockN = 0;
   o.stages = 2;
   o.pingpong = true;
+  o.persistent = false;
   o.chip = "sm_90a";
   o.features = "+ptx80";
   o.toolkit = NULL;
@@ -104,6 +105,7 @@ Fa3KernelSet *fa3CompileHopperModule(MlirModule cmod,
   c.blockN = o.blockN;
   c.stages = o.stages ? o.stages : 2;
   c.pingpong = o.pingpong;
+  c.persistent = o.persistent;
   c.format = "none";
   if (o.chip)
     c.chip = o.chip;

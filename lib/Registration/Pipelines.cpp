@@ -67,6 +67,10 @@ struct HopperPipelineOptions
                         llvm::cl::desc("Consumer warpgroups take turns issuing "
                                        "their GEMMs (named barriers)"),
                         llvm::cl::init(true)};
+  Option<bool> persistent{*this, "persistent",
+                          llvm::cl::desc("CTAs loop over tiles (launch fewer "
+                                         "CTAs than tiles)"),
+                          llvm::cl::init(false)};
   Option<std::string> format{
       *this, "format",
       llvm::cl::desc("What gpu-module-to-binary embeds: isa (PTX text), bin "
@@ -111,6 +115,7 @@ void fa3::attn::addHopperPipeline(OpPassManager &pm,
                   std::to_string(c.blockN) + "}," +
                   "convert-attn-to-hopper{stages=" + std::to_string(c.stages) +
                   " pingpong=" + (c.pingpong ? "true" : "false") +
+                  " persistent=" + (c.persistent ? "true" : "false") +
                   "},nvvm-attach-target{chip=" + c.chip +
                   " features=" + c.features + " O=3}," + kDeviceToLLVM;
   addPipeline(pm, p);
@@ -136,6 +141,7 @@ void fa3::attn::registerAttnPipelines() {
         c.blockN = o.blockN;
         c.stages = o.stages;
         c.pingpong = o.pingpong;
+        c.persistent = o.persistent;
         c.format = o.format;
         c.chip = o.chip;
         c.features = o.features;

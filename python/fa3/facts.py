@@ -23,7 +23,7 @@ KERNEL_PARAMS = ("tmQ tmK tmV O LSE B Sq Skv Hq Hkv "
                  "oStrideB oStrideS oStrideH scaleLog2")
 _REQUIRED = ("kernel", "dtype", "head_dim", "head_dim_v", "block_m", "block_n",
              "threads", "dynamic_smem", "causal", "window_left", "window_right",
-             "softcap", "scale", "params")
+             "softcap", "scale", "params", "grid")
 _INT_RANGES = {"head_dim": (8, 256), "head_dim_v": (8, 256), "block_m": (1, 256),
                "block_n": (1, 256), "threads": (1, 1024), "dynamic_smem": (0, 1 << 20),
                "causal": (0, 1), "window_left": (-1, 2**31 - 1),
@@ -49,6 +49,7 @@ class KernelFacts:
     window_right: int       # -1 = unbounded; 0 for causal
     softcap: float          # 0 = off
     scale: float            # default softmax scale
+    persistent: bool = False  # grid "persistent": CTAs loop over tiles
     version: int = 1
     facts_path: Optional[str] = None
     cubin_path: Optional[str] = None
@@ -124,6 +125,9 @@ def parse_facts(text: str, path: Optional[str] = None) -> KernelFacts:
     if " ".join(vals["params"].split()) != KERNEL_PARAMS:
         raise FactsError(f"{where}kernel parameter list '{vals['params']}' is not the ABI "
                          f"this package launches ('{KERNEL_PARAMS}')")
+    if vals["grid"] not in ("tiles", "persistent"):
+        raise FactsError(f"{where}grid '{vals['grid']}' is not one this package launches "
+                         f"(tiles or persistent)")
     if " " in vals["kernel"]:
         raise FactsError(f"{where}bad value '{vals['kernel']}' for key 'kernel'")
     if ints["causal"] and ints["window_right"] != 0:
@@ -139,7 +143,7 @@ def parse_facts(text: str, path: Optional[str] = None) -> KernelFacts:
                        dynamic_smem=ints["dynamic_smem"], causal=bool(ints["causal"]),
                        window_left=ints["window_left"], window_right=ints["window_right"],
                        softcap=floats["softcap"], scale=floats["scale"], version=version,
-                       facts_path=path, cubin_path=cubin, extra=extra)
+                       facts_path=path, cubin_path=cubin, extra=extra, persistent=vals["grid"] == "persistent")
 
 
 def load_facts(path) -> KernelFacts:

@@ -50,7 +50,8 @@ class Facts(ctypes.Structure):
                 ("block_n", ctypes.c_int), ("threads", ctypes.c_int),
                 ("dynamic_smem", ctypes.c_int), ("causal", ctypes.c_int),
                 ("window_left", ctypes.c_int), ("window_right", ctypes.c_int),
-                ("softcap", ctypes.c_double), ("scale", ctypes.c_double)]
+                ("softcap", ctypes.c_double), ("scale", ctypes.c_double),
+                ("persistent", ctypes.c_int)]
 
 
 class FwdLaunch(ctypes.Structure):

@@ -42,6 +42,7 @@ window_right 0
 softcap 0
 scale 0.08838834764831845
 params tmQ tmK tmV O LSE B Sq Skv Hq Hkv oStrideB oStrideS oStrideH scaleLog2
+grid tiles
 """
 
 
@@ -147,7 +148,7 @@ def test_plan_through_ctypes(rt):
                        _bshd(rt, 3 << 20, 2, 700, 2, 128), _bshd(rt, 4 << 20, 2, 1000, 8, 128),
                        5 << 20, None, "bf16")
     L = rt.plan(f, args)
-    assert tuple(L.grid) == (8, 8, 2) and tuple(L.block) == (384, 1, 1)
+    assert tuple(L.grid) == (8 * 8 * 2, 1, 1) and tuple(L.block) == (384, 1, 1)
     assert L.dynamic_smem == 163912 and not L.empty and not L.fill_only
     assert (L.B, L.Sq, L.Skv, L.Hq, L.Hkv) == (2, 1000, 700, 8, 2)
     assert (L.o_stride_b, L.o_stride_s, L.o_stride_h) == (1000 * 8 * 128, 8 * 128, 128)

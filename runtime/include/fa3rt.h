@@ -67,6 +67,8 @@ typedef struct fa3rt_facts {
   int window_left, window_right; /* -1 = unbounded; causal has window_right 0 */
   double softcap;         /* 0 = off; compiled into the kernel */
   double scale;           /* default softmax scale */
+  int persistent;         /* grid: 0 "tiles" (one CTA per tile), 1 "persistent"
+                             (CTAs loop over tiles; launch <= one per SM) */
 } fa3rt_facts;
 
 /* A tensor in device memory: 4 dims in LOGICAL order [B, H, S, D], strides in

@@ -56,7 +56,8 @@ static const char *kFacts =
     "softcap 0\n"
     "scale 0.08838834764831845\n"
     "some_future_key whatever it says\n"
-    "params tmQ tmK tmV O LSE B Sq Skv Hq Hkv   oStrideB oStrideS oStrideH scaleLog2\n";
+    "params tmQ tmK tmV O LSE B Sq Skv Hq Hkv   oStrideB oStrideS oStrideH scaleLog2\n"
+    "grid tiles\n";
 
 /* facts text with one line replaced (key == NULL: line dropped) */
 static char *facts_with(const char *key, const char *line) {
@@ -141,7 +142,7 @@ static void test_plan(void) {
   fa3rt_fwd_args a = good_args();
   fa3rt_fwd_launch L;
   EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK);
-  EXPECT(L.grid[0] == 8 && L.grid[1] == 8 && L.grid[2] == 2);
+  EXPECT(L.grid[0] == 8 * 8 * 2 && L.grid[1] == 1 && L.grid[2] == 1); /* tiles */
   EXPECT(L.block[0] == 384 && L.dynamic_smem == 163912 && !L.empty && !L.fill_only);
   EXPECT(L.B == 2 && L.Sq == 1000 && L.Skv == 700 && L.Hq == 8 && L.Hkv == 2);
   EXPECT(L.o_stride_b == 1000L * 8 * 128 && L.o_stride_s == 8 * 128 && L.o_stride_h == 128);
@@ -185,8 +186,9 @@ static void test_plan(void) {
   BAD(a.o.strides[3] = 2, "o stride of the head dim");
   BAD(a.k.strides[2] = 2 * 128 + 4, "k stride of dim S is 260 elements = 520 bytes; it must be a multiple of 16 bytes");
   BAD(a.v.strides[0] = -1, "v stride of dim B is -1 elements; it must be positive");
-  BAD((a.q.shape[0] = a.k.shape[0] = a.v.shape[0] = a.o.shape[0] = 70000), "B = 70000 exceeds 65535");
-  BAD((a.q.shape[1] = a.o.shape[1] = 70000, a.k.shape[1] = a.v.shape[1] = 1), "Hq = 70000 exceeds 65535");
+  BAD((a.q.shape[0] = a.k.shape[0] = a.v.shape[0] = a.o.shape[0] = 70000,
+       a.q.shape[1] = a.o.shape[1] = 70000, a.k.shape[1] = a.v.shape[1] = 1),
+      "ceil(Sq / 128) * Hq * B = 39200000000 tiles exceeds 2^31-1");
   BAD((a.q.shape[2] = a.o.shape[2] = 3000000000L), "exceeds 2^31-1");
   BAD((a.k.shape[2] = a.v.shape[2] = 3000000000L), "exceeds 2^31-1");
   BAD((a.k.shape[1] = a.v.shape[1] = 0), "no heads (Hkv = 0)");

@@ -41,6 +41,8 @@ static const char *kUsage =
     "  --block-n N          K/V rows per tile (default: 128, or 80 for head dim 256)\n"
     "  --stages N           depth of the K/V shared-memory ring (default 2)\n"
     "  --no-pingpong        consumer warpgroups do not take turns\n"
+    "  --persistent         CTAs loop over tiles (the runtime launches one\n"
+    "                       CTA per SM)\n"
     "  -o DIR               output directory (created if missing)\n"
     "  -h, --help           this text\n";
 
@@ -166,6 +168,8 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "--block-n")) {
       NEED_VALUE();
       opts.blockN = atoll(v);
+    } else if (!strcmp(a, "--persistent")) {
+      opts.persistent = true;
     } else if (!strcmp(a, "--no-pingpong")) {
       opts.pingpong = false;
     } else if (!strcmp(a, "--stages")) {

@@ -32,6 +32,9 @@ def ConvertAttnToHopper : Pass<"convert-attn-to-hopper", "::mlir::ModuleOp"> {
            "Depth of the K/V shared-memory ring">,
     Option<"pingpong", "pingpong", "bool", /*default=*/"true",
            "Alternate the consumer warpgroups' GEMMs with named barriers">,
+    Option<"persistent", "persistent", "bool", /*default=*/"false",
+           "CTAs loop over tiles, the producer loading the next tile's Q and "
+           "K/V while the consumers finish the current one">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::NVVM::NVVMDialect",

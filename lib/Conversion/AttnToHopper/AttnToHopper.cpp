@@ -126,7 +126,8 @@ bool hasUnitInnerStride(Value memref) {
 }
 
 LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
-                      int64_t stages, bool pingpong, unsigned index) {
+                      int64_t stages, bool pingpong, bool persistent,
+                      unsigned index) {
   TileUpdateOp u = t.update;
   Value q = u.getQuery(), v = u.getValue(), o = t.finalize.getOut();
   auto qt = cast<MemRefType>(q.getType());
@@ -159,6 +160,7 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
   cfg.stages = stages;
   cfg.softcap = u.getSoftcap().convertToDouble();
   cfg.pingpong = pingpong;
+  cfg.persistent = persistent;
   cfg.longestFirst = u.getWindow()[1] >= 0;
   cfg.kvRangeFn = cfg.name + "_kv_range";
   cfg.visibleFn = cfg.name + "_visible";
@@ -200,6 +202,10 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
       b.getNamedAttr("block_n", b.getI64IntegerAttr(cfg.blockN)),
       b.getNamedAttr("stages", b.getI64IntegerAttr(cfg.stages)),
       b.getNamedAttr("pingpong", b.getBoolAttr(cfg.pingpong)),
+      // 1-D grid over (m-block, head, batch) tiles: one per CTA ("tiles"),
+      // or any grid size, the kernel striding by gridDim.x ("persistent").
+      b.getNamedAttr("grid", b.getStringAttr(cfg.persistent ? "persistent"
+                                                            : "tiles")),
       b.getNamedAttr("threads", b.getI64IntegerAttr(cfg.threads())),
       b.getNamedAttr("dynamic_smem", b.getI64IntegerAttr(lay.total)),
       b.getNamedAttr("causal", b.getBoolAttr(window[1] == 0 && window[0] < 0)),
@@ -243,7 +249,7 @@ struct ConvertAttnToHopperPass
       if (found.empty())
         continue;
       for (auto [i, t] : llvm::enumerate(found))
-        if (failed(convert(module, func, t, stages, pingpong, i)))
+        if (failed(convert(module, func, t, stages, pingpong, persistent, i)))
           return signalPassFailure();
       done.push_back(func);
     }

@@ -201,6 +201,36 @@ private:
         i32(256));
   }
 
+  /// One tile of work: its m-block, heads, batch and kv-block schedule.
+  struct Tile {
+    std::string m0, head, bidx, hkv, lo, ilo, ihi, nblk;
+  };
+  Tile decode(const std::string &tile, const std::string &grp,
+              const std::string &numM, const std::string &hb) {
+    Tile t;
+    // Tiles are ordered m-block major, heads fastest: neighbours share K/V
+    // in L2. With a right-bounded mask the last m-blocks see the most keys:
+    // they come first so the short ones fill the end.
+    std::string mb = bin("divui", tile, hb, "i32", "mb");
+    if (cfg.longestFirst)
+      mb = bin("subi", bin("subi", numM, i32(1)), mb, "i32", "mb");
+    std::string rem = bin("remui", tile, hb);
+    t.head = bin("remui", rem, "%Hq", "i32", "head");
+    t.bidx = bin("divui", rem, "%Hq", "i32", "batch");
+    comment("GQA: kv head = q head / (Hq / Hkv)");
+    t.hkv = bin("divui", t.head, grp, "i32", "hkv");
+    t.m0 = bin("muli", mb, i32(cfg.blockM), "i32", "m0");
+    comment("the schedule of this m-block (attn.kv_range)");
+    std::string rng = fresh("range");
+    e(rng + ":4 = func.call @" + cfg.kvRangeFn + "(" + t.m0 +
+      ", %Sq, %Skv) : (i32, i32, i32) -> (i32, i32, i32, i32)");
+    t.lo = rng + "#0";
+    t.ilo = rng + "#2";
+    t.ihi = rng + "#3";
+    t.nblk = bin("subi", rng + "#1", t.lo, "i32", "nblk");
+    return t;
+  }
+
   // --- kernel pieces --------------------------------------------------------
   std::string rsWgmmaAsm(std::string &constraints);
   std::string descBase(const std::string &smem, const std::string &offI32,
@@ -235,9 +265,13 @@ SmemLayout fa3::hopper::computeSmemLayout(const KernelConfig &cfg) {
   l.qOff = 0;
   l.kOff = l.qOff + l.qBytes;
   l.vOff = l.kOff + cfg.stages * l.kvBytes;
-  l.barOff = l.vOff + cfg.stages * l.kvBytes;
-  // mbarriers: q, kfull[s], vfull[s], kempty[s], vempty[s] (8 bytes each).
-  l.total = l.barOff + 8 * (1 + 4 * cfg.stages);
+  l.qFull = l.vOff + cfg.stages * l.kvBytes;
+  l.qEmpty = l.qFull + 8;
+  l.kFull = l.qEmpty + 8;
+  l.vFull = l.kFull + 8 * cfg.stages;
+  l.kEmpty = l.vFull + 8 * cfg.stages;
+  l.vEmpty = l.kEmpty + 8 * cfg.stages;
+  l.total = l.vEmpty + 8 * cfg.stages;
   return l;
 }
 
@@ -305,12 +339,10 @@ Emitter::Stage Emitter::stage(const std::string &smem, const std::string &t,
   std::string s = bin("remui", t, i32(cfg.stages), "i32", "st");
   st.ph = bin("andi", bin("divui", t, i32(cfg.stages)), i32(1), "i32", "ph");
   std::string s8 = bin("muli", s, i32(8));
-  int64_t barK = lay.barOff + 8, barV = barK + 8 * cfg.stages,
-          barKE = barV + 8 * cfg.stages, barVE = barKE + 8 * cfg.stages;
-  st.kfull = smemPtr(smem, bin("addi", s8, i32(barK)));
-  st.vfull = smemPtr(smem, bin("addi", s8, i32(barV)));
-  st.kempty = smemPtr(smem, bin("addi", s8, i32(barKE)));
-  st.vempty = smemPtr(smem, bin("addi", s8, i32(barVE)));
+  st.kfull = smemPtr(smem, bin("addi", s8, i32(lay.kFull)));
+  st.vfull = smemPtr(smem, bin("addi", s8, i32(lay.vFull)));
+  st.kempty = smemPtr(smem, bin("addi", s8, i32(lay.kEmpty)));
+  st.vempty = smemPtr(smem, bin("addi", s8, i32(lay.vEmpty)));
   std::string sd = ext64(bin("muli", s, i32(lay.kvBytes >> 4)));
   st.descK = bin("addi", descK0, sd, "i64", "descK");
   st.descV = bin("addi", descV0, sd, "i64", "descV");
@@ -485,37 +517,28 @@ std::vector<Strs> Emitter::pack(const Strs &p) {
 }
 
 std::string Emitter::body() {
-  const int64_t barQ = lay.barOff, barK = barQ + 8,
-                barV = barK + 8 * cfg.stages,
-                barKE = barV + 8 * cfg.stages,
-                barVE = barKE + 8 * cfg.stages;
+  const int64_t barK = lay.kFull, barV = lay.vFull, barKE = lay.kEmpty,
+                barVE = lay.vEmpty;
   const int64_t consumerThreads = 128 * cfg.consumers();
   comment("==== roles: warpgroup 0 = TMA producer, warpgroups 1.." +
           std::to_string(cfg.consumers()) + " = consumers ====");
   std::string smem = op("llvm.mlir.addressof @attn_smem : !llvm.ptr<3>", "smem");
   std::string tid = op("nvvm.read.ptx.sreg.tid.x : i32", "tid");
-  std::string mblk = op("nvvm.read.ptx.sreg.ctaid.x : i32", "mblk");
-  if (cfg.longestFirst) {
-    // With a right-bounded mask the last m-blocks see the most keys: start
-    // them first so the short ones fill the tail of the grid.
-    std::string nm = op("nvvm.read.ptx.sreg.nctaid.x : i32", "nmblk");
-    mblk = bin("subi", bin("subi", nm, i32(1)), mblk, "i32", "mblk");
-  }
-  std::string head = op("nvvm.read.ptx.sreg.ctaid.y : i32", "head");
-  std::string bidx = op("nvvm.read.ptx.sreg.ctaid.z : i32", "batch");
   std::string wg = bin("divui", tid, i32(128), "i32", "wg");
-  comment("GQA: kv head = q head / (Hq / Hkv)");
-  std::string hkv = bin("divui", head, bin("divui", "%Hq", "%Hkv"), "i32", "hkv");
-  std::string m0 = bin("muli", mblk, i32(cfg.blockM), "i32", "m0");
-  comment("the schedule of this m-block (attn.kv_range)");
-  std::string rng = fresh("range");
-  e(rng + ":4 = func.call @" + cfg.kvRangeFn + "(" + m0 +
-    ", %Sq, %Skv) : (i32, i32, i32) -> (i32, i32, i32, i32)");
-  std::string lo = rng + "#0", ilo = rng + "#2", ihi = rng + "#3";
-  std::string nblk = bin("subi", rng + "#1", lo, "i32", "nblk");
+  comment("work: tiles of (m-block, q head, batch); CTA c takes tiles c, c + "
+          "gridDim.x, ... (a full grid runs one tile per CTA, a persistent "
+          "grid loops)");
+  std::string cta = op("nvvm.read.ptx.sreg.ctaid.x : i32", "cta");
+  std::string ncta = op("nvvm.read.ptx.sreg.nctaid.x : i32", "ncta");
+  std::string numM = bin("divui", bin("addi", "%Sq", i32(cfg.blockM - 1)),
+                         i32(cfg.blockM), "i32", "numm");
+  std::string hb = bin("muli", "%Hq", "%B", "i32", "hb");
+  std::string tiles = bin("muli", numM, hb, "i32", "tiles");
+  std::string grp = bin("divui", "%Hq", "%Hkv", "i32", "grp");
 
   comment("---- mbarrier init (one thread), then CTA barrier ----");
-  std::string barQp = smemPtr(smem, barQ);
+  std::string barQp = smemPtr(smem, lay.qFull);
+  std::string barQEmptyP = smemPtr(smem, lay.qEmpty);
   std::string isT0 = cmpi("eq", tid, i32(0));
   e("scf.if " + isT0 + " {");
   ++ind;
@@ -526,6 +549,8 @@ std::string Emitter::body() {
   e("  llvm.inline_asm has_side_effects asm_dialect = att \"trap;\", \"\"  : () -> ()");
   e("}");
   e("nvvm.mbarrier.init " + barQp + ", " + i32(1) + " : !llvm.ptr<3>, i32");
+  e("nvvm.mbarrier.init " + barQEmptyP + ", " + i32(consumerThreads) +
+    " : !llvm.ptr<3>, i32");
   for (int64_t s = 0; s < cfg.stages; ++s) {
     e("nvvm.mbarrier.init " + smemPtr(smem, barK + 8 * s) + ", " + i32(1) +
       " : !llvm.ptr<3>, i32");
@@ -550,52 +575,76 @@ std::string Emitter::body() {
   e("nvvm.setmaxregister decrease " + std::to_string(kProducerRegs));
   e("scf.if " + isT0 + " {");
   ++ind;
-  comment("Q tile: boxes of [block_m rows][64 cols], coords (d, head, row, batch)");
-  e("nvvm.mbarrier.arrive.expect_tx " + barQp + ", " + i32(lay.qBytes) +
-    " : !llvm.ptr<3>, i32");
-  for (int64_t c = 0; c < nchunk; ++c) {
-    std::string dst = op("llvm.addrspacecast " +
-                         smemPtr(smem, lay.qOff + c * cfg.blockM * kSwizzleBytes) +
-                         " : !llvm.ptr<3> to !llvm.ptr<7>");
-    e("nvvm.cp.async.bulk.tensor.shared.cluster.global " + dst + ", %tmQ, " +
-      barQp + ", box[" + i32(c * kChunk) + ", " + head + ", " + m0 + ", " +
-      bidx + "] : !llvm.ptr<7>, !llvm.ptr");
+  // Persistent: loop over this CTA's tiles, carrying the tile count k (Q
+  // barrier phase) and the ring slot g. Otherwise: one tile, ctaid.x.
+  std::string pTile = cta, pK = i32(0), pG = i32(0);
+  if (cfg.persistent) {
+    e("%ploop:2 = scf.for %ptile = " + cta + " to " + tiles + " step " + ncta +
+      " iter_args(%pk = " + i32(0) + ", %pg = " + i32(0) + ") -> (i32, i32) : i32 {");
+    ++ind;
+    pTile = "%ptile", pK = "%pk", pG = "%pg";
   }
-  comment("K/V ring: stage s = t % stages, phase (t / stages) & 1; the producer "
-          "waits 'empty' with the phase flipped");
-  e("scf.for %pt = " + i32(0) + " to " + nblk + " step " + i32(1) + " : i32 {");
-  ++ind;
   {
-    std::string s = bin("remui", "%pt", i32(cfg.stages), "i32", "st");
-    std::string ph = bin("andi", bin("divui", "%pt", i32(cfg.stages)), i32(1),
-                         "i32", "ph");
-    std::string phx = bin("xori", ph, i32(1));
-    std::string s8 = bin("muli", s, i32(8));
-    std::string kvrow = bin("muli", bin("addi", lo, "%pt"), i32(cfg.blockN));
-    std::string soff = bin("muli", s, i32(lay.kvBytes));
-    struct Load {
-      int64_t emptyBar, fullBar, tileOff;
-      const char *tm;
-    } loads[2] = {{barKE, barK, lay.kOff, "%tmK"}, {barVE, barV, lay.vOff, "%tmV"}};
-    for (const Load &ld : loads) {
-      std::string empty = smemPtr(smem, bin("addi", s8, i32(ld.emptyBar)));
-      std::string full = smemPtr(smem, bin("addi", s8, i32(ld.fullBar)));
-      mbarWait(empty, phx);
-      e("nvvm.mbarrier.arrive.expect_tx " + full + ", " + i32(lay.kvBytes) +
-        " : !llvm.ptr<3>, i32");
-      for (int64_t c = 0; c < nchunk; ++c) {
-        std::string o = bin("addi", soff,
-                            i32(ld.tileOff + c * cfg.blockN * kSwizzleBytes));
-        std::string dst = op("llvm.addrspacecast " + smemPtr(smem, o) +
-                             " : !llvm.ptr<3> to !llvm.ptr<7>");
-        e("nvvm.cp.async.bulk.tensor.shared.cluster.global " + dst + ", " +
-          ld.tm + ", " + full + ", box[" + i32(c * kChunk) + ", " + hkv +
-          ", " + kvrow + ", " + bidx + "] : !llvm.ptr<7>, !llvm.ptr");
+    Tile tl = decode(pTile, grp, numM, hb);
+    comment("Q of this tile once the consumers are done with the last one's");
+    std::string qph = bin("andi", pK, i32(1));
+    mbarWait(barQEmptyP, bin("xori", qph, i32(1)));
+    comment("Q tile: boxes of [block_m rows][64 cols], coords (d, head, row, batch)");
+    e("nvvm.mbarrier.arrive.expect_tx " + barQp + ", " + i32(lay.qBytes) +
+      " : !llvm.ptr<3>, i32");
+    for (int64_t c = 0; c < nchunk; ++c) {
+      std::string dst = op("llvm.addrspacecast " +
+                           smemPtr(smem, lay.qOff + c * cfg.blockM * kSwizzleBytes) +
+                           " : !llvm.ptr<3> to !llvm.ptr<7>");
+      e("nvvm.cp.async.bulk.tensor.shared.cluster.global " + dst + ", %tmQ, " +
+        barQp + ", box[" + i32(c * kChunk) + ", " + tl.head + ", " + tl.m0 +
+        ", " + tl.bidx + "] : !llvm.ptr<7>, !llvm.ptr");
+    }
+    comment("K/V ring, continued across tiles: ring slot u = g + t, stage "
+            "u % stages, phase (u / stages) & 1; the producer waits 'empty' "
+            "with the phase flipped");
+    e("scf.for %pt = " + i32(0) + " to " + tl.nblk + " step " + i32(1) + " : i32 {");
+    ++ind;
+    {
+      std::string u = bin("addi", pG, "%pt", "i32", "slot");
+      std::string s = bin("remui", u, i32(cfg.stages), "i32", "st");
+      std::string ph = bin("andi", bin("divui", u, i32(cfg.stages)), i32(1),
+                           "i32", "ph");
+      std::string phx = bin("xori", ph, i32(1));
+      std::string s8 = bin("muli", s, i32(8));
+      std::string kvrow = bin("muli", bin("addi", tl.lo, "%pt"), i32(cfg.blockN));
+      std::string soff = bin("muli", s, i32(lay.kvBytes));
+      struct Load {
+        int64_t emptyBar, fullBar, tileOff;
+        const char *tm;
+      } loads[2] = {{barKE, barK, lay.kOff, "%tmK"}, {barVE, barV, lay.vOff, "%tmV"}};
+      for (const Load &ld : loads) {
+        std::string empty = smemPtr(smem, bin("addi", s8, i32(ld.emptyBar)));
+        std::string full = smemPtr(smem, bin("addi", s8, i32(ld.fullBar)));
+        mbarWait(empty, phx);
+        e("nvvm.mbarrier.arrive.expect_tx " + full + ", " + i32(lay.kvBytes) +
+          " : !llvm.ptr<3>, i32");
+        for (int64_t c = 0; c < nchunk; ++c) {
+          std::string o = bin("addi", soff,
+                              i32(ld.tileOff + c * cfg.blockN * kSwizzleBytes));
+          std::string dst = op("llvm.addrspacecast " + smemPtr(smem, o) +
+                               " : !llvm.ptr<3> to !llvm.ptr<7>");
+          e("nvvm.cp.async.bulk.tensor.shared.cluster.global " + dst + ", " +
+            ld.tm + ", " + full + ", box[" + i32(c * kChunk) + ", " + tl.hkv +
+            ", " + kvrow + ", " + tl.bidx + "] : !llvm.ptr<7>, !llvm.ptr");
+        }
       }
     }
+    --ind;
+    e("}");
+    if (cfg.persistent)
+      e("scf.yield " + bin("addi", pK, i32(1)) + ", " +
+        bin("addi", pG, tl.nblk) + " : i32, i32");
   }
-  --ind;
-  e("}");
+  if (cfg.persistent) {
+    --ind;
+    e("}");
+  }
   --ind;
   e("}");
   --ind;
@@ -615,9 +664,9 @@ std::string Emitter::body() {
   std::string r = bin("muli", cw, i32(64));
   r = bin("addi", r, bin("muli", warp, i32(16)));
   r = bin("addi", r, quad);
-  std::string qrow0 = bin("addi", m0, r, "i32", "qrow");
-  std::string qrow1 = bin("addi", qrow0, i32(8), "i32", "qrow");
-  Strs qrows = {qrow0, qrow1};
+  // Per tile (set inside the tile loop below; the helpers capture them).
+  std::string m0, head, bidx, lo, ilo, ihi, nblk;
+  Strs qrows;
   // Scores reach the softmax in the log2 domain: s * sl2.
   std::string sl2 = "%scaleLog2", pre;
   if (cfg.softcap > 0) {
@@ -650,14 +699,30 @@ std::string Emitter::body() {
   if (cfg.pingpong) {
     myBar = bin("addi", cw, i32(1), "i32", "mybar");
     otherBar = bin("subi", i32(2), cw, "i32", "otherbar");
+  }
+  std::string cTile = cta, cK = i32(0), cG = i32(0);
+  if (cfg.persistent) {
+    e("%cloop:2 = scf.for %ctile = " + cta + " to " + tiles + " step " + ncta +
+      " iter_args(%ck = " + i32(0) + ", %cg = " + i32(0) + ") -> (i32, i32) : i32 {");
+    ++ind;
+    cTile = "%ctile", cK = "%ck", cG = "%cg";
+  }
+  {
+    Tile tl = decode(cTile, grp, numM, hb);
+    m0 = tl.m0, head = tl.head, bidx = tl.bidx, lo = tl.lo, ilo = tl.ilo,
+    ihi = tl.ihi, nblk = tl.nblk;
+    std::string qrow0 = bin("addi", m0, r, "i32", "qrow");
+    qrows = {qrow0, bin("addi", qrow0, i32(8), "i32", "qrow")};
+  }
+  if (cfg.pingpong) {
     comment("ping-pong: consumer 0 issues first (consumer 1 opens its turn)");
     std::string second = cmpi("eq", cw, i32(1));
     e("scf.if " + second + " {");
     e("  nvvm.barrier.arrive id = " + i32(1) + " number_of_threads = " + i32(256));
     e("}");
   }
-  comment("wait for Q");
-  mbarWait(barQp, i32(0));
+  comment("wait for this tile's Q");
+  mbarWait(barQp, bin("andi", cK, i32(1)));
   // FA3 intra-warpgroup overlap, software-pipelined by one kv block:
   //   prologue : S_0 = Q K_0^T; softmax(S_0) -> P_0
   //   iter t>=1: issue S_t; issue O += P_{t-1} V_{t-1}; wait(1) -> S_t ready;
@@ -672,7 +737,7 @@ std::string Emitter::body() {
   e(res + ":5 = scf.if " + nz + " -> (" + rt + ") {");
   ++ind;
   comment("prologue: first visited block");
-  Stage st0 = stage(smem, i32(0), descK0, descV0);
+  Stage st0 = stage(smem, cG, descK0, descV0);
   mbarWait(st0.kfull, st0.ph);
   turnBegin();
   e("nvvm.wgmma.fence.aligned");
@@ -695,8 +760,9 @@ std::string Emitter::body() {
     repeat("i32", na) + ") : i32 {");
   ++ind;
   {
-    Stage cur = stage(smem, "%t", descK0, descV0);
-    Stage prv = stage(smem, bin("subi", "%t", i32(1)), descK0, descV0);
+    std::string u = bin("addi", cG, "%t", "i32", "slot");
+    Stage cur = stage(smem, u, descK0, descV0);
+    Stage prv = stage(smem, bin("subi", u, i32(1)), descK0, descV0);
     // Both waits before the fence: a branch inside the wgmma window makes
     // ptxas serialise it.
     mbarWait(cur.kfull, cur.ph);
@@ -741,9 +807,12 @@ std::string Emitter::body() {
   }
   --ind;
   e("}");
+  comment("the last S of the tile has retired: Q may be overwritten");
+  e("nvvm.mbarrier.arrive " + barQEmptyP + " : !llvm.ptr<3>");
   comment("tail: O += P_{n-1} V_{n-1}");
   {
-    Stage last = stage(smem, bin("subi", nblk, i32(1)), descK0, descV0);
+    Stage last = stage(smem, bin("subi", bin("addi", cG, nblk), i32(1)),
+                       descK0, descV0);
     mbarWait(last.vfull, last.ph);
     turnBegin();
     e("nvvm.wgmma.fence.aligned");
@@ -765,6 +834,7 @@ std::string Emitter::body() {
   --ind;
   e("} else {");
   {
+    e("  nvvm.mbarrier.arrive " + barQEmptyP + " : !llvm.ptr<3>");
     std::string zo = op("llvm.mlir.zero : " + accOT, "ozero");
     e("  scf.yield " + ninf + ", " + ninf + ", " + zero + ", " + zero + ", " +
       zo + " : " + rt);
@@ -779,6 +849,21 @@ std::string Emitter::body() {
     e("}");
   }
   comment("---- epilogue: quad-reduce l, O / l, LSE = (m + log2 l) ln 2 ----");
+  if (cfg.persistent) {
+    // Re-derive the tile's coordinates from an opaque copy of the tile id,
+    // so that they are not kept live (in registers) across the mainloop.
+    std::string t = op("llvm.inline_asm has_side_effects asm_dialect = att "
+                       "\"mov.b32 $0, $1;\", \"=r,r\" " + cTile + " : (i32) -> i32",
+                       "tile");
+    std::string mb = bin("divui", t, hb, "i32", "mb");
+    if (cfg.longestFirst)
+      mb = bin("subi", bin("subi", numM, i32(1)), mb, "i32", "mb");
+    std::string rem = bin("remui", t, hb);
+    head = bin("remui", rem, "%Hq", "i32", "head");
+    bidx = bin("divui", rem, "%Hq", "i32", "batch");
+    std::string qrow0 = bin("addi", bin("muli", mb, i32(cfg.blockM)), r, "i32", "qrow");
+    qrows = {qrow0, bin("addi", qrow0, i32(8), "i32", "qrow")};
+  }
   Strs mfin = {res + "#0", res + "#1"}, lfin;
   for (const char *l : {"#2", "#3"}) {
     std::string v = res + l;
@@ -832,6 +917,12 @@ std::string Emitter::body() {
     e("llvm.store " + lse + ", " + gptr("%LSE", u) + " : f32, !llvm.ptr<1>");
     --ind;
     e("}");
+    --ind;
+    e("}");
+  }
+  if (cfg.persistent) {
+    e("scf.yield " + bin("addi", cK, i32(1)) + ", " + bin("addi", cG, nblk) +
+      " : i32, i32");
     --ind;
     e("}");
   }

@@ -36,6 +36,7 @@ struct KernelConfig {
   double softcap = 0.0;    // 0 = off
   bool pingpong = true;    // named-barrier turns between consumer warpgroups
   bool longestFirst = false; // launch m-blocks in reverse (causal: longest first)
+  bool persistent = false; // CTAs loop over tiles (grid smaller than the work)
   std::string kvRangeFn;   // device func: (row0, Sq, Skv) -> (lo, hi, ilo, ihi)
   std::string visibleFn;   // device func: (row, col, Sq, Skv) -> i1
 
@@ -45,8 +46,10 @@ struct KernelConfig {
 
 /// Shared-memory layout of a configuration (bytes from a 1024-aligned base).
 struct SmemLayout {
-  int64_t qOff, kOff, vOff, barOff, total;
+  int64_t qOff, kOff, vOff, total;
   int64_t qBytes, kvBytes;
+  // mbarriers (8 bytes each): Q full/empty, then per stage K/V full/empty.
+  int64_t qFull, qEmpty, kFull, vFull, kEmpty, vEmpty;
 };
 SmemLayout computeSmemLayout(const KernelConfig &cfg);
 

@@ -22,19 +22,15 @@
 
 // CHECK: llvm.mlir.global external @attn_smem() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
 // CHECK: gpu.func @attn_kernel(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: f32) kernel
-// CHECK-SAME: attn.launch = {block_m = 128 : i64, block_n = 128 : i64, causal = true, dtype = "bf16", dynamic_smem = 163912 : i64, head_dim = 128 : i64, head_dim_v = 128 : i64, kernel = "attn_kernel", params = ["tmQ", "tmK", "tmV", "O", "LSE", "B", "Sq", "Skv", "Hq", "Hkv", "oStrideB", "oStrideS", "oStrideH", "scaleLog2"]
+// CHECK-SAME: attn.launch = {block_m = 128 : i64, block_n = 128 : i64, causal = true, dtype = "bf16", dynamic_smem = 163920 : i64, grid = "tiles", head_dim = 128 : i64, head_dim_v = 128 : i64, kernel = "attn_kernel", params = ["tmQ", "tmK", "tmV", "O", "LSE", "B", "Sq", "Skv", "Hq", "Hkv", "oStrideB", "oStrideS", "oStrideH", "scaleLog2"]
 // CHECK-SAME: threads = 384 : i64, window_left = -1 : i64, window_right = 0 : i64
 // CHECK-SAME: nvvm.maxntid = array<i32: 384, 1, 1>
 
-// Causal: the longest m-blocks (the last ones) are launched first.
-// CHECK: %[[CTA:.*]] = nvvm.read.ptx.sreg.ctaid.x : i32
-// CHECK: %[[NCTA:.*]] = nvvm.read.ptx.sreg.nctaid.x : i32
-// CHECK: %[[LAST:.*]] = arith.subi %[[NCTA]], %{{.*}} : i32
-// CHECK: %[[MB:.*]] = arith.subi %[[LAST]], %[[CTA]] : i32
-// CHECK: %[[ROW0:.*]] = arith.muli %[[MB]], %{{.*}} : i32
-// CHECK: func.call @attn_kernel_kv_range(%[[ROW0]]
 
 // Barriers: q, K/V full (count 1 + tx bytes), K/V empty (256 consumer threads).
+// CHECK: %[[CTA:.*]] = nvvm.read.ptx.sreg.ctaid.x : i32
+// CHECK: %[[NUMM:.*]] = arith.divui %{{.*}}, %c128_i32 : i32
+// CHECK: %[[HB:.*]] = arith.muli %arg8, %arg5 : i32
 // CHECK: nvvm.mbarrier.init %{{.*}}, %{{.*}} : !llvm.ptr<3>, i32
 // CHECK: nvvm.fence.mbarrier.init
 // CHECK: nvvm.prefetch tensormap
@@ -42,6 +38,13 @@
 
 // Producer warpgroup: fewer registers; Q once, then the K/V ring.
 // CHECK: nvvm.setmaxregister decrease 24
+// A 1-D grid over tiles (m-block major, heads fastest); causal: the longest
+// m-blocks (the last ones) come first.
+// CHECK: %[[REV:.*]] = arith.divui %[[CTA]], %[[HB]] : i32
+// CHECK: %[[LAST:.*]] = arith.subi %[[NUMM]], %c1_i32 : i32
+// CHECK: %[[MB:.*]] = arith.subi %[[LAST]], %[[REV]] : i32
+// CHECK: %[[ROW0:.*]] = arith.muli %[[MB]], %c128_i32 : i32
+// CHECK: func.call @attn_kernel_kv_range(%[[ROW0]]
 // CHECK: nvvm.mbarrier.arrive.expect_tx
 // CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg0
 // CHECK: scf.for
