@@ -38,9 +38,9 @@
 
 // Producer warpgroup: fewer registers; Q once, then the K/V ring.
 // CHECK: nvvm.setmaxregister decrease 24
-// A 1-D grid over tiles (m-block major, heads fastest); causal: the longest
-// m-blocks (the last ones) come first.
-// CHECK: %[[REV:.*]] = arith.divui %[[CTA]], %[[HB]] : i32
+// A 1-D grid over tiles (m-blocks fastest, so co-running CTAs share a head's
+// K/V in L2); causal: the longest m-blocks (the last ones) come first.
+// CHECK: %[[REV:.*]] = arith.remui %[[CTA]], %[[NUMM]] : i32
 // CHECK: %[[LAST:.*]] = arith.subi %[[NUMM]], %c1_i32 : i32
 // CHECK: %[[MB:.*]] = arith.subi %[[LAST]], %[[REV]] : i32
 // CHECK: %[[ROW0:.*]] = arith.muli %[[MB]], %c128_i32 : i32
