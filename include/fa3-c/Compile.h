@@ -24,7 +24,9 @@ typedef struct Fa3HopperOptions {
   int64_t blockN;       /* 0: per head dim (128 up to 128, 80 above) */
   int64_t stages;       /* depth of the K/V ring (2) */
   bool pingpong;        /* consumer warpgroups take turns (true) */
-  bool persistent;      /* CTAs loop over tiles (false) */
+  int persistent;       /* CTAs loop over tiles: 1 on, -1 off, 0 auto (on
+                           where measured faster: head dim 64, no right-
+                           bounded mask) */
   const char *chip;     /* "sm_90a" */
   const char *features; /* "+ptx80" */
   const char *toolkit;  /* CUDA toolkit with bin/ptxas; NULL: $CUDA_HOME,

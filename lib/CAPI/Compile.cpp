@@ -38,7 +38,7 @@ Fa3HopperOptions fa3HopperOptionsDefault(void) {
   o.blockN = 0;
   o.stages = 2;
   o.pingpong = true;
-  o.persistent = false;
+  o.persistent = 0;
   o.chip = "sm_90a";
   o.features = "+ptx80";
   o.toolkit = NULL;
@@ -105,7 +105,7 @@ Fa3KernelSet *fa3CompileHopperModule(MlirModule cmod,
   c.blockN = o.blockN;
   c.stages = o.stages ? o.stages : 2;
   c.pingpong = o.pingpong;
-  c.persistent = o.persistent;
+  c.persistent = o.persistent > 0 ? "on" : o.persistent < 0 ? "off" : "auto";
   c.format = "none";
   if (o.chip)
     c.chip = o.chip;

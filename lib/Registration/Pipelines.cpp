@@ -67,10 +67,11 @@ struct HopperPipelineOptions
                         llvm::cl::desc("Consumer warpgroups take turns issuing "
                                        "their GEMMs (named barriers)"),
                         llvm::cl::init(true)};
-  Option<bool> persistent{*this, "persistent",
-                          llvm::cl::desc("CTAs loop over tiles (launch fewer "
-                                         "CTAs than tiles)"),
-                          llvm::cl::init(false)};
+  Option<std::string> persistent{
+      *this, "persistent",
+      llvm::cl::desc("CTAs loop over tiles: auto (where measured faster), on, "
+                     "off"),
+      llvm::cl::init("auto")};
   Option<std::string> format{
       *this, "format",
       llvm::cl::desc("What gpu-module-to-binary embeds: isa (PTX text), bin "
@@ -115,7 +116,7 @@ void fa3::attn::addHopperPipeline(OpPassManager &pm,
                   std::to_string(c.blockN) + "}," +
                   "convert-attn-to-hopper{stages=" + std::to_string(c.stages) +
                   " pingpong=" + (c.pingpong ? "true" : "false") +
-                  " persistent=" + (c.persistent ? "true" : "false") +
+                  " persistent=" + c.persistent +
                   "},nvvm-attach-target{chip=" + c.chip +
                   " features=" + c.features + " O=3}," + kDeviceToLLVM;
   addPipeline(pm, p);

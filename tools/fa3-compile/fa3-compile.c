@@ -42,7 +42,8 @@ static const char *kUsage =
     "  --stages N           depth of the K/V shared-memory ring (default 2)\n"
     "  --no-pingpong        consumer warpgroups do not take turns\n"
     "  --persistent         CTAs loop over tiles (the runtime launches one\n"
-    "                       CTA per SM)\n"
+    "                       CTA per SM); default: where measured faster\n"
+    "  --no-persistent      one CTA per tile\n"
     "  -o DIR               output directory (created if missing)\n"
     "  -h, --help           this text\n";
 
@@ -169,7 +170,9 @@ int main(int argc, char **argv) {
       NEED_VALUE();
       opts.blockN = atoll(v);
     } else if (!strcmp(a, "--persistent")) {
-      opts.persistent = true;
+      opts.persistent = 1;
+    } else if (!strcmp(a, "--no-persistent")) {
+      opts.persistent = -1;
     } else if (!strcmp(a, "--no-pingpong")) {
       opts.pingpong = false;
     } else if (!strcmp(a, "--stages")) {

@@ -126,8 +126,8 @@ bool hasUnitInnerStride(Value memref) {
 }
 
 LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
-                      int64_t stages, bool pingpong, bool persistent,
-                      unsigned index) {
+                      int64_t stages, bool pingpong,
+                      llvm::StringRef persistent, unsigned index) {
   TileUpdateOp u = t.update;
   Value q = u.getQuery(), v = u.getValue(), o = t.finalize.getOut();
   auto qt = cast<MemRefType>(q.getType());
@@ -160,7 +160,13 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
   cfg.stages = stages;
   cfg.softcap = u.getSoftcap().convertToDouble();
   cfg.pingpong = pingpong;
-  cfg.persistent = persistent;
+  // Measured on the H200 (bench/results/2026-11-29T1124-persistent.md):
+  // persistent CTAs win 2-16 % for head dim 64 without a right bound; with
+  // causal masks the static tile split is unbalanced, and at head dim 128+
+  // the tile loop's extra live registers spill.
+  cfg.persistent = persistent == "on" ||
+                   (persistent == "auto" && cfg.headDim == 64 &&
+                    u.getWindow()[1] < 0);
   cfg.longestFirst = u.getWindow()[1] >= 0;
   cfg.kvRangeFn = cfg.name + "_kv_range";
   cfg.visibleFn = cfg.name + "_visible";
@@ -230,6 +236,12 @@ struct ConvertAttnToHopperPass
   using ConvertAttnToHopperBase::ConvertAttnToHopperBase;
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (persistent != "auto" && persistent != "on" && persistent != "off") {
+      module.emitError("convert-attn-to-hopper: persistent must be auto, on "
+                       "or off, got '")
+          << persistent << "'";
+      return signalPassFailure();
+    }
     SmallVector<func::FuncOp> done;
     bool bad = false;
     module.walk([&](FlashAttentionOp op) {

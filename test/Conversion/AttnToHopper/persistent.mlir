@@ -1,7 +1,7 @@
 // convert-attn-to-hopper{persistent}: CTAs loop over tiles. The producer
 // loads a tile's Q only after the consumers released the last one (Q empty
 // barrier), and the K/V ring slot g continues across tiles.
-// RUN: fa3-opt %s --attn-tile=block-m=128 --convert-attn-to-hopper=persistent=true | FileCheck %s
+// RUN: fa3-opt %s --attn-tile=block-m=128 --convert-attn-to-hopper=persistent=on | FileCheck %s
 
 // CHECK: gpu.func @attn_kernel(
 // CHECK-SAME: grid = "persistent"

@@ -24,7 +24,7 @@ struct HopperPipelineConfig {
   int64_t blockN = 0;            // 0: per head dim
   int64_t stages = 2;            // depth of the K/V ring
   bool pingpong = true;          // consumer warpgroups take turns
-  bool persistent = false;       // CTAs loop over tiles
+  std::string persistent = "auto"; // CTAs loop over tiles: auto | on | off
   std::string format = "bin";    // isa | bin | fatbin | none
   std::string chip = "sm_90a";
   std::string features = "+ptx80";
