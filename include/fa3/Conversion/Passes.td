@@ -21,11 +21,13 @@ def ConvertAttnToHopper : Pass<"convert-attn-to-hopper", "::mlir::ModuleOp"> {
     by the shared builder, and the per-element mask of boundary blocks is the
     shared visibility builder, so the kernel re-derives neither.
 
-    The host function that held the computation is replaced by the kernel:
-    its launch facts (kernel name, threads, dynamic shared memory, tiles,
-    parameter order) are attached to the gpu.func as `attn.launch`, and the
-    C runtime (runtime/) launches it. Functions that do more than one
-    attention computation are rejected.
+    The host function that held the computation is replaced by its kernels
+    (one gpu.module per attention op): their launch facts (kernel name,
+    threads, dynamic shared memory, tiles, grid kind, parameter order) are
+    attached to each gpu.func as `attn.launch`, and the C runtime (runtime/)
+    launches them. A function that does anything besides attention (and the
+    index math and allocations around it) is rejected, since that work
+    would be lost.
   }];
   let options = [
     Option<"stages", "stages", "int64_t", /*default=*/"2",

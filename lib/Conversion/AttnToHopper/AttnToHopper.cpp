@@ -18,6 +18,8 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Parser/Parser.h"
 
 #include <optional>
@@ -260,6 +262,22 @@ struct ConvertAttnToHopperPass
       });
       if (found.empty())
         continue;
+      // The host function is replaced by its kernels: anything else it does
+      // would be lost, so only index math, allocations and the grids may
+      // stand beside the attention.
+      for (Operation &op : func.getBody().getOps()) {
+        bool isGrid = llvm::any_of(found, [&](TiledAttention &t) {
+          return t.grid.getOperation() == &op;
+        });
+        if (isGrid || isa<func::ReturnOp, memref::AllocOp, memref::DeallocOp>(op) ||
+            isMemoryEffectFree(&op))
+          continue;
+        op.emitOpError("would be lost: convert-attn-to-hopper replaces @")
+            << func.getName()
+            << " by its attention kernels; keep other work out of that "
+               "function";
+        return signalPassFailure();
+      }
       for (auto [i, t] : llvm::enumerate(found))
         if (failed(convert(module, func, t, stages, pingpong, persistent, i)))
           return signalPassFailure();

@@ -14,3 +14,6 @@ func.func @attn(%q: memref<1x2x64x256xbf16>, %o: memref<1x2x64x256xbf16>) {
   attn.flash_attention ins(%q, %q, %q : memref<1x2x64x256xbf16>, memref<1x2x64x256xbf16>, memref<1x2x64x256xbf16>) outs(%o : memref<1x2x64x256xbf16>)
   return
 }
+
+// RUN: not fa3-opt %S/Inputs/other-work.mlir --attn-tile=block-m=128 --convert-attn-to-hopper 2>&1 | FileCheck %s --check-prefix=LOST
+// LOST: error: 'memref.store' op would be lost: convert-attn-to-hopper replaces @mixed by its attention kernels; keep other work out of that function
