@@ -17,6 +17,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <map>
+#include <tuple>
 #include <vector>
 
 using namespace fa3::hopper;
@@ -199,6 +200,33 @@ private:
     if (cfg.pingpong)
       e("nvvm.barrier.arrive id = " + otherBar + " number_of_threads = " +
         i32(256));
+  }
+
+  /// Opens the loop over this CTA's tiles when persistent (carrying the tile
+  /// count k, the Q barrier's phase, and the K/V ring slot g); otherwise the
+  /// CTA's one tile is ctaid.x with k = g = 0. Returns (tile, k, g).
+  std::tuple<std::string, std::string, std::string>
+  openTileLoop(const std::string &prefix, const std::string &cta,
+               const std::string &tiles, const std::string &ncta) {
+    if (!cfg.persistent)
+      return {cta, i32(0), i32(0)};
+    std::string t = "%" + prefix + "tile", k = "%" + prefix + "k",
+                g = "%" + prefix + "g";
+    e("%" + prefix + "loop:2 = scf.for " + t + " = " + cta + " to " + tiles +
+      " step " + ncta + " iter_args(" + k + " = " + i32(0) + ", " + g + " = " +
+      i32(0) + ") -> (i32, i32) : i32 {");
+    ++ind;
+    return {t, k, g};
+  }
+  /// Closes openTileLoop's loop: the next tile's k and ring slot.
+  void closeTileLoop(const std::string &k, const std::string &g,
+                     const std::string &nblk) {
+    if (!cfg.persistent)
+      return;
+    e("scf.yield " + bin("addi", k, i32(1)) + ", " + bin("addi", g, nblk) +
+      " : i32, i32");
+    --ind;
+    e("}");
   }
 
   /// One tile of work: its m-block, heads, batch and kv-block schedule.
@@ -576,15 +604,7 @@ std::string Emitter::body() {
   e("nvvm.setmaxregister decrease " + std::to_string(kProducerRegs));
   e("scf.if " + isT0 + " {");
   ++ind;
-  // Persistent: loop over this CTA's tiles, carrying the tile count k (Q
-  // barrier phase) and the ring slot g. Otherwise: one tile, ctaid.x.
-  std::string pTile = cta, pK = i32(0), pG = i32(0);
-  if (cfg.persistent) {
-    e("%ploop:2 = scf.for %ptile = " + cta + " to " + tiles + " step " + ncta +
-      " iter_args(%pk = " + i32(0) + ", %pg = " + i32(0) + ") -> (i32, i32) : i32 {");
-    ++ind;
-    pTile = "%ptile", pK = "%pk", pG = "%pg";
-  }
+  auto [pTile, pK, pG] = openTileLoop("p", cta, tiles, ncta);
   {
     Tile tl = decode(pTile, grp, numM, hb);
     comment("Q of this tile once the consumers are done with the last one's");
@@ -638,13 +658,7 @@ std::string Emitter::body() {
     }
     --ind;
     e("}");
-    if (cfg.persistent)
-      e("scf.yield " + bin("addi", pK, i32(1)) + ", " +
-        bin("addi", pG, tl.nblk) + " : i32, i32");
-  }
-  if (cfg.persistent) {
-    --ind;
-    e("}");
+    closeTileLoop(pK, pG, tl.nblk);
   }
   --ind;
   e("}");
@@ -701,13 +715,7 @@ std::string Emitter::body() {
     myBar = bin("addi", cw, i32(1), "i32", "mybar");
     otherBar = bin("subi", i32(2), cw, "i32", "otherbar");
   }
-  std::string cTile = cta, cK = i32(0), cG = i32(0);
-  if (cfg.persistent) {
-    e("%cloop:2 = scf.for %ctile = " + cta + " to " + tiles + " step " + ncta +
-      " iter_args(%ck = " + i32(0) + ", %cg = " + i32(0) + ") -> (i32, i32) : i32 {");
-    ++ind;
-    cTile = "%ctile", cK = "%ck", cG = "%cg";
-  }
+  auto [cTile, cK, cG] = openTileLoop("c", cta, tiles, ncta);
   {
     Tile tl = decode(cTile, grp, numM, hb);
     m0 = tl.m0, head = tl.head, bidx = tl.bidx, lo = tl.lo, ilo = tl.ilo,
@@ -921,12 +929,7 @@ std::string Emitter::body() {
     --ind;
     e("}");
   }
-  if (cfg.persistent) {
-    e("scf.yield " + bin("addi", cK, i32(1)) + ", " + bin("addi", cG, nblk) +
-      " : i32, i32");
-    --ind;
-    e("}");
-  }
+  closeTileLoop(cK, cG, nblk);
   --ind;
   e("}");
   e("gpu.return");
