@@ -68,7 +68,6 @@ std::optional<TiledAttention> matchTiled(scf::ParallelOp grid) {
   return t;
 }
 
-Type i32Type(OpBuilder &b) { return b.getI32Type(); }
 
 Value toIndex(OpBuilder &b, Location loc, Value v) {
   return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
@@ -79,7 +78,7 @@ Value toI32(OpBuilder &b, Location loc, Value v) {
 
 /// func.func private @name(row0, Sq, Skv : i32) -> (lo, hi, ilo, ihi : i32)
 void buildKvRangeFn(OpBuilder &b, Location loc, StringRef name, KvRangeOp r) {
-  Type i32 = i32Type(b);
+  Type i32 = b.getI32Type();
   auto fn = func::FuncOp::create(
       b, loc, name, b.getFunctionType({i32, i32, i32}, {i32, i32, i32, i32}));
   fn.setPrivate();
@@ -100,7 +99,7 @@ void buildKvRangeFn(OpBuilder &b, Location loc, StringRef name, KvRangeOp r) {
 /// visible to query `row` and exists (col < Skv).
 void buildVisibleFn(OpBuilder &b, Location loc, StringRef name,
                     ArrayRef<int64_t> window) {
-  Type i32 = i32Type(b);
+  Type i32 = b.getI32Type();
   auto fn = func::FuncOp::create(
       b, loc, name, b.getFunctionType({i32, i32, i32, i32}, {b.getI1Type()}));
   fn.setPrivate();
