@@ -1,0 +1,118 @@
+"""Compile attention variants to Hopper kernels from Python (the C API's
+one-call compile, fa3-c/Compile.h, through ctypes).
+
+    from fa3.compile import compile_kernel
+    files = compile_kernel("kernels", head_dim=128, causal=True)
+    # kernels/fa3_fwd_d128_bf16_causal_kernel.{ptx,cubin,facts}, ready for
+    # fa3.torch_api.flash_attn_func(..., kernel_dir="kernels")
+
+Needs libFA3CAPI.so (this build) and ptxas for the cubin (CUDA toolkit, found
+through $CUDA_HOME or /usr/local/cuda); no GPU.
+"""
+import ctypes
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Optional, Tuple
+
+from . import _capi
+from .ir import Context, Fa3Error
+
+
+class _Spec(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("dtype", ctypes.c_char_p),
+                ("headDim", ctypes.c_int64), ("causal", ctypes.c_bool),
+                ("windowLeft", ctypes.c_int64), ("windowRight", ctypes.c_int64),
+                ("softcap", ctypes.c_float), ("hasScale", ctypes.c_bool),
+                ("scale", ctypes.c_float)]
+
+
+class _Options(ctypes.Structure):
+    _fields_ = [("blockN", ctypes.c_int64), ("stages", ctypes.c_int64),
+                ("pingpong", ctypes.c_bool), ("persistent", ctypes.c_int),
+                ("chip", ctypes.c_char_p), ("features", ctypes.c_char_p),
+                ("toolkit", ctypes.c_char_p)]
+
+
+class _Binary(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("ptx", ctypes.c_void_p),
+                ("ptxSize", ctypes.c_size_t), ("cubin", ctypes.c_void_p),
+                ("cubinSize", ctypes.c_size_t), ("facts", ctypes.c_char_p)]
+
+
+def _declare(lib):
+    if getattr(lib, "_fa3_compile_declared", False):
+        return lib
+    lib.fa3CompileHopperSpec.restype = ctypes.c_void_p
+    lib.fa3CompileHopperSpec.argtypes = [_capi.MlirContext, ctypes.POINTER(_Spec),
+                                         ctypes.POINTER(_Options)]
+    lib.fa3KernelSetSize.restype = ctypes.c_size_t
+    lib.fa3KernelSetSize.argtypes = [ctypes.c_void_p]
+    lib.fa3KernelSetGet.restype = _Binary
+    lib.fa3KernelSetGet.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    lib.fa3KernelSetDestroy.restype = None
+    lib.fa3KernelSetDestroy.argtypes = [ctypes.c_void_p]
+    lib._fa3_compile_declared = True
+    return lib
+
+
+@dataclass
+class KernelFiles:
+    name: str
+    ptx: Path
+    cubin: Path
+    facts: Path
+
+
+def default_name(head_dim, dtype, causal, window, softcap):
+    """The name fa3-compile gives a variant (without the _kernel suffix)."""
+    n = "fa3_fwd_d%d_%s" % (head_dim, dtype)
+    if causal:
+        n += "_causal"
+    if window[0] >= 0 or window[1] >= 0:
+        n += "_w%d_%d" % (max(window[0], 0), max(window[1], 0))
+    if softcap > 0:
+        n += "_softcap"
+    return n
+
+
+_PERSISTENT = {"auto": 0, "on": 1, "off": -1}
+
+
+def compile_kernel(out_dir, head_dim: int = 128, dtype: str = "bf16",
+                   causal: bool = False, window: Tuple[int, int] = (-1, -1),
+                   softcap: float = 0.0, scale: Optional[float] = None,
+                   name: Optional[str] = None, block_n: int = 0, stages: int = 2,
+                   pingpong: bool = True, persistent: str = "auto") -> List[KernelFiles]:
+    """Compiles one variant and writes <kernel>.ptx/.cubin/.facts to out_dir.
+    Raises Fa3Error with the compiler's diagnostics when the variant is not
+    supported."""
+    if persistent not in _PERSISTENT:
+        raise ValueError("persistent must be auto, on or off, got %r" % (persistent,))
+    lib = _declare(_capi.lib())
+    name = name or default_name(head_dim, dtype, causal, window, softcap)
+    spec = _Spec(name.encode(), dtype.encode(), head_dim, causal, window[0],
+                 window[1], softcap, scale is not None,
+                 0.0 if scale is None else scale)
+    opts = _Options(block_n, stages, pingpong, _PERSISTENT[persistent],
+                    b"sm_90a", b"+ptx80", None)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    with Context() as ctx:
+        ctx._take_diagnostics()
+        kset = lib.fa3CompileHopperSpec(ctx._ctx, ctypes.byref(spec), ctypes.byref(opts))
+        if not kset:
+            raise Fa3Error(ctx._take_diagnostics() or "compilation failed")
+        try:
+            files = []
+            for i in range(lib.fa3KernelSetSize(kset)):
+                b = lib.fa3KernelSetGet(kset, i)
+                kname = b.name.decode()
+                f = KernelFiles(kname, out / (kname + ".ptx"), out / (kname + ".cubin"),
+                                out / (kname + ".facts"))
+                f.ptx.write_bytes(ctypes.string_at(b.ptx, b.ptxSize))
+                f.cubin.write_bytes(ctypes.string_at(b.cubin, b.cubinSize))
+                f.facts.write_bytes(b.facts)
+                files.append(f)
+            return files
+        finally:
+            lib.fa3KernelSetDestroy(kset)

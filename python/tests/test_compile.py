@@ -1,0 +1,49 @@
+"""fa3.compile: the C API's one-call compile from Python, on the CPU machine."""
+import shutil
+from pathlib import Path
+
+import pytest
+
+from fa3 import facts as F
+from fa3.compile import compile_kernel
+from fa3.ir import Fa3Error
+
+HAVE_PTXAS = bool(shutil.which("ptxas")) or Path("/usr/local/cuda/bin/ptxas").exists()
+needs_ptxas = pytest.mark.skipif(not HAVE_PTXAS, reason="no ptxas to assemble the cubin")
+
+
+@needs_ptxas
+def test_compile_variant_writes_ptx_cubin_facts(tmp_path):
+    files = compile_kernel(tmp_path, head_dim=128, dtype="f16", causal=True,
+                           softcap=20.0, scale=0.1)
+    assert len(files) == 1
+    f = files[0]
+    assert f.name == "fa3_fwd_d128_f16_causal_softcap_kernel"
+    ptx = f.ptx.read_text()
+    assert "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16" in ptx
+    assert "cp.async.bulk.tensor" in ptx and "tanh.approx.f32" in ptx
+    assert f.cubin.read_bytes()[:4] == b"\x7fELF"
+    k = F.parse_facts(f.facts.read_text(), str(f.facts))
+    assert (k.dtype, k.head_dim, k.causal, k.softcap) == ("f16", 128, True, 20.0)
+    assert abs(k.scale - 0.1) < 1e-6 and not k.persistent
+
+
+@needs_ptxas
+def test_persistent_auto_follows_the_measurements(tmp_path):
+    full = compile_kernel(tmp_path / "a", head_dim=64)[0]
+    causal = compile_kernel(tmp_path / "b", head_dim=64, causal=True)[0]
+    forced = compile_kernel(tmp_path / "c", head_dim=128, persistent="on")[0]
+    parse = lambda f: F.parse_facts(f.facts.read_text(), str(f.facts))
+    assert parse(full).persistent and not parse(causal).persistent
+    assert parse(forced).persistent
+
+
+def test_unsupported_variant_reports_why(tmp_path):
+    with pytest.raises(Fa3Error) as e:
+        compile_kernel(tmp_path, head_dim=96)
+    assert "head dim 96 (the Hopper kernel takes 64, 128 or 256)" in str(e.value)
+
+
+def test_bad_option_is_refused(tmp_path):
+    with pytest.raises(ValueError):
+        compile_kernel(tmp_path, persistent="sometimes")
