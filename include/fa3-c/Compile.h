@@ -31,6 +31,7 @@ typedef struct Fa3HopperOptions {
   const char *features; /* "+ptx80" */
   const char *toolkit;  /* CUDA toolkit with bin/ptxas; NULL: $CUDA_HOME,
                            $CUDA_PATH, else /usr/local/cuda */
+  bool emitCubin;       /* false: PTX and facts only (no ptxas needed) */
 } Fa3HopperOptions;
 
 MLIR_CAPI_EXPORTED Fa3HopperOptions fa3HopperOptionsDefault(void);
@@ -58,7 +59,7 @@ typedef struct Fa3KernelBinary {
   const char *name;   /* kernel (gpu.func) name */
   const char *ptx;    /* PTX text, NUL-terminated */
   size_t ptxSize;
-  const void *cubin;  /* sm_90a ELF */
+  const void *cubin;  /* sm_90a ELF (empty without emitCubin) */
   size_t cubinSize;
   const char *facts;  /* launch facts, "key value" lines (docs/runtime.md) */
 } Fa3KernelBinary;

@@ -42,6 +42,7 @@ Fa3HopperOptions fa3HopperOptionsDefault(void) {
   o.chip = "sm_90a";
   o.features = "+ptx80";
   o.toolkit = NULL;
+  o.emitCubin = true;
   return o;
 }
 
@@ -128,10 +129,12 @@ Fa3KernelSet *fa3CompileHopperModule(MlirModule cmod,
   OwningOpRef<ModuleOp> clone = module.clone();
   if (failed(runPasses(*clone, "gpu-module-to-binary{format=isa}")))
     return nullptr;
-  PassManager bin(module.getContext());
-  fa3::attn::addHopperBinaryStep(bin, "bin", o.toolkit ? o.toolkit : "");
-  if (failed(bin.run(module)))
-    return nullptr;
+  if (o.emitCubin) {
+    PassManager bin(module.getContext());
+    fa3::attn::addHopperBinaryStep(bin, "bin", o.toolkit ? o.toolkit : "");
+    if (failed(bin.run(module)))
+      return nullptr;
+  }
   auto collect = [&](ModuleOp m, bool ptx) {
     size_t i = 0;
     for (auto bin : m.getOps<gpu::BinaryOp>())
@@ -145,7 +148,8 @@ Fa3KernelSet *fa3CompileHopperModule(MlirModule cmod,
       }
   };
   collect(*clone, true);
-  collect(module, false);
+  if (o.emitCubin)
+    collect(module, false);
   return set.release();
 }
 

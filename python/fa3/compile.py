@@ -30,7 +30,7 @@ class _Options(ctypes.Structure):
     _fields_ = [("blockN", ctypes.c_int64), ("stages", ctypes.c_int64),
                 ("pingpong", ctypes.c_bool), ("persistent", ctypes.c_int),
                 ("chip", ctypes.c_char_p), ("features", ctypes.c_char_p),
-                ("toolkit", ctypes.c_char_p)]
+                ("toolkit", ctypes.c_char_p), ("emitCubin", ctypes.c_bool)]
 
 
 class _Binary(ctypes.Structure):
@@ -94,7 +94,7 @@ def compile_kernel(out_dir, head_dim: int = 128, dtype: str = "bf16",
                  window[1], softcap, scale is not None,
                  0.0 if scale is None else scale)
     opts = _Options(block_n, stages, pingpong, _PERSISTENT[persistent],
-                    b"sm_90a", b"+ptx80", None)
+                    b"sm_90a", b"+ptx80", None, True)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     with Context() as ctx:

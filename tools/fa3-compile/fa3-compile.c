@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 static const char *kUsage =
     "usage: fa3-compile [options] [input.mlir] -o DIR\n"
@@ -44,6 +45,8 @@ static const char *kUsage =
     "  --persistent         CTAs loop over tiles (the runtime launches one\n"
     "                       CTA per SM); default: where measured faster\n"
     "  --no-persistent      one CTA per tile\n"
+    "  --ptx-only           write PTX and facts, no cubin (also the fallback,\n"
+    "                       with a warning, when ptxas cannot be found)\n"
     "  -o DIR               output directory (created if missing)\n"
     "  -h, --help           this text\n";
 
@@ -90,12 +93,42 @@ static int writeSet(Fa3KernelSet *set, const char *dir, double seconds) {
   for (size_t i = 0; i < fa3KernelSetSize(set); ++i) {
     Fa3KernelBinary k = fa3KernelSetGet(set, i);
     rc |= writeFile(dir, k.name, "ptx", k.ptx, k.ptxSize);
-    rc |= writeFile(dir, k.name, "cubin", k.cubin, k.cubinSize);
+    if (k.cubinSize)
+      rc |= writeFile(dir, k.name, "cubin", k.cubin, k.cubinSize);
     rc |= writeFile(dir, k.name, "facts", k.facts, strlen(k.facts));
-    printf("%s/%s.{ptx,cubin,facts}  (ptx %zu bytes, cubin %zu bytes, %.2f s)\n",
-           dir, k.name, k.ptxSize, k.cubinSize, seconds);
+    if (k.cubinSize)
+      printf("%s/%s.{ptx,cubin,facts}  (ptx %zu bytes, cubin %zu bytes, %.2f s)\n",
+             dir, k.name, k.ptxSize, k.cubinSize, seconds);
+    else
+      printf("%s/%s.{ptx,facts}  (ptx %zu bytes, no cubin, %.2f s)\n", dir,
+             k.name, k.ptxSize, seconds);
   }
   return rc;
+}
+
+/* Whether ptxas can be found where the compiler will look for it. */
+static int havePtxas(void) {
+  char path[4096];
+  const char *vars[] = {"CUDA_HOME", "CUDA_PATH"};
+  for (int i = 0; i < 2; ++i) {
+    const char *v = getenv(vars[i]);
+    if (v && *v) {
+      snprintf(path, sizeof path, "%s/bin/ptxas", v);
+      return access(path, X_OK) == 0;
+    }
+  }
+  if (access("/usr/local/cuda/bin/ptxas", X_OK) == 0)
+    return 1;
+  const char *p = getenv("PATH");
+  while (p && *p) {
+    const char *end = strchr(p, ':');
+    size_t n = end ? (size_t)(end - p) : strlen(p);
+    snprintf(path, sizeof path, "%.*s/ptxas", (int)n, p);
+    if (access(path, X_OK) == 0)
+      return 1;
+    p = end ? end + 1 : NULL;
+  }
+  return 0;
 }
 
 static double now(void) {
@@ -173,6 +206,8 @@ int main(int argc, char **argv) {
       opts.persistent = 1;
     } else if (!strcmp(a, "--no-persistent")) {
       opts.persistent = -1;
+    } else if (!strcmp(a, "--ptx-only")) {
+      opts.emitCubin = false;
     } else if (!strcmp(a, "--no-pingpong")) {
       opts.pingpong = false;
     } else if (!strcmp(a, "--stages")) {
@@ -192,6 +227,12 @@ int main(int argc, char **argv) {
     return fail("give exactly one of: an input file, --head-dim N, --all", NULL);
   if (mkdir(outDir, 0755) != 0 && errno != EEXIST)
     return fail("cannot create output directory", outDir);
+  if (opts.emitCubin && !havePtxas()) {
+    fprintf(stderr, "fa3-compile: warning: ptxas not found ($CUDA_HOME, "
+                    "$CUDA_PATH, /usr/local/cuda or PATH): writing PTX and facts "
+                    "only; the runtime needs the cubin\n");
+    opts.emitCubin = false;
+  }
 
   MlirContext ctx = fa3ContextCreate();
   Fa3DiagnosticLog *log = fa3DiagnosticLogAttach(ctx);
