@@ -260,6 +260,20 @@ private:
     return t;
   }
 
+  /// Balances the turns of a tile: consumer 1 opens consumer 0's first
+  /// turn (arrive on barrier 1); after the last one, consumer 0 takes the
+  /// turn consumer 1 handed over (sync on barrier 1).
+  void pingpongEdge(const std::string &cw, bool opening) {
+    if (!cfg.pingpong)
+      return;
+    comment(opening ? "ping-pong: consumer 0 issues first (consumer 1 opens its turn)"
+                    : "ping-pong: consumer 0 takes the turn consumer 1 handed over last");
+    e("scf.if " + cmpi("eq", cw, i32(opening ? 1 : 0)) + " {");
+    e(std::string("  nvvm.barrier") + (opening ? ".arrive" : "") + " id = " +
+      i32(1) + " number_of_threads = " + i32(256));
+    e("}");
+  }
+
   // --- kernel pieces --------------------------------------------------------
   std::string rsWgmmaAsm(std::string &constraints);
   std::string descBase(const std::string &smem, const std::string &offI32,
@@ -723,13 +737,7 @@ std::string Emitter::body() {
     std::string qrow0 = bin("addi", m0, r, "i32", "qrow");
     qrows = {qrow0, bin("addi", qrow0, i32(8), "i32", "qrow")};
   }
-  if (cfg.pingpong) {
-    comment("ping-pong: consumer 0 issues first (consumer 1 opens its turn)");
-    std::string second = cmpi("eq", cw, i32(1));
-    e("scf.if " + second + " {");
-    e("  nvvm.barrier.arrive id = " + i32(1) + " number_of_threads = " + i32(256));
-    e("}");
-  }
+  pingpongEdge(cw, /*opening=*/true);
   comment("wait for this tile's Q");
   mbarWait(barQp, bin("andi", cK, i32(1)));
   // FA3 intra-warpgroup overlap, software-pipelined by one kv block:
@@ -850,13 +858,7 @@ std::string Emitter::body() {
   }
   e("}");
 
-  if (cfg.pingpong) {
-    comment("ping-pong: consumer 0 takes the turn consumer 1 handed over last");
-    std::string first = cmpi("eq", cw, i32(0));
-    e("scf.if " + first + " {");
-    e("  nvvm.barrier id = " + i32(1) + " number_of_threads = " + i32(256));
-    e("}");
-  }
+  pingpongEdge(cw, /*opening=*/false);
   comment("---- epilogue: quad-reduce l, O / l, LSE = (m + log2 l) ln 2 ----");
   if (cfg.persistent) {
     // Re-derive the tile's coordinates from an opaque copy of the tile id,
