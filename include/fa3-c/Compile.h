@@ -39,7 +39,8 @@ MLIR_CAPI_EXPORTED Fa3HopperOptions fa3HopperOptionsDefault(void);
 /* One attention variant. Batch, sequence lengths and head counts are
  * launch-time arguments of the kernel; only these fix the code. */
 typedef struct Fa3AttentionSpec {
-  const char *name;    /* kernel base name (C identifier) */
+  const char *name;    /* kernel base name (C identifier); NULL:
+                          fa3_fwd_d<D>_<dtype>[_causal][_w<L>_<R>][_softcap] */
   const char *dtype;   /* "bf16" or "f16" (q, k, v and o) */
   int64_t headDim;     /* 64, 128 or 256 */
   bool causal;
@@ -51,6 +52,11 @@ typedef struct Fa3AttentionSpec {
 } Fa3AttentionSpec;
 
 MLIR_CAPI_EXPORTED Fa3AttentionSpec fa3AttentionSpecDefault(void);
+
+/* The kernel base name of `spec` (its name, or the derived one) into `buf`
+ * (NUL-terminated, truncated to `size`); returns the full length. */
+MLIR_CAPI_EXPORTED size_t fa3AttentionSpecName(const Fa3AttentionSpec *spec,
+                                               char *buf, size_t size);
 
 /* The compiled kernels of a module. */
 typedef struct Fa3KernelSet Fa3KernelSet;

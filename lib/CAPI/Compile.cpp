@@ -19,7 +19,9 @@
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -48,7 +50,7 @@ Fa3HopperOptions fa3HopperOptionsDefault(void) {
 
 Fa3AttentionSpec fa3AttentionSpecDefault(void) {
   Fa3AttentionSpec s;
-  s.name = "attention";
+  s.name = NULL;
   s.dtype = "bf16";
   s.headDim = 128;
   s.causal = false;
@@ -87,15 +89,6 @@ static std::string factsText(DictionaryAttr d) {
   return out;
 }
 
-static LogicalResult runPasses(ModuleOp module, const std::string &pipeline) {
-  PassManager pm(module.getContext());
-  std::string err;
-  llvm::raw_string_ostream os(err);
-  if (failed(parsePassPipeline(pipeline, pm, os)))
-    return emitError(module.getLoc()) << "internal pipeline error: " << err;
-  return pm.run(module);
-}
-
 Fa3KernelSet *fa3CompileHopperModule(MlirModule cmod,
                                      const Fa3HopperOptions *options) {
   fa3RegisterAllPasses();
@@ -127,7 +120,9 @@ Fa3KernelSet *fa3CompileHopperModule(MlirModule cmod,
   }
   // PTX from a clone, the cubin from the module itself.
   OwningOpRef<ModuleOp> clone = module.clone();
-  if (failed(runPasses(*clone, "gpu-module-to-binary{format=isa}")))
+  PassManager isa(module.getContext());
+  fa3::attn::addHopperBinaryStep(isa, "isa");
+  if (failed(isa.run(*clone)))
     return nullptr;
   if (o.emitCubin) {
     PassManager bin(module.getContext());
@@ -153,10 +148,37 @@ Fa3KernelSet *fa3CompileHopperModule(MlirModule cmod,
   return set.release();
 }
 
+/// fa3_fwd_d<D>_<dtype>[_causal][_w<L>_<R>][_softcap]: the name a spec
+/// without one gets.
+static std::string variantName(const Fa3AttentionSpec &s, const std::string &et) {
+  std::string n = "fa3_fwd_d" + std::to_string(s.headDim) + "_" + et;
+  if (s.causal)
+    n += "_causal";
+  if (s.windowLeft >= 0 || s.windowRight >= 0)
+    n += "_w" + std::to_string(s.windowLeft < 0 ? 0 : s.windowLeft) + "_" +
+         std::to_string(s.windowRight < 0 ? 0 : s.windowRight);
+  if (s.softcap > 0)
+    n += "_softcap";
+  return n;
+}
+
+size_t fa3AttentionSpecName(const Fa3AttentionSpec *spec, char *buf,
+                            size_t size) {
+  std::string n = spec->name ? spec->name
+                             : variantName(*spec, spec->dtype ? spec->dtype : "bf16");
+  if (size) {
+    size_t k = std::min(size - 1, n.size());
+    std::memcpy(buf, n.data(), k);
+    buf[k] = 0;
+  }
+  return n.size();
+}
+
 Fa3KernelSet *fa3CompileHopperSpec(MlirContext ctx, const Fa3AttentionSpec *spec,
                                    const Fa3HopperOptions *options) {
   Fa3AttentionSpec s = spec ? *spec : fa3AttentionSpecDefault();
   std::string et = s.dtype ? s.dtype : "bf16";
+  std::string name = s.name ? s.name : variantName(s, et);
   // Heads are nominal here (the kernel takes B, H and S at launch).
   std::string t = llvm::formatv("memref<?x1x?x{0}x{1}>", s.headDim, et).str();
   std::string attrs;
@@ -172,7 +194,7 @@ Fa3KernelSet *fa3CompileHopperSpec(MlirContext ctx, const Fa3AttentionSpec *spec
       "func.func @{0}(%q: {1}, %k: {1}, %v: {1}, %o: {1}, %lse: memref<?x1x?xf32>) {{\n"
       "  attn.flash_attention ins(%q, %k, %v : {1}, {1}, {1}) outs(%o, %lse : {1}, "
       "memref<?x1x?xf32>){2}\n  return\n}\n",
-      s.name ? s.name : "attention", t, attrs);
+      name, t, attrs);
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, unwrap(ctx));
   if (!module)
     return nullptr;

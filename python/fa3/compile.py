@@ -63,18 +63,6 @@ class KernelFiles:
     facts: Path
 
 
-def default_name(head_dim, dtype, causal, window, softcap):
-    """The name fa3-compile gives a variant (without the _kernel suffix)."""
-    n = "fa3_fwd_d%d_%s" % (head_dim, dtype)
-    if causal:
-        n += "_causal"
-    if window[0] >= 0 or window[1] >= 0:
-        n += "_w%d_%d" % (max(window[0], 0), max(window[1], 0))
-    if softcap > 0:
-        n += "_softcap"
-    return n
-
-
 _PERSISTENT = {"auto": 0, "on": 1, "off": -1}
 
 
@@ -89,8 +77,8 @@ def compile_kernel(out_dir, head_dim: int = 128, dtype: str = "bf16",
     if persistent not in _PERSISTENT:
         raise ValueError("persistent must be auto, on or off, got %r" % (persistent,))
     lib = _declare(_capi.lib())
-    name = name or default_name(head_dim, dtype, causal, window, softcap)
-    spec = _Spec(name.encode(), dtype.encode(), head_dim, causal, window[0],
+    # name None: the C API derives it from the variant, as fa3-compile does
+    spec = _Spec(name.encode() if name else None, dtype.encode(), head_dim, causal, window[0],
                  window[1], softcap, scale is not None,
                  0.0 if scale is None else scale)
     opts = _Options(block_n, stages, pingpong, _PERSISTENT[persistent],

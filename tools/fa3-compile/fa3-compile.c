@@ -137,18 +137,6 @@ static double now(void) {
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static void defaultName(char *buf, size_t n, const Fa3AttentionSpec *s) {
-  int len = snprintf(buf, n, "fa3_fwd_d%lld_%s", (long long)s->headDim, s->dtype);
-  if (s->causal)
-    len += snprintf(buf + len, n - len, "_causal");
-  if (s->windowLeft >= 0 || s->windowRight >= 0)
-    len += snprintf(buf + len, n - len, "_w%lld_%lld",
-                    (long long)(s->windowLeft < 0 ? 0 : s->windowLeft),
-                    (long long)(s->windowRight < 0 ? 0 : s->windowRight));
-  if (s->softcap > 0)
-    snprintf(buf + len, n - len, "_softcap");
-}
-
 int main(int argc, char **argv) {
   const char *input = NULL, *outDir = NULL, *name = NULL;
   Fa3AttentionSpec spec = fa3AttentionSpecDefault();
@@ -267,13 +255,13 @@ int main(int argc, char **argv) {
         s.dtype = types[(i / 2) % 2];
         s.causal = i % 2;
       }
-      char derived[256];
-      defaultName(derived, sizeof derived, &s);
-      s.name = (name && !all) ? name : derived;
+      s.name = all ? NULL : name; /* NULL: the C API derives the name */
       double t0 = now();
       Fa3KernelSet *set = fa3CompileHopperSpec(ctx, &s, &opts);
       if (!set) {
-        fprintf(stderr, "fa3-compile: %s failed:\n%s", s.name,
+        char vname[256];
+        fa3AttentionSpecName(&s, vname, sizeof vname);
+        fprintf(stderr, "fa3-compile: %s failed:\n%s", vname,
                 fa3DiagnosticLogText(log));
         fa3DiagnosticLogClear(log);
         rc = 1;

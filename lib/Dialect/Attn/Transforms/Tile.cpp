@@ -59,14 +59,7 @@ struct IndexMath {
   OpBuilder &b;
   Location loc;
   Value c(int64_t v) { return indexConst(b, loc, v); }
-  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
-  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
   Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
-  Value minS(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
-  Value maxS(Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); }
-  Value floorDiv(Value x, int64_t d) {
-    return arith::FloorDivSIOp::create(b, loc, x, c(d));
-  }
   Value ceilDiv(Value x, int64_t d) {
     return arith::CeilDivSIOp::create(b, loc, x, c(d));
   }
