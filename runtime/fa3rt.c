@@ -2,13 +2,16 @@
  * C11 + CUDA driver API (libcuda) + pthreads. See include/fa3rt.h.
  *
  * Kernel ABI (what the compiler emits; checked against the cubin at load time):
- *   (tmQ, tmK, tmV : const CUtensorMap* in device global memory,
+ *   (tmQ, tmK, tmV, tmO : const CUtensorMap* in device global memory,
  *    O : elem*, LSE : float* or NULL,
  *    B, Sq, Skv, Hq, Hkv : i32, oStrideB, oStrideS, oStrideH : i64 (elements),
  *    scaleLog2 : f32)
  *   grid (ceil(Sq / block_m), Hq, B), block (threads, 1, 1), dynamic_smem bytes.
  * Tensor maps: 4-D, dims innermost-first (D, H, S, B) over the caller's tensor,
- * box (64, 1, block_m | block_n, 1), SWIZZLE_128B, L2 promotion 128B, OOB zero.
+ * box (64, 1, rows, 1) with rows block_m (Q), block_n (K, V) or 64 (O: one
+ * consumer warpgroup's rows, written by TMA store), SWIZZLE_128B, L2 promotion
+ * 128B, OOB zero (loads) / clipped (stores). O and its strides are also passed
+ * as a pointer for kernels compiled with tma-store=false.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "fa3rt.h"
@@ -23,17 +26,19 @@
 #include <string.h>
 
 #define MAP_BYTES ((size_t)sizeof(CUtensorMap)) /* 128 */
-#define SLOT_BYTES (3 * MAP_BYTES)
+#define NMAPS 4 /* q, k, v, o */
+#define SLOT_BYTES (NMAPS * MAP_BYTES)
 /* Tensor-map slots per kernel object: a launch with new tensors takes the next
  * slot, waiting (host side) for the launch that last used that slot. */
 #define NSLOTS 16
 #define TMA_BOX_D 64 /* elements of D per TMA box: 128 bytes, the swizzle span */
+#define O_BOX_ROWS 64 /* rows per O store: one consumer warpgroup's */
 #define LOG2E 1.4426950408889634
 
 static const char *const kParams =
-    "tmQ tmK tmV O LSE B Sq Skv Hq Hkv oStrideB oStrideS oStrideH scaleLog2";
+    "tmQ tmK tmV tmO O LSE B Sq Skv Hq Hkv oStrideB oStrideS oStrideH scaleLog2";
 /* byte size of each parameter above, in order (the cubin must agree) */
-static const size_t kParamSizes[] = {8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 8, 8, 8, 4};
+static const size_t kParamSizes[] = {8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 8, 8, 8, 4};
 #define NPARAMS (sizeof kParamSizes / sizeof kParamSizes[0])
 
 /* ------------------------------------------------------------------------ */
@@ -461,7 +466,7 @@ struct fa3rt_kernel {
   CUfunction fn;
   int sm_count;           /* multiprocessors: a persistent grid's size */
   CUdeviceptr maps_dev;   /* NSLOTS x 384 bytes (cuMemAlloc: 256-byte aligned) */
-  CUtensorMap *maps_host; /* NSLOTS x 3, pinned (cuMemAllocHost) */
+  CUtensorMap *maps_host; /* NSLOTS x NMAPS, pinned (cuMemAllocHost) */
   CUevent slot_done[NSLOTS];
   int slot_used[NSLOTS];
   int next_slot, last_slot;
@@ -722,17 +727,18 @@ fa3rt_status fa3rt_fwd(fa3rt_kernel *k, const fa3rt_fwd_args *a, void *stream) {
 
   if (L.fill_only) return fill_empty_rows(a, &L, cs, where);
 
-  CUtensorMap maps[3] __attribute__((aligned(64)));
+  CUtensorMap maps[NMAPS] __attribute__((aligned(64)));
   if ((st = encode_map(&maps[0], f, &a->q, f->block_m, "q", where)) ||
       (st = encode_map(&maps[1], f, &a->k, f->block_n, "k", where)) ||
-      (st = encode_map(&maps[2], f, &a->v, f->block_n, "v", where)))
+      (st = encode_map(&maps[2], f, &a->v, f->block_n, "v", where)) ||
+      (st = encode_map(&maps[3], f, &a->o, O_BOX_ROWS, "o", where)))
     return st;
 
   pthread_mutex_lock(&k->mu);
   int slot;
   CUresult r;
   if (k->last_slot >= 0 && k->last_stream == cs &&
-      !memcmp(&k->maps_host[3 * k->last_slot], maps, SLOT_BYTES)) {
+      !memcmp(&k->maps_host[NMAPS * k->last_slot], maps, SLOT_BYTES)) {
     slot = k->last_slot; /* same tensors on the same stream: already on the device */
   } else {
     slot = k->next_slot;
@@ -742,16 +748,17 @@ fa3rt_status fa3rt_fwd(fa3rt_kernel *k, const fa3rt_fwd_args *a, void *stream) {
       r = cuEventSynchronize(k->slot_done[slot]);
       if (r != CUDA_SUCCESS) { k->last_slot = -1; pthread_mutex_unlock(&k->mu); return cuda_fail("cuEventSynchronize", r, where); }
     }
-    memcpy(&k->maps_host[3 * slot], maps, SLOT_BYTES);
-    r = cuMemcpyHtoDAsync(k->maps_dev + slot * SLOT_BYTES, &k->maps_host[3 * slot], SLOT_BYTES, cs);
+    memcpy(&k->maps_host[NMAPS * slot], maps, SLOT_BYTES);
+    r = cuMemcpyHtoDAsync(k->maps_dev + slot * SLOT_BYTES, &k->maps_host[NMAPS * slot], SLOT_BYTES, cs);
     if (r != CUDA_SUCCESS) { k->last_slot = -1; pthread_mutex_unlock(&k->mu); return cuda_fail("cuMemcpyHtoDAsync(tensor maps)", r, where); }
   }
-  CUdeviceptr tq = k->maps_dev + slot * SLOT_BYTES, tk = tq + MAP_BYTES, tv = tq + 2 * MAP_BYTES;
+  CUdeviceptr tq = k->maps_dev + slot * SLOT_BYTES, tk = tq + MAP_BYTES, tv = tq + 2 * MAP_BYTES,
+              to = tq + 3 * MAP_BYTES;
   CUdeviceptr po = (CUdeviceptr)a->o.ptr, pl = (CUdeviceptr)a->lse;
   int32_t B = L.B, Sq = L.Sq, Skv = L.Skv, Hq = L.Hq, Hkv = L.Hkv;
   int64_t sb = L.o_stride_b, ss = L.o_stride_s, sh = L.o_stride_h;
   float sl2 = L.scale_log2;
-  void *params[] = {&tq, &tk, &tv, &po, &pl, &B, &Sq, &Skv, &Hq, &Hkv, &sb, &ss, &sh, &sl2};
+  void *params[] = {&tq, &tk, &tv, &to, &po, &pl, &B, &Sq, &Skv, &Hq, &Hkv, &sb, &ss, &sh, &sl2};
   /* A persistent kernel strides over the tiles: one CTA per SM (the shared
      memory of a CTA fills an SM). */
   if (k->facts.persistent && L.grid[0] > (unsigned)k->sm_count)

@@ -11,6 +11,7 @@
 # Environment knobs:
 #   BENCH_ARGS   extra bench_fwd.py args (default: the full FA3-paper grid)
 #   SKIP_CHECK=1 SKIP_SANITIZE=1 SKIP_BENCH=1
+#   SAN_KERNEL_DIR  kernels for the sanitizers (default: KERNEL_DIR)
 #   T_CHECK T_SAN T_BENCH   per-stage timeouts in seconds (default 150 / 90 / 240)
 # Files in $OUT: session.log, check_fwd.json, check_fwd.md, memcheck.log,
 # racecheck.log, synccheck.log, <date>.json, <date>.md.
@@ -51,7 +52,8 @@ if [ "${SKIP_SANITIZE:-0}" != 1 ]; then
   for tool in memcheck racecheck synccheck; do
     stage "compute-sanitizer --tool $tool"
     PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout "${T_SAN:-90}" compute-sanitizer --tool $tool \
-      python3 test/gpu/check_fwd.py "$FA3_KERNEL_DIR" --sanitize > "$OUT/$tool.log" 2>&1
+      python3 test/gpu/check_fwd.py "${SAN_KERNEL_DIR:-$FA3_KERNEL_DIR}" --sanitize \
+      > "$OUT/$tool.log" 2>&1
     rc=$?
     grep -E '^(PASS|FAIL)|SUMMARY|check_fwd:' "$OUT/$tool.log"
     if [ $rc != 0 ]; then fail "$tool (rc $rc)"; tail -n 30 "$OUT/$tool.log"; fi

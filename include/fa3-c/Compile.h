@@ -27,6 +27,8 @@ typedef struct Fa3HopperOptions {
   int persistent;       /* CTAs loop over tiles: 1 on, -1 off, 0 auto (on
                            where measured faster: head dim 64, no right-
                            bounded mask) */
+  bool tmaStore;        /* O through shared memory + TMA store (true);
+                           false: 4-byte stores from registers */
   const char *chip;     /* "sm_90a" */
   const char *features; /* "+ptx80" */
   const char *toolkit;  /* CUDA toolkit with bin/ptxas; NULL: $CUDA_HOME,
@@ -40,7 +42,8 @@ MLIR_CAPI_EXPORTED Fa3HopperOptions fa3HopperOptionsDefault(void);
  * launch-time arguments of the kernel; only these fix the code. */
 typedef struct Fa3AttentionSpec {
   const char *name;    /* kernel base name (C identifier); NULL:
-                          fa3_fwd_d<D>_<dtype>[_causal][_w<L>_<R>][_softcap] */
+                          fa3_fwd_d<D>_<dtype>[_causal][_w<L>_<R>][_softcap],
+                          an unbounded window side written "inf" */
   const char *dtype;   /* "bf16" or "f16" (q, k, v and o) */
   int64_t headDim;     /* 64, 128 or 256 */
   bool causal;

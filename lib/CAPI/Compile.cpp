@@ -41,6 +41,7 @@ Fa3HopperOptions fa3HopperOptionsDefault(void) {
   o.stages = 2;
   o.pingpong = true;
   o.persistent = 0;
+  o.tmaStore = true;
   o.chip = "sm_90a";
   o.features = "+ptx80";
   o.toolkit = NULL;
@@ -100,6 +101,7 @@ Fa3KernelSet *fa3CompileHopperModule(MlirModule cmod,
   c.stages = o.stages ? o.stages : 2;
   c.pingpong = o.pingpong;
   c.persistent = o.persistent > 0 ? "on" : o.persistent < 0 ? "off" : "auto";
+  c.tmaStore = o.tmaStore;
   c.format = "none";
   if (o.chip)
     c.chip = o.chip;
@@ -149,14 +151,14 @@ Fa3KernelSet *fa3CompileHopperModule(MlirModule cmod,
 }
 
 /// fa3_fwd_d<D>_<dtype>[_causal][_w<L>_<R>][_softcap]: the name a spec
-/// without one gets.
+/// without one gets (an unbounded side of a window is "inf").
 static std::string variantName(const Fa3AttentionSpec &s, const std::string &et) {
   std::string n = "fa3_fwd_d" + std::to_string(s.headDim) + "_" + et;
   if (s.causal)
     n += "_causal";
+  auto side = [](int64_t w) { return w < 0 ? std::string("inf") : std::to_string(w); };
   if (s.windowLeft >= 0 || s.windowRight >= 0)
-    n += "_w" + std::to_string(s.windowLeft < 0 ? 0 : s.windowLeft) + "_" +
-         std::to_string(s.windowRight < 0 ? 0 : s.windowRight);
+    n += "_w" + side(s.windowLeft) + "_" + side(s.windowRight);
   if (s.softcap > 0)
     n += "_softcap";
   return n;

@@ -72,6 +72,10 @@ struct HopperPipelineOptions
       llvm::cl::desc("CTAs loop over tiles: auto (where measured faster), on, "
                      "off"),
       llvm::cl::init("auto")};
+  Option<bool> tmaStore{*this, "tma-store",
+                        llvm::cl::desc("Stage O through shared memory and write "
+                                       "it by TMA (false: 4-byte stores)"),
+                        llvm::cl::init(true)};
   Option<std::string> format{
       *this, "format",
       llvm::cl::desc("What gpu-module-to-binary embeds: isa (PTX text), bin "
@@ -117,6 +121,7 @@ void fa3::attn::addHopperPipeline(OpPassManager &pm,
                   "convert-attn-to-hopper{stages=" + std::to_string(c.stages) +
                   " pingpong=" + (c.pingpong ? "true" : "false") +
                   " persistent=" + c.persistent +
+                  " tma-store=" + (c.tmaStore ? "true" : "false") +
                   "},nvvm-attach-target{chip=" + c.chip +
                   " features=" + c.features + " O=3}," + kDeviceToLLVM;
   addPipeline(pm, p);
@@ -143,6 +148,7 @@ void fa3::attn::registerAttnPipelines() {
         c.stages = o.stages;
         c.pingpong = o.pingpong;
         c.persistent = o.persistent;
+        c.tmaStore = o.tmaStore;
         c.format = o.format;
         c.chip = o.chip;
         c.features = o.features;

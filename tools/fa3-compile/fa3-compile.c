@@ -45,6 +45,8 @@ static const char *kUsage =
     "  --persistent         CTAs loop over tiles (the runtime launches one\n"
     "                       CTA per SM); default: where measured faster\n"
     "  --no-persistent      one CTA per tile\n"
+    "  --no-tma-store       write O with 4-byte stores from registers instead\n"
+    "                       of staging it in shared memory for a TMA store\n"
     "  --ptx-only           write PTX and facts, no cubin (also the fallback,\n"
     "                       with a warning, when ptxas cannot be found)\n"
     "  -o DIR               output directory (created if missing)\n"
@@ -194,6 +196,8 @@ int main(int argc, char **argv) {
       opts.persistent = 1;
     } else if (!strcmp(a, "--no-persistent")) {
       opts.persistent = -1;
+    } else if (!strcmp(a, "--no-tma-store")) {
+      opts.tmaStore = false;
     } else if (!strcmp(a, "--ptx-only")) {
       opts.emitCubin = false;
     } else if (!strcmp(a, "--no-pingpong")) {

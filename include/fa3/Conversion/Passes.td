@@ -15,7 +15,9 @@ def ConvertAttnToHopper : Pass<"convert-attn-to-hopper", "::mlir::ModuleOp"> {
     multi-stage shared-memory ring with mbarrier full/empty pairs, and two
     consumer warpgroups computing S = Q K^T by wgmma (SS), the online softmax
     on the accumulator fragment and O += P V by wgmma with P in registers
-    (RS), with setmaxnreg register reallocation between the roles.
+    (RS), with setmaxnreg register reallocation between the roles. The
+    epilogue stages O in shared memory (stmatrix into the 128B-swizzled TMA
+    box layout) and one thread per warpgroup stores it by TMA.
 
     The kv-block schedule is `attn.kv_range` expanded into a device function
     by the shared builder, and the per-element mask of boundary blocks is the
@@ -39,6 +41,9 @@ def ConvertAttnToHopper : Pass<"convert-attn-to-hopper", "::mlir::ModuleOp"> {
            "K/V while the consumers finish the current one: on, off, or auto "
            "(on where it measured faster on the H200: head dim 64 without a "
            "right-bounded mask)">,
+    Option<"tmaStore", "tma-store", "bool", /*default=*/"true",
+           "Stage O through shared memory (stmatrix) and write it with a TMA "
+           "store; false: 4-byte stores from the accumulator fragment">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::NVVM::NVVMDialect",

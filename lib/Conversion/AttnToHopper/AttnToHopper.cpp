@@ -128,7 +128,8 @@ bool hasUnitInnerStride(Value memref) {
 
 LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
                       int64_t stages, bool pingpong,
-                      llvm::StringRef persistent, unsigned index) {
+                      llvm::StringRef persistent, bool tmaStore,
+                      unsigned index) {
   TileUpdateOp u = t.update;
   Value q = u.getQuery(), v = u.getValue(), o = t.finalize.getOut();
   auto qt = cast<MemRefType>(q.getType());
@@ -169,6 +170,7 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
                    (persistent == "auto" && cfg.headDim == 64 &&
                     u.getWindow()[1] < 0);
   cfg.longestFirst = u.getWindow()[1] >= 0;
+  cfg.tmaStore = tmaStore;
   cfg.kvRangeFn = cfg.name + "_kv_range";
   cfg.visibleFn = cfg.name + "_visible";
   std::string why = hopper::checkSupported(cfg);
@@ -209,6 +211,7 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
       b.getNamedAttr("block_n", b.getI64IntegerAttr(cfg.blockN)),
       b.getNamedAttr("stages", b.getI64IntegerAttr(cfg.stages)),
       b.getNamedAttr("pingpong", b.getBoolAttr(cfg.pingpong)),
+      b.getNamedAttr("o_store", b.getStringAttr(cfg.tmaStore ? "tma" : "direct")),
       // 1-D grid over (m-block, head, batch) tiles: one per CTA ("tiles"),
       // or any grid size, the kernel striding by gridDim.x ("persistent").
       b.getNamedAttr("grid", b.getStringAttr(cfg.persistent ? "persistent"
@@ -222,7 +225,7 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
       b.getNamedAttr("scale", b.getF64FloatAttr(
                                   u.getScaleLog2().convertToDouble() / kLog2e)),
       b.getNamedAttr("params",
-                     b.getStrArrayAttr({"tmQ", "tmK", "tmV", "O", "LSE", "B",
+                     b.getStrArrayAttr({"tmQ", "tmK", "tmV", "tmO", "O", "LSE", "B",
                                         "Sq", "Skv", "Hq", "Hkv", "oStrideB",
                                         "oStrideS", "oStrideH", "scaleLog2"})),
   };
@@ -278,7 +281,8 @@ struct ConvertAttnToHopperPass
         return signalPassFailure();
       }
       for (auto [i, t] : llvm::enumerate(found))
-        if (failed(convert(module, func, t, stages, pingpong, persistent, i)))
+        if (failed(convert(module, func, t, stages, pingpong, persistent,
+                          tmaStore, i)))
           return signalPassFailure();
       done.push_back(func);
     }

@@ -297,6 +297,17 @@ private:
   };
   Softmax softmax(const Strs &s, const Strs *mold, const std::string &sl2);
   std::vector<Strs> pack(const Strs &p);
+  /// Persistent CTAs reload Q into the buffer the O store reads: the
+  /// consumers free Q only once that store has read it.
+  bool qFreedAfterStore() const { return cfg.persistent && lay.oInQ; }
+  struct EpilogueCtx {
+    std::string smem, qEmpty, cw, ltid, warp, lane, m0, head, bidx;
+  };
+  void storeOViaTma(const std::string &acc, const Strs &inv,
+                    const EpilogueCtx &c);
+  void storeODirect(const std::string &acc, const Strs &inv, const Strs &rows,
+                    const std::string &head, const std::string &bidx,
+                    const std::string &colbase);
   std::string body();
 };
 } // namespace
@@ -305,10 +316,17 @@ SmemLayout fa3::hopper::computeSmemLayout(const KernelConfig &cfg) {
   SmemLayout l;
   l.qBytes = cfg.blockM * cfg.headDim * kElemBytes;
   l.kvBytes = cfg.blockN * cfg.headDim * kElemBytes;
+  l.oBytes = cfg.tmaStore ? l.qBytes : 0;
   l.qOff = 0;
   l.kOff = l.qOff + l.qBytes;
   l.vOff = l.kOff + cfg.stages * l.kvBytes;
-  l.qFull = l.vOff + cfg.stages * l.kvBytes;
+  int64_t end = l.vOff + cfg.stages * l.kvBytes;
+  const int64_t barrierBytes = 8 * (2 + 4 * cfg.stages);
+  l.oInQ = cfg.tmaStore && end + l.oBytes + barrierBytes > kMaxDynamicSmem;
+  l.oOff = l.oInQ ? l.qOff : end;
+  if (cfg.tmaStore && !l.oInQ)
+    end += l.oBytes;
+  l.qFull = end;
   l.qEmpty = l.qFull + 8;
   l.kFull = l.qEmpty + 8;
   l.vFull = l.kFull + 8 * cfg.stages;
@@ -559,6 +577,114 @@ std::vector<Strs> Emitter::pack(const Strs &p) {
   return a;
 }
 
+void Emitter::storeODirect(const std::string &acc, const Strs &inv,
+                           const Strs &rows, const std::string &head,
+                           const std::string &bidx, const std::string &colbase) {
+  comment("O / l straight from the fragment: 4-byte stores at the caller's strides");
+  for (int i = 0; i < 2; ++i) {
+    e("scf.if " + cmpi("slt", rows[i], "%Sq") + " {");
+    ++ind;
+    // element offset b*sB + row*sS + head*sH + colbase
+    std::string t = bin("muli", sext64(bidx), "%oStrideB", "i64");
+    t = bin("addi", t, bin("muli", sext64(rows[i]), "%oStrideS", "i64"), "i64");
+    t = bin("addi", t, bin("muli", sext64(head), "%oStrideH", "i64"), "i64");
+    t = bin("addi", t, ext64(colbase), "i64");
+    t = bin("muli", t, i64(kElemBytes), "i64");
+    std::string prow = gptr("%O", t);
+    for (int64_t k = 0; k < naccO / 4; ++k) {
+      std::string a = bin("mulf", extract(acc, 4 * k + 2 * i, accOT), inv[i], "f32");
+      std::string b = bin("mulf", extract(acc, 4 * k + 2 * i + 1, accOT), inv[i], "f32");
+      std::string v = op("vector.from_elements " + a + ", " + b + " : vector<2xf32>");
+      std::string vb = op("arith.truncf " + v + " : vector<2xf32> to vector<2x" + et + ">");
+      std::string p = k ? op("llvm.getelementptr " + prow + "[" +
+                                 std::to_string(k * 8 * kElemBytes) +
+                                 "] : (!llvm.ptr<1>) -> !llvm.ptr<1>, i8")
+                        : prow;
+      e("llvm.store " + vb + ", " + p + " {alignment = 4 : i64} : vector<2x" +
+        et + ">, !llvm.ptr<1>");
+    }
+    --ind;
+    e("}");
+  }
+}
+
+void Emitter::storeOViaTma(const std::string &acc, const Strs &inv,
+                           const EpilogueCtx &c) {
+  // Each consumer warpgroup stages its 64 rows in the layout of the TMA box
+  // (boxes of [64 rows][64 columns], 128-byte rows, 128B swizzle: 16-byte
+  // unit u of row r sits at unit u ^ (r % 8)) and one thread stores them.
+  // The swizzle also makes the fragment's writes bank-conflict free.
+  comment("---- O / l -> shared memory (stmatrix) -> global (TMA store) ----");
+  std::string bar = bin("addi", c.cw, i32(3), "i32", "epibar");
+  std::string leader = cmpi("eq", c.ltid, i32(0));
+  auto wgBarrier = [&] {
+    e("nvvm.barrier id = " + bar + " number_of_threads = " + i32(128));
+  };
+  if (cfg.persistent && !lay.oInQ) {
+    comment("the previous tile's O store must have read the buffer");
+    e("scf.if " + leader + " {");
+    e("  nvvm.cp.async.bulk.wait_group 0 {read}");
+    e("}");
+    wgBarrier();
+  }
+  // stmatrix .x4: lane l gives the address of row l % 8 of matrix l / 8;
+  // matrix j holds rows 8 (j % 2).. of the warp's 16 and columns
+  // 8 (k + j / 2).. -- exactly the accumulator's n8 blocks k, k + 1.
+  std::string mat = bin("divui", c.lane, i32(8));
+  std::string rin = bin("remui", c.lane, i32(8), "i32", "rin");
+  std::string half = bin("andi", mat, i32(1));
+  std::string khi = bin("shrui", mat, i32(1), "i32", "khi");
+  std::string row = bin("addi", bin("muli", c.cw, i32(64)),
+                        bin("muli", c.warp, i32(16)));
+  row = bin("addi", row, bin("addi", bin("muli", half, i32(8)), rin), "i32", "orow");
+  std::string rowByte = bin("addi", bin("muli", row, i32(kSwizzleBytes)),
+                            i32(lay.oOff), "i32", "orowb");
+  for (int64_t k = 0; k < naccO / 4; k += 2) {
+    int64_t chunk = k / 8;
+    std::string unit = bin("xori", bin("addi", khi, i32(k % 8)), rin);
+    std::string off = bin("addi", rowByte,
+                          bin("addi", bin("muli", unit, i32(16)),
+                              i32(chunk * cfg.blockM * kSwizzleBytes)));
+    Strs regs;
+    for (int64_t j = 0; j < 4; ++j) {
+      int64_t i = j % 2, kj = k + j / 2;
+      regs.push_back(pack2(
+          bin("mulf", extract(acc, 4 * kj + 2 * i, accOT), inv[i], "f32"),
+          bin("mulf", extract(acc, 4 * kj + 2 * i + 1, accOT), inv[i], "f32")));
+    }
+    e("nvvm.stmatrix " + smemPtr(c.smem, off) + ", " + join(regs) +
+      " {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = "
+      "#nvvm.mma_layout<row>, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>} "
+      ": !llvm.ptr<3>, i32, i32, i32, i32");
+  }
+  comment("generic-proxy writes -> visible to the TMA (async proxy)");
+  e("nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = "
+    "#nvvm.shared_space<cta>}");
+  wgBarrier();
+  e("scf.if " + leader + " {");
+  ++ind;
+  comment("rows past Sq are clipped by the TMA unit");
+  std::string orow = bin("addi", c.m0, bin("muli", c.cw, i32(64)), "i32", "orow");
+  std::string wgOff = bin("muli", c.cw, i32(64 * kSwizzleBytes));
+  for (int64_t ch = 0; ch < nchunk; ++ch) {
+    std::string src = smemPtr(
+        c.smem, bin("addi", wgOff, i32(lay.oOff + ch * cfg.blockM * kSwizzleBytes)));
+    e("nvvm.cp.async.bulk.tensor.global.shared.cta %tmO, " + src + ", box[" +
+      i32(ch * kChunk) + ", " + c.head + ", " + orow + ", " + c.bidx +
+      "] : !llvm.ptr, !llvm.ptr<3>");
+  }
+  e("nvvm.cp.async.bulk.commit.group");
+  if (qFreedAfterStore())
+    e("nvvm.cp.async.bulk.wait_group 0 {read}");
+  --ind;
+  e("}");
+  if (qFreedAfterStore()) {
+    comment("O has left Q's buffer: the producer may load the next Q");
+    wgBarrier();
+    e("nvvm.mbarrier.arrive " + c.qEmpty + " : !llvm.ptr<3>");
+  }
+}
+
 std::string Emitter::body() {
   const int64_t barK = lay.kFull, barV = lay.vFull, barKE = lay.kEmpty,
                 barVE = lay.vEmpty;
@@ -605,7 +731,7 @@ std::string Emitter::body() {
       i32(consumerThreads) + " : !llvm.ptr<3>, i32");
   }
   e("nvvm.fence.mbarrier.init");
-  for (const char *tm : {"%tmQ", "%tmK", "%tmV"})
+  for (const char *tm : {"%tmQ", "%tmK", "%tmV", "%tmO"})
     e(std::string("nvvm.prefetch tensormap, ") + tm + " : !llvm.ptr");
   --ind;
   e("}");
@@ -824,8 +950,10 @@ std::string Emitter::body() {
   }
   --ind;
   e("}");
-  comment("the last S of the tile has retired: Q may be overwritten");
-  e("nvvm.mbarrier.arrive " + barQEmptyP + " : !llvm.ptr<3>");
+  if (!qFreedAfterStore()) {
+    comment("the last S of the tile has retired: Q may be overwritten");
+    e("nvvm.mbarrier.arrive " + barQEmptyP + " : !llvm.ptr<3>");
+  }
   comment("tail: O += P_{n-1} V_{n-1}");
   {
     Stage last = stage(smem, bin("subi", bin("addi", cG, nblk), i32(1)),
@@ -851,7 +979,8 @@ std::string Emitter::body() {
   --ind;
   e("} else {");
   {
-    e("  nvvm.mbarrier.arrive " + barQEmptyP + " : !llvm.ptr<3>");
+    if (!qFreedAfterStore())
+      e("  nvvm.mbarrier.arrive " + barQEmptyP + " : !llvm.ptr<3>");
     std::string zo = op("llvm.mlir.zero : " + accOT, "ozero");
     e("  scf.yield " + ninf + ", " + ninf + ", " + zero + ", " + zero + ", " +
       zo + " : " + rt);
@@ -872,55 +1001,43 @@ std::string Emitter::body() {
     std::string rem = bin("divui", t, numM);
     head = bin("remui", rem, "%Hq", "i32", "head");
     bidx = bin("divui", rem, "%Hq", "i32", "batch");
-    std::string qrow0 = bin("addi", bin("muli", mb, i32(cfg.blockM)), r, "i32", "qrow");
+    m0 = bin("muli", mb, i32(cfg.blockM), "i32", "m0");
+    std::string qrow0 = bin("addi", m0, r, "i32", "qrow");
     qrows = {qrow0, bin("addi", qrow0, i32(8), "i32", "qrow")};
   }
-  Strs mfin = {res + "#0", res + "#1"}, lfin;
+  Strs mfin = {res + "#0", res + "#1"}, lfin, inv, empty;
   for (const char *l : {"#2", "#3"}) {
     std::string v = res + l;
     v = bin("addf", v, shflXor(v, 1), "f32");
     v = bin("addf", v, shflXor(v, 2), "f32");
     lfin.push_back(v);
   }
+  for (int i = 0; i < 2; ++i) {
+    empty.push_back(cmpf("oeq", lfin[i], zero));
+    inv.push_back(select(empty[i], zero,
+                         op("arith.divf " + f32(1.0) + ", " + lfin[i] + " : f32"),
+                         "f32"));
+  }
   std::string accf = res + "#4";
+  if (cfg.tmaStore)
+    storeOViaTma(accf, inv, EpilogueCtx{smem, barQEmptyP, cw, ltid, warp, lane, m0, head, bidx});
+  else
+    storeODirect(accf, inv, qrows, head, bidx, colbase);
   std::string lseNonNull = op("llvm.icmp \"ne\" %LSE, " +
                               op("llvm.mlir.zero : !llvm.ptr<1>", "null") +
                               " : !llvm.ptr<1>", "haslse");
+  comment("LSE from the lane holding columns 0, 1 of each row");
+  std::string isq0 = op("arith.andi " + cmpi("eq", tq, i32(0)) + ", " +
+                        lseNonNull + " : i1");
   for (int i = 0; i < 2; ++i) {
-    std::string lz = cmpf("oeq", lfin[i], zero);
-    std::string inv = select(lz, zero, op("arith.divf " + f32(1.0) + ", " +
-                                          lfin[i] + " : f32"), "f32");
-    std::string valid = cmpi("slt", qrows[i], "%Sq");
+    std::string valid = op("arith.andi " + isq0 + ", " +
+                           cmpi("slt", qrows[i], "%Sq") + " : i1");
     e("scf.if " + valid + " {");
-    ++ind;
-    // element offset b*sB + row*sS + head*sH + colbase
-    std::string t = bin("muli", sext64(bidx), "%oStrideB", "i64");
-    t = bin("addi", t, bin("muli", sext64(qrows[i]), "%oStrideS", "i64"), "i64");
-    t = bin("addi", t, bin("muli", sext64(head), "%oStrideH", "i64"), "i64");
-    t = bin("addi", t, ext64(colbase), "i64");
-    t = bin("muli", t, i64(kElemBytes), "i64");
-    std::string prow = gptr("%O", t);
-    for (int64_t k = 0; k < naccO / 4; ++k) {
-      std::string a = bin("mulf", extract(accf, 4 * k + 2 * i, accOT), inv, "f32");
-      std::string b = bin("mulf", extract(accf, 4 * k + 2 * i + 1, accOT), inv, "f32");
-      std::string v = op("vector.from_elements " + a + ", " + b + " : vector<2xf32>");
-      std::string vb = op("arith.truncf " + v + " : vector<2xf32> to vector<2x" + et + ">");
-      std::string p = k ? op("llvm.getelementptr " + prow + "[" +
-                                 std::to_string(k * 8 * kElemBytes) +
-                                 "] : (!llvm.ptr<1>) -> !llvm.ptr<1>, i8")
-                        : prow;
-      e("llvm.store " + vb + ", " + p + " {alignment = 4 : i64} : vector<2x" +
-        et + ">, !llvm.ptr<1>");
-    }
-    comment("LSE from the lane holding columns 0, 1 of the row");
-    std::string isq0 = op("arith.andi " + cmpi("eq", tq, i32(0)) + ", " +
-                          lseNonNull + " : i1");
-    e("scf.if " + isq0 + " {");
     ++ind;
     std::string lg = op("llvm.call_intrinsic \"llvm.nvvm.lg2.approx.f\"(" +
                         lfin[i] + ") : (f32) -> f32");
     std::string lse = bin("mulf", bin("addf", mfin[i], lg, "f32"), f32(kLn2), "f32");
-    lse = select(lz, ninf, lse, "f32");
+    lse = select(empty[i], ninf, lse, "f32");
     std::string u = bin("addi", bin("muli", bidx, "%Hq"), head);
     u = bin("muli", ext64(u), ext64("%Sq"), "i64");
     u = bin("addi", u, ext64(qrows[i]), "i64");
@@ -928,10 +1045,14 @@ std::string Emitter::body() {
     e("llvm.store " + lse + ", " + gptr("%LSE", u) + " : f32, !llvm.ptr<1>");
     --ind;
     e("}");
-    --ind;
-    e("}");
   }
   closeTileLoop(cK, cG, nblk);
+  if (cfg.tmaStore) {
+    comment("shared memory must outlive the last O store's reads");
+    e("scf.if " + cmpi("eq", ltid, i32(0)) + " {");
+    e("  nvvm.cp.async.bulk.wait_group 0 {read}");
+    e("}");
+  }
   --ind;
   e("}");
   e("gpu.return");
@@ -947,7 +1068,8 @@ std::string Emitter::body() {
      << " consumer warpgroups); dynamic shared memory " << l.total
      << " bytes.\n";
   os << "  gpu.func @" << cfg.name
-     << "(%tmQ: !llvm.ptr, %tmK: !llvm.ptr, %tmV: !llvm.ptr, %O: !llvm.ptr<1>, "
+     << "(%tmQ: !llvm.ptr, %tmK: !llvm.ptr, %tmV: !llvm.ptr, %tmO: !llvm.ptr, "
+        "%O: !llvm.ptr<1>, "
         "%LSE: !llvm.ptr<1>, %B: i32, %Sq: i32, %Skv: i32, %Hq: i32, %Hkv: i32, "
         "%oStrideB: i64, %oStrideS: i64, %oStrideH: i64, %scaleLog2: f32) kernel\n"
      << "      attributes {nvvm.maxntid = array<i32: " << cfg.threads()

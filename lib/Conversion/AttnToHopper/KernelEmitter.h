@@ -11,7 +11,8 @@
 //                 (quad shuffles, exp2), P kept in registers, O += P V by
 //                 wgmma with A from registers (RS, inline PTX); S of block j
 //                 is in flight with P V of block j-1 (intra-warpgroup
-//                 overlap); epilogue O / l and LSE.
+//                 overlap); epilogue O / l and LSE, O staged through
+//                 shared memory (stmatrix) and written by a TMA store.
 //
 // The schedule (kv-block range, boundary blocks) and the per-element mask
 // are not re-derived here: the kernel calls device functions that the pass
@@ -37,6 +38,7 @@ struct KernelConfig {
   bool pingpong = true;    // named-barrier turns between consumer warpgroups
   bool longestFirst = false; // launch m-blocks in reverse (causal: longest first)
   bool persistent = false; // CTAs loop over tiles (grid smaller than the work)
+  bool tmaStore = true;    // O via shared memory + TMA store (else 4-byte stores)
   std::string kvRangeFn;   // device func: (row0, Sq, Skv) -> (lo, hi, ilo, ihi)
   std::string visibleFn;   // device func: (row, col, Sq, Skv) -> i1
 
@@ -46,8 +48,11 @@ struct KernelConfig {
 
 /// Shared-memory layout of a configuration (bytes from a 1024-aligned base).
 struct SmemLayout {
-  int64_t qOff, kOff, vOff, total;
-  int64_t qBytes, kvBytes;
+  int64_t qOff, kOff, vOff, oOff, total;
+  int64_t qBytes, kvBytes, oBytes;
+  // O staging buffer: its own region where it fits, else Q's (a tile's Q is
+  // dead once its last S = Q K^T has retired).
+  bool oInQ;
   // mbarriers (8 bytes each): Q full/empty, then per stage K/V full/empty.
   int64_t qFull, qEmpty, kFull, vFull, kEmpty, vEmpty;
 };

@@ -21,8 +21,8 @@
 // CHECK:   return
 
 // CHECK: llvm.mlir.global external @attn_smem() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
-// CHECK: gpu.func @attn_kernel(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: f32) kernel
-// CHECK-SAME: attn.launch = {block_m = 128 : i64, block_n = 128 : i64, causal = true, dtype = "bf16", dynamic_smem = 163920 : i64, grid = "tiles", head_dim = 128 : i64, head_dim_v = 128 : i64, kernel = "attn_kernel", params = ["tmQ", "tmK", "tmV", "O", "LSE", "B", "Sq", "Skv", "Hq", "Hkv", "oStrideB", "oStrideS", "oStrideH", "scaleLog2"]
+// CHECK: gpu.func @attn_kernel(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %[[TMO:.*]]: !llvm.ptr, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: f32) kernel
+// CHECK-SAME: attn.launch = {block_m = 128 : i64, block_n = 128 : i64, causal = true, dtype = "bf16", dynamic_smem = 196688 : i64, grid = "tiles", head_dim = 128 : i64, head_dim_v = 128 : i64, kernel = "attn_kernel", o_store = "tma", params = ["tmQ", "tmK", "tmV", "tmO", "O", "LSE", "B", "Sq", "Skv", "Hq", "Hkv", "oStrideB", "oStrideS", "oStrideH", "scaleLog2"]
 // CHECK-SAME: threads = 384 : i64, window_left = -1 : i64, window_right = 0 : i64
 // CHECK-SAME: nvvm.maxntid = array<i32: 384, 1, 1>
 
@@ -30,7 +30,7 @@
 // Barriers: q, K/V full (count 1 + tx bytes), K/V empty (256 consumer threads).
 // CHECK: %[[CTA:.*]] = nvvm.read.ptx.sreg.ctaid.x : i32
 // CHECK: %[[NUMM:.*]] = arith.divui %{{.*}}, %c128_i32 : i32
-// CHECK: %[[HB:.*]] = arith.muli %arg8, %arg5 : i32
+// CHECK: %[[HB:.*]] = arith.muli %arg9, %arg6 : i32
 // CHECK: nvvm.mbarrier.init %{{.*}}, %{{.*}} : !llvm.ptr<3>, i32
 // CHECK: nvvm.fence.mbarrier.init
 // CHECK: nvvm.prefetch tensormap
@@ -84,8 +84,21 @@
 // CHECK: nvvm.mbarrier.arrive
 // Consumer 0 takes the last turn consumer 1 handed over (barriers balanced).
 // CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %{{.*}}
-// Epilogue: O / l stored, LSE = (m + log2 l) ln 2.
+// Epilogue: O / l staged in shared memory by stmatrix (8 per thread at head
+// dim 128: 16 columns each), made visible to the async proxy, then one thread
+// per warpgroup stores the warpgroup's rows by TMA (one box per 64 columns).
+// CHECK-COUNT-8: nvvm.stmatrix {{.*}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<row>, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>}
+// CHECK-NOT: nvvm.stmatrix
+// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %c128_i32
+// CHECK: nvvm.cp.async.bulk.tensor.global.shared.cta %[[TMO]], %{{.*}}, box[%c0_i32,
+// CHECK: nvvm.cp.async.bulk.tensor.global.shared.cta %[[TMO]], %{{.*}}, box[%c64_i32,
+// CHECK: nvvm.cp.async.bulk.commit.group
+// CHECK-NOT: llvm.store {{.*}} vector<2xbf16>
+// LSE = (m + log2 l) ln 2.
 // CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
+// The CTA's shared memory outlives the store's reads.
+// CHECK: nvvm.cp.async.bulk.wait_group 0 {read}
 // CHECK: gpu.return
 func.func @attn(%q: memref<?x4x?x128xbf16>, %k: memref<?x2x?x128xbf16>, %v: memref<?x2x?x128xbf16>,
                 %o: memref<?x4x?x128xbf16>) {

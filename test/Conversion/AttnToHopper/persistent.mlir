@@ -7,7 +7,7 @@
 // CHECK-SAME: grid = "persistent"
 // CHECK: %[[CTA:.*]] = nvvm.read.ptx.sreg.ctaid.x : i32
 // CHECK: %[[NCTA:.*]] = nvvm.read.ptx.sreg.nctaid.x : i32
-// CHECK: %[[HB:.*]] = arith.muli %arg8, %arg5 : i32
+// CHECK: %[[HB:.*]] = arith.muli %arg9, %arg6 : i32
 // CHECK: %[[TILES:.*]] = arith.muli %{{.*}}, %[[HB]] : i32
 // Producer: one loop over this CTA's tiles, carrying the tile count and the ring slot.
 // CHECK: nvvm.setmaxregister decrease 24

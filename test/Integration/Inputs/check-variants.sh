@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Assembles every standard variant's PTX with ptxas -v and prints one line
-# per kernel: OK when the PTX holds both wgmma forms, the bulk tensor copy,
-# the mbarrier parity wait and setmaxnreg, and ptxas reports 0 spill bytes
+# per kernel: OK when the PTX holds both wgmma forms, the bulk tensor copy
+# (loads, and the O store from stmatrix-staged shared memory), the mbarrier
+# parity wait and setmaxnreg, and ptxas reports 0 spill bytes
 # and no performance warning; FAIL with the reason otherwise.
 set -u
 ptxas=$1
@@ -12,6 +13,8 @@ for ptx in "$dir"/*.ptx; do
   grep -q 'wgmma.mma_async.sync.aligned.m64n[0-9]*k16.f32.[bf16]*.[bf16]* {[^}]*}, %rd' "$ptx" || why="$why no-SS-wgmma"
   grep -q 'wgmma.mma_async.sync.aligned.m64n[0-9]*k16.f32.[bf16]*.[bf16]* {[^}]*}, {' "$ptx" || why="$why no-RS-wgmma"
   grep -q 'cp.async.bulk.tensor' "$ptx" || why="$why no-TMA"
+  grep -q 'cp.async.bulk.tensor.4d.global.shared::cta' "$ptx" || why="$why no-TMA-store"
+  grep -q 'stmatrix.sync.aligned' "$ptx" || why="$why no-stmatrix"
   grep -q 'mbarrier.try_wait.parity' "$ptx" || why="$why no-parity-wait"
   grep -q 'setmaxnreg.inc' "$ptx" || why="$why no-setmaxnreg.inc"
   grep -q 'setmaxnreg.dec' "$ptx" || why="$why no-setmaxnreg.dec"

@@ -25,6 +25,7 @@ struct HopperPipelineConfig {
   int64_t stages = 2;            // depth of the K/V ring
   bool pingpong = true;          // consumer warpgroups take turns
   std::string persistent = "auto"; // CTAs loop over tiles: auto | on | off
+  bool tmaStore = true;          // O via shared memory + TMA store
   std::string format = "bin";    // isa | bin | fatbin | none
   std::string chip = "sm_90a";
   std::string features = "+ptx80";

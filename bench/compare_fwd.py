@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""A/B timing of compiled kernel variants (run on the GPU machine).
+
+Times the bf16 kernel of each variant directory on the FA3-paper grid (batch *
+seqlen = 16384, hidden 2048), interleaved per cell on the same inputs, beside
+cuDNN (SDPA) as the common yardstick; checks each output against cuDNN's. This
+is how an optimisation is measured before/after in one run (bench/NOTES.md):
+
+    python3 bench/compare_fwd.py --variant base=DIR_A --variant new=DIR_B \\
+        [--hdim 64,128] [--seqlens 512,4096] [--causal 0|1|both] [--results-dir DIR]
+
+Writes <results-dir>/<date>-compare.json and .md (date, GPU, command, table).
+"""
+import argparse
+import datetime
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "python"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
+
+from bench_fwd import HIDDEN, SEQLENS, TOKENS, rel, timeit  # noqa: E402
+from fa3 import facts as fa3facts  # noqa: E402
+from fa3.torch_api import flash_attn_func  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--variant", action="append", required=True, metavar="LABEL=DIR",
+                    help="a kernel directory to time (give two or more)")
+    ap.add_argument("--hdim", default="64,128,256")
+    ap.add_argument("--seqlens", default=",".join(map(str, SEQLENS)))
+    ap.add_argument("--causal", default="both", choices=["0", "1", "both"])
+    ap.add_argument("--warmup", type=int, default=25, help="do_bench warm-up (ms)")
+    ap.add_argument("--rep", type=int, default=100, help="do_bench repetitions (ms)")
+    ap.add_argument("--results-dir", default=str(ROOT / "bench" / "results"))
+    a = ap.parse_args()
+
+    variants = []
+    for v in a.variant:
+        label, sep, d = v.partition("=")
+        if not sep or not label or not d:
+            ap.error(f"--variant takes LABEL=DIR, got {v!r}")
+        kernels, skipped = fa3facts.scan_kernel_dir(d)
+        for s in skipped:
+            print(f"SKIPPED FILE {s}")
+        variants.append((label, d, kernels))
+    causals = {"0": [False], "1": [True], "both": [False, True]}[a.causal]
+    hdims = [int(x) for x in a.hdim.split(",")]
+    seqlens = [int(x) for x in a.seqlens.split(",")]
+    labels = [v[0] for v in variants]
+    gpu = torch.cuda.get_device_name()
+    print(f"GPU {gpu}; variants {labels}; hdims {hdims}; seqlens {seqlens}", flush=True)
+
+    rows = []
+    t_start = time.time()
+    for D in hdims:
+        H = HIDDEN // D
+        for causal in causals:
+            chosen = {}
+            for label, d, kernels in variants:
+                kf = next((k for k in kernels if fa3facts.matches(
+                    k, "bf16", D, D, causal, (-1, -1), 0.0)), None)
+                if kf is not None:
+                    chosen[label] = kf
+            if not chosen:
+                continue
+            for S in seqlens:
+                B = max(1, TOKENS // S)
+                torch.manual_seed(S + D + causal)
+                q, k, v = (torch.randn(B, S, H, D, device="cuda", dtype=torch.bfloat16)
+                           for _ in range(3))
+                flops = 4.0 * B * H * S * S * D * (0.5 if causal else 1.0)
+                row = dict(hdim=D, causal=causal, seqlen=S, batch=B, heads=H)
+                qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+                with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                    ref = F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
+                    t = timeit(lambda: F.scaled_dot_product_attention(
+                        qt, kt, vt, is_causal=causal), a.warmup, a.rep)
+                row["cudnn_tflops"] = flops / t / 1e9
+                ref = ref.transpose(1, 2)
+                for label, kf in chosen.items():
+                    o = torch.full_like(q, float("nan"))
+
+                    def ours():
+                        flash_attn_func(q, k, v, causal=causal, kernel=kf, out=o)
+                    try:
+                        ours()
+                        torch.cuda.synchronize()
+                        err = rel(o, ref)
+                        t = timeit(ours, a.warmup, a.rep)
+                        row[f"{label}_tflops"] = flops / t / 1e9
+                        row[f"{label}_err"] = err
+                    except Exception as e:
+                        row[f"{label}_error"] = f"{type(e).__name__}: {e}"[:300]
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+                del q, k, v, qt, kt, vt, ref
+                torch.cuda.empty_cache()
+
+    date = datetime.datetime.now().strftime("%Y-%m-%dT%H%M%S")
+    command = "python3 " + " ".join(sys.argv)
+    meta = dict(date=date, gpu=gpu, torch=torch.__version__, command=command,
+                variants={v[0]: v[1] for v in variants}, tokens=TOKENS, hidden=HIDDEN,
+                warmup_ms=a.warmup, rep_ms=a.rep, seconds=round(time.time() - t_start, 1))
+    out = Path(a.results_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{date}-compare.json").write_text(json.dumps(dict(meta=meta, rows=rows), indent=1))
+
+    def cell(r, key):
+        x = r.get(key)
+        return "-" if x is None else f"{x:.0f}"
+    base = labels[0]
+    md = [f"# compare_fwd {date}", "", f"GPU: {gpu}; torch {torch.__version__}", "",
+          f"Command: `{command}`", "",
+          "Variants: " + ", ".join(f"{lbl} = `{d}`" for lbl, d, _ in variants), "",
+          "bf16 TFLOP/s (do_bench medians, interleaved per cell on the same inputs); "
+          f"ratios are over `{base}`; err = rel. L2 error vs cuDNN.", "",
+          "| hdim | causal | seqlen | cuDNN | " + " | ".join(labels) + " | " +
+          " | ".join(f"{lbl}/{base}" for lbl in labels[1:]) + " | max err |",
+          "|---" * (4 + 2 * len(labels)) + "|---|"]
+    for r in rows:
+        ratios = []
+        for lbl in labels[1:]:
+            x, y = r.get(f"{lbl}_tflops"), r.get(f"{base}_tflops")
+            ratios.append("-" if x is None or y is None else f"{x / y:.2f}")
+        errs = [r[k] for k in r if k.endswith("_err")]
+        err = f"{max(errs):.1e}" if errs else "-"
+        md.append(f"| {r['hdim']} | {int(r['causal'])} | {r['seqlen']} | "
+                  f"{cell(r, 'cudnn_tflops')} | " +
+                  " | ".join(cell(r, f"{lbl}_tflops") for lbl in labels) + " | " +
+                  " | ".join(ratios) + f" | {err} |")
+    failures = [f"- {r['hdim']}/{int(r['causal'])}/{r['seqlen']}: {k}: {v}"
+                for r in rows for k, v in r.items() if k.endswith("_error")]
+    if failures:
+        md += ["", "Errors:"] + failures
+    (out / f"{date}-compare.md").write_text("\n".join(md) + "\n")
+    print("\n".join(md))
+    bad = failures or [r for r in rows for k, v in r.items() if k.endswith("_err") and v > 2e-2]
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,63 @@
+// The epilogue's O store (convert-attn-to-hopper{tma-store}).
+//
+// Head dim 64: O gets its own shared-memory buffer after the K/V ring
+// (16 KiB more), so a persistent CTA's producer can load the next tile's Q
+// while O is stored; before staging the next tile's O, the buffer must have
+// been read by the previous store.
+// RUN: fa3-opt %s --split-input-file --attn-tile="block-m=128 block-n=64" --convert-attn-to-hopper=persistent=on | FileCheck %s --check-prefix=OWN
+// OWN-LABEL: gpu.func @d64_kernel
+// OWN-SAME: dynamic_smem = 65616
+// OWN-SAME: o_store = "tma"
+// OWN: nvvm.setmaxregister increase 240
+// OWN: nvvm.cp.async.bulk.wait_group 0 {read}
+// OWN-NEXT: }
+// OWN-NEXT: nvvm.barrier id = %{{.*}} number_of_threads = %c128_i32
+// OWN-COUNT-4: nvvm.stmatrix
+// OWN: nvvm.fence.proxy
+// OWN: nvvm.cp.async.bulk.tensor.global.shared.cta
+// OWN-NEXT: nvvm.cp.async.bulk.commit.group
+// OWN-NEXT: }
+// OWN-NOT: nvvm.mbarrier.arrive
+// OWN: nvvm.cp.async.bulk.wait_group 0 {read}
+// OWN: gpu.return
+//
+// Head dim 256: no room for a separate buffer (Q 64 KiB + a 2 x 2 x 32 KiB
+// ring), so O is staged in Q's buffer (the shared memory size does not grow);
+// a persistent CTA frees Q only after the store has read it.
+// OWN-LABEL: gpu.func @d256_kernel
+// OWN-SAME: dynamic_smem = 196688
+// OWN: nvvm.setmaxregister increase 240
+// OWN-NOT: nvvm.cp.async.bulk.wait_group
+// OWN-COUNT-16: nvvm.stmatrix
+// OWN: nvvm.cp.async.bulk.commit.group
+// OWN-NEXT: nvvm.cp.async.bulk.wait_group 0 {read}
+// OWN-NEXT: }
+// OWN-NEXT: nvvm.barrier id = %{{.*}} number_of_threads = %c128_i32
+// OWN-NEXT: nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
+
+// tma-store=false: 4-byte stores from the fragment, no staging buffer.
+// RUN: fa3-opt %s --split-input-file --attn-tile="block-m=128 block-n=64" --convert-attn-to-hopper=tma-store=false | FileCheck %s --check-prefix=DIRECT
+// DIRECT-LABEL: gpu.func @d64_kernel
+// DIRECT-SAME: dynamic_smem = 49232
+// DIRECT-SAME: o_store = "direct"
+// DIRECT-NOT: nvvm.stmatrix
+// DIRECT-NOT: nvvm.cp.async.bulk.tensor.global.shared.cta
+// DIRECT: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : vector<2xbf16>, !llvm.ptr<1>
+// DIRECT-NOT: nvvm.cp.async.bulk.wait_group
+// DIRECT: gpu.return
+
+func.func @d64(%q: memref<?x4x?x64xbf16>, %k: memref<?x4x?x64xbf16>, %v: memref<?x4x?x64xbf16>,
+               %o: memref<?x4x?x64xbf16>) {
+  attn.flash_attention ins(%q, %k, %v : memref<?x4x?x64xbf16>, memref<?x4x?x64xbf16>, memref<?x4x?x64xbf16>)
+    outs(%o : memref<?x4x?x64xbf16>)
+  return
+}
+
+// -----
+
+func.func @d256(%q: memref<?x4x?x256xbf16>, %k: memref<?x4x?x256xbf16>, %v: memref<?x4x?x256xbf16>,
+                %o: memref<?x4x?x256xbf16>) {
+  attn.flash_attention ins(%q, %k, %v : memref<?x4x?x256xbf16>, memref<?x4x?x256xbf16>, memref<?x4x?x256xbf16>)
+    outs(%o : memref<?x4x?x256xbf16>)
+  return
+}
