@@ -4,6 +4,8 @@
  * Kernel ABI (what the compiler emits; checked against the cubin at load time):
  *   (tmQ, tmK, tmV, tmO : const CUtensorMap* in device global memory,
  *    O : elem*, LSE : float* or NULL,
+ *    tileCounter : 2 x u32, zero at launch (persistent kernels' tile scheduler;
+ *                  the kernel leaves them zero again),
  *    B, Sq, Skv, Hq, Hkv : i32, oStrideB, oStrideS, oStrideH : i64 (elements),
  *    scaleLog2 : f32)
  *   grid (ceil(Sq / block_m), Hq, B), block (threads, 1, 1), dynamic_smem bytes.
@@ -36,9 +38,9 @@
 #define LOG2E 1.4426950408889634
 
 static const char *const kParams =
-    "tmQ tmK tmV tmO O LSE B Sq Skv Hq Hkv oStrideB oStrideS oStrideH scaleLog2";
+    "tmQ tmK tmV tmO O LSE tileCounter B Sq Skv Hq Hkv oStrideB oStrideS oStrideH scaleLog2";
 /* byte size of each parameter above, in order (the cubin must agree) */
-static const size_t kParamSizes[] = {8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 8, 8, 8, 4};
+static const size_t kParamSizes[] = {8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 8, 8, 8, 4};
 #define NPARAMS (sizeof kParamSizes / sizeof kParamSizes[0])
 
 /* ------------------------------------------------------------------------ */
@@ -465,7 +467,9 @@ struct fa3rt_kernel {
   CUmodule mod;
   CUfunction fn;
   int sm_count;           /* multiprocessors: a persistent grid's size */
-  CUdeviceptr maps_dev;   /* NSLOTS x 384 bytes (cuMemAlloc: 256-byte aligned) */
+  CUdeviceptr maps_dev;   /* NSLOTS x SLOT_BYTES (cuMemAlloc: 256-byte aligned) */
+  CUdeviceptr counters_dev; /* NSLOTS x 2 u32 tile counters, zeroed at load; a
+                               slot's launches are serialised like its maps */
   CUtensorMap *maps_host; /* NSLOTS x NMAPS, pinned (cuMemAllocHost) */
   CUevent slot_done[NSLOTS];
   int slot_used[NSLOTS];
@@ -490,6 +494,7 @@ static void kernel_free(fa3rt_kernel *k) {
       cuEventDestroy(k->slot_done[i]);
     }
   if (k->maps_dev) cuMemFree(k->maps_dev);
+  if (k->counters_dev) cuMemFree(k->counters_dev);
   if (k->maps_host) cuMemFreeHost(k->maps_host);
   if (k->mod) cuModuleUnload(k->mod);
   if (swapped) { CUcontext dummy; cuCtxPopCurrent(&dummy); }
@@ -606,6 +611,8 @@ fa3rt_status fa3rt_kernel_load_data(const void *cubin, size_t cubin_size, const 
   LOAD_TRY(cuFuncSetAttribute(k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                               f.dynamic_smem));
   LOAD_TRY(cuMemAlloc(&k->maps_dev, NSLOTS * SLOT_BYTES));
+  LOAD_TRY(cuMemAlloc(&k->counters_dev, NSLOTS * 2 * sizeof(uint32_t)));
+  LOAD_TRY(cuMemsetD32(k->counters_dev, 0, NSLOTS * 2));
   LOAD_TRY(cuMemAllocHost((void **)&k->maps_host, NSLOTS * SLOT_BYTES));
   for (int i = 0; i < NSLOTS; i++)
     LOAD_TRY(cuEventCreate(&k->slot_done[i], CU_EVENT_DISABLE_TIMING));
@@ -754,11 +761,12 @@ fa3rt_status fa3rt_fwd(fa3rt_kernel *k, const fa3rt_fwd_args *a, void *stream) {
   }
   CUdeviceptr tq = k->maps_dev + slot * SLOT_BYTES, tk = tq + MAP_BYTES, tv = tq + 2 * MAP_BYTES,
               to = tq + 3 * MAP_BYTES;
+  CUdeviceptr tc = k->counters_dev + slot * 2 * sizeof(uint32_t);
   CUdeviceptr po = (CUdeviceptr)a->o.ptr, pl = (CUdeviceptr)a->lse;
   int32_t B = L.B, Sq = L.Sq, Skv = L.Skv, Hq = L.Hq, Hkv = L.Hkv;
   int64_t sb = L.o_stride_b, ss = L.o_stride_s, sh = L.o_stride_h;
   float sl2 = L.scale_log2;
-  void *params[] = {&tq, &tk, &tv, &to, &po, &pl, &B, &Sq, &Skv, &Hq, &Hkv, &sb, &ss, &sh, &sl2};
+  void *params[] = {&tq, &tk, &tv, &to, &po, &pl, &tc, &B, &Sq, &Skv, &Hq, &Hkv, &sb, &ss, &sh, &sl2};
   /* A persistent kernel strides over the tiles: one CTA per SM (the shared
      memory of a CTA fills an SM). */
   if (k->facts.persistent && L.grid[0] > (unsigned)k->sm_count)

@@ -25,8 +25,7 @@ typedef struct Fa3HopperOptions {
   int64_t stages;       /* depth of the K/V ring (2) */
   bool pingpong;        /* consumer warpgroups take turns (true) */
   int persistent;       /* CTAs loop over tiles: 1 on, -1 off, 0 auto (on
-                           where measured faster: head dim 64, no right-
-                           bounded mask) */
+                           where measured faster: head dim 64 and 128) */
   bool tmaStore;        /* O through shared memory + TMA store (true);
                            false: 4-byte stores from registers */
   const char *chip;     /* "sm_90a" */

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 FACTS_VERSION = 1
-KERNEL_PARAMS = ("tmQ tmK tmV tmO O LSE B Sq Skv Hq Hkv "
+KERNEL_PARAMS = ("tmQ tmK tmV tmO O LSE tileCounter B Sq Skv Hq Hkv "
                  "oStrideB oStrideS oStrideH scaleLog2")
 _REQUIRED = ("kernel", "dtype", "head_dim", "head_dim_v", "block_m", "block_n",
              "threads", "dynamic_smem", "causal", "window_left", "window_right",

@@ -25,16 +25,19 @@ def test_compile_variant_writes_ptx_cubin_facts(tmp_path):
     assert f.cubin.read_bytes()[:4] == b"\x7fELF"
     k = F.parse_facts(f.facts.read_text(), str(f.facts))
     assert (k.dtype, k.head_dim, k.causal, k.softcap) == ("f16", 128, True, 20.0)
-    assert abs(k.scale - 0.1) < 1e-6 and not k.persistent
+    assert abs(k.scale - 0.1) < 1e-6 and k.persistent
 
 
 @needs_ptxas
 def test_persistent_auto_follows_the_measurements(tmp_path):
-    full = compile_kernel(tmp_path / "a", head_dim=64)[0]
-    causal = compile_kernel(tmp_path / "b", head_dim=64, causal=True)[0]
-    forced = compile_kernel(tmp_path / "c", head_dim=128, persistent="on")[0]
+    causal = compile_kernel(tmp_path / "a", head_dim=64, causal=True)[0]
+    d128 = compile_kernel(tmp_path / "b", head_dim=128)[0]
+    d256 = compile_kernel(tmp_path / "c", head_dim=256, causal=True)[0]
+    forced = compile_kernel(tmp_path / "d", head_dim=256, persistent="on")[0]
+    off = compile_kernel(tmp_path / "e", head_dim=64, persistent="off")[0]
     parse = lambda f: F.parse_facts(f.facts.read_text(), str(f.facts))
-    assert parse(full).persistent and not parse(causal).persistent
+    assert parse(causal).persistent and parse(d128).persistent
+    assert not parse(d256).persistent and not parse(off).persistent
     assert parse(forced).persistent
 
 

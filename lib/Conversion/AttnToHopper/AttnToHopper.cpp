@@ -162,13 +162,13 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
   cfg.stages = stages;
   cfg.softcap = u.getSoftcap().convertToDouble();
   cfg.pingpong = pingpong;
-  // Measured on the H200 (bench/results/2026-11-29T1124-persistent.md):
-  // persistent CTAs win 2-16 % for head dim 64 without a right bound; with
-  // causal masks the static tile split is unbalanced, and at head dim 128+
-  // the tile loop's extra live registers spill.
+  // Measured on the H200 (bench/results/2026-11-29T1204-persistent.md):
+  // with the dynamic tile scheduler, persistent CTAs win up to 19 % at head
+  // dim 64 and 128 (short sequences, causal or not) and are within 3 % at
+  // 16k; at head dim 256, O is staged in Q's buffer, so the next tile's Q
+  // waits for the O store: 0-4 % slower everywhere.
   cfg.persistent = persistent == "on" ||
-                   (persistent == "auto" && cfg.headDim == 64 &&
-                    u.getWindow()[1] < 0);
+                   (persistent == "auto" && cfg.headDim <= 128);
   cfg.longestFirst = u.getWindow()[1] >= 0;
   cfg.tmaStore = tmaStore;
   cfg.kvRangeFn = cfg.name + "_kv_range";
@@ -225,7 +225,7 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
       b.getNamedAttr("scale", b.getF64FloatAttr(
                                   u.getScaleLog2().convertToDouble() / kLog2e)),
       b.getNamedAttr("params",
-                     b.getStrArrayAttr({"tmQ", "tmK", "tmV", "tmO", "O", "LSE", "B",
+                     b.getStrArrayAttr({"tmQ", "tmK", "tmV", "tmO", "O", "LSE", "tileCounter", "B",
                                         "Sq", "Skv", "Hq", "Hkv", "oStrideB",
                                         "oStrideS", "oStrideH", "scaleLog2"})),
   };

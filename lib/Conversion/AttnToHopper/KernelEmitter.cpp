@@ -202,29 +202,71 @@ private:
         i32(256));
   }
 
+  // Persistent CTAs take tiles from a dynamic scheduler (as FA3): a CTA's
+  // first tile is its ctaid.x, the next ones come from a global counter
+  // (atomic add, + gridDim.x), so that CTAs given short (causal) tiles take
+  // more of them. The producer thread fetches; the tile id reaches the
+  // consumers through a shared-memory word written before the Q load's
+  // mbarrier arrive (release) and read after its wait (acquire). A tile id
+  // >= the tile count ends the loop: the producer then arrives on Q full
+  // without a load. The counter resets itself: the last CTA to finish
+  // fetching (a second counter) zeroes both for the next launch.
+  std::string tileSlotAddr; // shared-memory address (i32) of the tile id word
+
+  void storeTileId(const std::string &t) {
+    e("llvm.inline_asm has_side_effects asm_dialect = att \"st.shared.u32 [$0], "
+      "$1;\", \"r,r\" " + tileSlotAddr + ", " + t + " : (i32, i32) -> ()");
+  }
+  std::string loadTileId() {
+    return op("llvm.inline_asm has_side_effects asm_dialect = att \"ld.shared.u32 "
+              "$0, [$1];\", \"=r,r\" " + tileSlotAddr + " : (i32) -> i32",
+              "tile");
+  }
+
   /// Opens the loop over this CTA's tiles when persistent (carrying the tile
-  /// count k, the Q barrier's phase, and the K/V ring slot g); otherwise the
-  /// CTA's one tile is ctaid.x with k = g = 0. Returns (tile, k, g).
+  /// count k, for the Q barriers' phase, and the K/V ring slot g); otherwise
+  /// the CTA's one tile is ctaid.x with k = g = 0. Returns (tile, k, g).
+  /// Consumers wait for the tile's Q (and with it its id) in the loop
+  /// condition.
   std::tuple<std::string, std::string, std::string>
-  openTileLoop(const std::string &prefix, const std::string &cta,
-               const std::string &tiles, const std::string &ncta) {
+  openTileLoop(bool producer, const std::string &cta, const std::string &tiles,
+               const std::string &barQ) {
     if (!cfg.persistent)
       return {cta, i32(0), i32(0)};
-    std::string t = "%" + prefix + "tile", k = "%" + prefix + "k",
-                g = "%" + prefix + "g";
-    e("%" + prefix + "loop:2 = scf.for " + t + " = " + cta + " to " + tiles +
-      " step " + ncta + " iter_args(" + k + " = " + i32(0) + ", " + g + " = " +
-      i32(0) + ") -> (i32, i32) : i32 {");
+    std::string p = producer ? "%p" : "%c";
+    if (producer) {
+      e(p + "loop:3 = scf.while (" + p + "t0 = " + cta + ", " + p + "k0 = " +
+        i32(0) + ", " + p + "g0 = " + i32(0) +
+        ") : (i32, i32, i32) -> (i32, i32, i32) {");
+      ++ind;
+      e("scf.condition(" + cmpi("slt", p + "t0", tiles) + ") " + p + "t0, " +
+        p + "k0, " + p + "g0 : i32, i32, i32");
+    } else {
+      e(p + "loop:3 = scf.while (" + p + "k0 = " + i32(0) + ", " + p +
+        "g0 = " + i32(0) + ") : (i32, i32) -> (i32, i32, i32) {");
+      ++ind;
+      comment("this tile's Q and id (the producer writes an id >= tiles to stop)");
+      mbarWait(barQ, bin("andi", p + "k0", i32(1)));
+      std::string t = loadTileId();
+      e("scf.condition(" + cmpi("slt", t, tiles) + ") " + t + ", " + p +
+        "k0, " + p + "g0 : i32, i32, i32");
+    }
+    --ind;
+    e("} do {");
+    e("^bb0(" + p + "tile: i32, " + p + "k: i32, " + p + "g: i32):");
     ++ind;
-    return {t, k, g};
+    return {p + "tile", p + "k", p + "g"};
   }
-  /// Closes openTileLoop's loop: the next tile's k and ring slot.
-  void closeTileLoop(const std::string &k, const std::string &g,
-                     const std::string &nblk) {
+  /// Closes openTileLoop's loop: the next tile (producer), its k and ring slot.
+  void closeTileLoop(const std::string &next, const std::string &k,
+                     const std::string &g, const std::string &nblk) {
     if (!cfg.persistent)
       return;
-    e("scf.yield " + bin("addi", k, i32(1)) + ", " + bin("addi", g, nblk) +
-      " : i32, i32");
+    std::string k1 = bin("addi", k, i32(1)), g1 = bin("addi", g, nblk);
+    if (next.empty())
+      e("scf.yield " + k1 + ", " + g1 + " : i32, i32");
+    else
+      e("scf.yield " + next + ", " + k1 + ", " + g1 + " : i32, i32, i32");
     --ind;
     e("}");
   }
@@ -321,7 +363,7 @@ SmemLayout fa3::hopper::computeSmemLayout(const KernelConfig &cfg) {
   l.kOff = l.qOff + l.qBytes;
   l.vOff = l.kOff + cfg.stages * l.kvBytes;
   int64_t end = l.vOff + cfg.stages * l.kvBytes;
-  const int64_t barrierBytes = 8 * (2 + 4 * cfg.stages);
+  const int64_t barrierBytes = 8 * (2 + 4 * cfg.stages) + 8;
   l.oInQ = cfg.tmaStore && end + l.oBytes + barrierBytes > kMaxDynamicSmem;
   l.oOff = l.oInQ ? l.qOff : end;
   if (cfg.tmaStore && !l.oInQ)
@@ -332,7 +374,8 @@ SmemLayout fa3::hopper::computeSmemLayout(const KernelConfig &cfg) {
   l.vFull = l.kFull + 8 * cfg.stages;
   l.kEmpty = l.vFull + 8 * cfg.stages;
   l.vEmpty = l.kEmpty + 8 * cfg.stages;
-  l.total = l.vEmpty + 8 * cfg.stages;
+  l.tileId = l.vEmpty + 8 * cfg.stages;
+  l.total = l.tileId + (cfg.persistent ? 8 : 0);
   return l;
 }
 
@@ -707,6 +750,10 @@ std::string Emitter::body() {
 
   comment("---- mbarrier init (one thread), then CTA barrier ----");
   std::string barQp = smemPtr(smem, lay.qFull);
+  if (cfg.persistent)
+    tileSlotAddr = op("llvm.ptrtoint " + smemPtr(smem, lay.tileId) +
+                          " : !llvm.ptr<3> to i32",
+                      "tileslot");
   std::string barQEmptyP = smemPtr(smem, lay.qEmpty);
   std::string isT0 = cmpi("eq", tid, i32(0));
   e("scf.if " + isT0 + " {");
@@ -744,12 +791,14 @@ std::string Emitter::body() {
   e("nvvm.setmaxregister decrease " + std::to_string(kProducerRegs));
   e("scf.if " + isT0 + " {");
   ++ind;
-  auto [pTile, pK, pG] = openTileLoop("p", cta, tiles, ncta);
+  auto [pTile, pK, pG] = openTileLoop(/*producer=*/true, cta, tiles, barQp);
   {
     Tile tl = decode(pTile, grp, numM, hb);
     comment("Q of this tile once the consumers are done with the last one's");
     std::string qph = bin("andi", pK, i32(1));
     mbarWait(barQEmptyP, bin("xori", qph, i32(1)));
+    if (cfg.persistent)
+      storeTileId(pTile);
     comment("Q tile: boxes of [block_m rows][64 cols], coords (d, head, row, batch)");
     e("nvvm.mbarrier.arrive.expect_tx " + barQp + ", " + i32(lay.qBytes) +
       " : !llvm.ptr<3>, i32");
@@ -798,7 +847,39 @@ std::string Emitter::body() {
     }
     --ind;
     e("}");
-    closeTileLoop(pK, pG, tl.nblk);
+    std::string next;
+    if (cfg.persistent) {
+      // Claimed once this tile's loads are issued, i.e. about when the CTA
+      // can start it: claiming at the start of a tile would reserve work for
+      // a CTA that is busy for the whole (causal: long) tile.
+      comment("claim the next tile now that this one's loads are issued");
+      std::string got = op("llvm.atomicrmw add %tileCounter, " + i32(1) +
+                               " monotonic : !llvm.ptr<1>, i32",
+                           "fetched");
+      next = bin("addi", got, ncta, "i32", "next");
+    }
+    closeTileLoop(next, pK, pG, tl.nblk);
+  }
+  if (cfg.persistent) {
+    comment("no tile left: tell the consumers (id = tiles, no load)");
+    std::string k = "%ploop#1";
+    mbarWait(barQEmptyP, bin("xori", bin("andi", k, i32(1)), i32(1)));
+    storeTileId(tiles);
+    e("nvvm.mbarrier.arrive " + barQp + " : !llvm.ptr<3>");
+    comment("the last CTA to finish fetching resets the counters for the next launch");
+    std::string done = op("llvm.getelementptr %tileCounter[1] : (!llvm.ptr<1>) "
+                          "-> !llvm.ptr<1>, i32", "done");
+    // acq_rel: every CTA's last fetch happens before the reset (LLVM's
+    // atomicrmw acq_rel loses the ordering on NVPTX, hence the asm).
+    std::string before = op(
+        "llvm.inline_asm has_side_effects asm_dialect = att "
+        "\"atom.acq_rel.gpu.global.add.u32 $0, [$1], 1;\", \"=r,l,~{memory}\" " +
+            done + " : (!llvm.ptr<1>) -> i32",
+        "finished");
+    e("scf.if " + cmpi("eq", before, bin("subi", ncta, i32(1))) + " {");
+    e("  llvm.store " + i32(0) + ", %tileCounter : i32, !llvm.ptr<1>");
+    e("  llvm.store " + i32(0) + ", " + done + " : i32, !llvm.ptr<1>");
+    e("}");
   }
   --ind;
   e("}");
@@ -855,7 +936,7 @@ std::string Emitter::body() {
     myBar = bin("addi", cw, i32(1), "i32", "mybar");
     otherBar = bin("subi", i32(2), cw, "i32", "otherbar");
   }
-  auto [cTile, cK, cG] = openTileLoop("c", cta, tiles, ncta);
+  auto [cTile, cK, cG] = openTileLoop(/*producer=*/false, cta, tiles, barQp);
   {
     Tile tl = decode(cTile, grp, numM, hb);
     m0 = tl.m0, head = tl.head, bidx = tl.bidx, lo = tl.lo, ilo = tl.ilo,
@@ -864,8 +945,10 @@ std::string Emitter::body() {
     qrows = {qrow0, bin("addi", qrow0, i32(8), "i32", "qrow")};
   }
   pingpongEdge(cw, /*opening=*/true);
-  comment("wait for this tile's Q");
-  mbarWait(barQp, bin("andi", cK, i32(1)));
+  if (!cfg.persistent) {
+    comment("wait for this tile's Q");
+    mbarWait(barQp, bin("andi", cK, i32(1)));
+  }
   // FA3 intra-warpgroup overlap, software-pipelined by one kv block:
   //   prologue : S_0 = Q K_0^T; softmax(S_0) -> P_0
   //   iter t>=1: issue S_t; issue O += P_{t-1} V_{t-1}; wait(1) -> S_t ready;
@@ -1046,7 +1129,7 @@ std::string Emitter::body() {
     --ind;
     e("}");
   }
-  closeTileLoop(cK, cG, nblk);
+  closeTileLoop("", cK, cG, nblk);
   if (cfg.tmaStore) {
     comment("shared memory must outlive the last O store's reads");
     e("scf.if " + cmpi("eq", ltid, i32(0)) + " {");
@@ -1070,7 +1153,7 @@ std::string Emitter::body() {
   os << "  gpu.func @" << cfg.name
      << "(%tmQ: !llvm.ptr, %tmK: !llvm.ptr, %tmV: !llvm.ptr, %tmO: !llvm.ptr, "
         "%O: !llvm.ptr<1>, "
-        "%LSE: !llvm.ptr<1>, %B: i32, %Sq: i32, %Skv: i32, %Hq: i32, %Hkv: i32, "
+        "%LSE: !llvm.ptr<1>, %tileCounter: !llvm.ptr<1>, %B: i32, %Sq: i32, %Skv: i32, %Hq: i32, %Hkv: i32, "
         "%oStrideB: i64, %oStrideS: i64, %oStrideH: i64, %scaleLog2: f32) kernel\n"
      << "      attributes {nvvm.maxntid = array<i32: " << cfg.threads()
      << ", 1, 1>, nvvm.minctasm = 1 : i32} {\n";

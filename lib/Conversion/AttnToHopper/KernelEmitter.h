@@ -37,7 +37,7 @@ struct KernelConfig {
   double softcap = 0.0;    // 0 = off
   bool pingpong = true;    // named-barrier turns between consumer warpgroups
   bool longestFirst = false; // launch m-blocks in reverse (causal: longest first)
-  bool persistent = false; // CTAs loop over tiles (grid smaller than the work)
+  bool persistent = false; // CTAs loop over tiles from a dynamic scheduler
   bool tmaStore = true;    // O via shared memory + TMA store (else 4-byte stores)
   std::string kvRangeFn;   // device func: (row0, Sq, Skv) -> (lo, hi, ilo, ihi)
   std::string visibleFn;   // device func: (row, col, Sq, Skv) -> i1
@@ -55,6 +55,8 @@ struct SmemLayout {
   bool oInQ;
   // mbarriers (8 bytes each): Q full/empty, then per stage K/V full/empty.
   int64_t qFull, qEmpty, kFull, vFull, kEmpty, vEmpty;
+  // persistent: the current tile id, from the producer to the consumers
+  int64_t tileId;
 };
 SmemLayout computeSmemLayout(const KernelConfig &cfg);
 

@@ -1,35 +1,65 @@
-// convert-attn-to-hopper{persistent}: CTAs loop over tiles. The producer
-// loads a tile's Q only after the consumers released the last one (Q empty
-// barrier), and the K/V ring slot g continues across tiles.
+// convert-attn-to-hopper{persistent}: CTAs loop over tiles handed out by a
+// dynamic scheduler. A CTA's first tile is its ctaid.x; the producer thread
+// claims the next one from a global counter (atomic add + gridDim.x) once
+// the current tile's loads are issued, and
+// passes each tile id to the consumers through shared memory, written after
+// the last tile's Q was released (Q empty) and before the Q load's arrive.
+// The consumers read it after the Q full wait; an id >= the tile count
+// (written with a plain arrive, no load) ends their loop. The K/V ring slot
+// g continues across tiles.
 // RUN: fa3-opt %s --attn-tile=block-m=128 --convert-attn-to-hopper=persistent=on | FileCheck %s
 
 // CHECK: gpu.func @attn_kernel(
+// CHECK-SAME: %[[LSE:[^:]*]]: !llvm.ptr<1>, %[[COUNTER:[^:]*]]: !llvm.ptr<1>, %{{[^:]*}}: i32,
 // CHECK-SAME: grid = "persistent"
+// CHECK-SAME: "LSE", "tileCounter", "B"
 // CHECK: %[[CTA:.*]] = nvvm.read.ptx.sreg.ctaid.x : i32
 // CHECK: %[[NCTA:.*]] = nvvm.read.ptx.sreg.nctaid.x : i32
-// CHECK: %[[HB:.*]] = arith.muli %arg9, %arg6 : i32
+// CHECK: %[[HB:.*]] = arith.muli %arg10, %arg7 : i32
 // CHECK: %[[TILES:.*]] = arith.muli %{{.*}}, %[[HB]] : i32
-// Producer: one loop over this CTA's tiles, carrying the tile count and the ring slot.
+// CHECK: %[[SLOT:.*]] = llvm.ptrtoint
+
+// Producer: a loop over the tiles it fetches, carrying the tile count and the ring slot.
 // CHECK: nvvm.setmaxregister decrease 24
-// CHECK: scf.for %[[PT:.*]] = %[[CTA]] to %[[TILES]] step %[[NCTA]] iter_args(%[[PK:.*]] = %{{.*}}, %[[PG:.*]] = %{{.*}}) -> (i32, i32) : i32 {
+// CHECK: %[[PLOOP:.*]]:3 = scf.while (%[[PT0:.*]] = %[[CTA]], %{{.*}} = %c0_i32, %{{.*}} = %c0_i32) : (i32, i32, i32) -> (i32, i32, i32) {
+// CHECK:   %[[MORE:.*]] = arith.cmpi slt, %[[PT0]], %[[TILES]] : i32
+// CHECK:   scf.condition(%[[MORE]])
+// CHECK: } do {
+// CHECK: ^bb0(%[[PT:.*]]: i32, %[[PK:.*]]: i32, %[[PG:.*]]: i32):
 // CHECK:   %[[QPH:.*]] = arith.andi %[[PK]], %c1_i32 : i32
 // CHECK:   %[[FLIP:.*]] = arith.xori %[[QPH]], %c1_i32 : i32
 // CHECK:   nvvm.mbarrier.try_wait.parity %{{.*}}, %[[FLIP]]
-// CHECK:   nvvm.mbarrier.arrive.expect_tx
+// CHECK-NEXT: llvm.inline_asm has_side_effects {{.*}}"st.shared.u32 [$0], $1;", "r,r" %[[SLOT]], %[[PT]]
+// CHECK-NEXT: nvvm.mbarrier.arrive.expect_tx
 // CHECK:   nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg0
 // CHECK:   scf.for %[[T:.*]] =
 // CHECK:     arith.addi %[[PG]], %[[T]] : i32
-// CHECK:   scf.yield
-// Consumers: the same loop; wait for the tile's Q with the tile parity, and
-// release Q once the tile's last S has retired.
+// The next tile is claimed once this one's loads are issued.
+// CHECK:   %[[GOT:.*]] = llvm.atomicrmw add %[[COUNTER]], %c1_i32 monotonic : !llvm.ptr<1>, i32
+// CHECK:   %[[NEXT:.*]] = arith.addi %[[GOT]], %[[NCTA]] : i32
+// CHECK:   scf.yield %[[NEXT]], %{{.*}}, %{{.*}} : i32, i32, i32
+// No tile left: the stop id, then the counters reset by the last CTA.
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK-NEXT: llvm.inline_asm has_side_effects {{.*}}"st.shared.u32 [$0], $1;", "r,r" %[[SLOT]], %[[TILES]]
+// CHECK-NEXT: nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
+// CHECK: atom.acq_rel.gpu.global.add.u32
+// CHECK: scf.if
+// CHECK-NEXT: llvm.store %c0_i32, %[[COUNTER]] : i32, !llvm.ptr<1>
+
+// Consumers: wait for the tile's Q with the tile parity, read its id, stop
+// at the stop id; release Q once the tile's last S has retired.
 // CHECK: nvvm.setmaxregister increase 240
-// CHECK: scf.for %[[CT:.*]] = %[[CTA]] to %[[TILES]] step %[[NCTA]] iter_args(%[[CK:.*]] = %{{.*}}, %[[CG:.*]] = %{{.*}}) -> (i32, i32) : i32 {
-// CHECK:   %[[CPH:.*]] = arith.andi %[[CK]], %c1_i32 : i32
+// CHECK: scf.while (%[[CK0:.*]] = %c0_i32, %{{.*}} = %c0_i32) : (i32, i32) -> (i32, i32, i32) {
+// CHECK:   %[[CPH:.*]] = arith.andi %[[CK0]], %c1_i32 : i32
 // CHECK:   nvvm.mbarrier.try_wait.parity %{{.*}}, %[[CPH]]
+// CHECK:   %[[TILE:.*]] = llvm.inline_asm has_side_effects {{.*}}"ld.shared.u32 $0, [$1];", "=r,r" %[[SLOT]]
+// CHECK:   %[[LIVE:.*]] = arith.cmpi slt, %[[TILE]], %[[TILES]] : i32
+// CHECK:   scf.condition(%[[LIVE]]) %[[TILE]]
+// CHECK: } do {
 // CHECK:   nvvm.mbarrier.arrive %[[QEMPTY:.*]] : !llvm.ptr<3>
 // CHECK:   } else {
 // CHECK:     nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
-// CHECK:   scf.yield
+// CHECK:   scf.yield %{{.*}}, %{{.*}} : i32, i32
 func.func @attn(%q: memref<?x4x?x64xbf16>, %k: memref<?x2x?x64xbf16>, %v: memref<?x2x?x64xbf16>,
                 %o: memref<?x4x?x64xbf16>) {
   attn.flash_attention ins(%q, %k, %v : memref<?x4x?x64xbf16>, memref<?x2x?x64xbf16>, memref<?x2x?x64xbf16>)
