@@ -28,8 +28,6 @@ typedef struct Fa3HopperOptions {
                            where measured faster: head dim 64 and 128) */
   bool tmaStore;        /* O through shared memory + TMA store (true);
                            false: 4-byte stores from registers */
-  bool lazyRescale;     /* skip O *= alpha in warps whose row maxima held
-                           (true; exact) */
   const char *chip;     /* "sm_90a" */
   const char *features; /* "+ptx80" */
   const char *toolkit;  /* CUDA toolkit with bin/ptxas; NULL: $CUDA_HOME,

@@ -42,7 +42,6 @@ Fa3HopperOptions fa3HopperOptionsDefault(void) {
   o.pingpong = true;
   o.persistent = 0;
   o.tmaStore = true;
-  o.lazyRescale = true;
   o.chip = "sm_90a";
   o.features = "+ptx80";
   o.toolkit = NULL;
@@ -103,7 +102,6 @@ Fa3KernelSet *fa3CompileHopperModule(MlirModule cmod,
   c.pingpong = o.pingpong;
   c.persistent = o.persistent > 0 ? "on" : o.persistent < 0 ? "off" : "auto";
   c.tmaStore = o.tmaStore;
-  c.lazyRescale = o.lazyRescale;
   c.format = "none";
   if (o.chip)
     c.chip = o.chip;

@@ -76,10 +76,6 @@ struct HopperPipelineOptions
                         llvm::cl::desc("Stage O through shared memory and write "
                                        "it by TMA (false: 4-byte stores)"),
                         llvm::cl::init(true)};
-  Option<bool> lazyRescale{
-      *this, "lazy-rescale",
-      llvm::cl::desc("Skip O *= alpha in warps whose row maxima did not change"),
-      llvm::cl::init(true)};
   Option<std::string> format{
       *this, "format",
       llvm::cl::desc("What gpu-module-to-binary embeds: isa (PTX text), bin "
@@ -126,7 +122,6 @@ void fa3::attn::addHopperPipeline(OpPassManager &pm,
                   " pingpong=" + (c.pingpong ? "true" : "false") +
                   " persistent=" + c.persistent +
                   " tma-store=" + (c.tmaStore ? "true" : "false") +
-                  " lazy-rescale=" + (c.lazyRescale ? "true" : "false") +
                   "},nvvm-attach-target{chip=" + c.chip +
                   " features=" + c.features + " O=3}," + kDeviceToLLVM;
   addPipeline(pm, p);
@@ -154,7 +149,6 @@ void fa3::attn::registerAttnPipelines() {
         c.pingpong = o.pingpong;
         c.persistent = o.persistent;
         c.tmaStore = o.tmaStore;
-        c.lazyRescale = o.lazyRescale;
         c.format = o.format;
         c.chip = o.chip;
         c.features = o.features;

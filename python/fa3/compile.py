@@ -29,7 +29,7 @@ class _Spec(ctypes.Structure):
 class _Options(ctypes.Structure):
     _fields_ = [("blockN", ctypes.c_int64), ("stages", ctypes.c_int64),
                 ("pingpong", ctypes.c_bool), ("persistent", ctypes.c_int),
-                ("tmaStore", ctypes.c_bool), ("lazyRescale", ctypes.c_bool),
+                ("tmaStore", ctypes.c_bool),
                 ("chip", ctypes.c_char_p), ("features", ctypes.c_char_p),
                 ("toolkit", ctypes.c_char_p), ("emitCubin", ctypes.c_bool)]
 
@@ -72,7 +72,7 @@ def compile_kernel(out_dir, head_dim: int = 128, dtype: str = "bf16",
                    softcap: float = 0.0, scale: Optional[float] = None,
                    name: Optional[str] = None, block_n: int = 0, stages: int = 2,
                    pingpong: bool = True, persistent: str = "auto",
-                   tma_store: bool = True, lazy_rescale: bool = True) -> List[KernelFiles]:
+                   tma_store: bool = True) -> List[KernelFiles]:
     """Compiles one variant and writes <kernel>.ptx/.cubin/.facts to out_dir.
     Raises Fa3Error with the compiler's diagnostics when the variant is not
     supported."""
@@ -83,7 +83,7 @@ def compile_kernel(out_dir, head_dim: int = 128, dtype: str = "bf16",
     spec = _Spec(name.encode() if name else None, dtype.encode(), head_dim, causal, window[0],
                  window[1], softcap, scale is not None,
                  0.0 if scale is None else scale)
-    opts = _Options(block_n, stages, pingpong, _PERSISTENT[persistent], tma_store, lazy_rescale,
+    opts = _Options(block_n, stages, pingpong, _PERSISTENT[persistent], tma_store,
                     b"sm_90a", b"+ptx80", None, True)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

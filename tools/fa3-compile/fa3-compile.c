@@ -49,8 +49,6 @@ static const char *kUsage =
     "  --no-persistent      one CTA per tile\n"
     "  --no-tma-store       write O with 4-byte stores from registers instead\n"
     "                       of staging it in shared memory for a TMA store\n"
-    "  --no-lazy-rescale    rescale O every kv block (default: skipped in a\n"
-    "                       warp whose rows' maxima did not change)\n"
     "  --ptx-only           write PTX and facts, no cubin (also the fallback,\n"
     "                       with a warning, when ptxas cannot be found)\n"
     "  -o DIR               output directory (created if missing)\n"
@@ -200,8 +198,6 @@ int main(int argc, char **argv) {
       opts.persistent = 1;
     } else if (!strcmp(a, "--no-persistent")) {
       opts.persistent = -1;
-    } else if (!strcmp(a, "--no-lazy-rescale")) {
-      opts.lazyRescale = false;
     } else if (!strcmp(a, "--no-tma-store")) {
       opts.tmaStore = false;
     } else if (!strcmp(a, "--ptx-only")) {

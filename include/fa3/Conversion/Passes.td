@@ -43,9 +43,6 @@ def ConvertAttnToHopper : Pass<"convert-attn-to-hopper", "::mlir::ModuleOp"> {
     Option<"tmaStore", "tma-store", "bool", /*default=*/"true",
            "Stage O through shared memory (stmatrix) and write it with a TMA "
            "store; false: 4-byte stores from the accumulator fragment">,
-    Option<"lazyRescale", "lazy-rescale", "bool", /*default=*/"true",
-           "Skip O *= alpha in a warp whose rows' maxima did not change "
-           "(alpha is exactly 1; a warp-uniform branch)">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::NVVM::NVVMDialect",

@@ -129,7 +129,7 @@ bool hasUnitInnerStride(Value memref) {
 LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
                       int64_t stages, bool pingpong,
                       llvm::StringRef persistent, bool tmaStore,
-                      bool lazyRescale, unsigned index) {
+                      unsigned index) {
   TileUpdateOp u = t.update;
   Value q = u.getQuery(), v = u.getValue(), o = t.finalize.getOut();
   auto qt = cast<MemRefType>(q.getType());
@@ -171,7 +171,6 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
                    (persistent == "auto" && cfg.headDim <= 128);
   cfg.longestFirst = u.getWindow()[1] >= 0;
   cfg.tmaStore = tmaStore;
-  cfg.lazyRescale = lazyRescale;
   cfg.kvRangeFn = cfg.name + "_kv_range";
   cfg.visibleFn = cfg.name + "_visible";
   std::string why = hopper::checkSupported(cfg);
@@ -283,7 +282,7 @@ struct ConvertAttnToHopperPass
       }
       for (auto [i, t] : llvm::enumerate(found))
         if (failed(convert(module, func, t, stages, pingpong, persistent,
-                          tmaStore, lazyRescale, i)))
+                          tmaStore, i)))
           return signalPassFailure();
       done.push_back(func);
     }

@@ -339,7 +339,6 @@ private:
   };
   Softmax softmax(const Strs &s, const Strs *mold, const std::string &sl2);
   std::vector<Strs> pack(const Strs &p);
-  std::string rescaleO(const std::string &o, const Strs &alpha);
   /// Persistent CTAs reload Q into the buffer the O store reads: the
   /// consumers free Q only once that store has read it.
   bool qFreedAfterStore() const { return cfg.persistent && lay.oInQ; }
@@ -601,44 +600,6 @@ Emitter::Softmax Emitter::softmax(const Strs &s, const Strs *mold,
     }
     r.rowsum.push_back(vals[0]);
   }
-  return r;
-}
-
-std::string Emitter::rescaleO(const std::string &o, const Strs &alpha) {
-  auto scaled = [&] {
-    std::string acc = op("llvm.mlir.undef : " + accOT, "oacc");
-    for (int64_t idx = 0; idx < naccO; ++idx) {
-      std::string v = bin("mulf", extract(o, idx, accOT, "o"),
-                          alpha[(idx % 4) / 2], "f32");
-      acc = op("llvm.insertvalue " + v + ", " + acc + "[" +
-                   std::to_string(idx) + "] : " + accOT,
-               "oacc");
-    }
-    return acc;
-  };
-  if (!cfg.lazyRescale) {
-    comment("O *= alpha (after the P V wgmmas retired)");
-    return scaled();
-  }
-  // The rescale sits between the P V wgmmas' retirement and the next issue,
-  // on the warpgroup's critical path. Once the row maxima settle, alpha is
-  // exactly 1 (ex2(0)) and the multiplies are identities: a warp skips them
-  // when none of its rows' maxima moved (warp-uniform branch; exact).
-  comment("O *= alpha (after the P V wgmmas retired), unless no row of the warp changed its max");
-  std::string one = f32(1.0);
-  std::string moved = op("arith.ori " + cmpf("une", alpha[0], one) + ", " +
-                             cmpf("une", alpha[1], one) + " : i1",
-                         "moved");
-  std::string any = op("nvvm.vote.sync any " + i32(-1) + ", " + moved + " -> i1",
-                       "anymoved");
-  std::string r = fresh("orescaled");
-  e(r + " = scf.if " + any + " -> (" + accOT + ") {");
-  ++ind;
-  e("scf.yield " + scaled() + " : " + accOT);
-  --ind;
-  e("} else {");
-  e("  scf.yield " + o + " : " + accOT);
-  e("}");
   return r;
 }
 
@@ -1053,7 +1014,15 @@ std::string Emitter::body() {
     e("nvvm.wgmma.wait.group.sync.aligned 0");
     o = fenceStruct(o, naccO, accOT);
     e("nvvm.mbarrier.arrive " + prv.vempty + " : !llvm.ptr<3>");
-    std::string oacc = rescaleO(o, sm.alpha);
+    comment("O *= alpha (after the P V wgmmas retired)");
+    std::string oacc = op("llvm.mlir.undef : " + accOT, "oacc");
+    for (int64_t idx = 0; idx < naccO; ++idx) {
+      std::string v = extract(o, idx, accOT, "o");
+      v = bin("mulf", v, sm.alpha[(idx % 4) / 2], "f32");
+      oacc = op("llvm.insertvalue " + v + ", " + oacc + "[" +
+                    std::to_string(idx) + "] : " + accOT,
+                "oacc");
+    }
     Strs ln = {fma("%l0", sm.alpha[0], sm.rowsum[0]),
                fma("%l1", sm.alpha[1], sm.rowsum[1])};
     Strs ys;

@@ -39,7 +39,6 @@ struct KernelConfig {
   bool longestFirst = false; // launch m-blocks in reverse (causal: longest first)
   bool persistent = false; // CTAs loop over tiles from a dynamic scheduler
   bool tmaStore = true;    // O via shared memory + TMA store (else 4-byte stores)
-  bool lazyRescale = true; // skip O *= alpha in warps whose row maxima held
   std::string kvRangeFn;   // device func: (row0, Sq, Skv) -> (lo, hi, ilo, ihi)
   std::string visibleFn;   // device func: (row, col, Sq, Skv) -> i1
 

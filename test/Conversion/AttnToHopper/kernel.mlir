@@ -3,7 +3,6 @@
 // schedule and mask helpers built from attn.kv_range / the shared visibility
 // test, the launch facts, and that the host function is replaced.
 // RUN: fa3-opt %s --attn-tile=block-m=128 --convert-attn-to-hopper=persistent=off | FileCheck %s
-// RUN: fa3-opt %s --attn-tile=block-m=128 --convert-attn-to-hopper="persistent=off lazy-rescale=false" | FileCheck %s --check-prefix=EAGER
 
 // CHECK: module attributes {gpu.container_module}
 // CHECK-NOT: func.func @attn(
@@ -83,14 +82,6 @@
 // CHECK: llvm.inline_asm has_side_effects {{.*}}wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 1
 // CHECK: nvvm.mbarrier.arrive
-// After the P V wgmmas retire, O *= alpha unless no row of the warp changed
-// its max (alpha exactly 1): a warp-uniform vote guards the multiplies.
-// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
-// CHECK: %[[MOVED:.*]] = nvvm.vote.sync any %{{.*}}, %{{.*}} -> i1
-// CHECK-NEXT: scf.if %[[MOVED]] -> (!llvm.struct<(f32
-// CHECK-COUNT-64: arith.mulf
-// CHECK: } else {
-// EAGER-NOT: nvvm.vote.sync
 // Consumer 0 takes the last turn consumer 1 handed over (barriers balanced).
 // CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %{{.*}}
 // Epilogue: O / l staged in shared memory by stmatrix (8 per thread at head

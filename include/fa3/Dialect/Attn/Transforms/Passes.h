@@ -26,7 +26,6 @@ struct HopperPipelineConfig {
   bool pingpong = true;          // consumer warpgroups take turns
   std::string persistent = "auto"; // CTAs loop over tiles: auto | on | off
   bool tmaStore = true;          // O via shared memory + TMA store
-  bool lazyRescale = true;       // skip O *= alpha where the maxima held
   std::string format = "bin";    // isa | bin | fatbin | none
   std::string chip = "sm_90a";
   std::string features = "+ptx80";
