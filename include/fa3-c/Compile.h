@@ -22,7 +22,8 @@ extern "C" {
 /* Compilation options; start from fa3HopperOptionsDefault(). */
 typedef struct Fa3HopperOptions {
   int64_t blockN;       /* 0: per head dim (128 up to 128, 80 above) */
-  int64_t stages;       /* depth of the K/V ring (2) */
+  int64_t stages;       /* depth of the K/V ring; 0: per head dim (4 for
+                           64, else 2) */
   bool pingpong;        /* consumer warpgroups take turns (true) */
   int persistent;       /* CTAs loop over tiles: 1 on, -1 off, 0 auto (on
                            where measured faster: head dim 64 and 128) */

@@ -38,7 +38,7 @@ struct Fa3KernelSet {
 Fa3HopperOptions fa3HopperOptionsDefault(void) {
   Fa3HopperOptions o;
   o.blockN = 0;
-  o.stages = 2;
+  o.stages = 0;
   o.pingpong = true;
   o.persistent = 0;
   o.tmaStore = true;
@@ -98,7 +98,7 @@ Fa3KernelSet *fa3CompileHopperModule(MlirModule cmod,
   PassManager pm(module.getContext());
   fa3::attn::HopperPipelineConfig c;
   c.blockN = o.blockN;
-  c.stages = o.stages ? o.stages : 2;
+  c.stages = o.stages;
   c.pingpong = o.pingpong;
   c.persistent = o.persistent > 0 ? "on" : o.persistent < 0 ? "off" : "auto";
   c.tmaStore = o.tmaStore;

@@ -61,8 +61,9 @@ struct HopperPipelineOptions
                                         "128 up to head dim 128, 80 above)"),
                          llvm::cl::init(0)};
   Option<int64_t> stages{*this, "stages",
-                         llvm::cl::desc("Depth of the K/V shared-memory ring"),
-                         llvm::cl::init(2)};
+                         llvm::cl::desc("Depth of the K/V shared-memory ring "
+                                        "(0: per head dim: 4 for 64, else 2)"),
+                         llvm::cl::init(0)};
   Option<bool> pingpong{*this, "pingpong",
                         llvm::cl::desc("Consumer warpgroups take turns issuing "
                                        "their GEMMs (named barriers)"),

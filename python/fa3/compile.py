@@ -70,7 +70,7 @@ _PERSISTENT = {"auto": 0, "on": 1, "off": -1}
 def compile_kernel(out_dir, head_dim: int = 128, dtype: str = "bf16",
                    causal: bool = False, window: Tuple[int, int] = (-1, -1),
                    softcap: float = 0.0, scale: Optional[float] = None,
-                   name: Optional[str] = None, block_n: int = 0, stages: int = 2,
+                   name: Optional[str] = None, block_n: int = 0, stages: int = 0,
                    pingpong: bool = True, persistent: str = "auto",
                    tma_store: bool = True) -> List[KernelFiles]:
     """Compiles one variant and writes <kernel>.ptx/.cubin/.facts to out_dir.

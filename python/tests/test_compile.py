@@ -39,6 +39,9 @@ def test_persistent_auto_follows_the_measurements(tmp_path):
     assert parse(causal).persistent and parse(d128).persistent
     assert not parse(d256).persistent and not parse(off).persistent
     assert parse(forced).persistent
+    # K/V ring depth per head dim: 4 at 64, 2 above (the facts record it)
+    assert "stages 4" in causal.facts.read_text()
+    assert "stages 2" in d128.facts.read_text() and "stages 2" in d256.facts.read_text()
 
 
 def test_unsupported_variant_reports_why(tmp_path):

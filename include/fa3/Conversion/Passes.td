@@ -32,8 +32,9 @@ def ConvertAttnToHopper : Pass<"convert-attn-to-hopper", "::mlir::ModuleOp"> {
     would be lost.
   }];
   let options = [
-    Option<"stages", "stages", "int64_t", /*default=*/"2",
-           "Depth of the K/V shared-memory ring">,
+    Option<"stages", "stages", "int64_t", /*default=*/"0",
+           "Depth of the K/V shared-memory ring (0: per head dim, as measured "
+           "on the H200: 4 for head dim 64, else 2)">,
     Option<"pingpong", "pingpong", "bool", /*default=*/"true",
            "Alternate the consumer warpgroups' GEMMs with named barriers">,
     Option<"persistent", "persistent", "std::string", /*default=*/"\"auto\"",

@@ -159,7 +159,10 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
   cfg.headDim = qt.getDimSize(3);
   cfg.blockM = u.getBlockM();
   cfg.blockN = u.getBlockN();
-  cfg.stages = stages;
+  // 0: measured per head dim (bench/results/2026-11-29T121807-compare.md):
+  // at head dim 64 a 4-deep ring lets the producer run further into the
+  // next tile (+0-2 %); larger head dims have no shared memory for more.
+  cfg.stages = stages != 0 ? stages : cfg.headDim == 64 ? 4 : 2;
   cfg.softcap = u.getSoftcap().convertToDouble();
   cfg.pingpong = pingpong;
   // Measured on the H200 (bench/results/2026-11-29T1204-persistent.md):

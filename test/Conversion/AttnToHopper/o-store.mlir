@@ -4,7 +4,7 @@
 // (16 KiB more), so a persistent CTA's producer can load the next tile's Q
 // while O is stored; before staging the next tile's O, the buffer must have
 // been read by the previous store.
-// RUN: fa3-opt %s --split-input-file --attn-tile="block-m=128 block-n=64" --convert-attn-to-hopper=persistent=on | FileCheck %s --check-prefix=OWN
+// RUN: fa3-opt %s --split-input-file --attn-tile="block-m=128 block-n=64" --convert-attn-to-hopper="persistent=on stages=2" | FileCheck %s --check-prefix=OWN
 // OWN-LABEL: gpu.func @d64_kernel
 // OWN-SAME: dynamic_smem = 65624
 // OWN-SAME: o_store = "tma"
@@ -36,7 +36,7 @@
 // OWN-NEXT: nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
 
 // tma-store=false: 4-byte stores from the fragment, no staging buffer.
-// RUN: fa3-opt %s --split-input-file --attn-tile="block-m=128 block-n=64" --convert-attn-to-hopper=tma-store=false | FileCheck %s --check-prefix=DIRECT
+// RUN: fa3-opt %s --split-input-file --attn-tile="block-m=128 block-n=64" --convert-attn-to-hopper="tma-store=false stages=2" | FileCheck %s --check-prefix=DIRECT
 // DIRECT-LABEL: gpu.func @d64_kernel
 // DIRECT-SAME: dynamic_smem = 49240
 // DIRECT-SAME: o_store = "direct"

@@ -22,7 +22,7 @@ namespace fa3::attn {
 /// Appends the Hopper pipeline (see attn-hopper-pipeline) to `pm`.
 struct HopperPipelineConfig {
   int64_t blockN = 0;            // 0: per head dim
-  int64_t stages = 2;            // depth of the K/V ring
+  int64_t stages = 0;            // depth of the K/V ring (0: per head dim)
   bool pingpong = true;          // consumer warpgroups take turns
   std::string persistent = "auto"; // CTAs loop over tiles: auto | on | off
   bool tmaStore = true;          // O via shared memory + TMA store
