@@ -61,6 +61,16 @@ def timeit(fn, warmup, rep):
     return ts[len(ts) // 2]
 
 
+def paper_inputs(D, S, causal):
+    """The FA3-paper grid cell (hdim D, seqlen S): batch, heads, seeded random
+    bf16 q, k, v in BSHD, and the FLOP count (half for causal)."""
+    B, H = max(1, TOKENS // S), HIDDEN // D
+    torch.manual_seed(S + D + causal)
+    q, k, v = (torch.randn(B, S, H, D, device="cuda", dtype=torch.bfloat16)
+               for _ in range(3))
+    return B, H, q, k, v, 4.0 * B * H * S * S * D * (0.5 if causal else 1.0)
+
+
 def rel(a, b):
     a, b = a.float(), b.float()
     return ((a - b).norm() / b.norm()).item()
@@ -96,7 +106,6 @@ def main():
     rows = []
     t_start = time.time()
     for D in hdims:
-        H = HIDDEN // D
         for causal in causals:
             try:
                 kf = next(k for k in kernels if fa3facts.matches(
@@ -105,12 +114,7 @@ def main():
                 print(f"no bf16 kernel for hdim {D} causal={causal}: skipped")
                 continue
             for S in seqlens:
-                B = max(1, TOKENS // S)
-                torch.manual_seed(S + D + causal)
-                q = torch.randn(B, S, H, D, device="cuda", dtype=torch.bfloat16)
-                k = torch.randn(B, S, H, D, device="cuda", dtype=torch.bfloat16)
-                v = torch.randn(B, S, H, D, device="cuda", dtype=torch.bfloat16)
-                flops = 4.0 * B * H * S * S * D * (0.5 if causal else 1.0)
+                B, H, q, k, v, flops = paper_inputs(D, S, causal)
                 row = dict(hdim=D, causal=causal, seqlen=S, batch=B, heads=H, kernel=kf.kernel)
                 o = torch.empty_like(q)
 

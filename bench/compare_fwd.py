@@ -26,7 +26,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
 
-from bench_fwd import HIDDEN, SEQLENS, TOKENS, rel, timeit  # noqa: E402
+from bench_fwd import HIDDEN, SEQLENS, TOKENS, paper_inputs, rel, timeit  # noqa: E402
 from fa3 import facts as fa3facts  # noqa: E402
 from fa3.torch_api import flash_attn_func  # noqa: E402
 
@@ -62,7 +62,6 @@ def main():
     rows = []
     t_start = time.time()
     for D in hdims:
-        H = HIDDEN // D
         for causal in causals:
             chosen = {}
             for label, d, kernels in variants:
@@ -73,11 +72,7 @@ def main():
             if not chosen:
                 continue
             for S in seqlens:
-                B = max(1, TOKENS // S)
-                torch.manual_seed(S + D + causal)
-                q, k, v = (torch.randn(B, S, H, D, device="cuda", dtype=torch.bfloat16)
-                           for _ in range(3))
-                flops = 4.0 * B * H * S * S * D * (0.5 if causal else 1.0)
+                B, H, q, k, v, flops = paper_inputs(D, S, causal)
                 row = dict(hdim=D, causal=causal, seqlen=S, batch=B, heads=H)
                 qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
                 with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
@@ -125,7 +120,7 @@ def main():
           f"ratios are over `{base}`; err = rel. L2 error vs cuDNN.", "",
           "| hdim | causal | seqlen | cuDNN | " + " | ".join(labels) + " | " +
           " | ".join(f"{lbl}/{base}" for lbl in labels[1:]) + " | max err |",
-          "|---" * (4 + 2 * len(labels)) + "|---|"]
+          "|---" * (4 + 2 * len(labels)) + "|"]
     for r in rows:
         ratios = []
         for lbl in labels[1:]:
