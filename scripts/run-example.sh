@@ -23,9 +23,11 @@ echo "== 3. convert-attn-to-hopper: the warp-specialised kernel (gpu.module)"
 $opt "$EX" --attn-hopper-pipeline="format=none" > /dev/null  # lowers end to end
 $opt "$EX" --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" \
   --attn-tile="block-m=128" --convert-attn-to-hopper > "$OUT/2-kernel.mlir"
-for pat in "setmaxregister +decrease" "setmaxregister +increase" "cp.async.bulk.tensor" \
-           "mbarrier.try_wait.parity" "nvvm.wgmma.mma_async" "llvm.inline_asm has_side_effects asm_dialect = att \"{.*wgmma" \
-           "nvvm.barrier id" "func.call @.*_visible"; do
+for pat in "setmaxregister +decrease" "setmaxregister +increase" \
+           "cp.async.bulk.tensor.shared.cluster.global" "mbarrier.try_wait.parity" \
+           "nvvm.wgmma.mma_async" "llvm.inline_asm has_side_effects asm_dialect = att \"{.*wgmma" \
+           "nvvm.barrier id" "func.call @.*_visible" "llvm.atomicrmw add" "nvvm.stmatrix" \
+           "cp.async.bulk.tensor.global.shared.cta"; do
   printf '   %-60s %s\n' "$pat" "$(grep -cE "$pat" "$OUT/2-kernel.mlir")"
 done
 
