@@ -61,6 +61,12 @@ MLIR_CAPI_EXPORTED Fa3AttentionSpec fa3AttentionSpecDefault(void);
 MLIR_CAPI_EXPORTED size_t fa3AttentionSpecName(const Fa3AttentionSpec *spec,
                                                char *buf, size_t size);
 
+/* The path of the ptxas a cubin would be assembled with (`toolkit` NULL:
+ * $CUDA_HOME, $CUDA_PATH, /usr/local/cuda, else PATH) into `buf`
+ * (NUL-terminated, truncated to `size`); returns the full length, 0 when
+ * there is none. */
+MLIR_CAPI_EXPORTED size_t fa3FindPtxas(const char *toolkit, char *buf, size_t size);
+
 /* The compiled kernels of a module. */
 typedef struct Fa3KernelSet Fa3KernelSet;
 

@@ -164,23 +164,35 @@ static std::string variantName(const Fa3AttentionSpec &s, const std::string &et)
   return n;
 }
 
-size_t fa3AttentionSpecName(const Fa3AttentionSpec *spec, char *buf,
-                            size_t size) {
-  std::string n = spec->name ? spec->name
-                             : variantName(*spec, spec->dtype ? spec->dtype : "bf16");
-  if (size) {
-    size_t k = std::min(size - 1, n.size());
-    std::memcpy(buf, n.data(), k);
+/// `s` into buf (NUL-terminated, truncated to size); returns its length.
+static size_t copyOut(const std::string &s, char *buf, size_t size) {
+  if (buf && size) {
+    size_t k = std::min(size - 1, s.size());
+    std::memcpy(buf, s.data(), k);
     buf[k] = 0;
   }
-  return n.size();
+  return s.size();
+}
+
+size_t fa3FindPtxas(const char *toolkit, char *buf, size_t size) {
+  return copyOut(fa3::attn::findPtxas(toolkit ? toolkit : ""), buf, size);
+}
+
+/// The kernel base name of a spec: its own, or the derived one.
+static std::string specName(const Fa3AttentionSpec &s) {
+  return s.name ? s.name : variantName(s, s.dtype ? s.dtype : "bf16");
+}
+
+size_t fa3AttentionSpecName(const Fa3AttentionSpec *spec, char *buf,
+                            size_t size) {
+  return copyOut(specName(*spec), buf, size);
 }
 
 Fa3KernelSet *fa3CompileHopperSpec(MlirContext ctx, const Fa3AttentionSpec *spec,
                                    const Fa3HopperOptions *options) {
   Fa3AttentionSpec s = spec ? *spec : fa3AttentionSpecDefault();
   std::string et = s.dtype ? s.dtype : "bf16";
-  std::string name = s.name ? s.name : variantName(s, et);
+  std::string name = specName(s);
   // Heads are nominal here (the kernel takes B, H and S at launch).
   std::string t = llvm::formatv("memref<?x1x?x{0}x{1}>", s.headDim, et).str();
   std::string attrs;

@@ -14,6 +14,7 @@
 #include "mlir/Pass/PassOptions.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdlib>
@@ -128,6 +129,17 @@ void fa3::attn::addHopperPipeline(OpPassManager &pm,
   addPipeline(pm, p);
   if (c.format != "none")
     addHopperBinaryStep(pm, c.format, c.toolkit);
+}
+
+std::string fa3::attn::findPtxas(StringRef toolkit) {
+  std::string tk = toolkit.empty() ? defaultToolkit() : toolkit.str();
+  if (!tk.empty()) {
+    std::string path = tk + "/bin/ptxas";
+    return llvm::sys::fs::can_execute(path) ? path : "";
+  }
+  if (llvm::ErrorOr<std::string> p = llvm::sys::findProgramByName("ptxas"))
+    return *p;
+  return "";
 }
 
 void fa3::attn::addHopperBinaryStep(OpPassManager &pm, StringRef format,

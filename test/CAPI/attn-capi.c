@@ -5,6 +5,7 @@
  * RUN: fa3-capi-test 2>&1 | FileCheck %s
  */
 #include "fa3-c/Attn.h"
+#include "fa3-c/Compile.h"
 #include "fa3-c/Registration.h"
 #include "mlir-c/Diagnostics.h"
 #include "mlir-c/IR.h"
@@ -124,5 +125,12 @@ int main(void) {
   fflush(stdout);
   mlirModuleDestroy(bad);
   mlirContextDestroy(ctx);
+
+  /* A named toolkit without bin/ptxas has no ptxas (fa3-compile then writes
+     PTX only). */
+  // CHECK: ptxas in a missing toolkit: 0 ''
+  char path[256] = "unchanged";
+  size_t n = fa3FindPtxas("/nonexistent-cuda-toolkit", path, sizeof path);
+  printf("ptxas in a missing toolkit: %zu '%s'\n", n, path);
   return 0;
 }

@@ -40,6 +40,7 @@ import torch  # noqa: E402
 
 from fa3 import facts as fa3facts  # noqa: E402
 from fa3 import runtime as fa3rt  # noqa: E402
+from fa3.reference import visible_mask  # noqa: E402
 from fa3.torch_api import flash_attn_bhsd, flash_attn_func  # noqa: E402
 
 TORCH_DTYPE = {"bf16": torch.bfloat16, "f16": torch.float16}
@@ -59,20 +60,6 @@ CASES = [
 SANITIZE_CASES = [(1, 200, 300, 2, 1), (1, 300, 200, 2, 1)]
 
 
-def visible_mask(Sq, Skv, left, right, device):
-    """key j visible to query i iff i + off - left <= j <= i + off + right, off = Skv - Sq
-    (bottom-right aligned; -1 = unbounded)."""
-    i = torch.arange(Sq, device=device)[:, None]
-    j = torch.arange(Skv, device=device)[None, :]
-    off = Skv - Sq
-    m = torch.ones(Sq, Skv, dtype=torch.bool, device=device)
-    if right >= 0:
-        m &= j <= i + off + right
-    if left >= 0:
-        m &= j >= i + off - left
-    return m
-
-
 def reference(q, k, v, scale, kf):
     """fp32 reference from BSHD inputs: o [B, Sq, Hq, Dv] f32, lse [B, Hq, Sq] f32, and the
     [Sq] mask of rows that see no key."""
@@ -85,8 +72,9 @@ def reference(q, k, v, scale, kf):
     s = torch.matmul(qf, kf_.transpose(-1, -2)) * scale
     if kf.softcap > 0:
         s = kf.softcap * torch.tanh(s / kf.softcap)
-    left, right = fa3facts.normalize_window(kf.causal, kf.window_left, kf.window_right)
-    vis = visible_mask(Sq, Skv, left, right, q.device)
+    # the mask of the NumPy oracle (python/fa3/reference.py)
+    vis = torch.from_numpy(visible_mask(Sq, Skv, kf.causal,
+                                        (kf.window_left, kf.window_right))).to(q.device)
     s = s.masked_fill(~vis, float("-inf"))
     lse = torch.logsumexp(s, dim=-1)
     p = torch.softmax(s, dim=-1)

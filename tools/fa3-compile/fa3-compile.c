@@ -14,7 +14,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 static const char *kUsage =
     "usage: fa3-compile [options] [input.mlir] -o DIR\n"
@@ -111,31 +110,6 @@ static int writeSet(Fa3KernelSet *set, const char *dir, double seconds) {
   return rc;
 }
 
-/* Whether ptxas can be found where the compiler will look for it. */
-static int havePtxas(void) {
-  char path[4096];
-  const char *vars[] = {"CUDA_HOME", "CUDA_PATH"};
-  for (int i = 0; i < 2; ++i) {
-    const char *v = getenv(vars[i]);
-    if (v && *v) {
-      snprintf(path, sizeof path, "%s/bin/ptxas", v);
-      return access(path, X_OK) == 0;
-    }
-  }
-  if (access("/usr/local/cuda/bin/ptxas", X_OK) == 0)
-    return 1;
-  const char *p = getenv("PATH");
-  while (p && *p) {
-    const char *end = strchr(p, ':');
-    size_t n = end ? (size_t)(end - p) : strlen(p);
-    snprintf(path, sizeof path, "%.*s/ptxas", (int)n, p);
-    if (access(path, X_OK) == 0)
-      return 1;
-    p = end ? end + 1 : NULL;
-  }
-  return 0;
-}
-
 static double now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -222,7 +196,7 @@ int main(int argc, char **argv) {
     return fail("give exactly one of: an input file, --head-dim N, --all", NULL);
   if (mkdir(outDir, 0755) != 0 && errno != EEXIST)
     return fail("cannot create output directory", outDir);
-  if (opts.emitCubin && !havePtxas()) {
+  if (opts.emitCubin && fa3FindPtxas(opts.toolkit, NULL, 0) == 0) {
     fprintf(stderr, "fa3-compile: warning: ptxas not found ($CUDA_HOME, "
                     "$CUDA_PATH, /usr/local/cuda or PATH): writing PTX and facts "
                     "only; the runtime needs the cubin\n");

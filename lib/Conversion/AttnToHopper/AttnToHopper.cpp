@@ -33,8 +33,6 @@ using namespace mlir;
 using namespace fa3;
 using namespace fa3::attn;
 
-static constexpr double kLog2e = 1.4426950408889634;
-
 static std::string typeName(Type t) {
   std::string s;
   llvm::raw_string_ostream os(s);

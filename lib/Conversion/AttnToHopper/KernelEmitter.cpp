@@ -271,13 +271,12 @@ private:
     e("}");
   }
 
-  /// One tile of work: its m-block, heads, batch and kv-block schedule.
-  struct Tile {
-    std::string m0, head, bidx, hkv, lo, ilo, ihi, nblk;
+  /// Where a tile sits: its first query row, q head and batch.
+  struct TileCoords {
+    std::string m0, head, bidx;
   };
-  Tile decode(const std::string &tile, const std::string &grp,
-              const std::string &numM, const std::string &hb) {
-    Tile t;
+  TileCoords coords(const std::string &tile, const std::string &numM) {
+    TileCoords c;
     // m-blocks fastest: the CTAs running at one time work on the same head,
     // so that head's K/V stays in L2 (heads fastest measured 5-15 % slower:
     // every CTA then streams a different head's K/V). With a right-bounded
@@ -286,11 +285,22 @@ private:
     if (cfg.longestFirst)
       mb = bin("subi", bin("subi", numM, i32(1)), mb, "i32", "mb");
     std::string rem = bin("divui", tile, numM);
-    t.head = bin("remui", rem, "%Hq", "i32", "head");
-    t.bidx = bin("divui", rem, "%Hq", "i32", "batch");
+    c.head = bin("remui", rem, "%Hq", "i32", "head");
+    c.bidx = bin("divui", rem, "%Hq", "i32", "batch");
+    c.m0 = bin("muli", mb, i32(cfg.blockM), "i32", "m0");
+    return c;
+  }
+
+  /// One tile of work: its coordinates, kv head and kv-block schedule.
+  struct Tile : TileCoords {
+    std::string hkv, lo, ilo, ihi, nblk;
+  };
+  Tile decode(const std::string &tile, const std::string &grp,
+              const std::string &numM) {
+    Tile t;
+    static_cast<TileCoords &>(t) = coords(tile, numM);
     comment("GQA: kv head = q head / (Hq / Hkv)");
     t.hkv = bin("divui", t.head, grp, "i32", "hkv");
-    t.m0 = bin("muli", mb, i32(cfg.blockM), "i32", "m0");
     comment("the schedule of this m-block (attn.kv_range)");
     std::string rng = fresh("range");
     e(rng + ":4 = func.call @" + cfg.kvRangeFn + "(" + t.m0 +
@@ -320,8 +330,15 @@ private:
   std::string rsWgmmaAsm(std::string &constraints);
   std::string descBase(const std::string &smem, const std::string &offI32,
                        int64_t constPart);
-  struct Stage {
-    std::string ph, kfull, vfull, kempty, vempty, descK, descV;
+  /// K/V ring slot u: stage u % stages (its index), phase (u / stages) & 1,
+  /// and the stage's barriers.
+  struct Slot {
+    std::string index, ph, kfull, vfull, kempty, vempty;
+  };
+  Slot ringSlot(const std::string &smem, const std::string &u);
+  /// A consumer's view of a slot: also the wgmma descriptors of its K and V.
+  struct Stage : Slot {
+    std::string descK, descV;
   };
   Stage stage(const std::string &smem, const std::string &t,
               const std::string &descK0, const std::string &descV0);
@@ -363,8 +380,9 @@ SmemLayout fa3::hopper::computeSmemLayout(const KernelConfig &cfg) {
   l.kOff = l.qOff + l.qBytes;
   l.vOff = l.kOff + cfg.stages * l.kvBytes;
   int64_t end = l.vOff + cfg.stages * l.kvBytes;
-  const int64_t barrierBytes = 8 * (2 + 4 * cfg.stages) + 8;
-  l.oInQ = cfg.tmaStore && end + l.oBytes + barrierBytes > kMaxDynamicSmem;
+  // mbarriers (Q full/empty, K/V full/empty per stage), then the tile id
+  const int64_t tail = 8 * (2 + 4 * cfg.stages) + (cfg.persistent ? 8 : 0);
+  l.oInQ = cfg.tmaStore && end + l.oBytes + tail > kMaxDynamicSmem;
   l.oOff = l.oInQ ? l.qOff : end;
   if (cfg.tmaStore && !l.oInQ)
     end += l.oBytes;
@@ -375,7 +393,7 @@ SmemLayout fa3::hopper::computeSmemLayout(const KernelConfig &cfg) {
   l.kEmpty = l.vFull + 8 * cfg.stages;
   l.vEmpty = l.kEmpty + 8 * cfg.stages;
   l.tileId = l.vEmpty + 8 * cfg.stages;
-  l.total = l.tileId + (cfg.persistent ? 8 : 0);
+  l.total = l.qFull + tail;
   return l;
 }
 
@@ -436,18 +454,24 @@ std::string Emitter::descBase(const std::string &smem, const std::string &offI32
   return bin("ori", a, i64(constPart), "i64", "desc");
 }
 
+Emitter::Slot Emitter::ringSlot(const std::string &smem, const std::string &u) {
+  Slot sl;
+  sl.index = bin("remui", u, i32(cfg.stages), "i32", "st");
+  sl.ph = bin("andi", bin("divui", u, i32(cfg.stages)), i32(1), "i32", "ph");
+  std::string s8 = bin("muli", sl.index, i32(8));
+  sl.kfull = smemPtr(smem, bin("addi", s8, i32(lay.kFull)));
+  sl.vfull = smemPtr(smem, bin("addi", s8, i32(lay.vFull)));
+  sl.kempty = smemPtr(smem, bin("addi", s8, i32(lay.kEmpty)));
+  sl.vempty = smemPtr(smem, bin("addi", s8, i32(lay.vEmpty)));
+  return sl;
+}
+
 Emitter::Stage Emitter::stage(const std::string &smem, const std::string &t,
                               const std::string &descK0,
                               const std::string &descV0) {
   Stage st;
-  std::string s = bin("remui", t, i32(cfg.stages), "i32", "st");
-  st.ph = bin("andi", bin("divui", t, i32(cfg.stages)), i32(1), "i32", "ph");
-  std::string s8 = bin("muli", s, i32(8));
-  st.kfull = smemPtr(smem, bin("addi", s8, i32(lay.kFull)));
-  st.vfull = smemPtr(smem, bin("addi", s8, i32(lay.vFull)));
-  st.kempty = smemPtr(smem, bin("addi", s8, i32(lay.kEmpty)));
-  st.vempty = smemPtr(smem, bin("addi", s8, i32(lay.vEmpty)));
-  std::string sd = ext64(bin("muli", s, i32(lay.kvBytes >> 4)));
+  static_cast<Slot &>(st) = ringSlot(smem, t);
+  std::string sd = ext64(bin("muli", st.index, i32(lay.kvBytes >> 4)));
   st.descK = bin("addi", descK0, sd, "i64", "descK");
   st.descV = bin("addi", descV0, sd, "i64", "descV");
   return st;
@@ -729,8 +753,6 @@ void Emitter::storeOViaTma(const std::string &acc, const Strs &inv,
 }
 
 std::string Emitter::body() {
-  const int64_t barK = lay.kFull, barV = lay.vFull, barKE = lay.kEmpty,
-                barVE = lay.vEmpty;
   const int64_t consumerThreads = 128 * cfg.consumers();
   comment("==== roles: warpgroup 0 = TMA producer, warpgroups 1.." +
           std::to_string(cfg.consumers()) + " = consumers ====");
@@ -768,13 +790,13 @@ std::string Emitter::body() {
   e("nvvm.mbarrier.init " + barQEmptyP + ", " + i32(consumerThreads) +
     " : !llvm.ptr<3>, i32");
   for (int64_t s = 0; s < cfg.stages; ++s) {
-    e("nvvm.mbarrier.init " + smemPtr(smem, barK + 8 * s) + ", " + i32(1) +
+    e("nvvm.mbarrier.init " + smemPtr(smem, lay.kFull + 8 * s) + ", " + i32(1) +
       " : !llvm.ptr<3>, i32");
-    e("nvvm.mbarrier.init " + smemPtr(smem, barV + 8 * s) + ", " + i32(1) +
+    e("nvvm.mbarrier.init " + smemPtr(smem, lay.vFull + 8 * s) + ", " + i32(1) +
       " : !llvm.ptr<3>, i32");
-    e("nvvm.mbarrier.init " + smemPtr(smem, barKE + 8 * s) + ", " +
+    e("nvvm.mbarrier.init " + smemPtr(smem, lay.kEmpty + 8 * s) + ", " +
       i32(consumerThreads) + " : !llvm.ptr<3>, i32");
-    e("nvvm.mbarrier.init " + smemPtr(smem, barVE + 8 * s) + ", " +
+    e("nvvm.mbarrier.init " + smemPtr(smem, lay.vEmpty + 8 * s) + ", " +
       i32(consumerThreads) + " : !llvm.ptr<3>, i32");
   }
   e("nvvm.fence.mbarrier.init");
@@ -793,7 +815,7 @@ std::string Emitter::body() {
   ++ind;
   auto [pTile, pK, pG] = openTileLoop(/*producer=*/true, cta, tiles, barQp);
   {
-    Tile tl = decode(pTile, grp, numM, hb);
+    Tile tl = decode(pTile, grp, numM);
     comment("Q of this tile once the consumers are done with the last one's");
     std::string qph = bin("andi", pK, i32(1));
     mbarWait(barQEmptyP, bin("xori", qph, i32(1)));
@@ -816,23 +838,19 @@ std::string Emitter::body() {
     e("scf.for %pt = " + i32(0) + " to " + tl.nblk + " step " + i32(1) + " : i32 {");
     ++ind;
     {
-      std::string u = bin("addi", pG, "%pt", "i32", "slot");
-      std::string s = bin("remui", u, i32(cfg.stages), "i32", "st");
-      std::string ph = bin("andi", bin("divui", u, i32(cfg.stages)), i32(1),
-                           "i32", "ph");
-      std::string phx = bin("xori", ph, i32(1));
-      std::string s8 = bin("muli", s, i32(8));
+      Slot sl = ringSlot(smem, bin("addi", pG, "%pt", "i32", "slot"));
+      std::string phx = bin("xori", sl.ph, i32(1));
       std::string kvrow = bin("muli", bin("addi", tl.lo, "%pt"), i32(cfg.blockN));
-      std::string soff = bin("muli", s, i32(lay.kvBytes));
+      std::string soff = bin("muli", sl.index, i32(lay.kvBytes));
       struct Load {
-        int64_t emptyBar, fullBar, tileOff;
+        std::string empty, full;
+        int64_t tileOff;
         const char *tm;
-      } loads[2] = {{barKE, barK, lay.kOff, "%tmK"}, {barVE, barV, lay.vOff, "%tmV"}};
+      } loads[2] = {{sl.kempty, sl.kfull, lay.kOff, "%tmK"},
+                    {sl.vempty, sl.vfull, lay.vOff, "%tmV"}};
       for (const Load &ld : loads) {
-        std::string empty = smemPtr(smem, bin("addi", s8, i32(ld.emptyBar)));
-        std::string full = smemPtr(smem, bin("addi", s8, i32(ld.fullBar)));
-        mbarWait(empty, phx);
-        e("nvvm.mbarrier.arrive.expect_tx " + full + ", " + i32(lay.kvBytes) +
+        mbarWait(ld.empty, phx);
+        e("nvvm.mbarrier.arrive.expect_tx " + ld.full + ", " + i32(lay.kvBytes) +
           " : !llvm.ptr<3>, i32");
         for (int64_t c = 0; c < nchunk; ++c) {
           std::string o = bin("addi", soff,
@@ -840,7 +858,7 @@ std::string Emitter::body() {
           std::string dst = op("llvm.addrspacecast " + smemPtr(smem, o) +
                                " : !llvm.ptr<3> to !llvm.ptr<7>");
           e("nvvm.cp.async.bulk.tensor.shared.cluster.global " + dst + ", " +
-            ld.tm + ", " + full + ", box[" + i32(c * kChunk) + ", " + tl.hkv +
+            ld.tm + ", " + ld.full + ", box[" + i32(c * kChunk) + ", " + tl.hkv +
             ", " + kvrow + ", " + tl.bidx + "] : !llvm.ptr<7>, !llvm.ptr");
         }
       }
@@ -938,7 +956,7 @@ std::string Emitter::body() {
   }
   auto [cTile, cK, cG] = openTileLoop(/*producer=*/false, cta, tiles, barQp);
   {
-    Tile tl = decode(cTile, grp, numM, hb);
+    Tile tl = decode(cTile, grp, numM);
     m0 = tl.m0, head = tl.head, bidx = tl.bidx, lo = tl.lo, ilo = tl.ilo,
     ihi = tl.ihi, nblk = tl.nblk;
     std::string qrow0 = bin("addi", m0, r, "i32", "qrow");
@@ -1078,13 +1096,8 @@ std::string Emitter::body() {
     std::string t = op("llvm.inline_asm has_side_effects asm_dialect = att "
                        "\"mov.b32 $0, $1;\", \"=r,r\" " + cTile + " : (i32) -> i32",
                        "tile");
-    std::string mb = bin("remui", t, numM, "i32", "mb");
-    if (cfg.longestFirst)
-      mb = bin("subi", bin("subi", numM, i32(1)), mb, "i32", "mb");
-    std::string rem = bin("divui", t, numM);
-    head = bin("remui", rem, "%Hq", "i32", "head");
-    bidx = bin("divui", rem, "%Hq", "i32", "batch");
-    m0 = bin("muli", mb, i32(cfg.blockM), "i32", "m0");
+    TileCoords c = coords(t, numM);
+    m0 = c.m0, head = c.head, bidx = c.bidx;
     std::string qrow0 = bin("addi", m0, r, "i32", "qrow");
     qrows = {qrow0, bin("addi", qrow0, i32(8), "i32", "qrow")};
   }

@@ -27,7 +27,6 @@ namespace fa3::attn {
 using namespace mlir;
 using namespace fa3::attn;
 
-static constexpr double kLog2e = 1.4426950408889634;
 static constexpr double kLn2 = 0.6931471805599453;
 
 /// Runs `body(row, r)` for r in [0, blockM) where row = row0 + r < Sq.

@@ -119,12 +119,11 @@ static LogicalResult tile(FlashAttentionOp op, int64_t optM, int64_t optN) {
   Value nLo = range.getLo(), nHi = range.getHi();
   Value uLo = range.getInteriorLo(), uHi = range.getInteriorHi();
 
-  double log2e = 1.4426950408889634;
   auto attrs = [&](bool masked) {
     SmallVector<NamedAttribute> a;
     a.push_back(b.getNamedAttr("block_m", b.getI64IntegerAttr(ts.m)));
     a.push_back(b.getNamedAttr("block_n", b.getI64IntegerAttr(ts.n)));
-    a.push_back(b.getNamedAttr("scale_log2", b.getF32FloatAttr(scale * log2e)));
+    a.push_back(b.getNamedAttr("scale_log2", b.getF32FloatAttr(scale * kLog2e)));
     a.push_back(b.getNamedAttr("softcap", b.getF32FloatAttr(softcap)));
     a.push_back(b.getNamedAttr("window", b.getDenseI64ArrayAttr({left, right})));
     if (masked)

@@ -32,6 +32,10 @@ struct HopperPipelineConfig {
   std::string toolkit;           // CUDA toolkit for ptxas ("" = default)
 };
 void addHopperPipeline(mlir::OpPassManager &pm, const HopperPipelineConfig &c);
+/// The ptxas to assemble with: <toolkit>/bin/ptxas (toolkit "" = the default
+/// of addHopperBinaryStep: $CUDA_HOME, $CUDA_PATH, /usr/local/cuda), or the
+/// one on PATH when there is no toolkit at all; "" if none.
+std::string findPtxas(llvm::StringRef toolkit = "");
 /// Appends gpu-module-to-binary with the CUDA toolkit to take ptxas from.
 void addHopperBinaryStep(mlir::OpPassManager &pm, llvm::StringRef format,
                          llvm::StringRef toolkit = "");

@@ -13,6 +13,10 @@
 
 namespace fa3::attn {
 
+/// log2(e): scores are kept in the log2 domain (tile ops carry
+/// scale_log2 = scale * log2(e)) so that the softmax uses exp2.
+inline constexpr double kLog2e = 1.4426950408889634;
+
 /// Index constant.
 mlir::Value indexConst(mlir::OpBuilder &b, mlir::Location loc, int64_t v);
 /// f32 constant.
