@@ -116,6 +116,27 @@ static double now(void) {
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* mkdir -p: creates `path` and any missing parent. */
+static bool makeDirs(const char *path) {
+  char buf[4096];
+  size_t n = strlen(path);
+  if (n == 0 || n >= sizeof buf)
+    return false;
+  memcpy(buf, path, n + 1);
+  for (char *p = buf + 1; *p; ++p) {
+    if (*p != '/')
+      continue;
+    *p = '\0';
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+      return false;
+    *p = '/';
+  }
+  if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+    return false;
+  struct stat st;
+  return stat(buf, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 int main(int argc, char **argv) {
   const char *input = NULL, *outDir = NULL, *name = NULL;
   Fa3AttentionSpec spec = fa3AttentionSpecDefault();
@@ -194,7 +215,7 @@ int main(int argc, char **argv) {
     return fail("no output directory (-o DIR); see --help", NULL);
   if ((input != NULL) + haveSpec + all != 1)
     return fail("give exactly one of: an input file, --head-dim N, --all", NULL);
-  if (mkdir(outDir, 0755) != 0 && errno != EEXIST)
+  if (!makeDirs(outDir))
     return fail("cannot create output directory", outDir);
   if (opts.emitCubin && fa3FindPtxas(opts.toolkit, NULL, 0) == 0) {
     fprintf(stderr, "fa3-compile: warning: ptxas not found ($CUDA_HOME, "

@@ -4,8 +4,9 @@
 // warp-specialised sm_90a kernel and its device helpers:
 //   @<kernel>_kv_range  attn.kv_range of the tiled IR, expanded by the
 //                       shared builder (the schedule);
-//   @<kernel>_visible   the shared per-element visibility test plus the
-//                       Skv tail (the mask of boundary blocks).
+//   @<kernel>_visible_cols  the keys a query row sees (shared visibility
+//                       bounds, clamped to the Skv tail): the mask of
+//                       boundary blocks.
 // The kernel body itself comes from KernelEmitter.
 //
 //===----------------------------------------------------------------------===//
@@ -93,25 +94,27 @@ void buildKvRangeFn(OpBuilder &b, Location loc, StringRef name, KvRangeOp r) {
                                     toI32(fb, loc, k.interiorHi)});
 }
 
-/// func.func private @name(row, col, Sq, Skv : i32) -> i1: key `col` is
-/// visible to query `row` and exists (col < Skv).
-void buildVisibleFn(OpBuilder &b, Location loc, StringRef name,
-                    ArrayRef<int64_t> window) {
+/// func.func private @name(row, Sq, Skv : i32) -> (lo, hi : i32): query
+/// `row` sees the existing keys lo <= col < hi (the shared visibility
+/// bounds, clamped to [0, Skv)). The kernel compares each score's column
+/// against these two per-row values, a compare and a select per element.
+void buildVisibleColsFn(OpBuilder &b, Location loc, StringRef name,
+                        ArrayRef<int64_t> window) {
   Type i32 = b.getI32Type();
   auto fn = func::FuncOp::create(
-      b, loc, name, b.getFunctionType({i32, i32, i32, i32}, {b.getI1Type()}));
+      b, loc, name, b.getFunctionType({i32, i32, i32}, {i32, i32}));
   fn.setPrivate();
   Block *body = fn.addEntryBlock();
   OpBuilder fb = OpBuilder::atBlockBegin(body);
   Value row = toIndex(fb, loc, body->getArgument(0));
-  Value col = toIndex(fb, loc, body->getArgument(1));
-  Value sq = toIndex(fb, loc, body->getArgument(2));
-  Value skv = toIndex(fb, loc, body->getArgument(3));
+  Value sq = toIndex(fb, loc, body->getArgument(1));
+  Value skv = toIndex(fb, loc, body->getArgument(2));
   Value offset = arith::SubIOp::create(fb, loc, skv, sq);
-  Value ok = arith::CmpIOp::create(fb, loc, arith::CmpIPredicate::slt, col, skv);
-  if (Value vis = buildVisible(fb, loc, row, col, offset, window[0], window[1]))
-    ok = arith::AndIOp::create(fb, loc, ok, vis);
-  func::ReturnOp::create(fb, loc, ok);
+  VisibleCols c = buildVisibleCols(fb, loc, row, offset, window[0], window[1]);
+  Value zero = indexConst(fb, loc, 0);
+  Value lo = c.lo ? arith::MaxSIOp::create(fb, loc, c.lo, zero).getResult() : zero;
+  Value hi = c.hi ? arith::MinSIOp::create(fb, loc, c.hi, skv).getResult() : skv;
+  func::ReturnOp::create(fb, loc, ValueRange{toI32(fb, loc, lo), toI32(fb, loc, hi)});
 }
 
 /// The innermost (head-dim) stride of a memref must be 1 for TMA.
@@ -173,7 +176,8 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
   cfg.longestFirst = u.getWindow()[1] >= 0;
   cfg.tmaStore = tmaStore;
   cfg.kvRangeFn = cfg.name + "_kv_range";
-  cfg.visibleFn = cfg.name + "_visible";
+  cfg.visibleColsFn = cfg.name + "_visible_cols";
+  cfg.leftBounded = u.getWindow()[0] >= 0;
   std::string why = hopper::checkSupported(cfg);
   if (!why.empty())
     return fail("unsupported " + why);
@@ -196,7 +200,7 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
   OpBuilder b = OpBuilder::atBlockBegin(gpuModule.getBody());
   Location loc = t.grid.getLoc();
   buildKvRangeFn(b, loc, cfg.kvRangeFn, t.range);
-  buildVisibleFn(b, loc, cfg.visibleFn, u.getWindow());
+  buildVisibleColsFn(b, loc, cfg.visibleColsFn, u.getWindow());
 
   // Launch facts: everything a launcher needs besides the PTX/cubin.
   hopper::SmemLayout lay = hopper::computeSmemLayout(cfg);

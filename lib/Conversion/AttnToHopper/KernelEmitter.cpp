@@ -211,15 +211,29 @@ private:
   // >= the tile count ends the loop: the producer then arrives on Q full
   // without a load. The counter resets itself: the last CTA to finish
   // fetching (a second counter) zeroes both for the next launch.
-  std::string tileSlotAddr; // shared-memory address (i32) of the tile id word
-
-  void storeTileId(const std::string &t) {
-    e("llvm.inline_asm has_side_effects asm_dialect = att \"st.shared.u32 [$0], "
-      "$1;\", \"r,r\" " + tileSlotAddr + ", " + t + " : (i32, i32) -> ()");
+  //
+  //
+  // The producer also publishes the tile's coordinates {tile, m0, head,
+  // batch} (the runtime integer divisions), so that they do not sit on the
+  // consumers' path between two tiles. One slot at a fixed address: the
+  // producer rewrites it after the consumers released the tile's Q, so they
+  // read it after the Q full wait and, for the epilogue, again before they
+  // release Q. (A slot chosen by tile parity would let the epilogue read it
+  // later, but ptxas then no longer proves the loaded values warp-uniform:
+  // the ring-slot math moves to per-thread registers and every wgmma waits
+  // for an R2UR.)
+  std::string tileSlotAddr; // shared-memory address (i32) of the slot
+  void storeWords4(const std::string &addr, const Strs &w) {
+    // Four scalar stores: a vector store would want four consecutive
+    // registers, which the producer's 24 cannot spare.
+    for (int q = 0; q < 4; ++q)
+      e("llvm.inline_asm has_side_effects asm_dialect = att \"st.shared.u32 "
+        "[$0+" + std::to_string(4 * q) + "], $1;\", \"r,r\" " + addr + ", " +
+        w[q] + " : (i32, i32) -> ()");
   }
-  std::string loadTileId() {
+  std::string loadWord(const std::string &addr) {
     return op("llvm.inline_asm has_side_effects asm_dialect = att \"ld.shared.u32 "
-              "$0, [$1];\", \"=r,r\" " + tileSlotAddr + " : (i32) -> i32",
+              "$0, [$1];\", \"=r,r\" " + addr + " : (i32) -> i32",
               "tile");
   }
 
@@ -247,7 +261,7 @@ private:
       ++ind;
       comment("this tile's Q and id (the producer writes an id >= tiles to stop)");
       mbarWait(barQ, bin("andi", p + "k0", i32(1)));
-      std::string t = loadTileId();
+      std::string t = loadWord(tileSlotAddr);
       e("scf.condition(" + cmpi("slt", t, tiles) + ") " + t + ", " + p +
         "k0, " + p + "g0 : i32, i32, i32");
     }
@@ -259,10 +273,10 @@ private:
   }
   /// Closes openTileLoop's loop: the next tile (producer), its k and ring slot.
   void closeTileLoop(const std::string &next, const std::string &k,
-                     const std::string &g, const std::string &nblk) {
+                     const std::string &g1) {
     if (!cfg.persistent)
       return;
-    std::string k1 = bin("addi", k, i32(1)), g1 = bin("addi", g, nblk);
+    std::string k1 = bin("addi", k, i32(1));
     if (next.empty())
       e("scf.yield " + k1 + ", " + g1 + " : i32, i32");
     else
@@ -291,16 +305,18 @@ private:
     return c;
   }
 
-  /// One tile of work: its coordinates, kv head and kv-block schedule.
+  /// One tile of work: its coordinates and kv-block schedule (and, for the
+  /// producer, its kv head).
   struct Tile : TileCoords {
     std::string hkv, lo, ilo, ihi, nblk;
   };
-  Tile decode(const std::string &tile, const std::string &grp,
-              const std::string &numM) {
+  Tile decode(const TileCoords &c, const std::string &grp) {
     Tile t;
-    static_cast<TileCoords &>(t) = coords(tile, numM);
-    comment("GQA: kv head = q head / (Hq / Hkv)");
-    t.hkv = bin("divui", t.head, grp, "i32", "hkv");
+    static_cast<TileCoords &>(t) = c;
+    if (!grp.empty()) {
+      comment("GQA: kv head = q head / (Hq / Hkv)");
+      t.hkv = bin("divui", t.head, grp, "i32", "hkv");
+    }
     comment("the schedule of this m-block (attn.kv_range)");
     std::string rng = fresh("range");
     e(rng + ":4 = func.call @" + cfg.kvRangeFn + "(" + t.m0 +
@@ -310,6 +326,19 @@ private:
     t.ihi = rng + "#3";
     t.nblk = bin("subi", rng + "#1", t.lo, "i32", "nblk");
     return t;
+  }
+
+  /// The published tile (persistent consumers): words {tile, m0, head,
+  /// batch} of slot k & 1.
+  TileCoords readCoords() {
+    // Scalar loads from a warp-uniform address: ptxas keeps their values
+    // (and the ring-slot arithmetic derived from them) in uniform registers;
+    // a vector load would move the wgmma descriptor math to per-thread
+    // registers (an R2UR before every wgmma).
+    const std::string &a = tileSlotAddr;
+    return TileCoords{loadWord(bin("addi", a, i32(4))),
+                      loadWord(bin("addi", a, i32(8))),
+                      loadWord(bin("addi", a, i32(12)))};
   }
 
   /// Balances the turns of a tile: consumer 1 opens consumer 0's first
@@ -380,8 +409,9 @@ SmemLayout fa3::hopper::computeSmemLayout(const KernelConfig &cfg) {
   l.kOff = l.qOff + l.qBytes;
   l.vOff = l.kOff + cfg.stages * l.kvBytes;
   int64_t end = l.vOff + cfg.stages * l.kvBytes;
-  // mbarriers (Q full/empty, K/V full/empty per stage), then the tile id
-  const int64_t tail = 8 * (2 + 4 * cfg.stages) + (cfg.persistent ? 8 : 0);
+  // mbarriers (Q full/empty, K/V full/empty per stage), then the two
+  // published-tile slots (persistent)
+  const int64_t tail = 8 * (2 + 4 * cfg.stages) + (cfg.persistent ? 16 : 0);
   l.oInQ = cfg.tmaStore && end + l.oBytes + tail > kMaxDynamicSmem;
   l.oOff = l.oInQ ? l.qOff : end;
   if (cfg.tmaStore && !l.oInQ)
@@ -392,7 +422,7 @@ SmemLayout fa3::hopper::computeSmemLayout(const KernelConfig &cfg) {
   l.vFull = l.kFull + 8 * cfg.stages;
   l.kEmpty = l.vFull + 8 * cfg.stages;
   l.vEmpty = l.kEmpty + 8 * cfg.stages;
-  l.tileId = l.vEmpty + 8 * cfg.stages;
+  l.tileSlots = l.vEmpty + 8 * cfg.stages;
   l.total = l.qFull + tail;
   return l;
 }
@@ -553,15 +583,30 @@ Strs Emitter::maskScores(const Strs &s, const std::string &block,
   e(ms + ":" + std::to_string(nacc) + " = scf.if " + isBoundary + " -> (" +
     join(f32s) + ") {");
   ++ind;
+  // Per row, the visible columns relative to this thread's first one:
+  // element (k, e) sits at column cb + 8k + e, a constant offset, so each
+  // element costs one compare (two with a window's lower bound) and a select.
   std::string cb = bin("addi", bin("muli", block, i32(cfg.blockN)), colbase);
+  Strs loRel, hiRel;
+  for (int i = 0; i < 2; ++i) {
+    // The bounds are loop-invariant; computed here from an opaque copy of
+    // the row, they do not hold registers across the whole mainloop.
+    std::string row = op("llvm.inline_asm has_side_effects asm_dialect = att "
+                         "\"mov.b32 $0, $1;\", \"=r,r\" " + rows[i] +
+                             " : (i32) -> i32", "row");
+    std::string b = fresh("cols");
+    e(b + ":2 = func.call @" + cfg.visibleColsFn + "(" + row +
+      ", %Sq, %Skv) : (i32, i32, i32) -> (i32, i32)");
+    loRel.push_back(cfg.leftBounded ? bin("subi", b + "#0", cb) : "");
+    hiRel.push_back(bin("subi", b + "#1", cb));
+  }
   Strs out;
   for (int64_t idx = 0; idx < nacc; ++idx) {
     int64_t k = idx / 4, i = (idx % 4) / 2, ee = idx % 2;
-    int64_t dc = 8 * k + ee;
-    std::string col = dc ? bin("addi", cb, i32(dc)) : cb;
-    std::string vis = op("func.call @" + cfg.visibleFn + "(" + rows[i] + ", " +
-                             col + ", %Sq, %Skv) : (i32, i32, i32, i32) -> i1",
-                         "vis");
+    std::string dc = i32(8 * k + ee);
+    std::string vis = cmpi("sgt", hiRel[i], dc);
+    if (cfg.leftBounded)
+      vis = op("arith.andi " + vis + ", " + cmpi("sle", loRel[i], dc) + " : i1", "vis");
     out.push_back(select(vis, s[idx], f32lit(kNegInf), "f32"));
   }
   e("scf.yield " + join(out) + " : " + join(f32s));
@@ -764,16 +809,22 @@ std::string Emitter::body() {
           "grid loops)");
   std::string cta = op("nvvm.read.ptx.sreg.ctaid.x : i32", "cta");
   std::string ncta = op("nvvm.read.ptx.sreg.nctaid.x : i32", "ncta");
-  std::string numM = bin("divui", bin("addi", "%Sq", i32(cfg.blockM - 1)),
-                         i32(cfg.blockM), "i32", "numm");
-  std::string hb = bin("muli", "%Hq", "%B", "i32", "hb");
-  std::string tiles = bin("muli", numM, hb, "i32", "tiles");
-  std::string grp = bin("divui", "%Hq", "%Hkv", "i32", "grp");
+  // The tile grid, computed in each role: a value computed before the
+  // role split would live across the producer's setmaxnreg (24 registers)
+  // and ptxas would spill it there.
+  std::string numM, tiles;
+  auto tileGrid = [&] {
+    std::string sq = op("llvm.inline_asm asm_dialect = att \"mov.b32 $0, $1;\", "
+                        "\"=r,r\" %Sq : (i32) -> i32", "sq");
+    numM = bin("divui", bin("addi", sq, i32(cfg.blockM - 1)), i32(cfg.blockM),
+               "i32", "numm");
+    tiles = bin("muli", numM, bin("muli", "%Hq", "%B", "i32", "hb"), "i32", "tiles");
+  };
 
   comment("---- mbarrier init (one thread), then CTA barrier ----");
   std::string barQp = smemPtr(smem, lay.qFull);
   if (cfg.persistent)
-    tileSlotAddr = op("llvm.ptrtoint " + smemPtr(smem, lay.tileId) +
+    tileSlotAddr = op("llvm.ptrtoint " + smemPtr(smem, lay.tileSlots) +
                           " : !llvm.ptr<3> to i32",
                       "tileslot");
   std::string barQEmptyP = smemPtr(smem, lay.qEmpty);
@@ -813,14 +864,19 @@ std::string Emitter::body() {
   e("nvvm.setmaxregister decrease " + std::to_string(kProducerRegs));
   e("scf.if " + isT0 + " {");
   ++ind;
+  tileGrid();
+  std::string grp = bin("divui", "%Hq", "%Hkv", "i32", "grp");
   auto [pTile, pK, pG] = openTileLoop(/*producer=*/true, cta, tiles, barQp);
   {
-    Tile tl = decode(pTile, grp, numM);
     comment("Q of this tile once the consumers are done with the last one's");
     std::string qph = bin("andi", pK, i32(1));
     mbarWait(barQEmptyP, bin("xori", qph, i32(1)));
+    // Decoded after the wait: the producer thread has 24 registers, too few
+    // to hold the decoded tile across it. The consumers are in the last
+    // tile's tail and epilogue meanwhile.
+    Tile tl = decode(coords(pTile, numM), grp);
     if (cfg.persistent)
-      storeTileId(pTile);
+      storeWords4(tileSlotAddr, {pTile, tl.m0, tl.head, tl.bidx});
     comment("Q tile: boxes of [block_m rows][64 cols], coords (d, head, row, batch)");
     e("nvvm.mbarrier.arrive.expect_tx " + barQp + ", " + i32(lay.qBytes) +
       " : !llvm.ptr<3>, i32");
@@ -832,15 +888,20 @@ std::string Emitter::body() {
         barQp + ", box[" + i32(c * kChunk) + ", " + tl.head + ", " + tl.m0 +
         ", " + tl.bidx + "] : !llvm.ptr<7>, !llvm.ptr");
     }
-    comment("K/V ring, continued across tiles: ring slot u = g + t, stage "
-            "u % stages, phase (u / stages) & 1; the producer waits 'empty' "
-            "with the phase flipped");
-    e("scf.for %pt = " + i32(0) + " to " + tl.nblk + " step " + i32(1) + " : i32 {");
+    comment("K/V ring, continued across tiles: ring slot u = g + t for kv "
+            "block t of the tile, stage u % stages, phase (u / stages) & 1; "
+            "the producer waits 'empty' with the phase flipped");
+    // The loop runs over the ring slots themselves (g .. g + nblk): the
+    // bound is then also the next tile's g, one value fewer to keep in the
+    // producer's 24 registers.
+    std::string gEnd = bin("addi", pG, tl.nblk, "i32", "gend");
+    std::string blk0 = bin("subi", tl.lo, pG, "i32", "blk0");
+    e("scf.for %pu = " + pG + " to " + gEnd + " step " + i32(1) + " : i32 {");
     ++ind;
     {
-      Slot sl = ringSlot(smem, bin("addi", pG, "%pt", "i32", "slot"));
+      Slot sl = ringSlot(smem, "%pu");
       std::string phx = bin("xori", sl.ph, i32(1));
-      std::string kvrow = bin("muli", bin("addi", tl.lo, "%pt"), i32(cfg.blockN));
+      std::string kvrow = bin("muli", bin("addi", blk0, "%pu"), i32(cfg.blockN));
       std::string soff = bin("muli", sl.index, i32(lay.kvBytes));
       struct Load {
         std::string empty, full;
@@ -876,13 +937,13 @@ std::string Emitter::body() {
                            "fetched");
       next = bin("addi", got, ncta, "i32", "next");
     }
-    closeTileLoop(next, pK, pG, tl.nblk);
+    closeTileLoop(next, pK, gEnd);
   }
   if (cfg.persistent) {
     comment("no tile left: tell the consumers (id = tiles, no load)");
     std::string k = "%ploop#1";
     mbarWait(barQEmptyP, bin("xori", bin("andi", k, i32(1)), i32(1)));
-    storeTileId(tiles);
+    storeWords4(tileSlotAddr, {tiles, i32(0), i32(0), i32(0)});
     e("nvvm.mbarrier.arrive " + barQp + " : !llvm.ptr<3>");
     comment("the last CTA to finish fetching resets the counters for the next launch");
     std::string done = op("llvm.getelementptr %tileCounter[1] : (!llvm.ptr<1>) "
@@ -954,15 +1015,26 @@ std::string Emitter::body() {
     myBar = bin("addi", cw, i32(1), "i32", "mybar");
     otherBar = bin("subi", i32(2), cw, "i32", "otherbar");
   }
+  tileGrid();
+  // Persistent CTAs pass the ping-pong turn on across tiles: each consumer
+  // takes as many turns per tile, so consumer 1's last turn of a tile opens
+  // consumer 0's first of the next. The turn edges then sit outside the
+  // tile loop, and consumer 0 starts its epilogue without waiting for
+  // consumer 1's last turn.
+  if (cfg.persistent)
+    pingpongEdge(cw, /*opening=*/true);
   auto [cTile, cK, cG] = openTileLoop(/*producer=*/false, cta, tiles, barQp);
   {
-    Tile tl = decode(cTile, grp, numM);
+    comment(cfg.persistent ? "this tile as the producer decoded it"
+                           : "this CTA's tile");
+    Tile tl = decode(cfg.persistent ? readCoords() : coords(cTile, numM), "");
     m0 = tl.m0, head = tl.head, bidx = tl.bidx, lo = tl.lo, ilo = tl.ilo,
     ihi = tl.ihi, nblk = tl.nblk;
     std::string qrow0 = bin("addi", m0, r, "i32", "qrow");
     qrows = {qrow0, bin("addi", qrow0, i32(8), "i32", "qrow")};
   }
-  pingpongEdge(cw, /*opening=*/true);
+  if (!cfg.persistent)
+    pingpongEdge(cw, /*opening=*/true);
   if (!cfg.persistent) {
     comment("wait for this tile's Q");
     mbarWait(barQp, bin("andi", cK, i32(1)));
@@ -976,9 +1048,24 @@ std::string Emitter::body() {
   std::string zero = f32(0.0), ninf = f32lit(kNegInf);
   int64_t na = (cfg.blockN / kKStep) * 4;
   std::string rt = "f32, f32, f32, f32, " + accOT;
+  // Persistent: the epilogue's tile coordinates, read from the published
+  // slot before Q is released (the producer then rewrites the slot), are
+  // results of this scf.if too.
+  const bool coordsThroughIf = cfg.persistent && !qFreedAfterStore();
+  std::string rtIf = rt + (coordsThroughIf ? ", i32, i32, i32" : "");
+  auto releaseQ = [&](std::string &coordsOut) {
+    if (qFreedAfterStore())
+      return;
+    if (coordsThroughIf) {
+      TileCoords c = readCoords();
+      coordsOut = ", " + c.m0 + ", " + c.head + ", " + c.bidx;
+    }
+    e("nvvm.mbarrier.arrive " + barQEmptyP + " : !llvm.ptr<3>");
+  };
   std::string res = fresh("res");
   std::string nz = cmpi("sgt", nblk, i32(0));
-  e(res + ":5 = scf.if " + nz + " -> (" + rt + ") {");
+  e(res + ":" + (coordsThroughIf ? "8" : "5") + " = scf.if " + nz + " -> (" +
+    rtIf + ") {");
   ++ind;
   comment("prologue: first visited block");
   Stage st0 = stage(smem, cG, descK0, descV0);
@@ -1051,10 +1138,10 @@ std::string Emitter::body() {
   }
   --ind;
   e("}");
-  if (!qFreedAfterStore()) {
+  std::string coordsNz, coordsZ;
+  if (!qFreedAfterStore())
     comment("the last S of the tile has retired: Q may be overwritten");
-    e("nvvm.mbarrier.arrive " + barQEmptyP + " : !llvm.ptr<3>");
-  }
+  releaseQ(coordsNz);
   comment("tail: O += P_{n-1} V_{n-1}");
   {
     Stage last = stage(smem, bin("subi", bin("addi", cG, nblk), i32(1)),
@@ -1075,28 +1162,28 @@ std::string Emitter::body() {
     o = fenceStruct(o, naccO, accOT);
     e("nvvm.mbarrier.arrive " + last.vempty + " : !llvm.ptr<3>");
     e("scf.yield " + lp + "#0, " + lp + "#1, " + lp + "#2, " + lp + "#3, " +
-      o + " : " + rt);
+      o + coordsNz + " : " + rtIf);
   }
   --ind;
   e("} else {");
-  {
-    if (!qFreedAfterStore())
-      e("  nvvm.mbarrier.arrive " + barQEmptyP + " : !llvm.ptr<3>");
-    std::string zo = op("llvm.mlir.zero : " + accOT, "ozero");
-    e("  scf.yield " + ninf + ", " + ninf + ", " + zero + ", " + zero + ", " +
-      zo + " : " + rt);
-  }
+  ++ind;
+  releaseQ(coordsZ);
+  std::string zo = op("llvm.mlir.zero : " + accOT, "ozero");
+  e("scf.yield " + ninf + ", " + ninf + ", " + zero + ", " + zero + ", " + zo +
+    coordsZ + " : " + rtIf);
+  --ind;
   e("}");
 
-  pingpongEdge(cw, /*opening=*/false);
+  if (!cfg.persistent)
+    pingpongEdge(cw, /*opening=*/false);
   comment("---- epilogue: quad-reduce l, O / l, LSE = (m + log2 l) ln 2 ----");
   if (cfg.persistent) {
-    // Re-derive the tile's coordinates from an opaque copy of the tile id,
-    // so that they are not kept live (in registers) across the mainloop.
-    std::string t = op("llvm.inline_asm has_side_effects asm_dialect = att "
-                       "\"mov.b32 $0, $1;\", \"=r,r\" " + cTile + " : (i32) -> i32",
-                       "tile");
-    TileCoords c = coords(t, numM);
+    // The tile's coordinates read again (not kept live in registers across
+    // the mainloop), before Q's release or, if Q is released after the O
+    // store, here.
+    TileCoords c = coordsThroughIf
+                       ? TileCoords{res + "#5", res + "#6", res + "#7"}
+                       : readCoords();
     m0 = c.m0, head = c.head, bidx = c.bidx;
     std::string qrow0 = bin("addi", m0, r, "i32", "qrow");
     qrows = {qrow0, bin("addi", qrow0, i32(8), "i32", "qrow")};
@@ -1110,8 +1197,12 @@ std::string Emitter::body() {
   }
   for (int i = 0; i < 2; ++i) {
     empty.push_back(cmpf("oeq", lfin[i], zero));
+    // rcp.approx (1 ulp) rather than a correctly rounded division: the
+    // quotient is rounded to 16 bits right after, and div.rn is a long
+    // sequence on each tile's serial epilogue.
     inv.push_back(select(empty[i], zero,
-                         op("arith.divf " + f32(1.0) + ", " + lfin[i] + " : f32"),
+                         op("llvm.call_intrinsic \"llvm.nvvm.rcp.approx.ftz.f\"(" +
+                                lfin[i] + ") : (f32) -> f32", "inv"),
                          "f32"));
   }
   std::string accf = res + "#4";
@@ -1142,7 +1233,9 @@ std::string Emitter::body() {
     --ind;
     e("}");
   }
-  closeTileLoop("", cK, cG, nblk);
+  closeTileLoop("", cK, cfg.persistent ? bin("addi", cG, nblk) : "");
+  if (cfg.persistent)
+    pingpongEdge(cw, /*opening=*/false);
   if (cfg.tmaStore) {
     comment("shared memory must outlive the last O store's reads");
     e("scf.if " + cmpi("eq", ltid, i32(0)) + " {");

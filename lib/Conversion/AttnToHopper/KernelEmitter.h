@@ -14,8 +14,8 @@
 //                 overlap); epilogue O / l and LSE, O staged through
 //                 shared memory (stmatrix) and written by a TMA store.
 //
-// The schedule (kv-block range, boundary blocks) and the per-element mask
-// are not re-derived here: the kernel calls device functions that the pass
+// The schedule (kv-block range, boundary blocks) and the mask bounds are
+// not re-derived here: the kernel calls device functions that the pass
 // builds from attn.kv_range and the shared visibility builder.
 //
 //===----------------------------------------------------------------------===//
@@ -40,7 +40,9 @@ struct KernelConfig {
   bool persistent = false; // CTAs loop over tiles from a dynamic scheduler
   bool tmaStore = true;    // O via shared memory + TMA store (else 4-byte stores)
   std::string kvRangeFn;   // device func: (row0, Sq, Skv) -> (lo, hi, ilo, ihi)
-  std::string visibleFn;   // device func: (row, col, Sq, Skv) -> i1
+  std::string visibleColsFn; // device func: (row, Sq, Skv) -> (lo, hi), the
+                             // visible columns lo <= col < hi
+  bool leftBounded = false;  // the mask has a lower column bound (window)
 
   int64_t consumers() const { return blockM / 64; }
   int64_t threads() const { return 128 * (1 + consumers()); }
@@ -55,8 +57,9 @@ struct SmemLayout {
   bool oInQ;
   // mbarriers (8 bytes each): Q full/empty, then per stage K/V full/empty.
   int64_t qFull, qEmpty, kFull, vFull, kEmpty, vEmpty;
-  // persistent: the current tile id, from the producer to the consumers
-  int64_t tileId;
+  // persistent: 4 words, the decoded tile from the producer to the
+  // consumers
+  int64_t tileSlots;
 };
 SmemLayout computeSmemLayout(const KernelConfig &cfg);
 

@@ -13,12 +13,14 @@
 // CHECK:   arith.ceildivsi
 // CHECK:   return
 
-// The mask of boundary blocks: causal band and the Skv tail.
-// CHECK: func.func private @attn_kernel_visible(%{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32) -> i1
-// CHECK:   arith.cmpi slt
-// CHECK:   arith.cmpi sle
-// CHECK:   arith.andi
-// CHECK:   return
+// The mask of boundary blocks as per-row column bounds: causal band
+// (col < row + Skv - Sq + 1), clamped to the Skv tail; no lower bound.
+// CHECK: func.func private @attn_kernel_visible_cols(%{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32) -> (i32, i32)
+// CHECK:   %[[DIAG:.*]] = arith.addi
+// CHECK:   %[[END:.*]] = arith.addi %[[DIAG]], %c1
+// CHECK:   %[[HI:.*]] = arith.minsi %[[END]]
+// CHECK:   %[[HI32:.*]] = arith.index_cast %[[HI]] : index to i32
+// CHECK:   return %{{.*}}, %[[HI32]] : i32, i32
 
 // CHECK: llvm.mlir.global external @attn_smem() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
 // CHECK: gpu.func @attn_kernel(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %[[TMO:.*]]: !llvm.ptr, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: f32) kernel
@@ -29,8 +31,6 @@
 
 // Barriers: q, K/V full (count 1 + tx bytes), K/V empty (256 consumer threads).
 // CHECK: %[[CTA:.*]] = nvvm.read.ptx.sreg.ctaid.x : i32
-// CHECK: %[[NUMM:.*]] = arith.divui %{{.*}}, %c128_i32 : i32
-// CHECK: %[[HB:.*]] = arith.muli %arg10, %arg7 : i32
 // CHECK: nvvm.mbarrier.init %{{.*}}, %{{.*}} : !llvm.ptr<3>, i32
 // CHECK: nvvm.fence.mbarrier.init
 // CHECK: nvvm.prefetch tensormap
@@ -38,6 +38,9 @@
 
 // Producer warpgroup: fewer registers; Q once, then the K/V ring.
 // CHECK: nvvm.setmaxregister decrease 24
+// The tile grid is computed in each role (nothing crosses setmaxnreg).
+// CHECK: %[[NUMM:.*]] = arith.divui %{{.*}}, %c128_i32 : i32
+// CHECK: %[[HB:.*]] = arith.muli %arg10, %arg7 : i32
 // A 1-D grid over tiles (m-blocks fastest, so co-running CTAs share a head's
 // K/V in L2); causal: the longest m-blocks (the last ones) come first.
 // CHECK: %[[REV:.*]] = arith.remui %[[CTA]], %[[NUMM]] : i32
@@ -69,9 +72,13 @@
 // CHECK-NEXT: nvvm.barrier.arrive id = %[[OTHERBAR]] number_of_threads = %{{.*}}
 // ... the mask only inside the boundary branch ...
 // CHECK: scf.if %{{.*}} -> (f32
-// CHECK: func.call @attn_kernel_visible
+// CHECK: %[[COLS:.*]]:2 = func.call @attn_kernel_visible_cols
+// CHECK: %[[HIREL:.*]] = arith.subi %[[COLS]]#1
+// ... each score: one compare of its constant column offset, one select ...
+// CHECK: %[[VIS:.*]] = arith.cmpi sgt, %[[HIREL]], %c0_i32 : i32
+// CHECK-NEXT: arith.select %[[VIS]]
 // CHECK: } else {
-// CHECK-NOT: func.call @attn_kernel_visible
+// CHECK-NOT: func.call @attn_kernel_visible_cols
 // CHECK: scf.yield
 // ... softmax with exp2 and quad shuffles ...
 // CHECK: nvvm.shfl.sync bfly

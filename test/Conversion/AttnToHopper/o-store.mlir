@@ -6,7 +6,7 @@
 // been read by the previous store.
 // RUN: fa3-opt %s --split-input-file --attn-tile="block-m=128 block-n=64" --convert-attn-to-hopper="persistent=on stages=2" | FileCheck %s --check-prefix=OWN
 // OWN-LABEL: gpu.func @d64_kernel
-// OWN-SAME: dynamic_smem = 65624
+// OWN-SAME: dynamic_smem = 65632
 // OWN-SAME: o_store = "tma"
 // OWN: nvvm.setmaxregister increase 240
 // OWN: nvvm.cp.async.bulk.wait_group 0 {read}
@@ -25,7 +25,7 @@
 // ring), so O is staged in Q's buffer (the shared memory size does not grow);
 // a persistent CTA frees Q only after the store has read it.
 // OWN-LABEL: gpu.func @d256_kernel
-// OWN-SAME: dynamic_smem = 196696
+// OWN-SAME: dynamic_smem = 196704
 // OWN: nvvm.setmaxregister increase 240
 // OWN-NOT: nvvm.cp.async.bulk.wait_group
 // OWN-COUNT-16: nvvm.stmatrix
@@ -38,7 +38,7 @@
 // tma-store=false: 4-byte stores from the fragment, no staging buffer.
 // RUN: fa3-opt %s --split-input-file --attn-tile="block-m=128 block-n=64" --convert-attn-to-hopper="tma-store=false stages=2" | FileCheck %s --check-prefix=DIRECT
 // DIRECT-LABEL: gpu.func @d64_kernel
-// DIRECT-SAME: dynamic_smem = 49240
+// DIRECT-SAME: dynamic_smem = 49248
 // DIRECT-SAME: o_store = "direct"
 // DIRECT-NOT: nvvm.stmatrix
 // DIRECT-NOT: nvvm.cp.async.bulk.tensor.global.shared.cta

@@ -2,11 +2,14 @@
 // dynamic scheduler. A CTA's first tile is its ctaid.x; the producer thread
 // claims the next one from a global counter (atomic add + gridDim.x) once
 // the current tile's loads are issued, and
-// passes each tile id to the consumers through shared memory, written after
-// the last tile's Q was released (Q empty) and before the Q load's arrive.
-// The consumers read it after the Q full wait; an id >= the tile count
-// (written with a plain arrive, no load) ends their loop. The K/V ring slot
-// g continues across tiles.
+// passes each tile to the consumers through shared memory -- its id and
+// coordinates {tile, m0, head, batch}, decoded by the producer so that the
+// consumers do no integer division between tiles -- written after the last
+// tile's Q was released (Q empty) and before the Q load's arrive. The
+// consumers read it after the Q full wait, and the coordinates again for
+// the epilogue just before they release Q; an id >= the tile count (written
+// with a plain arrive, no load) ends their loop. The K/V ring slot g
+// continues across tiles.
 // RUN: fa3-opt %s --attn-tile=block-m=128 --convert-attn-to-hopper=persistent=on | FileCheck %s
 
 // CHECK: gpu.func @attn_kernel(
@@ -15,12 +18,12 @@
 // CHECK-SAME: "LSE", "tileCounter", "B"
 // CHECK: %[[CTA:.*]] = nvvm.read.ptx.sreg.ctaid.x : i32
 // CHECK: %[[NCTA:.*]] = nvvm.read.ptx.sreg.nctaid.x : i32
-// CHECK: %[[HB:.*]] = arith.muli %arg10, %arg7 : i32
-// CHECK: %[[TILES:.*]] = arith.muli %{{.*}}, %[[HB]] : i32
 // CHECK: %[[SLOT:.*]] = llvm.ptrtoint
 
 // Producer: a loop over the tiles it fetches, carrying the tile count and the ring slot.
 // CHECK: nvvm.setmaxregister decrease 24
+// CHECK: %[[HB:.*]] = arith.muli %arg10, %arg7 : i32
+// CHECK: %[[TILES:.*]] = arith.muli %{{.*}}, %[[HB]] : i32
 // CHECK: %[[PLOOP:.*]]:3 = scf.while (%[[PT0:.*]] = %[[CTA]], %{{.*}} = %c0_i32, %{{.*}} = %c0_i32) : (i32, i32, i32) -> (i32, i32, i32) {
 // CHECK:   %[[MORE:.*]] = arith.cmpi slt, %[[PT0]], %[[TILES]] : i32
 // CHECK:   scf.condition(%[[MORE]])
@@ -29,37 +32,66 @@
 // CHECK:   %[[QPH:.*]] = arith.andi %[[PK]], %c1_i32 : i32
 // CHECK:   %[[FLIP:.*]] = arith.xori %[[QPH]], %c1_i32 : i32
 // CHECK:   nvvm.mbarrier.try_wait.parity %{{.*}}, %[[FLIP]]
-// CHECK-NEXT: llvm.inline_asm has_side_effects {{.*}}"st.shared.u32 [$0], $1;", "r,r" %[[SLOT]], %[[PT]]
+// CHECK:   func.call @attn_kernel_kv_range
+// CHECK:   llvm.inline_asm has_side_effects {{.*}}"st.shared.u32 [$0+0], $1;", "r,r" %[[SLOT]], %[[PT]]
+// CHECK-NEXT: llvm.inline_asm has_side_effects {{.*}}"st.shared.u32 [$0+4], $1;", "r,r" %[[SLOT]], %[[M0:[^ ]*]]
+// CHECK-NEXT: llvm.inline_asm has_side_effects {{.*}}"st.shared.u32 [$0+8], $1;"
+// CHECK-NEXT: llvm.inline_asm has_side_effects {{.*}}"st.shared.u32 [$0+12], $1;"
 // CHECK-NEXT: nvvm.mbarrier.arrive.expect_tx
 // CHECK:   nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg0
-// CHECK:   scf.for %[[T:.*]] =
-// CHECK:     arith.addi %[[PG]], %[[T]] : i32
+// The K/V loop runs over ring slots g .. g + nblk; its bound is the next g.
+// CHECK:   %[[GEND:.*]] = arith.addi %[[PG]], %{{.*}} : i32
+// CHECK:   scf.for %[[U:.*]] = %[[PG]] to %[[GEND]]
+// CHECK-NEXT: arith.remui %[[U]], %c4_i32
 // The next tile is claimed once this one's loads are issued.
 // CHECK:   %[[GOT:.*]] = llvm.atomicrmw add %[[COUNTER]], %c1_i32 monotonic : !llvm.ptr<1>, i32
 // CHECK:   %[[NEXT:.*]] = arith.addi %[[GOT]], %[[NCTA]] : i32
-// CHECK:   scf.yield %[[NEXT]], %{{.*}}, %{{.*}} : i32, i32, i32
+// CHECK:   scf.yield %[[NEXT]], %{{.*}}, %[[GEND]] : i32, i32, i32
 // No tile left: the stop id, then the counters reset by the last CTA.
 // CHECK: nvvm.mbarrier.try_wait.parity
-// CHECK-NEXT: llvm.inline_asm has_side_effects {{.*}}"st.shared.u32 [$0], $1;", "r,r" %[[SLOT]], %[[TILES]]
-// CHECK-NEXT: nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
+// CHECK: llvm.inline_asm has_side_effects {{.*}}"st.shared.u32 [$0+0], $1;", "r,r" %[[SLOT]], %[[TILES]]
+// CHECK: nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
 // CHECK: atom.acq_rel.gpu.global.add.u32
 // CHECK: scf.if
 // CHECK-NEXT: llvm.store %c0_i32, %[[COUNTER]] : i32, !llvm.ptr<1>
 
 // Consumers: wait for the tile's Q with the tile parity, read its id, stop
-// at the stop id; release Q once the tile's last S has retired.
+// at the stop id; read its coordinates (no division) and schedule; release
+// Q once the tile's last S has retired; read the coordinates again for the
+// epilogue.
+// The ping-pong turn passes on across tiles: consumer 1 opens consumer 0's
+// first turn once, before the tile loop; consumer 0 takes the last turn it
+// is handed once, after the loop.
 // CHECK: nvvm.setmaxregister increase 240
+// CHECK: %[[CHB:.*]] = arith.muli %arg10, %arg7 : i32
+// CHECK-NEXT: %[[CTILES:.*]] = arith.muli %{{.*}}, %[[CHB]] : i32
+// CHECK: nvvm.barrier.arrive id = %c1_i32 number_of_threads = %c256_i32
+// CHECK-NEXT: }
 // CHECK: scf.while (%[[CK0:.*]] = %c0_i32, %{{.*}} = %c0_i32) : (i32, i32) -> (i32, i32, i32) {
 // CHECK:   %[[CPH:.*]] = arith.andi %[[CK0]], %c1_i32 : i32
 // CHECK:   nvvm.mbarrier.try_wait.parity %{{.*}}, %[[CPH]]
 // CHECK:   %[[TILE:.*]] = llvm.inline_asm has_side_effects {{.*}}"ld.shared.u32 $0, [$1];", "=r,r" %[[SLOT]]
-// CHECK:   %[[LIVE:.*]] = arith.cmpi slt, %[[TILE]], %[[TILES]] : i32
+// CHECK:   %[[LIVE:.*]] = arith.cmpi slt, %[[TILE]], %[[CTILES]] : i32
 // CHECK:   scf.condition(%[[LIVE]]) %[[TILE]]
 // CHECK: } do {
+// CHECK-NOT: arith.{{divui|remui}} %{{.*}}, %arg10 :
+// CHECK:   %[[A4:.*]] = arith.addi %[[SLOT]], %c4_i32 : i32
+// CHECK:   %[[CM0:.*]] = llvm.inline_asm has_side_effects {{.*}}"ld.shared.u32 $0, [$1];", "=r,r" %[[A4]]
+// CHECK:   func.call @attn_kernel_kv_range(%[[CM0]],
+// CHECK-NOT: arith.{{divui|remui}} %{{.*}}, %arg10 :
+// CHECK:   arith.addi %[[SLOT]], %c4_i32
+// CHECK-NEXT: "ld.shared.u32 $0, [$1];"
+// CHECK-NEXT: arith.addi %[[SLOT]], %c8_i32
 // CHECK:   nvvm.mbarrier.arrive %[[QEMPTY:.*]] : !llvm.ptr<3>
 // CHECK:   } else {
+// CHECK:     arith.addi %[[SLOT]], %c4_i32
+// CHECK-NEXT: "ld.shared.u32 $0, [$1];"
 // CHECK:     nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
+// CHECK-NOT: arith.{{divui|remui}} %{{.*}}, %arg10 :
 // CHECK:   scf.yield %{{.*}}, %{{.*}} : i32, i32
+// CHECK-NEXT: }
+// CHECK: scf.if
+// CHECK-NEXT: nvvm.barrier id = %c1_i32 number_of_threads = %c256_i32
 func.func @attn(%q: memref<?x4x?x64xbf16>, %k: memref<?x2x?x64xbf16>, %v: memref<?x2x?x64xbf16>,
                 %o: memref<?x4x?x64xbf16>) {
   attn.flash_attention ins(%q, %k, %v : memref<?x4x?x64xbf16>, memref<?x2x?x64xbf16>, memref<?x2x?x64xbf16>)

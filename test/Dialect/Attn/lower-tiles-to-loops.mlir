@@ -6,13 +6,16 @@
 // CHECK-LABEL: func @causal
 // CHECK-NOT: attn.tile_update
 // CHECK: scf.if
-// Masked branch: the visibility test of the causal band (j <= i + off).
-// CHECK: arith.cmpi sle
-// CHECK: arith.select
+// Masked branch: the visibility test of the causal band (j < i + off + 1).
+// CHECK: %[[END:.*]] = arith.addi %{{.*}}, %c1{{.*}} : index
+// CHECK-NEXT: %[[VIS:.*]] = arith.cmpi slt, %{{.*}}, %[[END]] : index
+// CHECK-NEXT: arith.select %[[VIS]]
+// CHECK-NEXT: memref.store
 // CHECK: math.exp2
 // CHECK: } else {
-// Unmasked branch: scores straight into the max, no visibility test.
-// CHECK-NOT: arith.cmpi sle
+// Unmasked branch: scores straight into the store, no visibility test.
+// CHECK: arith.mulf
+// CHECK-NEXT: memref.store
 // CHECK: math.exp2
 // CHECK: }
 // Finalize: lse = (m + log2 l) * ln 2.

@@ -13,7 +13,7 @@
 // CHECK:   math.fma
 // CHECK:   math.tanh
 // CHECK:   arith.maximumf
-// CHECK:   arith.cmpi sle, %[[J]]
+// CHECK:   arith.cmpi slt, %[[J]]
 // CHECK:   arith.select
 // CHECK: %[[SUM:.*]] = scf.for %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (f32)
 // CHECK:   math.exp

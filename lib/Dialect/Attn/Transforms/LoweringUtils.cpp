@@ -34,17 +34,25 @@ void storeFromF32(OpBuilder &b, Location loc, Value value, Value memref,
   memref::StoreOp::create(b, loc, value, memref, indices);
 }
 
+VisibleCols buildVisibleCols(OpBuilder &b, Location loc, Value row,
+                             Value offset, int64_t left, int64_t right) {
+  Value diag = arith::AddIOp::create(b, loc, row, offset);
+  VisibleCols c;
+  if (left >= 0)
+    c.lo = arith::SubIOp::create(b, loc, diag, indexConst(b, loc, left));
+  if (right >= 0)
+    c.hi = arith::AddIOp::create(b, loc, diag, indexConst(b, loc, right + 1));
+  return c;
+}
+
 Value buildVisible(OpBuilder &b, Location loc, Value row, Value col,
                    Value offset, int64_t left, int64_t right) {
-  Value diag = arith::AddIOp::create(b, loc, row, offset);
+  VisibleCols c = buildVisibleCols(b, loc, row, offset, left, right);
   Value visible;
-  if (left >= 0) {
-    Value lo = arith::SubIOp::create(b, loc, diag, indexConst(b, loc, left));
-    visible = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, col, lo);
-  }
-  if (right >= 0) {
-    Value hi = arith::AddIOp::create(b, loc, diag, indexConst(b, loc, right));
-    Value ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, col, hi);
+  if (c.lo)
+    visible = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, col, c.lo);
+  if (c.hi) {
+    Value ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, col, c.hi);
     visible = visible ? arith::AndIOp::create(b, loc, visible, ok).getResult()
                       : ok;
   }

@@ -29,6 +29,16 @@ mlir::Value loadAsF32(mlir::OpBuilder &b, mlir::Location loc, mlir::Value memref
 void storeFromF32(mlir::OpBuilder &b, mlir::Location loc, mlir::Value value,
                   mlir::Value memref, mlir::ValueRange indices);
 
+/// The keys query `row` sees under window [left, right] (-1 = unbounded)
+/// with `offset` = Skv - Sq (bottom-right alignment): the columns `col`
+/// with lo <= col < hi. A null bound is unbounded on that side.
+struct VisibleCols {
+  mlir::Value lo, hi;
+};
+VisibleCols buildVisibleCols(mlir::OpBuilder &b, mlir::Location loc,
+                             mlir::Value row, mlir::Value offset, int64_t left,
+                             int64_t right);
+
 /// i1: key `col` is visible to query `row` under window [left, right]
 /// (-1 = unbounded) with `offset` = Skv - Sq (bottom-right alignment).
 /// Returns null when every key is visible (no window at all).
