@@ -35,3 +35,17 @@ llvm_config.add_tool_substitutions(tools, tool_dirs)
 if config.ptxas and os.path.exists(config.ptxas):
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", config.ptxas))
+
+# cuobjdump (SASS checks): $FA3_CUOBJDUMP, else beside ptxas, else on PATH.
+import shutil
+import sys
+
+cuobjdump = os.environ.get("FA3_CUOBJDUMP") or ""
+if not cuobjdump and config.ptxas:
+    beside = os.path.join(os.path.dirname(config.ptxas), "cuobjdump")
+    cuobjdump = beside if os.path.exists(beside) else ""
+cuobjdump = cuobjdump or shutil.which("cuobjdump") or ""
+if cuobjdump and os.path.exists(cuobjdump) and "ptxas" in config.available_features:
+    config.available_features.add("cuobjdump")
+    config.substitutions.append(("%cuobjdump", cuobjdump))
+config.substitutions.append(("%python", sys.executable))

@@ -15,7 +15,8 @@ Pass criteria (per case):
   * max |lse - ref_lse| < LSE_ABS_TOL (natural-log units) over those rows,
   * rows that see no key: o == 0 exactly and lse == -inf exactly,
   * the same inputs give bit-identical outputs twice (a moving result is a race).
-Plus per kernel: `cuobjdump -sass` of the cubin contains HGMMA.
+Plus per kernel: `cuobjdump -sass` of the cubin contains HGMMA, no local memory
+and a tightly issued steady-state wgmma batch (fa3.sass).
 Writes OUT_DIR/check_fwd.json and OUT_DIR/check_fwd.md; exit status 1 on any failure.
 """
 import argparse
@@ -39,6 +40,7 @@ LSE_ABS_TOL = 1e-3    # lse in natural-log units; expect ~1e-5
 import torch  # noqa: E402
 
 from fa3 import facts as fa3facts  # noqa: E402
+from fa3 import sass as fa3sass  # noqa: E402
 from fa3 import runtime as fa3rt  # noqa: E402
 from fa3.reference import visible_mask  # noqa: E402
 from fa3.torch_api import flash_attn_bhsd, flash_attn_func  # noqa: E402
@@ -290,7 +292,12 @@ def sass_check(kf):
     lines = p.stdout.splitlines()
     hg = sum("HGMMA" in l for l in lines)
     local = sum(("LDL" in l or "STL" in l) for l in lines)
-    return dict(hgmma=hg, local_mem_insts=local, ok=hg > 0)
+    # the steady-state wgmma batch must be issued back to back (fa3.sass)
+    batch = fa3sass.loop_batch(fa3sass.instructions(p.stdout))
+    tight = batch is not None and batch[1] <= fa3sass.MAX_SPAN_PER_HGMMA * batch[0]
+    return dict(hgmma=hg, local_mem_insts=local,
+                loop_batch=None if batch is None else f"{batch[0]} in {batch[1]}",
+                ok=hg > 0 and local == 0 and tight)
 
 
 def write_report(out, meta, results, sass):
@@ -302,9 +309,11 @@ def write_report(out, meta, results, sass):
              f"Command: `{meta['command']}`", "",
              f"Bounds: rel. error of o < {O_REL_TOL}, max abs. error of lse < {LSE_ABS_TOL}; "
              "rows with no visible key: o = 0, lse = -inf.", "",
-             "| kernel | HGMMA in SASS | LDL/STL |", "|---|---|---|"]
+             "| kernel | HGMMA in SASS | LDL/STL | loop wgmma batch (HGMMA in instructions) |",
+             "|---|---|---|---|"]
     for k, s in sass.items():
-        lines.append(f"| {k} | {s.get('hgmma')} | {s.get('local_mem_insts', '-')} |")
+        lines.append(f"| {k} | {s.get('hgmma')} | {s.get('local_mem_insts', '-')} | "
+                     f"{s.get('loop_batch', '-')} |")
     lines += ["", "| kernel | case | layout | B | Sq | Skv | Hq | Hkv | rel err o | max err lse "
               "| empty rows | ok |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
 

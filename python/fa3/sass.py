@@ -1,0 +1,94 @@
+"""How a compiled kernel issues its wgmmas, read from `cuobjdump -sass`.
+
+A developer check, not needed to run kernels. The steady-state loop issues
+S = Q K^T (SS form) and O += P V (RS form, `.tnspB`) back to back; between
+two HGMMAs there should be only the few uniform-register moves of the next
+descriptor. When ptxas cannot prove the descriptor math warp-uniform, it
+computes it per thread and moves it with R2UR before every HGMMA, and the
+tensor cores wait: that cost 1-5 % once (bench/results/
+2026-11-30T040720-compare.md) with correct results and no other symptom.
+
+    python3 -m fa3.sass [--cuobjdump PATH] KERNEL.cubin ...
+
+prints one line per cubin, `OK` or `FAIL`, with the loop's HGMMA count and
+the number of SASS instructions they span; exit status 1 if any fails.
+"""
+
+import argparse
+import shutil
+import subprocess
+import sys
+
+# Instructions spanned per HGMMA in the loop's batch: 2.2-3.5 when the
+# descriptors stay in uniform registers (head dim 64/128/256), 6-7 with an
+# R2UR pair and the descriptor arithmetic before each HGMMA.
+MAX_SPAN_PER_HGMMA = 4.5
+# HGMMAs further apart than this (in instructions) belong to different batches.
+BATCH_GAP = 15
+
+
+def instructions(sass_text):
+    """The instruction lines of `cuobjdump -sass` output, in order."""
+    return [line.split(";")[0].split("*/", 1)[1].strip()
+            for line in sass_text.splitlines()
+            if line.strip().startswith("/*") and "*/" in line
+            and line.strip()[2:6].strip("0123456789abcdef") == ""
+            and line.split("*/", 1)[1].strip()]
+
+
+def wgmma_batches(insts):
+    """Runs of HGMMA instructions: lists of instruction indices."""
+    idx = [i for i, s in enumerate(insts) if "HGMMA" in s]
+    runs, cur = [], []
+    for i in idx:
+        if cur and i - cur[-1] >= BATCH_GAP:
+            runs.append(cur)
+            cur = []
+        cur.append(i)
+    if cur:
+        runs.append(cur)
+    return runs
+
+
+def loop_batch(insts):
+    """(hgmma count, instructions spanned) of the steady-state batch: the
+    largest run holding both the SS and the RS form; None if there is none."""
+    best = None
+    for run in wgmma_batches(insts):
+        forms = {"tnspB" in insts[i] for i in run}
+        if forms == {True, False} and (best is None or len(run) > len(best)):
+            best = run
+    if best is None:
+        return None
+    return len(best), best[-1] - best[0] + 1
+
+
+def check_cubin(path, cuobjdump):
+    p = subprocess.run([cuobjdump, "-sass", path], capture_output=True, text=True)
+    if p.returncode:
+        return False, f"cuobjdump failed: {p.stderr.strip()[:200]}"
+    lb = loop_batch(instructions(p.stdout))
+    if lb is None:
+        return False, "no HGMMA batch with both the SS and the RS form"
+    n, span = lb
+    ok = span <= MAX_SPAN_PER_HGMMA * n
+    return ok, f"{n} HGMMA over {span} instructions (limit {MAX_SPAN_PER_HGMMA * n:.0f})"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cuobjdump", default=shutil.which("cuobjdump"))
+    ap.add_argument("cubins", nargs="+")
+    a = ap.parse_args(argv)
+    if not a.cuobjdump:
+        ap.error("cuobjdump not found (PATH or --cuobjdump)")
+    bad = 0
+    for c in a.cubins:
+        ok, why = check_cubin(c, a.cuobjdump)
+        bad += not ok
+        print(f"{'OK' if ok else 'FAIL'} {c}: {why}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
