@@ -34,6 +34,8 @@ typedef struct Fa3HopperOptions {
   const char *toolkit;  /* CUDA toolkit with bin/ptxas; NULL: $CUDA_HOME,
                            $CUDA_PATH, else /usr/local/cuda */
   bool emitCubin;       /* false: PTX and facts only (no ptxas needed) */
+  int64_t qBuffers;     /* Q tiles in shared memory; 0: 2 for persistent
+                           CTAs where they fit (head dim 64, 128), else 1 */
 } Fa3HopperOptions;
 
 MLIR_CAPI_EXPORTED Fa3HopperOptions fa3HopperOptionsDefault(void);

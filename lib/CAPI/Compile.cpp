@@ -46,6 +46,7 @@ Fa3HopperOptions fa3HopperOptionsDefault(void) {
   o.features = "+ptx80";
   o.toolkit = NULL;
   o.emitCubin = true;
+  o.qBuffers = 0;
   return o;
 }
 
@@ -102,6 +103,7 @@ Fa3KernelSet *fa3CompileHopperModule(MlirModule cmod,
   c.pingpong = o.pingpong;
   c.persistent = o.persistent > 0 ? "on" : o.persistent < 0 ? "off" : "auto";
   c.tmaStore = o.tmaStore;
+  c.qBuffers = o.qBuffers;
   c.format = "none";
   if (o.chip)
     c.chip = o.chip;

@@ -78,6 +78,11 @@ struct HopperPipelineOptions
                         llvm::cl::desc("Stage O through shared memory and write "
                                        "it by TMA (false: 4-byte stores)"),
                         llvm::cl::init(true)};
+  Option<int64_t> qBuffers{
+      *this, "q-buffers",
+      llvm::cl::desc("Q tiles in shared memory (0: 2 for persistent CTAs "
+                     "where they fit, else 1)"),
+      llvm::cl::init(0)};
   Option<std::string> format{
       *this, "format",
       llvm::cl::desc("What gpu-module-to-binary embeds: isa (PTX text), bin "
@@ -124,6 +129,7 @@ void fa3::attn::addHopperPipeline(OpPassManager &pm,
                   " pingpong=" + (c.pingpong ? "true" : "false") +
                   " persistent=" + c.persistent +
                   " tma-store=" + (c.tmaStore ? "true" : "false") +
+                  " q-buffers=" + std::to_string(c.qBuffers) +
                   "},nvvm-attach-target{chip=" + c.chip +
                   " features=" + c.features + " O=3}," + kDeviceToLLVM;
   addPipeline(pm, p);
@@ -162,6 +168,7 @@ void fa3::attn::registerAttnPipelines() {
         c.pingpong = o.pingpong;
         c.persistent = o.persistent;
         c.tmaStore = o.tmaStore;
+        c.qBuffers = o.qBuffers;
         c.format = o.format;
         c.chip = o.chip;
         c.features = o.features;

@@ -31,7 +31,8 @@ class _Options(ctypes.Structure):
                 ("pingpong", ctypes.c_bool), ("persistent", ctypes.c_int),
                 ("tmaStore", ctypes.c_bool),
                 ("chip", ctypes.c_char_p), ("features", ctypes.c_char_p),
-                ("toolkit", ctypes.c_char_p), ("emitCubin", ctypes.c_bool)]
+                ("toolkit", ctypes.c_char_p), ("emitCubin", ctypes.c_bool),
+                ("qBuffers", ctypes.c_int64)]
 
 
 class _Binary(ctypes.Structure):

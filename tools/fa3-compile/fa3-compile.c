@@ -49,6 +49,9 @@ static const char *kUsage =
     "  --no-persistent      one CTA per tile\n"
     "  --no-tma-store       write O with 4-byte stores from registers instead\n"
     "                       of staging it in shared memory for a TMA store\n"
+    "  --q-buffers N        Q tiles in shared memory: 2 lets a persistent CTA\n"
+    "                       load the next tile's Q during the current one\n"
+    "                       (default: 2 where it fits, head dim 64 and 128)\n"
     "  --ptx-only           write PTX and facts, no cubin (also the fallback,\n"
     "                       with a warning, when ptxas cannot be found)\n"
     "  -o DIR               output directory (created if missing)\n"
@@ -200,6 +203,9 @@ int main(int argc, char **argv) {
       opts.emitCubin = false;
     } else if (!strcmp(a, "--no-pingpong")) {
       opts.pingpong = false;
+    } else if (!strcmp(a, "--q-buffers")) {
+      NEED_VALUE();
+      opts.qBuffers = atoll(v);
     } else if (!strcmp(a, "--stages")) {
       NEED_VALUE();
       opts.stages = atoll(v);

@@ -44,6 +44,10 @@ def ConvertAttnToHopper : Pass<"convert-attn-to-hopper", "::mlir::ModuleOp"> {
     Option<"tmaStore", "tma-store", "bool", /*default=*/"true",
            "Stage O through shared memory (stmatrix) and write it with a TMA "
            "store; false: 4-byte stores from the accumulator fragment">,
+    Option<"qBuffers", "q-buffers", "int64_t", /*default=*/"0",
+           "Q tiles in shared memory: 2 lets a persistent CTA load the next "
+           "tile's Q during the current one; 0: 2 where it fits beside the O "
+           "staging buffer (persistent, head dim 64 and 128), else 1">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::NVVM::NVVMDialect",

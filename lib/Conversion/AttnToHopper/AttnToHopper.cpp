@@ -130,7 +130,7 @@ bool hasUnitInnerStride(Value memref) {
 LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
                       int64_t stages, bool pingpong,
                       llvm::StringRef persistent, bool tmaStore,
-                      unsigned index) {
+                      int64_t qBuffers, unsigned index) {
   TileUpdateOp u = t.update;
   Value q = u.getQuery(), v = u.getValue(), o = t.finalize.getOut();
   auto qt = cast<MemRefType>(q.getType());
@@ -175,6 +175,19 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
                    (persistent == "auto" && cfg.headDim <= 128);
   cfg.longestFirst = u.getWindow()[1] >= 0;
   cfg.tmaStore = tmaStore;
+  // 0: persistent CTAs double-buffer Q where shared memory allows (head
+  // dim 64 and 128): the next tile's Q then loads during this tile instead
+  // of after it. ncu put the consumers' wait for Q at 15 % of all stall
+  // samples (head dim 64, causal, 512); two buffers measured +18-20 % at
+  // 512 and +1 % at 16k (bench/results/2026-11-30T043840-compare.md).
+  cfg.qBuffers = qBuffers;
+  if (qBuffers == 0) {
+    cfg.qBuffers = cfg.persistent ? 2 : 1;
+    if (cfg.persistent && (hopper::computeSmemLayout(cfg).oInQ ||
+                           hopper::computeSmemLayout(cfg).total >
+                               hopper::kMaxDynamicSmem))
+      cfg.qBuffers = 1;
+  }
   cfg.kvRangeFn = cfg.name + "_kv_range";
   cfg.visibleColsFn = cfg.name + "_visible_cols";
   cfg.leftBounded = u.getWindow()[0] >= 0;
@@ -287,7 +300,7 @@ struct ConvertAttnToHopperPass
       }
       for (auto [i, t] : llvm::enumerate(found))
         if (failed(convert(module, func, t, stages, pingpong, persistent,
-                          tmaStore, i)))
+                          tmaStore, qBuffers, i)))
           return signalPassFailure();
       done.push_back(func);
     }

@@ -222,7 +222,35 @@ private:
   // later, but ptxas then no longer proves the loaded values warp-uniform:
   // the ring-slot math moves to per-thread registers and every wgmma waits
   // for an R2UR.)
-  std::string tileSlotAddr; // shared-memory address (i32) of the slot
+  std::string tileSlotAddr; // shared-memory address (i32) of slot 0
+  std::string smemBase;     // the dynamic shared memory (!llvm.ptr<3>)
+
+  /// Tile k's Q buffer (k & 1 with two buffers), its barriers, their phase,
+  /// and its published-tile slot. With two buffers, each serves every other
+  /// tile, so the phase flips every second tile.
+  struct QSlot {
+    std::string full, empty, ph, slot, offBytes;
+  };
+  QSlot qSlot(const std::string &k) {
+    QSlot q;
+    if (cfg.qBuffers == 1) {
+      q.full = smemPtr(smemBase, lay.qFull);
+      q.empty = smemPtr(smemBase, lay.qEmpty);
+      q.ph = bin("andi", k, i32(1), "i32", "qph");
+      q.slot = tileSlotAddr;
+      q.offBytes = i32(0);
+      return q;
+    }
+    std::string b = bin("andi", k, i32(1), "i32", "qbuf");
+    std::string b8 = bin("muli", b, i32(8));
+    q.full = smemPtr(smemBase, bin("addi", b8, i32(lay.qFull)));
+    q.empty = smemPtr(smemBase, bin("addi", b8, i32(lay.qEmpty)));
+    q.ph = bin("andi", bin("shrui", k, i32(1)), i32(1), "i32", "qph");
+    if (cfg.persistent)
+      q.slot = bin("addi", tileSlotAddr, bin("muli", b, i32(16)), "i32", "slotaddr");
+    q.offBytes = bin("muli", b, i32(lay.qBytes), "i32", "qoff");
+    return q;
+  }
   void storeWords4(const std::string &addr, const Strs &w) {
     // Four scalar stores: a vector store would want four consecutive
     // registers, which the producer's 24 cannot spare.
@@ -232,8 +260,18 @@ private:
         w[q] + " : (i32, i32) -> ()");
   }
   std::string loadWord(const std::string &addr) {
-    return op("llvm.inline_asm has_side_effects asm_dialect = att \"ld.shared.u32 "
-              "$0, [$1];\", \"=r,r\" " + addr + " : (i32) -> i32",
+    std::string w = op("llvm.inline_asm has_side_effects asm_dialect = att "
+                       "\"ld.shared.u32 $0, [$1];\", \"=r,r\" " + addr +
+                           " : (i32) -> i32",
+                       "tile");
+    if (cfg.qBuffers == 1)
+      return w;
+    // Lane 0's value, so that ptxas knows it is warp-uniform: loaded from a
+    // slot chosen by tile parity, it cannot tell otherwise, and the ring-slot
+    // and wgmma-descriptor math derived from it would move to per-thread
+    // registers (an R2UR before every wgmma).
+    return op("nvvm.shfl.sync idx " + i32(-1) + ", " + w + ", " + i32(0) + ", " +
+                  i32(31) + " : i32 -> i32",
               "tile");
   }
 
@@ -243,8 +281,7 @@ private:
   /// Consumers wait for the tile's Q (and with it its id) in the loop
   /// condition.
   std::tuple<std::string, std::string, std::string>
-  openTileLoop(bool producer, const std::string &cta, const std::string &tiles,
-               const std::string &barQ) {
+  openTileLoop(bool producer, const std::string &cta, const std::string &tiles) {
     if (!cfg.persistent)
       return {cta, i32(0), i32(0)};
     std::string p = producer ? "%p" : "%c";
@@ -260,8 +297,9 @@ private:
         "g0 = " + i32(0) + ") : (i32, i32) -> (i32, i32, i32) {");
       ++ind;
       comment("this tile's Q and id (the producer writes an id >= tiles to stop)");
-      mbarWait(barQ, bin("andi", p + "k0", i32(1)));
-      std::string t = loadWord(tileSlotAddr);
+      QSlot q = qSlot(p + "k0");
+      mbarWait(q.full, q.ph);
+      std::string t = loadWord(q.slot);
       e("scf.condition(" + cmpi("slt", t, tiles) + ") " + t + ", " + p +
         "k0, " + p + "g0 : i32, i32, i32");
     }
@@ -329,13 +367,13 @@ private:
   }
 
   /// The published tile (persistent consumers): words {tile, m0, head,
-  /// batch} of slot k & 1.
-  TileCoords readCoords() {
+  /// batch} of tile k's slot.
+  TileCoords readCoords(const std::string &k) {
     // Scalar loads from a warp-uniform address: ptxas keeps their values
     // (and the ring-slot arithmetic derived from them) in uniform registers;
     // a vector load would move the wgmma descriptor math to per-thread
     // registers (an R2UR before every wgmma).
-    const std::string &a = tileSlotAddr;
+    std::string a = qSlot(k).slot;
     return TileCoords{loadWord(bin("addi", a, i32(4))),
                       loadWord(bin("addi", a, i32(8))),
                       loadWord(bin("addi", a, i32(12)))};
@@ -405,20 +443,22 @@ SmemLayout fa3::hopper::computeSmemLayout(const KernelConfig &cfg) {
   l.qBytes = cfg.blockM * cfg.headDim * kElemBytes;
   l.kvBytes = cfg.blockN * cfg.headDim * kElemBytes;
   l.oBytes = cfg.tmaStore ? l.qBytes : 0;
+  const int64_t nq = cfg.qBuffers;
   l.qOff = 0;
-  l.kOff = l.qOff + l.qBytes;
+  l.kOff = l.qOff + nq * l.qBytes;
   l.vOff = l.kOff + cfg.stages * l.kvBytes;
   int64_t end = l.vOff + cfg.stages * l.kvBytes;
-  // mbarriers (Q full/empty, K/V full/empty per stage), then the two
-  // published-tile slots (persistent)
-  const int64_t tail = 8 * (2 + 4 * cfg.stages) + (cfg.persistent ? 16 : 0);
+  // mbarriers (Q full/empty per Q buffer, K/V full/empty per stage), then
+  // the published-tile slots, one per Q buffer (persistent)
+  const int64_t tail =
+      8 * (2 * nq + 4 * cfg.stages) + (cfg.persistent ? 16 * nq : 0);
   l.oInQ = cfg.tmaStore && end + l.oBytes + tail > kMaxDynamicSmem;
   l.oOff = l.oInQ ? l.qOff : end;
   if (cfg.tmaStore && !l.oInQ)
     end += l.oBytes;
   l.qFull = end;
-  l.qEmpty = l.qFull + 8;
-  l.kFull = l.qEmpty + 8;
+  l.qEmpty = l.qFull + 8 * nq;
+  l.kFull = l.qEmpty + 8 * nq;
   l.vFull = l.kFull + 8 * cfg.stages;
   l.kEmpty = l.vFull + 8 * cfg.stages;
   l.vEmpty = l.kEmpty + 8 * cfg.stages;
@@ -440,6 +480,11 @@ std::string fa3::hopper::checkSupported(const KernelConfig &cfg) {
     os << "block-n " << cfg.blockN << " (must be a multiple of 16 up to 256)";
   else if (cfg.stages < 2)
     os << "stages " << cfg.stages << " (need at least 2)";
+  else if (cfg.qBuffers != 1 && cfg.qBuffers != 2)
+    os << "q-buffers " << cfg.qBuffers << " (1 or 2)";
+  else if (cfg.qBuffers == 2 && (!cfg.persistent || computeSmemLayout(cfg).oInQ))
+    os << "two Q buffers (they need a persistent kernel whose O staging "
+          "buffer fits beside them)";
   else if (computeSmemLayout(cfg).total > kMaxDynamicSmem)
     os << "tiles " << cfg.blockM << "x" << cfg.blockN << " with head dim "
        << cfg.headDim << " need " << computeSmemLayout(cfg).total
@@ -822,12 +867,11 @@ std::string Emitter::body() {
   };
 
   comment("---- mbarrier init (one thread), then CTA barrier ----");
-  std::string barQp = smemPtr(smem, lay.qFull);
+  smemBase = smem;
   if (cfg.persistent)
     tileSlotAddr = op("llvm.ptrtoint " + smemPtr(smem, lay.tileSlots) +
                           " : !llvm.ptr<3> to i32",
                       "tileslot");
-  std::string barQEmptyP = smemPtr(smem, lay.qEmpty);
   std::string isT0 = cmpi("eq", tid, i32(0));
   e("scf.if " + isT0 + " {");
   ++ind;
@@ -837,9 +881,12 @@ std::string Emitter::body() {
   e("scf.if " + bad + " {");
   e("  llvm.inline_asm has_side_effects asm_dialect = att \"trap;\", \"\"  : () -> ()");
   e("}");
-  e("nvvm.mbarrier.init " + barQp + ", " + i32(1) + " : !llvm.ptr<3>, i32");
-  e("nvvm.mbarrier.init " + barQEmptyP + ", " + i32(consumerThreads) +
-    " : !llvm.ptr<3>, i32");
+  for (int64_t b = 0; b < cfg.qBuffers; ++b) {
+    e("nvvm.mbarrier.init " + smemPtr(smem, lay.qFull + 8 * b) + ", " + i32(1) +
+      " : !llvm.ptr<3>, i32");
+    e("nvvm.mbarrier.init " + smemPtr(smem, lay.qEmpty + 8 * b) + ", " +
+      i32(consumerThreads) + " : !llvm.ptr<3>, i32");
+  }
   for (int64_t s = 0; s < cfg.stages; ++s) {
     e("nvvm.mbarrier.init " + smemPtr(smem, lay.kFull + 8 * s) + ", " + i32(1) +
       " : !llvm.ptr<3>, i32");
@@ -866,26 +913,31 @@ std::string Emitter::body() {
   ++ind;
   tileGrid();
   std::string grp = bin("divui", "%Hq", "%Hkv", "i32", "grp");
-  auto [pTile, pK, pG] = openTileLoop(/*producer=*/true, cta, tiles, barQp);
+  auto [pTile, pK, pG] = openTileLoop(/*producer=*/true, cta, tiles);
   {
-    comment("Q of this tile once the consumers are done with the last one's");
-    std::string qph = bin("andi", pK, i32(1));
-    mbarWait(barQEmptyP, bin("xori", qph, i32(1)));
+    comment(cfg.qBuffers == 2
+                ? "Q of this tile into buffer k & 1 once the consumers are done "
+                  "with tile k - 2 (they may still be on tile k - 1)"
+                : "Q of this tile once the consumers are done with the last one's");
+    QSlot q = qSlot(pK);
+    mbarWait(q.empty, bin("xori", q.ph, i32(1)));
     // Decoded after the wait: the producer thread has 24 registers, too few
     // to hold the decoded tile across it. The consumers are in the last
     // tile's tail and epilogue meanwhile.
     Tile tl = decode(coords(pTile, numM), grp);
     if (cfg.persistent)
-      storeWords4(tileSlotAddr, {pTile, tl.m0, tl.head, tl.bidx});
+      storeWords4(q.slot, {pTile, tl.m0, tl.head, tl.bidx});
     comment("Q tile: boxes of [block_m rows][64 cols], coords (d, head, row, batch)");
-    e("nvvm.mbarrier.arrive.expect_tx " + barQp + ", " + i32(lay.qBytes) +
+    e("nvvm.mbarrier.arrive.expect_tx " + q.full + ", " + i32(lay.qBytes) +
       " : !llvm.ptr<3>, i32");
     for (int64_t c = 0; c < nchunk; ++c) {
-      std::string dst = op("llvm.addrspacecast " +
-                           smemPtr(smem, lay.qOff + c * cfg.blockM * kSwizzleBytes) +
-                           " : !llvm.ptr<3> to !llvm.ptr<7>");
+      std::string dst = op(
+          "llvm.addrspacecast " +
+              smemPtr(smem, bin("addi", q.offBytes,
+                                i32(lay.qOff + c * cfg.blockM * kSwizzleBytes))) +
+              " : !llvm.ptr<3> to !llvm.ptr<7>");
       e("nvvm.cp.async.bulk.tensor.shared.cluster.global " + dst + ", %tmQ, " +
-        barQp + ", box[" + i32(c * kChunk) + ", " + tl.head + ", " + tl.m0 +
+        q.full + ", box[" + i32(c * kChunk) + ", " + tl.head + ", " + tl.m0 +
         ", " + tl.bidx + "] : !llvm.ptr<7>, !llvm.ptr");
     }
     comment("K/V ring, continued across tiles: ring slot u = g + t for kv "
@@ -942,9 +994,10 @@ std::string Emitter::body() {
   if (cfg.persistent) {
     comment("no tile left: tell the consumers (id = tiles, no load)");
     std::string k = "%ploop#1";
-    mbarWait(barQEmptyP, bin("xori", bin("andi", k, i32(1)), i32(1)));
-    storeWords4(tileSlotAddr, {tiles, i32(0), i32(0), i32(0)});
-    e("nvvm.mbarrier.arrive " + barQp + " : !llvm.ptr<3>");
+    QSlot q = qSlot(k);
+    mbarWait(q.empty, bin("xori", q.ph, i32(1)));
+    storeWords4(q.slot, {tiles, i32(0), i32(0), i32(0)});
+    e("nvvm.mbarrier.arrive " + q.full + " : !llvm.ptr<3>");
     comment("the last CTA to finish fetching resets the counters for the next launch");
     std::string done = op("llvm.getelementptr %tileCounter[1] : (!llvm.ptr<1>) "
                           "-> !llvm.ptr<1>, i32", "done");
@@ -990,7 +1043,7 @@ std::string Emitter::body() {
   }
 
   comment("wgmma smem descriptors: start address >> 4 in bits 0-13, constants in the rest");
-  std::string descQ = descBase(smem, bin("muli", cw, i32(64 * kSwizzleBytes)),
+  std::string descQ0 = descBase(smem, bin("muli", cw, i32(64 * kSwizzleBytes)),
                                descConst(16, 1024));
   std::string descK0 = descBase(smem, i32(lay.kOff), descConst(16, 1024));
   std::string descV0 =
@@ -1023,11 +1076,11 @@ std::string Emitter::body() {
   // consumer 1's last turn.
   if (cfg.persistent)
     pingpongEdge(cw, /*opening=*/true);
-  auto [cTile, cK, cG] = openTileLoop(/*producer=*/false, cta, tiles, barQp);
+  auto [cTile, cK, cG] = openTileLoop(/*producer=*/false, cta, tiles);
   {
     comment(cfg.persistent ? "this tile as the producer decoded it"
                            : "this CTA's tile");
-    Tile tl = decode(cfg.persistent ? readCoords() : coords(cTile, numM), "");
+    Tile tl = decode(cfg.persistent ? readCoords(cK) : coords(cTile, numM), "");
     m0 = tl.m0, head = tl.head, bidx = tl.bidx, lo = tl.lo, ilo = tl.ilo,
     ihi = tl.ihi, nblk = tl.nblk;
     std::string qrow0 = bin("addi", m0, r, "i32", "qrow");
@@ -1035,10 +1088,17 @@ std::string Emitter::body() {
   }
   if (!cfg.persistent)
     pingpongEdge(cw, /*opening=*/true);
+  QSlot cq = qSlot(cK);
   if (!cfg.persistent) {
     comment("wait for this tile's Q");
-    mbarWait(barQp, bin("andi", cK, i32(1)));
+    mbarWait(cq.full, cq.ph);
   }
+  // This tile's Q buffer for the S = Q K^T descriptors.
+  std::string descQ = cfg.qBuffers == 1
+                          ? descQ0
+                          : bin("addi", descQ0,
+                                ext64(bin("shrui", cq.offBytes, i32(4))), "i64",
+                                "descQ");
   // FA3 intra-warpgroup overlap, software-pipelined by one kv block:
   //   prologue : S_0 = Q K_0^T; softmax(S_0) -> P_0
   //   iter t>=1: issue S_t; issue O += P_{t-1} V_{t-1}; wait(1) -> S_t ready;
@@ -1053,14 +1113,15 @@ std::string Emitter::body() {
   // results of this scf.if too.
   const bool coordsThroughIf = cfg.persistent && !qFreedAfterStore();
   std::string rtIf = rt + (coordsThroughIf ? ", i32, i32, i32" : "");
+  const std::string tileK = cK; // (a structured binding: not capturable in C++17)
   auto releaseQ = [&](std::string &coordsOut) {
     if (qFreedAfterStore())
       return;
     if (coordsThroughIf) {
-      TileCoords c = readCoords();
+      TileCoords c = readCoords(tileK);
       coordsOut = ", " + c.m0 + ", " + c.head + ", " + c.bidx;
     }
-    e("nvvm.mbarrier.arrive " + barQEmptyP + " : !llvm.ptr<3>");
+    e("nvvm.mbarrier.arrive " + cq.empty + " : !llvm.ptr<3>");
   };
   std::string res = fresh("res");
   std::string nz = cmpi("sgt", nblk, i32(0));
@@ -1183,7 +1244,7 @@ std::string Emitter::body() {
     // store, here.
     TileCoords c = coordsThroughIf
                        ? TileCoords{res + "#5", res + "#6", res + "#7"}
-                       : readCoords();
+                       : readCoords(cK);
     m0 = c.m0, head = c.head, bidx = c.bidx;
     std::string qrow0 = bin("addi", m0, r, "i32", "qrow");
     qrows = {qrow0, bin("addi", qrow0, i32(8), "i32", "qrow")};
@@ -1207,7 +1268,7 @@ std::string Emitter::body() {
   }
   std::string accf = res + "#4";
   if (cfg.tmaStore)
-    storeOViaTma(accf, inv, EpilogueCtx{smem, barQEmptyP, cw, ltid, warp, lane, m0, head, bidx});
+    storeOViaTma(accf, inv, EpilogueCtx{smem, cq.empty, cw, ltid, warp, lane, m0, head, bidx});
   else
     storeODirect(accf, inv, qrows, head, bidx, colbase);
   std::string lseNonNull = op("llvm.icmp \"ne\" %LSE, " +

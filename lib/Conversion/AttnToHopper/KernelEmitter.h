@@ -38,6 +38,8 @@ struct KernelConfig {
   bool pingpong = true;    // named-barrier turns between consumer warpgroups
   bool longestFirst = false; // launch m-blocks in reverse (causal: longest first)
   bool persistent = false; // CTAs loop over tiles from a dynamic scheduler
+  int64_t qBuffers = 1;    // Q tiles in shared memory: 2 lets a persistent
+                           // CTA load the next tile's Q during this tile
   bool tmaStore = true;    // O via shared memory + TMA store (else 4-byte stores)
   std::string kvRangeFn;   // device func: (row0, Sq, Skv) -> (lo, hi, ilo, ihi)
   std::string visibleColsFn; // device func: (row, Sq, Skv) -> (lo, hi), the
@@ -55,7 +57,8 @@ struct SmemLayout {
   // O staging buffer: its own region where it fits, else Q's (a tile's Q is
   // dead once its last S = Q K^T has retired).
   bool oInQ;
-  // mbarriers (8 bytes each): Q full/empty, then per stage K/V full/empty.
+  // mbarriers (8 bytes each): Q full/empty per Q buffer, then per stage K/V
+  // full/empty.
   int64_t qFull, qEmpty, kFull, vFull, kEmpty, vEmpty;
   // persistent: 4 words, the decoded tile from the producer to the
   // consumers

@@ -1,12 +1,12 @@
 // The epilogue's O store (convert-attn-to-hopper{tma-store}).
 //
 // Head dim 64: O gets its own shared-memory buffer after the K/V ring
-// (16 KiB more), so a persistent CTA's producer can load the next tile's Q
+// (16 KiB more; and a second Q buffer, 16 KiB), so a persistent CTA's producer can load the next tile's Q
 // while O is stored; before staging the next tile's O, the buffer must have
 // been read by the previous store.
 // RUN: fa3-opt %s --split-input-file --attn-tile="block-m=128 block-n=64" --convert-attn-to-hopper="persistent=on stages=2" | FileCheck %s --check-prefix=OWN
 // OWN-LABEL: gpu.func @d64_kernel
-// OWN-SAME: dynamic_smem = 65632
+// OWN-SAME: dynamic_smem = 82048
 // OWN-SAME: o_store = "tma"
 // OWN: nvvm.setmaxregister increase 240
 // OWN: nvvm.cp.async.bulk.wait_group 0 {read}
@@ -35,10 +35,11 @@
 // OWN-NEXT: nvvm.barrier id = %{{.*}} number_of_threads = %c128_i32
 // OWN-NEXT: nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
 
-// tma-store=false: 4-byte stores from the fragment, no staging buffer.
+// tma-store=false: 4-byte stores from the fragment, no staging buffer (the
+// persistent default still double-buffers Q).
 // RUN: fa3-opt %s --split-input-file --attn-tile="block-m=128 block-n=64" --convert-attn-to-hopper="tma-store=false stages=2" | FileCheck %s --check-prefix=DIRECT
 // DIRECT-LABEL: gpu.func @d64_kernel
-// DIRECT-SAME: dynamic_smem = 49248
+// DIRECT-SAME: dynamic_smem = 65664
 // DIRECT-SAME: o_store = "direct"
 // DIRECT-NOT: nvvm.stmatrix
 // DIRECT-NOT: nvvm.cp.async.bulk.tensor.global.shared.cta

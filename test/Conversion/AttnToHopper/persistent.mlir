@@ -10,7 +10,46 @@
 // the epilogue just before they release Q; an id >= the tile count (written
 // with a plain arrive, no load) ends their loop. The K/V ring slot g
 // continues across tiles.
-// RUN: fa3-opt %s --attn-tile=block-m=128 --convert-attn-to-hopper=persistent=on | FileCheck %s
+// RUN: fa3-opt %s --attn-tile=block-m=128 --convert-attn-to-hopper="persistent=on q-buffers=1" | FileCheck %s
+// RUN: fa3-opt %s --attn-tile=block-m=128 --convert-attn-to-hopper=persistent=on | FileCheck %s --check-prefix=Q2
+
+// Two Q buffers (the default where they fit): tile k uses buffer, barriers
+// and published slot k & 1, with phase (k >> 1) & 1, so the producer loads
+// tile k + 1's Q while the consumers work on tile k. The published words
+// pass through a lane-0 shuffle: ptxas then knows they are warp-uniform.
+// Q2: dynamic_smem = 180416
+// Q2-COUNT-2: nvvm.mbarrier.init %{{.*}}, %c1_i32
+// Producer: buffer k & 1 once tile k - 2 released it.
+// Q2: ^bb0(%{{.*}}: i32, %[[PK:[^:]*]]: i32, %{{.*}}: i32):
+// Q2-NEXT: %[[PB:.*]] = arith.andi %[[PK]], %c1_i32 : i32
+// Q2-NEXT: %[[PB8:.*]] = arith.muli %[[PB]], %c8_i32 : i32
+// Q2-NEXT: %[[PFULLOFF:.*]] = arith.addi %[[PB8]], %c[[QFULL:[0-9]+]]_i32 : i32
+// Q2-NEXT: %[[PFULL:.*]] = llvm.getelementptr %{{.*}}[%[[PFULLOFF]]]
+// Q2-NEXT: %[[PEMPTYOFF:.*]] = arith.addi %[[PB8]], %c[[QEMPTY:[0-9]+]]_i32 : i32
+// Q2-NEXT: %[[PEMPTY:.*]] = llvm.getelementptr %{{.*}}[%[[PEMPTYOFF]]]
+// Q2-NEXT: %[[PJ:.*]] = arith.shrui %[[PK]], %c1_i32 : i32
+// Q2-NEXT: %[[PPH:.*]] = arith.andi %[[PJ]], %c1_i32 : i32
+// Q2: %[[PQOFF:.*]] = arith.muli %[[PB]], %c16384_i32 : i32
+// Q2-NEXT: %[[PFLIP:.*]] = arith.xori %[[PPH]], %c1_i32 : i32
+// Q2-NEXT: nvvm.mbarrier.try_wait.parity %[[PEMPTY]], %[[PFLIP]]
+// Q2: nvvm.mbarrier.arrive.expect_tx %[[PFULL]], %c16384_i32
+// Q2-NEXT: %[[DST:.*]] = arith.addi %[[PQOFF]], %c0_i32 : i32
+// Q2: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg0, %[[PFULL]]
+// Consumers: the same buffer's full barrier and slot, the id shuffled from lane 0.
+// Q2: scf.while (%[[CK0:.*]] = %c0_i32, %{{.*}} = %c0_i32) : (i32, i32) -> (i32, i32, i32) {
+// Q2-NEXT: %[[CB:.*]] = arith.andi %[[CK0]], %c1_i32 : i32
+// Q2: %[[CFULLOFF:.*]] = arith.addi %{{.*}}, %c[[QFULL]]_i32 : i32
+// Q2: nvvm.mbarrier.try_wait.parity
+// Q2-NEXT: %[[RAW:.*]] = llvm.inline_asm has_side_effects {{.*}}"ld.shared.u32 $0, [$1];"
+// Q2-NEXT: %[[ID:.*]] = nvvm.shfl.sync idx %c-1_i32, %[[RAW]], %c0_i32, %c31_i32 : i32 -> i32
+// Q2-NEXT: arith.cmpi slt, %[[ID]]
+// The tile's S = Q K^T reads its buffer: descriptor + (k & 1) * 16384 / 16.
+// Q2: } do {
+// Q2: %[[QOFF:.*]] = arith.muli %{{.*}}, %c16384_i32 : i32
+// Q2: %[[QOFF16:.*]] = arith.shrui %{{.*}}, %c4_i32 : i32
+// Q2-NEXT: %[[QOFF64:.*]] = arith.extui %[[QOFF16]] : i32 to i64
+// Q2-NEXT: %[[DESCQ:.*]] = arith.addi %{{.*}}, %[[QOFF64]] : i64
+// Q2: nvvm.wgmma.mma_async %[[DESCQ]],
 
 // CHECK: gpu.func @attn_kernel(
 // CHECK-SAME: %[[LSE:[^:]*]]: !llvm.ptr<1>, %[[COUNTER:[^:]*]]: !llvm.ptr<1>, %{{[^:]*}}: i32,

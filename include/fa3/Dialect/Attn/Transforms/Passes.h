@@ -26,6 +26,7 @@ struct HopperPipelineConfig {
   bool pingpong = true;          // consumer warpgroups take turns
   std::string persistent = "auto"; // CTAs loop over tiles: auto | on | off
   bool tmaStore = true;          // O via shared memory + TMA store
+  int64_t qBuffers = 0;          // Q tiles in shared memory (0: 2 where it fits)
   std::string format = "bin";    // isa | bin | fatbin | none
   std::string chip = "sm_90a";
   std::string features = "+ptx80";
