@@ -212,16 +212,11 @@ private:
   // without a load. The counter resets itself: the last CTA to finish
   // fetching (a second counter) zeroes both for the next launch.
   //
-  //
   // The producer also publishes the tile's coordinates {tile, m0, head,
   // batch} (the runtime integer divisions), so that they do not sit on the
-  // consumers' path between two tiles. One slot at a fixed address: the
-  // producer rewrites it after the consumers released the tile's Q, so they
-  // read it after the Q full wait and, for the epilogue, again before they
-  // release Q. (A slot chosen by tile parity would let the epilogue read it
-  // later, but ptxas then no longer proves the loaded values warp-uniform:
-  // the ring-slot math moves to per-thread registers and every wgmma waits
-  // for an R2UR.)
+  // consumers' path between two tiles: one slot per Q buffer, rewritten
+  // once the consumers released that buffer's Q, so they read it after the
+  // Q full wait and, for the epilogue, again before they release Q.
   std::string tileSlotAddr; // shared-memory address (i32) of slot 0
   std::string smemBase;     // the dynamic shared memory (!llvm.ptr<3>)
 
@@ -369,10 +364,9 @@ private:
   /// The published tile (persistent consumers): words {tile, m0, head,
   /// batch} of tile k's slot.
   TileCoords readCoords(const std::string &k) {
-    // Scalar loads from a warp-uniform address: ptxas keeps their values
-    // (and the ring-slot arithmetic derived from them) in uniform registers;
-    // a vector load would move the wgmma descriptor math to per-thread
-    // registers (an R2UR before every wgmma).
+    // Scalar loads: ptxas keeps their values (and the ring-slot arithmetic
+    // derived from them) in uniform registers; from a vector load it did
+    // not, and every wgmma waited for an R2UR of its descriptor.
     std::string a = qSlot(k).slot;
     return TileCoords{loadWord(bin("addi", a, i32(4))),
                       loadWord(bin("addi", a, i32(8))),
