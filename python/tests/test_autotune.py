@@ -1,0 +1,36 @@
+"""bench/autotune.py compile: enumerates the tile/pipeline space with
+fa3-compile, keeps what compiles and rejects what does not fit (CPU only;
+the timing step needs the GPU machine)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TOOL = ROOT / "build" / "bin" / "fa3-compile"
+
+
+@pytest.mark.skipif(not TOOL.exists(), reason="fa3-compile not built")
+def test_compile_keeps_legal_and_rejects_oversized(tmp_path):
+    out = tmp_path / "tune"
+    p = subprocess.run([sys.executable, str(ROOT / "bench" / "autotune.py"), "compile",
+                        "--head-dim", "256", "--block-n", "64,112", "--stages", "2",
+                        "--pingpong", "1,0", "-o", str(out)],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    cand = json.loads((out / "candidates.json").read_text())
+    kept = {c["label"] for c in cand["candidates"]}
+    assert kept == {"n64_s2_pp1_q0", "n64_s2_pp0_q0"}
+    for c in cand["candidates"]:
+        facts = list((out / c["dir"]).glob("*.facts"))
+        assert len(facts) == 1
+        text = facts[0].read_text()
+        assert "block_n 64" in text and "head_dim 256" in text
+        assert f"pingpong {int(c['pingpong'])}" in text
+    rejected = {r["label"]: r["why"] for r in cand["rejected"]}
+    assert set(rejected) == {"n112_s2_pp1_q0", "n112_s2_pp0_q0"}
+    assert all("shared memory" in why for why in rejected.values())
+    assert not (out / "n112_s2_pp1_q0").exists()
