@@ -73,7 +73,7 @@ def compile_kernel(out_dir, head_dim: int = 128, dtype: str = "bf16",
                    softcap: float = 0.0, scale: Optional[float] = None,
                    name: Optional[str] = None, block_n: int = 0, stages: int = 0,
                    pingpong: bool = True, persistent: str = "auto",
-                   tma_store: bool = True) -> List[KernelFiles]:
+                   tma_store: bool = True, q_buffers: int = 0) -> List[KernelFiles]:
     """Compiles one variant and writes <kernel>.ptx/.cubin/.facts to out_dir.
     Raises Fa3Error with the compiler's diagnostics when the variant is not
     supported."""
@@ -85,7 +85,7 @@ def compile_kernel(out_dir, head_dim: int = 128, dtype: str = "bf16",
                  window[1], softcap, scale is not None,
                  0.0 if scale is None else scale)
     opts = _Options(block_n, stages, pingpong, _PERSISTENT[persistent], tma_store,
-                    b"sm_90a", b"+ptx80", None, True)
+                    b"sm_90a", b"+ptx80", None, True, q_buffers)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     with Context() as ctx:
