@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Forward attention benchmark on the FA3-paper grid (run on an H100/H200).
 
-batch * seqlen = 16384, hidden 2048 (heads = 2048 / hdim), bf16, seqlen 512..16k,
-hdim 64/128/256 (those with a compiled bf16 kernel), causal and not. Ours
+batch * seqlen = 16384, hidden 2048 (heads = 2048 / hdim), bf16 (or --dtype
+f16), seqlen 512..16k, hdim 64/128/256 (those with a compiled kernel of that
+dtype), causal and not. Ours
 (fa3.torch_api.flash_attn_func) beside PyTorch SDPA with the cuDNN backend and
 the FlashAttention-2 backend, in the same process on the same inputs (SDPA gets
 BHSD views of the same BSHD tensors). Time: triton.testing.do_bench median (ms);
@@ -61,12 +62,15 @@ def timeit(fn, warmup, rep):
     return ts[len(ts) // 2]
 
 
-def paper_inputs(D, S, causal):
+DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
+
+
+def paper_inputs(D, S, causal, dtype="bf16"):
     """The FA3-paper grid cell (hdim D, seqlen S): batch, heads, seeded random
-    bf16 q, k, v in BSHD, and the FLOP count (half for causal)."""
+    q, k, v (bf16 or f16) in BSHD, and the FLOP count (half for causal)."""
     B, H = max(1, TOKENS // S), HIDDEN // D
     torch.manual_seed(S + D + causal)
-    q, k, v = (torch.randn(B, S, H, D, device="cuda", dtype=torch.bfloat16)
+    q, k, v = (torch.randn(B, S, H, D, device="cuda", dtype=DTYPES[dtype])
                for _ in range(3))
     return B, H, q, k, v, 4.0 * B * H * S * S * D * (0.5 if causal else 1.0)
 
@@ -79,7 +83,9 @@ def rel(a, b):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--kernel-dir", default=os.environ.get("FA3_KERNEL_DIR"))
-    ap.add_argument("--hdim", default=None, help="comma list (default: all with a bf16 kernel)")
+    ap.add_argument("--hdim", default=None,
+                    help="comma list (default: all with a kernel of --dtype)")
+    ap.add_argument("--dtype", default="bf16", choices=sorted(DTYPES))
     ap.add_argument("--seqlens", default=",".join(map(str, SEQLENS)))
     ap.add_argument("--causal", default="both", choices=["0", "1", "both"])
     ap.add_argument("--warmup", type=int, default=25, help="do_bench warm-up (ms)")
@@ -98,7 +104,7 @@ def main():
     for s in skipped:
         print(f"SKIPPED FILE {s}")
     causals = {"0": [False], "1": [True], "both": [False, True]}[a.causal]
-    hdims = sorted({k.head_dim for k in kernels if k.dtype == "bf16"})
+    hdims = sorted({k.head_dim for k in kernels if k.dtype == a.dtype})
     if a.hdim:
         want = [int(x) for x in a.hdim.split(",")]
         hdims = [h for h in want if h in hdims]
@@ -113,13 +119,14 @@ def main():
         for causal in causals:
             try:
                 kf = next(k for k in kernels if fa3facts.matches(
-                    k, "bf16", D, D, causal, (-1, -1), 0.0))
+                    k, a.dtype, D, D, causal, (-1, -1), 0.0))
             except StopIteration:
-                print(f"no bf16 kernel for hdim {D} causal={causal}: skipped")
+                print(f"no {a.dtype} kernel for hdim {D} causal={causal}: skipped")
                 continue
             for S in seqlens:
-                B, H, q, k, v, flops = paper_inputs(D, S, causal)
-                row = dict(hdim=D, causal=causal, seqlen=S, batch=B, heads=H, kernel=kf.kernel)
+                B, H, q, k, v, flops = paper_inputs(D, S, causal, a.dtype)
+                row = dict(hdim=D, causal=causal, seqlen=S, batch=B, heads=H, kernel=kf.kernel,
+                           dtype=a.dtype)
                 o = torch.empty_like(q)
 
                 def ours():
@@ -171,7 +178,7 @@ def main():
     date = datetime.datetime.now().strftime("%Y-%m-%dT%H%M%S")
     command = "python3 " + " ".join(sys.argv)
     meta = dict(date=date, gpu=gpu, torch=torch.__version__, command=command,
-                kernel_dir=a.kernel_dir, tokens=TOKENS, hidden=HIDDEN,
+                kernel_dir=a.kernel_dir, dtype=a.dtype, tokens=TOKENS, hidden=HIDDEN,
                 timer="triton.testing.do_bench median" if _do_bench else "cuda events median",
                 warmup_ms=a.warmup, rep_ms=a.rep, rounds=a.rounds,
                 seconds=round(time.time() - t_start, 1))
@@ -186,7 +193,7 @@ def main():
           + (f"; median of {a.rounds} rounds per cell (ours, cuDNN, FA2 in turn)"
              if a.rounds > 1 else ""), "",
           f"Command: `{command}`", "",
-          "bf16, batch*seqlen = 16384, hidden 2048 (heads = 2048/hdim); "
+          f"{a.dtype}, batch*seqlen = 16384, hidden 2048 (heads = 2048/hdim); "
           "TFLOP/s = 4*B*H*S*S*D / t (half for causal). err = rel. L2 error vs cuDNN's output.",
           "", "| hdim | causal | seqlen | B | H | ours TFLOP/s | cuDNN | FA2 | ours/cuDNN "
           "| ours ms | err ours | err FA2 |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A/B timing of compiled kernel variants (run on the GPU machine).
 
-Times the bf16 kernel of each variant directory on the FA3-paper grid (batch *
+Times the bf16 (or --dtype f16) kernel of each variant directory on the FA3-paper grid (batch *
 seqlen = 16384, hidden 2048), interleaved per cell on the same inputs, beside
 cuDNN (SDPA) as the common yardstick; checks each output against cuDNN's. This
 is how an optimisation is measured before/after in one run (bench/NOTES.md):
@@ -36,6 +36,7 @@ def main():
     ap.add_argument("--variant", action="append", required=True, metavar="LABEL=DIR",
                     help="a kernel directory to time (give two or more)")
     ap.add_argument("--hdim", default="64,128,256")
+    ap.add_argument("--dtype", default="bf16", choices=["bf16", "f16"])
     ap.add_argument("--seqlens", default=",".join(map(str, SEQLENS)))
     ap.add_argument("--causal", default="both", choices=["0", "1", "both"])
     ap.add_argument("--warmup", type=int, default=25, help="do_bench warm-up (ms)")
@@ -66,13 +67,13 @@ def main():
             chosen = {}
             for label, d, kernels in variants:
                 kf = next((k for k in kernels if fa3facts.matches(
-                    k, "bf16", D, D, causal, (-1, -1), 0.0)), None)
+                    k, a.dtype, D, D, causal, (-1, -1), 0.0)), None)
                 if kf is not None:
                     chosen[label] = kf
             if not chosen:
                 continue
             for S in seqlens:
-                B, H, q, k, v, flops = paper_inputs(D, S, causal)
+                B, H, q, k, v, flops = paper_inputs(D, S, causal, a.dtype)
                 row = dict(hdim=D, causal=causal, seqlen=S, batch=B, heads=H)
                 qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
                 with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
@@ -97,7 +98,7 @@ def main():
                         row[f"{label}_error"] = f"{type(e).__name__}: {e}"[:300]
                 rows.append(row)
                 print(json.dumps(row), flush=True)
-                del q, k, v, qt, kt, vt, ref
+                q = k = v = qt = kt = vt = ref = None  # free before the next cell
                 torch.cuda.empty_cache()
 
     date = datetime.datetime.now().strftime("%Y-%m-%dT%H%M%S")
@@ -116,7 +117,7 @@ def main():
     md = [f"# compare_fwd {date}", "", f"GPU: {gpu}; torch {torch.__version__}", "",
           f"Command: `{command}`", "",
           "Variants: " + ", ".join(f"{lbl} = `{d}`" for lbl, d, _ in variants), "",
-          "bf16 TFLOP/s (do_bench medians, interleaved per cell on the same inputs); "
+          f"{a.dtype} TFLOP/s (do_bench medians, interleaved per cell on the same inputs); "
           f"ratios are over `{base}`; err = rel. L2 error vs cuDNN.", "",
           "| hdim | causal | seqlen | cuDNN | " + " | ".join(labels) + " | " +
           " | ".join(f"{lbl}/{base}" for lbl in labels[1:]) + " | max err |",
