@@ -41,20 +41,12 @@ def parse_list(text, cast=int):
     return [cast(x) for x in text.split(",") if x != ""]
 
 
-def find_ptxas():
-    for var in ("CUDA_HOME", "CUDA_PATH"):
-        if os.environ.get(var):
-            p = Path(os.environ[var]) / "bin" / "ptxas"
-            if p.exists():
-                return str(p)
-    p = Path("/usr/local/cuda/bin/ptxas")
-    return str(p) if p.exists() else shutil.which("ptxas")
-
-
 def compile_step(a):
     compiler = a.fa3_compile or str(ROOT / "build" / "bin" / "fa3-compile")
     if not Path(compiler).exists():
         sys.exit(f"autotune: {compiler} not found (build first: bash scripts/setup.sh)")
+    sys.path.insert(0, str(ROOT / "python"))
+    from fa3.compile import find_ptxas  # the compiler's own ptxas lookup
     ptxas = find_ptxas()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -37,8 +37,8 @@ if config.ptxas and os.path.exists(config.ptxas):
     config.substitutions.append(("%ptxas", config.ptxas))
 
 # cuobjdump (SASS checks): $FA3_CUOBJDUMP, else beside ptxas, else on PATH.
+# (%python comes with lit's default substitutions.)
 import shutil
-import sys
 
 cuobjdump = os.environ.get("FA3_CUOBJDUMP") or ""
 if not cuobjdump and config.ptxas:
@@ -48,4 +48,3 @@ cuobjdump = cuobjdump or shutil.which("cuobjdump") or ""
 if cuobjdump and os.path.exists(cuobjdump) and "ptxas" in config.available_features:
     config.available_features.add("cuobjdump")
     config.substitutions.append(("%cuobjdump", cuobjdump))
-config.substitutions.append(("%python", sys.executable))

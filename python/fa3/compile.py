@@ -51,6 +51,8 @@ def _declare(lib):
     lib.fa3KernelSetSize.argtypes = [ctypes.c_void_p]
     lib.fa3KernelSetGet.restype = _Binary
     lib.fa3KernelSetGet.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    lib.fa3FindPtxas.restype = ctypes.c_size_t
+    lib.fa3FindPtxas.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
     lib.fa3KernelSetDestroy.restype = None
     lib.fa3KernelSetDestroy.argtypes = [ctypes.c_void_p]
     lib._fa3_compile_declared = True
@@ -66,6 +68,15 @@ class KernelFiles:
 
 
 _PERSISTENT = {"auto": 0, "on": 1, "off": -1}
+
+
+def find_ptxas(toolkit: Optional[str] = None) -> Optional[str]:
+    """The ptxas a cubin would be assembled with (the compiler's own lookup:
+    `toolkit`, else $CUDA_HOME, $CUDA_PATH, /usr/local/cuda, PATH), or None."""
+    lib = _declare(_capi.lib())
+    buf = ctypes.create_string_buffer(4096)
+    n = lib.fa3FindPtxas(toolkit.encode() if toolkit else None, buf, len(buf))
+    return buf.value.decode() if n else None
 
 
 def compile_kernel(out_dir, head_dim: int = 128, dtype: str = "bf16",

@@ -65,3 +65,12 @@ def test_q_buffers_default_and_override(tmp_path):
     with pytest.raises(Fa3Error) as e:
         compile_kernel(tmp_path / "c", head_dim=256, q_buffers=2)
     assert "two Q buffers" in str(e.value)
+
+
+def test_find_ptxas_is_the_compilers_lookup(tmp_path):
+    from fa3.compile import find_ptxas
+    assert find_ptxas(str(tmp_path / "no-toolkit")) is None
+    found = find_ptxas()
+    assert (found is not None) == HAVE_PTXAS
+    if found:
+        assert Path(found).name == "ptxas" and Path(found).exists()

@@ -180,12 +180,11 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
   // of after it. ncu put the consumers' wait for Q at 15 % of all stall
   // samples (head dim 64, causal, 512); two buffers measured +18-20 % at
   // 512 and +1 % at 16k (bench/results/2026-11-30T043840-compare.md).
+  // Where they do not fit, checkSupported says why; auto then takes one.
   cfg.qBuffers = qBuffers;
   if (qBuffers == 0) {
-    cfg.qBuffers = cfg.persistent ? 2 : 1;
-    if (cfg.persistent && (hopper::computeSmemLayout(cfg).oInQ ||
-                           hopper::computeSmemLayout(cfg).total >
-                               hopper::kMaxDynamicSmem))
+    cfg.qBuffers = 2;
+    if (!hopper::checkSupported(cfg).empty())
       cfg.qBuffers = 1;
   }
   cfg.kvRangeFn = cfg.name + "_kv_range";

@@ -338,18 +338,13 @@ private:
     return c;
   }
 
-  /// One tile of work: its coordinates and kv-block schedule (and, for the
-  /// producer, its kv head).
+  /// One tile of work: its coordinates and kv-block schedule.
   struct Tile : TileCoords {
-    std::string hkv, lo, ilo, ihi, nblk;
+    std::string lo, ilo, ihi, nblk;
   };
-  Tile decode(const TileCoords &c, const std::string &grp) {
+  Tile schedule(const TileCoords &c) {
     Tile t;
     static_cast<TileCoords &>(t) = c;
-    if (!grp.empty()) {
-      comment("GQA: kv head = q head / (Hq / Hkv)");
-      t.hkv = bin("divui", t.head, grp, "i32", "hkv");
-    }
     comment("the schedule of this m-block (attn.kv_range)");
     std::string rng = fresh("range");
     e(rng + ":4 = func.call @" + cfg.kvRangeFn + "(" + t.m0 +
@@ -362,15 +357,14 @@ private:
   }
 
   /// The published tile (persistent consumers): words {tile, m0, head,
-  /// batch} of tile k's slot.
-  TileCoords readCoords(const std::string &k) {
+  /// batch} of the slot at `slot`.
+  TileCoords readCoords(const std::string &slot) {
     // Scalar loads: ptxas keeps their values (and the ring-slot arithmetic
     // derived from them) in uniform registers; from a vector load it did
     // not, and every wgmma waited for an R2UR of its descriptor.
-    std::string a = qSlot(k).slot;
-    return TileCoords{loadWord(bin("addi", a, i32(4))),
-                      loadWord(bin("addi", a, i32(8))),
-                      loadWord(bin("addi", a, i32(12)))};
+    return TileCoords{loadWord(bin("addi", slot, i32(4))),
+                      loadWord(bin("addi", slot, i32(8))),
+                      loadWord(bin("addi", slot, i32(12)))};
   }
 
   /// Balances the turns of a tile: consumer 1 opens consumer 0's first
@@ -850,7 +844,8 @@ std::string Emitter::body() {
   std::string ncta = op("nvvm.read.ptx.sreg.nctaid.x : i32", "ncta");
   // The tile grid, computed in each role: a value computed before the
   // role split would live across the producer's setmaxnreg (24 registers)
-  // and ptxas would spill it there.
+  // and ptxas would spill it there. (The opaque copy of Sq keeps LLVM from
+  // merging the two roles' copies back above the split.)
   std::string numM, tiles;
   auto tileGrid = [&] {
     std::string sq = op("llvm.inline_asm asm_dialect = att \"mov.b32 $0, $1;\", "
@@ -918,7 +913,10 @@ std::string Emitter::body() {
     // Decoded after the wait: the producer thread has 24 registers, too few
     // to hold the decoded tile across it. The consumers are in the last
     // tile's tail and epilogue meanwhile.
-    Tile tl = decode(coords(pTile, numM), grp);
+    TileCoords pc = coords(pTile, numM);
+    comment("GQA: kv head = q head / (Hq / Hkv)");
+    std::string hkv = bin("divui", pc.head, grp, "i32", "hkv");
+    Tile tl = schedule(pc);
     if (cfg.persistent)
       storeWords4(q.slot, {pTile, tl.m0, tl.head, tl.bidx});
     comment("Q tile: boxes of [block_m rows][64 cols], coords (d, head, row, batch)");
@@ -965,7 +963,7 @@ std::string Emitter::body() {
           std::string dst = op("llvm.addrspacecast " + smemPtr(smem, o) +
                                " : !llvm.ptr<3> to !llvm.ptr<7>");
           e("nvvm.cp.async.bulk.tensor.shared.cluster.global " + dst + ", " +
-            ld.tm + ", " + ld.full + ", box[" + i32(c * kChunk) + ", " + tl.hkv +
+            ld.tm + ", " + ld.full + ", box[" + i32(c * kChunk) + ", " + hkv +
             ", " + kvrow + ", " + tl.bidx + "] : !llvm.ptr<7>, !llvm.ptr");
         }
       }
@@ -1071,10 +1069,11 @@ std::string Emitter::body() {
   if (cfg.persistent)
     pingpongEdge(cw, /*opening=*/true);
   auto [cTile, cK, cG] = openTileLoop(/*producer=*/false, cta, tiles);
+  QSlot cq = qSlot(cK); // this tile's Q buffer, barriers and published slot
   {
     comment(cfg.persistent ? "this tile as the producer decoded it"
                            : "this CTA's tile");
-    Tile tl = decode(cfg.persistent ? readCoords(cK) : coords(cTile, numM), "");
+    Tile tl = schedule(cfg.persistent ? readCoords(cq.slot) : coords(cTile, numM));
     m0 = tl.m0, head = tl.head, bidx = tl.bidx, lo = tl.lo, ilo = tl.ilo,
     ihi = tl.ihi, nblk = tl.nblk;
     std::string qrow0 = bin("addi", m0, r, "i32", "qrow");
@@ -1082,7 +1081,6 @@ std::string Emitter::body() {
   }
   if (!cfg.persistent)
     pingpongEdge(cw, /*opening=*/true);
-  QSlot cq = qSlot(cK);
   if (!cfg.persistent) {
     comment("wait for this tile's Q");
     mbarWait(cq.full, cq.ph);
@@ -1107,12 +1105,11 @@ std::string Emitter::body() {
   // results of this scf.if too.
   const bool coordsThroughIf = cfg.persistent && !qFreedAfterStore();
   std::string rtIf = rt + (coordsThroughIf ? ", i32, i32, i32" : "");
-  const std::string tileK = cK; // (a structured binding: not capturable in C++17)
   auto releaseQ = [&](std::string &coordsOut) {
     if (qFreedAfterStore())
       return;
     if (coordsThroughIf) {
-      TileCoords c = readCoords(tileK);
+      TileCoords c = readCoords(cq.slot);
       coordsOut = ", " + c.m0 + ", " + c.head + ", " + c.bidx;
     }
     e("nvvm.mbarrier.arrive " + cq.empty + " : !llvm.ptr<3>");
@@ -1238,7 +1235,7 @@ std::string Emitter::body() {
     // store, here.
     TileCoords c = coordsThroughIf
                        ? TileCoords{res + "#5", res + "#6", res + "#7"}
-                       : readCoords(cK);
+                       : readCoords(cq.slot);
     m0 = c.m0, head = c.head, bidx = c.bidx;
     std::string qrow0 = bin("addi", m0, r, "i32", "qrow");
     qrows = {qrow0, bin("addi", qrow0, i32(8), "i32", "qrow")};
