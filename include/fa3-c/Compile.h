@@ -21,7 +21,7 @@ extern "C" {
 
 /* Compilation options; start from fa3HopperOptionsDefault(). */
 typedef struct Fa3HopperOptions {
-  int64_t blockN;       /* 0: per head dim (128 up to 128, 80 above) */
+  int64_t blockN;       /* 0: per head dim (128 up to 128, 64 above) */
   int64_t stages;       /* depth of the K/V ring; 0: per head dim (4 for
                            64, else 2) */
   bool pingpong;        /* consumer warpgroups take turns (true) */
@@ -36,6 +36,13 @@ typedef struct Fa3HopperOptions {
   bool emitCubin;       /* false: PTX and facts only (no ptxas needed) */
   int64_t qBuffers;     /* Q tiles in shared memory; 0: 2 for persistent
                            CTAs where they fit (head dim 64, 128), else 1 */
+  int lazyRescale;      /* O *= alpha only in warps where a row raised its
+                           running max: 1 on, -1 off (after every kv
+                           block), 0 auto (on where measured faster: head
+                           dim 128 and 256) */
+  double rescaleThreshold; /* with lazy rescaling, a row's max is raised
+                           only when a kv block exceeds it by more than
+                           this (log2 units, 0 to 15; 8); 0: exact max */
 } Fa3HopperOptions;
 
 MLIR_CAPI_EXPORTED Fa3HopperOptions fa3HopperOptionsDefault(void);

@@ -47,6 +47,8 @@ Fa3HopperOptions fa3HopperOptionsDefault(void) {
   o.toolkit = NULL;
   o.emitCubin = true;
   o.qBuffers = 0;
+  o.lazyRescale = 0;
+  o.rescaleThreshold = 8.0;
   return o;
 }
 
@@ -104,6 +106,8 @@ Fa3KernelSet *fa3CompileHopperModule(MlirModule cmod,
   c.persistent = o.persistent > 0 ? "on" : o.persistent < 0 ? "off" : "auto";
   c.tmaStore = o.tmaStore;
   c.qBuffers = o.qBuffers;
+  c.lazyRescale = o.lazyRescale > 0 ? "on" : o.lazyRescale < 0 ? "off" : "auto";
+  c.rescaleThreshold = o.rescaleThreshold;
   c.format = "none";
   if (o.chip)
     c.chip = o.chip;

@@ -14,6 +14,7 @@
 #include "mlir/Pass/PassOptions.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -59,7 +60,7 @@ struct HopperPipelineOptions
     : public PassPipelineOptions<HopperPipelineOptions> {
   Option<int64_t> blockN{*this, "block-n",
                          llvm::cl::desc("Rows of K/V per tile (0: per head dim: "
-                                        "128 up to head dim 128, 80 above)"),
+                                        "128 up to head dim 128, 64 above)"),
                          llvm::cl::init(0)};
   Option<int64_t> stages{*this, "stages",
                          llvm::cl::desc("Depth of the K/V shared-memory ring "
@@ -83,6 +84,18 @@ struct HopperPipelineOptions
       llvm::cl::desc("Q tiles in shared memory (0: 2 for persistent CTAs "
                      "where they fit, else 1)"),
       llvm::cl::init(0)};
+  Option<std::string> lazyRescale{
+      *this, "lazy-rescale",
+      llvm::cl::desc("O *= alpha only in warps where a row raised its max: "
+                     "auto (head dim 128 and 256, where measured faster), "
+                     "on, off"),
+      llvm::cl::init("auto")};
+  Option<double> rescaleThreshold{
+      *this, "rescale-threshold",
+      llvm::cl::desc("With lazy rescaling, raise a row's max only when a "
+                     "block exceeds it by more than this (log2 units, 0 to "
+                     "15; 0: exact max)"),
+      llvm::cl::init(8.0)};
   Option<std::string> format{
       *this, "format",
       llvm::cl::desc("What gpu-module-to-binary embeds: isa (PTX text), bin "
@@ -113,6 +126,13 @@ std::string defaultToolkit() {
   return "";
 }
 
+/// A pass-option value that parses back to the same double.
+std::string formatDouble(double v) {
+  std::string s;
+  llvm::raw_string_ostream(s) << llvm::format("%.17g", v);
+  return s;
+}
+
 // Lowering of the generated gpu.module to the NVVM/LLVM dialects.
 constexpr const char *kDeviceToLLVM =
     "gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm{index-bitwidth=32},"
@@ -130,6 +150,8 @@ void fa3::attn::addHopperPipeline(OpPassManager &pm,
                   " persistent=" + c.persistent +
                   " tma-store=" + (c.tmaStore ? "true" : "false") +
                   " q-buffers=" + std::to_string(c.qBuffers) +
+                  " lazy-rescale=" + c.lazyRescale +
+                  " rescale-threshold=" + formatDouble(c.rescaleThreshold) +
                   "},nvvm-attach-target{chip=" + c.chip +
                   " features=" + c.features + " O=3}," + kDeviceToLLVM;
   addPipeline(pm, p);
@@ -169,6 +191,8 @@ void fa3::attn::registerAttnPipelines() {
         c.persistent = o.persistent;
         c.tmaStore = o.tmaStore;
         c.qBuffers = o.qBuffers;
+        c.lazyRescale = o.lazyRescale;
+        c.rescaleThreshold = o.rescaleThreshold;
         c.format = o.format;
         c.chip = o.chip;
         c.features = o.features;

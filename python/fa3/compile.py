@@ -32,7 +32,8 @@ class _Options(ctypes.Structure):
                 ("tmaStore", ctypes.c_bool),
                 ("chip", ctypes.c_char_p), ("features", ctypes.c_char_p),
                 ("toolkit", ctypes.c_char_p), ("emitCubin", ctypes.c_bool),
-                ("qBuffers", ctypes.c_int64)]
+                ("qBuffers", ctypes.c_int64), ("lazyRescale", ctypes.c_int),
+                ("rescaleThreshold", ctypes.c_double)]
 
 
 class _Binary(ctypes.Structure):
@@ -67,7 +68,7 @@ class KernelFiles:
     facts: Path
 
 
-_PERSISTENT = {"auto": 0, "on": 1, "off": -1}
+_AUTO_ON_OFF = {"auto": 0, "on": 1, "off": -1}
 
 
 def find_ptxas(toolkit: Optional[str] = None) -> Optional[str]:
@@ -84,19 +85,24 @@ def compile_kernel(out_dir, head_dim: int = 128, dtype: str = "bf16",
                    softcap: float = 0.0, scale: Optional[float] = None,
                    name: Optional[str] = None, block_n: int = 0, stages: int = 0,
                    pingpong: bool = True, persistent: str = "auto",
-                   tma_store: bool = True, q_buffers: int = 0) -> List[KernelFiles]:
+                   tma_store: bool = True, q_buffers: int = 0,
+                   lazy_rescale: str = "auto",
+                   rescale_threshold: float = 8.0) -> List[KernelFiles]:
     """Compiles one variant and writes <kernel>.ptx/.cubin/.facts to out_dir.
     Raises Fa3Error with the compiler's diagnostics when the variant is not
     supported."""
-    if persistent not in _PERSISTENT:
+    if persistent not in _AUTO_ON_OFF:
         raise ValueError("persistent must be auto, on or off, got %r" % (persistent,))
+    if lazy_rescale not in _AUTO_ON_OFF:
+        raise ValueError("lazy_rescale must be auto, on or off, got %r" % (lazy_rescale,))
     lib = _declare(_capi.lib())
     # name None: the C API derives it from the variant, as fa3-compile does
     spec = _Spec(name.encode() if name else None, dtype.encode(), head_dim, causal, window[0],
                  window[1], softcap, scale is not None,
                  0.0 if scale is None else scale)
-    opts = _Options(block_n, stages, pingpong, _PERSISTENT[persistent], tma_store,
-                    b"sm_90a", b"+ptx80", None, True, q_buffers)
+    opts = _Options(block_n, stages, pingpong, _AUTO_ON_OFF[persistent], tma_store,
+                    b"sm_90a", b"+ptx80", None, True, q_buffers,
+                    _AUTO_ON_OFF[lazy_rescale], rescale_threshold)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     with Context() as ctx:

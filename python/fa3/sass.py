@@ -1,23 +1,33 @@
 """How a compiled kernel issues its wgmmas, read from `cuobjdump -sass`.
 
-A developer check, not needed to run kernels. The steady-state loop issues
-S = Q K^T (SS form) and O += P V (RS form, `.tnspB`) back to back; between
-two HGMMAs there should be only the few uniform-register moves of the next
-descriptor. When ptxas cannot prove the descriptor math warp-uniform, it
-computes it per thread and moves it with R2UR before every HGMMA, and the
-tensor cores wait: that cost 1-5 % once (bench/results/
-2026-11-30T040720-compare.md) with correct results and no other symptom.
+A developer check, not needed to run kernels. Two properties of the
+steady-state loop, both lost silently (correct results, a few per cent
+slower) when ptxas schedules differently:
+
+- It issues S = Q K^T (SS form) and O += P V (RS form, `.tnspB`) back to
+  back; between two HGMMAs there should be only the few uniform-register
+  moves of the next descriptor. When ptxas cannot prove the descriptor math
+  warp-uniform, it computes it per thread and moves it with R2UR before
+  every HGMMA: that cost 1-5 % once (bench/results/
+  2026-11-30T040720-compare.md).
+- With lazy rescaling (`lazy_rescale 1` in the kernel's facts) the
+  softmax's exponentials run while the P V wgmmas do: they sit between the
+  loop's wait for S (`WARPGROUP.DEPBAR.LE gsb0, 0x1`) and its wait for
+  P V (`... 0x0`). ptxas hoists that second wait above independent
+  arithmetic unless a branch stops it (bench/NOTES.md).
 
     python3 -m fa3.sass [--cuobjdump PATH] KERNEL.cubin ...
 
-prints one line per cubin, `OK` or `FAIL`, with the loop's HGMMA count and
-the number of SASS instructions they span; exit status 1 if any fails.
+prints one line per cubin, `OK` or `FAIL`, with the loop's HGMMA count, the
+number of SASS instructions they span and, where the facts ask for it, the
+exponentials issued before the P V wait; exit status 1 if any fails.
 """
 
 import argparse
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 # Instructions spanned per HGMMA in the loop's batch: 2.2-3.5 when the
 # descriptors stay in uniform registers (head dim 64/128/256), 6-7 with an
@@ -63,16 +73,52 @@ def loop_batch(insts):
     return len(best), best[-1] - best[0] + 1
 
 
+def exps_beside_pv(insts):
+    """MUFU.EX2 instructions between the loop's wait for S and its wait for
+    P V (the first `DEPBAR.LE gsb0, 0x1` after the loop batch and the next
+    `0x0`); None if the loop has no such pair."""
+    run = None
+    for r in wgmma_batches(insts):
+        if {"tnspB" in insts[i] for i in r} == {True, False} and (
+                run is None or len(r) > len(run)):
+            run = r
+    if run is None:
+        return None
+    waits = [i for i in range(run[-1], len(insts))
+             if insts[i].startswith("WARPGROUP.DEPBAR.LE gsb0")]
+    if len(waits) < 2 or not insts[waits[0]].endswith("0x1") \
+            or not insts[waits[1]].endswith("0x0"):
+        return None
+    return sum(insts[i].startswith("MUFU.EX2") for i in range(waits[0], waits[1]))
+
+
+def read_facts(cubin):
+    """The `key value` facts beside a cubin (<kernel>.facts); {} if none."""
+    f = Path(cubin).with_suffix(".facts")
+    if not f.exists():
+        return {}
+    return dict(line.split(" ", 1) for line in f.read_text().splitlines() if " " in line)
+
+
 def check_cubin(path, cuobjdump):
     p = subprocess.run([cuobjdump, "-sass", path], capture_output=True, text=True)
     if p.returncode:
         return False, f"cuobjdump failed: {p.stderr.strip()[:200]}"
-    lb = loop_batch(instructions(p.stdout))
+    insts = instructions(p.stdout)
+    lb = loop_batch(insts)
     if lb is None:
         return False, "no HGMMA batch with both the SS and the RS form"
     n, span = lb
     ok = span <= MAX_SPAN_PER_HGMMA * n
-    return ok, f"{n} HGMMA over {span} instructions (limit {MAX_SPAN_PER_HGMMA * n:.0f})"
+    why = f"{n} HGMMA over {span} instructions (limit {MAX_SPAN_PER_HGMMA * n:.0f})"
+    facts = read_facts(path)
+    if facts.get("lazy_rescale") == "1":
+        # each thread exponentiates block_n / 2 scores per kv block
+        need = int(facts["block_n"]) // 2
+        got = exps_beside_pv(insts) or 0
+        ok = ok and got >= need
+        why += f"; {got} exp2 beside P V (need {need})"
+    return ok, why
 
 
 def main(argv=None):

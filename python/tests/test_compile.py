@@ -53,6 +53,20 @@ def test_unsupported_variant_reports_why(tmp_path):
 def test_bad_option_is_refused(tmp_path):
     with pytest.raises(ValueError):
         compile_kernel(tmp_path, persistent="sometimes")
+    with pytest.raises(ValueError):
+        compile_kernel(tmp_path, lazy_rescale="sometimes")
+    with pytest.raises(Fa3Error) as e:
+        compile_kernel(tmp_path, rescale_threshold=16.0)
+    assert "rescale-threshold 16 (0 to 15" in str(e.value)
+
+
+def test_lazy_rescale_reaches_the_kernel(tmp_path):
+    facts = lambda f: dict(l.split(" ", 1) for l in f.facts.read_text().splitlines())
+    ptx = lambda f: f.ptx.read_text()
+    auto = compile_kernel(tmp_path / "a", head_dim=128)[0]
+    off = compile_kernel(tmp_path / "b", head_dim=128, lazy_rescale="off")[0]
+    assert facts(auto)["lazy_rescale"] == "1" and "vote.sync.any" in ptx(auto)
+    assert facts(off)["lazy_rescale"] == "0" and "vote.sync.any" not in ptx(off)
 
 
 def test_q_buffers_default_and_override(tmp_path):

@@ -46,3 +46,26 @@ def test_descriptor_math_before_every_hgmma_fails():
 
 def test_no_rs_form_is_no_loop_batch():
     assert sass.loop_batch(sass.instructions(fake_sass([SS] * 8))) is None
+
+
+WAIT_S = "WARPGROUP.DEPBAR.LE gsb0, 0x1"
+WAIT_PV = "WARPGROUP.DEPBAR.LE gsb0, 0x0"
+EXP = "MUFU.EX2 R24, R24"
+
+
+def test_exps_between_the_waits_count_as_beside_pv():
+    body = loop(per_hgmma_filler=2) + [WAIT_S] + [EXP] * 64 + [WAIT_PV, "FMUL R88, R88, R2"]
+    assert sass.exps_beside_pv(sass.instructions(fake_sass(body))) == 64
+
+
+def test_hoisted_pv_wait_leaves_no_exps_beside_pv():
+    # what ptxas does without the rescale branch: the P V wait right after
+    # the S wait, the softmax after both
+    body = loop(per_hgmma_filler=2) + [WAIT_S, "FMNMX R2, R24, R25, !PT", WAIT_PV] + [EXP] * 64
+    assert sass.exps_beside_pv(sass.instructions(fake_sass(body))) == 0
+
+
+def test_facts_beside_the_cubin(tmp_path):
+    (tmp_path / "k.facts").write_text("fa3-kernel-facts 1\nblock_n 128\nlazy_rescale 1\n")
+    assert sass.read_facts(tmp_path / "k.cubin")["lazy_rescale"] == "1"
+    assert sass.read_facts(tmp_path / "missing.cubin") == {}

@@ -293,11 +293,17 @@ def sass_check(kf):
     hg = sum("HGMMA" in l for l in lines)
     local = sum(("LDL" in l or "STL" in l) for l in lines)
     # the steady-state wgmma batch must be issued back to back (fa3.sass)
-    batch = fa3sass.loop_batch(fa3sass.instructions(p.stdout))
+    insts = fa3sass.instructions(p.stdout)
+    batch = fa3sass.loop_batch(insts)
     tight = batch is not None and batch[1] <= fa3sass.MAX_SPAN_PER_HGMMA * batch[0]
+    # lazy rescaling: the softmax's exponentials run beside the P V wgmmas
+    exps = fa3sass.exps_beside_pv(insts)
+    lazy = fa3sass.read_facts(kf.cubin_path).get("lazy_rescale") == "1"
+    beside = not lazy or (exps or 0) >= kf.block_n // 2
     return dict(hgmma=hg, local_mem_insts=local,
                 loop_batch=None if batch is None else f"{batch[0]} in {batch[1]}",
-                ok=hg > 0 and local == 0 and tight)
+                exp2_beside_pv=exps if lazy else None,
+                ok=hg > 0 and local == 0 and tight and beside)
 
 
 def write_report(out, meta, results, sass):
@@ -309,11 +315,12 @@ def write_report(out, meta, results, sass):
              f"Command: `{meta['command']}`", "",
              f"Bounds: rel. error of o < {O_REL_TOL}, max abs. error of lse < {LSE_ABS_TOL}; "
              "rows with no visible key: o = 0, lse = -inf.", "",
-             "| kernel | HGMMA in SASS | LDL/STL | loop wgmma batch (HGMMA in instructions) |",
-             "|---|---|---|---|"]
+             "| kernel | HGMMA in SASS | LDL/STL | loop wgmma batch (HGMMA in instructions) "
+             "| exp2 beside P V (lazy rescaling) |",
+             "|---|---|---|---|---|"]
     for k, s in sass.items():
         lines.append(f"| {k} | {s.get('hgmma')} | {s.get('local_mem_insts', '-')} | "
-                     f"{s.get('loop_batch', '-')} |")
+                     f"{s.get('loop_batch', '-')} | {s.get('exp2_beside_pv') or '-'} |")
     lines += ["", "| kernel | case | layout | B | Sq | Skv | Hq | Hkv | rel err o | max err lse "
               "| empty rows | ok |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
 

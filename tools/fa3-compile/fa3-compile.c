@@ -38,7 +38,7 @@ static const char *kUsage =
     "  --name NAME          kernel base name (default: derived from the variant)\n"
     "\n"
     "Compilation options:\n"
-    "  --block-n N          K/V rows per tile (default: 128, or 80 for head dim 256)\n"
+    "  --block-n N          K/V rows per tile (default: 128, or 64 for head dim 256)\n"
     "  --stages N           depth of the K/V shared-memory ring (default: 4 for\n"
     "                       head dim 64, else 2)\n"
     "  --no-pingpong        consumer warpgroups do not take turns\n"
@@ -52,6 +52,13 @@ static const char *kUsage =
     "  --q-buffers N        Q tiles in shared memory: 2 lets a persistent CTA\n"
     "                       load the next tile's Q during the current one\n"
     "                       (default: 2 where it fits, head dim 64 and 128)\n"
+    "  --lazy-rescale       O *= alpha only in warps where a row raised its\n"
+    "                       running max (default: where measured faster,\n"
+    "                       head dim 128 and 256)\n"
+    "  --no-lazy-rescale    rescale O after every kv block\n"
+    "  --rescale-threshold X  with lazy rescaling, raise a row's max only when\n"
+    "                       a kv block exceeds it by more than X (log2 units,\n"
+    "                       0 to 15, default 8; 0 keeps the exact max)\n"
     "  --ptx-only           write PTX and facts, no cubin (also the fallback,\n"
     "                       with a warning, when ptxas cannot be found)\n"
     "  -o DIR               output directory (created if missing)\n"
@@ -206,6 +213,16 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "--q-buffers")) {
       NEED_VALUE();
       opts.qBuffers = atoll(v);
+    } else if (!strcmp(a, "--lazy-rescale")) {
+      opts.lazyRescale = 1;
+    } else if (!strcmp(a, "--no-lazy-rescale")) {
+      opts.lazyRescale = -1;
+    } else if (!strcmp(a, "--rescale-threshold")) {
+      NEED_VALUE();
+      char *end;
+      opts.rescaleThreshold = strtod(v, &end);
+      if (end == v || *end)
+        return fail("--rescale-threshold takes a number", v);
     } else if (!strcmp(a, "--stages")) {
       NEED_VALUE();
       opts.stages = atoll(v);

@@ -48,6 +48,17 @@ def ConvertAttnToHopper : Pass<"convert-attn-to-hopper", "::mlir::ModuleOp"> {
            "Q tiles in shared memory: 2 lets a persistent CTA load the next "
            "tile's Q during the current one; 0: 2 where it fits beside the O "
            "staging buffer (persistent, head dim 64 and 128), else 1">,
+    Option<"lazyRescale", "lazy-rescale", "std::string", /*default=*/"\"auto\"",
+           "O *= alpha only in warps where a row raised its running max, "
+           "behind a branch that also keeps ptxas from hoisting the P V wait "
+           "above the softmax: on, off (rescale after every kv block), or "
+           "auto (on where it measured faster on the H200: head dim 128 and "
+           "256)">,
+    Option<"rescaleThreshold", "rescale-threshold", "double",
+           /*default=*/"8.0",
+           "With lazy rescaling, a row's running max is raised only when a "
+           "kv block's scores exceed it by more than this (log2 units, 0 to "
+           "15), so P stays below 2^threshold; 0 keeps the exact max">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::NVVM::NVVMDialect",

@@ -130,7 +130,8 @@ bool hasUnitInnerStride(Value memref) {
 LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
                       int64_t stages, bool pingpong,
                       llvm::StringRef persistent, bool tmaStore,
-                      int64_t qBuffers, unsigned index) {
+                      int64_t qBuffers, llvm::StringRef lazyRescale,
+                      double rescaleThreshold, unsigned index) {
   TileUpdateOp u = t.update;
   Value q = u.getQuery(), v = u.getValue(), o = t.finalize.getOut();
   auto qt = cast<MemRefType>(q.getType());
@@ -187,6 +188,13 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
     if (!hopper::checkSupported(cfg).empty())
       cfg.qBuffers = 1;
   }
+  // Measured on the H200 (bench/results/2026-11-30T051908-compare.md):
+  // the rescale branch is +1-8 % at head dim 128 and 256 (its wait keeps
+  // the softmax beside the P V wgmmas), but -2-5 % at head dim 64, where
+  // the softmax's MUFU work, not the GEMMs, sets the pace.
+  cfg.lazyRescale = lazyRescale == "on" ||
+                    (lazyRescale == "auto" && cfg.headDim > 64);
+  cfg.rescaleThreshold = rescaleThreshold;
   cfg.kvRangeFn = cfg.name + "_kv_range";
   cfg.visibleColsFn = cfg.name + "_visible_cols";
   cfg.leftBounded = u.getWindow()[0] >= 0;
@@ -228,6 +236,7 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
       b.getNamedAttr("block_n", b.getI64IntegerAttr(cfg.blockN)),
       b.getNamedAttr("stages", b.getI64IntegerAttr(cfg.stages)),
       b.getNamedAttr("pingpong", b.getBoolAttr(cfg.pingpong)),
+      b.getNamedAttr("lazy_rescale", b.getBoolAttr(cfg.lazyRescale)),
       b.getNamedAttr("o_store", b.getStringAttr(cfg.tmaStore ? "tma" : "direct")),
       // 1-D grid over (m-block, head, batch) tiles: one per CTA ("tiles"),
       // or any grid size, the kernel striding by gridDim.x ("persistent").
@@ -257,12 +266,14 @@ struct ConvertAttnToHopperPass
   using ConvertAttnToHopperBase::ConvertAttnToHopperBase;
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (persistent != "auto" && persistent != "on" && persistent != "off") {
-      module.emitError("convert-attn-to-hopper: persistent must be auto, on "
-                       "or off, got '")
-          << persistent << "'";
-      return signalPassFailure();
-    }
+    for (auto [name, value] : {std::pair<const char *, std::string>{
+                                   "persistent", persistent},
+                               {"lazy-rescale", lazyRescale}})
+      if (value != "auto" && value != "on" && value != "off") {
+        module.emitError("convert-attn-to-hopper: ")
+            << name << " must be auto, on or off, got '" << value << "'";
+        return signalPassFailure();
+      }
     SmallVector<func::FuncOp> done;
     bool bad = false;
     module.walk([&](FlashAttentionOp op) {
@@ -299,7 +310,8 @@ struct ConvertAttnToHopperPass
       }
       for (auto [i, t] : llvm::enumerate(found))
         if (failed(convert(module, func, t, stages, pingpong, persistent,
-                          tmaStore, qBuffers, i)))
+                          tmaStore, qBuffers, lazyRescale, rescaleThreshold,
+                          i)))
           return signalPassFailure();
       done.push_back(func);
     }

@@ -192,6 +192,26 @@ private:
   // Named barrier 1 + c belongs to consumer c; 256 threads take part (128
   // syncing, 128 arriving).
   std::string myBar, otherBar;
+  /// Named barrier 5 + c: consumer c's vote on lazy rescaling.
+  std::string voteBar;
+  /// OR of `pred` over the 128 threads of this consumer warpgroup
+  /// (bar.red.or): the wgmma wait in the rescale branch is .aligned, so
+  /// every warp of the warpgroup must take the same arm. The result passes
+  /// through vote.any, which ptxas knows to be warp-uniform: a branch on the
+  /// barrier's result alone counts as divergent, and the wgmma descriptor
+  /// math after it then leaves the uniform datapath (R2UR before each wgmma).
+  std::string warpgroupAny(const std::string &pred) {
+    std::string in = op("arith.extui " + pred + " : i1 to i32", "v");
+    std::string out = op(
+        "llvm.inline_asm has_side_effects asm_dialect = att \"{\\0A.reg .pred "
+        "p, q;\\0Asetp.ne.b32 q, $1, 0;\\0Abar.red.or.pred p, $2, 128, q;\\0A"
+        "selp.b32 $0, 1, 0, p;\\0A}\", \"=r,r,r\" " + in + ", " + voteBar +
+            " : (i32, i32) -> i32",
+        "any");
+    return op("nvvm.vote.sync any " + i32(-1) + ", " + cmpi("ne", out, i32(0)) +
+                  " -> i1",
+              "p");
+  }
   void turnBegin() {
     if (cfg.pingpong)
       e("nvvm.barrier id = " + myBar + " number_of_threads = " + i32(256));
@@ -408,12 +428,14 @@ private:
   Strs softcapScores(const Strs &s, const std::string &pre);
   struct Softmax {
     Strs m, alpha, p, rowsum;
+    std::string raised; // i1: one of this thread's rows raised its max
   };
   Softmax softmax(const Strs &s, const Strs *mold, const std::string &sl2);
   std::vector<Strs> pack(const Strs &p);
   /// Persistent CTAs reload Q into the buffer the O store reads: the
   /// consumers free Q only once that store has read it.
   bool qFreedAfterStore() const { return cfg.persistent && lay.oInQ; }
+  bool lazyRescale() const { return cfg.lazyRescale; }
   struct EpilogueCtx {
     std::string smem, qEmpty, cw, ltid, warp, lane, m0, head, bidx;
   };
@@ -473,6 +495,9 @@ std::string fa3::hopper::checkSupported(const KernelConfig &cfg) {
   else if (cfg.qBuffers == 2 && (!cfg.persistent || computeSmemLayout(cfg).oInQ))
     os << "two Q buffers (they need a persistent kernel whose O staging "
           "buffer fits beside them)";
+  else if (!(cfg.rescaleThreshold >= 0.0 && cfg.rescaleThreshold <= 15.0))
+    os << "rescale-threshold " << llvm::format("%g", cfg.rescaleThreshold)
+       << " (0 to 15: P = exp2(s - m) <= 2^threshold must fit f16)";
   else if (computeSmemLayout(cfg).total > kMaxDynamicSmem)
     os << "tiles " << cfg.blockM << "x" << cfg.blockN << " with head dim "
        << cfg.headDim << " need " << computeSmemLayout(cfg).total
@@ -657,7 +682,7 @@ Emitter::Softmax Emitter::softmax(const Strs &s, const Strs *mold,
                                   const std::string &sl2) {
   Softmax r;
   std::string zero = f32(0.0), ninf = f32lit(kNegInf);
-  Strs muse;
+  Strs muse, raises;
   for (int i = 0; i < 2; ++i) {
     Strs vals;
     for (int64_t idx = 0; idx < nacc; ++idx)
@@ -675,14 +700,33 @@ Emitter::Softmax Emitter::softmax(const Strs &s, const Strs *mold,
     mx = maxf(mx, shflXor(mx, 1));
     mx = maxf(mx, shflXor(mx, 2));
     std::string mxs = bin("mulf", mx, sl2, "f32");
-    std::string mn = mold ? maxf((*mold)[i], mxs) : mxs;
+    std::string mn = mxs, raise;
+    if (mold && lazyRescale()) {
+      // The reference max only has to bound the scores closely enough
+      // that exp2(s - m) <= 2^threshold stays finite in P and the sums;
+      // O and l share it, so the result is the same.
+      raise = cmpf("ogt", mxs,
+                   bin("addf", (*mold)[i], f32(cfg.rescaleThreshold), "f32"));
+      mn = select(raise, mxs, (*mold)[i], "f32");
+    } else if (mold) {
+      mn = maxf((*mold)[i], mxs);
+    }
     // A row with no visible key so far keeps m = -inf: exponentiate
     // against 0 then, so that exp2(-inf - -inf) never makes a NaN.
     std::string mu = select(cmpf("oeq", mn, ninf), zero, mn, "f32");
-    r.alpha.push_back(mold ? ex2(bin("subf", (*mold)[i], mu, "f32")) : "");
+    std::string alpha;
+    if (mold) {
+      alpha = ex2(bin("subf", (*mold)[i], mu, "f32"));
+      if (!raise.empty())
+        alpha = select(raise, alpha, f32(1.0), "f32");
+    }
+    r.alpha.push_back(alpha);
     r.m.push_back(mn);
     muse.push_back(mu);
+    raises.push_back(raise);
   }
+  if (mold && lazyRescale())
+    r.raised = op("arith.ori " + raises[0] + ", " + raises[1] + " : i1", "p");
   Strs negm = {op("arith.negf " + muse[0] + " : f32"),
                op("arith.negf " + muse[1] + " : f32")};
   for (int64_t idx = 0; idx < nacc; ++idx)
@@ -1060,6 +1104,8 @@ std::string Emitter::body() {
     myBar = bin("addi", cw, i32(1), "i32", "mybar");
     otherBar = bin("subi", i32(2), cw, "i32", "otherbar");
   }
+  if (lazyRescale())
+    voteBar = bin("addi", cw, i32(5), "i32", "votebar");
   tileGrid();
   // Persistent CTAs pass the ping-pong turn on across tiles: each consumer
   // takes as many turns per tile, so consumer 1's last turn of a tile opens
@@ -1167,19 +1213,49 @@ std::string Emitter::body() {
     e("nvvm.mbarrier.arrive " + cur.kempty + " : !llvm.ptr<3>");
     Strs mold = {"%m0", "%m1"};
     Softmax sm = softmax(scoresOf(s, blockOf("%t")), &mold, sl2);
+    // Packed before the wait, beside the exponentials (the MUFU pipe is the
+    // softmax's bottleneck: the conversions issue in its shadow).
     std::vector<Strs> a = pack(sm.p);
-    e("nvvm.wgmma.wait.group.sync.aligned 0");
-    o = fenceStruct(o, naccO, accOT);
-    e("nvvm.mbarrier.arrive " + prv.vempty + " : !llvm.ptr<3>");
-    comment("O *= alpha (after the P V wgmmas retired)");
-    std::string oacc = op("llvm.mlir.undef : " + accOT, "oacc");
-    for (int64_t idx = 0; idx < naccO; ++idx) {
-      std::string v = extract(o, idx, accOT, "o");
-      v = bin("mulf", v, sm.alpha[(idx % 4) / 2], "f32");
-      oacc = op("llvm.insertvalue " + v + ", " + oacc + "[" +
-                    std::to_string(idx) + "] : " + accOT,
-                "oacc");
+    // Wait for P_{t-1} V_{t-1}, then O *= alpha. ptxas hoists a
+    // wgmma.wait_group above independent arithmetic (it does not model the
+    // stall), which would make the softmax wait for the P V wgmmas; a
+    // branch is a boundary it does not schedule across, so with lazy
+    // rescaling the wait sits in both arms of the rescale branch.
+    auto waitPV = [&] {
+      e("nvvm.wgmma.wait.group.sync.aligned 0");
+      return fenceStruct(o, naccO, accOT);
+    };
+    auto rescaled = [&](const std::string &acc) {
+      std::string r = op("llvm.mlir.undef : " + accOT, "oacc");
+      for (int64_t idx = 0; idx < naccO; ++idx) {
+        std::string v = extract(acc, idx, accOT, "o");
+        v = bin("mulf", v, sm.alpha[(idx % 4) / 2], "f32");
+        r = op("llvm.insertvalue " + v + ", " + r + "[" +
+                   std::to_string(idx) + "] : " + accOT,
+               "oacc");
+      }
+      return r;
+    };
+    std::string oacc;
+    if (lazyRescale()) {
+      comment("O *= alpha only if a row of the warpgroup raised its max: "
+              "after the first blocks, almost never");
+      std::string any = warpgroupAny(sm.raised);
+      oacc = fresh("scaled");
+      e(oacc + " = scf.if " + any + " -> (" + accOT + ") {");
+      ++ind;
+      e("scf.yield " + rescaled(waitPV()) + " : " + accOT);
+      --ind;
+      e("} else {");
+      ++ind;
+      e("scf.yield " + waitPV() + " : " + accOT);
+      --ind;
+      e("}");
+    } else {
+      comment("O *= alpha (after the P V wgmmas retired)");
+      oacc = rescaled(waitPV());
     }
+    e("nvvm.mbarrier.arrive " + prv.vempty + " : !llvm.ptr<3>");
     Strs ln = {fma("%l0", sm.alpha[0], sm.rowsum[0]),
                fma("%l1", sm.alpha[1], sm.rowsum[1])};
     Strs ys;

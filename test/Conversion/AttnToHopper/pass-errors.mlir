@@ -6,6 +6,9 @@
 // RUN: not fa3-opt %s --attn-tile=block-m=128 --convert-attn-to-hopper=persistent=maybe 2>&1 | FileCheck %s --check-prefix=PERSIST
 // RUN: not fa3-opt %s --attn-tile="block-m=128 block-n=64" --convert-attn-to-hopper=stages=-1 2>&1 | FileCheck %s --check-prefix=STAGES
 // RUN: not fa3-opt %s --attn-tile="block-m=128 block-n=80" --convert-attn-to-hopper=stages=3 2>&1 | FileCheck %s --check-prefix=DEEP
+// RUN: not fa3-opt %s --attn-tile=block-m=128 --convert-attn-to-hopper=lazy-rescale=sometimes 2>&1 | FileCheck %s --check-prefix=LAZY
+// RUN: not fa3-opt %s --attn-tile=block-m=128 --convert-attn-to-hopper=rescale-threshold=16 2>&1 | FileCheck %s --check-prefix=TAU
+// RUN: not fa3-opt %s --attn-tile=block-m=128 --convert-attn-to-hopper=rescale-threshold=-1 2>&1 | FileCheck %s --check-prefix=TAU
 
 // BM: unsupported block-m 64 (the Hopper kernel uses 128: two consumer warpgroups)
 // BN: unsupported block-n 200 (must be a multiple of 16 up to 256)
@@ -13,6 +16,8 @@
 // UNTILED: convert-attn-to-hopper needs the tiled form: run attn-tile first
 // PERSIST: convert-attn-to-hopper: persistent must be auto, on or off, got 'maybe'
 // STAGES: unsupported stages -1 (need at least 2)
+// LAZY: convert-attn-to-hopper: lazy-rescale must be auto, on or off, got 'sometimes'
+// TAU: unsupported rescale-threshold {{-?[0-9]+}} (0 to 15: P = exp2(s - m) <= 2^threshold must fit f16)
 // DEEP: unsupported tiles 128x80 with head dim 256 need {{[0-9]+}} bytes of shared memory, more than the 232448 a Hopper CTA has
 func.func @attn(%q: memref<1x2x64x256xbf16>, %o: memref<1x2x64x256xbf16>) {
   attn.flash_attention ins(%q, %q, %q : memref<1x2x64x256xbf16>, memref<1x2x64x256xbf16>, memref<1x2x64x256xbf16>) outs(%o : memref<1x2x64x256xbf16>)

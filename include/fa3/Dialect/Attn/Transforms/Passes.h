@@ -27,6 +27,8 @@ struct HopperPipelineConfig {
   std::string persistent = "auto"; // CTAs loop over tiles: auto | on | off
   bool tmaStore = true;          // O via shared memory + TMA store
   int64_t qBuffers = 0;          // Q tiles in shared memory (0: 2 where it fits)
+  std::string lazyRescale = "auto"; // O *= alpha only where a max was raised
+  double rescaleThreshold = 8.0; // ... by more than this (log2; 0: exact max)
   std::string format = "bin";    // isa | bin | fatbin | none
   std::string chip = "sm_90a";
   std::string features = "+ptx80";
