@@ -6,8 +6,8 @@ Two steps, since the GPU machine has no MLIR:
 
   1. here (CPU):   python3 bench/autotune.py compile --head-dim 128 [--causal]
                        -o gpu-kernels/tune-d128
-     compiles every combination of --block-n, --stages, --pingpong and
-     --q-buffers with build/bin/fa3-compile into one directory per
+     compiles every combination of --block-n, --stages, --pingpong,
+     --q-buffers and --lazy-rescale with build/bin/fa3-compile into one directory per
      candidate, and keeps those that compile, fit in shared memory and
      assemble with no spills (ptxas -v, when ptxas is found);
   2. on the GPU:   python3 bench/autotune.py run gpu-kernels/tune-d128
@@ -37,6 +37,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+# fa3-compile's flags for each --lazy-rescale value
+LAZY_FLAGS = {"auto": [], "on": ["--lazy-rescale"], "off": ["--no-lazy-rescale"]}
+
+
 def parse_list(text, cast=int):
     return [cast(x) for x in text.split(",") if x != ""]
 
@@ -51,16 +55,21 @@ def compile_step(a):
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     base = ["--head-dim", str(a.head_dim), "--dtype", a.dtype] + (["--causal"] if a.causal else [])
+    lazy = parse_list(a.lazy_rescale, str)
+    bad = set(lazy) - set(LAZY_FLAGS)
+    if bad:
+        sys.exit(f"autotune: --lazy-rescale takes auto, on, off; got {','.join(sorted(bad))}")
     space = itertools.product(parse_list(a.block_n), parse_list(a.stages),
-                              parse_list(a.pingpong), parse_list(a.q_buffers))
+                              parse_list(a.pingpong), parse_list(a.q_buffers), lazy)
     kept, rejected = [], []
-    for bn, st, pp, qb in space:
-        label = f"n{bn}_s{st}_pp{pp}_q{qb}"
+    for bn, st, pp, qb, lr in space:
+        label = f"n{bn}_s{st}_pp{pp}_q{qb}" + ("" if lr == "auto" else f"_lr{lr}")
         d = out / label
         if d.exists():
             shutil.rmtree(d)
         cmd = [compiler, *base, "--block-n", str(bn), "--stages", str(st),
-               "--q-buffers", str(qb)] + ([] if pp else ["--no-pingpong"]) + ["-o", str(d)]
+               "--q-buffers", str(qb)] + ([] if pp else ["--no-pingpong"]) + LAZY_FLAGS[lr] \
+            + ["-o", str(d)]
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0:
             why = next((l for l in p.stderr.splitlines() if "error" in l), p.stderr.strip())
@@ -79,7 +88,7 @@ def compile_step(a):
             shutil.rmtree(d, ignore_errors=True)
             continue
         kept.append(dict(label=label, dir=label, block_n=bn, stages=st, pingpong=bool(pp),
-                         q_buffers=qb))
+                         q_buffers=qb, lazy_rescale=lr))
     meta = dict(head_dim=a.head_dim, dtype=a.dtype, causal=a.causal,
                 command="python3 " + " ".join(sys.argv), spills_checked=bool(ptxas))
     (out / "candidates.json").write_text(json.dumps(dict(meta=meta, candidates=kept,
@@ -161,6 +170,7 @@ def main(argv=None):
     c.add_argument("--stages", default="2,3,4")
     c.add_argument("--pingpong", default="1", help="1, 0 or 1,0")
     c.add_argument("--q-buffers", default="0", help="0 (per head dim), 1, 2")
+    c.add_argument("--lazy-rescale", default="auto", help="auto (per head dim), on, off")
     c.add_argument("--fa3-compile", default=None, help="default: build/bin/fa3-compile")
     c.add_argument("-o", "--out", required=True)
     r = sub.add_parser("run", help="time the candidates (GPU machine)")

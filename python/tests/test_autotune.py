@@ -34,3 +34,24 @@ def test_compile_keeps_legal_and_rejects_oversized(tmp_path):
     assert set(rejected) == {"n112_s2_pp1_q0", "n112_s2_pp0_q0"}
     assert all("shared memory" in why for why in rejected.values())
     assert not (out / "n112_s2_pp1_q0").exists()
+
+
+@pytest.mark.skipif(not TOOL.exists(), reason="fa3-compile not built")
+def test_lazy_rescale_is_a_dimension(tmp_path):
+    out = tmp_path / "tune"
+    p = subprocess.run([sys.executable, str(ROOT / "bench" / "autotune.py"), "compile",
+                        "--head-dim", "64", "--block-n", "128", "--stages", "2",
+                        "--lazy-rescale", "auto,on", "-o", str(out)],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    cand = json.loads((out / "candidates.json").read_text())
+    flags = {}
+    for c in cand["candidates"]:
+        text = next((out / c["dir"]).glob("*.facts")).read_text()
+        flags[c["label"]] = "lazy_rescale 1" in text
+    # head dim 64 defaults to off; "on" overrides it
+    assert flags == {"n128_s2_pp1_q0": False, "n128_s2_pp1_q0_lron": True}
+    bad = subprocess.run([sys.executable, str(ROOT / "bench" / "autotune.py"), "compile",
+                          "--head-dim", "64", "--lazy-rescale", "maybe", "-o", str(out)],
+                         capture_output=True, text=True)
+    assert bad.returncode != 0 and "--lazy-rescale takes auto, on, off" in bad.stderr
