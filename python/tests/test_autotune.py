@@ -13,15 +13,23 @@ ROOT = Path(__file__).resolve().parents[2]
 TOOL = ROOT / "build" / "bin" / "fa3-compile"
 
 
+def autotune_compile(*args):
+    return subprocess.run([sys.executable, str(ROOT / "bench" / "autotune.py"), "compile",
+                           *args], capture_output=True, text=True)
+
+
+def candidates(out, *args):
+    """Runs the compile step into `out`; its candidates.json."""
+    p = autotune_compile(*args, "-o", str(out))
+    assert p.returncode == 0, p.stdout + p.stderr
+    return json.loads((out / "candidates.json").read_text())
+
+
 @pytest.mark.skipif(not TOOL.exists(), reason="fa3-compile not built")
 def test_compile_keeps_legal_and_rejects_oversized(tmp_path):
     out = tmp_path / "tune"
-    p = subprocess.run([sys.executable, str(ROOT / "bench" / "autotune.py"), "compile",
-                        "--head-dim", "256", "--block-n", "64,112", "--stages", "2",
-                        "--pingpong", "1,0", "-o", str(out)],
-                       capture_output=True, text=True)
-    assert p.returncode == 0, p.stdout + p.stderr
-    cand = json.loads((out / "candidates.json").read_text())
+    cand = candidates(out, "--head-dim", "256", "--block-n", "64,112", "--stages", "2",
+                      "--pingpong", "1,0")
     kept = {c["label"] for c in cand["candidates"]}
     assert kept == {"n64_s2_pp1_q0", "n64_s2_pp0_q0"}
     for c in cand["candidates"]:
@@ -39,19 +47,13 @@ def test_compile_keeps_legal_and_rejects_oversized(tmp_path):
 @pytest.mark.skipif(not TOOL.exists(), reason="fa3-compile not built")
 def test_lazy_rescale_is_a_dimension(tmp_path):
     out = tmp_path / "tune"
-    p = subprocess.run([sys.executable, str(ROOT / "bench" / "autotune.py"), "compile",
-                        "--head-dim", "64", "--block-n", "128", "--stages", "2",
-                        "--lazy-rescale", "auto,on", "-o", str(out)],
-                       capture_output=True, text=True)
-    assert p.returncode == 0, p.stdout + p.stderr
-    cand = json.loads((out / "candidates.json").read_text())
+    cand = candidates(out, "--head-dim", "64", "--block-n", "128", "--stages", "2",
+                      "--lazy-rescale", "auto,on")
     flags = {}
     for c in cand["candidates"]:
         text = next((out / c["dir"]).glob("*.facts")).read_text()
         flags[c["label"]] = "lazy_rescale 1" in text
     # head dim 64 defaults to off; "on" overrides it
     assert flags == {"n128_s2_pp1_q0": False, "n128_s2_pp1_q0_lron": True}
-    bad = subprocess.run([sys.executable, str(ROOT / "bench" / "autotune.py"), "compile",
-                          "--head-dim", "64", "--lazy-rescale", "maybe", "-o", str(out)],
-                         capture_output=True, text=True)
+    bad = autotune_compile("--head-dim", "64", "--lazy-rescale", "maybe", "-o", str(out))
     assert bad.returncode != 0 and "--lazy-rescale takes auto, on, off" in bad.stderr
