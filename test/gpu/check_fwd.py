@@ -221,6 +221,30 @@ def check_kernel(kf, seed0, results, quick=False):
         record("strided q, padded o", "BHSD", c2, res)
     guarded("strided q, padded o", "BHSD", (2, 777, 1000, 4, 2), bhsd_strided)
 
+    def rising_scores():
+        # Scores that rise along the keys for some rows (the running max is
+        # raised many times, past the lazy-rescale threshold of 2^8 too),
+        # stay flat for others and fall for the rest, so that the rows of one
+        # warpgroup disagree on rescaling: q[..., 0] = c_row in [-8, 8],
+        # k[..., 0] = 80 * key / Skv adds up to +-56 to a score.
+        B, Sq, Skv, Hq, Hkv = c3 = (1, 2048, 2048, 4, 2)
+        dt = TORCH_DTYPE[kf.dtype]
+        gen = torch.Generator(device="cuda").manual_seed(seed0 + 104)
+        q = rand((B, Sq, Hq, kf.head_dim), torch.float32, gen)
+        k = rand((B, Skv, Hkv, kf.head_dim), torch.float32, gen)
+        v = rand((B, Skv, Hkv, kf.head_dim_v), dt, gen)
+        q[..., 0] = torch.rand(B, Sq, Hq, device="cuda", generator=gen) * 16 - 8
+        k[..., 0] = (80.0 * torch.arange(Skv, device="cuda") / Skv)[None, :, None]
+        q, k = q.to(dt), k.to(dt)
+        o = torch.full((B, Sq, Hq, kf.head_dim_v), float("nan"), device="cuda", dtype=dt)
+        lse = torch.full((B, Hq, Sq), float("nan"), device="cuda")
+        flash_attn_func(q, k, v, out=o, lse_out=lse, **variant_kw(kf))
+        torch.cuda.synchronize()
+        ref_o, ref_lse, empty = reference(q, k, v, kf.scale, kf)
+        record("rising scores (rescale path)", "BSHD", c3,
+               compare(o, lse, ref_o, ref_lse, empty))
+    guarded("rising scores (rescale path)", "BSHD", (1, 2048, 2048, 4, 2), rising_scores)
+
     def skv_zero():
         B, Sq, Hq = 2, 100, 4
         dt = TORCH_DTYPE[kf.dtype]
