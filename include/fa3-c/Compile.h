@@ -36,10 +36,10 @@ typedef struct Fa3HopperOptions {
   bool emitCubin;       /* false: PTX and facts only (no ptxas needed) */
   int64_t qBuffers;     /* Q tiles in shared memory; 0: 2 for persistent
                            CTAs where they fit (head dim 64, 128), else 1 */
-  int lazyRescale;      /* O *= alpha only in warps where a row raised its
-                           running max: 1 on, -1 off (after every kv
-                           block), 0 auto (on where measured faster: head
-                           dim 128 and 256) */
+  int lazyRescale;      /* O *= alpha only in warpgroups where a row
+                           raised its running max: 1 on, -1 off (after
+                           every kv block), 0 auto (on where measured
+                           faster: head dim 128 and 256) */
   double rescaleThreshold; /* with lazy rescaling, a row's max is raised
                            only when a kv block exceeds it by more than
                            this (log2 units, 0 to 15; 8); 0: exact max */

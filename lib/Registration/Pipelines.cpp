@@ -86,9 +86,9 @@ struct HopperPipelineOptions
       llvm::cl::init(0)};
   Option<std::string> lazyRescale{
       *this, "lazy-rescale",
-      llvm::cl::desc("O *= alpha only in warps where a row raised its max: "
-                     "auto (head dim 128 and 256, where measured faster), "
-                     "on, off"),
+      llvm::cl::desc("O *= alpha only in warpgroups where a row raised its "
+                     "max: auto (head dim 128 and 256, where measured "
+                     "faster), on, off"),
       llvm::cl::init("auto")};
   Option<double> rescaleThreshold{
       *this, "rescale-threshold",

@@ -49,8 +49,9 @@ def ConvertAttnToHopper : Pass<"convert-attn-to-hopper", "::mlir::ModuleOp"> {
            "tile's Q during the current one; 0: 2 where it fits beside the O "
            "staging buffer (persistent, head dim 64 and 128), else 1">,
     Option<"lazyRescale", "lazy-rescale", "std::string", /*default=*/"\"auto\"",
-           "O *= alpha only in warps where a row raised its running max, "
-           "behind a branch that also keeps ptxas from hoisting the P V wait "
+           "O *= alpha only in warpgroups where a row raised its running "
+           "max, behind a branch that also keeps ptxas from hoisting the P V "
+           "wait "
            "above the softmax: on, off (rescale after every kv block), or "
            "auto (on where it measured faster on the H200: head dim 128 and "
            "256)">,

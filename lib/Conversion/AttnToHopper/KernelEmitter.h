@@ -43,8 +43,8 @@ struct KernelConfig {
   int64_t qBuffers = 1;    // Q tiles in shared memory: 2 lets a persistent
                            // CTA load the next tile's Q during this tile
   bool tmaStore = true;    // O via shared memory + TMA store (else 4-byte stores)
-  bool lazyRescale = true; // O *= alpha only in warps where a row raised its
-                           // max (a branch); else after every kv block
+  bool lazyRescale = true; // O *= alpha only in warpgroups where a row
+                           // raised its max (a branch); else every kv block
   double rescaleThreshold = 8.0; // log2 units: with lazyRescale a row's max is
                            // raised only when a block exceeds it by more
   std::string kvRangeFn;   // device func: (row0, Sq, Skv) -> (lo, hi, ilo, ihi)
