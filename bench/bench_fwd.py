@@ -26,11 +26,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
+sys.path.insert(0, str(ROOT / "bench"))
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
 
+from gpu_clock import ClockSampler, medians  # noqa: E402
 from fa3 import facts as fa3facts  # noqa: E402
 from fa3.torch_api import flash_attn_func  # noqa: E402
 
@@ -134,13 +136,19 @@ def main():
                 qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
                 ref = None
                 times = {"ours": [], "cudnn": [], "fa2": []}
+                clocks = {"ours": [], "cudnn": []}  # (MHz, W) samples while timed
+
+                def timed(name, fn):
+                    with ClockSampler() as s:
+                        times[name].append(timeit(fn, a.warmup, a.rep))
+                    clocks.get(name, []).extend(s.samples)
                 for rnd in range(a.rounds):
                     if "ours_error" not in row:
                         try:
                             if rnd == 0:
                                 ours()
                                 torch.cuda.synchronize()
-                            times["ours"].append(timeit(ours, a.warmup, a.rep))
+                            timed("ours", ours)
                         except Exception as e:
                             row["ours_error"] = f"{type(e).__name__}: {e}"[:300]
                     for name, be in (("cudnn", SDPBackend.CUDNN_ATTENTION),
@@ -157,9 +165,8 @@ def main():
                                     elif ref is not None:
                                         row["fa2_rel_err_vs_cudnn"] = rel(
                                             out.transpose(1, 2), ref)
-                                times[name].append(timeit(
-                                    lambda: F.scaled_dot_product_attention(
-                                        qt, kt, vt, is_causal=causal), a.warmup, a.rep))
+                                timed(name, lambda: F.scaled_dot_product_attention(
+                                    qt, kt, vt, is_causal=causal))
                         except Exception as e:
                             row[f"{name}_error"] = f"{type(e).__name__}: {e}"[:300]
                 for name, ts in times.items():
@@ -167,6 +174,10 @@ def main():
                         t = sorted(ts)[len(ts) // 2]
                         row[f"{name}_ms"] = t
                         row[f"{name}_tflops"] = flops / t / 1e9
+                for name, samples in clocks.items():
+                    mhz, watts = medians(samples)
+                    if mhz is not None:
+                        row[f"{name}_sm_mhz"], row[f"{name}_power_w"] = mhz, watts
                 if ref is not None and "ours_ms" in row:
                     row["ours_rel_err_vs_cudnn"] = rel(o, ref)
                     row["ours_over_cudnn"] = row["ours_tflops"] / row["cudnn_tflops"]
@@ -195,15 +206,20 @@ def main():
           f"Command: `{command}`", "",
           f"{a.dtype}, batch*seqlen = 16384, hidden 2048 (heads = 2048/hdim); "
           "TFLOP/s = 4*B*H*S*S*D / t (half for causal). err = rel. L2 error vs cuDNN's output.",
+          "SM MHz / W: median nvidia-smi samples while ours (cuDNN) ran: the sustained, "
+          "power-limited clock sets absolute TFLOP/s and differs between machines.",
           "", "| hdim | causal | seqlen | B | H | ours TFLOP/s | cuDNN | FA2 | ours/cuDNN "
-          "| ours ms | err ours | err FA2 |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+          "| ours ms | err ours | err FA2 | SM MHz | W |",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         md.append(f"| {r['hdim']} | {int(r['causal'])} | {r['seqlen']} | {r['batch']} | "
                   f"{r['heads']} | {f(r.get('ours_tflops'), '.0f')} | "
                   f"{f(r.get('cudnn_tflops'), '.0f')} | {f(r.get('fa2_tflops'), '.0f')} | "
                   f"{f(r.get('ours_over_cudnn'), '.2f')} | {f(r.get('ours_ms'), '.3f')} | "
                   f"{f(r.get('ours_rel_err_vs_cudnn'), '.1e')} | "
-                  f"{f(r.get('fa2_rel_err_vs_cudnn'), '.1e')} |")
+                  f"{f(r.get('fa2_rel_err_vs_cudnn'), '.1e')} | "
+                  f"{f(r.get('ours_sm_mhz'), '.0f')} ({f(r.get('cudnn_sm_mhz'), '.0f')}) | "
+                  f"{f(r.get('ours_power_w'), '.0f')} ({f(r.get('cudnn_power_w'), '.0f')}) |")
     errs = [f"- {r['hdim']}/{int(r['causal'])}/{r['seqlen']}: {k}: {v}"
             for r in rows for k, v in r.items() if k.endswith("_error")]
     if errs:
