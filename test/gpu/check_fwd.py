@@ -59,7 +59,8 @@ CASES = [
     (1, 1, 4096, 2, 2),
     (2, 4096, 127, 2, 1),
 ]
-SANITIZE_CASES = [(1, 200, 300, 2, 1), (1, 300, 200, 2, 1)]
+# the last: more tiles (1152) than SMs, so that persistent CTAs loop
+SANITIZE_CASES = [(1, 200, 300, 2, 1), (1, 300, 200, 2, 1), (1, 2048, 256, 72, 8)]
 
 
 def reference(q, k, v, scale, kf):
@@ -183,8 +184,8 @@ def check_kernel(kf, seed0, results, quick=False):
         record("no lse (NULL)", "BSHD", c, res)
     guarded("no lse (NULL)", "BSHD", c, no_lse)
 
-    def repeat():
-        (q, k, v), (o1, l1), res = run_bshd_case(kf, c, seed0 + 102)
+    def repeat(c=c, label="repeat x3 (2nd stream)", seed=seed0 + 102):
+        (q, k, v), (o1, l1), res = run_bshd_case(kf, c, seed)
         o2, l2 = flash_attn_func(q, k, v, return_lse=True, **variant_kw(kf))
         s = torch.cuda.Stream()
         s.wait_stream(torch.cuda.current_stream())
@@ -194,8 +195,23 @@ def check_kernel(kf, seed0, results, quick=False):
         same = (torch.equal(o1, o2) and torch.equal(l1, l2) and torch.equal(o1, o3)
                 and torch.equal(l1, l3))
         res = dict(res, bitwise_repeat=same, ok=res["ok"] and same)
-        record("repeat x3 (2nd stream)", "BSHD", c, res)
+        record(label, "BSHD", c, res)
     guarded("repeat x3 (2nd stream)", "BSHD", c, repeat)
+
+    # More tiles than SMs, with a partial last wave (1280 tiles at block_m
+    # 128): persistent CTAs take many tiles each from the dynamic scheduler.
+    # Repeated on a second stream: the result must not depend on which CTA
+    # ran which tile, nor on a concurrent launch of the same kernel. The
+    # second case has a single kv block per tile.
+    many = (2, 2048, 2048, 40, 8)
+    guarded("many tiles, repeat x3 (2nd stream)", "BSHD", many,
+            lambda: repeat(many, "many tiles, repeat x3 (2nd stream)", seed0 + 105))
+
+    def many_short():
+        c4 = (4, 4096, 100, 16, 4)
+        _, _, res = run_bshd_case(kf, c4, seed0 + 106)
+        record("many tiles, one kv block", "BSHD", c4, res)
+    guarded("many tiles, one kv block", "BSHD", (4, 4096, 100, 16, 4), many_short)
 
     def bhsd_strided():
         # q/k/v in SDPA layout [B, H, S, D], q taken from a packed qkv-like buffer
