@@ -33,11 +33,6 @@
 /* Tensor-map slots per kernel object: a launch with new tensors takes the next
  * slot, waiting (host side) for the launch that last used that slot. */
 #define NSLOTS 16
-/* per slot: 2 u32 tile counters, then the u64 address of the workspace */
-#define COUNTER_BYTES 16
-/* split-tail workspace: 1024 u32 arrival counters before the per-CTA parts
-   (a kernel's kSplitSemaphores) */
-#define WORK_HEADER_BYTES 4096
 #define TMA_BOX_D 64 /* elements of D per TMA box: 128 bytes, the swizzle span */
 #define O_BOX_ROWS 64 /* rows per O store: one consumer warpgroup's */
 #define LOG2E 1.4426950408889634
@@ -109,14 +104,12 @@ static fa3rt_status cuda_fail(const char *call, CUresult r, const char *where) {
 
 enum {
   K_KERNEL, K_DTYPE, K_HEAD_DIM, K_HEAD_DIM_V, K_BLOCK_M, K_BLOCK_N, K_THREADS,
-  K_SMEM, K_CAUSAL, K_WLEFT, K_WRIGHT, K_SOFTCAP, K_SCALE, K_PARAMS, K_GRID,
-  K_REQUIRED, /* the keys above are required, the ones below optional */
-  K_WORKSPACE = K_REQUIRED, K_COUNT
+  K_SMEM, K_CAUSAL, K_WLEFT, K_WRIGHT, K_SOFTCAP, K_SCALE, K_PARAMS, K_GRID, K_COUNT
 };
 static const char *const kKeys[K_COUNT] = {
     "kernel", "dtype", "head_dim", "head_dim_v", "block_m", "block_n", "threads",
     "dynamic_smem", "causal", "window_left", "window_right", "softcap", "scale", "params",
-    "grid", "workspace_per_cta"};
+    "grid"};
 
 static int parse_long(const char *s, long lo, long hi, long *out) {
   char *end;
@@ -236,10 +229,6 @@ fa3rt_status fa3rt_facts_parse(const char *text, size_t len, fa3rt_facts *out) {
     case K_WRIGHT: ok = parse_long(val, -1, INT32_MAX, &v); f.window_right = (int)v; break;
     case K_SOFTCAP: ok = parse_double(val, &f.softcap) && f.softcap >= 0; break;
     case K_SCALE: ok = parse_double(val, &f.scale) && f.scale > 0; break;
-    case K_WORKSPACE:
-      ok = parse_long(val, 0, 1 << 30, &v);
-      f.workspace_per_cta = v;
-      break;
     case K_GRID:
       if (!strcmp(val, "tiles")) f.persistent = 0;
       else if (!strcmp(val, "persistent")) f.persistent = 1;
@@ -263,7 +252,7 @@ fa3rt_status fa3rt_facts_parse(const char *text, size_t len, fa3rt_facts *out) {
   if (!have_header)
     return fail(FA3RT_ERR_FACTS, "not a facts file: no 'fa3-kernel-facts <version>' line");
   char missing[512] = "";
-  for (int i = 0; i < K_REQUIRED; i++)
+  for (int i = 0; i < K_COUNT; i++)
     if (!seen[i]) {
       if (missing[0]) strncat(missing, ", ", sizeof missing - strlen(missing) - 1);
       strncat(missing, kKeys[i], sizeof missing - strlen(missing) - 1);
@@ -274,9 +263,6 @@ fa3rt_status fa3rt_facts_parse(const char *text, size_t len, fa3rt_facts *out) {
   if (f.causal && f.window_right != 0)
     return fail(FA3RT_ERR_FACTS, "facts of kernel '%s': causal 1 needs window_right 0, got %d",
                 f.kernel, f.window_right);
-  if (f.workspace_per_cta && !f.persistent)
-    return fail(FA3RT_ERR_FACTS, "facts of kernel '%s': a workspace (split tail) needs "
-                "grid persistent", f.kernel);
   *out = f;
   return FA3RT_OK;
 }
@@ -482,12 +468,8 @@ struct fa3rt_kernel {
   CUfunction fn;
   int sm_count;           /* multiprocessors: a persistent grid's size */
   CUdeviceptr maps_dev;   /* NSLOTS x SLOT_BYTES (cuMemAlloc: 256-byte aligned) */
-  CUdeviceptr counters_dev; /* NSLOTS x COUNTER_BYTES: 2 u32 tile counters,
-                               zeroed at load, then the u64 address of the
-                               slot's workspace; a slot's launches are
-                               serialised like its maps */
-  CUdeviceptr work_dev[NSLOTS]; /* split-tail workspace per slot, allocated
-                                   at the slot's first launch */
+  CUdeviceptr counters_dev; /* NSLOTS x 2 u32 tile counters, zeroed at load; a
+                               slot's launches are serialised like its maps */
   CUtensorMap *maps_host; /* NSLOTS x NMAPS, pinned (cuMemAllocHost) */
   CUevent slot_done[NSLOTS];
   int slot_used[NSLOTS];
@@ -513,8 +495,6 @@ static void kernel_free(fa3rt_kernel *k) {
     }
   if (k->maps_dev) cuMemFree(k->maps_dev);
   if (k->counters_dev) cuMemFree(k->counters_dev);
-  for (int i = 0; i < NSLOTS; i++)
-    if (k->work_dev[i]) cuMemFree(k->work_dev[i]);
   if (k->maps_host) cuMemFreeHost(k->maps_host);
   if (k->mod) cuModuleUnload(k->mod);
   if (swapped) { CUcontext dummy; cuCtxPopCurrent(&dummy); }
@@ -570,12 +550,6 @@ fa3rt_status fa3rt_kernel_load_data(const void *cubin, size_t cubin_size, const 
   k->ctx = ctx;
   k->dev = dev;
   k->sm_count = sms > 0 ? sms : 1;
-  if (f.workspace_per_cta && k->sm_count > WORK_HEADER_BYTES / 4) {
-    st = fail(FA3RT_ERR_UNSUPPORTED_DEVICE,
-              "kernel %s: a split tail counts arrivals for at most %d CTAs; device %d has %d SMs",
-              f.kernel, WORK_HEADER_BYTES / 4, (int)dev, k->sm_count);
-    goto error;
-  }
   k->last_slot = -1;
 
 #define LOAD_TRY(call)                                                       \
@@ -637,8 +611,8 @@ fa3rt_status fa3rt_kernel_load_data(const void *cubin, size_t cubin_size, const 
   LOAD_TRY(cuFuncSetAttribute(k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                               f.dynamic_smem));
   LOAD_TRY(cuMemAlloc(&k->maps_dev, NSLOTS * SLOT_BYTES));
-  LOAD_TRY(cuMemAlloc(&k->counters_dev, NSLOTS * COUNTER_BYTES));
-  LOAD_TRY(cuMemsetD32(k->counters_dev, 0, NSLOTS * COUNTER_BYTES / 4));
+  LOAD_TRY(cuMemAlloc(&k->counters_dev, NSLOTS * 2 * sizeof(uint32_t)));
+  LOAD_TRY(cuMemsetD32(k->counters_dev, 0, NSLOTS * 2));
   LOAD_TRY(cuMemAllocHost((void **)&k->maps_host, NSLOTS * SLOT_BYTES));
   for (int i = 0; i < NSLOTS; i++)
     LOAD_TRY(cuEventCreate(&k->slot_done[i], CU_EVENT_DISABLE_TIMING));
@@ -787,25 +761,7 @@ fa3rt_status fa3rt_fwd(fa3rt_kernel *k, const fa3rt_fwd_args *a, void *stream) {
   }
   CUdeviceptr tq = k->maps_dev + slot * SLOT_BYTES, tk = tq + MAP_BYTES, tv = tq + 2 * MAP_BYTES,
               to = tq + 3 * MAP_BYTES;
-  CUdeviceptr tc = k->counters_dev + slot * COUNTER_BYTES;
-  if (k->facts.workspace_per_cta && !k->work_dev[slot]) {
-    /* first launch on this slot (nothing of it in flight): its split-tail
-       workspace, the arrival counters zeroed, its address behind the tile
-       counters; the kernel leaves the counters zero again */
-    size_t bytes = WORK_HEADER_BYTES + (size_t)k->sm_count * (size_t)k->facts.workspace_per_cta;
-    CUdeviceptr w = 0;
-    r = cuMemAlloc(&w, bytes);
-    if (r == CUDA_SUCCESS) r = cuMemsetD32(w, 0, WORK_HEADER_BYTES / 4);
-    uint64_t addr = (uint64_t)w;
-    if (r == CUDA_SUCCESS) r = cuMemcpyHtoD(tc + 8, &addr, sizeof addr);
-    if (r != CUDA_SUCCESS) {
-      if (w) cuMemFree(w);
-      k->last_slot = -1;
-      pthread_mutex_unlock(&k->mu);
-      return cuda_fail("split-tail workspace (cuMemAlloc/cuMemsetD32/cuMemcpyHtoD)", r, where);
-    }
-    k->work_dev[slot] = w;
-  }
+  CUdeviceptr tc = k->counters_dev + slot * 2 * sizeof(uint32_t);
   CUdeviceptr po = (CUdeviceptr)a->o.ptr, pl = (CUdeviceptr)a->lse;
   int32_t B = L.B, Sq = L.Sq, Skv = L.Skv, Hq = L.Hq, Hkv = L.Hkv;
   int64_t sb = L.o_stride_b, ss = L.o_stride_s, sh = L.o_stride_h;

@@ -43,10 +43,6 @@ typedef struct Fa3HopperOptions {
   double rescaleThreshold; /* with lazy rescaling, a row's max is raised
                            only when a kv block exceeds it by more than
                            this (log2 units, 0 to 15; 8); 0: exact max */
-  int64_t splitTail;    /* persistent kernels: kv pieces per tile of the
-                           last, partial wave (0: off); needs a runtime
-                           that provides the workspace (facts
-                           workspace_per_cta) */
 } Fa3HopperOptions;
 
 MLIR_CAPI_EXPORTED Fa3HopperOptions fa3HopperOptionsDefault(void);

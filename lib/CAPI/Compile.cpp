@@ -49,7 +49,6 @@ Fa3HopperOptions fa3HopperOptionsDefault(void) {
   o.qBuffers = 0;
   o.lazyRescale = 0;
   o.rescaleThreshold = 8.0;
-  o.splitTail = 0;
   return o;
 }
 
@@ -109,7 +108,6 @@ Fa3KernelSet *fa3CompileHopperModule(MlirModule cmod,
   c.qBuffers = o.qBuffers;
   c.lazyRescale = o.lazyRescale > 0 ? "on" : o.lazyRescale < 0 ? "off" : "auto";
   c.rescaleThreshold = o.rescaleThreshold;
-  c.splitTail = o.splitTail;
   c.format = "none";
   if (o.chip)
     c.chip = o.chip;

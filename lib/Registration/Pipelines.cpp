@@ -96,11 +96,6 @@ struct HopperPipelineOptions
                      "block exceeds it by more than this (log2 units, 0 to "
                      "15; 0: exact max)"),
       llvm::cl::init(8.0)};
-  Option<int64_t> splitTail{
-      *this, "split-tail",
-      llvm::cl::desc("Persistent kernels: split each tile of the last, "
-                     "partial wave into this many kv pieces (0: off)"),
-      llvm::cl::init(0)};
   Option<std::string> format{
       *this, "format",
       llvm::cl::desc("What gpu-module-to-binary embeds: isa (PTX text), bin "
@@ -157,7 +152,6 @@ void fa3::attn::addHopperPipeline(OpPassManager &pm,
                   " q-buffers=" + std::to_string(c.qBuffers) +
                   " lazy-rescale=" + c.lazyRescale +
                   " rescale-threshold=" + formatDouble(c.rescaleThreshold) +
-                  " split-tail=" + std::to_string(c.splitTail) +
                   "},nvvm-attach-target{chip=" + c.chip +
                   " features=" + c.features + " O=3}," + kDeviceToLLVM;
   addPipeline(pm, p);
@@ -199,7 +193,6 @@ void fa3::attn::registerAttnPipelines() {
         c.qBuffers = o.qBuffers;
         c.lazyRescale = o.lazyRescale;
         c.rescaleThreshold = o.rescaleThreshold;
-        c.splitTail = o.splitTail;
         c.format = o.format;
         c.chip = o.chip;
         c.features = o.features;

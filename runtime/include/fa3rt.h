@@ -69,8 +69,6 @@ typedef struct fa3rt_facts {
   double scale;           /* default softmax scale */
   int persistent;         /* grid: 0 "tiles" (one CTA per tile), 1 "persistent"
                              (CTAs loop over tiles; launch <= one per SM) */
-  long workspace_per_cta; /* optional: bytes of split-tail workspace per CTA of
-                             the grid (0: none) */
 } fa3rt_facts;
 
 /* A tensor in device memory: 4 dims in LOGICAL order [B, H, S, D], strides in

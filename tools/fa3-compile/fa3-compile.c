@@ -59,9 +59,6 @@ static const char *kUsage =
     "  --rescale-threshold X  with lazy rescaling, raise a row's max only when\n"
     "                       a kv block exceeds it by more than X (log2 units,\n"
     "                       0 to 15, default 8; 0 keeps the exact max)\n"
-    "  --split-tail N       persistent kernels: split each tile of the last,\n"
-    "                       partial wave into N kv pieces run by other CTAs\n"
-    "                       and combined by the last one (default 0: off)\n"
     "  --ptx-only           write PTX and facts, no cubin (also the fallback,\n"
     "                       with a warning, when ptxas cannot be found)\n"
     "  -o DIR               output directory (created if missing)\n"
@@ -226,9 +223,6 @@ int main(int argc, char **argv) {
       opts.rescaleThreshold = strtod(v, &end);
       if (end == v || *end)
         return fail("--rescale-threshold takes a number", v);
-    } else if (!strcmp(a, "--split-tail")) {
-      NEED_VALUE();
-      opts.splitTail = atoll(v);
     } else if (!strcmp(a, "--stages")) {
       NEED_VALUE();
       opts.stages = atoll(v);

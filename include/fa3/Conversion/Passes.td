@@ -55,11 +55,6 @@ def ConvertAttnToHopper : Pass<"convert-attn-to-hopper", "::mlir::ModuleOp"> {
            "above the softmax: on, off (rescale after every kv block), or "
            "auto (on where it measured faster on the H200: head dim 128 and "
            "256)">,
-    Option<"splitTail", "split-tail", "int64_t", /*default=*/"0",
-           "Persistent kernels: with more tiles than CTAs, split each tile "
-           "of the last, partial wave into this many kv pieces that other "
-           "CTAs run, combined by the piece that finishes last (a workspace "
-           "from the runtime); 0 or 1: off">,
     Option<"rescaleThreshold", "rescale-threshold", "double",
            /*default=*/"8.0",
            "With lazy rescaling, a row's running max is raised only when a "

@@ -131,8 +131,7 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
                       int64_t stages, bool pingpong,
                       llvm::StringRef persistent, bool tmaStore,
                       int64_t qBuffers, llvm::StringRef lazyRescale,
-                      double rescaleThreshold, int64_t splitTail,
-                      unsigned index) {
+                      double rescaleThreshold, unsigned index) {
   TileUpdateOp u = t.update;
   Value q = u.getQuery(), v = u.getValue(), o = t.finalize.getOut();
   auto qt = cast<MemRefType>(q.getType());
@@ -196,7 +195,6 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
   cfg.lazyRescale = lazyRescale == "on" ||
                     (lazyRescale == "auto" && cfg.headDim > 64);
   cfg.rescaleThreshold = rescaleThreshold;
-  cfg.splitTail = splitTail;
   cfg.kvRangeFn = cfg.name + "_kv_range";
   cfg.visibleColsFn = cfg.name + "_visible_cols";
   cfg.leftBounded = u.getWindow()[0] >= 0;
@@ -208,7 +206,6 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
   if (module.lookupSymbol(moduleName))
     return fail("symbol @" + moduleName + " already exists");
   std::string text = hopper::emitKernelModule(cfg, moduleName);
-  if (getenv("FA3_DUMP")) { FILE *f = fopen(getenv("FA3_DUMP"), "w"); fputs(text.c_str(), f); fclose(f); }
   // Verified after the device functions it calls are added.
   ParserConfig config(module.getContext(), /*verifyAfterParse=*/false);
   Block scratch;
@@ -240,15 +237,6 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
       b.getNamedAttr("stages", b.getI64IntegerAttr(cfg.stages)),
       b.getNamedAttr("pingpong", b.getBoolAttr(cfg.pingpong)),
       b.getNamedAttr("lazy_rescale", b.getBoolAttr(cfg.lazyRescale)),
-      // split tail: the runtime provides workspace_per_cta bytes per CTA
-      // of the grid after a header of 1024 u32 counters, its address
-      // stored behind the tile counters
-      b.getNamedAttr("split_tail", b.getI64IntegerAttr(
-                                       cfg.persistent && cfg.splitTail > 1
-                                           ? cfg.splitTail
-                                           : 0)),
-      b.getNamedAttr("workspace_per_cta",
-                     b.getI64IntegerAttr(hopper::splitWorkspacePerCta(cfg))),
       b.getNamedAttr("o_store", b.getStringAttr(cfg.tmaStore ? "tma" : "direct")),
       // 1-D grid over (m-block, head, batch) tiles: one per CTA ("tiles"),
       // or any grid size, the kernel striding by gridDim.x ("persistent").
@@ -323,7 +311,7 @@ struct ConvertAttnToHopperPass
       for (auto [i, t] : llvm::enumerate(found))
         if (failed(convert(module, func, t, stages, pingpong, persistent,
                           tmaStore, qBuffers, lazyRescale, rescaleThreshold,
-                          splitTail, i)))
+                          i)))
           return signalPassFailure();
       done.push_back(func);
     }

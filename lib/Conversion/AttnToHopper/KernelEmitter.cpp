@@ -338,24 +338,6 @@ private:
     e("}");
   }
 
-  bool splitting() const { return cfg.persistent && cfg.splitTail > 1; }
-  /// A unit of work from the scheduler: a whole tile, or (split tail) piece
-  /// `piece` of tail tile `tix`, i.e. of tile whole + tix.
-  struct Unit {
-    std::string tile, split, piece, tix;
-  };
-  Unit decodeUnit(const std::string &u, const std::string &whole) {
-    if (!splitting())
-      return Unit{u, "", "", ""};
-    Unit w;
-    w.split = cmpi("uge", u, whole);
-    std::string rel = select(w.split, bin("subi", u, whole), i32(0), "i32");
-    w.piece = bin("remui", rel, i32(cfg.splitTail), "i32", "piece");
-    w.tix = bin("divui", rel, i32(cfg.splitTail), "i32", "tix");
-    w.tile = select(w.split, bin("addi", whole, w.tix), u, "i32");
-    return w;
-  }
-
   /// Where a tile sits: its first query row, q head and batch.
   struct TileCoords {
     std::string m0, head, bidx;
@@ -380,7 +362,7 @@ private:
   struct Tile : TileCoords {
     std::string lo, ilo, ihi, nblk;
   };
-  Tile schedule(const TileCoords &c, const Unit &u) {
+  Tile schedule(const TileCoords &c) {
     Tile t;
     static_cast<TileCoords &>(t) = c;
     comment("the schedule of this m-block (attn.kv_range)");
@@ -388,21 +370,9 @@ private:
     e(rng + ":4 = func.call @" + cfg.kvRangeFn + "(" + t.m0 +
       ", %Sq, %Skv) : (i32, i32, i32) -> (i32, i32, i32, i32)");
     t.lo = rng + "#0";
-    std::string hi = rng + "#1";
     t.ilo = rng + "#2";
     t.ihi = rng + "#3";
-    if (!u.split.empty()) {
-      comment("a piece of a split tile: blocks [lo + n p / P, lo + n (p + 1) / P)");
-      std::string n = bin("subi", hi, t.lo);
-      auto at = [&](const std::string &p) {
-        return bin("addi", t.lo,
-                   bin("divui", bin("muli", n, p), i32(cfg.splitTail)));
-      };
-      std::string plo = at(u.piece), phi = at(bin("addi", u.piece, i32(1)));
-      t.lo = select(u.split, plo, t.lo, "i32");
-      hi = select(u.split, phi, hi, "i32");
-    }
-    t.nblk = bin("subi", hi, t.lo, "i32", "nblk");
+    t.nblk = bin("subi", rng + "#1", t.lo, "i32", "nblk");
     return t;
   }
 
@@ -474,7 +444,6 @@ private:
   void storeODirect(const std::string &acc, const Strs &inv, const Strs &rows,
                     const std::string &head, const std::string &bidx,
                     const std::string &colbase);
-  Strs combineSplitPieces(const Strs &fin, const Unit &u, const std::string &ctid);
   std::string body();
 };
 } // namespace
@@ -491,9 +460,8 @@ SmemLayout fa3::hopper::computeSmemLayout(const KernelConfig &cfg) {
   int64_t end = l.vOff + cfg.stages * l.kvBytes;
   // mbarriers (Q full/empty per Q buffer, K/V full/empty per stage), then
   // the published-tile slots, one per Q buffer (persistent)
-  const bool split = cfg.persistent && cfg.splitTail > 1;
-  const int64_t tail = 8 * (2 * nq + 4 * cfg.stages) +
-                       (cfg.persistent ? 16 * nq : 0) + (split ? 8 : 0);
+  const int64_t tail =
+      8 * (2 * nq + 4 * cfg.stages) + (cfg.persistent ? 16 * nq : 0);
   l.oInQ = cfg.tmaStore && end + l.oBytes + tail > kMaxDynamicSmem;
   l.oOff = l.oInQ ? l.qOff : end;
   if (cfg.tmaStore && !l.oInQ)
@@ -505,21 +473,8 @@ SmemLayout fa3::hopper::computeSmemLayout(const KernelConfig &cfg) {
   l.kEmpty = l.vFull + 8 * cfg.stages;
   l.vEmpty = l.kEmpty + 8 * cfg.stages;
   l.tileSlots = l.vEmpty + 8 * cfg.stages;
-  l.splitFlag = l.tileSlots + (cfg.persistent ? 16 * nq : 0);
   l.total = l.qFull + tail;
   return l;
-}
-
-int64_t fa3::hopper::splitEntryFloats(const KernelConfig &cfg) {
-  return 4 + cfg.headDim / 2; // m, m, l, l + the 64 x D / 128 O fragment
-}
-
-int64_t fa3::hopper::splitWorkspacePerCta(const KernelConfig &cfg) {
-  if (!cfg.persistent || cfg.splitTail <= 1)
-    return 0;
-  // at most one tail tile per CTA, each with splitTail pieces of 256
-  // consumer threads' entries
-  return cfg.splitTail * 256 * splitEntryFloats(cfg) * 4;
 }
 
 std::string fa3::hopper::checkSupported(const KernelConfig &cfg) {
@@ -540,10 +495,6 @@ std::string fa3::hopper::checkSupported(const KernelConfig &cfg) {
   else if (cfg.qBuffers == 2 && (!cfg.persistent || computeSmemLayout(cfg).oInQ))
     os << "two Q buffers (they need a persistent kernel whose O staging "
           "buffer fits beside them)";
-  else if (cfg.splitTail < 0 || cfg.splitTail > 8)
-    os << "split-tail " << cfg.splitTail << " (0 to 8 pieces)";
-  else if (cfg.splitTail > 1 && !cfg.persistent)
-    os << "split-tail " << cfg.splitTail << " (needs a persistent kernel)";
   else if (!(cfg.rescaleThreshold >= 0.0 && cfg.rescaleThreshold <= 15.0))
     os << "rescale-threshold " << llvm::format("%g", cfg.rescaleThreshold)
        << " (0 to 15: P = exp2(s - m) <= 2^threshold must fit f16)";
@@ -923,134 +874,6 @@ void Emitter::storeOViaTma(const std::string &acc, const Strs &inv,
   }
 }
 
-Strs Emitter::combineSplitPieces(const Strs &fin, const Unit &u,
-                                 const std::string &ctid) {
-  // A piece of a split tile publishes its m, l and O fragment in the
-  // workspace (entry (tix * P + piece), float k of consumer thread c at
-  // k * 256 + c), then one
-  // thread counts it on the tile's arrival counter (acq_rel, after a
-  // gpu-scope fence and a barrier of both consumer warpgroups). The piece
-  // that arrives last reads all P entries, rescales them to their common
-  // max and runs the epilogue; it also zeroes the counter for the next
-  // launch. Returns m0, m1, l0, l1, O and whether to run the epilogue.
-  const int64_t P = cfg.splitTail, E = splitEntryFloats(cfg);
-  auto fence = [&] {
-    e("llvm.inline_asm has_side_effects asm_dialect = att \"fence.acq_rel.gpu;\", "
-      "\"~{memory}\" : () -> ()");
-  };
-  auto bothConsumers = [&] {
-    e("nvvm.barrier id = " + i32(7) + " number_of_threads = " + i32(256));
-  };
-  std::string rt5 = "f32, f32, f32, f32, " + accOT;
-  std::string comb = fresh("comb");
-  e(comb + ":6 = scf.if " + u.split + " -> (" + rt5 + ", i1) {");
-  ++ind;
-  comment("split tile: publish this piece, count it; the last piece combines");
-  // the workspace address, stored by the runtime behind the tile counters
-  std::string wp = op("llvm.getelementptr %tileCounter[2] : (!llvm.ptr<1>) -> "
-                      "!llvm.ptr<1>, i32", "wpp");
-  std::string work = op("llvm.load " + wp + " : !llvm.ptr<1> -> !llvm.ptr<1>", "work");
-  // Entry layout [tix][piece][float][consumer thread]: a warp's access to
-  // one float of its entries is 128 contiguous bytes.
-  auto entry = [&](const std::string &piece) {
-    std::string idx = bin("addi", bin("muli", u.tix, i32(P)), piece);
-    std::string byte = bin("muli", ext64(idx), i64(E * 256 * 4), "i64");
-    byte = bin("addi", byte, ext64(bin("muli", ctid, i32(4))), "i64");
-    return gptr(work, bin("addi", byte, i64(kSplitSemaphores * 4), "i64"));
-  };
-  auto at = [&](const std::string &base, int64_t k) {
-    return op("llvm.getelementptr " + base + "[" + std::to_string(k * 256) +
-                  "] : (!llvm.ptr<1>) -> !llvm.ptr<1>, f32",
-              "ep");
-  };
-  std::string mine = entry(u.piece);
-  for (int k = 0; k < 4; ++k)
-    e("llvm.store " + fin[k] + ", " + at(mine, k) + " : f32, !llvm.ptr<1>");
-  for (int64_t j = 0; j < naccO; ++j)
-    e("llvm.store " + extract(fin[4], j, accOT, "o") + ", " + at(mine, 4 + j) +
-      " : f32, !llvm.ptr<1>");
-  fence();
-  bothConsumers();
-  std::string sem = gptr(work, bin("muli", ext64(u.tix), i64(4), "i64"));
-  std::string flag = op("llvm.ptrtoint " + smemPtr(smemBase, lay.splitFlag) +
-                            " : !llvm.ptr<3> to i32",
-                        "flag");
-  e("scf.if " + cmpi("eq", ctid, i32(0)) + " {");
-  ++ind;
-  std::string before = op(
-      "llvm.inline_asm has_side_effects asm_dialect = att "
-      "\"atom.acq_rel.gpu.global.add.u32 $0, [$1], 1;\", \"=r,l,~{memory}\" " +
-          sem + " : (!llvm.ptr<1>) -> i32",
-      "arrived");
-  e("llvm.inline_asm has_side_effects asm_dialect = att \"st.shared.u32 [$0], $1;\", "
-    "\"r,r\" " + flag + ", " + before + " : (i32, i32) -> ()");
-  --ind;
-  e("}");
-  bothConsumers();
-  std::string last = cmpi("eq", loadWord(flag), i32(P - 1));
-  std::string cr = fresh("combined");
-  e(cr + ":5 = scf.if " + last + " -> (" + rt5 + ") {");
-  ++ind;
-  fence();
-  std::vector<std::string> ent;
-  std::vector<Strs> mq(P), lq(P);
-  for (int64_t q = 0; q < P; ++q) {
-    ent.push_back(entry(i32(q)));
-    for (int k = 0; k < 2; ++k) {
-      mq[q].push_back(op("llvm.load " + at(ent[q], k) + " : !llvm.ptr<1> -> f32", "mq"));
-      lq[q].push_back(op("llvm.load " + at(ent[q], 2 + k) + " : !llvm.ptr<1> -> f32", "lq"));
-    }
-  }
-  Strs mAll, lAll;
-  std::vector<Strs> sc(P);
-  for (int k = 0; k < 2; ++k) {
-    std::string mx = mq[0][k];
-    for (int64_t q = 1; q < P; ++q)
-      mx = maxf(mx, mq[q][k]);
-    // rows no piece saw keep m = -inf (and l = 0): scale against 0 then
-    std::string mu = select(cmpf("oeq", mx, f32lit(kNegInf)), f32(0.0), mx, "f32");
-    std::string l = f32(0.0);
-    for (int64_t q = 0; q < P; ++q) {
-      sc[q].push_back(ex2(bin("subf", mq[q][k], mu, "f32")));
-      l = fma(lq[q][k], sc[q][k], l);
-    }
-    mAll.push_back(mx);
-    lAll.push_back(l);
-  }
-  std::string o = op("llvm.mlir.undef : " + accOT, "oc");
-  for (int64_t j = 0; j < naccO; ++j) {
-    std::string v = f32(0.0);
-    for (int64_t q = 0; q < P; ++q) {
-      std::string x = op("llvm.load " + at(ent[q], 4 + j) + " : !llvm.ptr<1> -> f32", "oq");
-      v = fma(x, sc[q][(j % 4) / 2], v);
-    }
-    o = op("llvm.insertvalue " + v + ", " + o + "[" + std::to_string(j) + "] : " + accOT,
-           "oc");
-  }
-  comment("every piece has arrived: reset the counter for the next launch");
-  e("scf.if " + cmpi("eq", ctid, i32(0)) + " {");
-  e("  llvm.store " + i32(0) + ", " + sem + " : i32, !llvm.ptr<1>");
-  e("}");
-  e("scf.yield " + mAll[0] + ", " + mAll[1] + ", " + lAll[0] + ", " + lAll[1] +
-    ", " + o + " : " + rt5);
-  --ind;
-  e("} else {");
-  e("  scf.yield " + join({fin[0], fin[1], fin[2], fin[3], fin[4]}) + " : " + rt5);
-  e("}");
-  e("scf.yield " + cr + "#0, " + cr + "#1, " + cr + "#2, " + cr + "#3, " + cr +
-    "#4, " + last + " : " + rt5 + ", i1");
-  --ind;
-  e("} else {");
-  ++ind;
-  std::string whole = op("arith.constant true", "p");
-  e("scf.yield " + join({fin[0], fin[1], fin[2], fin[3], fin[4]}) + ", " + whole +
-    " : " + rt5 + ", i1");
-  --ind;
-  e("}");
-  return {comb + "#0", comb + "#1", comb + "#2", comb + "#3", comb + "#4",
-          comb + "#5"};
-}
-
 std::string Emitter::body() {
   const int64_t consumerThreads = 128 * cfg.consumers();
   comment("==== roles: warpgroup 0 = TMA producer, warpgroups 1.." +
@@ -1067,24 +890,13 @@ std::string Emitter::body() {
   // role split would live across the producer's setmaxnreg (24 registers)
   // and ptxas would spill it there. (The opaque copy of Sq keeps LLVM from
   // merging the two roles' copies back above the split.)
-  std::string numM, tiles, units, whole;
+  std::string numM, tiles;
   auto tileGrid = [&] {
     std::string sq = op("llvm.inline_asm asm_dialect = att \"mov.b32 $0, $1;\", "
                         "\"=r,r\" %Sq : (i32) -> i32", "sq");
     numM = bin("divui", bin("addi", sq, i32(cfg.blockM - 1)), i32(cfg.blockM),
                "i32", "numm");
     tiles = bin("muli", numM, bin("muli", "%Hq", "%B", "i32", "hb"), "i32", "tiles");
-    units = whole = tiles;
-    if (splitting()) {
-      comment("split tail: with more tiles than CTAs, the tiles % gridDim.x "
-              "past the last full wave run as " + std::to_string(cfg.splitTail) +
-              " kv pieces each (units whole .. units - 1)");
-      std::string tail = select(cmpi("ugt", tiles, ncta),
-                                bin("remui", tiles, ncta), i32(0), "i32");
-      whole = bin("subi", tiles, tail, "i32", "whole");
-      units = bin("addi", whole, bin("muli", tail, i32(cfg.splitTail)), "i32",
-                  "units");
-    }
   };
 
   comment("---- mbarrier init (one thread), then CTA barrier ----");
@@ -1134,7 +946,7 @@ std::string Emitter::body() {
   ++ind;
   tileGrid();
   std::string grp = bin("divui", "%Hq", "%Hkv", "i32", "grp");
-  auto [pTile, pK, pG] = openTileLoop(/*producer=*/true, cta, units);
+  auto [pTile, pK, pG] = openTileLoop(/*producer=*/true, cta, tiles);
   {
     comment(cfg.qBuffers == 2
                 ? "Q of this tile into buffer k & 1 once the consumers are done "
@@ -1145,11 +957,10 @@ std::string Emitter::body() {
     // Decoded after the wait: the producer thread has 24 registers, too few
     // to hold the decoded tile across it. The consumers are in the last
     // tile's tail and epilogue meanwhile.
-    Unit pu = decodeUnit(pTile, whole);
-    TileCoords pc = coords(pu.tile, numM);
+    TileCoords pc = coords(pTile, numM);
     comment("GQA: kv head = q head / (Hq / Hkv)");
     std::string hkv = bin("divui", pc.head, grp, "i32", "hkv");
-    Tile tl = schedule(pc, pu);
+    Tile tl = schedule(pc);
     if (cfg.persistent)
       storeWords4(q.slot, {pTile, tl.m0, tl.head, tl.bidx});
     comment("Q tile: boxes of [block_m rows][64 cols], coords (d, head, row, batch)");
@@ -1217,11 +1028,11 @@ std::string Emitter::body() {
     closeTileLoop(next, pK, gEnd);
   }
   if (cfg.persistent) {
-    comment("no tile left: tell the consumers (id = units, no load)");
+    comment("no tile left: tell the consumers (id = tiles, no load)");
     std::string k = "%ploop#1";
     QSlot q = qSlot(k);
     mbarWait(q.empty, bin("xori", q.ph, i32(1)));
-    storeWords4(q.slot, {units, i32(0), i32(0), i32(0)});
+    storeWords4(q.slot, {tiles, i32(0), i32(0), i32(0)});
     e("nvvm.mbarrier.arrive " + q.full + " : !llvm.ptr<3>");
     comment("the last CTA to finish fetching resets the counters for the next launch");
     std::string done = op("llvm.getelementptr %tileCounter[1] : (!llvm.ptr<1>) "
@@ -1303,14 +1114,12 @@ std::string Emitter::body() {
   // consumer 1's last turn.
   if (cfg.persistent)
     pingpongEdge(cw, /*opening=*/true);
-  auto [cTile, cK, cG] = openTileLoop(/*producer=*/false, cta, units);
+  auto [cTile, cK, cG] = openTileLoop(/*producer=*/false, cta, tiles);
   QSlot cq = qSlot(cK); // this tile's Q buffer, barriers and published slot
-  Unit cu = decodeUnit(cTile, whole);
   {
     comment(cfg.persistent ? "this tile as the producer decoded it"
                            : "this CTA's tile");
-    Tile tl = schedule(cfg.persistent ? readCoords(cq.slot) : coords(cTile, numM),
-                       cu);
+    Tile tl = schedule(cfg.persistent ? readCoords(cq.slot) : coords(cTile, numM));
     m0 = tl.m0, head = tl.head, bidx = tl.bidx, lo = tl.lo, ilo = tl.ilo,
     ihi = tl.ihi, nblk = tl.nblk;
     std::string qrow0 = bin("addi", m0, r, "i32", "qrow");
@@ -1507,17 +1316,9 @@ std::string Emitter::body() {
     std::string qrow0 = bin("addi", m0, r, "i32", "qrow");
     qrows = {qrow0, bin("addi", qrow0, i32(8), "i32", "qrow")};
   }
-  // The tile's m, l (per thread, before the quad reduction) and O.
-  Strs fin = {res + "#0", res + "#1", res + "#2", res + "#3", res + "#4"};
-  if (splitting()) {
-    fin = combineSplitPieces(fin, cu, bin("addi", bin("muli", cw, i32(128)), ltid));
-    comment("the epilogue, unless this was a piece of a split tile and not its last");
-    e("scf.if " + fin[5] + " {");
-    ++ind;
-  }
-  Strs mfin = {fin[0], fin[1]}, lfin, inv, empty;
-  for (const std::string &l : {fin[2], fin[3]}) {
-    std::string v = l;
+  Strs mfin = {res + "#0", res + "#1"}, lfin, inv, empty;
+  for (const char *l : {"#2", "#3"}) {
+    std::string v = res + l;
     v = bin("addf", v, shflXor(v, 1), "f32");
     v = bin("addf", v, shflXor(v, 2), "f32");
     lfin.push_back(v);
@@ -1532,7 +1333,7 @@ std::string Emitter::body() {
                                 lfin[i] + ") : (f32) -> f32", "inv"),
                          "f32"));
   }
-  std::string accf = fin[4];
+  std::string accf = res + "#4";
   if (cfg.tmaStore)
     storeOViaTma(accf, inv, EpilogueCtx{smem, cq.empty, cw, ltid, warp, lane, m0, head, bidx});
   else
@@ -1557,10 +1358,6 @@ std::string Emitter::body() {
     u = bin("addi", u, ext64(qrows[i]), "i64");
     u = bin("muli", u, i64(4), "i64");
     e("llvm.store " + lse + ", " + gptr("%LSE", u) + " : f32, !llvm.ptr<1>");
-    --ind;
-    e("}");
-  }
-  if (splitting()) {
     --ind;
     e("}");
   }

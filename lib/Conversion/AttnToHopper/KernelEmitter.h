@@ -47,8 +47,6 @@ struct KernelConfig {
                            // raised its max (a branch); else every kv block
   double rescaleThreshold = 8.0; // log2 units: with lazyRescale a row's max is
                            // raised only when a block exceeds it by more
-  int64_t splitTail = 0;   // persistent: the last partial wave's tiles are
-                           // split into this many kv pieces (0, 1: off)
   std::string kvRangeFn;   // device func: (row0, Sq, Skv) -> (lo, hi, ilo, ihi)
   std::string visibleColsFn; // device func: (row, Sq, Skv) -> (lo, hi), the
                              // visible columns lo <= col < hi
@@ -71,19 +69,7 @@ struct SmemLayout {
   // persistent: 4 words, the decoded tile from the producer to the
   // consumers
   int64_t tileSlots;
-  // split tail: a word that tells both consumer warpgroups whether their
-  // piece was the tile's last
-  int64_t splitFlag;
 };
-
-/// Split tail: floats a consumer thread publishes per piece (m and l of its
-/// two rows, then its O fragment), and the workspace the runtime provides
-/// per CTA of the grid (bytes; 0 without a split tail) after a header of
-/// kSplitSemaphores u32 arrival counters (one per tail tile: fewer than
-/// the CTAs of the grid).
-constexpr int64_t kSplitSemaphores = 1024;
-int64_t splitEntryFloats(const KernelConfig &cfg);
-int64_t splitWorkspacePerCta(const KernelConfig &cfg);
 SmemLayout computeSmemLayout(const KernelConfig &cfg);
 
 /// The largest dynamic shared memory a Hopper CTA may use (227 KiB).
