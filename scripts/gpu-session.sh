@@ -12,7 +12,7 @@
 #   BENCH_ARGS   extra bench_fwd.py args (default: the full FA3-paper grid)
 #   SKIP_CHECK=1 SKIP_SANITIZE=1 SKIP_BENCH=1
 #   SAN_KERNEL_DIR  kernels for the sanitizers (default: KERNEL_DIR)
-#   T_CHECK T_SAN T_BENCH   per-stage timeouts in seconds (default 150 / 90 / 240)
+#   T_CHECK T_SAN T_BENCH   per-stage timeouts in seconds (default 150 / 180 / 240)
 # Files in $OUT: session.log, check_fwd.json, check_fwd.md, memcheck.log,
 # racecheck.log, synccheck.log, <date>.json, <date>.md.
 # Exit status: non-zero if any stage failed.
@@ -51,7 +51,7 @@ if [ "${SKIP_SANITIZE:-0}" != 1 ]; then
   # out-of-bounds accesses that would land inside a pooled block
   for tool in memcheck racecheck synccheck; do
     stage "compute-sanitizer --tool $tool"
-    PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout "${T_SAN:-90}" compute-sanitizer --tool $tool \
+    PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout "${T_SAN:-180}" compute-sanitizer --tool $tool \
       python3 test/gpu/check_fwd.py "${SAN_KERNEL_DIR:-$FA3_KERNEL_DIR}" --sanitize \
       > "$OUT/$tool.log" 2>&1
     rc=$?
