@@ -51,10 +51,9 @@ def ConvertAttnToHopper : Pass<"convert-attn-to-hopper", "::mlir::ModuleOp"> {
     Option<"lazyRescale", "lazy-rescale", "std::string", /*default=*/"\"auto\"",
            "O *= alpha only in warpgroups where a row raised its running "
            "max, behind a branch that also keeps ptxas from hoisting the P V "
-           "wait "
-           "above the softmax: on, off (rescale after every kv block), or "
-           "auto (on where it measured faster on the H200: head dim 128 and "
-           "256)">,
+           "wait above the softmax: on, off (rescale after every kv block), "
+           "or auto (on where it measured faster on the H200: head dim 128 "
+           "and 256)">,
     Option<"rescaleThreshold", "rescale-threshold", "double",
            /*default=*/"8.0",
            "With lazy rescaling, a row's running max is raised only when a "
