@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh >/dev/null
+source scripts/cuda-env.sh  # the compiler's ptxas, as setup found or installed it
 EX=${1:-examples/attention.mlir}
 OUT=build/example
 rm -rf "$OUT" && mkdir -p "$OUT"

@@ -18,12 +18,6 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# ptxas (CUDA) assembles the Hopper kernels; the tests that need it are
-# skipped without it. It is not in Debian's main archive: nothing to install.
-if [ ! -x /usr/local/cuda/bin/ptxas ] && ! command -v ptxas >/dev/null; then
-  echo "== note: ptxas not found; Hopper assembly checks will be skipped"
-fi
-
 # A Python with numpy and pytest: the first python3 on PATH if it has them
 # (or can get them from pip), else Debian's python3 with Debian's packages.
 PY=$(command -v python3)
@@ -39,6 +33,19 @@ if ! "$PY" -c "import numpy, pytest" 2>/dev/null; then
   PY=/usr/bin/python3
 fi
 echo "== python: $PY"
+
+# ptxas (CUDA) assembles the Hopper kernels and cuobjdump shows their SASS;
+# the tests that need them are skipped without them. Not in Debian's main
+# archive: without a CUDA toolkit, NVIDIA's pip wheels of the same ptxas
+# (13.0.88) go into build/cuda (best effort: no network, no tools).
+source scripts/cuda-env.sh
+if [ -z "$FA3_PTXAS" ]; then
+  echo "== installing ptxas and cuobjdump (NVIDIA's pip wheels) into build/cuda"
+  "$PY" -m pip install -q --no-deps --target build/cuda \
+      nvidia-cuda-nvcc==13.0.88 nvidia-cuda-cuobjdump==13.2.51 2>/dev/null || true
+  source scripts/cuda-env.sh
+fi
+echo "== ptxas: ${FA3_PTXAS:-none (Hopper assembly checks will be skipped)}"
 
 # Configure once; later runs let ninja re-run CMake when a CMakeLists changes
 # (changing the compiler of an existing build tree would wipe its cache).

@@ -5,4 +5,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+source scripts/cuda-env.sh  # the compiler's ptxas, as setup found or installed it
 ninja -C build check-fa3
