@@ -22,7 +22,10 @@ config.substitutions.append(
     ("%mlir_runner_utils",
      os.path.join(config.mlir_lib_dir, "libmlir_runner_utils.so")))
 
-llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+# CUDA_HOME / CUDA_PATH: the toolkit whose ptxas fa3-compile uses (scripts/
+# cuda-env.sh exports CUDA_HOME for the one scripts/setup.sh installs).
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP",
+                                     "CUDA_HOME", "CUDA_PATH"])
 llvm_config.use_default_substitutions()
 
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
