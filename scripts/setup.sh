@@ -42,7 +42,8 @@ source scripts/cuda-env.sh
 if [ -z "$FA3_PTXAS" ]; then
   echo "== installing ptxas and cuobjdump (NVIDIA's pip wheels) into build/cuda"
   "$PY" -m pip install -q --no-deps --target build/cuda \
-      nvidia-cuda-nvcc==13.0.88 nvidia-cuda-cuobjdump==13.2.51 2>/dev/null || true
+      nvidia-cuda-nvcc==13.0.88 nvidia-cuda-cuobjdump==13.2.51 \
+      nvidia-cuda-nvdisasm==13.2.51 2>/dev/null || true
   source scripts/cuda-env.sh
 fi
 echo "== ptxas: ${FA3_PTXAS:-none (Hopper assembly checks will be skipped)}"

@@ -24,6 +24,7 @@ exponentials issued before the P V wait; exit status 1 if any fails.
 """
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
@@ -100,8 +101,17 @@ def read_facts(cubin):
     return dict(line.split(" ", 1) for line in f.read_text().splitlines() if " " in line)
 
 
+def run_cuobjdump(cuobjdump, path):
+    """`cuobjdump -sass path`; cuobjdump runs nvdisasm, found on PATH: the
+    directory of cuobjdump comes first (a toolkit's or the pip wheels' bin)."""
+    env = dict(os.environ)
+    env["PATH"] = os.path.dirname(os.path.abspath(cuobjdump)) + os.pathsep + env.get("PATH", "")
+    return subprocess.run([cuobjdump, "-sass", str(path)], capture_output=True, text=True,
+                          env=env)
+
+
 def check_cubin(path, cuobjdump):
-    p = subprocess.run([cuobjdump, "-sass", path], capture_output=True, text=True)
+    p = run_cuobjdump(cuobjdump, path)
     if p.returncode:
         return False, f"cuobjdump failed: {p.stderr.strip()[:200]}"
     insts = instructions(p.stdout)

@@ -25,7 +25,6 @@ import json
 import math
 import os
 import shutil
-import subprocess
 import sys
 import time
 import traceback
@@ -327,7 +326,7 @@ def sass_check(kf):
     tool = shutil.which("cuobjdump")
     if not tool:
         return dict(hgmma=None, ok=True, note="cuobjdump not found: skipped")
-    p = subprocess.run([tool, "-sass", kf.cubin_path], capture_output=True, text=True)
+    p = fa3sass.run_cuobjdump(tool, kf.cubin_path)
     if p.returncode:
         return dict(hgmma=0, ok=False, note=p.stderr.strip()[:300])
     lines = p.stdout.splitlines()
