@@ -1,14 +1,14 @@
 """fa3.compile: the C API's one-call compile from Python, on the CPU machine."""
-import shutil
 from pathlib import Path
 
 import pytest
+from toolkit import have_ptxas
 
 from fa3 import facts as F
 from fa3.compile import compile_kernel
 from fa3.ir import Fa3Error
 
-HAVE_PTXAS = bool(shutil.which("ptxas")) or Path("/usr/local/cuda/bin/ptxas").exists()
+HAVE_PTXAS = have_ptxas()
 needs_ptxas = pytest.mark.skipif(not HAVE_PTXAS, reason="no ptxas to assemble the cubin")
 
 

@@ -232,12 +232,12 @@ def test_select_kernel(tmp_path):
 
 def test_compiled_kernel_facts_parse(tmp_path):
     """The facts fa3-compile writes are what the Python parser reads."""
-    import shutil
     import subprocess
+    from toolkit import have_ptxas
     tool = ROOT / "build" / "bin" / "fa3-compile"
     if not tool.exists():
         pytest.skip("fa3-compile not built")
-    if not (shutil.which("ptxas") or (Path("/usr/local/cuda/bin/ptxas")).exists()):
+    if not have_ptxas():
         pytest.skip("no ptxas to assemble the cubin")
     subprocess.run([str(tool), "--head-dim", "64", "--causal", "--softcap", "5",
                     "-o", str(tmp_path)], check=True, capture_output=True)
