@@ -141,7 +141,8 @@ def main():
                 def timed(name, fn):
                     with ClockSampler() as s:
                         times[name].append(timeit(fn, a.warmup, a.rep))
-                    clocks.get(name, []).extend(s.samples)
+                    if name in clocks:
+                        clocks[name].extend(s.samples)
                 for rnd in range(a.rounds):
                     if "ours_error" not in row:
                         try:

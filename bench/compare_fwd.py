@@ -12,6 +12,7 @@ is how an optimisation is measured before/after in one run (bench/NOTES.md):
 Writes <results-dir>/<date>-compare.json and .md (date, GPU, command, table).
 """
 import argparse
+import contextlib
 import datetime
 import json
 import statistics
@@ -102,7 +103,8 @@ def main():
                 times = {name: [] for name in runs}
                 for _ in range(a.rounds):
                     for name, fn in runs.items():
-                        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):  # for cuDNN's
+                        with (sdpa_kernel(SDPBackend.CUDNN_ATTENTION) if name == "cudnn"
+                              else contextlib.nullcontext()):
                             times[name].append(timeit(fn, a.warmup, a.rep))
                 for name, ts in times.items():
                     row[f"{name}_tflops"] = flops / statistics.median(ts) / 1e9

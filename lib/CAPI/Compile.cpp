@@ -93,6 +93,9 @@ static std::string factsText(DictionaryAttr d) {
   return out;
 }
 
+/// The pipeline's auto|on|off for a C API tri-state (1 on, -1 off, 0 auto).
+static const char *autoOnOff(int v) { return v > 0 ? "on" : v < 0 ? "off" : "auto"; }
+
 Fa3KernelSet *fa3CompileHopperModule(MlirModule cmod,
                                      const Fa3HopperOptions *options) {
   fa3RegisterAllPasses();
@@ -103,10 +106,10 @@ Fa3KernelSet *fa3CompileHopperModule(MlirModule cmod,
   c.blockN = o.blockN;
   c.stages = o.stages;
   c.pingpong = o.pingpong;
-  c.persistent = o.persistent > 0 ? "on" : o.persistent < 0 ? "off" : "auto";
+  c.persistent = autoOnOff(o.persistent);
   c.tmaStore = o.tmaStore;
   c.qBuffers = o.qBuffers;
-  c.lazyRescale = o.lazyRescale > 0 ? "on" : o.lazyRescale < 0 ? "off" : "auto";
+  c.lazyRescale = autoOnOff(o.lazyRescale);
   c.rescaleThreshold = o.rescaleThreshold;
   c.format = "none";
   if (o.chip)

@@ -61,14 +61,21 @@ def wgmma_batches(insts):
     return runs
 
 
-def loop_batch(insts):
-    """(hgmma count, instructions spanned) of the steady-state batch: the
-    largest run holding both the SS and the RS form; None if there is none."""
+def _loop_run(insts):
+    """Indices of the steady-state batch: the largest run holding both the
+    SS and the RS form; None if there is none."""
     best = None
     for run in wgmma_batches(insts):
         forms = {"tnspB" in insts[i] for i in run}
         if forms == {True, False} and (best is None or len(run) > len(best)):
             best = run
+    return best
+
+
+def loop_batch(insts):
+    """(hgmma count, instructions spanned) of the steady-state batch; None
+    if there is none."""
+    best = _loop_run(insts)
     if best is None:
         return None
     return len(best), best[-1] - best[0] + 1
@@ -78,11 +85,7 @@ def exps_beside_pv(insts):
     """MUFU.EX2 instructions between the loop's wait for S and its wait for
     P V (the first `DEPBAR.LE gsb0, 0x1` after the loop batch and the next
     `0x0`); None if the loop has no such pair."""
-    run = None
-    for r in wgmma_batches(insts):
-        if {"tnspB" in insts[i] for i in r} == {True, False} and (
-                run is None or len(r) > len(run)):
-            run = r
+    run = _loop_run(insts)
     if run is None:
         return None
     waits = [i for i in range(run[-1], len(insts))
@@ -110,25 +113,33 @@ def run_cuobjdump(cuobjdump, path):
                           env=env)
 
 
+def judge(insts, facts):
+    """Both properties of the loop, for a kernel with these facts: dict with
+    batch ((hgmma count, span) or None), tight, exps and need (None unless
+    the facts say lazy_rescale 1) and ok."""
+    batch = loop_batch(insts)
+    tight = batch is not None and batch[1] <= MAX_SPAN_PER_HGMMA * batch[0]
+    exps = need = None
+    if facts.get("lazy_rescale") == "1":
+        # each thread exponentiates block_n / 2 scores per kv block
+        need = int(facts["block_n"]) // 2
+        exps = exps_beside_pv(insts) or 0
+    return dict(batch=batch, tight=tight, exps=exps, need=need,
+                ok=tight and (need is None or exps >= need))
+
+
 def check_cubin(path, cuobjdump):
     p = run_cuobjdump(cuobjdump, path)
     if p.returncode:
         return False, f"cuobjdump failed: {p.stderr.strip()[:200]}"
-    insts = instructions(p.stdout)
-    lb = loop_batch(insts)
-    if lb is None:
+    j = judge(instructions(p.stdout), read_facts(path))
+    if j["batch"] is None:
         return False, "no HGMMA batch with both the SS and the RS form"
-    n, span = lb
-    ok = span <= MAX_SPAN_PER_HGMMA * n
+    n, span = j["batch"]
     why = f"{n} HGMMA over {span} instructions (limit {MAX_SPAN_PER_HGMMA * n:.0f})"
-    facts = read_facts(path)
-    if facts.get("lazy_rescale") == "1":
-        # each thread exponentiates block_n / 2 scores per kv block
-        need = int(facts["block_n"]) // 2
-        got = exps_beside_pv(insts) or 0
-        ok = ok and got >= need
-        why += f"; {got} exp2 beside P V (need {need})"
-    return ok, why
+    if j["need"] is not None:
+        why += f"; {j['exps']} exp2 beside P V (need {j['need']})"
+    return j["ok"], why
 
 
 def main(argv=None):

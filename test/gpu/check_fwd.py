@@ -332,18 +332,13 @@ def sass_check(kf):
     lines = p.stdout.splitlines()
     hg = sum("HGMMA" in l for l in lines)
     local = sum(("LDL" in l or "STL" in l) for l in lines)
-    # the steady-state wgmma batch must be issued back to back (fa3.sass)
-    insts = fa3sass.instructions(p.stdout)
-    batch = fa3sass.loop_batch(insts)
-    tight = batch is not None and batch[1] <= fa3sass.MAX_SPAN_PER_HGMMA * batch[0]
-    # lazy rescaling: the softmax's exponentials run beside the P V wgmmas
-    exps = fa3sass.exps_beside_pv(insts)
-    lazy = fa3sass.read_facts(kf.cubin_path).get("lazy_rescale") == "1"
-    beside = not lazy or (exps or 0) >= kf.block_n // 2
+    # the loop's wgmmas back to back and, with lazy rescaling, the softmax
+    # beside the P V wgmmas (fa3.sass)
+    j = fa3sass.judge(fa3sass.instructions(p.stdout), fa3sass.read_facts(kf.cubin_path))
+    batch = j["batch"]
     return dict(hgmma=hg, local_mem_insts=local,
                 loop_batch=None if batch is None else f"{batch[0]} in {batch[1]}",
-                exp2_beside_pv=exps if lazy else None,
-                ok=hg > 0 and local == 0 and tight and beside)
+                exp2_beside_pv=j["exps"], ok=hg > 0 and local == 0 and j["ok"])
 
 
 def write_report(out, meta, results, sass):

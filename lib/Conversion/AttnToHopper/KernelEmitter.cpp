@@ -435,7 +435,6 @@ private:
   /// Persistent CTAs reload Q into the buffer the O store reads: the
   /// consumers free Q only once that store has read it.
   bool qFreedAfterStore() const { return cfg.persistent && lay.oInQ; }
-  bool lazyRescale() const { return cfg.lazyRescale; }
   struct EpilogueCtx {
     std::string smem, qEmpty, cw, ltid, warp, lane, m0, head, bidx;
   };
@@ -701,7 +700,7 @@ Emitter::Softmax Emitter::softmax(const Strs &s, const Strs *mold,
     mx = maxf(mx, shflXor(mx, 2));
     std::string mxs = bin("mulf", mx, sl2, "f32");
     std::string mn = mxs, raise;
-    if (mold && lazyRescale()) {
+    if (mold && cfg.lazyRescale) {
       // The reference max only has to bound the scores closely enough
       // that exp2(s - m) <= 2^threshold stays finite in P and the sums;
       // O and l share it, so the result is the same.
@@ -725,7 +724,7 @@ Emitter::Softmax Emitter::softmax(const Strs &s, const Strs *mold,
     muse.push_back(mu);
     raises.push_back(raise);
   }
-  if (mold && lazyRescale())
+  if (mold && cfg.lazyRescale)
     r.raised = op("arith.ori " + raises[0] + ", " + raises[1] + " : i1", "p");
   Strs negm = {op("arith.negf " + muse[0] + " : f32"),
                op("arith.negf " + muse[1] + " : f32")};
@@ -1104,7 +1103,7 @@ std::string Emitter::body() {
     myBar = bin("addi", cw, i32(1), "i32", "mybar");
     otherBar = bin("subi", i32(2), cw, "i32", "otherbar");
   }
-  if (lazyRescale())
+  if (cfg.lazyRescale)
     voteBar = bin("addi", cw, i32(5), "i32", "votebar");
   tileGrid();
   // Persistent CTAs pass the ping-pong turn on across tiles: each consumer
@@ -1237,7 +1236,7 @@ std::string Emitter::body() {
       return r;
     };
     std::string oacc;
-    if (lazyRescale()) {
+    if (cfg.lazyRescale) {
       comment("O *= alpha only if a row of the warpgroup raised its max: "
               "after the first blocks, almost never");
       std::string any = warpgroupAny(sm.raised);
