@@ -149,7 +149,8 @@ fa3rt_status fa3rt_facts_parse(const char *text, size_t len, fa3rt_facts *out) {
   if (!text || !out) return fail(FA3RT_ERR_INVALID_ARGUMENT, "fa3rt_facts_parse: NULL argument");
   fa3rt_facts f;
   memset(&f, 0, sizeof f);
-  int seen[K_COUNT] = {0};
+  f.cluster_m = 1;
+  int seen[K_COUNT] = {0}, seen_cluster = 0;
   int have_header = 0;
   size_t pos = 0;
   int lineno = 0;
@@ -196,6 +197,17 @@ fa3rt_status fa3rt_facts_parse(const char *text, size_t len, fa3rt_facts *out) {
                     "update libfa3rt", v, FA3RT_FACTS_VERSION);
       f.version = (int)v;
       have_header = 1;
+      continue;
+    }
+    if (!strcmp(key, "cluster_m")) { /* optional: 1 when absent */
+      long v = 0;
+      if (seen_cluster)
+        return fail(FA3RT_ERR_FACTS, "facts line %d: duplicate key '%s'", lineno, key);
+      seen_cluster = 1;
+      if (!parse_long(val, 1, 2, &v))
+        return fail(FA3RT_ERR_FACTS, "facts line %d: bad value '%s' for key '%s' (1 or 2)",
+                    lineno, val, key);
+      f.cluster_m = (int)v;
       continue;
     }
     int k = -1;
@@ -420,11 +432,14 @@ fa3rt_status fa3rt_fwd_plan(const fa3rt_facts *f, const fa3rt_fwd_args *a,
   if (Sq > I32 || Skv > I32)
     return fail(FA3RT_ERR_INVALID_ARGUMENT, "sequence length (Sq = %lld, Skv = %lld) exceeds "
                 "2^31-1", (long long)Sq, (long long)Skv);
-  const int64_t tiles = ((Sq + f->block_m - 1) / f->block_m) * Hq * B;
+  /* a cluster kernel rounds its m-blocks up to whole clusters */
+  const int64_t cm = f->cluster_m > 1 ? f->cluster_m : 1;
+  const int64_t mblocks = ((Sq + f->block_m - 1) / f->block_m + cm - 1) / cm * cm;
+  const int64_t tiles = mblocks * Hq * B;
   if (tiles > I32)
     return fail(FA3RT_ERR_INVALID_ARGUMENT,
-                "ceil(Sq / %d) * Hq * B = %lld tiles exceeds 2^31-1", f->block_m,
-                (long long)tiles);
+                "%lld m-blocks of %d rows * Hq * B = %lld tiles exceeds 2^31-1",
+                (long long)mblocks, f->block_m, (long long)tiles);
 
   double scale = a->softmax_scale;
   if (isnan(scale) || scale <= 0) scale = f->scale;
@@ -466,7 +481,8 @@ struct fa3rt_kernel {
   CUdevice dev;
   CUmodule mod;
   CUfunction fn;
-  int sm_count;           /* multiprocessors: a persistent grid's size */
+  int max_ctas;           /* a persistent grid's size: one CTA per SM, or
+                             cluster_m x the clusters that fit at once */
   CUdeviceptr maps_dev;   /* NSLOTS x SLOT_BYTES (cuMemAlloc: 256-byte aligned) */
   CUdeviceptr counters_dev; /* NSLOTS x 2 u32 tile counters, zeroed at load; a
                                slot's launches are serialised like its maps */
@@ -549,7 +565,7 @@ fa3rt_status fa3rt_kernel_load_data(const void *cubin, size_t cubin_size, const 
   k->facts = f;
   k->ctx = ctx;
   k->dev = dev;
-  k->sm_count = sms > 0 ? sms : 1;
+  k->max_ctas = sms > 0 ? sms : 1;
   k->last_slot = -1;
 
 #define LOAD_TRY(call)                                                       \
@@ -610,6 +626,27 @@ fa3rt_status fa3rt_kernel_load_data(const void *cubin, size_t cubin_size, const 
   }
   LOAD_TRY(cuFuncSetAttribute(k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                               f.dynamic_smem));
+  if (f.cluster_m > 1) {
+    /* Not every SM pairs up into a cluster (the GPCs' SM counts): a
+       persistent grid larger than the co-resident clusters would run a
+       second, nearly empty wave. The cluster shape is in the cubin. */
+    CUlaunchConfig cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDimX = (unsigned)(f.cluster_m * k->max_ctas);
+    cfg.gridDimY = cfg.gridDimZ = 1;
+    cfg.blockDimX = (unsigned)f.threads;
+    cfg.blockDimY = cfg.blockDimZ = 1;
+    cfg.sharedMemBytes = (unsigned)f.dynamic_smem;
+    int clusters = 0;
+    LOAD_TRY(cuOccupancyMaxActiveClusters(&clusters, k->fn, &cfg));
+    if (clusters < 1) {
+      st = fail(FA3RT_ERR_UNSUPPORTED_DEVICE, "kernel %s: no cluster of %d CTAs with %d bytes "
+                "of shared memory each fits on device %d (%s)", f.kernel, f.cluster_m,
+                f.dynamic_smem, (int)dev, devname);
+      goto error;
+    }
+    k->max_ctas = clusters * f.cluster_m;
+  }
   LOAD_TRY(cuMemAlloc(&k->maps_dev, NSLOTS * SLOT_BYTES));
   LOAD_TRY(cuMemAlloc(&k->counters_dev, NSLOTS * 2 * sizeof(uint32_t)));
   LOAD_TRY(cuMemsetD32(k->counters_dev, 0, NSLOTS * 2));
@@ -768,9 +805,9 @@ fa3rt_status fa3rt_fwd(fa3rt_kernel *k, const fa3rt_fwd_args *a, void *stream) {
   float sl2 = L.scale_log2;
   void *params[] = {&tq, &tk, &tv, &to, &po, &pl, &tc, &B, &Sq, &Skv, &Hq, &Hkv, &sb, &ss, &sh, &sl2};
   /* A persistent kernel strides over the tiles: one CTA per SM (the shared
-     memory of a CTA fills an SM). */
-  if (k->facts.persistent && L.grid[0] > (unsigned)k->sm_count)
-    L.grid[0] = (unsigned)k->sm_count;
+     memory of a CTA fills an SM), in whole clusters. */
+  if (k->facts.persistent && L.grid[0] > (unsigned)k->max_ctas)
+    L.grid[0] = (unsigned)k->max_ctas;
   r = cuLaunchKernel(k->fn, L.grid[0], L.grid[1], L.grid[2], L.block[0], L.block[1], L.block[2],
                      L.dynamic_smem, cs, params, NULL);
   const char *failed_call = "cuLaunchKernel";

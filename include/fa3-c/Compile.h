@@ -43,6 +43,10 @@ typedef struct Fa3HopperOptions {
   double rescaleThreshold; /* with lazy rescaling, a row's max is raised
                            only when a kv block exceeds it by more than
                            this (log2 units, 0 to 15; 8); 0: exact max */
+  int kvMulticast;      /* 2-CTA clusters sharing each K/V tile by TMA
+                           multicast: 1 on (wherever it applies: full
+                           mask, head dim 128 and 256), -1 off, 0 auto
+                           (persistent kernels: head dim 128, full mask) */
 } Fa3HopperOptions;
 
 MLIR_CAPI_EXPORTED Fa3HopperOptions fa3HopperOptionsDefault(void);

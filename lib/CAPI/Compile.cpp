@@ -49,6 +49,7 @@ Fa3HopperOptions fa3HopperOptionsDefault(void) {
   o.qBuffers = 0;
   o.lazyRescale = 0;
   o.rescaleThreshold = 8.0;
+  o.kvMulticast = 0;
   return o;
 }
 
@@ -111,6 +112,7 @@ Fa3KernelSet *fa3CompileHopperModule(MlirModule cmod,
   c.qBuffers = o.qBuffers;
   c.lazyRescale = autoOnOff(o.lazyRescale);
   c.rescaleThreshold = o.rescaleThreshold;
+  c.kvMulticast = autoOnOff(o.kvMulticast);
   c.format = "none";
   if (o.chip)
     c.chip = o.chip;

@@ -96,6 +96,12 @@ struct HopperPipelineOptions
                      "block exceeds it by more than this (log2 units, 0 to "
                      "15; 0: exact max)"),
       llvm::cl::init(8.0)};
+  Option<std::string> kvMulticast{
+      *this, "kv-multicast",
+      llvm::cl::desc("2-CTA clusters sharing each K/V tile by TMA multicast "
+                     "(full mask, head dim 128 and 256): auto (persistent "
+                     "kernels, where measured faster), on, off"),
+      llvm::cl::init("auto")};
   Option<std::string> format{
       *this, "format",
       llvm::cl::desc("What gpu-module-to-binary embeds: isa (PTX text), bin "
@@ -152,6 +158,7 @@ void fa3::attn::addHopperPipeline(OpPassManager &pm,
                   " q-buffers=" + std::to_string(c.qBuffers) +
                   " lazy-rescale=" + c.lazyRescale +
                   " rescale-threshold=" + formatDouble(c.rescaleThreshold) +
+                  " kv-multicast=" + c.kvMulticast +
                   "},nvvm-attach-target{chip=" + c.chip +
                   " features=" + c.features + " O=3}," + kDeviceToLLVM;
   addPipeline(pm, p);
@@ -193,6 +200,7 @@ void fa3::attn::registerAttnPipelines() {
         c.qBuffers = o.qBuffers;
         c.lazyRescale = o.lazyRescale;
         c.rescaleThreshold = o.rescaleThreshold;
+        c.kvMulticast = o.kvMulticast;
         c.format = o.format;
         c.chip = o.chip;
         c.features = o.features;

@@ -33,7 +33,7 @@ class _Options(ctypes.Structure):
                 ("chip", ctypes.c_char_p), ("features", ctypes.c_char_p),
                 ("toolkit", ctypes.c_char_p), ("emitCubin", ctypes.c_bool),
                 ("qBuffers", ctypes.c_int64), ("lazyRescale", ctypes.c_int),
-                ("rescaleThreshold", ctypes.c_double)]
+                ("rescaleThreshold", ctypes.c_double), ("kvMulticast", ctypes.c_int)]
 
 
 class _Binary(ctypes.Structure):
@@ -87,7 +87,8 @@ def compile_kernel(out_dir, head_dim: int = 128, dtype: str = "bf16",
                    pingpong: bool = True, persistent: str = "auto",
                    tma_store: bool = True, q_buffers: int = 0,
                    lazy_rescale: str = "auto",
-                   rescale_threshold: float = 8.0) -> List[KernelFiles]:
+                   rescale_threshold: float = 8.0,
+                   kv_multicast: str = "auto") -> List[KernelFiles]:
     """Compiles one variant and writes <kernel>.ptx/.cubin/.facts to out_dir.
     Raises Fa3Error with the compiler's diagnostics when the variant is not
     supported."""
@@ -95,6 +96,8 @@ def compile_kernel(out_dir, head_dim: int = 128, dtype: str = "bf16",
         raise ValueError("persistent must be auto, on or off, got %r" % (persistent,))
     if lazy_rescale not in _AUTO_ON_OFF:
         raise ValueError("lazy_rescale must be auto, on or off, got %r" % (lazy_rescale,))
+    if kv_multicast not in _AUTO_ON_OFF:
+        raise ValueError("kv_multicast must be auto, on or off, got %r" % (kv_multicast,))
     lib = _declare(_capi.lib())
     # name None: the C API derives it from the variant, as fa3-compile does
     spec = _Spec(name.encode() if name else None, dtype.encode(), head_dim, causal, window[0],
@@ -102,7 +105,8 @@ def compile_kernel(out_dir, head_dim: int = 128, dtype: str = "bf16",
                  0.0 if scale is None else scale)
     opts = _Options(block_n, stages, pingpong, _AUTO_ON_OFF[persistent], tma_store,
                     b"sm_90a", b"+ptx80", None, True, q_buffers,
-                    _AUTO_ON_OFF[lazy_rescale], rescale_threshold)
+                    _AUTO_ON_OFF[lazy_rescale], rescale_threshold,
+                    _AUTO_ON_OFF[kv_multicast])
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     with Context() as ctx:

@@ -50,6 +50,7 @@ class KernelFacts:
     softcap: float          # 0 = off
     scale: float            # default softmax scale
     persistent: bool = False  # grid "persistent": CTAs loop over tiles
+    cluster_m: int = 1      # CTAs per cluster (optional key; 2: K/V multicast)
     version: int = 1
     facts_path: Optional[str] = None
     cubin_path: Optional[str] = None
@@ -88,6 +89,12 @@ def parse_facts(text: str, path: Optional[str] = None) -> KernelFacts:
                 raise FactsError(f"{where}facts version {version} is newer than this "
                                  f"package supports ({FACTS_VERSION})")
             continue
+        if key == "cluster_m":
+            if key in extra:
+                raise FactsError(f"{where}line {lineno}: duplicate key '{key}'")
+            if val not in ("1", "2"):
+                raise FactsError(f"{where}line {lineno}: bad value '{val}' for key '{key}' "
+                                 f"(1 or 2)")
         if key not in _REQUIRED:
             extra[key] = val
             continue
@@ -143,7 +150,9 @@ def parse_facts(text: str, path: Optional[str] = None) -> KernelFacts:
                        dynamic_smem=ints["dynamic_smem"], causal=bool(ints["causal"]),
                        window_left=ints["window_left"], window_right=ints["window_right"],
                        softcap=floats["softcap"], scale=floats["scale"], version=version,
-                       facts_path=path, cubin_path=cubin, extra=extra, persistent=vals["grid"] == "persistent")
+                       facts_path=path, cubin_path=cubin, extra=extra,
+                       persistent=vals["grid"] == "persistent",
+                       cluster_m=int(extra.get("cluster_m", "1")))
 
 
 def load_facts(path) -> KernelFacts:

@@ -51,7 +51,7 @@ class Facts(ctypes.Structure):
                 ("dynamic_smem", ctypes.c_int), ("causal", ctypes.c_int),
                 ("window_left", ctypes.c_int), ("window_right", ctypes.c_int),
                 ("softcap", ctypes.c_double), ("scale", ctypes.c_double),
-                ("persistent", ctypes.c_int)]
+                ("persistent", ctypes.c_int), ("cluster_m", ctypes.c_int)]
 
 
 class FwdLaunch(ctypes.Structure):

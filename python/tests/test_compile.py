@@ -55,6 +55,8 @@ def test_bad_option_is_refused(tmp_path):
         compile_kernel(tmp_path, persistent="sometimes")
     with pytest.raises(ValueError):
         compile_kernel(tmp_path, lazy_rescale="sometimes")
+    with pytest.raises(ValueError):
+        compile_kernel(tmp_path, kv_multicast="sometimes")
     with pytest.raises(Fa3Error) as e:
         compile_kernel(tmp_path, rescale_threshold=16.0)
     assert "rescale-threshold 16 (0 to 15" in str(e.value)
@@ -67,6 +69,27 @@ def test_lazy_rescale_reaches_the_kernel(tmp_path):
     off = compile_kernel(tmp_path / "b", head_dim=128, lazy_rescale="off")[0]
     assert facts(auto)["lazy_rescale"] == "1" and "vote.sync.any" in ptx(auto)
     assert facts(off)["lazy_rescale"] == "0" and "vote.sync.any" not in ptx(off)
+
+
+def test_kv_multicast_where_it_applies(tmp_path):
+    parse = lambda f: F.parse_facts(f.facts.read_text(), str(f.facts))
+    ptx = lambda f: f.ptx.read_text()
+    # auto: persistent kernels with a full mask (head dim 128)
+    auto = compile_kernel(tmp_path / "a", head_dim=128)[0]
+    assert parse(auto).cluster_m == 2
+    assert ".reqnctapercluster 2, 1, 1" in ptx(auto) and ".multicast::cluster" in ptx(auto)
+    assert "mapa.shared::cluster" in ptx(auto)
+    off = compile_kernel(tmp_path / "b", head_dim=128, kv_multicast="off")[0]
+    assert parse(off).cluster_m == 1 and "reqnctapercluster" not in ptx(off)
+    # not where the two CTAs of a pair would visit different kv blocks, nor
+    # at head dim 64 (one 64-column box per tile: nothing to split)
+    for i, kw in enumerate([dict(causal=True), dict(window=(256, -1)), dict(head_dim=64)]):
+        f = compile_kernel(tmp_path / f"c{i}", **{"head_dim": 128, **kw}, kv_multicast="on")[0]
+        assert parse(f).cluster_m == 1 and "multicast" not in ptx(f), kw
+    # on: also one CTA per tile (head dim 256)
+    d256 = compile_kernel(tmp_path / "d", head_dim=256, kv_multicast="on")[0]
+    assert parse(d256).cluster_m == 2 and not parse(d256).persistent
+    assert parse(compile_kernel(tmp_path / "e", head_dim=256)[0]).cluster_m == 1
 
 
 def test_q_buffers_default_and_override(tmp_path):

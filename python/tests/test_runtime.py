@@ -126,7 +126,8 @@ def test_python_and_c_parsers_agree(rt):
     bad = [FACTS.replace("head_dim 128\n", ""), FACTS.replace("dtype bf16", "dtype f32"),
            FACTS.replace("block_m 128", "block_m x"), FACTS.replace("window_right 0", "window_right 3"),
            FACTS.replace("fa3-kernel-facts 1", "fa3-kernel-facts 2"),
-           FACTS.replace("oStrideH ", ""), FACTS + "threads 256\n", "hello\n"]
+           FACTS.replace("oStrideH ", ""), FACTS + "threads 256\n", "hello\n",
+           FACTS + "cluster_m 3\n", FACTS + "cluster_m 2\ncluster_m 2\n"]
     for text in bad:
         with pytest.raises(rt.Fa3RuntimeError) as e:
             rt.parse_facts_c(text)
@@ -135,6 +136,9 @@ def test_python_and_c_parsers_agree(rt):
             F.parse_facts(text)
     ok = FACTS + "future_key 1 2 3\n# comment\n\n"
     assert rt.parse_facts_c(ok).head_dim == F.parse_facts(ok).head_dim == 128
+    assert rt.parse_facts_c(ok).cluster_m == F.parse_facts(ok).cluster_m == 1
+    two = FACTS + "cluster_m 2\n"
+    assert rt.parse_facts_c(two).cluster_m == F.parse_facts(two).cluster_m == 2
 
 
 def _bshd(rt, ptr, B, S, H, D):

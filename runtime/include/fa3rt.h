@@ -69,6 +69,9 @@ typedef struct fa3rt_facts {
   double scale;           /* default softmax scale */
   int persistent;         /* grid: 0 "tiles" (one CTA per tile), 1 "persistent"
                              (CTAs loop over tiles; launch <= one per SM) */
+  int cluster_m;          /* CTAs per cluster along x (optional key, 1): with
+                             2, m-block pairs share K/V by TMA multicast and
+                             the tile count is rounded up to whole pairs */
 } fa3rt_facts;
 
 /* A tensor in device memory: 4 dims in LOGICAL order [B, H, S, D], strides in

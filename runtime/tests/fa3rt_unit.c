@@ -86,6 +86,7 @@ static void test_facts(void) {
   EXPECT(f.block_m == 128 && f.block_n == 128 && f.threads == 384 && f.dynamic_smem == 163912);
   EXPECT(f.causal == 1 && f.window_left == -1 && f.window_right == 0 && f.softcap == 0);
   EXPECT(fabs(f.scale - 0.08838834764831845) < 1e-15);
+  EXPECT(f.cluster_m == 1); /* optional key, absent */
 
   const char *f16 = facts_with("dtype", "dtype f16");
   EXPECT(fa3rt_facts_parse(f16, strlen(f16), &f) == FA3RT_OK && f.dtype == FA3RT_F16);
@@ -112,6 +113,13 @@ static void test_facts(void) {
   t = facts_with("threads", "threads 384\nthreads 256");
   EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS, "duplicate key 'threads'"));
   EXPECT(err_is(fa3rt_facts_parse("", 0, &f), FA3RT_ERR_FACTS, "not a facts file"));
+  t = facts_with("grid", "grid persistent\ncluster_m 2");
+  EXPECT(fa3rt_facts_parse(t, strlen(t), &f) == FA3RT_OK && f.cluster_m == 2 && f.persistent);
+  t = facts_with("grid", "grid tiles\ncluster_m 4");
+  EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS,
+                "bad value '4' for key 'cluster_m' (1 or 2)"));
+  t = facts_with("grid", "grid tiles\ncluster_m 2\ncluster_m 2");
+  EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS, "duplicate key 'cluster_m'"));
   /* not NUL-terminated: the length is what counts */
   EXPECT(fa3rt_facts_parse(kFacts, strlen(kFacts) - 1, &f) == FA3RT_OK);
 
@@ -188,7 +196,7 @@ static void test_plan(void) {
   BAD(a.v.strides[0] = -1, "v stride of dim B is -1 elements; it must be positive");
   BAD((a.q.shape[0] = a.k.shape[0] = a.v.shape[0] = a.o.shape[0] = 70000,
        a.q.shape[1] = a.o.shape[1] = 70000, a.k.shape[1] = a.v.shape[1] = 1),
-      "ceil(Sq / 128) * Hq * B = 39200000000 tiles exceeds 2^31-1");
+      "8 m-blocks of 128 rows * Hq * B = 39200000000 tiles exceeds 2^31-1");
   BAD((a.q.shape[2] = a.o.shape[2] = 3000000000L), "exceeds 2^31-1");
   BAD((a.k.shape[2] = a.v.shape[2] = 3000000000L), "exceeds 2^31-1");
   BAD((a.k.shape[1] = a.v.shape[1] = 0), "no heads (Hkv = 0)");
@@ -210,6 +218,14 @@ static void test_plan(void) {
   a = good_args();
   a.k.shape[2] = a.v.shape[2] = 0; a.k.ptr = a.v.ptr = 0;
   EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && !L.empty && L.fill_only);
+
+  /* a 2-CTA cluster kernel takes m-blocks in pairs: ceil(1000 / 128) = 8 is
+     even, ceil(300 / 128) = 3 rounds up to 4 */
+  f.cluster_m = 2;
+  a = good_args();
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.grid[0] == 8 * 8 * 2);
+  a.q.shape[2] = a.o.shape[2] = 300;
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.grid[0] == 4 * 8 * 2);
 }
 
 static void test_no_gpu(void) {

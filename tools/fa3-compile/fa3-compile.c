@@ -59,6 +59,12 @@ static const char *kUsage =
     "  --rescale-threshold X  with lazy rescaling, raise a row's max only when\n"
     "                       a kv block exceeds it by more than X (log2 units,\n"
     "                       0 to 15, default 8; 0 keeps the exact max)\n"
+    "  --kv-multicast       2-CTA clusters: neighbouring m-blocks of a head\n"
+    "                       share each K/V tile, each CTA loading half and\n"
+    "                       multicasting it (where it applies: full mask,\n"
+    "                       head dim 128 and 256; default: where measured\n"
+    "                       faster, persistent kernels = head dim 128)\n"
+    "  --no-kv-multicast    one CTA per cluster\n"
     "  --ptx-only           write PTX and facts, no cubin (also the fallback,\n"
     "                       with a warning, when ptxas cannot be found)\n"
     "  -o DIR               output directory (created if missing)\n"
@@ -217,6 +223,10 @@ int main(int argc, char **argv) {
       opts.lazyRescale = 1;
     } else if (!strcmp(a, "--no-lazy-rescale")) {
       opts.lazyRescale = -1;
+    } else if (!strcmp(a, "--kv-multicast")) {
+      opts.kvMulticast = 1;
+    } else if (!strcmp(a, "--no-kv-multicast")) {
+      opts.kvMulticast = -1;
     } else if (!strcmp(a, "--rescale-threshold")) {
       NEED_VALUE();
       char *end;

@@ -54,6 +54,12 @@ def ConvertAttnToHopper : Pass<"convert-attn-to-hopper", "::mlir::ModuleOp"> {
            "wait above the softmax: on, off (rescale after every kv block), "
            "or auto (on where it measured faster on the H200: head dim 128 "
            "and 256)">,
+    Option<"kvMulticast", "kv-multicast", "std::string", /*default=*/"\"auto\"",
+           "2-CTA clusters: the CTAs of a cluster take neighbouring m-blocks "
+           "of one head and share every K/V tile by TMA multicast, each "
+           "loading half: on (wherever it applies: full mask, head dim 128 "
+           "or 256), off, or auto (on where it measured faster on the "
+           "H200: persistent kernels, i.e. head dim 128)">,
     Option<"rescaleThreshold", "rescale-threshold", "double",
            /*default=*/"8.0",
            "With lazy rescaling, a row's running max is raised only when a "

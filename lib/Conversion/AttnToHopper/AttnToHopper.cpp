@@ -131,7 +131,8 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
                       int64_t stages, bool pingpong,
                       llvm::StringRef persistent, bool tmaStore,
                       int64_t qBuffers, llvm::StringRef lazyRescale,
-                      double rescaleThreshold, unsigned index) {
+                      double rescaleThreshold, llvm::StringRef kvMulticast,
+                      unsigned index) {
   TileUpdateOp u = t.update;
   Value q = u.getQuery(), v = u.getValue(), o = t.finalize.getOut();
   auto qt = cast<MemRefType>(q.getType());
@@ -198,6 +199,19 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
   cfg.kvRangeFn = cfg.name + "_kv_range";
   cfg.visibleColsFn = cfg.name + "_visible_cols";
   cfg.leftBounded = u.getWindow()[0] >= 0;
+  // The two CTAs of a cluster share each K/V tile, so they must visit the
+  // same kv blocks: only a full mask guarantees that for any m-block pair.
+  // "on" applies where it can (so one setting serves a whole variant set);
+  // the facts' cluster_m says where it did. Measured on the H200
+  // (bench/results/2026-11-30T062530-compare.md): +1-2 % with persistent
+  // CTAs (head dim 128, 650 vs 637 TFLOP/s at 16k), -1 to -4 % with one
+  // CTA per tile (head dim 256: a cluster's CTAs start and end together).
+  bool fullMask = u.getWindow()[0] < 0 && u.getWindow()[1] < 0;
+  bool canMulticast = fullMask && cfg.headDim >= 128;
+  cfg.clusterM = canMulticast && (kvMulticast == "on" ||
+                                  (kvMulticast == "auto" && cfg.persistent))
+                     ? 2
+                     : 1;
   std::string why = hopper::checkSupported(cfg);
   if (!why.empty())
     return fail("unsupported " + why);
@@ -237,6 +251,9 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
       b.getNamedAttr("stages", b.getI64IntegerAttr(cfg.stages)),
       b.getNamedAttr("pingpong", b.getBoolAttr(cfg.pingpong)),
       b.getNamedAttr("lazy_rescale", b.getBoolAttr(cfg.lazyRescale)),
+      // CTAs per cluster (launched as clusters of this many along x; the
+      // kernel rounds the m-block count up to a multiple of it).
+      b.getNamedAttr("cluster_m", b.getI64IntegerAttr(cfg.clusterM)),
       b.getNamedAttr("o_store", b.getStringAttr(cfg.tmaStore ? "tma" : "direct")),
       // 1-D grid over (m-block, head, batch) tiles: one per CTA ("tiles"),
       // or any grid size, the kernel striding by gridDim.x ("persistent").
@@ -268,7 +285,8 @@ struct ConvertAttnToHopperPass
     ModuleOp module = getOperation();
     for (auto [name, value] : {std::pair<const char *, std::string>{
                                    "persistent", persistent},
-                               {"lazy-rescale", lazyRescale}})
+                               {"lazy-rescale", lazyRescale},
+                               {"kv-multicast", kvMulticast}})
       if (value != "auto" && value != "on" && value != "off") {
         module.emitError("convert-attn-to-hopper: ")
             << name << " must be auto, on or off, got '" << value << "'";
@@ -311,7 +329,7 @@ struct ConvertAttnToHopperPass
       for (auto [i, t] : llvm::enumerate(found))
         if (failed(convert(module, func, t, stages, pingpong, persistent,
                           tmaStore, qBuffers, lazyRescale, rescaleThreshold,
-                          i)))
+                          kvMulticast, i)))
           return signalPassFailure();
       done.push_back(func);
     }

@@ -222,6 +222,43 @@ private:
         i32(256));
   }
 
+  // K/V multicast (clusterM 2): the two CTAs of a cluster take m-blocks
+  // 2i and 2i + 1 of one head, which read the same K/V blocks; each CTA's
+  // producer loads half of every K/V tile's 64-column boxes and multicasts
+  // them into both CTAs' ring, so each tile leaves L2 once per pair. A ring
+  // stage is then written by both producers: it may be refilled only when
+  // the consumers of both CTAs have released it.
+  std::string consumerLane, peerRank;
+  /// A consumer's release of a K/V ring stage: every consumer thread
+  /// arrives on its own CTA's barrier and, in a cluster, lane 0 of each warp
+  /// also on the peer CTA's (the empty barriers count consumer threads +
+  /// consumer warps). Predicated in the asm, not a branch: the release of K
+  /// sits inside the P V wgmma window, which a branch would serialise. The
+  /// remote arrive keeps mbarrier.arrive's default .release.cta (as
+  /// CUTLASS's cluster barriers do): .release.cluster costs a MEMBAR.GPU.
+  void releaseKV(const std::string &bar) {
+    e("nvvm.mbarrier.arrive " + bar + " : !llvm.ptr<3>");
+    if (cfg.clusterM == 1)
+      return;
+    std::string a = op("llvm.ptrtoint " + bar + " : !llvm.ptr<3> to i32");
+    e("llvm.inline_asm has_side_effects asm_dialect = att \"{\\0A.reg .pred "
+      "p;\\0A.reg .b32 r;\\0Asetp.eq.u32 p, $1, 0;\\0Amapa.shared::cluster.u32 "
+      "r, $0, $2;\\0A@p mbarrier.arrive.shared::cluster.b64 _, "
+      "[r];\\0A}\", \"r,r,r\" " + a + ", " + consumerLane + ", " + peerRank +
+      " : (i32, i32, i32) -> ()");
+  }
+  int64_t kvEmptyCount() const {
+    int64_t threads = 128 * cfg.consumers();
+    return cfg.clusterM == 1 ? threads : threads + threads / 32;
+  }
+  /// All threads of the cluster: after the mbarrier init (the peer's
+  /// multicast signals this CTA's barriers) and before exit (the peer may
+  /// still arrive on this CTA's barriers).
+  void clusterSync() {
+    e("nvvm.cluster.arrive");
+    e("nvvm.cluster.wait");
+  }
+
   // Persistent CTAs take tiles from a dynamic scheduler (as FA3): a CTA's
   // first tile is its ctaid.x, the next ones come from a global counter
   // (atomic add, + gridDim.x), so that CTAs given short (causal) tiles take
@@ -494,6 +531,15 @@ std::string fa3::hopper::checkSupported(const KernelConfig &cfg) {
   else if (cfg.qBuffers == 2 && (!cfg.persistent || computeSmemLayout(cfg).oInQ))
     os << "two Q buffers (they need a persistent kernel whose O staging "
           "buffer fits beside them)";
+  else if (cfg.clusterM != 1 && cfg.clusterM != 2)
+    os << "cluster size " << cfg.clusterM << " (1, or 2 for K/V multicast)";
+  else if (cfg.clusterM == 2 && (cfg.headDim / kChunk) % 2 != 0)
+    os << "K/V multicast at head dim " << cfg.headDim
+       << " (the two CTAs of a cluster each load half of a K/V tile's "
+          "64-column boxes: head dim 128 or 256)";
+  else if (cfg.clusterM == 2 && cfg.leftBounded)
+    os << "K/V multicast with a window (the two CTAs of a cluster must visit "
+          "the same kv blocks)";
   else if (!(cfg.rescaleThreshold >= 0.0 && cfg.rescaleThreshold <= 15.0))
     os << "rescale-threshold " << llvm::format("%g", cfg.rescaleThreshold)
        << " (0 to 15: P = exp2(s - m) <= 2^threshold must fit f16)";
@@ -895,6 +941,8 @@ std::string Emitter::body() {
                         "\"=r,r\" %Sq : (i32) -> i32", "sq");
     numM = bin("divui", bin("addi", sq, i32(cfg.blockM - 1)), i32(cfg.blockM),
                "i32", "numm");
+    if (cfg.clusterM == 2) // pairs of m-blocks; an odd count gets one past Sq
+      numM = bin("andi", bin("addi", numM, i32(1)), i32(-2), "i32", "numm");
     tiles = bin("muli", numM, bin("muli", "%Hq", "%B", "i32", "hb"), "i32", "tiles");
   };
 
@@ -925,16 +973,19 @@ std::string Emitter::body() {
     e("nvvm.mbarrier.init " + smemPtr(smem, lay.vFull + 8 * s) + ", " + i32(1) +
       " : !llvm.ptr<3>, i32");
     e("nvvm.mbarrier.init " + smemPtr(smem, lay.kEmpty + 8 * s) + ", " +
-      i32(consumerThreads) + " : !llvm.ptr<3>, i32");
+      i32(kvEmptyCount()) + " : !llvm.ptr<3>, i32");
     e("nvvm.mbarrier.init " + smemPtr(smem, lay.vEmpty + 8 * s) + ", " +
-      i32(consumerThreads) + " : !llvm.ptr<3>, i32");
+      i32(kvEmptyCount()) + " : !llvm.ptr<3>, i32");
   }
   e("nvvm.fence.mbarrier.init");
   for (const char *tm : {"%tmQ", "%tmK", "%tmV", "%tmO"})
     e(std::string("nvvm.prefetch tensormap, ") + tm + " : !llvm.ptr");
   --ind;
   e("}");
-  e("nvvm.barrier0");
+  if (cfg.clusterM == 2)
+    clusterSync();
+  else
+    e("nvvm.barrier0");
 
   std::string isProd = cmpi("eq", wg, i32(0));
   e("scf.if " + isProd + " {");
@@ -945,6 +996,14 @@ std::string Emitter::body() {
   ++ind;
   tileGrid();
   std::string grp = bin("divui", "%Hq", "%Hkv", "i32", "grp");
+  // The cluster rank is read where it is used (an asm with side effects,
+  // which LLVM does not hoist): held across the producer loop, it would be
+  // one register more than the producer's 24.
+  auto clusterRank = [&] {
+    return op("llvm.inline_asm has_side_effects asm_dialect = att \"mov.u32 "
+              "$0, %cluster_ctarank;\", \"=r\"  : () -> i32",
+              "rank");
+  };
   auto [pTile, pK, pG] = openTileLoop(/*producer=*/true, cta, tiles);
   {
     comment(cfg.qBuffers == 2
@@ -998,23 +1057,45 @@ std::string Emitter::body() {
                     {sl.vempty, sl.vfull, lay.vOff, "%tmV"}};
       for (const Load &ld : loads) {
         mbarWait(ld.empty, phx);
+        // The whole tile arrives here (with multicast, half from the peer).
         e("nvvm.mbarrier.arrive.expect_tx " + ld.full + ", " + i32(lay.kvBytes) +
           " : !llvm.ptr<3>, i32");
-        for (int64_t c = 0; c < nchunk; ++c) {
-          std::string o = bin("addi", soff,
-                              i32(ld.tileOff + c * cfg.blockN * kSwizzleBytes));
+        if (cfg.clusterM == 1) {
+          for (int64_t c = 0; c < nchunk; ++c) {
+            std::string o = bin("addi", soff,
+                                i32(ld.tileOff + c * cfg.blockN * kSwizzleBytes));
+            std::string dst = op("llvm.addrspacecast " + smemPtr(smem, o) +
+                                 " : !llvm.ptr<3> to !llvm.ptr<7>");
+            e("nvvm.cp.async.bulk.tensor.shared.cluster.global " + dst + ", " +
+              ld.tm + ", " + ld.full + ", box[" + i32(c * kChunk) + ", " + hkv +
+              ", " + kvrow + ", " + tl.bidx + "] : !llvm.ptr<7>, !llvm.ptr");
+          }
+          continue;
+        }
+        comment("boxes 2j + rank, multicast into both CTAs of the cluster");
+        std::string rank = clusterRank();
+        for (int64_t j = 0; j < nchunk / 2; ++j) {
+          std::string c = bin("addi", rank, i32(2 * j));
+          std::string o = bin("addi", bin("addi", soff, i32(ld.tileOff)),
+                              bin("muli", c, i32(cfg.blockN * kSwizzleBytes)));
           std::string dst = op("llvm.addrspacecast " + smemPtr(smem, o) +
                                " : !llvm.ptr<3> to !llvm.ptr<7>");
           e("nvvm.cp.async.bulk.tensor.shared.cluster.global " + dst + ", " +
-            ld.tm + ", " + ld.full + ", box[" + i32(c * kChunk) + ", " + hkv +
-            ", " + kvrow + ", " + tl.bidx + "] : !llvm.ptr<7>, !llvm.ptr");
+            ld.tm + ", " + ld.full + ", box[" + bin("muli", c, i32(kChunk)) +
+            ", " + hkv + ", " + kvrow + ", " + tl.bidx + "] multicast_mask = " +
+            cst("3", "i16") + " : !llvm.ptr<7>, !llvm.ptr");
         }
       }
     }
     --ind;
     e("}");
     std::string next;
-    if (cfg.persistent) {
+    if (cfg.persistent && cfg.clusterM == 2) {
+      // Static: the two CTAs of a cluster must take the two m-blocks of a
+      // pair in step (grid and m-block count are even, so tile and tile +
+      // gridDim.x keep their parity). Every full-mask tile costs the same.
+      next = bin("addi", pTile, ncta, "i32", "next");
+    } else if (cfg.persistent) {
       // Claimed once this tile's loads are issued, i.e. about when the CTA
       // can start it: claiming at the start of a tile would reserve work for
       // a CTA that is busy for the whole (causal: long) tile.
@@ -1033,6 +1114,8 @@ std::string Emitter::body() {
     mbarWait(q.empty, bin("xori", q.ph, i32(1)));
     storeWords4(q.slot, {tiles, i32(0), i32(0), i32(0)});
     e("nvvm.mbarrier.arrive " + q.full + " : !llvm.ptr<3>");
+  }
+  if (cfg.persistent && cfg.clusterM == 1) {
     comment("the last CTA to finish fetching resets the counters for the next launch");
     std::string done = op("llvm.getelementptr %tileCounter[1] : (!llvm.ptr<1>) "
                           "-> !llvm.ptr<1>, i32", "done");
@@ -1059,6 +1142,11 @@ std::string Emitter::body() {
   std::string ltid = bin("remui", tid, i32(128), "i32", "ltid");
   std::string warp = bin("divui", ltid, i32(32), "i32", "warp");
   std::string lane = bin("remui", ltid, i32(32), "i32", "lane");
+  if (cfg.clusterM == 2) {
+    consumerLane = lane;
+    peerRank = bin("xori", op("nvvm.read.ptx.sreg.cluster.ctarank : i32", "rank"),
+                   i32(1), "i32", "peer");
+  }
   std::string quad = bin("divui", lane, i32(4));
   std::string tq = bin("remui", lane, i32(4));
   std::string colbase = bin("muli", tq, i32(2), "i32", "colbase");
@@ -1173,7 +1261,7 @@ std::string Emitter::body() {
   turnEnd();
   e("nvvm.wgmma.wait.group.sync.aligned 0");
   sacc = fenceStruct(sacc, nacc, accT);
-  e("nvvm.mbarrier.arrive " + st0.kempty + " : !llvm.ptr<3>");
+  releaseKV(st0.kempty);
   Softmax sm0 = softmax(scoresOf(sacc, lo), nullptr, sl2);
   std::vector<Strs> a0 = pack(sm0.p);
   std::string o0 = op("llvm.mlir.zero : " + accOT, "ozero");
@@ -1209,7 +1297,7 @@ std::string Emitter::body() {
     turnEnd();
     e("nvvm.wgmma.wait.group.sync.aligned 1");
     s = fenceStruct(s, nacc, accT);
-    e("nvvm.mbarrier.arrive " + cur.kempty + " : !llvm.ptr<3>");
+    releaseKV(cur.kempty);
     Strs mold = {"%m0", "%m1"};
     Softmax sm = softmax(scoresOf(s, blockOf("%t")), &mold, sl2);
     // Packed before the wait, beside the exponentials (the MUFU pipe is the
@@ -1254,7 +1342,7 @@ std::string Emitter::body() {
       comment("O *= alpha (after the P V wgmmas retired)");
       oacc = rescaled(waitPV());
     }
-    e("nvvm.mbarrier.arrive " + prv.vempty + " : !llvm.ptr<3>");
+    releaseKV(prv.vempty);
     Strs ln = {fma("%l0", sm.alpha[0], sm.rowsum[0]),
                fma("%l1", sm.alpha[1], sm.rowsum[1])};
     Strs ys;
@@ -1287,7 +1375,7 @@ std::string Emitter::body() {
     turnEnd();
     e("nvvm.wgmma.wait.group.sync.aligned 0");
     o = fenceStruct(o, naccO, accOT);
-    e("nvvm.mbarrier.arrive " + last.vempty + " : !llvm.ptr<3>");
+    releaseKV(last.vempty);
     e("scf.yield " + lp + "#0, " + lp + "#1, " + lp + "#2, " + lp + "#3, " +
       o + coordsNz + " : " + rtIf);
   }
@@ -1371,6 +1459,8 @@ std::string Emitter::body() {
   }
   --ind;
   e("}");
+  if (cfg.clusterM == 2)
+    clusterSync();
   e("gpu.return");
 
   std::string out;
@@ -1389,7 +1479,10 @@ std::string Emitter::body() {
         "%LSE: !llvm.ptr<1>, %tileCounter: !llvm.ptr<1>, %B: i32, %Sq: i32, %Skv: i32, %Hq: i32, %Hkv: i32, "
         "%oStrideB: i64, %oStrideS: i64, %oStrideH: i64, %scaleLog2: f32) kernel\n"
      << "      attributes {nvvm.maxntid = array<i32: " << cfg.threads()
-     << ", 1, 1>, nvvm.minctasm = 1 : i32} {\n";
+     << ", 1, 1>, nvvm.minctasm = 1 : i32";
+  if (cfg.clusterM == 2)
+    os << ", nvvm.cluster_dim = array<i32: 2, 1, 1>";
+  os << "} {\n";
   for (const std::string &c : constLines)
     os << "    " << c << "\n";
   for (const std::string &ln : lines)

@@ -51,6 +51,8 @@ struct KernelConfig {
   std::string visibleColsFn; // device func: (row, Sq, Skv) -> (lo, hi), the
                              // visible columns lo <= col < hi
   bool leftBounded = false;  // the mask has a lower column bound (window)
+  int64_t clusterM = 1;      // CTAs per cluster: 2 = m-block pairs sharing
+                             // each K/V tile by TMA multicast (full mask only)
 
   int64_t consumers() const { return blockM / 64; }
   int64_t threads() const { return 128 * (1 + consumers()); }

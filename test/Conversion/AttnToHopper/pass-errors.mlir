@@ -26,3 +26,6 @@ func.func @attn(%q: memref<1x2x64x256xbf16>, %o: memref<1x2x64x256xbf16>) {
 
 // RUN: not fa3-opt %S/Inputs/other-work.mlir --attn-tile=block-m=128 --convert-attn-to-hopper 2>&1 | FileCheck %s --check-prefix=LOST
 // LOST: error: 'memref.store' op would be lost: convert-attn-to-hopper replaces @mixed by its attention kernels; keep other work out of that function
+
+// RUN: not fa3-opt %s --attn-tile=block-m=128 --convert-attn-to-hopper=kv-multicast=sometimes 2>&1 | FileCheck %s --check-prefix=MCAST
+// MCAST: convert-attn-to-hopper: kv-multicast must be auto, on or off, got 'sometimes'
