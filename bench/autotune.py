@@ -6,10 +6,13 @@ Two steps, since the GPU machine has no MLIR:
 
   1. here (CPU):   python3 bench/autotune.py compile --head-dim 128 [--causal]
                        -o gpu-kernels/tune-d128
-     compiles every combination of --block-n, --stages, --pingpong,
-     --q-buffers and --lazy-rescale with build/bin/fa3-compile into one directory per
-     candidate, and keeps those that compile, fit in shared memory and
-     assemble with no spills (ptxas -v, when ptxas is found);
+     compiles every combination of --block-m, --block-n, --stages,
+     --pingpong, --q-buffers and --lazy-rescale with build/bin/fa3-compile
+     into one directory per candidate, and keeps those that compile, fit in
+     shared memory, assemble with no spills (ptxas -v, when ptxas is found)
+     and differ from every candidate kept before (an option that does not
+     apply, e.g. ping-pong with three consumer warpgroups, gives the same
+     kernel);
   2. on the GPU:   python3 bench/autotune.py run gpu-kernels/tune-d128
                        [--seqlens 1024,16384] [--rounds 3]
      times the candidates with bench/compare_fwd.py (interleaved per cell,
@@ -23,6 +26,7 @@ confirmed by an A/B run over the whole grid.
 """
 import argparse
 import datetime
+import hashlib
 import itertools
 import json
 import math
@@ -59,17 +63,20 @@ def compile_step(a):
     bad = set(lazy) - set(LAZY_FLAGS)
     if bad:
         sys.exit(f"autotune: --lazy-rescale takes auto, on, off; got {','.join(sorted(bad))}")
-    space = itertools.product(parse_list(a.block_n), parse_list(a.stages),
-                              parse_list(a.pingpong), parse_list(a.q_buffers), lazy)
+    space = itertools.product(parse_list(a.block_m), parse_list(a.block_n),
+                              parse_list(a.stages), parse_list(a.pingpong),
+                              parse_list(a.q_buffers), lazy)
     kept, rejected = [], []
-    for bn, st, pp, qb, lr in space:
-        label = f"n{bn}_s{st}_pp{pp}_q{qb}" + ("" if lr == "auto" else f"_lr{lr}")
+    seen = {}  # PTX digest -> label of the candidate kept with it
+    for bm, bn, st, pp, qb, lr in space:
+        label = (f"m{bm}_" if bm else "") + f"n{bn}_s{st}_pp{pp}_q{qb}" \
+            + ("" if lr == "auto" else f"_lr{lr}")
         d = out / label
         if d.exists():
             shutil.rmtree(d)
-        cmd = [compiler, *base, "--block-n", str(bn), "--stages", str(st),
-               "--q-buffers", str(qb)] + ([] if pp else ["--no-pingpong"]) + LAZY_FLAGS[lr] \
-            + ["-o", str(d)]
+        cmd = [compiler, *base, "--block-m", str(bm), "--block-n", str(bn),
+               "--stages", str(st), "--q-buffers", str(qb)] \
+            + ([] if pp else ["--no-pingpong"]) + LAZY_FLAGS[lr] + ["-o", str(d)]
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0:
             why = next((l for l in p.stderr.splitlines() if "error" in l), p.stderr.strip())
@@ -87,8 +94,14 @@ def compile_step(a):
             rejected.append(dict(label=label, why=f"{spills} bytes of spills"))
             shutil.rmtree(d, ignore_errors=True)
             continue
-        kept.append(dict(label=label, dir=label, block_n=bn, stages=st, pingpong=bool(pp),
-                         q_buffers=qb, lazy_rescale=lr))
+        digest = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(d.glob("*.ptx"))))
+        twin = seen.setdefault(digest.hexdigest(), label)
+        if twin != label:
+            rejected.append(dict(label=label, why=f"the same kernel as {twin}"))
+            shutil.rmtree(d, ignore_errors=True)
+            continue
+        kept.append(dict(label=label, dir=label, block_m=bm, block_n=bn, stages=st,
+                         pingpong=bool(pp), q_buffers=qb, lazy_rescale=lr))
     meta = dict(head_dim=a.head_dim, dtype=a.dtype, causal=a.causal,
                 command="python3 " + " ".join(sys.argv), spills_checked=bool(ptxas))
     (out / "candidates.json").write_text(json.dumps(dict(meta=meta, candidates=kept,
@@ -166,6 +179,7 @@ def main(argv=None):
     c.add_argument("--head-dim", type=int, required=True)
     c.add_argument("--dtype", default="bf16")
     c.add_argument("--causal", action="store_true")
+    c.add_argument("--block-m", default="0", help="0 (per head dim), 128, 192")
     c.add_argument("--block-n", default="64,96,128,160,176,192")
     c.add_argument("--stages", default="2,3,4")
     c.add_argument("--pingpong", default="1", help="1, 0 or 1,0")

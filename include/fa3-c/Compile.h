@@ -23,7 +23,7 @@ extern "C" {
 typedef struct Fa3HopperOptions {
   int64_t blockN;       /* 0: per head dim (128 up to 128, 64 above) */
   int64_t stages;       /* depth of the K/V ring; 0: per head dim (4 for
-                           64, else 2) */
+                           64 with 128-row tiles, else 2) */
   bool pingpong;        /* consumer warpgroups take turns (true) */
   int persistent;       /* CTAs loop over tiles: 1 on, -1 off, 0 auto (on
                            where measured faster: head dim 64 and 128) */
@@ -47,6 +47,10 @@ typedef struct Fa3HopperOptions {
                            multicast: 1 on (wherever it applies: full
                            mask, head dim 128 and 256), -1 off, 0 auto
                            (persistent kernels: head dim 128, full mask) */
+  int64_t blockM;       /* rows of Q per tile: 128 (two consumer
+                           warpgroups, ping-pong) or 192 (three); 0: per
+                           head dim (192 for 64 with a full mask, else
+                           128) */
 } Fa3HopperOptions;
 
 MLIR_CAPI_EXPORTED Fa3HopperOptions fa3HopperOptionsDefault(void);

@@ -50,6 +50,7 @@ Fa3HopperOptions fa3HopperOptionsDefault(void) {
   o.lazyRescale = 0;
   o.rescaleThreshold = 8.0;
   o.kvMulticast = 0;
+  o.blockM = 0;
   return o;
 }
 
@@ -104,6 +105,7 @@ Fa3KernelSet *fa3CompileHopperModule(MlirModule cmod,
   Fa3HopperOptions o = options ? *options : fa3HopperOptionsDefault();
   PassManager pm(module.getContext());
   fa3::attn::HopperPipelineConfig c;
+  c.blockM = o.blockM;
   c.blockN = o.blockN;
   c.stages = o.stages;
   c.pingpong = o.pingpong;

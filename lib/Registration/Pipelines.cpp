@@ -58,13 +58,20 @@ struct TiledPipelineOptions
 };
 struct HopperPipelineOptions
     : public PassPipelineOptions<HopperPipelineOptions> {
+  Option<int64_t> blockM{*this, "block-m",
+                         llvm::cl::desc("Rows of Q per tile: 128 (two consumer "
+                                        "warpgroups) or 192 (three, no "
+                                        "ping-pong); 0: per head dim (192 "
+                                        "for 64 with a full mask, else 128)"),
+                         llvm::cl::init(0)};
   Option<int64_t> blockN{*this, "block-n",
                          llvm::cl::desc("Rows of K/V per tile (0: per head dim: "
                                         "128 up to head dim 128, 64 above)"),
                          llvm::cl::init(0)};
   Option<int64_t> stages{*this, "stages",
                          llvm::cl::desc("Depth of the K/V shared-memory ring "
-                                        "(0: per head dim: 4 for 64, else 2)"),
+                                        "(0: per head dim: 4 for 64 with "
+                                        "128-row tiles, else 2)"),
                          llvm::cl::init(0)};
   Option<bool> pingpong{*this, "pingpong",
                         llvm::cl::desc("Consumer warpgroups take turns issuing "
@@ -149,7 +156,8 @@ constexpr const char *kDeviceToLLVM =
 
 void fa3::attn::addHopperPipeline(OpPassManager &pm,
                                   const HopperPipelineConfig &c) {
-  std::string p = std::string(kBufferize) + "attn-tile{block-m=128 block-n=" +
+  std::string p = std::string(kBufferize) + "attn-tile{block-m=" +
+                  std::to_string(c.blockM) + " block-n=" +
                   std::to_string(c.blockN) + "}," +
                   "convert-attn-to-hopper{stages=" + std::to_string(c.stages) +
                   " pingpong=" + (c.pingpong ? "true" : "false") +
@@ -192,6 +200,7 @@ void fa3::attn::registerAttnPipelines() {
       "convert-attn-to-hopper, NVVM lowering, gpu-module-to-binary",
       [](OpPassManager &pm, const HopperPipelineOptions &o) {
         HopperPipelineConfig c;
+        c.blockM = o.blockM;
         c.blockN = o.blockN;
         c.stages = o.stages;
         c.pingpong = o.pingpong;

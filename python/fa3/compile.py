@@ -33,7 +33,8 @@ class _Options(ctypes.Structure):
                 ("chip", ctypes.c_char_p), ("features", ctypes.c_char_p),
                 ("toolkit", ctypes.c_char_p), ("emitCubin", ctypes.c_bool),
                 ("qBuffers", ctypes.c_int64), ("lazyRescale", ctypes.c_int),
-                ("rescaleThreshold", ctypes.c_double), ("kvMulticast", ctypes.c_int)]
+                ("rescaleThreshold", ctypes.c_double), ("kvMulticast", ctypes.c_int),
+                ("blockM", ctypes.c_int64)]
 
 
 class _Binary(ctypes.Structure):
@@ -88,7 +89,7 @@ def compile_kernel(out_dir, head_dim: int = 128, dtype: str = "bf16",
                    tma_store: bool = True, q_buffers: int = 0,
                    lazy_rescale: str = "auto",
                    rescale_threshold: float = 8.0,
-                   kv_multicast: str = "auto") -> List[KernelFiles]:
+                   kv_multicast: str = "auto", block_m: int = 0) -> List[KernelFiles]:
     """Compiles one variant and writes <kernel>.ptx/.cubin/.facts to out_dir.
     Raises Fa3Error with the compiler's diagnostics when the variant is not
     supported."""
@@ -106,7 +107,7 @@ def compile_kernel(out_dir, head_dim: int = 128, dtype: str = "bf16",
     opts = _Options(block_n, stages, pingpong, _AUTO_ON_OFF[persistent], tma_store,
                     b"sm_90a", b"+ptx80", None, True, q_buffers,
                     _AUTO_ON_OFF[lazy_rescale], rescale_threshold,
-                    _AUTO_ON_OFF[kv_multicast])
+                    _AUTO_ON_OFF[kv_multicast], block_m)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     with Context() as ctx:

@@ -47,13 +47,27 @@ def test_compile_keeps_legal_and_rejects_oversized(tmp_path):
 @pytest.mark.skipif(not TOOL.exists(), reason="fa3-compile not built")
 def test_lazy_rescale_is_a_dimension(tmp_path):
     out = tmp_path / "tune"
-    cand = candidates(out, "--head-dim", "64", "--block-n", "128", "--stages", "2",
-                      "--lazy-rescale", "auto,on")
+    cand = candidates(out, "--head-dim", "64", "--block-m", "128", "--block-n", "128",
+                      "--stages", "2", "--lazy-rescale", "auto,on")
     flags = {}
     for c in cand["candidates"]:
         text = next((out / c["dir"]).glob("*.facts")).read_text()
         flags[c["label"]] = "lazy_rescale 1" in text
     # head dim 64 defaults to off; "on" overrides it
-    assert flags == {"n128_s2_pp1_q0": False, "n128_s2_pp1_q0_lron": True}
+    assert flags == {"m128_n128_s2_pp1_q0": False, "m128_n128_s2_pp1_q0_lron": True}
     bad = autotune_compile("--head-dim", "64", "--lazy-rescale", "maybe", "-o", str(out))
     assert bad.returncode != 0 and "--lazy-rescale takes auto, on, off" in bad.stderr
+
+
+@pytest.mark.skipif(not TOOL.exists(), reason="fa3-compile not built")
+def test_block_m_is_a_dimension_and_twins_are_dropped(tmp_path):
+    out = tmp_path / "tune"
+    cand = candidates(out, "--head-dim", "64", "--block-m", "128,192", "--block-n", "128",
+                      "--stages", "2", "--pingpong", "1,0")
+    kept = {c["label"]: c for c in cand["candidates"]}
+    assert set(kept) == {"m128_n128_s2_pp1_q0", "m128_n128_s2_pp0_q0", "m192_n128_s2_pp1_q0"}
+    text = next((out / "m192_n128_s2_pp1_q0").glob("*.facts")).read_text()
+    assert "block_m 192" in text and "threads 512" in text and "pingpong 0" in text
+    # three consumer warpgroups do not take turns: pp0 is the same kernel
+    rejected = {r["label"]: r["why"] for r in cand["rejected"]}
+    assert rejected == {"m192_n128_s2_pp0_q0": "the same kernel as m192_n128_s2_pp1_q0"}

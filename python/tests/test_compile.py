@@ -96,9 +96,11 @@ def test_q_buffers_default_and_override(tmp_path):
     parse = lambda f: F.parse_facts(f.facts.read_text(), str(f.facts))
     two = parse(compile_kernel(tmp_path / "a", head_dim=64)[0])
     one = parse(compile_kernel(tmp_path / "b", head_dim=64, q_buffers=1)[0])
-    # the default double-buffers Q at head dim 64: one more 128 x 64 bf16 tile
-    # (16 KiB), plus one more pair of Q barriers and tile slot (32 bytes)
-    assert two.dynamic_smem - one.dynamic_smem == 128 * 64 * 2 + 32
+    # the default double-buffers Q at head dim 64: one more 192 x 64 bf16 tile
+    # (24 KiB; 192 query rows with a full mask), plus one more pair of Q
+    # barriers and tile slot (32 bytes)
+    assert two.block_m == 192 and two.threads == 512
+    assert two.dynamic_smem - one.dynamic_smem == 192 * 64 * 2 + 32
     with pytest.raises(Fa3Error) as e:
         compile_kernel(tmp_path / "c", head_dim=256, q_buffers=2)
     assert "two Q buffers" in str(e.value)

@@ -38,9 +38,12 @@ static const char *kUsage =
     "  --name NAME          kernel base name (default: derived from the variant)\n"
     "\n"
     "Compilation options:\n"
+    "  --block-m N          Q rows per tile: 128 (two consumer warpgroups\n"
+    "                       taking turns) or 192 (three; default: 192 for\n"
+    "                       head dim 64 with a full mask, else 128)\n"
     "  --block-n N          K/V rows per tile (default: 128, or 64 for head dim 256)\n"
     "  --stages N           depth of the K/V shared-memory ring (default: 4 for\n"
-    "                       head dim 64, else 2)\n"
+    "                       head dim 64 with 128-row tiles, else 2)\n"
     "  --no-pingpong        consumer warpgroups do not take turns\n"
     "  --persistent         CTAs loop over tiles (the runtime launches one\n"
     "                       CTA per SM, a dynamic scheduler hands out\n"
@@ -203,6 +206,9 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "--name")) {
       NEED_VALUE();
       name = v;
+    } else if (!strcmp(a, "--block-m")) {
+      NEED_VALUE();
+      opts.blockM = atoll(v);
     } else if (!strcmp(a, "--block-n")) {
       NEED_VALUE();
       opts.blockN = atoll(v);

@@ -34,7 +34,7 @@ def ConvertAttnToHopper : Pass<"convert-attn-to-hopper", "::mlir::ModuleOp"> {
   let options = [
     Option<"stages", "stages", "int64_t", /*default=*/"0",
            "Depth of the K/V shared-memory ring (0: per head dim, as measured "
-           "on the H200: 4 for head dim 64, else 2)">,
+           "on the H200: 4 for head dim 64 with 128-row tiles, else 2)">,
     Option<"pingpong", "pingpong", "bool", /*default=*/"true",
            "Alternate the consumer warpgroups' GEMMs with named barriers">,
     Option<"persistent", "persistent", "std::string", /*default=*/"\"auto\"",

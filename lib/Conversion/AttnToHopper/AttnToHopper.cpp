@@ -165,9 +165,12 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
   // 0: measured per head dim (bench/results/2026-11-29T121807-compare.md):
   // at head dim 64 a 4-deep ring lets the producer run further into the
   // next tile (+0-2 %); larger head dims have no shared memory for more.
-  cfg.stages = stages != 0 ? stages : cfg.headDim == 64 ? 4 : 2;
+  // With 192-row tiles 2 and 4 stages measured alike (T063539).
+  cfg.stages = stages != 0 ? stages : cfg.headDim == 64 && cfg.blockM == 128 ? 4 : 2;
   cfg.softcap = u.getSoftcap().convertToDouble();
-  cfg.pingpong = pingpong;
+  // The turns alternate between two consumer warpgroups; with three
+  // (block-m 192) each issues freely, as in FA3.
+  cfg.pingpong = pingpong && cfg.consumers() == 2;
   // Measured on the H200 (bench/results/2026-11-29T1204-persistent.md):
   // with the dynamic tile scheduler, persistent CTAs win up to 19 % at head
   // dim 64 and 128 (short sequences, causal or not) and are within 3 % at

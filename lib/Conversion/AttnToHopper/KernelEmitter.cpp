@@ -31,7 +31,14 @@ constexpr int64_t kElemBytes = 2;      // bf16 / f16
 constexpr int64_t kChunk = kSwizzleBytes / kElemBytes; // 64 elements per box
 constexpr int64_t kKStep = 16;                          // wgmma K for 16-bit
 constexpr int64_t kProducerRegs = 24;
-constexpr int64_t kConsumerRegs = 240;
+constexpr int64_t kEpilogueBarrier0 = 3; // named barriers 1, 2: ping-pong
+/// Registers per consumer thread after setmaxnreg: the CTA's 64K registers
+/// less the producer's, split over the consumer warpgroups (a multiple of
+/// 8): 240 for two, 160 for three (as FA3).
+int64_t consumerRegs(const KernelConfig &cfg) {
+  int64_t perThread = (65536 / 128 - kProducerRegs) / cfg.consumers();
+  return std::min<int64_t>(240, perThread / 8 * 8);
+}
 
 using Strs = std::vector<std::string>;
 
@@ -192,7 +199,8 @@ private:
   // Named barrier 1 + c belongs to consumer c; 256 threads take part (128
   // syncing, 128 arriving).
   std::string myBar, otherBar;
-  /// Named barrier 5 + c: consumer c's vote on lazy rescaling.
+  /// Named barriers: 1, 2 the ping-pong turns, 3 + c consumer c's
+  /// epilogue, then 3 + consumers + c its vote on lazy rescaling.
   std::string voteBar;
   /// OR of `pred` over the 128 threads of this consumer warpgroup
   /// (bar.red.or): the wgmma wait in the rescale branch is .aligned, so
@@ -520,8 +528,13 @@ std::string fa3::hopper::checkSupported(const KernelConfig &cfg) {
     os << "element type " << cfg.dtype << " (the Hopper kernel takes bf16 or f16)";
   else if (cfg.headDim != 64 && cfg.headDim != 128 && cfg.headDim != 256)
     os << "head dim " << cfg.headDim << " (the Hopper kernel takes 64, 128 or 256)";
-  else if (cfg.blockM != 128)
-    os << "block-m " << cfg.blockM << " (the Hopper kernel uses 128: two consumer warpgroups)";
+  else if (cfg.blockM != 128 && cfg.blockM != 192)
+    os << "block-m " << cfg.blockM
+       << " (the Hopper kernel uses 128 or 192: two or three consumer "
+          "warpgroups of 64 rows)";
+  else if (cfg.pingpong && cfg.consumers() != 2)
+    os << "ping-pong with " << cfg.consumers()
+       << " consumer warpgroups (the turns alternate between two: block-m 128)";
   else if (cfg.blockN % 16 != 0 || cfg.blockN < 16 || cfg.blockN > 256)
     os << "block-n " << cfg.blockN << " (must be a multiple of 16 up to 256)";
   else if (cfg.stages < 2)
@@ -849,7 +862,7 @@ void Emitter::storeOViaTma(const std::string &acc, const Strs &inv,
   // unit u of row r sits at unit u ^ (r % 8)) and one thread stores them.
   // The swizzle also makes the fragment's writes bank-conflict free.
   comment("---- O / l -> shared memory (stmatrix) -> global (TMA store) ----");
-  std::string bar = bin("addi", c.cw, i32(3), "i32", "epibar");
+  std::string bar = bin("addi", c.cw, i32(kEpilogueBarrier0), "i32", "epibar");
   std::string leader = cmpi("eq", c.ltid, i32(0));
   auto wgBarrier = [&] {
     e("nvvm.barrier id = " + bar + " number_of_threads = " + i32(128));
@@ -1137,7 +1150,7 @@ std::string Emitter::body() {
   e("} else {");
   ++ind;
   comment("================= consumer warpgroups =================");
-  e("nvvm.setmaxregister increase " + std::to_string(kConsumerRegs));
+  e("nvvm.setmaxregister increase " + std::to_string(consumerRegs(cfg)));
   std::string cw = bin("subi", wg, i32(1), "i32", "cw");
   std::string ltid = bin("remui", tid, i32(128), "i32", "ltid");
   std::string warp = bin("divui", ltid, i32(32), "i32", "warp");
@@ -1192,7 +1205,8 @@ std::string Emitter::body() {
     otherBar = bin("subi", i32(2), cw, "i32", "otherbar");
   }
   if (cfg.lazyRescale)
-    voteBar = bin("addi", cw, i32(5), "i32", "votebar");
+    voteBar = bin("addi", cw, i32(kEpilogueBarrier0 + cfg.consumers()), "i32",
+                  "votebar");
   tileGrid();
   // Persistent CTAs pass the ping-pong turn on across tiles: each consumer
   // takes as many turns per tile, so consumer 1's last turn of a tile opens

@@ -10,7 +10,7 @@
 // RUN: not fa3-opt %s --attn-tile=block-m=128 --convert-attn-to-hopper=rescale-threshold=16 2>&1 | FileCheck %s --check-prefix=TAU
 // RUN: not fa3-opt %s --attn-tile=block-m=128 --convert-attn-to-hopper=rescale-threshold=-1 2>&1 | FileCheck %s --check-prefix=TAU
 
-// BM: unsupported block-m 64 (the Hopper kernel uses 128: two consumer warpgroups)
+// BM: unsupported block-m 64 (the Hopper kernel uses 128 or 192: two or three consumer warpgroups of 64 rows)
 // BN: unsupported block-n 200 (must be a multiple of 16 up to 256)
 // SMEM: unsupported tiles 128x256 with head dim 256 need 589904 bytes of shared memory, more than the 232448 a Hopper CTA has
 // UNTILED: convert-attn-to-hopper needs the tiled form: run attn-tile first

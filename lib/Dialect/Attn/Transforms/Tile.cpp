@@ -43,12 +43,17 @@ namespace {
 struct TileSizes {
   int64_t m, n;
 };
-TileSizes pickTiles(int64_t headDim, int64_t optM, int64_t optN) {
+TileSizes pickTiles(int64_t headDim, bool fullMask, int64_t optM,
+                    int64_t optN) {
   // Head dim 256 takes 64-row kv tiles: with the softmax overlapping the
   // P V wgmmas, 80 spills (O alone is 128 registers a thread), and 64
   // measured 1-8 % faster than 80 on the H200
   // (bench/results/2026-11-30T051908-compare.md).
-  TileSizes t{128, headDim <= 128 ? 128 : 64};
+  // Head dim 64 with a full mask takes 192 query rows (three consumer
+  // warpgroups, as FA3): +3-9 % from 2k, -2-3 % at 512-1k where a third of
+  // the last m-block is past Sq; causal lost 11-15 % at 512-1k for +2-4 %
+  // at 8k-16k, so it keeps 128 (bench/results/2026-11-30T063539-compare.md).
+  TileSizes t{headDim == 64 && fullMask ? 192 : 128, headDim <= 128 ? 128 : 64};
   if (optM > 0)
     t.m = optM;
   if (optN > 0)
@@ -80,10 +85,10 @@ static LogicalResult tile(FlashAttentionOp op, int64_t optM, int64_t optN) {
   int64_t hq = qt.getDimSize(1), d = qt.getDimSize(3);
   int64_t hkv = cast<MemRefType>(k.getType()).getDimSize(1);
   int64_t dv = cast<MemRefType>(v.getType()).getDimSize(3);
-  TileSizes ts = pickTiles(d, optM, optN);
+  int64_t left = op.getWindowLeft(), right = op.getWindowRight();
+  TileSizes ts = pickTiles(d, left < 0 && right < 0, optM, optN);
   if (ts.m <= 0 || ts.n <= 0)
     return op.emitOpError("attn-tile: block sizes must be positive");
-  int64_t left = op.getWindowLeft(), right = op.getWindowRight();
   double scale = op.getEffectiveScale();
   double softcap = op.getSoftcap().convertToDouble();
 

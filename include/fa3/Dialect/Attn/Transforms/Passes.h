@@ -21,6 +21,7 @@ namespace fa3::attn {
 
 /// Appends the Hopper pipeline (see attn-hopper-pipeline) to `pm`.
 struct HopperPipelineConfig {
+  int64_t blockM = 0;            // 0: per head dim (128)
   int64_t blockN = 0;            // 0: per head dim
   int64_t stages = 0;            // depth of the K/V ring (0: per head dim)
   bool pingpong = true;          // consumer warpgroups take turns
