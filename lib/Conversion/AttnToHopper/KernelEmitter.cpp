@@ -1068,20 +1068,30 @@ std::string Emitter::body() {
         const char *tm;
       } loads[2] = {{sl.kempty, sl.kfull, lay.kOff, "%tmK"},
                     {sl.vempty, sl.vfull, lay.vOff, "%tmV"}};
+      // One 64-column box of K or V into the ring (and, with multicast,
+      // into the peer CTA's ring at the same offset).
+      // `col` emits the box's first column after the destination address.
+      auto copyBox = [&](const Load &ld, const std::string &off,
+                         llvm::function_ref<std::string()> col,
+                         const std::string &mcast) {
+        std::string dst = op("llvm.addrspacecast " + smemPtr(smem, off) +
+                             " : !llvm.ptr<3> to !llvm.ptr<7>");
+        e("nvvm.cp.async.bulk.tensor.shared.cluster.global " + dst + ", " +
+          ld.tm + ", " + ld.full + ", box[" + col() + ", " + hkv + ", " + kvrow +
+          ", " + tl.bidx + "]" + mcast + " : !llvm.ptr<7>, !llvm.ptr");
+      };
       for (const Load &ld : loads) {
         mbarWait(ld.empty, phx);
         // The whole tile arrives here (with multicast, half from the peer).
         e("nvvm.mbarrier.arrive.expect_tx " + ld.full + ", " + i32(lay.kvBytes) +
           " : !llvm.ptr<3>, i32");
+        // (Offsets as locals: the emission order must not depend on the
+        // order in which C++ evaluates arguments.)
         if (cfg.clusterM == 1) {
           for (int64_t c = 0; c < nchunk; ++c) {
-            std::string o = bin("addi", soff,
-                                i32(ld.tileOff + c * cfg.blockN * kSwizzleBytes));
-            std::string dst = op("llvm.addrspacecast " + smemPtr(smem, o) +
-                                 " : !llvm.ptr<3> to !llvm.ptr<7>");
-            e("nvvm.cp.async.bulk.tensor.shared.cluster.global " + dst + ", " +
-              ld.tm + ", " + ld.full + ", box[" + i32(c * kChunk) + ", " + hkv +
-              ", " + kvrow + ", " + tl.bidx + "] : !llvm.ptr<7>, !llvm.ptr");
+            std::string off = bin(
+                "addi", soff, i32(ld.tileOff + c * cfg.blockN * kSwizzleBytes));
+            copyBox(ld, off, [&] { return i32(c * kChunk); }, "");
           }
           continue;
         }
@@ -1089,14 +1099,10 @@ std::string Emitter::body() {
         std::string rank = clusterRank();
         for (int64_t j = 0; j < nchunk / 2; ++j) {
           std::string c = bin("addi", rank, i32(2 * j));
-          std::string o = bin("addi", bin("addi", soff, i32(ld.tileOff)),
-                              bin("muli", c, i32(cfg.blockN * kSwizzleBytes)));
-          std::string dst = op("llvm.addrspacecast " + smemPtr(smem, o) +
-                               " : !llvm.ptr<3> to !llvm.ptr<7>");
-          e("nvvm.cp.async.bulk.tensor.shared.cluster.global " + dst + ", " +
-            ld.tm + ", " + ld.full + ", box[" + bin("muli", c, i32(kChunk)) +
-            ", " + hkv + ", " + kvrow + ", " + tl.bidx + "] multicast_mask = " +
-            cst("3", "i16") + " : !llvm.ptr<7>, !llvm.ptr");
+          std::string off = bin("addi", bin("addi", soff, i32(ld.tileOff)),
+                                bin("muli", c, i32(cfg.blockN * kSwizzleBytes)));
+          copyBox(ld, off, [&] { return bin("muli", c, i32(kChunk)); },
+                  " multicast_mask = " + cst("3", "i16"));
         }
       }
     }
