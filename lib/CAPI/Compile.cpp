@@ -225,7 +225,14 @@ Fa3KernelSet *fa3CompileHopperSpec(MlirContext ctx, const Fa3AttentionSpec *spec
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, unwrap(ctx));
   if (!module)
     return nullptr;
-  return fa3CompileHopperModule(wrap(*module), options);
+  // The caller wrote no IR here: a diagnostic's dump of the generated op
+  // ("see current operation", dozens of lines) would only bury the reason.
+  MLIRContext *c = unwrap(ctx);
+  bool printOp = c->shouldPrintOpOnDiagnostic();
+  c->printOpOnDiagnostic(false);
+  Fa3KernelSet *set = fa3CompileHopperModule(wrap(*module), options);
+  c->printOpOnDiagnostic(printOp);
+  return set;
 }
 
 size_t fa3KernelSetSize(const Fa3KernelSet *set) { return set->kernels.size(); }

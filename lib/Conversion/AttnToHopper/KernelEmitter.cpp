@@ -532,6 +532,11 @@ std::string fa3::hopper::checkSupported(const KernelConfig &cfg) {
     os << "block-m " << cfg.blockM
        << " (the Hopper kernel uses 128 or 192: two or three consumer "
           "warpgroups of 64 rows)";
+  else if (cfg.blockM == 192 && cfg.headDim != 64)
+    os << "block-m 192 at head dim " << cfg.headDim
+       << " (three consumer warpgroups have 160 registers a thread: too few "
+          "for S and an O accumulator of head dim "
+       << cfg.headDim << "; block-m 192 takes head dim 64)";
   else if (cfg.pingpong && cfg.consumers() != 2)
     os << "ping-pong with " << cfg.consumers()
        << " consumer warpgroups (the turns alternate between two: block-m 128)";

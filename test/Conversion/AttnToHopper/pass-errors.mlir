@@ -2,6 +2,7 @@
 // RUN: not fa3-opt %s --attn-tile="block-m=64" --convert-attn-to-hopper 2>&1 | FileCheck %s --check-prefix=BM
 // RUN: not fa3-opt %s --attn-tile="block-m=128 block-n=200" --convert-attn-to-hopper 2>&1 | FileCheck %s --check-prefix=BN
 // RUN: not fa3-opt %s --attn-tile="block-m=128 block-n=256" --convert-attn-to-hopper 2>&1 | FileCheck %s --check-prefix=SMEM
+// RUN: not fa3-opt %s --attn-tile="block-m=192 block-n=64" --convert-attn-to-hopper 2>&1 | FileCheck %s --check-prefix=BM192
 // RUN: not fa3-opt %s --convert-attn-to-hopper 2>&1 | FileCheck %s --check-prefix=UNTILED
 // RUN: not fa3-opt %s --attn-tile=block-m=128 --convert-attn-to-hopper=persistent=maybe 2>&1 | FileCheck %s --check-prefix=PERSIST
 // RUN: not fa3-opt %s --attn-tile="block-m=128 block-n=64" --convert-attn-to-hopper=stages=-1 2>&1 | FileCheck %s --check-prefix=STAGES
@@ -13,6 +14,7 @@
 // BM: unsupported block-m 64 (the Hopper kernel uses 128 or 192: two or three consumer warpgroups of 64 rows)
 // BN: unsupported block-n 200 (must be a multiple of 16 up to 256)
 // SMEM: unsupported tiles 128x256 with head dim 256 need 589904 bytes of shared memory, more than the 232448 a Hopper CTA has
+// BM192: unsupported block-m 192 at head dim 256 (three consumer warpgroups have 160 registers a thread: too few for S and an O accumulator of head dim 256; block-m 192 takes head dim 64)
 // UNTILED: convert-attn-to-hopper needs the tiled form: run attn-tile first
 // PERSIST: convert-attn-to-hopper: persistent must be auto, on or off, got 'maybe'
 // STAGES: unsupported stages -1 (need at least 2)
