@@ -9,6 +9,7 @@
 #include "mlir-c/IR.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,6 +157,34 @@ static bool makeDirs(const char *path) {
   return stat(buf, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+static int failValue(const char *option, const char *what, const char *value) {
+  fprintf(stderr, "fa3-compile: %s takes %s: %s\n", option, what, value);
+  return 1;
+}
+
+/// A whole decimal integer, or false (atoll would read "12x" or "abc" as
+/// 12 or 0, and 0 means "per head dim" for several options).
+static bool parseInt(const char *v, int64_t *out) {
+  char *end;
+  errno = 0;
+  long long x = strtoll(v, &end, 10);
+  if (end == v || *end || errno)
+    return false;
+  *out = x;
+  return true;
+}
+
+/// A finite decimal number, or false.
+static bool parseNumber(const char *v, double *out) {
+  char *end;
+  errno = 0;
+  double x = strtod(v, &end);
+  if (end == v || *end || errno || !isfinite(x))
+    return false;
+  *out = x;
+  return true;
+}
+
 int main(int argc, char **argv) {
   const char *input = NULL, *outDir = NULL, *name = NULL;
   Fa3AttentionSpec spec = fa3AttentionSpecDefault();
@@ -170,6 +199,20 @@ int main(int argc, char **argv) {
       return fail("missing value for", a);                                     \
     ++i;                                                                       \
   } while (0)
+#define INT_VALUE(dst)                                                         \
+  do {                                                                         \
+    NEED_VALUE();                                                              \
+    if (!parseInt(v, &(dst)))                                                  \
+      return failValue(a, "an integer", v);                                    \
+  } while (0)
+#define NUMBER_VALUE(dst)                                                      \
+  do {                                                                         \
+    NEED_VALUE();                                                              \
+    double x_;                                                                 \
+    if (!parseNumber(v, &x_))                                                  \
+      return failValue(a, "a number", v);                                      \
+    (dst) = x_;                                                                \
+  } while (0)
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       fputs(kUsage, stdout);
       return 0;
@@ -179,8 +222,7 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "--all")) {
       all = 1;
     } else if (!strcmp(a, "--head-dim")) {
-      NEED_VALUE();
-      spec.headDim = atoll(v);
+      INT_VALUE(spec.headDim);
       haveSpec = 1;
     } else if (!strcmp(a, "--dtype")) {
       NEED_VALUE();
@@ -197,21 +239,17 @@ int main(int argc, char **argv) {
       spec.windowLeft = l;
       spec.windowRight = r;
     } else if (!strcmp(a, "--softcap")) {
-      NEED_VALUE();
-      spec.softcap = strtof(v, NULL);
+      NUMBER_VALUE(spec.softcap);
     } else if (!strcmp(a, "--scale")) {
-      NEED_VALUE();
+      NUMBER_VALUE(spec.scale);
       spec.hasScale = true;
-      spec.scale = strtof(v, NULL);
     } else if (!strcmp(a, "--name")) {
       NEED_VALUE();
       name = v;
     } else if (!strcmp(a, "--block-m")) {
-      NEED_VALUE();
-      opts.blockM = atoll(v);
+      INT_VALUE(opts.blockM);
     } else if (!strcmp(a, "--block-n")) {
-      NEED_VALUE();
-      opts.blockN = atoll(v);
+      INT_VALUE(opts.blockN);
     } else if (!strcmp(a, "--persistent")) {
       opts.persistent = 1;
     } else if (!strcmp(a, "--no-persistent")) {
@@ -223,8 +261,7 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "--no-pingpong")) {
       opts.pingpong = false;
     } else if (!strcmp(a, "--q-buffers")) {
-      NEED_VALUE();
-      opts.qBuffers = atoll(v);
+      INT_VALUE(opts.qBuffers);
     } else if (!strcmp(a, "--lazy-rescale")) {
       opts.lazyRescale = 1;
     } else if (!strcmp(a, "--no-lazy-rescale")) {
@@ -234,14 +271,9 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "--no-kv-multicast")) {
       opts.kvMulticast = -1;
     } else if (!strcmp(a, "--rescale-threshold")) {
-      NEED_VALUE();
-      char *end;
-      opts.rescaleThreshold = strtod(v, &end);
-      if (end == v || *end)
-        return fail("--rescale-threshold takes a number", v);
+      NUMBER_VALUE(opts.rescaleThreshold);
     } else if (!strcmp(a, "--stages")) {
-      NEED_VALUE();
-      opts.stages = atoll(v);
+      INT_VALUE(opts.stages);
     } else if (a[0] == '-') {
       return fail("unknown option (see --help)", a);
     } else if (!input) {
