@@ -626,6 +626,19 @@ fa3rt_status fa3rt_kernel_load_data(const void *cubin, size_t cubin_size, const 
   }
   LOAD_TRY(cuFuncSetAttribute(k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                               f.dynamic_smem));
+  {
+    /* The cluster shape is compiled into the cubin; launched with another
+       grid rounding (or, for cluster_m 1, as clusters) the kernel would
+       pair the wrong CTAs. 0 = no compile-time cluster. */
+    int width = 0;
+    LOAD_TRY(cuFuncGetAttribute(&width, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, k->fn));
+    if ((width > 1 ? width : 1) != f.cluster_m) {
+      st = fail(FA3RT_ERR_FACTS, "kernel %s: facts say cluster_m %d but the cubin's clusters "
+                "are %d CTA(s) wide; facts and cubin do not belong together", f.kernel,
+                f.cluster_m, width > 1 ? width : 1);
+      goto error;
+    }
+  }
   if (f.cluster_m > 1) {
     /* Not every SM pairs up into a cluster (the GPCs' SM counts): a
        persistent grid larger than the co-resident clusters would run a

@@ -26,6 +26,7 @@ import math
 import os
 import shutil
 import sys
+import tempfile
 import time
 import traceback
 from pathlib import Path
@@ -320,6 +321,16 @@ def check_errors(kernels, results):
     expect("forward only",
            lambda: flash_attn_func(q.clone().requires_grad_(), k, v, **variant_kw(kf)),
            NotImplementedError, "forward-only")
+    clustered = [c for c in kernels if c.cluster_m > 1]
+    if clustered:
+        # facts that deny the cubin's compile-time cluster: refused at load
+        c = clustered[0]
+        with tempfile.TemporaryDirectory() as tmp:
+            bad = Path(tmp) / "bad.facts"
+            bad.write_text(Path(c.facts_path).read_text().replace("cluster_m 2", "cluster_m 1"))
+            expect("facts without the cubin's cluster",
+                   lambda: fa3rt.Kernel(c.cubin_path, str(bad)),
+                   fa3rt.Fa3RuntimeError, "facts say cluster_m 1 but the cubin's clusters are 2")
 
 
 def sass_check(kf):
