@@ -102,14 +102,16 @@ static fa3rt_status cuda_fail(const char *call, CUresult r, const char *where) {
 /* facts                                                                     */
 /* ------------------------------------------------------------------------ */
 
+/* the required keys, then the optional ones (K_REQUIRED on) */
 enum {
   K_KERNEL, K_DTYPE, K_HEAD_DIM, K_HEAD_DIM_V, K_BLOCK_M, K_BLOCK_N, K_THREADS,
-  K_SMEM, K_CAUSAL, K_WLEFT, K_WRIGHT, K_SOFTCAP, K_SCALE, K_PARAMS, K_GRID, K_COUNT
+  K_SMEM, K_CAUSAL, K_WLEFT, K_WRIGHT, K_SOFTCAP, K_SCALE, K_PARAMS, K_GRID,
+  K_REQUIRED, K_CLUSTER_M = K_REQUIRED, K_COUNT
 };
 static const char *const kKeys[K_COUNT] = {
     "kernel", "dtype", "head_dim", "head_dim_v", "block_m", "block_n", "threads",
     "dynamic_smem", "causal", "window_left", "window_right", "softcap", "scale", "params",
-    "grid"};
+    "grid", "cluster_m"};
 
 static int parse_long(const char *s, long lo, long hi, long *out) {
   char *end;
@@ -149,8 +151,8 @@ fa3rt_status fa3rt_facts_parse(const char *text, size_t len, fa3rt_facts *out) {
   if (!text || !out) return fail(FA3RT_ERR_INVALID_ARGUMENT, "fa3rt_facts_parse: NULL argument");
   fa3rt_facts f;
   memset(&f, 0, sizeof f);
-  f.cluster_m = 1;
-  int seen[K_COUNT] = {0}, seen_cluster = 0;
+  f.cluster_m = 1; /* optional keys' defaults */
+  int seen[K_COUNT] = {0};
   int have_header = 0;
   size_t pos = 0;
   int lineno = 0;
@@ -199,17 +201,6 @@ fa3rt_status fa3rt_facts_parse(const char *text, size_t len, fa3rt_facts *out) {
       have_header = 1;
       continue;
     }
-    if (!strcmp(key, "cluster_m")) { /* optional: 1 when absent */
-      long v = 0;
-      if (seen_cluster)
-        return fail(FA3RT_ERR_FACTS, "facts line %d: duplicate key '%s'", lineno, key);
-      seen_cluster = 1;
-      if (!parse_long(val, 1, 2, &v))
-        return fail(FA3RT_ERR_FACTS, "facts line %d: bad value '%s' for key '%s' (1 or 2)",
-                    lineno, val, key);
-      f.cluster_m = (int)v;
-      continue;
-    }
     int k = -1;
     for (int i = 0; i < K_COUNT; i++)
       if (!strcmp(key, kKeys[i])) k = i;
@@ -247,6 +238,12 @@ fa3rt_status fa3rt_facts_parse(const char *text, size_t len, fa3rt_facts *out) {
       else return fail(FA3RT_ERR_FACTS, "facts line %d: grid '%s' is not one this runtime "
                        "launches (tiles or persistent)", lineno, val);
       break;
+    case K_CLUSTER_M:
+      if (!parse_long(val, 1, 2, &v))
+        return fail(FA3RT_ERR_FACTS, "facts line %d: bad value '%s' for key '%s' (1 or 2)",
+                    lineno, val, key);
+      f.cluster_m = (int)v;
+      break;
     case K_PARAMS: {
       char norm[512];
       normalize_ws(val, norm, sizeof norm);
@@ -264,7 +261,7 @@ fa3rt_status fa3rt_facts_parse(const char *text, size_t len, fa3rt_facts *out) {
   if (!have_header)
     return fail(FA3RT_ERR_FACTS, "not a facts file: no 'fa3-kernel-facts <version>' line");
   char missing[512] = "";
-  for (int i = 0; i < K_COUNT; i++)
+  for (int i = 0; i < K_REQUIRED; i++)
     if (!seen[i]) {
       if (missing[0]) strncat(missing, ", ", sizeof missing - strlen(missing) - 1);
       strncat(missing, kKeys[i], sizeof missing - strlen(missing) - 1);

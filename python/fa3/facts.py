@@ -28,6 +28,8 @@ _INT_RANGES = {"head_dim": (8, 256), "head_dim_v": (8, 256), "block_m": (1, 256)
                "block_n": (1, 256), "threads": (1, 1024), "dynamic_smem": (0, 1 << 20),
                "causal": (0, 1), "window_left": (-1, 2**31 - 1),
                "window_right": (-1, 2**31 - 1)}
+# optional integer keys: (lo, hi, value when absent)
+_OPTIONAL_INTS = {"cluster_m": (1, 2, 1)}
 
 
 class FactsError(ValueError):
@@ -89,13 +91,7 @@ def parse_facts(text: str, path: Optional[str] = None) -> KernelFacts:
                 raise FactsError(f"{where}facts version {version} is newer than this "
                                  f"package supports ({FACTS_VERSION})")
             continue
-        if key == "cluster_m":
-            if key in extra:
-                raise FactsError(f"{where}line {lineno}: duplicate key '{key}'")
-            if val not in ("1", "2"):
-                raise FactsError(f"{where}line {lineno}: bad value '{val}' for key '{key}' "
-                                 f"(1 or 2)")
-        if key not in _REQUIRED:
+        if key not in _REQUIRED and key not in _OPTIONAL_INTS:
             extra[key] = val
             continue
         if key in vals:
@@ -110,7 +106,11 @@ def parse_facts(text: str, path: Optional[str] = None) -> KernelFacts:
         raise FactsError(f"{where}facts of kernel '{vals.get('kernel', '?')}' lack required "
                          f"key(s): {', '.join(missing)}")
     ints = {}
-    for k, (lo, hi) in _INT_RANGES.items():
+    ranges = dict(_INT_RANGES)
+    for k, (lo, hi, absent) in _OPTIONAL_INTS.items():
+        vals.setdefault(k, str(absent))
+        ranges[k] = (lo, hi)
+    for k, (lo, hi) in ranges.items():
         try:
             v = None if "_" in vals[k] else int(vals[k], 10)
         except ValueError:
@@ -152,7 +152,7 @@ def parse_facts(text: str, path: Optional[str] = None) -> KernelFacts:
                        softcap=floats["softcap"], scale=floats["scale"], version=version,
                        facts_path=path, cubin_path=cubin, extra=extra,
                        persistent=vals["grid"] == "persistent",
-                       cluster_m=int(extra.get("cluster_m", "1")))
+                       cluster_m=ints["cluster_m"])
 
 
 def load_facts(path) -> KernelFacts:

@@ -204,17 +204,19 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
   cfg.leftBounded = u.getWindow()[0] >= 0;
   // The two CTAs of a cluster share each K/V tile, so they must visit the
   // same kv blocks: only a full mask guarantees that for any m-block pair.
-  // "on" applies where it can (so one setting serves a whole variant set);
-  // the facts' cluster_m says where it did. Measured on the H200
+  // "on" applies where it can (so one setting serves a whole variant set):
+  // a full mask, and what checkSupported accepts (the head dims whose boxes
+  // split in two); the facts' cluster_m says where it did. Measured on the H200
   // (bench/results/2026-11-30T062530-compare.md): +1-2 % with persistent
   // CTAs (head dim 128, 650 vs 637 TFLOP/s at 16k), -1 to -4 % with one
   // CTA per tile (head dim 256: a cluster's CTAs start and end together).
   bool fullMask = u.getWindow()[0] < 0 && u.getWindow()[1] < 0;
-  bool canMulticast = fullMask && cfg.headDim >= 128;
-  cfg.clusterM = canMulticast && (kvMulticast == "on" ||
-                                  (kvMulticast == "auto" && cfg.persistent))
+  cfg.clusterM = fullMask && (kvMulticast == "on" ||
+                              (kvMulticast == "auto" && cfg.persistent))
                      ? 2
                      : 1;
+  if (cfg.clusterM == 2 && !hopper::checkSupported(cfg).empty())
+    cfg.clusterM = 1;
   std::string why = hopper::checkSupported(cfg);
   if (!why.empty())
     return fail("unsupported " + why);

@@ -16,6 +16,7 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cassert>
 #include <map>
 #include <tuple>
 #include <vector>
@@ -59,6 +60,9 @@ int64_t descConst(int64_t lbo, int64_t sbo) {
 class Emitter {
 public:
   explicit Emitter(const KernelConfig &cfg) : cfg(cfg) {
+    // The pass switches ping-pong off unless there are two consumers.
+    assert((!cfg.pingpong || cfg.consumers() == 2) &&
+           "ping-pong alternates between two consumer warpgroups");
     lay = computeSmemLayout(cfg);
     nchunk = cfg.headDim / kChunk;
     nacc = cfg.blockN / 2;
@@ -537,9 +541,6 @@ std::string fa3::hopper::checkSupported(const KernelConfig &cfg) {
        << " (three consumer warpgroups have 160 registers a thread: too few "
           "for S and an O accumulator of head dim "
        << cfg.headDim << "; block-m 192 takes head dim 64)";
-  else if (cfg.pingpong && cfg.consumers() != 2)
-    os << "ping-pong with " << cfg.consumers()
-       << " consumer warpgroups (the turns alternate between two: block-m 128)";
   else if (cfg.blockN % 16 != 0 || cfg.blockN < 16 || cfg.blockN > 256)
     os << "block-n " << cfg.blockN << " (must be a multiple of 16 up to 256)";
   else if (cfg.stages < 2)
@@ -555,9 +556,6 @@ std::string fa3::hopper::checkSupported(const KernelConfig &cfg) {
     os << "K/V multicast at head dim " << cfg.headDim
        << " (the two CTAs of a cluster each load half of a K/V tile's "
           "64-column boxes: head dim 128 or 256)";
-  else if (cfg.clusterM == 2 && cfg.leftBounded)
-    os << "K/V multicast with a window (the two CTAs of a cluster must visit "
-          "the same kv blocks)";
   else if (!(cfg.rescaleThreshold >= 0.0 && cfg.rescaleThreshold <= 15.0))
     os << "rescale-threshold " << llvm::format("%g", cfg.rescaleThreshold)
        << " (0 to 15: P = exp2(s - m) <= 2^threshold must fit f16)";
