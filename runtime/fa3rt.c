@@ -20,9 +20,12 @@
 
 #include <cuda.h>
 #include <errno.h>
+#include <float.h>
+#include <locale.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +39,7 @@
 #define TMA_BOX_D 64 /* elements of D per TMA box: 128 bytes, the swizzle span */
 #define O_BOX_ROWS 64 /* rows per O store: one consumer warpgroup's */
 #define LOG2E 1.4426950408889634
+#define CUBIN_MAX_BYTES ((size_t)1 << 30) /* ours are ~100 KB */
 
 static const char *const kParams =
     "tmQ tmK tmV tmO O LSE tileCounter B Sq Skv Hq Hkv oStrideB oStrideS oStrideH scaleLog2";
@@ -102,187 +106,337 @@ static fa3rt_status cuda_fail(const char *call, CUresult r, const char *where) {
 /* facts                                                                     */
 /* ------------------------------------------------------------------------ */
 
-/* the required keys, then the optional ones (K_REQUIRED on) */
-enum {
-  K_KERNEL, K_DTYPE, K_HEAD_DIM, K_HEAD_DIM_V, K_BLOCK_M, K_BLOCK_N, K_THREADS,
-  K_SMEM, K_CAUSAL, K_WLEFT, K_WRIGHT, K_SOFTCAP, K_SCALE, K_PARAMS, K_GRID,
-  K_REQUIRED, K_CLUSTER_M = K_REQUIRED, K_COUNT
+/* The grammar is in docs/runtime.md; python/fa3/facts.py follows it too (a
+ * fuzz test checks that both accept the same files with the same values). */
+static const char *const kHeader = "fa3-kernel-facts";
+
+enum key_type { T_NAME, T_FILE, T_DTYPE, T_GRID, T_PARAMS, T_INT, T_REAL };
+
+/* One key: where it goes in fa3rt_facts and its range (shared by the parser
+ * and by fa3rt_fwd_plan's check of a caller's struct). */
+typedef struct key_rule {
+  const char *name;
+  enum key_type type;
+  int required;
+  size_t off;           /* the field in fa3rt_facts */
+  long long lo, hi, step; /* T_INT: lo..hi, a multiple of step */
+  double rmax;          /* T_REAL: 0 <= v <= rmax (v > 0 with lo 1) */
+  const char *range;    /* for messages */
+} key_rule;
+
+#define FIELD(f) offsetof(fa3rt_facts, f)
+static const key_rule kKeys[] = {
+    {"kernel", T_NAME, 1, FIELD(kernel), 0, 0, 0, 0, "a C identifier of 1 to 255 characters"},
+    {"dtype", T_DTYPE, 1, FIELD(dtype), 0, 0, 0, 0, "bf16 or f16"},
+    {"head_dim", T_INT, 1, FIELD(head_dim), 8, 256, 8, 0, "8 to 256, a multiple of 8"},
+    {"head_dim_v", T_INT, 1, FIELD(head_dim_v), 8, 256, 8, 0, "8 to 256, a multiple of 8"},
+    {"block_m", T_INT, 1, FIELD(block_m), 1, 256, 1, 0, "1 to 256"},
+    {"block_n", T_INT, 1, FIELD(block_n), 1, 256, 1, 0, "1 to 256"},
+    {"threads", T_INT, 1, FIELD(threads), 1, 1024, 1, 0, "1 to 1024"},
+    {"dynamic_smem", T_INT, 1, FIELD(dynamic_smem), 0, 1 << 20, 1, 0, "0 to 2^20"},
+    {"causal", T_INT, 1, FIELD(causal), 0, 1, 1, 0, "0 or 1"},
+    {"window_left", T_INT, 1, FIELD(window_left), -1, INT32_MAX, 1, 0, "-1 to 2^31-1"},
+    {"window_right", T_INT, 1, FIELD(window_right), -1, INT32_MAX, 1, 0, "-1 to 2^31-1"},
+    {"softcap", T_REAL, 1, FIELD(softcap), 0, 0, 0, DBL_MAX, "finite, >= 0; 0 = off"},
+    {"scale", T_REAL, 1, FIELD(scale), 1, 0, 0, FA3RT_SCALE_MAX, "0 < scale <= 1e30"},
+    {"params", T_PARAMS, 1, 0, 0, 0, 0, 0, "the ABI's parameter names"},
+    {"grid", T_GRID, 1, FIELD(persistent), 0, 0, 0, 0, "tiles or persistent"},
+    {"cluster_m", T_INT, 0, FIELD(cluster_m), 1, 2, 1, 0, "1 or 2"},
+    {"cubin", T_FILE, 0, FIELD(cubin), 0, 0, 0, 0,
+     "a file name of 1 to 255 characters without '/', not . or .."},
 };
-static const char *const kKeys[K_COUNT] = {
-    "kernel", "dtype", "head_dim", "head_dim_v", "block_m", "block_n", "threads",
-    "dynamic_smem", "causal", "window_left", "window_right", "softcap", "scale", "params",
-    "grid", "cluster_m"};
+#undef FIELD
+#define NKEYS ((int)(sizeof kKeys / sizeof kKeys[0]))
 
-static int parse_long(const char *s, long lo, long hi, long *out) {
-  char *end;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno || end == s || *end || v < lo || v > hi) return 0;
-  *out = v;
+static int is_blank(char c) { return c == ' ' || c == '\t'; }
+static int is_digit(char c) { return c >= '0' && c <= '9'; }
+
+/* skips [0-9]+; 0 if there is no digit */
+static int skip_digits(const char **p) {
+  const char *s = *p;
+  while (is_digit(**p)) (*p)++;
+  return *p > s;
+}
+
+/* -?[0-9]+ (nothing else: no '+', blanks, hex or '_'); saturates far beyond
+ * every range, so that a huge number is out of range, not wrapped. */
+static int parse_int(const char *s, long long *out) {
+  const char *p = s + (*s == '-');
+  long long v = 0;
+  if (!is_digit(*p)) return 0;
+  for (; is_digit(*p); p++)
+    if (v < (1LL << 40)) v = v * 10 + (*p - '0');
+  if (*p) return 0;
+  *out = *s == '-' ? -v : v;
   return 1;
 }
 
-static int parse_double(const char *s, double *out) {
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (errno || end == s || *end || !isfinite(v)) return 0;
-  *out = v;
-  return 1;
-}
-
-/* collapses runs of blanks to one space */
-static void normalize_ws(const char *in, char *out, size_t cap) {
-  size_t n = 0;
-  int sp = 0;
-  for (; *in && n + 1 < cap; in++) {
-    if (*in == ' ' || *in == '\t') {
-      sp = n > 0;
-      continue;
-    }
-    if (sp) { out[n++] = ' '; sp = 0; if (n + 1 >= cap) break; }
-    out[n++] = *in;
+/* -?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)? read as by strtod in the C locale
+ * (the host program's locale may have another decimal point); correctly
+ * rounded, like Python's float(). -0 is 0. */
+static int parse_real(const char *s, double *out) {
+  const char *p = s + (*s == '-');
+  if (!skip_digits(&p)) return 0;
+  if (*p == '.' && (p++, !skip_digits(&p))) return 0;
+  if (*p == 'e' || *p == 'E') {
+    p++;
+    if (*p == '+' || *p == '-') p++;
+    if (!skip_digits(&p)) return 0;
   }
-  out[n] = 0;
+  if (*p) return 0;
+  locale_t c = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+  locale_t old = c ? uselocale(c) : (locale_t)0;
+  double v = strtod(s, NULL); /* underflow to 0 or a subnormal is fine: no errno check */
+  if (c) {
+    uselocale(old);
+    freelocale(c);
+  }
+  *out = v == 0 ? 0.0 : v;
+  return 1;
+}
+
+static int int_ok(const key_rule *k, long long v) {
+  return v >= k->lo && v <= k->hi && v % k->step == 0;
+}
+
+static int real_ok(const key_rule *k, double v) {
+  return isfinite(v) && (k->lo ? v > 0 : v >= 0) && v <= k->rmax;
+}
+
+/* s (n bytes of a field, maybe not NUL-terminated) is a C identifier */
+static int name_ok(const char *s, size_t n) {
+  size_t len = strnlen(s, n);
+  if (len == 0 || len == n || is_digit(s[0])) return 0;
+  for (size_t i = 0; i < len; i++)
+    if (!(s[i] == '_' || is_digit(s[i]) || (s[i] >= 'a' && s[i] <= 'z') ||
+          (s[i] >= 'A' && s[i] <= 'Z')))
+      return 0;
+  return 1;
+}
+
+/* a file name in the facts file's directory: printable ASCII, no blank, no '/',
+ * not "." or ".." (the facts must not point at another directory) */
+static int file_ok(const char *s, size_t n) {
+  size_t len = strnlen(s, n);
+  if (len == 0 || len == n || !strcmp(s, ".") || !strcmp(s, "..")) return 0;
+  for (size_t i = 0; i < len; i++)
+    if (s[i] <= ' ' || s[i] > '~' || s[i] == '/') return 0;
+  return 1;
+}
+
+/* the value's blank-separated words are the ABI's parameter names */
+static int params_ok(const char *val) {
+  const char *a = val, *b = kParams;
+  for (;;) {
+    while (is_blank(*a)) a++;
+    size_t na = strcspn(a, " \t"), nb = strcspn(b, " ");
+    if (na != nb || strncmp(a, b, na)) return 0;
+    if (!na) return 1;
+    a += na;
+    b += nb + (b[nb] == ' ');
+  }
+}
+
+/* The value of key k (text of facts line `lineno`) into *f. */
+static fa3rt_status parse_value(fa3rt_facts *f, const key_rule *k, const char *val, int lineno) {
+  char *field = (char *)f + k->off;
+  long long v;
+  double d;
+  switch (k->type) {
+  case T_INT:
+    if (!parse_int(val, &v))
+      return fail(FA3RT_ERR_FACTS, "facts line %d: %s: '%s' is not an integer (%s)", lineno,
+                  k->name, val, k->range);
+    if (!int_ok(k, v))
+      return fail(FA3RT_ERR_FACTS, "facts line %d: %s: %s is out of range (%s)", lineno, k->name,
+                  val, k->range);
+    *(int *)(void *)field = (int)v;
+    return FA3RT_OK;
+  case T_REAL:
+    if (!parse_real(val, &d))
+      return fail(FA3RT_ERR_FACTS, "facts line %d: %s: '%s' is not a decimal number (%s)",
+                  lineno, k->name, val, k->range);
+    if (!real_ok(k, d))
+      return fail(FA3RT_ERR_FACTS, "facts line %d: %s: %s is out of range (%s)", lineno, k->name,
+                  val, k->range);
+    *(double *)(void *)field = d;
+    return FA3RT_OK;
+  case T_NAME:
+  case T_FILE:
+    if (!(k->type == T_NAME ? name_ok(val, sizeof f->kernel) : file_ok(val, sizeof f->cubin)))
+      return fail(FA3RT_ERR_FACTS, "facts line %d: %s: '%s' is not %s", lineno, k->name, val,
+                  k->range);
+    strcpy(field, val);
+    return FA3RT_OK;
+  case T_DTYPE:
+    if (!strcmp(val, "bf16")) f->dtype = FA3RT_BF16;
+    else if (!strcmp(val, "f16")) f->dtype = FA3RT_F16;
+    else
+      return fail(FA3RT_ERR_FACTS, "facts line %d: dtype '%s' is not supported (bf16 or f16)",
+                  lineno, val);
+    return FA3RT_OK;
+  case T_GRID:
+    if (!strcmp(val, "tiles")) f->persistent = 0;
+    else if (!strcmp(val, "persistent")) f->persistent = 1;
+    else
+      return fail(FA3RT_ERR_FACTS, "facts line %d: grid '%s' is not one this runtime launches "
+                  "(tiles or persistent)", lineno, val);
+    return FA3RT_OK;
+  case T_PARAMS:
+    if (!params_ok(val))
+      return fail(FA3RT_ERR_FACTS, "facts line %d: kernel parameter list '%s' is not the ABI "
+                  "this runtime launches ('%s')", lineno, val, kParams);
+    return FA3RT_OK;
+  }
+  return FA3RT_OK;
+}
+
+/* Every field of f in its range (f from the parser or from a caller); st is
+ * the status of a failure. */
+static fa3rt_status check_facts(const fa3rt_facts *f, fa3rt_status st) {
+  if (f->version < 1 || f->version > FA3RT_FACTS_VERSION)
+    return fail(st, "facts.version: %d is out of range (1 to %d)", f->version,
+                FA3RT_FACTS_VERSION);
+  for (int i = 0; i < NKEYS; i++) {
+    const key_rule *k = &kKeys[i];
+    const char *field = (const char *)f + k->off;
+    int ok = 1;
+    switch (k->type) {
+    case T_INT: {
+      int v = *(const int *)(const void *)field;
+      if (!int_ok(k, v))
+        return fail(st, "facts.%s: %d is out of range (%s)", k->name, v, k->range);
+      break;
+    }
+    case T_REAL: {
+      double v = *(const double *)(const void *)field;
+      if (!real_ok(k, v))
+        return fail(st, "facts.%s: %g is out of range (%s)", k->name, v, k->range);
+      break;
+    }
+    case T_NAME: ok = name_ok(field, sizeof f->kernel); break;
+    case T_FILE: ok = !field[0] || file_ok(field, sizeof f->cubin); break;
+    case T_DTYPE: ok = f->dtype == FA3RT_BF16 || f->dtype == FA3RT_F16; break;
+    case T_GRID: ok = f->persistent == 0 || f->persistent == 1; break;
+    case T_PARAMS: break;
+    }
+    if (!ok)
+      return fail(st, "facts.%s: not %s", k->name, k->range);
+  }
+  if (f->causal && f->window_right != 0)
+    return fail(st, "facts of kernel '%s': causal 1 needs window_right 0, got %d", f->kernel,
+                f->window_right);
+  return FA3RT_OK;
 }
 
 fa3rt_status fa3rt_facts_parse(const char *text, size_t len, fa3rt_facts *out) {
   clear_error();
   if (!text || !out) return fail(FA3RT_ERR_INVALID_ARGUMENT, "fa3rt_facts_parse: NULL argument");
+  if (len > FA3RT_FACTS_MAX_BYTES)
+    return fail(FA3RT_ERR_FACTS, "facts text: %zu bytes is too long (at most %d)", len,
+                FA3RT_FACTS_MAX_BYTES);
   fa3rt_facts f;
   memset(&f, 0, sizeof f);
-  f.cluster_m = 1; /* optional keys' defaults */
-  int seen[K_COUNT] = {0};
+  f.cluster_m = 1; /* optional keys' defaults (cubin "") */
+  int seen[NKEYS] = {0};
   int have_header = 0;
-  size_t pos = 0;
   int lineno = 0;
-  char line[1024];
-  while (pos < len) {
+  char line[FA3RT_FACTS_MAX_LINE + 1];
+  for (size_t pos = 0; pos < len;) {
     size_t e = pos;
     while (e < len && text[e] != '\n') e++;
-    lineno++;
     size_t n = e - pos;
-    if (n >= sizeof line)
-      return fail(FA3RT_ERR_FACTS, "facts line %d is longer than %zu characters", lineno,
-                  sizeof line - 1);
+    lineno++;
+    if (n > FA3RT_FACTS_MAX_LINE)
+      return fail(FA3RT_ERR_FACTS, "facts line %d: %zu bytes is too long (at most %d)", lineno,
+                  n, FA3RT_FACTS_MAX_LINE);
     memcpy(line, text + pos, n);
-    line[n] = 0;
     pos = e + 1;
-    if (memchr(line, 0, n))
-      return fail(FA3RT_ERR_FACTS, "facts line %d contains a NUL byte", lineno);
-    /* strip comment, CR and surrounding blanks */
+    if (n && line[n - 1] == '\r') n--; /* CRLF */
+    line[n] = 0;
+    for (size_t i = 0; i < n; i++) {
+      unsigned char c = (unsigned char)line[i];
+      if (c != '\t' && (c < 0x20 || c > 0x7e))
+        return fail(FA3RT_ERR_FACTS, "facts line %d: byte 0x%02x at column %zu is not "
+                    "printable ASCII or a tab", lineno, c, i + 1);
+    }
+    /* comment, surrounding blanks, then "key [value]" */
     char *hash = strchr(line, '#');
     if (hash) *hash = 0;
-    char *s = line;
-    while (*s == ' ' || *s == '\t') s++;
-    size_t m = strlen(s);
-    while (m && (s[m - 1] == ' ' || s[m - 1] == '\t' || s[m - 1] == '\r')) s[--m] = 0;
-    if (!*s) continue;
-    char *val = s;
-    while (*val && *val != ' ' && *val != '\t') val++;
+    char *key = line;
+    while (is_blank(*key)) key++;
+    size_t m = strlen(key);
+    while (m && is_blank(key[m - 1])) key[--m] = 0;
+    if (!*key) continue;
+    char *val = key + strcspn(key, " \t");
     if (*val) {
       *val++ = 0;
-      while (*val == ' ' || *val == '\t') val++;
+      while (is_blank(*val)) val++;
     }
-    const char *key = s;
     if (!have_header) {
-      long v;
-      if (strcmp(key, "fa3-kernel-facts"))
+      long long v;
+      if (strcmp(key, kHeader))
         return fail(FA3RT_ERR_FACTS,
                     "not a facts file: the first line must be 'fa3-kernel-facts <version>', "
                     "found '%s'", key);
-      if (!parse_long(val, 1, 1000000, &v))
-        return fail(FA3RT_ERR_FACTS, "facts line %d: bad version '%s'", lineno, val);
+      if (!parse_int(val, &v))
+        return fail(FA3RT_ERR_FACTS, "facts line %d: version: '%s' is not an integer", lineno,
+                    val);
       if (v > FA3RT_FACTS_VERSION)
-        return fail(FA3RT_ERR_FACTS,
-                    "facts version %ld is newer than this runtime supports (%d): "
-                    "update libfa3rt", v, FA3RT_FACTS_VERSION);
+        return fail(FA3RT_ERR_FACTS, "facts line %d: version %s is newer than this runtime "
+                    "supports (%d): update libfa3rt", lineno, val, FA3RT_FACTS_VERSION);
+      if (v < 1)
+        return fail(FA3RT_ERR_FACTS, "facts line %d: version: %s is out of range (1 to %d)",
+                    lineno, val, FA3RT_FACTS_VERSION);
       f.version = (int)v;
       have_header = 1;
       continue;
     }
+    if (!strcmp(key, kHeader))
+      return fail(FA3RT_ERR_FACTS, "facts line %d: duplicate key '%s'", lineno, key);
     int k = -1;
-    for (int i = 0; i < K_COUNT; i++)
-      if (!strcmp(key, kKeys[i])) k = i;
+    for (int i = 0; i < NKEYS; i++)
+      if (!strcmp(key, kKeys[i].name)) k = i;
     if (k < 0) continue; /* unknown key: forward compatible */
     if (seen[k]) return fail(FA3RT_ERR_FACTS, "facts line %d: duplicate key '%s'", lineno, key);
     seen[k] = 1;
     if (!*val) return fail(FA3RT_ERR_FACTS, "facts line %d: key '%s' has no value", lineno, key);
-    long v = 0;
-    int ok = 1;
-    switch (k) {
-    case K_KERNEL:
-      if (strlen(val) >= sizeof f.kernel || strchr(val, ' ') || strchr(val, '\t')) ok = 0;
-      else strcpy(f.kernel, val);
-      break;
-    case K_DTYPE:
-      if (!strcmp(val, "bf16")) f.dtype = FA3RT_BF16;
-      else if (!strcmp(val, "f16")) f.dtype = FA3RT_F16;
-      else return fail(FA3RT_ERR_FACTS, "facts line %d: dtype '%s' is not supported "
-                       "(bf16 or f16)", lineno, val);
-      break;
-    case K_HEAD_DIM: ok = parse_long(val, 8, 256, &v) && v % 8 == 0; f.head_dim = (int)v; break;
-    case K_HEAD_DIM_V: ok = parse_long(val, 8, 256, &v) && v % 8 == 0; f.head_dim_v = (int)v; break;
-    case K_BLOCK_M: ok = parse_long(val, 1, 256, &v); f.block_m = (int)v; break;
-    case K_BLOCK_N: ok = parse_long(val, 1, 256, &v); f.block_n = (int)v; break;
-    case K_THREADS: ok = parse_long(val, 1, 1024, &v); f.threads = (int)v; break;
-    case K_SMEM: ok = parse_long(val, 0, 1 << 20, &v); f.dynamic_smem = (int)v; break;
-    case K_CAUSAL: ok = parse_long(val, 0, 1, &v); f.causal = (int)v; break;
-    case K_WLEFT: ok = parse_long(val, -1, INT32_MAX, &v); f.window_left = (int)v; break;
-    case K_WRIGHT: ok = parse_long(val, -1, INT32_MAX, &v); f.window_right = (int)v; break;
-    case K_SOFTCAP: ok = parse_double(val, &f.softcap) && f.softcap >= 0; break;
-    case K_SCALE: ok = parse_double(val, &f.scale) && f.scale > 0; break;
-    case K_GRID:
-      if (!strcmp(val, "tiles")) f.persistent = 0;
-      else if (!strcmp(val, "persistent")) f.persistent = 1;
-      else return fail(FA3RT_ERR_FACTS, "facts line %d: grid '%s' is not one this runtime "
-                       "launches (tiles or persistent)", lineno, val);
-      break;
-    case K_CLUSTER_M:
-      if (!parse_long(val, 1, 2, &v))
-        return fail(FA3RT_ERR_FACTS, "facts line %d: bad value '%s' for key '%s' (1 or 2)",
-                    lineno, val, key);
-      f.cluster_m = (int)v;
-      break;
-    case K_PARAMS: {
-      char norm[512];
-      normalize_ws(val, norm, sizeof norm);
-      if (strcmp(norm, kParams))
-        return fail(FA3RT_ERR_FACTS,
-                    "kernel parameter list '%s' is not the ABI this runtime launches ('%s')",
-                    norm, kParams);
-      break;
-    }
-    }
-    if (!ok)
-      return fail(FA3RT_ERR_FACTS, "facts line %d: bad value '%s' for key '%s'", lineno, val,
-                  key);
+    fa3rt_status st = parse_value(&f, &kKeys[k], val, lineno);
+    if (st) return st;
   }
   if (!have_header)
     return fail(FA3RT_ERR_FACTS, "not a facts file: no 'fa3-kernel-facts <version>' line");
   char missing[512] = "";
-  for (int i = 0; i < K_REQUIRED; i++)
-    if (!seen[i]) {
+  for (int i = 0; i < NKEYS; i++)
+    if (kKeys[i].required && !seen[i]) {
       if (missing[0]) strncat(missing, ", ", sizeof missing - strlen(missing) - 1);
-      strncat(missing, kKeys[i], sizeof missing - strlen(missing) - 1);
+      strncat(missing, kKeys[i].name, sizeof missing - strlen(missing) - 1);
     }
   if (missing[0])
     return fail(FA3RT_ERR_FACTS, "facts of kernel '%s' lack required key(s): %s",
                 f.kernel[0] ? f.kernel : "?", missing);
-  if (f.causal && f.window_right != 0)
-    return fail(FA3RT_ERR_FACTS, "facts of kernel '%s': causal 1 needs window_right 0, got %d",
-                f.kernel, f.window_right);
+  /* each value was checked on its line; this adds the rules across keys */
+  fa3rt_status st = check_facts(&f, FA3RT_ERR_FACTS);
+  if (st) return st;
   *out = f;
   return FA3RT_OK;
 }
 
-static fa3rt_status read_file(const char *path, const char *what, char **data, size_t *size) {
+/* Reads at most max bytes (so that a device file or a FIFO cannot make it read
+ * forever). */
+static fa3rt_status read_file(const char *path, const char *what, size_t max, char **data,
+                              size_t *size) {
   FILE *fp = fopen(path, "rb");
   if (!fp) return fail(FA3RT_ERR_IO, "cannot open %s '%s': %s", what, path, strerror(errno));
   char *buf = NULL;
   size_t n = 0, cap = 0;
   for (;;) {
     if (n == cap) {
+      if (n > max) {
+        free(buf);
+        fclose(fp);
+        return fail(FA3RT_ERR_IO, "%s '%s' is larger than %zu bytes", what, path, max);
+      }
       cap = cap ? 2 * cap : 1 << 16;
       char *nb = realloc(buf, cap + 1);
       if (!nb) { free(buf); fclose(fp); return fail(FA3RT_ERR_OUT_OF_MEMORY, "out of host memory reading '%s'", path); }
@@ -295,6 +449,10 @@ static fa3rt_status read_file(const char *path, const char *what, char **data, s
   int err = ferror(fp);
   fclose(fp);
   if (err) { free(buf); return fail(FA3RT_ERR_IO, "error reading %s '%s'", what, path); }
+  if (n > max) {
+    free(buf);
+    return fail(FA3RT_ERR_IO, "%s '%s' is larger than %zu bytes", what, path, max);
+  }
   buf[n] = 0;
   *data = buf;
   *size = n;
@@ -306,7 +464,7 @@ fa3rt_status fa3rt_facts_load(const char *path, fa3rt_facts *out) {
   if (!path || !out) return fail(FA3RT_ERR_INVALID_ARGUMENT, "fa3rt_facts_load: NULL argument");
   char *text;
   size_t n;
-  fa3rt_status st = read_file(path, "facts file", &text, &n);
+  fa3rt_status st = read_file(path, "facts file", FA3RT_FACTS_MAX_BYTES, &text, &n);
   if (st) return st;
   st = fa3rt_facts_parse(text, n, out);
   free(text);
@@ -323,57 +481,82 @@ fa3rt_status fa3rt_facts_load(const char *path, fa3rt_facts *out) {
 /* ------------------------------------------------------------------------ */
 
 static const char *const kDimNames[4] = {"B", "H", "S", "D"};
+#define ADDR_END ((uint64_t)1 << 63) /* device memory lies below (pointers are i64 in kernels) */
+#define TMA_STRIDE_END ((int64_t)1 << 40) /* TMA strides are below 2^40 bytes */
 
-/* stride used for dim i (a dim of extent 1 may carry any stride: replace it by a
- * harmless one so that it never fails the alignment checks). */
-static int64_t eff_stride(const fa3rt_tensor *t, int i) {
-  if (t->shape[i] != 1) return t->strides[i];
-  int64_t s = 1;
-  for (int j = i + 1; j < 4; j++) {
-    int64_t e = t->shape[j] * eff_stride(t, j);
-    if (e > s) s = e;
-  }
-  return s;
+/* acc += a * b, 0 on signed overflow */
+static int mul_add(int64_t *acc, int64_t a, int64_t b) {
+  int64_t p;
+  return !__builtin_mul_overflow(a, b, &p) && !__builtin_add_overflow(*acc, p, acc);
 }
 
+/* Checks one tensor and sets eff[] to the strides used for it: a dim of extent 1
+ * may carry any stride, replaced by one that spans the inner dims (it never fails
+ * the alignment checks, and TMA sees a plain layout). */
 static fa3rt_status check_tensor(const char *name, const fa3rt_tensor *t, int64_t elem,
-                                 size_t align) {
-  for (int i = 0; i < 4; i++)
-    if (t->shape[i] < 0)
-      return fail(FA3RT_ERR_INVALID_ARGUMENT, "%s.shape[%d] (%s) = %lld is negative", name, i,
-                  kDimNames[i], (long long)t->shape[i]);
+                                 int64_t eff[4]) {
+  for (int i = 0; i < 4; i++) {
+    eff[i] = t->strides[i];
+    if (t->shape[i] < 0 || t->shape[i] > INT32_MAX) /* the kernel takes i32 extents */
+      return fail(FA3RT_ERR_INVALID_ARGUMENT, "%s.shape[%d] (%s): %lld is out of range "
+                  "(0 to 2^31-1)", name, i, kDimNames[i], (long long)t->shape[i]);
+  }
   if (t->shape[0] == 0 || t->shape[1] == 0 || t->shape[2] == 0) return FA3RT_OK; /* empty */
   if (!t->ptr) return fail(FA3RT_ERR_INVALID_ARGUMENT, "%s pointer is NULL", name);
-  if (t->ptr % align)
+  if (t->ptr % 16)
     return fail(FA3RT_ERR_INVALID_ARGUMENT,
-                "%s pointer 0x%llx is not %zu-byte aligned (TMA needs 16-byte aligned tensors)",
-                name, (unsigned long long)t->ptr, align);
+                "%s pointer 0x%llx is not 16-byte aligned (TMA needs 16-byte aligned tensors)",
+                name, (unsigned long long)t->ptr);
+  if (t->ptr >= ADDR_END)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "%s pointer: 0x%llx is out of range (below 2^63: "
+                "a device address)", name, (unsigned long long)t->ptr);
   if (t->strides[3] != 1 && t->shape[3] != 1)
     return fail(FA3RT_ERR_INVALID_ARGUMENT,
                 "%s stride of the head dim (D) is %lld elements; it must be 1 (contiguous rows)",
                 name, (long long)t->strides[3]);
-  for (int i = 0; i < 3; i++) {
-    int64_t s = eff_stride(t, i);
-    if (s <= 0)
-      return fail(FA3RT_ERR_INVALID_ARGUMENT,
-                  "%s stride of dim %s is %lld elements; it must be positive", name,
-                  kDimNames[i], (long long)s);
-    if (s > ((int64_t)1 << 40) / elem)
-      return fail(FA3RT_ERR_INVALID_ARGUMENT,
-                  "%s stride of dim %s is %lld elements; TMA takes strides below 2^40 bytes",
-                  name, kDimNames[i], (long long)s);
+  eff[3] = 1;
+  for (int i = 2; i >= 0; i--) {
+    const char *dim = kDimNames[i];
+    int64_t s = t->strides[i];
+    if (t->shape[i] == 1) { /* the largest extent * stride of the inner dims */
+      s = 1;
+      for (int j = i + 1; j < 4; j++) {
+        int64_t e = 0;
+        if (!mul_add(&e, t->shape[j], eff[j]) || e >= TMA_STRIDE_END / elem)
+          return fail(FA3RT_ERR_INVALID_ARGUMENT, "%s dims inside %s (extent 1) span 2^40 bytes "
+                      "or more (TMA takes strides below 2^40 bytes)", name, dim);
+        if (e > s) s = e;
+      }
+    } else if (s <= 0 || s >= TMA_STRIDE_END / elem) {
+      return fail(FA3RT_ERR_INVALID_ARGUMENT, "%s.strides[%d] (%s): %lld is out of range "
+                  "(1 to %lld elements: TMA takes strides below 2^40 bytes)", name, i, dim,
+                  (long long)s, (long long)(TMA_STRIDE_END / elem - 1));
+    }
     if ((s * elem) % 16)
       return fail(FA3RT_ERR_INVALID_ARGUMENT,
                   "%s stride of dim %s is %lld elements = %lld bytes; it must be a multiple of "
-                  "16 bytes (TMA)", name, kDimNames[i], (long long)s, (long long)(s * elem));
+                  "16 bytes (TMA)", name, dim, (long long)s, (long long)(s * elem));
+    eff[i] = s;
   }
+  /* the last element's byte offset: all of the tensor below 2^63, so that no
+     address or offset computed from it overflows */
+  int64_t last = 0;
+  for (int i = 0; i < 4; i++)
+    if (!mul_add(&last, t->shape[i] - 1, eff[i])) last = INT64_MAX;
+  if (last > (int64_t)((ADDR_END - t->ptr) / (uint64_t)elem) - 1)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "%s at 0x%llx with shape [%lld,%lld,%lld,%lld] and "
+                "strides [%lld,%lld,%lld,%lld] reaches past 2^63 bytes", name,
+                (unsigned long long)t->ptr, (long long)t->shape[0], (long long)t->shape[1],
+                (long long)t->shape[2], (long long)t->shape[3], (long long)t->strides[0],
+                (long long)t->strides[1], (long long)t->strides[2], (long long)t->strides[3]);
   return FA3RT_OK;
 }
 
-fa3rt_status fa3rt_fwd_plan(const fa3rt_facts *f, const fa3rt_fwd_args *a,
-                            fa3rt_fwd_launch *launch) {
-  clear_error();
-  if (!f || !a) return fail(FA3RT_ERR_INVALID_ARGUMENT, "fa3rt_fwd_plan: NULL argument");
+/* fa3rt_fwd_plan, plus the strides to use for q, k, v, o (check_tensor's eff) */
+static fa3rt_status plan(const fa3rt_facts *f, const fa3rt_fwd_args *a, fa3rt_fwd_launch *launch,
+                         int64_t eff[4][4]) {
+  fa3rt_status st = check_facts(f, FA3RT_ERR_INVALID_ARGUMENT);
+  if (st) return st;
   const char *kn = f->kernel;
   if (a->dtype != FA3RT_BF16 && a->dtype != FA3RT_F16)
     return fail(FA3RT_ERR_INVALID_ARGUMENT, "invalid dtype %d (expected FA3RT_BF16 or FA3RT_F16)",
@@ -383,11 +566,11 @@ fa3rt_status fa3rt_fwd_plan(const fa3rt_facts *f, const fa3rt_fwd_args *a,
                 fa3rt_dtype_name(a->dtype), kn, fa3rt_dtype_name(f->dtype));
   const int64_t elem = 2;
   const fa3rt_tensor *q = &a->q, *k = &a->k, *v = &a->v, *o = &a->o;
-  fa3rt_status st;
-  if ((st = check_tensor("q", q, elem, 16)) || (st = check_tensor("k", k, elem, 16)) ||
-      (st = check_tensor("v", v, elem, 16)) || (st = check_tensor("o", o, elem, 16)))
+  if ((st = check_tensor("q", q, elem, eff[0])) || (st = check_tensor("k", k, elem, eff[1])) ||
+      (st = check_tensor("v", v, elem, eff[2])) || (st = check_tensor("o", o, elem, eff[3])))
     return st;
 
+  /* each below 2^31 (check_tensor) */
   const int64_t B = q->shape[0], Hq = q->shape[1], Sq = q->shape[2];
   const int64_t Hkv = k->shape[1], Skv = k->shape[2];
   if (q->shape[3] != f->head_dim)
@@ -422,26 +605,32 @@ fa3rt_status fa3rt_fwd_plan(const fa3rt_facts *f, const fa3rt_fwd_args *a,
     return fail(FA3RT_ERR_INVALID_ARGUMENT,
                 "Hq = %lld is not a multiple of Hkv = %lld (GQA/MQA needs Hq %% Hkv == 0)",
                 (long long)Hq, (long long)Hkv);
+  /* the grid is 1-D: x at most 2^31-1 (CUDA's limit, and the kernel's i32 tile
+     index); a cluster kernel rounds its m-blocks up to whole clusters */
+  const int64_t cm = f->cluster_m;
+  const int64_t mblocks = ((Sq + f->block_m - 1) / f->block_m + cm - 1) / cm * cm;
+  int64_t tiles = 0;
+  if (!mul_add(&tiles, mblocks * Hq, B) || tiles > INT32_MAX)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "tiles: %lld m-blocks of %d rows * Hq %lld * B %lld "
+                "is out of range (at most 2^31-1: CUDA's grid.x)", (long long)mblocks,
+                f->block_m, (long long)Hq, (long long)B);
+  /* lse: f32 [B, Hq, Sq], below 2^63 like the tensors; rows < 256 * tiles
+     (Sq = 0: 0, whatever B and Hq) */
+  const int64_t rows = Sq * Hq * B;
   if (a->lse % 4)
     return fail(FA3RT_ERR_INVALID_ARGUMENT, "lse pointer 0x%llx is not 4-byte aligned",
                 (unsigned long long)a->lse);
-  const int64_t I32 = INT32_MAX;
-  if (Sq > I32 || Skv > I32)
-    return fail(FA3RT_ERR_INVALID_ARGUMENT, "sequence length (Sq = %lld, Skv = %lld) exceeds "
-                "2^31-1", (long long)Sq, (long long)Skv);
-  /* a cluster kernel rounds its m-blocks up to whole clusters */
-  const int64_t cm = f->cluster_m > 1 ? f->cluster_m : 1;
-  const int64_t mblocks = ((Sq + f->block_m - 1) / f->block_m + cm - 1) / cm * cm;
-  const int64_t tiles = mblocks * Hq * B;
-  if (tiles > I32)
-    return fail(FA3RT_ERR_INVALID_ARGUMENT,
-                "%lld m-blocks of %d rows * Hq * B = %lld tiles exceeds 2^31-1",
-                (long long)mblocks, f->block_m, (long long)tiles);
+  if (a->lse >= ADDR_END - (uint64_t)(4 * rows))
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "lse pointer: 0x%llx is out of range (its %lld "
+                "floats below 2^63: a device address)", (unsigned long long)a->lse,
+                (long long)rows);
 
   double scale = a->softmax_scale;
-  if (isnan(scale) || scale <= 0) scale = f->scale;
-  if (!isfinite(scale))
-    return fail(FA3RT_ERR_INVALID_ARGUMENT, "softmax scale %g is not finite", scale);
+  if (isnan(scale) || scale == 0)
+    scale = f->scale;
+  else if (!(scale > 0 && scale <= FA3RT_SCALE_MAX))
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "softmax_scale: %g is out of range (0 < scale <= "
+                "1e30; 0 or NaN: the kernel's scale)", scale);
 
   fa3rt_fwd_launch L;
   memset(&L, 0, sizeof L);
@@ -449,9 +638,9 @@ fa3rt_status fa3rt_fwd_plan(const fa3rt_facts *f, const fa3rt_fwd_args *a,
   L.Hq = (int32_t)Hq; L.Hkv = (int32_t)Hkv;
   L.empty = B == 0 || Sq == 0 || Hq == 0;
   L.fill_only = !L.empty && Skv == 0;
-  L.o_stride_b = eff_stride(o, 0);
-  L.o_stride_h = eff_stride(o, 1);
-  L.o_stride_s = eff_stride(o, 2);
+  L.o_stride_b = eff[3][0];
+  L.o_stride_h = eff[3][1];
+  L.o_stride_s = eff[3][2];
   L.scale = scale;
   L.scale_log2 = (float)(scale * LOG2E);
   if (!L.empty) {
@@ -466,6 +655,14 @@ fa3rt_status fa3rt_fwd_plan(const fa3rt_facts *f, const fa3rt_fwd_args *a,
   }
   if (launch) *launch = L;
   return FA3RT_OK;
+}
+
+fa3rt_status fa3rt_fwd_plan(const fa3rt_facts *f, const fa3rt_fwd_args *a,
+                            fa3rt_fwd_launch *launch) {
+  clear_error();
+  if (!f || !a) return fail(FA3RT_ERR_INVALID_ARGUMENT, "fa3rt_fwd_plan: NULL argument");
+  int64_t eff[4][4];
+  return plan(f, a, launch, eff);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -682,9 +879,9 @@ fa3rt_status fa3rt_kernel_load(const char *cubin_path, const char *facts_path,
   *out = NULL;
   char *facts = NULL, *cubin = NULL;
   size_t nf = 0, nc = 0;
-  fa3rt_status st = read_file(facts_path, "facts file", &facts, &nf);
+  fa3rt_status st = read_file(facts_path, "facts file", FA3RT_FACTS_MAX_BYTES, &facts, &nf);
   if (st) return st;
-  if ((st = read_file(cubin_path, "cubin", &cubin, &nc))) { free(facts); return st; }
+  if ((st = read_file(cubin_path, "cubin", CUBIN_MAX_BYTES, &cubin, &nc))) { free(facts); return st; }
   st = fa3rt_kernel_load_data(cubin, nc, facts, nf, out);
   free(facts);
   free(cubin);
@@ -698,11 +895,11 @@ fa3rt_status fa3rt_kernel_load(const char *cubin_path, const char *facts_path,
 
 /* 4-D map over a [B, H, S, D] tensor: dims innermost-first (D, H, S, B). */
 static fa3rt_status encode_map(CUtensorMap *m, const fa3rt_facts *f, const fa3rt_tensor *t,
-                               int box_rows, const char *name, const char *where) {
+                               const int64_t eff[4], int box_rows, const char *name,
+                               const char *where) {
   cuuint64_t dims[4] = {(cuuint64_t)t->shape[3], (cuuint64_t)t->shape[1], (cuuint64_t)t->shape[2],
                         (cuuint64_t)t->shape[0]};
-  cuuint64_t strides[3] = {(cuuint64_t)eff_stride(t, 1) * 2, (cuuint64_t)eff_stride(t, 2) * 2,
-                           (cuuint64_t)eff_stride(t, 0) * 2};
+  cuuint64_t strides[3] = {(cuuint64_t)eff[1] * 2, (cuuint64_t)eff[2] * 2, (cuuint64_t)eff[0] * 2};
   cuuint32_t box[4] = {TMA_BOX_D, 1, (cuuint32_t)box_rows, 1};
   cuuint32_t estr[4] = {1, 1, 1, 1};
   CUresult r = cuTensorMapEncodeTiled(
@@ -750,7 +947,8 @@ fa3rt_status fa3rt_fwd(fa3rt_kernel *k, const fa3rt_fwd_args *a, void *stream) {
   if (!k || !a) return fail(FA3RT_ERR_INVALID_ARGUMENT, "fa3rt_fwd: NULL kernel or args");
   const fa3rt_facts *f = &k->facts;
   fa3rt_fwd_launch L;
-  fa3rt_status st = fa3rt_fwd_plan(f, a, &L);
+  int64_t eff[4][4];
+  fa3rt_status st = plan(f, a, &L, eff);
   if (st) {
     char msg[sizeof g_err];
     snprintf(msg, sizeof msg, "%s", g_err);
@@ -782,10 +980,10 @@ fa3rt_status fa3rt_fwd(fa3rt_kernel *k, const fa3rt_fwd_args *a, void *stream) {
   if (L.fill_only) return fill_empty_rows(a, &L, cs, where);
 
   CUtensorMap maps[NMAPS] __attribute__((aligned(64)));
-  if ((st = encode_map(&maps[0], f, &a->q, f->block_m, "q", where)) ||
-      (st = encode_map(&maps[1], f, &a->k, f->block_n, "k", where)) ||
-      (st = encode_map(&maps[2], f, &a->v, f->block_n, "v", where)) ||
-      (st = encode_map(&maps[3], f, &a->o, O_BOX_ROWS, "o", where)))
+  if ((st = encode_map(&maps[0], f, &a->q, eff[0], f->block_m, "q", where)) ||
+      (st = encode_map(&maps[1], f, &a->k, eff[1], f->block_n, "k", where)) ||
+      (st = encode_map(&maps[2], f, &a->v, eff[2], f->block_n, "v", where)) ||
+      (st = encode_map(&maps[3], f, &a->o, eff[3], O_BOX_ROWS, "o", where)))
     return st;
 
   pthread_mutex_lock(&k->mu);

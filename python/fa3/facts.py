@@ -2,34 +2,60 @@
 
 Pure Python (no GPU, no torch, no libfa3rt), so kernel directories can be listed
 and matched anywhere. The C runtime (runtime/fa3rt.c) parses the same format
-again when it loads a kernel; both accept exactly the same files
-(python/tests/test_runtime.py checks that).
+again when it loads a kernel. Both follow the grammar of docs/runtime.md and
+accept exactly the same files with the same values
+(python/tests/test_facts_fuzz.py checks that).
 
 Format: first line ``fa3-kernel-facts <version>``, then one ``key value`` per
 line; ``#`` starts a comment; unknown keys are ignored. An optional ``cubin``
-key names the cubin file (relative to the facts file); by default it is the
+key names the cubin file in the facts file's directory; by default it is the
 facts file's name with ``.cubin``.
 """
 from __future__ import annotations
 
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple, Union
 
 FACTS_VERSION = 1
 KERNEL_PARAMS = ("tmQ tmK tmV tmO O LSE tileCounter B Sq Skv Hq Hkv "
                  "oStrideB oStrideS oStrideH scaleLog2")
-_REQUIRED = ("kernel", "dtype", "head_dim", "head_dim_v", "block_m", "block_n",
-             "threads", "dynamic_smem", "causal", "window_left", "window_right",
-             "softcap", "scale", "params", "grid")
-_INT_RANGES = {"head_dim": (8, 256), "head_dim_v": (8, 256), "block_m": (1, 256),
-               "block_n": (1, 256), "threads": (1, 1024), "dynamic_smem": (0, 1 << 20),
-               "causal": (0, 1), "window_left": (-1, 2**31 - 1),
-               "window_right": (-1, 2**31 - 1)}
-# optional integer keys: (lo, hi, value when absent)
-_OPTIONAL_INTS = {"cluster_m": (1, 2, 1)}
+MAX_BYTES = 65536           # FA3RT_FACTS_MAX_BYTES
+MAX_LINE = 1023             # FA3RT_FACTS_MAX_LINE (bytes without the newline)
+SCALE_MAX = 1e30            # FA3RT_SCALE_MAX
+_HEADER = "fa3-kernel-facts"
+_INT = re.compile(r"-?[0-9]+", re.ASCII)
+_REAL = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?", re.ASCII)
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}", re.ASCII)
+_FILE = re.compile(r"[!-.0-~]{1,255}", re.ASCII)    # printable, no blank, no '/'
+_LINE = re.compile(r"[\t -~]*", re.ASCII)           # printable ASCII and tab
+
+# key: (type, required, range text, check); the same table as fa3rt.c's kKeys
+_KEYS = {
+    "kernel": ("name", True, "a C identifier of 1 to 255 characters", None),
+    "dtype": ("dtype", True, "bf16 or f16", None),
+    "head_dim": ("int", True, "8 to 256, a multiple of 8", lambda v: 8 <= v <= 256 and v % 8 == 0),
+    "head_dim_v": ("int", True, "8 to 256, a multiple of 8",
+                   lambda v: 8 <= v <= 256 and v % 8 == 0),
+    "block_m": ("int", True, "1 to 256", lambda v: 1 <= v <= 256),
+    "block_n": ("int", True, "1 to 256", lambda v: 1 <= v <= 256),
+    "threads": ("int", True, "1 to 1024", lambda v: 1 <= v <= 1024),
+    "dynamic_smem": ("int", True, "0 to 2^20", lambda v: 0 <= v <= 1 << 20),
+    "causal": ("int", True, "0 or 1", lambda v: v in (0, 1)),
+    "window_left": ("int", True, "-1 to 2^31-1", lambda v: -1 <= v <= 2**31 - 1),
+    "window_right": ("int", True, "-1 to 2^31-1", lambda v: -1 <= v <= 2**31 - 1),
+    "softcap": ("real", True, "finite, >= 0; 0 = off", lambda v: math.isfinite(v) and v >= 0),
+    "scale": ("real", True, "0 < scale <= 1e30", lambda v: 0 < v <= SCALE_MAX),
+    "params": ("params", True, "the ABI's parameter names", None),
+    "grid": ("grid", True, "tiles or persistent", None),
+    "cluster_m": ("int", False, "1 or 2", lambda v: v in (1, 2)),
+    "cubin": ("file", False, "a file name of 1 to 255 characters without '/', not . or ..",
+              None),
+}
+_DEFAULTS = {"cluster_m": 1, "cubin": ""}
 
 
 class FactsError(ValueError):
@@ -57,6 +83,7 @@ class KernelFacts:
     facts_path: Optional[str] = None
     cubin_path: Optional[str] = None
     extra: Dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+    cubin: str = ""         # the optional `cubin` key ("" = absent)
 
     def describe(self) -> str:
         w = f"window=({self.window_left},{self.window_right})"
@@ -66,99 +93,127 @@ class KernelFacts:
                 + f" tile={self.block_m}x{self.block_n}")
 
 
-def parse_facts(text: str, path: Optional[str] = None) -> KernelFacts:
-    where = f"{path}: " if path else ""
-    vals: Dict[str, str] = {}
+def _value(key: str, val: str, lineno: int):
+    """The value of a known key, checked (syntax and range)."""
+    kind, _, rng, ok = _KEYS[key]
+    at = f"line {lineno}: {key}"
+    if kind in ("int", "real"):
+        pattern, what = (_INT, "an integer") if kind == "int" else (_REAL, "a decimal number")
+        if not pattern.fullmatch(val):
+            raise FactsError(f"{at}: '{val}' is not {what} ({rng})")
+        v = int(val) if kind == "int" else float(val) + 0.0  # -0.0 + 0.0 is 0.0
+        if not ok(v):
+            raise FactsError(f"{at}: {val} is out of range ({rng})")
+        return v
+    if ((kind == "name" and not _IDENT.fullmatch(val))
+            or (kind == "file" and (not _FILE.fullmatch(val) or val in (".", "..")))):
+        raise FactsError(f"{at}: '{val}' is not {rng}")
+    if kind == "dtype" and val not in ("bf16", "f16"):
+        raise FactsError(f"line {lineno}: dtype '{val}' is not supported (bf16 or f16)")
+    if kind == "grid" and val not in ("tiles", "persistent"):
+        raise FactsError(f"line {lineno}: grid '{val}' is not one this package launches "
+                         f"(tiles or persistent)")
+    if kind == "params" and val.split() != KERNEL_PARAMS.split():
+        raise FactsError(f"line {lineno}: kernel parameter list '{val}' is not the ABI "
+                         f"this package launches ('{KERNEL_PARAMS}')")
+    return val
+
+
+def _parse(data: bytes) -> Tuple[int, dict, dict]:
+    """(version, known keys' values, unknown keys) of facts bytes, by the
+    grammar of docs/runtime.md."""
+    if len(data) > MAX_BYTES:
+        raise FactsError(f"facts text: {len(data)} bytes is too long (at most {MAX_BYTES})")
+    vals: dict = {}
     extra: Dict[str, str] = {}
     version = None
-    for lineno, raw in enumerate(text.split("\n"), 1):
-        line = raw.split("#", 1)[0].strip(" \t\r")
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()  # the text's final newline ends the last line
+    for lineno, raw in enumerate(lines, 1):
+        if len(raw) > MAX_LINE:
+            raise FactsError(f"line {lineno}: {len(raw)} bytes is too long (at most {MAX_LINE})")
+        if raw.endswith(b"\r"):
+            raw = raw[:-1]  # CRLF
+        line = raw.decode("latin-1")
+        bad = _LINE.match(line).end()
+        if bad < len(line):
+            raise FactsError(f"line {lineno}: byte 0x{raw[bad]:02x} at column {bad + 1} is not "
+                             f"printable ASCII or a tab")
+        line = line.split("#", 1)[0].strip(" \t")
         if not line:
             continue
-        key, _, val = line.replace("\t", " ").partition(" ")
-        val = val.strip()
+        key, val = re.match(r"([^ \t]*)[ \t]*(.*)", line).groups()
         if version is None:
-            if key != "fa3-kernel-facts":
-                raise FactsError(f"{where}not a facts file: the first line must be "
+            if key != _HEADER:
+                raise FactsError("not a facts file: the first line must be "
                                  f"'fa3-kernel-facts <version>', found '{key}'")
-            try:
-                version = int(val)
-            except ValueError:
-                raise FactsError(f"{where}line {lineno}: bad version '{val}'") from None
-            if version < 1:
-                raise FactsError(f"{where}line {lineno}: bad version '{val}'")
+            if not _INT.fullmatch(val):
+                raise FactsError(f"line {lineno}: version: '{val}' is not an integer")
+            version = int(val)
             if version > FACTS_VERSION:
-                raise FactsError(f"{where}facts version {version} is newer than this "
-                                 f"package supports ({FACTS_VERSION})")
+                raise FactsError(f"line {lineno}: version {val} is newer than this package "
+                                 f"supports ({FACTS_VERSION})")
+            if version < 1:
+                raise FactsError(f"line {lineno}: version: {val} is out of range "
+                                 f"(1 to {FACTS_VERSION})")
             continue
-        if key not in _REQUIRED and key not in _OPTIONAL_INTS:
-            extra[key] = val
+        if key == _HEADER or key in vals:
+            raise FactsError(f"line {lineno}: duplicate key '{key}'")
+        if key not in _KEYS:
+            extra[key] = val  # unknown key: forward compatible
             continue
-        if key in vals:
-            raise FactsError(f"{where}line {lineno}: duplicate key '{key}'")
         if not val:
-            raise FactsError(f"{where}line {lineno}: key '{key}' has no value")
-        vals[key] = val
+            raise FactsError(f"line {lineno}: key '{key}' has no value")
+        vals[key] = _value(key, val, lineno)
     if version is None:
-        raise FactsError(f"{where}not a facts file: no 'fa3-kernel-facts <version>' line")
-    missing = [k for k in _REQUIRED if k not in vals]
+        raise FactsError("not a facts file: no 'fa3-kernel-facts <version>' line")
+    missing = [k for k, (_, required, _, _) in _KEYS.items() if required and k not in vals]
     if missing:
-        raise FactsError(f"{where}facts of kernel '{vals.get('kernel', '?')}' lack required "
+        raise FactsError(f"facts of kernel '{vals.get('kernel', '?')}' lack required "
                          f"key(s): {', '.join(missing)}")
-    ints = {}
-    ranges = dict(_INT_RANGES)
-    for k, (lo, hi, absent) in _OPTIONAL_INTS.items():
-        vals.setdefault(k, str(absent))
-        ranges[k] = (lo, hi)
-    for k, (lo, hi) in ranges.items():
-        try:
-            v = None if "_" in vals[k] else int(vals[k], 10)
-        except ValueError:
-            v = None
-        if v is None or not lo <= v <= hi or (k.startswith("head_dim") and v % 8):
-            raise FactsError(f"{where}bad value '{vals[k]}' for key '{k}'")
-        ints[k] = v
-    floats = {}
-    for k in ("softcap", "scale"):
-        try:
-            v = float("nan") if "_" in vals[k] else float(vals[k])
-        except ValueError:
-            v = float("nan")
-        if not math.isfinite(v) or v < 0 or (k == "scale" and v == 0):
-            raise FactsError(f"{where}bad value '{vals[k]}' for key '{k}'")
-        floats[k] = v
-    if vals["dtype"] not in ("bf16", "f16"):
-        raise FactsError(f"{where}dtype '{vals['dtype']}' is not supported (bf16 or f16)")
-    if " ".join(vals["params"].split()) != KERNEL_PARAMS:
-        raise FactsError(f"{where}kernel parameter list '{vals['params']}' is not the ABI "
-                         f"this package launches ('{KERNEL_PARAMS}')")
-    if vals["grid"] not in ("tiles", "persistent"):
-        raise FactsError(f"{where}grid '{vals['grid']}' is not one this package launches "
-                         f"(tiles or persistent)")
-    if " " in vals["kernel"]:
-        raise FactsError(f"{where}bad value '{vals['kernel']}' for key 'kernel'")
-    if ints["causal"] and ints["window_right"] != 0:
-        raise FactsError(f"{where}facts of kernel '{vals['kernel']}': causal 1 needs "
-                         f"window_right 0, got {ints['window_right']}")
+    if vals["causal"] and vals["window_right"] != 0:
+        raise FactsError(f"facts of kernel '{vals['kernel']}': causal 1 needs "
+                         f"window_right 0, got {vals['window_right']}")
+    return version, {**_DEFAULTS, **vals}, extra
+
+
+def parse_facts(text: Union[str, bytes], path: Optional[str] = None) -> KernelFacts:
+    """Parses facts text (bytes as in the file, or str: ASCII only) by the
+    grammar of docs/runtime.md; raises FactsError."""
+    where = f"{path}: " if path else ""
+    if isinstance(text, str):
+        bad = next((i for i, ch in enumerate(text) if ord(ch) > 0x7f), None)
+        if bad is not None:
+            line = text.count("\n", 0, bad) + 1
+            col = bad - (text.rfind("\n", 0, bad) + 1) + 1
+            raise FactsError(f"{where}line {line}: character U+{ord(text[bad]):04X} at column "
+                             f"{col} is not printable ASCII or a tab")
+        text = text.encode("ascii")
+    try:
+        version, v, extra = _parse(bytes(text))
+    except FactsError as e:
+        raise FactsError(f"{where}{e}") from None
     cubin = None
     if path is not None:
         p = Path(path)
-        cubin = str(p.parent / extra["cubin"]) if "cubin" in extra else str(p.with_suffix(".cubin"))
-    return KernelFacts(kernel=vals["kernel"], dtype=vals["dtype"], head_dim=ints["head_dim"],
-                       head_dim_v=ints["head_dim_v"], block_m=ints["block_m"],
-                       block_n=ints["block_n"], threads=ints["threads"],
-                       dynamic_smem=ints["dynamic_smem"], causal=bool(ints["causal"]),
-                       window_left=ints["window_left"], window_right=ints["window_right"],
-                       softcap=floats["softcap"], scale=floats["scale"], version=version,
+        cubin = str(p.parent / v["cubin"]) if v["cubin"] else str(p.with_suffix(".cubin"))
+    return KernelFacts(kernel=v["kernel"], dtype=v["dtype"], head_dim=v["head_dim"],
+                       head_dim_v=v["head_dim_v"], block_m=v["block_m"],
+                       block_n=v["block_n"], threads=v["threads"],
+                       dynamic_smem=v["dynamic_smem"], causal=bool(v["causal"]),
+                       window_left=v["window_left"], window_right=v["window_right"],
+                       softcap=v["softcap"], scale=v["scale"], version=version,
                        facts_path=path, cubin_path=cubin, extra=extra,
-                       persistent=vals["grid"] == "persistent",
-                       cluster_m=ints["cluster_m"])
+                       persistent=v["grid"] == "persistent", cluster_m=v["cluster_m"],
+                       cubin=v["cubin"])
 
 
 def load_facts(path) -> KernelFacts:
     path = str(path)
-    with open(path, encoding="utf-8") as f:
-        return parse_facts(f.read(), path)
+    with open(path, "rb") as f:  # bytes: no newline translation, no decoding
+        data = f.read(MAX_BYTES + 1)  # bounded, like the C runtime (a FIFO, /dev/zero)
+    return parse_facts(data, path)
 
 
 def scan_kernel_dir(kernel_dir) -> Tuple[List[KernelFacts], List[str]]:
@@ -171,7 +226,7 @@ def scan_kernel_dir(kernel_dir) -> Tuple[List[KernelFacts], List[str]]:
     for p in sorted(d.glob("*.facts")):
         try:
             kf = load_facts(p)
-        except (FactsError, OSError, UnicodeDecodeError) as e:
+        except (FactsError, OSError) as e:
             skipped.append(f"{p.name}: {e}")
             continue
         if not os.path.isfile(kf.cubin_path):

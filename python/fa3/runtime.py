@@ -15,7 +15,7 @@ import os
 import sys
 import threading
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Union
 
 OK = 0
 STATUS_NAMES = {0: "FA3RT_OK", 1: "FA3RT_ERR_INVALID_ARGUMENT", 2: "FA3RT_ERR_FACTS",
@@ -51,7 +51,8 @@ class Facts(ctypes.Structure):
                 ("dynamic_smem", ctypes.c_int), ("causal", ctypes.c_int),
                 ("window_left", ctypes.c_int), ("window_right", ctypes.c_int),
                 ("softcap", ctypes.c_double), ("scale", ctypes.c_double),
-                ("persistent", ctypes.c_int), ("cluster_m", ctypes.c_int)]
+                ("persistent", ctypes.c_int), ("cluster_m", ctypes.c_int),
+                ("cubin", ctypes.c_char * 256)]
 
 
 class FwdLaunch(ctypes.Structure):
@@ -148,10 +149,10 @@ def fwd_args(q: Tensor, k: Tensor, v: Tensor, o: Tensor, lse_ptr: int = 0,
     return a
 
 
-def parse_facts_c(text: str) -> Facts:
+def parse_facts_c(text: Union[str, bytes]) -> Facts:
     """The C parser (for tests: it must agree with fa3.facts.parse_facts)."""
     f = Facts()
-    b = text.encode()
+    b = text.encode() if isinstance(text, str) else bytes(text)
     _check(lib().fa3rt_facts_parse(b, len(b), ctypes.byref(f)))
     return f
 

@@ -6,7 +6,6 @@ Needs gcc, /usr/local/cuda/include/cuda.h and the CUDA link stub
 (/usr/local/cuda/lib64/stubs/libcuda.so); skipped where they are missing. At run
 time the stub stands in for libcuda.so.1: no CUDA call succeeds, none is needed.
 """
-import ctypes
 import math
 import os
 import shutil
@@ -15,17 +14,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from fa3rt_build import CUDA, HAVE_C, RUNTIME, STUB, needs_c, runtime_module
 
 ROOT = Path(__file__).resolve().parents[2]
-RUNTIME = ROOT / "runtime"
-CUDA = Path(os.environ.get("CUDA_HOME", "/usr/local/cuda"))
-STUB = CUDA / "lib64" / "stubs" / "libcuda.so"
 
 from fa3 import facts as F  # noqa: E402
-
-needs_c = pytest.mark.skipif(
-    not (shutil.which("gcc") and (CUDA / "include" / "cuda.h").exists() and STUB.exists()),
-    reason="needs gcc, cuda.h and the CUDA link stub")
 
 FACTS = """fa3-kernel-facts 1
 kernel fa3_fwd_d128_bf16_causal
@@ -56,15 +49,19 @@ def _stub_dir(tmp_path):
 
 
 @needs_c
-def test_c_unit(tmp_path):
-    """runtime/tests/fa3rt_unit.c: parser, validation, messages (with ASan/UBSan
-    where gcc has them)."""
+@pytest.mark.parametrize("cc", ["gcc", "clang"])
+def test_c_unit(tmp_path, cc):
+    """runtime/tests/fa3rt_unit.c: parser, validation, messages, with each
+    compiler (ASan/UBSan where it has them; any UB report fails the test)."""
+    if not shutil.which(cc):
+        pytest.skip(f"no {cc}")
     exe = tmp_path / "fa3rt_unit"
-    base = ["gcc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-g", "-I", str(RUNTIME / "include"),
+    base = [cc, "-std=c11", "-Wall", "-Wextra", "-Werror", "-g", "-I", str(RUNTIME / "include"),
             "-I", str(CUDA / "include"), str(RUNTIME / "fa3rt.c"),
             str(RUNTIME / "tests" / "fa3rt_unit.c"), "-o", str(exe),
             "-L", str(STUB.parent), "-lcuda", "-pthread", "-lm"]
-    r = subprocess.run(base[:5] + ["-fsanitize=address,undefined"] + base[5:],
+    r = subprocess.run(base[:5] + ["-fsanitize=address,undefined",
+                                   "-fno-sanitize-recover=all"] + base[5:],
                        capture_output=True, text=True)
     if r.returncode:  # no sanitizer runtime: plain build
         r = subprocess.run(base, capture_output=True, text=True)
@@ -79,29 +76,11 @@ def test_c_unit(tmp_path):
 @pytest.fixture(scope="module")
 def rt(tmp_path_factory):
     """fa3.runtime over a libfa3rt.so built here, with the stub as libcuda.so.1."""
-    if not (shutil.which("gcc") and (CUDA / "include" / "cuda.h").exists() and STUB.exists()):
+    if not HAVE_C:
         pytest.skip("needs gcc, cuda.h and the CUDA link stub")
-    d = tmp_path_factory.mktemp("rt")
-    so = d / "libfa3rt.so"
-    r = subprocess.run(["gcc", "-O1", "-std=c11", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC",
-                        "-pthread", "-I", str(RUNTIME / "include"), "-I", str(CUDA / "include"),
-                        str(RUNTIME / "fa3rt.c"), "-o", str(so), "-L", str(STUB.parent),
-                        "-lcuda"], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    try:  # a real driver if there is one, else the stub (same soname)
-        ctypes.CDLL("libcuda.so.1", mode=ctypes.RTLD_GLOBAL)
-    except OSError:
-        ctypes.CDLL(str(STUB), mode=ctypes.RTLD_GLOBAL)
-    from fa3 import runtime
-    old_env, old_lib = os.environ.get("FA3RT_LIBRARY"), runtime._lib
-    os.environ["FA3RT_LIBRARY"] = str(so)
-    runtime._lib = None
+    runtime, restore = runtime_module(tmp_path_factory.mktemp("rt"))
     yield runtime
-    runtime._lib = old_lib
-    if old_env is None:
-        os.environ.pop("FA3RT_LIBRARY", None)
-    else:
-        os.environ["FA3RT_LIBRARY"] = old_env
+    restore()
 
 
 def test_makefile_builds_the_library(tmp_path):
@@ -168,6 +147,36 @@ def test_plan_through_ctypes(rt):
         rt.plan(f, args)
 
 
+def test_plan_refuses_out_of_range_numbers(rt):
+    """Issue 17: no division by zero, overflow or zero grid on any number."""
+    f = rt.parse_facts_c(FACTS)
+
+    def args(B=2, Hq=8, Hkv=2, Sq=1000, Skv=700):
+        # overlapping rows (any strides that TMA takes are accepted): only the
+        # counts are large
+        t = lambda p, H, S: rt.tensor(p << 20, (B, H, S, 128), (128, 128, 128, 1))  # noqa: E731
+        return rt.fwd_args(t(1, Hq, Sq), t(2, Hkv, Skv), t(3, Hkv, Skv), t(4, Hq, Sq), 0, None,
+                           "bf16")
+    with pytest.raises(rt.Fa3RuntimeError, match=r"q.shape\[0\] \(B\): 4294967296 is out of "
+                       r"range \(0 to 2\^31-1\)"):
+        rt.plan(f, args(B=2**32, Hq=2**32, Hkv=2**32))
+    with pytest.raises(rt.Fa3RuntimeError, match=r"tiles: .* is out of range \(at most 2\^31-1"):
+        rt.plan(f, args(B=2**31 - 1, Hq=2**31 - 1, Hkv=1))
+    f.block_m = 0
+    with pytest.raises(rt.Fa3RuntimeError, match=r"facts.block_m: 0 is out of range \(1 to 256\)"):
+        rt.plan(f, args())
+    f = rt.parse_facts_c(FACTS)
+    a = args()
+    a.softmax_scale = 1e300
+    with pytest.raises(rt.Fa3RuntimeError, match=r"softmax_scale: 1e\+300 is out of range"):
+        rt.plan(f, a)
+    a.softmax_scale = 2.0
+    assert rt.plan(f, a).scale == 2.0
+    a.q.ptr = 2**64 - 16  # what -16 wraps to
+    with pytest.raises(rt.Fa3RuntimeError, match="q pointer: 0xfffffffffffffff0 is out of range"):
+        rt.plan(f, a)
+
+
 def test_kernel_load_without_a_gpu_fails_cleanly(rt, tmp_path):
     (tmp_path / "k.facts").write_text(FACTS)
     (tmp_path / "k.cubin").write_bytes(b"\0" * 64)
@@ -196,7 +205,11 @@ def test_parse_facts_fields():
     assert kf.causal and kf.window_left == -1 and kf.window_right == 0
     assert kf.cubin_path == "/x/fa3_fwd.cubin"
     kf = F.parse_facts(FACTS + "cubin other.cubin\n", "/x/a.facts")
-    assert kf.cubin_path == "/x/other.cubin" and kf.extra["cubin"] == "other.cubin"
+    assert kf.cubin_path == "/x/other.cubin" and kf.cubin == "other.cubin"
+    # issue 17: the cubin is a file beside the facts, never a path elsewhere
+    for name in ("/etc/passwd", "../k.cubin", "..", ".", "a/b.cubin"):
+        with pytest.raises(F.FactsError, match="cubin: .* is not a file name"):
+            F.parse_facts(FACTS + f"cubin {name}\n", "/x/a.facts")
     with pytest.raises(F.FactsError, match="lack required key.*softcap"):
         F.parse_facts(FACTS.replace("softcap 0\n", ""))
 

@@ -11,7 +11,7 @@
  *   a.dtype = FA3RT_BF16;
  *   a.q = (fa3rt_tensor){q_ptr, {B, Hq, Sq, D}, {Sq*Hq*D, D, Hq*D, 1}};  // BSHD storage
  *   ...
- *   a.softmax_scale = 0;            // 0 / negative / NaN: the kernel's default scale
+ *   a.softmax_scale = 0;            // 0 or NaN: the kernel's default scale
  *   if (fa3rt_fwd(k, &a, stream)) fprintf(stderr, "%s\n", fa3rt_last_error());
  *   fa3rt_kernel_destroy(k);
  *
@@ -33,9 +33,16 @@ extern "C" {
 #endif
 
 #define FA3RT_VERSION_MAJOR 0
-#define FA3RT_VERSION_MINOR 1
+#define FA3RT_VERSION_MINOR 2
 /* Highest version of the facts file format this runtime reads. */
 #define FA3RT_FACTS_VERSION 1
+/* Largest softmax scale taken (facts `scale`, fa3rt_fwd_args.softmax_scale),
+ * the compiler's limit too: scale * log2(e), the kernel's f32 parameter, stays
+ * finite with room for the scores it multiplies (1e300 would be inf: NaN). */
+#define FA3RT_SCALE_MAX 1e30
+/* Largest facts text (bytes) and facts line (bytes, without the newline). */
+#define FA3RT_FACTS_MAX_BYTES 65536
+#define FA3RT_FACTS_MAX_LINE 1023
 
 typedef enum fa3rt_status {
   FA3RT_OK = 0,
@@ -53,29 +60,37 @@ typedef enum fa3rt_dtype {
   FA3RT_F16 = 2
 } fa3rt_dtype;
 
-/* The launch facts of one kernel (parsed from its .facts file). */
+/* The launch facts of one kernel (parsed from its .facts file; the ranges are
+ * those of the facts grammar, docs/runtime.md, and fa3rt_fwd_plan checks them
+ * again on a struct filled by the caller). */
 typedef struct fa3rt_facts {
-  int version;            /* "fa3-kernel-facts N" */
-  char kernel[256];       /* function name in the cubin */
+  int version;            /* "fa3-kernel-facts N", 1 to FA3RT_FACTS_VERSION */
+  char kernel[256];       /* function name in the cubin: a C identifier */
   fa3rt_dtype dtype;      /* element type of q, k, v and o */
-  int head_dim;           /* D of q and k */
-  int head_dim_v;         /* D of v and o */
-  int block_m, block_n;   /* rows of Q per CTA, rows of K/V per TMA box */
-  int threads;            /* block size (x) */
-  int dynamic_smem;       /* bytes of dynamic shared memory */
+  int head_dim;           /* D of q and k: 8 to 256, a multiple of 8 */
+  int head_dim_v;         /* D of v and o: likewise */
+  int block_m, block_n;   /* rows of Q per CTA, rows of K/V per TMA box: 1 to 256 */
+  int threads;            /* block size (x): 1 to 1024 */
+  int dynamic_smem;       /* bytes of dynamic shared memory: 0 to 2^20 */
   int causal;             /* 0 / 1 */
-  int window_left, window_right; /* -1 = unbounded; causal has window_right 0 */
-  double softcap;         /* 0 = off; compiled into the kernel */
-  double scale;           /* default softmax scale */
+  int window_left, window_right; /* -1 (unbounded) to 2^31-1; causal has window_right 0 */
+  double softcap;         /* finite, >= 0 (0 = off); compiled into the kernel */
+  double scale;           /* default softmax scale: 0 < scale <= FA3RT_SCALE_MAX */
   int persistent;         /* grid: 0 "tiles" (one CTA per tile), 1 "persistent"
                              (CTAs loop over tiles; launch <= one per SM) */
   int cluster_m;          /* CTAs per cluster along x (optional key, 1): with
                              2, m-block pairs share K/V by TMA multicast and
                              the tile count is rounded up to whole pairs */
+  char cubin[256];        /* optional key `cubin`: the cubin's file name in the
+                             facts file's directory (no '/', not . or ..);
+                             "" = absent (the facts file's name with .cubin) */
 } fa3rt_facts;
 
 /* A tensor in device memory: 4 dims in LOGICAL order [B, H, S, D], strides in
- * elements for each of those dims (any storage order: BSHD, BHSD, ...). */
+ * elements for each of those dims (any storage order: BSHD, BHSD, ...).
+ * Shapes 0 to 2^31-1; ptr 16-byte aligned and the tensor's bytes below 2^63;
+ * strides of dims of extent > 1: D 1, the others 1 to 2^40 bytes, multiples of
+ * 16 bytes (a dim of extent 1 may carry any stride). */
 typedef struct fa3rt_tensor {
   uint64_t ptr;           /* CUdeviceptr */
   int64_t shape[4];
@@ -88,7 +103,8 @@ typedef struct fa3rt_fwd_args {
   fa3rt_tensor v;         /* [B, Hkv, Skv, Dv] */
   fa3rt_tensor o;         /* [B, Hq, Sq, Dv], written */
   uint64_t lse;           /* f32 [B, Hq, Sq] contiguous (natural log), or 0: not written */
-  double softmax_scale;   /* <= 0 or NaN: the kernel's facts scale */
+  double softmax_scale;   /* 0 or NaN: the kernel's facts scale; else
+                             0 < softmax_scale <= FA3RT_SCALE_MAX */
   fa3rt_dtype dtype;      /* element type of q, k, v, o */
 } fa3rt_fwd_args;
 
@@ -114,14 +130,17 @@ const char *fa3rt_status_name(fa3rt_status status);
 const char *fa3rt_dtype_name(fa3rt_dtype dtype);
 
 /* ---- facts (no GPU needed) ---- */
-/* Parses facts text (len bytes; need not be NUL-terminated). Unknown keys are
- * ignored; a missing required key, a malformed value or a newer major version is
- * FA3RT_ERR_FACTS. */
+/* Parses facts text (len bytes; need not be NUL-terminated) by the grammar of
+ * docs/runtime.md (the same as python/fa3/facts.py). Unknown keys are ignored;
+ * a missing required key, a malformed or out-of-range value, a duplicate key or
+ * a newer version is FA3RT_ERR_FACTS. */
 fa3rt_status fa3rt_facts_parse(const char *text, size_t len, fa3rt_facts *out);
 fa3rt_status fa3rt_facts_load(const char *path, fa3rt_facts *out);
 
 /* ---- validation (no GPU needed) ---- */
-/* Checks args against the kernel's facts and fills *launch (may be NULL). */
+/* Checks the facts (every field in its range: they may come from the caller
+ * rather than the parser) and args against them, and fills *launch (may be
+ * NULL). Messages: "<where>: <what> (<range>)". */
 fa3rt_status fa3rt_fwd_plan(const fa3rt_facts *facts, const fa3rt_fwd_args *args,
                             fa3rt_fwd_launch *launch);
 

@@ -99,9 +99,11 @@ static void test_facts(void) {
   t = facts_with("dtype", "dtype f32");
   EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS, "dtype 'f32' is not supported"));
   t = facts_with("head_dim", "head_dim 12x");
-  EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS, "bad value '12x' for key 'head_dim'"));
+  EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS,
+                "facts line 5: head_dim: '12x' is not an integer (8 to 256, a multiple of 8)"));
   t = facts_with("head_dim", "head_dim 100"); /* not a multiple of 8 */
-  EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS, "head_dim"));
+  EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS,
+                "head_dim: 100 is out of range (8 to 256, a multiple of 8)"));
   t = facts_with("params", "params tmQ tmK tmV O LSE B Sq Skv Hq Hkv scale");
   EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS, "is not the ABI"));
   t = facts_with("window_right", "window_right 5");
@@ -117,13 +119,93 @@ static void test_facts(void) {
   EXPECT(fa3rt_facts_parse(t, strlen(t), &f) == FA3RT_OK && f.cluster_m == 2 && f.persistent);
   t = facts_with("grid", "grid tiles\ncluster_m 4");
   EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS,
-                "bad value '4' for key 'cluster_m' (1 or 2)"));
+                "cluster_m: 4 is out of range (1 or 2)"));
   t = facts_with("grid", "grid tiles\ncluster_m 2\ncluster_m 2");
   EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS, "duplicate key 'cluster_m'"));
   /* not NUL-terminated: the length is what counts */
   EXPECT(fa3rt_facts_parse(kFacts, strlen(kFacts) - 1, &f) == FA3RT_OK);
 
   EXPECT(err_is(fa3rt_facts_load("/nonexistent/x.facts", &f), FA3RT_ERR_IO, "/nonexistent/x.facts"));
+  /* a device file: read up to the size limit, not forever */
+  EXPECT(err_is(fa3rt_facts_load("/dev/zero", &f), FA3RT_ERR_IO, "is larger than 65536 bytes"));
+}
+
+/* The grammar's edges (python/tests/test_facts_fuzz.py checks that the Python
+   parser agrees on these and many more; here: the C messages). */
+static void test_facts_grammar(void) {
+  fa3rt_facts f;
+  const char *t;
+#define FACTS_ERR(key, line, sub)                                                  \
+  do {                                                                           \
+    t = facts_with(key, line);                                                   \
+    EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS, sub));   \
+  } while (0)
+  FACTS_ERR("threads", "threads +384", "threads: '+384' is not an integer");
+  FACTS_ERR("threads", "threads 0x10", "threads: '0x10' is not an integer");
+  FACTS_ERR("threads", "threads 384junk", "'384junk' is not an integer");
+  FACTS_ERR("threads", "threads 1_0", "'1_0' is not an integer");
+  FACTS_ERR("threads", "threads 384 384", "'384 384' is not an integer");
+  FACTS_ERR("threads", "threads", "key 'threads' has no value");
+  FACTS_ERR("window_left", "window_left 2147483648", "window_left: 2147483648 is out of range (-1 to 2^31-1)");
+  FACTS_ERR("window_left", "window_left 99999999999999999999999", "is out of range (-1 to 2^31-1)");
+  FACTS_ERR("window_left", "window_left -2", "window_left: -2 is out of range");
+  FACTS_ERR("scale", "scale 1e300", "scale: 1e300 is out of range (0 < scale <= 1e30)");
+  FACTS_ERR("scale", "scale 1.000000000000001e30", "scale: 1.000000000000001e30 is out of range");
+  FACTS_ERR("scale", "scale nan", "scale: 'nan' is not a decimal number");
+  FACTS_ERR("scale", "scale inf", "'inf' is not a decimal number");
+  FACTS_ERR("scale", "scale 0x1p-3", "'0x1p-3' is not a decimal number"); /* strtod would take it */
+  FACTS_ERR("scale", "scale .5", "'.5' is not a decimal number");
+  FACTS_ERR("scale", "scale -0", "scale: -0 is out of range");
+  FACTS_ERR("softcap", "softcap 1e309", "softcap: 1e309 is out of range");
+  FACTS_ERR("kernel", "kernel 9lives", "kernel: '9lives' is not a C identifier");
+  FACTS_ERR("kernel", "kernel a-b", "kernel: 'a-b' is not a C identifier");
+  FACTS_ERR("grid", "grid tiles\ncubin /etc/passwd", "cubin: '/etc/passwd' is not a file name");
+  FACTS_ERR("grid", "grid tiles\ncubin ..", "cubin: '..' is not a file name");
+  FACTS_ERR("grid", "grid tiles\nfa3-kernel-facts 1", "duplicate key 'fa3-kernel-facts'");
+  FACTS_ERR("grid", "grid tiles\x01", "byte 0x01 at column 11 is not printable ASCII");
+  FACTS_ERR("grid", "grid tiles # caf\xc3\xa9", "byte 0xc3 at column 17");
+  FACTS_ERR("fa3-kernel-facts", "fa3-kernel-facts 0", "version: 0 is out of range (1 to 1)");
+  FACTS_ERR("fa3-kernel-facts", "fa3-kernel-facts +1", "version: '+1' is not an integer");
+#undef FACTS_ERR
+  /* accepted: -0 is 0, subnormals and underflow to 0 are numbers, edges of ranges */
+  t = facts_with("softcap", "softcap -0.0");
+  EXPECT(fa3rt_facts_parse(t, strlen(t), &f) == FA3RT_OK && f.softcap == 0 && !signbit(f.softcap));
+  t = facts_with("softcap", "softcap 1e-320");
+  EXPECT(fa3rt_facts_parse(t, strlen(t), &f) == FA3RT_OK && f.softcap > 0 && f.softcap < 1e-300);
+  t = facts_with("scale", "scale 1e30");
+  EXPECT(fa3rt_facts_parse(t, strlen(t), &f) == FA3RT_OK && f.scale == 1e30);
+  t = facts_with("scale", "scale 1e-300");
+  EXPECT(fa3rt_facts_parse(t, strlen(t), &f) == FA3RT_OK && f.scale == 1e-300);
+  t = facts_with("window_left", "window_left\t 2147483647 # max");
+  EXPECT(fa3rt_facts_parse(t, strlen(t), &f) == FA3RT_OK && f.window_left == INT32_MAX);
+  t = facts_with("grid", "grid tiles\ncubin k.v1.cubin");
+  EXPECT(fa3rt_facts_parse(t, strlen(t), &f) == FA3RT_OK && !strcmp(f.cubin, "k.v1.cubin"));
+  EXPECT(fa3rt_facts_parse(kFacts, strlen(kFacts), &f) == FA3RT_OK && f.cubin[0] == 0);
+  /* a 255-character kernel name fits, 256 does not */
+  char line[300] = "kernel ";
+  memset(line + 7, 'k', 255);
+  line[7 + 255] = 0;
+  t = facts_with("kernel", line);
+  EXPECT(fa3rt_facts_parse(t, strlen(t), &f) == FA3RT_OK && strlen(f.kernel) == 255);
+  strcat(line, "k");
+  t = facts_with("kernel", line);
+  EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS, "is not a C identifier"));
+  /* a NUL byte inside the text (its length says where it ends) */
+  char nul[4096];
+  size_t n = strlen(kFacts);
+  memcpy(nul, kFacts, n);
+  nul[20] = 0;
+  EXPECT(err_is(fa3rt_facts_parse(nul, n, &f), FA3RT_ERR_FACTS, "byte 0x00"));
+  /* lines and files longer than the limits */
+  static char big[FA3RT_FACTS_MAX_BYTES + 2];
+  memset(big, ' ', sizeof big);
+  memcpy(big, kFacts, n);
+  EXPECT(err_is(fa3rt_facts_parse(big, FA3RT_FACTS_MAX_BYTES, &f), FA3RT_ERR_FACTS,
+                "bytes is too long (at most 1023)"));
+  for (size_t i = n; i < sizeof big; i += 100) big[i] = '\n';
+  EXPECT(fa3rt_facts_parse(big, FA3RT_FACTS_MAX_BYTES, &f) == FA3RT_OK);
+  EXPECT(err_is(fa3rt_facts_parse(big, FA3RT_FACTS_MAX_BYTES + 1, &f), FA3RT_ERR_FACTS,
+                "65537 bytes is too long (at most 65536)"));
 }
 
 static fa3rt_tensor bshd(uint64_t ptr, long B, long S, long H, long D) {
@@ -158,8 +240,10 @@ static void test_plan(void) {
   EXPECT(fabs(L.scale_log2 - (float)(f.scale * 1.4426950408889634)) < 1e-7);
   a.softmax_scale = 0.5;
   EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.scale == 0.5);
-  a.softmax_scale = -1;
+  a.softmax_scale = 0;
   EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.scale == f.scale);
+  a.softmax_scale = 1e30;
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.scale == 1e30 && isfinite(L.scale_log2));
 
   /* BHSD (SDPA) storage for q/o, and an o view with a strided batch */
   a = good_args();
@@ -193,14 +277,64 @@ static void test_plan(void) {
   BAD(a.q.strides[3] = 2, "q stride of the head dim (D) is 2 elements; it must be 1");
   BAD(a.o.strides[3] = 2, "o stride of the head dim");
   BAD(a.k.strides[2] = 2 * 128 + 4, "k stride of dim S is 260 elements = 520 bytes; it must be a multiple of 16 bytes");
-  BAD(a.v.strides[0] = -1, "v stride of dim B is -1 elements; it must be positive");
+  BAD(a.v.strides[0] = -1, "v.strides[0] (B): -1 is out of range (1 to 549755813887 elements");
   BAD((a.q.shape[0] = a.k.shape[0] = a.v.shape[0] = a.o.shape[0] = 70000,
        a.q.shape[1] = a.o.shape[1] = 70000, a.k.shape[1] = a.v.shape[1] = 1),
-      "8 m-blocks of 128 rows * Hq * B = 39200000000 tiles exceeds 2^31-1");
-  BAD((a.q.shape[2] = a.o.shape[2] = 3000000000L), "exceeds 2^31-1");
-  BAD((a.k.shape[2] = a.v.shape[2] = 3000000000L), "exceeds 2^31-1");
+      "tiles: 8 m-blocks of 128 rows * Hq 70000 * B 70000 is out of range (at most 2^31-1");
+  BAD((a.q.shape[2] = a.o.shape[2] = 3000000000L), "q.shape[2] (S): 3000000000 is out of range (0 to 2^31-1)");
+  BAD((a.k.shape[2] = a.v.shape[2] = 3000000000L), "k.shape[2] (S): 3000000000 is out of range");
   BAD((a.k.shape[1] = a.v.shape[1] = 0), "no heads (Hkv = 0)");
-  BAD(a.q.shape[2] = -5, "q.shape[2] (S) = -5 is negative");
+  BAD(a.q.shape[2] = -5, "q.shape[2] (S): -5 is out of range (0 to 2^31-1)");
+
+  /* issue 17: no overflow, wrap or zero grid on any number (UBSan checks the
+     arithmetic: this test is built with -fno-sanitize-recover) */
+  BAD((a.q.shape[0] = a.k.shape[0] = a.v.shape[0] = a.o.shape[0] = 1LL << 32,
+       a.q.shape[1] = a.o.shape[1] = 1LL << 32), "q.shape[0] (B): 4294967296 is out of range");
+  BAD((a.q.shape[0] = a.k.shape[0] = a.v.shape[0] = a.o.shape[0] = INT32_MAX,
+       a.q.shape[1] = a.o.shape[1] = INT32_MAX, a.k.shape[1] = a.v.shape[1] = 1),
+      "tiles: 8 m-blocks of 128 rows * Hq 2147483647 * B 2147483647 is out of range");
+  BAD(a.q.ptr = (uint64_t)-16, "q pointer: 0xfffffffffffffff0 is out of range (below 2^63");
+  BAD(a.q.ptr = (1ULL << 63) - 4096, "q at 0x7ffffffffffff000 with shape [2,8,1000,128]");
+  BAD(a.lse = (uint64_t)-4, "lse pointer: 0xfffffffffffffffc is out of range");
+  BAD(a.q.strides[2] = INT64_MAX - 7, "q.strides[2] (S): 9223372036854775800 is out of range");
+  /* extent-1 dims whose derived stride (inner extent * stride) overflows */
+  BAD((a.q.shape[0] = a.k.shape[0] = a.v.shape[0] = a.o.shape[0] = 1, a.q.shape[1] = a.o.shape[1] = 1,
+       a.k.shape[1] = a.v.shape[1] = 1, a.q.shape[2] = a.o.shape[2] = INT32_MAX,
+       a.q.strides[2] = (1LL << 39) - 8),
+      "q dims inside H (extent 1) span 2^40 bytes or more");
+  BAD(a.softmax_scale = 1e300, "softmax_scale: 1e+300 is out of range (0 < scale <= 1e30; 0 or NaN");
+  BAD(a.softmax_scale = INFINITY, "softmax_scale: inf is out of range");
+  BAD(a.softmax_scale = -1, "softmax_scale: -1 is out of range");
+  BAD(a.softmax_scale = 1.000000000000001e30, "softmax_scale: 1e+30 is out of range");
+
+  /* facts filled by a caller: every field is checked before it is used */
+#define BAD_FACTS(mutate, sub)                                                    \
+  do {                                                                            \
+    fa3rt_facts g = f;                                                            \
+    mutate;                                                                       \
+    a = good_args();                                                              \
+    EXPECT(err_is(fa3rt_fwd_plan(&g, &a, &L), FA3RT_ERR_INVALID_ARGUMENT, sub));   \
+  } while (0)
+  BAD_FACTS(g.block_m = 0, "facts.block_m: 0 is out of range (1 to 256)");
+  BAD_FACTS(g.block_m = -128, "facts.block_m: -128 is out of range");
+  BAD_FACTS(g.block_n = 257, "facts.block_n: 257 is out of range");
+  BAD_FACTS(g.threads = 0, "facts.threads: 0 is out of range (1 to 1024)");
+  BAD_FACTS(g.dynamic_smem = -1, "facts.dynamic_smem: -1 is out of range (0 to 2^20)");
+  BAD_FACTS(g.head_dim = 100, "facts.head_dim: 100 is out of range (8 to 256, a multiple of 8)");
+  BAD_FACTS(g.cluster_m = 0, "facts.cluster_m: 0 is out of range (1 or 2)");
+  BAD_FACTS(g.causal = 2, "facts.causal: 2 is out of range (0 or 1)");
+  BAD_FACTS(g.window_left = -5, "facts.window_left: -5 is out of range");
+  BAD_FACTS(g.window_right = 3, "causal 1 needs window_right 0, got 3");
+  BAD_FACTS(g.scale = 0, "facts.scale: 0 is out of range (0 < scale <= 1e30)");
+  BAD_FACTS(g.scale = NAN, "facts.scale: nan is out of range");
+  BAD_FACTS(g.softcap = -1, "facts.softcap: -1 is out of range");
+  BAD_FACTS(g.persistent = 7, "facts.grid: not tiles or persistent");
+  BAD_FACTS(g.dtype = (fa3rt_dtype)9, "facts.dtype: not bf16 or f16");
+  BAD_FACTS(g.version = 0, "facts.version: 0 is out of range (1 to 1)");
+  BAD_FACTS(memset(g.kernel, 'x', sizeof g.kernel), "facts.kernel: not a C identifier");
+  BAD_FACTS(g.kernel[0] = 0, "facts.kernel: not a C identifier");
+  BAD_FACTS(strcpy(g.cubin, "../x.cubin"), "facts.cubin: not a file name");
+#undef BAD_FACTS
 
   /* a dim of extent 1 may carry any stride (PyTorch leaves odd strides there) */
   a = good_args();
@@ -249,6 +383,7 @@ static void test_no_gpu(void) {
 
 int main(void) {
   test_facts();
+  test_facts_grammar();
   test_plan();
   test_no_gpu();
   printf("%d checks, %d failed\n", g_n, g_fail);

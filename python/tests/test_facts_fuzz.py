@@ -1,0 +1,243 @@
+"""Facts-file fuzzer: the C parser (runtime/fa3rt.c, through ctypes) and the
+Python parser (fa3.facts) must accept exactly the same files, with the same
+value in every field (the grammar: docs/runtime.md, "Facts file").
+
+Crafted files (each rule's edges) and seeded random mutations of a valid
+file; FA3_FACTS_FUZZ_CASES=N runs N mutations instead of the default, and
+FA3_FACTS_FUZZ_SEED another seed, for a longer run by hand.
+"""
+import math
+import os
+import random
+
+import pytest
+from fa3rt_build import HAVE_C, runtime_module
+
+from fa3 import facts as F
+
+SEED = int(os.environ.get("FA3_FACTS_FUZZ_SEED", "17"))
+CASES = int(os.environ.get("FA3_FACTS_FUZZ_CASES", "600"))
+
+BASE = b"""fa3-kernel-facts 1
+# written by fa3-compile
+kernel fa3_fwd_d128_bf16_causal_kernel
+dtype bf16
+head_dim 128
+head_dim_v 128
+block_m 128
+block_n 128
+threads 384
+dynamic_smem 196696
+grid persistent
+o_store tma
+lazy_rescale 1
+stages 2
+cluster_m 1
+causal 1
+window_left -1
+window_right 0
+softcap 0
+scale 0.088388347648318447
+params tmQ tmK tmV tmO O LSE tileCounter B Sq Skv Hq Hkv oStrideB oStrideS oStrideH scaleLog2
+cubin fa3_fwd_d128_bf16_causal_kernel.cubin
+"""
+
+FIELDS = ("version", "kernel", "dtype", "head_dim", "head_dim_v", "block_m", "block_n",
+          "threads", "dynamic_smem", "causal", "window_left", "window_right", "softcap",
+          "scale", "persistent", "cluster_m", "cubin")
+
+# values that probe the number, name and file rules
+VALUES = [
+    "0", "1", "2", "3", "-1", "-2", "-0", "7", "8", "16", "64", "100", "128", "192", "255",
+    "256", "257", "264", "383", "1023", "1024", "1025", "1048576", "1048577", "2147483647",
+    "2147483648", "-2147483648", "4294967296", "99999999999999999999", "00128", "+5", "0x10",
+    "1_0", "12x", "1.0", "1e2", "128 128", "\t128", "-", "",
+    "0.0", "-0.0", "0.5", ".5", "5.", "1e4", "1E4", "1e+4", "1e-4", "10000", "1e30", "1E+30",
+    "1.000000000000001e30", "999999999999999999999999999999", "1e31", "1e300", "1e309",
+    "1e-300", "1e-320", "1e-400", "4.9e-324", "2.4e-324", "1.7976931348623157e308", "nan",
+    "NaN", "inf", "-inf", "Infinity", "0x1p-3", "1e", "1e+", "--1", "0.088388347648318447",
+    "\u0661\u0662\u0668".encode().decode("latin-1"),  # Arabic-Indic 128 (Python int() takes it)
+    "bf16", "f16", "f32", "BF16", "tiles", "persistent", "Tiles",
+    "k", "_k", "9k", "k-1", "k.v", "K" * 255, "K" * 256, "k$", "x.cubin", "/etc/passwd", "..",
+    ".", "...", "a/b", "a b", "-x", "~", "tmQ tmK tmV tmO O LSE tileCounter B Sq Skv Hq Hkv",
+]
+BYTES = [b"\0", b"\t", b"\r", b"\n", b"\x0b", b"\x0c", b"\x1c", b"\x7f", b"\x80", b"\xa0",
+         b"\xc3\xa9", b"\xff", b" ", b"#", b"-", b"+", b".", b"e", b"0", b"9", b"x", b"_", b"/"]
+
+
+@pytest.fixture(scope="module")
+def rt(tmp_path_factory):
+    if not HAVE_C:
+        pytest.skip("needs gcc, cuda.h and the CUDA link stub")
+    runtime, restore = runtime_module(tmp_path_factory.mktemp("fuzz"))
+    yield runtime
+    restore()
+
+
+def c_parse(rt, data: bytes):
+    """The C parser's fields, or None if it refused."""
+    try:
+        f = rt.parse_facts_c(data)
+    except rt.Fa3RuntimeError as e:
+        assert e.status == 2, str(e)  # FA3RT_ERR_FACTS, never anything else
+        return None
+    d = {k: getattr(f, k) for k in FIELDS}
+    d["kernel"], d["cubin"] = f.kernel.decode("ascii"), f.cubin.decode("ascii")
+    d["dtype"] = {1: "bf16", 2: "f16"}[f.dtype]
+    d["causal"], d["persistent"] = bool(f.causal), bool(f.persistent)
+    return d
+
+
+def py_parse(data):
+    try:
+        k = F.parse_facts(data)
+    except F.FactsError:
+        return None
+    return {name: getattr(k, name) for name in FIELDS}
+
+
+def same(a, b):
+    """Equal fields, floats bit for bit (the sign of zero too)."""
+    if (a is None) != (b is None):
+        return False
+    return a is None or all(
+        a[k] == b[k] and (not isinstance(a[k], float) or
+                          math.copysign(1, a[k]) == math.copysign(1, b[k])) for k in FIELDS)
+
+
+def with_line(key: str, line, data=BASE) -> bytes:
+    """BASE with the line of `key` replaced (None: dropped)."""
+    out = []
+    for ln in data.split(b"\n"):
+        if ln.split(b" ", 1)[0] == key.encode():
+            if line is not None:
+                out.append(line if isinstance(line, bytes) else line.encode("latin-1"))
+        else:
+            out.append(ln)
+    return b"\n".join(out)
+
+
+def crafted():
+    """One file per rule edge of the grammar."""
+    keys = [ln.split(b" ", 1)[0].decode() for ln in BASE.splitlines()
+            if ln and not ln.startswith(b"#")]
+    for key in keys:
+        yield with_line(key, None)                          # missing
+        yield with_line(key, key)                           # empty value
+        yield with_line(key, key + " ")
+        yield BASE + BASE.splitlines()[keys.index(key) + 1] + b"\n"  # duplicate (+ header)
+        for v in VALUES:
+            if key != "params":
+                yield with_line(key, f"{key} {v}")
+    yield b""
+    yield b"\n\n# only a comment\n"
+    yield b"  # comment first\n\n" + BASE
+    yield BASE.replace(b"\n", b"\r\n")                       # CRLF
+    yield BASE.replace(b"\n", b"\r")                         # CR only: one long line
+    yield BASE.replace(b"\n", b"\r\r\n")
+    yield BASE.replace(b" ", b"\t")
+    yield BASE.replace(b" ", b" \t  ")
+    yield BASE.replace(b"\n", b" \t\n")
+    yield BASE.replace(b"\n", b"#\n")
+    yield BASE.rstrip(b"\n")                                 # no final newline
+    yield BASE + b"future_key\n" + b"future_key 1 2 3\n" + b"future_key x\n"
+    yield BASE + b"Kernel x\n"                               # keys are case-sensitive
+    yield BASE + b"fa3-kernel-facts 1\n"
+    yield BASE.replace(b"fa3-kernel-facts 1", b"fa3-kernel-facts\t1")
+    yield BASE.replace(b"fa3-kernel-facts 1", b"fa3-kernel-facts 1 1")
+    yield BASE.replace(b"fa3-kernel-facts 1", b"fa3-kernel-facts   1   # v1")
+    yield BASE.replace(b"fa3-kernel-facts 1\n", b"")
+    yield BASE.replace(b"fa3-kernel-facts 1\n", b"") + b"fa3-kernel-facts 1\n"
+    yield BASE.replace(b"# written", b"# caf\xc3\xa9 written")   # UTF-8 in a comment
+    yield BASE.replace(b"# written", b"# \xff written")          # not UTF-8
+    yield BASE.replace(b"dtype bf16", b"dtype bf16\0")
+    yield BASE + b"\0"
+    for n in (1021, 1022, 1023, 1024):                       # line limit, with and without CR
+        yield BASE + b"x " + b"y" * (n - 2) + b"\n"
+        yield BASE + b"x " + b"y" * (n - 3) + b"\r\n"
+    pad = F.MAX_BYTES - len(BASE)
+    yield BASE + (b"#" + b" " * 99 + b"\n") * (pad // 101) + b"#" * (pad % 101)  # 65536 bytes
+    yield BASE + (b"#" + b" " * 99 + b"\n") * (pad // 101) + b"#" * (pad % 101 + 1)
+    yield with_line("params", "params  tmQ\ttmK tmV tmO O LSE tileCounter B Sq Skv Hq Hkv "
+                    "oStrideB oStrideS oStrideH   scaleLog2")
+    yield with_line("params", "params tmQ tmK tmV tmO O LSE tileCounter B Sq Skv Hq Hkv "
+                    "oStrideB oStrideS oStrideH scaleLog2 extra")
+    yield with_line("params", "params tmQ tmK tmV tmO O LSE tileCounter B Sq Skv Hq Hkv "
+                    "oStrideB oStrideS oStrideH scaleLog2\x0b")
+    yield with_line("causal", "causal 0")                   # window_right 0 without causal
+    yield with_line("window_right", "window_right 5")       # causal needs 0
+    yield with_line("window_right", "window_right 5", with_line("causal", "causal 0"))
+
+
+def mutate(rng: random.Random, data: bytes) -> bytes:
+    lines = data.split(b"\n")
+    for _ in range(rng.randint(1, 3)):
+        op = rng.randrange(12)
+        i = rng.randrange(len(lines))
+        if op == 0:      # another value
+            key = lines[i].split(b" ", 1)[0]
+            lines[i] = key + b" " + rng.choice(VALUES).encode("latin-1")
+        elif op == 1:
+            del lines[i]
+        elif op == 2:
+            lines.insert(rng.randrange(len(lines) + 1), lines[i])
+        elif op == 3:
+            j = rng.randrange(len(lines))
+            lines[i], lines[j] = lines[j], lines[i]
+        elif op in (4, 5, 6):  # insert, replace or delete a byte
+            ln = lines[i]
+            p = rng.randrange(len(ln) + 1)
+            b = rng.choice(BYTES)
+            lines[i] = ln[:p] + (b if op != 6 else b"") + ln[p + (op != 4):]
+        elif op == 7:
+            lines = [ln + b"\r" for ln in lines]
+        elif op == 8:    # unknown key, or a known one with a random value
+            key = rng.choice([b"future", b"o_store", b"kernel", b"scale", b"cluster_m", b"cubin"])
+            lines.insert(i, key + b" " + rng.choice(VALUES).encode("latin-1"))
+        elif op == 9:
+            text = b"\n".join(lines)
+            lines = text[:rng.randrange(len(text) + 1)].split(b"\n")
+        elif op == 10:   # other blanks between key and value
+            lines[i] = lines[i].replace(b" ", rng.choice([b"\t", b"  ", b" \t", b"\t\t "]), 1)
+        elif op == 11:   # a comment or a blank line
+            lines.insert(i, rng.choice([b"", b"   ", b"\t", b"# x", b"#", b" # y \t"]))
+        if not lines:
+            lines = [b""]
+    return b"\n".join(lines)
+
+
+def check(rt, data: bytes, failures: list):
+    c, p = c_parse(rt, data), py_parse(data)
+    if not same(c, p):
+        failures.append((data, c, p))
+    try:  # the str form of a text file says the same
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return c is not None
+    if not same(py_parse(text), p):
+        failures.append((data, "str", py_parse(text)))
+    return c is not None
+
+
+def report(failures):
+    return "\n".join(f"{d!r}\n  C:  {c}\n  Py: {p}" for d, c, p in failures[:5])
+
+
+def test_crafted_files_parse_alike(rt):
+    assert same(c_parse(rt, BASE), py_parse(BASE)) and py_parse(BASE) is not None
+    failures, n, accepted = [], 0, 0
+    for data in crafted():
+        n += 1
+        accepted += check(rt, data, failures)
+    assert not failures, f"{len(failures)} of {n} files parse differently:\n" + report(failures)
+    assert n > 1000 and 50 < accepted < n - 500, (n, accepted)
+
+
+def test_mutated_files_parse_alike(rt):
+    rng = random.Random(SEED)
+    failures, accepted = [], 0
+    for _ in range(CASES):
+        accepted += check(rt, mutate(rng, BASE), failures)
+    assert not failures, (f"{len(failures)} of {CASES} mutations (seed {SEED}) parse "
+                          f"differently:\n" + report(failures))
+    assert 0.1 * CASES < accepted < 0.9 * CASES, accepted  # both paths exercised
