@@ -2,10 +2,65 @@
 
 Only what the package uses is declared. MLIR's C handles are structs holding
 one pointer; they are passed and returned by value.
+
+Also the checks of the numbers and strings that the package hands to C
+(here and in fa3.runtime): ctypes would silently wrap an integer that does not
+fit (2**64 + 128 -> 128), round a double to f32 infinity and cut a string at a
+NUL byte. Errors read "<where>: <what> (<range>)".
 """
 import ctypes
+import math
+import operator
 import os
 from pathlib import Path
+from typing import Optional
+
+INT64 = (-2**63, 2**63 - 1)
+UINT64 = (0, 2**64 - 1)
+_F32_MAX = 3.4028234663852886e38
+
+
+def _bound(n: int) -> str:
+    """2^63-1 rather than 9223372036854775807"""
+    for k in range(16, 65):
+        for text, v in ((f"2^{k}", 2**k), (f"2^{k}-1", 2**k - 1), (f"-2^{k}", -2**k)):
+            if n == v:
+                return text
+    return str(n)
+
+
+def check_int(where: str, name: str, value, lo: int, hi: int, error=ValueError) -> int:
+    """value as an int in [lo, hi], else `error` (a ValueError) naming it and the
+    range; TypeError for what is not an int (ctypes would truncate a float)."""
+    try:
+        v = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{where}: {name} must be an integer, got {type(value).__name__}") \
+            from None
+    if not lo <= v <= hi:
+        raise error(f"{where}: {name} = {v} is out of range ({_bound(lo)} to {_bound(hi)})")
+    return v
+
+
+def check_f32(where: str, name: str, value) -> float:
+    """value as a finite float that an f32 holds (ctypes.c_float would make
+    3e38 * 10 infinity)."""
+    v = float(value)
+    if not (math.isfinite(v) and abs(v) <= _F32_MAX):
+        raise ValueError(f"{where}: {name} = {v!r} is out of range (finite, |x| <= 3.4e38: f32)")
+    return v
+
+
+def check_str(where: str, name: str, value: Optional[str]) -> Optional[bytes]:
+    """value as a C string (None stays NULL): a NUL byte would end it early."""
+    if value is None:
+        return None
+    if not isinstance(value, (str, bytes, os.PathLike)):
+        raise TypeError(f"{where}: {name} must be a string, got {type(value).__name__}")
+    b = os.fsencode(value)
+    if b"\0" in b:
+        raise ValueError(f"{where}: {name} {value!r} contains a NUL byte (C strings end there)")
+    return b
 
 
 class _Handle(ctypes.Structure):

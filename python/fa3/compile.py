@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import List, Optional, Tuple
 
 from . import _capi
+from ._capi import INT64, check_f32, check_int, check_str
 from .ir import Context, Fa3Error
 
 
@@ -34,7 +35,7 @@ class _Options(ctypes.Structure):
                 ("toolkit", ctypes.c_char_p), ("emitCubin", ctypes.c_bool),
                 ("qBuffers", ctypes.c_int64), ("lazyRescale", ctypes.c_int),
                 ("rescaleThreshold", ctypes.c_double), ("kvMulticast", ctypes.c_int),
-                ("blockM", ctypes.c_int64)]
+                ("blockM", ctypes.c_int64), ("ptxasTimeoutSeconds", ctypes.c_int64)]
 
 
 class _Binary(ctypes.Structure):
@@ -75,9 +76,10 @@ _AUTO_ON_OFF = {"auto": 0, "on": 1, "off": -1}
 def find_ptxas(toolkit: Optional[str] = None) -> Optional[str]:
     """The ptxas a cubin would be assembled with (the compiler's own lookup:
     `toolkit`, else $CUDA_HOME, $CUDA_PATH, /usr/local/cuda, PATH), or None."""
+    toolkit = check_str("find_ptxas", "toolkit", toolkit or None)
     lib = _declare(_capi.lib())
     buf = ctypes.create_string_buffer(4096)
-    n = lib.fa3FindPtxas(toolkit.encode() if toolkit else None, buf, len(buf))
+    n = lib.fa3FindPtxas(toolkit, buf, len(buf))
     return buf.value.decode() if n else None
 
 
@@ -99,15 +101,26 @@ def compile_kernel(out_dir, head_dim: int = 128, dtype: str = "bf16",
         raise ValueError("lazy_rescale must be auto, on or off, got %r" % (lazy_rescale,))
     if kv_multicast not in _AUTO_ON_OFF:
         raise ValueError("kv_multicast must be auto, on or off, got %r" % (kv_multicast,))
-    lib = _declare(_capi.lib())
+    # Only what ctypes would wrap, round or cut is checked here; the compiler
+    # diagnoses the rest (supported head dims, window ranges, ...).
+    w = "compile_kernel"
+
+    def i64(name, value):
+        return check_int(w, name, value, *INT64)
+
+    if len(window) != 2:
+        raise ValueError(f"{w}: window must be (left, right), got {window!r}")
     # name None: the C API derives it from the variant, as fa3-compile does
-    spec = _Spec(name.encode() if name else None, dtype.encode(), head_dim, causal, window[0],
-                 window[1], softcap, scale is not None,
-                 0.0 if scale is None else scale)
-    opts = _Options(block_n, stages, pingpong, _AUTO_ON_OFF[persistent], tma_store,
-                    b"sm_90a", b"+ptx80", None, True, q_buffers,
-                    _AUTO_ON_OFF[lazy_rescale], rescale_threshold,
-                    _AUTO_ON_OFF[kv_multicast], block_m)
+    spec = _Spec(check_str(w, "name", name or None), check_str(w, "dtype", dtype),
+                 i64("head_dim", head_dim), causal, i64("window[0]", window[0]),
+                 i64("window[1]", window[1]), check_f32(w, "softcap", softcap),
+                 scale is not None, 0.0 if scale is None else check_f32(w, "scale", scale))
+    opts = _Options(i64("block_n", block_n), i64("stages", stages), pingpong,
+                    _AUTO_ON_OFF[persistent], tma_store, b"sm_90a", b"+ptx80", None, True,
+                    i64("q_buffers", q_buffers), _AUTO_ON_OFF[lazy_rescale],
+                    float(rescale_threshold), _AUTO_ON_OFF[kv_multicast],
+                    i64("block_m", block_m), 0)
+    lib = _declare(_capi.lib())
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     with Context() as ctx:

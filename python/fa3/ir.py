@@ -71,7 +71,8 @@ class Module:
         """Runs a pass pipeline in place (fa3-opt's syntax), e.g.
         'attn-cpu-reference-pipeline' or 'attn-tile{block-m=64 block-n=32}'."""
         self.context._take_diagnostics()
-        res = self._lib.fa3RunPassPipeline(self.operation, pipeline.encode())
+        res = self._lib.fa3RunPassPipeline(
+            self.operation, _capi.check_str("Module.run_pipeline", "pipeline", pipeline))
         if not res.ok():
             raise Fa3Error(self.context._take_diagnostics())
         return self

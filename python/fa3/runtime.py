@@ -17,6 +17,8 @@ import threading
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
+from ._capi import INT64, UINT64, check_int
+
 OK = 0
 STATUS_NAMES = {0: "FA3RT_OK", 1: "FA3RT_ERR_INVALID_ARGUMENT", 2: "FA3RT_ERR_FACTS",
                 3: "FA3RT_ERR_IO", 4: "FA3RT_ERR_UNSUPPORTED_DEVICE", 5: "FA3RT_ERR_CUDA",
@@ -30,6 +32,14 @@ class Fa3RuntimeError(RuntimeError):
     def __init__(self, status: int, message: str):
         super().__init__(message)
         self.status = status
+
+
+class Fa3ArgumentError(Fa3RuntimeError, ValueError):
+    """An argument that libfa3rt would refuse (FA3RT_ERR_INVALID_ARGUMENT), or
+    that its C types cannot hold, found before the call."""
+
+    def __init__(self, message: str):
+        super().__init__(1, message)
 
 
 class Tensor(ctypes.Structure):
@@ -127,21 +137,32 @@ def _check(status: int):
         raise Fa3RuntimeError(status, f"{STATUS_NAMES.get(status, status)}: {msg}")
 
 
-def tensor(ptr: int, shape: Sequence[int], strides: Sequence[int]) -> Tensor:
-    """[B, H, S, D] logical shape and element strides."""
+def tensor(ptr: int, shape: Sequence[int], strides: Sequence[int],
+           name: str = "tensor") -> Tensor:
+    """[B, H, S, D] logical shape and element strides of a device tensor `name`
+    (for messages). Numbers that the C struct cannot hold are refused here;
+    libfa3rt checks the rest (fa3rt.h)."""
+    where, E = f"fa3.runtime.tensor({name})", Fa3ArgumentError
+    if len(shape) != 4 or len(strides) != 4:
+        raise E(f"{where}: shape and strides must have 4 entries [B, H, S, D], got "
+                f"{len(shape)} and {len(strides)}")
     t = Tensor()
-    t.ptr = int(ptr)
+    t.ptr = check_int(where, "ptr", ptr, *UINT64, error=E)
+    if t.ptr % 16:
+        raise E(f"{where}: ptr = {t.ptr:#x} is not 16-byte aligned (TMA)")
     for i in range(4):
-        t.shape[i] = int(shape[i])
-        t.strides[i] = int(strides[i])
+        t.shape[i] = check_int(where, f"shape[{i}]", shape[i], 0, INT64[1], error=E)
+        t.strides[i] = check_int(where, f"strides[{i}]", strides[i], 0, INT64[1], error=E)
     return t
 
 
 def fwd_args(q: Tensor, k: Tensor, v: Tensor, o: Tensor, lse_ptr: int = 0,
              softmax_scale: Optional[float] = None, dtype: str = "bf16") -> FwdArgs:
+    """softmax_scale None: the kernel's (facts) scale; else 0 < scale <= 1e30."""
     a = FwdArgs()
     a.q, a.k, a.v, a.o = q, k, v, o
-    a.lse = int(lse_ptr or 0)
+    a.lse = check_int("fa3.runtime.fwd_args", "lse_ptr", lse_ptr or 0, *UINT64,
+                      error=Fa3ArgumentError)
     a.softmax_scale = math.nan if softmax_scale is None else float(softmax_scale)
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}")

@@ -1,10 +1,27 @@
-"""Textual IR for one attention problem: a func wrapping attn.flash_attention."""
+"""Textual IR for one attention problem: a func wrapping attn.flash_attention.
+
+Everything pasted into the text is checked first (a name or a "number" must
+not be able to add IR of its own)."""
+import math
+import operator
+import re
 
 _MLIR_TYPES = {"f32": "f32", "f16": "f16", "bf16": "bf16"}
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_$.]*", re.ASCII)  # MLIR's bare-id
+
+
+def _int(name, v, lo=0):
+    v = operator.index(v)  # TypeError for anything but an integer
+    if v < lo:
+        raise ValueError("flash_attention_func: %s = %d is out of range (%d or more)"
+                         % (name, v, lo))
+    return v
 
 
 def memref_type(shape, dtype):
-    return "memref<%s>" % "x".join([str(s) for s in shape] + [_MLIR_TYPES[dtype]])
+    if dtype not in _MLIR_TYPES:
+        raise ValueError("memref_type: dtype %r is not one of %s" % (dtype, sorted(_MLIR_TYPES)))
+    return "memref<%s>" % "x".join([str(_int("shape", s)) for s in shape] + [_MLIR_TYPES[dtype]])
 
 
 def flash_attention_func(name, b, hq, hkv, sq, skv, d, dv=None, dtype="f32",
@@ -12,8 +29,18 @@ def flash_attention_func(name, b, hq, hkv, sq, skv, d, dv=None, dtype="f32",
                          window=(-1, -1), softcap=0.0):
     """A func.func @name(q, k, v, o[, lse]) in memref form, callable from the
     CPU runner (llvm.emit_c_interface)."""
+    if not isinstance(name, str) or not _IDENT.fullmatch(name):
+        raise ValueError("flash_attention_func: name %r is not an MLIR identifier "
+                         "([A-Za-z_][A-Za-z0-9_$.]*)" % (name,))
     dv = d if dv is None else dv
     out_dtype = out_dtype or dtype
+    window = tuple(_int("window", w, lo=-2**63) for w in window)
+    if len(window) != 2:
+        raise ValueError("flash_attention_func: window must be (left, right), got %r"
+                         % (window,))
+    for what, x in (("scale", scale), ("softcap", softcap)):
+        if x is not None and not math.isfinite(float(x)):
+            raise ValueError("flash_attention_func: %s = %r is out of range (finite)" % (what, x))
     tq = memref_type((b, hq, sq, d), dtype)
     tk = memref_type((b, hkv, skv, d), dtype)
     tv = memref_type((b, hkv, skv, dv), dtype)

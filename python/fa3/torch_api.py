@@ -168,10 +168,10 @@ def flash_attn_func(q, k, v, softmax_scale: Optional[float] = None, causal: bool
         lse = (torch.empty((B, Hq, Sq), dtype=torch.float32, device=q.device)
                if return_lse else None)
 
-    args = runtime.fwd_args(runtime.tensor(q.data_ptr(), *_bhsd(q)),
-                            runtime.tensor(k.data_ptr(), *_bhsd(k)),
-                            runtime.tensor(v.data_ptr(), *_bhsd(v)),
-                            runtime.tensor(o.data_ptr(), *_bhsd(o)),
+    args = runtime.fwd_args(runtime.tensor(q.data_ptr(), *_bhsd(q), name="q"),
+                            runtime.tensor(k.data_ptr(), *_bhsd(k), name="k"),
+                            runtime.tensor(v.data_ptr(), *_bhsd(v), name="v"),
+                            runtime.tensor(o.data_ptr(), *_bhsd(o), name="o"),
                             lse.data_ptr() if lse is not None else 0,
                             softmax_scale, dt)
     dev = q.device.index if q.device.index is not None else torch.cuda.current_device()
@@ -204,8 +204,8 @@ def flash_attn_bhsd(q, k, v, o=None, lse=None, softmax_scale=None, causal=False,
     if lse is not None and (lse.dtype != torch.float32 or not lse.is_contiguous()
                             or tuple(lse.shape) != (B, Hq, Sq)):
         raise ValueError(f"lse must be a contiguous float32 tensor of shape {(B, Hq, Sq)}")
-    args = runtime.fwd_args(*[runtime.tensor(t.data_ptr(), tuple(t.shape), t.stride())
-                              for t in (q, k, v, o)],
+    args = runtime.fwd_args(*[runtime.tensor(t.data_ptr(), tuple(t.shape), t.stride(), name=n)
+                              for n, t in zip("qkvo", (q, k, v, o))],
                             lse.data_ptr() if lse is not None else 0, softmax_scale, dt)
     dev = q.device.index if q.device.index is not None else torch.cuda.current_device()
     with torch.cuda.device(dev):
