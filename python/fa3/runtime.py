@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
-from ._capi import INT64, UINT64, check_int
+from ._capi import INT64, UINT64, check_int, check_str
 
 OK = 0
 STATUS_NAMES = {0: "FA3RT_OK", 1: "FA3RT_ERR_INVALID_ARGUMENT", 2: "FA3RT_ERR_FACTS",
@@ -188,29 +188,45 @@ def plan(facts: Facts, args: FwdArgs) -> FwdLaunch:
 class Kernel:
     """A kernel loaded into the calling thread's current CUDA context."""
 
+    _h = None     # class defaults: close() works on an object whose __init__ failed
+    _lib = None
+
     def __init__(self, cubin_path, facts_path):
-        self._h = ctypes.c_void_p()
+        where = "fa3.runtime.Kernel"
         self.cubin_path, self.facts_path = str(cubin_path), str(facts_path)
-        _check(lib().fa3rt_kernel_load(self.cubin_path.encode(), self.facts_path.encode(),
-                                       ctypes.byref(self._h)))
-        self._lib = lib()
+        cubin = check_str(where, "cubin_path", self.cubin_path)
+        facts = check_str(where, "facts_path", self.facts_path)
+        L = lib()
+        h = ctypes.c_void_p()
+        _check(L.fa3rt_kernel_load(cubin, facts, ctypes.byref(h)))
+        self._lib, self._h = L, h.value
 
     @property
     def facts(self) -> Facts:
+        if not self._h:
+            raise ValueError("fa3.runtime.Kernel: the kernel is closed")
         return self._lib.fa3rt_kernel_facts(self._h).contents
 
     def fwd(self, args: FwdArgs, stream: int = 0):
         """Launches asynchronously on stream (a CUstream handle as int)."""
-        _check(self._lib.fa3rt_fwd(self._h, ctypes.byref(args), ctypes.c_void_p(stream or None)))
+        if not self._h:
+            raise ValueError("fa3.runtime.Kernel: the kernel is closed")
+        stream = check_int("fa3.runtime.Kernel.fwd", "stream", stream or 0, *UINT64)
+        _check(self._lib.fa3rt_fwd(self._h, ctypes.byref(args), stream or None))
 
     def close(self):
-        if self._h:
-            self._lib.fa3rt_kernel_destroy(self._h)
-            self._h = ctypes.c_void_p()
+        # no module globals here: __del__ may run while the interpreter tears
+        # them down
+        h, L = self._h, self._lib
+        self._h = None
+        if h and L is not None:
+            L.fa3rt_kernel_destroy(h)
 
-    def __del__(self):
-        # at interpreter exit the CUDA context may already be gone: leave it
-        if sys.is_finalizing():
+    def __del__(self, _finalizing=sys.is_finalizing):
+        # At interpreter exit the CUDA context may already be gone: leave the
+        # kernel to the process's end. The function is bound at definition, as
+        # the module's globals (sys) may be None by then.
+        if _finalizing():
             return
         try:
             self.close()

@@ -1,12 +1,19 @@
 """Issue 17: numbers and strings that the Python package hands to C through
 ctypes are checked where they enter (ctypes would wrap 2**64 + 128 to 128,
-make 1e300 an f32 infinity and cut a string at a NUL byte). No library is
-needed: every check comes before the first C call."""
+make 1e300 an f32 infinity and cut a string at a NUL byte), and
+fa3.runtime.Kernel cleans up whatever state it is in. No library is needed:
+every check comes before the first C call."""
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from fa3 import runtime
 from fa3.compile import compile_kernel, find_ptxas
 from fa3.spec import flash_attention_func
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("kw, msg", [
@@ -80,6 +87,68 @@ def test_tensor_and_fwd_args_keep_good_numbers():
     assert a.lse == 2**64 - 4 and a.softmax_scale == 0.5  # the C runtime refuses such an lse
     with pytest.raises(ValueError, match=r"fwd_args: lse_ptr = -4 is out of range \(0 to 2\^64-1\)"):
         runtime.fwd_args(t, t, t, t, -4)
+
+
+def test_kernel_paths_refuse_a_nul(tmp_path):
+    with pytest.raises(ValueError, match="fa3.runtime.Kernel: facts_path .* NUL byte"):
+        runtime.Kernel(tmp_path / "k.cubin", str(tmp_path / "k.facts") + "\0.x")
+
+
+def test_kernel_del_after_a_failed_init(monkeypatch):
+    """__init__ raised before the handle existed: __del__ must stay quiet."""
+    seen = []
+    monkeypatch.setattr(sys, "unraisablehook", seen.append)
+    with pytest.raises(ValueError):
+        runtime.Kernel("k\0.cubin", "k.facts")
+    k = object.__new__(runtime.Kernel)  # __init__ never ran at all
+    del k
+    assert not seen, [str(u.exc_value) for u in seen]
+
+
+def test_kernel_del_while_module_globals_are_torn_down(monkeypatch):
+    """At interpreter exit the module's globals may already be None (issue 17:
+    AttributeError from Kernel.__del__ with four kernels loaded)."""
+    destroyed, seen = [], []
+
+    class Lib:
+        def fa3rt_kernel_destroy(self, h):
+            destroyed.append(h)
+    monkeypatch.setattr(sys, "unraisablehook", seen.append)
+    kernels = []
+    for h in range(1, 5):
+        k = object.__new__(runtime.Kernel)
+        k._h, k._lib = h, Lib()
+        kernels.append(k)
+    for name in ("sys", "ctypes", "lib", "_check", "check_str", "check_int"):
+        monkeypatch.setattr(runtime, name, None)
+    kernels[0].close()
+    kernels[0].close()  # twice: nothing more
+    del kernels, k
+    assert not seen, [str(u.exc_value) for u in seen]
+    assert sorted(destroyed) == [1, 2, 3, 4]
+
+
+def test_kernels_alive_at_interpreter_exit():
+    """Kernels still referenced by module globals when the interpreter exits
+    (the GPU session's case): no 'Exception ignored' on stderr."""
+    code = f"""
+import sys
+sys.path.insert(0, {str(ROOT / 'python')!r})
+from fa3 import runtime
+
+class Lib:
+    def fa3rt_kernel_destroy(self, h):
+        pass
+
+kernels = []
+for h in range(1, 5):
+    k = object.__new__(runtime.Kernel)
+    k._h, k._lib = h, Lib()
+    kernels.append(k)
+runtime.KEEP = kernels  # torn down with the module
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0 and not r.stderr, r.stderr
 
 
 def test_spec_text_cannot_inject_ir():
