@@ -4,6 +4,7 @@
 #include "fa3/Conversion/Passes.h"
 #include "fa3/Dialect/Attn/IR/AttnDialect.h"
 #include "fa3/Dialect/Attn/Transforms/Passes.h"
+#include "fa3/Pipelines/Pipelines.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -23,6 +24,7 @@ void fa3::registerAllDialects(mlir::DialectRegistry &registry) {
 
 void fa3::registerAllPasses() {
   mlir::registerAllPasses();
-  fa3::attn::registerAllFA3Passes();
+  fa3::attn::registerAttnPasses();
+  fa3::registerAttnPipelines();
   fa3::registerFA3ConversionPasses();
 }

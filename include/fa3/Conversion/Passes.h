@@ -14,6 +14,10 @@
 #include "mlir/Pass/Pass.h"
 
 namespace fa3 {
+/// A compiler choice that defaults to what measured faster: the values of
+/// the persistent, lazy-rescale and kv-multicast options.
+enum class Toggle { Auto, On, Off };
+
 #define GEN_PASS_DECL
 #include "fa3/Conversion/Passes.h.inc"
 

@@ -37,10 +37,14 @@ def ConvertAttnToHopper : Pass<"convert-attn-to-hopper", "::mlir::ModuleOp"> {
            "on the H200: 4 for head dim 64 with 128-row tiles, else 2)">,
     Option<"pingpong", "pingpong", "bool", /*default=*/"true",
            "Alternate the consumer warpgroups' GEMMs with named barriers">,
-    Option<"persistent", "persistent", "std::string", /*default=*/"\"auto\"",
+    Option<"persistent", "persistent", "::fa3::Toggle", /*default=*/"::fa3::Toggle::Auto",
            "CTAs loop over tiles, the producer loading the next tile's Q and "
            "K/V while the consumers finish the current one: on, off, or auto "
-           "(on where it measured faster on the H200: head dim 64 and 128)">,
+           "(on where it measured faster on the H200: head dim 64 and 128)",
+           [{::llvm::cl::values(
+               clEnumValN(::fa3::Toggle::Auto, "auto", "where measured faster"),
+               clEnumValN(::fa3::Toggle::On, "on", "always (where it applies)"),
+               clEnumValN(::fa3::Toggle::Off, "off", "never"))}]>,
     Option<"tmaStore", "tma-store", "bool", /*default=*/"true",
            "Stage O through shared memory (stmatrix) and write it with a TMA "
            "store; false: 4-byte stores from the accumulator fragment">,
@@ -48,18 +52,26 @@ def ConvertAttnToHopper : Pass<"convert-attn-to-hopper", "::mlir::ModuleOp"> {
            "Q tiles in shared memory: 2 lets a persistent CTA load the next "
            "tile's Q during the current one; 0: 2 where it fits beside the O "
            "staging buffer (persistent, head dim 64 and 128), else 1">,
-    Option<"lazyRescale", "lazy-rescale", "std::string", /*default=*/"\"auto\"",
+    Option<"lazyRescale", "lazy-rescale", "::fa3::Toggle", /*default=*/"::fa3::Toggle::Auto",
            "O *= alpha only in warpgroups where a row raised its running "
            "max, behind a branch that also keeps ptxas from hoisting the P V "
            "wait above the softmax: on, off (rescale after every kv block), "
            "or auto (on where it measured faster on the H200: head dim 128 "
-           "and 256)">,
-    Option<"kvMulticast", "kv-multicast", "std::string", /*default=*/"\"auto\"",
+           "and 256)",
+           [{::llvm::cl::values(
+               clEnumValN(::fa3::Toggle::Auto, "auto", "where measured faster"),
+               clEnumValN(::fa3::Toggle::On, "on", "always (where it applies)"),
+               clEnumValN(::fa3::Toggle::Off, "off", "never"))}]>,
+    Option<"kvMulticast", "kv-multicast", "::fa3::Toggle", /*default=*/"::fa3::Toggle::Auto",
            "2-CTA clusters: the CTAs of a cluster take neighbouring m-blocks "
            "of one head and share every K/V tile by TMA multicast, each "
            "loading half: on (wherever it applies: full mask, head dim 128 "
            "or 256), off, or auto (on where it measured faster on the "
-           "H200: persistent kernels, i.e. head dim 128)">,
+           "H200: persistent kernels, i.e. head dim 128)",
+           [{::llvm::cl::values(
+               clEnumValN(::fa3::Toggle::Auto, "auto", "where measured faster"),
+               clEnumValN(::fa3::Toggle::On, "on", "always (where it applies)"),
+               clEnumValN(::fa3::Toggle::Off, "off", "never"))}]>,
     Option<"rescaleThreshold", "rescale-threshold", "double",
            /*default=*/"8.0",
            "With lazy rescaling, a row's running max is raised only when a "

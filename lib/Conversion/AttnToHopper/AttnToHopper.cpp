@@ -23,6 +23,8 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Parser/Parser.h"
 
+#include "llvm/Support/FormatVariadic.h"
+
 #include <optional>
 
 namespace fa3 {
@@ -40,6 +42,10 @@ static std::string typeName(Type t) {
   os << t;
   return s;
 }
+
+/// The deepest K/V ring the option accepts; shared memory bounds it further
+/// (checkSupported says so per head dim).
+constexpr int64_t kMaxStages = 8;
 
 namespace {
 /// What the tiled IR says about one attention computation.
@@ -127,12 +133,13 @@ bool hasUnitInnerStride(Value memref) {
   return strides.back() == 1;
 }
 
+/// `t` decides, or `isAuto` where the choice is left to the compiler.
+bool decide(Toggle t, bool isAuto) {
+  return t == Toggle::On || (t == Toggle::Auto && isAuto);
+}
+
 LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
-                      int64_t stages, bool pingpong,
-                      llvm::StringRef persistent, bool tmaStore,
-                      int64_t qBuffers, llvm::StringRef lazyRescale,
-                      double rescaleThreshold, llvm::StringRef kvMulticast,
-                      unsigned index) {
+                      const ConvertAttnToHopperOptions &opts, unsigned index) {
   TileUpdateOp u = t.update;
   Value q = u.getQuery(), v = u.getValue(), o = t.finalize.getOut();
   auto qt = cast<MemRefType>(q.getType());
@@ -166,28 +173,28 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
   // at head dim 64 a 4-deep ring lets the producer run further into the
   // next tile (+0-2 %); larger head dims have no shared memory for more.
   // With 192-row tiles 2 and 4 stages measured alike (T063539).
-  cfg.stages = stages != 0 ? stages : cfg.headDim == 64 && cfg.blockM == 128 ? 4 : 2;
+  cfg.stages = opts.stages != 0 ? opts.stages
+                                : cfg.headDim == 64 && cfg.blockM == 128 ? 4 : 2;
   cfg.softcap = u.getSoftcap().convertToDouble();
   // The turns alternate between two consumer warpgroups; with three
   // (block-m 192) each issues freely, as in FA3.
-  cfg.pingpong = pingpong && cfg.consumers() == 2;
+  cfg.pingpong = opts.pingpong && cfg.consumers() == 2;
   // Measured on the H200 (bench/results/2026-11-29T1204-persistent.md):
   // with the dynamic tile scheduler, persistent CTAs win up to 19 % at head
   // dim 64 and 128 (short sequences, causal or not) and are within 3 % at
   // 16k; at head dim 256, O is staged in Q's buffer, so the next tile's Q
   // waits for the O store: 0-4 % slower everywhere.
-  cfg.persistent = persistent == "on" ||
-                   (persistent == "auto" && cfg.headDim <= 128);
+  cfg.persistent = decide(opts.persistent, cfg.headDim <= 128);
   cfg.longestFirst = u.getWindow()[1] >= 0;
-  cfg.tmaStore = tmaStore;
+  cfg.tmaStore = opts.tmaStore;
   // 0: persistent CTAs double-buffer Q where shared memory allows (head
   // dim 64 and 128): the next tile's Q then loads during this tile instead
   // of after it. ncu put the consumers' wait for Q at 15 % of all stall
   // samples (head dim 64, causal, 512); two buffers measured +18-20 % at
   // 512 and +1 % at 16k (bench/results/2026-11-30T043840-compare.md).
   // Where they do not fit, checkSupported says why; auto then takes one.
-  cfg.qBuffers = qBuffers;
-  if (qBuffers == 0) {
+  cfg.qBuffers = opts.qBuffers;
+  if (opts.qBuffers == 0) {
     cfg.qBuffers = 2;
     if (!hopper::checkSupported(cfg).empty())
       cfg.qBuffers = 1;
@@ -196,9 +203,8 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
   // the rescale branch is +1-8 % at head dim 128 and 256 (its wait keeps
   // the softmax beside the P V wgmmas), but -2-5 % at head dim 64, where
   // the softmax's MUFU work, not the GEMMs, sets the pace.
-  cfg.lazyRescale = lazyRescale == "on" ||
-                    (lazyRescale == "auto" && cfg.headDim > 64);
-  cfg.rescaleThreshold = rescaleThreshold;
+  cfg.lazyRescale = decide(opts.lazyRescale, cfg.headDim > 64);
+  cfg.rescaleThreshold = opts.rescaleThreshold;
   cfg.kvRangeFn = cfg.name + "_kv_range";
   cfg.visibleColsFn = cfg.name + "_visible_cols";
   cfg.leftBounded = u.getWindow()[0] >= 0;
@@ -211,10 +217,7 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
   // CTAs (head dim 128, 650 vs 637 TFLOP/s at 16k), -1 to -4 % with one
   // CTA per tile (head dim 256: a cluster's CTAs start and end together).
   bool fullMask = u.getWindow()[0] < 0 && u.getWindow()[1] < 0;
-  cfg.clusterM = fullMask && (kvMulticast == "on" ||
-                              (kvMulticast == "auto" && cfg.persistent))
-                     ? 2
-                     : 1;
+  cfg.clusterM = fullMask && decide(opts.kvMulticast, cfg.persistent) ? 2 : 1;
   if (cfg.clusterM == 2 && !hopper::checkSupported(cfg).empty())
     cfg.clusterM = 1;
   std::string why = hopper::checkSupported(cfg);
@@ -288,15 +291,29 @@ struct ConvertAttnToHopperPass
   using ConvertAttnToHopperBase::ConvertAttnToHopperBase;
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    for (auto [name, value] : {std::pair<const char *, std::string>{
-                                   "persistent", persistent},
-                               {"lazy-rescale", lazyRescale},
-                               {"kv-multicast", kvMulticast}})
-      if (value != "auto" && value != "on" && value != "off") {
-        module.emitError("convert-attn-to-hopper: ")
-            << name << " must be auto, on or off, got '" << value << "'";
-        return signalPassFailure();
-      }
+    // Range-checked here, where the numbers enter the compiler: the
+    // kernel is unrolled over stages and Q buffers.
+    auto refuse = [&](StringRef name, const Twine &range, const Twine &value) {
+      mlir::emitError(module.getLoc(), "convert-attn-to-hopper: ")
+          << name << " must be " << range << ", got " << value;
+      signalPassFailure();
+    };
+    if (stages < 0 || stages > kMaxStages)
+      return refuse("stages", "0 (per head dim) to " + Twine(kMaxStages), Twine(stages));
+    if (qBuffers < 0 || qBuffers > 2)
+      return refuse("q-buffers", "0 (auto), 1 or 2", Twine(qBuffers));
+    if (!(rescaleThreshold >= 0.0 && rescaleThreshold <= 15.0))
+      return refuse("rescale-threshold", "0 to 15 (log2 units)",
+                 Twine(llvm::formatv("{0:g}", rescaleThreshold).str()));
+    ConvertAttnToHopperOptions opts;
+    opts.stages = stages;
+    opts.pingpong = pingpong;
+    opts.persistent = persistent;
+    opts.tmaStore = tmaStore;
+    opts.qBuffers = qBuffers;
+    opts.lazyRescale = lazyRescale;
+    opts.kvMulticast = kvMulticast;
+    opts.rescaleThreshold = rescaleThreshold;
     SmallVector<func::FuncOp> done;
     bool bad = false;
     module.walk([&](FlashAttentionOp op) {
@@ -332,9 +349,7 @@ struct ConvertAttnToHopperPass
         return signalPassFailure();
       }
       for (auto [i, t] : llvm::enumerate(found))
-        if (failed(convert(module, func, t, stages, pingpong, persistent,
-                          tmaStore, qBuffers, lazyRescale, rescaleThreshold,
-                          kvMulticast, i)))
+        if (failed(convert(module, func, t, opts, i)))
           return signalPassFailure();
       done.push_back(func);
     }

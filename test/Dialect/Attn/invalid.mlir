@@ -186,7 +186,7 @@ func.func @f(%q: memref<2x8x128x64xbf16>, %k: memref<2x2x256x64xbf16>, %v: memre
 // -----
 
 func.func @f(%q: memref<2x8x128x64xbf16>, %k: memref<2x2x256x64xbf16>, %v: memref<2x2x256x64xbf16>, %o: memref<2x8x128x64xbf16>) {
-  // expected-error @+1 {{scale must be finite and > 0, got -1}}
+  // expected-error @+1 {{scale must be > 0 and at most 1e30, got -1}}
   attn.flash_attention ins(%q, %k, %v : memref<2x8x128x64xbf16>, memref<2x2x256x64xbf16>, memref<2x2x256x64xbf16>) outs(%o : memref<2x8x128x64xbf16>) scale(-1.0)
   return
 }
@@ -194,7 +194,7 @@ func.func @f(%q: memref<2x8x128x64xbf16>, %k: memref<2x2x256x64xbf16>, %v: memre
 // -----
 
 func.func @f(%q: memref<2x8x128x64xbf16>, %k: memref<2x2x256x64xbf16>, %v: memref<2x2x256x64xbf16>, %o: memref<2x8x128x64xbf16>) {
-  // expected-error @+1 {{window entries must be >= -1 (-1 = unbounded), got [-2, 0]}}
+  // expected-error @+1 {{window entries must be -1 (unbounded) or 0 to 2147483647, got [-2, 0]}}
   attn.flash_attention ins(%q, %k, %v : memref<2x8x128x64xbf16>, memref<2x2x256x64xbf16>, memref<2x2x256x64xbf16>) outs(%o : memref<2x8x128x64xbf16>) window(-2, 0)
   return
 }
@@ -210,7 +210,7 @@ func.func @f(%q: memref<2x8x128x64xbf16>, %k: memref<2x2x256x64xbf16>, %v: memre
 // -----
 
 func.func @f(%q: memref<2x8x128x64xbf16>, %k: memref<2x2x256x64xbf16>, %v: memref<2x2x256x64xbf16>, %o: memref<2x8x128x64xbf16>) {
-  // expected-error @+1 {{softcap must be finite and >= 0 (0 = off), got -1}}
+  // expected-error @+1 {{softcap must be 0 (off) or 1e-6 to 1e30, got -1}}
   attn.flash_attention ins(%q, %k, %v : memref<2x8x128x64xbf16>, memref<2x2x256x64xbf16>, memref<2x2x256x64xbf16>) outs(%o : memref<2x8x128x64xbf16>) softcap(-1.0)
   return
 }
@@ -267,9 +267,43 @@ func.func @f(%q: memref<1x1x8x8xf32>, %i: index) {
 func.func @f(%q: memref<1x1x8x8xf32>, %i: index) {
   %m = memref.alloca() : memref<32xf32>
   %acc = memref.alloca() : memref<32x8xf32>
-  // expected-error @+1 {{block sizes must be positive}}
+  // expected-error @+1 {{block sizes must be 1 to 1024, got 32 x 0}}
   attn.tile_update %q, %q, %q [%i, %i, %i] rows %i cols %i state(%m, %m, %acc)
     {block_m = 32 : i64, block_n = 0 : i64, scale_log2 = 1.0 : f32, softcap = 0.0 : f32, window = array<i64: -1, -1>}
     : memref<1x1x8x8xf32>, memref<1x1x8x8xf32>, memref<1x1x8x8xf32>, memref<32xf32>, memref<32xf32>, memref<32x8xf32>
+  return
+}
+
+// -----
+
+// Bounds that keep the folded f32 constants finite and the index math in
+// range (a scale of 3e38 used to give scale_log2 = +inf, all NaN).
+func.func @f(%q: memref<2x8x128x64xbf16>, %k: memref<2x2x256x64xbf16>, %v: memref<2x2x256x64xbf16>, %o: memref<2x8x128x64xbf16>) {
+  // expected-error @+1 {{scale must be > 0 and at most 1e30, got 3.000000e+38}}
+  attn.flash_attention ins(%q, %k, %v : memref<2x8x128x64xbf16>, memref<2x2x256x64xbf16>, memref<2x2x256x64xbf16>) outs(%o : memref<2x8x128x64xbf16>) scale(3.0e38)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x128x64xbf16>, %k: memref<2x2x256x64xbf16>, %v: memref<2x2x256x64xbf16>, %o: memref<2x8x128x64xbf16>) {
+  // expected-error @+1 {{softcap must be 0 (off) or 1e-6 to 1e30, got 3.000000e+38}}
+  attn.flash_attention ins(%q, %k, %v : memref<2x8x128x64xbf16>, memref<2x2x256x64xbf16>, memref<2x2x256x64xbf16>) outs(%o : memref<2x8x128x64xbf16>) softcap(3.0e38)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x128x64xbf16>, %k: memref<2x2x256x64xbf16>, %v: memref<2x2x256x64xbf16>, %o: memref<2x8x128x64xbf16>) {
+  // expected-error @+1 {{window entries must be -1 (unbounded) or 0 to 2147483647, got [0, 9223372036854775807]}}
+  attn.flash_attention ins(%q, %k, %v : memref<2x8x128x64xbf16>, memref<2x2x256x64xbf16>, memref<2x2x256x64xbf16>) outs(%o : memref<2x8x128x64xbf16>) window(0, 9223372036854775807)
+  return
+}
+
+// -----
+
+func.func @f(%m: memref<128xf32>, %l: memref<128xf32>, %acc: memref<128x64xf32>, %q: memref<1x1x128x64xbf16>, %i: index) {
+  // expected-error @+1 {{scale_log2 must be finite and non-zero, got INF}}
+  attn.tile_update %q, %q, %q[%i, %i, %i] rows %i cols %i state(%m, %l, %acc) {block_m = 128 : i64, block_n = 128 : i64, scale_log2 = 0x7F800000 : f32, softcap = 0.0 : f32, window = array<i64: -1, -1>} : memref<1x1x128x64xbf16>, memref<1x1x128x64xbf16>, memref<1x1x128x64xbf16>, memref<128xf32>, memref<128xf32>, memref<128x64xf32>
   return
 }

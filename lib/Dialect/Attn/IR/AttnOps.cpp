@@ -27,6 +27,16 @@ void AttnDialect::initialize() {
 
 // Largest head dim any pipeline supports (FA3 goes up to 256).
 static constexpr int64_t kMaxHeadDim = 256;
+// Window sides beyond this are refused: launch facts and the kernel's index
+// math are 32-bit (a side at least Skv is the same as unbounded anyway).
+static constexpr int64_t kMaxWindow = (int64_t(1) << 31) - 1;
+// Scale and softcap are folded into f32 constants (scale * log2 e,
+// scale / softcap, softcap * log2 e): these bounds (said as 1e30 and 1e-6
+// in the messages) keep every one finite.
+static constexpr double kMaxScale = 1e30;
+static constexpr double kMinSoftcap = 1e-6, kMaxSoftcap = 1e30;
+// Tile sides (attn-tile's options accept the same).
+static constexpr int64_t kMaxBlock = 1024;
 
 float FlashAttentionOp::getEffectiveScale() {
   if (auto s = getScaleAttr())
@@ -63,6 +73,32 @@ struct DimChecker {
   }
 };
 } // namespace
+
+/// [left, right], each -1 (unbounded) or 0 .. kMaxWindow.
+static LogicalResult verifyWindow(Operation *op, ArrayRef<int64_t> w) {
+  if (w.size() != 2)
+    return op->emitOpError("window must have two entries [left, right], got ")
+           << w.size();
+  if (w[0] < -1 || w[1] < -1 || w[0] > kMaxWindow || w[1] > kMaxWindow)
+    return op->emitOpError("window entries must be -1 (unbounded) or 0 to ")
+           << kMaxWindow << ", got [" << w[0] << ", " << w[1] << "]";
+  return success();
+}
+
+static LogicalResult verifySoftcap(Operation *op, double sc) {
+  if (sc != 0 && !(sc >= kMinSoftcap && sc <= kMaxSoftcap))
+    return op->emitOpError("softcap must be 0 (off) or 1e-6 to 1e30, got ")
+           << sc;
+  return success();
+}
+
+/// Tile sides of the tile ops: positive and at most what attn-tile makes.
+static LogicalResult verifyBlocks(Operation *op, int64_t m, int64_t n) {
+  if (m <= 0 || n <= 0 || m > kMaxBlock || n > kMaxBlock)
+    return op->emitOpError("block sizes must be 1 to ")
+           << kMaxBlock << ", got " << m << " x " << n;
+  return success();
+}
 
 LogicalResult FlashAttentionOp::verify() {
   Value q = getQuery(), k = getKey(), v = getValue();
@@ -175,25 +211,17 @@ LogicalResult FlashAttentionOp::verify() {
   // Attributes.
   if (auto s = getScaleAttr()) {
     double sv = s.getValueAsDouble();
-    if (!std::isfinite(sv) || sv <= 0)
-      return emitOpError("scale must be finite and > 0, got ") << sv;
+    if (!(sv > 0 && sv <= kMaxScale))
+      return emitOpError("scale must be > 0 and at most 1e30, got ") << sv;
   }
   ArrayRef<int64_t> w = getWindow();
-  if (w.size() != 2)
-    return emitOpError("window must have two entries [left, right], got ")
-           << w.size();
-  if (w[0] < -1 || w[1] < -1)
-    return emitOpError("window entries must be >= -1 (-1 = unbounded), got [")
-           << w[0] << ", " << w[1] << "]";
+  if (failed(verifyWindow(*this, w)))
+    return failure();
   if (getCausal() && w[1] > 0)
     return emitOpError("causal attention has window right = 0; got window "
                        "right = ")
            << w[1] << " (drop `causal` or set right to 0 or -1)";
-  double sc = getSoftcap().convertToDouble();
-  if (!std::isfinite(sc) || sc < 0)
-    return emitOpError("softcap must be finite and >= 0 (0 = off), got ")
-           << sc;
-  return success();
+  return verifySoftcap(*this, getSoftcap().convertToDouble());
 }
 
 void FlashAttentionOp::getEffects(
@@ -245,21 +273,23 @@ static LogicalResult verifyState(Operation *op, Value m, Value l, Value acc,
 }
 
 LogicalResult KvRangeOp::verify() {
-  if (getBlockM() <= 0 || getBlockN() <= 0)
-    return emitOpError("block sizes must be positive");
-  if (getWindow().size() != 2 || getWindow()[0] < -1 || getWindow()[1] < -1)
-    return emitOpError("window must be [left, right] with entries >= -1");
-  return success();
+  if (failed(verifyBlocks(*this, getBlockM(), getBlockN())))
+    return failure();
+  return verifyWindow(*this, getWindow());
 }
 
 LogicalResult TileUpdateOp::verify() {
-  if (getBlockM() <= 0 || getBlockN() <= 0)
-    return emitOpError("block sizes must be positive");
+  if (failed(verifyBlocks(*this, getBlockM(), getBlockN())))
+    return failure();
   for (Value v : {getQuery(), getKey(), getValue()})
     if (cast<MemRefType>(v.getType()).getRank() != 4)
       return emitOpError("query, key and value must be rank-4 memrefs");
-  if (getWindow().size() != 2)
-    return emitOpError("window must have two entries");
+  if (failed(verifyWindow(*this, getWindow())) ||
+      failed(verifySoftcap(*this, getSoftcap().convertToDouble())))
+    return failure();
+  double s2 = getScaleLog2().convertToDouble();
+  if (!std::isfinite(s2) || s2 == 0)
+    return emitOpError("scale_log2 must be finite and non-zero, got ") << s2;
   return verifyState(*this, getRowMax(), getRowSum(), getAcc(), getBlockM());
 }
 
@@ -278,8 +308,8 @@ void TileUpdateOp::getEffects(
 }
 
 LogicalResult TileFinalizeOp::verify() {
-  if (getBlockM() <= 0)
-    return emitOpError("block_m must be positive");
+  if (getBlockM() <= 0 || getBlockM() > kMaxBlock)
+    return emitOpError("block_m must be 1 to ") << kMaxBlock;
   if (cast<MemRefType>(getOut().getType()).getRank() != 4)
     return emitOpError("o must be a rank-4 memref");
   if (getLse() && cast<MemRefType>(getLse().getType()).getRank() != 3)

@@ -231,8 +231,11 @@ static void addCounterReader(ModuleOp module) {
   Block *body = fn.addEntryBlock();
   b.setInsertionPointToStart(body);
   auto type = MemRefType::get({}, b.getI64Type());
-  for (auto [i, name] : llvm::enumerate(
-           ArrayRef<StringRef>{"attn_tiles_visited", "attn_tiles_masked"})) {
+  // A named array: an initializer list inside the range expression would
+  // die before the loop body runs.
+  static constexpr StringRef kCounters[] = {"attn_tiles_visited",
+                                            "attn_tiles_masked"};
+  for (auto [i, name] : llvm::enumerate(kCounters)) {
     Value x;
     if (module.lookupSymbol(name)) {
       Value g = memref::GetGlobalOp::create(b, loc, type, name);

@@ -38,6 +38,10 @@ namespace fa3::attn {
 using namespace mlir;
 using namespace fa3::attn;
 
+/// The largest tile side the options accept: the CPU lowering allocates
+/// block_m x Dv state per grid cell; the Hopper lowering narrows it further.
+constexpr int64_t kMaxBlock = 1024;
+
 namespace {
 /// Tile sizes: the option when given, else FA3's choice for the head dim.
 struct TileSizes {
@@ -140,8 +144,11 @@ static LogicalResult tile(FlashAttentionOp op, int64_t optM, int64_t optN) {
       [&](OpBuilder &lb, Location ll, Value n, ValueRange) {
         IndexMath jb{lb, ll};
         Value col0 = jb.mul(n, jb.c(ts.n));
-        Value boundary = arith::OrIOp::create(lb, ll, jb.lt(n, uLo),
-                                              jb.ge(n, uHi));
+        // Named first: the order of function arguments is unspecified, and
+        // GCC and clang would emit the two compares in different orders.
+        Value before = jb.lt(n, uLo);
+        Value after = jb.ge(n, uHi);
+        Value boundary = arith::OrIOp::create(lb, ll, before, after);
         auto step = [&](bool masked) {
           return [&, masked](OpBuilder &sb, Location sl) {
             auto upd = TileUpdateOp::create(
@@ -167,6 +174,14 @@ namespace {
 struct AttnTilePass : public fa3::attn::impl::AttnTileBase<AttnTilePass> {
   using AttnTileBase::AttnTileBase;
   void runOnOperation() override {
+    for (auto [name, value] : {std::pair<StringRef, int64_t>{"block-m", blockM},
+                               {"block-n", blockN}})
+      if (value < 0 || value > kMaxBlock) {
+        mlir::emitError(getOperation()->getLoc(), "attn-tile: ")
+            << name << " must be 0 (per head dim) to " << kMaxBlock << ", got "
+            << value;
+        return signalPassFailure();
+      }
     SmallVector<FlashAttentionOp> ops;
     bool bad = false;
     getOperation()->walk([&](FlashAttentionOp op) {

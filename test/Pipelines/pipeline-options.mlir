@@ -1,0 +1,43 @@
+// The named pipelines take their options as values, never as pipeline text:
+// hostile values are diagnostics (they used to abort with "internal
+// pipeline is malformed" or crash in the NVVM target).
+// RUN: not fa3-opt %s "--attn-hopper-pipeline=chip=''" 2>&1 | FileCheck %s --check-prefix=EMPTYCHIP
+// RUN: not fa3-opt %s "--attn-hopper-pipeline=chip='sm_90a x'" 2>&1 | FileCheck %s --check-prefix=SPACECHIP
+// RUN: not fa3-opt %s "--attn-hopper-pipeline=features='+ptx80}'" 2>&1 | FileCheck %s --check-prefix=FEATURES
+// RUN: not fa3-opt %s "--attn-hopper-pipeline=features=+ptx70" 2>&1 | FileCheck %s --check-prefix=OLDPTX
+// RUN: not fa3-opt %s "--attn-hopper-pipeline=format=bogus" 2>&1 | FileCheck %s --check-prefix=FORMAT
+// RUN: not fa3-opt %s "--attn-hopper-pipeline=persistent='on x'" 2>&1 | FileCheck %s --check-prefix=PERSIST
+// RUN: not fa3-opt %s "--attn-hopper-pipeline=stages=140737488355328 format=none" 2>&1 | FileCheck %s --check-prefix=STAGES
+// RUN: not fa3-opt %s "--attn-cpu-tiled-pipeline=block-n=-1" 2>&1 | FileCheck %s --check-prefix=BLOCKN
+
+// EMPTYCHIP: error: attn-hopper-pipeline: chip must be sm_90a (the kernel uses wgmma and setmaxnreg), got ''
+// SPACECHIP: error: attn-hopper-pipeline: chip must be sm_90a (the kernel uses wgmma and setmaxnreg), got 'sm_90a x'
+// FEATURES: error: attn-hopper-pipeline: features must be +ptxNN with NN at least 80 (PTX ISA 8.0: wgmma, TMA), got '+ptx80}'
+// OLDPTX: error: attn-hopper-pipeline: features must be +ptxNN with NN at least 80 (PTX ISA 8.0: wgmma, TMA), got '+ptx70'
+// FORMAT: for the --format option: Cannot find option named 'bogus'!
+// PERSIST: for the --persistent option: Cannot find option named 'on x'!
+// STAGES: error: convert-attn-to-hopper: stages must be 0 (per head dim) to 8, got 140737488355328
+// BLOCKN: error: attn-tile: block-n must be 0 (per head dim) to 1024, got -1
+
+// A toolkit path with spaces is just a path.
+// RUN: fa3-opt %s "--attn-hopper-pipeline=toolkit='/tmp/a b' format=none" | FileCheck %s --check-prefix=TOOLKIT
+// TOOLKIT: gpu.module @attn_kernels
+
+// Pipelines nested under a function: they bufferize function boundaries
+// and create gpu.modules, so they need the module (this used to abort:
+// "Can't add pass 'OneShotBufferizePass' restricted to 'builtin.module'").
+// RUN: not fa3-opt %s --pass-pipeline='builtin.module(func.func(attn-cpu-reference-pipeline))' 2>&1 | FileCheck %s --check-prefix=ANCHOR-REF
+// RUN: not fa3-opt %s --pass-pipeline='builtin.module(func.func(attn-cpu-tiled-pipeline))' 2>&1 | FileCheck %s --check-prefix=ANCHOR-TILED
+// RUN: not fa3-opt %s --pass-pipeline='builtin.module(func.func(attn-hopper-pipeline))' 2>&1 | FileCheck %s --check-prefix=ANCHOR-HOPPER
+// RUN: not fa3-opt %s --pass-pipeline='builtin.module(gpu.module(attn-hopper-pipeline))' 2>&1 | FileCheck %s --check-prefix=ANCHOR-GPU
+// ANCHOR-REF: error: attn-cpu-reference-pipeline runs on builtin.module (it bufferizes function boundaries and creates modules), not on func.func
+// ANCHOR-TILED: error: attn-cpu-tiled-pipeline runs on builtin.module {{.*}}, not on func.func
+// ANCHOR-HOPPER: error: attn-hopper-pipeline runs on builtin.module {{.*}}, not on func.func
+// ANCHOR-GPU: error: attn-hopper-pipeline runs on builtin.module {{.*}}, not on gpu.module
+
+func.func @attn(%q: memref<1x2x64x128xbf16>, %o: memref<1x2x64x128xbf16>) {
+  attn.flash_attention ins(%q, %q, %q : memref<1x2x64x128xbf16>, memref<1x2x64x128xbf16>, memref<1x2x64x128xbf16>) outs(%o : memref<1x2x64x128xbf16>)
+  return
+}
+gpu.module @g {
+}
