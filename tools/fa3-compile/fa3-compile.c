@@ -4,12 +4,17 @@
 |* in an IR file, for one variant described on the command line, or for the  *|
 |* standard set of variants. Uses only the C API (include/fa3-c).            *|
 \*===----------------------------------------------------------------------===*/
+/* POSIX: clock_gettime, fileno, mkdir (also under -std=c11). */
+#define _POSIX_C_SOURCE 200809L
+
 #include "fa3-c/Compile.h"
 #include "fa3-c/Registration.h"
 #include "mlir-c/IR.h"
 
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,22 +34,27 @@ static const char *kUsage =
     "  --all                the standard set: head dim 64/128/256 x causal or\n"
     "                       not x bf16/f16 (12 kernels)\n"
     "\n"
-    "Variant options:\n"
+    "Variant options (with --head-dim only):\n"
     "  --head-dim N         64, 128 or 256\n"
     "  --dtype T            bf16 (default) or f16\n"
     "  --causal             bottom-right aligned causal mask\n"
-    "  --window L,R         sliding window (-1 = unbounded)\n"
-    "  --softcap X          softcap (0 = off)\n"
-    "  --scale X            default softmax scale recorded in the facts\n"
-    "  --name NAME          kernel base name (default: derived from the variant)\n"
+    "  --window L,R         sliding window, each side -1 (unbounded) to\n"
+    "                       2147483647\n"
+    "  --softcap X          softcap: 0 (off, the default) or 1e-30 to 1e30\n"
+    "  --scale X            default softmax scale recorded in the facts,\n"
+    "                       1e-30 to 1e30 (default: 1/sqrt(head dim))\n"
+    "  --name NAME          kernel base name, a C identifier of at most 200\n"
+    "                       characters (default: derived from the variant)\n"
     "\n"
     "Compilation options:\n"
     "  --block-m N          Q rows per tile: 128 (two consumer warpgroups\n"
-    "                       taking turns) or 192 (three; default: 192 for\n"
+    "                       taking turns) or 192 (three; default 0: 192 for\n"
     "                       head dim 64 with a full mask, else 128)\n"
-    "  --block-n N          K/V rows per tile (default: 128, or 64 for head dim 256)\n"
-    "  --stages N           depth of the K/V shared-memory ring (default: 4 for\n"
-    "                       head dim 64 with 128-row tiles, else 2)\n"
+    "  --block-n N          K/V rows per tile, 16 to 256 (default 0: 128, or\n"
+    "                       64 for head dim 256)\n"
+    "  --stages N           depth of the K/V shared-memory ring, 1 to 8\n"
+    "                       (default 0: 4 for head dim 64 with 128-row\n"
+    "                       tiles, else 2)\n"
     "  --no-pingpong        consumer warpgroups do not take turns\n"
     "  --persistent         CTAs loop over tiles (the runtime launches one\n"
     "                       CTA per SM, a dynamic scheduler hands out\n"
@@ -53,9 +63,10 @@ static const char *kUsage =
     "  --no-persistent      one CTA per tile\n"
     "  --no-tma-store       write O with 4-byte stores from registers instead\n"
     "                       of staging it in shared memory for a TMA store\n"
-    "  --q-buffers N        Q tiles in shared memory: 2 lets a persistent CTA\n"
-    "                       load the next tile's Q during the current one\n"
-    "                       (default: 2 where it fits, head dim 64 and 128)\n"
+    "  --q-buffers N        Q tiles in shared memory, 1 or 2: 2 lets a\n"
+    "                       persistent CTA load the next tile's Q during the\n"
+    "                       current one (default 0: 2 where it fits, head\n"
+    "                       dim 64 and 128)\n"
     "  --lazy-rescale       O *= alpha only in warpgroups where a row raised\n"
     "                       its running max (default: where measured\n"
     "                       faster, head dim 128 and 256)\n"
@@ -72,49 +83,116 @@ static const char *kUsage =
     "  --ptx-only           write PTX and facts, no cubin (also the fallback,\n"
     "                       with a warning, when ptxas cannot be found)\n"
     "  -o DIR               output directory (created if missing)\n"
-    "  -h, --help           this text\n";
+    "  -h, --help           this text\n"
+    "\n"
+    "An option's value follows it (--stages 2) or is joined by '=' (--stages=2).\n";
+
+/* Prints `s` with control characters escaped (\n, \xNN): values echoed in
+ * messages come from the command line and may hold anything. */
+static void putEscaped(FILE *out, const char *s) {
+  for (const unsigned char *p = (const unsigned char *)s; *p; ++p) {
+    if (*p == '\n')
+      fputs("\\n", out);
+    else if (*p == '\t')
+      fputs("\\t", out);
+    else if (*p < 0x20 || *p == 0x7f)
+      fprintf(out, "\\x%02x", *p);
+    else
+      fputc(*p, out);
+  }
+}
 
 static int fail(const char *msg, const char *arg) {
-  fprintf(stderr, "fa3-compile: %s%s%s\n", msg, arg ? ": " : "", arg ? arg : "");
+  fprintf(stderr, "fa3-compile: %s", msg);
+  if (arg) {
+    fputs(": ", stderr);
+    putEscaped(stderr, arg);
+  }
+  fputc('\n', stderr);
   return 1;
 }
 
-static char *readFile(const char *path) {
+/* "OPTION must be RANGE, got: VALUE" for a value that does not parse or is
+ * out of its range. */
+static int failValue(const char *option, const char *range, const char *value) {
+  fprintf(stderr, "fa3-compile: %s must be %s, got: ", option, range);
+  putEscaped(stderr, value);
+  fputc('\n', stderr);
+  return 1;
+}
+
+/* `path` can be opened for reading and is not a directory; else errno says
+ * why. The parser then reads it by name, so that diagnostics carry it. */
+static bool readable(const char *path) {
   FILE *f = fopen(path, "rb");
   if (!f)
-    return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)n + 1);
-  if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-    free(buf);
-    buf = NULL;
+    return false;
+  struct stat st;
+  bool ok = fstat(fileno(f), &st) == 0;
+  if (ok && S_ISDIR(st.st_mode)) {
+    ok = false;
+    errno = EISDIR;
   }
-  if (buf)
-    buf[n] = 0;
+  int e = errno;
   fclose(f);
-  return buf;
+  errno = e;
+  return ok;
+}
+
+/* A C identifier: letters, digits and '_', not starting with a digit, of 1
+ * to `maxLen` characters. Kernel names become file names, PTX symbols and
+ * the facts' kernel key, so nothing else is let through. */
+static bool isIdentifier(const char *s, size_t maxLen) {
+  size_t n = 0;
+  for (const char *p = s; *p; ++p, ++n) {
+    char c = *p;
+    bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+    bool digit = c >= '0' && c <= '9';
+    if (!letter && !(digit && n > 0))
+      return false;
+  }
+  return n >= 1 && n <= maxLen;
 }
 
 static int writeFile(const char *dir, const char *name, const char *ext,
                      const void *data, size_t size) {
   char path[4096];
-  snprintf(path, sizeof path, "%s/%s.%s", dir, name, ext);
-  FILE *f = fopen(path, "wb");
-  if (!f || fwrite(data, 1, size, f) != size) {
-    fprintf(stderr, "fa3-compile: cannot write %s: %s\n", path, strerror(errno));
-    if (f)
-      fclose(f);
+  int len = snprintf(path, sizeof path, "%s/%s.%s", dir, name, ext);
+  if (len < 0 || (size_t)len >= sizeof path) {
+    fprintf(stderr, "fa3-compile: output path too long: %s/%s.%s\n", dir, name,
+            ext);
     return 1;
   }
-  fclose(f);
+  FILE *f = fopen(path, "wb");
+  bool ok = f && fwrite(data, 1, size, f) == size;
+  if (f && fclose(f) != 0)
+    ok = false;
+  if (!ok) {
+    fprintf(stderr, "fa3-compile: cannot write %s: %s\n", path, strerror(errno));
+    return 1;
+  }
   return 0;
 }
 
+/* Kernel names the runtime can load (fa3rt's facts keep up to 255
+ * characters) and that stay inside the output directory. */
+#define MAX_KERNEL_NAME 255
+
 static int writeSet(Fa3KernelSet *set, const char *dir, double seconds) {
+  size_t n = fa3KernelSetSize(set);
+  for (size_t i = 0; i < n; ++i) {
+    Fa3KernelBinary k = fa3KernelSetGet(set, i);
+    if (!k.name || !isIdentifier(k.name, MAX_KERNEL_NAME)) {
+      fprintf(stderr, "fa3-compile: kernel name is not a C identifier of at "
+                      "most %d characters (rename its function): ",
+              MAX_KERNEL_NAME);
+      putEscaped(stderr, k.name ? k.name : "(null)");
+      fputc('\n', stderr);
+      return 1;
+    }
+  }
   int rc = 0;
-  for (size_t i = 0; i < fa3KernelSetSize(set); ++i) {
+  for (size_t i = 0; i < n; ++i) {
     Fa3KernelBinary k = fa3KernelSetGet(set, i);
     rc |= writeFile(dir, k.name, "ptx", k.ptx, k.ptxSize);
     if (k.cubinSize)
@@ -157,99 +235,185 @@ static bool makeDirs(const char *path) {
   return stat(buf, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-static int failValue(const char *option, const char *what, const char *value) {
-  fprintf(stderr, "fa3-compile: %s takes %s: %s\n", option, what, value);
-  return 1;
-}
-
-/// A whole decimal integer, or false (atoll would read "12x" or "abc" as
-/// 12 or 0, and 0 means "per head dim" for several options).
-static bool parseInt(const char *v, int64_t *out) {
+/* A whole decimal integer in [lo, hi]: an optional '-' and digits, nothing
+ * else (atoll would read "12x" or "abc" as 12 or 0, and 0 means "per head
+ * dim" for several options; strtoll alone would also take " 12", "+12"). */
+static bool parseInt(const char *v, int64_t lo, int64_t hi, int64_t *out) {
+  const char *d = v + (*v == '-');
+  if (*d < '0' || *d > '9')
+    return false;
   char *end;
   errno = 0;
   long long x = strtoll(v, &end, 10);
-  if (end == v || *end || errno)
+  if (*end || errno || x < lo || x > hi)
     return false;
   *out = x;
   return true;
 }
 
-/// A finite decimal number, or false.
-static bool parseNumber(const char *v, double *out) {
+/* A decimal number (strtod's syntax, no leading space) that is 0 when
+ * `zero` allows it, or else lies in [lo, hi]. */
+static bool parseNumber(const char *v, bool zero, double lo, double hi,
+                        double *out) {
+  if (!*v || *v == ' ' || *v == '\t' || *v == '\n')
+    return false;
   char *end;
   errno = 0;
   double x = strtod(v, &end);
-  if (end == v || *end || errno || !isfinite(x))
+  if (*end || !isfinite(x))
+    return false;
+  if (!(x == 0 ? zero : x >= lo && x <= hi))
     return false;
   *out = x;
   return true;
 }
+
+/* LEFT,RIGHT: two whole numbers, each -1 (unbounded) to 2^31-1 (what the
+ * facts parsers accept). */
+static bool parseWindow(const char *v, int64_t *left, int64_t *right) {
+  const char *comma = strchr(v, ',');
+  if (!comma || (size_t)(comma - v) >= 32)
+    return false;
+  char l[32];
+  memcpy(l, v, (size_t)(comma - v));
+  l[comma - v] = 0;
+  return parseInt(l, -1, INT32_MAX, left) &&
+         parseInt(comma + 1, -1, INT32_MAX, right);
+}
+
+#define WINDOW_RANGE                                                           \
+  "LEFT,RIGHT, each a whole number from -1 (unbounded) to 2147483647"
+#define NAME_RANGE                                                             \
+  "a C identifier (letters, digits and '_', not starting with a digit) of "    \
+  "at most 200 characters"
+#define MAX_NAME 200
 
 int main(int argc, char **argv) {
   const char *input = NULL, *outDir = NULL, *name = NULL;
   Fa3AttentionSpec spec = fa3AttentionSpecDefault();
   Fa3HopperOptions opts = fa3HopperOptionsDefault();
   int haveSpec = 0, all = 0;
+  const char *variantOption = NULL; /* first option that needs --head-dim */
+  /* Options that take a value, each given at most once, and flags. */
+  static const char *const kValued[] = {
+      "-o",          "--head-dim",         "--dtype",   "--window",
+      "--softcap",   "--scale",            "--name",    "--block-m",
+      "--block-n",   "--stages",           "--q-buffers",
+      "--rescale-threshold"};
+  static const char *const kFlags[] = {
+      "--help",           "--all",          "--causal",
+      "--persistent",     "--no-persistent", "--no-tma-store",
+      "--ptx-only",       "--no-pingpong",  "--lazy-rescale",
+      "--no-lazy-rescale", "--kv-multicast", "--no-kv-multicast"};
+  enum { kNumValued = sizeof kValued / sizeof kValued[0] };
+  enum { kNumFlags = sizeof kFlags / sizeof kFlags[0] };
+  bool given[kNumValued] = {false};
   for (int i = 1; i < argc; ++i) {
-    const char *a = argv[i];
-    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-#define NEED_VALUE()                                                           \
+    const char *arg = argv[i];
+    /* --option=value: split at the first '='. */
+    char opt[64];
+    const char *a = arg, *joined = NULL;
+    const char *eq = strchr(arg, '=');
+    if (arg[0] == '-' && arg[1] == '-' && eq) {
+      size_t n = (size_t)(eq - arg);
+      if (n >= sizeof opt)
+        return fail("unknown option (see --help)", arg);
+      memcpy(opt, arg, n);
+      opt[n] = 0;
+      a = opt;
+      joined = eq + 1;
+    }
+    int valued = -1;
+    for (int j = 0; j < kNumValued; ++j)
+      if (!strcmp(a, kValued[j]))
+        valued = j;
+    const char *v = NULL;
+    if (valued >= 0) {
+      if (given[valued])
+        return fail("option given twice", a);
+      given[valued] = true;
+      if (joined)
+        v = joined;
+      else if (i + 1 < argc)
+        v = argv[++i];
+      else {
+        fprintf(stderr, "fa3-compile: %s needs a value (see --help)\n", a);
+        return 1;
+      }
+    } else if (joined) {
+      bool flag = false;
+      for (int j = 0; j < kNumFlags; ++j)
+        flag |= !strcmp(a, kFlags[j]);
+      if (!flag)
+        return fail("unknown option (see --help)", arg);
+      fprintf(stderr, "fa3-compile: %s takes no value, got: ", a);
+      putEscaped(stderr, joined);
+      fputc('\n', stderr);
+      return 1;
+    }
+#define INT_OPTION(dst, lo, hi, range)                                         \
   do {                                                                         \
-    if (!v)                                                                    \
-      return fail("missing value for", a);                                     \
-    ++i;                                                                       \
+    int64_t x_;                                                                \
+    if (!parseInt(v, (lo), (hi), &x_))                                         \
+      return failValue(a, (range), v);                                         \
+    (dst) = x_;                                                                \
   } while (0)
-#define INT_VALUE(dst)                                                         \
+#define NUMBER_OPTION(dst, zero, lo, hi, range)                                \
   do {                                                                         \
-    NEED_VALUE();                                                              \
-    if (!parseInt(v, &(dst)))                                                  \
-      return failValue(a, "an integer", v);                                    \
-  } while (0)
-#define NUMBER_VALUE(dst)                                                      \
-  do {                                                                         \
-    NEED_VALUE();                                                              \
     double x_;                                                                 \
-    if (!parseNumber(v, &x_))                                                  \
-      return failValue(a, "a number", v);                                      \
+    if (!parseNumber(v, (zero), (lo), (hi), &x_))                              \
+      return failValue(a, (range), v);                                        \
     (dst) = x_;                                                                \
   } while (0)
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       fputs(kUsage, stdout);
-      return 0;
+      return fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
     } else if (!strcmp(a, "-o")) {
-      NEED_VALUE();
+      if (!*v)
+        return fail("-o takes a directory, got an empty name", NULL);
       outDir = v;
     } else if (!strcmp(a, "--all")) {
       all = 1;
     } else if (!strcmp(a, "--head-dim")) {
-      INT_VALUE(spec.headDim);
+      INT_OPTION(spec.headDim, 1, INT64_MAX,
+                 "a positive whole number (the kernel takes 64, 128 or 256)");
       haveSpec = 1;
     } else if (!strcmp(a, "--dtype")) {
-      NEED_VALUE();
       if (strcmp(v, "bf16") && strcmp(v, "f16"))
-        return fail("--dtype must be bf16 or f16, got", v);
+        return failValue(a, "bf16 or f16", v);
       spec.dtype = v;
+      variantOption = variantOption ? variantOption : a;
     } else if (!strcmp(a, "--causal")) {
       spec.causal = true;
+      variantOption = variantOption ? variantOption : a;
     } else if (!strcmp(a, "--window")) {
-      NEED_VALUE();
-      long long l, r;
-      if (sscanf(v, "%lld,%lld", &l, &r) != 2)
-        return fail("--window takes LEFT,RIGHT, got", v);
-      spec.windowLeft = l;
-      spec.windowRight = r;
+      if (!parseWindow(v, &spec.windowLeft, &spec.windowRight))
+        return failValue(a, WINDOW_RANGE, v);
+      variantOption = variantOption ? variantOption : a;
     } else if (!strcmp(a, "--softcap")) {
-      NUMBER_VALUE(spec.softcap);
+      NUMBER_OPTION(spec.softcap, true, 1e-30, 1e30,
+                    "0 (off) or a number from 1e-30 to 1e30");
+      variantOption = variantOption ? variantOption : a;
     } else if (!strcmp(a, "--scale")) {
-      NUMBER_VALUE(spec.scale);
+      NUMBER_OPTION(spec.scale, false, 1e-30, 1e30,
+                    "a number from 1e-30 to 1e30");
       spec.hasScale = true;
+      variantOption = variantOption ? variantOption : a;
     } else if (!strcmp(a, "--name")) {
-      NEED_VALUE();
+      if (!isIdentifier(v, MAX_NAME))
+        return failValue(a, NAME_RANGE, v);
       name = v;
+      variantOption = variantOption ? variantOption : a;
     } else if (!strcmp(a, "--block-m")) {
-      INT_VALUE(opts.blockM);
+      INT_OPTION(opts.blockM, 0, 192, "0 (per head dim), 128 or 192");
+      if (opts.blockM != 0 && opts.blockM != 128 && opts.blockM != 192)
+        return failValue(a, "0 (per head dim), 128 or 192", v);
     } else if (!strcmp(a, "--block-n")) {
-      INT_VALUE(opts.blockN);
+      INT_OPTION(opts.blockN, 0, 256,
+                 "0 (per head dim) or a whole number from 16 to 256");
+      if (opts.blockN > 0 && opts.blockN < 16)
+        return failValue(a, "0 (per head dim) or a whole number from 16 to 256",
+                         v);
     } else if (!strcmp(a, "--persistent")) {
       opts.persistent = 1;
     } else if (!strcmp(a, "--no-persistent")) {
@@ -261,7 +425,7 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "--no-pingpong")) {
       opts.pingpong = false;
     } else if (!strcmp(a, "--q-buffers")) {
-      INT_VALUE(opts.qBuffers);
+      INT_OPTION(opts.qBuffers, 0, 2, "0 (per head dim), 1 or 2");
     } else if (!strcmp(a, "--lazy-rescale")) {
       opts.lazyRescale = 1;
     } else if (!strcmp(a, "--no-lazy-rescale")) {
@@ -271,9 +435,10 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "--no-kv-multicast")) {
       opts.kvMulticast = -1;
     } else if (!strcmp(a, "--rescale-threshold")) {
-      NUMBER_VALUE(opts.rescaleThreshold);
+      NUMBER_OPTION(opts.rescaleThreshold, true, 0, 15, "a number from 0 to 15");
     } else if (!strcmp(a, "--stages")) {
-      INT_VALUE(opts.stages);
+      INT_OPTION(opts.stages, 0, 8,
+                 "0 (per head dim) or a whole number from 1 to 8");
     } else if (a[0] == '-') {
       return fail("unknown option (see --help)", a);
     } else if (!input) {
@@ -281,11 +446,25 @@ int main(int argc, char **argv) {
     } else {
       return fail("more than one input file", a);
     }
+#undef INT_OPTION
+#undef NUMBER_OPTION
   }
   if (!outDir)
     return fail("no output directory (-o DIR); see --help", NULL);
   if ((input != NULL) + haveSpec + all != 1)
     return fail("give exactly one of: an input file, --head-dim N, --all", NULL);
+  if (variantOption && !haveSpec) {
+    fprintf(stderr, "fa3-compile: %s describes one variant: it needs "
+                    "--head-dim (an input file or --all brings its own)\n",
+            variantOption);
+    return 1;
+  }
+  if (input && !readable(input)) {
+    fprintf(stderr, "fa3-compile: cannot read: ");
+    putEscaped(stderr, input);
+    fprintf(stderr, " (%s)\n", strerror(errno));
+    return 1;
+  }
   if (!makeDirs(outDir))
     return fail("cannot create output directory", outDir);
   if (opts.emitCubin && fa3FindPtxas(opts.toolkit, NULL, 0) == 0) {
@@ -299,16 +478,17 @@ int main(int argc, char **argv) {
   Fa3DiagnosticLog *log = fa3DiagnosticLogAttach(ctx);
   int rc = 0;
   if (input) {
-    char *text = readFile(input);
-    if (!text)
-      return fail("cannot read", input);
     double t0 = now();
-    MlirModule module = mlirModuleCreateParse(ctx, mlirStringRefCreateFromCString(text));
-    free(text);
+    MlirModule module = mlirModuleCreateParseFromFile(
+        ctx, mlirStringRefCreateFromCString(input));
     Fa3KernelSet *set =
         mlirModuleIsNull(module) ? NULL : fa3CompileHopperModule(module, &opts);
     if (!set) {
-      fprintf(stderr, "%s", fa3DiagnosticLogText(log));
+      const char *text = fa3DiagnosticLogText(log);
+      if (text && *text)
+        fprintf(stderr, "%s", text);
+      else
+        fail("cannot compile (no diagnostic)", input);
       rc = 1;
     } else {
       rc = writeSet(set, outDir, now() - t0);
@@ -334,8 +514,9 @@ int main(int argc, char **argv) {
       if (!set) {
         char vname[256];
         fa3AttentionSpecName(&s, vname, sizeof vname);
+        const char *text = fa3DiagnosticLogText(log);
         fprintf(stderr, "fa3-compile: %s failed:\n%s", vname,
-                fa3DiagnosticLogText(log));
+                text && *text ? text : "(no diagnostic)\n");
         fa3DiagnosticLogClear(log);
         rc = 1;
         continue;
@@ -346,5 +527,10 @@ int main(int argc, char **argv) {
   }
   fa3DiagnosticLogDestroy(log);
   mlirContextDestroy(ctx);
+  /* A full disk or closed stdout must not end in exit status 0. */
+  if (fflush(stdout) != 0 || ferror(stdout)) {
+    fprintf(stderr, "fa3-compile: cannot write to standard output\n");
+    rc = 1;
+  }
   return rc;
 }
