@@ -20,7 +20,9 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Parser/Parser.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -146,8 +148,10 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
   auto vt = cast<MemRefType>(v.getType());
   auto ot = cast<MemRefType>(o.getType());
   Type et = qt.getElementType();
+  // At the attention's location: a dump of the tiled grid would bury it.
   auto fail = [&](const Twine &why) {
-    return t.grid.emitError("cannot generate the Hopper kernel: ") << why;
+    return mlir::emitError(t.grid.getLoc(), "cannot generate the Hopper kernel: ")
+           << why;
   };
   if (qt.getDimSize(3) != vt.getDimSize(3))
     return fail("the value head dim (" + Twine(vt.getDimSize(3)) +
@@ -286,6 +290,50 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
   return success();
 }
 
+/// The buffer `v` views (through subviews, casts and reshapes).
+Value rootBuffer(Value v) {
+  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
+    v = view.getViewSource();
+  return v;
+}
+
+/// Each attention becomes a kernel of its own, which the runtime launches
+/// independently: two that share a buffer one of them writes (one reads the
+/// other's output, or overwrites its input) would lose their order.
+LogicalResult checkIndependent(MutableArrayRef<TiledAttention> found) {
+  auto buffers = [](TiledAttention &t, bool writes) {
+    SmallVector<Value> vs;
+    if (writes) {
+      vs.push_back(t.finalize.getOut());
+      if (Value lse = t.finalize.getLse())
+        vs.push_back(lse);
+    } else {
+      vs = {t.update.getQuery(), t.update.getKey(), t.update.getValue()};
+    }
+    for (Value &v : vs)
+      v = rootBuffer(v);
+    return vs;
+  };
+  for (auto [i, a] : llvm::enumerate(found))
+    for (auto [j, b] : llvm::enumerate(found)) {
+      if (i == j)
+        continue;
+      SmallVector<Value> written = buffers(a, true);
+      SmallVector<Value> touched = buffers(b, false);
+      llvm::append_range(touched, buffers(b, true));
+      for (Value w : written)
+        if (llvm::is_contained(touched, w))
+          return mlir::emitError(b.grid.getLoc(),
+                                 "cannot generate the Hopper kernel: this "
+                                  "attention shares a buffer with another "
+                                  "in the same function that writes it; each "
+                                  "becomes a kernel launched on its own, so "
+                                  "their order would be lost (put dependent "
+                                  "attention in separate functions)");
+    }
+  return success();
+}
+
 struct ConvertAttnToHopperPass
     : public fa3::impl::ConvertAttnToHopperBase<ConvertAttnToHopperPass> {
   using ConvertAttnToHopperBase::ConvertAttnToHopperBase;
@@ -348,6 +396,8 @@ struct ConvertAttnToHopperPass
                "function";
         return signalPassFailure();
       }
+      if (failed(checkIndependent(found)))
+        return signalPassFailure();
       for (auto [i, t] : llvm::enumerate(found))
         if (failed(convert(module, func, t, opts, i)))
           return signalPassFailure();
@@ -356,6 +406,23 @@ struct ConvertAttnToHopperPass
     // The kernels replace the host functions that held the computations.
     for (func::FuncOp f : done)
       f.erase();
+    // Attention anywhere else (a gpu.func, another op's region) would be
+    // left behind unconverted.
+    WalkResult left = module.walk([&](Operation *op) {
+      if (!isa<FlashAttentionOp, KvRangeOp, TileUpdateOp, TileFinalizeOp>(op))
+        return WalkResult::advance();
+      Operation *fn = op->getParentOfType<FunctionOpInterface>();
+      if (!fn)
+        fn = op->getParentOp();
+      mlir::emitError(op->getLoc(), "'")
+          << op->getName()
+          << "' is not converted: convert-attn-to-hopper turns host functions "
+             "(func.func) holding attention into kernels, not attention in "
+          << fn->getName();
+      return WalkResult::interrupt();
+    });
+    if (left.wasInterrupted())
+      return signalPassFailure();
     if (!done.empty())
       module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                       UnitAttr::get(module.getContext()));

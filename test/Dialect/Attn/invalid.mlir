@@ -307,3 +307,21 @@ func.func @f(%m: memref<128xf32>, %l: memref<128xf32>, %acc: memref<128x64xf32>,
   attn.tile_update %q, %q, %q[%i, %i, %i] rows %i cols %i state(%m, %l, %acc) {block_m = 128 : i64, block_n = 128 : i64, scale_log2 = 0x7F800000 : f32, softcap = 0.0 : f32, window = array<i64: -1, -1>} : memref<1x1x128x64xbf16>, memref<1x1x128x64xbf16>, memref<1x1x128x64xbf16>, memref<128xf32>, memref<128xf32>, memref<128x64xf32>
   return
 }
+
+// -----
+
+// Layouts and memory spaces no lowering handles (upstream passes used to
+// print an error and exit 0).
+func.func @f(%q: memref<1x1x16x8xf32, #gpu.address_space<workgroup>>, %o: memref<1x1x16x8xf32>) {
+  // expected-error @+1 {{query must be in the default memory space, got #gpu.address_space<workgroup>}}
+  attn.flash_attention ins(%q, %q, %q : memref<1x1x16x8xf32, #gpu.address_space<workgroup>>, memref<1x1x16x8xf32, #gpu.address_space<workgroup>>, memref<1x1x16x8xf32, #gpu.address_space<workgroup>>) outs(%o : memref<1x1x16x8xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x1x16x8xf32>, %o: memref<1x1x16x8xf32, affine_map<(a, b, c, d) -> (d, c, b, a floordiv 2)>>) {
+  // expected-error @+1 {{o must have a strided layout (identity or strided<...>), got affine_map}}
+  attn.flash_attention ins(%q, %q, %q : memref<1x1x16x8xf32>, memref<1x1x16x8xf32>, memref<1x1x16x8xf32>) outs(%o : memref<1x1x16x8xf32, affine_map<(a, b, c, d) -> (d, c, b, a floordiv 2)>>)
+  return
+}

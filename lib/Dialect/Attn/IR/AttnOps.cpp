@@ -147,6 +147,26 @@ LogicalResult FlashAttentionOp::verify() {
       (lse && failed(rankIs(lse, "lse", 3, "[B, Hq, Sq]"))))
     return failure();
 
+  // Memref operands: every lowering computes addresses from strides and
+  // offset in the default (host or global) memory space; anything else
+  // used to fail late, in upstream passes that printed an error and exited 0.
+  const Value operands[] = {q, k, v, o, lse};
+  const StringRef operandNames[] = {"query", "key", "value", "o", "lse"};
+  for (auto [val, name] : llvm::zip(operands, operandNames)) {
+    auto mt = val ? dyn_cast<MemRefType>(val.getType()) : MemRefType();
+    if (!mt)
+      continue;
+    if (mt.getMemorySpace())
+      return emitOpError() << name
+                           << " must be in the default memory space, got "
+                           << mt.getMemorySpace();
+    if (!mt.isStrided())
+      return emitOpError() << name
+                           << " must have a strided layout (identity or "
+                              "strided<...>), got "
+                           << mt.getLayout();
+  }
+
   // Element types.
   auto elt = [](Value val) {
     return cast<ShapedType>(val.getType()).getElementType();
