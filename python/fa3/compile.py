@@ -91,10 +91,14 @@ def compile_kernel(out_dir, head_dim: int = 128, dtype: str = "bf16",
                    tma_store: bool = True, q_buffers: int = 0,
                    lazy_rescale: str = "auto",
                    rescale_threshold: float = 8.0,
-                   kv_multicast: str = "auto", block_m: int = 0) -> List[KernelFiles]:
+                   kv_multicast: str = "auto", block_m: int = 0,
+                   toolkit: Optional[str] = None,
+                   ptxas_timeout: int = 0) -> List[KernelFiles]:
     """Compiles one variant and writes <kernel>.ptx/.cubin/.facts to out_dir.
-    Raises Fa3Error with the compiler's diagnostics when the variant is not
-    supported."""
+    `toolkit` holds the bin/ptxas to assemble with (None: $CUDA_HOME,
+    $CUDA_PATH, /usr/local/cuda, PATH); ptxas is stopped after
+    `ptxas_timeout` seconds (0: 600). Raises Fa3Error with the compiler's
+    diagnostics when the variant is not supported."""
     if persistent not in _AUTO_ON_OFF:
         raise ValueError("persistent must be auto, on or off, got %r" % (persistent,))
     if lazy_rescale not in _AUTO_ON_OFF:
@@ -116,10 +120,11 @@ def compile_kernel(out_dir, head_dim: int = 128, dtype: str = "bf16",
                  i64("window[1]", window[1]), check_f32(w, "softcap", softcap),
                  scale is not None, 0.0 if scale is None else check_f32(w, "scale", scale))
     opts = _Options(i64("block_n", block_n), i64("stages", stages), pingpong,
-                    _AUTO_ON_OFF[persistent], tma_store, b"sm_90a", b"+ptx80", None, True,
+                    _AUTO_ON_OFF[persistent], tma_store, b"sm_90a", b"+ptx80",
+                    check_str(w, "toolkit", toolkit or None), True,
                     i64("q_buffers", q_buffers), _AUTO_ON_OFF[lazy_rescale],
                     float(rescale_threshold), _AUTO_ON_OFF[kv_multicast],
-                    i64("block_m", block_m), 0)
+                    i64("block_m", block_m), i64("ptxas_timeout", ptxas_timeout))
     lib = _declare(_capi.lib())
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

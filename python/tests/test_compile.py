@@ -59,7 +59,7 @@ def test_bad_option_is_refused(tmp_path):
         compile_kernel(tmp_path, kv_multicast="sometimes")
     with pytest.raises(Fa3Error) as e:
         compile_kernel(tmp_path, rescale_threshold=16.0)
-    assert "rescale-threshold 16 (0 to 15" in str(e.value)
+    assert "rescale-threshold must be 0 to 15 (log2 units), got 16" in str(e.value)
 
 
 def test_lazy_rescale_reaches_the_kernel(tmp_path):
@@ -113,3 +113,36 @@ def test_find_ptxas_is_the_compilers_lookup(tmp_path):
     assert (found is not None) == HAVE_PTXAS
     if found:
         assert Path(found).name == "ptxas" and Path(found).exists()
+
+
+def _fake_toolkit(root: Path, script: str) -> Path:
+    """A toolkit whose bin/ptxas is `script` (a POSIX shell script)."""
+    exe = root / "bin" / "ptxas"
+    exe.parent.mkdir(parents=True)
+    exe.write_text("#!/bin/sh\n" + script)
+    exe.chmod(0o755)
+    return root
+
+
+def test_a_ptxas_that_writes_garbage_is_an_error(tmp_path):
+    # It used to yield an 8-byte "cubin" that only the driver refused.
+    tk = _fake_toolkit(tmp_path / "tk", 'while [ "$1" != -o ]; do shift; done\n'
+                                       'printf garbage! > "$2"\n')
+    with pytest.raises(Fa3Error, match="wrote 8 bytes that are not a CUDA ELF"):
+        compile_kernel(tmp_path / "out", head_dim=64, toolkit=str(tk))
+
+
+def test_a_failing_ptxas_is_an_error_with_its_messages(tmp_path):
+    tk = _fake_toolkit(tmp_path / "tk", 'echo "ptxas fatal: out of cheese" >&2\nexit 3\n')
+    with pytest.raises(Fa3Error, match=r"failed \(exit status 3\):\s+ptxas fatal: out of cheese"):
+        compile_kernel(tmp_path / "out", head_dim=64, toolkit=str(tk))
+
+
+def test_a_hanging_ptxas_is_stopped_at_the_time_limit(tmp_path):
+    tk = _fake_toolkit(tmp_path / "tk", "exec sleep 60\n")
+    with pytest.raises(Fa3Error, match=r"did not finish \(.*limit 1 s\)"):
+        compile_kernel(tmp_path / "out", head_dim=64, toolkit=str(tk), ptxas_timeout=1)
+    with pytest.raises(ValueError, match="ptxas_timeout"):
+        compile_kernel(tmp_path / "out", head_dim=64, ptxas_timeout=2**64)
+    with pytest.raises(Fa3Error, match="ptxasTimeoutSeconds must be 0 .default. to 86400, got -1"):
+        compile_kernel(tmp_path / "out", head_dim=64, ptxas_timeout=-1)

@@ -25,6 +25,7 @@
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Parser/Parser.h"
 
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <optional>
@@ -352,7 +353,7 @@ struct ConvertAttnToHopperPass
       return refuse("q-buffers", "0 (auto), 1 or 2", Twine(qBuffers));
     if (!(rescaleThreshold >= 0.0 && rescaleThreshold <= 15.0))
       return refuse("rescale-threshold", "0 to 15 (log2 units)",
-                 Twine(llvm::formatv("{0:g}", rescaleThreshold).str()));
+                    llvm::formatv("{0}", llvm::format("%g", rescaleThreshold.getValue())).str());
     ConvertAttnToHopperOptions opts;
     opts.stages = stages;
     opts.pingpong = pingpong;
