@@ -12,6 +12,7 @@
 #include "mlir-c/IR.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -40,9 +41,9 @@ static const char *kUsage =
     "  --causal             bottom-right aligned causal mask\n"
     "  --window L,R         sliding window, each side -1 (unbounded) to\n"
     "                       2147483647\n"
-    "  --softcap X          softcap: 0 (off, the default) or 1e-30 to 1e30\n"
+    "  --softcap X          softcap: 0 (off, the default) or 1e-6 to 1e30\n"
     "  --scale X            default softmax scale recorded in the facts,\n"
-    "                       1e-30 to 1e30 (default: 1/sqrt(head dim))\n"
+    "                       > 0 and at most 1e30 (default: 1/sqrt(head dim))\n"
     "  --name NAME          kernel base name, a C identifier of at most 200\n"
     "                       characters (default: derived from the variant)\n"
     "\n"
@@ -391,12 +392,13 @@ int main(int argc, char **argv) {
         return failValue(a, WINDOW_RANGE, v);
       variantOption = variantOption ? variantOption : a;
     } else if (!strcmp(a, "--softcap")) {
-      NUMBER_OPTION(spec.softcap, true, 1e-30, 1e30,
-                    "0 (off) or a number from 1e-30 to 1e30");
+      NUMBER_OPTION(spec.softcap, true, 1e-6, 1e30,
+                    "0 (off) or a number from 1e-6 to 1e30");
       variantOption = variantOption ? variantOption : a;
     } else if (!strcmp(a, "--scale")) {
-      NUMBER_OPTION(spec.scale, false, 1e-30, 1e30,
-                    "a number from 1e-30 to 1e30");
+      /* (the spec holds a float: the least positive one, not 0) */
+      NUMBER_OPTION(spec.scale, false, FLT_TRUE_MIN, 1e30,
+                    "a number > 0 and at most 1e30");
       spec.hasScale = true;
       variantOption = variantOption ? variantOption : a;
     } else if (!strcmp(a, "--name")) {
