@@ -158,6 +158,13 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
     return fail("the value head dim (" + Twine(vt.getDimSize(3)) +
                 ") must equal the query head dim (" + Twine(qt.getDimSize(3)) +
                 ")");
+  // The input type first: advice about o would be wrong for an input type
+  // the kernel does not take (f8 with a bf16 o used to be told to match).
+  if (!et.isBF16() && !et.isF16())
+    return fail("the Hopper kernel takes bf16 or f16 q, k and v, got " +
+                typeName(et) +
+                (isa<Float8E4M3FNType>(et) ? " (FP8 is not implemented yet)"
+                                           : ""));
   if (ot.getElementType() != et)
     return fail("the kernel writes o in the input element type; o is " +
                 typeName(ot.getElementType()) + " but q is " +

@@ -10,8 +10,18 @@ func.func @head_dim_96(%q: memref<1x2x64x96xbf16>, %o: memref<1x2x64x96xbf16>) {
 // -----
 
 func.func @f32_inputs(%q: memref<1x2x64x64xf32>, %o: memref<1x2x64x64xf32>) {
-  // expected-error @+1 {{unsupported element type f32 (the Hopper kernel takes bf16 or f16)}}
+  // expected-error @+1 {{cannot generate the Hopper kernel: the Hopper kernel takes bf16 or f16 q, k and v, got f32}}
   attn.flash_attention ins(%q, %q, %q : memref<1x2x64x64xf32>, memref<1x2x64x64xf32>, memref<1x2x64x64xf32>) outs(%o : memref<1x2x64x64xf32>)
+  return
+}
+
+// -----
+
+// FP8 input with a bf16 o: the reason is the input type (o may not be f8,
+// so advice to match it would be refused by the verifier).
+func.func @f8_inputs(%q: memref<1x2x64x64xf8E4M3FN>, %o: memref<1x2x64x64xbf16>) {
+  // expected-error @+1 {{the Hopper kernel takes bf16 or f16 q, k and v, got f8E4M3FN (FP8 is not implemented yet)}}
+  attn.flash_attention ins(%q, %q, %q : memref<1x2x64x64xf8E4M3FN>, memref<1x2x64x64xf8E4M3FN>, memref<1x2x64x64xf8E4M3FN>) outs(%o : memref<1x2x64x64xbf16>)
   return
 }
 
