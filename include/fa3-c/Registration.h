@@ -7,6 +7,7 @@
 #ifndef FA3_C_REGISTRATION_H
 #define FA3_C_REGISTRATION_H
 
+#include "fa3-c/Support.h"
 #include "mlir-c/IR.h"
 #include "mlir-c/Support.h"
 
@@ -15,7 +16,7 @@ extern "C" {
 #endif
 
 /* The attn dialect and every upstream dialect, extension and LLVM-IR
- * translation our pipelines use. */
+ * translation our pipelines use. A null registry: nothing (last error). */
 MLIR_CAPI_EXPORTED void fa3RegisterAllDialects(MlirDialectRegistry registry);
 
 /* Every upstream pass and the attn passes and pipelines, for
@@ -26,9 +27,16 @@ MLIR_CAPI_EXPORTED void fa3RegisterAllPasses(void);
 MLIR_CAPI_EXPORTED MlirContext fa3ContextCreate(void);
 
 /* Collects the context's diagnostics (errors, warnings, remarks, each with
- * its location) as text. Destroy it before the context. */
+ * its location) as text; with several logs on a context, the latest
+ * attached one gets them. It may be destroyed before or after its context
+ * (once the context is gone it keeps the text and collects nothing more).
+ * NULL, or a log destroyed already, is refused: Attach with a null context
+ * and Text return NULL, Clear and Destroy do nothing; all set the last error
+ * (fa3-c/Support.h), except Destroy(NULL), a no-op. A log must not be used
+ * on one thread while its context is destroyed on another. */
 typedef struct Fa3DiagnosticLog Fa3DiagnosticLog;
 MLIR_CAPI_EXPORTED Fa3DiagnosticLog *fa3DiagnosticLogAttach(MlirContext ctx);
+/* Valid until the next diagnostic, Clear or Destroy of this log. */
 MLIR_CAPI_EXPORTED const char *fa3DiagnosticLogText(Fa3DiagnosticLog *log);
 MLIR_CAPI_EXPORTED void fa3DiagnosticLogClear(Fa3DiagnosticLog *log);
 MLIR_CAPI_EXPORTED void fa3DiagnosticLogDestroy(Fa3DiagnosticLog *log);
