@@ -6,6 +6,7 @@
 #ifndef FA3_C_ATTN_H
 #define FA3_C_ATTN_H
 
+#include "fa3-c/Support.h"
 #include "mlir-c/IR.h"
 #include "mlir-c/Support.h"
 
@@ -32,14 +33,17 @@ typedef struct Fa3FlashAttentionOptions {
 
 MLIR_CAPI_EXPORTED Fa3FlashAttentionOptions fa3FlashAttentionOptionsDefault(void);
 
-/* Builds (does not insert) an attn.flash_attention op. q, k, v, o (and lse,
- * or a null MlirValue) are all tensors or all memrefs; the tensor form gets
- * one result per output. The op is not verified: call mlirOperationVerify. */
+/* Builds (does not insert) an attn.flash_attention op and verifies it. q, k,
+ * v, o (and lse, or a null MlirValue) are all tensors or all memrefs of
+ * loc's context; the tensor form gets one result per output. A null loc or
+ * a null q, k, v or o, values of another context, or an op the verifier
+ * refuses (wrong types, bad options): a null op, the reason as an error
+ * diagnostic at loc and as the last error. */
 MLIR_CAPI_EXPORTED MlirOperation fa3FlashAttentionCreate(
     MlirLocation loc, MlirValue q, MlirValue k, MlirValue v, MlirValue o,
     MlirValue lse, Fa3FlashAttentionOptions options);
 
-/* Whether `op` is an attn.flash_attention. */
+/* Whether `op` is an attn.flash_attention (a null op: false, last error). */
 MLIR_CAPI_EXPORTED bool fa3OperationIsAFlashAttention(MlirOperation op);
 
 #ifdef __cplusplus
