@@ -7,6 +7,7 @@
 #ifndef FA3_C_DRIVER_H
 #define FA3_C_DRIVER_H
 
+#include "fa3-c/Support.h"
 #include "mlir-c/IR.h"
 #include "mlir-c/Support.h"
 
@@ -17,14 +18,15 @@ extern "C" {
 #endif
 
 /* The textual IR of `op` (generic form if `generic`); free with
- * fa3StringDestroy. */
+ * fa3StringDestroy (which, like free, accepts NULL). A null op: NULL. */
 MLIR_CAPI_EXPORTED char *fa3OperationToString(MlirOperation op, bool generic);
 MLIR_CAPI_EXPORTED void fa3StringDestroy(char *str);
 
 /* Parses `pipeline` (e.g. "attn-cpu-reference-pipeline" or
  * "builtin.module(attn-tile{block-m=64})") and runs it on `op`. Pipeline
  * syntax errors and pass failures are reported as diagnostics of the op's
- * context. Registers all passes on first use. */
+ * context (the first one is also the last error). Registers all passes on
+ * first use. A null op or a NULL pipeline: failure. */
 MLIR_CAPI_EXPORTED MlirLogicalResult fa3RunPassPipeline(MlirOperation op,
                                                         const char *pipeline);
 

@@ -3,6 +3,8 @@
 #include "fa3-c/Driver.h"
 #include "fa3-c/Registration.h"
 
+#include "Errors.h"
+
 #include "mlir/CAPI/IR.h"
 #include "mlir/CAPI/Support.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -15,8 +17,14 @@
 #include <string>
 
 using namespace mlir;
+using namespace fa3::capi;
 
 char *fa3OperationToString(MlirOperation op, bool generic) {
+  clearLastError();
+  if (mlirOperationIsNull(op)) {
+    misuse(__func__, "the operation is null");
+    return nullptr;
+  }
   std::string s;
   llvm::raw_string_ostream os(s);
   OpPrintingFlags flags;
@@ -24,6 +32,10 @@ char *fa3OperationToString(MlirOperation op, bool generic) {
     flags.printGenericOpForm();
   unwrap(op)->print(os, flags);
   char *out = static_cast<char *>(std::malloc(s.size() + 1));
+  if (!out) {
+    misuse(__func__, "out of memory");
+    return nullptr;
+  }
   std::memcpy(out, s.c_str(), s.size() + 1);
   return out;
 }
@@ -31,10 +43,20 @@ char *fa3OperationToString(MlirOperation op, bool generic) {
 void fa3StringDestroy(char *str) { std::free(str); }
 
 MlirLogicalResult fa3RunPassPipeline(MlirOperation cop, const char *pipeline) {
-  fa3RegisterAllPasses();
+  clearLastError();
+  if (mlirOperationIsNull(cop)) {
+    misuse(__func__, "the operation is null");
+    return wrap(failure());
+  }
   Operation *op = unwrap(cop);
+  if (!pipeline) {
+    misuseAt(__func__, op->getLoc(), "the pipeline is NULL");
+    return wrap(failure());
+  }
+  fa3RegisterAllPasses();
+  FirstError firstError(op->getContext());
   // Accept both "p1,p2" and "builtin.module(p1,p2)" for an op of that name.
-  std::string text = pipeline ? pipeline : "";
+  std::string text = pipeline;
   std::string anchor = op->getName().getStringRef().str() + "(";
   if (text.rfind(anchor, 0) == 0 && !text.empty() && text.back() == ')')
     text = text.substr(anchor.size(), text.size() - anchor.size() - 1);
@@ -44,7 +66,12 @@ MlirLogicalResult fa3RunPassPipeline(MlirOperation cop, const char *pipeline) {
   if (failed(parsePassPipeline(text, pm, os))) {
     emitError(op->getLoc()) << "invalid pass pipeline '" << pipeline
                             << "': " << err;
+    firstError.failed(__func__);
     return wrap(failure());
   }
-  return wrap(pm.run(op));
+  if (failed(pm.run(op))) {
+    firstError.failed(__func__);
+    return wrap(failure());
+  }
+  return wrap(success());
 }
