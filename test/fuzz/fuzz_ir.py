@@ -490,10 +490,14 @@ def option_value(rng, name, kind, hostile):
 
 def pipeline_for(rng, passes, hostile, focus):
     """One pass (sometimes two) with random options. Cases about options
-    favour the passes that have many."""
+    favour the passes that have many, and most of them make exactly one
+    option hostile (so that it is the one that reaches the compiler)."""
     names = list(passes)
     if focus == "options":
         chain = rng.choices(names, [1 + len(passes[p]) for p in names])
+        if chain[0] in ("convert-attn-to-hopper", "attn-lower-tiles-to-loops") \
+                and "attn-tile" in passes and rng.random() < 0.7:
+            chain.insert(0, "attn-tile")  # they take the tiled form
     else:
         chain = [rng.choice(names)]
     if rng.random() < 0.2:
@@ -503,31 +507,36 @@ def pipeline_for(rng, passes, hostile, focus):
                ["attn-cpu-reference-pipeline", "attn-tile"],
                ["attn-tile", "attn-hopper-pipeline"]]
         chain = [p for p in rng.choice(seq) if p in passes] or chain
-    out = []
     select = rng.choice([0.2, 0.4, 0.7])
+    picked = [(p, name, kind) for p in chain for name, kind in passes[p]
+              if (p.endswith("hopper-pipeline") and name == "format")
+              or rng.random() < select]
+    one_bad = None
+    if focus == "options" and picked and rng.random() < 0.7:
+        one_bad = rng.randrange(len(picked))
+    opts = {p: [] for p in chain}
+    for j, (p, name, kind) in enumerate(picked):
+        h = hostile if one_bad is None else float(j == one_bad)
+        v = option_value(rng, name, kind, h)
+        if name == "format" and p.endswith("hopper-pipeline") and j != one_bad \
+                and rng.random() < 0.8:
+            v = rng.choice(["isa", "none"])
+        if v is None:
+            opts[p].append(name)
+            continue
+        style = rng.random()
+        if style < 0.7 or v == "":
+            opts[p].append(f"{name}={v}")
+        elif style < 0.85:
+            opts[p].append(f"{name}='{v}'")
+        else:
+            opts[p].append(f"{name}={{{v}}}")
+    out = []
     for p in chain:
-        opts = []
-        for name, kind in passes[p]:
-            forced = p.endswith("hopper-pipeline") and name == "format"
-            if not forced and rng.random() > select:
-                continue
-            v = option_value(rng, name, kind, hostile)
-            if forced and rng.random() < 0.8:
-                v = rng.choice(["isa", "none"])
-            if v is None:
-                opts.append(name)
-                continue
-            style = rng.random()
-            if style < 0.7 or v == "":
-                opts.append(f"{name}={v}")
-            elif style < 0.85:
-                opts.append(f"{name}='{v}'")
-            else:
-                opts.append(f"{name}={{{v}}}")
-        if p.endswith("hopper-pipeline") and not any(o.startswith("format=") for o in opts):
-            opts.append("format=" + rng.choice(["isa", "none"]))
-        rng.shuffle(opts)
-        out.append((p, opts))
+        if p.endswith("hopper-pipeline") and not any(o.startswith("format=") for o in opts[p]):
+            opts[p].append("format=" + rng.choice(["isa", "none"]))
+        rng.shuffle(opts[p])
+        out.append((p, opts[p]))
     return out
 
 
