@@ -92,11 +92,11 @@ void buildKvRangeFn(OpBuilder &b, Location loc, StringRef name, KvRangeOp r) {
   fn.setPrivate();
   Block *body = fn.addEntryBlock();
   OpBuilder fb = OpBuilder::atBlockBegin(body);
-  KvRange k = buildKvRange(fb, loc, toIndex(fb, loc, body->getArgument(0)),
-                           toIndex(fb, loc, body->getArgument(1)),
-                           toIndex(fb, loc, body->getArgument(2)),
-                           r.getBlockM(), r.getBlockN(), r.getWindow()[0],
-                           r.getWindow()[1]);
+  Value row0 = toIndex(fb, loc, body->getArgument(0));
+  Value sq = toIndex(fb, loc, body->getArgument(1));
+  Value skv = toIndex(fb, loc, body->getArgument(2));
+  KvRange k = buildKvRange(fb, loc, row0, sq, skv, r.getBlockM(),
+                           r.getBlockN(), r.getWindow()[0], r.getWindow()[1]);
   func::ReturnOp::create(fb, loc,
                          ValueRange{toI32(fb, loc, k.lo), toI32(fb, loc, k.hi),
                                     toI32(fb, loc, k.interiorLo),

@@ -17,6 +17,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cassert>
+#include <cctype>
 #include <map>
 #include <tuple>
 #include <vector>
@@ -79,8 +80,11 @@ private:
   SmemLayout lay;
   int64_t nchunk, nacc, naccO;
   std::string accT, accOT, et;
-  Strs lines, constLines;
-  std::map<std::string, std::string> consts;
+  Strs lines;
+  struct Constant {
+    std::string name, line;
+  };
+  std::map<std::string, Constant> consts; // by type:literal
   int n = 0, ind = 2;
 
   // --- text helpers -------------------------------------------------------
@@ -94,14 +98,22 @@ private:
     e(r + " = " + rhs);
     return r;
   }
+  // Constants are named after their value and printed in key order at the
+  // top of the kernel, so the order in which the emitter first asks for
+  // them (which can differ between compilers where two requests share one
+  // expression) does not change the IR.
   std::string cst(const std::string &lit, const std::string &ty) {
-    std::string key = lit + ":" + ty;
+    std::string key = ty + ":" + lit;
     auto it = consts.find(key);
     if (it != consts.end())
-      return it->second;
-    std::string name = fresh("c");
-    constLines.push_back(name + " = arith.constant " + lit + " : " + ty);
-    consts[key] = name;
+      return it->second.name;
+    std::string name = "%c_" + ty + "_";
+    for (char ch : lit)
+      name += std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' ||
+                      ch == '-'
+                  ? ch
+                  : '_';
+    consts[key] = {name, name + " = arith.constant " + lit + " : " + ty};
     return name;
   }
   std::string i32(int64_t v) { return cst(std::to_string(v), "i32"); }
@@ -884,8 +896,11 @@ void Emitter::storeOViaTma(const std::string &acc, const Strs &inv,
   std::string rin = bin("remui", c.lane, i32(8), "i32", "rin");
   std::string half = bin("andi", mat, i32(1));
   std::string khi = bin("shrui", mat, i32(1), "i32", "khi");
-  std::string row = bin("addi", bin("muli", c.cw, i32(64)),
-                        bin("muli", c.warp, i32(16)));
+  // Each emitted op in a statement of its own (here and below): the order
+  // of function arguments is unspecified, and GCC and clang differ.
+  std::string rowWg = bin("muli", c.cw, i32(64));
+  std::string rowWarp = bin("muli", c.warp, i32(16));
+  std::string row = bin("addi", rowWg, rowWarp);
   row = bin("addi", row, bin("addi", bin("muli", half, i32(8)), rin), "i32", "orow");
   std::string rowByte = bin("addi", bin("muli", row, i32(kSwizzleBytes)),
                             i32(lay.oOff), "i32", "orowb");
@@ -898,9 +913,11 @@ void Emitter::storeOViaTma(const std::string &acc, const Strs &inv,
     Strs regs;
     for (int64_t j = 0; j < 4; ++j) {
       int64_t i = j % 2, kj = k + j / 2;
-      regs.push_back(pack2(
-          bin("mulf", extract(acc, 4 * kj + 2 * i, accOT), inv[i], "f32"),
-          bin("mulf", extract(acc, 4 * kj + 2 * i + 1, accOT), inv[i], "f32")));
+      std::string lo =
+          bin("mulf", extract(acc, 4 * kj + 2 * i, accOT), inv[i], "f32");
+      std::string hi =
+          bin("mulf", extract(acc, 4 * kj + 2 * i + 1, accOT), inv[i], "f32");
+      regs.push_back(pack2(lo, hi));
     }
     e("nvvm.stmatrix " + smemPtr(c.smem, off) + ", " + join(regs) +
       " {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = "
@@ -1102,8 +1119,9 @@ std::string Emitter::body() {
         std::string rank = clusterRank();
         for (int64_t j = 0; j < nchunk / 2; ++j) {
           std::string c = bin("addi", rank, i32(2 * j));
-          std::string off = bin("addi", bin("addi", soff, i32(ld.tileOff)),
-                                bin("muli", c, i32(cfg.blockN * kSwizzleBytes)));
+          std::string tile = bin("addi", soff, i32(ld.tileOff));
+          std::string box = bin("muli", c, i32(cfg.blockN * kSwizzleBytes));
+          std::string off = bin("addi", tile, box);
           copyBox(ld, off, [&] { return bin("muli", c, i32(kChunk)); },
                   " multicast_mask = " + cst("3", "i16"));
         }
@@ -1196,9 +1214,9 @@ std::string Emitter::body() {
 
   auto blockOf = [&](const std::string &t) { return bin("addi", lo, t, "i32", "blk"); };
   auto boundary = [&](const std::string &blk) {
-    return op("arith.ori " + cmpi("slt", blk, ilo) + ", " +
-                  cmpi("sge", blk, ihi) + " : i1",
-              "bnd");
+    std::string before = cmpi("slt", blk, ilo);
+    std::string after = cmpi("sge", blk, ihi);
+    return op("arith.ori " + before + ", " + after + " : i1", "bnd");
   };
   auto scoresOf = [&](const std::string &sacc, const std::string &blk) {
     Strs s;
@@ -1464,7 +1482,9 @@ std::string Emitter::body() {
     std::string lse = bin("mulf", bin("addf", mfin[i], lg, "f32"), f32(kLn2), "f32");
     lse = select(empty[i], ninf, lse, "f32");
     std::string u = bin("addi", bin("muli", bidx, "%Hq"), head);
-    u = bin("muli", ext64(u), ext64("%Sq"), "i64");
+    std::string u64 = ext64(u);
+    std::string sq64 = ext64("%Sq");
+    u = bin("muli", u64, sq64, "i64");
     u = bin("addi", u, ext64(qrows[i]), "i64");
     u = bin("muli", u, i64(4), "i64");
     e("llvm.store " + lse + ", " + gptr("%LSE", u) + " : f32, !llvm.ptr<1>");
@@ -1506,8 +1526,8 @@ std::string Emitter::body() {
   if (cfg.clusterM == 2)
     os << ", nvvm.cluster_dim = array<i32: 2, 1, 1>";
   os << "} {\n";
-  for (const std::string &c : constLines)
-    os << "    " << c << "\n";
+  for (const auto &[key, c] : consts)
+    os << "    " << c.line << "\n";
   for (const std::string &ln : lines)
     os << ln << "\n";
   os << "  }\n";

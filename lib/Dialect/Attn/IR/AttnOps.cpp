@@ -261,7 +261,7 @@ void FlashAttentionOp::getEffects(
 
 /// `window(left, right)`: the two bounds of the sliding window.
 static ParseResult parseWindow(OpAsmParser &parser, DenseI64ArrayAttr &window) {
-  int64_t left, right;
+  int64_t left = 0, right = 0;
   if (parser.parseInteger(left) || parser.parseComma() ||
       parser.parseInteger(right))
     return failure();

@@ -33,9 +33,12 @@ static constexpr double kLn2 = 0.6931471805599453;
 static void forValidRows(OpBuilder &b, Location loc, Value row0, int64_t blockM,
                          Value sq,
                          function_ref<void(OpBuilder &, Location, Value, Value)> body) {
+  // Bounds named first: argument evaluation order is unspecified.
+  Value lb = indexConst(b, loc, 0);
+  Value ub = indexConst(b, loc, blockM);
+  Value step = indexConst(b, loc, 1);
   scf::ForOp::create(
-      b, loc, indexConst(b, loc, 0), indexConst(b, loc, blockM),
-      indexConst(b, loc, 1), ValueRange{},
+      b, loc, lb, ub, step, ValueRange{},
       [&](OpBuilder &b, Location loc, Value r, ValueRange) {
         Value row = arith::AddIOp::create(b, loc, row0, r);
         Value inside =

@@ -81,26 +81,41 @@ KvRange buildKvRange(OpBuilder &b, Location loc, Value row0, Value sq,
   auto ceilDiv = [&](Value x, int64_t d) -> Value {
     return arith::CeilDivSIOp::create(b, loc, x, c(d));
   };
+  // One op per statement: C++ leaves the order of function arguments
+  // unspecified, and GCC and clang would emit them in different orders.
   Value offset = sub(skv, sq);
-  Value lastRow = sub(minS(add(row0, c(bm)), sq), c(1));
+  Value bmC = c(bm);
+  Value rowEnd = minS(add(row0, bmC), sq);
+  Value one = c(1);
+  Value lastRow = sub(rowEnd, one);
   // Visible key columns of the whole block: [colLo, colHi).
   Value colLo = c(0), colHi = skv;
-  if (left >= 0)
-    colLo = maxS(colLo, sub(add(row0, offset), c(left)));
-  if (right >= 0)
-    colHi = minS(colHi, add(add(lastRow, offset), c(right + 1)));
+  if (left >= 0) {
+    Value diag = add(row0, offset);
+    Value leftC = c(left);
+    colLo = maxS(colLo, sub(diag, leftC));
+  }
+  if (right >= 0) {
+    Value diag = add(lastRow, offset);
+    Value rightC = c(right + 1);
+    colHi = minS(colHi, add(diag, rightC));
+  }
   KvRange r;
   r.lo = floorDiv(colLo, bn);
   r.hi = maxS(r.lo, ceilDiv(colHi, bn));
   // Interior blocks: visible to every row of the block and inside Skv.
   r.interiorLo = r.lo;
   r.interiorHi = floorDiv(skv, bn);
-  if (left >= 0)
-    r.interiorLo =
-        maxS(r.lo, ceilDiv(sub(add(lastRow, offset), c(left)), bn));
-  if (right >= 0)
-    r.interiorHi =
-        minS(r.interiorHi, floorDiv(add(add(row0, offset), c(right + 1)), bn));
+  if (left >= 0) {
+    Value diag = add(lastRow, offset);
+    Value leftC = c(left);
+    r.interiorLo = maxS(r.lo, ceilDiv(sub(diag, leftC), bn));
+  }
+  if (right >= 0) {
+    Value diag = add(row0, offset);
+    Value rightC = c(right + 1);
+    r.interiorHi = minS(r.interiorHi, floorDiv(add(diag, rightC), bn));
+  }
   return r;
 }
 
@@ -108,9 +123,11 @@ Value buildDot(OpBuilder &b, Location loc, Value q, Value k, Value bi, Value h,
                Value hk, Value i, Value j) {
   int64_t d = cast<MemRefType>(q.getType()).getDimSize(3);
   Value zero = f32Const(b, loc, 0.0);
+  Value lb = indexConst(b, loc, 0);
+  Value ub = indexConst(b, loc, d);
+  Value step = indexConst(b, loc, 1);
   auto loop = scf::ForOp::create(
-      b, loc, indexConst(b, loc, 0), indexConst(b, loc, d),
-      indexConst(b, loc, 1), ValueRange{zero},
+      b, loc, lb, ub, step, ValueRange{zero},
       [&](OpBuilder &nb, Location nl, Value dd, ValueRange iter) {
         Value qv = loadAsF32(nb, nl, q, {bi, h, i, dd});
         Value kv = loadAsF32(nb, nl, k, {bi, hk, j, dd});

@@ -102,9 +102,11 @@ static LogicalResult tile(FlashAttentionOp op, int64_t optM, int64_t optN) {
   Value sq = dimOf(b, loc, q, 2), skv = dimOf(b, loc, k, 2);
   Value nb = dimOf(b, loc, q, 0);
   Value numM = ib.ceilDiv(sq, ts.m);
-  auto grid = scf::ParallelOp::create(b, loc, ValueRange{ib.c(0), ib.c(0), ib.c(0)},
-                                      ValueRange{numM, ib.c(hq), nb},
-                                      ValueRange{ib.c(1), ib.c(1), ib.c(1)});
+  // Named first: function arguments are evaluated in an unspecified order.
+  SmallVector<Value> lower{ib.c(0), ib.c(0), ib.c(0)};
+  SmallVector<Value> upper{numM, ib.c(hq), nb};
+  SmallVector<Value> steps{ib.c(1), ib.c(1), ib.c(1)};
+  auto grid = scf::ParallelOp::create(b, loc, lower, upper, steps);
   b.setInsertionPointToStart(grid.getBody());
   Value mb = grid.getInductionVars()[0], h = grid.getInductionVars()[1],
         bi = grid.getInductionVars()[2];
