@@ -352,9 +352,16 @@ int main(int argc, char **argv) {
       fputc('\n', stderr);
       return 1;
     }
+/* A branch of an option that takes a value: kValued must list it. */
+#define HAVE_VALUE()                                                           \
+  do {                                                                         \
+    if (!v)                                                                    \
+      return fail("internal error: option missing from kValued", a);         \
+  } while (0)
 #define INT_OPTION(dst, lo, hi, range)                                         \
   do {                                                                         \
     int64_t x_;                                                                \
+    HAVE_VALUE();                                                              \
     if (!parseInt(v, (lo), (hi), &x_))                                         \
       return failValue(a, (range), v);                                         \
     (dst) = x_;                                                                \
@@ -362,6 +369,7 @@ int main(int argc, char **argv) {
 #define NUMBER_OPTION(dst, zero, lo, hi, range)                                \
   do {                                                                         \
     double x_;                                                                 \
+    HAVE_VALUE();                                                              \
     if (!parseNumber(v, (zero), (lo), (hi), &x_))                              \
       return failValue(a, (range), v);                                        \
     (dst) = x_;                                                                \
@@ -370,6 +378,7 @@ int main(int argc, char **argv) {
       fputs(kUsage, stdout);
       return fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
     } else if (!strcmp(a, "-o")) {
+      HAVE_VALUE();
       if (!*v)
         return fail("-o takes a directory, got an empty name", NULL);
       outDir = v;
@@ -380,6 +389,7 @@ int main(int argc, char **argv) {
                  "a positive whole number (the kernel takes 64, 128 or 256)");
       haveSpec = 1;
     } else if (!strcmp(a, "--dtype")) {
+      HAVE_VALUE();
       if (strcmp(v, "bf16") && strcmp(v, "f16"))
         return failValue(a, "bf16 or f16", v);
       spec.dtype = v;
@@ -388,6 +398,7 @@ int main(int argc, char **argv) {
       spec.causal = true;
       variantOption = variantOption ? variantOption : a;
     } else if (!strcmp(a, "--window")) {
+      HAVE_VALUE();
       if (!parseWindow(v, &spec.windowLeft, &spec.windowRight))
         return failValue(a, WINDOW_RANGE, v);
       variantOption = variantOption ? variantOption : a;
@@ -402,6 +413,7 @@ int main(int argc, char **argv) {
       spec.hasScale = true;
       variantOption = variantOption ? variantOption : a;
     } else if (!strcmp(a, "--name")) {
+      HAVE_VALUE();
       if (!isIdentifier(v, MAX_NAME))
         return failValue(a, NAME_RANGE, v);
       name = v;
@@ -448,6 +460,7 @@ int main(int argc, char **argv) {
     } else {
       return fail("more than one input file", a);
     }
+#undef HAVE_VALUE
 #undef INT_OPTION
 #undef NUMBER_OPTION
   }
