@@ -3,11 +3,13 @@
 |* What an ML compiler calls to turn attention into an sm_90a kernel: PTX,  *|
 |* cubin and the launch facts the runtime (runtime/include/fa3rt.h) needs.  *|
 |* Errors are reported as diagnostics of the context (attach a handler or a *|
-|* Fa3DiagnosticLog) and the call returns NULL.                             *|
+|* Fa3DiagnosticLog) and the call returns NULL; the first one is also the   *|
+|* last error (fa3-c/Support.h).                                            *|
 \*===----------------------------------------------------------------------===*/
 #ifndef FA3_C_COMPILE_H
 #define FA3_C_COMPILE_H
 
+#include "fa3-c/Support.h"
 #include "mlir-c/IR.h"
 #include "mlir-c/Support.h"
 
@@ -51,30 +53,37 @@ typedef struct Fa3HopperOptions {
                            warpgroups, ping-pong) or 192 (three); 0: per
                            head dim (192 for 64 with a full mask, else
                            128) */
+  int64_t ptxasTimeoutSeconds; /* ptxas is stopped after this long (1 to
+                           86400); 0: 600 */
 } Fa3HopperOptions;
 
 MLIR_CAPI_EXPORTED Fa3HopperOptions fa3HopperOptionsDefault(void);
 
 /* One attention variant. Batch, sequence lengths and head counts are
- * launch-time arguments of the kernel; only these fix the code. */
+ * launch-time arguments of the kernel; only these fix the code.
+ * fa3CompileHopperSpec checks every field first and refuses, naming the
+ * field and its range, what the kernel cannot take. */
 typedef struct Fa3AttentionSpec {
-  const char *name;    /* kernel base name (C identifier); NULL:
+  const char *name;    /* kernel base name: a C identifier of 1 to 200
+                          characters; NULL:
                           fa3_fwd_d<D>_<dtype>[_causal][_w<L>_<R>][_softcap],
                           an unbounded window side written "inf" */
-  const char *dtype;   /* "bf16" or "f16" (q, k, v and o) */
+  const char *dtype;   /* "bf16" or "f16" (q, k, v and o); NULL: bf16 */
   int64_t headDim;     /* 64, 128 or 256 */
-  bool causal;
-  int64_t windowLeft;  /* -1 = unbounded */
-  int64_t windowRight; /* -1 = unbounded */
-  float softcap;       /* 0 = off */
+  bool causal;         /* needs windowRight 0 or -1 */
+  int64_t windowLeft;  /* -1 = unbounded, else 0 to 2^31-1 */
+  int64_t windowRight; /* -1 = unbounded, else 0 to 2^31-1 */
+  float softcap;       /* 0 = off, else 1e-6 to 1e30 */
   bool hasScale;       /* false: 1/sqrt(headDim) is the facts' default */
-  float scale;
+  float scale;         /* with hasScale: > 0 and at most 1e30 */
 } Fa3AttentionSpec;
 
 MLIR_CAPI_EXPORTED Fa3AttentionSpec fa3AttentionSpecDefault(void);
 
-/* The kernel base name of `spec` (its name, or the derived one) into `buf`
- * (NUL-terminated, truncated to `size`); returns the full length. */
+/* The kernel base name of `spec` (its name, or the derived one; the spec is
+ * not checked) into `buf` (NUL-terminated, truncated to `size`; buf NULL or
+ * size 0: nothing written); returns the full length. A NULL spec: 0 (and ""
+ * in buf), last error. */
 MLIR_CAPI_EXPORTED size_t fa3AttentionSpecName(const Fa3AttentionSpec *spec,
                                                char *buf, size_t size);
 
@@ -97,15 +106,23 @@ typedef struct Fa3KernelBinary {
 } Fa3KernelBinary;
 
 /* Compiles every attn.flash_attention of `module` (tensor or memref form;
- * the module is consumed: it holds gpu.binary ops afterwards). */
+ * the module is consumed: it holds gpu.binary ops afterwards). The module is
+ * verified first. NULL options: fa3HopperOptionsDefault(). A null module,
+ * or any error: NULL. */
 MLIR_CAPI_EXPORTED Fa3KernelSet *
 fa3CompileHopperModule(MlirModule module, const Fa3HopperOptions *options);
 
-/* Builds the IR for `spec` in `ctx` and compiles it. */
+/* Checks `spec` (NULL: fa3AttentionSpecDefault()), builds its IR in `ctx`
+ * (no IR text: the name cannot inject IR) and compiles it. A null context:
+ * NULL (last error only). */
 MLIR_CAPI_EXPORTED Fa3KernelSet *
 fa3CompileHopperSpec(MlirContext ctx, const Fa3AttentionSpec *spec,
                      const Fa3HopperOptions *options);
 
+/* The pointers of a Fa3KernelBinary live as long as its set. A NULL or
+ * destroyed set: Size 0 (a set is never empty), Get a zeroed binary,
+ * Destroy nothing (Destroy(NULL) is a no-op); an index past the end: a
+ * zeroed binary. Each sets the last error. */
 MLIR_CAPI_EXPORTED size_t fa3KernelSetSize(const Fa3KernelSet *set);
 MLIR_CAPI_EXPORTED Fa3KernelBinary fa3KernelSetGet(const Fa3KernelSet *set,
                                                    size_t index);

@@ -8,25 +8,35 @@
 
 #include "fa3-c/Compile.h"
 #include "fa3-c/Registration.h"
-#include "fa3/Dialect/Attn/Transforms/Passes.h"
+#include "fa3/Dialect/Attn/IR/AttnDialect.h"
+#include "fa3/Pipelines/Pipelines.h"
+#include "fa3/Pipelines/Ptxas.h"
+
+#include "Errors.h"
 
 #include "mlir/CAPI/IR.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
-#include "mlir/Parser/Parser.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
-#include "llvm/Support/FormatVariadic.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Format.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 using namespace mlir;
+using namespace fa3::capi;
 
 struct Fa3KernelSet {
   struct Kernel {
@@ -51,6 +61,7 @@ Fa3HopperOptions fa3HopperOptionsDefault(void) {
   o.rescaleThreshold = 8.0;
   o.kvMulticast = 0;
   o.blockM = 0;
+  o.ptxasTimeoutSeconds = 0;
   return o;
 }
 
@@ -95,71 +106,97 @@ static std::string factsText(DictionaryAttr d) {
   return out;
 }
 
-/// The pipeline's auto|on|off for a C API tri-state (1 on, -1 off, 0 auto).
-static const char *autoOnOff(int v) { return v > 0 ? "on" : v < 0 ? "off" : "auto"; }
+/// The compiler's choice for a C API tri-state (1 on, -1 off, 0 auto).
+static fa3::Toggle toggle(int v) {
+  return v > 0 ? fa3::Toggle::On : v < 0 ? fa3::Toggle::Off : fa3::Toggle::Auto;
+}
 
-Fa3KernelSet *fa3CompileHopperModule(MlirModule cmod,
-                                     const Fa3HopperOptions *options) {
-  fa3RegisterAllPasses();
-  ModuleOp module = unwrap(cmod);
-  Fa3HopperOptions o = options ? *options : fa3HopperOptionsDefault();
-  PassManager pm(module.getContext());
-  fa3::attn::HopperPipelineConfig c;
-  c.blockM = o.blockM;
-  c.blockN = o.blockN;
-  c.stages = o.stages;
-  c.pingpong = o.pingpong;
-  c.persistent = autoOnOff(o.persistent);
-  c.tmaStore = o.tmaStore;
-  c.qBuffers = o.qBuffers;
-  c.lazyRescale = autoOnOff(o.lazyRescale);
-  c.rescaleThreshold = o.rescaleThreshold;
-  c.kvMulticast = autoOnOff(o.kvMulticast);
-  c.format = "none";
+/// The pipeline options for the C API's (every field passed as a value:
+/// nothing is turned into pipeline text).
+static fa3::HopperPipelineOptions pipelineOptions(const Fa3HopperOptions &o) {
+  fa3::HopperPipelineOptions c;
+  c.tile.blockM = o.blockM;
+  c.tile.blockN = o.blockN;
+  c.kernel.stages = o.stages;
+  c.kernel.pingpong = o.pingpong;
+  c.kernel.persistent = toggle(o.persistent);
+  c.kernel.tmaStore = o.tmaStore;
+  c.kernel.qBuffers = o.qBuffers;
+  c.kernel.lazyRescale = toggle(o.lazyRescale);
+  c.kernel.rescaleThreshold = o.rescaleThreshold;
+  c.kernel.kvMulticast = toggle(o.kvMulticast);
+  c.format = fa3::BinaryFormat::None; // PTX and cubins are made below
   if (o.chip)
     c.chip = o.chip;
   if (o.features)
     c.features = o.features;
-  fa3::attn::addHopperPipeline(pm, c);
+  return c;
+}
+
+/// ptxas gets this long per kernel unless the options say otherwise.
+constexpr int64_t kDefaultPtxasTimeout = 600;
+
+/// fa3CompileHopperModule without the error contract (compileChecked).
+static Fa3KernelSet *compileHopperModule(MlirModule cmod,
+                                         const Fa3HopperOptions *options) {
+  fa3RegisterAllPasses();
+  ModuleOp module = unwrap(cmod);
+  Fa3HopperOptions o = options ? *options : fa3HopperOptionsDefault();
+  if (o.ptxasTimeoutSeconds < 0 || o.ptxasTimeoutSeconds > 86400) {
+    emitError(module.getLoc())
+        << "ptxasTimeoutSeconds must be 0 (default) to 86400, got "
+        << o.ptxasTimeoutSeconds;
+    return nullptr;
+  }
+  PassManager pm(module.getContext(), ModuleOp::getOperationName());
+  fa3::addHopperPipeline(pm, pipelineOptions(o));
   if (failed(pm.run(module)))
     return nullptr;
 
   auto set = std::make_unique<Fa3KernelSet>();
+  llvm::StringMap<size_t> byModule; // gpu.module name -> kernel index
   for (auto gm : module.getOps<gpu::GPUModuleOp>())
     for (auto fn : gm.getOps<LLVM::LLVMFuncOp>())
-      if (auto facts = fn->getAttrOfType<DictionaryAttr>("attn.launch"))
+      if (auto facts = fn->getAttrOfType<DictionaryAttr>("attn.launch")) {
+        byModule[gm.getName()] = set->kernels.size();
         set->kernels.push_back({fn.getName().str(), "", "", factsText(facts)});
+      }
   if (set->kernels.empty()) {
     emitError(module.getLoc()) << "no attn.flash_attention to compile";
     return nullptr;
   }
-  // PTX from a clone, the cubin from the module itself.
-  OwningOpRef<ModuleOp> clone = module.clone();
-  PassManager isa(module.getContext());
-  fa3::attn::addHopperBinaryStep(isa, "isa");
-  if (failed(isa.run(*clone)))
+  PassManager isa(module.getContext(), ModuleOp::getOperationName());
+  fa3::addHopperBinaryStep(isa, fa3::BinaryFormat::Isa);
+  if (failed(isa.run(module)))
     return nullptr;
-  if (o.emitCubin) {
-    PassManager bin(module.getContext());
-    fa3::attn::addHopperBinaryStep(bin, "bin", o.toolkit ? o.toolkit : "");
-    if (failed(bin.run(module)))
-      return nullptr;
+  for (auto bin : module.getOps<gpu::BinaryOp>()) {
+    auto it = byModule.find(bin.getName());
+    if (it == byModule.end() || bin.getObjects().size() != 1)
+      continue;
+    auto obj = cast<gpu::ObjectAttr>(bin.getObjects()[0]);
+    set->kernels[it->second].ptx = obj.getObject().getValue().str();
   }
-  auto collect = [&](ModuleOp m, bool ptx) {
-    size_t i = 0;
-    for (auto bin : m.getOps<gpu::BinaryOp>())
-      for (Attribute a : bin.getObjects()) {
-        auto obj = cast<gpu::ObjectAttr>(a);
-        if (i < set->kernels.size()) {
-          std::string bytes = obj.getObject().getValue().str();
-          (ptx ? set->kernels[i].ptx : set->kernels[i].cubin) = bytes;
-        }
-        ++i;
-      }
-  };
-  collect(*clone, true);
-  if (o.emitCubin)
-    collect(module, false);
+  if (!o.emitCubin)
+    return set.release();
+  std::string ptxas = fa3::findPtxas(o.toolkit ? o.toolkit : "");
+  if (ptxas.empty()) {
+    emitError(module.getLoc())
+        << "no ptxas found (toolkit: "
+        << (o.toolkit ? std::string(o.toolkit)
+                      : "$CUDA_HOME, $CUDA_PATH, /usr/local/cuda or PATH")
+        << "); compile with emitCubin = false for PTX only";
+    return nullptr;
+  }
+  unsigned timeout = o.ptxasTimeoutSeconds ? o.ptxasTimeoutSeconds
+                                           : kDefaultPtxasTimeout;
+  std::string chip = pipelineOptions(o).chip;
+  for (auto &k : set->kernels) {
+    std::string error;
+    if (!fa3::assembleCubin(ptxas, k.ptx, chip, timeout, k.cubin, error)) {
+      emitError(module.getLoc()) << "kernel " << k.name << ": " << error;
+      return nullptr;
+    }
+  }
   return set.release();
 }
 
@@ -188,7 +225,7 @@ static size_t copyOut(const std::string &s, char *buf, size_t size) {
 }
 
 size_t fa3FindPtxas(const char *toolkit, char *buf, size_t size) {
-  return copyOut(fa3::attn::findPtxas(toolkit ? toolkit : ""), buf, size);
+  return copyOut(fa3::findPtxas(toolkit ? toolkit : ""), buf, size);
 }
 
 /// The kernel base name of a spec: its own, or the derived one.
@@ -198,48 +235,200 @@ static std::string specName(const Fa3AttentionSpec &s) {
 
 size_t fa3AttentionSpecName(const Fa3AttentionSpec *spec, char *buf,
                             size_t size) {
+  clearLastError();
+  if (!spec) {
+    misuse(__func__, "the spec is NULL");
+    return copyOut("", buf, size);
+  }
   return copyOut(specName(*spec), buf, size);
+}
+
+/// Never destroyed, like the registry of logs (Registration.cpp).
+static LiveSet<Fa3KernelSet> &liveSets() {
+  static auto *sets = new LiveSet<Fa3KernelSet>;
+  return *sets;
+}
+
+/// Whether `set` may be used; sets the last error if not.
+static bool checkSet(const char *fn, const Fa3KernelSet *set) {
+  if (!set) {
+    misuse(fn, "the kernel set is NULL");
+    return false;
+  }
+  if (!liveSets().contains(set)) {
+    misuse(fn, "not a live Fa3KernelSet (destroyed already?)");
+    return false;
+  }
+  return true;
+}
+
+/// compileHopperModule under the error contract: `fn` names the entry point
+/// in the last error, and the set is registered as live.
+static Fa3KernelSet *compileChecked(const char *fn, ModuleOp module,
+                                    const Fa3HopperOptions *options) {
+  FirstError firstError(module.getContext());
+  // The passes assume verified input; IR built through the C API may not be.
+  Fa3KernelSet *set = succeeded(verify(module))
+                          ? compileHopperModule(wrap(module), options)
+                          : nullptr;
+  if (!set) {
+    firstError.failed(fn);
+    return nullptr;
+  }
+  liveSets().add(set);
+  return set;
+}
+
+Fa3KernelSet *fa3CompileHopperModule(MlirModule module,
+                                     const Fa3HopperOptions *options) {
+  clearLastError();
+  if (mlirModuleIsNull(module)) {
+    misuse(__func__, "the module is null");
+    return nullptr;
+  }
+  return compileChecked(__func__, unwrap(module), options);
+}
+
+/// A spec's name becomes a symbol and file names (<name>_kernel.cubin):
+/// 200 keeps those under the usual 255-byte file name limit.
+constexpr size_t kMaxSpecName = 200;
+/// The attn.flash_attention verifier's bounds (AttnOps.cpp: they keep the
+/// f32 constants scale * log2 e, scale / softcap, softcap * log2 e finite),
+/// checked here too so that the message names the spec's field.
+constexpr double kMaxScale = 1e30;
+constexpr double kMinSoftcap = 1e-6, kMaxSoftcap = 1e30;
+
+/// Why `s` cannot be compiled, naming the field and its range; "" if it can.
+/// (The IR is built from these values, so they are checked before it is.)
+static std::string checkSpec(const Fa3AttentionSpec &s) {
+  std::string why;
+  llvm::raw_string_ostream os(why);
+  if (s.name) {
+    size_t n = strnlen(s.name, kMaxSpecName + 1);
+    StringRef name(s.name, n);
+    bool ident = n >= 1 && n <= kMaxSpecName && !llvm::isDigit(name[0]) &&
+                 llvm::all_of(name, [](char c) {
+                   return llvm::isAlnum(c) || c == '_';
+                 });
+    if (!ident) {
+      os << "name: \"";
+      llvm::printEscapedString(name.take_front(64), os);
+      os << (n > 64 ? "...\"" : "\"") << " is not a C identifier (1 to "
+         << kMaxSpecName
+         << " letters, digits and '_', not starting with a digit)";
+      return why;
+    }
+  }
+  if (s.dtype && strcmp(s.dtype, "bf16") != 0 && strcmp(s.dtype, "f16") != 0) {
+    os << "dtype: \"";
+    llvm::printEscapedString(StringRef(s.dtype, strnlen(s.dtype, 64)), os);
+    os << "\" is not supported (bf16 or f16)";
+  } else if (s.headDim != 64 && s.headDim != 128 && s.headDim != 256) {
+    os << "headDim: unsupported head dim " << s.headDim
+       << " (the Hopper kernel takes 64, 128 or 256)";
+  } else if (s.windowLeft < -1 || s.windowLeft > INT32_MAX) {
+    os << "windowLeft: " << s.windowLeft
+       << " is out of range (-1 = unbounded, or 0 to " << INT32_MAX << ")";
+  } else if (s.windowRight < -1 || s.windowRight > INT32_MAX) {
+    os << "windowRight: " << s.windowRight
+       << " is out of range (-1 = unbounded, or 0 to " << INT32_MAX << ")";
+  } else if (s.causal && s.windowRight > 0) {
+    os << "windowRight: " << s.windowRight
+       << " with causal (causal attention has windowRight 0; give 0 or -1)";
+  } else if (s.softcap != 0.0f &&
+             !(s.softcap >= kMinSoftcap && s.softcap <= kMaxSoftcap)) {
+    os << "softcap: " << llvm::format("%g", s.softcap)
+       << " is out of range (0 = off, or 1e-6 to 1e30)";
+  } else if (s.hasScale && !(s.scale > 0 && s.scale <= kMaxScale)) {
+    os << "scale: " << llvm::format("%g", s.scale)
+       << " is out of range (> 0 and at most 1e30; hasScale false: "
+          "1/sqrt(headDim))";
+  }
+  return why;
+}
+
+/// The IR of a checked spec, built op by op (no IR text: nothing the caller
+/// wrote can change its structure):
+///   func.func @<name>(q, k, v, o: memref<?x1x?xDxT>, lse: memref<?x1x?xf32>)
+///     attn.flash_attention ins(q, k, v) outs(o, lse) <attributes>
+static OwningOpRef<ModuleOp> buildSpecModule(MLIRContext *ctx,
+                                             const Fa3AttentionSpec &s,
+                                             StringRef name) {
+  ctx->getOrLoadDialect<func::FuncDialect>();
+  ctx->getOrLoadDialect<fa3::attn::AttnDialect>();
+  OpBuilder b(ctx);
+  Location loc = NameLoc::get(b.getStringAttr(name));
+  Type et = s.dtype && StringRef(s.dtype) == "f16" ? b.getF16Type()
+                                                   : b.getBF16Type();
+  // Heads are nominal here (the kernel takes B, H and S at launch).
+  int64_t dyn = ShapedType::kDynamic;
+  auto t = MemRefType::get({dyn, 1, dyn, s.headDim}, et);
+  auto lseType = MemRefType::get({dyn, 1, dyn}, b.getF32Type());
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  b.setInsertionPointToEnd(module->getBody());
+  auto fn = func::FuncOp::create(b, loc, name,
+                                 b.getFunctionType({t, t, t, t, lseType}, {}));
+  Block *body = fn.addEntryBlock();
+  b.setInsertionPointToEnd(body);
+  // Attributes at their defaults are left out, as the parser would.
+  FloatAttr scale = s.hasScale ? b.getF32FloatAttr(s.scale) : FloatAttr();
+  UnitAttr causal = s.causal ? b.getUnitAttr() : UnitAttr();
+  DenseI64ArrayAttr window =
+      s.windowLeft != -1 || s.windowRight != -1
+          ? b.getDenseI64ArrayAttr({s.windowLeft, s.windowRight})
+          : DenseI64ArrayAttr();
+  FloatAttr softcap =
+      s.softcap != 0.0f ? b.getF32FloatAttr(s.softcap) : FloatAttr();
+  fa3::attn::FlashAttentionOp::create(
+      b, loc, TypeRange{}, body->getArgument(0), body->getArgument(1),
+      body->getArgument(2), ValueRange{body->getArgument(3), body->getArgument(4)},
+      scale, causal, window, softcap);
+  func::ReturnOp::create(b, loc);
+  return module;
 }
 
 Fa3KernelSet *fa3CompileHopperSpec(MlirContext ctx, const Fa3AttentionSpec *spec,
                                    const Fa3HopperOptions *options) {
-  Fa3AttentionSpec s = spec ? *spec : fa3AttentionSpecDefault();
-  std::string et = s.dtype ? s.dtype : "bf16";
-  std::string name = specName(s);
-  // Heads are nominal here (the kernel takes B, H and S at launch).
-  std::string t = llvm::formatv("memref<?x1x?x{0}x{1}>", s.headDim, et).str();
-  std::string attrs;
-  if (s.hasScale)
-    attrs += llvm::formatv(" scale({0:e})", s.scale).str();
-  if (s.causal)
-    attrs += " causal";
-  if (s.windowLeft != -1 || s.windowRight != -1)
-    attrs += llvm::formatv(" window({0}, {1})", s.windowLeft, s.windowRight).str();
-  if (s.softcap != 0.0f)
-    attrs += llvm::formatv(" softcap({0:e})", s.softcap).str();
-  std::string text = llvm::formatv(
-      "func.func @{0}(%q: {1}, %k: {1}, %v: {1}, %o: {1}, %lse: memref<?x1x?xf32>) {{\n"
-      "  attn.flash_attention ins(%q, %k, %v : {1}, {1}, {1}) outs(%o, %lse : {1}, "
-      "memref<?x1x?xf32>){2}\n  return\n}\n",
-      name, t, attrs);
-  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, unwrap(ctx));
-  if (!module)
+  const char *fn = __func__;
+  clearLastError();
+  if (mlirContextIsNull(ctx)) {
+    misuse(fn, "the context is null");
     return nullptr;
+  }
+  MLIRContext *c = unwrap(ctx);
+  Fa3AttentionSpec s = spec ? *spec : fa3AttentionSpecDefault();
+  std::string why = checkSpec(s);
+  if (!why.empty()) {
+    misuseAt(fn, UnknownLoc::get(c), "invalid attention spec: " + why);
+    return nullptr;
+  }
+  OwningOpRef<ModuleOp> module = buildSpecModule(c, s, specName(s));
   // The caller wrote no IR here: a diagnostic's dump of the generated op
   // ("see current operation", dozens of lines) would only bury the reason.
-  MLIRContext *c = unwrap(ctx);
   bool printOp = c->shouldPrintOpOnDiagnostic();
   c->printOpOnDiagnostic(false);
-  Fa3KernelSet *set = fa3CompileHopperModule(wrap(*module), options);
+  Fa3KernelSet *set = compileChecked(fn, *module, options);
   c->printOpOnDiagnostic(printOp);
   return set;
 }
 
-size_t fa3KernelSetSize(const Fa3KernelSet *set) { return set->kernels.size(); }
+size_t fa3KernelSetSize(const Fa3KernelSet *set) {
+  clearLastError();
+  return checkSet(__func__, set) ? set->kernels.size() : 0;
+}
 
 Fa3KernelBinary fa3KernelSetGet(const Fa3KernelSet *set, size_t index) {
-  const auto &k = set->kernels.at(index);
-  Fa3KernelBinary b;
+  clearLastError();
+  Fa3KernelBinary b = {};
+  if (!checkSet(__func__, set))
+    return b;
+  if (index >= set->kernels.size()) {
+    setLastError(__func__, "index " + llvm::Twine(index) +
+                               " is out of range (size " +
+                               llvm::Twine(set->kernels.size()) + ")");
+    return b;
+  }
+  const auto &k = set->kernels[index];
   b.name = k.name.c_str();
   b.ptx = k.ptx.c_str();
   b.ptxSize = k.ptx.size();
@@ -249,4 +438,11 @@ Fa3KernelBinary fa3KernelSetGet(const Fa3KernelSet *set, size_t index) {
   return b;
 }
 
-void fa3KernelSetDestroy(Fa3KernelSet *set) { delete set; }
+void fa3KernelSetDestroy(Fa3KernelSet *set) {
+  clearLastError();
+  if (!set)
+    return;
+  if (!liveSets().remove(set))
+    return misuse(__func__, "not a live Fa3KernelSet (destroyed twice?)");
+  delete set;
+}

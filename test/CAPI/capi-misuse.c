@@ -1,0 +1,369 @@
+/* Every fa3* entry point keeps the C API's error contract (fa3-c/Support.h,
+ * docs/c-api.md) on the misuse that used to crash the host (issue 17): NULL
+ * and null-wrapped handles, NULL strings, values of the wrong type, an index
+ * past the end, invalid specs (the name is never pasted into IR), logs and
+ * kernel sets destroyed twice or after their context. Each case checks here
+ * that the call returned its failure value and set the last error, and
+ * prints the last error for FileCheck; where a context is reachable, the
+ * diagnostic must be in the context's log as well.
+ *
+ * RUN: fa3-capi-misuse 2>&1 | FileCheck %s
+ *
+ * CHECK: register/null: fa3RegisterAllDialects: the registry is null
+ */
+#include "fa3-c/Attn.h"
+#include "fa3-c/Compile.h"
+#include "fa3-c/Driver.h"
+#include "fa3-c/Registration.h"
+#include "mlir-c/IR.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures = 0;
+
+/* The call `what` must have failed (`failed` true) with a last error;
+ * prints it. */
+static void expectFailure(const char *what, int failed) {
+  const char *err = fa3LastError();
+  if (!failed) {
+    printf("FAIL %s: no failure value\n", what);
+    ++failures;
+  }
+  if (!err || !*err) {
+    printf("FAIL %s: no last error\n", what);
+    ++failures;
+  }
+  printf("%s: %s\n", what, err ? err : "(null)");
+}
+
+static void expectSuccess(const char *what, int ok) {
+  const char *err = fa3LastError();
+  if (!ok || !err || *err) {
+    printf("FAIL %s: ok=%d last error '%s'\n", what, ok, err ? err : "(null)");
+    ++failures;
+  }
+}
+
+/* The log must hold `text`; clears it. */
+static void expectLogged(Fa3DiagnosticLog *log, const char *what,
+                         const char *text) {
+  const char *t = fa3DiagnosticLogText(log);
+  if (!t || !strstr(t, text)) {
+    printf("FAIL %s: log lacks '%s': %s\n", what, text, t ? t : "(null)");
+    ++failures;
+  }
+  fa3DiagnosticLogClear(log);
+}
+
+static MlirStringRef str(const char *s) { return mlirStringRefCreateFromCString(s); }
+
+/* The body block of the first func of `module`. */
+static MlirBlock funcBody(MlirModule module) {
+  MlirOperation func = mlirBlockGetFirstOperation(mlirModuleGetBody(module));
+  return mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
+}
+
+static const char *kMemrefFunc =
+    "func.func @f(%q: memref<1x2x64x64xbf16>, %k: memref<1x2x64x64xbf16>,\n"
+    "             %v: memref<1x2x64x64xbf16>, %o: memref<1x2x64x64xbf16>,\n"
+    "             %i: i32) {\n"
+    "  return\n"
+    "}\n";
+
+static void attnCases(MlirContext ctx, Fa3DiagnosticLog *log) {
+  MlirModule module = mlirModuleCreateParse(ctx, str(kMemrefFunc));
+  if (mlirModuleIsNull(module)) {
+    printf("FAIL: parse\n");
+    ++failures;
+    return;
+  }
+  MlirBlock body = funcBody(module);
+  MlirValue q = mlirBlockGetArgument(body, 0), k = mlirBlockGetArgument(body, 1),
+            v = mlirBlockGetArgument(body, 2), o = mlirBlockGetArgument(body, 3),
+            i = mlirBlockGetArgument(body, 4);
+  MlirValue null = {NULL};
+  MlirLocation loc = mlirLocationUnknownGet(ctx);
+  MlirLocation nullLoc = {NULL};
+  Fa3FlashAttentionOptions opts = fa3FlashAttentionOptionsDefault();
+
+  MlirOperation op = fa3FlashAttentionCreate(nullLoc, q, k, v, o, null, opts);
+  // CHECK: create/null-loc: fa3FlashAttentionCreate: the location is null
+  expectFailure("create/null-loc", mlirOperationIsNull(op));
+
+  op = fa3FlashAttentionCreate(loc, null, k, v, o, null, opts);
+  // CHECK: create/null-q: fa3FlashAttentionCreate: q is a null MlirValue
+  expectFailure("create/null-q", mlirOperationIsNull(op));
+  expectLogged(log, "create/null-q", "error: fa3FlashAttentionCreate: q is a null MlirValue");
+  op = fa3FlashAttentionCreate(loc, q, k, v, null, null, opts);
+  // CHECK: create/null-o: fa3FlashAttentionCreate: o is a null MlirValue
+  expectFailure("create/null-o", mlirOperationIsNull(op));
+  fa3DiagnosticLogClear(log);
+
+  /* Values of the wrong type: the verifier's reason, and no op. */
+  op = fa3FlashAttentionCreate(loc, i, k, v, o, null, opts);
+  // CHECK: create/i32-q: fa3FlashAttentionCreate: 'attn.flash_attention' op operand #0 must be
+  expectFailure("create/i32-q", mlirOperationIsNull(op));
+  expectLogged(log, "create/i32-q", "'attn.flash_attention' op operand #0");
+  op = fa3FlashAttentionCreate(loc, q, k, v, o, i, opts);
+  // CHECK: create/i32-lse: fa3FlashAttentionCreate: 'attn.flash_attention' op
+  expectFailure("create/i32-lse", mlirOperationIsNull(op));
+  fa3DiagnosticLogClear(log);
+
+  /* Options the verifier refuses. */
+  Fa3FlashAttentionOptions bad = opts;
+  bad.hasScale = true;
+  bad.scale = -1.0f;
+  op = fa3FlashAttentionCreate(loc, q, k, v, o, null, bad);
+  // CHECK: create/scale: fa3FlashAttentionCreate: 'attn.flash_attention' op scale must be
+  expectFailure("create/scale", mlirOperationIsNull(op));
+  bad = opts;
+  bad.windowLeft = -7;
+  op = fa3FlashAttentionCreate(loc, q, k, v, o, null, bad);
+  // CHECK: create/window: fa3FlashAttentionCreate: 'attn.flash_attention' op window
+  expectFailure("create/window", mlirOperationIsNull(op));
+  fa3DiagnosticLogClear(log);
+
+  /* Values of another context. */
+  MlirContext other = fa3ContextCreate();
+  op = fa3FlashAttentionCreate(mlirLocationUnknownGet(other), q, k, v, o, null, opts);
+  // CHECK: create/other-context: fa3FlashAttentionCreate: q belongs to another context than loc
+  expectFailure("create/other-context", mlirOperationIsNull(op));
+  mlirContextDestroy(other);
+
+  /* A valid op still comes out (and clears the last error). */
+  op = fa3FlashAttentionCreate(loc, q, k, v, o, null, opts);
+  expectSuccess("create/valid", !mlirOperationIsNull(op));
+  expectSuccess("isa/valid", fa3OperationIsAFlashAttention(op));
+  char *text = fa3OperationToString(op, false);
+  expectSuccess("to-string/valid", text && strstr(text, "attn.flash_attention"));
+  fa3StringDestroy(text);
+  mlirOperationDestroy(op);
+
+  MlirOperation nullOp = {NULL};
+  // CHECK: isa/null: fa3OperationIsAFlashAttention: the operation is null
+  expectFailure("isa/null", !fa3OperationIsAFlashAttention(nullOp));
+  // CHECK: to-string/null: fa3OperationToString: the operation is null
+  expectFailure("to-string/null", fa3OperationToString(nullOp, true) == NULL);
+  fa3StringDestroy(NULL);
+
+  MlirLogicalResult r = fa3RunPassPipeline(nullOp, "canonicalize");
+  // CHECK: pipeline/null-op: fa3RunPassPipeline: the operation is null
+  expectFailure("pipeline/null-op", mlirLogicalResultIsFailure(r));
+  MlirOperation modOp = mlirModuleGetOperation(module);
+  r = fa3RunPassPipeline(modOp, NULL);
+  // CHECK: pipeline/null-text: fa3RunPassPipeline: the pipeline is NULL
+  expectFailure("pipeline/null-text", mlirLogicalResultIsFailure(r));
+  expectLogged(log, "pipeline/null-text", "error: fa3RunPassPipeline: the pipeline is NULL");
+  r = fa3RunPassPipeline(modOp, "no-such-pass");
+  // CHECK: pipeline/bogus: fa3RunPassPipeline: invalid pass pipeline 'no-such-pass'
+  expectFailure("pipeline/bogus", mlirLogicalResultIsFailure(r));
+  expectLogged(log, "pipeline/bogus", "invalid pass pipeline");
+  r = fa3RunPassPipeline(modOp, "canonicalize");
+  expectSuccess("pipeline/valid", mlirLogicalResultIsSuccess(r));
+  mlirModuleDestroy(module);
+}
+
+/* A module that does not verify (two terminators): refused before any pass
+ * runs on it. */
+static void invalidModuleCase(MlirContext ctx, Fa3DiagnosticLog *log) {
+  MlirModule module = mlirModuleCreateParse(ctx, str("func.func @g() {\n  return\n}\n"));
+  MlirBlock body = funcBody(module);
+  MlirOperationState st =
+      mlirOperationStateGet(str("func.return"), mlirLocationUnknownGet(ctx));
+  MlirOperation ret = mlirOperationCreate(&st);
+  mlirBlockInsertOwnedOperation(body, 0, ret);
+  Fa3KernelSet *set = fa3CompileHopperModule(module, NULL);
+  // CHECK: compile-module/invalid: fa3CompileHopperModule: 'func.return' op must be the last operation in the parent block
+  expectFailure("compile-module/invalid", set == NULL);
+  expectLogged(log, "compile-module/invalid", "must be the last operation");
+  mlirModuleDestroy(module);
+}
+
+/* Specs that must be refused before any IR exists, naming the field. */
+static void specCases(MlirContext ctx, Fa3DiagnosticLog *log) {
+  Fa3HopperOptions ptxOnly = fa3HopperOptionsDefault();
+  ptxOnly.emitCubin = false;
+  char longName[260];
+  memset(longName, 'a', 201);
+  longName[201] = 0;
+  struct {
+    const char *what;
+    Fa3AttentionSpec spec;
+  } cases[16];
+  int n = 0;
+#define SPEC_CASE(label, field, value)                                         \
+  do {                                                                         \
+    cases[n].what = label;                                                     \
+    cases[n].spec = fa3AttentionSpecDefault();                                 \
+    cases[n].spec.field = value;                                               \
+    ++n;                                                                       \
+  } while (0)
+  SPEC_CASE("spec/inject", name, "x(%q: i32) { return } func.func @y");
+  SPEC_CASE("spec/digit", name, "1abc");
+  SPEC_CASE("spec/empty", name, "");
+  SPEC_CASE("spec/long", name, longName);
+  SPEC_CASE("spec/dtype", dtype, "f32");
+  SPEC_CASE("spec/head-dim", headDim, 96);
+  SPEC_CASE("spec/window-left", windowLeft, -2);
+  SPEC_CASE("spec/window-right", windowRight, (int64_t)1 << 31);
+  SPEC_CASE("spec/softcap-nan", softcap, NAN);
+  SPEC_CASE("spec/softcap-neg", softcap, -1.0f);
+  SPEC_CASE("spec/softcap-tiny", softcap, 1e-7f);
+  SPEC_CASE("spec/scale-zero", scale, 0.0f);
+  cases[n - 1].spec.hasScale = true;
+  SPEC_CASE("spec/scale-inf", scale, INFINITY);
+  cases[n - 1].spec.hasScale = true;
+  SPEC_CASE("spec/scale-huge", scale, 3e38f);
+  cases[n - 1].spec.hasScale = true;
+  SPEC_CASE("spec/causal-window", causal, true);
+  cases[n - 1].spec.windowRight = 5;
+#undef SPEC_CASE
+  // CHECK: spec/inject: fa3CompileHopperSpec: invalid attention spec: name: "x(%q: i32) { return } func.func @y" is not a C identifier (1 to 200 letters, digits and '_', not starting with a digit)
+  // CHECK: spec/digit: fa3CompileHopperSpec: invalid attention spec: name: "1abc" is not a C identifier
+  // CHECK: spec/empty: fa3CompileHopperSpec: invalid attention spec: name: "" is not a C identifier
+  // CHECK: spec/long: fa3CompileHopperSpec: invalid attention spec: name: "{{a+}}..." is not a C identifier
+  // CHECK: spec/dtype: fa3CompileHopperSpec: invalid attention spec: dtype: "f32" is not supported (bf16 or f16)
+  // CHECK: spec/head-dim: fa3CompileHopperSpec: invalid attention spec: headDim: unsupported head dim 96 (the Hopper kernel takes 64, 128 or 256)
+  // CHECK: spec/window-left: fa3CompileHopperSpec: invalid attention spec: windowLeft: -2 is out of range (-1 = unbounded, or 0 to 2147483647)
+  // CHECK: spec/window-right: fa3CompileHopperSpec: invalid attention spec: windowRight: 2147483648 is out of range (-1 = unbounded, or 0 to 2147483647)
+  // CHECK: spec/softcap-nan: fa3CompileHopperSpec: invalid attention spec: softcap: nan is out of range (0 = off, or 1e-6 to 1e30)
+  // CHECK: spec/softcap-neg: fa3CompileHopperSpec: invalid attention spec: softcap: -1 is out of range
+  // CHECK: spec/softcap-tiny: fa3CompileHopperSpec: invalid attention spec: softcap: 1e-07 is out of range
+  // CHECK: spec/scale-zero: fa3CompileHopperSpec: invalid attention spec: scale: 0 is out of range (> 0 and at most 1e30; hasScale false: 1/sqrt(headDim))
+  // CHECK: spec/scale-inf: fa3CompileHopperSpec: invalid attention spec: scale: inf is out of range
+  // CHECK: spec/scale-huge: fa3CompileHopperSpec: invalid attention spec: scale: 3e+38 is out of range
+  // CHECK: spec/causal-window: fa3CompileHopperSpec: invalid attention spec: windowRight: 5 with causal (causal attention has windowRight 0; give 0 or -1)
+  for (int c = 0; c < n; ++c) {
+    Fa3KernelSet *set = fa3CompileHopperSpec(ctx, &cases[c].spec, &ptxOnly);
+    expectFailure(cases[c].what, set == NULL);
+    expectLogged(log, cases[c].what, "error: fa3CompileHopperSpec: invalid attention spec: ");
+    fa3KernelSetDestroy(set);
+  }
+
+  Fa3AttentionSpec spec = fa3AttentionSpecDefault();
+  MlirContext nullCtx = {NULL};
+  // CHECK: spec/null-context: fa3CompileHopperSpec: the context is null
+  expectFailure("spec/null-context", fa3CompileHopperSpec(nullCtx, &spec, &ptxOnly) == NULL);
+  MlirModule nullModule = {NULL};
+  // CHECK: compile-module/null: fa3CompileHopperModule: the module is null
+  expectFailure("compile-module/null", fa3CompileHopperModule(nullModule, &ptxOnly) == NULL);
+
+  char buf[64] = "untouched";
+  // CHECK: spec-name/null: fa3AttentionSpecName: the spec is NULL
+  expectFailure("spec-name/null", fa3AttentionSpecName(NULL, buf, sizeof buf) == 0);
+  if (buf[0] != 0) {
+    printf("FAIL spec-name/null: buffer not emptied\n");
+    ++failures;
+  }
+  spec.headDim = 64;
+  expectSuccess("spec-name/valid",
+                fa3AttentionSpecName(&spec, buf, sizeof buf) == strlen("fa3_fwd_d64_bf16") &&
+                    !strcmp(buf, "fa3_fwd_d64_bf16"));
+
+  /* Kernel sets: NULL, an index past the end, destroyed twice. */
+  // CHECK: set-size/null: fa3KernelSetSize: the kernel set is NULL
+  expectFailure("set-size/null", fa3KernelSetSize(NULL) == 0);
+  Fa3KernelBinary b = fa3KernelSetGet(NULL, 0);
+  // CHECK: set-get/null: fa3KernelSetGet: the kernel set is NULL
+  expectFailure("set-get/null", b.name == NULL && b.ptx == NULL && b.ptxSize == 0);
+  fa3KernelSetDestroy(NULL);
+  expectSuccess("set-destroy/null", 1);
+
+  Fa3KernelSet *set = fa3CompileHopperSpec(ctx, &spec, &ptxOnly);
+  expectSuccess("spec/valid", set != NULL);
+  if (!set) {
+    printf("log: %s\n", fa3DiagnosticLogText(log));
+    return;
+  }
+  expectSuccess("set-size/valid", fa3KernelSetSize(set) == 1);
+  b = fa3KernelSetGet(set, 0);
+  expectSuccess("set-get/valid", b.name && b.ptxSize > 0 && b.facts);
+  b = fa3KernelSetGet(set, 99);
+  // CHECK: set-get/99: fa3KernelSetGet: index 99 is out of range (size 1)
+  expectFailure("set-get/99",
+                b.name == NULL && b.ptx == NULL && b.ptxSize == 0 && b.cubin == NULL &&
+                    b.cubinSize == 0 && b.facts == NULL);
+  fa3KernelSetDestroy(set);
+  expectSuccess("set-destroy/valid", 1);
+  fa3KernelSetDestroy(set);
+  // CHECK: set-destroy/twice: fa3KernelSetDestroy: not a live Fa3KernelSet (destroyed twice?)
+  expectFailure("set-destroy/twice", 1);
+  // CHECK: set-size/destroyed: fa3KernelSetSize: not a live Fa3KernelSet (destroyed already?)
+  expectFailure("set-size/destroyed", fa3KernelSetSize(set) == 0);
+}
+
+/* Logs: NULL, destroyed twice, destroyed after their context. */
+static void logCases(void) {
+  MlirContext nullCtx = {NULL};
+  // CHECK: log-attach/null: fa3DiagnosticLogAttach: the context is null
+  expectFailure("log-attach/null", fa3DiagnosticLogAttach(nullCtx) == NULL);
+  // CHECK: log-text/null: fa3DiagnosticLogText: the log is NULL
+  expectFailure("log-text/null", fa3DiagnosticLogText(NULL) == NULL);
+  fa3DiagnosticLogClear(NULL);
+  // CHECK: log-clear/null: fa3DiagnosticLogClear: the log is NULL
+  expectFailure("log-clear/null", 1);
+  fa3DiagnosticLogDestroy(NULL);
+  expectSuccess("log-destroy/null", 1);
+
+  /* Destroyed twice, its context alive. */
+  MlirContext ctx = fa3ContextCreate();
+  Fa3DiagnosticLog *log = fa3DiagnosticLogAttach(ctx);
+  fa3DiagnosticLogDestroy(log);
+  expectSuccess("log-destroy/once", 1);
+  fa3DiagnosticLogDestroy(log);
+  // CHECK: log-destroy/twice: fa3DiagnosticLogDestroy: not a live Fa3DiagnosticLog (destroyed twice?)
+  expectFailure("log-destroy/twice", 1);
+  // CHECK: log-text/destroyed: fa3DiagnosticLogText: not a live Fa3DiagnosticLog (destroyed already?)
+  expectFailure("log-text/destroyed", fa3DiagnosticLogText(log) == NULL);
+  /* The context still works and no longer writes into the log. */
+  MlirModule m = mlirModuleCreateParse(ctx, str("module {}"));
+  fa3RunPassPipeline(mlirModuleGetOperation(m), "no-such-pass");
+  mlirModuleDestroy(m);
+  mlirContextDestroy(ctx);
+
+  /* Destroyed after its context: the text survives, then it goes once. */
+  ctx = fa3ContextCreate();
+  log = fa3DiagnosticLogAttach(ctx);
+  Fa3DiagnosticLog *second = fa3DiagnosticLogAttach(ctx);
+  m = mlirModuleCreateParse(ctx, str("module {}"));
+  fa3RunPassPipeline(mlirModuleGetOperation(m), "no-such-pass");
+  mlirModuleDestroy(m);
+  mlirContextDestroy(ctx);
+  /* The latest log gets the diagnostics (MLIR asks the newest handler). */
+  const char *text = fa3DiagnosticLogText(second);
+  expectSuccess("log-text/after-context", text && strstr(text, "no-such-pass"));
+  fa3DiagnosticLogClear(second);
+  expectSuccess("log-clear/after-context", 1);
+  fa3DiagnosticLogDestroy(second);
+  expectSuccess("log-destroy/after-context", 1);
+  fa3DiagnosticLogDestroy(second);
+  // CHECK: log-destroy/after-context-twice: fa3DiagnosticLogDestroy: not a live Fa3DiagnosticLog
+  expectFailure("log-destroy/after-context-twice", 1);
+  text = fa3DiagnosticLogText(log);
+  expectSuccess("log-text/first", text && !*text);
+  fa3DiagnosticLogDestroy(log);
+  expectSuccess("log-destroy/first", 1);
+}
+
+int main(void) {
+  setvbuf(stdout, NULL, _IONBF, 0);
+  MlirDialectRegistry nullRegistry = {NULL};
+  fa3RegisterAllDialects(nullRegistry);
+  expectFailure("register/null", 1);
+
+  MlirContext ctx = fa3ContextCreate();
+  Fa3DiagnosticLog *log = fa3DiagnosticLogAttach(ctx);
+  attnCases(ctx, log);
+  invalidModuleCase(ctx, log);
+  specCases(ctx, log);
+  fa3DiagnosticLogDestroy(log);
+  mlirContextDestroy(ctx);
+  logCases();
+
+  // CHECK: misuse cases failed: 0
+  printf("misuse cases failed: %d\n", failures);
+  return failures != 0;
+}
