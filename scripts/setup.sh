@@ -5,8 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# g++ and the sanitizer runtimes serve CI's second builds (scripts/test-build.sh).
 APT_PACKAGES=(libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-22
-              lld-22 ninja-build cmake ccache python3)
+              lld-22 libclang-rt-22-dev g++ ninja-build cmake ccache python3)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
