@@ -1,0 +1,392 @@
+#!/usr/bin/env python3
+"""Results of record: an append-only history and one current table.
+
+Every run of the benchmark or the GPU checks is one line of `history.jsonl`
+(a JSON object: id, kind, date, command and the run's data); the latest run
+of record of each kind is a section of `RESULTS.md`, which that run
+rewrites (the rest of the file is left as it is). In the repository:
+
+    bench/history.jsonl, bench/RESULTS.md        bench, compare, autotune, ncu
+    test/gpu/history.jsonl, test/gpu/RESULTS.md  check_fwd, memcheck,
+                                                 racecheck, synccheck
+
+Of record: a full bench_fwd grid (per dtype), a full check_fwd run, and each
+compute-sanitizer run; partial grids, A/B comparisons and autotuning are
+history only. What was measured and why: bench/NOTES.md.
+
+On the GPU machine the scripts write into one directory (`$OUT` of
+scripts/gpu-session.sh); back here
+
+    python3 bench/records.py merge OUT_DIR
+
+appends its history lines to the repository's histories (by kind; a line
+whose id and kind are there already is skipped) and rewrites the sections
+of record they bring.
+
+    python3 bench/records.py sanitizer TOOL LOG OUT_DIR [--command CMD]
+
+records a compute-sanitizer log of `check_fwd.py --sanitize` (gpu-session.sh
+does this after each tool).
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+HISTORY = "history.jsonl"
+TABLE = "RESULTS.md"
+SANITIZERS = ("memcheck", "racecheck", "synccheck")
+# where each kind's history and table live in the repository
+HOME = {"bench": "bench", "compare": "bench", "autotune": "bench", "ncu": "bench",
+        "check_fwd": "test/gpu", **{t: "test/gpu" for t in SANITIZERS}}
+TABLE_HEADER = ("# Results of record\n\n"
+                "The latest run of record of each kind, rewritten by the script that ran it\n"
+                "(`bench/records.py`); every run is a line of `history.jsonl` beside this file.\n"
+                "What was measured and why: `bench/NOTES.md`.\n")
+
+
+def run_id(when=None):
+    """A run's id and date: local time as YYYY-MM-DDTHHMMSS."""
+    return (when or datetime.datetime.now()).strftime("%Y-%m-%dT%H%M%S")
+
+
+def new_entry(kind, command, date=None, **fields):
+    """A history line: id (= date), kind, date, command, the session of
+    scripts/gpu-session.sh ($FA3_SESSION) when set, then `fields`."""
+    date = date or run_id()
+    e = dict(id=date, kind=kind, date=date, command=command)
+    if os.environ.get("FA3_SESSION"):
+        e["session"] = os.environ["FA3_SESSION"]
+    e.update(fields)
+    return e
+
+
+def _plain(x):
+    """JSON without NaN/Infinity literals: non-finite floats as strings."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return str(x)
+    if isinstance(x, dict):
+        return {str(k): _plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
+    return x
+
+
+def dumps(entry):
+    return json.dumps(_plain(entry), ensure_ascii=False, allow_nan=False)
+
+
+def append_history(directory, entry):
+    """Appends `entry` as one line of DIRECTORY/history.jsonl."""
+    if not entry.get("id") or not entry.get("kind"):
+        raise ValueError("a history line needs an id and a kind")
+    line = dumps(entry)
+    path = Path(directory) / HISTORY
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(line + "\n")
+    return path
+
+
+def read_history(path):
+    path = Path(path)
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
+            if line.strip()]
+
+
+def _markers(key):
+    return f"<!-- record: {key} -->", f"<!-- end: {key} -->"
+
+
+def write_section(directory, key, text):
+    """Rewrites section `key` of DIRECTORY/RESULTS.md (appended if absent;
+    the file is created with a header if missing)."""
+    path = Path(directory) / TABLE
+    old = path.read_text(encoding="utf-8") if path.exists() else TABLE_HEADER
+    begin, end = _markers(key)
+    block = f"{begin}\n{text.strip()}\n{end}"
+    i, j = old.find(begin), old.find(end)
+    if i >= 0 and j > i:
+        new = old[:i] + block + old[j + len(end):]
+    else:
+        new = old.rstrip("\n") + "\n\n" + block + "\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(new, encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def section_key(entry):
+    """The RESULTS.md section a history line is of record for, or None."""
+    kind = entry.get("kind")
+    if kind == "bench" and entry.get("full"):
+        return f"bench-{entry.get('meta', {}).get('dtype', 'bf16')}"
+    if kind == "check_fwd" and entry.get("full"):
+        return "check_fwd"
+    if kind in SANITIZERS:
+        return kind
+    return None
+
+
+def render(entry):
+    kind = entry["kind"]
+    if kind == "bench":
+        return render_bench(entry)
+    if kind == "check_fwd":
+        return render_check(entry)
+    if kind in SANITIZERS:
+        return render_sanitizer(entry)
+    raise ValueError(f"no table for kind {kind!r}")
+
+
+def record(directory, entry):
+    """Appends `entry` to the history in `directory` and, if it is of
+    record, rewrites its section of the table there. Returns the key of
+    that section or None."""
+    append_history(directory, entry)
+    key = section_key(entry)
+    if key:
+        write_section(directory, key, render(entry))
+    return key
+
+
+# ---------------------------------------------------------------- tables
+
+def _fmt(x, spec):
+    if isinstance(x, str):  # a non-finite float as read back from the history
+        return x
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    return format(x, spec)
+
+
+def _seqlen_label(s):
+    return f"{s // 1024}k" if s >= 1024 and s % 1024 == 0 else str(s)
+
+
+def render_bench(entry):
+    """A bench_fwd run: ratio and TFLOP/s by hdim, mask and seqlen, then the
+    cells with their times, errors and clocks."""
+    meta, rows = entry["meta"], entry["rows"]
+    rounds = meta.get("rounds", 1)
+    dtype = meta.get("dtype", "bf16")
+    out = [f"## Forward benchmark, {dtype} (bench_fwd, {entry['date']})", "",
+           f"GPU: {meta.get('gpu')}; torch {meta.get('torch')}; {meta.get('timer')} "
+           f"(warm-up {meta.get('warmup_ms')} ms, rep {meta.get('rep_ms')} ms)"
+           + (f"; median of {rounds} rounds per cell (ours, cuDNN, FA2 in turn)"
+              if rounds > 1 else ""), "",
+           f"Command: `{entry['command']}`", "",
+           f"{dtype}, batch*seqlen = {meta.get('tokens', 16384)}, hidden "
+           f"{meta.get('hidden', 2048)} (heads = hidden/hdim); TFLOP/s = 4*B*H*S*S*D / t "
+           "(half for causal)."]
+    seqlens = sorted({r["seqlen"] for r in rows})
+    groups = sorted({(r["hdim"], bool(r["causal"])) for r in rows})
+    cell = {(r["hdim"], bool(r["causal"]), r["seqlen"]): r for r in rows}
+    head = ["| hdim | mask | " + " | ".join(_seqlen_label(s) for s in seqlens) + " |",
+            "|---|---|" + "---|" * len(seqlens)]
+
+    def pivot(fn):
+        lines = list(head)
+        for d, c in groups:
+            lines.append(f"| {d} | {'causal' if c else 'full'} | " + " | ".join(
+                fn(cell.get((d, c, s), {})) for s in seqlens) + " |")
+        return lines
+    out += ["", "Ratio ours / cuDNN:", ""]
+    out += pivot(lambda r: _fmt(r.get("ours_over_cudnn"), ".2f"))
+    out += ["", "TFLOP/s, ours (cuDNN, FA2):", ""]
+    out += pivot(lambda r: f"{_fmt(r.get('ours_tflops'), '.0f')} "
+                           f"({_fmt(r.get('cudnn_tflops'), '.0f')}, "
+                           f"{_fmt(r.get('fa2_tflops'), '.0f')})")
+    out += ["", "Per cell (err = rel. L2 error vs cuDNN's output; SM MHz / W: median "
+            "nvidia-smi samples while ours (cuDNN) ran):", "",
+            "| hdim | causal | seqlen | B | H | ours TFLOP/s | cuDNN | FA2 | ours/cuDNN "
+            "| ours ms | err ours | err FA2 | SM MHz | W |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        out.append(f"| {r['hdim']} | {int(r['causal'])} | {r['seqlen']} | {r['batch']} | "
+                   f"{r['heads']} | {_fmt(r.get('ours_tflops'), '.0f')} | "
+                   f"{_fmt(r.get('cudnn_tflops'), '.0f')} | {_fmt(r.get('fa2_tflops'), '.0f')} | "
+                   f"{_fmt(r.get('ours_over_cudnn'), '.2f')} | {_fmt(r.get('ours_ms'), '.3f')} | "
+                   f"{_fmt(r.get('ours_rel_err_vs_cudnn'), '.1e')} | "
+                   f"{_fmt(r.get('fa2_rel_err_vs_cudnn'), '.1e')} | "
+                   f"{_fmt(r.get('ours_sm_mhz'), '.0f')} ({_fmt(r.get('cudnn_sm_mhz'), '.0f')}) | "
+                   f"{_fmt(r.get('ours_power_w'), '.0f')} ({_fmt(r.get('cudnn_power_w'), '.0f')}) |")
+    errs = [f"- {r['hdim']}/{int(r['causal'])}/{r['seqlen']}: {k}: {v}"
+            for r in rows for k, v in r.items() if k.endswith("_error")]
+    if errs:
+        out += ["", "Errors:"] + errs
+    return "\n".join(out) + "\n"
+
+
+def check_counts(results, sass):
+    """(cases passed, cases, failures including SASS checks)."""
+    passed = sum(bool(r.get("ok")) for r in results)
+    failures = len(results) - passed + sum(not s.get("ok", True) for s in sass.values())
+    return passed, len(results), failures
+
+
+def render_check(entry):
+    """A check_fwd run: counts, per kernel its cases and worst errors beside
+    its SASS checks, and every failed case."""
+    meta, results, sass = entry["meta"], entry["results"], entry.get("sass", {})
+    passed, total, nfail = check_counts(results, sass)
+    out = [f"## GPU correctness (check_fwd, {entry['date']})", "",
+           f"GPU: {meta.get('gpu')}; torch {meta.get('torch')}; kernels: "
+           f"`{meta.get('kernel_dir')}`"
+           + ("" if meta.get("seed") is None else f"; seed {meta['seed']}"), "",
+           f"Command: `{entry['command']}`", "",
+           f"Bounds: rel. error of o < {meta.get('o_rel_tol')}, max abs. error of lse < "
+           f"{meta.get('lse_abs_tol')}; rows with no visible key: o = 0, lse = -inf; the "
+           "same inputs give bit-identical outputs.", "",
+           f"**{passed}/{total} cases passed; {nfail} failure(s) in total** "
+           "(SASS checks included).", "",
+           "| kernel | cases passed | max rel err o | max err lse | HGMMA in SASS | LDL/STL "
+           "| loop wgmma batch (HGMMA in instructions) | exp2 beside P V |",
+           "|---|---|---|---|---|---|---|---|"]
+    kernels = list(dict.fromkeys([r["kernel"] for r in results] + list(sass)))
+
+    def worst(rs, key):
+        xs = [r[key] for r in rs if isinstance(r.get(key), (int, float))]
+        return _fmt(max(xs), ".2e") if xs else "-"
+    for k in kernels:
+        rs = [r for r in results if r["kernel"] == k]
+        s = sass.get(k, {})
+        out.append(f"| {k} | {sum(bool(r.get('ok')) for r in rs)}/{len(rs)} | "
+                   f"{worst(rs, 'rel_err_o')} | {worst(rs, 'max_abs_err_lse')} | "
+                   f"{_fmt(s.get('hgmma'), 'd')} | {_fmt(s.get('local_mem_insts'), 'd')} | "
+                   f"{s.get('loop_batch') or '-'} | {s.get('exp2_beside_pv') or '-'} |")
+    bad = [r for r in results if not r.get("ok")]
+    bad_sass = {k: s for k, s in sass.items() if not s.get("ok", True)}
+    if bad or bad_sass:
+        out += ["", "Failures:"]
+        out += [f"- {r['kernel']}: {r['case']} ({r.get('layout')}, B={r.get('B')} "
+                f"Sq={r.get('Sq')} Skv={r.get('Skv')} Hq={r.get('Hq')} Hkv={r.get('Hkv')})"
+                + (f": {r['error']}" if r.get("error") else "") for r in bad]
+        out += [f"- {k}: SASS check: {json.dumps(s)}" for k, s in bad_sass.items()]
+    return "\n".join(out) + "\n"
+
+
+SUMMARY_RE = re.compile(r"^========= (ERROR|RACECHECK) SUMMARY: .*$", re.M)
+
+
+def parse_sanitizer_log(text):
+    """The facts of a `compute-sanitizer ... check_fwd.py --sanitize` log:
+    seed, kernels, cases passed / run, the failed cases, the tool's summary
+    line and its reports (its other `=========` lines, at most 200)."""
+    res = dict(seed=None, kernels=[], passed=0, total=0, failures=[], summary=None,
+               reports=[])
+    m = re.search(r"^seed (\d+); \d+ kernel\(s\): (.*)$", text, re.M)
+    if m:
+        res["seed"] = int(m.group(1))
+        res["kernels"] = [k.strip() for k in m.group(2).split(",") if k.strip()]
+    for line in text.splitlines():
+        if line.startswith(("PASS {", "FAIL {")):
+            res["total"] += 1
+            if line.startswith("PASS"):
+                res["passed"] += 1
+            else:
+                try:
+                    res["failures"].append(json.loads(line[5:]))
+                except ValueError:
+                    res["failures"].append(line[5:])
+        elif (line.startswith("=========") and not SUMMARY_RE.match(line)
+              and line.strip() not in ("=========", "========= COMPUTE-SANITIZER")
+              and len(res["reports"]) < 200):
+            res["reports"].append(line)
+    m = SUMMARY_RE.search(text)
+    res["summary"] = m.group(0) if m else None
+    m = re.search(r"^check_fwd: .*$", text, re.M)
+    res["check_fwd"] = m.group(0) if m else None
+    return res
+
+
+def sanitizer_clean(entry):
+    s = entry.get("summary") or ""
+    return (entry.get("total", 0) > 0 and entry.get("passed") == entry.get("total")
+            and (s.endswith("SUMMARY: 0 errors") or "SUMMARY: 0 hazards" in s))
+
+
+def render_sanitizer(entry):
+    tool = entry["kind"]
+    out = [f"## compute-sanitizer {tool} ({entry['date']})", "",
+           f"Command: `{entry.get('command') or '(not recorded)'}`", "",
+           f"{len(entry.get('kernels', []))} kernel(s), {entry.get('passed')}/"
+           f"{entry.get('total')} cases passed; `{entry.get('summary') or 'no summary line'}`"
+           f" ({'clean' if sanitizer_clean(entry) else '**not clean**'})."]
+    if entry.get("failures"):
+        out += ["", "Failed cases:"] + [
+            f"- {f.get('kernel')}: {f.get('case')}" if isinstance(f, dict) else f"- {f}"
+            for f in entry["failures"]]
+    if entry.get("reports"):
+        out += ["", "Reports (first lines):", "", "```"] + entry["reports"][:20] + ["```"]
+    return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------- commands
+
+def sanitizer_entry(tool, text, command=None, kernel_dir=None):
+    if tool not in SANITIZERS:
+        raise ValueError(f"tool is one of {', '.join(SANITIZERS)}, got {tool!r}")
+    return new_entry(tool, command, kernel_dir=kernel_dir, **parse_sanitizer_log(text))
+
+
+def merge(out_dir, root=ROOT):
+    """Appends OUT_DIR/history.jsonl to the repository's histories and
+    rewrites the sections of record it brings. Returns (added, skipped)."""
+    added, skipped = [], []
+    seen = {}
+    for e in read_history(Path(out_dir) / HISTORY):
+        home = HOME.get(e.get("kind"))
+        if home is None:
+            raise ValueError(f"unknown kind {e.get('kind')!r} in {out_dir}/{HISTORY}")
+        dest = Path(root) / home
+        if dest not in seen:
+            seen[dest] = {(x.get("id"), x.get("kind")) for x in read_history(dest / HISTORY)}
+        if (e.get("id"), e["kind"]) in seen[dest]:
+            skipped.append(e)
+            continue
+        record(dest, e)
+        seen[dest].add((e["id"], e["kind"]))
+        added.append(e)
+    return added, skipped
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    m = sub.add_parser("merge", help="fold a GPU session's OUT_DIR into the repository")
+    m.add_argument("out_dir")
+    m.add_argument("--root", default=str(ROOT), help="repository root (default: this one)")
+    s = sub.add_parser("sanitizer", help="record a compute-sanitizer log")
+    s.add_argument("tool", choices=SANITIZERS)
+    s.add_argument("log")
+    s.add_argument("out_dir")
+    s.add_argument("--command", default=None)
+    s.add_argument("--kernel-dir", default=None)
+    a = ap.parse_args(argv)
+    if a.cmd == "merge":
+        added, skipped = merge(a.out_dir, a.root)
+        for e in added:
+            key = section_key(e)
+            print(f"added {e['kind']} {e['id']} to {HOME[e['kind']]}/{HISTORY}"
+                  + (f" (RESULTS.md: {key})" if key else ""))
+        for e in skipped:
+            print(f"already there: {e['kind']} {e['id']}")
+        return 0
+    e = sanitizer_entry(a.tool, Path(a.log).read_text(errors="replace"), a.command,
+                        a.kernel_dir)
+    record(a.out_dir, e)
+    print(f"{a.tool}: {e['passed']}/{e['total']} cases passed; {e['summary']}")
+    return 0 if sanitizer_clean(e) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

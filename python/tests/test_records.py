@@ -1,0 +1,214 @@
+"""bench/records.py: the append-only histories and the tables of record that
+bench_fwd, compare_fwd, autotune, check_fwd and gpu-session.sh write (CPU
+only: the entries are the ones those scripts build on the GPU machine)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+
+import records  # noqa: E402
+
+SEQLENS = [512, 1024, 2048, 4096, 8192, 16384]
+
+
+def bench_entry(date, tflops=600.0, dtype="bf16", full=True, hdims=(64, 128)):
+    rows = []
+    for d in hdims:
+        for causal in (False, True):
+            for s in SEQLENS:
+                rows.append(dict(hdim=d, causal=causal, seqlen=s, batch=16384 // s,
+                                 heads=2048 // d, kernel=f"fa3_fwd_d{d}_{dtype}_kernel",
+                                 dtype=dtype, ours_ms=1.0, ours_tflops=tflops,
+                                 cudnn_tflops=500.0, fa2_tflops=300.0,
+                                 ours_over_cudnn=tflops / 500.0,
+                                 ours_rel_err_vs_cudnn=3e-3, fa2_rel_err_vs_cudnn=3e-3))
+    meta = dict(date=date, gpu="NVIDIA H200", torch="2.x", dtype=dtype, kernel_dir="k",
+                timer="triton.testing.do_bench median", warmup_ms=25, rep_ms=100, rounds=3,
+                tokens=16384, hidden=2048)
+    return records.new_entry("bench", f"python3 bench/bench_fwd.py --kernel-dir k ({date})",
+                             date, full=full, meta=meta, rows=rows)
+
+
+def check_entry(date, ok=True, full=True):
+    results = [dict(kernel="fa3_fwd_d64_bf16_kernel", case="random", layout="BSHD", B=1,
+                    Sq=127, Skv=127, Hq=4, Hkv=4, rel_err_o=2e-3, max_abs_err_lse=1e-6,
+                    empty_rows=0, ok=True),
+               dict(kernel="fa3_fwd_d64_bf16_kernel", case="Skv = 0", layout="BSHD", B=2,
+                    Sq=100, Skv=0, Hq=4, Hkv=2, ok=ok)]
+    sass = {"fa3_fwd_d64_bf16_kernel": dict(hgmma=24, local_mem_insts=0,
+                                            loop_batch="12 in 26", exp2_beside_pv=0, ok=True)}
+    meta = dict(date=date, gpu="NVIDIA H200", torch="2.x", kernel_dir="k", seed=7,
+                command="python3 test/gpu/check_fwd.py k --out o", o_rel_tol=0.01,
+                lse_abs_tol=0.001)
+    return records.new_entry("check_fwd", meta["command"], date, full=full, meta=meta,
+                             sass=sass, results=results)
+
+
+def lines(path):
+    text = Path(path).read_text()
+    assert text.endswith("\n")
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def section(path, key):
+    text = Path(path).read_text()
+    begin, end = f"<!-- record: {key} -->\n", f"\n<!-- end: {key} -->"
+    assert text.count(begin) == 1 and text.count(end) == 1, text
+    return text[text.index(begin) + len(begin):text.index(end)]
+
+
+def test_append_history_adds_one_valid_line_per_run(tmp_path, monkeypatch):
+    monkeypatch.setenv("FA3_SESSION", "2026-12-01T000000")
+    e1 = records.new_entry("compare", "python3 bench/compare_fwd.py ...", "2026-12-01T010203",
+                           rows=[dict(hdim=64, base_tflops=float("nan"),
+                                      new_tflops=float("inf"))])
+    records.append_history(tmp_path, e1)
+    records.append_history(tmp_path, records.new_entry("compare", "c2", "2026-12-01T010204"))
+    got = lines(tmp_path / "history.jsonl")
+    assert [g["id"] for g in got] == ["2026-12-01T010203", "2026-12-01T010204"]
+    assert got[0]["kind"] == "compare" and got[0]["session"] == "2026-12-01T000000"
+    # no NaN / Infinity literals: strict JSON parsers read every line
+    assert got[0]["rows"][0]["base_tflops"] == "nan"
+    assert got[0]["rows"][0]["new_tflops"] == "inf"
+    with pytest.raises(ValueError):
+        records.append_history(tmp_path, dict(kind="bench"))
+    assert len(lines(tmp_path / "history.jsonl")) == 2
+
+
+def test_full_bench_rewrites_its_table_partial_does_not(tmp_path):
+    assert records.record(tmp_path, bench_entry("2026-12-01T010000", 600.0)) == "bench-bf16"
+    table = tmp_path / "RESULTS.md"
+    first = section(table, "bench-bf16")
+    assert "2026-12-01T010000" in first and "| 128 | causal | 1.20 |" in first
+    assert "600 (500, 300)" in first
+    # a hand-written section and text outside the markers survive rewrites
+    table.write_text(table.read_text() + "\nkept by hand\n")
+    records.write_section(tmp_path, "ncu", "## ncu\nby hand")
+    assert records.record(tmp_path, bench_entry("2026-12-02T010000", 550.0)) == "bench-bf16"
+    second = section(table, "bench-bf16")
+    assert "2026-12-02T010000" in second and "2026-12-01T010000" not in second
+    assert "| 64 | full | 1.10 |" in second
+    # other dtypes have their own table; a partial grid is history only
+    assert records.record(tmp_path, bench_entry("2026-12-03T010000", dtype="f16")) == "bench-f16"
+    assert records.record(tmp_path, bench_entry("2026-12-04T010000", 700.0, full=False,
+                                                hdims=(128,))) is None
+    assert section(table, "bench-bf16") == second
+    assert section(table, "ncu") == "## ncu\nby hand"
+    assert "kept by hand" in table.read_text()
+    assert [e["id"] for e in lines(tmp_path / "history.jsonl")] == [
+        "2026-12-01T010000", "2026-12-02T010000", "2026-12-03T010000", "2026-12-04T010000"]
+
+
+def test_check_fwd_table_counts_and_failures(tmp_path):
+    assert records.record(tmp_path, check_entry("2026-12-01T010000")) == "check_fwd"
+    text = section(tmp_path / "RESULTS.md", "check_fwd")
+    assert "**2/2 cases passed; 0 failure(s) in total**" in text
+    assert "| fa3_fwd_d64_bf16_kernel | 2/2 | 2.00e-03 | 1.00e-06 | 24 | 0 | 12 in 26 | - |" in text
+    assert records.record(tmp_path, check_entry("2026-12-02T010000", ok=False)) == "check_fwd"
+    text = section(tmp_path / "RESULTS.md", "check_fwd")
+    assert "**1/2 cases passed; 1 failure(s) in total**" in text
+    assert "- fa3_fwd_d64_bf16_kernel: Skv = 0" in text
+    # --only: history only
+    assert records.record(tmp_path, check_entry("2026-12-03T010000", full=False)) is None
+    assert "2026-12-02T010000" in section(tmp_path / "RESULTS.md", "check_fwd")
+    assert len(lines(tmp_path / "history.jsonl")) == 3
+
+
+LOG = """========= COMPUTE-SANITIZER
+seed 5; 2 kernel(s): fa3_a_kernel, fa3_b_kernel
+== fa3_a_kernel: dtype=bf16
+PASS {"kernel": "fa3_a_kernel", "case": "random", "ok": true}
+== fa3_b_kernel: dtype=bf16
+========= Warpgroup MMA sequence error detected.
+=========     at fa3_b_kernel+0x6080
+========= 
+FAIL {"kernel": "fa3_b_kernel", "case": "random", "ok": false}
+check_fwd: 1/2 cases passed, 1 failure(s), 2.1 s
+========= ERROR SUMMARY: 1 error
+"""
+
+
+def test_sanitizer_log_is_recorded(tmp_path):
+    p = records.parse_sanitizer_log(LOG)
+    assert (p["seed"], p["kernels"], p["passed"], p["total"]) == (
+        5, ["fa3_a_kernel", "fa3_b_kernel"], 1, 2)
+    assert p["failures"] == [dict(kernel="fa3_b_kernel", case="random", ok=False)]
+    assert p["summary"] == "========= ERROR SUMMARY: 1 error"
+    assert p["reports"] == ["========= Warpgroup MMA sequence error detected.",
+                            "=========     at fa3_b_kernel+0x6080"]
+    log = tmp_path / "synccheck.log"
+    log.write_text(LOG)
+    run = subprocess.run([sys.executable, str(ROOT / "bench" / "records.py"), "sanitizer",
+                          "synccheck", str(log), str(tmp_path / "out"), "--command", "cs ..."],
+                         capture_output=True, text=True)
+    assert run.returncode == 1, run.stdout + run.stderr  # not clean
+    (e,) = lines(tmp_path / "out" / "history.jsonl")
+    assert e["kind"] == "synccheck" and e["command"] == "cs ..." and e["passed"] == 1
+    text = section(tmp_path / "out" / "RESULTS.md", "synccheck")
+    assert "1/2 cases passed" in text and "**not clean**" in text
+    clean = LOG.replace("FAIL", "PASS").replace("1 error", "0 errors")
+    log.write_text(clean)
+    run = subprocess.run([sys.executable, str(ROOT / "bench" / "records.py"), "sanitizer",
+                          "synccheck", str(log), str(tmp_path / "out")],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "(clean)" in section(tmp_path / "out" / "RESULTS.md", "synccheck")
+    assert len(lines(tmp_path / "out" / "history.jsonl")) == 2
+
+
+def test_merge_routes_lines_by_kind_and_skips_what_is_there(tmp_path):
+    out, root = tmp_path / "out", tmp_path / "repo"
+    (root / "bench").mkdir(parents=True)
+    (root / "test" / "gpu").mkdir(parents=True)
+    old = bench_entry("2026-11-30T064124")
+    records.append_history(root / "bench", old)
+    records.write_section(root / "bench", "ncu", "by hand")
+    for e in (bench_entry("2026-12-01T010000", 610.0),
+              records.new_entry("compare", "c", "2026-12-01T010100", meta={}, rows=[]),
+              check_entry("2026-12-01T005900")):
+        records.record(out, e)
+    records.record(out, records.sanitizer_entry("memcheck", LOG.replace("1 error", "0 errors")))
+    records.append_history(out, old)  # already in the repository
+    added, skipped = records.merge(out, root)
+    assert [e["kind"] for e in added] == ["bench", "compare", "check_fwd", "memcheck"]
+    assert [e["id"] for e in skipped] == [old["id"]]
+    assert [e["kind"] for e in lines(root / "bench" / "history.jsonl")] == [
+        "bench", "bench", "compare"]
+    assert [e["kind"] for e in lines(root / "test" / "gpu" / "history.jsonl")] == [
+        "check_fwd", "memcheck"]
+    assert "2026-12-01T010000" in section(root / "bench" / "RESULTS.md", "bench-bf16")
+    assert section(root / "bench" / "RESULTS.md", "ncu") == "by hand"
+    assert "2026-12-01T005900" in section(root / "test" / "gpu" / "RESULTS.md", "check_fwd")
+    section(root / "test" / "gpu" / "RESULTS.md", "memcheck")
+    # merging again adds nothing
+    added, skipped = records.merge(out, root)
+    assert added == [] and len(skipped) == 5
+    assert len(lines(root / "bench" / "history.jsonl")) == 3
+
+
+@pytest.mark.parametrize("home", ["bench", "test/gpu"])
+def test_repository_histories_and_tables_agree(home):
+    """Each line of the repository's history is a JSON object with an id,
+    kind, date and command, (id, kind) is unique, and each table of record
+    in RESULTS.md is the latest run of its kind."""
+    hist = lines(ROOT / home / "history.jsonl")
+    assert hist
+    for e in hist:
+        assert {"id", "kind", "date", "command"} <= set(e), e.get("id")
+        assert records.HOME.get(e["kind"], home) == home
+    assert len({(e["id"], e["kind"]) for e in hist}) == len(hist)
+    latest = {}
+    for e in hist:
+        key = records.section_key(e)
+        if key:
+            latest[key] = e
+    assert latest
+    table = ROOT / home / "RESULTS.md"
+    for key, e in latest.items():
+        assert section(table, key) == records.render(e).strip(), key
