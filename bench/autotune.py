@@ -16,16 +16,16 @@ Two steps, since the GPU machine has no MLIR:
   2. on the GPU:   python3 bench/autotune.py run gpu-kernels/tune-d128
                        [--seqlens 1024,16384] [--rounds 3]
      times the candidates with bench/compare_fwd.py (interleaved per cell,
-     beside cuDNN, outputs checked) and writes <results-dir>/<date>-autotune
-     .json/.md: every candidate's TFLOP/s per seqlen, the winner per seqlen
-     and overall (geometric mean over the seqlens).
+     beside cuDNN, outputs checked), prints every candidate's TFLOP/s per
+     seqlen, the winner per seqlen and overall (geometric mean over the
+     seqlens), and appends them to <results-dir>/history.jsonl (default:
+     bench/; bench/records.py).
 
 The defaults the compiler uses per head dim came from such measurements
 (bench/NOTES.md); a winner here is a candidate for a new default, to be
 confirmed by an A/B run over the whole grid.
 """
 import argparse
-import datetime
 import hashlib
 import itertools
 import json
@@ -39,6 +39,9 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+import records  # noqa: E402
 
 
 # fa3-compile's flags for each --lazy-rescale value
@@ -127,7 +130,7 @@ def run_step(a):
     for _ in range(a.rounds):
         if subprocess.run(cmd).returncode != 0:
             sys.exit("autotune: compare_fwd failed")
-    runs = [json.loads(p.read_text()) for p in sorted(tmp.glob("*-compare.json"))]
+    runs = [e for e in records.read_history(tmp / records.HISTORY) if e["kind"] == "compare"]
     seqlens = parse_list(a.seqlens)
     # per candidate and seqlen: the median over the rounds
     table = {c["label"]: {} for c in kept}
@@ -143,16 +146,15 @@ def run_step(a):
         return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs and all(xs) else 0.0
     overall = {k: gmean([v[S] for S in seqlens]) for k, v in table.items()}
     best = max(overall, key=overall.get)
-    date = datetime.datetime.now().strftime("%Y-%m-%dT%H%M%S")
+    date = records.run_id()
     res = dict(meta=dict(meta, date=date, gpu=runs[0]["meta"]["gpu"], rounds=a.rounds,
                          command="python3 " + " ".join(sys.argv)),
                candidates=kept, tflops=table, cudnn=cudnn, overall_gmean=overall,
                winner=best,
                winner_per_seqlen={S: max(table, key=lambda k: table[k][S] or 0)
                                   for S in seqlens})
-    out = Path(a.results_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{date}-autotune.json").write_text(json.dumps(res, indent=1))
+    records.record(a.results_dir, records.new_entry("autotune", res["meta"]["command"], date,
+                                                    **res))
     mask = "causal" if meta["causal"] else "full"
     md = [f"# autotune {date}", "", f"GPU: {res['meta']['gpu']}; head dim {meta['head_dim']}, "
           f"{meta['dtype']}, {mask}; median of {a.rounds} compare_fwd round(s)", "",
@@ -167,8 +169,8 @@ def run_step(a):
                                for S in seqlens) + f" | {overall[k]:.0f} |")
     md += ["", "Winner per seqlen: " + ", ".join(f"{S}: {w}" for S, w in
                                                  res["winner_per_seqlen"].items())]
-    (out / f"{date}-autotune.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
+    print(f"appended to {Path(a.results_dir) / records.HISTORY}")
     return 0
 
 
@@ -191,7 +193,8 @@ def main(argv=None):
     r.add_argument("dir")
     r.add_argument("--seqlens", default="1024,16384")
     r.add_argument("--rounds", type=int, default=1)
-    r.add_argument("--results-dir", default=str(ROOT / "bench" / "results"))
+    r.add_argument("--results-dir", default=str(ROOT / "bench"),
+                   help="where history.jsonl is (default: bench/)")
     a = ap.parse_args(argv)
     return compile_step(a) if a.step == "compile" else run_step(a)
 

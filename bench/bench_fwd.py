@@ -11,14 +11,14 @@ TFLOP/s = 4 * B * H * S * S * D / t (half for causal). Every output is compared
 with cuDNN's (relative L2 error).
 
     python3 bench/bench_fwd.py --kernel-dir DIR [--hdim 128] [--seqlens 1024,4096]
-        [--causal 0|1|both] [--results-dir bench/results]
+        [--causal 0|1|both] [--results-dir bench]
 
-Writes <results-dir>/<date>.json and .md (date, GPU, command, table).
+Appends the run (date, GPU, command, rows) to <results-dir>/history.jsonl and,
+for the full grid (no --hdim, --seqlens or --causal filter, baselines on),
+rewrites its dtype's table in <results-dir>/RESULTS.md (bench/records.py).
 """
 import argparse
-import datetime
 import json
-import math
 import os
 import sys
 import time
@@ -32,6 +32,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
 
+import records  # noqa: E402
 from gpu_clock import ClockSampler, medians  # noqa: E402
 from fa3 import facts as fa3facts  # noqa: E402
 from fa3.torch_api import flash_attn_func  # noqa: E402
@@ -97,7 +98,8 @@ def main():
                     help="time each cell this many rounds (ours, cuDNN, FA2 in "
                          "turn each round) and report the median round: one "
                          "cell's time moves by up to 5 %% from run to run")
-    ap.add_argument("--results-dir", default=str(ROOT / "bench" / "results"))
+    ap.add_argument("--results-dir", default=str(ROOT / "bench"),
+                    help="where history.jsonl and RESULTS.md are (default: bench/)")
     a = ap.parse_args()
     if not a.kernel_dir:
         ap.error("--kernel-dir (or FA3_KERNEL_DIR) is required")
@@ -187,46 +189,20 @@ def main():
                 q = k = v = o = qt = kt = vt = ref = None  # free before the next cell
                 torch.cuda.empty_cache()
 
-    date = datetime.datetime.now().strftime("%Y-%m-%dT%H%M%S")
+    date = records.run_id()
     command = "python3 " + " ".join(sys.argv)
     meta = dict(date=date, gpu=gpu, torch=torch.__version__, command=command,
                 kernel_dir=a.kernel_dir, dtype=a.dtype, tokens=TOKENS, hidden=HIDDEN,
                 timer="triton.testing.do_bench median" if _do_bench else "cuda events median",
                 warmup_ms=a.warmup, rep_ms=a.rep, rounds=a.rounds,
                 seconds=round(time.time() - t_start, 1))
-    out = Path(a.results_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{date}.json").write_text(json.dumps(dict(meta=meta, rows=rows), indent=1))
-
-    def f(x, fmt):
-        return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, fmt)
-    md = [f"# bench_fwd {date}", "", f"GPU: {gpu}; torch {torch.__version__}; "
-          f"{meta['timer']} (warm-up {a.warmup} ms, rep {a.rep} ms)"
-          + (f"; median of {a.rounds} rounds per cell (ours, cuDNN, FA2 in turn)"
-             if a.rounds > 1 else ""), "",
-          f"Command: `{command}`", "",
-          f"{a.dtype}, batch*seqlen = 16384, hidden 2048 (heads = 2048/hdim); "
-          "TFLOP/s = 4*B*H*S*S*D / t (half for causal). err = rel. L2 error vs cuDNN's output.",
-          "SM MHz / W: median nvidia-smi samples while ours (cuDNN) ran: the sustained, "
-          "power-limited clock sets absolute TFLOP/s and differs between machines.",
-          "", "| hdim | causal | seqlen | B | H | ours TFLOP/s | cuDNN | FA2 | ours/cuDNN "
-          "| ours ms | err ours | err FA2 | SM MHz | W |",
-          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        md.append(f"| {r['hdim']} | {int(r['causal'])} | {r['seqlen']} | {r['batch']} | "
-                  f"{r['heads']} | {f(r.get('ours_tflops'), '.0f')} | "
-                  f"{f(r.get('cudnn_tflops'), '.0f')} | {f(r.get('fa2_tflops'), '.0f')} | "
-                  f"{f(r.get('ours_over_cudnn'), '.2f')} | {f(r.get('ours_ms'), '.3f')} | "
-                  f"{f(r.get('ours_rel_err_vs_cudnn'), '.1e')} | "
-                  f"{f(r.get('fa2_rel_err_vs_cudnn'), '.1e')} | "
-                  f"{f(r.get('ours_sm_mhz'), '.0f')} ({f(r.get('cudnn_sm_mhz'), '.0f')}) | "
-                  f"{f(r.get('ours_power_w'), '.0f')} ({f(r.get('cudnn_power_w'), '.0f')}) |")
-    errs = [f"- {r['hdim']}/{int(r['causal'])}/{r['seqlen']}: {k}: {v}"
-            for r in rows for k, v in r.items() if k.endswith("_error")]
-    if errs:
-        md += ["", "Errors:"] + errs
-    (out / f"{date}.md").write_text("\n".join(md) + "\n")
-    print("\n".join(md))
+    full = (not a.hdim and seqlens == SEQLENS and a.causal == "both"
+            and not a.no_baselines)
+    entry = records.new_entry("bench", command, date, full=full, meta=meta, rows=rows)
+    key = records.record(a.results_dir, entry)
+    print(records.render_bench(entry))
+    print(f"appended to {Path(a.results_dir) / records.HISTORY}"
+          + (f"; rewrote {key} in {Path(a.results_dir) / records.TABLE}" if key else ""))
     bad = [r for r in rows if "ours_ms" not in r or r.get("ours_rel_err_vs_cudnn", 0) > 2e-2]
     return 1 if bad else 0
 

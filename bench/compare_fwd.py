@@ -9,11 +9,12 @@ is how an optimisation is measured before/after in one run (bench/NOTES.md):
     python3 bench/compare_fwd.py --variant base=DIR_A --variant new=DIR_B \\
         [--hdim 64,128] [--seqlens 512,4096] [--causal 0|1|both] [--results-dir DIR]
 
-Writes <results-dir>/<date>-compare.json and .md (date, GPU, command, table).
+Appends the run (date, GPU, command, variants, rows) to
+<results-dir>/history.jsonl (default: bench/; bench/records.py) and prints its
+table.
 """
 import argparse
 import contextlib
-import datetime
 import json
 import statistics
 import sys
@@ -28,6 +29,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
 
+import records  # noqa: E402
 from bench_fwd import HIDDEN, SEQLENS, TOKENS, paper_inputs, rel, timeit  # noqa: E402
 from fa3 import facts as fa3facts  # noqa: E402
 from fa3.torch_api import flash_attn_func  # noqa: E402
@@ -46,7 +48,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=1,
                     help="time each cell this many rounds (cuDNN and every variant in "
                          "turn) and report the median")
-    ap.add_argument("--results-dir", default=str(ROOT / "bench" / "results"))
+    ap.add_argument("--results-dir", default=str(ROOT / "bench"),
+                    help="where history.jsonl is (default: bench/)")
     a = ap.parse_args()
 
     variants = []
@@ -113,14 +116,14 @@ def main():
                 q = k = v = qt = kt = vt = ref = None  # free before the next cell
                 torch.cuda.empty_cache()
 
-    date = datetime.datetime.now().strftime("%Y-%m-%dT%H%M%S")
+    date = records.run_id()
     command = "python3 " + " ".join(sys.argv)
     meta = dict(date=date, gpu=gpu, torch=torch.__version__, command=command,
-                variants={v[0]: v[1] for v in variants}, tokens=TOKENS, hidden=HIDDEN,
+                variants={v[0]: v[1] for v in variants}, dtype=a.dtype, tokens=TOKENS,
+                hidden=HIDDEN,
                 warmup_ms=a.warmup, rep_ms=a.rep, rounds=a.rounds, seconds=round(time.time() - t_start, 1))
-    out = Path(a.results_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{date}-compare.json").write_text(json.dumps(dict(meta=meta, rows=rows), indent=1))
+    records.record(a.results_dir, records.new_entry("compare", command, date, meta=meta,
+                                                    rows=rows))
 
     def cell(r, key):
         x = r.get(key)
@@ -150,8 +153,8 @@ def main():
                 for r in rows for k, v in r.items() if k.endswith("_error")]
     if failures:
         md += ["", "Errors:"] + failures
-    (out / f"{date}-compare.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
+    print(f"appended to {Path(a.results_dir) / records.HISTORY}")
     bad = failures or [r for r in rows for k, v in r.items() if k.endswith("_err") and v > 2e-2]
     return 1 if bad else 0
 

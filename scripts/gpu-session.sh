@@ -13,8 +13,11 @@
 #   SKIP_CHECK=1 SKIP_SANITIZE=1 SKIP_BENCH=1
 #   SAN_KERNEL_DIR  kernels for the sanitizers (default: KERNEL_DIR)
 #   T_CHECK T_SAN T_BENCH   per-stage timeouts in seconds (default 150 / 180 / 240)
-# Files in $OUT: session.log, check_fwd.json, check_fwd.md, memcheck.log,
-# racecheck.log, synccheck.log, <date>.json, <date>.md.
+# Files in $OUT: session.log, memcheck.log, racecheck.log, synccheck.log,
+# history.jsonl (one line per check_fwd, sanitizer and benchmark run, each
+# with $FA3_SESSION) and RESULTS.md (their tables). Back on the CPU machine,
+# `python3 bench/records.py merge OUT` appends those lines to bench/ and
+# test/gpu/history.jsonl and rewrites the tables of record in their RESULTS.md.
 # Exit status: non-zero if any stage failed.
 set -u
 cd "$(dirname "$0")/.."
@@ -23,6 +26,8 @@ OUT=${OUT:-/tmp/fa3-gpu-session}
 mkdir -p "$OUT"
 KDIR=${1:-${FA3_KERNEL_DIR:-proto/hopper/kernels}}
 export PYTHONUNBUFFERED=1
+FA3_SESSION=${FA3_SESSION:-$(date +%Y-%m-%dT%H%M%S)}
+export FA3_SESSION
 case $KDIR in /*) FA3_KERNEL_DIR=$KDIR ;; *) FA3_KERNEL_DIR=$ROOT/$KDIR ;; esac
 export FA3_KERNEL_DIR
 export FA3RT_LIBRARY=$ROOT/runtime/libfa3rt.so
@@ -43,7 +48,6 @@ if [ "${SKIP_CHECK:-0}" != 1 ]; then
   stage "correctness (test/gpu/check_fwd.py)"
   timeout "${T_CHECK:-150}" python3 test/gpu/check_fwd.py "$FA3_KERNEL_DIR" --out "$OUT" \
     || fail "check_fwd (rc $?)"
-  [ -f "$OUT/check_fwd.md" ] && tail -n 3 "$OUT/check_fwd.md"
 fi
 
 if [ "${SKIP_SANITIZE:-0}" != 1 ]; then
@@ -51,10 +55,14 @@ if [ "${SKIP_SANITIZE:-0}" != 1 ]; then
   # out-of-bounds accesses that would land inside a pooled block
   for tool in memcheck racecheck synccheck; do
     stage "compute-sanitizer --tool $tool"
+    skdir=${SAN_KERNEL_DIR:-$FA3_KERNEL_DIR}
     PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout "${T_SAN:-180}" compute-sanitizer --tool $tool \
-      python3 test/gpu/check_fwd.py "${SAN_KERNEL_DIR:-$FA3_KERNEL_DIR}" --sanitize \
+      python3 test/gpu/check_fwd.py "$skdir" --sanitize \
       > "$OUT/$tool.log" 2>&1
     rc=$?
+    python3 bench/records.py sanitizer $tool "$OUT/$tool.log" "$OUT" --kernel-dir "$skdir" \
+      --command "compute-sanitizer --tool $tool python3 test/gpu/check_fwd.py $skdir --sanitize" \
+      > /dev/null
     grep -E '^(PASS|FAIL)|SUMMARY|check_fwd:' "$OUT/$tool.log"
     if [ $rc != 0 ]; then fail "$tool (rc $rc)"; tail -n 30 "$OUT/$tool.log"; fi
     if [ $tool != racecheck ]; then
@@ -70,7 +78,7 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   # shellcheck disable=SC2086
   timeout "${T_BENCH:-240}" python3 bench/bench_fwd.py --kernel-dir "$FA3_KERNEL_DIR" \
     --results-dir "$OUT" ${BENCH_ARGS:-} > "$OUT/bench.out" 2>&1 || fail "bench (rc $?)"
-  # the table (the JSON rows are in <date>.json)
+  # the table (the JSON rows are in history.jsonl)
   grep -v '^{' "$OUT/bench.out"; rm -f "$OUT/bench.out"
 fi
 

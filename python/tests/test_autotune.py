@@ -71,3 +71,45 @@ def test_block_m_is_a_dimension_and_twins_are_dropped(tmp_path):
     # three consumer warpgroups do not take turns: pp0 is the same kernel
     rejected = {r["label"]: r["why"] for r in cand["rejected"]}
     assert rejected == {"m192_n128_s2_pp0_q0": "the same kernel as m192_n128_s2_pp1_q0"}
+
+
+def test_run_appends_one_autotune_line(tmp_path, monkeypatch):
+    """The run step reads the compare_fwd rounds from the history they append
+    to and appends its own line (compare_fwd stands in: no GPU here)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import autotune
+    import records
+
+    tune = tmp_path / "tune"
+    tune.mkdir()
+    kept = [dict(label=x, dir=x, block_m=0, block_n=n, stages=2, pingpong=True, q_buffers=0,
+                 lazy_rescale="auto") for x, n in (("a", 128), ("b", 160))]
+    (tune / "candidates.json").write_text(json.dumps(dict(
+        meta=dict(head_dim=128, dtype="bf16", causal=False, command="c", spills_checked=True),
+        candidates=kept, rejected=[])))
+    calls = []
+
+    def fake_compare(cmd, *args, **kwargs):
+        calls.append(cmd)
+        assert cmd[1].endswith("compare_fwd.py")
+        assert "a=" + str(tune / "a") in cmd and "b=" + str(tune / "b") in cmd
+        rows = [dict(hdim=128, causal=False, seqlen=s, cudnn_tflops=500.0,
+                     a_tflops=600.0 + len(calls), b_tflops=550.0 if s == 512 else 700.0)
+                for s in (512, 16384)]
+        records.append_history(cmd[cmd.index("--results-dir") + 1], records.new_entry(
+            "compare", "python3 bench/compare_fwd.py ...", f"2026-12-01T00000{len(calls)}",
+            meta=dict(gpu="NVIDIA H200"), rows=rows))
+        return subprocess.CompletedProcess(cmd, 0)
+    monkeypatch.setattr(autotune.subprocess, "run", fake_compare)
+    res = tmp_path / "res"
+    assert autotune.main(["run", str(tune), "--seqlens", "512,16384", "--rounds", "2",
+                          "--results-dir", str(res)]) == 0
+    assert len(calls) == 2
+    (e,) = [json.loads(line) for line in (res / "history.jsonl").read_text().splitlines()]
+    assert e["kind"] == "autotune" and e["id"] == e["date"] == e["meta"]["date"]
+    assert e["meta"]["gpu"] == "NVIDIA H200" and e["meta"]["rounds"] == 2
+    # per seqlen the median of the two rounds; the winner by geometric mean
+    assert e["tflops"]["a"] == {"512": 602.0, "16384": 602.0}
+    assert e["winner"] == "b" and e["winner_per_seqlen"] == {"512": "a", "16384": "b"}
+    assert e["cudnn"] == {"512": 500.0, "16384": 500.0}
+    assert not (res / "RESULTS.md").exists()  # autotuning is history only

@@ -17,7 +17,10 @@ Pass criteria (per case):
   * the same inputs give bit-identical outputs twice (a moving result is a race).
 Plus per kernel: `cuobjdump -sass` of the cubin contains HGMMA, no local memory
 and a tightly issued steady-state wgmma batch (fa3.sass).
-Writes OUT_DIR/check_fwd.json and OUT_DIR/check_fwd.md; exit status 1 on any failure.
+With --out: appends the run (every case) to OUT_DIR/history.jsonl and, unless
+--only filters the kernels, rewrites the check_fwd table of OUT_DIR/RESULTS.md
+(the repository's are in test/gpu/; bench/records.py). Exit status 1 on any
+failure.
 """
 import argparse
 import datetime
@@ -33,12 +36,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "python"))
+sys.path.insert(0, str(ROOT / "bench"))
 
 O_REL_TOL = 1e-2      # bf16/f16 inputs, fp32 accumulation: expect ~2e-3
 LSE_ABS_TOL = 1e-3    # lse in natural-log units; expect ~1e-5
 
 import torch  # noqa: E402
 
+import records  # noqa: E402
 from fa3 import facts as fa3facts  # noqa: E402
 from fa3 import sass as fa3sass  # noqa: E402
 from fa3 import runtime as fa3rt  # noqa: E402
@@ -352,41 +357,22 @@ def sass_check(kf):
                 exp2_beside_pv=j["exps"], ok=hg > 0 and local == 0 and j["ok"])
 
 
-def write_report(out, meta, results, sass):
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "check_fwd.json").write_text(json.dumps(dict(meta=meta, sass=sass, results=results),
-                                                   indent=1))
-    lines = [f"# check_fwd: {meta['date']}", "",
-             f"GPU: {meta['gpu']}; torch {meta['torch']}; kernels: `{meta['kernel_dir']}`", "",
-             f"Command: `{meta['command']}`", "",
-             f"Bounds: rel. error of o < {O_REL_TOL}, max abs. error of lse < {LSE_ABS_TOL}; "
-             "rows with no visible key: o = 0, lse = -inf.", "",
-             "| kernel | HGMMA in SASS | LDL/STL | loop wgmma batch (HGMMA in instructions) "
-             "| exp2 beside P V (lazy rescaling) |",
-             "|---|---|---|---|---|"]
-    for k, s in sass.items():
-        lines.append(f"| {k} | {s.get('hgmma')} | {s.get('local_mem_insts', '-')} | "
-                     f"{s.get('loop_batch', '-')} | {s.get('exp2_beside_pv') or '-'} |")
-    lines += ["", "| kernel | case | layout | B | Sq | Skv | Hq | Hkv | rel err o | max err lse "
-              "| empty rows | ok |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-
-    def f(x):
-        return "-" if x is None else (f"{x:.2e}" if isinstance(x, float) else str(x))
-    for r in results:
-        lines.append(f"| {r['kernel']} | {r['case']} | {r['layout']} | {r['B']} | {r['Sq']} | "
-                     f"{r['Skv']} | {r['Hq']} | {r['Hkv']} | {f(r.get('rel_err_o'))} | "
-                     f"{f(r.get('max_abs_err_lse'))} | {f(r.get('empty_rows'))} | "
-                     f"{'yes' if r['ok'] else '**NO**'} |")
-    nf = sum(not r["ok"] for r in results) + sum(not s["ok"] for s in sass.values())
-    lines += ["", f"{len(results) - sum(not r['ok'] for r in results)}/{len(results)} cases "
-              f"passed; {nf} failure(s) in total."]
-    (out / "check_fwd.md").write_text("\n".join(lines) + "\n")
+def write_report(out, run_id, meta, results, sass, full=True):
+    """Appends the run to OUT/history.jsonl; a full run (no --only) also
+    rewrites the check_fwd table of OUT/RESULTS.md."""
+    entry = records.new_entry("check_fwd", meta["command"], run_id, full=full, meta=meta,
+                              sass=sass, results=results)
+    key = records.record(out, entry)
+    print(records.render_check(entry))
+    print(f"appended to {Path(out) / records.HISTORY}"
+          + (f"; rewrote {key} in {Path(out) / records.TABLE}" if key else ""))
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("kernel_dir")
-    ap.add_argument("--out", default=None, help="directory for check_fwd.json/.md")
+    ap.add_argument("--out", default=None,
+                    help="directory of history.jsonl and RESULTS.md (e.g. test/gpu)")
     ap.add_argument("--sanitize", action="store_true",
                     help="one small case per kernel (for compute-sanitizer)")
     ap.add_argument("--only", default=None, help="substring filter on kernel names")
@@ -419,12 +405,13 @@ def main():
     print(f"check_fwd: {len(results) - sum(not r['ok'] for r in results)}/{len(results)} cases "
           f"passed, {nfail} failure(s), {time.time() - t0:.1f} s")
     if a.out and not a.sanitize:
-        meta = dict(date=datetime.datetime.now().isoformat(timespec="seconds"),
+        now = datetime.datetime.now()
+        meta = dict(date=now.isoformat(timespec="seconds"),
                     gpu=torch.cuda.get_device_name(), torch=torch.__version__,
                     kernel_dir=a.kernel_dir, seed=a.seed,
                     command="python3 " + " ".join(sys.argv),
                     o_rel_tol=O_REL_TOL, lse_abs_tol=LSE_ABS_TOL, skipped_files=skipped)
-        write_report(Path(a.out), meta, results, sass)
+        write_report(a.out, records.run_id(now), meta, results, sass, full=not a.only)
     return 1 if nfail else 0
 
 
