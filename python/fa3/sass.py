@@ -8,8 +8,8 @@ slower) when ptxas schedules differently:
   back; between two HGMMAs there should be only the few uniform-register
   moves of the next descriptor. When ptxas cannot prove the descriptor math
   warp-uniform, it computes it per thread and moves it with R2UR before
-  every HGMMA: that cost 1-5 % once (bench/results/
-  2026-11-30T040720-compare.md).
+  every HGMMA: that cost 1-5 % once (bench/NOTES.md, Log, "mask of
+  boundary blocks").
 - With lazy rescaling (`lazy_rescale 1` in the kernel's facts) the
   softmax's exponentials run while the P V wgmmas do: they sit between the
   loop's wait for S (`WARPGROUP.DEPBAR.LE gsb0, 0x1`) and its wait for
