@@ -181,17 +181,17 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
   cfg.headDim = qt.getDimSize(3);
   cfg.blockM = u.getBlockM();
   cfg.blockN = u.getBlockN();
-  // 0: measured per head dim (bench/results/2026-11-29T121807-compare.md):
+  // 0: measured per head dim (bench/NOTES.md, Defaults: stages):
   // at head dim 64 a 4-deep ring lets the producer run further into the
   // next tile (+0-2 %); larger head dims have no shared memory for more.
-  // With 192-row tiles 2 and 4 stages measured alike (T063539).
+  // With 192-row tiles 2 and 4 stages measured alike.
   cfg.stages = opts.stages != 0 ? opts.stages
                                 : cfg.headDim == 64 && cfg.blockM == 128 ? 4 : 2;
   cfg.softcap = u.getSoftcap().convertToDouble();
   // The turns alternate between two consumer warpgroups; with three
   // (block-m 192) each issues freely, as in FA3.
   cfg.pingpong = opts.pingpong && cfg.consumers() == 2;
-  // Measured on the H200 (bench/results/2026-11-29T1204-persistent.md):
+  // Measured on the H200 (bench/NOTES.md, Defaults: persistent):
   // with the dynamic tile scheduler, persistent CTAs win up to 19 % at head
   // dim 64 and 128 (short sequences, causal or not) and are within 3 % at
   // 16k; at head dim 256, O is staged in Q's buffer, so the next tile's Q
@@ -203,7 +203,7 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
   // dim 64 and 128): the next tile's Q then loads during this tile instead
   // of after it. ncu put the consumers' wait for Q at 15 % of all stall
   // samples (head dim 64, causal, 512); two buffers measured +18-20 % at
-  // 512 and +1 % at 16k (bench/results/2026-11-30T043840-compare.md).
+  // 512 and +1 % at 16k (bench/NOTES.md, Defaults: q-buffers).
   // Where they do not fit, checkSupported says why; auto then takes one.
   cfg.qBuffers = opts.qBuffers;
   if (opts.qBuffers == 0) {
@@ -211,7 +211,7 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
     if (!hopper::checkSupported(cfg).empty())
       cfg.qBuffers = 1;
   }
-  // Measured on the H200 (bench/results/2026-11-30T051908-compare.md):
+  // Measured on the H200 (bench/NOTES.md, Defaults: lazy-rescale):
   // the rescale branch is +1-8 % at head dim 128 and 256 (its wait keeps
   // the softmax beside the P V wgmmas), but -2-5 % at head dim 64, where
   // the softmax's MUFU work, not the GEMMs, sets the pace.
@@ -225,7 +225,7 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
   // "on" applies where it can (so one setting serves a whole variant set):
   // a full mask, and what checkSupported accepts (the head dims whose boxes
   // split in two); the facts' cluster_m says where it did. Measured on the H200
-  // (bench/results/2026-11-30T062530-compare.md): +1-2 % with persistent
+  // (bench/NOTES.md, Defaults: kv-multicast): +1-2 % with persistent
   // CTAs (head dim 128, 650 vs 637 TFLOP/s at 16k), -1 to -4 % with one
   // CTA per tile (head dim 256: a cluster's CTAs start and end together).
   bool fullMask = u.getWindow()[0] < 0 && u.getWindow()[1] < 0;

@@ -5,7 +5,7 @@
 // per accumulator register), which is what the register allocator and the
 // wgmma instructions need; text keeps that unrolled code readable here.
 // The structure and every encoding below were validated on an H200
-// (proto/hopper/NOTES.md): fragment layout, descriptor bits, phase scheme.
+// (docs/hopper-prototype-notes.md): fragment layout, descriptors, phases.
 //
 //===----------------------------------------------------------------------===//
 

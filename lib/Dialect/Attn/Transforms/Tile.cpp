@@ -52,11 +52,11 @@ TileSizes pickTiles(int64_t headDim, bool fullMask, int64_t optM,
   // Head dim 256 takes 64-row kv tiles: with the softmax overlapping the
   // P V wgmmas, 80 spills (O alone is 128 registers a thread), and 64
   // measured 1-8 % faster than 80 on the H200
-  // (bench/results/2026-11-30T051908-compare.md).
+  // (bench/NOTES.md, Defaults: block-n).
   // Head dim 64 with a full mask takes 192 query rows (three consumer
   // warpgroups, as FA3): +3-9 % from 2k, -2-3 % at 512-1k where a third of
   // the last m-block is past Sq; causal lost 11-15 % at 512-1k for +2-4 %
-  // at 8k-16k, so it keeps 128 (bench/results/2026-11-30T063539-compare.md).
+  // at 8k-16k, so it keeps 128 (bench/NOTES.md, Defaults: block-m).
   TileSizes t{headDim == 64 && fullMask ? 192 : 128, headDim <= 128 ? 128 : 64};
   if (optM > 0)
     t.m = optM;
