@@ -196,7 +196,7 @@ def main():
                 timer="triton.testing.do_bench median" if _do_bench else "cuda events median",
                 warmup_ms=a.warmup, rep_ms=a.rep, rounds=a.rounds,
                 seconds=round(time.time() - t_start, 1))
-    full = (not a.hdim and seqlens == SEQLENS and a.causal == "both"
+    full = (bool(rows) and not a.hdim and seqlens == SEQLENS and a.causal == "both"
             and not a.no_baselines)
     entry = records.new_entry("bench", command, date, full=full, meta=meta, rows=rows)
     key = records.record(a.results_dir, entry)
