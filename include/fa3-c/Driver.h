@@ -22,6 +22,15 @@ extern "C" {
 MLIR_CAPI_EXPORTED char *fa3OperationToString(MlirOperation op, bool generic);
 MLIR_CAPI_EXPORTED void fa3StringDestroy(char *str);
 
+/* Parses `text` as a module in `ctx`; diagnostics carry `name` (a file
+ * name; NULL: "<input>") as their location. Input nested deeper than 1000
+ * brackets is refused before MLIR's parser, which recurses per level, can
+ * overflow the stack. Returns a null module on failure (diagnostics of
+ * `ctx`; the first is also the last error). */
+MLIR_CAPI_EXPORTED MlirModule fa3ModuleCreateParse(MlirContext ctx,
+                                                   MlirStringRef text,
+                                                   const char *name);
+
 /* Parses `pipeline` (e.g. "attn-cpu-reference-pipeline" or
  * "builtin.module(attn-tile{block-m=64})") and runs it on `op`. Pipeline
  * syntax errors and pass failures are reported as diagnostics of the op's

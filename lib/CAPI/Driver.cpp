@@ -4,11 +4,13 @@
 #include "fa3-c/Registration.h"
 
 #include "Errors.h"
+#include "fa3/Support/InputLimits.h"
 
 #include "mlir/CAPI/IR.h"
 #include "mlir/CAPI/Support.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 
@@ -41,6 +43,34 @@ char *fa3OperationToString(MlirOperation op, bool generic) {
 }
 
 void fa3StringDestroy(char *str) { std::free(str); }
+
+MlirModule fa3ModuleCreateParse(MlirContext cctx, MlirStringRef ctext,
+                                const char *name) {
+  clearLastError();
+  if (mlirContextIsNull(cctx)) {
+    misuse(__func__, "the context is null");
+    return MlirModule{nullptr};
+  }
+  MLIRContext *ctx = unwrap(cctx);
+  if (!ctext.data && ctext.length) {
+    misuse(__func__, "the text is NULL");
+    return MlirModule{nullptr};
+  }
+  llvm::StringRef text(ctext.data ? ctext.data : "", ctext.length);
+  std::string file = name ? name : "<input>";
+  std::string why = fa3::checkInputLimits(text);
+  if (!why.empty()) {
+    misuseAt(__func__, FileLineColLoc::get(ctx, file, 0, 0), why);
+    return MlirModule{nullptr};
+  }
+  FirstError firstError(ctx);
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, ctx, file);
+  if (!module) {
+    firstError.failed(__func__);
+    return MlirModule{nullptr};
+  }
+  return wrap(module.release());
+}
 
 MlirLogicalResult fa3RunPassPipeline(MlirOperation cop, const char *pipeline) {
   clearLastError();

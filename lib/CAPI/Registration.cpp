@@ -136,6 +136,17 @@ static bool checkLog(const char *fn, const Fa3DiagnosticLog *log) {
   return true;
 }
 
+/// "file:line:col" for a file location (found through names, call sites and
+/// fused locations), as compilers print it; MLIR's own form otherwise.
+static void printLocation(llvm::raw_ostream &os, Location loc) {
+  if (auto file = loc->findInstanceOf<FileLineColLoc>()) {
+    os << file.getFilename().getValue() << ":" << file.getLine() << ":"
+       << file.getColumn();
+    return;
+  }
+  os << loc;
+}
+
 Fa3DiagnosticLog *fa3DiagnosticLogAttach(MlirContext ctx) {
   clearLastError();
   if (mlirContextIsNull(ctx)) {
@@ -146,7 +157,8 @@ Fa3DiagnosticLog *fa3DiagnosticLogAttach(MlirContext ctx) {
   log->id = log->ctx->getDiagEngine().registerHandler(
       [log, gone = ContextGone(log)](Diagnostic &d) {
         llvm::raw_string_ostream os(log->text);
-        os << d.getLocation() << ": ";
+        printLocation(os, d.getLocation());
+        os << ": ";
         switch (d.getSeverity()) {
         case DiagnosticSeverity::Error: os << "error: "; break;
         case DiagnosticSeverity::Warning: os << "warning: "; break;
@@ -154,8 +166,10 @@ Fa3DiagnosticLog *fa3DiagnosticLogAttach(MlirContext ctx) {
         case DiagnosticSeverity::Remark: os << "remark: "; break;
         }
         os << d << "\n";
-        for (Diagnostic &note : d.getNotes())
-          os << note.getLocation() << ": note: " << note << "\n";
+        for (Diagnostic &note : d.getNotes()) {
+          printLocation(os, note.getLocation());
+          os << ": note: " << note << "\n";
+        }
         return success();
       });
   liveLogs().add(log);

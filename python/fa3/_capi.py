@@ -128,7 +128,7 @@ def _declare(lib):
     fn("fa3DiagnosticLogText", c_char_p, c_void_p)
     fn("fa3DiagnosticLogClear", None, c_void_p)
     fn("fa3DiagnosticLogDestroy", None, c_void_p)
-    fn("mlirModuleCreateParse", MlirModule, MlirContext, MlirStringRef)
+    fn("fa3ModuleCreateParse", MlirModule, MlirContext, MlirStringRef, c_char_p)
     fn("mlirModuleDestroy", None, MlirModule)
     fn("mlirModuleGetOperation", MlirOperation, MlirModule)
     fn("mlirOperationVerify", c_bool, MlirOperation)

@@ -24,14 +24,22 @@ class Context:
         self._lib.fa3DiagnosticLogClear(self._log)
         return text
 
-    def parse(self, text: str) -> "Module":
-        """Parses and verifies a module; raises Fa3Error with the diagnostics."""
+    def parse(self, text: str, name: str = "<input>") -> "Module":
+        """Parses and verifies a module (diagnostics located in `name`);
+        raises Fa3Error with the diagnostics. Input nested deeper than 1000
+        brackets is refused (MLIR's parser would overflow the stack)."""
         self._take_diagnostics()
-        mod = self._lib.mlirModuleCreateParse(
-            self._ctx, _capi.MlirStringRef.of(text.encode()))
+        mod = self._lib.fa3ModuleCreateParse(
+            self._ctx, _capi.MlirStringRef.of(text.encode()),
+            _capi.check_str("Context.parse", "name", name))
         if mod.is_null():
             raise Fa3Error(self._take_diagnostics() or "failed to parse module")
         return Module(self, mod)
+
+    def parse_file(self, path) -> "Module":
+        """Parses the IR file at `path`; diagnostics name the file."""
+        with open(path, encoding="utf-8") as f:
+            return self.parse(f.read(), name=str(path))
 
     def close(self):
         if self._ctx is not None:

@@ -62,3 +62,28 @@ def test_pass_failure_is_reported():
         with pytest.raises(Fa3Error) as e:
             mod.run_pipeline("attn-tile")
         assert "needs the memref form" in str(e.value)
+
+
+def test_deep_nesting_is_refused_not_a_crash():
+    # MLIR's parser recurses per level: 3,000 nested regions overflowed the
+    # stack of the process that called it.
+    n = 3000
+    text = ('func.func @f() {\n' + '"test.op"() ({' * n + '}) : () -> ()' * n +
+            '\nreturn\n}\n')
+    with Context() as ctx:
+        with pytest.raises(Fa3Error) as e:
+            ctx.parse(text, name="deep.mlir")
+        assert "deep.mlir:0:0: error: fa3ModuleCreateParse: brackets nested 6001 levels deep" \
+            in str(e.value)
+
+
+def test_parse_errors_name_the_file(tmp_path):
+    f = tmp_path / "bad.mlir"
+    f.write_text("func.func @f() {\n  %x = arith.constant : i32\n}\n")
+    with Context() as ctx:
+        with pytest.raises(Fa3Error) as e:
+            ctx.parse_file(f)
+        assert str(f) + ":2:" in str(e.value)
+        with pytest.raises(Fa3Error) as e:
+            ctx.parse("func.func @f( {")
+        assert "<input>:1:" in str(e.value)

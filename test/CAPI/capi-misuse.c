@@ -163,6 +163,18 @@ static void attnCases(MlirContext ctx, Fa3DiagnosticLog *log) {
   expectLogged(log, "pipeline/bogus", "invalid pass pipeline");
   r = fa3RunPassPipeline(modOp, "canonicalize");
   expectSuccess("pipeline/valid", mlirLogicalResultIsSuccess(r));
+  /* Our pipelines need the module; on a function they report it (this
+   * aborted in OpPassManager::addPass). */
+  MlirOperation fn = mlirBlockGetFirstOperation(mlirModuleGetBody(module));
+  const char *pipelines[] = {"attn-cpu-reference-pipeline",
+                             "attn-cpu-tiled-pipeline", "attn-hopper-pipeline"};
+  for (int i = 0; i < 3; ++i) {
+    r = fa3RunPassPipeline(fn, pipelines[i]);
+    // CHECK: pipeline/on-func: {{.*}}attn-cpu-reference-pipeline runs on builtin.module (it bufferizes function boundaries and creates modules), not on func.func
+    // CHECK: pipeline/on-func: {{.*}}attn-cpu-tiled-pipeline runs on builtin.module
+    // CHECK: pipeline/on-func: {{.*}}attn-hopper-pipeline runs on builtin.module
+    expectFailure("pipeline/on-func", mlirLogicalResultIsFailure(r));
+  }
   mlirModuleDestroy(module);
 }
 

@@ -1,13 +1,14 @@
 //===- fa3-opt.cpp - the FA3-MLIR optimizer driver ------------------------===//
 //
 // Like mlir-opt, with the attn dialect and its passes and pipelines added,
-// and one guard in front: MLIR's parser, verifier and walks recurse once per
-// level of nesting, so an input nested thousands of levels deep would
-// overflow the stack; such input is refused with a message instead.
+// and one guard in front: input nested deeper than fa3::kMaxNesting is
+// refused with a message (fa3/Support/InputLimits.h) instead of overflowing
+// the stack in the parser.
 //
 //===----------------------------------------------------------------------===//
 
 #include "fa3/InitAll.h"
+#include "fa3/Support/InputLimits.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Support/FileUtilities.h"
@@ -19,33 +20,6 @@
 #include <unistd.h>
 
 namespace {
-/// Deepest bracket nesting fa3-opt accepts. Real IR stays far below it; the
-/// stack overflowed near 3,000 nested regions (6,000 brackets).
-constexpr int kMaxNesting = 1000;
-
-/// The deepest nesting of ( [ { < in `text`, outside string literals and
-/// // comments ('->' is not a bracket). An upper bound is enough here.
-int nestingDepth(llvm::StringRef text) {
-  int depth = 0, deepest = 0;
-  for (size_t i = 0, n = text.size(); i < n; ++i) {
-    char c = text[i];
-    if (c == '"') { // string literal, with backslash escapes
-      for (++i; i < n && text[i] != '"'; ++i)
-        if (text[i] == '\\')
-          ++i;
-    } else if (c == '/' && i + 1 < n && text[i + 1] == '/') {
-      while (i < n && text[i] != '\n')
-        ++i;
-    } else if (c == '(' || c == '[' || c == '{' || c == '<') {
-      deepest = std::max(deepest, ++depth);
-    } else if (c == ')' || c == ']' || c == '}' ||
-               (c == '>' && (i == 0 || text[i - 1] != '-'))) {
-      depth = std::max(0, depth - 1);
-    }
-  }
-  return deepest;
-}
-
 /// Puts `bytes` back as standard input (MlirOptMain reads it from fd 0).
 bool restoreStdin(llvm::StringRef bytes) {
   std::FILE *tmp = std::tmpfile();
@@ -76,12 +50,10 @@ int main(int argc, char **argv) {
     llvm::errs() << "fa3-opt: " << error << "\n";
     return 1;
   }
-  int depth = nestingDepth(file->getBuffer());
-  if (depth > kMaxNesting) {
-    llvm::errs() << (input == "-" ? "<stdin>" : input)
-                 << ": error: brackets nested " << depth
-                 << " levels deep; fa3-opt accepts at most " << kMaxNesting
-                 << " (MLIR's parser and passes recurse per level)\n";
+  std::string why = fa3::checkInputLimits(file->getBuffer());
+  if (!why.empty()) {
+    llvm::errs() << (input == "-" ? "<stdin>" : input) << ": error: " << why
+                 << "\n";
     return 1;
   }
   if (input == "-" && !restoreStdin(file->getBuffer())) {
