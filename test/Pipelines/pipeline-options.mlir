@@ -12,16 +12,24 @@
 
 // EMPTYCHIP: error: attn-hopper-pipeline: chip must be sm_90a (the kernel uses wgmma and setmaxnreg), got ''
 // SPACECHIP: error: attn-hopper-pipeline: chip must be sm_90a (the kernel uses wgmma and setmaxnreg), got 'sm_90a x'
-// FEATURES: error: attn-hopper-pipeline: features must be +ptxNN with NN at least 80 (PTX ISA 8.0: wgmma, TMA), got '+ptx80}'
-// OLDPTX: error: attn-hopper-pipeline: features must be +ptxNN with NN at least 80 (PTX ISA 8.0: wgmma, TMA), got '+ptx70'
+// FEATURES: error: attn-hopper-pipeline: features must be one PTX ISA version from +ptx80 to +ptx88 or +ptx90 (wgmma and TMA need 8.0), got '+ptx80}'
+// OLDPTX: error: attn-hopper-pipeline: features must be one PTX ISA version {{.*}}, got '+ptx70'
 // FORMAT: for the --format option: Cannot find option named 'bogus'!
 // PERSIST: for the --persistent option: Cannot find option named 'on x'!
 // STAGES: error: convert-attn-to-hopper: stages must be 0 (per head dim) to 8, got 140737488355328
 // BLOCKN: error: attn-tile: block-n must be 0 (per head dim) to 1024, got -1
 
-// A toolkit path with spaces is just a path.
-// RUN: fa3-opt %s "--attn-hopper-pipeline=toolkit='/tmp/a b' format=none" | FileCheck %s --check-prefix=TOOLKIT
+// RUN: not fa3-opt %s "--attn-hopper-pipeline=features=+ptx89" 2>&1 | FileCheck %s --check-prefix=PTX89
+// RUN: not fa3-opt %s "--attn-hopper-pipeline=features=+ptx95" 2>&1 | FileCheck %s --check-prefix=PTX95
+// PTX89: error: attn-hopper-pipeline: features must be one PTX ISA version {{.*}}, got '+ptx89'
+// PTX95: error: attn-hopper-pipeline: features must be one PTX ISA version {{.*}}, got '+ptx95'
+
+// A toolkit path with spaces is just a path; one that does not exist is
+// an error (gpu-module-to-binary printed it and exited 0).
+// RUN: mkdir -p "%t/a b" && fa3-opt %s "--attn-hopper-pipeline=toolkit='%t/a b' format=none" | FileCheck %s --check-prefix=TOOLKIT
 // TOOLKIT: gpu.module @attn_kernels
+// RUN: not fa3-opt %s "--attn-hopper-pipeline=toolkit=/nonexistent format=isa" 2>&1 | FileCheck %s --check-prefix=NOTOOLKIT
+// NOTOOLKIT: error: attn-hopper-pipeline: toolkit '/nonexistent' is not a directory
 
 // Pipelines nested under a function: they bufferize function boundaries
 // and create gpu.modules, so they need the module (this used to abort:

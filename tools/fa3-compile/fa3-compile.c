@@ -83,6 +83,8 @@ static const char *kUsage =
     "  --no-kv-multicast    one CTA per cluster\n"
     "  --ptx-only           write PTX and facts, no cubin (also the fallback,\n"
     "                       with a warning, when ptxas cannot be found)\n"
+    "  --ptxas-timeout S    stop ptxas after S seconds, 1 to 86400\n"
+    "                       (default 600)\n"
     "  -o DIR               output directory (created if missing)\n"
     "  -h, --help           this text\n"
     "\n"
@@ -300,7 +302,7 @@ int main(int argc, char **argv) {
       "-o",          "--head-dim",         "--dtype",   "--window",
       "--softcap",   "--scale",            "--name",    "--block-m",
       "--block-n",   "--stages",           "--q-buffers",
-      "--rescale-threshold"};
+      "--rescale-threshold", "--ptxas-timeout"};
   static const char *const kFlags[] = {
       "--help",           "--all",          "--causal",
       "--persistent",     "--no-persistent", "--no-tma-store",
@@ -453,6 +455,9 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "--stages")) {
       INT_OPTION(opts.stages, 0, 8,
                  "0 (per head dim) or a whole number from 1 to 8");
+    } else if (!strcmp(a, "--ptxas-timeout")) {
+      INT_OPTION(opts.ptxasTimeoutSeconds, 1, 86400,
+                 "a whole number of seconds from 1 to 86400");
     } else if (a[0] == '-') {
       return fail("unknown option (see --help)", a);
     } else if (!input) {

@@ -267,6 +267,19 @@ struct AttnLowerTilesToLoopsPass
                                 "run on a builtin.module");
       return signalPassFailure();
     }
+    // The counters are globals of the module: a tile op under another
+    // symbol table (a gpu.module) could not reference them.
+    if (countBlocks)
+      for (Operation *op : ops)
+        if (op->getParentWithTrait<OpTrait::SymbolTable>() != getOperation()) {
+          mlir::emitError(op->getLoc(),
+                          "attn-lower-tiles-to-loops{count-blocks} counts in "
+                          "globals of the builtin.module, which this op "
+                          "inside ")
+              << op->getParentWithTrait<OpTrait::SymbolTable>()->getName()
+              << " cannot reach";
+          return signalPassFailure();
+        }
     for (Operation *op : ops) {
       if (auto u = dyn_cast<TileUpdateOp>(op))
         lowerUpdate(u, countBlocks);
