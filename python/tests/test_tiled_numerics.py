@@ -105,3 +105,17 @@ def test_many_grid_cells_do_not_exhaust_the_stack(rng):
     # 8 x 8 x 32 cells, each with its own state buffers: a per-cell stack
     # allocation would overflow the stack here.
     run_case(tiled(16, 16), rng, 8, 8, 8, 512, 64, 64, 128, {}, "f32")
+
+
+# The widest windows the verifier takes (2^31 - 1 a side): both CPU lowerings
+# used to mask every key for window(0, 2^63 - 1) (index overflow), and huge
+# left bounds with causal broke rows of the tiled program.
+WIDE = (2**31 - 1)
+
+
+@pytest.mark.parametrize("window", [(0, WIDE), (WIDE, 0), (WIDE, WIDE), (WIDE, 3)],
+                         ids=["right", "left_causal", "both", "left_right3"])
+@pytest.mark.parametrize("pipeline", ["attn-cpu-reference-pipeline", tiled(32, 24)],
+                         ids=["reference", "tiled"])
+def test_widest_windows(window, pipeline, rng):
+    run_case(pipeline, rng, 1, 2, 1, 90, 70, 16, 16, {"window": window}, "f32")
