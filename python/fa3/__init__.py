@@ -6,4 +6,6 @@
         mod.run_pipeline("attn-tile")
         print(mod)
 """
-from .ir import Context, Fa3Error, Module  # noqa: F401
+__version__ = "0.1.0"
+
+from .ir import Context, Fa3Error, Module  # noqa: E402,F401

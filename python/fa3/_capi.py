@@ -13,7 +13,7 @@ import math
 import operator
 import os
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional, Tuple
 
 INT64 = (-2**63, 2**63 - 1)
 UINT64 = (0, 2**64 - 1)
@@ -101,17 +101,43 @@ class MlirLogicalResult(ctypes.Structure):
         return self.value != 0
 
 
+class LibraryNotFoundError(OSError):
+    """A library of this package is not installed or built. An OSError, as
+    ctypes' own load failures are."""
+
+
+def library_candidates(name: str) -> List[Path]:
+    """Where the package looks for one of its libraries (`name`, e.g.
+    libFA3CAPI.so), in order: inside the installed package (fa3/_lib, where
+    `pip install .` puts it), $FA3_BUILD_DIR/lib, then the build tree of the
+    checkout this package lies in (<repo>/build/lib)."""
+    here = Path(__file__).resolve().parent
+    cands = [here / "_lib" / name]
+    build = os.environ.get("FA3_BUILD_DIR")
+    if build:
+        cands.append(Path(build) / "lib" / name)
+    cands.append(here.parents[1] / "build" / "lib" / name)
+    return cands
+
+
 def _library_path() -> Path:
-    """libFA3CAPI.so: $FA3_LIBRARY, else the build tree next to this package."""
+    """libFA3CAPI.so: $FA3_LIBRARY, else the first of library_candidates()."""
     env = os.environ.get("FA3_LIBRARY")
     if env:
+        if not os.path.exists(env):
+            raise LibraryNotFoundError(f"libFA3CAPI.so not found: FA3_LIBRARY={env} does not "
+                                       "exist")
         return Path(env)
-    here = Path(__file__).resolve().parent
-    for build in (os.environ.get("FA3_BUILD_DIR"), here.parents[1] / "build"):
-        if build and (Path(build) / "lib" / "libFA3CAPI.so").exists():
-            return Path(build) / "lib" / "libFA3CAPI.so"
-    raise OSError("libFA3CAPI.so not found: build the project (see README) or "
-                  "set FA3_LIBRARY to its path")
+    cands = library_candidates("libFA3CAPI.so")
+    for c in cands:
+        if c.exists():
+            return c
+    raise LibraryNotFoundError(
+        "libFA3CAPI.so (the FA3 compiler library) not found (looked at "
+        + ", ".join(map(str, cands)) + "). This install has no compiler (a runtime-only "
+        "install, FA3_RUNTIME_ONLY=ON, only runs precompiled kernels: kernel_dir= or "
+        "$FA3_KERNEL_DIR). Install the full package (pip install . without "
+        "FA3_RUNTIME_ONLY), build the project (README), or set FA3_LIBRARY to its path")
 
 
 def _declare(lib):
@@ -148,8 +174,18 @@ _lib = None
 
 
 def lib():
-    """The loaded library (loaded once, on first use)."""
+    """The loaded library (loaded once, on first use). Raises
+    LibraryNotFoundError (an OSError) when there is none."""
     global _lib
     if _lib is None:
         _lib = _declare(ctypes.CDLL(str(_library_path())))
     return _lib
+
+
+def compiler_available() -> Tuple[bool, str]:
+    """(True, the library's path) when libFA3CAPI.so loads, else (False, why);
+    for callers that can do without the compiler (fa3.torch_api's JIT)."""
+    try:
+        return True, lib()._name
+    except OSError as e:
+        return False, str(e)

@@ -6,8 +6,10 @@ one-call compile, fa3-c/Compile.h, through ctypes).
     # kernels/fa3_fwd_d128_bf16_causal_kernel.{ptx,cubin,facts}, ready for
     # fa3.torch_api.flash_attn_func(..., kernel_dir="kernels")
 
-Needs libFA3CAPI.so (this build) and ptxas for the cubin (CUDA toolkit, found
-through $CUDA_HOME or /usr/local/cuda); no GPU.
+Needs libFA3CAPI.so (this build, or the installed package; a runtime-only
+install has none and raises fa3._capi.LibraryNotFoundError, an OSError, naming
+it) and ptxas for the cubin (CUDA toolkit, found through $CUDA_HOME or
+/usr/local/cuda; emit_cubin=False writes PTX and facts only); no GPU.
 """
 import ctypes
 from dataclasses import dataclass
@@ -66,7 +68,7 @@ def _declare(lib):
 class KernelFiles:
     name: str
     ptx: Path
-    cubin: Path
+    cubin: Optional[Path]   # None with emit_cubin=False
     facts: Path
 
 
@@ -93,12 +95,15 @@ def compile_kernel(out_dir, head_dim: int = 128, dtype: str = "bf16",
                    rescale_threshold: float = 8.0,
                    kv_multicast: str = "auto", block_m: int = 0,
                    toolkit: Optional[str] = None,
-                   ptxas_timeout: int = 0) -> List[KernelFiles]:
+                   ptxas_timeout: int = 0, emit_cubin: bool = True) -> List[KernelFiles]:
     """Compiles one variant and writes <kernel>.ptx/.cubin/.facts to out_dir.
     `toolkit` holds the bin/ptxas to assemble with (None: $CUDA_HOME,
     $CUDA_PATH, /usr/local/cuda, PATH); ptxas is stopped after
-    `ptxas_timeout` seconds (0: 600). Raises Fa3Error with the compiler's
-    diagnostics when the variant is not supported."""
+    `ptxas_timeout` seconds (0: 600). emit_cubin=False: PTX and facts only
+    (no ptxas needed; KernelFiles.cubin is None). Raises Fa3Error with the
+    compiler's diagnostics when the variant is not supported, and
+    fa3._capi.LibraryNotFoundError (an OSError) when there is no
+    libFA3CAPI.so."""
     if persistent not in _AUTO_ON_OFF:
         raise ValueError("persistent must be auto, on or off, got %r" % (persistent,))
     if lazy_rescale not in _AUTO_ON_OFF:
@@ -121,7 +126,7 @@ def compile_kernel(out_dir, head_dim: int = 128, dtype: str = "bf16",
                  scale is not None, 0.0 if scale is None else check_f32(w, "scale", scale))
     opts = _Options(i64("block_n", block_n), i64("stages", stages), pingpong,
                     _AUTO_ON_OFF[persistent], tma_store, b"sm_90a", b"+ptx80",
-                    check_str(w, "toolkit", toolkit or None), True,
+                    check_str(w, "toolkit", toolkit or None), bool(emit_cubin),
                     i64("q_buffers", q_buffers), _AUTO_ON_OFF[lazy_rescale],
                     float(rescale_threshold), _AUTO_ON_OFF[kv_multicast],
                     i64("block_m", block_m), i64("ptxas_timeout", ptxas_timeout))
@@ -138,10 +143,12 @@ def compile_kernel(out_dir, head_dim: int = 128, dtype: str = "bf16",
             for i in range(lib.fa3KernelSetSize(kset)):
                 b = lib.fa3KernelSetGet(kset, i)
                 kname = b.name.decode()
-                f = KernelFiles(kname, out / (kname + ".ptx"), out / (kname + ".cubin"),
+                f = KernelFiles(kname, out / (kname + ".ptx"),
+                                out / (kname + ".cubin") if emit_cubin else None,
                                 out / (kname + ".facts"))
                 f.ptx.write_bytes(ctypes.string_at(b.ptx, b.ptxSize))
-                f.cubin.write_bytes(ctypes.string_at(b.cubin, b.cubinSize))
+                if f.cubin is not None:
+                    f.cubin.write_bytes(ctypes.string_at(b.cubin, b.cubinSize))
                 f.facts.write_bytes(b.facts)
                 files.append(f)
             return files

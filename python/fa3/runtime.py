@@ -4,8 +4,9 @@ No torch here: tensors are described by device pointers, shapes and strides in
 logical order [B, H, S, D] (see runtime/include/fa3rt.h). fa3.torch_api builds
 on this.
 
-The library is found at $FA3RT_LIBRARY, else build/lib/libfa3rt.so (CMake),
-else runtime/libfa3rt.so (``make -C runtime``).
+The library is found at $FA3RT_LIBRARY, else inside the installed package
+(fa3/_lib), $FA3_BUILD_DIR/lib, build/lib (CMake), then runtime/libfa3rt.so
+(``make -C runtime``).
 """
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ import threading
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
-from ._capi import INT64, UINT64, check_int, check_str
+from ._capi import (INT64, UINT64, LibraryNotFoundError, check_int, check_str,
+                    library_candidates)
 
 OK = 0
 STATUS_NAMES = {0: "FA3RT_OK", 1: "FA3RT_ERR_INVALID_ARGUMENT", 2: "FA3RT_ERR_FACTS",
@@ -77,20 +79,22 @@ class FwdLaunch(ctypes.Structure):
 
 
 def library_path() -> Path:
+    """libfa3rt.so: $FA3RT_LIBRARY, else inside the installed package
+    (fa3/_lib), $FA3_BUILD_DIR/lib, <repo>/build/lib (CMake), then
+    <repo>/runtime (``make -C runtime``)."""
     env = os.environ.get("FA3RT_LIBRARY")
     if env:
         return Path(env)
     root = Path(__file__).resolve().parents[2]
-    cands = []
-    if os.environ.get("FA3_BUILD_DIR"):
-        cands.append(Path(os.environ["FA3_BUILD_DIR"]) / "lib" / "libfa3rt.so")
-    cands += [root / "build" / "lib" / "libfa3rt.so", root / "runtime" / "libfa3rt.so"]
+    cands = library_candidates("libfa3rt.so") + [root / "runtime" / "libfa3rt.so"]
     for c in cands:
         if c.exists():
             return c
-    raise OSError("libfa3rt.so not found (looked at " + ", ".join(map(str, cands)) +
-                  "): build it with 'make -C runtime' (or the CMake target fa3rt), "
-                  "or set FA3RT_LIBRARY to its path")
+    raise LibraryNotFoundError(
+        "libfa3rt.so not found (looked at " + ", ".join(map(str, cands)) + "): install the "
+        "package (pip install .; it needs the CUDA driver header and library, cuda.h and "
+        "libcuda, at build time), build it with 'make -C runtime' (or the CMake target "
+        "fa3rt), or set FA3RT_LIBRARY to its path")
 
 
 _lib = None
