@@ -6,11 +6,21 @@
 
 The kernel variant is picked from a directory of compiled kernels (``kernel_dir``,
 default ``$FA3_KERNEL_DIR``) by reading their ``.facts`` files and matching
-(dtype, head_dim, head_dim_v, causal, window, softcap). torch is imported lazily:
-this module imports without it.
+(dtype, head_dim, head_dim_v, causal, window, softcap). When none matches (or
+no directory is given) and the compiler library libFA3CAPI.so is there, the
+variant is compiled on first use into the JIT cache (fa3.cache:
+``$FA3_CACHE_DIR``, default ``~/.cache/fa3``); ``jit=False`` or ``FA3_JIT=0``
+turns that off. A runtime-only install (no compiler) runs precompiled kernels
+only. torch is imported lazily: this module imports without it.
+
+Per call, a variant already looked up costs one dict lookup keyed by the
+call's arguments (no file-system access, no environment read): kernel files
+changed on disk afterwards, and changes of $FA3_KERNEL_DIR, $FA3_JIT or
+$FA3_CACHE_DIR, are seen after clear_caches().
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from typing import Dict, List, Optional, Tuple
@@ -19,7 +29,28 @@ from . import facts as _facts
 
 _scan_cache: Dict[str, Tuple[int, list, list]] = {}
 _kernel_cache: Dict[tuple, object] = {}
+_selected: Dict[tuple, _facts.KernelFacts] = {}   # request -> kernel (select_kernel)
+_launchable: Dict[tuple, object] = {}             # (device, request) -> runtime.Kernel
 _lock = threading.Lock()
+_OFF = ("0", "off", "false", "no")
+
+
+def clear_caches() -> None:
+    """Forgets the looked-up kernels and directory scans of this process (the
+    loaded kernels stay loaded), so that the next call looks at the files
+    again."""
+    from . import cache
+    with _lock:
+        _scan_cache.clear()
+        _selected.clear()
+        _launchable.clear()
+    cache.clear_memory()
+
+
+def _jit_on(jit: Optional[bool]) -> bool:
+    if jit is not None:
+        return bool(jit)
+    return os.environ.get("FA3_JIT", "1").strip().lower() not in _OFF
 
 
 def _dtype_name(torch, dt) -> Optional[str]:
@@ -52,24 +83,82 @@ def available_kernels(kernel_dir=None) -> Tuple[List[_facts.KernelFacts], List[s
     return kernels, skipped
 
 
+def _request(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_dir, jit):
+    """The memo key of a lookup: its arguments (the environment is read on a
+    miss only: reading os.environ costs 1-2 us a variable)."""
+    return (dtype, head_dim, head_dim_v, bool(causal),
+            tuple(window_size) if window_size is not None else (-1, -1),
+            softcap, kernel_dir, jit)
+
+
 def select_kernel(dtype: str, head_dim: int, head_dim_v: int, causal: bool = False,
                   window_size=(-1, -1), softcap: float = 0.0,
-                  kernel_dir=None) -> _facts.KernelFacts:
-    d = _resolve_dir(kernel_dir)
-    kernels, skipped = available_kernels(d)
-    return _facts.select_kernel(kernels, dtype, head_dim, head_dim_v, causal,
-                                tuple(window_size), softcap, kernel_dir=d, skipped=skipped)
+                  kernel_dir=None, jit: Optional[bool] = None) -> _facts.KernelFacts:
+    """The kernel that computes the variant: from `kernel_dir` (default
+    $FA3_KERNEL_DIR) if one there matches, else compiled on first use into
+    the JIT cache (fa3.cache) when `jit` (None: unless FA3_JIT=0) and
+    libFA3CAPI.so is there. LookupError when none matches and there is no
+    JIT, listing what the directory holds and why there is no JIT; ValueError
+    when there is neither a directory nor a JIT. A repeated lookup is a dict
+    lookup keyed by the arguments (clear_caches() forgets them, e.g. after
+    changing $FA3_KERNEL_DIR)."""
+    req = _request(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_dir, jit)
+    kf = _selected.get(req)
+    if kf is None:
+        kf = _select(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_dir, jit)
+        with _lock:
+            _selected[req] = kf
+    return kf
 
 
-def _load(kf: _facts.KernelFacts, device_index: int):
+def _select(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_dir, jit):
+    window_size = (-1, -1) if window_size is None else tuple(window_size)
+    given = kernel_dir if kernel_dir is not None else os.environ.get("FA3_KERNEL_DIR")
+    use_jit = _jit_on(jit)
+    miss = None
+    if given or not use_jit:
+        d = _resolve_dir(kernel_dir)   # ValueError without a directory
+        kernels, skipped = available_kernels(d)
+        try:
+            return _facts.select_kernel(kernels, dtype, head_dim, head_dim_v, causal,
+                                        window_size, softcap, kernel_dir=d, skipped=skipped)
+        except LookupError as e:
+            if not use_jit:
+                raise
+            miss = e
+    from . import _capi
+    ok, why = _capi.compiler_available()
+    if not ok:
+        if miss is not None:
+            raise LookupError(f"{miss}\nNo JIT compile either: {why}") from None
+        raise ValueError("no kernel directory (pass kernel_dir=... or set FA3_KERNEL_DIR to a "
+                         "directory of compiled kernels) and no JIT compile: " + why)
+    from . import cache
+    from .ir import Fa3Error
+    try:
+        return cache.get_kernel(dtype, head_dim, head_dim_v, causal, window_size, softcap)
+    except (Fa3Error, LookupError) as e:
+        where = f"in '{_resolve_dir(kernel_dir)}' " if given else ""
+        raise LookupError(f"no precompiled FA3 kernel {where}computes dtype={dtype} "
+                          f"head_dim={head_dim} head_dim_v={head_dim_v} causal={int(bool(causal))}"
+                          f" window={window_size} softcap={softcap}, and the JIT compile "
+                          f"failed: {e}") from e
+
+
+def _load(kf: _facts.KernelFacts, device_index: int, device=None):
+    """The kernel loaded on device `device_index`, loaded again when its cubin
+    changed; `device(index)` (torch.cuda.device) makes the device current for
+    a load (None: it is current)."""
     from . import runtime
     st = os.stat(kf.cubin_path)
     key = (device_index, kf.cubin_path, kf.facts_path, st.st_mtime_ns, st.st_size)
-    with _lock:
-        k = _kernel_cache.get(key)
-        if k is None:
-            k = runtime.Kernel(kf.cubin_path, kf.facts_path)
-            _kernel_cache[key] = k
+    k = _kernel_cache.get(key)
+    if k is None:
+        with _lock, (device(device_index) if device else contextlib.nullcontext()):
+            k = _kernel_cache.get(key)
+            if k is None:
+                k = runtime.Kernel(kf.cubin_path, kf.facts_path)
+                _kernel_cache[key] = k
     return k
 
 
@@ -79,9 +168,10 @@ def _bhsd(t):
             (t.stride(0), t.stride(2), t.stride(1), t.stride(3)))
 
 
-def _pick(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir):
+def _pick(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit=None):
     if kernel is None:
-        return select_kernel(dt, D, Dv, bool(causal), tuple(window_size), softcap, kernel_dir)
+        return select_kernel(dt, D, Dv, bool(causal), tuple(window_size), softcap, kernel_dir,
+                             jit)
     if not _facts.matches(kernel, dt, D, Dv, bool(causal), tuple(window_size), softcap):
         raise ValueError(f"kernel {kernel.describe()} does not compute dtype={dt} head_dim={D} "
                          f"head_dim_v={Dv} causal={int(bool(causal))} window={tuple(window_size)} "
@@ -89,10 +179,28 @@ def _pick(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir):
     return kernel
 
 
+def _launchable_kernel(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit, dev,
+                       device):
+    """The loaded runtime.Kernel for a call on device `dev` (`device`: see
+    _load). A variant looked up before costs one dict lookup; an explicit
+    `kernel` is checked against the request and found by its cubin's stat."""
+    if kernel is not None:
+        return _load(_pick(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir), dev,
+                     device)
+    req = (dev, dt, D, Dv, bool(causal), tuple(window_size), softcap, kernel_dir, jit)
+    k = _launchable.get(req)
+    if k is None:
+        kf = _pick(None, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit)
+        k = _load(kf, dev, device)
+        with _lock:
+            _launchable[req] = k
+    return k
+
+
 def flash_attn_func(q, k, v, softmax_scale: Optional[float] = None, causal: bool = False,
                     window_size=(-1, -1), softcap: float = 0.0, return_lse: bool = False,
                     kernel_dir=None, kernel: Optional[_facts.KernelFacts] = None,
-                    out=None, lse_out=None):
+                    out=None, lse_out=None, jit: Optional[bool] = None):
     """FlashAttention forward on BSHD tensors, like FA3's ``flash_attn_func``.
 
     q: [B, Sq, Hq, D], k: [B, Skv, Hkv, D], v: [B, Skv, Hkv, Dv] (bf16 or f16,
@@ -103,7 +211,10 @@ def flash_attn_func(q, k, v, softmax_scale: Optional[float] = None, causal: bool
     log; -inf for rows that see no key, whose o is 0). Runs on
     torch.cuda.current_stream(). Forward only: no autograd.
     ``kernel`` (a fa3.facts.KernelFacts) bypasses the directory lookup; it must
-    compute the requested variant. ``out`` ([B, Sq, Hq, Dv], any strides with a
+    compute the requested variant. Without it the kernel comes from
+    ``kernel_dir`` (default ``$FA3_KERNEL_DIR``) or, when none there matches,
+    from the JIT cache (compiled on first use; ``jit=False`` or ``FA3_JIT=0``:
+    never), see select_kernel. ``out`` ([B, Sq, Hq, Dv], any strides with a
     contiguous last dim) and ``lse_out`` (contiguous float32 [B, Hq, Sq]; implies
     return_lse) are optional preallocated outputs.
     """
@@ -146,7 +257,9 @@ def flash_attn_func(q, k, v, softmax_scale: Optional[float] = None, causal: bool
     if len(window_size) != 2:
         raise ValueError(f"window_size must be (left, right), got {window_size!r}")
 
-    kf = _pick(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir)
+    dev = q.device.index if q.device.index is not None else torch.cuda.current_device()
+    kobj = _launchable_kernel(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit,
+                              dev, torch.cuda.device)
 
     # TMA reads rows of D contiguous elements: make the last dim contiguous
     q, k, v = [t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v)]
@@ -174,15 +287,13 @@ def flash_attn_func(q, k, v, softmax_scale: Optional[float] = None, causal: bool
                             runtime.tensor(o.data_ptr(), *_bhsd(o), name="o"),
                             lse.data_ptr() if lse is not None else 0,
                             softmax_scale, dt)
-    dev = q.device.index if q.device.index is not None else torch.cuda.current_device()
     with torch.cuda.device(dev):
-        kernel = _load(kf, dev)
-        kernel.fwd(args, torch.cuda.current_stream(dev).cuda_stream)
+        kobj.fwd(args, torch.cuda.current_stream(dev).cuda_stream)
     return (o, lse) if return_lse else o
 
 
 def flash_attn_bhsd(q, k, v, o=None, lse=None, softmax_scale=None, causal=False,
-                    window_size=(-1, -1), softcap=0.0, kernel_dir=None, kernel=None):
+                    window_size=(-1, -1), softcap=0.0, kernel_dir=None, kernel=None, jit=None):
     """Same kernels on SDPA-layout tensors q [B, Hq, Sq, D], k/v [B, Hkv, Skv, D]
     (any strides with a contiguous last dim). Writes into o [B, Hq, Sq, Dv] and
     lse [B, Hq, Sq] if given (else allocates o; lse is then not computed).
@@ -198,7 +309,11 @@ def flash_attn_bhsd(q, k, v, o=None, lse=None, softmax_scale=None, causal=False,
         raise ValueError("q, k, v must be CUDA tensors on one device")
     B, Hq, Sq, D = q.shape
     Dv = v.shape[3]
-    kf = _pick(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir)
+    if window_size is None:
+        window_size = (-1, -1)
+    dev = q.device.index if q.device.index is not None else torch.cuda.current_device()
+    kobj = _launchable_kernel(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit,
+                              dev, torch.cuda.device)
     if o is None:
         o = torch.empty((B, Hq, Sq, Dv), dtype=q.dtype, device=q.device)
     if lse is not None and (lse.dtype != torch.float32 or not lse.is_contiguous()
@@ -207,7 +322,6 @@ def flash_attn_bhsd(q, k, v, o=None, lse=None, softmax_scale=None, causal=False,
     args = runtime.fwd_args(*[runtime.tensor(t.data_ptr(), tuple(t.shape), t.stride(), name=n)
                               for n, t in zip("qkvo", (q, k, v, o))],
                             lse.data_ptr() if lse is not None else 0, softmax_scale, dt)
-    dev = q.device.index if q.device.index is not None else torch.cuda.current_device()
     with torch.cuda.device(dev):
-        _load(kf, dev).fwd(args, torch.cuda.current_stream(dev).cuda_stream)
+        kobj.fwd(args, torch.cuda.current_stream(dev).cuda_stream)
     return o

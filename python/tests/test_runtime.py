@@ -273,7 +273,8 @@ def test_compiled_kernel_facts_parse(tmp_path):
 def test_torch_api_imports_without_torch(tmp_path):
     """fa3 and fa3.torch_api import on a machine without torch (CPU CI); the
     kernel lookup works there too, and flash_attn_func needs torch only when
-    called."""
+    called. FA3_JIT=0: a variant the directory lacks is an error (not a JIT
+    compile, which test_cache.py tests)."""
     _write_kernel(tmp_path, "a_causal")
     code = f"""
 import sys
@@ -296,12 +297,15 @@ except ImportError:
 print('ok')
 """
     env = {k: v for k, v in os.environ.items() if k != "FA3_KERNEL_DIR"}
+    env["FA3_JIT"] = "0"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert r.returncode == 0 and "ok" in r.stdout, r.stdout + r.stderr
 
 
 def test_kernel_dir_required(monkeypatch):
+    """Without the JIT (FA3_JIT=0) a kernel directory is needed."""
     from fa3 import torch_api
     monkeypatch.delenv("FA3_KERNEL_DIR", raising=False)
+    monkeypatch.setenv("FA3_JIT", "0")
     with pytest.raises(ValueError, match="FA3_KERNEL_DIR"):
         torch_api.select_kernel("bf16", 128, 128)

@@ -1,0 +1,345 @@
+"""fa3.cache, the JIT compile cache, on the CPU machine: keys, concurrent
+processes, corrupt entries, $FA3_CACHE_DIR, the fallback of
+fa3.torch_api.select_kernel, a package without the compiler, and the per-call
+lookup overhead (printed: pytest -s)."""
+import hashlib
+import multiprocessing
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+import timeit
+from pathlib import Path
+
+import pytest
+from toolkit import have_ptxas
+
+from fa3 import cache, torch_api
+from fa3 import facts as F
+from fa3.ir import Fa3Error
+
+ROOT = Path(__file__).resolve().parents[2]
+needs_ptxas = pytest.mark.skipif(not have_ptxas(), reason="no ptxas to assemble the cubin")
+PTX = dict(emit_cubin=False)   # PTX and facts only: no ptxas, 0.4 s a compile
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    """A fresh $FA3_CACHE_DIR and no lookups remembered from other tests."""
+    d = tmp_path / "cache"
+    monkeypatch.setenv("FA3_CACHE_DIR", str(d))
+    monkeypatch.delenv("FA3_KERNEL_DIR", raising=False)
+    monkeypatch.delenv("FA3_JIT", raising=False)
+    torch_api.clear_caches()
+    yield d
+    torch_api.clear_caches()
+
+
+@pytest.fixture
+def count_compiles(monkeypatch):
+    """Wraps cache._compile; returns the list of compiled variants."""
+    calls = []
+    real = cache._compile
+
+    def counting(out_dir, variant):
+        calls.append(variant)
+        return real(out_dir, variant)
+    monkeypatch.setattr(cache, "_compile", counting)
+    return calls
+
+
+def _key(*a, version="v1", **kw):
+    return cache.variant_key(cache.make_variant(*a, **kw), version)
+
+
+def test_keys():
+    base = _key("bf16", 128)
+    # the same variant, written differently: the same key
+    assert _key("bf16", 128, 128) == base
+    assert _key("bf16", 128, window=(-5, -3)) == base        # negative = unbounded
+    assert _key("bf16", 128, block_n=0, persistent="auto") == base   # defaults spelled out
+    assert _key("bf16", 128, causal=True) == _key("bf16", 128, window=(-1, 0))
+    assert _key("bf16", 128, causal=True, window=(-1, 7)) == _key("bf16", 128, causal=True)
+    assert _key("bf16", 128, softcap=None) == _key("bf16", 128, softcap=0)
+    # another variant, option or compiler: another key
+    others = [_key("f16", 128), _key("bf16", 64), _key("bf16", 128, 64),
+              _key("bf16", 128, causal=True), _key("bf16", 128, window=(256, 0)),
+              _key("bf16", 128, window=(256, -1)), _key("bf16", 128, softcap=30.0),
+              _key("bf16", 128, softcap=30.5), _key("bf16", 128, block_n=64),
+              _key("bf16", 128, persistent="off"), _key("bf16", 128, emit_cubin=False),
+              _key("bf16", 128, rescale_threshold=4.0), _key("bf16", 128, version="v2")]
+    assert len(set(others + [base])) == len(others) + 1
+    # a key is a pure function of its inputs: another process computes the same
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from fa3 import cache; "
+            "print(cache.variant_key(cache.make_variant('bf16', 128, softcap=30.0), 'v1'))")
+    out = subprocess.run([sys.executable, "-c", code, str(ROOT / "python")],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    assert out == _key("bf16", 128, softcap=30.0)
+    with pytest.raises(TypeError, match="unknown compile option.*blok_n"):
+        cache.make_variant("bf16", 128, blok_n=64)
+
+
+def test_compiler_version_names_what_compiles():
+    v = cache.compiler_version()
+    assert v.startswith("fa3 ") and "libFA3CAPI.so sha256 " in v and "ptxas " in v
+    assert "libMLIR" in v
+    assert cache.compiler_version() is v   # once per process
+
+
+def test_cache_dir_from_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("FA3_CACHE_DIR", str(tmp_path / "a"))
+    assert cache.cache_dir() == tmp_path / "a"
+    monkeypatch.delenv("FA3_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache.cache_dir() == tmp_path / "xdg" / "fa3"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cache.cache_dir() == tmp_path / "home" / ".cache" / "fa3"
+
+
+def test_compile_once_then_memory_then_disk(cache_dir, count_compiles):
+    kf = cache.get_kernel("bf16", 64, causal=True, **PTX)
+    assert len(count_compiles) == 1
+    entry = cache.entry_dir(kf)
+    assert entry.parent == cache_dir and entry.name.startswith("bf16-d64-")  # FA3_CACHE_DIR
+    assert (kf.dtype, kf.head_dim, kf.causal) == ("bf16", 64, True)
+    assert sorted(p.suffix for p in entry.iterdir()) == [".facts", ".json", ".ptx"]
+    assert cache.get_kernel("bf16", 64, causal=True, **PTX) is kf   # memory
+    cache.clear_memory()
+    again = cache.get_kernel("bf16", 64, window=(-1, 0), **PTX)      # disk, same key
+    assert again == kf and len(count_compiles) == 1
+    # no temporary directories left behind
+    assert [p.name for p in cache_dir.iterdir() if p.name.startswith(".")] == []
+
+
+def _worker(cache_root, marker, start, results):
+    """One process of test_concurrent_processes: counts its compiles in
+    `marker` and reports what it got."""
+    real = cache._compile
+
+    def counting(out_dir, variant):
+        with open(marker, "a") as f:
+            f.write(f"{os.getpid()}\n")
+        time.sleep(0.5)    # widen the window in which the others miss too
+        return real(out_dir, variant)
+    cache._compile = counting
+    os.environ["FA3_CACHE_DIR"] = cache_root
+    start.wait()
+    kf = cache.get_kernel("f16", 128, window=(128, 0), softcap=12.5, **PTX)
+    d = cache.entry_dir(kf)
+    results.put((str(d), {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+                          for p in sorted(d.iterdir())}))
+
+
+def test_concurrent_processes(cache_dir, tmp_path):
+    """Processes that miss the same key together compile it once and all get
+    the same files."""
+    ctx = multiprocessing.get_context("spawn")   # no fork of a process holding MLIR
+    start, results = ctx.Event(), ctx.Queue()
+    marker = tmp_path / "compiles"
+    procs = [ctx.Process(target=_worker, args=(str(cache_dir), str(marker), start, results))
+             for _ in range(4)]
+    for p in procs:
+        p.start()
+    time.sleep(1.0)   # let them import fa3
+    start.set()
+    got = [results.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    assert len(marker.read_text().split()) == 1, marker.read_text()
+    assert all(g == got[0] for g in got), got
+    assert [p for p in cache_dir.iterdir() if p.is_dir()] == [Path(got[0][0])]
+
+
+def _entry(cache_dir):
+    [d] = [p for p in cache_dir.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    return d
+
+
+@pytest.mark.parametrize("damage", ["truncated ptx", "no entry.json", "garbage facts",
+                                    "facts of another variant", "wrong key",
+                                    "file instead of entry", "empty entry dir"])
+def test_corrupt_entries_are_rebuilt(cache_dir, count_compiles, damage):
+    kf = cache.get_kernel("bf16", 128, **PTX)
+    d = cache.entry_dir(kf)
+    facts = Path(kf.facts_path)
+    if damage == "truncated ptx":
+        p = next(d.glob("*.ptx"))
+        p.write_bytes(p.read_bytes()[:100])
+    elif damage == "no entry.json":      # as a crashed writer without rename would leave it
+        (d / cache.ENTRY_FILE).unlink()
+    elif damage == "garbage facts":
+        facts.write_bytes(b"\x00garbage")
+    elif damage == "facts of another variant":
+        facts.write_text(facts.read_text().replace("causal 0", "causal 1")
+                         .replace("window_right -1", "window_right 0"))
+    elif damage == "wrong key":
+        e = d / cache.ENTRY_FILE
+        e.write_text(e.read_text().replace(d.name.rsplit("-", 1)[1], "0" * 32))
+    elif damage == "file instead of entry":
+        shutil.rmtree(d)
+        d.write_text("not a directory")
+    elif damage == "empty entry dir":
+        shutil.rmtree(d)
+        d.mkdir()
+    cache.clear_memory()
+    again = cache.get_kernel("bf16", 128, **PTX)
+    assert len(count_compiles) == 2, damage
+    assert cache.entry_dir(again) == d and d.is_dir()
+    assert F.load_facts(again.facts_path) == again
+    assert [p.name for p in cache_dir.iterdir() if p.name.startswith(".")] == []
+    cache.clear_memory()
+    cache.get_kernel("bf16", 128, **PTX)    # and now it is good
+    assert len(count_compiles) == 2
+
+
+def test_stale_temporaries_are_swept(cache_dir, count_compiles):
+    cache_dir.mkdir(parents=True)
+    old, fresh = cache_dir / ".tmp-x-dead", cache_dir / ".tmp-y-alive"
+    for p in (old, fresh):
+        p.mkdir()
+        (p / "k.ptx").write_text("partial")
+    t = time.time() - 2 * cache.STALE_SECONDS
+    os.utime(old, (t, t))
+    cache.get_kernel("bf16", 64, **PTX)
+    assert not old.exists() and fresh.exists()   # another process may be compiling there
+
+
+def test_failed_compile_is_remembered(cache_dir, count_compiles):
+    with pytest.raises(Fa3Error, match="head dim 96"):
+        cache.get_kernel("bf16", 96, **PTX)
+    with pytest.raises(Fa3Error, match="head dim 96"):
+        cache.get_kernel("bf16", 96, **PTX)
+    assert len(count_compiles) == 1
+    assert [p for p in cache_dir.iterdir() if p.is_dir()] == []   # nothing half-made
+    with pytest.raises(LookupError, match="head_dim_v"):
+        cache.get_kernel("bf16", 128, 64, **PTX)
+
+
+def _write_kernel(d: Path, name: str, **kw):
+    """A precompiled kernel (facts + placeholder cubin) as test_runtime writes."""
+    v = dict(dtype="bf16", head_dim=128, head_dim_v=128, causal=1, window_left=-1,
+             window_right=0, softcap=0)
+    v.update(kw)
+    lines = ["fa3-kernel-facts 1", f"kernel {name}", "block_m 128", "block_n 128",
+             "threads 384", "dynamic_smem 1000", "scale 0.088", f"params {F.KERNEL_PARAMS}",
+             "grid tiles"] + [f"{k} {val}" for k, val in v.items()]
+    d.mkdir(parents=True, exist_ok=True)
+    (d / f"{name}.facts").write_text("\n".join(lines) + "\n")
+    (d / f"{name}.cubin").write_bytes(b"cubin")
+
+
+@needs_ptxas
+def test_select_kernel_falls_back_to_the_jit(cache_dir, tmp_path, count_compiles, monkeypatch):
+    kdir = tmp_path / "kernels"
+    _write_kernel(kdir, "pre_causal")
+    # precompiled first
+    assert torch_api.select_kernel("bf16", 128, 128, causal=True, kernel_dir=kdir).kernel == \
+        "pre_causal"
+    assert count_compiles == []
+    # not there: compiled into the cache (with its cubin), not into kernel_dir
+    kf = torch_api.select_kernel("bf16", 128, 128, softcap=7.0, kernel_dir=kdir)
+    assert len(count_compiles) == 1 and cache.entry_dir(kf).parent == cache_dir
+    assert kf.softcap == 7.0 and Path(kf.cubin_path).read_bytes()[:4] == b"\x7fELF"
+    assert sorted(p.name for p in kdir.iterdir()) == ["pre_causal.cubin", "pre_causal.facts"]
+    # no directory at all: the JIT too; the same variant is found, not compiled
+    assert torch_api.select_kernel("bf16", 128, 128, softcap=7.0) == kf
+    assert len(count_compiles) == 1
+    # jit=False / FA3_JIT=0: the directory's answer
+    with pytest.raises(LookupError, match="Available:"):
+        torch_api.select_kernel("bf16", 128, 128, softcap=7.0, kernel_dir=kdir, jit=False)
+    monkeypatch.setenv("FA3_JIT", "0")   # the environment is read on a miss only:
+    assert torch_api.select_kernel("bf16", 128, 128, softcap=7.0) == kf
+    torch_api.clear_caches()
+    with pytest.raises(ValueError, match="FA3_KERNEL_DIR"):
+        torch_api.select_kernel("bf16", 128, 128, softcap=7.0)
+    monkeypatch.delenv("FA3_JIT")
+    # a variant the compiler refuses: a LookupError that says why
+    with pytest.raises(LookupError, match="JIT compile failed.*head dim 96"):
+        torch_api.select_kernel("bf16", 96, 96, kernel_dir=kdir)
+
+
+def test_without_the_compiler(tmp_path):
+    """The package without libFA3CAPI.so (as a runtime-only install): it
+    imports, precompiled kernels are found, compiling names the missing
+    library."""
+    pkg = tmp_path / "site"
+    shutil.copytree(ROOT / "python" / "fa3", pkg / "fa3",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    _write_kernel(tmp_path / "kernels", "pre_causal")
+    code = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(pkg)!r})
+        import fa3, fa3.torch_api as T, fa3.cache, fa3.compile
+        from fa3._capi import LibraryNotFoundError
+        assert fa3.__file__.startswith({str(pkg)!r})
+        kd = {str(tmp_path / 'kernels')!r}
+        assert T.select_kernel('bf16', 128, 128, causal=True, kernel_dir=kd).kernel == 'pre_causal'
+        for f in (lambda: fa3.compile.compile_kernel({str(tmp_path / 'out')!r}),
+                  lambda: fa3.cache.get_kernel('bf16', 128)):
+            try:
+                f()
+                raise SystemExit('no error')
+            except LibraryNotFoundError as e:
+                assert 'libFA3CAPI.so' in str(e) and 'runtime-only' in str(e), e
+        try:
+            T.select_kernel('bf16', 128, 128, kernel_dir=kd)
+            raise SystemExit('no error')
+        except LookupError as e:
+            assert 'Available:' in str(e) and 'No JIT compile either' in str(e), e
+            assert 'libFA3CAPI.so' in str(e), e
+        print('ok')
+    """)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("FA3_BUILD_DIR", "FA3_LIBRARY", "FA3_KERNEL_DIR", "FA3_JIT")}
+    env["FA3_CACHE_DIR"] = str(tmp_path / "cache")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       cwd=tmp_path)
+    assert r.returncode == 0 and "ok" in r.stdout, r.stdout + r.stderr
+    assert not (tmp_path / "cache").exists()
+
+
+def test_lookup_overhead(cache_dir, tmp_path, monkeypatch):
+    """The per-call cost of finding the kernel, warm (printed, not asserted:
+    run with -s). flash_attn_func's own lookup is _launchable_kernel."""
+    kdir = tmp_path / "kernels"
+    _write_kernel(kdir, "pre_causal")
+    for i in range(8):   # a directory with some kernels in it
+        _write_kernel(kdir, f"other{i}", head_dim=64, head_dim_v=64)
+    monkeypatch.setattr(torch_api, "_load", lambda kf, dev, device=None: ("kernel", kf))
+    args = (None, "bf16", 128, 128, True, (-1, -1), 0.0, kdir, None, 0, None)
+    assert torch_api._launchable_kernel(*args)[1].kernel == "pre_causal"
+
+    def per_call(stmt):
+        t = timeit.Timer(stmt)
+        number, _ = t.autorange()
+        return min(t.repeat(3, number)) / number * 1e6
+
+    launch = per_call(lambda: torch_api._launchable_kernel(*args))
+    select = per_call(lambda: torch_api.select_kernel("bf16", 128, 128, True, (-1, -1), 0.0,
+                                                      kdir))
+    # what each call did before the memo: resolve the directory, stat it,
+    # match the kernels, stat the cubin
+    d = torch_api._resolve_dir(kdir)
+
+    def before():
+        ks, sk = torch_api.available_kernels(torch_api._resolve_dir(kdir))
+        kf = F.select_kernel(ks, "bf16", 128, 128, True, (-1, -1), 0.0, kernel_dir=d, skipped=sk)
+        os.stat(kf.cubin_path)
+    old = per_call(before)
+    kf = cache.get_kernel("bf16", 128, causal=True, **PTX)
+    mem = per_call(lambda: cache.get_kernel("bf16", 128, causal=True, **PTX))
+    # a new process: load the compiler, hash it, validate the entry
+    code = ("import sys, time; sys.path.insert(0, sys.argv[1]); t = time.perf_counter(); "
+            "from fa3 import cache; kf = cache.get_kernel('bf16', 128, causal=True, "
+            "emit_cubin=False); print((time.perf_counter() - t) * 1e3)")
+    cold = float(subprocess.run([sys.executable, "-c", code, str(ROOT / "python")],
+                                capture_output=True, text=True, check=True).stdout)
+    print(f"\nlookup per call, warm: flash_attn_func's {launch:.2f} us, "
+          f"select_kernel {select:.2f} us, cache.get_kernel {mem:.2f} us; "
+          f"before the memo (scan cache, stats) {old:.2f} us; "
+          f"first lookup in a new process from the disk cache {cold:.0f} ms")
+    assert kf.head_dim == 128
