@@ -7,7 +7,8 @@
 # From the repo root, through the device tool (the machine has no MLIR: the
 # cubins + .facts must be in the working tree):
 #   run: bash scripts/gpu-session.sh [KERNEL_DIR]
-# KERNEL_DIR defaults to $FA3_KERNEL_DIR, else proto/hopper/kernels.
+# KERNEL_DIR defaults to $FA3_KERNEL_DIR (build/bin/fa3-compile --all -o DIR
+# makes one).
 # Environment knobs:
 #   BENCH_ARGS   extra bench_fwd.py args (default: the full FA3-paper grid)
 #   SKIP_CHECK=1 SKIP_SANITIZE=1 SKIP_BENCH=1
@@ -24,7 +25,8 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 OUT=${OUT:-/tmp/fa3-gpu-session}
 mkdir -p "$OUT"
-KDIR=${1:-${FA3_KERNEL_DIR:-proto/hopper/kernels}}
+KDIR=${1:-${FA3_KERNEL_DIR:-}}
+[ -n "$KDIR" ] || { echo "usage: bash scripts/gpu-session.sh KERNEL_DIR (or set FA3_KERNEL_DIR)" >&2; exit 2; }
 export PYTHONUNBUFFERED=1
 FA3_SESSION=${FA3_SESSION:-$(date +%Y-%m-%dT%H%M%S)}
 export FA3_SESSION

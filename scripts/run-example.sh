@@ -3,7 +3,12 @@
 # kernel and show what each stage produced. Sets up first (scripts/setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh >/dev/null
+echo "== setup: installs what is missing and builds (minutes the first time)"
+set +e
+bash scripts/setup.sh 2>&1 | grep --line-buffered -E "^== |FAILED|error" | sed -u 's/^/   /'
+rc=${PIPESTATUS[0]}
+set -e
+[ "$rc" = 0 ] || { echo "setup failed (exit $rc): run bash scripts/setup.sh to see why" >&2; exit 1; }
 source scripts/cuda-env.sh  # the compiler's ptxas, as setup found or installed it
 EX=${1:-examples/attention.mlir}
 OUT=build/example
@@ -24,13 +29,22 @@ echo "== 3. convert-attn-to-hopper: the warp-specialised kernel (gpu.module)"
 $opt "$EX" --attn-hopper-pipeline="format=none" > /dev/null  # lowers end to end
 $opt "$EX" --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" \
   --attn-tile="block-m=128" --convert-attn-to-hopper > "$OUT/2-kernel.mlir"
-for pat in "setmaxregister +decrease" "setmaxregister +increase" \
-           "cp.async.bulk.tensor.shared.cluster.global" "mbarrier.try_wait.parity" \
-           "nvvm.wgmma.mma_async" "llvm.inline_asm has_side_effects asm_dialect = att \"{.*wgmma" \
-           "nvvm.barrier id" "func.call @.*_visible" "llvm.atomicrmw add" "nvvm.stmatrix" \
-           "cp.async.bulk.tensor.global.shared.cta"; do
-  printf '   %-60s %s\n' "$pat" "$(grep -cE "$pat" "$OUT/2-kernel.mlir")"
-done
+# label | pattern counted in the kernel
+while IFS='|' read -r label pat; do
+  printf '   %-52s %s\n' "$label" "$(grep -cE "$pat" "$OUT/2-kernel.mlir")"
+done <<'EOF'
+producer gives up registers (setmaxnreg.dec)|setmaxregister +decrease
+consumers take registers (setmaxnreg.inc)|setmaxregister +increase
+TMA loads of Q, K, V|cp.async.bulk.tensor.shared.cluster.global
+mbarrier waits (the K/V pipeline)|mbarrier.try_wait.parity
+S = Q K^T on the tensor cores (wgmma, SS)|nvvm.wgmma.mma_async
+O += P V with P from registers (wgmma, RS)|llvm.inline_asm has_side_effects asm_dialect = att "{.*wgmma
+named barriers (ping-pong, warpgroup sync)|nvvm.barrier id
+mask bounds from the shared builder|func.call @.*_visible
+tiles claimed from the dynamic scheduler|llvm.atomicrmw add
+O staged in shared memory (stmatrix)|nvvm.stmatrix
+O stored by TMA|cp.async.bulk.tensor.global.shared.cta
+EOF
 
 echo
 echo "== 4. fa3-compile: PTX, cubin (ptxas, sm_90a) and launch facts"

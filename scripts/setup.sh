@@ -60,4 +60,5 @@ if [ ! -f build/CMakeCache.txt ]; then
     -DLLVM_ENABLE_LLD=ON \
     -DPython3_EXECUTABLE="$PY" >/dev/null
 fi
+echo "== building in build/ (ninja)"
 ninja -C build

@@ -271,12 +271,16 @@ struct AttnLowerTilesToLoopsPass
     // symbol table (a gpu.module) could not reference them.
     if (countBlocks)
       for (Operation *op : ops)
-        if (op->getParentWithTrait<OpTrait::SymbolTable>() != getOperation()) {
+        // (SymbolTable's own lookup: a trait query compiled into this
+        // library answered differently under GCC in libFA3CAPI.)
+        if (Operation *table = SymbolTable::getNearestSymbolTable(
+                op->getParentOp());
+            table != getOperation()) {
           mlir::emitError(op->getLoc(),
                           "attn-lower-tiles-to-loops{count-blocks} counts in "
                           "globals of the builtin.module, which this op "
                           "inside ")
-              << op->getParentWithTrait<OpTrait::SymbolTable>()->getName()
+              << (table ? table->getName().getStringRef() : "no symbol table")
               << " cannot reach";
           return signalPassFailure();
         }

@@ -135,8 +135,11 @@ struct AttnLowerToLoopsPass
     bool failedAny = false;
     getOperation()->walk([&](FlashAttentionOp op) {
       if (!op.hasBufferSemantics()) {
-        op.emitOpError("attn-lower-to-loops needs the memref form; run "
-                       "one-shot-bufferize first");
+        op.emitOpError("attn-lower-to-loops needs the memref form: run "
+                       "--one-shot-bufferize=\"bufferize-function-boundaries "
+                       "function-boundary-type-conversion=identity-layout-map\" "
+                       "first, or a pipeline (--attn-cpu-tiled-pipeline, "
+                       "--attn-hopper-pipeline), which bufferizes");
         failedAny = true;
         return;
       }

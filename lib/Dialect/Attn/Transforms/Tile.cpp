@@ -188,8 +188,11 @@ struct AttnTilePass : public fa3::attn::impl::AttnTileBase<AttnTilePass> {
     bool bad = false;
     getOperation()->walk([&](FlashAttentionOp op) {
       if (!op.hasBufferSemantics()) {
-        op.emitOpError("attn-tile needs the memref form; run "
-                       "one-shot-bufferize first");
+        op.emitOpError("attn-tile needs the memref form: run "
+                       "--one-shot-bufferize=\"bufferize-function-boundaries "
+                       "function-boundary-type-conversion=identity-layout-map\" "
+                       "first, or a pipeline (--attn-cpu-tiled-pipeline, "
+                       "--attn-hopper-pipeline), which bufferizes");
         bad = true;
       }
       ops.push_back(op);
