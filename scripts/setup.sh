@@ -49,6 +49,9 @@ if [ -z "$FA3_PTXAS" ]; then
 fi
 echo "== ptxas: ${FA3_PTXAS:-none (Hopper assembly checks will be skipped)}"
 
+# ccache keys on paths relative to the checkout, so clones share objects.
+export CCACHE_BASEDIR="$PWD"
+
 # Configure once; later runs let ninja re-run CMake when a CMakeLists changes
 # (changing the compiler of an existing build tree would wipe its cache).
 if [ ! -f build/CMakeCache.txt ]; then
