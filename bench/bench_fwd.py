@@ -203,6 +203,12 @@ def main():
     print(records.render_bench(entry))
     print(f"appended to {Path(a.results_dir) / records.HISTORY}"
           + (f"; rewrote {key} in {Path(a.results_dir) / records.TABLE}" if key else ""))
+    if full:  # the plot of record beside the table, where matplotlib exists
+        try:
+            import plot
+            print("plotted", plot.plot(entry, Path(a.results_dir) / f"RESULTS-{a.dtype}.png"))
+        except ImportError:
+            print("no matplotlib: plot later with python3 bench/plot.py --dtype", a.dtype)
     bad = [r for r in rows if "ours_ms" not in r or r.get("ours_rel_err_vs_cudnn", 0) > 2e-2]
     return 1 if bad else 0
 
