@@ -22,6 +22,7 @@ from ._capi import (INT64, UINT64, LibraryNotFoundError, check_int, check_str,
                     library_candidates)
 
 OK = 0
+_U64_MAX, _I64_MAX = UINT64[1], INT64[1]
 STATUS_NAMES = {0: "FA3RT_OK", 1: "FA3RT_ERR_INVALID_ARGUMENT", 2: "FA3RT_ERR_FACTS",
                 3: "FA3RT_ERR_IO", 4: "FA3RT_ERR_UNSUPPORTED_DEVICE", 5: "FA3RT_ERR_CUDA",
                 6: "FA3RT_ERR_OUT_OF_MEMORY"}
@@ -146,6 +147,21 @@ def tensor(ptr: int, shape: Sequence[int], strides: Sequence[int],
     """[B, H, S, D] logical shape and element strides of a device tensor `name`
     (for messages). Numbers that the C struct cannot hold are refused here;
     libfa3rt checks the rest (fa3rt.h)."""
+    # Fast path (flash_attn_func calls this 4 times a call; the checks below
+    # cost 5-8 us a tensor): an aligned int pointer and 8 numbers in range
+    # that ctypes takes as integers (it refuses floats with TypeError). Any
+    # other input goes the checked way, which names the problem.
+    if type(ptr) is int and 0 <= ptr <= _U64_MAX and not ptr & 15:
+        try:
+            if (len(shape) == 4 and len(strides) == 4
+                    and min(*shape, *strides) >= 0 and max(*shape, *strides) <= _I64_MAX):
+                t = Tensor()
+                t.ptr = ptr
+                t.shape[:] = shape
+                t.strides[:] = strides
+                return t
+        except (TypeError, ValueError):
+            pass
     where, E = f"fa3.runtime.tensor({name})", Fa3ArgumentError
     if len(shape) != 4 or len(strides) != 4:
         raise E(f"{where}: shape and strides must have 4 entries [B, H, S, D], got "

@@ -163,9 +163,11 @@ def _load(kf: _facts.KernelFacts, device_index: int, device=None):
 
 
 def _bhsd(t):
-    """(shape, strides) of a BSHD tensor in logical [B, H, S, D] order."""
-    return ((t.shape[0], t.shape[2], t.shape[1], t.shape[3]),
-            (t.stride(0), t.stride(2), t.stride(1), t.stride(3)))
+    """(shape, strides) of a BSHD tensor in logical [B, H, S, D] order (two
+    calls into torch, not eight: each costs 0.3-0.5 us)."""
+    b, s, h, d = t.shape
+    sb, ss, sh, sd = t.stride()
+    return (b, h, s, d), (sb, sh, ss, sd)
 
 
 def _pick(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit=None):
