@@ -22,6 +22,12 @@ source scripts/cuda-env.sh   # CUDA_HOME of the ptxas setup installed, if any
 export CCACHE_BASEDIR="$ROOT"
 PY=$(sed -n 's/^Python3_EXECUTABLE:[A-Z]*=//p' build/CMakeCache.txt 2>/dev/null || true)
 PY=${PY:-$(command -v python3)}
+if ! "$PY" -c "import ensurepip, venv" 2>/dev/null; then   # Debian's python3
+  echo "== installing python3-venv"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends python3-venv >/dev/null
+fi
 work=$(mktemp -d /tmp/fa3-pip.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 # what a user's shell would not have: nothing points into the checkout
