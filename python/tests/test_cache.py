@@ -126,26 +126,29 @@ def _worker(cache_root, marker, start, results):
         return real(out_dir, variant)
     cache._compile = counting
     os.environ["FA3_CACHE_DIR"] = cache_root
-    start.wait()
-    kf = cache.get_kernel("f16", 128, window=(128, 0), softcap=12.5, **PTX)
-    d = cache.entry_dir(kf)
-    results.put((str(d), {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
-                          for p in sorted(d.iterdir())}))
+    cache.compiler_version()   # load the compiler before the race
+    start.wait(timeout=300)    # all at once
+    try:
+        kf = cache.get_kernel("f16", 128, window=(128, 0), softcap=12.5, **PTX)
+        d = cache.entry_dir(kf)
+        results.put((str(d), {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+                              for p in sorted(d.iterdir())}))
+    except BaseException as e:   # reported, not a hang of the test
+        results.put(("error", repr(e)))
 
 
 def test_concurrent_processes(cache_dir, tmp_path):
     """Processes that miss the same key together compile it once and all get
     the same files."""
     ctx = multiprocessing.get_context("spawn")   # no fork of a process holding MLIR
-    start, results = ctx.Event(), ctx.Queue()
+    n = 4
+    start, results = ctx.Barrier(n), ctx.Queue()
     marker = tmp_path / "compiles"
     procs = [ctx.Process(target=_worker, args=(str(cache_dir), str(marker), start, results))
-             for _ in range(4)]
+             for _ in range(n)]
     for p in procs:
         p.start()
-    time.sleep(1.0)   # let them import fa3
-    start.set()
-    got = [results.get(timeout=120) for _ in procs]
+    got = [results.get(timeout=600) for _ in procs]
     for p in procs:
         p.join(timeout=60)
         assert p.exitcode == 0
