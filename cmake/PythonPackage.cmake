@@ -54,6 +54,9 @@ if(TARGET fa3-opt)
   install(TARGETS fa3-opt RUNTIME DESTINATION fa3/_bin COMPONENT fa3_python)
   list(APPEND FA3_PY_TARGETS fa3-opt)
 endif()
+# The kernel ABI, read by fa3.facts (every install has it).
+install(FILES ${PROJECT_SOURCE_DIR}/runtime/include/fa3rt_abi.def
+        DESTINATION fa3 COMPONENT fa3_python)
 if(TARGET fa3rt)
   install(TARGETS fa3rt LIBRARY DESTINATION fa3/_lib COMPONENT fa3_python)
   list(APPEND FA3_PY_TARGETS fa3rt)

@@ -1,13 +1,10 @@
 /* fa3rt: launcher for FA3-MLIR's Hopper FlashAttention forward kernels.
  * C11 + CUDA driver API (libcuda) + pthreads. See include/fa3rt.h.
  *
- * Kernel ABI (what the compiler emits; checked against the cubin at load time):
- *   (tmQ, tmK, tmV, tmO : const CUtensorMap* in device global memory,
- *    O : elem*, LSE : float* or NULL,
- *    tileCounter : 2 x u32, zero at launch (persistent kernels' tile scheduler;
- *                  the kernel leaves them zero again),
- *    B, Sq, Skv, Hq, Hkv : i32, oStrideB, oStrideS, oStrideH : i64 (elements),
- *    scaleLog2 : f32)
+ * Kernel ABI: the parameters are defined once, in include/fa3rt_abi.def
+ * (the compiler emits them from the same list; checked against the cubin at
+ * load time). The tile counters are zero at launch and the kernel leaves
+ * them zero again (persistent kernels' tile scheduler).
  *   grid (ceil(Sq / block_m), Hq, B), block (threads, 1, 1), dynamic_smem bytes.
  * Tensor maps: 4-D, dims innermost-first (D, H, S, B) over the caller's tensor,
  * box (64, 1, rows, 1) with rows block_m (Q), block_n (K, V) or 64 (O: one
@@ -41,10 +38,17 @@
 #define LOG2E 1.4426950408889634
 #define CUBIN_MAX_BYTES ((size_t)1 << 30) /* ours are ~100 KB */
 
-static const char *const kParams =
-    "tmQ tmK tmV tmO O LSE tileCounter B Sq Skv Hq Hkv oStrideB oStrideS oStrideH scaleLog2";
-/* byte size of each parameter above, in order (the cubin must agree) */
-static const size_t kParamSizes[] = {8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 8, 8, 8, 4};
+/* The kernel's parameter names, blank-separated, and the byte size of each
+ * (the cubin must agree), from the one definition of the ABI. */
+static const char kParamList[] =
+#define FA3RT_KERNEL_PARAM(name, c_type, mlir_type, meaning) " " #name
+#include "fa3rt_abi.def"
+    ;
+static const char *const kParams = kParamList + 1;
+static const size_t kParamSizes[] = {
+#define FA3RT_KERNEL_PARAM(name, c_type, mlir_type, meaning) sizeof(c_type),
+#include "fa3rt_abi.def"
+};
 #define NPARAMS (sizeof kParamSizes / sizeof kParamSizes[0])
 
 /* ------------------------------------------------------------------------ */
@@ -1004,14 +1008,29 @@ fa3rt_status fa3rt_fwd(fa3rt_kernel *k, const fa3rt_fwd_args *a, void *stream) {
     r = cuMemcpyHtoDAsync(k->maps_dev + slot * SLOT_BYTES, &k->maps_host[NMAPS * slot], SLOT_BYTES, cs);
     if (r != CUDA_SUCCESS) { k->last_slot = -1; pthread_mutex_unlock(&k->mu); return cuda_fail("cuMemcpyHtoDAsync(tensor maps)", r, where); }
   }
-  CUdeviceptr tq = k->maps_dev + slot * SLOT_BYTES, tk = tq + MAP_BYTES, tv = tq + 2 * MAP_BYTES,
-              to = tq + 3 * MAP_BYTES;
-  CUdeviceptr tc = k->counters_dev + slot * 2 * sizeof(uint32_t);
-  CUdeviceptr po = (CUdeviceptr)a->o.ptr, pl = (CUdeviceptr)a->lse;
-  int32_t B = L.B, Sq = L.Sq, Skv = L.Skv, Hq = L.Hq, Hkv = L.Hkv;
-  int64_t sb = L.o_stride_b, ss = L.o_stride_s, sh = L.o_stride_h;
-  float sl2 = L.scale_log2;
-  void *params[] = {&tq, &tk, &tv, &to, &po, &pl, &tc, &B, &Sq, &Skv, &Hq, &Hkv, &sb, &ss, &sh, &sl2};
+  /* One local per kernel parameter, named and typed as fa3rt_abi.def says. */
+#define FA3RT_KERNEL_PARAM(name, c_type, mlir_type, meaning) c_type name;
+#include "fa3rt_abi.def"
+  tmQ = k->maps_dev + slot * SLOT_BYTES;
+  tmK = tmQ + MAP_BYTES;
+  tmV = tmQ + 2 * MAP_BYTES;
+  tmO = tmQ + 3 * MAP_BYTES;
+  O = (CUdeviceptr)a->o.ptr;
+  LSE = (CUdeviceptr)a->lse;
+  tileCounter = k->counters_dev + slot * 2 * sizeof(uint32_t);
+  B = L.B;
+  Sq = L.Sq;
+  Skv = L.Skv;
+  Hq = L.Hq;
+  Hkv = L.Hkv;
+  oStrideB = L.o_stride_b;
+  oStrideS = L.o_stride_s;
+  oStrideH = L.o_stride_h;
+  scaleLog2 = L.scale_log2;
+  void *params[] = {
+#define FA3RT_KERNEL_PARAM(name, c_type, mlir_type, meaning) &name,
+#include "fa3rt_abi.def"
+  };
   /* A persistent kernel strides over the tiles: one CTA per SM (the shared
      memory of a CTA fills an SM), in whole clusters. */
   if (k->facts.persistent && L.grid[0] > (unsigned)k->max_ctas)

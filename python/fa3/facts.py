@@ -21,8 +21,24 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple, Union
 
 FACTS_VERSION = 1
-KERNEL_PARAMS = ("tmQ tmK tmV tmO O LSE tileCounter B Sq Skv Hq Hkv "
-                 "oStrideB oStrideS oStrideH scaleLog2")
+
+
+def _kernel_params() -> str:
+    """The kernel's parameter names in launch order, blank-separated, from the
+    one definition of the ABI (fa3rt_abi.def: installed beside this module,
+    or runtime/include/ in a checkout)."""
+    here = Path(__file__).resolve().parent
+    for path in (here / "fa3rt_abi.def",
+                 here.parents[1] / "runtime" / "include" / "fa3rt_abi.def"):
+        if path.is_file():
+            names = re.findall(r"^FA3RT_KERNEL_PARAM\((\w+),", path.read_text(), re.M)
+            if names:
+                return " ".join(names)
+    raise ImportError("fa3: the kernel ABI definition fa3rt_abi.def is missing "
+                      f"(looked beside {here} and in the checkout's runtime/include)")
+
+
+KERNEL_PARAMS = _kernel_params()
 MAX_BYTES = 65536           # FA3RT_FACTS_MAX_BYTES
 MAX_LINE = 1023             # FA3RT_FACTS_MAX_LINE (bytes without the newline)
 SCALE_MAX = 1e30            # FA3RT_SCALE_MAX

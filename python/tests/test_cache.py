@@ -272,6 +272,9 @@ def test_without_the_compiler(tmp_path):
     pkg = tmp_path / "site"
     shutil.copytree(ROOT / "python" / "fa3", pkg / "fa3",
                     ignore=shutil.ignore_patterns("__pycache__"))
+    # every install carries the kernel ABI beside the package (the wheel's
+    # cmake/PythonPackage.cmake puts it there)
+    shutil.copy(ROOT / "runtime" / "include" / "fa3rt_abi.def", pkg / "fa3")
     _write_kernel(tmp_path / "kernels", "pre_causal")
     code = textwrap.dedent(f"""
         import sys

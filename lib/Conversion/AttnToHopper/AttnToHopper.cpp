@@ -126,6 +126,14 @@ void buildVisibleColsFn(OpBuilder &b, Location loc, StringRef name,
   func::ReturnOp::create(fb, loc, ValueRange{toI32(fb, loc, lo), toI32(fb, loc, hi)});
 }
 
+/// The kernel's parameter names in launch order (the facts' `params`).
+ArrayAttr paramNames(OpBuilder &b) {
+  SmallVector<StringRef> names;
+  for (const hopper::KernelParam &p : hopper::kKernelParams)
+    names.push_back(p.name);
+  return b.getStrArrayAttr(names);
+}
+
 /// The innermost (head-dim) stride of a memref must be 1 for TMA.
 bool hasUnitInnerStride(Value memref) {
   auto t = cast<MemRefType>(memref.getType());
@@ -287,10 +295,7 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
       b.getNamedAttr("softcap", b.getF64FloatAttr(cfg.softcap)),
       b.getNamedAttr("scale", b.getF64FloatAttr(
                                   u.getScaleLog2().convertToDouble() / kLog2e)),
-      b.getNamedAttr("params",
-                     b.getStrArrayAttr({"tmQ", "tmK", "tmV", "tmO", "O", "LSE", "tileCounter", "B",
-                                        "Sq", "Skv", "Hq", "Hkv", "oStrideB",
-                                        "oStrideS", "oStrideH", "scaleLog2"})),
+      b.getNamedAttr("params", paramNames(b)),
   };
   kernel->setAttr("attn.launch", b.getDictionaryAttr(facts));
   if (failed(verify(gpuModule)))

@@ -1516,11 +1516,11 @@ std::string Emitter::body() {
      << " threads (1 producer + " << cfg.consumers()
      << " consumer warpgroups); dynamic shared memory " << l.total
      << " bytes.\n";
-  os << "  gpu.func @" << cfg.name
-     << "(%tmQ: !llvm.ptr, %tmK: !llvm.ptr, %tmV: !llvm.ptr, %tmO: !llvm.ptr, "
-        "%O: !llvm.ptr<1>, "
-        "%LSE: !llvm.ptr<1>, %tileCounter: !llvm.ptr<1>, %B: i32, %Sq: i32, %Skv: i32, %Hq: i32, %Hkv: i32, "
-        "%oStrideB: i64, %oStrideS: i64, %oStrideH: i64, %scaleLog2: f32) kernel\n"
+  os << "  gpu.func @" << cfg.name << "(";
+  llvm::interleaveComma(kKernelParams, os, [&](const KernelParam &p) {
+    os << "%" << p.name << ": " << p.mlirType;
+  });
+  os << ") kernel\n"
      << "      attributes {nvvm.maxntid = array<i32: " << cfg.threads()
      << ", 1, 1>, nvvm.minctasm = 1 : i32";
   if (cfg.clusterM == 2)

@@ -58,6 +58,18 @@ struct KernelConfig {
   int64_t threads() const { return 128 * (1 + consumers()); }
 };
 
+/// One kernel parameter: its name (also the SSA name in the kernel) and MLIR
+/// type, in launch order, from the single definition of the ABI that the
+/// runtime and the Python package read too (runtime/include/fa3rt_abi.def).
+struct KernelParam {
+  const char *name;
+  const char *mlirType;
+};
+inline constexpr KernelParam kKernelParams[] = {
+#define FA3RT_KERNEL_PARAM(name, c_type, mlir_type, meaning) {#name, mlir_type},
+#include "fa3rt_abi.def"
+};
+
 /// Shared-memory layout of a configuration (bytes from a 1024-aligned base).
 struct SmemLayout {
   int64_t qOff, kOff, vOff, oOff, total;
