@@ -199,30 +199,42 @@ def _launchable_kernel(kernel, dt, D, Dv, causal, window_size, softcap, kernel_d
     return k
 
 
-def flash_attn_func(q, k, v, softmax_scale: Optional[float] = None, causal: bool = False,
-                    window_size=(-1, -1), softcap: float = 0.0, return_lse: bool = False,
-                    kernel_dir=None, kernel: Optional[_facts.KernelFacts] = None,
-                    out=None, lse_out=None, jit: Optional[bool] = None):
-    """FlashAttention forward on BSHD tensors, like FA3's ``flash_attn_func``.
+def _window(window_size) -> Tuple[int, int]:
+    """window_size as (left, right); None is (-1, -1)."""
+    if window_size is None:
+        return (-1, -1)
+    if len(window_size) != 2:
+        raise ValueError(f"window_size must be (left, right), got {window_size!r}")
+    return (window_size[0], window_size[1])
 
-    q: [B, Sq, Hq, D], k: [B, Skv, Hkv, D], v: [B, Skv, Hkv, Dv] (bf16 or f16,
-    one CUDA device, Hq % Hkv == 0). ``softmax_scale`` defaults to the kernel's
-    (1/sqrt(D) unless compiled otherwise). Causal and windows are bottom-right
-    aligned when Sq != Skv; ``window_size=(left, right)``, -1 = unbounded.
-    Returns o [B, Sq, Hq, Dv], or (o, lse) with lse [B, Hq, Sq] float32 (natural
-    log; -inf for rows that see no key, whose o is 0). Runs on
-    torch.cuda.current_stream(). Forward only: no autograd.
-    ``kernel`` (a fa3.facts.KernelFacts) bypasses the directory lookup; it must
-    compute the requested variant. Without it the kernel comes from
-    ``kernel_dir`` (default ``$FA3_KERNEL_DIR``) or, when none there matches,
-    from the JIT cache (compiled on first use; ``jit=False`` or ``FA3_JIT=0``:
-    never), see select_kernel. ``out`` ([B, Sq, Hq, Dv], any strides with a
-    contiguous last dim) and ``lse_out`` (contiguous float32 [B, Hq, Sq]; implies
-    return_lse) are optional preallocated outputs.
-    """
-    import torch
-    from . import runtime
 
+def _check_shapes(q_shape, k_shape, v_shape) -> Tuple[int, int, int, int, int, int, int]:
+    """(B, Sq, Hq, D, Skv, Hkv, Dv) of 4-D BSHD shapes q, k, v; ValueError
+    naming what does not agree."""
+    B, Sq, Hq, D = q_shape
+    Bk, Skv, Hkv, Dk = k_shape
+    if tuple(v_shape[:3]) != tuple(k_shape[:3]):
+        raise ValueError(f"k and v must agree in [B, Skv, Hkv], got {tuple(k_shape)} and "
+                         f"{tuple(v_shape)}")
+    if Bk != B:
+        raise ValueError(f"batch sizes differ: q {B}, k {Bk}")
+    if Dk != D:
+        raise ValueError(f"q and k head dims differ: {D} and {Dk}")
+    if Hkv == 0 or Hq % Hkv:
+        raise ValueError(f"the number of q heads ({Hq}) must be a multiple of the number of "
+                         f"k/v heads ({Hkv})")
+    return B, Sq, Hq, D, Skv, Hkv, v_shape[3]
+
+
+def _op_path(p) -> Optional[str]:
+    """A path argument as the op's `str?` (None stays None)."""
+    return p if p is None or isinstance(p, str) else os.fspath(p)
+
+
+def _check_inputs(torch, q, k, v):
+    """The checks of every call (traced by Dynamo on the compiled path):
+    q, k, v 4-D CUDA tensors of one device and dtype (bf16 or f16), not
+    requiring grad where grad is on. Returns the dtype name."""
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
@@ -241,23 +253,83 @@ def flash_attn_func(q, k, v, softmax_scale: Optional[float] = None, causal: bool
     if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
         raise NotImplementedError("fa3 flash_attn_func is forward-only (no backward yet): call "
                                   "it under torch.no_grad() or on detached tensors")
-    B, Sq, Hq, D = q.shape
-    Bk, Skv, Hkv, Dk = k.shape
-    if tuple(v.shape[:3]) != tuple(k.shape[:3]):
-        raise ValueError(f"k and v must agree in [B, Skv, Hkv], got {tuple(k.shape)} and "
-                         f"{tuple(v.shape)}")
-    if Bk != B:
-        raise ValueError(f"batch sizes differ: q {B}, k {Bk}")
-    if Dk != D:
-        raise ValueError(f"q and k head dims differ: {D} and {Dk}")
-    if Hkv == 0 or Hq % Hkv:
-        raise ValueError(f"the number of q heads ({Hq}) must be a multiple of the number of "
-                         f"k/v heads ({Hkv})")
-    Dv = v.shape[3]
-    if window_size is None:
-        window_size = (-1, -1)
-    if len(window_size) != 2:
-        raise ValueError(f"window_size must be (left, right), got {window_size!r}")
+    return dt
+
+
+def _check_out(torch, q, out, lse_out, B, Sq, Hq, Dv):
+    if out is not None and (tuple(out.shape) != (B, Sq, Hq, Dv) or out.dtype != q.dtype
+                            or out.device != q.device):
+        raise ValueError(f"out must be a {q.dtype} tensor of shape {(B, Sq, Hq, Dv)} on "
+                         f"{q.device}, got {out.dtype} {tuple(out.shape)} on {out.device}")
+    if lse_out is not None and (tuple(lse_out.shape) != (B, Hq, Sq)
+                                or lse_out.dtype != torch.float32
+                                or lse_out.device != q.device or not lse_out.is_contiguous()):
+        raise ValueError(f"lse_out must be a contiguous float32 tensor of shape "
+                         f"{(B, Hq, Sq)} on {q.device}")
+
+
+def flash_attn_func(q, k, v, softmax_scale: Optional[float] = None, causal: bool = False,
+                    window_size=(-1, -1), softcap: float = 0.0, return_lse: bool = False,
+                    kernel_dir=None, kernel: Optional[_facts.KernelFacts] = None,
+                    out=None, lse_out=None, jit: Optional[bool] = None):
+    """FlashAttention forward on BSHD tensors, like FA3's ``flash_attn_func``
+    (flash_attn_interface; the arguments it shares with ours have its names).
+
+    q: [B, Sq, Hq, D], k: [B, Skv, Hkv, D], v: [B, Skv, Hkv, Dv] (bf16 or f16,
+    one CUDA device, Hq % Hkv == 0). ``softmax_scale`` defaults to the kernel's
+    (1/sqrt(D) unless compiled otherwise). Causal and windows are bottom-right
+    aligned when Sq != Skv; ``window_size=(left, right)``, -1 = unbounded.
+    Returns o [B, Sq, Hq, Dv], or (o, lse) with lse [B, Hq, Sq] float32 (natural
+    log; -inf for rows that see no key, whose o is 0). Runs on
+    torch.cuda.current_stream(). Forward only: no autograd.
+    ``kernel`` (a fa3.facts.KernelFacts) bypasses the directory lookup; it must
+    compute the requested variant. Without it the kernel comes from
+    ``kernel_dir`` (default ``$FA3_KERNEL_DIR``) or, when none there matches,
+    from the JIT cache (compiled on first use; ``jit=False`` or ``FA3_JIT=0``:
+    never), see select_kernel. ``out`` ([B, Sq, Hq, Dv], any strides with a
+    contiguous last dim) and ``lse_out`` (contiguous float32 [B, Hq, Sq]; implies
+    return_lse) are optional preallocated outputs.
+
+    Under torch.compile (fullgraph=True works) the call is the custom op
+    ``torch.ops.fa3.flash_attn_fwd`` (fa3.torch_ops), which always computes
+    lse; ``out``/``lse_out`` are then filled by a copy.
+    """
+    import torch
+    if torch.compiler.is_compiling():
+        return _compiled_fwd(torch, q, k, v, softmax_scale, causal, window_size, softcap,
+                             return_lse, kernel_dir, kernel, out, lse_out, jit)
+    return _eager_fwd(torch, q, k, v, softmax_scale, causal, window_size, softcap, return_lse,
+                      kernel_dir, kernel, out, lse_out, jit)
+
+
+def _compiled_fwd(torch, q, k, v, softmax_scale, causal, window_size, softcap, return_lse,
+                  kernel_dir, kernel, out, lse_out, jit):
+    """flash_attn_func as Dynamo traces it: the checks, then the custom op."""
+    from . import torch_ops  # noqa: F401  (registers torch.ops.fa3.flash_attn_fwd)
+    _check_inputs(torch, q, k, v)
+    B, Sq, Hq, D, Skv, Hkv, Dv = _check_shapes(q.shape, k.shape, v.shape)
+    window_size = _window(window_size)
+    _check_out(torch, q, out, lse_out, B, Sq, Hq, Dv)
+    o, lse = torch.ops.fa3.flash_attn_fwd.default(
+        q, k, v, None if softmax_scale is None else float(softmax_scale), bool(causal),
+        list(window_size), float(softcap), _op_path(kernel_dir),
+        None if kernel is None else _op_path(kernel.facts_path), jit)
+    if out is not None:
+        out.copy_(o)
+        o = out
+    if lse_out is not None:
+        lse_out.copy_(lse)
+        lse, return_lse = lse_out, True
+    return (o, lse) if return_lse else o
+
+
+def _eager_fwd(torch, q, k, v, softmax_scale, causal, window_size, softcap, return_lse,
+               kernel_dir, kernel, out, lse_out, jit):
+    from . import runtime
+
+    dt = _check_inputs(torch, q, k, v)
+    B, Sq, Hq, D, Skv, Hkv, Dv = _check_shapes(q.shape, k.shape, v.shape)
+    window_size = _window(window_size)
 
     dev = q.device.index if q.device.index is not None else torch.cuda.current_device()
     kobj = _launchable_kernel(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit,
@@ -265,19 +337,9 @@ def flash_attn_func(q, k, v, softmax_scale: Optional[float] = None, causal: bool
 
     # TMA reads rows of D contiguous elements: make the last dim contiguous
     q, k, v = [t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v)]
-    if out is None:
-        o = torch.empty((B, Sq, Hq, Dv), dtype=q.dtype, device=q.device)
-    else:
-        if (tuple(out.shape) != (B, Sq, Hq, Dv) or out.dtype != q.dtype
-                or out.device != q.device):
-            raise ValueError(f"out must be a {q.dtype} tensor of shape {(B, Sq, Hq, Dv)} on "
-                             f"{q.device}, got {out.dtype} {tuple(out.shape)} on {out.device}")
-        o = out
+    _check_out(torch, q, out, lse_out, B, Sq, Hq, Dv)
+    o = torch.empty((B, Sq, Hq, Dv), dtype=q.dtype, device=q.device) if out is None else out
     if lse_out is not None:
-        if (tuple(lse_out.shape) != (B, Hq, Sq) or lse_out.dtype != torch.float32
-                or lse_out.device != q.device or not lse_out.is_contiguous()):
-            raise ValueError(f"lse_out must be a contiguous float32 tensor of shape "
-                             f"{(B, Hq, Sq)} on {q.device}")
         lse, return_lse = lse_out, True
     else:
         lse = (torch.empty((B, Hq, Sq), dtype=torch.float32, device=q.device)

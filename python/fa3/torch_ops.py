@@ -1,0 +1,66 @@
+"""The torch.library custom op behind ``fa3.torch_api.flash_attn_func`` under
+torch.compile.
+
+    torch.ops.fa3.flash_attn_fwd(q, k, v, softmax_scale, causal, window_size, softcap,
+                                 kernel_dir, kernel_facts, jit) -> (out, lse)
+
+q [B, Sq, Hq, D], k [B, Skv, Hkv, D], v [B, Skv, Hkv, Dv] (BSHD, bf16 or f16,
+CUDA); out [B, Sq, Hq, Dv] (q's dtype, contiguous), lse [B, Hq, Sq] float32
+(natural log). The non-tensor arguments are those of flash_attn_func, in types
+a schema holds: softmax_scale float or None, window_size int[2], kernel_dir a
+path string or None, kernel_facts the .facts path of an explicit kernel or
+None, jit bool or None. Its fake implementation gives those shapes and dtypes,
+so that Dynamo traces a model calling flash_attn_func without a graph break
+and Inductor calls the op (and through it the eager path) at run time.
+
+Importing this module imports torch and registers the op (once per process).
+flash_attn_func imports it on its compiled path only; under Dynamo the import
+runs when the call is traced, outside the graph. No autograd is registered
+(forward only): flash_attn_func refuses inputs that require grad before it
+reaches the op.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Dict, List, Optional, Tuple
+
+import torch
+
+from . import facts as _facts
+
+OP_NAME = "fa3::flash_attn_fwd"
+
+_facts_by_path: Dict[str, _facts.KernelFacts] = {}
+_facts_lock = threading.Lock()
+
+
+def _kernel_from_facts(path: Optional[str]) -> Optional[_facts.KernelFacts]:
+    """The kernel whose .facts file is `path` (read once per process)."""
+    if path is None:
+        return None
+    kf = _facts_by_path.get(path)
+    if kf is None:
+        kf = _facts.load_facts(path)
+        with _facts_lock:
+            _facts_by_path[path] = kf
+    return kf
+
+
+@torch.library.custom_op(OP_NAME, mutates_args=(), device_types="cuda")
+def flash_attn_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                   softmax_scale: Optional[float], causal: bool, window_size: List[int],
+                   softcap: float, kernel_dir: Optional[str], kernel_facts: Optional[str],
+                   jit: Optional[bool]) -> Tuple[torch.Tensor, torch.Tensor]:
+    from . import torch_api
+    return torch_api._eager_fwd(torch, q, k, v, softmax_scale, causal, window_size, softcap,
+                                True, kernel_dir, _kernel_from_facts(kernel_facts), None,
+                                None, jit)
+
+
+@flash_attn_fwd.register_fake
+def _flash_attn_fwd_fake(q, k, v, softmax_scale, causal, window_size, softcap, kernel_dir,
+                         kernel_facts, jit):
+    B, Sq, Hq, _ = q.shape
+    Dv = v.shape[3]
+    return (q.new_empty((B, Sq, Hq, Dv)),
+            q.new_empty((B, Hq, Sq), dtype=torch.float32))

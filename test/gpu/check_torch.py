@@ -1,0 +1,281 @@
+#!/usr/bin/env python3
+"""torch.compile check of fa3.torch_api.flash_attn_func (run on an H100/H200).
+
+    FA3_JIT=0 python3 test/gpu/check_torch.py KERNEL_DIR [--out OUT_DIR]
+
+1. A small model function (projection, attention through flash_attn_func,
+   projection) compiled with torch.compile(fullgraph=True) (Inductor): for
+   bf16 and f16, causal or not, head dim 64 and 128, the compiled output and
+   lse are compared with an fp32 math reference (the criteria of
+   check_fwd.py: ||o - ref|| / ||ref|| < 1e-2, max |lse - ref| < 1e-3; out=
+   and lse_out= poisoned with NaN first, so an element not written fails),
+   and with the eager call (the same kernel: bit-identical attention output).
+   Also: the traced graph calls torch.ops.fa3.flash_attn_fwd, compiled
+   with dynamic=True a second shape runs without recompiling, and inputs
+   that require grad are refused.
+2. Per-call overhead, B=1 S=128 H=1 D=128 bf16: median wall time of a call
+   (time.perf_counter around N calls, then synchronize) for eager
+   flash_attn_func, the compiled function calling it, and
+   F.scaled_dot_product_attention eager and compiled.
+
+Prints a table; with --out writes OUT_DIR/check_torch.json. Exit status 1 on
+any failure.
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "python"))
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from fa3 import torch_api  # noqa: E402
+from fa3.torch_api import flash_attn_func  # noqa: E402
+
+O_REL_TOL = 1e-2      # as test/gpu/check_fwd.py
+LSE_ABS_TOL = 1e-3
+DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
+# (B, Sq, Skv, Hq, Hkv): GQA, Sq != Skv (bottom-right causal), a ragged tile
+CASES = [(2, 256, 256, 4, 4), (1, 300, 1000, 8, 2), (2, 1000, 300, 4, 1)]
+
+
+def reference(q, k, v, causal):
+    """fp32 math: o [B, Sq, Hq, D] and lse [B, Hq, Sq] (causal bottom-right)."""
+    B, Sq, Hq, D = q.shape
+    Skv, Hkv = k.shape[1], k.shape[2]
+    g = Hq // Hkv
+    qf = q.float().transpose(1, 2)
+    kf = k.float().transpose(1, 2).repeat_interleave(g, dim=1)
+    vf = v.float().transpose(1, 2).repeat_interleave(g, dim=1)
+    s = torch.matmul(qf, kf.transpose(-1, -2)) / math.sqrt(D)
+    if causal:
+        i = torch.arange(Sq, device=q.device)[:, None]
+        j = torch.arange(Skv, device=q.device)[None, :]
+        s = s.masked_fill(j > i + (Skv - Sq), float("-inf"))
+    lse = torch.logsumexp(s, dim=-1)
+    p = torch.nan_to_num(torch.softmax(s, dim=-1), nan=0.0)
+    return torch.matmul(p, vf).transpose(1, 2), lse
+
+
+def attn_block(x, wq, wk, wv, wo, out, lse_out, *, Hq, Hkv, D, causal, kernel_dir):
+    """The model: x [B, S, E] -> q, k, v projections -> attention -> wo."""
+    B, S, _ = x.shape
+    q = (x @ wq).view(B, S, Hq, D)
+    k = (x @ wk).view(B, S, Hkv, D)
+    v = (x @ wv).view(B, S, Hkv, D)
+    o, lse = flash_attn_func(q, k, v, causal=causal, kernel_dir=kernel_dir, out=out,
+                             lse_out=lse_out)
+    return o.reshape(B, S, Hq * D) @ wo, o, lse, q, k, v
+
+
+def attn_only(q, k, v, *, causal, kernel_dir, return_lse=True):
+    r = flash_attn_func(q, k, v, causal=causal, kernel_dir=kernel_dir, return_lse=return_lse)
+    return r
+
+
+def relerr(a, b):
+    return ((a.float() - b.float()).norm() / b.float().norm()).item()
+
+
+def check_cases(kdir, results):
+    gen = torch.Generator(device="cuda").manual_seed(1234)
+    for dname, dt in DTYPES.items():
+        for D in (64, 128):
+            for causal in (False, True):
+                torch._dynamo.reset()   # a fresh compile per variant (then one recompile
+                for case in CASES:      # with dynamic shapes for the 2nd shape)
+                    label = f"{dname} d{D} {'causal' if causal else 'full'} {case}"
+                    res = {"label": label}
+                    try:
+                        res.update(one_case(kdir, dt, D, causal, case, gen))
+                    except Exception as e:  # noqa: BLE001
+                        res.update(ok=False, error=f"{type(e).__name__}: {e}")
+                        traceback.print_exc()
+                    results.append(res)
+                    print(("PASS " if res["ok"] else "FAIL ") + label
+                          + "".join(f" {k}={v:.2e}" for k, v in res.items()
+                                    if isinstance(v, float))
+                          + (f" {res['error']}" if "error" in res else ""), flush=True)
+
+
+def one_case(kdir, dt, D, causal, case, gen):
+    B, Sq, Skv, Hq, Hkv = case
+    res = {}
+    # 1. attention alone, compiled with fullgraph=True: against the reference and eager
+    q = torch.randn(B, Sq, Hq, D, device="cuda", generator=gen).to(dt)
+    k = torch.randn(B, Skv, Hkv, D, device="cuda", generator=gen).to(dt)
+    v = torch.randn(B, Skv, Hkv, D, device="cuda", generator=gen).to(dt)
+    fn = torch.compile(attn_only, fullgraph=True)
+    o, lse = fn(q, k, v, causal=causal, kernel_dir=kdir)
+    o_e, lse_e = flash_attn_func(q, k, v, causal=causal, kernel_dir=kdir, return_lse=True)
+    torch.cuda.synchronize()
+    ref_o, ref_lse = reference(q, k, v, causal)
+    keep = ~torch.isinf(ref_lse)            # rows that see a key (all but causal Sq > Skv)
+    res["rel_err_o"] = relerr(o.transpose(1, 2)[keep], ref_o.transpose(1, 2)[keep])
+    res["max_err_lse"] = (lse[keep] - ref_lse[keep]).abs().max().item()
+    ok = (res["rel_err_o"] < O_REL_TOL and res["max_err_lse"] < LSE_ABS_TOL
+          and not torch.isnan(o).any().item()
+          and bool((o.transpose(1, 2)[~keep] == 0).all().item())
+          and bool(torch.isneginf(lse[~keep]).all().item()))
+    res["same_as_eager"] = bool(torch.equal(o, o_e) and torch.equal(lse, lse_e))
+    ok = ok and res["same_as_eager"]
+    # 2. the model (projections around it), out=/lse_out= poisoned with NaN
+    E = 256
+    x = torch.randn(B, Sq, E, device="cuda", generator=gen).to(dt) / 4
+    w = [torch.randn(E, n, device="cuda", generator=gen).to(dt) / math.sqrt(E)
+         for n in (Hq * D, Hkv * D, Hkv * D)]
+    wo = torch.randn(Hq * D, E, device="cuda", generator=gen).to(dt) / math.sqrt(Hq * D)
+    out = torch.full((B, Sq, Hq, D), float("nan"), device="cuda", dtype=dt)
+    lse_out = torch.full((B, Hq, Sq), float("nan"), device="cuda")
+    model = torch.compile(attn_block, fullgraph=True)
+    y, o2, l2, q2, k2, v2 = model(x, *w, wo, out, lse_out, Hq=Hq, Hkv=Hkv, D=D, causal=causal,
+                                  kernel_dir=kdir)
+    torch.cuda.synchronize()
+    r_o, r_lse = reference(q2, k2, v2, causal)
+    keep2 = ~torch.isinf(r_lse)
+    res["model_rel_err_o"] = relerr(out.transpose(1, 2)[keep2], r_o.transpose(1, 2)[keep2])
+    res["model_max_err_lse"] = (lse_out[keep2] - r_lse[keep2]).abs().max().item()
+    y_ref = r_o.reshape(B, Sq, Hq * D) @ wo.float()
+    res["model_rel_err_y"] = relerr(y, y_ref)
+    ok = (ok and res["model_rel_err_o"] < O_REL_TOL and res["model_max_err_lse"] < LSE_ABS_TOL
+          and res["model_rel_err_y"] < 2e-2
+          and not torch.isnan(out).any().item() and not torch.isnan(lse_out).any().item())
+    res["ok"] = bool(ok)
+    return res
+
+
+def check_graph(kdir, results):
+    """The traced graph holds the op; dynamic shapes; requires_grad refused."""
+    dt = torch.bfloat16
+
+    def record(label, ok, detail=""):
+        results.append({"label": label, "ok": bool(ok), "detail": detail})
+        print(("PASS " if ok else "FAIL ") + label + (f": {detail}" if detail else ""),
+              flush=True)
+
+    mk = lambda *s: torch.randn(*s, device="cuda", dtype=dt)  # noqa: E731
+    q, k, v = mk(1, 128, 2, 128), mk(1, 128, 2, 128), mk(1, 128, 2, 128)
+    try:
+        torch._dynamo.reset()
+        ex = torch._dynamo.explain(attn_only)(q, k, v, causal=True, kernel_dir=kdir)
+        ops = [str(n.target) for g in ex.graphs for n in g.graph.nodes
+               if n.op == "call_function"]
+        record("explain: one graph, no break, calls fa3.flash_attn_fwd",
+               ex.graph_count == 1 and ex.graph_break_count == 0
+               and any("fa3.flash_attn_fwd" in t for t in ops),
+               f"graphs={ex.graph_count} breaks={ex.graph_break_count} ops={ops}")
+    except Exception as e:  # noqa: BLE001
+        record("explain", False, f"{type(e).__name__}: {e}")
+    try:
+        torch._dynamo.reset()
+        from torch._dynamo.utils import counters
+        counters.clear()
+        fn = torch.compile(attn_only, fullgraph=True, dynamic=True)
+        errs = []
+        for S in (200, 333, 1024):
+            a, b, c = mk(2, S, 4, 64), mk(2, S, 2, 64), mk(2, S, 2, 64)
+            o, lse = fn(a, b, c, causal=False, kernel_dir=kdir)
+            r, rl = reference(a, b, c, False)
+            errs.append(relerr(o, r))
+        frames = counters["stats"]["unique_graphs"]
+        record("dynamic=True: 3 seqlens", max(errs) < O_REL_TOL,
+               f"rel errs {[f'{e:.1e}' for e in errs]}, unique graphs {frames}")
+    except Exception as e:  # noqa: BLE001
+        record("dynamic=True", False, f"{type(e).__name__}: {e}")
+    try:
+        torch._dynamo.reset()
+        fn = torch.compile(attn_only, fullgraph=True)
+        qg = q.clone().requires_grad_()
+        try:
+            fn(qg, k, v, causal=False, kernel_dir=kdir)
+            record("requires_grad refused (compiled)", False, "no error")
+        except Exception as e:  # noqa: BLE001
+            msg = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+            record("requires_grad refused (compiled)", "forward-only" in str(e), msg[:300])
+        with torch.no_grad():
+            o = fn(qg, k, v, causal=False, kernel_dir=kdir, return_lse=False)
+        record("requires_grad under no_grad (compiled)", o.shape == q.shape)
+    except Exception as e:  # noqa: BLE001
+        record("requires_grad", False, f"{type(e).__name__}: {e}")
+
+
+def per_call(fn, n=2000, reps=5):
+    """Median over `reps` of the mean wall time of n back-to-back calls (us),
+    synchronized before and after each batch."""
+    for _ in range(50):
+        fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        torch.cuda.synchronize()
+        ts.append((time.perf_counter() - t0) / n * 1e6)
+    return statistics.median(ts)
+
+
+def overhead(kdir):
+    B, S, H, D = 1, 128, 1, 128
+    dt = torch.bfloat16
+    q, k, v = (torch.randn(B, S, H, D, device="cuda", dtype=dt) for _ in range(3))
+    qs, ks, vs = (t.transpose(1, 2) for t in (q, k, v))
+    torch._dynamo.reset()
+    ours_c = torch.compile(lambda a, b, c: flash_attn_func(a, b, c, kernel_dir=kdir),
+                           fullgraph=True)
+    sdpa_c = torch.compile(lambda a, b, c: F.scaled_dot_product_attention(a, b, c),
+                           fullgraph=True)
+    rows = [
+        ("fa3 flash_attn_func, eager", lambda: flash_attn_func(q, k, v, kernel_dir=kdir)),
+        ("fa3 flash_attn_func, torch.compile(fullgraph)", lambda: ours_c(q, k, v)),
+        ("SDPA, eager", lambda: F.scaled_dot_product_attention(qs, ks, vs)),
+        ("SDPA, torch.compile(fullgraph)", lambda: sdpa_c(qs, ks, vs)),
+    ]
+    ours_c(q, k, v)   # compiles, registers the op
+    op = torch.ops.fa3.flash_attn_fwd.default
+    rows.insert(1, ("torch.ops.fa3.flash_attn_fwd, eager",
+                    lambda: op(q, k, v, None, False, [-1, -1], 0.0, kdir, None, None)))
+    with torch.no_grad():
+        out = [(name, per_call(f)) for name, f in rows]
+    print(f"\nper-call wall time, B={B} S={S} H={H} D={D} bf16 (median of 5 x 2000 calls, "
+          f"launch included; {torch.cuda.get_device_name()}, torch {torch.__version__}):")
+    print("| call | us/call |\n|---|---|")
+    for name, t in out:
+        print(f"| {name} | {t:.1f} |")
+    return [{"call": n, "us_per_call": t} for n, t in out]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("kernel_dir")
+    ap.add_argument("--out", default=None, help="write check_torch.json there")
+    ap.add_argument("--skip-overhead", action="store_true")
+    a = ap.parse_args()
+    kdir = str(Path(a.kernel_dir).resolve())
+    print(f"torch {torch.__version__}, cuda {torch.version.cuda}, {torch.cuda.get_device_name()}"
+          f", FA3_JIT={os.environ.get('FA3_JIT')}", flush=True)
+    torch_api.clear_caches()
+    results = []
+    check_cases(kdir, results)
+    check_graph(kdir, results)
+    timing = None if a.skip_overhead else overhead(kdir)
+    failed = [r for r in results if not r["ok"]]
+    print(f"\ncheck_torch: {len(results) - len(failed)}/{len(results)} passed")
+    if a.out:
+        os.makedirs(a.out, exist_ok=True)
+        with open(os.path.join(a.out, "check_torch.json"), "w") as f:
+            json.dump({"torch": torch.__version__, "device": torch.cuda.get_device_name(),
+                       "results": results, "per_call_us": timing}, f, indent=1)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
