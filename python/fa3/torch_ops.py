@@ -46,21 +46,32 @@ def _kernel_from_facts(path: Optional[str]) -> Optional[_facts.KernelFacts]:
     return kf
 
 
-@torch.library.custom_op(OP_NAME, mutates_args=(), device_types="cuda")
-def flash_attn_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                   softmax_scale: Optional[float], causal: bool, window_size: List[int],
-                   softcap: float, kernel_dir: Optional[str], kernel_facts: Optional[str],
-                   jit: Optional[bool]) -> Tuple[torch.Tensor, torch.Tensor]:
+SCHEMA = ("flash_attn_fwd(Tensor q, Tensor k, Tensor v, float? softmax_scale, bool causal, "
+          "int[] window_size, float softcap, str? kernel_dir, str? kernel_facts, bool? jit) "
+          "-> (Tensor out, Tensor lse)")
+
+
+def flash_attn_fwd(q, k, v, softmax_scale, causal, window_size, softcap, kernel_dir,
+                   kernel_facts, jit):
+    """The CUDA implementation: flash_attn_func's eager path, lse computed."""
     from . import torch_api
     return torch_api._eager_fwd(torch, q, k, v, softmax_scale, causal, window_size, softcap,
                                 True, kernel_dir, _kernel_from_facts(kernel_facts), None,
                                 None, jit)
 
 
-@flash_attn_fwd.register_fake
 def _flash_attn_fwd_fake(q, k, v, softmax_scale, causal, window_size, softcap, kernel_dir,
                          kernel_facts, jit):
     B, Sq, Hq, _ = q.shape
     Dv = v.shape[3]
     return (q.new_empty((B, Sq, Hq, Dv)),
             q.new_empty((B, Hq, Sq), dtype=torch.float32))
+
+
+# torch.library.Library + impl rather than torch.library.custom_op: the
+# latter's Python autograd layer costs ~50 us a call (H200, torch 2.11),
+# more than the launch itself
+_lib = torch.library.Library("fa3", "DEF")
+_lib.define(SCHEMA)
+_lib.impl("flash_attn_fwd", flash_attn_fwd, "CUDA")
+torch.library.register_fake(OP_NAME, _flash_attn_fwd_fake, lib=_lib)
