@@ -22,7 +22,7 @@ reaches the op.
 from __future__ import annotations
 
 import threading
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Optional
 
 import torch
 
