@@ -30,6 +30,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
+from types import SimpleNamespace
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "python"))
@@ -38,6 +39,9 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from fa3 import torch_api  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "test" / "gpu"))
+import check_fwd  # noqa: E402  (the fp32 reference)
 from fa3.torch_api import flash_attn_func  # noqa: E402
 
 O_REL_TOL = 1e-2      # as test/gpu/check_fwd.py
@@ -48,21 +52,12 @@ CASES = [(2, 256, 256, 4, 4), (1, 300, 1000, 8, 2), (2, 1000, 300, 4, 1)]
 
 
 def reference(q, k, v, causal):
-    """fp32 math: o [B, Sq, Hq, D] and lse [B, Hq, Sq] (causal bottom-right)."""
-    B, Sq, Hq, D = q.shape
-    Skv, Hkv = k.shape[1], k.shape[2]
-    g = Hq // Hkv
-    qf = q.float().transpose(1, 2)
-    kf = k.float().transpose(1, 2).repeat_interleave(g, dim=1)
-    vf = v.float().transpose(1, 2).repeat_interleave(g, dim=1)
-    s = torch.matmul(qf, kf.transpose(-1, -2)) / math.sqrt(D)
-    if causal:
-        i = torch.arange(Sq, device=q.device)[:, None]
-        j = torch.arange(Skv, device=q.device)[None, :]
-        s = s.masked_fill(j > i + (Skv - Sq), float("-inf"))
-    lse = torch.logsumexp(s, dim=-1)
-    p = torch.nan_to_num(torch.softmax(s, dim=-1), nan=0.0)
-    return torch.matmul(p, vf).transpose(1, 2), lse
+    """check_fwd's fp32 reference at the default scale 1/sqrt(D), no window
+    or softcap: o [B, Sq, Hq, D] and lse [B, Hq, Sq] (causal bottom-right)."""
+    mask = SimpleNamespace(causal=causal, window_left=-1,
+                           window_right=0 if causal else -1, softcap=0.0)
+    o, lse, _ = check_fwd.reference(q, k, v, 1.0 / math.sqrt(q.shape[-1]), mask)
+    return o, lse
 
 
 def attn_block(x, wq, wk, wv, wo, out, lse_out, *, Hq, Hkv, D, causal, kernel_dir):
