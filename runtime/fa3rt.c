@@ -130,24 +130,9 @@ typedef struct key_rule {
 
 #define FIELD(f) offsetof(fa3rt_facts, f)
 static const key_rule kKeys[] = {
-    {"kernel", T_NAME, 1, FIELD(kernel), 0, 0, 0, 0, "a C identifier of 1 to 255 characters"},
-    {"dtype", T_DTYPE, 1, FIELD(dtype), 0, 0, 0, 0, "bf16 or f16"},
-    {"head_dim", T_INT, 1, FIELD(head_dim), 8, 256, 8, 0, "8 to 256, a multiple of 8"},
-    {"head_dim_v", T_INT, 1, FIELD(head_dim_v), 8, 256, 8, 0, "8 to 256, a multiple of 8"},
-    {"block_m", T_INT, 1, FIELD(block_m), 1, 256, 1, 0, "1 to 256"},
-    {"block_n", T_INT, 1, FIELD(block_n), 1, 256, 1, 0, "1 to 256"},
-    {"threads", T_INT, 1, FIELD(threads), 1, 1024, 1, 0, "1 to 1024"},
-    {"dynamic_smem", T_INT, 1, FIELD(dynamic_smem), 0, 1 << 20, 1, 0, "0 to 2^20"},
-    {"causal", T_INT, 1, FIELD(causal), 0, 1, 1, 0, "0 or 1"},
-    {"window_left", T_INT, 1, FIELD(window_left), -1, INT32_MAX, 1, 0, "-1 to 2^31-1"},
-    {"window_right", T_INT, 1, FIELD(window_right), -1, INT32_MAX, 1, 0, "-1 to 2^31-1"},
-    {"softcap", T_REAL, 1, FIELD(softcap), 0, 0, 0, DBL_MAX, "finite, >= 0; 0 = off"},
-    {"scale", T_REAL, 1, FIELD(scale), 1, 0, 0, FA3RT_SCALE_MAX, "0 < scale <= 1e30"},
-    {"params", T_PARAMS, 1, 0, 0, 0, 0, 0, "the ABI's parameter names"},
-    {"grid", T_GRID, 1, FIELD(persistent), 0, 0, 0, 0, "tiles or persistent"},
-    {"cluster_m", T_INT, 0, FIELD(cluster_m), 1, 2, 1, 0, "1 or 2"},
-    {"cubin", T_FILE, 0, FIELD(cubin), 0, 0, 0, 0,
-     "a file name of 1 to 255 characters without '/', not . or .."},
+#define FA3RT_FACTS_KEY(key, field, type, required, lo, hi, step, max, range) \
+  {#key, T_##type, required, FIELD(field), lo, hi, step, max, range},
+#include "fa3rt_abi.def"
 };
 #undef FIELD
 #define NKEYS ((int)(sizeof kKeys / sizeof kKeys[0]))

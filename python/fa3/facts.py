@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple, Union
@@ -23,22 +24,21 @@ from typing import Dict, List, Optional, Tuple, Union
 FACTS_VERSION = 1
 
 
-def _kernel_params() -> str:
-    """The kernel's parameter names in launch order, blank-separated, from the
-    one definition of the ABI (fa3rt_abi.def: installed beside this module,
-    or runtime/include/ in a checkout)."""
+def _abi_text() -> str:
+    """The one definition of the kernel ABI (fa3rt_abi.def: installed beside
+    this module, or runtime/include/ in a checkout)."""
     here = Path(__file__).resolve().parent
     for path in (here / "fa3rt_abi.def",
                  here.parents[1] / "runtime" / "include" / "fa3rt_abi.def"):
         if path.is_file():
-            names = re.findall(r"^FA3RT_KERNEL_PARAM\((\w+),", path.read_text(), re.M)
-            if names:
-                return " ".join(names)
+            return path.read_text()
     raise ImportError("fa3: the kernel ABI definition fa3rt_abi.def is missing "
                       f"(looked beside {here} and in the checkout's runtime/include)")
 
 
-KERNEL_PARAMS = _kernel_params()
+_ABI = _abi_text()
+# the kernel's parameter names in launch order, blank-separated
+KERNEL_PARAMS = " ".join(re.findall(r"^FA3RT_KERNEL_PARAM\((\w+),", _ABI, re.M))
 MAX_BYTES = 65536           # FA3RT_FACTS_MAX_BYTES
 MAX_LINE = 1023             # FA3RT_FACTS_MAX_LINE (bytes without the newline)
 SCALE_MAX = 1e30            # FA3RT_SCALE_MAX
@@ -49,28 +49,32 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}", re.ASCII)
 _FILE = re.compile(r"[!-.0-~]{1,255}", re.ASCII)    # printable, no blank, no '/'
 _LINE = re.compile(r"[\t -~]*", re.ASCII)           # printable ASCII and tab
 
-# key: (type, required, range text, check); the same table as fa3rt.c's kKeys
-_KEYS = {
-    "kernel": ("name", True, "a C identifier of 1 to 255 characters", None),
-    "dtype": ("dtype", True, "bf16 or f16", None),
-    "head_dim": ("int", True, "8 to 256, a multiple of 8", lambda v: 8 <= v <= 256 and v % 8 == 0),
-    "head_dim_v": ("int", True, "8 to 256, a multiple of 8",
-                   lambda v: 8 <= v <= 256 and v % 8 == 0),
-    "block_m": ("int", True, "1 to 256", lambda v: 1 <= v <= 256),
-    "block_n": ("int", True, "1 to 256", lambda v: 1 <= v <= 256),
-    "threads": ("int", True, "1 to 1024", lambda v: 1 <= v <= 1024),
-    "dynamic_smem": ("int", True, "0 to 2^20", lambda v: 0 <= v <= 1 << 20),
-    "causal": ("int", True, "0 or 1", lambda v: v in (0, 1)),
-    "window_left": ("int", True, "-1 to 2^31-1", lambda v: -1 <= v <= 2**31 - 1),
-    "window_right": ("int", True, "-1 to 2^31-1", lambda v: -1 <= v <= 2**31 - 1),
-    "softcap": ("real", True, "finite, >= 0; 0 = off", lambda v: math.isfinite(v) and v >= 0),
-    "scale": ("real", True, "0 < scale <= 1e30", lambda v: 0 < v <= SCALE_MAX),
-    "params": ("params", True, "the ABI's parameter names", None),
-    "grid": ("grid", True, "tiles or persistent", None),
-    "cluster_m": ("int", False, "1 or 2", lambda v: v in (1, 2)),
-    "cubin": ("file", False, "a file name of 1 to 255 characters without '/', not . or ..",
-              None),
-}
+def _facts_keys(text: str) -> dict:
+    """key: (type, required, range text, check) from the FA3RT_FACTS_KEY lines
+    of the ABI definition, the table fa3rt.c's kKeys is built from: INT is
+    lo..hi and a multiple of step; REAL is finite, 0 <= v <= max, and v > 0
+    when lo is 1."""
+    symbols = {"DBL_MAX": sys.float_info.max, "FA3RT_SCALE_MAX": SCALE_MAX}
+    keys = {}
+    for m in re.finditer(r'^FA3RT_FACTS_KEY\((\w+), \w+, (\w+), ([01]), (-?\d+), (-?\d+), '
+                         r'(\d+), (\w+), "([^"]*)"\)', text, re.M):
+        key, kind, req, lo, hi, step, top, rng = m.groups()
+        lo, hi, step = int(lo), int(hi), int(step)
+        top = symbols[top] if top in symbols else float(top)
+        if kind == "INT":
+            check = (lambda lo, hi, step: lambda v: lo <= v <= hi and v % step == 0)(lo, hi, step)
+        elif kind == "REAL":
+            check = (lambda pos, top: lambda v: math.isfinite(v) and
+                     (v > 0 if pos else v >= 0) and v <= top)(lo == 1, top)
+        else:
+            check = None
+        keys[key] = (kind.lower(), req == "1", rng, check)
+    if not keys:
+        raise ImportError("fa3: no FA3RT_FACTS_KEY lines in the ABI definition")
+    return keys
+
+
+_KEYS = _facts_keys(_ABI)
 _DEFAULTS = {"cluster_m": 1, "cubin": ""}
 
 

@@ -297,7 +297,12 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
                                   u.getScaleLog2().convertToDouble() / kLog2e)),
       b.getNamedAttr("params", paramNames(b)),
   };
-  kernel->setAttr("attn.launch", b.getDictionaryAttr(facts));
+  DictionaryAttr launch = b.getDictionaryAttr(facts);
+  for (const hopper::FactsKey &k : hopper::kFactsKeys)
+    if (k.required && !launch.get(k.key))
+      return fail(Twine("internal error: the launch facts lack '") + k.key +
+                  "', which the runtime requires (fa3rt_abi.def)");
+  kernel->setAttr("attn.launch", launch);
   if (failed(verify(gpuModule)))
     return fail("internal error: the generated kernel does not verify");
   return success();

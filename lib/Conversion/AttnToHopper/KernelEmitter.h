@@ -70,6 +70,18 @@ inline constexpr KernelParam kKernelParams[] = {
 #include "fa3rt_abi.def"
 };
 
+/// The launch-facts keys the runtime reads, and whether it requires them
+/// (the same definition).
+struct FactsKey {
+  const char *key;
+  bool required;
+};
+inline constexpr FactsKey kFactsKeys[] = {
+#define FA3RT_FACTS_KEY(key, field, type, required, lo, hi, step, max, range)   \
+  {#key, required != 0},
+#include "fa3rt_abi.def"
+};
+
 /// Shared-memory layout of a configuration (bytes from a 1024-aligned base).
 struct SmemLayout {
   int64_t qOff, kOff, vOff, oOff, total;
