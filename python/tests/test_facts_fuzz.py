@@ -11,7 +11,6 @@ import os
 import random
 
 import pytest
-from fa3rt_build import HAVE_C, runtime_module
 
 from fa3 import facts as F
 
@@ -63,15 +62,6 @@ VALUES = [
 ]
 BYTES = [b"\0", b"\t", b"\r", b"\n", b"\x0b", b"\x0c", b"\x1c", b"\x7f", b"\x80", b"\xa0",
          b"\xc3\xa9", b"\xff", b" ", b"#", b"-", b"+", b".", b"e", b"0", b"9", b"x", b"_", b"/"]
-
-
-@pytest.fixture(scope="module")
-def rt(tmp_path_factory):
-    if not HAVE_C:
-        pytest.skip("needs gcc, cuda.h and the CUDA link stub")
-    runtime, restore = runtime_module(tmp_path_factory.mktemp("fuzz"))
-    yield runtime
-    restore()
 
 
 def c_parse(rt, data: bytes):

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from fa3rt_build import CUDA, HAVE_C, RUNTIME, STUB, needs_c, runtime_module
+from fa3rt_build import CUDA, RUNTIME, STUB, needs_c
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -74,16 +74,6 @@ def test_c_unit(tmp_path, cc):
     r = subprocess.run([str(exe)], capture_output=True, text=True, env=env, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "0 failed" in r.stdout
-
-
-@pytest.fixture(scope="module")
-def rt(tmp_path_factory):
-    """fa3.runtime over a libfa3rt.so built here, with the stub as libcuda.so.1."""
-    if not HAVE_C:
-        pytest.skip("needs gcc, cuda.h and the CUDA link stub")
-    runtime, restore = runtime_module(tmp_path_factory.mktemp("rt"))
-    yield runtime
-    restore()
 
 
 def test_makefile_builds_the_library(tmp_path):

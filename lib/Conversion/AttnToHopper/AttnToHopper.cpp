@@ -368,6 +368,7 @@ struct ConvertAttnToHopperPass
       return refuse("stages", "0 (per head dim) to " + Twine(kMaxStages), Twine(stages));
     if (qBuffers < 0 || qBuffers > 2)
       return refuse("q-buffers", "0 (auto), 1 or 2", Twine(qBuffers));
+    // P = exp2(s - m) <= 2^threshold must fit f16 (max 65504).
     if (!(rescaleThreshold >= 0.0 && rescaleThreshold <= 15.0))
       return refuse("rescale-threshold", "0 to 15 (log2 units)",
                     llvm::formatv("{0}", llvm::format("%g", rescaleThreshold.getValue())).str());

@@ -568,9 +568,6 @@ std::string fa3::hopper::checkSupported(const KernelConfig &cfg) {
     os << "K/V multicast at head dim " << cfg.headDim
        << " (the two CTAs of a cluster each load half of a K/V tile's "
           "64-column boxes: head dim 128 or 256)";
-  else if (!(cfg.rescaleThreshold >= 0.0 && cfg.rescaleThreshold <= 15.0))
-    os << "rescale-threshold " << llvm::format("%g", cfg.rescaleThreshold)
-       << " (0 to 15: P = exp2(s - m) <= 2^threshold must fit f16)";
   else if (computeSmemLayout(cfg).total > kMaxDynamicSmem)
     os << "tiles " << cfg.blockM << "x" << cfg.blockN << " with head dim "
        << cfg.headDim << " need " << computeSmemLayout(cfg).total
