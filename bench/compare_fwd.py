@@ -7,7 +7,12 @@ cuDNN (SDPA) as the common yardstick; checks each output against cuDNN's. This
 is how an optimisation is measured before/after in one run (bench/NOTES.md):
 
     python3 bench/compare_fwd.py --variant base=DIR_A --variant new=DIR_B \\
+        [--runtime base=OLD/libfa3rt.so] \\
         [--hdim 64,128] [--seqlens 512,4096] [--causal 0|1|both] [--results-dir DIR]
+
+--runtime binds a variant's kernels to another libfa3rt (one built from the
+commit that compiled them), so kernels of an older kernel ABI are timed beside
+current ones in the same process.
 
 Appends the run (date, GPU, command, variants, rows) to
 <results-dir>/history.jsonl (default: bench/; bench/records.py) and prints its
@@ -32,6 +37,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
 import records  # noqa: E402
 from bench_fwd import HIDDEN, SEQLENS, TOKENS, paper_inputs, rel, timeit  # noqa: E402
 from fa3 import facts as fa3facts  # noqa: E402
+from fa3 import runtime  # noqa: E402
 from fa3.torch_api import flash_attn_func  # noqa: E402
 
 
@@ -39,6 +45,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--variant", action="append", required=True, metavar="LABEL=DIR",
                     help="a kernel directory to time (give two or more)")
+    ap.add_argument("--runtime", action="append", default=[], metavar="LABEL=LIB",
+                    help="the libfa3rt.so that launches variant LABEL's kernels "
+                         "(default: the current one)")
     ap.add_argument("--hdim", default="64,128,256")
     ap.add_argument("--dtype", default="bf16", choices=["bf16", "f16"])
     ap.add_argument("--seqlens", default=",".join(map(str, SEQLENS)))
@@ -61,6 +70,12 @@ def main():
         for s in skipped:
             print(f"SKIPPED FILE {s}")
         variants.append((label, d, kernels))
+    libraries = {}
+    for r in a.runtime:
+        label, sep, path = r.partition("=")
+        if not sep or label not in [v[0] for v in variants]:
+            ap.error(f"--runtime takes LABEL=LIB with the LABEL of a --variant, got {r!r}")
+        libraries[label] = runtime.load_library(Path(path).resolve())
     causals = {"0": [False], "1": [True], "both": [False, True]}[a.causal]
     hdims = [int(x) for x in a.hdim.split(",")]
     seqlens = [int(x) for x in a.seqlens.split(",")]
@@ -96,7 +111,10 @@ def main():
                     def ours(kf=kf, o=o):
                         flash_attn_func(q, k, v, causal=causal, kernel=kf, out=o)
                     try:
-                        ours()
+                        # the first call loads the kernel, with the variant's library
+                        with (runtime.loading_with(libraries[label]) if label in libraries
+                              else contextlib.nullcontext()):
+                            ours()
                         torch.cuda.synchronize()
                         row[f"{label}_err"] = rel(o, ref)
                         runs[label] = ours
@@ -119,7 +137,9 @@ def main():
     date = records.run_id()
     command = "python3 " + " ".join(sys.argv)
     meta = dict(date=date, gpu=gpu, torch=torch.__version__, command=command,
-                variants={v[0]: v[1] for v in variants}, dtype=a.dtype, tokens=TOKENS,
+                variants={v[0]: v[1] for v in variants},
+                runtimes={r.partition("=")[0]: r.partition("=")[2] for r in a.runtime},
+                dtype=a.dtype, tokens=TOKENS,
                 hidden=HIDDEN,
                 warmup_ms=a.warmup, rep_ms=a.rep, rounds=a.rounds, seconds=round(time.time() - t_start, 1))
     records.record(a.results_dir, records.new_entry("compare", command, date, meta=meta,

@@ -27,12 +27,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAP_BYTES ((size_t)sizeof(CUtensorMap)) /* 128 */
 #define NMAPS 4 /* q, k, v, o */
-#define SLOT_BYTES (NMAPS * MAP_BYTES)
-/* Tensor-map slots per kernel object: a launch with new tensors takes the next
- * slot, waiting (host side) for the launch that last used that slot. */
+/* Tile-counter pairs (2 x u32, zero between launches: the kernel's last CTA
+ * zeroes them) per kernel object. Launches on one stream share a pair; a
+ * launch on another stream takes the next of NSLOTS, waiting (host side) for
+ * the launch that last used it. A launch captured in a CUDA graph keeps a
+ * pair of its own, one of NCAPTURED, for the kernel object's lifetime, as
+ * graphs may replay on any stream. */
 #define NSLOTS 16
+#define NCAPTURED 1024
 #define TMA_BOX_D 64 /* elements of D per TMA box: 128 bytes, the swizzle span */
 #define O_BOX_ROWS 64 /* rows per O store: one consumer warpgroup's */
 #define LOG2E 1.4426950408889634
@@ -41,15 +44,27 @@
 /* The kernel's parameter names, blank-separated, and the byte size of each
  * (the cubin must agree), from the one definition of the ABI. */
 static const char kParamList[] =
-#define FA3RT_KERNEL_PARAM(name, c_type, mlir_type, meaning) " " #name
+#define FA3RT_KERNEL_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning) " " #name
 #include "fa3rt_abi.def"
     ;
 static const char *const kParams = kParamList + 1;
 static const size_t kParamSizes[] = {
-#define FA3RT_KERNEL_PARAM(name, c_type, mlir_type, meaning) sizeof(c_type),
+#define FA3RT_KERNEL_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning) sizeof(c_type),
+#include "fa3rt_abi.def"
+};
+/* The kernel's alignment of each parameter: a by-value one's from the ABI
+ * (cuda.h aligns CUtensorMap to 64 bytes in CUDA 12, to 128 in 13). */
+static const size_t kParamAligns[] = {
+#define FA3RT_KERNEL_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning)         \
+  (value_bytes) ? (value_align) : sizeof(c_type),
 #include "fa3rt_abi.def"
 };
 #define NPARAMS (sizeof kParamSizes / sizeof kParamSizes[0])
+/* The size the compiler was told of a by-value parameter is its C type's. */
+#define FA3RT_KERNEL_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning)         \
+  _Static_assert((value_bytes) == 0 || (value_bytes) == sizeof(c_type),                       \
+                 "fa3rt_abi.def: " #name "'s value_bytes is not its C type's size");
+#include "fa3rt_abi.def"
 
 /* ------------------------------------------------------------------------ */
 /* errors                                                                    */
@@ -609,6 +624,9 @@ static fa3rt_status plan(const fa3rt_facts *f, const fa3rt_fwd_args *a, fa3rt_fw
   if (a->lse % 4)
     return fail(FA3RT_ERR_INVALID_ARGUMENT, "lse pointer 0x%llx is not 4-byte aligned",
                 (unsigned long long)a->lse);
+  if (a->tile_counter % 4 || a->tile_counter >= ADDR_END - 8)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "tile_counter pointer 0x%llx is not a 4-byte aligned "
+                "device address below 2^63 - 8", (unsigned long long)a->tile_counter);
   if (a->lse >= ADDR_END - (uint64_t)(4 * rows))
     return fail(FA3RT_ERR_INVALID_ARGUMENT, "lse pointer: 0x%llx is out of range (its %lld "
                 "floats below 2^63: a device address)", (unsigned long long)a->lse,
@@ -666,12 +684,10 @@ struct fa3rt_kernel {
   CUfunction fn;
   int max_ctas;           /* a persistent grid's size: one CTA per SM, or
                              cluster_m x the clusters that fit at once */
-  CUdeviceptr maps_dev;   /* NSLOTS x SLOT_BYTES (cuMemAlloc: 256-byte aligned) */
-  CUdeviceptr counters_dev; /* NSLOTS x 2 u32 tile counters, zeroed at load; a
-                               slot's launches are serialised like its maps */
-  CUtensorMap *maps_host; /* NSLOTS x NMAPS, pinned (cuMemAllocHost) */
+  CUdeviceptr counters_dev; /* (NSLOTS + NCAPTURED) x 2 u32, zeroed at load */
   CUevent slot_done[NSLOTS];
   int slot_used[NSLOTS];
+  int captured;           /* pairs given to captured launches */
   int next_slot, last_slot;
   CUstream last_stream;
   pthread_mutex_t mu;
@@ -692,9 +708,7 @@ static void kernel_free(fa3rt_kernel *k) {
       if (k->slot_used[i]) cuEventSynchronize(k->slot_done[i]);
       cuEventDestroy(k->slot_done[i]);
     }
-  if (k->maps_dev) cuMemFree(k->maps_dev);
   if (k->counters_dev) cuMemFree(k->counters_dev);
-  if (k->maps_host) cuMemFreeHost(k->maps_host);
   if (k->mod) cuModuleUnload(k->mod);
   if (swapped) { CUcontext dummy; cuCtxPopCurrent(&dummy); }
   pthread_mutex_destroy(&k->mu);
@@ -775,7 +789,7 @@ fa3rt_status fa3rt_kernel_load_data(const void *cubin, size_t cubin_size, const 
     size_t want_off = 0;
     for (size_t i = 0; i < NPARAMS; i++) {
       size_t off = 0, size = 0;
-      want_off = (want_off + kParamSizes[i] - 1) / kParamSizes[i] * kParamSizes[i];
+      want_off = (want_off + kParamAligns[i] - 1) / kParamAligns[i] * kParamAligns[i];
       r = cuFuncGetParamInfo(k->fn, i, &off, &size);
       if (r == CUDA_ERROR_NOT_SUPPORTED) break;
       if (r == CUDA_ERROR_INVALID_VALUE) {
@@ -843,10 +857,8 @@ fa3rt_status fa3rt_kernel_load_data(const void *cubin, size_t cubin_size, const 
     }
     k->max_ctas = clusters * f.cluster_m;
   }
-  LOAD_TRY(cuMemAlloc(&k->maps_dev, NSLOTS * SLOT_BYTES));
-  LOAD_TRY(cuMemAlloc(&k->counters_dev, NSLOTS * 2 * sizeof(uint32_t)));
-  LOAD_TRY(cuMemsetD32(k->counters_dev, 0, NSLOTS * 2));
-  LOAD_TRY(cuMemAllocHost((void **)&k->maps_host, NSLOTS * SLOT_BYTES));
+  LOAD_TRY(cuMemAlloc(&k->counters_dev, (NSLOTS + NCAPTURED) * 2 * sizeof(uint32_t)));
+  LOAD_TRY(cuMemsetD32(k->counters_dev, 0, (NSLOTS + NCAPTURED) * 2));
   for (int i = 0; i < NSLOTS; i++)
     LOAD_TRY(cuEventCreate(&k->slot_done[i], CU_EVENT_DISABLE_TIMING));
 #undef LOAD_TRY
@@ -961,48 +973,21 @@ fa3rt_status fa3rt_fwd(fa3rt_kernel *k, const fa3rt_fwd_args *a, void *stream) {
   }
   CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
   CU_TRY(cuStreamIsCapturing(cs, &cap), where);
-  if (cap != CU_STREAM_CAPTURE_STATUS_NONE)
-    return fail(FA3RT_ERR_INVALID_ARGUMENT,
-                "fa3rt_fwd (%s): the stream is being captured (CUDA graph); capture is not "
-                "supported yet (tensor maps are copied from host memory per launch)", where);
+  const int capturing = cap != CU_STREAM_CAPTURE_STATUS_NONE;
 
   if (L.fill_only) return fill_empty_rows(a, &L, cs, where);
 
-  CUtensorMap maps[NMAPS] __attribute__((aligned(64)));
-  if ((st = encode_map(&maps[0], f, &a->q, eff[0], f->block_m, "q", where)) ||
-      (st = encode_map(&maps[1], f, &a->k, eff[1], f->block_n, "k", where)) ||
-      (st = encode_map(&maps[2], f, &a->v, eff[2], f->block_n, "v", where)) ||
-      (st = encode_map(&maps[3], f, &a->o, eff[3], O_BOX_ROWS, "o", where)))
-    return st;
-
-  pthread_mutex_lock(&k->mu);
-  int slot;
-  CUresult r;
-  if (k->last_slot >= 0 && k->last_stream == cs &&
-      !memcmp(&k->maps_host[NMAPS * k->last_slot], maps, SLOT_BYTES)) {
-    slot = k->last_slot; /* same tensors on the same stream: already on the device */
-  } else {
-    slot = k->next_slot;
-    k->next_slot = (slot + 1) % NSLOTS;
-    if (k->slot_used[slot]) {
-      /* the launch that last read this slot (and the copy into it) must be done */
-      r = cuEventSynchronize(k->slot_done[slot]);
-      if (r != CUDA_SUCCESS) { k->last_slot = -1; pthread_mutex_unlock(&k->mu); return cuda_fail("cuEventSynchronize", r, where); }
-    }
-    memcpy(&k->maps_host[NMAPS * slot], maps, SLOT_BYTES);
-    r = cuMemcpyHtoDAsync(k->maps_dev + slot * SLOT_BYTES, &k->maps_host[NMAPS * slot], SLOT_BYTES, cs);
-    if (r != CUDA_SUCCESS) { k->last_slot = -1; pthread_mutex_unlock(&k->mu); return cuda_fail("cuMemcpyHtoDAsync(tensor maps)", r, where); }
-  }
   /* One local per kernel parameter, named and typed as fa3rt_abi.def says. */
-#define FA3RT_KERNEL_PARAM(name, c_type, mlir_type, meaning) c_type name;
+#define FA3RT_KERNEL_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning) c_type name;
 #include "fa3rt_abi.def"
-  tmQ = k->maps_dev + slot * SLOT_BYTES;
-  tmK = tmQ + MAP_BYTES;
-  tmV = tmQ + 2 * MAP_BYTES;
-  tmO = tmQ + 3 * MAP_BYTES;
+  /* The tensor maps travel in the launch's parameters (by value). */
+  if ((st = encode_map(&tmQ, f, &a->q, eff[0], f->block_m, "q", where)) ||
+      (st = encode_map(&tmK, f, &a->k, eff[1], f->block_n, "k", where)) ||
+      (st = encode_map(&tmV, f, &a->v, eff[2], f->block_n, "v", where)) ||
+      (st = encode_map(&tmO, f, &a->o, eff[3], O_BOX_ROWS, "o", where)))
+    return st;
   O = (CUdeviceptr)a->o.ptr;
   LSE = (CUdeviceptr)a->lse;
-  tileCounter = k->counters_dev + slot * 2 * sizeof(uint32_t);
   B = L.B;
   Sq = L.Sq;
   Skv = L.Skv;
@@ -1013,22 +998,60 @@ fa3rt_status fa3rt_fwd(fa3rt_kernel *k, const fa3rt_fwd_args *a, void *stream) {
   oStrideH = L.o_stride_h;
   scaleLog2 = L.scale_log2;
   void *params[] = {
-#define FA3RT_KERNEL_PARAM(name, c_type, mlir_type, meaning) &name,
+#define FA3RT_KERNEL_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning) &name,
 #include "fa3rt_abi.def"
   };
   /* A persistent kernel strides over the tiles: one CTA per SM (the shared
      memory of a CTA fills an SM), in whole clusters. */
   if (k->facts.persistent && L.grid[0] > (unsigned)k->max_ctas)
     L.grid[0] = (unsigned)k->max_ctas;
-  r = cuLaunchKernel(k->fn, L.grid[0], L.grid[1], L.grid[2], L.block[0], L.block[1], L.block[2],
-                     L.dynamic_smem, cs, params, NULL);
+#define LAUNCH()                                                                              \
+  cuLaunchKernel(k->fn, L.grid[0], L.grid[1], L.grid[2], L.block[0], L.block[1], L.block[2], \
+                 L.dynamic_smem, cs, params, NULL)
+
+  /* The caller's counters, or a captured launch's own: no bookkeeping. */
+  if (a->tile_counter || capturing) {
+    if (a->tile_counter) {
+      tileCounter = (CUdeviceptr)a->tile_counter;
+    } else {
+      pthread_mutex_lock(&k->mu);
+      int i = k->captured < NCAPTURED ? k->captured++ : -1;
+      pthread_mutex_unlock(&k->mu);
+      if (i < 0)
+        return fail(FA3RT_ERR_INVALID_ARGUMENT,
+                    "fa3rt_fwd (%s): this kernel object has been captured in %d CUDA-graph "
+                    "launches, each keeping tile counters of its own; pass args.tile_counter "
+                    "(8 zeroed bytes) to capture more", where, NCAPTURED);
+      tileCounter = k->counters_dev + (NSLOTS + (size_t)i) * 2 * sizeof(uint32_t);
+    }
+    CUresult r = LAUNCH();
+    return r == CUDA_SUCCESS ? FA3RT_OK : cuda_fail("cuLaunchKernel", r, where);
+  }
+
+  pthread_mutex_lock(&k->mu);
+  int slot;
+  CUresult r;
+  if (k->last_slot >= 0 && k->last_stream == cs) {
+    slot = k->last_slot; /* stream order serialises the launches */
+  } else {
+    slot = k->next_slot;
+    k->next_slot = (slot + 1) % NSLOTS;
+    if (k->slot_used[slot]) {
+      /* the launch that last used this slot's counters must be done */
+      r = cuEventSynchronize(k->slot_done[slot]);
+      if (r != CUDA_SUCCESS) { k->last_slot = -1; pthread_mutex_unlock(&k->mu); return cuda_fail("cuEventSynchronize", r, where); }
+    }
+  }
+  tileCounter = k->counters_dev + (size_t)slot * 2 * sizeof(uint32_t);
+  r = LAUNCH();
+#undef LAUNCH
   const char *failed_call = "cuLaunchKernel";
   if (r == CUDA_SUCCESS) {
     failed_call = "cuEventRecord";
     r = cuEventRecord(k->slot_done[slot], cs);
   }
   if (r != CUDA_SUCCESS) {
-    /* the slot's contents may be in flight: let the next launch wait for the stream */
+    /* the slot's counters may be in use: let the next launch wait for the stream */
     k->last_slot = -1;
     k->slot_used[slot] = 0;
     pthread_mutex_unlock(&k->mu);

@@ -4,7 +4,8 @@
 //   attn-cpu-reference-pipeline  tensor/memref op -> reference loops -> LLVM
 //   attn-cpu-tiled-pipeline      tensor/memref op -> attn-tile -> loops -> LLVM
 //   attn-hopper-pipeline         tensor/memref op -> attn-tile ->
-//                                convert-attn-to-hopper -> NVVM -> PTX/cubin
+//                                convert-attn-to-hopper -> NVVM ->
+//                                attn-kernel-params-by-value -> PTX/cubin
 //
 // Passes that take options are created from their option structs. The
 // fixed stretches (bufferization, the upstream lowerings to LLVM) are
@@ -151,6 +152,7 @@ void fa3::addHopperPipeline(OpPassManager &pm, const HopperPipelineOptions &o) {
   target.optLevel = 3;
   pm.addPass(createGpuNVVMAttachTarget(target));
   addFixed(pm, kDeviceToLLVM);
+  pm.addNestedPass<gpu::GPUModuleOp>(createAttnKernelParamsByValue());
   if (o.format != BinaryFormat::None)
     addHopperBinaryStep(pm, o.format, o.toolkit);
 }

@@ -10,6 +10,7 @@ The library is found at $FA3RT_LIBRARY, else inside the installed package
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import math
 import os
@@ -53,7 +54,7 @@ class Tensor(ctypes.Structure):
 class FwdArgs(ctypes.Structure):
     _fields_ = [("q", Tensor), ("k", Tensor), ("v", Tensor), ("o", Tensor),
                 ("lse", ctypes.c_uint64), ("softmax_scale", ctypes.c_double),
-                ("dtype", ctypes.c_int)]
+                ("dtype", ctypes.c_int), ("tile_counter", ctypes.c_uint64)]
 
 
 class Facts(ctypes.Structure):
@@ -102,43 +103,62 @@ _lib = None
 _lib_lock = threading.Lock()
 
 
+def load_library(path) -> ctypes.CDLL:
+    """libfa3rt at `path`, its functions typed (lib() loads the default one)."""
+    try:
+        L = ctypes.CDLL(str(path))
+    except OSError as e:
+        raise OSError(f"cannot load {path}: {e} (libfa3rt needs the NVIDIA driver's "
+                      "libcuda.so.1)") from e
+    P, c_int, c_size_t = ctypes.POINTER, ctypes.c_int, ctypes.c_size_t
+    L.fa3rt_last_error.restype = ctypes.c_char_p
+    L.fa3rt_last_error.argtypes = []
+    L.fa3rt_facts_parse.restype = c_int
+    L.fa3rt_facts_parse.argtypes = [ctypes.c_char_p, c_size_t, P(Facts)]
+    L.fa3rt_fwd_plan.restype = c_int
+    L.fa3rt_fwd_plan.argtypes = [P(Facts), P(FwdArgs), P(FwdLaunch)]
+    L.fa3rt_kernel_load.restype = c_int
+    L.fa3rt_kernel_load.argtypes = [ctypes.c_char_p, ctypes.c_char_p, P(ctypes.c_void_p)]
+    L.fa3rt_kernel_load_data.restype = c_int
+    L.fa3rt_kernel_load_data.argtypes = [ctypes.c_char_p, c_size_t, ctypes.c_char_p,
+                                         c_size_t, P(ctypes.c_void_p)]
+    L.fa3rt_kernel_destroy.restype = None
+    L.fa3rt_kernel_destroy.argtypes = [ctypes.c_void_p]
+    L.fa3rt_kernel_facts.restype = P(Facts)
+    L.fa3rt_kernel_facts.argtypes = [ctypes.c_void_p]
+    L.fa3rt_fwd.restype = c_int
+    L.fa3rt_fwd.argtypes = [ctypes.c_void_p, P(FwdArgs), ctypes.c_void_p]
+    return L
+
+
 def lib():
     """The loaded libfa3rt (loaded once, on first use)."""
     global _lib
     with _lib_lock:
         if _lib is None:
-            path = library_path()
-            try:
-                L = ctypes.CDLL(str(path))
-            except OSError as e:
-                raise OSError(f"cannot load {path}: {e} (libfa3rt needs the NVIDIA driver's "
-                              "libcuda.so.1)") from e
-            P, c_int, c_size_t = ctypes.POINTER, ctypes.c_int, ctypes.c_size_t
-            L.fa3rt_last_error.restype = ctypes.c_char_p
-            L.fa3rt_last_error.argtypes = []
-            L.fa3rt_facts_parse.restype = c_int
-            L.fa3rt_facts_parse.argtypes = [ctypes.c_char_p, c_size_t, P(Facts)]
-            L.fa3rt_fwd_plan.restype = c_int
-            L.fa3rt_fwd_plan.argtypes = [P(Facts), P(FwdArgs), P(FwdLaunch)]
-            L.fa3rt_kernel_load.restype = c_int
-            L.fa3rt_kernel_load.argtypes = [ctypes.c_char_p, ctypes.c_char_p,
-                                            P(ctypes.c_void_p)]
-            L.fa3rt_kernel_load_data.restype = c_int
-            L.fa3rt_kernel_load_data.argtypes = [ctypes.c_char_p, c_size_t, ctypes.c_char_p,
-                                                 c_size_t, P(ctypes.c_void_p)]
-            L.fa3rt_kernel_destroy.restype = None
-            L.fa3rt_kernel_destroy.argtypes = [ctypes.c_void_p]
-            L.fa3rt_kernel_facts.restype = P(Facts)
-            L.fa3rt_kernel_facts.argtypes = [ctypes.c_void_p]
-            L.fa3rt_fwd.restype = c_int
-            L.fa3rt_fwd.argtypes = [ctypes.c_void_p, P(FwdArgs), ctypes.c_void_p]
-            _lib = L
+            _lib = load_library(library_path())
     return _lib
 
 
-def _check(status: int):
+@contextlib.contextmanager
+def loading_with(library: ctypes.CDLL):
+    """Kernels loaded inside (e.g. by flash_attn_func's first call of a
+    variant) are bound to `library` (load_library) for their lifetime: how
+    bench/compare_fwd.py times kernels of an older ABI beside current ones in
+    one process. Not thread-safe."""
+    global _lib
+    with _lib_lock:
+        saved, _lib = _lib, library
+    try:
+        yield
+    finally:
+        with _lib_lock:
+            _lib = saved
+
+
+def _check(status: int, library: Optional[ctypes.CDLL] = None):
     if status != OK:
-        msg = lib().fa3rt_last_error().decode(errors="replace")
+        msg = (library or lib()).fa3rt_last_error().decode(errors="replace")
         raise Fa3RuntimeError(status, f"{STATUS_NAMES.get(status, status)}: {msg}")
 
 
@@ -177,12 +197,17 @@ def tensor(ptr: int, shape: Sequence[int], strides: Sequence[int],
 
 
 def fwd_args(q: Tensor, k: Tensor, v: Tensor, o: Tensor, lse_ptr: int = 0,
-             softmax_scale: Optional[float] = None, dtype: str = "bf16") -> FwdArgs:
-    """softmax_scale None: the kernel's (facts) scale; else 0 < scale <= 1e30."""
+             softmax_scale: Optional[float] = None, dtype: str = "bf16",
+             tile_counter: int = 0) -> FwdArgs:
+    """softmax_scale None: the kernel's (facts) scale; else 0 < scale <= 1e30.
+    tile_counter: 0, or the address of 8 zeroed bytes of device memory for
+    the persistent scheduler (fa3rt.h: fa3rt_fwd_args.tile_counter)."""
     a = FwdArgs()
     a.q, a.k, a.v, a.o = q, k, v, o
     a.lse = check_int("fa3.runtime.fwd_args", "lse_ptr", lse_ptr or 0, *UINT64,
                       error=Fa3ArgumentError)
+    a.tile_counter = check_int("fa3.runtime.fwd_args", "tile_counter", tile_counter or 0,
+                               *UINT64, error=Fa3ArgumentError)
     a.softmax_scale = math.nan if softmax_scale is None else float(softmax_scale)
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
@@ -218,7 +243,7 @@ class Kernel:
         facts = check_str(where, "facts_path", self.facts_path)
         L = lib()
         h = ctypes.c_void_p()
-        _check(L.fa3rt_kernel_load(cubin, facts, ctypes.byref(h)))
+        _check(L.fa3rt_kernel_load(cubin, facts, ctypes.byref(h)), L)
         self._lib, self._h = L, h.value
 
     @property
@@ -232,7 +257,7 @@ class Kernel:
         if not self._h:
             raise ValueError("fa3.runtime.Kernel: the kernel is closed")
         stream = check_int("fa3.runtime.Kernel.fwd", "stream", stream or 0, *UINT64)
-        _check(self._lib.fa3rt_fwd(self._h, ctypes.byref(args), stream or None))
+        _check(self._lib.fa3rt_fwd(self._h, ctypes.byref(args), stream or None), self._lib)
 
     def close(self):
         # no module globals here: __del__ may run while the interpreter tears

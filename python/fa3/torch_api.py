@@ -154,6 +154,13 @@ def _load(kf: _facts.KernelFacts, device_index: int, device=None):
     key = (device_index, kf.cubin_path, kf.facts_path, st.st_mtime_ns, st.st_size)
     k = _kernel_cache.get(key)
     if k is None:
+        import torch
+        if torch.cuda.is_current_stream_capturing():
+            # loading allocates device memory, which CUDA forbids in a capture
+            raise RuntimeError(
+                f"fa3: kernel {kf.describe()} is not loaded yet and a CUDA graph is being "
+                "captured: call it once before capturing (the warm-up that torch.cuda.graph "
+                "asks for)")
         with _lock, (device(device_index) if device else contextlib.nullcontext()):
             k = _kernel_cache.get(key)
             if k is None:
@@ -197,6 +204,17 @@ def _launchable_kernel(kernel, dt, D, Dv, causal, window_size, softcap, kernel_d
         with _lock:
             _launchable[req] = k
     return k
+
+
+def _graph_tile_counter(torch, kobj, device):
+    """In a captured call of a persistent kernel, 8 zeroed bytes from the
+    graph's memory pool for its tile scheduler (fa3rt_fwd_args.tile_counter):
+    the zeroing is captured with it, so each replay starts from zero and
+    graphs replayed on different streams do not share counters. Otherwise
+    None: the runtime's own counters serve."""
+    if torch.cuda.is_current_stream_capturing() and kobj.facts.persistent:
+        return torch.zeros(2, dtype=torch.int32, device=device)
+    return None
 
 
 def _window(window_size) -> Tuple[int, int]:
@@ -281,7 +299,9 @@ def flash_attn_func(q, k, v, softmax_scale: Optional[float] = None, causal: bool
     aligned when Sq != Skv; ``window_size=(left, right)``, -1 = unbounded.
     Returns o [B, Sq, Hq, Dv], or (o, lse) with lse [B, Hq, Sq] float32 (natural
     log; -inf for rows that see no key, whose o is 0). Runs on
-    torch.cuda.current_stream(). Forward only: no autograd.
+    torch.cuda.current_stream(). Forward only: no autograd. Can be captured in
+    a CUDA graph (torch.cuda.graph, torch.compile's reduce-overhead) once the
+    variant has run before the capture.
     ``kernel`` (a fa3.facts.KernelFacts) bypasses the directory lookup; it must
     compute the requested variant. Without it the kernel comes from
     ``kernel_dir`` (default ``$FA3_KERNEL_DIR``) or, when none there matches,
@@ -345,12 +365,14 @@ def _eager_fwd(torch, q, k, v, softmax_scale, causal, window_size, softcap, retu
         lse = (torch.empty((B, Hq, Sq), dtype=torch.float32, device=q.device)
                if return_lse else None)
 
+    counter = _graph_tile_counter(torch, kobj, q.device)
     args = runtime.fwd_args(runtime.tensor(q.data_ptr(), *_bhsd(q), name="q"),
                             runtime.tensor(k.data_ptr(), *_bhsd(k), name="k"),
                             runtime.tensor(v.data_ptr(), *_bhsd(v), name="v"),
                             runtime.tensor(o.data_ptr(), *_bhsd(o), name="o"),
                             lse.data_ptr() if lse is not None else 0,
-                            softmax_scale, dt)
+                            softmax_scale, dt,
+                            counter.data_ptr() if counter is not None else 0)
     with torch.cuda.device(dev):
         kobj.fwd(args, torch.cuda.current_stream(dev).cuda_stream)
     return (o, lse) if return_lse else o
@@ -383,9 +405,11 @@ def flash_attn_bhsd(q, k, v, o=None, lse=None, softmax_scale=None, causal=False,
     if lse is not None and (lse.dtype != torch.float32 or not lse.is_contiguous()
                             or tuple(lse.shape) != (B, Hq, Sq)):
         raise ValueError(f"lse must be a contiguous float32 tensor of shape {(B, Hq, Sq)}")
+    counter = _graph_tile_counter(torch, kobj, q.device)
     args = runtime.fwd_args(*[runtime.tensor(t.data_ptr(), tuple(t.shape), t.stride(), name=n)
                               for n, t in zip("qkvo", (q, k, v, o))],
-                            lse.data_ptr() if lse is not None else 0, softmax_scale, dt)
+                            lse.data_ptr() if lse is not None else 0, softmax_scale, dt,
+                            counter.data_ptr() if counter is not None else 0)
     with torch.cuda.device(dev):
         kobj.fwd(args, torch.cuda.current_stream(dev).cuda_stream)
     return o

@@ -106,6 +106,11 @@ typedef struct fa3rt_fwd_args {
   double softmax_scale;   /* 0 or NaN: the kernel's facts scale; else
                              0 < softmax_scale <= FA3RT_SCALE_MAX */
   fa3rt_dtype dtype;      /* element type of q, k, v, o */
+  uint64_t tile_counter;  /* 0, or 8 bytes of device memory, 4-byte aligned and
+                             zero, for the persistent kernels' tile scheduler
+                             (the kernel leaves them zero); launches that share
+                             them must be stream-ordered. 0: the kernel
+                             object's own (see fa3rt_fwd) */
 } fa3rt_fwd_args;
 
 /* What fa3rt_fwd_plan() derived from valid arguments. */
@@ -156,9 +161,14 @@ fa3rt_status fa3rt_kernel_load_data(const void *cubin, size_t cubin_size,
 void fa3rt_kernel_destroy(fa3rt_kernel *kernel);
 const fa3rt_facts *fa3rt_kernel_facts(const fa3rt_kernel *kernel);
 
-/* Validates, encodes the tensor maps, copies them to the kernel's device buffer
- * on `stream` and launches there (asynchronously). Thread-safe. Stream capture
- * (CUDA graphs) is refused with FA3RT_ERR_INVALID_ARGUMENT for now. */
+/* Validates, encodes the tensor maps and launches on `stream` (asynchronously),
+ * the maps in the launch's parameters. Thread-safe. May be captured in a CUDA
+ * graph: nothing is copied from host memory and the host does not wait. Load
+ * the kernel before capturing (loading allocates). The persistent kernels'
+ * tile counters: args->tile_counter if given; else, in a captured launch, a
+ * pair the kernel object keeps for that launch (1024 per kernel object); else
+ * one per stream (switching among more than 16 streams waits on the host for
+ * the launch that used the pair last). */
 fa3rt_status fa3rt_fwd(fa3rt_kernel *kernel, const fa3rt_fwd_args *args, void *stream);
 
 #ifdef __cplusplus

@@ -251,6 +251,9 @@ static void test_plan(void) {
   a.o.strides[0] = 4L * 1000 * 8 * 128;
   EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.o_stride_b == 4L * 1000 * 8 * 128);
   a.lse = 0; /* LSE optional */
+  a.tile_counter = 0x60000; /* the caller's tile counters */
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK);
+  a.tile_counter = 0;
   EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK);
 
 #define BAD(mutate, sub)                                                          \
@@ -274,6 +277,9 @@ static void test_plan(void) {
   BAD(a.o.ptr = 0x40002, "o pointer 0x40002 is not 16-byte aligned");
   BAD(a.k.ptr = 0, "k pointer is NULL");
   BAD(a.lse = 0x50002, "lse pointer 0x50002 is not 4-byte aligned");
+  BAD(a.tile_counter = 0x60002, "tile_counter pointer 0x60002 is not a 4-byte aligned device "
+      "address below 2^63 - 8");
+  BAD(a.tile_counter = (uint64_t)-8, "tile_counter pointer 0xfffffffffffffff8 is not a 4-byte");
   BAD(a.q.strides[3] = 2, "q stride of the head dim (D) is 2 elements; it must be 1");
   BAD(a.o.strides[3] = 2, "o stride of the head dim");
   BAD(a.k.strides[2] = 2 * 128 + 4, "k stride of dim S is 260 elements = 520 bytes; it must be a multiple of 16 bytes");

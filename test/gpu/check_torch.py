@@ -13,10 +13,20 @@
    Also: the traced graph calls torch.ops.fa3.flash_attn_fwd, compiled
    with dynamic=True a second shape runs without recompiling, and inputs
    that require grad are refused.
-2. Per-call overhead, B=1 S=128 H=1 D=128 bf16: median wall time of a call
+2. CUDA graphs: flash_attn_func captured with torch.cuda.graph (persistent
+   kernels with the dynamic tile scheduler and one-CTA-per-tile kernels,
+   causal and full, GQA) and replayed on fresh inputs copied into the
+   captured ones, the output poisoned with NaN before each replay: against
+   the fp32 reference after each replay, with eager calls on other tensors
+   in between, two graphs replayed alternately, a replay on a second stream,
+   and 20 back-to-back replays; torch.compile(mode="reduce-overhead") (CUDA
+   graph trees) likewise; a variant first called inside a capture is refused
+   with a message.
+3. Per-call overhead, B=1 S=128 H=1 D=128 bf16: median wall time of a call
    (time.perf_counter around N calls, then synchronize) for eager
    flash_attn_func, the compiled function calling it, and
-   F.scaled_dot_product_attention eager and compiled.
+   F.scaled_dot_product_attention eager and compiled; and of a CUDA-graph
+   replay of one call, ours and SDPA's.
 
 Prints a table; with --out writes OUT_DIR/check_torch.json. Exit status 1 on
 any failure.
@@ -202,6 +212,126 @@ def check_graph(kdir, results):
         record("requires_grad", False, f"{type(e).__name__}: {e}")
 
 
+def check_cuda_graphs(kdir, results):
+    """Capture and replay (module docstring, 2.)."""
+    gen = torch.Generator(device="cuda").manual_seed(4321)
+
+    def record(label, ok, detail=""):
+        results.append({"label": label, "ok": bool(ok), "detail": detail})
+        print(("PASS " if ok else "FAIL ") + label + (f": {detail}" if detail else ""),
+              flush=True)
+
+    def fresh(shape, dt):
+        return torch.randn(*shape, device="cuda", generator=gen).to(dt)
+
+    def errors(q, k, v, o, lse, causal):
+        ref_o, ref_lse = reference(q, k, v, causal)
+        return relerr(o, ref_o), (lse - ref_lse).abs().max().item()
+
+    def within(err):
+        return err[0] < O_REL_TOL and err[1] < LSE_ABS_TOL
+
+    # (dtype, D, causal, (B, Sq, Skv, Hq, Hkv)): persistent (d64/d128, tile
+    # counters) and one-CTA-per-tile (d256) kernels
+    graphs = [("bf16", 128, True, (2, 1000, 1000, 8, 2)),
+              ("f16", 64, False, (1, 777, 1500, 4, 4)),
+              ("bf16", 256, True, (1, 300, 513, 4, 1))]
+    captured = []
+    for dname, D, causal, (B, Sq, Skv, Hq, Hkv) in graphs:
+        label = f"graph {dname} d{D} {'causal' if causal else 'full'} B{B} Sq{Sq} Skv{Skv} Hq{Hq} Hkv{Hkv}"
+        try:
+            dt = DTYPES[dname]
+            q, k, v = (fresh(s, dt) for s in ((B, Sq, Hq, D), (B, Skv, Hkv, D), (B, Skv, Hkv, D)))
+            s = torch.cuda.Stream()
+            s.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(s):   # warm-up (loads the kernel), as torch asks
+                flash_attn_func(q, k, v, causal=causal, kernel_dir=kdir, return_lse=True)
+            torch.cuda.current_stream().wait_stream(s)
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                o, lse = flash_attn_func(q, k, v, causal=causal, kernel_dir=kdir,
+                                         return_lse=True)
+            errs = []
+            for _ in range(3):
+                for t in (q, k, v):
+                    t.copy_(fresh(t.shape, dt))
+                o.fill_(float("nan"))
+                lse.fill_(float("nan"))
+                g.replay()
+                errs.append(errors(q, k, v, o, lse, causal))
+            record(label + ": 3 replays on fresh inputs", all(map(within, errs)),
+                   " ".join(f"o {e[0]:.1e} lse {e[1]:.1e}" for e in errs))
+            captured.append((label, g, q, k, v, o, lse, causal, dt))
+        except Exception as e:  # noqa: BLE001
+            traceback.print_exc()
+            record(label, False, f"{type(e).__name__}: {e}")
+    if len(captured) != len(graphs):
+        return
+    try:
+        # eager calls on other tensors between replays, graphs alternating
+        errs = []
+        for rnd in range(2):
+            for label, g, q, k, v, o, lse, causal, dt in captured:
+                qe, ke, ve = (fresh(t.shape, dt) for t in (q, k, v))
+                oe, lsee = flash_attn_func(qe, ke, ve, causal=causal, kernel_dir=kdir,
+                                           return_lse=True)
+                for t in (q, k, v):
+                    t.copy_(fresh(t.shape, dt))
+                o.fill_(float("nan"))
+                g.replay()
+                errs.append(within(errors(q, k, v, o, lse, causal)))
+                errs.append(within(errors(qe, ke, ve, oe, lsee, causal)))
+        record("graphs alternating with eager calls between replays", all(errs),
+               f"{sum(errs)}/{len(errs)} within tolerance")
+        # a replay on another stream; then 20 back-to-back replays
+        label, g, q, k, v, o, lse, causal, dt = captured[0]
+        s2 = torch.cuda.Stream()
+        s2.wait_stream(torch.cuda.current_stream())
+        o.fill_(float("nan"))
+        with torch.cuda.stream(s2):
+            g.replay()
+        torch.cuda.current_stream().wait_stream(s2)
+        e1 = errors(q, k, v, o, lse, causal)
+        o.fill_(float("nan"))
+        for _ in range(20):
+            g.replay()
+        e2 = errors(q, k, v, o, lse, causal)
+        record("replay on a second stream, then 20 back-to-back", within(e1) and within(e2),
+               f"o {e1[0]:.1e}/{e2[0]:.1e} lse {e1[1]:.1e}/{e2[1]:.1e}")
+    except Exception as e:  # noqa: BLE001
+        traceback.print_exc()
+        record("graph replays", False, f"{type(e).__name__}: {e}")
+    try:
+        # torch.compile's reduce-overhead mode captures the op in CUDA graph trees
+        torch._dynamo.reset()
+        fn = torch.compile(attn_only, mode="reduce-overhead", fullgraph=True)
+        errs = []
+        for i in range(4):   # the first calls record, later ones replay
+            q, k, v = (fresh((2, 600, 4, 128), torch.bfloat16) for _ in range(3))
+            o, lse = fn(q, k, v, causal=True, kernel_dir=kdir)
+            errs.append(errors(q, k, v, o.clone(), lse.clone(), True))
+        record("torch.compile(mode='reduce-overhead'): 4 calls on fresh inputs",
+               all(map(within, errs)), " ".join(f"o {e[0]:.1e}" for e in errs))
+    except Exception as e:  # noqa: BLE001
+        traceback.print_exc()
+        record("torch.compile(mode='reduce-overhead')", False, f"{type(e).__name__}: {e}")
+    try:
+        # a variant first used inside a capture: refused, with what to do
+        torch_api.clear_caches()
+        q = fresh((1, 128, 2, 64), torch.bfloat16)
+        g = torch.cuda.CUDAGraph()
+        msg = ""
+        try:
+            with torch.cuda.graph(g):
+                flash_attn_func(q, q, q, causal=True, kernel_dir=kdir)
+        except RuntimeError as e:
+            msg = str(e)
+        record("first call inside a capture refused", "call it once before capturing" in msg,
+               msg[:200])
+    except Exception as e:  # noqa: BLE001
+        record("first call inside a capture", False, f"{type(e).__name__}: {e}")
+
+
 def per_call(fn, n=2000, reps=5):
     """Median over `reps` of the mean wall time of n back-to-back calls (us),
     synchronized before and after each batch."""
@@ -235,6 +365,17 @@ def overhead(kdir):
         ("SDPA, torch.compile(fullgraph)", lambda: sdpa_c(qs, ks, vs)),
     ]
     ours_c(q, k, v)   # compiles, registers the op
+    graphs = []
+    for call in (lambda: flash_attn_func(q, k, v, kernel_dir=kdir),
+                 lambda: F.scaled_dot_product_attention(qs, ks, vs)):
+        call()
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            call()
+        graphs.append(g)
+    rows += [("fa3 flash_attn_func, CUDA graph replay", graphs[0].replay),
+             ("SDPA, CUDA graph replay", graphs[1].replay)]
     op = torch.ops.fa3.flash_attn_fwd.default
     rows.insert(1, ("torch.ops.fa3.flash_attn_fwd, eager",
                     lambda: op(q, k, v, None, False, [-1, -1], 0.0, kdir, None, None)))
@@ -263,6 +404,7 @@ def main():
     if not a.overhead_only:
         check_cases(kdir, results)
         check_graph(kdir, results)
+        check_cuda_graphs(kdir, results)
     timing = None if a.skip_overhead else overhead(kdir)
     failed = [r for r in results if not r["ok"]]
     print(f"\ncheck_torch: {len(results) - len(failed)}/{len(results)} passed")

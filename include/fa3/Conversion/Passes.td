@@ -88,4 +88,25 @@ def ConvertAttnToHopper : Pass<"convert-attn-to-hopper", "::mlir::ModuleOp"> {
                            "::mlir::vector::VectorDialect"];
 }
 
+def AttnKernelParamsByValue
+    : Pass<"attn-kernel-params-by-value", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Pass the kernel's tensor maps by value (__grid_constant__)";
+  let description = [{
+    Runs on the generated kernels once they are in the LLVM/NVVM dialects.
+    The parameters that the kernel ABI (runtime/include/fa3rt_abi.def)
+    passes by value, the four CUtensorMaps, become `llvm.byval` byte arrays
+    of their size and alignment with `nvvm.grid_constant`: the kernel reads
+    them in parameter space through their generic address (cvta.param), as
+    FlashAttention-3 passes its TMA descriptors. A launch then copies
+    nothing from host memory, so it can be captured in a CUDA graph.
+
+    A pass of its own because gpu-to-nvvm does not carry `llvm.byval` from
+    gpu.func arguments and NVVM accepts `nvvm.grid_constant` only on the
+    arguments of an llvm.func kernel. It applies to the kernels that carry
+    launch facts (`attn.launch`), whose `params` must be the ABI's list.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect",
+                           "::mlir::NVVM::NVVMDialect"];
+}
+
 #endif // FA3_CONVERSION_PASSES

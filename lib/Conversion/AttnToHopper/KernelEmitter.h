@@ -58,15 +58,20 @@ struct KernelConfig {
   int64_t threads() const { return 128 * (1 + consumers()); }
 };
 
-/// One kernel parameter: its name (also the SSA name in the kernel) and MLIR
-/// type, in launch order, from the single definition of the ABI that the
-/// runtime and the Python package read too (runtime/include/fa3rt_abi.def).
+/// One kernel parameter: its name (also the SSA name in the kernel), MLIR
+/// type, and, for one passed by value, its bytes and alignment (0: a scalar
+/// or pointer), in launch order, from the single definition of the ABI that
+/// the runtime and the Python package read too (runtime/include/fa3rt_abi.def).
 struct KernelParam {
   const char *name;
   const char *mlirType;
+  int64_t valueBytes;
+  int64_t valueAlign;
 };
 inline constexpr KernelParam kKernelParams[] = {
-#define FA3RT_KERNEL_PARAM(name, c_type, mlir_type, meaning) {#name, mlir_type},
+#define FA3RT_KERNEL_PARAM(name, c_type, mlir_type, value_bytes, value_align,  \
+                           meaning)                                            \
+  {#name, mlir_type, value_bytes, value_align},
 #include "fa3rt_abi.def"
 };
 

@@ -1,0 +1,57 @@
+// attn-kernel-params-by-value: the tensor maps (fa3rt_abi.def: passed by
+// value) become byval __grid_constant__ arguments of the lowered kernel; the
+// other parameters and functions without launch facts are left alone.
+// RUN: fa3-opt %s --split-input-file --pass-pipeline='builtin.module(gpu.module(attn-kernel-params-by-value))' --verify-diagnostics | FileCheck %s
+
+// CHECK-LABEL: llvm.func @k(
+// CHECK-SAME: %arg0: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant}
+// CHECK-SAME: %arg1: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant}
+// CHECK-SAME: %arg2: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant}
+// CHECK-SAME: %arg3: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant}
+// CHECK-SAME: %arg4: !llvm.ptr<1>, %arg5: !llvm.ptr<1>, %arg6: !llvm.ptr<1>, %arg7: i32,
+// CHECK-LABEL: llvm.func @helper(
+// CHECK-SAME: %arg0: !llvm.ptr)
+gpu.module @m {
+  llvm.func @k(%tmQ: !llvm.ptr, %tmK: !llvm.ptr, %tmV: !llvm.ptr, %tmO: !llvm.ptr,
+               %o: !llvm.ptr<1>, %lse: !llvm.ptr<1>, %cnt: !llvm.ptr<1>,
+               %b: i32, %sq: i32, %skv: i32, %hq: i32, %hkv: i32,
+               %sb: i64, %ss: i64, %sh: i64, %scale: f32)
+      attributes {nvvm.kernel, attn.launch = {params = ["tmQ", "tmK", "tmV", "tmO", "O", "LSE", "tileCounter", "B", "Sq", "Skv", "Hq", "Hkv", "oStrideB", "oStrideS", "oStrideH", "scaleLog2"]}} {
+    nvvm.prefetch tensormap, %tmQ : !llvm.ptr
+    llvm.return
+  }
+  llvm.func @helper(%p: !llvm.ptr) {
+    llvm.return
+  }
+}
+
+// -----
+
+gpu.module @m {
+  // expected-error @below {{attn.launch on a function that is not an NVVM kernel: run this pass after gpu-to-nvvm}}
+  llvm.func @not_kernel(%p: !llvm.ptr) attributes {attn.launch = {params = ["tmQ"]}} {
+    llvm.return
+  }
+}
+
+// -----
+
+gpu.module @m {
+  // expected-error @below {{kernel parameters are not the ABI's (runtime/include/fa3rt_abi.def): 1 arguments, attn.launch params ["tmQ"]}}
+  llvm.func @short(%p: !llvm.ptr) attributes {nvvm.kernel, attn.launch = {params = ["tmQ"]}} {
+    llvm.return
+  }
+}
+
+// -----
+
+gpu.module @m {
+  // expected-error @below {{parameter tmK is passed by value and read through a generic !llvm.ptr, but its argument is '!llvm.ptr<1>'}}
+  llvm.func @k(%tmQ: !llvm.ptr, %tmK: !llvm.ptr<1>, %tmV: !llvm.ptr, %tmO: !llvm.ptr,
+               %o: !llvm.ptr<1>, %lse: !llvm.ptr<1>, %cnt: !llvm.ptr<1>,
+               %b: i32, %sq: i32, %skv: i32, %hq: i32, %hkv: i32,
+               %sb: i64, %ss: i64, %sh: i64, %scale: f32)
+      attributes {nvvm.kernel, attn.launch = {params = ["tmQ", "tmK", "tmV", "tmO", "O", "LSE", "tileCounter", "B", "Sq", "Skv", "Hq", "Hkv", "oStrideB", "oStrideS", "oStrideH", "scaleLog2"]}} {
+    llvm.return
+  }
+}
