@@ -784,9 +784,11 @@ fa3rt_status fa3rt_kernel_load_data(const void *cubin, size_t cubin_size, const 
   LOAD_TRY(r);
   /* ABI check: offset and size of each parameter (cuFuncGetParamInfo, CUDA >= 12.4).
    * Only the ABI's parameters are queried: asking past the last one would be a
-   * CUDA API error, which compute-sanitizer reports in every user's program. */
+   * CUDA API error, which compute-sanitizer reports in every user's program.
+   * Offsets count from the first parameter's: the driver reports them in the
+   * constant bank, where 64-byte aligned parameters start past a padding. */
   {
-    size_t want_off = 0;
+    size_t want_off = 0, base = 0;
     for (size_t i = 0; i < NPARAMS; i++) {
       size_t off = 0, size = 0;
       want_off = (want_off + kParamAligns[i] - 1) / kParamAligns[i] * kParamAligns[i];
@@ -798,10 +800,11 @@ fa3rt_status fa3rt_kernel_load_data(const void *cubin, size_t cubin_size, const 
         goto error;
       }
       LOAD_TRY(r);
-      if (size != kParamSizes[i] || off != want_off) {
-        st = fail(FA3RT_ERR_FACTS, "kernel %s parameter %zu is %zu bytes at offset %zu; the ABI "
-                  "'%s' needs %zu bytes at offset %zu", f.kernel, i, size, off, kParams,
-                  kParamSizes[i], want_off);
+      if (i == 0) base = off;
+      if (size != kParamSizes[i] || off < base || off - base != want_off) {
+        st = fail(FA3RT_ERR_FACTS, "kernel %s parameter %zu is %zu bytes at offset %lld (from "
+                  "the first's); the ABI '%s' needs %zu bytes at offset %zu", f.kernel, i, size,
+                  (long long)off - (long long)base, kParams, kParamSizes[i], want_off);
         goto error;
       }
       want_off += kParamSizes[i];
