@@ -19,16 +19,17 @@ echo "== 1. $EX: parsed and verified"
 $opt "$EX" | tee "$OUT/0-verified.mlir" | grep -E "attn.flash_attention" -A2
 
 echo
-echo "== 2. attn-tile: grid over (m-block, head, batch), kv loop, mask only on boundary tiles"
+echo "== 2. attn-hopper-config + attn-tile: the kernel's configuration, then the grid over"
+echo "      (m-block, head, batch), kv loop, mask only on boundary tiles"
 $opt "$EX" --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" \
-  --attn-tile="block-m=128" --canonicalize --cse > "$OUT/1-tiled.mlir"
+  --attn-hopper-config="block-m=128" --attn-tile --canonicalize --cse > "$OUT/1-tiled.mlir"
 grep -E "scf.parallel|attn.kv_range|scf.for|scf.if|attn.tile_update|attn.tile_finalize|} else" "$OUT/1-tiled.mlir" | cut -c1-140
 
 echo
 echo "== 3. convert-attn-to-hopper: the warp-specialised kernel (gpu.module)"
 $opt "$EX" --attn-hopper-pipeline="format=none" > /dev/null  # lowers end to end
 $opt "$EX" --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" \
-  --attn-tile="block-m=128" --convert-attn-to-hopper > "$OUT/2-kernel.mlir"
+  --attn-hopper-config="block-m=128" --attn-tile --convert-attn-to-hopper > "$OUT/2-kernel.mlir"
 # label | pattern counted in the kernel
 while IFS='|' read -r label pat; do
   printf '   %-52s %s\n' "$label" "$(grep -cE "$pat" "$OUT/2-kernel.mlir")"

@@ -115,16 +115,16 @@ static fa3::Toggle toggle(int v) {
 /// nothing is turned into pipeline text).
 static fa3::HopperPipelineOptions pipelineOptions(const Fa3HopperOptions &o) {
   fa3::HopperPipelineOptions c;
-  c.tile.blockM = o.blockM;
-  c.tile.blockN = o.blockN;
-  c.kernel.stages = o.stages;
-  c.kernel.pingpong = o.pingpong;
-  c.kernel.persistent = toggle(o.persistent);
-  c.kernel.tmaStore = o.tmaStore;
-  c.kernel.qBuffers = o.qBuffers;
-  c.kernel.lazyRescale = toggle(o.lazyRescale);
-  c.kernel.rescaleThreshold = o.rescaleThreshold;
-  c.kernel.kvMulticast = toggle(o.kvMulticast);
+  c.config.blockM = o.blockM;
+  c.config.blockN = o.blockN;
+  c.config.stages = o.stages;
+  c.config.pingpong = o.pingpong;
+  c.config.persistent = toggle(o.persistent);
+  c.config.tmaStore = o.tmaStore;
+  c.config.qBuffers = o.qBuffers;
+  c.config.lazyRescale = toggle(o.lazyRescale);
+  c.config.rescaleThreshold = o.rescaleThreshold;
+  c.config.kvMulticast = toggle(o.kvMulticast);
   c.format = fa3::BinaryFormat::None; // PTX and cubins are made below
   if (o.chip)
     c.chip = o.chip;

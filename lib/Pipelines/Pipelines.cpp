@@ -3,9 +3,10 @@
 // One flag per job, so users do not have to know the pass order:
 //   attn-cpu-reference-pipeline  tensor/memref op -> reference loops -> LLVM
 //   attn-cpu-tiled-pipeline      tensor/memref op -> attn-tile -> loops -> LLVM
-//   attn-hopper-pipeline         tensor/memref op -> attn-tile ->
-//                                convert-attn-to-hopper -> NVVM ->
-//                                attn-kernel-params-by-value -> PTX/cubin
+//   attn-hopper-pipeline         tensor/memref op -> attn-hopper-config ->
+//                                attn-tile -> convert-attn-to-hopper ->
+//                                NVVM -> attn-kernel-params-by-value ->
+//                                PTX/cubin
 //
 // Passes that take options are created from their option structs. The
 // fixed stretches (bufferization, the upstream lowerings to LLVM) are
@@ -144,8 +145,10 @@ void fa3::addHopperPipeline(OpPassManager &pm, const HopperPipelineOptions &o) {
     return;
   }
   addFixed(pm, kBufferize);
-  pm.addPass(attn::createAttnTile(o.tile));
-  pm.addPass(createConvertAttnToHopper(o.kernel));
+  pm.addPass(createAttnHopperConfig(o.config));
+  // Tiles by the recorded configuration, carrying it to the kernel pass.
+  pm.addPass(attn::createAttnTile());
+  pm.addPass(createConvertAttnToHopper());
   GpuNVVMAttachTargetOptions target;
   target.chip = o.chip;
   target.features = o.features;
@@ -280,16 +283,16 @@ struct HopperPipelineCLOptions
 
   fa3::HopperPipelineOptions toOptions() const {
     fa3::HopperPipelineOptions o;
-    o.tile.blockM = blockM;
-    o.tile.blockN = blockN;
-    o.kernel.stages = stages;
-    o.kernel.pingpong = pingpong;
-    o.kernel.persistent = persistent;
-    o.kernel.tmaStore = tmaStore;
-    o.kernel.qBuffers = qBuffers;
-    o.kernel.lazyRescale = lazyRescale;
-    o.kernel.rescaleThreshold = rescaleThreshold;
-    o.kernel.kvMulticast = kvMulticast;
+    o.config.blockM = blockM;
+    o.config.blockN = blockN;
+    o.config.stages = stages;
+    o.config.pingpong = pingpong;
+    o.config.persistent = persistent;
+    o.config.tmaStore = tmaStore;
+    o.config.qBuffers = qBuffers;
+    o.config.lazyRescale = lazyRescale;
+    o.config.rescaleThreshold = rescaleThreshold;
+    o.config.kvMulticast = kvMulticast;
     o.format = format;
     o.chip = chip;
     o.features = features;
@@ -303,8 +306,8 @@ void fa3::registerAttnPipelines() {
   PassPipelineRegistration<HopperPipelineCLOptions>(
       "attn-hopper-pipeline",
       "Compile attn.flash_attention to a warp-specialised sm_90a kernel "
-      "(TMA + mbarrier pipeline, wgmma): bufferize, attn-tile, "
-      "convert-attn-to-hopper, NVVM lowering, gpu-module-to-binary",
+      "(TMA + mbarrier pipeline, wgmma): bufferize, attn-hopper-config, "
+      "attn-tile, convert-attn-to-hopper, NVVM lowering, gpu-module-to-binary",
       [](OpPassManager &pm, const HopperPipelineCLOptions &o) {
         addHopperPipeline(pm, o.toOptions());
       });

@@ -16,8 +16,8 @@
 // OLDPTX: error: attn-hopper-pipeline: features must be one PTX ISA version {{.*}}, got '+ptx70'
 // FORMAT: for the --format option: Cannot find option named 'bogus'!
 // PERSIST: for the --persistent option: Cannot find option named 'on x'!
-// STAGES: error: convert-attn-to-hopper: stages must be 0 (per head dim) to 8, got 140737488355328
-// BLOCKN: error: attn-tile: block-n must be 0 (per head dim) to 1024, got -1
+// STAGES: error: attn-hopper-config: stages must be 0 (per head dim) to 8, got 140737488355328
+// BLOCKN: error: attn-tile: block-n must be 0 (default) to 1024, got -1
 
 // RUN: not fa3-opt %s "--attn-hopper-pipeline=features=+ptx89" 2>&1 | FileCheck %s --check-prefix=PTX89
 // RUN: not fa3-opt %s "--attn-hopper-pipeline=features=+ptx95" 2>&1 | FileCheck %s --check-prefix=PTX95

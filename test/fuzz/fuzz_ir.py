@@ -498,10 +498,14 @@ def pipeline_for(rng, passes, hostile, focus):
         if chain[0] in ("convert-attn-to-hopper", "attn-lower-tiles-to-loops") \
                 and "attn-tile" in passes and rng.random() < 0.7:
             chain.insert(0, "attn-tile")  # they take the tiled form
+            if chain[1] == "convert-attn-to-hopper" and "attn-hopper-config" in passes:
+                chain.insert(0, "attn-hopper-config")  # and its configuration
     else:
         chain = [rng.choice(names)]
     if rng.random() < 0.2:
-        seq = [["attn-tile", "convert-attn-to-hopper"],
+        seq = [["attn-hopper-config", "attn-tile", "convert-attn-to-hopper"],
+               ["attn-tile", "convert-attn-to-hopper"],
+               ["attn-hopper-config", "attn-tile", "attn-lower-tiles-to-loops"],
                ["attn-tile", "attn-lower-tiles-to-loops"],
                ["attn-tile", "attn-tile"], ["attn-lower-to-loops", "attn-tile"],
                ["attn-cpu-reference-pipeline", "attn-tile"],

@@ -5,33 +5,31 @@
 
 include "mlir/Pass/PassBase.td"
 
-def ConvertAttnToHopper : Pass<"convert-attn-to-hopper", "::mlir::ModuleOp"> {
-  let summary = "Generate the warp-specialised sm_90a kernel from tiled attention";
+def AttnHopperConfig : Pass<"attn-hopper-config"> {
+  let summary = "Choose each attention's Hopper kernel configuration";
   let description = [{
-    Takes the output of `attn-tile` (a grid of `attn.kv_range`,
-    `attn.tile_update` and `attn.tile_finalize`) and generates, per attention
-    computation, a `gpu.module` with an FA3-style kernel: a producer
-    warpgroup loading Q once and K/V blocks by TMA (128-byte swizzle) into a
-    multi-stage shared-memory ring with mbarrier full/empty pairs, and two
-    consumer warpgroups computing S = Q K^T by wgmma (SS), the online softmax
-    on the accumulator fragment and O += P V by wgmma with P in registers
-    (RS), with setmaxnreg register reallocation between the roles. The
-    epilogue stages O in shared memory (stmatrix into the 128B-swizzled TMA
-    box layout) and one thread per warpgroup stores it by TMA.
-
-    The kv-block schedule is `attn.kv_range` expanded into a device function
-    by the shared builder, and the per-element mask of boundary blocks is the
-    shared visibility builder, so the kernel re-derives neither.
-
-    The host function that held the computation is replaced by its kernels
-    (one gpu.module per attention op): their launch facts (kernel name,
-    threads, dynamic shared memory, tiles, grid kind, parameter order) are
-    attached to each gpu.func as `attn.launch`, and the C runtime (runtime/)
-    launches them. A function that does anything besides attention (and the
-    index math and allocations around it) is rejected, since that work
-    would be lost.
+    Chooses, for each `attn.flash_attention` (memref form), the whole
+    configuration of its sm_90a kernel in one table: tile sizes, K/V ring
+    depth, persistence, Q buffers, lazy rescaling, K/V multicast, ping-pong
+    and the O store. Each default is what measured fastest on the H200
+    (bench/NOTES.md, Defaults); the options override them. Where a choice
+    does not fit an attention, the table falls back (one Q buffer where two
+    leave no room for O's, no K/V multicast with a mask or at head dim 64);
+    a configuration the kernel cannot take at all (head dim, block sizes,
+    shared memory) is refused with the reason, as are operands the kernel
+    does not take (element types, strides). The result is recorded on the op as
+    `attn.hopper_config = #attn.hopper_config<...>`, which `attn-tile`
+    (tile sizes) and `convert-attn-to-hopper` (the kernel and its launch
+    facts) read.
   }];
   let options = [
+    Option<"blockM", "block-m", "int64_t", /*default=*/"0",
+           "Rows of Q per tile: 128 (two consumer warpgroups) or 192 (three, "
+           "no ping-pong); 0: per head dim (192 for 64 with a full mask, "
+           "else 128)">,
+    Option<"blockN", "block-n", "int64_t", /*default=*/"0",
+           "Rows of K/V per tile (0: per head dim: 128 up to head dim 128, "
+           "64 above)">,
     Option<"stages", "stages", "int64_t", /*default=*/"0",
            "Depth of the K/V shared-memory ring (0: per head dim, as measured "
            "on the H200: 4 for head dim 64 with 128-row tiles, else 2)">,
@@ -78,6 +76,38 @@ def ConvertAttnToHopper : Pass<"convert-attn-to-hopper", "::mlir::ModuleOp"> {
            "kv block's scores exceed it by more than this (log2 units, 0 to "
            "15), so P stays below 2^threshold; 0 keeps the exact max">,
   ];
+}
+
+def ConvertAttnToHopper : Pass<"convert-attn-to-hopper", "::mlir::ModuleOp"> {
+  let summary = "Generate the warp-specialised sm_90a kernel from tiled attention";
+  let description = [{
+    Takes the output of `attn-tile` (a grid of `attn.kv_range`,
+    `attn.tile_update` and `attn.tile_finalize`) and generates, per attention
+    computation, a `gpu.module` with an FA3-style kernel: a producer
+    warpgroup loading Q once and K/V blocks by TMA (128-byte swizzle) into a
+    multi-stage shared-memory ring with mbarrier full/empty pairs, and two
+    consumer warpgroups computing S = Q K^T by wgmma (SS), the online softmax
+    on the accumulator fragment and O += P V by wgmma with P in registers
+    (RS), with setmaxnreg register reallocation between the roles. The
+    epilogue stages O in shared memory (stmatrix into the 128B-swizzled TMA
+    box layout) and one thread per warpgroup stores it by TMA.
+
+    The kv-block schedule is `attn.kv_range` expanded into a device function
+    by the shared builder, and the per-element mask of boundary blocks is the
+    shared visibility builder, so the kernel re-derives neither. The
+    kernel's configuration (tiles, stages, persistence, ...) is the
+    `attn.hopper_config` that `attn-hopper-config` chose and `attn-tile`
+    carried to the `attn.kv_range`; this pass has no tuning options of its
+    own.
+
+    The host function that held the computation is replaced by its kernels
+    (one gpu.module per attention op): their launch facts (kernel name,
+    threads, dynamic shared memory, tiles, grid kind, parameter order) are
+    attached to each gpu.func as `attn.launch`, and the C runtime (runtime/)
+    launches them. A function that does anything besides attention (and the
+    index math and allocations around it) is rejected, since that work
+    would be lost.
+  }];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::NVVM::NVVMDialect",
                            "::mlir::LLVM::LLVMDialect",

@@ -22,11 +22,10 @@ namespace fa3 {
 /// What gpu-module-to-binary embeds at the end of the Hopper pipeline.
 enum class BinaryFormat { Isa, Bin, Fatbin, None };
 
-/// attn-hopper-pipeline: bufferize, attn-tile, convert-attn-to-hopper,
-/// NVVM lowering, gpu-module-to-binary.
+/// attn-hopper-pipeline: bufferize, attn-hopper-config, attn-tile,
+/// convert-attn-to-hopper, NVVM lowering, gpu-module-to-binary.
 struct HopperPipelineOptions {
-  attn::AttnTileOptions tile;        // block-m, block-n
-  ConvertAttnToHopperOptions kernel; // stages, ping-pong, persistence, ...
+  AttnHopperConfigOptions config;    // tiles, stages, persistence, ...
   std::string chip = "sm_90a";       // wgmma and setmaxnreg need sm_90a
   std::string features = "+ptx80";   // PTX ISA version
   std::string toolkit;               // CUDA toolkit for ptxas ("": default)

@@ -7,10 +7,13 @@
 //   @<kernel>_visible_cols  the keys a query row sees (shared visibility
 //                       bounds, clamped to the Skv tail): the mask of
 //                       boundary blocks.
-// The kernel body itself comes from KernelEmitter.
+// The kernel body itself comes from KernelEmitter, configured by the
+// #attn.hopper_config that attn-hopper-config chose and attn-tile carried
+// to the attn.kv_range.
 //
 //===----------------------------------------------------------------------===//
 
+#include "HopperConfig.h"
 #include "KernelEmitter.h"
 #include "fa3/Conversion/Passes.h"
 #include "fa3/Dialect/Attn/IR/AttnDialect.h"
@@ -25,9 +28,6 @@
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Parser/Parser.h"
 
-#include "llvm/Support/Format.h"
-#include "llvm/Support/FormatVariadic.h"
-
 #include <optional>
 
 namespace fa3 {
@@ -38,17 +38,6 @@ namespace fa3 {
 using namespace mlir;
 using namespace fa3;
 using namespace fa3::attn;
-
-static std::string typeName(Type t) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << t;
-  return s;
-}
-
-/// The deepest K/V ring the option accepts; shared memory bounds it further
-/// (checkSupported says so per head dim).
-constexpr int64_t kMaxStages = 8;
 
 namespace {
 /// What the tiled IR says about one attention computation.
@@ -134,113 +123,35 @@ ArrayAttr paramNames(OpBuilder &b) {
   return b.getStrArrayAttr(names);
 }
 
-/// The innermost (head-dim) stride of a memref must be 1 for TMA.
-bool hasUnitInnerStride(Value memref) {
-  auto t = cast<MemRefType>(memref.getType());
-  SmallVector<int64_t> strides;
-  int64_t offset;
-  if (failed(t.getStridesAndOffset(strides, offset)))
-    return false;
-  return strides.back() == 1;
-}
-
-/// `t` decides, or `isAuto` where the choice is left to the compiler.
-bool decide(Toggle t, bool isAuto) {
-  return t == Toggle::On || (t == Toggle::Auto && isAuto);
-}
-
 LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
-                      const ConvertAttnToHopperOptions &opts, unsigned index) {
+                      unsigned index) {
   TileUpdateOp u = t.update;
-  Value q = u.getQuery(), v = u.getValue(), o = t.finalize.getOut();
-  auto qt = cast<MemRefType>(q.getType());
-  auto vt = cast<MemRefType>(v.getType());
-  auto ot = cast<MemRefType>(o.getType());
-  Type et = qt.getElementType();
   // At the attention's location: a dump of the tiled grid would bury it.
   auto fail = [&](const Twine &why) {
     return mlir::emitError(t.grid.getLoc(), "cannot generate the Hopper kernel: ")
            << why;
   };
-  if (qt.getDimSize(3) != vt.getDimSize(3))
-    return fail("the value head dim (" + Twine(vt.getDimSize(3)) +
-                ") must equal the query head dim (" + Twine(qt.getDimSize(3)) +
-                ")");
-  // The input type first: advice about o would be wrong for an input type
-  // the kernel does not take (f8 with a bf16 o used to be told to match).
-  if (!et.isBF16() && !et.isF16())
-    return fail("the Hopper kernel takes bf16 or f16 q, k and v, got " +
-                typeName(et) +
-                (isa<Float8E4M3FNType>(et) ? " (FP8 is not implemented yet)"
-                                           : ""));
-  if (ot.getElementType() != et)
-    return fail("the kernel writes o in the input element type; o is " +
-                typeName(ot.getElementType()) + " but q is " +
-                typeName(et));
-  for (Value m : SmallVector<Value>{q, u.getKey(), v, o})
-    if (!hasUnitInnerStride(m))
-      return fail("the head dim of every operand must be contiguous (stride "
-                  "1), as TMA requires");
+  auto recorded =
+      t.range->getAttrOfType<HopperConfigAttr>(HopperConfigAttr::kAttrName);
+  if (!recorded)
+    return fail("its tiles carry no configuration (attn.hopper_config on "
+                "attn.kv_range): run attn-hopper-config before attn-tile");
+  // attn-hopper-config has checked these; tiled IR written by hand has not.
+  std::string why = hopper::checkOperands(u.getQuery(), u.getKey(),
+                                          u.getValue(), t.finalize.getOut());
+  if (!why.empty())
+    return fail(why);
 
-  hopper::KernelConfig cfg;
+  ArrayRef<int64_t> window = u.getWindow();
+  hopper::KernelConfig cfg = hopper::attentionFacts(
+      cast<MemRefType>(u.getQuery().getType()), window[0], window[1]);
+  hopper::applyConfig(recorded, cfg);
   std::string base = func.getName().str() + (index ? "_" + std::to_string(index) : "");
   cfg.name = base + "_kernel";
-  cfg.dtype = et.isBF16() ? "bf16" : et.isF16() ? "f16" : typeName(et);
-  cfg.headDim = qt.getDimSize(3);
-  cfg.blockM = u.getBlockM();
-  cfg.blockN = u.getBlockN();
-  // 0: measured per head dim (bench/NOTES.md, Defaults: stages):
-  // at head dim 64 a 4-deep ring lets the producer run further into the
-  // next tile (+0-2 %); larger head dims have no shared memory for more.
-  // With 192-row tiles 2 and 4 stages measured alike.
-  cfg.stages = opts.stages != 0 ? opts.stages
-                                : cfg.headDim == 64 && cfg.blockM == 128 ? 4 : 2;
   cfg.softcap = u.getSoftcap().convertToDouble();
-  // The turns alternate between two consumer warpgroups; with three
-  // (block-m 192) each issues freely, as in FA3.
-  cfg.pingpong = opts.pingpong && cfg.consumers() == 2;
-  // Measured on the H200 (bench/NOTES.md, Defaults: persistent):
-  // with the dynamic tile scheduler, persistent CTAs win up to 19 % at head
-  // dim 64 and 128 (short sequences, causal or not) and are within 3 % at
-  // 16k; at head dim 256, O is staged in Q's buffer, so the next tile's Q
-  // waits for the O store: 0-4 % slower everywhere.
-  cfg.persistent = decide(opts.persistent, cfg.headDim <= 128);
-  cfg.longestFirst = u.getWindow()[1] >= 0;
-  cfg.tmaStore = opts.tmaStore;
-  // 0: persistent CTAs double-buffer Q where shared memory allows (head
-  // dim 64 and 128): the next tile's Q then loads during this tile instead
-  // of after it. ncu put the consumers' wait for Q at 15 % of all stall
-  // samples (head dim 64, causal, 512); two buffers measured +18-20 % at
-  // 512 and +1 % at 16k (bench/NOTES.md, Defaults: q-buffers).
-  // Where they do not fit, checkSupported says why; auto then takes one.
-  cfg.qBuffers = opts.qBuffers;
-  if (opts.qBuffers == 0) {
-    cfg.qBuffers = 2;
-    if (!hopper::checkSupported(cfg).empty())
-      cfg.qBuffers = 1;
-  }
-  // Measured on the H200 (bench/NOTES.md, Defaults: lazy-rescale):
-  // the rescale branch is +1-8 % at head dim 128 and 256 (its wait keeps
-  // the softmax beside the P V wgmmas), but -2-5 % at head dim 64, where
-  // the softmax's MUFU work, not the GEMMs, sets the pace.
-  cfg.lazyRescale = decide(opts.lazyRescale, cfg.headDim > 64);
-  cfg.rescaleThreshold = opts.rescaleThreshold;
   cfg.kvRangeFn = cfg.name + "_kv_range";
   cfg.visibleColsFn = cfg.name + "_visible_cols";
-  cfg.leftBounded = u.getWindow()[0] >= 0;
-  // The two CTAs of a cluster share each K/V tile, so they must visit the
-  // same kv blocks: only a full mask guarantees that for any m-block pair.
-  // "on" applies where it can (so one setting serves a whole variant set):
-  // a full mask, and what checkSupported accepts (the head dims whose boxes
-  // split in two); the facts' cluster_m says where it did. Measured on the H200
-  // (bench/NOTES.md, Defaults: kv-multicast): +1-2 % with persistent
-  // CTAs (head dim 128, 650 vs 637 TFLOP/s at 16k), -1 to -4 % with one
-  // CTA per tile (head dim 256: a cluster's CTAs start and end together).
-  bool fullMask = u.getWindow()[0] < 0 && u.getWindow()[1] < 0;
-  cfg.clusterM = fullMask && decide(opts.kvMulticast, cfg.persistent) ? 2 : 1;
-  if (cfg.clusterM == 2 && !hopper::checkSupported(cfg).empty())
-    cfg.clusterM = 1;
-  std::string why = hopper::checkSupported(cfg);
+  why = hopper::checkSupported(cfg);
   if (!why.empty())
     return fail("unsupported " + why);
 
@@ -267,7 +178,6 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
   // Launch facts: everything a launcher needs besides the PTX/cubin.
   hopper::SmemLayout lay = hopper::computeSmemLayout(cfg);
   auto kernel = gpuModule.lookupSymbol<gpu::GPUFuncOp>(cfg.name);
-  ArrayRef<int64_t> window = u.getWindow();
   NamedAttribute facts[] = {
       b.getNamedAttr("kernel", b.getStringAttr(cfg.name)),
       b.getNamedAttr("source_func", b.getStringAttr(func.getName())),
@@ -357,35 +267,11 @@ struct ConvertAttnToHopperPass
   using ConvertAttnToHopperBase::ConvertAttnToHopperBase;
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    // Range-checked here, where the numbers enter the compiler: the
-    // kernel is unrolled over stages and Q buffers.
-    auto refuse = [&](StringRef name, const Twine &range, const Twine &value) {
-      mlir::emitError(module.getLoc(), "convert-attn-to-hopper: ")
-          << name << " must be " << range << ", got " << value;
-      signalPassFailure();
-    };
-    if (stages < 0 || stages > kMaxStages)
-      return refuse("stages", "0 (per head dim) to " + Twine(kMaxStages), Twine(stages));
-    if (qBuffers < 0 || qBuffers > 2)
-      return refuse("q-buffers", "0 (auto), 1 or 2", Twine(qBuffers));
-    // P = exp2(s - m) <= 2^threshold must fit f16 (max 65504).
-    if (!(rescaleThreshold >= 0.0 && rescaleThreshold <= 15.0))
-      return refuse("rescale-threshold", "0 to 15 (log2 units)",
-                    llvm::formatv("{0}", llvm::format("%g", rescaleThreshold.getValue())).str());
-    ConvertAttnToHopperOptions opts;
-    opts.stages = stages;
-    opts.pingpong = pingpong;
-    opts.persistent = persistent;
-    opts.tmaStore = tmaStore;
-    opts.qBuffers = qBuffers;
-    opts.lazyRescale = lazyRescale;
-    opts.kvMulticast = kvMulticast;
-    opts.rescaleThreshold = rescaleThreshold;
     SmallVector<func::FuncOp> done;
     bool bad = false;
     module.walk([&](FlashAttentionOp op) {
       op.emitOpError("convert-attn-to-hopper needs the tiled form: run "
-                     "attn-tile first");
+                     "attn-hopper-config and attn-tile first");
       bad = true;
     });
     if (bad)
@@ -418,7 +304,7 @@ struct ConvertAttnToHopperPass
       if (failed(checkIndependent(found)))
         return signalPassFailure();
       for (auto [i, t] : llvm::enumerate(found))
-        if (failed(convert(module, func, t, opts, i)))
+        if (failed(convert(module, func, t, i)))
           return signalPassFailure();
       done.push_back(func);
     }

@@ -553,6 +553,10 @@ std::string fa3::hopper::checkSupported(const KernelConfig &cfg) {
        << " (three consumer warpgroups have 160 registers a thread: too few "
           "for S and an O accumulator of head dim "
        << cfg.headDim << "; block-m 192 takes head dim 64)";
+  else if (cfg.pingpong && cfg.consumers() != 2)
+    os << "ping-pong with block-m " << cfg.blockM
+       << " (the turns alternate between two consumer warpgroups: block-m "
+          "128)";
   else if (cfg.blockN % 16 != 0 || cfg.blockN < 16 || cfg.blockN > 256)
     os << "block-n " << cfg.blockN << " (must be a multiple of 16 up to 256)";
   else if (cfg.stages < 2)
@@ -564,6 +568,10 @@ std::string fa3::hopper::checkSupported(const KernelConfig &cfg) {
           "buffer fits beside them)";
   else if (cfg.clusterM != 1 && cfg.clusterM != 2)
     os << "cluster size " << cfg.clusterM << " (1, or 2 for K/V multicast)";
+  else if (cfg.clusterM == 2 && (cfg.leftBounded || cfg.longestFirst))
+    os << "K/V multicast with a causal or window mask (the two CTAs of a "
+          "cluster share each K/V tile, so they must visit the same kv "
+          "blocks: only a full mask guarantees that)";
   else if (cfg.clusterM == 2 && (cfg.headDim / kChunk) % 2 != 0)
     os << "K/V multicast at head dim " << cfg.headDim
        << " (the two CTAs of a cluster each load half of a K/V tile's "

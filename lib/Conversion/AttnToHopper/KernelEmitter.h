@@ -38,7 +38,8 @@ struct KernelConfig {
   int64_t stages = 2;      // depth of the K/V ring
   double softcap = 0.0;    // 0 = off
   bool pingpong = true;    // named-barrier turns between consumer warpgroups
-  bool longestFirst = false; // launch m-blocks in reverse (causal: longest first)
+  bool longestFirst = false; // launch m-blocks in reverse: set exactly for
+                             // right-bounded (causal) masks
   bool persistent = false; // CTAs loop over tiles from a dynamic scheduler
   int64_t qBuffers = 1;    // Q tiles in shared memory: 2 lets a persistent
                            // CTA load the next tile's Q during this tile

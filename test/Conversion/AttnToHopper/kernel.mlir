@@ -2,7 +2,7 @@
 // kernel. Checks the roles, the TMA + mbarrier ring, both wgmma forms, the
 // schedule and mask helpers built from attn.kv_range / the shared visibility
 // test, the launch facts, and that the host function is replaced.
-// RUN: fa3-opt %s --attn-tile=block-m=128 --convert-attn-to-hopper=persistent=off | FileCheck %s
+// RUN: fa3-opt %s --attn-hopper-config="block-m=128 persistent=off" --attn-tile --convert-attn-to-hopper | FileCheck %s
 
 // CHECK: module attributes {gpu.container_module}
 // CHECK-NOT: func.func @attn(

@@ -1,4 +1,4 @@
-// convert-attn-to-hopper{kv-multicast}: 2-CTA clusters. The CTAs of a
+// attn-hopper-config{kv-multicast}: 2-CTA clusters. The CTAs of a
 // cluster take m-blocks 2i and 2i + 1 of one head (tile parity = cluster
 // rank: the grid and the m-block count are even), so both read the same K/V
 // blocks; each producer loads half of every K/V tile's 64-column boxes
@@ -9,13 +9,13 @@
 // the shared::cluster address). Cluster barriers after the mbarrier init
 // and before exit; the persistent tile loop is static (tile + gridDim.x).
 // auto: on for persistent kernels with a full mask (head dim 128 here).
-// RUN: fa3-opt %s --attn-tile=block-m=128 --convert-attn-to-hopper | FileCheck %s
-// RUN: fa3-opt %s --attn-tile=block-m=128 --convert-attn-to-hopper=kv-multicast=off | FileCheck %s --check-prefix=OFF
+// RUN: fa3-opt %s --attn-hopper-config=block-m=128 --attn-tile --convert-attn-to-hopper | FileCheck %s
+// RUN: fa3-opt %s --attn-hopper-config="block-m=128 kv-multicast=off" --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=OFF
 // auto leaves one-CTA-per-tile kernels alone (measured slower), on does not
-// RUN: fa3-opt %s --attn-tile=block-m=128 --convert-attn-to-hopper=persistent=off | FileCheck %s --check-prefix=OFF
-// RUN: fa3-opt %s --attn-tile=block-m=128 --convert-attn-to-hopper="persistent=off kv-multicast=on" | FileCheck %s --check-prefix=TILES
+// RUN: fa3-opt %s --attn-hopper-config="block-m=128 persistent=off" --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=OFF
+// RUN: fa3-opt %s --attn-hopper-config="block-m=128 persistent=off kv-multicast=on" --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=TILES
 // A causal mask: the two m-blocks of a pair see different kv blocks.
-// RUN: sed -e 's/outs(%o : memref<?x4x?x128xbf16>)/& causal/' %s | fa3-opt --attn-tile=block-m=128 --convert-attn-to-hopper=kv-multicast=on | FileCheck %s --check-prefix=OFF
+// RUN: sed -e 's/outs(%o : memref<?x4x?x128xbf16>)/& causal/' %s | fa3-opt --attn-hopper-config="block-m=128 kv-multicast=on" --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=OFF
 
 // CHECK: cluster_m = 2 : i64
 // CHECK-SAME: grid = "persistent"

@@ -1,4 +1,4 @@
-// convert-attn-to-hopper{lazy-rescale}: in the steady-state loop, a row's
+// attn-hopper-config{lazy-rescale}: in the steady-state loop, a row's
 // running max is raised only when the block's max exceeds it by more than
 // rescale-threshold (log2 units), and O *= alpha runs behind a branch on
 // the OR over the warpgroup's rows (bar.red.or on the consumer's named
@@ -8,9 +8,9 @@
 // arms of that branch: ptxas hoists a wgmma wait above independent
 // arithmetic, but not across a branch, so the softmax stays beside the
 // P V wgmmas (fa3.sass checks that in the SASS).
-// RUN: fa3-opt %s --attn-tile=block-m=128 --convert-attn-to-hopper | FileCheck %s
-// RUN: fa3-opt %s --attn-tile=block-m=128 --convert-attn-to-hopper="rescale-threshold=0" | FileCheck %s --check-prefix=EXACT
-// RUN: fa3-opt %s --attn-tile=block-m=128 --convert-attn-to-hopper="lazy-rescale=off" | FileCheck %s --check-prefix=OFF
+// RUN: fa3-opt %s --attn-hopper-config=block-m=128 --attn-tile --convert-attn-to-hopper | FileCheck %s
+// RUN: fa3-opt %s --attn-hopper-config="block-m=128 rescale-threshold=0" --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=EXACT
+// RUN: fa3-opt %s --attn-hopper-config="block-m=128 lazy-rescale=off" --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=OFF
 
 // CHECK: lazy_rescale = true
 // CHECK: %[[TAU:.*]] = arith.constant 8.000000e+00 : f32

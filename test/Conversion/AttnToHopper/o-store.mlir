@@ -1,10 +1,10 @@
-// The epilogue's O store (convert-attn-to-hopper{tma-store}).
+// The epilogue's O store (attn-hopper-config{tma-store}).
 //
 // Head dim 64: O gets its own shared-memory buffer after the K/V ring
 // (16 KiB more; and a second Q buffer, 16 KiB), so a persistent CTA's producer can load the next tile's Q
 // while O is stored; before staging the next tile's O, the buffer must have
 // been read by the previous store.
-// RUN: fa3-opt %s --split-input-file --attn-tile="block-m=128 block-n=64" --convert-attn-to-hopper="persistent=on stages=2" | FileCheck %s --check-prefix=OWN
+// RUN: fa3-opt %s --split-input-file --attn-hopper-config="block-m=128 block-n=64 persistent=on stages=2" --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=OWN
 // OWN-LABEL: gpu.func @d64_kernel
 // OWN-SAME: dynamic_smem = 82048
 // OWN-SAME: o_store = "tma"
@@ -37,7 +37,7 @@
 
 // tma-store=false: 4-byte stores from the fragment, no staging buffer (the
 // persistent default still double-buffers Q).
-// RUN: fa3-opt %s --split-input-file --attn-tile="block-m=128 block-n=64" --convert-attn-to-hopper="tma-store=false stages=2" | FileCheck %s --check-prefix=DIRECT
+// RUN: fa3-opt %s --split-input-file --attn-hopper-config="block-m=128 block-n=64 tma-store=false stages=2" --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=DIRECT
 // DIRECT-LABEL: gpu.func @d64_kernel
 // DIRECT-SAME: dynamic_smem = 65664
 // DIRECT-SAME: o_store = "direct"

@@ -1,4 +1,4 @@
-// convert-attn-to-hopper{persistent}: CTAs loop over tiles handed out by a
+// attn-hopper-config{persistent}: CTAs loop over tiles handed out by a
 // dynamic scheduler. A CTA's first tile is its ctaid.x; the producer thread
 // claims the next one from a global counter (atomic add + gridDim.x) once
 // the current tile's loads are issued, and
@@ -10,8 +10,8 @@
 // the epilogue just before they release Q; an id >= the tile count (written
 // with a plain arrive, no load) ends their loop. The K/V ring slot g
 // continues across tiles.
-// RUN: fa3-opt %s --attn-tile=block-m=128 --convert-attn-to-hopper="persistent=on q-buffers=1" | FileCheck %s
-// RUN: fa3-opt %s --attn-tile=block-m=128 --convert-attn-to-hopper=persistent=on | FileCheck %s --check-prefix=Q2
+// RUN: fa3-opt %s --attn-hopper-config="block-m=128 persistent=on q-buffers=1" --attn-tile --convert-attn-to-hopper | FileCheck %s
+// RUN: fa3-opt %s --attn-hopper-config="block-m=128 persistent=on" --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=Q2
 
 // Two Q buffers (the default where they fit): tile k uses buffer, barriers
 // and published slot k & 1, with phase (k >> 1) & 1, so the producer loads

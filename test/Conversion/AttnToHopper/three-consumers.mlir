@@ -1,11 +1,12 @@
-// Head dim 64 with a full mask: attn-tile's default is 192 query rows (FA3's
-// tile there), i.e. three consumer warpgroups of 64 rows: 512 threads,
-// setmaxnreg 160 for the consumers (64K registers less the producer's, over
-// three), barriers counting 384 consumer threads, no ping-pong (the turns
-// alternate between two), epilogue barrier 3 + c. Causal keeps 128 rows.
-// RUN: fa3-opt %s --attn-tile --convert-attn-to-hopper | FileCheck %s
-// RUN: fa3-opt %s --attn-tile --convert-attn-to-hopper=lazy-rescale=on | FileCheck %s --check-prefix=VOTE
-// RUN: sed -e 's/outs(%o : memref<?x4x?x64xbf16>)/& causal/' %s | fa3-opt --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=CAUSAL
+// Head dim 64 with a full mask: attn-hopper-config's default is 192 query
+// rows (FA3's tile there), i.e. three consumer warpgroups of 64 rows: 512
+// threads, setmaxnreg 160 for the consumers (64K registers less the
+// producer's, over three), barriers counting 384 consumer threads, no
+// ping-pong (the turns alternate between two), epilogue barrier 3 + c.
+// Causal keeps 128 rows.
+// RUN: fa3-opt %s --attn-hopper-config --attn-tile --convert-attn-to-hopper | FileCheck %s
+// RUN: fa3-opt %s --attn-hopper-config=lazy-rescale=on --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=VOTE
+// RUN: sed -e 's/outs(%o : memref<?x4x?x64xbf16>)/& causal/' %s | fa3-opt --attn-hopper-config --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=CAUSAL
 
 // CHECK: block_m = 192 : i64
 // CHECK-SAME: pingpong = false

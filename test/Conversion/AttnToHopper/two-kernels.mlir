@@ -1,5 +1,5 @@
 // Two attention ops in one function: one gpu.module and kernel each.
-// RUN: fa3-opt %s --attn-tile=block-m=128 --convert-attn-to-hopper | FileCheck %s
+// RUN: fa3-opt %s --attn-hopper-config=block-m=128 --attn-tile --convert-attn-to-hopper | FileCheck %s
 // CHECK-NOT: func.func @two
 // CHECK: gpu.module @two_kernels
 // CHECK: gpu.func @two_kernel(

@@ -325,3 +325,76 @@ func.func @f(%q: memref<1x1x16x8xf32>, %o: memref<1x1x16x8xf32, affine_map<(a, b
   attn.flash_attention ins(%q, %q, %q : memref<1x1x16x8xf32>, memref<1x1x16x8xf32>, memref<1x1x16x8xf32>) outs(%o : memref<1x1x16x8xf32, affine_map<(a, b, c, d) -> (d, c, b, a floordiv 2)>>)
   return
 }
+
+// -----
+
+// #attn.hopper_config: each value's domain, and where it may stand.
+func.func @f(%q: memref<1x2x64x128xbf16>, %o: memref<1x2x64x128xbf16>) {
+  // expected-error @+1 {{hopper_config: stages must be 1 to 8, got 9}}
+  attn.flash_attention ins(%q, %q, %q : memref<1x2x64x128xbf16>, memref<1x2x64x128xbf16>, memref<1x2x64x128xbf16>) outs(%o : memref<1x2x64x128xbf16>) {attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 9, persistent = true, q_buffers = 2, lazy_rescale = true, rescale_threshold = 8.0, cluster_m = 1, pingpong = true, tma_store = true>}
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x2x64x128xbf16>, %o: memref<1x2x64x128xbf16>) {
+  // expected-error @+1 {{hopper_config: block sizes must be 1 to 1024, got 0 x 128}}
+  attn.flash_attention ins(%q, %q, %q : memref<1x2x64x128xbf16>, memref<1x2x64x128xbf16>, memref<1x2x64x128xbf16>) outs(%o : memref<1x2x64x128xbf16>) {attn.hopper_config = #attn.hopper_config<block_m = 0, block_n = 128, stages = 2, persistent = true, q_buffers = 2, lazy_rescale = true, rescale_threshold = 8.0, cluster_m = 1, pingpong = true, tma_store = true>}
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x2x64x128xbf16>, %o: memref<1x2x64x128xbf16>) {
+  // expected-error @+1 {{hopper_config: q_buffers must be 1 or 2, got 3}}
+  attn.flash_attention ins(%q, %q, %q : memref<1x2x64x128xbf16>, memref<1x2x64x128xbf16>, memref<1x2x64x128xbf16>) outs(%o : memref<1x2x64x128xbf16>) {attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 2, persistent = true, q_buffers = 3, lazy_rescale = true, rescale_threshold = 8.0, cluster_m = 1, pingpong = true, tma_store = true>}
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x2x64x128xbf16>, %o: memref<1x2x64x128xbf16>) {
+  // expected-error @+1 {{hopper_config: cluster_m must be 1 or 2, got 4}}
+  attn.flash_attention ins(%q, %q, %q : memref<1x2x64x128xbf16>, memref<1x2x64x128xbf16>, memref<1x2x64x128xbf16>) outs(%o : memref<1x2x64x128xbf16>) {attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 2, persistent = true, q_buffers = 2, lazy_rescale = true, rescale_threshold = 8.0, cluster_m = 4, pingpong = true, tma_store = true>}
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x2x64x128xbf16>, %o: memref<1x2x64x128xbf16>) {
+  // expected-error @+1 {{hopper_config: rescale_threshold must be 0 to 15 (log2 units), got 16}}
+  attn.flash_attention ins(%q, %q, %q : memref<1x2x64x128xbf16>, memref<1x2x64x128xbf16>, memref<1x2x64x128xbf16>) outs(%o : memref<1x2x64x128xbf16>) {attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 2, persistent = true, q_buffers = 2, lazy_rescale = true, rescale_threshold = 16.0, cluster_m = 1, pingpong = true, tma_store = true>}
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x2x64x128xbf16>, %o: memref<1x2x64x128xbf16>) {
+  // expected-error @+2 {{expected 'true' or 'false'}}
+  // expected-error @+1 {{failed to parse Attn_HopperConfigAttr parameter 'persistent'}}
+  attn.flash_attention ins(%q, %q, %q : memref<1x2x64x128xbf16>, memref<1x2x64x128xbf16>, memref<1x2x64x128xbf16>) outs(%o : memref<1x2x64x128xbf16>) {attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 2, persistent = 1, q_buffers = 2, lazy_rescale = true, rescale_threshold = 8.0, cluster_m = 1, pingpong = true, tma_store = true>}
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x2x64x128xbf16>, %o: memref<1x2x64x128xbf16>) {
+  // expected-error @+1 {{'attn.hopper_config' must be a #attn.hopper_config, got {block_m = 128 : i64}}}
+  attn.flash_attention ins(%q, %q, %q : memref<1x2x64x128xbf16>, memref<1x2x64x128xbf16>, memref<1x2x64x128xbf16>) outs(%o : memref<1x2x64x128xbf16>) {attn.hopper_config = {block_m = 128}}
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'attn.hopper_config' belongs on attn.flash_attention or attn.kv_range, not on 'func.func'}}
+func.func @f() attributes {attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 2, persistent = true, q_buffers = 2, lazy_rescale = true, rescale_threshold = 8.0, cluster_m = 1, pingpong = true, tma_store = true>} {
+  return
+}
+
+// -----
+
+func.func @f(%i: index) {
+  // expected-error @+1 {{'attn.kv_range' op tiles 128 x 64 differ from its attn.hopper_config's 128 x 128}}
+  %lo, %hi, %ilo, %ihi = attn.kv_range rows %i seq(%i, %i) {attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 2, persistent = true, q_buffers = 2, lazy_rescale = true, rescale_threshold = 8.0, cluster_m = 1, pingpong = true, tma_store = true>, block_m = 128 : i64, block_n = 64 : i64, window = array<i64: -1, -1>}
+  return
+}

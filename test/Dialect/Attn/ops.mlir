@@ -59,3 +59,16 @@ func.func @tile_ops(%q: memref<1x2x100x64xf16>, %k: memref<1x1x90x64xf16>, %v: m
     : memref<64xf32>, memref<64xf32>, memref<64x64xf32>, memref<1x2x100x64xf16>, memref<1x2x100xf32>
   return
 }
+
+// The Hopper configuration attn-hopper-config records, with the schedule
+// that carries it (the verifier keeps their tiles equal).
+// CHECK-LABEL: func @hopper_config
+func.func @hopper_config(%q: memref<1x2x?x128xbf16>, %o: memref<1x2x?x128xbf16>, %i: index) {
+  // CHECK: attn.flash_attention {{.*}} {attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 64, stages = 3, persistent = true, q_buffers = 2, lazy_rescale = false, rescale_threshold = 4.500000e+00, cluster_m = 2, pingpong = true, tma_store = false>}
+  attn.flash_attention ins(%q, %q, %q : memref<1x2x?x128xbf16>, memref<1x2x?x128xbf16>, memref<1x2x?x128xbf16>) outs(%o : memref<1x2x?x128xbf16>)
+    {attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 64, stages = 3, persistent = true, q_buffers = 2, lazy_rescale = false, rescale_threshold = 4.5, cluster_m = 2, pingpong = true, tma_store = false>}
+  // Parameters in any order.
+  // CHECK: attn.kv_range {{.*}} {attn.hopper_config = #attn.hopper_config<block_m = 192, block_n = 128, stages = 2, persistent = false, q_buffers = 1, lazy_rescale = true, rescale_threshold = 0.000000e+00, cluster_m = 1, pingpong = false, tma_store = true>, block_m = 192 : i64, block_n = 128 : i64
+  %lo, %hi, %ilo, %ihi = attn.kv_range rows %i seq(%i, %i) {attn.hopper_config = #attn.hopper_config<tma_store = true, pingpong = false, cluster_m = 1, rescale_threshold = 0.0, lazy_rescale = true, q_buffers = 1, persistent = false, stages = 2, block_n = 128, block_m = 192>, block_m = 192 : i64, block_n = 128 : i64, window = array<i64: -1, -1>}
+  return
+}

@@ -1,6 +1,8 @@
 // attn-tile: grid, kv loop bounds, and the mask only on boundary blocks.
 // RUN: fa3-opt %s --attn-tile --canonicalize --cse | FileCheck %s
 // RUN: fa3-opt %s --attn-tile="block-m=64 block-n=32" | FileCheck %s --check-prefix=OPTS
+// RUN: sed -e 's/outs(%o : memref<1x1x1024x64xbf16>) causal/& {attn.hopper_config = #attn.hopper_config<block_m = 192, block_n = 64, stages = 2, persistent = true, q_buffers = 2, lazy_rescale = false, rescale_threshold = 8.0, cluster_m = 1, pingpong = false, tma_store = true>}/' %s | fa3-opt --attn-tile | FileCheck %s --check-prefix=CONFIG
+// RUN: sed -e 's/outs(%o : memref<1x1x1024x64xbf16>) causal/& {attn.hopper_config = #attn.hopper_config<block_m = 192, block_n = 64, stages = 2, persistent = true, q_buffers = 2, lazy_rescale = false, rescale_threshold = 8.0, cluster_m = 1, pingpong = false, tma_store = true>}/' %s | not fa3-opt --attn-tile=block-m=64 2>&1 | FileCheck %s --check-prefix=CONFLICT
 
 // Causal, Sq = Skv = 1024, 128 x 128: m-block mb visits kv-blocks [0, mb] and
 // only block mb (the diagonal) is masked: the unmasked range ends at
@@ -40,8 +42,9 @@ func.func @causal(%q: memref<1x1x1024x64xbf16>, %k: memref<1x1x1024x64xbf16>,
 }
 
 // Sliding window, dynamic lengths, GQA 4:1, softcap, LSE, head dim 256
-// (default tile 128 x 64 with a two-sided window; 80 otherwise): the kv head is h / 4, the range op gets the
-// dynamic lengths, softcap goes on the tile step.
+// (the default tile, 128 x 128, for every head dim: attn-tile knows no
+// target): the kv head is h / 4, the range op gets the dynamic lengths,
+// softcap goes on the tile step.
 // CHECK-LABEL: func @window_gqa
 // CHECK-DAG: %[[C4:.*]] = arith.constant 4 : index
 // CHECK: %[[SQ:.*]] = memref.dim %arg0, %{{.*}}
@@ -50,9 +53,9 @@ func.func @causal(%q: memref<1x1x1024x64xbf16>, %k: memref<1x1x1024x64xbf16>,
 // CHECK: scf.parallel (%[[MB:.*]], %[[H:.*]], %[[BI:.*]]) = {{.*}} to (%[[NM]], %{{.*}}, %{{.*}})
 // CHECK: %[[HK:.*]] = arith.divui %[[H]], %[[C4]]
 // CHECK: %[[ROW0:.*]] = arith.muli %[[MB]]
-// CHECK: %[[LO:.*]], %[[HI:.*]], %{{.*}}, %{{.*}} = attn.kv_range rows %[[ROW0]] seq(%[[SQ]], %[[SKV]]) {block_m = 128 : i64, block_n = 64 : i64, window = array<i64: 100, 20>}
+// CHECK: %[[LO:.*]], %[[HI:.*]], %{{.*}}, %{{.*}} = attn.kv_range rows %[[ROW0]] seq(%[[SQ]], %[[SKV]]) {block_m = 128 : i64, block_n = 128 : i64, window = array<i64: 100, 20>}
 // CHECK: scf.for %{{.*}} = %[[LO]] to %[[HI]]
-// CHECK: attn.tile_update {{.*}}[%[[BI]], %[[H]], %[[HK]]] {{.*}} masked {block_m = 128 : i64, block_n = 64 : i64, scale_log2 = 0.0901684388 : f32, softcap = 1.000000e+01 : f32, window = array<i64: 100, 20>}
+// CHECK: attn.tile_update {{.*}}[%[[BI]], %[[H]], %[[HK]]] {{.*}} masked {block_m = 128 : i64, block_n = 128 : i64, scale_log2 = 0.0901684388 : f32, softcap = 1.000000e+01 : f32, window = array<i64: 100, 20>}
 // CHECK: attn.tile_finalize {{.*}} to %arg3, %arg4[%[[BI]], %[[H]]]
 func.func @window_gqa(%q: memref<2x8x?x256xf16>, %k: memref<2x2x?x256xf16>,
                       %v: memref<2x2x?x256xf16>, %o: memref<2x8x?x256xf16>,
@@ -66,3 +69,15 @@ func.func @window_gqa(%q: memref<2x8x?x256xf16>, %k: memref<2x2x?x256xf16>,
 // OPTS-LABEL: func @causal
 // OPTS: memref.alloc() : memref<64x64xf32>
 // OPTS: attn.tile_update {{.*}} masked {block_m = 64 : i64, block_n = 32 : i64
+
+// A configuration recorded on the op (attn-hopper-config) sets the tiles,
+// and travels on the schedule to the kernel pass; options beside it are
+// refused rather than ignored.
+// CONFIG-LABEL: func @causal
+// CONFIG: memref.alloc() : memref<192x64xf32>
+// CONFIG: attn.kv_range {{.*}} {attn.hopper_config = #attn.hopper_config<block_m = 192, block_n = 64, {{.*}}>, block_m = 192 : i64, block_n = 64 : i64, window = array<i64: -1, 0>}
+// CONFIG: attn.tile_update {{.*}} masked {block_m = 192 : i64, block_n = 64 : i64
+// CONFIG-NOT: attn.hopper_config
+// CONFIG-LABEL: func @window_gqa
+// CONFIG-NOT: attn.hopper_config
+// CONFLICT: error: 'attn.flash_attention' op attn-tile: the tiles of this op were chosen by attn-hopper-config (192 x 64); give block-m and block-n to that pass instead

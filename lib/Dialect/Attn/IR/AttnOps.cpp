@@ -6,6 +6,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/Format.h"
 
 #include <cmath>
 
@@ -18,6 +19,10 @@ void AttnDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "fa3/Dialect/Attn/IR/AttnOps.cpp.inc"
+      >();
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "fa3/Dialect/Attn/IR/AttnOpsAttrs.cpp.inc"
       >();
 }
 
@@ -35,8 +40,6 @@ static constexpr int64_t kMaxWindow = (int64_t(1) << 31) - 1;
 // in the messages) keep every one finite.
 static constexpr double kMaxScale = 1e30;
 static constexpr double kMinSoftcap = 1e-6, kMaxSoftcap = 1e30;
-// Tile sides (attn-tile's options accept the same).
-static constexpr int64_t kMaxBlock = 1024;
 
 float FlashAttentionOp::getEffectiveScale() {
   if (auto s = getScaleAttr())
@@ -352,3 +355,89 @@ void TileFinalizeOp::getEffects(
 
 #define GET_OP_CLASSES
 #include "fa3/Dialect/Attn/IR/AttnOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// #attn.hopper_config
+//===----------------------------------------------------------------------===//
+
+namespace fa3::attn {
+/// `true` or `false` (the parameter parser of the flags).
+static FailureOr<bool> parseBoolKeyword(AsmParser &parser) {
+  if (succeeded(parser.parseOptionalKeyword("true")))
+    return true;
+  if (succeeded(parser.parseOptionalKeyword("false")))
+    return false;
+  return parser.emitError(parser.getCurrentLocation(),
+                          "expected 'true' or 'false'");
+}
+
+/// A float literal (8.0, not 8) as an f64.
+static FailureOr<APFloat> parseF64(AsmParser &parser) {
+  double value;
+  if (failed(parser.parseFloat(value)))
+    return failure();
+  return APFloat(value);
+}
+} // namespace fa3::attn
+
+#define GET_ATTRDEF_CLASSES
+#include "fa3/Dialect/Attn/IR/AttnOpsAttrs.cpp.inc"
+
+LogicalResult
+HopperConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                         int64_t blockM, int64_t blockN, int64_t stages,
+                         bool persistent, int64_t qBuffers, bool lazyRescale,
+                         APFloat rescaleThreshold, int64_t clusterM,
+                         bool pingpong, bool tmaStore) {
+  if (blockM <= 0 || blockN <= 0 || blockM > kMaxBlock || blockN > kMaxBlock)
+    return emitError() << "hopper_config: block sizes must be 1 to "
+                       << kMaxBlock << ", got " << blockM << " x " << blockN;
+  if (stages < 1 || stages > kMaxStages)
+    return emitError() << "hopper_config: stages must be 1 to " << kMaxStages
+                       << ", got " << stages;
+  if (qBuffers != 1 && qBuffers != 2)
+    return emitError() << "hopper_config: q_buffers must be 1 or 2, got "
+                       << qBuffers;
+  if (clusterM != 1 && clusterM != 2)
+    return emitError() << "hopper_config: cluster_m must be 1 or 2, got "
+                       << clusterM;
+  double threshold = rescaleThreshold.convertToDouble();
+  if (!(threshold >= 0.0 && threshold <= kMaxRescaleThreshold)) {
+    std::string range;
+    llvm::raw_string_ostream(range)
+        << llvm::format("0 to %g (log2 units), got %g", kMaxRescaleThreshold,
+                        threshold);
+    return emitError() << "hopper_config: rescale_threshold must be " << range;
+  }
+  return success();
+}
+
+/// `attn.hopper_config` is chosen for an attention (attn.flash_attention)
+/// and carried to its schedule (attn.kv_range), whose tiles it must match.
+/// (The other attn.* attribute, the launch facts, is checked where it is
+/// written.)
+LogicalResult AttnDialect::verifyOperationAttribute(Operation *op,
+                                                    NamedAttribute attr) {
+  if (attr.getName() != HopperConfigAttr::kAttrName)
+    return success();
+  auto config = dyn_cast<HopperConfigAttr>(attr.getValue());
+  if (!config)
+    return op->emitError("'")
+           << HopperConfigAttr::kAttrName
+           << "' must be a #attn.hopper_config, got " << attr.getValue();
+  if (auto range = dyn_cast<KvRangeOp>(op)) {
+    int64_t blockM = range.getBlockM(), blockN = range.getBlockN();
+    if (blockM != config.getBlockM() || blockN != config.getBlockN())
+      return op->emitOpError("tiles ")
+             << blockM << " x " << blockN
+             << " differ from its attn.hopper_config's " << config.getBlockM()
+             << " x " << config.getBlockN();
+    return success();
+  }
+  if (!isa<FlashAttentionOp>(op))
+    return op->emitError("'")
+           << HopperConfigAttr::kAttrName
+           << "' belongs on attn.flash_attention or attn.kv_range, not on '"
+           << op->getName() << "'";
+  return success();
+}

@@ -14,7 +14,9 @@
 //
 // attn.kv_range decides which kv-blocks a query block visits and which of
 // them need the mask; the CPU expansion and the Hopper kernel both expand it
-// with the same builder (buildKvRange).
+// with the same builder (buildKvRange). An attn.hopper_config on the op
+// (attn-hopper-config) sets the tile sizes and is carried on the
+// attn.kv_range to convert-attn-to-hopper.
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,32 +40,15 @@ namespace fa3::attn {
 using namespace mlir;
 using namespace fa3::attn;
 
-/// The largest tile side the options accept: the CPU lowering allocates
-/// block_m x Dv state per grid cell; the Hopper lowering narrows it further.
-constexpr int64_t kMaxBlock = 1024;
+/// Tile sides without a configuration or options: one square tile for every
+/// head dim. The target's sizes are chosen by its configuration pass
+/// (attn-hopper-config), not here.
+constexpr int64_t kDefaultBlock = 128;
 
 namespace {
-/// Tile sizes: the option when given, else FA3's choice for the head dim.
 struct TileSizes {
   int64_t m, n;
 };
-TileSizes pickTiles(int64_t headDim, bool fullMask, int64_t optM,
-                    int64_t optN) {
-  // Head dim 256 takes 64-row kv tiles: with the softmax overlapping the
-  // P V wgmmas, 80 spills (O alone is 128 registers a thread), and 64
-  // measured 1-8 % faster than 80 on the H200
-  // (bench/NOTES.md, Defaults: block-n).
-  // Head dim 64 with a full mask takes 192 query rows (three consumer
-  // warpgroups, as FA3): +3-9 % from 2k, -2-3 % at 512-1k where a third of
-  // the last m-block is past Sq; causal lost 11-15 % at 512-1k for +2-4 %
-  // at 8k-16k, so it keeps 128 (bench/NOTES.md, Defaults: block-m).
-  TileSizes t{headDim == 64 && fullMask ? 192 : 128, headDim <= 128 ? 128 : 64};
-  if (optM > 0)
-    t.m = optM;
-  if (optN > 0)
-    t.n = optN;
-  return t;
-}
 
 struct IndexMath {
   OpBuilder &b;
@@ -82,17 +67,34 @@ struct IndexMath {
 };
 } // namespace
 
+/// The op's recorded configuration decides; else the options; else the
+/// default. Options beside a configuration are refused rather than ignored.
+static FailureOr<TileSizes> pickTiles(FlashAttentionOp op, int64_t optM,
+                                      int64_t optN) {
+  auto config =
+      op->getAttrOfType<HopperConfigAttr>(HopperConfigAttr::kAttrName);
+  if (!config)
+    return TileSizes{optM ? optM : kDefaultBlock, optN ? optN : kDefaultBlock};
+  if (optM || optN)
+    return op.emitOpError("attn-tile: the tiles of this op were chosen by "
+                          "attn-hopper-config (")
+           << config.getBlockM() << " x " << config.getBlockN()
+           << "); give block-m and block-n to that pass instead";
+  return TileSizes{config.getBlockM(), config.getBlockN()};
+}
+
 static LogicalResult tile(FlashAttentionOp op, int64_t optM, int64_t optN) {
   Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
   Value o = op.getOut(), lse = op.getLse();
   auto qt = cast<MemRefType>(q.getType());
-  int64_t hq = qt.getDimSize(1), d = qt.getDimSize(3);
+  int64_t hq = qt.getDimSize(1);
   int64_t hkv = cast<MemRefType>(k.getType()).getDimSize(1);
   int64_t dv = cast<MemRefType>(v.getType()).getDimSize(3);
   int64_t left = op.getWindowLeft(), right = op.getWindowRight();
-  TileSizes ts = pickTiles(d, left < 0 && right < 0, optM, optN);
-  if (ts.m <= 0 || ts.n <= 0)
-    return op.emitOpError("attn-tile: block sizes must be positive");
+  FailureOr<TileSizes> picked = pickTiles(op, optM, optN);
+  if (failed(picked))
+    return failure();
+  TileSizes ts = *picked;
   double scale = op.getEffectiveScale();
   double softcap = op.getSoftcap().convertToDouble();
 
@@ -127,6 +129,10 @@ static LogicalResult tile(FlashAttentionOp op, int64_t optM, int64_t optN) {
   auto range = KvRangeOp::create(
       b, loc, TypeRange{idx, idx, idx, idx}, row0, sq, skv, b.getI64IntegerAttr(ts.m),
       b.getI64IntegerAttr(ts.n), b.getDenseI64ArrayAttr({left, right}));
+  // The target's configuration travels with the schedule, whose tiles it
+  // chose (the verifier keeps the two equal).
+  if (Attribute config = op->getAttr(HopperConfigAttr::kAttrName))
+    range->setAttr(HopperConfigAttr::kAttrName, config);
   Value nLo = range.getLo(), nHi = range.getHi();
   Value uLo = range.getInteriorLo(), uHi = range.getInteriorHi();
 
@@ -180,7 +186,7 @@ struct AttnTilePass : public fa3::attn::impl::AttnTileBase<AttnTilePass> {
                                {"block-n", blockN}})
       if (value < 0 || value > kMaxBlock) {
         mlir::emitError(getOperation()->getLoc(), "attn-tile: ")
-            << name << " must be 0 (per head dim) to " << kMaxBlock << ", got "
+            << name << " must be 0 (default) to " << kMaxBlock << ", got "
             << value;
         return signalPassFailure();
       }

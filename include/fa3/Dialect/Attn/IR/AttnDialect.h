@@ -11,6 +11,9 @@
 
 #include "fa3/Dialect/Attn/IR/AttnOpsDialect.h.inc"
 
+#define GET_ATTRDEF_CLASSES
+#include "fa3/Dialect/Attn/IR/AttnOpsAttrs.h.inc"
+
 #define GET_OP_CLASSES
 #include "fa3/Dialect/Attn/IR/AttnOps.h.inc"
 
@@ -19,6 +22,11 @@ class DialectRegistry;
 } // namespace mlir
 
 namespace fa3::attn {
+/// The largest tile side: what attn-tile's options accept and what the tile
+/// ops and #attn.hopper_config verify (the CPU lowering allocates
+/// block_m x Dv state per grid cell).
+constexpr int64_t kMaxBlock = 1024;
+
 /// Registers the external models (bufferization) of the attn ops.
 void registerBufferizableOpInterfaceExternalModels(mlir::DialectRegistry &registry);
 } // namespace fa3::attn

@@ -6,7 +6,10 @@
 //    `attn.tile_finalize`, one FlashAttention step on a (block_m x block_n)
 //    tile and the epilogue of an m-block. The schedule around them (grid,
 //    kv-block range, which blocks need the mask) is plain scf/arith IR, so it
-//    is the single truth both the CPU and the Hopper lowerings consume.
+//    is the single truth both the CPU and the Hopper lowerings consume;
+//  * `#attn.hopper_config`, the Hopper kernel's configuration, which
+//    `attn-hopper-config` records on the op and `attn-tile` carries to the
+//    tile level.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,10 +30,84 @@ def Attn_Dialect : Dialect {
     `attn.flash_attention`, and the tile-level steps of the FlashAttention
     algorithm that the compiler lowers it through.
   }];
+  let useDefaultAttributePrinterParser = 1;
+  // Checks `attn.hopper_config` wherever it is attached.
+  let hasOperationAttrVerify = 1;
 }
 
 class Attn_Op<string mnemonic, list<Trait> traits = []>
     : Op<Attn_Dialect, mnemonic, traits>;
+
+//===----------------------------------------------------------------------===//
+// Attributes
+//===----------------------------------------------------------------------===//
+
+def Attn_BoolParameter : AttrParameter<"bool", "true or false"> {
+  let parser = [{ ::fa3::attn::parseBoolKeyword($_parser) }];
+  let printer = [{ $_printer << ($_self ? "true" : "false") }];
+}
+
+def Attn_F64Parameter : APFloatParameter<"an f64 value"> {
+  let parser = [{ ::fa3::attn::parseF64($_parser) }];
+  let printer = [{ $_printer.printFloat($_self) }];
+}
+
+def Attn_HopperConfigAttr : AttrDef<Attn_Dialect, "HopperConfig"> {
+  let mnemonic = "hopper_config";
+  let summary = "the configuration of an attention's Hopper kernel";
+  let description = [{
+    What `attn-hopper-config` chose for one attention (its table of measured
+    defaults and the user's overrides), recorded under the name
+    `attn.hopper_config` on the `attn.flash_attention` op. `attn-tile` tiles
+    by its block sizes and carries it to the `attn.kv_range` of the tiled
+    grid, where `convert-attn-to-hopper` reads it; the launch facts come
+    from it.
+
+    ```mlir
+    attn.flash_attention ... {attn.hopper_config = #attn.hopper_config<
+        block_m = 128, block_n = 128, stages = 2, persistent = true,
+        q_buffers = 2, lazy_rescale = true, rescale_threshold = 8.0,
+        cluster_m = 1, pingpong = true, tma_store = true>}
+    ```
+
+    * `block_m`, `block_n`: query rows and kv rows per tile;
+    * `stages`: depth of the K/V shared-memory ring;
+    * `persistent`: CTAs loop over tiles (else one CTA per tile);
+    * `q_buffers`: Q tiles in shared memory (2: the next tile's Q loads
+      during this one);
+    * `lazy_rescale`, `rescale_threshold`: O *= alpha only where a row's
+      running max rose by more than the threshold (log2 units);
+    * `cluster_m`: CTAs per cluster (2: K/V shared by TMA multicast);
+    * `pingpong`: the two consumer warpgroups take turns issuing GEMMs;
+    * `tma_store`: O is staged in shared memory and stored by TMA.
+
+    The verifier checks each value's domain; whether the kernel can take the
+    combination for a given attention (head dim, mask, shared memory) is
+    checked by the passes that choose and read it.
+  }];
+  let parameters = (ins
+    "int64_t":$block_m,
+    "int64_t":$block_n,
+    "int64_t":$stages,
+    Attn_BoolParameter:$persistent,
+    "int64_t":$q_buffers,
+    Attn_BoolParameter:$lazy_rescale,
+    Attn_F64Parameter:$rescale_threshold,
+    "int64_t":$cluster_m,
+    Attn_BoolParameter:$pingpong,
+    Attn_BoolParameter:$tma_store
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The name under which the configuration is attached to an op.
+    static constexpr ::llvm::StringLiteral kAttrName = "attn.hopper_config";
+    /// The deepest K/V ring: the kernel is unrolled over the stages.
+    static constexpr int64_t kMaxStages = 8;
+    /// P = exp2(s - m) <= 2^threshold must fit f16 (max 65504).
+    static constexpr double kMaxRescaleThreshold = 15.0;
+  }];
+}
 
 def Attn_ShapedOperand : AnyTypeOf<[AnyRankedTensor, AnyMemRef]>;
 
@@ -133,7 +210,10 @@ def Attn_KvRangeOp : Attn_Op<"kv_range", [Pure]> {
       outside this range are the boundary blocks that need the mask.
 
     This op is the one place where the schedule is decided; the CPU and the
-    Hopper lowerings both expand it with the same builder.
+    Hopper lowerings both expand it with the same builder. For the Hopper
+    lowering it also carries the attention's `attn.hopper_config`, copied
+    from the `attn.flash_attention` by `attn-tile`; its tiles must be this
+    op's.
   }];
   let arguments = (ins Index:$row0, Index:$seqQ, Index:$seqKv,
                        I64Attr:$block_m, I64Attr:$block_n,

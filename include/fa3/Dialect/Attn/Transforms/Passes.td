@@ -30,16 +30,19 @@ def AttnTile : Pass<"attn-tile"> {
     accumulator); only the boundary blocks carry `masked`. An
     `attn.tile_finalize` ends each m-block. Scores are kept in the log2
     domain (log2(e) folded into the scale) so that softmax uses exp2.
-    Default tiles: 128 x 128 for head dim <= 128, 128 x 64 above (measured
-    on the H200; 128 x 80 spills once the softmax overlaps the P V GEMM);
-    head dim 64 with a full mask takes 192 x 128 (three consumer
-    warpgroups: faster from 2k, as in FA3).
+    Tile sizes: those of the op's `attn.hopper_config` when it has one
+    (chosen by `attn-hopper-config`, which this pass then copies onto the
+    grid's `attn.kv_range` for `convert-attn-to-hopper`), else the options,
+    else 128 x 128. The pass knows no target: sizes for a GPU come from its
+    configuration pass.
   }];
   let options = [
     Option<"blockM", "block-m", "int64_t", /*default=*/"0",
-           "Rows of Q per tile (0: per-head-dim default)">,
+           "Rows of Q per tile (0: the op's attn.hopper_config, else 128; "
+           "refused beside a configuration)">,
     Option<"blockN", "block-n", "int64_t", /*default=*/"0",
-           "Rows of K/V per tile (0: per-head-dim default)">,
+           "Rows of K/V per tile (0: the op's attn.hopper_config, else 128; "
+           "refused beside a configuration)">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::linalg::LinalgDialect",

@@ -1,0 +1,250 @@
+//===- HopperConfig.cpp - attn-hopper-config ------------------------------===//
+//
+// Chooses each attention's Hopper kernel configuration in one table
+// (chooseConfig: the measured defaults and the user's overrides) and records
+// it on the op as #attn.hopper_config. attn-tile tiles by it and carries it
+// to the attn.kv_range of the tiled grid; convert-attn-to-hopper builds the
+// kernel and its launch facts from it. Beside the pass: the helpers both
+// passes share (HopperConfig.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "HopperConfig.h"
+#include "fa3/Conversion/Passes.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+
+namespace fa3 {
+#define GEN_PASS_DEF_ATTNHOPPERCONFIG
+#include "fa3/Conversion/Passes.h.inc"
+} // namespace fa3
+
+using namespace mlir;
+using namespace fa3;
+using namespace fa3::attn;
+using namespace fa3::hopper;
+
+static std::string typeName(Type t) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << t;
+  return s;
+}
+
+/// The innermost (head-dim) stride of a memref must be 1 for TMA.
+static bool hasUnitInnerStride(Value memref) {
+  auto t = cast<MemRefType>(memref.getType());
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(t.getStridesAndOffset(strides, offset)))
+    return false;
+  return strides.back() == 1;
+}
+
+std::string fa3::hopper::checkOperands(Value q, Value k, Value v, Value o) {
+  auto qt = cast<MemRefType>(q.getType());
+  auto vt = cast<MemRefType>(v.getType());
+  auto ot = cast<MemRefType>(o.getType());
+  Type et = qt.getElementType();
+  if (qt.getDimSize(3) != vt.getDimSize(3))
+    return "the value head dim (" + std::to_string(vt.getDimSize(3)) +
+           ") must equal the query head dim (" +
+           std::to_string(qt.getDimSize(3)) + ")";
+  // The input type first: advice about o would be wrong for an input type
+  // the kernel does not take (f8 with a bf16 o used to be told to match).
+  if (!et.isBF16() && !et.isF16())
+    return "the Hopper kernel takes bf16 or f16 q, k and v, got " +
+           typeName(et) +
+           (isa<Float8E4M3FNType>(et) ? " (FP8 is not implemented yet)" : "");
+  if (ot.getElementType() != et)
+    return "the kernel writes o in the input element type; o is " +
+           typeName(ot.getElementType()) + " but q is " + typeName(et);
+  for (Value m : {q, k, v, o})
+    if (!hasUnitInnerStride(m))
+      return "the head dim of every operand must be contiguous (stride 1), "
+             "as TMA requires";
+  return "";
+}
+
+KernelConfig fa3::hopper::attentionFacts(MemRefType q, int64_t windowLeft,
+                                         int64_t windowRight) {
+  KernelConfig cfg;
+  cfg.dtype = q.getElementType().isBF16() ? "bf16" : "f16";
+  cfg.headDim = q.getDimSize(3);
+  cfg.leftBounded = windowLeft >= 0;
+  cfg.longestFirst = windowRight >= 0;
+  return cfg;
+}
+
+void fa3::hopper::applyConfig(HopperConfigAttr config, KernelConfig &cfg) {
+  cfg.blockM = config.getBlockM();
+  cfg.blockN = config.getBlockN();
+  cfg.stages = config.getStages();
+  cfg.persistent = config.getPersistent();
+  cfg.qBuffers = config.getQBuffers();
+  cfg.lazyRescale = config.getLazyRescale();
+  cfg.rescaleThreshold = config.getRescaleThreshold().convertToDouble();
+  cfg.clusterM = config.getClusterM();
+  cfg.pingpong = config.getPingpong();
+  cfg.tmaStore = config.getTmaStore();
+}
+
+HopperConfigAttr fa3::hopper::recordConfig(MLIRContext *ctx,
+                                           const KernelConfig &cfg) {
+  return HopperConfigAttr::get(
+      ctx, cfg.blockM, cfg.blockN, cfg.stages, cfg.persistent, cfg.qBuffers,
+      cfg.lazyRescale, llvm::APFloat(cfg.rescaleThreshold), cfg.clusterM,
+      cfg.pingpong, cfg.tmaStore);
+}
+
+namespace {
+/// `t` decides, or `isAuto` where the choice is left to the compiler.
+bool decide(Toggle t, bool isAuto) {
+  return t == Toggle::On || (t == Toggle::Auto && isAuto);
+}
+
+/// The table: the configuration of one attention, whose facts `cfg` holds
+/// (attentionFacts), from the options, each 0 or auto taking what measured
+/// fastest on the H200 (bench/NOTES.md, Defaults).
+void chooseConfig(KernelConfig &cfg, bool fullMask,
+                  const AttnHopperConfigOptions &o) {
+  // Head dim 64 with a full mask takes 192 query rows (three consumer
+  // warpgroups, as FA3): +3-9 % from 2k, -2-3 % at 512-1k where a third of
+  // the last m-block is past Sq; causal lost 11-15 % at 512-1k for +2-4 %
+  // at 8k-16k, so it keeps 128 (bench/NOTES.md, Defaults: block-m).
+  cfg.blockM = o.blockM != 0                        ? o.blockM
+                : cfg.headDim == 64 && fullMask ? 192
+                                                : 128;
+  // Head dim 256 takes 64-row kv tiles: with the softmax overlapping the
+  // P V wgmmas, 80 spills (O alone is 128 registers a thread), and 64
+  // measured 1-8 % faster than 80 on the H200
+  // (bench/NOTES.md, Defaults: block-n).
+  cfg.blockN = o.blockN != 0 ? o.blockN : cfg.headDim <= 128 ? 128 : 64;
+  // At head dim 64 a 4-deep ring lets the producer run further into the
+  // next tile (+0-2 %); larger head dims have no shared memory for more.
+  // With 192-row tiles 2 and 4 stages measured alike
+  // (bench/NOTES.md, Defaults: stages).
+  cfg.stages = o.stages != 0 ? o.stages
+                             : cfg.headDim == 64 && cfg.blockM == 128 ? 4 : 2;
+  // The turns alternate between two consumer warpgroups; with three
+  // (block-m 192) each issues freely, as in FA3.
+  cfg.pingpong = o.pingpong && cfg.consumers() == 2;
+  // With the dynamic tile scheduler, persistent CTAs win up to 19 % at head
+  // dim 64 and 128 (short sequences, causal or not) and are within 3 % at
+  // 16k; at head dim 256, O is staged in Q's buffer, so the next tile's Q
+  // waits for the O store: 0-4 % slower everywhere
+  // (bench/NOTES.md, Defaults: persistent).
+  cfg.persistent = decide(o.persistent, cfg.headDim <= 128);
+  cfg.tmaStore = o.tmaStore;
+  // Persistent CTAs double-buffer Q where shared memory allows (head dim
+  // 64 and 128): the next tile's Q then loads during this tile instead of
+  // after it. ncu put the consumers' wait for Q at 15 % of all stall
+  // samples (head dim 64, causal, 512); two buffers measured +18-20 % at
+  // 512 and +1 % at 16k (bench/NOTES.md, Defaults: q-buffers).
+  // Where they do not fit, checkSupported says why; auto then takes one.
+  cfg.qBuffers = o.qBuffers;
+  if (o.qBuffers == 0) {
+    cfg.qBuffers = 2;
+    if (!checkSupported(cfg).empty())
+      cfg.qBuffers = 1;
+  }
+  // The rescale branch is +1-8 % at head dim 128 and 256 (its wait keeps
+  // the softmax beside the P V wgmmas), but -2-5 % at head dim 64, where
+  // the softmax's MUFU work, not the GEMMs, sets the pace
+  // (bench/NOTES.md, Defaults: lazy-rescale).
+  cfg.lazyRescale = decide(o.lazyRescale, cfg.headDim > 64);
+  cfg.rescaleThreshold = o.rescaleThreshold;
+  // K/V multicast: +1-2 % with persistent CTAs (head dim 128, 650 vs 637
+  // TFLOP/s at 16k), -1 to -4 % with one CTA per tile (head dim 256: a
+  // cluster's CTAs start and end together)
+  // (bench/NOTES.md, Defaults: kv-multicast). "on" applies where it can,
+  // so that one setting serves a whole variant set: checkSupported refuses
+  // it with a causal or window mask and at head dim 64; the facts'
+  // cluster_m says where it did.
+  cfg.clusterM = decide(o.kvMulticast, cfg.persistent) ? 2 : 1;
+  if (cfg.clusterM == 2 && !checkSupported(cfg).empty())
+    cfg.clusterM = 1;
+}
+
+struct AttnHopperConfigPass
+    : public fa3::impl::AttnHopperConfigBase<AttnHopperConfigPass> {
+  using AttnHopperConfigBase::AttnHopperConfigBase;
+
+  /// The options' ranges, checked where the numbers enter the compiler
+  /// (the kernel is unrolled over stages and Q buffers).
+  LogicalResult checkOptions() {
+    constexpr int64_t maxStages = HopperConfigAttr::kMaxStages;
+    constexpr double maxThreshold = HopperConfigAttr::kMaxRescaleThreshold;
+    auto refuse = [&](StringRef name, const Twine &range, const Twine &value) {
+      mlir::emitError(getOperation()->getLoc(), "attn-hopper-config: ")
+          << name << " must be " << range << ", got " << value;
+      return failure();
+    };
+    for (auto [name, value] : {std::pair<StringRef, int64_t>{"block-m", blockM},
+                               {"block-n", blockN}})
+      if (value < 0 || value > kMaxBlock)
+        return refuse(name, "0 (per head dim) to " + Twine(kMaxBlock),
+                      Twine(value));
+    if (stages < 0 || stages > maxStages)
+      return refuse("stages", "0 (per head dim) to " + Twine(maxStages),
+                    Twine(stages));
+    if (qBuffers < 0 || qBuffers > 2)
+      return refuse("q-buffers", "0 (auto), 1 or 2", Twine(qBuffers));
+    if (!(rescaleThreshold >= 0.0 && rescaleThreshold <= maxThreshold))
+      return refuse("rescale-threshold",
+                    llvm::formatv("0 to {0} (log2 units)",
+                                  llvm::format("%g", maxThreshold)),
+                    llvm::formatv("{0}", llvm::format(
+                                             "%g", rescaleThreshold.getValue())));
+    return success();
+  }
+
+  void runOnOperation() override {
+    if (failed(checkOptions()))
+      return signalPassFailure();
+    AttnHopperConfigOptions opts;
+    opts.blockM = blockM;
+    opts.blockN = blockN;
+    opts.stages = stages;
+    opts.pingpong = pingpong;
+    opts.persistent = persistent;
+    opts.tmaStore = tmaStore;
+    opts.qBuffers = qBuffers;
+    opts.lazyRescale = lazyRescale;
+    opts.kvMulticast = kvMulticast;
+    opts.rescaleThreshold = rescaleThreshold;
+    WalkResult result = getOperation()->walk([&](FlashAttentionOp op) {
+      if (!op.hasBufferSemantics()) {
+        op.emitOpError("attn-hopper-config needs the memref form: run "
+                       "--one-shot-bufferize=\"bufferize-function-boundaries "
+                       "function-boundary-type-conversion=identity-layout-map\" "
+                       "first, or --attn-hopper-pipeline, which bufferizes");
+        return WalkResult::interrupt();
+      }
+      // At the attention's location, as convert-attn-to-hopper reports.
+      auto fail = [&](const Twine &why) {
+        mlir::emitError(op.getLoc(), "cannot generate the Hopper kernel: ")
+            << why;
+        return WalkResult::interrupt();
+      };
+      std::string why = checkOperands(op.getQuery(), op.getKey(),
+                                      op.getValue(), op.getOut());
+      if (!why.empty())
+        return fail(why);
+      int64_t left = op.getWindowLeft(), right = op.getWindowRight();
+      KernelConfig cfg = attentionFacts(
+          cast<MemRefType>(op.getQuery().getType()), left, right);
+      chooseConfig(cfg, left < 0 && right < 0, opts);
+      why = checkSupported(cfg);
+      if (!why.empty())
+        return fail("unsupported " + why);
+      op->setAttr(HopperConfigAttr::kAttrName,
+                  recordConfig(op.getContext(), cfg));
+      return WalkResult::advance();
+    });
+    if (result.wasInterrupted())
+      signalPassFailure();
+  }
+};
+} // namespace

@@ -1,0 +1,42 @@
+//===- HopperConfig.h - the Hopper kernel's configuration -------*- C++ -*-===//
+//
+// What attn-hopper-config, which chooses an attention's configuration, and
+// convert-attn-to-hopper, which reads it back, share: the operand checks,
+// the facts of an attention that shape its kernel, and the mapping between
+// #attn.hopper_config and the emitter's KernelConfig.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FA3_LIB_CONVERSION_ATTNTOHOPPER_HOPPERCONFIG_H
+#define FA3_LIB_CONVERSION_ATTNTOHOPPER_HOPPERCONFIG_H
+
+#include "KernelEmitter.h"
+#include "fa3/Dialect/Attn/IR/AttnDialect.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+
+#include <string>
+
+namespace fa3::hopper {
+
+/// Why the kernel cannot take these memref operands ("" if it can): q, k,
+/// v and o of one element type, bf16 or f16; the value head dim equal to
+/// the query's; a contiguous head dim everywhere (TMA).
+std::string checkOperands(mlir::Value q, mlir::Value k, mlir::Value v,
+                          mlir::Value o);
+
+/// A configuration holding only the facts of the attention that shape the
+/// kernel: element type and head dim (of `q`, which checkOperands
+/// accepted) and the mask's bounds (-1: unbounded).
+KernelConfig attentionFacts(mlir::MemRefType q, int64_t windowLeft,
+                            int64_t windowRight);
+
+/// `config`'s choices, written into `cfg`.
+void applyConfig(attn::HopperConfigAttr config, KernelConfig &cfg);
+
+/// The choices of `cfg` as the attribute that records them.
+attn::HopperConfigAttr recordConfig(mlir::MLIRContext *ctx,
+                                    const KernelConfig &cfg);
+
+} // namespace fa3::hopper
+
+#endif
