@@ -5,8 +5,8 @@
 //   attn-cpu-tiled-pipeline      tensor/memref op -> attn-tile -> loops -> LLVM
 //   attn-hopper-pipeline         tensor/memref op -> attn-hopper-config ->
 //                                attn-tile -> convert-attn-to-hopper ->
-//                                NVVM -> attn-kernel-params-by-value ->
-//                                PTX/cubin
+//                                convert-hopper-to-nvvm -> NVVM ->
+//                                attn-kernel-params-by-value -> PTX/cubin
 //
 // Passes that take options are created from their option structs. The
 // fixed stretches (bufferization, the upstream lowerings to LLVM) are
@@ -149,6 +149,7 @@ void fa3::addHopperPipeline(OpPassManager &pm, const HopperPipelineOptions &o) {
   // Tiles by the recorded configuration, carrying it to the kernel pass.
   pm.addPass(attn::createAttnTile());
   pm.addPass(createConvertAttnToHopper());
+  pm.addPass(createConvertHopperToNVVM());
   GpuNVVMAttachTargetOptions target;
   target.chip = o.chip;
   target.features = o.features;

@@ -4,6 +4,7 @@
 #include "fa3/Conversion/Passes.h"
 #include "fa3/Dialect/Attn/IR/AttnDialect.h"
 #include "fa3/Dialect/Attn/Transforms/Passes.h"
+#include "fa3/Dialect/Hopper/IR/HopperDialect.h"
 #include "fa3/Pipelines/Pipelines.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -18,7 +19,7 @@ void fa3::registerAllDialects(mlir::DialectRegistry &registry) {
   mlir::registerAllExtensions(registry);
   mlir::registerAllToLLVMIRTranslations(registry);
   mlir::NVVM::registerNVVMTargetInterfaceExternalModels(registry);
-  registry.insert<fa3::attn::AttnDialect>();
+  registry.insert<fa3::attn::AttnDialect, fa3::hopper::HopperDialect>();
   fa3::attn::registerBufferizableOpInterfaceExternalModels(registry);
 }
 

@@ -108,7 +108,8 @@ def ConvertAttnToHopper : Pass<"convert-attn-to-hopper", "::mlir::ModuleOp"> {
     index math and allocations around it) is rejected, since that work
     would be lost.
   }];
-  let dependentDialects = ["::mlir::gpu::GPUDialect",
+  let dependentDialects = ["::fa3::hopper::HopperDialect",
+                           "::mlir::gpu::GPUDialect",
                            "::mlir::NVVM::NVVMDialect",
                            "::mlir::LLVM::LLVMDialect",
                            "::mlir::func::FuncDialect",
@@ -136,6 +137,21 @@ def AttnKernelParamsByValue
     launch facts (`attn.launch`), whose `params` must be the ABI's list.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect",
+                           "::mlir::NVVM::NVVMDialect"];
+}
+
+def ConvertHopperToNVVM : Pass<"convert-hopper-to-nvvm"> {
+  let summary = "Lower the hopper dialect to NVVM, one pattern per op";
+  let description = [{
+    Rewrites each hopper op into the NVVM/LLVM/arith ops of its PTX:
+    a named barrier's id is its kind's base (fa3::hopper::namedBarrierBase)
+    plus the consumer index, then `nvvm.barrier` / `nvvm.barrier.arrive`;
+    `hopper.warpgroup_any` becomes bar.red.or on the consumer's vote
+    barrier followed by vote.any. Runs on the generated gpu.module before
+    the upstream lowering to LLVM.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::LLVM::LLVMDialect",
                            "::mlir::NVVM::NVVMDialect"];
 }
 

@@ -18,6 +18,7 @@
 #include "fa3/Conversion/Passes.h"
 #include "fa3/Dialect/Attn/IR/AttnDialect.h"
 #include "fa3/Dialect/Attn/Utils/LoweringUtils.h"
+#include "fa3/Dialect/Hopper/IR/HopperDialect.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/SymbolTable.h"

@@ -33,7 +33,6 @@ constexpr int64_t kElemBytes = 2;      // bf16 / f16
 constexpr int64_t kChunk = kSwizzleBytes / kElemBytes; // 64 elements per box
 constexpr int64_t kKStep = 16;                          // wgmma K for 16-bit
 constexpr int64_t kProducerRegs = 24;
-constexpr int64_t kEpilogueBarrier0 = 3; // named barriers 1, 2: ping-pong
 /// Registers per consumer thread after setmaxnreg: the CTA's 64K registers
 /// less the producer's, split over the consumer warpgroups (a multiple of
 /// 8): 240 for two, 160 for three (as FA3).
@@ -211,39 +210,33 @@ private:
 
   // Ping-pong between the two consumer warpgroups (FA3's warp scheduler
   // barriers): a warpgroup issues its wgmmas only after the other one has
-  // issued its own, so one's softmax runs while the other's GEMMs do.
-  // Named barrier 1 + c belongs to consumer c; 256 threads take part (128
-  // syncing, 128 arriving).
-  std::string myBar, otherBar;
-  /// Named barriers: 1, 2 the ping-pong turns, 3 + c consumer c's
-  /// epilogue, then 3 + consumers + c its vote on lazy rescaling.
-  std::string voteBar;
-  /// OR of `pred` over the 128 threads of this consumer warpgroup
-  /// (bar.red.or): the wgmma wait in the rescale branch is .aligned, so
-  /// every warp of the warpgroup must take the same arm. The result passes
-  /// through vote.any, which ptxas knows to be warp-uniform: a branch on the
-  /// barrier's result alone counts as divergent, and the wgmma descriptor
-  /// math after it then leaves the uniform datapath (R2UR before each wgmma).
+  // issued its own, so one's softmax runs while the other's GEMMs do. The
+  // named barriers are hopper ops (a kind and a consumer index; their ids
+  // are assigned by the dialect): a turn has 256 threads, 128 syncing and
+  // 128 arriving.
+  /// This consumer warpgroup's index and, with ping-pong, the other's.
+  std::string consumer, otherConsumer;
+  std::string namedBarrier(const char *verb, const char *kind,
+                           const std::string &who, int64_t threads) {
+    return std::string("hopper.named_barrier.") + verb + " " + kind + "[" +
+           who + "] of " + std::to_string(cfg.consumers()) + " threads " +
+           std::to_string(threads);
+  }
+  /// OR of `pred` over the 128 threads of this consumer warpgroup: the
+  /// wgmma wait in the rescale branch is .aligned, so every warp of the
+  /// warpgroup must take the same arm.
   std::string warpgroupAny(const std::string &pred) {
-    std::string in = op("arith.extui " + pred + " : i1 to i32", "v");
-    std::string out = op(
-        "llvm.inline_asm has_side_effects asm_dialect = att \"{\\0A.reg .pred "
-        "p, q;\\0Asetp.ne.b32 q, $1, 0;\\0Abar.red.or.pred p, $2, 128, q;\\0A"
-        "selp.b32 $0, 1, 0, p;\\0A}\", \"=r,r,r\" " + in + ", " + voteBar +
-            " : (i32, i32) -> i32",
-        "any");
-    return op("nvvm.vote.sync any " + i32(-1) + ", " + cmpi("ne", out, i32(0)) +
-                  " -> i1",
+    return op("hopper.warpgroup_any " + pred + " in consumer[" + consumer +
+                  "] of " + std::to_string(cfg.consumers()),
               "p");
   }
   void turnBegin() {
     if (cfg.pingpong)
-      e("nvvm.barrier id = " + myBar + " number_of_threads = " + i32(256));
+      e(namedBarrier("sync", "turn", consumer, 256));
   }
   void turnEnd() {
     if (cfg.pingpong)
-      e("nvvm.barrier.arrive id = " + otherBar + " number_of_threads = " +
-        i32(256));
+      e(namedBarrier("arrive", "turn", otherConsumer, 256));
   }
 
   // K/V multicast (clusterM 2): the two CTAs of a cluster take m-blocks
@@ -449,16 +442,15 @@ private:
   }
 
   /// Balances the turns of a tile: consumer 1 opens consumer 0's first
-  /// turn (arrive on barrier 1); after the last one, consumer 0 takes the
-  /// turn consumer 1 handed over (sync on barrier 1).
+  /// turn (arrive on consumer 0's turn barrier); after the last one,
+  /// consumer 0 takes the turn consumer 1 handed over (sync on it).
   void pingpongEdge(const std::string &cw, bool opening) {
     if (!cfg.pingpong)
       return;
     comment(opening ? "ping-pong: consumer 0 issues first (consumer 1 opens its turn)"
                     : "ping-pong: consumer 0 takes the turn consumer 1 handed over last");
     e("scf.if " + cmpi("eq", cw, i32(opening ? 1 : 0)) + " {");
-    e(std::string("  nvvm.barrier") + (opening ? ".arrive" : "") + " id = " +
-      i32(1) + " number_of_threads = " + i32(256));
+    e("  " + namedBarrier(opening ? "arrive" : "sync", "turn", i32(0), 256));
     e("}");
   }
 
@@ -882,10 +874,9 @@ void Emitter::storeOViaTma(const std::string &acc, const Strs &inv,
   // unit u of row r sits at unit u ^ (r % 8)) and one thread stores them.
   // The swizzle also makes the fragment's writes bank-conflict free.
   comment("---- O / l -> shared memory (stmatrix) -> global (TMA store) ----");
-  std::string bar = bin("addi", c.cw, i32(kEpilogueBarrier0), "i32", "epibar");
   std::string leader = cmpi("eq", c.ltid, i32(0));
   auto wgBarrier = [&] {
-    e("nvvm.barrier id = " + bar + " number_of_threads = " + i32(128));
+    e(namedBarrier("sync", "epilogue", c.cw, 128));
   };
   if (cfg.persistent && !lay.oInQ) {
     comment("the previous tile's O store must have read the buffer");
@@ -1232,13 +1223,9 @@ std::string Emitter::body() {
     return maskScores(s, blk, boundary(blk), qrows, colbase);
   };
 
-  if (cfg.pingpong) {
-    myBar = bin("addi", cw, i32(1), "i32", "mybar");
-    otherBar = bin("subi", i32(2), cw, "i32", "otherbar");
-  }
-  if (cfg.lazyRescale)
-    voteBar = bin("addi", cw, i32(kEpilogueBarrier0 + cfg.consumers()), "i32",
-                  "votebar");
+  consumer = cw;
+  if (cfg.pingpong)
+    otherConsumer = bin("subi", i32(1), cw, "i32", "othercw");
   tileGrid();
   // Persistent CTAs pass the ping-pong turn on across tiles: each consumer
   // takes as many turns per tile, so consumer 1's last turn of a tile opens

@@ -59,17 +59,17 @@
 // CHECK: } else {
 
 // Consumers: more registers; consumer 1 opens consumer 0's first turn
-// (ping-pong on named barriers 1 and 2, 256 threads each) ...
+// (ping-pong on the turn barriers, 256 threads each) ...
 // CHECK: nvvm.setmaxregister increase 240
-// CHECK: %[[MYBAR:.*]] = arith.addi %[[CW:.*]], %c1_i32 : i32
-// CHECK-NEXT: %[[OTHERBAR:.*]] = arith.subi %c2_i32, %[[CW]] : i32
-// CHECK: nvvm.barrier.arrive id = %{{.*}} number_of_threads = %{{.*}}
+// CHECK: %[[CW:.*]] = arith.subi %{{.*}}, %c1_i32 : i32
+// CHECK: %[[OTHER:.*]] = arith.subi %c1_i32, %[[CW]] : i32
+// CHECK: hopper.named_barrier.arrive turn[%c0_i32] of 2 threads 256
 // ... S = Q K^T from shared memory (SS) within this warpgroup's turn ...
-// CHECK: nvvm.barrier id = %[[MYBAR]] number_of_threads = %{{.*}}
+// CHECK: hopper.named_barrier.sync turn[%[[CW]]] of 2 threads 256
 // CHECK-NEXT: nvvm.wgmma.fence.aligned
 // CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
 // CHECK: nvvm.wgmma.commit.group.sync.aligned
-// CHECK-NEXT: nvvm.barrier.arrive id = %[[OTHERBAR]] number_of_threads = %{{.*}}
+// CHECK-NEXT: hopper.named_barrier.arrive turn[%[[OTHER]]] of 2 threads 256
 // ... the mask only inside the boundary branch ...
 // CHECK: scf.if %{{.*}} -> (f32
 // CHECK: %[[COLS:.*]]:2 = func.call @attn_kernel_visible_cols
@@ -90,14 +90,14 @@
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 1
 // CHECK: nvvm.mbarrier.arrive
 // Consumer 0 takes the last turn consumer 1 handed over (barriers balanced).
-// CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %{{.*}}
+// CHECK: hopper.named_barrier.sync turn[%c0_i32] of 2 threads 256
 // Epilogue: O / l staged in shared memory by stmatrix (8 per thread at head
 // dim 128: 16 columns each), made visible to the async proxy, then one thread
 // per warpgroup stores the warpgroup's rows by TMA (one box per 64 columns).
 // CHECK-COUNT-8: nvvm.stmatrix {{.*}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<row>, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>}
 // CHECK-NOT: nvvm.stmatrix
 // CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
-// CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %c128_i32
+// CHECK: hopper.named_barrier.sync epilogue[%[[CW]]] of 2 threads 128
 // CHECK: nvvm.cp.async.bulk.tensor.global.shared.cta %[[TMO]], %{{.*}}, box[%c0_i32,
 // CHECK: nvvm.cp.async.bulk.tensor.global.shared.cta %[[TMO]], %{{.*}}, box[%c64_i32,
 // CHECK: nvvm.cp.async.bulk.commit.group

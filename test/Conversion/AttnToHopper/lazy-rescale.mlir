@@ -1,10 +1,9 @@
 // attn-hopper-config{lazy-rescale}: in the steady-state loop, a row's
 // running max is raised only when the block's max exceeds it by more than
 // rescale-threshold (log2 units), and O *= alpha runs behind a branch on
-// the OR over the warpgroup's rows (bar.red.or on the consumer's named
-// barrier 5 + c: the wgmma wait in the branch is .aligned, so all four
-// warps must take the same arm; then vote.any, which ptxas knows to be
-// warp-uniform). The wait for the P V wgmmas sits in both
+// the OR over the warpgroup's rows (hopper.warpgroup_any: the wgmma wait
+// in the branch is .aligned, so all four warps must take the same arm;
+// convert-hopper-to-nvvm's lowering is in its own test). The wait for the P V wgmmas sits in both
 // arms of that branch: ptxas hoists a wgmma wait above independent
 // arithmetic, but not across a branch, so the softmax stays beside the
 // P V wgmmas (fa3.sass checks that in the SASS).
@@ -14,7 +13,6 @@
 
 // CHECK: lazy_rescale = true
 // CHECK: %[[TAU:.*]] = arith.constant 8.000000e+00 : f32
-// CHECK: %[[VBAR:.*]] = arith.addi %{{.*}}, %c5_i32 : i32
 // CHECK: scf.for %{{.*}} = %c1_i32 to %{{.*}} iter_args(%[[M0:[^ ]*]] = %{{[^,]*}}, %[[M1:[^ ]*]] = %{{[^,]*}},
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 1
 // CHECK: %[[MX0:.*]] = arith.mulf %{{.*}}, %arg15 : f32
@@ -27,10 +25,7 @@
 // The exponentials come before the branch, the wait inside it.
 // CHECK: llvm.nvvm.ex2.approx.ftz.f
 // CHECK-NOT: nvvm.wgmma.wait.group
-// CHECK: %[[ANYI:.*]] = arith.extui %[[ANY]] : i1 to i32
-// CHECK-NEXT: %[[WG:.*]] = llvm.inline_asm has_side_effects {{.*}}bar.red.or.pred p, $2, 128, q;{{.*}} %[[ANYI]], %[[VBAR]] : (i32, i32) -> i32
-// CHECK-NEXT: %[[WGP:.*]] = arith.cmpi ne, %[[WG]], %c0_i32 : i32
-// CHECK-NEXT: %[[VOTE:.*]] = nvvm.vote.sync  any %c-1_i32, %[[WGP]] -> i1
+// CHECK: %[[VOTE:.*]] = hopper.warpgroup_any %[[ANY]] in consumer[%{{.*}}] of 2
 // CHECK: scf.if %[[VOTE]] -> (!llvm.struct
 // CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: arith.mulf
@@ -43,17 +38,17 @@
 
 // EXACT: %[[TAU:.*]] = arith.constant 0.000000e+00 : f32
 // EXACT: arith.addf %{{.*}}, %[[TAU]] : f32
-// EXACT: nvvm.vote.sync
+// EXACT: hopper.warpgroup_any
 
 // OFF: lazy_rescale = false
-// OFF-NOT: nvvm.vote.sync
+// OFF-NOT: hopper.warpgroup_any
 // OFF: nvvm.wgmma.wait.group.sync.aligned 1
 // OFF: llvm.intr.maxnum(%arg
 // OFF-NOT: scf.if
 // OFF: nvvm.wgmma.wait.group.sync.aligned 0
 // OFF-NOT: scf.if
 // OFF: arith.mulf
-// OFF-NOT: nvvm.vote.sync
+// OFF-NOT: hopper.warpgroup_any
 func.func @attn(%q: memref<?x4x?x128xbf16>, %k: memref<?x2x?x128xbf16>, %v: memref<?x2x?x128xbf16>,
                 %o: memref<?x4x?x128xbf16>) {
   attn.flash_attention ins(%q, %k, %v : memref<?x4x?x128xbf16>, memref<?x2x?x128xbf16>, memref<?x2x?x128xbf16>)

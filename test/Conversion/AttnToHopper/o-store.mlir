@@ -11,7 +11,7 @@
 // OWN: nvvm.setmaxregister increase 240
 // OWN: nvvm.cp.async.bulk.wait_group 0 {read}
 // OWN-NEXT: }
-// OWN-NEXT: nvvm.barrier id = %{{.*}} number_of_threads = %c128_i32
+// OWN-NEXT: hopper.named_barrier.sync epilogue[%{{.*}}] of 2 threads 128
 // OWN-COUNT-4: nvvm.stmatrix
 // OWN: nvvm.fence.proxy
 // OWN: nvvm.cp.async.bulk.tensor.global.shared.cta
@@ -32,7 +32,7 @@
 // OWN: nvvm.cp.async.bulk.commit.group
 // OWN-NEXT: nvvm.cp.async.bulk.wait_group 0 {read}
 // OWN-NEXT: }
-// OWN-NEXT: nvvm.barrier id = %{{.*}} number_of_threads = %c128_i32
+// OWN-NEXT: hopper.named_barrier.sync epilogue[%{{.*}}] of 2 threads 128
 // OWN-NEXT: nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
 
 // tma-store=false: 4-byte stores from the fragment, no staging buffer (the

@@ -104,7 +104,7 @@
 // CHECK: nvvm.setmaxregister increase 240
 // CHECK: %[[CHB:.*]] = arith.muli %arg10, %arg7 : i32
 // CHECK-NEXT: %[[CTILES:.*]] = arith.muli %{{.*}}, %[[CHB]] : i32
-// CHECK: nvvm.barrier.arrive id = %c1_i32 number_of_threads = %c256_i32
+// CHECK: hopper.named_barrier.arrive turn[%c0_i32] of 2 threads 256
 // CHECK-NEXT: }
 // CHECK: scf.while (%[[CK0:.*]] = %c0_i32, %{{.*}} = %c0_i32) : (i32, i32) -> (i32, i32, i32) {
 // CHECK:   %[[CPH:.*]] = arith.andi %[[CK0]], %c1_i32 : i32
@@ -130,7 +130,7 @@
 // CHECK:   scf.yield %{{.*}}, %{{.*}} : i32, i32
 // CHECK-NEXT: }
 // CHECK: scf.if
-// CHECK-NEXT: nvvm.barrier id = %c1_i32 number_of_threads = %c256_i32
+// CHECK-NEXT: hopper.named_barrier.sync turn[%c0_i32] of 2 threads 256
 func.func @attn(%q: memref<?x4x?x64xbf16>, %k: memref<?x2x?x64xbf16>, %v: memref<?x2x?x64xbf16>,
                 %o: memref<?x4x?x64xbf16>) {
   attn.flash_attention ins(%q, %k, %v : memref<?x4x?x64xbf16>, memref<?x2x?x64xbf16>, memref<?x2x?x64xbf16>)

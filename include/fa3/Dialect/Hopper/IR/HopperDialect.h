@@ -1,0 +1,26 @@
+//===- HopperDialect.h - the hopper dialect ---------------------*- C++ -*-===//
+#ifndef FA3_DIALECT_HOPPER_IR_HOPPERDIALECT_H
+#define FA3_DIALECT_HOPPER_IR_HOPPERDIALECT_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+
+#include "fa3/Dialect/Hopper/IR/HopperOpsDialect.h.inc"
+#include "fa3/Dialect/Hopper/IR/HopperOpsEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "fa3/Dialect/Hopper/IR/HopperOpsAttrs.h.inc"
+
+#define GET_OP_CLASSES
+#include "fa3/Dialect/Hopper/IR/HopperOps.h.inc"
+
+namespace fa3::hopper {
+/// The hardware id (1 to 15) of consumer warpgroup `consumer`'s named
+/// barrier of `kind` when the CTA has `consumers` consumer warpgroups: the
+/// one assignment of ids (HopperOps.td, named barriers).
+int64_t namedBarrierBase(BarrierKind kind, int64_t consumers);
+} // namespace fa3::hopper
+
+#endif

@@ -1,0 +1,105 @@
+//===- HopperOps.td - the hopper dialect and its ops ---------*- tablegen -*-===//
+//
+// The Hopper level: the concepts of the warp-specialised sm_90a kernel as ops
+// with verifiers, between the tiled attn IR and NVVM. convert-attn-to-hopper
+// emits them; convert-hopper-to-nvvm lowers each with one pattern. This is
+// the first part of that level (issue: "The Hopper kernel built by passes
+// and ops, not by text"); docs/design.md lists what is here and what is not
+// yet.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA3_HOPPER_OPS
+#define FA3_HOPPER_OPS
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+
+def Hopper_Dialect : Dialect {
+  let name = "hopper";
+  let cppNamespace = "::fa3::hopper";
+  let summary = "The warp-specialised Hopper (sm_90a) attention kernel's concepts";
+  let description = [{
+    Ops for the pieces of an FA3-style kernel that NVVM only spells as
+    numbers and inline PTX: the CTA's named barriers (one enum, the ids
+    assigned in one place) and the warpgroup-wide vote on them.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+}
+
+class Hopper_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Hopper_Dialect, mnemonic, traits>;
+
+//===----------------------------------------------------------------------===//
+// Named barriers
+//===----------------------------------------------------------------------===//
+
+def Hopper_BarrierTurn : I32EnumAttrCase<"turn", 0>;
+def Hopper_BarrierEpilogue : I32EnumAttrCase<"epilogue", 1>;
+def Hopper_BarrierVote : I32EnumAttrCase<"vote", 2>;
+def Hopper_BarrierKind : I32EnumAttr<"BarrierKind",
+    "what a consumer warpgroup's named barrier is for",
+    [Hopper_BarrierTurn, Hopper_BarrierEpilogue, Hopper_BarrierVote]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::fa3::hopper";
+}
+def Hopper_BarrierKindAttr
+    : EnumAttr<Hopper_Dialect, Hopper_BarrierKind, "barrier"> {
+  // In the ops, the bare kind: `hopper.named_barrier.sync turn[%c] ...`
+  let assemblyFormat = "$value";
+}
+
+class Hopper_NamedBarrierOp<string mnemonic, string what>
+    : Hopper_Op<mnemonic> {
+  let summary = "named barrier of a consumer warpgroup: " # what;
+  let description = [{
+    Each consumer warpgroup c (of `consumers`) owns one hardware named
+    barrier per kind; the ids are assigned here, not by the emitter's
+    arithmetic (id 0 is the CTA barrier of `gpu.barrier`):
+
+      turn      1 + c                  ping-pong turns (two consumers):
+                                       c syncs on its own before its GEMMs
+                                       and arrives on the other's after
+      epilogue  1 + 2 + c              the warpgroup's O staging
+      vote      1 + 2 + consumers + c  warpgroup_any's reduction
+
+    `threads` take part in the barrier (a multiple of 32, up to 1024):
+    256 for a turn (128 syncing, 128 arriving), 128 for a warpgroup's own.
+  }] # what;
+  let arguments = (ins I32:$consumer, Hopper_BarrierKindAttr:$kind,
+                       ConfinedAttr<I64Attr, [IntMinValue<1>, IntMaxValue<3>]>:$consumers,
+                       ConfinedAttr<I64Attr, [IntMinValue<32>, IntMaxValue<1024>]>:$threads);
+  let assemblyFormat = [{
+    $kind `[` $consumer `]` `of` $consumers `threads` $threads attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def Hopper_NamedBarrierSyncOp
+    : Hopper_NamedBarrierOp<"named_barrier.sync",
+        "\n\n    Waits until `threads` threads have arrived (bar.sync).">;
+def Hopper_NamedBarrierArriveOp
+    : Hopper_NamedBarrierOp<"named_barrier.arrive",
+        "\n\n    Arrives without waiting (bar.arrive).">;
+
+def Hopper_WarpgroupAnyOp : Hopper_Op<"warpgroup_any"> {
+  let summary = "OR of a predicate over the 128 threads of a warpgroup";
+  let description = [{
+    True in every thread of consumer warpgroup `consumer` iff `pred` is true
+    in any of its 128 threads: bar.red.or on the warpgroup's `vote` named
+    barrier, then vote.any, so that ptxas knows the result to be
+    warp-uniform (a branch on the barrier's result alone counts as
+    divergent, and wgmma descriptor math after it would leave the uniform
+    datapath). For branches around .aligned wgmma waits, which every warp
+    of the warpgroup must take alike.
+  }];
+  let arguments = (ins I1:$pred, I32:$consumer,
+                       ConfinedAttr<I64Attr, [IntMinValue<1>, IntMaxValue<3>]>:$consumers);
+  let results = (outs I1:$any);
+  let assemblyFormat = [{
+    $pred `in` `consumer` `[` $consumer `]` `of` $consumers attr-dict
+  }];
+}
+
+#endif // FA3_HOPPER_OPS

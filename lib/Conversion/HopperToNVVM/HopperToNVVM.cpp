@@ -1,0 +1,105 @@
+//===- HopperToNVVM.cpp - hopper ops to NVVM, one pattern per op ----------===//
+
+#include "fa3/Conversion/Passes.h"
+#include "fa3/Dialect/Hopper/IR/HopperDialect.h"
+
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace fa3 {
+#define GEN_PASS_DEF_CONVERTHOPPERTONVVM
+#include "fa3/Conversion/Passes.h.inc"
+} // namespace fa3
+
+using namespace mlir;
+using namespace fa3::hopper;
+
+namespace {
+Value i32Const(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIntOp::create(b, loc, v, 32);
+}
+
+/// The hardware id of a named-barrier op's barrier: its kind's base plus the
+/// consumer index.
+template <typename Op>
+Value barrierId(OpBuilder &b, Op op, Value consumer) {
+  Location loc = op.getLoc();
+  Value base = i32Const(b, loc, namedBarrierBase(op.getKind(), op.getConsumers()));
+  return arith::AddIOp::create(b, loc, consumer, base);
+}
+
+struct NamedBarrierSyncLowering : OpConversionPattern<NamedBarrierSyncOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(NamedBarrierSyncOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value id = barrierId(rewriter, op, adaptor.getConsumer());
+    Value n = i32Const(rewriter, op.getLoc(), op.getThreads());
+    NVVM::BarrierOp::create(rewriter, op.getLoc(), Type(), id, n,
+                            NVVM::BarrierReductionAttr(), Value());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct NamedBarrierArriveLowering : OpConversionPattern<NamedBarrierArriveOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(NamedBarrierArriveOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value id = barrierId(rewriter, op, adaptor.getConsumer());
+    Value n = i32Const(rewriter, op.getLoc(), op.getThreads());
+    NVVM::BarrierArriveOp::create(rewriter, op.getLoc(), id, n);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct WarpgroupAnyLowering : OpConversionPattern<WarpgroupAnyOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(WarpgroupAnyOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Type i32 = rewriter.getI32Type();
+    Value in = arith::ExtUIOp::create(rewriter, loc, i32, adaptor.getPred());
+    Value base = i32Const(rewriter, loc,
+                          namedBarrierBase(BarrierKind::vote, op.getConsumers()));
+    Value bar = arith::AddIOp::create(rewriter, loc, adaptor.getConsumer(), base);
+    // bar.red.or over the warpgroup's 128 threads; NVVM has no op for the
+    // predicate form of the reduction.
+    auto asmOp = LLVM::InlineAsmOp::create(
+        rewriter, loc, i32, ValueRange{in, bar},
+        "{\n.reg .pred p, q;\nsetp.ne.b32 q, $1, 0;\nbar.red.or.pred p, $2, "
+        "128, q;\nselp.b32 $0, 1, 0, p;\n}",
+        "=r,r,r", /*has_side_effects=*/true, /*is_align_stack=*/false,
+        LLVM::TailCallKind::None, /*asm_dialect=*/
+        LLVM::AsmDialectAttr::get(rewriter.getContext(),
+                                  LLVM::AsmDialect::AD_ATT),
+        /*operand_attrs=*/ArrayAttr());
+    Value zero = i32Const(rewriter, loc, 0);
+    Value ne = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ne,
+                                     asmOp.getResult(0), zero);
+    Value mask = i32Const(rewriter, loc, -1);
+    Value any = NVVM::VoteSyncOp::create(rewriter, loc, rewriter.getI1Type(),
+                                         mask, ne, NVVM::VoteSyncKind::any);
+    rewriter.replaceOp(op, any);
+    return success();
+  }
+};
+
+struct ConvertHopperToNVVMPass
+    : public fa3::impl::ConvertHopperToNVVMBase<ConvertHopperToNVVMPass> {
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    ConversionTarget target(*ctx);
+    target.addIllegalDialect<HopperDialect>();
+    target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+    RewritePatternSet patterns(ctx);
+    patterns.add<NamedBarrierSyncLowering, NamedBarrierArriveLowering,
+                 WarpgroupAnyLowering>(ctx);
+    if (failed(applyPartialConversion(getOperation(), target,
+                                      std::move(patterns))))
+      signalPassFailure();
+  }
+};
+} // namespace

@@ -1,0 +1,33 @@
+// convert-hopper-to-nvvm: each named barrier becomes nvvm.barrier(.arrive)
+// on its kind's id (turn 1 + c, epilogue 3 + c, vote 3 + consumers + c);
+// warpgroup_any becomes bar.red.or on the vote barrier, then vote.any.
+// RUN: fa3-opt %s --convert-hopper-to-nvvm | FileCheck %s
+
+// CHECK-LABEL: func.func @barriers(
+// CHECK-SAME: %[[C:.*]]: i32, %[[P:.*]]: i1)
+func.func @barriers(%c: i32, %p: i1) -> i1 {
+  // CHECK: %[[ONE:.*]] = arith.constant 1 : i32
+  // CHECK: %[[TURN:.*]] = arith.addi %[[C]], %[[ONE]] : i32
+  // CHECK: %[[N256:.*]] = arith.constant 256 : i32
+  // CHECK: nvvm.barrier id = %[[TURN]] number_of_threads = %[[N256]]
+  hopper.named_barrier.sync turn[%c] of 2 threads 256
+  // CHECK: %[[ONE2:.*]] = arith.constant 1 : i32
+  // CHECK: %[[TURN2:.*]] = arith.addi %[[C]], %[[ONE2]] : i32
+  // CHECK: nvvm.barrier.arrive id = %[[TURN2]] number_of_threads = %{{.*}}
+  hopper.named_barrier.arrive turn[%c] of 2 threads 256
+  // CHECK: %[[THREE:.*]] = arith.constant 3 : i32
+  // CHECK: %[[EPI:.*]] = arith.addi %[[C]], %[[THREE]] : i32
+  // CHECK: %[[N128:.*]] = arith.constant 128 : i32
+  // CHECK: nvvm.barrier id = %[[EPI]] number_of_threads = %[[N128]]
+  hopper.named_barrier.sync epilogue[%c] of 3 threads 128
+  // vote of 3 consumers: 3 + 3 + c
+  // CHECK: %[[IN:.*]] = arith.extui %[[P]] : i1 to i32
+  // CHECK: %[[SIX:.*]] = arith.constant 6 : i32
+  // CHECK: %[[VOTE:.*]] = arith.addi %[[C]], %[[SIX]] : i32
+  // CHECK: %[[RED:.*]] = llvm.inline_asm has_side_effects asm_dialect = att "{{.*}}bar.red.or.pred p, $2, 128, q;{{.*}}", "=r,r,r" %[[IN]], %[[VOTE]] : (i32, i32) -> i32
+  // CHECK: %[[NE:.*]] = arith.cmpi ne, %[[RED]], %{{.*}} : i32
+  // CHECK: %[[ANY:.*]] = nvvm.vote.sync any %{{.*}}, %[[NE]] -> i1
+  // CHECK: return %[[ANY]]
+  %any = hopper.warpgroup_any %p in consumer[%c] of 3
+  return %any : i1
+}

@@ -1,0 +1,66 @@
+// The hopper ops print and parse back, and their verifiers refuse what the
+// hardware cannot do.
+// RUN: fa3-opt %s --split-input-file --verify-diagnostics | FileCheck %s
+
+// CHECK-LABEL: func.func @barriers
+// CHECK: hopper.named_barrier.sync turn[%{{.*}}] of 2 threads 256
+// CHECK: hopper.named_barrier.arrive turn[%{{.*}}] of 2 threads 256
+// CHECK: hopper.named_barrier.sync epilogue[%{{.*}}] of 3 threads 128
+// CHECK: hopper.warpgroup_any %{{.*}} in consumer[%{{.*}}] of 3
+func.func @barriers(%c: i32, %p: i1) -> i1 {
+  hopper.named_barrier.sync turn[%c] of 2 threads 256
+  hopper.named_barrier.arrive turn[%c] of 2 threads 256
+  hopper.named_barrier.sync epilogue[%c] of 3 threads 128
+  %any = hopper.warpgroup_any %p in consumer[%c] of 3
+  return %any : i1
+}
+
+// -----
+
+func.func @turn_of_three(%c: i32) {
+  // expected-error @below {{turn barriers pass the turn between two consumer warpgroups, not 3}}
+  hopper.named_barrier.sync turn[%c] of 3 threads 256
+  return
+}
+
+// -----
+
+func.func @partial_warp(%c: i32) {
+  // expected-error @below {{threads must be a multiple of 32 (whole warps), got 100}}
+  hopper.named_barrier.arrive epilogue[%c] of 2 threads 100
+  return
+}
+
+// -----
+
+func.func @no_such_consumer() {
+  %c2 = arith.constant 2 : i32
+  // expected-error @below {{consumer 2 is not one of the 2 consumer warpgroups}}
+  hopper.named_barrier.sync epilogue[%c2] of 2 threads 128
+  return
+}
+
+// -----
+
+func.func @too_many_threads(%c: i32) {
+  // expected-error @below {{attribute 'threads' failed to satisfy constraint: 64-bit signless integer attribute whose minimum value is 32 whose maximum value is 1024}}
+  hopper.named_barrier.sync epilogue[%c] of 2 threads 2048
+  return
+}
+
+// -----
+
+func.func @four_consumers(%c: i32, %p: i1) -> i1 {
+  // expected-error @below {{attribute 'consumers' failed to satisfy constraint: 64-bit signless integer attribute whose minimum value is 1 whose maximum value is 3}}
+  %any = hopper.warpgroup_any %p in consumer[%c] of 4
+  return %any : i1
+}
+
+// -----
+
+func.func @unknown_kind(%c: i32) {
+  // expected-error @below {{expected ::fa3::hopper::BarrierKind to be one of: turn, epilogue, vote}}
+  // expected-error @below {{failed to parse Hopper_BarrierKindAttr parameter 'value'}}
+  hopper.named_barrier.sync ping[%c] of 2 threads 128
+  return
+}
