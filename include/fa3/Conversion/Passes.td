@@ -143,8 +143,10 @@ def AttnKernelParamsByValue
 def ConvertHopperToNVVM : Pass<"convert-hopper-to-nvvm"> {
   let summary = "Lower the hopper dialect to NVVM, one pattern per op";
   let description = [{
-    Rewrites each hopper op into the NVVM/LLVM/arith ops of its PTX:
-    a named barrier's id is its kind's base (fa3::hopper::namedBarrierBase)
+    Rewrites each hopper op into the NVVM/LLVM/arith/scf ops of its PTX:
+    `hopper.warp_specialize` becomes an scf.if on the warpgroup index whose
+    arms start with their setmaxnreg (the consumers' region gets warpgroup
+    - 1 as its index); a named barrier's id is its kind's base (fa3::hopper::namedBarrierBase)
     plus the consumer index, then `nvvm.barrier` / `nvvm.barrier.arrive`;
     `hopper.warpgroup_any` becomes bar.red.or on the consumer's vote
     barrier followed by vote.any. Runs on the generated gpu.module before
@@ -152,7 +154,8 @@ def ConvertHopperToNVVM : Pass<"convert-hopper-to-nvvm"> {
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::LLVM::LLVMDialect",
-                           "::mlir::NVVM::NVVMDialect"];
+                           "::mlir::NVVM::NVVMDialect",
+                           "::mlir::scf::SCFDialect"];
 }
 
 #endif // FA3_CONVERSION_PASSES

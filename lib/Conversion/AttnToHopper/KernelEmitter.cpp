@@ -954,7 +954,6 @@ std::string Emitter::body() {
           std::to_string(cfg.consumers()) + " = consumers ====");
   std::string smem = op("llvm.mlir.addressof @attn_smem : !llvm.ptr<3>", "smem");
   std::string tid = op("nvvm.read.ptx.sreg.tid.x : i32", "tid");
-  std::string wg = bin("divui", tid, i32(128), "i32", "wg");
   comment("work: tiles of (m-block, q head, batch); CTA c takes tiles c, c + "
           "gridDim.x, ... (a full grid runs one tile per CTA, a persistent "
           "grid loops)");
@@ -1016,11 +1015,10 @@ std::string Emitter::body() {
   else
     e("nvvm.barrier0");
 
-  std::string isProd = cmpi("eq", wg, i32(0));
-  e("scf.if " + isProd + " {");
-  ++ind;
   comment("================= producer warpgroup =================");
-  e("nvvm.setmaxregister decrease " + std::to_string(kProducerRegs));
+  e("hopper.warp_specialize producer regs " + std::to_string(kProducerRegs) +
+    " {");
+  ++ind;
   e("scf.if " + isT0 + " {");
   ++ind;
   tileGrid();
@@ -1170,11 +1168,11 @@ std::string Emitter::body() {
   --ind;
   e("}");
   --ind;
-  e("} else {");
-  ++ind;
   comment("================= consumer warpgroups =================");
-  e("nvvm.setmaxregister increase " + std::to_string(consumerRegs(cfg)));
-  std::string cw = bin("subi", wg, i32(1), "i32", "cw");
+  std::string cw = "%consumer";
+  e("} consumers(" + cw + " of " + std::to_string(cfg.consumers()) +
+    ") regs " + std::to_string(consumerRegs(cfg)) + " {");
+  ++ind;
   std::string ltid = bin("remui", tid, i32(128), "i32", "ltid");
   std::string warp = bin("divui", ltid, i32(32), "i32", "warp");
   std::string lane = bin("remui", ltid, i32(32), "i32", "lane");

@@ -3,6 +3,7 @@
 #include "fa3/Conversion/Passes.h"
 #include "fa3/Dialect/Hopper/IR/HopperDialect.h"
 
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 namespace fa3 {
@@ -87,6 +88,45 @@ struct WarpgroupAnyLowering : OpConversionPattern<WarpgroupAnyOp> {
   }
 };
 
+/// The role split: scf.if on the warpgroup index, each arm starting with
+/// its setmaxnreg, the consumers' with their index (warpgroup - 1).
+struct WarpSpecializeLowering : OpConversionPattern<WarpSpecializeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(WarpSpecializeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    constexpr int64_t kWarpgroup = 128;
+    Value tid = NVVM::ThreadIdXOp::create(rewriter, loc, rewriter.getI32Type());
+    Value wgSize = i32Const(rewriter, loc, kWarpgroup);
+    Value wg = arith::DivUIOp::create(rewriter, loc, tid, wgSize);
+    Value zero = i32Const(rewriter, loc, 0);
+    Value isProducer = arith::CmpIOp::create(
+        rewriter, loc, arith::CmpIPredicate::eq, wg, zero);
+    auto roles = scf::IfOp::create(rewriter, loc, TypeRange{}, isProducer,
+                                   /*withElseRegion=*/true);
+
+    rewriter.setInsertionPointToStart(roles.thenBlock());
+    NVVM::SetMaxRegisterOp::create(rewriter, loc, op.getProducerRegs(),
+                                   NVVM::SetMaxRegisterAction::decrease);
+    Block &producer = op.getProducer().front();
+    rewriter.eraseOp(producer.getTerminator());
+    rewriter.inlineBlockBefore(&producer, roles.thenBlock()->getTerminator());
+
+    rewriter.setInsertionPointToStart(roles.elseBlock());
+    NVVM::SetMaxRegisterOp::create(rewriter, loc, op.getConsumerRegs(),
+                                   NVVM::SetMaxRegisterAction::increase);
+    Value one = i32Const(rewriter, loc, 1);
+    Value consumer = arith::SubIOp::create(rewriter, loc, wg, one);
+    Block &consumers = op.getConsumer().front();
+    rewriter.eraseOp(consumers.getTerminator());
+    rewriter.inlineBlockBefore(&consumers, roles.elseBlock()->getTerminator(),
+                               ValueRange{consumer});
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 struct ConvertHopperToNVVMPass
     : public fa3::impl::ConvertHopperToNVVMBase<ConvertHopperToNVVMPass> {
   void runOnOperation() override {
@@ -95,8 +135,8 @@ struct ConvertHopperToNVVMPass
     target.addIllegalDialect<HopperDialect>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(ctx);
-    patterns.add<NamedBarrierSyncLowering, NamedBarrierArriveLowering,
-                 WarpgroupAnyLowering>(ctx);
+    patterns.add<WarpSpecializeLowering, NamedBarrierSyncLowering,
+                 NamedBarrierArriveLowering, WarpgroupAnyLowering>(ctx);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       signalPassFailure();

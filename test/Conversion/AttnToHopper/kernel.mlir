@@ -37,7 +37,7 @@
 // CHECK: nvvm.barrier0
 
 // Producer warpgroup: fewer registers; Q once, then the K/V ring.
-// CHECK: nvvm.setmaxregister decrease 24
+// CHECK: hopper.warp_specialize producer regs 24 {
 // The tile grid is computed in each role (nothing crosses setmaxnreg).
 // CHECK: %[[NUMM:.*]] = arith.divui %{{.*}}, %c128_i32 : i32
 // CHECK: %[[HB:.*]] = arith.muli %arg10, %arg7 : i32
@@ -56,12 +56,10 @@
 // CHECK:   nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg1
 // CHECK:   nvvm.mbarrier.try_wait.parity
 // CHECK:   nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg2
-// CHECK: } else {
 
 // Consumers: more registers; consumer 1 opens consumer 0's first turn
 // (ping-pong on the turn barriers, 256 threads each) ...
-// CHECK: nvvm.setmaxregister increase 240
-// CHECK: %[[CW:.*]] = arith.subi %{{.*}}, %c1_i32 : i32
+// CHECK: } consumers(%[[CW:.*]] of 2) regs 240 {
 // CHECK: %[[OTHER:.*]] = arith.subi %c1_i32, %[[CW]] : i32
 // CHECK: hopper.named_barrier.arrive turn[%c0_i32] of 2 threads 256
 // ... S = Q K^T from shared memory (SS) within this warpgroup's turn ...

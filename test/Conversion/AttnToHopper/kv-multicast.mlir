@@ -27,7 +27,7 @@
 // CHECK: nvvm.cluster.arrive
 // CHECK-NEXT: nvvm.cluster.wait
 // The producer: m-blocks rounded up to pairs.
-// CHECK: nvvm.setmaxregister decrease 24
+// CHECK: hopper.warp_specialize producer regs 24 {
 // CHECK: %[[NM:.*]] = arith.divui %{{.*}}, %c128_i32 : i32
 // CHECK-NEXT: %[[NM1:.*]] = arith.addi %[[NM]], %c1_i32 : i32
 // CHECK-NEXT: %[[NUMM:.*]] = arith.andi %[[NM1]], %c-2_i32 : i32
@@ -52,7 +52,7 @@
 // CHECK-NEXT: %{{.*}} = arith.addi %[[TILE]], %{{.*}} : i32
 // CHECK-NOT: llvm.atomicrmw
 // CHECK-NOT: atom.acq_rel
-// CHECK: nvvm.setmaxregister increase 240
+// CHECK: } consumers(%{{.*}} of 2) regs 240 {
 // CHECK: %[[PEER:.*]] = arith.xori %{{.*}}, %c1_i32 : i32
 // Every release of K or V: the local arrive, then lane 0's on the peer.
 // CHECK-COUNT-4: mapa.shared::cluster.u32 r, $0, $2;\0A@p mbarrier.arrive.shared::cluster.b64 _, [r];{{.*}}%[[PEER]] : (i32, i32, i32) -> ()

@@ -8,7 +8,7 @@
 // OWN-LABEL: gpu.func @d64_kernel
 // OWN-SAME: dynamic_smem = 82048
 // OWN-SAME: o_store = "tma"
-// OWN: nvvm.setmaxregister increase 240
+// OWN: } consumers(%{{.*}} of 2) regs 240 {
 // OWN: nvvm.cp.async.bulk.wait_group 0 {read}
 // OWN-NEXT: }
 // OWN-NEXT: hopper.named_barrier.sync epilogue[%{{.*}}] of 2 threads 128
@@ -26,7 +26,7 @@
 // a persistent CTA frees Q only after the store has read it.
 // OWN-LABEL: gpu.func @d256_kernel
 // OWN-SAME: dynamic_smem = 196704
-// OWN: nvvm.setmaxregister increase 240
+// OWN: } consumers(%{{.*}} of 2) regs 240 {
 // OWN-NOT: nvvm.cp.async.bulk.wait_group
 // OWN-COUNT-16: nvvm.stmatrix
 // OWN: nvvm.cp.async.bulk.commit.group

@@ -60,7 +60,7 @@
 // CHECK: %[[SLOT:.*]] = llvm.ptrtoint
 
 // Producer: a loop over the tiles it fetches, carrying the tile count and the ring slot.
-// CHECK: nvvm.setmaxregister decrease 24
+// CHECK: hopper.warp_specialize producer regs 24 {
 // CHECK: %[[HB:.*]] = arith.muli %arg10, %arg7 : i32
 // CHECK: %[[TILES:.*]] = arith.muli %{{.*}}, %[[HB]] : i32
 // CHECK: %[[PLOOP:.*]]:3 = scf.while (%[[PT0:.*]] = %[[CTA]], %{{.*}} = %c0_i32, %{{.*}} = %c0_i32) : (i32, i32, i32) -> (i32, i32, i32) {
@@ -101,7 +101,7 @@
 // The ping-pong turn passes on across tiles: consumer 1 opens consumer 0's
 // first turn once, before the tile loop; consumer 0 takes the last turn it
 // is handed once, after the loop.
-// CHECK: nvvm.setmaxregister increase 240
+// CHECK: } consumers(%{{.*}} of 2) regs 240 {
 // CHECK: %[[CHB:.*]] = arith.muli %arg10, %arg7 : i32
 // CHECK-NEXT: %[[CTILES:.*]] = arith.muli %{{.*}}, %[[CHB]] : i32
 // CHECK: hopper.named_barrier.arrive turn[%c0_i32] of 2 threads 256

@@ -31,7 +31,7 @@
 // CAUSAL-SAME: pingpong = true
 // CAUSAL-SAME: stages = 4 : i64
 // CAUSAL-SAME: threads = 384 : i64
-// CAUSAL: nvvm.setmaxregister increase 240
+// CAUSAL: } consumers(%{{.*}} of 2) regs 240 {
 func.func @attn(%q: memref<?x4x?x64xbf16>, %k: memref<?x2x?x64xbf16>, %v: memref<?x2x?x64xbf16>,
                 %o: memref<?x4x?x64xbf16>) {
   attn.flash_attention ins(%q, %k, %v : memref<?x4x?x64xbf16>, memref<?x2x?x64xbf16>, memref<?x2x?x64xbf16>)

@@ -1,7 +1,9 @@
 // convert-hopper-to-nvvm: each named barrier becomes nvvm.barrier(.arrive)
 // on its kind's id (turn 1 + c, epilogue 3 + c, vote 3 + consumers + c);
-// warpgroup_any becomes bar.red.or on the vote barrier, then vote.any.
-// RUN: fa3-opt %s --convert-hopper-to-nvvm | FileCheck %s
+// warpgroup_any becomes bar.red.or on the vote barrier, then vote.any;
+// warp_specialize becomes an scf.if on the warpgroup index whose arms start
+// with their setmaxnreg.
+// RUN: fa3-opt %s --split-input-file --convert-hopper-to-nvvm | FileCheck %s
 
 // CHECK-LABEL: func.func @barriers(
 // CHECK-SAME: %[[C:.*]]: i32, %[[P:.*]]: i1)
@@ -30,4 +32,32 @@ func.func @barriers(%c: i32, %p: i1) -> i1 {
   // CHECK: return %[[ANY]]
   %any = hopper.warpgroup_any %p in consumer[%c] of 3
   return %any : i1
+}
+
+// -----
+
+// CHECK-LABEL: func.func @roles(
+// CHECK-SAME: %[[X:.*]]: i32)
+// CHECK: %[[TID:.*]] = nvvm.read.ptx.sreg.tid.x : i32
+// CHECK: %[[WG:.*]] = arith.divui %[[TID]], %{{.*}} : i32
+// CHECK: %[[PROD:.*]] = arith.cmpi eq, %[[WG]], %{{.*}} : i32
+// CHECK: scf.if %[[PROD]] {
+// CHECK-NEXT: nvvm.setmaxregister decrease 24
+// CHECK-NEXT: llvm.inline_asm has_side_effects asm_dialect = att "producer", "r" %[[X]]
+// CHECK-NEXT: } else {
+// CHECK-NEXT: nvvm.setmaxregister increase 240
+// CHECK-NEXT: %[[ONE:.*]] = arith.constant 1 : i32
+// CHECK-NEXT: %[[C:.*]] = arith.subi %[[WG]], %[[ONE]] : i32
+// CHECK-NEXT: llvm.inline_asm has_side_effects asm_dialect = att "consumer", "r,r" %[[X]], %[[C]]
+// CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %{{.*}}
+// CHECK-NEXT: }
+// CHECK-NOT: hopper.
+func.func @roles(%x: i32) {
+  hopper.warp_specialize producer regs 24 {
+    llvm.inline_asm has_side_effects asm_dialect = att "producer", "r" %x : (i32) -> ()
+  } consumers(%c of 2) regs 240 {
+    llvm.inline_asm has_side_effects asm_dialect = att "consumer", "r,r" %x, %c : (i32, i32) -> ()
+    hopper.named_barrier.sync epilogue[%c] of 2 threads 128
+  }
+  return
 }

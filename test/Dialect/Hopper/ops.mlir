@@ -17,6 +17,52 @@ func.func @barriers(%c: i32, %p: i1) -> i1 {
 
 // -----
 
+// CHECK-LABEL: func.func @roles
+// CHECK: hopper.warp_specialize producer regs 24 {
+// CHECK-NEXT: nvvm.setmaxregister
+// CHECK-NOT: hopper.yield
+// CHECK: } consumers(%[[C:.*]] of 2) regs 240 {
+// CHECK-NEXT: hopper.named_barrier.sync epilogue[%[[C]]] of 2 threads 128
+// CHECK-NEXT: }
+func.func @roles() {
+  hopper.warp_specialize producer regs 24 {
+    nvvm.setmaxregister decrease 24
+  } consumers(%c of 2) regs 240 {
+    hopper.named_barrier.sync epilogue[%c] of 2 threads 128
+  }
+  return
+}
+
+// -----
+
+func.func @budget() {
+  // expected-error @below {{128 x (24 + 3 x 168) = 67584 registers: more than the CTA's 65536}}
+  hopper.warp_specialize producer regs 24 {
+  } consumers(%c of 3) regs 168 {
+  }
+  return
+}
+
+// -----
+
+func.func @odd_budget() {
+  // expected-error @below {{register budgets must be multiples of 8 (setmaxnreg), got 100}}
+  hopper.warp_specialize producer regs 24 {
+  } consumers(%c of 2) regs 100 {
+  }
+  return
+}
+
+// -----
+
+func.func @yield_outside() {
+  // expected-error @below {{'hopper.yield' op expects parent op 'hopper.warp_specialize'}}
+  hopper.yield
+  return
+}
+
+// -----
+
 func.func @turn_of_three(%c: i32) {
   // expected-error @below {{turn barriers pass the turn between two consumer warpgroups, not 3}}
   hopper.named_barrier.sync turn[%c] of 3 threads 256

@@ -66,5 +66,75 @@ LogicalResult verifyNamedBarrier(Op op) {
 LogicalResult NamedBarrierSyncOp::verify() { return verifyNamedBarrier(*this); }
 LogicalResult NamedBarrierArriveOp::verify() { return verifyNamedBarrier(*this); }
 
+//===----------------------------------------------------------------------===//
+// WarpSpecializeOp
+//===----------------------------------------------------------------------===//
+
+// hopper.warp_specialize producer regs P {...} consumers(%c of N) regs C {...}
+ParseResult WarpSpecializeOp::parse(OpAsmParser &parser, OperationState &state) {
+  Builder &b = parser.getBuilder();
+  int64_t producerRegs = 0, consumers = 0, consumerRegs = 0;
+  OpAsmParser::Argument consumer;
+  consumer.type = b.getI32Type();
+  Region *producer = state.addRegion();
+  Region *consumerRegion = state.addRegion();
+  if (parser.parseKeyword("producer") || parser.parseKeyword("regs") ||
+      parser.parseInteger(producerRegs) || parser.parseRegion(*producer) ||
+      parser.parseKeyword("consumers") || parser.parseLParen() ||
+      parser.parseArgument(consumer) || parser.parseKeyword("of") ||
+      parser.parseInteger(consumers) || parser.parseRParen() ||
+      parser.parseKeyword("regs") || parser.parseInteger(consumerRegs) ||
+      parser.parseRegion(*consumerRegion, {consumer}) ||
+      parser.parseOptionalAttrDict(state.attributes))
+    return failure();
+  state.addAttribute(getProducerRegsAttrName(state.name),
+                     b.getI64IntegerAttr(producerRegs));
+  state.addAttribute(getConsumerRegsAttrName(state.name),
+                     b.getI64IntegerAttr(consumerRegs));
+  state.addAttribute(getConsumersAttrName(state.name),
+                     b.getI64IntegerAttr(consumers));
+  ensureTerminator(*producer, b, state.location);
+  ensureTerminator(*consumerRegion, b, state.location);
+  return success();
+}
+
+void WarpSpecializeOp::print(OpAsmPrinter &p) {
+  p << " producer regs " << getProducerRegs() << " ";
+  p.printRegion(getProducer(), /*printEntryBlockArgs=*/false,
+                /*printBlockTerminators=*/false);
+  p << " consumers(" << getConsumer().getArgument(0) << " of "
+    << getConsumers() << ") regs " << getConsumerRegs() << " ";
+  p.printRegion(getConsumer(), /*printEntryBlockArgs=*/false,
+                /*printBlockTerminators=*/false);
+  p.printOptionalAttrDict((*this)->getAttrs(),
+                          {getProducerRegsAttrName(), getConsumerRegsAttrName(),
+                           getConsumersAttrName()});
+}
+
+LogicalResult WarpSpecializeOp::verify() {
+  if (!getProducer().getArguments().empty())
+    return emitOpError("the producer region takes no arguments");
+  if (getConsumer().getNumArguments() != 1 ||
+      !getConsumer().getArgument(0).getType().isInteger(32))
+    return emitOpError("the consumer region takes one i32 argument, its "
+                       "consumer index");
+  // setmaxnreg takes multiples of 8 (PTX ISA: setmaxnreg).
+  for (int64_t regs : {getProducerRegs(), getConsumerRegs()})
+    if (regs % 8 != 0)
+      return emitOpError("register budgets must be multiples of 8 "
+                         "(setmaxnreg), got ")
+             << regs;
+  // A CTA has 64K 32-bit registers; each warpgroup has 128 threads.
+  constexpr int64_t kCtaRegisters = 65536, kWarpgroup = 128;
+  int64_t total =
+      kWarpgroup * (getProducerRegs() + getConsumers() * getConsumerRegs());
+  if (total > kCtaRegisters)
+    return emitOpError("128 x (")
+           << getProducerRegs() << " + " << getConsumers() << " x "
+           << getConsumerRegs() << ") = " << total
+           << " registers: more than the CTA's " << kCtaRegisters;
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "fa3/Dialect/Hopper/IR/HopperOps.cpp.inc"

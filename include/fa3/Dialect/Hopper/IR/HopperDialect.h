@@ -6,6 +6,7 @@
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "fa3/Dialect/Hopper/IR/HopperOpsDialect.h.inc"
 #include "fa3/Dialect/Hopper/IR/HopperOpsEnums.h.inc"

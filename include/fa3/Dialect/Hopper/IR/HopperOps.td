@@ -15,6 +15,7 @@
 include "mlir/IR/OpBase.td"
 include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/EnumAttr.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
 
 def Hopper_Dialect : Dialect {
   let name = "hopper";
@@ -22,8 +23,10 @@ def Hopper_Dialect : Dialect {
   let summary = "The warp-specialised Hopper (sm_90a) attention kernel's concepts";
   let description = [{
     Ops for the pieces of an FA3-style kernel that NVVM only spells as
-    numbers and inline PTX: the CTA's named barriers (one enum, the ids
-    assigned in one place) and the warpgroup-wide vote on them.
+    numbers, inline PTX or convention: the split of the CTA into a producer
+    warpgroup and consumer warpgroups with their register budgets, the
+    CTA's named barriers (one enum, the ids assigned in one place) and the
+    warpgroup-wide vote on them.
   }];
   let useDefaultAttributePrinterParser = 1;
 }
@@ -100,6 +103,46 @@ def Hopper_WarpgroupAnyOp : Hopper_Op<"warpgroup_any"> {
   let assemblyFormat = [{
     $pred `in` `consumer` `[` $consumer `]` `of` $consumers attr-dict
   }];
+}
+
+//===----------------------------------------------------------------------===//
+// Warp specialization
+//===----------------------------------------------------------------------===//
+
+def Hopper_WarpSpecializeOp : Hopper_Op<"warp_specialize", [
+    SingleBlockImplicitTerminator<"YieldOp">, RecursiveMemoryEffects]> {
+  let summary = "producer and consumer warpgroups with their register budgets";
+  let description = [{
+    Splits the CTA (128 x (1 + consumers) threads) by warpgroup: warpgroup 0
+    runs the `producer` region, warpgroups 1 .. consumers run the
+    `consumers` region with their consumer index (0 .. consumers - 1) as
+    the block argument. Each role first moves its registers with setmaxnreg:
+    the producer gives them up (`producer_regs` a thread), the consumers
+    take them (`consumer_regs`), so that the CTA's 64K registers hold
+    128 x (producer_regs + consumers x consumer_regs). Values defined
+    before the op are visible in both regions; the regions yield nothing.
+
+    ```mlir
+    hopper.warp_specialize producer regs 24 {
+      ...   // TMA loads into the K/V ring
+    } consumers(%c of 2) regs 240 {
+      ...   // wgmma, softmax, epilogue of consumer %c
+    }
+    ```
+  }];
+  let arguments = (ins
+      ConfinedAttr<I64Attr, [IntMinValue<24>, IntMaxValue<256>]>:$producer_regs,
+      ConfinedAttr<I64Attr, [IntMinValue<24>, IntMaxValue<256>]>:$consumer_regs,
+      ConfinedAttr<I64Attr, [IntMinValue<1>, IntMaxValue<3>]>:$consumers);
+  let regions = (region SizedRegion<1>:$producer, SizedRegion<1>:$consumer);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+}
+
+def Hopper_YieldOp : Hopper_Op<"yield", [
+    Pure, Terminator, HasParent<"WarpSpecializeOp">]> {
+  let summary = "ends a region of hopper.warp_specialize";
+  let assemblyFormat = "attr-dict";
 }
 
 #endif // FA3_HOPPER_OPS
