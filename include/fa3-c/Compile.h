@@ -69,7 +69,7 @@ typedef struct Fa3AttentionSpec {
                           fa3_fwd_d<D>_<dtype>[_causal][_w<L>_<R>][_softcap],
                           an unbounded window side written "inf" */
   const char *dtype;   /* "bf16" or "f16" (q, k, v and o); NULL: bf16 */
-  int64_t headDim;     /* 64, 128 or 256 */
+  int64_t headDim;     /* 64, 128, 192 or 256 */
   bool causal;         /* needs windowRight 0 or -1 */
   int64_t windowLeft;  /* -1 = unbounded, else 0 to 2^31-1 */
   int64_t windowRight; /* -1 = unbounded, else 0 to 2^31-1 */

@@ -8,6 +8,7 @@
 
 #include "fa3-c/Compile.h"
 #include "fa3-c/Registration.h"
+#include "fa3/Conversion/HopperSupport.h"
 #include "fa3/Dialect/Attn/IR/AttnDialect.h"
 #include "fa3/Pipelines/Pipelines.h"
 #include "fa3/Pipelines/Ptxas.h"
@@ -323,9 +324,9 @@ static std::string checkSpec(const Fa3AttentionSpec &s) {
     os << "dtype: \"";
     llvm::printEscapedString(StringRef(s.dtype, strnlen(s.dtype, 64)), os);
     os << "\" is not supported (bf16 or f16)";
-  } else if (s.headDim != 64 && s.headDim != 128 && s.headDim != 256) {
+  } else if (!fa3::hopper::isSupportedHeadDim(s.headDim)) {
     os << "headDim: unsupported head dim " << s.headDim
-       << " (the Hopper kernel takes 64, 128 or 256)";
+       << " (the Hopper kernel takes " << fa3::hopper::headDimsText() << ")";
   } else if (s.windowLeft < -1 || s.windowLeft > INT32_MAX) {
     os << "windowLeft: " << s.windowLeft
        << " is out of range (-1 = unbounded, or 0 to " << INT32_MAX << ")";

@@ -238,7 +238,7 @@ static void specCases(MlirContext ctx, Fa3DiagnosticLog *log) {
   // CHECK: spec/empty: fa3CompileHopperSpec: invalid attention spec: name: "" is not a C identifier
   // CHECK: spec/long: fa3CompileHopperSpec: invalid attention spec: name: "{{a+}}..." is not a C identifier
   // CHECK: spec/dtype: fa3CompileHopperSpec: invalid attention spec: dtype: "f32" is not supported (bf16 or f16)
-  // CHECK: spec/head-dim: fa3CompileHopperSpec: invalid attention spec: headDim: unsupported head dim 96 (the Hopper kernel takes 64, 128 or 256)
+  // CHECK: spec/head-dim: fa3CompileHopperSpec: invalid attention spec: headDim: unsupported head dim 96 (the Hopper kernel takes 64, 128, 192 or 256)
   // CHECK: spec/window-left: fa3CompileHopperSpec: invalid attention spec: windowLeft: -2 is out of range (-1 = unbounded, or 0 to 2147483647)
   // CHECK: spec/window-right: fa3CompileHopperSpec: invalid attention spec: windowRight: 2147483648 is out of range (-1 = unbounded, or 0 to 2147483647)
   // CHECK: spec/softcap-nan: fa3CompileHopperSpec: invalid attention spec: softcap: nan is out of range (0 = off, or 1e-6 to 1e30)

@@ -32,11 +32,11 @@ static const char *kUsage =
     "Input (one of):\n"
     "  input.mlir           every attn.flash_attention in the file\n"
     "  --head-dim N ...     one variant from the options below\n"
-    "  --all                the standard set: head dim 64/128/256 x causal or\n"
-    "                       not x bf16/f16 (12 kernels)\n"
+    "  --all                the standard set: head dim 64/128/192/256 x causal or\n"
+    "                       not x bf16/f16 (16 kernels)\n"
     "\n"
     "Variant options (with --head-dim only):\n"
-    "  --head-dim N         64, 128 or 256\n"
+    "  --head-dim N         64, 128, 192 or 256\n"
     "  --dtype T            bf16 (default) or f16\n"
     "  --causal             bottom-right aligned causal mask\n"
     "  --window L,R         sliding window, each side -1 (unbounded) to\n"
@@ -388,7 +388,7 @@ int main(int argc, char **argv) {
       all = 1;
     } else if (!strcmp(a, "--head-dim")) {
       INT_OPTION(spec.headDim, 1, INT64_MAX,
-                 "a positive whole number (the kernel takes 64, 128 or 256)");
+                 "a positive whole number (the kernel takes 64, 128, 192 or 256)");
       haveSpec = 1;
     } else if (!strcmp(a, "--dtype")) {
       HAVE_VALUE();
@@ -517,9 +517,9 @@ int main(int argc, char **argv) {
     if (!mlirModuleIsNull(module))
       mlirModuleDestroy(module);
   } else {
-    const int64_t dims[] = {64, 128, 256};
+    const int64_t dims[] = {64, 128, 192, 256};
     const char *types[] = {"bf16", "f16"};
-    int n = all ? 12 : 1;
+    int n = all ? 4 * (int)(sizeof dims / sizeof dims[0]) : 1;
     for (int i = 0; i < n; ++i) {
       Fa3AttentionSpec s = spec;
       if (all) {

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelEmitter.h"
+#include "fa3/Conversion/HopperSupport.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -534,8 +535,9 @@ std::string fa3::hopper::checkSupported(const KernelConfig &cfg) {
   llvm::raw_string_ostream os(why);
   if (cfg.dtype != "bf16" && cfg.dtype != "f16")
     os << "element type " << cfg.dtype << " (the Hopper kernel takes bf16 or f16)";
-  else if (cfg.headDim != 64 && cfg.headDim != 128 && cfg.headDim != 256)
-    os << "head dim " << cfg.headDim << " (the Hopper kernel takes 64, 128 or 256)";
+  else if (!isSupportedHeadDim(cfg.headDim))
+    os << "head dim " << cfg.headDim << " (the Hopper kernel takes "
+       << headDimsText() << ")";
   else if (cfg.blockM != 128 && cfg.blockM != 192)
     os << "block-m " << cfg.blockM
        << " (the Hopper kernel uses 128 or 192: two or three consumer "

@@ -2,7 +2,7 @@
 // RUN: fa3-opt %s -split-input-file -verify-diagnostics --attn-hopper-config=block-m=128 --attn-tile --convert-attn-to-hopper
 
 func.func @head_dim_96(%q: memref<1x2x64x96xbf16>, %o: memref<1x2x64x96xbf16>) {
-  // expected-error @+1 {{cannot generate the Hopper kernel: unsupported head dim 96 (the Hopper kernel takes 64, 128 or 256)}}
+  // expected-error @+1 {{cannot generate the Hopper kernel: unsupported head dim 96 (the Hopper kernel takes 64, 128, 192 or 256)}}
   attn.flash_attention ins(%q, %q, %q : memref<1x2x64x96xbf16>, memref<1x2x64x96xbf16>, memref<1x2x64x96xbf16>) outs(%o : memref<1x2x64x96xbf16>)
   return
 }

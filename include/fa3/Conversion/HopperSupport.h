@@ -1,0 +1,34 @@
+//===- HopperSupport.h - what the Hopper kernel takes -----------*- C++ -*-===//
+//
+// The head dims the generated kernel supports, in one place for the kernel
+// pass and the C API's spec check.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FA3_CONVERSION_HOPPERSUPPORT_H
+#define FA3_CONVERSION_HOPPERSUPPORT_H
+
+#include "llvm/ADT/STLExtras.h"
+
+#include <cstdint>
+#include <string>
+
+namespace fa3::hopper {
+/// Multiples of the 64-column TMA box (128-byte swizzle rows of 16-bit
+/// elements) whose O accumulator fits the consumers' registers beside S.
+inline constexpr int64_t kHeadDims[] = {64, 128, 192, 256};
+
+inline bool isSupportedHeadDim(int64_t d) {
+  return llvm::is_contained(kHeadDims, d);
+}
+
+/// "64, 128, 192 or 256", for messages.
+inline std::string headDimsText() {
+  std::string s;
+  for (size_t i = 0; i < std::size(kHeadDims); ++i)
+    s += (i == 0 ? "" : i + 1 == std::size(kHeadDims) ? " or " : ", ") +
+         std::to_string(kHeadDims[i]);
+  return s;
+}
+} // namespace fa3::hopper
+
+#endif
