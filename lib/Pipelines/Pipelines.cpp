@@ -215,7 +215,8 @@ struct HopperPipelineCLOptions
                          llvm::cl::init(0)};
   Option<int64_t> blockN{*this, "block-n",
                          llvm::cl::desc("Rows of K/V per tile (0: per head dim: "
-                                        "128 up to head dim 128, 64 above)"),
+                                        "128 up to head dim 128, 112 at 192 "
+                                        "(96 with a mask), 64 at 256)"),
                          llvm::cl::init(0)};
   Option<int64_t> stages{*this, "stages",
                          llvm::cl::desc("Depth of the K/V shared-memory ring "

@@ -52,7 +52,7 @@ static const char *kUsage =
     "                       taking turns) or 192 (three; default 0: 192 for\n"
     "                       head dim 64 with a full mask, else 128)\n"
     "  --block-n N          K/V rows per tile, 16 to 256 (default 0: 128, or\n"
-    "                       64 for head dim 192 and 256)\n"
+    "                       112 / 96 causal at head dim 192, 64 at 256)\n"
     "  --stages N           depth of the K/V shared-memory ring, 1 to 8\n"
     "                       (default 0: 4 for head dim 64 with 128-row\n"
     "                       tiles, else 2)\n"

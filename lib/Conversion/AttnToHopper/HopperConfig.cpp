@@ -120,7 +120,13 @@ void chooseConfig(KernelConfig &cfg, bool fullMask,
   // P V wgmmas, 80 spills (O alone is 128 registers a thread), and 64
   // measured 1-8 % faster than 80 on the H200
   // (bench/NOTES.md, Defaults: block-n).
-  cfg.blockN = o.blockN != 0 ? o.blockN : cfg.headDim <= 128 ? 128 : 64;
+  // Head dim 192 takes 112 rows with a full mask and 96 causal, as FA3:
+  // +4-11 % over 64 from 1k on, and each of them within 2 % of the other
+  // on the other mask (bench/NOTES.md, Defaults: block-n).
+  cfg.blockN = o.blockN != 0            ? o.blockN
+               : cfg.headDim <= 128     ? 128
+               : cfg.headDim == 192     ? (fullMask ? 112 : 96)
+                                        : 64;
   // At head dim 64 a 4-deep ring lets the producer run further into the
   // next tile (+0-2 %); larger head dims have no shared memory for more.
   // With 192-row tiles 2 and 4 stages measured alike
