@@ -203,6 +203,13 @@ struct TiledPipelineOptions
       *this, "count-blocks",
       llvm::cl::desc("Count visited/masked tiles in @attn_tiles_* globals"),
       llvm::cl::init(false)};
+  Option<double> rescaleThreshold{
+      *this, "rescale-threshold",
+      llvm::cl::desc("Lazy rescaling of the online softmax, as the Hopper "
+                     "kernel's: raise a row's max only when a block's "
+                     "exceeds it by more than this (log2 units, 0 to 15; "
+                     "0: exact)"),
+      llvm::cl::init(0.0)};
 };
 
 struct HopperPipelineCLOptions
@@ -327,6 +334,7 @@ void fa3::registerAttnPipelines() {
         attn::AttnTileOptions tile;
         tile.blockM = o.blockM;
         tile.blockN = o.blockN;
+        tile.rescaleThreshold = o.rescaleThreshold;
         addCpuTiledPipeline(pm, tile, o.countBlocks);
       });
 }

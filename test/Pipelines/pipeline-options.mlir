@@ -9,6 +9,8 @@
 // RUN: not fa3-opt %s "--attn-hopper-pipeline=persistent='on x'" 2>&1 | FileCheck %s --check-prefix=PERSIST
 // RUN: not fa3-opt %s "--attn-hopper-pipeline=stages=140737488355328 format=none" 2>&1 | FileCheck %s --check-prefix=STAGES
 // RUN: not fa3-opt %s "--attn-cpu-tiled-pipeline=block-n=-1" 2>&1 | FileCheck %s --check-prefix=BLOCKN
+// RUN: not fa3-opt %s "--attn-cpu-tiled-pipeline=rescale-threshold=16" 2>&1 | FileCheck %s --check-prefix=TAU16
+// RUN: not fa3-opt %s "--attn-cpu-tiled-pipeline=rescale-threshold=nan" 2>&1 | FileCheck %s --check-prefix=TAUNAN
 
 // EMPTYCHIP: error: attn-hopper-pipeline: chip must be sm_90a (the kernel uses wgmma and setmaxnreg), got ''
 // SPACECHIP: error: attn-hopper-pipeline: chip must be sm_90a (the kernel uses wgmma and setmaxnreg), got 'sm_90a x'
@@ -18,6 +20,8 @@
 // PERSIST: for the --persistent option: Cannot find option named 'on x'!
 // STAGES: error: attn-hopper-config: stages must be 0 (per head dim) to 8, got 140737488355328
 // BLOCKN: error: attn-tile: block-n must be 0 (default) to 1024, got -1
+// TAU16: error: attn-tile: rescale-threshold must be 0 (exact) to 15 (log2 units), got 16
+// TAUNAN: error: attn-tile: rescale-threshold must be 0 (exact) to 15 (log2 units), got nan
 
 // RUN: not fa3-opt %s "--attn-hopper-pipeline=features=+ptx89" 2>&1 | FileCheck %s --check-prefix=PTX89
 // RUN: not fa3-opt %s "--attn-hopper-pipeline=features=+ptx95" 2>&1 | FileCheck %s --check-prefix=PTX95

@@ -303,8 +303,59 @@ func.func @f(%q: memref<2x8x128x64xbf16>, %k: memref<2x2x256x64xbf16>, %v: memre
 // -----
 
 func.func @f(%m: memref<128xf32>, %l: memref<128xf32>, %acc: memref<128x64xf32>, %q: memref<1x1x128x64xbf16>, %i: index) {
-  // expected-error @+1 {{scale_log2 must be finite and non-zero, got INF}}
+  // expected-error @+1 {{scale_log2 must be finite and positive, got INF}}
   attn.tile_update %q, %q, %q[%i, %i, %i] rows %i cols %i state(%m, %l, %acc) {block_m = 128 : i64, block_n = 128 : i64, scale_log2 = 0x7F800000 : f32, softcap = 0.0 : f32, window = array<i64: -1, -1>} : memref<1x1x128x64xbf16>, memref<1x1x128x64xbf16>, memref<1x1x128x64xbf16>, memref<128xf32>, memref<128xf32>, memref<128x64xf32>
+  return
+}
+
+// -----
+
+// The lowerings scale a row's max, not each score: the scale must be > 0.
+func.func @f(%m: memref<128xf32>, %l: memref<128xf32>, %acc: memref<128x64xf32>, %q: memref<1x1x128x64xbf16>, %i: index) {
+  // expected-error @+1 {{scale_log2 must be finite and positive, got -1.000000e+00}}
+  attn.tile_update %q, %q, %q[%i, %i, %i] rows %i cols %i state(%m, %l, %acc) {block_m = 128 : i64, block_n = 128 : i64, scale_log2 = -1.0 : f32, softcap = 0.0 : f32, window = array<i64: -1, -1>} : memref<1x1x128x64xbf16>, memref<1x1x128x64xbf16>, memref<1x1x128x64xbf16>, memref<128xf32>, memref<128xf32>, memref<128x64xf32>
+  return
+}
+
+// -----
+
+// The rescale threshold of lazy rescaling: log2 units, 0 to 15 (the
+// kernel's bound: p <= 2^threshold fits f16), an f64.
+func.func @f(%m: memref<128xf32>, %l: memref<128xf32>, %acc: memref<128x64xf32>, %q: memref<1x1x128x64xbf16>, %i: index) {
+  // expected-error @+1 {{rescale_threshold must be 0 to 15 (log2 units), got 15.5}}
+  attn.tile_update %q, %q, %q[%i, %i, %i] rows %i cols %i state(%m, %l, %acc) {block_m = 128 : i64, block_n = 128 : i64, rescale_threshold = 15.5 : f64, scale_log2 = 1.0 : f32, softcap = 0.0 : f32, window = array<i64: -1, -1>} : memref<1x1x128x64xbf16>, memref<1x1x128x64xbf16>, memref<1x1x128x64xbf16>, memref<128xf32>, memref<128xf32>, memref<128x64xf32>
+  return
+}
+
+// -----
+
+func.func @f(%m: memref<128xf32>, %l: memref<128xf32>, %acc: memref<128x64xf32>, %q: memref<1x1x128x64xbf16>, %i: index) {
+  // expected-error @+1 {{rescale_threshold must be 0 to 15 (log2 units), got -1}}
+  attn.tile_update %q, %q, %q[%i, %i, %i] rows %i cols %i state(%m, %l, %acc) {block_m = 128 : i64, block_n = 128 : i64, rescale_threshold = -1.0 : f64, scale_log2 = 1.0 : f32, softcap = 0.0 : f32, window = array<i64: -1, -1>} : memref<1x1x128x64xbf16>, memref<1x1x128x64xbf16>, memref<1x1x128x64xbf16>, memref<128xf32>, memref<128xf32>, memref<128x64xf32>
+  return
+}
+
+// -----
+
+func.func @f(%m: memref<128xf32>, %l: memref<128xf32>, %acc: memref<128x64xf32>, %q: memref<1x1x128x64xbf16>, %i: index) {
+  // expected-error @+1 {{rescale_threshold must be 0 to 15 (log2 units), got nan}}
+  attn.tile_update %q, %q, %q[%i, %i, %i] rows %i cols %i state(%m, %l, %acc) {block_m = 128 : i64, block_n = 128 : i64, rescale_threshold = 0x7FF8000000000000 : f64, scale_log2 = 1.0 : f32, softcap = 0.0 : f32, window = array<i64: -1, -1>} : memref<1x1x128x64xbf16>, memref<1x1x128x64xbf16>, memref<1x1x128x64xbf16>, memref<128xf32>, memref<128xf32>, memref<128x64xf32>
+  return
+}
+
+// -----
+
+func.func @f(%m: memref<128xf32>, %l: memref<128xf32>, %acc: memref<128x64xf32>, %q: memref<1x1x128x64xbf16>, %i: index) {
+  // expected-error @+1 {{rescale_threshold must be 0 to 15 (log2 units), got inf}}
+  attn.tile_update %q, %q, %q[%i, %i, %i] rows %i cols %i state(%m, %l, %acc) {block_m = 128 : i64, block_n = 128 : i64, rescale_threshold = 0x7FF0000000000000 : f64, scale_log2 = 1.0 : f32, softcap = 0.0 : f32, window = array<i64: -1, -1>} : memref<1x1x128x64xbf16>, memref<1x1x128x64xbf16>, memref<1x1x128x64xbf16>, memref<128xf32>, memref<128xf32>, memref<128x64xf32>
+  return
+}
+
+// -----
+
+func.func @f(%m: memref<128xf32>, %l: memref<128xf32>, %acc: memref<128x64xf32>, %q: memref<1x1x128x64xbf16>, %i: index) {
+  // expected-error @+1 {{'attn.tile_update' op attribute 'rescale_threshold' failed to satisfy constraint: 64-bit float attribute}}
+  attn.tile_update %q, %q, %q[%i, %i, %i] rows %i cols %i state(%m, %l, %acc) {block_m = 128 : i64, block_n = 128 : i64, rescale_threshold = 8.0 : f32, scale_log2 = 1.0 : f32, softcap = 0.0 : f32, window = array<i64: -1, -1>} : memref<1x1x128x64xbf16>, memref<1x1x128x64xbf16>, memref<1x1x128x64xbf16>, memref<128xf32>, memref<128xf32>, memref<128x64xf32>
   return
 }
 

@@ -50,9 +50,9 @@ func.func @tile_ops(%q: memref<1x2x100x64xf16>, %k: memref<1x1x90x64xf16>, %v: m
   %m = memref.alloca() : memref<64xf32>
   %l = memref.alloca() : memref<64xf32>
   %acc = memref.alloca() : memref<64x64xf32>
-  // CHECK: attn.tile_update %{{.*}}, %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] rows %{{.*}} cols %{{.*}} state(%{{.*}}, %{{.*}}, %{{.*}}) masked {block_m = 64 : i64, block_n = 32 : i64
+  // CHECK: attn.tile_update %{{.*}}, %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] rows %{{.*}} cols %{{.*}} state(%{{.*}}, %{{.*}}, %{{.*}}) masked {block_m = 64 : i64, block_n = 32 : i64, rescale_threshold = 8.000000e+00 : f64, scale_log2
   attn.tile_update %q, %k, %v [%i, %i, %i] rows %i cols %i state(%m, %l, %acc) masked
-    {block_m = 64 : i64, block_n = 32 : i64, scale_log2 = 0.18 : f32, softcap = 0.0 : f32, window = array<i64: -1, 0>}
+    {block_m = 64 : i64, block_n = 32 : i64, rescale_threshold = 8.0 : f64, scale_log2 = 0.18 : f32, softcap = 0.0 : f32, window = array<i64: -1, 0>}
     : memref<1x2x100x64xf16>, memref<1x1x90x64xf16>, memref<1x1x90x64xf16>, memref<64xf32>, memref<64xf32>, memref<64x64xf32>
   // CHECK: attn.tile_finalize state(%{{.*}}, %{{.*}}, %{{.*}}) to %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] rows %{{.*}} {block_m = 64 : i64}
   attn.tile_finalize state(%m, %l, %acc) to %o, %lse [%i, %i] rows %i {block_m = 64 : i64}

@@ -1,8 +1,10 @@
 // attn-tile: grid, kv loop bounds, and the mask only on boundary blocks.
 // RUN: fa3-opt %s --attn-tile --canonicalize --cse | FileCheck %s
-// RUN: fa3-opt %s --attn-tile="block-m=64 block-n=32" | FileCheck %s --check-prefix=OPTS
+// RUN: fa3-opt %s --attn-tile="block-m=64 block-n=32 rescale-threshold=4.5" | FileCheck %s --check-prefix=OPTS
 // RUN: sed -e 's/outs(%o : memref<1x1x1024x64xbf16>) causal/& {attn.hopper_config = #attn.hopper_config<block_m = 192, block_n = 64, stages = 2, persistent = true, q_buffers = 2, lazy_rescale = false, rescale_threshold = 8.0, cluster_m = 1, pingpong = false, tma_store = true>}/' %s | fa3-opt --attn-tile | FileCheck %s --check-prefix=CONFIG
 // RUN: sed -e 's/outs(%o : memref<1x1x1024x64xbf16>) causal/& {attn.hopper_config = #attn.hopper_config<block_m = 192, block_n = 64, stages = 2, persistent = true, q_buffers = 2, lazy_rescale = false, rescale_threshold = 8.0, cluster_m = 1, pingpong = false, tma_store = true>}/' %s | not fa3-opt --attn-tile=block-m=64 2>&1 | FileCheck %s --check-prefix=CONFLICT
+// RUN: sed -e 's/outs(%o : memref<1x1x1024x64xbf16>) causal/& {attn.hopper_config = #attn.hopper_config<block_m = 192, block_n = 64, stages = 2, persistent = true, q_buffers = 2, lazy_rescale = false, rescale_threshold = 8.0, cluster_m = 1, pingpong = false, tma_store = true>}/' %s | not fa3-opt --attn-tile=rescale-threshold=4 2>&1 | FileCheck %s --check-prefix=CONFLICT-TAU
+// RUN: sed -e 's/outs(%o : memref<1x1x1024x64xbf16>) causal/& {attn.hopper_config = #attn.hopper_config<block_m = 192, block_n = 64, stages = 2, persistent = true, q_buffers = 2, lazy_rescale = true, rescale_threshold = 6.5, cluster_m = 1, pingpong = false, tma_store = true>}/' %s | fa3-opt --attn-tile | FileCheck %s --check-prefix=LAZY
 
 // Causal, Sq = Skv = 1024, 128 x 128: m-block mb visits kv-blocks [0, mb] and
 // only block mb (the diagonal) is masked: the unmasked range ends at
@@ -65,10 +67,12 @@ func.func @window_gqa(%q: memref<2x8x?x256xf16>, %k: memref<2x2x?x256xf16>,
   return
 }
 
-// Tile options override the defaults.
+// Tile options override the defaults; the rescale threshold goes on every
+// step (without it, none: CHECK's full attribute lists, the exact rule).
 // OPTS-LABEL: func @causal
 // OPTS: memref.alloc() : memref<64x64xf32>
-// OPTS: attn.tile_update {{.*}} masked {block_m = 64 : i64, block_n = 32 : i64
+// OPTS: attn.tile_update {{.*}} masked {block_m = 64 : i64, block_n = 32 : i64, rescale_threshold = 4.500000e+00 : f64,
+// OPTS: attn.tile_update {{.*}} {block_m = 64 : i64, block_n = 32 : i64, rescale_threshold = 4.500000e+00 : f64,
 
 // A configuration recorded on the op (attn-hopper-config) sets the tiles,
 // and travels on the schedule to the kernel pass; options beside it are
@@ -77,7 +81,17 @@ func.func @window_gqa(%q: memref<2x8x?x256xf16>, %k: memref<2x2x?x256xf16>,
 // CONFIG: memref.alloc() : memref<192x64xf32>
 // CONFIG: attn.kv_range {{.*}} {attn.hopper_config = #attn.hopper_config<block_m = 192, block_n = 64, {{.*}}>, block_m = 192 : i64, block_n = 64 : i64, window = array<i64: -1, 0>}
 // CONFIG: attn.tile_update {{.*}} masked {block_m = 192 : i64, block_n = 64 : i64
+// CONFIG-NOT: rescale_threshold
 // CONFIG-NOT: attn.hopper_config
 // CONFIG-LABEL: func @window_gqa
 // CONFIG-NOT: attn.hopper_config
 // CONFLICT: error: 'attn.flash_attention' op attn-tile: the tiles of this op were chosen by attn-hopper-config (192 x 64); give block-m and block-n to that pass instead
+// CONFLICT-TAU: error: 'attn.flash_attention' op attn-tile: the rescaling of this op was chosen by attn-hopper-config; give rescale-threshold (and lazy-rescale) to that pass instead
+
+// A configuration with lazy rescaling gives its threshold to every step, so
+// that the CPU expansion runs the kernel's rule.
+// LAZY-LABEL: func @causal
+// LAZY: attn.tile_update {{.*}} masked {block_m = 192 : i64, block_n = 64 : i64, rescale_threshold = 6.500000e+00 : f64,
+// LAZY: attn.tile_update {{.*}} {block_m = 192 : i64, block_n = 64 : i64, rescale_threshold = 6.500000e+00 : f64,
+// LAZY-LABEL: func @window_gqa
+// LAZY-NOT: rescale_threshold

@@ -310,9 +310,21 @@ LogicalResult TileUpdateOp::verify() {
   if (failed(verifyWindow(*this, getWindow())) ||
       failed(verifySoftcap(*this, getSoftcap().convertToDouble())))
     return failure();
+  // Positive: the lowerings scale a row's max instead of every score.
   double s2 = getScaleLog2().convertToDouble();
-  if (!std::isfinite(s2) || s2 == 0)
-    return emitOpError("scale_log2 must be finite and non-zero, got ") << s2;
+  if (!std::isfinite(s2) || s2 <= 0)
+    return emitOpError("scale_log2 must be finite and positive, got ") << s2;
+  if (std::optional<APFloat> t = getRescaleThreshold()) {
+    // The kernel's bound (HopperConfigAttr): p <= 2^threshold fits f16.
+    double tau = t->convertToDouble();
+    if (!(tau >= 0.0 && tau <= HopperConfigAttr::kMaxRescaleThreshold)) {
+      std::string range;
+      llvm::raw_string_ostream(range)
+          << llvm::format("0 to %g (log2 units), got %g",
+                          HopperConfigAttr::kMaxRescaleThreshold, tau);
+      return emitOpError("rescale_threshold must be ") << range;
+    }
+  }
   return verifyState(*this, getRowMax(), getRowSum(), getAcc(), getBlockM());
 }
 

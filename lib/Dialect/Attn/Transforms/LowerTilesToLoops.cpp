@@ -2,11 +2,14 @@
 //
 // attn.tile_update / attn.tile_finalize become scalar loops, one query row at
 // a time, with a block_n-wide f32 score row in a scratch buffer. This is what makes
-// the tiled schedule executable (and so testable) on the CPU.
+// the tiled schedule executable (and so testable) on the CPU. The softmax step
+// is the kernel's (buildOnlineSoftmaxStep), lazy rescaling included, so the
+// CPU run checks the GPU's arithmetic.
 //
 //===----------------------------------------------------------------------===//
 
 #include "fa3/Dialect/Attn/Utils/LoweringUtils.h"
+#include "fa3/Dialect/Attn/Utils/OnlineSoftmax.h"
 #include "fa3/Dialect/Attn/IR/AttnDialect.h"
 #include "fa3/Dialect/Attn/Transforms/Passes.h"
 
@@ -83,6 +86,9 @@ static void lowerUpdate(TileUpdateOp op, bool countBlocks) {
   double softcap = op.getSoftcap().convertToDouble();
   double scaleLog2 = op.getScaleLog2().convertToDouble();
   ArrayRef<int64_t> window = op.getWindow();
+  double threshold = 0;
+  if (std::optional<APFloat> t = op.getRescaleThreshold())
+    threshold = t->convertToDouble();
 
   if (countBlocks) {
     auto module = op->getParentOfType<ModuleOp>();
@@ -103,61 +109,58 @@ static void lowerUpdate(TileUpdateOp op, bool countBlocks) {
         b, loc, cEnd, arith::SubIOp::create(b, loc, skv, col0));
   Value negInf = f32Const(b, loc, -std::numeric_limits<double>::infinity());
   Value zero = f32Const(b, loc, 0.0);
+  // The kernel's split of the log2-domain score: the row max is taken over
+  // s (after softcap and mask) and s * sl2 is fused into the exponent.
+  // With softcap, s = tanh(qk * pre), pre = scale_log2 * (1 / (log2 e *
+  // softcap)) rounded to f32 as the kernel does.
+  Value pre, sl2 = f32Const(b, loc, scaleLog2);
+  if (softcap > 0) {
+    Value inv = f32Const(b, loc, 1.0 / (kLog2e * softcap));
+    pre = arith::MulFOp::create(b, loc, sl2, inv);
+    sl2 = f32Const(b, loc, softcap * kLog2e);
+  }
 
   forValidRows(b, loc, row0, bm, sq, [&](OpBuilder &b, Location loc, Value row,
                                          Value r) {
-    Value mOld = memref::LoadOp::create(b, loc, mBuf, r);
-    // Scores (log2 domain) and the new row max.
     auto scoreLoop = scf::ForOp::create(
-        b, loc, c0, cEnd, c1, ValueRange{mOld},
+        b, loc, c0, cEnd, c1, ValueRange{negInf},
         [&](OpBuilder &b, Location loc, Value c, ValueRange iter) {
           Value col = arith::AddIOp::create(b, loc, col0, c);
-          Value qk = buildDot(b, loc, q, k, bi, h, hk, row, col);
-          Value s;
-          if (softcap > 0) {
-            Value pre = f32Const(b, loc, scaleLog2 / (kLog2e * softcap));
-            Value t = math::TanhOp::create(b, loc,
-                                           arith::MulFOp::create(b, loc, qk, pre));
-            s = arith::MulFOp::create(b, loc, t, f32Const(b, loc, softcap * kLog2e));
-          } else {
-            s = arith::MulFOp::create(b, loc, qk, f32Const(b, loc, scaleLog2));
-          }
+          Value s = buildDot(b, loc, q, k, bi, h, hk, row, col);
+          if (pre)
+            s = math::TanhOp::create(b, loc,
+                                     arith::MulFOp::create(b, loc, s, pre));
           if (masked)
             if (Value vis = buildVisible(b, loc, row, col, offset, window[0],
                                          window[1]))
               s = arith::SelectOp::create(b, loc, vis, s, negInf);
           memref::StoreOp::create(b, loc, s, sRow, c);
           scf::YieldOp::create(b, loc, ValueRange{
-              arith::MaximumFOp::create(b, loc, iter[0], s)});
+              arith::MaxNumFOp::create(b, loc, iter[0], s)});
         });
-    Value mNew = scoreLoop.getResult(0);
-    // A row with no visible key so far keeps m = -inf; exponentiate against
-    // 0 then, so that exp2(-inf - -inf) never makes a NaN.
-    Value isNegInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
-                                           mNew, negInf);
-    Value mUse = arith::SelectOp::create(b, loc, isNegInf, zero, mNew);
-    Value alpha = math::Exp2Op::create(b, loc,
-                                       arith::SubFOp::create(b, loc, mOld, mUse));
+    Value mOld = memref::LoadOp::create(b, loc, mBuf, r);
+    OnlineSoftmaxStep step = buildOnlineSoftmaxStep(
+        b, loc, mOld, scoreLoop.getResult(0), sl2, threshold);
     auto sumLoop = scf::ForOp::create(
         b, loc, c0, cEnd, c1, ValueRange{zero},
         [&](OpBuilder &b, Location loc, Value c, ValueRange iter) {
           Value s = memref::LoadOp::create(b, loc, sRow, c);
-          Value p = math::Exp2Op::create(b, loc,
-                                         arith::SubFOp::create(b, loc, s, mUse));
+          Value p = buildSoftmaxProb(b, loc, s, sl2, step.negMu);
           memref::StoreOp::create(b, loc, p, sRow, c);
           scf::YieldOp::create(b, loc, ValueRange{
               arith::AddFOp::create(b, loc, iter[0], p)});
         });
     Value lOld = memref::LoadOp::create(b, loc, lBuf, r);
-    Value lNew = math::FmaOp::create(b, loc, lOld, alpha, sumLoop.getResult(0));
+    Value lNew =
+        buildRescaledSum(b, loc, lOld, step.alpha, sumLoop.getResult(0));
     memref::StoreOp::create(b, loc, lNew, lBuf, r);
-    memref::StoreOp::create(b, loc, mNew, mBuf, r);
+    memref::StoreOp::create(b, loc, step.mNew, mBuf, r);
     // acc[r, :] = acc[r, :] * alpha + P V
     scf::ForOp::create(
         b, loc, c0, indexConst(b, loc, dv), c1, ValueRange{},
         [&](OpBuilder &b, Location loc, Value d, ValueRange) {
           Value a = memref::LoadOp::create(b, loc, acc, ValueRange{r, d});
-          a = arith::MulFOp::create(b, loc, a, alpha);
+          a = arith::MulFOp::create(b, loc, a, step.alpha);
           auto pv = scf::ForOp::create(
               b, loc, c0, cEnd, c1, ValueRange{a},
               [&](OpBuilder &b, Location loc, Value c, ValueRange iter) {

@@ -15,8 +15,8 @@
 // attn.kv_range decides which kv-blocks a query block visits and which of
 // them need the mask; the CPU expansion and the Hopper kernel both expand it
 // with the same builder (buildKvRange). An attn.hopper_config on the op
-// (attn-hopper-config) sets the tile sizes and is carried on the
-// attn.kv_range to convert-attn-to-hopper.
+// (attn-hopper-config) sets the tile sizes and the steps' lazy-rescale
+// threshold, and is carried on the attn.kv_range to convert-attn-to-hopper.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,6 +28,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "llvm/Support/Format.h"
 
 #include <cmath>
 #include <limits>
@@ -83,7 +84,26 @@ static FailureOr<TileSizes> pickTiles(FlashAttentionOp op, int64_t optM,
   return TileSizes{config.getBlockM(), config.getBlockN()};
 }
 
-static LogicalResult tile(FlashAttentionOp op, int64_t optM, int64_t optN) {
+/// The tile steps' lazy-rescale threshold (0: exact): the configuration's
+/// when it rescales lazily (the kernel's rule, for the CPU expansion to
+/// check), else the option's. An option beside a configuration is refused.
+static FailureOr<double> pickRescaleThreshold(FlashAttentionOp op,
+                                              double opt) {
+  auto config =
+      op->getAttrOfType<HopperConfigAttr>(HopperConfigAttr::kAttrName);
+  if (!config)
+    return opt;
+  if (opt != 0)
+    return op.emitOpError("attn-tile: the rescaling of this op was chosen by "
+                          "attn-hopper-config; give rescale-threshold (and "
+                          "lazy-rescale) to that pass instead");
+  if (!config.getLazyRescale())
+    return 0.0;
+  return config.getRescaleThreshold().convertToDouble();
+}
+
+static LogicalResult tile(FlashAttentionOp op, int64_t optM, int64_t optN,
+                          double optThreshold) {
   Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
   Value o = op.getOut(), lse = op.getLse();
   auto qt = cast<MemRefType>(q.getType());
@@ -95,6 +115,9 @@ static LogicalResult tile(FlashAttentionOp op, int64_t optM, int64_t optN) {
   if (failed(picked))
     return failure();
   TileSizes ts = *picked;
+  FailureOr<double> threshold = pickRescaleThreshold(op, optThreshold);
+  if (failed(threshold))
+    return failure();
   double scale = op.getEffectiveScale();
   double softcap = op.getSoftcap().convertToDouble();
 
@@ -145,6 +168,9 @@ static LogicalResult tile(FlashAttentionOp op, int64_t optM, int64_t optN) {
     a.push_back(b.getNamedAttr("window", b.getDenseI64ArrayAttr({left, right})));
     if (masked)
       a.push_back(b.getNamedAttr("masked", b.getUnitAttr()));
+    if (*threshold > 0)
+      a.push_back(b.getNamedAttr("rescale_threshold",
+                                 b.getF64FloatAttr(*threshold)));
     return a;
   };
   scf::ForOp::create(
@@ -190,6 +216,17 @@ struct AttnTilePass : public fa3::attn::impl::AttnTileBase<AttnTilePass> {
             << value;
         return signalPassFailure();
       }
+    if (!(rescaleThreshold >= 0.0 &&
+          rescaleThreshold <= HopperConfigAttr::kMaxRescaleThreshold)) {
+      std::string msg;
+      llvm::raw_string_ostream(msg)
+          << llvm::format("attn-tile: rescale-threshold must be 0 (exact) to "
+                          "%g (log2 units), got %g",
+                          HopperConfigAttr::kMaxRescaleThreshold,
+                          rescaleThreshold.getValue());
+      mlir::emitError(getOperation()->getLoc(), msg);
+      return signalPassFailure();
+    }
     SmallVector<FlashAttentionOp> ops;
     bool bad = false;
     getOperation()->walk([&](FlashAttentionOp op) {
@@ -206,7 +243,7 @@ struct AttnTilePass : public fa3::attn::impl::AttnTileBase<AttnTilePass> {
     if (bad)
       return signalPassFailure();
     for (FlashAttentionOp op : ops)
-      if (failed(tile(op, blockM, blockN)))
+      if (failed(tile(op, blockM, blockN, rescaleThreshold)))
         return signalPassFailure();
   }
 };

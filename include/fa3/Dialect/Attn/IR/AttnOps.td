@@ -237,13 +237,23 @@ def Attn_TileUpdateOp : Attn_Op<"tile_update", [
                                        s = softcap_log2 * tanh(qk * scale / softcap))
       s    = -inf where masked        (only when `masked`: columns >= Skv and
                                        keys outside the causal/window band)
-      m'   = max(m, rowmax(s));  p = exp2(s - m')
-      l    = l * exp2(m - m') + rowsum(p)
-      acc  = acc * exp2(m - m') + p V
+      m'   = max(m, rowmax(s))        (exact)
+      m'   = rowmax(s) > m + tau ? rowmax(s) : m
+                                      (lazy: `rescale_threshold` tau > 0)
+      mu   = m' == -inf ? 0 : m'      (no NaN from -inf - -inf)
+      a    = exp2(m - mu), or 1 where lazy did not raise m
+      p    = exp2(s - mu)
+      l    = l * a + rowsum(p)
+      acc  = acc * a + p V
 
     The state (m, l, acc) lives in `state` buffers of shape [block_m],
     [block_m], [block_m, Dv] (f32). Without `masked`, the schedule guarantees
     that every key of the tile is visible to every row, so no mask is applied.
+    `rescale_threshold` (log2 units, 0 to 15; absent or 0: exact) is the
+    Hopper kernel's lazy rescaling: m only rises when a block's max exceeds
+    it by more than tau, so acc is rarely rescaled while p <= 2^tau; acc / l
+    is unchanged. attn-tile sets it from the attention's attn.hopper_config
+    or its own option, so that the CPU expansion runs the kernel's rule.
   }];
   let arguments = (ins
     AnyMemRef:$query, AnyMemRef:$key, AnyMemRef:$value,
@@ -252,7 +262,8 @@ def Attn_TileUpdateOp : Attn_Op<"tile_update", [
     I64Attr:$block_m, I64Attr:$block_n,
     F32Attr:$scale_log2, F32Attr:$softcap,
     DenseI64ArrayAttr:$window,
-    UnitAttr:$masked);
+    UnitAttr:$masked,
+    OptionalAttr<F64Attr>:$rescale_threshold);
   let assemblyFormat = [{
     $query `,` $key `,` $value `[` $batch `,` $qhead `,` $kvhead `]`
     `rows` $row0 `cols` $col0

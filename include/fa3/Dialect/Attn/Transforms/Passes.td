@@ -34,7 +34,10 @@ def AttnTile : Pass<"attn-tile"> {
     (chosen by `attn-hopper-config`, which this pass then copies onto the
     grid's `attn.kv_range` for `convert-attn-to-hopper`), else the options,
     else 128 x 128. The pass knows no target: sizes for a GPU come from its
-    configuration pass.
+    configuration pass. Likewise the tile steps' `rescale_threshold` (lazy
+    rescaling of the online softmax): the configuration's when it has
+    `lazy_rescale`, none when it has not, else the `rescale-threshold`
+    option (0: exact), so that the CPU expansion can run the kernel's rule.
   }];
   let options = [
     Option<"blockM", "block-m", "int64_t", /*default=*/"0",
@@ -43,6 +46,11 @@ def AttnTile : Pass<"attn-tile"> {
     Option<"blockN", "block-n", "int64_t", /*default=*/"0",
            "Rows of K/V per tile (0: the op's attn.hopper_config, else 128; "
            "refused beside a configuration)">,
+    Option<"rescaleThreshold", "rescale-threshold", "double",
+           /*default=*/"0.0",
+           "Lazy rescaling of the online softmax: raise a row's max only when "
+           "a block's exceeds it by more than this (log2 units, 0 to 15; 0: "
+           "exact; refused beside a configuration, which decides)">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::linalg::LinalgDialect",
