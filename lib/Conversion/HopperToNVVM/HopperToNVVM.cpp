@@ -6,6 +6,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Transforms/DialectConversion.h"
 
+#include <type_traits>
+
 namespace fa3 {
 #define GEN_PASS_DEF_CONVERTHOPPERTONVVM
 #include "fa3/Conversion/Passes.h.inc"
@@ -19,37 +21,24 @@ Value i32Const(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIntOp::create(b, loc, v, 32);
 }
 
-/// The hardware id of a named-barrier op's barrier: its kind's base plus the
-/// consumer index.
+/// A named barrier: its hardware id (the kind's base plus the consumer
+/// index) and thread count, then bar.sync or bar.arrive.
 template <typename Op>
-Value barrierId(OpBuilder &b, Op op, Value consumer) {
-  Location loc = op.getLoc();
-  Value base = i32Const(b, loc, namedBarrierBase(op.getKind(), op.getConsumers()));
-  return arith::AddIOp::create(b, loc, consumer, base);
-}
-
-struct NamedBarrierSyncLowering : OpConversionPattern<NamedBarrierSyncOp> {
-  using OpConversionPattern::OpConversionPattern;
+struct NamedBarrierLowering : OpConversionPattern<Op> {
+  using OpConversionPattern<Op>::OpConversionPattern;
   LogicalResult
-  matchAndRewrite(NamedBarrierSyncOp op, OpAdaptor adaptor,
+  matchAndRewrite(Op op, typename Op::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    Value id = barrierId(rewriter, op, adaptor.getConsumer());
-    Value n = i32Const(rewriter, op.getLoc(), op.getThreads());
-    NVVM::BarrierOp::create(rewriter, op.getLoc(), Type(), id, n,
-                            NVVM::BarrierReductionAttr(), Value());
-    rewriter.eraseOp(op);
-    return success();
-  }
-};
-
-struct NamedBarrierArriveLowering : OpConversionPattern<NamedBarrierArriveOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(NamedBarrierArriveOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    Value id = barrierId(rewriter, op, adaptor.getConsumer());
-    Value n = i32Const(rewriter, op.getLoc(), op.getThreads());
-    NVVM::BarrierArriveOp::create(rewriter, op.getLoc(), id, n);
+    Location loc = op.getLoc();
+    Value base = i32Const(rewriter, loc,
+                          namedBarrierBase(op.getKind(), op.getConsumers()));
+    Value id = arith::AddIOp::create(rewriter, loc, adaptor.getConsumer(), base);
+    Value n = i32Const(rewriter, loc, op.getThreads());
+    if constexpr (std::is_same_v<Op, NamedBarrierSyncOp>)
+      NVVM::BarrierOp::create(rewriter, loc, Type(), id, n,
+                              NVVM::BarrierReductionAttr(), Value());
+    else
+      NVVM::BarrierArriveOp::create(rewriter, loc, id, n);
     rewriter.eraseOp(op);
     return success();
   }
@@ -135,8 +124,10 @@ struct ConvertHopperToNVVMPass
     target.addIllegalDialect<HopperDialect>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(ctx);
-    patterns.add<WarpSpecializeLowering, NamedBarrierSyncLowering,
-                 NamedBarrierArriveLowering, WarpgroupAnyLowering>(ctx);
+    patterns.add<WarpSpecializeLowering,
+                 NamedBarrierLowering<NamedBarrierSyncOp>,
+                 NamedBarrierLowering<NamedBarrierArriveOp>,
+                 WarpgroupAnyLowering>(ctx);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       signalPassFailure();

@@ -20,7 +20,7 @@ func.func @barriers(%c: i32, %p: i1) -> i1 {
 // CHECK-LABEL: func.func @roles
 // CHECK: hopper.warp_specialize producer regs 24 {
 // CHECK-NEXT: nvvm.setmaxregister
-// CHECK-NOT: hopper.yield
+// CHECK-NOT: gpu.yield
 // CHECK: } consumers(%[[C:.*]] of 2) regs 240 {
 // CHECK-NEXT: hopper.named_barrier.sync epilogue[%[[C]]] of 2 threads 128
 // CHECK-NEXT: }
@@ -55,9 +55,14 @@ func.func @odd_budget() {
 
 // -----
 
-func.func @yield_outside() {
-  // expected-error @below {{'hopper.yield' op expects parent op 'hopper.warp_specialize'}}
-  hopper.yield
+func.func @two_results() {
+  // expected-error @below {{the consumer region takes one i32 argument, its consumer index}}
+  "hopper.warp_specialize"() <{consumer_regs = 240 : i64, consumers = 2 : i64, producer_regs = 24 : i64}> ({
+    gpu.yield
+  }, {
+  ^bb0(%c: i64):
+    gpu.yield
+  }) : () -> ()
   return
 }
 

@@ -29,6 +29,7 @@ def Hopper_Dialect : Dialect {
     warpgroup-wide vote on them.
   }];
   let useDefaultAttributePrinterParser = 1;
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
 
 class Hopper_Op<string mnemonic, list<Trait> traits = []>
@@ -109,8 +110,13 @@ def Hopper_WarpgroupAnyOp : Hopper_Op<"warpgroup_any"> {
 // Warp specialization
 //===----------------------------------------------------------------------===//
 
+// The regions end in gpu.yield, not an op of ours: libMLIR's verifier asks
+// the terminator for its IsTerminator trait, and a trait's TypeID is keyed
+// by the compiler's spelling of the type name, so an op compiled by GCC
+// would not answer a libMLIR built by clang (docs/design.md, Reliability).
 def Hopper_WarpSpecializeOp : Hopper_Op<"warp_specialize", [
-    SingleBlockImplicitTerminator<"YieldOp">, RecursiveMemoryEffects]> {
+    SingleBlockImplicitTerminator<"::mlir::gpu::YieldOp">,
+    RecursiveMemoryEffects]> {
   let summary = "producer and consumer warpgroups with their register budgets";
   let description = [{
     Splits the CTA (128 x (1 + consumers) threads) by warpgroup: warpgroup 0
@@ -120,7 +126,8 @@ def Hopper_WarpSpecializeOp : Hopper_Op<"warp_specialize", [
     the producer gives them up (`producer_regs` a thread), the consumers
     take them (`consumer_regs`), so that the CTA's 64K registers hold
     128 x (producer_regs + consumers x consumer_regs). Values defined
-    before the op are visible in both regions; the regions yield nothing.
+    before the op are visible in both regions; the regions yield nothing
+    (their implicit terminator is `gpu.yield`).
 
     ```mlir
     hopper.warp_specialize producer regs 24 {
@@ -137,12 +144,6 @@ def Hopper_WarpSpecializeOp : Hopper_Op<"warp_specialize", [
   let regions = (region SizedRegion<1>:$producer, SizedRegion<1>:$consumer);
   let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
-}
-
-def Hopper_YieldOp : Hopper_Op<"yield", [
-    Pure, Terminator, HasParent<"WarpSpecializeOp">]> {
-  let summary = "ends a region of hopper.warp_specialize";
-  let assemblyFormat = "attr-dict";
 }
 
 #endif // FA3_HOPPER_OPS
