@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Forward attention benchmark on the FA3-paper grid (run on an H100/H200).
 
-batch * seqlen = 16384, hidden 2048 (heads = 2048 / hdim), bf16 (or --dtype
-f16), seqlen 512..16k, hdim 64/128/256 (those with a compiled kernel of that
-dtype), causal and not. Ours
+batch * seqlen = 16384, hidden 2048 (heads = 2048 // hdim: 10 at hdim 192),
+bf16 (or --dtype f16), seqlen 512..16k, hdim 64/128/192/256 (those with a
+compiled kernel of that dtype), causal and not. Ours
 (fa3.torch_api.flash_attn_func) beside PyTorch SDPA with the cuDNN backend and
 the FlashAttention-2 backend, in the same process on the same inputs (SDPA gets
 BHSD views of the same BSHD tensors). Time: triton.testing.do_bench median (ms);

@@ -31,9 +31,10 @@
 /* Tile-counter pairs (2 x u32, zero between launches: the kernel's last CTA
  * zeroes them) per kernel object. Launches on one stream share a pair; a
  * launch on another stream takes the next of NSLOTS, waiting (host side) for
- * the launch that last used it. A launch captured in a CUDA graph keeps a
- * pair of its own, one of NCAPTURED, for the kernel object's lifetime, as
- * graphs may replay on any stream. */
+ * the launch that last used it. A captured launch of a kernel with the
+ * dynamic scheduler keeps a pair of its own, one of NCAPTURED, for the
+ * kernel object's lifetime, as different graphs may replay on any stream
+ * (two instances of one graph share it: replay them in one stream order). */
 #define NSLOTS 16
 #define NCAPTURED 1024
 #define TMA_BOX_D 64 /* elements of D per TMA box: 128 bytes, the swizzle span */
@@ -984,10 +985,10 @@ fa3rt_status fa3rt_fwd(fa3rt_kernel *k, const fa3rt_fwd_args *a, void *stream) {
 #define FA3RT_KERNEL_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning) c_type name;
 #include "fa3rt_abi.def"
   /* The tensor maps travel in the launch's parameters (by value). */
-  if ((st = encode_map(&tmQ, f, &a->q, eff[0], f->block_m, "q", where)) ||
-      (st = encode_map(&tmK, f, &a->k, eff[1], f->block_n, "k", where)) ||
-      (st = encode_map(&tmV, f, &a->v, eff[2], f->block_n, "v", where)) ||
-      (st = encode_map(&tmO, f, &a->o, eff[3], O_BOX_ROWS, "o", where)))
+  if ((st = encode_map(&mapQ, f, &a->q, eff[0], f->block_m, "q", where)) ||
+      (st = encode_map(&mapK, f, &a->k, eff[1], f->block_n, "k", where)) ||
+      (st = encode_map(&mapV, f, &a->v, eff[2], f->block_n, "v", where)) ||
+      (st = encode_map(&mapO, f, &a->o, eff[3], O_BOX_ROWS, "o", where)))
     return st;
   O = (CUdeviceptr)a->o.ptr;
   LSE = (CUdeviceptr)a->lse;
@@ -1012,22 +1013,33 @@ fa3rt_status fa3rt_fwd(fa3rt_kernel *k, const fa3rt_fwd_args *a, void *stream) {
   cuLaunchKernel(k->fn, L.grid[0], L.grid[1], L.grid[2], L.block[0], L.block[1], L.block[2], \
                  L.dynamic_smem, cs, params, NULL)
 
-  /* The caller's counters, or a captured launch's own: no bookkeeping. */
+  /* The caller's counters, or a captured launch's own: no bookkeeping. Only
+     the dynamic scheduler (persistent, one CTA per cluster) reads them; the
+     other kernels get the first slot's, untouched. */
   if (a->tile_counter || capturing) {
+    const int dynamic = f->persistent && f->cluster_m == 1;
+    int taken = -1;
     if (a->tile_counter) {
       tileCounter = (CUdeviceptr)a->tile_counter;
+    } else if (!dynamic) {
+      tileCounter = k->counters_dev;
     } else {
       pthread_mutex_lock(&k->mu);
-      int i = k->captured < NCAPTURED ? k->captured++ : -1;
+      taken = k->captured < NCAPTURED ? k->captured++ : -1;
       pthread_mutex_unlock(&k->mu);
-      if (i < 0)
+      if (taken < 0)
         return fail(FA3RT_ERR_INVALID_ARGUMENT,
                     "fa3rt_fwd (%s): this kernel object has been captured in %d CUDA-graph "
                     "launches, each keeping tile counters of its own; pass args.tile_counter "
                     "(8 zeroed bytes) to capture more", where, NCAPTURED);
-      tileCounter = k->counters_dev + (NSLOTS + (size_t)i) * 2 * sizeof(uint32_t);
+      tileCounter = k->counters_dev + (NSLOTS + (size_t)taken) * 2 * sizeof(uint32_t);
     }
     CUresult r = LAUNCH();
+    if (r != CUDA_SUCCESS && taken >= 0) {
+      pthread_mutex_lock(&k->mu); /* give the pair back if it was the last taken */
+      if (k->captured == taken + 1) k->captured = taken;
+      pthread_mutex_unlock(&k->mu);
+    }
     return r == CUDA_SUCCESS ? FA3RT_OK : cuda_fail("cuLaunchKernel", r, where);
   }
 

@@ -31,7 +31,7 @@ import sys
 from pathlib import Path
 
 # Instructions spanned per HGMMA in the loop's batch: 2.2-3.5 when the
-# descriptors stay in uniform registers (head dim 64/128/256), 6-7 with an
+# descriptors stay in uniform registers (head dim 64/128/192/256), 6-7 with an
 # R2UR pair and the descriptor arithmetic before each HGMMA.
 MAX_SPAN_PER_HGMMA = 4.5
 # HGMMAs further apart than this (in instructions) belong to different batches.

@@ -151,11 +151,15 @@ def _load(kf: _facts.KernelFacts, device_index: int, device=None):
     a load (None: it is current)."""
     from . import runtime
     st = os.stat(kf.cubin_path)
-    key = (device_index, kf.cubin_path, kf.facts_path, st.st_mtime_ns, st.st_size)
+    # the library too: runtime.loading_with may bind a kernel to another one
+    key = (device_index, kf.cubin_path, kf.facts_path, st.st_mtime_ns, st.st_size,
+           id(runtime.lib()))
     k = _kernel_cache.get(key)
     if k is None:
         import torch
-        if torch.cuda.is_current_stream_capturing():
+        with (device(device_index) if device else contextlib.nullcontext()):
+            capturing = torch.cuda.is_current_stream_capturing()
+        if capturing:
             # loading allocates device memory, which CUDA forbids in a capture
             raise RuntimeError(
                 f"fa3: kernel {kf.describe()} is not loaded yet and a CUDA graph is being "

@@ -37,7 +37,7 @@ window_left -1
 window_right 0
 softcap 0
 scale 0.088388347648318447
-params tmQ tmK tmV tmO O LSE tileCounter B Sq Skv Hq Hkv oStrideB oStrideS oStrideH scaleLog2
+params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv oStrideB oStrideS oStrideH scaleLog2
 cubin fa3_fwd_d128_bf16_causal_kernel.cubin
 """
 
@@ -58,7 +58,7 @@ VALUES = [
     "\u0661\u0662\u0668".encode().decode("latin-1"),  # Arabic-Indic 128 (Python int() takes it)
     "bf16", "f16", "f32", "BF16", "tiles", "persistent", "Tiles",
     "k", "_k", "9k", "k-1", "k.v", "K" * 255, "K" * 256, "k$", "x.cubin", "/etc/passwd", "..",
-    ".", "...", "a/b", "a b", "-x", "~", "tmQ tmK tmV tmO O LSE tileCounter B Sq Skv Hq Hkv",
+    ".", "...", "a/b", "a b", "-x", "~", "mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv",
 ]
 BYTES = [b"\0", b"\t", b"\r", b"\n", b"\x0b", b"\x0c", b"\x1c", b"\x7f", b"\x80", b"\xa0",
          b"\xc3\xa9", b"\xff", b" ", b"#", b"-", b"+", b".", b"e", b"0", b"9", b"x", b"_", b"/"]
@@ -148,11 +148,11 @@ def crafted():
     pad = F.MAX_BYTES - len(BASE)
     yield BASE + (b"#" + b" " * 99 + b"\n") * (pad // 101) + b"#" * (pad % 101)  # 65536 bytes
     yield BASE + (b"#" + b" " * 99 + b"\n") * (pad // 101) + b"#" * (pad % 101 + 1)
-    yield with_line("params", "params  tmQ\ttmK tmV tmO O LSE tileCounter B Sq Skv Hq Hkv "
+    yield with_line("params", "params  mapQ\ttmK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv "
                     "oStrideB oStrideS oStrideH   scaleLog2")
-    yield with_line("params", "params tmQ tmK tmV tmO O LSE tileCounter B Sq Skv Hq Hkv "
+    yield with_line("params", "params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv "
                     "oStrideB oStrideS oStrideH scaleLog2 extra")
-    yield with_line("params", "params tmQ tmK tmV tmO O LSE tileCounter B Sq Skv Hq Hkv "
+    yield with_line("params", "params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv "
                     "oStrideB oStrideS oStrideH scaleLog2\x0b")
     yield with_line("causal", "causal 0")                   # window_right 0 without causal
     yield with_line("window_right", "window_right 5")       # causal needs 0

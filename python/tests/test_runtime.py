@@ -34,7 +34,7 @@ window_left -1
 window_right 0
 softcap 0
 scale 0.08838834764831845
-params tmQ tmK tmV tmO O LSE tileCounter B Sq Skv Hq Hkv oStrideB oStrideS oStrideH scaleLog2
+params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv oStrideB oStrideS oStrideH scaleLog2
 grid tiles
 """
 

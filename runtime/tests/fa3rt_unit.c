@@ -56,7 +56,7 @@ static const char *kFacts =
     "softcap 0\n"
     "scale 0.08838834764831845\n"
     "some_future_key whatever it says\n"
-    "params tmQ tmK tmV tmO O LSE tileCounter B Sq Skv Hq Hkv   oStrideB oStrideS oStrideH scaleLog2\n"
+    "params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv   oStrideB oStrideS oStrideH scaleLog2\n"
     "grid tiles\n";
 
 /* facts text with one line replaced (key == NULL: line dropped) */
@@ -104,7 +104,7 @@ static void test_facts(void) {
   t = facts_with("head_dim", "head_dim 100"); /* not a multiple of 8 */
   EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS,
                 "head_dim: 100 is out of range (8 to 256, a multiple of 8)"));
-  t = facts_with("params", "params tmQ tmK tmV O LSE B Sq Skv Hq Hkv scale");
+  t = facts_with("params", "params mapQ mapK mapV O LSE B Sq Skv Hq Hkv scale");
   EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS, "is not the ABI"));
   t = facts_with("window_right", "window_right 5");
   EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS, "causal 1 needs window_right 0"));

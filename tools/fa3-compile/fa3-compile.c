@@ -517,6 +517,7 @@ int main(int argc, char **argv) {
     if (!mlirModuleIsNull(module))
       mlirModuleDestroy(module);
   } else {
+    /* fa3::hopper::kHeadDims (include/fa3/Conversion/HopperSupport.h, C++) */
     const int64_t dims[] = {64, 128, 192, 256};
     const char *types[] = {"bf16", "f16"};
     int n = all ? 4 * (int)(sizeof dims / sizeof dims[0]) : 1;

@@ -166,7 +166,8 @@ void chooseConfig(KernelConfig &cfg, bool fullMask,
   // cluster's CTAs start and end together)
   // (bench/NOTES.md, Defaults: kv-multicast). "on" applies where it can,
   // so that one setting serves a whole variant set: checkSupported refuses
-  // it with a causal or window mask and at head dim 64; the facts'
+  // it with a causal or window mask and where the 64-column boxes do not
+  // split evenly between the two CTAs (head dim 64 and 192); the facts'
   // cluster_m says where it did.
   cfg.clusterM = decide(o.kvMulticast, cfg.persistent) ? 2 : 1;
   if (cfg.clusterM == 2 && !checkSupported(cfg).empty())

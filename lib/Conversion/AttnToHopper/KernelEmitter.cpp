@@ -934,7 +934,7 @@ void Emitter::storeOViaTma(const std::string &acc, const Strs &inv,
   for (int64_t ch = 0; ch < nchunk; ++ch) {
     std::string src = smemPtr(
         c.smem, bin("addi", wgOff, i32(lay.oOff + ch * cfg.blockM * kSwizzleBytes)));
-    e("nvvm.cp.async.bulk.tensor.global.shared.cta %tmO, " + src + ", box[" +
+    e("nvvm.cp.async.bulk.tensor.global.shared.cta %mapO, " + src + ", box[" +
       i32(ch * kChunk) + ", " + c.head + ", " + orow + ", " + c.bidx +
       "] : !llvm.ptr, !llvm.ptr<3>");
   }
@@ -1008,7 +1008,7 @@ std::string Emitter::body() {
       i32(kvEmptyCount()) + " : !llvm.ptr<3>, i32");
   }
   e("nvvm.fence.mbarrier.init");
-  for (const char *tm : {"%tmQ", "%tmK", "%tmV", "%tmO"})
+  for (const char *tm : {"%mapQ", "%mapK", "%mapV", "%mapO"})
     e(std::string("nvvm.prefetch tensormap, ") + tm + " : !llvm.ptr");
   --ind;
   e("}");
@@ -1059,7 +1059,7 @@ std::string Emitter::body() {
               smemPtr(smem, bin("addi", q.offBytes,
                                 i32(lay.qOff + c * cfg.blockM * kSwizzleBytes))) +
               " : !llvm.ptr<3> to !llvm.ptr<7>");
-      e("nvvm.cp.async.bulk.tensor.shared.cluster.global " + dst + ", %tmQ, " +
+      e("nvvm.cp.async.bulk.tensor.shared.cluster.global " + dst + ", %mapQ, " +
         q.full + ", box[" + i32(c * kChunk) + ", " + tl.head + ", " + tl.m0 +
         ", " + tl.bidx + "] : !llvm.ptr<7>, !llvm.ptr");
     }
@@ -1082,8 +1082,8 @@ std::string Emitter::body() {
         std::string empty, full;
         int64_t tileOff;
         const char *tm;
-      } loads[2] = {{sl.kempty, sl.kfull, lay.kOff, "%tmK"},
-                    {sl.vempty, sl.vfull, lay.vOff, "%tmV"}};
+      } loads[2] = {{sl.kempty, sl.kfull, lay.kOff, "%mapK"},
+                    {sl.vempty, sl.vfull, lay.vOff, "%mapV"}};
       // One 64-column box of K or V into the ring (and, with multicast,
       // into the peer CTA's ring at the same offset).
       // `col` emits the box's first column after the destination address.

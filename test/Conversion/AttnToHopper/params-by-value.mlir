@@ -12,12 +12,12 @@
 // CHECK-LABEL: llvm.func @helper(
 // CHECK-SAME: %arg0: !llvm.ptr)
 gpu.module @m {
-  llvm.func @k(%tmQ: !llvm.ptr, %tmK: !llvm.ptr, %tmV: !llvm.ptr, %tmO: !llvm.ptr,
+  llvm.func @k(%mapQ: !llvm.ptr, %mapK: !llvm.ptr, %mapV: !llvm.ptr, %mapO: !llvm.ptr,
                %o: !llvm.ptr<1>, %lse: !llvm.ptr<1>, %cnt: !llvm.ptr<1>,
                %b: i32, %sq: i32, %skv: i32, %hq: i32, %hkv: i32,
                %sb: i64, %ss: i64, %sh: i64, %scale: f32)
-      attributes {nvvm.kernel, attn.launch = {params = ["tmQ", "tmK", "tmV", "tmO", "O", "LSE", "tileCounter", "B", "Sq", "Skv", "Hq", "Hkv", "oStrideB", "oStrideS", "oStrideH", "scaleLog2"]}} {
-    nvvm.prefetch tensormap, %tmQ : !llvm.ptr
+      attributes {nvvm.kernel, attn.launch = {params = ["mapQ", "mapK", "mapV", "mapO", "O", "LSE", "tileCounter", "B", "Sq", "Skv", "Hq", "Hkv", "oStrideB", "oStrideS", "oStrideH", "scaleLog2"]}} {
+    nvvm.prefetch tensormap, %mapQ : !llvm.ptr
     llvm.return
   }
   llvm.func @helper(%p: !llvm.ptr) {
@@ -29,7 +29,7 @@ gpu.module @m {
 
 gpu.module @m {
   // expected-error @below {{attn.launch on a function that is not an NVVM kernel: run this pass after gpu-to-nvvm}}
-  llvm.func @not_kernel(%p: !llvm.ptr) attributes {attn.launch = {params = ["tmQ"]}} {
+  llvm.func @not_kernel(%p: !llvm.ptr) attributes {attn.launch = {params = ["mapQ"]}} {
     llvm.return
   }
 }
@@ -37,8 +37,8 @@ gpu.module @m {
 // -----
 
 gpu.module @m {
-  // expected-error @below {{kernel parameters are not the ABI's (runtime/include/fa3rt_abi.def): 1 arguments, attn.launch params ["tmQ"]}}
-  llvm.func @short(%p: !llvm.ptr) attributes {nvvm.kernel, attn.launch = {params = ["tmQ"]}} {
+  // expected-error @below {{kernel parameters are not the ABI's (runtime/include/fa3rt_abi.def): 1 arguments, attn.launch params ["mapQ"]}}
+  llvm.func @short(%p: !llvm.ptr) attributes {nvvm.kernel, attn.launch = {params = ["mapQ"]}} {
     llvm.return
   }
 }
@@ -46,12 +46,12 @@ gpu.module @m {
 // -----
 
 gpu.module @m {
-  // expected-error @below {{parameter tmK is passed by value and read through a generic !llvm.ptr, but its argument is '!llvm.ptr<1>'}}
-  llvm.func @k(%tmQ: !llvm.ptr, %tmK: !llvm.ptr<1>, %tmV: !llvm.ptr, %tmO: !llvm.ptr,
+  // expected-error @below {{parameter mapK is passed by value and read through a generic !llvm.ptr, but its argument is '!llvm.ptr<1>'}}
+  llvm.func @k(%mapQ: !llvm.ptr, %mapK: !llvm.ptr<1>, %mapV: !llvm.ptr, %mapO: !llvm.ptr,
                %o: !llvm.ptr<1>, %lse: !llvm.ptr<1>, %cnt: !llvm.ptr<1>,
                %b: i32, %sq: i32, %skv: i32, %hq: i32, %hkv: i32,
                %sb: i64, %ss: i64, %sh: i64, %scale: f32)
-      attributes {nvvm.kernel, attn.launch = {params = ["tmQ", "tmK", "tmV", "tmO", "O", "LSE", "tileCounter", "B", "Sq", "Skv", "Hq", "Hkv", "oStrideB", "oStrideS", "oStrideH", "scaleLog2"]}} {
+      attributes {nvvm.kernel, attn.launch = {params = ["mapQ", "mapK", "mapV", "mapO", "O", "LSE", "tileCounter", "B", "Sq", "Skv", "Hq", "Hkv", "oStrideB", "oStrideS", "oStrideH", "scaleLog2"]}} {
     llvm.return
   }
 }

@@ -55,7 +55,7 @@ func.func @odd_budget() {
 
 // -----
 
-func.func @two_results() {
+func.func @consumer_index_i64() {
   // expected-error @below {{the consumer region takes one i32 argument, its consumer index}}
   "hopper.warp_specialize"() <{consumer_regs = 240 : i64, consumers = 2 : i64, producer_regs = 24 : i64}> ({
     gpu.yield
@@ -104,6 +104,15 @@ func.func @too_many_threads(%c: i32) {
 func.func @four_consumers(%c: i32, %p: i1) -> i1 {
   // expected-error @below {{attribute 'consumers' failed to satisfy constraint: 64-bit signless integer attribute whose minimum value is 1 whose maximum value is 3}}
   %any = hopper.warpgroup_any %p in consumer[%c] of 4
+  return %any : i1
+}
+
+// -----
+
+func.func @vote_of_no_such_consumer(%p: i1) -> i1 {
+  %c5 = arith.constant 5 : i32
+  // expected-error @below {{consumer 5 is not one of the 2 consumer warpgroups}}
+  %any = hopper.warpgroup_any %p in consumer[%c5] of 2
   return %any : i1
 }
 

@@ -40,9 +40,20 @@ int64_t fa3::hopper::namedBarrierBase(BarrierKind kind, int64_t consumers) {
 }
 
 namespace {
+/// A constant consumer index must name one of the consumer warpgroups (its
+/// barrier id would be another's, or past the 16 the hardware has).
+LogicalResult verifyConsumer(Operation *op, Value consumer, int64_t consumers) {
+  APInt c;
+  if (matchPattern(consumer, m_ConstantInt(&c)) &&
+      (c.isNegative() || c.getSExtValue() >= consumers))
+    return op->emitOpError("consumer ")
+           << c.getSExtValue() << " is not one of the " << consumers
+           << " consumer warpgroups";
+  return success();
+}
+
 /// Checks what the named-barrier ops share: the turns are between two
-/// consumers, a constant consumer index is one of them, and bar.sync counts
-/// whole warps.
+/// consumers, bar.sync counts whole warps, and the consumer exists.
 template <typename Op>
 LogicalResult verifyNamedBarrier(Op op) {
   int64_t consumers = op.getConsumers();
@@ -53,18 +64,15 @@ LogicalResult verifyNamedBarrier(Op op) {
   if (op.getThreads() % 32 != 0)
     return op.emitOpError("threads must be a multiple of 32 (whole warps), got ")
            << op.getThreads();
-  APInt c;
-  if (matchPattern(op.getConsumer(), m_ConstantInt(&c)) &&
-      (c.isNegative() || c.getSExtValue() >= consumers))
-    return op.emitOpError("consumer ")
-           << c.getSExtValue() << " is not one of the " << consumers
-           << " consumer warpgroups";
-  return success();
+  return verifyConsumer(op, op.getConsumer(), consumers);
 }
 } // namespace
 
 LogicalResult NamedBarrierSyncOp::verify() { return verifyNamedBarrier(*this); }
 LogicalResult NamedBarrierArriveOp::verify() { return verifyNamedBarrier(*this); }
+LogicalResult WarpgroupAnyOp::verify() {
+  return verifyConsumer(*this, getConsumer(), getConsumers());
+}
 
 //===----------------------------------------------------------------------===//
 // WarpSpecializeOp

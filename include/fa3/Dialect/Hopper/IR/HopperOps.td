@@ -104,6 +104,7 @@ def Hopper_WarpgroupAnyOp : Hopper_Op<"warpgroup_any"> {
   let assemblyFormat = [{
     $pred `in` `consumer` `[` $consumer `]` `of` $consumers attr-dict
   }];
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
