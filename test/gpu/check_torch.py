@@ -20,8 +20,10 @@
    the fp32 reference after each replay, with eager calls on other tensors
    in between, two graphs replayed alternately, a replay on a second stream,
    and 20 back-to-back replays; torch.compile(mode="reduce-overhead") (CUDA
-   graph trees) likewise; a variant first called inside a capture is refused
-   with a message.
+   graph trees) likewise; the C runtime's own tile counters in a capture
+   (a persistent kernel launched without args.tile_counter: replays right,
+   the 1025th captured launch of one kernel object refused with a message);
+   a variant first called inside a capture is refused with a message.
 3. Per-call overhead, B=1 S=128 H=1 D=128 bf16: median wall time of a call
    (time.perf_counter around N calls, then synchronize) for eager
    flash_attn_func, the compiled function calling it, and
@@ -315,6 +317,54 @@ def check_cuda_graphs(kdir, results):
     except Exception as e:  # noqa: BLE001
         traceback.print_exc()
         record("torch.compile(mode='reduce-overhead')", False, f"{type(e).__name__}: {e}")
+    try:
+        # The C runtime's own counters in a capture (no args.tile_counter), on
+        # a fresh kernel object of a persistent kernel (the dynamic
+        # scheduler): replays on fresh inputs are right; after 1024 captured
+        # launches the object refuses with what to do.
+        from fa3 import runtime
+        kf = torch_api.select_kernel("bf16", 128, 128, True, kernel_dir=kdir)
+        kobj = runtime.Kernel(kf.cubin_path, kf.facts_path)
+        assert kobj.facts.persistent and kobj.facts.cluster_m == 1, "not the dynamic scheduler"
+        B, S, H, D = 2, 900, 4, 128
+        q, k, v = (fresh((B, S, H, D), torch.bfloat16) for _ in range(3))
+        o = torch.empty_like(q)
+        lse = torch.empty((B, H, S), device="cuda")
+        args = runtime.fwd_args(*[runtime.tensor(t.data_ptr(), *torch_api._bhsd(t), name=n)
+                                  for n, t in zip("qkvo", (q, k, v, o))],
+                                lse.data_ptr(), None, "bf16")
+
+        def launch():
+            kobj.fwd(args, torch.cuda.current_stream().cuda_stream)
+        launch()
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            launch()
+        errs = []
+        for _ in range(3):
+            for t in (q, k, v):
+                t.copy_(fresh(t.shape, torch.bfloat16))
+            o.fill_(float("nan"))
+            g.replay()
+            errs.append(errors(q, k, v, o, lse, True))
+        record("runtime's own counters in a capture: 3 replays", all(map(within, errs)),
+               " ".join(f"o {e[0]:.1e}" for e in errs))
+        msg, n = "", 1
+        while n < 1100 and not msg:
+            gi = torch.cuda.CUDAGraph()
+            try:
+                with torch.cuda.graph(gi):
+                    launch()
+                n += 1
+            except Exception as e:  # noqa: BLE001
+                msg = str(e)
+        record("captured launches beyond 1024 refused", n == 1024 and "pass args.tile_counter"
+               in msg, f"after {n}: {msg[:160]}")
+        kobj.close()
+    except Exception as e:  # noqa: BLE001
+        traceback.print_exc()
+        record("runtime's own counters in a capture", False, f"{type(e).__name__}: {e}")
     try:
         # a variant first used inside a capture: refused, with what to do (the
         # checks above load no bf16 head-dim-256 full-mask kernel)
