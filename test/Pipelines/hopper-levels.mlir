@@ -1,0 +1,29 @@
+// attn-hopper-pipeline is a pipeline of our passes, in the order of the IR
+// levels (docs/design.md), each level visible with --mlir-print-ir-after-all:
+// the op with its configuration, the tile level, the hopper ops, NVVM, and
+// the tensor maps by value.
+// RUN: fa3-opt %s --attn-hopper-pipeline=format=none --mlir-print-ir-after-all -o /dev/null 2>&1 | FileCheck %s
+
+// CHECK: IR Dump After OneShotBufferizePass
+// CHECK: IR Dump After AttnHopperConfig (attn-hopper-config)
+// CHECK: attn.flash_attention {{.*}}hopper_config = #attn.hopper_config<
+// CHECK: IR Dump After AttnTile (attn-tile)
+// CHECK: attn.kv_range
+// CHECK: attn.tile_update
+// CHECK: attn.tile_finalize
+// CHECK: IR Dump After ConvertAttnToHopper (convert-attn-to-hopper)
+// CHECK: hopper.warp_specialize producer regs 24 {
+// CHECK: } consumers(%{{.*}} of 2) regs 240 {
+// CHECK: hopper.named_barrier.sync turn[
+// CHECK: IR Dump After ConvertHopperToNVVM (convert-hopper-to-nvvm)
+// CHECK-NOT: hopper.
+// CHECK: nvvm.setmaxregister decrease 24
+// CHECK: IR Dump After ConvertGpuOpsToNVVMOps (convert-gpu-to-nvvm)
+// CHECK: IR Dump After AttnKernelParamsByValue (attn-kernel-params-by-value)
+// CHECK: llvm.func @attention_kernel(%arg0: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant}
+func.func @attention(%q: memref<2x8x?x128xbf16>, %k: memref<2x2x?x128xbf16>,
+                     %v: memref<2x2x?x128xbf16>, %o: memref<2x8x?x128xbf16>) {
+  attn.flash_attention ins(%q, %k, %v : memref<2x8x?x128xbf16>, memref<2x2x?x128xbf16>, memref<2x2x?x128xbf16>)
+    outs(%o : memref<2x8x?x128xbf16>) causal
+  return
+}
