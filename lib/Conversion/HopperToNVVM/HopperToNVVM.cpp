@@ -21,8 +21,16 @@ Value i32Const(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIntOp::create(b, loc, v, 32);
 }
 
-/// A named barrier: its hardware id (the kind's base plus the consumer
-/// index) and thread count, then bar.sync or bar.arrive.
+/// The hardware id of consumer `consumer`'s named barrier of `kind`: the
+/// kind's base (the dialect's assignment) plus the consumer index.
+Value namedBarrierId(OpBuilder &b, Location loc, BarrierKind kind,
+                     int64_t consumers, Value consumer) {
+  Value base = i32Const(b, loc, namedBarrierBase(kind, consumers));
+  return arith::AddIOp::create(b, loc, consumer, base);
+}
+
+/// A named barrier: its hardware id and thread count, then bar.sync or
+/// bar.arrive.
 template <typename Op>
 struct NamedBarrierLowering : OpConversionPattern<Op> {
   using OpConversionPattern<Op>::OpConversionPattern;
@@ -30,9 +38,8 @@ struct NamedBarrierLowering : OpConversionPattern<Op> {
   matchAndRewrite(Op op, typename Op::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    Value base = i32Const(rewriter, loc,
-                          namedBarrierBase(op.getKind(), op.getConsumers()));
-    Value id = arith::AddIOp::create(rewriter, loc, adaptor.getConsumer(), base);
+    Value id = namedBarrierId(rewriter, loc, op.getKind(), op.getConsumers(),
+                              adaptor.getConsumer());
     Value n = i32Const(rewriter, loc, op.getThreads());
     if constexpr (std::is_same_v<Op, NamedBarrierSyncOp>)
       NVVM::BarrierOp::create(rewriter, loc, Type(), id, n,
@@ -52,9 +59,8 @@ struct WarpgroupAnyLowering : OpConversionPattern<WarpgroupAnyOp> {
     Location loc = op.getLoc();
     Type i32 = rewriter.getI32Type();
     Value in = arith::ExtUIOp::create(rewriter, loc, i32, adaptor.getPred());
-    Value base = i32Const(rewriter, loc,
-                          namedBarrierBase(BarrierKind::vote, op.getConsumers()));
-    Value bar = arith::AddIOp::create(rewriter, loc, adaptor.getConsumer(), base);
+    Value bar = namedBarrierId(rewriter, loc, BarrierKind::vote,
+                               op.getConsumers(), adaptor.getConsumer());
     // bar.red.or over the warpgroup's 128 threads; NVVM has no op for the
     // predicate form of the reduction.
     auto asmOp = LLVM::InlineAsmOp::create(
