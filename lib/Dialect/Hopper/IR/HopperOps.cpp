@@ -16,7 +16,14 @@ using namespace fa3::hopper;
 #define GET_ATTRDEF_CLASSES
 #include "fa3/Dialect/Hopper/IR/HopperOpsAttrs.cpp.inc"
 
+#define GET_TYPEDEF_CLASSES
+#include "fa3/Dialect/Hopper/IR/HopperOpsTypes.cpp.inc"
+
 void HopperDialect::initialize() {
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "fa3/Dialect/Hopper/IR/HopperOpsTypes.cpp.inc"
+      >();
   addAttributes<
 #define GET_ATTRDEF_LIST
 #include "fa3/Dialect/Hopper/IR/HopperOpsAttrs.cpp.inc"

@@ -8,12 +8,17 @@
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
 
 #include "fa3/Dialect/Hopper/IR/HopperOpsDialect.h.inc"
 #include "fa3/Dialect/Hopper/IR/HopperOpsEnums.h.inc"
 
 #define GET_ATTRDEF_CLASSES
 #include "fa3/Dialect/Hopper/IR/HopperOpsAttrs.h.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "fa3/Dialect/Hopper/IR/HopperOpsTypes.h.inc"
 
 #define GET_OP_CLASSES
 #include "fa3/Dialect/Hopper/IR/HopperOps.h.inc"

@@ -16,6 +16,7 @@ include "mlir/IR/OpBase.td"
 include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/EnumAttr.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
 
 def Hopper_Dialect : Dialect {
   let name = "hopper";
@@ -26,9 +27,13 @@ def Hopper_Dialect : Dialect {
     numbers, inline PTX or convention: the split of the CTA into a producer
     warpgroup and consumer warpgroups with their register budgets, the
     CTA's named barriers (one enum, the ids assigned in one place) and the
-    warpgroup-wide vote on them.
+    warpgroup-wide vote on them; register fragments (`!hopper.frag`: a
+    warpgroup's tile in the wgmma accumulator layout, one SSA value until
+    the final conversion) and the math on them: warpgroup MMA, the online
+    softmax step, the row rescale.
   }];
   let useDefaultAttributePrinterParser = 1;
+  let useDefaultTypePrinterParser = 1;
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
 
@@ -146,5 +151,7 @@ def Hopper_WarpSpecializeOp : Hopper_Op<"warp_specialize", [
   let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
 }
+
+include "fa3/Dialect/Hopper/IR/HopperFragmentOps.td"
 
 #endif // FA3_HOPPER_OPS

@@ -1,0 +1,240 @@
+//===- HopperFragmentOps.td - register fragments and their math -*- tablegen -*-===//
+//
+// A consumer warpgroup's tiles live in registers, spread over its 128
+// threads in the layout of the wgmma accumulator. These ops keep such a
+// tile one SSA value of a fragment type; only convert-hopper-to-nvvm
+// unrolls it into one value per register.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA3_HOPPER_FRAGMENT_OPS
+#define FA3_HOPPER_FRAGMENT_OPS
+
+def Hopper_FragmentType : TypeDef<Hopper_Dialect, "Fragment"> {
+  let mnemonic = "frag";
+  let summary = "a warpgroup's 64-row tile in registers, wgmma accumulator layout";
+  let description = [{
+    `!hopper.frag<64xNxf32>`: a 64 x N tile held by the 128 threads of a
+    warpgroup in the wgmma m64nNk16 accumulator layout: thread t (warp w =
+    t / 32, lane l = t % 32) holds rows 16w + l/4 and 16w + l/4 + 8, columns
+    8k + 2(l % 4) + {0, 1} for k < N / 8, as registers 4k + 2i + e (i the
+    row, e the column). N / 2 f32 registers a thread.
+
+    `!hopper.frag<64xNxbf16>` (or f16): the same tile in 16-bit floats, two
+    to a 32-bit register ({e = 0, e = 1} of one row). This is also the
+    register A operand of a wgmma with K = N (a P V product takes the
+    softmax's P without moving it between threads).
+
+    `!hopper.frag<64xf32>`: one value per row of such a tile, held by the
+    four threads of the row's quad (two rows a thread). Row maxima are the
+    row's; row sums (`hopper.softmax_step`'s l) are the thread's partial
+    sums over its own columns until `hopper.finalize_rows` adds the quad's.
+  }];
+  let parameters = (ins ArrayRefParameter<"int64_t">:$shape,
+                        "::mlir::Type":$elementType);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Rows of the tile (64) and columns (N; 1 for a row vector).
+    int64_t getRows() const { return getShape()[0]; }
+    int64_t getColumns() const { return getShape().size() == 2 ? getShape()[1] : 1; }
+    bool isRowVector() const { return getShape().size() == 1; }
+    /// 32-bit registers a thread holds: N / 2 (f32), N / 4 (16-bit), 2 (rows).
+    int64_t getRegisters() const;
+  }];
+}
+
+def Hopper_Tile : Type<CPred<"::llvm::isa<::fa3::hopper::FragmentType>($_self) && "
+                             "!::llvm::cast<::fa3::hopper::FragmentType>($_self).isRowVector()">,
+                       "a 64xN register fragment", "::fa3::hopper::FragmentType">;
+def Hopper_Rows : Type<CPred<"::llvm::isa<::fa3::hopper::FragmentType>($_self) && "
+                             "::llvm::cast<::fa3::hopper::FragmentType>($_self).isRowVector()">,
+                       "a row vector fragment (64 x f32)", "::fa3::hopper::FragmentType">;
+
+//===----------------------------------------------------------------------===//
+// Warpgroup MMA
+//===----------------------------------------------------------------------===//
+
+def Hopper_WgmmaSSOp : Hopper_Op<"wgmma.ss"> {
+  let summary = "D = A B^T of two shared-memory tiles, one wgmma group";
+  let description = [{
+    Issues the k-steps of a 64 x N x K warpgroup product whose operands are
+    both in shared memory, K-major, 128B-swizzled, stored as boxes of 64
+    columns (the TMA boxes): `desc_a` and `desc_b` are the wgmma
+    descriptors of the first box, `a_box_bytes` / `b_box_bytes` the distance
+    between boxes. The accumulator starts at zero (scale-d 0 on the first
+    k-step); the k-steps form one wgmma group (commit). The result is
+    asynchronous: read it only after `hopper.wgmma.wait`.
+
+    ```mlir
+    %s = hopper.wgmma.ss %descQ, %descK k 128 boxes 16384, 16384 : bf16 -> !hopper.frag<64x128xf32>
+    ```
+  }];
+  let arguments = (ins I64:$desc_a, I64:$desc_b,
+                       ConfinedAttr<I64Attr, [IntMinValue<16>]>:$k,
+                       I64Attr:$a_box_bytes, I64Attr:$b_box_bytes,
+                       TypeAttr:$operand_type);
+  let results = (outs Hopper_Tile:$d);
+  let assemblyFormat = [{
+    $desc_a `,` $desc_b `k` $k `boxes` $a_box_bytes `,` $b_box_bytes attr-dict
+    `:` $operand_type `->` qualified(type($d))
+  }];
+  let hasVerifier = 1;
+}
+
+def Hopper_WgmmaRSOp : Hopper_Op<"wgmma.rs", [AllTypesMatch<["c", "d"]>]> {
+  let summary = "D += A B of a register A and a shared-memory B, one wgmma group";
+  let description = [{
+    Issues the k-steps of D (64 x N, f32) += A (64 x K, registers) B (K x N,
+    shared memory, N-major: rows of 128 bytes, 128B swizzle, N > 64 as boxes
+    of 64 columns whose distance the descriptor's leading byte offset
+    gives): `desc_b` describes B's first 16 rows; each k-step advances it by
+    16 rows. A is a 16-bit fragment: the accumulator layout of the product
+    that made it. One wgmma group; the result is asynchronous.
+
+    MLIR 22's `nvvm.wgmma.mma_async` has no register-A form and
+    `nvvm.inline_ptx` does not tie read-write operands to results, so the
+    lowering writes the instruction's constraints itself.
+
+    ```mlir
+    %o2 = hopper.wgmma.rs %p, %descV, %o : !hopper.frag<64x128xbf16>, !hopper.frag<64x128xf32>
+    ```
+  }];
+  let arguments = (ins Hopper_Tile:$a, I64:$desc_b, Hopper_Tile:$c);
+  let results = (outs Hopper_Tile:$d);
+  let assemblyFormat = [{
+    $a `,` $desc_b `,` $c attr-dict `:` qualified(type($a)) `,` qualified(type($c))
+  }];
+  let hasVerifier = 1;
+}
+
+def Hopper_WgmmaWaitOp : Hopper_Op<"wgmma.wait", [
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "wait until at most `pending` wgmma groups are in flight";
+  let description = [{
+    wgmma.wait_group `pending`; its results are its operands, now readable.
+    The lowering fences each fragment register after the wait (an empty asm
+    that redefines them), so that no read of an accumulator moves into the
+    asynchronous window.
+
+    ```mlir
+    %s1 = hopper.wgmma.wait 1, %s : !hopper.frag<64x128xf32>
+    ```
+  }];
+  let arguments = (ins ConfinedAttr<I64Attr, [IntMinValue<0>, IntMaxValue<7>]>:$pending,
+                       Variadic<Hopper_Tile>:$fragments);
+  let results = (outs Variadic<Hopper_Tile>:$ready);
+  let assemblyFormat = [{
+    $pending (`,` $fragments^ `:` qualified(type($fragments)))? attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// The online softmax on a score fragment
+//===----------------------------------------------------------------------===//
+
+def Hopper_SoftcapOp : Hopper_Op<"softcap", [Pure, AllTypesMatch<["scores", "result"]>]> {
+  let summary = "s = tanh(s * pre), each score";
+  let description = [{
+    The tanh of softcapping (tanh.approx); the factor `pre` is the softmax
+    scale over the cap, the cap itself is applied with the softmax scale
+    afterwards (`hopper.softmax_step`'s scale).
+  }];
+  let arguments = (ins Hopper_Tile:$scores, F32:$pre);
+  let results = (outs Hopper_Tile:$result);
+  let assemblyFormat = "$scores `,` $pre attr-dict `:` qualified(type($scores))";
+  let hasVerifier = 1;
+}
+
+def Hopper_MaskOp : Hopper_Op<"mask", [Pure, AllTypesMatch<["scores", "result"]>]> {
+  let summary = "scores outside the visible columns of their row set to -inf";
+  let description = [{
+    The tile's rows are `row0` + 0 .. 63 and its columns `col0` + 0 .. N-1.
+    `visible` is the kernel's visibility function: (row, Sq, Skv) ->
+    (lo, hi), the row's visible columns lo <= col < hi; the lower bound is
+    tested only when `left_bounded` (a window). Called once per row of the
+    thread, on an opaque copy of the row so that LLVM does not keep the
+    bounds live across the kv loop.
+
+    ```mlir
+    %m = hopper.mask %s rows %row0 cols %col0 visible @k_visible_cols(%Sq, %Skv) : !hopper.frag<64x128xf32>
+    ```
+  }];
+  let arguments = (ins Hopper_Tile:$scores, I32:$row0, I32:$col0,
+                       FlatSymbolRefAttr:$visible, I32:$sq, I32:$skv,
+                       UnitAttr:$left_bounded);
+  let results = (outs Hopper_Tile:$result);
+  let assemblyFormat = [{
+    $scores `rows` $row0 `cols` $col0 `visible` $visible `(` $sq `,` $skv `)`
+    (`left_bounded` $left_bounded^)? attr-dict `:` qualified(type($scores))
+  }];
+  let hasVerifier = 1;
+}
+
+def Hopper_SoftmaxStepOp : Hopper_Op<"softmax_step", [Pure, AttrSizedOperandSegments]> {
+  let summary = "one online-softmax step on a score fragment";
+  let description = [{
+    For each row of the tile: the row max of the scores (a register tree,
+    then the quad's shuffles), the new running max m and the factor alpha
+    of the old l and O from the shared builder (fa3::attn::
+    buildOnlineSoftmaxStep, which the CPU lowering of attn.tile_update
+    calls too: lazy rescaling with `rescale_threshold` > 0), then p =
+    exp2(s * scale - mu) and l = l * alpha + rowsum(p) (the thread's
+    partial sums). Without `m_old`/`l_old` this is the row's first block
+    (m_old = -inf, l_old = 0): alpha is 0 and `raised` false.
+    `raised` is true iff one of the thread's rows raised its max (lazy
+    rescaling; false otherwise), for the warpgroup's vote on rescaling O.
+
+    ```mlir
+    %p, %m, %l, %alpha, %raised = hopper.softmax_step %s scale %sl2 state(%m0, %l0) threshold 8.0
+        : !hopper.frag<64x128xf32>, !hopper.frag<64xf32>
+    ```
+  }];
+  let arguments = (ins Hopper_Tile:$scores, F32:$scale,
+                       Optional<Hopper_Rows>:$m_old, Optional<Hopper_Rows>:$l_old,
+                       DefaultValuedAttr<F64Attr, "0.0">:$rescale_threshold);
+  let results = (outs Hopper_Tile:$p, Hopper_Rows:$m_new, Hopper_Rows:$l_new,
+                      Hopper_Rows:$alpha, I1:$raised);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+}
+
+def Hopper_ScaleRowsOp : Hopper_Op<"scale_rows", [Pure, AllTypesMatch<["tile", "result"]>]> {
+  let summary = "each row of a tile times its row's factor";
+  let description = [{
+    O *= alpha for the online softmax's rescale of the output accumulator.
+  }];
+  let arguments = (ins Hopper_Tile:$tile, Hopper_Rows:$factors);
+  let results = (outs Hopper_Tile:$result);
+  let assemblyFormat = "$tile `,` $factors attr-dict `:` qualified(type($tile)) `,` qualified(type($factors))";
+  let hasVerifier = 1;
+}
+
+def Hopper_TruncOp : Hopper_Op<"trunc", [Pure]> {
+  let summary = "an f32 tile rounded to 16-bit floats, in the same layout";
+  let description = [{
+    Packs each pair {e = 0, e = 1} of a row into one 32-bit register: the
+    register-A operand layout of the next wgmma (P for P V).
+  }];
+  let arguments = (ins Hopper_Tile:$tile);
+  let results = (outs Hopper_Tile:$result);
+  let assemblyFormat = "$tile attr-dict `:` qualified(type($tile)) `to` qualified(type($result))";
+  let hasVerifier = 1;
+}
+
+def Hopper_FragmentZeroOp : Hopper_Op<"zero", [Pure]> {
+  let summary = "a fragment (or row vector) of zeros";
+  let results = (outs Hopper_FragmentType:$result);
+  let assemblyFormat = "attr-dict `:` qualified(type($result))";
+}
+
+def Hopper_FragmentFillOp : Hopper_Op<"fill", [Pure]> {
+  let summary = "a fragment (or row vector) with one value everywhere";
+  let arguments = (ins AnyTypeOf<[F32, BF16, F16]>:$value);
+  let results = (outs Hopper_FragmentType:$result);
+  let assemblyFormat = "$value attr-dict `:` qualified(type($value)) `to` qualified(type($result))";
+  let hasVerifier = 1;
+}
+
+#endif // FA3_HOPPER_FRAGMENT_OPS

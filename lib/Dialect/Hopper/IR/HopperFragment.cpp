@@ -1,0 +1,226 @@
+//===- HopperFragment.cpp - register fragments and their math -------------===//
+
+#include "fa3/Dialect/Hopper/IR/HopperDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+
+using namespace mlir;
+using namespace fa3::hopper;
+
+//===----------------------------------------------------------------------===//
+// FragmentType
+//===----------------------------------------------------------------------===//
+
+// !hopper.frag<64x128xf32>, !hopper.frag<64x128xbf16>, !hopper.frag<64xf32>
+Type FragmentType::parse(AsmParser &parser) {
+  SmallVector<int64_t> shape;
+  Type elementType;
+  if (parser.parseLess() ||
+      parser.parseDimensionList(shape, /*allowDynamic=*/false) ||
+      parser.parseType(elementType) || parser.parseGreater())
+    return Type();
+  return parser.getChecked<FragmentType>(
+      parser.getContext(), ArrayRef<int64_t>(shape), elementType);
+}
+
+void FragmentType::print(AsmPrinter &printer) const {
+  printer << "<";
+  for (int64_t d : getShape())
+    printer << d << "x";
+  printer << getElementType() << ">";
+}
+
+LogicalResult
+FragmentType::verify(function_ref<InFlightDiagnostic()> emitError,
+                     ArrayRef<int64_t> shape, Type elementType) {
+  // The wgmma accumulator layout covers 64 rows (m64nNk16): a warpgroup.
+  if (shape.empty() || shape.size() > 2 || shape[0] != 64)
+    return emitError() << "a fragment is 64 rows (a warpgroup's wgmma tile), "
+                          "as 64xN or 64 (one value per row)";
+  if (shape.size() == 1) {
+    if (!elementType.isF32())
+      return emitError() << "a row vector fragment holds f32, not "
+                         << elementType;
+    return success();
+  }
+  if (!elementType.isF32() && !elementType.isBF16() && !elementType.isF16())
+    return emitError() << "fragment element type must be f32, bf16 or f16, "
+                          "not "
+                       << elementType;
+  // Columns come in n8 blocks (f32); a 16-bit tile is a wgmma A operand,
+  // whose k-steps are 16 columns.
+  int64_t quantum = elementType.isF32() ? 8 : 16;
+  if (shape[1] < quantum || shape[1] > 256 || shape[1] % quantum != 0)
+    return emitError() << "a 64xN fragment of " << elementType
+                       << " needs N a multiple of " << quantum
+                       << " up to 256, got " << shape[1];
+  return success();
+}
+
+int64_t FragmentType::getRegisters() const {
+  if (isRowVector())
+    return 2;
+  return getElementType().isF32() ? getColumns() / 2 : getColumns() / 4;
+}
+
+//===----------------------------------------------------------------------===//
+// Ops
+//===----------------------------------------------------------------------===//
+
+namespace {
+bool is16Bit(Type t) { return t.isBF16() || t.isF16(); }
+
+LogicalResult verifyF32Tile(Operation *op, FragmentType t, StringRef what) {
+  if (!t.getElementType().isF32())
+    return op->emitOpError() << what << " must be an f32 fragment, got " << t;
+  return success();
+}
+} // namespace
+
+LogicalResult WgmmaSSOp::verify() {
+  FragmentType d = getD().getType();
+  Type ab = getOperandType();
+  if (!is16Bit(ab))
+    return emitOpError("operands must be bf16 or f16 (k-steps of 16), got ")
+           << ab;
+  if (failed(verifyF32Tile(*this, d, "the result")))
+    return failure();
+  if (getK() % 16 != 0)
+    return emitOpError("k must be a multiple of 16 (the k-step), got ")
+           << getK();
+  // Descriptors address 16-byte units: boxes must be whole units apart.
+  if (getABoxBytes() % 16 != 0 || getBBoxBytes() % 16 != 0 ||
+      getABoxBytes() <= 0 || getBBoxBytes() <= 0)
+    return emitOpError("box distances must be positive multiples of 16 "
+                       "bytes, got ")
+           << getABoxBytes() << " and " << getBBoxBytes();
+  return success();
+}
+
+LogicalResult WgmmaRSOp::verify() {
+  FragmentType a = getA().getType(), c = getC().getType();
+  if (!is16Bit(a.getElementType()))
+    return emitOpError("the register A operand must be a bf16 or f16 "
+                       "fragment, got ")
+           << a;
+  if (failed(verifyF32Tile(*this, c, "the accumulator")))
+    return failure();
+  // wgmma's N is 8..256 in steps of 8 (f32 accumulate, 16-bit inputs).
+  if (c.getColumns() % 8 != 0)
+    return emitOpError("N must be a multiple of 8, got ") << c.getColumns();
+  return success();
+}
+
+LogicalResult WgmmaWaitOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location>, ValueRange operands,
+    DictionaryAttr, OpaqueProperties, RegionRange,
+    SmallVectorImpl<Type> &inferred) {
+  llvm::append_range(inferred, operands.getTypes());
+  return success();
+}
+
+LogicalResult WgmmaWaitOp::verify() {
+  if (getFragments().getTypes() != getReady().getTypes())
+    return emitOpError("results must have the types of the operands");
+  return success();
+}
+
+LogicalResult SoftcapOp::verify() {
+  return verifyF32Tile(*this, getScores().getType(), "the scores");
+}
+
+LogicalResult MaskOp::verify() {
+  return verifyF32Tile(*this, getScores().getType(), "the scores");
+}
+
+LogicalResult SoftmaxStepOp::verify() {
+  FragmentType s = getScores().getType();
+  if (failed(verifyF32Tile(*this, s, "the scores")))
+    return failure();
+  if (getP().getType() != s)
+    return emitOpError("p must have the scores' type ") << s;
+  if (bool(getMOld()) != bool(getLOld()))
+    return emitOpError("the state is m_old and l_old together, or neither "
+                       "(the row's first block)");
+  // The kernel's threshold is in log2 units; exp2 of more than 2^15 would
+  // leave too little headroom in the f32 sums (attn-tile's range too).
+  double tau = getRescaleThreshold().convertToDouble();
+  if (!(tau >= 0.0 && tau <= 15.0))
+    return emitOpError("rescale_threshold must be within [0, 15] (log2 "
+                       "units), got ")
+           << tau;
+  return success();
+}
+
+// hopper.softmax_step %s scale %sl2 [state(%m, %l)] [threshold T]
+//   [attr-dict] : !hopper.frag<64xNxf32>, !hopper.frag<64xf32>
+ParseResult SoftmaxStepOp::parse(OpAsmParser &parser, OperationState &state) {
+  OpAsmParser::UnresolvedOperand scores, scale, mOld, lOld;
+  bool hasState = false;
+  double threshold = 0.0;
+  Type scoresType, rowsType;
+  Builder &b = parser.getBuilder();
+  if (parser.parseOperand(scores) || parser.parseKeyword("scale") ||
+      parser.parseOperand(scale))
+    return failure();
+  if (succeeded(parser.parseOptionalKeyword("state"))) {
+    hasState = true;
+    if (parser.parseLParen() || parser.parseOperand(mOld) ||
+        parser.parseComma() || parser.parseOperand(lOld) ||
+        parser.parseRParen())
+      return failure();
+  }
+  if (succeeded(parser.parseOptionalKeyword("threshold")) &&
+      parser.parseFloat(threshold))
+    return failure();
+  if (parser.parseOptionalAttrDict(state.attributes) || parser.parseColon() ||
+      parser.parseType(scoresType) || parser.parseComma() ||
+      parser.parseType(rowsType))
+    return failure();
+  if (parser.resolveOperand(scores, scoresType, state.operands) ||
+      parser.resolveOperand(scale, b.getF32Type(), state.operands))
+    return failure();
+  if (hasState &&
+      (parser.resolveOperand(mOld, rowsType, state.operands) ||
+       parser.resolveOperand(lOld, rowsType, state.operands)))
+    return failure();
+  state.addAttribute(getRescaleThresholdAttrName(state.name),
+                     b.getF64FloatAttr(threshold));
+  state.addAttribute(getOperandSegmentSizesAttrName(state.name),
+                     b.getDenseI32ArrayAttr({1, 1, hasState, hasState}));
+  state.addTypes({scoresType, rowsType, rowsType, rowsType, b.getI1Type()});
+  return success();
+}
+
+void SoftmaxStepOp::print(OpAsmPrinter &p) {
+  p << " " << getScores() << " scale " << getScale();
+  if (getMOld())
+    p << " state(" << getMOld() << ", " << getLOld() << ")";
+  if (getRescaleThreshold().convertToDouble() != 0.0)
+    p << " threshold " << getRescaleThreshold();
+  p.printOptionalAttrDict((*this)->getAttrs(),
+                          {getRescaleThresholdAttrName(),
+                           getOperandSegmentSizesAttrName()});
+  p << " : " << getScores().getType() << ", " << getMNew().getType();
+}
+
+LogicalResult ScaleRowsOp::verify() {
+  return verifyF32Tile(*this, getTile().getType(), "the tile");
+}
+
+LogicalResult TruncOp::verify() {
+  FragmentType in = getTile().getType(), out = getResult().getType();
+  if (!in.getElementType().isF32() || !is16Bit(out.getElementType()) ||
+      in.getShape() != out.getShape())
+    return emitOpError("rounds an f32 tile to a bf16 or f16 tile of the same "
+                       "shape, not ")
+           << in << " to " << out;
+  return success();
+}
+
+LogicalResult FragmentFillOp::verify() {
+  if (getValue().getType() != getResult().getType().getElementType())
+    return emitOpError("the value's type must be the fragment's element type");
+  return success();
+}
