@@ -1,9 +1,11 @@
 //===- HopperToNVVM.cpp - hopper ops to NVVM, one pattern per op ----------===//
 
+#include "Patterns.h"
 #include "fa3/Conversion/Passes.h"
 #include "fa3/Dialect/Hopper/IR/HopperDialect.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/Patterns.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 #include <type_traits>
@@ -126,17 +128,34 @@ struct ConvertHopperToNVVMPass
     : public fa3::impl::ConvertHopperToNVVMBase<ConvertHopperToNVVMPass> {
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
+    TypeConverter converter;
+    converter.addConversion([](Type t) { return t; });
+    addFragmentTypeConversion(converter);
     ConversionTarget target(*ctx);
     target.addIllegalDialect<HopperDialect>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+    markFragmentMathIllegal(target);
     RewritePatternSet patterns(ctx);
+    // Fragments cross scf.for / scf.if / scf.while as loop-carried values
+    // and results: those ops are legal once their types are converted.
+    scf::populateSCFStructuralTypeConversionsAndLegality(converter, patterns,
+                                                         target);
     patterns.add<WarpSpecializeLowering,
                  NamedBarrierLowering<NamedBarrierSyncOp>,
                  NamedBarrierLowering<NamedBarrierArriveOp>,
                  WarpgroupAnyLowering>(ctx);
+    populateFragmentToNVVMPatterns(converter, patterns);
     if (failed(applyPartialConversion(getOperation(), target,
-                                      std::move(patterns))))
+                                      std::move(patterns)))) {
       signalPassFailure();
+      return;
+    }
+    // Casts between a fragment and its registers that cancel out (those
+    // the conversion made, and the kernel's own until its epilogue is ops).
+    SmallVector<UnrealizedConversionCastOp> casts;
+    getOperation()->walk(
+        [&](UnrealizedConversionCastOp c) { casts.push_back(c); });
+    reconcileUnrealizedCasts(casts);
   }
 };
 } // namespace

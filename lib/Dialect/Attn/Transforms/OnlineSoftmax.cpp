@@ -20,7 +20,11 @@ OnlineSoftmaxStep buildOnlineSoftmaxStep(OpBuilder &b, Location loc,
   // The max is taken before scaling (sl2 > 0 keeps it the max): one
   // multiply per row instead of one per score.
   Value mxs = arith::MulFOp::create(b, loc, rowMax, scaleLog2);
-  if (rescaleThreshold > 0) {
+  if (!mOld) {
+    // The row's first block: m_new is the block's max (no alpha: there is
+    // no old l or O to rescale).
+    r.mNew = mxs;
+  } else if (rescaleThreshold > 0) {
     Value bound = arith::AddFOp::create(b, loc, mOld,
                                         f32Const(b, loc, rescaleThreshold));
     r.raised = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, mxs,
@@ -37,11 +41,13 @@ OnlineSoftmaxStep buildOnlineSoftmaxStep(OpBuilder &b, Location loc,
       arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, r.mNew, negInf);
   Value zero = f32Const(b, loc, 0.0);
   Value mu = arith::SelectOp::create(b, loc, isNegInf, zero, r.mNew);
-  Value diff = arith::SubFOp::create(b, loc, mOld, mu);
-  r.alpha = math::Exp2Op::create(b, loc, diff);
-  if (r.raised)
-    r.alpha = arith::SelectOp::create(b, loc, r.raised, r.alpha,
-                                      f32Const(b, loc, 1.0));
+  if (mOld) {
+    Value diff = arith::SubFOp::create(b, loc, mOld, mu);
+    r.alpha = math::Exp2Op::create(b, loc, diff);
+    if (r.raised)
+      r.alpha = arith::SelectOp::create(b, loc, r.raised, r.alpha,
+                                        f32Const(b, loc, 1.0));
+  }
   r.negMu = arith::NegFOp::create(b, loc, mu);
   return r;
 }

@@ -21,14 +21,15 @@ struct OnlineSoftmaxStep {
   mlir::Value mNew;   // the row's reference max after this block
   mlir::Value negMu;  // -mu, mu = m_new, or 0 while m_new is -inf
   mlir::Value alpha;  // factor of the old l and O: exp2(m_old - mu), or 1
+                      // (null for the first block)
   mlir::Value raised; // i1, lazy rescaling only (else null): m was raised
 };
 
 /// One kv block of one query row, in the log2 domain. The caller supplies
 /// (all f32 scalars):
 ///   mOld     - the row's max before the block: -inf before its first
-///              visible key (a caller that knows the block is the row's
-///              first may pass -inf with threshold 0);
+///              visible key; null for the row's first block (the kernel's
+///              prologue), which gives m_new = rowMax * sl2 and no alpha;
 ///   rowMax   - max of the block's scores s, s being q.k after softcap
 ///              (tanh(q.k * pre)) and mask (-inf), not yet scaled;
 ///   scaleLog2 - sl2 > 0, which turns s into log2 units (softmax scale *

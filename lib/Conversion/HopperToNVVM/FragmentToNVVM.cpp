@@ -1,0 +1,561 @@
+//===- FragmentToNVVM.cpp - fragments unrolled into registers -------------===//
+//
+// The one place where a !hopper.frag becomes registers: each pattern takes
+// the struct of a thread's registers (Patterns.h) and writes the PTX of its
+// op on them, fully unrolled, which is what wgmma and the register
+// allocator need. The fragment layout (HopperFragmentOps.td) was validated
+// on an H200 (docs/hopper-prototype-notes.md).
+//
+// (Each IR-building call stands in a statement of its own: the order of
+// function arguments is unspecified, and GCC and clang differ, so the
+// kernels would differ between the two builds.)
+//
+//===----------------------------------------------------------------------===//
+
+#include "Patterns.h"
+#include "fa3/Dialect/Attn/Utils/OnlineSoftmax.h"
+#include "fa3/Dialect/Hopper/IR/HopperDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace fa3::hopper;
+
+namespace {
+constexpr int64_t kKStep = 16;        // wgmma K for 16-bit operands
+constexpr int64_t kSwizzleBytes = 128; // 128B swizzle: a box row is 128 bytes
+
+Value i32Const(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIntOp::create(b, loc, v, 32);
+}
+Value i64Const(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIntOp::create(b, loc, v, 64);
+}
+Value f32Const(OpBuilder &b, Location loc, double v) {
+  return arith::ConstantFloatOp::create(b, loc, b.getF32Type(),
+                                        APFloat(static_cast<float>(v)));
+}
+
+LLVM::LLVMStructType registersType(FragmentType t) {
+  MLIRContext *ctx = t.getContext();
+  Type reg = t.isRowVector() || t.getElementType().isF32()
+                 ? Type(Float32Type::get(ctx))
+                 : Type(IntegerType::get(ctx, 32));
+  return LLVM::LLVMStructType::getLiteral(
+      ctx, SmallVector<Type>(t.getRegisters(), reg));
+}
+
+/// The registers of a converted fragment.
+SmallVector<Value> unpack(OpBuilder &b, Location loc, Value regs) {
+  auto st = cast<LLVM::LLVMStructType>(regs.getType());
+  SmallVector<Value> out;
+  for (int64_t i = 0, e = st.getBody().size(); i < e; ++i)
+    out.push_back(LLVM::ExtractValueOp::create(b, loc, regs, i));
+  return out;
+}
+
+/// Registers back into a fragment's struct.
+Value pack(OpBuilder &b, Location loc, Type structType, ValueRange regs) {
+  Value st = LLVM::UndefOp::create(b, loc, structType);
+  for (auto [i, r] : llvm::enumerate(regs))
+    st = LLVM::InsertValueOp::create(b, loc, st, r, i);
+  return st;
+}
+
+/// Which of the thread's two rows accumulator register `idx` belongs to
+/// (register 4k + 2i + e: n8 block k, row i, column e).
+int64_t rowOf(int64_t idx) { return (idx % 4) / 2; }
+
+LLVM::AsmDialectAttr attDialect(MLIRContext *ctx) {
+  return LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT);
+}
+
+LLVM::InlineAsmOp inlineAsm(OpBuilder &b, Location loc, Type result,
+                            ValueRange operands, StringRef text,
+                            StringRef constraints, bool sideEffects) {
+  return LLVM::InlineAsmOp::create(
+      b, loc, result, operands, text, constraints, sideEffects,
+      /*is_align_stack=*/false, LLVM::TailCallKind::None,
+      attDialect(b.getContext()), /*operand_attrs=*/ArrayAttr());
+}
+
+/// The thread's place in its warpgroup's fragment: warp, lane, the row of
+/// its first register (16 warp + lane / 4) and its first column
+/// (2 (lane % 4)).
+struct ThreadPlace {
+  Value row, colbase;
+};
+ThreadPlace threadPlace(OpBuilder &b, Location loc) {
+  Value tid = NVVM::ThreadIdXOp::create(b, loc, b.getI32Type());
+  Value c128 = i32Const(b, loc, 128);
+  Value ltid = arith::RemUIOp::create(b, loc, tid, c128);
+  Value c32 = i32Const(b, loc, 32);
+  Value warp = arith::DivUIOp::create(b, loc, ltid, c32);
+  Value lane = arith::RemUIOp::create(b, loc, ltid, c32);
+  Value c4 = i32Const(b, loc, 4);
+  Value quad = arith::DivUIOp::create(b, loc, lane, c4);
+  Value tq = arith::RemUIOp::create(b, loc, lane, c4);
+  Value c16 = i32Const(b, loc, 16);
+  Value warpRow = arith::MulIOp::create(b, loc, warp, c16);
+  Value row = arith::AddIOp::create(b, loc, warpRow, quad);
+  Value c2 = i32Const(b, loc, 2);
+  Value colbase = arith::MulIOp::create(b, loc, tq, c2);
+  return {row, colbase};
+}
+
+/// The max of the thread's registers of row i, then of the row's quad
+/// (the four threads holding the row): a tree, then two shuffles.
+Value rowMax(OpBuilder &b, Location loc, ArrayRef<Value> s, int64_t i) {
+  SmallVector<Value> vals;
+  for (int64_t idx = 0, e = s.size(); idx < e; ++idx)
+    if (rowOf(idx) == i)
+      vals.push_back(s[idx]);
+  // llvm.intr.maxnum rather than arith/math ops, which lower to libdevice
+  // calls on NVVM: the kernel needs no libdevice.
+  while (vals.size() > 1) {
+    SmallVector<Value> next;
+    for (size_t t = 0; t + 1 < vals.size(); t += 2)
+      next.push_back(LLVM::MaxNumOp::create(b, loc, vals[t], vals[t + 1]));
+    if (vals.size() % 2)
+      next.push_back(vals.back());
+    vals = next;
+  }
+  Value mx = vals[0];
+  for (int64_t off : {1, 2}) {
+    Value all = i32Const(b, loc, -1);
+    Value offset = i32Const(b, loc, off);
+    Value clamp = i32Const(b, loc, 31);
+    Value other = NVVM::ShflOp::create(b, loc, b.getF32Type(), all, mx, offset,
+                                       clamp, NVVM::ShflKind::bfly,
+                                       UnitAttr());
+    mx = LLVM::MaxNumOp::create(b, loc, mx, other);
+  }
+  return mx;
+}
+
+/// The sum of the thread's registers of row i (its partial row sum).
+Value rowSum(OpBuilder &b, Location loc, ArrayRef<Value> p, int64_t i) {
+  SmallVector<Value> vals;
+  for (int64_t idx = 0, e = p.size(); idx < e; ++idx)
+    if (rowOf(idx) == i)
+      vals.push_back(p[idx]);
+  while (vals.size() > 1) {
+    SmallVector<Value> next;
+    for (size_t t = 0; t + 1 < vals.size(); t += 2)
+      next.push_back(arith::AddFOp::create(b, loc, vals[t], vals[t + 1]));
+    if (vals.size() % 2)
+      next.push_back(vals.back());
+    vals = next;
+  }
+  return vals[0];
+}
+
+StringRef wgmmaTypeName(Type t) { return t.isBF16() ? "bf16" : "f16"; }
+NVVM::WGMMATypes wgmmaType(Type t) {
+  return t.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
+}
+
+//===----------------------------------------------------------------------===//
+// Warpgroup MMA
+//===----------------------------------------------------------------------===//
+
+/// The k-steps of A B^T, both K-major in boxes of 64 columns: k-step kk
+/// reads column 16 kk, i.e. box 16 kk / 64 at byte (16 kk % 64) x 2 of
+/// its rows; descriptors count 16-byte units.
+struct WgmmaSSLowering : OpConversionPattern<WgmmaSSOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(WgmmaSSOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    FragmentType d = op.getD().getType();
+    Type et = op.getOperandType();
+    const int64_t elemBytes = et.getIntOrFloatBitWidth() / 8;
+    const int64_t boxCols = kSwizzleBytes / elemBytes;
+    Type accT = getTypeConverter()->convertType(d);
+    Value acc = LLVM::UndefOp::create(rewriter, loc, accT);
+    MLIRContext *ctx = rewriter.getContext();
+    auto shape = NVVM::MMAShapeAttr::get(ctx, 64, d.getColumns(), kKStep);
+    const int64_t ksteps = static_cast<int64_t>(op.getK()) / kKStep;
+    for (int64_t kk = 0; kk < ksteps; ++kk) {
+      int64_t col = kk * kKStep;
+      int64_t aOff = (col / boxCols) * op.getABoxBytes() + (col % boxCols) * elemBytes;
+      int64_t bOff = (col / boxCols) * op.getBBoxBytes() + (col % boxCols) * elemBytes;
+      Value da = adaptor.getDescA(), db = adaptor.getDescB();
+      if (aOff) {
+        Value units = i64Const(rewriter, loc, aOff >> 4);
+        da = arith::AddIOp::create(rewriter, loc, da, units);
+      }
+      if (bOff) {
+        Value units = i64Const(rewriter, loc, bOff >> 4);
+        db = arith::AddIOp::create(rewriter, loc, db, units);
+      }
+      acc = NVVM::WgmmaMmaAsyncOp::create(
+          rewriter, loc, accT, acc, da, db, shape, wgmmaType(et), wgmmaType(et),
+          NVVM::WGMMATypes::f32,
+          kk == 0 ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one,
+          NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
+          NVVM::MMALayout::row, NVVM::MMALayout::col,
+          NVVM::MMAIntOverflowAttr());
+    }
+    NVVM::WgmmaGroupSyncAlignedOp::create(rewriter, loc);
+    rewriter.replaceOp(op, acc);
+    return success();
+  }
+};
+
+/// wgmma m64nNk16 with A from registers and B transposed (N-major), as
+/// inline PTX: neither nvvm.wgmma.mma_async nor nvgpu.warpgroup.mma has
+/// the register-A form (llvm-project issue 133733), and nvvm.inline_ptx
+/// does not tie read-write operands to results. Operands: the N / 2
+/// accumulators (outputs tied to inputs), 4 A registers, the B descriptor,
+/// the scale-d flag.
+std::string rsWgmmaPtx(int64_t n, StringRef et, std::string &constraints) {
+  const int64_t nacc = n / 2, a = 2 * nacc;
+  std::string d, cons;
+  for (int64_t i = 0; i < nacc; ++i)
+    d += (i ? ", $" : "$") + std::to_string(i);
+  std::string text =
+      "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(a + 5) +
+      ", 0;\nwgmma.mma_async.sync.aligned.m64n" + std::to_string(n) +
+      "k16.f32." + et.str() + "." + et.str() + " {" + d + "}, {$" +
+      std::to_string(a) + ", $" + std::to_string(a + 1) + ", $" +
+      std::to_string(a + 2) + ", $" + std::to_string(a + 3) + "}, $" +
+      std::to_string(a + 4) + ", p, 1, 1, 1;\n}";
+  SmallVector<std::string> c(nacc, "=f");
+  for (int64_t i = 0; i < nacc; ++i)
+    c.push_back(std::to_string(i));
+  for (int i = 0; i < 4; ++i)
+    c.push_back("r");
+  c.push_back("l");
+  c.push_back("n");
+  constraints = llvm::join(c, ",");
+  return text;
+}
+
+/// k-step kk of A B reads A's registers 4 kk .. 4 kk + 3 (its n8 blocks
+/// 2 kk and 2 kk + 1) and B's rows 16 kk ..: 16 rows of 128 bytes further.
+struct WgmmaRSLowering : OpConversionPattern<WgmmaRSOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(WgmmaRSOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    FragmentType c = op.getC().getType();
+    std::string constraints;
+    std::string text =
+        rsWgmmaPtx(c.getColumns(), wgmmaTypeName(op.getA().getType().getElementType()),
+                   constraints);
+    Type accT = adaptor.getC().getType();
+    SmallVector<Value> a = unpack(rewriter, loc, adaptor.getA());
+    Value acc = adaptor.getC();
+    for (int64_t kk = 0; kk < op.getA().getType().getColumns() / kKStep; ++kk) {
+      int64_t off = kk * kKStep * kSwizzleBytes;
+      Value db = adaptor.getDescB();
+      if (off) {
+        Value units = i64Const(rewriter, loc, off >> 4);
+        db = arith::AddIOp::create(rewriter, loc, db, units);
+      }
+      SmallVector<Value> operands = unpack(rewriter, loc, acc);
+      operands.append(a.begin() + 4 * kk, a.begin() + 4 * kk + 4);
+      operands.push_back(db);
+      operands.push_back(i32Const(rewriter, loc, 1));
+      acc = inlineAsm(rewriter, loc, accT, operands, text, constraints,
+                      /*sideEffects=*/true)
+                .getResult(0);
+    }
+    NVVM::WgmmaGroupSyncAlignedOp::create(rewriter, loc);
+    rewriter.replaceOp(op, acc);
+    return success();
+  }
+};
+
+/// wgmma.wait_group, then an empty asm that "redefines" every register of
+/// each fragment, so that LLVM cannot move reads of the accumulators into
+/// the asynchronous window.
+struct WgmmaWaitLowering : OpConversionPattern<WgmmaWaitOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(WgmmaWaitOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    NVVM::WgmmaWaitGroupSyncOp::create(rewriter, loc, op.getPending());
+    SmallVector<Value> ready;
+    for (Value frag : adaptor.getFragments()) {
+      SmallVector<Value> regs = unpack(rewriter, loc, frag);
+      bool isF32 = regs.front().getType().isF32();
+      SmallVector<std::string> cons(regs.size(), isF32 ? "=f" : "=r");
+      for (size_t i = 0; i < regs.size(); ++i)
+        cons.push_back(std::to_string(i));
+      ready.push_back(inlineAsm(rewriter, loc, frag.getType(), regs, "",
+                                llvm::join(cons, ","), /*sideEffects=*/true)
+                          .getResult(0));
+    }
+    rewriter.replaceOp(op, ready);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// The online softmax
+//===----------------------------------------------------------------------===//
+
+/// tanh(s * pre) for each score, tanh.approx.
+struct SoftcapLowering : OpConversionPattern<SoftcapOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(SoftcapOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    SmallVector<Value> out;
+    for (Value x : unpack(rewriter, loc, adaptor.getScores())) {
+      Value scaled = arith::MulFOp::create(rewriter, loc, x, adaptor.getPre());
+      out.push_back(inlineAsm(rewriter, loc, rewriter.getF32Type(), scaled,
+                              "tanh.approx.f32 $0, $1;", "=f,f",
+                              /*sideEffects=*/false)
+                        .getResult(0));
+    }
+    rewriter.replaceOp(op, pack(rewriter, loc, adaptor.getScores().getType(), out));
+    return success();
+  }
+};
+
+/// Per row of the thread, the visible columns relative to the thread's
+/// first one: register (k, e) sits at column col0 + colbase + 8k + e, a
+/// constant offset, so each score costs one compare (two with a window's
+/// lower bound) and a select.
+struct MaskLowering : OpConversionPattern<MaskOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(MaskOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    ThreadPlace tp = threadPlace(rewriter, loc);
+    Value cb = arith::AddIOp::create(rewriter, loc, adaptor.getCol0(), tp.colbase);
+    Value row0 = arith::AddIOp::create(rewriter, loc, adaptor.getRow0(), tp.row);
+    Type i32 = rewriter.getI32Type();
+    SmallVector<Value, 2> loRel, hiRel;
+    for (int64_t i = 0; i < 2; ++i) {
+      Value row = row0;
+      if (i) {
+        Value eight = i32Const(rewriter, loc, 8);
+        row = arith::AddIOp::create(rewriter, loc, row0, eight);
+      }
+      // The bounds are loop-invariant; computed from an opaque copy of the
+      // row, they do not hold registers across the whole kv loop.
+      Value opaque = inlineAsm(rewriter, loc, i32, row, "mov.b32 $0, $1;",
+                               "=r,r", /*sideEffects=*/true)
+                         .getResult(0);
+      auto call = func::CallOp::create(
+          rewriter, loc, op.getVisibleAttr(), TypeRange{i32, i32},
+          ValueRange{opaque, adaptor.getSq(), adaptor.getSkv()});
+      loRel.push_back(op.getLeftBounded()
+                          ? arith::SubIOp::create(rewriter, loc,
+                                                  call.getResult(0), cb)
+                                .getResult()
+                          : Value());
+      hiRel.push_back(arith::SubIOp::create(rewriter, loc, call.getResult(1), cb));
+    }
+    SmallVector<Value> s = unpack(rewriter, loc, adaptor.getScores());
+    Value ninf = f32Const(rewriter, loc, -std::numeric_limits<double>::infinity());
+    SmallVector<Value> out;
+    for (int64_t idx = 0, e = s.size(); idx < e; ++idx) {
+      int64_t k = idx / 4, i = rowOf(idx), ee = idx % 2;
+      Value dc = i32Const(rewriter, loc, 8 * k + ee);
+      Value vis = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::sgt,
+                                        hiRel[i], dc);
+      if (loRel[i]) {
+        Value above = arith::CmpIOp::create(
+            rewriter, loc, arith::CmpIPredicate::sle, loRel[i], dc);
+        vis = arith::AndIOp::create(rewriter, loc, vis, above);
+      }
+      out.push_back(arith::SelectOp::create(rewriter, loc, vis, s[idx], ninf));
+    }
+    rewriter.replaceOp(op, pack(rewriter, loc, adaptor.getScores().getType(), out));
+    return success();
+  }
+};
+
+/// Per row: the row max (registers, then the quad), the shared step
+/// (fa3::attn::buildOnlineSoftmaxStep: the arithmetic the CPU lowering of
+/// attn.tile_update runs), p = exp2(s sl2 - mu) for each score, and the
+/// thread's partial row sum folded into l.
+struct SoftmaxStepLowering : OpConversionPattern<SoftmaxStepOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(SoftmaxStepOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    SmallVector<Value> s = unpack(rewriter, loc, adaptor.getScores());
+    SmallVector<Value> mOld, lOld;
+    if (adaptor.getMOld()) {
+      mOld = unpack(rewriter, loc, adaptor.getMOld());
+      lOld = unpack(rewriter, loc, adaptor.getLOld());
+    }
+    double tau = op.getRescaleThreshold().convertToDouble();
+    Value sl2 = adaptor.getScale();
+    SmallVector<fa3::attn::OnlineSoftmaxStep, 2> step;
+    for (int64_t i = 0; i < 2; ++i) {
+      Value mx = rowMax(rewriter, loc, s, i);
+      step.push_back(fa3::attn::buildOnlineSoftmaxStep(
+          rewriter, loc, mOld.empty() ? Value() : mOld[i], mx, sl2, tau));
+    }
+    Value raised;
+    if (step[0].raised)
+      raised = arith::OrIOp::create(rewriter, loc, step[0].raised, step[1].raised);
+    else
+      raised = arith::ConstantIntOp::create(rewriter, loc, 0, 1);
+    SmallVector<Value> p;
+    for (int64_t idx = 0, e = s.size(); idx < e; ++idx)
+      p.push_back(fa3::attn::buildSoftmaxProb(rewriter, loc, s[idx], sl2,
+                                              step[rowOf(idx)].negMu));
+    SmallVector<Value, 2> m, l, alpha;
+    for (int64_t i = 0; i < 2; ++i) {
+      Value sum = rowSum(rewriter, loc, p, i);
+      m.push_back(step[i].mNew);
+      if (lOld.empty()) {
+        l.push_back(sum);
+        // No O yet: its factor is exp2(-inf) = 0.
+        alpha.push_back(f32Const(rewriter, loc, 0.0));
+      } else {
+        l.push_back(fa3::attn::buildRescaledSum(rewriter, loc, lOld[i],
+                                                step[i].alpha, sum));
+        alpha.push_back(step[i].alpha);
+      }
+    }
+    const TypeConverter *tc = getTypeConverter();
+    Type rowsT = tc->convertType(op.getMNew().getType());
+    Value pRegs = pack(rewriter, loc, adaptor.getScores().getType(), p);
+    Value mRegs = pack(rewriter, loc, rowsT, m);
+    Value lRegs = pack(rewriter, loc, rowsT, l);
+    Value aRegs = pack(rewriter, loc, rowsT, alpha);
+    rewriter.replaceOp(op, ValueRange{pRegs, mRegs, lRegs, aRegs, raised});
+    return success();
+  }
+};
+
+struct ScaleRowsLowering : OpConversionPattern<ScaleRowsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ScaleRowsOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    SmallVector<Value> f = unpack(rewriter, loc, adaptor.getFactors());
+    Value out = LLVM::UndefOp::create(rewriter, loc, adaptor.getTile().getType());
+    for (int64_t idx = 0, e = op.getTile().getType().getRegisters(); idx < e; ++idx) {
+      Value v = LLVM::ExtractValueOp::create(rewriter, loc, adaptor.getTile(), idx);
+      v = arith::MulFOp::create(rewriter, loc, v, f[rowOf(idx)]);
+      out = LLVM::InsertValueOp::create(rewriter, loc, out, v, idx);
+    }
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+/// 16-bit register r holds f32 registers 2r and 2r + 1 (columns e = 0, 1
+/// of one row): the f32 layout of S is the register-A layout of P V.
+struct TruncLowering : OpConversionPattern<TruncOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(TruncOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Type et = op.getResult().getType().getElementType();
+    auto v2f32 = VectorType::get({2}, rewriter.getF32Type());
+    auto v2h = VectorType::get({2}, et);
+    SmallVector<Value> p = unpack(rewriter, loc, adaptor.getTile());
+    SmallVector<Value> out;
+    for (size_t r = 0; 2 * r + 1 < p.size(); ++r) {
+      Value v = vector::FromElementsOp::create(rewriter, loc, v2f32,
+                                               ValueRange{p[2 * r], p[2 * r + 1]});
+      Value h = arith::TruncFOp::create(rewriter, loc, v2h, v);
+      out.push_back(LLVM::BitcastOp::create(rewriter, loc, rewriter.getI32Type(), h));
+    }
+    Type t = getTypeConverter()->convertType(op.getResult().getType());
+    rewriter.replaceOp(op, pack(rewriter, loc, t, out));
+    return success();
+  }
+};
+
+struct ZeroLowering : OpConversionPattern<FragmentZeroOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(FragmentZeroOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Type t = getTypeConverter()->convertType(op.getResult().getType());
+    rewriter.replaceOpWithNewOp<LLVM::ZeroOp>(op, t);
+    return success();
+  }
+};
+
+struct FillLowering : OpConversionPattern<FragmentFillOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(FragmentFillOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    FragmentType ft = op.getResult().getType();
+    if (!ft.isRowVector() && !ft.getElementType().isF32())
+      return rewriter.notifyMatchFailure(op, "fill of a 16-bit tile");
+    Type t = getTypeConverter()->convertType(ft);
+    SmallVector<Value> regs(ft.getRegisters(), adaptor.getValue());
+    rewriter.replaceOp(op, pack(rewriter, op.getLoc(), t, regs));
+    return success();
+  }
+};
+
+/// The softmax's exp2 is ex2.approx.ftz (math.exp2 would become a
+/// libdevice call, or the non-ftz instruction); its fma llvm.intr.fma.
+struct Exp2Lowering : OpConversionPattern<math::Exp2Op> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(math::Exp2Op op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOpWithNewOp<LLVM::CallIntrinsicOp>(
+        op, rewriter.getF32Type(),
+        rewriter.getStringAttr("llvm.nvvm.ex2.approx.ftz.f"),
+        ValueRange{adaptor.getOperand()});
+    return success();
+  }
+};
+struct FmaLowering : OpConversionPattern<math::FmaOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(math::FmaOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOpWithNewOp<LLVM::FMAOp>(op, adaptor.getA(), adaptor.getB(),
+                                             adaptor.getC());
+    return success();
+  }
+};
+} // namespace
+
+void fa3::hopper::addFragmentTypeConversion(TypeConverter &converter) {
+  converter.addConversion(
+      [](FragmentType t) -> Type { return registersType(t); });
+}
+
+void fa3::hopper::markFragmentMathIllegal(ConversionTarget &target) {
+  // Only the f32 math of kernels (inside a gpu.module): a host function's
+  // exp2 keeps its exact lowering.
+  auto onHost = [](Operation *op) {
+    return !op->getParentOfType<gpu::GPUModuleOp>() ||
+           !op->getResult(0).getType().isF32();
+  };
+  target.addDynamicallyLegalOp<math::Exp2Op, math::FmaOp>(onHost);
+}
+
+void fa3::hopper::populateFragmentToNVVMPatterns(
+    const TypeConverter &converter, RewritePatternSet &patterns) {
+  patterns.add<WgmmaSSLowering, WgmmaRSLowering, WgmmaWaitLowering,
+               SoftcapLowering, MaskLowering, SoftmaxStepLowering,
+               ScaleRowsLowering, TruncLowering, ZeroLowering, FillLowering,
+               Exp2Lowering, FmaLowering>(converter, patterns.getContext());
+}
