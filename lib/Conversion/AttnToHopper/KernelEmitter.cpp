@@ -1,11 +1,13 @@
 //===- KernelEmitter.cpp - the FA3-style Hopper kernel body ---------------===//
 //
-// The kernel is written as MLIR text in the gpu/nvvm/llvm/arith/scf dialects
-// and parsed by the pass. The fragment code is fully unrolled (one SSA value
-// per accumulator register), which is what the register allocator and the
-// wgmma instructions need; text keeps that unrolled code readable here.
-// The structure and every encoding below were validated on an H200
-// (docs/hopper-prototype-notes.md): fragment layout, descriptors, phases.
+// The kernel is written as MLIR text in the hopper/gpu/nvvm/llvm/arith/scf
+// dialects and parsed by the pass (issue 12 replaces this text with passes,
+// step by step). The consumers' math is hopper ops on register fragments
+// (wgmma, the online-softmax step, the row rescale), which
+// convert-hopper-to-nvvm unrolls into registers; the pipeline, the tile
+// scheduling and the epilogue are still NVVM here. The structure and every
+// encoding were validated on an H200 (docs/hopper-prototype-notes.md):
+// fragment layout, descriptors, phases.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,7 +34,6 @@ constexpr const char *kNegInf = "0xFF800000";
 constexpr int64_t kSwizzleBytes = 128; // 128B swizzle: a box row is 128 bytes
 constexpr int64_t kElemBytes = 2;      // bf16 / f16
 constexpr int64_t kChunk = kSwizzleBytes / kElemBytes; // 64 elements per box
-constexpr int64_t kKStep = 16;                          // wgmma K for 16-bit
 constexpr int64_t kProducerRegs = 24;
 /// Registers per consumer thread after setmaxnreg: the CTA's 64K registers
 /// less the producer's, split over the consumer warpgroups (a multiple of
@@ -66,11 +67,13 @@ public:
            "ping-pong alternates between two consumer warpgroups");
     lay = computeSmemLayout(cfg);
     nchunk = cfg.headDim / kChunk;
-    nacc = cfg.blockN / 2;
     naccO = cfg.headDim / 2;
-    accT = "!f32x" + std::to_string(nacc);
     accOT = "!f32x" + std::to_string(naccO);
     et = cfg.dtype;
+    fragS = "!hopper.frag<64x" + std::to_string(cfg.blockN) + "xf32>";
+    fragP = "!hopper.frag<64x" + std::to_string(cfg.blockN) + "x" + et + ">";
+    fragO = "!hopper.frag<64x" + std::to_string(cfg.headDim) + "xf32>";
+    fragRows = "!hopper.frag<64xf32>";
   }
 
   std::string module(const std::string &moduleName);
@@ -78,8 +81,11 @@ public:
 private:
   const KernelConfig &cfg;
   SmemLayout lay;
-  int64_t nchunk, nacc, naccO;
-  std::string accT, accOT, et;
+  int64_t nchunk, naccO;
+  std::string accOT, et;
+  // A consumer warpgroup's fragments: S (64 x block_n), P as the register A
+  // operand of P V, O (64 x head dim), and one value per row.
+  std::string fragS, fragP, fragO, fragRows;
   Strs lines;
   struct Constant {
     std::string name, line;
@@ -118,14 +124,16 @@ private:
   }
   std::string i32(int64_t v) { return cst(std::to_string(v), "i32"); }
   std::string i64(int64_t v) { return cst(std::to_string(v), "i64"); }
-  std::string f32(double v) {
+  /// A float literal that MLIR's parser takes back exactly.
+  static std::string f32Text(double v) {
     std::string s;
     llvm::raw_string_ostream os(s);
     os << llvm::format("%.17g", v);
     if (s.find_first_of(".eEn") == std::string::npos)
       s += ".0";
-    return cst(s, "f32");
+    return s;
   }
+  std::string f32(double v) { return cst(f32Text(v), "f32"); }
   std::string f32lit(const char *hex) { return cst(hex, "f32"); }
   std::string bin(const std::string &opn, const std::string &a,
                   const std::string &b, const std::string &ty = "i32",
@@ -159,28 +167,10 @@ private:
                   "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i8",
               "gp");
   }
-  std::string ex2(const std::string &x) {
-    // ex2.approx.ftz.f32 (math.exp2 would give the non-ftz variant).
-    return op("llvm.call_intrinsic \"llvm.nvvm.ex2.approx.ftz.f\"(" + x +
-                  ") : (f32) -> f32",
-              "x");
-  }
-  // LLVM intrinsics rather than arith/math ops: those lower to libdevice
-  // calls on NVVM, and the kernel should not need libdevice.
-  std::string maxf(const std::string &a, const std::string &b) {
-    return op("llvm.intr.maxnum(" + a + ", " + b + ") : (f32, f32) -> f32", "mx");
-  }
-  std::string fma(const std::string &a, const std::string &b,
-                  const std::string &c) {
-    return op("llvm.intr.fma(" + a + ", " + b + ", " + c +
-                  ") : (f32, f32, f32) -> f32",
-              "fma");
-  }
-  std::string tanhApprox(const std::string &x) {
-    return op("llvm.inline_asm asm_dialect = att \"tanh.approx.f32 $0, $1;\", "
-              "\"=f,f\" " + x + " : (f32) -> f32",
-              "th");
-  }
+
+
+
+
   std::string shflXor(const std::string &x, int64_t off) {
     return op("nvvm.shfl.sync bfly " + i32(-1) + ", " + x + ", " + i32(off) +
                   ", " + i32(31) + " : f32 -> f32",
@@ -456,7 +446,6 @@ private:
   }
 
   // --- kernel pieces --------------------------------------------------------
-  std::string rsWgmmaAsm(std::string &constraints);
   std::string descBase(const std::string &smem, const std::string &offI32,
                        int64_t constPart);
   /// K/V ring slot u: stage u % stages (its index), phase (u / stages) & 1,
@@ -471,21 +460,6 @@ private:
   };
   Stage stage(const std::string &smem, const std::string &t,
               const std::string &descK0, const std::string &descV0);
-  std::string issueS(const std::string &descQ, const std::string &descK);
-  std::string issuePV(std::string oacc, const std::vector<Strs> &a,
-                       const std::string &descV);
-  std::string fenceStruct(const std::string &st, int64_t n,
-                          const std::string &ty);
-  Strs maskScores(const Strs &s, const std::string &block,
-                  const std::string &isBoundary, const Strs &rows,
-                  const std::string &colbase);
-  Strs softcapScores(const Strs &s, const std::string &pre);
-  struct Softmax {
-    Strs m, alpha, p, rowsum;
-    std::string raised; // i1: one of this thread's rows raised its max
-  };
-  Softmax softmax(const Strs &s, const Strs *mold, const std::string &sl2);
-  std::vector<Strs> pack(const Strs &p);
   /// Persistent CTAs reload Q into the buffer the O store reads: the
   /// consumers free Q only once that store has read it.
   bool qFreedAfterStore() const { return cfg.persistent && lay.oInQ; }
@@ -578,31 +552,6 @@ std::string fa3::hopper::checkSupported(const KernelConfig &cfg) {
   return why;
 }
 
-std::string Emitter::rsWgmmaAsm(std::string &constraints) {
-  // wgmma m64nDk16, f32 += {bf16|f16}(registers) * (smem descriptor), B
-  // transposed (V is MN-major). Operands: naccO outputs tied to naccO
-  // inputs, 4 A registers, the B descriptor, the scale-d flag.
-  int64_t a = 2 * naccO;
-  Strs d;
-  for (int64_t i = 0; i < naccO; ++i)
-    d.push_back("$" + std::to_string(i));
-  std::string asmText =
-      "{\\0A.reg .pred p;\\0Asetp.ne.b32 p, $" + std::to_string(a + 5) +
-      ", 0;\\0Awgmma.mma_async.sync.aligned.m64n" +
-      std::to_string(cfg.headDim) + "k16.f32." + et + "." + et + " {" +
-      join(d) + "}, {$" + std::to_string(a) + ", $" + std::to_string(a + 1) +
-      ", $" + std::to_string(a + 2) + ", $" + std::to_string(a + 3) + "}, $" +
-      std::to_string(a + 4) + ", p, 1, 1, 1;\\0A}";
-  Strs cons(naccO, "=f");
-  for (int64_t i = 0; i < naccO; ++i)
-    cons.push_back(std::to_string(i));
-  for (int i = 0; i < 4; ++i)
-    cons.push_back("r");
-  cons.push_back("l");
-  cons.push_back("n");
-  constraints = join(cons, ",");
-  return asmText;
-}
 
 std::string Emitter::descBase(const std::string &smem, const std::string &offI32,
                               int64_t constPart) {
@@ -637,206 +586,12 @@ Emitter::Stage Emitter::stage(const std::string &smem, const std::string &t,
   return st;
 }
 
-std::string Emitter::issueS(const std::string &descQ, const std::string &descK) {
-  std::string acc = op("llvm.mlir.undef : " + accT, "sacc");
-  for (int64_t kk = 0; kk < cfg.headDim / kKStep; ++kk) {
-    int64_t col = kk * kKStep;
-    int64_t qa = (col / kChunk) * (cfg.blockM * kSwizzleBytes) +
-                 (col % kChunk) * kElemBytes;
-    int64_t kb = (col / kChunk) * (cfg.blockN * kSwizzleBytes) +
-                 (col % kChunk) * kElemBytes;
-    std::string da = qa ? bin("addi", descQ, i64(qa >> 4), "i64") : descQ;
-    std::string db = kb ? bin("addi", descK, i64(kb >> 4), "i64") : descK;
-    acc = op("nvvm.wgmma.mma_async " + da + ", " + db + ", " + acc +
-                 ", #nvvm.shape<m = 64, n = " + std::to_string(cfg.blockN) +
-                 ", k = 16>, D [<f32>, #nvvm.wgmma_scale_out<" +
-                 (kk == 0 ? "zero" : "one") + ">], A [<" + et +
-                 ">, #nvvm.wgmma_scale_in<one>, <row>], B [<" + et +
-                 ">, #nvvm.wgmma_scale_in<one>, <col>] : " + accT + " -> " +
-                 accT,
-             "sacc");
-  }
-  e("nvvm.wgmma.commit.group.sync.aligned");
-  return acc;
-}
 
-std::string Emitter::issuePV(std::string oacc, const std::vector<Strs> &a,
-                             const std::string &descV) {
-  std::string cons;
-  std::string asmText = rsWgmmaAsm(cons);
-  Strs types(naccO, "f32");
-  for (int64_t kk = 0; kk < cfg.blockN / kKStep; ++kk) {
-    int64_t vb = kk * kKStep * kSwizzleBytes;
-    std::string db = vb ? bin("addi", descV, i64(vb >> 4), "i64") : descV;
-    Strs ins;
-    for (int64_t i = 0; i < naccO; ++i)
-      ins.push_back(extract(oacc, i, accOT, "oi"));
-    oacc = op("llvm.inline_asm has_side_effects asm_dialect = att \"" +
-                  asmText + "\", \"" + cons + "\" " + join(ins) + ", " +
-                  join(a[kk]) + ", " + db + ", " + i32(1) + " : (" +
-                  join(types) + ", i32, i32, i32, i32, i64, i32) -> " + accOT,
-              "oacc");
-  }
-  e("nvvm.wgmma.commit.group.sync.aligned");
-  return oacc;
-}
 
-std::string Emitter::fenceStruct(const std::string &st, int64_t cnt,
-                                 const std::string &ty) {
-  // An empty asm that "redefines" every register after wgmma.wait_group, so
-  // LLVM cannot move reads of the accumulators into the async window.
-  Strs vals, cons(cnt, "=f");
-  for (int64_t i = 0; i < cnt; ++i) {
-    vals.push_back(extract(st, i, ty, "fv"));
-    cons.push_back(std::to_string(i));
-  }
-  return op("llvm.inline_asm has_side_effects asm_dialect = att \"\", \"" +
-                join(cons, ",") + "\" " + join(vals) + " : (" +
-                repeat("f32", cnt) + ") -> " + ty,
-            "fenced");
-}
 
-Strs Emitter::softcapScores(const Strs &s, const std::string &pre) {
-  // s = tanh(qk * scale / softcap); the softcap factor (and log2 e) is
-  // applied with the softmax scale afterwards.
-  Strs out;
-  for (const std::string &x : s)
-    out.push_back(tanhApprox(bin("mulf", x, pre, "f32")));
-  return out;
-}
 
-Strs Emitter::maskScores(const Strs &s, const std::string &block,
-                         const std::string &isBoundary, const Strs &rows,
-                         const std::string &colbase) {
-  std::string ms = fresh("msk");
-  Strs f32s(nacc, "f32");
-  e(ms + ":" + std::to_string(nacc) + " = scf.if " + isBoundary + " -> (" +
-    join(f32s) + ") {");
-  ++ind;
-  // Per row, the visible columns relative to this thread's first one:
-  // element (k, e) sits at column cb + 8k + e, a constant offset, so each
-  // element costs one compare (two with a window's lower bound) and a select.
-  std::string cb = bin("addi", bin("muli", block, i32(cfg.blockN)), colbase);
-  Strs loRel, hiRel;
-  for (int i = 0; i < 2; ++i) {
-    // The bounds are loop-invariant; computed here from an opaque copy of
-    // the row, they do not hold registers across the whole mainloop.
-    std::string row = op("llvm.inline_asm has_side_effects asm_dialect = att "
-                         "\"mov.b32 $0, $1;\", \"=r,r\" " + rows[i] +
-                             " : (i32) -> i32", "row");
-    std::string b = fresh("cols");
-    e(b + ":2 = func.call @" + cfg.visibleColsFn + "(" + row +
-      ", %Sq, %Skv) : (i32, i32, i32) -> (i32, i32)");
-    loRel.push_back(cfg.leftBounded ? bin("subi", b + "#0", cb) : "");
-    hiRel.push_back(bin("subi", b + "#1", cb));
-  }
-  Strs out;
-  for (int64_t idx = 0; idx < nacc; ++idx) {
-    int64_t k = idx / 4, i = (idx % 4) / 2, ee = idx % 2;
-    std::string dc = i32(8 * k + ee);
-    std::string vis = cmpi("sgt", hiRel[i], dc);
-    if (cfg.leftBounded)
-      vis = op("arith.andi " + vis + ", " + cmpi("sle", loRel[i], dc) + " : i1", "vis");
-    out.push_back(select(vis, s[idx], f32lit(kNegInf), "f32"));
-  }
-  e("scf.yield " + join(out) + " : " + join(f32s));
-  --ind;
-  e("} else {");
-  e("  scf.yield " + join(s) + " : " + join(f32s));
-  e("}");
-  Strs res;
-  for (int64_t i = 0; i < nacc; ++i)
-    res.push_back(ms + "#" + std::to_string(i));
-  return res;
-}
 
-Emitter::Softmax Emitter::softmax(const Strs &s, const Strs *mold,
-                                  const std::string &sl2) {
-  Softmax r;
-  std::string zero = f32(0.0), ninf = f32lit(kNegInf);
-  Strs muse, raises;
-  for (int i = 0; i < 2; ++i) {
-    Strs vals;
-    for (int64_t idx = 0; idx < nacc; ++idx)
-      if ((idx % 4) / 2 == i)
-        vals.push_back(s[idx]);
-    while (vals.size() > 1) {
-      Strs next;
-      for (size_t t = 0; t + 1 < vals.size(); t += 2)
-        next.push_back(maxf(vals[t], vals[t + 1]));
-      if (vals.size() % 2)
-        next.push_back(vals.back());
-      vals = next;
-    }
-    std::string mx = vals[0];
-    mx = maxf(mx, shflXor(mx, 1));
-    mx = maxf(mx, shflXor(mx, 2));
-    std::string mxs = bin("mulf", mx, sl2, "f32");
-    std::string mn = mxs, raise;
-    if (mold && cfg.lazyRescale) {
-      // The reference max only has to bound the scores closely enough
-      // that exp2(s - m) <= 2^threshold stays finite in P and the sums;
-      // O and l share it, so the result is the same.
-      raise = cmpf("ogt", mxs,
-                   bin("addf", (*mold)[i], f32(cfg.rescaleThreshold), "f32"));
-      mn = select(raise, mxs, (*mold)[i], "f32");
-    } else if (mold) {
-      mn = maxf((*mold)[i], mxs);
-    }
-    // A row with no visible key so far keeps m = -inf: exponentiate
-    // against 0 then, so that exp2(-inf - -inf) never makes a NaN.
-    std::string mu = select(cmpf("oeq", mn, ninf), zero, mn, "f32");
-    std::string alpha;
-    if (mold) {
-      alpha = ex2(bin("subf", (*mold)[i], mu, "f32"));
-      if (!raise.empty())
-        alpha = select(raise, alpha, f32(1.0), "f32");
-    }
-    r.alpha.push_back(alpha);
-    r.m.push_back(mn);
-    muse.push_back(mu);
-    raises.push_back(raise);
-  }
-  if (mold && cfg.lazyRescale)
-    r.raised = op("arith.ori " + raises[0] + ", " + raises[1] + " : i1", "p");
-  Strs negm = {op("arith.negf " + muse[0] + " : f32"),
-               op("arith.negf " + muse[1] + " : f32")};
-  for (int64_t idx = 0; idx < nacc; ++idx)
-    r.p.push_back(ex2(fma(s[idx], sl2, negm[(idx % 4) / 2])));
-  for (int i = 0; i < 2; ++i) {
-    Strs vals;
-    for (int64_t idx = 0; idx < nacc; ++idx)
-      if ((idx % 4) / 2 == i)
-        vals.push_back(r.p[idx]);
-    while (vals.size() > 1) {
-      Strs next;
-      for (size_t t = 0; t + 1 < vals.size(); t += 2)
-        next.push_back(bin("addf", vals[t], vals[t + 1], "f32"));
-      if (vals.size() % 2)
-        next.push_back(vals.back());
-      vals = next;
-    }
-    r.rowsum.push_back(vals[0]);
-  }
-  return r;
-}
 
-std::vector<Strs> Emitter::pack(const Strs &p) {
-  // The S accumulator layout is the A-from-registers layout of the P V
-  // wgmma: k-step kk takes accumulator n8-blocks 2kk and 2kk+1.
-  std::vector<Strs> a;
-  for (int64_t kk = 0; kk < cfg.blockN / kKStep; ++kk) {
-    Strs regs;
-    const int64_t blks[4][2] = {{2 * kk, 0}, {2 * kk, 1}, {2 * kk + 1, 0},
-                                {2 * kk + 1, 1}};
-    for (auto &bi : blks) {
-      int64_t base = 4 * bi[0] + 2 * bi[1];
-      regs.push_back(pack2(p[base], p[base + 1]));
-    }
-    a.push_back(regs);
-  }
-  return a;
-}
 
 void Emitter::storeODirect(const std::string &acc, const Strs &inv,
                            const Strs &rows, const std::string &head,
@@ -1192,7 +947,7 @@ std::string Emitter::body() {
   r = bin("addi", r, bin("muli", warp, i32(16)));
   r = bin("addi", r, quad);
   // Per tile (set inside the tile loop below; the helpers capture them).
-  std::string m0, head, bidx, lo, ilo, ihi, nblk;
+  std::string m0, head, bidx, lo, ilo, ihi, nblk, wgRow0;
   Strs qrows;
   // Scores reach the softmax in the log2 domain: s * sl2.
   std::string sl2 = "%scaleLog2", pre;
@@ -1214,13 +969,29 @@ std::string Emitter::body() {
     std::string after = cmpi("sge", blk, ihi);
     return op("arith.ori " + before + ", " + after + " : i1", "bnd");
   };
+  // The scores of block `blk`: softcap, then the mask on boundary blocks
+  // (the interior ones see every column).
   auto scoresOf = [&](const std::string &sacc, const std::string &blk) {
-    Strs s;
-    for (int64_t i = 0; i < nacc; ++i)
-      s.push_back(extract(sacc, i, accT, "s"));
+    std::string sc = sacc;
     if (cfg.softcap > 0)
-      s = softcapScores(s, pre);
-    return maskScores(s, blk, boundary(blk), qrows, colbase);
+      sc = op("hopper.softcap " + sc + ", " + pre + " : " + fragS, "s");
+    std::string bnd = boundary(blk);
+    std::string ms = fresh("msk");
+    e(ms + " = scf.if " + bnd + " -> (" + fragS + ") {");
+    ++ind;
+    std::string col0 = bin("muli", blk, i32(cfg.blockN), "i32", "col0");
+    std::string mk = op("hopper.mask " + sc + " rows " + wgRow0 + " cols " +
+                            col0 + " visible @" + cfg.visibleColsFn +
+                            "(%Sq, %Skv)" +
+                            (cfg.leftBounded ? " left_bounded" : "") + " : " +
+                            fragS,
+                        "s");
+    e("scf.yield " + mk + " : " + fragS);
+    --ind;
+    e("} else {");
+    e("  scf.yield " + sc + " : " + fragS);
+    e("}");
+    return ms;
   };
 
   consumer = cw;
@@ -1244,6 +1015,7 @@ std::string Emitter::body() {
     ihi = tl.ihi, nblk = tl.nblk;
     std::string qrow0 = bin("addi", m0, r, "i32", "qrow");
     qrows = {qrow0, bin("addi", qrow0, i32(8), "i32", "qrow")};
+    wgRow0 = bin("addi", m0, bin("muli", cw, i32(64)), "i32", "wgrow");
   }
   if (!cfg.persistent)
     pingpongEdge(cw, /*opening=*/true);
@@ -1264,8 +1036,10 @@ std::string Emitter::body() {
   //              wait(0); release V_{t-1}; O *= alpha_t
   //   tail     : O += P_{n-1} V_{n-1}; wait(0); release V_{n-1}
   std::string zero = f32(0.0), ninf = f32lit(kNegInf);
-  int64_t na = (cfg.blockN / kKStep) * 4;
-  std::string rt = "f32, f32, f32, f32, " + accOT;
+  // Mainloop state: row max m and the thread's partial row sums l (one
+  // value per row), the O accumulator, and P of the last block (16-bit, the
+  // register A operand of its P V product).
+  std::string rt = fragRows + ", " + fragRows + ", " + fragO;
   // Persistent: the epilogue's tile coordinates, read from the published
   // slot before Q is released (the producer then rewrites the slot), are
   // results of this scf.if too.
@@ -1280,9 +1054,29 @@ std::string Emitter::body() {
     }
     e("nvvm.mbarrier.arrive " + cq.empty + " : !llvm.ptr<3>");
   };
+  auto issueS = [&](const std::string &descK) {
+    return op("hopper.wgmma.ss " + descQ + ", " + descK + " k " +
+                  std::to_string(cfg.headDim) + " boxes " +
+                  std::to_string(cfg.blockM * kSwizzleBytes) + ", " +
+                  std::to_string(cfg.blockN * kSwizzleBytes) + " : " + et +
+                  " -> " + fragS,
+              "sacc");
+  };
+  auto issuePV = [&](const std::string &pa, const std::string &descV,
+                     const std::string &oacc) {
+    return op("hopper.wgmma.rs " + pa + ", " + descV + ", " + oacc + " : " +
+                  fragP + ", " + fragO,
+              "oacc");
+  };
+  auto wgmmaWait = [&](int pending, const std::string &frag,
+                       const std::string &type) {
+    return op("hopper.wgmma.wait " + std::to_string(pending) + ", " + frag +
+                  " : " + type,
+              "ready");
+  };
   std::string res = fresh("res");
   std::string nz = cmpi("sgt", nblk, i32(0));
-  e(res + ":" + (coordsThroughIf ? "8" : "5") + " = scf.if " + nz + " -> (" +
+  e(res + ":" + (coordsThroughIf ? "6" : "3") + " = scf.if " + nz + " -> (" +
     rtIf + ") {");
   ++ind;
   comment("prologue: first visited block");
@@ -1290,23 +1084,19 @@ std::string Emitter::body() {
   mbarWait(st0.kfull, st0.ph);
   turnBegin();
   e("nvvm.wgmma.fence.aligned");
-  std::string sacc = issueS(descQ, st0.descK);
+  std::string sacc = issueS(st0.descK);
   turnEnd();
-  e("nvvm.wgmma.wait.group.sync.aligned 0");
-  sacc = fenceStruct(sacc, nacc, accT);
+  sacc = wgmmaWait(0, sacc, fragS);
   releaseKV(st0.kempty);
-  Softmax sm0 = softmax(scoresOf(sacc, lo), nullptr, sl2);
-  std::vector<Strs> a0 = pack(sm0.p);
-  std::string o0 = op("llvm.mlir.zero : " + accOT, "ozero");
+  std::string sm0 = fresh("sm");
+  e(sm0 + ":5 = hopper.softmax_step " + scoresOf(sacc, lo) + " scale " + sl2 +
+    " : " + fragS + ", " + fragRows);
+  std::string a0 = op("hopper.trunc " + sm0 + "#0 : " + fragS + " to " + fragP, "pa");
+  std::string o0 = op("hopper.zero : " + fragO, "ozero");
   std::string lp = fresh("lp");
-  Strs aargs;
-  for (int64_t i = 0; i < na; ++i)
-    aargs.push_back("%pa" + std::to_string(i) + " = " + a0[i / 4][i % 4]);
-  e(lp + ":" + std::to_string(5 + na) + " = scf.for %t = " + i32(1) + " to " +
-    nblk + " step " + i32(1) + " iter_args(%m0 = " + sm0.m[0] + ", %m1 = " +
-    sm0.m[1] + ", %l0 = " + sm0.rowsum[0] + ", %l1 = " + sm0.rowsum[1] +
-    ", %acc = " + o0 + ", " + join(aargs) + ") -> (" + rt + ", " +
-    repeat("i32", na) + ") : i32 {");
+  e(lp + ":4 = scf.for %t = " + i32(1) + " to " + nblk + " step " + i32(1) +
+    " iter_args(%m = " + sm0 + "#1, %l = " + sm0 + "#2, %acc = " + o0 +
+    ", %pa = " + a0 + ") -> (" + rt + ", " + fragP + ") : i32 {");
   ++ind;
   {
     std::string u = bin("addi", cG, "%t", "i32", "slot");
@@ -1318,71 +1108,51 @@ std::string Emitter::body() {
     mbarWait(prv.vfull, prv.ph);
     turnBegin();
     e("nvvm.wgmma.fence.aligned");
-    std::string s = issueS(descQ, cur.descK);
-    std::vector<Strs> ain;
-    for (int64_t kk = 0; kk < cfg.blockN / kKStep; ++kk) {
-      Strs regs;
-      for (int rr = 0; rr < 4; ++rr)
-        regs.push_back("%pa" + std::to_string(4 * kk + rr));
-      ain.push_back(regs);
-    }
-    std::string o = issuePV("%acc", ain, prv.descV);
+    std::string sa = issueS(cur.descK);
+    std::string o = issuePV("%pa", prv.descV, "%acc");
     turnEnd();
-    e("nvvm.wgmma.wait.group.sync.aligned 1");
-    s = fenceStruct(s, nacc, accT);
+    sa = wgmmaWait(1, sa, fragS);
     releaseKV(cur.kempty);
-    Strs mold = {"%m0", "%m1"};
-    Softmax sm = softmax(scoresOf(s, blockOf("%t")), &mold, sl2);
-    // Packed before the wait, beside the exponentials (the MUFU pipe is the
-    // softmax's bottleneck: the conversions issue in its shadow).
-    std::vector<Strs> a = pack(sm.p);
+    std::string sm = fresh("sm");
+    e(sm + ":5 = hopper.softmax_step " + scoresOf(sa, blockOf("%t")) +
+      " scale " + sl2 + " state(%m, %l)" +
+      (cfg.lazyRescale ? " threshold " + f32Text(cfg.rescaleThreshold) : "") +
+      " : " + fragS + ", " + fragRows);
+    // Rounded before the wait, beside the exponentials (the MUFU pipe is
+    // the softmax's bottleneck: the conversions issue in its shadow).
+    std::string a = op("hopper.trunc " + sm + "#0 : " + fragS + " to " + fragP, "pa");
     // Wait for P_{t-1} V_{t-1}, then O *= alpha. ptxas hoists a
     // wgmma.wait_group above independent arithmetic (it does not model the
     // stall), which would make the softmax wait for the P V wgmmas; a
     // branch is a boundary it does not schedule across, so with lazy
     // rescaling the wait sits in both arms of the rescale branch.
-    auto waitPV = [&] {
-      e("nvvm.wgmma.wait.group.sync.aligned 0");
-      return fenceStruct(o, naccO, accOT);
-    };
     auto rescaled = [&](const std::string &acc) {
-      std::string r = op("llvm.mlir.undef : " + accOT, "oacc");
-      for (int64_t idx = 0; idx < naccO; ++idx) {
-        std::string v = extract(acc, idx, accOT, "o");
-        v = bin("mulf", v, sm.alpha[(idx % 4) / 2], "f32");
-        r = op("llvm.insertvalue " + v + ", " + r + "[" +
-                   std::to_string(idx) + "] : " + accOT,
-               "oacc");
-      }
-      return r;
+      return op("hopper.scale_rows " + acc + ", " + sm + "#3 : " + fragO +
+                    ", " + fragRows,
+                "oacc");
     };
     std::string oacc;
     if (cfg.lazyRescale) {
       comment("O *= alpha only if a row of the warpgroup raised its max: "
               "after the first blocks, almost never");
-      std::string any = warpgroupAny(sm.raised);
+      std::string any = warpgroupAny(sm + "#4");
       oacc = fresh("scaled");
-      e(oacc + " = scf.if " + any + " -> (" + accOT + ") {");
+      e(oacc + " = scf.if " + any + " -> (" + fragO + ") {");
       ++ind;
-      e("scf.yield " + rescaled(waitPV()) + " : " + accOT);
+      e("scf.yield " + rescaled(wgmmaWait(0, o, fragO)) + " : " + fragO);
       --ind;
       e("} else {");
       ++ind;
-      e("scf.yield " + waitPV() + " : " + accOT);
+      e("scf.yield " + wgmmaWait(0, o, fragO) + " : " + fragO);
       --ind;
       e("}");
     } else {
       comment("O *= alpha (after the P V wgmmas retired)");
-      oacc = rescaled(waitPV());
+      oacc = rescaled(wgmmaWait(0, o, fragO));
     }
     releaseKV(prv.vempty);
-    Strs ln = {fma("%l0", sm.alpha[0], sm.rowsum[0]),
-               fma("%l1", sm.alpha[1], sm.rowsum[1])};
-    Strs ys;
-    for (int64_t i = 0; i < na; ++i)
-      ys.push_back(a[i / 4][i % 4]);
-    e("scf.yield " + sm.m[0] + ", " + sm.m[1] + ", " + ln[0] + ", " + ln[1] +
-      ", " + oacc + ", " + join(ys) + " : " + rt + ", " + repeat("i32", na));
+    e("scf.yield " + sm + "#1, " + sm + "#2, " + oacc + ", " + a + " : " + rt +
+      ", " + fragP);
   }
   --ind;
   e("}");
@@ -1397,28 +1167,20 @@ std::string Emitter::body() {
     mbarWait(last.vfull, last.ph);
     turnBegin();
     e("nvvm.wgmma.fence.aligned");
-    std::vector<Strs> ain;
-    for (int64_t kk = 0; kk < cfg.blockN / kKStep; ++kk) {
-      Strs regs;
-      for (int rr = 0; rr < 4; ++rr)
-        regs.push_back(lp + "#" + std::to_string(5 + 4 * kk + rr));
-      ain.push_back(regs);
-    }
-    std::string o = issuePV(lp + "#4", ain, last.descV);
+    std::string o = issuePV(lp + "#3", last.descV, lp + "#2");
     turnEnd();
-    e("nvvm.wgmma.wait.group.sync.aligned 0");
-    o = fenceStruct(o, naccO, accOT);
+    o = wgmmaWait(0, o, fragO);
     releaseKV(last.vempty);
-    e("scf.yield " + lp + "#0, " + lp + "#1, " + lp + "#2, " + lp + "#3, " +
-      o + coordsNz + " : " + rtIf);
+    e("scf.yield " + lp + "#0, " + lp + "#1, " + o + coordsNz + " : " + rtIf);
   }
   --ind;
   e("} else {");
   ++ind;
   releaseQ(coordsZ);
-  std::string zo = op("llvm.mlir.zero : " + accOT, "ozero");
-  e("scf.yield " + ninf + ", " + ninf + ", " + zero + ", " + zero + ", " + zo +
-    coordsZ + " : " + rtIf);
+  std::string mz = op("hopper.fill " + ninf + " : f32 to " + fragRows, "mzero");
+  std::string lz = op("hopper.zero : " + fragRows, "lzero");
+  std::string zo = op("hopper.zero : " + fragO, "ozero");
+  e("scf.yield " + mz + ", " + lz + ", " + zo + coordsZ + " : " + rtIf);
   --ind;
   e("}");
 
@@ -1430,15 +1192,24 @@ std::string Emitter::body() {
     // the mainloop), before Q's release or, if Q is released after the O
     // store, here.
     TileCoords c = coordsThroughIf
-                       ? TileCoords{res + "#5", res + "#6", res + "#7"}
+                       ? TileCoords{res + "#3", res + "#4", res + "#5"}
                        : readCoords(cq.slot);
     m0 = c.m0, head = c.head, bidx = c.bidx;
     std::string qrow0 = bin("addi", m0, r, "i32", "qrow");
     qrows = {qrow0, bin("addi", qrow0, i32(8), "i32", "qrow")};
   }
-  Strs mfin = {res + "#0", res + "#1"}, lfin, inv, empty;
-  for (const char *l : {"#2", "#3"}) {
-    std::string v = res + l;
+  // The epilogue still reads registers: the fragments' registers, through
+  // casts the conversion resolves.
+  const std::string rowsRegs = "!llvm.struct<(f32, f32)>";
+  std::string mRegs = op("builtin.unrealized_conversion_cast " + res + "#0 : " +
+                         fragRows + " to " + rowsRegs, "mregs");
+  std::string lRegs = op("builtin.unrealized_conversion_cast " + res + "#1 : " +
+                         fragRows + " to " + rowsRegs, "lregs");
+  Strs mfin = {extract(mRegs, 0, rowsRegs, "m"), extract(mRegs, 1, rowsRegs, "m")};
+  Strs lpart = {extract(lRegs, 0, rowsRegs, "l"), extract(lRegs, 1, rowsRegs, "l")};
+  Strs lfin, inv, empty;
+  for (const std::string &lp0 : lpart) {
+    std::string v = lp0;
     v = bin("addf", v, shflXor(v, 1), "f32");
     v = bin("addf", v, shflXor(v, 2), "f32");
     lfin.push_back(v);
@@ -1453,7 +1224,8 @@ std::string Emitter::body() {
                                 lfin[i] + ") : (f32) -> f32", "inv"),
                          "f32"));
   }
-  std::string accf = res + "#4";
+  std::string accf = op("builtin.unrealized_conversion_cast " + res + "#2 : " +
+                        fragO + " to " + accOT, "oregs");
   if (cfg.tmaStore)
     storeOViaTma(accf, inv, EpilogueCtx{smem, cq.empty, cw, ltid, warp, lane, m0, head, bidx});
   else
@@ -1530,10 +1302,8 @@ std::string Emitter::module(const std::string &moduleName) {
   std::string func = body();
   std::string out;
   llvm::raw_string_ostream os(out);
-  os << "!f32x" << nacc << " = !llvm.struct<(" << repeat("f32", nacc) << ")>\n";
-  if (naccO != nacc)
-    os << "!f32x" << naccO << " = !llvm.struct<(" << repeat("f32", naccO)
-       << ")>\n";
+  os << "!f32x" << naccO << " = !llvm.struct<(" << repeat("f32", naccO)
+     << ")>\n";
   os << "gpu.module @" << moduleName << " {\n"
      << "  // dynamic shared memory, 1024-aligned (128B swizzle atoms)\n"
      << "  llvm.mlir.global external @attn_smem() {addr_space = 3 : i32, "

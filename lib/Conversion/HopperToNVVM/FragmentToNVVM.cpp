@@ -535,6 +535,20 @@ struct FmaLowering : OpConversionPattern<math::FmaOp> {
     return success();
   }
 };
+/// A cast from a fragment to its registers (code that reads the registers
+/// directly) is the converted fragment itself.
+struct FragmentCastLowering : OpConversionPattern<UnrealizedConversionCastOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(UnrealizedConversionCastOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (op.getNumOperands() != 1 || op.getNumResults() != 1 ||
+        adaptor.getOperands()[0].getType() != op.getResult(0).getType())
+      return rewriter.notifyMatchFailure(op, "not a fragment's registers");
+    rewriter.replaceOp(op, adaptor.getOperands()[0]);
+    return success();
+  }
+};
 } // namespace
 
 void fa3::hopper::addFragmentTypeConversion(TypeConverter &converter) {
@@ -542,7 +556,12 @@ void fa3::hopper::addFragmentTypeConversion(TypeConverter &converter) {
       [](FragmentType t) -> Type { return registersType(t); });
 }
 
-void fa3::hopper::markFragmentMathIllegal(ConversionTarget &target) {
+void fa3::hopper::addFragmentLegality(ConversionTarget &target) {
+  target.addDynamicallyLegalOp<UnrealizedConversionCastOp>(
+      [](UnrealizedConversionCastOp op) {
+        return !llvm::any_of(op.getOperandTypes(),
+                             [](Type t) { return isa<FragmentType>(t); });
+      });
   // Only the f32 math of kernels (inside a gpu.module): a host function's
   // exp2 keeps its exact lowering.
   auto onHost = [](Operation *op) {
@@ -557,5 +576,5 @@ void fa3::hopper::populateFragmentToNVVMPatterns(
   patterns.add<WgmmaSSLowering, WgmmaRSLowering, WgmmaWaitLowering,
                SoftcapLowering, MaskLowering, SoftmaxStepLowering,
                ScaleRowsLowering, TruncLowering, ZeroLowering, FillLowering,
-               Exp2Lowering, FmaLowering>(converter, patterns.getContext());
+               Exp2Lowering, FmaLowering, FragmentCastLowering>(converter, patterns.getContext());
 }

@@ -4,6 +4,7 @@
 #include "fa3/Conversion/Passes.h"
 #include "fa3/Dialect/Hopper/IR/HopperDialect.h"
 
+#include "mlir/Dialect/Func/Transforms/FuncConversions.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/Patterns.h"
 #include "mlir/Transforms/DialectConversion.h"
@@ -134,12 +135,22 @@ struct ConvertHopperToNVVMPass
     ConversionTarget target(*ctx);
     target.addIllegalDialect<HopperDialect>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
-    markFragmentMathIllegal(target);
+    addFragmentLegality(target);
     RewritePatternSet patterns(ctx);
     // Fragments cross scf.for / scf.if / scf.while as loop-carried values
     // and results: those ops are legal once their types are converted.
     scf::populateSCFStructuralTypeConversionsAndLegality(converter, patterns,
                                                          target);
+    // ... and functions (code split into functions, the lit tests).
+    populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
+                                                                   converter);
+    populateReturnOpTypeConversionPattern(patterns, converter);
+    populateCallOpTypeConversionPattern(patterns, converter);
+    target.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp f) {
+      return converter.isSignatureLegal(f.getFunctionType());
+    });
+    target.addDynamicallyLegalOp<func::ReturnOp, func::CallOp>(
+        [&](Operation *op) { return converter.isLegal(op); });
     patterns.add<WarpSpecializeLowering,
                  NamedBarrierLowering<NamedBarrierSyncOp>,
                  NamedBarrierLowering<NamedBarrierArriveOp>,

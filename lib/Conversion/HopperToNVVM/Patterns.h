@@ -16,9 +16,11 @@ namespace fa3::hopper {
 /// 16-bit one, 2 f32 for a row vector (the thread's two rows).
 void addFragmentTypeConversion(mlir::TypeConverter &converter);
 
-/// In kernels (a gpu.module), f32 math.exp2 and math.fma, which the shared
-/// online-softmax builder makes, become ex2.approx.ftz and llvm.intr.fma.
-void markFragmentMathIllegal(mlir::ConversionTarget &target);
+/// What must not survive the pass: casts from a fragment to its registers
+/// and, in kernels (a gpu.module), the f32 math.exp2 and math.fma that the
+/// shared online-softmax builder makes (they become ex2.approx.ftz and
+/// llvm.intr.fma).
+void addFragmentLegality(mlir::ConversionTarget &target);
 
 /// Warpgroup MMA, the online softmax step and the row math on fragments
 /// (FragmentToNVVM.cpp).

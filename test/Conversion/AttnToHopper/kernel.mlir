@@ -65,28 +65,31 @@
 // ... S = Q K^T from shared memory (SS) within this warpgroup's turn ...
 // CHECK: hopper.named_barrier.sync turn[%[[CW]]] of 2 threads 256
 // CHECK-NEXT: nvvm.wgmma.fence.aligned
-// CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
-// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NEXT: %[[S0:.*]] = hopper.wgmma.ss %[[DQ:.*]], %{{.*}} k 128 boxes 16384, 16384 : bf16 -> !hopper.frag<64x128xf32>
 // CHECK-NEXT: hopper.named_barrier.arrive turn[%[[OTHER]]] of 2 threads 256
-// ... the mask only inside the boundary branch ...
-// CHECK: scf.if %{{.*}} -> (f32
-// CHECK: %[[COLS:.*]]:2 = func.call @attn_kernel_visible_cols
-// CHECK: %[[HIREL:.*]] = arith.subi %[[COLS]]#1
-// ... each score: one compare of its constant column offset, one select ...
-// CHECK: %[[VIS:.*]] = arith.cmpi sgt, %[[HIREL]], %c0_i32 : i32
-// CHECK-NEXT: arith.select %[[VIS]]
+// CHECK-NEXT: %[[S0R:.*]] = hopper.wgmma.wait 0, %[[S0]] : !hopper.frag<64x128xf32>
+// ... the mask only inside the boundary branch (the fragment lowering is
+// test/Conversion/HopperToNVVM/fragment.mlir) ...
+// CHECK: scf.if %{{.*}} -> (!hopper.frag<64x128xf32>) {
+// CHECK: %[[MK:.*]] = hopper.mask %[[S0R]] rows %{{.*}} cols %{{.*}} visible @attn_kernel_visible_cols(%arg8, %arg9) : !hopper.frag<64x128xf32>
+// CHECK-NEXT: scf.yield %[[MK]]
 // CHECK: } else {
-// CHECK-NOT: func.call @attn_kernel_visible_cols
-// CHECK: scf.yield
-// ... softmax with exp2 and quad shuffles ...
-// CHECK: nvvm.shfl.sync bfly
-// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
-// ... and O += P V with P from registers (RS, inline PTX), overlapped with S of the next block.
-// CHECK: scf.for
-// CHECK: nvvm.wgmma.mma_async
-// CHECK: llvm.inline_asm has_side_effects {{.*}}wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
-// CHECK: nvvm.wgmma.wait.group.sync.aligned 1
-// CHECK: nvvm.mbarrier.arrive
+// CHECK-NEXT: scf.yield %[[S0R]]
+// ... the first block's softmax (no state), P rounded to the register A
+// operand of P V ...
+// CHECK: %[[P0:.*]], %[[M0:.*]], %[[L0:.*]], %{{.*}}, %{{.*}} = hopper.softmax_step %{{.*}} scale %arg15 : !hopper.frag<64x128xf32>, !hopper.frag<64xf32>
+// CHECK-NEXT: %[[PA0:.*]] = hopper.trunc %[[P0]] : !hopper.frag<64x128xf32> to !hopper.frag<64x128xbf16>
+// CHECK-NEXT: %[[OZ:.*]] = hopper.zero : !hopper.frag<64x128xf32>
+// ... then per block: S of this block, O += P V of the last (RS), the
+// softmax while P V runs, with lazy rescaling (threshold 8 in log2 units).
+// CHECK: scf.for %{{.*}} iter_args(%[[M:.*]] = %[[M0]], %[[L:.*]] = %[[L0]], %[[ACC:.*]] = %[[OZ]], %[[PA:.*]] = %[[PA0]]) -> (!hopper.frag<64xf32>, !hopper.frag<64xf32>, !hopper.frag<64x128xf32>, !hopper.frag<64x128xbf16>)
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK-NEXT: %[[S:.*]] = hopper.wgmma.ss %[[DQ]], %{{.*}} k 128 boxes 16384, 16384
+// CHECK-NEXT: %[[O:.*]] = hopper.wgmma.rs %[[PA]], %{{.*}}, %[[ACC]] : !hopper.frag<64x128xbf16>, !hopper.frag<64x128xf32>
+// CHECK: hopper.wgmma.wait 1, %[[S]] : !hopper.frag<64x128xf32>
+// CHECK-NEXT: nvvm.mbarrier.arrive
+// CHECK: hopper.softmax_step %{{.*}} scale %arg15 state(%[[M]], %[[L]]) threshold 8.000000e+00
+// CHECK: hopper.wgmma.wait 0, %[[O]] : !hopper.frag<64x128xf32>
 // Consumer 0 takes the last turn consumer 1 handed over (barriers balanced).
 // CHECK: hopper.named_barrier.sync turn[%c0_i32] of 2 threads 256
 // Epilogue: O / l staged in shared memory by stmatrix (8 per thread at head

@@ -12,42 +12,35 @@
 // RUN: fa3-opt %s --attn-hopper-config="block-m=128 lazy-rescale=off" --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=OFF
 
 // CHECK: lazy_rescale = true
-// CHECK: %[[TAU:.*]] = arith.constant 8.000000e+00 : f32
-// CHECK: scf.for %{{.*}} = %c1_i32 to %{{.*}} iter_args(%[[M0:[^ ]*]] = %{{[^,]*}}, %[[M1:[^ ]*]] = %{{[^,]*}},
-// CHECK: nvvm.wgmma.wait.group.sync.aligned 1
-// CHECK: %[[MX0:.*]] = arith.mulf %{{.*}}, %arg15 : f32
-// CHECK-NEXT: %[[LIM0:.*]] = arith.addf %[[M0]], %[[TAU]] : f32
-// CHECK-NEXT: %[[UP0:.*]] = arith.cmpf ogt, %[[MX0]], %[[LIM0]] : f32
-// CHECK-NEXT: arith.select %[[UP0]], %[[MX0]], %[[M0]] : f32
-// CHECK: %[[LIM1:.*]] = arith.addf %[[M1]], %[[TAU]] : f32
-// CHECK-NEXT: %[[UP1:.*]] = arith.cmpf ogt, %{{.*}}, %[[LIM1]] : f32
-// CHECK: %[[ANY:.*]] = arith.ori %[[UP0]], %[[UP1]] : i1
-// The exponentials come before the branch, the wait inside it.
-// CHECK: llvm.nvvm.ex2.approx.ftz.f
-// CHECK-NOT: nvvm.wgmma.wait.group
-// CHECK: %[[VOTE:.*]] = hopper.warpgroup_any %[[ANY]] in consumer[%{{.*}}] of 2
-// CHECK: scf.if %[[VOTE]] -> (!llvm.struct
-// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
-// CHECK: arith.mulf
+// CHECK: scf.for %{{.*}} iter_args(%[[M:[^ ]*]] = %{{[^,]*}}, %[[L:[^ ]*]] = %{{[^,]*}}, %{{[^ ]*}} = %{{[^,]*}}, %{{[^ ]*}} = %{{[^)]*}})
+// CHECK: %[[O:.*]] = hopper.wgmma.rs
+// CHECK: hopper.wgmma.wait 1
+// The step raises a row's max only past the threshold (its arithmetic, the
+// shared builder's, is checked in test/Conversion/HopperToNVVM/fragment.mlir).
+// CHECK: %{{.*}}, %{{.*}}, %{{.*}}, %[[ALPHA:[^ ]*]], %[[UP:[^ ]*]] = hopper.softmax_step %{{.*}} state(%[[M]], %[[L]]) threshold 8.000000e+00
+// P is rounded before the branch, the wait is inside it.
+// CHECK-NEXT: hopper.trunc
+// CHECK-NOT: hopper.wgmma.wait
+// CHECK: %[[VOTE:.*]] = hopper.warpgroup_any %[[UP]] in consumer[%{{.*}}] of 2
+// CHECK-NEXT: scf.if %[[VOTE]] -> (!hopper.frag<64x128xf32>) {
+// CHECK-NEXT: %[[W1:.*]] = hopper.wgmma.wait 0, %[[O]]
+// CHECK-NEXT: hopper.scale_rows %[[W1]], %[[ALPHA]]
 // CHECK: } else {
-// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
-// CHECK-NOT: arith.mulf
-// CHECK: scf.yield
+// CHECK-NEXT: %[[W0:.*]] = hopper.wgmma.wait 0, %[[O]]
+// CHECK-NEXT: scf.yield %[[W0]]
 // CHECK-NEXT: }
 // CHECK-NEXT: nvvm.mbarrier.arrive
 
-// EXACT: %[[TAU:.*]] = arith.constant 0.000000e+00 : f32
-// EXACT: arith.addf %{{.*}}, %[[TAU]] : f32
+// EXACT: hopper.softmax_step %{{.*}} state(%{{.*}}, %{{.*}}) :
 // EXACT: hopper.warpgroup_any
 
 // OFF: lazy_rescale = false
 // OFF-NOT: hopper.warpgroup_any
-// OFF: nvvm.wgmma.wait.group.sync.aligned 1
-// OFF: llvm.intr.maxnum(%arg
+// OFF: hopper.wgmma.wait 1
+// OFF: %{{.*}}, %{{.*}}, %{{.*}}, %[[ALPHA:[^ ]*]], %{{.*}} = hopper.softmax_step %{{.*}} state(%{{.*}}, %{{.*}}) :
 // OFF-NOT: scf.if
-// OFF: nvvm.wgmma.wait.group.sync.aligned 0
-// OFF-NOT: scf.if
-// OFF: arith.mulf
+// OFF: %[[W:.*]] = hopper.wgmma.wait 0
+// OFF-NEXT: hopper.scale_rows %[[W]], %[[ALPHA]]
 // OFF-NOT: hopper.warpgroup_any
 func.func @attn(%q: memref<?x4x?x128xbf16>, %k: memref<?x2x?x128xbf16>, %v: memref<?x2x?x128xbf16>,
                 %o: memref<?x4x?x128xbf16>) {

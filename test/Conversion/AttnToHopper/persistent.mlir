@@ -49,7 +49,7 @@
 // Q2: %[[QOFF16:.*]] = arith.shrui %{{.*}}, %c4_i32 : i32
 // Q2-NEXT: %[[QOFF64:.*]] = arith.extui %[[QOFF16]] : i32 to i64
 // Q2-NEXT: %[[DESCQ:.*]] = arith.addi %{{.*}}, %[[QOFF64]] : i64
-// Q2: nvvm.wgmma.mma_async %[[DESCQ]],
+// Q2: hopper.wgmma.ss %[[DESCQ]],
 
 // CHECK: gpu.func @attn_kernel(
 // CHECK-SAME: %[[LSE:[^:]*]]: !llvm.ptr<1>, %[[COUNTER:[^:]*]]: !llvm.ptr<1>, %{{[^:]*}}: i32,
