@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fa3/Pipelines/Pipelines.h"
+#include "fa3/Dialect/Hopper/Transforms/Passes.h"
 #include "fa3/Pipelines/Ptxas.h"
 
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
@@ -149,6 +150,7 @@ void fa3::addHopperPipeline(OpPassManager &pm, const HopperPipelineOptions &o) {
   // Tiles by the recorded configuration, carrying it to the kernel pass.
   pm.addPass(attn::createAttnTile());
   pm.addPass(createConvertAttnToHopper());
+  pm.addPass(hopper::createHopperPingPong());
   pm.addPass(createConvertHopperToNVVM());
   GpuNVVMAttachTargetOptions target;
   target.chip = o.chip;

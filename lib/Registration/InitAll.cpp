@@ -5,6 +5,7 @@
 #include "fa3/Dialect/Attn/IR/AttnDialect.h"
 #include "fa3/Dialect/Attn/Transforms/Passes.h"
 #include "fa3/Dialect/Hopper/IR/HopperDialect.h"
+#include "fa3/Dialect/Hopper/Transforms/Passes.h"
 #include "fa3/Pipelines/Pipelines.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -26,6 +27,7 @@ void fa3::registerAllDialects(mlir::DialectRegistry &registry) {
 void fa3::registerAllPasses() {
   mlir::registerAllPasses();
   fa3::attn::registerAttnPasses();
+  fa3::hopper::registerHopperPasses();
   fa3::registerAttnPipelines();
   fa3::registerFA3ConversionPasses();
 }

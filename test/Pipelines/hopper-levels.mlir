@@ -1,7 +1,8 @@
 // attn-hopper-pipeline is a pipeline of our passes, in the order of the IR
 // levels (docs/design.md), each level visible with --mlir-print-ir-after-all:
-// the op with its configuration, the tile level, the hopper ops, NVVM, and
-// the tensor maps by value.
+// the op with its configuration, the tile level, the hopper ops (the
+// consumers' math on register fragments), their ping-pong schedule, NVVM,
+// and the tensor maps by value.
 // RUN: fa3-opt %s --attn-hopper-pipeline=format=none --mlir-print-ir-after-all -o /dev/null 2>&1 | FileCheck %s
 
 // CHECK: IR Dump After OneShotBufferizePass
@@ -14,6 +15,11 @@
 // CHECK: IR Dump After ConvertAttnToHopper (convert-attn-to-hopper)
 // CHECK: hopper.warp_specialize producer regs 24 {
 // CHECK: } consumers(%{{.*}} of 2) regs 240 {
+// CHECK-NOT: turn[
+// CHECK: hopper.wgmma.ss
+// CHECK: hopper.softmax_step
+// CHECK: } {hopper.pingpong}
+// CHECK: IR Dump After HopperPingPong (hopper-pingpong)
 // CHECK: hopper.named_barrier.sync turn[
 // CHECK: IR Dump After ConvertHopperToNVVM (convert-hopper-to-nvvm)
 // CHECK-NOT: hopper.

@@ -199,14 +199,11 @@ private:
     return op("llvm.bitcast " + h + " : vector<2x" + et + "> to i32", "a");
   }
 
-  // Ping-pong between the two consumer warpgroups (FA3's warp scheduler
-  // barriers): a warpgroup issues its wgmmas only after the other one has
-  // issued its own, so one's softmax runs while the other's GEMMs do. The
-  // named barriers are hopper ops (a kind and a consumer index; their ids
-  // are assigned by the dialect): a turn has 256 threads, 128 syncing and
-  // 128 arriving.
-  /// This consumer warpgroup's index and, with ping-pong, the other's.
-  std::string consumer, otherConsumer;
+  // The named barriers are hopper ops (a kind and a consumer index; their
+  // ids are assigned by the dialect). Ping-pong's turns are a pass of their
+  // own (hopper-pingpong).
+  /// This consumer warpgroup's index.
+  std::string consumer;
   std::string namedBarrier(const char *verb, const char *kind,
                            const std::string &who, int64_t threads) {
     return std::string("hopper.named_barrier.") + verb + " " + kind + "[" +
@@ -221,14 +218,7 @@ private:
                   "] of " + std::to_string(cfg.consumers()),
               "p");
   }
-  void turnBegin() {
-    if (cfg.pingpong)
-      e(namedBarrier("sync", "turn", consumer, 256));
-  }
-  void turnEnd() {
-    if (cfg.pingpong)
-      e(namedBarrier("arrive", "turn", otherConsumer, 256));
-  }
+
 
   // K/V multicast (clusterM 2): the two CTAs of a cluster take m-blocks
   // 2i and 2i + 1 of one head, which read the same K/V blocks; each CTA's
@@ -432,18 +422,7 @@ private:
                       loadWord(bin("addi", slot, i32(12)))};
   }
 
-  /// Balances the turns of a tile: consumer 1 opens consumer 0's first
-  /// turn (arrive on consumer 0's turn barrier); after the last one,
-  /// consumer 0 takes the turn consumer 1 handed over (sync on it).
-  void pingpongEdge(const std::string &cw, bool opening) {
-    if (!cfg.pingpong)
-      return;
-    comment(opening ? "ping-pong: consumer 0 issues first (consumer 1 opens its turn)"
-                    : "ping-pong: consumer 0 takes the turn consumer 1 handed over last");
-    e("scf.if " + cmpi("eq", cw, i32(opening ? 1 : 0)) + " {");
-    e("  " + namedBarrier(opening ? "arrive" : "sync", "turn", i32(0), 256));
-    e("}");
-  }
+
 
   // --- kernel pieces --------------------------------------------------------
   std::string descBase(const std::string &smem, const std::string &offI32,
@@ -995,16 +974,7 @@ std::string Emitter::body() {
   };
 
   consumer = cw;
-  if (cfg.pingpong)
-    otherConsumer = bin("subi", i32(1), cw, "i32", "othercw");
   tileGrid();
-  // Persistent CTAs pass the ping-pong turn on across tiles: each consumer
-  // takes as many turns per tile, so consumer 1's last turn of a tile opens
-  // consumer 0's first of the next. The turn edges then sit outside the
-  // tile loop, and consumer 0 starts its epilogue without waiting for
-  // consumer 1's last turn.
-  if (cfg.persistent)
-    pingpongEdge(cw, /*opening=*/true);
   auto [cTile, cK, cG] = openTileLoop(/*producer=*/false, cta, tiles);
   QSlot cq = qSlot(cK); // this tile's Q buffer, barriers and published slot
   {
@@ -1017,8 +987,6 @@ std::string Emitter::body() {
     qrows = {qrow0, bin("addi", qrow0, i32(8), "i32", "qrow")};
     wgRow0 = bin("addi", m0, bin("muli", cw, i32(64)), "i32", "wgrow");
   }
-  if (!cfg.persistent)
-    pingpongEdge(cw, /*opening=*/true);
   if (!cfg.persistent) {
     comment("wait for this tile's Q");
     mbarWait(cq.full, cq.ph);
@@ -1082,10 +1050,8 @@ std::string Emitter::body() {
   comment("prologue: first visited block");
   Stage st0 = stage(smem, cG, descK0, descV0);
   mbarWait(st0.kfull, st0.ph);
-  turnBegin();
   e("nvvm.wgmma.fence.aligned");
   std::string sacc = issueS(st0.descK);
-  turnEnd();
   sacc = wgmmaWait(0, sacc, fragS);
   releaseKV(st0.kempty);
   std::string sm0 = fresh("sm");
@@ -1106,11 +1072,9 @@ std::string Emitter::body() {
     // ptxas serialise it.
     mbarWait(cur.kfull, cur.ph);
     mbarWait(prv.vfull, prv.ph);
-    turnBegin();
     e("nvvm.wgmma.fence.aligned");
     std::string sa = issueS(cur.descK);
     std::string o = issuePV("%pa", prv.descV, "%acc");
-    turnEnd();
     sa = wgmmaWait(1, sa, fragS);
     releaseKV(cur.kempty);
     std::string sm = fresh("sm");
@@ -1165,10 +1129,8 @@ std::string Emitter::body() {
     Stage last = stage(smem, bin("subi", bin("addi", cG, nblk), i32(1)),
                        descK0, descV0);
     mbarWait(last.vfull, last.ph);
-    turnBegin();
     e("nvvm.wgmma.fence.aligned");
     std::string o = issuePV(lp + "#3", last.descV, lp + "#2");
-    turnEnd();
     o = wgmmaWait(0, o, fragO);
     releaseKV(last.vempty);
     e("scf.yield " + lp + "#0, " + lp + "#1, " + o + coordsNz + " : " + rtIf);
@@ -1184,8 +1146,6 @@ std::string Emitter::body() {
   --ind;
   e("}");
 
-  if (!cfg.persistent)
-    pingpongEdge(cw, /*opening=*/false);
   comment("---- epilogue: quad-reduce l, O / l, LSE = (m + log2 l) ln 2 ----");
   if (cfg.persistent) {
     // The tile's coordinates read again (not kept live in registers across
@@ -1256,8 +1216,6 @@ std::string Emitter::body() {
     e("}");
   }
   closeTileLoop("", cK, cfg.persistent ? bin("addi", cG, nblk) : "");
-  if (cfg.persistent)
-    pingpongEdge(cw, /*opening=*/false);
   if (cfg.tmaStore) {
     comment("shared memory must outlive the last O store's reads");
     e("scf.if " + cmpi("eq", ltid, i32(0)) + " {");
@@ -1265,7 +1223,9 @@ std::string Emitter::body() {
     e("}");
   }
   --ind;
-  e("}");
+  // With ping-pong, hopper-pingpong puts the two consumers' wgmma issue
+  // windows in turns.
+  e(cfg.pingpong ? "} {hopper.pingpong}" : "}");
   if (cfg.clusterM == 2)
     clusterSync();
   e("gpu.return");
