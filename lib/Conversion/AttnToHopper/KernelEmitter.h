@@ -24,6 +24,8 @@
 #ifndef FA3_LIB_CONVERSION_ATTNTOHOPPER_KERNELEMITTER_H
 #define FA3_LIB_CONVERSION_ATTNTOHOPPER_KERNELEMITTER_H
 
+#include "fa3/Dialect/Hopper/IR/HopperLimits.h"
+
 #include <cstdint>
 #include <string>
 
@@ -104,8 +106,6 @@ struct SmemLayout {
 };
 SmemLayout computeSmemLayout(const KernelConfig &cfg);
 
-/// The largest dynamic shared memory a Hopper CTA may use (227 KiB).
-constexpr int64_t kMaxDynamicSmem = 232448;
 
 /// Returns an empty string if the configuration is supported, else why not.
 std::string checkSupported(const KernelConfig &cfg);

@@ -16,10 +16,18 @@ using namespace fa3::hopper;
 #define GET_ATTRDEF_CLASSES
 #include "fa3/Dialect/Hopper/IR/HopperOpsAttrs.cpp.inc"
 
+// The types' verifiers are beside their ops (HopperRing.cpp).
+#define GET_TYPEDEF_CLASSES
+#include "fa3/Dialect/Hopper/IR/HopperOpsTypes.cpp.inc"
+
 void HopperDialect::initialize() {
   addAttributes<
 #define GET_ATTRDEF_LIST
 #include "fa3/Dialect/Hopper/IR/HopperOpsAttrs.cpp.inc"
+      >();
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "fa3/Dialect/Hopper/IR/HopperOpsTypes.cpp.inc"
       >();
   addOperations<
 #define GET_OP_LIST

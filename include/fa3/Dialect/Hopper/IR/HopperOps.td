@@ -26,9 +26,12 @@ def Hopper_Dialect : Dialect {
     numbers, inline PTX or convention: the split of the CTA into a producer
     warpgroup and consumer warpgroups with their register budgets, the
     CTA's named barriers (one enum, the ids assigned in one place) and the
-    warpgroup-wide vote on them.
+    warpgroup-wide vote on them, the shared-memory pipeline ring between
+    producer and consumers (a type with its static facts, the mbarrier
+    protocol as ops) and the TMA loads into it.
   }];
   let useDefaultAttributePrinterParser = 1;
+  let useDefaultTypePrinterParser = 1;
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
 
@@ -146,5 +149,7 @@ def Hopper_WarpSpecializeOp : Hopper_Op<"warp_specialize", [
   let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
 }
+
+include "fa3/Dialect/Hopper/IR/HopperRingOps.td"
 
 #endif // FA3_HOPPER_OPS
