@@ -1,9 +1,12 @@
 //===- HopperToNVVM.cpp - hopper ops to NVVM, one pattern per op ----------===//
 
+#include "Patterns.h"
+
 #include "fa3/Conversion/Passes.h"
 #include "fa3/Dialect/Hopper/IR/HopperDialect.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/Patterns.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 #include <type_traits>
@@ -129,11 +132,19 @@ struct ConvertHopperToNVVMPass
     ConversionTarget target(*ctx);
     target.addIllegalDialect<HopperDialect>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+    // Types other than the hopper ones stay as they are.
+    TypeConverter converter;
+    converter.addConversion([](Type type) { return type; });
     RewritePatternSet patterns(ctx);
     patterns.add<WarpSpecializeLowering,
                  NamedBarrierLowering<NamedBarrierSyncOp>,
                  NamedBarrierLowering<NamedBarrierArriveOp>,
                  WarpgroupAnyLowering>(ctx);
+    populateRingToNVVMPatterns(converter, patterns);
+    // Ring values carried by scf loops or yielded by scf.if take the
+    // converted type there too.
+    scf::populateSCFStructuralTypeConversionsAndLegality(converter, patterns,
+                                                         target);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       signalPassFailure();
