@@ -6,8 +6,9 @@
 //   warpgroup 0   producer: setmaxnreg down; one thread issues TMA loads of Q
 //                 once per tile (two Q buffers for persistent CTAs where they
 //                 fit: the next tile's Q loads during this one) and of K/V
-//                 blocks into a `stages`-deep shared-memory ring guarded by
-//                 mbarrier full/empty pairs (phase bits);
+//                 blocks into `stages`-deep shared-memory rings guarded by
+//                 mbarrier full/empty pairs (phase bits): hopper.ring ops,
+//                 whose lowering derives stages, phases and addresses;
 //   warpgroups 1+ consumers (64 query rows each): setmaxnreg up; S = Q K^T by
 //                 wgmma (SS), online softmax on the accumulator fragment
 //                 (quad shuffles, exp2), P kept in registers, O += P V by

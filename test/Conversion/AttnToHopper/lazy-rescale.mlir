@@ -34,7 +34,8 @@
 // CHECK-NOT: arith.mulf
 // CHECK: scf.yield
 // CHECK-NEXT: }
-// CHECK-NEXT: nvvm.mbarrier.arrive
+// V's stage of the previous block is released after the wait.
+// CHECK-NEXT: hopper.ring.consumer_release %{{.*}}[%{{.*}}] : !hopper.ring
 
 // EXACT: %[[TAU:.*]] = arith.constant 0.000000e+00 : f32
 // EXACT: arith.addf %{{.*}}, %[[TAU]] : f32
