@@ -149,8 +149,11 @@ def ConvertHopperToNVVM : Pass<"convert-hopper-to-nvvm"> {
     - 1 as its index); a named barrier's id is its kind's base (fa3::hopper::namedBarrierBase)
     plus the consumer index, then `nvvm.barrier` / `nvvm.barrier.arrive`;
     `hopper.warpgroup_any` becomes bar.red.or on the consumer's vote
-    barrier followed by vote.any. Runs on the generated gpu.module before
-    the upstream lowering to LLVM.
+    barrier followed by vote.any; a `!hopper.ring` becomes the
+    `!llvm.ptr<3>` base it was created at, and each ring op (and
+    `hopper.tma_load`) the mbarrier or TMA op on its slot's stage, phase and
+    addresses (lib/Conversion/HopperToNVVM/RingToNVVM.cpp). Runs on the
+    generated gpu.module before the upstream lowering to LLVM.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::LLVM::LLVMDialect",

@@ -2,12 +2,13 @@
 //
 // The kernel is written as MLIR text in the hopper/gpu/nvvm/llvm/arith/scf
 // dialects and parsed by the pass (issue 12 replaces this text with passes,
-// step by step). The consumers' math is hopper ops on register fragments
-// (wgmma, the online-softmax step, the row rescale), which
-// convert-hopper-to-nvvm unrolls into registers; the pipeline, the tile
-// scheduling and the epilogue are still NVVM here. The structure and every
-// encoding were validated on an H200 (docs/hopper-prototype-notes.md):
-// fragment layout, descriptors, phases.
+// step by step). The hopper ops carry the roles, the named barriers, the
+// pipeline rings with their TMA loads, and the consumers' math on register
+// fragments (wgmma, the online-softmax step, the row rescale), which
+// convert-hopper-to-nvvm unrolls into registers; the tile scheduling and
+// the epilogue are still NVVM here. The structure and every encoding were
+// validated on an H200 (docs/hopper-prototype-notes.md): fragment layout,
+// descriptors, phases.
 //
 //===----------------------------------------------------------------------===//
 
@@ -176,10 +177,6 @@ private:
                   ", " + i32(31) + " : f32 -> f32",
               "sh");
   }
-  void mbarWait(const std::string &bar, const std::string &parity) {
-    e("nvvm.mbarrier.try_wait.parity " + bar + ", " + parity + ", " +
-      i32(10000000) + " : !llvm.ptr<3>, i32, i32");
-  }
   std::string extract(const std::string &st, int64_t i, const std::string &ty,
                       const std::string &hint = "x") {
     return op("llvm.extractvalue " + st + "[" + std::to_string(i) + "] : " + ty,
@@ -220,31 +217,67 @@ private:
   }
 
 
+  // The pipeline rings (hopper.ring, HopperRingOps.td): the producer
+  // acquires a slot's stage, commits the bytes its TMA loads will bring, the
+  // consumers wait for the slot and release it; the ops derive stage, phase
+  // and barrier addresses from the slot number. Q has one stage per Q
+  // buffer (slot = the tile count k); K and V have rings of their own
+  // (their own buffers and barriers) with the same slot numbers u.
+  //
   // K/V multicast (clusterM 2): the two CTAs of a cluster take m-blocks
   // 2i and 2i + 1 of one head, which read the same K/V blocks; each CTA's
   // producer loads half of every K/V tile's 64-column boxes and multicasts
   // them into both CTAs' ring, so each tile leaves L2 once per pair. A ring
   // stage is then written by both producers: it may be refilled only when
-  // the consumers of both CTAs have released it.
-  std::string consumerLane, peerRank;
-  /// A consumer's release of a K/V ring stage: every consumer thread
-  /// arrives on its own CTA's barrier and, in a cluster, lane 0 of each warp
-  /// also on the peer CTA's (the empty barriers count consumer threads +
-  /// consumer warps). Predicated in the asm, not a branch: the release of K
-  /// sits inside the P V wgmma window, which a branch would serialise. The
-  /// remote arrive keeps mbarrier.arrive's default .release.cta (as
-  /// CUTLASS's cluster barriers do): .release.cluster costs a MEMBAR.GPU.
-  void releaseKV(const std::string &bar) {
-    e("nvvm.mbarrier.arrive " + bar + " : !llvm.ptr<3>");
-    if (cfg.clusterM == 1)
-      return;
-    std::string a = op("llvm.ptrtoint " + bar + " : !llvm.ptr<3> to i32");
-    e("llvm.inline_asm has_side_effects asm_dialect = att \"{\\0A.reg .pred "
-      "p;\\0A.reg .b32 r;\\0Asetp.eq.u32 p, $1, 0;\\0Amapa.shared::cluster.u32 "
-      "r, $0, $2;\\0A@p mbarrier.arrive.shared::cluster.b64 _, "
-      "[r];\\0A}\", \"r,r,r\" " + a + ", " + consumerLane + ", " + peerRank +
-      " : (i32, i32, i32) -> ()");
+  // the consumers of both CTAs have released it (the K/V rings have cluster
+  // 2, and their consumer_release also arrives on the peer's stage).
+  struct Ring {
+    std::string value, type; // the SSA value and its type alias
+  };
+  Ring qRing, kRing, vRing;
+  /// `hopper.ring.<verb> %ring[u]<extra> : !type`.
+  void ringOp(const char *verb, const Ring &r, const std::string &u,
+              const std::string &extra = "") {
+    e(std::string("hopper.ring.") + verb + " " + r.value + "[" + u + "]" +
+      extra + " : " + r.type);
   }
+  /// Slot u's stage index in ring r.
+  std::string ringStage(const Ring &r, const std::string &u,
+                        const std::string &hint = "st") {
+    return op("hopper.ring.stage " + r.value + "[" + u + "] : " + r.type, hint);
+  }
+  /// One TMA box of `map` at `coords` into slot u's stage of r, `offset`
+  /// bytes into the stage (and, with multicast, into the peer CTA's ring).
+  void tmaLoad(const char *map, const Strs &coords, const Ring &r,
+               const std::string &u, const std::string &offset,
+               bool multicast) {
+    e(std::string("hopper.tma_load ") + map + "[" + join(coords) + "] into " +
+      r.value + "[" + u + "] at " + offset + (multicast ? " multicast 3" : "") +
+      " : " + r.type);
+  }
+  /// The ring types, as aliases at the top of the module.
+  std::string ringTypes() const {
+    const int64_t consumerThreads = 128 * cfg.consumers();
+    auto ring = [](const char *alias, int64_t stages, int64_t stageBytes,
+                   int64_t data, int64_t full, int64_t empty, int64_t arrivals,
+                   int64_t cluster) {
+      return std::string(alias) + " = !hopper.ring<stages = " +
+             std::to_string(stages) + ", stage_bytes = " +
+             std::to_string(stageBytes) + ", data = " + std::to_string(data) +
+             ", full = " + std::to_string(full) + ", empty = " +
+             std::to_string(empty) + ", arrivals = " + std::to_string(arrivals) +
+             ", cluster = " + std::to_string(cluster) + ">\n";
+    };
+    // Q is each CTA's own (no multicast): its consumers alone release it.
+    return ring("!qring", cfg.qBuffers, lay.qBytes, lay.qOff, lay.qFull,
+                lay.qEmpty, consumerThreads, 1) +
+           ring("!kring", cfg.stages, lay.kvBytes, lay.kOff, lay.kFull,
+                lay.kEmpty, kvEmptyCount(), cfg.clusterM) +
+           ring("!vring", cfg.stages, lay.kvBytes, lay.vOff, lay.vFull,
+                lay.vEmpty, kvEmptyCount(), cfg.clusterM);
+  }
+  /// The K/V empty barriers' count: every consumer thread of this CTA and,
+  /// in a cluster, lane 0 of each of the peer's consumer warps.
   int64_t kvEmptyCount() const {
     int64_t threads = 128 * cfg.consumers();
     return cfg.clusterM == 1 ? threads : threads + threads / 32;
@@ -273,32 +306,28 @@ private:
   // once the consumers released that buffer's Q, so they read it after the
   // Q full wait and, for the epilogue, again before they release Q.
   std::string tileSlotAddr; // shared-memory address (i32) of slot 0
-  std::string smemBase;     // the dynamic shared memory (!llvm.ptr<3>)
 
-  /// Tile k's Q buffer (k & 1 with two buffers), its barriers, their phase,
-  /// and its published-tile slot. With two buffers, each serves every other
-  /// tile, so the phase flips every second tile.
+  /// Tile k's use of the Q ring: slot k (buffer k % qBuffers; the ring ops
+  /// take k itself), and what the kernel keeps per Q buffer beside the
+  /// ring: the published-tile slot and, for the consumers' S = Q K^T
+  /// descriptors (`withOffset`), the buffer's byte offset in the Q ring's
+  /// data (stage * qBytes).
   struct QSlot {
-    std::string full, empty, ph, slot, offBytes;
+    std::string k, slot, offBytes;
   };
-  QSlot qSlot(const std::string &k) {
+  QSlot qSlot(const std::string &k, bool withOffset = false) {
     QSlot q;
+    q.k = k;
     if (cfg.qBuffers == 1) {
-      q.full = smemPtr(smemBase, lay.qFull);
-      q.empty = smemPtr(smemBase, lay.qEmpty);
-      q.ph = bin("andi", k, i32(1), "i32", "qph");
       q.slot = tileSlotAddr;
       q.offBytes = i32(0);
       return q;
     }
-    std::string b = bin("andi", k, i32(1), "i32", "qbuf");
-    std::string b8 = bin("muli", b, i32(8));
-    q.full = smemPtr(smemBase, bin("addi", b8, i32(lay.qFull)));
-    q.empty = smemPtr(smemBase, bin("addi", b8, i32(lay.qEmpty)));
-    q.ph = bin("andi", bin("shrui", k, i32(1)), i32(1), "i32", "qph");
+    std::string b = ringStage(qRing, k, "qbuf");
     if (cfg.persistent)
       q.slot = bin("addi", tileSlotAddr, bin("muli", b, i32(16)), "i32", "slotaddr");
-    q.offBytes = bin("muli", b, i32(lay.qBytes), "i32", "qoff");
+    if (withOffset)
+      q.offBytes = bin("muli", b, i32(lay.qBytes), "i32", "qoff");
     return q;
   }
   void storeWords4(const std::string &addr, const Strs &w) {
@@ -348,7 +377,7 @@ private:
       ++ind;
       comment("this tile's Q and id (the producer writes an id >= tiles to stop)");
       QSlot q = qSlot(p + "k0");
-      mbarWait(q.full, q.ph);
+      ringOp("consumer_wait", qRing, q.k);
       std::string t = loadWord(q.slot);
       e("scf.condition(" + cmpi("slt", t, tiles) + ") " + t + ", " + p +
         "k0, " + p + "g0 : i32, i32, i32");
@@ -427,23 +456,16 @@ private:
   // --- kernel pieces --------------------------------------------------------
   std::string descBase(const std::string &smem, const std::string &offI32,
                        int64_t constPart);
-  /// K/V ring slot u: stage u % stages (its index), phase (u / stages) & 1,
-  /// and the stage's barriers.
-  struct Slot {
-    std::string index, ph, kfull, vfull, kempty, vempty;
-  };
-  Slot ringSlot(const std::string &smem, const std::string &u);
-  /// A consumer's view of a slot: also the wgmma descriptors of its K and V.
-  struct Stage : Slot {
-    std::string descK, descV;
-  };
-  Stage stage(const std::string &smem, const std::string &t,
-              const std::string &descK0, const std::string &descV0);
+  /// The wgmma descriptor of K or V (ring r, first stage's descriptor
+  /// desc0) in slot u's stage.
+  std::string stageDesc(const Ring &r, const std::string &u,
+                        const std::string &desc0, const char *hint);
   /// Persistent CTAs reload Q into the buffer the O store reads: the
   /// consumers free Q only once that store has read it.
   bool qFreedAfterStore() const { return cfg.persistent && lay.oInQ; }
   struct EpilogueCtx {
-    std::string smem, qEmpty, cw, ltid, warp, lane, m0, head, bidx;
+    // qK: this tile's Q ring slot (the tile count)
+    std::string smem, qK, cw, ltid, warp, lane, m0, head, bidx;
   };
   void storeOViaTma(const std::string &acc, const Strs &inv,
                     const EpilogueCtx &c);
@@ -542,27 +564,11 @@ std::string Emitter::descBase(const std::string &smem, const std::string &offI32
   return bin("ori", a, i64(constPart), "i64", "desc");
 }
 
-Emitter::Slot Emitter::ringSlot(const std::string &smem, const std::string &u) {
-  Slot sl;
-  sl.index = bin("remui", u, i32(cfg.stages), "i32", "st");
-  sl.ph = bin("andi", bin("divui", u, i32(cfg.stages)), i32(1), "i32", "ph");
-  std::string s8 = bin("muli", sl.index, i32(8));
-  sl.kfull = smemPtr(smem, bin("addi", s8, i32(lay.kFull)));
-  sl.vfull = smemPtr(smem, bin("addi", s8, i32(lay.vFull)));
-  sl.kempty = smemPtr(smem, bin("addi", s8, i32(lay.kEmpty)));
-  sl.vempty = smemPtr(smem, bin("addi", s8, i32(lay.vEmpty)));
-  return sl;
-}
-
-Emitter::Stage Emitter::stage(const std::string &smem, const std::string &t,
-                              const std::string &descK0,
-                              const std::string &descV0) {
-  Stage st;
-  static_cast<Slot &>(st) = ringSlot(smem, t);
-  std::string sd = ext64(bin("muli", st.index, i32(lay.kvBytes >> 4)));
-  st.descK = bin("addi", descK0, sd, "i64", "descK");
-  st.descV = bin("addi", descV0, sd, "i64", "descV");
-  return st;
+std::string Emitter::stageDesc(const Ring &r, const std::string &u,
+                               const std::string &desc0, const char *hint) {
+  std::string st = ringStage(r, u);
+  std::string sd = ext64(bin("muli", st, i32(lay.kvBytes >> 4)));
+  return bin("addi", desc0, sd, "i64", hint);
 }
 
 
@@ -680,15 +686,18 @@ void Emitter::storeOViaTma(const std::string &acc, const Strs &inv,
   if (qFreedAfterStore()) {
     comment("O has left Q's buffer: the producer may load the next Q");
     wgBarrier();
-    e("nvvm.mbarrier.arrive " + c.qEmpty + " : !llvm.ptr<3>");
+    ringOp("consumer_release", qRing, c.qK);
   }
 }
 
 std::string Emitter::body() {
-  const int64_t consumerThreads = 128 * cfg.consumers();
   comment("==== roles: warpgroup 0 = TMA producer, warpgroups 1.." +
           std::to_string(cfg.consumers()) + " = consumers ====");
   std::string smem = op("llvm.mlir.addressof @attn_smem : !llvm.ptr<3>", "smem");
+  comment("the pipeline rings in shared memory (their types at the top of the module)");
+  qRing = {op("hopper.ring.create " + smem + " : !qring", "qring"), "!qring"};
+  kRing = {op("hopper.ring.create " + smem + " : !kring", "kring"), "!kring"};
+  vRing = {op("hopper.ring.create " + smem + " : !vring", "vring"), "!vring"};
   std::string tid = op("nvvm.read.ptx.sreg.tid.x : i32", "tid");
   comment("work: tiles of (m-block, q head, batch); CTA c takes tiles c, c + "
           "gridDim.x, ... (a full grid runs one tile per CTA, a persistent "
@@ -711,7 +720,6 @@ std::string Emitter::body() {
   };
 
   comment("---- mbarrier init (one thread), then CTA barrier ----");
-  smemBase = smem;
   if (cfg.persistent)
     tileSlotAddr = op("llvm.ptrtoint " + smemPtr(smem, lay.tileSlots) +
                           " : !llvm.ptr<3> to i32",
@@ -725,22 +733,8 @@ std::string Emitter::body() {
   e("scf.if " + bad + " {");
   e("  llvm.inline_asm has_side_effects asm_dialect = att \"trap;\", \"\"  : () -> ()");
   e("}");
-  for (int64_t b = 0; b < cfg.qBuffers; ++b) {
-    e("nvvm.mbarrier.init " + smemPtr(smem, lay.qFull + 8 * b) + ", " + i32(1) +
-      " : !llvm.ptr<3>, i32");
-    e("nvvm.mbarrier.init " + smemPtr(smem, lay.qEmpty + 8 * b) + ", " +
-      i32(consumerThreads) + " : !llvm.ptr<3>, i32");
-  }
-  for (int64_t s = 0; s < cfg.stages; ++s) {
-    e("nvvm.mbarrier.init " + smemPtr(smem, lay.kFull + 8 * s) + ", " + i32(1) +
-      " : !llvm.ptr<3>, i32");
-    e("nvvm.mbarrier.init " + smemPtr(smem, lay.vFull + 8 * s) + ", " + i32(1) +
-      " : !llvm.ptr<3>, i32");
-    e("nvvm.mbarrier.init " + smemPtr(smem, lay.kEmpty + 8 * s) + ", " +
-      i32(kvEmptyCount()) + " : !llvm.ptr<3>, i32");
-    e("nvvm.mbarrier.init " + smemPtr(smem, lay.vEmpty + 8 * s) + ", " +
-      i32(kvEmptyCount()) + " : !llvm.ptr<3>, i32");
-  }
+  for (const Ring *r : {&qRing, &kRing, &vRing})
+    e("hopper.ring.init " + r->value + " : " + r->type);
   e("nvvm.fence.mbarrier.init");
   for (const char *tm : {"%mapQ", "%mapK", "%mapV", "%mapO"})
     e(std::string("nvvm.prefetch tensormap, ") + tm + " : !llvm.ptr");
@@ -774,7 +768,7 @@ std::string Emitter::body() {
                   "with tile k - 2 (they may still be on tile k - 1)"
                 : "Q of this tile once the consumers are done with the last one's");
     QSlot q = qSlot(pK);
-    mbarWait(q.empty, bin("xori", q.ph, i32(1)));
+    ringOp("producer_acquire", qRing, q.k);
     // Decoded after the wait: the producer thread has 24 registers, too few
     // to hold the decoded tile across it. The consumers are in the last
     // tile's tail and epilogue meanwhile.
@@ -785,21 +779,12 @@ std::string Emitter::body() {
     if (cfg.persistent)
       storeWords4(q.slot, {pTile, tl.m0, tl.head, tl.bidx});
     comment("Q tile: boxes of [block_m rows][64 cols], coords (d, head, row, batch)");
-    e("nvvm.mbarrier.arrive.expect_tx " + q.full + ", " + i32(lay.qBytes) +
-      " : !llvm.ptr<3>, i32");
-    for (int64_t c = 0; c < nchunk; ++c) {
-      std::string dst = op(
-          "llvm.addrspacecast " +
-              smemPtr(smem, bin("addi", q.offBytes,
-                                i32(lay.qOff + c * cfg.blockM * kSwizzleBytes))) +
-              " : !llvm.ptr<3> to !llvm.ptr<7>");
-      e("nvvm.cp.async.bulk.tensor.shared.cluster.global " + dst + ", %mapQ, " +
-        q.full + ", box[" + i32(c * kChunk) + ", " + tl.head + ", " + tl.m0 +
-        ", " + tl.bidx + "] : !llvm.ptr<7>, !llvm.ptr");
-    }
-    comment("K/V ring, continued across tiles: ring slot u = g + t for kv "
-            "block t of the tile, stage u % stages, phase (u / stages) & 1; "
-            "the producer waits 'empty' with the phase flipped");
+    ringOp("producer_commit", qRing, q.k, " tx " + std::to_string(lay.qBytes));
+    for (int64_t c = 0; c < nchunk; ++c)
+      tmaLoad("%mapQ", {i32(c * kChunk), tl.head, tl.m0, tl.bidx}, qRing, q.k,
+              i32(c * cfg.blockM * kSwizzleBytes), /*multicast=*/false);
+    comment("K/V rings, continued across tiles: ring slot u = g + t for kv "
+            "block t of the tile");
     // The loop runs over the ring slots themselves (g .. g + nblk): the
     // bound is then also the next tile's g, one value fewer to keep in the
     // producer's 24 registers.
@@ -808,52 +793,33 @@ std::string Emitter::body() {
     e("scf.for %pu = " + pG + " to " + gEnd + " step " + i32(1) + " : i32 {");
     ++ind;
     {
-      Slot sl = ringSlot(smem, "%pu");
-      std::string phx = bin("xori", sl.ph, i32(1));
       std::string kvrow = bin("muli", bin("addi", blk0, "%pu"), i32(cfg.blockN));
-      std::string soff = bin("muli", sl.index, i32(lay.kvBytes));
       struct Load {
-        std::string empty, full;
-        int64_t tileOff;
+        const Ring *ring;
         const char *tm;
-      } loads[2] = {{sl.kempty, sl.kfull, lay.kOff, "%mapK"},
-                    {sl.vempty, sl.vfull, lay.vOff, "%mapV"}};
-      // One 64-column box of K or V into the ring (and, with multicast,
-      // into the peer CTA's ring at the same offset).
-      // `col` emits the box's first column after the destination address.
-      auto copyBox = [&](const Load &ld, const std::string &off,
-                         llvm::function_ref<std::string()> col,
-                         const std::string &mcast) {
-        std::string dst = op("llvm.addrspacecast " + smemPtr(smem, off) +
-                             " : !llvm.ptr<3> to !llvm.ptr<7>");
-        e("nvvm.cp.async.bulk.tensor.shared.cluster.global " + dst + ", " +
-          ld.tm + ", " + ld.full + ", box[" + col() + ", " + hkv + ", " + kvrow +
-          ", " + tl.bidx + "]" + mcast + " : !llvm.ptr<7>, !llvm.ptr");
-      };
+      } loads[2] = {{&kRing, "%mapK"}, {&vRing, "%mapV"}};
       for (const Load &ld : loads) {
-        mbarWait(ld.empty, phx);
+        ringOp("producer_acquire", *ld.ring, "%pu");
         // The whole tile arrives here (with multicast, half from the peer).
-        e("nvvm.mbarrier.arrive.expect_tx " + ld.full + ", " + i32(lay.kvBytes) +
-          " : !llvm.ptr<3>, i32");
-        // (Offsets as locals: the emission order must not depend on the
-        // order in which C++ evaluates arguments.)
+        ringOp("producer_commit", *ld.ring, "%pu",
+               " tx " + std::to_string(lay.kvBytes));
         if (cfg.clusterM == 1) {
-          for (int64_t c = 0; c < nchunk; ++c) {
-            std::string off = bin(
-                "addi", soff, i32(ld.tileOff + c * cfg.blockN * kSwizzleBytes));
-            copyBox(ld, off, [&] { return i32(c * kChunk); }, "");
-          }
+          for (int64_t c = 0; c < nchunk; ++c)
+            tmaLoad(ld.tm, {i32(c * kChunk), hkv, kvrow, tl.bidx}, *ld.ring,
+                    "%pu", i32(c * cfg.blockN * kSwizzleBytes),
+                    /*multicast=*/false);
           continue;
         }
         comment("boxes 2j + rank, multicast into both CTAs of the cluster");
         std::string rank = clusterRank();
         for (int64_t j = 0; j < nchunk / 2; ++j) {
+          // (Each emitted op a local of its own: the emission order must
+          // not depend on the order in which C++ evaluates arguments.)
           std::string c = bin("addi", rank, i32(2 * j));
-          std::string tile = bin("addi", soff, i32(ld.tileOff));
           std::string box = bin("muli", c, i32(cfg.blockN * kSwizzleBytes));
-          std::string off = bin("addi", tile, box);
-          copyBox(ld, off, [&] { return bin("muli", c, i32(kChunk)); },
-                  " multicast_mask = " + cst("3", "i16"));
+          std::string col = bin("muli", c, i32(kChunk));
+          tmaLoad(ld.tm, {col, hkv, kvrow, tl.bidx}, *ld.ring, "%pu", box,
+                  /*multicast=*/true);
         }
       }
     }
@@ -881,9 +847,9 @@ std::string Emitter::body() {
     comment("no tile left: tell the consumers (id = tiles, no load)");
     std::string k = "%ploop#1";
     QSlot q = qSlot(k);
-    mbarWait(q.empty, bin("xori", q.ph, i32(1)));
+    ringOp("producer_acquire", qRing, q.k);
     storeWords4(q.slot, {tiles, i32(0), i32(0), i32(0)});
-    e("nvvm.mbarrier.arrive " + q.full + " : !llvm.ptr<3>");
+    ringOp("producer_commit", qRing, q.k, " tx 0");
   }
   if (cfg.persistent && cfg.clusterM == 1) {
     comment("the last CTA to finish fetching resets the counters for the next launch");
@@ -912,11 +878,6 @@ std::string Emitter::body() {
   std::string ltid = bin("remui", tid, i32(128), "i32", "ltid");
   std::string warp = bin("divui", ltid, i32(32), "i32", "warp");
   std::string lane = bin("remui", ltid, i32(32), "i32", "lane");
-  if (cfg.clusterM == 2) {
-    consumerLane = lane;
-    peerRank = bin("xori", op("nvvm.read.ptx.sreg.cluster.ctarank : i32", "rank"),
-                   i32(1), "i32", "peer");
-  }
   std::string quad = bin("divui", lane, i32(4));
   std::string tq = bin("remui", lane, i32(4));
   std::string colbase = bin("muli", tq, i32(2), "i32", "colbase");
@@ -976,7 +937,8 @@ std::string Emitter::body() {
   consumer = cw;
   tileGrid();
   auto [cTile, cK, cG] = openTileLoop(/*producer=*/false, cta, tiles);
-  QSlot cq = qSlot(cK); // this tile's Q buffer, barriers and published slot
+  // this tile's Q ring slot, buffer and published slot
+  QSlot cq = qSlot(cK, /*withOffset=*/true);
   {
     comment(cfg.persistent ? "this tile as the producer decoded it"
                            : "this CTA's tile");
@@ -989,7 +951,7 @@ std::string Emitter::body() {
   }
   if (!cfg.persistent) {
     comment("wait for this tile's Q");
-    mbarWait(cq.full, cq.ph);
+    ringOp("consumer_wait", qRing, cq.k);
   }
   // This tile's Q buffer for the S = Q K^T descriptors.
   std::string descQ = cfg.qBuffers == 1
@@ -1020,7 +982,7 @@ std::string Emitter::body() {
       TileCoords c = readCoords(cq.slot);
       coordsOut = ", " + c.m0 + ", " + c.head + ", " + c.bidx;
     }
-    e("nvvm.mbarrier.arrive " + cq.empty + " : !llvm.ptr<3>");
+    ringOp("consumer_release", qRing, cq.k);
   };
   auto issueS = [&](const std::string &descK) {
     return op("hopper.wgmma.ss " + descQ + ", " + descK + " k " +
@@ -1048,12 +1010,12 @@ std::string Emitter::body() {
     rtIf + ") {");
   ++ind;
   comment("prologue: first visited block");
-  Stage st0 = stage(smem, cG, descK0, descV0);
-  mbarWait(st0.kfull, st0.ph);
+  std::string descK = stageDesc(kRing, cG, descK0, "descK");
+  ringOp("consumer_wait", kRing, cG);
   e("nvvm.wgmma.fence.aligned");
-  std::string sacc = issueS(st0.descK);
+  std::string sacc = issueS(descK);
   sacc = wgmmaWait(0, sacc, fragS);
-  releaseKV(st0.kempty);
+  ringOp("consumer_release", kRing, cG);
   std::string sm0 = fresh("sm");
   e(sm0 + ":5 = hopper.softmax_step " + scoresOf(sacc, lo) + " scale " + sl2 +
     " : " + fragS + ", " + fragRows);
@@ -1065,18 +1027,20 @@ std::string Emitter::body() {
     ", %pa = " + a0 + ") -> (" + rt + ", " + fragP + ") : i32 {");
   ++ind;
   {
+    // K of slot u (block t), V of slot u - 1 (block t - 1).
     std::string u = bin("addi", cG, "%t", "i32", "slot");
-    Stage cur = stage(smem, u, descK0, descV0);
-    Stage prv = stage(smem, bin("subi", u, i32(1)), descK0, descV0);
+    std::string descK = stageDesc(kRing, u, descK0, "descK");
+    std::string uPrev = bin("subi", u, i32(1));
+    std::string descV = stageDesc(vRing, uPrev, descV0, "descV");
     // Both waits before the fence: a branch inside the wgmma window makes
     // ptxas serialise it.
-    mbarWait(cur.kfull, cur.ph);
-    mbarWait(prv.vfull, prv.ph);
+    ringOp("consumer_wait", kRing, u);
+    ringOp("consumer_wait", vRing, uPrev);
     e("nvvm.wgmma.fence.aligned");
-    std::string sa = issueS(cur.descK);
-    std::string o = issuePV("%pa", prv.descV, "%acc");
+    std::string sa = issueS(descK);
+    std::string o = issuePV("%pa", descV, "%acc");
     sa = wgmmaWait(1, sa, fragS);
-    releaseKV(cur.kempty);
+    ringOp("consumer_release", kRing, u);
     std::string sm = fresh("sm");
     e(sm + ":5 = hopper.softmax_step " + scoresOf(sa, blockOf("%t")) +
       " scale " + sl2 + " state(%m, %l)" +
@@ -1114,7 +1078,7 @@ std::string Emitter::body() {
       comment("O *= alpha (after the P V wgmmas retired)");
       oacc = rescaled(wgmmaWait(0, o, fragO));
     }
-    releaseKV(prv.vempty);
+    ringOp("consumer_release", vRing, uPrev);
     e("scf.yield " + sm + "#1, " + sm + "#2, " + oacc + ", " + a + " : " + rt +
       ", " + fragP);
   }
@@ -1126,13 +1090,13 @@ std::string Emitter::body() {
   releaseQ(coordsNz);
   comment("tail: O += P_{n-1} V_{n-1}");
   {
-    Stage last = stage(smem, bin("subi", bin("addi", cG, nblk), i32(1)),
-                       descK0, descV0);
-    mbarWait(last.vfull, last.ph);
+    std::string last = bin("subi", bin("addi", cG, nblk), i32(1));
+    std::string descV = stageDesc(vRing, last, descV0, "descV");
+    ringOp("consumer_wait", vRing, last);
     e("nvvm.wgmma.fence.aligned");
-    std::string o = issuePV(lp + "#3", last.descV, lp + "#2");
+    std::string o = issuePV(lp + "#3", descV, lp + "#2");
     o = wgmmaWait(0, o, fragO);
-    releaseKV(last.vempty);
+    ringOp("consumer_release", vRing, last);
     e("scf.yield " + lp + "#0, " + lp + "#1, " + o + coordsNz + " : " + rtIf);
   }
   --ind;
@@ -1187,7 +1151,7 @@ std::string Emitter::body() {
   std::string accf = op("builtin.unrealized_conversion_cast " + res + "#2 : " +
                         fragO + " to " + accOT, "oregs");
   if (cfg.tmaStore)
-    storeOViaTma(accf, inv, EpilogueCtx{smem, cq.empty, cw, ltid, warp, lane, m0, head, bidx});
+    storeOViaTma(accf, inv, EpilogueCtx{smem, cq.k, cw, ltid, warp, lane, m0, head, bidx});
   else
     storeODirect(accf, inv, qrows, head, bidx, colbase);
   std::string lseNonNull = op("llvm.icmp \"ne\" %LSE, " +
@@ -1264,6 +1228,7 @@ std::string Emitter::module(const std::string &moduleName) {
   llvm::raw_string_ostream os(out);
   os << "!f32x" << naccO << " = !llvm.struct<(" << repeat("f32", naccO)
      << ")>\n";
+  os << ringTypes();
   os << "gpu.module @" << moduleName << " {\n"
      << "  // dynamic shared memory, 1024-aligned (128B swizzle atoms)\n"
      << "  llvm.mlir.global external @attn_smem() {addr_space = 3 : i32, "

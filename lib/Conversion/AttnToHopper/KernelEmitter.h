@@ -6,8 +6,9 @@
 //   warpgroup 0   producer: setmaxnreg down; one thread issues TMA loads of Q
 //                 once per tile (two Q buffers for persistent CTAs where they
 //                 fit: the next tile's Q loads during this one) and of K/V
-//                 blocks into a `stages`-deep shared-memory ring guarded by
-//                 mbarrier full/empty pairs (phase bits);
+//                 blocks into `stages`-deep shared-memory rings guarded by
+//                 mbarrier full/empty pairs (phase bits): hopper.ring ops,
+//                 whose lowering derives stages, phases and addresses;
 //   warpgroups 1+ consumers (64 query rows each): setmaxnreg up; S = Q K^T by
 //                 wgmma (SS), online softmax on the accumulator fragment
 //                 (quad shuffles, exp2), P kept in registers, O += P V by
@@ -23,6 +24,8 @@
 //===----------------------------------------------------------------------===//
 #ifndef FA3_LIB_CONVERSION_ATTNTOHOPPER_KERNELEMITTER_H
 #define FA3_LIB_CONVERSION_ATTNTOHOPPER_KERNELEMITTER_H
+
+#include "fa3/Dialect/Hopper/IR/HopperLimits.h"
 
 #include <cstdint>
 #include <string>
@@ -104,8 +107,6 @@ struct SmemLayout {
 };
 SmemLayout computeSmemLayout(const KernelConfig &cfg);
 
-/// The largest dynamic shared memory a Hopper CTA may use (227 KiB).
-constexpr int64_t kMaxDynamicSmem = 232448;
 
 /// Returns an empty string if the configuration is supported, else why not.
 std::string checkSupported(const KernelConfig &cfg);

@@ -156,6 +156,7 @@ struct ConvertHopperToNVVMPass
                  NamedBarrierLowering<NamedBarrierArriveOp>,
                  WarpgroupAnyLowering>(ctx);
     populateFragmentToNVVMPatterns(converter, patterns);
+    populateRingToNVVMPatterns(converter, patterns);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns)))) {
       signalPassFailure();

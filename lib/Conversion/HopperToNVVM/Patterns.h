@@ -27,6 +27,13 @@ void addFragmentLegality(mlir::ConversionTarget &target);
 void populateFragmentToNVVMPatterns(const mlir::TypeConverter &converter,
                                     mlir::RewritePatternSet &patterns);
 
+/// The pipeline ring (RingToNVVM.cpp): adds to `converter` the conversion of
+/// `!hopper.ring` to the `!llvm.ptr<3>` base of dynamic shared memory (the
+/// ring's facts are static: its ops lower to offsets from that base), and
+/// to `patterns` one pattern per ring op and `hopper.tma_load`, which take
+/// their ring operands converted.
+void populateRingToNVVMPatterns(mlir::TypeConverter &converter,
+                                mlir::RewritePatternSet &patterns);
 } // namespace fa3::hopper
 
 #endif

@@ -1,5 +1,5 @@
 // convert-attn-to-hopper: from the tiled program to the warp-specialised
-// kernel. Checks the roles, the TMA + mbarrier ring, both wgmma forms, the
+// kernel. Checks the roles, the TMA + mbarrier rings, both wgmma forms, the
 // schedule and mask helpers built from attn.kv_range / the shared visibility
 // test, the launch facts, and that the host function is replaced.
 // RUN: fa3-opt %s --attn-hopper-config="block-m=128 persistent=off" --attn-tile --convert-attn-to-hopper --hopper-pingpong | FileCheck %s
@@ -29,10 +29,18 @@
 // CHECK-SAME: nvvm.maxntid = array<i32: 384, 1, 1>
 
 
-// Barriers: q, K/V full (count 1 + tx bytes), K/V empty (256 consumer threads).
+// The pipeline rings in dynamic shared memory: Q (one buffer of 32 KiB at
+// 0), K and V (2 stages of 32 KiB each, their own buffers and barriers);
+// the empty barriers count the 256 consumer threads. One thread inits them.
+// CHECK: %[[SMEM:.*]] = llvm.mlir.addressof @attn_smem : !llvm.ptr<3>
+// CHECK-NEXT: %[[QR:.*]] = hopper.ring.create %[[SMEM]] : !hopper.ring<stages = 1, stage_bytes = 32768, data = 0, full = 196608, empty = 196616, arrivals = 256, cluster = 1>
+// CHECK-NEXT: %[[KR:.*]] = hopper.ring.create %[[SMEM]] : !hopper.ring<stages = 2, stage_bytes = 32768, data = 32768, full = 196624, empty = 196656, arrivals = 256, cluster = 1>
+// CHECK-NEXT: %[[VR:.*]] = hopper.ring.create %[[SMEM]] : !hopper.ring<stages = 2, stage_bytes = 32768, data = 98304, full = 196640, empty = 196672, arrivals = 256, cluster = 1>
 // CHECK: %[[CTA:.*]] = nvvm.read.ptx.sreg.ctaid.x : i32
-// CHECK: nvvm.mbarrier.init %{{.*}}, %{{.*}} : !llvm.ptr<3>, i32
-// CHECK: nvvm.fence.mbarrier.init
+// CHECK: hopper.ring.init %[[QR]]
+// CHECK-NEXT: hopper.ring.init %[[KR]]
+// CHECK-NEXT: hopper.ring.init %[[VR]]
+// CHECK-NEXT: nvvm.fence.mbarrier.init
 // CHECK: nvvm.prefetch tensormap
 // CHECK: nvvm.barrier0
 
@@ -41,6 +49,8 @@
 // The tile grid is computed in each role (nothing crosses setmaxnreg).
 // CHECK: %[[NUMM:.*]] = arith.divui %{{.*}}, %c128_i32 : i32
 // CHECK: %[[HB:.*]] = arith.muli %arg10, %arg7 : i32
+// Q's buffer is free (slot 0 of the Q ring: the CTA's one tile).
+// CHECK: hopper.ring.producer_acquire %[[QR]][%c0_i32]
 // A 1-D grid over tiles (m-blocks fastest, so co-running CTAs share a head's
 // K/V in L2); causal: the longest m-blocks (the last ones) come first.
 // CHECK: %[[REV:.*]] = arith.remui %[[CTA]], %[[NUMM]] : i32
@@ -48,26 +58,41 @@
 // CHECK: %[[MB:.*]] = arith.subi %[[LAST]], %[[REV]] : i32
 // CHECK: %[[ROW0:.*]] = arith.muli %[[MB]], %c128_i32 : i32
 // CHECK: func.call @attn_kernel_kv_range(%[[ROW0]]
-// CHECK: nvvm.mbarrier.arrive.expect_tx
-// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg0
-// CHECK: scf.for
-// CHECK:   nvvm.mbarrier.try_wait.parity
-// CHECK:   nvvm.mbarrier.arrive.expect_tx
-// CHECK:   nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg1
-// CHECK:   nvvm.mbarrier.try_wait.parity
-// CHECK:   nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg2
+// Q: the full barrier expects the tile's bytes, two 64-column boxes follow.
+// CHECK: hopper.ring.producer_commit %[[QR]][%c0_i32] tx 32768
+// CHECK-NEXT: hopper.tma_load %arg0[%c0_i32, %{{.*}}, %[[ROW0]], %{{.*}}] into %[[QR]][%c0_i32] at %c0_i32
+// CHECK-NEXT: hopper.tma_load %arg0[%c64_i32, %{{.*}}, %[[ROW0]], %{{.*}}] into %[[QR]][%c0_i32] at %c16384_i32
+// K and V of each visited block into slot u of their rings.
+// CHECK: scf.for %[[U:.*]] = %c0_i32 to
+// CHECK:   hopper.ring.producer_acquire %[[KR]][%[[U]]]
+// CHECK-NEXT: hopper.ring.producer_commit %[[KR]][%[[U]]] tx 32768
+// CHECK-NEXT: hopper.tma_load %arg1[%c0_i32, {{.*}}] into %[[KR]][%[[U]]] at %c0_i32
+// CHECK-NEXT: hopper.tma_load %arg1[%c64_i32, {{.*}}] into %[[KR]][%[[U]]] at %c16384_i32
+// CHECK-NEXT: hopper.ring.producer_acquire %[[VR]][%[[U]]]
+// CHECK-NEXT: hopper.ring.producer_commit %[[VR]][%[[U]]] tx 32768
+// CHECK-NEXT: hopper.tma_load %arg2[%c0_i32, {{.*}}] into %[[VR]][%[[U]]] at %c0_i32
+// CHECK-NEXT: hopper.tma_load %arg2[%c64_i32, {{.*}}] into %[[VR]][%[[U]]] at %c16384_i32
+// CHECK-NEXT: }
 
 // Consumers: more registers; consumer 1 opens consumer 0's first turn
 // (ping-pong on the turn barriers, 256 threads each) ...
 // CHECK: } consumers(%[[CW:.*]] of 2) regs 240 {
 // CHECK: %[[OTHER:.*]] = arith.subi %c1_i32{{[_0-9]*}}, %[[CW]] : i32
 // CHECK: hopper.named_barrier.arrive turn[%[[ZERO:c0_i32[_0-9]*]]] of 2 threads 256
+// ... the tile's Q (slot 0), then the first block's K (ring slot 0): its
+// stage's wgmma descriptor (2048 = 32 KiB >> 4 per stage) and its wait ...
+// CHECK: hopper.ring.consumer_wait %[[QR]][%c0_i32]
+// CHECK: %[[KST0:.*]] = hopper.ring.stage %[[KR]][%c0_i32]
+// CHECK-NEXT: arith.muli %[[KST0]], %c2048_i32 : i32
+// CHECK: hopper.ring.consumer_wait %[[KR]][%c0_i32]
 // ... S = Q K^T from shared memory (SS) within this warpgroup's turn ...
 // CHECK: hopper.named_barrier.sync turn[%[[CW]]] of 2 threads 256
 // CHECK-NEXT: nvvm.wgmma.fence.aligned
 // CHECK-NEXT: %[[S0:.*]] = hopper.wgmma.ss %[[DQ:.*]], %{{.*}} k 128 boxes 16384, 16384 : bf16 -> !hopper.frag<64x128xf32>
 // CHECK-NEXT: hopper.named_barrier.arrive turn[%[[OTHER]]] of 2 threads 256
 // CHECK-NEXT: %[[S0R:.*]] = hopper.wgmma.wait 0, %[[S0]] : !hopper.frag<64x128xf32>
+// ... K's stage released once S has retired ...
+// CHECK-NEXT: hopper.ring.consumer_release %[[KR]][%c0_i32]
 // ... the mask only inside the boundary branch (the fragment lowering is
 // test/Conversion/HopperToNVVM/fragment.mlir) ...
 // CHECK: scf.if %{{.*}} -> (!hopper.frag<64x128xf32>) {
@@ -81,15 +106,29 @@
 // CHECK-NEXT: %[[PA0:.*]] = hopper.trunc %[[P0]] : !hopper.frag<64x128xf32> to !hopper.frag<64x128xbf16>
 // CHECK-NEXT: %[[OZ:.*]] = hopper.zero : !hopper.frag<64x128xf32>
 // ... then per block: S of this block, O += P V of the last (RS), the
-// softmax while P V runs, with lazy rescaling (threshold 8 in log2 units).
-// CHECK: scf.for %{{.*}} iter_args(%[[M:.*]] = %[[M0]], %[[L:.*]] = %[[L0]], %[[ACC:.*]] = %[[OZ]], %[[PA:.*]] = %[[PA0]]) -> (!hopper.frag<64xf32>, !hopper.frag<64xf32>, !hopper.frag<64x128xf32>, !hopper.frag<64x128xbf16>)
+// softmax while P V runs, with lazy rescaling (threshold 8 in log2 units):
+// block t's K in ring slot u = g + t, block t - 1's V in slot u - 1, both
+// waited for before the wgmma fence ...
+// CHECK: scf.for %[[T:.*]] = %c1_i32 to %{{.*}} iter_args(%[[M:.*]] = %[[M0]], %[[L:.*]] = %[[L0]], %[[ACC:.*]] = %[[OZ]], %[[PA:.*]] = %[[PA0]]) -> (!hopper.frag<64xf32>, !hopper.frag<64xf32>, !hopper.frag<64x128xf32>, !hopper.frag<64x128xbf16>)
+// CHECK-NEXT: %[[SLOT:.*]] = arith.addi %c0_i32, %[[T]] : i32
+// CHECK-NEXT: hopper.ring.stage %[[KR]][%[[SLOT]]]
+// CHECK: %[[PREV:.*]] = arith.subi %[[SLOT]], %c1_i32 : i32
+// CHECK-NEXT: hopper.ring.stage %[[VR]][%[[PREV]]]
+// CHECK: hopper.ring.consumer_wait %[[KR]][%[[SLOT]]]
+// CHECK-NEXT: hopper.ring.consumer_wait %[[VR]][%[[PREV]]]
 // CHECK: nvvm.wgmma.fence.aligned
 // CHECK-NEXT: %[[S:.*]] = hopper.wgmma.ss %[[DQ]], %{{.*}} k 128 boxes 16384, 16384
 // CHECK-NEXT: %[[O:.*]] = hopper.wgmma.rs %[[PA]], %{{.*}}, %[[ACC]] : !hopper.frag<64x128xbf16>, !hopper.frag<64x128xf32>
 // CHECK: hopper.wgmma.wait 1, %[[S]] : !hopper.frag<64x128xf32>
-// CHECK-NEXT: nvvm.mbarrier.arrive
+// CHECK-NEXT: hopper.ring.consumer_release %[[KR]][%[[SLOT]]]
 // CHECK: hopper.softmax_step %{{.*}} scale %arg15 state(%[[M]], %[[L]]) threshold 8.000000e+00
 // CHECK: hopper.wgmma.wait 0, %[[O]] : !hopper.frag<64x128xf32>
+// CHECK: hopper.ring.consumer_release %[[VR]][%[[PREV]]]
+// ... Q released after the tile's last S; the tail's P V of the last block.
+// CHECK: hopper.ring.consumer_release %[[QR]][%c0_i32]
+// CHECK: hopper.ring.consumer_wait %[[VR]][%[[LASTV:.*]]] :
+// CHECK: hopper.wgmma.wait 0
+// CHECK: hopper.ring.consumer_release %[[VR]][%[[LASTV]]]
 // Epilogue: O / l staged in shared memory by stmatrix (8 per thread at head
 // dim 128: 16 columns each), made visible to the async proxy, then one thread
 // per warpgroup stores the warpgroup's rows by TMA (one box per 64 columns).

@@ -10,6 +10,7 @@
 // and before exit; the persistent tile loop is static (tile + gridDim.x).
 // auto: on for persistent kernels with a full mask (head dim 128 here).
 // RUN: fa3-opt %s --attn-hopper-config=block-m=128 --attn-tile --convert-attn-to-hopper | FileCheck %s
+// RUN: fa3-opt %s --attn-hopper-config=block-m=128 --attn-tile --convert-attn-to-hopper --convert-hopper-to-nvvm | FileCheck %s --check-prefix=NVVM
 // RUN: fa3-opt %s --attn-hopper-config="block-m=128 kv-multicast=off" --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=OFF
 // auto leaves one-CTA-per-tile kernels alone (measured slower), on does not
 // RUN: fa3-opt %s --attn-hopper-config="block-m=128 persistent=off" --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=OFF
@@ -20,10 +21,14 @@
 // CHECK: cluster_m = 2 : i64
 // CHECK-SAME: grid = "persistent"
 // CHECK-SAME: nvvm.cluster_dim = array<i32: 2, 1, 1>
-// Q barriers count 256 consumer threads, K/V empty ones also 8 peer warps.
-// CHECK-COUNT-2: nvvm.mbarrier.init %{{.*}}, %c256_i32
-// CHECK: nvvm.mbarrier.init %{{.*}}, %c264_i32
-// CHECK: nvvm.fence.mbarrier.init
+// Q is each CTA's own: its ring's empty barriers count the 256 consumer
+// threads; the K/V rings are shared by the cluster (cluster = 2), their
+// empty barriers count also the peer's 8 consumer warps.
+// CHECK: %[[QR:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 2, stage_bytes = 32768, data = 0, full = 229376, empty = 229392, arrivals = 256, cluster = 1>
+// CHECK-NEXT: %[[KR:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 2, stage_bytes = 32768, data = 65536, full = 229408, empty = 229440, arrivals = 264, cluster = 2>
+// CHECK-NEXT: %[[VR:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 2, stage_bytes = 32768, data = 131072, full = 229424, empty = 229456, arrivals = 264, cluster = 2>
+// CHECK: hopper.ring.init %[[VR]]
+// CHECK-NEXT: nvvm.fence.mbarrier.init
 // CHECK: nvvm.cluster.arrive
 // CHECK-NEXT: nvvm.cluster.wait
 // The producer: m-blocks rounded up to pairs.
@@ -35,42 +40,57 @@
 // CHECK: scf.while (%[[T0:.*]] = %{{.*}}, %{{.*}} = %c0_i32, %{{.*}} = %c0_i32)
 // CHECK: ^bb0(%[[TILE:[^:]*]]: i32,
 // Q is this CTA's own (no multicast) ...
-// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg0, %{{.*}} box[%c0_i32, {{.*}}] : !llvm.ptr<7>, !llvm.ptr
-// ... K and V: box 'rank' of two, into both CTAs; the barrier expects the
-// whole tile (half of it comes from the peer).
-// CHECK: scf.for
-// CHECK: nvvm.mbarrier.arrive.expect_tx %[[KF:.*]], %c32768_i32
+// CHECK: hopper.tma_load %arg0[%c0_i32, {{.*}}] into %[[QR]][%{{.*}}] at %c0_i32 : !hopper.ring
+// ... K and V: box 'rank' of two (bytes 16384 * rank into the stage), into
+// both CTAs; the full barrier expects the whole tile (half of it comes
+// from the peer).
+// CHECK: scf.for %[[U:[^ ]*]] =
+// CHECK: hopper.ring.producer_commit %[[KR]][%[[U]]] tx 32768
 // CHECK-NEXT: %[[RANK:.*]] = llvm.inline_asm has_side_effects {{.*}}"mov.u32 $0, %cluster_ctarank;"
 // CHECK-NEXT: %[[C:.*]] = arith.addi %[[RANK]], %c0_i32 : i32
-// CHECK: %[[COL:.*]] = arith.muli %[[C]], %c64_i32 : i32
-// CHECK-NEXT: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg1, %[[KF]], box[%[[COL]], {{.*}}] multicast_mask = %c3_i16
-// CHECK-NOT: nvvm.cp.async.bulk.tensor
-// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg2, %{{.*}} multicast_mask = %c3_i16
-// CHECK-NOT: nvvm.cp.async.bulk.tensor
+// CHECK-NEXT: %[[BOX:.*]] = arith.muli %[[C]], %c16384_i32 : i32
+// CHECK-NEXT: %[[COL:.*]] = arith.muli %[[C]], %c64_i32 : i32
+// CHECK-NEXT: hopper.tma_load %arg1[%[[COL]], {{.*}}] into %[[KR]][%[[U]]] at %[[BOX]] multicast 3 :
+// CHECK-NOT: hopper.tma_load
+// CHECK: hopper.ring.producer_commit %[[VR]][%[[U]]] tx 32768
+// CHECK: hopper.tma_load %arg2[{{.*}}] into %[[VR]][%[[U]]] at %{{.*}} multicast 3 :
+// CHECK-NOT: hopper.tma_load
 // CHECK: }
 // The next tile: static, no tile counter.
 // CHECK-NEXT: %{{.*}} = arith.addi %[[TILE]], %{{.*}} : i32
 // CHECK-NOT: llvm.atomicrmw
 // CHECK-NOT: atom.acq_rel
 // CHECK: } consumers(%{{.*}} of 2) regs 240 {
-// CHECK: %[[PEER:.*]] = arith.xori %{{.*}}, %c1_i32 : i32
-// Every release of K or V: the local arrive, then lane 0's on the peer.
-// CHECK-COUNT-4: mapa.shared::cluster.u32 r, $0, $2;\0A@p mbarrier.arrive.shared::cluster.b64 _, [r];{{.*}}%[[PEER]] : (i32, i32, i32) -> ()
-// CHECK-NOT: mapa
+// The consumers release K and V in the cluster's rings (prologue K, loop K
+// and V, tail V), Q in the CTA's own.
+// CHECK: hopper.ring.consumer_release %[[KR]]
+// CHECK: hopper.ring.consumer_release %[[KR]]
+// CHECK: hopper.ring.consumer_release %[[VR]]
+// CHECK: hopper.ring.consumer_release %[[QR]]
+// CHECK: hopper.ring.consumer_release %[[VR]]
+// CHECK: hopper.ring.consumer_release %[[QR]]
+// CHECK-NOT: hopper.ring.consumer_release
 // CHECK: nvvm.cluster.arrive
 // CHECK-NEXT: nvvm.cluster.wait
 // CHECK-NEXT: gpu.return
 
+// Lowered, every release of K or V is the local arrive, then lane 0's on
+// the peer (cluster rank ^ 1), predicated in the asm; Q's is local alone.
+// NVVM: nvvm.setmaxregister increase 240
+// NVVM-COUNT-4: mapa.shared::cluster.u32 r, $0, $2;\0A@p mbarrier.arrive.shared::cluster.b64 _, [r];{{.*}} : (i32, i32, i32) -> ()
+// NVVM-NOT: mapa
+// NVVM: nvvm.cluster.arrive
+
 // OFF: cluster_m = 1 : i64
 // OFF-NOT: nvvm.cluster_dim
 // OFF-NOT: nvvm.cluster.
-// OFF-NOT: multicast_mask
-// OFF-NOT: mapa
+// OFF-NOT: multicast
+// OFF-NOT: cluster = 2
 
 // TILES: cluster_m = 2 : i64
 // TILES-SAME: grid = "tiles"
 // TILES: nvvm.cluster.wait
-// TILES: multicast_mask = %c3_i16
+// TILES: hopper.tma_load {{.*}} multicast 3 : !hopper.ring<{{.*}}cluster = 2>
 // TILES-NOT: llvm.atomicrmw
 func.func @attn(%q: memref<?x4x?x128xbf16>, %k: memref<?x2x?x128xbf16>, %v: memref<?x2x?x128xbf16>,
                 %o: memref<?x4x?x128xbf16>) {

@@ -29,7 +29,8 @@
 // CHECK-NEXT: %[[W0:.*]] = hopper.wgmma.wait 0, %[[O]]
 // CHECK-NEXT: scf.yield %[[W0]]
 // CHECK-NEXT: }
-// CHECK-NEXT: nvvm.mbarrier.arrive
+// V's stage of the previous block is released after the wait.
+// CHECK-NEXT: hopper.ring.consumer_release %{{.*}}[%{{.*}}] : !hopper.ring
 
 // EXACT: hopper.softmax_step %{{.*}} state(%{{.*}}, %{{.*}}) :
 // EXACT: hopper.warpgroup_any

@@ -17,7 +17,7 @@
 // OWN: nvvm.cp.async.bulk.tensor.global.shared.cta
 // OWN-NEXT: nvvm.cp.async.bulk.commit.group
 // OWN-NEXT: }
-// OWN-NOT: nvvm.mbarrier.arrive
+// OWN-NOT: hopper.ring.consumer_release
 // OWN: nvvm.cp.async.bulk.wait_group 0 {read}
 // OWN: gpu.return
 //
@@ -33,7 +33,7 @@
 // OWN-NEXT: nvvm.cp.async.bulk.wait_group 0 {read}
 // OWN-NEXT: }
 // OWN-NEXT: hopper.named_barrier.sync epilogue[%{{.*}}] of 2 threads 128
-// OWN-NEXT: nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
+// OWN-NEXT: hopper.ring.consumer_release %{{.*}}[%{{.*}}] : !hopper.ring<stages = 1, stage_bytes = 65536, data = 0,
 
 // tma-store=false: 4-byte stores from the fragment, no staging buffer (the
 // persistent default still double-buffers Q).

@@ -13,40 +13,41 @@
 // RUN: fa3-opt %s --attn-hopper-config="block-m=128 persistent=on q-buffers=1" --attn-tile --convert-attn-to-hopper | FileCheck %s
 // RUN: fa3-opt %s --attn-hopper-config="block-m=128 persistent=on" --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=Q2
 
-// Two Q buffers (the default where they fit): tile k uses buffer, barriers
-// and published slot k & 1, with phase (k >> 1) & 1, so the producer loads
-// tile k + 1's Q while the consumers work on tile k. The published words
-// pass through a lane-0 shuffle: ptxas then knows they are warp-uniform.
+// Two Q buffers (the default where they fit): the Q ring has two stages,
+// so tile k (ring slot k) uses buffer, barriers and published slot k % 2,
+// with phase (k / 2) & 1 (the ring's lowering: HopperToNVVM/ring.mlir),
+// and the producer loads tile k + 1's Q while the consumers work on tile
+// k. The published words pass through a lane-0 shuffle: ptxas then knows
+// they are warp-uniform.
 // Q2: dynamic_smem = 180416
-// Q2-COUNT-2: nvvm.mbarrier.init %{{.*}}, %c1_i32
-// Producer: buffer k & 1 once tile k - 2 released it.
+// Q2: %[[QR:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 2, stage_bytes = 16384, data = 0, full = 180224, empty = 180240, arrivals = 256, cluster = 1>
+// Q2: hopper.ring.init %[[QR]]
+// Producer: slot k once tile k - 2 released its buffer; the tile's words
+// into published slot k % 2 before the commit publishes them.
 // Q2: ^bb0(%{{.*}}: i32, %[[PK:[^:]*]]: i32, %{{.*}}: i32):
-// Q2-NEXT: %[[PB:.*]] = arith.andi %[[PK]], %c1_i32 : i32
-// Q2-NEXT: %[[PB8:.*]] = arith.muli %[[PB]], %c8_i32 : i32
-// Q2-NEXT: %[[PFULLOFF:.*]] = arith.addi %[[PB8]], %c[[QFULL:[0-9]+]]_i32 : i32
-// Q2-NEXT: %[[PFULL:.*]] = llvm.getelementptr %{{.*}}[%[[PFULLOFF]]]
-// Q2-NEXT: %[[PEMPTYOFF:.*]] = arith.addi %[[PB8]], %c[[QEMPTY:[0-9]+]]_i32 : i32
-// Q2-NEXT: %[[PEMPTY:.*]] = llvm.getelementptr %{{.*}}[%[[PEMPTYOFF]]]
-// Q2-NEXT: %[[PJ:.*]] = arith.shrui %[[PK]], %c1_i32 : i32
-// Q2-NEXT: %[[PPH:.*]] = arith.andi %[[PJ]], %c1_i32 : i32
-// Q2: %[[PQOFF:.*]] = arith.muli %[[PB]], %c16384_i32 : i32
-// Q2-NEXT: %[[PFLIP:.*]] = arith.xori %[[PPH]], %c1_i32 : i32
-// Q2-NEXT: nvvm.mbarrier.try_wait.parity %[[PEMPTY]], %[[PFLIP]]
-// Q2: nvvm.mbarrier.arrive.expect_tx %[[PFULL]], %c16384_i32
-// Q2-NEXT: %[[DST:.*]] = arith.addi %[[PQOFF]], %c0_i32 : i32
-// Q2: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg0, %[[PFULL]]
-// Consumers: the same buffer's full barrier and slot, the id shuffled from lane 0.
+// Q2-NEXT: %[[PB:.*]] = hopper.ring.stage %[[QR]][%[[PK]]]
+// Q2-NEXT: %[[PB16:.*]] = arith.muli %[[PB]], %c16_i32 : i32
+// Q2-NEXT: %[[PSLOT:.*]] = arith.addi %{{.*}}, %[[PB16]] : i32
+// Q2-NEXT: hopper.ring.producer_acquire %[[QR]][%[[PK]]]
+// Q2: llvm.inline_asm has_side_effects {{.*}}"st.shared.u32 [$0+0], $1;", "r,r" %[[PSLOT]],
+// Q2: hopper.ring.producer_commit %[[QR]][%[[PK]]] tx 16384
+// Q2-NEXT: hopper.tma_load %arg0[%c0_i32, {{.*}}] into %[[QR]][%[[PK]]] at %c0_i32
+// Consumers: the same slot's full barrier and published words, the id
+// shuffled from lane 0.
 // Q2: scf.while (%[[CK0:.*]] = %c0_i32, %{{.*}} = %c0_i32) : (i32, i32) -> (i32, i32, i32) {
-// Q2-NEXT: %[[CB:.*]] = arith.andi %[[CK0]], %c1_i32 : i32
-// Q2: %[[CFULLOFF:.*]] = arith.addi %{{.*}}, %c[[QFULL]]_i32 : i32
-// Q2: nvvm.mbarrier.try_wait.parity
-// Q2-NEXT: %[[RAW:.*]] = llvm.inline_asm has_side_effects {{.*}}"ld.shared.u32 $0, [$1];"
+// Q2-NEXT: %[[CB:.*]] = hopper.ring.stage %[[QR]][%[[CK0]]]
+// Q2-NEXT: %[[CB16:.*]] = arith.muli %[[CB]], %c16_i32 : i32
+// Q2-NEXT: %[[CSLOT:.*]] = arith.addi %{{.*}}, %[[CB16]] : i32
+// Q2-NEXT: hopper.ring.consumer_wait %[[QR]][%[[CK0]]]
+// Q2-NEXT: %[[RAW:.*]] = llvm.inline_asm has_side_effects {{.*}}"ld.shared.u32 $0, [$1];", "=r,r" %[[CSLOT]]
 // Q2-NEXT: %[[ID:.*]] = nvvm.shfl.sync idx %c-1_i32, %[[RAW]], %c0_i32, %c31_i32 : i32 -> i32
 // Q2-NEXT: arith.cmpi slt, %[[ID]]
-// The tile's S = Q K^T reads its buffer: descriptor + (k & 1) * 16384 / 16.
+// The tile's S = Q K^T reads its buffer: descriptor + (k % 2) * 16384 / 16.
 // Q2: } do {
-// Q2: %[[QOFF:.*]] = arith.muli %{{.*}}, %c16384_i32 : i32
-// Q2: %[[QOFF16:.*]] = arith.shrui %{{.*}}, %c4_i32 : i32
+// Q2: ^bb0(%{{.*}}: i32, %[[CK:[^:]*]]: i32, %{{.*}}: i32):
+// Q2-NEXT: %[[CST:.*]] = hopper.ring.stage %[[QR]][%[[CK]]]
+// Q2: %[[QOFF:.*]] = arith.muli %[[CST]], %c16384_i32 : i32
+// Q2: %[[QOFF16:.*]] = arith.shrui %[[QOFF]], %c4_i32 : i32
 // Q2-NEXT: %[[QOFF64:.*]] = arith.extui %[[QOFF16]] : i32 to i64
 // Q2-NEXT: %[[DESCQ:.*]] = arith.addi %{{.*}}, %[[QOFF64]] : i64
 // Q2: hopper.wgmma.ss %[[DESCQ]],
@@ -55,6 +56,10 @@
 // CHECK-SAME: %[[LSE:[^:]*]]: !llvm.ptr<1>, %[[COUNTER:[^:]*]]: !llvm.ptr<1>, %{{[^:]*}}: i32,
 // CHECK-SAME: grid = "persistent"
 // CHECK-SAME: "LSE", "tileCounter", "B"
+// One Q buffer: a Q ring of one stage (slot = the tile count k); K and V
+// rings of 4 stages at head dim 64.
+// CHECK: %[[QR:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 163840, empty = 163848, arrivals = 256, cluster = 1>
+// CHECK-NEXT: %[[KR:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 4, stage_bytes = 16384, data = 16384,
 // CHECK: %[[CTA:.*]] = nvvm.read.ptx.sreg.ctaid.x : i32
 // CHECK: %[[NCTA:.*]] = nvvm.read.ptx.sreg.nctaid.x : i32
 // CHECK: %[[SLOT:.*]] = llvm.ptrtoint
@@ -68,28 +73,27 @@
 // CHECK:   scf.condition(%[[MORE]])
 // CHECK: } do {
 // CHECK: ^bb0(%[[PT:.*]]: i32, %[[PK:.*]]: i32, %[[PG:.*]]: i32):
-// CHECK:   %[[QPH:.*]] = arith.andi %[[PK]], %c1_i32 : i32
-// CHECK:   %[[FLIP:.*]] = arith.xori %[[QPH]], %c1_i32 : i32
-// CHECK:   nvvm.mbarrier.try_wait.parity %{{.*}}, %[[FLIP]]
+// CHECK-NEXT: hopper.ring.producer_acquire %[[QR]][%[[PK]]]
 // CHECK:   func.call @attn_kernel_kv_range
 // CHECK:   llvm.inline_asm has_side_effects {{.*}}"st.shared.u32 [$0+0], $1;", "r,r" %[[SLOT]], %[[PT]]
 // CHECK-NEXT: llvm.inline_asm has_side_effects {{.*}}"st.shared.u32 [$0+4], $1;", "r,r" %[[SLOT]], %[[M0:[^ ]*]]
 // CHECK-NEXT: llvm.inline_asm has_side_effects {{.*}}"st.shared.u32 [$0+8], $1;"
 // CHECK-NEXT: llvm.inline_asm has_side_effects {{.*}}"st.shared.u32 [$0+12], $1;"
-// CHECK-NEXT: nvvm.mbarrier.arrive.expect_tx
-// CHECK:   nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg0
+// CHECK-NEXT: hopper.ring.producer_commit %[[QR]][%[[PK]]] tx 16384
+// CHECK-NEXT: hopper.tma_load %arg0[%c0_i32, {{.*}}] into %[[QR]][%[[PK]]] at %c0_i32
 // The K/V loop runs over ring slots g .. g + nblk; its bound is the next g.
 // CHECK:   %[[GEND:.*]] = arith.addi %[[PG]], %{{.*}} : i32
 // CHECK:   scf.for %[[U:.*]] = %[[PG]] to %[[GEND]]
-// CHECK-NEXT: arith.remui %[[U]], %c4_i32
+// CHECK:     hopper.ring.producer_acquire %[[KR]][%[[U]]]
 // The next tile is claimed once this one's loads are issued.
 // CHECK:   %[[GOT:.*]] = llvm.atomicrmw add %[[COUNTER]], %c1_i32 monotonic : !llvm.ptr<1>, i32
 // CHECK:   %[[NEXT:.*]] = arith.addi %[[GOT]], %[[NCTA]] : i32
 // CHECK:   scf.yield %[[NEXT]], %{{.*}}, %[[GEND]] : i32, i32, i32
-// No tile left: the stop id, then the counters reset by the last CTA.
-// CHECK: nvvm.mbarrier.try_wait.parity
-// CHECK: llvm.inline_asm has_side_effects {{.*}}"st.shared.u32 [$0+0], $1;", "r,r" %[[SLOT]], %[[TILES]]
-// CHECK: nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
+// No tile left: the stop id in the next Q slot, published by a commit of
+// no bytes; then the counters reset by the last CTA.
+// CHECK: hopper.ring.producer_acquire %[[QR]][%[[PLOOP]]#1]
+// CHECK-NEXT: llvm.inline_asm has_side_effects {{.*}}"st.shared.u32 [$0+0], $1;", "r,r" %[[SLOT]], %[[TILES]]
+// CHECK: hopper.ring.producer_commit %[[QR]][%[[PLOOP]]#1] tx 0
 // CHECK: atom.acq_rel.gpu.global.add.u32
 // CHECK: scf.if
 // CHECK-NEXT: llvm.store %c0_i32, %[[COUNTER]] : i32, !llvm.ptr<1>
@@ -105,12 +109,12 @@
 // CHECK-NEXT: %[[CTILES:.*]] = arith.muli %{{.*}}, %[[CHB]] : i32
 // CHECK-NOT: hopper.named_barrier.arrive turn
 // CHECK: scf.while (%[[CK0:.*]] = %c0_i32, %{{.*}} = %c0_i32) : (i32, i32) -> (i32, i32, i32) {
-// CHECK:   %[[CPH:.*]] = arith.andi %[[CK0]], %c1_i32 : i32
-// CHECK:   nvvm.mbarrier.try_wait.parity %{{.*}}, %[[CPH]]
+// CHECK:   hopper.ring.consumer_wait %[[QR]][%[[CK0]]]
 // CHECK:   %[[TILE:.*]] = llvm.inline_asm has_side_effects {{.*}}"ld.shared.u32 $0, [$1];", "=r,r" %[[SLOT]]
 // CHECK:   %[[LIVE:.*]] = arith.cmpi slt, %[[TILE]], %[[CTILES]] : i32
 // CHECK:   scf.condition(%[[LIVE]]) %[[TILE]]
 // CHECK: } do {
+// CHECK: ^bb0(%{{.*}}: i32, %[[CK:[^:]*]]: i32, %{{.*}}: i32):
 // CHECK-NOT: arith.{{divui|remui}} %{{.*}}, %arg10 :
 // CHECK:   %[[A4:.*]] = arith.addi %[[SLOT]], %c4_i32 : i32
 // CHECK:   %[[CM0:.*]] = llvm.inline_asm has_side_effects {{.*}}"ld.shared.u32 $0, [$1];", "=r,r" %[[A4]]
@@ -119,11 +123,11 @@
 // CHECK:   arith.addi %[[SLOT]], %c4_i32
 // CHECK-NEXT: "ld.shared.u32 $0, [$1];"
 // CHECK-NEXT: arith.addi %[[SLOT]], %c8_i32
-// CHECK:   nvvm.mbarrier.arrive %[[QEMPTY:.*]] : !llvm.ptr<3>
+// CHECK:   hopper.ring.consumer_release %[[QR]][%[[CK]]]
 // CHECK:   } else {
 // CHECK:     arith.addi %[[SLOT]], %c4_i32
 // CHECK-NEXT: "ld.shared.u32 $0, [$1];"
-// CHECK:     nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
+// CHECK:     hopper.ring.consumer_release %[[QR]][%[[CK]]]
 // CHECK-NOT: arith.{{divui|remui}} %{{.*}}, %arg10 :
 // CHECK:   scf.yield %{{.*}}, %{{.*}} : i32, i32
 // CHECK-NEXT: }

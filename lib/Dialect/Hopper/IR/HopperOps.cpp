@@ -16,6 +16,8 @@ using namespace fa3::hopper;
 #define GET_ATTRDEF_CLASSES
 #include "fa3/Dialect/Hopper/IR/HopperOpsAttrs.cpp.inc"
 
+// The types' parsers and verifiers are beside their ops (HopperRing.cpp,
+// HopperFragment.cpp).
 #define GET_TYPEDEF_CLASSES
 #include "fa3/Dialect/Hopper/IR/HopperOpsTypes.cpp.inc"
 

@@ -2,8 +2,11 @@
 #ifndef FA3_DIALECT_HOPPER_IR_HOPPERDIALECT_H
 #define FA3_DIALECT_HOPPER_IR_HOPPERDIALECT_H
 
+#include "fa3/Dialect/Hopper/IR/HopperLimits.h"
+
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMTypes.h"
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/OpImplementation.h"

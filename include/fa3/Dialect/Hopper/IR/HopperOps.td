@@ -30,7 +30,10 @@ def Hopper_Dialect : Dialect {
     warpgroup-wide vote on them; register fragments (`!hopper.frag`: a
     warpgroup's tile in the wgmma accumulator layout, one SSA value until
     the final conversion) and the math on them: warpgroup MMA, the online
-    softmax step, the row rescale.
+    softmax step, the row rescale;
+    the shared-memory pipeline ring between
+    producer and consumers (a type with its static facts, the mbarrier
+    protocol as ops) and the TMA loads into it.
   }];
   let useDefaultAttributePrinterParser = 1;
   let useDefaultTypePrinterParser = 1;
@@ -153,5 +156,6 @@ def Hopper_WarpSpecializeOp : Hopper_Op<"warp_specialize", [
 }
 
 include "fa3/Dialect/Hopper/IR/HopperFragmentOps.td"
+include "fa3/Dialect/Hopper/IR/HopperRingOps.td"
 
 #endif // FA3_HOPPER_OPS

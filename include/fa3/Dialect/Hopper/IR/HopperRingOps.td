@@ -1,0 +1,210 @@
+//===- HopperRingOps.td - the pipeline ring of the hopper dialect -*- tablegen -*-===//
+//
+// The shared-memory ring through which the producer warpgroup hands tiles
+// (K, V, Q) to the consumers: a type whose parameters are the ring's static
+// facts (stages, where its buffers and mbarriers sit) and the ops of the
+// two sides of the pipeline. Included from HopperOps.td.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA3_HOPPER_RING_OPS
+#define FA3_HOPPER_RING_OPS
+
+include "mlir/Dialect/LLVMIR/LLVMOpBase.td"
+
+//===----------------------------------------------------------------------===//
+// !hopper.ring
+//===----------------------------------------------------------------------===//
+
+def Hopper_RingType : TypeDef<Hopper_Dialect, "Ring"> {
+  let mnemonic = "ring";
+  let summary = "a multi-stage shared-memory pipeline with mbarrier pairs";
+  let description = [{
+    A ring of `stages` buffers in dynamic shared memory, each guarded by two
+    mbarriers: the stage's *full* barrier (count 1: the producer's arrive,
+    plus the transaction bytes its TMA loads complete) and its *empty*
+    barrier (count `arrivals`: the consumer threads that release the stage,
+    plus, in a cluster, the peer CTA's consumer warps). Slot u of the ring
+    (the u-th use, counted by both sides alike) is stage u % stages with
+    phase (u / stages) & 1; that arithmetic and the barrier addresses are
+    the lowering's, not the kernel's.
+
+    The parameters are byte offsets from the 1024-aligned start of dynamic
+    shared memory:
+
+      stages       number of buffers (>= 1)
+      stage_bytes  bytes of one stage's buffer (a multiple of 1024: each
+                   stage starts 128B-swizzle-atom aligned)
+      data         the first stage's buffer (1024-aligned); stage s at
+                   data + s * stage_bytes
+      full, empty  stage s's barriers at full + 8 s and empty + 8 s
+      arrivals     the empty barrier's count
+      cluster      CTAs that share each stage: 1, or 2 when both CTAs of a
+                   cluster multicast into it (each CTA's consumers then
+                   also release the peer's stage)
+
+    ```mlir
+    !hopper.ring<stages = 2, stage_bytes = 32768, data = 32768, full = 229376,
+                 empty = 229408, arrivals = 264, cluster = 2>
+    ```
+  }];
+  let parameters = (ins "int64_t":$stages, "int64_t":$stage_bytes,
+                        "int64_t":$data, "int64_t":$full, "int64_t":$empty,
+                        "int64_t":$arrivals, "int64_t":$cluster);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+class Hopper_RingOp<string mnemonic, string what, list<Trait> traits = []>
+    : Hopper_Op<"ring." # mnemonic, traits> {
+  let summary = "pipeline ring: " # what;
+}
+
+// The ring's slot: the ring and the use count u (i32).
+class Hopper_RingSlotOp<string mnemonic, string what>
+    : Hopper_RingOp<mnemonic, what> {
+  let arguments = (ins Hopper_RingType:$ring, I32:$slot);
+  let assemblyFormat = "$ring `[` $slot `]` attr-dict `:` qualified(type($ring))";
+}
+
+def Hopper_RingCreateOp : Hopper_RingOp<"create", "the ring in shared memory"> {
+  let description = [{
+    The ring at `smem`, the base of the CTA's dynamic shared memory; the
+    ring's type says where its buffers and barriers are. Created once at the
+    top of the kernel; the other ring ops take the value (it lowers to
+    `smem` itself).
+
+    ```mlir
+    %k = hopper.ring.create %smem : !hopper.ring<stages = 2, ...>
+    ```
+  }];
+  let arguments = (ins LLVM_PointerInAddressSpace<3>:$smem);
+  let results = (outs Hopper_RingType:$ring);
+  let assemblyFormat = "$smem attr-dict `:` qualified(type($ring))";
+}
+
+def Hopper_RingInitOp : Hopper_RingOp<"init", "initialise the barriers"> {
+  let description = [{
+    Initialises every stage's barriers, stage by stage: full with count 1,
+    empty with count `arrivals`. One thread of the CTA runs it, before any
+    other ring op; the inits must then be made visible (fence.mbarrier.init
+    and a CTA, or with multicast a cluster, barrier), which the kernel does
+    once for all of its rings.
+  }];
+  let arguments = (ins Hopper_RingType:$ring);
+  let assemblyFormat = "$ring attr-dict `:` qualified(type($ring))";
+}
+
+def Hopper_RingProducerAcquireOp
+    : Hopper_RingSlotOp<"producer_acquire", "wait until a slot's stage is free"> {
+  let description = [{
+    The producer waits until the consumers have released slot `slot`'s
+    stage, i.e. until the empty barrier completed the phase before this
+    slot's: try_wait.parity on it with the slot's phase flipped (the first
+    `stages` slots pass at once, as a fresh barrier counts as having
+    completed the phase before phase 0). Between acquire and commit the
+    producer may write the stage's shared memory; the commit's arrive
+    releases those writes to the consumers (the persistent kernel publishes
+    its tile words that way).
+  }];
+}
+
+def Hopper_RingProducerCommitOp
+    : Hopper_RingOp<"producer_commit", "arrive on a slot's full barrier"> {
+  let description = [{
+    The producer's arrive on slot `slot`'s full barrier, expecting `tx`
+    transaction bytes: the phase completes when the bytes of the stage's TMA
+    loads (`hopper.tma_load` into the same slot, issued after the commit)
+    have landed. `tx 0` is a plain arrive: the slot then carries only what
+    the producer wrote between acquire and commit (a persistent producer's
+    "no tile left"). A stage holds `stage_bytes`, so a commit expects at
+    most that many.
+
+    ```mlir
+    hopper.ring.producer_commit %k[%u] tx 32768 : !hopper.ring<...>
+    ```
+  }];
+  let arguments = (ins Hopper_RingType:$ring, I32:$slot,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$tx);
+  let assemblyFormat = [{
+    $ring `[` $slot `]` `tx` $tx attr-dict `:` qualified(type($ring))
+  }];
+  let hasVerifier = 1;
+}
+
+def Hopper_RingConsumerWaitOp
+    : Hopper_RingSlotOp<"consumer_wait", "wait until a slot's stage is full"> {
+  let description = [{
+    A consumer waits for slot `slot`: try_wait.parity on the stage's full
+    barrier with the slot's phase. After it, the stage's data (and what the
+    producer wrote before its commit) is visible.
+  }];
+}
+
+def Hopper_RingConsumerReleaseOp
+    : Hopper_RingSlotOp<"consumer_release", "free a slot's stage"> {
+  let description = [{
+    A consumer thread is done with slot `slot`'s stage: it arrives on the
+    stage's empty barrier. In a ring of a 2-CTA cluster, both CTAs'
+    producers multicast into the stage, so it may be refilled only once the
+    consumers of both CTAs released it: lane 0 of each warp also arrives on
+    the peer CTA's empty barrier (mapa + mbarrier.arrive.shared::cluster),
+    predicated inside one asm rather than branched around, because a
+    release sits inside a wgmma window that a branch would serialise; the
+    remote arrive keeps the default .release.cta (as CUTLASS's cluster
+    barriers do), since .release.cluster costs a MEMBAR.GPU per arrive.
+    `arrivals` counts all of them: the local threads plus one per peer warp.
+  }];
+}
+
+def Hopper_RingStageOp
+    : Hopper_RingOp<"stage", "the stage index of a slot"> {
+  let description = [{
+    Slot `slot`'s stage index, slot % stages: for the addresses the
+    consumers compute themselves (the wgmma descriptors of the stage's
+    buffer) and for what the kernel keeps per stage beside the ring (the
+    published tile words of the Q ring).
+
+    ```mlir
+    %s = hopper.ring.stage %k[%u] : !hopper.ring<...>
+    ```
+  }];
+  let arguments = (ins Hopper_RingType:$ring, I32:$slot);
+  let results = (outs I32:$stage);
+  let assemblyFormat = "$ring `[` $slot `]` attr-dict `:` qualified(type($ring))";
+}
+
+//===----------------------------------------------------------------------===//
+// TMA load into a ring stage
+//===----------------------------------------------------------------------===//
+
+def Hopper_TmaLoadOp : Hopper_Op<"tma_load"> {
+  let summary = "one TMA box from global memory into a ring stage";
+  let description = [{
+    cp.async.bulk.tensor of the box at `coords` (1 to 5 i32 coordinates,
+    innermost first) of the tensor map `map` into slot `slot`'s stage of
+    `ring`, `offset` bytes into the stage's buffer (a multiple of 128: TMA
+    writes shared memory from 128-byte aligned addresses); its bytes
+    complete on the stage's full barrier, which the producer's
+    `producer_commit` told how many to expect. With `multicast`, the box
+    lands at the same offset in the ring of every CTA of the cluster whose
+    bit is set in the mask (bit r: the CTA of cluster rank r) and completes
+    on each CTA's own full barrier; the ring must then be shared by the
+    cluster (cluster = 2).
+
+    ```mlir
+    hopper.tma_load %mapK[%col, %head, %row, %batch] into %k[%u] at %off
+        multicast 3 : !hopper.ring<...>
+    ```
+  }];
+  let arguments = (ins LLVM_PointerInAddressSpace<0>:$map, Variadic<I32>:$coords,
+                       Hopper_RingType:$ring, I32:$slot, I32:$offset,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$multicast);
+  let assemblyFormat = [{
+    $map `[` $coords `]` `into` $ring `[` $slot `]` `at` $offset
+    (`multicast` $multicast^)? attr-dict `:` qualified(type($ring))
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // FA3_HOPPER_RING_OPS

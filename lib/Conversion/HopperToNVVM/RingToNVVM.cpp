@@ -1,0 +1,294 @@
+//===- RingToNVVM.cpp - the pipeline ring to NVVM, one pattern per op -----===//
+//
+// A ring value becomes the base of dynamic shared memory; each op computes
+// what it needs from its slot u: the stage u % stages, the phase
+// (u / stages) & 1, the stage's barrier (base + full|empty + 8 stage) or
+// data buffer (base + data + stage * stage_bytes), then the mbarrier or TMA
+// op. Ops of one slot recompute the same arithmetic; LLVM folds the copies.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Patterns.h"
+
+#include "fa3/Dialect/Hopper/IR/HopperDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+using namespace mlir;
+using namespace fa3::hopper;
+
+namespace {
+constexpr int64_t kBarrierBytes = 8;
+/// try_wait.parity's time hint (ns) before it suspends and retries: the
+/// loop around it spins until the phase completes either way.
+constexpr int64_t kWaitHintNs = 10000000;
+
+Value i32Const(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIntOp::create(b, loc, v, 32);
+}
+
+/// Slot `slot` of a ring whose (converted) value is the shared-memory base
+/// `base`: the addresses of its stage. Each method emits its ops where it is
+/// called, in the order the kernel text had them; slotOf computes the stage
+/// index first.
+struct RingSlot {
+  OpBuilder &b;
+  Location loc;
+  RingType ring;
+  Value base, slot;
+  Value st = {};
+
+  /// slot % stages (a constant 0 for one stage, made only when asked for).
+  Value stage() {
+    if (!st)
+      st = i32Const(b, loc, 0);
+    return st;
+  }
+  /// (slot / stages) & 1: the parity of the phase that fills this slot.
+  Value phase() {
+    Value one = i32Const(b, loc, 1);
+    Value round = slot;
+    if (ring.getStages() != 1) {
+      Value n = i32Const(b, loc, ring.getStages());
+      round = arith::DivUIOp::create(b, loc, slot, n);
+    }
+    return arith::AndIOp::create(b, loc, round, one);
+  }
+  /// base + byte offset, as the i8 GEP the kernel uses everywhere.
+  Value at(int64_t offset) {
+    Type ptr = base.getType();
+    return LLVM::GEPOp::create(b, loc, ptr, b.getI8Type(), base,
+                               ArrayRef<LLVM::GEPArg>{int32_t(offset)});
+  }
+  Value at(Value offset) {
+    Type ptr = base.getType();
+    return LLVM::GEPOp::create(b, loc, ptr, b.getI8Type(), base,
+                               ValueRange{offset});
+  }
+  /// The stage's barrier in the array at `first` (full or empty).
+  Value barrier(int64_t first) {
+    if (ring.getStages() == 1)
+      return at(first);
+    Value eight = i32Const(b, loc, kBarrierBytes);
+    Value off = arith::MulIOp::create(b, loc, stage(), eight);
+    Value firstC = i32Const(b, loc, first);
+    off = arith::AddIOp::create(b, loc, off, firstC);
+    return at(off);
+  }
+  /// Byte `offset` of the stage's data buffer; a constant offset is folded
+  /// into the buffer's.
+  Value data(Value offset) {
+    APInt c;
+    bool constant = matchPattern(offset, m_ConstantInt(&c));
+    int64_t first = ring.getData();
+    if (ring.getStages() == 1) {
+      if (constant)
+        return at(first + c.getSExtValue());
+      Value firstC = i32Const(b, loc, first);
+      return at(arith::AddIOp::create(b, loc, firstC, offset));
+    }
+    Value bytes = i32Const(b, loc, ring.getStageBytes());
+    Value off = arith::MulIOp::create(b, loc, stage(), bytes);
+    if (constant) {
+      Value sum = i32Const(b, loc, first + c.getSExtValue());
+      return at(arith::AddIOp::create(b, loc, off, sum));
+    }
+    Value firstC = i32Const(b, loc, first);
+    off = arith::AddIOp::create(b, loc, off, firstC);
+    return at(arith::AddIOp::create(b, loc, off, offset));
+  }
+  void wait(Value bar, Value parity) {
+    Value hint = i32Const(b, loc, kWaitHintNs);
+    NVVM::MBarrierTryWaitParityOp::create(b, loc, bar, parity, hint);
+  }
+};
+
+template <typename Op>
+RingSlot slotOf(Op op, typename Op::Adaptor adaptor, OpBuilder &b) {
+  RingSlot r{b, op.getLoc(), op.getRing().getType(), adaptor.getRing(),
+             adaptor.getSlot()};
+  if (r.ring.getStages() != 1) {
+    Value n = i32Const(b, r.loc, r.ring.getStages());
+    r.st = arith::RemUIOp::create(b, r.loc, r.slot, n);
+  }
+  return r;
+}
+
+struct RingCreateLowering : OpConversionPattern<RingCreateOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(RingCreateOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, adaptor.getSmem());
+    return success();
+  }
+};
+
+/// Stage by stage: full with count 1, empty with the ring's arrivals.
+struct RingInitLowering : OpConversionPattern<RingInitOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(RingInitOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RingType ring = op.getRing().getType();
+    RingSlot r{rewriter, loc, ring, adaptor.getRing(), /*slot=*/Value()};
+    for (int64_t s = 0; s < ring.getStages(); ++s) {
+      Value full = r.at(ring.getFull() + kBarrierBytes * s);
+      Value one = i32Const(rewriter, loc, 1);
+      NVVM::MBarrierInitOp::create(rewriter, loc, full, one, Value());
+      Value empty = r.at(ring.getEmpty() + kBarrierBytes * s);
+      Value count = i32Const(rewriter, loc, ring.getArrivals());
+      NVVM::MBarrierInitOp::create(rewriter, loc, empty, count, Value());
+    }
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// try_wait.parity on the stage's empty barrier with the slot's phase
+/// flipped: the phase before this slot's has completed.
+struct ProducerAcquireLowering : OpConversionPattern<RingProducerAcquireOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(RingProducerAcquireOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    RingSlot r = slotOf(op, adaptor, rewriter);
+    Value ph = r.phase();
+    Value empty = r.barrier(r.ring.getEmpty());
+    Value one = i32Const(rewriter, op.getLoc(), 1);
+    Value flipped = arith::XOrIOp::create(rewriter, op.getLoc(), ph, one);
+    r.wait(empty, flipped);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// arrive.expect_tx on the stage's full barrier (a plain arrive for tx 0).
+struct ProducerCommitLowering : OpConversionPattern<RingProducerCommitOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(RingProducerCommitOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RingSlot r = slotOf(op, adaptor, rewriter);
+    Value full = r.barrier(r.ring.getFull());
+    if (op.getTx() == 0) {
+      NVVM::MBarrierArriveOp::create(rewriter, loc, Type(), full, Value());
+    } else {
+      Value tx = i32Const(rewriter, loc, op.getTx());
+      NVVM::MBarrierArriveExpectTxOp::create(rewriter, loc, Type(), full, tx,
+                                             NVVM::MemScopeKind::CTA,
+                                             /*relaxed=*/false, Value());
+    }
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// try_wait.parity on the stage's full barrier with the slot's phase.
+struct ConsumerWaitLowering : OpConversionPattern<RingConsumerWaitOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(RingConsumerWaitOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    RingSlot r = slotOf(op, adaptor, rewriter);
+    Value ph = r.phase();
+    Value full = r.barrier(r.ring.getFull());
+    r.wait(full, ph);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// Arrive on the stage's empty barrier; in a 2-CTA ring, lane 0 of each
+/// warp also on the peer CTA's (HopperRingOps.td says why it is predicated
+/// in the asm and why .release.cta).
+struct ConsumerReleaseLowering : OpConversionPattern<RingConsumerReleaseOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(RingConsumerReleaseOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RingSlot r = slotOf(op, adaptor, rewriter);
+    Value empty = r.barrier(r.ring.getEmpty());
+    NVVM::MBarrierArriveOp::create(rewriter, loc, Type(), empty, Value());
+    if (r.ring.getCluster() == 1) {
+      rewriter.eraseOp(op);
+      return success();
+    }
+    Type i32 = rewriter.getI32Type();
+    Value addr = LLVM::PtrToIntOp::create(rewriter, loc, i32, empty);
+    Value tid = NVVM::ThreadIdXOp::create(rewriter, loc, i32);
+    Value warpSize = i32Const(rewriter, loc, 32);
+    Value lane = arith::RemUIOp::create(rewriter, loc, tid, warpSize);
+    Value rank = NVVM::ClusterId::create(rewriter, loc, i32);
+    Value one = i32Const(rewriter, loc, 1);
+    Value peer = arith::XOrIOp::create(rewriter, loc, rank, one);
+    LLVM::InlineAsmOp::create(
+        rewriter, loc, TypeRange{}, ValueRange{addr, lane, peer},
+        "{\n.reg .pred p;\n.reg .b32 r;\nsetp.eq.u32 p, $1, 0;\n"
+        "mapa.shared::cluster.u32 r, $0, $2;\n"
+        "@p mbarrier.arrive.shared::cluster.b64 _, [r];\n}",
+        "r,r,r", /*has_side_effects=*/true, /*is_align_stack=*/false,
+        LLVM::TailCallKind::None,
+        LLVM::AsmDialectAttr::get(rewriter.getContext(),
+                                  LLVM::AsmDialect::AD_ATT),
+        /*operand_attrs=*/ArrayAttr());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct RingStageLowering : OpConversionPattern<RingStageOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(RingStageOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    RingSlot r = slotOf(op, adaptor, rewriter);
+    rewriter.replaceOp(op, r.stage());
+    return success();
+  }
+};
+
+/// cp.async.bulk.tensor into the stage's buffer (a shared::cluster address,
+/// as the instruction takes it), completing on the stage's full barrier.
+struct TmaLoadLowering : OpConversionPattern<TmaLoadOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(TmaLoadOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RingSlot r = slotOf(op, adaptor, rewriter);
+    Value local = r.data(adaptor.getOffset());
+    Type clusterPtr = LLVM::LLVMPointerType::get(rewriter.getContext(), 7);
+    Value dst = LLVM::AddrSpaceCastOp::create(rewriter, loc, clusterPtr, local);
+    Value full = r.barrier(r.ring.getFull());
+    Value mask;
+    if (std::optional<uint64_t> m = op.getMulticast())
+      mask = arith::ConstantIntOp::create(rewriter, loc, *m, 16);
+    NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+        rewriter, loc, dst, adaptor.getMap(), adaptor.getCoords(), full,
+        /*im2colOffsets=*/ValueRange{}, mask, /*l2CacheHint=*/Value(),
+        NVVM::TMALoadMode::TILE, /*isCTAOnly=*/false, /*group=*/nullptr,
+        /*predicate=*/Value());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+} // namespace
+
+void fa3::hopper::populateRingToNVVMPatterns(TypeConverter &converter,
+                                             RewritePatternSet &patterns) {
+  converter.addConversion([](RingType ring) -> Type {
+    return LLVM::LLVMPointerType::get(ring.getContext(), 3);
+  });
+  patterns.add<RingCreateLowering, RingInitLowering, ProducerAcquireLowering,
+               ProducerCommitLowering, ConsumerWaitLowering,
+               ConsumerReleaseLowering, RingStageLowering, TmaLoadLowering>(
+      converter, patterns.getContext());
+}

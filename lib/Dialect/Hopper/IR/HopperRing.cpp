@@ -1,0 +1,120 @@
+//===- HopperRing.cpp - the pipeline ring: type and op verifiers ----------===//
+//
+// What the hardware requires of a ring (HopperRingOps.td): its buffers where
+// 128B-swizzled TMA boxes may land, its mbarriers 8-byte aligned with a count
+// an mbarrier can hold, everything inside the CTA's shared memory and
+// nothing overlapping; and of the ops on it: no commit expecting more bytes
+// than a stage holds, multicast only into a ring that a cluster shares.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa3/Dialect/Hopper/IR/HopperDialect.h"
+
+#include "mlir/IR/Matchers.h"
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+using namespace fa3::hopper;
+
+namespace {
+constexpr int64_t kBarrierBytes = 8;    // an mbarrier object
+constexpr int64_t kSwizzleAtom = 1024;  // 8 rows of 128 bytes (128B swizzle)
+constexpr int64_t kTmaSmemAlign = 128;  // a TMA box's shared-memory address
+constexpr int64_t kMaxArrivals = (int64_t(1) << 20) - 1; // mbarrier count
+
+/// The bytes of `count` items of `size` bytes at `base`: [begin, end).
+struct Span {
+  const char *what;
+  uint64_t begin, end;
+};
+Span span(const char *what, int64_t base, int64_t count, int64_t size) {
+  // Saturating: a ring written by hand may hold any int64.
+  bool overflow = false;
+  uint64_t end = llvm::SaturatingMultiplyAdd(
+      uint64_t(count), uint64_t(size), uint64_t(base), &overflow);
+  return {what, uint64_t(base), end};
+}
+} // namespace
+
+LogicalResult RingType::verify(function_ref<InFlightDiagnostic()> emitError,
+                               int64_t stages, int64_t stageBytes, int64_t data,
+                               int64_t full, int64_t empty, int64_t arrivals,
+                               int64_t cluster) {
+  if (stages < 1)
+    return emitError() << "a ring has at least one stage, got " << stages;
+  if (stageBytes <= 0 || stageBytes % kSwizzleAtom != 0)
+    return emitError() << "stage_bytes must be a positive multiple of "
+                       << kSwizzleAtom
+                       << " (each stage starts at a 128B-swizzle atom), got "
+                       << stageBytes;
+  if (data < 0 || data % kSwizzleAtom != 0)
+    return emitError() << "data must be a non-negative multiple of "
+                       << kSwizzleAtom << " (128B-swizzle atoms), got " << data;
+  for (auto [name, off] : {std::pair<const char *, int64_t>{"full", full},
+                           {"empty", empty}})
+    if (off < 0 || off % kBarrierBytes != 0)
+      return emitError() << name
+                         << " must be a non-negative multiple of 8 (mbarriers "
+                            "are 8 aligned bytes), got "
+                         << off;
+  if (arrivals < 1 || arrivals > kMaxArrivals)
+    return emitError() << "arrivals must be 1 to " << kMaxArrivals
+                       << " (an mbarrier's count), got " << arrivals;
+  if (cluster != 1 && cluster != 2)
+    return emitError() << "cluster must be 1, or 2 for a multicast pair, got "
+                       << cluster;
+  Span spans[] = {span("data buffers", data, stages, stageBytes),
+                  span("full barriers", full, stages, kBarrierBytes),
+                  span("empty barriers", empty, stages, kBarrierBytes)};
+  for (const Span &r : spans)
+    if (r.end > uint64_t(kMaxDynamicSmem))
+      return emitError() << "the " << r.what << " end at byte " << r.end
+                         << ", past the " << kMaxDynamicSmem
+                         << " bytes of dynamic shared memory a Hopper CTA has";
+  for (size_t i = 0; i < std::size(spans); ++i)
+    for (size_t j = i + 1; j < std::size(spans); ++j) {
+      const Span &a = spans[i], &b = spans[j];
+      if (a.begin < b.end && b.begin < a.end)
+        return emitError() << "the " << b.what << " [" << b.begin << ", "
+                           << b.end << ") overlap the " << a.what << " ["
+                           << a.begin << ", " << a.end << ")";
+    }
+  return success();
+}
+
+LogicalResult RingProducerCommitOp::verify() {
+  int64_t stageBytes = getRing().getType().getStageBytes();
+  if (static_cast<int64_t>(getTx()) > stageBytes)
+    return emitOpError("tx ") << getTx() << " is more than a stage holds ("
+                              << stageBytes << " bytes)";
+  return success();
+}
+
+LogicalResult TmaLoadOp::verify() {
+  size_t rank = getCoords().size();
+  if (rank < 1 || rank > 5)
+    return emitOpError("a TMA box has 1 to 5 coordinates, got ") << rank;
+  RingType ring = getRing().getType();
+  if (std::optional<uint64_t> mask = getMulticast()) {
+    if (ring.getCluster() == 1)
+      return emitOpError("multicast needs a ring shared by a 2-CTA cluster "
+                         "(cluster = 2), not cluster = 1");
+    if (*mask >= (uint64_t(1) << ring.getCluster()))
+      return emitOpError("multicast mask ")
+             << *mask << " names a CTA outside the ring's cluster of "
+             << ring.getCluster();
+  }
+  APInt off;
+  if (matchPattern(getOffset(), m_ConstantInt(&off))) {
+    int64_t o = off.getSExtValue();
+    if (o < 0 || o >= ring.getStageBytes())
+      return emitOpError("offset ")
+             << o << " is outside the stage's " << ring.getStageBytes()
+             << " bytes";
+    if (o % kTmaSmemAlign != 0)
+      return emitOpError("offset ")
+             << o << " is not a multiple of " << kTmaSmemAlign
+             << " (TMA writes shared memory from 128-byte aligned addresses)";
+  }
+  return success();
+}

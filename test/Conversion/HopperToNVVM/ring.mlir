@@ -1,0 +1,234 @@
+// convert-hopper-to-nvvm on the pipeline ring: a ring value becomes the
+// shared-memory base it was created at; each op derives slot u's stage
+// (u % stages) and phase ((u / stages) & 1), the stage's barrier (base +
+// full|empty + 8 stage) or data (base + data + stage * stage_bytes +
+// offset), then its mbarrier or TMA op. With one stage, the addresses are
+// constants and the phase is u & 1. A consumer's release in a ring of a
+// 2-CTA cluster also arrives, from lane 0 of each warp, on the peer CTA's
+// barrier.
+// RUN: fa3-opt %s --split-input-file --convert-hopper-to-nvvm | FileCheck %s
+
+!k = !hopper.ring<stages = 2, stage_bytes = 32768, data = 65536, full = 229408, empty = 229440, arrivals = 264, cluster = 2>
+
+// Stage by stage: full (count 1), then empty (count arrivals).
+// CHECK-LABEL: func.func @init(
+// CHECK-SAME: %[[SMEM:[^:]*]]: !llvm.ptr<3>)
+// CHECK-NEXT: %[[F0:.*]] = llvm.getelementptr %[[SMEM]][229408] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8
+// CHECK-NEXT: %[[ONE:.*]] = arith.constant 1 : i32
+// CHECK-NEXT: nvvm.mbarrier.init %[[F0]], %[[ONE]] : !llvm.ptr<3>, i32
+// CHECK-NEXT: %[[E0:.*]] = llvm.getelementptr %[[SMEM]][229440] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8
+// CHECK-NEXT: %[[N:.*]] = arith.constant 264 : i32
+// CHECK-NEXT: nvvm.mbarrier.init %[[E0]], %[[N]] : !llvm.ptr<3>, i32
+// CHECK-NEXT: %[[F1:.*]] = llvm.getelementptr %[[SMEM]][229416]
+// CHECK-NEXT: arith.constant 1 : i32
+// CHECK-NEXT: nvvm.mbarrier.init %[[F1]]
+// CHECK-NEXT: %[[E1:.*]] = llvm.getelementptr %[[SMEM]][229448]
+// CHECK-NEXT: arith.constant 264 : i32
+// CHECK-NEXT: nvvm.mbarrier.init %[[E1]]
+// CHECK-NEXT: return
+func.func @init(%smem: !llvm.ptr<3>) {
+  %k = hopper.ring.create %smem : !k
+  hopper.ring.init %k : !k
+  return
+}
+
+// -----
+
+!k = !hopper.ring<stages = 2, stage_bytes = 32768, data = 65536, full = 229408, empty = 229440, arrivals = 264, cluster = 2>
+
+// The producer's slot: wait 'empty' with the phase flipped, arrive on
+// 'full' expecting the tile's bytes, then the boxes into the stage (a
+// constant offset folded into the data's, a dynamic one added after it),
+// multicast with an i16 mask. The ring, created outside, is used inside
+// the loop.
+// CHECK-LABEL: func.func @producer(
+// CHECK-SAME: %[[SMEM:[^:]*]]: !llvm.ptr<3>, %[[MAP:[^:]*]]: !llvm.ptr, %[[N:[^:]*]]: i32, %[[X:[^:]*]]: i32)
+// CHECK: scf.for %[[U:.*]] = %{{.*}} to %[[N]]
+// acquire: stage, phase, empty barrier, phase ^ 1
+// CHECK-NEXT: %[[TWO:.*]] = arith.constant 2 : i32
+// CHECK-NEXT: %[[ST:.*]] = arith.remui %[[U]], %[[TWO]] : i32
+// CHECK-NEXT: %[[ONE:.*]] = arith.constant 1 : i32
+// CHECK-NEXT: %[[TWO2:.*]] = arith.constant 2 : i32
+// CHECK-NEXT: %[[ROUND:.*]] = arith.divui %[[U]], %[[TWO2]] : i32
+// CHECK-NEXT: %[[PH:.*]] = arith.andi %[[ROUND]], %[[ONE]] : i32
+// CHECK-NEXT: %[[EIGHT:.*]] = arith.constant 8 : i32
+// CHECK-NEXT: %[[S8:.*]] = arith.muli %[[ST]], %[[EIGHT]] : i32
+// CHECK-NEXT: %[[EOFF:.*]] = arith.constant 229440 : i32
+// CHECK-NEXT: %[[EADDR:.*]] = arith.addi %[[S8]], %[[EOFF]] : i32
+// CHECK-NEXT: %[[EMPTY:.*]] = llvm.getelementptr %[[SMEM]][%[[EADDR]]] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8
+// CHECK-NEXT: %[[ONE2:.*]] = arith.constant 1 : i32
+// CHECK-NEXT: %[[FLIP:.*]] = arith.xori %[[PH]], %[[ONE2]] : i32
+// CHECK-NEXT: %[[HINT:.*]] = arith.constant 10000000 : i32
+// CHECK-NEXT: nvvm.mbarrier.try_wait.parity %[[EMPTY]], %[[FLIP]], %[[HINT]] : !llvm.ptr<3>, i32, i32
+// commit: the full barrier expects 32768 bytes
+// CHECK: %[[FOFF:.*]] = arith.constant 229408 : i32
+// CHECK-NEXT: %[[FADDR:.*]] = arith.addi %{{.*}}, %[[FOFF]] : i32
+// CHECK-NEXT: %[[FULL:.*]] = llvm.getelementptr %[[SMEM]][%[[FADDR]]]
+// CHECK-NEXT: %[[TX:.*]] = arith.constant 32768 : i32
+// CHECK-NEXT: nvvm.mbarrier.arrive.expect_tx %[[FULL]], %[[TX]] : !llvm.ptr<3>, i32
+// box at constant offset 16384: data 65536 + stage * 32768 + 16384
+// CHECK: %[[ST3:.*]] = arith.remui %[[U]], %{{.*}} : i32
+// CHECK-NEXT: %[[SB:.*]] = arith.constant 32768 : i32
+// CHECK-NEXT: %[[SOFF:.*]] = arith.muli %[[ST3]], %[[SB]] : i32
+// CHECK-NEXT: %[[C:.*]] = arith.constant 81920 : i32
+// CHECK-NEXT: %[[DOFF:.*]] = arith.addi %[[SOFF]], %[[C]] : i32
+// CHECK-NEXT: %[[DST:.*]] = llvm.getelementptr %[[SMEM]][%[[DOFF]]]
+// CHECK-NEXT: %[[DSTC:.*]] = llvm.addrspacecast %[[DST]] : !llvm.ptr<3> to !llvm.ptr<7>
+// CHECK: %[[BAR:.*]] = llvm.getelementptr %[[SMEM]][%{{.*}}]
+// CHECK-NEXT: %[[MASK:.*]] = arith.constant 3 : i16
+// CHECK-NEXT: nvvm.cp.async.bulk.tensor.shared.cluster.global %[[DSTC]], %[[MAP]], %[[BAR]], box[%[[X]], %[[X]], %[[U]], %[[X]]] multicast_mask = %[[MASK]] : !llvm.ptr<7>, !llvm.ptr
+// box at dynamic offset %x: (stage * 32768 + 65536) + %x, no multicast
+// CHECK: %[[SOFF2:.*]] = arith.muli
+// CHECK-NEXT: %[[DATA:.*]] = arith.constant 65536 : i32
+// CHECK-NEXT: %[[TILE:.*]] = arith.addi %[[SOFF2]], %[[DATA]] : i32
+// CHECK-NEXT: %[[DOFF2:.*]] = arith.addi %[[TILE]], %[[X]] : i32
+// CHECK-NEXT: %[[DST2:.*]] = llvm.getelementptr %[[SMEM]][%[[DOFF2]]]
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[MAP]], %{{.*}}, box[%[[X]]] : !llvm.ptr<7>, !llvm.ptr
+// CHECK-NOT: hopper.
+func.func @producer(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %n: i32, %x: i32) {
+  %k = hopper.ring.create %smem : !k
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c16384 = arith.constant 16384 : i32
+  scf.for %u = %c0 to %n step %c1 : i32 {
+    hopper.ring.producer_acquire %k[%u] : !k
+    hopper.ring.producer_commit %k[%u] tx 32768 : !k
+    hopper.tma_load %map[%x, %x, %u, %x] into %k[%u] at %c16384 multicast 3 : !k
+    hopper.tma_load %map[%x] into %k[%u] at %x : !k
+  }
+  return
+}
+
+// -----
+
+!k = !hopper.ring<stages = 2, stage_bytes = 32768, data = 65536, full = 229408, empty = 229440, arrivals = 264, cluster = 2>
+!v = !hopper.ring<stages = 2, stage_bytes = 32768, data = 131072, full = 229424, empty = 229456, arrivals = 256, cluster = 1>
+
+// The consumers' side, inside scf.if / scf.while regions: wait 'full' with
+// the slot's phase; the stage index; release 'empty' -- in the 2-CTA ring
+// also the peer's (lane = tid % 32, peer = cluster rank ^ 1, predicated in
+// the asm), in the 1-CTA ring the local arrive alone.
+// CHECK-LABEL: func.func @consumer(
+// CHECK-SAME: %[[SMEM:[^:]*]]: !llvm.ptr<3>, %[[U:[^:]*]]: i32, %[[P:[^:]*]]: i1)
+// CHECK: scf.if %[[P]] -> (i32) {
+// CHECK-NEXT: %[[TWO:.*]] = arith.constant 2 : i32
+// CHECK-NEXT: %[[ST:.*]] = arith.remui %[[U]], %[[TWO]] : i32
+// CHECK-NEXT: %[[ONE:.*]] = arith.constant 1 : i32
+// CHECK-NEXT: arith.constant 2 : i32
+// CHECK-NEXT: %[[ROUND:.*]] = arith.divui %[[U]], %{{.*}} : i32
+// CHECK-NEXT: %[[PH:.*]] = arith.andi %[[ROUND]], %[[ONE]] : i32
+// CHECK-NEXT: %[[EIGHT:.*]] = arith.constant 8 : i32
+// CHECK-NEXT: %[[S8:.*]] = arith.muli %[[ST]], %[[EIGHT]] : i32
+// CHECK-NEXT: %[[FOFF:.*]] = arith.constant 229408 : i32
+// CHECK-NEXT: %[[FADDR:.*]] = arith.addi %[[S8]], %[[FOFF]] : i32
+// CHECK-NEXT: %[[FULL:.*]] = llvm.getelementptr %[[SMEM]][%[[FADDR]]]
+// CHECK-NEXT: %[[HINT:.*]] = arith.constant 10000000 : i32
+// CHECK-NEXT: nvvm.mbarrier.try_wait.parity %[[FULL]], %[[PH]], %[[HINT]] : !llvm.ptr<3>, i32, i32
+// CHECK: %[[STAGE:.*]] = arith.remui %[[U]], %{{.*}} : i32
+// CHECK: %[[EOFF:.*]] = arith.constant 229440 : i32
+// CHECK-NEXT: %[[EADDR:.*]] = arith.addi %{{.*}}, %[[EOFF]] : i32
+// CHECK-NEXT: %[[EMPTY:.*]] = llvm.getelementptr %[[SMEM]][%[[EADDR]]]
+// CHECK-NEXT: nvvm.mbarrier.arrive %[[EMPTY]] : !llvm.ptr<3>
+// CHECK-NEXT: %[[A:.*]] = llvm.ptrtoint %[[EMPTY]] : !llvm.ptr<3> to i32
+// CHECK-NEXT: %[[TID:.*]] = nvvm.read.ptx.sreg.tid.x : i32
+// CHECK-NEXT: %[[W:.*]] = arith.constant 32 : i32
+// CHECK-NEXT: %[[LANE:.*]] = arith.remui %[[TID]], %[[W]] : i32
+// CHECK-NEXT: %[[RANK:.*]] = nvvm.read.ptx.sreg.cluster.ctarank : i32
+// CHECK-NEXT: %[[ONE3:.*]] = arith.constant 1 : i32
+// CHECK-NEXT: %[[PEER:.*]] = arith.xori %[[RANK]], %[[ONE3]] : i32
+// CHECK-NEXT: llvm.inline_asm has_side_effects asm_dialect = att "{\0A.reg .pred p;\0A.reg .b32 r;\0Asetp.eq.u32 p, $1, 0;\0Amapa.shared::cluster.u32 r, $0, $2;\0A@p mbarrier.arrive.shared::cluster.b64 _, [r];\0A}", "r,r,r" %[[A]], %[[LANE]], %[[PEER]] : (i32, i32, i32) -> ()
+// CHECK-NEXT: scf.yield %[[STAGE]] : i32
+// CHECK: scf.while
+// CHECK: %[[VOFF:.*]] = arith.constant 229456 : i32
+// CHECK-NEXT: %[[VADDR:.*]] = arith.addi %{{.*}}, %[[VOFF]] : i32
+// CHECK-NEXT: %[[VEMPTY:.*]] = llvm.getelementptr %[[SMEM]][%[[VADDR]]]
+// CHECK-NEXT: nvvm.mbarrier.arrive %[[VEMPTY]] : !llvm.ptr<3>
+// CHECK-NEXT: scf.condition
+// CHECK-NOT: hopper.
+// CHECK-NOT: unrealized_conversion_cast
+func.func @consumer(%smem: !llvm.ptr<3>, %u: i32, %p: i1) -> i32 {
+  %k = hopper.ring.create %smem : !k
+  %v = hopper.ring.create %smem : !v
+  %r = scf.if %p -> i32 {
+    hopper.ring.consumer_wait %k[%u] : !k
+    %s = hopper.ring.stage %k[%u] : !k
+    hopper.ring.consumer_release %k[%u] : !k
+    scf.yield %s : i32
+  } else {
+    %z = arith.constant 0 : i32
+    scf.yield %z : i32
+  }
+  scf.while : () -> () {
+    hopper.ring.consumer_release %v[%u] : !v
+    scf.condition(%p)
+  } do {
+    scf.yield
+  }
+  return %r : i32
+}
+
+// -----
+
+!q = !hopper.ring<stages = 1, stage_bytes = 16384, data = 16384, full = 229376, empty = 229384, arrivals = 256, cluster = 1>
+
+// One stage (one Q buffer): constant addresses, phase = u & 1, stage 0; a
+// commit of 0 bytes is a plain arrive.
+// CHECK-LABEL: func.func @one_stage(
+// CHECK-SAME: %[[SMEM:[^:]*]]: !llvm.ptr<3>, %[[MAP:[^:]*]]: !llvm.ptr, %[[K:[^:]*]]: i32, %[[X:[^:]*]]: i32)
+// CHECK-NEXT: %[[OFF:.*]] = arith.constant 8192 : i32
+// acquire: empty at a constant address, phase (k & 1) ^ 1
+// CHECK-NEXT: %[[ONE:.*]] = arith.constant 1 : i32
+// CHECK-NEXT: %[[PH:.*]] = arith.andi %[[K]], %[[ONE]] : i32
+// CHECK-NEXT: %[[EMPTY:.*]] = llvm.getelementptr %[[SMEM]][229384] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8
+// CHECK-NEXT: %[[ONE2:.*]] = arith.constant 1 : i32
+// CHECK-NEXT: %[[FLIP:.*]] = arith.xori %[[PH]], %[[ONE2]] : i32
+// CHECK: nvvm.mbarrier.try_wait.parity %[[EMPTY]], %[[FLIP]]
+// CHECK-NEXT: %[[FULL:.*]] = llvm.getelementptr %[[SMEM]][229376] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8
+// CHECK-NEXT: nvvm.mbarrier.arrive %[[FULL]] : !llvm.ptr<3>
+// the box at 16384 + 8192
+// CHECK-NEXT: %[[DST:.*]] = llvm.getelementptr %[[SMEM]][24576] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8
+// CHECK-NEXT: %[[DSTC:.*]] = llvm.addrspacecast %[[DST]] : !llvm.ptr<3> to !llvm.ptr<7>
+// CHECK-NEXT: %[[FULL2:.*]] = llvm.getelementptr %[[SMEM]][229376]
+// CHECK-NEXT: nvvm.cp.async.bulk.tensor.shared.cluster.global %[[DSTC]], %[[MAP]], %[[FULL2]], box[%[[X]], %[[X]]] : !llvm.ptr<7>, !llvm.ptr
+// wait: phase k & 1
+// CHECK-NEXT: %[[ONE3:.*]] = arith.constant 1 : i32
+// CHECK-NEXT: %[[PH2:.*]] = arith.andi %[[K]], %[[ONE3]] : i32
+// CHECK-NEXT: %[[FULL3:.*]] = llvm.getelementptr %[[SMEM]][229376]
+// CHECK: nvvm.mbarrier.try_wait.parity %[[FULL3]], %[[PH2]]
+// CHECK-NEXT: %[[ZERO:.*]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[EMPTY2:.*]] = llvm.getelementptr %[[SMEM]][229384]
+// CHECK-NEXT: nvvm.mbarrier.arrive %[[EMPTY2]] : !llvm.ptr<3>
+// CHECK-NEXT: return %[[ZERO]] : i32
+func.func @one_stage(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %k: i32, %x: i32) -> i32 {
+  %q = hopper.ring.create %smem : !q
+  %off = arith.constant 8192 : i32
+  hopper.ring.producer_acquire %q[%k] : !q
+  hopper.ring.producer_commit %q[%k] tx 0 : !q
+  hopper.tma_load %map[%x, %x] into %q[%k] at %off : !q
+  hopper.ring.consumer_wait %q[%k] : !q
+  %s = hopper.ring.stage %q[%k] : !q
+  hopper.ring.consumer_release %q[%k] : !q
+  return %s : i32
+}
+
+// -----
+
+!k = !hopper.ring<stages = 2, stage_bytes = 32768, data = 65536, full = 229408, empty = 229440, arrivals = 256, cluster = 1>
+
+// A ring carried by a loop takes the converted type there too.
+// CHECK-LABEL: func.func @carried(
+// CHECK-SAME: %[[SMEM:[^:]*]]: !llvm.ptr<3>
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[R:.*]] = %[[SMEM]]) -> (!llvm.ptr<3>)
+// CHECK: llvm.getelementptr %[[R]][
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: scf.yield %[[R]] : !llvm.ptr<3>
+func.func @carried(%smem: !llvm.ptr<3>, %n: i32) {
+  %k = hopper.ring.create %smem : !k
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %r = scf.for %u = %c0 to %n step %c1 iter_args(%kk = %k) -> (!k) : i32 {
+    hopper.ring.consumer_wait %kk[%u] : !k
+    scf.yield %kk : !k
+  }
+  return
+}

@@ -1,0 +1,187 @@
+// The pipeline ring: !hopper.ring and its ops print and parse back; the
+// type's verifier refuses a ring the hardware cannot hold (alignment for
+// 128B-swizzled TMA boxes and mbarriers, an mbarrier's count, the CTA's
+// shared memory, overlaps), the ops' verifiers what the ring cannot take.
+// RUN: fa3-opt %s --split-input-file --verify-diagnostics | FileCheck %s
+
+!k = !hopper.ring<stages = 2, stage_bytes = 32768, data = 65536, full = 229408, empty = 229440, arrivals = 264, cluster = 2>
+!q = !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 229376, empty = 229392, arrivals = 256, cluster = 1>
+
+// CHECK-LABEL: func.func @ring(
+// CHECK-SAME: %[[SMEM:[^:]*]]: !llvm.ptr<3>, %[[MAP:[^:]*]]: !llvm.ptr, %[[U:[^:]*]]: i32, %[[X:[^:]*]]: i32)
+// CHECK: %[[K:.*]] = hopper.ring.create %[[SMEM]] : !hopper.ring<stages = 2, stage_bytes = 32768, data = 65536, full = 229408, empty = 229440, arrivals = 264, cluster = 2>
+// CHECK: %[[Q:.*]] = hopper.ring.create %[[SMEM]] : !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 229376, empty = 229392, arrivals = 256, cluster = 1>
+// CHECK: hopper.ring.init %[[K]] : !hopper.ring<stages = 2,
+// CHECK: hopper.ring.producer_acquire %[[K]][%[[U]]] : !hopper.ring<stages = 2,
+// CHECK: hopper.ring.producer_commit %[[K]][%[[U]]] tx 32768 : !hopper.ring<stages = 2,
+// CHECK: %[[OFF:.*]] = arith.constant 16384 : i32
+// CHECK: hopper.tma_load %[[MAP]][%[[X]], %[[X]], %[[X]], %[[X]]] into %[[K]][%[[U]]] at %[[OFF]] multicast 3 : !hopper.ring<stages = 2,
+// CHECK: hopper.tma_load %[[MAP]][%[[X]], %[[X]]] into %[[K]][%[[U]]] at %[[X]] : !hopper.ring<stages = 2,
+// CHECK: hopper.ring.producer_commit %[[Q]][%[[U]]] tx 0 : !hopper.ring<stages = 1,
+// CHECK: hopper.ring.consumer_wait %[[K]][%[[U]]] : !hopper.ring<stages = 2,
+// CHECK: %[[S:.*]] = hopper.ring.stage %[[K]][%[[U]]] : !hopper.ring<stages = 2,
+// CHECK: hopper.ring.consumer_release %[[K]][%[[U]]] : !hopper.ring<stages = 2,
+// CHECK: return %[[S]] : i32
+func.func @ring(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %u: i32, %x: i32) -> i32 {
+  %k = hopper.ring.create %smem : !k
+  %q = hopper.ring.create %smem : !q
+  hopper.ring.init %k : !k
+  hopper.ring.producer_acquire %k[%u] : !k
+  hopper.ring.producer_commit %k[%u] tx 32768 : !k
+  %off = arith.constant 16384 : i32
+  hopper.tma_load %map[%x, %x, %x, %x] into %k[%u] at %off multicast 3 : !k
+  hopper.tma_load %map[%x, %x] into %k[%u] at %x : !k
+  hopper.ring.producer_commit %q[%u] tx 0 : !q
+  hopper.ring.consumer_wait %k[%u] : !k
+  %s = hopper.ring.stage %k[%u] : !k
+  hopper.ring.consumer_release %k[%u] : !k
+  return %s : i32
+}
+
+// -----
+
+// expected-error @below {{a ring has at least one stage, got 0}}
+func.func @no_stage(%r: !hopper.ring<stages = 0, stage_bytes = 32768, data = 0, full = 65536, empty = 65544, arrivals = 256, cluster = 1>)
+
+// -----
+
+// expected-error @below {{stage_bytes must be a positive multiple of 1024 (each stage starts at a 128B-swizzle atom), got 1000}}
+func.func @stage_bytes(%r: !hopper.ring<stages = 2, stage_bytes = 1000, data = 0, full = 65536, empty = 65552, arrivals = 256, cluster = 1>)
+
+// -----
+
+// expected-error @below {{data must be a non-negative multiple of 1024 (128B-swizzle atoms), got 512}}
+func.func @data_alignment(%r: !hopper.ring<stages = 2, stage_bytes = 32768, data = 512, full = 131072, empty = 131088, arrivals = 256, cluster = 1>)
+
+// -----
+
+// expected-error @below {{full must be a non-negative multiple of 8 (mbarriers are 8 aligned bytes), got 65540}}
+func.func @full_alignment(%r: !hopper.ring<stages = 2, stage_bytes = 32768, data = 0, full = 65540, empty = 65560, arrivals = 256, cluster = 1>)
+
+// -----
+
+// expected-error @below {{empty must be a non-negative multiple of 8 (mbarriers are 8 aligned bytes), got -16}}
+func.func @empty_negative(%r: !hopper.ring<stages = 2, stage_bytes = 32768, data = 0, full = 65536, empty = -16, arrivals = 256, cluster = 1>)
+
+// -----
+
+// expected-error @below {{arrivals must be 1 to 1048575 (an mbarrier's count), got 0}}
+func.func @no_arrivals(%r: !hopper.ring<stages = 2, stage_bytes = 32768, data = 0, full = 65536, empty = 65552, arrivals = 0, cluster = 1>)
+
+// -----
+
+// expected-error @below {{cluster must be 1, or 2 for a multicast pair, got 4}}
+func.func @cluster_of_four(%r: !hopper.ring<stages = 2, stage_bytes = 32768, data = 0, full = 65536, empty = 65552, arrivals = 256, cluster = 4>)
+
+// -----
+
+// 8 stages of 32 KiB: 256 KiB.
+// expected-error @below {{the data buffers end at byte 262144, past the 232448 bytes of dynamic shared memory a Hopper CTA has}}
+func.func @too_big(%r: !hopper.ring<stages = 8, stage_bytes = 32768, data = 0, full = 0, empty = 64, arrivals = 256, cluster = 1>)
+
+// -----
+
+// expected-error @below {{the empty barriers end at byte 232456, past the 232448 bytes of dynamic shared memory a Hopper CTA has}}
+func.func @barriers_past_the_end(%r: !hopper.ring<stages = 2, stage_bytes = 32768, data = 0, full = 65536, empty = 232440, arrivals = 256, cluster = 1>)
+
+// -----
+
+// expected-error @below {{the full barriers [65528, 65544) overlap the data buffers [0, 65536)}}
+func.func @barriers_in_the_data(%r: !hopper.ring<stages = 2, stage_bytes = 32768, data = 0, full = 65528, empty = 65544, arrivals = 256, cluster = 1>)
+
+// -----
+
+// expected-error @below {{the empty barriers [65544, 65560) overlap the full barriers [65536, 65552)}}
+func.func @empty_on_full(%r: !hopper.ring<stages = 2, stage_bytes = 32768, data = 0, full = 65536, empty = 65544, arrivals = 256, cluster = 1>)
+
+// -----
+
+!k = !hopper.ring<stages = 2, stage_bytes = 32768, data = 0, full = 65536, empty = 65552, arrivals = 256, cluster = 1>
+func.func @generic_smem(%smem: !llvm.ptr) {
+  // expected-error @below {{'hopper.ring.create' op operand #0 must be LLVM pointer in address space 3, but got '!llvm.ptr'}}
+  %k = "hopper.ring.create"(%smem) : (!llvm.ptr) -> !k
+  return
+}
+
+// -----
+
+!k = !hopper.ring<stages = 2, stage_bytes = 32768, data = 0, full = 65536, empty = 65552, arrivals = 256, cluster = 1>
+func.func @commit_too_much(%k: !k, %u: i32) {
+  // expected-error @below {{'hopper.ring.producer_commit' op tx 40000 is more than a stage holds (32768 bytes)}}
+  hopper.ring.producer_commit %k[%u] tx 40000 : !k
+  return
+}
+
+// -----
+
+!k = !hopper.ring<stages = 2, stage_bytes = 32768, data = 0, full = 65536, empty = 65552, arrivals = 256, cluster = 1>
+func.func @commit_negative(%k: !k, %u: i32) {
+  // expected-error @below {{attribute 'tx' failed to satisfy constraint: 64-bit signless integer attribute whose value is non-negative}}
+  hopper.ring.producer_commit %k[%u] tx -1 : !k
+  return
+}
+
+// -----
+
+!k = !hopper.ring<stages = 2, stage_bytes = 32768, data = 0, full = 65536, empty = 65552, arrivals = 256, cluster = 1>
+func.func @six_coordinates(%map: !llvm.ptr, %k: !k, %u: i32, %x: i32) {
+  // expected-error @below {{'hopper.tma_load' op a TMA box has 1 to 5 coordinates, got 6}}
+  hopper.tma_load %map[%x, %x, %x, %x, %x, %x] into %k[%u] at %x : !k
+  return
+}
+
+// -----
+
+!k = !hopper.ring<stages = 2, stage_bytes = 32768, data = 0, full = 65536, empty = 65552, arrivals = 256, cluster = 1>
+func.func @no_coordinates(%map: !llvm.ptr, %k: !k, %u: i32, %x: i32) {
+  // expected-error @below {{'hopper.tma_load' op a TMA box has 1 to 5 coordinates, got 0}}
+  hopper.tma_load %map[] into %k[%u] at %x : !k
+  return
+}
+
+// -----
+
+!k = !hopper.ring<stages = 2, stage_bytes = 32768, data = 0, full = 65536, empty = 65552, arrivals = 256, cluster = 1>
+func.func @multicast_alone(%map: !llvm.ptr, %k: !k, %u: i32, %x: i32) {
+  // expected-error @below {{'hopper.tma_load' op multicast needs a ring shared by a 2-CTA cluster (cluster = 2), not cluster = 1}}
+  hopper.tma_load %map[%x, %x, %x, %x] into %k[%u] at %x multicast 3 : !k
+  return
+}
+
+// -----
+
+!k = !hopper.ring<stages = 2, stage_bytes = 32768, data = 0, full = 65536, empty = 65552, arrivals = 264, cluster = 2>
+func.func @multicast_to_a_third_cta(%map: !llvm.ptr, %k: !k, %u: i32, %x: i32) {
+  // expected-error @below {{'hopper.tma_load' op multicast mask 4 names a CTA outside the ring's cluster of 2}}
+  hopper.tma_load %map[%x, %x, %x, %x] into %k[%u] at %x multicast 4 : !k
+  return
+}
+
+// -----
+
+!k = !hopper.ring<stages = 2, stage_bytes = 32768, data = 0, full = 65536, empty = 65552, arrivals = 264, cluster = 2>
+func.func @multicast_to_nobody(%map: !llvm.ptr, %k: !k, %u: i32, %x: i32) {
+  // expected-error @below {{attribute 'multicast' failed to satisfy constraint: 64-bit signless integer attribute whose value is positive}}
+  hopper.tma_load %map[%x, %x, %x, %x] into %k[%u] at %x multicast 0 : !k
+  return
+}
+
+// -----
+
+!k = !hopper.ring<stages = 2, stage_bytes = 32768, data = 0, full = 65536, empty = 65552, arrivals = 256, cluster = 1>
+func.func @offset_past_the_stage(%map: !llvm.ptr, %k: !k, %u: i32, %x: i32) {
+  %off = arith.constant 32768 : i32
+  // expected-error @below {{'hopper.tma_load' op offset 32768 is outside the stage's 32768 bytes}}
+  hopper.tma_load %map[%x, %x, %x, %x] into %k[%u] at %off : !k
+  return
+}
+
+// -----
+
+!k = !hopper.ring<stages = 2, stage_bytes = 32768, data = 0, full = 65536, empty = 65552, arrivals = 256, cluster = 1>
+func.func @offset_misaligned(%map: !llvm.ptr, %k: !k, %u: i32, %x: i32) {
+  %off = arith.constant 64 : i32
+  // expected-error @below {{'hopper.tma_load' op offset 64 is not a multiple of 128 (TMA writes shared memory from 128-byte aligned addresses)}}
+  hopper.tma_load %map[%x, %x, %x, %x] into %k[%u] at %off : !k
+  return
+}
