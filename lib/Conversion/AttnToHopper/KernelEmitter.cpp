@@ -407,20 +407,12 @@ private:
     std::string m0, head, bidx;
   };
   TileCoords coords(const std::string &tile, const std::string &numM) {
-    TileCoords c;
-    // m-blocks fastest: the CTAs running at one time work on the same head,
-    // so that head's K/V stays in L2 (heads fastest measured 5-15 % slower:
-    // every CTA then streams a different head's K/V). With a right-bounded
-    // mask the last m-blocks see the most keys: they come first.
-    std::string mb = bin("remui", tile, numM, "i32", "mb");
-    if (cfg.longestFirst)
-      mb = bin("subi", bin("subi", numM, i32(1)), mb, "i32", "mb");
-    std::string rem = bin("divui", tile, numM);
-    c.head = bin("remui", rem, "%Hq", "i32", "head");
-    c.bidx = bin("divui", rem, "%Hq", "i32", "batch");
-    c.m0 = bin("muli", mb, i32(cfg.blockM), "i32", "m0");
-    return c;
+    std::string c = fresh("coords");
+    e(c + ":3 = hopper.tile_coords " + tile + " in " + numM + ", %Hq block_m " +
+      std::to_string(cfg.blockM) + (cfg.longestFirst ? " longest_first" : ""));
+    return TileCoords{c + "#0", c + "#1", c + "#2"};
   }
+
 
   /// One tile of work: its coordinates and kv-block schedule.
   struct Tile : TileCoords {
@@ -703,20 +695,17 @@ std::string Emitter::body() {
           "gridDim.x, ... (a full grid runs one tile per CTA, a persistent "
           "grid loops)");
   std::string cta = op("nvvm.read.ptx.sreg.ctaid.x : i32", "cta");
-  std::string ncta = op("nvvm.read.ptx.sreg.nctaid.x : i32", "ncta");
   // The tile grid, computed in each role: a value computed before the
   // role split would live across the producer's setmaxnreg (24 registers)
   // and ptxas would spill it there. (The opaque copy of Sq keeps LLVM from
   // merging the two roles' copies back above the split.)
   std::string numM, tiles;
   auto tileGrid = [&] {
-    std::string sq = op("llvm.inline_asm asm_dialect = att \"mov.b32 $0, $1;\", "
-                        "\"=r,r\" %Sq : (i32) -> i32", "sq");
-    numM = bin("divui", bin("addi", sq, i32(cfg.blockM - 1)), i32(cfg.blockM),
-               "i32", "numm");
-    if (cfg.clusterM == 2) // pairs of m-blocks; an odd count gets one past Sq
-      numM = bin("andi", bin("addi", numM, i32(1)), i32(-2), "i32", "numm");
-    tiles = bin("muli", numM, bin("muli", "%Hq", "%B", "i32", "hb"), "i32", "tiles");
+    std::string g = fresh("grid");
+    e(g + ":2 = hopper.tile_grid %Sq, %Hq, %B block_m " +
+      std::to_string(cfg.blockM) + (cfg.clusterM == 2 ? " pairs" : ""));
+    numM = g + "#0";
+    tiles = g + "#1";
   };
 
   comment("---- mbarrier init (one thread), then CTA barrier ----");
@@ -830,16 +819,15 @@ std::string Emitter::body() {
       // Static: the two CTAs of a cluster must take the two m-blocks of a
       // pair in step (grid and m-block count are even, so tile and tile +
       // gridDim.x keep their parity). Every full-mask tile costs the same.
-      next = bin("addi", pTile, ncta, "i32", "next");
+      next = op("hopper.tile_next " + pTile + " static", "next");
     } else if (cfg.persistent) {
       // Claimed once this tile's loads are issued, i.e. about when the CTA
       // can start it: claiming at the start of a tile would reserve work for
       // a CTA that is busy for the whole (causal: long) tile.
       comment("claim the next tile now that this one's loads are issued");
-      std::string got = op("llvm.atomicrmw add %tileCounter, " + i32(1) +
-                               " monotonic : !llvm.ptr<1>, i32",
-                           "fetched");
-      next = bin("addi", got, ncta, "i32", "next");
+      next = op("hopper.tile_next " + pTile +
+                    " dynamic counter %tileCounter : !llvm.ptr<1>",
+                "next");
     }
     closeTileLoop(next, pK, gEnd);
   }
@@ -853,19 +841,7 @@ std::string Emitter::body() {
   }
   if (cfg.persistent && cfg.clusterM == 1) {
     comment("the last CTA to finish fetching resets the counters for the next launch");
-    std::string done = op("llvm.getelementptr %tileCounter[1] : (!llvm.ptr<1>) "
-                          "-> !llvm.ptr<1>, i32", "done");
-    // acq_rel: every CTA's last fetch happens before the reset (LLVM's
-    // atomicrmw acq_rel loses the ordering on NVPTX, hence the asm).
-    std::string before = op(
-        "llvm.inline_asm has_side_effects asm_dialect = att "
-        "\"atom.acq_rel.gpu.global.add.u32 $0, [$1], 1;\", \"=r,l,~{memory}\" " +
-            done + " : (!llvm.ptr<1>) -> i32",
-        "finished");
-    e("scf.if " + cmpi("eq", before, bin("subi", ncta, i32(1))) + " {");
-    e("  llvm.store " + i32(0) + ", %tileCounter : i32, !llvm.ptr<1>");
-    e("  llvm.store " + i32(0) + ", " + done + " : i32, !llvm.ptr<1>");
-    e("}");
+    e("hopper.tile_counter_reset %tileCounter : !llvm.ptr<1>");
   }
   --ind;
   e("}");

@@ -157,6 +157,7 @@ struct ConvertHopperToNVVMPass
                  WarpgroupAnyLowering>(ctx);
     populateFragmentToNVVMPatterns(converter, patterns);
     populateRingToNVVMPatterns(converter, patterns);
+    populateSchedulerToNVVMPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns)))) {
       signalPassFailure();

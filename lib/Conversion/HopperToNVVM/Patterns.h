@@ -34,6 +34,9 @@ void populateFragmentToNVVMPatterns(const mlir::TypeConverter &converter,
 /// their ring operands converted.
 void populateRingToNVVMPatterns(mlir::TypeConverter &converter,
                                 mlir::RewritePatternSet &patterns);
+
+/// The tile scheduler's arithmetic (SchedulerToNVVM.cpp).
+void populateSchedulerToNVVMPatterns(mlir::RewritePatternSet &patterns);
 } // namespace fa3::hopper
 
 #endif

@@ -47,21 +47,17 @@
 // Producer warpgroup: fewer registers; Q once, then the K/V ring.
 // CHECK: hopper.warp_specialize producer regs 24 {
 // The tile grid is computed in each role (nothing crosses setmaxnreg).
-// CHECK: %[[NUMM:.*]] = arith.divui %{{.*}}, %c128_i32 : i32
-// CHECK: %[[HB:.*]] = arith.muli %arg10, %arg7 : i32
+// CHECK: %[[NUMM:[^,]*]], %[[TILES:[^ ]*]] = hopper.tile_grid %arg8, %arg10, %arg7 block_m 128
 // Q's buffer is free (slot 0 of the Q ring: the CTA's one tile).
 // CHECK: hopper.ring.producer_acquire %[[QR]][%c0_i32]
 // A 1-D grid over tiles (m-blocks fastest, so co-running CTAs share a head's
 // K/V in L2); causal: the longest m-blocks (the last ones) come first.
-// CHECK: %[[REV:.*]] = arith.remui %[[CTA]], %[[NUMM]] : i32
-// CHECK: %[[LAST:.*]] = arith.subi %[[NUMM]], %c1_i32 : i32
-// CHECK: %[[MB:.*]] = arith.subi %[[LAST]], %[[REV]] : i32
-// CHECK: %[[ROW0:.*]] = arith.muli %[[MB]], %c128_i32 : i32
+// CHECK: %[[ROW0:[^,]*]], %[[HEAD:[^,]*]], %[[BATCH:[^ ]*]] = hopper.tile_coords %[[CTA]] in %[[NUMM]], %arg10 block_m 128 longest_first
 // CHECK: func.call @attn_kernel_kv_range(%[[ROW0]]
 // Q: the full barrier expects the tile's bytes, two 64-column boxes follow.
 // CHECK: hopper.ring.producer_commit %[[QR]][%c0_i32] tx 32768
-// CHECK-NEXT: hopper.tma_load %arg0[%c0_i32, %{{.*}}, %[[ROW0]], %{{.*}}] into %[[QR]][%c0_i32] at %c0_i32
-// CHECK-NEXT: hopper.tma_load %arg0[%c64_i32, %{{.*}}, %[[ROW0]], %{{.*}}] into %[[QR]][%c0_i32] at %c16384_i32
+// CHECK-NEXT: hopper.tma_load %arg0[%c0_i32, %[[HEAD]], %[[ROW0]], %[[BATCH]]] into %[[QR]][%c0_i32] at %c0_i32
+// CHECK-NEXT: hopper.tma_load %arg0[%c64_i32, %[[HEAD]], %[[ROW0]], %[[BATCH]]] into %[[QR]][%c0_i32] at %c16384_i32
 // K and V of each visited block into slot u of their rings.
 // CHECK: scf.for %[[U:.*]] = %c0_i32 to
 // CHECK:   hopper.ring.producer_acquire %[[KR]][%[[U]]]

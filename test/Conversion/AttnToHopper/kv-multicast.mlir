@@ -33,10 +33,7 @@
 // CHECK-NEXT: nvvm.cluster.wait
 // The producer: m-blocks rounded up to pairs.
 // CHECK: hopper.warp_specialize producer regs 24 {
-// CHECK: %[[NM:.*]] = arith.divui %{{.*}}, %c128_i32 : i32
-// CHECK-NEXT: %[[NM1:.*]] = arith.addi %[[NM]], %c1_i32 : i32
-// CHECK-NEXT: %[[NUMM:.*]] = arith.andi %[[NM1]], %c-2_i32 : i32
-// CHECK: %[[NTILES:.*]] = arith.muli %[[NUMM]],
+// CHECK: hopper.tile_grid %arg8, %arg10, %arg7 block_m 128 pairs
 // CHECK: scf.while (%[[T0:.*]] = %{{.*}}, %{{.*}} = %c0_i32, %{{.*}} = %c0_i32)
 // CHECK: ^bb0(%[[TILE:[^:]*]]: i32,
 // Q is this CTA's own (no multicast) ...
@@ -57,9 +54,8 @@
 // CHECK-NOT: hopper.tma_load
 // CHECK: }
 // The next tile: static, no tile counter.
-// CHECK-NEXT: %{{.*}} = arith.addi %[[TILE]], %{{.*}} : i32
-// CHECK-NOT: llvm.atomicrmw
-// CHECK-NOT: atom.acq_rel
+// CHECK-NEXT: %{{.*}} = hopper.tile_next %[[TILE]] static
+// CHECK-NOT: hopper.tile_counter_reset
 // CHECK: } consumers(%{{.*}} of 2) regs 240 {
 // The consumers release K and V in the cluster's rings (prologue K, loop K
 // and V, tail V), Q in the CTA's own.
@@ -91,7 +87,7 @@
 // TILES-SAME: grid = "tiles"
 // TILES: nvvm.cluster.wait
 // TILES: hopper.tma_load {{.*}} multicast 3 : !hopper.ring<{{.*}}cluster = 2>
-// TILES-NOT: llvm.atomicrmw
+// TILES-NOT: hopper.tile_next
 func.func @attn(%q: memref<?x4x?x128xbf16>, %k: memref<?x2x?x128xbf16>, %v: memref<?x2x?x128xbf16>,
                 %o: memref<?x4x?x128xbf16>) {
   attn.flash_attention ins(%q, %k, %v : memref<?x4x?x128xbf16>, memref<?x2x?x128xbf16>, memref<?x2x?x128xbf16>)

@@ -61,13 +61,11 @@
 // CHECK: %[[QR:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 163840, empty = 163848, arrivals = 256, cluster = 1>
 // CHECK-NEXT: %[[KR:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 4, stage_bytes = 16384, data = 16384,
 // CHECK: %[[CTA:.*]] = nvvm.read.ptx.sreg.ctaid.x : i32
-// CHECK: %[[NCTA:.*]] = nvvm.read.ptx.sreg.nctaid.x : i32
 // CHECK: %[[SLOT:.*]] = llvm.ptrtoint
 
 // Producer: a loop over the tiles it fetches, carrying the tile count and the ring slot.
 // CHECK: hopper.warp_specialize producer regs 24 {
-// CHECK: %[[HB:.*]] = arith.muli %arg10, %arg7 : i32
-// CHECK: %[[TILES:.*]] = arith.muli %{{.*}}, %[[HB]] : i32
+// CHECK: %[[NUMM:[^,]*]], %[[TILES:[^ ]*]] = hopper.tile_grid %arg8, %arg10, %arg7 block_m 128
 // CHECK: %[[PLOOP:.*]]:3 = scf.while (%[[PT0:.*]] = %[[CTA]], %{{.*}} = %c0_i32, %{{.*}} = %c0_i32) : (i32, i32, i32) -> (i32, i32, i32) {
 // CHECK:   %[[MORE:.*]] = arith.cmpi slt, %[[PT0]], %[[TILES]] : i32
 // CHECK:   scf.condition(%[[MORE]])
@@ -86,17 +84,14 @@
 // CHECK:   scf.for %[[U:.*]] = %[[PG]] to %[[GEND]]
 // CHECK:     hopper.ring.producer_acquire %[[KR]][%[[U]]]
 // The next tile is claimed once this one's loads are issued.
-// CHECK:   %[[GOT:.*]] = llvm.atomicrmw add %[[COUNTER]], %c1_i32 monotonic : !llvm.ptr<1>, i32
-// CHECK:   %[[NEXT:.*]] = arith.addi %[[GOT]], %[[NCTA]] : i32
+// CHECK:   %[[NEXT:.*]] = hopper.tile_next %[[PT]] dynamic counter %[[COUNTER]] : !llvm.ptr<1>
 // CHECK:   scf.yield %[[NEXT]], %{{.*}}, %[[GEND]] : i32, i32, i32
 // No tile left: the stop id in the next Q slot, published by a commit of
 // no bytes; then the counters reset by the last CTA.
 // CHECK: hopper.ring.producer_acquire %[[QR]][%[[PLOOP]]#1]
 // CHECK-NEXT: llvm.inline_asm has_side_effects {{.*}}"st.shared.u32 [$0+0], $1;", "r,r" %[[SLOT]], %[[TILES]]
 // CHECK: hopper.ring.producer_commit %[[QR]][%[[PLOOP]]#1] tx 0
-// CHECK: atom.acq_rel.gpu.global.add.u32
-// CHECK: scf.if
-// CHECK-NEXT: llvm.store %c0_i32, %[[COUNTER]] : i32, !llvm.ptr<1>
+// CHECK: hopper.tile_counter_reset %[[COUNTER]] : !llvm.ptr<1>
 
 // Consumers: wait for the tile's Q with the tile parity, read its id, stop
 // at the stop id; read its coordinates (no division) and schedule; release
@@ -105,8 +100,7 @@
 // Ping-pong is hopper-pingpong's (test/Dialect/Hopper/pingpong.mlir): its
 // edges sit outside the tile loop, so the turn passes on across tiles.
 // CHECK: } consumers(%{{.*}} of 2) regs 240 {
-// CHECK: %[[CHB:.*]] = arith.muli %arg10, %arg7 : i32
-// CHECK-NEXT: %[[CTILES:.*]] = arith.muli %{{.*}}, %[[CHB]] : i32
+// CHECK: %{{[^,]*}}, %[[CTILES:[^ ]*]] = hopper.tile_grid %arg8, %arg10, %arg7 block_m 128
 // CHECK-NOT: hopper.named_barrier.arrive turn
 // CHECK: scf.while (%[[CK0:.*]] = %c0_i32, %{{.*}} = %c0_i32) : (i32, i32) -> (i32, i32, i32) {
 // CHECK:   hopper.ring.consumer_wait %[[QR]][%[[CK0]]]

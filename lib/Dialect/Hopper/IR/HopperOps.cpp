@@ -153,5 +153,18 @@ LogicalResult WarpSpecializeOp::verify() {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// Tile scheduler
+//===----------------------------------------------------------------------===//
+
+LogicalResult TileNextOp::verify() {
+  bool dynamic = getSchedule() == TileSchedule::dynamic;
+  if (dynamic && !getCounter())
+    return emitOpError("the dynamic schedule takes its tiles from a counter");
+  if (!dynamic && getCounter())
+    return emitOpError("the static schedule has no counter");
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "fa3/Dialect/Hopper/IR/HopperOps.cpp.inc"

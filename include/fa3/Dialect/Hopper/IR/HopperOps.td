@@ -157,5 +157,6 @@ def Hopper_WarpSpecializeOp : Hopper_Op<"warp_specialize", [
 
 include "fa3/Dialect/Hopper/IR/HopperFragmentOps.td"
 include "fa3/Dialect/Hopper/IR/HopperRingOps.td"
+include "fa3/Dialect/Hopper/IR/HopperSchedulerOps.td"
 
 #endif // FA3_HOPPER_OPS

@@ -1,0 +1,142 @@
+//===- SchedulerToNVVM.cpp - the tile scheduler's arithmetic --------------===//
+//
+// (Each IR-building call stands in a statement of its own: GCC and clang
+// evaluate function arguments in different orders, and the kernels must not
+// depend on the compiler.)
+//
+//===----------------------------------------------------------------------===//
+
+#include "Patterns.h"
+#include "fa3/Dialect/Hopper/IR/HopperDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+using namespace mlir;
+using namespace fa3::hopper;
+
+namespace {
+Value i32Const(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIntOp::create(b, loc, v, 32);
+}
+
+LLVM::InlineAsmOp asmOp(OpBuilder &b, Location loc, Type result,
+                        ValueRange operands, StringRef text,
+                        StringRef constraints, bool sideEffects) {
+  return LLVM::InlineAsmOp::create(
+      b, loc, result, operands, text, constraints, sideEffects,
+      /*is_align_stack=*/false, LLVM::TailCallKind::None,
+      LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
+      /*operand_attrs=*/ArrayAttr());
+}
+
+struct TileGridLowering : OpConversionPattern<TileGridOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(TileGridOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Type i32 = rewriter.getI32Type();
+    // The opaque copy keeps LLVM from merging the roles' grids back above
+    // the role split.
+    Value sq = asmOp(rewriter, loc, i32, adaptor.getSq(), "mov.b32 $0, $1;",
+                     "=r,r", /*sideEffects=*/false)
+                   .getResult(0);
+    Value bmMinus1 = i32Const(rewriter, loc, op.getBlockM() - 1);
+    Value padded = arith::AddIOp::create(rewriter, loc, sq, bmMinus1);
+    Value bm = i32Const(rewriter, loc, op.getBlockM());
+    Value numM = arith::DivUIOp::create(rewriter, loc, padded, bm);
+    if (op.getPairs()) {
+      Value one = i32Const(rewriter, loc, 1);
+      Value up = arith::AddIOp::create(rewriter, loc, numM, one);
+      Value even = i32Const(rewriter, loc, -2);
+      numM = arith::AndIOp::create(rewriter, loc, up, even);
+    }
+    Value hb = arith::MulIOp::create(rewriter, loc, adaptor.getHq(),
+                                     adaptor.getBatch());
+    Value tiles = arith::MulIOp::create(rewriter, loc, numM, hb);
+    rewriter.replaceOp(op, ValueRange{numM, tiles});
+    return success();
+  }
+};
+
+struct TileCoordsLowering : OpConversionPattern<TileCoordsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(TileCoordsOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value numM = adaptor.getNumM();
+    Value mb = arith::RemUIOp::create(rewriter, loc, adaptor.getTile(), numM);
+    if (op.getLongestFirst()) {
+      Value one = i32Const(rewriter, loc, 1);
+      Value last = arith::SubIOp::create(rewriter, loc, numM, one);
+      mb = arith::SubIOp::create(rewriter, loc, last, mb);
+    }
+    Value rest = arith::DivUIOp::create(rewriter, loc, adaptor.getTile(), numM);
+    Value head = arith::RemUIOp::create(rewriter, loc, rest, adaptor.getHq());
+    Value batch = arith::DivUIOp::create(rewriter, loc, rest, adaptor.getHq());
+    Value bm = i32Const(rewriter, loc, op.getBlockM());
+    Value m0 = arith::MulIOp::create(rewriter, loc, mb, bm);
+    rewriter.replaceOp(op, ValueRange{m0, head, batch});
+    return success();
+  }
+};
+
+struct TileNextLowering : OpConversionPattern<TileNextOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(TileNextOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value base = adaptor.getTile();
+    if (op.getSchedule() == TileSchedule::dynamic) {
+      Value one = i32Const(rewriter, loc, 1);
+      base = LLVM::AtomicRMWOp::create(rewriter, loc, LLVM::AtomicBinOp::add,
+                                       adaptor.getCounter(), one,
+                                       LLVM::AtomicOrdering::monotonic);
+    }
+    Value ncta = NVVM::GridDimXOp::create(rewriter, loc, rewriter.getI32Type());
+    rewriter.replaceOpWithNewOp<arith::AddIOp>(op, base, ncta);
+    return success();
+  }
+};
+
+struct TileCounterResetLowering : OpConversionPattern<TileCounterResetOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(TileCounterResetOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Type i32 = rewriter.getI32Type();
+    Value counter = adaptor.getCounter();
+    auto ptrT = counter.getType();
+    Value done = LLVM::GEPOp::create(rewriter, loc, ptrT, i32, counter,
+                                     ArrayRef<LLVM::GEPArg>{1});
+    Value before = asmOp(rewriter, loc, i32, done,
+                         "atom.acq_rel.gpu.global.add.u32 $0, [$1], 1;",
+                         "=r,l,~{memory}", /*sideEffects=*/true)
+                       .getResult(0);
+    Value ncta = NVVM::GridDimXOp::create(rewriter, loc, i32);
+    Value one = i32Const(rewriter, loc, 1);
+    Value lastIndex = arith::SubIOp::create(rewriter, loc, ncta, one);
+    Value isLast = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                                         before, lastIndex);
+    auto ifOp = scf::IfOp::create(rewriter, loc, TypeRange{}, isLast,
+                                  /*withElseRegion=*/false);
+    rewriter.setInsertionPointToStart(ifOp.thenBlock());
+    Value zero = i32Const(rewriter, loc, 0);
+    LLVM::StoreOp::create(rewriter, loc, zero, counter);
+    LLVM::StoreOp::create(rewriter, loc, zero, done);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+} // namespace
+
+void fa3::hopper::populateSchedulerToNVVMPatterns(RewritePatternSet &patterns) {
+  patterns.add<TileGridLowering, TileCoordsLowering, TileNextLowering,
+               TileCounterResetLowering>(patterns.getContext());
+}

@@ -1,0 +1,49 @@
+// convert-hopper-to-nvvm on the tile scheduler: the grid (ceil(Sq / block_m)
+// m-blocks, even with pairs, times Hq x B), a tile's coordinates (m-blocks
+// fastest; longest first reverses them), the next tile (+ gridDim.x, from
+// the counter when dynamic) and the counters' reset by the last CTA.
+// RUN: fa3-opt %s --convert-hopper-to-nvvm | FileCheck %s
+
+// CHECK-LABEL: func.func @schedule(
+// CHECK-SAME: %[[SQ:[^:]*]]: i32, %[[HQ:[^:]*]]: i32, %[[B:[^:]*]]: i32, %[[T:[^:]*]]: i32, %[[CTR:[^:]*]]: !llvm.ptr<1>)
+// The grid from an opaque copy of Sq.
+// CHECK: %[[SQC:.*]] = llvm.inline_asm asm_dialect = att "mov.b32 $0, $1;", "=r,r" %[[SQ]]
+// CHECK: %[[PAD:.*]] = arith.addi %[[SQC]], %c127_i32
+// CHECK: %[[NM:.*]] = arith.divui %[[PAD]], %c128_i32
+// CHECK: %[[NM1:.*]] = arith.addi %[[NM]], %c1_i32
+// CHECK: %[[NUMM:.*]] = arith.andi %[[NM1]], %c-2_i32
+// CHECK: %[[HB:.*]] = arith.muli %[[HQ]], %[[B]]
+// CHECK: %[[TILES:.*]] = arith.muli %[[NUMM]], %[[HB]]
+// Coordinates, the m-blocks reversed.
+// CHECK: %[[REV:.*]] = arith.remui %[[T]], %[[NUMM]]
+// CHECK: %[[LAST:.*]] = arith.subi %[[NUMM]], %c1_i32
+// CHECK: %[[MB:.*]] = arith.subi %[[LAST]], %[[REV]]
+// CHECK: %[[REST:.*]] = arith.divui %[[T]], %[[NUMM]]
+// CHECK: %[[HEAD:.*]] = arith.remui %[[REST]], %[[HQ]]
+// CHECK: %[[BATCH:.*]] = arith.divui %[[REST]], %[[HQ]]
+// CHECK: %[[M0:.*]] = arith.muli %[[MB]], %c128_i32
+// Static: + gridDim.x; dynamic: the counter's old value + gridDim.x.
+// CHECK: %[[N0:.*]] = nvvm.read.ptx.sreg.nctaid.x
+// CHECK: %[[S:.*]] = arith.addi %[[T]], %[[N0]]
+// CHECK: %[[GOT:.*]] = llvm.atomicrmw add %[[CTR]], %c1_i32{{.*}} monotonic
+// CHECK: %[[N1:.*]] = nvvm.read.ptx.sreg.nctaid.x
+// CHECK: %[[D:.*]] = arith.addi %[[GOT]], %[[N1]]
+// The reset: the second counter counts finished CTAs; the last zeroes both.
+// CHECK: %[[DONE:.*]] = llvm.getelementptr %[[CTR]][1] : (!llvm.ptr<1>) -> !llvm.ptr<1>, i32
+// CHECK: %[[BEFORE:.*]] = llvm.inline_asm has_side_effects asm_dialect = att "atom.acq_rel.gpu.global.add.u32 $0, [$1], 1;", "=r,l,~{memory}" %[[DONE]]
+// CHECK: %[[N2:.*]] = nvvm.read.ptx.sreg.nctaid.x
+// CHECK: %[[LASTCTA:.*]] = arith.subi %[[N2]], %c1_i32
+// CHECK: %[[ISLAST:.*]] = arith.cmpi eq, %[[BEFORE]], %[[LASTCTA]]
+// CHECK: scf.if %[[ISLAST]] {
+// CHECK-NEXT: %[[Z:.*]] = arith.constant 0 : i32
+// CHECK-NEXT: llvm.store %[[Z]], %[[CTR]]
+// CHECK-NEXT: llvm.store %[[Z]], %[[DONE]]
+// CHECK: return %[[TILES]], %[[M0]], %[[HEAD]], %[[BATCH]], %[[S]], %[[D]]
+func.func @schedule(%sq: i32, %hq: i32, %b: i32, %t: i32, %ctr: !llvm.ptr<1>) -> (i32, i32, i32, i32, i32, i32) {
+  %numM, %tiles = hopper.tile_grid %sq, %hq, %b block_m 128 pairs
+  %m0, %head, %batch = hopper.tile_coords %t in %numM, %hq block_m 128 longest_first
+  %n0 = hopper.tile_next %t static
+  %n1 = hopper.tile_next %t dynamic counter %ctr : !llvm.ptr<1>
+  hopper.tile_counter_reset %ctr : !llvm.ptr<1>
+  return %tiles, %m0, %head, %batch, %n0, %n1 : i32, i32, i32, i32, i32, i32
+}

@@ -1,0 +1,42 @@
+// The tile scheduler's ops print and parse back; a dynamic schedule needs
+// its counter and a static one has none.
+// RUN: fa3-opt %s --split-input-file --verify-diagnostics | FileCheck %s
+
+// CHECK-LABEL: func.func @schedule
+// CHECK: hopper.tile_grid %{{.*}}, %{{.*}}, %{{.*}} block_m 128 pairs
+// CHECK: hopper.tile_coords %{{.*}} in %{{.*}}, %{{.*}} block_m 128 longest_first
+// CHECK: hopper.tile_next %{{.*}} static
+// CHECK: hopper.tile_next %{{.*}} dynamic counter %{{.*}} : !llvm.ptr<1>
+// CHECK: hopper.tile_counter_reset %{{.*}} : !llvm.ptr<1>
+func.func @schedule(%sq: i32, %hq: i32, %b: i32, %t: i32, %ctr: !llvm.ptr<1>) -> (i32, i32, i32, i32, i32, i32, i32) {
+  %numM, %tiles = hopper.tile_grid %sq, %hq, %b block_m 128 pairs
+  %m0, %head, %batch = hopper.tile_coords %t in %numM, %hq block_m 128 longest_first
+  %n0 = hopper.tile_next %t static
+  %n1 = hopper.tile_next %t dynamic counter %ctr : !llvm.ptr<1>
+  hopper.tile_counter_reset %ctr : !llvm.ptr<1>
+  return %tiles, %m0, %head, %batch, %n0, %n1, %numM : i32, i32, i32, i32, i32, i32, i32
+}
+
+// -----
+
+func.func @no_counter(%t: i32) -> i32 {
+  // expected-error @below {{the dynamic schedule takes its tiles from a counter}}
+  %n = hopper.tile_next %t dynamic
+  return %n : i32
+}
+
+// -----
+
+func.func @stray_counter(%t: i32, %ctr: !llvm.ptr<1>) -> i32 {
+  // expected-error @below {{the static schedule has no counter}}
+  %n = hopper.tile_next %t static counter %ctr : !llvm.ptr<1>
+  return %n : i32
+}
+
+// -----
+
+func.func @block(%sq: i32, %hq: i32, %b: i32) -> i32 {
+  // expected-error @below {{attribute 'block_m' failed to satisfy constraint}}
+  %numM, %tiles = hopper.tile_grid %sq, %hq, %b block_m 0
+  return %tiles : i32
+}
