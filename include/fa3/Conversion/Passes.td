@@ -149,8 +149,10 @@ def ConvertHopperToNVVM : Pass<"convert-hopper-to-nvvm"> {
     - 1 as its index); a named barrier's id is its kind's base (fa3::hopper::namedBarrierBase)
     plus the consumer index, then `nvvm.barrier` / `nvvm.barrier.arrive`;
     `hopper.warpgroup_any` becomes bar.red.or on the consumer's vote
-    barrier followed by vote.any. Runs on the generated gpu.module before
-    the upstream lowering to LLVM.
+    barrier followed by vote.any; fragments become the struct of a thread's
+    registers, and the fragment and epilogue ops are unrolled on them
+    (quad shuffles, stmatrix + TMA store, predicated global stores). Runs
+    on the generated gpu.module before the upstream lowering to LLVM.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::LLVM::LLVMDialect",
