@@ -152,8 +152,11 @@ def ConvertHopperToNVVM : Pass<"convert-hopper-to-nvvm"> {
     barrier followed by vote.any; a `!hopper.ring` becomes the
     `!llvm.ptr<3>` base it was created at, and each ring op (and
     `hopper.tma_load`) the mbarrier or TMA op on its slot's stage, phase and
-    addresses (lib/Conversion/HopperToNVVM/RingToNVVM.cpp). Runs on the
-    generated gpu.module before the upstream lowering to LLVM.
+    addresses (lib/Conversion/HopperToNVVM/RingToNVVM.cpp); fragments become
+    the struct of a thread's registers, and the fragment and epilogue ops
+    are unrolled on them (quad shuffles, stmatrix + TMA store, predicated
+    global stores); the tile scheduler's ops become its arithmetic. Runs on
+    the generated gpu.module before the upstream lowering to LLVM.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::LLVM::LLVMDialect",

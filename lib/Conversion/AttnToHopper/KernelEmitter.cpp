@@ -30,7 +30,6 @@ using namespace fa3::hopper;
 
 namespace {
 constexpr double kLog2e = 1.4426950408889634;
-constexpr double kLn2 = 0.6931471805599453;
 constexpr const char *kNegInf = "0xFF800000";
 constexpr int64_t kSwizzleBytes = 128; // 128B swizzle: a box row is 128 bytes
 constexpr int64_t kElemBytes = 2;      // bf16 / f16
@@ -49,9 +48,6 @@ using Strs = std::vector<std::string>;
 std::string join(const Strs &v, const char *sep = ", ") {
   return llvm::join(v, sep);
 }
-std::string repeat(const std::string &s, int64_t n, const char *sep = ", ") {
-  return join(Strs(n, s), sep);
-}
 
 /// wgmma shared-memory descriptor constant part: LBO, SBO, 128B swizzle.
 int64_t descConst(int64_t lbo, int64_t sbo) {
@@ -68,8 +64,6 @@ public:
            "ping-pong alternates between two consumer warpgroups");
     lay = computeSmemLayout(cfg);
     nchunk = cfg.headDim / kChunk;
-    naccO = cfg.headDim / 2;
-    accOT = "!f32x" + std::to_string(naccO);
     et = cfg.dtype;
     fragS = "!hopper.frag<64x" + std::to_string(cfg.blockN) + "xf32>";
     fragP = "!hopper.frag<64x" + std::to_string(cfg.blockN) + "x" + et + ">";
@@ -82,8 +76,8 @@ public:
 private:
   const KernelConfig &cfg;
   SmemLayout lay;
-  int64_t nchunk, naccO;
-  std::string accOT, et;
+  int64_t nchunk;
+  std::string et;
   // A consumer warpgroup's fragments: S (64 x block_n), P as the register A
   // operand of P V, O (64 x head dim), and one value per row.
   std::string fragS, fragP, fragO, fragRows;
@@ -145,14 +139,8 @@ private:
                    const std::string &b, const std::string &ty = "i32") {
     return op("arith.cmpi " + pred + ", " + a + ", " + b + " : " + ty, "p");
   }
-  std::string cmpf(const std::string &pred, const std::string &a,
-                   const std::string &b) {
-    return op("arith.cmpf " + pred + ", " + a + ", " + b + " : f32", "p");
-  }
-  std::string select(const std::string &c, const std::string &a,
-                     const std::string &b, const std::string &ty) {
-    return op("arith.select " + c + ", " + a + ", " + b + " : " + ty);
-  }
+
+
   std::string smemPtr(const std::string &base, int64_t off) {
     return op("llvm.getelementptr " + base + "[" + std::to_string(off) +
                   "] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8",
@@ -163,38 +151,15 @@ private:
                   "] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8",
               "sp");
   }
-  std::string gptr(const std::string &base, const std::string &off64) {
-    return op("llvm.getelementptr " + base + "[" + off64 +
-                  "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i8",
-              "gp");
-  }
 
 
 
 
-  std::string shflXor(const std::string &x, int64_t off) {
-    return op("nvvm.shfl.sync bfly " + i32(-1) + ", " + x + ", " + i32(off) +
-                  ", " + i32(31) + " : f32 -> f32",
-              "sh");
-  }
-  std::string extract(const std::string &st, int64_t i, const std::string &ty,
-                      const std::string &hint = "x") {
-    return op("llvm.extractvalue " + st + "[" + std::to_string(i) + "] : " + ty,
-              hint);
-  }
   std::string ext64(const std::string &v) {
     return op("arith.extui " + v + " : i32 to i64");
   }
-  std::string sext64(const std::string &v) {
-    return op("arith.extsi " + v + " : i32 to i64");
-  }
-  /// Two f32 -> one i32 holding {lo, hi} as 16-bit floats.
-  std::string pack2(const std::string &a, const std::string &b) {
-    std::string v = op("vector.from_elements " + a + ", " + b + " : vector<2xf32>");
-    std::string h = op("arith.truncf " + v + " : vector<2xf32> to vector<2x" +
-                       et + ">");
-    return op("llvm.bitcast " + h + " : vector<2x" + et + "> to i32", "a");
-  }
+
+
 
   // The named barriers are hopper ops (a kind and a consumer index; their
   // ids are assigned by the dialect). Ping-pong's turns are a pass of their
@@ -306,6 +271,7 @@ private:
   // once the consumers released that buffer's Q, so they read it after the
   // Q full wait and, for the epilogue, again before they release Q.
   std::string tileSlotAddr; // shared-memory address (i32) of slot 0
+  std::string smemBase;     // the dynamic shared memory (!llvm.ptr<3>)
 
   /// Tile k's use of the Q ring: slot k (buffer k % qBuffers; the ring ops
   /// take k itself), and what the kernel keeps per Q buffer beside the
@@ -443,8 +409,6 @@ private:
                       loadWord(bin("addi", slot, i32(12)))};
   }
 
-
-
   // --- kernel pieces --------------------------------------------------------
   std::string descBase(const std::string &smem, const std::string &offI32,
                        int64_t constPart);
@@ -455,15 +419,15 @@ private:
   /// Persistent CTAs reload Q into the buffer the O store reads: the
   /// consumers free Q only once that store has read it.
   bool qFreedAfterStore() const { return cfg.persistent && lay.oInQ; }
-  struct EpilogueCtx {
-    // qK: this tile's Q ring slot (the tile count)
-    std::string smem, qK, cw, ltid, warp, lane, m0, head, bidx;
-  };
-  void storeOViaTma(const std::string &acc, const Strs &inv,
-                    const EpilogueCtx &c);
-  void storeODirect(const std::string &acc, const Strs &inv, const Strs &rows,
-                    const std::string &head, const std::string &bidx,
-                    const std::string &colbase);
+  /// A tile's epilogue in this consumer warpgroup, as hopper ops on the
+  /// mainloop's fragments (SSA names): `m` and `l` the rows' running max
+  /// and the thread's partial row sums (!hopper.frag<64xf32>), `o` the
+  /// accumulator (!hopper.frag<64xDxf32>). `c` is the tile; `qK` this tile's
+  /// Q ring slot, released after the O store where O is staged in Q's
+  /// buffer (qFreedAfterStore). Uses `consumer` and `smemBase`.
+  void epilogue(const std::string &m, const std::string &l,
+                const std::string &o, const TileCoords &c,
+                const std::string &qK);
   std::string body();
 };
 } // namespace
@@ -563,129 +527,51 @@ std::string Emitter::stageDesc(const Ring &r, const std::string &u,
   return bin("addi", desc0, sd, "i64", hint);
 }
 
-
-
-
-
-
-
-
-void Emitter::storeODirect(const std::string &acc, const Strs &inv,
-                           const Strs &rows, const std::string &head,
-                           const std::string &bidx, const std::string &colbase) {
-  comment("O / l straight from the fragment: 4-byte stores at the caller's strides");
-  for (int i = 0; i < 2; ++i) {
-    e("scf.if " + cmpi("slt", rows[i], "%Sq") + " {");
-    ++ind;
-    // element offset b*sB + row*sS + head*sH + colbase
-    std::string t = bin("muli", sext64(bidx), "%oStrideB", "i64");
-    t = bin("addi", t, bin("muli", sext64(rows[i]), "%oStrideS", "i64"), "i64");
-    t = bin("addi", t, bin("muli", sext64(head), "%oStrideH", "i64"), "i64");
-    t = bin("addi", t, ext64(colbase), "i64");
-    t = bin("muli", t, i64(kElemBytes), "i64");
-    std::string prow = gptr("%O", t);
-    for (int64_t k = 0; k < naccO / 4; ++k) {
-      std::string a = bin("mulf", extract(acc, 4 * k + 2 * i, accOT), inv[i], "f32");
-      std::string b = bin("mulf", extract(acc, 4 * k + 2 * i + 1, accOT), inv[i], "f32");
-      std::string v = op("vector.from_elements " + a + ", " + b + " : vector<2xf32>");
-      std::string vb = op("arith.truncf " + v + " : vector<2xf32> to vector<2x" + et + ">");
-      std::string p = k ? op("llvm.getelementptr " + prow + "[" +
-                                 std::to_string(k * 8 * kElemBytes) +
-                                 "] : (!llvm.ptr<1>) -> !llvm.ptr<1>, i8")
-                        : prow;
-      e("llvm.store " + vb + ", " + p + " {alignment = 4 : i64} : vector<2x" +
-        et + ">, !llvm.ptr<1>");
+void Emitter::epilogue(const std::string &m, const std::string &l,
+                       const std::string &o, const TileCoords &c,
+                       const std::string &qK) {
+  comment("---- epilogue: quad-reduce l, O / l, LSE = (m + log2 l) ln 2 ----");
+  const std::string rows = "!hopper.frag<64xf32>";
+  const std::string fragO =
+      "!hopper.frag<64x" + std::to_string(cfg.headDim) + "xf32>";
+  std::string fin = fresh("fin");
+  e(fin + ":2 = hopper.finalize_rows " + m + ", " + l + " : " + rows);
+  const std::string inv = fin + "#0", lse = fin + "#1";
+  // This warpgroup's first row of the tile.
+  std::string row0 = bin("muli", consumer, i32(64));
+  row0 = bin("addi", c.m0, row0, "i32", "row0");
+  if (cfg.tmaStore) {
+    // A persistent CTA stages the next tile's O in the same buffer: its own
+    // buffer must have been read by the previous store (wait_previous); Q's
+    // buffer must be read before Q is released to the producer (drain).
+    std::string flags;
+    if (cfg.persistent && !lay.oInQ)
+      flags += " wait_previous";
+    if (qFreedAfterStore())
+      flags += " drain";
+    e("hopper.store_o_tma " + o + ", " + inv + " to %mapO tile(" + c.m0 +
+      ", " + c.head + ", " + c.bidx + ") staging " + smemBase + "[" +
+      std::to_string(lay.oOff) + "] consumer[" + consumer + "] of " +
+      std::to_string(cfg.consumers()) + flags + " : " + fragO + " as " + et);
+    if (qFreedAfterStore()) {
+      comment("O has left Q's buffer: the producer may load the next Q");
+      ringOp("consumer_release", qRing, qK);
     }
-    --ind;
-    e("}");
+  } else {
+    e("hopper.store_o_direct " + o + ", " + inv +
+      " to %O strides(%oStrideB, %oStrideS, %oStrideH) rows " + row0 +
+      " head " + c.head + " batch " + c.bidx + " bound %Sq : " + fragO +
+      " as " + et);
   }
-}
-
-void Emitter::storeOViaTma(const std::string &acc, const Strs &inv,
-                           const EpilogueCtx &c) {
-  // Each consumer warpgroup stages its 64 rows in the layout of the TMA box
-  // (boxes of [64 rows][64 columns], 128-byte rows, 128B swizzle: 16-byte
-  // unit u of row r sits at unit u ^ (r % 8)) and one thread stores them.
-  // The swizzle also makes the fragment's writes bank-conflict free.
-  comment("---- O / l -> shared memory (stmatrix) -> global (TMA store) ----");
-  std::string leader = cmpi("eq", c.ltid, i32(0));
-  auto wgBarrier = [&] {
-    e(namedBarrier("sync", "epilogue", c.cw, 128));
-  };
-  if (cfg.persistent && !lay.oInQ) {
-    comment("the previous tile's O store must have read the buffer");
-    e("scf.if " + leader + " {");
-    e("  nvvm.cp.async.bulk.wait_group 0 {read}");
-    e("}");
-    wgBarrier();
-  }
-  // stmatrix .x4: lane l gives the address of row l % 8 of matrix l / 8;
-  // matrix j holds rows 8 (j % 2).. of the warp's 16 and columns
-  // 8 (k + j / 2).. -- exactly the accumulator's n8 blocks k, k + 1.
-  std::string mat = bin("divui", c.lane, i32(8));
-  std::string rin = bin("remui", c.lane, i32(8), "i32", "rin");
-  std::string half = bin("andi", mat, i32(1));
-  std::string khi = bin("shrui", mat, i32(1), "i32", "khi");
-  // Each emitted op in a statement of its own (here and below): the order
-  // of function arguments is unspecified, and GCC and clang differ.
-  std::string rowWg = bin("muli", c.cw, i32(64));
-  std::string rowWarp = bin("muli", c.warp, i32(16));
-  std::string row = bin("addi", rowWg, rowWarp);
-  row = bin("addi", row, bin("addi", bin("muli", half, i32(8)), rin), "i32", "orow");
-  std::string rowByte = bin("addi", bin("muli", row, i32(kSwizzleBytes)),
-                            i32(lay.oOff), "i32", "orowb");
-  for (int64_t k = 0; k < naccO / 4; k += 2) {
-    int64_t chunk = k / 8;
-    std::string unit = bin("xori", bin("addi", khi, i32(k % 8)), rin);
-    std::string off = bin("addi", rowByte,
-                          bin("addi", bin("muli", unit, i32(16)),
-                              i32(chunk * cfg.blockM * kSwizzleBytes)));
-    Strs regs;
-    for (int64_t j = 0; j < 4; ++j) {
-      int64_t i = j % 2, kj = k + j / 2;
-      std::string lo =
-          bin("mulf", extract(acc, 4 * kj + 2 * i, accOT), inv[i], "f32");
-      std::string hi =
-          bin("mulf", extract(acc, 4 * kj + 2 * i + 1, accOT), inv[i], "f32");
-      regs.push_back(pack2(lo, hi));
-    }
-    e("nvvm.stmatrix " + smemPtr(c.smem, off) + ", " + join(regs) +
-      " {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = "
-      "#nvvm.mma_layout<row>, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>} "
-      ": !llvm.ptr<3>, i32, i32, i32, i32");
-  }
-  comment("generic-proxy writes -> visible to the TMA (async proxy)");
-  e("nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = "
-    "#nvvm.shared_space<cta>}");
-  wgBarrier();
-  e("scf.if " + leader + " {");
-  ++ind;
-  comment("rows past Sq are clipped by the TMA unit");
-  std::string orow = bin("addi", c.m0, bin("muli", c.cw, i32(64)), "i32", "orow");
-  std::string wgOff = bin("muli", c.cw, i32(64 * kSwizzleBytes));
-  for (int64_t ch = 0; ch < nchunk; ++ch) {
-    std::string src = smemPtr(
-        c.smem, bin("addi", wgOff, i32(lay.oOff + ch * cfg.blockM * kSwizzleBytes)));
-    e("nvvm.cp.async.bulk.tensor.global.shared.cta %mapO, " + src + ", box[" +
-      i32(ch * kChunk) + ", " + c.head + ", " + orow + ", " + c.bidx +
-      "] : !llvm.ptr, !llvm.ptr<3>");
-  }
-  e("nvvm.cp.async.bulk.commit.group");
-  if (qFreedAfterStore())
-    e("nvvm.cp.async.bulk.wait_group 0 {read}");
-  --ind;
-  e("}");
-  if (qFreedAfterStore()) {
-    comment("O has left Q's buffer: the producer may load the next Q");
-    wgBarrier();
-    ringOp("consumer_release", qRing, c.qK);
-  }
+  e("hopper.store_lse " + lse + " to %LSE rows " + row0 + " head " + c.head +
+    " batch " + c.bidx + " heads %Hq bound %Sq : " + rows);
 }
 
 std::string Emitter::body() {
   comment("==== roles: warpgroup 0 = TMA producer, warpgroups 1.." +
           std::to_string(cfg.consumers()) + " = consumers ====");
   std::string smem = op("llvm.mlir.addressof @attn_smem : !llvm.ptr<3>", "smem");
+  smemBase = smem;
   comment("the pipeline rings in shared memory (their types at the top of the module)");
   qRing = {op("hopper.ring.create " + smem + " : !qring", "qring"), "!qring"};
   kRing = {op("hopper.ring.create " + smem + " : !kring", "kring"), "!kring"};
@@ -852,19 +738,8 @@ std::string Emitter::body() {
     ") regs " + std::to_string(consumerRegs(cfg)) + " {");
   ++ind;
   std::string ltid = bin("remui", tid, i32(128), "i32", "ltid");
-  std::string warp = bin("divui", ltid, i32(32), "i32", "warp");
-  std::string lane = bin("remui", ltid, i32(32), "i32", "lane");
-  std::string quad = bin("divui", lane, i32(4));
-  std::string tq = bin("remui", lane, i32(4));
-  std::string colbase = bin("muli", tq, i32(2), "i32", "colbase");
-  comment("accumulator fragment: rows 16*warp + lane/4 (+8) of the warpgroup's 64, "
-          "columns 8k + 2*(lane%4) + {0,1}; register 4k + 2i + e");
-  std::string r = bin("muli", cw, i32(64));
-  r = bin("addi", r, bin("muli", warp, i32(16)));
-  r = bin("addi", r, quad);
   // Per tile (set inside the tile loop below; the helpers capture them).
   std::string m0, head, bidx, lo, ilo, ihi, nblk, wgRow0;
-  Strs qrows;
   // Scores reach the softmax in the log2 domain: s * sl2.
   std::string sl2 = "%scaleLog2", pre;
   if (cfg.softcap > 0) {
@@ -921,8 +796,6 @@ std::string Emitter::body() {
     Tile tl = schedule(cfg.persistent ? readCoords(cq.slot) : coords(cTile, numM));
     m0 = tl.m0, head = tl.head, bidx = tl.bidx, lo = tl.lo, ilo = tl.ilo,
     ihi = tl.ihi, nblk = tl.nblk;
-    std::string qrow0 = bin("addi", m0, r, "i32", "qrow");
-    qrows = {qrow0, bin("addi", qrow0, i32(8), "i32", "qrow")};
     wgRow0 = bin("addi", m0, bin("muli", cw, i32(64)), "i32", "wgrow");
   }
   if (!cfg.persistent) {
@@ -1086,7 +959,6 @@ std::string Emitter::body() {
   --ind;
   e("}");
 
-  comment("---- epilogue: quad-reduce l, O / l, LSE = (m + log2 l) ln 2 ----");
   if (cfg.persistent) {
     // The tile's coordinates read again (not kept live in registers across
     // the mainloop), before Q's release or, if Q is released after the O
@@ -1095,66 +967,8 @@ std::string Emitter::body() {
                        ? TileCoords{res + "#3", res + "#4", res + "#5"}
                        : readCoords(cq.slot);
     m0 = c.m0, head = c.head, bidx = c.bidx;
-    std::string qrow0 = bin("addi", m0, r, "i32", "qrow");
-    qrows = {qrow0, bin("addi", qrow0, i32(8), "i32", "qrow")};
   }
-  // The epilogue still reads registers: the fragments' registers, through
-  // casts the conversion resolves.
-  const std::string rowsRegs = "!llvm.struct<(f32, f32)>";
-  std::string mRegs = op("builtin.unrealized_conversion_cast " + res + "#0 : " +
-                         fragRows + " to " + rowsRegs, "mregs");
-  std::string lRegs = op("builtin.unrealized_conversion_cast " + res + "#1 : " +
-                         fragRows + " to " + rowsRegs, "lregs");
-  Strs mfin = {extract(mRegs, 0, rowsRegs, "m"), extract(mRegs, 1, rowsRegs, "m")};
-  Strs lpart = {extract(lRegs, 0, rowsRegs, "l"), extract(lRegs, 1, rowsRegs, "l")};
-  Strs lfin, inv, empty;
-  for (const std::string &lp0 : lpart) {
-    std::string v = lp0;
-    v = bin("addf", v, shflXor(v, 1), "f32");
-    v = bin("addf", v, shflXor(v, 2), "f32");
-    lfin.push_back(v);
-  }
-  for (int i = 0; i < 2; ++i) {
-    empty.push_back(cmpf("oeq", lfin[i], zero));
-    // rcp.approx (1 ulp) rather than a correctly rounded division: the
-    // quotient is rounded to 16 bits right after, and div.rn is a long
-    // sequence on each tile's serial epilogue.
-    inv.push_back(select(empty[i], zero,
-                         op("llvm.call_intrinsic \"llvm.nvvm.rcp.approx.ftz.f\"(" +
-                                lfin[i] + ") : (f32) -> f32", "inv"),
-                         "f32"));
-  }
-  std::string accf = op("builtin.unrealized_conversion_cast " + res + "#2 : " +
-                        fragO + " to " + accOT, "oregs");
-  if (cfg.tmaStore)
-    storeOViaTma(accf, inv, EpilogueCtx{smem, cq.k, cw, ltid, warp, lane, m0, head, bidx});
-  else
-    storeODirect(accf, inv, qrows, head, bidx, colbase);
-  std::string lseNonNull = op("llvm.icmp \"ne\" %LSE, " +
-                              op("llvm.mlir.zero : !llvm.ptr<1>", "null") +
-                              " : !llvm.ptr<1>", "haslse");
-  comment("LSE from the lane holding columns 0, 1 of each row");
-  std::string isq0 = op("arith.andi " + cmpi("eq", tq, i32(0)) + ", " +
-                        lseNonNull + " : i1");
-  for (int i = 0; i < 2; ++i) {
-    std::string valid = op("arith.andi " + isq0 + ", " +
-                           cmpi("slt", qrows[i], "%Sq") + " : i1");
-    e("scf.if " + valid + " {");
-    ++ind;
-    std::string lg = op("llvm.call_intrinsic \"llvm.nvvm.lg2.approx.f\"(" +
-                        lfin[i] + ") : (f32) -> f32");
-    std::string lse = bin("mulf", bin("addf", mfin[i], lg, "f32"), f32(kLn2), "f32");
-    lse = select(empty[i], ninf, lse, "f32");
-    std::string u = bin("addi", bin("muli", bidx, "%Hq"), head);
-    std::string u64 = ext64(u);
-    std::string sq64 = ext64("%Sq");
-    u = bin("muli", u64, sq64, "i64");
-    u = bin("addi", u, ext64(qrows[i]), "i64");
-    u = bin("muli", u, i64(4), "i64");
-    e("llvm.store " + lse + ", " + gptr("%LSE", u) + " : f32, !llvm.ptr<1>");
-    --ind;
-    e("}");
-  }
+  epilogue(res + "#0", res + "#1", res + "#2", TileCoords{m0, head, bidx}, cq.k);
   closeTileLoop("", cK, cfg.persistent ? bin("addi", cG, nblk) : "");
   if (cfg.tmaStore) {
     comment("shared memory must outlive the last O store's reads");
@@ -1202,8 +1016,6 @@ std::string Emitter::module(const std::string &moduleName) {
   std::string func = body();
   std::string out;
   llvm::raw_string_ostream os(out);
-  os << "!f32x" << naccO << " = !llvm.struct<(" << repeat("f32", naccO)
-     << ")>\n";
   os << ringTypes();
   os << "gpu.module @" << moduleName << " {\n"
      << "  // dynamic shared memory, 1024-aligned (128B swizzle atoms)\n"

@@ -53,8 +53,10 @@ LLVM::LLVMStructType registersType(FragmentType t) {
       ctx, SmallVector<Type>(t.getRegisters(), reg));
 }
 
+} // namespace
+
 /// The registers of a converted fragment.
-SmallVector<Value> unpack(OpBuilder &b, Location loc, Value regs) {
+SmallVector<Value> fa3::hopper::unpack(OpBuilder &b, Location loc, Value regs) {
   auto st = cast<LLVM::LLVMStructType>(regs.getType());
   SmallVector<Value> out;
   for (int64_t i = 0, e = st.getBody().size(); i < e; ++i)
@@ -63,12 +65,15 @@ SmallVector<Value> unpack(OpBuilder &b, Location loc, Value regs) {
 }
 
 /// Registers back into a fragment's struct.
-Value pack(OpBuilder &b, Location loc, Type structType, ValueRange regs) {
+Value fa3::hopper::pack(OpBuilder &b, Location loc, Type structType,
+                        ValueRange regs) {
   Value st = LLVM::UndefOp::create(b, loc, structType);
   for (auto [i, r] : llvm::enumerate(regs))
     st = LLVM::InsertValueOp::create(b, loc, st, r, i);
   return st;
 }
+
+namespace {
 
 /// Which of the thread's two rows accumulator register `idx` belongs to
 /// (register 4k + 2i + e: n8 block k, row i, column e).
@@ -87,13 +92,12 @@ LLVM::InlineAsmOp inlineAsm(OpBuilder &b, Location loc, Type result,
       attDialect(b.getContext()), /*operand_attrs=*/ArrayAttr());
 }
 
+} // namespace
+
 /// The thread's place in its warpgroup's fragment: warp, lane, the row of
 /// its first register (16 warp + lane / 4) and its first column
 /// (2 (lane % 4)).
-struct ThreadPlace {
-  Value row, colbase;
-};
-ThreadPlace threadPlace(OpBuilder &b, Location loc) {
+ThreadPlace fa3::hopper::threadPlace(OpBuilder &b, Location loc) {
   Value tid = NVVM::ThreadIdXOp::create(b, loc, b.getI32Type());
   Value c128 = i32Const(b, loc, 128);
   Value ltid = arith::RemUIOp::create(b, loc, tid, c128);
@@ -108,8 +112,10 @@ ThreadPlace threadPlace(OpBuilder &b, Location loc) {
   Value row = arith::AddIOp::create(b, loc, warpRow, quad);
   Value c2 = i32Const(b, loc, 2);
   Value colbase = arith::MulIOp::create(b, loc, tq, c2);
-  return {row, colbase};
+  return {ltid, warp, lane, tq, row, colbase};
 }
+
+namespace {
 
 /// The max of the thread's registers of row i, then of the row's quad
 /// (the four threads holding the row): a tree, then two shuffles.

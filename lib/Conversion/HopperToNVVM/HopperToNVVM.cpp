@@ -24,13 +24,15 @@ Value i32Const(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIntOp::create(b, loc, v, 32);
 }
 
-/// The hardware id of consumer `consumer`'s named barrier of `kind`: the
-/// kind's base (the dialect's assignment) plus the consumer index.
-Value namedBarrierId(OpBuilder &b, Location loc, BarrierKind kind,
-                     int64_t consumers, Value consumer) {
+} // namespace
+
+Value fa3::hopper::namedBarrierId(OpBuilder &b, Location loc, BarrierKind kind,
+                                  int64_t consumers, Value consumer) {
   Value base = i32Const(b, loc, namedBarrierBase(kind, consumers));
   return arith::AddIOp::create(b, loc, consumer, base);
 }
+
+namespace {
 
 /// A named barrier: its hardware id and thread count, then bar.sync or
 /// bar.arrive.
@@ -158,13 +160,15 @@ struct ConvertHopperToNVVMPass
     populateFragmentToNVVMPatterns(converter, patterns);
     populateRingToNVVMPatterns(converter, patterns);
     populateSchedulerToNVVMPatterns(patterns);
+    populateEpilogueToNVVMPatterns(converter, patterns);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns)))) {
       signalPassFailure();
       return;
     }
     // Casts between a fragment and its registers that cancel out (those
-    // the conversion made, and the kernel's own until its epilogue is ops).
+    // the conversion made, and the kernel's own until its mainloop yields
+    // fragments).
     SmallVector<UnrealizedConversionCastOp> casts;
     getOperation()->walk(
         [&](UnrealizedConversionCastOp c) { casts.push_back(c); });

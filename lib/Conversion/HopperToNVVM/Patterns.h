@@ -7,6 +7,8 @@
 #ifndef FA3_LIB_CONVERSION_HOPPERTONVVM_PATTERNS_H
 #define FA3_LIB_CONVERSION_HOPPERTONVVM_PATTERNS_H
 
+#include "fa3/Dialect/Hopper/IR/HopperDialect.h"
+
 #include "mlir/Transforms/DialectConversion.h"
 
 namespace fa3::hopper {
@@ -37,6 +39,36 @@ void populateRingToNVVMPatterns(mlir::TypeConverter &converter,
 
 /// The tile scheduler's arithmetic (SchedulerToNVVM.cpp).
 void populateSchedulerToNVVMPatterns(mlir::RewritePatternSet &patterns);
+
+/// The epilogue: 1 / l and the LSE, the O and LSE stores
+/// (EpilogueToNVVM.cpp).
+void populateEpilogueToNVVMPatterns(const mlir::TypeConverter &converter,
+                                    mlir::RewritePatternSet &patterns);
+
+// Helpers the patterns share (FragmentToNVVM.cpp, HopperToNVVM.cpp).
+
+/// The registers of a converted fragment (its struct's fields, in order).
+llvm::SmallVector<mlir::Value> unpack(mlir::OpBuilder &b, mlir::Location loc,
+                                      mlir::Value regs);
+/// Registers back into a fragment's struct.
+mlir::Value pack(mlir::OpBuilder &b, mlir::Location loc,
+                 mlir::Type structType, mlir::ValueRange regs);
+
+/// The thread's place in its warpgroup's fragment, from tid.x: its index in
+/// the warpgroup (ltid), warp and lane, its lane in the row's quad
+/// (lane % 4), the row of its first register (16 warp + lane / 4; the
+/// second is 8 below) and its first column (2 (lane % 4)).
+struct ThreadPlace {
+  mlir::Value ltid, warp, lane, quadLane, row, colbase;
+};
+ThreadPlace threadPlace(mlir::OpBuilder &b, mlir::Location loc);
+
+/// The hardware id of consumer `consumer`'s named barrier of `kind`: the
+/// kind's base (the dialect's assignment) plus the consumer index.
+mlir::Value namedBarrierId(mlir::OpBuilder &b, mlir::Location loc,
+                           BarrierKind kind, int64_t consumers,
+                           mlir::Value consumer);
+
 } // namespace fa3::hopper
 
 #endif

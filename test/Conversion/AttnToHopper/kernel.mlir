@@ -3,6 +3,7 @@
 // schedule and mask helpers built from attn.kv_range / the shared visibility
 // test, the launch facts, and that the host function is replaced.
 // RUN: fa3-opt %s --attn-hopper-config="block-m=128 persistent=off" --attn-tile --convert-attn-to-hopper --hopper-pingpong | FileCheck %s
+// RUN: fa3-opt %s --attn-hopper-config="block-m=128 persistent=off" --attn-tile --convert-attn-to-hopper --hopper-pingpong --convert-hopper-to-nvvm | FileCheck %s --check-prefix=LOWER
 
 // CHECK: module attributes {gpu.container_module}
 // CHECK-NOT: func.func @attn(
@@ -125,25 +126,47 @@
 // CHECK: hopper.ring.consumer_wait %[[VR]][%[[LASTV:.*]]] :
 // CHECK: hopper.wgmma.wait 0
 // CHECK: hopper.ring.consumer_release %[[VR]][%[[LASTV]]]
-// Epilogue: O / l staged in shared memory by stmatrix (8 per thread at head
-// dim 128: 16 columns each), made visible to the async proxy, then one thread
-// per warpgroup stores the warpgroup's rows by TMA (one box per 64 columns).
-// CHECK-COUNT-8: nvvm.stmatrix {{.*}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<row>, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>}
-// CHECK-NOT: nvvm.stmatrix
-// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
-// CHECK: hopper.named_barrier.sync epilogue[%[[CW]]] of 2 threads 128
-// CHECK: nvvm.cp.async.bulk.tensor.global.shared.cta %[[TMO]], %{{.*}}, box[%c0_i32,
-// CHECK: nvvm.cp.async.bulk.tensor.global.shared.cta %[[TMO]], %{{.*}}, box[%c64_i32,
-// CHECK: nvvm.cp.async.bulk.commit.group
-// CHECK-NOT: llvm.store {{.*}} vector<2xbf16>
-// LSE = (m + log2 l) ln 2.
-// CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
+// Epilogue, as hopper ops on the fragments: 1 / l and LSE = (m + log2 l) ln 2
+// of the rows, O / l stored by TMA through the staging buffer after the K/V
+// ring (one tile per CTA: no wait for a previous store, no drain), the LSE
+// of the warpgroup's rows m0 + 64 c ...
+// CHECK: %[[INV:.*]], %[[LSE:.*]] = hopper.finalize_rows %{{.*}}, %{{.*}} : !hopper.frag<64xf32>
+// CHECK: %[[WGROWS:.*]] = arith.muli %[[CW]], %c64_i32 : i32
+// CHECK: %[[ROW0:.*]] = arith.addi %[[M0:.*]], %[[WGROWS]] : i32
+// CHECK: hopper.store_o_tma %{{.*}}, %[[INV]] to %[[TMO]] tile(%[[M0]], %[[HEAD:.*]], %[[BATCH:.*]]) staging %{{.*}}[163840] consumer[%[[CW]]] of 2 : !hopper.frag<64x128xf32> as bf16
+// CHECK-NEXT: hopper.store_lse %[[LSE]] to %{{.*}} rows %[[ROW0]] head %[[HEAD]] batch %[[BATCH]] heads %{{.*}} bound %{{.*}} : !hopper.frag<64xf32>
+// CHECK-NOT: hopper.store_o_direct
 // The CTA's shared memory outlives the store's reads.
 // CHECK: nvvm.cp.async.bulk.wait_group 0 {read}
 // Consumer 0 takes the last turn consumer 1 handed over (barriers balanced),
 // after its epilogue.
 // CHECK: hopper.named_barrier.sync turn[%[[ZERO]]] of 2 threads 256
 // CHECK: gpu.return
+
+// Lowered: the quad's sums, 1 / l by rcp.approx, LSE = (m + log2 l) ln 2;
+// O / l staged in shared memory by stmatrix (8 per thread at head dim 128:
+// 16 columns each), made visible to the async proxy, the warpgroup's
+// epilogue barrier (3 + c), then one thread per warpgroup stores the
+// warpgroup's rows by TMA (one box per 64 columns); LSE by plain stores.
+// LOWER: gpu.func @attn_kernel(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %[[TMO:.*]]: !llvm.ptr,
+// LOWER: nvvm.setmaxregister increase 240
+// LOWER: llvm.call_intrinsic "llvm.nvvm.rcp.approx.ftz.f"
+// LOWER: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
+// LOWER-COUNT-8: nvvm.stmatrix {{.*}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<row>, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>}
+// LOWER-NOT: nvvm.stmatrix
+// LOWER: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// LOWER-NEXT: %[[C3:.*]] = arith.constant 3 : i32
+// LOWER-NEXT: %[[EPI:.*]] = arith.addi %{{.*}}, %[[C3]] : i32
+// LOWER-NEXT: %[[N128:.*]] = arith.constant 128 : i32
+// LOWER-NEXT: nvvm.barrier id = %[[EPI]] number_of_threads = %[[N128]]
+// LOWER: nvvm.cp.async.bulk.tensor.global.shared.cta %[[TMO]], %{{.*}}, box[%c0_i32{{.*}}, 
+// LOWER: nvvm.cp.async.bulk.tensor.global.shared.cta %[[TMO]], %{{.*}}, box[%c64_i32{{.*}}, 
+// LOWER: nvvm.cp.async.bulk.commit.group
+// LOWER-NOT: llvm.store {{.*}} vector<2xbf16>
+// LOWER: llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr<1>
+// LOWER: llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr<1>
+// LOWER: nvvm.cp.async.bulk.wait_group 0 {read}
+// LOWER: gpu.return
 func.func @attn(%q: memref<?x4x?x128xbf16>, %k: memref<?x2x?x128xbf16>, %v: memref<?x2x?x128xbf16>,
                 %o: memref<?x4x?x128xbf16>) {
   attn.flash_attention ins(%q, %k, %v : memref<?x4x?x128xbf16>, memref<?x2x?x128xbf16>, memref<?x2x?x128xbf16>)

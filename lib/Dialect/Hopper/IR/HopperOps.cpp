@@ -48,10 +48,10 @@ int64_t fa3::hopper::namedBarrierBase(BarrierKind kind, int64_t consumers) {
   llvm_unreachable("unknown barrier kind");
 }
 
-namespace {
 /// A constant consumer index must name one of the consumer warpgroups (its
 /// barrier id would be another's, or past the 16 the hardware has).
-LogicalResult verifyConsumer(Operation *op, Value consumer, int64_t consumers) {
+LogicalResult fa3::hopper::verifyConsumerIndex(Operation *op, Value consumer,
+                                               int64_t consumers) {
   APInt c;
   if (matchPattern(consumer, m_ConstantInt(&c)) &&
       (c.isNegative() || c.getSExtValue() >= consumers))
@@ -60,6 +60,8 @@ LogicalResult verifyConsumer(Operation *op, Value consumer, int64_t consumers) {
            << " consumer warpgroups";
   return success();
 }
+
+namespace {
 
 /// Checks what the named-barrier ops share: the turns are between two
 /// consumers, bar.sync counts whole warps, and the consumer exists.
@@ -73,14 +75,14 @@ LogicalResult verifyNamedBarrier(Op op) {
   if (op.getThreads() % 32 != 0)
     return op.emitOpError("threads must be a multiple of 32 (whole warps), got ")
            << op.getThreads();
-  return verifyConsumer(op, op.getConsumer(), consumers);
+  return verifyConsumerIndex(op, op.getConsumer(), consumers);
 }
 } // namespace
 
 LogicalResult NamedBarrierSyncOp::verify() { return verifyNamedBarrier(*this); }
 LogicalResult NamedBarrierArriveOp::verify() { return verifyNamedBarrier(*this); }
 LogicalResult WarpgroupAnyOp::verify() {
-  return verifyConsumer(*this, getConsumer(), getConsumers());
+  return verifyConsumerIndex(*this, getConsumer(), getConsumers());
 }
 
 //===----------------------------------------------------------------------===//

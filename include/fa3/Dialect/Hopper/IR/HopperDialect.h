@@ -31,6 +31,13 @@ namespace fa3::hopper {
 /// barrier of `kind` when the CTA has `consumers` consumer warpgroups: the
 /// one assignment of ids (HopperOps.td, named barriers).
 int64_t namedBarrierBase(BarrierKind kind, int64_t consumers);
+
+/// Refuses a constant consumer index that names none of the `consumers`
+/// consumer warpgroups (its barrier id would be another's, or past the 16
+/// the hardware has); a dynamic index is left to the kernel.
+mlir::LogicalResult verifyConsumerIndex(mlir::Operation *op,
+                                        mlir::Value consumer,
+                                        int64_t consumers);
 } // namespace fa3::hopper
 
 #endif

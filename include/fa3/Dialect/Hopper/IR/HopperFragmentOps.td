@@ -47,9 +47,13 @@ def Hopper_FragmentType : TypeDef<Hopper_Dialect, "Fragment"> {
 def Hopper_Tile : Type<CPred<"::llvm::isa<::fa3::hopper::FragmentType>($_self) && "
                              "!::llvm::cast<::fa3::hopper::FragmentType>($_self).isRowVector()">,
                        "a 64xN register fragment", "::fa3::hopper::FragmentType">;
+// There is one row vector type, !hopper.frag<64xf32>: buildable, so that an
+// op's syntax may spell only its tile's type.
 def Hopper_Rows : Type<CPred<"::llvm::isa<::fa3::hopper::FragmentType>($_self) && "
                              "::llvm::cast<::fa3::hopper::FragmentType>($_self).isRowVector()">,
-                       "a row vector fragment (64 x f32)", "::fa3::hopper::FragmentType">;
+                       "a row vector fragment (64 x f32)", "::fa3::hopper::FragmentType">,
+                  BuildableType<"::fa3::hopper::FragmentType::get($_builder.getContext(), "
+                                "::llvm::ArrayRef<int64_t>{64}, $_builder.getF32Type())">;
 
 //===----------------------------------------------------------------------===//
 // Warpgroup MMA
@@ -172,7 +176,9 @@ def Hopper_MaskOp : Hopper_Op<"mask", [Pure, AllTypesMatch<["scores", "result"]>
   let hasVerifier = 1;
 }
 
-def Hopper_SoftmaxStepOp : Hopper_Op<"softmax_step", [Pure, AttrSizedOperandSegments]> {
+// Not Pure: its row reductions shuffle across the quad's lanes, so no pass
+// may move it into control flow that the four threads do not share.
+def Hopper_SoftmaxStepOp : Hopper_Op<"softmax_step", [AttrSizedOperandSegments]> {
   let summary = "one online-softmax step on a score fragment";
   let description = [{
     For each row of the tile: the row max of the scores (a register tree,

@@ -30,10 +30,11 @@ def Hopper_Dialect : Dialect {
     warpgroup-wide vote on them; register fragments (`!hopper.frag`: a
     warpgroup's tile in the wgmma accumulator layout, one SSA value until
     the final conversion) and the math on them: warpgroup MMA, the online
-    softmax step, the row rescale;
-    the shared-memory pipeline ring between
-    producer and consumers (a type with its static facts, the mbarrier
-    protocol as ops) and the TMA loads into it.
+    softmax step, the row rescale, and the tile's epilogue (1 / l and the
+    log-sum-exp, the O and LSE stores); the shared-memory pipeline ring
+    between producer and consumers (a type with its static facts, the
+    mbarrier protocol as ops) and the TMA loads into it; the tile
+    scheduler's arithmetic.
   }];
   let useDefaultAttributePrinterParser = 1;
   let useDefaultTypePrinterParser = 1;
@@ -158,5 +159,6 @@ def Hopper_WarpSpecializeOp : Hopper_Op<"warp_specialize", [
 include "fa3/Dialect/Hopper/IR/HopperFragmentOps.td"
 include "fa3/Dialect/Hopper/IR/HopperRingOps.td"
 include "fa3/Dialect/Hopper/IR/HopperSchedulerOps.td"
+include "fa3/Dialect/Hopper/IR/HopperEpilogueOps.td"
 
 #endif // FA3_HOPPER_OPS

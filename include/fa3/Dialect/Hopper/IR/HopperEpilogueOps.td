@@ -1,0 +1,182 @@
+//===- HopperEpilogueOps.td - a tile's epilogue on fragments -*- tablegen -*-===//
+//
+// After a tile's last kv block, each consumer warpgroup turns its row
+// state (m, l) and its O accumulator, all register fragments, into the
+// kernel's outputs: O / l rounded to the output type, and the row's
+// log-sum-exp. These ops take the fragments whole; convert-hopper-to-nvvm
+// unrolls them into the thread's registers (EpilogueToNVVM.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA3_HOPPER_EPILOGUE_OPS
+#define FA3_HOPPER_EPILOGUE_OPS
+
+// Pointers of the LLVM dialect by address space (the kernel's parameters
+// and its shared memory). Written here rather than taken from
+// LLVMOpBase.td: including that file would put the LLVM dialect's enums
+// into this dialect's generated enum declarations. Buildable, so that the
+// ops' syntax need not spell them.
+class Hopper_LLVMPointer<int addressSpace, string what>
+    : Type<CPred<"::llvm::isa<::mlir::LLVM::LLVMPointerType>($_self) && "
+                 "::llvm::cast<::mlir::LLVM::LLVMPointerType>($_self)"
+                 ".getAddressSpace() == " # addressSpace>,
+           what # " (!llvm.ptr<" # addressSpace # ">)",
+           "::mlir::LLVM::LLVMPointerType">,
+      BuildableType<"::mlir::LLVM::LLVMPointerType::get($_builder.getContext(), "
+                    # addressSpace # ")">;
+def Hopper_GlobalPtr : Hopper_LLVMPointer<1, "a global-memory pointer">;
+def Hopper_SharedPtr : Hopper_LLVMPointer<3, "a shared-memory pointer">;
+def Hopper_GenericPtr : Hopper_LLVMPointer<0, "a generic pointer">;
+
+// Not Pure: the quad's sums are shuffles across lanes (see softmax_step).
+def Hopper_FinalizeRowsOp : Hopper_Op<"finalize_rows", [
+    AllTypesMatch<["m", "l", "inv", "lse"]>]> {
+  let summary = "a tile's row sums completed: 1 / l and the log-sum-exp";
+  let description = [{
+    `m` is each row's running max and `l` the thread's partial row sum (of
+    its own columns: `hopper.softmax_step`'s l), both in the log2 domain of
+    the softmax. The quad's four partial sums are added (shuffles across
+    lanes 1 and 2 apart: the four threads of a row are adjacent lanes),
+    then per row
+
+      inv = l == 0 ? 0    : 1 / l                   (rcp.approx.ftz)
+      lse = l == 0 ? -inf : (m + log2 l) * ln 2     (lg2.approx)
+
+    A row with no visible key has l = 0: its output is 0 and its LSE -inf.
+    The reciprocal is rcp.approx (1 ulp) rather than a correctly rounded
+    division: O / l is rounded to 16 bits right after, and div.rn is a long
+    sequence on each tile's serial epilogue. The LSE is in natural-log
+    units (attn.flash_attention's lse).
+
+    ```mlir
+    %inv, %lse = hopper.finalize_rows %m, %l : !hopper.frag<64xf32>
+    ```
+  }];
+  let arguments = (ins Hopper_Rows:$m, Hopper_Rows:$l);
+  let results = (outs Hopper_Rows:$inv, Hopper_Rows:$lse);
+  let assemblyFormat = "$m `,` $l attr-dict `:` qualified(type($m))";
+}
+
+def Hopper_StoreLseOp : Hopper_Op<"store_lse"> {
+  let summary = "the log-sum-exp of a warpgroup's rows, to [B, Hq, Sq] f32";
+  let description = [{
+    Writes `lse` (one value per row, `hopper.finalize_rows`) to the f32
+    tensor at `ptr`, contiguous [batch][heads][bound]: row r of the tile
+    goes to element (batch * heads + head) * bound + row0 + r. `row0` is
+    the warpgroup's first row (the tile's m0 + 64 x consumer). Of each
+    row's quad, only the thread holding columns 0 and 1 (lane % 4 == 0)
+    stores; rows at or past `bound` (Sq) are skipped, and nothing is stored
+    when `ptr` is null (the caller asked for no LSE).
+
+    ```mlir
+    hopper.store_lse %lse to %LSE rows %row0 head %h batch %b heads %Hq bound %Sq : !hopper.frag<64xf32>
+    ```
+  }];
+  let arguments = (ins Hopper_Rows:$lse, Hopper_GlobalPtr:$ptr, I32:$row0,
+                       I32:$head, I32:$batch, I32:$heads, I32:$bound);
+  let assemblyFormat = [{
+    $lse `to` $ptr `rows` $row0 `head` $head `batch` $batch `heads` $heads
+    `bound` $bound attr-dict `:` qualified(type($lse))
+  }];
+}
+
+def Hopper_StoreODirectOp : Hopper_Op<"store_o_direct"> {
+  let summary = "O / l from the fragment to global memory, 4-byte stores";
+  let description = [{
+    Each thread multiplies its registers of row i by `inv` (1 / l of the
+    row, `hopper.finalize_rows`), rounds each pair of adjacent columns to
+    `out_type` (bf16 or f16) and stores the pair (4 bytes) at element
+
+      batch * strides[0] + row * strides[1] + head * strides[2] + column
+
+    of `ptr`, for rows row0 + 0 .. 63 below `bound` (Sq). The strides are
+    in elements, the caller's (BSHD or BHSD); the column stride is 1.
+    `row0` is the warpgroup's first row (the tile's m0 + 64 x consumer).
+    No shared memory and no synchronisation: the kernel's `tma-store=false`
+    (measured 4-17 % slower than `hopper.store_o_tma` at 512-2k).
+
+    ```mlir
+    hopper.store_o_direct %o, %inv to %O strides(%sB, %sS, %sH) rows %row0 head %h batch %b bound %Sq
+        : !hopper.frag<64x128xf32> as bf16
+    ```
+  }];
+  let arguments = (ins Hopper_Tile:$o, Hopper_Rows:$inv, Hopper_GlobalPtr:$ptr,
+                       I64:$stride_batch, I64:$stride_row, I64:$stride_head,
+                       I32:$row0, I32:$head, I32:$batch, I32:$bound,
+                       TypeAttr:$out_type);
+  let assemblyFormat = [{
+    $o `,` $inv `to` $ptr `strides` `(` $stride_batch `,` $stride_row `,`
+    $stride_head `)` `rows` $row0 `head` $head `batch` $batch `bound` $bound
+    attr-dict `:` qualified(type($o)) `as` $out_type
+  }];
+  let hasVerifier = 1;
+}
+
+def Hopper_StoreOTmaOp : Hopper_Op<"store_o_tma"> {
+  let summary = "O / l through shared memory and a TMA store, one per warpgroup";
+  let description = [{
+    Consumer warpgroup `consumer` (of `consumers`) stages its 64 rows of
+    O / l (`inv` = 1 / l per row), rounded to `out_type`, in shared memory
+    and one of its threads stores them by TMA through the tensor map `map`
+    (4-D, coordinates (column, head, row, batch), boxes of 64 columns x 64
+    rows, 128B swizzle):
+
+    - The staging buffer, at byte `staging_offset` of the CTA's shared
+      memory `smem` (1024-aligned: 128B swizzle atoms), holds every
+      warpgroup's rows in the layout of the TMA boxes: [D / 64 boxes]
+      [64 x consumers rows][128 bytes], this warpgroup's rows at
+      64 x consumer. In a box row, 16-byte unit u of row r sits at unit
+      u ^ (r % 8) (128B swizzle), which also makes the warps' writes
+      bank-conflict free.
+    - The registers go there by `stmatrix` (.x4, 8x8 b16 matrices): the
+      accumulator's n8 blocks k, k + 1 of a warp's 16 rows are exactly the
+      four matrices of one stmatrix, so each thread writes its own
+      registers without a shuffle.
+    - fence.proxy.async (the generic-proxy writes become visible to the
+      TMA unit, the async proxy), the warpgroup's `epilogue` named barrier
+      (`hopper.named_barrier.sync epilogue[consumer]`, 128 threads), then
+      the leader (thread 0 of the warpgroup) issues one TMA store per box
+      and commits them as a bulk group: one thread, because a TMA store
+      moves the whole box. Rows past the tensor's end (Sq) are clipped by
+      the TMA unit. The box is at (0 .. D - 64, head, m0 + 64 x consumer,
+      batch); `m0` is the tile's first row.
+
+    Two flags for a persistent kernel, whose next tile reuses the buffer:
+
+    - `wait_previous`: before staging, the leader waits until the previous
+      tile's O store has read the buffer (cp.async.bulk.wait_group.read 0),
+      then the warpgroup syncs on its epilogue barrier. For a buffer of
+      O's own, whose previous store may still be in flight.
+    - `drain`: after committing, the leader waits until this store has
+      read the buffer, then the warpgroup syncs on its epilogue barrier:
+      when any thread of the warpgroup is past the op, the buffer is free.
+      For O staged in a buffer that is needed again right away (Q's, which
+      the caller then releases to the producer).
+
+    Without either, the buffer must not be rewritten before the bulk group
+    has been read: the caller waits (cp.async.bulk.wait_group.read) before
+    the CTA exits or reuses it.
+
+    ```mlir
+    hopper.store_o_tma %o, %inv to %mapO tile(%m0, %head, %batch) staging %smem[81920]
+        consumer[%cw] of 2 wait_previous : !hopper.frag<64x128xf32> as bf16
+    ```
+  }];
+  let arguments = (ins Hopper_Tile:$o, Hopper_Rows:$inv, Hopper_GenericPtr:$map,
+                       I32:$m0, I32:$head, I32:$batch,
+                       Hopper_SharedPtr:$smem, I64Attr:$staging_offset,
+                       I32:$consumer,
+                       ConfinedAttr<I64Attr, [IntMinValue<1>, IntMaxValue<3>]>:$consumers,
+                       UnitAttr:$wait_previous, UnitAttr:$drain,
+                       TypeAttr:$out_type);
+  let assemblyFormat = [{
+    $o `,` $inv `to` $map `tile` `(` $m0 `,` $head `,` $batch `)`
+    `staging` $smem `[` $staging_offset `]`
+    `consumer` `[` $consumer `]` `of` $consumers
+    (`wait_previous` $wait_previous^)? (`drain` $drain^)?
+    attr-dict `:` qualified(type($o)) `as` $out_type
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // FA3_HOPPER_EPILOGUE_OPS

@@ -1,0 +1,395 @@
+//===- EpilogueToNVVM.cpp - a tile's epilogue on the thread's registers ---===//
+//
+// The epilogue ops (HopperEpilogueOps.td) on the struct of a thread's
+// registers (Patterns.h): the quad's row sums, 1 / l and the LSE, the LSE
+// store, and O / l stored straight from the registers or staged by
+// stmatrix for a TMA store. The arithmetic and the order of the PTX are
+// the kernel's as validated on an H200 (docs/hopper-prototype-notes.md).
+//
+// (Each IR-building call stands in a statement of its own: the order of
+// function arguments is unspecified, and GCC and clang differ, so the
+// kernels would differ between the two builds.)
+//
+//===----------------------------------------------------------------------===//
+
+#include "Patterns.h"
+#include "fa3/Dialect/Hopper/IR/HopperDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace fa3::hopper;
+
+namespace {
+constexpr double kLn2 = 0.6931471805599453;
+constexpr int64_t kSwizzleBytes = 128; // 128B swizzle: a box row is 128 bytes
+constexpr int64_t kBoxCols = 64;       // 16-bit columns of a TMA box row
+constexpr int64_t kWarpgroup = 128;    // threads
+
+Value i32Const(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIntOp::create(b, loc, v, 32);
+}
+Value i64Const(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIntOp::create(b, loc, v, 64);
+}
+Value f32Const(OpBuilder &b, Location loc, double v) {
+  return arith::ConstantFloatOp::create(b, loc, b.getF32Type(),
+                                        APFloat(static_cast<float>(v)));
+}
+
+/// An f32 -> f32 NVVM intrinsic (approximate math without libdevice).
+Value intrinsic(OpBuilder &b, Location loc, StringRef name, Value x) {
+  return LLVM::CallIntrinsicOp::create(b, loc, b.getF32Type(),
+                                       b.getStringAttr(name), ValueRange{x})
+      .getResult(0);
+}
+
+/// The thread's two rows: row0 + 16 warp + lane / 4, and 8 below it.
+std::array<Value, 2> threadRows(OpBuilder &b, Location loc, Value row0,
+                                const ThreadPlace &tp) {
+  Value first = arith::AddIOp::create(b, loc, row0, tp.row);
+  Value eight = i32Const(b, loc, 8);
+  Value second = arith::AddIOp::create(b, loc, first, eight);
+  return {first, second};
+}
+
+/// Register `idx` of a converted f32 fragment.
+Value reg(OpBuilder &b, Location loc, Value regs, int64_t idx) {
+  return LLVM::ExtractValueOp::create(b, loc, regs, idx);
+}
+
+/// O / l of registers `idx` and `idx + 1` (columns e = 0, 1 of one row)
+/// rounded to a pair of 16-bit floats.
+Value roundedPair(OpBuilder &b, Location loc, Value o, int64_t idx, Value inv,
+                  Type et) {
+  Value lo = reg(b, loc, o, idx);
+  lo = arith::MulFOp::create(b, loc, lo, inv);
+  Value hi = reg(b, loc, o, idx + 1);
+  hi = arith::MulFOp::create(b, loc, hi, inv);
+  auto v2f32 = VectorType::get({2}, b.getF32Type());
+  Value v = vector::FromElementsOp::create(b, loc, v2f32, ValueRange{lo, hi});
+  return arith::TruncFOp::create(b, loc, VectorType::get({2}, et), v);
+}
+
+/// A new scf.if on `cond` (no results, no else); the builder's insertion
+/// point moves into its then-block (callers hold an InsertionGuard).
+void openIf(OpBuilder &b, Location loc, Value cond) {
+  auto ifOp = scf::IfOp::create(b, loc, TypeRange{}, cond,
+                                /*withElseRegion=*/false);
+  b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+}
+
+/// bar.sync on consumer `consumer`'s epilogue barrier, 128 threads: the
+/// lowering of `hopper.named_barrier.sync epilogue[consumer]`.
+void epilogueBarrier(OpBuilder &b, Location loc, int64_t consumers,
+                     Value consumer) {
+  Value id = namedBarrierId(b, loc, BarrierKind::epilogue, consumers, consumer);
+  Value n = i32Const(b, loc, kWarpgroup);
+  NVVM::BarrierOp::create(b, loc, Type(), id, n, NVVM::BarrierReductionAttr(),
+                          Value());
+}
+
+/// cp.async.bulk.wait_group.read 0: the bulk stores this thread committed
+/// have read their shared-memory source.
+void waitBulkReads(OpBuilder &b, Location loc) {
+  NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, b.getUnitAttr());
+}
+
+//===----------------------------------------------------------------------===//
+// 1 / l and the LSE
+//===----------------------------------------------------------------------===//
+
+/// Per row: the quad's partial sums added (the row's four threads are
+/// adjacent lanes: butterflies 1 and 2), then 1 / l by rcp.approx.ftz and
+/// (m + lg2.approx l) ln 2, with l == 0 (no visible key) giving 0 and -inf.
+struct FinalizeRowsLowering : OpConversionPattern<FinalizeRowsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(FinalizeRowsOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Type f32 = rewriter.getF32Type();
+    SmallVector<Value> m = unpack(rewriter, loc, adaptor.getM());
+    SmallVector<Value> l = unpack(rewriter, loc, adaptor.getL());
+    for (Value &v : l)
+      for (int64_t off : {1, 2}) {
+        Value all = i32Const(rewriter, loc, -1);
+        Value offset = i32Const(rewriter, loc, off);
+        Value clamp = i32Const(rewriter, loc, 31);
+        Value other = NVVM::ShflOp::create(rewriter, loc, f32, all, v, offset,
+                                           clamp, NVVM::ShflKind::bfly,
+                                           UnitAttr());
+        v = arith::AddFOp::create(rewriter, loc, v, other);
+      }
+    Value zero = f32Const(rewriter, loc, 0.0);
+    SmallVector<Value, 2> empty, inv, lse;
+    for (Value v : l) {
+      empty.push_back(arith::CmpFOp::create(
+          rewriter, loc, arith::CmpFPredicate::OEQ, v, zero));
+      // rcp.approx (1 ulp) rather than a correctly rounded division: the
+      // quotient is rounded to 16 bits right after, and div.rn is a long
+      // sequence on each tile's serial epilogue.
+      Value r = intrinsic(rewriter, loc, "llvm.nvvm.rcp.approx.ftz.f", v);
+      inv.push_back(arith::SelectOp::create(rewriter, loc, empty.back(), zero, r));
+    }
+    Value ln2 = f32Const(rewriter, loc, kLn2);
+    Value ninf = f32Const(rewriter, loc, -std::numeric_limits<double>::infinity());
+    for (int64_t i = 0; i < 2; ++i) {
+      // The log2 domain of the softmax back to natural-log units.
+      Value lg = intrinsic(rewriter, loc, "llvm.nvvm.lg2.approx.f", l[i]);
+      Value s = arith::AddFOp::create(rewriter, loc, m[i], lg);
+      s = arith::MulFOp::create(rewriter, loc, s, ln2);
+      lse.push_back(arith::SelectOp::create(rewriter, loc, empty[i], ninf, s));
+    }
+    Type rowsT = adaptor.getM().getType();
+    Value invRegs = pack(rewriter, loc, rowsT, inv);
+    Value lseRegs = pack(rewriter, loc, rowsT, lse);
+    rewriter.replaceOp(op, ValueRange{invRegs, lseRegs});
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// The stores
+//===----------------------------------------------------------------------===//
+
+/// One f32 store per row of the thread, from the lane holding the row's
+/// columns 0 and 1 (after finalize_rows' butterflies every thread of the
+/// quad has the row's value; one of them writes it), for rows below the
+/// bound and a non-null LSE pointer.
+struct StoreLseLowering : OpConversionPattern<StoreLseOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(StoreLseOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value ptr = adaptor.getPtr();
+    auto ptrT = cast<LLVM::LLVMPointerType>(ptr.getType());
+    Type i64 = rewriter.getI64Type();
+    ThreadPlace tp = threadPlace(rewriter, loc);
+    SmallVector<Value> lse = unpack(rewriter, loc, adaptor.getLse());
+    std::array<Value, 2> rows = threadRows(rewriter, loc, adaptor.getRow0(), tp);
+    Value null = LLVM::ZeroOp::create(rewriter, loc, ptrT);
+    Value hasLse = LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::ne,
+                                        ptr, null);
+    Value c0 = i32Const(rewriter, loc, 0);
+    Value first = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                                        tp.quadLane, c0);
+    Value writer = arith::AndIOp::create(rewriter, loc, first, hasLse);
+    for (int64_t i = 0; i < 2; ++i) {
+      Value inBounds = arith::CmpIOp::create(
+          rewriter, loc, arith::CmpIPredicate::slt, rows[i], adaptor.getBound());
+      Value valid = arith::AndIOp::create(rewriter, loc, writer, inBounds);
+      OpBuilder::InsertionGuard guard(rewriter);
+      openIf(rewriter, loc, valid);
+      // byte offset ((batch * heads + head) * bound + row) * 4
+      Value u = arith::MulIOp::create(rewriter, loc, adaptor.getBatch(),
+                                      adaptor.getHeads());
+      u = arith::AddIOp::create(rewriter, loc, u, adaptor.getHead());
+      Value u64 = arith::ExtUIOp::create(rewriter, loc, i64, u);
+      Value sq64 = arith::ExtUIOp::create(rewriter, loc, i64, adaptor.getBound());
+      u = arith::MulIOp::create(rewriter, loc, u64, sq64);
+      Value row64 = arith::ExtUIOp::create(rewriter, loc, i64, rows[i]);
+      u = arith::AddIOp::create(rewriter, loc, u, row64);
+      Value four = i64Const(rewriter, loc, 4);
+      u = arith::MulIOp::create(rewriter, loc, u, four);
+      Value p = LLVM::GEPOp::create(rewriter, loc, ptrT, rewriter.getI8Type(),
+                                    ptr, ValueRange{u});
+      LLVM::StoreOp::create(rewriter, loc, lse[i], p);
+    }
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// Per row of the thread (below the bound): the row's address at the
+/// caller's strides, then one 4-byte store per n8 block k (columns
+/// colbase + 8k + {0, 1}).
+struct StoreODirectLowering : OpConversionPattern<StoreODirectOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(StoreODirectOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Type et = op.getOutType();
+    const int64_t elemBytes = et.getIntOrFloatBitWidth() / 8;
+    Value ptr = adaptor.getPtr();
+    auto ptrT = cast<LLVM::LLVMPointerType>(ptr.getType());
+    Type i64 = rewriter.getI64Type();
+    ThreadPlace tp = threadPlace(rewriter, loc);
+    SmallVector<Value> inv = unpack(rewriter, loc, adaptor.getInv());
+    std::array<Value, 2> rows = threadRows(rewriter, loc, adaptor.getRow0(), tp);
+    Value o = adaptor.getO();
+    const int64_t blocks = op.getO().getType().getColumns() / 8;
+    for (int64_t i = 0; i < 2; ++i) {
+      Value inBounds = arith::CmpIOp::create(
+          rewriter, loc, arith::CmpIPredicate::slt, rows[i], adaptor.getBound());
+      OpBuilder::InsertionGuard guard(rewriter);
+      openIf(rewriter, loc, inBounds);
+      // element offset b*sB + row*sS + head*sH + colbase, in bytes
+      Value b64 = arith::ExtSIOp::create(rewriter, loc, i64, adaptor.getBatch());
+      Value t = arith::MulIOp::create(rewriter, loc, b64, adaptor.getStrideBatch());
+      Value r64 = arith::ExtSIOp::create(rewriter, loc, i64, rows[i]);
+      Value rs = arith::MulIOp::create(rewriter, loc, r64, adaptor.getStrideRow());
+      t = arith::AddIOp::create(rewriter, loc, t, rs);
+      Value h64 = arith::ExtSIOp::create(rewriter, loc, i64, adaptor.getHead());
+      Value hs = arith::MulIOp::create(rewriter, loc, h64, adaptor.getStrideHead());
+      t = arith::AddIOp::create(rewriter, loc, t, hs);
+      Value c64 = arith::ExtUIOp::create(rewriter, loc, i64, tp.colbase);
+      t = arith::AddIOp::create(rewriter, loc, t, c64);
+      Value eb = i64Const(rewriter, loc, elemBytes);
+      t = arith::MulIOp::create(rewriter, loc, t, eb);
+      Value prow = LLVM::GEPOp::create(rewriter, loc, ptrT,
+                                       rewriter.getI8Type(), ptr, ValueRange{t});
+      for (int64_t k = 0; k < blocks; ++k) {
+        Value v = roundedPair(rewriter, loc, o, 4 * k + 2 * i, inv[i], et);
+        Value p = prow;
+        if (k)
+          p = LLVM::GEPOp::create(
+              rewriter, loc, ptrT, rewriter.getI8Type(), prow,
+              ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(k * 8 * elemBytes)});
+        LLVM::StoreOp::create(rewriter, loc, v, p, /*alignment=*/4);
+      }
+    }
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// Stage by stmatrix in the TMA box layout, fence, barrier, one thread's
+/// TMA stores (HopperEpilogueOps.td has the why of each step).
+struct StoreOTmaLowering : OpConversionPattern<StoreOTmaOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(StoreOTmaOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    Type et = op.getOutType();
+    Type i8 = rewriter.getI8Type();
+    Value smem = adaptor.getSmem();
+    auto smemT = cast<LLVM::LLVMPointerType>(smem.getType());
+    const int64_t consumers = op.getConsumers();
+    const int64_t blockM = 64 * consumers; // rows of a staged box
+    const int64_t stagingOff = op.getStagingOffset();
+    const int64_t regs = op.getO().getType().getRegisters();
+    const int64_t boxes = op.getO().getType().getColumns() / kBoxCols;
+    Value cw = adaptor.getConsumer();
+    Value o = adaptor.getO();
+    ThreadPlace tp = threadPlace(rewriter, loc);
+    SmallVector<Value> inv = unpack(rewriter, loc, adaptor.getInv());
+    Value c0 = i32Const(rewriter, loc, 0);
+    // The leader: the one thread of the warpgroup that issues its bulk
+    // stores and waits for them (a TMA store moves the whole box).
+    Value leader = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                                         tp.ltid, c0);
+    if (op.getWaitPrevious()) {
+      // The previous tile's O store must have read the buffer.
+      {
+        OpBuilder::InsertionGuard guard(rewriter);
+        openIf(rewriter, loc, leader);
+        waitBulkReads(rewriter, loc);
+      }
+      epilogueBarrier(rewriter, loc, consumers, cw);
+    }
+
+    // stmatrix .x4: lane l gives the address of row l % 8 of matrix l / 8;
+    // matrix j holds rows 8 (j % 2).. of the warp's 16 and columns
+    // 8 (k + j / 2).. -- exactly the accumulator's n8 blocks k, k + 1.
+    Value c8 = i32Const(rewriter, loc, 8);
+    Value mat = arith::DivUIOp::create(rewriter, loc, tp.lane, c8);
+    Value rin = arith::RemUIOp::create(rewriter, loc, tp.lane, c8);
+    Value c1 = i32Const(rewriter, loc, 1);
+    Value half = arith::AndIOp::create(rewriter, loc, mat, c1);
+    Value khi = arith::ShRUIOp::create(rewriter, loc, mat, c1);
+    Value c64 = i32Const(rewriter, loc, 64);
+    Value rowWg = arith::MulIOp::create(rewriter, loc, cw, c64);
+    Value c16 = i32Const(rewriter, loc, 16);
+    Value rowWarp = arith::MulIOp::create(rewriter, loc, tp.warp, c16);
+    Value row = arith::AddIOp::create(rewriter, loc, rowWg, rowWarp);
+    Value halfRow = arith::MulIOp::create(rewriter, loc, half, c8);
+    Value inWarp = arith::AddIOp::create(rewriter, loc, halfRow, rin);
+    row = arith::AddIOp::create(rewriter, loc, row, inWarp);
+    Value rowBytes = i32Const(rewriter, loc, kSwizzleBytes);
+    Value rowByte = arith::MulIOp::create(rewriter, loc, row, rowBytes);
+    Value base = i32Const(rewriter, loc, stagingOff);
+    rowByte = arith::AddIOp::create(rewriter, loc, rowByte, base);
+    auto shape = NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8);
+    // n8 blocks k, k + 1 per stmatrix; box k / 8 (8 blocks of 16 bytes
+    // make a 128-byte row).
+    for (int64_t k = 0; k < regs / 4; k += 2) {
+      int64_t box = k / 8;
+      Value unit = khi;
+      if (k % 8) {
+        Value kc = i32Const(rewriter, loc, k % 8);
+        unit = arith::AddIOp::create(rewriter, loc, khi, kc);
+      }
+      // 128B swizzle: unit u of row r at u ^ (r % 8).
+      unit = arith::XOrIOp::create(rewriter, loc, unit, rin);
+      Value unitBytes = arith::MulIOp::create(rewriter, loc, unit, c16);
+      Value boxOff = i32Const(rewriter, loc, box * blockM * kSwizzleBytes);
+      Value inRow = arith::AddIOp::create(rewriter, loc, unitBytes, boxOff);
+      Value off = arith::AddIOp::create(rewriter, loc, rowByte, inRow);
+      SmallVector<Value, 4> pairs;
+      for (int64_t j = 0; j < 4; ++j) {
+        int64_t i = j % 2, kj = k + j / 2;
+        Value h = roundedPair(rewriter, loc, o, 4 * kj + 2 * i, inv[i], et);
+        pairs.push_back(
+            LLVM::BitcastOp::create(rewriter, loc, rewriter.getI32Type(), h));
+      }
+      Value p = LLVM::GEPOp::create(rewriter, loc, smemT, i8, smem,
+                                    ValueRange{off});
+      NVVM::StMatrixOp::create(rewriter, loc, p, pairs, NVVM::MMALayout::row,
+                               shape, NVVM::LdStMatrixEltType::B16);
+    }
+    // The generic-proxy writes become visible to the TMA (async proxy).
+    NVVM::FenceProxyOp::create(
+        rewriter, loc, NVVM::ProxyKind::async_shared,
+        NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+    epilogueBarrier(rewriter, loc, consumers, cw);
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      openIf(rewriter, loc, leader);
+      // Rows past Sq are clipped by the TMA unit.
+      Value wgRows = arith::MulIOp::create(rewriter, loc, cw, c64);
+      Value orow = arith::AddIOp::create(rewriter, loc, adaptor.getM0(), wgRows);
+      Value wgBytes = i32Const(rewriter, loc, 64 * kSwizzleBytes);
+      Value wgOff = arith::MulIOp::create(rewriter, loc, cw, wgBytes);
+      for (int64_t b = 0; b < boxes; ++b) {
+        Value boxOff =
+            i32Const(rewriter, loc, stagingOff + b * blockM * kSwizzleBytes);
+        Value off = arith::AddIOp::create(rewriter, loc, wgOff, boxOff);
+        Value src = LLVM::GEPOp::create(rewriter, loc, smemT, i8, smem,
+                                        ValueRange{off});
+        Value col = i32Const(rewriter, loc, b * kBoxCols);
+        NVVM::CpAsyncBulkTensorSharedCTAToGlobalOp::create(
+            rewriter, loc, adaptor.getMap(), src,
+            ValueRange{col, adaptor.getHead(), orow, adaptor.getBatch()},
+            /*l2CacheHint=*/Value(), NVVM::TMAStoreMode::TILE,
+            /*predicate=*/Value());
+      }
+      NVVM::CpAsyncBulkCommitGroupOp::create(rewriter, loc);
+      if (op.getDrain())
+        waitBulkReads(rewriter, loc);
+    }
+    // The leader's wait covers the warpgroup only after a barrier: then no
+    // thread of it goes on before the store has read the buffer.
+    if (op.getDrain())
+      epilogueBarrier(rewriter, loc, consumers, cw);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+} // namespace
+
+void fa3::hopper::populateEpilogueToNVVMPatterns(
+    const TypeConverter &converter, RewritePatternSet &patterns) {
+  patterns.add<FinalizeRowsLowering, StoreLseLowering, StoreODirectLowering,
+               StoreOTmaLowering>(converter, patterns.getContext());
+}

@@ -1,0 +1,51 @@
+//===- HopperEpilogue.cpp - a tile's epilogue on fragments ----------------===//
+
+#include "fa3/Dialect/Hopper/IR/HopperDialect.h"
+
+using namespace mlir;
+using namespace fa3::hopper;
+
+namespace {
+/// What both O stores check: an f32 accumulator, stored as 16-bit floats.
+LogicalResult verifyOStore(Operation *op, FragmentType o, Type out) {
+  if (!o.getElementType().isF32())
+    return op->emitOpError("O must be an f32 fragment (the accumulator), got ")
+           << o;
+  if (!out.isBF16() && !out.isF16())
+    return op->emitOpError("O is stored as bf16 or f16, not ") << out;
+  return success();
+}
+} // namespace
+
+LogicalResult StoreODirectOp::verify() {
+  return verifyOStore(*this, getO().getType(), getOutType());
+}
+
+LogicalResult StoreOTmaOp::verify() {
+  FragmentType o = getO().getType();
+  if (failed(verifyOStore(*this, o, getOutType())))
+    return failure();
+  // A TMA box row is 64 16-bit columns: the 128 bytes of the swizzle span.
+  if (o.getColumns() % 64 != 0)
+    return emitOpError("the TMA store writes boxes of 64 columns (128-byte "
+                       "rows): O's width must be a multiple of 64, got ")
+           << o.getColumns();
+  // The 128B swizzle permutes 16-byte units by address bits 7-9: a box
+  // must start on a 1024-byte boundary for the layout stmatrix writes to
+  // be the one the TMA unit reads.
+  int64_t off = getStagingOffset();
+  if (off < 0 || off % 1024 != 0)
+    return emitOpError("the staging buffer must start on a 1024-byte "
+                       "boundary (128B swizzle atoms), got offset ")
+           << off;
+  // [D / 64 boxes][64 x consumers rows][128 bytes] inside the CTA's shared
+  // memory (sm_90: at most 227 KiB of dynamic shared memory a CTA); the
+  // lowering's 32-bit offsets stay far from overflow.
+  constexpr int64_t kMaxSharedBytes = 232448;
+  int64_t bytes = (o.getColumns() / 64) * 64 * getConsumers() * 128;
+  if (off > kMaxSharedBytes - bytes)
+    return emitOpError("the staging buffer (")
+           << bytes << " bytes at offset " << off << ") must lie within the "
+           << kMaxSharedBytes << " bytes of a CTA's shared memory";
+  return verifyConsumerIndex(*this, getConsumer(), getConsumers());
+}

@@ -1,0 +1,141 @@
+// The epilogue ops print and parse back; their verifiers refuse what the
+// stores cannot write.
+// RUN: fa3-opt %s --split-input-file --verify-diagnostics | FileCheck %s
+
+// CHECK-LABEL: func.func @epilogue
+// CHECK: %[[INV:.*]], %[[LSE:.*]] = hopper.finalize_rows %{{.*}}, %{{.*}} : !hopper.frag<64xf32>
+// CHECK: hopper.store_o_tma %{{.*}}, %[[INV]] to %{{.*}} tile(%{{.*}}, %{{.*}}, %{{.*}}) staging %{{.*}}[81920] consumer[%{{.*}}] of 2 wait_previous : !hopper.frag<64x128xf32> as bf16
+// CHECK: hopper.store_o_tma %{{.*}}, %[[INV]] to %{{.*}} tile(%{{.*}}, %{{.*}}, %{{.*}}) staging %{{.*}}[0] consumer[%{{.*}}] of 3 drain : !hopper.frag<64x256xf32> as f16
+// CHECK: hopper.store_o_tma %{{.*}}, %[[INV]] to %{{.*}} tile(%{{.*}}, %{{.*}}, %{{.*}}) staging %{{.*}}[1024] consumer[%{{.*}}] of 1 : !hopper.frag<64x64xf32> as bf16
+// CHECK: hopper.store_o_direct %{{.*}}, %[[INV]] to %{{.*}} strides(%{{.*}}, %{{.*}}, %{{.*}}) rows %{{.*}} head %{{.*}} batch %{{.*}} bound %{{.*}} : !hopper.frag<64x128xf32> as bf16
+// CHECK: hopper.store_o_direct %{{.*}}, %[[INV]] to %{{.*}} strides(%{{.*}}, %{{.*}}, %{{.*}}) rows %{{.*}} head %{{.*}} batch %{{.*}} bound %{{.*}} : !hopper.frag<64x24xf32> as f16
+// CHECK: hopper.store_lse %[[LSE]] to %{{.*}} rows %{{.*}} head %{{.*}} batch %{{.*}} heads %{{.*}} bound %{{.*}} : !hopper.frag<64xf32>
+func.func @epilogue(%m: !hopper.frag<64xf32>, %l: !hopper.frag<64xf32>,
+                    %o: !hopper.frag<64x128xf32>, %o256: !hopper.frag<64x256xf32>,
+                    %o64: !hopper.frag<64x64xf32>, %o24: !hopper.frag<64x24xf32>,
+                    %LSE: !llvm.ptr<1>, %O: !llvm.ptr<1>, %map: !llvm.ptr,
+                    %smem: !llvm.ptr<3>, %row0: i32, %m0: i32, %h: i32, %b: i32,
+                    %Hq: i32, %Sq: i32, %cw: i32, %sB: i64, %sS: i64, %sH: i64) {
+  %inv, %lse = hopper.finalize_rows %m, %l : !hopper.frag<64xf32>
+  hopper.store_o_tma %o, %inv to %map tile(%m0, %h, %b) staging %smem[81920]
+      consumer[%cw] of 2 wait_previous : !hopper.frag<64x128xf32> as bf16
+  hopper.store_o_tma %o256, %inv to %map tile(%m0, %h, %b) staging %smem[0]
+      consumer[%cw] of 3 drain : !hopper.frag<64x256xf32> as f16
+  hopper.store_o_tma %o64, %inv to %map tile(%m0, %h, %b) staging %smem[1024]
+      consumer[%cw] of 1 : !hopper.frag<64x64xf32> as bf16
+  hopper.store_o_direct %o, %inv to %O strides(%sB, %sS, %sH) rows %row0 head %h
+      batch %b bound %Sq : !hopper.frag<64x128xf32> as bf16
+  hopper.store_o_direct %o24, %inv to %O strides(%sB, %sS, %sH) rows %row0 head %h
+      batch %b bound %Sq : !hopper.frag<64x24xf32> as f16
+  hopper.store_lse %lse to %LSE rows %row0 head %h batch %b heads %Hq bound %Sq
+      : !hopper.frag<64xf32>
+  return
+}
+
+// -----
+
+func.func @finalize_tile(%m: !hopper.frag<64x64xf32>, %l: !hopper.frag<64x64xf32>) {
+  // expected-error @below {{operand #0 must be a row vector fragment (64 x f32), but got '!hopper.frag<64x64xf32>'}}
+  %inv, %lse = hopper.finalize_rows %m, %l : !hopper.frag<64x64xf32>
+  return
+}
+
+// -----
+
+func.func @lse_shared(%lse: !hopper.frag<64xf32>, %p: !llvm.ptr<3>, %i: i32) {
+  // expected-error @below {{operand #1 must be a global-memory pointer (!llvm.ptr<1>), but got '!llvm.ptr<3>'}}
+  "hopper.store_lse"(%lse, %p, %i, %i, %i, %i, %i)
+      : (!hopper.frag<64xf32>, !llvm.ptr<3>, i32, i32, i32, i32, i32) -> ()
+  return
+}
+
+// -----
+
+func.func @direct_bf16(%o: !hopper.frag<64x64xbf16>, %inv: !hopper.frag<64xf32>,
+                       %p: !llvm.ptr<1>, %i: i32, %s: i64) {
+  // expected-error @below {{O must be an f32 fragment (the accumulator), got '!hopper.frag<64x64xbf16>'}}
+  hopper.store_o_direct %o, %inv to %p strides(%s, %s, %s) rows %i head %i batch %i
+      bound %i : !hopper.frag<64x64xbf16> as bf16
+  return
+}
+
+// -----
+
+func.func @direct_f32(%o: !hopper.frag<64x64xf32>, %inv: !hopper.frag<64xf32>,
+                      %p: !llvm.ptr<1>, %i: i32, %s: i64) {
+  // expected-error @below {{O is stored as bf16 or f16, not 'f32'}}
+  hopper.store_o_direct %o, %inv to %p strides(%s, %s, %s) rows %i head %i batch %i
+      bound %i : !hopper.frag<64x64xf32> as f32
+  return
+}
+
+// -----
+
+func.func @tma_bf16(%o: !hopper.frag<64x64xbf16>, %inv: !hopper.frag<64xf32>,
+                    %map: !llvm.ptr, %smem: !llvm.ptr<3>, %i: i32) {
+  // expected-error @below {{O must be an f32 fragment (the accumulator), got '!hopper.frag<64x64xbf16>'}}
+  hopper.store_o_tma %o, %inv to %map tile(%i, %i, %i) staging %smem[0]
+      consumer[%i] of 2 : !hopper.frag<64x64xbf16> as bf16
+  return
+}
+
+// -----
+
+func.func @tma_f32(%o: !hopper.frag<64x64xf32>, %inv: !hopper.frag<64xf32>,
+                   %map: !llvm.ptr, %smem: !llvm.ptr<3>, %i: i32) {
+  // expected-error @below {{O is stored as bf16 or f16, not 'f32'}}
+  hopper.store_o_tma %o, %inv to %map tile(%i, %i, %i) staging %smem[0]
+      consumer[%i] of 2 : !hopper.frag<64x64xf32> as f32
+  return
+}
+
+// -----
+
+func.func @tma_width(%o: !hopper.frag<64x96xf32>, %inv: !hopper.frag<64xf32>,
+                     %map: !llvm.ptr, %smem: !llvm.ptr<3>, %i: i32) {
+  // expected-error @below {{the TMA store writes boxes of 64 columns (128-byte rows): O's width must be a multiple of 64, got 96}}
+  hopper.store_o_tma %o, %inv to %map tile(%i, %i, %i) staging %smem[0]
+      consumer[%i] of 2 : !hopper.frag<64x96xf32> as bf16
+  return
+}
+
+// -----
+
+func.func @tma_align(%o: !hopper.frag<64x64xf32>, %inv: !hopper.frag<64xf32>,
+                     %map: !llvm.ptr, %smem: !llvm.ptr<3>, %i: i32) {
+  // expected-error @below {{the staging buffer must start on a 1024-byte boundary (128B swizzle atoms), got offset 512}}
+  hopper.store_o_tma %o, %inv to %map tile(%i, %i, %i) staging %smem[512]
+      consumer[%i] of 2 : !hopper.frag<64x64xf32> as bf16
+  return
+}
+
+// -----
+
+func.func @tma_bounds(%o: !hopper.frag<64x256xf32>, %inv: !hopper.frag<64xf32>,
+                      %map: !llvm.ptr, %smem: !llvm.ptr<3>, %i: i32) {
+  // expected-error @below {{the staging buffer (65536 bytes at offset 196608) must lie within the 232448 bytes of a CTA's shared memory}}
+  hopper.store_o_tma %o, %inv to %map tile(%i, %i, %i) staging %smem[196608]
+      consumer[%i] of 2 : !hopper.frag<64x256xf32> as bf16
+  return
+}
+
+// -----
+
+func.func @tma_consumer(%o: !hopper.frag<64x64xf32>, %inv: !hopper.frag<64xf32>,
+                        %map: !llvm.ptr, %smem: !llvm.ptr<3>, %i: i32) {
+  %c2 = arith.constant 2 : i32
+  // expected-error @below {{consumer 2 is not one of the 2 consumer warpgroups}}
+  hopper.store_o_tma %o, %inv to %map tile(%i, %i, %i) staging %smem[0]
+      consumer[%c2] of 2 : !hopper.frag<64x64xf32> as bf16
+  return
+}
+
+// -----
+
+func.func @tma_consumers(%o: !hopper.frag<64x64xf32>, %inv: !hopper.frag<64xf32>,
+                         %map: !llvm.ptr, %smem: !llvm.ptr<3>, %i: i32) {
+  // expected-error @below {{attribute 'consumers' failed to satisfy constraint: 64-bit signless integer attribute whose minimum value is 1 whose maximum value is 3}}
+  hopper.store_o_tma %o, %inv to %map tile(%i, %i, %i) staging %smem[0]
+      consumer[%i] of 4 : !hopper.frag<64x64xf32> as bf16
+  return
+}
