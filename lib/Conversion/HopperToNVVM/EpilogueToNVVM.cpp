@@ -32,16 +32,6 @@ constexpr int64_t kSwizzleBytes = 128; // 128B swizzle: a box row is 128 bytes
 constexpr int64_t kBoxCols = 64;       // 16-bit columns of a TMA box row
 constexpr int64_t kWarpgroup = 128;    // threads
 
-Value i32Const(OpBuilder &b, Location loc, int64_t v) {
-  return arith::ConstantIntOp::create(b, loc, v, 32);
-}
-Value i64Const(OpBuilder &b, Location loc, int64_t v) {
-  return arith::ConstantIntOp::create(b, loc, v, 64);
-}
-Value f32Const(OpBuilder &b, Location loc, double v) {
-  return arith::ConstantFloatOp::create(b, loc, b.getF32Type(),
-                                        APFloat(static_cast<float>(v)));
-}
 
 /// An f32 -> f32 NVVM intrinsic (approximate math without libdevice).
 Value intrinsic(OpBuilder &b, Location loc, StringRef name, Value x) {

@@ -33,16 +33,6 @@ namespace {
 constexpr int64_t kKStep = 16;        // wgmma K for 16-bit operands
 constexpr int64_t kSwizzleBytes = 128; // 128B swizzle: a box row is 128 bytes
 
-Value i32Const(OpBuilder &b, Location loc, int64_t v) {
-  return arith::ConstantIntOp::create(b, loc, v, 32);
-}
-Value i64Const(OpBuilder &b, Location loc, int64_t v) {
-  return arith::ConstantIntOp::create(b, loc, v, 64);
-}
-Value f32Const(OpBuilder &b, Location loc, double v) {
-  return arith::ConstantFloatOp::create(b, loc, b.getF32Type(),
-                                        APFloat(static_cast<float>(v)));
-}
 
 LLVM::LLVMStructType registersType(FragmentType t) {
   MLIRContext *ctx = t.getContext();
@@ -54,6 +44,28 @@ LLVM::LLVMStructType registersType(FragmentType t) {
 }
 
 } // namespace
+
+Value fa3::hopper::i32Const(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIntOp::create(b, loc, v, 32);
+}
+Value fa3::hopper::i64Const(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIntOp::create(b, loc, v, 64);
+}
+Value fa3::hopper::f32Const(OpBuilder &b, Location loc, double v) {
+  return arith::ConstantFloatOp::create(b, loc, b.getF32Type(),
+                                        APFloat(static_cast<float>(v)));
+}
+
+LLVM::InlineAsmOp fa3::hopper::inlineAsm(OpBuilder &b, Location loc,
+                                         Type result, ValueRange operands,
+                                         StringRef text, StringRef constraints,
+                                         bool sideEffects) {
+  return LLVM::InlineAsmOp::create(
+      b, loc, result, operands, text, constraints, sideEffects,
+      /*is_align_stack=*/false, LLVM::TailCallKind::None,
+      LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
+      /*operand_attrs=*/ArrayAttr());
+}
 
 /// The registers of a converted fragment.
 SmallVector<Value> fa3::hopper::unpack(OpBuilder &b, Location loc, Value regs) {
@@ -79,18 +91,6 @@ namespace {
 /// (register 4k + 2i + e: n8 block k, row i, column e).
 int64_t rowOf(int64_t idx) { return (idx % 4) / 2; }
 
-LLVM::AsmDialectAttr attDialect(MLIRContext *ctx) {
-  return LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT);
-}
-
-LLVM::InlineAsmOp inlineAsm(OpBuilder &b, Location loc, Type result,
-                            ValueRange operands, StringRef text,
-                            StringRef constraints, bool sideEffects) {
-  return LLVM::InlineAsmOp::create(
-      b, loc, result, operands, text, constraints, sideEffects,
-      /*is_align_stack=*/false, LLVM::TailCallKind::None,
-      attDialect(b.getContext()), /*operand_attrs=*/ArrayAttr());
-}
 
 } // namespace
 

@@ -20,9 +20,6 @@ using namespace mlir;
 using namespace fa3::hopper;
 
 namespace {
-Value i32Const(OpBuilder &b, Location loc, int64_t v) {
-  return arith::ConstantIntOp::create(b, loc, v, 32);
-}
 
 } // namespace
 
@@ -68,15 +65,11 @@ struct WarpgroupAnyLowering : OpConversionPattern<WarpgroupAnyOp> {
                                op.getConsumers(), adaptor.getConsumer());
     // bar.red.or over the warpgroup's 128 threads; NVVM has no op for the
     // predicate form of the reduction.
-    auto asmOp = LLVM::InlineAsmOp::create(
+    auto asmOp = inlineAsm(
         rewriter, loc, i32, ValueRange{in, bar},
         "{\n.reg .pred p, q;\nsetp.ne.b32 q, $1, 0;\nbar.red.or.pred p, $2, "
         "128, q;\nselp.b32 $0, 1, 0, p;\n}",
-        "=r,r,r", /*has_side_effects=*/true, /*is_align_stack=*/false,
-        LLVM::TailCallKind::None, /*asm_dialect=*/
-        LLVM::AsmDialectAttr::get(rewriter.getContext(),
-                                  LLVM::AsmDialect::AD_ATT),
-        /*operand_attrs=*/ArrayAttr());
+        "=r,r,r", /*sideEffects=*/true);
     Value zero = i32Const(rewriter, loc, 0);
     Value ne = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ne,
                                      asmOp.getResult(0), zero);

@@ -9,6 +9,7 @@
 
 #include "fa3/Dialect/Hopper/IR/HopperDialect.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 namespace fa3::hopper {
@@ -46,6 +47,19 @@ void populateEpilogueToNVVMPatterns(const mlir::TypeConverter &converter,
                                     mlir::RewritePatternSet &patterns);
 
 // Helpers the patterns share (FragmentToNVVM.cpp, HopperToNVVM.cpp).
+
+/// Constants (one definition for every pattern file).
+mlir::Value i32Const(mlir::OpBuilder &b, mlir::Location loc, int64_t v);
+mlir::Value i64Const(mlir::OpBuilder &b, mlir::Location loc, int64_t v);
+mlir::Value f32Const(mlir::OpBuilder &b, mlir::Location loc, double v);
+
+/// Inline PTX in AT&T dialect, for what NVVM has no op for (the register-A
+/// wgmma, the register fences, opaque copies, predicated cluster arrives).
+mlir::LLVM::InlineAsmOp inlineAsm(mlir::OpBuilder &b, mlir::Location loc,
+                                  mlir::Type result, mlir::ValueRange operands,
+                                  llvm::StringRef text,
+                                  llvm::StringRef constraints,
+                                  bool sideEffects);
 
 /// The registers of a converted fragment (its struct's fields, in order).
 llvm::SmallVector<mlir::Value> unpack(mlir::OpBuilder &b, mlir::Location loc,

@@ -27,9 +27,6 @@ constexpr int64_t kBarrierBytes = 8;
 /// loop around it spins until the phase completes either way.
 constexpr int64_t kWaitHintNs = 10000000;
 
-Value i32Const(OpBuilder &b, Location loc, int64_t v) {
-  return arith::ConstantIntOp::create(b, loc, v, 32);
-}
 
 /// Slot `slot` of a ring whose (converted) value is the shared-memory base
 /// `base`: the addresses of its stage. Each method emits its ops where it is
@@ -229,16 +226,11 @@ struct ConsumerReleaseLowering : OpConversionPattern<RingConsumerReleaseOp> {
     Value rank = NVVM::ClusterId::create(rewriter, loc, i32);
     Value one = i32Const(rewriter, loc, 1);
     Value peer = arith::XOrIOp::create(rewriter, loc, rank, one);
-    LLVM::InlineAsmOp::create(
-        rewriter, loc, TypeRange{}, ValueRange{addr, lane, peer},
-        "{\n.reg .pred p;\n.reg .b32 r;\nsetp.eq.u32 p, $1, 0;\n"
-        "mapa.shared::cluster.u32 r, $0, $2;\n"
-        "@p mbarrier.arrive.shared::cluster.b64 _, [r];\n}",
-        "r,r,r", /*has_side_effects=*/true, /*is_align_stack=*/false,
-        LLVM::TailCallKind::None,
-        LLVM::AsmDialectAttr::get(rewriter.getContext(),
-                                  LLVM::AsmDialect::AD_ATT),
-        /*operand_attrs=*/ArrayAttr());
+    inlineAsm(rewriter, loc, Type(), ValueRange{addr, lane, peer},
+              "{\n.reg .pred p;\n.reg .b32 r;\nsetp.eq.u32 p, $1, 0;\n"
+              "mapa.shared::cluster.u32 r, $0, $2;\n"
+              "@p mbarrier.arrive.shared::cluster.b64 _, [r];\n}",
+              "r,r,r", /*sideEffects=*/true);
     rewriter.eraseOp(op);
     return success();
   }

@@ -18,19 +18,7 @@ using namespace mlir;
 using namespace fa3::hopper;
 
 namespace {
-Value i32Const(OpBuilder &b, Location loc, int64_t v) {
-  return arith::ConstantIntOp::create(b, loc, v, 32);
-}
 
-LLVM::InlineAsmOp asmOp(OpBuilder &b, Location loc, Type result,
-                        ValueRange operands, StringRef text,
-                        StringRef constraints, bool sideEffects) {
-  return LLVM::InlineAsmOp::create(
-      b, loc, result, operands, text, constraints, sideEffects,
-      /*is_align_stack=*/false, LLVM::TailCallKind::None,
-      LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
-      /*operand_attrs=*/ArrayAttr());
-}
 
 struct TileGridLowering : OpConversionPattern<TileGridOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -41,7 +29,7 @@ struct TileGridLowering : OpConversionPattern<TileGridOp> {
     Type i32 = rewriter.getI32Type();
     // The opaque copy keeps LLVM from merging the roles' grids back above
     // the role split.
-    Value sq = asmOp(rewriter, loc, i32, adaptor.getSq(), "mov.b32 $0, $1;",
+    Value sq = inlineAsm(rewriter, loc, i32, adaptor.getSq(), "mov.b32 $0, $1;",
                      "=r,r", /*sideEffects=*/false)
                    .getResult(0);
     Value bmMinus1 = i32Const(rewriter, loc, op.getBlockM() - 1);
@@ -115,7 +103,7 @@ struct TileCounterResetLowering : OpConversionPattern<TileCounterResetOp> {
     auto ptrT = counter.getType();
     Value done = LLVM::GEPOp::create(rewriter, loc, ptrT, i32, counter,
                                      ArrayRef<LLVM::GEPArg>{1});
-    Value before = asmOp(rewriter, loc, i32, done,
+    Value before = inlineAsm(rewriter, loc, i32, done,
                          "atom.acq_rel.gpu.global.add.u32 $0, [$1], 1;",
                          "=r,l,~{memory}", /*sideEffects=*/true)
                        .getResult(0);
