@@ -117,24 +117,33 @@ ThreadPlace fa3::hopper::threadPlace(OpBuilder &b, Location loc) {
 
 namespace {
 
-/// The max of the thread's registers of row i, then of the row's quad
-/// (the four threads holding the row): a tree, then two shuffles.
-Value rowMax(OpBuilder &b, Location loc, ArrayRef<Value> s, int64_t i) {
+/// The thread's registers of row i combined pairwise, as a balanced tree.
+Value reduceRow(OpBuilder &b, Location loc, ArrayRef<Value> regs, int64_t i,
+                function_ref<Value(Value, Value)> combine) {
   SmallVector<Value> vals;
-  for (int64_t idx = 0, e = s.size(); idx < e; ++idx)
+  for (int64_t idx = 0, e = regs.size(); idx < e; ++idx)
     if (rowOf(idx) == i)
-      vals.push_back(s[idx]);
-  // llvm.intr.maxnum rather than arith/math ops, which lower to libdevice
-  // calls on NVVM: the kernel needs no libdevice.
+      vals.push_back(regs[idx]);
   while (vals.size() > 1) {
     SmallVector<Value> next;
     for (size_t t = 0; t + 1 < vals.size(); t += 2)
-      next.push_back(LLVM::MaxNumOp::create(b, loc, vals[t], vals[t + 1]));
+      next.push_back(combine(vals[t], vals[t + 1]));
     if (vals.size() % 2)
       next.push_back(vals.back());
     vals = next;
   }
-  Value mx = vals[0];
+  return vals[0];
+}
+
+/// The max of the thread's registers of row i, then of the row's quad
+/// (the four threads holding the row): a tree, then two shuffles.
+/// llvm.intr.maxnum rather than arith/math ops, which lower to libdevice
+/// calls on NVVM: the kernel needs no libdevice.
+Value rowMax(OpBuilder &b, Location loc, ArrayRef<Value> s, int64_t i) {
+  auto maxnum = [&](Value x, Value y) -> Value {
+    return LLVM::MaxNumOp::create(b, loc, x, y);
+  };
+  Value mx = reduceRow(b, loc, s, i, maxnum);
   for (int64_t off : {1, 2}) {
     Value all = i32Const(b, loc, -1);
     Value offset = i32Const(b, loc, off);
@@ -142,26 +151,16 @@ Value rowMax(OpBuilder &b, Location loc, ArrayRef<Value> s, int64_t i) {
     Value other = NVVM::ShflOp::create(b, loc, b.getF32Type(), all, mx, offset,
                                        clamp, NVVM::ShflKind::bfly,
                                        UnitAttr());
-    mx = LLVM::MaxNumOp::create(b, loc, mx, other);
+    mx = maxnum(mx, other);
   }
   return mx;
 }
 
 /// The sum of the thread's registers of row i (its partial row sum).
 Value rowSum(OpBuilder &b, Location loc, ArrayRef<Value> p, int64_t i) {
-  SmallVector<Value> vals;
-  for (int64_t idx = 0, e = p.size(); idx < e; ++idx)
-    if (rowOf(idx) == i)
-      vals.push_back(p[idx]);
-  while (vals.size() > 1) {
-    SmallVector<Value> next;
-    for (size_t t = 0; t + 1 < vals.size(); t += 2)
-      next.push_back(arith::AddFOp::create(b, loc, vals[t], vals[t + 1]));
-    if (vals.size() % 2)
-      next.push_back(vals.back());
-    vals = next;
-  }
-  return vals[0];
+  return reduceRow(b, loc, p, i, [&](Value x, Value y) -> Value {
+    return arith::AddFOp::create(b, loc, x, y);
+  });
 }
 
 StringRef wgmmaTypeName(Type t) { return t.isBF16() ? "bf16" : "f16"; }
