@@ -9,7 +9,7 @@
 #ifndef FA3_LIB_CONVERSION_ATTNTOHOPPER_HOPPERCONFIG_H
 #define FA3_LIB_CONVERSION_ATTNTOHOPPER_HOPPERCONFIG_H
 
-#include "KernelEmitter.h"
+#include "KernelBuilder.h"
 #include "fa3/Dialect/Attn/IR/AttnDialect.h"
 
 #include "mlir/IR/BuiltinTypes.h"
