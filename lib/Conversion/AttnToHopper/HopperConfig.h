@@ -3,7 +3,7 @@
 // What attn-hopper-config, which chooses an attention's configuration, and
 // convert-attn-to-hopper, which reads it back, share: the operand checks,
 // the facts of an attention that shape its kernel, and the mapping between
-// #attn.hopper_config and the emitter's KernelConfig.
+// #attn.hopper_config and the kernel builder's KernelConfig.
 //
 //===----------------------------------------------------------------------===//
 #ifndef FA3_LIB_CONVERSION_ATTNTOHOPPER_HOPPERCONFIG_H
