@@ -7,14 +7,14 @@
 //   @<kernel>_visible_cols  the keys a query row sees (shared visibility
 //                       bounds, clamped to the Skv tail): the mask of
 //                       boundary blocks.
-// The kernel body itself comes from KernelEmitter, configured by the
+// The kernel itself is built by KernelBuilder, configured by the
 // #attn.hopper_config that attn-hopper-config chose and attn-tile carried
 // to the attn.kv_range.
 //
 //===----------------------------------------------------------------------===//
 
 #include "HopperConfig.h"
-#include "KernelEmitter.h"
+#include "KernelBuilder.h"
 #include "fa3/Conversion/Passes.h"
 #include "fa3/Dialect/Attn/IR/AttnDialect.h"
 #include "fa3/Dialect/Attn/Utils/LoweringUtils.h"
@@ -27,7 +27,6 @@
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
-#include "mlir/Parser/Parser.h"
 
 #include <optional>
 
@@ -159,26 +158,18 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
   std::string moduleName = base + "_kernels";
   if (module.lookupSymbol(moduleName))
     return fail("symbol @" + moduleName + " already exists");
-  std::string text = hopper::emitKernelModule(cfg, moduleName);
+  Location loc = t.grid.getLoc();
+  OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
+  auto gpuModule = gpu::GPUModuleOp::create(mb, loc, moduleName);
   // Verified after the device functions it calls are added.
-  ParserConfig config(module.getContext(), /*verifyAfterParse=*/false);
-  Block scratch;
-  if (failed(parseSourceString(text, &scratch, config)))
-    return fail("internal error: the generated kernel does not parse");
-  auto gpuModule = dyn_cast<gpu::GPUModuleOp>(scratch.front());
-  if (!gpuModule)
-    return fail("internal error: no gpu.module in the generated kernel");
-  gpuModule->remove();
-  module.getBody()->push_back(gpuModule);
+  gpu::GPUFuncOp kernel = hopper::buildKernel(mb, loc, gpuModule, cfg);
 
   OpBuilder b = OpBuilder::atBlockBegin(gpuModule.getBody());
-  Location loc = t.grid.getLoc();
   buildKvRangeFn(b, loc, cfg.kvRangeFn, t.range);
   buildVisibleColsFn(b, loc, cfg.visibleColsFn, u.getWindow());
 
   // Launch facts: everything a launcher needs besides the PTX/cubin.
   hopper::SmemLayout lay = hopper::computeSmemLayout(cfg);
-  auto kernel = gpuModule.lookupSymbol<gpu::GPUFuncOp>(cfg.name);
   NamedAttribute facts[] = {
       b.getNamedAttr("kernel", b.getStringAttr(cfg.name)),
       b.getNamedAttr("source_func", b.getStringAttr(func.getName())),

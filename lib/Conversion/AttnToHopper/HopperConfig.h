@@ -3,13 +3,13 @@
 // What attn-hopper-config, which chooses an attention's configuration, and
 // convert-attn-to-hopper, which reads it back, share: the operand checks,
 // the facts of an attention that shape its kernel, and the mapping between
-// #attn.hopper_config and the emitter's KernelConfig.
+// #attn.hopper_config and the kernel builder's KernelConfig.
 //
 //===----------------------------------------------------------------------===//
 #ifndef FA3_LIB_CONVERSION_ATTNTOHOPPER_HOPPERCONFIG_H
 #define FA3_LIB_CONVERSION_ATTNTOHOPPER_HOPPERCONFIG_H
 
-#include "KernelEmitter.h"
+#include "KernelBuilder.h"
 #include "fa3/Dialect/Attn/IR/AttnDialect.h"
 
 #include "mlir/IR/BuiltinTypes.h"

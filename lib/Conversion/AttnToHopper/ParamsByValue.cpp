@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelEmitter.h"
+#include "KernelBuilder.h"
 #include "fa3/Conversion/Passes.h"
 
 #include "llvm/ADT/STLExtras.h"

@@ -1,7 +1,7 @@
 //===- HopperLimits.h - hardware limits the hopper level checks -*- C++ -*-===//
 //
 // Plain constants (no MLIR), shared by the dialect's verifiers and the
-// kernel emitter's layout.
+// kernel builder's layout.
 //
 //===----------------------------------------------------------------------===//
 #ifndef FA3_DIALECT_HOPPER_IR_HOPPERLIMITS_H

@@ -68,7 +68,7 @@ class Hopper_NamedBarrierOp<string mnemonic, string what>
   let summary = "named barrier of a consumer warpgroup: " # what;
   let description = [{
     Each consumer warpgroup c (of `consumers`) owns one hardware named
-    barrier per kind; the ids are assigned here, not by the emitter's
+    barrier per kind; the ids are assigned here, not by the kernel builder's
     arithmetic (id 0 is the CTA barrier of `gpu.barrier`):
 
       turn      1 + c                  ping-pong turns (two consumers):

@@ -1,6 +1,6 @@
-//===- KernelEmitter.h - the FA3-style Hopper kernel body -------*- C++ -*-===//
+//===- KernelBuilder.h - the FA3-style Hopper kernel body -------*- C++ -*-===//
 //
-// Writes the NVVM-level body of a warp-specialised FlashAttention forward
+// Builds the hopper-level body of a warp-specialised FlashAttention forward
 // kernel (gpu.func) for one configuration. The structure follows FA3:
 //
 //   warpgroup 0   producer: setmaxnreg down; one thread issues TMA loads of Q
@@ -22,10 +22,13 @@
 // builds from attn.kv_range and the shared visibility builder.
 //
 //===----------------------------------------------------------------------===//
-#ifndef FA3_LIB_CONVERSION_ATTNTOHOPPER_KERNELEMITTER_H
-#define FA3_LIB_CONVERSION_ATTNTOHOPPER_KERNELEMITTER_H
+#ifndef FA3_LIB_CONVERSION_ATTNTOHOPPER_KERNELBUILDER_H
+#define FA3_LIB_CONVERSION_ATTNTOHOPPER_KERNELBUILDER_H
 
 #include "fa3/Dialect/Hopper/IR/HopperLimits.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/Builders.h"
 
 #include <cstdint>
 #include <string>
@@ -111,12 +114,13 @@ SmemLayout computeSmemLayout(const KernelConfig &cfg);
 /// Returns an empty string if the configuration is supported, else why not.
 std::string checkSupported(const KernelConfig &cfg);
 
-/// The kernel as MLIR text: the accumulator type aliases, then
-/// `gpu.module @<moduleName>` holding the dynamic shared-memory global and
-/// the gpu.func. The device functions named in the config are added to that
-/// gpu.module by the caller.
-std::string emitKernelModule(const KernelConfig &cfg,
-                             const std::string &moduleName);
+/// Builds the kernel into `module` (at its end, with `b`'s builder state
+/// restored): the dynamic shared-memory global @attn_smem and the gpu.func,
+/// whose ops carry `loc`. The device functions named in the config are
+/// added to that gpu.module by the caller.
+mlir::gpu::GPUFuncOp buildKernel(mlir::OpBuilder &b, mlir::Location loc,
+                                 mlir::gpu::GPUModuleOp module,
+                                 const KernelConfig &cfg);
 
 } // namespace fa3::hopper
 

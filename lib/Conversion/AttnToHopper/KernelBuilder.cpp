@@ -1,0 +1,1071 @@
+//===- KernelBuilder.cpp - the FA3-style Hopper kernel body ---------------===//
+//
+// Builds the kernel with OpBuilder, in the hopper/gpu/nvvm/llvm/arith/scf
+// dialects, straight into the gpu.module. The hopper ops carry the roles,
+// the named barriers, the pipeline rings with their TMA loads, the
+// consumers' math on register fragments (wgmma, the online-softmax step,
+// the row rescale), the tile scheduler and the epilogue, which
+// convert-hopper-to-nvvm lowers. The structure and every encoding were
+// validated on an H200 (docs/hopper-prototype-notes.md): fragment layout,
+// descriptors, phases.
+//
+// The ops must come out in the same order whichever compiler builds this
+// file (the kernels are compared byte for byte between a GCC and a clang
+// build): every op is built in a statement of its own, never as one of two
+// IR-building arguments of a call, whose evaluation order C++ leaves open.
+// Constants are the exception: they are gathered at the top of the kernel
+// in key order at the end (see `cst`), so the order in which they are first
+// asked for does not matter.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilder.h"
+#include "fa3/Conversion/HopperSupport.h"
+#include "fa3/Dialect/Hopper/IR/HopperDialect.h"
+
+#include "mlir/AsmParser/AsmParser.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cassert>
+#include <map>
+#include <tuple>
+
+using namespace mlir;
+using namespace fa3::hopper;
+using arith::CmpIPredicate;
+
+namespace {
+constexpr double kLog2e = 1.4426950408889634;
+constexpr uint32_t kNegInfBits = 0xFF800000u;
+constexpr int64_t kSwizzleBytes = 128; // 128B swizzle: a box row is 128 bytes
+constexpr int64_t kElemBytes = 2;      // bf16 / f16
+constexpr int64_t kChunk = kSwizzleBytes / kElemBytes; // 64 elements per box
+constexpr int64_t kProducerRegs = 24;
+/// Registers per consumer thread after setmaxnreg: the CTA's 64K registers
+/// less the producer's, split over the consumer warpgroups (a multiple of
+/// 8): 240 for two, 160 for three (as FA3).
+int64_t consumerRegs(const KernelConfig &cfg) {
+  int64_t perThread = (65536 / 128 - kProducerRegs) / cfg.consumers();
+  return std::min<int64_t>(240, perThread / 8 * 8);
+}
+
+/// wgmma shared-memory descriptor constant part: LBO, SBO, 128B swizzle.
+int64_t descConst(int64_t lbo, int64_t sbo) {
+  uint64_t v = (uint64_t(lbo >> 4) << 16) | (uint64_t(sbo >> 4) << 32) |
+               (uint64_t(1) << 62);
+  return static_cast<int64_t>(v);
+}
+
+/// A double as %.17g (exact), the key of an f32 constant.
+std::string f32Key(double v) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << llvm::format("%.17g", v);
+  if (s.find_first_of(".eEn") == std::string::npos)
+    s += ".0";
+  return s;
+}
+
+class KernelBuilder {
+public:
+  KernelBuilder(OpBuilder &b, Location loc, const KernelConfig &cfg)
+      : b(b), loc(loc), ctx(b.getContext()), cfg(cfg) {
+    // The pass switches ping-pong off unless there are two consumers.
+    assert((!cfg.pingpong || cfg.consumers() == 2) &&
+           "ping-pong alternates between two consumer warpgroups");
+    lay = computeSmemLayout(cfg);
+    nchunk = cfg.headDim / kChunk;
+    i1T = b.getI1Type();
+    i32T = b.getI32Type();
+    i64T = b.getI64Type();
+    f32T = b.getF32Type();
+    et = cfg.dtype == "bf16" ? Type(b.getBF16Type()) : Type(b.getF16Type());
+    smemPtrT = LLVM::LLVMPointerType::get(ctx, 3);
+    fragS = FragmentType::get(ctx, {64, cfg.blockN}, f32T);
+    fragP = FragmentType::get(ctx, {64, cfg.blockN}, et);
+    fragO = FragmentType::get(ctx, {64, cfg.headDim}, f32T);
+    fragRows = FragmentType::get(ctx, {64}, f32T);
+  }
+
+  /// The dynamic shared-memory global and the kernel, at the end of `m`.
+  gpu::GPUFuncOp build(gpu::GPUModuleOp m);
+
+private:
+  OpBuilder &b;
+  Location loc;
+  MLIRContext *ctx;
+  const KernelConfig &cfg;
+  SmemLayout lay;
+  int64_t nchunk;
+  Type i1T, i32T, i64T, f32T, et, smemPtrT;
+  // A consumer warpgroup's fragments: S (64 x block_n), P as the register A
+  // operand of P V, O (64 x head dim), and one value per row.
+  FragmentType fragS, fragP, fragO, fragRows;
+  /// The kernel's entry block and its parameters by name (kKernelParams).
+  Block *entry = nullptr;
+  llvm::StringMap<Value> params;
+  Value param(llvm::StringRef name) {
+    Value v = params.lookup(name);
+    assert(v && "no such kernel parameter");
+    return v;
+  }
+
+  // --- constants and arithmetic ---------------------------------------------
+  // Constants are keyed by type and value and gathered at the top of the
+  // kernel in key order (hoistConstants), so the order in which the builder
+  // first asks for them (which can differ between compilers where two
+  // requests share one expression) does not change the IR.
+  std::map<std::string, Operation *> consts;
+  Value cst(const std::string &key, TypedAttr value) {
+    auto it = consts.find(key);
+    if (it != consts.end())
+      return it->second->getResult(0);
+    OpBuilder cb = OpBuilder::atBlockBegin(entry);
+    Operation *c = arith::ConstantOp::create(cb, loc, value);
+    consts[key] = c;
+    return c->getResult(0);
+  }
+  void hoistConstants() {
+    Operation *prev = nullptr;
+    for (auto &[key, c] : consts) {
+      if (prev)
+        c->moveAfter(prev);
+      else
+        c->moveBefore(entry, entry->begin());
+      prev = c;
+    }
+  }
+  Value i32(int64_t v) {
+    return cst("i32:" + std::to_string(v), b.getI32IntegerAttr(v));
+  }
+  Value i64(int64_t v) {
+    return cst("i64:" + std::to_string(v), b.getI64IntegerAttr(v));
+  }
+  Value f32(double v) {
+    return cst("f32:" + f32Key(v), b.getF32FloatAttr(static_cast<float>(v)));
+  }
+  Value f32Bits(uint32_t bits) {
+    std::string key;
+    llvm::raw_string_ostream os(key);
+    os << "f32:0x" << llvm::format_hex_no_prefix(bits, 8, /*Upper=*/true);
+    APFloat v(APFloat::IEEEsingle(), APInt(32, bits));
+    return cst(key, FloatAttr::get(f32T, v));
+  }
+  template <typename OpT> Value bin(Value x, Value y) {
+    return OpT::create(b, loc, x, y);
+  }
+  Value cmpi(CmpIPredicate pred, Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, pred, x, y);
+  }
+  Value ext64(Value v) { return arith::ExtUIOp::create(b, loc, i64T, v); }
+
+  // --- shared memory ----------------------------------------------------------
+  Value smemPtr(Value base, int64_t off) {
+    return LLVM::GEPOp::create(b, loc, smemPtrT, b.getI8Type(), base,
+                               ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(off)});
+  }
+  Value smemPtr(Value base, Value off) {
+    return LLVM::GEPOp::create(b, loc, smemPtrT, b.getI8Type(), base,
+                               ArrayRef<LLVM::GEPArg>{off});
+  }
+  Value ptrToI32(Value p) { return LLVM::PtrToIntOp::create(b, loc, i32T, p); }
+  /// `asm volatile` in AT&T dialect; `res` null for none.
+  Value inlineAsm(Type res, ValueRange operands, llvm::StringRef text,
+                  llvm::StringRef constraints) {
+    auto op = LLVM::InlineAsmOp::create(
+        b, loc, res, operands, text, constraints, /*has_side_effects=*/true,
+        /*is_align_stack=*/false, LLVM::tailcallkind::TailCallKind::None,
+        LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
+        /*operand_attrs=*/ArrayAttr());
+    return res ? op.getResult(0) : Value();
+  }
+
+  // --- structured control flow ------------------------------------------------
+  /// scf.if without results: builds `then` into its block.
+  template <typename Fn> void ifThen(Value cond, Fn then) {
+    auto op = scf::IfOp::create(b, loc, TypeRange{}, cond,
+                                /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPoint(op.thenBlock()->getTerminator());
+    then();
+  }
+  /// scf.if with results: each arm returns the values it yields.
+  template <typename Then, typename Else>
+  scf::IfOp ifElse(Value cond, TypeRange types, Then then, Else otherwise) {
+    auto op = scf::IfOp::create(b, loc, types, cond, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToEnd(op.thenBlock());
+    SmallVector<Value> t = then();
+    scf::YieldOp::create(b, loc, t);
+    b.setInsertionPointToEnd(op.elseBlock());
+    SmallVector<Value> e = otherwise();
+    scf::YieldOp::create(b, loc, e);
+    return op;
+  }
+
+  // The named barriers are hopper ops (a kind and a consumer index; their
+  // ids are assigned by the dialect). Ping-pong's turns are a pass of their
+  // own (hopper-pingpong).
+  /// This consumer warpgroup's index.
+  Value consumer;
+  /// OR of `pred` over the 128 threads of this consumer warpgroup: the
+  /// wgmma wait in the rescale branch is .aligned, so every warp of the
+  /// warpgroup must take the same arm.
+  Value warpgroupAny(Value pred) {
+    return WarpgroupAnyOp::create(b, loc, pred, consumer,
+                                  static_cast<uint64_t>(cfg.consumers()));
+  }
+
+  // The pipeline rings (hopper.ring, HopperRingOps.td): the producer
+  // acquires a slot's stage, commits the bytes its TMA loads will bring, the
+  // consumers wait for the slot and release it; the ops derive stage, phase
+  // and barrier addresses from the slot number. Q has one stage per Q
+  // buffer (slot = the tile count k); K and V have rings of their own
+  // (their own buffers and barriers) with the same slot numbers u.
+  //
+  // K/V multicast (clusterM 2): the two CTAs of a cluster take m-blocks
+  // 2i and 2i + 1 of one head, which read the same K/V blocks; each CTA's
+  // producer loads half of every K/V tile's 64-column boxes and multicasts
+  // them into both CTAs' ring, so each tile leaves L2 once per pair. A ring
+  // stage is then written by both producers: it may be refilled only when
+  // the consumers of both CTAs have released it (the K/V rings have cluster
+  // 2, and their consumer_release also arrives on the peer's stage).
+  Value qRing, kRing, vRing;
+  /// A ring op on slot u of ring r (acquire, wait, release).
+  template <typename OpT> void ringOp(Value r, Value u) {
+    OpT::create(b, loc, r, u);
+  }
+  void producerCommit(Value r, Value u, int64_t tx) {
+    RingProducerCommitOp::create(b, loc, r, u, static_cast<uint64_t>(tx));
+  }
+  /// Slot u's stage index in ring r.
+  Value ringStage(Value r, Value u) { return RingStageOp::create(b, loc, r, u); }
+  /// One TMA box of `map` at `coords` into slot u's stage of r, `offset`
+  /// bytes into the stage (and, with multicast, into the peer CTA's ring).
+  void tmaLoad(Value map, ValueRange coords, Value r, Value u, Value offset,
+               bool multicast) {
+    TmaLoadOp::create(b, loc, map, coords, r, u, offset,
+                      multicast ? b.getI64IntegerAttr(3) : IntegerAttr());
+  }
+  /// The ring types.
+  RingType ringType(int64_t stages, int64_t stageBytes, int64_t data,
+                    int64_t full, int64_t empty, int64_t arrivals,
+                    int64_t cluster) const {
+    return RingType::get(ctx, stages, stageBytes, data, full, empty, arrivals,
+                         cluster);
+  }
+  /// The K/V empty barriers' count: every consumer thread of this CTA and,
+  /// in a cluster, lane 0 of each of the peer's consumer warps.
+  int64_t kvEmptyCount() const {
+    int64_t threads = 128 * cfg.consumers();
+    return cfg.clusterM == 1 ? threads : threads + threads / 32;
+  }
+  /// All threads of the cluster: after the mbarrier init (the peer's
+  /// multicast signals this CTA's barriers) and before exit (the peer may
+  /// still arrive on this CTA's barriers).
+  void clusterSync() {
+    NVVM::ClusterArriveOp::create(b, loc, UnitAttr());
+    NVVM::ClusterWaitOp::create(b, loc, UnitAttr());
+  }
+
+  // Persistent CTAs take tiles from a dynamic scheduler (as FA3): a CTA's
+  // first tile is its ctaid.x, the next ones come from a global counter
+  // (atomic add, + gridDim.x), so that CTAs given short (causal) tiles take
+  // more of them. The producer thread fetches; the tile id reaches the
+  // consumers through a shared-memory word written before the Q load's
+  // mbarrier arrive (release) and read after its wait (acquire). A tile id
+  // >= the tile count ends the loop: the producer then arrives on Q full
+  // without a load. The counter resets itself: the last CTA to finish
+  // fetching (a second counter) zeroes both for the next launch.
+  //
+  // The producer also publishes the tile's coordinates {tile, m0, head,
+  // batch} (the runtime integer divisions), so that they do not sit on the
+  // consumers' path between two tiles: one slot per Q buffer, rewritten
+  // once the consumers released that buffer's Q, so they read it after the
+  // Q full wait and, for the epilogue, again before they release Q.
+  Value tileSlotAddr; // shared-memory address (i32) of slot 0
+  Value smemBase;     // the dynamic shared memory (!llvm.ptr<3>)
+
+  /// Tile k's use of the Q ring: slot k (buffer k % qBuffers; the ring ops
+  /// take k itself), and what the kernel keeps per Q buffer beside the
+  /// ring: the published-tile slot and, for the consumers' S = Q K^T
+  /// descriptors (`withOffset`), the buffer's byte offset in the Q ring's
+  /// data (stage * qBytes).
+  struct QSlot {
+    Value k, slot, offBytes;
+  };
+  QSlot qSlot(Value k, bool withOffset = false) {
+    QSlot q;
+    q.k = k;
+    if (cfg.qBuffers == 1) {
+      q.slot = tileSlotAddr;
+      q.offBytes = i32(0);
+      return q;
+    }
+    Value st = ringStage(qRing, k);
+    if (cfg.persistent) {
+      Value off = bin<arith::MulIOp>(st, i32(16));
+      q.slot = bin<arith::AddIOp>(tileSlotAddr, off);
+    }
+    if (withOffset)
+      q.offBytes = bin<arith::MulIOp>(st, i32(lay.qBytes));
+    return q;
+  }
+  void storeWords4(Value addr, ArrayRef<Value> w) {
+    // Four scalar stores: a vector store would want four consecutive
+    // registers, which the producer's 24 cannot spare.
+    for (int q = 0; q < 4; ++q)
+      inlineAsm(Type(), ValueRange{addr, w[q]},
+                "st.shared.u32 [$0+" + std::to_string(4 * q) + "], $1;", "r,r");
+  }
+  Value loadWord(Value addr) {
+    Value w = inlineAsm(i32T, ValueRange{addr}, "ld.shared.u32 $0, [$1];",
+                        "=r,r");
+    if (cfg.qBuffers == 1)
+      return w;
+    // Lane 0's value, so that ptxas knows it is warp-uniform: loaded from a
+    // slot chosen by tile parity, it cannot tell otherwise, and the ring-slot
+    // and wgmma-descriptor math derived from it would move to per-thread
+    // registers (an R2UR before every wgmma).
+    return NVVM::ShflOp::create(b, loc, i32T, i32(-1), w, i32(0), i32(31),
+                                NVVM::ShflKind::idx, UnitAttr());
+  }
+
+  /// The persistent tile loop (scf.while) that openTileLoop opened.
+  scf::WhileOp tileLoop;
+  /// Opens the loop over this CTA's tiles when persistent (carrying the tile
+  /// count k, for the Q barriers' phase, and the K/V ring slot g); otherwise
+  /// the CTA's one tile is ctaid.x with k = g = 0. Returns (tile, k, g).
+  /// Consumers wait for the tile's Q (and with it its id) in the loop
+  /// condition.
+  std::tuple<Value, Value, Value> openTileLoop(bool producer, Value cta,
+                                               Value tiles) {
+    if (!cfg.persistent)
+      return {cta, i32(0), i32(0)};
+    Type three[] = {i32T, i32T, i32T};
+    SmallVector<Value> inits;
+    if (producer)
+      inits.push_back(cta);
+    inits.push_back(i32(0));
+    inits.push_back(i32(0));
+    tileLoop = scf::WhileOp::create(b, loc, TypeRange(three), inits);
+    SmallVector<Type> initTypes(inits.size(), i32T);
+    SmallVector<Location> initLocs(inits.size(), loc);
+    Block *before =
+        b.createBlock(&tileLoop.getBefore(), {}, initTypes, initLocs);
+    if (producer) {
+      Value more = cmpi(CmpIPredicate::slt, before->getArgument(0), tiles);
+      scf::ConditionOp::create(b, loc, more, before->getArguments());
+    } else {
+      // this tile's Q and id (the producer writes an id >= tiles to stop)
+      Value k0 = before->getArgument(0);
+      QSlot q = qSlot(k0);
+      ringOp<RingConsumerWaitOp>(qRing, q.k);
+      Value t = loadWord(q.slot);
+      Value more = cmpi(CmpIPredicate::slt, t, tiles);
+      Value args[] = {t, k0, before->getArgument(1)};
+      scf::ConditionOp::create(b, loc, more, args);
+    }
+    SmallVector<Location> locs3(3, loc);
+    Block *after = b.createBlock(&tileLoop.getAfter(), {}, three, locs3);
+    return {after->getArgument(0), after->getArgument(1),
+            after->getArgument(2)};
+  }
+  /// Closes openTileLoop's loop: the next tile (producer), its k and ring slot.
+  void closeTileLoop(Value next, Value k, Value g1) {
+    if (!cfg.persistent)
+      return;
+    Value k1 = bin<arith::AddIOp>(k, i32(1));
+    SmallVector<Value> yields;
+    if (next)
+      yields.push_back(next);
+    yields.push_back(k1);
+    yields.push_back(g1);
+    scf::YieldOp::create(b, loc, yields);
+    b.setInsertionPointAfter(tileLoop);
+  }
+
+  /// Where a tile sits: its first query row, q head and batch.
+  struct TileCoords {
+    Value m0, head, bidx;
+  };
+  TileCoords coords(Value tile, Value numM) {
+    auto c = TileCoordsOp::create(b, loc, tile, numM, param("Hq"),
+                                  static_cast<uint64_t>(cfg.blockM),
+                                  cfg.longestFirst);
+    return TileCoords{c.getM0(), c.getHead(), c.getBatch()};
+  }
+
+  /// One tile of work: its coordinates and kv-block schedule.
+  struct Tile : TileCoords {
+    Value lo, ilo, ihi, nblk;
+  };
+  Tile schedule(const TileCoords &c) {
+    Tile t;
+    static_cast<TileCoords &>(t) = c;
+    // the schedule of this m-block (attn.kv_range)
+    Type four[] = {i32T, i32T, i32T, i32T};
+    Value args[] = {t.m0, param("Sq"), param("Skv")};
+    auto rng = func::CallOp::create(b, loc, cfg.kvRangeFn, four, args);
+    t.lo = rng.getResult(0);
+    t.ilo = rng.getResult(2);
+    t.ihi = rng.getResult(3);
+    t.nblk = bin<arith::SubIOp>(rng.getResult(1), t.lo);
+    return t;
+  }
+
+  /// The published tile (persistent consumers): words {tile, m0, head,
+  /// batch} of the slot at `slot`.
+  TileCoords readCoords(Value slot) {
+    // Scalar loads: ptxas keeps their values (and the ring-slot arithmetic
+    // derived from them) in uniform registers; from a vector load it did
+    // not, and every wgmma waited for an R2UR of its descriptor.
+    TileCoords c;
+    Value a = bin<arith::AddIOp>(slot, i32(4));
+    c.m0 = loadWord(a);
+    a = bin<arith::AddIOp>(slot, i32(8));
+    c.head = loadWord(a);
+    a = bin<arith::AddIOp>(slot, i32(12));
+    c.bidx = loadWord(a);
+    return c;
+  }
+
+  // --- kernel pieces --------------------------------------------------------
+  Value descBase(Value smem, Value offI32, int64_t constPart);
+  /// The wgmma descriptor of K or V (ring r, first stage's descriptor
+  /// desc0) in slot u's stage.
+  Value stageDesc(Value r, Value u, Value desc0);
+  /// Persistent CTAs reload Q into the buffer the O store reads: the
+  /// consumers free Q only once that store has read it.
+  bool qFreedAfterStore() const { return cfg.persistent && lay.oInQ; }
+  /// A tile's epilogue in this consumer warpgroup, as hopper ops on the
+  /// mainloop's fragments: `m` and `l` the rows' running max and the
+  /// thread's partial row sums (!hopper.frag<64xf32>), `o` the accumulator
+  /// (!hopper.frag<64xDxf32>). `c` is the tile; `qK` this tile's Q ring
+  /// slot, released after the O store where O is staged in Q's buffer
+  /// (qFreedAfterStore). Uses `consumer` and `smemBase`.
+  void epilogue(Value m, Value l, Value o, const TileCoords &c, Value qK);
+  void producer(Value cta);
+  void consumers(Value tid, Value cta);
+  void body();
+};
+} // namespace
+
+SmemLayout fa3::hopper::computeSmemLayout(const KernelConfig &cfg) {
+  SmemLayout l;
+  l.qBytes = cfg.blockM * cfg.headDim * kElemBytes;
+  l.kvBytes = cfg.blockN * cfg.headDim * kElemBytes;
+  l.oBytes = cfg.tmaStore ? l.qBytes : 0;
+  const int64_t nq = cfg.qBuffers;
+  l.qOff = 0;
+  l.kOff = l.qOff + nq * l.qBytes;
+  l.vOff = l.kOff + cfg.stages * l.kvBytes;
+  int64_t end = l.vOff + cfg.stages * l.kvBytes;
+  // mbarriers (Q full/empty per Q buffer, K/V full/empty per stage), then
+  // the published-tile slots, one per Q buffer (persistent)
+  const int64_t tail =
+      8 * (2 * nq + 4 * cfg.stages) + (cfg.persistent ? 16 * nq : 0);
+  l.oInQ = cfg.tmaStore && end + l.oBytes + tail > kMaxDynamicSmem;
+  l.oOff = l.oInQ ? l.qOff : end;
+  if (cfg.tmaStore && !l.oInQ)
+    end += l.oBytes;
+  l.qFull = end;
+  l.qEmpty = l.qFull + 8 * nq;
+  l.kFull = l.qEmpty + 8 * nq;
+  l.vFull = l.kFull + 8 * cfg.stages;
+  l.kEmpty = l.vFull + 8 * cfg.stages;
+  l.vEmpty = l.kEmpty + 8 * cfg.stages;
+  l.tileSlots = l.vEmpty + 8 * cfg.stages;
+  l.total = l.qFull + tail;
+  return l;
+}
+
+std::string fa3::hopper::checkSupported(const KernelConfig &cfg) {
+  std::string why;
+  llvm::raw_string_ostream os(why);
+  if (cfg.dtype != "bf16" && cfg.dtype != "f16")
+    os << "element type " << cfg.dtype << " (the Hopper kernel takes bf16 or f16)";
+  else if (!isSupportedHeadDim(cfg.headDim))
+    os << "head dim " << cfg.headDim << " (the Hopper kernel takes "
+       << headDimsText() << ")";
+  else if (cfg.blockM != 128 && cfg.blockM != 192)
+    os << "block-m " << cfg.blockM
+       << " (the Hopper kernel uses 128 or 192: two or three consumer "
+          "warpgroups of 64 rows)";
+  else if (cfg.blockM == 192 && cfg.headDim != 64)
+    os << "block-m 192 at head dim " << cfg.headDim
+       << " (three consumer warpgroups have 160 registers a thread: too few "
+          "for S and an O accumulator of head dim "
+       << cfg.headDim << "; block-m 192 takes head dim 64)";
+  else if (cfg.pingpong && cfg.consumers() != 2)
+    os << "ping-pong with block-m " << cfg.blockM
+       << " (the turns alternate between two consumer warpgroups: block-m "
+          "128)";
+  else if (cfg.blockN % 16 != 0 || cfg.blockN < 16 || cfg.blockN > 256)
+    os << "block-n " << cfg.blockN << " (must be a multiple of 16 up to 256)";
+  else if (cfg.stages < 2)
+    os << "stages " << cfg.stages << " (need at least 2)";
+  else if (cfg.qBuffers != 1 && cfg.qBuffers != 2)
+    os << "q-buffers " << cfg.qBuffers << " (1 or 2)";
+  else if (cfg.qBuffers == 2 && (!cfg.persistent || computeSmemLayout(cfg).oInQ))
+    os << "two Q buffers (they need a persistent kernel whose O staging "
+          "buffer fits beside them)";
+  else if (cfg.clusterM != 1 && cfg.clusterM != 2)
+    os << "cluster size " << cfg.clusterM << " (1, or 2 for K/V multicast)";
+  else if (cfg.clusterM == 2 && (cfg.leftBounded || cfg.longestFirst))
+    os << "K/V multicast with a causal or window mask (the two CTAs of a "
+          "cluster share each K/V tile, so they must visit the same kv "
+          "blocks: only a full mask guarantees that)";
+  else if (cfg.clusterM == 2 && (cfg.headDim / kChunk) % 2 != 0)
+    os << "K/V multicast at head dim " << cfg.headDim
+       << " (the two CTAs of a cluster each load half of a K/V tile's "
+          "64-column boxes: head dim 128 or 256)";
+  else if (computeSmemLayout(cfg).total > kMaxDynamicSmem)
+    os << "tiles " << cfg.blockM << "x" << cfg.blockN << " with head dim "
+       << cfg.headDim << " need " << computeSmemLayout(cfg).total
+       << " bytes of shared memory, more than the " << kMaxDynamicSmem
+       << " a Hopper CTA has";
+  return why;
+}
+
+
+
+Value KernelBuilder::descBase(Value smem, Value offI32, int64_t constPart) {
+  Value p = smemPtr(smem, offI32);
+  Value a = ptrToI32(p);
+  a = bin<arith::AndIOp>(a, i32(0x3FFFF));
+  a = bin<arith::ShRUIOp>(a, i32(4));
+  a = ext64(a);
+  return bin<arith::OrIOp>(a, i64(constPart));
+}
+
+Value KernelBuilder::stageDesc(Value r, Value u, Value desc0) {
+  Value st = ringStage(r, u);
+  Value off = bin<arith::MulIOp>(st, i32(lay.kvBytes >> 4));
+  Value sd = ext64(off);
+  return bin<arith::AddIOp>(desc0, sd);
+}
+
+void KernelBuilder::epilogue(Value m, Value l, Value o, const TileCoords &c,
+                             Value qK) {
+  // ---- epilogue: quad-reduce l, O / l, LSE = (m + log2 l) ln 2 ----
+  auto fin = FinalizeRowsOp::create(b, loc, m, l);
+  Value inv = fin.getInv(), lse = fin.getLse();
+  // This warpgroup's first row of the tile.
+  Value row0 = bin<arith::MulIOp>(consumer, i32(64));
+  row0 = bin<arith::AddIOp>(c.m0, row0);
+  if (cfg.tmaStore) {
+    // A persistent CTA stages the next tile's O in the same buffer: its own
+    // buffer must have been read by the previous store (wait_previous); Q's
+    // buffer must be read before Q is released to the producer (drain).
+    StoreOTmaOp::create(b, loc, o, inv, param("mapO"), c.m0, c.head, c.bidx,
+                        smemBase, static_cast<uint64_t>(lay.oOff), consumer,
+                        static_cast<uint64_t>(cfg.consumers()),
+                        /*wait_previous=*/cfg.persistent && !lay.oInQ,
+                        /*drain=*/qFreedAfterStore(), et);
+    if (qFreedAfterStore()) {
+      // O has left Q's buffer: the producer may load the next Q
+      ringOp<RingConsumerReleaseOp>(qRing, qK);
+    }
+  } else {
+    StoreODirectOp::create(b, loc, o, inv, param("O"), param("oStrideB"),
+                           param("oStrideS"), param("oStrideH"), row0, c.head,
+                           c.bidx, param("Sq"), et);
+  }
+  StoreLseOp::create(b, loc, lse, param("LSE"), row0, c.head, c.bidx,
+                     param("Hq"), param("Sq"));
+}
+
+void KernelBuilder::producer(Value cta) {
+  // The tile grid, computed in each role: a value computed before the
+  // role split would live across the producer's setmaxnreg (24 registers)
+  // and ptxas would spill it there.
+  auto grid = TileGridOp::create(b, loc, param("Sq"), param("Hq"), param("B"),
+                                 static_cast<uint64_t>(cfg.blockM),
+                                 cfg.clusterM == 2);
+  Value numM = grid.getNumM(), tiles = grid.getTiles();
+  Value grp = bin<arith::DivUIOp>(param("Hq"), param("Hkv"));
+  // The cluster rank is read where it is used (an asm with side effects,
+  // which LLVM does not hoist): held across the producer loop, it would be
+  // one register more than the producer's 24.
+  auto clusterRank = [&] {
+    return inlineAsm(i32T, ValueRange{}, "mov.u32 $0, %cluster_ctarank;",
+                     "=r");
+  };
+  Value pTile, pK, pG;
+  std::tie(pTile, pK, pG) = openTileLoop(/*producer=*/true, cta, tiles);
+  {
+    // Q of this tile once the consumers are done with the last one's (with
+    // two Q buffers: into buffer k & 1 once the consumers are done with
+    // tile k - 2; they may still be on tile k - 1)
+    QSlot q = qSlot(pK);
+    ringOp<RingProducerAcquireOp>(qRing, q.k);
+    // Decoded after the wait: the producer thread has 24 registers, too few
+    // to hold the decoded tile across it. The consumers are in the last
+    // tile's tail and epilogue meanwhile.
+    TileCoords pc = coords(pTile, numM);
+    // GQA: kv head = q head / (Hq / Hkv)
+    Value hkv = bin<arith::DivUIOp>(pc.head, grp);
+    Tile tl = schedule(pc);
+    if (cfg.persistent) {
+      Value words[] = {pTile, tl.m0, tl.head, tl.bidx};
+      storeWords4(q.slot, words);
+    }
+    // Q tile: boxes of [block_m rows][64 cols], coords (d, head, row, batch)
+    producerCommit(qRing, q.k, lay.qBytes);
+    for (int64_t c = 0; c < nchunk; ++c) {
+      Value col = i32(c * kChunk);
+      Value box = i32(c * cfg.blockM * kSwizzleBytes);
+      Value crd[] = {col, tl.head, tl.m0, tl.bidx};
+      tmaLoad(param("mapQ"), crd, qRing, q.k, box, /*multicast=*/false);
+    }
+    // K/V rings, continued across tiles: ring slot u = g + t for kv block t
+    // of the tile. The loop runs over the ring slots themselves (g .. g +
+    // nblk): the bound is then also the next tile's g, one value fewer to
+    // keep in the producer's 24 registers.
+    Value gEnd = bin<arith::AddIOp>(pG, tl.nblk);
+    Value blk0 = bin<arith::SubIOp>(tl.lo, pG);
+    auto loop = scf::ForOp::create(b, loc, pG, gEnd, i32(1));
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPoint(loop.getBody()->getTerminator());
+      Value pu = loop.getInductionVar();
+      Value blk = bin<arith::AddIOp>(blk0, pu);
+      Value kvrow = bin<arith::MulIOp>(blk, i32(cfg.blockN));
+      struct Load {
+        Value ring;
+        const char *tm;
+      } loads[2] = {{kRing, "mapK"}, {vRing, "mapV"}};
+      for (const Load &ld : loads) {
+        ringOp<RingProducerAcquireOp>(ld.ring, pu);
+        // The whole tile arrives here (with multicast, half from the peer).
+        producerCommit(ld.ring, pu, lay.kvBytes);
+        if (cfg.clusterM == 1) {
+          for (int64_t c = 0; c < nchunk; ++c) {
+            Value col = i32(c * kChunk);
+            Value box = i32(c * cfg.blockN * kSwizzleBytes);
+            Value crd[] = {col, hkv, kvrow, tl.bidx};
+            tmaLoad(param(ld.tm), crd, ld.ring, pu, box, /*multicast=*/false);
+          }
+          continue;
+        }
+        // boxes 2j + rank, multicast into both CTAs of the cluster
+        Value rank = clusterRank();
+        for (int64_t j = 0; j < nchunk / 2; ++j) {
+          Value c = bin<arith::AddIOp>(rank, i32(2 * j));
+          Value box = bin<arith::MulIOp>(c, i32(cfg.blockN * kSwizzleBytes));
+          Value col = bin<arith::MulIOp>(c, i32(kChunk));
+          Value crd[] = {col, hkv, kvrow, tl.bidx};
+          tmaLoad(param(ld.tm), crd, ld.ring, pu, box, /*multicast=*/true);
+        }
+      }
+    }
+    Value next;
+    if (cfg.persistent && cfg.clusterM == 2) {
+      // Static: the two CTAs of a cluster must take the two m-blocks of a
+      // pair in step (grid and m-block count are even, so tile and tile +
+      // gridDim.x keep their parity). Every full-mask tile costs the same.
+      next = TileNextOp::create(b, loc, pTile, TileSchedule::static_stride,
+                                Value());
+    } else if (cfg.persistent) {
+      // Claimed once this tile's loads are issued, i.e. about when the CTA
+      // can start it: claiming at the start of a tile would reserve work for
+      // a CTA that is busy for the whole (causal: long) tile.
+      next = TileNextOp::create(b, loc, pTile, TileSchedule::dynamic,
+                                param("tileCounter"));
+    }
+    closeTileLoop(next, pK, gEnd);
+  }
+  if (cfg.persistent) {
+    // no tile left: tell the consumers (id = tiles, no load)
+    Value k = tileLoop.getResult(1);
+    QSlot q = qSlot(k);
+    ringOp<RingProducerAcquireOp>(qRing, q.k);
+    Value words[] = {tiles, i32(0), i32(0), i32(0)};
+    storeWords4(q.slot, words);
+    producerCommit(qRing, q.k, 0);
+  }
+  if (cfg.persistent && cfg.clusterM == 1) {
+    // the last CTA to finish fetching resets the counters for the next launch
+    TileCounterResetOp::create(b, loc, param("tileCounter"));
+  }
+}
+
+void KernelBuilder::consumers(Value tid, Value cta) {
+  Value cw = consumer;
+  Value ltid = bin<arith::RemUIOp>(tid, i32(128));
+  // Scores reach the softmax in the log2 domain: s * sl2.
+  Value sl2 = param("scaleLog2"), pre;
+  if (cfg.softcap > 0) {
+    pre = bin<arith::MulFOp>(param("scaleLog2"),
+                             f32(1.0 / (kLog2e * cfg.softcap)));
+    sl2 = f32(cfg.softcap * kLog2e);
+  }
+
+  // wgmma smem descriptors: start address >> 4 in bits 0-13, constants in
+  // the rest
+  Value wgOff = bin<arith::MulIOp>(cw, i32(64 * kSwizzleBytes));
+  Value descQ0 = descBase(smemBase, wgOff, descConst(16, 1024));
+  Value descK0 = descBase(smemBase, i32(lay.kOff), descConst(16, 1024));
+  Value descV0 = descBase(smemBase, i32(lay.vOff),
+                          descConst(cfg.blockN * kSwizzleBytes, 1024));
+
+  // Per tile (set inside the tile loop below; the helpers capture them).
+  Value m0, head, bidx, lo, ilo, ihi, nblk, wgRow0;
+  auto blockOf = [&](Value t) { return bin<arith::AddIOp>(lo, t); };
+  auto boundary = [&](Value blk) {
+    Value before = cmpi(CmpIPredicate::slt, blk, ilo);
+    Value after = cmpi(CmpIPredicate::sge, blk, ihi);
+    return bin<arith::OrIOp>(before, after);
+  };
+  // The scores of block `blk`: softcap, then the mask on boundary blocks
+  // (the interior ones see every column).
+  auto scoresOf = [&](Value sacc, Value blk) -> Value {
+    Value sc = sacc;
+    if (cfg.softcap > 0)
+      sc = SoftcapOp::create(b, loc, sc, pre);
+    Value bnd = boundary(blk);
+    auto ms = ifElse(
+        bnd, TypeRange{fragS},
+        [&]() -> SmallVector<Value> {
+          Value col0 = bin<arith::MulIOp>(blk, i32(cfg.blockN));
+          Value mk = MaskOp::create(b, loc, sc, wgRow0, col0,
+                                    cfg.visibleColsFn, param("Sq"),
+                                    param("Skv"), cfg.leftBounded);
+          return {mk};
+        },
+        [&]() -> SmallVector<Value> { return {sc}; });
+    return ms.getResult(0);
+  };
+
+  // The tile grid in this role too (see producer); the opaque copy of Sq
+  // keeps LLVM from merging the two roles' copies back above the split.
+  auto grid = TileGridOp::create(b, loc, param("Sq"), param("Hq"), param("B"),
+                                 static_cast<uint64_t>(cfg.blockM),
+                                 cfg.clusterM == 2);
+  Value numM = grid.getNumM(), tiles = grid.getTiles();
+  Value cTile, cK, cG;
+  std::tie(cTile, cK, cG) = openTileLoop(/*producer=*/false, cta, tiles);
+  // this tile's Q ring slot, buffer and published slot
+  QSlot cq = qSlot(cK, /*withOffset=*/true);
+  {
+    // persistent: this tile as the producer decoded it; else this CTA's tile
+    TileCoords c =
+        cfg.persistent ? readCoords(cq.slot) : coords(cTile, numM);
+    Tile tl = schedule(c);
+    m0 = tl.m0, head = tl.head, bidx = tl.bidx, lo = tl.lo, ilo = tl.ilo,
+    ihi = tl.ihi, nblk = tl.nblk;
+    Value wgRows = bin<arith::MulIOp>(cw, i32(64));
+    wgRow0 = bin<arith::AddIOp>(m0, wgRows);
+  }
+  if (!cfg.persistent) {
+    // wait for this tile's Q
+    ringOp<RingConsumerWaitOp>(qRing, cq.k);
+  }
+  // This tile's Q buffer for the S = Q K^T descriptors.
+  Value descQ = descQ0;
+  if (cfg.qBuffers != 1) {
+    Value off = bin<arith::ShRUIOp>(cq.offBytes, i32(4));
+    Value off64 = ext64(off);
+    descQ = bin<arith::AddIOp>(descQ0, off64);
+  }
+  // FA3 intra-warpgroup overlap, software-pipelined by one kv block:
+  //   prologue : S_0 = Q K_0^T; softmax(S_0) -> P_0
+  //   iter t>=1: issue S_t; issue O += P_{t-1} V_{t-1}; wait(1) -> S_t ready;
+  //              release K_t; softmax(S_t) -> P_t, alpha_t (overlaps P V);
+  //              wait(0); release V_{t-1}; O *= alpha_t
+  //   tail     : O += P_{n-1} V_{n-1}; wait(0); release V_{n-1}
+  (void)f32(0.0);
+  Value ninf = f32Bits(kNegInfBits);
+  // Mainloop state: row max m and the thread's partial row sums l (one
+  // value per row), the O accumulator, and P of the last block (16-bit, the
+  // register A operand of its P V product).
+  SmallVector<Type> rt = {fragRows, fragRows, fragO};
+  // Persistent: the epilogue's tile coordinates, read from the published
+  // slot before Q is released (the producer then rewrites the slot), are
+  // results of this scf.if too.
+  const bool coordsThroughIf = cfg.persistent && !qFreedAfterStore();
+  SmallVector<Type> rtIf = rt;
+  if (coordsThroughIf)
+    rtIf.append({i32T, i32T, i32T});
+  auto releaseQ = [&](SmallVector<Value> &coordsOut) {
+    if (qFreedAfterStore())
+      return;
+    if (coordsThroughIf) {
+      TileCoords c = readCoords(cq.slot);
+      coordsOut.append({c.m0, c.head, c.bidx});
+    }
+    ringOp<RingConsumerReleaseOp>(qRing, cq.k);
+  };
+  auto issueS = [&](Value descK) -> Value {
+    return WgmmaSSOp::create(b, loc, fragS, descQ, descK,
+                             static_cast<uint64_t>(cfg.headDim),
+                             static_cast<uint64_t>(cfg.blockM * kSwizzleBytes),
+                             static_cast<uint64_t>(cfg.blockN * kSwizzleBytes),
+                             et);
+  };
+  auto issuePV = [&](Value pa, Value descV, Value oacc) -> Value {
+    return WgmmaRSOp::create(b, loc, pa, descV, oacc);
+  };
+  auto wgmmaWait = [&](int pending, Value frag) -> Value {
+    return WgmmaWaitOp::create(b, loc, static_cast<uint64_t>(pending),
+                               ValueRange{frag})
+        .getResult(0);
+  };
+  auto softmaxStep = [&](Value scores, Value m, Value l, double threshold) {
+    Type types[] = {fragS, fragRows, fragRows, fragRows, i1T};
+    return SoftmaxStepOp::create(b, loc, types, scores, sl2, m, l,
+                                 b.getF64FloatAttr(threshold));
+  };
+  Value nz = cmpi(CmpIPredicate::sgt, nblk, i32(0));
+  auto res = ifElse(
+      nz, rtIf,
+      [&]() -> SmallVector<Value> {
+        // prologue: first visited block
+        Value descK = stageDesc(kRing, cG, descK0);
+        ringOp<RingConsumerWaitOp>(kRing, cG);
+        NVVM::WgmmaFenceAlignedOp::create(b, loc);
+        Value sacc = issueS(descK);
+        sacc = wgmmaWait(0, sacc);
+        ringOp<RingConsumerReleaseOp>(kRing, cG);
+        Value scores = scoresOf(sacc, lo);
+        auto sm0 = softmaxStep(scores, Value(), Value(), 0.0);
+        Value a0 = TruncOp::create(b, loc, fragP, sm0.getP());
+        Value o0 = FragmentZeroOp::create(b, loc, fragO);
+        Value inits[] = {sm0.getMNew(), sm0.getLNew(), o0, a0};
+        auto lp = scf::ForOp::create(b, loc, i32(1), nblk, i32(1), inits);
+        {
+          OpBuilder::InsertionGuard g(b);
+          b.setInsertionPointToStart(lp.getBody());
+          Value t = lp.getInductionVar();
+          Value m = lp.getRegionIterArg(0), l = lp.getRegionIterArg(1),
+                acc = lp.getRegionIterArg(2), pa = lp.getRegionIterArg(3);
+          // K of slot u (block t), V of slot u - 1 (block t - 1).
+          Value u = bin<arith::AddIOp>(cG, t);
+          Value descK = stageDesc(kRing, u, descK0);
+          Value uPrev = bin<arith::SubIOp>(u, i32(1));
+          Value descV = stageDesc(vRing, uPrev, descV0);
+          // Both waits before the fence: a branch inside the wgmma window
+          // makes ptxas serialise it.
+          ringOp<RingConsumerWaitOp>(kRing, u);
+          ringOp<RingConsumerWaitOp>(vRing, uPrev);
+          NVVM::WgmmaFenceAlignedOp::create(b, loc);
+          Value sa = issueS(descK);
+          Value o = issuePV(pa, descV, acc);
+          sa = wgmmaWait(1, sa);
+          ringOp<RingConsumerReleaseOp>(kRing, u);
+          Value blk = blockOf(t);
+          Value scores = scoresOf(sa, blk);
+          auto sm = softmaxStep(scores, m, l,
+                                cfg.lazyRescale ? cfg.rescaleThreshold : 0.0);
+          // Rounded before the wait, beside the exponentials (the MUFU pipe
+          // is the softmax's bottleneck: the conversions issue in its
+          // shadow).
+          Value a = TruncOp::create(b, loc, fragP, sm.getP());
+          // Wait for P_{t-1} V_{t-1}, then O *= alpha. ptxas hoists a
+          // wgmma.wait_group above independent arithmetic (it does not model
+          // the stall), which would make the softmax wait for the P V
+          // wgmmas; a branch is a boundary it does not schedule across, so
+          // with lazy rescaling the wait sits in both arms of the rescale
+          // branch.
+          auto rescaled = [&](Value acc) -> Value {
+            return ScaleRowsOp::create(b, loc, acc, sm.getAlpha());
+          };
+          Value oacc;
+          if (cfg.lazyRescale) {
+            // O *= alpha only if a row of the warpgroup raised its max:
+            // after the first blocks, almost never
+            Value any = warpgroupAny(sm.getRaised());
+            oacc = ifElse(
+                       any, TypeRange{fragO},
+                       [&]() -> SmallVector<Value> {
+                         Value ready = wgmmaWait(0, o);
+                         return {rescaled(ready)};
+                       },
+                       [&]() -> SmallVector<Value> {
+                         return {wgmmaWait(0, o)};
+                       })
+                       .getResult(0);
+          } else {
+            // O *= alpha (after the P V wgmmas retired)
+            Value ready = wgmmaWait(0, o);
+            oacc = rescaled(ready);
+          }
+          ringOp<RingConsumerReleaseOp>(vRing, uPrev);
+          Value yields[] = {sm.getMNew(), sm.getLNew(), oacc, a};
+          scf::YieldOp::create(b, loc, yields);
+        }
+        // the last S of the tile has retired: Q may be overwritten
+        SmallVector<Value> coordsNz;
+        releaseQ(coordsNz);
+        // tail: O += P_{n-1} V_{n-1}
+        Value end = bin<arith::AddIOp>(cG, nblk);
+        Value last = bin<arith::SubIOp>(end, i32(1));
+        Value descV = stageDesc(vRing, last, descV0);
+        ringOp<RingConsumerWaitOp>(vRing, last);
+        NVVM::WgmmaFenceAlignedOp::create(b, loc);
+        Value o = issuePV(lp.getResult(3), descV, lp.getResult(2));
+        o = wgmmaWait(0, o);
+        ringOp<RingConsumerReleaseOp>(vRing, last);
+        SmallVector<Value> yields = {lp.getResult(0), lp.getResult(1), o};
+        yields.append(coordsNz);
+        return yields;
+      },
+      [&]() -> SmallVector<Value> {
+        SmallVector<Value> coordsZ;
+        releaseQ(coordsZ);
+        Value mz = FragmentFillOp::create(b, loc, fragRows, ninf);
+        Value lz = FragmentZeroOp::create(b, loc, fragRows);
+        Value zo = FragmentZeroOp::create(b, loc, fragO);
+        SmallVector<Value> yields = {mz, lz, zo};
+        yields.append(coordsZ);
+        return yields;
+      });
+
+  if (cfg.persistent) {
+    // The tile's coordinates read again (not kept live in registers across
+    // the mainloop), before Q's release or, if Q is released after the O
+    // store, here.
+    TileCoords c = coordsThroughIf ? TileCoords{res.getResult(3),
+                                                res.getResult(4),
+                                                res.getResult(5)}
+                                   : readCoords(cq.slot);
+    m0 = c.m0, head = c.head, bidx = c.bidx;
+  }
+  epilogue(res.getResult(0), res.getResult(1), res.getResult(2),
+           TileCoords{m0, head, bidx}, cq.k);
+  Value g1;
+  if (cfg.persistent)
+    g1 = bin<arith::AddIOp>(cG, nblk);
+  closeTileLoop(Value(), cK, g1);
+  if (cfg.tmaStore) {
+    // shared memory must outlive the last O store's reads
+    Value first = cmpi(CmpIPredicate::eq, ltid, i32(0));
+    ifThen(first, [&] {
+      NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0u, b.getUnitAttr());
+    });
+  }
+}
+
+void KernelBuilder::body() {
+  // ==== roles: warpgroup 0 = TMA producer, warpgroups 1.. = consumers ====
+  Value smem = LLVM::AddressOfOp::create(b, loc, smemPtrT, "attn_smem");
+  smemBase = smem;
+  // the pipeline rings in shared memory. Q is each CTA's own (no
+  // multicast): its consumers alone release it.
+  const int64_t consumerThreads = 128 * cfg.consumers();
+  RingType qT = ringType(cfg.qBuffers, lay.qBytes, lay.qOff, lay.qFull,
+                         lay.qEmpty, consumerThreads, 1);
+  RingType kT = ringType(cfg.stages, lay.kvBytes, lay.kOff, lay.kFull,
+                         lay.kEmpty, kvEmptyCount(), cfg.clusterM);
+  RingType vT = ringType(cfg.stages, lay.kvBytes, lay.vOff, lay.vFull,
+                         lay.vEmpty, kvEmptyCount(), cfg.clusterM);
+  qRing = RingCreateOp::create(b, loc, qT, smem);
+  kRing = RingCreateOp::create(b, loc, kT, smem);
+  vRing = RingCreateOp::create(b, loc, vT, smem);
+  Value tid = NVVM::ThreadIdXOp::create(b, loc, i32T);
+  // work: tiles of (m-block, q head, batch); CTA c takes tiles c, c +
+  // gridDim.x, ... (a full grid runs one tile per CTA, a persistent grid
+  // loops)
+  Value cta = NVVM::BlockIdXOp::create(b, loc, i32T);
+
+  // ---- mbarrier init (one thread), then CTA barrier ----
+  if (cfg.persistent) {
+    Value p = smemPtr(smem, lay.tileSlots);
+    tileSlotAddr = ptrToI32(p);
+  }
+  Value isT0 = cmpi(CmpIPredicate::eq, tid, i32(0));
+  ifThen(isT0, [&] {
+    // dynamic shared memory must start 1024-aligned (128B swizzle atoms)
+    Value sa = ptrToI32(smem);
+    Value low = bin<arith::AndIOp>(sa, i32(1023));
+    Value bad = cmpi(CmpIPredicate::ne, low, i32(0));
+    ifThen(bad, [&] { inlineAsm(Type(), ValueRange{}, "trap;", ""); });
+    for (Value r : {qRing, kRing, vRing})
+      RingInitOp::create(b, loc, r);
+    NVVM::FenceMbarrierInitOp::create(b, loc);
+    for (const char *tm : {"mapQ", "mapK", "mapV", "mapO"})
+      NVVM::PrefetchOp::create(b, loc, NVVM::PrefetchCacheLevelAttr(),
+                               NVVM::CacheEvictionPriorityAttr(),
+                               param(tm), /*predicate=*/Value(),
+                               /*tensormap=*/true);
+  });
+  if (cfg.clusterM == 2)
+    clusterSync();
+  else
+    NVVM::Barrier0Op::create(b, loc);
+
+  auto ws = WarpSpecializeOp::create(
+      b, loc, static_cast<uint64_t>(kProducerRegs),
+      static_cast<uint64_t>(consumerRegs(cfg)),
+      static_cast<uint64_t>(cfg.consumers()));
+  {
+    OpBuilder::InsertionGuard g(b);
+    // ================= producer warpgroup =================
+    b.createBlock(&ws.getProducer());
+    ifThen(isT0, [&] { producer(cta); });
+    WarpSpecializeOp::ensureTerminator(ws.getProducer(), b, loc);
+    // ================= consumer warpgroups =================
+    Block *cb = b.createBlock(&ws.getConsumer(), {}, {i32T}, {loc});
+    consumer = cb->getArgument(0);
+    consumers(tid, cta);
+    WarpSpecializeOp::ensureTerminator(ws.getConsumer(), b, loc);
+  }
+  // With ping-pong, hopper-pingpong puts the two consumers' wgmma issue
+  // windows in turns.
+  if (cfg.pingpong)
+    ws->setAttr("hopper.pingpong", b.getUnitAttr());
+  if (cfg.clusterM == 2)
+    clusterSync();
+  gpu::ReturnOp::create(b, loc);
+}
+
+gpu::GPUFuncOp KernelBuilder::build(gpu::GPUModuleOp m) {
+  b.setInsertionPointToEnd(m.getBody());
+  // dynamic shared memory, 1024-aligned (128B swizzle atoms)
+  auto smem = LLVM::GlobalOp::create(
+      b, loc, LLVM::LLVMArrayType::get(b.getI8Type(), 0), /*isConstant=*/false,
+      LLVM::Linkage::External, "attn_smem", Attribute(), /*alignment=*/1024,
+      /*addrSpace=*/3);
+  smem.setUnnamedAddr(LLVM::UnnamedAddr::None); // as the parser sets it
+  // The parameters as the ABI spells them (runtime/include/fa3rt_abi.def).
+  SmallVector<Type> argTypes;
+  for (const KernelParam &p : kKernelParams) {
+    Type t = parseType(p.mlirType, ctx);
+    assert(t && "a kernel parameter type of fa3rt_abi.def does not parse");
+    argTypes.push_back(t);
+  }
+  auto fn = gpu::GPUFuncOp::create(b, loc, cfg.name,
+                                   b.getFunctionType(argTypes, {}));
+  fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  fn->setAttr("nvvm.maxntid", b.getDenseI32ArrayAttr(
+                                  {static_cast<int32_t>(cfg.threads()), 1, 1}));
+  fn->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
+  if (cfg.clusterM == 2)
+    fn->setAttr("nvvm.cluster_dim", b.getDenseI32ArrayAttr({2, 1, 1}));
+  entry = &fn.front();
+  for (auto [i, p] : llvm::enumerate(kKernelParams))
+    params[p.name] = entry->getArgument(i);
+  b.setInsertionPointToEnd(entry);
+  body();
+  hoistConstants();
+  b.setInsertionPointAfter(fn);
+  return fn;
+}
+
+gpu::GPUFuncOp fa3::hopper::buildKernel(OpBuilder &b, Location loc,
+                                        gpu::GPUModuleOp module,
+                                        const KernelConfig &cfg) {
+  OpBuilder::InsertionGuard g(b);
+  KernelBuilder kb(b, loc, cfg);
+  return kb.build(module);
+}
