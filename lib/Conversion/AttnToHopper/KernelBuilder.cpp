@@ -46,7 +46,6 @@ using arith::CmpIPredicate;
 namespace {
 constexpr double kLog2e = 1.4426950408889634;
 constexpr uint32_t kNegInfBits = 0xFF800000u;
-constexpr int64_t kSwizzleBytes = 128; // 128B swizzle: a box row is 128 bytes
 constexpr int64_t kElemBytes = 2;      // bf16 / f16
 constexpr int64_t kChunk = kSwizzleBytes / kElemBytes; // 64 elements per box
 constexpr int64_t kProducerRegs = 24;

@@ -28,9 +28,7 @@ using namespace fa3::hopper;
 
 namespace {
 constexpr double kLn2 = 0.6931471805599453;
-constexpr int64_t kSwizzleBytes = 128; // 128B swizzle: a box row is 128 bytes
-constexpr int64_t kBoxCols = 64;       // 16-bit columns of a TMA box row
-constexpr int64_t kWarpgroup = 128;    // threads
+constexpr int64_t kBoxCols = kSwizzleBytes / 2; // 16-bit columns of a box row
 
 
 /// An f32 -> f32 NVVM intrinsic (approximate math without libdevice).
@@ -80,7 +78,7 @@ void openIf(OpBuilder &b, Location loc, Value cond) {
 void epilogueBarrier(OpBuilder &b, Location loc, int64_t consumers,
                      Value consumer) {
   Value id = namedBarrierId(b, loc, BarrierKind::epilogue, consumers, consumer);
-  Value n = i32Const(b, loc, kWarpgroup);
+  Value n = i32Const(b, loc, kWarpgroupThreads);
   NVVM::BarrierOp::create(b, loc, Type(), id, n, NVVM::BarrierReductionAttr(),
                           Value());
 }
@@ -104,19 +102,12 @@ struct FinalizeRowsLowering : OpConversionPattern<FinalizeRowsOp> {
   matchAndRewrite(FinalizeRowsOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    Type f32 = rewriter.getF32Type();
     SmallVector<Value> m = unpack(rewriter, loc, adaptor.getM());
     SmallVector<Value> l = unpack(rewriter, loc, adaptor.getL());
     for (Value &v : l)
-      for (int64_t off : {1, 2}) {
-        Value all = i32Const(rewriter, loc, -1);
-        Value offset = i32Const(rewriter, loc, off);
-        Value clamp = i32Const(rewriter, loc, 31);
-        Value other = NVVM::ShflOp::create(rewriter, loc, f32, all, v, offset,
-                                           clamp, NVVM::ShflKind::bfly,
-                                           UnitAttr());
-        v = arith::AddFOp::create(rewriter, loc, v, other);
-      }
+      v = quadReduce(rewriter, loc, v, [&](Value x, Value y) -> Value {
+        return arith::AddFOp::create(rewriter, loc, x, y);
+      });
     Value zero = f32Const(rewriter, loc, 0.0);
     SmallVector<Value, 2> empty, inv, lse;
     for (Value v : l) {

@@ -31,7 +31,6 @@ using namespace fa3::hopper;
 
 namespace {
 constexpr int64_t kKStep = 16;        // wgmma K for 16-bit operands
-constexpr int64_t kSwizzleBytes = 128; // 128B swizzle: a box row is 128 bytes
 
 
 LLVM::LLVMStructType registersType(FragmentType t) {
@@ -97,9 +96,23 @@ int64_t rowOf(int64_t idx) { return (idx % 4) / 2; }
 /// The thread's place in its warpgroup's fragment: warp, lane, the row of
 /// its first register (16 warp + lane / 4) and its first column
 /// (2 (lane % 4)).
+Value fa3::hopper::quadReduce(OpBuilder &b, Location loc, Value v,
+                              function_ref<Value(Value, Value)> combine) {
+  for (int64_t off : {1, 2}) {
+    Value all = i32Const(b, loc, -1);
+    Value offset = i32Const(b, loc, off);
+    Value clamp = i32Const(b, loc, 31);
+    Value other = NVVM::ShflOp::create(b, loc, b.getF32Type(), all, v, offset,
+                                       clamp, NVVM::ShflKind::bfly,
+                                       UnitAttr());
+    v = combine(v, other);
+  }
+  return v;
+}
+
 ThreadPlace fa3::hopper::threadPlace(OpBuilder &b, Location loc) {
   Value tid = NVVM::ThreadIdXOp::create(b, loc, b.getI32Type());
-  Value c128 = i32Const(b, loc, 128);
+  Value c128 = i32Const(b, loc, kWarpgroupThreads);
   Value ltid = arith::RemUIOp::create(b, loc, tid, c128);
   Value c32 = i32Const(b, loc, 32);
   Value warp = arith::DivUIOp::create(b, loc, ltid, c32);
@@ -144,16 +157,7 @@ Value rowMax(OpBuilder &b, Location loc, ArrayRef<Value> s, int64_t i) {
     return LLVM::MaxNumOp::create(b, loc, x, y);
   };
   Value mx = reduceRow(b, loc, s, i, maxnum);
-  for (int64_t off : {1, 2}) {
-    Value all = i32Const(b, loc, -1);
-    Value offset = i32Const(b, loc, off);
-    Value clamp = i32Const(b, loc, 31);
-    Value other = NVVM::ShflOp::create(b, loc, b.getF32Type(), all, mx, offset,
-                                       clamp, NVVM::ShflKind::bfly,
-                                       UnitAttr());
-    mx = maxnum(mx, other);
-  }
-  return mx;
+  return quadReduce(b, loc, mx, maxnum);
 }
 
 /// The sum of the thread's registers of row i (its partial row sum).

@@ -89,9 +89,8 @@ struct WarpSpecializeLowering : OpConversionPattern<WarpSpecializeOp> {
   matchAndRewrite(WarpSpecializeOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    constexpr int64_t kWarpgroup = 128;
     Value tid = NVVM::ThreadIdXOp::create(rewriter, loc, rewriter.getI32Type());
-    Value wgSize = i32Const(rewriter, loc, kWarpgroup);
+    Value wgSize = i32Const(rewriter, loc, kWarpgroupThreads);
     Value wg = arith::DivUIOp::create(rewriter, loc, tid, wgSize);
     Value zero = i32Const(rewriter, loc, 0);
     Value isProducer = arith::CmpIOp::create(

@@ -77,6 +77,12 @@ struct ThreadPlace {
 };
 ThreadPlace threadPlace(mlir::OpBuilder &b, mlir::Location loc);
 
+/// A value combined over the four threads of its row's quad (adjacent
+/// lanes: butterfly shuffles 1 and 2).
+mlir::Value quadReduce(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
+                       llvm::function_ref<mlir::Value(mlir::Value, mlir::Value)>
+                           combine);
+
 /// The hardware id of consumer `consumer`'s named barrier of `kind`: the
 /// kind's base (the dialect's assignment) plus the consumer index.
 mlir::Value namedBarrierId(mlir::OpBuilder &b, mlir::Location loc,

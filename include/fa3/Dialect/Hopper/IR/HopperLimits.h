@@ -1,7 +1,7 @@
 //===- HopperLimits.h - hardware limits the hopper level checks -*- C++ -*-===//
 //
-// Plain constants (no MLIR), shared by the dialect's verifiers and the
-// kernel builder's layout.
+// Plain constants (no MLIR), shared by the dialect's verifiers, the
+// kernel builder's layout and the lowering to NVVM.
 //
 //===----------------------------------------------------------------------===//
 #ifndef FA3_DIALECT_HOPPER_IR_HOPPERLIMITS_H
@@ -12,6 +12,10 @@
 namespace fa3::hopper {
 /// The largest dynamic shared memory a Hopper CTA may use (227 KiB).
 inline constexpr int64_t kMaxDynamicSmem = 232448;
+/// Threads of a warpgroup (the unit of wgmma and of setmaxnreg).
+inline constexpr int64_t kWarpgroupThreads = 128;
+/// Bytes of a row of a TMA box / wgmma operand under the 128B swizzle.
+inline constexpr int64_t kSwizzleBytes = 128;
 } // namespace fa3::hopper
 
 #endif
