@@ -2,15 +2,15 @@
 """Forward attention benchmark on the FA3-paper grid (run on an H100/H200).
 
 batch * seqlen = 16384, hidden 2048 (heads = 2048 // hdim: 10 at hdim 192),
-bf16 (or --dtype f16), seqlen 512..16k, hdim 64/128/192/256 (those with a
-compiled kernel of that dtype), causal and not. Ours
+bf16 (or --dtype f16), seqlen 512..16k, every head dim (and value head dim,
+as 192:128) with a compiled kernel of that dtype, causal and not. Ours
 (fa3.torch_api.flash_attn_func) beside PyTorch SDPA with the cuDNN backend and
 the FlashAttention-2 backend, in the same process on the same inputs (SDPA gets
 BHSD views of the same BSHD tensors). Time: triton.testing.do_bench median (ms);
-TFLOP/s = 4 * B * H * S * S * D / t (half for causal). Every output is compared
-with cuDNN's (relative L2 error).
+TFLOP/s = 2 * B * H * S * S * (D + Dv) / t (half for causal; 4 * ... * D where
+Dv = D). Every output is compared with cuDNN's (relative L2 error).
 
-    python3 bench/bench_fwd.py --kernel-dir DIR [--hdim 128] [--seqlens 1024,4096]
+    python3 bench/bench_fwd.py --kernel-dir DIR [--hdim 128,192:128] [--seqlens 1024,4096]
         [--causal 0|1|both] [--results-dir bench]
 
 Appends the run (date, GPU, command, rows) to <results-dir>/history.jsonl and,
@@ -68,14 +68,25 @@ def timeit(fn, warmup, rep):
 DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
 
 
-def paper_inputs(D, S, causal, dtype="bf16"):
-    """The FA3-paper grid cell (hdim D, seqlen S): batch, heads, seeded random
-    q, k, v (bf16 or f16) in BSHD, and the FLOP count (half for causal)."""
+def paper_inputs(D, S, causal, dtype="bf16", Dv=None):
+    """The FA3-paper grid cell (hdim D, value hdim Dv (None: D), seqlen S):
+    batch, heads, seeded random q, k, v (bf16 or f16) in BSHD, and the FLOP
+    count (half for causal)."""
+    Dv = D if Dv is None else Dv
     B, H = max(1, TOKENS // S), HIDDEN // D
     torch.manual_seed(S + D + causal)
-    q, k, v = (torch.randn(B, S, H, D, device="cuda", dtype=DTYPES[dtype])
-               for _ in range(3))
-    return B, H, q, k, v, 4.0 * B * H * S * S * D * (0.5 if causal else 1.0)
+    q, k, v = (torch.randn(B, S, H, d, device="cuda", dtype=DTYPES[dtype])
+               for d in (D, D, Dv))
+    return B, H, q, k, v, 2.0 * B * H * S * S * (D + Dv) * (0.5 if causal else 1.0)
+
+
+def parse_hdims(text):
+    """"128,192:128" -> [(128, 128), (192, 128)] (D or D:Dv)."""
+    out = []
+    for item in text.split(","):
+        d, _, dv = item.partition(":")
+        out.append((int(d), int(dv or d)))
+    return out
 
 
 def rel(a, b):
@@ -87,7 +98,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--kernel-dir", default=os.environ.get("FA3_KERNEL_DIR"))
     ap.add_argument("--hdim", default=None,
-                    help="comma list (default: all with a kernel of --dtype)")
+                    help="comma list of D or D:Dv (default: all with a kernel of --dtype)")
     ap.add_argument("--dtype", default="bf16", choices=sorted(DTYPES))
     ap.add_argument("--seqlens", default=",".join(map(str, SEQLENS)))
     ap.add_argument("--causal", default="both", choices=["0", "1", "both"])
@@ -108,10 +119,9 @@ def main():
     for s in skipped:
         print(f"SKIPPED FILE {s}")
     causals = {"0": [False], "1": [True], "both": [False, True]}[a.causal]
-    hdims = sorted({k.head_dim for k in kernels if k.dtype == a.dtype})
+    hdims = sorted({(k.head_dim, k.head_dim_v) for k in kernels if k.dtype == a.dtype})
     if a.hdim:
-        want = [int(x) for x in a.hdim.split(",")]
-        hdims = [h for h in want if h in hdims]
+        hdims = [h for h in parse_hdims(a.hdim) if h in hdims]
     seqlens = [int(x) for x in a.seqlens.split(",")]
     torch.backends.cuda.matmul.allow_tf32 = False
     gpu = torch.cuda.get_device_name()
@@ -119,19 +129,21 @@ def main():
 
     rows = []
     t_start = time.time()
-    for D in hdims:
+    for D, Dv in hdims:
         for causal in causals:
             try:
                 kf = next(k for k in kernels if fa3facts.matches(
-                    k, a.dtype, D, D, causal, (-1, -1), 0.0))
+                    k, a.dtype, D, Dv, causal, (-1, -1), 0.0))
             except StopIteration:
-                print(f"no {a.dtype} kernel for hdim {D} causal={causal}: skipped")
+                print(f"no {a.dtype} kernel for hdim {D}:{Dv} causal={causal}: skipped")
                 continue
             for S in seqlens:
-                B, H, q, k, v, flops = paper_inputs(D, S, causal, a.dtype)
+                B, H, q, k, v, flops = paper_inputs(D, S, causal, a.dtype, Dv)
                 row = dict(hdim=D, causal=causal, seqlen=S, batch=B, heads=H, kernel=kf.kernel,
                            dtype=a.dtype)
-                o = torch.empty_like(q)
+                if Dv != D:
+                    row["hdim_v"] = Dv
+                o = q.new_empty(B, S, H, Dv)
 
                 def ours():
                     flash_attn_func(q, k, v, causal=causal, kernel=kf, out=o)

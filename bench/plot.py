@@ -15,6 +15,8 @@ import json
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+import records
+
 HERE = Path(__file__).resolve().parent
 PEERS = (("ours", "FA3-MLIR"), ("cudnn", "cuDNN"), ("fa2", "FlashAttention-2"))
 
@@ -39,7 +41,7 @@ def series(entry: dict) -> Dict[Tuple[int, bool], Dict[str, List[Tuple[int, floa
     """{(hdim, causal): {peer: [(seqlen, tflops), ...] sorted by seqlen}}."""
     out: Dict[Tuple[int, bool], Dict[str, List[Tuple[int, float]]]] = {}
     for r in entry["rows"]:
-        panel = out.setdefault((int(r["hdim"]), bool(r["causal"])), {})
+        panel = out.setdefault((records.hdim_label(r), bool(r["causal"])), {})
         for key, _ in PEERS:
             v = r.get(key + "_tflops")
             if v is not None:
@@ -56,7 +58,7 @@ def plot(entry: dict, out: Path) -> Path:
     import matplotlib.pyplot as plt
 
     data = series(entry)
-    hdims = sorted({h for h, _ in data})
+    hdims = sorted({h for h, _ in data}, key=records.hdim_order)
     fig, axes = plt.subplots(2, len(hdims), figsize=(4.2 * len(hdims), 7.2),
                              squeeze=False, sharey=True)
     for col, h in enumerate(hdims):

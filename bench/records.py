@@ -172,6 +172,18 @@ def _seqlen_label(s):
     return f"{s // 1024}k" if s >= 1024 and s % 1024 == 0 else str(s)
 
 
+def hdim_label(r):
+    """A row's head dim: D, or "D/Dv" where the value head dim differs."""
+    d, dv = r["hdim"], r.get("hdim_v", r["hdim"])
+    return d if dv == d else f"{d}/{dv}"
+
+
+def hdim_order(label):
+    """Sort key of hdim_label's values: by D, then Dv."""
+    d, _, dv = str(label).partition("/")
+    return (int(d), int(dv or d))
+
+
 def render_bench(entry):
     """A bench_fwd run: ratio and TFLOP/s by hdim, mask and seqlen, then the
     cells with their times, errors and clocks."""
@@ -186,10 +198,12 @@ def render_bench(entry):
            f"Command: `{entry['command']}`", "",
            f"{dtype}, batch*seqlen = {meta.get('tokens', 16384)}, hidden "
            f"{meta.get('hidden', 2048)} (heads = hidden/hdim); TFLOP/s = 4*B*H*S*S*D / t "
-           "(half for causal)."]
+           + ("(half for causal; 2*B*H*S*S*(D+Dv) / t for head dims D/Dv)."
+              if any("hdim_v" in r for r in rows) else "(half for causal).")]
     seqlens = sorted({r["seqlen"] for r in rows})
-    groups = sorted({(r["hdim"], bool(r["causal"])) for r in rows})
-    cell = {(r["hdim"], bool(r["causal"]), r["seqlen"]): r for r in rows}
+    groups = sorted({(hdim_label(r), bool(r["causal"])) for r in rows},
+                    key=lambda g: (hdim_order(g[0]), g[1]))
+    cell = {(hdim_label(r), bool(r["causal"]), r["seqlen"]): r for r in rows}
     head = ["| hdim | mask | " + " | ".join(_seqlen_label(s) for s in seqlens) + " |",
             "|---|---|" + "---|" * len(seqlens)]
 
@@ -211,7 +225,7 @@ def render_bench(entry):
             "| ours ms | err ours | err FA2 | SM MHz | W |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        out.append(f"| {r['hdim']} | {int(r['causal'])} | {r['seqlen']} | {r['batch']} | "
+        out.append(f"| {hdim_label(r)} | {int(r['causal'])} | {r['seqlen']} | {r['batch']} | "
                    f"{r['heads']} | {_fmt(r.get('ours_tflops'), '.0f')} | "
                    f"{_fmt(r.get('cudnn_tflops'), '.0f')} | {_fmt(r.get('fa2_tflops'), '.0f')} | "
                    f"{_fmt(r.get('ours_over_cudnn'), '.2f')} | {_fmt(r.get('ours_ms'), '.3f')} | "
@@ -219,7 +233,7 @@ def render_bench(entry):
                    f"{_fmt(r.get('fa2_rel_err_vs_cudnn'), '.1e')} | "
                    f"{_fmt(r.get('ours_sm_mhz'), '.0f')} ({_fmt(r.get('cudnn_sm_mhz'), '.0f')}) | "
                    f"{_fmt(r.get('ours_power_w'), '.0f')} ({_fmt(r.get('cudnn_power_w'), '.0f')}) |")
-    errs = [f"- {r['hdim']}/{int(r['causal'])}/{r['seqlen']}: {k}: {v}"
+    errs = [f"- {hdim_label(r)}/{int(r['causal'])}/{r['seqlen']}: {k}: {v}"
             for r in rows for k, v in r.items() if k.endswith("_error")]
     if errs:
         out += ["", "Errors:"] + errs

@@ -23,7 +23,8 @@ extern "C" {
 
 /* Compilation options; start from fa3HopperOptionsDefault(). */
 typedef struct Fa3HopperOptions {
-  int64_t blockN;       /* 0: per head dim (128 up to 128, 64 above) */
+  int64_t blockN;       /* 0: per head dim (128 up to 128; at 192, 112
+                           full and 96 causal, 128 with Dv 128; 64 at 256) */
   int64_t stages;       /* depth of the K/V ring; 0: per head dim (4 for
                            64 with 128-row tiles, else 2) */
   bool pingpong;        /* consumer warpgroups take turns (true) */
@@ -66,16 +67,19 @@ MLIR_CAPI_EXPORTED Fa3HopperOptions fa3HopperOptionsDefault(void);
 typedef struct Fa3AttentionSpec {
   const char *name;    /* kernel base name: a C identifier of 1 to 200
                           characters; NULL:
-                          fa3_fwd_d<D>_<dtype>[_causal][_w<L>_<R>][_softcap],
-                          an unbounded window side written "inf" */
+                          fa3_fwd_d<D>[v<Dv>]_<dtype>[_causal][_w<L>_<R>]
+                          [_softcap], an unbounded window side written
+                          "inf", v<Dv> where Dv differs from D */
   const char *dtype;   /* "bf16" or "f16" (q, k, v and o); NULL: bf16 */
-  int64_t headDim;     /* 64, 128, 192 or 256 */
+  int64_t headDim;     /* of q and k: 64, 96, 128, 192 or 256 */
   bool causal;         /* needs windowRight 0 or -1 */
   int64_t windowLeft;  /* -1 = unbounded, else 0 to 2^31-1 */
   int64_t windowRight; /* -1 = unbounded, else 0 to 2^31-1 */
   float softcap;       /* 0 = off, else 1e-6 to 1e30 */
   bool hasScale;       /* false: 1/sqrt(headDim) is the facts' default */
   float scale;         /* with hasScale: > 0 and at most 1e30 */
+  int64_t headDimV;    /* of v and o: 0 = headDim, else as headDim, in
+                          pairings whose tiles fit (e.g. 192 with 128) */
 } Fa3AttentionSpec;
 
 MLIR_CAPI_EXPORTED Fa3AttentionSpec fa3AttentionSpecDefault(void);

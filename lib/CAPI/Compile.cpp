@@ -77,6 +77,7 @@ Fa3AttentionSpec fa3AttentionSpecDefault(void) {
   s.softcap = 0.0f;
   s.hasScale = false;
   s.scale = 0.0f;
+  s.headDimV = 0;
   return s;
 }
 
@@ -201,10 +202,14 @@ static Fa3KernelSet *compileHopperModule(MlirModule cmod,
   return set.release();
 }
 
-/// fa3_fwd_d<D>_<dtype>[_causal][_w<L>_<R>][_softcap]: the name a spec
-/// without one gets (an unbounded side of a window is "inf").
+/// fa3_fwd_d<D>[v<Dv>]_<dtype>[_causal][_w<L>_<R>][_softcap]: the name a
+/// spec without one gets (an unbounded side of a window is "inf"; v<Dv>
+/// where the value head dim differs).
 static std::string variantName(const Fa3AttentionSpec &s, const std::string &et) {
-  std::string n = "fa3_fwd_d" + std::to_string(s.headDim) + "_" + et;
+  std::string n = "fa3_fwd_d" + std::to_string(s.headDim);
+  if (s.headDimV != 0 && s.headDimV != s.headDim)
+    n += "v" + std::to_string(s.headDimV);
+  n += "_" + et;
   if (s.causal)
     n += "_causal";
   auto side = [](int64_t w) { return w < 0 ? std::string("inf") : std::to_string(w); };
@@ -327,6 +332,9 @@ static std::string checkSpec(const Fa3AttentionSpec &s) {
   } else if (!fa3::hopper::isSupportedHeadDim(s.headDim)) {
     os << "headDim: unsupported head dim " << s.headDim
        << " (the Hopper kernel takes " << fa3::hopper::headDimsText() << ")";
+  } else if (s.headDimV != 0 && !fa3::hopper::isSupportedHeadDim(s.headDimV)) {
+    os << "headDimV: unsupported value head dim " << s.headDimV
+       << " (0 = headDim, or " << fa3::hopper::headDimsText() << ")";
   } else if (s.windowLeft < -1 || s.windowLeft > INT32_MAX) {
     os << "windowLeft: " << s.windowLeft
        << " is out of range (-1 = unbounded, or 0 to " << INT32_MAX << ")";
@@ -350,7 +358,8 @@ static std::string checkSpec(const Fa3AttentionSpec &s) {
 
 /// The IR of a checked spec, built op by op (no IR text: nothing the caller
 /// wrote can change its structure):
-///   func.func @<name>(q, k, v, o: memref<?x1x?xDxT>, lse: memref<?x1x?xf32>)
+///   func.func @<name>(q, k: memref<?x1x?xDxT>, v, o: memref<?x1x?xDvxT>,
+///                     lse: memref<?x1x?xf32>)
 ///     attn.flash_attention ins(q, k, v) outs(o, lse) <attributes>
 static OwningOpRef<ModuleOp> buildSpecModule(MLIRContext *ctx,
                                              const Fa3AttentionSpec &s,
@@ -364,11 +373,13 @@ static OwningOpRef<ModuleOp> buildSpecModule(MLIRContext *ctx,
   // Heads are nominal here (the kernel takes B, H and S at launch).
   int64_t dyn = ShapedType::kDynamic;
   auto t = MemRefType::get({dyn, 1, dyn, s.headDim}, et);
+  auto tv = MemRefType::get({dyn, 1, dyn, s.headDimV ? s.headDimV : s.headDim},
+                            et);
   auto lseType = MemRefType::get({dyn, 1, dyn}, b.getF32Type());
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   b.setInsertionPointToEnd(module->getBody());
   auto fn = func::FuncOp::create(b, loc, name,
-                                 b.getFunctionType({t, t, t, t, lseType}, {}));
+                                 b.getFunctionType({t, t, tv, tv, lseType}, {}));
   Block *body = fn.addEntryBlock();
   b.setInsertionPointToEnd(body);
   // Attributes at their defaults are left out, as the parser would.

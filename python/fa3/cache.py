@@ -69,7 +69,8 @@ def _option_defaults() -> Dict[str, object]:
     scale is a launch argument, the toolkit's ptxas is in the compiler
     version)."""
     from .compile import compile_kernel
-    skip = {"out_dir", "head_dim", "dtype", "causal", "window", "softcap", "scale", "name",
+    skip = {"out_dir", "head_dim", "head_dim_v", "dtype", "causal", "window", "softcap",
+            "scale", "name",
             "toolkit", "ptxas_timeout"}
     return {n: p.default for n, p in inspect.signature(compile_kernel).parameters.items()
             if n not in skip}
@@ -196,14 +197,16 @@ def compiler_version() -> str:
 # --- entries -------------------------------------------------------------------
 
 def entry_name(variant: Variant, key: str) -> str:
-    return f"{variant.dtype}-d{variant.head_dim}-{key}"
+    dv = "" if variant.head_dim_v == variant.head_dim else f"v{variant.head_dim_v}"
+    return f"{variant.dtype}-d{variant.head_dim}{dv}-{key}"
 
 
 def _compile(out_dir: Path, variant: Variant):
     """Compiles `variant` into out_dir (fa3.compile.compile_kernel); tests
     replace this to count compiles."""
     from .compile import compile_kernel
-    return compile_kernel(out_dir, head_dim=variant.head_dim, dtype=variant.dtype,
+    return compile_kernel(out_dir, head_dim=variant.head_dim,
+                          head_dim_v=variant.head_dim_v, dtype=variant.dtype,
                           causal=variant.causal,
                           window=(variant.window_left, variant.window_right),
                           softcap=variant.softcap, **dict(variant.options))
@@ -369,9 +372,6 @@ def get_kernel(dtype: str, head_dim: int, head_dim_v: Optional[int] = None,
         if fast is not None:
             _fast[fast] = kf
         return kf
-    if v.head_dim_v != v.head_dim:
-        raise LookupError(f"fa3 JIT: head_dim_v ({v.head_dim_v}) != head_dim ({v.head_dim}) "
-                          f"is not a variant the compiler builds")
     with _locks_lock:
         klock = _key_locks.setdefault(mk, threading.Lock())
     with klock:   # threads of one process compile once too

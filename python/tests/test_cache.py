@@ -212,14 +212,26 @@ def test_stale_temporaries_are_swept(cache_dir, count_compiles):
 
 
 def test_failed_compile_is_remembered(cache_dir, count_compiles):
-    with pytest.raises(Fa3Error, match="head dim 96"):
-        cache.get_kernel("bf16", 96, **PTX)
-    with pytest.raises(Fa3Error, match="head dim 96"):
-        cache.get_kernel("bf16", 96, **PTX)
+    with pytest.raises(Fa3Error, match="head dim 80"):
+        cache.get_kernel("bf16", 80, **PTX)
+    with pytest.raises(Fa3Error, match="head dim 80"):
+        cache.get_kernel("bf16", 80, **PTX)
     assert len(count_compiles) == 1
     assert [p for p in cache_dir.iterdir() if p.is_dir()] == []   # nothing half-made
-    with pytest.raises(LookupError, match="head_dim_v"):
-        cache.get_kernel("bf16", 128, 64, **PTX)
+    with pytest.raises(Fa3Error, match="value head dim 72"):
+        cache.get_kernel("bf16", 128, 72, **PTX)
+    assert len(count_compiles) == 2
+
+
+def test_value_head_dim_is_its_own_entry(cache_dir, count_compiles):
+    """D = 192 with Dv = 128 (DeepSeek's) is compiled as such, into an entry
+    of its own beside D = Dv = 192."""
+    kf = cache.get_kernel("bf16", 192, 128, **PTX)
+    assert (kf.head_dim, kf.head_dim_v) == (192, 128)
+    same = cache.get_kernel("bf16", 192, **PTX)
+    assert (same.head_dim, same.head_dim_v) == (192, 192)
+    assert cache.entry_dir(kf) != cache.entry_dir(same)
+    assert len(count_compiles) == 2
 
 
 def _write_kernel(d: Path, name: str, **kw):
@@ -261,8 +273,8 @@ def test_select_kernel_falls_back_to_the_jit(cache_dir, tmp_path, count_compiles
         torch_api.select_kernel("bf16", 128, 128, softcap=7.0)
     monkeypatch.delenv("FA3_JIT")
     # a variant the compiler refuses: a LookupError that says why
-    with pytest.raises(LookupError, match="JIT compile failed.*head dim 96"):
-        torch_api.select_kernel("bf16", 96, 96, kernel_dir=kdir)
+    with pytest.raises(LookupError, match="JIT compile failed.*head dim 80"):
+        torch_api.select_kernel("bf16", 80, 80, kernel_dir=kdir)
 
 
 def test_without_the_compiler(tmp_path):

@@ -48,3 +48,14 @@ def test_the_committed_plots_show_the_runs_of_record():
         run = plot.latest_full_run(ROOT / "bench" / "history.jsonl", dtype)
         assert run is not None and run["id"] in table
         assert (ROOT / "bench" / f"RESULTS-{dtype}.png").exists()
+
+
+def test_value_head_dim_is_a_panel_of_its_own():
+    rows = [dict(hdim=192, causal=False, seqlen=512, ours_tflops=500.0),
+            dict(hdim=192, hdim_v=128, causal=False, seqlen=512, ours_tflops=450.0),
+            dict(hdim=96, causal=False, seqlen=512, ours_tflops=400.0)]
+    s = plot.series(entry("x", rows=rows))
+    assert s[(192, False)]["ours"] == [(512, 500.0)]
+    assert s[("192/128", False)]["ours"] == [(512, 450.0)]
+    # panels by D, then Dv
+    assert sorted({h for h, _ in s}, key=plot.records.hdim_order) == [96, "192/128", 192]

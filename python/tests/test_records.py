@@ -212,3 +212,14 @@ def test_repository_histories_and_tables_agree(home):
     table = ROOT / home / "RESULTS.md"
     for key, e in latest.items():
         assert section(table, key) == records.render(e).strip(), key
+
+
+def test_bench_table_shows_a_value_head_dim_as_its_own_row():
+    e = bench_entry("2026-12-01", hdims=(192,))
+    extra = [dict(r, hdim_v=128, ours_tflops=450.0, ours_over_cudnn=0.9) for r in e["rows"]]
+    e["rows"] += extra
+    text = records.render_bench(e)
+    assert "| 192 | full | 1.20 |" in text
+    assert "| 192/128 | full | 0.90 |" in text
+    # rows by D then Dv: 192/128 before 192
+    assert text.index("| 192/128 | full |") < text.index("| 192 | full |")

@@ -204,7 +204,7 @@ static void specCases(MlirContext ctx, Fa3DiagnosticLog *log) {
   struct {
     const char *what;
     Fa3AttentionSpec spec;
-  } cases[16];
+  } cases[24];
   int n = 0;
 #define SPEC_CASE(label, field, value)                                         \
   do {                                                                         \
@@ -218,7 +218,9 @@ static void specCases(MlirContext ctx, Fa3DiagnosticLog *log) {
   SPEC_CASE("spec/empty", name, "");
   SPEC_CASE("spec/long", name, longName);
   SPEC_CASE("spec/dtype", dtype, "f32");
-  SPEC_CASE("spec/head-dim", headDim, 96);
+  SPEC_CASE("spec/head-dim", headDim, 80);
+  SPEC_CASE("spec/head-dim-v", headDimV, 72);
+  SPEC_CASE("spec/head-dim-v-neg", headDimV, -1);
   SPEC_CASE("spec/window-left", windowLeft, -2);
   SPEC_CASE("spec/window-right", windowRight, (int64_t)1 << 31);
   SPEC_CASE("spec/softcap-nan", softcap, NAN);
@@ -238,7 +240,9 @@ static void specCases(MlirContext ctx, Fa3DiagnosticLog *log) {
   // CHECK: spec/empty: fa3CompileHopperSpec: invalid attention spec: name: "" is not a C identifier
   // CHECK: spec/long: fa3CompileHopperSpec: invalid attention spec: name: "{{a+}}..." is not a C identifier
   // CHECK: spec/dtype: fa3CompileHopperSpec: invalid attention spec: dtype: "f32" is not supported (bf16 or f16)
-  // CHECK: spec/head-dim: fa3CompileHopperSpec: invalid attention spec: headDim: unsupported head dim 96 (the Hopper kernel takes 64, 128, 192 or 256)
+  // CHECK: spec/head-dim: fa3CompileHopperSpec: invalid attention spec: headDim: unsupported head dim 80 (the Hopper kernel takes 64, 96, 128, 192 or 256)
+  // CHECK: spec/head-dim-v: fa3CompileHopperSpec: invalid attention spec: headDimV: unsupported value head dim 72 (0 = headDim, or 64, 96, 128, 192 or 256)
+  // CHECK: spec/head-dim-v-neg: fa3CompileHopperSpec: invalid attention spec: headDimV: unsupported value head dim -1
   // CHECK: spec/window-left: fa3CompileHopperSpec: invalid attention spec: windowLeft: -2 is out of range (-1 = unbounded, or 0 to 2147483647)
   // CHECK: spec/window-right: fa3CompileHopperSpec: invalid attention spec: windowRight: 2147483648 is out of range (-1 = unbounded, or 0 to 2147483647)
   // CHECK: spec/softcap-nan: fa3CompileHopperSpec: invalid attention spec: softcap: nan is out of range (0 = off, or 1e-6 to 1e30)

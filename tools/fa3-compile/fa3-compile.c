@@ -32,11 +32,14 @@ static const char *kUsage =
     "Input (one of):\n"
     "  input.mlir           every attn.flash_attention in the file\n"
     "  --head-dim N ...     one variant from the options below\n"
-    "  --all                the standard set: head dim 64/128/192/256 x causal or\n"
-    "                       not x bf16/f16 (16 kernels)\n"
+    "  --all                the standard set: head dim 64/96/128/192/256 and\n"
+    "                       192 with value head dim 128 x causal or not x\n"
+    "                       bf16/f16 (24 kernels)\n"
     "\n"
     "Variant options (with --head-dim only):\n"
-    "  --head-dim N         64, 128, 192 or 256\n"
+    "  --head-dim N         of q and k: 64, 96, 128, 192 or 256\n"
+    "  --head-dim-v N       of v and o (default: the head dim), as the head\n"
+    "                       dim, in pairings whose tiles fit (192 with 128)\n"
     "  --dtype T            bf16 (default) or f16\n"
     "  --causal             bottom-right aligned causal mask\n"
     "  --window L,R         sliding window, each side -1 (unbounded) to\n"
@@ -52,7 +55,8 @@ static const char *kUsage =
     "                       taking turns) or 192 (three; default 0: 192 for\n"
     "                       head dim 64 with a full mask, else 128)\n"
     "  --block-n N          K/V rows per tile, 16 to 256 (default 0: 128, or\n"
-    "                       112 / 96 causal at head dim 192, 64 at 256)\n"
+    "                       112 / 96 causal at head dim 192 (128 with value\n"
+    "                       head dim 128), 64 at 256)\n"
     "  --stages N           depth of the K/V shared-memory ring, 1 to 8\n"
     "                       (default 0: 4 for head dim 64 with 128-row\n"
     "                       tiles, else 2)\n"
@@ -300,6 +304,7 @@ int main(int argc, char **argv) {
   /* Options that take a value, each given at most once, and flags. */
   static const char *const kValued[] = {
       "-o",          "--head-dim",         "--dtype",   "--window",
+      "--head-dim-v",
       "--softcap",   "--scale",            "--name",    "--block-m",
       "--block-n",   "--stages",           "--q-buffers",
       "--rescale-threshold", "--ptxas-timeout"};
@@ -388,8 +393,12 @@ int main(int argc, char **argv) {
       all = 1;
     } else if (!strcmp(a, "--head-dim")) {
       INT_OPTION(spec.headDim, 1, INT64_MAX,
-                 "a positive whole number (the kernel takes 64, 128, 192 or 256)");
+                 "a positive whole number (the kernel takes 64, 96, 128, 192 or 256)");
       haveSpec = 1;
+    } else if (!strcmp(a, "--head-dim-v")) {
+      INT_OPTION(spec.headDimV, 1, INT64_MAX,
+                 "a positive whole number (the kernel takes 64, 96, 128, 192 or 256)");
+      variantOption = variantOption ? variantOption : a;
     } else if (!strcmp(a, "--dtype")) {
       HAVE_VALUE();
       if (strcmp(v, "bf16") && strcmp(v, "f16"))
@@ -517,15 +526,18 @@ int main(int argc, char **argv) {
     if (!mlirModuleIsNull(module))
       mlirModuleDestroy(module);
   } else {
-    /* fa3::hopper::kHeadDims (include/fa3/Conversion/HopperSupport.h, C++) */
-    const int64_t dims[] = {64, 128, 192, 256};
+    /* fa3::hopper::kHeadDims (include/fa3/Conversion/HopperSupport.h, C++),
+       each with its own value head dim, and DeepSeek's 192 with 128 */
+    const int64_t dims[][2] = {{64, 64},   {96, 96},   {128, 128},
+                               {192, 192}, {192, 128}, {256, 256}};
     const char *types[] = {"bf16", "f16"};
     int n = all ? 4 * (int)(sizeof dims / sizeof dims[0]) : 1;
     for (int i = 0; i < n; ++i) {
       Fa3AttentionSpec s = spec;
       if (all) {
         s = fa3AttentionSpecDefault();
-        s.headDim = dims[i / 4];
+        s.headDim = dims[i / 4][0];
+        s.headDimV = dims[i / 4][1];
         s.dtype = types[(i / 2) % 2];
         s.causal = i % 2;
       }

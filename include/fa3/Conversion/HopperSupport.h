@@ -13,15 +13,17 @@
 #include <string>
 
 namespace fa3::hopper {
-/// Multiples of the 64-column TMA box (128-byte swizzle rows of 16-bit
-/// elements) whose O accumulator fits the consumers' registers beside S.
-inline constexpr int64_t kHeadDims[] = {64, 128, 192, 256};
+/// Head dims (of q and k, and of v and o, in any pairing whose tiles fit:
+/// checkSupported) whose O accumulator fits the consumers' registers beside
+/// S. Tiles are whole 64-column TMA boxes (128-byte swizzle rows of 16-bit
+/// elements): 96 is computed in a 128-column tile.
+inline constexpr int64_t kHeadDims[] = {64, 96, 128, 192, 256};
 
 inline bool isSupportedHeadDim(int64_t d) {
   return llvm::is_contained(kHeadDims, d);
 }
 
-/// "64, 128, 192 or 256", for messages.
+/// "64, 96, 128, 192 or 256", for messages.
 inline std::string headDimsText() {
   std::string s;
   for (size_t i = 0; i < std::size(kHeadDims); ++i)

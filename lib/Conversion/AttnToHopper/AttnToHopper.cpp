@@ -144,7 +144,8 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
 
   ArrayRef<int64_t> window = u.getWindow();
   hopper::KernelConfig cfg = hopper::attentionFacts(
-      cast<MemRefType>(u.getQuery().getType()), window[0], window[1]);
+      cast<MemRefType>(u.getQuery().getType()),
+      cast<MemRefType>(u.getValue().getType()), window[0], window[1]);
   hopper::applyConfig(recorded, cfg);
   std::string base = func.getName().str() + (index ? "_" + std::to_string(index) : "");
   cfg.name = base + "_kernel";
@@ -175,7 +176,7 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
       b.getNamedAttr("source_func", b.getStringAttr(func.getName())),
       b.getNamedAttr("dtype", b.getStringAttr(cfg.dtype)),
       b.getNamedAttr("head_dim", b.getI64IntegerAttr(cfg.headDim)),
-      b.getNamedAttr("head_dim_v", b.getI64IntegerAttr(cfg.headDim)),
+      b.getNamedAttr("head_dim_v", b.getI64IntegerAttr(cfg.headDimV)),
       b.getNamedAttr("block_m", b.getI64IntegerAttr(cfg.blockM)),
       b.getNamedAttr("block_n", b.getI64IntegerAttr(cfg.blockN)),
       b.getNamedAttr("stages", b.getI64IntegerAttr(cfg.stages)),

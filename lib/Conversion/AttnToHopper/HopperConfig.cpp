@@ -15,6 +15,8 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <algorithm>
+
 namespace fa3 {
 #define GEN_PASS_DEF_ATTNHOPPERCONFIG
 #include "fa3/Conversion/Passes.h.inc"
@@ -44,13 +46,8 @@ static bool hasUnitInnerStride(Value memref) {
 
 std::string fa3::hopper::checkOperands(Value q, Value k, Value v, Value o) {
   auto qt = cast<MemRefType>(q.getType());
-  auto vt = cast<MemRefType>(v.getType());
   auto ot = cast<MemRefType>(o.getType());
   Type et = qt.getElementType();
-  if (qt.getDimSize(3) != vt.getDimSize(3))
-    return "the value head dim (" + std::to_string(vt.getDimSize(3)) +
-           ") must equal the query head dim (" +
-           std::to_string(qt.getDimSize(3)) + ")";
   // The input type first: advice about o would be wrong for an input type
   // the kernel does not take (f8 with a bf16 o used to be told to match).
   if (!et.isBF16() && !et.isF16())
@@ -67,11 +64,13 @@ std::string fa3::hopper::checkOperands(Value q, Value k, Value v, Value o) {
   return "";
 }
 
-KernelConfig fa3::hopper::attentionFacts(MemRefType q, int64_t windowLeft,
+KernelConfig fa3::hopper::attentionFacts(MemRefType q, MemRefType v,
+                                         int64_t windowLeft,
                                          int64_t windowRight) {
   KernelConfig cfg;
   cfg.dtype = q.getElementType().isBF16() ? "bf16" : "f16";
   cfg.headDim = q.getDimSize(3);
+  cfg.headDimV = v.getDimSize(3);
   cfg.leftBounded = windowLeft >= 0;
   cfg.longestFirst = windowRight >= 0;
   return cfg;
@@ -109,12 +108,16 @@ bool decide(Toggle t, bool isAuto) {
 /// fastest on the H200 (bench/NOTES.md, Defaults).
 void chooseConfig(KernelConfig &cfg, bool fullMask,
                   const AttnHopperConfigOptions &o) {
+  // The rules key on the larger head dim (the O accumulator's registers
+  // and the tiles' shared memory grow with either); where D = Dv, it is
+  // the head dim.
+  const int64_t hd = std::max(cfg.headDim, cfg.headDimV);
   // Head dim 64 with a full mask takes 192 query rows (three consumer
   // warpgroups, as FA3): +3-9 % from 2k, -2-3 % at 512-1k where a third of
   // the last m-block is past Sq; causal lost 11-15 % at 512-1k for +2-4 %
   // at 8k-16k, so it keeps 128 (bench/NOTES.md, Defaults: block-m).
   cfg.blockM = o.blockM != 0                        ? o.blockM
-                : cfg.headDim == 64 && fullMask ? 192
+                : hd == 64 && fullMask ? 192
                                                 : 128;
   // Head dim 256 takes 64-row kv tiles: with the softmax overlapping the
   // P V wgmmas, 80 spills (O alone is 128 registers a thread), and 64
@@ -123,16 +126,19 @@ void chooseConfig(KernelConfig &cfg, bool fullMask,
   // Head dim 192 takes 112 rows with a full mask and 96 causal, as FA3:
   // +4-11 % over 64 from 1k on, and each of them within 2 % of the other
   // on the other mask (bench/NOTES.md, Defaults: block-n).
-  cfg.blockN = o.blockN != 0            ? o.blockN
-               : cfg.headDim <= 128     ? 128
-               : cfg.headDim == 192     ? (fullMask ? 112 : 96)
-                                        : 64;
+  // D = 192 with Dv = 128 (DeepSeek's) takes 128, as FA3: O and S then
+  // take the registers they take at head dim 128.
+  cfg.blockN = o.blockN != 0                                 ? o.blockN
+               : hd <= 128                                   ? 128
+               : cfg.headDim == 192 && cfg.headDimV <= 128   ? 128
+               : hd == 192                                   ? (fullMask ? 112 : 96)
+                                                             : 64;
   // At head dim 64 a 4-deep ring lets the producer run further into the
   // next tile (+0-2 %); larger head dims have no shared memory for more.
   // With 192-row tiles 2 and 4 stages measured alike
   // (bench/NOTES.md, Defaults: stages).
   cfg.stages = o.stages != 0 ? o.stages
-                             : cfg.headDim == 64 && cfg.blockM == 128 ? 4 : 2;
+                             : hd == 64 && cfg.blockM == 128 ? 4 : 2;
   // The turns alternate between two consumer warpgroups; with three
   // (block-m 192) each issues freely, as in FA3.
   cfg.pingpong = o.pingpong && cfg.consumers() == 2;
@@ -141,7 +147,7 @@ void chooseConfig(KernelConfig &cfg, bool fullMask,
   // 16k; at head dim 256, O is staged in Q's buffer, so the next tile's Q
   // waits for the O store: 0-4 % slower everywhere
   // (bench/NOTES.md, Defaults: persistent).
-  cfg.persistent = decide(o.persistent, cfg.headDim <= 128);
+  cfg.persistent = decide(o.persistent, hd <= 128);
   cfg.tmaStore = o.tmaStore;
   // Persistent CTAs double-buffer Q where shared memory allows (head dim
   // 64 and 128): the next tile's Q then loads during this tile instead of
@@ -159,7 +165,7 @@ void chooseConfig(KernelConfig &cfg, bool fullMask,
   // the softmax beside the P V wgmmas), but -2-5 % at head dim 64, where
   // the softmax's MUFU work, not the GEMMs, sets the pace
   // (bench/NOTES.md, Defaults: lazy-rescale).
-  cfg.lazyRescale = decide(o.lazyRescale, cfg.headDim > 64);
+  cfg.lazyRescale = decide(o.lazyRescale, hd > 64);
   cfg.rescaleThreshold = o.rescaleThreshold;
   // K/V multicast: +1-2 % with persistent CTAs (head dim 128, 650 vs 637
   // TFLOP/s at 16k), -1 to -4 % with one CTA per tile (head dim 256: a
@@ -241,7 +247,8 @@ struct AttnHopperConfigPass
         return fail(why);
       int64_t left = op.getWindowLeft(), right = op.getWindowRight();
       KernelConfig cfg = attentionFacts(
-          cast<MemRefType>(op.getQuery().getType()), left, right);
+          cast<MemRefType>(op.getQuery().getType()),
+          cast<MemRefType>(op.getValue().getType()), left, right);
       chooseConfig(cfg, left < 0 && right < 0, opts);
       why = checkSupported(cfg);
       if (!why.empty())

@@ -19,16 +19,16 @@
 namespace fa3::hopper {
 
 /// Why the kernel cannot take these memref operands ("" if it can): q, k,
-/// v and o of one element type, bf16 or f16; the value head dim equal to
-/// the query's; a contiguous head dim everywhere (TMA).
+/// v and o of one element type, bf16 or f16; a contiguous head dim
+/// everywhere (TMA). The head dims themselves: checkSupported.
 std::string checkOperands(mlir::Value q, mlir::Value k, mlir::Value v,
                           mlir::Value o);
 
 /// A configuration holding only the facts of the attention that shape the
 /// kernel: element type and head dim (of `q`, which checkOperands
-/// accepted) and the mask's bounds (-1: unbounded).
-KernelConfig attentionFacts(mlir::MemRefType q, int64_t windowLeft,
-                            int64_t windowRight);
+/// accepted), value head dim (of `v`) and the mask's bounds (-1: unbounded).
+KernelConfig attentionFacts(mlir::MemRefType q, mlir::MemRefType v,
+                            int64_t windowLeft, int64_t windowRight);
 
 /// `config`'s choices, written into `cfg`.
 void applyConfig(attn::HopperConfigAttr config, KernelConfig &cfg);

@@ -82,7 +82,8 @@ public:
     assert((!cfg.pingpong || cfg.consumers() == 2) &&
            "ping-pong alternates between two consumer warpgroups");
     lay = computeSmemLayout(cfg);
-    nchunk = cfg.headDim / kChunk;
+    nchunkQK = cfg.tileD() / kChunk;
+    nchunkV = cfg.tileDv() / kChunk;
     i1T = b.getI1Type();
     i32T = b.getI32Type();
     i64T = b.getI64Type();
@@ -91,7 +92,7 @@ public:
     smemPtrT = LLVM::LLVMPointerType::get(ctx, 3);
     fragS = FragmentType::get(ctx, {64, cfg.blockN}, f32T);
     fragP = FragmentType::get(ctx, {64, cfg.blockN}, et);
-    fragO = FragmentType::get(ctx, {64, cfg.headDim}, f32T);
+    fragO = FragmentType::get(ctx, {64, cfg.tileDv()}, f32T);
     fragRows = FragmentType::get(ctx, {64}, f32T);
   }
 
@@ -104,10 +105,11 @@ private:
   MLIRContext *ctx;
   const KernelConfig &cfg;
   SmemLayout lay;
-  int64_t nchunk;
+  // 64-column TMA boxes per row of a Q or K tile, and of a V or O tile
+  int64_t nchunkQK, nchunkV;
   Type i1T, i32T, i64T, f32T, et, smemPtrT;
   // A consumer warpgroup's fragments: S (64 x block_n), P as the register A
-  // operand of P V, O (64 x head dim), and one value per row.
+  // operand of P V, O (64 x the V tile's width), and one value per row.
   FragmentType fragS, fragP, fragO, fragRows;
   /// The kernel's entry block and its parameters by name (kKernelParams).
   Block *entry = nullptr;
@@ -440,9 +442,9 @@ private:
 
   // --- kernel pieces --------------------------------------------------------
   Value descBase(Value smem, Value offI32, int64_t constPart);
-  /// The wgmma descriptor of K or V (ring r, first stage's descriptor
-  /// desc0) in slot u's stage.
-  Value stageDesc(Value r, Value u, Value desc0);
+  /// The wgmma descriptor of K or V (ring r of `stageBytes` stages, first
+  /// stage's descriptor desc0) in slot u's stage.
+  Value stageDesc(Value r, Value u, Value desc0, int64_t stageBytes);
   /// Persistent CTAs reload Q into the buffer the O store reads: the
   /// consumers free Q only once that store has read it.
   bool qFreedAfterStore() const { return cfg.persistent && lay.oInQ; }
@@ -461,19 +463,21 @@ private:
 
 SmemLayout fa3::hopper::computeSmemLayout(const KernelConfig &cfg) {
   SmemLayout l;
-  l.qBytes = cfg.blockM * cfg.headDim * kElemBytes;
-  l.kvBytes = cfg.blockN * cfg.headDim * kElemBytes;
-  l.oBytes = cfg.tmaStore ? l.qBytes : 0;
+  l.qBytes = cfg.blockM * cfg.tileD() * kElemBytes;
+  l.kBytes = cfg.blockN * cfg.tileD() * kElemBytes;
+  l.vBytes = cfg.blockN * cfg.tileDv() * kElemBytes;
+  l.oBytes = cfg.tmaStore ? cfg.blockM * cfg.tileDv() * kElemBytes : 0;
   const int64_t nq = cfg.qBuffers;
   l.qOff = 0;
   l.kOff = l.qOff + nq * l.qBytes;
-  l.vOff = l.kOff + cfg.stages * l.kvBytes;
-  int64_t end = l.vOff + cfg.stages * l.kvBytes;
+  l.vOff = l.kOff + cfg.stages * l.kBytes;
+  int64_t end = l.vOff + cfg.stages * l.vBytes;
   // mbarriers (Q full/empty per Q buffer, K/V full/empty per stage), then
   // the published-tile slots, one per Q buffer (persistent)
   const int64_t tail =
       8 * (2 * nq + 4 * cfg.stages) + (cfg.persistent ? 16 * nq : 0);
-  l.oInQ = cfg.tmaStore && end + l.oBytes + tail > kMaxDynamicSmem;
+  l.oInQ = cfg.tmaStore && l.oBytes <= l.qBytes &&
+           end + l.oBytes + tail > kMaxDynamicSmem;
   l.oOff = l.oInQ ? l.qOff : end;
   if (cfg.tmaStore && !l.oInQ)
     end += l.oBytes;
@@ -488,6 +492,14 @@ SmemLayout fa3::hopper::computeSmemLayout(const KernelConfig &cfg) {
   return l;
 }
 
+/// "192" or "192 (value 128)", for messages.
+static std::string headDimsOf(const KernelConfig &cfg) {
+  std::string s = std::to_string(cfg.headDim);
+  if (cfg.headDimV != cfg.headDim)
+    s += " (value " + std::to_string(cfg.headDimV) + ")";
+  return s;
+}
+
 std::string fa3::hopper::checkSupported(const KernelConfig &cfg) {
   std::string why;
   llvm::raw_string_ostream os(why);
@@ -496,15 +508,18 @@ std::string fa3::hopper::checkSupported(const KernelConfig &cfg) {
   else if (!isSupportedHeadDim(cfg.headDim))
     os << "head dim " << cfg.headDim << " (the Hopper kernel takes "
        << headDimsText() << ")";
+  else if (!isSupportedHeadDim(cfg.headDimV))
+    os << "value head dim " << cfg.headDimV << " (the Hopper kernel takes "
+       << headDimsText() << ")";
   else if (cfg.blockM != 128 && cfg.blockM != 192)
     os << "block-m " << cfg.blockM
        << " (the Hopper kernel uses 128 or 192: two or three consumer "
           "warpgroups of 64 rows)";
-  else if (cfg.blockM == 192 && cfg.headDim != 64)
-    os << "block-m 192 at head dim " << cfg.headDim
+  else if (cfg.blockM == 192 && (cfg.headDim != 64 || cfg.headDimV != 64))
+    os << "block-m 192 at head dim " << headDimsOf(cfg)
        << " (three consumer warpgroups have 160 registers a thread: too few "
           "for S and an O accumulator of head dim "
-       << cfg.headDim << "; block-m 192 takes head dim 64)";
+       << cfg.headDimV << "; block-m 192 takes head dim 64)";
   else if (cfg.pingpong && cfg.consumers() != 2)
     os << "ping-pong with block-m " << cfg.blockM
        << " (the turns alternate between two consumer warpgroups: block-m "
@@ -524,13 +539,14 @@ std::string fa3::hopper::checkSupported(const KernelConfig &cfg) {
     os << "K/V multicast with a causal or window mask (the two CTAs of a "
           "cluster share each K/V tile, so they must visit the same kv "
           "blocks: only a full mask guarantees that)";
-  else if (cfg.clusterM == 2 && (cfg.headDim / kChunk) % 2 != 0)
-    os << "K/V multicast at head dim " << cfg.headDim
+  else if (cfg.clusterM == 2 &&
+           ((cfg.tileD() / kChunk) % 2 != 0 || (cfg.tileDv() / kChunk) % 2 != 0))
+    os << "K/V multicast at head dim " << headDimsOf(cfg)
        << " (the two CTAs of a cluster each load half of a K/V tile's "
-          "64-column boxes: head dim 128 or 256)";
+          "64-column boxes: head dim 96, 128 or 256)";
   else if (computeSmemLayout(cfg).total > kMaxDynamicSmem)
     os << "tiles " << cfg.blockM << "x" << cfg.blockN << " with head dim "
-       << cfg.headDim << " need " << computeSmemLayout(cfg).total
+       << headDimsOf(cfg) << " need " << computeSmemLayout(cfg).total
        << " bytes of shared memory, more than the " << kMaxDynamicSmem
        << " a Hopper CTA has";
   return why;
@@ -547,9 +563,10 @@ Value KernelBuilder::descBase(Value smem, Value offI32, int64_t constPart) {
   return bin<arith::OrIOp>(a, i64(constPart));
 }
 
-Value KernelBuilder::stageDesc(Value r, Value u, Value desc0) {
+Value KernelBuilder::stageDesc(Value r, Value u, Value desc0,
+                               int64_t stageBytes) {
   Value st = ringStage(r, u);
-  Value off = bin<arith::MulIOp>(st, i32(lay.kvBytes >> 4));
+  Value off = bin<arith::MulIOp>(st, i32(stageBytes >> 4));
   Value sd = ext64(off);
   return bin<arith::AddIOp>(desc0, sd);
 }
@@ -576,9 +593,14 @@ void KernelBuilder::epilogue(Value m, Value l, Value o, const TileCoords &c,
       ringOp<RingConsumerReleaseOp>(qRing, qK);
     }
   } else {
+    // O's tile may be wider than the tensor (head dim 96): the tensor's
+    // columns only.
+    IntegerAttr columns;
+    if (cfg.headDimV != cfg.tileDv())
+      columns = b.getI64IntegerAttr(cfg.headDimV);
     StoreODirectOp::create(b, loc, o, inv, param("O"), param("oStrideB"),
                            param("oStrideS"), param("oStrideH"), row0, c.head,
-                           c.bidx, param("Sq"), et);
+                           c.bidx, param("Sq"), et, columns);
   }
   StoreLseOp::create(b, loc, lse, param("LSE"), row0, c.head, c.bidx,
                      param("Hq"), param("Sq"));
@@ -621,7 +643,7 @@ void KernelBuilder::producer(Value cta) {
     }
     // Q tile: boxes of [block_m rows][64 cols], coords (d, head, row, batch)
     producerCommit(qRing, q.k, lay.qBytes);
-    for (int64_t c = 0; c < nchunk; ++c) {
+    for (int64_t c = 0; c < nchunkQK; ++c) {
       Value col = i32(c * kChunk);
       Value box = i32(c * cfg.blockM * kSwizzleBytes);
       Value crd[] = {col, tl.head, tl.m0, tl.bidx};
@@ -643,13 +665,15 @@ void KernelBuilder::producer(Value cta) {
       struct Load {
         Value ring;
         const char *tm;
-      } loads[2] = {{kRing, "mapK"}, {vRing, "mapV"}};
+        int64_t bytes, nchunk;
+      } loads[2] = {{kRing, "mapK", lay.kBytes, nchunkQK},
+                    {vRing, "mapV", lay.vBytes, nchunkV}};
       for (const Load &ld : loads) {
         ringOp<RingProducerAcquireOp>(ld.ring, pu);
         // The whole tile arrives here (with multicast, half from the peer).
-        producerCommit(ld.ring, pu, lay.kvBytes);
+        producerCommit(ld.ring, pu, ld.bytes);
         if (cfg.clusterM == 1) {
-          for (int64_t c = 0; c < nchunk; ++c) {
+          for (int64_t c = 0; c < ld.nchunk; ++c) {
             Value col = i32(c * kChunk);
             Value box = i32(c * cfg.blockN * kSwizzleBytes);
             Value crd[] = {col, hkv, kvrow, tl.bidx};
@@ -659,7 +683,7 @@ void KernelBuilder::producer(Value cta) {
         }
         // boxes 2j + rank, multicast into both CTAs of the cluster
         Value rank = clusterRank();
-        for (int64_t j = 0; j < nchunk / 2; ++j) {
+        for (int64_t j = 0; j < ld.nchunk / 2; ++j) {
           Value c = bin<arith::AddIOp>(rank, i32(2 * j));
           Value box = bin<arith::MulIOp>(c, i32(cfg.blockN * kSwizzleBytes));
           Value col = bin<arith::MulIOp>(c, i32(kChunk));
@@ -830,7 +854,7 @@ void KernelBuilder::consumers(Value tid, Value cta) {
       nz, rtIf,
       [&]() -> SmallVector<Value> {
         // prologue: first visited block
-        Value descK = stageDesc(kRing, cG, descK0);
+        Value descK = stageDesc(kRing, cG, descK0, lay.kBytes);
         ringOp<RingConsumerWaitOp>(kRing, cG);
         NVVM::WgmmaFenceAlignedOp::create(b, loc);
         Value sacc = issueS(descK);
@@ -850,9 +874,9 @@ void KernelBuilder::consumers(Value tid, Value cta) {
                 acc = lp.getRegionIterArg(2), pa = lp.getRegionIterArg(3);
           // K of slot u (block t), V of slot u - 1 (block t - 1).
           Value u = bin<arith::AddIOp>(cG, t);
-          Value descK = stageDesc(kRing, u, descK0);
+          Value descK = stageDesc(kRing, u, descK0, lay.kBytes);
           Value uPrev = bin<arith::SubIOp>(u, i32(1));
-          Value descV = stageDesc(vRing, uPrev, descV0);
+          Value descV = stageDesc(vRing, uPrev, descV0, lay.vBytes);
           // Both waits before the fence: a branch inside the wgmma window
           // makes ptxas serialise it.
           ringOp<RingConsumerWaitOp>(kRing, u);
@@ -909,7 +933,7 @@ void KernelBuilder::consumers(Value tid, Value cta) {
         // tail: O += P_{n-1} V_{n-1}
         Value end = bin<arith::AddIOp>(cG, nblk);
         Value last = bin<arith::SubIOp>(end, i32(1));
-        Value descV = stageDesc(vRing, last, descV0);
+        Value descV = stageDesc(vRing, last, descV0, lay.vBytes);
         ringOp<RingConsumerWaitOp>(vRing, last);
         NVVM::WgmmaFenceAlignedOp::create(b, loc);
         Value o = issuePV(lp.getResult(3), descV, lp.getResult(2));
@@ -964,9 +988,9 @@ void KernelBuilder::body() {
   const int64_t consumerThreads = 128 * cfg.consumers();
   RingType qT = ringType(cfg.qBuffers, lay.qBytes, lay.qOff, lay.qFull,
                          lay.qEmpty, consumerThreads, 1);
-  RingType kT = ringType(cfg.stages, lay.kvBytes, lay.kOff, lay.kFull,
+  RingType kT = ringType(cfg.stages, lay.kBytes, lay.kOff, lay.kFull,
                          lay.kEmpty, kvEmptyCount(), cfg.clusterM);
-  RingType vT = ringType(cfg.stages, lay.kvBytes, lay.vOff, lay.vFull,
+  RingType vT = ringType(cfg.stages, lay.vBytes, lay.vOff, lay.vFull,
                          lay.vEmpty, kvEmptyCount(), cfg.clusterM);
   qRing = RingCreateOp::create(b, loc, qT, smem);
   kRing = RingCreateOp::create(b, loc, kT, smem);

@@ -38,7 +38,8 @@ namespace fa3::hopper {
 struct KernelConfig {
   std::string name;        // gpu.func symbol
   std::string dtype;       // "bf16" or "f16": q, k, v and o
-  int64_t headDim = 128;   // D = Dv
+  int64_t headDim = 128;   // D of q and k
+  int64_t headDimV = 128;  // Dv of v and o
   int64_t blockM = 128;    // query rows per CTA (64 per consumer warpgroup)
   int64_t blockN = 128;    // kv rows per pipeline stage
   int64_t stages = 2;      // depth of the K/V ring
@@ -62,6 +63,14 @@ struct KernelConfig {
                              // each K/V tile by TMA multicast (full mask only)
 
   int64_t consumers() const { return blockM / 64; }
+  /// The widths of the tiles in shared memory and registers: D and Dv
+  /// rounded up to whole 64-column TMA boxes (128-byte swizzle rows). Head
+  /// dim 96 is a 128-column tile whose last 32 columns TMA fills with zeros
+  /// on load and clips on store: S = Q K^T issues only the k-steps of
+  /// the first 96 columns; P V computes 128 columns (bench/NOTES.md, Head
+  /// dim 96).
+  int64_t tileD() const { return (headDim + 63) / 64 * 64; }
+  int64_t tileDv() const { return (headDimV + 63) / 64 * 64; }
   int64_t threads() const { return 128 * (1 + consumers()); }
 };
 
@@ -97,7 +106,7 @@ inline constexpr FactsKey kFactsKeys[] = {
 /// Shared-memory layout of a configuration (bytes from a 1024-aligned base).
 struct SmemLayout {
   int64_t qOff, kOff, vOff, oOff, total;
-  int64_t qBytes, kvBytes, oBytes;
+  int64_t qBytes, kBytes, vBytes, oBytes;
   // O staging buffer: its own region where it fits, else Q's (a tile's Q is
   // dead once its last S = Q K^T has retired).
   bool oInQ;

@@ -207,7 +207,9 @@ struct StoreODirectLowering : OpConversionPattern<StoreODirectOp> {
     SmallVector<Value> inv = unpack(rewriter, loc, adaptor.getInv());
     std::array<Value, 2> rows = threadRows(rewriter, loc, adaptor.getRow0(), tp);
     Value o = adaptor.getO();
-    const int64_t blocks = op.getO().getType().getColumns() / 8;
+    // 8-column blocks of the accumulator layout that the tensor has
+    const int64_t blocks =
+        op.getColumns().value_or(op.getO().getType().getColumns()) / 8;
     for (int64_t i = 0; i < 2; ++i) {
       Value inBounds = arith::CmpIOp::create(
           rewriter, loc, arith::CmpIPredicate::slt, rows[i], adaptor.getBound());

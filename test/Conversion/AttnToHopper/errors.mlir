@@ -1,9 +1,9 @@
 // What the Hopper kernel does not take is refused with the reason.
 // RUN: fa3-opt %s -split-input-file -verify-diagnostics --attn-hopper-config=block-m=128 --attn-tile --convert-attn-to-hopper
 
-func.func @head_dim_96(%q: memref<1x2x64x96xbf16>, %o: memref<1x2x64x96xbf16>) {
-  // expected-error @+1 {{cannot generate the Hopper kernel: unsupported head dim 96 (the Hopper kernel takes 64, 128, 192 or 256)}}
-  attn.flash_attention ins(%q, %q, %q : memref<1x2x64x96xbf16>, memref<1x2x64x96xbf16>, memref<1x2x64x96xbf16>) outs(%o : memref<1x2x64x96xbf16>)
+func.func @head_dim_80(%q: memref<1x2x64x80xbf16>, %o: memref<1x2x64x80xbf16>) {
+  // expected-error @+1 {{cannot generate the Hopper kernel: unsupported head dim 80 (the Hopper kernel takes 64, 96, 128, 192 or 256)}}
+  attn.flash_attention ins(%q, %q, %q : memref<1x2x64x80xbf16>, memref<1x2x64x80xbf16>, memref<1x2x64x80xbf16>) outs(%o : memref<1x2x64x80xbf16>)
   return
 }
 
@@ -35,9 +35,9 @@ func.func @f32_output(%q: memref<1x2x64x64xbf16>, %o: memref<1x2x64x64xf32>) {
 
 // -----
 
-func.func @value_head_dim(%q: memref<1x2x64x128xbf16>, %v: memref<1x2x64x64xbf16>, %o: memref<1x2x64x64xbf16>) {
-  // expected-error @+1 {{the value head dim (64) must equal the query head dim (128)}}
-  attn.flash_attention ins(%q, %q, %v : memref<1x2x64x128xbf16>, memref<1x2x64x128xbf16>, memref<1x2x64x64xbf16>) outs(%o : memref<1x2x64x64xbf16>)
+func.func @value_head_dim(%q: memref<1x2x64x128xbf16>, %v: memref<1x2x64x80xbf16>, %o: memref<1x2x64x80xbf16>) {
+  // expected-error @+1 {{cannot generate the Hopper kernel: unsupported value head dim 80 (the Hopper kernel takes 64, 96, 128, 192 or 256)}}
+  attn.flash_attention ins(%q, %q, %v : memref<1x2x64x128xbf16>, memref<1x2x64x128xbf16>, memref<1x2x64x80xbf16>) outs(%o : memref<1x2x64x80xbf16>)
   return
 }
 

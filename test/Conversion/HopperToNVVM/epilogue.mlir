@@ -164,6 +164,34 @@ func.func @direct(%os: !o16, %is: !rows, %O: !llvm.ptr<1>, %row0: i32, %h: i32,
 // -----
 
 !rows = !llvm.struct<(f32, f32)>
+!o16 = !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32)>
+
+// columns 8 of a 16-column fragment (a tile wider than the tensor, as head
+// dim 96 in a 128-column tile): only block 0 (registers 0-3) is stored.
+// CHECK-LABEL: func.func @direct_columns(
+// CHECK-SAME: %[[OS:[^:]*]]: !llvm.struct
+// CHECK: llvm.extractvalue %[[OS]][0]
+// CHECK: llvm.extractvalue %[[OS]][1]
+// CHECK: llvm.store
+// CHECK-NOT: llvm.extractvalue %[[OS]][4]
+// CHECK: llvm.extractvalue %[[OS]][2]
+// CHECK: llvm.extractvalue %[[OS]][3]
+// CHECK: llvm.store
+// CHECK-NOT: llvm.store
+// CHECK-NOT: llvm.extractvalue %[[OS]][6]
+// CHECK: return
+func.func @direct_columns(%os: !o16, %is: !rows, %O: !llvm.ptr<1>, %row0: i32, %h: i32,
+                          %b: i32, %Sq: i32, %sB: i64, %sS: i64, %sH: i64) {
+  %o = builtin.unrealized_conversion_cast %os : !o16 to !hopper.frag<64x16xf32>
+  %inv = builtin.unrealized_conversion_cast %is : !rows to !hopper.frag<64xf32>
+  hopper.store_o_direct %o, %inv to %O strides(%sB, %sS, %sH) rows %row0 head %h
+      batch %b bound %Sq {columns = 8} : !hopper.frag<64x16xf32> as f16
+  return
+}
+
+// -----
+
+!rows = !llvm.struct<(f32, f32)>
 !o128 = !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
 
 // 64x128 (two boxes) of consumer %cw of 2 (box rows: 128), staged at 81920,

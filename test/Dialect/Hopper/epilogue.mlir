@@ -9,6 +9,7 @@
 // CHECK: hopper.store_o_tma %{{.*}}, %[[INV]] to %{{.*}} tile(%{{.*}}, %{{.*}}, %{{.*}}) staging %{{.*}}[1024] consumer[%{{.*}}] of 1 : !hopper.frag<64x64xf32> as bf16
 // CHECK: hopper.store_o_direct %{{.*}}, %[[INV]] to %{{.*}} strides(%{{.*}}, %{{.*}}, %{{.*}}) rows %{{.*}} head %{{.*}} batch %{{.*}} bound %{{.*}} : !hopper.frag<64x128xf32> as bf16
 // CHECK: hopper.store_o_direct %{{.*}}, %[[INV]] to %{{.*}} strides(%{{.*}}, %{{.*}}, %{{.*}}) rows %{{.*}} head %{{.*}} batch %{{.*}} bound %{{.*}} : !hopper.frag<64x24xf32> as f16
+// CHECK: hopper.store_o_direct %{{.*}}, %[[INV]] to %{{.*}} strides(%{{.*}}, %{{.*}}, %{{.*}}) rows %{{.*}} head %{{.*}} batch %{{.*}} bound %{{.*}} {columns = 96 : i64} : !hopper.frag<64x128xf32> as bf16
 // CHECK: hopper.store_lse %[[LSE]] to %{{.*}} rows %{{.*}} head %{{.*}} batch %{{.*}} heads %{{.*}} bound %{{.*}} : !hopper.frag<64xf32>
 func.func @epilogue(%m: !hopper.frag<64xf32>, %l: !hopper.frag<64xf32>,
                     %o: !hopper.frag<64x128xf32>, %o256: !hopper.frag<64x256xf32>,
@@ -27,6 +28,8 @@ func.func @epilogue(%m: !hopper.frag<64xf32>, %l: !hopper.frag<64xf32>,
       batch %b bound %Sq : !hopper.frag<64x128xf32> as bf16
   hopper.store_o_direct %o24, %inv to %O strides(%sB, %sS, %sH) rows %row0 head %h
       batch %b bound %Sq : !hopper.frag<64x24xf32> as f16
+  hopper.store_o_direct %o, %inv to %O strides(%sB, %sS, %sH) rows %row0 head %h
+      batch %b bound %Sq {columns = 96} : !hopper.frag<64x128xf32> as bf16
   hopper.store_lse %lse to %LSE rows %row0 head %h batch %b heads %Hq bound %Sq
       : !hopper.frag<64xf32>
   return
@@ -46,6 +49,26 @@ func.func @lse_shared(%lse: !hopper.frag<64xf32>, %p: !llvm.ptr<3>, %i: i32) {
   // expected-error @below {{operand #1 must be a global-memory pointer (!llvm.ptr<1>), but got '!llvm.ptr<3>'}}
   "hopper.store_lse"(%lse, %p, %i, %i, %i, %i, %i)
       : (!hopper.frag<64xf32>, !llvm.ptr<3>, i32, i32, i32, i32, i32) -> ()
+  return
+}
+
+// -----
+
+func.func @direct_columns_wider(%o: !hopper.frag<64x64xf32>, %inv: !hopper.frag<64xf32>,
+                                 %p: !llvm.ptr<1>, %i: i32, %s: i64) {
+  // expected-error @below {{columns must be a positive multiple of 8 up to O's width 64, got 72}}
+  hopper.store_o_direct %o, %inv to %p strides(%s, %s, %s) rows %i head %i batch %i
+      bound %i {columns = 72} : !hopper.frag<64x64xf32> as bf16
+  return
+}
+
+// -----
+
+func.func @direct_columns_partial(%o: !hopper.frag<64x64xf32>, %inv: !hopper.frag<64xf32>,
+                                  %p: !llvm.ptr<1>, %i: i32, %s: i64) {
+  // expected-error @below {{columns must be a positive multiple of 8 up to O's width 64, got 36}}
+  hopper.store_o_direct %o, %inv to %p strides(%s, %s, %s) rows %i head %i batch %i
+      bound %i {columns = 36} : !hopper.frag<64x64xf32> as bf16
   return
 }
 

@@ -18,7 +18,17 @@ LogicalResult verifyOStore(Operation *op, FragmentType o, Type out) {
 } // namespace
 
 LogicalResult StoreODirectOp::verify() {
-  return verifyOStore(*this, getO().getType(), getOutType());
+  if (failed(verifyOStore(*this, getO().getType(), getOutType())))
+    return failure();
+  // Whole 8-column blocks of the accumulator layout, inside the fragment.
+  if (std::optional<uint64_t> c = getColumns()) {
+    int64_t n = getO().getType().getColumns();
+    if (*c == 0 || *c % 8 != 0 || static_cast<int64_t>(*c) > n)
+      return emitOpError("columns must be a positive multiple of 8 up to "
+                         "O's width ")
+             << n << ", got " << static_cast<int64_t>(*c);
+  }
+  return success();
 }
 
 LogicalResult StoreOTmaOp::verify() {

@@ -92,6 +92,9 @@ def Hopper_StoreODirectOp : Hopper_Op<"store_o_direct"> {
     of `ptr`, for rows row0 + 0 .. 63 below `bound` (Sq). The strides are
     in elements, the caller's (BSHD or BHSD); the column stride is 1.
     `row0` is the warpgroup's first row (the tile's m0 + 64 x consumer).
+    With `columns`, only the first `columns` columns are stored: O's
+    fragment may be wider than the tensor (head dim 96 is computed in a
+    128-column tile).
     No shared memory and no synchronisation: the kernel's `tma-store=false`
     (measured 4-17 % slower than `hopper.store_o_tma` at 512-2k).
 
@@ -103,7 +106,7 @@ def Hopper_StoreODirectOp : Hopper_Op<"store_o_direct"> {
   let arguments = (ins Hopper_Tile:$o, Hopper_Rows:$inv, Hopper_GlobalPtr:$ptr,
                        I64:$stride_batch, I64:$stride_row, I64:$stride_head,
                        I32:$row0, I32:$head, I32:$batch, I32:$bound,
-                       TypeAttr:$out_type);
+                       TypeAttr:$out_type, OptionalAttr<I64Attr>:$columns);
   let assemblyFormat = [{
     $o `,` $inv `to` $ptr `strides` `(` $stride_batch `,` $stride_row `,`
     $stride_head `)` `rows` $row0 `head` $head `batch` $batch `bound` $bound
