@@ -1,6 +1,7 @@
 /*===- fa3-c/Attn.h - C API of the attn dialect -------------------*- C -*-===*\
 |*                                                                            *|
-|* Registration of the attn dialect and a builder for attn.flash_attention,  *|
+|* Registration of the attn dialect and builders for attn.flash_attention   *|
+|* and its backward, attn.flash_attention_grad,                              *|
 |* for ML compilers that embed FA3-MLIR through MLIR's C API.                 *|
 \*===----------------------------------------------------------------------===*/
 #ifndef FA3_C_ATTN_H
@@ -45,6 +46,22 @@ MLIR_CAPI_EXPORTED MlirOperation fa3FlashAttentionCreate(
 
 /* Whether `op` is an attn.flash_attention (a null op: false, last error). */
 MLIR_CAPI_EXPORTED bool fa3OperationIsAFlashAttention(MlirOperation op);
+
+/* Builds (does not insert) the backward, attn.flash_attention_grad, with the
+ * forward's options, and verifies it: from q, k, v, the forward's o and lse
+ * and dO (the loss's gradient with respect to o) into dq, dk and dv. All
+ * tensors or all memrefs of loc's context; the tensor form gets three
+ * results. A null loc or value, values of another context, or an op the
+ * verifier refuses: a null op, the reason as an error diagnostic at loc
+ * and as the last error. */
+MLIR_CAPI_EXPORTED MlirOperation fa3FlashAttentionGradCreate(
+    MlirLocation loc, MlirValue q, MlirValue k, MlirValue v, MlirValue o,
+    MlirValue dO, MlirValue lse, MlirValue dq, MlirValue dk, MlirValue dv,
+    Fa3FlashAttentionOptions options);
+
+/* Whether `op` is an attn.flash_attention_grad (a null op: false, last
+ * error). */
+MLIR_CAPI_EXPORTED bool fa3OperationIsAFlashAttentionGrad(MlirOperation op);
 
 #ifdef __cplusplus
 }

@@ -27,6 +27,39 @@ Fa3FlashAttentionOptions fa3FlashAttentionOptionsDefault(void) {
   return o;
 }
 
+/// Every value of `values` there (null allowed where `optional` names it)
+/// and of loc's context; else the misuse is reported and false returned.
+static bool checkValues(const char *fn, Location l,
+                        ArrayRef<const char *> names,
+                        ArrayRef<MlirValue> values, int optional = -1) {
+  for (auto [i, name, val] : llvm::enumerate(names, values)) {
+    if (mlirValueIsNull(val)) {
+      if (static_cast<int>(i) == optional)
+        continue;
+      misuseAt(fn, l, llvm::Twine(name) + " is a null MlirValue");
+      return false;
+    }
+    if (unwrap(val).getContext() != l.getContext()) {
+      misuseAt(fn, l, llvm::Twine(name) + " belongs to another context than loc");
+      return false;
+    }
+  }
+  return true;
+}
+
+/// `op` verified and returned, or erased (the verifier's reason as the
+/// first error) and null: values of the wrong types or bad options give
+/// the caller no op rather than an invalid one.
+static MlirOperation verified(const char *fn, Operation *op,
+                              FirstError &firstError) {
+  if (failed(verify(op))) {
+    op->erase();
+    firstError.failed(fn);
+    return MlirOperation{nullptr};
+  }
+  return wrap(op);
+}
+
 MlirOperation fa3FlashAttentionCreate(MlirLocation loc, MlirValue q,
                                       MlirValue k, MlirValue v, MlirValue o,
                                       MlirValue lse,
@@ -41,21 +74,9 @@ MlirOperation fa3FlashAttentionCreate(MlirLocation loc, MlirValue q,
   MLIRContext *ctx = l.getContext();
   // Every value must be there (lse may be null) and live in loc's context:
   // the builder would dereference a null one.
-  const char *names[] = {"q", "k", "v", "o", "lse"};
-  const MlirValue values[] = {q, k, v, o, lse};
-  for (int i = 0; i < 5; ++i) {
-    if (mlirValueIsNull(values[i])) {
-      if (i == 4)
-        continue;
-      misuseAt(fn, l, llvm::Twine(names[i]) + " is a null MlirValue");
-      return MlirOperation{nullptr};
-    }
-    if (unwrap(values[i]).getContext() != ctx) {
-      misuseAt(fn, l,
-               llvm::Twine(names[i]) + " belongs to another context than loc");
-      return MlirOperation{nullptr};
-    }
-  }
+  if (!checkValues(fn, l, {"q", "k", "v", "o", "lse"}, {q, k, v, o, lse},
+                   /*optional=*/4))
+    return MlirOperation{nullptr};
   FirstError firstError(ctx);
   OpBuilder b(ctx);
   SmallVector<Value> outs{unwrap(o)};
@@ -72,14 +93,42 @@ MlirOperation fa3FlashAttentionCreate(MlirLocation loc, MlirValue q,
       b, l, resultTypes, unwrap(q), unwrap(k), unwrap(v), outs, scale, causal,
       b.getDenseI64ArrayAttr({options.windowLeft, options.windowRight}),
       b.getF32FloatAttr(options.softcap));
-  // Values of the wrong types or bad options: the verifier says why, and
-  // the caller gets no op rather than an invalid one.
-  if (failed(verify(op))) {
-    op->erase();
-    firstError.failed(fn);
+  return verified(fn, op, firstError);
+}
+
+MlirOperation fa3FlashAttentionGradCreate(MlirLocation loc, MlirValue q,
+                                          MlirValue k, MlirValue v,
+                                          MlirValue o, MlirValue dO,
+                                          MlirValue lse, MlirValue dq,
+                                          MlirValue dk, MlirValue dv,
+                                          Fa3FlashAttentionOptions options) {
+  const char *fn = __func__;
+  clearLastError();
+  if (mlirLocationIsNull(loc)) {
+    misuse(fn, "the location is null");
     return MlirOperation{nullptr};
   }
-  return wrap(op.getOperation());
+  Location l = unwrap(loc);
+  MLIRContext *ctx = l.getContext();
+  if (!checkValues(fn, l, {"q", "k", "v", "o", "dO", "lse", "dq", "dk", "dv"},
+                   {q, k, v, o, dO, lse, dq, dk, dv}))
+    return MlirOperation{nullptr};
+  FirstError firstError(ctx);
+  OpBuilder b(ctx);
+  SmallVector<Value> outs{unwrap(dq), unwrap(dk), unwrap(dv)};
+  SmallVector<Type> resultTypes;
+  if (isa<RankedTensorType>(unwrap(q).getType()))
+    for (Value out : outs)
+      resultTypes.push_back(out.getType());
+  FloatAttr scale =
+      options.hasScale ? b.getF32FloatAttr(options.scale) : FloatAttr();
+  UnitAttr causal = options.causal ? b.getUnitAttr() : UnitAttr();
+  auto op = FlashAttentionGradOp::create(
+      b, l, resultTypes, unwrap(q), unwrap(k), unwrap(v), unwrap(o),
+      unwrap(dO), unwrap(lse), outs, scale, causal,
+      b.getDenseI64ArrayAttr({options.windowLeft, options.windowRight}),
+      b.getF32FloatAttr(options.softcap));
+  return verified(fn, op, firstError);
 }
 
 bool fa3OperationIsAFlashAttention(MlirOperation op) {
@@ -89,4 +138,13 @@ bool fa3OperationIsAFlashAttention(MlirOperation op) {
     return false;
   }
   return isa<FlashAttentionOp>(unwrap(op));
+}
+
+bool fa3OperationIsAFlashAttentionGrad(MlirOperation op) {
+  clearLastError();
+  if (mlirOperationIsNull(op)) {
+    misuse(__func__, "the operation is null");
+    return false;
+  }
+  return isa<FlashAttentionGradOp>(unwrap(op));
 }

@@ -1,4 +1,5 @@
-"""An independent float64 NumPy definition of attn.flash_attention.
+"""An independent float64 NumPy definition of attn.flash_attention and of its
+gradients (attn.flash_attention_grad).
 
 This is the oracle the compiled programs are checked against; it shares no
 code with the compiler. Layout is the op's logical one: q [B, Hq, Sq, D],
@@ -46,6 +47,57 @@ def attention(q, k, v, scale=None, causal=False, window=(-1, -1), softcap=0.0):
     with np.errstate(divide="ignore"):
         lse = np.where(any_visible[..., 0], (m + np.log(l))[..., 0], -np.inf)
     return o, lse
+
+
+def attention_grad(q, k, v, do, scale=None, causal=False, window=(-1, -1),
+                   softcap=0.0, o=None, lse=None, magnitude=False):
+    """(dq, dk, dv) in float64: the gradients of sum(o * do) with respect to
+    q, k and v, by the chain rule through the softmax (dS = P (dP - D) with
+    D = rowsum(dO o)) and softcap (d tanh = 1 - tanh^2); dk, dv summed over
+    the q heads of a kv head. `o` and `lse`, when given, are used in place of
+    the exact forward's (as the compiled backward uses the forward's
+    outputs), so that a check can run the reference on the same inputs.
+
+    magnitude=True gives instead the same sums over the absolute values of
+    their terms (|dP| + |D| for dP - D, |q|, |k|, |dO|): the scale against
+    which rounding errors are measured where the terms cancel (a row of dS
+    sums to zero; with one key dq and dk are exactly 0)."""
+    q, k, v, do = (np.asarray(x, dtype=np.float64) for x in (q, k, v, do))
+    b, hq, sq, d = q.shape
+    hkv, skv = k.shape[1], k.shape[2]
+    if scale is None:
+        scale = 1.0 / np.sqrt(d)
+    g = hq // hkv
+    kr = np.repeat(k, g, axis=1)
+    vr = np.repeat(v, g, axis=1)
+    x = np.einsum("bhid,bhjd->bhij", q, kr) * scale
+    s = softcap * np.tanh(x / softcap) if softcap > 0 else x
+    mask = visible_mask(sq, skv, causal, window)
+    if o is None or lse is None:
+        o_exact, lse_exact = attention(q, k, v, scale, causal, window, softcap)
+        o = o_exact if o is None else o
+        lse = lse_exact if lse is None else lse
+    lse = np.asarray(lse, dtype=np.float64)[..., None]
+    live = np.isfinite(lse)
+    p = np.where(mask & live, np.exp(np.where(mask, s, 0.0) - np.where(live, lse, 0.0)), 0.0)
+    o = np.asarray(o, dtype=np.float64)
+    dp = np.einsum("bhid,bhjd->bhij", do, vr)
+    rowd = (do * o).sum(axis=-1, keepdims=True)
+    if magnitude:
+        q, kr, do = np.abs(q), np.abs(kr), np.abs(do)
+        dp = np.einsum("bhid,bhjd->bhij", do, np.abs(vr))
+        ds = p * (dp + (do * np.abs(o)).sum(axis=-1, keepdims=True))
+    else:
+        ds = p * (dp - rowd)
+    dv_r = np.einsum("bhij,bhid->bhjd", p, do)
+    if softcap > 0:
+        ds = ds * (1.0 - np.tanh(x / softcap) ** 2)
+    dq = np.einsum("bhij,bhjd->bhid", ds, kr) * scale
+    dk_r = np.einsum("bhij,bhid->bhjd", ds, q) * scale
+    # the q heads of each kv head summed
+    dk = dk_r.reshape(b, hkv, g, skv, d).sum(axis=2)
+    dvv = dv_r.reshape(b, hkv, g, skv, v.shape[3]).sum(axis=2)
+    return dq, dk, dvv
 
 
 def to_bf16_bits(x):

@@ -1,4 +1,5 @@
-"""Textual IR for one attention problem: a func wrapping attn.flash_attention.
+"""Textual IR for one attention problem: a func wrapping attn.flash_attention
+(or its backward, attn.flash_attention_grad).
 
 Everything pasted into the text is checked first (a name or a "number" must
 not be able to add IR of its own)."""
@@ -65,3 +66,50 @@ def flash_attention_func(name, b, hq, hkv, sq, skv, d, dv=None, dtype="f32",
         "  attn.flash_attention ins(%%q, %%k, %%v : %s, %s, %s) outs(%s : %s) %s\n"
         "  return\n}\n" % (name, ", ".join(args), tq, tk, tv, outs, out_types,
                           " ".join(attrs)))
+
+
+def flash_attention_grad_func(name, b, hq, hkv, sq, skv, d, dv=None, dtype="f32",
+                              grad_dtype=None, scale=None, causal=False,
+                              window=(-1, -1), softcap=0.0):
+    """A func.func @name(q, k, v, o, do, lse, dq, dk, dv) in memref form around
+    attn.flash_attention_grad, callable from the CPU runner. q, k, v, o and
+    do are `dtype`, lse f32, the gradients `grad_dtype` (default: dtype)."""
+    if not isinstance(name, str) or not _IDENT.fullmatch(name):
+        raise ValueError("flash_attention_grad_func: name %r is not an MLIR identifier "
+                         "([A-Za-z_][A-Za-z0-9_$.]*)" % (name,))
+    dv = d if dv is None else dv
+    grad_dtype = grad_dtype or dtype
+    window = tuple(_int("window", w, lo=-2**63) for w in window)
+    if len(window) != 2:
+        raise ValueError("flash_attention_grad_func: window must be (left, right), got %r"
+                         % (window,))
+    for what, x in (("scale", scale), ("softcap", softcap)):
+        if x is not None and not math.isfinite(float(x)):
+            raise ValueError("flash_attention_grad_func: %s = %r is out of range (finite)"
+                             % (what, x))
+    ins = [("q", memref_type((b, hq, sq, d), dtype)),
+           ("k", memref_type((b, hkv, skv, d), dtype)),
+           ("v", memref_type((b, hkv, skv, dv), dtype)),
+           ("o", memref_type((b, hq, sq, dv), dtype)),
+           ("do", memref_type((b, hq, sq, dv), dtype)),
+           ("lse", memref_type((b, hq, sq), "f32"))]
+    outs = [("dq", memref_type((b, hq, sq, d), grad_dtype)),
+            ("dk", memref_type((b, hkv, skv, d), grad_dtype)),
+            ("dv", memref_type((b, hkv, skv, dv), grad_dtype))]
+    attrs = []
+    if scale is not None:
+        attrs.append("scale(%r)" % float(scale))
+    if causal:
+        attrs.append("causal")
+    if tuple(window) != (-1, -1):
+        attrs.append("window(%d, %d)" % tuple(window))
+    if softcap:
+        attrs.append("softcap(%r)" % float(softcap))
+    args = ", ".join("%%%s: %s" % a for a in ins + outs)
+    return (
+        "func.func @%s(%s) attributes {llvm.emit_c_interface} {\n"
+        "  attn.flash_attention_grad ins(%s : %s) outs(%s : %s) %s\n"
+        "  return\n}\n" % (name, args, ", ".join("%" + n for n, _ in ins),
+                            ", ".join(t for _, t in ins),
+                            ", ".join("%" + n for n, _ in outs),
+                            ", ".join(t for _, t in outs), " ".join(attrs)))

@@ -69,7 +69,7 @@ static MlirBlock funcBody(MlirModule module) {
 static const char *kMemrefFunc =
     "func.func @f(%q: memref<1x2x64x64xbf16>, %k: memref<1x2x64x64xbf16>,\n"
     "             %v: memref<1x2x64x64xbf16>, %o: memref<1x2x64x64xbf16>,\n"
-    "             %i: i32) {\n"
+    "             %i: i32, %l: memref<1x2x64xf32>) {\n"
     "  return\n"
     "}\n";
 
@@ -145,6 +145,30 @@ static void attnCases(MlirContext ctx, Fa3DiagnosticLog *log) {
   MlirOperation nullOp = {NULL};
   // CHECK: isa/null: fa3OperationIsAFlashAttention: the operation is null
   expectFailure("isa/null", !fa3OperationIsAFlashAttention(nullOp));
+
+  /* The backward's builder: the same checks, and a valid op (q, k, v and o
+     share one shape, so they double as dO and the gradients). */
+  MlirValue l = mlirBlockGetArgument(body, 5);
+  op = fa3FlashAttentionGradCreate(loc, q, k, v, o, null, l, q, k, v, opts);
+  // CHECK: grad/null-do: fa3FlashAttentionGradCreate: dO is a null MlirValue
+  expectFailure("grad/null-do", mlirOperationIsNull(op));
+  op = fa3FlashAttentionGradCreate(loc, q, k, v, o, o, l, q, k, null, opts);
+  // CHECK: grad/null-dv: fa3FlashAttentionGradCreate: dv is a null MlirValue
+  expectFailure("grad/null-dv", mlirOperationIsNull(op));
+  op = fa3FlashAttentionGradCreate(nullLoc, q, k, v, o, o, l, q, k, v, opts);
+  // CHECK: grad/null-loc: fa3FlashAttentionGradCreate: the location is null
+  expectFailure("grad/null-loc", mlirOperationIsNull(op));
+  op = fa3FlashAttentionGradCreate(loc, q, k, v, o, o, o, q, k, v, opts);
+  // CHECK: grad/lse-rank: fa3FlashAttentionGradCreate: 'attn.flash_attention_grad' op lse must have rank 3 [B, Hq, Sq], got rank 4
+  expectFailure("grad/lse-rank", mlirOperationIsNull(op));
+  fa3DiagnosticLogClear(log);
+  op = fa3FlashAttentionGradCreate(loc, q, k, v, o, o, l, q, k, v, opts);
+  expectSuccess("grad/valid", !mlirOperationIsNull(op));
+  expectSuccess("isa/grad", fa3OperationIsAFlashAttentionGrad(op) &&
+                                !fa3OperationIsAFlashAttention(op));
+  mlirOperationDestroy(op);
+  // CHECK: isa-grad/null: fa3OperationIsAFlashAttentionGrad: the operation is null
+  expectFailure("isa-grad/null", !fa3OperationIsAFlashAttentionGrad(nullOp));
   // CHECK: to-string/null: fa3OperationToString: the operation is null
   expectFailure("to-string/null", fa3OperationToString(nullOp, true) == NULL);
   fa3StringDestroy(NULL);

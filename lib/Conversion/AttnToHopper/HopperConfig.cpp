@@ -227,6 +227,13 @@ struct AttnHopperConfigPass
     opts.lazyRescale = lazyRescale;
     opts.kvMulticast = kvMulticast;
     opts.rescaleThreshold = rescaleThreshold;
+    WalkResult grad = getOperation()->walk([&](FlashAttentionGradOp op) {
+      op.emitOpError("has no Hopper kernel yet (the backward is CPU-only: "
+                     "--attn-cpu-reference-pipeline)");
+      return WalkResult::interrupt();
+    });
+    if (grad.wasInterrupted())
+      return signalPassFailure();
     WalkResult result = getOperation()->walk([&](FlashAttentionOp op) {
       if (!op.hasBufferSemantics()) {
         op.emitOpError("attn-hopper-config needs the memref form: run "

@@ -103,92 +103,115 @@ static LogicalResult verifyBlocks(Operation *op, int64_t m, int64_t n) {
   return success();
 }
 
-LogicalResult FlashAttentionOp::verify() {
-  Value q = getQuery(), k = getKey(), v = getValue();
-  if (getOutputs().empty() || getOutputs().size() > 2)
-    return emitOpError("expects outs(o) or outs(o, lse), got ")
-           << getOutputs().size() << " output operands";
-  Value o = getOut(), lse = getLse();
+namespace {
+/// An operand and the name messages give it.
+struct Named {
+  StringRef name;
+  Value val;
+};
+} // namespace
 
-  // One form for all operands.
-  bool isMemref = isa<MemRefType>(q.getType());
-  const StringRef otherNames[] = {"key", "value", "o", "lse"};
-  const Value others[] = {k, v, o, lse};
-  for (auto [name, val] : llvm::zip(otherNames, others)) {
-    if (val && isa<MemRefType>(val.getType()) != isMemref)
-      return emitOpError("mixes tensor and memref operands: query is a ")
-             << (isMemref ? "memref" : "tensor") << " but " << name
+/// One form for every operand (tensor or memref, as `query`); the memref
+/// form has no results, the tensor form one per output, of its type.
+static LogicalResult verifyForm(Operation *op, ArrayRef<Named> operands,
+                                ValueRange outputs, ValueRange results) {
+  bool isMemref = isa<MemRefType>(operands[0].val.getType());
+  for (const Named &n : operands.drop_front()) {
+    if (n.val && isa<MemRefType>(n.val.getType()) != isMemref)
+      return op->emitOpError("mixes tensor and memref operands: query is a ")
+             << (isMemref ? "memref" : "tensor") << " but " << n.name
              << " is not";
   }
-  if (isMemref && !getResults().empty())
-    return emitOpError("memref form has no results, got ")
-           << getResults().size();
+  if (isMemref && !results.empty())
+    return op->emitOpError("memref form has no results, got ")
+           << results.size();
   if (!isMemref) {
-    if (getResults().size() != getOutputs().size())
-      return emitOpError("tensor form needs one result per output operand (")
-             << getOutputs().size() << "), got " << getResults().size();
-    for (auto [res, out] : llvm::zip(getResults(), getOutputs()))
+    if (results.size() != outputs.size())
+      return op->emitOpError(
+                 "tensor form needs one result per output operand (")
+             << outputs.size() << "), got " << results.size();
+    for (auto [res, out] : llvm::zip(results, outputs))
       if (res.getType() != out.getType())
-        return emitOpError("result type ")
+        return op->emitOpError("result type ")
                << res.getType() << " differs from its output operand type "
                << out.getType();
   }
+  return success();
+}
 
-  // Ranks.
-  auto rankIs = [&](Value val, StringRef name, int64_t rank,
-                    StringRef dims) -> LogicalResult {
-    auto t = cast<ShapedType>(val.getType());
-    if (t.getRank() != rank)
-      return emitOpError() << name << " must have rank " << rank << " " << dims
-                           << ", got rank " << t.getRank();
-    return success();
-  };
-  if (failed(rankIs(q, "query", 4, "[B, Hq, Sq, D]")) ||
-      failed(rankIs(k, "key", 4, "[B, Hkv, Skv, D]")) ||
-      failed(rankIs(v, "value", 4, "[B, Hkv, Skv, Dv]")) ||
-      failed(rankIs(o, "o", 4, "[B, Hq, Sq, Dv]")) ||
-      (lse && failed(rankIs(lse, "lse", 3, "[B, Hq, Sq]"))))
-    return failure();
+/// Rank of an operand, with the logical shape in the message.
+static LogicalResult verifyRank(Operation *op, Value val, StringRef name,
+                                int64_t rank, StringRef dims) {
+  auto t = cast<ShapedType>(val.getType());
+  if (t.getRank() != rank)
+    return op->emitOpError() << name << " must have rank " << rank << " "
+                             << dims << ", got rank " << t.getRank();
+  return success();
+}
 
-  // Memref operands: every lowering computes addresses from strides and
-  // offset in the default (host or global) memory space; anything else
-  // used to fail late, in upstream passes that printed an error and exited 0.
-  const Value operands[] = {q, k, v, o, lse};
-  const StringRef operandNames[] = {"query", "key", "value", "o", "lse"};
-  for (auto [val, name] : llvm::zip(operands, operandNames)) {
-    auto mt = val ? dyn_cast<MemRefType>(val.getType()) : MemRefType();
+/// Memref operands: every lowering computes addresses from strides and
+/// offset in the default (host or global) memory space; anything else used
+/// to fail late, in upstream passes that printed an error and exited 0.
+static LogicalResult verifyMemrefs(Operation *op, ArrayRef<Named> operands) {
+  for (const Named &n : operands) {
+    auto mt = n.val ? dyn_cast<MemRefType>(n.val.getType()) : MemRefType();
     if (!mt)
       continue;
     if (mt.getMemorySpace())
-      return emitOpError() << name
-                           << " must be in the default memory space, got "
-                           << mt.getMemorySpace();
+      return op->emitOpError() << n.name
+                               << " must be in the default memory space, got "
+                               << mt.getMemorySpace();
     if (!mt.isStrided())
-      return emitOpError() << name
-                           << " must have a strided layout (identity or "
-                              "strided<...>), got "
-                           << mt.getLayout();
+      return op->emitOpError() << n.name
+                               << " must have a strided layout (identity or "
+                                  "strided<...>), got "
+                               << mt.getLayout();
   }
+  return success();
+}
+
+static Type elementOf(Value val) {
+  return cast<ShapedType>(val.getType()).getElementType();
+}
+
+/// What the forward and the backward share about q, k, v, o and lse (lse
+/// may be null): ranks, memref layouts, element types, shapes, the static
+/// heads and head dims, GQA. `extra` are the op's other operands, checked
+/// for their memref layout here too.
+static LogicalResult verifyAttention(Operation *op, Value q, Value k, Value v,
+                                     Value o, Value lse,
+                                     ArrayRef<Named> extra) {
+  if (failed(verifyRank(op, q, "query", 4, "[B, Hq, Sq, D]")) ||
+      failed(verifyRank(op, k, "key", 4, "[B, Hkv, Skv, D]")) ||
+      failed(verifyRank(op, v, "value", 4, "[B, Hkv, Skv, Dv]")) ||
+      failed(verifyRank(op, o, "o", 4, "[B, Hq, Sq, Dv]")) ||
+      (lse && failed(verifyRank(op, lse, "lse", 3, "[B, Hq, Sq]"))))
+    return failure();
+
+  SmallVector<Named> all = {
+      {"query", q}, {"key", k}, {"value", v}, {"o", o}, {"lse", lse}};
+  all.append(extra.begin(), extra.end());
+  if (failed(verifyMemrefs(op, all)))
+    return failure();
 
   // Element types.
-  auto elt = [](Value val) {
-    return cast<ShapedType>(val.getType()).getElementType();
-  };
-  if (!isInputElementType(elt(q)))
-    return emitOpError("query element type must be f16, bf16, f32 or "
-                       "f8E4M3FN, got ")
-           << elt(q);
-  if (elt(k) != elt(q) || elt(v) != elt(q))
-    return emitOpError("query, key and value must have one element type, got ")
-           << elt(q) << ", " << elt(k) << ", " << elt(v);
-  if (!isOutputElementType(elt(o)))
-    return emitOpError("o element type must be f16, bf16 or f32, got ")
-           << elt(o);
-  if (lse && !elt(lse).isF32())
-    return emitOpError("lse element type must be f32, got ") << elt(lse);
+  if (!isInputElementType(elementOf(q)))
+    return op->emitOpError("query element type must be f16, bf16, f32 or "
+                           "f8E4M3FN, got ")
+           << elementOf(q);
+  if (elementOf(k) != elementOf(q) || elementOf(v) != elementOf(q))
+    return op->emitOpError(
+               "query, key and value must have one element type, got ")
+           << elementOf(q) << ", " << elementOf(k) << ", " << elementOf(v);
+  if (!isOutputElementType(elementOf(o)))
+    return op->emitOpError("o element type must be f16, bf16 or f32, got ")
+           << elementOf(o);
+  if (lse && !elementOf(lse).isF32())
+    return op->emitOpError("lse element type must be f32, got ")
+           << elementOf(lse);
 
   // Shapes.
-  DimChecker dc{getOperation()};
+  DimChecker dc{op};
   if (failed(dc.equal("batch", q, 0, "query", k, 0, "key")) ||
       failed(dc.equal("batch", q, 0, "query", v, 0, "value")) ||
       failed(dc.equal("batch", q, 0, "query", o, 0, "o")) ||
@@ -216,50 +239,150 @@ LogicalResult FlashAttentionOp::verify() {
   const unsigned staticDims[] = {1, 1, 3, 3};
   for (auto [name, t, d] : llvm::zip(staticNames, staticTypes, staticDims))
     if (t.isDynamicDim(d))
-      return emitOpError() << name << " must be static";
+      return op->emitOpError() << name << " must be static";
   int64_t hq = qt.getDimSize(1), hkv = kt.getDimSize(1);
   if (hkv <= 0 || hq % hkv != 0)
-    return emitOpError("query heads (")
+    return op->emitOpError("query heads (")
            << hq << ") must be a multiple of kv heads (" << hkv
            << ") for GQA/MQA";
   const StringRef dimNames[] = {"head dim", "value head dim"};
   const int64_t headDims[] = {qt.getDimSize(3), vt.getDimSize(3)};
   for (auto [name, d] : llvm::zip(dimNames, headDims))
     if (d <= 0 || d > kMaxHeadDim || d % 8 != 0)
-      return emitOpError() << name << " " << d
-                           << " is unsupported: it must be a multiple of 8 "
-                              "between 8 and "
-                           << kMaxHeadDim;
-
-  // Attributes.
-  if (auto s = getScaleAttr()) {
-    double sv = s.getValueAsDouble();
-    if (!(sv > 0 && sv <= kMaxScale))
-      return emitOpError("scale must be > 0 and at most 1e30, got ") << sv;
-  }
-  ArrayRef<int64_t> w = getWindow();
-  if (failed(verifyWindow(*this, w)))
-    return failure();
-  if (getCausal() && w[1] > 0)
-    return emitOpError("causal attention has window right = 0; got window "
-                       "right = ")
-           << w[1] << " (drop `causal` or set right to 0 or -1)";
-  return verifySoftcap(*this, getSoftcap().convertToDouble());
+      return op->emitOpError() << name << " " << d
+                               << " is unsupported: it must be a multiple of "
+                                  "8 between 8 and "
+                               << kMaxHeadDim;
+  return success();
 }
 
-void FlashAttentionOp::getEffects(
+/// scale, window (causal folded in) and softcap.
+static LogicalResult verifyAttentionAttrs(Operation *op, FloatAttr scale,
+                                          bool causal, ArrayRef<int64_t> w,
+                                          double softcap) {
+  if (scale) {
+    double sv = scale.getValueAsDouble();
+    if (!(sv > 0 && sv <= kMaxScale))
+      return op->emitOpError("scale must be > 0 and at most 1e30, got ") << sv;
+  }
+  if (failed(verifyWindow(op, w)))
+    return failure();
+  if (causal && w[1] > 0)
+    return op->emitOpError("causal attention has window right = 0; got "
+                           "window right = ")
+           << w[1] << " (drop `causal` or set right to 0 or -1)";
+  return verifySoftcap(op, softcap);
+}
+
+/// Memref form: inputs are read, outputs (the DPS inits) written.
+static void dpsEffects(
+    DestinationStyleOpInterface op,
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
         &effects) {
-  if (!hasBufferSemantics())
-    return;
-  for (OpOperand &operand : getOperation()->getOpOperands()) {
-    if (isDpsInit(&operand))
+  for (OpOperand &operand : op->getOpOperands()) {
+    if (op.isDpsInit(&operand))
       effects.emplace_back(MemoryEffects::Write::get(), &operand,
                            SideEffects::DefaultResource::get());
     else
       effects.emplace_back(MemoryEffects::Read::get(), &operand,
                            SideEffects::DefaultResource::get());
   }
+}
+
+LogicalResult FlashAttentionOp::verify() {
+  Value q = getQuery(), k = getKey(), v = getValue();
+  if (getOutputs().empty() || getOutputs().size() > 2)
+    return emitOpError("expects outs(o) or outs(o, lse), got ")
+           << getOutputs().size() << " output operands";
+  Value o = getOut(), lse = getLse();
+  const Named operands[] = {
+      {"query", q}, {"key", k}, {"value", v}, {"o", o}, {"lse", lse}};
+  if (failed(verifyForm(*this, operands, getOutputs(), getResults())) ||
+      failed(verifyAttention(*this, q, k, v, o, lse, {})))
+    return failure();
+  return verifyAttentionAttrs(*this, getScaleAttr(), getCausal(), getWindow(),
+                              getSoftcap().convertToDouble());
+}
+
+void FlashAttentionOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  if (hasBufferSemantics())
+    dpsEffects(*this, effects);
+}
+
+//===----------------------------------------------------------------------===//
+// flash_attention_grad
+//===----------------------------------------------------------------------===//
+
+float FlashAttentionGradOp::getEffectiveScale() {
+  if (auto s = getScaleAttr())
+    return s.getValueAsDouble();
+  int64_t d = cast<ShapedType>(getQuery().getType()).getDimSize(3);
+  return 1.0f / std::sqrt(static_cast<float>(d));
+}
+
+int64_t FlashAttentionGradOp::getWindowLeft() { return getWindow()[0]; }
+
+int64_t FlashAttentionGradOp::getWindowRight() {
+  return getCausal() ? 0 : getWindow()[1];
+}
+
+LogicalResult FlashAttentionGradOp::verify() {
+  if (getOutputs().size() != 3)
+    return emitOpError("expects outs(dq, dk, dv), got ")
+           << getOutputs().size() << " output operands";
+  Value q = getQuery(), k = getKey(), v = getValue(), o = getOut(),
+        dO = getGradOut(), lse = getLse();
+  Value dq = getGradQuery(), dk = getGradKey(), dv = getGradValue();
+  const Named operands[] = {{"query", q},     {"key", k},    {"value", v},
+                            {"o", o},         {"grad_out", dO}, {"lse", lse},
+                            {"dq", dq},       {"dk", dk},    {"dv", dv}};
+  if (failed(verifyForm(*this, operands, getOutputs(), getResults())))
+    return failure();
+  // The backward's own operands first (ranks), then what it shares with
+  // the forward, then how each gradient matches its operand.
+  if (failed(verifyRank(*this, dO, "grad_out", 4, "[B, Hq, Sq, Dv]")) ||
+      failed(verifyRank(*this, dq, "dq", 4, "[B, Hq, Sq, D]")) ||
+      failed(verifyRank(*this, dk, "dk", 4, "[B, Hkv, Skv, D]")) ||
+      failed(verifyRank(*this, dv, "dv", 4, "[B, Hkv, Skv, Dv]")))
+    return failure();
+  const Named extra[] = {{"grad_out", dO}, {"dq", dq}, {"dk", dk}, {"dv", dv}};
+  if (failed(verifyAttention(*this, q, k, v, o, lse, extra)))
+    return failure();
+  if (isa<Float8E4M3FNType>(elementOf(q)))
+    return emitOpError("has no f8E4M3FN form (FP8 attention is inference "
+                       "only): give f16, bf16 or f32 inputs");
+  if (elementOf(o) != elementOf(q) || elementOf(dO) != elementOf(q))
+    return emitOpError("o and grad_out must have the element type of query (")
+           << elementOf(q) << "), got " << elementOf(o) << " and "
+           << elementOf(dO);
+  const Named grads[] = {{"dq", dq}, {"dk", dk}, {"dv", dv}};
+  for (const Named &g : grads)
+    if (!isOutputElementType(elementOf(g.val)))
+      return emitOpError() << g.name
+                           << " element type must be f16, bf16 or f32, got "
+                           << elementOf(g.val);
+  // Each gradient has the shape of its operand; grad_out that of o.
+  DimChecker dc{*this};
+  const char *dimNames[] = {"batch", "heads", "length", "head dim"};
+  const std::pair<Named, Named> same[] = {{{"o", o}, {"grad_out", dO}},
+                                          {{"query", q}, {"dq", dq}},
+                                          {{"key", k}, {"dk", dk}},
+                                          {{"value", v}, {"dv", dv}}};
+  for (const auto &[a, g] : same)
+    for (unsigned d = 0; d < 4; ++d)
+      if (failed(dc.equal(dimNames[d], a.val, d, a.name, g.val, d, g.name)))
+        return failure();
+  return verifyAttentionAttrs(*this, getScaleAttr(), getCausal(), getWindow(),
+                              getSoftcap().convertToDouble());
+}
+
+void FlashAttentionGradOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  if (hasBufferSemantics())
+    dpsEffects(*this, effects);
 }
 
 /// `window(left, right)`: the two bounds of the sliding window.

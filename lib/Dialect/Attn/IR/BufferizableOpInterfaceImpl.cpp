@@ -1,8 +1,9 @@
 //===- BufferizableOpInterfaceImpl.cpp - one-shot-bufferize support ------===//
 //
-// The tensor form of attn.flash_attention is destination-passing, so
-// bufferization maps each result onto its `outs` buffer (in place when the
-// analysis allows) and rebuilds the op in memref form.
+// The tensor forms of attn.flash_attention and attn.flash_attention_grad
+// are destination-passing, so bufferization maps each result onto its
+// `outs` buffer (in place when the analysis allows) and rebuilds the op in
+// memref form.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,9 +18,27 @@ using namespace mlir::bufferization;
 using namespace fa3::attn;
 
 namespace {
-struct FlashAttentionBufferizeModel
+/// The memref form of `op` on `buffers` (its operands' buffers, in order).
+void createOnBuffers(RewriterBase &rewriter, FlashAttentionOp op,
+                     ValueRange buffers) {
+  FlashAttentionOp::create(rewriter, op->getLoc(), TypeRange{}, buffers[0],
+                           buffers[1], buffers[2], buffers.drop_front(3),
+                           op.getScaleAttr(), op.getCausalAttr(),
+                           op.getWindowAttr(), op.getSoftcapAttr());
+}
+void createOnBuffers(RewriterBase &rewriter, FlashAttentionGradOp op,
+                     ValueRange buffers) {
+  FlashAttentionGradOp::create(
+      rewriter, op->getLoc(), TypeRange{}, buffers[0], buffers[1], buffers[2],
+      buffers[3], buffers[4], buffers[5], buffers.drop_front(6),
+      op.getScaleAttr(), op.getCausalAttr(), op.getWindowAttr(),
+      op.getSoftcapAttr());
+}
+
+template <typename OpT>
+struct AttentionBufferizeModel
     : public DstBufferizableOpInterfaceExternalModel<
-          FlashAttentionBufferizeModel, FlashAttentionOp> {
+          AttentionBufferizeModel<OpT>, OpT> {
   // Inputs are read; outputs are fully overwritten, never read.
   bool bufferizesToMemoryRead(Operation *op, OpOperand &opOperand,
                               const AnalysisState &) const {
@@ -29,7 +48,6 @@ struct FlashAttentionBufferizeModel
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
                           const BufferizationOptions &options,
                           BufferizationState &state) const {
-    auto fa = cast<FlashAttentionOp>(op);
     SmallVector<Value> buffers;
     for (Value operand : op->getOperands()) {
       FailureOr<Value> buf = getBuffer(rewriter, operand, options, state);
@@ -38,11 +56,10 @@ struct FlashAttentionBufferizeModel
       buffers.push_back(*buf);
     }
     rewriter.setInsertionPoint(op);
-    ValueRange outs = ValueRange(buffers).drop_front(3);
-    FlashAttentionOp::create(rewriter, op->getLoc(), TypeRange{}, buffers[0],
-                             buffers[1], buffers[2], outs, fa.getScaleAttr(),
-                             fa.getCausalAttr(), fa.getWindowAttr(),
-                             fa.getSoftcapAttr());
+    auto dps = cast<DestinationStyleOpInterface>(op);
+    ValueRange outs =
+        ValueRange(buffers).drop_front(dps.getNumDpsInputs());
+    createOnBuffers(rewriter, cast<OpT>(op), buffers);
     replaceOpWithBufferizedValues(rewriter, op, outs);
     return success();
   }
@@ -52,6 +69,9 @@ struct FlashAttentionBufferizeModel
 void fa3::attn::registerBufferizableOpInterfaceExternalModels(
     DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, AttnDialect *) {
-    FlashAttentionOp::attachInterface<FlashAttentionBufferizeModel>(*ctx);
+    FlashAttentionOp::attachInterface<
+        AttentionBufferizeModel<FlashAttentionOp>>(*ctx);
+    FlashAttentionGradOp::attachInterface<
+        AttentionBufferizeModel<FlashAttentionGradOp>>(*ctx);
   });
 }

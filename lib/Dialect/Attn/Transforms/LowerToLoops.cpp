@@ -1,7 +1,8 @@
 //===- LowerToLoops.cpp - reference lowering of flash_attention ----------===//
 //
-// The numerical oracle: a direct, untiled evaluation of the op's definition
-// (natural exp/log, two passes over the keys). Deliberately simple; every
+// The numerical oracle: a direct, untiled evaluation of the ops'
+// definitions (natural exp/log; the forward in two passes over the keys, the
+// backward in one, given the forward's lse). Deliberately simple; every
 // faster lowering is checked against it.
 //
 //===----------------------------------------------------------------------===//
@@ -127,19 +128,158 @@ static void lowerToLoops(FlashAttentionOp op) {
   op.erase();
 }
 
+/// An f32 buffer of `like`'s shape (its dynamic sizes taken from it).
+static Value allocF32Like(OpBuilder &b, Location loc, Value like) {
+  auto t = cast<MemRefType>(like.getType());
+  SmallVector<Value> dyn;
+  for (int64_t d = 0; d < t.getRank(); ++d)
+    if (t.isDynamicDim(d))
+      dyn.push_back(dimOf(b, loc, like, d));
+  auto f32T = MemRefType::get(t.getShape(), b.getF32Type());
+  return memref::AllocOp::create(b, loc, f32T, dyn);
+}
+
+/// Runs `body(indices)` over every element of the rank-4 `like`.
+static void forEach4(OpBuilder &b, Location loc, Value like,
+                     llvm::function_ref<void(OpBuilder &, Location, ValueRange)>
+                         body) {
+  Value c0 = indexConst(b, loc, 0), c1 = indexConst(b, loc, 1);
+  SmallVector<Value> lbs(4, c0), steps(4, c1), ubs;
+  for (unsigned d = 0; d < 4; ++d)
+    ubs.push_back(dimOf(b, loc, like, d));
+  scf::buildLoopNest(b, loc, lbs, ubs, steps, body);
+}
+
+/// buf[idx] += x (f32).
+static void accumulate(OpBuilder &b, Location loc, Value buf, ValueRange idx,
+                       Value x) {
+  Value a = memref::LoadOp::create(b, loc, buf, idx);
+  a = arith::AddFOp::create(b, loc, a, x);
+  memref::StoreOp::create(b, loc, a, buf, idx);
+}
+
+/// The backward's definition (FlashAttentionGradOp's description), summed in
+/// f32 buffers for dQ, dK and dV, then converted into the outputs.
+static void lowerGradToLoops(FlashAttentionGradOp op) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
+  Value o = op.getOut(), dO = op.getGradOut(), lse = op.getLse();
+  Value dq = op.getGradQuery(), dk = op.getGradKey(), dv = op.getGradValue();
+  auto qt = cast<MemRefType>(q.getType());
+  int64_t hq = qt.getDimSize(1), d = qt.getDimSize(3);
+  int64_t hkv = cast<MemRefType>(k.getType()).getDimSize(1);
+  int64_t dvDim = cast<MemRefType>(v.getType()).getDimSize(3);
+  double scale = op.getEffectiveScale();
+  double softcap = op.getSoftcap().convertToDouble();
+  int64_t left = op.getWindowLeft(), right = op.getWindowRight();
+
+  Value c0 = indexConst(b, loc, 0), c1 = indexConst(b, loc, 1);
+  Value nb = dimOf(b, loc, q, 0), sq = dimOf(b, loc, q, 2),
+        skv = dimOf(b, loc, k, 2);
+  Value offset = arith::SubIOp::create(b, loc, skv, sq);
+  Value group = indexConst(b, loc, hq / hkv);
+  Value cD = indexConst(b, loc, d), cDv = indexConst(b, loc, dvDim);
+  Value negInf = f32Const(b, loc, -std::numeric_limits<double>::infinity());
+  Value zero = f32Const(b, loc, 0.0), one = f32Const(b, loc, 1.0);
+  Value cScale = f32Const(b, loc, scale);
+
+  // f32 sums, zeroed.
+  Value sums[] = {allocF32Like(b, loc, dq), allocF32Like(b, loc, dk),
+                  allocF32Like(b, loc, dv)};
+  for (Value buf : sums)
+    forEach4(b, loc, buf, [&](OpBuilder &b, Location loc, ValueRange idx) {
+      memref::StoreOp::create(b, loc, zero, buf, idx);
+    });
+  Value dq32 = sums[0], dk32 = sums[1], dv32 = sums[2];
+
+  scf::buildLoopNest(
+      b, loc, ValueRange{c0, c0, c0}, ValueRange{nb, indexConst(b, loc, hq), sq},
+      ValueRange{c1, c1, c1},
+      [&](OpBuilder &b, Location loc, ValueRange ivs) {
+        Value bi = ivs[0], h = ivs[1], i = ivs[2];
+        Value hk = arith::DivUIOp::create(b, loc, h, group);
+        Value rowLse = memref::LoadOp::create(b, loc, lse, ValueRange{bi, h, i});
+        // A row that saw no key (lse = -inf) contributes nothing.
+        Value live = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                           rowLse, negInf);
+        // D_i = dot(dO_i, o_i)
+        Value rowD = buildDot(b, loc, dO, o, bi, h, h, i, i);
+        scf::ForOp::create(
+            b, loc, c0, skv, c1, ValueRange{},
+            [&](OpBuilder &b, Location loc, Value j, ValueRange) {
+              Value s = buildDot(b, loc, q, k, bi, h, hk, i, j);
+              s = arith::MulFOp::create(b, loc, s, cScale);
+              s = buildSoftcap(b, loc, s, softcap);
+              Value p = math::ExpOp::create(
+                  b, loc, arith::SubFOp::create(b, loc, s, rowLse));
+              Value keep = live;
+              if (Value vis = buildVisible(b, loc, i, j, offset, left, right))
+                keep = arith::AndIOp::create(b, loc, keep, vis);
+              p = arith::SelectOp::create(b, loc, keep, p, zero);
+              // ds = p (dot(dO_i, v_j) - D_i), through softcap's derivative
+              Value dp = buildDot(b, loc, dO, v, bi, h, hk, i, j);
+              Value ds = arith::MulFOp::create(
+                  b, loc, p, arith::SubFOp::create(b, loc, dp, rowD));
+              if (softcap > 0) {
+                Value t = arith::DivFOp::create(b, loc, s,
+                                                f32Const(b, loc, softcap));
+                Value t2 = arith::MulFOp::create(b, loc, t, t);
+                ds = arith::MulFOp::create(
+                    b, loc, ds, arith::SubFOp::create(b, loc, one, t2));
+              }
+              Value dss = arith::MulFOp::create(b, loc, ds, cScale);
+              scf::ForOp::create(
+                  b, loc, c0, cD, c1, ValueRange{},
+                  [&](OpBuilder &b, Location loc, Value x, ValueRange) {
+                    Value kv = loadAsF32(b, loc, k, {bi, hk, j, x});
+                    accumulate(b, loc, dq32, {bi, h, i, x},
+                               arith::MulFOp::create(b, loc, dss, kv));
+                    Value qv = loadAsF32(b, loc, q, {bi, h, i, x});
+                    accumulate(b, loc, dk32, {bi, hk, j, x},
+                               arith::MulFOp::create(b, loc, dss, qv));
+                    scf::YieldOp::create(b, loc);
+                  });
+              scf::ForOp::create(
+                  b, loc, c0, cDv, c1, ValueRange{},
+                  [&](OpBuilder &b, Location loc, Value x, ValueRange) {
+                    Value g = loadAsF32(b, loc, dO, {bi, h, i, x});
+                    accumulate(b, loc, dv32, {bi, hk, j, x},
+                               arith::MulFOp::create(b, loc, p, g));
+                    scf::YieldOp::create(b, loc);
+                  });
+              scf::YieldOp::create(b, loc);
+            });
+      });
+
+  // Into the outputs, in their element types.
+  const Value outs[] = {dq, dk, dv};
+  for (int g = 0; g < 3; ++g) {
+    Value sum = sums[g], out = outs[g];
+    forEach4(b, loc, out, [&](OpBuilder &b, Location loc, ValueRange idx) {
+      Value x = memref::LoadOp::create(b, loc, sum, idx);
+      storeFromF32(b, loc, x, out, idx);
+    });
+    memref::DeallocOp::create(b, loc, sum);
+  }
+  op.erase();
+}
+
 namespace {
 struct AttnLowerToLoopsPass
     : public fa3::attn::impl::AttnLowerToLoopsBase<AttnLowerToLoopsPass> {
   void runOnOperation() override {
-    SmallVector<FlashAttentionOp> ops;
+    SmallVector<Operation *> ops;
     bool failedAny = false;
-    getOperation()->walk([&](FlashAttentionOp op) {
-      if (!op.hasBufferSemantics()) {
-        op.emitOpError("attn-lower-to-loops needs the memref form: run "
-                       "--one-shot-bufferize=\"bufferize-function-boundaries "
-                       "function-boundary-type-conversion=identity-layout-map\" "
-                       "first, or a pipeline (--attn-cpu-tiled-pipeline, "
-                       "--attn-hopper-pipeline), which bufferizes");
+    getOperation()->walk([&](Operation *op) {
+      if (!isa<FlashAttentionOp, FlashAttentionGradOp>(op))
+        return;
+      if (!isa<MemRefType>(op->getOperand(0).getType())) {
+        op->emitOpError("attn-lower-to-loops needs the memref form: run "
+                        "--one-shot-bufferize=\"bufferize-function-boundaries "
+                        "function-boundary-type-conversion=identity-layout-map\" "
+                        "first, or a pipeline (--attn-cpu-tiled-pipeline, "
+                        "--attn-hopper-pipeline), which bufferizes");
         failedAny = true;
         return;
       }
@@ -147,8 +287,12 @@ struct AttnLowerToLoopsPass
     });
     if (failedAny)
       return signalPassFailure();
-    for (FlashAttentionOp op : ops)
-      lowerToLoops(op);
+    for (Operation *op : ops) {
+      if (auto fwd = dyn_cast<FlashAttentionOp>(op))
+        lowerToLoops(fwd);
+      else
+        lowerGradToLoops(cast<FlashAttentionGradOp>(op));
+    }
   }
 };
 } // namespace

@@ -1,7 +1,8 @@
 //===- AttnOps.td - the attn dialect and its ops -------------*- tablegen -*-===//
 //
 // Two levels live here:
-//  * the user level, `attn.flash_attention`, in tensor or memref form;
+//  * the user level, `attn.flash_attention` and its backward
+//    `attn.flash_attention_grad`, in tensor or memref form;
 //  * the tile level that `attn-tile` produces: `attn.tile_update` and
 //    `attn.tile_finalize`, one FlashAttention step on a (block_m x block_n)
 //    tile and the epilogue of an m-block. The schedule around them (grid,
@@ -182,6 +183,90 @@ def Attn_FlashAttentionOp : Attn_Op<"flash_attention", [
     ::mlir::Value getLse() {
       return getOutputs().size() > 1 ? getOutputs()[1] : ::mlir::Value();
     }
+    /// The softmax scale in effect: the attribute, or 1/sqrt(D).
+    float getEffectiveScale();
+    /// Window bounds in effect (causal folded in); -1 means unbounded.
+    int64_t getWindowLeft();
+    int64_t getWindowRight();
+    /// True for the memref (destination-writing) form.
+    bool hasBufferSemantics() {
+      return ::llvm::isa<::mlir::MemRefType>(getQuery().getType());
+    }
+    ::mlir::MutableOperandRange getDpsInitsMutable() {
+      return getOutputsMutable();
+    }
+  }];
+}
+
+def Attn_FlashAttentionGradOp : Attn_Op<"flash_attention_grad", [
+    DestinationStyleOpInterface,
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "gradients of attn.flash_attention: dQ, dK, dV from dO";
+  let description = [{
+    The backward of `attn.flash_attention` with the same attributes (scale,
+    causal, window, softcap; GQA by head counts): given the forward's
+    inputs q, k, v, its output o, the gradient of the loss with respect to o
+    (`grad_out`, dO) and the forward's natural-log `lse`, computes for every
+    batch b, query head h (kv head h / g), query row i and key j:
+
+      x[j]  = scale * dot(q_i, k_j)
+      s[j]  = softcap * tanh(x[j] / softcap)  if softcap > 0, else x[j]
+      p[j]  = exp(s[j] - lse_i) where key j is visible to query i, else 0
+      D_i   = dot(dO_i, o_i)
+      ds[j] = p[j] * (dot(dO_i, v_j) - D_i)
+      dx[j] = ds[j] * (1 - (s[j] / softcap)^2)  if softcap > 0, else ds[j]
+      dq_i  = scale * sum_j dx[j] k_j
+      dk_j  = scale * sum over (h, i) of the group of dx[j] q_i
+      dv_j  = sum over (h, i) of the group of p[j] dO_i
+
+    (FlashAttention-2/3's backward; dK and dV are summed over the query
+    heads that share a kv head.) A row whose lse is -inf (it saw no key)
+    contributes nothing.
+
+    Logical shapes: q [B, Hq, Sq, D], k [B, Hkv, Skv, D], v [B, Hkv, Skv, Dv],
+    o and grad_out [B, Hq, Sq, Dv], lse [B, Hq, Sq] (f32); outs dq, dk, dv
+    shaped as q, k and v (f16, bf16 or f32: the sums are taken in f32).
+    Tensor form (one result per output) or memref form (no results):
+
+    ```mlir
+    attn.flash_attention_grad ins(%q, %k, %v, %o, %do, %lse : ...)
+        outs(%dq, %dk, %dv : ...) causal
+    ```
+  }];
+
+  let arguments = (ins
+    Attn_ShapedOperand:$query,
+    Attn_ShapedOperand:$key,
+    Attn_ShapedOperand:$value,
+    Attn_ShapedOperand:$out,
+    Attn_ShapedOperand:$grad_out,
+    Attn_ShapedOperand:$lse,
+    Variadic<Attn_ShapedOperand>:$outputs,
+    OptionalAttr<F32Attr>:$scale,
+    UnitAttr:$causal,
+    DefaultValuedOptionalAttr<DenseI64ArrayAttr, "{-1, -1}">:$window,
+    DefaultValuedOptionalAttr<F32Attr, "0.0f">:$softcap
+  );
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+
+  let assemblyFormat = [{
+    `ins` `(` $query `,` $key `,` $value `,` $out `,` $grad_out `,` $lse `:`
+      type($query) `,` type($key) `,` type($value) `,` type($out) `,`
+      type($grad_out) `,` type($lse) `)`
+    `outs` `(` $outputs `:` type($outputs) `)`
+    oilist(`scale` `(` $scale `)`
+         | `causal` $causal
+         | `window` `(` custom<Window>($window) `)`
+         | `softcap` `(` $softcap `)`)
+    attr-dict (`->` type($results)^)?
+  }];
+
+  let hasVerifier = 1;
+
+  let extraClassDeclaration = [{
+    ::mlir::Value getGradQuery() { return getOutputs()[0]; }
+    ::mlir::Value getGradKey() { return getOutputs()[1]; }
+    ::mlir::Value getGradValue() { return getOutputs()[2]; }
     /// The softmax scale in effect: the attribute, or 1/sqrt(D).
     float getEffectiveScale();
     /// Window bounds in effect (causal folded in); -1 means unbounded.
