@@ -39,7 +39,7 @@ def attention(q, k, v, scale=None, causal=False, window=(-1, -1), softcap=0.0):
         s = softcap * np.tanh(s / softcap)
     mask = visible_mask(sq, skv, causal, window)
     s = np.where(mask, s, -np.inf)
-    m = s.max(axis=-1, keepdims=True)
+    m = s.max(axis=-1, keepdims=True, initial=-np.inf)  # Skv = 0: -inf
     any_visible = np.isfinite(m)
     p = np.where(mask, np.exp(s - np.where(any_visible, m, 0.0)), 0.0)
     l = p.sum(axis=-1, keepdims=True)

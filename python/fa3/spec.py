@@ -113,3 +113,51 @@ def flash_attention_grad_func(name, b, hq, hkv, sq, skv, d, dv=None, dtype="f32"
                             ", ".join(t for _, t in ins),
                             ", ".join("%" + n for n, _ in outs),
                             ", ".join(t for _, t in outs), " ".join(attrs)))
+
+
+def flash_attention_varlen_func(name, nseq, tq, tk, hq, hkv, d, dv=None, dtype="f32",
+                                out_dtype=None, lse=False, seqused=False, scale=None,
+                                causal=False, window=(-1, -1), softcap=0.0):
+    """A func.func @name(q, k, v, cu_q, cu_k[, seqused_k], o[, lse]) in memref
+    form around attn.flash_attention_varlen (packed [T, H, D] tensors, i32
+    sequence offsets), callable from the CPU runner."""
+    if not isinstance(name, str) or not _IDENT.fullmatch(name):
+        raise ValueError("flash_attention_varlen_func: name %r is not an MLIR identifier "
+                         "([A-Za-z_][A-Za-z0-9_$.]*)" % (name,))
+    dv = d if dv is None else dv
+    out_dtype = out_dtype or dtype
+    window = tuple(_int("window", w, lo=-2**63) for w in window)
+    if len(window) != 2:
+        raise ValueError("flash_attention_varlen_func: window must be (left, right), got %r"
+                         % (window,))
+    for what, x in (("scale", scale), ("softcap", softcap)):
+        if x is not None and not math.isfinite(float(x)):
+            raise ValueError("flash_attention_varlen_func: %s = %r is out of range (finite)"
+                             % (what, x))
+    ins = [("q", memref_type((tq, hq, d), dtype)), ("k", memref_type((tk, hkv, d), dtype)),
+           ("v", memref_type((tk, hkv, dv), dtype))]
+    cu = "memref<%dxi32>" % (_int("nseq", nseq) + 1)
+    lens = [("cu_q", cu), ("cu_k", cu)]
+    if seqused:
+        lens.append(("seqused_k", "memref<%dxi32>" % nseq))
+    outs = [("o", memref_type((tq, hq, dv), out_dtype))]
+    if lse:
+        outs.append(("lse", memref_type((hq, tq), "f32")))
+    attrs = []
+    if scale is not None:
+        attrs.append("scale(%r)" % float(scale))
+    if causal:
+        attrs.append("causal")
+    if tuple(window) != (-1, -1):
+        attrs.append("window(%d, %d)" % tuple(window))
+    if softcap:
+        attrs.append("softcap(%r)" % float(softcap))
+
+    def group(xs):
+        return ", ".join("%" + n for n, _ in xs), ", ".join(t for _, t in xs)
+    args = ", ".join("%%%s: %s" % a for a in ins + lens + outs)
+    return (
+        "func.func @%s(%s) attributes {llvm.emit_c_interface} {\n"
+        "  attn.flash_attention_varlen ins(%s : %s) seqlens(%s : %s) outs(%s : %s) %s\n"
+        "  return\n}\n" % ((name, args) + group(ins) + group(lens) + group(outs)
+                          + (" ".join(attrs),)))

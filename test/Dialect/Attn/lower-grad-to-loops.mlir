@@ -9,7 +9,7 @@
 // RUN: not fa3-opt %s --attn-hopper-pipeline 2>&1 | FileCheck %s --check-prefix=HOPPER
 
 // TILE: error: 'attn.flash_attention_grad' op has no tiled form yet: attn-lower-to-loops (--attn-cpu-reference-pipeline) lowers it
-// HOPPER: error: 'attn.flash_attention_grad' op has no Hopper kernel yet (the backward is CPU-only: --attn-cpu-reference-pipeline)
+// HOPPER: error: 'attn.flash_attention_grad' op has no Hopper kernel yet (it is CPU-only for now: --attn-cpu-reference-pipeline)
 
 // CHECK-LABEL: func @grad(
 // CHECK-SAME: %[[Q:[^:]*]]: memref<2x4x?x16xbf16>, %[[K:[^:]*]]: memref<2x2x?x16xbf16>, %[[V:[^:]*]]: memref<2x2x?x8xbf16>, %[[O:[^:]*]]: memref<2x4x?x8xbf16>, %[[DO:[^:]*]]: memref<2x4x?x8xbf16>, %[[LSE:[^:]*]]: memref<2x4x?xf32>, %[[DQ:[^:]*]]: memref<2x4x?x16xbf16>, %[[DK:[^:]*]]: memref<2x2x?x16xbf16>, %[[DV:[^:]*]]: memref<2x2x?x8xbf16>)

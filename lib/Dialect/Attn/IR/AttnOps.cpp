@@ -174,6 +174,40 @@ static Type elementOf(Value val) {
   return cast<ShapedType>(val.getType()).getElementType();
 }
 
+/// Heads (axis `headAxis`) and head dims (axis `dimAxis`) of q, k, v: static
+/// (they fix the kernel's structure; batch and lengths may be dynamic), Hq a
+/// multiple of Hkv, head dims multiples of 8 up to kMaxHeadDim.
+static LogicalResult verifyHeads(Operation *op, Value q, Value k, Value v,
+                                 unsigned headAxis, unsigned dimAxis) {
+  auto qt = cast<ShapedType>(q.getType());
+  auto kt = cast<ShapedType>(k.getType());
+  auto vt = cast<ShapedType>(v.getType());
+  const std::string h = std::to_string(headAxis), d = std::to_string(dimAxis);
+  const std::string staticNames[] = {
+      "query heads (dim " + h + " of query)", "kv heads (dim " + h + " of key)",
+      "head dim (dim " + d + " of query)",
+      "value head dim (dim " + d + " of value)"};
+  const ShapedType staticTypes[] = {qt, kt, qt, vt};
+  const unsigned staticDims[] = {headAxis, headAxis, dimAxis, dimAxis};
+  for (auto [name, t, x] : llvm::zip(staticNames, staticTypes, staticDims))
+    if (t.isDynamicDim(x))
+      return op->emitOpError() << name << " must be static";
+  int64_t hq = qt.getDimSize(headAxis), hkv = kt.getDimSize(headAxis);
+  if (hkv <= 0 || hq % hkv != 0)
+    return op->emitOpError("query heads (")
+           << hq << ") must be a multiple of kv heads (" << hkv
+           << ") for GQA/MQA";
+  const StringRef dimNames[] = {"head dim", "value head dim"};
+  const int64_t headDims[] = {qt.getDimSize(dimAxis), vt.getDimSize(dimAxis)};
+  for (auto [name, x] : llvm::zip(dimNames, headDims))
+    if (x <= 0 || x > kMaxHeadDim || x % 8 != 0)
+      return op->emitOpError() << name << " " << x
+                               << " is unsupported: it must be a multiple of "
+                                  "8 between 8 and "
+                               << kMaxHeadDim;
+  return success();
+}
+
 /// What the forward and the backward share about q, k, v, o and lse (lse
 /// may be null): ranks, memref layouts, element types, shapes, the static
 /// heads and head dims, GQA. `extra` are the op's other operands, checked
@@ -227,33 +261,7 @@ static LogicalResult verifyAttention(Operation *op, Value q, Value k, Value v,
               failed(dc.equal("query length", q, 2, "query", lse, 2, "lse"))))
     return failure();
 
-  auto qt = cast<ShapedType>(q.getType());
-  auto kt = cast<ShapedType>(k.getType());
-  auto vt = cast<ShapedType>(v.getType());
-  // Heads and head dims fix the kernel's structure: they must be static.
-  // Batch and sequence lengths may be dynamic.
-  const StringRef staticNames[] = {
-      "query heads (dim 1 of query)", "kv heads (dim 1 of key)",
-      "head dim (dim 3 of query)", "value head dim (dim 3 of value)"};
-  const ShapedType staticTypes[] = {qt, kt, qt, vt};
-  const unsigned staticDims[] = {1, 1, 3, 3};
-  for (auto [name, t, d] : llvm::zip(staticNames, staticTypes, staticDims))
-    if (t.isDynamicDim(d))
-      return op->emitOpError() << name << " must be static";
-  int64_t hq = qt.getDimSize(1), hkv = kt.getDimSize(1);
-  if (hkv <= 0 || hq % hkv != 0)
-    return op->emitOpError("query heads (")
-           << hq << ") must be a multiple of kv heads (" << hkv
-           << ") for GQA/MQA";
-  const StringRef dimNames[] = {"head dim", "value head dim"};
-  const int64_t headDims[] = {qt.getDimSize(3), vt.getDimSize(3)};
-  for (auto [name, d] : llvm::zip(dimNames, headDims))
-    if (d <= 0 || d > kMaxHeadDim || d % 8 != 0)
-      return op->emitOpError() << name << " " << d
-                               << " is unsupported: it must be a multiple of "
-                                  "8 between 8 and "
-                               << kMaxHeadDim;
-  return success();
+  return verifyHeads(op, q, k, v, /*headAxis=*/1, /*dimAxis=*/3);
 }
 
 /// scale, window (causal folded in) and softcap.
@@ -305,6 +313,105 @@ LogicalResult FlashAttentionOp::verify() {
 }
 
 void FlashAttentionOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  if (hasBufferSemantics())
+    dpsEffects(*this, effects);
+}
+
+//===----------------------------------------------------------------------===//
+// flash_attention_varlen
+//===----------------------------------------------------------------------===//
+
+float FlashAttentionVarlenOp::getEffectiveScale() {
+  if (auto s = getScaleAttr())
+    return s.getValueAsDouble();
+  int64_t d = cast<ShapedType>(getQuery().getType()).getDimSize(2);
+  return 1.0f / std::sqrt(static_cast<float>(d));
+}
+
+int64_t FlashAttentionVarlenOp::getWindowLeft() { return getWindow()[0]; }
+
+int64_t FlashAttentionVarlenOp::getWindowRight() {
+  return getCausal() ? 0 : getWindow()[1];
+}
+
+LogicalResult FlashAttentionVarlenOp::verify() {
+  if (getOutputs().empty() || getOutputs().size() > 2)
+    return emitOpError("expects outs(o) or outs(o, lse), got ")
+           << getOutputs().size() << " output operands";
+  Value q = getQuery(), k = getKey(), v = getValue(), o = getOut(),
+        lse = getLse();
+  Value cuQ = getCuSeqlensQ(), cuK = getCuSeqlensK(), used = getSequsedK();
+  const Named operands[] = {{"query", q},         {"key", k},
+                            {"value", v},         {"cu_seqlens_q", cuQ},
+                            {"cu_seqlens_k", cuK}, {"seqused_k", used},
+                            {"o", o},             {"lse", lse}};
+  if (failed(verifyForm(*this, operands, getOutputs(), getResults())))
+    return failure();
+  if (failed(verifyRank(*this, q, "query", 3, "[Tq, Hq, D]")) ||
+      failed(verifyRank(*this, k, "key", 3, "[Tk, Hkv, D]")) ||
+      failed(verifyRank(*this, v, "value", 3, "[Tk, Hkv, Dv]")) ||
+      failed(verifyRank(*this, o, "o", 3, "[Tq, Hq, Dv]")) ||
+      (lse && failed(verifyRank(*this, lse, "lse", 2, "[Hq, Tq]"))) ||
+      failed(verifyRank(*this, cuQ, "cu_seqlens_q", 1, "[B + 1]")) ||
+      failed(verifyRank(*this, cuK, "cu_seqlens_k", 1, "[B + 1]")) ||
+      (used && failed(verifyRank(*this, used, "seqused_k", 1, "[B]"))))
+    return failure();
+  if (failed(verifyMemrefs(*this, operands)))
+    return failure();
+
+  // Element types.
+  if (!isInputElementType(elementOf(q)))
+    return emitOpError("query element type must be f16, bf16, f32 or "
+                       "f8E4M3FN, got ")
+           << elementOf(q);
+  if (elementOf(k) != elementOf(q) || elementOf(v) != elementOf(q))
+    return emitOpError("query, key and value must have one element type, got ")
+           << elementOf(q) << ", " << elementOf(k) << ", " << elementOf(v);
+  if (!isOutputElementType(elementOf(o)))
+    return emitOpError("o element type must be f16, bf16 or f32, got ")
+           << elementOf(o);
+  if (lse && !elementOf(lse).isF32())
+    return emitOpError("lse element type must be f32, got ") << elementOf(lse);
+  const Named lengths[] = {
+      {"cu_seqlens_q", cuQ}, {"cu_seqlens_k", cuK}, {"seqused_k", used}};
+  for (const Named &n : lengths)
+    if (n.val && !elementOf(n.val).isSignlessInteger(32))
+      return emitOpError() << n.name
+                           << " element type must be i32 (as FlashAttention's), got "
+                           << elementOf(n.val);
+
+  // Shapes.
+  DimChecker dc{*this};
+  if (failed(dc.equal("query tokens", q, 0, "query", o, 0, "o")) ||
+      failed(dc.equal("query heads", q, 1, "query", o, 1, "o")) ||
+      failed(dc.equal("kv tokens", k, 0, "key", v, 0, "value")) ||
+      failed(dc.equal("kv heads", k, 1, "key", v, 1, "value")) ||
+      failed(dc.equal("head dim", q, 2, "query", k, 2, "key")) ||
+      failed(dc.equal("value head dim", v, 2, "value", o, 2, "o")) ||
+      failed(dc.equal("sequence count + 1", cuQ, 0, "cu_seqlens_q", cuK, 0,
+                      "cu_seqlens_k")))
+    return failure();
+  if (lse && (failed(dc.equal("query heads", q, 1, "query", lse, 0, "lse")) ||
+              failed(dc.equal("query tokens", q, 0, "query", lse, 1, "lse"))))
+    return failure();
+  int64_t n = cast<ShapedType>(cuQ.getType()).getDimSize(0);
+  if (n == 0)
+    return emitOpError("cu_seqlens_q must have B + 1 >= 1 entries, got 0");
+  if (used) {
+    int64_t b = cast<ShapedType>(used.getType()).getDimSize(0);
+    if (!ShapedType::isDynamic(n) && !ShapedType::isDynamic(b) && b != n - 1)
+      return emitOpError("seqused_k must have B = ")
+             << n - 1 << " entries (one fewer than cu_seqlens_q), got " << b;
+  }
+  if (failed(verifyHeads(*this, q, k, v, /*headAxis=*/1, /*dimAxis=*/2)))
+    return failure();
+  return verifyAttentionAttrs(*this, getScaleAttr(), getCausal(), getWindow(),
+                              getSoftcap().convertToDouble());
+}
+
+void FlashAttentionVarlenOp::getEffects(
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
         &effects) {
   if (hasBufferSemantics())

@@ -1,7 +1,7 @@
 //===- BufferizableOpInterfaceImpl.cpp - one-shot-bufferize support ------===//
 //
-// The tensor forms of attn.flash_attention and attn.flash_attention_grad
-// are destination-passing, so bufferization maps each result onto its
+// The tensor forms of attn.flash_attention, flash_attention_varlen and
+// flash_attention_grad are destination-passing, so bufferization maps each result onto its
 // `outs` buffer (in place when the analysis allows) and rebuilds the op in
 // memref form.
 //
@@ -25,6 +25,15 @@ void createOnBuffers(RewriterBase &rewriter, FlashAttentionOp op,
                            buffers[1], buffers[2], buffers.drop_front(3),
                            op.getScaleAttr(), op.getCausalAttr(),
                            op.getWindowAttr(), op.getSoftcapAttr());
+}
+void createOnBuffers(RewriterBase &rewriter, FlashAttentionVarlenOp op,
+                     ValueRange buffers) {
+  unsigned ins = op.getSequsedK() ? 6 : 5;
+  FlashAttentionVarlenOp::create(
+      rewriter, op->getLoc(), TypeRange{}, buffers[0], buffers[1], buffers[2],
+      buffers[3], buffers[4], op.getSequsedK() ? buffers[5] : Value(),
+      buffers.drop_front(ins), op.getScaleAttr(), op.getCausalAttr(),
+      op.getWindowAttr(), op.getSoftcapAttr());
 }
 void createOnBuffers(RewriterBase &rewriter, FlashAttentionGradOp op,
                      ValueRange buffers) {
@@ -73,5 +82,7 @@ void fa3::attn::registerBufferizableOpInterfaceExternalModels(
         AttentionBufferizeModel<FlashAttentionOp>>(*ctx);
     FlashAttentionGradOp::attachInterface<
         AttentionBufferizeModel<FlashAttentionGradOp>>(*ctx);
+    FlashAttentionVarlenOp::attachInterface<
+        AttentionBufferizeModel<FlashAttentionVarlenOp>>(*ctx);
   });
 }

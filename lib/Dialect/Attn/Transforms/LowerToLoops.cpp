@@ -26,31 +26,119 @@ namespace fa3::attn {
 using namespace mlir;
 using namespace fa3::attn;
 
+namespace {
+/// One query row of the reference: q/o/lse rows at [bi, h, row], keys
+/// keyBase + j for j < keyCount of kv head hk, visibility by the row's
+/// place `localRow` in its sequence and offset = Skv - Sq of that sequence.
+struct ReferenceRow {
+  Value q, k, v, o, lse; // 4-D [B, H, S, D] views; lse [B, H, S] or null
+  Value bi, h, hk, row;
+  Value keyBase;         // null: 0
+  Value keyCount, localRow, offset;
+};
+} // namespace
+
+/// The reference's evaluation of one query row (the op's definition, two
+/// passes over the keys), with `acc` a [Dv] f32 scratch buffer.
+static void buildReferenceRow(OpBuilder &b, Location loc,
+                              const ReferenceRow &r, Value acc, double scale,
+                              double softcap, int64_t left, int64_t right) {
+  int64_t dv = cast<MemRefType>(r.v.getType()).getDimSize(3);
+  Value c0 = indexConst(b, loc, 0), c1 = indexConst(b, loc, 1);
+  Value cDv = indexConst(b, loc, dv);
+  Value negInf = f32Const(b, loc, -std::numeric_limits<double>::infinity());
+  Value zero = f32Const(b, loc, 0.0), one = f32Const(b, loc, 1.0);
+  Value cScale = f32Const(b, loc, scale);
+  auto keyOf = [&](OpBuilder &b, Location loc, Value j) -> Value {
+    return r.keyBase ? arith::AddIOp::create(b, loc, r.keyBase, j).getResult()
+                     : j;
+  };
+  // Score and visibility of key j for this query row.
+  auto score = [&](OpBuilder &b, Location loc, Value j) {
+    Value s = buildDot(b, loc, r.q, r.k, r.bi, r.h, r.hk, r.row,
+                       keyOf(b, loc, j));
+    s = arith::MulFOp::create(b, loc, s, cScale);
+    return buildSoftcap(b, loc, s, softcap);
+  };
+  auto visible = [&](OpBuilder &b, Location loc, Value j) {
+    return buildVisible(b, loc, r.localRow, j, r.offset, left, right);
+  };
+  // Pass 1: row max over visible keys.
+  auto maxLoop = scf::ForOp::create(
+      b, loc, c0, r.keyCount, c1, ValueRange{negInf},
+      [&](OpBuilder &b, Location loc, Value j, ValueRange iter) {
+        Value s = score(b, loc, j);
+        Value m = arith::MaximumFOp::create(b, loc, iter[0], s);
+        if (Value vis = visible(b, loc, j))
+          m = arith::SelectOp::create(b, loc, vis, m, iter[0]);
+        scf::YieldOp::create(b, loc, m);
+      });
+  Value m = maxLoop.getResult(0);
+  // Pass 2: exp-sum and the weighted sum of V.
+  scf::ForOp::create(b, loc, c0, cDv, c1, ValueRange{},
+                     [&](OpBuilder &b, Location loc, Value d, ValueRange) {
+                       memref::StoreOp::create(b, loc, zero, acc, d);
+                       scf::YieldOp::create(b, loc);
+                     });
+  auto sumLoop = scf::ForOp::create(
+      b, loc, c0, r.keyCount, c1, ValueRange{zero},
+      [&](OpBuilder &b, Location loc, Value j, ValueRange iter) {
+        Value s = score(b, loc, j);
+        Value p = math::ExpOp::create(b, loc,
+                                      arith::SubFOp::create(b, loc, s, m));
+        if (Value vis = visible(b, loc, j))
+          p = arith::SelectOp::create(b, loc, vis, p, zero);
+        Value key = keyOf(b, loc, j);
+        scf::ForOp::create(
+            b, loc, c0, cDv, c1, ValueRange{},
+            [&](OpBuilder &b, Location loc, Value d, ValueRange) {
+              Value vv = loadAsF32(b, loc, r.v, {r.bi, r.hk, key, d});
+              Value a = memref::LoadOp::create(b, loc, acc, d);
+              a = math::FmaOp::create(b, loc, p, vv, a);
+              memref::StoreOp::create(b, loc, a, acc, d);
+              scf::YieldOp::create(b, loc);
+            });
+        scf::YieldOp::create(
+            b, loc, ValueRange{arith::AddFOp::create(b, loc, iter[0], p)});
+      });
+  Value l = sumLoop.getResult(0);
+  // A row that sees no key: o = 0, lse = -inf.
+  Value any =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, l, zero);
+  Value inv = arith::SelectOp::create(
+      b, loc, any, arith::DivFOp::create(b, loc, one, l), zero);
+  scf::ForOp::create(b, loc, c0, cDv, c1, ValueRange{},
+                     [&](OpBuilder &b, Location loc, Value d, ValueRange) {
+                       Value a = memref::LoadOp::create(b, loc, acc, d);
+                       storeFromF32(b, loc,
+                                    arith::MulFOp::create(b, loc, a, inv), r.o,
+                                    {r.bi, r.h, r.row, d});
+                       scf::YieldOp::create(b, loc);
+                     });
+  if (r.lse) {
+    Value val =
+        arith::AddFOp::create(b, loc, m, math::LogOp::create(b, loc, l));
+    val = arith::SelectOp::create(b, loc, any, val, negInf);
+    memref::StoreOp::create(b, loc, val, r.lse, ValueRange{r.bi, r.h, r.row});
+  }
+}
+
 static void lowerToLoops(FlashAttentionOp op) {
   OpBuilder b(op);
   Location loc = op.getLoc();
   Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
-  Value o = op.getOut(), lse = op.getLse();
   auto qt = cast<MemRefType>(q.getType());
-  auto vt = cast<MemRefType>(v.getType());
   int64_t hq = qt.getDimSize(1);
   int64_t hkv = cast<MemRefType>(k.getType()).getDimSize(1);
-  int64_t dv = vt.getDimSize(3);
-  double scale = op.getEffectiveScale();
-  double softcap = op.getSoftcap().convertToDouble();
-  int64_t left = op.getWindowLeft(), right = op.getWindowRight();
+  int64_t dv = cast<MemRefType>(v.getType()).getDimSize(3);
 
   Value c0 = indexConst(b, loc, 0), c1 = indexConst(b, loc, 1);
   Value nb = dimOf(b, loc, q, 0), sq = dimOf(b, loc, q, 2),
         skv = dimOf(b, loc, k, 2);
   Value offset = arith::SubIOp::create(b, loc, skv, sq);
   Value group = indexConst(b, loc, hq / hkv);
-  Value cDv = indexConst(b, loc, dv);
-  Value negInf = f32Const(b, loc, -std::numeric_limits<double>::infinity());
-  Value zero = f32Const(b, loc, 0.0), one = f32Const(b, loc, 1.0);
-  Value cScale = f32Const(b, loc, scale);
-  auto accType = MemRefType::get({dv}, b.getF32Type());
-  Value acc = memref::AllocaOp::create(b, loc, accType);
+  Value acc = memref::AllocaOp::create(
+      b, loc, MemRefType::get({dv}, b.getF32Type()));
 
   scf::buildLoopNest(
       b, loc, ValueRange{c0, c0, c0}, ValueRange{nb, indexConst(b, loc, hq), sq},
@@ -58,72 +146,87 @@ static void lowerToLoops(FlashAttentionOp op) {
       [&](OpBuilder &b, Location loc, ValueRange ivs) {
         Value bi = ivs[0], h = ivs[1], i = ivs[2];
         Value hk = arith::DivUIOp::create(b, loc, h, group);
-        // Score and visibility of key j for this query row.
-        auto score = [&](OpBuilder &b, Location loc, Value j) {
-          Value s = buildDot(b, loc, q, k, bi, h, hk, i, j);
-          s = arith::MulFOp::create(b, loc, s, cScale);
-          return buildSoftcap(b, loc, s, softcap);
-        };
-        auto visible = [&](OpBuilder &b, Location loc, Value j) {
-          return buildVisible(b, loc, i, j, offset, left, right);
-        };
-        // Pass 1: row max over visible keys.
-        auto maxLoop = scf::ForOp::create(
-            b, loc, c0, skv, c1, ValueRange{negInf},
-            [&](OpBuilder &b, Location loc, Value j, ValueRange iter) {
-              Value s = score(b, loc, j);
-              Value m = arith::MaximumFOp::create(b, loc, iter[0], s);
-              if (Value vis = visible(b, loc, j))
-                m = arith::SelectOp::create(b, loc, vis, m, iter[0]);
-              scf::YieldOp::create(b, loc, m);
+        ReferenceRow r{q,  k,  v,  op.getOut(), op.getLse(), bi,
+                       h,  hk, i,  Value(),     skv,         i,
+                       offset};
+        buildReferenceRow(b, loc, r, acc, op.getEffectiveScale(),
+                          op.getSoftcap().convertToDouble(),
+                          op.getWindowLeft(), op.getWindowRight());
+      });
+  op.erase();
+}
+
+/// [T, H, D] as the [1, H, T, D] view the reference rows index (no copy).
+static Value asBatchOfOne(OpBuilder &b, Location loc, Value packed) {
+  auto t = cast<MemRefType>(packed.getType());
+  SmallVector<int64_t> shape = {1};
+  shape.append(t.getShape().begin(), t.getShape().end());
+  SmallVector<ReassociationIndices> reassoc;
+  if (t.getRank() == 3)
+    reassoc = {{0, 1}, {2}, {3}};
+  else // lse [H, T] -> [1, H, T]
+    reassoc = {{0, 1}, {2}};
+  Value e = memref::ExpandShapeOp::create(
+      b, loc, shape, packed, reassoc);
+  if (t.getRank() == 2)
+    return e;
+  auto perm = AffineMap::getPermutationMap(ArrayRef<unsigned>{0, 2, 1, 3},
+                                           b.getContext());
+  return memref::TransposeOp::create(b, loc, e, AffineMapAttr::get(perm));
+}
+
+/// Each sequence b of the packed batch as the forward's reference: its
+/// rows cu_q[b] + i of q/o/lse, its keys cu_k[b] + j (j < Skv_b).
+static void lowerVarlenToLoops(FlashAttentionVarlenOp op) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  auto qt = cast<MemRefType>(op.getQuery().getType());
+  int64_t hq = qt.getDimSize(1);
+  int64_t hkv = cast<MemRefType>(op.getKey().getType()).getDimSize(1);
+  int64_t dv = cast<MemRefType>(op.getValue().getType()).getDimSize(2);
+  Value q = asBatchOfOne(b, loc, op.getQuery());
+  Value k = asBatchOfOne(b, loc, op.getKey());
+  Value v = asBatchOfOne(b, loc, op.getValue());
+  Value o = asBatchOfOne(b, loc, op.getOut());
+  Value lse = op.getLse() ? asBatchOfOne(b, loc, op.getLse()) : Value();
+  Value cuQ = op.getCuSeqlensQ(), cuK = op.getCuSeqlensK(),
+        used = op.getSequsedK();
+
+  Value c0 = indexConst(b, loc, 0), c1 = indexConst(b, loc, 1);
+  Value nseq = arith::SubIOp::create(b, loc, dimOf(b, loc, cuQ, 0), c1);
+  Value group = indexConst(b, loc, hq / hkv);
+  Value acc = memref::AllocaOp::create(
+      b, loc, MemRefType::get({dv}, b.getF32Type()));
+  auto index = [&](OpBuilder &b, Location loc, Value buf, Value i) -> Value {
+    Value x = memref::LoadOp::create(b, loc, buf, i);
+    return arith::IndexCastOp::create(b, loc, b.getIndexType(), x);
+  };
+  scf::ForOp::create(
+      b, loc, c0, nseq, c1, ValueRange{},
+      [&](OpBuilder &b, Location loc, Value s, ValueRange) {
+        Value s1 = arith::AddIOp::create(b, loc, s, c1);
+        Value q0 = index(b, loc, cuQ, s), q1 = index(b, loc, cuQ, s1);
+        Value k0 = index(b, loc, cuK, s);
+        Value skv = used ? index(b, loc, used, s)
+                         : arith::SubIOp::create(b, loc, index(b, loc, cuK, s1),
+                                                 k0)
+                               .getResult();
+        Value sq = arith::SubIOp::create(b, loc, q1, q0);
+        Value offset = arith::SubIOp::create(b, loc, skv, sq);
+        scf::buildLoopNest(
+            b, loc, ValueRange{c0, c0}, ValueRange{indexConst(b, loc, hq), sq},
+            ValueRange{c1, c1},
+            [&](OpBuilder &b, Location loc, ValueRange ivs) {
+              Value h = ivs[0], i = ivs[1];
+              Value hk = arith::DivUIOp::create(b, loc, h, group);
+              Value row = arith::AddIOp::create(b, loc, q0, i);
+              ReferenceRow r{q, k, v, o, lse, c0, h, hk, row, k0, skv, i,
+                             offset};
+              buildReferenceRow(b, loc, r, acc, op.getEffectiveScale(),
+                                op.getSoftcap().convertToDouble(),
+                                op.getWindowLeft(), op.getWindowRight());
             });
-        Value m = maxLoop.getResult(0);
-        // Pass 2: exp-sum and the weighted sum of V.
-        scf::ForOp::create(b, loc, c0, cDv, c1, ValueRange{},
-                           [&](OpBuilder &b, Location loc, Value d, ValueRange) {
-                             memref::StoreOp::create(b, loc, zero, acc, d);
-                             scf::YieldOp::create(b, loc);
-                           });
-        auto sumLoop = scf::ForOp::create(
-            b, loc, c0, skv, c1, ValueRange{zero},
-            [&](OpBuilder &b, Location loc, Value j, ValueRange iter) {
-              Value s = score(b, loc, j);
-              Value p = math::ExpOp::create(
-                  b, loc, arith::SubFOp::create(b, loc, s, m));
-              if (Value vis = visible(b, loc, j))
-                p = arith::SelectOp::create(b, loc, vis, p, zero);
-              scf::ForOp::create(
-                  b, loc, c0, cDv, c1, ValueRange{},
-                  [&](OpBuilder &b, Location loc, Value d, ValueRange) {
-                    Value vv = loadAsF32(b, loc, v, {bi, hk, j, d});
-                    Value a = memref::LoadOp::create(b, loc, acc, d);
-                    a = math::FmaOp::create(b, loc, p, vv, a);
-                    memref::StoreOp::create(b, loc, a, acc, d);
-                    scf::YieldOp::create(b, loc);
-                  });
-              scf::YieldOp::create(
-                  b, loc, ValueRange{arith::AddFOp::create(b, loc, iter[0], p)});
-            });
-        Value l = sumLoop.getResult(0);
-        // A row that sees no key: o = 0, lse = -inf.
-        Value any = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, l,
-                                          zero);
-        Value inv = arith::SelectOp::create(
-            b, loc, any, arith::DivFOp::create(b, loc, one, l), zero);
-        scf::ForOp::create(b, loc, c0, cDv, c1, ValueRange{},
-                           [&](OpBuilder &b, Location loc, Value d, ValueRange) {
-                             Value a = memref::LoadOp::create(b, loc, acc, d);
-                             storeFromF32(b, loc,
-                                          arith::MulFOp::create(b, loc, a, inv),
-                                          o, {bi, h, i, d});
-                             scf::YieldOp::create(b, loc);
-                           });
-        if (lse) {
-          Value val = arith::AddFOp::create(b, loc, m,
-                                            math::LogOp::create(b, loc, l));
-          val = arith::SelectOp::create(b, loc, any, val, negInf);
-          memref::StoreOp::create(b, loc, val, lse, ValueRange{bi, h, i});
-        }
+        scf::YieldOp::create(b, loc);
       });
   op.erase();
 }
@@ -272,7 +375,8 @@ struct AttnLowerToLoopsPass
     SmallVector<Operation *> ops;
     bool failedAny = false;
     getOperation()->walk([&](Operation *op) {
-      if (!isa<FlashAttentionOp, FlashAttentionGradOp>(op))
+      if (!isa<FlashAttentionOp, FlashAttentionVarlenOp, FlashAttentionGradOp>(
+              op))
         return;
       if (!isa<MemRefType>(op->getOperand(0).getType())) {
         op->emitOpError("attn-lower-to-loops needs the memref form: run "
@@ -290,6 +394,8 @@ struct AttnLowerToLoopsPass
     for (Operation *op : ops) {
       if (auto fwd = dyn_cast<FlashAttentionOp>(op))
         lowerToLoops(fwd);
+      else if (auto varlen = dyn_cast<FlashAttentionVarlenOp>(op))
+        lowerVarlenToLoops(varlen);
       else
         lowerGradToLoops(cast<FlashAttentionGradOp>(op));
     }

@@ -229,9 +229,11 @@ struct AttnTilePass : public fa3::attn::impl::AttnTileBase<AttnTilePass> {
     }
     SmallVector<FlashAttentionOp> ops;
     bool bad = false;
-    getOperation()->walk([&](FlashAttentionGradOp op) {
-      op.emitOpError("has no tiled form yet: attn-lower-to-loops "
-                     "(--attn-cpu-reference-pipeline) lowers it");
+    getOperation()->walk([&](Operation *op) {
+      if (!isa<FlashAttentionGradOp, FlashAttentionVarlenOp>(op))
+        return;
+      op->emitOpError("has no tiled form yet: attn-lower-to-loops "
+                      "(--attn-cpu-reference-pipeline) lowers it");
       bad = true;
     });
     getOperation()->walk([&](FlashAttentionOp op) {

@@ -1,7 +1,8 @@
 //===- AttnOps.td - the attn dialect and its ops -------------*- tablegen -*-===//
 //
 // Two levels live here:
-//  * the user level, `attn.flash_attention` and its backward
+//  * the user level, `attn.flash_attention`, its packed variable-length
+//    form `attn.flash_attention_varlen` and its backward
 //    `attn.flash_attention_grad`, in tensor or memref form;
 //  * the tile level that `attn-tile` produces: `attn.tile_update` and
 //    `attn.tile_finalize`, one FlashAttention step on a (block_m x block_n)
@@ -166,6 +167,87 @@ def Attn_FlashAttentionOp : Attn_Op<"flash_attention", [
 
   let assemblyFormat = [{
     `ins` `(` $query `,` $key `,` $value `:` type($query) `,` type($key) `,` type($value) `)`
+    `outs` `(` $outputs `:` type($outputs) `)`
+    oilist(`scale` `(` $scale `)`
+         | `causal` $causal
+         | `window` `(` custom<Window>($window) `)`
+         | `softcap` `(` $softcap `)`)
+    attr-dict (`->` type($results)^)?
+  }];
+
+  let hasVerifier = 1;
+
+  let extraClassDeclaration = [{
+    /// The output operand o.
+    ::mlir::Value getOut() { return getOutputs()[0]; }
+    /// The optional LSE output operand, or null.
+    ::mlir::Value getLse() {
+      return getOutputs().size() > 1 ? getOutputs()[1] : ::mlir::Value();
+    }
+    /// The softmax scale in effect: the attribute, or 1/sqrt(D).
+    float getEffectiveScale();
+    /// Window bounds in effect (causal folded in); -1 means unbounded.
+    int64_t getWindowLeft();
+    int64_t getWindowRight();
+    /// True for the memref (destination-writing) form.
+    bool hasBufferSemantics() {
+      return ::llvm::isa<::mlir::MemRefType>(getQuery().getType());
+    }
+    ::mlir::MutableOperandRange getDpsInitsMutable() {
+      return getOutputsMutable();
+    }
+  }];
+}
+
+def Attn_FlashAttentionVarlenOp : Attn_Op<"flash_attention_varlen", [
+    AttrSizedOperandSegments, DestinationStyleOpInterface,
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "attention over a packed batch of sequences of different lengths";
+  let description = [{
+    `attn.flash_attention` for B sequences of their own lengths packed along
+    one token axis, as FlashAttention's `flash_attn_varlen_func` takes them:
+    q [Tq, Hq, D], k [Tk, Hkv, D], v [Tk, Hkv, Dv], o [Tq, Hq, Dv], optional
+    lse [Hq, Tq] (f32, natural log). Sequence b holds the query tokens
+    `cu_seqlens_q[b] .. cu_seqlens_q[b+1] - 1` and the keys
+    `cu_seqlens_k[b] .. cu_seqlens_k[b] + Skv_b - 1`, where Skv_b is
+    `seqused_k[b]` when given (a KV cache filled to that length) and
+    `cu_seqlens_k[b+1] - cu_seqlens_k[b]` otherwise. Each sequence is an
+    attention of its own (scale, causal, window and softcap as the
+    forward's, bottom-right aligned per sequence: off = Skv_b - Sq_b);
+    lengths 0 and 1 are allowed, a query row that sees no key gives o = 0,
+    lse = -inf, and query tokens outside every sequence are not written.
+    `cu_seqlens_q`, `cu_seqlens_k` [B + 1] and `seqused_k` [B] are i32, as
+    FlashAttention's; they must be non-decreasing, start at 0 and stay
+    within Tq and Tk (and seqused_k[b] <= cu_seqlens_k[b+1] -
+    cu_seqlens_k[b]): the verifier checks their shapes, the runtime their
+    values.
+
+    ```mlir
+    attn.flash_attention_varlen ins(%q, %k, %v : memref<?x8x128xbf16>, memref<?x2x128xbf16>, memref<?x2x128xbf16>)
+        seqlens(%cu_q, %cu_k : memref<?xi32>, memref<?xi32>)
+        outs(%o, %lse : memref<?x8x128xbf16>, memref<8x?xf32>) causal
+    ```
+  }];
+
+  let arguments = (ins
+    Attn_ShapedOperand:$query,
+    Attn_ShapedOperand:$key,
+    Attn_ShapedOperand:$value,
+    Attn_ShapedOperand:$cu_seqlens_q,
+    Attn_ShapedOperand:$cu_seqlens_k,
+    Optional<Attn_ShapedOperand>:$seqused_k,
+    Variadic<Attn_ShapedOperand>:$outputs,
+    OptionalAttr<F32Attr>:$scale,
+    UnitAttr:$causal,
+    DefaultValuedOptionalAttr<DenseI64ArrayAttr, "{-1, -1}">:$window,
+    DefaultValuedOptionalAttr<F32Attr, "0.0f">:$softcap
+  );
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+
+  let assemblyFormat = [{
+    `ins` `(` $query `,` $key `,` $value `:` type($query) `,` type($key) `,` type($value) `)`
+    `seqlens` `(` $cu_seqlens_q `,` $cu_seqlens_k (`,` $seqused_k^)? `:`
+      type($cu_seqlens_q) `,` type($cu_seqlens_k) (`,` type($seqused_k)^)? `)`
     `outs` `(` $outputs `:` type($outputs) `)`
     oilist(`scale` `(` $scale `)`
          | `causal` $causal
