@@ -35,7 +35,7 @@ import torch.nn.functional as F  # noqa: E402
 from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
 
 import records  # noqa: E402
-from bench_fwd import HIDDEN, SEQLENS, TOKENS, paper_inputs, rel, timeit  # noqa: E402
+from bench_fwd import HIDDEN, SEQLENS, TOKENS, paper_inputs, parse_hdims, rel, timeit  # noqa: E402
 from fa3 import facts as fa3facts  # noqa: E402
 from fa3 import runtime  # noqa: E402
 from fa3.torch_api import flash_attn_func  # noqa: E402
@@ -48,7 +48,8 @@ def main():
     ap.add_argument("--runtime", action="append", default=[], metavar="LABEL=LIB",
                     help="the libfa3rt.so that launches variant LABEL's kernels "
                          "(default: the current one)")
-    ap.add_argument("--hdim", default="64,128,256")
+    ap.add_argument("--hdim", default="64,128,256",
+                    help="comma list of D or D:Dv (value head dim)")
     ap.add_argument("--dtype", default="bf16", choices=["bf16", "f16"])
     ap.add_argument("--seqlens", default=",".join(map(str, SEQLENS)))
     ap.add_argument("--causal", default="both", choices=["0", "1", "both"])
@@ -77,7 +78,7 @@ def main():
             ap.error(f"--runtime takes LABEL=LIB with the LABEL of a --variant, got {r!r}")
         libraries[label] = runtime.load_library(Path(path).resolve())
     causals = {"0": [False], "1": [True], "both": [False, True]}[a.causal]
-    hdims = [int(x) for x in a.hdim.split(",")]
+    hdims = parse_hdims(a.hdim)
     seqlens = [int(x) for x in a.seqlens.split(",")]
     labels = [v[0] for v in variants]
     gpu = torch.cuda.get_device_name()
@@ -85,19 +86,21 @@ def main():
 
     rows = []
     t_start = time.time()
-    for D in hdims:
+    for D, Dv in hdims:
         for causal in causals:
             chosen = {}
             for label, d, kernels in variants:
                 kf = next((k for k in kernels if fa3facts.matches(
-                    k, a.dtype, D, D, causal, (-1, -1), 0.0)), None)
+                    k, a.dtype, D, Dv, causal, (-1, -1), 0.0)), None)
                 if kf is not None:
                     chosen[label] = kf
             if not chosen:
                 continue
             for S in seqlens:
-                B, H, q, k, v, flops = paper_inputs(D, S, causal, a.dtype)
+                B, H, q, k, v, flops = paper_inputs(D, S, causal, a.dtype, Dv)
                 row = dict(hdim=D, causal=causal, seqlen=S, batch=B, heads=H)
+                if Dv != D:
+                    row["hdim_v"] = Dv
                 qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
                 with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
                     ref = F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
@@ -106,7 +109,7 @@ def main():
                 runs = {"cudnn": lambda: F.scaled_dot_product_attention(
                     qt, kt, vt, is_causal=causal)}
                 for label, kf in chosen.items():
-                    o = torch.full_like(q, float("nan"))
+                    o = torch.full_like(v, float("nan"))  # [B, S, H, Dv], as o
 
                     def ours(kf=kf, o=o):
                         flash_attn_func(q, k, v, causal=causal, kernel=kf, out=o)
@@ -165,11 +168,11 @@ def main():
             ratios.append("-" if x is None or y is None else f"{x / y:.2f}")
         errs = [r[k] for k in r if k.endswith("_err")]
         err = f"{max(errs):.1e}" if errs else "-"
-        md.append(f"| {r['hdim']} | {int(r['causal'])} | {r['seqlen']} | "
+        md.append(f"| {records.hdim_label(r)} | {int(r['causal'])} | {r['seqlen']} | "
                   f"{cell(r, 'cudnn_tflops')} | " +
                   " | ".join(cell(r, f"{lbl}_tflops") for lbl in labels) + " | " +
                   " | ".join(ratios) + f" | {err} |")
-    failures = [f"- {r['hdim']}/{int(r['causal'])}/{r['seqlen']}: {k}: {v}"
+    failures = [f"- {records.hdim_label(r)}/{int(r['causal'])}/{r['seqlen']}: {k}: {v}"
                 for r in rows for k, v in r.items() if k.endswith("_error")]
     if failures:
         md += ["", "Errors:"] + failures
