@@ -1,7 +1,7 @@
 /*===- fa3-c/Attn.h - C API of the attn dialect -------------------*- C -*-===*\
 |*                                                                            *|
-|* Registration of the attn dialect and builders for attn.flash_attention   *|
-|* and its backward, attn.flash_attention_grad,                              *|
+|* Registration of the attn dialect and builders for attn.flash_attention,  *|
+|* its packed variable-length form and its backward,                         *|
 |* for ML compilers that embed FA3-MLIR through MLIR's C API.                 *|
 \*===----------------------------------------------------------------------===*/
 #ifndef FA3_C_ATTN_H
@@ -62,6 +62,20 @@ MLIR_CAPI_EXPORTED MlirOperation fa3FlashAttentionGradCreate(
 /* Whether `op` is an attn.flash_attention_grad (a null op: false, last
  * error). */
 MLIR_CAPI_EXPORTED bool fa3OperationIsAFlashAttentionGrad(MlirOperation op);
+
+/* Builds (does not insert) attn.flash_attention_varlen, the packed
+ * variable-length form: q [Tq, Hq, D], k/v [Tk, Hkv, D/Dv], i32 cuSeqlensQ /
+ * cuSeqlensK [B + 1], sequsedK [B] (or a null MlirValue), o [Tq, Hq, Dv] and
+ * lse [Hq, Tq] (or a null MlirValue); all tensors or all memrefs of loc's
+ * context, verified as fa3FlashAttentionCreate's op. */
+MLIR_CAPI_EXPORTED MlirOperation fa3FlashAttentionVarlenCreate(
+    MlirLocation loc, MlirValue q, MlirValue k, MlirValue v,
+    MlirValue cuSeqlensQ, MlirValue cuSeqlensK, MlirValue sequsedK,
+    MlirValue o, MlirValue lse, Fa3FlashAttentionOptions options);
+
+/* Whether `op` is an attn.flash_attention_varlen (a null op: false, last
+ * error). */
+MLIR_CAPI_EXPORTED bool fa3OperationIsAFlashAttentionVarlen(MlirOperation op);
 
 #ifdef __cplusplus
 }

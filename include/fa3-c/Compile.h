@@ -29,7 +29,7 @@ typedef struct Fa3HopperOptions {
                            64 with 128-row tiles, else 2) */
   bool pingpong;        /* consumer warpgroups take turns (true) */
   int persistent;       /* CTAs loop over tiles: 1 on, -1 off, 0 auto (on
-                           where measured faster: head dim 64 and 128) */
+                           where measured faster: head dim up to 128) */
   bool tmaStore;        /* O through shared memory + TMA store (true);
                            false: 4-byte stores from registers */
   const char *chip;     /* "sm_90a" */
@@ -38,18 +38,19 @@ typedef struct Fa3HopperOptions {
                            $CUDA_PATH, else /usr/local/cuda */
   bool emitCubin;       /* false: PTX and facts only (no ptxas needed) */
   int64_t qBuffers;     /* Q tiles in shared memory; 0: 2 for persistent
-                           CTAs where they fit (head dim 64, 128), else 1 */
+                           CTAs where they fit (head dim up to 128), else 1 */
   int lazyRescale;      /* O *= alpha only in warpgroups where a row
                            raised its running max: 1 on, -1 off (after
                            every kv block), 0 auto (on where measured
-                           faster: head dim 128 and 256) */
+                           faster: head dim above 64) */
   double rescaleThreshold; /* with lazy rescaling, a row's max is raised
                            only when a kv block exceeds it by more than
                            this (log2 units, 0 to 15; 8); 0: exact max */
   int kvMulticast;      /* 2-CTA clusters sharing each K/V tile by TMA
                            multicast: 1 on (wherever it applies: full
-                           mask, head dim 128 and 256), -1 off, 0 auto
-                           (persistent kernels: head dim 128, full mask) */
+                           mask, head dim 96, 128 and 256), -1 off, 0 auto
+                           (persistent kernels with a full mask: head
+                           dim 96 and 128) */
   int64_t blockM;       /* rows of Q per tile: 128 (two consumer
                            warpgroups, ping-pong) or 192 (three); 0: per
                            head dim (192 for 64 with a full mask, else
@@ -78,8 +79,10 @@ typedef struct Fa3AttentionSpec {
   float softcap;       /* 0 = off, else 1e-6 to 1e30 */
   bool hasScale;       /* false: 1/sqrt(headDim) is the facts' default */
   float scale;         /* with hasScale: > 0 and at most 1e30 */
-  int64_t headDimV;    /* of v and o: 0 = headDim, else as headDim, in
-                          pairings whose tiles fit (e.g. 192 with 128) */
+  int64_t headDimV;    /* of v and o: 0 = headDim; 128 with headDim 192
+                          (DeepSeek's) is the other pairing taken. Appended
+                          in this position: callers built against an
+                          older header must be rebuilt */
 } Fa3AttentionSpec;
 
 MLIR_CAPI_EXPORTED Fa3AttentionSpec fa3AttentionSpecDefault(void);

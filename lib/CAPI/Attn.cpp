@@ -131,6 +131,61 @@ MlirOperation fa3FlashAttentionGradCreate(MlirLocation loc, MlirValue q,
   return verified(fn, op, firstError);
 }
 
+MlirOperation fa3FlashAttentionVarlenCreate(
+    MlirLocation loc, MlirValue q, MlirValue k, MlirValue v,
+    MlirValue cuSeqlensQ, MlirValue cuSeqlensK, MlirValue sequsedK,
+    MlirValue o, MlirValue lse, Fa3FlashAttentionOptions options) {
+  const char *fn = __func__;
+  clearLastError();
+  if (mlirLocationIsNull(loc)) {
+    misuse(fn, "the location is null");
+    return MlirOperation{nullptr};
+  }
+  Location l = unwrap(loc);
+  MLIRContext *ctx = l.getContext();
+  const char *names[] = {"q",         "k", "v",  "cuSeqlensQ", "cuSeqlensK",
+                         "sequsedK",  "o", "lse"};
+  const MlirValue values[] = {q, k, v, cuSeqlensQ, cuSeqlensK, sequsedK, o,
+                              lse};
+  const bool optional[] = {false, false, false, false,
+                           false, true,  false, true};
+  for (int i = 0; i < 8; ++i) {
+    // sequsedK and lse may be null; everything else must be there.
+    if (optional[i] && mlirValueIsNull(values[i]))
+      continue;
+    if (!checkValues(fn, l, {names[i]}, {values[i]}))
+      return MlirOperation{nullptr};
+  }
+  FirstError firstError(ctx);
+  OpBuilder b(ctx);
+  SmallVector<Value> outs{unwrap(o)};
+  if (!mlirValueIsNull(lse))
+    outs.push_back(unwrap(lse));
+  SmallVector<Type> resultTypes;
+  if (isa<RankedTensorType>(unwrap(q).getType()))
+    for (Value out : outs)
+      resultTypes.push_back(out.getType());
+  FloatAttr scale =
+      options.hasScale ? b.getF32FloatAttr(options.scale) : FloatAttr();
+  UnitAttr causal = options.causal ? b.getUnitAttr() : UnitAttr();
+  Value used = mlirValueIsNull(sequsedK) ? Value() : unwrap(sequsedK);
+  auto op = FlashAttentionVarlenOp::create(
+      b, l, resultTypes, unwrap(q), unwrap(k), unwrap(v), unwrap(cuSeqlensQ),
+      unwrap(cuSeqlensK), used, outs, scale, causal,
+      b.getDenseI64ArrayAttr({options.windowLeft, options.windowRight}),
+      b.getF32FloatAttr(options.softcap));
+  return verified(fn, op, firstError);
+}
+
+bool fa3OperationIsAFlashAttentionVarlen(MlirOperation op) {
+  clearLastError();
+  if (mlirOperationIsNull(op)) {
+    misuse(__func__, "the operation is null");
+    return false;
+  }
+  return isa<FlashAttentionVarlenOp>(unwrap(op));
+}
+
 bool fa3OperationIsAFlashAttention(MlirOperation op) {
   clearLastError();
   if (mlirOperationIsNull(op)) {

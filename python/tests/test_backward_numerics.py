@@ -38,7 +38,9 @@ def rounded(x64, dtype):
     return x, x.astype(np.float64)
 
 
-def run_grad(rng, b, hq, hkv, sq, skv, d, dv, attrs, dtype, grad_dtype):
+def run_grad(rng, b, hq, hkv, sq, skv, d, dv, attrs, dtype, grad_dtype, dead_rows=()):
+    """`dead_rows`: (b, h, i) whose lse is set to -inf (a row that saw no
+    key, as the forward reports it): they must add nothing."""
     ctx = Context()
     mod = ctx.parse(flash_attention_grad_func("attn_grad", b, hq, hkv, sq, skv, d, dv,
                                               dtype=dtype, grad_dtype=grad_dtype, **attrs))
@@ -49,6 +51,8 @@ def run_grad(rng, b, hq, hkv, sq, skv, d, dv, attrs, dtype, grad_dtype):
     o64, lse64 = reference.attention(q64, k64, v64, **attrs)
     o, o_in = rounded(o64, dtype)
     lse = lse64.astype(np.float32)
+    for r in dead_rows:
+        lse[r] = -np.inf
     grads = [output_buffer((b, hq, sq, d), grad_dtype),
              output_buffer((b, hkv, skv, d), grad_dtype),
              output_buffer((b, hkv, skv, dv), grad_dtype)]
@@ -88,6 +92,16 @@ def test_rows_that_see_no_key_contribute_nothing():
     assert max(errs) <= TOL["f32"]
 
 
+def test_a_row_whose_lse_is_minus_inf_adds_nothing():
+    # rows that do see keys, but whose lse says they saw none: their p is
+    # 0, so dq is 0 there and dk, dv get nothing from them (the reference
+    # applies the same rule; a lowering that ignored lse = -inf would give
+    # inf or NaN here)
+    errs = run_grad(np.random.default_rng(), 1, 2, 2, 20, 24, 16, 16, {}, "f32", "f32",
+                    dead_rows=[(0, 0, 3), (0, 1, 0), (0, 1, 19)])
+    assert max(errs) <= TOL["f32"]
+
+
 @pytest.mark.parametrize("attrs", [{}, {"causal": True, "scale": 0.3},
                                    {"softcap": 1.5, "window": (3, 2)}],
                          ids=["full", "causal_scale", "softcap_window"])
@@ -124,5 +138,5 @@ def test_grad_verifier_names_the_operand():
         "outs(%dq, %dk, %dv : memref<1x2x8x16xf32>, memref<1x2x8x16xf32>, memref<1x2x8x16xf32>)",
         "outs(%dq, %dk, %dv : memref<1x2x8x16xf32>, memref<1x2x8x16xf32>, memref<1x2x8x24xf32>)")
     assert bad != text
-    with pytest.raises(Fa3Error, match="head dim mismatch: value has 16 but dv has 24"):
+    with pytest.raises(Fa3Error, match="value head dim mismatch: value has 16 but dv has 24"):
         ctx.parse(bad)

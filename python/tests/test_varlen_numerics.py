@@ -13,7 +13,7 @@ import pytest
 from fa3 import reference
 from fa3.cpu import CpuProgram
 from fa3.ir import Context
-from fa3.spec import flash_attention_varlen_func
+from fa3.spec import flash_attention_func, flash_attention_varlen_func
 from test_cpu_numerics import TOL_LSE, TOL_O, as_f64, output_buffer, random_inputs
 
 # (name, q lengths, k lengths, seqused_k or None, Hq, Hkv, D, Dv, attrs)
@@ -81,7 +81,26 @@ def test_varlen_against_each_sequence(name, lq, lk, used, hq, hkv, d, dv, attrs,
 
 
 def test_varlen_equals_the_fixed_length_op_on_one_sequence():
-    """One sequence covering the whole packed tensor is the forward itself."""
-    err = run_case(np.random.default_rng(), [64], [64], None, 2, 2, 16, 16,
-                   {"causal": True}, "f32", spare=0)
-    assert err <= TOL_O["f32"]
+    """One sequence covering the whole packed tensor: the same o and lse,
+    bit for bit, as attn.flash_attention on the [1, H, S, D] tensors (both
+    lowerings build the same reference rows)."""
+    rng = np.random.default_rng()
+    hq, hkv, s, d = 4, 2, 50, 16
+    attrs = {"causal": True, "softcap": 3.0}
+    (q, k, v), _ = random_inputs(rng, 1, hq, hkv, s, s, d, d, "f32")
+    ctx = Context()
+    fixed = ctx.parse(flash_attention_func("fixed", 1, hq, hkv, s, s, d, lse=True, **attrs))
+    fixed.run_pipeline("attn-cpu-reference-pipeline")
+    o_fixed = np.zeros((1, hq, s, d), np.float32)
+    lse_fixed = np.zeros((1, hq, s), np.float32)
+    CpuProgram(fixed).call("fixed", q, k, v, o_fixed, lse_fixed)
+    packed = ctx.parse(flash_attention_varlen_func("packed", 1, s, s, hq, hkv, d, lse=True,
+                                                   **attrs))
+    packed.run_pipeline("attn-cpu-reference-pipeline")
+    pack = lambda x: np.ascontiguousarray(x[0].transpose(1, 0, 2))
+    cu = np.array([0, s], np.int32)
+    o = np.zeros((s, hq, d), np.float32)
+    lse = np.zeros((hq, s), np.float32)
+    CpuProgram(packed).call("packed", pack(q), pack(k), pack(v), cu, cu, o, lse)
+    assert np.array_equal(o.transpose(1, 0, 2)[None], o_fixed)
+    assert np.array_equal(lse[None], lse_fixed)

@@ -73,6 +73,50 @@ static const char *kMemrefFunc =
     "  return\n"
     "}\n";
 
+static const char *kVarlenFunc =
+    "func.func @f(%q: memref<64x2x64xbf16>, %cu: memref<3xi32>,\n"
+    "             %lse: memref<2x64xf32>, %f: memref<3xf32>) {\n"
+    "  return\n"
+    "}\n";
+
+/* The packed variable-length builder: null and misplaced values, and a
+   valid op with and without its optional values. */
+static void varlenCases(MlirContext ctx, Fa3DiagnosticLog *log) {
+  MlirModule module = mlirModuleCreateParse(ctx, str(kVarlenFunc));
+  if (mlirModuleIsNull(module)) {
+    printf("FAIL: parse varlen\n");
+    ++failures;
+    return;
+  }
+  MlirBlock body = funcBody(module);
+  MlirValue q = mlirBlockGetArgument(body, 0), cu = mlirBlockGetArgument(body, 1),
+            lse = mlirBlockGetArgument(body, 2), f = mlirBlockGetArgument(body, 3);
+  MlirValue null = {NULL};
+  MlirLocation loc = mlirLocationUnknownGet(ctx);
+  Fa3FlashAttentionOptions opts = fa3FlashAttentionOptionsDefault();
+  MlirOperation op =
+      fa3FlashAttentionVarlenCreate(loc, q, q, q, null, cu, null, q, lse, opts);
+  // CHECK: varlen/null-cu: fa3FlashAttentionVarlenCreate: cuSeqlensQ is a null MlirValue
+  expectFailure("varlen/null-cu", mlirOperationIsNull(op));
+  op = fa3FlashAttentionVarlenCreate(loc, q, q, q, cu, cu, null, null, lse, opts);
+  // CHECK: varlen/null-o: fa3FlashAttentionVarlenCreate: o is a null MlirValue
+  expectFailure("varlen/null-o", mlirOperationIsNull(op));
+  op = fa3FlashAttentionVarlenCreate(loc, q, q, q, f, f, null, q, lse, opts);
+  // CHECK: varlen/f32-cu: fa3FlashAttentionVarlenCreate: 'attn.flash_attention_varlen' op cu_seqlens_q element type must be i32 (as FlashAttention's), got 'f32'
+  expectFailure("varlen/f32-cu", mlirOperationIsNull(op));
+  fa3DiagnosticLogClear(log);
+  op = fa3FlashAttentionVarlenCreate(loc, q, q, q, cu, cu, null, q, null, opts);
+  expectSuccess("varlen/valid", !mlirOperationIsNull(op) &&
+                                    fa3OperationIsAFlashAttentionVarlen(op) &&
+                                    !fa3OperationIsAFlashAttention(op));
+  if (!mlirOperationIsNull(op))
+    mlirOperationDestroy(op);
+  MlirOperation nullOp = {NULL};
+  // CHECK: isa-varlen/null: fa3OperationIsAFlashAttentionVarlen: the operation is null
+  expectFailure("isa-varlen/null", !fa3OperationIsAFlashAttentionVarlen(nullOp));
+  mlirModuleDestroy(module);
+}
+
 static void attnCases(MlirContext ctx, Fa3DiagnosticLog *log) {
   MlirModule module = mlirModuleCreateParse(ctx, str(kMemrefFunc));
   if (mlirModuleIsNull(module)) {
@@ -396,6 +440,7 @@ int main(void) {
 
   MlirContext ctx = fa3ContextCreate();
   Fa3DiagnosticLog *log = fa3DiagnosticLogAttach(ctx);
+  varlenCases(ctx, log); /* first: its CHECK lines come first */
   attnCases(ctx, log);
   invalidModuleCase(ctx, log);
   specCases(ctx, log);

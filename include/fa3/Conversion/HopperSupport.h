@@ -13,9 +13,9 @@
 #include <string>
 
 namespace fa3::hopper {
-/// Head dims (of q and k, and of v and o, in any pairing whose tiles fit:
-/// checkSupported) whose O accumulator fits the consumers' registers beside
-/// S. Tiles are whole 64-column TMA boxes (128-byte swizzle rows of 16-bit
+/// Head dims (of q and k, and of v and o: equal, or 192 with 128, the
+/// pairings checkSupported takes) whose O accumulator fits the consumers'
+/// registers beside S. Tiles are whole 64-column TMA boxes (128-byte swizzle rows of 16-bit
 /// elements): 96 is computed in a 128-column tile.
 inline constexpr int64_t kHeadDims[] = {64, 96, 128, 192, 256};
 

@@ -48,3 +48,13 @@ func.func @strided_head_dim(%q: memref<1x2x64x64xbf16, strided<[16384, 8192, 128
   attn.flash_attention ins(%q, %q, %q : memref<1x2x64x64xbf16, strided<[16384, 8192, 128, 2]>>, memref<1x2x64x64xbf16, strided<[16384, 8192, 128, 2]>>, memref<1x2x64x64xbf16, strided<[16384, 8192, 128, 2]>>) outs(%o : memref<1x2x64x64xbf16>)
   return
 }
+
+// -----
+
+// Other pairings build from the same tiles but have not been run on the
+// GPU: refused, naming the ones that have.
+func.func @value_head_dim_pairing(%q: memref<1x2x64x128xbf16>, %v: memref<1x2x64x256xbf16>, %o: memref<1x2x64x256xbf16>) {
+  // expected-error @+1 {{cannot generate the Hopper kernel: unsupported value head dim 256 with head dim 128 (the Hopper kernel takes a value head dim equal to the head dim, or 128 with 192: the pairings checked on the GPU)}}
+  attn.flash_attention ins(%q, %q, %v : memref<1x2x64x128xbf16>, memref<1x2x64x128xbf16>, memref<1x2x64x256xbf16>) outs(%o : memref<1x2x64x256xbf16>)
+  return
+}

@@ -57,17 +57,3 @@ func.func @d192v128(%q: memref<?x8x?x192xbf16>, %v: memref<?x8x?x128xbf16>, %o: 
   attn.flash_attention ins(%q, %q, %v : memref<?x8x?x192xbf16>, memref<?x8x?x192xbf16>, memref<?x8x?x128xbf16>) outs(%o, %lse : memref<?x8x?x128xbf16>, memref<?x8x?xf32>) {causal}
   return
 }
-
-// -----
-
-// D = 128 with Dv = 256: the table keys on the larger (64-row kv tiles, one
-// CTA per tile); O is 256 wide, S 128 deep.
-// CONFIG-LABEL: func @d128v256(
-// CONFIG: #attn.hopper_config<block_m = 128, block_n = 64, stages = 2, persistent = false, q_buffers = 1,
-// CHECK-LABEL: gpu.func @d128v256_kernel
-// CHECK: hopper.wgmma.ss %{{.*}}, %{{.*}} k 128 boxes 16384, 8192 : bf16 -> !hopper.frag<64x64xf32>
-// CHECK: hopper.wgmma.rs %{{.*}}, %{{.*}}, %{{.*}} : !hopper.frag<64x64xbf16>, !hopper.frag<64x256xf32>
-func.func @d128v256(%q: memref<?x8x?x128xbf16>, %v: memref<?x8x?x256xbf16>, %o: memref<?x8x?x256xbf16>, %lse: memref<?x8x?xf32>) {
-  attn.flash_attention ins(%q, %q, %v : memref<?x8x?x128xbf16>, memref<?x8x?x128xbf16>, memref<?x8x?x256xbf16>) outs(%o, %lse : memref<?x8x?x256xbf16>, memref<?x8x?xf32>)
-  return
-}

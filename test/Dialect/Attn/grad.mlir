@@ -98,7 +98,7 @@ func.func @dk_type(%q: memref<1x2x8x16xf32>, %l: memref<1x2x8xf32>, %dk: memref<
 
 // GQA: dk has the kv heads of key, not the query heads.
 func.func @dk_heads(%q: memref<1x4x8x16xf32>, %k: memref<1x2x8x16xf32>, %l: memref<1x4x8xf32>) {
-  // expected-error @+1 {{heads mismatch: key has 2 but dk has 4}}
+  // expected-error @+1 {{kv heads mismatch: key has 2 but dk has 4}}
   attn.flash_attention_grad ins(%q, %k, %k, %q, %q, %l : memref<1x4x8x16xf32>, memref<1x2x8x16xf32>, memref<1x2x8x16xf32>, memref<1x4x8x16xf32>, memref<1x4x8x16xf32>, memref<1x4x8xf32>)
       outs(%q, %q, %k : memref<1x4x8x16xf32>, memref<1x4x8x16xf32>, memref<1x2x8x16xf32>)
   return
@@ -107,7 +107,7 @@ func.func @dk_heads(%q: memref<1x4x8x16xf32>, %k: memref<1x2x8x16xf32>, %l: memr
 // -----
 
 func.func @do_length(%q: memref<1x2x8x16xf32>, %do: memref<1x2x9x16xf32>, %l: memref<1x2x8xf32>) {
-  // expected-error @+1 {{length mismatch: o has 8 but grad_out has 9}}
+  // expected-error @+1 {{query length mismatch: o has 8 but grad_out has 9}}
   attn.flash_attention_grad ins(%q, %q, %q, %q, %do, %l : memref<1x2x8x16xf32>, memref<1x2x8x16xf32>, memref<1x2x8x16xf32>, memref<1x2x8x16xf32>, memref<1x2x9x16xf32>, memref<1x2x8xf32>)
       outs(%q, %q, %q : memref<1x2x8x16xf32>, memref<1x2x8x16xf32>, memref<1x2x8x16xf32>)
   return

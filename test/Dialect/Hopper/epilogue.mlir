@@ -64,6 +64,16 @@ func.func @direct_columns_wider(%o: !hopper.frag<64x64xf32>, %inv: !hopper.frag<
 
 // -----
 
+func.func @direct_columns_negative(%o: !hopper.frag<64x64xf32>, %inv: !hopper.frag<64xf32>,
+                                   %p: !llvm.ptr<1>, %i: i32, %s: i64) {
+  // expected-error @below {{columns must be a positive multiple of 8 up to O's width 64, got -8}}
+  hopper.store_o_direct %o, %inv to %p strides(%s, %s, %s) rows %i head %i batch %i
+      bound %i {columns = -8} : !hopper.frag<64x64xf32> as bf16
+  return
+}
+
+// -----
+
 func.func @direct_columns_partial(%o: !hopper.frag<64x64xf32>, %inv: !hopper.frag<64xf32>,
                                   %p: !llvm.ptr<1>, %i: i32, %s: i64) {
   // expected-error @below {{columns must be a positive multiple of 8 up to O's width 64, got 36}}

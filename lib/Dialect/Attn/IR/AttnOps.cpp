@@ -472,14 +472,25 @@ LogicalResult FlashAttentionGradOp::verify() {
                            << elementOf(g.val);
   // Each gradient has the shape of its operand; grad_out that of o.
   DimChecker dc{*this};
-  const char *dimNames[] = {"batch", "heads", "length", "head dim"};
-  const std::pair<Named, Named> same[] = {{{"o", o}, {"grad_out", dO}},
-                                          {{"query", q}, {"dq", dq}},
-                                          {{"key", k}, {"dk", dk}},
-                                          {{"value", v}, {"dv", dv}}};
-  for (const auto &[a, g] : same)
+  struct Same {
+    Named a, g;
+    const char *dims[4];
+  };
+  const Same same[] = {
+      {{"o", o},
+       {"grad_out", dO},
+       {"batch", "query heads", "query length", "value head dim"}},
+      {{"query", q},
+       {"dq", dq},
+       {"batch", "query heads", "query length", "head dim"}},
+      {{"key", k}, {"dk", dk}, {"batch", "kv heads", "kv length", "head dim"}},
+      {{"value", v},
+       {"dv", dv},
+       {"batch", "kv heads", "kv length", "value head dim"}}};
+  for (const Same &s : same)
     for (unsigned d = 0; d < 4; ++d)
-      if (failed(dc.equal(dimNames[d], a.val, d, a.name, g.val, d, g.name)))
+      if (failed(dc.equal(s.dims[d], s.a.val, d, s.a.name, s.g.val, d,
+                          s.g.name)))
         return failure();
   return verifyAttentionAttrs(*this, getScaleAttr(), getCausal(), getWindow(),
                               getSoftcap().convertToDouble());

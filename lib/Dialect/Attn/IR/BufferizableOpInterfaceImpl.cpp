@@ -44,14 +44,22 @@ void createOnBuffers(RewriterBase &rewriter, FlashAttentionGradOp op,
       op.getSoftcapAttr());
 }
 
+/// Whether the op writes every element of its outputs: the varlen form
+/// leaves the tokens past its last sequence as they were, so its outputs
+/// are read too (an out-of-place buffer then starts as a copy).
+template <typename OpT> constexpr bool kOverwritesOutputs = true;
+template <>
+constexpr bool kOverwritesOutputs<FlashAttentionVarlenOp> = false;
+
 template <typename OpT>
 struct AttentionBufferizeModel
     : public DstBufferizableOpInterfaceExternalModel<
           AttentionBufferizeModel<OpT>, OpT> {
-  // Inputs are read; outputs are fully overwritten, never read.
+  // Inputs are read; outputs are read only where not fully overwritten.
   bool bufferizesToMemoryRead(Operation *op, OpOperand &opOperand,
                               const AnalysisState &) const {
-    return !cast<DestinationStyleOpInterface>(op).isDpsInit(&opOperand);
+    return !kOverwritesOutputs<OpT> ||
+           !cast<DestinationStyleOpInterface>(op).isDpsInit(&opOperand);
   }
 
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,

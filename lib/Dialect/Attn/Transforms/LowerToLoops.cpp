@@ -382,8 +382,11 @@ struct AttnLowerToLoopsPass
         op->emitOpError("attn-lower-to-loops needs the memref form: run "
                         "--one-shot-bufferize=\"bufferize-function-boundaries "
                         "function-boundary-type-conversion=identity-layout-map\" "
-                        "first, or a pipeline (--attn-cpu-tiled-pipeline, "
-                        "--attn-hopper-pipeline), which bufferizes");
+                        "first, or a pipeline (")
+            << (isa<FlashAttentionOp>(op)
+                    ? "--attn-cpu-tiled-pipeline, --attn-hopper-pipeline"
+                    : "--attn-cpu-reference-pipeline")
+            << "), which bufferizes";
         failedAny = true;
         return;
       }

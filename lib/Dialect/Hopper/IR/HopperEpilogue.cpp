@@ -21,12 +21,12 @@ LogicalResult StoreODirectOp::verify() {
   if (failed(verifyOStore(*this, getO().getType(), getOutType())))
     return failure();
   // Whole 8-column blocks of the accumulator layout, inside the fragment.
-  if (std::optional<uint64_t> c = getColumns()) {
-    int64_t n = getO().getType().getColumns();
-    if (*c == 0 || *c % 8 != 0 || static_cast<int64_t>(*c) > n)
+  if (IntegerAttr attr = getColumnsAttr()) {
+    int64_t c = attr.getInt(), n = getO().getType().getColumns();
+    if (c <= 0 || c % 8 != 0 || c > n)
       return emitOpError("columns must be a positive multiple of 8 up to "
                          "O's width ")
-             << n << ", got " << static_cast<int64_t>(*c);
+             << n << ", got " << c;
   }
   return success();
 }

@@ -219,8 +219,9 @@ def Attn_FlashAttentionVarlenOp : Attn_Op<"flash_attention_varlen", [
     `cu_seqlens_q`, `cu_seqlens_k` [B + 1] and `seqused_k` [B] are i32, as
     FlashAttention's; they must be non-decreasing, start at 0 and stay
     within Tq and Tk (and seqused_k[b] <= cu_seqlens_k[b+1] -
-    cu_seqlens_k[b]): the verifier checks their shapes, the runtime their
-    values.
+    cu_seqlens_k[b]): the verifier checks their shapes; values outside
+    these bounds are undefined behaviour, as in FlashAttention (the CPU
+    oracle does not check them; a GPU runtime must).
 
     ```mlir
     attn.flash_attention_varlen ins(%q, %k, %v : memref<?x8x128xbf16>, memref<?x2x128xbf16>, memref<?x2x128xbf16>)
@@ -306,8 +307,9 @@ def Attn_FlashAttentionGradOp : Attn_Op<"flash_attention_grad", [
     contributes nothing.
 
     Logical shapes: q [B, Hq, Sq, D], k [B, Hkv, Skv, D], v [B, Hkv, Skv, Dv],
-    o and grad_out [B, Hq, Sq, Dv], lse [B, Hq, Sq] (f32); outs dq, dk, dv
-    shaped as q, k and v (f16, bf16 or f32: the sums are taken in f32).
+    o and grad_out [B, Hq, Sq, Dv], lse [B, Hq, Sq] (f32); q, k, v, o and
+    grad_out of one element type (f16, bf16 or f32); outs dq, dk, dv shaped
+    as q, k and v (f16, bf16 or f32: the sums are taken in f32).
     Tensor form (one result per output) or memref form (no results):
 
     ```mlir

@@ -6,12 +6,13 @@
 include "mlir/Pass/PassBase.td"
 
 def AttnLowerToLoops : Pass<"attn-lower-to-loops"> {
-  let summary = "Reference lowering of attn.flash_attention and its backward to scalar loops";
+  let summary = "Reference lowering of the attention ops (forward, varlen, backward) to scalar loops";
   let description = [{
     Rewrites the memref form of `attn.flash_attention` into plain
     scf/arith/math/memref loops with exactly the op's semantics (two passes
-    over the keys: row max, then exp-sum and weighted sum of V), and that
-    of `attn.flash_attention_grad` into one pass over the keys per query
+    over the keys: row max, then exp-sum and weighted sum of V), that of
+    `attn.flash_attention_varlen` into the same per sequence of the packed
+    batch, and that of `attn.flash_attention_grad` into one pass over the keys per query
     row (p from the forward's lse, dS, then dQ, dK, dV summed in f32
     buffers and converted into the outputs). It is the numerical oracle
     for every other lowering, not a fast path. Run `one-shot-bufferize`
