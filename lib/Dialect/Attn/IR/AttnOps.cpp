@@ -542,6 +542,12 @@ LogicalResult KvRangeOp::verify() {
   return verifyWindow(*this, getWindow());
 }
 
+LogicalResult QRangeOp::verify() {
+  if (failed(verifyBlocks(*this, getBlockM(), getBlockN())))
+    return failure();
+  return verifyWindow(*this, getWindow());
+}
+
 LogicalResult TileUpdateOp::verify() {
   if (failed(verifyBlocks(*this, getBlockM(), getBlockN())))
     return failure();

@@ -223,6 +223,15 @@ static void lowerKvRange(KvRangeOp op) {
   op.erase();
 }
 
+static void lowerQRange(QRangeOp op) {
+  OpBuilder b(op);
+  KvRange r = buildQRange(b, op.getLoc(), op.getCol0(), op.getSeqQ(),
+                          op.getSeqKv(), op.getBlockM(), op.getBlockN(),
+                          op.getWindow()[0], op.getWindow()[1]);
+  op.replaceAllUsesWith(ValueRange{r.lo, r.hi, r.interiorLo, r.interiorHi});
+  op.erase();
+}
+
 /// With count-blocks: `func.func @attn_tile_counters(memref<2xi64>)` copies
 /// (visited, masked) out, so a host can read them after a run.
 static void addCounterReader(ModuleOp module) {
@@ -262,7 +271,7 @@ struct AttnLowerTilesToLoopsPass
   void runOnOperation() override {
     SmallVector<Operation *> ops;
     getOperation()->walk([&](Operation *op) {
-      if (isa<TileUpdateOp, TileFinalizeOp, KvRangeOp>(op))
+      if (isa<TileUpdateOp, TileFinalizeOp, KvRangeOp, QRangeOp>(op))
         ops.push_back(op);
     });
     if (countBlocks && !isa<ModuleOp>(getOperation())) {
@@ -292,6 +301,8 @@ struct AttnLowerTilesToLoopsPass
         lowerUpdate(u, countBlocks);
       else if (auto r = dyn_cast<KvRangeOp>(op))
         lowerKvRange(r);
+      else if (auto r = dyn_cast<QRangeOp>(op))
+        lowerQRange(r);
       else
         lowerFinalize(cast<TileFinalizeOp>(op));
     }

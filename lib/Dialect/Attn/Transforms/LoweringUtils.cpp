@@ -119,6 +119,85 @@ KvRange buildKvRange(OpBuilder &b, Location loc, Value row0, Value sq,
   return r;
 }
 
+KvRange buildQRange(OpBuilder &b, Location loc, Value col0, Value sq,
+                    Value skv, int64_t bm, int64_t bn, int64_t left,
+                    int64_t right) {
+  auto c = [&](int64_t v) { return indexConst(b, loc, v); };
+  auto add = [&](Value x, Value y) -> Value {
+    return arith::AddIOp::create(b, loc, x, y);
+  };
+  auto sub = [&](Value x, Value y) -> Value {
+    return arith::SubIOp::create(b, loc, x, y);
+  };
+  auto minS = [&](Value x, Value y) -> Value {
+    return arith::MinSIOp::create(b, loc, x, y);
+  };
+  auto maxS = [&](Value x, Value y) -> Value {
+    return arith::MaxSIOp::create(b, loc, x, y);
+  };
+  auto floorDiv = [&](Value x, int64_t d) -> Value {
+    return arith::FloorDivSIOp::create(b, loc, x, c(d));
+  };
+  auto ceilDiv = [&](Value x, int64_t d) -> Value {
+    return arith::CeilDivSIOp::create(b, loc, x, c(d));
+  };
+  auto sle = [&](Value x, Value y) -> Value {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, x, y);
+  };
+  auto select = [&](Value cond, Value x, Value y) -> Value {
+    return arith::SelectOp::create(b, loc, cond, x, y);
+  };
+  // One op per statement (see buildKvRange). Row i sees key j iff
+  // i + off - left <= j <= i + off + right: the rows that see a key of
+  // [col0, colEnd) are col0 - off - right <= i < colEnd - off + left,
+  // clipped to [0, Sq); none when the block holds no key (col0 >= Skv).
+  Value offset = sub(skv, sq);
+  Value bnC = c(bn);
+  Value fullEnd = add(col0, bnC);
+  Value colEnd = minS(fullEnd, skv);
+  Value rowLo = c(0), rowHi = sq;
+  if (right >= 0) {
+    Value diag = sub(col0, offset);
+    Value rightC = c(right);
+    rowLo = maxS(rowLo, sub(diag, rightC));
+  }
+  if (left >= 0) {
+    Value diag = sub(colEnd, offset);
+    Value leftC = c(left);
+    rowHi = minS(rowHi, add(diag, leftC));
+  }
+  Value noKey = sle(colEnd, col0);
+  Value noRow = sle(rowHi, rowLo);
+  Value none = arith::OrIOp::create(b, loc, noKey, noRow);
+  KvRange r;
+  r.lo = floorDiv(rowLo, bm);
+  Value hiBlocks = maxS(r.lo, ceilDiv(rowHi, bm));
+  r.hi = select(none, r.lo, hiBlocks);
+  // Interior: every row (below Sq) sees every key of a block wholly below
+  // Skv: the first row sees the last key, the last row the first key.
+  Value interiorLo = r.lo, interiorHi = floorDiv(sq, bm);
+  if (right >= 0) {
+    Value one = c(1);
+    Value lastKey = sub(fullEnd, one);
+    Value diag = sub(lastKey, offset);
+    Value rightC = c(right);
+    interiorLo = maxS(r.lo, ceilDiv(sub(diag, rightC), bm));
+  }
+  if (left >= 0) {
+    Value diag = sub(col0, offset);
+    Value leftC = c(left + 1);
+    interiorHi = minS(interiorHi, floorDiv(add(diag, leftC), bm));
+  }
+  interiorHi = minS(interiorHi, r.hi);
+  Value partial = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt,
+                                        fullEnd, skv);
+  Value emptyInterior = arith::OrIOp::create(b, loc, partial,
+                                             sle(interiorHi, interiorLo));
+  r.interiorLo = interiorLo;
+  r.interiorHi = select(emptyInterior, interiorLo, interiorHi);
+  return r;
+}
+
 Value buildDot(OpBuilder &b, Location loc, Value q, Value k, Value bi, Value h,
                Value hk, Value i, Value j) {
   int64_t d = cast<MemRefType>(q.getType()).getDimSize(3);

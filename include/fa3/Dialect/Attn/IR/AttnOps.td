@@ -394,6 +394,34 @@ def Attn_KvRangeOp : Attn_Op<"kv_range", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Attn_QRangeOp : Attn_Op<"q_range", [Pure]> {
+  let summary = "the m-blocks that see a kv-block, and which of them need the mask";
+  let description = [{
+    The backward's schedule, the transpose of `attn.kv_range`: for the keys
+    `col0 .. min(col0 + block_n, Skv) - 1` and the window [left, right]
+    (causal folded in; -1 = unbounded), with off = Skv - Sq:
+
+    * `[lo, hi)`: the m-blocks (of `block_m` query rows) holding a row
+      below Sq that sees at least one of these keys (empty when none does);
+    * `[interiorLo, interiorHi)`: the m-blocks whose every row lies below Sq
+      and sees every key of a kv-block that lies wholly below Skv. Blocks of
+      `[lo, hi)` outside this range are the boundary blocks that need the
+      mask.
+
+    FlashAttention's backward walks, per kv-block (K and V resident), the
+    q-blocks of this range; the CPU expansion and a kernel build it with
+    the same builder (`buildQRange`).
+  }];
+  let arguments = (ins Index:$col0, Index:$seqQ, Index:$seqKv,
+                       I64Attr:$block_m, I64Attr:$block_n,
+                       DenseI64ArrayAttr:$window);
+  let results = (outs Index:$lo, Index:$hi, Index:$interiorLo, Index:$interiorHi);
+  let assemblyFormat = [{
+    `cols` $col0 `seq` `(` $seqQ `,` $seqKv `)` attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
 def Attn_TileUpdateOp : Attn_Op<"tile_update", [
     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
   let summary = "one FlashAttention step on a (block_m x block_n) tile";

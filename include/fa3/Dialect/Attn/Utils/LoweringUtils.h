@@ -56,6 +56,13 @@ KvRange buildKvRange(mlir::OpBuilder &b, mlir::Location loc, mlir::Value row0,
                      mlir::Value seqQ, mlir::Value seqKv, int64_t blockM,
                      int64_t blockN, int64_t left, int64_t right);
 
+/// The m-block schedule of one kv-block (semantics of attn.q_range, the
+/// backward's): m-blocks [lo, hi) with a row that sees a key of the block,
+/// unmasked interior m-blocks [interiorLo, interiorHi). Index-typed.
+KvRange buildQRange(mlir::OpBuilder &b, mlir::Location loc, mlir::Value col0,
+                    mlir::Value seqQ, mlir::Value seqKv, int64_t blockM,
+                    int64_t blockN, int64_t left, int64_t right);
+
 /// dot(q[bi, h, i, :], k[bi, hk, j, :]) in f32 over the static head dim.
 mlir::Value buildDot(mlir::OpBuilder &b, mlir::Location loc, mlir::Value q,
                      mlir::Value k, mlir::Value bi, mlir::Value h, mlir::Value hk,
