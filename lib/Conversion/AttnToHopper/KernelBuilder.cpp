@@ -109,7 +109,11 @@ private:
   int64_t nchunkQK, nchunkV;
   Type i1T, i32T, i64T, f32T, et, smemPtrT;
   // A consumer warpgroup's fragments: S (64 x block_n), P as the register A
-  // operand of P V, O (64 x the V tile's width), and one value per row.
+  // operand of P V, O (64 x the V tile's width), and one value per row. At
+  // Dv 96 a 96-wide O (P V over 1.5 swizzle atoms of V, a partial last box
+  // in the TMA store) is correct on the H200 but lost up to 10 % on short
+  // causal tiles (bench/NOTES.md, Log: "96-wide O"), so O stays 128 wide.
+  // (The direct store then writes only the tensor's columns.)
   FragmentType fragS, fragP, fragO, fragRows;
   /// The kernel's entry block and its parameters by name (kKernelParams).
   Block *entry = nullptr;
@@ -605,8 +609,6 @@ void KernelBuilder::epilogue(Value m, Value l, Value o, const TileCoords &c,
       ringOp<RingConsumerReleaseOp>(qRing, qK);
     }
   } else {
-    // O's tile may be wider than the tensor (head dim 96): the tensor's
-    // columns only.
     IntegerAttr columns;
     if (cfg.headDimV != cfg.tileDv())
       columns = b.getI64IntegerAttr(cfg.headDimV);

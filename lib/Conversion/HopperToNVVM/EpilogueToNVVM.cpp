@@ -262,7 +262,9 @@ struct StoreOTmaLowering : OpConversionPattern<StoreOTmaOp> {
     const int64_t blockM = 64 * consumers; // rows of a staged box
     const int64_t stagingOff = op.getStagingOffset();
     const int64_t regs = op.getO().getType().getRegisters();
-    const int64_t boxes = op.getO().getType().getColumns() / kBoxCols;
+    // a last box of fewer than 64 columns: the tensor map clips the rest
+    const int64_t boxes =
+        (op.getO().getType().getColumns() + kBoxCols - 1) / kBoxCols;
     Value cw = adaptor.getConsumer();
     Value o = adaptor.getO();
     ThreadPlace tp = threadPlace(rewriter, loc);

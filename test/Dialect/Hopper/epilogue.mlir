@@ -124,11 +124,11 @@ func.func @tma_f32(%o: !hopper.frag<64x64xf32>, %inv: !hopper.frag<64xf32>,
 
 // -----
 
-func.func @tma_width(%o: !hopper.frag<64x96xf32>, %inv: !hopper.frag<64xf32>,
+func.func @tma_width(%o: !hopper.frag<64x24xf32>, %inv: !hopper.frag<64xf32>,
                      %map: !llvm.ptr, %smem: !llvm.ptr<3>, %i: i32) {
-  // expected-error @below {{the TMA store writes boxes of 64 columns (128-byte rows): O's width must be a multiple of 64, got 96}}
+  // expected-error @below {{stmatrix stages O in pairs of 8-column blocks: O's width must be a multiple of 16, got 24}}
   hopper.store_o_tma %o, %inv to %map tile(%i, %i, %i) staging %smem[0]
-      consumer[%i] of 2 : !hopper.frag<64x96xf32> as bf16
+      consumer[%i] of 2 : !hopper.frag<64x24xf32> as bf16
   return
 }
 

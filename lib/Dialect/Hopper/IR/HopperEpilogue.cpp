@@ -35,10 +35,12 @@ LogicalResult StoreOTmaOp::verify() {
   FragmentType o = getO().getType();
   if (failed(verifyOStore(*this, o, getOutType())))
     return failure();
-  // A TMA box row is 64 16-bit columns: the 128 bytes of the swizzle span.
-  if (o.getColumns() % 64 != 0)
-    return emitOpError("the TMA store writes boxes of 64 columns (128-byte "
-                       "rows): O's width must be a multiple of 64, got ")
+  // One stmatrix .x4 stages two n8 blocks; a TMA box row is 64 16-bit
+  // columns (the 128 bytes of the swizzle span): a last box of fewer
+  // columns is staged in part, the tensor map clipping the rest.
+  if (o.getColumns() % 16 != 0)
+    return emitOpError("stmatrix stages O in pairs of 8-column blocks: O's "
+                       "width must be a multiple of 16, got ")
            << o.getColumns();
   // The 128B swizzle permutes 16-byte units by address bits 7-9: a box
   // must start on a 1024-byte boundary for the layout stmatrix writes to
@@ -48,11 +50,11 @@ LogicalResult StoreOTmaOp::verify() {
     return emitOpError("the staging buffer must start on a 1024-byte "
                        "boundary (128B swizzle atoms), got offset ")
            << off;
-  // [D / 64 boxes][64 x consumers rows][128 bytes] inside the CTA's shared
+  // [ceil(D / 64) boxes][64 x consumers rows][128 bytes] inside the CTA's shared
   // memory (sm_90: at most 227 KiB of dynamic shared memory a CTA); the
   // lowering's 32-bit offsets stay far from overflow.
   constexpr int64_t kMaxSharedBytes = 232448;
-  int64_t bytes = (o.getColumns() / 64) * 64 * getConsumers() * 128;
+  int64_t bytes = (o.getColumns() + 63) / 64 * 64 * getConsumers() * 128;
   if (off > kMaxSharedBytes - bytes)
     return emitOpError("the staging buffer (")
            << bytes << " bytes at offset " << off << ") must lie within the "

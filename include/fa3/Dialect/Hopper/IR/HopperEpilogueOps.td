@@ -126,8 +126,10 @@ def Hopper_StoreOTmaOp : Hopper_Op<"store_o_tma"> {
 
     - The staging buffer, at byte `staging_offset` of the CTA's shared
       memory `smem` (1024-aligned: 128B swizzle atoms), holds every
-      warpgroup's rows in the layout of the TMA boxes: [D / 64 boxes]
-      [64 x consumers rows][128 bytes], this warpgroup's rows at
+      warpgroup's rows in the layout of the TMA boxes: [ceil(D / 64)
+      boxes][64 x consumers rows][128 bytes] (O's width D a multiple of
+      16; a last box of fewer columns is staged in part and the tensor map,
+      whose head dim ends there, clips the rest), this warpgroup's rows at
       64 x consumer. In a box row, 16-byte unit u of row r sits at unit
       u ^ (r % 8) (128B swizzle), which also makes the warps' writes
       bank-conflict free.
