@@ -321,3 +321,28 @@ func.func @tma_drain(%os: !o64, %is: !rows, %map: !llvm.ptr, %smem: !llvm.ptr<3>
       consumer[%cw] of 3 drain : !hopper.frag<64x64xf32> as f16
   return
 }
+
+// -----
+
+!rows = !llvm.struct<(f32, f32)>
+!o96 = !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+
+// A 96-wide O: six stmatrix (n8 blocks 0-11), the last two into the second
+// box; two TMA stores, the second box staged in part (its columns past the
+// tensor's 96 are clipped by the tensor map).
+// CHECK-LABEL: func.func @tma_partial_box(
+// CHECK-COUNT-6: nvvm.stmatrix
+// CHECK-NOT: nvvm.stmatrix
+// CHECK: nvvm.fence.proxy
+// CHECK: nvvm.cp.async.bulk.tensor.global.shared.cta %{{.*}}, %{{.*}}, box[%c0_i32
+// CHECK: nvvm.cp.async.bulk.tensor.global.shared.cta %{{.*}}, %{{.*}}, box[%c64_i32
+// CHECK-NOT: nvvm.cp.async.bulk.tensor.global.shared.cta
+// CHECK: nvvm.cp.async.bulk.commit.group
+func.func @tma_partial_box(%os: !o96, %is: !rows, %map: !llvm.ptr, %smem: !llvm.ptr<3>,
+                           %m0: i32, %h: i32, %b: i32, %cw: i32) {
+  %o = builtin.unrealized_conversion_cast %os : !o96 to !hopper.frag<64x96xf32>
+  %inv = builtin.unrealized_conversion_cast %is : !rows to !hopper.frag<64xf32>
+  hopper.store_o_tma %o, %inv to %map tile(%m0, %h, %b) staging %smem[0]
+      consumer[%cw] of 2 : !hopper.frag<64x96xf32> as bf16
+  return
+}
