@@ -27,14 +27,15 @@ Fa3FlashAttentionOptions fa3FlashAttentionOptionsDefault(void) {
   return o;
 }
 
-/// Every value of `values` there (null allowed where `optional` names it)
+/// Every value of `values` there (null allowed where `optional` says so)
 /// and of loc's context; else the misuse is reported and false returned.
 static bool checkValues(const char *fn, Location l,
                         ArrayRef<const char *> names,
-                        ArrayRef<MlirValue> values, int optional = -1) {
+                        ArrayRef<MlirValue> values,
+                        ArrayRef<bool> optional = {}) {
   for (auto [i, name, val] : llvm::enumerate(names, values)) {
     if (mlirValueIsNull(val)) {
-      if (static_cast<int>(i) == optional)
+      if (i < optional.size() && optional[i])
         continue;
       misuseAt(fn, l, llvm::Twine(name) + " is a null MlirValue");
       return false;
@@ -60,39 +61,65 @@ static MlirOperation verified(const char *fn, Operation *op,
   return wrap(op);
 }
 
+/// The attributes every attention op takes, from the options (scale and
+/// causal absent where off, as the parser leaves them).
+struct AttentionAttrs {
+  FloatAttr scale;
+  UnitAttr causal;
+  DenseI64ArrayAttr window;
+  FloatAttr softcap;
+};
+static AttentionAttrs attrsOf(OpBuilder &b,
+                              const Fa3FlashAttentionOptions &o) {
+  AttentionAttrs a;
+  a.scale = o.hasScale ? b.getF32FloatAttr(o.scale) : FloatAttr();
+  a.causal = o.causal ? b.getUnitAttr() : UnitAttr();
+  a.window = b.getDenseI64ArrayAttr({o.windowLeft, o.windowRight});
+  a.softcap = b.getF32FloatAttr(o.softcap);
+  return a;
+}
+
+/// One result per output in the tensor form (q a tensor), none otherwise.
+static SmallVector<Type> resultTypesOf(Value q, ValueRange outs) {
+  SmallVector<Type> types;
+  if (isa<RankedTensorType>(q.getType()))
+    for (Value out : outs)
+      types.push_back(out.getType());
+  return types;
+}
+
+/// Every builder's first check: a location (its context is the op's).
+static bool haveLocation(const char *fn, MlirLocation loc) {
+  if (mlirLocationIsNull(loc)) {
+    misuse(fn, "the location is null");
+    return false;
+  }
+  return true;
+}
+
 MlirOperation fa3FlashAttentionCreate(MlirLocation loc, MlirValue q,
                                       MlirValue k, MlirValue v, MlirValue o,
                                       MlirValue lse,
                                       Fa3FlashAttentionOptions options) {
   const char *fn = __func__;
   clearLastError();
-  if (mlirLocationIsNull(loc)) {
-    misuse(fn, "the location is null");
+  if (!haveLocation(fn, loc))
     return MlirOperation{nullptr};
-  }
   Location l = unwrap(loc);
-  MLIRContext *ctx = l.getContext();
   // Every value must be there (lse may be null) and live in loc's context:
   // the builder would dereference a null one.
   if (!checkValues(fn, l, {"q", "k", "v", "o", "lse"}, {q, k, v, o, lse},
-                   /*optional=*/4))
+                   {false, false, false, false, true}))
     return MlirOperation{nullptr};
-  FirstError firstError(ctx);
-  OpBuilder b(ctx);
+  FirstError firstError(l.getContext());
+  OpBuilder b(l.getContext());
   SmallVector<Value> outs{unwrap(o)};
   if (!mlirValueIsNull(lse))
     outs.push_back(unwrap(lse));
-  SmallVector<Type> resultTypes;
-  if (isa<RankedTensorType>(unwrap(q).getType()))
-    for (Value out : outs)
-      resultTypes.push_back(out.getType());
-  FloatAttr scale =
-      options.hasScale ? b.getF32FloatAttr(options.scale) : FloatAttr();
-  UnitAttr causal = options.causal ? b.getUnitAttr() : UnitAttr();
-  auto op = FlashAttentionOp::create(
-      b, l, resultTypes, unwrap(q), unwrap(k), unwrap(v), outs, scale, causal,
-      b.getDenseI64ArrayAttr({options.windowLeft, options.windowRight}),
-      b.getF32FloatAttr(options.softcap));
+  AttentionAttrs a = attrsOf(b, options);
+  auto op = FlashAttentionOp::create(b, l, resultTypesOf(unwrap(q), outs),
+                                     unwrap(q), unwrap(k), unwrap(v), outs,
+                                     a.scale, a.causal, a.window, a.softcap);
   return verified(fn, op, firstError);
 }
 
@@ -104,30 +131,20 @@ MlirOperation fa3FlashAttentionGradCreate(MlirLocation loc, MlirValue q,
                                           Fa3FlashAttentionOptions options) {
   const char *fn = __func__;
   clearLastError();
-  if (mlirLocationIsNull(loc)) {
-    misuse(fn, "the location is null");
+  if (!haveLocation(fn, loc))
     return MlirOperation{nullptr};
-  }
   Location l = unwrap(loc);
-  MLIRContext *ctx = l.getContext();
   if (!checkValues(fn, l, {"q", "k", "v", "o", "dO", "lse", "dq", "dk", "dv"},
                    {q, k, v, o, dO, lse, dq, dk, dv}))
     return MlirOperation{nullptr};
-  FirstError firstError(ctx);
-  OpBuilder b(ctx);
+  FirstError firstError(l.getContext());
+  OpBuilder b(l.getContext());
   SmallVector<Value> outs{unwrap(dq), unwrap(dk), unwrap(dv)};
-  SmallVector<Type> resultTypes;
-  if (isa<RankedTensorType>(unwrap(q).getType()))
-    for (Value out : outs)
-      resultTypes.push_back(out.getType());
-  FloatAttr scale =
-      options.hasScale ? b.getF32FloatAttr(options.scale) : FloatAttr();
-  UnitAttr causal = options.causal ? b.getUnitAttr() : UnitAttr();
+  AttentionAttrs a = attrsOf(b, options);
   auto op = FlashAttentionGradOp::create(
-      b, l, resultTypes, unwrap(q), unwrap(k), unwrap(v), unwrap(o),
-      unwrap(dO), unwrap(lse), outs, scale, causal,
-      b.getDenseI64ArrayAttr({options.windowLeft, options.windowRight}),
-      b.getF32FloatAttr(options.softcap));
+      b, l, resultTypesOf(unwrap(q), outs), unwrap(q), unwrap(k), unwrap(v),
+      unwrap(o), unwrap(dO), unwrap(lse), outs, a.scale, a.causal, a.window,
+      a.softcap);
   return verified(fn, op, firstError);
 }
 
@@ -137,43 +154,27 @@ MlirOperation fa3FlashAttentionVarlenCreate(
     MlirValue o, MlirValue lse, Fa3FlashAttentionOptions options) {
   const char *fn = __func__;
   clearLastError();
-  if (mlirLocationIsNull(loc)) {
-    misuse(fn, "the location is null");
+  if (!haveLocation(fn, loc))
     return MlirOperation{nullptr};
-  }
   Location l = unwrap(loc);
-  MLIRContext *ctx = l.getContext();
-  const char *names[] = {"q",         "k", "v",  "cuSeqlensQ", "cuSeqlensK",
-                         "sequsedK",  "o", "lse"};
-  const MlirValue values[] = {q, k, v, cuSeqlensQ, cuSeqlensK, sequsedK, o,
-                              lse};
-  const bool optional[] = {false, false, false, false,
-                           false, true,  false, true};
-  for (int i = 0; i < 8; ++i) {
-    // sequsedK and lse may be null; everything else must be there.
-    if (optional[i] && mlirValueIsNull(values[i]))
-      continue;
-    if (!checkValues(fn, l, {names[i]}, {values[i]}))
-      return MlirOperation{nullptr};
-  }
-  FirstError firstError(ctx);
-  OpBuilder b(ctx);
+  // sequsedK and lse may be null; everything else must be there.
+  if (!checkValues(fn, l,
+                   {"q", "k", "v", "cuSeqlensQ", "cuSeqlensK", "sequsedK", "o",
+                    "lse"},
+                   {q, k, v, cuSeqlensQ, cuSeqlensK, sequsedK, o, lse},
+                   {false, false, false, false, false, true, false, true}))
+    return MlirOperation{nullptr};
+  FirstError firstError(l.getContext());
+  OpBuilder b(l.getContext());
   SmallVector<Value> outs{unwrap(o)};
   if (!mlirValueIsNull(lse))
     outs.push_back(unwrap(lse));
-  SmallVector<Type> resultTypes;
-  if (isa<RankedTensorType>(unwrap(q).getType()))
-    for (Value out : outs)
-      resultTypes.push_back(out.getType());
-  FloatAttr scale =
-      options.hasScale ? b.getF32FloatAttr(options.scale) : FloatAttr();
-  UnitAttr causal = options.causal ? b.getUnitAttr() : UnitAttr();
   Value used = mlirValueIsNull(sequsedK) ? Value() : unwrap(sequsedK);
+  AttentionAttrs a = attrsOf(b, options);
   auto op = FlashAttentionVarlenOp::create(
-      b, l, resultTypes, unwrap(q), unwrap(k), unwrap(v), unwrap(cuSeqlensQ),
-      unwrap(cuSeqlensK), used, outs, scale, causal,
-      b.getDenseI64ArrayAttr({options.windowLeft, options.windowRight}),
-      b.getF32FloatAttr(options.softcap));
+      b, l, resultTypesOf(unwrap(q), outs), unwrap(q), unwrap(k), unwrap(v),
+      unwrap(cuSeqlensQ), unwrap(cuSeqlensK), used, outs, a.scale, a.causal,
+      a.window, a.softcap);
   return verified(fn, op, firstError);
 }
 

@@ -24,20 +24,24 @@ def visible_mask(sq, skv, causal=False, window=(-1, -1)):
     return ok
 
 
-def attention(q, k, v, scale=None, causal=False, window=(-1, -1), softcap=0.0):
-    """Returns (o, lse) in float64."""
-    q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
-    b, hq, sq, d = q.shape
-    hkv, skv = k.shape[1], k.shape[2]
+def _scores(q, k, v, scale, causal, window, softcap):
+    """What forward and backward share: k and v repeated over the q heads of
+    their group (GQA), x = scale q k^T, the softcapped scores s and the
+    visibility mask, all float64."""
+    q, k, v = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
+    sq, d = q.shape[2], q.shape[3]
+    skv, g = k.shape[2], q.shape[1] // k.shape[1]
     if scale is None:
         scale = 1.0 / np.sqrt(d)
-    g = hq // hkv
-    k = np.repeat(k, g, axis=1)
-    v = np.repeat(v, g, axis=1)
-    s = np.einsum("bhid,bhjd->bhij", q, k) * scale
-    if softcap > 0:
-        s = softcap * np.tanh(s / softcap)
-    mask = visible_mask(sq, skv, causal, window)
+    kr, vr = np.repeat(k, g, axis=1), np.repeat(v, g, axis=1)
+    x = np.einsum("bhid,bhjd->bhij", q, kr) * scale
+    s = softcap * np.tanh(x / softcap) if softcap > 0 else x
+    return kr, vr, scale, x, s, visible_mask(sq, skv, causal, window)
+
+
+def attention(q, k, v, scale=None, causal=False, window=(-1, -1), softcap=0.0):
+    """Returns (o, lse) in float64."""
+    _, v, _, _, s, mask = _scores(q, k, v, scale, causal, window, softcap)
     s = np.where(mask, s, -np.inf)
     m = s.max(axis=-1, keepdims=True, initial=-np.inf)  # Skv = 0: -inf
     any_visible = np.isfinite(m)
@@ -62,17 +66,11 @@ def attention_grad(q, k, v, do, scale=None, causal=False, window=(-1, -1),
     their terms (|dP| + |D| for dP - D, |q|, |k|, |dO|): the scale against
     which rounding errors are measured where the terms cancel (a row of dS
     sums to zero; with one key dq and dk are exactly 0)."""
-    q, k, v, do = (np.asarray(x, dtype=np.float64) for x in (q, k, v, do))
+    q, k, v, do = (np.asarray(a, dtype=np.float64) for a in (q, k, v, do))
     b, hq, sq, d = q.shape
     hkv, skv = k.shape[1], k.shape[2]
-    if scale is None:
-        scale = 1.0 / np.sqrt(d)
     g = hq // hkv
-    kr = np.repeat(k, g, axis=1)
-    vr = np.repeat(v, g, axis=1)
-    x = np.einsum("bhid,bhjd->bhij", q, kr) * scale
-    s = softcap * np.tanh(x / softcap) if softcap > 0 else x
-    mask = visible_mask(sq, skv, causal, window)
+    kr, vr, scale, x, s, mask = _scores(q, k, v, scale, causal, window, softcap)
     if o is None or lse is None:
         o_exact, lse_exact = attention(q, k, v, scale, causal, window, softcap)
         o = o_exact if o is None else o

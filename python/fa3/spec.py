@@ -25,23 +25,41 @@ def memref_type(shape, dtype):
     return "memref<%s>" % "x".join([str(_int("shape", s)) for s in shape] + [_MLIR_TYPES[dtype]])
 
 
+def _check_name(fn, name):
+    if not isinstance(name, str) or not _IDENT.fullmatch(name):
+        raise ValueError("%s: name %r is not an MLIR identifier "
+                         "([A-Za-z_][A-Za-z0-9_$.]*)" % (fn, name))
+
+
+def _attributes(fn, scale, causal, window, softcap):
+    """The attention ops' attribute text, each value checked first."""
+    window = tuple(_int("window", w, lo=-2**63) for w in window)
+    if len(window) != 2:
+        raise ValueError("%s: window must be (left, right), got %r" % (fn, window))
+    for what, x in (("scale", scale), ("softcap", softcap)):
+        if x is not None and not math.isfinite(float(x)):
+            raise ValueError("%s: %s = %r is out of range (finite)" % (fn, what, x))
+    attrs = []
+    if scale is not None:
+        attrs.append("scale(%r)" % float(scale))
+    if causal:
+        attrs.append("causal")
+    if tuple(window) != (-1, -1):
+        attrs.append("window(%d, %d)" % tuple(window))
+    if softcap:
+        attrs.append("softcap(%r)" % float(softcap))
+    return " ".join(attrs)
+
+
 def flash_attention_func(name, b, hq, hkv, sq, skv, d, dv=None, dtype="f32",
                          out_dtype=None, lse=False, scale=None, causal=False,
                          window=(-1, -1), softcap=0.0):
     """A func.func @name(q, k, v, o[, lse]) in memref form, callable from the
     CPU runner (llvm.emit_c_interface)."""
-    if not isinstance(name, str) or not _IDENT.fullmatch(name):
-        raise ValueError("flash_attention_func: name %r is not an MLIR identifier "
-                         "([A-Za-z_][A-Za-z0-9_$.]*)" % (name,))
+    _check_name("flash_attention_func", name)
     dv = d if dv is None else dv
     out_dtype = out_dtype or dtype
-    window = tuple(_int("window", w, lo=-2**63) for w in window)
-    if len(window) != 2:
-        raise ValueError("flash_attention_func: window must be (left, right), got %r"
-                         % (window,))
-    for what, x in (("scale", scale), ("softcap", softcap)):
-        if x is not None and not math.isfinite(float(x)):
-            raise ValueError("flash_attention_func: %s = %r is out of range (finite)" % (what, x))
+    attrs = _attributes("flash_attention_func", scale, causal, window, softcap)
     tq = memref_type((b, hq, sq, d), dtype)
     tk = memref_type((b, hkv, skv, d), dtype)
     tv = memref_type((b, hkv, skv, dv), dtype)
@@ -52,20 +70,11 @@ def flash_attention_func(name, b, hq, hkv, sq, skv, d, dv=None, dtype="f32",
     if lse:
         args.append("%%lse: %s" % tl)
         outs, out_types = "%o, %lse", "%s, %s" % (to, tl)
-    attrs = []
-    if scale is not None:
-        attrs.append("scale(%r)" % float(scale))
-    if causal:
-        attrs.append("causal")
-    if tuple(window) != (-1, -1):
-        attrs.append("window(%d, %d)" % tuple(window))
-    if softcap:
-        attrs.append("softcap(%r)" % float(softcap))
     return (
         "func.func @%s(%s) attributes {llvm.emit_c_interface} {\n"
         "  attn.flash_attention ins(%%q, %%k, %%v : %s, %s, %s) outs(%s : %s) %s\n"
         "  return\n}\n" % (name, ", ".join(args), tq, tk, tv, outs, out_types,
-                          " ".join(attrs)))
+                          attrs))
 
 
 def flash_attention_grad_func(name, b, hq, hkv, sq, skv, d, dv=None, dtype="f32",
@@ -74,19 +83,10 @@ def flash_attention_grad_func(name, b, hq, hkv, sq, skv, d, dv=None, dtype="f32"
     """A func.func @name(q, k, v, o, do, lse, dq, dk, dv) in memref form around
     attn.flash_attention_grad, callable from the CPU runner. q, k, v, o and
     do are `dtype`, lse f32, the gradients `grad_dtype` (default: dtype)."""
-    if not isinstance(name, str) or not _IDENT.fullmatch(name):
-        raise ValueError("flash_attention_grad_func: name %r is not an MLIR identifier "
-                         "([A-Za-z_][A-Za-z0-9_$.]*)" % (name,))
+    _check_name("flash_attention_grad_func", name)
     dv = d if dv is None else dv
     grad_dtype = grad_dtype or dtype
-    window = tuple(_int("window", w, lo=-2**63) for w in window)
-    if len(window) != 2:
-        raise ValueError("flash_attention_grad_func: window must be (left, right), got %r"
-                         % (window,))
-    for what, x in (("scale", scale), ("softcap", softcap)):
-        if x is not None and not math.isfinite(float(x)):
-            raise ValueError("flash_attention_grad_func: %s = %r is out of range (finite)"
-                             % (what, x))
+    attrs = _attributes("flash_attention_grad_func", scale, causal, window, softcap)
     ins = [("q", memref_type((b, hq, sq, d), dtype)),
            ("k", memref_type((b, hkv, skv, d), dtype)),
            ("v", memref_type((b, hkv, skv, dv), dtype)),
@@ -96,15 +96,6 @@ def flash_attention_grad_func(name, b, hq, hkv, sq, skv, d, dv=None, dtype="f32"
     outs = [("dq", memref_type((b, hq, sq, d), grad_dtype)),
             ("dk", memref_type((b, hkv, skv, d), grad_dtype)),
             ("dv", memref_type((b, hkv, skv, dv), grad_dtype))]
-    attrs = []
-    if scale is not None:
-        attrs.append("scale(%r)" % float(scale))
-    if causal:
-        attrs.append("causal")
-    if tuple(window) != (-1, -1):
-        attrs.append("window(%d, %d)" % tuple(window))
-    if softcap:
-        attrs.append("softcap(%r)" % float(softcap))
     args = ", ".join("%%%s: %s" % a for a in ins + outs)
     return (
         "func.func @%s(%s) attributes {llvm.emit_c_interface} {\n"
@@ -112,7 +103,7 @@ def flash_attention_grad_func(name, b, hq, hkv, sq, skv, d, dv=None, dtype="f32"
         "  return\n}\n" % (name, args, ", ".join("%" + n for n, _ in ins),
                             ", ".join(t for _, t in ins),
                             ", ".join("%" + n for n, _ in outs),
-                            ", ".join(t for _, t in outs), " ".join(attrs)))
+                            ", ".join(t for _, t in outs), attrs))
 
 
 def flash_attention_varlen_func(name, nseq, tq, tk, hq, hkv, d, dv=None, dtype="f32",
@@ -121,19 +112,10 @@ def flash_attention_varlen_func(name, nseq, tq, tk, hq, hkv, d, dv=None, dtype="
     """A func.func @name(q, k, v, cu_q, cu_k[, seqused_k], o[, lse]) in memref
     form around attn.flash_attention_varlen (packed [T, H, D] tensors, i32
     sequence offsets), callable from the CPU runner."""
-    if not isinstance(name, str) or not _IDENT.fullmatch(name):
-        raise ValueError("flash_attention_varlen_func: name %r is not an MLIR identifier "
-                         "([A-Za-z_][A-Za-z0-9_$.]*)" % (name,))
+    _check_name("flash_attention_varlen_func", name)
     dv = d if dv is None else dv
     out_dtype = out_dtype or dtype
-    window = tuple(_int("window", w, lo=-2**63) for w in window)
-    if len(window) != 2:
-        raise ValueError("flash_attention_varlen_func: window must be (left, right), got %r"
-                         % (window,))
-    for what, x in (("scale", scale), ("softcap", softcap)):
-        if x is not None and not math.isfinite(float(x)):
-            raise ValueError("flash_attention_varlen_func: %s = %r is out of range (finite)"
-                             % (what, x))
+    attrs = _attributes("flash_attention_varlen_func", scale, causal, window, softcap)
     ins = [("q", memref_type((tq, hq, d), dtype)), ("k", memref_type((tk, hkv, d), dtype)),
            ("v", memref_type((tk, hkv, dv), dtype))]
     cu = "memref<%dxi32>" % (_int("nseq", nseq) + 1)
@@ -143,15 +125,6 @@ def flash_attention_varlen_func(name, nseq, tq, tk, hq, hkv, d, dv=None, dtype="
     outs = [("o", memref_type((tq, hq, dv), out_dtype))]
     if lse:
         outs.append(("lse", memref_type((hq, tq), "f32")))
-    attrs = []
-    if scale is not None:
-        attrs.append("scale(%r)" % float(scale))
-    if causal:
-        attrs.append("causal")
-    if tuple(window) != (-1, -1):
-        attrs.append("window(%d, %d)" % tuple(window))
-    if softcap:
-        attrs.append("softcap(%r)" % float(softcap))
 
     def group(xs):
         return ", ".join("%" + n for n, _ in xs), ", ".join(t for _, t in xs)
@@ -160,4 +133,4 @@ def flash_attention_varlen_func(name, nseq, tq, tk, hq, hkv, d, dv=None, dtype="
         "func.func @%s(%s) attributes {llvm.emit_c_interface} {\n"
         "  attn.flash_attention_varlen ins(%s : %s) seqlens(%s : %s) outs(%s : %s) %s\n"
         "  return\n}\n" % ((name, args) + group(ins) + group(lens) + group(outs)
-                          + (" ".join(attrs),)))
+                          + (attrs,)))

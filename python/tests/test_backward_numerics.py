@@ -22,20 +22,9 @@ from fa3 import reference
 from fa3.cpu import CpuProgram
 from fa3.ir import Context, Fa3Error
 from fa3.spec import flash_attention_grad_func
-from test_cpu_numerics import SHAPES, as_f64, output_buffer, random_inputs
+from test_cpu_numerics import SHAPES, as_f64, output_buffer, random_inputs, rounded
 
 TOL = {"f32": 1e-5, "f16": 2e-3, "bf16": 1e-2}
-
-
-def rounded(x64, dtype):
-    """float64 -> (array of dtype for the program, its value in float64)."""
-    x = np.asarray(x64, dtype=np.float32)
-    if dtype == "f16":
-        return x.astype(np.float16), x.astype(np.float16).astype(np.float64)
-    if dtype == "bf16":
-        bits = reference.to_bf16_bits(x)
-        return bits, reference.from_bf16_bits(bits).astype(np.float64)
-    return x, x.astype(np.float64)
 
 
 def run_grad(rng, b, hq, hkv, sq, skv, d, dv, attrs, dtype, grad_dtype, dead_rows=()):

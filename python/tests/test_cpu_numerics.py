@@ -37,15 +37,20 @@ SHAPES = [
 ]
 
 
+def rounded(x, dtype):
+    """x -> (the array of `dtype` a program takes, its value in float64)."""
+    x = np.asarray(x, dtype=np.float32)
+    if dtype == "f16":
+        return x.astype(np.float16), x.astype(np.float16).astype(np.float64)
+    if dtype == "bf16":
+        bits = reference.to_bf16_bits(x)
+        return bits, reference.from_bf16_bits(bits).astype(np.float64)
+    return x, x.astype(np.float64)
+
+
 def random_inputs(rng, b, hq, hkv, sq, skv, d, dv, dtype):
     def make(shape, scale=1.0):
-        x = (rng.standard_normal(shape) * scale).astype(np.float32)
-        if dtype == "f16":
-            return x.astype(np.float16), x.astype(np.float16).astype(np.float64)
-        if dtype == "bf16":
-            bits = reference.to_bf16_bits(x)
-            return bits, reference.from_bf16_bits(bits).astype(np.float64)
-        return x, x.astype(np.float64)
+        return rounded(rng.standard_normal(shape) * scale, dtype)
     # Larger q makes the softmax peaky, so masking and max-tracking matter.
     q, q64 = make((b, hq, sq, d), 2.0)
     k, k64 = make((b, hkv, skv, d))

@@ -41,17 +41,28 @@ static constexpr int64_t kMaxWindow = (int64_t(1) << 31) - 1;
 static constexpr double kMaxScale = 1e30;
 static constexpr double kMinSoftcap = 1e-6, kMaxSoftcap = 1e30;
 
-float FlashAttentionOp::getEffectiveScale() {
-  if (auto s = getScaleAttr())
-    return s.getValueAsDouble();
-  int64_t d = cast<ShapedType>(getQuery().getType()).getDimSize(3);
+/// The scale in effect: the attribute, or 1/sqrt(D) with D dim `dimAxis`
+/// of q (the same rule for every attention op).
+static float effectiveScale(FloatAttr scale, Value q, unsigned dimAxis) {
+  if (scale)
+    return scale.getValueAsDouble();
+  int64_t d = cast<ShapedType>(q.getType()).getDimSize(dimAxis);
   return 1.0f / std::sqrt(static_cast<float>(d));
+}
+
+/// The window's right bound in effect: causal folds in as 0.
+static int64_t windowRight(bool causal, ArrayRef<int64_t> window) {
+  return causal ? 0 : window[1];
+}
+
+float FlashAttentionOp::getEffectiveScale() {
+  return effectiveScale(getScaleAttr(), getQuery(), 3);
 }
 
 int64_t FlashAttentionOp::getWindowLeft() { return getWindow()[0]; }
 
 int64_t FlashAttentionOp::getWindowRight() {
-  return getCausal() ? 0 : getWindow()[1];
+  return windowRight(getCausal(), getWindow());
 }
 
 static bool isInputElementType(Type t) {
@@ -208,6 +219,27 @@ static LogicalResult verifyHeads(Operation *op, Value q, Value k, Value v,
   return success();
 }
 
+/// Element types of q, k, v (one input type), o (an output type) and lse
+/// (f32; may be null).
+static LogicalResult verifyElementTypes(Operation *op, Value q, Value k,
+                                        Value v, Value o, Value lse) {
+  if (!isInputElementType(elementOf(q)))
+    return op->emitOpError("query element type must be f16, bf16, f32 or "
+                           "f8E4M3FN, got ")
+           << elementOf(q);
+  if (elementOf(k) != elementOf(q) || elementOf(v) != elementOf(q))
+    return op->emitOpError(
+               "query, key and value must have one element type, got ")
+           << elementOf(q) << ", " << elementOf(k) << ", " << elementOf(v);
+  if (!isOutputElementType(elementOf(o)))
+    return op->emitOpError("o element type must be f16, bf16 or f32, got ")
+           << elementOf(o);
+  if (lse && !elementOf(lse).isF32())
+    return op->emitOpError("lse element type must be f32, got ")
+           << elementOf(lse);
+  return success();
+}
+
 /// What the forward and the backward share about q, k, v, o and lse (lse
 /// may be null): ranks, memref layouts, element types, shapes, the static
 /// heads and head dims, GQA. `extra` are the op's other operands, checked
@@ -228,21 +260,8 @@ static LogicalResult verifyAttention(Operation *op, Value q, Value k, Value v,
   if (failed(verifyMemrefs(op, all)))
     return failure();
 
-  // Element types.
-  if (!isInputElementType(elementOf(q)))
-    return op->emitOpError("query element type must be f16, bf16, f32 or "
-                           "f8E4M3FN, got ")
-           << elementOf(q);
-  if (elementOf(k) != elementOf(q) || elementOf(v) != elementOf(q))
-    return op->emitOpError(
-               "query, key and value must have one element type, got ")
-           << elementOf(q) << ", " << elementOf(k) << ", " << elementOf(v);
-  if (!isOutputElementType(elementOf(o)))
-    return op->emitOpError("o element type must be f16, bf16 or f32, got ")
-           << elementOf(o);
-  if (lse && !elementOf(lse).isF32())
-    return op->emitOpError("lse element type must be f32, got ")
-           << elementOf(lse);
+  if (failed(verifyElementTypes(op, q, k, v, o, lse)))
+    return failure();
 
   // Shapes.
   DimChecker dc{op};
@@ -324,16 +343,13 @@ void FlashAttentionOp::getEffects(
 //===----------------------------------------------------------------------===//
 
 float FlashAttentionVarlenOp::getEffectiveScale() {
-  if (auto s = getScaleAttr())
-    return s.getValueAsDouble();
-  int64_t d = cast<ShapedType>(getQuery().getType()).getDimSize(2);
-  return 1.0f / std::sqrt(static_cast<float>(d));
+  return effectiveScale(getScaleAttr(), getQuery(), 2);
 }
 
 int64_t FlashAttentionVarlenOp::getWindowLeft() { return getWindow()[0]; }
 
 int64_t FlashAttentionVarlenOp::getWindowRight() {
-  return getCausal() ? 0 : getWindow()[1];
+  return windowRight(getCausal(), getWindow());
 }
 
 LogicalResult FlashAttentionVarlenOp::verify() {
@@ -361,19 +377,8 @@ LogicalResult FlashAttentionVarlenOp::verify() {
   if (failed(verifyMemrefs(*this, operands)))
     return failure();
 
-  // Element types.
-  if (!isInputElementType(elementOf(q)))
-    return emitOpError("query element type must be f16, bf16, f32 or "
-                       "f8E4M3FN, got ")
-           << elementOf(q);
-  if (elementOf(k) != elementOf(q) || elementOf(v) != elementOf(q))
-    return emitOpError("query, key and value must have one element type, got ")
-           << elementOf(q) << ", " << elementOf(k) << ", " << elementOf(v);
-  if (!isOutputElementType(elementOf(o)))
-    return emitOpError("o element type must be f16, bf16 or f32, got ")
-           << elementOf(o);
-  if (lse && !elementOf(lse).isF32())
-    return emitOpError("lse element type must be f32, got ") << elementOf(lse);
+  if (failed(verifyElementTypes(*this, q, k, v, o, lse)))
+    return failure();
   const Named lengths[] = {
       {"cu_seqlens_q", cuQ}, {"cu_seqlens_k", cuK}, {"seqused_k", used}};
   for (const Named &n : lengths)
@@ -423,16 +428,13 @@ void FlashAttentionVarlenOp::getEffects(
 //===----------------------------------------------------------------------===//
 
 float FlashAttentionGradOp::getEffectiveScale() {
-  if (auto s = getScaleAttr())
-    return s.getValueAsDouble();
-  int64_t d = cast<ShapedType>(getQuery().getType()).getDimSize(3);
-  return 1.0f / std::sqrt(static_cast<float>(d));
+  return effectiveScale(getScaleAttr(), getQuery(), 3);
 }
 
 int64_t FlashAttentionGradOp::getWindowLeft() { return getWindow()[0]; }
 
 int64_t FlashAttentionGradOp::getWindowRight() {
-  return getCausal() ? 0 : getWindow()[1];
+  return windowRight(getCausal(), getWindow());
 }
 
 LogicalResult FlashAttentionGradOp::verify() {

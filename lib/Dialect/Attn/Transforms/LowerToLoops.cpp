@@ -123,6 +123,24 @@ static void buildReferenceRow(OpBuilder &b, Location loc,
   }
 }
 
+/// The loop nest over query rows (batch bi < nb, query head h < hq, row
+/// i < sq) that both reference lowerings run, with the row's kv head
+/// hk = h / group (GQA).
+static void forEachQueryRow(
+    OpBuilder &b, Location loc, Value nb, int64_t hq, Value sq, Value group,
+    llvm::function_ref<void(OpBuilder &, Location, Value, Value, Value, Value)>
+        body) {
+  Value c0 = indexConst(b, loc, 0), c1 = indexConst(b, loc, 1);
+  scf::buildLoopNest(
+      b, loc, ValueRange{c0, c0, c0}, ValueRange{nb, indexConst(b, loc, hq), sq},
+      ValueRange{c1, c1, c1},
+      [&](OpBuilder &b, Location loc, ValueRange ivs) {
+        Value h = ivs[1];
+        Value hk = arith::DivUIOp::create(b, loc, h, group);
+        body(b, loc, ivs[0], h, hk, ivs[2]);
+      });
+}
+
 static void lowerToLoops(FlashAttentionOp op) {
   OpBuilder b(op);
   Location loc = op.getLoc();
@@ -132,7 +150,6 @@ static void lowerToLoops(FlashAttentionOp op) {
   int64_t hkv = cast<MemRefType>(k.getType()).getDimSize(1);
   int64_t dv = cast<MemRefType>(v.getType()).getDimSize(3);
 
-  Value c0 = indexConst(b, loc, 0), c1 = indexConst(b, loc, 1);
   Value nb = dimOf(b, loc, q, 0), sq = dimOf(b, loc, q, 2),
         skv = dimOf(b, loc, k, 2);
   Value offset = arith::SubIOp::create(b, loc, skv, sq);
@@ -140,12 +157,9 @@ static void lowerToLoops(FlashAttentionOp op) {
   Value acc = memref::AllocaOp::create(
       b, loc, MemRefType::get({dv}, b.getF32Type()));
 
-  scf::buildLoopNest(
-      b, loc, ValueRange{c0, c0, c0}, ValueRange{nb, indexConst(b, loc, hq), sq},
-      ValueRange{c1, c1, c1},
-      [&](OpBuilder &b, Location loc, ValueRange ivs) {
-        Value bi = ivs[0], h = ivs[1], i = ivs[2];
-        Value hk = arith::DivUIOp::create(b, loc, h, group);
+  forEachQueryRow(
+      b, loc, nb, hq, sq, group,
+      [&](OpBuilder &b, Location loc, Value bi, Value h, Value hk, Value i) {
         ReferenceRow r{q,  k,  v,  op.getOut(), op.getLse(), bi,
                        h,  hk, i,  Value(),     skv,         i,
                        offset};
@@ -296,12 +310,9 @@ static void lowerGradToLoops(FlashAttentionGradOp op) {
     });
   Value dq32 = sums[0], dk32 = sums[1], dv32 = sums[2];
 
-  scf::buildLoopNest(
-      b, loc, ValueRange{c0, c0, c0}, ValueRange{nb, indexConst(b, loc, hq), sq},
-      ValueRange{c1, c1, c1},
-      [&](OpBuilder &b, Location loc, ValueRange ivs) {
-        Value bi = ivs[0], h = ivs[1], i = ivs[2];
-        Value hk = arith::DivUIOp::create(b, loc, h, group);
+  forEachQueryRow(
+      b, loc, nb, hq, sq, group,
+      [&](OpBuilder &b, Location loc, Value bi, Value h, Value hk, Value i) {
         Value rowLse = memref::LoadOp::create(b, loc, lse, ValueRange{bi, h, i});
         // A row that saw no key (lse = -inf) contributes nothing.
         Value live = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,

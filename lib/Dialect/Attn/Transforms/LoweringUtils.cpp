@@ -59,62 +59,71 @@ Value buildVisible(OpBuilder &b, Location loc, Value row, Value col,
   return visible;
 }
 
+namespace {
+/// Index arithmetic for the schedule builders, one op per call: built one
+/// per statement, the ops come out in the same order under GCC and clang
+/// (C++ leaves the order of function arguments open).
+struct IndexMath {
+  OpBuilder &b;
+  Location loc;
+  Value c(int64_t v) { return indexConst(b, loc, v); }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
+  Value minS(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
+  Value maxS(Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); }
+  Value floorDiv(Value x, int64_t d) {
+    return arith::FloorDivSIOp::create(b, loc, x, c(d));
+  }
+  Value ceilDiv(Value x, int64_t d) {
+    return arith::CeilDivSIOp::create(b, loc, x, c(d));
+  }
+  Value sle(Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, x, y);
+  }
+  Value select(Value cond, Value x, Value y) {
+    return arith::SelectOp::create(b, loc, cond, x, y);
+  }
+};
+} // namespace
+
 KvRange buildKvRange(OpBuilder &b, Location loc, Value row0, Value sq,
                      Value skv, int64_t bm, int64_t bn, int64_t left,
                      int64_t right) {
-  auto c = [&](int64_t v) { return indexConst(b, loc, v); };
-  auto add = [&](Value x, Value y) -> Value {
-    return arith::AddIOp::create(b, loc, x, y);
-  };
-  auto sub = [&](Value x, Value y) -> Value {
-    return arith::SubIOp::create(b, loc, x, y);
-  };
-  auto minS = [&](Value x, Value y) -> Value {
-    return arith::MinSIOp::create(b, loc, x, y);
-  };
-  auto maxS = [&](Value x, Value y) -> Value {
-    return arith::MaxSIOp::create(b, loc, x, y);
-  };
-  auto floorDiv = [&](Value x, int64_t d) -> Value {
-    return arith::FloorDivSIOp::create(b, loc, x, c(d));
-  };
-  auto ceilDiv = [&](Value x, int64_t d) -> Value {
-    return arith::CeilDivSIOp::create(b, loc, x, c(d));
-  };
+  IndexMath m{b, loc};
   // One op per statement: C++ leaves the order of function arguments
   // unspecified, and GCC and clang would emit them in different orders.
-  Value offset = sub(skv, sq);
-  Value bmC = c(bm);
-  Value rowEnd = minS(add(row0, bmC), sq);
-  Value one = c(1);
-  Value lastRow = sub(rowEnd, one);
+  Value offset = m.sub(skv, sq);
+  Value bmC = m.c(bm);
+  Value rowEnd = m.minS(m.add(row0, bmC), sq);
+  Value one = m.c(1);
+  Value lastRow = m.sub(rowEnd, one);
   // Visible key columns of the whole block: [colLo, colHi).
-  Value colLo = c(0), colHi = skv;
+  Value colLo = m.c(0), colHi = skv;
   if (left >= 0) {
-    Value diag = add(row0, offset);
-    Value leftC = c(left);
-    colLo = maxS(colLo, sub(diag, leftC));
+    Value diag = m.add(row0, offset);
+    Value leftC = m.c(left);
+    colLo = m.maxS(colLo, m.sub(diag, leftC));
   }
   if (right >= 0) {
-    Value diag = add(lastRow, offset);
-    Value rightC = c(right + 1);
-    colHi = minS(colHi, add(diag, rightC));
+    Value diag = m.add(lastRow, offset);
+    Value rightC = m.c(right + 1);
+    colHi = m.minS(colHi, m.add(diag, rightC));
   }
   KvRange r;
-  r.lo = floorDiv(colLo, bn);
-  r.hi = maxS(r.lo, ceilDiv(colHi, bn));
+  r.lo = m.floorDiv(colLo, bn);
+  r.hi = m.maxS(r.lo, m.ceilDiv(colHi, bn));
   // Interior blocks: visible to every row of the block and inside Skv.
   r.interiorLo = r.lo;
-  r.interiorHi = floorDiv(skv, bn);
+  r.interiorHi = m.floorDiv(skv, bn);
   if (left >= 0) {
-    Value diag = add(lastRow, offset);
-    Value leftC = c(left);
-    r.interiorLo = maxS(r.lo, ceilDiv(sub(diag, leftC), bn));
+    Value diag = m.add(lastRow, offset);
+    Value leftC = m.c(left);
+    r.interiorLo = m.maxS(r.lo, m.ceilDiv(m.sub(diag, leftC), bn));
   }
   if (right >= 0) {
-    Value diag = add(row0, offset);
-    Value rightC = c(right + 1);
-    r.interiorHi = minS(r.interiorHi, floorDiv(add(diag, rightC), bn));
+    Value diag = m.add(row0, offset);
+    Value rightC = m.c(right + 1);
+    r.interiorHi = m.minS(r.interiorHi, m.floorDiv(m.add(diag, rightC), bn));
   }
   return r;
 }
@@ -122,79 +131,55 @@ KvRange buildKvRange(OpBuilder &b, Location loc, Value row0, Value sq,
 KvRange buildQRange(OpBuilder &b, Location loc, Value col0, Value sq,
                     Value skv, int64_t bm, int64_t bn, int64_t left,
                     int64_t right) {
-  auto c = [&](int64_t v) { return indexConst(b, loc, v); };
-  auto add = [&](Value x, Value y) -> Value {
-    return arith::AddIOp::create(b, loc, x, y);
-  };
-  auto sub = [&](Value x, Value y) -> Value {
-    return arith::SubIOp::create(b, loc, x, y);
-  };
-  auto minS = [&](Value x, Value y) -> Value {
-    return arith::MinSIOp::create(b, loc, x, y);
-  };
-  auto maxS = [&](Value x, Value y) -> Value {
-    return arith::MaxSIOp::create(b, loc, x, y);
-  };
-  auto floorDiv = [&](Value x, int64_t d) -> Value {
-    return arith::FloorDivSIOp::create(b, loc, x, c(d));
-  };
-  auto ceilDiv = [&](Value x, int64_t d) -> Value {
-    return arith::CeilDivSIOp::create(b, loc, x, c(d));
-  };
-  auto sle = [&](Value x, Value y) -> Value {
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, x, y);
-  };
-  auto select = [&](Value cond, Value x, Value y) -> Value {
-    return arith::SelectOp::create(b, loc, cond, x, y);
-  };
+  IndexMath m{b, loc};
   // One op per statement (see buildKvRange). Row i sees key j iff
   // i + off - left <= j <= i + off + right: the rows that see a key of
   // [col0, colEnd) are col0 - off - right <= i < colEnd - off + left,
   // clipped to [0, Sq); none when the block holds no key (col0 >= Skv).
-  Value offset = sub(skv, sq);
-  Value bnC = c(bn);
-  Value fullEnd = add(col0, bnC);
-  Value colEnd = minS(fullEnd, skv);
-  Value rowLo = c(0), rowHi = sq;
+  Value offset = m.sub(skv, sq);
+  Value bnC = m.c(bn);
+  Value fullEnd = m.add(col0, bnC);
+  Value colEnd = m.minS(fullEnd, skv);
+  Value rowLo = m.c(0), rowHi = sq;
   if (right >= 0) {
-    Value diag = sub(col0, offset);
-    Value rightC = c(right);
-    rowLo = maxS(rowLo, sub(diag, rightC));
+    Value diag = m.sub(col0, offset);
+    Value rightC = m.c(right);
+    rowLo = m.maxS(rowLo, m.sub(diag, rightC));
   }
   if (left >= 0) {
-    Value diag = sub(colEnd, offset);
-    Value leftC = c(left);
-    rowHi = minS(rowHi, add(diag, leftC));
+    Value diag = m.sub(colEnd, offset);
+    Value leftC = m.c(left);
+    rowHi = m.minS(rowHi, m.add(diag, leftC));
   }
-  Value noKey = sle(colEnd, col0);
-  Value noRow = sle(rowHi, rowLo);
+  Value noKey = m.sle(colEnd, col0);
+  Value noRow = m.sle(rowHi, rowLo);
   Value none = arith::OrIOp::create(b, loc, noKey, noRow);
   KvRange r;
-  r.lo = floorDiv(rowLo, bm);
-  Value hiBlocks = maxS(r.lo, ceilDiv(rowHi, bm));
-  r.hi = select(none, r.lo, hiBlocks);
+  r.lo = m.floorDiv(rowLo, bm);
+  Value hiBlocks = m.maxS(r.lo, m.ceilDiv(rowHi, bm));
+  r.hi = m.select(none, r.lo, hiBlocks);
   // Interior: every row (below Sq) sees every key of a block wholly below
   // Skv: the first row sees the last key, the last row the first key.
-  Value interiorLo = r.lo, interiorHi = floorDiv(sq, bm);
+  Value interiorLo = r.lo, interiorHi = m.floorDiv(sq, bm);
   if (right >= 0) {
-    Value one = c(1);
-    Value lastKey = sub(fullEnd, one);
-    Value diag = sub(lastKey, offset);
-    Value rightC = c(right);
-    interiorLo = maxS(r.lo, ceilDiv(sub(diag, rightC), bm));
+    Value one = m.c(1);
+    Value lastKey = m.sub(fullEnd, one);
+    Value diag = m.sub(lastKey, offset);
+    Value rightC = m.c(right);
+    interiorLo = m.maxS(r.lo, m.ceilDiv(m.sub(diag, rightC), bm));
   }
   if (left >= 0) {
-    Value diag = sub(col0, offset);
-    Value leftC = c(left + 1);
-    interiorHi = minS(interiorHi, floorDiv(add(diag, leftC), bm));
+    Value diag = m.sub(col0, offset);
+    Value leftC = m.c(left + 1);
+    interiorHi = m.minS(interiorHi, m.floorDiv(m.add(diag, leftC), bm));
   }
-  interiorHi = minS(interiorHi, r.hi);
+  interiorHi = m.minS(interiorHi, r.hi);
   Value partial = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt,
                                         fullEnd, skv);
   Value emptyInterior = arith::OrIOp::create(b, loc, partial,
-                                             sle(interiorHi, interiorLo));
+                                             m.sle(interiorHi, interiorLo));
   r.interiorLo = interiorLo;
-  r.interiorHi = select(emptyInterior, interiorLo, interiorHi);
+  r.interiorHi = m.select(emptyInterior, interiorLo, interiorHi);
   return r;
 }
 
