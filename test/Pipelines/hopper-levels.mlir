@@ -1,7 +1,8 @@
 // attn-hopper-pipeline is a pipeline of our passes, in the order of the IR
 // levels (docs/design.md), each level visible with --mlir-print-ir-after-all:
 // the op with its configuration, the tile level, the hopper ops (the
-// consumers' math on register fragments), their ping-pong schedule, NVVM,
+// consumers' math on register fragments, the kv loop block after block),
+// its software pipeline (intra-warpgroup overlap), the ping-pong, NVVM,
 // and the tensor maps by value.
 // RUN: fa3-opt %s --attn-hopper-pipeline=format=none --mlir-print-ir-after-all -o /dev/null 2>&1 | FileCheck %s
 
@@ -16,9 +17,18 @@
 // CHECK: hopper.warp_specialize producer regs 24 {
 // CHECK: } consumers(%{{.*}} of 2) regs 240 {
 // CHECK-NOT: turn[
+// CHECK: scf.for
 // CHECK: hopper.wgmma.ss
 // CHECK: hopper.softmax_step
+// CHECK: hopper.wgmma.rs
+// CHECK: } {hopper.overlap}
 // CHECK: } {hopper.pingpong}
+// CHECK: IR Dump After HopperOverlap (hopper-overlap)
+// CHECK-NOT: hopper.overlap
+// CHECK: scf.for %{{.*}} = %c1_i32 to
+// CHECK: hopper.wgmma.ss
+// CHECK-NEXT: hopper.wgmma.rs
+// CHECK-NEXT: hopper.wgmma.wait 1
 // CHECK: IR Dump After HopperPingPong (hopper-pingpong)
 // CHECK: hopper.named_barrier.sync turn[
 // CHECK: IR Dump After ConvertHopperToNVVM (convert-hopper-to-nvvm)

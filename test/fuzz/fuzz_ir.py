@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """IR fuzzer for fa3-opt: mutates the repository's IR files (and generates
 attention ops of its own) and runs each case through one of our passes or
-pipelines (the --attn-* and --convert-attn-* entries of `fa3-opt --help`),
+pipelines (the --attn-*, --convert-attn-* and --hopper-* entries of
+`fa3-opt --help`),
 with valid, boundary and malformed pass-option values, sometimes anchored
 under func.func or gpu.module through --pass-pipeline. attn-hopper-pipeline
 always gets format=isa or none (or a malformed value), so no ptxas runs.
@@ -413,7 +414,7 @@ def mutate(rng, text, corpus, count=None):
 # Passes and their options (from fa3-opt --help)
 # ----------------------------------------------------------------------------
 
-OURS = re.compile(r"^(attn-|convert-attn-)")
+OURS = re.compile(r"^(attn-|convert-attn-|hopper-)")
 
 
 def our_passes(opt):
@@ -504,6 +505,8 @@ def pipeline_for(rng, passes, hostile, focus):
         chain = [rng.choice(names)]
     if rng.random() < 0.2:
         seq = [["attn-hopper-config", "attn-tile", "convert-attn-to-hopper"],
+               ["attn-hopper-config", "attn-tile", "convert-attn-to-hopper",
+                "hopper-overlap", "hopper-pingpong"],
                ["attn-tile", "convert-attn-to-hopper"],
                ["attn-hopper-config", "attn-tile", "attn-lower-tiles-to-loops"],
                ["attn-tile", "attn-lower-tiles-to-loops"],

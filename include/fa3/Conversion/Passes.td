@@ -100,6 +100,11 @@ def ConvertAttnToHopper : Pass<"convert-attn-to-hopper", "::mlir::ModuleOp"> {
     carried to the `attn.kv_range`; this pass has no tuning options of its
     own.
 
+    The consumers' kv loop comes out sequential (per block: S, the softmax
+    step, O *= alpha, O += P V), marked `hopper.overlap`; `hopper-overlap`
+    software-pipelines it and `hopper-pingpong` orders the two consumers'
+    wgmma windows (both run in `attn-hopper-pipeline`).
+
     The host function that held the computation is replaced by its kernels
     (one gpu.module per attention op): their launch facts (kernel name,
     threads, dynamic shared memory, tiles, grid kind, parameter order) are

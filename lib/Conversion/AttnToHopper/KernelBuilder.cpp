@@ -22,6 +22,7 @@
 #include "KernelBuilder.h"
 #include "fa3/Conversion/HopperSupport.h"
 #include "fa3/Dialect/Hopper/IR/HopperDialect.h"
+#include "fa3/Dialect/Hopper/Transforms/Passes.h"
 
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -815,12 +816,10 @@ void KernelBuilder::consumers(Value tid, Value cta) {
     Value off64 = ext64(off);
     descQ = bin<arith::AddIOp>(descQ0, off64);
   }
-  // FA3 intra-warpgroup overlap, software-pipelined by one kv block:
-  //   prologue : S_0 = Q K_0^T; softmax(S_0) -> P_0
-  //   iter t>=1: issue S_t; issue O += P_{t-1} V_{t-1}; wait(1) -> S_t ready;
-  //              release K_t; softmax(S_t) -> P_t, alpha_t (overlaps P V);
-  //              wait(0); release V_{t-1}; O *= alpha_t
-  //   tail     : O += P_{n-1} V_{n-1}; wait(0); release V_{n-1}
+  // The tile's kv blocks one after another, block t: S = Q K_t^T, the
+  // softmax step, O *= alpha, O += P V_t. hopper-overlap software-pipelines
+  // this loop (FA3's intra-warpgroup overlap: the softmax of block t runs
+  // while the P V wgmmas of block t - 1 do).
   (void)f32(0.0);
   Value ninf = f32Bits(kNegInfBits);
   // Mainloop state: row max m and the thread's partial row sums l (one
@@ -867,94 +866,70 @@ void KernelBuilder::consumers(Value tid, Value cta) {
   auto res = ifElse(
       nz, rtIf,
       [&]() -> SmallVector<Value> {
-        // prologue: first visited block
-        Value descK = stageDesc(kRing, cG, descK0, lay.kBytes);
-        ringOp<RingConsumerWaitOp>(kRing, cG);
-        NVVM::WgmmaFenceAlignedOp::create(b, loc);
-        Value sacc = issueS(descK);
-        sacc = wgmmaWait(0, sacc);
-        ringOp<RingConsumerReleaseOp>(kRing, cG);
-        Value scores = scoresOf(sacc, lo);
-        auto sm0 = softmaxStep(scores, Value(), Value(), 0.0);
-        Value a0 = TruncOp::create(b, loc, fragP, sm0.getP());
-        Value o0 = FragmentZeroOp::create(b, loc, fragO);
-        Value inits[] = {sm0.getMNew(), sm0.getLNew(), o0, a0};
-        auto lp = scf::ForOp::create(b, loc, i32(1), nblk, i32(1), inits);
+        // The state before the first block: m = -inf, l = 0, O = 0.
+        Value mInit = FragmentFillOp::create(b, loc, fragRows, ninf);
+        Value lInit = FragmentZeroOp::create(b, loc, fragRows);
+        Value oInit = FragmentZeroOp::create(b, loc, fragO);
+        Value inits[] = {mInit, lInit, oInit};
+        auto lp = scf::ForOp::create(b, loc, i32(0), nblk, i32(1), inits);
+        lp->setAttr(kOverlapAttr, b.getUnitAttr());
         {
           OpBuilder::InsertionGuard g(b);
           b.setInsertionPointToStart(lp.getBody());
           Value t = lp.getInductionVar();
           Value m = lp.getRegionIterArg(0), l = lp.getRegionIterArg(1),
-                acc = lp.getRegionIterArg(2), pa = lp.getRegionIterArg(3);
-          // K of slot u (block t), V of slot u - 1 (block t - 1).
+                acc = lp.getRegionIterArg(2);
+          // K and V of block t are ring slot u.
           Value u = bin<arith::AddIOp>(cG, t);
           Value descK = stageDesc(kRing, u, descK0, lay.kBytes);
-          Value uPrev = bin<arith::SubIOp>(u, i32(1));
-          Value descV = stageDesc(vRing, uPrev, descV0, lay.vBytes);
-          // Both waits before the fence: a branch inside the wgmma window
-          // makes ptxas serialise it.
           ringOp<RingConsumerWaitOp>(kRing, u);
-          ringOp<RingConsumerWaitOp>(vRing, uPrev);
           NVVM::WgmmaFenceAlignedOp::create(b, loc);
           Value sa = issueS(descK);
-          Value o = issuePV(pa, descV, acc);
-          sa = wgmmaWait(1, sa);
+          sa = wgmmaWait(0, sa);
           ringOp<RingConsumerReleaseOp>(kRing, u);
           Value blk = blockOf(t);
           Value scores = scoresOf(sa, blk);
           auto sm = softmaxStep(scores, m, l,
                                 cfg.lazyRescale ? cfg.rescaleThreshold : 0.0);
-          // Rounded before the wait, beside the exponentials (the MUFU pipe
-          // is the softmax's bottleneck: the conversions issue in its
-          // shadow).
+          // Rounded right after the exponentials (the MUFU pipe is the
+          // softmax's bottleneck: the conversions issue in its shadow).
           Value a = TruncOp::create(b, loc, fragP, sm.getP());
-          // Wait for P_{t-1} V_{t-1}, then O *= alpha. ptxas hoists a
-          // wgmma.wait_group above independent arithmetic (it does not model
-          // the stall), which would make the softmax wait for the P V
-          // wgmmas; a branch is a boundary it does not schedule across, so
-          // with lazy rescaling the wait sits in both arms of the rescale
-          // branch.
-          auto rescaled = [&](Value acc) -> Value {
+          auto rescaled = [&]() -> Value {
             return ScaleRowsOp::create(b, loc, acc, sm.getAlpha());
           };
           Value oacc;
           if (cfg.lazyRescale) {
             // O *= alpha only if a row of the warpgroup raised its max:
-            // after the first blocks, almost never
+            // after the first blocks, almost never. The branch matters to
+            // the pipelined loop too: ptxas hoists a wgmma.wait_group above
+            // independent arithmetic (it does not model the stall) but not
+            // across a branch, so the wait for the previous block's P V,
+            // which hopper-overlap puts at O's first use in each arm, stays
+            // after the softmax.
             Value any = warpgroupAny(sm.getRaised());
             oacc = ifElse(
                        any, TypeRange{fragO},
-                       [&]() -> SmallVector<Value> {
-                         Value ready = wgmmaWait(0, o);
-                         return {rescaled(ready)};
-                       },
-                       [&]() -> SmallVector<Value> {
-                         return {wgmmaWait(0, o)};
-                       })
+                       [&]() -> SmallVector<Value> { return {rescaled()}; },
+                       [&]() -> SmallVector<Value> { return {acc}; })
                        .getResult(0);
           } else {
-            // O *= alpha (after the P V wgmmas retired)
-            Value ready = wgmmaWait(0, o);
-            oacc = rescaled(ready);
+            oacc = rescaled();
           }
-          ringOp<RingConsumerReleaseOp>(vRing, uPrev);
-          Value yields[] = {sm.getMNew(), sm.getLNew(), oacc, a};
+          Value descV = stageDesc(vRing, u, descV0, lay.vBytes);
+          ringOp<RingConsumerWaitOp>(vRing, u);
+          NVVM::WgmmaFenceAlignedOp::create(b, loc);
+          Value o = issuePV(a, descV, oacc);
+          o = wgmmaWait(0, o);
+          ringOp<RingConsumerReleaseOp>(vRing, u);
+          Value yields[] = {sm.getMNew(), sm.getLNew(), o};
           scf::YieldOp::create(b, loc, yields);
         }
-        // the last S of the tile has retired: Q may be overwritten
-        SmallVector<Value> coordsNz;
-        releaseQ(coordsNz);
-        // tail: O += P_{n-1} V_{n-1}
-        Value end = bin<arith::AddIOp>(cG, nblk);
-        Value last = bin<arith::SubIOp>(end, i32(1));
-        Value descV = stageDesc(vRing, last, descV0, lay.vBytes);
-        ringOp<RingConsumerWaitOp>(vRing, last);
-        NVVM::WgmmaFenceAlignedOp::create(b, loc);
-        Value o = issuePV(lp.getResult(3), descV, lp.getResult(2));
-        o = wgmmaWait(0, o);
-        ringOp<RingConsumerReleaseOp>(vRing, last);
-        SmallVector<Value> yields = {lp.getResult(0), lp.getResult(1), o};
-        yields.append(coordsNz);
+        // The last S of the tile has retired: Q may be overwritten
+        // (hopper-overlap puts the last block's P V after this, at O's
+        // first use: it does not read Q).
+        SmallVector<Value> yields = {lp.getResult(0), lp.getResult(1),
+                                     lp.getResult(2)};
+        releaseQ(yields);
         return yields;
       },
       [&]() -> SmallVector<Value> {
@@ -1060,7 +1035,7 @@ void KernelBuilder::body() {
   // With ping-pong, hopper-pingpong puts the two consumers' wgmma issue
   // windows in turns.
   if (cfg.pingpong)
-    ws->setAttr("hopper.pingpong", b.getUnitAttr());
+    ws->setAttr(kPingPongAttr, b.getUnitAttr());
   if (cfg.clusterM == 2)
     clusterSync();
   gpu::ReturnOp::create(b, loc);

@@ -2,8 +2,24 @@
 // kernel. Checks the roles, the TMA + mbarrier rings, both wgmma forms, the
 // schedule and mask helpers built from attn.kv_range / the shared visibility
 // test, the launch facts, and that the host function is replaced.
-// RUN: fa3-opt %s --attn-hopper-config="block-m=128 persistent=off" --attn-tile --convert-attn-to-hopper --hopper-pingpong | FileCheck %s
-// RUN: fa3-opt %s --attn-hopper-config="block-m=128 persistent=off" --attn-tile --convert-attn-to-hopper --hopper-pingpong --convert-hopper-to-nvvm | FileCheck %s --check-prefix=LOWER
+// RUN: fa3-opt %s --attn-hopper-config="block-m=128 persistent=off" --attn-tile --convert-attn-to-hopper --hopper-overlap --hopper-pingpong | FileCheck %s
+// RUN: fa3-opt %s --attn-hopper-config="block-m=128 persistent=off" --attn-tile --convert-attn-to-hopper --hopper-overlap --hopper-pingpong --convert-hopper-to-nvvm | FileCheck %s --check-prefix=LOWER
+// RUN: fa3-opt %s --attn-hopper-config="block-m=128 persistent=off" --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=SEQ
+
+// The pass itself leaves the consumer's kv loop sequential, block after
+// block, for hopper-overlap (test/Dialect/Hopper/overlap.mlir) to pipeline:
+// SEQ: %[[M0:.*]] = hopper.fill %{{.*}} : f32 to !hopper.frag<64xf32>
+// SEQ-NEXT: %[[L0:.*]] = hopper.zero : !hopper.frag<64xf32>
+// SEQ-NEXT: %[[O0:.*]] = hopper.zero : !hopper.frag<64x128xf32>
+// SEQ-NEXT: scf.for %{{.*}} = %c0_i32 to %{{.*}} step %c1_i32 iter_args(%[[M:.*]] = %[[M0]], %[[L:.*]] = %[[L0]], %[[O:.*]] = %[[O0]])
+// SEQ: %[[S:.*]] = hopper.wgmma.ss
+// SEQ-NEXT: hopper.wgmma.wait 0, %[[S]]
+// SEQ: hopper.softmax_step %{{.*}} state(%[[M]], %[[L]]) threshold 8.000000e+00
+// SEQ: hopper.scale_rows %[[O]]
+// SEQ: nvvm.wgmma.fence.aligned
+// SEQ-NEXT: %[[PV:.*]] = hopper.wgmma.rs %{{.*}}, %{{.*}}, %{{.*}}
+// SEQ-NEXT: hopper.wgmma.wait 0, %[[PV]]
+// SEQ: } {hopper.overlap}
 
 // CHECK: module attributes {gpu.container_module}
 // CHECK-NOT: func.func @attn(
@@ -79,6 +95,8 @@
 // ... the tile's Q (slot 0), then the first block's K (ring slot 0): its
 // stage's wgmma descriptor (2048 = 32 KiB >> 4 per stage) and its wait ...
 // CHECK: hopper.ring.consumer_wait %[[QR]][%c0_i32]
+// ... O starts at zero (m = -inf and l = 0 are the stateless first step) ...
+// CHECK: %[[OZ:.*]] = hopper.zero : !hopper.frag<64x128xf32>
 // CHECK: %[[KST0:.*]] = hopper.ring.stage %[[KR]][%c0_i32]
 // CHECK-NEXT: arith.muli %[[KST0]], %c2048_i32 : i32
 // CHECK: hopper.ring.consumer_wait %[[KR]][%c0_i32]
@@ -101,7 +119,6 @@
 // operand of P V ...
 // CHECK: %[[P0:.*]], %[[M0:.*]], %[[L0:.*]], %{{.*}}, %{{.*}} = hopper.softmax_step %{{.*}} scale %arg15 : !hopper.frag<64x128xf32>, !hopper.frag<64xf32>
 // CHECK-NEXT: %[[PA0:.*]] = hopper.trunc %[[P0]] : !hopper.frag<64x128xf32> to !hopper.frag<64x128xbf16>
-// CHECK-NEXT: %[[OZ:.*]] = hopper.zero : !hopper.frag<64x128xf32>
 // ... then per block: S of this block, O += P V of the last (RS), the
 // softmax while P V runs, with lazy rescaling (threshold 8 in log2 units):
 // block t's K in ring slot u = g + t, block t - 1's V in slot u - 1, both

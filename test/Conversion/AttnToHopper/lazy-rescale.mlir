@@ -7,9 +7,9 @@
 // arms of that branch: ptxas hoists a wgmma wait above independent
 // arithmetic, but not across a branch, so the softmax stays beside the
 // P V wgmmas (fa3.sass checks that in the SASS).
-// RUN: fa3-opt %s --attn-hopper-config=block-m=128 --attn-tile --convert-attn-to-hopper | FileCheck %s
-// RUN: fa3-opt %s --attn-hopper-config="block-m=128 rescale-threshold=0" --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=EXACT
-// RUN: fa3-opt %s --attn-hopper-config="block-m=128 lazy-rescale=off" --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=OFF
+// RUN: fa3-opt %s --attn-hopper-config=block-m=128 --attn-tile --convert-attn-to-hopper --hopper-overlap | FileCheck %s
+// RUN: fa3-opt %s --attn-hopper-config="block-m=128 rescale-threshold=0" --attn-tile --convert-attn-to-hopper --hopper-overlap | FileCheck %s --check-prefix=EXACT
+// RUN: fa3-opt %s --attn-hopper-config="block-m=128 lazy-rescale=off" --attn-tile --convert-attn-to-hopper --hopper-overlap | FileCheck %s --check-prefix=OFF
 
 // CHECK: lazy_rescale = true
 // CHECK: scf.for %{{.*}} iter_args(%[[M:[^ ]*]] = %{{[^,]*}}, %[[L:[^ ]*]] = %{{[^,]*}}, %{{[^ ]*}} = %{{[^,]*}}, %{{[^ ]*}} = %{{[^)]*}})

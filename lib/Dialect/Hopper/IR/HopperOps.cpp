@@ -2,6 +2,7 @@
 
 #include "fa3/Dialect/Hopper/IR/HopperDialect.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/Matchers.h"

@@ -38,7 +38,8 @@ def Hopper_Dialect : Dialect {
   }];
   let useDefaultAttributePrinterParser = 1;
   let useDefaultTypePrinterParser = 1;
-  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+  // Ops take !llvm.ptr operands whose types their parsers build.
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::LLVM::LLVMDialect"];
 }
 
 class Hopper_Op<string mnemonic, list<Trait> traits = []>

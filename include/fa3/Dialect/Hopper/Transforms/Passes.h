@@ -10,6 +10,9 @@ namespace fa3::hopper {
 /// The discardable attribute that asks hopper-pingpong to order a
 /// hopper.warp_specialize's two consumers.
 constexpr llvm::StringLiteral kPingPongAttr = "hopper.pingpong";
+/// The discardable attribute that asks hopper-overlap to software-pipeline
+/// a consumer's kv loop.
+constexpr llvm::StringLiteral kOverlapAttr = "hopper.overlap";
 
 #define GEN_PASS_DECL
 #include "fa3/Dialect/Hopper/Transforms/Passes.h.inc"

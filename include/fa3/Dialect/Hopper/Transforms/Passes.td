@@ -29,4 +29,40 @@ def HopperPingPong : Pass<"hopper-pingpong"> {
                            "::mlir::scf::SCFDialect"];
 }
 
+def HopperOverlap : Pass<"hopper-overlap"> {
+  let summary = "Overlap a kv block's softmax with the previous block's P V "
+                "(FA3's intra-warpgroup pipelining)";
+  let description = [{
+    Software-pipelines each `scf.for` marked `hopper.overlap` by one
+    iteration. Stage 1 of an iteration is its `hopper.wgmma.rs` (O += P V),
+    the `nvvm.wgmma.fence.aligned` before it, its `hopper.wgmma.wait 0`
+    (whose result the body yields as O), the arithmetic only its descriptor
+    needs, and the wait and release of the ring slots that arithmetic
+    addresses; the rest is stage 0 (S = Q K^T, the softmax step, O's
+    rescale). The result:
+
+    - prologue: stage 0 of the first iteration, specialised to the initial
+      state: a `hopper.softmax_step` from m = -inf, l = 0 (a
+      `hopper.fill` of -inf and a `hopper.zero`) becomes the stateless
+      first step, and the rescale of an O that starts as `hopper.zero` is
+      dropped with the vote that guards it;
+    - the loop from the second iteration: stage 0 of iteration t with
+      stage 1 of t - 1 merged in: its descriptor arithmetic before stage
+      0's first ring wait, its ring waits before stage 0's wgmma fence, its
+      product right after stage 0's last wgmma of that window (the waits
+      in between expect one more group in flight), its wait at O's first
+      use in each block (in both arms of a lazy-rescale branch), its
+      releases at the end. P of iteration t - 1 is carried; a slot
+      `x + iv` of stage 1 becomes `x + iv - step`;
+    - tail: stage 1 of the last iteration, placed at the first use of the
+      loop's O (work after the loop that does not read O, such as
+      releasing Q's ring slot, comes first).
+
+    The loop must sit in an `scf.if` on ub > lb (its first iteration is
+    peeled). The marker is removed.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 #endif // FA3_HOPPER_PASSES
