@@ -1,8 +1,9 @@
 // attn-hopper-pipeline is a pipeline of our passes, in the order of the IR
 // levels (docs/design.md), each level visible with --mlir-print-ir-after-all:
 // the op with its configuration, the tile level, the hopper ops (the
-// consumers' math on register fragments, the kv loop block after block),
-// its software pipeline (intra-warpgroup overlap), the ping-pong, NVVM,
+// consumers' math on register fragments, the kv loop block after block,
+// the producer's tiles of ring slots), their TMA transfers, the kv loop's
+// software pipeline (intra-warpgroup overlap), the ping-pong, NVVM,
 // and the tensor maps by value.
 // RUN: fa3-opt %s --attn-hopper-pipeline=format=none --mlir-print-ir-after-all -o /dev/null 2>&1 | FileCheck %s
 
@@ -15,6 +16,7 @@
 // CHECK: attn.tile_finalize
 // CHECK: IR Dump After ConvertAttnToHopper (convert-attn-to-hopper)
 // CHECK: hopper.warp_specialize producer regs 24 {
+// CHECK: hopper.load_tile
 // CHECK: } consumers(%{{.*}} of 2) regs 240 {
 // CHECK-NOT: turn[
 // CHECK: scf.for
@@ -23,6 +25,10 @@
 // CHECK: hopper.wgmma.rs
 // CHECK: } {hopper.overlap}
 // CHECK: } {hopper.pingpong}
+// CHECK: IR Dump After HopperAsyncCopy (hopper-async-copy)
+// CHECK-NOT: hopper.load_tile
+// CHECK: hopper.ring.producer_commit
+// CHECK-NEXT: hopper.tma_load
 // CHECK: IR Dump After HopperOverlap (hopper-overlap)
 // CHECK-NOT: hopper.overlap
 // CHECK: scf.for %{{.*}} = %c1_i32 to

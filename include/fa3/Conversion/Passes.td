@@ -101,9 +101,11 @@ def ConvertAttnToHopper : Pass<"convert-attn-to-hopper", "::mlir::ModuleOp"> {
     own.
 
     The consumers' kv loop comes out sequential (per block: S, the softmax
-    step, O *= alpha, O += P V), marked `hopper.overlap`; `hopper-overlap`
-    software-pipelines it and `hopper-pingpong` orders the two consumers'
-    wgmma windows (both run in `attn-hopper-pipeline`).
+    step, O *= alpha, O += P V), marked `hopper.overlap`, and the
+    producer's transfers as `hopper.load_tile`s; `hopper-async-copy`
+    writes the TMA transfers, `hopper-overlap` software-pipelines the kv
+    loop and `hopper-pingpong` orders the two consumers' wgmma windows (all
+    run in `attn-hopper-pipeline`).
 
     The host function that held the computation is replaced by its kernels
     (one gpu.module per attention op): their launch facts (kernel name,

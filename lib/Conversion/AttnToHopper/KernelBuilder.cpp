@@ -83,8 +83,6 @@ public:
     assert((!cfg.pingpong || cfg.consumers() == 2) &&
            "ping-pong alternates between two consumer warpgroups");
     lay = computeSmemLayout(cfg);
-    nchunkQK = cfg.tileD() / kChunk;
-    nchunkV = cfg.tileDv() / kChunk;
     i1T = b.getI1Type();
     i32T = b.getI32Type();
     i64T = b.getI64Type();
@@ -106,8 +104,6 @@ private:
   MLIRContext *ctx;
   const KernelConfig &cfg;
   SmemLayout lay;
-  // 64-column TMA boxes per row of a Q or K tile, and of a V or O tile
-  int64_t nchunkQK, nchunkV;
   Type i1T, i32T, i64T, f32T, et, smemPtrT;
   // A consumer warpgroup's fragments: S (64 x block_n), P as the register A
   // operand of P V, O (64 x the V tile's width), and one value per row. At
@@ -255,12 +251,13 @@ private:
   }
   /// Slot u's stage index in ring r.
   Value ringStage(Value r, Value u) { return RingStageOp::create(b, loc, r, u); }
-  /// One TMA box of `map` at `coords` into slot u's stage of r, `offset`
-  /// bytes into the stage (and, with multicast, into the peer CTA's ring).
-  void tmaLoad(Value map, ValueRange coords, Value r, Value u, Value offset,
-               bool multicast) {
-    TmaLoadOp::create(b, loc, map, coords, r, u, offset,
-                      multicast ? b.getI64IntegerAttr(3) : IntegerAttr());
+  /// The `rows` x `cols` tile at (row, head, batch) of `map` as the payload
+  /// of slot u of ring r, which the producer has acquired.
+  void loadTile(Value map, Value row, Value head, Value batch, Value r,
+                Value u, int64_t rows, int64_t cols) {
+    LoadTileOp::create(b, loc, map, row, head, batch, r, u,
+                       static_cast<uint64_t>(rows), static_cast<uint64_t>(cols),
+                       et);
   }
   /// The ring types.
   RingType ringType(int64_t stages, int64_t stageBytes, int64_t data,
@@ -630,13 +627,6 @@ void KernelBuilder::producer(Value cta) {
                                  cfg.clusterM == 2);
   Value numM = grid.getNumM(), tiles = grid.getTiles();
   Value grp = bin<arith::DivUIOp>(param("Hq"), param("Hkv"));
-  // The cluster rank is read where it is used (an asm with side effects,
-  // which LLVM does not hoist): held across the producer loop, it would be
-  // one register more than the producer's 24.
-  auto clusterRank = [&] {
-    return inlineAsm(i32T, ValueRange{}, "mov.u32 $0, %cluster_ctarank;",
-                     "=r");
-  };
   Value pTile, pK, pG;
   std::tie(pTile, pK, pG) = openTileLoop(/*producer=*/true, cta, tiles);
   {
@@ -656,14 +646,9 @@ void KernelBuilder::producer(Value cta) {
       Value words[] = {pTile, tl.m0, tl.head, tl.bidx};
       storeWords4(q.slot, words);
     }
-    // Q tile: boxes of [block_m rows][64 cols], coords (d, head, row, batch)
-    producerCommit(qRing, q.k, lay.qBytes);
-    for (int64_t c = 0; c < nchunkQK; ++c) {
-      Value col = i32(c * kChunk);
-      Value box = i32(c * cfg.blockM * kSwizzleBytes);
-      Value crd[] = {col, tl.head, tl.m0, tl.bidx};
-      tmaLoad(param("mapQ"), crd, qRing, q.k, box, /*multicast=*/false);
-    }
+    // the Q tile (hopper-async-copy writes its TMA transfer)
+    loadTile(param("mapQ"), tl.m0, tl.head, tl.bidx, qRing, q.k, cfg.blockM,
+             cfg.tileD());
     // K/V rings, continued across tiles: ring slot u = g + t for kv block t
     // of the tile. The loop runs over the ring slots themselves (g .. g +
     // nblk): the bound is then also the next tile's g, one value fewer to
@@ -677,35 +662,14 @@ void KernelBuilder::producer(Value cta) {
       Value pu = loop.getInductionVar();
       Value blk = bin<arith::AddIOp>(blk0, pu);
       Value kvrow = bin<arith::MulIOp>(blk, i32(cfg.blockN));
-      struct Load {
-        Value ring;
-        const char *tm;
-        int64_t bytes, nchunk;
-      } loads[2] = {{kRing, "mapK", lay.kBytes, nchunkQK},
-                    {vRing, "mapV", lay.vBytes, nchunkV}};
-      for (const Load &ld : loads) {
-        ringOp<RingProducerAcquireOp>(ld.ring, pu);
-        // The whole tile arrives here (with multicast, half from the peer).
-        producerCommit(ld.ring, pu, ld.bytes);
-        if (cfg.clusterM == 1) {
-          for (int64_t c = 0; c < ld.nchunk; ++c) {
-            Value col = i32(c * kChunk);
-            Value box = i32(c * cfg.blockN * kSwizzleBytes);
-            Value crd[] = {col, hkv, kvrow, tl.bidx};
-            tmaLoad(param(ld.tm), crd, ld.ring, pu, box, /*multicast=*/false);
-          }
-          continue;
-        }
-        // boxes 2j + rank, multicast into both CTAs of the cluster
-        Value rank = clusterRank();
-        for (int64_t j = 0; j < ld.nchunk / 2; ++j) {
-          Value c = bin<arith::AddIOp>(rank, i32(2 * j));
-          Value box = bin<arith::MulIOp>(c, i32(cfg.blockN * kSwizzleBytes));
-          Value col = bin<arith::MulIOp>(c, i32(kChunk));
-          Value crd[] = {col, hkv, kvrow, tl.bidx};
-          tmaLoad(param(ld.tm), crd, ld.ring, pu, box, /*multicast=*/true);
-        }
-      }
+      // K and V of the block (with multicast, each CTA of the cluster
+      // loads half of the boxes into both CTAs' rings: hopper-async-copy)
+      ringOp<RingProducerAcquireOp>(kRing, pu);
+      loadTile(param("mapK"), kvrow, hkv, tl.bidx, kRing, pu, cfg.blockN,
+               cfg.tileD());
+      ringOp<RingProducerAcquireOp>(vRing, pu);
+      loadTile(param("mapV"), kvrow, hkv, tl.bidx, vRing, pu, cfg.blockN,
+               cfg.tileDv());
     }
     Value next;
     if (cfg.persistent && cfg.clusterM == 2) {

@@ -2,12 +2,20 @@
 // kernel. Checks the roles, the TMA + mbarrier rings, both wgmma forms, the
 // schedule and mask helpers built from attn.kv_range / the shared visibility
 // test, the launch facts, and that the host function is replaced.
-// RUN: fa3-opt %s --attn-hopper-config="block-m=128 persistent=off" --attn-tile --convert-attn-to-hopper --hopper-overlap --hopper-pingpong | FileCheck %s
-// RUN: fa3-opt %s --attn-hopper-config="block-m=128 persistent=off" --attn-tile --convert-attn-to-hopper --hopper-overlap --hopper-pingpong --convert-hopper-to-nvvm | FileCheck %s --check-prefix=LOWER
+// RUN: fa3-opt %s --attn-hopper-config="block-m=128 persistent=off" --attn-tile --convert-attn-to-hopper --hopper-async-copy --hopper-overlap --hopper-pingpong | FileCheck %s
+// RUN: fa3-opt %s --attn-hopper-config="block-m=128 persistent=off" --attn-tile --convert-attn-to-hopper --hopper-async-copy --hopper-overlap --hopper-pingpong --convert-hopper-to-nvvm | FileCheck %s --check-prefix=LOWER
 // RUN: fa3-opt %s --attn-hopper-config="block-m=128 persistent=off" --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=SEQ
 
-// The pass itself leaves the consumer's kv loop sequential, block after
-// block, for hopper-overlap (test/Dialect/Hopper/overlap.mlir) to pipeline:
+// The pass itself leaves the transfers as tiles of ring slots, for
+// hopper-async-copy (test/Dialect/Hopper/async-copy.mlir) to write: Q, then
+// K and V of each block ...
+// SEQ: hopper.warp_specialize producer
+// SEQ: hopper.load_tile %arg0[%{{.*}}, %{{.*}}, %{{.*}}] into %{{.*}} rows 128 cols 128 : bf16
+// SEQ: hopper.load_tile %arg1[%{{.*}}, %{{.*}}, %{{.*}}] into %{{.*}} rows 128 cols 128 : bf16
+// SEQ: hopper.load_tile %arg2[%{{.*}}, %{{.*}}, %{{.*}}] into %{{.*}} rows 128 cols 128 : bf16
+// SEQ-NOT: hopper.tma_load
+// ... and the consumer's kv loop sequential, block after block, for
+// hopper-overlap (test/Dialect/Hopper/overlap.mlir) to pipeline:
 // SEQ: %[[M0:.*]] = hopper.fill %{{.*}} : f32 to !hopper.frag<64xf32>
 // SEQ-NEXT: %[[L0:.*]] = hopper.zero : !hopper.frag<64xf32>
 // SEQ-NEXT: %[[O0:.*]] = hopper.zero : !hopper.frag<64x128xf32>

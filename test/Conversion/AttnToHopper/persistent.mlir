@@ -10,8 +10,8 @@
 // the epilogue just before they release Q; an id >= the tile count (written
 // with a plain arrive, no load) ends their loop. The K/V ring slot g
 // continues across tiles.
-// RUN: fa3-opt %s --attn-hopper-config="block-m=128 persistent=on q-buffers=1" --attn-tile --convert-attn-to-hopper | FileCheck %s
-// RUN: fa3-opt %s --attn-hopper-config="block-m=128 persistent=on" --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=Q2
+// RUN: fa3-opt %s --attn-hopper-config="block-m=128 persistent=on q-buffers=1" --attn-tile --convert-attn-to-hopper --hopper-async-copy | FileCheck %s
+// RUN: fa3-opt %s --attn-hopper-config="block-m=128 persistent=on" --attn-tile --convert-attn-to-hopper --hopper-async-copy | FileCheck %s --check-prefix=Q2
 
 // Two Q buffers (the default where they fit): the Q ring has two stages,
 // so tile k (ring slot k) uses buffer, barriers and published slot k % 2,

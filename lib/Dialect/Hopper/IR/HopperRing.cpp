@@ -118,3 +118,30 @@ LogicalResult TmaLoadOp::verify() {
   }
   return success();
 }
+
+int64_t LoadTileOp::getElementBytes() {
+  return getElement().getIntOrFloatBitWidth() / 8;
+}
+
+int64_t LoadTileOp::getBoxCols() { return kSwizzleBytes / getElementBytes(); }
+
+LogicalResult LoadTileOp::verify() {
+  RingType ring = getRing().getType();
+  if (getCols() % getBoxCols() != 0)
+    return emitOpError("cols must be a multiple of ")
+           << getBoxCols() << " (one 128-byte swizzle row of " << getElement()
+           << " per TMA box), got " << getCols();
+  if (getRows() > kMaxTmaBoxRows)
+    return emitOpError("rows must be at most ")
+           << kMaxTmaBoxRows << " (a TMA box dimension), got " << getRows();
+  if (getTileBytes() > ring.getStageBytes())
+    return emitOpError("a ")
+           << getRows() << "x" << getCols() << " tile (" << getTileBytes()
+           << " bytes) does not fit the ring's " << ring.getStageBytes()
+           << "-byte stages";
+  if (ring.getCluster() == 2 && getBoxes() % 2 != 0)
+    return emitOpError("a ring shared by a 2-CTA cluster takes tiles of an "
+                       "even number of boxes (each CTA loads half), got ")
+           << getBoxes();
+  return success();
+}

@@ -16,6 +16,9 @@ inline constexpr int64_t kMaxDynamicSmem = 232448;
 inline constexpr int64_t kWarpgroupThreads = 128;
 /// Bytes of a row of a TMA box / wgmma operand under the 128B swizzle.
 inline constexpr int64_t kSwizzleBytes = 128;
+/// A TMA box's extent in each dimension (cuTensorMapEncodeTiled: boxDim
+/// at most 256 elements).
+inline constexpr int64_t kMaxTmaBoxRows = 256;
 } // namespace fa3::hopper
 
 #endif

@@ -207,4 +207,52 @@ def Hopper_TmaLoadOp : Hopper_Op<"tma_load"> {
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// A tile into a ring slot (before hopper-async-copy)
+//===----------------------------------------------------------------------===//
+
+def Hopper_LoadTileOp : Hopper_Op<"load_tile"> {
+  let summary = "a tile of a tensor as the payload of a ring slot";
+  let description = [{
+    The producer's transfer of one tile into slot `slot` of `ring`, which
+    it has acquired (`hopper.ring.producer_acquire`): rows `row` ..
+    `row` + `rows` - 1 and columns 0 .. `cols` - 1 of head `head`, batch
+    `batch` of the 4-D tensor map `map` (coordinates innermost first:
+    column, head, row, batch), of `element` type. It completes the slot:
+    the consumers' wait on it returns once the whole tile has landed.
+
+    `hopper-async-copy` turns it into the transfer: a commit expecting the
+    tile's bytes on the slot's full barrier, then one TMA box per 128-byte
+    swizzle row of columns (`box_cols` = 128 / element bytes), box c at
+    byte c * rows * 128 of the stage. In a ring shared by a 2-CTA cluster
+    (cluster = 2) each CTA loads every other box (those of its cluster
+    rank) and multicasts it into both CTAs' rings: each tile leaves L2
+    once per pair, and the full barrier still expects the whole tile.
+
+    ```mlir
+    hopper.load_tile %mapK[%row, %head, %batch] into %k[%u] rows 128 cols 128
+        : bf16, !hopper.ring<...>
+    ```
+  }];
+  let arguments = (ins LLVM_PointerInAddressSpace<0>:$map, I32:$row, I32:$head,
+                       I32:$batch, Hopper_RingType:$ring, I32:$slot,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$rows,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$cols,
+                       TypeAttrOf<AnyTypeOf<[BF16, F16]>>:$element);
+  let assemblyFormat = [{
+    $map `[` $row `,` $head `,` $batch `]` `into` $ring `[` $slot `]`
+    `rows` $rows `cols` $cols attr-dict `:` $element `,` qualified(type($ring))
+  }];
+  let extraClassDeclaration = [{
+    /// Bytes of one element, columns and bytes of one TMA box, boxes per
+    /// row and bytes of the whole tile.
+    int64_t getElementBytes();
+    int64_t getBoxCols();
+    int64_t getBoxBytes() { return getRows() * kSwizzleBytes; }
+    int64_t getBoxes() { return getCols() / getBoxCols(); }
+    int64_t getTileBytes() { return getBoxes() * getBoxBytes(); }
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // FA3_HOPPER_RING_OPS

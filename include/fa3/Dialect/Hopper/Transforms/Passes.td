@@ -29,6 +29,21 @@ def HopperPingPong : Pass<"hopper-pingpong"> {
                            "::mlir::scf::SCFDialect"];
 }
 
+def HopperAsyncCopy : Pass<"hopper-async-copy"> {
+  let summary = "Turn tile loads into ring slots into TMA transfers";
+  let description = [{
+    Each `hopper.load_tile` (a tile of a tensor as the payload of an
+    acquired ring slot) becomes its transfer: a
+    `hopper.ring.producer_commit` expecting the tile's bytes, then one
+    `hopper.tma_load` per 128-byte swizzle row of columns (box c at byte
+    c * rows * 128 of the stage). In a ring shared by a 2-CTA cluster each
+    CTA loads the boxes of its cluster rank (rank, rank + 2, ...) with
+    multicast into both CTAs' rings.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::LLVM::LLVMDialect"];
+}
+
 def HopperOverlap : Pass<"hopper-overlap"> {
   let summary = "Overlap a kv block's softmax with the previous block's P V "
                 "(FA3's intra-warpgroup pipelining)";

@@ -1,0 +1,115 @@
+//===- AsyncCopy.cpp - tile loads into TMA transfers of a ring slot -------===//
+//
+// hopper.load_tile says which tile a ring slot carries; this pass writes
+// the transfer: the producer's commit of the tile's bytes on the slot's
+// full barrier, and the TMA boxes (one per 128-byte swizzle row of
+// columns), split between the two CTAs of a cluster and multicast when the
+// ring is shared by both.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa3/Dialect/Hopper/IR/HopperDialect.h"
+#include "fa3/Dialect/Hopper/Transforms/Passes.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
+namespace fa3::hopper {
+#define GEN_PASS_DEF_HOPPERASYNCCOPY
+#include "fa3/Dialect/Hopper/Transforms/Passes.h.inc"
+} // namespace fa3::hopper
+
+using namespace mlir;
+using namespace fa3::hopper;
+
+namespace {
+/// Both CTAs of a cluster receive every box loaded by either.
+constexpr int64_t kBothCtas = 3;
+
+/// This CTA's rank in its cluster. An asm with side effects, which LLVM
+/// neither hoists nor keeps live: read where it is used, it costs the
+/// producer (24 registers) no register across its loop.
+Value clusterRank(OpBuilder &b, Location loc) {
+  auto op = LLVM::InlineAsmOp::create(
+      b, loc, b.getI32Type(), ValueRange{}, "mov.u32 $0, %cluster_ctarank;",
+      "=r", /*has_side_effects=*/true, /*is_align_stack=*/false,
+      LLVM::tailcallkind::TailCallKind::None,
+      LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
+      /*operand_attrs=*/ArrayAttr());
+  return op.getResult(0);
+}
+
+/// i32 constants at the top of the kernel (as the kernel builder keeps
+/// them), one per value.
+class Constants {
+public:
+  explicit Constants(Operation *inside) {
+    auto fn = inside->getParentOfType<FunctionOpInterface>();
+    entry = fn ? &fn.getFunctionBody().front() : inside->getBlock();
+    for (auto c : entry->getOps<arith::ConstantIntOp>())
+      if (c.getType().isInteger(32))
+        known.try_emplace(c.value(), c);
+  }
+  Value i32(int64_t v) {
+    auto [it, fresh] = known.try_emplace(v, nullptr);
+    if (fresh) {
+      OpBuilder b = OpBuilder::atBlockBegin(entry);
+      it->second = arith::ConstantIntOp::create(b, entry->getParentOp()->getLoc(), v, 32);
+    }
+    return it->second;
+  }
+
+private:
+  Block *entry;
+  llvm::DenseMap<int64_t, Value> known;
+};
+
+void lower(LoadTileOp op) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  Constants cst(op);
+  auto i32 = [&](OpBuilder &, Location, int64_t v) { return cst.i32(v); };
+  Value ring = op.getRing(), slot = op.getSlot();
+  // The whole tile completes the slot, in a cluster half of it from the
+  // peer's multicast.
+  RingProducerCommitOp::create(b, loc, ring, slot,
+                               static_cast<uint64_t>(op.getTileBytes()));
+  auto box = [&](Value col, Value offset, bool multicast) {
+    Value coords[] = {col, op.getHead(), op.getRow(), op.getBatch()};
+    TmaLoadOp::create(b, loc, op.getMap(), coords, ring, slot, offset,
+                      multicast ? b.getI64IntegerAttr(kBothCtas)
+                                : IntegerAttr());
+  };
+  if (op.getRing().getType().getCluster() == 1) {
+    for (int64_t c = 0; c < op.getBoxes(); ++c) {
+      Value col = i32(b, loc, c * op.getBoxCols());
+      Value offset = i32(b, loc, c * op.getBoxBytes());
+      box(col, offset, /*multicast=*/false);
+    }
+  } else {
+    // boxes 2j + rank, multicast into both CTAs of the cluster
+    Value rank = clusterRank(b, loc);
+    for (int64_t j = 0; j < op.getBoxes() / 2; ++j) {
+      Value step = i32(b, loc, 2 * j);
+      Value c = arith::AddIOp::create(b, loc, rank, step);
+      Value boxBytes = i32(b, loc, op.getBoxBytes());
+      Value offset = arith::MulIOp::create(b, loc, c, boxBytes);
+      Value boxCols = i32(b, loc, op.getBoxCols());
+      Value col = arith::MulIOp::create(b, loc, c, boxCols);
+      box(col, offset, /*multicast=*/true);
+    }
+  }
+  op.erase();
+}
+
+struct HopperAsyncCopyPass
+    : public fa3::hopper::impl::HopperAsyncCopyBase<HopperAsyncCopyPass> {
+  void runOnOperation() override {
+    SmallVector<LoadTileOp> loads;
+    getOperation()->walk([&](LoadTileOp op) { loads.push_back(op); });
+    for (LoadTileOp op : loads)
+      lower(op);
+  }
+};
+} // namespace
