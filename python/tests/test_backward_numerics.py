@@ -1,6 +1,8 @@
-"""attn.flash_attention_grad lowered by the CPU reference pipeline against the
-float64 NumPy gradients (fa3.reference.attention_grad), and that reference
-against central finite differences of the forward.
+"""attn.flash_attention_grad lowered by the CPU reference pipeline, and in
+its tiled form (attn-tile: FlashAttention's backward schedule, per kv-block
+the q-blocks of attn.q_range, expanded for the CPU), against the float64
+NumPy gradients (fa3.reference.attention_grad), and that reference against
+central finite differences of the forward.
 
 Fresh random inputs each run. The compiled backward takes q, k, v, dO, the
 forward's o (rounded to the input dtype) and lse (f32) as a training step
@@ -27,14 +29,29 @@ from test_cpu_numerics import SHAPES, as_f64, output_buffer, random_inputs, roun
 TOL = {"f32": 1e-5, "f16": 2e-3, "bf16": 1e-2}
 
 
-def run_grad(rng, b, hq, hkv, sq, skv, d, dv, attrs, dtype, grad_dtype, dead_rows=()):
-    """`dead_rows`: (b, h, i) whose lse is set to -inf (a row that saw no
-    key, as the forward reports it): they must add nothing."""
+REFERENCE = "attn-cpu-reference-pipeline"
+
+
+def tiled(bm, bn):
+    return "attn-cpu-tiled-pipeline{block-m=%d block-n=%d}" % (bm, bn)
+
+
+def compile_grad(pipeline, b, hq, hkv, sq, skv, d, dv, attrs, dtype, grad_dtype):
     ctx = Context()
     mod = ctx.parse(flash_attention_grad_func("attn_grad", b, hq, hkv, sq, skv, d, dv,
                                               dtype=dtype, grad_dtype=grad_dtype, **attrs))
-    mod.run_pipeline("attn-cpu-reference-pipeline")
-    prog = CpuProgram(mod)
+    mod.run_pipeline(pipeline)
+    return CpuProgram(mod), ctx
+
+
+def run_grad(rng, b, hq, hkv, sq, skv, d, dv, attrs, dtype, grad_dtype, dead_rows=(),
+             pipelines=(REFERENCE,)):
+    """`dead_rows`: (b, h, i) whose lse is set to -inf (a row that saw no
+    key, as the forward reports it): they must add nothing. Each pipeline
+    runs on the same inputs; returns the errors of the first and every
+    pipeline's gradients."""
+    progs = [compile_grad(p, b, hq, hkv, sq, skv, d, dv, attrs, dtype, grad_dtype)
+             for p in pipelines]
     (q, k, v), (q64, k64, v64) = random_inputs(rng, b, hq, hkv, sq, skv, d, dv, dtype)
     do, do64 = rounded(rng.standard_normal((b, hq, sq, dv)), dtype)
     o64, lse64 = reference.attention(q64, k64, v64, **attrs)
@@ -42,21 +59,27 @@ def run_grad(rng, b, hq, hkv, sq, skv, d, dv, attrs, dtype, grad_dtype, dead_row
     lse = lse64.astype(np.float32)
     for r in dead_rows:
         lse[r] = -np.inf
-    grads = [output_buffer((b, hq, sq, d), grad_dtype),
-             output_buffer((b, hkv, skv, d), grad_dtype),
-             output_buffer((b, hkv, skv, dv), grad_dtype)]
-    prog.call("attn_grad", q, k, v, o, do, lse, *grads)
     want = reference.attention_grad(q64, k64, v64, do64, o=o_in, lse=lse, **attrs)
     mags = reference.attention_grad(q64, k64, v64, do64, o=o_in, lse=lse,
                                      magnitude=True, **attrs)
-    errs = []
-    for name, got, ref, mag in zip(("dq", "dk", "dv"), grads, want, mags):
-        g = as_f64(got, grad_dtype)
-        assert not np.isnan(g).any(), f"{name}: elements left unwritten or NaN"
-        err = np.linalg.norm(g - ref) / max(np.linalg.norm(mag), 1e-30)
-        assert err <= TOL[grad_dtype], f"{name}: relative error {err:.3g} > {TOL[grad_dtype]}"
-        errs.append(err)
-    return errs
+    results = []
+    for pipeline, (prog, _ctx) in zip(pipelines, progs):
+        grads = [output_buffer((b, hq, sq, d), grad_dtype),
+                 output_buffer((b, hkv, skv, d), grad_dtype),
+                 output_buffer((b, hkv, skv, dv), grad_dtype)]
+        prog.call("attn_grad", q, k, v, o, do, lse, *grads)
+        errs = []
+        for name, got, ref, mag in zip(("dq", "dk", "dv"), grads, want, mags):
+            g = as_f64(got, grad_dtype)
+            assert not np.isnan(g).any(), f"{pipeline} {name}: elements left unwritten or NaN"
+            err = np.linalg.norm(g - ref) / max(np.linalg.norm(mag), 1e-30)
+            assert err <= TOL[grad_dtype], \
+                f"{pipeline} {name}: relative error {err:.3g} > {TOL[grad_dtype]}"
+            errs.append(err)
+        results.append((grads, errs))
+    if len(results) == 1:
+        return results[0][1]
+    return results
 
 
 @pytest.mark.parametrize("name,b,hq,hkv,sq,skv,d,dv,attrs", SHAPES, ids=[s[0] for s in SHAPES])
@@ -71,6 +94,42 @@ def test_grad_f32(name, b, hq, hkv, sq, skv, d, dv, attrs):
 def test_grad_low_precision(dtype, grad_dtype, attrs):
     # GQA 4/2, Sq != Skv, D != Dv
     run_grad(np.random.default_rng(), 1, 4, 2, 45, 70, 32, 16, attrs, dtype, grad_dtype)
+
+
+# Tiles that divide nothing (rows and keys hang over Sq and Skv, the
+# boundary blocks of every mask), square ones, and a single tile per side.
+TILES = [(16, 8), (32, 48), (128, 128)]
+
+
+@pytest.mark.parametrize("bm,bn", TILES, ids=[f"{m}x{n}" for m, n in TILES])
+@pytest.mark.parametrize("name,b,hq,hkv,sq,skv,d,dv,attrs", SHAPES, ids=[s[0] for s in SHAPES])
+def test_tiled_grad_f32(name, b, hq, hkv, sq, skv, d, dv, attrs, bm, bn):
+    """The tiled form within the f32 tolerance of the float64 gradients and,
+    since it adds the oracle's per-pair terms (buildGradPair) in the
+    oracle's order (keys ascending into dq; q heads, then rows ascending
+    into dk and dv) and skips only pairs whose terms are zero, equal to the
+    oracle's gradients bit for bit."""
+    (ref, _), (tile, _) = run_grad(np.random.default_rng(), b, hq, hkv, sq, skv, d, dv,
+                                   attrs, "f32", "f32", pipelines=(REFERENCE, tiled(bm, bn)))
+    for name, r, t in zip(("dq", "dk", "dv"), ref, tile):
+        assert np.array_equal(r, t), \
+            f"{name}: tiled differs from the oracle by up to {np.abs(r - t).max():.3g}"
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "f16"])
+@pytest.mark.parametrize("attrs", [{"causal": True}, {"softcap": 5.0, "window": (20, 3)}],
+                         ids=["causal", "softcap_window"])
+def test_tiled_grad_low_precision(dtype, attrs):
+    # GQA 4/2, Sq != Skv, D != Dv, tiles hanging over both ends
+    run_grad(np.random.default_rng(), 1, 4, 2, 45, 70, 32, 16, attrs, dtype, dtype,
+             pipelines=(tiled(16, 32),))
+
+
+def test_tiled_grad_rows_that_see_no_key():
+    # window (0, 0) with Sq > Skv: the first Sq - Skv rows see no key, and the
+    # m-blocks holding only those are outside every kv-block's q_range.
+    run_grad(np.random.default_rng(), 1, 2, 2, 30, 10, 16, 16, {"window": (0, 0)},
+             "f32", "f32", dead_rows=[(0, 1, 25)], pipelines=(tiled(8, 4),))
 
 
 def test_rows_that_see_no_key_contribute_nothing():

@@ -267,6 +267,15 @@ struct ConvertAttnToHopperPass
                      "attn-hopper-config and attn-tile first");
       bad = true;
     });
+    module.walk([&](Operation *op) {
+      if (!isa<GradPreprocessOp, TileGradUpdateOp, TileGradFinalizeOp,
+               GradPostprocessOp>(op))
+        return;
+      op->emitOpError("is the backward's tiled form, which has no Hopper "
+                      "kernel yet (it runs on the CPU: "
+                      "--attn-cpu-tiled-pipeline)");
+      bad = true;
+    });
     if (bad)
       return signalPassFailure();
     for (auto func : llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {

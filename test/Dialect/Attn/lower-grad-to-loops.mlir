@@ -2,20 +2,18 @@
 // loop over the keys per (b, h, i) with p from the forward's lse (0 for
 // invisible keys and for rows whose lse is -inf), D_i = dot(dO_i, o_i),
 // dS through softcap's derivative, then the sums converted into the outputs
-// and freed. Passes that have no backward yet say so.
+// and freed. The Hopper passes, which have no backward yet, say so (its
+// tiled form: tile-grad.mlir).
 // RUN: fa3-opt %s --attn-lower-to-loops | FileCheck %s
-// RUN: not fa3-opt %s --attn-tile 2>&1 | FileCheck %s --check-prefix=TILE
 // RUN: not fa3-opt %s --attn-hopper-config 2>&1 | FileCheck %s --check-prefix=HOPPER
 // RUN: not fa3-opt %s --attn-hopper-pipeline 2>&1 | FileCheck %s --check-prefix=HOPPER
 
-// TILE: error: 'attn.flash_attention_grad' op has no tiled form yet: attn-lower-to-loops (--attn-cpu-reference-pipeline) lowers it
 // HOPPER: error: 'attn.flash_attention_grad' op has no Hopper kernel yet (it is CPU-only for now: --attn-cpu-reference-pipeline)
 
 // CHECK-LABEL: func @grad(
 // CHECK-SAME: %[[Q:[^:]*]]: memref<2x4x?x16xbf16>, %[[K:[^:]*]]: memref<2x2x?x16xbf16>, %[[V:[^:]*]]: memref<2x2x?x8xbf16>, %[[O:[^:]*]]: memref<2x4x?x8xbf16>, %[[DO:[^:]*]]: memref<2x4x?x8xbf16>, %[[LSE:[^:]*]]: memref<2x4x?xf32>, %[[DQ:[^:]*]]: memref<2x4x?x16xbf16>, %[[DK:[^:]*]]: memref<2x2x?x16xbf16>, %[[DV:[^:]*]]: memref<2x2x?x8xbf16>)
 // CHECK-DAG: %[[NEGINF:.*]] = arith.constant 0xFF800000 : f32
 // CHECK-DAG: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
-// CHECK-DAG: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
 // CHECK: %[[DQ32:.*]] = memref.alloc(%{{.*}}) : memref<2x4x?x16xf32>
 // CHECK: %[[DK32:.*]] = memref.alloc(%{{.*}}) : memref<2x2x?x16xf32>
 // CHECK: %[[DV32:.*]] = memref.alloc(%{{.*}}) : memref<2x2x?x8xf32>
@@ -32,17 +30,19 @@
 // CHECK: memref.load %[[DO]][%[[B]], %[[H]], %[[I]], %{{.*}}]
 // CHECK: memref.load %[[O]][%[[B]], %[[H]], %[[I]], %{{.*}}]
 // CHECK: scf.for %[[J:[a-z0-9_]+]] = %{{[a-z0-9_]+}} to %{{[a-z0-9_]+}} step %{{[a-z0-9_]+}} {
+// CHECK:   %[[KEEP:.*]] = arith.andi %[[LIVE]], %{{.*}} : i1
 // CHECK:   math.tanh
 // CHECK:   %[[E:.*]] = math.exp
-// CHECK:   %[[KEEP:.*]] = arith.andi %[[LIVE]], %{{.*}} : i1
-// CHECK:   %[[P:.*]] = arith.select %[[KEEP]], %[[E]], %[[ZERO]]
+// CHECK:   %[[P:.*]] = arith.select %[[KEEP]], %[[E]], %{{.*}}
 // CHECK:   arith.subf %{{.*}}, %{{.*}} : f32
 // CHECK:   %[[DS0:.*]] = arith.mulf %[[P]], %{{.*}} : f32
 // softcap's derivative: 1 - (s / softcap)^2
 // CHECK:   arith.divf
+// CHECK:   %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
 // CHECK:   arith.subf %[[ONE]], %{{.*}} : f32
 // CHECK:   scf.for
 // CHECK:     memref.load %[[DQ32]][%[[B]], %[[H]], %[[I]], %{{.*}}]
+// CHECK:   scf.for
 // CHECK:     memref.load %[[DK32]][%[[B]], %[[HK]], %[[J]], %{{.*}}]
 // CHECK:   scf.for
 // CHECK:     memref.load %[[DV32]][%[[B]], %[[HK]], %[[J]], %{{.*}}]

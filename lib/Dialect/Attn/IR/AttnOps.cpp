@@ -614,6 +614,158 @@ void TileFinalizeOp::getEffects(
                          SideEffects::DefaultResource::get());
 }
 
+//===----------------------------------------------------------------------===//
+// The backward's tile level
+//===----------------------------------------------------------------------===//
+
+/// Dimension sizes that may still be equal (dynamic ones always may).
+static bool compatible(int64_t a, int64_t b) {
+  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
+}
+
+/// `v` is an f32 memref of `dims` (kDynamic: any size), named `name`.
+static LogicalResult verifyF32Buffer(Operation *op, StringRef name, Value v,
+                                     ArrayRef<int64_t> dims) {
+  auto t = cast<MemRefType>(v.getType());
+  bool ok = t.getElementType().isF32() &&
+            t.getRank() == static_cast<int64_t>(dims.size());
+  for (size_t i = 0; ok && i < dims.size(); ++i)
+    ok = compatible(t.getDimSize(i), dims[i]);
+  if (ok)
+    return success();
+  std::string want;
+  llvm::raw_string_ostream os(want);
+  os << "memref<";
+  for (int64_t d : dims)
+    os << (ShapedType::isDynamic(d) ? std::string("?") : std::to_string(d))
+       << "x";
+  os << "f32>";
+  return op->emitOpError(name) << " must be an f32 buffer like " << want
+                               << ", got " << t;
+}
+
+/// Rank-4 memrefs (q, k, v, dO, dq, ...), each named.
+static LogicalResult verifyRank4(Operation *op,
+                                 ArrayRef<std::pair<StringRef, Value>> vs) {
+  for (auto [name, v] : vs)
+    if (cast<MemRefType>(v.getType()).getRank() != 4)
+      return op->emitOpError(name) << " must be a rank-4 memref";
+  return success();
+}
+
+/// [B, H, S] of a rank-4 memref.
+static SmallVector<int64_t> rowsOf(Value v) {
+  ArrayRef<int64_t> s = cast<MemRefType>(v.getType()).getShape();
+  return {s[0], s[1], s[2]};
+}
+
+LogicalResult GradPreprocessOp::verify() {
+  if (failed(verifyRank4(*this, {{"o", getOut()}, {"dO", getGradOut()}})))
+    return failure();
+  ArrayRef<int64_t> o = cast<MemRefType>(getOut().getType()).getShape();
+  ArrayRef<int64_t> g = cast<MemRefType>(getGradOut().getType()).getShape();
+  for (int i = 0; i < 4; ++i)
+    if (!compatible(o[i], g[i]))
+      return emitOpError("o and dO must have one shape");
+  SmallVector<int64_t> rows = rowsOf(getOut());
+  if (failed(verifyF32Buffer(*this, "delta", getDelta(), rows)))
+    return failure();
+  rows.push_back(ShapedType::kDynamic);
+  return verifyF32Buffer(*this, "dq_acc", getDqAcc(), rows);
+}
+
+void GradPreprocessOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  for (OpOperand *o : {&getOutMutable(), &getGradOutMutable()})
+    effects.emplace_back(MemoryEffects::Read::get(), o,
+                         SideEffects::DefaultResource::get());
+  for (OpOperand *o : {&getDeltaMutable(), &getDqAccMutable()})
+    effects.emplace_back(MemoryEffects::Write::get(), o,
+                         SideEffects::DefaultResource::get());
+}
+
+LogicalResult TileGradUpdateOp::verify() {
+  if (failed(verifyBlocks(*this, getBlockM(), getBlockN())) ||
+      failed(verifyRank4(*this, {{"query", getQuery()},
+                                 {"key", getKey()},
+                                 {"value", getValue()},
+                                 {"dO", getGradOut()}})) ||
+      failed(verifyWindow(*this, getWindow())) ||
+      failed(verifySoftcap(*this, getSoftcap().convertToDouble())))
+    return failure();
+  double scale = getScale().convertToDouble();
+  if (!std::isfinite(scale) || scale <= 0)
+    return emitOpError("scale must be finite and positive, got ") << scale;
+  SmallVector<int64_t> rows = rowsOf(getQuery());
+  int64_t bn = getBlockN();
+  auto qt = cast<MemRefType>(getQuery().getType());
+  int64_t d = qt.getDimSize(3);
+  int64_t dv = cast<MemRefType>(getValue().getType()).getDimSize(3);
+  if (failed(verifyF32Buffer(*this, "lse", getLse(), rows)) ||
+      failed(verifyF32Buffer(*this, "delta", getDelta(), rows)) ||
+      failed(verifyF32Buffer(*this, "dq_acc", getDqAcc(), qt.getShape())) ||
+      failed(verifyF32Buffer(*this, "dk_acc", getDkAcc(), {bn, d})))
+    return failure();
+  return verifyF32Buffer(*this, "dv_acc", getDvAcc(), {bn, dv});
+}
+
+void TileGradUpdateOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  for (OpOperand *o : {&getQueryMutable(), &getKeyMutable(), &getValueMutable(),
+                       &getGradOutMutable(), &getLseMutable(), &getDeltaMutable()})
+    effects.emplace_back(MemoryEffects::Read::get(), o,
+                         SideEffects::DefaultResource::get());
+  for (OpOperand *o : {&getDqAccMutable(), &getDkAccMutable(), &getDvAccMutable()}) {
+    effects.emplace_back(MemoryEffects::Read::get(), o,
+                         SideEffects::DefaultResource::get());
+    effects.emplace_back(MemoryEffects::Write::get(), o,
+                         SideEffects::DefaultResource::get());
+  }
+}
+
+LogicalResult TileGradFinalizeOp::verify() {
+  if (getBlockN() <= 0 || getBlockN() > kMaxBlock)
+    return emitOpError("block_n must be 1 to ") << kMaxBlock;
+  if (failed(verifyRank4(*this, {{"dk", getGradKey()}, {"dv", getGradValue()}})))
+    return failure();
+  int64_t d = cast<MemRefType>(getGradKey().getType()).getDimSize(3);
+  int64_t dv = cast<MemRefType>(getGradValue().getType()).getDimSize(3);
+  int64_t bn = getBlockN();
+  if (failed(verifyF32Buffer(*this, "dk_acc", getDkAcc(), {bn, d})))
+    return failure();
+  return verifyF32Buffer(*this, "dv_acc", getDvAcc(), {bn, dv});
+}
+
+void TileGradFinalizeOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  for (OpOperand *o : {&getDkAccMutable(), &getDvAccMutable()})
+    effects.emplace_back(MemoryEffects::Read::get(), o,
+                         SideEffects::DefaultResource::get());
+  for (OpOperand *o : {&getGradKeyMutable(), &getGradValueMutable()})
+    effects.emplace_back(MemoryEffects::Write::get(), o,
+                         SideEffects::DefaultResource::get());
+}
+
+LogicalResult GradPostprocessOp::verify() {
+  if (failed(verifyRank4(*this, {{"dq", getGradQuery()}})))
+    return failure();
+  return verifyF32Buffer(
+      *this, "dq_acc", getDqAcc(),
+      cast<MemRefType>(getGradQuery().getType()).getShape());
+}
+
+void GradPostprocessOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  effects.emplace_back(MemoryEffects::Read::get(), &getDqAccMutable(),
+                       SideEffects::DefaultResource::get());
+  effects.emplace_back(MemoryEffects::Write::get(), &getGradQueryMutable(),
+                       SideEffects::DefaultResource::get());
+}
+
 #define GET_OP_CLASSES
 #include "fa3/Dialect/Attn/IR/AttnOps.cpp.inc"
 

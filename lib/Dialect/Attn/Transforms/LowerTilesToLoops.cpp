@@ -1,7 +1,9 @@
 //===- LowerTilesToLoops.cpp - CPU expansion of the tile ops --------------===//
 //
 // attn.tile_update / attn.tile_finalize become scalar loops, one query row at
-// a time, with a block_n-wide f32 score row in a scratch buffer. This is what makes
+// a time, with a block_n-wide f32 score row in a scratch buffer; the
+// backward's tile ops, loops over the tile's (row, key) pairs through the
+// oracle's per-pair builder (buildGradPair). This is what makes
 // the tiled schedule executable (and so testable) on the CPU. The softmax step
 // is the kernel's (buildOnlineSoftmaxStep), lazy rescaling included, so the
 // CPU run checks the GPU's arithmetic.
@@ -214,6 +216,131 @@ static void lowerFinalize(TileFinalizeOp op) {
   op.erase();
 }
 
+/// Runs `body(indices)` over [0, sizes[i]) for each i (static or dynamic).
+static void forEachIndex(OpBuilder &b, Location loc, ArrayRef<Value> sizes,
+                         function_ref<void(OpBuilder &, Location, ValueRange)>
+                             body) {
+  Value c0 = indexConst(b, loc, 0), c1 = indexConst(b, loc, 1);
+  SmallVector<Value> lbs(sizes.size(), c0), steps(sizes.size(), c1);
+  scf::buildLoopNest(b, loc, lbs, sizes, steps,
+                     [&](OpBuilder &b, Location loc, ValueRange idx) {
+                       body(b, loc, idx);
+                     });
+}
+
+/// The extents of `buf`'s dimensions.
+static SmallVector<Value> sizesOf(OpBuilder &b, Location loc, Value buf) {
+  SmallVector<Value> sizes;
+  for (unsigned d = 0; d < cast<MemRefType>(buf.getType()).getRank(); ++d)
+    sizes.push_back(dimOf(b, loc, buf, d));
+  return sizes;
+}
+
+static void lowerGradPreprocess(GradPreprocessOp op) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  Value o = op.getOut(), dO = op.getGradOut(), delta = op.getDelta();
+  Value dqAcc = op.getDqAcc();
+  forEachIndex(b, loc, sizesOf(b, loc, delta),
+               [&](OpBuilder &b, Location loc, ValueRange i) {
+                 // D = dot(dO_i, o_i), the oracle's (buildDot) sum
+                 Value d = buildDot(b, loc, dO, o, i[0], i[1], i[1], i[2], i[2]);
+                 memref::StoreOp::create(b, loc, d, delta, i);
+               });
+  Value zero = f32Const(b, loc, 0.0);
+  forEachIndex(b, loc, sizesOf(b, loc, dqAcc),
+               [&](OpBuilder &b, Location loc, ValueRange i) {
+                 memref::StoreOp::create(b, loc, zero, dqAcc, i);
+               });
+  op.erase();
+}
+
+static void lowerGradUpdate(TileGradUpdateOp op) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  Value q = op.getQuery(), k = op.getKey();
+  Value bi = op.getBatch(), h = op.getQhead(), hk = op.getKvhead();
+  Value col0 = op.getCol0();
+  ArrayRef<int64_t> window = op.getWindow();
+  bool masked = op.getMasked();
+  Value c0 = indexConst(b, loc, 0), c1 = indexConst(b, loc, 1);
+  Value sq = dimOf(b, loc, q, 2), skv = dimOf(b, loc, k, 2);
+  Value offset = arith::SubIOp::create(b, loc, skv, sq);
+  // Masked tiles may hang over Skv: only their first Skv - col0 keys exist.
+  Value cEnd = indexConst(b, loc, op.getBlockN());
+  if (masked)
+    cEnd = arith::MinSIOp::create(
+        b, loc, cEnd, arith::SubIOp::create(b, loc, skv, col0));
+  Value negInf = f32Const(b, loc, -std::numeric_limits<double>::infinity());
+  forValidRows(b, loc, op.getRow0(), op.getBlockM(), sq,
+               [&](OpBuilder &b, Location loc, Value row, Value) {
+    Value rowLse = memref::LoadOp::create(b, loc, op.getLse(),
+                                          ValueRange{bi, h, row});
+    Value rowD = memref::LoadOp::create(b, loc, op.getDelta(),
+                                        ValueRange{bi, h, row});
+    // A row that saw no key (lse = -inf) contributes nothing.
+    Value live = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                       rowLse, negInf);
+    scf::ForOp::create(
+        b, loc, c0, cEnd, c1, ValueRange{},
+        [&](OpBuilder &b, Location loc, Value c, ValueRange) {
+          Value col = arith::AddIOp::create(b, loc, col0, c);
+          Value keep = live;
+          if (masked)
+            if (Value vis = buildVisible(b, loc, row, col, offset, window[0],
+                                         window[1]))
+              keep = arith::AndIOp::create(b, loc, keep, vis);
+          GradPair pair{q,    k,    op.getValue(), op.getGradOut(),
+                        bi,   h,    hk,            row,
+                        col,  rowLse, rowD,        keep,
+                        op.getScale().convertToDouble(),
+                        op.getSoftcap().convertToDouble()};
+          buildGradPair(b, loc, pair, GradSum{op.getDqAcc(), {bi, h, row}},
+                        GradSum{op.getDkAcc(), {c}},
+                        GradSum{op.getDvAcc(), {c}});
+          scf::YieldOp::create(b, loc);
+        });
+  });
+  op.erase();
+}
+
+static void lowerGradFinalize(TileGradFinalizeOp op) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  Value dk = op.getGradKey(), dv = op.getGradValue();
+  Value bi = op.getBatch(), hk = op.getKvhead();
+  // rows col0 .. col0 + block_n - 1 below Skv
+  Value skv = dimOf(b, loc, dk, 2);
+  forValidRows(b, loc, op.getCol0(), op.getBlockN(), skv,
+               [&](OpBuilder &b, Location loc, Value row, Value c) {
+    const std::pair<Value, Value> pairs[] = {{op.getDkAcc(), dk},
+                                             {op.getDvAcc(), dv}};
+    for (const auto &pair : pairs) {
+      Value acc = pair.first, out = pair.second;
+      Value width = dimOf(b, loc, acc, 1);
+      forEachIndex(b, loc, {width},
+                   [&](OpBuilder &b, Location loc, ValueRange x) {
+                     Value a = memref::LoadOp::create(b, loc, acc,
+                                                      ValueRange{c, x[0]});
+                     storeFromF32(b, loc, a, out, {bi, hk, row, x[0]});
+                   });
+    }
+  });
+  op.erase();
+}
+
+static void lowerGradPostprocess(GradPostprocessOp op) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  Value acc = op.getDqAcc(), dq = op.getGradQuery();
+  forEachIndex(b, loc, sizesOf(b, loc, dq),
+               [&](OpBuilder &b, Location loc, ValueRange i) {
+                 Value a = memref::LoadOp::create(b, loc, acc, i);
+                 storeFromF32(b, loc, a, dq, i);
+               });
+  op.erase();
+}
+
 static void lowerKvRange(KvRangeOp op) {
   OpBuilder b(op);
   KvRange r = buildKvRange(b, op.getLoc(), op.getRow0(), op.getSeqQ(),
@@ -271,7 +398,9 @@ struct AttnLowerTilesToLoopsPass
   void runOnOperation() override {
     SmallVector<Operation *> ops;
     getOperation()->walk([&](Operation *op) {
-      if (isa<TileUpdateOp, TileFinalizeOp, KvRangeOp, QRangeOp>(op))
+      if (isa<TileUpdateOp, TileFinalizeOp, KvRangeOp, QRangeOp,
+              GradPreprocessOp, TileGradUpdateOp, TileGradFinalizeOp,
+              GradPostprocessOp>(op))
         ops.push_back(op);
     });
     if (countBlocks && !isa<ModuleOp>(getOperation())) {
@@ -303,8 +432,16 @@ struct AttnLowerTilesToLoopsPass
         lowerKvRange(r);
       else if (auto r = dyn_cast<QRangeOp>(op))
         lowerQRange(r);
+      else if (auto f = dyn_cast<TileFinalizeOp>(op))
+        lowerFinalize(f);
+      else if (auto p = dyn_cast<GradPreprocessOp>(op))
+        lowerGradPreprocess(p);
+      else if (auto g = dyn_cast<TileGradUpdateOp>(op))
+        lowerGradUpdate(g);
+      else if (auto f = dyn_cast<TileGradFinalizeOp>(op))
+        lowerGradFinalize(f);
       else
-        lowerFinalize(cast<TileFinalizeOp>(op));
+        lowerGradPostprocess(cast<GradPostprocessOp>(op));
     }
     if (countBlocks)
       addCounterReader(cast<ModuleOp>(getOperation()));

@@ -245,17 +245,6 @@ static void lowerVarlenToLoops(FlashAttentionVarlenOp op) {
   op.erase();
 }
 
-/// An f32 buffer of `like`'s shape (its dynamic sizes taken from it).
-static Value allocF32Like(OpBuilder &b, Location loc, Value like) {
-  auto t = cast<MemRefType>(like.getType());
-  SmallVector<Value> dyn;
-  for (int64_t d = 0; d < t.getRank(); ++d)
-    if (t.isDynamicDim(d))
-      dyn.push_back(dimOf(b, loc, like, d));
-  auto f32T = MemRefType::get(t.getShape(), b.getF32Type());
-  return memref::AllocOp::create(b, loc, f32T, dyn);
-}
-
 /// Runs `body(indices)` over every element of the rank-4 `like`.
 static void forEach4(OpBuilder &b, Location loc, Value like,
                      llvm::function_ref<void(OpBuilder &, Location, ValueRange)>
@@ -268,13 +257,6 @@ static void forEach4(OpBuilder &b, Location loc, Value like,
 }
 
 /// buf[idx] += x (f32).
-static void accumulate(OpBuilder &b, Location loc, Value buf, ValueRange idx,
-                       Value x) {
-  Value a = memref::LoadOp::create(b, loc, buf, idx);
-  a = arith::AddFOp::create(b, loc, a, x);
-  memref::StoreOp::create(b, loc, a, buf, idx);
-}
-
 /// The backward's definition (FlashAttentionGradOp's description), summed in
 /// f32 buffers for dQ, dK and dV, then converted into the outputs.
 static void lowerGradToLoops(FlashAttentionGradOp op) {
@@ -284,9 +266,8 @@ static void lowerGradToLoops(FlashAttentionGradOp op) {
   Value o = op.getOut(), dO = op.getGradOut(), lse = op.getLse();
   Value dq = op.getGradQuery(), dk = op.getGradKey(), dv = op.getGradValue();
   auto qt = cast<MemRefType>(q.getType());
-  int64_t hq = qt.getDimSize(1), d = qt.getDimSize(3);
+  int64_t hq = qt.getDimSize(1);
   int64_t hkv = cast<MemRefType>(k.getType()).getDimSize(1);
-  int64_t dvDim = cast<MemRefType>(v.getType()).getDimSize(3);
   double scale = op.getEffectiveScale();
   double softcap = op.getSoftcap().convertToDouble();
   int64_t left = op.getWindowLeft(), right = op.getWindowRight();
@@ -296,10 +277,8 @@ static void lowerGradToLoops(FlashAttentionGradOp op) {
         skv = dimOf(b, loc, k, 2);
   Value offset = arith::SubIOp::create(b, loc, skv, sq);
   Value group = indexConst(b, loc, hq / hkv);
-  Value cD = indexConst(b, loc, d), cDv = indexConst(b, loc, dvDim);
   Value negInf = f32Const(b, loc, -std::numeric_limits<double>::infinity());
-  Value zero = f32Const(b, loc, 0.0), one = f32Const(b, loc, 1.0);
-  Value cScale = f32Const(b, loc, scale);
+  Value zero = f32Const(b, loc, 0.0);
 
   // f32 sums, zeroed.
   Value sums[] = {allocF32Like(b, loc, dq), allocF32Like(b, loc, dk),
@@ -322,46 +301,14 @@ static void lowerGradToLoops(FlashAttentionGradOp op) {
         scf::ForOp::create(
             b, loc, c0, skv, c1, ValueRange{},
             [&](OpBuilder &b, Location loc, Value j, ValueRange) {
-              Value s = buildDot(b, loc, q, k, bi, h, hk, i, j);
-              s = arith::MulFOp::create(b, loc, s, cScale);
-              s = buildSoftcap(b, loc, s, softcap);
-              Value p = math::ExpOp::create(
-                  b, loc, arith::SubFOp::create(b, loc, s, rowLse));
               Value keep = live;
               if (Value vis = buildVisible(b, loc, i, j, offset, left, right))
                 keep = arith::AndIOp::create(b, loc, keep, vis);
-              p = arith::SelectOp::create(b, loc, keep, p, zero);
-              // ds = p (dot(dO_i, v_j) - D_i), through softcap's derivative
-              Value dp = buildDot(b, loc, dO, v, bi, h, hk, i, j);
-              Value ds = arith::MulFOp::create(
-                  b, loc, p, arith::SubFOp::create(b, loc, dp, rowD));
-              if (softcap > 0) {
-                Value t = arith::DivFOp::create(b, loc, s,
-                                                f32Const(b, loc, softcap));
-                Value t2 = arith::MulFOp::create(b, loc, t, t);
-                ds = arith::MulFOp::create(
-                    b, loc, ds, arith::SubFOp::create(b, loc, one, t2));
-              }
-              Value dss = arith::MulFOp::create(b, loc, ds, cScale);
-              scf::ForOp::create(
-                  b, loc, c0, cD, c1, ValueRange{},
-                  [&](OpBuilder &b, Location loc, Value x, ValueRange) {
-                    Value kv = loadAsF32(b, loc, k, {bi, hk, j, x});
-                    accumulate(b, loc, dq32, {bi, h, i, x},
-                               arith::MulFOp::create(b, loc, dss, kv));
-                    Value qv = loadAsF32(b, loc, q, {bi, h, i, x});
-                    accumulate(b, loc, dk32, {bi, hk, j, x},
-                               arith::MulFOp::create(b, loc, dss, qv));
-                    scf::YieldOp::create(b, loc);
-                  });
-              scf::ForOp::create(
-                  b, loc, c0, cDv, c1, ValueRange{},
-                  [&](OpBuilder &b, Location loc, Value x, ValueRange) {
-                    Value g = loadAsF32(b, loc, dO, {bi, h, i, x});
-                    accumulate(b, loc, dv32, {bi, hk, j, x},
-                               arith::MulFOp::create(b, loc, p, g));
-                    scf::YieldOp::create(b, loc);
-                  });
+              GradPair pair{q, k,      v,    dO,   bi,    h,      hk,
+                            i, j, rowLse, rowD, keep, scale, softcap};
+              buildGradPair(b, loc, pair, GradSum{dq32, {bi, h, i}},
+                            GradSum{dk32, {bi, hk, j}},
+                            GradSum{dv32, {bi, hk, j}});
               scf::YieldOp::create(b, loc);
             });
       });

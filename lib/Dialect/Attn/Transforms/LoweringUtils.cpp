@@ -216,4 +216,70 @@ Value dimOf(OpBuilder &b, Location loc, Value memref, unsigned dim) {
   return memref::DimOp::create(b, loc, memref, dim);
 }
 
+Value allocF32Like(OpBuilder &b, Location loc, Value like, int dims) {
+  auto t = cast<MemRefType>(like.getType());
+  int64_t rank = dims < 0 ? t.getRank() : dims;
+  SmallVector<Value> dyn;
+  for (int64_t d = 0; d < rank; ++d)
+    if (t.isDynamicDim(d))
+      dyn.push_back(dimOf(b, loc, like, d));
+  auto f32T = MemRefType::get(t.getShape().take_front(rank), b.getF32Type());
+  return memref::AllocOp::create(b, loc, f32T, dyn);
+}
+
+void accumulate(OpBuilder &b, Location loc, Value buf, ValueRange idx,
+                Value x) {
+  Value a = memref::LoadOp::create(b, loc, buf, idx);
+  a = arith::AddFOp::create(b, loc, a, x);
+  memref::StoreOp::create(b, loc, a, buf, idx);
+}
+
+/// sum.buf[sum.prefix..., x] += f * src[at..., x] for x < the extent of
+/// src's last dimension.
+static void addScaledRow(OpBuilder &b, Location loc, const GradSum &sum,
+                         Value f, Value src, ValueRange at) {
+  int64_t n = cast<MemRefType>(src.getType()).getDimSize(3);
+  Value c0 = indexConst(b, loc, 0);
+  Value cn = indexConst(b, loc, n);
+  Value c1 = indexConst(b, loc, 1);
+  scf::ForOp::create(
+      b, loc, c0, cn, c1, ValueRange{},
+      [&](OpBuilder &b, Location loc, Value x, ValueRange) {
+        SmallVector<Value, 4> from(at.begin(), at.end());
+        from.push_back(x);
+        Value e = loadAsF32(b, loc, src, from);
+        SmallVector<Value, 4> to(sum.prefix.begin(), sum.prefix.end());
+        to.push_back(x);
+        accumulate(b, loc, sum.buf, to, arith::MulFOp::create(b, loc, f, e));
+        scf::YieldOp::create(b, loc);
+      });
+}
+
+void buildGradPair(OpBuilder &b, Location loc, const GradPair &in,
+                   const GradSum &dq, const GradSum &dk, const GradSum &dv) {
+  Value cScale = f32Const(b, loc, in.scale);
+  Value s = buildDot(b, loc, in.q, in.k, in.bi, in.h, in.hk, in.i, in.j);
+  s = arith::MulFOp::create(b, loc, s, cScale);
+  s = buildSoftcap(b, loc, s, in.softcap);
+  Value p = math::ExpOp::create(b, loc,
+                                arith::SubFOp::create(b, loc, s, in.rowLse));
+  if (in.keep)
+    p = arith::SelectOp::create(b, loc, in.keep, p, f32Const(b, loc, 0.0));
+  // ds = p (dot(dO_i, v_j) - D_i), through softcap's derivative
+  Value dp = buildDot(b, loc, in.dO, in.v, in.bi, in.h, in.hk, in.i, in.j);
+  Value ds = arith::MulFOp::create(b, loc, p,
+                                   arith::SubFOp::create(b, loc, dp, in.rowD));
+  if (in.softcap > 0) {
+    Value t = arith::DivFOp::create(b, loc, s, f32Const(b, loc, in.softcap));
+    Value t2 = arith::MulFOp::create(b, loc, t, t);
+    Value one = f32Const(b, loc, 1.0);
+    ds = arith::MulFOp::create(b, loc, ds,
+                               arith::SubFOp::create(b, loc, one, t2));
+  }
+  Value dss = arith::MulFOp::create(b, loc, ds, cScale);
+  addScaledRow(b, loc, dq, dss, in.k, {in.bi, in.hk, in.j});
+  addScaledRow(b, loc, dk, dss, in.q, {in.bi, in.h, in.i});
+  addScaledRow(b, loc, dv, p, in.dO, {in.bi, in.h, in.i});
+}
+
 } // namespace fa3::attn

@@ -70,14 +70,14 @@ struct IndexMath {
 
 /// The op's recorded configuration decides; else the options; else the
 /// default. Options beside a configuration are refused rather than ignored.
-static FailureOr<TileSizes> pickTiles(FlashAttentionOp op, int64_t optM,
+static FailureOr<TileSizes> pickTiles(Operation *op, int64_t optM,
                                       int64_t optN) {
   auto config =
       op->getAttrOfType<HopperConfigAttr>(HopperConfigAttr::kAttrName);
   if (!config)
     return TileSizes{optM ? optM : kDefaultBlock, optN ? optN : kDefaultBlock};
   if (optM || optN)
-    return op.emitOpError("attn-tile: the tiles of this op were chosen by "
+    return op->emitOpError("attn-tile: the tiles of this op were chosen by "
                           "attn-hopper-config (")
            << config.getBlockM() << " x " << config.getBlockN()
            << "); give block-m and block-n to that pass instead";
@@ -204,6 +204,123 @@ static LogicalResult tile(FlashAttentionOp op, int64_t optM, int64_t optN,
   return success();
 }
 
+/// FlashAttention's backward schedule, per attn.flash_attention_grad:
+///
+///   attn.grad_preprocess o, dO to delta, dq_acc      (D = rowsum(dO o))
+///   scf.parallel (%nb, %hk, %b) = (0, 0, 0) to (ceil(Skv/BN), Hkv, B) {
+///     dk_acc [BN, D], dv_acc [BN, Dv] (f32) = 0
+///     %mLo, %mHi, %iLo, %iHi = attn.q_range cols %col0 seq(%Sq, %Skv)
+///     scf.for %g = 0 to Hq / Hkv {                 (the kv head's q heads)
+///       scf.for %mb = %mLo to %mHi {
+///         if (mb < iLo || mb >= iHi)  attn.tile_grad_update ... masked
+///         else                        attn.tile_grad_update ...
+///     } }
+///     attn.tile_grad_finalize acc(dk_acc, dv_acc) to dk, dv
+///   }
+///   attn.grad_postprocess dq_acc to dq
+///
+/// K and V of a kv-block stay put while the q-blocks that see it stream by
+/// (FA3's loop order); dQ is summed across the grid's cells.
+static LogicalResult tileGrad(FlashAttentionGradOp op, int64_t optM,
+                              int64_t optN) {
+  Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
+  auto qt = cast<MemRefType>(q.getType());
+  int64_t hq = qt.getDimSize(1), d = qt.getDimSize(3);
+  int64_t hkv = cast<MemRefType>(k.getType()).getDimSize(1);
+  int64_t dv = cast<MemRefType>(v.getType()).getDimSize(3);
+  int64_t left = op.getWindowLeft(), right = op.getWindowRight();
+  FailureOr<TileSizes> picked = pickTiles(op, optM, optN);
+  if (failed(picked))
+    return failure();
+  TileSizes ts = *picked;
+  double scale = op.getEffectiveScale();
+  double softcap = op.getSoftcap().convertToDouble();
+
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  IndexMath ib{b, loc};
+  Type f32 = b.getF32Type();
+  Value sq = dimOf(b, loc, q, 2), skv = dimOf(b, loc, k, 2);
+  Value nb = dimOf(b, loc, q, 0);
+  Value delta = allocF32Like(b, loc, q, /*dims=*/3);
+  Value dqAcc = allocF32Like(b, loc, q);
+  GradPreprocessOp::create(b, loc, op.getOut(), op.getGradOut(), delta, dqAcc);
+
+  Value numN = ib.ceilDiv(skv, ts.n);
+  SmallVector<Value> lower{ib.c(0), ib.c(0), ib.c(0)};
+  SmallVector<Value> upper{numN, ib.c(hkv), nb};
+  SmallVector<Value> steps{ib.c(1), ib.c(1), ib.c(1)};
+  auto grid = scf::ParallelOp::create(b, loc, lower, upper, steps);
+  b.setInsertionPointToStart(grid.getBody());
+  Value n = grid.getInductionVars()[0], hk = grid.getInductionVars()[1],
+        bi = grid.getInductionVars()[2];
+  Value dkAcc = memref::AllocOp::create(b, loc, MemRefType::get({ts.n, d}, f32));
+  Value dvAcc = memref::AllocOp::create(b, loc, MemRefType::get({ts.n, dv}, f32));
+  Value zero = f32Const(b, loc, 0.0);
+  linalg::FillOp::create(b, loc, zero, dkAcc);
+  linalg::FillOp::create(b, loc, zero, dvAcc);
+  Value col0 = ib.mul(n, ib.c(ts.n));
+  Type idx = b.getIndexType();
+  auto range = QRangeOp::create(
+      b, loc, TypeRange{idx, idx, idx, idx}, col0, sq, skv,
+      b.getI64IntegerAttr(ts.m), b.getI64IntegerAttr(ts.n),
+      b.getDenseI64ArrayAttr({left, right}));
+  Value mLo = range.getLo(), mHi = range.getHi();
+  Value iLo = range.getInteriorLo(), iHi = range.getInteriorHi();
+
+  int64_t group = hq / hkv;
+  scf::ForOp::create(
+      b, loc, ib.c(0), ib.c(group), ib.c(1), ValueRange{},
+      [&](OpBuilder &gb, Location gl, Value g, ValueRange) {
+        IndexMath hb{gb, gl};
+        Value first = hb.mul(hk, hb.c(group));
+        Value h = arith::AddIOp::create(gb, gl, first, g);
+        scf::ForOp::create(
+            gb, gl, mLo, mHi, hb.c(1), ValueRange{},
+            [&](OpBuilder &lb, Location ll, Value mb, ValueRange) {
+              IndexMath jb{lb, ll};
+              Value row0 = jb.mul(mb, jb.c(ts.m));
+              // Named first: argument evaluation order is unspecified.
+              Value before = jb.lt(mb, iLo);
+              Value after = jb.ge(mb, iHi);
+              Value boundary = arith::OrIOp::create(lb, ll, before, after);
+              auto step = [&](bool masked) {
+                return [&, masked](OpBuilder &sb, Location sl) {
+                  auto upd = TileGradUpdateOp::create(
+                      sb, sl, TypeRange{},
+                      ValueRange{q, k, v, op.getGradOut(), op.getLse(), delta,
+                                 dqAcc, dkAcc, dvAcc, bi, h, hk, row0, col0});
+                  SmallVector<NamedAttribute> a = {
+                      sb.getNamedAttr("block_m", sb.getI64IntegerAttr(ts.m)),
+                      sb.getNamedAttr("block_n", sb.getI64IntegerAttr(ts.n)),
+                      sb.getNamedAttr("scale", sb.getF32FloatAttr(scale)),
+                      sb.getNamedAttr("softcap", sb.getF32FloatAttr(softcap)),
+                      sb.getNamedAttr("window",
+                                      sb.getDenseI64ArrayAttr({left, right}))};
+                  if (masked)
+                    a.push_back(sb.getNamedAttr("masked", sb.getUnitAttr()));
+                  upd->setAttrs(a);
+                  scf::YieldOp::create(sb, sl);
+                };
+              };
+              scf::IfOp::create(lb, ll, boundary, step(true), step(false));
+              scf::YieldOp::create(lb, ll);
+            });
+        scf::YieldOp::create(gb, gl);
+      });
+  TileGradFinalizeOp::create(b, loc, dkAcc, dvAcc, op.getGradKey(),
+                             op.getGradValue(), bi, hk, col0,
+                             b.getI64IntegerAttr(ts.n));
+  for (Value buf : {dkAcc, dvAcc})
+    memref::DeallocOp::create(b, loc, buf);
+  b.setInsertionPointAfter(grid);
+  GradPostprocessOp::create(b, loc, dqAcc, op.getGradQuery());
+  for (Value buf : {delta, dqAcc})
+    memref::DeallocOp::create(b, loc, buf);
+  op.erase();
+  return success();
+}
+
 namespace {
 struct AttnTilePass : public fa3::attn::impl::AttnTileBase<AttnTilePass> {
   using AttnTileBase::AttnTileBase;
@@ -227,18 +344,18 @@ struct AttnTilePass : public fa3::attn::impl::AttnTileBase<AttnTilePass> {
       mlir::emitError(getOperation()->getLoc(), msg);
       return signalPassFailure();
     }
-    SmallVector<FlashAttentionOp> ops;
+    SmallVector<Operation *> ops;
     bool bad = false;
-    getOperation()->walk([&](Operation *op) {
-      if (!isa<FlashAttentionGradOp, FlashAttentionVarlenOp>(op))
-        return;
+    getOperation()->walk([&](FlashAttentionVarlenOp op) {
       op->emitOpError("has no tiled form yet: attn-lower-to-loops "
                       "(--attn-cpu-reference-pipeline) lowers it");
       bad = true;
     });
-    getOperation()->walk([&](FlashAttentionOp op) {
-      if (!op.hasBufferSemantics()) {
-        op.emitOpError("attn-tile needs the memref form: run "
+    getOperation()->walk([&](Operation *op) {
+      if (!isa<FlashAttentionOp, FlashAttentionGradOp>(op))
+        return;
+      if (!isa<MemRefType>(op->getOperand(0).getType())) {
+        op->emitOpError("attn-tile needs the memref form: run "
                        "--one-shot-bufferize=\"bufferize-function-boundaries "
                        "function-boundary-type-conversion=identity-layout-map\" "
                        "first, or a pipeline (--attn-cpu-tiled-pipeline, "
@@ -249,9 +366,15 @@ struct AttnTilePass : public fa3::attn::impl::AttnTileBase<AttnTilePass> {
     });
     if (bad)
       return signalPassFailure();
-    for (FlashAttentionOp op : ops)
-      if (failed(tile(op, blockM, blockN, rescaleThreshold)))
+    for (Operation *op : ops) {
+      LogicalResult done =
+          isa<FlashAttentionOp>(op)
+              ? tile(cast<FlashAttentionOp>(op), blockM, blockN,
+                     rescaleThreshold)
+              : tileGrad(cast<FlashAttentionGradOp>(op), blockM, blockN);
+      if (failed(done))
         return signalPassFailure();
+    }
   }
 };
 } // namespace

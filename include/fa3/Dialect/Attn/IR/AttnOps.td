@@ -494,4 +494,104 @@ def Attn_TileFinalizeOp : Attn_Op<"tile_finalize", [
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// The backward's tile level (attn-tile on attn.flash_attention_grad)
+//===----------------------------------------------------------------------===//
+
+def Attn_GradPreprocessOp : Attn_Op<"grad_preprocess", [
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "the backward's first pass: D = rowsum(dO o), dQ's sums zeroed";
+  let description = [{
+    FlashAttention's backward preprocess: for every query row,
+    `delta[b, h, i] = sum_d dO[b, h, i, d] * o[b, h, i, d]` (f32 sums of the
+    converted elements), and the f32 accumulator of dQ (`dq_acc`, the shape
+    of q) set to zero, since the tiles of every kv-block add into it.
+  }];
+  let arguments = (ins AnyMemRef:$out, AnyMemRef:$gradOut, AnyMemRef:$delta,
+                       AnyMemRef:$dqAcc);
+  let assemblyFormat = [{
+    $out `,` $gradOut `to` $delta `,` $dqAcc attr-dict `:`
+    type($out) `,` type($gradOut) `,` type($delta) `,` type($dqAcc)
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_TileGradUpdateOp : Attn_Op<"tile_grad_update", [
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "one backward step on a (block_m x block_n) tile";
+  let description = [{
+    For the query rows `row0 .. row0 + block_m - 1` (those < Sq) of query
+    head `qhead` and the keys `col0 .. col0 + block_n - 1` of kv head
+    `kvhead`, in batch `batch`, FlashAttention's backward step, each score
+    recomputed:
+
+      s   = scale * q k^T              (with softcap: softcap * tanh(s / softcap))
+      p   = exp(s - lse)               (0 where masked, or where lse = -inf)
+      dp  = dO v^T
+      ds  = p (dp - delta)             (times 1 - (s / softcap)^2 with softcap)
+      dV_acc += p^T dO,  dK_acc += scale ds^T q,  dq_acc += scale ds k
+
+    `dk_acc` [block_n, D] and `dv_acc` [block_n, Dv] are the kv-block's f32
+    sums (over the m-blocks and, with GQA, the q heads of the kv head);
+    `dq_acc` is the f32 dQ of the whole problem (the shape of q), which the
+    tiles of every kv-block add into (atomically on a GPU). `delta` is
+    `attn.grad_preprocess`'s. Without `masked` the schedule
+    (`attn.q_range`) guarantees that every key of the tile lies below Skv
+    and is visible to every row below Sq, so no mask is applied.
+  }];
+  let arguments = (ins
+    AnyMemRef:$query, AnyMemRef:$key, AnyMemRef:$value, AnyMemRef:$gradOut,
+    AnyMemRef:$lse, AnyMemRef:$delta,
+    AnyMemRef:$dqAcc, AnyMemRef:$dkAcc, AnyMemRef:$dvAcc,
+    Index:$batch, Index:$qhead, Index:$kvhead, Index:$row0, Index:$col0,
+    I64Attr:$block_m, I64Attr:$block_n,
+    F32Attr:$scale, F32Attr:$softcap,
+    DenseI64ArrayAttr:$window,
+    UnitAttr:$masked);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $gradOut `,` $lse `,` $delta
+    `[` $batch `,` $qhead `,` $kvhead `]`
+    `rows` $row0 `cols` $col0
+    `acc` `(` $dqAcc `,` $dkAcc `,` $dvAcc `)`
+    (`masked` $masked^)? attr-dict `:`
+    type($query) `,` type($key) `,` type($value) `,` type($gradOut) `,`
+    type($lse) `,` type($delta) `,` type($dqAcc) `,` type($dkAcc) `,`
+    type($dvAcc)
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_TileGradFinalizeOp : Attn_Op<"tile_grad_finalize", [
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "epilogue of one kv-block: dK and dV from their f32 sums";
+  let description = [{
+    Writes rows `col0 .. col0 + block_n - 1` (those < Skv) of kv head
+    `kvhead`: dk = dk_acc and dv = dv_acc, converted to their element types.
+  }];
+  let arguments = (ins AnyMemRef:$dkAcc, AnyMemRef:$dvAcc,
+                       AnyMemRef:$gradKey, AnyMemRef:$gradValue,
+                       Index:$batch, Index:$kvhead, Index:$col0,
+                       I64Attr:$block_n);
+  let assemblyFormat = [{
+    `acc` `(` $dkAcc `,` $dvAcc `)` `to` $gradKey `,` $gradValue
+    `[` $batch `,` $kvhead `]` `cols` $col0 attr-dict `:`
+    type($dkAcc) `,` type($dvAcc) `,` type($gradKey) `,` type($gradValue)
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_GradPostprocessOp : Attn_Op<"grad_postprocess", [
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "the backward's last pass: dQ from its f32 sums";
+  let description = [{
+    dq = dq_acc converted to dq's element type (the softmax scale is already
+    in the sums).
+  }];
+  let arguments = (ins AnyMemRef:$dqAcc, AnyMemRef:$gradQuery);
+  let assemblyFormat = [{
+    $dqAcc `to` $gradQuery attr-dict `:` type($dqAcc) `,` type($gradQuery)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // FA3_ATTN_OPS

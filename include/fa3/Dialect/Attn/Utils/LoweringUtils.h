@@ -72,6 +72,38 @@ mlir::Value buildDot(mlir::OpBuilder &b, mlir::Location loc, mlir::Value q,
 mlir::Value buildSoftcap(mlir::OpBuilder &b, mlir::Location loc, mlir::Value s,
                          double softcap);
 
+/// What one (query row, key) pair of the backward reads: the operands, the
+/// pair's indices, the row's lse and delta (D = rowsum(dO o)) and whether
+/// the pair counts (`keep`: the row saw a key and the key is visible to it;
+/// null: always).
+struct GradPair {
+  mlir::Value q, k, v, dO;
+  mlir::Value bi, h, hk, i, j;
+  mlir::Value rowLse, rowD, keep;
+  double scale, softcap;
+};
+/// An f32 sum of the backward: element x of a row goes to buf[prefix..., x].
+struct GradSum {
+  mlir::Value buf;
+  llvm::SmallVector<mlir::Value, 4> prefix;
+};
+/// The backward of one pair (FlashAttentionGradOp's definition): s = scale
+/// q k (softcapped), p = exp(s - lse) (0 unless `keep`), ds = p (dO v - D)
+/// (through softcap's derivative); adds scale ds k to dq, scale ds q to dk
+/// and p dO to dv. The CPU oracle and the tiled form's expansion both call
+/// it, so the tiles are checked with the oracle's arithmetic.
+void buildGradPair(mlir::OpBuilder &b, mlir::Location loc, const GradPair &in,
+                   const GradSum &dq, const GradSum &dk, const GradSum &dv);
+
+/// An f32 buffer of the shape of `like`'s first `dims` dimensions (all when
+/// negative), its dynamic sizes taken from `like`.
+mlir::Value allocF32Like(mlir::OpBuilder &b, mlir::Location loc,
+                         mlir::Value like, int dims = -1);
+
+/// buf[idx] += x.
+void accumulate(mlir::OpBuilder &b, mlir::Location loc, mlir::Value buf,
+                mlir::ValueRange idx, mlir::Value x);
+
 /// Static extent of dimension `dim` of a shaped value, or a memref.dim op.
 mlir::Value dimOf(mlir::OpBuilder &b, mlir::Location loc, mlir::Value memref,
                   unsigned dim);
