@@ -1,5 +1,7 @@
-"""attn.flash_attention_varlen lowered by the CPU reference pipeline against the
-float64 NumPy forward applied to each sequence of the packed batch.
+"""attn.flash_attention_varlen lowered by the CPU reference pipeline, and in its
+tiled form (attn-tile: a grid over (sequence, q head) whose cells run the
+forward's tile ops on per-sequence views), against the float64 NumPy forward
+applied to each sequence of the packed batch.
 
 Fresh random inputs and, per case, the sequence lengths given (0 and 1
 included); outputs poisoned with NaN first. Query tokens past the last
@@ -27,7 +29,14 @@ CASES = [
 ]
 
 
-def run_case(rng, lq, lk, used, hq, hkv, d, dv, attrs, dtype, spare=3):
+REFERENCE = "attn-cpu-reference-pipeline"
+
+
+def tiled(bm, bn):
+    return "attn-cpu-tiled-pipeline{block-m=%d block-n=%d}" % (bm, bn)
+
+
+def run_case(rng, lq, lk, used, hq, hkv, d, dv, attrs, dtype, spare=3, pipeline=REFERENCE):
     """Packs the sequences (q tokens plus `spare` unowned ones), runs the
     compiled op and checks each sequence; returns the largest o error."""
     nseq = len(lq)
@@ -38,7 +47,7 @@ def run_case(rng, lq, lk, used, hq, hkv, d, dv, attrs, dtype, spare=3):
     mod = ctx.parse(flash_attention_varlen_func(
         "attn", nseq, tq, tk, hq, hkv, d, dv, dtype=dtype, lse=True,
         seqused=used is not None, **attrs))
-    mod.run_pipeline("attn-cpu-reference-pipeline")
+    mod.run_pipeline(pipeline)
     prog = CpuProgram(mod)
     # [1, H, T, D] draws, packed as [T, H, D]
     (q4, k4, v4), (q64, k64, v64) = random_inputs(rng, 1, hq, hkv, tq, tk, d, dv, dtype)
@@ -78,6 +87,54 @@ def run_case(rng, lq, lk, used, hq, hkv, d, dv, attrs, dtype, spare=3):
 @pytest.mark.parametrize("dtype", ["f32", "bf16"])
 def test_varlen_against_each_sequence(name, lq, lk, used, hq, hkv, d, dv, attrs, dtype):
     run_case(np.random.default_rng(), lq, lk, used, hq, hkv, d, dv, attrs, dtype)
+
+
+@pytest.mark.parametrize("bm,bn", [(16, 8), (32, 48)], ids=["16x8", "32x48"])
+@pytest.mark.parametrize("name,lq,lk,used,hq,hkv,d,dv,attrs", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+def test_tiled_varlen_against_each_sequence(name, lq, lk, used, hq, hkv, d, dv, attrs, dtype,
+                                            bm, bn):
+    """The tiled form: each sequence's m-blocks and kv-blocks from its own
+    lengths (bottom-right aligned per sequence), empty sequences and empty
+    key sets included, unowned tokens untouched."""
+    run_case(np.random.default_rng(), lq, lk, used, hq, hkv, d, dv, attrs, dtype,
+             pipeline=tiled(bm, bn))
+
+
+def test_tiled_varlen_equals_the_tiled_fixed_length_op_per_sequence():
+    """Each sequence of a tiled packed batch gives, bit for bit, what the
+    tiled fixed-length op gives on that sequence alone: the cells are the
+    forward's, on views of the sequence's rows and keys."""
+    rng = np.random.default_rng()
+    hq, hkv, d = 4, 2, 16
+    attrs = {"causal": True, "softcap": 3.0}
+    lq, lk = [37, 0, 64], [50, 9, 20]
+    cu_q = np.concatenate([[0], np.cumsum(lq)]).astype(np.int32)
+    cu_k = np.concatenate([[0], np.cumsum(lk)]).astype(np.int32)
+    tq, tk = int(cu_q[-1]), int(cu_k[-1])
+    (q4, k4, v4), _ = random_inputs(rng, 1, hq, hkv, tq, tk, d, d, "f32")
+    pack = lambda x: np.ascontiguousarray(x[0].transpose(1, 0, 2))
+    ctx = Context()
+    packed = ctx.parse(flash_attention_varlen_func("packed", 3, tq, tk, hq, hkv, d, lse=True,
+                                                   **attrs))
+    packed.run_pipeline(tiled(16, 8))
+    o = np.zeros((tq, hq, d), np.float32)
+    lse = np.zeros((hq, tq), np.float32)
+    CpuProgram(packed).call("packed", pack(q4), pack(k4), pack(v4), cu_q, cu_k, o, lse)
+    for b in range(3):
+        q0, q1, k0, k1 = cu_q[b], cu_q[b + 1], cu_k[b], cu_k[b + 1]
+        if q1 == q0:
+            continue
+        one = ctx.parse(flash_attention_func("one", 1, hq, hkv, q1 - q0, k1 - k0, d, lse=True,
+                                             **attrs))
+        one.run_pipeline(tiled(16, 8))
+        o1 = np.zeros((1, hq, q1 - q0, d), np.float32)
+        lse1 = np.zeros((1, hq, q1 - q0), np.float32)
+        CpuProgram(one).call("one", np.ascontiguousarray(q4[:, :, q0:q1]),
+                             np.ascontiguousarray(k4[:, :, k0:k1]),
+                             np.ascontiguousarray(v4[:, :, k0:k1]), o1, lse1)
+        assert np.array_equal(o[q0:q1].transpose(1, 0, 2)[None], o1), f"sequence {b}: o"
+        assert np.array_equal(lse[:, q0:q1][None], lse1), f"sequence {b}: lse"
 
 
 def test_varlen_equals_the_fixed_length_op_on_one_sequence():

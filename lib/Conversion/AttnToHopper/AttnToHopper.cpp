@@ -66,6 +66,11 @@ std::optional<TiledAttention> matchTiled(scf::ParallelOp grid) {
 }
 
 
+bool isCIdentifier(StringRef s) {
+  return !s.empty() && (llvm::isAlpha(s[0]) || s[0] == '_') &&
+         llvm::all_of(s, [](char c) { return llvm::isAlnum(c) || c == '_'; });
+}
+
 Value toIndex(OpBuilder &b, Location loc, Value v) {
   return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
 }
@@ -131,6 +136,27 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
     return mlir::emitError(t.grid.getLoc(), "cannot generate the Hopper kernel: ")
            << why;
   };
+  // The kernel is a PTX symbol named after the function.
+  if (!isCIdentifier(func.getName()))
+    return fail("its kernel is named after @\"" + func.getName().str() +
+                "\", which is not a C identifier (letters, digits and '_', "
+                "not starting with a digit) as PTX symbols must be: rename "
+                "the function");
+  // The kernel's launch takes the function's arguments as its tensors: an
+  // operand computed in the function (a view, such as the variable-length
+  // form's per-sequence ones) would be lost with the function.
+  Value tensors[] = {u.getQuery(), u.getKey(), u.getValue(),
+                     t.finalize.getOut(), t.finalize.getLse()};
+  for (Value v : tensors) {
+    auto arg = dyn_cast_or_null<BlockArgument>(v);
+    if (v && !(arg && arg.getOwner() == &func.getBody().front()))
+      return fail("its tensors must be arguments of @" +
+                  func.getName().str() +
+                  ", which the kernel's launch takes; one is computed in the "
+                  "function (views, such as the per-sequence ones of "
+                  "attn.flash_attention_varlen's tiled form, have no Hopper "
+                  "kernel yet)");
+  }
   auto recorded =
       t.range->getAttrOfType<HopperConfigAttr>(HopperConfigAttr::kAttrName);
   if (!recorded)

@@ -58,3 +58,13 @@ func.func @value_head_dim_pairing(%q: memref<1x2x64x128xbf16>, %v: memref<1x2x64
   attn.flash_attention ins(%q, %q, %v : memref<1x2x64x128xbf16>, memref<1x2x64x128xbf16>, memref<1x2x64x256xbf16>) outs(%o : memref<1x2x64x256xbf16>)
   return
 }
+
+// -----
+
+// The kernel is named after the function: a name PTX cannot spell is
+// refused (LLVM's PTX printer would abort on it).
+func.func @"x() {}"(%q: memref<1x2x64x64xbf16>, %o: memref<1x2x64x64xbf16>) {
+  // expected-error @+1 {{cannot generate the Hopper kernel: its kernel is named after @"x() {}", which is not a C identifier (letters, digits and '_', not starting with a digit) as PTX symbols must be: rename the function}}
+  attn.flash_attention ins(%q, %q, %q : memref<1x2x64x64xbf16>, memref<1x2x64x64xbf16>, memref<1x2x64x64xbf16>) outs(%o : memref<1x2x64x64xbf16>)
+  return
+}

@@ -170,25 +170,6 @@ static void lowerToLoops(FlashAttentionOp op) {
   op.erase();
 }
 
-/// [T, H, D] as the [1, H, T, D] view the reference rows index (no copy).
-static Value asBatchOfOne(OpBuilder &b, Location loc, Value packed) {
-  auto t = cast<MemRefType>(packed.getType());
-  SmallVector<int64_t> shape = {1};
-  shape.append(t.getShape().begin(), t.getShape().end());
-  SmallVector<ReassociationIndices> reassoc;
-  if (t.getRank() == 3)
-    reassoc = {{0, 1}, {2}, {3}};
-  else // lse [H, T] -> [1, H, T]
-    reassoc = {{0, 1}, {2}};
-  Value e = memref::ExpandShapeOp::create(
-      b, loc, shape, packed, reassoc);
-  if (t.getRank() == 2)
-    return e;
-  auto perm = AffineMap::getPermutationMap(ArrayRef<unsigned>{0, 2, 1, 3},
-                                           b.getContext());
-  return memref::TransposeOp::create(b, loc, e, AffineMapAttr::get(perm));
-}
-
 /// Each sequence b of the packed batch as the forward's reference: its
 /// rows cu_q[b] + i of q/o/lse, its keys cu_k[b] + j (j < Skv_b).
 static void lowerVarlenToLoops(FlashAttentionVarlenOp op) {
@@ -198,11 +179,11 @@ static void lowerVarlenToLoops(FlashAttentionVarlenOp op) {
   int64_t hq = qt.getDimSize(1);
   int64_t hkv = cast<MemRefType>(op.getKey().getType()).getDimSize(1);
   int64_t dv = cast<MemRefType>(op.getValue().getType()).getDimSize(2);
-  Value q = asBatchOfOne(b, loc, op.getQuery());
-  Value k = asBatchOfOne(b, loc, op.getKey());
-  Value v = asBatchOfOne(b, loc, op.getValue());
-  Value o = asBatchOfOne(b, loc, op.getOut());
-  Value lse = op.getLse() ? asBatchOfOne(b, loc, op.getLse()) : Value();
+  Value q = batchOfOneView(b, loc, op.getQuery());
+  Value k = batchOfOneView(b, loc, op.getKey());
+  Value v = batchOfOneView(b, loc, op.getValue());
+  Value o = batchOfOneView(b, loc, op.getOut());
+  Value lse = op.getLse() ? batchOfOneView(b, loc, op.getLse()) : Value();
   Value cuQ = op.getCuSeqlensQ(), cuK = op.getCuSeqlensK(),
         used = op.getSequsedK();
 

@@ -282,4 +282,22 @@ void buildGradPair(OpBuilder &b, Location loc, const GradPair &in,
   addScaledRow(b, loc, dv, p, in.dO, {in.bi, in.h, in.i});
 }
 
+Value batchOfOneView(OpBuilder &b, Location loc, Value packed) {
+  auto t = cast<MemRefType>(packed.getType());
+  SmallVector<int64_t> shape = {1};
+  shape.append(t.getShape().begin(), t.getShape().end());
+  SmallVector<ReassociationIndices> reassoc;
+  if (t.getRank() == 3)
+    reassoc = {{0, 1}, {2}, {3}};
+  else // lse [H, T] -> [1, H, T]
+    reassoc = {{0, 1}, {2}};
+  Value e = memref::ExpandShapeOp::create(
+      b, loc, shape, packed, reassoc);
+  if (t.getRank() == 2)
+    return e;
+  auto perm = AffineMap::getPermutationMap(ArrayRef<unsigned>{0, 2, 1, 3},
+                                           b.getContext());
+  return memref::TransposeOp::create(b, loc, e, AffineMapAttr::get(perm));
+}
+
 } // namespace fa3::attn

@@ -87,14 +87,13 @@ static FailureOr<TileSizes> pickTiles(Operation *op, int64_t optM,
 /// The tile steps' lazy-rescale threshold (0: exact): the configuration's
 /// when it rescales lazily (the kernel's rule, for the CPU expansion to
 /// check), else the option's. An option beside a configuration is refused.
-static FailureOr<double> pickRescaleThreshold(FlashAttentionOp op,
-                                              double opt) {
+static FailureOr<double> pickRescaleThreshold(Operation *op, double opt) {
   auto config =
       op->getAttrOfType<HopperConfigAttr>(HopperConfigAttr::kAttrName);
   if (!config)
     return opt;
   if (opt != 0)
-    return op.emitOpError("attn-tile: the rescaling of this op was chosen by "
+    return op->emitOpError("attn-tile: the rescaling of this op was chosen by "
                           "attn-hopper-config; give rescale-threshold (and "
                           "lazy-rescale) to that pass instead");
   if (!config.getLazyRescale())
@@ -102,60 +101,48 @@ static FailureOr<double> pickRescaleThreshold(FlashAttentionOp op,
   return config.getRescaleThreshold().convertToDouble();
 }
 
-static LogicalResult tile(FlashAttentionOp op, int64_t optM, int64_t optN,
-                          double optThreshold) {
-  Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
-  Value o = op.getOut(), lse = op.getLse();
-  auto qt = cast<MemRefType>(q.getType());
-  int64_t hq = qt.getDimSize(1);
-  int64_t hkv = cast<MemRefType>(k.getType()).getDimSize(1);
-  int64_t dv = cast<MemRefType>(v.getType()).getDimSize(3);
-  int64_t left = op.getWindowLeft(), right = op.getWindowRight();
-  FailureOr<TileSizes> picked = pickTiles(op, optM, optN);
-  if (failed(picked))
-    return failure();
-  TileSizes ts = *picked;
-  FailureOr<double> threshold = pickRescaleThreshold(op, optThreshold);
-  if (failed(threshold))
-    return failure();
-  double scale = op.getEffectiveScale();
-  double softcap = op.getSoftcap().convertToDouble();
+namespace {
+/// What every grid cell of the forward's tiled form shares: the operands
+/// (rank 4, [B, H, S, D]; lse [B, H, S] or null) and the step's parameters.
+struct ForwardTiling {
+  Value q, k, v, o, lse;
+  int64_t hq, hkv, dv;
+  TileSizes ts;
+  double threshold, scale, softcap;
+  int64_t left, right;
+  Attribute config; // the op's attn.hopper_config, or null
+};
+} // namespace
 
-  OpBuilder b(op);
-  Location loc = op.getLoc();
+/// One grid cell (m-block `mb`, q head `h`, batch `bi`; `sq` x `skv` the
+/// problem): the online softmax's state, attn.kv_range, the kv loop of
+/// attn.tile_update (masked on the boundary blocks), attn.tile_finalize.
+static void buildForwardCell(OpBuilder &b, Location loc, const ForwardTiling &t,
+                             Value mb, Value h, Value bi, Value sq, Value skv) {
   IndexMath ib{b, loc};
-  Value sq = dimOf(b, loc, q, 2), skv = dimOf(b, loc, k, 2);
-  Value nb = dimOf(b, loc, q, 0);
-  Value numM = ib.ceilDiv(sq, ts.m);
-  // Named first: function arguments are evaluated in an unspecified order.
-  SmallVector<Value> lower{ib.c(0), ib.c(0), ib.c(0)};
-  SmallVector<Value> upper{numM, ib.c(hq), nb};
-  SmallVector<Value> steps{ib.c(1), ib.c(1), ib.c(1)};
-  auto grid = scf::ParallelOp::create(b, loc, lower, upper, steps);
-  b.setInsertionPointToStart(grid.getBody());
-  Value mb = grid.getInductionVars()[0], h = grid.getInductionVars()[1],
-        bi = grid.getInductionVars()[2];
+  const TileSizes &ts = t.ts;
   // Running state of the online softmax, private to this grid cell. (Heap
   // buffers: stack allocas inside a loop would grow the CPU stack per cell.)
   Type f32 = b.getF32Type();
   Value m = memref::AllocOp::create(b, loc, MemRefType::get({ts.m}, f32));
   Value l = memref::AllocOp::create(b, loc, MemRefType::get({ts.m}, f32));
-  Value acc = memref::AllocOp::create(b, loc, MemRefType::get({ts.m, dv}, f32));
+  Value acc =
+      memref::AllocOp::create(b, loc, MemRefType::get({ts.m, t.dv}, f32));
   linalg::FillOp::create(
       b, loc, f32Const(b, loc, -std::numeric_limits<double>::infinity()), m);
   linalg::FillOp::create(b, loc, f32Const(b, loc, 0.0), l);
   linalg::FillOp::create(b, loc, f32Const(b, loc, 0.0), acc);
 
-  Value hk = arith::DivUIOp::create(b, loc, h, ib.c(hq / hkv));
+  Value hk = arith::DivUIOp::create(b, loc, h, ib.c(t.hq / t.hkv));
   Value row0 = ib.mul(mb, ib.c(ts.m));
   Type idx = b.getIndexType();
   auto range = KvRangeOp::create(
       b, loc, TypeRange{idx, idx, idx, idx}, row0, sq, skv, b.getI64IntegerAttr(ts.m),
-      b.getI64IntegerAttr(ts.n), b.getDenseI64ArrayAttr({left, right}));
+      b.getI64IntegerAttr(ts.n), b.getDenseI64ArrayAttr({t.left, t.right}));
   // The target's configuration travels with the schedule, whose tiles it
   // chose (the verifier keeps the two equal).
-  if (Attribute config = op->getAttr(HopperConfigAttr::kAttrName))
-    range->setAttr(HopperConfigAttr::kAttrName, config);
+  if (t.config)
+    range->setAttr(HopperConfigAttr::kAttrName, t.config);
   Value nLo = range.getLo(), nHi = range.getHi();
   Value uLo = range.getInteriorLo(), uHi = range.getInteriorHi();
 
@@ -163,14 +150,14 @@ static LogicalResult tile(FlashAttentionOp op, int64_t optM, int64_t optN,
     SmallVector<NamedAttribute> a;
     a.push_back(b.getNamedAttr("block_m", b.getI64IntegerAttr(ts.m)));
     a.push_back(b.getNamedAttr("block_n", b.getI64IntegerAttr(ts.n)));
-    a.push_back(b.getNamedAttr("scale_log2", b.getF32FloatAttr(scale * kLog2e)));
-    a.push_back(b.getNamedAttr("softcap", b.getF32FloatAttr(softcap)));
-    a.push_back(b.getNamedAttr("window", b.getDenseI64ArrayAttr({left, right})));
+    a.push_back(b.getNamedAttr("scale_log2", b.getF32FloatAttr(t.scale * kLog2e)));
+    a.push_back(b.getNamedAttr("softcap", b.getF32FloatAttr(t.softcap)));
+    a.push_back(b.getNamedAttr("window", b.getDenseI64ArrayAttr({t.left, t.right})));
     if (masked)
       a.push_back(b.getNamedAttr("masked", b.getUnitAttr()));
-    if (*threshold > 0)
+    if (t.threshold > 0)
       a.push_back(b.getNamedAttr("rescale_threshold",
-                                 b.getF64FloatAttr(*threshold)));
+                                 b.getF64FloatAttr(t.threshold)));
     return a;
   };
   scf::ForOp::create(
@@ -187,7 +174,7 @@ static LogicalResult tile(FlashAttentionOp op, int64_t optM, int64_t optN,
           return [&, masked](OpBuilder &sb, Location sl) {
             auto upd = TileUpdateOp::create(
                 sb, sl, TypeRange{},
-                ValueRange{q, k, v, m, l, acc, bi, h, hk, row0, col0});
+                ValueRange{t.q, t.k, t.v, m, l, acc, bi, h, hk, row0, col0});
             upd->setAttrs(attrs(masked));
             scf::YieldOp::create(sb, sl);
           };
@@ -195,11 +182,139 @@ static LogicalResult tile(FlashAttentionOp op, int64_t optM, int64_t optN,
         scf::IfOp::create(lb, ll, boundary, step(true), step(false));
         scf::YieldOp::create(lb, ll);
       });
-  auto fin = TileFinalizeOp::create(b, loc, m, l, acc, o, lse, bi, h, row0,
-                                    b.getI64IntegerAttr(ts.m));
-  (void)fin;
+  TileFinalizeOp::create(b, loc, m, l, acc, t.o, t.lse, bi, h, row0,
+                         b.getI64IntegerAttr(ts.m));
   for (Value buf : {m, l, acc})
     memref::DeallocOp::create(b, loc, buf);
+}
+
+/// The tiling parameters of a forward or variable-length op.
+template <typename OpT>
+static FailureOr<ForwardTiling> forwardTiling(OpT op, int64_t optM,
+                                              int64_t optN,
+                                              double optThreshold) {
+  FailureOr<TileSizes> picked = pickTiles(op, optM, optN);
+  if (failed(picked))
+    return failure();
+  FailureOr<double> threshold = pickRescaleThreshold(op, optThreshold);
+  if (failed(threshold))
+    return failure();
+  ForwardTiling t;
+  auto qt = cast<MemRefType>(op.getQuery().getType());
+  auto kt = cast<MemRefType>(op.getKey().getType());
+  auto vt = cast<MemRefType>(op.getValue().getType());
+  // [B, H, S, D], or packed [T, H, D]: the heads are dimension 1 either way
+  t.hq = qt.getDimSize(1);
+  t.hkv = kt.getDimSize(1);
+  t.dv = vt.getDimSize(vt.getRank() - 1);
+  t.ts = *picked;
+  t.threshold = *threshold;
+  t.scale = op.getEffectiveScale();
+  t.softcap = op.getSoftcap().convertToDouble();
+  t.left = op.getWindowLeft();
+  t.right = op.getWindowRight();
+  t.config = op->getAttr(HopperConfigAttr::kAttrName);
+  return t;
+}
+
+static LogicalResult tile(FlashAttentionOp op, int64_t optM, int64_t optN,
+                          double optThreshold) {
+  FailureOr<ForwardTiling> tiling = forwardTiling(op, optM, optN, optThreshold);
+  if (failed(tiling))
+    return failure();
+  ForwardTiling t = *tiling;
+  t.q = op.getQuery(), t.k = op.getKey(), t.v = op.getValue();
+  t.o = op.getOut(), t.lse = op.getLse();
+
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  IndexMath ib{b, loc};
+  Value sq = dimOf(b, loc, t.q, 2), skv = dimOf(b, loc, t.k, 2);
+  Value nb = dimOf(b, loc, t.q, 0);
+  Value numM = ib.ceilDiv(sq, t.ts.m);
+  // Named first: function arguments are evaluated in an unspecified order.
+  SmallVector<Value> lower{ib.c(0), ib.c(0), ib.c(0)};
+  SmallVector<Value> upper{numM, ib.c(t.hq), nb};
+  SmallVector<Value> steps{ib.c(1), ib.c(1), ib.c(1)};
+  auto grid = scf::ParallelOp::create(b, loc, lower, upper, steps);
+  b.setInsertionPointToStart(grid.getBody());
+  Value mb = grid.getInductionVars()[0], h = grid.getInductionVars()[1],
+        bi = grid.getInductionVars()[2];
+  buildForwardCell(b, loc, t, mb, h, bi, sq, skv);
+  op.erase();
+  return success();
+}
+
+/// Rows [start, start + len) of a batch-of-one view [1, H, T(, D)].
+static Value sequenceView(OpBuilder &b, Location loc, Value view, Value start,
+                          Value len) {
+  auto t = cast<MemRefType>(view.getType());
+  SmallVector<OpFoldResult> offsets(t.getRank(), b.getIndexAttr(0));
+  SmallVector<OpFoldResult> sizes, strides(t.getRank(), b.getIndexAttr(1));
+  for (int64_t d = 0; d < t.getRank(); ++d)
+    sizes.push_back(b.getIndexAttr(t.getDimSize(d)));
+  offsets[2] = start;
+  sizes[2] = len;
+  return memref::SubViewOp::create(b, loc, view, offsets, sizes, strides);
+}
+
+/// The packed variable-length form: a grid over (sequence, q head) whose
+/// cell takes the sequence's rows and keys as a [1, H, S, D] problem (views,
+/// no copy) and walks its m-blocks with the forward's cell. Bottom-right
+/// alignment per sequence follows from the views' own Sq and Skv.
+static LogicalResult tileVarlen(FlashAttentionVarlenOp op, int64_t optM,
+                                int64_t optN, double optThreshold) {
+  FailureOr<ForwardTiling> tiling = forwardTiling(op, optM, optN, optThreshold);
+  if (failed(tiling))
+    return failure();
+  ForwardTiling packed = *tiling;
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  IndexMath ib{b, loc};
+  Value q = batchOfOneView(b, loc, op.getQuery());
+  Value k = batchOfOneView(b, loc, op.getKey());
+  Value v = batchOfOneView(b, loc, op.getValue());
+  Value o = batchOfOneView(b, loc, op.getOut());
+  Value lse = op.getLse() ? batchOfOneView(b, loc, op.getLse()) : Value();
+  Value cuQ = op.getCuSeqlensQ(), cuK = op.getCuSeqlensK();
+  Value used = op.getSequsedK();
+  Value nseq = arith::SubIOp::create(b, loc, dimOf(b, loc, cuQ, 0), ib.c(1));
+  SmallVector<Value> lower{ib.c(0), ib.c(0)};
+  SmallVector<Value> upper{nseq, ib.c(packed.hq)};
+  SmallVector<Value> steps{ib.c(1), ib.c(1)};
+  auto grid = scf::ParallelOp::create(b, loc, lower, upper, steps);
+  b.setInsertionPointToStart(grid.getBody());
+  Value s = grid.getInductionVars()[0], h = grid.getInductionVars()[1];
+  auto at = [&](Value buf, Value i) -> Value {
+    Value x = memref::LoadOp::create(b, loc, buf, i);
+    return arith::IndexCastOp::create(b, loc, b.getIndexType(), x);
+  };
+  Value s1 = arith::AddIOp::create(b, loc, s, ib.c(1));
+  Value q0 = at(cuQ, s);
+  Value q1 = at(cuQ, s1);
+  Value k0 = at(cuK, s);
+  Value skv;
+  if (used) {
+    skv = at(used, s);
+  } else {
+    Value k1 = at(cuK, s1);
+    skv = arith::SubIOp::create(b, loc, k1, k0);
+  }
+  Value sq = arith::SubIOp::create(b, loc, q1, q0);
+  ForwardTiling t = packed;
+  t.q = sequenceView(b, loc, q, q0, sq);
+  t.k = sequenceView(b, loc, k, k0, skv);
+  t.v = sequenceView(b, loc, v, k0, skv);
+  t.o = sequenceView(b, loc, o, q0, sq);
+  t.lse = lse ? sequenceView(b, loc, lse, q0, sq) : Value();
+  Value numM = ib.ceilDiv(sq, t.ts.m);
+  Value zero = ib.c(0);
+  scf::ForOp::create(b, loc, zero, numM, ib.c(1), ValueRange{},
+                     [&](OpBuilder &mb, Location ml, Value m, ValueRange) {
+                       buildForwardCell(mb, ml, t, m, h, indexConst(mb, ml, 0),
+                                        sq, skv);
+                       scf::YieldOp::create(mb, ml);
+                     });
   op.erase();
   return success();
 }
@@ -346,13 +461,9 @@ struct AttnTilePass : public fa3::attn::impl::AttnTileBase<AttnTilePass> {
     }
     SmallVector<Operation *> ops;
     bool bad = false;
-    getOperation()->walk([&](FlashAttentionVarlenOp op) {
-      op->emitOpError("has no tiled form yet: attn-lower-to-loops "
-                      "(--attn-cpu-reference-pipeline) lowers it");
-      bad = true;
-    });
     getOperation()->walk([&](Operation *op) {
-      if (!isa<FlashAttentionOp, FlashAttentionGradOp>(op))
+      if (!isa<FlashAttentionOp, FlashAttentionGradOp, FlashAttentionVarlenOp>(
+              op))
         return;
       if (!isa<MemRefType>(op->getOperand(0).getType())) {
         op->emitOpError("attn-tile needs the memref form: run "
@@ -367,11 +478,13 @@ struct AttnTilePass : public fa3::attn::impl::AttnTileBase<AttnTilePass> {
     if (bad)
       return signalPassFailure();
     for (Operation *op : ops) {
-      LogicalResult done =
-          isa<FlashAttentionOp>(op)
-              ? tile(cast<FlashAttentionOp>(op), blockM, blockN,
-                     rescaleThreshold)
-              : tileGrad(cast<FlashAttentionGradOp>(op), blockM, blockN);
+      LogicalResult done = failure();
+      if (auto fwd = dyn_cast<FlashAttentionOp>(op))
+        done = tile(fwd, blockM, blockN, rescaleThreshold);
+      else if (auto varlen = dyn_cast<FlashAttentionVarlenOp>(op))
+        done = tileVarlen(varlen, blockM, blockN, rescaleThreshold);
+      else
+        done = tileGrad(cast<FlashAttentionGradOp>(op), blockM, blockN);
       if (failed(done))
         return signalPassFailure();
     }

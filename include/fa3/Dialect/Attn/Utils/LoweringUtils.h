@@ -104,6 +104,12 @@ mlir::Value allocF32Like(mlir::OpBuilder &b, mlir::Location loc,
 void accumulate(mlir::OpBuilder &b, mlir::Location loc, mlir::Value buf,
                 mlir::ValueRange idx, mlir::Value x);
 
+/// A packed (variable-length) operand as a batch of one, without a copy:
+/// [T, H, D] as the [1, H, T, D] view the forward's code indexes, lse
+/// [H, T] as [1, H, T].
+mlir::Value batchOfOneView(mlir::OpBuilder &b, mlir::Location loc,
+                           mlir::Value packed);
+
 /// Static extent of dimension `dim` of a shaped value, or a memref.dim op.
 mlir::Value dimOf(mlir::OpBuilder &b, mlir::Location loc, mlir::Value memref,
                   unsigned dim);

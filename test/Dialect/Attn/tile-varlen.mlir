@@ -1,0 +1,55 @@
+// attn-tile on attn.flash_attention_varlen: a grid over (sequence, q head);
+// each cell reads the sequence's bounds from cu_seqlens (the key count from
+// seqused_k when given), views its rows and keys of the packed tensors as a
+// [1, H, S, D] problem (expand_shape + transpose, then a subview: no copy)
+// and walks its m-blocks with the forward's cell (state, attn.kv_range on the
+// sequence's own Sq and Skv, so masks are bottom-right aligned per sequence,
+// attn.tile_update, attn.tile_finalize). attn-lower-tiles-to-loops expands
+// it (numerics: python/tests/test_varlen_numerics.py); the Hopper kernel
+// pass refuses tiles over views, which the kernel's launch would lose.
+// RUN: fa3-opt %s --attn-tile="block-m=32 block-n=16" | FileCheck %s
+// RUN: fa3-opt %s --attn-tile="block-m=32 block-n=16" --attn-lower-tiles-to-loops | FileCheck %s --check-prefix=LOOPS
+// RUN: not fa3-opt %s --attn-tile --convert-attn-to-hopper 2>&1 | FileCheck %s --check-prefix=HOPPER
+
+// CHECK-LABEL: func.func @varlen(
+// CHECK-SAME: %[[Q:[^:]*]]: memref<?x4x16xf32>, %[[K:[^:]*]]: memref<?x2x16xf32>, %[[V:[^:]*]]: memref<?x2x8xf32>, %[[CQ:[^:]*]]: memref<?xi32>, %[[CK:[^:]*]]: memref<?xi32>, %[[USED:[^:]*]]: memref<?xi32>, %[[O:[^:]*]]: memref<?x4x8xf32>, %[[LSE:[^:]*]]: memref<4x?xf32>)
+// CHECK: %[[QE:.*]] = memref.expand_shape %[[Q]]
+// CHECK: %[[Q1:.*]] = memref.transpose %[[QE]]
+// CHECK: %[[LSE1:.*]] = memref.expand_shape %[[LSE]] {{\[\[}}0, 1], [2]]
+// CHECK: scf.parallel (%[[S:.*]], %[[H:.*]]) = (%{{.*}}, %{{.*}}) to (%{{.*}}, %c4{{.*}})
+// CHECK: %[[S1:.*]] = arith.addi %[[S]], %c1
+// CHECK: memref.load %[[CQ]][%[[S]]]
+// CHECK: %[[Q0:.*]] = arith.index_cast
+// CHECK: memref.load %[[CQ]][%[[S1]]]
+// CHECK: %[[QEND:.*]] = arith.index_cast
+// CHECK: memref.load %[[CK]][%[[S]]]
+// CHECK: %[[K0:.*]] = arith.index_cast
+// CHECK: memref.load %[[USED]][%[[S]]]
+// CHECK: %[[SKV:.*]] = arith.index_cast
+// CHECK: %[[SQ:.*]] = arith.subi %[[QEND]], %[[Q0]]
+// CHECK: %[[QS:.*]] = memref.subview %[[Q1]][0, 0, %[[Q0]], 0] [1, 4, %[[SQ]], 16] [1, 1, 1, 1]
+// CHECK: %[[KS:.*]] = memref.subview %{{.*}}[0, 0, %[[K0]], 0] [1, 2, %[[SKV]], 16] [1, 1, 1, 1]
+// CHECK: %[[VS:.*]] = memref.subview %{{.*}}[0, 0, %[[K0]], 0] [1, 2, %[[SKV]], 8] [1, 1, 1, 1]
+// CHECK: %[[OS:.*]] = memref.subview %{{.*}}[0, 0, %[[Q0]], 0] [1, 4, %[[SQ]], 8] [1, 1, 1, 1]
+// CHECK: %[[LS:.*]] = memref.subview %[[LSE1]][0, 0, %[[Q0]]] [1, 4, %[[SQ]]] [1, 1, 1]
+// CHECK: %[[NM:.*]] = arith.ceildivsi %[[SQ]], %c32
+// CHECK: scf.for %[[MB:.*]] = %{{.*}} to %[[NM]] step
+// CHECK: attn.kv_range rows %{{.*}} seq(%[[SQ]], %[[SKV]]) {block_m = 32 : i64, block_n = 16 : i64, window = array<i64: -1, 0>}
+// CHECK: attn.tile_update %[[QS]], %[[KS]], %[[VS]][%{{.*}}, %[[H]], %{{.*}}] {{.*}} masked
+// CHECK: attn.tile_finalize {{.*}} to %[[OS]], %[[LS]]
+// CHECK-NOT: attn.flash_attention_varlen
+
+// LOOPS-LABEL: func.func @varlen(
+// LOOPS-NOT: attn.
+// LOOPS: math.exp2
+// LOOPS-NOT: attn.
+
+// HOPPER: error: cannot generate the Hopper kernel: its tensors must be arguments of @varlen, which the kernel's launch takes; one is computed in the function (views, such as the per-sequence ones of attn.flash_attention_varlen's tiled form, have no Hopper kernel yet)
+func.func @varlen(%q: memref<?x4x16xf32>, %k: memref<?x2x16xf32>, %v: memref<?x2x8xf32>,
+                  %cq: memref<?xi32>, %ck: memref<?xi32>, %used: memref<?xi32>,
+                  %o: memref<?x4x8xf32>, %lse: memref<4x?xf32>) {
+  attn.flash_attention_varlen ins(%q, %k, %v : memref<?x4x16xf32>, memref<?x2x16xf32>, memref<?x2x8xf32>)
+      seqlens(%cq, %ck, %used : memref<?xi32>, memref<?xi32>, memref<?xi32>)
+      outs(%o, %lse : memref<?x4x8xf32>, memref<4x?xf32>) causal
+  return
+}
