@@ -12,6 +12,7 @@
 #include "fa3/Dialect/Attn/IR/AttnDialect.h"
 #include "fa3/Pipelines/Pipelines.h"
 #include "fa3/Pipelines/Ptxas.h"
+#include "fa3/Support/InputLimits.h"
 
 #include "Errors.h"
 
@@ -312,10 +313,7 @@ static std::string checkSpec(const Fa3AttentionSpec &s) {
   if (s.name) {
     size_t n = strnlen(s.name, kMaxSpecName + 1);
     StringRef name(s.name, n);
-    bool ident = n >= 1 && n <= kMaxSpecName && !llvm::isDigit(name[0]) &&
-                 llvm::all_of(name, [](char c) {
-                   return llvm::isAlnum(c) || c == '_';
-                 });
+    bool ident = n <= kMaxSpecName && fa3::isCIdentifier(name);
     if (!ident) {
       os << "name: \"";
       llvm::printEscapedString(name.take_front(64), os);

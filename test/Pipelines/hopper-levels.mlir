@@ -26,15 +26,15 @@
 // CHECK: } {hopper.overlap}
 // CHECK: } {hopper.pingpong}
 // CHECK: IR Dump After HopperAsyncCopy (hopper-async-copy)
-// CHECK-NOT: hopper.load_tile
 // CHECK: hopper.ring.producer_commit
 // CHECK-NEXT: hopper.tma_load
+// CHECK-NOT: hopper.load_tile
 // CHECK: IR Dump After HopperOverlap (hopper-overlap)
-// CHECK-NOT: hopper.overlap
 // CHECK: scf.for %{{.*}} = %c1_i32 to
 // CHECK: hopper.wgmma.ss
 // CHECK-NEXT: hopper.wgmma.rs
 // CHECK-NEXT: hopper.wgmma.wait 1
+// CHECK-NOT: hopper.overlap
 // CHECK: IR Dump After HopperPingPong (hopper-pingpong)
 // CHECK: hopper.named_barrier.sync turn[
 // CHECK: IR Dump After ConvertHopperToNVVM (convert-hopper-to-nvvm)

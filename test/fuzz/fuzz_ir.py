@@ -672,12 +672,14 @@ def normalise(s):
 SKIP_FRAMES = ("llvm::sys::", "SignalHandler", "__restore_rt", "libc.so", "raise",
                "abort", "PrintStackTrace", "RunSignalHandlers", "llvm::report_fatal_error",
                "__assert", "__pthread_kill", "gsignal", "libpthread", "CrashRecoveryContext",
-               "__sanitizer", "__asan", "__ubsan", "llvm::llvm_unreachable_internal",
+               "__sanitizer", "__asan", "__ubsan", "__interceptor",
+               "llvm::llvm_unreachable_internal",
                "__cxa_throw", "__gnu_cxx", "std::terminate", "libstdc++", "_Unwind",
                "std::__throw")
 
 
 def crash_signature(rc, out):
+    asan = None
     for l in out.splitlines():
         if "LLVM ERROR" in l:
             return normalise(l[l.index("LLVM ERROR"):])
@@ -687,7 +689,10 @@ def crash_signature(rc, out):
         if "runtime error:" in l:
             return "UBSan " + normalise(l.split("runtime error:", 1)[1])
         if "ERROR: AddressSanitizer" in l:
-            return "ASan " + normalise(l.split("AddressSanitizer:", 1)[1].split(" on ")[0])
+            # with the top frames, as for a signal: they tell one bug from
+            # another (and a known upstream one, KNOWN_UPSTREAM, from ours)
+            asan = "ASan " + normalise(l.split("AddressSanitizer:", 1)[1].split(" on ")[0])
+            break
         if "terminate called" in l:
             return normalise(l)
     frames, addrs = [], []
@@ -707,6 +712,8 @@ def crash_signature(rc, out):
             continue
         if len(frames) < 3:
             frames.append(f)
+    if asan:
+        return asan + (" in " + " < ".join(frames) if frames else "")
     sig = f"signal {-rc}" if rc is not None and rc < 0 else f"exit {rc}"
     # What LLVM says it was doing ("1. MLIR Parser: ...", "1. Running pass ...").
     ctx = [m.group(1) for m in re.finditer(r"^\d+\.\s+(?!Program arguments)(.*)$", out, re.M)]

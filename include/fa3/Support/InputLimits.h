@@ -8,6 +8,8 @@
 #ifndef FA3_SUPPORT_INPUTLIMITS_H
 #define FA3_SUPPORT_INPUTLIMITS_H
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <string>
@@ -23,6 +25,14 @@ int nestingDepth(llvm::StringRef text);
 
 /// Why `text` is refused ("" if it is not).
 std::string checkInputLimits(llvm::StringRef text);
+
+/// `s` is a C identifier (letters, digits and '_', not starting with a
+/// digit): what kernel names must be, since they become PTX symbols and
+/// file names.
+inline bool isCIdentifier(llvm::StringRef s) {
+  return !s.empty() && !llvm::isDigit(s[0]) &&
+         llvm::all_of(s, [](char c) { return llvm::isAlnum(c) || c == '_'; });
+}
 } // namespace fa3
 
 #endif

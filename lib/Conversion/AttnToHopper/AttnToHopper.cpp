@@ -19,6 +19,7 @@
 #include "fa3/Dialect/Attn/IR/AttnDialect.h"
 #include "fa3/Dialect/Attn/Utils/LoweringUtils.h"
 #include "fa3/Dialect/Hopper/IR/HopperDialect.h"
+#include "fa3/Support/InputLimits.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/SymbolTable.h"
@@ -65,11 +66,6 @@ std::optional<TiledAttention> matchTiled(scf::ParallelOp grid) {
   return t;
 }
 
-
-bool isCIdentifier(StringRef s) {
-  return !s.empty() && (llvm::isAlpha(s[0]) || s[0] == '_') &&
-         llvm::all_of(s, [](char c) { return llvm::isAlnum(c) || c == '_'; });
-}
 
 Value toIndex(OpBuilder &b, Location loc, Value v) {
   return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);

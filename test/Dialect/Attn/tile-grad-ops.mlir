@@ -99,3 +99,21 @@ func.func @postprocess_rank(%dqa: memref<2x8xf32>, %dq: memref<2x8xf16>) {
   attn.grad_postprocess %dqa to %dq : memref<2x8xf32>, memref<2x8xf16>
   return
 }
+
+// -----
+
+func.func @head_dims(%q: memref<1x2x?x16xf16>, %k: memref<1x1x?x32xf16>, %v: memref<1x1x?x8xf16>,
+                     %do: memref<1x2x?x8xf16>, %lse: memref<1x2x?xf32>, %dqa: memref<1x2x?x16xf32>,
+                     %dka: memref<32x16xf32>, %dva: memref<32x8xf32>, %i: index) {
+  // expected-error @below {{query and key must have one head dim, got 16 and 32}}
+  attn.tile_grad_update %q, %k, %v, %do, %lse, %lse[%i, %i, %i] rows %i cols %i acc(%dqa, %dka, %dva) {block_m = 64 : i64, block_n = 32 : i64, scale = 0.25 : f32, softcap = 0.0 : f32, window = array<i64: -1, -1>} : memref<1x2x?x16xf16>, memref<1x1x?x32xf16>, memref<1x1x?x8xf16>, memref<1x2x?x8xf16>, memref<1x2x?xf32>, memref<1x2x?xf32>, memref<1x2x?x16xf32>, memref<32x16xf32>, memref<32x8xf32>
+  return
+}
+
+// -----
+
+func.func @element_type(%o: memref<1x2x?x8xi8>, %delta: memref<1x2x?xf32>, %dqa: memref<1x2x?x16xf32>) {
+  // expected-error @below {{o must hold f32, bf16 or f16, got 'i8'}}
+  attn.grad_preprocess %o, %o to %delta, %dqa : memref<1x2x?x8xi8>, memref<1x2x?x8xi8>, memref<1x2x?xf32>, memref<1x2x?x16xf32>
+  return
+}

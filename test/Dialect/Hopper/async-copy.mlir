@@ -108,3 +108,25 @@ func.func @element(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %x: i32) {
   hopper.load_tile %map[%x, %x, %x] into %q[%x] rows 64 cols 64 : f32, !q
   return
 }
+
+// -----
+
+!q = !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 229376, empty = 229392, arrivals = 256, cluster = 1>
+func.func @rows_atom(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %x: i32) {
+  %q = hopper.ring.create %smem : !q
+  // expected-error @below {{rows must be a multiple of 8 (a 128B-swizzle atom is 8 rows), got 60}}
+  hopper.load_tile %map[%x, %x, %x] into %q[%x] rows 60 cols 64 : bf16, !q
+  return
+}
+
+// -----
+
+// Columns whose bytes alone exceed the stage are refused before any product
+// that could wrap around.
+!q = !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 229376, empty = 229392, arrivals = 256, cluster = 1>
+func.func @huge_cols(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %x: i32) {
+  %q = hopper.ring.create %smem : !q
+  // expected-error @below {{does not fit the ring's 16384-byte stages}}
+  hopper.load_tile %map[%x, %x, %x] into %q[%x] rows 256 cols 144115188075855872 : bf16, !q
+  return
+}

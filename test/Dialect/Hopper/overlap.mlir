@@ -58,6 +58,8 @@
 // CHECK-NEXT: %[[OS:.*]] = hopper.scale_rows %[[OR]], %[[ALPHA]]
 // CHECK-NEXT: hopper.ring.consumer_release %[[V]][%[[UP]]]
 // CHECK-NEXT: scf.yield %[[M1]], %[[L1]], %[[OS]], %[[PAT]]
+// ... the marker is gone (the pipelined loop's closing brace has no attribute)
+// CHECK-NEXT: }{{$}}
 // ... tail: the last block's P V, slot g + n - 1 ...
 // CHECK: %[[END:.*]] = arith.addi %[[G]], %[[N]] : i32
 // CHECK-NEXT: %[[LAST:.*]] = arith.subi %[[END]], %c1_i32 : i32
@@ -71,7 +73,6 @@
 // CHECK-NEXT: %[[OTR:.*]] = hopper.wgmma.wait 0, %[[OT]]
 // CHECK-NEXT: hopper.ring.consumer_release %[[V]][%[[LAST]]]
 // CHECK-NEXT: scf.yield %[[R]]#0, %[[R]]#1, %[[OTR]]
-// CHECK-NOT: hopper.overlap
 func.func @sequential(%smem: !llvm.ptr<3>, %dq: i64, %dk0: i64, %dv0: i64, %n: i32, %g: i32, %sl2: f32) -> (!r, !r, !s) {
   %k = hopper.ring.create %smem : !ring
   %v = hopper.ring.create %smem : !ring
@@ -523,6 +524,173 @@ func.func @no_release(%smem: !llvm.ptr<3>, %dq: i64, %dk0: i64, %dv0: i64, %n: i
       nvvm.wgmma.fence.aligned
       %o1 = hopper.wgmma.rs %pa, %dv, %oa : !p, !s
       %o2 = hopper.wgmma.wait 0, %o1 : !s
+      scf.yield %m1, %l1, %o2 : !r, !r, !s
+    } {hopper.overlap}
+    scf.yield %f#0, %f#1, %f#2 : !r, !r, !s
+  } else {
+    %m0 = hopper.fill %ninf : f32 to !r
+    %l0 = hopper.zero : !r
+    %o0 = hopper.zero : !s
+    scf.yield %m0, %l0, %o0 : !r, !r, !s
+  }
+  return %res#0, %res#1, %res#2 : !r, !r, !s
+}
+
+// -----
+
+!ring = !hopper.ring<stages = 2, stage_bytes = 8192, data = 0, full = 32768, empty = 32784, arrivals = 128, cluster = 1>
+!s = !hopper.frag<64x64xf32>
+!p = !hopper.frag<64x64xbf16>
+!r = !hopper.frag<64xf32>
+// The tail is the iteration ub - 1: the step must be 1.
+func.func @step_two(%smem: !llvm.ptr<3>, %dq: i64, %dk0: i64, %dv0: i64, %n: i32, %g: i32, %sl2: f32) -> (!r, !r, !s) {
+  %k = hopper.ring.create %smem : !ring
+  %v = hopper.ring.create %smem : !ring
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c2 = arith.constant 2 : i32
+  %c512 = arith.constant 512 : i32
+  %ninf = arith.constant 0xFF800000 : f32
+  %nz = arith.cmpi sgt, %n, %c0 : i32
+  %res:3 = scf.if %nz -> (!r, !r, !s) {
+    %m0 = hopper.fill %ninf : f32 to !r
+    %l0 = hopper.zero : !r
+    %o0 = hopper.zero : !s
+    // expected-error @+1 {{cannot overlap this loop: its step must be 1 (the tail is the iteration ub - 1)}}
+    %f:3 = scf.for %t = %c0 to %n step %c2 iter_args(%m = %m0, %l = %l0, %o = %o0) -> (!r, !r, !s) : i32 {
+      %u = arith.addi %g, %t : i32
+      %ks = hopper.ring.stage %k[%u] : !ring
+      %ko = arith.muli %ks, %c512 : i32
+      %ko64 = arith.extui %ko : i32 to i64
+      %dk = arith.addi %dk0, %ko64 : i64
+      hopper.ring.consumer_wait %k[%u] : !ring
+      nvvm.wgmma.fence.aligned
+      %s = hopper.wgmma.ss %dq, %dk k 64 boxes 8192, 8192 : bf16 -> !s
+      %sr = hopper.wgmma.wait 0, %s : !s
+      hopper.ring.consumer_release %k[%u] : !ring
+      %p, %m1, %l1, %alpha, %up = hopper.softmax_step %sr scale %sl2 state(%m, %l) : !s, !r
+      %pa = hopper.trunc %p : !s to !p
+      %oa = hopper.scale_rows %o, %alpha : !s, !r
+      %vs = hopper.ring.stage %v[%u] : !ring
+      %vo = arith.muli %vs, %c512 : i32
+      %vo64 = arith.extui %vo : i32 to i64
+      %dv = arith.addi %dv0, %vo64 : i64
+      hopper.ring.consumer_wait %v[%u] : !ring
+      nvvm.wgmma.fence.aligned
+      %o1 = hopper.wgmma.rs %pa, %dv, %oa : !p, !s
+      %o2 = hopper.wgmma.wait 0, %o1 : !s
+      hopper.ring.consumer_release %v[%u] : !ring
+      scf.yield %m1, %l1, %o2 : !r, !r, !s
+    } {hopper.overlap}
+    scf.yield %f#0, %f#1, %f#2 : !r, !r, !s
+  } else {
+    %m0 = hopper.fill %ninf : f32 to !r
+    %l0 = hopper.zero : !r
+    %o0 = hopper.zero : !s
+    scf.yield %m0, %l0, %o0 : !r, !r, !s
+  }
+  return %res#0, %res#1, %res#2 : !r, !r, !s
+}
+
+// -----
+
+!ring = !hopper.ring<stages = 2, stage_bytes = 8192, data = 0, full = 32768, empty = 32784, arrivals = 128, cluster = 1>
+!s = !hopper.frag<64x64xf32>
+!p = !hopper.frag<64x64xbf16>
+!r = !hopper.frag<64xf32>
+// A second wgmma window of stage 0 before O's first use: the waits after
+// it would not see the product's group where they expect it.
+func.func @second_window(%smem: !llvm.ptr<3>, %dq: i64, %dk0: i64, %dv0: i64, %n: i32, %g: i32, %sl2: f32) -> (!r, !r, !s) {
+  %k = hopper.ring.create %smem : !ring
+  %v = hopper.ring.create %smem : !ring
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c512 = arith.constant 512 : i32
+  %ninf = arith.constant 0xFF800000 : f32
+  %nz = arith.cmpi sgt, %n, %c0 : i32
+  %res:3 = scf.if %nz -> (!r, !r, !s) {
+    %m0 = hopper.fill %ninf : f32 to !r
+    %l0 = hopper.zero : !r
+    %o0 = hopper.zero : !s
+    // expected-error @+1 {{cannot overlap this loop: stage 0 issues more wgmma before O's first use than its first window; only that window can take the P V product}}
+    %f:3 = scf.for %t = %c0 to %n step %c1 iter_args(%m = %m0, %l = %l0, %o = %o0) -> (!r, !r, !s) : i32 {
+      %u = arith.addi %g, %t : i32
+      %ks = hopper.ring.stage %k[%u] : !ring
+      %ko = arith.muli %ks, %c512 : i32
+      %ko64 = arith.extui %ko : i32 to i64
+      %dk = arith.addi %dk0, %ko64 : i64
+      hopper.ring.consumer_wait %k[%u] : !ring
+      nvvm.wgmma.fence.aligned
+      %s = hopper.wgmma.ss %dq, %dk k 64 boxes 8192, 8192 : bf16 -> !s
+      %sr = hopper.wgmma.wait 0, %s : !s
+      hopper.ring.consumer_release %k[%u] : !ring
+      nvvm.wgmma.fence.aligned
+      %s2 = hopper.wgmma.ss %dq, %dk k 64 boxes 8192, 8192 : bf16 -> !s
+      %s2r = hopper.wgmma.wait 0, %s2 : !s
+      %p, %m1, %l1, %alpha, %up = hopper.softmax_step %sr scale %sl2 state(%m, %l) : !s, !r
+      %pa = hopper.trunc %p : !s to !p
+      %oa = hopper.scale_rows %o, %alpha : !s, !r
+      %vs = hopper.ring.stage %v[%u] : !ring
+      %vo = arith.muli %vs, %c512 : i32
+      %vo64 = arith.extui %vo : i32 to i64
+      %dv = arith.addi %dv0, %vo64 : i64
+      hopper.ring.consumer_wait %v[%u] : !ring
+      nvvm.wgmma.fence.aligned
+      %o1 = hopper.wgmma.rs %pa, %dv, %oa : !p, !s
+      %o2 = hopper.wgmma.wait 0, %o1 : !s
+      hopper.ring.consumer_release %v[%u] : !ring
+      scf.yield %m1, %l1, %o2 : !r, !r, !s
+    } {hopper.overlap}
+    scf.yield %f#0, %f#1, %f#2 : !r, !r, !s
+  } else {
+    %m0 = hopper.fill %ninf : f32 to !r
+    %l0 = hopper.zero : !r
+    %o0 = hopper.zero : !s
+    scf.yield %m0, %l0, %o0 : !r, !r, !s
+  }
+  return %res#0, %res#1, %res#2 : !r, !r, !s
+}
+
+// -----
+
+!ring = !hopper.ring<stages = 2, stage_bytes = 8192, data = 0, full = 32768, empty = 32784, arrivals = 128, cluster = 1>
+!s = !hopper.frag<64x64xf32>
+!p = !hopper.frag<64x64xbf16>
+!r = !hopper.frag<64xf32>
+// A descriptor that is not computed from a ring slot for the product alone
+// leaves no slot whose wait and release could move with it.
+func.func @no_slot(%smem: !llvm.ptr<3>, %dq: i64, %dk0: i64, %dv0: i64, %n: i32, %g: i32, %sl2: f32) -> (!r, !r, !s) {
+  %k = hopper.ring.create %smem : !ring
+  %v = hopper.ring.create %smem : !ring
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c512 = arith.constant 512 : i32
+  %ninf = arith.constant 0xFF800000 : f32
+  %nz = arith.cmpi sgt, %n, %c0 : i32
+  %res:3 = scf.if %nz -> (!r, !r, !s) {
+    %m0 = hopper.fill %ninf : f32 to !r
+    %l0 = hopper.zero : !r
+    %o0 = hopper.zero : !s
+    // expected-error @+1 {{cannot overlap this loop: the P V product's descriptor must be computed from a ring slot (hopper.ring.stage) for it alone, whose wait and release move with it}}
+    %f:3 = scf.for %t = %c0 to %n step %c1 iter_args(%m = %m0, %l = %l0, %o = %o0) -> (!r, !r, !s) : i32 {
+      %u = arith.addi %g, %t : i32
+      %ks = hopper.ring.stage %k[%u] : !ring
+      %ko = arith.muli %ks, %c512 : i32
+      %ko64 = arith.extui %ko : i32 to i64
+      %dk = arith.addi %dk0, %ko64 : i64
+      hopper.ring.consumer_wait %k[%u] : !ring
+      nvvm.wgmma.fence.aligned
+      %s = hopper.wgmma.ss %dq, %dk k 64 boxes 8192, 8192 : bf16 -> !s
+      %sr = hopper.wgmma.wait 0, %s : !s
+      hopper.ring.consumer_release %k[%u] : !ring
+      %p, %m1, %l1, %alpha, %up = hopper.softmax_step %sr scale %sl2 state(%m, %l) : !s, !r
+      %pa = hopper.trunc %p : !s to !p
+      %oa = hopper.scale_rows %o, %alpha : !s, !r
+      hopper.ring.consumer_wait %v[%u] : !ring
+      nvvm.wgmma.fence.aligned
+      %o1 = hopper.wgmma.rs %pa, %dv0, %oa : !p, !s
+      %o2 = hopper.wgmma.wait 0, %o1 : !s
+      hopper.ring.consumer_release %v[%u] : !ring
       scf.yield %m1, %l1, %o2 : !r, !r, !s
     } {hopper.overlap}
     scf.yield %f#0, %f#1, %f#2 : !r, !r, !s

@@ -644,13 +644,33 @@ static LogicalResult verifyF32Buffer(Operation *op, StringRef name, Value v,
                                << ", got " << t;
 }
 
-/// Rank-4 memrefs (q, k, v, dO, dq, ...), each named.
+/// Rank-4 memrefs (q, k, v, dO, dq, ...) of f32, bf16 or f16 with a static
+/// head dim (the lowerings unroll it), each named.
 static LogicalResult verifyRank4(Operation *op,
                                  ArrayRef<std::pair<StringRef, Value>> vs) {
-  for (auto [name, v] : vs)
-    if (cast<MemRefType>(v.getType()).getRank() != 4)
+  for (auto [name, v] : vs) {
+    auto t = cast<MemRefType>(v.getType());
+    if (t.getRank() != 4)
       return op->emitOpError(name) << " must be a rank-4 memref";
+    Type e = t.getElementType();
+    if (!e.isF32() && !e.isBF16() && !e.isF16())
+      return op->emitOpError(name) << " must hold f32, bf16 or f16, got " << e;
+    if (t.isDynamicDim(3))
+      return op->emitOpError(name) << " must have a static head dim";
+  }
   return success();
+}
+
+/// Dimension `d` of `a` and `b` may be equal, else an error naming both.
+static LogicalResult verifySameDim(Operation *op, StringRef an, Value a,
+                                   StringRef bn, Value b, unsigned d,
+                                   StringRef what) {
+  int64_t x = cast<MemRefType>(a.getType()).getDimSize(d);
+  int64_t y = cast<MemRefType>(b.getType()).getDimSize(d);
+  if (compatible(x, y))
+    return success();
+  return op->emitOpError(an) << " and " << bn << " must have one " << what
+                             << ", got " << x << " and " << y;
 }
 
 /// [B, H, S] of a rank-4 memref.
@@ -697,6 +717,16 @@ LogicalResult TileGradUpdateOp::verify() {
   double scale = getScale().convertToDouble();
   if (!std::isfinite(scale) || scale <= 0)
     return emitOpError("scale must be finite and positive, got ") << scale;
+  Value q = getQuery(), k = getKey(), v = getValue(), dO = getGradOut();
+  if (failed(verifySameDim(*this, "query", q, "key", k, 3, "head dim")) ||
+      failed(verifySameDim(*this, "key", k, "value", v, 2, "length")) ||
+      failed(verifySameDim(*this, "dO", dO, "value", v, 3, "value head dim")))
+    return failure();
+  for (unsigned d = 0; d < 3; ++d)
+    if (failed(verifySameDim(*this, "query", q, "dO", dO, d,
+                             d == 0 ? "batch" : d == 1 ? "head count"
+                                                       : "length")))
+      return failure();
   SmallVector<int64_t> rows = rowsOf(getQuery());
   int64_t bn = getBlockN();
   auto qt = cast<MemRefType>(getQuery().getType());

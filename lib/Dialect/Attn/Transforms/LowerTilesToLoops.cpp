@@ -295,7 +295,9 @@ static void lowerGradUpdate(TileGradUpdateOp op) {
                         col,  rowLse, rowD,        keep,
                         op.getScale().convertToDouble(),
                         op.getSoftcap().convertToDouble()};
-          buildGradPair(b, loc, pair, GradSum{op.getDqAcc(), {bi, h, row}},
+          // dQ's sums are shared by the grid's cells (kv-blocks): atomic.
+          buildGradPair(b, loc, pair,
+                        GradSum{op.getDqAcc(), {bi, h, row}, /*atomic=*/true},
                         GradSum{op.getDkAcc(), {c}},
                         GradSum{op.getDvAcc(), {c}});
           scf::YieldOp::create(b, loc);

@@ -237,7 +237,6 @@ static void forEach4(OpBuilder &b, Location loc, Value like,
   scf::buildLoopNest(b, loc, lbs, ubs, steps, body);
 }
 
-/// buf[idx] += x (f32).
 /// The backward's definition (FlashAttentionGradOp's description), summed in
 /// f32 buffers for dQ, dK and dV, then converted into the outputs.
 static void lowerGradToLoops(FlashAttentionGradOp op) {

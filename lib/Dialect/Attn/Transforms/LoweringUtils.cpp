@@ -250,7 +250,15 @@ static void addScaledRow(OpBuilder &b, Location loc, const GradSum &sum,
         Value e = loadAsF32(b, loc, src, from);
         SmallVector<Value, 4> to(sum.prefix.begin(), sum.prefix.end());
         to.push_back(x);
-        accumulate(b, loc, sum.buf, to, arith::MulFOp::create(b, loc, f, e));
+        Value term = arith::MulFOp::create(b, loc, f, e);
+        if (sum.atomic)
+          memref::AtomicRMWOp::create(
+              b, loc,
+              arith::AtomicRMWKindAttr::get(b.getContext(),
+                                            arith::AtomicRMWKind::addf),
+              term, sum.buf, to);
+        else
+          accumulate(b, loc, sum.buf, to, term);
         scf::YieldOp::create(b, loc);
       });
 }

@@ -250,9 +250,8 @@ static Value sequenceView(OpBuilder &b, Location loc, Value view, Value start,
                           Value len) {
   auto t = cast<MemRefType>(view.getType());
   SmallVector<OpFoldResult> offsets(t.getRank(), b.getIndexAttr(0));
-  SmallVector<OpFoldResult> sizes, strides(t.getRank(), b.getIndexAttr(1));
-  for (int64_t d = 0; d < t.getRank(); ++d)
-    sizes.push_back(b.getIndexAttr(t.getDimSize(d)));
+  SmallVector<OpFoldResult> strides(t.getRank(), b.getIndexAttr(1));
+  SmallVector<OpFoldResult> sizes = memref::getMixedSizes(b, loc, view);
   offsets[2] = start;
   sizes[2] = len;
   return memref::SubViewOp::create(b, loc, view, offsets, sizes, strides);

@@ -134,7 +134,16 @@ LogicalResult LoadTileOp::verify() {
   if (getRows() > kMaxTmaBoxRows)
     return emitOpError("rows must be at most ")
            << kMaxTmaBoxRows << " (a TMA box dimension), got " << getRows();
-  if (getTileBytes() > ring.getStageBytes())
+  // A box of the 128B swizzle spans whole 8-row atoms (1024 bytes), so the
+  // next box starts atom-aligned.
+  if (getRows() % 8 != 0)
+    return emitOpError("rows must be a multiple of 8 (a 128B-swizzle atom "
+                       "is 8 rows), got ")
+           << getRows();
+  // Compared before any product of the two: no overflow.
+  if (getCols() * static_cast<uint64_t>(getElementBytes()) >
+          static_cast<uint64_t>(ring.getStageBytes()) ||
+      getTileBytes() > ring.getStageBytes())
     return emitOpError("a ")
            << getRows() << "x" << getCols() << " tile (" << getTileBytes()
            << " bytes) does not fit the ring's " << ring.getStageBytes()

@@ -154,6 +154,10 @@ FailureOr<Stages> analyze(scf::ForOp loop) {
       s.releases.push_back(r);
     }
   }
+  if (slots.empty())
+    return fail("the P V product's descriptor must be computed from a ring "
+                "slot (hopper.ring.stage) for it alone, whose wait and "
+                "release move with it");
   if (s.ringWaits.size() != slots.size() || s.releases.size() != slots.size())
     return fail("each ring slot the P V product reads needs one "
                 "hopper.ring.consumer_wait and one consumer_release");
@@ -209,6 +213,14 @@ FailureOr<Stages> analyze(scf::ForOp loop) {
                 "the previous block's P V product is waited for)");
   for (Operation *op = s.windowEnd->getNextNode(); op != firstUse;
        op = op->getNextNode()) {
+    // The waits in between then see exactly one more group in flight.
+    bool issues = false;
+    op->walk([&](Operation *inner) {
+      issues |= !s.stage1.contains(inner) && (isIssue(inner) || isa<Fence>(inner));
+    });
+    if (issues)
+      return fail("stage 0 issues more wgmma before O's first use than its "
+                  "first window; only that window can take the P V product");
     auto w = dyn_cast<WgmmaWaitOp>(op);
     if (!w || s.stage1.contains(w))
       continue;
@@ -288,6 +300,9 @@ LogicalResult HopperOverlapPass::pipeline(scf::ForOp loop) {
     return loop.emitOpError("cannot overlap this loop: its first block is "
                             "peeled, so it must run at least once (put it in "
                             "an scf.if on ub > lb)");
+  if (!matchPattern(loop.getStep(), m_One()))
+    return loop.emitOpError("cannot overlap this loop: its step must be 1 "
+                            "(the tail is the iteration ub - 1)");
   FailureOr<Stages> st = analyze(loop);
   if (failed(st))
     return failure();
@@ -321,7 +336,7 @@ LogicalResult HopperOverlapPass::pipeline(scf::ForOp loop) {
     while (grew) {
       grew = false;
       for (Operation &op : *body)
-        if (stage0(op) && !skip.contains(&op) && op.getNumResults() &&
+        if (stage0(op) && !skip.contains(&op) && !op.use_empty() &&
             llvm::all_of(op.getUsers(), [&](Operation *u) {
               return skip.contains(inBlock(u, body));
             })) {
@@ -366,6 +381,10 @@ LogicalResult HopperOverlapPass::pipeline(scf::ForOp loop) {
     inits.push_back(pro.lookupOrDefault(v));
   Value lb1 = lbZero ? step : arith::AddIOp::create(b, loc, lb, step).getResult();
   auto lp = scf::ForOp::create(b, loc, lb1, ub, step, inits);
+  for (NamedAttribute a : loop->getDiscardableAttrs())
+    if (a.getName() != kOverlapAttr)
+      lp->setAttr(a.getName(), a.getValue());
+  lp.setUnsignedCmp(loop.getUnsignedCmp());
   Block *nb = lp.getBody();
   unsigned nOld = loop.getNumRegionIterArgs();
   IRMapping m0, m1;
@@ -472,12 +491,14 @@ LogicalResult HopperOverlapPass::pipeline(scf::ForOp loop) {
   for (unsigned i = 0; i < nOld; ++i)
     loop.getResult(i).replaceAllUsesWith(i == s.accArg ? tailO
                                                        : lp.getResult(i));
-  SmallVector<Value> oldInits(loop.getInits());
+  llvm::SetVector<Operation *> initDefs;
+  for (Value v : loop.getInits())
+    if (Operation *def = v.getDefiningOp())
+      initDefs.insert(def);
   loop.erase();
   // Initial state the peeled block made redundant (m = -inf, l = 0).
-  for (Value v : oldInits)
-    if (Operation *def = v.getDefiningOp();
-        def && v.use_empty() && isMemoryEffectFree(def))
+  for (Operation *def : initDefs)
+    if (def->use_empty() && isMemoryEffectFree(def))
       def->erase();
   return success();
 }

@@ -534,7 +534,8 @@ def Attn_TileGradUpdateOp : Attn_Op<"tile_grad_update", [
     `dk_acc` [block_n, D] and `dv_acc` [block_n, Dv] are the kv-block's f32
     sums (over the m-blocks and, with GQA, the q heads of the kv head);
     `dq_acc` is the f32 dQ of the whole problem (the shape of q), which the
-    tiles of every kv-block add into (atomically on a GPU). `delta` is
+    tiles of every kv-block add into: its additions are atomic, since the
+    cells of the grid that hold them run in parallel. `delta` is
     `attn.grad_preprocess`'s. Without `masked` the schedule
     (`attn.q_range`) guarantees that every key of the tile lies below Skv
     and is visible to every row below Sq, so no mask is applied.

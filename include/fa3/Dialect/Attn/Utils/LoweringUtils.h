@@ -82,10 +82,13 @@ struct GradPair {
   mlir::Value rowLse, rowD, keep;
   double scale, softcap;
 };
-/// An f32 sum of the backward: element x of a row goes to buf[prefix..., x].
+/// An f32 sum of the backward: element x of a row goes to buf[prefix..., x],
+/// by an atomic add where other iterations of a parallel loop add into the
+/// same buffer (the tiled form's dQ).
 struct GradSum {
   mlir::Value buf;
   llvm::SmallVector<mlir::Value, 4> prefix;
+  bool atomic = false;
 };
 /// The backward of one pair (FlashAttentionGradOp's definition): s = scale
 /// q k (softcapped), p = exp(s - lse) (0 unless `keep`), ds = p (dO v - D)
