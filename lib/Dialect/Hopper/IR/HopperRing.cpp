@@ -140,14 +140,19 @@ LogicalResult LoadTileOp::verify() {
     return emitOpError("rows must be a multiple of 8 (a 128B-swizzle atom "
                        "is 8 rows), got ")
            << getRows();
-  // Compared before any product of the two: no overflow.
-  if (getCols() * static_cast<uint64_t>(getElementBytes()) >
-          static_cast<uint64_t>(ring.getStageBytes()) ||
-      getTileBytes() > ring.getStageBytes())
-    return emitOpError("a ")
-           << getRows() << "x" << getCols() << " tile (" << getTileBytes()
-           << " bytes) does not fit the ring's " << ring.getStageBytes()
-           << "-byte stages";
+  // The columns' bytes first: the tile's bytes are then a product that
+  // cannot overflow (rows <= 256).
+  uint64_t stage = static_cast<uint64_t>(ring.getStageBytes());
+  bool rowFits =
+      getCols() * static_cast<uint64_t>(getElementBytes()) <= stage;
+  if (!rowFits || static_cast<uint64_t>(getTileBytes()) > stage) {
+    InFlightDiagnostic d = emitOpError("a ");
+    d << getRows() << "x" << getCols() << " tile ";
+    if (rowFits)
+      d << "(" << getTileBytes() << " bytes) ";
+    return d << "does not fit the ring's " << ring.getStageBytes()
+             << "-byte stages";
+  }
   if (ring.getCluster() == 2 && getBoxes() % 2 != 0)
     return emitOpError("a ring shared by a 2-CTA cluster takes tiles of an "
                        "even number of boxes (each CTA loads half), got ")

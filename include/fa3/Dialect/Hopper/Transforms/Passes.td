@@ -74,7 +74,10 @@ def HopperOverlap : Pass<"hopper-overlap"> {
       releasing Q's ring slot, comes first).
 
     The loop must sit in an `scf.if` on ub > lb (its first iteration is
-    peeled). The marker is removed.
+    peeled) and step by 1. What it cannot pipeline is refused with the
+    reason (a second wgmma window of stage 0 before O's first use, a
+    product whose descriptor does not come from a ring slot of its own,
+    stage 1 reading the loop's state, ...). The marker is removed.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::scf::SCFDialect"];
