@@ -192,21 +192,11 @@ static void lowerVarlenToLoops(FlashAttentionVarlenOp op) {
   Value group = indexConst(b, loc, hq / hkv);
   Value acc = memref::AllocaOp::create(
       b, loc, MemRefType::get({dv}, b.getF32Type()));
-  auto index = [&](OpBuilder &b, Location loc, Value buf, Value i) -> Value {
-    Value x = memref::LoadOp::create(b, loc, buf, i);
-    return arith::IndexCastOp::create(b, loc, b.getIndexType(), x);
-  };
   scf::ForOp::create(
       b, loc, c0, nseq, c1, ValueRange{},
       [&](OpBuilder &b, Location loc, Value s, ValueRange) {
-        Value s1 = arith::AddIOp::create(b, loc, s, c1);
-        Value q0 = index(b, loc, cuQ, s), q1 = index(b, loc, cuQ, s1);
-        Value k0 = index(b, loc, cuK, s);
-        Value skv = used ? index(b, loc, used, s)
-                         : arith::SubIOp::create(b, loc, index(b, loc, cuK, s1),
-                                                 k0)
-                               .getResult();
-        Value sq = arith::SubIOp::create(b, loc, q1, q0);
+        SequenceBounds seq = buildSequenceBounds(b, loc, cuQ, cuK, used, s);
+        Value q0 = seq.q0, k0 = seq.k0, sq = seq.sq, skv = seq.skv;
         Value offset = arith::SubIOp::create(b, loc, skv, sq);
         scf::buildLoopNest(
             b, loc, ValueRange{c0, c0}, ValueRange{indexConst(b, loc, hq), sq},

@@ -308,4 +308,26 @@ Value batchOfOneView(OpBuilder &b, Location loc, Value packed) {
   return memref::TransposeOp::create(b, loc, e, AffineMapAttr::get(perm));
 }
 
+SequenceBounds buildSequenceBounds(OpBuilder &b, Location loc, Value cuQ,
+                                   Value cuK, Value used, Value s) {
+  auto at = [&](Value buf, Value i) -> Value {
+    Value x = memref::LoadOp::create(b, loc, buf, i);
+    return arith::IndexCastOp::create(b, loc, b.getIndexType(), x);
+  };
+  Value c1 = indexConst(b, loc, 1);
+  Value s1 = arith::AddIOp::create(b, loc, s, c1);
+  SequenceBounds r;
+  r.q0 = at(cuQ, s);
+  Value q1 = at(cuQ, s1);
+  r.k0 = at(cuK, s);
+  if (used) {
+    r.skv = at(used, s);
+  } else {
+    Value k1 = at(cuK, s1);
+    r.skv = arith::SubIOp::create(b, loc, k1, r.k0);
+  }
+  r.sq = arith::SubIOp::create(b, loc, q1, r.q0);
+  return r;
+}
+
 } // namespace fa3::attn

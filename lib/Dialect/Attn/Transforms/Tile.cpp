@@ -68,6 +68,27 @@ struct IndexMath {
 };
 } // namespace
 
+/// `if (blk < interiorLo || blk >= interiorHi) emit(masked) else
+/// emit(unmasked)`: the schedule's boundary blocks take the masked step
+/// (the forward's kv-blocks and the backward's m-blocks alike).
+static void buildBoundaryIf(
+    OpBuilder &b, Location loc, Value blk, Value interiorLo, Value interiorHi,
+    function_ref<void(OpBuilder &, Location, bool masked)> emit) {
+  IndexMath m{b, loc};
+  // Named first: the order of function arguments is unspecified, and GCC
+  // and clang would emit the two compares in different orders.
+  Value before = m.lt(blk, interiorLo);
+  Value after = m.ge(blk, interiorHi);
+  Value boundary = arith::OrIOp::create(b, loc, before, after);
+  auto step = [&](bool masked) {
+    return [&, masked](OpBuilder &sb, Location sl) {
+      emit(sb, sl, masked);
+      scf::YieldOp::create(sb, sl);
+    };
+  };
+  scf::IfOp::create(b, loc, boundary, step(true), step(false));
+}
+
 /// The op's recorded configuration decides; else the options; else the
 /// default. Options beside a configuration are refused rather than ignored.
 static FailureOr<TileSizes> pickTiles(Operation *op, int64_t optM,
@@ -165,21 +186,14 @@ static void buildForwardCell(OpBuilder &b, Location loc, const ForwardTiling &t,
       [&](OpBuilder &lb, Location ll, Value n, ValueRange) {
         IndexMath jb{lb, ll};
         Value col0 = jb.mul(n, jb.c(ts.n));
-        // Named first: the order of function arguments is unspecified, and
-        // GCC and clang would emit the two compares in different orders.
-        Value before = jb.lt(n, uLo);
-        Value after = jb.ge(n, uHi);
-        Value boundary = arith::OrIOp::create(lb, ll, before, after);
-        auto step = [&](bool masked) {
-          return [&, masked](OpBuilder &sb, Location sl) {
-            auto upd = TileUpdateOp::create(
-                sb, sl, TypeRange{},
-                ValueRange{t.q, t.k, t.v, m, l, acc, bi, h, hk, row0, col0});
-            upd->setAttrs(attrs(masked));
-            scf::YieldOp::create(sb, sl);
-          };
-        };
-        scf::IfOp::create(lb, ll, boundary, step(true), step(false));
+        buildBoundaryIf(lb, ll, n, uLo, uHi,
+                        [&](OpBuilder &sb, Location sl, bool masked) {
+                          auto upd = TileUpdateOp::create(
+                              sb, sl, TypeRange{},
+                              ValueRange{t.q, t.k, t.v, m, l, acc, bi, h, hk,
+                                         row0, col0});
+                          upd->setAttrs(attrs(masked));
+                        });
         scf::YieldOp::create(lb, ll);
       });
   TileFinalizeOp::create(b, loc, m, l, acc, t.o, t.lse, bi, h, row0,
@@ -284,22 +298,8 @@ static LogicalResult tileVarlen(FlashAttentionVarlenOp op, int64_t optM,
   auto grid = scf::ParallelOp::create(b, loc, lower, upper, steps);
   b.setInsertionPointToStart(grid.getBody());
   Value s = grid.getInductionVars()[0], h = grid.getInductionVars()[1];
-  auto at = [&](Value buf, Value i) -> Value {
-    Value x = memref::LoadOp::create(b, loc, buf, i);
-    return arith::IndexCastOp::create(b, loc, b.getIndexType(), x);
-  };
-  Value s1 = arith::AddIOp::create(b, loc, s, ib.c(1));
-  Value q0 = at(cuQ, s);
-  Value q1 = at(cuQ, s1);
-  Value k0 = at(cuK, s);
-  Value skv;
-  if (used) {
-    skv = at(used, s);
-  } else {
-    Value k1 = at(cuK, s1);
-    skv = arith::SubIOp::create(b, loc, k1, k0);
-  }
-  Value sq = arith::SubIOp::create(b, loc, q1, q0);
+  SequenceBounds seq = buildSequenceBounds(b, loc, cuQ, cuK, used, s);
+  Value q0 = seq.q0, k0 = seq.k0, sq = seq.sq, skv = seq.skv;
   ForwardTiling t = packed;
   t.q = sequenceView(b, loc, q, q0, sq);
   t.k = sequenceView(b, loc, k, k0, skv);
@@ -394,30 +394,26 @@ static LogicalResult tileGrad(FlashAttentionGradOp op, int64_t optM,
             [&](OpBuilder &lb, Location ll, Value mb, ValueRange) {
               IndexMath jb{lb, ll};
               Value row0 = jb.mul(mb, jb.c(ts.m));
-              // Named first: argument evaluation order is unspecified.
-              Value before = jb.lt(mb, iLo);
-              Value after = jb.ge(mb, iHi);
-              Value boundary = arith::OrIOp::create(lb, ll, before, after);
-              auto step = [&](bool masked) {
-                return [&, masked](OpBuilder &sb, Location sl) {
-                  auto upd = TileGradUpdateOp::create(
-                      sb, sl, TypeRange{},
-                      ValueRange{q, k, v, op.getGradOut(), op.getLse(), delta,
-                                 dqAcc, dkAcc, dvAcc, bi, h, hk, row0, col0});
-                  SmallVector<NamedAttribute> a = {
-                      sb.getNamedAttr("block_m", sb.getI64IntegerAttr(ts.m)),
-                      sb.getNamedAttr("block_n", sb.getI64IntegerAttr(ts.n)),
-                      sb.getNamedAttr("scale", sb.getF32FloatAttr(scale)),
-                      sb.getNamedAttr("softcap", sb.getF32FloatAttr(softcap)),
-                      sb.getNamedAttr("window",
-                                      sb.getDenseI64ArrayAttr({left, right}))};
-                  if (masked)
-                    a.push_back(sb.getNamedAttr("masked", sb.getUnitAttr()));
-                  upd->setAttrs(a);
-                  scf::YieldOp::create(sb, sl);
-                };
-              };
-              scf::IfOp::create(lb, ll, boundary, step(true), step(false));
+              buildBoundaryIf(
+                  lb, ll, mb, iLo, iHi,
+                  [&](OpBuilder &sb, Location sl, bool masked) {
+                    auto upd = TileGradUpdateOp::create(
+                        sb, sl, TypeRange{},
+                        ValueRange{q, k, v, op.getGradOut(), op.getLse(),
+                                   delta, dqAcc, dkAcc, dvAcc, bi, h, hk,
+                                   row0, col0});
+                    SmallVector<NamedAttribute> a = {
+                        sb.getNamedAttr("block_m", sb.getI64IntegerAttr(ts.m)),
+                        sb.getNamedAttr("block_n", sb.getI64IntegerAttr(ts.n)),
+                        sb.getNamedAttr("scale", sb.getF32FloatAttr(scale)),
+                        sb.getNamedAttr("softcap",
+                                        sb.getF32FloatAttr(softcap)),
+                        sb.getNamedAttr("window",
+                                        sb.getDenseI64ArrayAttr({left, right}))};
+                    if (masked)
+                      a.push_back(sb.getNamedAttr("masked", sb.getUnitAttr()));
+                    upd->setAttrs(a);
+                  });
               scf::YieldOp::create(lb, ll);
             });
         scf::YieldOp::create(gb, gl);

@@ -113,6 +113,16 @@ void accumulate(mlir::OpBuilder &b, mlir::Location loc, mlir::Value buf,
 mlir::Value batchOfOneView(mlir::OpBuilder &b, mlir::Location loc,
                            mlir::Value packed);
 
+/// Sequence `s` of a packed batch: its first query token q0, its query
+/// count sq, its first key k0 and key count skv (seqused_k[s] when given,
+/// else from cu_seqlens_k). Index-typed.
+struct SequenceBounds {
+  mlir::Value q0, sq, k0, skv;
+};
+SequenceBounds buildSequenceBounds(mlir::OpBuilder &b, mlir::Location loc,
+                                   mlir::Value cuQ, mlir::Value cuK,
+                                   mlir::Value used, mlir::Value s);
+
 /// Static extent of dimension `dim` of a shaped value, or a memref.dim op.
 mlir::Value dimOf(mlir::OpBuilder &b, mlir::Location loc, mlir::Value memref,
                   unsigned dim);
