@@ -43,7 +43,7 @@ TABLE = "RESULTS.md"
 SANITIZERS = ("memcheck", "racecheck", "synccheck")
 # where each kind's history and table live in the repository
 HOME = {"bench": "bench", "compare": "bench", "autotune": "bench", "ncu": "bench",
-        "check_fwd": "test/gpu", **{t: "test/gpu" for t in SANITIZERS}}
+        "bench_varlen": "bench", "check_fwd": "test/gpu", "check_varlen": "test/gpu", **{t: "test/gpu" for t in SANITIZERS}}
 TABLE_HEADER = ("# Results of record\n\n"
                 "The latest run of record of each kind, rewritten by the script that ran it\n"
                 "(`bench/records.py`); every run is a line of `history.jsonl` beside this file.\n"
@@ -129,8 +129,8 @@ def section_key(entry):
     kind = entry.get("kind")
     if kind == "bench" and entry.get("full"):
         return f"bench-{entry.get('meta', {}).get('dtype', 'bf16')}"
-    if kind == "check_fwd" and entry.get("full"):
-        return "check_fwd"
+    if kind in ("check_fwd", "check_varlen", "bench_varlen") and entry.get("full"):
+        return kind
     if kind in SANITIZERS:
         return kind
     return None
@@ -140,8 +140,10 @@ def render(entry):
     kind = entry["kind"]
     if kind == "bench":
         return render_bench(entry)
-    if kind == "check_fwd":
+    if kind in ("check_fwd", "check_varlen"):
         return render_check(entry)
+    if kind == "bench_varlen":
+        return render_bench_varlen(entry)
     if kind in SANITIZERS:
         return render_sanitizer(entry)
     raise ValueError(f"no table for kind {kind!r}")
@@ -247,12 +249,31 @@ def check_counts(results, sass):
     return passed, len(results), failures
 
 
+def render_bench_varlen(entry):
+    """A bench_varlen run: TFLOP/s of the fixed-length kernel, the varlen one
+    on the same tokens and on random lengths, by hdim, mask and seqlen."""
+    out = [f"## Variable-length prefill (bench_varlen, {entry['date']})", "",
+           f"GPU: {entry.get('gpu')}", "", f"Command: `{entry['command']}`", "",
+           "bf16, 16384 tokens, hidden 2048. TFLOP/s (median round): fixed = "
+           "flash_attn_func on [B, S, H, D]; varlen = flash_attn_varlen_func on the "
+           "same tokens as B sequences of S; ragged = random lengths in [S/2, 3S/2) "
+           "filling the 16384 tokens (sequences in parentheses).", "",
+           "| mask | hdim | seqlen | fixed | varlen | ragged | varlen / fixed |",
+           "|---|---|---|---|---|---|---|"]
+    for r in entry["rows"]:
+        t = r["tflops"]
+        out.append(f"| {'causal' if r['causal'] else 'full'} | {r['hdim']} | {r['seqlen']} | "
+                   f"{t['fixed']:.0f} | {t['varlen']:.0f} | {t['ragged']:.0f} "
+                   f"({r['ragged_seqs']}) | {r['ratio']:.2f} |")
+    return "\n".join(out) + "\n"
+
+
 def render_check(entry):
     """A check_fwd run: counts, per kernel its cases and worst errors beside
     its SASS checks, and every failed case."""
     meta, results, sass = entry["meta"], entry["results"], entry.get("sass", {})
     passed, total, nfail = check_counts(results, sass)
-    out = [f"## GPU correctness (check_fwd, {entry['date']})", "",
+    out = [f"## GPU correctness ({entry['kind']}, {entry['date']})", "",
            f"GPU: {meta.get('gpu')}; torch {meta.get('torch')}; kernels: "
            f"`{meta.get('kernel_dir')}`"
            + ("" if meta.get("seed") is None else f"; seed {meta['seed']}"), "",

@@ -331,6 +331,9 @@ static fa3rt_status check_facts(const fa3rt_facts *f, fa3rt_status st) {
   if (f->causal && f->window_right != 0)
     return fail(st, "facts of kernel '%s': causal 1 needs window_right 0, got %d", f->kernel,
                 f->window_right);
+  if (f->varlen && (f->persistent || f->cluster_m != 1))
+    return fail(st, "facts of kernel '%s': varlen 1 needs grid tiles and cluster_m 1 (one CTA "
+                "per tile)", f->kernel);
   return FA3RT_OK;
 }
 
@@ -557,6 +560,46 @@ static fa3rt_status check_tensor(const char *name, const fa3rt_tensor *t, int64_
   return FA3RT_OK;
 }
 
+/* The packed variable-length fields of a against the kernel: given exactly
+ * for a varlen kernel, q, k, v, o as batches of one. */
+static fa3rt_status check_varlen(const fa3rt_facts *f, const fa3rt_fwd_args *a) {
+  const int given = a->cu_seqlens_q || a->cu_seqlens_k || a->seqused_k || a->varlen_batch ||
+                    a->max_seqlen_q;
+  if (!f->varlen) {
+    if (given)
+      return fail(FA3RT_ERR_INVALID_ARGUMENT, "kernel %s takes fixed-length batches (facts "
+                  "varlen 0) but cu_seqlens_q/k, seqused_k, varlen_batch or max_seqlen_q is "
+                  "set: use a varlen kernel", f->kernel);
+    return FA3RT_OK;
+  }
+  if (a->varlen_batch < 0 || a->max_seqlen_q < 0)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "varlen_batch %d and max_seqlen_q %d must be 0 "
+                "to 2^31-1", (int)a->varlen_batch, (int)a->max_seqlen_q);
+  const struct { const char *name; uint64_t ptr; int optional; } arrays[] = {
+      {"cu_seqlens_q", a->cu_seqlens_q, 0},
+      {"cu_seqlens_k", a->cu_seqlens_k, 0},
+      {"seqused_k", a->seqused_k, 1}};
+  for (int i = 0; i < 3; i++) {
+    uint64_t p = arrays[i].ptr;
+    if (!p && arrays[i].optional) continue;
+    if (!p)
+      return fail(FA3RT_ERR_INVALID_ARGUMENT, "%s pointer is NULL (kernel %s takes a packed "
+                  "variable-length batch)", arrays[i].name, f->kernel);
+    if (p % 4 || p >= ADDR_END - 4 * ((uint64_t)a->varlen_batch + 1))
+      return fail(FA3RT_ERR_INVALID_ARGUMENT, "%s pointer 0x%llx is not a 4-byte aligned "
+                  "device address of %d int32 below 2^63", arrays[i].name,
+                  (unsigned long long)p, (int)a->varlen_batch + 1 - arrays[i].optional);
+  }
+  const fa3rt_tensor *ts[4] = {&a->q, &a->k, &a->v, &a->o};
+  const char *names[4] = {"q", "k", "v", "o"};
+  for (int i = 0; i < 4; i++)
+    if (ts[i]->shape[0] != 1)
+      return fail(FA3RT_ERR_INVALID_ARGUMENT, "%s.shape[0] is %lld; a packed batch's tensors "
+                  "are [1, H, T, D] (FlashAttention's [T, H, D])", names[i],
+                  (long long)ts[i]->shape[0]);
+  return FA3RT_OK;
+}
+
 /* fa3rt_fwd_plan, plus the strides to use for q, k, v, o (check_tensor's eff) */
 static fa3rt_status plan(const fa3rt_facts *f, const fa3rt_fwd_args *a, fa3rt_fwd_launch *launch,
                          int64_t eff[4][4]) {
@@ -571,6 +614,7 @@ static fa3rt_status plan(const fa3rt_facts *f, const fa3rt_fwd_args *a, fa3rt_fw
                 fa3rt_dtype_name(a->dtype), kn, fa3rt_dtype_name(f->dtype));
   const int64_t elem = 2;
   const fa3rt_tensor *q = &a->q, *k = &a->k, *v = &a->v, *o = &a->o;
+  if ((st = check_varlen(f, a))) return st;
   if ((st = check_tensor("q", q, elem, eff[0])) || (st = check_tensor("k", k, elem, eff[1])) ||
       (st = check_tensor("v", v, elem, eff[2])) || (st = check_tensor("o", o, elem, eff[3])))
     return st;
@@ -611,16 +655,19 @@ static fa3rt_status plan(const fa3rt_facts *f, const fa3rt_fwd_args *a, fa3rt_fw
                 "Hq = %lld is not a multiple of Hkv = %lld (GQA/MQA needs Hq %% Hkv == 0)",
                 (long long)Hq, (long long)Hkv);
   /* the grid is 1-D: x at most 2^31-1 (CUDA's limit, and the kernel's i32 tile
-     index); a cluster kernel rounds its m-blocks up to whole clusters */
+     index); a cluster kernel rounds its m-blocks up to whole clusters. A
+     packed batch's grid covers the longest sequence in every sequence. */
   const int64_t cm = f->cluster_m;
-  const int64_t mblocks = ((Sq + f->block_m - 1) / f->block_m + cm - 1) / cm * cm;
+  const int64_t gridB = f->varlen ? a->varlen_batch : B;
+  const int64_t gridS = f->varlen ? a->max_seqlen_q : Sq;
+  const int64_t mblocks = ((gridS + f->block_m - 1) / f->block_m + cm - 1) / cm * cm;
   int64_t tiles = 0;
-  if (!mul_add(&tiles, mblocks * Hq, B) || tiles > INT32_MAX)
-    return fail(FA3RT_ERR_INVALID_ARGUMENT, "tiles: %lld m-blocks of %d rows * Hq %lld * B %lld "
+  if (!mul_add(&tiles, mblocks * Hq, gridB) || tiles > INT32_MAX)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "tiles: %lld m-blocks of %d rows * Hq %lld * %s %lld "
                 "is out of range (at most 2^31-1: CUDA's grid.x)", (long long)mblocks,
-                f->block_m, (long long)Hq, (long long)B);
-  /* lse: f32 [B, Hq, Sq], below 2^63 like the tensors; rows < 256 * tiles
-     (Sq = 0: 0, whatever B and Hq) */
+                f->block_m, (long long)Hq, f->varlen ? "sequences" : "B", (long long)gridB);
+  /* lse: f32 [B, Hq, Sq] (varlen: [Hq, Tq], B = 1), below 2^63 like the
+     tensors */
   const int64_t rows = Sq * Hq * B;
   if (a->lse % 4)
     return fail(FA3RT_ERR_INVALID_ARGUMENT, "lse pointer 0x%llx is not 4-byte aligned",
@@ -642,10 +689,14 @@ static fa3rt_status plan(const fa3rt_facts *f, const fa3rt_fwd_args *a, fa3rt_fw
 
   fa3rt_fwd_launch L;
   memset(&L, 0, sizeof L);
-  L.B = (int32_t)B; L.Sq = (int32_t)Sq; L.Skv = (int32_t)Skv;
+  L.B = (int32_t)gridB; L.Sq = (int32_t)Sq; L.Skv = (int32_t)Skv;
   L.Hq = (int32_t)Hq; L.Hkv = (int32_t)Hkv;
-  L.empty = B == 0 || Sq == 0 || Hq == 0;
+  L.empty = gridB == 0 || gridS == 0 || Sq == 0 || Hq == 0;
   L.fill_only = !L.empty && Skv == 0;
+  if (L.fill_only && f->varlen)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "k and v have no rows (Tk = 0) in a packed batch "
+                "with query rows: every sequence has no keys; set its rows of o to 0 and of "
+                "lse to -inf without the kernel (the runtime does not read cu_seqlens_q)");
   L.o_stride_b = eff[3][0];
   L.o_stride_h = eff[3][1];
   L.o_stride_s = eff[3][2];
@@ -1001,6 +1052,10 @@ fa3rt_status fa3rt_fwd(fa3rt_kernel *k, const fa3rt_fwd_args *a, void *stream) {
   oStrideS = L.o_stride_s;
   oStrideH = L.o_stride_h;
   scaleLog2 = L.scale_log2;
+  cuSeqlensQ = (CUdeviceptr)a->cu_seqlens_q;
+  cuSeqlensK = (CUdeviceptr)a->cu_seqlens_k;
+  seqUsedK = (CUdeviceptr)a->seqused_k;
+  maxSeqlenQ = a->max_seqlen_q;
   void *params[] = {
 #define FA3RT_KERNEL_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning) &name,
 #include "fa3rt_abi.def"

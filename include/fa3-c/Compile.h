@@ -69,7 +69,7 @@ typedef struct Fa3AttentionSpec {
   const char *name;    /* kernel base name: a C identifier of 1 to 200
                           characters; NULL:
                           fa3_fwd_d<D>[v<Dv>]_<dtype>[_causal][_w<L>_<R>]
-                          [_softcap], an unbounded window side written
+                          [_softcap][_varlen], an unbounded window side written
                           "inf", v<Dv> where Dv differs from D */
   const char *dtype;   /* "bf16" or "f16" (q, k, v and o); NULL: bf16 */
   int64_t headDim;     /* of q and k: 64, 96, 128, 192 or 256 */
@@ -83,6 +83,11 @@ typedef struct Fa3AttentionSpec {
                           (DeepSeek's) is the other pairing taken. Appended
                           in this position: callers built against an
                           older header must be rebuilt */
+  bool varlen;         /* a packed variable-length batch (FlashAttention's
+                          flash_attn_varlen_func: cu_seqlens_q/k and an
+                          optional seqused_k at launch), name suffix
+                          _varlen; one CTA per tile and the direct O store
+                          whatever the options say. Appended likewise */
 } Fa3AttentionSpec;
 
 MLIR_CAPI_EXPORTED Fa3AttentionSpec fa3AttentionSpecDefault(void);

@@ -79,6 +79,7 @@ Fa3AttentionSpec fa3AttentionSpecDefault(void) {
   s.hasScale = false;
   s.scale = 0.0f;
   s.headDimV = 0;
+  s.varlen = false;
   return s;
 }
 
@@ -203,7 +204,7 @@ static Fa3KernelSet *compileHopperModule(MlirModule cmod,
   return set.release();
 }
 
-/// fa3_fwd_d<D>[v<Dv>]_<dtype>[_causal][_w<L>_<R>][_softcap]: the name a
+/// fa3_fwd_d<D>[v<Dv>]_<dtype>[_causal][_w<L>_<R>][_softcap][_varlen]: the name a
 /// spec without one gets (an unbounded side of a window is "inf"; v<Dv>
 /// where the value head dim differs).
 static std::string variantName(const Fa3AttentionSpec &s, const std::string &et) {
@@ -218,6 +219,8 @@ static std::string variantName(const Fa3AttentionSpec &s, const std::string &et)
     n += "_w" + side(s.windowLeft) + "_" + side(s.windowRight);
   if (s.softcap > 0)
     n += "_softcap";
+  if (s.varlen)
+    n += "_varlen";
   return n;
 }
 
@@ -359,6 +362,10 @@ static std::string checkSpec(const Fa3AttentionSpec &s) {
 ///   func.func @<name>(q, k: memref<?x1x?xDxT>, v, o: memref<?x1x?xDvxT>,
 ///                     lse: memref<?x1x?xf32>)
 ///     attn.flash_attention ins(q, k, v) outs(o, lse) <attributes>
+/// or, varlen, the packed form (q, k: memref<?x1xDxT>, ..., lse:
+/// memref<1x?xf32>, cu_seqlens_q/k: memref<?xi32>; seqused_k is the
+/// kernel's to read or not at launch):
+///     attn.flash_attention_varlen ins(q, k, v) seqlens(cuq, cuk) outs(o, lse)
 static OwningOpRef<ModuleOp> buildSpecModule(MLIRContext *ctx,
                                              const Fa3AttentionSpec &s,
                                              StringRef name) {
@@ -370,14 +377,20 @@ static OwningOpRef<ModuleOp> buildSpecModule(MLIRContext *ctx,
                                                    : b.getBF16Type();
   // Heads are nominal here (the kernel takes B, H and S at launch).
   int64_t dyn = ShapedType::kDynamic;
-  auto t = MemRefType::get({dyn, 1, dyn, s.headDim}, et);
-  auto tv = MemRefType::get({dyn, 1, dyn, s.headDimV ? s.headDimV : s.headDim},
-                            et);
-  auto lseType = MemRefType::get({dyn, 1, dyn}, b.getF32Type());
+  const int64_t dv = s.headDimV ? s.headDimV : s.headDim;
+  auto t = s.varlen ? MemRefType::get({dyn, 1, s.headDim}, et)
+                    : MemRefType::get({dyn, 1, dyn, s.headDim}, et);
+  auto tv = s.varlen ? MemRefType::get({dyn, 1, dv}, et)
+                     : MemRefType::get({dyn, 1, dyn, dv}, et);
+  auto lseType = s.varlen ? MemRefType::get({1, dyn}, b.getF32Type())
+                          : MemRefType::get({dyn, 1, dyn}, b.getF32Type());
+  auto seqlens = MemRefType::get({dyn}, b.getI32Type());
+  SmallVector<Type> args = {t, t, tv, tv, lseType};
+  if (s.varlen)
+    args.append({seqlens, seqlens});
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   b.setInsertionPointToEnd(module->getBody());
-  auto fn = func::FuncOp::create(b, loc, name,
-                                 b.getFunctionType({t, t, tv, tv, lseType}, {}));
+  auto fn = func::FuncOp::create(b, loc, name, b.getFunctionType(args, {}));
   Block *body = fn.addEntryBlock();
   b.setInsertionPointToEnd(body);
   // Attributes at their defaults are left out, as the parser would.
@@ -389,10 +402,16 @@ static OwningOpRef<ModuleOp> buildSpecModule(MLIRContext *ctx,
           : DenseI64ArrayAttr();
   FloatAttr softcap =
       s.softcap != 0.0f ? b.getF32FloatAttr(s.softcap) : FloatAttr();
-  fa3::attn::FlashAttentionOp::create(
-      b, loc, TypeRange{}, body->getArgument(0), body->getArgument(1),
-      body->getArgument(2), ValueRange{body->getArgument(3), body->getArgument(4)},
-      scale, causal, window, softcap);
+  SmallVector<Value> outs = {body->getArgument(3), body->getArgument(4)};
+  if (s.varlen)
+    fa3::attn::FlashAttentionVarlenOp::create(
+        b, loc, TypeRange{}, body->getArgument(0), body->getArgument(1),
+        body->getArgument(2), body->getArgument(5), body->getArgument(6),
+        Value(), outs, scale, causal, window, softcap);
+  else
+    fa3::attn::FlashAttentionOp::create(
+        b, loc, TypeRange{}, body->getArgument(0), body->getArgument(1),
+        body->getArgument(2), outs, scale, causal, window, softcap);
   func::ReturnOp::create(b, loc);
   return module;
 }

@@ -214,7 +214,8 @@ def _compile(out_dir: Path, variant: Variant):
 
 def _matches(kf: _facts.KernelFacts, v: Variant) -> bool:
     return _facts.matches(kf, v.dtype, v.head_dim, v.head_dim_v, v.causal,
-                          (v.window_left, v.window_right), v.softcap)
+                          (v.window_left, v.window_right), v.softcap,
+                          bool(dict(v.options).get("varlen", False)))
 
 
 def _read_entry(d: Path, key: str, v: Variant) -> Optional[_facts.KernelFacts]:

@@ -26,7 +26,8 @@ class _Spec(ctypes.Structure):
                 ("headDim", ctypes.c_int64), ("causal", ctypes.c_bool),
                 ("windowLeft", ctypes.c_int64), ("windowRight", ctypes.c_int64),
                 ("softcap", ctypes.c_float), ("hasScale", ctypes.c_bool),
-                ("scale", ctypes.c_float), ("headDimV", ctypes.c_int64)]
+                ("scale", ctypes.c_float), ("headDimV", ctypes.c_int64),
+                ("varlen", ctypes.c_bool)]
 
 
 class _Options(ctypes.Structure):
@@ -96,10 +97,12 @@ def compile_kernel(out_dir, head_dim: int = 128, dtype: str = "bf16",
                    kv_multicast: str = "auto", block_m: int = 0,
                    toolkit: Optional[str] = None,
                    ptxas_timeout: int = 0, emit_cubin: bool = True,
-                   head_dim_v: Optional[int] = None) -> List[KernelFiles]:
+                   head_dim_v: Optional[int] = None,
+                   varlen: bool = False) -> List[KernelFiles]:
     """Compiles one variant and writes <kernel>.ptx/.cubin/.facts to out_dir.
     `head_dim` is that of q and k, `head_dim_v` that of v and o (None: the
-    same).
+    same). `varlen`: the kernel of a packed variable-length batch
+    (flash_attn_varlen_func; one CTA per tile, O stored directly).
     `toolkit` holds the bin/ptxas to assemble with (None: $CUDA_HOME,
     $CUDA_PATH, /usr/local/cuda, PATH); ptxas is stopped after
     `ptxas_timeout` seconds (0: 600). emit_cubin=False: PTX and facts only
@@ -127,7 +130,7 @@ def compile_kernel(out_dir, head_dim: int = 128, dtype: str = "bf16",
                  i64("head_dim", head_dim), causal, i64("window[0]", window[0]),
                  i64("window[1]", window[1]), check_f32(w, "softcap", softcap),
                  scale is not None, 0.0 if scale is None else check_f32(w, "scale", scale),
-                 0 if head_dim_v is None else i64("head_dim_v", head_dim_v))
+                 0 if head_dim_v is None else i64("head_dim_v", head_dim_v), bool(varlen))
     opts = _Options(i64("block_n", block_n), i64("stages", stages), pingpong,
                     _AUTO_ON_OFF[persistent], tma_store, b"sm_90a", b"+ptx80",
                     check_str(w, "toolkit", toolkit or None), bool(emit_cubin),

@@ -75,7 +75,7 @@ def _facts_keys(text: str) -> dict:
 
 
 _KEYS = _facts_keys(_ABI)
-_DEFAULTS = {"cluster_m": 1, "cubin": ""}
+_DEFAULTS = {"cluster_m": 1, "cubin": "", "varlen": 0}
 
 
 class FactsError(ValueError):
@@ -104,13 +104,15 @@ class KernelFacts:
     cubin_path: Optional[str] = None
     extra: Dict[str, str] = field(default_factory=dict, compare=False, hash=False)
     cubin: str = ""         # the optional `cubin` key ("" = absent)
+    varlen: bool = False    # optional key: a packed variable-length batch's kernel
 
     def describe(self) -> str:
         w = f"window=({self.window_left},{self.window_right})"
         return (f"{self.kernel}: dtype={self.dtype} head_dim={self.head_dim}"
                 + (f" head_dim_v={self.head_dim_v}" if self.head_dim_v != self.head_dim else "")
                 + f" causal={int(self.causal)} {w} softcap={self.softcap:g}"
-                + f" tile={self.block_m}x{self.block_n}")
+                + f" tile={self.block_m}x{self.block_n}"
+                + (" varlen" if self.varlen else ""))
 
 
 def _value(key: str, val: str, lineno: int):
@@ -195,6 +197,9 @@ def _parse(data: bytes) -> Tuple[int, dict, dict]:
     if vals["causal"] and vals["window_right"] != 0:
         raise FactsError(f"facts of kernel '{vals['kernel']}': causal 1 needs "
                          f"window_right 0, got {vals['window_right']}")
+    if vals.get("varlen") and (vals["grid"] == "persistent" or vals.get("cluster_m", 1) != 1):
+        raise FactsError(f"facts of kernel '{vals['kernel']}': varlen 1 needs grid tiles "
+                         f"and cluster_m 1 (one CTA per tile)")
     return version, {**_DEFAULTS, **vals}, extra
 
 
@@ -226,7 +231,7 @@ def parse_facts(text: Union[str, bytes], path: Optional[str] = None) -> KernelFa
                        softcap=v["softcap"], scale=v["scale"], version=version,
                        facts_path=path, cubin_path=cubin, extra=extra,
                        persistent=v["grid"] == "persistent", cluster_m=v["cluster_m"],
-                       cubin=v["cubin"])
+                       cubin=v["cubin"], varlen=bool(v["varlen"]))
 
 
 def load_facts(path) -> KernelFacts:
@@ -267,27 +272,29 @@ def normalize_window(causal: bool, window_left: int, window_right: int) -> Tuple
 
 
 def matches(kf: KernelFacts, dtype: str, head_dim: int, head_dim_v: int, causal: bool,
-            window: Tuple[int, int], softcap: float) -> bool:
+            window: Tuple[int, int], softcap: float, varlen: bool = False) -> bool:
     want = normalize_window(causal, *window)
     have = normalize_window(kf.causal, kf.window_left, kf.window_right)
     sc = float(softcap or 0.0)
     return (kf.dtype == dtype and kf.head_dim == head_dim and kf.head_dim_v == head_dim_v
-            and want == have
+            and want == have and kf.varlen == bool(varlen)
             and abs(kf.softcap - sc) <= 1e-6 * max(1.0, abs(sc)))
 
 
 def select_kernel(kernels: List[KernelFacts], dtype: str, head_dim: int, head_dim_v: int,
                   causal: bool, window: Tuple[int, int], softcap: float,
-                  kernel_dir: str = "?", skipped: Optional[List[str]] = None) -> KernelFacts:
+                  kernel_dir: str = "?", skipped: Optional[List[str]] = None,
+                  varlen: bool = False) -> KernelFacts:
     """The first (by file name) kernel that computes the requested variant, or a
     LookupError that lists what the directory holds."""
     for kf in kernels:
-        if matches(kf, dtype, head_dim, head_dim_v, causal, window, softcap):
+        if matches(kf, dtype, head_dim, head_dim_v, causal, window, softcap, varlen):
             return kf
     l, r = normalize_window(causal, *window)
     want = (f"dtype={dtype} head_dim={head_dim}"
             + (f" head_dim_v={head_dim_v}" if head_dim_v != head_dim else "")
-            + f" causal={int(causal)} window=({l},{r}) softcap={float(softcap or 0):g}")
+            + f" causal={int(causal)} window=({l},{r}) softcap={float(softcap or 0):g}"
+            + (" varlen" if varlen else ""))
     lines = [f"no compiled FA3 kernel in '{kernel_dir}' matches {want}."]
     if kernels:
         lines.append("Available:")

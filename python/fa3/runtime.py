@@ -54,7 +54,10 @@ class Tensor(ctypes.Structure):
 class FwdArgs(ctypes.Structure):
     _fields_ = [("q", Tensor), ("k", Tensor), ("v", Tensor), ("o", Tensor),
                 ("lse", ctypes.c_uint64), ("softmax_scale", ctypes.c_double),
-                ("dtype", ctypes.c_int), ("tile_counter", ctypes.c_uint64)]
+                ("dtype", ctypes.c_int), ("tile_counter", ctypes.c_uint64),
+                ("cu_seqlens_q", ctypes.c_uint64), ("cu_seqlens_k", ctypes.c_uint64),
+                ("seqused_k", ctypes.c_uint64), ("varlen_batch", ctypes.c_int32),
+                ("max_seqlen_q", ctypes.c_int32)]
 
 
 class Facts(ctypes.Structure):
@@ -66,7 +69,7 @@ class Facts(ctypes.Structure):
                 ("window_left", ctypes.c_int), ("window_right", ctypes.c_int),
                 ("softcap", ctypes.c_double), ("scale", ctypes.c_double),
                 ("persistent", ctypes.c_int), ("cluster_m", ctypes.c_int),
-                ("cubin", ctypes.c_char * 256)]
+                ("cubin", ctypes.c_char * 256), ("varlen", ctypes.c_int)]
 
 
 class FwdLaunch(ctypes.Structure):
@@ -198,11 +201,21 @@ def tensor(ptr: int, shape: Sequence[int], strides: Sequence[int],
 
 def fwd_args(q: Tensor, k: Tensor, v: Tensor, o: Tensor, lse_ptr: int = 0,
              softmax_scale: Optional[float] = None, dtype: str = "bf16",
-             tile_counter: int = 0) -> FwdArgs:
+             tile_counter: int = 0, *, cu_seqlens_q: int = 0, cu_seqlens_k: int = 0,
+             seqused_k: int = 0, varlen_batch: int = 0, max_seqlen_q: int = 0) -> FwdArgs:
     """softmax_scale None: the kernel's (facts) scale; else 0 < scale <= 1e30.
     tile_counter: 0, or the address of 8 zeroed bytes of device memory for
-    the persistent scheduler (fa3rt.h: fa3rt_fwd_args.tile_counter)."""
+    the persistent scheduler (fa3rt.h: fa3rt_fwd_args.tile_counter).
+    A varlen kernel's packed batch (fa3rt.h): the device addresses of the
+    int32 arrays cu_seqlens_q/k [varlen_batch + 1] and seqused_k (0: none),
+    the sequence count and max_seqlen_q; q, k, v, o as [1, H, T, D]."""
     a = FwdArgs()
+    w, E = "fa3.runtime.fwd_args", Fa3ArgumentError
+    a.cu_seqlens_q = check_int(w, "cu_seqlens_q", cu_seqlens_q or 0, *UINT64, error=E)
+    a.cu_seqlens_k = check_int(w, "cu_seqlens_k", cu_seqlens_k or 0, *UINT64, error=E)
+    a.seqused_k = check_int(w, "seqused_k", seqused_k or 0, *UINT64, error=E)
+    a.varlen_batch = check_int(w, "varlen_batch", varlen_batch or 0, 0, 2**31 - 1, error=E)
+    a.max_seqlen_q = check_int(w, "max_seqlen_q", max_seqlen_q or 0, 0, 2**31 - 1, error=E)
     a.q, a.k, a.v, a.o = q, k, v, o
     a.lse = check_int("fa3.runtime.fwd_args", "lse_ptr", lse_ptr or 0, *UINT64,
                       error=Fa3ArgumentError)

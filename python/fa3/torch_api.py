@@ -1,8 +1,9 @@
 """PyTorch entry point for the compiled Hopper kernels (forward only).
 
-    from fa3.torch_api import flash_attn_func
+    from fa3.torch_api import flash_attn_func, flash_attn_varlen_func
     o = flash_attn_func(q, k, v, causal=True)            # q [B, Sq, Hq, D], k/v [B, Skv, Hkv, D]
     o, lse = flash_attn_func(q, k, v, return_lse=True)   # lse [B, Hq, Sq] f32, natural log
+    o = flash_attn_varlen_func(q, k, v, cu_q, cu_k, max_seqlen_q)  # packed [T, H, D]
 
 The kernel variant is picked from a directory of compiled kernels (``kernel_dir``,
 default ``$FA3_KERNEL_DIR``) by reading their ``.facts`` files and matching
@@ -83,17 +84,19 @@ def available_kernels(kernel_dir=None) -> Tuple[List[_facts.KernelFacts], List[s
     return kernels, skipped
 
 
-def _request(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_dir, jit):
+def _request(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_dir, jit,
+             varlen=False):
     """The memo key of a lookup: its arguments (the environment is read on a
     miss only: reading os.environ costs 1-2 us a variable)."""
     return (dtype, head_dim, head_dim_v, bool(causal),
             tuple(window_size) if window_size is not None else (-1, -1),
-            softcap, kernel_dir, jit)
+            softcap, kernel_dir, jit, bool(varlen))
 
 
 def select_kernel(dtype: str, head_dim: int, head_dim_v: int, causal: bool = False,
                   window_size=(-1, -1), softcap: float = 0.0,
-                  kernel_dir=None, jit: Optional[bool] = None) -> _facts.KernelFacts:
+                  kernel_dir=None, jit: Optional[bool] = None,
+                  varlen: bool = False) -> _facts.KernelFacts:
     """The kernel that computes the variant: from `kernel_dir` (default
     $FA3_KERNEL_DIR) if one there matches, else compiled on first use into
     the JIT cache (fa3.cache) when `jit` (None: unless FA3_JIT=0) and
@@ -101,17 +104,21 @@ def select_kernel(dtype: str, head_dim: int, head_dim_v: int, causal: bool = Fal
     JIT, listing what the directory holds and why there is no JIT; ValueError
     when there is neither a directory nor a JIT. A repeated lookup is a dict
     lookup keyed by the arguments (clear_caches() forgets them, e.g. after
-    changing $FA3_KERNEL_DIR)."""
-    req = _request(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_dir, jit)
+    changing $FA3_KERNEL_DIR). `varlen`: the kernel of a packed
+    variable-length batch (flash_attn_varlen_func)."""
+    req = _request(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_dir, jit,
+                   varlen)
     kf = _selected.get(req)
     if kf is None:
-        kf = _select(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_dir, jit)
+        kf = _select(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_dir, jit,
+                     varlen)
         with _lock:
             _selected[req] = kf
     return kf
 
 
-def _select(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_dir, jit):
+def _select(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_dir, jit,
+            varlen=False):
     window_size = (-1, -1) if window_size is None else tuple(window_size)
     given = kernel_dir if kernel_dir is not None else os.environ.get("FA3_KERNEL_DIR")
     use_jit = _jit_on(jit)
@@ -121,7 +128,8 @@ def _select(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_di
         kernels, skipped = available_kernels(d)
         try:
             return _facts.select_kernel(kernels, dtype, head_dim, head_dim_v, causal,
-                                        window_size, softcap, kernel_dir=d, skipped=skipped)
+                                        window_size, softcap, kernel_dir=d, skipped=skipped,
+                                        varlen=varlen)
         except LookupError as e:
             if not use_jit:
                 raise
@@ -136,12 +144,15 @@ def _select(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_di
     from . import cache
     from .ir import Fa3Error
     try:
-        return cache.get_kernel(dtype, head_dim, head_dim_v, causal, window_size, softcap)
+        options = {"varlen": True} if varlen else {}
+        return cache.get_kernel(dtype, head_dim, head_dim_v, causal, window_size, softcap,
+                                **options)
     except (Fa3Error, LookupError) as e:
         where = f"in '{_resolve_dir(kernel_dir)}' " if given else ""
         raise LookupError(f"no precompiled FA3 kernel {where}computes dtype={dtype} "
                           f"head_dim={head_dim} head_dim_v={head_dim_v} causal={int(bool(causal))}"
-                          f" window={window_size} softcap={softcap}, and the JIT compile "
+                          f" window={window_size} softcap={softcap}"
+                          f"{' varlen' if varlen else ''}, and the JIT compile "
                           f"failed: {e}") from e
 
 
@@ -181,29 +192,30 @@ def _bhsd(t):
     return (b, h, s, d), (sb, sh, ss, sd)
 
 
-def _pick(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit=None):
+def _pick(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit=None, varlen=False):
     if kernel is None:
         return select_kernel(dt, D, Dv, bool(causal), tuple(window_size), softcap, kernel_dir,
-                             jit)
-    if not _facts.matches(kernel, dt, D, Dv, bool(causal), tuple(window_size), softcap):
+                             jit, varlen)
+    if not _facts.matches(kernel, dt, D, Dv, bool(causal), tuple(window_size), softcap, varlen):
         raise ValueError(f"kernel {kernel.describe()} does not compute dtype={dt} head_dim={D} "
                          f"head_dim_v={Dv} causal={int(bool(causal))} window={tuple(window_size)} "
-                         f"softcap={softcap}")
+                         f"softcap={softcap}{' varlen' if varlen else ''}")
     return kernel
 
 
 def _launchable_kernel(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit, dev,
-                       device):
+                       device, varlen=False):
     """The loaded runtime.Kernel for a call on device `dev` (`device`: see
     _load). A variant looked up before costs one dict lookup; an explicit
     `kernel` is checked against the request and found by its cubin's stat."""
     if kernel is not None:
-        return _load(_pick(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir), dev,
-                     device)
-    req = (dev, dt, D, Dv, bool(causal), tuple(window_size), softcap, kernel_dir, jit)
+        return _load(_pick(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir,
+                           varlen=varlen), dev, device)
+    req = (dev, dt, D, Dv, bool(causal), tuple(window_size), softcap, kernel_dir, jit,
+           bool(varlen))
     k = _launchable.get(req)
     if k is None:
-        kf = _pick(None, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit)
+        kf = _pick(None, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit, varlen)
         k = _load(kf, dev, device)
         with _lock:
             _launchable[req] = k
@@ -380,6 +392,138 @@ def _eager_fwd(torch, q, k, v, softmax_scale, causal, window_size, softcap, retu
     with torch.cuda.device(dev):
         kobj.fwd(args, torch.cuda.current_stream(dev).cuda_stream)
     return (o, lse) if return_lse else o
+
+
+def _check_seqlens(torch, name, t, device, n=None):
+    """An int32 CUDA vector on `device` of n entries (any count when None)."""
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if t.dtype != torch.int32 or t.dim() != 1 or t.device != device:
+        raise ValueError(f"{name} must be a 1-D torch.int32 tensor on {device}, got "
+                         f"{t.dtype} of shape {tuple(t.shape)} on {t.device}")
+    if n is not None and t.numel() != n:
+        raise ValueError(f"{name} must have {n} entries (one per sequence"
+                         f"{' + 1' if name.startswith('cu_') else ''}), got {t.numel()}")
+    return t.contiguous()
+
+
+def _packed(runtime, t, name):
+    """A packed [T, H, D] tensor as the [1, H, T, D] the runtime takes."""
+    T, H, D = t.shape
+    sT, sH, _ = t.stride()
+    return runtime.tensor(t.data_ptr(), (1, H, T, D), (0, sH, sT, 1), name=name)
+
+
+def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int,
+                           max_seqlen_k: Optional[int] = None, seqused_q=None, seqused_k=None,
+                           softmax_scale: Optional[float] = None, causal: bool = False,
+                           window_size=(-1, -1), softcap: float = 0.0,
+                           return_attn_probs: bool = False, kernel_dir=None,
+                           kernel: Optional[_facts.KernelFacts] = None,
+                           jit: Optional[bool] = None):
+    """FlashAttention forward on a packed variable-length batch, like FA3's
+    ``flash_attn_varlen_func`` (the arguments it shares with ours have its
+    names and order).
+
+    q: [Tq, Hq, D], k: [Tk, Hkv, D], v: [Tk, Hkv, Dv] (bf16 or f16, one CUDA
+    device, Hq % Hkv == 0), the sequences packed one after another;
+    cu_seqlens_q / cu_seqlens_k: int32 [B + 1] on that device, sequence s has
+    the rows cu_seqlens_q[s] .. cu_seqlens_q[s + 1] of q and the rows from
+    cu_seqlens_k[s] of k and v, ``seqused_k[s]`` of them when given (int32
+    [B]), else up to cu_seqlens_k[s + 1]. Lengths 0 and 1 are allowed.
+    ``max_seqlen_q`` must be at least every sequence's query count (it sizes
+    the grid: one CTA per 128-row tile of the longest sequence, per head and
+    sequence; tiles past a sequence's end exit at once); ``max_seqlen_k`` is
+    taken for FA3's signature and not needed. Causal and windows are
+    bottom-right aligned per sequence. Returns o [Tq, Hq, Dv], or (o, lse)
+    with ``return_attn_probs``, lse [Hq, Tq] float32 (FA3's varlen layout;
+    natural log, -inf for rows that see no key, whose o is 0). Rows of o and
+    lse that no sequence owns are not written (torch.empty: undefined), as
+    in FlashAttention. The lengths are read on the GPU only: offsets past
+    the tensors are the caller's error, as in FlashAttention. Runs on
+    torch.cuda.current_stream(); forward only; eager (under torch.compile
+    the call is a graph break). ``seqused_q`` is not supported.
+    The kernel is looked up as flash_attn_func's (``kernel_dir``, ``kernel``,
+    ``jit``), among the variable-length kernels (fa3-compile --varlen).
+    """
+    import operator
+
+    import torch
+    from . import runtime
+
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dim() != 3:
+            raise ValueError(f"{name} must be 3-D [T, H, D] (packed sequences), got shape "
+                             f"{tuple(t.shape)}")
+        if not t.is_cuda:
+            raise ValueError(f"{name} must be a CUDA tensor, got device {t.device}")
+    if not (q.device == k.device == v.device):
+        raise ValueError(f"q, k, v must be on one device, got {q.device}, {k.device}, {v.device}")
+    if not (q.dtype == k.dtype == v.dtype):
+        raise ValueError(f"q, k, v must have one dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
+    dt = _dtype_name(torch, q.dtype)
+    if dt is None:
+        raise ValueError(f"dtype {q.dtype} is not supported (torch.bfloat16 or torch.float16)")
+    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
+        raise NotImplementedError("fa3 flash_attn_varlen_func is forward-only (no backward "
+                                  "yet): call it under torch.no_grad() or on detached tensors")
+    if seqused_q is not None:
+        raise NotImplementedError("seqused_q is not supported: pass None (each sequence's "
+                                  "query rows are cu_seqlens_q[s] .. cu_seqlens_q[s + 1])")
+    Tq, Hq, D = q.shape
+    Tk, Hkv, Dk = k.shape
+    if tuple(v.shape[:2]) != tuple(k.shape[:2]):
+        raise ValueError(f"k and v must agree in [Tk, Hkv], got {tuple(k.shape)} and "
+                         f"{tuple(v.shape)}")
+    if Dk != D:
+        raise ValueError(f"q and k head dims differ: {D} and {Dk}")
+    if Hkv == 0 or Hq % Hkv:
+        raise ValueError(f"the number of q heads ({Hq}) must be a multiple of the number of "
+                         f"k/v heads ({Hkv})")
+    Dv = v.shape[2]
+    cu_seqlens_q = _check_seqlens(torch, "cu_seqlens_q", cu_seqlens_q, q.device)
+    if cu_seqlens_q.numel() < 1:
+        raise ValueError("cu_seqlens_q must have B + 1 >= 1 entries, got 0")
+    B = cu_seqlens_q.numel() - 1
+    cu_seqlens_k = _check_seqlens(torch, "cu_seqlens_k", cu_seqlens_k, q.device, B + 1)
+    if seqused_k is not None:
+        seqused_k = _check_seqlens(torch, "seqused_k", seqused_k, q.device, B)
+    try:
+        max_seqlen_q = operator.index(max_seqlen_q)
+    except TypeError:
+        raise TypeError(f"max_seqlen_q must be an integer, got {type(max_seqlen_q).__name__}") \
+            from None
+    if not 0 <= max_seqlen_q <= 2**31 - 1:
+        raise ValueError(f"max_seqlen_q must be 0 to 2^31-1, got {max_seqlen_q}")
+    window_size = _window(window_size)
+
+    o = torch.empty((Tq, Hq, Dv), dtype=q.dtype, device=q.device)
+    lse = (torch.empty((Hq, Tq), dtype=torch.float32, device=q.device)
+           if return_attn_probs else None)
+    if B and Tq and max_seqlen_q and not Tk:
+        # No keys at all: every row sees none (o = 0, lse = -inf); the
+        # kernel's K/V tensor maps cannot describe an empty tensor.
+        o.zero_()
+        if lse is not None:
+            lse.fill_(float("-inf"))
+        return (o, lse) if return_attn_probs else o
+    dev = q.device.index if q.device.index is not None else torch.cuda.current_device()
+    kobj = _launchable_kernel(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit,
+                              dev, torch.cuda.device, varlen=True)
+    # TMA reads rows of D contiguous elements: make the last dim contiguous
+    q, k, v = [t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v)]
+    args = runtime.fwd_args(_packed(runtime, q, "q"), _packed(runtime, k, "k"),
+                            _packed(runtime, v, "v"), _packed(runtime, o, "o"),
+                            lse.data_ptr() if lse is not None else 0, softmax_scale, dt,
+                            cu_seqlens_q=cu_seqlens_q.data_ptr(),
+                            cu_seqlens_k=cu_seqlens_k.data_ptr(),
+                            seqused_k=seqused_k.data_ptr() if seqused_k is not None else 0,
+                            varlen_batch=B, max_seqlen_q=max_seqlen_q)
+    with torch.cuda.device(dev):
+        kobj.fwd(args, torch.cuda.current_stream(dev).cuda_stream)
+    return (o, lse) if return_attn_probs else o
 
 
 def flash_attn_bhsd(q, k, v, o=None, lse=None, softmax_scale=None, causal=False,

@@ -234,6 +234,17 @@ def test_value_head_dim_is_its_own_entry(cache_dir, count_compiles):
     assert len(count_compiles) == 2
 
 
+def test_varlen_is_its_own_entry(cache_dir, count_compiles):
+    """The packed variable-length kernel of a variant is cached beside the
+    fixed-length one, each found again by its own request."""
+    kf = cache.get_kernel("bf16", 64, causal=True, varlen=True, **PTX)
+    same = cache.get_kernel("bf16", 64, causal=True, **PTX)
+    assert kf.varlen and not same.varlen
+    assert cache.entry_dir(kf) != cache.entry_dir(same)
+    assert cache.get_kernel("bf16", 64, causal=True, varlen=True, **PTX) == kf
+    assert len(count_compiles) == 2
+
+
 def _write_kernel(d: Path, name: str, **kw):
     """A precompiled kernel (facts + placeholder cubin) as test_runtime writes."""
     v = dict(dtype="bf16", head_dim=128, head_dim_v=128, causal=1, window_left=-1,

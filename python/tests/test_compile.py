@@ -92,6 +92,27 @@ def test_kv_multicast_where_it_applies(tmp_path):
     assert parse(compile_kernel(tmp_path / "e", head_dim=256)[0]).cluster_m == 1
 
 
+def test_varlen_kernel(tmp_path):
+    """A packed variable-length kernel: one CTA per tile and the direct O
+    store whatever the options say (they choose among the fixed-length
+    kernels' alternatives), its name and facts say varlen, and its PTX
+    reads the sequence arrays (the ABI's cuSeqlensQ/K, seqUsedK)."""
+    parse = lambda f: F.parse_facts(f.facts.read_text(), str(f.facts))
+    f = compile_kernel(tmp_path, head_dim=128, causal=True, varlen=True, persistent="on",
+                       kv_multicast="on", tma_store=True, emit_cubin=False)[0]
+    kf = parse(f)
+    assert kf.kernel == "fa3_fwd_d128_bf16_causal_varlen_kernel" and kf.varlen
+    assert not kf.persistent and kf.cluster_m == 1 and kf.extra["o_store"] == "direct"
+    ptx = f.ptx.read_text()
+    # the TMA loads stay; no TMA store, no cluster, no tile counter
+    assert "cp.async.bulk.tensor.4d.shared::cluster.global" in ptx
+    assert "cp.async.bulk.tensor.4d.global.shared" not in ptx
+    assert "reqnctapercluster" not in ptx and "atom.global.add" not in ptx
+    fixed = parse(compile_kernel(tmp_path / "b", head_dim=128, causal=True,
+                                 emit_cubin=False)[0])
+    assert not fixed.varlen and fixed.persistent
+
+
 def test_q_buffers_default_and_override(tmp_path):
     parse = lambda f: F.parse_facts(f.facts.read_text(), str(f.facts))
     two = parse(compile_kernel(tmp_path / "a", head_dim=64)[0])

@@ -37,7 +37,7 @@ window_left -1
 window_right 0
 softcap 0
 scale 0.088388347648318447
-params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv oStrideB oStrideS oStrideH scaleLog2
+params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv oStrideB oStrideS oStrideH scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK maxSeqlenQ
 cubin fa3_fwd_d128_bf16_causal_kernel.cubin
 """
 
@@ -149,11 +149,13 @@ def crafted():
     yield BASE + (b"#" + b" " * 99 + b"\n") * (pad // 101) + b"#" * (pad % 101)  # 65536 bytes
     yield BASE + (b"#" + b" " * 99 + b"\n") * (pad // 101) + b"#" * (pad % 101 + 1)
     yield with_line("params", "params  mapQ\ttmK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv "
-                    "oStrideB oStrideS oStrideH   scaleLog2")
+                    "oStrideB oStrideS oStrideH   scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK maxSeqlenQ")
     yield with_line("params", "params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv "
-                    "oStrideB oStrideS oStrideH scaleLog2 extra")
+                    "oStrideB oStrideS oStrideH scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK maxSeqlenQ "
+                    "extra")
     yield with_line("params", "params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv "
-                    "oStrideB oStrideS oStrideH scaleLog2\x0b")
+                    "oStrideB oStrideS oStrideH scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK "
+                    "maxSeqlenQ\x0b")
     yield with_line("causal", "causal 0")                   # window_right 0 without causal
     yield with_line("window_right", "window_right 5")       # causal needs 0
     yield with_line("window_right", "window_right 5", with_line("causal", "causal 0"))

@@ -34,7 +34,7 @@ window_left -1
 window_right 0
 softcap 0
 scale 0.08838834764831845
-params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv oStrideB oStrideS oStrideH scaleLog2
+params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv oStrideB oStrideS oStrideH scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK maxSeqlenQ
 grid tiles
 """
 
@@ -170,6 +170,54 @@ def test_plan_refuses_out_of_range_numbers(rt):
         rt.plan(f, a)
 
 
+def test_plan_varlen(rt):
+    """A packed variable-length kernel (facts varlen 1): the grid covers the
+    longest sequence in every sequence, the kernel's B is the sequence
+    count and Sq the packed rows (LSE's [Hq, Tq] stride); the arrays and
+    the batch-of-one tensors are checked, and the two kinds of kernel
+    refuse each other's arguments."""
+    f = rt.parse_facts_c(FACTS + "varlen 1\n")
+    assert f.varlen == 1 and F.parse_facts(FACTS + "varlen 1\n").varlen
+    assert rt.parse_facts_c(FACTS).varlen == 0 and not F.parse_facts(FACTS).varlen
+    Tq, Tk = 5000, 3000
+
+    def args(B=1, **kw):
+        t = lambda p, H, T: rt.tensor(p << 20, (B, H, T, 128), (0, 128, H * 128, 1))  # noqa
+        fields = dict(cu_seqlens_q=6 << 20, cu_seqlens_k=7 << 20, varlen_batch=3,
+                      max_seqlen_q=4096)
+        fields.update(kw)
+        return rt.fwd_args(t(1, 8, Tq), t(2, 2, Tk), t(3, 2, Tk), t(4, 8, Tq), 5 << 20,
+                           None, "bf16", **fields)
+    L = rt.plan(f, args())
+    assert tuple(L.grid) == (32 * 8 * 3, 1, 1) and not L.empty and not L.fill_only
+    assert (L.B, L.Sq, L.Skv, L.Hq, L.Hkv) == (3, Tq, Tk, 8, 2)
+    assert rt.plan(f, args(seqused_k=8 << 20)).grid[0] == 32 * 8 * 3
+    assert rt.plan(f, args(varlen_batch=0)).empty
+    assert rt.plan(f, args(max_seqlen_q=0)).empty
+    with pytest.raises(rt.Fa3RuntimeError, match="cu_seqlens_k pointer is NULL"):
+        rt.plan(f, args(cu_seqlens_k=0))
+    with pytest.raises(rt.Fa3RuntimeError, match="seqused_k pointer 0x801 is not a 4-byte"):
+        rt.plan(f, args(seqused_k=0x801))
+    with pytest.raises(rt.Fa3RuntimeError, match=r"q.shape\[0\] is 2; a packed batch's "):
+        rt.plan(f, args(B=2))
+    with pytest.raises(rt.Fa3ArgumentError, match="varlen_batch = -1 is out of range"):
+        args(varlen_batch=-1)
+    fixed = rt.parse_facts_c(FACTS)
+    with pytest.raises(rt.Fa3RuntimeError, match="takes fixed-length batches .* use a varlen"):
+        rt.plan(fixed, args())
+    with pytest.raises(rt.Fa3RuntimeError, match=r"varlen 1 needs grid tiles and cluster_m 1"):
+        rt.parse_facts_c(FACTS.replace("grid tiles", "grid persistent") + "varlen 1\n")
+    with pytest.raises(F.FactsError, match=r"varlen 1 needs grid tiles and cluster_m 1"):
+        F.parse_facts(FACTS.replace("grid tiles", "grid persistent") + "varlen 1\n")
+    # no keys at all: the caller's to fill (the maps cannot describe an empty k)
+    t = lambda p, H, T: rt.tensor(p << 20, (1, H, T, 128), (0, 128, H * 128, 1))  # noqa
+    a = rt.fwd_args(t(1, 8, Tq), t(2, 2, 0), t(3, 2, 0), t(4, 8, Tq), 0, None, "bf16",
+                    cu_seqlens_q=6 << 20, cu_seqlens_k=7 << 20, varlen_batch=3,
+                    max_seqlen_q=4096)
+    with pytest.raises(rt.Fa3RuntimeError, match=r"k and v have no rows \(Tk = 0\)"):
+        rt.plan(f, a)
+
+
 def test_kernel_load_without_a_gpu_fails_cleanly(rt, tmp_path):
     (tmp_path / "k.facts").write_text(FACTS)
     (tmp_path / "k.cubin").write_bytes(b"\0" * 64)
@@ -238,6 +286,14 @@ def test_select_kernel(tmp_path):
     assert "matches dtype=bf16 head_dim=256 causal=0 window=(-1,-1) softcap=0" in msg
     assert "Available:" in msg and "c_f16_d64: dtype=f16 head_dim=64" in msg
     assert "Skipped:" in msg and "broken.facts" in msg
+    # a packed variable-length kernel serves varlen requests only, and they
+    # only it: the fixed "a_causal" sorts first
+    _write_kernel(tmp_path, "f_causal_varlen", varlen=1)
+    ks, skipped = F.scan_kernel_dir(tmp_path)
+    assert sel("bf16", 128, 128, True, (-1, -1), 0.0) == "a_causal"
+    assert sel("bf16", 128, 128, True, (-1, -1), 0.0, varlen=True) == "f_causal_varlen"
+    with pytest.raises(LookupError, match="(?s)softcap=0 varlen.*f_causal_varlen: .* varlen"):
+        sel("bf16", 128, 128, False, (-1, -1), 0.0, varlen=True)
 
 
 def test_compiled_kernel_facts_parse(tmp_path):

@@ -33,7 +33,7 @@ extern "C" {
 #endif
 
 #define FA3RT_VERSION_MAJOR 0
-#define FA3RT_VERSION_MINOR 2
+#define FA3RT_VERSION_MINOR 3
 /* Highest version of the facts file format this runtime reads. */
 #define FA3RT_FACTS_VERSION 1
 /* Largest softmax scale taken (facts `scale`, fa3rt_fwd_args.softmax_scale),
@@ -84,6 +84,8 @@ typedef struct fa3rt_facts {
   char cubin[256];        /* optional key `cubin`: the cubin's file name in the
                              facts file's directory (no '/', not . or ..);
                              "" = absent (the facts file's name with .cubin) */
+  int varlen;             /* optional key (0): 1 = the kernel takes a packed
+                             variable-length batch (fa3rt_fwd_args, varlen) */
 } fa3rt_facts;
 
 /* A tensor in device memory: 4 dims in LOGICAL order [B, H, S, D], strides in
@@ -111,13 +113,29 @@ typedef struct fa3rt_fwd_args {
                              (the kernel leaves them zero); launches that share
                              them must be stream-ordered. 0: the kernel
                              object's own (see fa3rt_fwd) */
+  /* A packed variable-length batch (FlashAttention's flash_attn_varlen_func),
+   * for kernels whose facts say `varlen 1`; all 0 for the others. q, k, v and
+   * o are the packed [T, H, D] tensors as [1, H, T, D]; sequence s has the
+   * query rows cu_seqlens_q[s] .. cu_seqlens_q[s + 1] of q and o and the key
+   * rows from cu_seqlens_k[s], seqused_k[s] of them when seqused_k is given,
+   * else up to cu_seqlens_k[s + 1]; causal and window masks are bottom-right
+   * aligned per sequence; lse is f32 [Hq, Tq]. The arrays are not read on the
+   * host: offsets past the tensors are the caller's error, as in
+   * FlashAttention. Rows of o that no sequence owns are not written. */
+  uint64_t cu_seqlens_q;  /* int32 [varlen_batch + 1], device, non-decreasing */
+  uint64_t cu_seqlens_k;  /* int32 [varlen_batch + 1], device */
+  uint64_t seqused_k;     /* int32 [varlen_batch], device, or 0 */
+  int32_t varlen_batch;   /* sequences: 0 to 2^31-1 */
+  int32_t max_seqlen_q;   /* at least every sequence's query rows (the grid):
+                             0 to 2^31-1 */
 } fa3rt_fwd_args;
 
 /* What fa3rt_fwd_plan() derived from valid arguments. */
 typedef struct fa3rt_fwd_launch {
-  int empty;              /* 1: B, Sq or Hq is 0: nothing to do */
+  int empty;              /* 1: B, Sq or Hq is 0 (varlen: the batch, max_seqlen_q,
+                             Tq or Hq): nothing to do */
   int fill_only;          /* 1: Skv is 0: o is set to 0 and lse to -inf, no kernel */
-  int32_t B, Sq, Skv, Hq, Hkv;
+  int32_t B, Sq, Skv, Hq, Hkv; /* varlen: sequences, Tq, Tk */
   unsigned grid[3], block[3];
   unsigned dynamic_smem;
   int64_t o_stride_b, o_stride_s, o_stride_h; /* elements */

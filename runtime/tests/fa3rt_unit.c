@@ -56,7 +56,7 @@ static const char *kFacts =
     "softcap 0\n"
     "scale 0.08838834764831845\n"
     "some_future_key whatever it says\n"
-    "params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv   oStrideB oStrideS oStrideH scaleLog2\n"
+    "params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv   oStrideB oStrideS oStrideH scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK maxSeqlenQ\n"
     "grid tiles\n";
 
 /* facts text with one line replaced (key == NULL: line dropped) */

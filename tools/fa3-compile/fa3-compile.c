@@ -30,11 +30,12 @@ static const char *kUsage =
     "DIR/<kernel>.facts (the launch facts the runtime reads).\n"
     "\n"
     "Input (one of):\n"
-    "  input.mlir           every attn.flash_attention in the file\n"
+    "  input.mlir           every attn.flash_attention(_varlen) in the file\n"
     "  --head-dim N ...     one variant from the options below\n"
     "  --all                the standard set: head dim 64/96/128/192/256 and\n"
     "                       192 with value head dim 128 x causal or not x\n"
-    "                       bf16/f16 (24 kernels)\n"
+    "                       bf16/f16 (24 kernels); with --varlen, their\n"
+    "                       packed variable-length forms\n"
     "\n"
     "Variant options (with --head-dim only):\n"
     "  --head-dim N         of q and k: 64, 96, 128, 192 or 256\n"
@@ -47,6 +48,10 @@ static const char *kUsage =
     "  --softcap X          softcap: 0 (off, the default) or 1e-6 to 1e30\n"
     "  --scale X            default softmax scale recorded in the facts,\n"
     "                       > 0 and at most 1e30 (default: 1/sqrt(head dim))\n"
+    "  --varlen             a packed variable-length batch (FlashAttention's\n"
+    "                       flash_attn_varlen_func: cu_seqlens at launch);\n"
+    "                       one CTA per tile, O stored directly (also with\n"
+    "                       --all)\n"
     "  --name NAME          kernel base name, a C identifier of at most 200\n"
     "                       characters (default: derived from the variant)\n"
     "\n"
@@ -312,7 +317,8 @@ int main(int argc, char **argv) {
       "--help",           "--all",          "--causal",
       "--persistent",     "--no-persistent", "--no-tma-store",
       "--ptx-only",       "--no-pingpong",  "--lazy-rescale",
-      "--no-lazy-rescale", "--kv-multicast", "--no-kv-multicast"};
+      "--no-lazy-rescale", "--kv-multicast", "--no-kv-multicast",
+      "--varlen"};
   enum { kNumValued = sizeof kValued / sizeof kValued[0] };
   enum { kNumFlags = sizeof kFlags / sizeof kFlags[0] };
   bool given[kNumValued] = {false};
@@ -405,6 +411,8 @@ int main(int argc, char **argv) {
         return failValue(a, "bf16 or f16", v);
       spec.dtype = v;
       variantOption = variantOption ? variantOption : a;
+    } else if (!strcmp(a, "--varlen")) {
+      spec.varlen = true; /* a variant option that --all takes too */
     } else if (!strcmp(a, "--causal")) {
       spec.causal = true;
       variantOption = variantOption ? variantOption : a;
@@ -488,6 +496,9 @@ int main(int argc, char **argv) {
             variantOption);
     return 1;
   }
+  if (input && spec.varlen)
+    return fail("--varlen describes a variant; an input file brings its own "
+                "(attn.flash_attention_varlen)", NULL);
   if (input && !readable(input)) {
     fprintf(stderr, "fa3-compile: cannot read: ");
     putEscaped(stderr, input);
@@ -540,6 +551,7 @@ int main(int argc, char **argv) {
         s.headDimV = dims[i / 4][1];
         s.dtype = types[(i / 2) % 2];
         s.causal = i % 2;
+        s.varlen = spec.varlen;
       }
       s.name = all ? NULL : name; /* NULL: the C API derives the name */
       double t0 = now();

@@ -25,6 +25,7 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
@@ -66,6 +67,92 @@ std::optional<TiledAttention> matchTiled(scf::ParallelOp grid) {
   return t;
 }
 
+
+/// In the tiled form of attn.flash_attention_varlen, a tile op's tensor
+/// is one sequence's view of a packed argument: a subview at row offset
+/// q0 (q, o, lse) or k0 (k, v) of the argument's [1, H, T, D] ([1, H, T])
+/// view, expand_shape (+ transpose). `arg` is the argument, `row` the
+/// offset.
+struct PackedView {
+  BlockArgument arg;
+  Value row;
+};
+std::optional<PackedView> matchPackedView(Value v, Block *entry) {
+  auto sub = v ? v.getDefiningOp<memref::SubViewOp>() : nullptr;
+  if (!sub)
+    return std::nullopt;
+  Value src = sub.getSource();
+  int64_t rank = sub.getSourceType().getRank();
+  if (rank == 4) {
+    auto tr = src.getDefiningOp<memref::TransposeOp>();
+    if (!tr || tr.getPermutation() !=
+                   AffineMap::getPermutationMap(ArrayRef<unsigned>{0, 2, 1, 3},
+                                                v.getContext()))
+      return std::nullopt;
+    src = tr.getIn();
+  }
+  auto ex = src.getDefiningOp<memref::ExpandShapeOp>();
+  auto arg = ex ? dyn_cast<BlockArgument>(ex.getSrc()) : BlockArgument();
+  if (!arg || arg.getOwner() != entry)
+    return std::nullopt;
+  // Offsets [0, 0, row(, 0)], unit strides: the sequence's rows, whole.
+  SmallVector<OpFoldResult> offsets = sub.getMixedOffsets();
+  for (auto [i, o] : llvm::enumerate(offsets))
+    if (i != 2 && getConstantIntValue(o) != 0)
+      return std::nullopt;
+  for (OpFoldResult st : sub.getMixedStrides())
+    if (getConstantIntValue(st) != 1)
+      return std::nullopt;
+  auto row = dyn_cast<Value>(offsets[2]);
+  if (!row)
+    return std::nullopt;
+  return PackedView{arg, row};
+}
+
+/// The i32 array argument that `idx` reads at `s`:
+/// index_cast(memref.load %array[%s]).
+BlockArgument loadedAt(Value idx, Value s, Block *entry) {
+  auto cast = idx.getDefiningOp<arith::IndexCastOp>();
+  auto load = cast ? cast.getIn().getDefiningOp<memref::LoadOp>() : nullptr;
+  if (!load || load.getIndices().size() != 1 || load.getIndices()[0] != s)
+    return BlockArgument();
+  auto arg = dyn_cast<BlockArgument>(load.getMemRef());
+  return arg && arg.getOwner() == entry ? arg : BlockArgument();
+}
+
+/// Whether the tile ops of `t` read a packed variable-length batch
+/// (attn-tile's form of attn.flash_attention_varlen: a grid over
+/// (sequence, q head), each sequence's views of the packed arguments, its
+/// rows from cu_seqlens_q/k at the sequence index). Fails with `why` set
+/// when its views are only partly that.
+FailureOr<bool> matchVarlen(TiledAttention t, Block *entry,
+                            std::string &why) {
+  TileUpdateOp u = t.update;
+  std::optional<PackedView> q = matchPackedView(u.getQuery(), entry);
+  if (!q)
+    return false;
+  std::optional<PackedView> k = matchPackedView(u.getKey(), entry);
+  std::optional<PackedView> v = matchPackedView(u.getValue(), entry);
+  std::optional<PackedView> o = matchPackedView(t.finalize.getOut(), entry);
+  std::optional<PackedView> lse =
+      t.finalize.getLse() ? matchPackedView(t.finalize.getLse(), entry)
+                          : std::optional<PackedView>(PackedView{});
+  Value s = t.grid.getNumLoops() == 2 ? t.grid.getInductionVars()[0] : Value();
+  why = "its tensors are views of a packed variable-length batch in a form "
+        "the kernel does not take (the form attn-tile gives "
+        "attn.flash_attention_varlen: a grid over (sequence, q head), each "
+        "sequence's rows of the packed arguments at cu_seqlens_q[s] and "
+        "cu_seqlens_k[s])";
+  if (!k || !v || !o || !lse || !s)
+    return failure();
+  if (o->row != q->row || (lse->arg && lse->row != q->row) ||
+      v->row != k->row)
+    return failure();
+  if (!loadedAt(q->row, s, entry) || !loadedAt(k->row, s, entry))
+    return failure();
+  why.clear();
+  return true;
+}
 
 Value toIndex(OpBuilder &b, Location loc, Value v) {
   return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
@@ -139,19 +226,24 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
                 "not starting with a digit) as PTX symbols must be: rename "
                 "the function");
   // The kernel's launch takes the function's arguments as its tensors: an
-  // operand computed in the function (a view, such as the variable-length
-  // form's per-sequence ones) would be lost with the function.
+  // operand computed in the function would be lost with the function. The
+  // exception is a packed variable-length batch's per-sequence views, whose
+  // rows the kernel reads from the same cu_seqlens arrays.
+  Block *entry = &func.getBody().front();
+  std::string why;
+  FailureOr<bool> varlen = matchVarlen(t, entry, why);
+  if (failed(varlen))
+    return fail(why);
   Value tensors[] = {u.getQuery(), u.getKey(), u.getValue(),
                      t.finalize.getOut(), t.finalize.getLse()};
   for (Value v : tensors) {
     auto arg = dyn_cast_or_null<BlockArgument>(v);
-    if (v && !(arg && arg.getOwner() == &func.getBody().front()))
+    if (v && !*varlen && !(arg && arg.getOwner() == entry))
       return fail("its tensors must be arguments of @" +
                   func.getName().str() +
                   ", which the kernel's launch takes; one is computed in the "
-                  "function (views, such as the per-sequence ones of "
-                  "attn.flash_attention_varlen's tiled form, have no Hopper "
-                  "kernel yet)");
+                  "function (of views, the kernel takes only those of a "
+                  "packed variable-length batch)");
   }
   auto recorded =
       t.range->getAttrOfType<HopperConfigAttr>(HopperConfigAttr::kAttrName);
@@ -159,7 +251,7 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
     return fail("its tiles carry no configuration (attn.hopper_config on "
                 "attn.kv_range): run attn-hopper-config before attn-tile");
   // attn-hopper-config has checked these; tiled IR written by hand has not.
-  std::string why = hopper::checkOperands(u.getQuery(), u.getKey(),
+  why = hopper::checkOperands(u.getQuery(), u.getKey(),
                                           u.getValue(), t.finalize.getOut());
   if (!why.empty())
     return fail(why);
@@ -172,6 +264,7 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
   std::string base = func.getName().str() + (index ? "_" + std::to_string(index) : "");
   cfg.name = base + "_kernel";
   cfg.softcap = u.getSoftcap().convertToDouble();
+  cfg.varlen = *varlen;
   cfg.kvRangeFn = cfg.name + "_kv_range";
   cfg.visibleColsFn = cfg.name + "_visible_cols";
   why = hopper::checkSupported(cfg);
@@ -222,7 +315,11 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
                                   u.getScaleLog2().convertToDouble() / kLog2e)),
       b.getNamedAttr("params", paramNames(b)),
   };
-  DictionaryAttr launch = b.getDictionaryAttr(facts);
+  SmallVector<NamedAttribute> all(std::begin(facts), std::end(facts));
+  // Optional key (0 when absent): a packed variable-length batch's kernel.
+  if (cfg.varlen)
+    all.push_back(b.getNamedAttr("varlen", b.getBoolAttr(true)));
+  DictionaryAttr launch = b.getDictionaryAttr(all);
   for (const hopper::FactsKey &k : hopper::kFactsKeys)
     if (k.required && !launch.get(k.key))
       return fail(Twine("internal error: the launch facts lack '") + k.key +

@@ -69,8 +69,8 @@ KernelConfig fa3::hopper::attentionFacts(MemRefType q, MemRefType v,
                                          int64_t windowRight) {
   KernelConfig cfg;
   cfg.dtype = q.getElementType().isBF16() ? "bf16" : "f16";
-  cfg.headDim = q.getDimSize(3);
-  cfg.headDimV = v.getDimSize(3);
+  cfg.headDim = q.getShape().back();
+  cfg.headDimV = v.getShape().back();
   cfg.leftBounded = windowLeft >= 0;
   cfg.longestFirst = windowRight >= 0;
   return cfg;
@@ -108,6 +108,12 @@ bool decide(Toggle t, bool isAuto) {
 /// fastest on the H200 (bench/NOTES.md, Defaults).
 void chooseConfig(KernelConfig &cfg, bool fullMask,
                   const AttnHopperConfigOptions &o) {
+  // A packed variable-length batch (cfg.varlen) takes one CTA per tile:
+  // a tile past its sequence's end exits, and a persistent CTA's scheduler
+  // would have to skip them; and O is stored directly, since a TMA box
+  // would write the next sequence's rows (FlashAttention-3 does both). The
+  // options choose among the other alternatives; these they cannot.
+  const bool fixedLength = !cfg.varlen;
   // The rules key on the larger head dim (the O accumulator's registers
   // and the tiles' shared memory grow with either); where D = Dv, it is
   // the head dim.
@@ -147,8 +153,8 @@ void chooseConfig(KernelConfig &cfg, bool fullMask,
   // 16k; at head dim 256, O is staged in Q's buffer, so the next tile's Q
   // waits for the O store: 0-4 % slower everywhere
   // (bench/NOTES.md, Defaults: persistent).
-  cfg.persistent = decide(o.persistent, hd <= 128);
-  cfg.tmaStore = o.tmaStore;
+  cfg.persistent = fixedLength && decide(o.persistent, hd <= 128);
+  cfg.tmaStore = fixedLength && o.tmaStore;
   // Persistent CTAs double-buffer Q where shared memory allows (head dim
   // 64 and 128): the next tile's Q then loads during this tile instead of
   // after it. ncu put the consumers' wait for Q at 15 % of all stall
@@ -156,7 +162,7 @@ void chooseConfig(KernelConfig &cfg, bool fullMask,
   // 512 and +1 % at 16k (bench/NOTES.md, Defaults: q-buffers).
   // Where they do not fit, checkSupported says why; auto then takes one.
   cfg.qBuffers = o.qBuffers;
-  if (o.qBuffers == 0) {
+  if (o.qBuffers == 0 || !fixedLength) {
     cfg.qBuffers = 2;
     if (!checkSupported(cfg).empty())
       cfg.qBuffers = 1;
@@ -175,7 +181,7 @@ void chooseConfig(KernelConfig &cfg, bool fullMask,
   // it with a causal or window mask and where the 64-column boxes do not
   // split evenly between the two CTAs (head dim 64 and 192); the facts'
   // cluster_m says where it did.
-  cfg.clusterM = decide(o.kvMulticast, cfg.persistent) ? 2 : 1;
+  cfg.clusterM = fixedLength && decide(o.kvMulticast, cfg.persistent) ? 2 : 1;
   if (cfg.clusterM == 2 && !checkSupported(cfg).empty())
     cfg.clusterM = 1;
 }
@@ -228,7 +234,7 @@ struct AttnHopperConfigPass
     opts.kvMulticast = kvMulticast;
     opts.rescaleThreshold = rescaleThreshold;
     WalkResult cpuOnly = getOperation()->walk([&](Operation *op) {
-      if (!isa<FlashAttentionGradOp, FlashAttentionVarlenOp>(op))
+      if (!isa<FlashAttentionGradOp>(op))
         return WalkResult::advance();
       op->emitOpError("has no Hopper kernel yet (it is CPU-only for now: "
                       "--attn-cpu-reference-pipeline)");
@@ -236,7 +242,21 @@ struct AttnHopperConfigPass
     });
     if (cpuOnly.wasInterrupted())
       return signalPassFailure();
-    WalkResult result = getOperation()->walk([&](FlashAttentionOp op) {
+    WalkResult result = getOperation()->walk([&](Operation *op) {
+      if (auto fixed = dyn_cast<FlashAttentionOp>(op))
+        return configure(fixed, opts);
+      if (auto packed = dyn_cast<FlashAttentionVarlenOp>(op))
+        return configure(packed, opts);
+      return WalkResult::advance();
+    });
+    if (result.wasInterrupted())
+      signalPassFailure();
+  }
+
+  /// Records the configuration of one attention (either form).
+  template <typename OpT>
+  WalkResult configure(OpT op, const AttnHopperConfigOptions &opts) {
+    {
       if (!op.hasBufferSemantics()) {
         op.emitOpError("attn-hopper-config needs the memref form: run "
                        "--one-shot-bufferize=\"bufferize-function-boundaries "
@@ -258,6 +278,7 @@ struct AttnHopperConfigPass
       KernelConfig cfg = attentionFacts(
           cast<MemRefType>(op.getQuery().getType()),
           cast<MemRefType>(op.getValue().getType()), left, right);
+      cfg.varlen = isa<FlashAttentionVarlenOp>(op.getOperation());
       chooseConfig(cfg, left < 0 && right < 0, opts);
       why = checkSupported(cfg);
       if (!why.empty())
@@ -265,9 +286,7 @@ struct AttnHopperConfigPass
       op->setAttr(HopperConfigAttr::kAttrName,
                   recordConfig(op.getContext(), cfg));
       return WalkResult::advance();
-    });
-    if (result.wasInterrupted())
-      signalPassFailure();
+    }
   }
 };
 } // namespace

@@ -21,6 +21,7 @@
 
 #include "KernelBuilder.h"
 #include "fa3/Conversion/HopperSupport.h"
+#include "fa3/Dialect/Attn/Utils/LoweringUtils.h"
 #include "fa3/Dialect/Hopper/IR/HopperDialect.h"
 #include "fa3/Dialect/Hopper/Transforms/Passes.h"
 
@@ -408,16 +409,56 @@ private:
     return TileCoords{c.getM0(), c.getHead(), c.getBatch()};
   }
 
-  /// One tile of work: its coordinates and kv-block schedule.
+  /// One tile of work: its coordinates and kv-block schedule, and the
+  /// problem it is a tile of: sq query rows and skv keys (the parameters;
+  /// in a packed batch its sequence's, which starts at row q0 of q and o
+  /// and at row k0 of k and v: null otherwise).
   struct Tile : TileCoords {
     Value lo, ilo, ihi, nblk;
+    Value sq, skv, q0, k0;
   };
+  /// Sequence `s` of a packed batch: the shared builder (attn's tiled form
+  /// reads the same arrays with it) on i32 loads of cu_seqlens_q/k; the
+  /// key count from seqused_k where the caller gave it.
+  fa3::attn::SequenceBounds sequence(Value s) {
+    auto gptrT = LLVM::LLVMPointerType::get(ctx, 1);
+    auto load = [&](fa3::attn::SeqlensArray a, Value i) -> Value {
+      Value base = param(a == fa3::attn::SeqlensArray::CuQ ? "cuSeqlensQ"
+                                                      : "cuSeqlensK");
+      Value p = LLVM::GEPOp::create(b, loc, gptrT, i32T, base,
+                                    ArrayRef<LLVM::GEPArg>{i});
+      return LLVM::LoadOp::create(b, loc, i32T, p);
+    };
+    fa3::attn::SequenceBounds seq =
+        fa3::attn::buildSequenceBounds(b, loc, load, /*hasUsed=*/false, s);
+    Value used = param("seqUsedK");
+    Value null = LLVM::ZeroOp::create(b, loc, gptrT);
+    Value given = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne, used,
+                                       null);
+    auto skv = ifElse(
+        given, TypeRange{i32T},
+        [&]() -> SmallVector<Value> {
+          Value p = LLVM::GEPOp::create(b, loc, gptrT, i32T, used,
+                                        ArrayRef<LLVM::GEPArg>{s});
+          Value n = LLVM::LoadOp::create(b, loc, i32T, p);
+          return {n};
+        },
+        [&]() -> SmallVector<Value> { return {seq.skv}; });
+    seq.skv = skv.getResult(0);
+    return seq;
+  }
   Tile schedule(const TileCoords &c) {
     Tile t;
     static_cast<TileCoords &>(t) = c;
+    t.sq = param("Sq");
+    t.skv = param("Skv");
+    if (cfg.varlen) {
+      fa3::attn::SequenceBounds seq = sequence(c.bidx);
+      t.sq = seq.sq, t.skv = seq.skv, t.q0 = seq.q0, t.k0 = seq.k0;
+    }
     // the schedule of this m-block (attn.kv_range)
     Type four[] = {i32T, i32T, i32T, i32T};
-    Value args[] = {t.m0, param("Sq"), param("Skv")};
+    Value args[] = {t.m0, t.sq, t.skv};
     auto rng = func::CallOp::create(b, loc, cfg.kvRangeFn, four, args);
     t.lo = rng.getResult(0);
     t.ilo = rng.getResult(2);
@@ -425,6 +466,32 @@ private:
     t.nblk = bin<arith::SubIOp>(rng.getResult(1), t.lo);
     return t;
   }
+
+  /// In a packed batch, an m-block at or past its sequence's end has no
+  /// work: the rest of the role is built inside `if (m0 < sq)` (one tile
+  /// per CTA: the CTA then exits). Returns the guard to close, or null.
+  scf::IfOp openSequenceGuard(const Tile &t) {
+    if (!cfg.varlen)
+      return nullptr;
+    Value live = cmpi(CmpIPredicate::slt, t.m0, t.sq);
+    auto guard = scf::IfOp::create(b, loc, TypeRange{}, live,
+                                   /*withElseRegion=*/false);
+    b.setInsertionPoint(guard.thenBlock()->getTerminator());
+    return guard;
+  }
+  void closeSequenceGuard(scf::IfOp guard) {
+    if (guard)
+      b.setInsertionPointAfter(guard);
+  }
+  /// The rows of q, k, v and o are those of the tile's sequence in a
+  /// packed batch (a batch of one): its row `row` is row q0 / k0 + row.
+  Value packedRow(Value base, Value row) {
+    return base ? bin<arith::AddIOp>(base, row) : row;
+  }
+  Value packedBatch(const Tile &t) { return cfg.varlen ? i32(0) : t.bidx; }
+  /// The m-blocks of the tile grid: of the longest sequence in a packed
+  /// batch.
+  Value gridRows() { return param(cfg.varlen ? "maxSeqlenQ" : "Sq"); }
 
   /// The published tile (persistent consumers): words {tile, m0, head,
   /// batch} of the slot at `slot`.
@@ -453,10 +520,14 @@ private:
   /// A tile's epilogue in this consumer warpgroup, as hopper ops on the
   /// mainloop's fragments: `m` and `l` the rows' running max and the
   /// thread's partial row sums (!hopper.frag<64xf32>), `o` the accumulator
-  /// (!hopper.frag<64 x tileDv x f32>). `c` is the tile; `qK` this tile's Q ring
+  /// (!hopper.frag<64 x tileDv x f32>). `c` is the tile, `sq` its
+  /// problem's query rows; `qK` this tile's Q ring
   /// slot, released after the O store where O is staged in Q's buffer
   /// (qFreedAfterStore). Uses `consumer` and `smemBase`.
-  void epilogue(Value m, Value l, Value o, const TileCoords &c, Value qK);
+  void epilogue(Value m, Value l, Value o, const TileCoords &c, Value sq,
+                Value qK);
+  /// The tile's sequence's first row in a packed batch (null otherwise).
+  Value seqQ0;
   void producer(Value cta);
   void consumers(Value tid, Value cta);
   void body();
@@ -558,6 +629,15 @@ std::string fa3::hopper::checkSupported(const KernelConfig &cfg) {
     os << "K/V multicast at head dim " << headDimsOf(cfg)
        << " (the two CTAs of a cluster each load half of a K/V tile's "
           "64-column boxes: head dim 96, 128 or 256)";
+  else if (cfg.varlen && (cfg.persistent || cfg.clusterM != 1))
+    os << "a packed variable-length batch with "
+       << (cfg.persistent ? "persistent CTAs" : "K/V multicast")
+       << " (its kernel takes one CTA per tile: a tile past its sequence's "
+          "end exits)";
+  else if (cfg.varlen && cfg.tmaStore)
+    os << "a packed variable-length batch with the TMA store of O (a box "
+          "would write past its sequence's end, into the next one's rows: "
+          "its kernel stores O directly, as FlashAttention-3's does)";
   else if (computeSmemLayout(cfg).total > kMaxDynamicSmem)
     os << "tiles " << cfg.blockM << "x" << cfg.blockN << " with head dim "
        << headDimsOf(cfg) << " need " << computeSmemLayout(cfg).total
@@ -586,13 +666,23 @@ Value KernelBuilder::stageDesc(Value r, Value u, Value desc0,
 }
 
 void KernelBuilder::epilogue(Value m, Value l, Value o, const TileCoords &c,
-                             Value qK) {
+                             Value sq, Value qK) {
   // ---- epilogue: quad-reduce l, O / l, LSE = (m + log2 l) ln 2 ----
   auto fin = FinalizeRowsOp::create(b, loc, m, l);
   Value inv = fin.getInv(), lse = fin.getLse();
   // This warpgroup's first row of the tile.
   Value row0 = bin<arith::MulIOp>(consumer, i32(64));
   row0 = bin<arith::AddIOp>(c.m0, row0);
+  // Rows are stored below the problem's sq; in a packed batch, below its
+  // sequence's end, at the sequence's rows of o and lse ([Hq, Tq]: the
+  // head's stride is the parameter Sq, the packed rows).
+  Value bound = sq, batch = c.bidx, lseStride;
+  if (cfg.varlen) {
+    row0 = packedRow(seqQ0, row0);
+    bound = packedRow(seqQ0, sq);
+    batch = i32(0);
+    lseStride = param("Sq");
+  }
   if (cfg.tmaStore) {
     // A persistent CTA stages the next tile's O in the same buffer: its own
     // buffer must have been read by the previous store (wait_previous); Q's
@@ -612,17 +702,17 @@ void KernelBuilder::epilogue(Value m, Value l, Value o, const TileCoords &c,
       columns = b.getI64IntegerAttr(cfg.headDimV);
     StoreODirectOp::create(b, loc, o, inv, param("O"), param("oStrideB"),
                            param("oStrideS"), param("oStrideH"), row0, c.head,
-                           c.bidx, param("Sq"), et, columns);
+                           batch, bound, et, columns);
   }
-  StoreLseOp::create(b, loc, lse, param("LSE"), row0, c.head, c.bidx,
-                     param("Hq"), param("Sq"));
+  StoreLseOp::create(b, loc, lse, param("LSE"), row0, c.head, batch,
+                     param("Hq"), bound, lseStride);
 }
 
 void KernelBuilder::producer(Value cta) {
   // The tile grid, computed in each role: a value computed before the
   // role split would live across the producer's setmaxnreg (24 registers)
   // and ptxas would spill it there.
-  auto grid = TileGridOp::create(b, loc, param("Sq"), param("Hq"), param("B"),
+  auto grid = TileGridOp::create(b, loc, gridRows(), param("Hq"), param("B"),
                                  static_cast<uint64_t>(cfg.blockM),
                                  cfg.clusterM == 2);
   Value numM = grid.getNumM(), tiles = grid.getTiles();
@@ -642,12 +732,15 @@ void KernelBuilder::producer(Value cta) {
     // GQA: kv head = q head / (Hq / Hkv)
     Value hkv = bin<arith::DivUIOp>(pc.head, grp);
     Tile tl = schedule(pc);
+    scf::IfOp live = openSequenceGuard(tl);
     if (cfg.persistent) {
       Value words[] = {pTile, tl.m0, tl.head, tl.bidx};
       storeWords4(q.slot, words);
     }
     // the Q tile (hopper-async-copy writes its TMA transfer)
-    loadTile(param("mapQ"), tl.m0, tl.head, tl.bidx, qRing, q.k, cfg.blockM,
+    Value qrow = packedRow(tl.q0, tl.m0);
+    Value batch = packedBatch(tl);
+    loadTile(param("mapQ"), qrow, tl.head, batch, qRing, q.k, cfg.blockM,
              cfg.tileD());
     // K/V rings, continued across tiles: ring slot u = g + t for kv block t
     // of the tile. The loop runs over the ring slots themselves (g .. g +
@@ -662,15 +755,17 @@ void KernelBuilder::producer(Value cta) {
       Value pu = loop.getInductionVar();
       Value blk = bin<arith::AddIOp>(blk0, pu);
       Value kvrow = bin<arith::MulIOp>(blk, i32(cfg.blockN));
+      kvrow = packedRow(tl.k0, kvrow);
       // K and V of the block (with multicast, each CTA of the cluster
       // loads half of the boxes into both CTAs' rings: hopper-async-copy)
       ringOp<RingProducerAcquireOp>(kRing, pu);
-      loadTile(param("mapK"), kvrow, hkv, tl.bidx, kRing, pu, cfg.blockN,
+      loadTile(param("mapK"), kvrow, hkv, batch, kRing, pu, cfg.blockN,
                cfg.tileD());
       ringOp<RingProducerAcquireOp>(vRing, pu);
-      loadTile(param("mapV"), kvrow, hkv, tl.bidx, vRing, pu, cfg.blockN,
+      loadTile(param("mapV"), kvrow, hkv, batch, vRing, pu, cfg.blockN,
                cfg.tileDv());
     }
+    closeSequenceGuard(live);
     Value next;
     if (cfg.persistent && cfg.clusterM == 2) {
       // Static: the two CTAs of a cluster must take the two m-blocks of a
@@ -722,7 +817,7 @@ void KernelBuilder::consumers(Value tid, Value cta) {
                           descConst(cfg.blockN * kSwizzleBytes, 1024));
 
   // Per tile (set inside the tile loop below; the helpers capture them).
-  Value m0, head, bidx, lo, ilo, ihi, nblk, wgRow0;
+  Value m0, head, bidx, lo, ilo, ihi, nblk, wgRow0, sq, skv;
   auto blockOf = [&](Value t) { return bin<arith::AddIOp>(lo, t); };
   auto boundary = [&](Value blk) {
     Value before = cmpi(CmpIPredicate::slt, blk, ilo);
@@ -741,8 +836,8 @@ void KernelBuilder::consumers(Value tid, Value cta) {
         [&]() -> SmallVector<Value> {
           Value col0 = bin<arith::MulIOp>(blk, i32(cfg.blockN));
           Value mk = MaskOp::create(b, loc, sc, wgRow0, col0,
-                                    cfg.visibleColsFn, param("Sq"),
-                                    param("Skv"), cfg.leftBounded);
+                                    cfg.visibleColsFn, sq, skv,
+                                    cfg.leftBounded);
           return {mk};
         },
         [&]() -> SmallVector<Value> { return {sc}; });
@@ -751,7 +846,7 @@ void KernelBuilder::consumers(Value tid, Value cta) {
 
   // The tile grid in this role too (see producer); the opaque copy of Sq
   // keeps LLVM from merging the two roles' copies back above the split.
-  auto grid = TileGridOp::create(b, loc, param("Sq"), param("Hq"), param("B"),
+  auto grid = TileGridOp::create(b, loc, gridRows(), param("Hq"), param("B"),
                                  static_cast<uint64_t>(cfg.blockM),
                                  cfg.clusterM == 2);
   Value numM = grid.getNumM(), tiles = grid.getTiles();
@@ -759,13 +854,16 @@ void KernelBuilder::consumers(Value tid, Value cta) {
   std::tie(cTile, cK, cG) = openTileLoop(/*producer=*/false, cta, tiles);
   // this tile's Q ring slot, buffer and published slot
   QSlot cq = qSlot(cK, /*withOffset=*/true);
+  scf::IfOp live;
   {
     // persistent: this tile as the producer decoded it; else this CTA's tile
     TileCoords c =
         cfg.persistent ? readCoords(cq.slot) : coords(cTile, numM);
     Tile tl = schedule(c);
     m0 = tl.m0, head = tl.head, bidx = tl.bidx, lo = tl.lo, ilo = tl.ilo,
-    ihi = tl.ihi, nblk = tl.nblk;
+    ihi = tl.ihi, nblk = tl.nblk, sq = tl.sq, skv = tl.skv;
+    seqQ0 = tl.q0;
+    live = openSequenceGuard(tl);
     Value wgRows = bin<arith::MulIOp>(cw, i32(64));
     wgRow0 = bin<arith::AddIOp>(m0, wgRows);
   }
@@ -918,11 +1016,12 @@ void KernelBuilder::consumers(Value tid, Value cta) {
     m0 = c.m0, head = c.head, bidx = c.bidx;
   }
   epilogue(res.getResult(0), res.getResult(1), res.getResult(2),
-           TileCoords{m0, head, bidx}, cq.k);
+           TileCoords{m0, head, bidx}, sq, cq.k);
   Value g1;
   if (cfg.persistent)
     g1 = bin<arith::AddIOp>(cG, nblk);
   closeTileLoop(Value(), cK, g1);
+  closeSequenceGuard(live);
   if (cfg.tmaStore) {
     // shared memory must outlive the last O store's reads
     Value first = cmpi(CmpIPredicate::eq, ltid, i32(0));

@@ -61,6 +61,10 @@ struct KernelConfig {
   bool leftBounded = false;  // the mask has a lower column bound (window)
   int64_t clusterM = 1;      // CTAs per cluster: 2 = m-block pairs sharing
                              // each K/V tile by TMA multicast (full mask only)
+  bool varlen = false;       // a packed variable-length batch: tiles are
+                             // (m-block, q head, sequence), each sequence's
+                             // rows read from cu_seqlens (checkSupported:
+                             // one CTA per tile, O stored directly)
 
   int64_t consumers() const { return blockM / 64; }
   /// The widths of the tiles in shared memory and registers: D and Dv

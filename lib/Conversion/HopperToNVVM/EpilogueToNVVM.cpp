@@ -169,12 +169,14 @@ struct StoreLseLowering : OpConversionPattern<StoreLseOp> {
       Value valid = arith::AndIOp::create(rewriter, loc, writer, inBounds);
       OpBuilder::InsertionGuard guard(rewriter);
       openIf(rewriter, loc, valid);
-      // byte offset ((batch * heads + head) * bound + row) * 4
+      // byte offset ((batch * heads + head) * stride + row) * 4
       Value u = arith::MulIOp::create(rewriter, loc, adaptor.getBatch(),
                                       adaptor.getHeads());
       u = arith::AddIOp::create(rewriter, loc, u, adaptor.getHead());
       Value u64 = arith::ExtUIOp::create(rewriter, loc, i64, u);
-      Value sq64 = arith::ExtUIOp::create(rewriter, loc, i64, adaptor.getBound());
+      Value stride =
+          adaptor.getStride() ? adaptor.getStride() : adaptor.getBound();
+      Value sq64 = arith::ExtUIOp::create(rewriter, loc, i64, stride);
       u = arith::MulIOp::create(rewriter, loc, u64, sq64);
       Value row64 = arith::ExtUIOp::create(rewriter, loc, i64, rows[i]);
       u = arith::AddIOp::create(rewriter, loc, u, row64);

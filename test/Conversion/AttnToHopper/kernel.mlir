@@ -48,8 +48,8 @@
 // CHECK:   return %{{.*}}, %[[HI32]] : i32, i32
 
 // CHECK: llvm.mlir.global external @attn_smem() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
-// CHECK: gpu.func @attn_kernel(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %[[TMO:.*]]: !llvm.ptr, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: f32) kernel
-// CHECK-SAME: attn.launch = {block_m = 128 : i64, block_n = 128 : i64, causal = true, cluster_m = 1 : i64, dtype = "bf16", dynamic_smem = 196688 : i64, grid = "tiles", head_dim = 128 : i64, head_dim_v = 128 : i64, kernel = "attn_kernel", lazy_rescale = true, o_store = "tma", params = ["mapQ", "mapK", "mapV", "mapO", "O", "LSE", "tileCounter", "B", "Sq", "Skv", "Hq", "Hkv", "oStrideB", "oStrideS", "oStrideH", "scaleLog2"]
+// CHECK: gpu.func @attn_kernel(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %[[TMO:.*]]: !llvm.ptr, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: f32, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i32) kernel
+// CHECK-SAME: attn.launch = {block_m = 128 : i64, block_n = 128 : i64, causal = true, cluster_m = 1 : i64, dtype = "bf16", dynamic_smem = 196688 : i64, grid = "tiles", head_dim = 128 : i64, head_dim_v = 128 : i64, kernel = "attn_kernel", lazy_rescale = true, o_store = "tma", params = ["mapQ", "mapK", "mapV", "mapO", "O", "LSE", "tileCounter", "B", "Sq", "Skv", "Hq", "Hkv", "oStrideB", "oStrideS", "oStrideH", "scaleLog2", "cuSeqlensQ", "cuSeqlensK", "seqUsedK", "maxSeqlenQ"]
 // CHECK-SAME: threads = 384 : i64, window_left = -1 : i64, window_right = 0 : i64
 // CHECK-SAME: nvvm.maxntid = array<i32: 384, 1, 1>
 

@@ -15,8 +15,9 @@ gpu.module @m {
   llvm.func @k(%mapQ: !llvm.ptr, %mapK: !llvm.ptr, %mapV: !llvm.ptr, %mapO: !llvm.ptr,
                %o: !llvm.ptr<1>, %lse: !llvm.ptr<1>, %cnt: !llvm.ptr<1>,
                %b: i32, %sq: i32, %skv: i32, %hq: i32, %hkv: i32,
-               %sb: i64, %ss: i64, %sh: i64, %scale: f32)
-      attributes {nvvm.kernel, attn.launch = {params = ["mapQ", "mapK", "mapV", "mapO", "O", "LSE", "tileCounter", "B", "Sq", "Skv", "Hq", "Hkv", "oStrideB", "oStrideS", "oStrideH", "scaleLog2"]}} {
+               %sb: i64, %ss: i64, %sh: i64, %scale: f32,
+               %cuq: !llvm.ptr<1>, %cuk: !llvm.ptr<1>, %used: !llvm.ptr<1>, %maxsq: i32)
+      attributes {nvvm.kernel, attn.launch = {params = ["mapQ", "mapK", "mapV", "mapO", "O", "LSE", "tileCounter", "B", "Sq", "Skv", "Hq", "Hkv", "oStrideB", "oStrideS", "oStrideH", "scaleLog2", "cuSeqlensQ", "cuSeqlensK", "seqUsedK", "maxSeqlenQ"]}} {
     nvvm.prefetch tensormap, %mapQ : !llvm.ptr
     llvm.return
   }
@@ -50,8 +51,9 @@ gpu.module @m {
   llvm.func @k(%mapQ: !llvm.ptr, %mapK: !llvm.ptr<1>, %mapV: !llvm.ptr, %mapO: !llvm.ptr,
                %o: !llvm.ptr<1>, %lse: !llvm.ptr<1>, %cnt: !llvm.ptr<1>,
                %b: i32, %sq: i32, %skv: i32, %hq: i32, %hkv: i32,
-               %sb: i64, %ss: i64, %sh: i64, %scale: f32)
-      attributes {nvvm.kernel, attn.launch = {params = ["mapQ", "mapK", "mapV", "mapO", "O", "LSE", "tileCounter", "B", "Sq", "Skv", "Hq", "Hkv", "oStrideB", "oStrideS", "oStrideH", "scaleLog2"]}} {
+               %sb: i64, %ss: i64, %sh: i64, %scale: f32,
+               %cuq: !llvm.ptr<1>, %cuk: !llvm.ptr<1>, %used: !llvm.ptr<1>, %maxsq: i32)
+      attributes {nvvm.kernel, attn.launch = {params = ["mapQ", "mapK", "mapV", "mapO", "O", "LSE", "tileCounter", "B", "Sq", "Skv", "Hq", "Hkv", "oStrideB", "oStrideS", "oStrideH", "scaleLog2", "cuSeqlensQ", "cuSeqlensK", "seqUsedK", "maxSeqlenQ"]}} {
     llvm.return
   }
 }

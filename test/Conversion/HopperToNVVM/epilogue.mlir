@@ -97,6 +97,31 @@ func.func @finalize_and_lse(%ms: !rows, %ls: !rows, %LSE: !llvm.ptr<1>, %row0: i
 // -----
 
 !rows = !llvm.struct<(f32, f32)>
+
+// A packed variable-length batch: LSE is [Hq, Tq], so the head's stride is
+// the given %Tq while rows stop at the sequence's end %end.
+// CHECK-LABEL: func.func @lse_strided(
+// CHECK-SAME: %[[H:[^:]*]]: i32, %[[HQ:[^:]*]]: i32, %[[END:[^:]*]]: i32, %[[TQ:[^:]*]]: i32)
+// CHECK: arith.cmpi slt, %{{.*}}, %[[END]] : i32
+// CHECK: %[[BH:.*]] = arith.muli %c0_i32, %[[HQ]] : i32
+// CHECK: %[[BHH:.*]] = arith.addi %[[BH]], %[[H]] : i32
+// CHECK: %[[BH64:.*]] = arith.extui %[[BHH]] : i32 to i64
+// CHECK: %[[T64:.*]] = arith.extui %[[TQ]] : i32 to i64
+// CHECK: arith.muli %[[BH64]], %[[T64]] : i64
+// CHECK: arith.cmpi slt, %{{.*}}, %[[END]] : i32
+// CHECK-NOT: hopper.
+func.func @lse_strided(%ls: !rows, %LSE: !llvm.ptr<1>, %row0: i32, %h: i32,
+                       %Hq: i32, %end: i32, %Tq: i32) {
+  %c0 = arith.constant 0 : i32
+  %lse = builtin.unrealized_conversion_cast %ls : !rows to !hopper.frag<64xf32>
+  hopper.store_lse %lse to %LSE rows %row0 head %h batch %c0 heads %Hq bound %end stride %Tq
+      : !hopper.frag<64xf32>
+  return
+}
+
+// -----
+
+!rows = !llvm.struct<(f32, f32)>
 !o16 = !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32)>
 
 // 64x16 f32, two n8 blocks: two 4-byte stores per row of the thread.

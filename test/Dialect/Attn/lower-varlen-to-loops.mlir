@@ -2,12 +2,12 @@
 // bounds come from cu_seqlens (and seqused_k), each evaluated as the
 // forward's reference rows on [1, H, T, D] views of the packed tensors
 // (keys cu_k[b] + j, visibility by the row's place in its sequence).
-// The Hopper passes, which have no varlen kernel yet, say so (its tiled
-// form: tile-varlen.mlir).
+// (Its tiled form: tile-varlen.mlir; its Hopper kernel, for bf16 and f16:
+// test/Conversion/AttnToHopper/varlen.mlir.)
 // RUN: fa3-opt %s --attn-lower-to-loops | FileCheck %s
 // RUN: not fa3-opt %s --attn-hopper-config 2>&1 | FileCheck %s --check-prefix=HOPPER
 
-// HOPPER: error: 'attn.flash_attention_varlen' op has no Hopper kernel yet (it is CPU-only for now: --attn-cpu-reference-pipeline)
+// HOPPER: error: cannot generate the Hopper kernel: the Hopper kernel takes bf16 or f16 q, k and v, got f32
 
 // CHECK-LABEL: func @varlen(
 // CHECK-SAME: %[[Q:[^:]*]]: memref<?x4x16xf32>, %[[K:[^:]*]]: memref<?x2x16xf32>, %[[V:[^:]*]]: memref<?x2x8xf32>, %[[CQ:[^:]*]]: memref<?xi32>, %[[CK:[^:]*]]: memref<?xi32>, %[[U:[^:]*]]: memref<?xi32>, %[[O:[^:]*]]: memref<?x4x8xf32>, %[[L:[^:]*]]: memref<4x?xf32>)

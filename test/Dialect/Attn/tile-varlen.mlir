@@ -5,11 +5,10 @@
 // and walks its m-blocks with the forward's cell (state, attn.kv_range on the
 // sequence's own Sq and Skv, so masks are bottom-right aligned per sequence,
 // attn.tile_update, attn.tile_finalize). attn-lower-tiles-to-loops expands
-// it (numerics: python/tests/test_varlen_numerics.py); the Hopper kernel
-// pass refuses tiles over views, which the kernel's launch would lose.
+// it (numerics: python/tests/test_varlen_numerics.py); convert-attn-to-hopper
+// makes its kernel (test/Conversion/AttnToHopper/varlen.mlir).
 // RUN: fa3-opt %s --attn-tile="block-m=32 block-n=16" | FileCheck %s
 // RUN: fa3-opt %s --attn-tile="block-m=32 block-n=16" --attn-lower-tiles-to-loops | FileCheck %s --check-prefix=LOOPS
-// RUN: not fa3-opt %s --attn-tile --convert-attn-to-hopper 2>&1 | FileCheck %s --check-prefix=HOPPER
 
 // CHECK-LABEL: func.func @varlen(
 // CHECK-SAME: %[[Q:[^:]*]]: memref<?x4x16xf32>, %[[K:[^:]*]]: memref<?x2x16xf32>, %[[V:[^:]*]]: memref<?x2x8xf32>, %[[CQ:[^:]*]]: memref<?xi32>, %[[CK:[^:]*]]: memref<?xi32>, %[[USED:[^:]*]]: memref<?xi32>, %[[O:[^:]*]]: memref<?x4x8xf32>, %[[LSE:[^:]*]]: memref<4x?xf32>)
@@ -44,7 +43,6 @@
 // LOOPS: math.exp2
 // LOOPS-NOT: attn.
 
-// HOPPER: error: cannot generate the Hopper kernel: its tensors must be arguments of @varlen, which the kernel's launch takes; one is computed in the function (views, such as the per-sequence ones of attn.flash_attention_varlen's tiled form, have no Hopper kernel yet)
 func.func @varlen(%q: memref<?x4x16xf32>, %k: memref<?x2x16xf32>, %v: memref<?x2x8xf32>,
                   %cq: memref<?xi32>, %ck: memref<?xi32>, %used: memref<?xi32>,
                   %o: memref<?x4x8xf32>, %lse: memref<4x?xf32>) {

@@ -877,10 +877,11 @@ LogicalResult AttnDialect::verifyOperationAttribute(Operation *op,
              << " x " << config.getBlockN();
     return success();
   }
-  if (!isa<FlashAttentionOp>(op))
+  if (!isa<FlashAttentionOp, FlashAttentionVarlenOp>(op))
     return op->emitError("'")
            << HopperConfigAttr::kAttrName
-           << "' belongs on attn.flash_attention or attn.kv_range, not on '"
+           << "' belongs on attn.flash_attention(_varlen) or attn.kv_range, "
+              "not on '"
            << op->getName() << "'";
   return success();
 }

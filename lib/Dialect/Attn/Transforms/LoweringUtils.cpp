@@ -308,26 +308,37 @@ Value batchOfOneView(OpBuilder &b, Location loc, Value packed) {
   return memref::TransposeOp::create(b, loc, e, AffineMapAttr::get(perm));
 }
 
-SequenceBounds buildSequenceBounds(OpBuilder &b, Location loc, Value cuQ,
-                                   Value cuK, Value used, Value s) {
-  auto at = [&](Value buf, Value i) -> Value {
-    Value x = memref::LoadOp::create(b, loc, buf, i);
-    return arith::IndexCastOp::create(b, loc, b.getIndexType(), x);
-  };
-  Value c1 = indexConst(b, loc, 1);
+SequenceBounds
+buildSequenceBounds(OpBuilder &b, Location loc,
+                    llvm::function_ref<Value(SeqlensArray, Value)> load,
+                    bool hasUsed, Value s) {
+  Value c1 = arith::ConstantOp::create(b, loc, s.getType(),
+                                       b.getIntegerAttr(s.getType(), 1));
   Value s1 = arith::AddIOp::create(b, loc, s, c1);
   SequenceBounds r;
-  r.q0 = at(cuQ, s);
-  Value q1 = at(cuQ, s1);
-  r.k0 = at(cuK, s);
-  if (used) {
-    r.skv = at(used, s);
+  r.q0 = load(SeqlensArray::CuQ, s);
+  Value q1 = load(SeqlensArray::CuQ, s1);
+  r.k0 = load(SeqlensArray::CuK, s);
+  if (hasUsed) {
+    r.skv = load(SeqlensArray::UsedK, s);
   } else {
-    Value k1 = at(cuK, s1);
+    Value k1 = load(SeqlensArray::CuK, s1);
     r.skv = arith::SubIOp::create(b, loc, k1, r.k0);
   }
   r.sq = arith::SubIOp::create(b, loc, q1, r.q0);
   return r;
+}
+
+SequenceBounds buildSequenceBounds(OpBuilder &b, Location loc, Value cuQ,
+                                   Value cuK, Value used, Value s) {
+  auto load = [&](SeqlensArray a, Value i) -> Value {
+    Value buf = a == SeqlensArray::CuQ ? cuQ
+                : a == SeqlensArray::CuK ? cuK
+                                         : used;
+    Value x = memref::LoadOp::create(b, loc, buf, i);
+    return arith::IndexCastOp::create(b, loc, b.getIndexType(), x);
+  };
+  return buildSequenceBounds(b, loc, load, used != nullptr, s);
 }
 
 } // namespace fa3::attn

@@ -9,6 +9,7 @@
 #define FA3_DIALECT_ATTN_UTILS_LOWERINGUTILS_H
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "mlir/IR/Value.h"
 
 namespace fa3::attn {
@@ -122,6 +123,14 @@ struct SequenceBounds {
 SequenceBounds buildSequenceBounds(mlir::OpBuilder &b, mlir::Location loc,
                                    mlir::Value cuQ, mlir::Value cuK,
                                    mlir::Value used, mlir::Value s);
+/// The same arithmetic where the arrays are read by `load(array, index)`,
+/// whose values have the type of `s` (the Hopper kernel reads them from
+/// global memory as i32).
+enum class SeqlensArray { CuQ, CuK, UsedK };
+SequenceBounds buildSequenceBounds(
+    mlir::OpBuilder &b, mlir::Location loc,
+    llvm::function_ref<mlir::Value(SeqlensArray, mlir::Value)> load,
+    bool hasUsed, mlir::Value s);
 
 /// Static extent of dimension `dim` of a shaped value, or a memref.dim op.
 mlir::Value dimOf(mlir::OpBuilder &b, mlir::Location loc, mlir::Value memref,

@@ -61,22 +61,27 @@ def Hopper_StoreLseOp : Hopper_Op<"store_lse"> {
   let summary = "the log-sum-exp of a warpgroup's rows, to [B, Hq, Sq] f32";
   let description = [{
     Writes `lse` (one value per row, `hopper.finalize_rows`) to the f32
-    tensor at `ptr`, contiguous [batch][heads][bound]: row r of the tile
-    goes to element (batch * heads + head) * bound + row0 + r. `row0` is
-    the warpgroup's first row (the tile's m0 + 64 x consumer). Of each
-    row's quad, only the thread holding columns 0 and 1 (lane % 4 == 0)
-    stores; rows at or past `bound` (Sq) are skipped, and nothing is stored
-    when `ptr` is null (the caller asked for no LSE).
+    tensor at `ptr`, contiguous [batch][heads][stride]: row r of the tile
+    goes to element (batch * heads + head) * stride + row0 + r, where
+    `stride` is `bound` unless given. `row0` is the warpgroup's first row
+    (the tile's m0 + 64 x consumer). Of each row's quad, only the thread
+    holding columns 0 and 1 (lane % 4 == 0) stores; rows at or past
+    `bound` (Sq) are skipped, and nothing is stored when `ptr` is null
+    (the caller asked for no LSE). A packed variable-length batch gives
+    the stride (the tensor's Tq of [Hq, Tq]) and bounds the rows at its
+    sequence's end.
 
     ```mlir
     hopper.store_lse %lse to %LSE rows %row0 head %h batch %b heads %Hq bound %Sq : !hopper.frag<64xf32>
+    hopper.store_lse %lse to %LSE rows %row0 head %h batch %c0 heads %Hq bound %end stride %Tq : !hopper.frag<64xf32>
     ```
   }];
   let arguments = (ins Hopper_Rows:$lse, Hopper_GlobalPtr:$ptr, I32:$row0,
-                       I32:$head, I32:$batch, I32:$heads, I32:$bound);
+                       I32:$head, I32:$batch, I32:$heads, I32:$bound,
+                       Optional<I32>:$stride);
   let assemblyFormat = [{
     $lse `to` $ptr `rows` $row0 `head` $head `batch` $batch `heads` $heads
-    `bound` $bound attr-dict `:` qualified(type($lse))
+    `bound` $bound (`stride` $stride^)? attr-dict `:` qualified(type($lse))
   }];
 }
 

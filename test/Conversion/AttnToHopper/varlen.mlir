@@ -1,0 +1,74 @@
+// convert-attn-to-hopper on attn.flash_attention_varlen's tiled form: the
+// kernel's tiles are (m-block, q head, sequence) over the longest sequence
+// (maxSeqlenQ); each role reads its sequence's rows from cu_seqlens_q/k
+// (seqused_k when the launch gives it) with the shared sequence-bounds
+// builder, skips an m-block past its sequence's end, loads Q and K/V at the
+// sequence's rows of the packed tensors (a batch of one), masks by the
+// sequence's own lengths, and stores O directly and LSE ([Hq, Tq]: stride Sq)
+// below the sequence's end. attn-hopper-config gives a packed batch one CTA
+// per tile and the direct O store whatever the options say.
+// RUN: fa3-opt %s --attn-hopper-config="persistent=on kv-multicast=on tma-store=true q-buffers=2" | FileCheck %s --check-prefix=CONFIG
+// RUN: fa3-opt %s --attn-hopper-config --attn-tile --convert-attn-to-hopper | FileCheck %s
+// RUN: fa3-opt %s --attn-hopper-config --attn-tile | sed -e 's/memref.load %arg4\[%arg7\]/memref.load %arg4[%1]/' | not fa3-opt --convert-attn-to-hopper 2>&1 | FileCheck %s --check-prefix=FORM
+
+// CONFIG: attn.flash_attention_varlen {{.*}}attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 2, persistent = false, q_buffers = 1, lazy_rescale = true, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = true, tma_store = false>
+
+// The parameters (fa3rt_abi.def): %arg7 B (sequences), %arg8 Sq (Tq),
+// %arg10 Hq, %arg16/17/18 cuSeqlensQ/K, seqUsedK, %arg19 maxSeqlenQ.
+// CHECK: gpu.func @varlen_kernel(
+// CHECK-SAME: o_store = "direct"
+// CHECK-SAME: varlen = true
+// The producer: the sequence of the tile, then its rows.
+// CHECK: hopper.warp_specialize producer
+// CHECK: hopper.tile_grid %arg19, %arg10, %arg7 block_m 128
+// CHECK: %[[M0:.*]], %[[HEAD:.*]], %[[SEQ:.*]] = hopper.tile_coords
+// CHECK: %[[S1:.*]] = arith.addi %[[SEQ]], %{{.*}} : i32
+// CHECK: %[[PQ0:.*]] = llvm.getelementptr %arg16[%[[SEQ]]]
+// CHECK: %[[Q0:.*]] = llvm.load %[[PQ0]]
+// CHECK: %[[PQ1:.*]] = llvm.getelementptr %arg16[%[[S1]]]
+// CHECK: %[[Q1:.*]] = llvm.load %[[PQ1]]
+// CHECK: %[[PK0:.*]] = llvm.getelementptr %arg17[%[[SEQ]]]
+// CHECK: %[[K0:.*]] = llvm.load %[[PK0]]
+// CHECK: %[[PK1:.*]] = llvm.getelementptr %arg17[%[[S1]]]
+// CHECK: %[[K1:.*]] = llvm.load %[[PK1]]
+// CHECK: %[[NK:.*]] = arith.subi %[[K1]], %[[K0]] : i32
+// CHECK: %[[SQ:.*]] = arith.subi %[[Q1]], %[[Q0]] : i32
+// CHECK: %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr<1>
+// CHECK: %[[GIVEN:.*]] = llvm.icmp "ne" %arg18, %[[NULL]]
+// CHECK: %[[SKV:.*]] = scf.if %[[GIVEN]] -> (i32) {
+// CHECK:   llvm.getelementptr %arg18[%[[SEQ]]]
+// CHECK: } else {
+// CHECK:   scf.yield %[[NK]] : i32
+// CHECK: func.call @varlen_kernel_kv_range(%[[M0]], %[[SQ]], %[[SKV]])
+// CHECK: %[[LIVE:.*]] = arith.cmpi slt, %[[M0]], %[[SQ]] : i32
+// CHECK: scf.if %[[LIVE]] {
+// CHECK:   %[[QROW:.*]] = arith.addi %[[Q0]], %[[M0]] : i32
+// CHECK:   hopper.load_tile %arg0[%[[QROW]], %[[HEAD]], %c0_i32]
+// CHECK:   scf.for
+// CHECK:     %[[KVROW:.*]] = arith.addi %[[K0]], %{{.*}} : i32
+// CHECK:     hopper.load_tile %arg1[%[[KVROW]], %{{.*}}, %c0_i32]
+// CHECK:     hopper.load_tile %arg2[%[[KVROW]], %{{.*}}, %c0_i32]
+// The consumers: the same bounds; the mask by the sequence's lengths.
+// CHECK: } consumers
+// CHECK: hopper.tile_grid %arg19, %arg10, %arg7 block_m 128
+// CHECK: %[[CQ0:.*]] = llvm.load
+// CHECK: arith.subi
+// CHECK: %[[CSQ:.*]] = arith.subi
+// CHECK: %[[CSKV:.*]] = scf.if
+// CHECK: %[[CLIVE:.*]] = arith.cmpi slt, %{{.*}}, %[[CSQ]] : i32
+// CHECK: scf.if %[[CLIVE]] {
+// CHECK: hopper.mask {{.*}} visible @varlen_kernel_visible_cols(%[[CSQ]], %[[CSKV]])
+// CHECK: %[[ROW:.*]] = arith.addi %[[CQ0]], %{{.*}} : i32
+// CHECK: %[[END:.*]] = arith.addi %[[CQ0]], %[[CSQ]] : i32
+// CHECK: hopper.store_o_direct {{.*}} rows %[[ROW]] head %{{.*}} batch %c0_i32 bound %[[END]]
+// CHECK: hopper.store_lse {{.*}} rows %[[ROW]] head %{{.*}} batch %c0_i32 heads %arg10 bound %[[END]] stride %arg8
+
+// FORM: error: cannot generate the Hopper kernel: its tensors are views of a packed variable-length batch in a form the kernel does not take
+func.func @varlen(%q: memref<?x8x128xbf16>, %k: memref<?x2x128xbf16>, %v: memref<?x2x128xbf16>,
+                  %cq: memref<?xi32>, %ck: memref<?xi32>,
+                  %o: memref<?x8x128xbf16>, %lse: memref<8x?xf32>) {
+  attn.flash_attention_varlen ins(%q, %k, %v : memref<?x8x128xbf16>, memref<?x2x128xbf16>, memref<?x2x128xbf16>)
+      seqlens(%cq, %ck : memref<?xi32>, memref<?xi32>)
+      outs(%o, %lse : memref<?x8x128xbf16>, memref<8x?xf32>) causal
+  return
+}

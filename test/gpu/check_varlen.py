@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""GPU correctness check of the packed variable-length kernels (fa3-compile
+--varlen) through fa3.torch_api.flash_attn_varlen_func (run on an H100/H200).
+
+    python3 test/gpu/check_varlen.py KERNEL_DIR [--out OUT_DIR]
+    python3 test/gpu/check_varlen.py KERNEL_DIR --sanitize   # small cases, for
+        `compute-sanitizer --tool memcheck|racecheck|synccheck python3 ...`
+
+For every varlen kernel of the directory and every case (ragged batches with
+lengths 0, 1, 17, 1000 and 4096, queries shorter and longer than keys, GQA
+and MQA, seqused_k over a padded cache, rows past the last sequence): fresh
+random inputs, o and lse poisoned with NaN, then per sequence check_fwd's
+criteria against its fp32 reference on that sequence alone (the mask
+bottom-right aligned per sequence): every owned element written,
+||o - ref|| / ||ref|| < 1e-2 over rows that see a key, max |lse - ref| <
+1e-3, rows that see no key exactly 0 and -inf; rows no sequence owns still
+NaN (untouched); the same inputs give bit-identical outputs twice. Plus the
+SASS check of check_fwd. With --out: appends the run to OUT/history.jsonl.
+Exit status 1 on any failure.
+"""
+import argparse
+import datetime
+import math
+import sys
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "python"))
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "test" / "gpu"))
+
+import torch  # noqa: E402
+
+import check_fwd  # noqa: E402  (reference, compare, the SASS check)
+import records  # noqa: E402
+from fa3 import facts as fa3facts  # noqa: E402
+from fa3.torch_api import flash_attn_varlen_func  # noqa: E402
+
+# (label, query lengths, key lengths, Hq, Hkv, extra): key length None =
+# the query lengths; extra: "used" = seqused_k below a padded cache's
+# capacity, "pad" = rows past the last sequence
+CASES = [
+    ("ragged self", [0, 1, 17, 1000, 4096], None, 4, 2, ""),
+    ("ragged cross", [1, 17, 1000, 4096, 0, 5], [4096, 1000, 17, 1, 5, 0], 4, 2, ""),
+    ("MQA 8/1", [300, 129, 128, 513], [257, 1, 700, 128], 8, 1, "pad"),
+    ("GQA seqused_k", [64, 200, 1, 333], [500, 17, 64, 1000], 4, 4, "used"),
+]
+SANITIZE_CASES = [
+    ("small ragged", [0, 1, 17, 200], [5, 130, 17, 0], 2, 1, "pad"),
+    ("small used", [70, 3], [200, 90], 2, 2, "used"),
+]
+
+
+def run_case(kf, case, seed):
+    label, lq, lk, Hq, Hkv, extra = case
+    lk = list(lq) if lk is None else list(lk)
+    dt = check_fwd.TORCH_DTYPE[kf.dtype]
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    cap = [n + (37 if extra == "used" else 0) for n in lk]   # cache capacity per sequence
+    cu_q = [0]
+    for n in lq:
+        cu_q.append(cu_q[-1] + n)
+    cu_k = [0]
+    for n in cap:
+        cu_k.append(cu_k[-1] + n)
+    pad = 23 if extra == "pad" else 0
+    Tq, Tk = cu_q[-1] + pad, max(cu_k[-1], 1)
+    q = check_fwd.rand((Tq, Hq, kf.head_dim), dt, gen)
+    k = check_fwd.rand((Tk, Hkv, kf.head_dim), dt, gen)
+    v = check_fwd.rand((Tk, Hkv, kf.head_dim_v), dt, gen)
+    dev = q.device
+    cq = torch.tensor(cu_q, dtype=torch.int32, device=dev)
+    ck = torch.tensor(cu_k, dtype=torch.int32, device=dev)
+    used = torch.tensor(lk, dtype=torch.int32, device=dev) if extra == "used" else None
+
+    def call():
+        # the outputs poisoned: torch's allocator hands the freed NaN block back
+        torch.empty((Tq, Hq, kf.head_dim_v), dtype=dt, device=dev).fill_(float("nan"))
+        torch.empty((Hq, Tq), dtype=torch.float32, device=dev).fill_(float("nan"))
+        o, lse = flash_attn_varlen_func(q, k, v, cq, ck, max(lq), max(lk), seqused_k=used,
+                                        causal=kf.causal,
+                                        window_size=(kf.window_left, kf.window_right),
+                                        softcap=kf.softcap, return_attn_probs=True, kernel=kf)
+        torch.cuda.synchronize()
+        return o, lse
+
+    o, lse = call()
+    res = {"unwritten": 0, "rel_err_o": 0.0, "max_abs_err_lse": 0.0, "empty_rows": 0,
+           "empty_rows_ok": True, "ok": True}
+    for s, (n, m) in enumerate(zip(lq, lk)):
+        if n == 0:
+            continue
+        q0, k0 = cu_q[s], cu_k[s]
+        ref_o, ref_lse, empty = check_fwd.reference(
+            q[q0:q0 + n].unsqueeze(0), k[k0:k0 + m].unsqueeze(0), v[k0:k0 + m].unsqueeze(0),
+            kf.scale, kf)
+        r = check_fwd.compare(o[q0:q0 + n].unsqueeze(0), lse[:, q0:q0 + n].unsqueeze(0),
+                              ref_o, ref_lse, empty)
+        res["unwritten"] += r["unwritten"]
+        res["rel_err_o"] = max(res["rel_err_o"], r["rel_err_o"])
+        res["max_abs_err_lse"] = max(res["max_abs_err_lse"], r["max_abs_err_lse"])
+        res["empty_rows"] += r["empty_rows"]
+        res["empty_rows_ok"] &= r["empty_rows_ok"]
+        res["ok"] &= r["ok"]
+    # the rows no sequence owns: untouched (still the poison)
+    end = cu_q[-1]
+    res["unowned_touched"] = int((~torch.isnan(o[end:].float())).sum().item()
+                                 + (~torch.isnan(lse[:, end:])).sum().item())
+    o2, lse2 = call()
+    same = (torch.equal(o[:end], o2[:end])
+            and torch.equal(lse[:, :end].nan_to_num(), lse2[:, :end].nan_to_num()))
+    res["repeat_identical"] = bool(same)
+    res["ok"] = bool(res["ok"] and res["unowned_touched"] == 0 and same)
+    return dict(kernel=kf.kernel, case=label, layout="packed", B=len(lq), Sq=max(lq),
+                Skv=max(lk), Hq=Hq, Hkv=Hkv, **res)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("kernel_dir")
+    ap.add_argument("--out", default=None, help="directory of history.jsonl (e.g. test/gpu)")
+    ap.add_argument("--sanitize", action="store_true", help="small cases only")
+    ap.add_argument("--only", default=None, help="substring filter on kernel names")
+    ap.add_argument("--seed", type=int, default=int(time.time()) % 100000,
+                    help="base seed (default: fresh)")
+    a = ap.parse_args()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    kernels, skipped = fa3facts.scan_kernel_dir(a.kernel_dir)
+    kernels = [k for k in kernels if k.varlen and (not a.only or a.only in k.kernel)]
+    if not kernels:
+        print(f"no varlen kernels in {a.kernel_dir}")
+        return 1
+    print(f"seed {a.seed}; {len(kernels)} kernel(s)")
+    results, sass = [], {}
+    t0 = time.time()
+    for i, kf in enumerate(kernels):
+        print(f"== {kf.describe()}", flush=True)
+        for j, case in enumerate(SANITIZE_CASES if a.sanitize else CASES):
+            try:
+                r = run_case(kf, case, a.seed + 1000 * i + j)
+            except Exception:
+                traceback.print_exc()
+                r = dict(kernel=kf.kernel, case=case[0], ok=False, error="exception")
+            results.append(r)
+            print(("PASS " if r["ok"] else "FAIL ") + f"{r['case']}: "
+                  + ", ".join(f"{k}={v:.2e}" if isinstance(v, float) else f"{k}={v}"
+                              for k, v in r.items() if k not in ("kernel", "case", "ok")),
+                  flush=True)
+        if not a.sanitize:
+            sass[kf.kernel] = check_fwd.sass_check(kf)
+            print(f"SASS {kf.kernel}: {sass[kf.kernel]}")
+    nfail = sum(not r["ok"] for r in results) + sum(not s["ok"] for s in sass.values())
+    print(f"check_varlen: {len(results) - sum(not r['ok'] for r in results)}/{len(results)} "
+          f"cases passed, {nfail} failure(s), {time.time() - t0:.1f} s")
+    if a.out and not a.sanitize:
+        now = datetime.datetime.now()
+        meta = dict(date=now.isoformat(timespec="seconds"), gpu=torch.cuda.get_device_name(),
+                    torch=torch.__version__, kernel_dir=a.kernel_dir, seed=a.seed,
+                    command="python3 " + " ".join(sys.argv),
+                    o_rel_tol=check_fwd.O_REL_TOL, lse_abs_tol=check_fwd.LSE_ABS_TOL)
+        entry = records.new_entry("check_varlen", meta["command"], records.run_id(now),
+                                  full=not a.only, meta=meta, sass=sass, results=results)
+        key = records.record(a.out, entry)
+        print(records.render_check(entry))
+        print(f"appended to {Path(a.out) / records.HISTORY}"
+              + (f"; rewrote {key} in {Path(a.out) / records.TABLE}" if key else ""))
+    return 1 if nfail else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
