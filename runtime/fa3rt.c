@@ -331,9 +331,9 @@ static fa3rt_status check_facts(const fa3rt_facts *f, fa3rt_status st) {
   if (f->causal && f->window_right != 0)
     return fail(st, "facts of kernel '%s': causal 1 needs window_right 0, got %d", f->kernel,
                 f->window_right);
-  if (f->varlen && (f->persistent || f->cluster_m != 1))
-    return fail(st, "facts of kernel '%s': varlen 1 needs grid tiles and cluster_m 1 (one CTA "
-                "per tile)", f->kernel);
+  if (f->varlen && f->cluster_m != 1)
+    return fail(st, "facts of kernel '%s': varlen 1 needs cluster_m 1 (no clusters)",
+                f->kernel);
   return FA3RT_OK;
 }
 
@@ -585,10 +585,11 @@ static fa3rt_status check_varlen(const fa3rt_facts *f, const fa3rt_fwd_args *a) 
     if (!p)
       return fail(FA3RT_ERR_INVALID_ARGUMENT, "%s pointer is NULL (kernel %s takes a packed "
                   "variable-length batch)", arrays[i].name, f->kernel);
-    if (p % 4 || p >= ADDR_END - 4 * ((uint64_t)a->varlen_batch + 1))
+    const uint64_t n = (uint64_t)a->varlen_batch + 1 - (uint64_t)arrays[i].optional;
+    if (p % 4 || p >= ADDR_END - 4 * n)
       return fail(FA3RT_ERR_INVALID_ARGUMENT, "%s pointer 0x%llx is not a 4-byte aligned "
-                  "device address of %d int32 below 2^63", arrays[i].name,
-                  (unsigned long long)p, (int)a->varlen_batch + 1 - arrays[i].optional);
+                  "device address of %llu int32 below 2^63", arrays[i].name,
+                  (unsigned long long)p, (unsigned long long)n);
   }
   const fa3rt_tensor *ts[4] = {&a->q, &a->k, &a->v, &a->o};
   const char *names[4] = {"q", "k", "v", "o"};
@@ -659,7 +660,8 @@ static fa3rt_status plan(const fa3rt_facts *f, const fa3rt_fwd_args *a, fa3rt_fw
      packed batch's grid covers the longest sequence in every sequence. */
   const int64_t cm = f->cluster_m;
   const int64_t gridB = f->varlen ? a->varlen_batch : B;
-  const int64_t gridS = f->varlen ? a->max_seqlen_q : Sq;
+  /* no sequence has more query rows than the packed tensor */
+  const int64_t gridS = f->varlen ? (a->max_seqlen_q < Sq ? a->max_seqlen_q : Sq) : Sq;
   const int64_t mblocks = ((gridS + f->block_m - 1) / f->block_m + cm - 1) / cm * cm;
   int64_t tiles = 0;
   if (!mul_add(&tiles, mblocks * Hq, gridB) || tiles > INT32_MAX)

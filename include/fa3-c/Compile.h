@@ -86,7 +86,7 @@ typedef struct Fa3AttentionSpec {
   bool varlen;         /* a packed variable-length batch (FlashAttention's
                           flash_attn_varlen_func: cu_seqlens_q/k and an
                           optional seqused_k at launch), name suffix
-                          _varlen; one CTA per tile and the direct O store
+                          _varlen; the direct O store and no clusters
                           whatever the options say. Appended likewise */
 } Fa3AttentionSpec;
 

@@ -197,9 +197,9 @@ def _parse(data: bytes) -> Tuple[int, dict, dict]:
     if vals["causal"] and vals["window_right"] != 0:
         raise FactsError(f"facts of kernel '{vals['kernel']}': causal 1 needs "
                          f"window_right 0, got {vals['window_right']}")
-    if vals.get("varlen") and (vals["grid"] == "persistent" or vals.get("cluster_m", 1) != 1):
-        raise FactsError(f"facts of kernel '{vals['kernel']}': varlen 1 needs grid tiles "
-                         f"and cluster_m 1 (one CTA per tile)")
+    if vals.get("varlen") and vals.get("cluster_m", 1) != 1:
+        raise FactsError(f"facts of kernel '{vals['kernel']}': varlen 1 needs cluster_m 1 "
+                         f"(no clusters)")
     return version, {**_DEFAULTS, **vals}, extra
 
 

@@ -265,16 +265,17 @@ def _op_path(p) -> Optional[str]:
     return p if p is None or isinstance(p, str) else os.fspath(p)
 
 
-def _check_inputs(torch, q, k, v):
+def _check_inputs(torch, q, k, v, layout="4-D [B, S, H, D] (BSHD)", fn="flash_attn_func"):
     """The checks of every call (traced by Dynamo on the compiled path):
-    q, k, v 4-D CUDA tensors of one device and dtype (bf16 or f16), not
-    requiring grad where grad is on. Returns the dtype name."""
+    q, k, v CUDA tensors of the `layout`'s rank, of one device and dtype
+    (bf16 or f16), not requiring grad where grad is on. Returns the dtype
+    name."""
+    rank = int(layout[0])
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-        if t.dim() != 4:
-            raise ValueError(f"{name} must be 4-D [B, S, H, D] (BSHD), got shape "
-                             f"{tuple(t.shape)}")
+        if t.dim() != rank:
+            raise ValueError(f"{name} must be {layout}, got shape {tuple(t.shape)}")
         if not t.is_cuda:
             raise ValueError(f"{name} must be a CUDA tensor, got device {t.device}")
     if not (q.device == k.device == v.device):
@@ -285,8 +286,8 @@ def _check_inputs(torch, q, k, v):
     if dt is None:
         raise ValueError(f"dtype {q.dtype} is not supported (torch.bfloat16 or torch.float16)")
     if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
-        raise NotImplementedError("fa3 flash_attn_func is forward-only (no backward yet): call "
-                                  "it under torch.no_grad() or on detached tensors")
+        raise NotImplementedError(f"fa3 {fn} is forward-only (no backward yet): call it "
+                                  "under torch.no_grad() or on detached tensors")
     return dt
 
 
@@ -417,13 +418,16 @@ def _packed(runtime, t, name):
 def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int,
                            max_seqlen_k: Optional[int] = None, seqused_q=None, seqused_k=None,
                            softmax_scale: Optional[float] = None, causal: bool = False,
-                           window_size=(-1, -1), softcap: float = 0.0,
-                           return_attn_probs: bool = False, kernel_dir=None,
+                           qv=None, q_descale=None, k_descale=None, v_descale=None,
+                           window_size=(-1, -1), attention_chunk: int = 0,
+                           softcap: float = 0.0, num_splits: int = 1, pack_gqa=None,
+                           deterministic: bool = False, sm_margin: int = 0,
+                           return_attn_probs: bool = False, *, kernel_dir=None,
                            kernel: Optional[_facts.KernelFacts] = None,
-                           jit: Optional[bool] = None):
-    """FlashAttention forward on a packed variable-length batch, like FA3's
-    ``flash_attn_varlen_func`` (the arguments it shares with ours have its
-    names and order).
+                           jit: Optional[bool] = None, out=None, lse_out=None):
+    """FlashAttention forward on a packed variable-length batch: FA3's
+    ``flash_attn_varlen_func`` (flash_attn_interface), its arguments in its
+    order.
 
     q: [Tq, Hq, D], k: [Tk, Hkv, D], v: [Tk, Hkv, Dv] (bf16 or f16, one CUDA
     device, Hq % Hkv == 0), the sequences packed one after another;
@@ -432,46 +436,52 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: in
     cu_seqlens_k[s] of k and v, ``seqused_k[s]`` of them when given (int32
     [B]), else up to cu_seqlens_k[s + 1]. Lengths 0 and 1 are allowed.
     ``max_seqlen_q`` must be at least every sequence's query count (it sizes
-    the grid: one CTA per 128-row tile of the longest sequence, per head and
-    sequence; tiles past a sequence's end exit at once); ``max_seqlen_k`` is
+    the tile grid: the m-blocks of the longest sequence, per head and
+    sequence; tiles past a sequence's end are skipped); ``max_seqlen_k`` is
     taken for FA3's signature and not needed. Causal and windows are
     bottom-right aligned per sequence. Returns o [Tq, Hq, Dv], or (o, lse)
-    with ``return_attn_probs``, lse [Hq, Tq] float32 (FA3's varlen layout;
-    natural log, -inf for rows that see no key, whose o is 0). Rows of o and
-    lse that no sequence owns are not written (torch.empty: undefined), as
-    in FlashAttention. The lengths are read on the GPU only: offsets past
-    the tensors are the caller's error, as in FlashAttention. Runs on
+    with ``return_attn_probs`` (or ``lse_out``), lse [Hq, Tq] float32 (FA3's
+    varlen layout; natural log, -inf for rows that see no key, whose o is
+    0). Rows of o and lse that no sequence owns are not written (as in
+    FlashAttention), except that with no key rows at all (Tk = 0) every row
+    gets o = 0 and lse = -inf (no kernel runs). The lengths are read on the
+    GPU only: offsets past the tensors are the caller's error, as in
+    FlashAttention. The key rows a kernel tile reads past a sequence's
+    keys, up to the next multiple of its block_n (the next sequence's, or
+    unused cache slots with seqused_k), are masked out of the scores but
+    their V rows are multiplied by 0: they must be finite (NaN there gives
+    NaN rows, as in FA3, Dao-AILab/flash-attention#2374). Runs on
     torch.cuda.current_stream(); forward only; eager (under torch.compile
-    the call is a graph break). ``seqused_q`` is not supported.
-    The kernel is looked up as flash_attn_func's (``kernel_dir``, ``kernel``,
-    ``jit``), among the variable-length kernels (fa3-compile --varlen).
+    the call is a graph break).
+
+    Of FA3's other arguments, ``pack_gqa``, ``deterministic`` (the forward
+    is deterministic), ``sm_margin`` and ``num_splits`` 0 or 1 are taken and
+    change nothing; ``seqused_q``, ``qv``, the FP8 descales and
+    ``attention_chunk`` are refused unless left at their defaults.
+    The kernel is looked up as flash_attn_func's (``kernel_dir``,
+    ``kernel``, ``jit``), among the variable-length kernels (fa3-compile
+    --varlen). ``out`` ([Tq, Hq, Dv], a contiguous last dim) and ``lse_out``
+    (contiguous float32 [Hq, Tq]; implies return_attn_probs) are optional
+    preallocated outputs.
     """
     import operator
 
     import torch
     from . import runtime
 
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-        if t.dim() != 3:
-            raise ValueError(f"{name} must be 3-D [T, H, D] (packed sequences), got shape "
-                             f"{tuple(t.shape)}")
-        if not t.is_cuda:
-            raise ValueError(f"{name} must be a CUDA tensor, got device {t.device}")
-    if not (q.device == k.device == v.device):
-        raise ValueError(f"q, k, v must be on one device, got {q.device}, {k.device}, {v.device}")
-    if not (q.dtype == k.dtype == v.dtype):
-        raise ValueError(f"q, k, v must have one dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
-    dt = _dtype_name(torch, q.dtype)
-    if dt is None:
-        raise ValueError(f"dtype {q.dtype} is not supported (torch.bfloat16 or torch.float16)")
-    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
-        raise NotImplementedError("fa3 flash_attn_varlen_func is forward-only (no backward "
-                                  "yet): call it under torch.no_grad() or on detached tensors")
-    if seqused_q is not None:
-        raise NotImplementedError("seqused_q is not supported: pass None (each sequence's "
-                                  "query rows are cu_seqlens_q[s] .. cu_seqlens_q[s + 1])")
+    dt = _check_inputs(torch, q, k, v, "3-D [T, H, D] (packed sequences)",
+                       "flash_attn_varlen_func")
+    refused = {"seqused_q": seqused_q, "qv": qv, "q_descale": q_descale,
+               "k_descale": k_descale, "v_descale": v_descale}
+    for name, value in refused.items():
+        if value is not None:
+            raise NotImplementedError(f"{name} is not supported: pass None")
+    if attention_chunk:
+        raise NotImplementedError(f"attention_chunk is not supported: pass 0, got "
+                                  f"{attention_chunk}")
+    if num_splits not in (0, 1):
+        raise NotImplementedError(f"num_splits is not supported: pass 1 (or 0), got "
+                                  f"{num_splits}")
     Tq, Hq, D = q.shape
     Tk, Hkv, Dk = k.shape
     if tuple(v.shape[:2]) != tuple(k.shape[:2]):
@@ -498,10 +508,25 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: in
     if not 0 <= max_seqlen_q <= 2**31 - 1:
         raise ValueError(f"max_seqlen_q must be 0 to 2^31-1, got {max_seqlen_q}")
     window_size = _window(window_size)
+    if out is not None and (tuple(out.shape) != (Tq, Hq, Dv) or out.dtype != q.dtype
+                            or out.device != q.device or out.stride(-1) != 1):
+        raise ValueError(f"out must be a {q.dtype} tensor of shape {(Tq, Hq, Dv)} with a "
+                         f"contiguous last dim on {q.device}")
+    if lse_out is not None and (tuple(lse_out.shape) != (Hq, Tq)
+                                or lse_out.dtype != torch.float32
+                                or lse_out.device != q.device or not lse_out.is_contiguous()):
+        raise ValueError(f"lse_out must be a contiguous float32 tensor of shape {(Hq, Tq)} "
+                         f"on {q.device}")
 
-    o = torch.empty((Tq, Hq, Dv), dtype=q.dtype, device=q.device)
-    lse = (torch.empty((Hq, Tq), dtype=torch.float32, device=q.device)
-           if return_attn_probs else None)
+    dev = q.device.index if q.device.index is not None else torch.cuda.current_device()
+    kobj = _launchable_kernel(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit,
+                              dev, torch.cuda.device, varlen=True)
+    o = torch.empty((Tq, Hq, Dv), dtype=q.dtype, device=q.device) if out is None else out
+    if lse_out is not None:
+        lse, return_attn_probs = lse_out, True
+    else:
+        lse = (torch.empty((Hq, Tq), dtype=torch.float32, device=q.device)
+               if return_attn_probs else None)
     if B and Tq and max_seqlen_q and not Tk:
         # No keys at all: every row sees none (o = 0, lse = -inf); the
         # kernel's K/V tensor maps cannot describe an empty tensor.
@@ -509,14 +534,13 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: in
         if lse is not None:
             lse.fill_(float("-inf"))
         return (o, lse) if return_attn_probs else o
-    dev = q.device.index if q.device.index is not None else torch.cuda.current_device()
-    kobj = _launchable_kernel(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit,
-                              dev, torch.cuda.device, varlen=True)
     # TMA reads rows of D contiguous elements: make the last dim contiguous
     q, k, v = [t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v)]
+    counter = _graph_tile_counter(torch, kobj, q.device)
     args = runtime.fwd_args(_packed(runtime, q, "q"), _packed(runtime, k, "k"),
                             _packed(runtime, v, "v"), _packed(runtime, o, "o"),
                             lse.data_ptr() if lse is not None else 0, softmax_scale, dt,
+                            counter.data_ptr() if counter is not None else 0,
                             cu_seqlens_q=cu_seqlens_q.data_ptr(),
                             cu_seqlens_k=cu_seqlens_k.data_ptr(),
                             seqused_k=seqused_k.data_ptr() if seqused_k is not None else 0,

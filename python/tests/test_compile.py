@@ -93,24 +93,31 @@ def test_kv_multicast_where_it_applies(tmp_path):
 
 
 def test_varlen_kernel(tmp_path):
-    """A packed variable-length kernel: one CTA per tile and the direct O
-    store whatever the options say (they choose among the fixed-length
-    kernels' alternatives), its name and facts say varlen, and its PTX
-    reads the sequence arrays (the ABI's cuSeqlensQ/K, seqUsedK)."""
+    """A packed variable-length kernel: the direct O store and no clusters
+    whatever the options say (they choose among the fixed-length kernels'
+    alternatives), persistent where the fixed-length kernel is; its name
+    and facts say varlen."""
     parse = lambda f: F.parse_facts(f.facts.read_text(), str(f.facts))
-    f = compile_kernel(tmp_path, head_dim=128, causal=True, varlen=True, persistent="on",
-                       kv_multicast="on", tma_store=True, emit_cubin=False)[0]
+    f = compile_kernel(tmp_path, head_dim=128, varlen=True, kv_multicast="on",
+                       tma_store=True, emit_cubin=False)[0]
     kf = parse(f)
-    assert kf.kernel == "fa3_fwd_d128_bf16_causal_varlen_kernel" and kf.varlen
-    assert not kf.persistent and kf.cluster_m == 1 and kf.extra["o_store"] == "direct"
+    assert kf.kernel == "fa3_fwd_d128_bf16_varlen_kernel" and kf.varlen
+    assert kf.persistent and kf.cluster_m == 1 and kf.extra["o_store"] == "direct"
     ptx = f.ptx.read_text()
-    # the TMA loads stay; no TMA store, no cluster, no tile counter
+    # the TMA loads stay; no TMA store, no cluster; the dynamic scheduler
     assert "cp.async.bulk.tensor.4d.shared::cluster.global" in ptx
     assert "cp.async.bulk.tensor.4d.global.shared" not in ptx
-    assert "reqnctapercluster" not in ptx and "atom.global.add" not in ptx
-    fixed = parse(compile_kernel(tmp_path / "b", head_dim=128, causal=True,
+    assert "reqnctapercluster" not in ptx and "atom.global.add" in ptx
+    # the sequence arrays (cuSeqlensQ/K, seqUsedK: parameters 16-18) are read
+    assert "ld.global" in ptx
+    assert all(f"{kf.kernel}_param_{i}];" in ptx for i in (16, 17, 18))
+    fixed_files = compile_kernel(tmp_path / "b", head_dim=128, emit_cubin=False)[0]
+    fixed = parse(fixed_files)
+    assert not fixed.varlen and fixed.persistent and fixed.cluster_m == 2
+    assert "ld.global" not in fixed_files.ptx.read_text()
+    tiles = parse(compile_kernel(tmp_path / "c", head_dim=128, varlen=True, persistent="off",
                                  emit_cubin=False)[0])
-    assert not fixed.varlen and fixed.persistent
+    assert tiles.varlen and not tiles.persistent
 
 
 def test_q_buffers_default_and_override(tmp_path):

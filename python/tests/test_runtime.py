@@ -205,10 +205,14 @@ def test_plan_varlen(rt):
     fixed = rt.parse_facts_c(FACTS)
     with pytest.raises(rt.Fa3RuntimeError, match="takes fixed-length batches .* use a varlen"):
         rt.plan(fixed, args())
-    with pytest.raises(rt.Fa3RuntimeError, match=r"varlen 1 needs grid tiles and cluster_m 1"):
-        rt.parse_facts_c(FACTS.replace("grid tiles", "grid persistent") + "varlen 1\n")
-    with pytest.raises(F.FactsError, match=r"varlen 1 needs grid tiles and cluster_m 1"):
-        F.parse_facts(FACTS.replace("grid tiles", "grid persistent") + "varlen 1\n")
+    with pytest.raises(rt.Fa3RuntimeError, match=r"varlen 1 needs cluster_m 1 \(no clusters\)"):
+        rt.parse_facts_c(FACTS + "cluster_m 2\nvarlen 1\n")
+    with pytest.raises(F.FactsError, match=r"varlen 1 needs cluster_m 1 \(no clusters\)"):
+        F.parse_facts(FACTS + "cluster_m 2\nvarlen 1\n")
+    # a persistent one is launched like the fixed-length ones (one CTA per SM
+    # at most, by fa3rt_fwd): its plan covers every tile
+    persistent = rt.parse_facts_c(FACTS.replace("grid tiles", "grid persistent") + "varlen 1\n")
+    assert persistent.persistent and rt.plan(persistent, args()).grid[0] == 32 * 8 * 3
     # no keys at all: the caller's to fill (the maps cannot describe an empty k)
     t = lambda p, H, T: rt.tensor(p << 20, (1, H, T, 128), (0, 128, H * 128, 1))  # noqa
     a = rt.fwd_args(t(1, 8, Tq), t(2, 2, 0), t(3, 2, 0), t(4, 8, Tq), 0, None, "bf16",

@@ -369,17 +369,22 @@ def write_report(out, run_id, meta, results, sass, full=True):
           + (f"; rewrote {key} in {Path(out) / records.TABLE}" if key else ""))
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def parse_args(description, sanitize_help):
+    """The command line of the GPU checks (this one and check_varlen.py)."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("kernel_dir")
     ap.add_argument("--out", default=None,
                     help="directory of history.jsonl and RESULTS.md (e.g. test/gpu)")
-    ap.add_argument("--sanitize", action="store_true",
-                    help="one small case per kernel (for compute-sanitizer)")
+    ap.add_argument("--sanitize", action="store_true", help=sanitize_help)
     ap.add_argument("--only", default=None, help="substring filter on kernel names")
     ap.add_argument("--seed", type=int, default=int(time.time()) % 100000,
                     help="base seed (default: fresh)")
-    a = ap.parse_args()
+    return ap.parse_args()
+
+
+def main():
+    a = parse_args(__doc__.split("\n\n")[0],
+                   "one small case per kernel (for compute-sanitizer)")
 
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False

@@ -15,10 +15,11 @@ bottom-right aligned per sequence): every owned element written,
 ||o - ref|| / ||ref|| < 1e-2 over rows that see a key, max |lse - ref| <
 1e-3, rows that see no key exactly 0 and -inf; rows no sequence owns still
 NaN (untouched); the same inputs give bit-identical outputs twice. Plus the
-SASS check of check_fwd. With --out: appends the run to OUT/history.jsonl.
+SASS check of check_fwd, and misuse (wrong dtypes and counts of the
+arrays, seqused_q, shapes) refused with its message, no key rows at all
+giving o = 0 and lse = -inf. With --out: appends the run to OUT/history.jsonl.
 Exit status 1 on any failure.
 """
-import argparse
 import datetime
 import math
 import sys
@@ -76,13 +77,14 @@ def run_case(kf, case, seed):
     used = torch.tensor(lk, dtype=torch.int32, device=dev) if extra == "used" else None
 
     def call():
-        # the outputs poisoned: torch's allocator hands the freed NaN block back
-        torch.empty((Tq, Hq, kf.head_dim_v), dtype=dt, device=dev).fill_(float("nan"))
-        torch.empty((Hq, Tq), dtype=torch.float32, device=dev).fill_(float("nan"))
-        o, lse = flash_attn_varlen_func(q, k, v, cq, ck, max(lq), max(lk), seqused_k=used,
-                                        causal=kf.causal,
-                                        window_size=(kf.window_left, kf.window_right),
-                                        softcap=kf.softcap, return_attn_probs=True, kernel=kf)
+        # the outputs poisoned: an element not written stays NaN
+        o = torch.full((Tq, Hq, kf.head_dim_v), float("nan"), dtype=dt, device=dev)
+        lse = torch.full((Hq, Tq), float("nan"), device=dev)
+        r = flash_attn_varlen_func(q, k, v, cq, ck, max(lq), max(lk), seqused_k=used,
+                                   causal=kf.causal,
+                                   window_size=(kf.window_left, kf.window_right),
+                                   softcap=kf.softcap, kernel=kf, out=o, lse_out=lse)
+        assert r[0] is o and r[1] is lse
         torch.cuda.synchronize()
         return o, lse
 
@@ -117,15 +119,61 @@ def run_case(kf, case, seed):
                 Skv=max(lk), Hq=Hq, Hkv=Hkv, **res)
 
 
+def check_errors(kf):
+    """Misuse gets a clear error before any launch; no key rows at all
+    (Tk = 0) gives o = 0 and lse = -inf without the kernel."""
+    dt = check_fwd.TORCH_DTYPE[kf.dtype]
+    dev = "cuda"
+    q = torch.randn(10, 2, kf.head_dim, device=dev).to(dt)
+    k = torch.randn(10, 2, kf.head_dim, device=dev).to(dt)
+    v = torch.randn(10, 2, kf.head_dim_v, device=dev).to(dt)
+    cu = torch.tensor([0, 4, 10], dtype=torch.int32, device=dev)
+    kw = dict(causal=kf.causal, window_size=(kf.window_left, kf.window_right),
+              softcap=kf.softcap, kernel=kf)
+    cases = [
+        ("int64 cu_seqlens", lambda: flash_attn_varlen_func(q, k, v, cu.long(), cu, 6, **kw),
+         ValueError, "cu_seqlens_q must be a 1-D torch.int32 tensor"),
+        ("short cu_seqlens_k", lambda: flash_attn_varlen_func(q, k, v, cu, cu[:2], 6, **kw),
+         ValueError, "cu_seqlens_k must have 3 entries"),
+        ("seqused_q", lambda: flash_attn_varlen_func(q, k, v, cu, cu, 6, seqused_q=cu, **kw),
+         NotImplementedError, "seqused_q is not supported"),
+        ("q_descale (FP8)", lambda: flash_attn_varlen_func(q, k, v, cu, cu, 6, q_descale=cu,
+                                                           **kw),
+         NotImplementedError, "q_descale is not supported"),
+        ("num_splits 2", lambda: flash_attn_varlen_func(q, k, v, cu, cu, 6, num_splits=2, **kw),
+         NotImplementedError, "num_splits is not supported"),
+        ("lse_out of the wrong shape",
+         lambda: flash_attn_varlen_func(q, k, v, cu, cu, 6, lse_out=torch.empty(10, 2,
+                                                                                device=dev),
+                                        **kw),
+         ValueError, "lse_out must be a contiguous float32 tensor of shape (2, 10)"),
+        ("4-D q", lambda: flash_attn_varlen_func(q[None], k, v, cu, cu, 6, **kw),
+         ValueError, "q must be 3-D"),
+        ("negative max_seqlen_q", lambda: flash_attn_varlen_func(q, k, v, cu, cu, -1, **kw),
+         ValueError, "max_seqlen_q must be 0 to 2^31-1"),
+    ]
+    out = []
+    for label, fn, exc, text in cases:
+        try:
+            fn()
+            ok, got = False, "no error"
+        except exc as e:
+            ok, got = text in str(e), str(e)[:200]
+        except Exception as e:  # noqa: BLE001
+            ok, got = False, f"{type(e).__name__}: {str(e)[:200]}"
+        out.append(dict(kernel=kf.kernel, case=f"error: {label}", ok=ok, error=None if ok else got))
+    # no key rows at all
+    e = torch.empty(0, 2, kf.head_dim, device=dev, dtype=dt)
+    o, lse = flash_attn_varlen_func(q, e, e[..., :kf.head_dim_v], cu,
+                                    torch.zeros(3, dtype=torch.int32, device=dev), 6,
+                                    return_attn_probs=True, **kw)
+    ok = bool((o == 0).all()) and bool(torch.isneginf(lse).all())
+    out.append(dict(kernel=kf.kernel, case="no key rows (Tk = 0)", ok=ok))
+    return out
+
+
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("kernel_dir")
-    ap.add_argument("--out", default=None, help="directory of history.jsonl (e.g. test/gpu)")
-    ap.add_argument("--sanitize", action="store_true", help="small cases only")
-    ap.add_argument("--only", default=None, help="substring filter on kernel names")
-    ap.add_argument("--seed", type=int, default=int(time.time()) % 100000,
-                    help="base seed (default: fresh)")
-    a = ap.parse_args()
+    a = check_fwd.parse_args(__doc__.split("\n\n")[0], "small cases (for compute-sanitizer)")
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     kernels, skipped = fa3facts.scan_kernel_dir(a.kernel_dir)
@@ -150,6 +198,10 @@ def main():
                               for k, v in r.items() if k not in ("kernel", "case", "ok")),
                   flush=True)
         if not a.sanitize:
+            for r in check_errors(kf):
+                results.append(r)
+                if not r["ok"]:
+                    print(f"FAIL {r['case']}: {r.get('error')}")
             sass[kf.kernel] = check_fwd.sass_check(kf)
             print(f"SASS {kf.kernel}: {sass[kf.kernel]}")
     nfail = sum(not r["ok"] for r in results) + sum(not s["ok"] for s in sass.values())

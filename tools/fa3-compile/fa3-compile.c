@@ -50,7 +50,7 @@ static const char *kUsage =
     "                       > 0 and at most 1e30 (default: 1/sqrt(head dim))\n"
     "  --varlen             a packed variable-length batch (FlashAttention's\n"
     "                       flash_attn_varlen_func: cu_seqlens at launch);\n"
-    "                       one CTA per tile, O stored directly (also with\n"
+    "                       O stored directly, no clusters (also with\n"
     "                       --all)\n"
     "  --name NAME          kernel base name, a C identifier of at most 200\n"
     "                       characters (default: derived from the variant)\n"

@@ -69,13 +69,13 @@ std::optional<TiledAttention> matchTiled(scf::ParallelOp grid) {
 
 
 /// In the tiled form of attn.flash_attention_varlen, a tile op's tensor
-/// is one sequence's view of a packed argument: a subview at row offset
-/// q0 (q, o, lse) or k0 (k, v) of the argument's [1, H, T, D] ([1, H, T])
-/// view, expand_shape (+ transpose). `arg` is the argument, `row` the
-/// offset.
+/// is one sequence's view of a packed argument: the subview at row offset
+/// `row` (q0 for q, o, lse; k0 for k, v) of `size` rows, all heads and
+/// columns, of the argument's [1, H, T, D] ([1, H, T]) view
+/// (expand_shape [[0, 1], ...] + transpose).
 struct PackedView {
   BlockArgument arg;
-  Value row;
+  Value row, size;
 };
 std::optional<PackedView> matchPackedView(Value v, Block *entry) {
   auto sub = v ? v.getDefiningOp<memref::SubViewOp>() : nullptr;
@@ -93,38 +93,74 @@ std::optional<PackedView> matchPackedView(Value v, Block *entry) {
   }
   auto ex = src.getDefiningOp<memref::ExpandShapeOp>();
   auto arg = ex ? dyn_cast<BlockArgument>(ex.getSrc()) : BlockArgument();
-  if (!arg || arg.getOwner() != entry)
+  if (!arg || arg.getOwner() != entry || ex.getResultType().getDimSize(0) != 1)
     return std::nullopt;
-  // Offsets [0, 0, row(, 0)], unit strides: the sequence's rows, whole.
-  SmallVector<OpFoldResult> offsets = sub.getMixedOffsets();
-  for (auto [i, o] : llvm::enumerate(offsets))
-    if (i != 2 && getConstantIntValue(o) != 0)
+  // [T, H, D] -> [1, T, H, D] or [H, T] -> [1, H, T]: only the leading
+  // unit dim is new.
+  SmallVector<ReassociationIndices> re = ex.getReassociationIndices();
+  if (re.empty() || re[0] != ReassociationIndices{0, 1})
+    return std::nullopt;
+  for (size_t i = 1; i < re.size(); ++i)
+    if (re[i] != ReassociationIndices{static_cast<int64_t>(i) + 1})
       return std::nullopt;
+  // Offsets [0, 0, row(, 0)], unit strides, the sizes of every dim but the
+  // rows: the sequence's rows, whole.
+  auto srcType = cast<MemRefType>(sub.getSource().getType());
+  SmallVector<OpFoldResult> offsets = sub.getMixedOffsets();
+  SmallVector<OpFoldResult> sizes = sub.getMixedSizes();
+  for (int64_t i = 0; i < rank; ++i) {
+    if (i == 2)
+      continue;
+    if (getConstantIntValue(offsets[i]) != 0 ||
+        getConstantIntValue(sizes[i]) != srcType.getDimSize(i))
+      return std::nullopt;
+  }
   for (OpFoldResult st : sub.getMixedStrides())
     if (getConstantIntValue(st) != 1)
       return std::nullopt;
   auto row = dyn_cast<Value>(offsets[2]);
-  if (!row)
+  auto size = dyn_cast<Value>(sizes[2]);
+  if (!row || !size)
     return std::nullopt;
-  return PackedView{arg, row};
+  return PackedView{arg, row, size};
 }
 
-/// The i32 array argument that `idx` reads at `s`:
-/// index_cast(memref.load %array[%s]).
-BlockArgument loadedAt(Value idx, Value s, Block *entry) {
+/// The i32 array argument that `idx` reads at `at`:
+/// index_cast(memref.load %array[%at]).
+BlockArgument loadedAt(Value idx, Value at, Block *entry) {
   auto cast = idx.getDefiningOp<arith::IndexCastOp>();
   auto load = cast ? cast.getIn().getDefiningOp<memref::LoadOp>() : nullptr;
-  if (!load || load.getIndices().size() != 1 || load.getIndices()[0] != s)
+  if (!load || load.getIndices().size() != 1 || load.getIndices()[0] != at ||
+      !load.getType().isInteger(32))
     return BlockArgument();
   auto arg = dyn_cast<BlockArgument>(load.getMemRef());
   return arg && arg.getOwner() == entry ? arg : BlockArgument();
 }
 
+/// Whether `n` is array[s + 1] - first, where `first` is array[s]: a
+/// sequence's length from its cumulative lengths (buildSequenceBounds).
+bool isLengthAt(Value n, Value first, BlockArgument array, Value s,
+                Block *entry) {
+  auto sub = n.getDefiningOp<arith::SubIOp>();
+  if (!sub || sub.getRhs() != first)
+    return false;
+  auto cast = sub.getLhs().getDefiningOp<arith::IndexCastOp>();
+  auto load = cast ? cast.getIn().getDefiningOp<memref::LoadOp>() : nullptr;
+  auto next = load && load.getIndices().size() == 1
+                  ? load.getIndices()[0].getDefiningOp<arith::AddIOp>()
+                  : nullptr;
+  return next && next.getLhs() == s &&
+         getConstantIntValue(next.getRhs()) == 1 &&
+         loadedAt(sub.getLhs(), next, entry) == array;
+}
+
 /// Whether the tile ops of `t` read a packed variable-length batch
 /// (attn-tile's form of attn.flash_attention_varlen: a grid over
-/// (sequence, q head), each sequence's views of the packed arguments, its
-/// rows from cu_seqlens_q/k at the sequence index). Fails with `why` set
-/// when its views are only partly that.
+/// (sequence, q head), each sequence's views of the packed arguments,
+/// their rows and lengths from the i32 arrays cu_seqlens_q/k at the
+/// sequence index, the key count possibly from seqused_k: what the kernel
+/// reads at launch). Fails with `why` set when its views are only partly
+/// that.
 FailureOr<bool> matchVarlen(TiledAttention t, Block *entry,
                             std::string &why) {
   TileUpdateOp u = t.update;
@@ -142,13 +178,21 @@ FailureOr<bool> matchVarlen(TiledAttention t, Block *entry,
         "the kernel does not take (the form attn-tile gives "
         "attn.flash_attention_varlen: a grid over (sequence, q head), each "
         "sequence's rows of the packed arguments at cu_seqlens_q[s] and "
-        "cu_seqlens_k[s])";
+        "cu_seqlens_k[s], as many as their lengths or seqused_k[s])";
   if (!k || !v || !o || !lse || !s)
     return failure();
-  if (o->row != q->row || (lse->arg && lse->row != q->row) ||
-      v->row != k->row)
+  if (o->row != q->row || o->size != q->size ||
+      (lse->arg && (lse->row != q->row || lse->size != q->size)) ||
+      v->row != k->row || v->size != k->size)
     return failure();
-  if (!loadedAt(q->row, s, entry) || !loadedAt(k->row, s, entry))
+  BlockArgument cuQ = loadedAt(q->row, s, entry);
+  BlockArgument cuK = loadedAt(k->row, s, entry);
+  if (!cuQ || !cuK || !isLengthAt(q->size, q->row, cuQ, s, entry))
+    return failure();
+  // The keys: cu_seqlens_k[s + 1] - k0, or seqused_k[s] (the kernel reads
+  // seqused_k where the launch gives it).
+  if (!isLengthAt(k->size, k->row, cuK, s, entry) &&
+      !loadedAt(k->size, s, entry))
     return failure();
   why.clear();
   return true;
@@ -381,9 +425,11 @@ struct ConvertAttnToHopperPass
     ModuleOp module = getOperation();
     SmallVector<func::FuncOp> done;
     bool bad = false;
-    module.walk([&](FlashAttentionOp op) {
-      op.emitOpError("convert-attn-to-hopper needs the tiled form: run "
-                     "attn-hopper-config and attn-tile first");
+    module.walk([&](Operation *op) {
+      if (!isa<FlashAttentionOp, FlashAttentionVarlenOp>(op))
+        return;
+      op->emitOpError("convert-attn-to-hopper needs the tiled form: run "
+                      "attn-hopper-config and attn-tile first");
       bad = true;
     });
     module.walk([&](Operation *op) {
@@ -435,7 +481,8 @@ struct ConvertAttnToHopperPass
     // Attention anywhere else (a gpu.func, another op's region) would be
     // left behind unconverted.
     WalkResult left = module.walk([&](Operation *op) {
-      if (!isa<FlashAttentionOp, KvRangeOp, TileUpdateOp, TileFinalizeOp>(op))
+      if (!isa<FlashAttentionOp, FlashAttentionVarlenOp, KvRangeOp,
+               TileUpdateOp, TileFinalizeOp>(op))
         return WalkResult::advance();
       Operation *fn = op->getParentOfType<FunctionOpInterface>();
       if (!fn)

@@ -108,11 +108,11 @@ bool decide(Toggle t, bool isAuto) {
 /// fastest on the H200 (bench/NOTES.md, Defaults).
 void chooseConfig(KernelConfig &cfg, bool fullMask,
                   const AttnHopperConfigOptions &o) {
-  // A packed variable-length batch (cfg.varlen) takes one CTA per tile:
-  // a tile past its sequence's end exits, and a persistent CTA's scheduler
-  // would have to skip them; and O is stored directly, since a TMA box
-  // would write the next sequence's rows (FlashAttention-3 does both). The
-  // options choose among the other alternatives; these they cannot.
+  // A packed variable-length batch (cfg.varlen) stores O directly, since a
+  // TMA box would write the next sequence's rows (FlashAttention-3 does
+  // too), and takes no clusters (the CTAs of a pair would take m-blocks of
+  // sequences of different lengths). The options choose among the other
+  // alternatives; these they cannot.
   const bool fixedLength = !cfg.varlen;
   // The rules key on the larger head dim (the O accumulator's registers
   // and the tiles' shared memory grow with either); where D = Dv, it is
@@ -153,7 +153,7 @@ void chooseConfig(KernelConfig &cfg, bool fullMask,
   // 16k; at head dim 256, O is staged in Q's buffer, so the next tile's Q
   // waits for the O store: 0-4 % slower everywhere
   // (bench/NOTES.md, Defaults: persistent).
-  cfg.persistent = fixedLength && decide(o.persistent, hd <= 128);
+  cfg.persistent = decide(o.persistent, hd <= 128);
   cfg.tmaStore = fixedLength && o.tmaStore;
   // Persistent CTAs double-buffer Q where shared memory allows (head dim
   // 64 and 128): the next tile's Q then loads during this tile instead of
@@ -162,7 +162,7 @@ void chooseConfig(KernelConfig &cfg, bool fullMask,
   // 512 and +1 % at 16k (bench/NOTES.md, Defaults: q-buffers).
   // Where they do not fit, checkSupported says why; auto then takes one.
   cfg.qBuffers = o.qBuffers;
-  if (o.qBuffers == 0 || !fixedLength) {
+  if (o.qBuffers == 0) {
     cfg.qBuffers = 2;
     if (!checkSupported(cfg).empty())
       cfg.qBuffers = 1;

@@ -423,8 +423,9 @@ private:
   fa3::attn::SequenceBounds sequence(Value s) {
     auto gptrT = LLVM::LLVMPointerType::get(ctx, 1);
     auto load = [&](fa3::attn::SeqlensArray a, Value i) -> Value {
-      Value base = param(a == fa3::attn::SeqlensArray::CuQ ? "cuSeqlensQ"
-                                                      : "cuSeqlensK");
+      Value base = param(a == fa3::attn::SeqlensArray::CuQ   ? "cuSeqlensQ"
+                         : a == fa3::attn::SeqlensArray::CuK ? "cuSeqlensK"
+                                                             : "seqUsedK");
       Value p = LLVM::GEPOp::create(b, loc, gptrT, i32T, base,
                                     ArrayRef<LLVM::GEPArg>{i});
       return LLVM::LoadOp::create(b, loc, i32T, p);
@@ -468,10 +469,11 @@ private:
   }
 
   /// In a packed batch, an m-block at or past its sequence's end has no
-  /// work: the rest of the role is built inside `if (m0 < sq)` (one tile
-  /// per CTA: the CTA then exits). Returns the guard to close, or null.
+  /// work: with one tile per CTA, the rest of the role is built inside
+  /// `if (m0 < sq)` (the CTA then exits); a persistent producer skips such
+  /// tiles itself (liveTile). Returns the guard to close, or null.
   scf::IfOp openSequenceGuard(const Tile &t) {
-    if (!cfg.varlen)
+    if (!cfg.varlen || cfg.persistent)
       return nullptr;
     Value live = cmpi(CmpIPredicate::slt, t.m0, t.sq);
     auto guard = scf::IfOp::create(b, loc, TypeRange{}, live,
@@ -492,6 +494,37 @@ private:
   /// The m-blocks of the tile grid: of the longest sequence in a packed
   /// batch.
   Value gridRows() { return param(cfg.varlen ? "maxSeqlenQ" : "Sq"); }
+  /// A persistent producer's first tile from `t` on that has work in a
+  /// packed batch (its m-block starts inside its sequence), claiming more
+  /// from the dynamic scheduler past the empty ones; a tile >= `tiles`
+  /// when none is left. The consumers then see only tiles with work, and
+  /// the ring slots stay in step without a branch on their side.
+  Value liveTile(Value t, Value tiles, Value numM) {
+    if (!cfg.varlen || !cfg.persistent)
+      return t;
+    auto loop = scf::WhileOp::create(b, loc, TypeRange{i32T}, ValueRange{t});
+    Block *before = b.createBlock(&loop.getBefore(), {}, {i32T}, {loc});
+    Value cur = before->getArgument(0);
+    Value inRange = cmpi(CmpIPredicate::slt, cur, tiles);
+    auto empty = ifElse(
+        inRange, TypeRange{i1T},
+        [&]() -> SmallVector<Value> {
+          TileCoords c = coords(cur, numM);
+          fa3::attn::SequenceBounds seq = sequence(c.bidx);
+          Value none = cmpi(CmpIPredicate::sge, c.m0, seq.sq);
+          return {none};
+        },
+        [&]() -> SmallVector<Value> {
+          return {cst("i1:0", b.getBoolAttr(false))};
+        });
+    scf::ConditionOp::create(b, loc, empty.getResult(0), ValueRange{cur});
+    Block *after = b.createBlock(&loop.getAfter(), {}, {i32T}, {loc});
+    Value n = TileNextOp::create(b, loc, after->getArgument(0),
+                                 TileSchedule::dynamic, param("tileCounter"));
+    scf::YieldOp::create(b, loc, n);
+    b.setInsertionPointAfter(loop);
+    return loop.getResult(0);
+  }
 
   /// The published tile (persistent consumers): words {tile, m0, head,
   /// batch} of the slot at `slot`.
@@ -629,11 +662,10 @@ std::string fa3::hopper::checkSupported(const KernelConfig &cfg) {
     os << "K/V multicast at head dim " << headDimsOf(cfg)
        << " (the two CTAs of a cluster each load half of a K/V tile's "
           "64-column boxes: head dim 96, 128 or 256)";
-  else if (cfg.varlen && (cfg.persistent || cfg.clusterM != 1))
-    os << "a packed variable-length batch with "
-       << (cfg.persistent ? "persistent CTAs" : "K/V multicast")
-       << " (its kernel takes one CTA per tile: a tile past its sequence's "
-          "end exits)";
+  else if (cfg.varlen && cfg.clusterM != 1)
+    os << "a packed variable-length batch with K/V multicast (the two CTAs "
+          "of a cluster would take m-blocks of sequences of different "
+          "lengths)";
   else if (cfg.varlen && cfg.tmaStore)
     os << "a packed variable-length batch with the TMA store of O (a box "
           "would write past its sequence's end, into the next one's rows: "
@@ -718,7 +750,8 @@ void KernelBuilder::producer(Value cta) {
   Value numM = grid.getNumM(), tiles = grid.getTiles();
   Value grp = bin<arith::DivUIOp>(param("Hq"), param("Hkv"));
   Value pTile, pK, pG;
-  std::tie(pTile, pK, pG) = openTileLoop(/*producer=*/true, cta, tiles);
+  Value first = liveTile(cta, tiles, numM);
+  std::tie(pTile, pK, pG) = openTileLoop(/*producer=*/true, first, tiles);
   {
     // Q of this tile once the consumers are done with the last one's (with
     // two Q buffers: into buffer k & 1 once the consumers are done with
@@ -779,6 +812,7 @@ void KernelBuilder::producer(Value cta) {
       // a CTA that is busy for the whole (causal: long) tile.
       next = TileNextOp::create(b, loc, pTile, TileSchedule::dynamic,
                                 param("tileCounter"));
+      next = liveTile(next, tiles, numM);
     }
     closeTileLoop(next, pK, gEnd);
   }

@@ -64,7 +64,7 @@ struct KernelConfig {
   bool varlen = false;       // a packed variable-length batch: tiles are
                              // (m-block, q head, sequence), each sequence's
                              // rows read from cu_seqlens (checkSupported:
-                             // one CTA per tile, O stored directly)
+                             // no cluster, O stored directly)
 
   int64_t consumers() const { return blockM / 64; }
   /// The widths of the tiles in shared memory and registers: D and Dv

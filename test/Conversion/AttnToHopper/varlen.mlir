@@ -2,16 +2,25 @@
 // kernel's tiles are (m-block, q head, sequence) over the longest sequence
 // (maxSeqlenQ); each role reads its sequence's rows from cu_seqlens_q/k
 // (seqused_k when the launch gives it) with the shared sequence-bounds
-// builder, skips an m-block past its sequence's end, loads Q and K/V at the
-// sequence's rows of the packed tensors (a batch of one), masks by the
-// sequence's own lengths, and stores O directly and LSE ([Hq, Tq]: stride Sq)
-// below the sequence's end. attn-hopper-config gives a packed batch one CTA
-// per tile and the direct O store whatever the options say.
-// RUN: fa3-opt %s --attn-hopper-config="persistent=on kv-multicast=on tma-store=true q-buffers=2" | FileCheck %s --check-prefix=CONFIG
-// RUN: fa3-opt %s --attn-hopper-config --attn-tile --convert-attn-to-hopper | FileCheck %s
+// builder, loads Q and K/V at the sequence's rows of the packed tensors (a
+// batch of one), masks by the sequence's own lengths, and stores O directly
+// and LSE ([Hq, Tq]: stride Sq) below the sequence's end. With one CTA per
+// tile both roles skip an m-block past its sequence's end; a persistent
+// producer skips such tiles itself, claiming the next from the scheduler.
+// attn-hopper-config gives a packed batch the direct O store and no
+// clusters whatever the options say.
+// RUN: fa3-opt %s --attn-hopper-config="kv-multicast=on tma-store=true" | FileCheck %s --check-prefix=CONFIG
+// RUN: fa3-opt %s --attn-hopper-config=persistent=off --attn-tile --convert-attn-to-hopper | FileCheck %s
+// RUN: fa3-opt %s --attn-hopper-config --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=PERSIST
 // RUN: fa3-opt %s --attn-hopper-config --attn-tile | sed -e 's/memref.load %arg4\[%arg7\]/memref.load %arg4[%1]/' | not fa3-opt --convert-attn-to-hopper 2>&1 | FileCheck %s --check-prefix=FORM
+// The length of k's and v's views (cu_seqlens_k[s + 1] - k0) replaced by
+// q's: refused.
+// RUN: fa3-opt %s --attn-hopper-config --attn-tile | sed -e 's/\(memref.subview %%transpose_[49]\[0, 0, %7, 0\] \[1, 2, \)%10/\1%11/' | not fa3-opt --convert-attn-to-hopper 2>&1 | FileCheck %s --check-prefix=FORM
+// RUN: not fa3-opt %s --attn-hopper-config --convert-attn-to-hopper 2>&1 | FileCheck %s --check-prefix=UNTILED
 
-// CONFIG: attn.flash_attention_varlen {{.*}}attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 2, persistent = false, q_buffers = 1, lazy_rescale = true, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = true, tma_store = false>
+// CONFIG: attn.flash_attention_varlen {{.*}}attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 2, persistent = true, q_buffers = 2, lazy_rescale = true, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = true, tma_store = false>
+
+// UNTILED: error: 'attn.flash_attention_varlen' op convert-attn-to-hopper needs the tiled form
 
 // The parameters (fa3rt_abi.def): %arg7 B (sequences), %arg8 Sq (Tq),
 // %arg10 Hq, %arg16/17/18 cuSeqlensQ/K, seqUsedK, %arg19 maxSeqlenQ.
@@ -62,6 +71,35 @@
 // CHECK: %[[END:.*]] = arith.addi %[[CQ0]], %[[CSQ]] : i32
 // CHECK: hopper.store_o_direct {{.*}} rows %[[ROW]] head %{{.*}} batch %c0_i32 bound %[[END]]
 // CHECK: hopper.store_lse {{.*}} rows %[[ROW]] head %{{.*}} batch %c0_i32 heads %arg10 bound %[[END]] stride %arg8
+
+// The persistent producer: from its first tile on, and after each claim,
+// the tiles past their sequence's end are skipped (claiming the next); the
+// consumers take the tiles it publishes, all of them with work.
+// PERSIST: gpu.func @varlen_kernel(
+// PERSIST-SAME: grid = "persistent"
+// PERSIST: hopper.warp_specialize producer
+// PERSIST: %[[FIRST:.*]] = scf.while (%[[T:.*]] = %{{.*}}) : (i32) -> i32 {
+// PERSIST:   %[[IN:.*]] = arith.cmpi slt, %[[T]], %[[TILES:.*]] : i32
+// PERSIST:   %[[EMPTY:.*]] = scf.if %[[IN]] -> (i1) {
+// PERSIST:     %[[M0:.*]], %{{.*}}, %[[SEQ:.*]] = hopper.tile_coords %[[T]]
+// PERSIST:     llvm.getelementptr %arg16[%[[SEQ]]]
+// PERSIST:     %[[NONE:.*]] = arith.cmpi sge, %[[M0]], %{{.*}} : i32
+// PERSIST:     scf.yield %[[NONE]] : i1
+// PERSIST:   } else {
+// PERSIST:     scf.yield %false : i1
+// PERSIST:   scf.condition(%[[EMPTY]]) %[[T]] : i32
+// PERSIST: } do {
+// PERSIST:   %[[N:.*]] = hopper.tile_next %{{.*}} dynamic counter %arg6
+// PERSIST:   scf.yield %[[N]] : i32
+// PERSIST: scf.while (%{{.*}} = %[[FIRST]], %{{.*}} = %c0_i32, %{{.*}} = %c0_i32)
+// PERSIST: hopper.load_tile %arg0
+// PERSIST: %[[CLAIM:.*]] = hopper.tile_next %{{.*}} dynamic counter %arg6
+// PERSIST: scf.while (%{{.*}} = %[[CLAIM]]) : (i32) -> i32 {
+// PERSIST: } consumers
+// PERSIST-NOT: arith.cmpi slt, %m0
+// PERSIST: hopper.store_o_direct
+// PERSIST-NOT: arith.cmpi slt, %m0
+// PERSIST: gpu.return
 
 // FORM: error: cannot generate the Hopper kernel: its tensors are views of a packed variable-length batch in a form the kernel does not take
 func.func @varlen(%q: memref<?x8x128xbf16>, %k: memref<?x2x128xbf16>, %v: memref<?x2x128xbf16>,

@@ -220,8 +220,9 @@ def Attn_FlashAttentionVarlenOp : Attn_Op<"flash_attention_varlen", [
     FlashAttention's; they must be non-decreasing, start at 0 and stay
     within Tq and Tk (and seqused_k[b] <= cu_seqlens_k[b+1] -
     cu_seqlens_k[b]): the verifier checks their shapes; values outside
-    these bounds are undefined behaviour, as in FlashAttention (the CPU
-    oracle does not check them; a GPU runtime must).
+    these bounds are undefined behaviour, as in FlashAttention (neither
+    the CPU oracle nor the Hopper kernel's runtime, which does not read
+    them on the host, checks them).
 
     ```mlir
     attn.flash_attention_varlen ins(%q, %k, %v : memref<?x8x128xbf16>, memref<?x2x128xbf16>, memref<?x2x128xbf16>)
