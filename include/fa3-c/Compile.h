@@ -86,8 +86,8 @@ typedef struct Fa3AttentionSpec {
   bool varlen;         /* a packed variable-length batch (FlashAttention's
                           flash_attn_varlen_func: cu_seqlens_q/k and an
                           optional seqused_k at launch), name suffix
-                          _varlen; the direct O store and no clusters
-                          whatever the options say. Appended likewise */
+                          _varlen; no clusters whatever the options say.
+                          Appended likewise */
 } Fa3AttentionSpec;
 
 MLIR_CAPI_EXPORTED Fa3AttentionSpec fa3AttentionSpecDefault(void);

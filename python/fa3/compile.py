@@ -102,7 +102,7 @@ def compile_kernel(out_dir, head_dim: int = 128, dtype: str = "bf16",
     """Compiles one variant and writes <kernel>.ptx/.cubin/.facts to out_dir.
     `head_dim` is that of q and k, `head_dim_v` that of v and o (None: the
     same). `varlen`: the kernel of a packed variable-length batch
-    (flash_attn_varlen_func; O stored directly, no clusters).
+    (flash_attn_varlen_func; no clusters).
     `toolkit` holds the bin/ptxas to assemble with (None: $CUDA_HOME,
     $CUDA_PATH, /usr/local/cuda, PATH); ptxas is stopped after
     `ptxas_timeout` seconds (0: 600). emit_cubin=False: PTX and facts only

@@ -93,10 +93,11 @@ def test_kv_multicast_where_it_applies(tmp_path):
 
 
 def test_varlen_kernel(tmp_path):
-    """A packed variable-length kernel: the direct O store and no clusters
-    whatever the options say (they choose among the fixed-length kernels'
-    alternatives), persistent where the fixed-length kernel is; its name
-    and facts say varlen."""
+    """A packed variable-length kernel: no clusters whatever the options say
+    (they choose among the fixed-length kernels' alternatives), persistent
+    where the fixed-length kernel is, then with direct O stores; with one
+    CTA per tile O is stored by TMA inside a sequence and directly at its
+    end; its name and facts say varlen."""
     parse = lambda f: F.parse_facts(f.facts.read_text(), str(f.facts))
     f = compile_kernel(tmp_path, head_dim=128, varlen=True, kv_multicast="on",
                        tma_store=True, emit_cubin=False)[0]
@@ -104,9 +105,9 @@ def test_varlen_kernel(tmp_path):
     assert kf.kernel == "fa3_fwd_d128_bf16_varlen_kernel" and kf.varlen
     assert kf.persistent and kf.cluster_m == 1 and kf.extra["o_store"] == "direct"
     ptx = f.ptx.read_text()
-    # the TMA loads stay; no TMA store, no cluster; the dynamic scheduler
+    # TMA loads, direct stores, no cluster; the dynamic scheduler
     assert "cp.async.bulk.tensor.4d.shared::cluster.global" in ptx
-    assert "cp.async.bulk.tensor.4d.global.shared" not in ptx
+    assert "cp.async.bulk.tensor.4d.global.shared" not in ptx and "st.global.b32" in ptx
     assert "reqnctapercluster" not in ptx and "atom.global.add" in ptx
     # the sequence arrays (cuSeqlensQ/K, seqUsedK: parameters 16-18) are read
     assert "ld.global" in ptx
@@ -115,9 +116,12 @@ def test_varlen_kernel(tmp_path):
     fixed = parse(fixed_files)
     assert not fixed.varlen and fixed.persistent and fixed.cluster_m == 2
     assert "ld.global" not in fixed_files.ptx.read_text()
-    tiles = parse(compile_kernel(tmp_path / "c", head_dim=128, varlen=True, persistent="off",
-                                 emit_cubin=False)[0])
-    assert tiles.varlen and not tiles.persistent
+    tiles_files = compile_kernel(tmp_path / "c", head_dim=128, varlen=True, persistent="off",
+                                 emit_cubin=False)[0]
+    tiles = parse(tiles_files)
+    assert tiles.varlen and not tiles.persistent and tiles.extra["o_store"] == "tma"
+    ptx = tiles_files.ptx.read_text()
+    assert "cp.async.bulk.tensor.4d.global.shared" in ptx and "st.global.b32" in ptx
 
 
 def test_q_buffers_default_and_override(tmp_path):

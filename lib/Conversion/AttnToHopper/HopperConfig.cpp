@@ -108,11 +108,9 @@ bool decide(Toggle t, bool isAuto) {
 /// fastest on the H200 (bench/NOTES.md, Defaults).
 void chooseConfig(KernelConfig &cfg, bool fullMask,
                   const AttnHopperConfigOptions &o) {
-  // A packed variable-length batch (cfg.varlen) stores O directly, since a
-  // TMA box would write the next sequence's rows (FlashAttention-3 does
-  // too), and takes no clusters (the CTAs of a pair would take m-blocks of
-  // sequences of different lengths). The options choose among the other
-  // alternatives; these they cannot.
+  // A packed variable-length batch (cfg.varlen) takes no clusters (the
+  // CTAs of a pair would take m-blocks of sequences of different lengths),
+  // whatever the options say.
   const bool fixedLength = !cfg.varlen;
   // The rules key on the larger head dim (the O accumulator's registers
   // and the tiles' shared memory grow with either); where D = Dv, it is
@@ -154,7 +152,17 @@ void chooseConfig(KernelConfig &cfg, bool fullMask,
   // waits for the O store: 0-4 % slower everywhere
   // (bench/NOTES.md, Defaults: persistent).
   cfg.persistent = decide(o.persistent, hd <= 128);
-  cfg.tmaStore = fixedLength && o.tmaStore;
+  // A packed batch's kernel stores by TMA only the rows inside their
+  // sequence, a sequence's last partial rows directly (a box would write
+  // the next sequence's; FlashAttention-3 stores all of them directly):
+  // with one CTA per tile (head dim 192 and 256) that measured 0.98-1.01x
+  // the fixed-length kernel where direct stores alone gave 0.85-0.99x. In
+  // a persistent kernel the two stores broke the steady-state wgmma batch
+  // (fa3.sass: 16 HGMMA in 108 instructions instead of 43; 2-5 % slower
+  // from 4k), and with three consumer warpgroups (160 registers) their
+  // code spills: those store directly (bench/NOTES.md, Variable lengths).
+  cfg.tmaStore =
+      o.tmaStore && !(cfg.varlen && (cfg.persistent || cfg.consumers() == 3));
   // Persistent CTAs double-buffer Q where shared memory allows (head dim
   // 64 and 128): the next tile's Q then loads during this tile instead of
   // after it. ncu put the consumers' wait for Q at 15 % of all stall

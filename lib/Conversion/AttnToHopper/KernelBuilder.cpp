@@ -340,7 +340,11 @@ private:
     // slot chosen by tile parity, it cannot tell otherwise, and the ring-slot
     // and wgmma-descriptor math derived from it would move to per-thread
     // registers (an R2UR before every wgmma).
-    return NVVM::ShflOp::create(b, loc, i32T, i32(-1), w, i32(0), i32(31),
+    return laneZero(w);
+  }
+  /// Lane 0's `v` in every lane of the warp (shfl.sync.idx).
+  Value laneZero(Value v) {
+    return NVVM::ShflOp::create(b, loc, i32T, i32(-1), v, i32(0), i32(31),
                                 NVVM::ShflKind::idx, UnitAttr());
   }
 
@@ -419,8 +423,13 @@ private:
   };
   /// Sequence `s` of a packed batch: the shared builder (attn's tiled form
   /// reads the same arrays with it) on i32 loads of cu_seqlens_q/k; the
-  /// key count from seqused_k where the caller gave it.
-  fa3::attn::SequenceBounds sequence(Value s) {
+  /// key count from seqused_k where the caller gave it. `warpUniform`
+  /// (the consumers): each value is lane 0's, so that ptxas knows it is
+  /// warp-uniform; from a load it cannot tell, and the ring-slot and
+  /// wgmma-descriptor math that derives from the key count would move to
+  /// per-thread registers (an R2UR before every wgmma: fa3.sass). Not in
+  /// the producer, whose loads one thread runs.
+  fa3::attn::SequenceBounds sequence(Value s, bool warpUniform) {
     auto gptrT = LLVM::LLVMPointerType::get(ctx, 1);
     auto load = [&](fa3::attn::SeqlensArray a, Value i) -> Value {
       Value base = param(a == fa3::attn::SeqlensArray::CuQ   ? "cuSeqlensQ"
@@ -428,33 +437,31 @@ private:
                                                              : "seqUsedK");
       Value p = LLVM::GEPOp::create(b, loc, gptrT, i32T, base,
                                     ArrayRef<LLVM::GEPArg>{i});
-      return LLVM::LoadOp::create(b, loc, i32T, p);
+      Value x = LLVM::LoadOp::create(b, loc, i32T, p);
+      return warpUniform ? laneZero(x) : x;
     };
     fa3::attn::SequenceBounds seq =
         fa3::attn::buildSequenceBounds(b, loc, load, /*hasUsed=*/false, s);
-    Value used = param("seqUsedK");
     Value null = LLVM::ZeroOp::create(b, loc, gptrT);
-    Value given = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne, used,
-                                       null);
+    Value given = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne,
+                                       param("seqUsedK"), null);
     auto skv = ifElse(
         given, TypeRange{i32T},
         [&]() -> SmallVector<Value> {
-          Value p = LLVM::GEPOp::create(b, loc, gptrT, i32T, used,
-                                        ArrayRef<LLVM::GEPArg>{s});
-          Value n = LLVM::LoadOp::create(b, loc, i32T, p);
-          return {n};
+          return {load(fa3::attn::SeqlensArray::UsedK, s)};
         },
         [&]() -> SmallVector<Value> { return {seq.skv}; });
     seq.skv = skv.getResult(0);
     return seq;
   }
-  Tile schedule(const TileCoords &c) {
+  /// `warpUniform`: see sequence.
+  Tile schedule(const TileCoords &c, bool warpUniform) {
     Tile t;
     static_cast<TileCoords &>(t) = c;
     t.sq = param("Sq");
     t.skv = param("Skv");
     if (cfg.varlen) {
-      fa3::attn::SequenceBounds seq = sequence(c.bidx);
+      fa3::attn::SequenceBounds seq = sequence(c.bidx, warpUniform);
       t.sq = seq.sq, t.skv = seq.skv, t.q0 = seq.q0, t.k0 = seq.k0;
     }
     // the schedule of this m-block (attn.kv_range)
@@ -510,7 +517,7 @@ private:
         inRange, TypeRange{i1T},
         [&]() -> SmallVector<Value> {
           TileCoords c = coords(cur, numM);
-          fa3::attn::SequenceBounds seq = sequence(c.bidx);
+          fa3::attn::SequenceBounds seq = sequence(c.bidx, /*warpUniform=*/false);
           Value none = cmpi(CmpIPredicate::sge, c.m0, seq.sq);
           return {none};
         },
@@ -666,10 +673,6 @@ std::string fa3::hopper::checkSupported(const KernelConfig &cfg) {
     os << "a packed variable-length batch with K/V multicast (the two CTAs "
           "of a cluster would take m-blocks of sequences of different "
           "lengths)";
-  else if (cfg.varlen && cfg.tmaStore)
-    os << "a packed variable-length batch with the TMA store of O (a box "
-          "would write past its sequence's end, into the next one's rows: "
-          "its kernel stores O directly, as FlashAttention-3's does)";
   else if (computeSmemLayout(cfg).total > kMaxDynamicSmem)
     os << "tiles " << cfg.blockM << "x" << cfg.blockN << " with head dim "
        << headDimsOf(cfg) << " need " << computeSmemLayout(cfg).total
@@ -708,33 +711,57 @@ void KernelBuilder::epilogue(Value m, Value l, Value o, const TileCoords &c,
   // Rows are stored below the problem's sq; in a packed batch, below its
   // sequence's end, at the sequence's rows of o and lse ([Hq, Tq]: the
   // head's stride is the parameter Sq, the packed rows).
-  Value bound = sq, batch = c.bidx, lseStride;
+  Value localRow0 = row0;
+  Value bound = sq, batch = c.bidx, lseStride, tileRow = c.m0;
   if (cfg.varlen) {
     row0 = packedRow(seqQ0, row0);
     bound = packedRow(seqQ0, sq);
     batch = i32(0);
     lseStride = param("Sq");
+    tileRow = packedRow(seqQ0, c.m0);
   }
-  if (cfg.tmaStore) {
+  auto storeTma = [&] {
     // A persistent CTA stages the next tile's O in the same buffer: its own
     // buffer must have been read by the previous store (wait_previous); Q's
     // buffer must be read before Q is released to the producer (drain).
-    StoreOTmaOp::create(b, loc, o, inv, param("mapO"), c.m0, c.head, c.bidx,
+    StoreOTmaOp::create(b, loc, o, inv, param("mapO"), tileRow, c.head, batch,
                         smemBase, static_cast<uint64_t>(lay.oOff), consumer,
                         static_cast<uint64_t>(cfg.consumers()),
                         /*wait_previous=*/cfg.persistent && !lay.oInQ,
                         /*drain=*/qFreedAfterStore(), et);
-    if (qFreedAfterStore()) {
-      // O has left Q's buffer: the producer may load the next Q
-      ringOp<RingConsumerReleaseOp>(qRing, qK);
-    }
-  } else {
+  };
+  auto storeDirect = [&] {
     IntegerAttr columns;
     if (cfg.headDimV != cfg.tileDv())
       columns = b.getI64IntegerAttr(cfg.headDimV);
     StoreODirectOp::create(b, loc, o, inv, param("O"), param("oStrideB"),
                            param("oStrideS"), param("oStrideH"), row0, c.head,
                            batch, bound, et, columns);
+  };
+  if (cfg.tmaStore && cfg.varlen) {
+    // In a packed batch, a TMA box past the sequence's end would write the
+    // next sequence's rows: TMA where this warpgroup's 64 rows lie inside
+    // its sequence, direct stores for a sequence's last partial rows (a
+    // warpgroup-uniform branch: both stores are warpgroup collectives).
+    Value end = bin<arith::AddIOp>(localRow0, i32(64));
+    Value inside = cmpi(CmpIPredicate::sle, end, sq);
+    auto which = scf::IfOp::create(b, loc, TypeRange{}, inside,
+                                   /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPoint(which.thenBlock()->getTerminator());
+      storeTma();
+      b.setInsertionPoint(which.elseBlock()->getTerminator());
+      storeDirect();
+    }
+  } else if (cfg.tmaStore) {
+    storeTma();
+  } else {
+    storeDirect();
+  }
+  if (cfg.tmaStore && qFreedAfterStore()) {
+    // O has left Q's buffer: the producer may load the next Q
+    ringOp<RingConsumerReleaseOp>(qRing, qK);
   }
   StoreLseOp::create(b, loc, lse, param("LSE"), row0, c.head, batch,
                      param("Hq"), bound, lseStride);
@@ -764,7 +791,7 @@ void KernelBuilder::producer(Value cta) {
     TileCoords pc = coords(pTile, numM);
     // GQA: kv head = q head / (Hq / Hkv)
     Value hkv = bin<arith::DivUIOp>(pc.head, grp);
-    Tile tl = schedule(pc);
+    Tile tl = schedule(pc, /*warpUniform=*/false);
     scf::IfOp live = openSequenceGuard(tl);
     if (cfg.persistent) {
       Value words[] = {pTile, tl.m0, tl.head, tl.bidx};
@@ -893,7 +920,7 @@ void KernelBuilder::consumers(Value tid, Value cta) {
     // persistent: this tile as the producer decoded it; else this CTA's tile
     TileCoords c =
         cfg.persistent ? readCoords(cq.slot) : coords(cTile, numM);
-    Tile tl = schedule(c);
+    Tile tl = schedule(c, /*warpUniform=*/true);
     m0 = tl.m0, head = tl.head, bidx = tl.bidx, lo = tl.lo, ilo = tl.ilo,
     ihi = tl.ihi, nblk = tl.nblk, sq = tl.sq, skv = tl.skv;
     seqQ0 = tl.q0;

@@ -3,13 +3,17 @@
 // (maxSeqlenQ); each role reads its sequence's rows from cu_seqlens_q/k
 // (seqused_k when the launch gives it) with the shared sequence-bounds
 // builder, loads Q and K/V at the sequence's rows of the packed tensors (a
-// batch of one), masks by the sequence's own lengths, and stores O directly
-// and LSE ([Hq, Tq]: stride Sq) below the sequence's end. With one CTA per
-// tile both roles skip an m-block past its sequence's end; a persistent
-// producer skips such tiles itself, claiming the next from the scheduler.
-// attn-hopper-config gives a packed batch the direct O store and no
-// clusters whatever the options say.
-// RUN: fa3-opt %s --attn-hopper-config="kv-multicast=on tma-store=true" | FileCheck %s --check-prefix=CONFIG
+// batch of one), masks by the sequence's own lengths, and stores LSE
+// ([Hq, Tq]: stride Sq) and O below the sequence's end: by TMA where a
+// warpgroup's 64 rows lie inside the sequence, else directly (a box would
+// write the next sequence's rows). With one CTA per tile both roles skip an
+// m-block past its sequence's end; a persistent producer skips such tiles
+// itself, claiming the next from the scheduler. attn-hopper-config gives a
+// packed batch no clusters whatever the options say, and the direct store
+// only to persistent kernels and three consumer warpgroups (both stores
+// broke the steady-state wgmma batch there, or spilled).
+// RUN: fa3-opt %s --attn-hopper-config="kv-multicast=on" | FileCheck %s --check-prefix=CONFIG
+// RUN: sed -e 's/x128xbf16/x64xbf16/g' -e 's/) causal$/)/' %s | fa3-opt --attn-hopper-config | FileCheck %s --check-prefix=CONFIG192
 // RUN: fa3-opt %s --attn-hopper-config=persistent=off --attn-tile --convert-attn-to-hopper | FileCheck %s
 // RUN: fa3-opt %s --attn-hopper-config --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=PERSIST
 // RUN: fa3-opt %s --attn-hopper-config --attn-tile | sed -e 's/memref.load %arg4\[%arg7\]/memref.load %arg4[%1]/' | not fa3-opt --convert-attn-to-hopper 2>&1 | FileCheck %s --check-prefix=FORM
@@ -20,12 +24,15 @@
 
 // CONFIG: attn.flash_attention_varlen {{.*}}attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 2, persistent = true, q_buffers = 2, lazy_rescale = true, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = true, tma_store = false>
 
+// Head dim 64 with a full mask: 192 query rows, three consumers.
+// CONFIG192: attn.hopper_config = #attn.hopper_config<block_m = 192, block_n = 128, stages = 2, persistent = true, q_buffers = 2, lazy_rescale = false, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = false, tma_store = false>
+
 // UNTILED: error: 'attn.flash_attention_varlen' op convert-attn-to-hopper needs the tiled form
 
 // The parameters (fa3rt_abi.def): %arg7 B (sequences), %arg8 Sq (Tq),
 // %arg10 Hq, %arg16/17/18 cuSeqlensQ/K, seqUsedK, %arg19 maxSeqlenQ.
 // CHECK: gpu.func @varlen_kernel(
-// CHECK-SAME: o_store = "direct"
+// CHECK-SAME: o_store = "tma"
 // CHECK-SAME: varlen = true
 // The producer: the sequence of the tile, then its rows.
 // CHECK: hopper.warp_specialize producer
@@ -60,16 +67,26 @@
 // The consumers: the same bounds; the mask by the sequence's lengths.
 // CHECK: } consumers
 // CHECK: hopper.tile_grid %arg19, %arg10, %arg7 block_m 128
-// CHECK: %[[CQ0:.*]] = llvm.load
+// (each loaded value lane 0's: warp-uniform for ptxas)
+// CHECK: %[[CQ0L:.*]] = llvm.load
+// CHECK: %[[CQ0:.*]] = nvvm.shfl.sync idx %{{.*}}, %[[CQ0L]], %c0_i32, %c31_i32 : i32 -> i32
 // CHECK: arith.subi
 // CHECK: %[[CSQ:.*]] = arith.subi
 // CHECK: %[[CSKV:.*]] = scf.if
 // CHECK: %[[CLIVE:.*]] = arith.cmpi slt, %{{.*}}, %[[CSQ]] : i32
 // CHECK: scf.if %[[CLIVE]] {
 // CHECK: hopper.mask {{.*}} visible @varlen_kernel_visible_cols(%[[CSQ]], %[[CSKV]])
-// CHECK: %[[ROW:.*]] = arith.addi %[[CQ0]], %{{.*}} : i32
+// CHECK: %[[LROW:.*]] = arith.addi %[[CM0:.*]], %{{.*}} : i32
+// CHECK: %[[ROW:.*]] = arith.addi %[[CQ0]], %[[LROW]] : i32
 // CHECK: %[[END:.*]] = arith.addi %[[CQ0]], %[[CSQ]] : i32
-// CHECK: hopper.store_o_direct {{.*}} rows %[[ROW]] head %{{.*}} batch %c0_i32 bound %[[END]]
+// CHECK: %[[TROW:.*]] = arith.addi %[[CQ0]], %[[CM0]] : i32
+// CHECK: %[[LEND:.*]] = arith.addi %[[LROW]], %c64_i32 : i32
+// CHECK: %[[INSIDE:.*]] = arith.cmpi sle, %[[LEND]], %[[CSQ]] : i32
+// CHECK: scf.if %[[INSIDE]] {
+// CHECK:   hopper.store_o_tma {{.*}} tile(%[[TROW]], %{{.*}}, %c0_i32)
+// CHECK: } else {
+// CHECK:   hopper.store_o_direct {{.*}} rows %[[ROW]] head %{{.*}} batch %c0_i32 bound %[[END]]
+// CHECK: }
 // CHECK: hopper.store_lse {{.*}} rows %[[ROW]] head %{{.*}} batch %c0_i32 heads %arg10 bound %[[END]] stride %arg8
 
 // The persistent producer: from its first tile on, and after each claim,
