@@ -560,6 +560,14 @@ static fa3rt_status check_tensor(const char *name, const fa3rt_tensor *t, int64_
   return FA3RT_OK;
 }
 
+/* The rows a packed batch's tile grid covers: max_seqlen_q, which no
+ * sequence can exceed the packed tensor's Tq rows by (an over-estimate, which
+ * FlashAttention takes, would only add empty tiles). The kernel gets the same
+ * value (maxSeqlenQ), so the grid and its tile numbering agree. */
+static int32_t varlen_grid_rows(const fa3rt_fwd_args *a, int64_t tq) {
+  return a->max_seqlen_q < tq ? a->max_seqlen_q : (int32_t)tq;
+}
+
 /* The packed variable-length fields of a against the kernel: given exactly
  * for a varlen kernel, q, k, v, o as batches of one. */
 static fa3rt_status check_varlen(const fa3rt_facts *f, const fa3rt_fwd_args *a) {
@@ -660,14 +668,19 @@ static fa3rt_status plan(const fa3rt_facts *f, const fa3rt_fwd_args *a, fa3rt_fw
      packed batch's grid covers the longest sequence in every sequence. */
   const int64_t cm = f->cluster_m;
   const int64_t gridB = f->varlen ? a->varlen_batch : B;
-  /* no sequence has more query rows than the packed tensor */
-  const int64_t gridS = f->varlen ? (a->max_seqlen_q < Sq ? a->max_seqlen_q : Sq) : Sq;
+  const int64_t gridS = f->varlen ? varlen_grid_rows(a, Sq) : Sq;
   const int64_t mblocks = ((gridS + f->block_m - 1) / f->block_m + cm - 1) / cm * cm;
+  /* a persistent kernel's scheduler counts past the last tile (a claim is
+     the counter + the grid size, both i32 in the kernel) */
+  const int64_t max_tiles = f->persistent ? INT32_MAX - (1 << 20) : INT32_MAX;
   int64_t tiles = 0;
-  if (!mul_add(&tiles, mblocks * Hq, gridB) || tiles > INT32_MAX)
+  if (!mul_add(&tiles, mblocks * Hq, gridB) || tiles > max_tiles)
     return fail(FA3RT_ERR_INVALID_ARGUMENT, "tiles: %lld m-blocks of %d rows * Hq %lld * %s %lld "
-                "is out of range (at most 2^31-1: CUDA's grid.x)", (long long)mblocks,
-                f->block_m, (long long)Hq, f->varlen ? "sequences" : "B", (long long)gridB);
+                "is out of range (at most %s)", (long long)mblocks, f->block_m, (long long)Hq,
+                f->varlen ? "sequences" : "B", (long long)gridB,
+                f->persistent ? "2^31-2^20: a persistent kernel's scheduler counts past the "
+                                "last tile in i32"
+                              : "2^31-1: CUDA's grid.x");
   /* lse: f32 [B, Hq, Sq] (varlen: [Hq, Tq], B = 1), below 2^63 like the
      tensors */
   const int64_t rows = Sq * Hq * B;
@@ -1057,7 +1070,7 @@ fa3rt_status fa3rt_fwd(fa3rt_kernel *k, const fa3rt_fwd_args *a, void *stream) {
   cuSeqlensQ = (CUdeviceptr)a->cu_seqlens_q;
   cuSeqlensK = (CUdeviceptr)a->cu_seqlens_k;
   seqUsedK = (CUdeviceptr)a->seqused_k;
-  maxSeqlenQ = a->max_seqlen_q;
+  maxSeqlenQ = f->varlen ? varlen_grid_rows(a, L.Sq) : 0;
   void *params[] = {
 #define FA3RT_KERNEL_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning) &name,
 #include "fa3rt_abi.def"

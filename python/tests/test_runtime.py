@@ -192,6 +192,9 @@ def test_plan_varlen(rt):
     assert tuple(L.grid) == (32 * 8 * 3, 1, 1) and not L.empty and not L.fill_only
     assert (L.B, L.Sq, L.Skv, L.Hq, L.Hkv) == (3, Tq, Tk, 8, 2)
     assert rt.plan(f, args(seqused_k=8 << 20)).grid[0] == 32 * 8 * 3
+    # an over-estimated max_seqlen_q (FlashAttention takes one) covers no
+    # more than the packed rows: 40 m-blocks of Tq = 5000, not 2^31 - 1's
+    assert rt.plan(f, args(max_seqlen_q=2**31 - 1)).grid[0] == 40 * 8 * 3
     assert rt.plan(f, args(varlen_batch=0)).empty
     assert rt.plan(f, args(max_seqlen_q=0)).empty
     with pytest.raises(rt.Fa3RuntimeError, match="cu_seqlens_k pointer is NULL"):

@@ -41,12 +41,14 @@ from fa3.torch_api import flash_attn_varlen_func  # noqa: E402
 
 # (label, query lengths, key lengths, Hq, Hkv, extra): key length None =
 # the query lengths; extra: "used" = seqused_k below a padded cache's
-# capacity, "pad" = rows past the last sequence
+# capacity, "pad" = rows past the last sequence, "over" = max_seqlen_q
+# larger than the packed rows (FlashAttention takes an over-estimate)
 CASES = [
     ("ragged self", [0, 1, 17, 1000, 4096], None, 4, 2, ""),
     ("ragged cross", [1, 17, 1000, 4096, 0, 5], [4096, 1000, 17, 1, 5, 0], 4, 2, ""),
     ("MQA 8/1", [300, 129, 128, 513], [257, 1, 700, 128], 8, 1, "pad"),
     ("GQA seqused_k", [64, 200, 1, 333], [500, 17, 64, 1000], 4, 4, "used"),
+    ("max_seqlen_q over Tq", [300, 17, 129], None, 4, 1, "over"),
 ]
 SANITIZE_CASES = [
     ("small ragged", [0, 1, 17, 200], [5, 130, 17, 0], 2, 1, "pad"),
@@ -80,7 +82,8 @@ def run_case(kf, case, seed):
         # the outputs poisoned: an element not written stays NaN
         o = torch.full((Tq, Hq, kf.head_dim_v), float("nan"), dtype=dt, device=dev)
         lse = torch.full((Hq, Tq), float("nan"), device=dev)
-        r = flash_attn_varlen_func(q, k, v, cq, ck, max(lq), max(lk), seqused_k=used,
+        mq = 3 * Tq + 7 if extra == "over" else max(lq)
+        r = flash_attn_varlen_func(q, k, v, cq, ck, mq, max(lk), seqused_k=used,
                                    causal=kf.causal,
                                    window_size=(kf.window_left, kf.window_right),
                                    softcap=kf.softcap, kernel=kf, out=o, lse_out=lse)

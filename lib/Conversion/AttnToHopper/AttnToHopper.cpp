@@ -189,10 +189,11 @@ FailureOr<bool> matchVarlen(TiledAttention t, Block *entry,
   BlockArgument cuK = loadedAt(k->row, s, entry);
   if (!cuQ || !cuK || !isLengthAt(q->size, q->row, cuQ, s, entry))
     return failure();
-  // The keys: cu_seqlens_k[s + 1] - k0, or seqused_k[s] (the kernel reads
-  // seqused_k where the launch gives it).
+  // The keys: cu_seqlens_k[s + 1] - k0, or seqused_k[s], an array of its
+  // own (the kernel reads seqused_k where the launch gives it).
+  BlockArgument used = loadedAt(k->size, s, entry);
   if (!isLengthAt(k->size, k->row, cuK, s, entry) &&
-      !loadedAt(k->size, s, entry))
+      (!used || used == cuQ || used == cuK))
     return failure();
   why.clear();
   return true;

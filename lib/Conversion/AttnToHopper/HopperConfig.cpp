@@ -155,8 +155,8 @@ void chooseConfig(KernelConfig &cfg, bool fullMask,
   // A packed batch's kernel stores by TMA only the rows inside their
   // sequence, a sequence's last partial rows directly (a box would write
   // the next sequence's; FlashAttention-3 stores all of them directly):
-  // with one CTA per tile (head dim 192 and 256) that measured 0.98-1.01x
-  // the fixed-length kernel where direct stores alone gave 0.85-0.99x. In
+  // with one CTA per tile (head dim 256) that measured 0.98-1.03x the
+  // fixed-length kernel where direct stores alone gave 0.85-0.99x. In
   // a persistent kernel the two stores broke the steady-state wgmma batch
   // (fa3.sass: 16 HGMMA in 108 instructions instead of 43; 2-5 % slower
   // from 4k), and with three consumer warpgroups (160 registers) their

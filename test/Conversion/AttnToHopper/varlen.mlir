@@ -13,7 +13,7 @@
 // only to persistent kernels and three consumer warpgroups (both stores
 // broke the steady-state wgmma batch there, or spilled).
 // RUN: fa3-opt %s --attn-hopper-config="kv-multicast=on" | FileCheck %s --check-prefix=CONFIG
-// RUN: sed -e 's/x128xbf16/x64xbf16/g' -e 's/) causal$/)/' %s | fa3-opt --attn-hopper-config | FileCheck %s --check-prefix=CONFIG192
+// RUN: sed -e 's/x128xbf16/x64xbf16/g' -e 's/) causal$/)/' %s | fa3-opt --attn-hopper-config=persistent=off | FileCheck %s --check-prefix=CONFIG192
 // RUN: fa3-opt %s --attn-hopper-config=persistent=off --attn-tile --convert-attn-to-hopper | FileCheck %s
 // RUN: fa3-opt %s --attn-hopper-config --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=PERSIST
 // RUN: fa3-opt %s --attn-hopper-config --attn-tile | sed -e 's/memref.load %arg4\[%arg7\]/memref.load %arg4[%1]/' | not fa3-opt --convert-attn-to-hopper 2>&1 | FileCheck %s --check-prefix=FORM
@@ -25,7 +25,7 @@
 // CONFIG: attn.flash_attention_varlen {{.*}}attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 2, persistent = true, q_buffers = 2, lazy_rescale = true, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = true, tma_store = false>
 
 // Head dim 64 with a full mask: 192 query rows, three consumers.
-// CONFIG192: attn.hopper_config = #attn.hopper_config<block_m = 192, block_n = 128, stages = 2, persistent = true, q_buffers = 2, lazy_rescale = false, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = false, tma_store = false>
+// CONFIG192: attn.hopper_config = #attn.hopper_config<block_m = 192, block_n = 128, stages = 2, persistent = false, q_buffers = 1, lazy_rescale = false, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = false, tma_store = false>
 
 // UNTILED: error: 'attn.flash_attention_varlen' op convert-attn-to-hopper needs the tiled form
 
@@ -113,9 +113,13 @@
 // PERSIST: %[[CLAIM:.*]] = hopper.tile_next %{{.*}} dynamic counter %arg6
 // PERSIST: scf.while (%{{.*}} = %[[CLAIM]]) : (i32) -> i32 {
 // PERSIST: } consumers
-// PERSIST-NOT: arith.cmpi slt, %m0
+// PERSIST: llvm.getelementptr %arg16
+// PERSIST: arith.subi
+// PERSIST: %[[PSQ:.*]] = arith.subi
+// PERSIST-NOT: arith.cmpi slt, %{{.*}}, %[[PSQ]]
+// PERSIST-NOT: scf.if %{{[0-9]+}} {
+// PERSIST: hopper.ring.consumer_wait
 // PERSIST: hopper.store_o_direct
-// PERSIST-NOT: arith.cmpi slt, %m0
 // PERSIST: gpu.return
 
 // FORM: error: cannot generate the Hopper kernel: its tensors are views of a packed variable-length batch in a form the kernel does not take
