@@ -8,7 +8,8 @@ include "mlir/Pass/PassBase.td"
 def AttnHopperConfig : Pass<"attn-hopper-config"> {
   let summary = "Choose each attention's Hopper kernel configuration";
   let description = [{
-    Chooses, for each `attn.flash_attention` (memref form), the whole
+    Chooses, for each `attn.flash_attention` and
+    `attn.flash_attention_varlen` (memref form), the whole
     configuration of its sm_90a kernel in one table: tile sizes, K/V ring
     depth, persistence, Q buffers, lazy rescaling, K/V multicast, ping-pong
     and the O store. Each default is what measured fastest on the H200
@@ -17,7 +18,10 @@ def AttnHopperConfig : Pass<"attn-hopper-config"> {
     leave no room for O's, no K/V multicast with a mask or at head dim 64);
     a configuration the kernel cannot take at all (head dim, block sizes,
     shared memory) is refused with the reason, as are operands the kernel
-    does not take (element types, strides). The result is recorded on the op as
+    does not take (element types, strides). A packed variable-length
+    batch's kernel takes no clusters, and stores O by TMA (inside each
+    sequence; its last partial rows directly) only with one CTA per tile
+    and two consumer warpgroups. The result is recorded on the op as
     `attn.hopper_config = #attn.hopper_config<...>`, which `attn-tile`
     (tile sizes) and `convert-attn-to-hopper` (the kernel and its launch
     facts) read.
@@ -91,6 +95,12 @@ def ConvertAttnToHopper : Pass<"convert-attn-to-hopper", "::mlir::ModuleOp"> {
     (RS), with setmaxnreg register reallocation between the roles. The
     epilogue stages O in shared memory (stmatrix into the 128B-swizzled TMA
     box layout) and one thread per warpgroup stores it by TMA.
+
+    The tiled form of `attn.flash_attention_varlen` (per-sequence views of
+    the packed arguments, placed by cu_seqlens_q/k and seqused_k at the
+    sequence index) becomes a kernel over (m-block, q head, sequence) tiles
+    whose roles read each sequence's bounds from those arrays with the same
+    builder; other views are refused.
 
     The kv-block schedule is `attn.kv_range` expanded into a device function
     by the shared builder, and the per-element mask of boundary blocks is the
