@@ -451,8 +451,10 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: in
     unused cache slots with seqused_k), are masked out of the scores but
     their V rows are multiplied by 0: they must be finite (NaN there gives
     NaN rows, as in FA3, Dao-AILab/flash-attention#2374). Runs on
-    torch.cuda.current_stream(); forward only; eager (under torch.compile
-    the call is a graph break).
+    torch.cuda.current_stream(); forward only. Under torch.compile the call
+    is the custom op ``torch.ops.fa3.flash_attn_varlen_fwd``
+    (fa3.torch_ops), which always computes lse; ``out``/``lse_out`` are then
+    filled by a copy.
 
     Of FA3's other arguments, ``pack_gqa``, ``deterministic`` (the forward
     is deterministic), ``sm_margin`` and ``num_splits`` 0 or 1 are taken and
@@ -518,22 +520,52 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: in
         raise ValueError(f"lse_out must be a contiguous float32 tensor of shape {(Hq, Tq)} "
                          f"on {q.device}")
 
+    if torch.compiler.is_compiling():
+        # Dynamo traces the custom op (fa3.torch_ops), which runs the eager
+        # path below at run time
+        from . import torch_ops  # noqa: F401  (registers torch.ops.fa3.flash_attn_varlen_fwd)
+        o, lse = torch.ops.fa3.flash_attn_varlen_fwd.default(
+            q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_k, max_seqlen_q,
+            None if softmax_scale is None else float(softmax_scale), bool(causal),
+            list(window_size), float(softcap), _op_path(kernel_dir),
+            None if kernel is None else _op_path(kernel.facts_path), jit)
+        if out is not None:
+            out.copy_(o)
+            o = out
+        if lse_out is not None:
+            lse_out.copy_(lse)
+            lse, return_attn_probs = lse_out, True
+        return (o, lse) if return_attn_probs else o
+    return _eager_varlen(torch, q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_k, max_seqlen_q,
+                         softmax_scale, causal, window_size, softcap, return_attn_probs,
+                         kernel_dir, kernel, jit, out, lse_out)
+
+
+def _eager_varlen(torch, q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_k, max_seqlen_q,
+                  softmax_scale, causal, window_size, softcap, return_lse, kernel_dir, kernel,
+                  jit, out, lse_out):
+    """flash_attn_varlen_func's launch on checked arguments."""
+    from . import runtime
+    dt = _dtype_name(torch, q.dtype)
+    Tq, Hq, D = q.shape
+    Tk, Dv = k.shape[0], v.shape[2]
+    B = cu_seqlens_q.numel() - 1
     dev = q.device.index if q.device.index is not None else torch.cuda.current_device()
     kobj = _launchable_kernel(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit,
                               dev, torch.cuda.device, varlen=True)
     o = torch.empty((Tq, Hq, Dv), dtype=q.dtype, device=q.device) if out is None else out
     if lse_out is not None:
-        lse, return_attn_probs = lse_out, True
+        lse, return_lse = lse_out, True
     else:
         lse = (torch.empty((Hq, Tq), dtype=torch.float32, device=q.device)
-               if return_attn_probs else None)
+               if return_lse else None)
     if B and Tq and max_seqlen_q and not Tk:
         # No keys at all: every row sees none (o = 0, lse = -inf); the
         # kernel's K/V tensor maps cannot describe an empty tensor.
         o.zero_()
         if lse is not None:
             lse.fill_(float("-inf"))
-        return (o, lse) if return_attn_probs else o
+        return (o, lse) if return_lse else o
     # TMA reads rows of D contiguous elements: make the last dim contiguous
     q, k, v = [t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v)]
     counter = _graph_tile_counter(torch, kobj, q.device)
@@ -547,7 +579,7 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: in
                             varlen_batch=B, max_seqlen_q=max_seqlen_q)
     with torch.cuda.device(dev):
         kobj.fwd(args, torch.cuda.current_stream(dev).cuda_stream)
-    return (o, lse) if return_attn_probs else o
+    return (o, lse) if return_lse else o
 
 
 def flash_attn_bhsd(q, k, v, o=None, lse=None, softmax_scale=None, causal=False,

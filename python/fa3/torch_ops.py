@@ -1,5 +1,5 @@
-"""The torch.library custom op behind ``fa3.torch_api.flash_attn_func`` under
-torch.compile.
+"""The torch.library custom ops behind ``fa3.torch_api.flash_attn_func`` and
+``flash_attn_varlen_func`` under torch.compile.
 
     torch.ops.fa3.flash_attn_fwd(q, k, v, softmax_scale, causal, window_size, softcap,
                                  kernel_dir, kernel_facts, jit) -> (out, lse)
@@ -13,7 +13,15 @@ None, jit bool or None. Its fake implementation gives those shapes and dtypes,
 so that Dynamo traces a model calling flash_attn_func without a graph break
 and Inductor calls the op (and through it the eager path) at run time.
 
-Importing this module imports torch and registers the op (once per process).
+    torch.ops.fa3.flash_attn_varlen_fwd(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_k,
+                                        max_seqlen_q, softmax_scale, causal, window_size,
+                                        softcap, kernel_dir, kernel_facts, jit) -> (out, lse)
+
+is flash_attn_varlen_func's: packed q [Tq, Hq, D], k [Tk, Hkv, D], v [Tk,
+Hkv, Dv], int32 cu_seqlens [B + 1] and seqused_k [B] or None; out [Tq, Hq,
+Dv], lse [Hq, Tq] float32.
+
+Importing this module imports torch and registers the ops (once per process).
 flash_attn_func imports it on its compiled path only; under Dynamo the import
 runs when the call is traced, outside the graph. No autograd is registered
 (forward only): flash_attn_func refuses inputs that require grad before it
@@ -68,6 +76,33 @@ def _flash_attn_fwd_fake(q, k, v, softmax_scale, causal, window_size, softcap, k
             q.new_empty((B, Hq, Sq), dtype=torch.float32))
 
 
+VARLEN_OP_NAME = "fa3::flash_attn_varlen_fwd"
+VARLEN_SCHEMA = ("flash_attn_varlen_fwd(Tensor q, Tensor k, Tensor v, Tensor cu_seqlens_q, "
+                 "Tensor cu_seqlens_k, Tensor? seqused_k, int max_seqlen_q, "
+                 "float? softmax_scale, bool causal, int[] window_size, float softcap, "
+                 "str? kernel_dir, str? kernel_facts, bool? jit) -> (Tensor out, Tensor lse)")
+
+
+def flash_attn_varlen_fwd(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_k, max_seqlen_q,
+                          softmax_scale, causal, window_size, softcap, kernel_dir,
+                          kernel_facts, jit):
+    """The CUDA implementation: flash_attn_varlen_func's eager path, lse
+    computed."""
+    from . import torch_api
+    return torch_api._eager_varlen(torch, q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_k,
+                                   max_seqlen_q, softmax_scale, causal, window_size, softcap,
+                                   True, kernel_dir, _kernel_from_facts(kernel_facts), jit,
+                                   None, None)
+
+
+def _flash_attn_varlen_fwd_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_k, max_seqlen_q,
+                                softmax_scale, causal, window_size, softcap, kernel_dir,
+                                kernel_facts, jit):
+    Tq, Hq, _ = q.shape
+    Dv = v.shape[2]
+    return (q.new_empty((Tq, Hq, Dv)), q.new_empty((Hq, Tq), dtype=torch.float32))
+
+
 # torch.library.Library + impl rather than torch.library.custom_op: the
 # latter's Python autograd layer costs ~50 us a call (H200, torch 2.11),
 # more than the launch itself
@@ -75,3 +110,6 @@ _lib = torch.library.Library("fa3", "DEF")
 _lib.define(SCHEMA)
 _lib.impl("flash_attn_fwd", flash_attn_fwd, "CUDA")
 torch.library.register_fake(OP_NAME, _flash_attn_fwd_fake, lib=_lib)
+_lib.define(VARLEN_SCHEMA)
+_lib.impl("flash_attn_varlen_fwd", flash_attn_varlen_fwd, "CUDA")
+torch.library.register_fake(VARLEN_OP_NAME, _flash_attn_varlen_fwd_fake, lib=_lib)

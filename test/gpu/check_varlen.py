@@ -175,6 +175,36 @@ def check_errors(kf):
     return out
 
 
+def check_compiled(kf):
+    """torch.compile(fullgraph=True) of a function calling
+    flash_attn_varlen_func: traced as torch.ops.fa3.flash_attn_varlen_fwd,
+    the same kernel, so o and lse equal the eager call's bit for bit."""
+    dt = check_fwd.TORCH_DTYPE[kf.dtype]
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    lens = [300, 17, 129]
+    q = check_fwd.rand((sum(lens), 4, kf.head_dim), dt, gen)
+    k = check_fwd.rand((sum(lens), 2, kf.head_dim), dt, gen)
+    v = check_fwd.rand((sum(lens), 2, kf.head_dim_v), dt, gen)
+    cu = torch.tensor([0, 300, 317, 446], dtype=torch.int32, device="cuda")
+
+    def f(q, k, v, cu):
+        o, lse = flash_attn_varlen_func(q, k, v, cu, cu, 300, 300, causal=kf.causal,
+                                        window_size=(kf.window_left, kf.window_right),
+                                        softcap=kf.softcap, return_attn_probs=True, kernel=kf)
+        return o.float() * 2, lse
+
+    torch._dynamo.reset()
+    eager = f(q, k, v, cu)
+    compiled = torch.compile(f, fullgraph=True)
+    got = compiled(q, k, v, cu)
+    torch.cuda.synchronize()
+    ok = torch.equal(eager[0], got[0]) and torch.equal(eager[1], got[1])
+    graph = torch._dynamo.explain(f)(q, k, v, cu)
+    ok = ok and graph.graph_break_count == 0
+    return dict(kernel=kf.kernel, case="torch.compile(fullgraph=True) == eager", ok=bool(ok),
+                error=None if ok else f"graph breaks {graph.graph_break_count}")
+
+
 def main():
     a = check_fwd.parse_args(__doc__.split("\n\n")[0], "small cases (for compute-sanitizer)")
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -187,6 +217,14 @@ def main():
     print(f"seed {a.seed}; {len(kernels)} kernel(s)")
     results, sass = [], {}
     t0 = time.time()
+    if not a.sanitize:
+        try:
+            r = check_compiled(kernels[0])
+        except Exception:
+            traceback.print_exc()
+            r = dict(kernel=kernels[0].kernel, case="torch.compile", ok=False, error="exception")
+        results.append(r)
+        print(("PASS " if r["ok"] else "FAIL ") + f"{r['case']}: {r.get('error')}", flush=True)
     for i, kf in enumerate(kernels):
         print(f"== {kf.describe()}", flush=True)
         for j, case in enumerate(SANITIZE_CASES if a.sanitize else CASES):
