@@ -1,7 +1,9 @@
 #!/bin/bash
 # One GPU-machine session for the compiled FA3 kernels: build libfa3rt.so, check
-# every kernel of a directory against an fp32 reference, compute-sanitizer
-# memcheck + racecheck on small cases, SASS check (inside check_fwd.py), and the
+# every kernel of a directory against an fp32 reference (check_fwd.py; the
+# packed variable-length ones, facts `varlen 1`, with check_varlen.py),
+# compute-sanitizer memcheck + racecheck + synccheck on small cases, SASS check
+# (inside both checks), and the
 # benchmark beside cuDNN / FlashAttention-2. Logs and results go to $OUT.
 #
 # From the repo root, through the device tool (the machine has no MLIR: the
@@ -46,10 +48,23 @@ echo "kernels in $FA3_KERNEL_DIR:"; ls -l "$FA3_KERNEL_DIR"
 stage "build libfa3rt.so"
 make -C runtime -B CFLAGS="-O2" || { fail "runtime build"; return 1; }
 
+# which kinds of kernel the directory holds: fixed-length ones (check_fwd.py)
+# and packed variable-length ones (facts `varlen 1`: check_varlen.py)
+has_fixed=$(grep -L '^varlen 1' "$FA3_KERNEL_DIR"/*.facts 2>/dev/null | head -n 1)
+has_varlen=$(grep -l '^varlen 1' "$FA3_KERNEL_DIR"/*.facts 2>/dev/null | head -n 1)
+
 if [ "${SKIP_CHECK:-0}" != 1 ]; then
-  stage "correctness (test/gpu/check_fwd.py)"
-  timeout "${T_CHECK:-150}" python3 test/gpu/check_fwd.py "$FA3_KERNEL_DIR" --out "$OUT" \
-    || fail "check_fwd (rc $?)"
+  if [ -n "$has_fixed" ]; then
+    stage "correctness (test/gpu/check_fwd.py)"
+    timeout "${T_CHECK:-150}" python3 test/gpu/check_fwd.py "$FA3_KERNEL_DIR" --out "$OUT" \
+      || fail "check_fwd (rc $?)"
+  fi
+  if [ -n "$has_varlen" ]; then
+    stage "correctness, variable lengths (test/gpu/check_varlen.py)"
+    timeout "${T_CHECK:-150}" python3 test/gpu/check_varlen.py "$FA3_KERNEL_DIR" --out "$OUT" \
+      > "$OUT/check_varlen.log" 2>&1 || fail "check_varlen (rc $?)"
+    grep -E '^(FAIL|PASS torch)|check_varlen:' "$OUT/check_varlen.log"
+  fi
 fi
 
 if [ "${SKIP_SANITIZE:-0}" != 1 ]; then
@@ -66,6 +81,16 @@ if [ "${SKIP_SANITIZE:-0}" != 1 ]; then
       --command "compute-sanitizer --tool $tool python3 test/gpu/check_fwd.py $skdir --sanitize" \
       > /dev/null
     grep -E '^(PASS|FAIL)|SUMMARY|check_fwd:' "$OUT/$tool.log"
+    if grep -lq '^varlen 1' "$skdir"/*.facts 2>/dev/null; then
+      # the variable-length kernels too (their log beside; the table of
+      # record is check_fwd's run)
+      PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout "${T_SAN:-180}" compute-sanitizer --tool $tool \
+        python3 test/gpu/check_varlen.py "$skdir" --sanitize > "$OUT/$tool-varlen.log" 2>&1 \
+        || fail "$tool on the varlen kernels (rc $?)"
+      grep -E 'SUMMARY|check_varlen:' "$OUT/$tool-varlen.log"
+      grep -qE 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards' "$OUT/$tool-varlen.log" \
+        || fail "$tool reported errors on the varlen kernels"
+    fi
     if [ $rc != 0 ]; then fail "$tool (rc $rc)"; tail -n 30 "$OUT/$tool.log"; fi
     if [ $tool != racecheck ]; then
       grep -q 'ERROR SUMMARY: 0 errors' "$OUT/$tool.log" || fail "$tool reported errors"
