@@ -339,6 +339,29 @@ def flash_attn_func(q, k, v, softmax_scale: Optional[float] = None, causal: bool
                       kernel_dir, kernel, out, lse_out, jit)
 
 
+def _copied_out(o, lse, out, lse_out, return_lse):
+    """A custom op's (o, lse) as the caller asked: copied into `out` /
+    `lse_out` where given (lse_out implies returning lse)."""
+    if out is not None:
+        out.copy_(o)
+        o = out
+    if lse_out is not None:
+        lse_out.copy_(lse)
+        lse, return_lse = lse_out, True
+    return (o, lse) if return_lse else o
+
+
+def _outputs(torch, q, o_shape, lse_shape, out, lse_out, return_lse):
+    """The eager paths' o (`out` or a new tensor of o_shape), lse (`lse_out`,
+    a new float32 tensor of lse_shape when return_lse, else None) and
+    whether lse is returned."""
+    o = torch.empty(o_shape, dtype=q.dtype, device=q.device) if out is None else out
+    if lse_out is not None:
+        return o, lse_out, True
+    lse = torch.empty(lse_shape, dtype=torch.float32, device=q.device) if return_lse else None
+    return o, lse, return_lse
+
+
 def _compiled_fwd(torch, q, k, v, softmax_scale, causal, window_size, softcap, return_lse,
                   kernel_dir, kernel, out, lse_out, jit):
     """flash_attn_func as Dynamo traces it: the checks, then the custom op."""
@@ -351,13 +374,7 @@ def _compiled_fwd(torch, q, k, v, softmax_scale, causal, window_size, softcap, r
         q, k, v, None if softmax_scale is None else float(softmax_scale), bool(causal),
         list(window_size), float(softcap), _op_path(kernel_dir),
         None if kernel is None else _op_path(kernel.facts_path), jit)
-    if out is not None:
-        out.copy_(o)
-        o = out
-    if lse_out is not None:
-        lse_out.copy_(lse)
-        lse, return_lse = lse_out, True
-    return (o, lse) if return_lse else o
+    return _copied_out(o, lse, out, lse_out, return_lse)
 
 
 def _eager_fwd(torch, q, k, v, softmax_scale, causal, window_size, softcap, return_lse,
@@ -375,12 +392,8 @@ def _eager_fwd(torch, q, k, v, softmax_scale, causal, window_size, softcap, retu
     # TMA reads rows of D contiguous elements: make the last dim contiguous
     q, k, v = [t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v)]
     _check_out(torch, q, out, lse_out, B, Sq, Hq, Dv)
-    o = torch.empty((B, Sq, Hq, Dv), dtype=q.dtype, device=q.device) if out is None else out
-    if lse_out is not None:
-        lse, return_lse = lse_out, True
-    else:
-        lse = (torch.empty((B, Hq, Sq), dtype=torch.float32, device=q.device)
-               if return_lse else None)
+    o, lse, return_lse = _outputs(torch, q, (B, Sq, Hq, Dv), (B, Hq, Sq), out, lse_out,
+                                  return_lse)
 
     counter = _graph_tile_counter(torch, kobj, q.device)
     args = runtime.fwd_args(runtime.tensor(q.data_ptr(), *_bhsd(q), name="q"),
@@ -529,13 +542,7 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: in
             None if softmax_scale is None else float(softmax_scale), bool(causal),
             list(window_size), float(softcap), _op_path(kernel_dir),
             None if kernel is None else _op_path(kernel.facts_path), jit)
-        if out is not None:
-            out.copy_(o)
-            o = out
-        if lse_out is not None:
-            lse_out.copy_(lse)
-            lse, return_attn_probs = lse_out, True
-        return (o, lse) if return_attn_probs else o
+        return _copied_out(o, lse, out, lse_out, return_attn_probs)
     return _eager_varlen(torch, q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_k, max_seqlen_q,
                          softmax_scale, causal, window_size, softcap, return_attn_probs,
                          kernel_dir, kernel, jit, out, lse_out)
@@ -553,12 +560,7 @@ def _eager_varlen(torch, q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_k, max_seq
     dev = q.device.index if q.device.index is not None else torch.cuda.current_device()
     kobj = _launchable_kernel(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit,
                               dev, torch.cuda.device, varlen=True)
-    o = torch.empty((Tq, Hq, Dv), dtype=q.dtype, device=q.device) if out is None else out
-    if lse_out is not None:
-        lse, return_lse = lse_out, True
-    else:
-        lse = (torch.empty((Hq, Tq), dtype=torch.float32, device=q.device)
-               if return_lse else None)
+    o, lse, return_lse = _outputs(torch, q, (Tq, Hq, Dv), (Hq, Tq), out, lse_out, return_lse)
     if B and Tq and max_seqlen_q and not Tk:
         # No keys at all: every row sees none (o = 0, lse = -inf); the
         # kernel's K/V tensor maps cannot describe an empty tensor.

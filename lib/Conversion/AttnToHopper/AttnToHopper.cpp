@@ -125,13 +125,21 @@ std::optional<PackedView> matchPackedView(Value v, Block *entry) {
   return PackedView{arg, row, size};
 }
 
+/// The element of a 1-D i32 array that `idx` is: index_cast(memref.load
+/// %array[%i]) (buildSequenceBounds), or null.
+memref::LoadOp arrayElement(Value idx) {
+  auto cast = idx.getDefiningOp<arith::IndexCastOp>();
+  auto load = cast ? cast.getIn().getDefiningOp<memref::LoadOp>() : nullptr;
+  if (!load || load.getIndices().size() != 1 || !load.getType().isInteger(32))
+    return nullptr;
+  return load;
+}
+
 /// The i32 array argument that `idx` reads at `at`:
 /// index_cast(memref.load %array[%at]).
 BlockArgument loadedAt(Value idx, Value at, Block *entry) {
-  auto cast = idx.getDefiningOp<arith::IndexCastOp>();
-  auto load = cast ? cast.getIn().getDefiningOp<memref::LoadOp>() : nullptr;
-  if (!load || load.getIndices().size() != 1 || load.getIndices()[0] != at ||
-      !load.getType().isInteger(32))
+  memref::LoadOp load = arrayElement(idx);
+  if (!load || load.getIndices()[0] != at)
     return BlockArgument();
   auto arg = dyn_cast<BlockArgument>(load.getMemRef());
   return arg && arg.getOwner() == entry ? arg : BlockArgument();
@@ -142,14 +150,10 @@ BlockArgument loadedAt(Value idx, Value at, Block *entry) {
 bool isLengthAt(Value n, Value first, BlockArgument array, Value s,
                 Block *entry) {
   auto sub = n.getDefiningOp<arith::SubIOp>();
-  if (!sub || sub.getRhs() != first)
-    return false;
-  auto cast = sub.getLhs().getDefiningOp<arith::IndexCastOp>();
-  auto load = cast ? cast.getIn().getDefiningOp<memref::LoadOp>() : nullptr;
-  auto next = load && load.getIndices().size() == 1
-                  ? load.getIndices()[0].getDefiningOp<arith::AddIOp>()
-                  : nullptr;
-  return next && next.getLhs() == s &&
+  memref::LoadOp load = sub ? arrayElement(sub.getLhs()) : nullptr;
+  auto next = load ? load.getIndices()[0].getDefiningOp<arith::AddIOp>()
+                   : nullptr;
+  return next && sub.getRhs() == first && next.getLhs() == s &&
          getConstantIntValue(next.getRhs()) == 1 &&
          loadedAt(sub.getLhs(), next, entry) == array;
 }

@@ -108,10 +108,6 @@ bool decide(Toggle t, bool isAuto) {
 /// fastest on the H200 (bench/NOTES.md, Defaults).
 void chooseConfig(KernelConfig &cfg, bool fullMask,
                   const AttnHopperConfigOptions &o) {
-  // A packed variable-length batch (cfg.varlen) takes no clusters (the
-  // CTAs of a pair would take m-blocks of sequences of different lengths),
-  // whatever the options say.
-  const bool fixedLength = !cfg.varlen;
   // The rules key on the larger head dim (the O accumulator's registers
   // and the tiles' shared memory grow with either); where D = Dv, it is
   // the head dim.
@@ -189,7 +185,10 @@ void chooseConfig(KernelConfig &cfg, bool fullMask,
   // it with a causal or window mask and where the 64-column boxes do not
   // split evenly between the two CTAs (head dim 64 and 192); the facts'
   // cluster_m says where it did.
-  cfg.clusterM = fixedLength && decide(o.kvMulticast, cfg.persistent) ? 2 : 1;
+  // A packed variable-length batch takes none, whatever the options say:
+  // the CTAs of a pair would take m-blocks of sequences of different
+  // lengths.
+  cfg.clusterM = !cfg.varlen && decide(o.kvMulticast, cfg.persistent) ? 2 : 1;
   if (cfg.clusterM == 2 && !checkSupported(cfg).empty())
     cfg.clusterM = 1;
 }
@@ -264,37 +263,35 @@ struct AttnHopperConfigPass
   /// Records the configuration of one attention (either form).
   template <typename OpT>
   WalkResult configure(OpT op, const AttnHopperConfigOptions &opts) {
-    {
-      if (!op.hasBufferSemantics()) {
-        op.emitOpError("attn-hopper-config needs the memref form: run "
-                       "--one-shot-bufferize=\"bufferize-function-boundaries "
-                       "function-boundary-type-conversion=identity-layout-map\" "
-                       "first, or --attn-hopper-pipeline, which bufferizes");
-        return WalkResult::interrupt();
-      }
-      // At the attention's location, as convert-attn-to-hopper reports.
-      auto fail = [&](const Twine &why) {
-        mlir::emitError(op.getLoc(), "cannot generate the Hopper kernel: ")
-            << why;
-        return WalkResult::interrupt();
-      };
-      std::string why = checkOperands(op.getQuery(), op.getKey(),
-                                      op.getValue(), op.getOut());
-      if (!why.empty())
-        return fail(why);
-      int64_t left = op.getWindowLeft(), right = op.getWindowRight();
-      KernelConfig cfg = attentionFacts(
-          cast<MemRefType>(op.getQuery().getType()),
-          cast<MemRefType>(op.getValue().getType()), left, right);
-      cfg.varlen = isa<FlashAttentionVarlenOp>(op.getOperation());
-      chooseConfig(cfg, left < 0 && right < 0, opts);
-      why = checkSupported(cfg);
-      if (!why.empty())
-        return fail("unsupported " + why);
-      op->setAttr(HopperConfigAttr::kAttrName,
-                  recordConfig(op.getContext(), cfg));
-      return WalkResult::advance();
+    if (!op.hasBufferSemantics()) {
+      op.emitOpError("attn-hopper-config needs the memref form: run "
+                     "--one-shot-bufferize=\"bufferize-function-boundaries "
+                     "function-boundary-type-conversion=identity-layout-map\" "
+                     "first, or --attn-hopper-pipeline, which bufferizes");
+      return WalkResult::interrupt();
     }
+    // At the attention's location, as convert-attn-to-hopper reports.
+    auto fail = [&](const Twine &why) {
+      mlir::emitError(op.getLoc(), "cannot generate the Hopper kernel: ")
+          << why;
+      return WalkResult::interrupt();
+    };
+    std::string why = checkOperands(op.getQuery(), op.getKey(),
+                                    op.getValue(), op.getOut());
+    if (!why.empty())
+      return fail(why);
+    int64_t left = op.getWindowLeft(), right = op.getWindowRight();
+    KernelConfig cfg = attentionFacts(
+        cast<MemRefType>(op.getQuery().getType()),
+        cast<MemRefType>(op.getValue().getType()), left, right);
+    cfg.varlen = isa<FlashAttentionVarlenOp>(op.getOperation());
+    chooseConfig(cfg, left < 0 && right < 0, opts);
+    why = checkSupported(cfg);
+    if (!why.empty())
+      return fail("unsupported " + why);
+    op->setAttr(HopperConfigAttr::kAttrName,
+                recordConfig(op.getContext(), cfg));
+    return WalkResult::advance();
   }
 };
 } // namespace

@@ -497,7 +497,7 @@ private:
   Value packedRow(Value base, Value row) {
     return base ? bin<arith::AddIOp>(base, row) : row;
   }
-  Value packedBatch(const Tile &t) { return cfg.varlen ? i32(0) : t.bidx; }
+  Value packedBatch(Value bidx) { return cfg.varlen ? i32(0) : bidx; }
   /// The m-blocks of the tile grid: of the longest sequence in a packed
   /// batch.
   Value gridRows() { return param(cfg.varlen ? "maxSeqlenQ" : "Sq"); }
@@ -516,6 +516,9 @@ private:
     auto empty = ifElse(
         inRange, TypeRange{i1T},
         [&]() -> SmallVector<Value> {
+          // Decoded here and again, for a live tile, in the tile loop's
+          // body: carrying the decoded tile across the loop would hold it
+          // in the producer's 24 registers (see producer()).
           TileCoords c = coords(cur, numM);
           fa3::attn::SequenceBounds seq = sequence(c.bidx, /*warpUniform=*/false);
           Value none = cmpi(CmpIPredicate::sge, c.m0, seq.sq);
@@ -712,14 +715,11 @@ void KernelBuilder::epilogue(Value m, Value l, Value o, const TileCoords &c,
   // sequence's end, at the sequence's rows of o and lse ([Hq, Tq]: the
   // head's stride is the parameter Sq, the packed rows).
   Value localRow0 = row0;
-  Value bound = sq, batch = c.bidx, lseStride, tileRow = c.m0;
-  if (cfg.varlen) {
-    row0 = packedRow(seqQ0, row0);
-    bound = packedRow(seqQ0, sq);
-    batch = i32(0);
-    lseStride = param("Sq");
-    tileRow = packedRow(seqQ0, c.m0);
-  }
+  row0 = packedRow(seqQ0, row0);
+  Value bound = packedRow(seqQ0, sq);
+  Value batch = packedBatch(c.bidx);
+  Value lseStride = cfg.varlen ? param("Sq") : Value();
+  Value tileRow = packedRow(seqQ0, c.m0);
   auto storeTma = [&] {
     // A persistent CTA stages the next tile's O in the same buffer: its own
     // buffer must have been read by the previous store (wait_previous); Q's
@@ -799,7 +799,7 @@ void KernelBuilder::producer(Value cta) {
     }
     // the Q tile (hopper-async-copy writes its TMA transfer)
     Value qrow = packedRow(tl.q0, tl.m0);
-    Value batch = packedBatch(tl);
+    Value batch = packedBatch(tl.bidx);
     loadTile(param("mapQ"), qrow, tl.head, batch, qRing, q.k, cfg.blockM,
              cfg.tileD());
     // K/V rings, continued across tiles: ring slot u = g + t for kv block t
