@@ -20,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelBuilder.h"
+#include "BuilderBase.h"
 #include "fa3/Conversion/HopperSupport.h"
 #include "fa3/Dialect/Attn/Utils/LoweringUtils.h"
 #include "fa3/Dialect/Hopper/IR/HopperDialect.h"
@@ -59,37 +60,15 @@ int64_t consumerRegs(const KernelConfig &cfg) {
   return std::min<int64_t>(240, perThread / 8 * 8);
 }
 
-/// wgmma shared-memory descriptor constant part: LBO, SBO, 128B swizzle.
-int64_t descConst(int64_t lbo, int64_t sbo) {
-  uint64_t v = (uint64_t(lbo >> 4) << 16) | (uint64_t(sbo >> 4) << 32) |
-               (uint64_t(1) << 62);
-  return static_cast<int64_t>(v);
-}
-
-/// A double as %.17g (exact), the key of an f32 constant.
-std::string f32Key(double v) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << llvm::format("%.17g", v);
-  if (s.find_first_of(".eEn") == std::string::npos)
-    s += ".0";
-  return s;
-}
-
-class KernelBuilder {
+class KernelBuilder : BuilderBase {
 public:
   KernelBuilder(OpBuilder &b, Location loc, const KernelConfig &cfg)
-      : b(b), loc(loc), ctx(b.getContext()), cfg(cfg) {
+      : BuilderBase(b, loc), cfg(cfg) {
     // The pass switches ping-pong off unless there are two consumers.
     assert((!cfg.pingpong || cfg.consumers() == 2) &&
            "ping-pong alternates between two consumer warpgroups");
     lay = computeSmemLayout(cfg);
-    i1T = b.getI1Type();
-    i32T = b.getI32Type();
-    i64T = b.getI64Type();
-    f32T = b.getF32Type();
     et = cfg.dtype == "bf16" ? Type(b.getBF16Type()) : Type(b.getF16Type());
-    smemPtrT = LLVM::LLVMPointerType::get(ctx, 3);
     fragS = FragmentType::get(ctx, {64, cfg.blockN}, f32T);
     fragP = FragmentType::get(ctx, {64, cfg.blockN}, et);
     fragO = FragmentType::get(ctx, {64, cfg.tileDv()}, f32T);
@@ -100,12 +79,9 @@ public:
   gpu::GPUFuncOp build(gpu::GPUModuleOp m);
 
 private:
-  OpBuilder &b;
-  Location loc;
-  MLIRContext *ctx;
   const KernelConfig &cfg;
   SmemLayout lay;
-  Type i1T, i32T, i64T, f32T, et, smemPtrT;
+  Type et;
   // A consumer warpgroup's fragments: S (64 x block_n), P as the register A
   // operand of P V, O (64 x the V tile's width), and one value per row. At
   // Dv 96 a 96-wide O (P V over 1.5 swizzle atoms of V, a partial last box
@@ -113,107 +89,6 @@ private:
   // causal tiles (bench/NOTES.md, Log: "96-wide O"), so O stays 128 wide.
   // (The direct store then writes only the tensor's columns.)
   FragmentType fragS, fragP, fragO, fragRows;
-  /// The kernel's entry block and its parameters by name (kKernelParams).
-  Block *entry = nullptr;
-  llvm::StringMap<Value> params;
-  Value param(llvm::StringRef name) {
-    Value v = params.lookup(name);
-    assert(v && "no such kernel parameter");
-    return v;
-  }
-
-  // --- constants and arithmetic ---------------------------------------------
-  // Constants are keyed by type and value and gathered at the top of the
-  // kernel in key order (hoistConstants), so the order in which the builder
-  // first asks for them (which can differ between compilers where two
-  // requests share one expression) does not change the IR.
-  std::map<std::string, Operation *> consts;
-  Value cst(const std::string &key, TypedAttr value) {
-    auto it = consts.find(key);
-    if (it != consts.end())
-      return it->second->getResult(0);
-    OpBuilder cb = OpBuilder::atBlockBegin(entry);
-    Operation *c = arith::ConstantOp::create(cb, loc, value);
-    consts[key] = c;
-    return c->getResult(0);
-  }
-  void hoistConstants() {
-    Operation *prev = nullptr;
-    for (auto &[key, c] : consts) {
-      if (prev)
-        c->moveAfter(prev);
-      else
-        c->moveBefore(entry, entry->begin());
-      prev = c;
-    }
-  }
-  Value i32(int64_t v) {
-    return cst("i32:" + std::to_string(v), b.getI32IntegerAttr(v));
-  }
-  Value i64(int64_t v) {
-    return cst("i64:" + std::to_string(v), b.getI64IntegerAttr(v));
-  }
-  Value f32(double v) {
-    return cst("f32:" + f32Key(v), b.getF32FloatAttr(static_cast<float>(v)));
-  }
-  Value f32Bits(uint32_t bits) {
-    std::string key;
-    llvm::raw_string_ostream os(key);
-    os << "f32:0x" << llvm::format_hex_no_prefix(bits, 8, /*Upper=*/true);
-    APFloat v(APFloat::IEEEsingle(), APInt(32, bits));
-    return cst(key, FloatAttr::get(f32T, v));
-  }
-  template <typename OpT> Value bin(Value x, Value y) {
-    return OpT::create(b, loc, x, y);
-  }
-  Value cmpi(CmpIPredicate pred, Value x, Value y) {
-    return arith::CmpIOp::create(b, loc, pred, x, y);
-  }
-  Value ext64(Value v) { return arith::ExtUIOp::create(b, loc, i64T, v); }
-
-  // --- shared memory ----------------------------------------------------------
-  Value smemPtr(Value base, int64_t off) {
-    return LLVM::GEPOp::create(b, loc, smemPtrT, b.getI8Type(), base,
-                               ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(off)});
-  }
-  Value smemPtr(Value base, Value off) {
-    return LLVM::GEPOp::create(b, loc, smemPtrT, b.getI8Type(), base,
-                               ArrayRef<LLVM::GEPArg>{off});
-  }
-  Value ptrToI32(Value p) { return LLVM::PtrToIntOp::create(b, loc, i32T, p); }
-  /// `asm volatile` in AT&T dialect; `res` null for none.
-  Value inlineAsm(Type res, ValueRange operands, llvm::StringRef text,
-                  llvm::StringRef constraints) {
-    auto op = LLVM::InlineAsmOp::create(
-        b, loc, res, operands, text, constraints, /*has_side_effects=*/true,
-        /*is_align_stack=*/false, LLVM::tailcallkind::TailCallKind::None,
-        LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
-        /*operand_attrs=*/ArrayAttr());
-    return res ? op.getResult(0) : Value();
-  }
-
-  // --- structured control flow ------------------------------------------------
-  /// scf.if without results: builds `then` into its block.
-  template <typename Fn> void ifThen(Value cond, Fn then) {
-    auto op = scf::IfOp::create(b, loc, TypeRange{}, cond,
-                                /*withElseRegion=*/false);
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPoint(op.thenBlock()->getTerminator());
-    then();
-  }
-  /// scf.if with results: each arm returns the values it yields.
-  template <typename Then, typename Else>
-  scf::IfOp ifElse(Value cond, TypeRange types, Then then, Else otherwise) {
-    auto op = scf::IfOp::create(b, loc, types, cond, /*withElseRegion=*/true);
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToEnd(op.thenBlock());
-    SmallVector<Value> t = then();
-    scf::YieldOp::create(b, loc, t);
-    b.setInsertionPointToEnd(op.elseBlock());
-    SmallVector<Value> e = otherwise();
-    scf::YieldOp::create(b, loc, e);
-    return op;
-  }
 
   // The named barriers are hopper ops (a kind and a consumer index; their
   // ids are assigned by the dialect). Ping-pong's turns are a pass of their
@@ -341,11 +216,6 @@ private:
     // and wgmma-descriptor math derived from it would move to per-thread
     // registers (an R2UR before every wgmma).
     return laneZero(w);
-  }
-  /// Lane 0's `v` in every lane of the warp (shfl.sync.idx).
-  Value laneZero(Value v) {
-    return NVVM::ShflOp::create(b, loc, i32T, i32(-1), v, i32(0), i32(31),
-                                NVVM::ShflKind::idx, UnitAttr());
   }
 
   /// The persistent tile loop (scf.while) that openTileLoop opened.
@@ -553,7 +423,6 @@ private:
   }
 
   // --- kernel pieces --------------------------------------------------------
-  Value descBase(Value smem, Value offI32, int64_t constPart);
   /// The wgmma descriptor of K or V (ring r of `stageBytes` stages, first
   /// stage's descriptor desc0) in slot u's stage.
   Value stageDesc(Value r, Value u, Value desc0, int64_t stageBytes);
@@ -686,14 +555,6 @@ std::string fa3::hopper::checkSupported(const KernelConfig &cfg) {
 
 
 
-Value KernelBuilder::descBase(Value smem, Value offI32, int64_t constPart) {
-  Value p = smemPtr(smem, offI32);
-  Value a = ptrToI32(p);
-  a = bin<arith::AndIOp>(a, i32(0x3FFFF));
-  a = bin<arith::ShRUIOp>(a, i32(4));
-  a = ext64(a);
-  return bin<arith::OrIOp>(a, i64(constPart));
-}
 
 Value KernelBuilder::stageDesc(Value r, Value u, Value desc0,
                                int64_t stageBytes) {

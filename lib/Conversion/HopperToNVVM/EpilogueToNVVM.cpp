@@ -65,6 +65,30 @@ Value roundedPair(OpBuilder &b, Location loc, Value o, int64_t idx, Value inv,
   return arith::TruncFOp::create(b, loc, VectorType::get({2}, et), v);
 }
 
+/// The thread's first element of `row` in a global tile addressed by
+/// batch, row and head strides (elements) and unit column stride:
+/// ptr + (b sB + row sS + head sH + colbase) elemBytes. Adaptor: of an op
+/// with ptr, stride_batch/row/head, head and batch.
+template <typename Adaptor>
+Value rowPointer(OpBuilder &b, Location loc, Adaptor a, Value row,
+                 const ThreadPlace &tp, int64_t elemBytes) {
+  Type i64 = b.getI64Type();
+  Value b64 = arith::ExtSIOp::create(b, loc, i64, a.getBatch());
+  Value t = arith::MulIOp::create(b, loc, b64, a.getStrideBatch());
+  Value r64 = arith::ExtSIOp::create(b, loc, i64, row);
+  Value rs = arith::MulIOp::create(b, loc, r64, a.getStrideRow());
+  t = arith::AddIOp::create(b, loc, t, rs);
+  Value h64 = arith::ExtSIOp::create(b, loc, i64, a.getHead());
+  Value hs = arith::MulIOp::create(b, loc, h64, a.getStrideHead());
+  t = arith::AddIOp::create(b, loc, t, hs);
+  Value c64 = arith::ExtUIOp::create(b, loc, i64, tp.colbase);
+  t = arith::AddIOp::create(b, loc, t, c64);
+  Value eb = i64Const(b, loc, elemBytes);
+  t = arith::MulIOp::create(b, loc, t, eb);
+  return LLVM::GEPOp::create(b, loc, a.getPtr().getType(), b.getI8Type(),
+                             a.getPtr(), ValueRange{t});
+}
+
 /// A new scf.if on `cond` (no results, no else); the builder's insertion
 /// point moves into its then-block (callers hold an InsertionGuard).
 void openIf(OpBuilder &b, Location loc, Value cond) {
@@ -202,9 +226,7 @@ struct StoreODirectLowering : OpConversionPattern<StoreODirectOp> {
     Location loc = op.getLoc();
     Type et = op.getOutType();
     const int64_t elemBytes = et.getIntOrFloatBitWidth() / 8;
-    Value ptr = adaptor.getPtr();
-    auto ptrT = cast<LLVM::LLVMPointerType>(ptr.getType());
-    Type i64 = rewriter.getI64Type();
+    auto ptrT = cast<LLVM::LLVMPointerType>(adaptor.getPtr().getType());
     ThreadPlace tp = threadPlace(rewriter, loc);
     SmallVector<Value> inv = unpack(rewriter, loc, adaptor.getInv());
     std::array<Value, 2> rows = threadRows(rewriter, loc, adaptor.getRow0(), tp);
@@ -217,21 +239,7 @@ struct StoreODirectLowering : OpConversionPattern<StoreODirectOp> {
           rewriter, loc, arith::CmpIPredicate::slt, rows[i], adaptor.getBound());
       OpBuilder::InsertionGuard guard(rewriter);
       openIf(rewriter, loc, inBounds);
-      // element offset b*sB + row*sS + head*sH + colbase, in bytes
-      Value b64 = arith::ExtSIOp::create(rewriter, loc, i64, adaptor.getBatch());
-      Value t = arith::MulIOp::create(rewriter, loc, b64, adaptor.getStrideBatch());
-      Value r64 = arith::ExtSIOp::create(rewriter, loc, i64, rows[i]);
-      Value rs = arith::MulIOp::create(rewriter, loc, r64, adaptor.getStrideRow());
-      t = arith::AddIOp::create(rewriter, loc, t, rs);
-      Value h64 = arith::ExtSIOp::create(rewriter, loc, i64, adaptor.getHead());
-      Value hs = arith::MulIOp::create(rewriter, loc, h64, adaptor.getStrideHead());
-      t = arith::AddIOp::create(rewriter, loc, t, hs);
-      Value c64 = arith::ExtUIOp::create(rewriter, loc, i64, tp.colbase);
-      t = arith::AddIOp::create(rewriter, loc, t, c64);
-      Value eb = i64Const(rewriter, loc, elemBytes);
-      t = arith::MulIOp::create(rewriter, loc, t, eb);
-      Value prow = LLVM::GEPOp::create(rewriter, loc, ptrT,
-                                       rewriter.getI8Type(), ptr, ValueRange{t});
+      Value prow = rowPointer(rewriter, loc, adaptor, rows[i], tp, elemBytes);
       for (int64_t k = 0; k < blocks; ++k) {
         Value v = roundedPair(rewriter, loc, o, 4 * k + 2 * i, inv[i], et);
         Value p = prow;
@@ -241,6 +249,43 @@ struct StoreODirectLowering : OpConversionPattern<StoreODirectOp> {
               ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(k * 8 * elemBytes)});
         LLVM::StoreOp::create(rewriter, loc, v, p, /*alignment=*/4);
       }
+    }
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// Per row of the thread below the bound, one red.global.add.f32 per
+/// register (columns colbase + 8k + e).
+struct ReduceAddLowering : OpConversionPattern<ReduceAddOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ReduceAddOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto ptrT = cast<LLVM::LLVMPointerType>(adaptor.getPtr().getType());
+    ThreadPlace tp = threadPlace(rewriter, loc);
+    std::array<Value, 2> rows = threadRows(rewriter, loc, adaptor.getRow0(), tp);
+    Value t = adaptor.getTile();
+    const int64_t blocks = op.getTile().getType().getColumns() / 8;
+    for (int64_t i = 0; i < 2; ++i) {
+      Value inBounds = arith::CmpIOp::create(
+          rewriter, loc, arith::CmpIPredicate::slt, rows[i], adaptor.getBound());
+      OpBuilder::InsertionGuard guard(rewriter);
+      openIf(rewriter, loc, inBounds);
+      Value prow = rowPointer(rewriter, loc, adaptor, rows[i], tp, 4);
+      for (int64_t k = 0; k < blocks; ++k)
+        for (int64_t e = 0; e < 2; ++e) {
+          Value v = reg(rewriter, loc, t, 4 * k + 2 * i + e);
+          Value p = prow;
+          if (k || e)
+            p = LLVM::GEPOp::create(
+                rewriter, loc, ptrT, rewriter.getI8Type(), prow,
+                ArrayRef<LLVM::GEPArg>{static_cast<int32_t>((8 * k + e) * 4)});
+          inlineAsm(rewriter, loc, Type(), ValueRange{p, v},
+                    "red.global.add.f32 [$0], $1;", "l,f",
+                    /*sideEffects=*/true);
+        }
     }
     rewriter.eraseOp(op);
     return success();
@@ -378,5 +423,6 @@ struct StoreOTmaLowering : OpConversionPattern<StoreOTmaOp> {
 void fa3::hopper::populateEpilogueToNVVMPatterns(
     const TypeConverter &converter, RewritePatternSet &patterns) {
   patterns.add<FinalizeRowsLowering, StoreLseLowering, StoreODirectLowering,
-               StoreOTmaLowering>(converter, patterns.getContext());
+               ReduceAddLowering, StoreOTmaLowering>(converter,
+                                                     patterns.getContext());
 }

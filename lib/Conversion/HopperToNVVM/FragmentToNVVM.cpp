@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Patterns.h"
+#include "fa3/Dialect/Attn/Utils/LoweringUtils.h"
 #include "fa3/Dialect/Attn/Utils/OnlineSoftmax.h"
 #include "fa3/Dialect/Hopper/IR/HopperDialect.h"
 
@@ -176,9 +177,11 @@ NVVM::WGMMATypes wgmmaType(Type t) {
 // Warpgroup MMA
 //===----------------------------------------------------------------------===//
 
-/// The k-steps of A B^T, both K-major in boxes of 64 columns: k-step kk
-/// reads column 16 kk, i.e. box 16 kk / 64 at byte (16 kk % 64) x 2 of
-/// its rows; descriptors count 16-byte units.
+/// The k-steps of A B^T, K-major in boxes of 64 columns: k-step kk reads
+/// column 16 kk, i.e. box 16 kk / 64 at byte (16 kk % 64) x 2 of its rows;
+/// an MN-major operand's k-step kk is its rows 16 kk .. (2048 kk bytes
+/// on). Descriptors count 16-byte units. (wgmma's layout names: A K-major
+/// is "row", B K-major "col".)
 struct WgmmaSSLowering : OpConversionPattern<WgmmaSSOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -196,8 +199,13 @@ struct WgmmaSSLowering : OpConversionPattern<WgmmaSSOp> {
     const int64_t ksteps = static_cast<int64_t>(op.getK()) / kKStep;
     for (int64_t kk = 0; kk < ksteps; ++kk) {
       int64_t col = kk * kKStep;
-      int64_t aOff = (col / boxCols) * op.getABoxBytes() + (col % boxCols) * elemBytes;
-      int64_t bOff = (col / boxCols) * op.getBBoxBytes() + (col % boxCols) * elemBytes;
+      // K-major: column col of the boxes; MN-major: row col of 128 bytes.
+      auto offset = [&](bool mnMajor, int64_t boxBytes) {
+        return mnMajor ? col * kSwizzleBytes
+                       : (col / boxCols) * boxBytes + (col % boxCols) * elemBytes;
+      };
+      int64_t aOff = offset(op.getAMnMajor(), op.getABoxBytes());
+      int64_t bOff = offset(op.getBMnMajor(), op.getBBoxBytes());
       Value da = adaptor.getDescA(), db = adaptor.getDescB();
       if (aOff) {
         Value units = i64Const(rewriter, loc, aOff >> 4);
@@ -212,7 +220,8 @@ struct WgmmaSSLowering : OpConversionPattern<WgmmaSSOp> {
           NVVM::WGMMATypes::f32,
           kk == 0 ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one,
           NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
-          NVVM::MMALayout::row, NVVM::MMALayout::col,
+          op.getAMnMajor() ? NVVM::MMALayout::col : NVVM::MMALayout::row,
+          op.getBMnMajor() ? NVVM::MMALayout::row : NVVM::MMALayout::col,
           NVVM::MMAIntOverflowAttr());
     }
     NVVM::WgmmaGroupSyncAlignedOp::create(rewriter, loc);
@@ -346,6 +355,8 @@ struct MaskLowering : OpConversionPattern<MaskOp> {
   LogicalResult
   matchAndRewrite(MaskOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    if (op.getTransposed())
+      return lowerTransposed(op, adaptor, rewriter);
     Location loc = op.getLoc();
     ThreadPlace tp = threadPlace(rewriter, loc);
     Value cb = arith::AddIOp::create(rewriter, loc, adaptor.getCol0(), tp.colbase);
@@ -389,6 +400,195 @@ struct MaskLowering : OpConversionPattern<MaskOp> {
       out.push_back(arith::SelectOp::create(rewriter, loc, vis, s[idx], ninf));
     }
     rewriter.replaceOp(op, pack(rewriter, loc, adaptor.getScores().getType(), out));
+    return success();
+  }
+
+  /// S^T: rows are keys, columns queries. Per column of the thread (8k + e
+  /// from its first), the query's visible keys; a score is kept iff its row
+  /// is one of them.
+  LogicalResult lowerTransposed(MaskOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const {
+    Location loc = op.getLoc();
+    ThreadPlace tp = threadPlace(rewriter, loc);
+    Value cb = arith::AddIOp::create(rewriter, loc, adaptor.getCol0(), tp.colbase);
+    Value row0 = arith::AddIOp::create(rewriter, loc, adaptor.getRow0(), tp.row);
+    Value eight = i32Const(rewriter, loc, 8);
+    Value row1 = arith::AddIOp::create(rewriter, loc, row0, eight);
+    Value rows[] = {row0, row1};
+    Type i32 = rewriter.getI32Type();
+    SmallVector<Value> s = unpack(rewriter, loc, adaptor.getScores());
+    Value ninf = f32Const(rewriter, loc, -std::numeric_limits<double>::infinity());
+    SmallVector<Value> out(s.size());
+    const int64_t blocks = op.getScores().getType().getColumns() / 8;
+    for (int64_t k = 0; k < blocks; ++k)
+      for (int64_t e = 0; e < 2; ++e) {
+        Value dc = i32Const(rewriter, loc, 8 * k + e);
+        Value col = arith::AddIOp::create(rewriter, loc, cb, dc);
+        auto call = func::CallOp::create(
+            rewriter, loc, op.getVisibleAttr(), TypeRange{i32, i32},
+            ValueRange{col, adaptor.getSq(), adaptor.getSkv()});
+        for (int64_t i = 0; i < 2; ++i) {
+          int64_t idx = 4 * k + 2 * i + e;
+          Value vis = arith::CmpIOp::create(rewriter, loc,
+                                            arith::CmpIPredicate::slt, rows[i],
+                                            call.getResult(1));
+          if (op.getLeftBounded()) {
+            Value above = arith::CmpIOp::create(
+                rewriter, loc, arith::CmpIPredicate::sge, rows[i],
+                call.getResult(0));
+            vis = arith::AndIOp::create(rewriter, loc, vis, above);
+          }
+          out[idx] = arith::SelectOp::create(rewriter, loc, vis, s[idx], ninf);
+        }
+      }
+    rewriter.replaceOp(op, pack(rewriter, loc, adaptor.getScores().getType(), out));
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// The backward's math
+//===----------------------------------------------------------------------===//
+
+/// Each thread loads its columns (colbase + 8k + e) once, predicated on the
+/// bound (an out-of-range column is never read); both of its rows take
+/// the register.
+struct LoadColumnsLowering : OpConversionPattern<LoadColumnsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(LoadColumnsOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    ThreadPlace tp = threadPlace(rewriter, loc);
+    Type i64 = rewriter.getI64Type();
+    Value cb = arith::AddIOp::create(rewriter, loc, adaptor.getCol0(), tp.colbase);
+    Value cb64 = arith::ExtSIOp::create(rewriter, loc, i64, cb);
+    Value first = arith::AddIOp::create(rewriter, loc, adaptor.getBase(), cb64);
+    auto ptrT = cast<LLVM::LLVMPointerType>(adaptor.getPtr().getType());
+    Value p0 = LLVM::GEPOp::create(rewriter, loc, ptrT, rewriter.getF32Type(),
+                                   adaptor.getPtr(), ValueRange{first});
+    FragmentType t = op.getResult().getType();
+    SmallVector<Value> out(t.getRegisters());
+    for (int64_t k = 0; k < t.getColumns() / 8; ++k)
+      for (int64_t e = 0; e < 2; ++e) {
+        Value dc = i32Const(rewriter, loc, 8 * k + e);
+        Value col = arith::AddIOp::create(rewriter, loc, cb, dc);
+        Value in = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::slt,
+                                         col, adaptor.getBound());
+        Value inI32 = arith::ExtUIOp::create(rewriter, loc, rewriter.getI32Type(), in);
+        Value p = p0;
+        if (k || e)
+          p = LLVM::GEPOp::create(
+              rewriter, loc, ptrT, rewriter.getF32Type(), p0,
+              ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(8 * k + e)});
+        Value v = inlineAsm(rewriter, loc, rewriter.getF32Type(),
+                            ValueRange{inI32, adaptor.getFill(), p},
+                            "{\n.reg .pred p;\nsetp.ne.b32 p, $1, 0;\n"
+                            "mov.f32 $0, $2;\n@p ld.global.nc.f32 $0, [$3];\n}",
+                            "=f,r,f,l", /*sideEffects=*/false)
+                      .getResult(0);
+        out[4 * k + e] = v;
+        out[4 * k + 2 + e] = v;
+      }
+    rewriter.replaceOp(op, pack(rewriter, loc, getTypeConverter()->convertType(t), out));
+    return success();
+  }
+};
+
+/// p = exp2(s scale_log2 - lse log2(e)) through the forward's builder
+/// (fa3::attn::buildSoftmaxProb with -mu = -lse log2(e)); an infinite lse
+/// gives -mu = -inf, so p = 0.
+struct GradProbsLowering : OpConversionPattern<GradProbsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(GradProbsOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    SmallVector<Value> s = unpack(rewriter, loc, adaptor.getScores());
+    SmallVector<Value> lse = unpack(rewriter, loc, adaptor.getLse());
+    Value inf = f32Const(rewriter, loc, std::numeric_limits<double>::infinity());
+    Value ninf = f32Const(rewriter, loc, -std::numeric_limits<double>::infinity());
+    Value negLog2e = f32Const(rewriter, loc, -fa3::attn::kLog2e);
+    SmallVector<Value> p;
+    for (size_t idx = 0; idx < s.size(); ++idx) {
+      Value mag = LLVM::FAbsOp::create(rewriter, loc, lse[idx]);
+      Value isInf = arith::CmpFOp::create(rewriter, loc, arith::CmpFPredicate::OEQ,
+                                          mag, inf);
+      Value negMu = arith::MulFOp::create(rewriter, loc, lse[idx], negLog2e);
+      negMu = arith::SelectOp::create(rewriter, loc, isInf, ninf, negMu);
+      p.push_back(fa3::attn::buildSoftmaxProb(rewriter, loc, s[idx],
+                                              adaptor.getScaleLog2(), negMu));
+    }
+    rewriter.replaceOp(op, pack(rewriter, loc, adaptor.getScores().getType(), p));
+    return success();
+  }
+};
+
+/// ds = p (dp - delta), register by register.
+struct GradScoresLowering : OpConversionPattern<GradScoresOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(GradScoresOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    SmallVector<Value> p = unpack(rewriter, loc, adaptor.getP());
+    SmallVector<Value> dp = unpack(rewriter, loc, adaptor.getDp());
+    SmallVector<Value> delta = unpack(rewriter, loc, adaptor.getDelta());
+    SmallVector<Value> ds;
+    for (size_t idx = 0; idx < p.size(); ++idx) {
+      Value d = arith::SubFOp::create(rewriter, loc, dp[idx], delta[idx]);
+      ds.push_back(arith::MulFOp::create(rewriter, loc, p[idx], d));
+    }
+    rewriter.replaceOp(op, pack(rewriter, loc, adaptor.getP().getType(), ds));
+    return success();
+  }
+};
+
+/// 16-bit register 2k + i holds row i's columns 8k + colbase + {0, 1}: 4
+/// bytes at byte 16 (k % 8) + 2 colbase of the row in box k / 8, whose
+/// 16-byte unit k % 8 the swizzle moves to (k % 8) ^ (row % 8); the row
+/// (16 warp + lane / 4 + 8 i) is lane / 4 modulo 8.
+struct StoreSharedLowering : OpConversionPattern<StoreSharedOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(StoreSharedOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    ThreadPlace tp = threadPlace(rewriter, loc);
+    SmallVector<Value> regs = unpack(rewriter, loc, adaptor.getTile());
+    Value c128 = i32Const(rewriter, loc, kSwizzleBytes);
+    Value rowBytes = arith::MulIOp::create(rewriter, loc, tp.row, c128);
+    Value c2 = i32Const(rewriter, loc, 2);
+    Value within = arith::MulIOp::create(rewriter, loc, tp.colbase, c2);
+    Value base = arith::AddIOp::create(rewriter, loc, adaptor.getOffset(), rowBytes);
+    base = arith::AddIOp::create(rewriter, loc, base, within);
+    Value c4 = i32Const(rewriter, loc, 4);
+    Value phase = arith::DivUIOp::create(rewriter, loc, tp.lane, c4);
+    auto smemT = cast<LLVM::LLVMPointerType>(adaptor.getSmem().getType());
+    const int64_t blocks = op.getTile().getType().getColumns() / 8;
+    for (int64_t k = 0; k < blocks; ++k) {
+      Value unit = i32Const(rewriter, loc, k % 8);
+      Value swz = arith::XOrIOp::create(rewriter, loc, unit, phase);
+      Value c16 = i32Const(rewriter, loc, 16);
+      Value unitBytes = arith::MulIOp::create(rewriter, loc, swz, c16);
+      Value off = arith::AddIOp::create(rewriter, loc, base, unitBytes);
+      for (int64_t i = 0; i < 2; ++i) {
+        int64_t fixed = (k / 8) * op.getBoxBytes() + i * 8 * kSwizzleBytes;
+        Value o = off;
+        if (fixed) {
+          Value f = i32Const(rewriter, loc, fixed);
+          o = arith::AddIOp::create(rewriter, loc, off, f);
+        }
+        Value p = LLVM::GEPOp::create(rewriter, loc, smemT, rewriter.getI8Type(),
+                                      adaptor.getSmem(), ValueRange{o});
+        LLVM::StoreOp::create(rewriter, loc, regs[2 * k + i], p, /*alignment=*/4);
+      }
+    }
+    NVVM::FenceProxyOp::create(
+        rewriter, loc, NVVM::ProxyKind::async_shared,
+        NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+    rewriter.eraseOp(op);
     return success();
   }
 };
@@ -585,5 +785,7 @@ void fa3::hopper::populateFragmentToNVVMPatterns(
   patterns.add<WgmmaSSLowering, WgmmaRSLowering, WgmmaWaitLowering,
                SoftcapLowering, MaskLowering, SoftmaxStepLowering,
                ScaleRowsLowering, TruncLowering, ZeroLowering, FillLowering,
-               Exp2Lowering, FmaLowering, FragmentCastLowering>(converter, patterns.getContext());
+               LoadColumnsLowering, GradProbsLowering, GradScoresLowering,
+               StoreSharedLowering, Exp2Lowering, FmaLowering,
+               FragmentCastLowering>(converter, patterns.getContext());
 }

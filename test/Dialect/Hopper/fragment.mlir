@@ -71,7 +71,7 @@ func.func @ss_k(%a: i64, %b: i64) {
 // -----
 
 func.func @ss_box(%a: i64, %b: i64) {
-  // expected-error @below {{box distances must be positive multiples of 16 bytes, got 8192 and 100}}
+  // expected-error @below {{box distances must be positive multiples of 16 bytes, got 100 for B}}
   %s = hopper.wgmma.ss %a, %b k 64 boxes 8192, 100 : bf16 -> !hopper.frag<64x64xf32>
   return
 }

@@ -31,6 +31,13 @@ LogicalResult StoreODirectOp::verify() {
   return success();
 }
 
+LogicalResult ReduceAddOp::verify() {
+  if (!getTile().getType().getElementType().isF32())
+    return emitOpError("adds an f32 tile (red.global.add.f32), got ")
+           << getTile().getType();
+  return success();
+}
+
 LogicalResult StoreOTmaOp::verify() {
   FragmentType o = getO().getType();
   if (failed(verifyOStore(*this, o, getOutType())))

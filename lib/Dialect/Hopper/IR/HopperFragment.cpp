@@ -5,6 +5,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 
+#include <tuple>
+
 using namespace mlir;
 using namespace fa3::hopper;
 
@@ -90,11 +92,21 @@ LogicalResult WgmmaSSOp::verify() {
     return emitOpError("k must be a multiple of 16 (the k-step), got ")
            << getK();
   // Descriptors address 16-byte units: boxes must be whole units apart.
-  if (getABoxBytes() % 16 != 0 || getBBoxBytes() % 16 != 0 ||
-      getABoxBytes() <= 0 || getBBoxBytes() <= 0)
-    return emitOpError("box distances must be positive multiples of 16 "
-                       "bytes, got ")
-           << getABoxBytes() << " and " << getBBoxBytes();
+  // An MN-major operand's k-steps stay in its box (rows of 128 bytes):
+  // its box distance is the descriptor's, and must be 0 here.
+  for (auto [name, bytes, mnMajor] :
+       {std::tuple<const char *, int64_t, bool>{"A", getABoxBytes(),
+                                                getAMnMajor()},
+        {"B", getBBoxBytes(), getBMnMajor()}}) {
+    if (mnMajor && bytes != 0)
+      return emitOpError() << "an MN-major operand steps along its rows: "
+                           << name << "'s box distance must be 0, got "
+                           << bytes;
+    if (!mnMajor && (bytes % 16 != 0 || bytes <= 0))
+      return emitOpError() << "box distances must be positive multiples of "
+                              "16 bytes, got "
+                           << bytes << " for " << name;
+  }
   return success();
 }
 
@@ -132,6 +144,32 @@ LogicalResult SoftcapOp::verify() {
 
 LogicalResult MaskOp::verify() {
   return verifyF32Tile(*this, getScores().getType(), "the scores");
+}
+
+LogicalResult LoadColumnsOp::verify() {
+  return verifyF32Tile(*this, getResult().getType(), "the result");
+}
+
+LogicalResult GradProbsOp::verify() {
+  return verifyF32Tile(*this, getScores().getType(), "the scores");
+}
+
+LogicalResult GradScoresOp::verify() {
+  return verifyF32Tile(*this, getP().getType(), "p");
+}
+
+LogicalResult StoreSharedOp::verify() {
+  FragmentType t = getTile().getType();
+  if (!is16Bit(t.getElementType()))
+    return emitOpError("stores a bf16 or f16 tile (a wgmma operand), got ")
+           << t;
+  // Boxes of 64 rows x 128 bytes; a second box must not overlap the first.
+  if (t.getColumns() > 64 && (getBoxBytes() < 64 * 128 || getBoxBytes() % 1024 != 0))
+    return emitOpError("a tile wider than 64 columns is stored as boxes at "
+                       "least 8192 bytes apart, on 1024-byte swizzle atoms; "
+                       "got box_bytes ")
+           << getBoxBytes();
+  return success();
 }
 
 LogicalResult SoftmaxStepOp::verify() {

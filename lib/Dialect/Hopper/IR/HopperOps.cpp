@@ -39,12 +39,13 @@ void HopperDialect::initialize() {
 
 int64_t fa3::hopper::namedBarrierBase(BarrierKind kind, int64_t consumers) {
   // 0 is the CTA barrier; the turns of the two ping-pong consumers come
-  // first, then one epilogue and one vote barrier per consumer.
+  // first, then one epilogue, one vote and one stage barrier per consumer.
   constexpr int64_t kTurns = 2;
   switch (kind) {
   case BarrierKind::turn: return 1;
   case BarrierKind::epilogue: return 1 + kTurns;
   case BarrierKind::vote: return 1 + kTurns + consumers;
+  case BarrierKind::stage: return 1 + kTurns + 2 * consumers;
   }
   llvm_unreachable("unknown barrier kind");
 }

@@ -11,22 +11,6 @@
 #ifndef FA3_HOPPER_EPILOGUE_OPS
 #define FA3_HOPPER_EPILOGUE_OPS
 
-// Pointers of the LLVM dialect by address space (the kernel's parameters
-// and its shared memory). Written here rather than taken from
-// LLVMOpBase.td: including that file would put the LLVM dialect's enums
-// into this dialect's generated enum declarations. Buildable, so that the
-// ops' syntax need not spell them.
-class Hopper_LLVMPointer<int addressSpace, string what>
-    : Type<CPred<"::llvm::isa<::mlir::LLVM::LLVMPointerType>($_self) && "
-                 "::llvm::cast<::mlir::LLVM::LLVMPointerType>($_self)"
-                 ".getAddressSpace() == " # addressSpace>,
-           what # " (!llvm.ptr<" # addressSpace # ">)",
-           "::mlir::LLVM::LLVMPointerType">,
-      BuildableType<"::mlir::LLVM::LLVMPointerType::get($_builder.getContext(), "
-                    # addressSpace # ")">;
-def Hopper_GlobalPtr : Hopper_LLVMPointer<1, "a global-memory pointer">;
-def Hopper_SharedPtr : Hopper_LLVMPointer<3, "a shared-memory pointer">;
-def Hopper_GenericPtr : Hopper_LLVMPointer<0, "a generic pointer">;
 
 // Not Pure: the quad's sums are shuffles across lanes (see softmax_step).
 def Hopper_FinalizeRowsOp : Hopper_Op<"finalize_rows", [
@@ -116,6 +100,32 @@ def Hopper_StoreODirectOp : Hopper_Op<"store_o_direct"> {
     $o `,` $inv `to` $ptr `strides` `(` $stride_batch `,` $stride_row `,`
     $stride_head `)` `rows` $row0 `head` $head `batch` $batch `bound` $bound
     attr-dict `:` qualified(type($o)) `as` $out_type
+  }];
+  let hasVerifier = 1;
+}
+
+def Hopper_ReduceAddOp : Hopper_Op<"reduce_add"> {
+  let summary = "an f32 tile added into global memory by atomic adds";
+  let description = [{
+    Adds each register of the warpgroup's 64 x N tile to the f32 at element
+
+      batch * strides[0] + row * strides[1] + head * strides[2] + column
+
+    of `ptr` (red.global.add.f32: no value returned), for rows row0 + 0 ..
+    63 below `bound`: the backward's dQ, which every kv block adds into.
+
+    ```mlir
+    hopper.reduce_add %dq to %dQ strides(%sB, %sS, %sH) rows %row0 head %h batch %b bound %Sq
+        : !hopper.frag<64x128xf32>
+    ```
+  }];
+  let arguments = (ins Hopper_Tile:$tile, Hopper_GlobalPtr:$ptr,
+                       I64:$stride_batch, I64:$stride_row, I64:$stride_head,
+                       I32:$row0, I32:$head, I32:$batch, I32:$bound);
+  let assemblyFormat = [{
+    $tile `to` $ptr `strides` `(` $stride_batch `,` $stride_row `,`
+    $stride_head `)` `rows` $row0 `head` $head `batch` $batch `bound` $bound
+    attr-dict `:` qualified(type($tile))
   }];
   let hasVerifier = 1;
 }

@@ -70,6 +70,13 @@ def Hopper_WgmmaSSOp : Hopper_Op<"wgmma.ss"> {
     k-step); the k-steps form one wgmma group (commit). The result is
     asynchronous: read it only after `hopper.wgmma.wait`.
 
+    With `a_mn_major` (`b_mn_major`) the operand is stored transposed:
+    its M (N) index runs along the 128-byte swizzle rows and its K index
+    down the rows, as V is for P V; a k-step is then 16 rows (2048 bytes)
+    further, the distance between 64-wide boxes along M (N) is the
+    descriptor's leading byte offset, and the operand's box distance must
+    be 0. The backward's dQ = dS K reads dS and K this way.
+
     ```mlir
     %s = hopper.wgmma.ss %descQ, %descK k 128 boxes 16384, 16384 : bf16 -> !hopper.frag<64x128xf32>
     ```
@@ -77,7 +84,8 @@ def Hopper_WgmmaSSOp : Hopper_Op<"wgmma.ss"> {
   let arguments = (ins I64:$desc_a, I64:$desc_b,
                        ConfinedAttr<I64Attr, [IntMinValue<16>]>:$k,
                        I64Attr:$a_box_bytes, I64Attr:$b_box_bytes,
-                       TypeAttr:$operand_type);
+                       TypeAttr:$operand_type,
+                       UnitAttr:$a_mn_major, UnitAttr:$b_mn_major);
   let results = (outs Hopper_Tile:$d);
   let assemblyFormat = [{
     $desc_a `,` $desc_b `k` $k `boxes` $a_box_bytes `,` $b_box_bytes attr-dict
@@ -161,17 +169,23 @@ def Hopper_MaskOp : Hopper_Op<"mask", [Pure, AllTypesMatch<["scores", "result"]>
     thread, on an opaque copy of the row so that LLVM does not keep the
     bounds live across the kv loop.
 
+    `transposed`: the tile is S^T (the backward's), its rows keys and its
+    columns queries: `visible` is called once per column of the thread
+    (N / 4 of them) and a score is kept iff its row lies in its column's
+    visible range.
+
     ```mlir
     %m = hopper.mask %s rows %row0 cols %col0 visible @k_visible_cols(%Sq, %Skv) : !hopper.frag<64x128xf32>
     ```
   }];
   let arguments = (ins Hopper_Tile:$scores, I32:$row0, I32:$col0,
                        FlatSymbolRefAttr:$visible, I32:$sq, I32:$skv,
-                       UnitAttr:$left_bounded);
+                       UnitAttr:$left_bounded, UnitAttr:$transposed);
   let results = (outs Hopper_Tile:$result);
   let assemblyFormat = [{
     $scores `rows` $row0 `cols` $col0 `visible` $visible `(` $sq `,` $skv `)`
-    (`left_bounded` $left_bounded^)? attr-dict `:` qualified(type($scores))
+    (`left_bounded` $left_bounded^)? (`transposed` $transposed^)? attr-dict
+    `:` qualified(type($scores))
   }];
   let hasVerifier = 1;
 }
@@ -226,6 +240,90 @@ def Hopper_TruncOp : Hopper_Op<"trunc", [Pure]> {
   let arguments = (ins Hopper_Tile:$tile);
   let results = (outs Hopper_Tile:$result);
   let assemblyFormat = "$tile attr-dict `:` qualified(type($tile)) `to` qualified(type($result))";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// The backward's math on S^T and dP^T (rows keys, columns queries)
+//===----------------------------------------------------------------------===//
+
+def Hopper_LoadColumnsOp : Hopper_Op<"load_columns", [
+    MemoryEffects<[MemRead]>]> {
+  let summary = "one f32 per column of a tile from global memory, broadcast over its rows";
+  let description = [{
+    Element (r, c) of the result is `ptr[base + col0 + c]` when col0 + c <
+    `bound`, else `fill`: a per-query vector (the backward's LSE and D) in
+    the layout of a tile whose columns are queries. Each thread loads its
+    N / 4 columns once; its two rows share the registers.
+
+    ```mlir
+    %lse = hopper.load_columns %LSE [%base] cols %m0 bound %Sq fill %inf : !hopper.frag<64x64xf32>
+    ```
+  }];
+  let arguments = (ins Hopper_GlobalPtr:$ptr, I64:$base, I32:$col0,
+                       I32:$bound, F32:$fill);
+  let results = (outs Hopper_Tile:$result);
+  let assemblyFormat = [{
+    $ptr `[` $base `]` `cols` $col0 `bound` $bound `fill` $fill attr-dict
+    `:` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
+def Hopper_GradProbsOp : Hopper_Op<"grad_probs", [Pure, AllTypesMatch<["scores", "lse", "p"]>]> {
+  let summary = "the forward's probabilities recomputed: p = exp2(s scale_log2 - lse log2(e))";
+  let description = [{
+    Each score `s` (masked ones -inf) and its column's natural-log `lse`
+    (the forward's, broadcast over the rows: `hopper.load_columns`) give
+    p = exp2(s * scale_log2 - lse * log2(e)), the probability the forward
+    used. A column whose lse is -inf (its query saw no key) or +inf (past
+    the queries) has p = 0.
+  }];
+  let arguments = (ins Hopper_Tile:$scores, Hopper_Tile:$lse, F32:$scale_log2);
+  let results = (outs Hopper_Tile:$p);
+  let assemblyFormat = [{
+    $scores `,` $lse `scale` $scale_log2 attr-dict `:` qualified(type($scores))
+  }];
+  let hasVerifier = 1;
+}
+
+def Hopper_GradScoresOp : Hopper_Op<"grad_scores", [Pure, AllTypesMatch<["p", "dp", "delta", "ds"]>]> {
+  let summary = "the scores' gradient: ds = p (dp - delta)";
+  let description = [{
+    With dp = dO V^T (here its transpose) and delta = rowsum(dO o) of the
+    column's query (broadcast over the rows), the softmax's backward
+    ds = p (dp - delta), without the softmax scale (applied to dK and dQ
+    once, at their ends).
+  }];
+  let arguments = (ins Hopper_Tile:$p, Hopper_Tile:$dp, Hopper_Tile:$delta);
+  let results = (outs Hopper_Tile:$ds);
+  let assemblyFormat = [{
+    $p `,` $dp `,` $delta attr-dict `:` qualified(type($p))
+  }];
+  let hasVerifier = 1;
+}
+
+def Hopper_StoreSharedOp : Hopper_Op<"store_shared"> {
+  let summary = "a 16-bit tile into shared memory, 128B-swizzled, for a wgmma to read";
+  let description = [{
+    Writes the warpgroup's 64 x N tile (bf16 or f16) at `offset` bytes from
+    `smem` as rows of 128 bytes (64 columns) with the 128-byte swizzle
+    (16-byte unit u of row r at u ^ (r % 8)), N > 64 as boxes of 64 columns
+    `box_bytes` apart: the layout TMA loads and wgmma descriptors read.
+    Then fences the generic proxy's writes for the async proxy
+    (fence.proxy.async.shared::cta); the warpgroup must still meet at a
+    barrier before a wgmma reads the tile.
+
+    ```mlir
+    hopper.store_shared %ds to %smem [%off] box_bytes 8192 : !hopper.frag<64x64xbf16>
+    ```
+  }];
+  let arguments = (ins Hopper_Tile:$tile, Hopper_SharedPtr:$smem, I32:$offset,
+                       I64Attr:$box_bytes);
+  let assemblyFormat = [{
+    $tile `to` $smem `[` $offset `]` `box_bytes` $box_bytes attr-dict
+    `:` qualified(type($tile))
+  }];
   let hasVerifier = 1;
 }
 

@@ -52,9 +52,11 @@ class Hopper_Op<string mnemonic, list<Trait> traits = []>
 def Hopper_BarrierTurn : I32EnumAttrCase<"turn", 0>;
 def Hopper_BarrierEpilogue : I32EnumAttrCase<"epilogue", 1>;
 def Hopper_BarrierVote : I32EnumAttrCase<"vote", 2>;
+def Hopper_BarrierStage : I32EnumAttrCase<"stage", 3>;
 def Hopper_BarrierKind : I32EnumAttr<"BarrierKind",
     "what a consumer warpgroup's named barrier is for",
-    [Hopper_BarrierTurn, Hopper_BarrierEpilogue, Hopper_BarrierVote]> {
+    [Hopper_BarrierTurn, Hopper_BarrierEpilogue, Hopper_BarrierVote,
+     Hopper_BarrierStage]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::fa3::hopper";
 }
@@ -77,6 +79,9 @@ class Hopper_NamedBarrierOp<string mnemonic, string what>
                                        and arrives on the other's after
       epilogue  1 + 2 + c              the warpgroup's O staging
       vote      1 + 2 + consumers + c  warpgroup_any's reduction
+      stage     1 + 2 + 2 consumers + c  a tile the warpgroup staged in
+                                       shared memory (hopper.store_shared)
+                                       before its wgmma reads it
 
     `threads` take part in the barrier (a multiple of 32, up to 1024):
     256 for a turn (128 syncing, 128 arriving), 128 for a warpgroup's own.
@@ -156,6 +161,23 @@ def Hopper_WarpSpecializeOp : Hopper_Op<"warp_specialize", [
   let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
 }
+
+// Pointers of the LLVM dialect by address space (the kernel's parameters
+// and its shared memory). Written here rather than taken from
+// LLVMOpBase.td: including that file would put the LLVM dialect's enums
+// into this dialect's generated enum declarations. Buildable, so that the
+// ops' syntax need not spell them.
+class Hopper_LLVMPointer<int addressSpace, string what>
+    : Type<CPred<"::llvm::isa<::mlir::LLVM::LLVMPointerType>($_self) && "
+                 "::llvm::cast<::mlir::LLVM::LLVMPointerType>($_self)"
+                 ".getAddressSpace() == " # addressSpace>,
+           what # " (!llvm.ptr<" # addressSpace # ">)",
+           "::mlir::LLVM::LLVMPointerType">,
+      BuildableType<"::mlir::LLVM::LLVMPointerType::get($_builder.getContext(), "
+                    # addressSpace # ")">;
+def Hopper_GlobalPtr : Hopper_LLVMPointer<1, "a global-memory pointer">;
+def Hopper_SharedPtr : Hopper_LLVMPointer<3, "a shared-memory pointer">;
+def Hopper_GenericPtr : Hopper_LLVMPointer<0, "a generic pointer">;
 
 include "fa3/Dialect/Hopper/IR/HopperFragmentOps.td"
 include "fa3/Dialect/Hopper/IR/HopperRingOps.td"

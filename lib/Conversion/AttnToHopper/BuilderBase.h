@@ -1,0 +1,198 @@
+//===- BuilderBase.h - what the Hopper kernel builders share ---*- C++ -*-===//
+//
+// The forward's and the backward's kernel builders build with OpBuilder
+// into a gpu.func: both need its parameters by name, constants gathered
+// at the top in key order, arithmetic, structured control flow and wgmma
+// shared-memory descriptors. Header-only, included by the two builders.
+//
+// The ops must come out in the same order whichever compiler builds a
+// builder (the kernels are compared byte for byte between a GCC and a clang
+// build): every op is built in a statement of its own, never as one of two
+// IR-building arguments of a call, whose evaluation order C++ leaves open.
+// Constants are the exception: they are gathered at the top of the kernel
+// in key order at the end (see `cst`), so the order in which they are first
+// asked for does not matter.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FA3_LIB_CONVERSION_ATTNTOHOPPER_BUILDERBASE_H
+#define FA3_LIB_CONVERSION_ATTNTOHOPPER_BUILDERBASE_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cassert>
+#include <map>
+#include <string>
+
+namespace fa3::hopper {
+// A private header of this directory's two builders, which build in the
+// MLIR namespace throughout.
+using namespace mlir;
+
+/// wgmma shared-memory descriptor constant part: LBO, SBO, 128B swizzle.
+inline int64_t descConst(int64_t lbo, int64_t sbo) {
+  uint64_t v = (uint64_t(lbo >> 4) << 16) | (uint64_t(sbo >> 4) << 32) |
+               (uint64_t(1) << 62);
+  return static_cast<int64_t>(v);
+}
+
+/// A double as %.17g (exact), the key of an f32 constant.
+inline std::string f32Key(double v) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << llvm::format("%.17g", v);
+  if (s.find_first_of(".eEn") == std::string::npos)
+    s += ".0";
+  return s;
+}
+
+class BuilderBase {
+protected:
+  using CmpIPredicate = arith::CmpIPredicate;
+
+  BuilderBase(mlir::OpBuilder &b, mlir::Location loc)
+      : b(b), loc(loc), ctx(b.getContext()) {
+    i1T = b.getI1Type();
+    i32T = b.getI32Type();
+    i64T = b.getI64Type();
+    f32T = b.getF32Type();
+    smemPtrT = mlir::LLVM::LLVMPointerType::get(ctx, 3);
+  }
+
+  mlir::OpBuilder &b;
+  mlir::Location loc;
+  mlir::MLIRContext *ctx;
+  Type i1T, i32T, i64T, f32T, smemPtrT;
+
+  /// The kernel's entry block and its parameters by name.
+  mlir::Block *entry = nullptr;
+  llvm::StringMap<Value> params;
+  Value param(llvm::StringRef name) {
+    Value v = params.lookup(name);
+    assert(v && "no such kernel parameter");
+    return v;
+  }
+
+  // --- constants and arithmetic ---------------------------------------------
+  // Constants are keyed by type and value and gathered at the top of the
+  // kernel in key order (hoistConstants), so the order in which the builder
+  // first asks for them (which can differ between compilers where two
+  // requests share one expression) does not change the IR.
+  std::map<std::string, Operation *> consts;
+  Value cst(const std::string &key, TypedAttr value) {
+    auto it = consts.find(key);
+    if (it != consts.end())
+      return it->second->getResult(0);
+    OpBuilder cb = OpBuilder::atBlockBegin(entry);
+    Operation *c = arith::ConstantOp::create(cb, loc, value);
+    consts[key] = c;
+    return c->getResult(0);
+  }
+  void hoistConstants() {
+    Operation *prev = nullptr;
+    for (auto &[key, c] : consts) {
+      if (prev)
+        c->moveAfter(prev);
+      else
+        c->moveBefore(entry, entry->begin());
+      prev = c;
+    }
+  }
+  Value i32(int64_t v) {
+    return cst("i32:" + std::to_string(v), b.getI32IntegerAttr(v));
+  }
+  Value i64(int64_t v) {
+    return cst("i64:" + std::to_string(v), b.getI64IntegerAttr(v));
+  }
+  Value f32(double v) {
+    return cst("f32:" + f32Key(v), b.getF32FloatAttr(static_cast<float>(v)));
+  }
+  Value f32Bits(uint32_t bits) {
+    std::string key;
+    llvm::raw_string_ostream os(key);
+    os << "f32:0x" << llvm::format_hex_no_prefix(bits, 8, /*Upper=*/true);
+    APFloat v(APFloat::IEEEsingle(), APInt(32, bits));
+    return cst(key, FloatAttr::get(f32T, v));
+  }
+  template <typename OpT> Value bin(Value x, Value y) {
+    return OpT::create(b, loc, x, y);
+  }
+  Value cmpi(CmpIPredicate pred, Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, pred, x, y);
+  }
+  Value ext64(Value v) { return arith::ExtUIOp::create(b, loc, i64T, v); }
+
+  // --- shared memory ----------------------------------------------------------
+  Value smemPtr(Value base, int64_t off) {
+    return LLVM::GEPOp::create(b, loc, smemPtrT, b.getI8Type(), base,
+                               ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(off)});
+  }
+  Value smemPtr(Value base, Value off) {
+    return LLVM::GEPOp::create(b, loc, smemPtrT, b.getI8Type(), base,
+                               ArrayRef<LLVM::GEPArg>{off});
+  }
+  Value ptrToI32(Value p) { return LLVM::PtrToIntOp::create(b, loc, i32T, p); }
+  /// `asm volatile` in AT&T dialect; `res` null for none.
+  Value inlineAsm(Type res, ValueRange operands, llvm::StringRef text,
+                  llvm::StringRef constraints) {
+    auto op = LLVM::InlineAsmOp::create(
+        b, loc, res, operands, text, constraints, /*has_side_effects=*/true,
+        /*is_align_stack=*/false, LLVM::tailcallkind::TailCallKind::None,
+        LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
+        /*operand_attrs=*/ArrayAttr());
+    return res ? op.getResult(0) : Value();
+  }
+
+  // --- structured control flow ------------------------------------------------
+  /// scf.if without results: builds `then` into its block.
+  template <typename Fn> void ifThen(Value cond, Fn then) {
+    auto op = scf::IfOp::create(b, loc, TypeRange{}, cond,
+                                /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPoint(op.thenBlock()->getTerminator());
+    then();
+  }
+  /// scf.if with results: each arm returns the values it yields.
+  template <typename Then, typename Else>
+  scf::IfOp ifElse(Value cond, TypeRange types, Then then, Else otherwise) {
+    auto op = scf::IfOp::create(b, loc, types, cond, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToEnd(op.thenBlock());
+    SmallVector<Value> t = then();
+    scf::YieldOp::create(b, loc, t);
+    b.setInsertionPointToEnd(op.elseBlock());
+    SmallVector<Value> e = otherwise();
+    scf::YieldOp::create(b, loc, e);
+    return op;
+  }
+
+  /// Lane 0's `v` in every lane of the warp (shfl.sync.idx).
+  Value laneZero(Value v) {
+    return NVVM::ShflOp::create(b, loc, i32T, i32(-1), v, i32(0), i32(31),
+                                NVVM::ShflKind::idx, UnitAttr());
+  }
+
+  /// A wgmma shared-memory descriptor: the address of `offI32` bytes into
+  /// `smem` (>> 4, 14 bits) with the constant fields `constPart`
+  /// (descConst).
+  Value descBase(Value smem, Value offI32, int64_t constPart) {
+    Value p = smemPtr(smem, offI32);
+    Value a = ptrToI32(p);
+    a = bin<arith::AndIOp>(a, i32(0x3FFFF));
+    a = bin<arith::ShRUIOp>(a, i32(4));
+    a = ext64(a);
+    return bin<arith::OrIOp>(a, i64(constPart));
+  }
+
+};
+
+} // namespace fa3::hopper
+
+#endif

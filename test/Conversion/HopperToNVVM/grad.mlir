@@ -1,0 +1,139 @@
+// convert-hopper-to-nvvm on the backward's fragment ops (64x16 tiles: 8
+// f32 registers a thread, register 4k + 2i + e at row i, column 8k + e
+// from the thread's first).
+// RUN: fa3-opt %s --split-input-file --convert-hopper-to-nvvm | FileCheck %s
+
+// dQ = dS K with both operands MN-major: wgmma's "col" A and "row" B, and
+// k-step kk 16 rows of 128 bytes on (2048 bytes = 128 units).
+// CHECK-LABEL: func.func @ss_mn_major(
+// CHECK-SAME: %[[DA:.*]]: i64, %[[DB:.*]]: i64)
+// CHECK: nvvm.wgmma.mma_async %[[DA]], %[[DB]], {{.*}} D[<f32>, <zero>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
+// CHECK: %[[A1:.*]] = arith.addi %[[DA]], %c128_i64
+// CHECK: %[[B1:.*]] = arith.addi %[[DB]], %c128_i64
+// CHECK: nvvm.wgmma.mma_async %[[A1]], %[[B1]], {{.*}} D[<f32>, <one>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
+// CHECK-NOT: nvvm.wgmma.mma_async
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+func.func @ss_mn_major(%da: i64, %db: i64) -> !hopper.frag<64x16xf32> {
+  %d = hopper.wgmma.ss %da, %db k 32 boxes 0, 0 {a_mn_major, b_mn_major} : bf16 -> !hopper.frag<64x16xf32>
+  return %d : !hopper.frag<64x16xf32>
+}
+
+// -----
+
+// One predicated load per column of the thread (0, 1, 8, 9 from its
+// first), at ptr + base + col0 + colbase; both rows take the register.
+// CHECK-LABEL: func.func @load_columns(
+// CHECK-SAME: %[[P:.*]]: !llvm.ptr<1>, %[[BASE:.*]]: i64, %[[C0:.*]]: i32, %[[N:.*]]: i32, %[[F:.*]]: f32)
+// CHECK: %[[CB:.*]] = arith.addi %[[C0]], %{{.*}} : i32
+// CHECK: %[[CB64:.*]] = arith.extsi %[[CB]] : i32 to i64
+// CHECK: %[[FIRST:.*]] = arith.addi %[[BASE]], %[[CB64]] : i64
+// CHECK: %[[P0:.*]] = llvm.getelementptr %[[P]][%[[FIRST]]] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32
+// CHECK: %[[IN0:.*]] = arith.cmpi slt, %{{.*}}, %[[N]] : i32
+// CHECK: %[[V0:.*]] = llvm.inline_asm {{.*}}@p ld.global.nc.f32 $0, [$3];{{.*}} "=f,r,f,l" %{{.*}}, %[[F]], %[[P0]]
+// CHECK: llvm.getelementptr %[[P0]][1]
+// CHECK: %[[V1:.*]] = llvm.inline_asm {{.*}}ld.global.nc.f32
+// CHECK: llvm.getelementptr %[[P0]][8]
+// CHECK: llvm.getelementptr %[[P0]][9]
+// CHECK: %[[R0:.*]] = llvm.insertvalue %[[V0]], %{{.*}}[0]
+// CHECK: %[[R1:.*]] = llvm.insertvalue %[[V1]], %[[R0]][1]
+// CHECK: llvm.insertvalue %[[V0]], %[[R1]][2]
+func.func @load_columns(%p: !llvm.ptr<1>, %base: i64, %c0: i32, %n: i32, %f: f32) -> !hopper.frag<64x16xf32> {
+  %l = hopper.load_columns %p [%base] cols %c0 bound %n fill %f : !hopper.frag<64x16xf32>
+  return %l : !hopper.frag<64x16xf32>
+}
+
+// -----
+
+// p = exp2(s sl2 - lse log2 e), with -mu = -inf where lse is infinite;
+// ds = p (dp - delta).
+// CHECK-LABEL: func.func @probs_scores(
+// CHECK: %[[INF:.*]] = arith.constant 0x7F800000 : f32
+// CHECK: %[[NINF:.*]] = arith.constant 0xFF800000 : f32
+// CHECK: %[[NL2E:.*]] = arith.constant -1.44269502 : f32
+// CHECK: %[[MAG:.*]] = llvm.intr.fabs(%[[L:.*]]) : (f32) -> f32
+// CHECK: %[[ISINF:.*]] = arith.cmpf oeq, %[[MAG]], %[[INF]] : f32
+// CHECK: %[[NMU:.*]] = arith.mulf %[[L]], %[[NL2E]] : f32
+// CHECK: %[[NMU2:.*]] = arith.select %[[ISINF]], %[[NINF]], %[[NMU]] : f32
+// CHECK: %[[X:.*]] = math.fma %{{.*}}, %{{.*}}, %[[NMU2]] : f32
+// CHECK: math.exp2 %[[X]] : f32
+// CHECK-COUNT-7: math.exp2
+// CHECK: %[[D:.*]] = arith.subf %{{.*}}, %{{.*}} : f32
+// CHECK: arith.mulf %{{.*}}, %[[D]] : f32
+func.func @probs_scores(%s: !hopper.frag<64x16xf32>, %l: !hopper.frag<64x16xf32>, %sl2: f32, %dp: !hopper.frag<64x16xf32>) -> !hopper.frag<64x16xf32> {
+  %p = hopper.grad_probs %s, %l scale %sl2 : !hopper.frag<64x16xf32>
+  %ds = hopper.grad_scores %p, %dp, %l : !hopper.frag<64x16xf32>
+  return %ds : !hopper.frag<64x16xf32>
+}
+
+// -----
+
+// S^T: the visibility of each column's query, one call per column; a
+// score is kept iff its row (key) is below the column's bound.
+// CHECK-LABEL: func.func @mask_transposed(
+// CHECK-SAME: %[[S:.*]]: !llvm.struct<{{.*}}>, %[[R0:.*]]: i32, %[[C0:.*]]: i32, %[[SQ:.*]]: i32, %[[SKV:.*]]: i32)
+// CHECK: %[[CB:.*]] = arith.addi %[[C0]], %{{.*}} : i32
+// CHECK: %[[ROW0:.*]] = arith.addi %[[R0]], %{{.*}} : i32
+// CHECK: %[[ROW1:.*]] = arith.addi %[[ROW0]], %c8_i32 : i32
+// CHECK: %[[REG0:.*]] = llvm.extractvalue %[[S]][0]
+// CHECK: %[[REG2:.*]] = llvm.extractvalue %[[S]][2]
+// CHECK: %[[COL:.*]] = arith.addi %[[CB]], %c0_i32 : i32
+// CHECK: %[[V:.*]]:2 = call @vis(%[[COL]], %[[SQ]], %[[SKV]])
+// CHECK: %[[K0:.*]] = arith.cmpi slt, %[[ROW0]], %[[V]]#1 : i32
+// CHECK: arith.select %[[K0]], %[[REG0]], %{{.*}} : f32
+// CHECK: %[[K1:.*]] = arith.cmpi slt, %[[ROW1]], %[[V]]#1 : i32
+// CHECK: arith.select %[[K1]], %[[REG2]], %{{.*}} : f32
+// CHECK-COUNT-3: call @vis
+func.func private @vis(i32, i32, i32) -> (i32, i32)
+func.func @mask_transposed(%s: !hopper.frag<64x16xf32>, %r: i32, %c: i32, %sq: i32, %skv: i32) -> !hopper.frag<64x16xf32> {
+  %m = hopper.mask %s rows %r cols %c visible @vis(%sq, %skv) transposed : !hopper.frag<64x16xf32>
+  return %m : !hopper.frag<64x16xf32>
+}
+
+// -----
+
+// Register 2k + i (row i, columns 8k + colbase + {0, 1}) to byte
+// row * 128 + 2 colbase + 16 ((k % 8) ^ (lane / 4)); row i = 1 is 8 rows
+// (1024 bytes) on. Then the proxy fence for the wgmma that reads it.
+// CHECK-LABEL: func.func @store_shared(
+// CHECK-SAME: %[[T:.*]]: !llvm.struct<(i32, i32, i32, i32)>, %[[SMEM:.*]]: !llvm.ptr<3>, %[[OFF:.*]]: i32)
+// CHECK: %[[BASE0:.*]] = arith.addi %[[OFF]], %{{.*}} : i32
+// CHECK: %[[BASE:.*]] = arith.addi %[[BASE0]], %{{.*}} : i32
+// CHECK: %[[PHASE:.*]] = arith.divui %{{.*}}, %c4_i32
+// CHECK: %[[SW0:.*]] = arith.xori %c0_i32{{.*}}, %[[PHASE]] : i32
+// CHECK: %[[U0:.*]] = arith.muli %[[SW0]], %c16_i32
+// CHECK: %[[O0:.*]] = arith.addi %[[BASE]], %[[U0]] : i32
+// CHECK: %[[P0:.*]] = llvm.getelementptr %[[SMEM]][%[[O0]]]
+// CHECK: llvm.store %{{.*}}, %[[P0]] {alignment = 4 : i64} : i32, !llvm.ptr<3>
+// CHECK: %[[O1:.*]] = arith.addi %[[O0]], %c1024_i32 : i32
+// CHECK: %[[P1:.*]] = llvm.getelementptr %[[SMEM]][%[[O1]]]
+// CHECK: llvm.store %{{.*}}, %[[P1]]
+// CHECK: arith.xori %c1_i32{{.*}}, %[[PHASE]] : i32
+// CHECK-COUNT-2: llvm.store
+// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+func.func @store_shared(%t: !hopper.frag<64x16xbf16>, %smem: !llvm.ptr<3>, %off: i32) {
+  hopper.store_shared %t to %smem [%off] box_bytes 0 : !hopper.frag<64x16xbf16>
+  return
+}
+
+// -----
+
+// Per row below the bound, one red.global.add.f32 per register, at
+// columns 0, 1, 8, 9 from the thread's first (4-byte elements).
+// CHECK-LABEL: func.func @reduce_add(
+// CHECK: %[[IN:.*]] = arith.cmpi slt, %{{.*}}, %{{.*}} : i32
+// CHECK: scf.if %[[IN]] {
+// CHECK: %[[ROWP:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i8
+// CHECK: llvm.inline_asm has_side_effects {{.*}}"red.global.add.f32 [$0], $1;", "l,f" %[[ROWP]],
+// CHECK: llvm.getelementptr %[[ROWP]][4]
+// CHECK: red.global.add.f32
+// CHECK: llvm.getelementptr %[[ROWP]][32]
+// CHECK: red.global.add.f32
+// CHECK: llvm.getelementptr %[[ROWP]][36]
+// CHECK: red.global.add.f32
+// CHECK: }
+// CHECK: scf.if
+// CHECK-COUNT-4: red.global.add.f32
+func.func @reduce_add(%t: !hopper.frag<64x16xf32>, %p: !llvm.ptr<1>, %sb: i64, %ss: i64, %sh: i64, %r: i32, %h: i32, %b: i32, %n: i32) {
+  hopper.reduce_add %t to %p strides(%sb, %ss, %sh) rows %r head %h batch %b bound %n : !hopper.frag<64x16xf32>
+  return
+}
