@@ -7,7 +7,8 @@ of record of each kind is a section of `RESULTS.md`, which that run
 rewrites (the rest of the file is left as it is). In the repository:
 
     bench/history.jsonl, bench/RESULTS.md        bench, compare, autotune, ncu
-    test/gpu/history.jsonl, test/gpu/RESULTS.md  check_fwd, memcheck,
+    test/gpu/history.jsonl, test/gpu/RESULTS.md  check_fwd, check_varlen,
+                                                 check_bwd, memcheck,
                                                  racecheck, synccheck
 
 Of record: a full bench_fwd grid (per dtype), a full check_fwd run, and each
@@ -43,7 +44,8 @@ TABLE = "RESULTS.md"
 SANITIZERS = ("memcheck", "racecheck", "synccheck")
 # where each kind's history and table live in the repository
 HOME = {"bench": "bench", "compare": "bench", "autotune": "bench", "ncu": "bench",
-        "bench_varlen": "bench", "check_fwd": "test/gpu", "check_varlen": "test/gpu", **{t: "test/gpu" for t in SANITIZERS}}
+        "bench_varlen": "bench", "check_fwd": "test/gpu", "check_varlen": "test/gpu",
+        "check_bwd": "test/gpu", **{t: "test/gpu" for t in SANITIZERS}}
 TABLE_HEADER = ("# Results of record\n\n"
                 "The latest run of record of each kind, rewritten by the script that ran it\n"
                 "(`bench/records.py`); every run is a line of `history.jsonl` beside this file.\n"
@@ -129,7 +131,7 @@ def section_key(entry):
     kind = entry.get("kind")
     if kind == "bench" and entry.get("full"):
         return f"bench-{entry.get('meta', {}).get('dtype', 'bf16')}"
-    if kind in ("check_fwd", "check_varlen", "bench_varlen") and entry.get("full"):
+    if kind in ("check_fwd", "check_varlen", "check_bwd", "bench_varlen") and entry.get("full"):
         return kind
     if kind in SANITIZERS:
         return kind
@@ -142,6 +144,8 @@ def render(entry):
         return render_bench(entry)
     if kind in ("check_fwd", "check_varlen"):
         return render_check(entry)
+    if kind == "check_bwd":
+        return render_check_bwd(entry)
     if kind == "bench_varlen":
         return render_bench_varlen(entry)
     if kind in SANITIZERS:
@@ -306,6 +310,47 @@ def render_check(entry):
                 f"Sq={r.get('Sq')} Skv={r.get('Skv')} Hq={r.get('Hq')} Hkv={r.get('Hkv')})"
                 + (f": {r['error']}" if r.get("error") else "") for r in bad]
         out += [f"- {k}: SASS check: {json.dumps(s)}" for k, s in bad_sass.items()]
+    return "\n".join(out) + "\n"
+
+
+def render_check_bwd(entry):
+    """A check_bwd run: counts, per kernel its cases and, for dq, dk and dv,
+    the largest error over FlashAttention's bound (2 x PyTorch's own error in
+    the dtype + 1e-3: below 1 passes), and every failed case."""
+    meta, results = entry["meta"], entry["results"]
+    passed, total, nfail = check_counts(results, {})
+    out = [f"## GPU correctness, backward (check_bwd, {entry['date']})", "",
+           f"GPU: {meta.get('gpu')}; torch {meta.get('torch')}; kernels: "
+           f"`{meta.get('kernel_dir')}`" + ("" if meta.get("seed") is None
+                                           else f"; seed {meta['seed']}")
+           + ("; **emulated** (PyTorch math for the kernel)" if meta.get("emulated") else ""),
+           "", f"Command: `{entry['command']}`", "",
+           f"Rule: {meta.get('rule')}; dk, dv bit-identical on a repeat; no NaN left.", "",
+           f"**{passed}/{total} cases passed; {nfail} failure(s).**", "",
+           "| kernel | cases passed | forward | err/bound dq | err/bound dk | err/bound dv "
+           "| max dq change on repeat |", "|---|---|---|---|---|---|---|"]
+
+    def worst(rs, g):
+        xs = [r[f"err_{g}"] / (2 * r[f"err_pt_{g}"] + 1e-3) for r in rs
+              if isinstance(r.get(f"err_{g}"), (int, float))
+              and isinstance(r.get(f"err_pt_{g}"), (int, float))]
+        return _fmt(max(xs), ".2f") if xs else "-"
+    for k in dict.fromkeys(r["kernel"] for r in results):
+        rs = [r for r in results if r["kernel"] == k]
+        fwd = sorted({r["fwd"] for r in rs if r.get("fwd")})
+        rep = [r["repeat_dq_max_diff"] for r in rs
+               if isinstance(r.get("repeat_dq_max_diff"), (int, float))]
+        out.append(f"| {k} | {sum(bool(r.get('ok')) for r in rs)}/{len(rs)} | "
+                   f"{', '.join(fwd) or '-'} | {worst(rs, 'dq')} | {worst(rs, 'dk')} | "
+                   f"{worst(rs, 'dv')} | {_fmt(max(rep), '.1e') if rep else '-'} |")
+    bad = [r for r in results if not r.get("ok")]
+    if bad:
+        out += ["", "Failures:"]
+        out += [f"- {r['kernel']}: {r['case']}"
+                + (f" (B={r.get('B')} Sq={r.get('Sq')} Skv={r.get('Skv')} Hq={r.get('Hq')} "
+                   f"Hkv={r.get('Hkv')})" if r.get("Sq") is not None else "")
+                + (f": {r.get('error') or r.get('message')}"
+                   if r.get("error") or r.get("message") else "") for r in bad]
     return "\n".join(out) + "\n"
 
 

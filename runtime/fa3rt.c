@@ -1,5 +1,5 @@
-/* fa3rt: launcher for FA3-MLIR's Hopper FlashAttention forward kernels.
- * C11 + CUDA driver API (libcuda) + pthreads. See include/fa3rt.h.
+/* fa3rt: launcher for FA3-MLIR's Hopper FlashAttention kernels (forward and
+ * backward). C11 + CUDA driver API (libcuda) + pthreads. See include/fa3rt.h.
  *
  * Kernel ABI: the parameters are defined once, in include/fa3rt_abi.def
  * (the compiler emits them from the same list; checked against the cubin at
@@ -11,6 +11,10 @@
  * consumer warpgroup's rows, written by TMA store), SWIZZLE_128B, L2 promotion
  * 128B, OOB zero (loads) / clipped (stores). O and its strides are also passed
  * as a pointer for kernels compiled with tma-store=false.
+ * The backward kernel (facts `backward 1`): its own parameter list
+ * (FA3RT_BWD_KERNEL_PARAM), grid (ceil(Skv / block_n) * Hkv * B, 1, 1), maps
+ * of Q and dO as the forward's Q map, of K and V as its K/V maps; dQaccum is
+ * zeroed by a memset before the launch.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "fa3rt.h"
@@ -42,30 +46,59 @@
 #define LOG2E 1.4426950408889634
 #define CUBIN_MAX_BYTES ((size_t)1 << 30) /* ours are ~100 KB */
 
-/* The kernel's parameter names, blank-separated, and the byte size of each
- * (the cubin must agree), from the one definition of the ABI. */
-static const char kParamList[] =
-#define FA3RT_KERNEL_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning) " " #name
-#include "fa3rt_abi.def"
-    ;
-static const char *const kParams = kParamList + 1;
-static const size_t kParamSizes[] = {
-#define FA3RT_KERNEL_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning) sizeof(c_type),
-#include "fa3rt_abi.def"
-};
-/* The kernel's alignment of each parameter: a by-value one's from the ABI
- * (cuda.h aligns CUtensorMap to 64 bytes in CUDA 12, to 128 in 13). */
-static const size_t kParamAligns[] = {
-#define FA3RT_KERNEL_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning)         \
+/* A kernel's parameter names, blank-separated, and the byte size of each (the
+ * cubin must agree), from the one definition of the ABI: the forward's list
+ * (FA3RT_KERNEL_PARAM) and the backward's (FA3RT_BWD_KERNEL_PARAM). The
+ * alignment of each parameter: a by-value one's from the ABI (cuda.h aligns
+ * CUtensorMap to 64 bytes in CUDA 12, to 128 in 13). */
+#define P_NAME(name, c_type, mlir_type, value_bytes, value_align, meaning) " " #name
+#define P_SIZE(name, c_type, mlir_type, value_bytes, value_align, meaning) sizeof(c_type),
+#define P_ALIGN(name, c_type, mlir_type, value_bytes, value_align, meaning)                    \
   (value_bytes) ? (value_align) : sizeof(c_type),
-#include "fa3rt_abi.def"
-};
-#define NPARAMS (sizeof kParamSizes / sizeof kParamSizes[0])
 /* The size the compiler was told of a by-value parameter is its C type's. */
-#define FA3RT_KERNEL_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning)         \
+#define P_CHECK(name, c_type, mlir_type, value_bytes, value_align, meaning)                    \
   _Static_assert((value_bytes) == 0 || (value_bytes) == sizeof(c_type),                       \
                  "fa3rt_abi.def: " #name "'s value_bytes is not its C type's size");
+static const char kFwdNames[] =
+#define FA3RT_KERNEL_PARAM P_NAME
 #include "fa3rt_abi.def"
+    ;
+static const size_t kFwdSizes[] = {
+#define FA3RT_KERNEL_PARAM P_SIZE
+#include "fa3rt_abi.def"
+};
+static const size_t kFwdAligns[] = {
+#define FA3RT_KERNEL_PARAM P_ALIGN
+#include "fa3rt_abi.def"
+};
+#define FA3RT_KERNEL_PARAM P_CHECK
+#include "fa3rt_abi.def"
+static const char kBwdNames[] =
+#define FA3RT_BWD_KERNEL_PARAM P_NAME
+#include "fa3rt_abi.def"
+    ;
+static const size_t kBwdSizes[] = {
+#define FA3RT_BWD_KERNEL_PARAM P_SIZE
+#include "fa3rt_abi.def"
+};
+static const size_t kBwdAligns[] = {
+#define FA3RT_BWD_KERNEL_PARAM P_ALIGN
+#include "fa3rt_abi.def"
+};
+#define FA3RT_BWD_KERNEL_PARAM P_CHECK
+#include "fa3rt_abi.def"
+
+/* One kernel ABI: names (blank-separated), sizes and alignments, in order. */
+typedef struct abi {
+  const char *kind;   /* "forward" / "backward", for messages */
+  const char *names;
+  const size_t *sizes, *aligns;
+  size_t n;
+} abi;
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+static const abi kFwdAbi = {"forward", kFwdNames + 1, kFwdSizes, kFwdAligns, COUNT(kFwdSizes)};
+static const abi kBwdAbi = {"backward", kBwdNames + 1, kBwdSizes, kBwdAligns, COUNT(kBwdSizes)};
+static const abi *abi_of(const fa3rt_facts *f) { return f->backward ? &kBwdAbi : &kFwdAbi; }
 
 /* ------------------------------------------------------------------------ */
 /* errors                                                                    */
@@ -230,8 +263,8 @@ static int file_ok(const char *s, size_t n) {
 }
 
 /* the value's blank-separated words are the ABI's parameter names */
-static int params_ok(const char *val) {
-  const char *a = val, *b = kParams;
+static int params_ok(const char *val, const abi *x) {
+  const char *a = val, *b = x->names;
   for (;;) {
     while (is_blank(*a)) a++;
     size_t na = strcspn(a, " \t"), nb = strcspn(b, " ");
@@ -242,8 +275,11 @@ static int params_ok(const char *val) {
   }
 }
 
-/* The value of key k (text of facts line `lineno`) into *f. */
-static fa3rt_status parse_value(fa3rt_facts *f, const key_rule *k, const char *val, int lineno) {
+/* The value of key k (text of facts line `lineno`) into *f; for `params`,
+ * which ABI's list it is into *params (1 forward, 2 backward: checked against
+ * the key `backward` once the whole text is read). */
+static fa3rt_status parse_value(fa3rt_facts *f, const key_rule *k, const char *val, int lineno,
+                                int *params) {
   char *field = (char *)f + k->off;
   long long v;
   double d;
@@ -288,9 +324,11 @@ static fa3rt_status parse_value(fa3rt_facts *f, const key_rule *k, const char *v
                   "(tiles or persistent)", lineno, val);
     return FA3RT_OK;
   case T_PARAMS:
-    if (!params_ok(val))
+    *params = params_ok(val, &kFwdAbi) ? 1 : params_ok(val, &kBwdAbi) ? 2 : 0;
+    if (!*params)
       return fail(FA3RT_ERR_FACTS, "facts line %d: kernel parameter list '%s' is not the ABI "
-                  "this runtime launches ('%s')", lineno, val, kParams);
+                  "this runtime launches ('%s'; with backward 1: '%s')", lineno, val,
+                  kFwdAbi.names, kBwdAbi.names);
     return FA3RT_OK;
   }
   return FA3RT_OK;
@@ -334,6 +372,10 @@ static fa3rt_status check_facts(const fa3rt_facts *f, fa3rt_status st) {
   if (f->varlen && f->cluster_m != 1)
     return fail(st, "facts of kernel '%s': varlen 1 needs cluster_m 1 (no clusters)",
                 f->kernel);
+  if (f->backward && (f->varlen || f->cluster_m != 1 || f->persistent))
+    return fail(st, "facts of kernel '%s': backward 1 needs %s (the backward kernel takes "
+                "fixed-length batches, one CTA per kv block, head and batch)", f->kernel,
+                f->varlen ? "varlen 0" : f->cluster_m != 1 ? "cluster_m 1" : "grid tiles");
   return FA3RT_OK;
 }
 
@@ -348,6 +390,7 @@ fa3rt_status fa3rt_facts_parse(const char *text, size_t len, fa3rt_facts *out) {
   f.cluster_m = 1; /* optional keys' defaults (cubin "") */
   int seen[NKEYS] = {0};
   int have_header = 0;
+  int params = 0, params_line = 0; /* which ABI's list `params` is, on which line */
   int lineno = 0;
   char line[FA3RT_FACTS_MAX_LINE + 1];
   for (size_t pos = 0; pos < len;) {
@@ -409,8 +452,9 @@ fa3rt_status fa3rt_facts_parse(const char *text, size_t len, fa3rt_facts *out) {
     if (seen[k]) return fail(FA3RT_ERR_FACTS, "facts line %d: duplicate key '%s'", lineno, key);
     seen[k] = 1;
     if (!*val) return fail(FA3RT_ERR_FACTS, "facts line %d: key '%s' has no value", lineno, key);
-    fa3rt_status st = parse_value(&f, &kKeys[k], val, lineno);
+    fa3rt_status st = parse_value(&f, &kKeys[k], val, lineno, &params);
     if (st) return st;
+    if (kKeys[k].type == T_PARAMS) params_line = lineno;
   }
   if (!have_header)
     return fail(FA3RT_ERR_FACTS, "not a facts file: no 'fa3-kernel-facts <version>' line");
@@ -424,6 +468,10 @@ fa3rt_status fa3rt_facts_parse(const char *text, size_t len, fa3rt_facts *out) {
     return fail(FA3RT_ERR_FACTS, "facts of kernel '%s' lack required key(s): %s",
                 f.kernel[0] ? f.kernel : "?", missing);
   /* each value was checked on its line; this adds the rules across keys */
+  if (params != (f.backward ? 2 : 1))
+    return fail(FA3RT_ERR_FACTS, "facts line %d: params is the %s kernel's parameter list but "
+                "the facts say backward %d, whose list is '%s'", params_line,
+                params == 2 ? "backward" : "forward", f.backward, abi_of(&f)->names);
   fa3rt_status st = check_facts(&f, FA3RT_ERR_FACTS);
   if (st) return st;
   *out = f;
@@ -609,27 +657,34 @@ static fa3rt_status check_varlen(const fa3rt_facts *f, const fa3rt_fwd_args *a) 
   return FA3RT_OK;
 }
 
-/* fa3rt_fwd_plan, plus the strides to use for q, k, v, o (check_tensor's eff) */
-static fa3rt_status plan(const fa3rt_facts *f, const fa3rt_fwd_args *a, fa3rt_fwd_launch *launch,
-                         int64_t eff[4][4]) {
+/* The checks every launch starts with: the facts (a caller may fill them),
+ * the kernel's kind (fa3rt_fwd and fa3rt_bwd each take their own) and the
+ * dtype. */
+static fa3rt_status check_kind(const fa3rt_facts *f, int backward, fa3rt_dtype dtype) {
   fa3rt_status st = check_facts(f, FA3RT_ERR_INVALID_ARGUMENT);
   if (st) return st;
-  const char *kn = f->kernel;
-  if (a->dtype != FA3RT_BF16 && a->dtype != FA3RT_F16)
+  if (f->backward && !backward)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "kernel %s is a backward kernel (facts backward 1): "
+                "launch it with fa3rt_bwd", f->kernel);
+  if (!f->backward && backward)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "kernel %s is a forward kernel (facts backward 0): "
+                "fa3rt_bwd launches backward kernels (facts backward 1: fa3-compile "
+                "--backward)", f->kernel);
+  if (dtype != FA3RT_BF16 && dtype != FA3RT_F16)
     return fail(FA3RT_ERR_INVALID_ARGUMENT, "invalid dtype %d (expected FA3RT_BF16 or FA3RT_F16)",
-                (int)a->dtype);
-  if (a->dtype != f->dtype)
+                (int)dtype);
+  if (dtype != f->dtype)
     return fail(FA3RT_ERR_INVALID_ARGUMENT, "dtype %s does not match kernel %s (dtype %s)",
-                fa3rt_dtype_name(a->dtype), kn, fa3rt_dtype_name(f->dtype));
-  const int64_t elem = 2;
-  const fa3rt_tensor *q = &a->q, *k = &a->k, *v = &a->v, *o = &a->o;
-  if ((st = check_varlen(f, a))) return st;
-  if ((st = check_tensor("q", q, elem, eff[0])) || (st = check_tensor("k", k, elem, eff[1])) ||
-      (st = check_tensor("v", v, elem, eff[2])) || (st = check_tensor("o", o, elem, eff[3])))
-    return st;
+                fa3rt_dtype_name(dtype), f->kernel, fa3rt_dtype_name(f->dtype));
+  return FA3RT_OK;
+}
 
+/* q, k, v (each through check_tensor) against each other and the kernel. */
+static fa3rt_status check_qkv(const fa3rt_facts *f, const fa3rt_tensor *q, const fa3rt_tensor *k,
+                              const fa3rt_tensor *v) {
+  const char *kn = f->kernel;
   /* each below 2^31 (check_tensor) */
-  const int64_t B = q->shape[0], Hq = q->shape[1], Sq = q->shape[2];
+  const int64_t B = q->shape[0], Hq = q->shape[1];
   const int64_t Hkv = k->shape[1], Skv = k->shape[2];
   if (q->shape[3] != f->head_dim)
     return fail(FA3RT_ERR_INVALID_ARGUMENT,
@@ -650,12 +705,6 @@ static fa3rt_status plan(const fa3rt_facts *f, const fa3rt_fwd_args *a, fa3rt_fw
     return fail(FA3RT_ERR_INVALID_ARGUMENT,
                 "k and v differ: k has Hkv=%lld, Skv=%lld; v has %lld, %lld", (long long)Hkv,
                 (long long)Skv, (long long)v->shape[1], (long long)v->shape[2]);
-  if (o->shape[0] != B || o->shape[1] != Hq || o->shape[2] != Sq || o->shape[3] != f->head_dim_v)
-    return fail(FA3RT_ERR_INVALID_ARGUMENT,
-                "o shape [B,H,S,D] = [%lld,%lld,%lld,%lld] but must be [%lld,%lld,%lld,%d]",
-                (long long)o->shape[0], (long long)o->shape[1], (long long)o->shape[2],
-                (long long)o->shape[3], (long long)B, (long long)Hq, (long long)Sq,
-                f->head_dim_v);
   if (Hkv == 0 && Hq > 0)
     return fail(FA3RT_ERR_INVALID_ARGUMENT, "k and v have no heads (Hkv = 0) but q has %lld",
                 (long long)Hq);
@@ -663,6 +712,46 @@ static fa3rt_status plan(const fa3rt_facts *f, const fa3rt_fwd_args *a, fa3rt_fw
     return fail(FA3RT_ERR_INVALID_ARGUMENT,
                 "Hq = %lld is not a multiple of Hkv = %lld (GQA/MQA needs Hq %% Hkv == 0)",
                 (long long)Hq, (long long)Hkv);
+  return FA3RT_OK;
+}
+
+/* t (o, dout, dk, dv) has the shape [B, H, S, D]. */
+static fa3rt_status check_shape(const char *name, const fa3rt_tensor *t, int64_t B, int64_t H,
+                                int64_t S, int64_t D) {
+  if (t->shape[0] != B || t->shape[1] != H || t->shape[2] != S || t->shape[3] != D)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT,
+                "%s shape [B,H,S,D] = [%lld,%lld,%lld,%lld] but must be [%lld,%lld,%lld,%lld]",
+                name, (long long)t->shape[0], (long long)t->shape[1], (long long)t->shape[2],
+                (long long)t->shape[3], (long long)B, (long long)H, (long long)S, (long long)D);
+  return FA3RT_OK;
+}
+
+/* The softmax scale of a launch: 0 or NaN the facts', else in range. */
+static fa3rt_status check_scale(const fa3rt_facts *f, double given, double *scale) {
+  *scale = given;
+  if (isnan(given) || given == 0)
+    *scale = f->scale;
+  else if (!(given > 0 && given <= FA3RT_SCALE_MAX))
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "softmax_scale: %g is out of range (0 < scale <= "
+                "1e30; 0 or NaN: the kernel's scale)", given);
+  return FA3RT_OK;
+}
+
+/* fa3rt_fwd_plan, plus the strides to use for q, k, v, o (check_tensor's eff) */
+static fa3rt_status plan(const fa3rt_facts *f, const fa3rt_fwd_args *a, fa3rt_fwd_launch *launch,
+                         int64_t eff[4][4]) {
+  fa3rt_status st = check_kind(f, 0, a->dtype);
+  if (st) return st;
+  const int64_t elem = 2;
+  const fa3rt_tensor *q = &a->q, *k = &a->k, *v = &a->v, *o = &a->o;
+  if ((st = check_varlen(f, a))) return st;
+  if ((st = check_tensor("q", q, elem, eff[0])) || (st = check_tensor("k", k, elem, eff[1])) ||
+      (st = check_tensor("v", v, elem, eff[2])) || (st = check_tensor("o", o, elem, eff[3])))
+    return st;
+  if ((st = check_qkv(f, q, k, v))) return st;
+  const int64_t B = q->shape[0], Hq = q->shape[1], Sq = q->shape[2];
+  const int64_t Hkv = k->shape[1], Skv = k->shape[2];
+  if ((st = check_shape("o", o, B, Hq, Sq, f->head_dim_v))) return st;
   /* the grid is 1-D: x at most 2^31-1 (CUDA's limit, and the kernel's i32 tile
      index); a cluster kernel rounds its m-blocks up to whole clusters. A
      packed batch's grid covers the longest sequence in every sequence. */
@@ -695,12 +784,8 @@ static fa3rt_status plan(const fa3rt_facts *f, const fa3rt_fwd_args *a, fa3rt_fw
                 "floats below 2^63: a device address)", (unsigned long long)a->lse,
                 (long long)rows);
 
-  double scale = a->softmax_scale;
-  if (isnan(scale) || scale == 0)
-    scale = f->scale;
-  else if (!(scale > 0 && scale <= FA3RT_SCALE_MAX))
-    return fail(FA3RT_ERR_INVALID_ARGUMENT, "softmax_scale: %g is out of range (0 < scale <= "
-                "1e30; 0 or NaN: the kernel's scale)", scale);
+  double scale;
+  if ((st = check_scale(f, a->softmax_scale, &scale))) return st;
 
   fa3rt_fwd_launch L;
   memset(&L, 0, sizeof L);
@@ -737,6 +822,106 @@ fa3rt_status fa3rt_fwd_plan(const fa3rt_facts *f, const fa3rt_fwd_args *a,
   if (!f || !a) return fail(FA3RT_ERR_INVALID_ARGUMENT, "fa3rt_fwd_plan: NULL argument");
   int64_t eff[4][4];
   return plan(f, a, launch, eff);
+}
+
+/* n f32 words of device memory at p (n < 0: a count past int64), 16-byte
+ * aligned and below 2^63; NULL only where not required. */
+static fa3rt_status check_f32(const char *name, uint64_t p, int64_t n, int required) {
+  if (!p) {
+    if (required) return fail(FA3RT_ERR_INVALID_ARGUMENT, "%s pointer is NULL", name);
+    return FA3RT_OK;
+  }
+  if (p % 16)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "%s pointer 0x%llx is not 16-byte aligned", name,
+                (unsigned long long)p);
+  if (n < 0 || p >= ADDR_END || (uint64_t)n > (ADDR_END - p) / 4)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "%s pointer: 0x%llx is out of range (its %lld "
+                "floats below 2^63: a device address)", name, (unsigned long long)p,
+                (long long)n);
+  return FA3RT_OK;
+}
+
+/* a * b * c * d of extents (each 0 to 2^31-1), or -1 past int64 */
+static int64_t product(int64_t a, int64_t b, int64_t c, int64_t d) {
+  int64_t p;
+  if (__builtin_mul_overflow(a, b, &p) || __builtin_mul_overflow(p, c, &p) ||
+      __builtin_mul_overflow(p, d, &p))
+    return -1;
+  return p;
+}
+
+/* fa3rt_bwd_plan, plus the strides to use for q, k, v, dout, dk, dv */
+static fa3rt_status plan_bwd(const fa3rt_facts *f, const fa3rt_bwd_args *a,
+                             fa3rt_bwd_launch *launch, int64_t eff[6][4]) {
+  fa3rt_status st = check_kind(f, 1, a->dtype);
+  if (st) return st;
+  const int64_t elem = 2;
+  const fa3rt_tensor *q = &a->q, *k = &a->k, *v = &a->v, *dout = &a->dout, *dk = &a->dk,
+                     *dv = &a->dv;
+  if ((st = check_tensor("q", q, elem, eff[0])) || (st = check_tensor("k", k, elem, eff[1])) ||
+      (st = check_tensor("v", v, elem, eff[2])) ||
+      (st = check_tensor("dout", dout, elem, eff[3])) ||
+      (st = check_tensor("dk", dk, elem, eff[4])) || (st = check_tensor("dv", dv, elem, eff[5])))
+    return st;
+  if ((st = check_qkv(f, q, k, v))) return st;
+  const int64_t B = q->shape[0], Hq = q->shape[1], Sq = q->shape[2];
+  const int64_t Hkv = k->shape[1], Skv = k->shape[2];
+  if ((st = check_shape("dout", dout, B, Hq, Sq, f->head_dim_v)) ||
+      (st = check_shape("dk", dk, B, Hkv, Skv, f->head_dim)) ||
+      (st = check_shape("dv", dv, B, Hkv, Skv, f->head_dim_v)))
+    return st;
+  /* the kernel addresses dK and dV with one set of strides (a dim of
+     extent 1 is never stepped along) */
+  for (int i = 0; i < 3 && B && Hkv && Skv; i++)
+    if (dk->shape[i] > 1 && eff[4][i] != eff[5][i])
+      return fail(FA3RT_ERR_INVALID_ARGUMENT, "dk and dv strides differ in dim %s (%lld and "
+                  "%lld elements): the kernel takes one set of strides for both",
+                  kDimNames[i], (long long)eff[4][i], (long long)eff[5][i]);
+  /* 1-D grid: one CTA per (kv block, kv head, batch), at most 2^31-1 */
+  const int64_t nblocks = (Skv + f->block_n - 1) / f->block_n;
+  int64_t tiles = 0;
+  if (!mul_add(&tiles, nblocks * Hkv, B) || tiles > INT32_MAX)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "tiles: %lld kv blocks of %d rows * Hkv %lld * B "
+                "%lld is out of range (at most 2^31-1: CUDA's grid.x)", (long long)nblocks,
+                f->block_n, (long long)Hkv, (long long)B);
+  fa3rt_bwd_launch L;
+  memset(&L, 0, sizeof L);
+  L.empty = B == 0 || Hq == 0 || Sq == 0;
+  L.zero_only = !L.empty && Skv == 0;
+  /* dq_accum f32 [B, Hq, Sq, D], lse and delta f32 [B, Hq, Sq], contiguous */
+  const int64_t words = product(B, Hq, Sq, f->head_dim), rows = product(B, Hq, Sq, 1);
+  if ((st = check_f32("dq_accum", a->dq_accum, words, !L.empty)) ||
+      (st = check_f32("lse", a->lse, rows, !L.empty && !L.zero_only)) ||
+      (st = check_f32("delta", a->delta, rows, !L.empty && !L.zero_only)))
+    return st;
+  double scale;
+  if ((st = check_scale(f, a->softmax_scale, &scale))) return st;
+
+  L.B = (int32_t)B; L.Sq = (int32_t)Sq; L.Skv = (int32_t)Skv;
+  L.Hq = (int32_t)Hq; L.Hkv = (int32_t)Hkv;
+  L.dkv_stride_b = eff[4][0];
+  L.dkv_stride_h = eff[4][1];
+  L.dkv_stride_s = eff[4][2];
+  L.dq_accum_words = L.empty ? 0 : (uint64_t)words;
+  L.scale = scale;
+  L.scale_log2 = (float)(scale * LOG2E);
+  if (!L.empty && !L.zero_only) {
+    L.grid[0] = (unsigned)tiles;
+    L.grid[1] = L.grid[2] = 1;
+    L.block[0] = (unsigned)f->threads;
+    L.block[1] = L.block[2] = 1;
+    L.dynamic_smem = (unsigned)f->dynamic_smem;
+  }
+  if (launch) *launch = L;
+  return FA3RT_OK;
+}
+
+fa3rt_status fa3rt_bwd_plan(const fa3rt_facts *f, const fa3rt_bwd_args *a,
+                            fa3rt_bwd_launch *launch) {
+  clear_error();
+  if (!f || !a) return fail(FA3RT_ERR_INVALID_ARGUMENT, "fa3rt_bwd_plan: NULL argument");
+  int64_t eff[6][4];
+  return plan_bwd(f, a, launch, eff);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -855,26 +1040,28 @@ fa3rt_status fa3rt_kernel_load_data(const void *cubin, size_t cubin_size, const 
    * Offsets count from the first parameter's: the driver reports them in the
    * constant bank, where 64-byte aligned parameters start past a padding. */
   {
+    const abi *x = abi_of(&f);
     size_t want_off = 0, base = 0;
-    for (size_t i = 0; i < NPARAMS; i++) {
+    for (size_t i = 0; i < x->n; i++) {
       size_t off = 0, size = 0;
-      want_off = (want_off + kParamAligns[i] - 1) / kParamAligns[i] * kParamAligns[i];
+      want_off = (want_off + x->aligns[i] - 1) / x->aligns[i] * x->aligns[i];
       r = cuFuncGetParamInfo(k->fn, i, &off, &size);
       if (r == CUDA_ERROR_NOT_SUPPORTED) break;
       if (r == CUDA_ERROR_INVALID_VALUE) {
-        st = fail(FA3RT_ERR_FACTS, "kernel %s takes %zu parameters; the ABI '%s' has %zu",
-                  f.kernel, i, kParams, NPARAMS);
+        st = fail(FA3RT_ERR_FACTS, "kernel %s takes %zu parameters; the %s ABI '%s' has %zu",
+                  f.kernel, i, x->kind, x->names, x->n);
         goto error;
       }
       LOAD_TRY(r);
       if (i == 0) base = off;
-      if (size != kParamSizes[i] || off < base || off - base != want_off) {
+      if (size != x->sizes[i] || off < base || off - base != want_off) {
         st = fail(FA3RT_ERR_FACTS, "kernel %s parameter %zu is %zu bytes at offset %lld (from "
-                  "the first's); the ABI '%s' needs %zu bytes at offset %zu", f.kernel, i, size,
-                  (long long)off - (long long)base, kParams, kParamSizes[i], want_off);
+                  "the first's); the %s ABI '%s' needs %zu bytes at offset %zu", f.kernel, i,
+                  size, (long long)off - (long long)base, x->kind, x->names, x->sizes[i],
+                  want_off);
         goto error;
       }
-      want_off += kParamSizes[i];
+      want_off += x->sizes[i];
     }
   }
   int static_smem = 0, max_threads = 0;
@@ -1013,24 +1200,22 @@ static fa3rt_status fill_empty_rows(const fa3rt_fwd_args *a, const fa3rt_fwd_lau
   return FA3RT_OK;
 }
 
-fa3rt_status fa3rt_fwd(fa3rt_kernel *k, const fa3rt_fwd_args *a, void *stream) {
-  clear_error();
-  if (!k || !a) return fail(FA3RT_ERR_INVALID_ARGUMENT, "fa3rt_fwd: NULL kernel or args");
-  const fa3rt_facts *f = &k->facts;
-  fa3rt_fwd_launch L;
-  int64_t eff[4][4];
-  fa3rt_status st = plan(f, a, &L, eff);
-  if (st) {
-    char msg[sizeof g_err];
-    snprintf(msg, sizeof msg, "%s", g_err);
-    return fail(st, "fa3rt_fwd (kernel %s): %s", f->kernel, msg);
-  }
-  if (L.empty) return FA3RT_OK;
-  char where[512];
-  snprintf(where, sizeof where, "kernel %s, B=%d, Sq=%d, Skv=%d, Hq=%d, Hkv=%d, D=%d, Dv=%d",
-           f->kernel, L.B, L.Sq, L.Skv, L.Hq, L.Hkv, f->head_dim, f->head_dim_v);
-  CUstream cs = (CUstream)stream;
+/* "<call> (kernel K): " before the last error (a plan's) */
+static fa3rt_status in_call(fa3rt_status st, const char *call, const fa3rt_facts *f) {
+  char msg[sizeof g_err];
+  snprintf(msg, sizeof msg, "%s", g_err);
+  return fail(st, "%s (kernel %s): %s", call, f->kernel, msg);
+}
 
+/* The launch's description in CUDA error messages, into where[512]. */
+static void describe(char *where, const fa3rt_facts *f, int B, int Sq, int Skv, int Hq,
+                     int Hkv) {
+  snprintf(where, 512, "kernel %s, B=%d, Sq=%d, Skv=%d, Hq=%d, Hkv=%d, D=%d, Dv=%d", f->kernel,
+           B, Sq, Skv, Hq, Hkv, f->head_dim, f->head_dim_v);
+}
+
+/* A kernel launches only in the context it was loaded in. */
+static fa3rt_status check_context(const fa3rt_kernel *k, const char *where) {
   CUcontext cur = NULL;
   CU_TRY(cuCtxGetCurrent(&cur), where);
   if (cur != k->ctx) {
@@ -1038,9 +1223,25 @@ fa3rt_status fa3rt_fwd(fa3rt_kernel *k, const fa3rt_fwd_args *a, void *stream) {
     if (cur) cuCtxGetDevice(&d);
     return fail(FA3RT_ERR_INVALID_ARGUMENT,
                 "kernel %s was loaded in the context of device %d but the current context is %s"
-                "%d: load the kernel once per device/context", f->kernel, (int)k->dev,
+                "%d: load the kernel once per device/context", k->facts.kernel, (int)k->dev,
                 cur ? "that of device " : "none, device ", (int)d);
   }
+  return FA3RT_OK;
+}
+
+fa3rt_status fa3rt_fwd(fa3rt_kernel *k, const fa3rt_fwd_args *a, void *stream) {
+  clear_error();
+  if (!k || !a) return fail(FA3RT_ERR_INVALID_ARGUMENT, "fa3rt_fwd: NULL kernel or args");
+  const fa3rt_facts *f = &k->facts;
+  fa3rt_fwd_launch L;
+  int64_t eff[4][4];
+  fa3rt_status st = plan(f, a, &L, eff);
+  if (st) return in_call(st, "fa3rt_fwd", f);
+  if (L.empty) return FA3RT_OK;
+  char where[512];
+  describe(where, f, L.B, L.Sq, L.Skv, L.Hq, L.Hkv);
+  CUstream cs = (CUstream)stream;
+  if ((st = check_context(k, where))) return st;
   CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
   CU_TRY(cuStreamIsCapturing(cs, &cap), where);
   const int capturing = cap != CU_STREAM_CAPTURE_STATUS_NONE;
@@ -1148,4 +1349,53 @@ fa3rt_status fa3rt_fwd(fa3rt_kernel *k, const fa3rt_fwd_args *a, void *stream) {
   k->last_stream = cs;
   pthread_mutex_unlock(&k->mu);
   return FA3RT_OK;
+}
+
+fa3rt_status fa3rt_bwd(fa3rt_kernel *k, const fa3rt_bwd_args *a, void *stream) {
+  clear_error();
+  if (!k || !a) return fail(FA3RT_ERR_INVALID_ARGUMENT, "fa3rt_bwd: NULL kernel or args");
+  const fa3rt_facts *f = &k->facts;
+  fa3rt_bwd_launch L;
+  int64_t eff[6][4];
+  fa3rt_status st = plan_bwd(f, a, &L, eff);
+  if (st) return in_call(st, "fa3rt_bwd", f);
+  if (L.empty) return FA3RT_OK;
+  char where[512];
+  describe(where, f, L.B, L.Sq, L.Skv, L.Hq, L.Hkv);
+  CUstream cs = (CUstream)stream;
+  if ((st = check_context(k, where))) return st;
+  /* the kernel adds into dQaccum: zero first, in stream order */
+  CU_TRY(cuMemsetD32Async((CUdeviceptr)a->dq_accum, 0, (size_t)L.dq_accum_words, cs), where);
+  if (L.zero_only) return FA3RT_OK;
+
+  /* One local per kernel parameter, named and typed as fa3rt_abi.def says. */
+#define FA3RT_BWD_KERNEL_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning)     \
+  c_type name;
+#include "fa3rt_abi.def"
+  if ((st = encode_map(&mapQ, f, &a->q, eff[0], f->block_m, "q", where)) ||
+      (st = encode_map(&mapK, f, &a->k, eff[1], f->block_n, "k", where)) ||
+      (st = encode_map(&mapV, f, &a->v, eff[2], f->block_n, "v", where)) ||
+      (st = encode_map(&mapdO, f, &a->dout, eff[3], f->block_m, "dout", where)))
+    return st;
+  dQaccum = (CUdeviceptr)a->dq_accum;
+  dK = (CUdeviceptr)a->dk.ptr;
+  dV = (CUdeviceptr)a->dv.ptr;
+  LSE = (CUdeviceptr)a->lse;
+  delta = (CUdeviceptr)a->delta;
+  B = L.B;
+  Sq = L.Sq;
+  Skv = L.Skv;
+  Hq = L.Hq;
+  Hkv = L.Hkv;
+  dkvStrideB = L.dkv_stride_b;
+  dkvStrideS = L.dkv_stride_s;
+  dkvStrideH = L.dkv_stride_h;
+  scaleLog2 = L.scale_log2;
+  void *params[] = {
+#define FA3RT_BWD_KERNEL_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning) &name,
+#include "fa3rt_abi.def"
+  };
+  CUresult r = cuLaunchKernel(k->fn, L.grid[0], L.grid[1], L.grid[2], L.block[0], L.block[1],
+                              L.block[2], L.dynamic_smem, cs, params, NULL);
+  return r == CUDA_SUCCESS ? FA3RT_OK : cuda_fail("cuLaunchKernel", r, where);
 }

@@ -1,7 +1,8 @@
 #!/bin/bash
 # One GPU-machine session for the compiled FA3 kernels: build libfa3rt.so, check
 # every kernel of a directory against an fp32 reference (check_fwd.py; the
-# packed variable-length ones, facts `varlen 1`, with check_varlen.py),
+# packed variable-length ones, facts `varlen 1`, with check_varlen.py; the
+# backward ones, facts `backward 1`, with check_bwd.py),
 # compute-sanitizer memcheck + racecheck + synccheck on small cases, SASS check
 # (inside both checks), and the
 # benchmark beside cuDNN / FlashAttention-2. Logs and results go to $OUT.
@@ -16,6 +17,7 @@
 #   SKIP_CHECK=1 SKIP_SANITIZE=1 SKIP_BENCH=1
 #   SAN_KERNEL_DIR  kernels for the sanitizers (default: KERNEL_DIR)
 #   T_CHECK T_SAN T_BENCH   per-stage timeouts in seconds (default 150 / 180 / 240)
+#   T_CHECK_BWD  check_bwd.py's timeout (default 300)
 # Files in $OUT: session.log, memcheck.log, racecheck.log, synccheck.log,
 # history.jsonl (one line per check_fwd, sanitizer and benchmark run, each
 # with $FA3_SESSION) and RESULTS.md (their tables). Back on the CPU machine,
@@ -48,10 +50,12 @@ echo "kernels in $FA3_KERNEL_DIR:"; ls -l "$FA3_KERNEL_DIR"
 stage "build libfa3rt.so"
 make -C runtime -B CFLAGS="-O2" || { fail "runtime build"; return 1; }
 
-# which kinds of kernel the directory holds: fixed-length ones (check_fwd.py)
-# and packed variable-length ones (facts `varlen 1`: check_varlen.py)
-has_fixed=$(grep -L '^varlen 1' "$FA3_KERNEL_DIR"/*.facts 2>/dev/null | head -n 1)
+# which kinds of kernel the directory holds: fixed-length ones (check_fwd.py),
+# packed variable-length ones (facts `varlen 1`: check_varlen.py) and
+# backward ones (facts `backward 1`: check_bwd.py)
+has_fixed=$(grep -L -E '^(varlen|backward) 1' "$FA3_KERNEL_DIR"/*.facts 2>/dev/null | head -n 1)
 has_varlen=$(grep -l '^varlen 1' "$FA3_KERNEL_DIR"/*.facts 2>/dev/null | head -n 1)
+has_bwd=$(grep -l '^backward 1' "$FA3_KERNEL_DIR"/*.facts 2>/dev/null | head -n 1)
 
 if [ "${SKIP_CHECK:-0}" != 1 ]; then
   if [ -n "$has_fixed" ]; then
@@ -64,6 +68,12 @@ if [ "${SKIP_CHECK:-0}" != 1 ]; then
     timeout "${T_CHECK:-150}" python3 test/gpu/check_varlen.py "$FA3_KERNEL_DIR" --out "$OUT" \
       > "$OUT/check_varlen.log" 2>&1 || fail "check_varlen (rc $?)"
     grep -E '^(FAIL|PASS torch)|check_varlen:' "$OUT/check_varlen.log"
+  fi
+  if [ -n "$has_bwd" ]; then
+    stage "correctness, backward (test/gpu/check_bwd.py)"
+    timeout "${T_CHECK_BWD:-300}" python3 test/gpu/check_bwd.py "$FA3_KERNEL_DIR" --out "$OUT" \
+      > "$OUT/check_bwd.log" 2>&1 || fail "check_bwd (rc $?)"
+    grep -E '^FAIL|check_bwd:' "$OUT/check_bwd.log"
   fi
 fi
 
@@ -90,6 +100,17 @@ if [ "${SKIP_SANITIZE:-0}" != 1 ]; then
       grep -E 'SUMMARY|check_varlen:' "$OUT/$tool-varlen.log"
       grep -qE 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards' "$OUT/$tool-varlen.log" \
         || fail "$tool reported errors on the varlen kernels"
+    fi
+    if grep -lq '^backward 1' "$skdir"/*.facts 2>/dev/null; then
+      # the backward kernels too (one log for the three tools)
+      echo "==== $tool" >> "$OUT/sanitize-bwd.log"
+      PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout "${T_SAN:-180}" compute-sanitizer --tool $tool \
+        python3 test/gpu/check_bwd.py "$skdir" --sanitize > "$OUT/$tool-bwd.tmp" 2>&1 \
+        || fail "$tool on the backward kernels (rc $?)"
+      grep -E 'SUMMARY|check_bwd:' "$OUT/$tool-bwd.tmp"
+      grep -qE 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards' "$OUT/$tool-bwd.tmp" \
+        || fail "$tool reported errors on the backward kernels"
+      cat "$OUT/$tool-bwd.tmp" >> "$OUT/sanitize-bwd.log"; rm -f "$OUT/$tool-bwd.tmp"
     fi
     if [ $rc != 0 ]; then fail "$tool (rc $rc)"; tail -n 30 "$OUT/$tool.log"; fi
     if [ $tool != racecheck ]; then

@@ -68,8 +68,8 @@ MLIR_CAPI_EXPORTED Fa3HopperOptions fa3HopperOptionsDefault(void);
 typedef struct Fa3AttentionSpec {
   const char *name;    /* kernel base name: a C identifier of 1 to 200
                           characters; NULL:
-                          fa3_fwd_d<D>[v<Dv>]_<dtype>[_causal][_w<L>_<R>]
-                          [_softcap][_varlen], an unbounded window side written
+                          fa3_<fwd|bwd>_d<D>[v<Dv>]_<dtype>[_causal]
+                          [_w<L>_<R>][_softcap][_varlen], an unbounded window side written
                           "inf", v<Dv> where Dv differs from D */
   const char *dtype;   /* "bf16" or "f16" (q, k, v and o); NULL: bf16 */
   int64_t headDim;     /* of q and k: 64, 96, 128, 192 or 256 */
@@ -88,6 +88,10 @@ typedef struct Fa3AttentionSpec {
                           optional seqused_k at launch), name suffix
                           _varlen; no clusters whatever the options say.
                           Appended likewise */
+  bool backward;       /* the backward kernel (dQ, dK, dV from dO; facts
+                          `backward 1`, fa3rt_bwd), named fa3_bwd_...: head
+                          dim 64 or 128 with Dv = D, no window other than
+                          causal, no softcap, no varlen. Appended likewise */
 } Fa3AttentionSpec;
 
 MLIR_CAPI_EXPORTED Fa3AttentionSpec fa3AttentionSpecDefault(void);

@@ -80,6 +80,7 @@ Fa3AttentionSpec fa3AttentionSpecDefault(void) {
   s.scale = 0.0f;
   s.headDimV = 0;
   s.varlen = false;
+  s.backward = false;
   return s;
 }
 
@@ -204,11 +205,12 @@ static Fa3KernelSet *compileHopperModule(MlirModule cmod,
   return set.release();
 }
 
-/// fa3_fwd_d<D>[v<Dv>]_<dtype>[_causal][_w<L>_<R>][_softcap][_varlen]: the name a
-/// spec without one gets (an unbounded side of a window is "inf"; v<Dv>
-/// where the value head dim differs).
+/// fa3_<fwd|bwd>_d<D>[v<Dv>]_<dtype>[_causal][_w<L>_<R>][_softcap][_varlen]:
+/// the name a spec without one gets (an unbounded side of a window is
+/// "inf"; v<Dv> where the value head dim differs).
 static std::string variantName(const Fa3AttentionSpec &s, const std::string &et) {
-  std::string n = "fa3_fwd_d" + std::to_string(s.headDim);
+  std::string n = (s.backward ? "fa3_bwd_d" : "fa3_fwd_d") +
+                  std::to_string(s.headDim);
   if (s.headDimV != 0 && s.headDimV != s.headDim)
     n += "v" + std::to_string(s.headDimV);
   n += "_" + et;
@@ -353,7 +355,12 @@ static std::string checkSpec(const Fa3AttentionSpec &s) {
     os << "scale: " << llvm::format("%g", s.scale)
        << " is out of range (> 0 and at most 1e30; hasScale false: "
           "1/sqrt(headDim))";
+  } else if (s.backward && s.varlen) {
+    os << "backward: not with varlen (the Hopper backward takes "
+          "fixed-length batches)";
   }
+  // The backward's own limits (head dims, masks, softcap) are its
+  // configuration's to name: attn-hopper-config reports them.
   return why;
 }
 
@@ -362,6 +369,8 @@ static std::string checkSpec(const Fa3AttentionSpec &s) {
 ///   func.func @<name>(q, k: memref<?x1x?xDxT>, v, o: memref<?x1x?xDvxT>,
 ///                     lse: memref<?x1x?xf32>)
 ///     attn.flash_attention ins(q, k, v) outs(o, lse) <attributes>
+/// or, backward, with dO, dq, dk, dv after lse:
+///     attn.flash_attention_grad ins(q, k, v, o, dO, lse) outs(dq, dk, dv)
 /// or, varlen, the packed form (q, k: memref<?x1xDxT>, ..., lse:
 /// memref<1x?xf32>, cu_seqlens_q/k: memref<?xi32>; seqused_k is the
 /// kernel's to read or not at launch):
@@ -388,6 +397,8 @@ static OwningOpRef<ModuleOp> buildSpecModule(MLIRContext *ctx,
   SmallVector<Type> args = {t, t, tv, tv, lseType};
   if (s.varlen)
     args.append({seqlens, seqlens});
+  if (s.backward) // q, k, v, o, lse, then dO, dq, dk, dv
+    args.append({tv, t, t, tv});
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   b.setInsertionPointToEnd(module->getBody());
   auto fn = func::FuncOp::create(b, loc, name, b.getFunctionType(args, {}));
@@ -403,7 +414,14 @@ static OwningOpRef<ModuleOp> buildSpecModule(MLIRContext *ctx,
   FloatAttr softcap =
       s.softcap != 0.0f ? b.getF32FloatAttr(s.softcap) : FloatAttr();
   SmallVector<Value> outs = {body->getArgument(3), body->getArgument(4)};
-  if (s.varlen)
+  if (s.backward) {
+    Value gradOuts[] = {body->getArgument(6), body->getArgument(7),
+                        body->getArgument(8)};
+    fa3::attn::FlashAttentionGradOp::create(
+        b, loc, TypeRange{}, body->getArgument(0), body->getArgument(1),
+        body->getArgument(2), body->getArgument(3), body->getArgument(5),
+        body->getArgument(4), gradOuts, scale, causal, window, softcap);
+  } else if (s.varlen)
     fa3::attn::FlashAttentionVarlenOp::create(
         b, loc, TypeRange{}, body->getArgument(0), body->getArgument(1),
         body->getArgument(2), body->getArgument(5), body->getArgument(6),

@@ -198,7 +198,8 @@ def compiler_version() -> str:
 
 def entry_name(variant: Variant, key: str) -> str:
     dv = "" if variant.head_dim_v == variant.head_dim else f"v{variant.head_dim_v}"
-    return f"{variant.dtype}-d{variant.head_dim}{dv}-{key}"
+    bwd = "-bwd" if dict(variant.options).get("backward") else ""
+    return f"{variant.dtype}-d{variant.head_dim}{dv}{bwd}-{key}"
 
 
 def _compile(out_dir: Path, variant: Variant):
@@ -213,9 +214,11 @@ def _compile(out_dir: Path, variant: Variant):
 
 
 def _matches(kf: _facts.KernelFacts, v: Variant) -> bool:
+    options = dict(v.options)
     return _facts.matches(kf, v.dtype, v.head_dim, v.head_dim_v, v.causal,
                           (v.window_left, v.window_right), v.softcap,
-                          bool(dict(v.options).get("varlen", False)))
+                          bool(options.get("varlen", False)),
+                          bool(options.get("backward", False)))
 
 
 def _read_entry(d: Path, key: str, v: Variant) -> Optional[_facts.KernelFacts]:

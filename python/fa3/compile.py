@@ -27,7 +27,7 @@ class _Spec(ctypes.Structure):
                 ("windowLeft", ctypes.c_int64), ("windowRight", ctypes.c_int64),
                 ("softcap", ctypes.c_float), ("hasScale", ctypes.c_bool),
                 ("scale", ctypes.c_float), ("headDimV", ctypes.c_int64),
-                ("varlen", ctypes.c_bool)]
+                ("varlen", ctypes.c_bool), ("backward", ctypes.c_bool)]
 
 
 class _Options(ctypes.Structure):
@@ -61,6 +61,8 @@ def _declare(lib):
     lib.fa3FindPtxas.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
     lib.fa3KernelSetDestroy.restype = None
     lib.fa3KernelSetDestroy.argtypes = [ctypes.c_void_p]
+    lib.fa3AttentionSpecName.restype = ctypes.c_size_t
+    lib.fa3AttentionSpecName.argtypes = [ctypes.POINTER(_Spec), ctypes.c_char_p, ctypes.c_size_t]
     lib._fa3_compile_declared = True
     return lib
 
@@ -86,6 +88,40 @@ def find_ptxas(toolkit: Optional[str] = None) -> Optional[str]:
     return buf.value.decode() if n else None
 
 
+def _spec(w, name, head_dim, dtype, causal, window, softcap, scale, head_dim_v, varlen,
+          backward) -> _Spec:
+    """The C API's Fa3AttentionSpec; only what ctypes would wrap, round or
+    cut is checked here (the compiler diagnoses the rest)."""
+    if len(window) != 2:
+        raise ValueError(f"{w}: window must be (left, right), got {window!r}")
+
+    def i64(n, value):
+        return check_int(w, n, value, *INT64)
+    # name None: the C API derives it from the variant, as fa3-compile does
+    return _Spec(check_str(w, "name", name or None), check_str(w, "dtype", dtype),
+                 i64("head_dim", head_dim), causal, i64("window[0]", window[0]),
+                 i64("window[1]", window[1]), check_f32(w, "softcap", softcap),
+                 scale is not None, 0.0 if scale is None else check_f32(w, "scale", scale),
+                 0 if head_dim_v is None else i64("head_dim_v", head_dim_v), bool(varlen),
+                 bool(backward))
+
+
+def kernel_name(head_dim: int = 128, dtype: str = "bf16", causal: bool = False,
+                window: Tuple[int, int] = (-1, -1), softcap: float = 0.0,
+                head_dim_v: Optional[int] = None, varlen: bool = False,
+                backward: bool = False) -> str:
+    """The kernel base name the compiler derives for a variant
+    (fa3AttentionSpecName: fa3_<fwd|bwd>_d<D>[v<Dv>]_<dtype>[_causal]...;
+    the kernel function in the cubin is this name + "_kernel")."""
+    spec = _spec("kernel_name", None, head_dim, dtype, causal, window, softcap, None,
+                 head_dim_v, varlen, backward)
+    lib = _declare(_capi.lib())
+    n = lib.fa3AttentionSpecName(ctypes.byref(spec), None, 0)
+    buf = ctypes.create_string_buffer(n + 1)
+    lib.fa3AttentionSpecName(ctypes.byref(spec), buf, len(buf))
+    return buf.value.decode()
+
+
 def compile_kernel(out_dir, head_dim: int = 128, dtype: str = "bf16",
                    causal: bool = False, window: Tuple[int, int] = (-1, -1),
                    softcap: float = 0.0, scale: Optional[float] = None,
@@ -98,11 +134,13 @@ def compile_kernel(out_dir, head_dim: int = 128, dtype: str = "bf16",
                    toolkit: Optional[str] = None,
                    ptxas_timeout: int = 0, emit_cubin: bool = True,
                    head_dim_v: Optional[int] = None,
-                   varlen: bool = False) -> List[KernelFiles]:
+                   varlen: bool = False, backward: bool = False) -> List[KernelFiles]:
     """Compiles one variant and writes <kernel>.ptx/.cubin/.facts to out_dir.
     `head_dim` is that of q and k, `head_dim_v` that of v and o (None: the
     same). `varlen`: the kernel of a packed variable-length batch
-    (flash_attn_varlen_func; no clusters).
+    (flash_attn_varlen_func; no clusters). `backward`: the variant's
+    backward kernel (dQ, dK, dV; facts `backward 1`, named fa3_bwd_...;
+    head dim 64 or 128, Dv = D, causal or full, no softcap, no varlen).
     `toolkit` holds the bin/ptxas to assemble with (None: $CUDA_HOME,
     $CUDA_PATH, /usr/local/cuda, PATH); ptxas is stopped after
     `ptxas_timeout` seconds (0: 600). emit_cubin=False: PTX and facts only
@@ -123,14 +161,8 @@ def compile_kernel(out_dir, head_dim: int = 128, dtype: str = "bf16",
     def i64(name, value):
         return check_int(w, name, value, *INT64)
 
-    if len(window) != 2:
-        raise ValueError(f"{w}: window must be (left, right), got {window!r}")
-    # name None: the C API derives it from the variant, as fa3-compile does
-    spec = _Spec(check_str(w, "name", name or None), check_str(w, "dtype", dtype),
-                 i64("head_dim", head_dim), causal, i64("window[0]", window[0]),
-                 i64("window[1]", window[1]), check_f32(w, "softcap", softcap),
-                 scale is not None, 0.0 if scale is None else check_f32(w, "scale", scale),
-                 0 if head_dim_v is None else i64("head_dim_v", head_dim_v), bool(varlen))
+    spec = _spec(w, name, head_dim, dtype, causal, window, softcap, scale, head_dim_v, varlen,
+                 backward)
     opts = _Options(i64("block_n", block_n), i64("stages", stages), pingpong,
                     _AUTO_ON_OFF[persistent], tma_store, b"sm_90a", b"+ptx80",
                     check_str(w, "toolkit", toolkit or None), bool(emit_cubin),

@@ -37,8 +37,10 @@ def _abi_text() -> str:
 
 
 _ABI = _abi_text()
-# the kernel's parameter names in launch order, blank-separated
+# the kernel's parameter names in launch order, blank-separated: the forward
+# kernel's, and the backward kernel's (facts `backward 1`)
 KERNEL_PARAMS = " ".join(re.findall(r"^FA3RT_KERNEL_PARAM\((\w+),", _ABI, re.M))
+BWD_KERNEL_PARAMS = " ".join(re.findall(r"^FA3RT_BWD_KERNEL_PARAM\((\w+),", _ABI, re.M))
 MAX_BYTES = 65536           # FA3RT_FACTS_MAX_BYTES
 MAX_LINE = 1023             # FA3RT_FACTS_MAX_LINE (bytes without the newline)
 SCALE_MAX = 1e30            # FA3RT_SCALE_MAX
@@ -75,7 +77,7 @@ def _facts_keys(text: str) -> dict:
 
 
 _KEYS = _facts_keys(_ABI)
-_DEFAULTS = {"cluster_m": 1, "cubin": "", "varlen": 0}
+_DEFAULTS = {"cluster_m": 1, "cubin": "", "varlen": 0, "backward": 0}
 
 
 class FactsError(ValueError):
@@ -105,6 +107,7 @@ class KernelFacts:
     extra: Dict[str, str] = field(default_factory=dict, compare=False, hash=False)
     cubin: str = ""         # the optional `cubin` key ("" = absent)
     varlen: bool = False    # optional key: a packed variable-length batch's kernel
+    backward: bool = False  # optional key: the backward kernel (dQ, dK, dV)
 
     def describe(self) -> str:
         w = f"window=({self.window_left},{self.window_right})"
@@ -112,7 +115,8 @@ class KernelFacts:
                 + (f" head_dim_v={self.head_dim_v}" if self.head_dim_v != self.head_dim else "")
                 + f" causal={int(self.causal)} {w} softcap={self.softcap:g}"
                 + f" tile={self.block_m}x{self.block_n}"
-                + (" varlen" if self.varlen else ""))
+                + (" varlen" if self.varlen else "")
+                + (" backward" if self.backward else ""))
 
 
 def _value(key: str, val: str, lineno: int):
@@ -135,9 +139,16 @@ def _value(key: str, val: str, lineno: int):
     if kind == "grid" and val not in ("tiles", "persistent"):
         raise FactsError(f"line {lineno}: grid '{val}' is not one this package launches "
                          f"(tiles or persistent)")
-    if kind == "params" and val.split() != KERNEL_PARAMS.split():
+    if kind == "params":
+        # which ABI's list: checked against `backward` once the text is read
+        names = val.split()
+        if names == KERNEL_PARAMS.split():
+            return (lineno, "forward")
+        if names == BWD_KERNEL_PARAMS.split():
+            return (lineno, "backward")
         raise FactsError(f"line {lineno}: kernel parameter list '{val}' is not the ABI "
-                         f"this package launches ('{KERNEL_PARAMS}')")
+                         f"this package launches ('{KERNEL_PARAMS}'; with backward 1: "
+                         f"'{BWD_KERNEL_PARAMS}')")
     return val
 
 
@@ -194,12 +205,25 @@ def _parse(data: bytes) -> Tuple[int, dict, dict]:
     if missing:
         raise FactsError(f"facts of kernel '{vals.get('kernel', '?')}' lack required "
                          f"key(s): {', '.join(missing)}")
+    params_line, params_kind = vals["params"]
+    backward = vals.get("backward", 0)
+    if params_kind != ("backward" if backward else "forward"):
+        raise FactsError(f"line {params_line}: params is the {params_kind} kernel's parameter "
+                         f"list but the facts say backward {backward}, whose list is "
+                         f"'{BWD_KERNEL_PARAMS if backward else KERNEL_PARAMS}'")
     if vals["causal"] and vals["window_right"] != 0:
         raise FactsError(f"facts of kernel '{vals['kernel']}': causal 1 needs "
                          f"window_right 0, got {vals['window_right']}")
     if vals.get("varlen") and vals.get("cluster_m", 1) != 1:
         raise FactsError(f"facts of kernel '{vals['kernel']}': varlen 1 needs cluster_m 1 "
                          f"(no clusters)")
+    if backward and (vals.get("varlen") or vals.get("cluster_m", 1) != 1
+                     or vals["grid"] != "tiles"):
+        need = ("varlen 0" if vals.get("varlen") else "cluster_m 1"
+                if vals.get("cluster_m", 1) != 1 else "grid tiles")
+        raise FactsError(f"facts of kernel '{vals['kernel']}': backward 1 needs {need} (the "
+                         f"backward kernel takes fixed-length batches, one CTA per kv block, "
+                         f"head and batch)")
     return version, {**_DEFAULTS, **vals}, extra
 
 
@@ -231,7 +255,8 @@ def parse_facts(text: Union[str, bytes], path: Optional[str] = None) -> KernelFa
                        softcap=v["softcap"], scale=v["scale"], version=version,
                        facts_path=path, cubin_path=cubin, extra=extra,
                        persistent=v["grid"] == "persistent", cluster_m=v["cluster_m"],
-                       cubin=v["cubin"], varlen=bool(v["varlen"]))
+                       cubin=v["cubin"], varlen=bool(v["varlen"]),
+                       backward=bool(v["backward"]))
 
 
 def load_facts(path) -> KernelFacts:
@@ -272,29 +297,32 @@ def normalize_window(causal: bool, window_left: int, window_right: int) -> Tuple
 
 
 def matches(kf: KernelFacts, dtype: str, head_dim: int, head_dim_v: int, causal: bool,
-            window: Tuple[int, int], softcap: float, varlen: bool = False) -> bool:
+            window: Tuple[int, int], softcap: float, varlen: bool = False,
+            backward: bool = False) -> bool:
     want = normalize_window(causal, *window)
     have = normalize_window(kf.causal, kf.window_left, kf.window_right)
     sc = float(softcap or 0.0)
     return (kf.dtype == dtype and kf.head_dim == head_dim and kf.head_dim_v == head_dim_v
             and want == have and kf.varlen == bool(varlen)
+            and kf.backward == bool(backward)
             and abs(kf.softcap - sc) <= 1e-6 * max(1.0, abs(sc)))
 
 
 def select_kernel(kernels: List[KernelFacts], dtype: str, head_dim: int, head_dim_v: int,
                   causal: bool, window: Tuple[int, int], softcap: float,
                   kernel_dir: str = "?", skipped: Optional[List[str]] = None,
-                  varlen: bool = False) -> KernelFacts:
+                  varlen: bool = False, backward: bool = False) -> KernelFacts:
     """The first (by file name) kernel that computes the requested variant, or a
-    LookupError that lists what the directory holds."""
+    LookupError that lists what the directory holds. `backward`: the
+    variant's backward kernel (facts backward 1)."""
     for kf in kernels:
-        if matches(kf, dtype, head_dim, head_dim_v, causal, window, softcap, varlen):
+        if matches(kf, dtype, head_dim, head_dim_v, causal, window, softcap, varlen, backward):
             return kf
     l, r = normalize_window(causal, *window)
     want = (f"dtype={dtype} head_dim={head_dim}"
             + (f" head_dim_v={head_dim_v}" if head_dim_v != head_dim else "")
             + f" causal={int(causal)} window=({l},{r}) softcap={float(softcap or 0):g}"
-            + (" varlen" if varlen else ""))
+            + (" varlen" if varlen else "") + (" backward" if backward else ""))
     lines = [f"no compiled FA3 kernel in '{kernel_dir}' matches {want}."]
     if kernels:
         lines.append("Available:")

@@ -69,7 +69,8 @@ class Facts(ctypes.Structure):
                 ("window_left", ctypes.c_int), ("window_right", ctypes.c_int),
                 ("softcap", ctypes.c_double), ("scale", ctypes.c_double),
                 ("persistent", ctypes.c_int), ("cluster_m", ctypes.c_int),
-                ("cubin", ctypes.c_char * 256), ("varlen", ctypes.c_int)]
+                ("cubin", ctypes.c_char * 256), ("varlen", ctypes.c_int),
+                ("backward", ctypes.c_int)]
 
 
 class FwdLaunch(ctypes.Structure):
@@ -80,6 +81,25 @@ class FwdLaunch(ctypes.Structure):
                 ("dynamic_smem", ctypes.c_uint),
                 ("o_stride_b", ctypes.c_int64), ("o_stride_s", ctypes.c_int64),
                 ("o_stride_h", ctypes.c_int64),
+                ("scale", ctypes.c_double), ("scale_log2", ctypes.c_float)]
+
+
+class BwdArgs(ctypes.Structure):
+    """fa3rt_bwd_args (fa3rt.h), field for field."""
+    _fields_ = [("q", Tensor), ("k", Tensor), ("v", Tensor), ("dout", Tensor),
+                ("lse", ctypes.c_uint64), ("delta", ctypes.c_uint64),
+                ("dq_accum", ctypes.c_uint64), ("dk", Tensor), ("dv", Tensor),
+                ("softmax_scale", ctypes.c_double), ("dtype", ctypes.c_int)]
+
+
+class BwdLaunch(ctypes.Structure):
+    _fields_ = [("empty", ctypes.c_int), ("zero_only", ctypes.c_int),
+                ("B", ctypes.c_int32), ("Sq", ctypes.c_int32), ("Skv", ctypes.c_int32),
+                ("Hq", ctypes.c_int32), ("Hkv", ctypes.c_int32),
+                ("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3),
+                ("dynamic_smem", ctypes.c_uint),
+                ("dkv_stride_b", ctypes.c_int64), ("dkv_stride_s", ctypes.c_int64),
+                ("dkv_stride_h", ctypes.c_int64), ("dq_accum_words", ctypes.c_uint64),
                 ("scale", ctypes.c_double), ("scale_log2", ctypes.c_float)]
 
 
@@ -131,6 +151,10 @@ def load_library(path) -> ctypes.CDLL:
     L.fa3rt_kernel_facts.argtypes = [ctypes.c_void_p]
     L.fa3rt_fwd.restype = c_int
     L.fa3rt_fwd.argtypes = [ctypes.c_void_p, P(FwdArgs), ctypes.c_void_p]
+    L.fa3rt_bwd_plan.restype = c_int
+    L.fa3rt_bwd_plan.argtypes = [P(Facts), P(BwdArgs), P(BwdLaunch)]
+    L.fa3rt_bwd.restype = c_int
+    L.fa3rt_bwd.argtypes = [ctypes.c_void_p, P(BwdArgs), ctypes.c_void_p]
     return L
 
 
@@ -228,6 +252,26 @@ def fwd_args(q: Tensor, k: Tensor, v: Tensor, o: Tensor, lse_ptr: int = 0,
     return a
 
 
+def bwd_args(q: Tensor, k: Tensor, v: Tensor, dout: Tensor, lse_ptr: int, delta_ptr: int,
+             dq_accum_ptr: int, dk: Tensor, dv: Tensor,
+             softmax_scale: Optional[float] = None, dtype: str = "bf16") -> BwdArgs:
+    """fa3rt_bwd_args (fa3rt.h): q, k, v, dout, dk, dv from tensor(); the
+    device addresses of lse and delta (f32 [B, Hq, Sq]) and of dq_accum (f32
+    [B, Hq, Sq, D], zeroed by the launch), all contiguous. softmax_scale
+    None: the kernel's (facts) scale; else 0 < scale <= 1e30."""
+    a = BwdArgs()
+    w, E = "fa3.runtime.bwd_args", Fa3ArgumentError
+    a.q, a.k, a.v, a.dout, a.dk, a.dv = q, k, v, dout, dk, dv
+    a.lse = check_int(w, "lse_ptr", lse_ptr or 0, *UINT64, error=E)
+    a.delta = check_int(w, "delta_ptr", delta_ptr or 0, *UINT64, error=E)
+    a.dq_accum = check_int(w, "dq_accum_ptr", dq_accum_ptr or 0, *UINT64, error=E)
+    a.softmax_scale = math.nan if softmax_scale is None else float(softmax_scale)
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
+    a.dtype = DTYPES[dtype]
+    return a
+
+
 def parse_facts_c(text: Union[str, bytes]) -> Facts:
     """The C parser (for tests: it must agree with fa3.facts.parse_facts)."""
     f = Facts()
@@ -240,6 +284,14 @@ def plan(facts: Facts, args: FwdArgs) -> FwdLaunch:
     """Validates args against facts without a GPU; raises Fa3RuntimeError."""
     L = FwdLaunch()
     _check(lib().fa3rt_fwd_plan(ctypes.byref(facts), ctypes.byref(args), ctypes.byref(L)))
+    return L
+
+
+def plan_bwd(facts: Facts, args: BwdArgs) -> BwdLaunch:
+    """Validates backward args against facts without a GPU; raises
+    Fa3RuntimeError."""
+    L = BwdLaunch()
+    _check(lib().fa3rt_bwd_plan(ctypes.byref(facts), ctypes.byref(args), ctypes.byref(L)))
     return L
 
 
@@ -271,6 +323,14 @@ class Kernel:
             raise ValueError("fa3.runtime.Kernel: the kernel is closed")
         stream = check_int("fa3.runtime.Kernel.fwd", "stream", stream or 0, *UINT64)
         _check(self._lib.fa3rt_fwd(self._h, ctypes.byref(args), stream or None), self._lib)
+
+    def bwd(self, args: BwdArgs, stream: int = 0):
+        """The backward kernel's launch (fa3rt_bwd: zeroes dq_accum, then the
+        kernel), asynchronously on stream (a CUstream handle as int)."""
+        if not self._h:
+            raise ValueError("fa3.runtime.Kernel: the kernel is closed")
+        stream = check_int("fa3.runtime.Kernel.bwd", "stream", stream or 0, *UINT64)
+        _check(self._lib.fa3rt_bwd(self._h, ctypes.byref(args), stream or None), self._lib)
 
     def close(self):
         # no module globals here: __del__ may run while the interpreter tears

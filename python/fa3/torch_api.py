@@ -1,13 +1,16 @@
-"""PyTorch entry point for the compiled Hopper kernels (forward only).
+"""PyTorch entry point for the compiled Hopper kernels.
 
     from fa3.torch_api import flash_attn_func, flash_attn_varlen_func
     o = flash_attn_func(q, k, v, causal=True)            # q [B, Sq, Hq, D], k/v [B, Skv, Hkv, D]
     o, lse = flash_attn_func(q, k, v, return_lse=True)   # lse [B, Hq, Sq] f32, natural log
     o = flash_attn_varlen_func(q, k, v, cu_q, cu_k, max_seqlen_q)  # packed [T, H, D]
+    flash_attn_func(q, k, v, causal=True).sum().backward()  # dq, dk, dv: the backward kernel
+    dq, dk, dv = flash_attn_backward(do, q, k, v, o, lse, causal=True)
 
 The kernel variant is picked from a directory of compiled kernels (``kernel_dir``,
 default ``$FA3_KERNEL_DIR``) by reading their ``.facts`` files and matching
-(dtype, head_dim, head_dim_v, causal, window, softcap). When none matches (or
+(dtype, head_dim, head_dim_v, causal, window, softcap; the backward kernel
+of a variant has facts `backward 1`). When none matches (or
 no directory is given) and the compiler library libFA3CAPI.so is there, the
 variant is compiled on first use into the JIT cache (fa3.cache:
 ``$FA3_CACHE_DIR``, default ``~/.cache/fa3``); ``jit=False`` or ``FA3_JIT=0``
@@ -85,18 +88,18 @@ def available_kernels(kernel_dir=None) -> Tuple[List[_facts.KernelFacts], List[s
 
 
 def _request(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_dir, jit,
-             varlen=False):
+             varlen=False, backward=False):
     """The memo key of a lookup: its arguments (the environment is read on a
     miss only: reading os.environ costs 1-2 us a variable)."""
     return (dtype, head_dim, head_dim_v, bool(causal),
             tuple(window_size) if window_size is not None else (-1, -1),
-            softcap, kernel_dir, jit, bool(varlen))
+            softcap, kernel_dir, jit, bool(varlen), bool(backward))
 
 
 def select_kernel(dtype: str, head_dim: int, head_dim_v: int, causal: bool = False,
                   window_size=(-1, -1), softcap: float = 0.0,
                   kernel_dir=None, jit: Optional[bool] = None,
-                  varlen: bool = False) -> _facts.KernelFacts:
+                  varlen: bool = False, backward: bool = False) -> _facts.KernelFacts:
     """The kernel that computes the variant: from `kernel_dir` (default
     $FA3_KERNEL_DIR) if one there matches, else compiled on first use into
     the JIT cache (fa3.cache) when `jit` (None: unless FA3_JIT=0) and
@@ -105,20 +108,21 @@ def select_kernel(dtype: str, head_dim: int, head_dim_v: int, causal: bool = Fal
     when there is neither a directory nor a JIT. A repeated lookup is a dict
     lookup keyed by the arguments (clear_caches() forgets them, e.g. after
     changing $FA3_KERNEL_DIR). `varlen`: the kernel of a packed
-    variable-length batch (flash_attn_varlen_func)."""
+    variable-length batch (flash_attn_varlen_func); `backward`: the
+    variant's backward kernel (flash_attn_backward)."""
     req = _request(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_dir, jit,
-                   varlen)
+                   varlen, backward)
     kf = _selected.get(req)
     if kf is None:
         kf = _select(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_dir, jit,
-                     varlen)
+                     varlen, backward)
         with _lock:
             _selected[req] = kf
     return kf
 
 
 def _select(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_dir, jit,
-            varlen=False):
+            varlen=False, backward=False):
     window_size = (-1, -1) if window_size is None else tuple(window_size)
     given = kernel_dir if kernel_dir is not None else os.environ.get("FA3_KERNEL_DIR")
     use_jit = _jit_on(jit)
@@ -129,7 +133,7 @@ def _select(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_di
         try:
             return _facts.select_kernel(kernels, dtype, head_dim, head_dim_v, causal,
                                         window_size, softcap, kernel_dir=d, skipped=skipped,
-                                        varlen=varlen)
+                                        varlen=varlen, backward=backward)
         except LookupError as e:
             if not use_jit:
                 raise
@@ -145,6 +149,8 @@ def _select(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_di
     from .ir import Fa3Error
     try:
         options = {"varlen": True} if varlen else {}
+        if backward:
+            options["backward"] = True
         return cache.get_kernel(dtype, head_dim, head_dim_v, causal, window_size, softcap,
                                 **options)
     except (Fa3Error, LookupError) as e:
@@ -152,7 +158,8 @@ def _select(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_di
         raise LookupError(f"no precompiled FA3 kernel {where}computes dtype={dtype} "
                           f"head_dim={head_dim} head_dim_v={head_dim_v} causal={int(bool(causal))}"
                           f" window={window_size} softcap={softcap}"
-                          f"{' varlen' if varlen else ''}, and the JIT compile "
+                          f"{' varlen' if varlen else ''}{' backward' if backward else ''}"
+                          f", and the JIT compile "
                           f"failed: {e}") from e
 
 
@@ -192,30 +199,34 @@ def _bhsd(t):
     return (b, h, s, d), (sb, sh, ss, sd)
 
 
-def _pick(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit=None, varlen=False):
+def _pick(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit=None, varlen=False,
+          backward=False):
     if kernel is None:
         return select_kernel(dt, D, Dv, bool(causal), tuple(window_size), softcap, kernel_dir,
-                             jit, varlen)
-    if not _facts.matches(kernel, dt, D, Dv, bool(causal), tuple(window_size), softcap, varlen):
+                             jit, varlen, backward)
+    if not _facts.matches(kernel, dt, D, Dv, bool(causal), tuple(window_size), softcap, varlen,
+                          backward):
         raise ValueError(f"kernel {kernel.describe()} does not compute dtype={dt} head_dim={D} "
                          f"head_dim_v={Dv} causal={int(bool(causal))} window={tuple(window_size)} "
-                         f"softcap={softcap}{' varlen' if varlen else ''}")
+                         f"softcap={softcap}{' varlen' if varlen else ''}"
+                         f"{' backward' if backward else ''}")
     return kernel
 
 
 def _launchable_kernel(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit, dev,
-                       device, varlen=False):
+                       device, varlen=False, backward=False):
     """The loaded runtime.Kernel for a call on device `dev` (`device`: see
     _load). A variant looked up before costs one dict lookup; an explicit
     `kernel` is checked against the request and found by its cubin's stat."""
     if kernel is not None:
         return _load(_pick(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir,
-                           varlen=varlen), dev, device)
+                           varlen=varlen, backward=backward), dev, device)
     req = (dev, dt, D, Dv, bool(causal), tuple(window_size), softcap, kernel_dir, jit,
-           bool(varlen))
+           bool(varlen), bool(backward))
     k = _launchable.get(req)
     if k is None:
-        kf = _pick(None, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit, varlen)
+        kf = _pick(None, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit, varlen,
+                   backward)
         k = _load(kf, dev, device)
         with _lock:
             _launchable[req] = k
@@ -265,11 +276,12 @@ def _op_path(p) -> Optional[str]:
     return p if p is None or isinstance(p, str) else os.fspath(p)
 
 
-def _check_inputs(torch, q, k, v, layout="4-D [B, S, H, D] (BSHD)", fn="flash_attn_func"):
+def _check_inputs(torch, q, k, v, layout="4-D [B, S, H, D] (BSHD)", fn="flash_attn_func",
+                  grad_ok=False):
     """The checks of every call (traced by Dynamo on the compiled path):
     q, k, v CUDA tensors of the `layout`'s rank, of one device and dtype
-    (bf16 or f16), not requiring grad where grad is on. Returns the dtype
-    name."""
+    (bf16 or f16), not requiring grad where grad is on unless `grad_ok` (a
+    call with a backward). Returns the dtype name."""
     rank = int(layout[0])
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor):
@@ -285,10 +297,66 @@ def _check_inputs(torch, q, k, v, layout="4-D [B, S, H, D] (BSHD)", fn="flash_at
     dt = _dtype_name(torch, q.dtype)
     if dt is None:
         raise ValueError(f"dtype {q.dtype} is not supported (torch.bfloat16 or torch.float16)")
-    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
+    if not grad_ok and _needs_grad(torch, q, k, v):
         raise NotImplementedError(f"fa3 {fn} is forward-only (no backward yet): call it "
                                   "under torch.no_grad() or on detached tensors")
     return dt
+
+
+def _needs_grad(torch, q, k, v) -> bool:
+    """Whether a call records a backward: grad mode on and an input that
+    requires grad."""
+    return torch.is_grad_enabled() and any(
+        isinstance(t, torch.Tensor) and t.requires_grad for t in (q, k, v))
+
+
+# What the backward kernel computes (fa3-c/Compile.h, Fa3AttentionSpec.backward)
+BWD_HEAD_DIMS = (64, 128)
+_NOT_DETERMINISTIC = (
+    "fa3: deterministic=True: the deterministic backward is not built yet (the backward "
+    "kernel sums dq with atomic adds, whose order, and so dq's last bits, may change from "
+    "run to run; dk and dv do not); pass deterministic=False")
+
+
+def _check_backward(D: int, Dv: int, causal: bool, window_size, softcap: float,
+                    deterministic: bool = False) -> None:
+    """NotImplementedError naming what the backward kernel cannot
+    differentiate (checked when the forward records a backward, so that the
+    error comes before the forward runs, not at .backward())."""
+    hint = "(call the forward under torch.no_grad() or on detached tensors)"
+    if deterministic:
+        raise NotImplementedError(_NOT_DETERMINISTIC)
+    if softcap:
+        raise NotImplementedError(f"fa3: the backward kernel does not take a softcap yet "
+                                  f"(softcap={softcap}) {hint}")
+    left, right = _facts.normalize_window(bool(causal), *window_size)
+    if left != -1 or right not in (-1, 0):
+        raise NotImplementedError(f"fa3: the backward kernel takes causal or full attention, "
+                                  f"no sliding window (window_size={tuple(window_size)}) {hint}")
+    if D not in BWD_HEAD_DIMS:
+        raise NotImplementedError(f"fa3: the backward kernel takes head dims "
+                                  f"{' and '.join(map(str, BWD_HEAD_DIMS))}, not {D} {hint}")
+    if Dv != D:
+        raise NotImplementedError(f"fa3: the backward kernel takes head_dim_v = head_dim, not "
+                                  f"{Dv} with {D} {hint}")
+
+
+def _tma_ok(shape, strides, elem_size: int) -> bool:
+    """TMA can read a tensor of this shape and these strides (elements): the
+    last dim contiguous, every other dim of extent > 1 a positive stride of a
+    multiple of 16 bytes (fa3rt.h, fa3rt_tensor)."""
+    if shape[-1] > 1 and strides[-1] != 1:
+        return False
+    return all(n <= 1 or (s > 0 and s * elem_size % 16 == 0)
+               for n, s in zip(shape[:-1], strides[:-1]))
+
+
+def _tma_ready(t):
+    """t, or a contiguous copy where TMA could not read it (e.g. the
+    expanded gradient of a sum(), or a view not 16-byte aligned)."""
+    if _tma_ok(t.shape, t.stride(), t.element_size()) and not t.data_ptr() % 16:
+        return t
+    return t.contiguous() if not t.is_contiguous() else t.clone()
 
 
 def _check_out(torch, q, out, lse_out, B, Sq, Hq, Dv):
@@ -306,8 +374,9 @@ def _check_out(torch, q, out, lse_out, B, Sq, Hq, Dv):
 def flash_attn_func(q, k, v, softmax_scale: Optional[float] = None, causal: bool = False,
                     window_size=(-1, -1), softcap: float = 0.0, return_lse: bool = False,
                     kernel_dir=None, kernel: Optional[_facts.KernelFacts] = None,
-                    out=None, lse_out=None, jit: Optional[bool] = None):
-    """FlashAttention forward on BSHD tensors, like FA3's ``flash_attn_func``
+                    out=None, lse_out=None, jit: Optional[bool] = None,
+                    deterministic: bool = False):
+    """FlashAttention on BSHD tensors, like FA3's ``flash_attn_func``
     (flash_attn_interface; the arguments it shares with ours have its names).
 
     q: [B, Sq, Hq, D], k: [B, Skv, Hkv, D], v: [B, Skv, Hkv, Dv] (bf16 or f16,
@@ -316,9 +385,21 @@ def flash_attn_func(q, k, v, softmax_scale: Optional[float] = None, causal: bool
     aligned when Sq != Skv; ``window_size=(left, right)``, -1 = unbounded.
     Returns o [B, Sq, Hq, Dv], or (o, lse) with lse [B, Hq, Sq] float32 (natural
     log; -inf for rows that see no key, whose o is 0). Runs on
-    torch.cuda.current_stream(). Forward only: no autograd. Can be captured in
+    torch.cuda.current_stream(). Can be captured in
     a CUDA graph (torch.cuda.graph, torch.compile's reduce-overhead) once the
     variant has run before the capture.
+
+    Autograd: where q, k or v require grad (grad mode on), the call goes
+    through the custom op ``torch.ops.fa3.flash_attn_fwd``, whose registered
+    backward (fa3.torch_ops) runs the variant's backward kernel
+    (flash_attn_backward; looked up like the forward's, in ``kernel_dir``, the
+    explicit ``kernel``'s directory or the JIT cache); lse is not
+    differentiable (its gradient is ignored, as in FlashAttention). The
+    backward kernel takes head dims 64 and 128 with Dv = D, causal or full
+    attention, no softcap; other variants that need a backward are refused
+    here, before the forward runs (NotImplementedError), as is
+    ``deterministic=True`` (the deterministic backward is not built yet;
+    without grad the forward is deterministic and the flag changes nothing).
     ``kernel`` (a fa3.facts.KernelFacts) bypasses the directory lookup; it must
     compute the requested variant. Without it the kernel comes from
     ``kernel_dir`` (default ``$FA3_KERNEL_DIR``) or, when none there matches,
@@ -329,12 +410,13 @@ def flash_attn_func(q, k, v, softmax_scale: Optional[float] = None, causal: bool
 
     Under torch.compile (fullgraph=True works) the call is the custom op
     ``torch.ops.fa3.flash_attn_fwd`` (fa3.torch_ops), which always computes
-    lse; ``out``/``lse_out`` are then filled by a copy.
+    lse; ``out``/``lse_out`` are then filled by a copy (so too in eager calls
+    that record a backward).
     """
     import torch
-    if torch.compiler.is_compiling():
-        return _compiled_fwd(torch, q, k, v, softmax_scale, causal, window_size, softcap,
-                             return_lse, kernel_dir, kernel, out, lse_out, jit)
+    if torch.compiler.is_compiling() or _needs_grad(torch, q, k, v):
+        return _op_fwd(torch, q, k, v, softmax_scale, causal, window_size, softcap, return_lse,
+                       kernel_dir, kernel, out, lse_out, jit, deterministic)
     return _eager_fwd(torch, q, k, v, softmax_scale, causal, window_size, softcap, return_lse,
                       kernel_dir, kernel, out, lse_out, jit)
 
@@ -362,13 +444,17 @@ def _outputs(torch, q, o_shape, lse_shape, out, lse_out, return_lse):
     return o, lse, return_lse
 
 
-def _compiled_fwd(torch, q, k, v, softmax_scale, causal, window_size, softcap, return_lse,
-                  kernel_dir, kernel, out, lse_out, jit):
-    """flash_attn_func as Dynamo traces it: the checks, then the custom op."""
+def _op_fwd(torch, q, k, v, softmax_scale, causal, window_size, softcap, return_lse,
+            kernel_dir, kernel, out, lse_out, jit, deterministic=False):
+    """flash_attn_func through the custom op: as Dynamo traces it, and in
+    eager calls that record a backward (the op's autograd, fa3.torch_ops):
+    the checks, then the op."""
     from . import torch_ops  # noqa: F401  (registers torch.ops.fa3.flash_attn_fwd)
-    _check_inputs(torch, q, k, v)
+    _check_inputs(torch, q, k, v, grad_ok=True)
     B, Sq, Hq, D, Skv, Hkv, Dv = _check_shapes(q.shape, k.shape, v.shape)
     window_size = _window(window_size)
+    if _needs_grad(torch, q, k, v):
+        _check_backward(D, Dv, causal, window_size, softcap, deterministic)
     _check_out(torch, q, out, lse_out, B, Sq, Hq, Dv)
     o, lse = torch.ops.fa3.flash_attn_fwd.default(
         q, k, v, None if softmax_scale is None else float(softmax_scale), bool(causal),
@@ -381,7 +467,9 @@ def _eager_fwd(torch, q, k, v, softmax_scale, causal, window_size, softcap, retu
                kernel_dir, kernel, out, lse_out, jit):
     from . import runtime
 
-    dt = _check_inputs(torch, q, k, v)
+    # grad_ok: flash_attn_func comes here without grad, and so does the op's
+    # forward under its autograd (fa3.torch_ops)
+    dt = _check_inputs(torch, q, k, v, grad_ok=True)
     B, Sq, Hq, D, Skv, Hkv, Dv = _check_shapes(q.shape, k.shape, v.shape)
     window_size = _window(window_size)
 
@@ -406,6 +494,117 @@ def _eager_fwd(torch, q, k, v, softmax_scale, causal, window_size, softcap, retu
     with torch.cuda.device(dev):
         kobj.fwd(args, torch.cuda.current_stream(dev).cuda_stream)
     return (o, lse) if return_lse else o
+
+
+def flash_attn_backward(dout, q, k, v, out, lse, softmax_scale: Optional[float] = None,
+                        causal: bool = False, window_size=(-1, -1), softcap: float = 0.0,
+                        deterministic: bool = False, kernel_dir=None,
+                        kernel: Optional[_facts.KernelFacts] = None,
+                        jit: Optional[bool] = None, dq=None, dk=None, dv=None, dq_accum=None):
+    """The gradients (dq, dk, dv) of flash_attn_func's o, given dout = dL/do,
+    with the variant's backward kernel (fa3-compile --backward; facts
+    `backward 1`): what flash_attn_func's autograd runs.
+
+    q [B, Sq, Hq, D], k/v [B, Skv, Hkv, D], out and dout [B, Sq, Hq, D] (q's
+    dtype), lse [B, Hq, Sq] float32: the forward's o and lse (natural log).
+    The variant (dtype, head dim, causal, softmax_scale: None is the
+    kernel's default) must be the forward's. The kernel is looked up like
+    the forward's (``kernel_dir``, else the JIT cache; ``kernel``: an
+    explicit backward KernelFacts). It takes head dims 64 and 128 with Dv =
+    D, causal or full attention, no softcap; ``deterministic=True`` raises
+    NotImplementedError (not built yet: dq is summed with atomic adds, so
+    its last bits may change from run to run; dk and dv do not).
+
+    Computed here: delta = rowsum(dout * out) in float32 [B, Hq, Sq], and dq
+    = softmax_scale * dq_accum in q's dtype; the runtime zeroes dq_accum
+    (float32 [B, Hq, Sq, D], a workspace: pass ``dq_accum`` to reuse one,
+    contiguous) and launches. ``dq``, ``dk``, ``dv``: optional preallocated
+    outputs of q's, k's and v's shapes (dk and dv with the same strides,
+    TMA-style: a contiguous last dim and 16-byte multiples); else new
+    contiguous tensors. Inputs TMA cannot read (e.g. an expanded dout) are
+    copied contiguous first. Runs on torch.cuda.current_stream()."""
+    import torch
+    if deterministic:
+        raise NotImplementedError(_NOT_DETERMINISTIC)
+    if torch.compiler.is_compiling():
+        from . import torch_ops  # noqa: F401  (registers torch.ops.fa3.flash_attn_bwd)
+        grads = torch.ops.fa3.flash_attn_bwd.default(
+            dout, q, k, v, out, lse, None if softmax_scale is None else float(softmax_scale),
+            bool(causal), list(_window(window_size)), float(softcap), _op_path(kernel_dir),
+            None if kernel is None else _op_path(kernel.facts_path), jit)
+        return tuple(g if into is None else into.copy_(g) for g, into in zip(grads, (dq, dk, dv)))
+    return _eager_bwd(torch, dout, q, k, v, out, lse, softmax_scale, causal, window_size,
+                      softcap, kernel_dir, kernel, jit, dq, dk, dv, dq_accum)
+
+
+def _bwd_shapes(B, Sq, Hq, D, Skv, Hkv, Dv):
+    """name: (shape, float32?) of flash_attn_backward's other tensors."""
+    return {"dout": ((B, Sq, Hq, Dv), False), "out": ((B, Sq, Hq, Dv), False),
+            "lse": ((B, Hq, Sq), True), "dq": ((B, Sq, Hq, D), False),
+            "dk": ((B, Skv, Hkv, D), False), "dv": ((B, Skv, Hkv, Dv), False),
+            "dq_accum": ((B, Hq, Sq, D), True)}
+
+
+def _eager_bwd(torch, dout, q, k, v, out, lse, softmax_scale, causal, window_size, softcap,
+               kernel_dir, kernel, jit, dq=None, dk=None, dv=None, dq_accum=None):
+    """flash_attn_backward's launch (and the op's, fa3.torch_ops)."""
+    from . import runtime
+    dt = _check_inputs(torch, q, k, v, fn="flash_attn_backward", grad_ok=True)
+    B, Sq, Hq, D, Skv, Hkv, Dv = _check_shapes(q.shape, k.shape, v.shape)
+    window_size = _window(window_size)
+    _check_backward(D, Dv, causal, window_size, softcap)
+    given = {"dout": dout, "out": out, "lse": lse, "dq": dq, "dk": dk, "dv": dv,
+             "dq_accum": dq_accum}
+    for name, (shape, f32) in _bwd_shapes(B, Sq, Hq, D, Skv, Hkv, Dv).items():
+        t = given[name]
+        if t is None and name not in ("dout", "out", "lse"):
+            continue
+        want = torch.float32 if f32 else q.dtype
+        if (not isinstance(t, torch.Tensor) or tuple(t.shape) != shape or t.dtype != want
+                or t.device != q.device):
+            got = (f"{t.dtype} {tuple(t.shape)} on {t.device}" if isinstance(t, torch.Tensor)
+                   else type(t).__name__)
+            raise ValueError(f"flash_attn_backward: {name} must be a {want} tensor of shape "
+                             f"{shape} on {q.device}, got {got}")
+    if dq_accum is not None and not dq_accum.is_contiguous():
+        raise ValueError("flash_attn_backward: dq_accum must be contiguous")
+    dev = q.device.index if q.device.index is not None else torch.cuda.current_device()
+    kobj = _launchable_kernel(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit,
+                              dev, torch.cuda.device, backward=True)
+
+    def new(shape, dtype=q.dtype):
+        return torch.empty(shape, dtype=dtype, device=q.device)
+    dq = new((B, Sq, Hq, D)) if dq is None else dq
+    dk = new((B, Skv, Hkv, D)) if dk is None else dk    # contiguous: dk and dv share strides
+    dv = new((B, Skv, Hkv, Dv)) if dv is None else dv
+    if not (B and Sq and Hq and Skv):
+        # an empty problem: every gradient is 0 (dq without keys, dk and dv
+        # without queries); the tensor maps cannot describe empty tensors
+        for t in (dq, dk, dv):
+            t.zero_()
+        return dq, dk, dv
+    q, k, v, dout = (_tma_ready(t) for t in (q, k, v, dout))
+    # delta = rowsum(dout * o) per query row, f32 [B, Hq, Sq]
+    delta = (dout.float() * out.float()).sum(-1).transpose(1, 2).contiguous()
+    # f32 [B, Hq, Sq] contiguous and 16-byte aligned (fa3rt_bwd_args.lse)
+    lse = lse if lse.is_contiguous() and not lse.data_ptr() % 16 else lse.clone(
+        memory_format=torch.contiguous_format)
+    if dq_accum is None:
+        dq_accum = new((B, Hq, Sq, D), torch.float32)   # zeroed by the runtime
+    scale = float(softmax_scale) if softmax_scale is not None else kobj.facts.scale
+    t = runtime.tensor
+    args = runtime.bwd_args(t(q.data_ptr(), *_bhsd(q), name="q"),
+                            t(k.data_ptr(), *_bhsd(k), name="k"),
+                            t(v.data_ptr(), *_bhsd(v), name="v"),
+                            t(dout.data_ptr(), *_bhsd(dout), name="dout"),
+                            lse.data_ptr(), delta.data_ptr(), dq_accum.data_ptr(),
+                            t(dk.data_ptr(), *_bhsd(dk), name="dk"),
+                            t(dv.data_ptr(), *_bhsd(dv), name="dv"), scale, dt)
+    with torch.cuda.device(dev):
+        kobj.bwd(args, torch.cuda.current_stream(dev).cuda_stream)
+    # dq = scale * dq_accum, rounded once to q's dtype, in q's BSHD layout
+    dq.copy_(dq_accum.mul_(scale).transpose(1, 2))
+    return dq, dk, dv
 
 
 def _check_seqlens(torch, name, t, device, n=None):

@@ -21,14 +21,31 @@ is flash_attn_varlen_func's: packed q [Tq, Hq, D], k [Tk, Hkv, D], v [Tk,
 Hkv, Dv], int32 cu_seqlens [B + 1] and seqused_k [B] or None; out [Tq, Hq,
 Dv], lse [Hq, Tq] float32.
 
+    torch.ops.fa3.flash_attn_bwd(dout, q, k, v, out, lse, softmax_scale, causal,
+                                 window_size, softcap, kernel_dir, kernel_facts,
+                                 jit) -> (dq, dk, dv)
+
+is flash_attn_backward's (the backward kernel; kernel_facts: an explicit
+backward kernel's .facts path or None): dq, dk, dv of q's, k's and v's
+shapes and dtype, contiguous.
+
+Autograd: flash_attn_fwd's backward (torch.library.register_autograd) is
+flash_attn_bwd, so that flash_attn_func differentiates in eager code (where
+grad is needed it calls the op) and under torch.compile (AOTAutograd traces
+the backward into the op). It saves q, k, v, out and lse; the backward
+kernel is looked up like the forward's, in kernel_dir, else the directory
+of an explicit forward kernel (kernel_facts), else the JIT cache; lse is not
+differentiable. flash_attn_func refuses, before the op, what the backward
+kernel cannot do (torch_api._check_backward). The varlen op has no
+autograd (flash_attn_varlen_func refuses inputs that require grad).
+
 Importing this module imports torch and registers the ops (once per process).
-flash_attn_func imports it on its compiled path only; under Dynamo the import
-runs when the call is traced, outside the graph. No autograd is registered
-(forward only): flash_attn_func refuses inputs that require grad before it
-reaches the op.
+flash_attn_func imports it on its compiled path and where grad is needed;
+under Dynamo the import runs when the call is traced, outside the graph.
 """
 from __future__ import annotations
 
+import os
 import threading
 from typing import Dict, Optional
 
@@ -76,6 +93,48 @@ def _flash_attn_fwd_fake(q, k, v, softmax_scale, causal, window_size, softcap, k
             q.new_empty((B, Hq, Sq), dtype=torch.float32))
 
 
+BWD_OP_NAME = "fa3::flash_attn_bwd"
+BWD_SCHEMA = ("flash_attn_bwd(Tensor dout, Tensor q, Tensor k, Tensor v, Tensor out, "
+              "Tensor lse, float? softmax_scale, bool causal, int[] window_size, "
+              "float softcap, str? kernel_dir, str? kernel_facts, bool? jit) "
+              "-> (Tensor dq, Tensor dk, Tensor dv)")
+
+
+def flash_attn_bwd(dout, q, k, v, out, lse, softmax_scale, causal, window_size, softcap,
+                   kernel_dir, kernel_facts, jit):
+    """The CUDA implementation: flash_attn_backward's eager path."""
+    from . import torch_api
+    return torch_api._eager_bwd(torch, dout, q, k, v, out, lse, softmax_scale, causal,
+                                window_size, softcap, kernel_dir,
+                                _kernel_from_facts(kernel_facts), jit)
+
+
+def _flash_attn_bwd_fake(dout, q, k, v, out, lse, softmax_scale, causal, window_size, softcap,
+                         kernel_dir, kernel_facts, jit):
+    return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+
+
+def _fwd_setup_context(ctx, inputs, output):
+    q, k, v, softmax_scale, causal, window_size, softcap, kernel_dir, kernel_facts, jit = inputs
+    out, lse = output
+    ctx.save_for_backward(q, k, v, out, lse)
+    ctx.mark_non_differentiable(lse)
+    if kernel_dir is None and kernel_facts is not None:
+        # an explicit forward kernel: its backward from the same directory
+        kernel_dir = os.path.dirname(kernel_facts)
+    ctx.fa3_args = (softmax_scale, causal, list(window_size), softcap, kernel_dir, jit)
+
+
+def _fwd_backward(ctx, dout, dlse):
+    # dlse: lse is not differentiable (FlashAttention ignores its gradient too)
+    q, k, v, out, lse = ctx.saved_tensors
+    softmax_scale, causal, window_size, softcap, kernel_dir, jit = ctx.fa3_args
+    dq, dk, dv = torch.ops.fa3.flash_attn_bwd.default(
+        dout, q, k, v, out, lse, softmax_scale, causal, window_size, softcap, kernel_dir,
+        None, jit)
+    return dq, dk, dv, None, None, None, None, None, None, None
+
+
 VARLEN_OP_NAME = "fa3::flash_attn_varlen_fwd"
 VARLEN_SCHEMA = ("flash_attn_varlen_fwd(Tensor q, Tensor k, Tensor v, Tensor cu_seqlens_q, "
                  "Tensor cu_seqlens_k, Tensor? seqused_k, int max_seqlen_q, "
@@ -110,6 +169,11 @@ _lib = torch.library.Library("fa3", "DEF")
 _lib.define(SCHEMA)
 _lib.impl("flash_attn_fwd", flash_attn_fwd, "CUDA")
 torch.library.register_fake(OP_NAME, _flash_attn_fwd_fake, lib=_lib)
+_lib.define(BWD_SCHEMA)
+_lib.impl("flash_attn_bwd", flash_attn_bwd, "CUDA")
+torch.library.register_fake(BWD_OP_NAME, _flash_attn_bwd_fake, lib=_lib)
+torch.library.register_autograd(OP_NAME, _fwd_backward, setup_context=_fwd_setup_context,
+                                lib=_lib)
 _lib.define(VARLEN_SCHEMA)
 _lib.impl("flash_attn_varlen_fwd", flash_attn_varlen_fwd, "CUDA")
 torch.library.register_fake(VARLEN_OP_NAME, _flash_attn_varlen_fwd_fake, lib=_lib)

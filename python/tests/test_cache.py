@@ -81,6 +81,22 @@ def test_keys():
         cache.make_variant("bf16", 128, blok_n=64)
 
 
+def test_backward_is_its_own_key():
+    """The backward kernel of a variant is keyed apart from its forward (and
+    its entry directory says so)."""
+    fwd = cache.make_variant("bf16", 128, causal=True)
+    bwd = cache.make_variant("bf16", 128, causal=True, backward=True)
+    assert dict(fwd.options)["backward"] is False and dict(bwd.options)["backward"] is True
+    assert cache.variant_key(fwd, "v1") != cache.variant_key(bwd, "v1")
+    assert cache.entry_name(bwd, "k").startswith("bf16-d128-bwd-")
+    assert cache.entry_name(fwd, "k") == "bf16-d128-k"
+    kf = F.parse_facts("fa3-kernel-facts 1\nkernel b\ndtype bf16\n"
+                       "head_dim 128\nhead_dim_v 128\nblock_m 64\nblock_n 128\nthreads 384\n"
+                       "dynamic_smem 1\ncausal 1\nwindow_left -1\nwindow_right 0\nsoftcap 0\n"
+                       f"scale 0.1\nparams {F.BWD_KERNEL_PARAMS}\ngrid tiles\nbackward 1\n")
+    assert cache._matches(kf, bwd) and not cache._matches(kf, fwd)
+
+
 def test_compiler_version_names_what_compiles():
     v = cache.compiler_version()
     assert v.startswith("fa3 ") and "libFA3CAPI.so sha256 " in v and "ptxas " in v

@@ -44,6 +44,37 @@ def test_persistent_auto_follows_the_measurements(tmp_path):
     assert "stages 2" in d128.facts.read_text() and "stages 2" in d256.facts.read_text()
 
 
+def test_kernel_name_is_the_compilers():
+    """fa3AttentionSpecName, the base name the C API gives a variant (the
+    kernel function is this + "_kernel")."""
+    from fa3.compile import kernel_name
+    assert kernel_name(128, "f16", causal=True, softcap=20.0) == "fa3_fwd_d128_f16_causal_softcap"
+    assert kernel_name(192, head_dim_v=128) == "fa3_fwd_d192v128_bf16"
+    assert kernel_name(64, varlen=True) == "fa3_fwd_d64_bf16_varlen"
+
+
+def test_backward_kernel_default_name():
+    """The backward kernel's default name: fa3_bwd_d<D>_<dtype>[_causal]
+    (Fa3AttentionSpec.backward, appended last to the C struct)."""
+    from fa3.compile import kernel_name
+    assert kernel_name(128, causal=True, backward=True) == "fa3_bwd_d128_bf16_causal"
+    assert kernel_name(64, "f16", backward=True) == "fa3_bwd_d64_f16"
+
+
+def test_backward_kernel_compiles(tmp_path):
+    """compile_kernel(backward=True): the facts of a backward kernel
+    (backward 1, its parameter list, one CTA per kv block, cluster_m 1)."""
+    f = compile_kernel(tmp_path, head_dim=64, causal=True, backward=True, emit_cubin=False)[0]
+    kf = F.parse_facts(f.facts.read_text(), str(f.facts))
+    assert f.name == kf.kernel == "fa3_bwd_d64_bf16_causal_kernel"
+    assert kf.backward and not kf.varlen and not kf.persistent and kf.cluster_m == 1
+    assert (kf.head_dim, kf.head_dim_v, kf.causal, kf.block_m, kf.block_n, kf.threads) == \
+        (64, 64, True, 64, 128, 384)
+    with pytest.raises(Fa3Error):
+        compile_kernel(tmp_path / "b", head_dim=64, softcap=5.0, backward=True,
+                       emit_cubin=False)
+
+
 def test_unsupported_variant_reports_why(tmp_path):
     with pytest.raises(Fa3Error) as e:
         compile_kernel(tmp_path, head_dim=80)

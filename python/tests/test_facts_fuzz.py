@@ -41,9 +41,32 @@ params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv oStrideB oStrideS o
 cubin fa3_fwd_d128_bf16_causal_kernel.cubin
 """
 
+# a backward kernel's (facts `backward 1`: its own params; grid tiles,
+# cluster_m 1, varlen 0)
+BWD_BASE = b"""fa3-kernel-facts 1
+kernel fa3_bwd_d64_f16_kernel
+dtype f16
+head_dim 64
+head_dim_v 64
+block_m 64
+block_n 128
+threads 384
+dynamic_smem 150000
+grid tiles
+cluster_m 1
+causal 0
+window_left -1
+window_right -1
+softcap 0
+scale 0.125
+params mapQ mapK mapV mapdO dQaccum dK dV LSE delta B Sq Skv Hq Hkv dkvStrideB dkvStrideS dkvStrideH scaleLog2
+varlen 0
+backward 1
+"""
+
 FIELDS = ("version", "kernel", "dtype", "head_dim", "head_dim_v", "block_m", "block_n",
           "threads", "dynamic_smem", "causal", "window_left", "window_right", "softcap",
-          "scale", "persistent", "cluster_m", "cubin")
+          "scale", "persistent", "cluster_m", "cubin", "varlen", "backward")
 
 # values that probe the number, name and file rules
 VALUES = [
@@ -74,7 +97,8 @@ def c_parse(rt, data: bytes):
     d = {k: getattr(f, k) for k in FIELDS}
     d["kernel"], d["cubin"] = f.kernel.decode("ascii"), f.cubin.decode("ascii")
     d["dtype"] = {1: "bf16", 2: "f16"}[f.dtype]
-    d["causal"], d["persistent"] = bool(f.causal), bool(f.persistent)
+    for k in ("causal", "persistent", "varlen", "backward"):
+        d[k] = bool(d[k])
     return d
 
 
@@ -109,16 +133,29 @@ def with_line(key: str, line, data=BASE) -> bytes:
 
 def crafted():
     """One file per rule edge of the grammar."""
-    keys = [ln.split(b" ", 1)[0].decode() for ln in BASE.splitlines()
-            if ln and not ln.startswith(b"#")]
-    for key in keys:
-        yield with_line(key, None)                          # missing
-        yield with_line(key, key)                           # empty value
-        yield with_line(key, key + " ")
-        yield BASE + BASE.splitlines()[keys.index(key) + 1] + b"\n"  # duplicate (+ header)
-        for v in VALUES:
-            if key != "params":
-                yield with_line(key, f"{key} {v}")
+    for base in (BASE, BWD_BASE):
+        keys = [ln.split(b" ", 1)[0].decode() for ln in base.splitlines()
+                if ln and not ln.startswith(b"#")]
+        for key in keys:
+            yield with_line(key, None, base)                    # missing
+            yield with_line(key, key, base)                     # empty value
+            yield with_line(key, key + " ", base)
+            line = next(ln for ln in base.splitlines() if ln.split(b" ", 1)[0] == key.encode())
+            yield base + line + b"\n"                           # duplicate (+ header)
+            for v in VALUES:
+                if key != "params":
+                    yield with_line(key, f"{key} {v}", base)
+    # each kind's parameter list with the other's `backward`, in either order
+    yield BASE + b"backward 1\n"
+    yield BASE + b"backward 0\n"
+    yield with_line("backward", None, BWD_BASE)
+    yield with_line("backward", "backward 0", BWD_BASE)
+    yield b"fa3-kernel-facts 1\nbackward 1\n" + with_line("backward", None, BWD_BASE)[19:]
+    yield with_line("params", "params " + F.KERNEL_PARAMS, BWD_BASE)
+    yield with_line("params", "params " + F.BWD_KERNEL_PARAMS + " x", BWD_BASE)
+    yield with_line("grid", "grid persistent", BWD_BASE)
+    yield with_line("cluster_m", "cluster_m 2", BWD_BASE)
+    yield with_line("varlen", "varlen 1", BWD_BASE)
     yield b""
     yield b"\n\n# only a comment\n"
     yield b"  # comment first\n\n" + BASE
@@ -184,7 +221,8 @@ def mutate(rng: random.Random, data: bytes) -> bytes:
         elif op == 7:
             lines = [ln + b"\r" for ln in lines]
         elif op == 8:    # unknown key, or a known one with a random value
-            key = rng.choice([b"future", b"o_store", b"kernel", b"scale", b"cluster_m", b"cubin"])
+            key = rng.choice([b"future", b"o_store", b"kernel", b"scale", b"cluster_m", b"cubin",
+                              b"backward", b"varlen"])
             lines.insert(i, key + b" " + rng.choice(VALUES).encode("latin-1"))
         elif op == 9:
             text = b"\n".join(lines)
@@ -217,6 +255,7 @@ def report(failures):
 
 def test_crafted_files_parse_alike(rt):
     assert same(c_parse(rt, BASE), py_parse(BASE)) and py_parse(BASE) is not None
+    assert same(c_parse(rt, BWD_BASE), py_parse(BWD_BASE)) and py_parse(BWD_BASE)["backward"]
     failures, n, accepted = [], 0, 0
     for data in crafted():
         n += 1
@@ -228,8 +267,8 @@ def test_crafted_files_parse_alike(rt):
 def test_mutated_files_parse_alike(rt):
     rng = random.Random(SEED)
     failures, accepted = [], 0
-    for _ in range(CASES):
-        accepted += check(rt, mutate(rng, BASE), failures)
+    for i in range(CASES):
+        accepted += check(rt, mutate(rng, BWD_BASE if i % 3 == 2 else BASE), failures)
     assert not failures, (f"{len(failures)} of {CASES} mutations (seed {SEED}) parse "
                           f"differently:\n" + report(failures))
     assert 0.1 * CASES < accepted < 0.9 * CASES, accepted  # both paths exercised

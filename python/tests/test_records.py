@@ -223,3 +223,52 @@ def test_bench_table_shows_a_value_head_dim_as_its_own_row():
     assert "| 192/128 | full | 0.90 |" in text
     # rows by D then Dv: 192/128 before 192
     assert text.index("| 192/128 | full |") < text.index("| 192 | full |")
+
+
+def bwd_entry(date, ok=True, full=True):
+    r = dict(kernel="fa3_bwd_d128_bf16_causal_kernel", case="random", fwd="ours", B=2,
+             Sq=113, Skv=203, Hq=8, Hkv=2, err_dq=3e-3, err_pt_dq=4e-3, nan_dq=0,
+             err_dk=1e-2, err_pt_dk=2e-3, nan_dk=0, err_dv=1e-3, err_pt_dv=1e-3, nan_dv=0,
+             repeat_dkdv_identical=True, repeat_dq_max_diff=1.5e-5, ok=ok)
+    results = [r, dict(kernel="fa3_bwd_d128_bf16_causal_kernel",
+                       case="error: deterministic=True (forward with grad)", ok=True)]
+    meta = dict(date=date, gpu="NVIDIA H200", torch="2.x", kernel_dir="k", seed=3,
+                rule="max|g - g_ref| <= 2 * max|g_pt - g_ref| + 1e-3",
+                command="python3 test/gpu/check_bwd.py k --out o")
+    return records.new_entry("check_bwd", meta["command"], date, full=full, meta=meta,
+                             sass={}, results=results)
+
+
+def test_check_bwd_is_recorded_and_merged(tmp_path):
+    """check_bwd.py's runs: a history line of test/gpu, its table of record
+    the worst error over FlashAttention's bound per gradient."""
+    out = tmp_path / "out"
+    assert records.record(out, bwd_entry("2026-12-01T100000", ok=False)) == "check_bwd"
+    text = section(out / records.TABLE, "check_bwd")
+    # dk: 1e-2 / (2 * 2e-3 + 1e-3) = 2.00 (fails), dq 3e-3 / 9e-3, dv 1e-3 / 3e-3
+    assert ("| fa3_bwd_d128_bf16_causal_kernel | 1/2 | ours | 0.33 | 2.00 | 0.33 | 1.5e-05 |"
+            in text)
+    assert "- fa3_bwd_d128_bf16_causal_kernel: random (B=2 Sq=113 Skv=203 Hq=8 Hkv=2)" in text
+    assert "**1/2 cases passed; 1 failure(s).**" in text
+    assert records.section_key(bwd_entry("d", full=False)) is None
+    root = tmp_path / "repo"
+    added, skipped = records.merge(out, root)
+    assert [e["kind"] for e in added] == ["check_bwd"] and not skipped
+    assert (root / "test/gpu" / records.HISTORY).exists()
+
+
+def test_check_bwd_imports_without_torch():
+    """test/gpu/check_bwd.py imports where torch is missing (its helpers are
+    plain Python): the case grid and FlashAttention's rule."""
+    code = f"""
+import sys
+sys.modules['torch'] = None
+sys.path.insert(0, {str(ROOT / 'test' / 'gpu')!r})
+import check_bwd as c
+cases = c.cases()
+assert len(cases) == 18 and (1, 4224, 4224, 8, 1) in cases and (2, 203, 113, 8, 2) in cases
+assert c.within_rule(3e-3, 1e-3) and not c.within_rule(3.1e-3, 1e-3)
+print('ok')
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0 and "ok" in r.stdout, r.stdout + r.stderr

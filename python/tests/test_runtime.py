@@ -225,6 +225,132 @@ def test_plan_varlen(rt):
         rt.plan(f, a)
 
 
+BWD_FACTS = """fa3-kernel-facts 1
+kernel fa3_bwd_d128_bf16_causal_kernel
+dtype bf16
+head_dim 128
+head_dim_v 128
+block_m 64
+block_n 128
+threads 384
+dynamic_smem 200000
+causal 1
+window_left -1
+window_right 0
+softcap 0
+scale 0.08838834764831845
+params mapQ mapK mapV mapdO dQaccum dK dV LSE delta B Sq Skv Hq Hkv dkvStrideB dkvStrideS dkvStrideH scaleLog2
+grid tiles
+backward 1
+"""
+
+
+def test_backward_facts(rt):
+    """`backward 1`: the backward kernel's parameter list (read from
+    fa3rt_abi.def), checked once the whole text is read, by both parsers."""
+    assert F.BWD_KERNEL_PARAMS.split()[:5] == ["mapQ", "mapK", "mapV", "mapdO", "dQaccum"]
+    assert F.BWD_KERNEL_PARAMS.split()[-1] == "scaleLog2" and "mapO" not in F.BWD_KERNEL_PARAMS
+    c, p = rt.parse_facts_c(BWD_FACTS), F.parse_facts(BWD_FACTS)
+    assert c.backward == 1 and p.backward and p.kernel == "fa3_bwd_d128_bf16_causal_kernel"
+    assert (c.block_m, c.block_n) == (p.block_m, p.block_n) == (64, 128)
+    assert rt.parse_facts_c(FACTS).backward == 0 and not F.parse_facts(FACTS).backward
+    assert "backward" in p.describe() and "backward" not in F.parse_facts(FACTS).describe()
+    # `backward` before `params`: the same
+    first = BWD_FACTS.replace("backward 1\n", "").replace("kernel ", "backward 1\nkernel ")
+    assert rt.parse_facts_c(first).backward == 1 and F.parse_facts(first).backward
+    fwd_params = "params " + F.KERNEL_PARAMS
+    bad = {
+        # each kind's list with the other's `backward`
+        BWD_FACTS.replace("backward 1\n", ""):
+            r"params is the backward kernel's parameter list but the facts say backward 0",
+        BWD_FACTS.replace(BWD_FACTS.splitlines()[14], fwd_params):
+            r"params is the forward kernel's parameter list but the facts say backward 1",
+        FACTS + "backward 1\n": r"params is the forward kernel's .* backward 1",
+        BWD_FACTS.replace("scaleLog2", "scale"): "is not the ABI this",
+        BWD_FACTS.replace("backward 1", "backward 2"): r"backward: 2 is out of range \(0 or 1\)",
+        # what the backward kernel is not
+        BWD_FACTS.replace("grid tiles", "grid persistent"): "backward 1 needs grid tiles",
+        BWD_FACTS + "cluster_m 2\n": "backward 1 needs cluster_m 1",
+        BWD_FACTS + "varlen 1\n": "backward 1 needs varlen 0",
+    }
+    for text, msg in bad.items():
+        with pytest.raises(rt.Fa3RuntimeError, match=msg) as e:
+            rt.parse_facts_c(text)
+        assert e.value.status == 2
+        with pytest.raises(F.FactsError, match=msg):
+            F.parse_facts(text)
+
+
+def _bwd_args(rt, B=2, Sq=1000, Skv=700, Hq=8, Hkv=2, D=128, **kw):
+    t = lambda p, S, H: _bshd(rt, p << 20, B, S, H, D)  # noqa: E731
+    fields = dict(lse_ptr=5 << 20, delta_ptr=6 << 20, dq_accum_ptr=7 << 20)
+    fields.update(kw)
+    return rt.bwd_args(t(1, Sq, Hq), t(2, Skv, Hkv), t(3, Skv, Hkv), t(4, Sq, Hq),
+                       fields["lse_ptr"], fields["delta_ptr"], fields["dq_accum_ptr"],
+                       t(8, Skv, Hkv), t(9, Skv, Hkv), fields.get("softmax_scale"), "bf16")
+
+
+def test_bwd_plan_through_ctypes(rt):
+    """fa3rt_bwd_args / fa3rt_bwd_launch as seen from Python (the ctypes
+    mirror: every field lands where the C code reads it), and fa3rt_bwd's
+    checks, which run before any CUDA call (fa3rt_bwd_plan)."""
+    f = rt.parse_facts_c(BWD_FACTS)
+    L = rt.plan_bwd(f, _bwd_args(rt))
+    assert tuple(L.grid) == (6 * 2 * 2, 1, 1) and tuple(L.block) == (384, 1, 1)  # ceil(700/128)
+    assert L.dynamic_smem == 200000 and not L.empty and not L.zero_only
+    assert (L.B, L.Sq, L.Skv, L.Hq, L.Hkv) == (2, 1000, 700, 8, 2)
+    assert (L.dkv_stride_b, L.dkv_stride_s, L.dkv_stride_h) == (700 * 2 * 128, 2 * 128, 128)
+    assert L.dq_accum_words == 2 * 8 * 1000 * 128
+    assert math.isclose(L.scale_log2, 0.08838834764831845 * 1.4426950408889634, rel_tol=1e-7)
+    assert rt.plan_bwd(f, _bwd_args(rt, softmax_scale=0.25)).scale == 0.25
+    # MQA 8/1 at head dim 64 is the same kernel ABI
+    f64 = rt.parse_facts_c(BWD_FACTS.replace("head_dim 128", "head_dim 64")
+                           .replace("head_dim_v 128", "head_dim_v 64"))
+    L = rt.plan_bwd(f64, _bwd_args(rt, Hkv=1, D=64, Skv=129))
+    assert L.grid[0] == 2 * 1 * 2 and L.dq_accum_words == 2 * 8 * 1000 * 64
+    # each kind of kernel refuses the other's call by name
+    fwd = rt.parse_facts_c(FACTS)
+    with pytest.raises(rt.Fa3RuntimeError, match="kernel fa3_fwd_d128_bf16_causal is a forward "
+                       r"kernel \(facts backward 0\): fa3rt_bwd launches backward kernels"):
+        rt.plan_bwd(fwd, _bwd_args(rt))
+    fargs = rt.fwd_args(_bshd(rt, 1 << 20, 2, 1000, 8, 128), _bshd(rt, 2 << 20, 2, 700, 2, 128),
+                        _bshd(rt, 3 << 20, 2, 700, 2, 128), _bshd(rt, 4 << 20, 2, 1000, 8, 128))
+    with pytest.raises(rt.Fa3RuntimeError, match=r"is a backward kernel \(facts backward 1\): "
+                       "launch it with fa3rt_bwd"):
+        rt.plan(f, fargs)
+
+    def refused(msg, args, facts=f):
+        with pytest.raises(rt.Fa3RuntimeError, match=msg) as e:
+            rt.plan_bwd(facts, args)
+        assert e.value.status == 1
+    refused("dq_accum pointer is NULL", _bwd_args(rt, dq_accum_ptr=0))
+    refused("delta pointer is NULL", _bwd_args(rt, delta_ptr=0))
+    refused("lse pointer 0x500004 is not 16-byte aligned", _bwd_args(rt, lse_ptr=(5 << 20) + 4))
+    refused(r"softmax_scale: 1e\+300 is out of range", _bwd_args(rt, softmax_scale=1e300))
+    refused(r"Hq = 8 is not a multiple of Hkv = 3", _bwd_args(rt, Hkv=3))
+    a = _bwd_args(rt)
+    a.dv.strides[1], a.dv.strides[2] = 700 * 128, 128    # dv in BHSD, dk in BSHD
+    refused(r"dk and dv strides differ in dim H \(128 and 89600 elements\)", a)
+    a = _bwd_args(rt)
+    a.dout.shape[2] = 999
+    refused(r"dout shape \[B,H,S,D\] = \[2,8,999,128\] but must be \[2,8,1000,128\]", a)
+    a = _bwd_args(rt)
+    a.dk.ptr = 0
+    refused("dk pointer is NULL", a)
+    a = _bwd_args(rt)
+    a.dtype = rt.DTYPES["f16"]
+    refused("dtype f16 does not match kernel fa3_bwd_d128_bf16_causal_kernel", a)
+    # empty problems: Sq 0 needs nothing; Skv 0 zeroes dq_accum only
+    a = _bwd_args(rt, Sq=0, dq_accum_ptr=0, lse_ptr=0, delta_ptr=0)
+    assert rt.plan_bwd(f, a).empty
+    L = rt.plan_bwd(f, _bwd_args(rt, Skv=0, lse_ptr=0, delta_ptr=0))
+    assert L.zero_only and not L.empty and L.grid[0] == 0
+    assert L.dq_accum_words == 2 * 8 * 1000 * 128
+    refused("dq_accum pointer is NULL", _bwd_args(rt, Skv=0, dq_accum_ptr=0))
+    with pytest.raises(rt.Fa3ArgumentError, match="dq_accum_ptr = -1 is out of range"):
+        _bwd_args(rt, dq_accum_ptr=-1)
+
+
 def test_kernel_load_without_a_gpu_fails_cleanly(rt, tmp_path):
     (tmp_path / "k.facts").write_text(FACTS)
     (tmp_path / "k.cubin").write_bytes(b"\0" * 64)
@@ -301,6 +427,30 @@ def test_select_kernel(tmp_path):
     assert sel("bf16", 128, 128, True, (-1, -1), 0.0, varlen=True) == "f_causal_varlen"
     with pytest.raises(LookupError, match="(?s)softcap=0 varlen.*f_causal_varlen: .* varlen"):
         sel("bf16", 128, 128, False, (-1, -1), 0.0, varlen=True)
+
+
+def test_select_backward_kernel(tmp_path):
+    """A backward kernel (facts backward 1) serves backward requests only, and
+    they only it, though its variant fields are the forward's."""
+    _write_kernel(tmp_path, "b_bwd_causal", backward=1, grid="tiles", block_m=64,
+                  params=F.BWD_KERNEL_PARAMS)
+    _write_kernel(tmp_path, "c_fwd_causal")
+    ks, skipped = F.scan_kernel_dir(tmp_path)
+    assert not skipped and [k.backward for k in ks] == [True, False]
+
+    def sel(**kw):
+        return F.select_kernel(ks, "bf16", 128, 128, True, (-1, -1), 0.0,
+                               kernel_dir=str(tmp_path), **kw).kernel
+    assert sel() == "c_fwd_causal" and sel(backward=True) == "b_bwd_causal"
+    with pytest.raises(LookupError, match="(?s)causal=0 .* backward.*b_bwd_causal: .* backward"):
+        F.select_kernel(ks, "bf16", 128, 128, False, (-1, -1), 0.0, backward=True)
+    from fa3 import torch_api
+    torch_api.clear_caches()
+    got = torch_api.select_kernel("bf16", 128, 128, causal=True, kernel_dir=tmp_path, jit=False,
+                                  backward=True)
+    assert got.kernel == "b_bwd_causal"
+    assert torch_api.select_kernel("bf16", 128, 128, causal=True, kernel_dir=tmp_path,
+                                   jit=False).kernel == "c_fwd_causal"
 
 
 def test_compiled_kernel_facts_parse(tmp_path):

@@ -1,5 +1,6 @@
-/* fa3rt: launcher for the FlashAttention forward kernels that FA3-MLIR compiles
- * for Hopper (sm_90a). C11, CUDA driver API only (no cudart, no MLIR).
+/* fa3rt: launcher for the FlashAttention kernels that FA3-MLIR compiles for
+ * Hopper (sm_90a), forward (fa3rt_fwd) and backward (fa3rt_bwd). C11, CUDA
+ * driver API only (no cudart, no MLIR).
  *
  * A kernel is a cubin plus its "launch facts" text file (<kernel>.facts), both
  * written by the compiler. Typical use:
@@ -33,7 +34,7 @@ extern "C" {
 #endif
 
 #define FA3RT_VERSION_MAJOR 0
-#define FA3RT_VERSION_MINOR 3
+#define FA3RT_VERSION_MINOR 4
 /* Highest version of the facts file format this runtime reads. */
 #define FA3RT_FACTS_VERSION 1
 /* Largest softmax scale taken (facts `scale`, fa3rt_fwd_args.softmax_scale),
@@ -86,6 +87,9 @@ typedef struct fa3rt_facts {
                              "" = absent (the facts file's name with .cubin) */
   int varlen;             /* optional key (0): 1 = the kernel takes a packed
                              variable-length batch (fa3rt_fwd_args, varlen) */
+  int backward;           /* optional key (0): 1 = the backward kernel (dQ, dK,
+                             dV; fa3rt_bwd): its params are the backward ABI's,
+                             and it has varlen 0, cluster_m 1, grid tiles */
 } fa3rt_facts;
 
 /* A tensor in device memory: 4 dims in LOGICAL order [B, H, S, D], strides in
@@ -143,6 +147,48 @@ typedef struct fa3rt_fwd_launch {
   float scale_log2;       /* scale * log2(e), the kernel parameter */
 } fa3rt_fwd_launch;
 
+/* The backward pass (docs/runtime.md, Backward), for kernels whose facts say
+ * `backward 1`. Tensors as in fa3rt_fwd_args ([B, H, S, D] logical order,
+ * element strides, the same rules); q, k, v, dout are read by TMA. The
+ * caller computes delta = rowsum(dout * o) in f32 beforehand and dq =
+ * softmax_scale * dq_accum (in its dtype) afterwards; fa3rt_bwd zeroes
+ * dq_accum itself, on the stream, before the kernel. */
+typedef struct fa3rt_bwd_args {
+  fa3rt_tensor q;         /* [B, Hq, Sq, D] */
+  fa3rt_tensor k;         /* [B, Hkv, Skv, D] */
+  fa3rt_tensor v;         /* [B, Hkv, Skv, Dv] */
+  fa3rt_tensor dout;      /* [B, Hq, Sq, Dv]: dL/do */
+  uint64_t lse;           /* f32 [B, Hq, Sq] contiguous: the forward's lse
+                             (natural log), 16-byte aligned */
+  uint64_t delta;         /* f32 [B, Hq, Sq] contiguous: rowsum(dout * o),
+                             16-byte aligned */
+  uint64_t dq_accum;      /* f32 [B, Hq, Sq, D] contiguous, 16-byte aligned:
+                             zeroed by fa3rt_bwd, then sum_j dS_ij K_j
+                             (dq = softmax_scale * dq_accum), by atomic adds:
+                             the order of the sum, and so its last bits, may
+                             change from launch to launch */
+  fa3rt_tensor dk;        /* [B, Hkv, Skv, D], written */
+  fa3rt_tensor dv;        /* [B, Hkv, Skv, Dv], written; the strides of dk
+                             (the kernel takes one set for both) */
+  double softmax_scale;   /* 0 or NaN: the kernel's facts scale; else
+                             0 < softmax_scale <= FA3RT_SCALE_MAX */
+  fa3rt_dtype dtype;      /* element type of q, k, v, dout, dk, dv */
+} fa3rt_bwd_args;
+
+/* What fa3rt_bwd_plan() derived from valid arguments. */
+typedef struct fa3rt_bwd_launch {
+  int empty;              /* 1: B, Sq or Hq is 0: nothing to do */
+  int zero_only;          /* 1: Skv is 0 (B, Sq, Hq > 0): dq_accum is zeroed,
+                             no kernel (dk, dv have no rows) */
+  int32_t B, Sq, Skv, Hq, Hkv;
+  unsigned grid[3], block[3]; /* grid ceil(Skv / block_n) * Hkv * B CTAs */
+  unsigned dynamic_smem;
+  int64_t dkv_stride_b, dkv_stride_s, dkv_stride_h; /* elements, dk's and dv's */
+  uint64_t dq_accum_words; /* f32 words of dq_accum that are zeroed: B*Hq*Sq*D */
+  double scale;           /* the softmax scale used */
+  float scale_log2;       /* scale * log2(e), the kernel parameter */
+} fa3rt_bwd_launch;
+
 typedef struct fa3rt_kernel fa3rt_kernel;
 
 /* ---- errors ---- */
@@ -166,6 +212,9 @@ fa3rt_status fa3rt_facts_load(const char *path, fa3rt_facts *out);
  * NULL). Messages: "<where>: <what> (<range>)". */
 fa3rt_status fa3rt_fwd_plan(const fa3rt_facts *facts, const fa3rt_fwd_args *args,
                             fa3rt_fwd_launch *launch);
+/* The same for the backward: facts with `backward 1` and fa3rt_bwd_args. */
+fa3rt_status fa3rt_bwd_plan(const fa3rt_facts *facts, const fa3rt_bwd_args *args,
+                            fa3rt_bwd_launch *launch);
 
 /* ---- kernels (need a current CUDA context of compute capability 9.0) ---- */
 /* Loads into the calling thread's current context (e.g. PyTorch's primary
@@ -188,6 +237,16 @@ const fa3rt_facts *fa3rt_kernel_facts(const fa3rt_kernel *kernel);
  * one per stream (switching among more than 16 streams waits on the host for
  * the launch that used the pair last). */
 fa3rt_status fa3rt_fwd(fa3rt_kernel *kernel, const fa3rt_fwd_args *args, void *stream);
+
+/* The backward kernel (facts `backward 1`): validates (fa3rt_bwd_plan),
+ * zeroes dq_accum (cuMemsetD32Async of B*Hq*Sq*D words on `stream`), encodes
+ * the tensor maps of q, dout (box block_m rows), k and v (block_n rows) and
+ * launches on `stream` (asynchronously); may be captured in a CUDA graph.
+ * B, Sq or Hq 0: nothing is done. Skv 0: dq_accum is zeroed, no kernel runs
+ * (dq = 0; dk and dv have no rows). dk and dv are the kernel's to write
+ * whole; with Sq = 0 they are not written (their gradient is 0: the
+ * caller's to fill). Each kind of kernel refuses the other's call by name. */
+fa3rt_status fa3rt_bwd(fa3rt_kernel *kernel, const fa3rt_bwd_args *args, void *stream);
 
 #ifdef __cplusplus
 }

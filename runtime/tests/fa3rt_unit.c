@@ -59,11 +59,34 @@ static const char *kFacts =
     "params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv   oStrideB oStrideS oStrideH scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK maxSeqlenQ\n"
     "grid tiles\n";
 
-/* facts text with one line replaced (key == NULL: line dropped) */
-static char *facts_with(const char *key, const char *line) {
+/* A backward kernel's facts: `backward 1` after its params (the order of
+   keys does not matter). */
+static const char *kBwdFacts =
+    "fa3-kernel-facts 1\n"
+    "kernel fa3_bwd_d128_bf16_causal_kernel\n"
+    "dtype bf16\n"
+    "head_dim 128\n"
+    "head_dim_v 128\n"
+    "block_m 64\n"
+    "block_n 128\n"
+    "threads 384\n"
+    "dynamic_smem 200000\n"
+    "causal 1\n"
+    "window_left -1\n"
+    "window_right 0\n"
+    "softcap 0\n"
+    "scale 0.08838834764831845\n"
+    "params mapQ mapK mapV mapdO dQaccum dK dV LSE delta B Sq Skv Hq Hkv dkvStrideB "
+    "dkvStrideS dkvStrideH scaleLog2\n"
+    "grid tiles\n"
+    "cluster_m 1\n"
+    "backward 1\n";
+
+/* text `base` with the line of `key` replaced by `line` (NULL: dropped) */
+static char *text_with(const char *base, const char *key, const char *line) {
   static char buf[4096];
   buf[0] = 0;
-  const char *p = kFacts;
+  const char *p = base;
   while (*p) {
     const char *e = strchr(p, '\n');
     size_t n = e ? (size_t)(e - p + 1) : strlen(p);
@@ -77,6 +100,9 @@ static char *facts_with(const char *key, const char *line) {
   }
   return buf;
 }
+
+/* kFacts with one line replaced (NULL: dropped) */
+static char *facts_with(const char *key, const char *line) { return text_with(kFacts, key, line); }
 
 static void test_facts(void) {
   fa3rt_facts f;
@@ -368,6 +394,158 @@ static void test_plan(void) {
   EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.grid[0] == 4 * 8 * 2);
 }
 
+/* Backward kernels: their facts and fa3rt_bwd's checks. */
+static void test_backward_facts(void) {
+  fa3rt_facts f;
+  const char *t = kBwdFacts;
+  EXPECT(fa3rt_facts_parse(t, strlen(t), &f) == FA3RT_OK && f.backward == 1);
+  EXPECT(f.block_m == 64 && f.block_n == 128 && !f.persistent && f.cluster_m == 1);
+  EXPECT(fa3rt_facts_parse(kFacts, strlen(kFacts), &f) == FA3RT_OK && f.backward == 0);
+  /* `backward` first, before the params: the same */
+  char buf[4096] = "fa3-kernel-facts 1\nbackward 1\n";
+  strcat(buf, text_with(kBwdFacts, "backward", NULL) + strlen("fa3-kernel-facts 1\n"));
+  EXPECT(fa3rt_facts_parse(buf, strlen(buf), &f) == FA3RT_OK && f.backward == 1);
+  /* each kind's params with the other's `backward` */
+  t = text_with(kBwdFacts, "backward", "backward 0");
+  EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS,
+                "facts line 15: params is the backward kernel's parameter list but the facts say "
+                "backward 0, whose list is 'mapQ mapK mapV mapO O LSE"));
+  t = text_with(kBwdFacts, "backward", NULL);
+  EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS, "say backward 0"));
+  t = facts_with("grid", "grid tiles\nbackward 1");
+  EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS,
+                "params is the forward kernel's parameter list but the facts say backward 1, "
+                "whose list is 'mapQ mapK mapV mapdO dQaccum"));
+  t = text_with(kBwdFacts, "params", "params mapQ mapK mapV mapdO dQaccum dK dV LSE delta");
+  EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS,
+                "is not the ABI this runtime launches"));
+  t = text_with(kBwdFacts, "backward", "backward 2");
+  EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS,
+                "backward: 2 is out of range (0 or 1)"));
+  /* what the backward kernel is not */
+  t = text_with(kBwdFacts, "grid", "grid persistent");
+  EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS,
+                "facts of kernel 'fa3_bwd_d128_bf16_causal_kernel': backward 1 needs grid tiles"));
+  t = text_with(kBwdFacts, "cluster_m", "cluster_m 2");
+  EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS,
+                "backward 1 needs cluster_m 1"));
+  t = text_with(kBwdFacts, "cluster_m", "varlen 1");
+  EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS,
+                "backward 1 needs varlen 0"));
+}
+
+static fa3rt_bwd_args good_bwd_args(void) {
+  fa3rt_bwd_args a;
+  memset(&a, 0, sizeof a);
+  a.dtype = FA3RT_BF16;
+  a.q = bshd(0x10000, 2, 1000, 8, 128);
+  a.k = bshd(0x20000, 2, 700, 2, 128);
+  a.v = bshd(0x30000, 2, 700, 2, 128);
+  a.dout = bshd(0x40000, 2, 1000, 8, 128);
+  a.dk = bshd(0x60000, 2, 700, 2, 128);
+  a.dv = bshd(0x70000, 2, 700, 2, 128);
+  a.lse = 0x50000;
+  a.delta = 0x58000;
+  a.dq_accum = 0x80000;
+  a.softmax_scale = NAN;
+  return a;
+}
+
+static void test_bwd_plan(void) {
+  fa3rt_facts f, fwd;
+  EXPECT(fa3rt_facts_parse(kBwdFacts, strlen(kBwdFacts), &f) == FA3RT_OK);
+  EXPECT(fa3rt_facts_parse(kFacts, strlen(kFacts), &fwd) == FA3RT_OK);
+  fa3rt_bwd_args a = good_bwd_args();
+  fa3rt_bwd_launch L;
+  EXPECT(fa3rt_bwd_plan(&f, &a, &L) == FA3RT_OK);
+  EXPECT(L.grid[0] == 6 * 2 * 2 && L.grid[1] == 1 && L.grid[2] == 1); /* ceil(700/128) * Hkv * B */
+  EXPECT(L.block[0] == 384 && L.block[1] == 1 && L.dynamic_smem == 200000);
+  EXPECT(!L.empty && !L.zero_only && L.B == 2 && L.Sq == 1000 && L.Skv == 700 && L.Hq == 8 &&
+         L.Hkv == 2);
+  EXPECT(L.dkv_stride_b == 700L * 2 * 128 && L.dkv_stride_s == 2 * 128 && L.dkv_stride_h == 128);
+  EXPECT(L.dq_accum_words == 2ULL * 8 * 1000 * 128);
+  EXPECT(fabs(L.scale - f.scale) < 1e-15);
+  EXPECT(fabs(L.scale_log2 - (float)(f.scale * 1.4426950408889634)) < 1e-7);
+  a.softmax_scale = 0.5;
+  EXPECT(fa3rt_bwd_plan(&f, &a, &L) == FA3RT_OK && L.scale == 0.5);
+
+  /* each kind of kernel refuses the other's call by name */
+  a = good_bwd_args();
+  EXPECT(err_is(fa3rt_bwd_plan(&fwd, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "kernel fa3_fwd_d128_bf16_causal is a forward kernel (facts backward 0): "
+                "fa3rt_bwd launches backward kernels"));
+  fa3rt_fwd_args fa = good_args();
+  fa3rt_fwd_launch FL;
+  EXPECT(err_is(fa3rt_fwd_plan(&f, &fa, &FL), FA3RT_ERR_INVALID_ARGUMENT,
+                "kernel fa3_bwd_d128_bf16_causal_kernel is a backward kernel (facts backward 1): "
+                "launch it with fa3rt_bwd"));
+  /* facts filled by a caller are checked as the parser's */
+  fa3rt_facts g = f;
+  g.persistent = 1;
+  EXPECT(err_is(fa3rt_bwd_plan(&g, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "backward 1 needs grid tiles"));
+
+#define BAD_BWD(mutate, sub)                                                      \
+  do {                                                                            \
+    a = good_bwd_args();                                                          \
+    mutate;                                                                       \
+    EXPECT(err_is(fa3rt_bwd_plan(&f, &a, &L), FA3RT_ERR_INVALID_ARGUMENT, sub));   \
+  } while (0)
+  BAD_BWD(a.dtype = FA3RT_F16, "dtype f16 does not match kernel fa3_bwd_d128_bf16_causal_kernel");
+  BAD_BWD(a.q.shape[3] = 64, "q head dim (shape[3]) is 64 but kernel");
+  BAD_BWD((a.k.shape[1] = a.v.shape[1] = a.dk.shape[1] = a.dv.shape[1] = 3),
+          "Hq = 8 is not a multiple of Hkv = 3");
+  BAD_BWD(a.dout.shape[2] = 999, "dout shape [B,H,S,D] = [2,8,999,128] but must be [2,8,1000,128]");
+  BAD_BWD(a.dk.shape[2] = 701, "dk shape [B,H,S,D] = [2,2,701,128] but must be [2,2,700,128]");
+  BAD_BWD(a.dv.shape[0] = 1, "dv shape [B,H,S,D] = [1,2,700,128]");
+  BAD_BWD((a.dv.strides[1] = 700 * 128, a.dv.strides[2] = 128, a.dv.strides[0] = 2 * 700 * 128),
+          "dk and dv strides differ in dim H (128 and 89600 elements): the kernel takes one set");
+  BAD_BWD(a.dk.ptr = 0, "dk pointer is NULL");
+  BAD_BWD(a.dv.ptr = 0x70008, "dv pointer 0x70008 is not 16-byte aligned");
+  BAD_BWD(a.dout.strides[3] = 2, "dout stride of the head dim (D) is 2 elements");
+  BAD_BWD(a.dk.strides[2] = 2 * 128 + 4, "dk stride of dim S is 260 elements = 520 bytes");
+  BAD_BWD(a.dq_accum = 0, "dq_accum pointer is NULL");
+  BAD_BWD(a.lse = 0, "lse pointer is NULL");
+  BAD_BWD(a.delta = 0, "delta pointer is NULL");
+  BAD_BWD(a.lse = 0x50004, "lse pointer 0x50004 is not 16-byte aligned");
+  BAD_BWD(a.dq_accum = (1ULL << 63) - 4096,
+          "dq_accum pointer: 0x7ffffffffffff000 is out of range (its 2048000 floats");
+  BAD_BWD(a.delta = (uint64_t)-16, "delta pointer: 0xfffffffffffffff0 is out of range");
+  BAD_BWD(a.softmax_scale = 1e300, "softmax_scale: 1e+300 is out of range");
+  BAD_BWD((a.q.shape[0] = a.k.shape[0] = a.v.shape[0] = a.dout.shape[0] = a.dk.shape[0] =
+           a.dv.shape[0] = 70000,
+           a.k.shape[1] = a.v.shape[1] = a.dk.shape[1] = a.dv.shape[1] = 70000,
+           a.q.shape[1] = a.dout.shape[1] = 70000),
+          "tiles: 6 kv blocks of 128 rows * Hkv 70000 * B 70000 is out of range (at most 2^31-1");
+#undef BAD_BWD
+
+  /* empty problems: Sq 0 does nothing (nothing needed); Skv 0 only zeroes
+     dq_accum (lse and delta are not read) */
+  a = good_bwd_args();
+  a.q.shape[2] = a.dout.shape[2] = 0;
+  a.q.ptr = a.dout.ptr = a.dq_accum = a.lse = a.delta = 0;
+  EXPECT(fa3rt_bwd_plan(&f, &a, &L) == FA3RT_OK && L.empty && L.dq_accum_words == 0);
+  a = good_bwd_args();
+  a.k.shape[2] = a.v.shape[2] = a.dk.shape[2] = a.dv.shape[2] = 0;
+  a.k.ptr = a.v.ptr = a.dk.ptr = a.dv.ptr = a.lse = a.delta = 0;
+  a.dv.strides[1] = 12345; /* strides of empty tensors are not compared */
+  EXPECT(fa3rt_bwd_plan(&f, &a, &L) == FA3RT_OK && !L.empty && L.zero_only &&
+         L.grid[0] == 0 && L.dq_accum_words == 2ULL * 8 * 1000 * 128);
+  a.dq_accum = 0;
+  EXPECT(err_is(fa3rt_bwd_plan(&f, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "dq_accum pointer is NULL"));
+  /* GQA 8/1 with a dim of extent 1 (B): any stride there */
+  a = good_bwd_args();
+  a.q.shape[0] = a.k.shape[0] = a.v.shape[0] = a.dout.shape[0] = a.dk.shape[0] = a.dv.shape[0] = 1;
+  a.k.shape[1] = a.v.shape[1] = a.dk.shape[1] = a.dv.shape[1] = 1;
+  a.dk.strides[0] = 0; a.dv.strides[0] = 7;
+  EXPECT(fa3rt_bwd_plan(&f, &a, &L) == FA3RT_OK && L.grid[0] == 6);
+  EXPECT(err_is(fa3rt_bwd_plan(NULL, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "fa3rt_bwd_plan: NULL argument"));
+  EXPECT(err_is(fa3rt_bwd(NULL, &a, NULL), FA3RT_ERR_INVALID_ARGUMENT,
+                "fa3rt_bwd: NULL kernel or args"));
+}
+
 static void test_no_gpu(void) {
   /* No driver here (link stub): loading must fail cleanly with a CUDA message. */
   fa3rt_kernel *k = (fa3rt_kernel *)0x1;
@@ -391,6 +569,8 @@ int main(void) {
   test_facts();
   test_facts_grammar();
   test_plan();
+  test_backward_facts();
+  test_bwd_plan();
   test_no_gpu();
   printf("%d checks, %d failed\n", g_n, g_fail);
   return g_fail ? 1 : 0;

@@ -324,9 +324,10 @@ def check_errors(kernels, results):
            LookupError, "Available:")
     expect("Hq % Hkv != 0", lambda: flash_attn_func(mk(1, 64, 3, D), k, v, **variant_kw(kf)),
            ValueError, "multiple of the number of k/v heads")
-    expect("forward only",
-           lambda: flash_attn_func(q.clone().requires_grad_(), k, v, **variant_kw(kf)),
-           NotImplementedError, "forward-only")
+    expect("requires grad, deterministic (no such backward yet)",
+           lambda: flash_attn_func(q.clone().requires_grad_(), k, v, deterministic=True,
+                                   **variant_kw(kf)),
+           NotImplementedError, "deterministic backward is not built yet")
     clustered = [c for c in kernels if c.cluster_m > 1]
     if clustered:
         # facts that deny the cubin's compile-time cluster: refused at load
@@ -395,12 +396,17 @@ def main():
     if varlen:
         print(f"not checked here (packed variable-length kernels: test/gpu/check_varlen.py): "
               + ", ".join(varlen))
-    kernels = [k for k in kernels if not k.varlen]
+    backward = [k.kernel for k in kernels if k.backward]
+    if backward:
+        print(f"not checked here (backward kernels: test/gpu/check_bwd.py): "
+              + ", ".join(backward))
+    kernels = [k for k in kernels if not k.varlen and not k.backward]
     if a.only:
         kernels = [k for k in kernels if a.only in k.kernel]
     if not kernels:
-        print(f"no kernels in {a.kernel_dir}" + (" but varlen ones" if varlen else ""))
-        return 0 if varlen and not a.only else 1
+        others = varlen or backward
+        print(f"no kernels in {a.kernel_dir}" + (" but varlen or backward ones" if others else ""))
+        return 0 if others and not a.only else 1
     print(f"seed {a.seed}; {len(kernels)} kernel(s): " + ", ".join(k.kernel for k in kernels))
     results, sass = [], {}
     t0 = time.time()

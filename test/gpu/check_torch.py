@@ -12,7 +12,9 @@
    and with the eager call (the same kernel: bit-identical attention output).
    Also: the traced graph calls torch.ops.fa3.flash_attn_fwd, compiled
    with dynamic=True a second shape runs without recompiling, and inputs
-   that require grad are refused.
+   that require grad with what the backward kernel cannot do (here
+   deterministic=True) are refused before the forward runs (the backward
+   itself: test/gpu/check_bwd.py).
 2. CUDA graphs: flash_attn_func captured with torch.cuda.graph (persistent
    kernels with the dynamic tile scheduler and one-CTA-per-tile kernels,
    causal and full, GQA) and replayed on fresh inputs copied into the
@@ -83,8 +85,9 @@ def attn_block(x, wq, wk, wv, wo, out, lse_out, *, Hq, Hkv, D, causal, kernel_di
     return o.reshape(B, S, Hq * D) @ wo, o, lse, q, k, v
 
 
-def attn_only(q, k, v, *, causal, kernel_dir, return_lse=True):
-    r = flash_attn_func(q, k, v, causal=causal, kernel_dir=kernel_dir, return_lse=return_lse)
+def attn_only(q, k, v, *, causal, kernel_dir, return_lse=True, deterministic=False):
+    r = flash_attn_func(q, k, v, causal=causal, kernel_dir=kernel_dir, return_lse=return_lse,
+                        deterministic=deterministic)
     return r
 
 
@@ -160,7 +163,8 @@ def one_case(kdir, dt, D, causal, case, gen):
 
 
 def check_graph(kdir, results):
-    """The traced graph holds the op; dynamic shapes; requires_grad refused."""
+    """The traced graph holds the op; dynamic shapes; a backward the kernel
+    cannot do refused."""
     dt = torch.bfloat16
 
     def record(label, ok, detail=""):
@@ -202,13 +206,15 @@ def check_graph(kdir, results):
         fn = torch.compile(attn_only, fullgraph=True)
         qg = q.clone().requires_grad_()
         try:
-            fn(qg, k, v, causal=False, kernel_dir=kdir)
-            record("requires_grad refused (compiled)", False, "no error")
+            fn(qg, k, v, causal=False, kernel_dir=kdir, deterministic=True)
+            record("requires_grad + deterministic refused (compiled)", False, "no error")
         except Exception as e:  # noqa: BLE001
             msg = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-            record("requires_grad refused (compiled)", "forward-only" in str(e), msg[:300])
+            record("requires_grad + deterministic refused (compiled)",
+                   "deterministic backward is not built yet" in str(e), msg[:300])
         with torch.no_grad():
-            o = fn(qg, k, v, causal=False, kernel_dir=kdir, return_lse=False)
+            o = fn(qg, k, v, causal=False, kernel_dir=kdir, return_lse=False,
+                   deterministic=True)
         record("requires_grad under no_grad (compiled)", o.shape == q.shape)
     except Exception as e:  # noqa: BLE001
         record("requires_grad", False, f"{type(e).__name__}: {e}")

@@ -30,12 +30,14 @@ static const char *kUsage =
     "DIR/<kernel>.facts (the launch facts the runtime reads).\n"
     "\n"
     "Input (one of):\n"
-    "  input.mlir           every attn.flash_attention(_varlen) in the file\n"
+    "  input.mlir           every attn.flash_attention(_varlen, _grad) in the\n"
+    "                       file\n"
     "  --head-dim N ...     one variant from the options below\n"
     "  --all                the standard set: head dim 64/96/128/192/256 and\n"
     "                       192 with value head dim 128 x causal or not x\n"
     "                       bf16/f16 (24 kernels); with --varlen, their\n"
-    "                       packed variable-length forms\n"
+    "                       packed variable-length forms; with --backward,\n"
+    "                       the backward's (head dim 64 and 128: 8 kernels)\n"
     "\n"
     "Variant options (with --head-dim only):\n"
     "  --head-dim N         of q and k: 64, 96, 128, 192 or 256\n"
@@ -51,6 +53,9 @@ static const char *kUsage =
     "  --varlen             a packed variable-length batch (FlashAttention's\n"
     "                       flash_attn_varlen_func: cu_seqlens at launch);\n"
     "                       no clusters (also with --all)\n"
+    "  --backward           the backward (dQ, dK, dV from dO: FlashAttention's\n"
+    "                       training step; fa3rt_bwd): head dim 64 or 128,\n"
+    "                       full or causal, no softcap (also with --all)\n"
     "  --name NAME          kernel base name, a C identifier of at most 200\n"
     "                       characters (default: derived from the variant)\n"
     "\n"
@@ -317,7 +322,7 @@ int main(int argc, char **argv) {
       "--persistent",     "--no-persistent", "--no-tma-store",
       "--ptx-only",       "--no-pingpong",  "--lazy-rescale",
       "--no-lazy-rescale", "--kv-multicast", "--no-kv-multicast",
-      "--varlen"};
+      "--varlen",         "--backward"};
   enum { kNumValued = sizeof kValued / sizeof kValued[0] };
   enum { kNumFlags = sizeof kFlags / sizeof kFlags[0] };
   bool given[kNumValued] = {false};
@@ -412,6 +417,8 @@ int main(int argc, char **argv) {
       variantOption = variantOption ? variantOption : a;
     } else if (!strcmp(a, "--varlen")) {
       spec.varlen = true; /* a variant option that --all takes too */
+    } else if (!strcmp(a, "--backward")) {
+      spec.backward = true; /* likewise */
     } else if (!strcmp(a, "--causal")) {
       spec.causal = true;
       variantOption = variantOption ? variantOption : a;
@@ -498,6 +505,11 @@ int main(int argc, char **argv) {
   if (input && spec.varlen)
     return fail("--varlen describes a variant; an input file brings its own "
                 "(attn.flash_attention_varlen)", NULL);
+  if (input && spec.backward)
+    return fail("--backward describes a variant; an input file brings its "
+                "own (attn.flash_attention_grad)", NULL);
+  if (all && spec.backward && spec.varlen)
+    return fail("--backward takes fixed-length batches, not --varlen", NULL);
   if (input && !readable(input)) {
     fprintf(stderr, "fa3-compile: cannot read: ");
     putEscaped(stderr, input);
@@ -540,17 +552,23 @@ int main(int argc, char **argv) {
        each with its own value head dim, and DeepSeek's 192 with 128 */
     const int64_t dims[][2] = {{64, 64},   {96, 96},   {128, 128},
                                {192, 192}, {192, 128}, {256, 256}};
+    /* the backward's: head dims 64 and 128 */
+    const int64_t gradDims[][2] = {{64, 64}, {128, 128}};
     const char *types[] = {"bf16", "f16"};
-    int n = all ? 4 * (int)(sizeof dims / sizeof dims[0]) : 1;
+    int n = !all ? 1
+            : spec.backward ? 4 * (int)(sizeof gradDims / sizeof gradDims[0])
+                            : 4 * (int)(sizeof dims / sizeof dims[0]);
     for (int i = 0; i < n; ++i) {
       Fa3AttentionSpec s = spec;
       if (all) {
+        const int64_t *d = spec.backward ? gradDims[i / 4] : dims[i / 4];
         s = fa3AttentionSpecDefault();
-        s.headDim = dims[i / 4][0];
-        s.headDimV = dims[i / 4][1];
+        s.headDim = d[0];
+        s.headDimV = d[1];
         s.dtype = types[(i / 2) % 2];
         s.causal = i % 2;
         s.varlen = spec.varlen;
+        s.backward = spec.backward;
       }
       s.name = all ? NULL : name; /* NULL: the C API derives the name */
       double t0 = now();

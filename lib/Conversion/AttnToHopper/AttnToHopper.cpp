@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GradKernelBuilder.h"
 #include "HopperConfig.h"
 #include "KernelBuilder.h"
 #include "fa3/Conversion/Passes.h"
@@ -67,6 +68,29 @@ std::optional<TiledAttention> matchTiled(scf::ParallelOp grid) {
   return t;
 }
 
+
+/// What the tiled IR of attn.flash_attention_grad holds: the grid over
+/// kv blocks with its schedule (attn.q_range), step and epilogue.
+struct TiledGrad {
+  scf::ParallelOp grid;
+  QRangeOp range;
+  TileGradUpdateOp update;
+  TileGradFinalizeOp finalize;
+};
+std::optional<TiledGrad> matchTiledGrad(scf::ParallelOp grid) {
+  TiledGrad t{grid, {}, {}, {}};
+  grid.walk([&](Operation *op) {
+    if (auto r = dyn_cast<QRangeOp>(op))
+      t.range = r;
+    else if (auto u = dyn_cast<TileGradUpdateOp>(op))
+      t.update = t.update ? t.update : u;
+    else if (auto f = dyn_cast<TileGradFinalizeOp>(op))
+      t.finalize = f;
+  });
+  if (!t.finalize || !t.range || !t.update)
+    return std::nullopt;
+  return t;
+}
 
 /// In the tiled form of attn.flash_attention_varlen, a tile op's tensor
 /// is one sequence's view of a packed argument: the subview at row offset
@@ -252,12 +276,46 @@ void buildVisibleColsFn(OpBuilder &b, Location loc, StringRef name,
   func::ReturnOp::create(fb, loc, ValueRange{toI32(fb, loc, lo), toI32(fb, loc, hi)});
 }
 
-/// The kernel's parameter names in launch order (the facts' `params`).
-ArrayAttr paramNames(OpBuilder &b) {
+/// A kernel's parameter names in launch order (the facts' `params`).
+template <typename Param, size_t N>
+ArrayAttr paramNames(OpBuilder &b, const Param (&list)[N]) {
   SmallVector<StringRef> names;
-  for (const hopper::KernelParam &p : hopper::kKernelParams)
+  for (const Param &p : list)
     names.push_back(p.name);
   return b.getStrArrayAttr(names);
+}
+
+/// func.func private @name(col0, Sq, Skv : i32) -> (lo, hi, ilo, ihi : i32)
+void buildQRangeFn(OpBuilder &b, Location loc, StringRef name, QRangeOp r) {
+  Type i32 = b.getI32Type();
+  auto fn = func::FuncOp::create(
+      b, loc, name, b.getFunctionType({i32, i32, i32}, {i32, i32, i32, i32}));
+  fn.setPrivate();
+  Block *body = fn.addEntryBlock();
+  OpBuilder fb = OpBuilder::atBlockBegin(body);
+  Value col0 = toIndex(fb, loc, body->getArgument(0));
+  Value sq = toIndex(fb, loc, body->getArgument(1));
+  Value skv = toIndex(fb, loc, body->getArgument(2));
+  KvRange k = buildQRange(fb, loc, col0, sq, skv, r.getBlockM(), r.getBlockN(),
+                          r.getWindow()[0], r.getWindow()[1]);
+  func::ReturnOp::create(fb, loc,
+                         ValueRange{toI32(fb, loc, k.lo), toI32(fb, loc, k.hi),
+                                    toI32(fb, loc, k.interiorLo),
+                                    toI32(fb, loc, k.interiorHi)});
+}
+
+/// Adds the launch facts `facts` to `kernel`, once they hold every key the
+/// runtime requires (fa3rt_abi.def).
+LogicalResult setLaunchFacts(OpBuilder &b, gpu::GPUFuncOp kernel,
+                             ArrayRef<NamedAttribute> facts,
+                             function_ref<InFlightDiagnostic(const Twine &)> fail) {
+  DictionaryAttr launch = b.getDictionaryAttr(facts);
+  for (const hopper::FactsKey &k : hopper::kFactsKeys)
+    if (k.required && !launch.get(k.key))
+      return fail(Twine("internal error: the launch facts lack '") + k.key +
+                  "', which the runtime requires (fa3rt_abi.def)");
+  kernel->setAttr("attn.launch", launch);
+  return success();
 }
 
 LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
@@ -362,18 +420,108 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
       b.getNamedAttr("softcap", b.getF64FloatAttr(cfg.softcap)),
       b.getNamedAttr("scale", b.getF64FloatAttr(
                                   u.getScaleLog2().convertToDouble() / kLog2e)),
-      b.getNamedAttr("params", paramNames(b)),
+      b.getNamedAttr("params", paramNames(b, hopper::kKernelParams)),
   };
   SmallVector<NamedAttribute> all(std::begin(facts), std::end(facts));
   // Optional key (0 when absent): a packed variable-length batch's kernel.
   if (cfg.varlen)
     all.push_back(b.getNamedAttr("varlen", b.getBoolAttr(true)));
-  DictionaryAttr launch = b.getDictionaryAttr(all);
-  for (const hopper::FactsKey &k : hopper::kFactsKeys)
-    if (k.required && !launch.get(k.key))
-      return fail(Twine("internal error: the launch facts lack '") + k.key +
-                  "', which the runtime requires (fa3rt_abi.def)");
-  kernel->setAttr("attn.launch", launch);
+  if (failed(setLaunchFacts(b, kernel, all, fail)))
+    return failure();
+  if (failed(verify(gpuModule)))
+    return fail("internal error: the generated kernel does not verify");
+  return success();
+}
+
+/// The backward's kernel for its tiled form `t` in `func`. D = rowsum(dO
+/// o) and the zeroed dQ sums (attn.grad_preprocess) and dQ = scale dQ sums
+/// (attn.grad_postprocess) stay the launcher's: the kernel takes D and the
+/// sums as parameters (fa3rt_abi.def).
+LogicalResult convertGrad(ModuleOp module, func::FuncOp func, TiledGrad t,
+                          unsigned index) {
+  TileGradUpdateOp u = t.update;
+  auto fail = [&](const Twine &why) {
+    return mlir::emitError(t.grid.getLoc(),
+                           "cannot generate the Hopper kernel: ")
+           << why;
+  };
+  if (!isCIdentifier(func.getName()))
+    return fail("its kernel is named after @\"" + func.getName().str() +
+                "\", which is not a C identifier (letters, digits and '_', "
+                "not starting with a digit) as PTX symbols must be: rename "
+                "the function");
+  Block *entry = &func.getBody().front();
+  Value tensors[] = {u.getQuery(), u.getKey(), u.getValue(), u.getGradOut(),
+                     u.getLse(), t.finalize.getGradKey(),
+                     t.finalize.getGradValue()};
+  for (Value v : tensors) {
+    auto arg = dyn_cast<BlockArgument>(v);
+    if (!(arg && arg.getOwner() == entry))
+      return fail("its tensors must be arguments of @" +
+                  func.getName().str() +
+                  ", which the kernel's launch takes; one is computed in the "
+                  "function");
+  }
+  auto recorded =
+      t.range->getAttrOfType<HopperConfigAttr>(HopperConfigAttr::kAttrName);
+  if (!recorded)
+    return fail("its tiles carry no configuration (attn.hopper_config on "
+                "attn.q_range): run attn-hopper-config before attn-tile");
+  if (static_cast<int64_t>(u.getBlockM()) != recorded.getBlockM() ||
+      static_cast<int64_t>(u.getBlockN()) != recorded.getBlockN())
+    return fail("its tiles (" + Twine(u.getBlockM()) + " x " +
+                Twine(u.getBlockN()) +
+                ") are not those of its configuration");
+  std::string why;
+  FailureOr<hopper::GradKernelConfig> picked = hopper::gradConfig(
+      u.getQuery(), u.getKey(), u.getValue(), u.getGradOut(),
+      t.finalize.getGradKey(), t.finalize.getGradValue(), u.getWindow(),
+      u.getSoftcap().convertToDouble(), recorded, why);
+  if (failed(picked))
+    return fail((why.rfind("the ", 0) == 0 ? "" : "unsupported ") + why);
+  hopper::GradKernelConfig cfg = *picked;
+  std::string base =
+      func.getName().str() + (index ? "_" + std::to_string(index) : "");
+  cfg.name = base + "_kernel";
+  cfg.qRangeFn = cfg.name + "_q_range";
+  cfg.visibleColsFn = cfg.name + "_visible_cols";
+  std::string moduleName = base + "_kernels";
+  if (module.lookupSymbol(moduleName))
+    return fail("symbol @" + moduleName + " already exists");
+  Location loc = t.grid.getLoc();
+  OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
+  auto gpuModule = gpu::GPUModuleOp::create(mb, loc, moduleName);
+  gpu::GPUFuncOp kernel = hopper::buildGradKernel(mb, loc, gpuModule, cfg);
+  OpBuilder b = OpBuilder::atBlockBegin(gpuModule.getBody());
+  buildQRangeFn(b, loc, cfg.qRangeFn, t.range);
+  buildVisibleColsFn(b, loc, cfg.visibleColsFn, u.getWindow());
+
+  ArrayRef<int64_t> window = u.getWindow();
+  hopper::GradSmemLayout lay = hopper::computeGradSmemLayout(cfg);
+  NamedAttribute facts[] = {
+      b.getNamedAttr("kernel", b.getStringAttr(cfg.name)),
+      b.getNamedAttr("source_func", b.getStringAttr(func.getName())),
+      b.getNamedAttr("backward", b.getBoolAttr(true)),
+      b.getNamedAttr("dtype", b.getStringAttr(cfg.dtype)),
+      b.getNamedAttr("head_dim", b.getI64IntegerAttr(cfg.headDim)),
+      b.getNamedAttr("head_dim_v", b.getI64IntegerAttr(cfg.headDim)),
+      b.getNamedAttr("block_m", b.getI64IntegerAttr(cfg.blockM)),
+      b.getNamedAttr("block_n", b.getI64IntegerAttr(cfg.blockN)),
+      b.getNamedAttr("stages", b.getI64IntegerAttr(cfg.stages)),
+      // One CTA per (kv block, kv head, batch), numbered kv block fastest.
+      b.getNamedAttr("grid", b.getStringAttr("tiles")),
+      b.getNamedAttr("threads", b.getI64IntegerAttr(cfg.threads())),
+      b.getNamedAttr("dynamic_smem", b.getI64IntegerAttr(lay.total)),
+      b.getNamedAttr("causal", b.getBoolAttr(window[1] == 0 && window[0] < 0)),
+      b.getNamedAttr("window_left", b.getI64IntegerAttr(window[0])),
+      b.getNamedAttr("window_right", b.getI64IntegerAttr(window[1])),
+      b.getNamedAttr("softcap", b.getF64FloatAttr(0.0)),
+      b.getNamedAttr("scale", b.getF64FloatAttr(
+                                  u.getScale().convertToDouble())),
+      b.getNamedAttr("params", paramNames(b, hopper::kGradKernelParams)),
+  };
+  if (failed(setLaunchFacts(b, kernel, facts, fail)))
+    return failure();
   if (failed(verify(gpuModule)))
     return fail("internal error: the generated kernel does not verify");
   return success();
@@ -423,6 +571,34 @@ LogicalResult checkIndependent(MutableArrayRef<TiledAttention> found) {
   return success();
 }
 
+/// Beside the backward's grid, its function may hold only what the
+/// launcher does itself (fa3rt_abi.def): D and the zeroed dQ sums
+/// (attn.grad_preprocess) into the grid's buffers, dQ from the sums
+/// (attn.grad_postprocess), and their buffers.
+LogicalResult checkGradFunction(func::FuncOp func, TiledGrad &t) {
+  for (Operation &op : func.getBody().getOps()) {
+    if (&op == t.grid.getOperation() ||
+        isa<func::ReturnOp, memref::AllocOp, memref::DeallocOp>(op) ||
+        isMemoryEffectFree(&op))
+      continue;
+    if (auto pre = dyn_cast<GradPreprocessOp>(op)) {
+      if (pre.getDelta() == t.update.getDelta() &&
+          pre.getDqAcc() == t.update.getDqAcc())
+        continue;
+    } else if (auto post = dyn_cast<GradPostprocessOp>(op)) {
+      if (post.getDqAcc() == t.update.getDqAcc())
+        continue;
+    }
+    return op.emitOpError("would be lost: convert-attn-to-hopper replaces @")
+           << func.getName()
+           << " by its backward kernel, whose launcher computes D and dQ "
+              "(attn.grad_preprocess and attn.grad_postprocess of the "
+              "grid's buffers) and nothing else; keep other work out of "
+              "that function";
+  }
+  return success();
+}
+
 struct ConvertAttnToHopperPass
     : public fa3::impl::ConvertAttnToHopperBase<ConvertAttnToHopperPass> {
   using ConvertAttnToHopperBase::ConvertAttnToHopperBase;
@@ -437,26 +613,39 @@ struct ConvertAttnToHopperPass
                       "attn-hopper-config and attn-tile first");
       bad = true;
     });
-    module.walk([&](Operation *op) {
-      if (!isa<GradPreprocessOp, TileGradUpdateOp, TileGradFinalizeOp,
-               GradPostprocessOp>(op))
-        return;
-      op->emitOpError("is the backward's tiled form, which has no Hopper "
-                      "kernel yet (it runs on the CPU: "
-                      "--attn-cpu-tiled-pipeline)");
+    module.walk([&](FlashAttentionGradOp op) {
+      op->emitOpError("convert-attn-to-hopper needs the tiled form: run "
+                      "attn-hopper-config and attn-tile first");
       bad = true;
     });
     if (bad)
       return signalPassFailure();
     for (auto func : llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
       SmallVector<TiledAttention> found;
+      SmallVector<TiledGrad> grads;
       func.walk([&](scf::ParallelOp grid) {
         if (std::optional<TiledAttention> t = matchTiled(grid))
           found.push_back(*t);
+        else if (std::optional<TiledGrad> g = matchTiledGrad(grid))
+          grads.push_back(*g);
         return WalkResult::skip();
       });
-      if (found.empty())
+      if (found.empty() && grads.empty())
         continue;
+      if (!grads.empty() && (grads.size() > 1 || !found.empty())) {
+        mlir::emitError(grads.front().grid.getLoc(),
+                        "cannot generate the Hopper kernel: a backward must "
+                        "be alone in its function (put each attention in a "
+                        "function of its own)");
+        return signalPassFailure();
+      }
+      if (!grads.empty()) {
+        if (failed(checkGradFunction(func, grads.front())) ||
+            failed(convertGrad(module, func, grads.front(), 0)))
+          return signalPassFailure();
+        done.push_back(func);
+        continue;
+      }
       // The host function is replaced by its kernels: anything else it does
       // would be lost, so only index math, allocations and the grids may
       // stand beside the attention.
@@ -487,7 +676,8 @@ struct ConvertAttnToHopperPass
     // left behind unconverted.
     WalkResult left = module.walk([&](Operation *op) {
       if (!isa<FlashAttentionOp, FlashAttentionVarlenOp, KvRangeOp,
-               TileUpdateOp, TileFinalizeOp>(op))
+               TileUpdateOp, TileFinalizeOp, QRangeOp, TileGradUpdateOp,
+               TileGradFinalizeOp>(op))
         return WalkResult::advance();
       Operation *fn = op->getParentOfType<FunctionOpInterface>();
       if (!fn)

@@ -17,7 +17,11 @@
 #ifndef FA3_LIB_CONVERSION_ATTNTOHOPPER_BUILDERBASE_H
 #define FA3_LIB_CONVERSION_ATTNTOHOPPER_BUILDERBASE_H
 
+#include "fa3/Dialect/Hopper/IR/HopperDialect.h"
+
+#include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -177,6 +181,64 @@ protected:
   Value laneZero(Value v) {
     return NVVM::ShflOp::create(b, loc, i32T, i32(-1), v, i32(0), i32(31),
                                 NVVM::ShflKind::idx, UnitAttr());
+  }
+
+  // --- the kernel -------------------------------------------------------------
+  /// At the end of `m`: the dynamic shared memory @attn_smem (1024-aligned:
+  /// 128B swizzle atoms) and the kernel `name` taking `list`'s parameters
+  /// (each with a name and an MLIR type, from fa3rt_abi.def) for `threads`
+  /// threads; the builder then builds into its entry block, where `param`
+  /// finds the parameters by name.
+  template <typename Param, size_t N>
+  gpu::GPUFuncOp openKernel(gpu::GPUModuleOp m, llvm::StringRef name,
+                            const Param (&list)[N], int64_t threads) {
+    b.setInsertionPointToEnd(m.getBody());
+    auto smem = LLVM::GlobalOp::create(
+        b, loc, LLVM::LLVMArrayType::get(b.getI8Type(), 0),
+        /*isConstant=*/false, LLVM::Linkage::External, "attn_smem",
+        Attribute(), /*alignment=*/1024, /*addrSpace=*/3);
+    smem.setUnnamedAddr(LLVM::UnnamedAddr::None); // as the parser sets it
+    llvm::SmallVector<Type> argTypes;
+    for (const Param &p : list) {
+      Type t = parseType(p.mlirType, ctx);
+      assert(t && "a kernel parameter type of fa3rt_abi.def does not parse");
+      argTypes.push_back(t);
+    }
+    auto fn = gpu::GPUFuncOp::create(b, loc, name,
+                                     b.getFunctionType(argTypes, {}));
+    fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+    fn->setAttr("nvvm.maxntid", b.getDenseI32ArrayAttr(
+                                    {static_cast<int32_t>(threads), 1, 1}));
+    fn->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
+    entry = &fn.front();
+    for (size_t i = 0; i < N; ++i)
+      params[list[i].name] = entry->getArgument(i);
+    b.setInsertionPointToEnd(entry);
+    return fn;
+  }
+  /// After the body: the constants gathered at the top, the builder after
+  /// the kernel.
+  void closeKernel(gpu::GPUFuncOp fn) {
+    hoistConstants();
+    b.setInsertionPointAfter(fn);
+  }
+  /// A trap unless the dynamic shared memory starts 1024-aligned (128B
+  /// swizzle atoms), then the rings' barriers initialised and made visible
+  /// to the async proxy, and the tensor maps `maps` prefetched: one thread's
+  /// setup (the caller guards it and then meets the CTA at a barrier).
+  void setUp(Value smem, llvm::ArrayRef<Value> rings,
+             llvm::ArrayRef<const char *> maps) {
+    Value sa = ptrToI32(smem);
+    Value low = bin<arith::AndIOp>(sa, i32(1023));
+    Value bad = cmpi(CmpIPredicate::ne, low, i32(0));
+    ifThen(bad, [&] { inlineAsm(Type(), ValueRange{}, "trap;", ""); });
+    for (Value r : rings)
+      RingInitOp::create(b, loc, r);
+    NVVM::FenceMbarrierInitOp::create(b, loc);
+    for (const char *tm : maps)
+      NVVM::PrefetchOp::create(b, loc, NVVM::PrefetchCacheLevelAttr(),
+                               NVVM::CacheEvictionPriorityAttr(), param(tm),
+                               /*predicate=*/Value(), /*tensormap=*/true);
   }
 
   /// A wgmma shared-memory descriptor: the address of `offI32` bytes into

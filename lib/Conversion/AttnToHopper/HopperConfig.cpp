@@ -97,6 +97,65 @@ HopperConfigAttr fa3::hopper::recordConfig(MLIRContext *ctx,
       cfg.pingpong, cfg.tmaStore);
 }
 
+FailureOr<GradKernelConfig>
+fa3::hopper::gradConfig(Value q, Value k, Value v, Value dO, Value dk,
+                        Value dv, ArrayRef<int64_t> window, double softcap,
+                        HopperConfigAttr config, std::string &why) {
+  // dO stands where the forward has o: of the inputs' type, contiguous.
+  why = checkOperands(q, k, v, dO);
+  if (why.empty()) {
+    Type et = cast<MemRefType>(q.getType()).getElementType();
+    for (Value m : {dk, dv})
+      if (cast<MemRefType>(m.getType()).getElementType() != et)
+        why = "the backward writes dK and dV in the inputs' element type " +
+              typeName(et);
+      else if (!hasUnitInnerStride(m))
+        why = "the head dim of every operand must be contiguous (stride 1), "
+              "as TMA requires";
+  }
+  if (!why.empty())
+    return failure();
+  auto qt = cast<MemRefType>(q.getType());
+  GradKernelConfig cfg;
+  cfg.dtype = qt.getElementType().isBF16() ? "bf16" : "f16";
+  cfg.headDim = qt.getShape().back();
+  int64_t dvDim = cast<MemRefType>(v.getType()).getShape().back();
+  int64_t left = window[0], right = window[1];
+  cfg.leftBounded = left >= 0;
+  if (dvDim != cfg.headDim)
+    why = "value head dim " + std::to_string(dvDim) + " with head dim " +
+          std::to_string(cfg.headDim) +
+          " in the backward (the Hopper backward takes Dv = D)";
+  else if (left >= 0 || right > 0)
+    why = "sliding window in the backward (the Hopper backward takes a "
+          "full or causal mask)";
+  else if (softcap != 0.0)
+    why = "softcap in the backward (its derivative is not in the Hopper "
+          "backward yet)";
+  if (!why.empty())
+    return failure();
+  if (config) {
+    cfg.blockM = config.getBlockM();
+    cfg.blockN = config.getBlockN();
+    cfg.stages = config.getStages();
+  }
+  why = checkGradSupported(cfg);
+  if (!why.empty())
+    return failure();
+  return cfg;
+}
+
+HopperConfigAttr fa3::hopper::recordGradConfig(MLIRContext *ctx,
+                                               const GradKernelConfig &cfg) {
+  // One CTA per kv block; no persistence, Q buffers, rescaling, cluster,
+  // ping-pong or O store in the backward.
+  return HopperConfigAttr::get(ctx, cfg.blockM, cfg.blockN, cfg.stages,
+                               /*persistent=*/false, /*q_buffers=*/1,
+                               /*lazy_rescale=*/false,
+                               /*rescale_threshold=*/llvm::APFloat(0.0), /*cluster_m=*/1,
+                               /*pingpong=*/false, /*tma_store=*/false);
+}
+
 namespace {
 /// `t` decides, or `isAuto` where the choice is left to the compiler.
 bool decide(Toggle t, bool isAuto) {
@@ -240,24 +299,43 @@ struct AttnHopperConfigPass
     opts.lazyRescale = lazyRescale;
     opts.kvMulticast = kvMulticast;
     opts.rescaleThreshold = rescaleThreshold;
-    WalkResult cpuOnly = getOperation()->walk([&](Operation *op) {
-      if (!isa<FlashAttentionGradOp>(op))
-        return WalkResult::advance();
-      op->emitOpError("has no Hopper kernel yet (it is CPU-only for now: "
-                      "--attn-cpu-reference-pipeline)");
-      return WalkResult::interrupt();
-    });
-    if (cpuOnly.wasInterrupted())
-      return signalPassFailure();
     WalkResult result = getOperation()->walk([&](Operation *op) {
       if (auto fixed = dyn_cast<FlashAttentionOp>(op))
         return configure(fixed, opts);
       if (auto packed = dyn_cast<FlashAttentionVarlenOp>(op))
         return configure(packed, opts);
+      if (auto grad = dyn_cast<FlashAttentionGradOp>(op))
+        return configureGrad(grad);
       return WalkResult::advance();
     });
     if (result.wasInterrupted())
       signalPassFailure();
+  }
+
+  /// Records the backward's configuration: its own table (the options
+  /// tune the forward).
+  WalkResult configureGrad(FlashAttentionGradOp op) {
+    if (!op.hasBufferSemantics()) {
+      op.emitOpError("attn-hopper-config needs the memref form: run "
+                     "--one-shot-bufferize=\"bufferize-function-boundaries "
+                     "function-boundary-type-conversion=identity-layout-map\" "
+                     "first, or --attn-hopper-pipeline, which bufferizes");
+      return WalkResult::interrupt();
+    }
+    std::string why;
+    int64_t window[] = {op.getWindowLeft(), op.getWindowRight()};
+    FailureOr<GradKernelConfig> cfg = gradConfig(
+        op.getQuery(), op.getKey(), op.getValue(), op.getGradOut(),
+        op.getGradKey(), op.getGradValue(), window,
+        op.getSoftcap().convertToDouble(), HopperConfigAttr(), why);
+    if (failed(cfg)) {
+      mlir::emitError(op.getLoc(), "cannot generate the Hopper kernel: ")
+          << (why.rfind("the ", 0) == 0 ? "" : "unsupported ") << why;
+      return WalkResult::interrupt();
+    }
+    op->setAttr(HopperConfigAttr::kAttrName,
+                recordGradConfig(op.getContext(), *cfg));
+    return WalkResult::advance();
   }
 
   /// Records the configuration of one attention (either form).

@@ -9,14 +9,17 @@
 #ifndef FA3_LIB_CONVERSION_ATTNTOHOPPER_HOPPERCONFIG_H
 #define FA3_LIB_CONVERSION_ATTNTOHOPPER_HOPPERCONFIG_H
 
+#include "GradKernelBuilder.h"
 #include "KernelBuilder.h"
 #include "fa3/Dialect/Attn/IR/AttnDialect.h"
 
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/Support/LogicalResult.h"
 
 #include <string>
 
 namespace fa3::hopper {
+using mlir::FailureOr;
 
 /// Why the kernel cannot take these memref operands ("" if it can): q, k,
 /// v and o of one element type, bf16 or f16; a contiguous head dim
@@ -29,6 +32,23 @@ std::string checkOperands(mlir::Value q, mlir::Value k, mlir::Value v,
 /// accepted), value head dim (of `v`) and the mask's bounds (-1: unbounded).
 KernelConfig attentionFacts(mlir::MemRefType q, mlir::MemRefType v,
                             int64_t windowLeft, int64_t windowRight);
+
+/// The backward's kernel configuration for memrefs q, k, v, dO, dK, dV
+/// (attn.flash_attention_grad's, or its tiled form's) under the mask
+/// `window` with `softcap`, `config` recorded (null: the backward's
+/// table), or why the Hopper backward cannot take them.
+FailureOr<GradKernelConfig> gradConfig(mlir::Value q, mlir::Value k,
+                                       mlir::Value v, mlir::Value dO,
+                                       mlir::Value dk, mlir::Value dv,
+                                       llvm::ArrayRef<int64_t> window,
+                                       double softcap,
+                                       attn::HopperConfigAttr config,
+                                       std::string &why);
+
+/// The backward's table as the attribute that records it (FA3's tiles for
+/// head dims 64 and 128: 64 queries by 128 keys, two stages).
+attn::HopperConfigAttr recordGradConfig(mlir::MLIRContext *ctx,
+                                        const GradKernelConfig &cfg);
 
 /// `config`'s choices, written into `cfg`.
 void applyConfig(attn::HopperConfigAttr config, KernelConfig &cfg);

@@ -982,19 +982,7 @@ void KernelBuilder::body() {
   }
   Value isT0 = cmpi(CmpIPredicate::eq, tid, i32(0));
   ifThen(isT0, [&] {
-    // dynamic shared memory must start 1024-aligned (128B swizzle atoms)
-    Value sa = ptrToI32(smem);
-    Value low = bin<arith::AndIOp>(sa, i32(1023));
-    Value bad = cmpi(CmpIPredicate::ne, low, i32(0));
-    ifThen(bad, [&] { inlineAsm(Type(), ValueRange{}, "trap;", ""); });
-    for (Value r : {qRing, kRing, vRing})
-      RingInitOp::create(b, loc, r);
-    NVVM::FenceMbarrierInitOp::create(b, loc);
-    for (const char *tm : {"mapQ", "mapK", "mapV", "mapO"})
-      NVVM::PrefetchOp::create(b, loc, NVVM::PrefetchCacheLevelAttr(),
-                               NVVM::CacheEvictionPriorityAttr(),
-                               param(tm), /*predicate=*/Value(),
-                               /*tensormap=*/true);
+    setUp(smem, {qRing, kRing, vRing}, {"mapQ", "mapK", "mapV", "mapO"});
   });
   if (cfg.clusterM == 2)
     clusterSync();
@@ -1027,35 +1015,12 @@ void KernelBuilder::body() {
 }
 
 gpu::GPUFuncOp KernelBuilder::build(gpu::GPUModuleOp m) {
-  b.setInsertionPointToEnd(m.getBody());
-  // dynamic shared memory, 1024-aligned (128B swizzle atoms)
-  auto smem = LLVM::GlobalOp::create(
-      b, loc, LLVM::LLVMArrayType::get(b.getI8Type(), 0), /*isConstant=*/false,
-      LLVM::Linkage::External, "attn_smem", Attribute(), /*alignment=*/1024,
-      /*addrSpace=*/3);
-  smem.setUnnamedAddr(LLVM::UnnamedAddr::None); // as the parser sets it
   // The parameters as the ABI spells them (runtime/include/fa3rt_abi.def).
-  SmallVector<Type> argTypes;
-  for (const KernelParam &p : kKernelParams) {
-    Type t = parseType(p.mlirType, ctx);
-    assert(t && "a kernel parameter type of fa3rt_abi.def does not parse");
-    argTypes.push_back(t);
-  }
-  auto fn = gpu::GPUFuncOp::create(b, loc, cfg.name,
-                                   b.getFunctionType(argTypes, {}));
-  fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  fn->setAttr("nvvm.maxntid", b.getDenseI32ArrayAttr(
-                                  {static_cast<int32_t>(cfg.threads()), 1, 1}));
-  fn->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
+  gpu::GPUFuncOp fn = openKernel(m, cfg.name, kKernelParams, cfg.threads());
   if (cfg.clusterM == 2)
     fn->setAttr("nvvm.cluster_dim", b.getDenseI32ArrayAttr({2, 1, 1}));
-  entry = &fn.front();
-  for (auto [i, p] : llvm::enumerate(kKernelParams))
-    params[p.name] = entry->getArgument(i);
-  b.setInsertionPointToEnd(entry);
   body();
-  hoistConstants();
-  b.setInsertionPointAfter(fn);
+  closeKernel(fn);
   return fn;
 }
 

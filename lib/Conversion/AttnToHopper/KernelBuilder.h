@@ -95,6 +95,14 @@ inline constexpr KernelParam kKernelParams[] = {
 #include "fa3rt_abi.def"
 };
 
+/// The backward kernel's parameters, likewise (FA3RT_BWD_KERNEL_PARAM).
+inline constexpr KernelParam kGradKernelParams[] = {
+#define FA3RT_BWD_KERNEL_PARAM(name, c_type, mlir_type, value_bytes,          \
+                               value_align, meaning)                           \
+  {#name, mlir_type, value_bytes, value_align},
+#include "fa3rt_abi.def"
+};
+
 /// The launch-facts keys the runtime reads, and whether it requires them
 /// (the same definition).
 struct FactsKey {

@@ -33,19 +33,27 @@ struct AttnKernelParamsByValuePass
     if (!fn->hasAttr(NVVM::NVVMDialect::getKernelFuncAttrName()))
       return fn.emitError("attn.launch on a function that is not an NVVM "
                           "kernel: run this pass after gpu-to-nvvm");
+    // The forward's parameters, or with `backward` the backward's.
+    if (launch.get("backward"))
+      return markByValue(fn, launch, fa3::hopper::kGradKernelParams);
+    return markByValue(fn, launch, fa3::hopper::kKernelParams);
+  }
+
+  template <size_t N>
+  LogicalResult markByValue(LLVM::LLVMFuncOp fn, DictionaryAttr launch,
+                            const fa3::hopper::KernelParam (&abi)[N]) {
     // The facts' parameter list is what the runtime launches with; the
     // kernel's arguments must be those, in the ABI's order.
     auto params = launch.getAs<ArrayAttr>("params");
     auto isAbi = [&] {
-      return params && params.size() == std::size(fa3::hopper::kKernelParams) &&
-             llvm::all_of(llvm::zip_equal(params, fa3::hopper::kKernelParams),
+      return params && params.size() == N &&
+             llvm::all_of(llvm::zip_equal(params, abi),
                           [](auto pair) {
                             auto name = dyn_cast<StringAttr>(std::get<0>(pair));
                             return name && name == std::get<1>(pair).name;
                           });
     };
-    if (!isAbi() ||
-        fn.getNumArguments() != std::size(fa3::hopper::kKernelParams))
+    if (!isAbi() || fn.getNumArguments() != N)
       return fn.emitError("kernel parameters are not the ABI's "
                           "(runtime/include/fa3rt_abi.def): ")
              << fn.getNumArguments() << " arguments, attn.launch params "
@@ -53,7 +61,7 @@ struct AttnKernelParamsByValuePass
 
     Builder b(fn.getContext());
     auto i8 = b.getI8Type();
-    for (auto [i, p] : llvm::enumerate(fa3::hopper::kKernelParams)) {
+    for (auto [i, p] : llvm::enumerate(abi)) {
       if (p.valueBytes == 0)
         continue;
       auto ptr = dyn_cast<LLVM::LLVMPointerType>(fn.getArgumentTypes()[i]);

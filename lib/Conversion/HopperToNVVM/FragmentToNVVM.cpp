@@ -511,9 +511,12 @@ struct GradProbsLowering : OpConversionPattern<GradProbsOp> {
     Value negLog2e = f32Const(rewriter, loc, -fa3::attn::kLog2e);
     SmallVector<Value> p;
     for (size_t idx = 0; idx < s.size(); ++idx) {
-      Value mag = LLVM::FAbsOp::create(rewriter, loc, lse[idx]);
-      Value isInf = arith::CmpFOp::create(rewriter, loc, arith::CmpFPredicate::OEQ,
-                                          mag, inf);
+      // (not llvm.intr.fabs: the NVVM conversion takes it for libdevice's)
+      Value pos = arith::CmpFOp::create(rewriter, loc, arith::CmpFPredicate::OEQ,
+                                        lse[idx], inf);
+      Value neg = arith::CmpFOp::create(rewriter, loc, arith::CmpFPredicate::OEQ,
+                                        lse[idx], ninf);
+      Value isInf = arith::OrIOp::create(rewriter, loc, pos, neg);
       Value negMu = arith::MulFOp::create(rewriter, loc, lse[idx], negLog2e);
       negMu = arith::SelectOp::create(rewriter, loc, isInf, ninf, negMu);
       p.push_back(fa3::attn::buildSoftmaxProb(rewriter, loc, s[idx],

@@ -50,8 +50,9 @@ func.func @load_columns(%p: !llvm.ptr<1>, %base: i64, %c0: i32, %n: i32, %f: f32
 // CHECK: %[[INF:.*]] = arith.constant 0x7F800000 : f32
 // CHECK: %[[NINF:.*]] = arith.constant 0xFF800000 : f32
 // CHECK: %[[NL2E:.*]] = arith.constant -1.44269502 : f32
-// CHECK: %[[MAG:.*]] = llvm.intr.fabs(%[[L:.*]]) : (f32) -> f32
-// CHECK: %[[ISINF:.*]] = arith.cmpf oeq, %[[MAG]], %[[INF]] : f32
+// CHECK: %[[POS:.*]] = arith.cmpf oeq, %[[L:.*]], %[[INF]] : f32
+// CHECK: %[[NEG:.*]] = arith.cmpf oeq, %[[L]], %[[NINF]] : f32
+// CHECK: %[[ISINF:.*]] = arith.ori %[[POS]], %[[NEG]] : i1
 // CHECK: %[[NMU:.*]] = arith.mulf %[[L]], %[[NL2E]] : f32
 // CHECK: %[[NMU2:.*]] = arith.select %[[ISINF]], %[[NINF]], %[[NMU]] : f32
 // CHECK: %[[X:.*]] = math.fma %{{.*}}, %{{.*}}, %[[NMU2]] : f32

@@ -437,7 +437,7 @@ func.func @f(%q: memref<1x2x64x128xbf16>, %o: memref<1x2x64x128xbf16>) {
 
 // -----
 
-// expected-error @+1 {{'attn.hopper_config' belongs on attn.flash_attention(_varlen) or attn.kv_range, not on 'func.func'}}
+// expected-error @+1 {{'attn.hopper_config' belongs on attn.flash_attention(_varlen, _grad), attn.kv_range or attn.q_range, not on 'func.func'}}
 func.func @f() attributes {attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 2, persistent = true, q_buffers = 2, lazy_rescale = true, rescale_threshold = 8.0, cluster_m = 1, pingpong = true, tma_store = true>} {
   return
 }

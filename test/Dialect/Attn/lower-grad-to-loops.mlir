@@ -2,13 +2,13 @@
 // loop over the keys per (b, h, i) with p from the forward's lse (0 for
 // invisible keys and for rows whose lse is -inf), D_i = dot(dO_i, o_i),
 // dS through softcap's derivative, then the sums converted into the outputs
-// and freed. The Hopper passes, which have no backward yet, say so (its
-// tiled form: tile-grad.mlir).
+// and freed. The Hopper passes name what their backward cannot take here
+// (value head dim 8 with 16; the kernel: test/Conversion/AttnToHopper/grad.mlir).
 // RUN: fa3-opt %s --attn-lower-to-loops | FileCheck %s
 // RUN: not fa3-opt %s --attn-hopper-config 2>&1 | FileCheck %s --check-prefix=HOPPER
 // RUN: not fa3-opt %s --attn-hopper-pipeline 2>&1 | FileCheck %s --check-prefix=HOPPER
 
-// HOPPER: error: 'attn.flash_attention_grad' op has no Hopper kernel yet (it is CPU-only for now: --attn-cpu-reference-pipeline)
+// HOPPER: error: cannot generate the Hopper kernel: unsupported value head dim 8 with head dim 16 in the backward (the Hopper backward takes Dv = D)
 
 // CHECK-LABEL: func @grad(
 // CHECK-SAME: %[[Q:[^:]*]]: memref<2x4x?x16xbf16>, %[[K:[^:]*]]: memref<2x2x?x16xbf16>, %[[V:[^:]*]]: memref<2x2x?x8xbf16>, %[[O:[^:]*]]: memref<2x4x?x8xbf16>, %[[DO:[^:]*]]: memref<2x4x?x8xbf16>, %[[LSE:[^:]*]]: memref<2x4x?xf32>, %[[DQ:[^:]*]]: memref<2x4x?x16xbf16>, %[[DK:[^:]*]]: memref<2x2x?x16xbf16>, %[[DV:[^:]*]]: memref<2x2x?x8xbf16>)

@@ -6,7 +6,8 @@
 // masked; its epilogue writes dK and dV; the postprocess converts dQ.
 // attn-lower-tiles-to-loops expands every op (their numerics:
 // python/tests/test_backward_numerics.py, equal to the oracle bit for bit);
-// the Hopper kernel pass refuses the tiled backward by name.
+// the Hopper kernel pass refuses tiles that attn-hopper-config did not
+// choose (its kernel: test/Conversion/AttnToHopper/grad.mlir).
 // RUN: fa3-opt %s --attn-tile="block-m=32 block-n=16" | FileCheck %s
 // RUN: fa3-opt %s --attn-tile="block-m=32 block-n=16" --attn-lower-tiles-to-loops | FileCheck %s --check-prefix=LOOPS
 // RUN: not fa3-opt %s --attn-tile --convert-attn-to-hopper 2>&1 | FileCheck %s --check-prefix=HOPPER
@@ -53,7 +54,7 @@
 // LOOPS: math.exp
 // LOOPS-NOT: attn.
 
-// HOPPER: error: 'attn.grad_preprocess' op is the backward's tiled form, which has no Hopper kernel yet (it runs on the CPU: --attn-cpu-tiled-pipeline)
+// HOPPER: error: cannot generate the Hopper kernel: its tiles carry no configuration (attn.hopper_config on attn.q_range): run attn-hopper-config before attn-tile
 func.func @grad(%q: memref<2x4x?x16xbf16>, %k: memref<2x2x?x16xbf16>, %v: memref<2x2x?x8xbf16>,
                 %o: memref<2x4x?x8xbf16>, %do: memref<2x4x?x8xbf16>, %lse: memref<2x4x?xf32>,
                 %dq: memref<2x4x?x16xbf16>, %dk: memref<2x2x?x16xbf16>, %dv: memref<2x2x?x8xbf16>) {

@@ -868,20 +868,23 @@ LogicalResult AttnDialect::verifyOperationAttribute(Operation *op,
     return op->emitError("'")
            << HopperConfigAttr::kAttrName
            << "' must be a #attn.hopper_config, got " << attr.getValue();
-  if (auto range = dyn_cast<KvRangeOp>(op)) {
-    int64_t blockM = range.getBlockM(), blockN = range.getBlockN();
+  auto checkTiles = [&](int64_t blockM, int64_t blockN) -> LogicalResult {
     if (blockM != config.getBlockM() || blockN != config.getBlockN())
       return op->emitOpError("tiles ")
              << blockM << " x " << blockN
              << " differ from its attn.hopper_config's " << config.getBlockM()
              << " x " << config.getBlockN();
     return success();
-  }
-  if (!isa<FlashAttentionOp, FlashAttentionVarlenOp>(op))
+  };
+  if (auto range = dyn_cast<KvRangeOp>(op))
+    return checkTiles(range.getBlockM(), range.getBlockN());
+  if (auto range = dyn_cast<QRangeOp>(op))
+    return checkTiles(range.getBlockM(), range.getBlockN());
+  if (!isa<FlashAttentionOp, FlashAttentionVarlenOp, FlashAttentionGradOp>(op))
     return op->emitError("'")
            << HopperConfigAttr::kAttrName
-           << "' belongs on attn.flash_attention(_varlen) or attn.kv_range, "
-              "not on '"
+           << "' belongs on attn.flash_attention(_varlen, _grad), "
+              "attn.kv_range or attn.q_range, not on '"
            << op->getName() << "'";
   return success();
 }

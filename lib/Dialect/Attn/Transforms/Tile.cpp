@@ -379,6 +379,10 @@ static LogicalResult tileGrad(FlashAttentionGradOp op, int64_t optM,
       b, loc, TypeRange{idx, idx, idx, idx}, col0, sq, skv,
       b.getI64IntegerAttr(ts.m), b.getI64IntegerAttr(ts.n),
       b.getDenseI64ArrayAttr({left, right}));
+  // convert-attn-to-hopper reads the configuration here, as the forward's
+  // on attn.kv_range.
+  if (Attribute config = op->getAttr(HopperConfigAttr::kAttrName))
+    range->setAttr(HopperConfigAttr::kAttrName, config);
   Value mLo = range.getLo(), mHi = range.getHi();
   Value iLo = range.getInteriorLo(), iHi = range.getInteriorHi();
 

@@ -1,0 +1,420 @@
+//===- GradKernelBuilder.cpp - the FA3-style Hopper backward kernel -------===//
+//
+// Builds the backward's main kernel with OpBuilder, in the same hopper ops
+// as the forward (rings with load_tile, warp_specialize, wgmma on
+// fragments, named barriers) and the backward's own fragment ops
+// (HopperFragmentOps.td: load_columns, grad_probs, grad_scores,
+// store_shared, the transposed mask; reduce_add). Each op is built in a
+// statement of its own (BuilderBase.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "GradKernelBuilder.h"
+#include "BuilderBase.h"
+#include "fa3/Dialect/Attn/Utils/LoweringUtils.h"
+#include "fa3/Dialect/Hopper/IR/HopperDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+using namespace mlir;
+using namespace fa3::hopper;
+
+namespace {
+constexpr int64_t kElemBytes = 2; // bf16 / f16
+constexpr int64_t kProducerRegs = 24;
+constexpr int64_t kConsumerRegs = 240; // (512 - 24) / 2, as FA3
+constexpr uint32_t kPosInfBits = 0x7F800000u;
+
+class GradKernelBuilder : BuilderBase {
+public:
+  GradKernelBuilder(OpBuilder &b, Location loc, const GradKernelConfig &cfg)
+      : BuilderBase(b, loc), cfg(cfg), lay(computeGradSmemLayout(cfg)) {
+    et = cfg.dtype == "bf16" ? Type(b.getBF16Type()) : Type(b.getF16Type());
+    // Scores and their gradient: keys (the warpgroup's 64) by queries.
+    fragS = FragmentType::get(ctx, {64, cfg.blockM}, f32T);
+    fragP = FragmentType::get(ctx, {64, cfg.blockM}, et);
+    // dK, dV (keys by head dim) and dQ (queries by head dim).
+    fragD = FragmentType::get(ctx, {64, tileD()}, f32T);
+    fragRows = FragmentType::get(ctx, {64}, f32T);
+  }
+
+  gpu::GPUFuncOp build(gpu::GPUModuleOp m);
+
+private:
+  const GradKernelConfig &cfg;
+  GradSmemLayout lay;
+  Type et;
+  FragmentType fragS, fragP, fragD, fragRows;
+  Value smemBase, consumer;
+  Value kRing, vRing, qRing, doRing;
+
+  int64_t tileD() const { return (cfg.headDim + 63) / 64 * 64; }
+
+  template <typename OpT> void ringOp(Value r, Value u) {
+    OpT::create(b, loc, r, u);
+  }
+  void loadTile(Value map, Value row, Value head, Value batch, Value r,
+                Value u, int64_t rows) {
+    LoadTileOp::create(b, loc, map, row, head, batch, r, u,
+                       static_cast<uint64_t>(rows),
+                       static_cast<uint64_t>(tileD()), et);
+  }
+  /// The descriptor of a ring's stage for slot u (desc0: stage 0's).
+  Value stageDesc(Value r, Value u, Value desc0, int64_t stageBytes) {
+    Value st = RingStageOp::create(b, loc, r, u);
+    Value off = bin<arith::MulIOp>(st, i32(stageBytes >> 4));
+    Value sd = ext64(off);
+    return bin<arith::AddIOp>(desc0, sd);
+  }
+
+  /// This CTA's block of keys, kv head and batch (tiles numbered kv block
+  /// fastest), and the m-blocks that see the block (attn.q_range).
+  struct Work {
+    Value col0, hkv, bidx, mLo, nm, iLo, iHi, group;
+  };
+  Work work(Value cta) {
+    Work w;
+    Value numN = bin<arith::AddIOp>(param("Skv"), i32(cfg.blockN - 1));
+    numN = bin<arith::DivUIOp>(numN, i32(cfg.blockN));
+    auto c = TileCoordsOp::create(b, loc, cta, numN, param("Hkv"),
+                                  static_cast<uint64_t>(cfg.blockN),
+                                  /*longest_first=*/false);
+    w.col0 = c.getM0();
+    w.hkv = c.getHead();
+    w.bidx = c.getBatch();
+    Type four[] = {i32T, i32T, i32T, i32T};
+    Value args[] = {w.col0, param("Sq"), param("Skv")};
+    auto rng = func::CallOp::create(b, loc, cfg.qRangeFn, four, args);
+    w.mLo = rng.getResult(0);
+    Value nm = bin<arith::SubIOp>(rng.getResult(1), w.mLo);
+    w.nm = bin<arith::MaxSIOp>(nm, i32(0));
+    w.iLo = rng.getResult(2);
+    w.iHi = rng.getResult(3);
+    w.group = bin<arith::DivUIOp>(param("Hq"), param("Hkv"));
+    return w;
+  }
+  /// Step `it` of the loop over (q head of the group, m-block): the q head
+  /// and the m-block.
+  std::pair<Value, Value> step(const Work &w, Value it) {
+    Value g = bin<arith::DivUIOp>(it, w.nm);
+    Value r = bin<arith::RemUIOp>(it, w.nm);
+    Value mb = bin<arith::AddIOp>(w.mLo, r);
+    Value first = bin<arith::MulIOp>(w.hkv, w.group);
+    Value h = bin<arith::AddIOp>(first, g);
+    return {h, mb};
+  }
+
+  void producer(Value cta);
+  void consumers(Value cta);
+  void body();
+};
+} // namespace
+
+GradSmemLayout fa3::hopper::computeGradSmemLayout(const GradKernelConfig &cfg) {
+  GradSmemLayout l;
+  const int64_t d = (cfg.headDim + 63) / 64 * 64;
+  l.kBytes = cfg.blockN * d * kElemBytes;
+  l.vBytes = l.kBytes;
+  l.qBytes = cfg.blockM * d * kElemBytes;
+  l.doBytes = l.qBytes;
+  l.dsBytes = cfg.blockN * cfg.blockM * kElemBytes;
+  // two dS^T buffers where the warpgroups read each other's (head dim 128)
+  const int64_t dsBuffers = d >= 128 ? 2 : 1;
+  l.kOff = 0;
+  l.vOff = l.kOff + l.kBytes;
+  l.qOff = l.vOff + l.vBytes;
+  l.doOff = l.qOff + cfg.stages * l.qBytes;
+  l.dsOff = l.doOff + cfg.stages * l.doBytes;
+  int64_t end = l.dsOff + dsBuffers * l.dsBytes;
+  l.kFull = end;
+  l.kEmpty = l.kFull + 8;
+  l.vFull = l.kEmpty + 8;
+  l.vEmpty = l.vFull + 8;
+  l.qFull = l.vEmpty + 8;
+  l.qEmpty = l.qFull + 8 * cfg.stages;
+  l.doFull = l.qEmpty + 8 * cfg.stages;
+  l.doEmpty = l.doFull + 8 * cfg.stages;
+  l.total = l.doEmpty + 8 * cfg.stages;
+  return l;
+}
+
+std::string fa3::hopper::checkGradSupported(const GradKernelConfig &cfg) {
+  std::string why;
+  llvm::raw_string_ostream os(why);
+  if (cfg.dtype != "bf16" && cfg.dtype != "f16")
+    os << "element type " << cfg.dtype
+       << " (the Hopper backward takes bf16 or f16)";
+  else if (cfg.headDim != 64 && cfg.headDim != 128)
+    os << "head dim " << cfg.headDim
+       << " for the backward (the Hopper backward takes 64 or 128)";
+  else if (cfg.blockM != 64)
+    os << "block-m " << cfg.blockM
+       << " for the backward (64: the queries of one Q / dO stage)";
+  else if (cfg.blockN != 128)
+    os << "block-n " << cfg.blockN
+       << " for the backward (128: 64 keys for each of two consumer "
+          "warpgroups)";
+  else if (cfg.stages < 2 || cfg.stages > 4)
+    os << "stages " << cfg.stages << " for the backward (2 to 4)";
+  else if (computeGradSmemLayout(cfg).total > kMaxDynamicSmem)
+    os << "stages " << cfg.stages << " at head dim " << cfg.headDim
+       << ": the backward needs " << computeGradSmemLayout(cfg).total
+       << " bytes of shared memory, more than the " << kMaxDynamicSmem
+       << " a Hopper CTA has";
+  return why;
+}
+
+void GradKernelBuilder::producer(Value cta) {
+  Work w = work(cta);
+  // K and V of the block, once.
+  ringOp<RingProducerAcquireOp>(kRing, i32(0));
+  loadTile(param("mapK"), w.col0, w.hkv, w.bidx, kRing, i32(0), cfg.blockN);
+  ringOp<RingProducerAcquireOp>(vRing, i32(0));
+  loadTile(param("mapV"), w.col0, w.hkv, w.bidx, vRing, i32(0), cfg.blockN);
+  // Q and dO of each step: ring slot = step.
+  Value steps = bin<arith::MulIOp>(w.group, w.nm);
+  auto loop = scf::ForOp::create(b, loc, i32(0), steps, i32(1));
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPoint(loop.getBody()->getTerminator());
+  Value it = loop.getInductionVar();
+  auto [h, mb] = step(w, it);
+  Value row = bin<arith::MulIOp>(mb, i32(cfg.blockM));
+  ringOp<RingProducerAcquireOp>(qRing, it);
+  loadTile(param("mapQ"), row, h, w.bidx, qRing, it, cfg.blockM);
+  ringOp<RingProducerAcquireOp>(doRing, it);
+  loadTile(param("mapdO"), row, h, w.bidx, doRing, it, cfg.blockM);
+}
+
+void GradKernelBuilder::consumers(Value cta) {
+  Work w = work(cta);
+  Value cw = consumer;
+  const int64_t rowBytes = 64 * kSwizzleBytes; // a warpgroup's 64 rows
+  const int64_t kBox = cfg.blockN * kSwizzleBytes, qBox = cfg.blockM * kSwizzleBytes;
+  Value wgOff = bin<arith::MulIOp>(cw, i32(rowBytes));
+  // K-major A operands: this warpgroup's 64 keys of K and V.
+  Value kOff = bin<arith::AddIOp>(wgOff, i32(lay.kOff));
+  Value vOff = bin<arith::AddIOp>(wgOff, i32(lay.vOff));
+  Value descK = descBase(smemBase, kOff, descConst(16, 1024));
+  Value descV = descBase(smemBase, vOff, descConst(16, 1024));
+  // K-major B operands (S^T = K Q^T, dP^T = V dO^T): Q and dO of stage 0.
+  Value descQ0 = descBase(smemBase, i32(lay.qOff), descConst(16, 1024));
+  Value descDO0 = descBase(smemBase, i32(lay.doOff), descConst(16, 1024));
+  // MN-major B operands (dK += dS^T Q, dV += P^T dO): 64-column boxes one
+  // stage's rows apart (the descriptor's leading byte offset).
+  Value descQT0 = descBase(smemBase, i32(lay.qOff), descConst(qBox, 1024));
+  Value descDOT0 = descBase(smemBase, i32(lay.doOff), descConst(qBox, 1024));
+  // dQ = dS K from dS^T in shared memory (queries along the rows) and K,
+  // both MN-major. From head dim 128 the warpgroups split dQ's columns
+  // (each 64 of them over all 128 keys: 32 accumulator registers at head
+  // dim 128 instead of 64, and half the atomics), reading each other's
+  // dS^T: two buffers, one barrier of both a step. At head dim 64 each
+  // takes its own 64 keys for all columns and both add into dQ.
+  const bool splitColumns = tileD() >= 128;
+  Value dsOff = bin<arith::AddIOp>(wgOff, i32(lay.dsOff));
+  Value descDS0, descKT;
+  if (splitColumns) {
+    descDS0 = descBase(smemBase, i32(lay.dsOff), descConst(qBox, 1024));
+    Value box = bin<arith::MulIOp>(cw, i32(kBox));
+    Value kBoxOff = bin<arith::AddIOp>(box, i32(lay.kOff));
+    descKT = descBase(smemBase, kBoxOff, descConst(kBox, 1024));
+  } else {
+    descDS0 = descBase(smemBase, dsOff, descConst(qBox, 1024));
+    descKT = descBase(smemBase, kOff, descConst(kBox, 1024));
+  }
+  FragmentType fragQ =
+      FragmentType::get(ctx, {64, splitColumns ? 64 : tileD()}, f32T);
+  const int64_t dqKeys = splitColumns ? cfg.blockN : 64;
+  Value dqPtr = param("dQaccum");
+  if (splitColumns) {
+    Value cols = bin<arith::MulIOp>(cw, i32(64));
+    auto gptrT = LLVM::LLVMPointerType::get(ctx, 1);
+    dqPtr = LLVM::GEPOp::create(b, loc, gptrT, f32T, dqPtr, ValueRange{cols});
+  }
+
+  Value sl2 = param("scaleLog2");
+  Value scale = bin<arith::MulFOp>(sl2, f32(1.0 / fa3::attn::kLog2e));
+  Value hq = param("Hq"), sq = param("Sq");
+  Value headStride = bin<arith::MulIOp>(sq, i32(cfg.headDim));
+  Value headStride64 = ext64(headStride);
+  Value hq64 = ext64(hq);
+  Value batchStride = bin<arith::MulIOp>(headStride64, hq64);
+  Value kvRow0 = bin<arith::MulIOp>(cw, i32(64));
+  kvRow0 = bin<arith::AddIOp>(w.col0, kvRow0);
+
+  ringOp<RingConsumerWaitOp>(kRing, i32(0));
+  ringOp<RingConsumerWaitOp>(vRing, i32(0));
+  Value steps = bin<arith::MulIOp>(w.group, w.nm);
+  Value dk0 = FragmentZeroOp::create(b, loc, fragD);
+  Value dv0 = FragmentZeroOp::create(b, loc, fragD);
+  Value inits[] = {dk0, dv0};
+  auto loop = scf::ForOp::create(b, loc, i32(0), steps, i32(1), inits);
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value it = loop.getInductionVar();
+    Value dk = loop.getRegionIterArg(0), dv = loop.getRegionIterArg(1);
+    auto [h, mb] = step(w, it);
+    Value q0 = bin<arith::MulIOp>(mb, i32(cfg.blockM));
+    Value descQ = stageDesc(qRing, it, descQ0, lay.qBytes);
+    Value descDO = stageDesc(doRing, it, descDO0, lay.doBytes);
+    Value descQT = stageDesc(qRing, it, descQT0, lay.qBytes);
+    Value descDOT = stageDesc(doRing, it, descDOT0, lay.doBytes);
+    // S^T = K Q^T and dP^T = V dO^T
+    ringOp<RingConsumerWaitOp>(qRing, it);
+    NVVM::WgmmaFenceAlignedOp::create(b, loc);
+    Value s = WgmmaSSOp::create(b, loc, fragS, descK, descQ,
+                                static_cast<uint64_t>(cfg.headDim),
+                                static_cast<uint64_t>(kBox),
+                                static_cast<uint64_t>(qBox), et);
+    ringOp<RingConsumerWaitOp>(doRing, it);
+    NVVM::WgmmaFenceAlignedOp::create(b, loc);
+    Value dp = WgmmaSSOp::create(b, loc, fragS, descV, descDO,
+                                 static_cast<uint64_t>(cfg.headDim),
+                                 static_cast<uint64_t>(kBox),
+                                 static_cast<uint64_t>(qBox), et);
+    // The queries' LSE and D (rows of [B, Hq, Sq]), read while the
+    // products run; past Sq, lse = +inf makes p = 0.
+    Value bh = bin<arith::MulIOp>(w.bidx, hq);
+    bh = bin<arith::AddIOp>(bh, h);
+    Value bh64 = ext64(bh);
+    Value sq64 = ext64(sq);
+    Value base = bin<arith::MulIOp>(bh64, sq64);
+    Value lse = LoadColumnsOp::create(b, loc, fragS, param("LSE"), base, q0,
+                                      sq, f32Bits(kPosInfBits));
+    s = WgmmaWaitOp::create(b, loc, 1u, ValueRange{s}).getResult(0);
+    // The mask on boundary m-blocks (attn.q_range's interior sees all).
+    Value before = cmpi(CmpIPredicate::slt, mb, w.iLo);
+    Value after = cmpi(CmpIPredicate::sge, mb, w.iHi);
+    Value boundary = bin<arith::OrIOp>(before, after);
+    s = ifElse(
+            boundary, TypeRange{fragS},
+            [&]() -> SmallVector<Value> {
+              Value mk = MaskOp::create(b, loc, s, kvRow0, q0,
+                                        cfg.visibleColsFn, sq, param("Skv"),
+                                        cfg.leftBounded, /*transposed=*/true);
+              return {mk};
+            },
+            [&]() -> SmallVector<Value> { return {s}; })
+            .getResult(0);
+    Value p = GradProbsOp::create(b, loc, s, lse, sl2);
+    // D once lse is dead; dS before P V's and dS Q's register operands
+    // exist (at head dim 128, dK and dV hold 128 of the 240 registers)
+    Value delta = LoadColumnsOp::create(b, loc, fragS, param("delta"), base,
+                                        q0, sq, f32(0.0));
+    dp = WgmmaWaitOp::create(b, loc, 0u, ValueRange{dp}).getResult(0);
+    Value ds = GradScoresOp::create(b, loc, p, dp, delta);
+    Value pa = TruncOp::create(b, loc, fragP, p);
+    Value dsa = TruncOp::create(b, loc, fragP, ds);
+    // dS^T into shared memory for dQ; its readers meet before reading it
+    // (the warpgroup, or both warpgroups on consumer 0's barrier)
+    Value dsAt = dsOff, descDS = descDS0;
+    if (splitColumns) {
+      Value buf = bin<arith::AndIOp>(it, i32(1));
+      Value bufOff = bin<arith::MulIOp>(buf, i32(lay.dsBytes));
+      dsAt = bin<arith::AddIOp>(dsOff, bufOff);
+      Value bufUnits = bin<arith::ShRUIOp>(bufOff, i32(4));
+      Value bufUnits64 = ext64(bufUnits);
+      descDS = bin<arith::AddIOp>(descDS0, bufUnits64);
+    }
+    StoreSharedOp::create(b, loc, dsa, smemBase, dsAt, 0u);
+    if (splitColumns)
+      NamedBarrierSyncOp::create(b, loc, i32(0), BarrierKind::stage,
+                                 static_cast<uint64_t>(cfg.consumers()),
+                                 static_cast<uint64_t>(128 * cfg.consumers()));
+    else
+      NamedBarrierSyncOp::create(b, loc, cw, BarrierKind::stage,
+                                 static_cast<uint64_t>(cfg.consumers()), 128u);
+    // dV += P^T dO, dK += dS^T Q
+    NVVM::WgmmaFenceAlignedOp::create(b, loc);
+    Value dv1 = WgmmaRSOp::create(b, loc, pa, descDOT, dv);
+    Value dk1 = WgmmaRSOp::create(b, loc, dsa, descQT, dk);
+    // dV and dK retire before dQ's accumulator is needed: their A
+    // operands' registers are free then (240 registers a thread).
+    Value acc[] = {dv1, dk1};
+    auto done = WgmmaWaitOp::create(b, loc, 0u, ValueRange(acc));
+    dv1 = done.getResult(0);
+    dk1 = done.getResult(1);
+    // dQ = dS K (both MN-major)
+    NVVM::WgmmaFenceAlignedOp::create(b, loc);
+    Value dq = WgmmaSSOp::create(b, loc, fragQ, descDS, descKT,
+                                 static_cast<uint64_t>(dqKeys), 0u, 0u, et,
+                                 /*a_mn_major=*/true, /*b_mn_major=*/true);
+    dq = WgmmaWaitOp::create(b, loc, 0u, ValueRange{dq}).getResult(0);
+    ringOp<RingConsumerReleaseOp>(qRing, it);
+    ringOp<RingConsumerReleaseOp>(doRing, it);
+    Value d64 = i64(cfg.headDim);
+    ReduceAddOp::create(b, loc, dq, dqPtr, batchStride, d64,
+                        headStride64, q0, h, w.bidx, sq);
+    Value yields[] = {dk1, dv1};
+    scf::YieldOp::create(b, loc, yields);
+  }
+  // dK * scale and dV, keys below Skv.
+  Value scaleRows = FragmentFillOp::create(b, loc, fragRows, scale);
+  Value oneRows = FragmentFillOp::create(b, loc, fragRows, f32(1.0));
+  StoreODirectOp::create(b, loc, loop.getResult(0), scaleRows, param("dK"),
+                         param("dkvStrideB"), param("dkvStrideS"),
+                         param("dkvStrideH"), kvRow0, w.hkv, w.bidx,
+                         param("Skv"), et, IntegerAttr());
+  StoreODirectOp::create(b, loc, loop.getResult(1), oneRows, param("dV"),
+                         param("dkvStrideB"), param("dkvStrideS"),
+                         param("dkvStrideH"), kvRow0, w.hkv, w.bidx,
+                         param("Skv"), et, IntegerAttr());
+}
+
+void GradKernelBuilder::body() {
+  Value smem = LLVM::AddressOfOp::create(b, loc, smemPtrT, "attn_smem");
+  smemBase = smem;
+  const int64_t consumerThreads = 128 * cfg.consumers();
+  auto ring = [&](int64_t stages, int64_t bytes, int64_t data, int64_t full,
+                  int64_t empty) {
+    return RingType::get(ctx, stages, bytes, data, full, empty,
+                         consumerThreads, 1);
+  };
+  RingType kT = ring(1, lay.kBytes, lay.kOff, lay.kFull, lay.kEmpty);
+  RingType vT = ring(1, lay.vBytes, lay.vOff, lay.vFull, lay.vEmpty);
+  RingType qT = ring(cfg.stages, lay.qBytes, lay.qOff, lay.qFull, lay.qEmpty);
+  RingType doT =
+      ring(cfg.stages, lay.doBytes, lay.doOff, lay.doFull, lay.doEmpty);
+  kRing = RingCreateOp::create(b, loc, kT, smem);
+  vRing = RingCreateOp::create(b, loc, vT, smem);
+  qRing = RingCreateOp::create(b, loc, qT, smem);
+  doRing = RingCreateOp::create(b, loc, doT, smem);
+  Value tid = NVVM::ThreadIdXOp::create(b, loc, i32T);
+  Value cta = NVVM::BlockIdXOp::create(b, loc, i32T);
+  Value isT0 = cmpi(CmpIPredicate::eq, tid, i32(0));
+  ifThen(isT0, [&] {
+    setUp(smem, {kRing, vRing, qRing, doRing}, {"mapQ", "mapK", "mapV", "mapdO"});
+  });
+  NVVM::Barrier0Op::create(b, loc);
+  auto ws = WarpSpecializeOp::create(b, loc,
+                                     static_cast<uint64_t>(kProducerRegs),
+                                     static_cast<uint64_t>(kConsumerRegs),
+                                     static_cast<uint64_t>(cfg.consumers()));
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.createBlock(&ws.getProducer());
+    ifThen(isT0, [&] { producer(cta); });
+    WarpSpecializeOp::ensureTerminator(ws.getProducer(), b, loc);
+    Block *cb = b.createBlock(&ws.getConsumer(), {}, {i32T}, {loc});
+    consumer = cb->getArgument(0);
+    consumers(cta);
+    WarpSpecializeOp::ensureTerminator(ws.getConsumer(), b, loc);
+  }
+  gpu::ReturnOp::create(b, loc);
+}
+
+gpu::GPUFuncOp GradKernelBuilder::build(gpu::GPUModuleOp m) {
+  gpu::GPUFuncOp fn =
+      openKernel(m, cfg.name, kGradKernelParams, cfg.threads());
+  body();
+  closeKernel(fn);
+  return fn;
+}
+
+gpu::GPUFuncOp fa3::hopper::buildGradKernel(OpBuilder &b, Location loc,
+                                            gpu::GPUModuleOp module,
+                                            const GradKernelConfig &cfg) {
+  OpBuilder::InsertionGuard g(b);
+  GradKernelBuilder kb(b, loc, cfg);
+  return kb.build(module);
+}

@@ -1,0 +1,72 @@
+//===- GradKernelBuilder.h - the FA3-style Hopper backward kernel -*- C++ -*-===//
+//
+// Builds the hopper-level body of the FlashAttention backward's main kernel
+// (gpu.func) for one configuration, in FA3's loop order (the tiled form of
+// attn.flash_attention_grad): one CTA per (kv block, kv head, batch),
+//
+//   warpgroup 0   producer: K and V of the block once, then Q and dO of
+//                 each m-block that sees the block, for each q head of the
+//                 kv head's group, into `stages`-deep rings;
+//   warpgroups 1, 2  consumers, 64 keys each: S^T = K Q^T and dP^T = V dO^T
+//                 (wgmma SS, keys as rows), P^T = exp2(S^T scale - LSE)
+//                 with the forward's builder, dS^T = P^T (dP^T - D);
+//                 dV += P^T dO and dK += dS^T Q (wgmma RS, the f32 dV/dK
+//                 accumulators in registers for the whole loop); dS^T
+//                 staged in shared memory for dQ = dS K (wgmma SS, both
+//                 operands MN-major), added into the f32 dQaccum by atomics.
+//   epilogue      dK * scale and dV stored from registers.
+//
+// The caller computes D = rowsum(dO o) and zeroes dQaccum before, and
+// dQ = scale dQaccum after (fa3rt_abi.def, docs/runtime.md: Backward).
+//
+//===----------------------------------------------------------------------===//
+#ifndef FA3_LIB_CONVERSION_ATTNTOHOPPER_GRADKERNELBUILDER_H
+#define FA3_LIB_CONVERSION_ATTNTOHOPPER_GRADKERNELBUILDER_H
+
+#include "KernelBuilder.h" // the ABI: kGradKernelParams
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/Builders.h"
+
+#include <cstdint>
+#include <string>
+
+namespace fa3::hopper {
+
+struct GradKernelConfig {
+  std::string name;       // gpu.func symbol
+  std::string dtype;      // "bf16" or "f16": q, k, v, dO, dK, dV
+  int64_t headDim = 128;  // D of q, k and v (Dv = D)
+  int64_t blockM = 64;    // query rows per step (one Q / dO ring stage)
+  int64_t blockN = 128;   // keys per CTA (64 per consumer warpgroup)
+  int64_t stages = 2;     // depth of the Q and dO rings
+  std::string qRangeFn;   // device func: (col0, Sq, Skv) -> (lo, hi, ilo, ihi)
+  std::string visibleColsFn; // device func: (row, Sq, Skv) -> (lo, hi)
+  bool leftBounded = false;  // the mask has a lower column bound (window)
+
+  int64_t consumers() const { return blockN / 64; }
+  int64_t threads() const { return 128 * (1 + consumers()); }
+};
+
+/// Shared-memory layout (bytes from a 1024-aligned base).
+struct GradSmemLayout {
+  int64_t kOff, vOff, qOff, doOff, dsOff;
+  int64_t kBytes, vBytes, qBytes, doBytes, dsBytes;
+  // mbarriers: K, V full/empty (one stage each), then Q, dO full/empty per
+  // stage.
+  int64_t kFull, kEmpty, vFull, vEmpty, qFull, qEmpty, doFull, doEmpty;
+  int64_t total;
+};
+GradSmemLayout computeGradSmemLayout(const GradKernelConfig &cfg);
+
+/// Returns an empty string if the configuration is supported, else why not.
+std::string checkGradSupported(const GradKernelConfig &cfg);
+
+/// Builds the kernel at the end of `module` (as buildKernel does).
+mlir::gpu::GPUFuncOp buildGradKernel(mlir::OpBuilder &b, mlir::Location loc,
+                                     mlir::gpu::GPUModuleOp module,
+                                     const GradKernelConfig &cfg);
+
+} // namespace fa3::hopper
+
+#endif

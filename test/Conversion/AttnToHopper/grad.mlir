@@ -1,0 +1,89 @@
+// The backward's Hopper kernel: attn-hopper-config records its table
+// (64 queries x 128 keys, 2 stages) on attn.flash_attention_grad, attn-tile
+// carries it to attn.q_range, and convert-attn-to-hopper builds FA3's
+// loop order: one CTA per kv block, K and V once, Q and dO per m-block of
+// the q range; S^T and dP^T with keys as rows; dV and dK accumulated in
+// registers; dS^T staged for dQ = dS K (head dim 128: the warpgroups split
+// dQ's columns and read each other's dS^T, two buffers; 64: each its own
+// keys); dQ added by atomics; dK * scale and dV stored. What it cannot
+// take is named.
+// RUN: fa3-opt %s --split-input-file --attn-hopper-config | FileCheck %s --check-prefix=CONFIG
+// RUN: fa3-opt %s --split-input-file --attn-hopper-config --attn-tile --convert-attn-to-hopper | FileCheck %s
+// RUN: fa3-opt %s --split-input-file --attn-hopper-config --attn-tile --convert-attn-to-hopper --hopper-async-copy --convert-hopper-to-nvvm | FileCheck %s --check-prefix=NVVM
+
+// CONFIG-LABEL: func.func @bwd128
+// CONFIG: attn.flash_attention_grad {{.*}} causal {attn.hopper_config = #attn.hopper_config<block_m = 64, block_n = 128, stages = 2, persistent = false, q_buffers = 1, lazy_rescale = false, rescale_threshold = 0.000000e+00, cluster_m = 1, pingpong = false, tma_store = false>}
+
+// CHECK-LABEL: gpu.module @bwd128_kernels
+// CHECK: func.func private @bwd128_kernel_q_range(%{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32) -> (i32, i32, i32, i32)
+// CHECK: func.func private @bwd128_kernel_visible_cols(
+// CHECK: gpu.func @bwd128_kernel(%[[MAPQ:[^:]*]]: !llvm.ptr, %[[MAPK:[^:]*]]: !llvm.ptr, %[[MAPV:[^:]*]]: !llvm.ptr, %[[MAPDO:[^:]*]]: !llvm.ptr, %[[DQ:[^:]*]]: !llvm.ptr<1>, %[[DK:[^:]*]]: !llvm.ptr<1>, %[[DV:[^:]*]]: !llvm.ptr<1>, %[[LSE:[^:]*]]: !llvm.ptr<1>, %[[DELTA:[^:]*]]: !llvm.ptr<1>,
+// CHECK-SAME: attn.launch = {backward = true, block_m = 64 : i64, block_n = 128 : i64, causal = true, dtype = "bf16", dynamic_smem = 163936 : i64, grid = "tiles", head_dim = 128 : i64, head_dim_v = 128 : i64, kernel = "bwd128_kernel", params = ["mapQ", "mapK", "mapV", "mapdO", "dQaccum", "dK", "dV", "LSE", "delta", "B", "Sq", "Skv", "Hq", "Hkv", "dkvStrideB", "dkvStrideS", "dkvStrideH", "scaleLog2"]
+// K and V (one stage each), Q and dO (two stages) rings.
+// CHECK: %[[KR:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 1, stage_bytes = 32768, data = 0,
+// CHECK: %[[VR:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 1, stage_bytes = 32768, data = 32768,
+// CHECK: %[[QR:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 2, stage_bytes = 16384, data = 65536,
+// CHECK: %[[OR:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 2, stage_bytes = 16384, data = 98304,
+// CHECK: hopper.warp_specialize producer regs 24 {
+// CHECK: call @bwd128_kernel_q_range(
+// CHECK: hopper.load_tile %[[MAPK]][{{.*}}] into %[[KR]][{{.*}}] rows 128 cols 128
+// CHECK: hopper.load_tile %[[MAPV]][{{.*}}] into %[[VR]][{{.*}}] rows 128 cols 128
+// CHECK: scf.for
+// CHECK: hopper.load_tile %[[MAPQ]][{{.*}}] into %[[QR]][{{.*}}] rows 64 cols 128
+// CHECK: hopper.load_tile %[[MAPDO]][{{.*}}] into %[[OR]][{{.*}}] rows 64 cols 128
+// CHECK: } consumers(%{{.*}} of 2) regs 240 {
+// CHECK: %{{.*}}:2 = scf.for {{.*}} -> (!hopper.frag<64x128xf32>, !hopper.frag<64x128xf32>)
+// CHECK: %[[S:.*]] = hopper.wgmma.ss %{{.*}}, %{{.*}} k 128 boxes 16384, 8192 : bf16 -> !hopper.frag<64x64xf32>
+// CHECK: %[[DP:.*]] = hopper.wgmma.ss %{{.*}}, %{{.*}} k 128 boxes 16384, 8192 : bf16 -> !hopper.frag<64x64xf32>
+// CHECK: %[[L:.*]] = hopper.load_columns %[[LSE]][%{{.*}}] cols %{{.*}} bound %{{.*}} fill %{{.*}} : !hopper.frag<64x64xf32>
+// CHECK: %[[S1:.*]] = hopper.wgmma.wait 1, %[[S]]
+// CHECK: scf.if
+// CHECK: hopper.mask %[[S1]] rows %{{.*}} cols %{{.*}} visible @bwd128_kernel_visible_cols(%{{.*}}, %{{.*}}) transposed
+// CHECK: %[[P:.*]] = hopper.grad_probs %{{.*}}, %[[L]] scale %{{.*}}
+// CHECK: %[[D:.*]] = hopper.load_columns %[[DELTA]]
+// CHECK: %[[DP1:.*]] = hopper.wgmma.wait 0, %[[DP]]
+// CHECK: %[[DS:.*]] = hopper.grad_scores %[[P]], %[[DP1]], %[[D]]
+// CHECK: %[[PA:.*]] = hopper.trunc %[[P]] : !hopper.frag<64x64xf32> to !hopper.frag<64x64xbf16>
+// CHECK: %[[DSA:.*]] = hopper.trunc %[[DS]]
+// CHECK: hopper.store_shared %[[DSA]] to %{{.*}}[%{{.*}}] box_bytes 0
+// CHECK: hopper.named_barrier.sync stage[%{{.*}}] of 2 threads 256
+// CHECK: hopper.wgmma.rs %[[PA]], %{{.*}}, %{{.*}} : !hopper.frag<64x64xbf16>, !hopper.frag<64x128xf32>
+// CHECK: hopper.wgmma.rs %[[DSA]], %{{.*}}, %{{.*}} : !hopper.frag<64x64xbf16>, !hopper.frag<64x128xf32>
+// CHECK: %[[DQT:.*]] = hopper.wgmma.ss %{{.*}}, %{{.*}} k 128 boxes 0, 0 {a_mn_major, b_mn_major} : bf16 -> !hopper.frag<64x64xf32>
+// CHECK: %[[DQR:.*]] = hopper.wgmma.wait 0, %[[DQT]]
+// CHECK: hopper.ring.consumer_release %[[QR]]
+// CHECK: hopper.ring.consumer_release %[[OR]]
+// CHECK: hopper.reduce_add %[[DQR]] to %{{.*}} strides(%{{.*}}, %c128_i64, %{{.*}}) rows
+// CHECK: hopper.store_o_direct %{{.*}}#0, %{{.*}} to %[[DK]] strides
+// CHECK: hopper.store_o_direct %{{.*}}#1, %{{.*}} to %[[DV]] strides
+// NVVM-LABEL: gpu.module @bwd128_kernels
+// NVVM: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// NVVM: nvvm.wgmma.mma_async {{.*}} A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// NVVM: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>
+// NVVM: nvvm.wgmma.mma_async {{.*}} A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
+// NVVM: red.global.add.f32
+func.func @bwd128(%q: memref<?x1x?x128xbf16>, %k: memref<?x1x?x128xbf16>, %v: memref<?x1x?x128xbf16>,
+                  %o: memref<?x1x?x128xbf16>, %do: memref<?x1x?x128xbf16>, %lse: memref<?x1x?xf32>,
+                  %dq: memref<?x1x?x128xbf16>, %dk: memref<?x1x?x128xbf16>, %dv: memref<?x1x?x128xbf16>) {
+  attn.flash_attention_grad ins(%q, %k, %v, %o, %do, %lse : memref<?x1x?x128xbf16>, memref<?x1x?x128xbf16>, memref<?x1x?x128xbf16>, memref<?x1x?x128xbf16>, memref<?x1x?x128xbf16>, memref<?x1x?xf32>)
+      outs(%dq, %dk, %dv : memref<?x1x?x128xbf16>, memref<?x1x?x128xbf16>, memref<?x1x?x128xbf16>) causal
+  return
+}
+
+// -----
+
+// Head dim 64: each warpgroup's dQ over its own 64 keys, all 64 columns;
+// its own barrier.
+// CHECK-LABEL: gpu.module @bwd64_kernels
+// CHECK: attn.launch = {backward = true, {{.*}}causal = false
+// CHECK: hopper.named_barrier.sync stage[%{{.*}}] of 2 threads 128
+// CHECK: hopper.wgmma.ss %{{.*}}, %{{.*}} k 64 boxes 0, 0 {a_mn_major, b_mn_major} : f16 -> !hopper.frag<64x64xf32>
+// NVVM-LABEL: gpu.module @bwd64_kernels
+// NVVM: red.global.add.f32
+func.func @bwd64(%q: memref<?x1x?x64xf16>, %k: memref<?x1x?x64xf16>, %v: memref<?x1x?x64xf16>,
+                 %o: memref<?x1x?x64xf16>, %do: memref<?x1x?x64xf16>, %lse: memref<?x1x?xf32>,
+                 %dq: memref<?x1x?x64xf32>, %dk: memref<?x1x?x64xf16>, %dv: memref<?x1x?x64xf16>) {
+  attn.flash_attention_grad ins(%q, %k, %v, %o, %do, %lse : memref<?x1x?x64xf16>, memref<?x1x?x64xf16>, memref<?x1x?x64xf16>, memref<?x1x?x64xf16>, memref<?x1x?x64xf16>, memref<?x1x?xf32>)
+      outs(%dq, %dk, %dv : memref<?x1x?x64xf32>, memref<?x1x?x64xf16>, memref<?x1x?x64xf16>)
+  return
+}

@@ -1,0 +1,562 @@
+#!/usr/bin/env python3
+"""GPU correctness check of the backward kernels (dQ, dK, dV; fa3-compile
+--backward, facts `backward 1`), run on an H100/H200.
+
+    python3 test/gpu/check_bwd.py KERNEL_DIR [--fwd-kernel-dir DIR] [--out OUT_DIR]
+    python3 test/gpu/check_bwd.py KERNEL_DIR --sanitize    # small cases, for
+        `compute-sanitizer --tool memcheck|racecheck|synccheck python3 ...`
+    python3 test/gpu/check_bwd.py KERNEL_DIR --emulate     # the Python side alone
+
+For every backward kernel of KERNEL_DIR and every case (seqlens (Sq, Skv) =
+(1, 1), (113, 203), (203, 113), (1023, 1024), (1024, 1024), (4224, 4224),
+batch 2, 1 for the longest; heads MHA 4/4, GQA 8/2, MQA 8/1; the kernel's
+dtype and mask): fresh random q, k, v, dout; the forward's o and lse from
+our forward kernel of the same variant (in --fwd-kernel-dir, default
+KERNEL_DIR), or, where there is none, from PyTorch's fp32 math (o rounded to
+the dtype, lse the natural-log logsumexp of the scaled, masked scores; the
+case records which); then fa3.torch_api.flash_attn_backward (the runtime's
+fa3rt_bwd) into dk and dv poisoned with NaN and a dq_accum poisoned with NaN
+(the runtime must zero it).
+
+Pass rule per case, FlashAttention's (its tests/test_flash_attn.py), for g in
+dq, dk, dv:
+
+    max |g - g_ref| <= 2 * max |g_pt - g_ref| + 1e-3
+
+where g_ref is torch autograd of the explicit attention (scores, mask,
+softmax, P V) on float32 copies of the inputs (TF32 off), and g_pt the same
+computation done by PyTorch in the kernel's dtype (its bf16/f16 tensors and
+kernels); plus no NaN left in dq, dk, dv (every element written, dq_accum
+zeroed), and a repeated launch gives bit-identical dk and dv (dq is summed
+with atomic adds in any order: its largest change is reported, not
+required). Rows that see no key (causal with Sq > Skv) have o = 0 and lse =
+-inf from the forward; their dq must be 0 (the reference's).
+
+Then per kernel: flash_attn_func under autograd (o.backward(dout)) against
+the same reference, with dk and dv bit-identical to the direct call's; once
+per run torch.compile(fullgraph=True) of forward and backward against
+eager; and the misuse refused with its message (deterministic=True, a
+softcap, a forward kernel given to fa3rt_bwd, dk and dv of different
+strides, empty problems giving zero gradients).
+
+--emulate: no backward kernel needed. For each forward kernel of KERNEL_DIR
+that the backward kernel would cover (head dim 64 or 128, causal or full),
+the backward launch is replaced by PyTorch math on the very arguments the
+runtime would pass (fa3rt_bwd_args: the C runtime's fa3rt_bwd_plan checks
+them first, then the tensors are read through their device pointers and
+strides): a check of the Python side (delta, lse, dq = scale * dq_accum,
+layouts, autograd, torch.compile) apart from the kernel.
+
+With --out: appends the run to OUT/history.jsonl (kind check_bwd; a full run
+also rewrites its table in OUT/RESULTS.md: bench/records.py). Exit status 1
+on any failure.
+"""
+import argparse
+import dataclasses
+import datetime
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "python"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+ATOL = 1e-3           # FlashAttention's rule: err <= 2 * err_pt + ATOL
+RULE = "max|g - g_ref| <= 2 * max|g_pt - g_ref| + 1e-3 for g in dq, dk, dv"
+
+SEQLENS = [(1, 1), (113, 203), (203, 113), (1023, 1024), (1024, 1024), (4224, 4224)]
+HEADS = [(4, 4), (8, 2), (8, 1)]          # MHA, GQA, MQA
+# small ones for compute-sanitizer (several kv blocks, rows without keys)
+SANITIZE_CASES = [(1, 1, 1, 2, 2), (1, 113, 203, 4, 2), (1, 203, 113, 4, 1),
+                  (1, 300, 260, 2, 2)]
+
+
+def cases():
+    """(B, Sq, Skv, Hq, Hkv) of a full run: every seqlen pair with every head
+    configuration, batch 2 (1 at the longest)."""
+    return [(1 if sq > 4096 else 2, sq, skv, hq, hkv) for sq, skv in SEQLENS
+            for hq, hkv in HEADS]
+
+
+def within_rule(err, err_pt, atol=ATOL):
+    """FlashAttention's pass rule (module docstring)."""
+    return err <= 2 * err_pt + atol
+
+
+if __name__ == "__main__":
+    import torch  # noqa: E402  (import-safe without torch: only when run)
+
+    import records  # noqa: E402
+    from fa3 import facts as fa3facts  # noqa: E402
+    from fa3 import runtime as fa3rt  # noqa: E402
+    from fa3 import torch_api  # noqa: E402
+    from fa3.reference import visible_mask  # noqa: E402
+    from fa3.torch_api import flash_attn_backward, flash_attn_func  # noqa: E402
+
+    TORCH_DTYPE = {"bf16": torch.bfloat16, "f16": torch.float16}
+
+
+def rand(shape, dt, gen):
+    return torch.randn(*shape, device="cuda", dtype=torch.float32, generator=gen).to(dt)
+
+
+def attention(q, k, v, scale, causal):
+    """o [B, Sq, Hq, Dv] of BSHD q, k, v by explicit math in their dtype,
+    differentiable: rows that see no key give 0 (not NaN), and no NaN
+    reaches a gradient."""
+    B, Sq, Hq, D = q.shape
+    Skv, Hkv = k.shape[1], k.shape[2]
+    g = Hq // Hkv
+    qh = q.transpose(1, 2)
+    kh = k.transpose(1, 2).repeat_interleave(g, dim=1)
+    vh = v.transpose(1, 2).repeat_interleave(g, dim=1)
+    s = torch.matmul(qh, kh.transpose(-1, -2)) * scale
+    vis = torch.from_numpy(visible_mask(Sq, Skv, causal)).to(q.device)
+    empty = ~vis.any(dim=1)
+    s = s.masked_fill(~vis, float("-inf")).masked_fill(empty[:, None], 0.0)
+    p = torch.softmax(s, dim=-1).masked_fill(empty[:, None], 0.0)
+    return torch.matmul(p.to(vh.dtype), vh).transpose(1, 2)
+
+
+def math_forward(q, k, v, scale, causal):
+    """o (q's dtype) and lse (f32 [B, Hq, Sq], natural log, -inf for rows
+    that see no key) by PyTorch's fp32 math."""
+    qf, kf_, vf = q.float(), k.float(), v.float()
+    o = attention(qf, kf_, vf, scale, causal).to(q.dtype)
+    g = q.shape[2] // k.shape[2]
+    s = torch.matmul(qf.transpose(1, 2),
+                     kf_.transpose(1, 2).repeat_interleave(g, dim=1).transpose(-1, -2)) * scale
+    vis = torch.from_numpy(visible_mask(q.shape[1], k.shape[1], causal)).to(q.device)
+    lse = torch.logsumexp(s.masked_fill(~vis, float("-inf")), dim=-1)
+    return o.contiguous(), lse.contiguous()
+
+
+def reference_grads(q, k, v, dout, scale, causal, upcast):
+    """(dq, dk, dv) by torch autograd of attention(): on float32 copies
+    (upcast), or in the inputs' dtype (PyTorch's own error, the rule's
+    yardstick)."""
+    leaves = [(t.float() if upcast else t).detach().clone().requires_grad_() for t in (q, k, v)]
+    o = attention(*leaves, scale, causal)
+    return torch.autograd.grad(o, leaves, dout.float() if upcast else dout)
+
+
+def compare(got, ref, pt):
+    """The rule's numbers for each of dq, dk, dv, and whether all pass."""
+    res, ok = {}, True
+    for name, g, r, p in zip(("dq", "dk", "dv"), got, ref, pt):
+        nan = int(torch.isnan(g.float()).sum().item())
+        if g.numel() == 0:
+            err = err_pt = 0.0
+        else:
+            err = float(torch.nan_to_num((g.float() - r).abs(), nan=float("inf")).max().item())
+            err_pt = float((p.float() - r).abs().max().item())
+        res[f"err_{name}"] = err
+        res[f"err_pt_{name}"] = err_pt
+        res[f"nan_{name}"] = nan
+        ok = ok and nan == 0 and within_rule(err, err_pt)
+    res["ok"] = ok
+    return res
+
+
+class Checker:
+    """The backward kernel of one variant, its forward (ours or math), and the
+    cases run on it."""
+
+    def __init__(self, kf, fwd_kernels, emulated=False):
+        self.kf = kf
+        self.dt = TORCH_DTYPE[kf.dtype]
+        self.emulated = emulated
+        try:
+            self.fwd = fa3facts.select_kernel(
+                fwd_kernels, kf.dtype, kf.head_dim, kf.head_dim_v, kf.causal,
+                (kf.window_left, kf.window_right), kf.softcap)
+        except LookupError:
+            self.fwd = None
+
+    def forward(self, q, k, v):
+        kf = self.kf
+        if self.fwd is None:
+            return math_forward(q, k, v, kf.scale, kf.causal)
+        with torch.no_grad():
+            return flash_attn_func(q, k, v, softmax_scale=kf.scale, causal=kf.causal,
+                                   return_lse=True, kernel=self.fwd)
+
+    def backward(self, dout, q, k, v, o, lse, dk=None, dv=None, dq_accum=None):
+        kf = self.kf
+        return flash_attn_backward(dout, q, k, v, o, lse, softmax_scale=kf.scale,
+                                   causal=kf.causal, kernel=kf, dk=dk, dv=dv,
+                                   dq_accum=dq_accum)
+
+    def inputs(self, case, seed):
+        B, Sq, Skv, Hq, Hkv = case
+        gen = torch.Generator(device="cuda").manual_seed(seed)
+        D, Dv = self.kf.head_dim, self.kf.head_dim_v
+        return (rand((B, Sq, Hq, D), self.dt, gen), rand((B, Skv, Hkv, D), self.dt, gen),
+                rand((B, Skv, Hkv, Dv), self.dt, gen), rand((B, Sq, Hq, Dv), self.dt, gen))
+
+    def run_case(self, case, seed):
+        kf = self.kf
+        q, k, v, dout = self.inputs(case, seed)
+        o, lse = self.forward(q, k, v)
+
+        def launch():
+            nan = float("nan")
+            dk, dv = torch.full_like(k, nan), torch.full_like(v, nan)
+            B, Sq, Hq, D = q.shape
+            acc = torch.full((B, Hq, Sq, D), nan, device="cuda")
+            dq, dk2, dv2 = self.backward(dout, q, k, v, o, lse, dk=dk, dv=dv, dq_accum=acc)
+            assert dk2 is dk and dv2 is dv
+            torch.cuda.synchronize()
+            return dq, dk, dv
+
+        got = launch()
+        ref = reference_grads(q, k, v, dout, kf.scale, kf.causal, True)
+        pt = reference_grads(q, k, v, dout, kf.scale, kf.causal, False)
+        res = compare(got, ref, pt)
+        again = launch()
+        same = torch.equal(got[1], again[1]) and torch.equal(got[2], again[2])
+        res["repeat_dkdv_identical"] = bool(same)
+        res["repeat_dq_max_diff"] = (float((got[0].float() - again[0].float()).abs().max())
+                                     if got[0].numel() else 0.0)
+        res["ok"] = bool(res["ok"] and same)
+        B, Sq, Skv, Hq, Hkv = case
+        return dict(kernel=kf.kernel, case="random", fwd="ours" if self.fwd else "math",
+                    B=B, Sq=Sq, Skv=Skv, Hq=Hq, Hkv=Hkv, **res)
+
+    def run_autograd(self, case, seed):
+        """flash_attn_func under autograd: the op's registered backward (it
+        needs our forward kernel: the backward is looked up in the backward
+        kernel's directory)."""
+        kf = self.kf
+        q, k, v, dout = self.inputs(case, seed)
+        leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+        o = flash_attn_func(*leaves, softmax_scale=kf.scale, causal=kf.causal, kernel=self.fwd,
+                            kernel_dir=os.path.dirname(kf.facts_path), jit=False)
+        o.backward(dout)
+        got = [t.grad for t in leaves]
+        with torch.no_grad():
+            o2, lse = self.forward(q, k, v)
+        direct = self.backward(dout, q, k, v, o2, lse)
+        torch.cuda.synchronize()
+        res = compare(got, reference_grads(q, k, v, dout, kf.scale, kf.causal, True),
+                      reference_grads(q, k, v, dout, kf.scale, kf.causal, False))
+        same = torch.equal(got[1], direct[1]) and torch.equal(got[2], direct[2])
+        res.update(dkdv_as_direct_call=bool(same), ok=bool(res["ok"] and same))
+        B, Sq, Skv, Hq, Hkv = case
+        return dict(kernel=kf.kernel, case="autograd (o.backward)", fwd="ours", B=B, Sq=Sq,
+                    Skv=Skv, Hq=Hq, Hkv=Hkv, **res)
+
+    def run_compiled(self, case, seed):
+        """torch.compile(fullgraph=True) of forward and backward (AOTAutograd
+        traces the op's backward into torch.ops.fa3.flash_attn_bwd): dk and dv
+        bit-identical to eager autograd, dq within the rule."""
+        kf = self.kf
+        q, k, v, dout = self.inputs(case, seed)
+        kdir = os.path.dirname(kf.facts_path)
+
+        def step(q, k, v, dout):
+            o = flash_attn_func(q, k, v, softmax_scale=kf.scale, causal=kf.causal,
+                                kernel_dir=kdir, kernel=self.fwd, jit=False)
+            return (o.float() * dout.float()).sum()
+
+        def grads(fn):
+            leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+            fn(*leaves, dout).backward()
+            torch.cuda.synchronize()
+            return [t.grad for t in leaves]
+
+        torch._dynamo.reset()
+        eager = grads(step)
+        compiled = grads(torch.compile(step, fullgraph=True))
+        res = compare(compiled, reference_grads(q, k, v, dout, kf.scale, kf.causal, True),
+                      reference_grads(q, k, v, dout, kf.scale, kf.causal, False))
+        same = torch.equal(eager[1], compiled[1]) and torch.equal(eager[2], compiled[2])
+        res.update(dkdv_as_eager=bool(same), ok=bool(res["ok"] and same))
+        B, Sq, Skv, Hq, Hkv = case
+        return dict(kernel=kf.kernel, case="torch.compile(fullgraph=True) fwd+bwd", fwd="ours",
+                    B=B, Sq=Sq, Skv=Skv, Hq=Hq, Hkv=Hkv, **res)
+
+    def run_errors(self, fwd_kernel):
+        """Misuse refused with its message; empty problems give zero
+        gradients."""
+        kf, dt = self.kf, self.dt
+        q, k, v, dout = self.inputs((1, 64, 64, 2, 2), 5)
+        o, lse = self.forward(q, k, v)
+        qg = q.clone().requires_grad_()
+        kw = dict(softmax_scale=kf.scale, causal=kf.causal, kernel=kf)
+        out = []
+
+        def expect(label, fn, exc, text):
+            try:
+                fn()
+                ok, msg = False, "no error raised"
+            except exc as e:
+                msg = str(e)
+                ok = text in msg
+            except Exception as e:  # noqa: BLE001
+                ok, msg = False, f"{type(e).__name__}: {e}"
+            out.append(dict(kernel=kf.kernel, case=f"error: {label}", ok=ok,
+                            message=msg.splitlines()[0][:300] if msg else ""))
+
+        expect("deterministic=True (forward with grad)",
+               lambda: flash_attn_func(qg, k, v, causal=kf.causal, deterministic=True),
+               NotImplementedError, "deterministic backward is not built yet")
+        expect("deterministic=True (flash_attn_backward)",
+               lambda: flash_attn_backward(dout, q, k, v, o, lse, deterministic=True, **kw),
+               NotImplementedError, "deterministic backward is not built yet")
+        expect("softcap with grad", lambda: flash_attn_func(qg, k, v, causal=kf.causal,
+                                                             softcap=30.0),
+               NotImplementedError, "does not take a softcap yet")
+        expect("window with grad", lambda: flash_attn_func(qg, k, v, window_size=(16, 0)),
+               NotImplementedError, "no sliding window")
+        dv_bhsd = torch.empty(v.shape[0], v.shape[2], v.shape[1], v.shape[3], dtype=dt,
+                              device="cuda").transpose(1, 2)
+        if not self.emulated:
+            # (emulated: the runtime's checks are those of the CPU tests)
+            expect("dk and dv of different strides",
+                   lambda: flash_attn_backward(dout, q, k, v, o, lse, dv=dv_bhsd, **kw),
+                   fa3rt.Fa3RuntimeError, "dk and dv strides differ in dim")
+        if fwd_kernel is not None:
+            # a forward kernel's object given to fa3rt_bwd, through the runtime
+            kobj = fa3rt.Kernel(fwd_kernel.cubin_path, fwd_kernel.facts_path)
+            t = lambda x, n: fa3rt.tensor(x.data_ptr(), *torch_api._bhsd(x), name=n)  # noqa
+            acc = torch.empty(q.shape[0], q.shape[2], q.shape[1], q.shape[3], device="cuda")
+            args = fa3rt.bwd_args(t(q, "q"), t(k, "k"), t(v, "v"), t(dout, "dout"),
+                                  lse.data_ptr(), lse.data_ptr(), acc.data_ptr(),
+                                  t(k, "dk"), t(v, "dv"), kf.scale, kf.dtype)
+            expect("a forward kernel given to fa3rt_bwd",
+                   lambda: kobj.bwd(args, torch.cuda.current_stream().cuda_stream),
+                   fa3rt.Fa3RuntimeError, "is a forward kernel (facts backward 0)")
+            kobj.close()
+        if not self.emulated:
+            expect("the backward kernel given to flash_attn_func",
+                   lambda: flash_attn_func(q, k, v, causal=kf.causal, kernel=kf),
+                   ValueError, "does not compute")
+            kobj = fa3rt.Kernel(kf.cubin_path, kf.facts_path)
+            fargs = fa3rt.fwd_args(*[fa3rt.tensor(x.data_ptr(), *torch_api._bhsd(x), name=n)
+                                     for n, x in zip("qkvo", (q, k, v, o))], 0, None, kf.dtype)
+            expect("the backward kernel given to fa3rt_fwd",
+                   lambda: kobj.fwd(fargs, torch.cuda.current_stream().cuda_stream),
+                   fa3rt.Fa3RuntimeError, "is a backward kernel (facts backward 1)")
+            kobj.close()
+        # empty problems: zero gradients, no kernel
+        for label, (Sq, Skv) in (("Skv = 0", (50, 0)), ("Sq = 0", (0, 50))):
+            try:
+                qe, ke, ve, de = self.inputs((2, Sq, Skv, 4, 2), 6)
+                oe = torch.zeros_like(de)
+                le = torch.full((2, 4, Sq), float("-inf"), device="cuda")
+                dq, dk, dv = flash_attn_backward(de, qe, ke, ve, oe, le, **kw)
+                torch.cuda.synchronize()
+                ok = all(bool((g == 0).all()) for g in (dq, dk, dv))
+                out.append(dict(kernel=kf.kernel, case=f"empty: {label}", ok=ok))
+            except Exception as e:  # noqa: BLE001
+                out.append(dict(kernel=kf.kernel, case=f"empty: {label}", ok=False,
+                                error=f"{type(e).__name__}: {e}"))
+        return out
+
+
+# ---- --emulate: the backward launch as PyTorch math on fa3rt_bwd's arguments ----
+
+class _DeviceArray:
+    """A view of device memory for torch.as_tensor (__cuda_array_interface__)."""
+
+    def __init__(self, ptr, shape, strides, typestr, itemsize):
+        self.__cuda_array_interface__ = {
+            "data": (int(ptr), False), "shape": tuple(int(n) for n in shape),
+            "strides": tuple(int(s) * itemsize for s in strides), "typestr": typestr,
+            "version": 2}
+
+
+def _view(ptr, shape, strides, dtype):
+    """A tensor over device memory at ptr (element strides)."""
+    if dtype == torch.float32:
+        return torch.as_tensor(_DeviceArray(ptr, shape, strides, "<f4", 4), device="cuda")
+    raw = torch.as_tensor(_DeviceArray(ptr, shape, strides, "<i2", 2), device="cuda")
+    return raw.view(dtype)
+
+
+def _contiguous(shape):
+    strides, n = [], 1
+    for d in reversed(shape):
+        strides.insert(0, n)
+        n *= d
+    return strides
+
+
+class EmulatedKernel:
+    """Stands in for a loaded backward kernel: fa3rt_bwd's checks (the C
+    runtime's fa3rt_bwd_plan on the facts of a backward kernel of this
+    variant), then its work in PyTorch math (fp32), read and written through
+    the arguments' pointers and strides."""
+
+    def __init__(self, kf):
+        self.kf = kf
+        text = "\n".join([
+            "fa3-kernel-facts 1", f"kernel {kf.kernel}", f"dtype {kf.dtype}",
+            f"head_dim {kf.head_dim}", f"head_dim_v {kf.head_dim_v}", "block_m 64",
+            "block_n 128", "threads 384", "dynamic_smem 1", f"causal {int(kf.causal)}",
+            f"window_left {kf.window_left}", f"window_right {kf.window_right}", "softcap 0",
+            f"scale {kf.scale!r}", f"params {fa3facts.BWD_KERNEL_PARAMS}", "grid tiles",
+            "backward 1"]) + "\n"
+        self.facts = fa3rt.parse_facts_c(text)
+
+    def bwd(self, args, stream=0):
+        L = fa3rt.plan_bwd(self.facts, args)
+        if L.empty:
+            return
+        B, Sq, Skv, Hq, Hkv = L.B, L.Sq, L.Skv, L.Hq, L.Hkv
+        D, Dv = self.kf.head_dim, self.kf.head_dim_v
+        dt = TORCH_DTYPE[self.kf.dtype]
+        acc = _view(args.dq_accum, (B, Hq, Sq, D), _contiguous((B, Hq, Sq, D)), torch.float32)
+        acc.zero_()                                    # the runtime's memset
+        if L.zero_only:
+            return
+
+        def tensor(t):
+            return _view(t.ptr, tuple(t.shape), tuple(t.strides), dt)
+        q, k, v, do = (tensor(t).float() for t in (args.q, args.k, args.v, args.dout))
+        dk, dv = tensor(args.dk), tensor(args.dv)
+        rows = _contiguous((B, Hq, Sq))
+        lse = _view(args.lse, (B, Hq, Sq), rows, torch.float32)
+        delta = _view(args.delta, (B, Hq, Sq), rows, torch.float32)
+        g = Hq // Hkv
+        kr, vr = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)
+        s = torch.matmul(q, kr.transpose(-1, -2)) * L.scale
+        vis = torch.from_numpy(visible_mask(Sq, Skv, self.kf.causal)).to(q.device)
+        # P = exp(s - lse): 0 where masked, and in rows without keys (lse -inf)
+        p = torch.exp(s - lse[..., None]).masked_fill(~vis, 0.0)
+        p = p.masked_fill(torch.isinf(lse)[..., None], 0.0)
+        ds = p * (torch.matmul(do, vr.transpose(-1, -2)) - delta[..., None])
+        acc.copy_(torch.matmul(ds, kr))                # dq / scale
+        fold = lambda x: x.unflatten(1, (Hkv, g)).sum(2)  # noqa: E731  (sum a group's q heads)
+        dk.copy_(fold(torch.matmul(ds.transpose(-1, -2), q)) * L.scale)
+        dv.copy_(fold(torch.matmul(p.transpose(-1, -2), do)))
+
+
+def emulated_kernels(fwd_kernels):
+    """A backward KernelFacts per forward kernel the backward kernel would
+    cover, and the patch that launches EmulatedKernel for every backward
+    lookup of flash_attn_backward and of the autograd path."""
+    out = []
+    for kf in fwd_kernels:
+        lw, rw = fa3facts.normalize_window(kf.causal, kf.window_left, kf.window_right)
+        if (kf.head_dim in torch_api.BWD_HEAD_DIMS and kf.head_dim_v == kf.head_dim
+                and kf.softcap == 0 and lw == -1 and rw in (-1, 0)):
+            out.append(dataclasses.replace(kf, backward=True,
+                                           kernel=kf.kernel.replace("fwd", "bwd") + "_emulated"))
+    real = torch_api._launchable_kernel
+
+    def launchable(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit, dev,
+                   device, varlen=False, backward=False):
+        if not backward:
+            return real(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit, dev,
+                        device, varlen)
+        want = fa3facts.normalize_window(causal, *window_size)
+        for kf in out:
+            if (kf.dtype, kf.head_dim, kf.causal) == (dt, D, want[1] == 0):
+                return EmulatedKernel(kf)
+        raise LookupError(f"no emulated backward kernel for {dt} d{D} causal={causal}")
+    torch_api._launchable_kernel = launchable
+    return out
+
+
+def parse_args():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("kernel_dir")
+    ap.add_argument("--fwd-kernel-dir", default=None,
+                    help="forward kernels of the same variants (default: KERNEL_DIR); "
+                         "without one a case takes PyTorch's fp32 forward")
+    ap.add_argument("--out", default=None,
+                    help="directory of history.jsonl and RESULTS.md (e.g. test/gpu)")
+    ap.add_argument("--sanitize", action="store_true", help="small cases (compute-sanitizer)")
+    ap.add_argument("--emulate", action="store_true",
+                    help="no backward kernel: PyTorch math on fa3rt_bwd's arguments")
+    ap.add_argument("--only", default=None, help="substring filter on kernel names")
+    ap.add_argument("--seed", type=int, default=int(time.time()) % 100000,
+                    help="base seed (default: fresh)")
+    return ap.parse_args()
+
+
+def report_line(r):
+    return ("PASS " if r["ok"] else "FAIL ") + json.dumps(r)
+
+
+def main():
+    a = parse_args()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    kernels, skipped = fa3facts.scan_kernel_dir(a.kernel_dir)
+    for s in skipped:
+        print(f"SKIPPED FILE {s}")
+    fdir = a.fwd_kernel_dir or a.kernel_dir
+    fwd_kernels = [k for k in (kernels if fdir == a.kernel_dir
+                               else fa3facts.scan_kernel_dir(fdir)[0])
+                   if not k.backward and not k.varlen]
+    bwd = emulated_kernels(fwd_kernels) if a.emulate else [k for k in kernels if k.backward]
+    if a.only:
+        bwd = [k for k in bwd if a.only in k.kernel]
+    if not bwd:
+        print(f"no backward kernels in {a.kernel_dir}" + ("" if a.emulate else
+              " (facts backward 1: fa3-compile --backward; --emulate checks the Python side "
+              "without one)"))
+        return 1
+    print(f"seed {a.seed}; {len(bwd)} kernel(s): " + ", ".join(k.kernel for k in bwd))
+    results = []
+    t0 = time.time()
+
+    def guarded(kf, label, fn, case=None):
+        try:
+            rs = fn()
+        except Exception as e:  # a crash in one case must not hide the others
+            traceback.print_exc()
+            rs = dict(kernel=kf.kernel, case=label, ok=False, error=f"{type(e).__name__}: {e}")
+            if case:
+                rs.update(zip(("B", "Sq", "Skv", "Hq", "Hkv"), case))
+        for r in rs if isinstance(rs, list) else [rs]:
+            results.append(r)
+            print(report_line(r), flush=True)
+
+    compiled_done = False
+    for i, kf in enumerate(bwd):
+        c = Checker(kf, fwd_kernels, emulated=a.emulate)
+        print(f"== {kf.describe()}; forward: "
+              + (c.fwd.kernel if c.fwd else "PyTorch fp32 math (no forward kernel)"), flush=True)
+        todo = SANITIZE_CASES if a.sanitize else cases()
+        for j, case in enumerate(todo):
+            guarded(kf, "random", lambda: c.run_case(case, a.seed + 1000 * i + j), case)
+        if a.sanitize:
+            continue
+        if c.fwd is not None:
+            ac = (2, 203, 113, 8, 2)
+            guarded(kf, "autograd (o.backward)", lambda: c.run_autograd(ac, a.seed + 1000 * i + 100),
+                    ac)
+            if not compiled_done:
+                compiled_done = True
+                guarded(kf, "torch.compile fwd+bwd",
+                        lambda: c.run_compiled(ac, a.seed + 1000 * i + 101), ac)
+        guarded(kf, "errors", lambda: c.run_errors(c.fwd))
+    nfail = sum(not r["ok"] for r in results)
+    print(f"check_bwd: {len(results) - nfail}/{len(results)} cases passed, {nfail} failure(s), "
+          f"{time.time() - t0:.1f} s")
+    if a.out and not a.sanitize:
+        now = datetime.datetime.now()
+        meta = dict(date=now.isoformat(timespec="seconds"), gpu=torch.cuda.get_device_name(),
+                    torch=torch.__version__, kernel_dir=a.kernel_dir, fwd_kernel_dir=fdir,
+                    seed=a.seed, command="python3 " + " ".join(sys.argv), rule=RULE,
+                    emulated=a.emulate, skipped_files=skipped)
+        entry = records.new_entry("check_bwd", meta["command"], records.run_id(now),
+                                  full=not a.only and not a.emulate, meta=meta, sass={},
+                                  results=results)
+        key = records.record(a.out, entry)
+        print(records.render(entry))
+        print(f"appended to {Path(a.out) / records.HISTORY}"
+              + (f"; rewrote {key} in {Path(a.out) / records.TABLE}" if key else ""))
+    return 1 if nfail else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
