@@ -44,7 +44,8 @@ TABLE = "RESULTS.md"
 SANITIZERS = ("memcheck", "racecheck", "synccheck")
 # where each kind's history and table live in the repository
 HOME = {"bench": "bench", "compare": "bench", "autotune": "bench", "ncu": "bench",
-        "bench_varlen": "bench", "check_fwd": "test/gpu", "check_varlen": "test/gpu",
+        "bench_varlen": "bench", "bench_bwd": "bench", "check_fwd": "test/gpu",
+        "check_varlen": "test/gpu",
         "check_bwd": "test/gpu", **{t: "test/gpu" for t in SANITIZERS}}
 TABLE_HEADER = ("# Results of record\n\n"
                 "The latest run of record of each kind, rewritten by the script that ran it\n"
@@ -131,7 +132,8 @@ def section_key(entry):
     kind = entry.get("kind")
     if kind == "bench" and entry.get("full"):
         return f"bench-{entry.get('meta', {}).get('dtype', 'bf16')}"
-    if kind in ("check_fwd", "check_varlen", "check_bwd", "bench_varlen") and entry.get("full"):
+    if kind in ("check_fwd", "check_varlen", "check_bwd", "bench_varlen",
+                "bench_bwd") and entry.get("full"):
         return kind
     if kind in SANITIZERS:
         return kind
@@ -148,6 +150,8 @@ def render(entry):
         return render_check_bwd(entry)
     if kind == "bench_varlen":
         return render_bench_varlen(entry)
+    if kind == "bench_bwd":
+        return render_bench_bwd(entry)
     if kind in SANITIZERS:
         return render_sanitizer(entry)
     raise ValueError(f"no table for kind {kind!r}")
@@ -269,6 +273,29 @@ def render_bench_varlen(entry):
         out.append(f"| {'causal' if r['causal'] else 'full'} | {r['hdim']} | {r['seqlen']} | "
                    f"{t['fixed']:.0f} | {t['varlen']:.0f} | {t['ragged']:.0f} "
                    f"({r['ragged_seqs']}) | {r['ratio']:.2f} |")
+    return "\n".join(out) + "\n"
+
+
+def render_bench_bwd(entry):
+    """A bench_bwd run: backward TFLOP/s (2.5 x the forward's FLOPs) of ours,
+    cuDNN's and FlashAttention-2's through SDPA, by hdim, mask and seqlen."""
+    out = [f"## Backward (bench_bwd, {entry['date']})", "",
+           f"GPU: {entry.get('gpu')}; {entry.get('meta', {}).get('dtype', 'bf16')}, "
+           f"torch {entry.get('meta', {}).get('torch', '?')}", "",
+           f"Command: `{entry['command']}`", "",
+           "16384 tokens, hidden 2048. TFLOP/s (median round, FlashAttention's "
+           "convention: 2.5 x the forward's FLOPs): ours = flash_attn_backward "
+           "(delta, the kernel, dq's conversion); cudnn and fa2 = SDPA's backward "
+           "with that backend, same inputs, same process.", "",
+           "| mask | hdim | seqlen | ours | cudnn | fa2 | ours / cudnn | ours / fa2 |",
+           "|---|---|---|---|---|---|---|---|"]
+    for r in entry["rows"]:
+        t = r["tflops"]
+        peer = lambda p: _fmt(t.get(p), ".0f")
+        ratio = lambda p: _fmt(t["ours"] / t[p] if t.get(p) else None, ".2f")
+        out.append(f"| {'causal' if r['causal'] else 'full'} | {r['hdim']} | {r['seqlen']} | "
+                   f"{t['ours']:.0f} | {peer('cudnn')} | {peer('fa2')} | {ratio('cudnn')} | "
+                   f"{ratio('fa2')} |")
     return "\n".join(out) + "\n"
 
 

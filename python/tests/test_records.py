@@ -272,3 +272,29 @@ print('ok')
 """
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0 and "ok" in r.stdout, r.stdout + r.stderr
+
+
+def test_bench_bwd_table_and_routing(tmp_path):
+    """bench_bwd.py's runs: a history line of bench/, the full grid's table
+    of record with ours / cuDNN and ours / FA2 per cell, a missing peer as
+    '-'; a partial grid is history only."""
+    rows = [dict(hdim=128, causal=True, seqlen=4096, batch=4, heads=16,
+                 ms={"ours": 1.0, "cudnn": 2.0, "fa2": 4.0},
+                 tflops={"ours": 400.0, "cudnn": 200.0, "fa2": 100.0}, rel_err=[1e-3] * 3),
+            dict(hdim=64, causal=False, seqlen=512, batch=32, heads=32,
+                 ms={"ours": 1.0, "cudnn": 1.5},
+                 tflops={"ours": 300.0, "cudnn": 200.0}, rel_err=None)]
+    entry = records.new_entry("bench_bwd", "python3 bench/bench_bwd.py --kernel-dir k",
+                              "2026-12-01T110000", gpu="H200", rows=rows, full=True,
+                              meta={"dtype": "bf16", "torch": "2.11"})
+    out = tmp_path / "out"
+    assert records.record(out, entry) == "bench_bwd"
+    text = section(out / records.TABLE, "bench_bwd")
+    assert "| causal | 128 | 4096 | 400 | 200 | 100 | 2.00 | 4.00 |" in text
+    assert "| full | 64 | 512 | 300 | 200 | - | 1.50 | - |" in text
+    partial = dict(entry, full=False)
+    assert records.section_key(partial) is None
+    root = tmp_path / "repo"
+    added, _ = records.merge(out, root)
+    assert [e["kind"] for e in added] == ["bench_bwd"]
+    assert (root / "bench" / records.HISTORY).exists()
