@@ -125,7 +125,11 @@ GradSmemLayout fa3::hopper::computeGradSmemLayout(const GradKernelConfig &cfg) {
   l.qOff = l.vOff + l.vBytes;
   l.doOff = l.qOff + cfg.stages * l.qBytes;
   l.dsOff = l.doOff + cfg.stages * l.doBytes;
-  int64_t end = l.dsOff + dsBuffers * l.dsBytes;
+  // dQ staging: each warpgroup's 64 rows of its 64 columns (hopper.
+  // reduce_add_bulk's padded pitch)
+  l.dqOff = l.dsOff + dsBuffers * l.dsBytes;
+  l.dqBytes = cfg.dqBulk ? cfg.consumers() * 64 * (64 * 4 + 16) : 0;
+  int64_t end = l.dqOff + l.dqBytes;
   l.kFull = end;
   l.kEmpty = l.kFull + 8;
   l.vFull = l.kEmpty + 8;
@@ -343,8 +347,14 @@ void GradKernelBuilder::consumers(Value cta) {
     ringOp<RingConsumerReleaseOp>(qRing, it);
     ringOp<RingConsumerReleaseOp>(doRing, it);
     Value d64 = i64(cfg.headDim);
-    ReduceAddOp::create(b, loc, dq, dqPtr, batchStride, d64,
-                        headStride64, q0, h, w.bidx, sq);
+    if (cfg.dqBulk)
+      ReduceAddBulkOp::create(b, loc, dq, dqPtr, batchStride, d64,
+                              headStride64, q0, h, w.bidx, sq, smemBase,
+                              static_cast<uint64_t>(lay.dqOff), cw,
+                              static_cast<uint64_t>(cfg.consumers()));
+    else
+      ReduceAddOp::create(b, loc, dq, dqPtr, batchStride, d64, headStride64,
+                          q0, h, w.bidx, sq);
     Value yields[] = {dk1, dv1};
     scf::YieldOp::create(b, loc, yields);
   }
@@ -359,6 +369,15 @@ void GradKernelBuilder::consumers(Value cta) {
                          param("dkvStrideB"), param("dkvStrideS"),
                          param("dkvStrideH"), kvRow0, w.hkv, w.bidx,
                          param("Skv"), et, IntegerAttr());
+  if (cfg.dqBulk) {
+    // shared memory must outlive the last bulk reduction's reads
+    Value ltid = NVVM::ThreadIdXOp::create(b, loc, i32T);
+    ltid = bin<arith::RemUIOp>(ltid, i32(128));
+    Value leader = cmpi(CmpIPredicate::eq, ltid, i32(0));
+    ifThen(leader, [&] {
+      NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0u, b.getUnitAttr());
+    });
+  }
 }
 
 void GradKernelBuilder::body() {

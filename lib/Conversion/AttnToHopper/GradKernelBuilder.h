@@ -13,7 +13,8 @@
 //                 dV += P^T dO and dK += dS^T Q (wgmma RS, the f32 dV/dK
 //                 accumulators in registers for the whole loop); dS^T
 //                 staged in shared memory for dQ = dS K (wgmma SS, both
-//                 operands MN-major), added into the f32 dQaccum by atomics.
+//                 operands MN-major), added into the f32 dQaccum by bulk
+//                 reductions from shared memory (or atomics).
 //   epilogue      dK * scale and dV stored from registers.
 //
 // The caller computes D = rowsum(dO o) and zeroes dQaccum before, and
@@ -43,6 +44,10 @@ struct GradKernelConfig {
   std::string qRangeFn;   // device func: (col0, Sq, Skv) -> (lo, hi, ilo, ihi)
   std::string visibleColsFn; // device func: (row, Sq, Skv) -> (lo, hi)
   bool leftBounded = false;  // the mask has a lower column bound (window)
+  bool dqBulk = false;       // dQ staged in shared memory and added by bulk
+                             // reductions, else red.global per element
+                             // (measured 0.86-1.04x the atomics: off;
+                             // bench/NOTES.md, Backward)
 
   int64_t consumers() const { return blockN / 64; }
   int64_t threads() const { return 128 * (1 + consumers()); }
@@ -50,8 +55,8 @@ struct GradKernelConfig {
 
 /// Shared-memory layout (bytes from a 1024-aligned base).
 struct GradSmemLayout {
-  int64_t kOff, vOff, qOff, doOff, dsOff;
-  int64_t kBytes, vBytes, qBytes, doBytes, dsBytes;
+  int64_t kOff, vOff, qOff, doOff, dsOff, dqOff;
+  int64_t kBytes, vBytes, qBytes, doBytes, dsBytes, dqBytes;
   // mbarriers: K, V full/empty (one stage each), then Q, dO full/empty per
   // stage.
   int64_t kFull, kEmpty, vFull, vEmpty, qFull, qEmpty, doFull, doEmpty;

@@ -138,6 +138,7 @@ fa3::hopper::gradConfig(Value q, Value k, Value v, Value dO, Value dk,
     cfg.blockM = config.getBlockM();
     cfg.blockN = config.getBlockN();
     cfg.stages = config.getStages();
+    cfg.dqBulk = config.getTmaStore();
   }
   why = checkGradSupported(cfg);
   if (!why.empty())
@@ -147,13 +148,15 @@ fa3::hopper::gradConfig(Value q, Value k, Value v, Value dO, Value dk,
 
 HopperConfigAttr fa3::hopper::recordGradConfig(MLIRContext *ctx,
                                                const GradKernelConfig &cfg) {
-  // One CTA per kv block; no persistence, Q buffers, rescaling, cluster,
-  // ping-pong or O store in the backward.
+  // One CTA per kv block; no persistence, Q buffers, rescaling, cluster or
+  // ping-pong in the backward. tma_store records dQ's path: through shared
+  // memory by bulk reductions, or (the table's) per-element atomics.
   return HopperConfigAttr::get(ctx, cfg.blockM, cfg.blockN, cfg.stages,
                                /*persistent=*/false, /*q_buffers=*/1,
                                /*lazy_rescale=*/false,
-                               /*rescale_threshold=*/llvm::APFloat(0.0), /*cluster_m=*/1,
-                               /*pingpong=*/false, /*tma_store=*/false);
+                               /*rescale_threshold=*/llvm::APFloat(0.0),
+                               /*cluster_m=*/1, /*pingpong=*/false,
+                               /*tma_store=*/cfg.dqBulk);
 }
 
 namespace {

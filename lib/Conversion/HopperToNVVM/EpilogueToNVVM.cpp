@@ -292,6 +292,96 @@ struct ReduceAddLowering : OpConversionPattern<ReduceAddOp> {
   }
 };
 
+/// Wait for the previous reads, barrier, stage (8-byte stores at row pitch
+/// 4 N + 16), fence, barrier, the leader's bulk reduction of each row below
+/// the bound, one group (HopperEpilogueOps.td has the why of each step).
+struct ReduceAddBulkLowering : OpConversionPattern<ReduceAddBulkOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ReduceAddBulkOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    const int64_t consumers = op.getConsumers();
+    const int64_t pitch = op.getPitch();
+    const int64_t columns = op.getTile().getType().getColumns();
+    Value cw = adaptor.getConsumer();
+    ThreadPlace tp = threadPlace(rewriter, loc);
+    Value zero = i32Const(rewriter, loc, 0);
+    Value leader = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                                         tp.ltid, zero);
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      openIf(rewriter, loc, leader);
+      waitBulkReads(rewriter, loc);
+    }
+    epilogueBarrier(rewriter, loc, consumers, cw);
+    // this warpgroup's buffer
+    Value wgBytes = i32Const(rewriter, loc, 64 * pitch);
+    Value wgOff = arith::MulIOp::create(rewriter, loc, cw, wgBytes);
+    Value stagingOff = i32Const(rewriter, loc, op.getStagingOffset());
+    Value buf = arith::AddIOp::create(rewriter, loc, wgOff, stagingOff);
+    auto smemT = cast<LLVM::LLVMPointerType>(adaptor.getSmem().getType());
+    Type i8 = rewriter.getI8Type();
+    Value cPitch = i32Const(rewriter, loc, pitch);
+    Value rowBytes = arith::MulIOp::create(rewriter, loc, tp.row, cPitch);
+    Value c4 = i32Const(rewriter, loc, 4);
+    Value colBytes = arith::MulIOp::create(rewriter, loc, tp.colbase, c4);
+    Value mine = arith::AddIOp::create(rewriter, loc, buf, rowBytes);
+    mine = arith::AddIOp::create(rewriter, loc, mine, colBytes);
+    Value t = adaptor.getTile();
+    auto v2 = VectorType::get({2}, rewriter.getF32Type());
+    for (int64_t k = 0; k < columns / 8; ++k)
+      for (int64_t i = 0; i < 2; ++i) {
+        Value lo = reg(rewriter, loc, t, 4 * k + 2 * i);
+        Value hi = reg(rewriter, loc, t, 4 * k + 2 * i + 1);
+        Value pair = vector::FromElementsOp::create(rewriter, loc, v2,
+                                                    ValueRange{lo, hi});
+        Value off = i32Const(rewriter, loc, i * 8 * pitch + k * 8 * 4);
+        Value at = arith::AddIOp::create(rewriter, loc, mine, off);
+        Value p = LLVM::GEPOp::create(rewriter, loc, smemT, i8,
+                                      adaptor.getSmem(), ValueRange{at});
+        LLVM::StoreOp::create(rewriter, loc, pair, p, /*alignment=*/8);
+      }
+    NVVM::FenceProxyOp::create(
+        rewriter, loc, NVVM::ProxyKind::async_shared,
+        NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+    epilogueBarrier(rewriter, loc, consumers, cw);
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      openIf(rewriter, loc, leader);
+      // rows row0 .. row0 + 63 below the bound, one bulk reduction each
+      Value rows = arith::SubIOp::create(rewriter, loc, adaptor.getBound(),
+                                         adaptor.getRow0());
+      Value c64 = i32Const(rewriter, loc, 64);
+      rows = arith::MinSIOp::create(rewriter, loc, rows, c64);
+      Value one = i32Const(rewriter, loc, 1);
+      auto loop = scf::ForOp::create(rewriter, loc, zero, rows, one);
+      {
+        OpBuilder::InsertionGuard g(rewriter);
+        rewriter.setInsertionPoint(loop.getBody()->getTerminator());
+        Value r = loop.getInductionVar();
+        Value row = arith::AddIOp::create(rewriter, loc, adaptor.getRow0(), r);
+        ThreadPlace first = tp;
+        first.colbase = zero; // the row's first column
+        Value dst = rowPointer(rewriter, loc, adaptor, row, first, 4);
+        Value srcOff = arith::MulIOp::create(rewriter, loc, r, cPitch);
+        srcOff = arith::AddIOp::create(rewriter, loc, buf, srcOff);
+        Value src = LLVM::GEPOp::create(rewriter, loc, smemT, i8,
+                                        adaptor.getSmem(), ValueRange{srcOff});
+        Value bytes = i32Const(rewriter, loc, columns * 4);
+        inlineAsm(rewriter, loc, Type(), ValueRange{dst, src, bytes},
+                  "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 "
+                  "[$0], [$1], $2;",
+                  "l,r,r", /*sideEffects=*/true);
+      }
+      NVVM::CpAsyncBulkCommitGroupOp::create(rewriter, loc);
+    }
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 /// Stage by stmatrix in the TMA box layout, fence, barrier, one thread's
 /// TMA stores (HopperEpilogueOps.td has the why of each step).
 struct StoreOTmaLowering : OpConversionPattern<StoreOTmaOp> {
@@ -423,6 +513,6 @@ struct StoreOTmaLowering : OpConversionPattern<StoreOTmaOp> {
 void fa3::hopper::populateEpilogueToNVVMPatterns(
     const TypeConverter &converter, RewritePatternSet &patterns) {
   patterns.add<FinalizeRowsLowering, StoreLseLowering, StoreODirectLowering,
-               ReduceAddLowering, StoreOTmaLowering>(converter,
+               ReduceAddLowering, ReduceAddBulkLowering, StoreOTmaLowering>(converter,
                                                      patterns.getContext());
 }

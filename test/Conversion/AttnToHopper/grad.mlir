@@ -5,10 +5,12 @@
 // the q range; S^T and dP^T with keys as rows; dV and dK accumulated in
 // registers; dS^T staged for dQ = dS K (head dim 128: the warpgroups split
 // dQ's columns and read each other's dS^T, two buffers; 64: each its own
-// keys); dQ added by atomics; dK * scale and dV stored. What it cannot
-// take is named.
+// keys); dQ added by per-element atomics (a recorded tma_store = true:
+// staged in shared memory and added by bulk reductions); dK * scale and dV
+// stored.
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config | FileCheck %s --check-prefix=CONFIG
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config --attn-tile --convert-attn-to-hopper | FileCheck %s
+// RUN: fa3-opt %s --split-input-file --attn-hopper-config | sed -e 's/tma_store = false/tma_store = true/' | fa3-opt --split-input-file --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=BULK
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config --attn-tile --convert-attn-to-hopper --hopper-async-copy --convert-hopper-to-nvvm | FileCheck %s --check-prefix=NVVM
 
 // CONFIG-LABEL: func.func @bwd128
@@ -54,8 +56,13 @@
 // CHECK: hopper.ring.consumer_release %[[QR]]
 // CHECK: hopper.ring.consumer_release %[[OR]]
 // CHECK: hopper.reduce_add %[[DQR]] to %{{.*}} strides(%{{.*}}, %c128_i64, %{{.*}}) rows
+// BULK-LABEL: gpu.module @bwd128_kernels
+// BULK: dynamic_smem = 198752
+// BULK: hopper.reduce_add_bulk %{{.*}} to %{{.*}} strides(%{{.*}}, %c128_i64, %{{.*}}) rows {{.*}} staging %{{.*}}[163840] consumer[%{{.*}}] of 2 : !hopper.frag<64x64xf32>
+// BULK: nvvm.cp.async.bulk.wait_group 0 {read}
 // CHECK: hopper.store_o_direct %{{.*}}#0, %{{.*}} to %[[DK]] strides
 // CHECK: hopper.store_o_direct %{{.*}}#1, %{{.*}} to %[[DV]] strides
+// CHECK-NOT: nvvm.cp.async.bulk.wait_group
 // NVVM-LABEL: gpu.module @bwd128_kernels
 // NVVM: nvvm.cp.async.bulk.tensor.shared.cluster.global
 // NVVM: nvvm.wgmma.mma_async {{.*}} A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
@@ -78,6 +85,9 @@ func.func @bwd128(%q: memref<?x1x?x128xbf16>, %k: memref<?x1x?x128xbf16>, %v: me
 // CHECK: attn.launch = {backward = true, {{.*}}causal = false
 // CHECK: hopper.named_barrier.sync stage[%{{.*}}] of 2 threads 128
 // CHECK: hopper.wgmma.ss %{{.*}}, %{{.*}} k 64 boxes 0, 0 {a_mn_major, b_mn_major} : f16 -> !hopper.frag<64x64xf32>
+// CHECK: hopper.reduce_add %{{.*}} to
+// BULK-LABEL: gpu.module @bwd64_kernels
+// BULK: hopper.reduce_add_bulk %{{.*}} to
 // NVVM-LABEL: gpu.module @bwd64_kernels
 // NVVM: red.global.add.f32
 func.func @bwd64(%q: memref<?x1x?x64xf16>, %k: memref<?x1x?x64xf16>, %v: memref<?x1x?x64xf16>,

@@ -138,3 +138,34 @@ func.func @reduce_add(%t: !hopper.frag<64x16xf32>, %p: !llvm.ptr<1>, %sb: i64, %
   hopper.reduce_add %t to %p strides(%sb, %ss, %sh) rows %r head %h batch %b bound %n : !hopper.frag<64x16xf32>
   return
 }
+
+// -----
+
+// Staged: the leader waits for its last reads, barrier, 8-byte stores at
+// row pitch 4 N + 16 = 80 (row i = 1: 8 rows, 640 bytes on; block k: 32
+// bytes on), fence, barrier, then the leader's bulk reduction of each row
+// below the bound (N x 4 = 64 bytes), one group.
+// CHECK-LABEL: func.func @reduce_add_bulk(
+// CHECK: %[[LEAD:.*]] = arith.cmpi eq, %{{.*}}, %c0_i32
+// CHECK: scf.if %[[LEAD]] {
+// CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0 {read}
+// CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %c128_i32
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 8 : i64} : vector<2xf32>, !llvm.ptr<3>
+// CHECK: arith.constant 640 : i32
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 8 : i64} : vector<2xf32>, !llvm.ptr<3>
+// CHECK: arith.constant 32 : i32
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 8 : i64} : vector<2xf32>, !llvm.ptr<3>
+// CHECK: arith.constant 672 : i32
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 8 : i64} : vector<2xf32>, !llvm.ptr<3>
+// CHECK-NOT: llvm.store
+// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK: nvvm.barrier id
+// CHECK: scf.if %[[LEAD]] {
+// CHECK: %[[ROWS:.*]] = arith.minsi %{{.*}}, %c64_i32
+// CHECK: scf.for %{{.*}} = %c0_i32 to %[[ROWS]] step %c1_i32
+// CHECK: llvm.inline_asm has_side_effects {{.*}}"cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$0], [$1], $2;", "l,r,r" %{{.*}}, %{{.*}}, %c64_i32
+// CHECK: nvvm.cp.async.bulk.commit.group
+func.func @reduce_add_bulk(%t: !hopper.frag<64x16xf32>, %p: !llvm.ptr<1>, %sb: i64, %ss: i64, %sh: i64, %r: i32, %h: i32, %b: i32, %n: i32, %smem: !llvm.ptr<3>, %cw: i32) {
+  hopper.reduce_add_bulk %t to %p strides(%sb, %ss, %sh) rows %r head %h batch %b bound %n staging %smem[1024] consumer[%cw] of 2 : !hopper.frag<64x16xf32>
+  return
+}

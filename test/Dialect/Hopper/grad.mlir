@@ -10,6 +10,7 @@
 // CHECK: hopper.grad_scores %{{.*}}, %{{.*}}, %{{.*}} : !hopper.frag<64x64xf32>
 // CHECK: hopper.store_shared %{{.*}} to %{{.*}}[%{{.*}}] box_bytes 0 : !hopper.frag<64x64xbf16>
 // CHECK: hopper.reduce_add %{{.*}} to %{{.*}} strides(%{{.*}}, %{{.*}}, %{{.*}}) rows %{{.*}} head %{{.*}} batch %{{.*}} bound %{{.*}} : !hopper.frag<64x128xf32>
+// CHECK: hopper.reduce_add_bulk %{{.*}} to %{{.*}} strides(%{{.*}}, %{{.*}}, %{{.*}}) rows %{{.*}} head %{{.*}} batch %{{.*}} bound %{{.*}} staging %{{.*}}[4096] consumer[%{{.*}}] of 2 : !hopper.frag<64x128xf32>
 func.func private @vis(i32, i32, i32) -> (i32, i32)
 func.func @step(%da: i64, %db: i64, %s: !hopper.frag<64x64xf32>, %dp: !hopper.frag<64x64xf32>,
                 %lse: !llvm.ptr<1>, %base: i64, %m0: i32, %sq: i32, %skv: i32, %inf: f32,
@@ -22,6 +23,7 @@ func.func @step(%da: i64, %db: i64, %s: !hopper.frag<64x64xf32>, %dp: !hopper.fr
   %h = hopper.trunc %ds : !hopper.frag<64x64xf32> to !hopper.frag<64x64xbf16>
   hopper.store_shared %h to %smem [%off] box_bytes 0 : !hopper.frag<64x64xbf16>
   hopper.reduce_add %q to %dq strides(%st, %st, %st) rows %m0 head %m0 batch %m0 bound %sq : !hopper.frag<64x128xf32>
+  hopper.reduce_add_bulk %q to %dq strides(%st, %st, %st) rows %m0 head %m0 batch %m0 bound %sq staging %smem[4096] consumer[%m0] of 2 : !hopper.frag<64x128xf32>
   return
 }
 
@@ -86,5 +88,30 @@ func.func @stage_boxes(%t: !hopper.frag<64x128xbf16>, %smem: !llvm.ptr<3>, %off:
 func.func @reduce_bf16(%t: !hopper.frag<64x64xbf16>, %dq: !llvm.ptr<1>, %st: i64, %r: i32) {
   // expected-error @+1 {{adds an f32 tile (red.global.add.f32)}}
   hopper.reduce_add %t to %dq strides(%st, %st, %st) rows %r head %r batch %r bound %r : !hopper.frag<64x64xbf16>
+  return
+}
+
+// -----
+
+func.func @bulk_bf16(%t: !hopper.frag<64x64xbf16>, %dq: !llvm.ptr<1>, %st: i64, %r: i32, %smem: !llvm.ptr<3>) {
+  // expected-error @+1 {{adds an f32 tile (cp.reduce.async.bulk .add.f32)}}
+  hopper.reduce_add_bulk %t to %dq strides(%st, %st, %st) rows %r head %r batch %r bound %r staging %smem[0] consumer[%r] of 2 : !hopper.frag<64x64xbf16>
+  return
+}
+
+// -----
+
+func.func @bulk_misaligned(%t: !hopper.frag<64x64xf32>, %dq: !llvm.ptr<1>, %st: i64, %r: i32, %smem: !llvm.ptr<3>) {
+  // expected-error @+1 {{the staging buffers (34816 bytes at offset 8) must start 16-byte aligned within the 232448 bytes of a CTA's shared memory}}
+  hopper.reduce_add_bulk %t to %dq strides(%st, %st, %st) rows %r head %r batch %r bound %r staging %smem[8] consumer[%r] of 2 : !hopper.frag<64x64xf32>
+  return
+}
+
+// -----
+
+func.func @bulk_consumer(%t: !hopper.frag<64x64xf32>, %dq: !llvm.ptr<1>, %st: i64, %r: i32, %smem: !llvm.ptr<3>) {
+  %c2 = arith.constant 2 : i32
+  // expected-error @+1 {{consumer 2 is not one of the 2 consumer warpgroups}}
+  hopper.reduce_add_bulk %t to %dq strides(%st, %st, %st) rows %r head %r batch %r bound %r staging %smem[0] consumer[%c2] of 2 : !hopper.frag<64x64xf32>
   return
 }

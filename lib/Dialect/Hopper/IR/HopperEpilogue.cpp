@@ -38,6 +38,22 @@ LogicalResult ReduceAddOp::verify() {
   return success();
 }
 
+LogicalResult ReduceAddBulkOp::verify() {
+  if (!getTile().getType().getElementType().isF32())
+    return emitOpError("adds an f32 tile (cp.reduce.async.bulk .add.f32), got ")
+           << getTile().getType();
+  // Bulk copies move 16-byte units from 16-byte aligned addresses.
+  int64_t off = getStagingOffset();
+  constexpr int64_t kMaxSharedBytes = 232448;
+  int64_t bytes = getConsumers() * 64 * getPitch();
+  if (off < 0 || off % 16 != 0 || off > kMaxSharedBytes - bytes)
+    return emitOpError("the staging buffers (")
+           << bytes << " bytes at offset " << off
+           << ") must start 16-byte aligned within the " << kMaxSharedBytes
+           << " bytes of a CTA's shared memory";
+  return verifyConsumerIndex(*this, getConsumer(), getConsumers());
+}
+
 LogicalResult StoreOTmaOp::verify() {
   FragmentType o = getO().getType();
   if (failed(verifyOStore(*this, o, getOutType())))

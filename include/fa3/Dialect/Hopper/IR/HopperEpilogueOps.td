@@ -130,6 +130,51 @@ def Hopper_ReduceAddOp : Hopper_Op<"reduce_add"> {
   let hasVerifier = 1;
 }
 
+def Hopper_ReduceAddBulkOp : Hopper_Op<"reduce_add_bulk"> {
+  let summary = "an f32 tile added into global memory through shared memory, by bulk reductions";
+  let description = [{
+    What `hopper.reduce_add` does, asynchronously: consumer warpgroup
+    `consumer` (of `consumers`) stages its 64 x N tile in shared memory and
+    one of its threads adds each row into global memory with one bulk
+    reduction (cp.reduce.async.bulk .add.f32: the L2 adds a row of N floats
+    at once, and the warpgroup goes on while it runs).
+
+    - The warpgroup's buffer is at `staging_offset` + consumer x 64 x pitch
+      bytes of `smem`, rows `pitch` = 4 N + 16 bytes apart (the padding
+      spreads a warp's eight rows over the banks: two-way conflicts, the
+      least for 256 bytes a store).
+    - The leader (thread 0 of the warpgroup) first waits until its previous
+      reductions have read the buffer (cp.async.bulk.wait_group.read 0),
+      then the warpgroup meets on its `epilogue` named barrier, stores its
+      registers (8 bytes a store), fences them for the async proxy and
+      meets again; the leader issues the rows below `bound` and commits
+      them as one bulk group. Before the CTA exits, the caller waits for
+      the last group's reads.
+
+    ```mlir
+    hopper.reduce_add_bulk %dq to %dQ strides(%sB, %sS, %sH) rows %row0 head %h batch %b bound %Sq
+        staging %smem[196608] consumer[%cw] of 2 : !hopper.frag<64x64xf32>
+    ```
+  }];
+  let arguments = (ins Hopper_Tile:$tile, Hopper_GlobalPtr:$ptr,
+                       I64:$stride_batch, I64:$stride_row, I64:$stride_head,
+                       I32:$row0, I32:$head, I32:$batch, I32:$bound,
+                       Hopper_SharedPtr:$smem, I64Attr:$staging_offset,
+                       I32:$consumer,
+                       ConfinedAttr<I64Attr, [IntMinValue<1>, IntMaxValue<3>]>:$consumers);
+  let assemblyFormat = [{
+    $tile `to` $ptr `strides` `(` $stride_batch `,` $stride_row `,`
+    $stride_head `)` `rows` $row0 `head` $head `batch` $batch `bound` $bound
+    `staging` $smem `[` $staging_offset `]` `consumer` `[` $consumer `]`
+    `of` $consumers attr-dict `:` qualified(type($tile))
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Bytes between two staged rows.
+    int64_t getPitch() { return getTile().getType().getColumns() * 4 + 16; }
+  }];
+}
+
 def Hopper_StoreOTmaOp : Hopper_Op<"store_o_tma"> {
   let summary = "O / l through shared memory and a TMA store, one per warpgroup";
   let description = [{
