@@ -545,6 +545,20 @@ def _bwd_shapes(B, Sq, Hq, D, Skv, Hkv, Dv):
             "dq_accum": ((B, Hq, Sq, D), True)}
 
 
+def _forward_scale(dt, D, Dv, causal, window_size, softcap, kernel_dir, jit, dev, device,
+                   bwd):
+    """softmax_scale=None in the backward: the scale the forward used, its
+    kernel's default (the forward and backward kernels of one variant may
+    have been compiled with different --scale); the backward kernel's own
+    where no forward kernel of the variant can be found."""
+    try:
+        fwd = _launchable_kernel(None, dt, D, Dv, causal, window_size, softcap, kernel_dir,
+                                 jit, dev, device)
+    except (LookupError, ValueError):
+        return bwd.facts.scale
+    return fwd.facts.scale
+
+
 def _eager_bwd(torch, dout, q, k, v, out, lse, softmax_scale, causal, window_size, softcap,
                kernel_dir, kernel, jit, dq=None, dk=None, dv=None, dq_accum=None):
     """flash_attn_backward's launch (and the op's, fa3.torch_ops)."""
@@ -591,7 +605,9 @@ def _eager_bwd(torch, dout, q, k, v, out, lse, softmax_scale, causal, window_siz
         memory_format=torch.contiguous_format)
     if dq_accum is None:
         dq_accum = new((B, Hq, Sq, D), torch.float32)   # zeroed by the runtime
-    scale = float(softmax_scale) if softmax_scale is not None else kobj.facts.scale
+    scale = (float(softmax_scale) if softmax_scale is not None else
+             _forward_scale(dt, D, Dv, causal, window_size, softcap, kernel_dir, jit, dev,
+                            torch.cuda.device, kobj))
     t = runtime.tensor
     args = runtime.bwd_args(t(q.data_ptr(), *_bhsd(q), name="q"),
                             t(k.data_ptr(), *_bhsd(k), name="k"),

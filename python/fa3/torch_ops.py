@@ -119,9 +119,13 @@ def _fwd_setup_context(ctx, inputs, output):
     out, lse = output
     ctx.save_for_backward(q, k, v, out, lse)
     ctx.mark_non_differentiable(lse)
-    if kernel_dir is None and kernel_facts is not None:
-        # an explicit forward kernel: its backward from the same directory
-        kernel_dir = os.path.dirname(kernel_facts)
+    if kernel_facts is not None:
+        # an explicit forward kernel: its backward from the same directory,
+        # with the scale this forward used
+        if softmax_scale is None:
+            softmax_scale = _kernel_from_facts(kernel_facts).scale
+        if kernel_dir is None:
+            kernel_dir = os.path.dirname(kernel_facts)
     ctx.fa3_args = (softmax_scale, causal, list(window_size), softcap, kernel_dir, jit)
 
 

@@ -161,3 +161,28 @@ def test_backward_op_schema_and_fake_shapes():
         lse = torch.empty(2, 8, 10, device="cuda")
         dq, dk, dv = op(q, q, k, k, q, lse, None, True, [-1, 0], 0.0, None, None, None)
     assert tuple(dq.shape) == (2, 10, 8, 64) and tuple(dk.shape) == tuple(dv.shape) == (2, 20, 2, 64)
+
+
+def test_backward_default_scale_is_the_forwards(monkeypatch):
+    """softmax_scale=None in the backward takes the forward kernel's default
+    scale (a forward compiled with --scale X and a default backward must
+    not silently disagree); the backward kernel's own when the variant has
+    no forward kernel."""
+    from types import SimpleNamespace
+    from fa3 import torch_api
+    fwd = SimpleNamespace(facts=SimpleNamespace(scale=0.5))
+    bwd = SimpleNamespace(facts=SimpleNamespace(scale=0.125))
+    asked = []
+
+    def launchable(kernel, dt, D, Dv, causal, window, softcap, kdir, jit, dev, device,
+                   varlen=False, backward=False):
+        asked.append(backward)
+        return fwd
+    monkeypatch.setattr(torch_api, "_launchable_kernel", launchable)
+    args = ("bf16", 128, 128, True, (-1, 0), 0.0, "dir", False, 0, None)
+    assert torch_api._forward_scale(*args, bwd) == 0.5 and asked == [False]
+
+    def missing(*a, **k):
+        raise LookupError("no forward kernel")
+    monkeypatch.setattr(torch_api, "_launchable_kernel", missing)
+    assert torch_api._forward_scale(*args, bwd) == 0.125

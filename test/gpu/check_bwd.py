@@ -144,9 +144,17 @@ def reference_grads(q, k, v, dout, scale, causal, upcast):
     return torch.autograd.grad(o, leaves, dout.float() if upcast else dout)
 
 
-def compare(got, ref, pt):
-    """The rule's numbers for each of dq, dk, dv, and whether all pass."""
+def compare(got, ref, pt, causal=False):
+    """The rule's numbers for each of dq, dk, dv, and whether all pass; with
+    a causal mask and Sq > Skv, dq of the rows that see no key must be
+    exactly 0."""
     res, ok = {}, True
+    dq = got[0]
+    empty_rows = dq.shape[1] - ref[1].shape[1] if causal else 0   # Sq - Skv
+    if empty_rows > 0:
+        stray = int((dq[:, :empty_rows] != 0).sum().item())
+        res["dq_nonzero_in_rows_without_keys"] = stray
+        ok = stray == 0
     for name, g, r, p in zip(("dq", "dk", "dv"), got, ref, pt):
         nan = int(torch.isnan(g.float()).sum().item())
         if g.numel() == 0:
@@ -216,7 +224,7 @@ class Checker:
         got = launch()
         ref = reference_grads(q, k, v, dout, kf.scale, kf.causal, True)
         pt = reference_grads(q, k, v, dout, kf.scale, kf.causal, False)
-        res = compare(got, ref, pt)
+        res = compare(got, ref, pt, kf.causal)
         again = launch()
         same = torch.equal(got[1], again[1]) and torch.equal(got[2], again[2])
         res["repeat_dkdv_identical"] = bool(same)
@@ -234,7 +242,9 @@ class Checker:
         kf = self.kf
         q, k, v, dout = self.inputs(case, seed)
         leaves = [t.clone().requires_grad_() for t in (q, k, v)]
-        o = flash_attn_func(*leaves, softmax_scale=kf.scale, causal=kf.causal, kernel=self.fwd,
+        # softmax_scale=None: forward and backward each resolve the default
+        # (the forward kernel's), the reference uses the facts' scale
+        o = flash_attn_func(*leaves, softmax_scale=None, causal=kf.causal, kernel=self.fwd,
                             kernel_dir=os.path.dirname(kf.facts_path), jit=False)
         o.backward(dout)
         got = [t.grad for t in leaves]

@@ -118,8 +118,10 @@ GradSmemLayout fa3::hopper::computeGradSmemLayout(const GradKernelConfig &cfg) {
   l.qBytes = cfg.blockM * d * kElemBytes;
   l.doBytes = l.qBytes;
   l.dsBytes = cfg.blockN * cfg.blockM * kElemBytes;
-  // two dS^T buffers where the warpgroups read each other's (head dim 128)
-  const int64_t dsBuffers = d >= 128 ? 2 : 1;
+  // two dS^T buffers, one per step parity: a step's dQ wgmma may still read
+  // one while a warp of the next step writes the other (a warp's wgmma
+  // wait does not cover the other warps' reads of the same tile)
+  const int64_t dsBuffers = 2;
   l.kOff = 0;
   l.vOff = l.kOff + l.kBytes;
   l.qOff = l.vOff + l.vBytes;
@@ -238,8 +240,8 @@ void GradKernelBuilder::consumers(Value cta) {
   Value sl2 = param("scaleLog2");
   Value scale = bin<arith::MulFOp>(sl2, f32(1.0 / fa3::attn::kLog2e));
   Value hq = param("Hq"), sq = param("Sq");
-  Value headStride = bin<arith::MulIOp>(sq, i32(cfg.headDim));
-  Value headStride64 = ext64(headStride);
+  Value sq64 = ext64(sq);
+  Value headStride64 = bin<arith::MulIOp>(sq64, i64(cfg.headDim));
   Value hq64 = ext64(hq);
   Value batchStride = bin<arith::MulIOp>(headStride64, hq64);
   Value kvRow0 = bin<arith::MulIOp>(cw, i32(64));
@@ -309,17 +311,16 @@ void GradKernelBuilder::consumers(Value cta) {
     Value ds = GradScoresOp::create(b, loc, p, dp, delta);
     Value pa = TruncOp::create(b, loc, fragP, p);
     Value dsa = TruncOp::create(b, loc, fragP, ds);
-    // dS^T into shared memory for dQ; its readers meet before reading it
-    // (the warpgroup, or both warpgroups on consumer 0's barrier)
-    Value dsAt = dsOff, descDS = descDS0;
-    if (splitColumns) {
-      Value buf = bin<arith::AndIOp>(it, i32(1));
-      Value bufOff = bin<arith::MulIOp>(buf, i32(lay.dsBytes));
-      dsAt = bin<arith::AddIOp>(dsOff, bufOff);
-      Value bufUnits = bin<arith::ShRUIOp>(bufOff, i32(4));
-      Value bufUnits64 = ext64(bufUnits);
-      descDS = bin<arith::AddIOp>(descDS0, bufUnits64);
-    }
+    // dS^T into this step's buffer; its readers meet before reading it
+    // (the warpgroup, or both warpgroups on consumer 0's barrier), which
+    // also orders the previous step's reads of the other buffer before the
+    // next step's writes
+    Value buf = bin<arith::AndIOp>(it, i32(1));
+    Value bufOff = bin<arith::MulIOp>(buf, i32(lay.dsBytes));
+    Value dsAt = bin<arith::AddIOp>(dsOff, bufOff);
+    Value bufUnits = bin<arith::ShRUIOp>(bufOff, i32(4));
+    Value bufUnits64 = ext64(bufUnits);
+    Value descDS = bin<arith::AddIOp>(descDS0, bufUnits64);
     StoreSharedOp::create(b, loc, dsa, smemBase, dsAt, 0u);
     if (splitColumns)
       NamedBarrierSyncOp::create(b, loc, i32(0), BarrierKind::stage,

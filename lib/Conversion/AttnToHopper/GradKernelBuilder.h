@@ -8,13 +8,14 @@
 //                 each m-block that sees the block, for each q head of the
 //                 kv head's group, into `stages`-deep rings;
 //   warpgroups 1, 2  consumers, 64 keys each: S^T = K Q^T and dP^T = V dO^T
-//                 (wgmma SS, keys as rows), P^T = exp2(S^T scale - LSE)
-//                 with the forward's builder, dS^T = P^T (dP^T - D);
-//                 dV += P^T dO and dK += dS^T Q (wgmma RS, the f32 dV/dK
-//                 accumulators in registers for the whole loop); dS^T
-//                 staged in shared memory for dQ = dS K (wgmma SS, both
-//                 operands MN-major), added into the f32 dQaccum by bulk
-//                 reductions from shared memory (or atomics).
+//                 (wgmma SS, keys as rows), P^T = exp2(S^T scale_log2 -
+//                 LSE log2 e) with the forward's builder, dS^T = P^T
+//                 (dP^T - D); dV += P^T dO and dK += dS^T Q (wgmma RS, the
+//                 f32 dV/dK accumulators in registers for the whole loop);
+//                 dS^T staged in shared memory (two buffers) for dQ = dS K
+//                 (wgmma SS, both operands MN-major), added into the f32
+//                 dQaccum by atomics (or, where the configuration records
+//                 tma_store, by bulk reductions from shared memory).
 //   epilogue      dK * scale and dV stored from registers.
 //
 // The caller computes D = rowsum(dO o) and zeroes dQaccum before, and

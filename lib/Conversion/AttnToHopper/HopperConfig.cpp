@@ -308,16 +308,18 @@ struct AttnHopperConfigPass
       if (auto packed = dyn_cast<FlashAttentionVarlenOp>(op))
         return configure(packed, opts);
       if (auto grad = dyn_cast<FlashAttentionGradOp>(op))
-        return configureGrad(grad);
+        return configureGrad(grad, opts);
       return WalkResult::advance();
     });
     if (result.wasInterrupted())
       signalPassFailure();
   }
 
-  /// Records the backward's configuration: its own table (the options
-  /// tune the forward).
-  WalkResult configureGrad(FlashAttentionGradOp op) {
+  /// Records the backward's configuration: its own table, with block-m,
+  /// block-n and stages where the options give them (checked like the
+  /// rest); the other options tune the forward's kernel.
+  WalkResult configureGrad(FlashAttentionGradOp op,
+                           const AttnHopperConfigOptions &opts) {
     if (!op.hasBufferSemantics()) {
       op.emitOpError("attn-hopper-config needs the memref form: run "
                      "--one-shot-bufferize=\"bufferize-function-boundaries "
@@ -327,10 +329,18 @@ struct AttnHopperConfigPass
     }
     std::string why;
     int64_t window[] = {op.getWindowLeft(), op.getWindowRight()};
+    GradKernelConfig wanted; // the table, then the options that apply
+    if (opts.blockM)
+      wanted.blockM = opts.blockM;
+    if (opts.blockN)
+      wanted.blockN = opts.blockN;
+    if (opts.stages)
+      wanted.stages = opts.stages;
+    HopperConfigAttr chosen = recordGradConfig(op.getContext(), wanted);
     FailureOr<GradKernelConfig> cfg = gradConfig(
         op.getQuery(), op.getKey(), op.getValue(), op.getGradOut(),
         op.getGradKey(), op.getGradValue(), window,
-        op.getSoftcap().convertToDouble(), HopperConfigAttr(), why);
+        op.getSoftcap().convertToDouble(), chosen, why);
     if (failed(cfg)) {
       mlir::emitError(op.getLoc(), "cannot generate the Hopper kernel: ")
           << (why.rfind("the ", 0) == 0 ? "" : "unsupported ") << why;

@@ -34,7 +34,8 @@ struct AttnKernelParamsByValuePass
       return fn.emitError("attn.launch on a function that is not an NVVM "
                           "kernel: run this pass after gpu-to-nvvm");
     // The forward's parameters, or with `backward` the backward's.
-    if (launch.get("backward"))
+    auto backward = launch.getAs<BoolAttr>("backward");
+    if (backward && backward.getValue())
       return markByValue(fn, launch, fa3::hopper::kGradKernelParams);
     return markByValue(fn, launch, fa3::hopper::kKernelParams);
   }

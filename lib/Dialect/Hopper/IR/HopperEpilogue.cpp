@@ -1,6 +1,7 @@
 //===- HopperEpilogue.cpp - a tile's epilogue on fragments ----------------===//
 
 #include "fa3/Dialect/Hopper/IR/HopperDialect.h"
+#include "fa3/Dialect/Hopper/IR/HopperLimits.h"
 
 using namespace mlir;
 using namespace fa3::hopper;
@@ -44,12 +45,11 @@ LogicalResult ReduceAddBulkOp::verify() {
            << getTile().getType();
   // Bulk copies move 16-byte units from 16-byte aligned addresses.
   int64_t off = getStagingOffset();
-  constexpr int64_t kMaxSharedBytes = 232448;
   int64_t bytes = getConsumers() * 64 * getPitch();
-  if (off < 0 || off % 16 != 0 || off > kMaxSharedBytes - bytes)
+  if (off < 0 || off % 16 != 0 || off > kMaxDynamicSmem - bytes)
     return emitOpError("the staging buffers (")
            << bytes << " bytes at offset " << off
-           << ") must start 16-byte aligned within the " << kMaxSharedBytes
+           << ") must start 16-byte aligned within the " << kMaxDynamicSmem
            << " bytes of a CTA's shared memory";
   return verifyConsumerIndex(*this, getConsumer(), getConsumers());
 }
@@ -76,11 +76,10 @@ LogicalResult StoreOTmaOp::verify() {
   // [ceil(D / 64) boxes][64 x consumers rows][128 bytes] inside the CTA's shared
   // memory (sm_90: at most 227 KiB of dynamic shared memory a CTA); the
   // lowering's 32-bit offsets stay far from overflow.
-  constexpr int64_t kMaxSharedBytes = 232448;
   int64_t bytes = (o.getColumns() + 63) / 64 * 64 * getConsumers() * 128;
-  if (off > kMaxSharedBytes - bytes)
+  if (off > kMaxDynamicSmem - bytes)
     return emitOpError("the staging buffer (")
            << bytes << " bytes at offset " << off << ") must lie within the "
-           << kMaxSharedBytes << " bytes of a CTA's shared memory";
+           << kMaxDynamicSmem << " bytes of a CTA's shared memory";
   return verifyConsumerIndex(*this, getConsumer(), getConsumers());
 }
