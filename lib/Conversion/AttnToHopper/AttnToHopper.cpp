@@ -43,48 +43,30 @@ using namespace fa3;
 using namespace fa3::attn;
 
 namespace {
-/// What the tiled IR says about one attention computation.
-struct TiledAttention {
+/// What the tiled IR of one attention holds: its attn-tile grid, the
+/// schedule op (attn.kv_range; the backward's attn.q_range), the step
+/// (attn.tile_update / tile_grad_update) and the epilogue.
+template <typename RangeOp, typename UpdateOp, typename FinalizeOp>
+struct Tiled {
   scf::ParallelOp grid;
-  KvRangeOp range;
-  TileUpdateOp update;
-  TileFinalizeOp finalize;
+  RangeOp range;
+  UpdateOp update;
+  FinalizeOp finalize;
 };
+using TiledAttention = Tiled<KvRangeOp, TileUpdateOp, TileFinalizeOp>;
+using TiledGrad = Tiled<QRangeOp, TileGradUpdateOp, TileGradFinalizeOp>;
 
-/// The attention computation an attn-tile grid holds, or nothing if `grid`
+/// The computation of kind T an attn-tile grid holds, or nothing if `grid`
 /// is some other parallel loop.
-std::optional<TiledAttention> matchTiled(scf::ParallelOp grid) {
-  TiledAttention t{grid, {}, {}, {}};
+template <typename T>
+std::optional<T> matchTiled(scf::ParallelOp grid) {
+  T t{grid, {}, {}, {}};
   grid.walk([&](Operation *op) {
-    if (auto r = dyn_cast<KvRangeOp>(op))
+    if (auto r = dyn_cast<decltype(t.range)>(op))
       t.range = r;
-    else if (auto u = dyn_cast<TileUpdateOp>(op))
+    else if (auto u = dyn_cast<decltype(t.update)>(op))
       t.update = t.update ? t.update : u;
-    else if (auto f = dyn_cast<TileFinalizeOp>(op))
-      t.finalize = f;
-  });
-  if (!t.finalize || !t.range || !t.update)
-    return std::nullopt;
-  return t;
-}
-
-
-/// What the tiled IR of attn.flash_attention_grad holds: the grid over
-/// kv blocks with its schedule (attn.q_range), step and epilogue.
-struct TiledGrad {
-  scf::ParallelOp grid;
-  QRangeOp range;
-  TileGradUpdateOp update;
-  TileGradFinalizeOp finalize;
-};
-std::optional<TiledGrad> matchTiledGrad(scf::ParallelOp grid) {
-  TiledGrad t{grid, {}, {}, {}};
-  grid.walk([&](Operation *op) {
-    if (auto r = dyn_cast<QRangeOp>(op))
-      t.range = r;
-    else if (auto u = dyn_cast<TileGradUpdateOp>(op))
-      t.update = t.update ? t.update : u;
-    else if (auto f = dyn_cast<TileGradFinalizeOp>(op))
+    else if (auto f = dyn_cast<decltype(t.finalize)>(op))
       t.finalize = f;
   });
   if (!t.finalize || !t.range || !t.update)
@@ -624,9 +606,9 @@ struct ConvertAttnToHopperPass
       SmallVector<TiledAttention> found;
       SmallVector<TiledGrad> grads;
       func.walk([&](scf::ParallelOp grid) {
-        if (std::optional<TiledAttention> t = matchTiled(grid))
+        if (std::optional<TiledAttention> t = matchTiled<TiledAttention>(grid))
           found.push_back(*t);
-        else if (std::optional<TiledGrad> g = matchTiledGrad(grid))
+        else if (std::optional<TiledGrad> g = matchTiled<TiledGrad>(grid))
           grads.push_back(*g);
         return WalkResult::skip();
       });

@@ -241,6 +241,16 @@ protected:
                                /*predicate=*/Value(), /*tensormap=*/true);
   }
 
+  /// Thread 0 of a warpgroup (`ltid` its thread index in it) waits until
+  /// the bulk stores it committed have read their shared memory: before
+  /// the CTA exits, which frees it.
+  void drainBulkReads(Value ltid) {
+    Value first = cmpi(CmpIPredicate::eq, ltid, i32(0));
+    ifThen(first, [&] {
+      NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0u, b.getUnitAttr());
+    });
+  }
+
   /// A wgmma shared-memory descriptor: the address of `offI32` bytes into
   /// `smem` (>> 4, 14 bits) with the constant fields `constPart`
   /// (descConst).

@@ -371,13 +371,10 @@ void GradKernelBuilder::consumers(Value cta) {
                          param("dkvStrideH"), kvRow0, w.hkv, w.bidx,
                          param("Skv"), et, IntegerAttr());
   if (cfg.dqBulk) {
-    // shared memory must outlive the last bulk reduction's reads
+    // the last bulk reduction's
     Value ltid = NVVM::ThreadIdXOp::create(b, loc, i32T);
     ltid = bin<arith::RemUIOp>(ltid, i32(128));
-    Value leader = cmpi(CmpIPredicate::eq, ltid, i32(0));
-    ifThen(leader, [&] {
-      NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0u, b.getUnitAttr());
-    });
+    drainBulkReads(ltid);
   }
 }
 

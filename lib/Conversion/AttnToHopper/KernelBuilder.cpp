@@ -944,13 +944,8 @@ void KernelBuilder::consumers(Value tid, Value cta) {
     g1 = bin<arith::AddIOp>(cG, nblk);
   closeTileLoop(Value(), cK, g1);
   closeSequenceGuard(live);
-  if (cfg.tmaStore) {
-    // shared memory must outlive the last O store's reads
-    Value first = cmpi(CmpIPredicate::eq, ltid, i32(0));
-    ifThen(first, [&] {
-      NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0u, b.getUnitAttr());
-    });
-  }
+  if (cfg.tmaStore)
+    drainBulkReads(ltid); // the last O store's
 }
 
 void KernelBuilder::body() {
