@@ -216,19 +216,24 @@ Value toI32(OpBuilder &b, Location loc, Value v) {
   return arith::IndexCastOp::create(b, loc, b.getI32Type(), v);
 }
 
-/// func.func private @name(row0, Sq, Skv : i32) -> (lo, hi, ilo, ihi : i32)
-void buildKvRangeFn(OpBuilder &b, Location loc, StringRef name, KvRangeOp r) {
+/// func.func private @name(first, Sq, Skv : i32) -> (lo, hi, ilo, ihi :
+/// i32): a schedule op expanded by its shared builder `build` (attn.kv_range
+/// by buildKvRange, `first` the m-block's row0; the backward's attn.q_range
+/// by buildQRange, `first` the kv-block's col0).
+template <typename RangeOp>
+void buildRangeFn(OpBuilder &b, Location loc, StringRef name, RangeOp r,
+                  decltype(&buildKvRange) build) {
   Type i32 = b.getI32Type();
   auto fn = func::FuncOp::create(
       b, loc, name, b.getFunctionType({i32, i32, i32}, {i32, i32, i32, i32}));
   fn.setPrivate();
   Block *body = fn.addEntryBlock();
   OpBuilder fb = OpBuilder::atBlockBegin(body);
-  Value row0 = toIndex(fb, loc, body->getArgument(0));
+  Value first = toIndex(fb, loc, body->getArgument(0));
   Value sq = toIndex(fb, loc, body->getArgument(1));
   Value skv = toIndex(fb, loc, body->getArgument(2));
-  KvRange k = buildKvRange(fb, loc, row0, sq, skv, r.getBlockM(),
-                           r.getBlockN(), r.getWindow()[0], r.getWindow()[1]);
+  KvRange k = build(fb, loc, first, sq, skv, r.getBlockM(), r.getBlockN(),
+                    r.getWindow()[0], r.getWindow()[1]);
   func::ReturnOp::create(fb, loc,
                          ValueRange{toI32(fb, loc, k.lo), toI32(fb, loc, k.hi),
                                     toI32(fb, loc, k.interiorLo),
@@ -265,25 +270,6 @@ ArrayAttr paramNames(OpBuilder &b, const Param (&list)[N]) {
   for (const Param &p : list)
     names.push_back(p.name);
   return b.getStrArrayAttr(names);
-}
-
-/// func.func private @name(col0, Sq, Skv : i32) -> (lo, hi, ilo, ihi : i32)
-void buildQRangeFn(OpBuilder &b, Location loc, StringRef name, QRangeOp r) {
-  Type i32 = b.getI32Type();
-  auto fn = func::FuncOp::create(
-      b, loc, name, b.getFunctionType({i32, i32, i32}, {i32, i32, i32, i32}));
-  fn.setPrivate();
-  Block *body = fn.addEntryBlock();
-  OpBuilder fb = OpBuilder::atBlockBegin(body);
-  Value col0 = toIndex(fb, loc, body->getArgument(0));
-  Value sq = toIndex(fb, loc, body->getArgument(1));
-  Value skv = toIndex(fb, loc, body->getArgument(2));
-  KvRange k = buildQRange(fb, loc, col0, sq, skv, r.getBlockM(), r.getBlockN(),
-                          r.getWindow()[0], r.getWindow()[1]);
-  func::ReturnOp::create(fb, loc,
-                         ValueRange{toI32(fb, loc, k.lo), toI32(fb, loc, k.hi),
-                                    toI32(fb, loc, k.interiorLo),
-                                    toI32(fb, loc, k.interiorHi)});
 }
 
 /// Adds the launch facts `facts` to `kernel`, once they hold every key the
@@ -370,7 +356,7 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
   gpu::GPUFuncOp kernel = hopper::buildKernel(mb, loc, gpuModule, cfg);
 
   OpBuilder b = OpBuilder::atBlockBegin(gpuModule.getBody());
-  buildKvRangeFn(b, loc, cfg.kvRangeFn, t.range);
+  buildRangeFn(b, loc, cfg.kvRangeFn, t.range, buildKvRange);
   buildVisibleColsFn(b, loc, cfg.visibleColsFn, u.getWindow());
 
   // Launch facts: everything a launcher needs besides the PTX/cubin.
@@ -475,7 +461,7 @@ LogicalResult convertGrad(ModuleOp module, func::FuncOp func, TiledGrad t,
   auto gpuModule = gpu::GPUModuleOp::create(mb, loc, moduleName);
   gpu::GPUFuncOp kernel = hopper::buildGradKernel(mb, loc, gpuModule, cfg);
   OpBuilder b = OpBuilder::atBlockBegin(gpuModule.getBody());
-  buildQRangeFn(b, loc, cfg.qRangeFn, t.range);
+  buildRangeFn(b, loc, cfg.qRangeFn, t.range, buildQRange);
   buildVisibleColsFn(b, loc, cfg.visibleColsFn, u.getWindow());
 
   ArrayRef<int64_t> window = u.getWindow();
