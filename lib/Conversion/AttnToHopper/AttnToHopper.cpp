@@ -263,6 +263,21 @@ void buildVisibleColsFn(OpBuilder &b, Location loc, StringRef name,
   func::ReturnOp::create(fb, loc, ValueRange{toI32(fb, loc, lo), toI32(fb, loc, hi)});
 }
 
+/// The gpu.module @<base>_kernels that holds one attention's kernel, at
+/// the end of `module` (`mb`'s insertion point); refused where the symbol
+/// is taken.
+FailureOr<gpu::GPUModuleOp>
+kernelModule(OpBuilder &mb, ModuleOp module, const std::string &base,
+             Location loc,
+             function_ref<InFlightDiagnostic(const Twine &)> fail) {
+  std::string name = base + "_kernels";
+  if (module.lookupSymbol(name)) {
+    fail("symbol @" + name + " already exists");
+    return failure();
+  }
+  return gpu::GPUModuleOp::create(mb, loc, name);
+}
+
 /// A kernel's parameter names in launch order (the facts' `params`).
 template <typename Param, size_t N>
 ArrayAttr paramNames(OpBuilder &b, const Param (&list)[N]) {
@@ -346,12 +361,12 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
   if (!why.empty())
     return fail("unsupported " + why);
 
-  std::string moduleName = base + "_kernels";
-  if (module.lookupSymbol(moduleName))
-    return fail("symbol @" + moduleName + " already exists");
   Location loc = t.grid.getLoc();
   OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
-  auto gpuModule = gpu::GPUModuleOp::create(mb, loc, moduleName);
+  FailureOr<gpu::GPUModuleOp> created = kernelModule(mb, module, base, loc, fail);
+  if (failed(created))
+    return failure();
+  gpu::GPUModuleOp gpuModule = *created;
   // Verified after the device functions it calls are added.
   gpu::GPUFuncOp kernel = hopper::buildKernel(mb, loc, gpuModule, cfg);
 
@@ -453,12 +468,12 @@ LogicalResult convertGrad(ModuleOp module, func::FuncOp func, TiledGrad t,
   cfg.name = base + "_kernel";
   cfg.qRangeFn = cfg.name + "_q_range";
   cfg.visibleColsFn = cfg.name + "_visible_cols";
-  std::string moduleName = base + "_kernels";
-  if (module.lookupSymbol(moduleName))
-    return fail("symbol @" + moduleName + " already exists");
   Location loc = t.grid.getLoc();
   OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
-  auto gpuModule = gpu::GPUModuleOp::create(mb, loc, moduleName);
+  FailureOr<gpu::GPUModuleOp> created = kernelModule(mb, module, base, loc, fail);
+  if (failed(created))
+    return failure();
+  gpu::GPUModuleOp gpuModule = *created;
   gpu::GPUFuncOp kernel = hopper::buildGradKernel(mb, loc, gpuModule, cfg);
   OpBuilder b = OpBuilder::atBlockBegin(gpuModule.getBody());
   buildRangeFn(b, loc, cfg.qRangeFn, t.range, buildQRange);

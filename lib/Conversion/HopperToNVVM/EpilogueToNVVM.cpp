@@ -301,7 +301,6 @@ struct ReduceAddBulkLowering : OpConversionPattern<ReduceAddBulkOp> {
   matchAndRewrite(ReduceAddBulkOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    MLIRContext *ctx = rewriter.getContext();
     const int64_t consumers = op.getConsumers();
     const int64_t pitch = op.getPitch();
     const int64_t columns = op.getTile().getType().getColumns();
@@ -343,9 +342,7 @@ struct ReduceAddBulkLowering : OpConversionPattern<ReduceAddBulkOp> {
                                       adaptor.getSmem(), ValueRange{at});
         LLVM::StoreOp::create(rewriter, loc, pair, p, /*alignment=*/8);
       }
-    NVVM::FenceProxyOp::create(
-        rewriter, loc, NVVM::ProxyKind::async_shared,
-        NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+    fenceSharedForAsyncProxy(rewriter, loc);
     epilogueBarrier(rewriter, loc, consumers, cw);
     {
       OpBuilder::InsertionGuard guard(rewriter);
@@ -471,9 +468,7 @@ struct StoreOTmaLowering : OpConversionPattern<StoreOTmaOp> {
                                shape, NVVM::LdStMatrixEltType::B16);
     }
     // The generic-proxy writes become visible to the TMA (async proxy).
-    NVVM::FenceProxyOp::create(
-        rewriter, loc, NVVM::ProxyKind::async_shared,
-        NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+    fenceSharedForAsyncProxy(rewriter, loc);
     epilogueBarrier(rewriter, loc, consumers, cw);
     {
       OpBuilder::InsertionGuard guard(rewriter);

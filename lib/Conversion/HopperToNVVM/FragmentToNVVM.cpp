@@ -48,6 +48,11 @@ LLVM::LLVMStructType registersType(FragmentType t) {
 Value fa3::hopper::i32Const(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIntOp::create(b, loc, v, 32);
 }
+void fa3::hopper::fenceSharedForAsyncProxy(OpBuilder &b, Location loc) {
+  NVVM::FenceProxyOp::create(
+      b, loc, NVVM::ProxyKind::async_shared,
+      NVVM::SharedSpaceAttr::get(b.getContext(), NVVM::SharedSpace::shared_cta));
+}
 Value fa3::hopper::i64Const(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIntOp::create(b, loc, v, 64);
 }
@@ -557,7 +562,6 @@ struct StoreSharedLowering : OpConversionPattern<StoreSharedOp> {
   matchAndRewrite(StoreSharedOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    MLIRContext *ctx = rewriter.getContext();
     ThreadPlace tp = threadPlace(rewriter, loc);
     SmallVector<Value> regs = unpack(rewriter, loc, adaptor.getTile());
     Value c128 = i32Const(rewriter, loc, kSwizzleBytes);
@@ -588,9 +592,7 @@ struct StoreSharedLowering : OpConversionPattern<StoreSharedOp> {
         LLVM::StoreOp::create(rewriter, loc, regs[2 * k + i], p, /*alignment=*/4);
       }
     }
-    NVVM::FenceProxyOp::create(
-        rewriter, loc, NVVM::ProxyKind::async_shared,
-        NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+    fenceSharedForAsyncProxy(rewriter, loc);
     rewriter.eraseOp(op);
     return success();
   }

@@ -50,6 +50,9 @@ void populateEpilogueToNVVMPatterns(const mlir::TypeConverter &converter,
 
 /// Constants (one definition for every pattern file).
 mlir::Value i32Const(mlir::OpBuilder &b, mlir::Location loc, int64_t v);
+/// fence.proxy.async.shared::cta: this thread's shared-memory writes become
+/// visible to the async proxy (a TMA store, a bulk copy, a wgmma operand).
+void fenceSharedForAsyncProxy(mlir::OpBuilder &b, mlir::Location loc);
 mlir::Value i64Const(mlir::OpBuilder &b, mlir::Location loc, int64_t v);
 mlir::Value f32Const(mlir::OpBuilder &b, mlir::Location loc, double v);
 
