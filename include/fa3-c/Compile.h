@@ -33,7 +33,7 @@ typedef struct Fa3HopperOptions {
   bool tmaStore;        /* O through shared memory + TMA store (true);
                            false: 4-byte stores from registers */
   const char *chip;     /* "sm_90a" */
-  const char *features; /* "+ptx80" */
+  const char *features; /* "+ptx81" (8.1 or later) */
   const char *toolkit;  /* CUDA toolkit with bin/ptxas; NULL: $CUDA_HOME,
                            $CUDA_PATH, else /usr/local/cuda */
   bool emitCubin;       /* false: PTX and facts only (no ptxas needed) */

@@ -55,7 +55,7 @@ Fa3HopperOptions fa3HopperOptionsDefault(void) {
   o.persistent = 0;
   o.tmaStore = true;
   o.chip = "sm_90a";
-  o.features = "+ptx80";
+  o.features = "+ptx81";
   o.toolkit = NULL;
   o.emitCubin = true;
   o.qBuffers = 0;

@@ -112,16 +112,17 @@ std::string fa3::checkTarget(StringRef chip, StringRef features) {
     return ("chip must be sm_90a (the kernel uses wgmma and setmaxnreg), "
             "got '" + chip + "'")
         .str();
-  // The PTX ISA versions LLVM 22's NVPTX backend knows from 8.0 on (wgmma
-  // and TMA need 8.0; there is no 8.9); others were ignored with a warning
-  // or, below 8.0, aborted the backend.
-  static constexpr StringRef kVersions[] = {"+ptx80", "+ptx81", "+ptx82",
-                                            "+ptx83", "+ptx84", "+ptx85",
-                                            "+ptx86", "+ptx87", "+ptx88",
-                                            "+ptx90"};
+  // The PTX ISA versions LLVM 22's NVPTX backend knows from 8.1 on (wgmma
+  // and TMA need 8.0, the backward's vector reductions 8.1; there is no
+  // 8.9); others were ignored with a warning or, below 8.0, aborted the
+  // backend.
+  static constexpr StringRef kVersions[] = {"+ptx81", "+ptx82", "+ptx83",
+                                            "+ptx84", "+ptx85", "+ptx86",
+                                            "+ptx87", "+ptx88", "+ptx90"};
   if (!llvm::is_contained(kVersions, features))
-    return ("features must be one PTX ISA version from +ptx80 to +ptx88 or "
-            "+ptx90 (wgmma and TMA need 8.0), got '" + features + "'")
+    return ("features must be one PTX ISA version from +ptx81 to +ptx88 or "
+            "+ptx90 (wgmma and TMA need 8.0, the backward's vector "
+            "reductions 8.1), got '" + features + "'")
         .str();
   return "";
 }
@@ -285,9 +286,9 @@ struct HopperPipelineCLOptions
                                           "need sm_90a)"),
                            llvm::cl::init("sm_90a")};
   Option<std::string> features{*this, "features",
-                               llvm::cl::desc("PTX ISA version (+ptx80 or "
+                               llvm::cl::desc("PTX ISA version (+ptx81 or "
                                               "later)"),
-                               llvm::cl::init("+ptx80")};
+                               llvm::cl::init("+ptx81")};
   Option<std::string> toolkit{
       *this, "toolkit",
       llvm::cl::desc("CUDA toolkit holding bin/ptxas (default: $CUDA_HOME, "

@@ -164,7 +164,7 @@ def compile_kernel(out_dir, head_dim: int = 128, dtype: str = "bf16",
     spec = _spec(w, name, head_dim, dtype, causal, window, softcap, scale, head_dim_v, varlen,
                  backward)
     opts = _Options(i64("block_n", block_n), i64("stages", stages), pingpong,
-                    _AUTO_ON_OFF[persistent], tma_store, b"sm_90a", b"+ptx80",
+                    _AUTO_ON_OFF[persistent], tma_store, b"sm_90a", b"+ptx81",
                     check_str(w, "toolkit", toolkit or None), bool(emit_cubin),
                     i64("q_buffers", q_buffers), _AUTO_ON_OFF[lazy_rescale],
                     float(rescale_threshold), _AUTO_ON_OFF[kv_multicast],

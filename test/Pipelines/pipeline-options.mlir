@@ -4,7 +4,7 @@
 // RUN: not fa3-opt %s "--attn-hopper-pipeline=chip=''" 2>&1 | FileCheck %s --check-prefix=EMPTYCHIP
 // RUN: not fa3-opt %s "--attn-hopper-pipeline=chip='sm_90a x'" 2>&1 | FileCheck %s --check-prefix=SPACECHIP
 // RUN: not fa3-opt %s "--attn-hopper-pipeline=features='+ptx80}'" 2>&1 | FileCheck %s --check-prefix=FEATURES
-// RUN: not fa3-opt %s "--attn-hopper-pipeline=features=+ptx70" 2>&1 | FileCheck %s --check-prefix=OLDPTX
+// RUN: not fa3-opt %s "--attn-hopper-pipeline=features=+ptx80" 2>&1 | FileCheck %s --check-prefix=OLDPTX
 // RUN: not fa3-opt %s "--attn-hopper-pipeline=format=bogus" 2>&1 | FileCheck %s --check-prefix=FORMAT
 // RUN: not fa3-opt %s "--attn-hopper-pipeline=persistent='on x'" 2>&1 | FileCheck %s --check-prefix=PERSIST
 // RUN: not fa3-opt %s "--attn-hopper-pipeline=stages=140737488355328 format=none" 2>&1 | FileCheck %s --check-prefix=STAGES
@@ -14,8 +14,8 @@
 
 // EMPTYCHIP: error: attn-hopper-pipeline: chip must be sm_90a (the kernel uses wgmma and setmaxnreg), got ''
 // SPACECHIP: error: attn-hopper-pipeline: chip must be sm_90a (the kernel uses wgmma and setmaxnreg), got 'sm_90a x'
-// FEATURES: error: attn-hopper-pipeline: features must be one PTX ISA version from +ptx80 to +ptx88 or +ptx90 (wgmma and TMA need 8.0), got '+ptx80}'
-// OLDPTX: error: attn-hopper-pipeline: features must be one PTX ISA version {{.*}}, got '+ptx70'
+// FEATURES: error: attn-hopper-pipeline: features must be one PTX ISA version from +ptx81 to +ptx88 or +ptx90 (wgmma and TMA need 8.0, the backward's vector reductions 8.1), got '+ptx80}'
+// OLDPTX: error: attn-hopper-pipeline: features must be one PTX ISA version {{.*}}, got '+ptx80'
 // FORMAT: for the --format option: Cannot find option named 'bogus'!
 // PERSIST: for the --persistent option: Cannot find option named 'on x'!
 // STAGES: error: attn-hopper-config: stages must be 0 (per head dim) to 8, got 140737488355328

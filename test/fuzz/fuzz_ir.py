@@ -478,7 +478,7 @@ def option_value(rng, name, kind, hostile):
     valid = {"persistent": ["auto", "on", "off"], "lazy-rescale": ["auto", "on", "off"],
              "kv-multicast": ["auto", "on", "off"],
              "chip": ["sm_90a", "sm_90a", "sm_90", "sm_80", "sm_100a"],
-             "features": ["+ptx80", "+ptx83", "+ptx60"],
+             "features": ["+ptx81", "+ptx83", "+ptx80", "+ptx60"],
              "format": ["isa", "none"], "toolkit": ["/nonexistent"]}.get(name, ["x"])
     if not bad:
         return rng.choice(valid)

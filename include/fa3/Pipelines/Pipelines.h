@@ -27,7 +27,7 @@ enum class BinaryFormat { Isa, Bin, Fatbin, None };
 struct HopperPipelineOptions {
   AttnHopperConfigOptions config;    // tiles, stages, persistence, ...
   std::string chip = "sm_90a";       // wgmma and setmaxnreg need sm_90a
-  std::string features = "+ptx80";   // PTX ISA version
+  std::string features = "+ptx81";   // PTX ISA version (8.1 or later)
   std::string toolkit;               // CUDA toolkit for ptxas ("": default)
   BinaryFormat format = BinaryFormat::Bin;
 };

@@ -210,29 +210,24 @@ void GradKernelBuilder::consumers(Value cta) {
   Value descQT0 = descBase(smemBase, i32(lay.qOff), descConst(qBox, 1024));
   Value descDOT0 = descBase(smemBase, i32(lay.doOff), descConst(qBox, 1024));
   // dQ = dS K from dS^T in shared memory (queries along the rows) and K,
-  // both MN-major. From head dim 128 the warpgroups split dQ's columns
-  // (each 64 of them over all 128 keys: 32 accumulator registers at head
-  // dim 128 instead of 64, and half the atomics), reading each other's
-  // dS^T: two buffers, one barrier of both a step. At head dim 64 each
-  // takes its own 64 keys for all columns and both add into dQ.
-  const bool splitColumns = tileD() >= 128;
+  // both MN-major. The warpgroups split dQ's columns, each taking half of
+  // them over all 128 keys and reading the other's dS^T (two buffers, one
+  // barrier of both a step): every dQ element is added once per CTA (a
+  // split of the keys would add each twice; dQ's atomics bound the kernel,
+  // bench/NOTES.md "Backward"). Half of 64 columns starts 64 bytes into
+  // K's swizzled rows, as a k-step does in a K-major operand.
+  const int64_t dqCols = tileD() / 2;
+  const int64_t dqColBytes =
+      dqCols % 64 == 0 ? dqCols / 64 * kBox : dqCols * kElemBytes;
   Value dsOff = bin<arith::AddIOp>(wgOff, i32(lay.dsOff));
-  Value descDS0, descKT;
-  if (splitColumns) {
-    descDS0 = descBase(smemBase, i32(lay.dsOff), descConst(qBox, 1024));
-    Value box = bin<arith::MulIOp>(cw, i32(kBox));
-    Value kBoxOff = bin<arith::AddIOp>(box, i32(lay.kOff));
-    descKT = descBase(smemBase, kBoxOff, descConst(kBox, 1024));
-  } else {
-    descDS0 = descBase(smemBase, dsOff, descConst(qBox, 1024));
-    descKT = descBase(smemBase, kOff, descConst(kBox, 1024));
-  }
-  FragmentType fragQ =
-      FragmentType::get(ctx, {64, splitColumns ? 64 : tileD()}, f32T);
-  const int64_t dqKeys = splitColumns ? cfg.blockN : 64;
+  Value descDS0 = descBase(smemBase, i32(lay.dsOff), descConst(qBox, 1024));
+  Value kColOff = bin<arith::MulIOp>(cw, i32(dqColBytes));
+  kColOff = bin<arith::AddIOp>(kColOff, i32(lay.kOff));
+  Value descKT = descBase(smemBase, kColOff, descConst(kBox, 1024));
+  FragmentType fragQ = FragmentType::get(ctx, {64, dqCols}, f32T);
   Value dqPtr = param("dQaccum");
-  if (splitColumns) {
-    Value cols = bin<arith::MulIOp>(cw, i32(64));
+  {
+    Value cols = bin<arith::MulIOp>(cw, i32(dqCols));
     auto gptrT = LLVM::LLVMPointerType::get(ctx, 1);
     dqPtr = LLVM::GEPOp::create(b, loc, gptrT, f32T, dqPtr, ValueRange{cols});
   }
@@ -311,8 +306,8 @@ void GradKernelBuilder::consumers(Value cta) {
     Value ds = GradScoresOp::create(b, loc, p, dp, delta);
     Value pa = TruncOp::create(b, loc, fragP, p);
     Value dsa = TruncOp::create(b, loc, fragP, ds);
-    // dS^T into this step's buffer; its readers meet before reading it
-    // (the warpgroup, or both warpgroups on consumer 0's barrier), which
+    // dS^T into this step's buffer; its readers (both warpgroups) meet on
+    // consumer 0's barrier before reading it, which
     // also orders the previous step's reads of the other buffer before the
     // next step's writes
     Value buf = bin<arith::AndIOp>(it, i32(1));
@@ -322,13 +317,9 @@ void GradKernelBuilder::consumers(Value cta) {
     Value bufUnits64 = ext64(bufUnits);
     Value descDS = bin<arith::AddIOp>(descDS0, bufUnits64);
     StoreSharedOp::create(b, loc, dsa, smemBase, dsAt, 0u);
-    if (splitColumns)
-      NamedBarrierSyncOp::create(b, loc, i32(0), BarrierKind::stage,
-                                 static_cast<uint64_t>(cfg.consumers()),
-                                 static_cast<uint64_t>(128 * cfg.consumers()));
-    else
-      NamedBarrierSyncOp::create(b, loc, cw, BarrierKind::stage,
-                                 static_cast<uint64_t>(cfg.consumers()), 128u);
+    NamedBarrierSyncOp::create(b, loc, i32(0), BarrierKind::stage,
+                               static_cast<uint64_t>(cfg.consumers()),
+                               static_cast<uint64_t>(128 * cfg.consumers()));
     // dV += P^T dO, dK += dS^T Q
     NVVM::WgmmaFenceAlignedOp::create(b, loc);
     Value dv1 = WgmmaRSOp::create(b, loc, pa, descDOT, dv);
@@ -342,7 +333,7 @@ void GradKernelBuilder::consumers(Value cta) {
     // dQ = dS K (both MN-major)
     NVVM::WgmmaFenceAlignedOp::create(b, loc);
     Value dq = WgmmaSSOp::create(b, loc, fragQ, descDS, descKT,
-                                 static_cast<uint64_t>(dqKeys), 0u, 0u, et,
+                                 static_cast<uint64_t>(cfg.blockN), 0u, 0u, et,
                                  /*a_mn_major=*/true, /*b_mn_major=*/true);
     dq = WgmmaWaitOp::create(b, loc, 0u, ValueRange{dq}).getResult(0);
     ringOp<RingConsumerReleaseOp>(qRing, it);

@@ -255,8 +255,14 @@ struct StoreODirectLowering : OpConversionPattern<StoreODirectOp> {
   }
 };
 
-/// Per row of the thread below the bound, one red.global.add.f32 per
-/// register (columns colbase + 8k + e).
+/// One red.global.add.v4.f32 per two register pairs of a row: the pair of
+/// n8 blocks 2j, 2j + 1 is regrouped between lanes l and l ^ 1 (one
+/// exchange of a pair), so that the even lane holds columns colbase + 16j
+/// .. + 3 and the odd one colbase + 16j + 6 .. + 9 (PTX ISA, red: vector
+/// f32 reductions, sm_90). A warp's reduction then covers 64 bytes of each
+/// of its 8 rows, half the instructions of 8-byte reductions; the
+/// reductions bound the backward (bench/NOTES.md, Backward). The exchange
+/// runs in all lanes, the reductions only in rows below the bound.
 struct ReduceAddLowering : OpConversionPattern<ReduceAddOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -268,24 +274,61 @@ struct ReduceAddLowering : OpConversionPattern<ReduceAddOp> {
     std::array<Value, 2> rows = threadRows(rewriter, loc, adaptor.getRow0(), tp);
     Value t = adaptor.getTile();
     const int64_t blocks = op.getTile().getType().getColumns() / 8;
+    Type f32 = rewriter.getF32Type();
+    Value one = i32Const(rewriter, loc, 1);
+    Value odd = arith::TruncIOp::create(
+        rewriter, loc, rewriter.getI1Type(),
+        arith::AndIOp::create(rewriter, loc, tp.lane, one));
+    auto exchange = [&](Value v) {
+      Value all = i32Const(rewriter, loc, -1);
+      Value clamp = i32Const(rewriter, loc, 31);
+      return NVVM::ShflOp::create(rewriter, loc, f32, all, v, one, clamp,
+                                  NVVM::ShflKind::bfly, UnitAttr())
+          .getResult();
+    };
+    auto select = [&](Value c, Value x, Value y) {
+      return arith::SelectOp::create(rewriter, loc, c, x, y).getResult();
+    };
     for (int64_t i = 0; i < 2; ++i) {
+      // (byte offset from the thread's first column, registers) per reduction
+      SmallVector<std::pair<Value, SmallVector<Value, 4>>> adds;
+      for (int64_t k = 0; k + 1 < blocks; k += 2) {
+        Value a0 = reg(rewriter, loc, t, 4 * k + 2 * i);
+        Value a1 = reg(rewriter, loc, t, 4 * k + 2 * i + 1);
+        Value b0 = reg(rewriter, loc, t, 4 * (k + 1) + 2 * i);
+        Value b1 = reg(rewriter, loc, t, 4 * (k + 1) + 2 * i + 1);
+        // the even lane sends block k + 1's pair, the odd one block k's
+        Value r0 = exchange(select(odd, a0, b0));
+        Value r1 = exchange(select(odd, a1, b1));
+        SmallVector<Value, 4> v = {select(odd, r0, a0), select(odd, r1, a1),
+                                   select(odd, b0, r0), select(odd, b1, r1)};
+        Value evenOff = i32Const(rewriter, loc, 8 * k * 4);
+        Value oddOff = i32Const(rewriter, loc, (8 * k + 6) * 4);
+        adds.push_back({select(odd, oddOff, evenOff), v});
+      }
       Value inBounds = arith::CmpIOp::create(
           rewriter, loc, arith::CmpIPredicate::slt, rows[i], adaptor.getBound());
       OpBuilder::InsertionGuard guard(rewriter);
       openIf(rewriter, loc, inBounds);
       Value prow = rowPointer(rewriter, loc, adaptor, rows[i], tp, 4);
-      for (int64_t k = 0; k < blocks; ++k)
-        for (int64_t e = 0; e < 2; ++e) {
-          Value v = reg(rewriter, loc, t, 4 * k + 2 * i + e);
-          Value p = prow;
-          if (k || e)
-            p = LLVM::GEPOp::create(
-                rewriter, loc, ptrT, rewriter.getI8Type(), prow,
-                ArrayRef<LLVM::GEPArg>{static_cast<int32_t>((8 * k + e) * 4)});
-          inlineAsm(rewriter, loc, Type(), ValueRange{p, v},
-                    "red.global.add.f32 [$0], $1;", "l,f",
-                    /*sideEffects=*/true);
-        }
+      for (auto &[off, v] : adds) {
+        Value p = LLVM::GEPOp::create(rewriter, loc, ptrT, rewriter.getI8Type(),
+                                      prow, ValueRange{off});
+        inlineAsm(rewriter, loc, Type(), ValueRange{p, v[0], v[1], v[2], v[3]},
+                  "red.global.add.v4.f32 [$0], {$1, $2, $3, $4};", "l,f,f,f,f",
+                  /*sideEffects=*/true);
+      }
+      if (blocks % 2) { // a last odd n8 block: its pair, 8 bytes
+        const int64_t k = blocks - 1;
+        Value p = LLVM::GEPOp::create(
+            rewriter, loc, ptrT, rewriter.getI8Type(), prow,
+            ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(8 * k * 4)});
+        inlineAsm(rewriter, loc, Type(),
+                  ValueRange{p, reg(rewriter, loc, t, 4 * k + 2 * i),
+                             reg(rewriter, loc, t, 4 * k + 2 * i + 1)},
+                  "red.global.add.v2.f32 [$0], {$1, $2};", "l,f,f",
+                  /*sideEffects=*/true);
+      }
     }
     rewriter.eraseOp(op);
     return success();

@@ -68,7 +68,7 @@
 // NVVM: nvvm.wgmma.mma_async {{.*}} A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
 // NVVM: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>
 // NVVM: nvvm.wgmma.mma_async {{.*}} A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
-// NVVM: red.global.add.f32
+// NVVM: red.global.add.v4.f32
 func.func @bwd128(%q: memref<?x1x?x128xbf16>, %k: memref<?x1x?x128xbf16>, %v: memref<?x1x?x128xbf16>,
                   %o: memref<?x1x?x128xbf16>, %do: memref<?x1x?x128xbf16>, %lse: memref<?x1x?xf32>,
                   %dq: memref<?x1x?x128xbf16>, %dk: memref<?x1x?x128xbf16>, %dv: memref<?x1x?x128xbf16>) {
@@ -79,17 +79,17 @@ func.func @bwd128(%q: memref<?x1x?x128xbf16>, %k: memref<?x1x?x128xbf16>, %v: me
 
 // -----
 
-// Head dim 64: each warpgroup's dQ over its own 64 keys, all 64 columns;
-// its own barrier.
+// Head dim 64: the warpgroups split dQ's columns too (32 each over all
+// 128 keys, one barrier of both).
 // CHECK-LABEL: gpu.module @bwd64_kernels
 // CHECK: attn.launch = {backward = true, {{.*}}causal = false
-// CHECK: hopper.named_barrier.sync stage[%{{.*}}] of 2 threads 128
-// CHECK: hopper.wgmma.ss %{{.*}}, %{{.*}} k 64 boxes 0, 0 {a_mn_major, b_mn_major} : f16 -> !hopper.frag<64x64xf32>
+// CHECK: hopper.named_barrier.sync stage[%{{.*}}] of 2 threads 256
+// CHECK: hopper.wgmma.ss %{{.*}}, %{{.*}} k 128 boxes 0, 0 {a_mn_major, b_mn_major} : f16 -> !hopper.frag<64x32xf32>
 // CHECK: hopper.reduce_add %{{.*}} to
 // BULK-LABEL: gpu.module @bwd64_kernels
 // BULK: hopper.reduce_add_bulk %{{.*}} to
 // NVVM-LABEL: gpu.module @bwd64_kernels
-// NVVM: red.global.add.f32
+// NVVM: red.global.add.v4.f32
 func.func @bwd64(%q: memref<?x1x?x64xf16>, %k: memref<?x1x?x64xf16>, %v: memref<?x1x?x64xf16>,
                  %o: memref<?x1x?x64xf16>, %do: memref<?x1x?x64xf16>, %lse: memref<?x1x?xf32>,
                  %dq: memref<?x1x?x64xf32>, %dk: memref<?x1x?x64xf16>, %dv: memref<?x1x?x64xf16>) {

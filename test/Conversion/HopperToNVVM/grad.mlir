@@ -118,22 +118,27 @@ func.func @store_shared(%t: !hopper.frag<64x16xbf16>, %smem: !llvm.ptr<3>, %off:
 
 // -----
 
-// Per row below the bound, one red.global.add.f32 per register, at
-// columns 0, 1, 8, 9 from the thread's first (4-byte elements).
+// Two n8 blocks' pairs regrouped between lanes l and l ^ 1 (one exchange
+// of a pair, in every lane), then per row below the bound one
+// red.global.add.v4.f32: at the thread's first column (even lanes) or 6
+// columns on (odd lanes: 24 bytes).
 // CHECK-LABEL: func.func @reduce_add(
+// CHECK: %[[ODD:.*]] = arith.trunci %{{.*}} : i32 to i1
+// CHECK: %[[S0:.*]] = arith.select %[[ODD]], %{{.*}}, %{{.*}} : f32
+// CHECK: nvvm.shfl.sync bfly %{{.*}}, %[[S0]], %c1_i32
+// CHECK: nvvm.shfl.sync bfly
+// CHECK: %[[OFF:.*]] = arith.select %[[ODD]], %c24_i32, %c0_i32
 // CHECK: %[[IN:.*]] = arith.cmpi slt, %{{.*}}, %{{.*}} : i32
 // CHECK: scf.if %[[IN]] {
 // CHECK: %[[ROWP:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i8
-// CHECK: llvm.inline_asm has_side_effects {{.*}}"red.global.add.f32 [$0], $1;", "l,f" %[[ROWP]],
-// CHECK: llvm.getelementptr %[[ROWP]][4]
-// CHECK: red.global.add.f32
-// CHECK: llvm.getelementptr %[[ROWP]][32]
-// CHECK: red.global.add.f32
-// CHECK: llvm.getelementptr %[[ROWP]][36]
-// CHECK: red.global.add.f32
+// CHECK: %[[P:.*]] = llvm.getelementptr %[[ROWP]][%[[OFF]]] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i8
+// CHECK: llvm.inline_asm has_side_effects {{.*}}"red.global.add.v4.f32 [$0], {$1, $2, $3, $4};", "l,f,f,f,f" %[[P]],
+// CHECK-NOT: red.global
 // CHECK: }
+// CHECK: nvvm.shfl.sync bfly
 // CHECK: scf.if
-// CHECK-COUNT-4: red.global.add.f32
+// CHECK: red.global.add.v4.f32
+// CHECK-NOT: red.global
 func.func @reduce_add(%t: !hopper.frag<64x16xf32>, %p: !llvm.ptr<1>, %sb: i64, %ss: i64, %sh: i64, %r: i32, %h: i32, %b: i32, %n: i32) {
   hopper.reduce_add %t to %p strides(%sb, %ss, %sh) rows %r head %h batch %b bound %n : !hopper.frag<64x16xf32>
   return

@@ -86,7 +86,7 @@ func.func @stage_boxes(%t: !hopper.frag<64x128xbf16>, %smem: !llvm.ptr<3>, %off:
 // -----
 
 func.func @reduce_bf16(%t: !hopper.frag<64x64xbf16>, %dq: !llvm.ptr<1>, %st: i64, %r: i32) {
-  // expected-error @+1 {{adds an f32 tile (red.global.add.f32)}}
+  // expected-error @+1 {{adds an f32 tile (f32 reductions)}}
   hopper.reduce_add %t to %dq strides(%st, %st, %st) rows %r head %r batch %r bound %r : !hopper.frag<64x64xbf16>
   return
 }

@@ -34,7 +34,7 @@ LogicalResult StoreODirectOp::verify() {
 
 LogicalResult ReduceAddOp::verify() {
   if (!getTile().getType().getElementType().isF32())
-    return emitOpError("adds an f32 tile (red.global.add.f32), got ")
+    return emitOpError("adds an f32 tile (f32 reductions), got ")
            << getTile().getType();
   return success();
 }

@@ -111,8 +111,9 @@ def Hopper_ReduceAddOp : Hopper_Op<"reduce_add"> {
 
       batch * strides[0] + row * strides[1] + head * strides[2] + column
 
-    of `ptr` (red.global.add.f32: no value returned), for rows row0 + 0 ..
-    63 below `bound`: the backward's dQ, which every kv block adds into.
+    of `ptr` (one red.global.add.v2.f32 per register pair: no value
+    returned), for rows row0 + 0 .. 63 below `bound`: the backward's dQ,
+    which every kv block adds into.
 
     ```mlir
     hopper.reduce_add %dq to %dQ strides(%sB, %sS, %sH) rows %row0 head %h batch %b bound %Sq
