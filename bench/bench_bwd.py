@@ -5,8 +5,8 @@ backward (run on an H100/H200).
 The FA3-paper grid (16384 tokens, hidden 2048: heads = 2048 // hdim, seqlen
 512..16k, causal and not), bf16 by default. Per cell, in the same process
 on the same inputs, in turn each round (median round of --rounds):
-  ours    flash_attn_backward (fa3-compile --backward kernels): delta =
-          rowsum(dO o), the kernel, dq = scale dq_accum, as autograd runs it;
+  ours    flash_attn_backward (fa3-compile --backward kernels): the three
+          kernels (_pre, the kernel, _post), as autograd runs it;
   cudnn   torch.autograd.grad through SDPA with SDPBackend.CUDNN_ATTENTION
           (its forward run once, outside the timing);
   fa2     the same with SDPBackend.FLASH_ATTENTION (FlashAttention-2).

@@ -285,7 +285,7 @@ def render_bench_bwd(entry):
            f"Command: `{entry['command']}`", "",
            "16384 tokens, hidden 2048. TFLOP/s (median round, FlashAttention's "
            "convention: 2.5 x the forward's FLOPs): ours = flash_attn_backward "
-           "(delta, the kernel, dq's conversion); cudnn and fa2 = SDPA's backward "
+           "(its three kernels: _pre, the kernel, _post); cudnn and fa2 = SDPA's backward "
            "with that backend, same inputs, same process.", "",
            "| mask | hdim | seqlen | ours | cudnn | fa2 | ours / cudnn | ours / fa2 |",
            "|---|---|---|---|---|---|---|---|"]

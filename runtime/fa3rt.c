@@ -13,8 +13,10 @@
  * as a pointer for kernels compiled with tma-store=false.
  * The backward kernel (facts `backward 1`): its own parameter list
  * (FA3RT_BWD_KERNEL_PARAM), grid (ceil(Skv / block_n) * Hkv * B, 1, 1), maps
- * of Q and dO as the forward's Q map, of K and V as its K/V maps; dQaccum is
- * zeroed by a memset before the launch.
+ * of Q and dO as the forward's Q map, of K and V as its K/V maps. Around it
+ * its module's <kernel>_pre (delta, dQaccum zeroed) and <kernel>_post (dQ)
+ * run: FA3RT_BWD_PRE_PARAM / FA3RT_BWD_POST_PARAM, grid (aux_grid, 1, 1),
+ * block (FA3RT_BWD_AUX_THREADS, 1, 1), no dynamic shared memory.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "fa3rt.h"
@@ -87,6 +89,35 @@ static const size_t kBwdAligns[] = {
 };
 #define FA3RT_BWD_KERNEL_PARAM P_CHECK
 #include "fa3rt_abi.def"
+/* the backward's helpers, <kernel>_pre and <kernel>_post */
+static const char kPreNames[] =
+#define FA3RT_BWD_PRE_PARAM P_NAME
+#include "fa3rt_abi.def"
+    ;
+static const size_t kPreSizes[] = {
+#define FA3RT_BWD_PRE_PARAM P_SIZE
+#include "fa3rt_abi.def"
+};
+static const size_t kPreAligns[] = {
+#define FA3RT_BWD_PRE_PARAM P_ALIGN
+#include "fa3rt_abi.def"
+};
+#define FA3RT_BWD_PRE_PARAM P_CHECK
+#include "fa3rt_abi.def"
+static const char kPostNames[] =
+#define FA3RT_BWD_POST_PARAM P_NAME
+#include "fa3rt_abi.def"
+    ;
+static const size_t kPostSizes[] = {
+#define FA3RT_BWD_POST_PARAM P_SIZE
+#include "fa3rt_abi.def"
+};
+static const size_t kPostAligns[] = {
+#define FA3RT_BWD_POST_PARAM P_ALIGN
+#include "fa3rt_abi.def"
+};
+#define FA3RT_BWD_POST_PARAM P_CHECK
+#include "fa3rt_abi.def"
 
 /* One kernel ABI: names (blank-separated), sizes and alignments, in order. */
 typedef struct abi {
@@ -98,6 +129,10 @@ typedef struct abi {
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 static const abi kFwdAbi = {"forward", kFwdNames + 1, kFwdSizes, kFwdAligns, COUNT(kFwdSizes)};
 static const abi kBwdAbi = {"backward", kBwdNames + 1, kBwdSizes, kBwdAligns, COUNT(kBwdSizes)};
+static const abi kPreAbi = {"backward's _pre", kPreNames + 1, kPreSizes, kPreAligns,
+                            COUNT(kPreSizes)};
+static const abi kPostAbi = {"backward's _post", kPostNames + 1, kPostSizes, kPostAligns,
+                             COUNT(kPostSizes)};
 static const abi *abi_of(const fa3rt_facts *f) { return f->backward ? &kBwdAbi : &kFwdAbi; }
 
 /* ------------------------------------------------------------------------ */
@@ -548,9 +583,11 @@ static int mul_add(int64_t *acc, int64_t a, int64_t b) {
 
 /* Checks one tensor and sets eff[] to the strides used for it: a dim of extent 1
  * may carry any stride, replaced by one that spans the inner dims (it never fails
- * the alignment checks, and TMA sees a plain layout). */
+ * the alignment checks, and TMA sees a plain layout). tma 0: a tensor that only
+ * the backward's helper kernels access (o, dq), by the same 16-byte rules,
+ * which the messages then give as theirs. */
 static fa3rt_status check_tensor(const char *name, const fa3rt_tensor *t, int64_t elem,
-                                 int64_t eff[4]) {
+                                 int64_t eff[4], int tma) {
   for (int i = 0; i < 4; i++) {
     eff[i] = t->strides[i];
     if (t->shape[i] < 0 || t->shape[i] > INT32_MAX) /* the kernel takes i32 extents */
@@ -560,9 +597,10 @@ static fa3rt_status check_tensor(const char *name, const fa3rt_tensor *t, int64_
   if (t->shape[0] == 0 || t->shape[1] == 0 || t->shape[2] == 0) return FA3RT_OK; /* empty */
   if (!t->ptr) return fail(FA3RT_ERR_INVALID_ARGUMENT, "%s pointer is NULL", name);
   if (t->ptr % 16)
-    return fail(FA3RT_ERR_INVALID_ARGUMENT,
-                "%s pointer 0x%llx is not 16-byte aligned (TMA needs 16-byte aligned tensors)",
-                name, (unsigned long long)t->ptr);
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "%s pointer 0x%llx is not 16-byte aligned (%s)",
+                name, (unsigned long long)t->ptr,
+                tma ? "TMA needs 16-byte aligned tensors"
+                    : "fa3rt_bwd's helper kernels access its rows 16 bytes at a time");
   if (t->ptr >= ADDR_END)
     return fail(FA3RT_ERR_INVALID_ARGUMENT, "%s pointer: 0x%llx is out of range (below 2^63: "
                 "a device address)", name, (unsigned long long)t->ptr);
@@ -591,7 +629,8 @@ static fa3rt_status check_tensor(const char *name, const fa3rt_tensor *t, int64_
     if ((s * elem) % 16)
       return fail(FA3RT_ERR_INVALID_ARGUMENT,
                   "%s stride of dim %s is %lld elements = %lld bytes; it must be a multiple of "
-                  "16 bytes (TMA)", name, dim, (long long)s, (long long)(s * elem));
+                  "16 bytes (%s)", name, dim, (long long)s, (long long)(s * elem),
+                  tma ? "TMA" : "16-byte aligned rows for fa3rt_bwd's helper kernels");
     eff[i] = s;
   }
   /* the last element's byte offset: all of the tensor below 2^63, so that no
@@ -745,8 +784,10 @@ static fa3rt_status plan(const fa3rt_facts *f, const fa3rt_fwd_args *a, fa3rt_fw
   const int64_t elem = 2;
   const fa3rt_tensor *q = &a->q, *k = &a->k, *v = &a->v, *o = &a->o;
   if ((st = check_varlen(f, a))) return st;
-  if ((st = check_tensor("q", q, elem, eff[0])) || (st = check_tensor("k", k, elem, eff[1])) ||
-      (st = check_tensor("v", v, elem, eff[2])) || (st = check_tensor("o", o, elem, eff[3])))
+  if ((st = check_tensor("q", q, elem, eff[0], 1)) ||
+      (st = check_tensor("k", k, elem, eff[1], 1)) ||
+      (st = check_tensor("v", v, elem, eff[2], 1)) ||
+      (st = check_tensor("o", o, elem, eff[3], 1)))
     return st;
   if ((st = check_qkv(f, q, k, v))) return st;
   const int64_t B = q->shape[0], Hq = q->shape[1], Sq = q->shape[2];
@@ -850,33 +891,47 @@ static int64_t product(int64_t a, int64_t b, int64_t c, int64_t d) {
   return p;
 }
 
-/* fa3rt_bwd_plan, plus the strides to use for q, k, v, dout, dk, dv */
+/* The strides of fa3rt_bwd's tensors (check_tensor's eff), in this order. */
+enum { BQ, BK, BV, BDOUT, BDK, BDV, BO, BDQ, NBWD };
+
+/* fa3rt_bwd_plan, plus the strides to use for its tensors */
 static fa3rt_status plan_bwd(const fa3rt_facts *f, const fa3rt_bwd_args *a,
-                             fa3rt_bwd_launch *launch, int64_t eff[6][4]) {
+                             fa3rt_bwd_launch *launch, int64_t eff[NBWD][4]) {
   fa3rt_status st = check_kind(f, 1, a->dtype);
   if (st) return st;
+  /* one row length for the helpers and for dQaccum's rows (the compiler
+     builds no other backward) */
+  if (f->head_dim != f->head_dim_v)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "kernel %s has head_dim %d and head_dim_v %d; the "
+                "backward takes head_dim_v = head_dim", f->kernel, f->head_dim, f->head_dim_v);
   const int64_t elem = 2;
-  const fa3rt_tensor *q = &a->q, *k = &a->k, *v = &a->v, *dout = &a->dout, *dk = &a->dk,
-                     *dv = &a->dv;
-  if ((st = check_tensor("q", q, elem, eff[0])) || (st = check_tensor("k", k, elem, eff[1])) ||
-      (st = check_tensor("v", v, elem, eff[2])) ||
-      (st = check_tensor("dout", dout, elem, eff[3])) ||
-      (st = check_tensor("dk", dk, elem, eff[4])) || (st = check_tensor("dv", dv, elem, eff[5])))
+  const fa3rt_tensor *q = &a->q, *k = &a->k, *v = &a->v, *dout = &a->dout, *o = &a->o,
+                     *dq = &a->dq, *dk = &a->dk, *dv = &a->dv;
+  if ((st = check_tensor("q", q, elem, eff[BQ], 1)) ||
+      (st = check_tensor("k", k, elem, eff[BK], 1)) ||
+      (st = check_tensor("v", v, elem, eff[BV], 1)) ||
+      (st = check_tensor("dout", dout, elem, eff[BDOUT], 1)) ||
+      (st = check_tensor("o", o, elem, eff[BO], 0)) ||
+      (st = check_tensor("dq", dq, elem, eff[BDQ], 0)) ||
+      (st = check_tensor("dk", dk, elem, eff[BDK], 1)) ||
+      (st = check_tensor("dv", dv, elem, eff[BDV], 1)))
     return st;
   if ((st = check_qkv(f, q, k, v))) return st;
   const int64_t B = q->shape[0], Hq = q->shape[1], Sq = q->shape[2];
   const int64_t Hkv = k->shape[1], Skv = k->shape[2];
   if ((st = check_shape("dout", dout, B, Hq, Sq, f->head_dim_v)) ||
+      (st = check_shape("o", o, B, Hq, Sq, f->head_dim_v)) ||
+      (st = check_shape("dq", dq, B, Hq, Sq, f->head_dim)) ||
       (st = check_shape("dk", dk, B, Hkv, Skv, f->head_dim)) ||
       (st = check_shape("dv", dv, B, Hkv, Skv, f->head_dim_v)))
     return st;
   /* the kernel addresses dK and dV with one set of strides (a dim of
      extent 1 is never stepped along) */
   for (int i = 0; i < 3 && B && Hkv && Skv; i++)
-    if (dk->shape[i] > 1 && eff[4][i] != eff[5][i])
+    if (dk->shape[i] > 1 && eff[BDK][i] != eff[BDV][i])
       return fail(FA3RT_ERR_INVALID_ARGUMENT, "dk and dv strides differ in dim %s (%lld and "
                   "%lld elements): the kernel takes one set of strides for both",
-                  kDimNames[i], (long long)eff[4][i], (long long)eff[5][i]);
+                  kDimNames[i], (long long)eff[BDK][i], (long long)eff[BDV][i]);
   /* 1-D grid: one CTA per (kv block, kv head, batch), at most 2^31-1 */
   const int64_t nblocks = (Skv + f->block_n - 1) / f->block_n;
   int64_t tiles = 0;
@@ -888,23 +943,42 @@ static fa3rt_status plan_bwd(const fa3rt_facts *f, const fa3rt_bwd_args *a,
   memset(&L, 0, sizeof L);
   L.empty = B == 0 || Hq == 0 || Sq == 0;
   L.zero_only = !L.empty && Skv == 0;
-  /* dq_accum f32 [B, Hq, Sq, D], lse and delta f32 [B, Hq, Sq], contiguous */
+  /* dq_accum f32 [B, Hq, Sq, D], lse and delta f32 [B, Hq, Sq], contiguous;
+     _pre writes delta and zeroes dq_accum even without keys */
   const int64_t words = product(B, Hq, Sq, f->head_dim), rows = product(B, Hq, Sq, 1);
   if ((st = check_f32("dq_accum", a->dq_accum, words, !L.empty)) ||
       (st = check_f32("lse", a->lse, rows, !L.empty && !L.zero_only)) ||
-      (st = check_f32("delta", a->delta, rows, !L.empty && !L.zero_only)))
+      (st = check_f32("delta", a->delta, rows, !L.empty)))
     return st;
   double scale;
   if ((st = check_scale(f, a->softmax_scale, &scale))) return st;
 
   L.B = (int32_t)B; L.Sq = (int32_t)Sq; L.Skv = (int32_t)Skv;
   L.Hq = (int32_t)Hq; L.Hkv = (int32_t)Hkv;
-  L.dkv_stride_b = eff[4][0];
-  L.dkv_stride_h = eff[4][1];
-  L.dkv_stride_s = eff[4][2];
+  L.dkv_stride_b = eff[BDK][0];
+  L.dkv_stride_h = eff[BDK][1];
+  L.dkv_stride_s = eff[BDK][2];
+  L.o_stride_b = eff[BO][0];
+  L.o_stride_h = eff[BO][1];
+  L.o_stride_s = eff[BO][2];
+  L.dout_stride_b = eff[BDOUT][0];
+  L.dout_stride_h = eff[BDOUT][1];
+  L.dout_stride_s = eff[BDOUT][2];
+  L.dq_stride_b = eff[BDQ][0];
+  L.dq_stride_h = eff[BDQ][1];
+  L.dq_stride_s = eff[BDQ][2];
   L.dq_accum_words = L.empty ? 0 : (uint64_t)words;
   L.scale = scale;
   L.scale_log2 = (float)(scale * LOG2E);
+  if (!L.empty) {
+    /* the helpers: Dv * 2 / 16 threads a row (16 bytes each), the grid's
+       stride over the rows past 2^31-1 blocks (rows fits: dq_accum's words
+       were counted above) */
+    const int64_t per_block = FA3RT_BWD_AUX_THREADS * 16 / (f->head_dim_v * 2);
+    const int64_t blocks = (rows + per_block - 1) / per_block;
+    L.aux_grid = (unsigned)(blocks < INT32_MAX ? blocks : INT32_MAX);
+    L.aux_block = FA3RT_BWD_AUX_THREADS;
+  }
   if (!L.empty && !L.zero_only) {
     L.grid[0] = (unsigned)tiles;
     L.grid[1] = L.grid[2] = 1;
@@ -920,7 +994,7 @@ fa3rt_status fa3rt_bwd_plan(const fa3rt_facts *f, const fa3rt_bwd_args *a,
                             fa3rt_bwd_launch *launch) {
   clear_error();
   if (!f || !a) return fail(FA3RT_ERR_INVALID_ARGUMENT, "fa3rt_bwd_plan: NULL argument");
-  int64_t eff[6][4];
+  int64_t eff[NBWD][4];
   return plan_bwd(f, a, launch, eff);
 }
 
@@ -934,6 +1008,7 @@ struct fa3rt_kernel {
   CUdevice dev;
   CUmodule mod;
   CUfunction fn;
+  CUfunction fn_pre, fn_post; /* backward: <kernel>_pre and <kernel>_post */
   int max_ctas;           /* a persistent grid's size: one CTA per SM, or
                              cluster_m x the clusters that fit at once */
   CUdeviceptr counters_dev; /* (NSLOTS + NCAPTURED) x 2 u32, zeroed at load */
@@ -968,6 +1043,34 @@ static void kernel_free(fa3rt_kernel *k) {
 }
 
 void fa3rt_kernel_destroy(fa3rt_kernel *k) { kernel_free(k); }
+
+/* ABI check of the cubin's function `name`: offset and size of each parameter
+ * (cuFuncGetParamInfo, CUDA >= 12.4; skipped where the driver lacks it).
+ * Only the ABI's parameters are queried: asking past the last one would be a
+ * CUDA API error, which compute-sanitizer reports in every user's program.
+ * Offsets count from the first parameter's: the driver reports them in the
+ * constant bank, where 64-byte aligned parameters start past a padding. */
+static fa3rt_status check_params(CUfunction fn, const char *name, const abi *x,
+                                 const char *where) {
+  size_t want_off = 0, base = 0;
+  for (size_t i = 0; i < x->n; i++) {
+    size_t off = 0, size = 0;
+    want_off = (want_off + x->aligns[i] - 1) / x->aligns[i] * x->aligns[i];
+    CUresult r = cuFuncGetParamInfo(fn, i, &off, &size);
+    if (r == CUDA_ERROR_NOT_SUPPORTED) return FA3RT_OK;
+    if (r == CUDA_ERROR_INVALID_VALUE)
+      return fail(FA3RT_ERR_FACTS, "kernel %s takes %zu parameters; the %s ABI '%s' has %zu",
+                  name, i, x->kind, x->names, x->n);
+    if (r != CUDA_SUCCESS) return cuda_fail("cuFuncGetParamInfo", r, where);
+    if (i == 0) base = off;
+    if (size != x->sizes[i] || off < base || off - base != want_off)
+      return fail(FA3RT_ERR_FACTS, "kernel %s parameter %zu is %zu bytes at offset %lld (from "
+                  "the first's); the %s ABI '%s' needs %zu bytes at offset %zu", name, i, size,
+                  (long long)off - (long long)base, x->kind, x->names, x->sizes[i], want_off);
+    want_off += x->sizes[i];
+  }
+  return FA3RT_OK;
+}
 
 fa3rt_status fa3rt_kernel_load_data(const void *cubin, size_t cubin_size, const char *facts_text,
                                     size_t facts_len, fa3rt_kernel **out) {
@@ -1034,34 +1137,32 @@ fa3rt_status fa3rt_kernel_load_data(const void *cubin, size_t cubin_size, const 
     goto error;
   }
   LOAD_TRY(r);
-  /* ABI check: offset and size of each parameter (cuFuncGetParamInfo, CUDA >= 12.4).
-   * Only the ABI's parameters are queried: asking past the last one would be a
-   * CUDA API error, which compute-sanitizer reports in every user's program.
-   * Offsets count from the first parameter's: the driver reports them in the
-   * constant bank, where 64-byte aligned parameters start past a padding. */
-  {
-    const abi *x = abi_of(&f);
-    size_t want_off = 0, base = 0;
-    for (size_t i = 0; i < x->n; i++) {
-      size_t off = 0, size = 0;
-      want_off = (want_off + x->aligns[i] - 1) / x->aligns[i] * x->aligns[i];
-      r = cuFuncGetParamInfo(k->fn, i, &off, &size);
-      if (r == CUDA_ERROR_NOT_SUPPORTED) break;
-      if (r == CUDA_ERROR_INVALID_VALUE) {
-        st = fail(FA3RT_ERR_FACTS, "kernel %s takes %zu parameters; the %s ABI '%s' has %zu",
-                  f.kernel, i, x->kind, x->names, x->n);
+  if ((st = check_params(k->fn, f.kernel, abi_of(&f), where))) goto error;
+  if (f.backward) {
+    /* the helpers fa3rt_bwd launches around the kernel, from its module */
+    static const char *const suffix[2] = {"_pre", "_post"};
+    CUfunction *fns[2] = {&k->fn_pre, &k->fn_post};
+    const abi *abis[2] = {&kPreAbi, &kPostAbi};
+    for (int i = 0; i < 2; i++) {
+      char name[sizeof f.kernel + 8];
+      snprintf(name, sizeof name, "%s%s", f.kernel, suffix[i]);
+      r = cuModuleGetFunction(fns[i], k->mod, name);
+      if (r == CUDA_ERROR_NOT_FOUND) {
+        st = fail(FA3RT_ERR_FACTS, "the cubin of backward kernel '%s' has no kernel named '%s': "
+                  "it lacks the backward's helper kernels (%s_pre and %s_post, which fa3rt_bwd "
+                  "launches around it); recompile it with this fa3-compile", f.kernel, name,
+                  f.kernel, f.kernel);
         goto error;
       }
       LOAD_TRY(r);
-      if (i == 0) base = off;
-      if (size != x->sizes[i] || off < base || off - base != want_off) {
-        st = fail(FA3RT_ERR_FACTS, "kernel %s parameter %zu is %zu bytes at offset %lld (from "
-                  "the first's); the %s ABI '%s' needs %zu bytes at offset %zu", f.kernel, i,
-                  size, (long long)off - (long long)base, x->kind, x->names, x->sizes[i],
-                  want_off);
+      if ((st = check_params(*fns[i], name, abis[i], where))) goto error;
+      int most = 0;
+      LOAD_TRY(cuFuncGetAttribute(&most, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, *fns[i]));
+      if (most < FA3RT_BWD_AUX_THREADS) {
+        st = fail(FA3RT_ERR_FACTS, "kernel %s allows at most %d threads a block; fa3rt_bwd "
+                  "launches it with %d", name, most, FA3RT_BWD_AUX_THREADS);
         goto error;
       }
-      want_off += x->sizes[i];
     }
   }
   int static_smem = 0, max_threads = 0;
@@ -1351,12 +1452,102 @@ fa3rt_status fa3rt_fwd(fa3rt_kernel *k, const fa3rt_fwd_args *a, void *stream) {
   return FA3RT_OK;
 }
 
+/* <kernel>_pre: delta = rowsum(dO * O) in f32, dQaccum zeroed. The helpers
+ * each have a function of their own: their parameter lists share names
+ * (B, Sq, Hq, dQaccum) with the kernel's. */
+static fa3rt_status launch_pre(const fa3rt_kernel *k, const fa3rt_bwd_args *a,
+                               const fa3rt_bwd_launch *L, CUstream cs, const char *where) {
+#define FA3RT_BWD_PRE_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning) c_type name;
+#include "fa3rt_abi.def"
+  O = (CUdeviceptr)a->o.ptr;
+  dO = (CUdeviceptr)a->dout.ptr;
+  oStrideB = L->o_stride_b;
+  oStrideS = L->o_stride_s;
+  oStrideH = L->o_stride_h;
+  doStrideB = L->dout_stride_b;
+  doStrideS = L->dout_stride_s;
+  doStrideH = L->dout_stride_h;
+  delta = (CUdeviceptr)a->delta;
+  dQaccum = (CUdeviceptr)a->dq_accum;
+  B = L->B;
+  Sq = L->Sq;
+  Hq = L->Hq;
+  void *params[] = {
+#define FA3RT_BWD_PRE_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning) &name,
+#include "fa3rt_abi.def"
+  };
+  CUresult r = cuLaunchKernel(k->fn_pre, L->aux_grid, 1, 1, L->aux_block, 1, 1, 0, cs, params,
+                              NULL);
+  return r == CUDA_SUCCESS ? FA3RT_OK : cuda_fail("cuLaunchKernel(_pre)", r, where);
+}
+
+/* The backward kernel itself: dK, dV, and dQ / scale summed into dQaccum. */
+static fa3rt_status launch_grad(const fa3rt_kernel *k, const fa3rt_bwd_args *a,
+                                const fa3rt_bwd_launch *L, const int64_t eff[NBWD][4],
+                                CUstream cs, const char *where) {
+  const fa3rt_facts *f = &k->facts;
+  fa3rt_status st;
+  /* One local per kernel parameter, named and typed as fa3rt_abi.def says. */
+#define FA3RT_BWD_KERNEL_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning)     \
+  c_type name;
+#include "fa3rt_abi.def"
+  if ((st = encode_map(&mapQ, f, &a->q, eff[BQ], f->block_m, "q", where)) ||
+      (st = encode_map(&mapK, f, &a->k, eff[BK], f->block_n, "k", where)) ||
+      (st = encode_map(&mapV, f, &a->v, eff[BV], f->block_n, "v", where)) ||
+      (st = encode_map(&mapdO, f, &a->dout, eff[BDOUT], f->block_m, "dout", where)))
+    return st;
+  dQaccum = (CUdeviceptr)a->dq_accum;
+  dK = (CUdeviceptr)a->dk.ptr;
+  dV = (CUdeviceptr)a->dv.ptr;
+  LSE = (CUdeviceptr)a->lse;
+  delta = (CUdeviceptr)a->delta;
+  B = L->B;
+  Sq = L->Sq;
+  Skv = L->Skv;
+  Hq = L->Hq;
+  Hkv = L->Hkv;
+  dkvStrideB = L->dkv_stride_b;
+  dkvStrideS = L->dkv_stride_s;
+  dkvStrideH = L->dkv_stride_h;
+  scaleLog2 = L->scale_log2;
+  void *params[] = {
+#define FA3RT_BWD_KERNEL_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning) &name,
+#include "fa3rt_abi.def"
+  };
+  CUresult r = cuLaunchKernel(k->fn, L->grid[0], L->grid[1], L->grid[2], L->block[0],
+                              L->block[1], L->block[2], L->dynamic_smem, cs, params, NULL);
+  return r == CUDA_SUCCESS ? FA3RT_OK : cuda_fail("cuLaunchKernel", r, where);
+}
+
+/* <kernel>_post: dQ = scale * dQaccum, rounded once to dQ's dtype. */
+static fa3rt_status launch_post(const fa3rt_kernel *k, const fa3rt_bwd_args *a,
+                                const fa3rt_bwd_launch *L, CUstream cs, const char *where) {
+#define FA3RT_BWD_POST_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning) c_type name;
+#include "fa3rt_abi.def"
+  dQaccum = (CUdeviceptr)a->dq_accum;
+  dQ = (CUdeviceptr)a->dq.ptr;
+  dqStrideB = L->dq_stride_b;
+  dqStrideS = L->dq_stride_s;
+  dqStrideH = L->dq_stride_h;
+  B = L->B;
+  Sq = L->Sq;
+  Hq = L->Hq;
+  scale = (float)L->scale;
+  void *params[] = {
+#define FA3RT_BWD_POST_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning) &name,
+#include "fa3rt_abi.def"
+  };
+  CUresult r = cuLaunchKernel(k->fn_post, L->aux_grid, 1, 1, L->aux_block, 1, 1, 0, cs, params,
+                              NULL);
+  return r == CUDA_SUCCESS ? FA3RT_OK : cuda_fail("cuLaunchKernel(_post)", r, where);
+}
+
 fa3rt_status fa3rt_bwd(fa3rt_kernel *k, const fa3rt_bwd_args *a, void *stream) {
   clear_error();
   if (!k || !a) return fail(FA3RT_ERR_INVALID_ARGUMENT, "fa3rt_bwd: NULL kernel or args");
   const fa3rt_facts *f = &k->facts;
   fa3rt_bwd_launch L;
-  int64_t eff[6][4];
+  int64_t eff[NBWD][4];
   fa3rt_status st = plan_bwd(f, a, &L, eff);
   if (st) return in_call(st, "fa3rt_bwd", f);
   if (L.empty) return FA3RT_OK;
@@ -1364,38 +1555,10 @@ fa3rt_status fa3rt_bwd(fa3rt_kernel *k, const fa3rt_bwd_args *a, void *stream) {
   describe(where, f, L.B, L.Sq, L.Skv, L.Hq, L.Hkv);
   CUstream cs = (CUstream)stream;
   if ((st = check_context(k, where))) return st;
-  /* the kernel adds into dQaccum: zero first, in stream order */
-  CU_TRY(cuMemsetD32Async((CUdeviceptr)a->dq_accum, 0, (size_t)L.dq_accum_words, cs), where);
-  if (L.zero_only) return FA3RT_OK;
-
-  /* One local per kernel parameter, named and typed as fa3rt_abi.def says. */
-#define FA3RT_BWD_KERNEL_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning)     \
-  c_type name;
-#include "fa3rt_abi.def"
-  if ((st = encode_map(&mapQ, f, &a->q, eff[0], f->block_m, "q", where)) ||
-      (st = encode_map(&mapK, f, &a->k, eff[1], f->block_n, "k", where)) ||
-      (st = encode_map(&mapV, f, &a->v, eff[2], f->block_n, "v", where)) ||
-      (st = encode_map(&mapdO, f, &a->dout, eff[3], f->block_m, "dout", where)))
-    return st;
-  dQaccum = (CUdeviceptr)a->dq_accum;
-  dK = (CUdeviceptr)a->dk.ptr;
-  dV = (CUdeviceptr)a->dv.ptr;
-  LSE = (CUdeviceptr)a->lse;
-  delta = (CUdeviceptr)a->delta;
-  B = L.B;
-  Sq = L.Sq;
-  Skv = L.Skv;
-  Hq = L.Hq;
-  Hkv = L.Hkv;
-  dkvStrideB = L.dkv_stride_b;
-  dkvStrideS = L.dkv_stride_s;
-  dkvStrideH = L.dkv_stride_h;
-  scaleLog2 = L.scale_log2;
-  void *params[] = {
-#define FA3RT_BWD_KERNEL_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning) &name,
-#include "fa3rt_abi.def"
-  };
-  CUresult r = cuLaunchKernel(k->fn, L.grid[0], L.grid[1], L.grid[2], L.block[0], L.block[1],
-                              L.block[2], L.dynamic_smem, cs, params, NULL);
-  return r == CUDA_SUCCESS ? FA3RT_OK : cuda_fail("cuLaunchKernel", r, where);
+  /* in stream order: the kernel adds into the zeroed dQaccum and reads
+     delta; post reads the sums. Without keys (zero_only) post turns the
+     zeroed dQaccum into dq = 0. */
+  if ((st = launch_pre(k, a, &L, cs, where))) return st;
+  if (!L.zero_only && (st = launch_grad(k, a, &L, eff, cs, where))) return st;
+  return launch_post(k, a, &L, cs, where);
 }

@@ -41,6 +41,11 @@ _ABI = _abi_text()
 # kernel's, and the backward kernel's (facts `backward 1`)
 KERNEL_PARAMS = " ".join(re.findall(r"^FA3RT_KERNEL_PARAM\((\w+),", _ABI, re.M))
 BWD_KERNEL_PARAMS = " ".join(re.findall(r"^FA3RT_BWD_KERNEL_PARAM\((\w+),", _ABI, re.M))
+# the backward's helper kernels in its cubin, <kernel>_pre and <kernel>_post
+# (launched by fa3rt_bwd around it), and their block size
+BWD_PRE_PARAMS = " ".join(re.findall(r"^FA3RT_BWD_PRE_PARAM\((\w+),", _ABI, re.M))
+BWD_POST_PARAMS = " ".join(re.findall(r"^FA3RT_BWD_POST_PARAM\((\w+),", _ABI, re.M))
+BWD_AUX_THREADS = int(re.search(r"^#define FA3RT_BWD_AUX_THREADS (\d+)$", _ABI, re.M).group(1))
 MAX_BYTES = 65536           # FA3RT_FACTS_MAX_BYTES
 MAX_LINE = 1023             # FA3RT_FACTS_MAX_LINE (bytes without the newline)
 SCALE_MAX = 1e30            # FA3RT_SCALE_MAX

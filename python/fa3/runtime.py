@@ -87,9 +87,9 @@ class FwdLaunch(ctypes.Structure):
 class BwdArgs(ctypes.Structure):
     """fa3rt_bwd_args (fa3rt.h), field for field."""
     _fields_ = [("q", Tensor), ("k", Tensor), ("v", Tensor), ("dout", Tensor),
-                ("lse", ctypes.c_uint64), ("delta", ctypes.c_uint64),
-                ("dq_accum", ctypes.c_uint64), ("dk", Tensor), ("dv", Tensor),
-                ("softmax_scale", ctypes.c_double), ("dtype", ctypes.c_int)]
+                ("o", Tensor), ("lse", ctypes.c_uint64), ("delta", ctypes.c_uint64),
+                ("dq_accum", ctypes.c_uint64), ("dq", Tensor), ("dk", Tensor),
+                ("dv", Tensor), ("softmax_scale", ctypes.c_double), ("dtype", ctypes.c_int)]
 
 
 class BwdLaunch(ctypes.Structure):
@@ -100,7 +100,14 @@ class BwdLaunch(ctypes.Structure):
                 ("dynamic_smem", ctypes.c_uint),
                 ("dkv_stride_b", ctypes.c_int64), ("dkv_stride_s", ctypes.c_int64),
                 ("dkv_stride_h", ctypes.c_int64), ("dq_accum_words", ctypes.c_uint64),
-                ("scale", ctypes.c_double), ("scale_log2", ctypes.c_float)]
+                ("scale", ctypes.c_double), ("scale_log2", ctypes.c_float),
+                ("aux_grid", ctypes.c_uint), ("aux_block", ctypes.c_uint),
+                ("o_stride_b", ctypes.c_int64), ("o_stride_s", ctypes.c_int64),
+                ("o_stride_h", ctypes.c_int64),
+                ("dout_stride_b", ctypes.c_int64), ("dout_stride_s", ctypes.c_int64),
+                ("dout_stride_h", ctypes.c_int64),
+                ("dq_stride_b", ctypes.c_int64), ("dq_stride_s", ctypes.c_int64),
+                ("dq_stride_h", ctypes.c_int64)]
 
 
 def library_path() -> Path:
@@ -252,16 +259,18 @@ def fwd_args(q: Tensor, k: Tensor, v: Tensor, o: Tensor, lse_ptr: int = 0,
     return a
 
 
-def bwd_args(q: Tensor, k: Tensor, v: Tensor, dout: Tensor, lse_ptr: int, delta_ptr: int,
-             dq_accum_ptr: int, dk: Tensor, dv: Tensor,
+def bwd_args(q: Tensor, k: Tensor, v: Tensor, dout: Tensor, o: Tensor, lse_ptr: int,
+             delta_ptr: int, dq_accum_ptr: int, dq: Tensor, dk: Tensor, dv: Tensor,
              softmax_scale: Optional[float] = None, dtype: str = "bf16") -> BwdArgs:
-    """fa3rt_bwd_args (fa3rt.h): q, k, v, dout, dk, dv from tensor(); the
-    device addresses of lse and delta (f32 [B, Hq, Sq]) and of dq_accum (f32
-    [B, Hq, Sq, D], zeroed by the launch), all contiguous. softmax_scale
-    None: the kernel's (facts) scale; else 0 < scale <= 1e30."""
+    """fa3rt_bwd_args (fa3rt.h), in its order: q, k, v, dout, o (the
+    forward's output), dq, dk, dv (written) from tensor(); the device
+    addresses of lse (f32 [B, Hq, Sq], the forward's) and of the workspaces
+    delta (f32 [B, Hq, Sq]) and dq_accum (f32 [B, Hq, Sq, D]), all
+    contiguous, which the launch fills. softmax_scale None: the kernel's
+    (facts) scale; else 0 < scale <= 1e30."""
     a = BwdArgs()
     w, E = "fa3.runtime.bwd_args", Fa3ArgumentError
-    a.q, a.k, a.v, a.dout, a.dk, a.dv = q, k, v, dout, dk, dv
+    a.q, a.k, a.v, a.dout, a.o, a.dq, a.dk, a.dv = q, k, v, dout, o, dq, dk, dv
     a.lse = check_int(w, "lse_ptr", lse_ptr or 0, *UINT64, error=E)
     a.delta = check_int(w, "delta_ptr", delta_ptr or 0, *UINT64, error=E)
     a.dq_accum = check_int(w, "dq_accum_ptr", dq_accum_ptr or 0, *UINT64, error=E)
@@ -325,8 +334,8 @@ class Kernel:
         _check(self._lib.fa3rt_fwd(self._h, ctypes.byref(args), stream or None), self._lib)
 
     def bwd(self, args: BwdArgs, stream: int = 0):
-        """The backward kernel's launch (fa3rt_bwd: zeroes dq_accum, then the
-        kernel), asynchronously on stream (a CUstream handle as int)."""
+        """The backward's launch (fa3rt_bwd: <kernel>_pre, the kernel,
+        <kernel>_post), asynchronously on stream (a CUstream handle as int)."""
         if not self._h:
             raise ValueError("fa3.runtime.Kernel: the kernel is closed")
         stream = check_int("fa3.runtime.Kernel.bwd", "stream", stream or 0, *UINT64)

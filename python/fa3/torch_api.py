@@ -515,14 +515,17 @@ def flash_attn_backward(dout, q, k, v, out, lse, softmax_scale: Optional[float] 
     NotImplementedError (not built yet: dq is summed with atomic adds, so
     its last bits may change from run to run; dk and dv do not).
 
-    Computed here: delta = rowsum(dout * out) in float32 [B, Hq, Sq], and dq
-    = softmax_scale * dq_accum in q's dtype; the runtime zeroes dq_accum
-    (float32 [B, Hq, Sq, D], a workspace: pass ``dq_accum`` to reuse one,
-    contiguous) and launches. ``dq``, ``dk``, ``dv``: optional preallocated
-    outputs of q's, k's and v's shapes (dk and dv with the same strides,
-    TMA-style: a contiguous last dim and 16-byte multiples); else new
-    contiguous tensors. Inputs TMA cannot read (e.g. an expanded dout) are
-    copied contiguous first. Runs on torch.cuda.current_stream()."""
+    The runtime (fa3rt_bwd) runs three kernels: delta = rowsum(dout * out)
+    in float32 [B, Hq, Sq] with dq_accum zeroed, the backward kernel, and
+    dq = softmax_scale * dq_accum rounded once to q's dtype; delta and
+    dq_accum (float32 [B, Hq, Sq, D]; pass ``dq_accum`` to reuse one,
+    contiguous) are workspaces allocated here. ``dq``, ``dk``, ``dv``:
+    optional preallocated outputs of q's, k's and v's shapes (dk and dv with
+    the same strides, TMA-style: a contiguous last dim and 16-byte
+    multiples; a dq otherwise gets its values by a copy); else new
+    contiguous tensors. Inputs the kernels cannot read (e.g. an expanded
+    dout, a view not 16-byte aligned) are copied contiguous first. Runs on
+    torch.cuda.current_stream()."""
     import torch
     if deterministic:
         raise NotImplementedError(_NOT_DETERMINISTIC)
@@ -597,14 +600,21 @@ def _eager_bwd(torch, dout, q, k, v, out, lse, softmax_scale, causal, window_siz
         for t in (dq, dk, dv):
             t.zero_()
         return dq, dk, dv
-    q, k, v, dout = (_tma_ready(t) for t in (q, k, v, dout))
-    # delta = rowsum(dout * o) per query row, f32 [B, Hq, Sq]
-    delta = (dout.float() * out.float()).sum(-1).transpose(1, 2).contiguous()
+    # q, k, v, dout by TMA; out and dout by the helper kernels in 16-byte
+    # vectors, which need the same rows (fa3rt.h, fa3rt_bwd_args)
+    q, k, v, dout, out = (_tma_ready(t) for t in (q, k, v, dout, out))
     # f32 [B, Hq, Sq] contiguous and 16-byte aligned (fa3rt_bwd_args.lse)
     lse = lse if lse.is_contiguous() and not lse.data_ptr() % 16 else lse.clone(
         memory_format=torch.contiguous_format)
+    # workspaces the runtime fills: delta = rowsum(dout * out), dq_accum
+    # zeroed then summed into (fresh allocations are 16-byte aligned)
+    delta = new((B, Hq, Sq), torch.float32)
     if dq_accum is None:
-        dq_accum = new((B, Hq, Sq, D), torch.float32)   # zeroed by the runtime
+        dq_accum = new((B, Hq, Sq, D), torch.float32)
+    # dq written by the runtime: a given one whose rows it cannot write
+    # (16-byte aligned, contiguous last dim) gets the result by a copy
+    dq_out = dq if _tma_ok(dq.shape, dq.stride(), dq.element_size()) and not (
+        dq.data_ptr() % 16) else new((B, Sq, Hq, D))
     scale = (float(softmax_scale) if softmax_scale is not None else
              _forward_scale(dt, D, Dv, causal, window_size, softcap, kernel_dir, jit, dev,
                             torch.cuda.device, kobj))
@@ -613,14 +623,15 @@ def _eager_bwd(torch, dout, q, k, v, out, lse, softmax_scale, causal, window_siz
                             t(k.data_ptr(), *_bhsd(k), name="k"),
                             t(v.data_ptr(), *_bhsd(v), name="v"),
                             t(dout.data_ptr(), *_bhsd(dout), name="dout"),
+                            t(out.data_ptr(), *_bhsd(out), name="out"),
                             lse.data_ptr(), delta.data_ptr(), dq_accum.data_ptr(),
+                            t(dq_out.data_ptr(), *_bhsd(dq_out), name="dq"),
                             t(dk.data_ptr(), *_bhsd(dk), name="dk"),
                             t(dv.data_ptr(), *_bhsd(dv), name="dv"), scale, dt)
     with torch.cuda.device(dev):
         kobj.bwd(args, torch.cuda.current_stream(dev).cuda_stream)
-    # dq = scale * dq_accum in f32, rounded once to q's dtype, in q's BSHD
-    # layout: one pass (bitwise equal to a multiply then a copy)
-    torch.mul(dq_accum.transpose(1, 2), scale, out=dq)
+    if dq_out is not dq:
+        dq.copy_(dq_out)
     return dq, dk, dv
 
 

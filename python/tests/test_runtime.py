@@ -6,6 +6,7 @@ Needs gcc, /usr/local/cuda/include/cuda.h and the CUDA link stub
 (/usr/local/cuda/lib64/stubs/libcuda.so); skipped where they are missing. At run
 time the stub stands in for libcuda.so.1: no CUDA call succeeds, none is needed.
 """
+import ctypes
 import math
 import os
 import shutil
@@ -74,6 +75,35 @@ def test_c_unit(tmp_path, cc):
     r = subprocess.run([str(exe)], capture_output=True, text=True, env=env, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "0 failed" in r.stdout
+
+
+@needs_c
+def test_ctypes_mirrors_match_the_header(tmp_path):
+    """Every ctypes mirror of a fa3rt.h struct has the C struct's size and
+    each field's offset (a field added in C but not here would shift the
+    ones after it; fa3rt_bwd_plan would write past a short BwdLaunch)."""
+    from fa3 import runtime as R
+    structs = {"fa3rt_tensor": R.Tensor, "fa3rt_facts": R.Facts, "fa3rt_fwd_args": R.FwdArgs,
+               "fa3rt_fwd_launch": R.FwdLaunch, "fa3rt_bwd_args": R.BwdArgs,
+               "fa3rt_bwd_launch": R.BwdLaunch}
+    lines = ["#include <stddef.h>", "#include <stdio.h>", '#include "fa3rt.h"',
+             "int main(void) {"]
+    for c, py in structs.items():
+        lines.append(f'  printf("{c} sizeof %zu\\n", sizeof({c}));')
+        for name, _ in py._fields_:
+            lines.append(f'  printf("{c} {name} %zu\\n", offsetof({c}, {name}));')
+    lines += ["  return 0;", "}"]
+    src, exe = tmp_path / "layout.c", tmp_path / "layout"
+    src.write_text("\n".join(lines) + "\n")
+    r = subprocess.run(["gcc", "-std=c11", "-Wall", "-Werror", "-I", str(RUNTIME / "include"),
+                        str(src), "-o", str(exe)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    got = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+    want = []
+    for c, py in structs.items():
+        want.append(f"{c} sizeof {ctypes.sizeof(py)}")
+        want += [f"{c} {name} {getattr(py, name).offset}" for name, _ in py._fields_]
+    assert got.split("\n")[:-1] == want
 
 
 def test_makefile_builds_the_library(tmp_path):
@@ -250,6 +280,11 @@ def test_backward_facts(rt):
     fa3rt_abi.def), checked once the whole text is read, by both parsers."""
     assert F.BWD_KERNEL_PARAMS.split()[:5] == ["mapQ", "mapK", "mapV", "mapdO", "dQaccum"]
     assert F.BWD_KERNEL_PARAMS.split()[-1] == "scaleLog2" and "mapO" not in F.BWD_KERNEL_PARAMS
+    # the helpers' lists are read apart from the kernels' (not matched by them)
+    assert F.BWD_PRE_PARAMS.split()[:2] == ["O", "dO"] and F.BWD_PRE_PARAMS.endswith("B Sq Hq")
+    assert F.BWD_POST_PARAMS.split()[:2] == ["dQaccum", "dQ"]
+    assert F.BWD_POST_PARAMS.endswith("scale") and F.BWD_AUX_THREADS == 256
+    assert "doStrideB" not in F.BWD_KERNEL_PARAMS and "dqStrideB" not in F.KERNEL_PARAMS
     c, p = rt.parse_facts_c(BWD_FACTS), F.parse_facts(BWD_FACTS)
     assert c.backward == 1 and p.backward and p.kernel == "fa3_bwd_d128_bf16_causal_kernel"
     assert (c.block_m, c.block_n) == (p.block_m, p.block_n) == (64, 128)
@@ -286,8 +321,9 @@ def _bwd_args(rt, B=2, Sq=1000, Skv=700, Hq=8, Hkv=2, D=128, **kw):
     fields = dict(lse_ptr=5 << 20, delta_ptr=6 << 20, dq_accum_ptr=7 << 20)
     fields.update(kw)
     return rt.bwd_args(t(1, Sq, Hq), t(2, Skv, Hkv), t(3, Skv, Hkv), t(4, Sq, Hq),
-                       fields["lse_ptr"], fields["delta_ptr"], fields["dq_accum_ptr"],
-                       t(8, Skv, Hkv), t(9, Skv, Hkv), fields.get("softmax_scale"), "bf16")
+                       t(10, Sq, Hq), fields["lse_ptr"], fields["delta_ptr"],
+                       fields["dq_accum_ptr"], t(11, Sq, Hq), t(8, Skv, Hkv), t(9, Skv, Hkv),
+                       fields.get("softmax_scale"), "bf16")
 
 
 def test_bwd_plan_through_ctypes(rt):
@@ -302,12 +338,23 @@ def test_bwd_plan_through_ctypes(rt):
     assert (L.dkv_stride_b, L.dkv_stride_s, L.dkv_stride_h) == (700 * 2 * 128, 2 * 128, 128)
     assert L.dq_accum_words == 2 * 8 * 1000 * 128
     assert math.isclose(L.scale_log2, 0.08838834764831845 * 1.4426950408889634, rel_tol=1e-7)
+    # the helper kernels: 16000 rows, 256 * 16 / (128 * 2) = 16 a block
+    assert (L.aux_grid, L.aux_block) == (1000, F.BWD_AUX_THREADS) == (1000, 256)
+    strides = (1000 * 8 * 128, 8 * 128, 128)
+    assert (L.o_stride_b, L.o_stride_s, L.o_stride_h) == strides
+    assert (L.dout_stride_b, L.dout_stride_s, L.dout_stride_h) == strides
+    assert (L.dq_stride_b, L.dq_stride_s, L.dq_stride_h) == strides
+    a = _bwd_args(rt)
+    a.dq.strides[:] = (8 * 1000 * 128, 1000 * 128, 128, 1)    # dq in BHSD: its own strides
+    L = rt.plan_bwd(f, a)
+    assert (L.dq_stride_b, L.dq_stride_s, L.dq_stride_h) == (8 * 1000 * 128, 128, 1000 * 128)
     assert rt.plan_bwd(f, _bwd_args(rt, softmax_scale=0.25)).scale == 0.25
     # MQA 8/1 at head dim 64 is the same kernel ABI
     f64 = rt.parse_facts_c(BWD_FACTS.replace("head_dim 128", "head_dim 64")
                            .replace("head_dim_v 128", "head_dim_v 64"))
     L = rt.plan_bwd(f64, _bwd_args(rt, Hkv=1, D=64, Skv=129))
     assert L.grid[0] == 2 * 1 * 2 and L.dq_accum_words == 2 * 8 * 1000 * 64
+    assert L.aux_grid == 2 * 8 * 1000 // 32
     # each kind of kernel refuses the other's call by name
     fwd = rt.parse_facts_c(FACTS)
     with pytest.raises(rt.Fa3RuntimeError, match="kernel fa3_fwd_d128_bf16_causal is a forward "
@@ -340,13 +387,32 @@ def test_bwd_plan_through_ctypes(rt):
     a = _bwd_args(rt)
     a.dtype = rt.DTYPES["f16"]
     refused("dtype f16 does not match kernel fa3_bwd_d128_bf16_causal_kernel", a)
-    # empty problems: Sq 0 needs nothing; Skv 0 zeroes dq_accum only
+    # o and dq: the helper kernels' (16-byte rows)
+    a = _bwd_args(rt)
+    a.o.ptr = 0
+    refused("o pointer is NULL", a)
+    a = _bwd_args(rt)
+    a.dq.ptr = 0
+    refused("dq pointer is NULL", a)
+    a = _bwd_args(rt)
+    a.o.shape[2] = 999
+    refused(r"o shape \[B,H,S,D\] = \[2,8,999,128\] but must be \[2,8,1000,128\]", a)
+    a = _bwd_args(rt)
+    a.dq.strides[2] = 8 * 128 + 4
+    refused(r"dq stride of dim S is 1028 elements = 2056 bytes; it must be a multiple of 16 "
+            r"bytes \(16-byte aligned rows for fa3rt_bwd's helper kernels\)", a)
+    a = _bwd_args(rt)
+    a.dq.strides[3] = 2
+    refused(r"dq stride of the head dim \(D\) is 2 elements; it must be 1", a)
+    # empty problems: Sq 0 needs nothing; Skv 0 runs the helpers only (dq = 0)
     a = _bwd_args(rt, Sq=0, dq_accum_ptr=0, lse_ptr=0, delta_ptr=0)
+    a.o.ptr = a.dq.ptr = 0
     assert rt.plan_bwd(f, a).empty
-    L = rt.plan_bwd(f, _bwd_args(rt, Skv=0, lse_ptr=0, delta_ptr=0))
-    assert L.zero_only and not L.empty and L.grid[0] == 0
+    L = rt.plan_bwd(f, _bwd_args(rt, Skv=0, lse_ptr=0))
+    assert L.zero_only and not L.empty and L.grid[0] == 0 and L.aux_grid == 1000
     assert L.dq_accum_words == 2 * 8 * 1000 * 128
     refused("dq_accum pointer is NULL", _bwd_args(rt, Skv=0, dq_accum_ptr=0))
+    refused("delta pointer is NULL", _bwd_args(rt, Skv=0, delta_ptr=0))
     with pytest.raises(rt.Fa3ArgumentError, match="dq_accum_ptr = -1 is out of range"):
         _bwd_args(rt, dq_accum_ptr=-1)
 

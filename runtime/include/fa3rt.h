@@ -33,8 +33,12 @@
 extern "C" {
 #endif
 
+/* 0.5: fa3rt_bwd_args gains o and dq (before: the caller computed delta and
+ * dq itself); fa3rt_bwd launches <kernel>_pre, the kernel, <kernel>_post
+ * (backward cubins need those helpers); fa3rt_bwd_launch gains the helpers'
+ * grid and the strides of o, dout and dq at its end. */
 #define FA3RT_VERSION_MAJOR 0
-#define FA3RT_VERSION_MINOR 4
+#define FA3RT_VERSION_MINOR 5
 /* Highest version of the facts file format this runtime reads. */
 #define FA3RT_FACTS_VERSION 1
 /* Largest softmax scale taken (facts `scale`, fa3rt_fwd_args.softmax_scale),
@@ -149,37 +153,41 @@ typedef struct fa3rt_fwd_launch {
 
 /* The backward pass (docs/runtime.md, Backward), for kernels whose facts say
  * `backward 1`. Tensors as in fa3rt_fwd_args ([B, H, S, D] logical order,
- * element strides, the same rules); q, k, v, dout are read by TMA. The
- * caller computes delta = rowsum(dout * o) in f32 beforehand and dq =
- * softmax_scale * dq_accum (in its dtype) afterwards; fa3rt_bwd zeroes
- * dq_accum itself, on the stream, before the kernel. */
+ * element strides, the same rules); q, k, v, dout are read by TMA, dout, o
+ * and dq by the helper kernels in 16-byte vectors (the same 16-byte rules).
+ * delta and dq_accum are workspaces: fa3rt_bwd fills delta = rowsum(dout *
+ * o), zeroes dq_accum, sums into it and writes dq = softmax_scale *
+ * dq_accum, all on the stream. */
 typedef struct fa3rt_bwd_args {
   fa3rt_tensor q;         /* [B, Hq, Sq, D] */
   fa3rt_tensor k;         /* [B, Hkv, Skv, D] */
   fa3rt_tensor v;         /* [B, Hkv, Skv, Dv] */
   fa3rt_tensor dout;      /* [B, Hq, Sq, Dv]: dL/do */
+  fa3rt_tensor o;         /* [B, Hq, Sq, Dv]: the forward's output */
   uint64_t lse;           /* f32 [B, Hq, Sq] contiguous: the forward's lse
                              (natural log), 16-byte aligned */
-  uint64_t delta;         /* f32 [B, Hq, Sq] contiguous: rowsum(dout * o),
-                             16-byte aligned */
+  uint64_t delta;         /* f32 [B, Hq, Sq] contiguous, 16-byte aligned: a
+                             workspace, filled with rowsum(dout * o) */
   uint64_t dq_accum;      /* f32 [B, Hq, Sq, D] contiguous, 16-byte aligned:
-                             zeroed by fa3rt_bwd, then sum_j dS_ij K_j
-                             (dq = softmax_scale * dq_accum), by atomic adds:
-                             the order of the sum, and so its last bits, may
-                             change from launch to launch */
+                             a workspace, zeroed, then sum_j dS_ij K_j by
+                             atomic adds: the order of the sum, and so dq's
+                             last bits, may change from launch to launch */
+  fa3rt_tensor dq;        /* [B, Hq, Sq, D], written: softmax_scale *
+                             dq_accum, rounded once to dtype */
   fa3rt_tensor dk;        /* [B, Hkv, Skv, D], written */
   fa3rt_tensor dv;        /* [B, Hkv, Skv, Dv], written; the strides of dk
                              (the kernel takes one set for both) */
   double softmax_scale;   /* 0 or NaN: the kernel's facts scale; else
                              0 < softmax_scale <= FA3RT_SCALE_MAX */
-  fa3rt_dtype dtype;      /* element type of q, k, v, dout, dk, dv */
+  fa3rt_dtype dtype;      /* element type of q, k, v, dout, o, dq, dk, dv */
 } fa3rt_bwd_args;
 
 /* What fa3rt_bwd_plan() derived from valid arguments. */
 typedef struct fa3rt_bwd_launch {
   int empty;              /* 1: B, Sq or Hq is 0: nothing to do */
-  int zero_only;          /* 1: Skv is 0 (B, Sq, Hq > 0): dq_accum is zeroed,
-                             no kernel (dk, dv have no rows) */
+  int zero_only;          /* 1: Skv is 0 (B, Sq, Hq > 0): no backward kernel;
+                             the helpers still run (dq = 0; dk, dv have no
+                             rows) */
   int32_t B, Sq, Skv, Hq, Hkv;
   unsigned grid[3], block[3]; /* grid ceil(Skv / block_n) * Hkv * B CTAs */
   unsigned dynamic_smem;
@@ -187,6 +195,14 @@ typedef struct fa3rt_bwd_launch {
   uint64_t dq_accum_words; /* f32 words of dq_accum that are zeroed: B*Hq*Sq*D */
   double scale;           /* the softmax scale used */
   float scale_log2;       /* scale * log2(e), the kernel parameter */
+  /* the helper kernels <kernel>_pre and <kernel>_post: 1-D grid of
+     ceil(B*Sq*Hq / rows a block) blocks (at most 2^31-1: they stride over
+     the rest), block aux_block = 256 threads (fa3rt_abi.def:
+     FA3RT_BWD_AUX_THREADS), no dynamic shared memory */
+  unsigned aux_grid, aux_block;
+  int64_t o_stride_b, o_stride_s, o_stride_h;          /* elements */
+  int64_t dout_stride_b, dout_stride_s, dout_stride_h; /* elements */
+  int64_t dq_stride_b, dq_stride_s, dq_stride_h;       /* elements */
 } fa3rt_bwd_launch;
 
 typedef struct fa3rt_kernel fa3rt_kernel;
@@ -238,13 +254,14 @@ const fa3rt_facts *fa3rt_kernel_facts(const fa3rt_kernel *kernel);
  * the launch that used the pair last). */
 fa3rt_status fa3rt_fwd(fa3rt_kernel *kernel, const fa3rt_fwd_args *args, void *stream);
 
-/* The backward kernel (facts `backward 1`): validates (fa3rt_bwd_plan),
- * zeroes dq_accum (cuMemsetD32Async of B*Hq*Sq*D words on `stream`), encodes
- * the tensor maps of q, dout (box block_m rows), k and v (block_n rows) and
- * launches on `stream` (asynchronously); may be captured in a CUDA graph.
- * B, Sq or Hq 0: nothing is done. Skv 0: dq_accum is zeroed, no kernel runs
- * (dq = 0; dk and dv have no rows). dk and dv are the kernel's to write
- * whole; with Sq = 0 they are not written (their gradient is 0: the
+/* The backward (facts `backward 1`): validates (fa3rt_bwd_plan), then
+ * launches on `stream` (asynchronously; may be captured in a CUDA graph)
+ * three kernels of the cubin: <kernel>_pre (delta = rowsum(dout * o) in f32,
+ * dq_accum zeroed), the kernel (tensor maps of q, dout with box block_m
+ * rows, k and v with block_n rows; dk, dv, dq_accum) and <kernel>_post (dq =
+ * softmax_scale * dq_accum). B, Sq or Hq 0: nothing is done. Skv 0: pre and
+ * post only (dq = 0; dk and dv have no rows). dk and dv are the kernel's to
+ * write whole; with Sq = 0 they are not written (their gradient is 0: the
  * caller's to fill). Each kind of kernel refuses the other's call by name. */
 fa3rt_status fa3rt_bwd(fa3rt_kernel *kernel, const fa3rt_bwd_args *args, void *stream);
 

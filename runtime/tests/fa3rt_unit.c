@@ -442,6 +442,8 @@ static fa3rt_bwd_args good_bwd_args(void) {
   a.k = bshd(0x20000, 2, 700, 2, 128);
   a.v = bshd(0x30000, 2, 700, 2, 128);
   a.dout = bshd(0x40000, 2, 1000, 8, 128);
+  a.o = bshd(0x48000, 2, 1000, 8, 128);
+  a.dq = bshd(0x90000, 2, 1000, 8, 128);
   a.dk = bshd(0x60000, 2, 700, 2, 128);
   a.dv = bshd(0x70000, 2, 700, 2, 128);
   a.lse = 0x50000;
@@ -466,8 +468,54 @@ static void test_bwd_plan(void) {
   EXPECT(L.dq_accum_words == 2ULL * 8 * 1000 * 128);
   EXPECT(fabs(L.scale - f.scale) < 1e-15);
   EXPECT(fabs(L.scale_log2 - (float)(f.scale * 1.4426950408889634)) < 1e-7);
+  /* the helpers: B*Sq*Hq = 16000 rows, 256 * 16 / (128 * 2) = 16 a block */
+  EXPECT(L.aux_grid == 1000 && L.aux_block == 256);
+  EXPECT(L.o_stride_b == 1000L * 8 * 128 && L.o_stride_s == 8 * 128 && L.o_stride_h == 128);
+  EXPECT(L.dout_stride_b == L.o_stride_b && L.dout_stride_s == L.o_stride_s &&
+         L.dout_stride_h == L.o_stride_h);
+  EXPECT(L.dq_stride_b == L.o_stride_b && L.dq_stride_s == L.o_stride_s &&
+         L.dq_stride_h == L.o_stride_h);
   a.softmax_scale = 0.5;
   EXPECT(fa3rt_bwd_plan(&f, &a, &L) == FA3RT_OK && L.scale == 0.5);
+  /* dq and o in BHSD (SDPA's layout), dout with a padded sequence stride */
+  a = good_bwd_args();
+  a.dq.strides[0] = 8L * 1000 * 128; a.dq.strides[1] = 1000L * 128; a.dq.strides[2] = 128;
+  a.o.strides[0] = 8L * 1000 * 128; a.o.strides[1] = 1000L * 128; a.o.strides[2] = 128;
+  a.dout.strides[2] = 8 * 136; a.dout.strides[0] = 1000L * 8 * 136; a.dout.strides[1] = 136;
+  EXPECT(fa3rt_bwd_plan(&f, &a, &L) == FA3RT_OK && L.dq_stride_h == 1000L * 128 &&
+         L.dq_stride_s == 128 && L.o_stride_h == 1000L * 128 && L.dout_stride_s == 8 * 136);
+  /* head dim 64: 32 rows a block */
+  {
+    char d64[4096]; /* text_with's buffer is static: one call at a time */
+    strcpy(d64, text_with(kBwdFacts, "head_dim", "head_dim 64"));
+    const char *t64 = text_with(d64, "head_dim_v", "head_dim_v 64");
+    fa3rt_facts f64;
+    EXPECT(fa3rt_facts_parse(t64, strlen(t64), &f64) == FA3RT_OK);
+    a = good_bwd_args();
+    a.q = bshd(0x10000, 2, 1000, 8, 64);
+    a.k = bshd(0x20000, 2, 700, 2, 64);
+    a.v = bshd(0x30000, 2, 700, 2, 64);
+    a.dout = bshd(0x40000, 2, 1000, 8, 64);
+    a.o = bshd(0x48000, 2, 1000, 8, 64);
+    a.dq = bshd(0x90000, 2, 1000, 8, 64);
+    a.dk = bshd(0x60000, 2, 700, 2, 64);
+    a.dv = bshd(0x70000, 2, 700, 2, 64);
+    EXPECT(fa3rt_bwd_plan(&f64, &a, &L) == FA3RT_OK && L.aux_grid == 500 &&
+           L.dq_accum_words == 2ULL * 8 * 1000 * 64);
+    /* facts of another head_dim_v than head_dim: no backward of that kind */
+    f64.head_dim_v = 128;
+    a.v.shape[3] = a.dv.shape[3] = a.dout.shape[3] = a.o.shape[3] = 128;
+    EXPECT(err_is(fa3rt_bwd_plan(&f64, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                  "kernel fa3_bwd_d128_bf16_causal_kernel has head_dim 64 and head_dim_v 128; "
+                  "the backward takes head_dim_v = head_dim"));
+  }
+  /* 2^35 rows: the helpers' grid stops at 2^31-1 blocks (they stride over
+     the rest) */
+  a = good_bwd_args();
+  a.q = a.dout = a.o = a.dq = bshd(0x10000, 32768, 131072, 8, 128);
+  a.k = a.v = a.dk = a.dv = bshd(0x20000, 32768, 700, 2, 128);
+  EXPECT(fa3rt_bwd_plan(&f, &a, &L) == FA3RT_OK && L.aux_grid == 2147483647u &&
+         L.dq_accum_words == 1ULL << 42);
 
   /* each kind of kernel refuses the other's call by name */
   a = good_bwd_args();
@@ -504,6 +552,22 @@ static void test_bwd_plan(void) {
   BAD_BWD(a.dv.ptr = 0x70008, "dv pointer 0x70008 is not 16-byte aligned");
   BAD_BWD(a.dout.strides[3] = 2, "dout stride of the head dim (D) is 2 elements");
   BAD_BWD(a.dk.strides[2] = 2 * 128 + 4, "dk stride of dim S is 260 elements = 520 bytes");
+  /* o and dq: read and written by the helper kernels, 16 bytes at a time */
+  BAD_BWD(a.o.ptr = 0, "o pointer is NULL");
+  BAD_BWD(a.dq.ptr = 0, "dq pointer is NULL");
+  BAD_BWD(a.o.shape[2] = 999, "o shape [B,H,S,D] = [2,8,999,128] but must be [2,8,1000,128]");
+  BAD_BWD(a.o.shape[3] = 64, "o shape [B,H,S,D] = [2,8,1000,64] but must be [2,8,1000,128]");
+  BAD_BWD(a.dq.shape[1] = 4, "dq shape [B,H,S,D] = [2,4,1000,128] but must be [2,8,1000,128]");
+  BAD_BWD(a.dq.strides[2] = 8 * 128 + 4,
+          "dq stride of dim S is 1028 elements = 2056 bytes; it must be a multiple of 16 bytes "
+          "(16-byte aligned rows for fa3rt_bwd's helper kernels)");
+  BAD_BWD(a.dq.strides[0] = 1000L * 8 * 128 + 2, "dq stride of dim B is 1024002 elements");
+  BAD_BWD(a.o.strides[1] = 132, "o stride of dim H is 132 elements = 264 bytes");
+  BAD_BWD(a.dq.ptr = 0x90008, "dq pointer 0x90008 is not 16-byte aligned (fa3rt_bwd's helper "
+          "kernels access its rows 16 bytes at a time)");
+  BAD_BWD(a.o.ptr = 0x48004, "o pointer 0x48004 is not 16-byte aligned");
+  BAD_BWD(a.dq.strides[3] = 2, "dq stride of the head dim (D) is 2 elements; it must be 1");
+  BAD_BWD(a.dq.shape[2] = -1, "dq.shape[2] (S): -1 is out of range");
   BAD_BWD(a.dq_accum = 0, "dq_accum pointer is NULL");
   BAD_BWD(a.lse = 0, "lse pointer is NULL");
   BAD_BWD(a.delta = 0, "delta pointer is NULL");
@@ -515,31 +579,48 @@ static void test_bwd_plan(void) {
   BAD_BWD((a.q.shape[0] = a.k.shape[0] = a.v.shape[0] = a.dout.shape[0] = a.dk.shape[0] =
            a.dv.shape[0] = 70000,
            a.k.shape[1] = a.v.shape[1] = a.dk.shape[1] = a.dv.shape[1] = 70000,
-           a.q.shape[1] = a.dout.shape[1] = 70000),
+           a.q.shape[1] = a.dout.shape[1] = 70000,
+           a.o.shape[0] = a.dq.shape[0] = 70000, a.o.shape[1] = a.dq.shape[1] = 70000),
           "tiles: 6 kv blocks of 128 rows * Hkv 70000 * B 70000 is out of range (at most 2^31-1");
 #undef BAD_BWD
 
-  /* empty problems: Sq 0 does nothing (nothing needed); Skv 0 only zeroes
-     dq_accum (lse and delta are not read) */
+  /* empty problems: Sq 0 does nothing (nothing needed); Skv 0 runs the
+     helpers only (delta written but not read, dq_accum zeroed, dq = 0; lse
+     is not read) */
   a = good_bwd_args();
-  a.q.shape[2] = a.dout.shape[2] = 0;
-  a.q.ptr = a.dout.ptr = a.dq_accum = a.lse = a.delta = 0;
-  EXPECT(fa3rt_bwd_plan(&f, &a, &L) == FA3RT_OK && L.empty && L.dq_accum_words == 0);
+  a.q.shape[2] = a.dout.shape[2] = a.o.shape[2] = a.dq.shape[2] = 0;
+  a.q.ptr = a.dout.ptr = a.o.ptr = a.dq.ptr = a.dq_accum = a.lse = a.delta = 0;
+  EXPECT(fa3rt_bwd_plan(&f, &a, &L) == FA3RT_OK && L.empty && L.dq_accum_words == 0 &&
+         L.aux_grid == 0);
   a = good_bwd_args();
   a.k.shape[2] = a.v.shape[2] = a.dk.shape[2] = a.dv.shape[2] = 0;
-  a.k.ptr = a.v.ptr = a.dk.ptr = a.dv.ptr = a.lse = a.delta = 0;
+  a.k.ptr = a.v.ptr = a.dk.ptr = a.dv.ptr = a.lse = 0;
   a.dv.strides[1] = 12345; /* strides of empty tensors are not compared */
   EXPECT(fa3rt_bwd_plan(&f, &a, &L) == FA3RT_OK && !L.empty && L.zero_only &&
-         L.grid[0] == 0 && L.dq_accum_words == 2ULL * 8 * 1000 * 128);
+         L.grid[0] == 0 && L.dq_accum_words == 2ULL * 8 * 1000 * 128 && L.aux_grid == 1000);
+  fa3rt_bwd_args z = a;
   a.dq_accum = 0;
   EXPECT(err_is(fa3rt_bwd_plan(&f, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
                 "dq_accum pointer is NULL"));
+  a = z;
+  a.delta = 0;
+  EXPECT(err_is(fa3rt_bwd_plan(&f, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "delta pointer is NULL"));
+  a = z;
+  a.dq.ptr = 0;
+  EXPECT(err_is(fa3rt_bwd_plan(&f, &a, &L), FA3RT_ERR_INVALID_ARGUMENT, "dq pointer is NULL"));
+  a = z;
+  a.o.ptr = 0;
+  EXPECT(err_is(fa3rt_bwd_plan(&f, &a, &L), FA3RT_ERR_INVALID_ARGUMENT, "o pointer is NULL"));
   /* GQA 8/1 with a dim of extent 1 (B): any stride there */
   a = good_bwd_args();
   a.q.shape[0] = a.k.shape[0] = a.v.shape[0] = a.dout.shape[0] = a.dk.shape[0] = a.dv.shape[0] = 1;
+  a.o.shape[0] = a.dq.shape[0] = 1;
   a.k.shape[1] = a.v.shape[1] = a.dk.shape[1] = a.dv.shape[1] = 1;
   a.dk.strides[0] = 0; a.dv.strides[0] = 7;
-  EXPECT(fa3rt_bwd_plan(&f, &a, &L) == FA3RT_OK && L.grid[0] == 6);
+  a.dq.strides[0] = 3; a.o.strides[0] = 0; /* extent 1: any stride, a plain one passed */
+  EXPECT(fa3rt_bwd_plan(&f, &a, &L) == FA3RT_OK && L.grid[0] == 6 && L.aux_grid == 500 &&
+         L.dq_stride_b == 1000L * 8 * 128 && L.o_stride_b == 1000L * 8 * 128);
   EXPECT(err_is(fa3rt_bwd_plan(NULL, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
                 "fa3rt_bwd_plan: NULL argument"));
   EXPECT(err_is(fa3rt_bwd(NULL, &a, NULL), FA3RT_ERR_INVALID_ARGUMENT,

@@ -15,8 +15,8 @@ our forward kernel of the same variant (in --fwd-kernel-dir, default
 KERNEL_DIR), or, where there is none, from PyTorch's fp32 math (o rounded to
 the dtype, lse the natural-log logsumexp of the scaled, masked scores; the
 case records which); then fa3.torch_api.flash_attn_backward (the runtime's
-fa3rt_bwd) into dk and dv poisoned with NaN and a dq_accum poisoned with NaN
-(the runtime must zero it).
+fa3rt_bwd: <kernel>_pre, the kernel, <kernel>_post) into dk and dv poisoned
+with NaN and a dq_accum poisoned with NaN (the runtime's _pre must zero it).
 
 Pass rule per case, FlashAttention's (its tests/test_flash_attn.py), for g in
 dq, dk, dv:
@@ -41,11 +41,12 @@ strides, empty problems giving zero gradients).
 
 --emulate: no backward kernel needed. For each forward kernel of KERNEL_DIR
 that the backward kernel would cover (head dim 64 or 128, causal or full),
-the backward launch is replaced by PyTorch math on the very arguments the
-runtime would pass (fa3rt_bwd_args: the C runtime's fa3rt_bwd_plan checks
-them first, then the tensors are read through their device pointers and
-strides): a check of the Python side (delta, lse, dq = scale * dq_accum,
-layouts, autograd, torch.compile) apart from the kernel.
+the backward launch (its three kernels) is replaced by PyTorch math on the
+very arguments the runtime would pass (fa3rt_bwd_args: the C runtime's
+fa3rt_bwd_plan checks them first, then the tensors are read and written
+through their device pointers and strides): a check of the Python side
+(o, dout, dq, lse and the workspaces passed, layouts, autograd,
+torch.compile) apart from the kernels.
 
 With --out: appends the run to OUT/history.jsonl (kind check_bwd; a full run
 also rewrites its table in OUT/RESULTS.md: bench/records.py). Exit status 1
@@ -335,8 +336,9 @@ class Checker:
             kobj = fa3rt.Kernel(fwd_kernel.cubin_path, fwd_kernel.facts_path)
             t = lambda x, n: fa3rt.tensor(x.data_ptr(), *torch_api._bhsd(x), name=n)  # noqa
             acc = torch.empty(q.shape[0], q.shape[2], q.shape[1], q.shape[3], device="cuda")
-            args = fa3rt.bwd_args(t(q, "q"), t(k, "k"), t(v, "v"), t(dout, "dout"),
-                                  lse.data_ptr(), lse.data_ptr(), acc.data_ptr(),
+            dq = torch.empty_like(q)
+            args = fa3rt.bwd_args(t(q, "q"), t(k, "k"), t(v, "v"), t(dout, "dout"), t(o, "o"),
+                                  lse.data_ptr(), lse.data_ptr(), acc.data_ptr(), t(dq, "dq"),
                                   t(k, "dk"), t(v, "dv"), kf.scale, kf.dtype)
             expect("a forward kernel given to fa3rt_bwd",
                    lambda: kobj.bwd(args, torch.cuda.current_stream().cuda_stream),
@@ -400,8 +402,9 @@ def _contiguous(shape):
 class EmulatedKernel:
     """Stands in for a loaded backward kernel: fa3rt_bwd's checks (the C
     runtime's fa3rt_bwd_plan on the facts of a backward kernel of this
-    variant), then its work in PyTorch math (fp32), read and written through
-    the arguments' pointers and strides."""
+    variant), then the work of its three kernels (_pre, the kernel, _post)
+    in PyTorch math (fp32), read and written through the arguments' pointers
+    and strides."""
 
     def __init__(self, kf):
         self.kf = kf
@@ -418,21 +421,27 @@ class EmulatedKernel:
         L = fa3rt.plan_bwd(self.facts, args)
         if L.empty:
             return
-        B, Sq, Skv, Hq, Hkv = L.B, L.Sq, L.Skv, L.Hq, L.Hkv
-        D, Dv = self.kf.head_dim, self.kf.head_dim_v
+        B, Sq, Hq, D = L.B, L.Sq, L.Hq, self.kf.head_dim
         dt = TORCH_DTYPE[self.kf.dtype]
         acc = _view(args.dq_accum, (B, Hq, Sq, D), _contiguous((B, Hq, Sq, D)), torch.float32)
-        acc.zero_()                                    # the runtime's memset
-        if L.zero_only:
-            return
 
         def tensor(t):
             return _view(t.ptr, tuple(t.shape), tuple(t.strides), dt)
-        q, k, v, do = (tensor(t).float() for t in (args.q, args.k, args.v, args.dout))
-        dk, dv = tensor(args.dk), tensor(args.dv)
         rows = _contiguous((B, Hq, Sq))
-        lse = _view(args.lse, (B, Hq, Sq), rows, torch.float32)
         delta = _view(args.delta, (B, Hq, Sq), rows, torch.float32)
+        do = tensor(args.dout).float()
+        delta.copy_((do * tensor(args.o).float()).sum(-1))   # _pre: rowsum(dO * O)
+        acc.zero_()                                          # _pre: dQaccum zeroed
+        if not L.zero_only:
+            self._grad(args, L, acc, delta, tensor, do)
+        tensor(args.dq).copy_(acc * L.scale)                 # _post: rounded once
+
+    def _grad(self, args, L, acc, delta, tensor, do):
+        """The backward kernel: dK, dV, and dQ / scale into dQaccum."""
+        B, Sq, Skv, Hq, Hkv = L.B, L.Sq, L.Skv, L.Hq, L.Hkv
+        q, k, v = (tensor(t).float() for t in (args.q, args.k, args.v))
+        dk, dv = tensor(args.dk), tensor(args.dv)
+        lse = _view(args.lse, (B, Hq, Sq), _contiguous((B, Hq, Sq)), torch.float32)
         g = Hq // Hkv
         kr, vr = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)
         s = torch.matmul(q, kr.transpose(-1, -2)) * L.scale

@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GradAuxKernels.h"
 #include "GradKernelBuilder.h"
 #include "HopperConfig.h"
 #include "KernelBuilder.h"
@@ -416,10 +417,10 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
   return success();
 }
 
-/// The backward's kernel for its tiled form `t` in `func`. D = rowsum(dO
-/// o) and the zeroed dQ sums (attn.grad_preprocess) and dQ = scale dQ sums
-/// (attn.grad_postprocess) stay the launcher's: the kernel takes D and the
-/// sums as parameters (fa3rt_abi.def).
+/// The backward's kernels for its tiled form `t` in `func`: the main one,
+/// and beside it <kernel>_pre (attn.grad_preprocess: D = rowsum(dO o), the
+/// dQ sums zeroed) and <kernel>_post (attn.grad_postprocess: dQ = scale dQ
+/// sums), which the launcher runs before and after it (fa3rt_abi.def).
 LogicalResult convertGrad(ModuleOp module, func::FuncOp func, TiledGrad t,
                           unsigned index) {
   TileGradUpdateOp u = t.update;
@@ -475,6 +476,8 @@ LogicalResult convertGrad(ModuleOp module, func::FuncOp func, TiledGrad t,
     return failure();
   gpu::GPUModuleOp gpuModule = *created;
   gpu::GPUFuncOp kernel = hopper::buildGradKernel(mb, loc, gpuModule, cfg);
+  hopper::buildGradAuxKernels(mb, loc, gpuModule, cfg.name, cfg.dtype,
+                              cfg.headDim);
   OpBuilder b = OpBuilder::atBlockBegin(gpuModule.getBody());
   buildRangeFn(b, loc, cfg.qRangeFn, t.range, buildQRange);
   buildVisibleColsFn(b, loc, cfg.visibleColsFn, u.getWindow());
@@ -554,8 +557,8 @@ LogicalResult checkIndependent(MutableArrayRef<TiledAttention> found) {
   return success();
 }
 
-/// Beside the backward's grid, its function may hold only what the
-/// launcher does itself (fa3rt_abi.def): D and the zeroed dQ sums
+/// Beside the backward's grid, its function may hold only what its other
+/// two kernels do (convertGrad): D and the zeroed dQ sums
 /// (attn.grad_preprocess) into the grid's buffers, dQ from the sums
 /// (attn.grad_postprocess), and their buffers.
 LogicalResult checkGradFunction(func::FuncOp func, TiledGrad &t) {
@@ -574,7 +577,7 @@ LogicalResult checkGradFunction(func::FuncOp func, TiledGrad &t) {
     }
     return op.emitOpError("would be lost: convert-attn-to-hopper replaces @")
            << func.getName()
-           << " by its backward kernel, whose launcher computes D and dQ "
+           << " by its backward kernels, which compute D and dQ "
               "(attn.grad_preprocess and attn.grad_postprocess of the "
               "grid's buffers) and nothing else; keep other work out of "
               "that function";

@@ -185,7 +185,7 @@ protected:
 
   // --- the kernel -------------------------------------------------------------
   /// At the end of `m`: the dynamic shared memory @attn_smem (1024-aligned:
-  /// 128B swizzle atoms) and the kernel `name` taking `list`'s parameters
+  /// 128B swizzle atoms; once per module) and the kernel `name` taking `list`'s parameters
   /// (each with a name and an MLIR type, from fa3rt_abi.def) for `threads`
   /// threads; the builder then builds into its entry block, where `param`
   /// finds the parameters by name.
@@ -193,11 +193,13 @@ protected:
   gpu::GPUFuncOp openKernel(gpu::GPUModuleOp m, llvm::StringRef name,
                             const Param (&list)[N], int64_t threads) {
     b.setInsertionPointToEnd(m.getBody());
-    auto smem = LLVM::GlobalOp::create(
-        b, loc, LLVM::LLVMArrayType::get(b.getI8Type(), 0),
-        /*isConstant=*/false, LLVM::Linkage::External, "attn_smem",
-        Attribute(), /*alignment=*/1024, /*addrSpace=*/3);
-    smem.setUnnamedAddr(LLVM::UnnamedAddr::None); // as the parser sets it
+    if (!m.lookupSymbol("attn_smem")) { // once per module
+      auto smem = LLVM::GlobalOp::create(
+          b, loc, LLVM::LLVMArrayType::get(b.getI8Type(), 0),
+          /*isConstant=*/false, LLVM::Linkage::External, "attn_smem",
+          Attribute(), /*alignment=*/1024, /*addrSpace=*/3);
+      smem.setUnnamedAddr(LLVM::UnnamedAddr::None); // as the parser sets it
+    }
     llvm::SmallVector<Type> argTypes;
     for (const Param &p : list) {
       Type t = parseType(p.mlirType, ctx);

@@ -103,6 +103,23 @@ inline constexpr KernelParam kGradKernelParams[] = {
 #include "fa3rt_abi.def"
 };
 
+/// The backward's element-wise kernels' parameters, likewise
+/// (FA3RT_BWD_PRE_PARAM, FA3RT_BWD_POST_PARAM).
+inline constexpr KernelParam kGradPreParams[] = {
+#define FA3RT_BWD_PRE_PARAM(name, c_type, mlir_type, value_bytes, value_align, \
+                            meaning)                                           \
+  {#name, mlir_type, value_bytes, value_align},
+#include "fa3rt_abi.def"
+};
+inline constexpr KernelParam kGradPostParams[] = {
+#define FA3RT_BWD_POST_PARAM(name, c_type, mlir_type, value_bytes,            \
+                             value_align, meaning)                             \
+  {#name, mlir_type, value_bytes, value_align},
+#include "fa3rt_abi.def"
+};
+/// Their block size.
+inline constexpr int64_t kGradAuxThreads = FA3RT_BWD_AUX_THREADS;
+
 /// The launch-facts keys the runtime reads, and whether it requires them
 /// (the same definition).
 struct FactsKey {

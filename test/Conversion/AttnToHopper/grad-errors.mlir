@@ -47,7 +47,7 @@ func.func @more(%q: memref<?x1x?x64xbf16>, %lse: memref<?x1x?xf32>, %x: memref<1
       outs(%q, %q, %q : memref<?x1x?x64xbf16>, memref<?x1x?x64xbf16>, memref<?x1x?x64xbf16>)
   %c0 = arith.constant 0 : index
   %one = arith.constant 1.0 : f32
-  // expected-error @+1 {{'memref.store' op would be lost: convert-attn-to-hopper replaces @more by its backward kernel, whose launcher computes D and dQ (attn.grad_preprocess and attn.grad_postprocess of the grid's buffers) and nothing else; keep other work out of that function}}
+  // expected-error @+1 {{'memref.store' op would be lost: convert-attn-to-hopper replaces @more by its backward kernels, which compute D and dQ (attn.grad_preprocess and attn.grad_postprocess of the grid's buffers) and nothing else; keep other work out of that function}}
   memref.store %one, %x[%c0] : memref<1xf32>
   return
 }

@@ -3,11 +3,12 @@
 // carries it to attn.q_range, and convert-attn-to-hopper builds FA3's
 // loop order: one CTA per kv block, K and V once, Q and dO per m-block of
 // the q range; S^T and dP^T with keys as rows; dV and dK accumulated in
-// registers; dS^T staged for dQ = dS K (head dim 128: the warpgroups split
-// dQ's columns and read each other's dS^T, two buffers; 64: each its own
-// keys); dQ added by per-element atomics (a recorded tma_store = true:
-// staged in shared memory and added by bulk reductions); dK * scale and dV
-// stored.
+// registers; dS^T staged for dQ = dS K (the warpgroups split dQ's columns
+// and read each other's dS^T, two buffers); dQ added by atomics (a
+// recorded tma_store = true: staged in shared memory and added by bulk
+// reductions); dK * scale and dV stored. Beside the kernel, <kernel>_pre
+// (D = rowsum(dO o), dQaccum zeroed) and <kernel>_post (dQ = scale
+// dQaccum).
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config | FileCheck %s --check-prefix=CONFIG
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config --attn-tile --convert-attn-to-hopper | FileCheck %s
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config | sed -e 's/tma_store = false/tma_store = true/' | fa3-opt --split-input-file --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=BULK
@@ -63,6 +64,29 @@
 // CHECK: hopper.store_o_direct %{{.*}}#0, %{{.*}} to %[[DK]] strides
 // CHECK: hopper.store_o_direct %{{.*}}#1, %{{.*}} to %[[DV]] strides
 // CHECK-NOT: nvvm.cp.async.bulk.wait_group
+// Head dim 128: 16 lanes a row (16 bytes each), 16 rows a block; the row
+// sum over the lanes by 4 butterflies; delta by the row's first lane; the
+// thread's 32 bytes of dQaccum zeroed.
+// CHECK: gpu.func @bwd128_kernel_pre(%[[O:[^:]*]]: !llvm.ptr<1>, %[[GO:[^:]*]]: !llvm.ptr<1>, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %[[D:[^:]*]]: !llvm.ptr<1>, %[[ACC:[^:]*]]: !llvm.ptr<1>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32) kernel attributes {nvvm.maxntid = array<i32: 256, 1, 1>
+// CHECK: arith.remui %{{.*}}, %c16_i32
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} : i64 {
+// CHECK: llvm.getelementptr %[[O]]
+// CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xbf16>
+// CHECK: llvm.getelementptr %[[GO]]
+// CHECK: arith.mulf %{{.*}}, %{{.*}} : vector<8xf32>
+// CHECK-COUNT-4: nvvm.shfl.sync bfly
+// CHECK-NOT: nvvm.shfl.sync
+// CHECK: llvm.getelementptr %[[D]]
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : f32, !llvm.ptr<1>
+// CHECK: llvm.getelementptr %[[ACC]]
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xf32>, !llvm.ptr<1>
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xf32>, !llvm.ptr<1>
+// CHECK: gpu.func @bwd128_kernel_post(%[[PACC:[^:]*]]: !llvm.ptr<1>, %[[DQO:[^:]*]]: !llvm.ptr<1>, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %[[SC:[^:]*]]: f32) kernel
+// CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xf32>
+// CHECK: arith.mulf %{{.*}}, %[[SC]] : f32
+// CHECK: arith.truncf %{{.*}} : vector<2xf32> to vector<2xbf16>
+// CHECK: llvm.getelementptr %[[DQO]]
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
 // NVVM-LABEL: gpu.module @bwd128_kernels
 // NVVM: nvvm.cp.async.bulk.tensor.shared.cluster.global
 // NVVM: nvvm.wgmma.mma_async {{.*}} A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
@@ -86,6 +110,14 @@ func.func @bwd128(%q: memref<?x1x?x128xbf16>, %k: memref<?x1x?x128xbf16>, %v: me
 // CHECK: hopper.named_barrier.sync stage[%{{.*}}] of 2 threads 256
 // CHECK: hopper.wgmma.ss %{{.*}}, %{{.*}} k 128 boxes 0, 0 {a_mn_major, b_mn_major} : f16 -> !hopper.frag<64x32xf32>
 // CHECK: hopper.reduce_add %{{.*}} to
+// Head dim 64, f16: 8 lanes a row, 3 butterflies.
+// CHECK: gpu.func @bwd64_kernel_pre(
+// CHECK: arith.remui %{{.*}}, %c8_i32
+// CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xf16>
+// CHECK-COUNT-3: nvvm.shfl.sync bfly
+// CHECK-NOT: nvvm.shfl.sync
+// CHECK: gpu.func @bwd64_kernel_post(
+// CHECK: arith.truncf %{{.*}} : vector<2xf32> to vector<2xf16>
 // BULK-LABEL: gpu.module @bwd64_kernels
 // BULK: hopper.reduce_add_bulk %{{.*}} to
 // NVVM-LABEL: gpu.module @bwd64_kernels

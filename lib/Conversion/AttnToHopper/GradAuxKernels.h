@@ -1,0 +1,36 @@
+//===- GradAuxKernels.h - the backward's element-wise kernels ---*- C++ -*-===//
+//
+// attn.grad_preprocess and attn.grad_postprocess of the backward's tiled
+// form, as two kernels beside the main one in its gpu.module:
+//
+//   <kernel>_pre    delta = rowsum(dO o) in f32, dQaccum zeroed;
+//   <kernel>_post   dQ = scale dQaccum, rounded once to q's dtype.
+//
+// A row is one (batch, query, q head): D * 2 / 16 threads take its 16-bit
+// elements 16 bytes each; blocks step over the rows with the grid's stride,
+// so any grid is correct (fa3rt_abi.def: FA3RT_BWD_PRE_PARAM,
+// FA3RT_BWD_POST_PARAM).
+//
+//===----------------------------------------------------------------------===//
+#ifndef FA3_LIB_CONVERSION_ATTNTOHOPPER_GRADAUXKERNELS_H
+#define FA3_LIB_CONVERSION_ATTNTOHOPPER_GRADAUXKERNELS_H
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/Builders.h"
+
+#include <cstdint>
+#include <string>
+
+namespace fa3::hopper {
+
+/// Builds <kernel>_pre and <kernel>_post at the end of `module` for
+/// `dtype` ("bf16" or "f16") and head dim `headDim` (D = Dv, a multiple of
+/// 8 up to 256).
+void buildGradAuxKernels(mlir::OpBuilder &b, mlir::Location loc,
+                         mlir::gpu::GPUModuleOp module,
+                         const std::string &kernel, const std::string &dtype,
+                         int64_t headDim);
+
+} // namespace fa3::hopper
+
+#endif
