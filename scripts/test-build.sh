@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds FA3-MLIR a second way and runs the suite on that build:
 #   gcc       GCC (Debian's default c++), Release: lit + pytest, and the
-#             kernels of `fa3-compile --all` must be byte-identical to the
-#             clang build's (IR built inside function arguments came out in
-#             another order under GCC).
+#             kernels of `fa3-compile --all` (also --varlen, --backward)
+#             must be byte-identical to the clang build's (IR built inside
+#             function arguments came out in another order under GCC).
 #   sanitize  clang with AddressSanitizer and UndefinedBehaviorSanitizer
 #             (any report aborts): lit (fa3-opt, fa3-compile, the C API
 #             tests, the fuzzers) and the CPU pytest with the runtime
@@ -36,8 +36,12 @@ case "$variant" in
     ninja -C "$dir" check-fa3
     echo "== kernels from the GCC and the clang build"
     rm -rf "$dir/kernels-gcc" "$dir/kernels-clang"
-    "$dir/bin/fa3-compile" --all --ptx-only -o "$dir/kernels-gcc" >/dev/null
-    build/bin/fa3-compile --all --ptx-only -o "$dir/kernels-clang" >/dev/null
+    # the fixed-length, the packed variable-length and the backward sets
+    # (each builder), one directory: their kernel names differ
+    for set in "" --varlen --backward; do
+      "$dir/bin/fa3-compile" --all $set --ptx-only -o "$dir/kernels-gcc" >/dev/null
+      build/bin/fa3-compile --all $set --ptx-only -o "$dir/kernels-clang" >/dev/null
+    done
     diff -r "$dir/kernels-clang" "$dir/kernels-gcc"
     echo "gcc: $(ls "$dir/kernels-gcc" | wc -l) files identical to the clang build's"
     ;;

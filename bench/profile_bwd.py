@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""Runs one backward configuration a few times, for a profiler to capture
+(bench/NOTES.md, Backward, was profiled so).
+
+    ncu --clock-control none -k regex:fa3_bwd --launch-skip 1 --launch-count 1 \\
+        --set full -o prof python3 bench/profile_bwd.py --kernel-dir DIR \\
+        --hdim 128 --seqlen 4096 [--causal]
+
+DIR holds the variant's backward and forward kernels (fa3-compile --all
+--backward and --all: the forward makes o and lse). The regex matches the
+backward kernel and its _pre/_post: pick one with -k's exact name for a
+single kernel. Shapes follow the benchmark (batch * seqlen = 16384, hidden
+2048, bf16, BSHD).
+"""
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "python"))
+
+import torch  # noqa: E402
+
+from fa3.torch_api import flash_attn_backward, flash_attn_func  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--kernel-dir", required=True)
+    ap.add_argument("--hdim", type=int, default=128)
+    ap.add_argument("--seqlen", type=int, default=4096)
+    ap.add_argument("--causal", action="store_true")
+    ap.add_argument("--launches", type=int, default=3)
+    a = ap.parse_args()
+    D, S = a.hdim, a.seqlen
+    B, H = max(1, 16384 // S), 2048 // D
+    q, k, v = (torch.randn(B, S, H, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    kw = dict(causal=a.causal, kernel_dir=a.kernel_dir)
+    o, lse = flash_attn_func(q, k, v, return_lse=True, **kw)
+    dout = torch.randn_like(o)
+    for _ in range(a.launches):
+        flash_attn_backward(dout, q, k, v, o, lse, **kw)
+    torch.cuda.synchronize()
+    print(f"ran {a.launches} backward launches: hdim {D} seqlen {S} batch {B} heads {H} "
+          f"causal {a.causal}")
+
+
+if __name__ == "__main__":
+    main()
