@@ -142,6 +142,7 @@ static const abi *abi_of(const fa3rt_facts *f) { return f->backward ? &kBwdAbi :
 static _Thread_local char g_err[2048];
 
 const char *fa3rt_last_error(void) { return g_err; }
+int fa3rt_version(void) { return FA3RT_VERSION_MAJOR * 1000 + FA3RT_VERSION_MINOR; }
 
 static fa3rt_status fail(fa3rt_status st, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -618,13 +619,16 @@ static fa3rt_status check_tensor(const char *name, const fa3rt_tensor *t, int64_
         int64_t e = 0;
         if (!mul_add(&e, t->shape[j], eff[j]) || e >= TMA_STRIDE_END / elem)
           return fail(FA3RT_ERR_INVALID_ARGUMENT, "%s dims inside %s (extent 1) span 2^40 bytes "
-                      "or more (TMA takes strides below 2^40 bytes)", name, dim);
+                      "or more (%s)", name, dim, tma ? "TMA takes strides below 2^40 bytes"
+                      : "fa3rt takes strides below 2^40 bytes, TMA's limit, for every tensor");
         if (e > s) s = e;
       }
     } else if (s <= 0 || s >= TMA_STRIDE_END / elem) {
       return fail(FA3RT_ERR_INVALID_ARGUMENT, "%s.strides[%d] (%s): %lld is out of range "
-                  "(1 to %lld elements: TMA takes strides below 2^40 bytes)", name, i, dim,
-                  (long long)s, (long long)(TMA_STRIDE_END / elem - 1));
+                  "(1 to %lld elements: %s)", name, i, dim, (long long)s,
+                  (long long)(TMA_STRIDE_END / elem - 1),
+                  tma ? "TMA takes strides below 2^40 bytes"
+                      : "fa3rt takes strides below 2^40 bytes, TMA's limit, for every tensor");
     }
     if ((s * elem) % 16)
       return fail(FA3RT_ERR_INVALID_ARGUMENT,
@@ -1482,20 +1486,32 @@ static fa3rt_status launch_pre(const fa3rt_kernel *k, const fa3rt_bwd_args *a,
 }
 
 /* The backward kernel itself: dK, dV, and dQ / scale summed into dQaccum. */
-static fa3rt_status launch_grad(const fa3rt_kernel *k, const fa3rt_bwd_args *a,
-                                const fa3rt_bwd_launch *L, const int64_t eff[NBWD][4],
-                                CUstream cs, const char *where) {
+/* The backward kernel's tensor maps (Q, K, V, dO), encoded before anything
+ * is launched: a refusal then leaves nothing on the stream. */
+static fa3rt_status encode_grad_maps(const fa3rt_kernel *k, const fa3rt_bwd_args *a,
+                                     const int64_t eff[NBWD][4], CUtensorMap maps[4],
+                                     const char *where) {
   const fa3rt_facts *f = &k->facts;
   fa3rt_status st;
+  if ((st = encode_map(&maps[0], f, &a->q, eff[BQ], f->block_m, "q", where)) ||
+      (st = encode_map(&maps[1], f, &a->k, eff[BK], f->block_n, "k", where)) ||
+      (st = encode_map(&maps[2], f, &a->v, eff[BV], f->block_n, "v", where)) ||
+      (st = encode_map(&maps[3], f, &a->dout, eff[BDOUT], f->block_m, "dout", where)))
+    return st;
+  return FA3RT_OK;
+}
+
+static fa3rt_status launch_grad(const fa3rt_kernel *k, const fa3rt_bwd_args *a,
+                                const fa3rt_bwd_launch *L, const CUtensorMap maps[4],
+                                CUstream cs, const char *where) {
   /* One local per kernel parameter, named and typed as fa3rt_abi.def says. */
 #define FA3RT_BWD_KERNEL_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning)     \
   c_type name;
 #include "fa3rt_abi.def"
-  if ((st = encode_map(&mapQ, f, &a->q, eff[BQ], f->block_m, "q", where)) ||
-      (st = encode_map(&mapK, f, &a->k, eff[BK], f->block_n, "k", where)) ||
-      (st = encode_map(&mapV, f, &a->v, eff[BV], f->block_n, "v", where)) ||
-      (st = encode_map(&mapdO, f, &a->dout, eff[BDOUT], f->block_m, "dout", where)))
-    return st;
+  mapQ = maps[0];
+  mapK = maps[1];
+  mapV = maps[2];
+  mapdO = maps[3];
   dQaccum = (CUdeviceptr)a->dq_accum;
   dK = (CUdeviceptr)a->dk.ptr;
   dV = (CUdeviceptr)a->dv.ptr;
@@ -1558,7 +1574,10 @@ fa3rt_status fa3rt_bwd(fa3rt_kernel *k, const fa3rt_bwd_args *a, void *stream) {
   /* in stream order: the kernel adds into the zeroed dQaccum and reads
      delta; post reads the sums. Without keys (zero_only) post turns the
      zeroed dQaccum into dq = 0. */
+  CUtensorMap maps[4];
+  memset(maps, 0, sizeof maps);
+  if (!L.zero_only && (st = encode_grad_maps(k, a, eff, maps, where))) return st;
   if ((st = launch_pre(k, a, &L, cs, where))) return st;
-  if (!L.zero_only && (st = launch_grad(k, a, &L, eff, cs, where))) return st;
+  if (!L.zero_only && (st = launch_grad(k, a, &L, maps, cs, where))) return st;
   return launch_post(k, a, &L, cs, where);
 }

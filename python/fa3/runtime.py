@@ -133,6 +133,11 @@ _lib = None
 _lib_lock = threading.Lock()
 
 
+# fa3rt.h's FA3RT_VERSION_MAJOR and _MINOR, whose structs this module mirrors
+# (python/tests/test_runtime.py checks both against the header)
+VERSION = (0, 5)
+
+
 def load_library(path) -> ctypes.CDLL:
     """libfa3rt at `path`, its functions typed (lib() loads the default one)."""
     try:
@@ -141,6 +146,18 @@ def load_library(path) -> ctypes.CDLL:
         raise OSError(f"cannot load {path}: {e} (libfa3rt needs the NVIDIA driver's "
                       "libcuda.so.1)") from e
     P, c_int, c_size_t = ctypes.POINTER, ctypes.c_int, ctypes.c_size_t
+    # the structs below mirror one version of fa3rt.h: refuse another library
+    version = getattr(L, "fa3rt_version", None)
+    if version is None:
+        raise OSError(f"{path} is libfa3rt older than 0.5 (no fa3rt_version); these "
+                      f"bindings need {VERSION[0]}.{VERSION[1]}: rebuild it (make -C runtime) "
+                      "or reinstall the package")
+    version.restype, version.argtypes = c_int, []
+    got = version()
+    if got != VERSION[0] * 1000 + VERSION[1]:
+        raise OSError(f"{path} is libfa3rt {got // 1000}.{got % 1000}; these bindings need "
+                      f"{VERSION[0]}.{VERSION[1]} (the argument structs differ): rebuild it "
+                      "(make -C runtime) or reinstall the package")
     L.fa3rt_last_error.restype = ctypes.c_char_p
     L.fa3rt_last_error.argtypes = []
     L.fa3rt_facts_parse.restype = c_int

@@ -9,6 +9,7 @@ time the stub stands in for libcuda.so.1: no CUDA call succeeds, none is needed.
 import ctypes
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -87,7 +88,8 @@ def test_ctypes_mirrors_match_the_header(tmp_path):
                "fa3rt_fwd_launch": R.FwdLaunch, "fa3rt_bwd_args": R.BwdArgs,
                "fa3rt_bwd_launch": R.BwdLaunch}
     lines = ["#include <stddef.h>", "#include <stdio.h>", '#include "fa3rt.h"',
-             "int main(void) {"]
+             "int main(void) {",
+             '  printf("version %d.%d\\n", FA3RT_VERSION_MAJOR, FA3RT_VERSION_MINOR);']
     for c, py in structs.items():
         lines.append(f'  printf("{c} sizeof %zu\\n", sizeof({c}));')
         for name, _ in py._fields_:
@@ -99,11 +101,28 @@ def test_ctypes_mirrors_match_the_header(tmp_path):
                         str(src), "-o", str(exe)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     got = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
-    want = []
+    want = [f"version {R.VERSION[0]}.{R.VERSION[1]}"]
     for c, py in structs.items():
         want.append(f"{c} sizeof {ctypes.sizeof(py)}")
         want += [f"{c} {name} {getattr(py, name).offset}" for name, _ in py._fields_]
     assert got.split("\n")[:-1] == want
+
+
+@pytest.mark.parametrize("body,why", [
+    ("int fa3rt_version(void) { return 4; }", "is libfa3rt 0.4; these bindings need 0.5"),
+    ("int fa3rt_other(void) { return 5; }", "older than 0.5 (no fa3rt_version)"),
+])
+def test_load_library_refuses_another_version(tmp_path, body, why):
+    """A libfa3rt of another version (its structs laid out otherwise) is
+    refused by name, not called with mismatched arguments."""
+    if not shutil.which("gcc"):
+        pytest.skip("needs gcc")
+    from fa3 import runtime as R
+    src, so = tmp_path / "old.c", tmp_path / "libold.so"
+    src.write_text(body + "\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", str(src), "-o", str(so)], check=True)
+    with pytest.raises(OSError, match=re.escape(why)):
+        R.load_library(so)
 
 
 def test_makefile_builds_the_library(tmp_path):

@@ -211,6 +211,10 @@ typedef struct fa3rt_kernel fa3rt_kernel;
 /* Message of the last error on this thread ("" if none). Valid until the next
  * fa3rt call on this thread. */
 const char *fa3rt_last_error(void);
+/* FA3RT_VERSION_MAJOR * 1000 + FA3RT_VERSION_MINOR of the library itself:
+ * the argument structs' layouts change with the version, so a binding that
+ * mirrors this header (python/fa3/runtime.py) refuses another library. */
+int fa3rt_version(void);
 const char *fa3rt_status_name(fa3rt_status status);
 const char *fa3rt_dtype_name(fa3rt_dtype dtype);
 

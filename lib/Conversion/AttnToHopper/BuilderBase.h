@@ -3,7 +3,8 @@
 // The forward's and the backward's kernel builders build with OpBuilder
 // into a gpu.func: both need its parameters by name, constants gathered
 // at the top in key order, arithmetic, structured control flow and wgmma
-// shared-memory descriptors. Header-only, included by the two builders.
+// shared-memory descriptors. Header-only, included by the builders of this
+// directory (the forward's, the backward's and its element-wise kernels').
 //
 // The ops must come out in the same order whichever compiler builds a
 // builder (the kernels are compared byte for byte between a GCC and a clang
@@ -36,7 +37,7 @@
 #include <string>
 
 namespace fa3::hopper {
-// A private header of this directory's two builders, which build in the
+// A private header of this directory's builders, which build in the
 // MLIR namespace throughout.
 using namespace mlir;
 

@@ -11,6 +11,7 @@
 #include "KernelBuilder.h" // the ABI: kGradPreParams, kGradPostParams
 
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace fa3::hopper;
@@ -22,6 +23,8 @@ public:
   GradAuxBuilder(OpBuilder &b, Location loc, const std::string &dtype,
                  int64_t headDim)
       : BuilderBase(b, loc), headDim(headDim) {
+    assert(headDim % 8 == 0 && llvm::isPowerOf2_64(headDim / 8) &&
+           headDim / 8 <= 32 && "D / 8 lanes a row: a power of two up to 32");
     et = dtype == "f16" ? Type(b.getF16Type()) : Type(b.getBF16Type());
     gptrT = LLVM::LLVMPointerType::get(ctx, 1);
   }
@@ -45,6 +48,7 @@ public:
                  },
                  [&]() -> SmallVector<Value> { return {f32(0.0)}; })
               .getResult(0);
+      // (the butterflies of fa3::hopper::quadReduce, over a row's lanes)
       for (int64_t off = lanesPerRow() / 2; off >= 1; off /= 2) {
         Value other = NVVM::ShflOp::create(b, loc, f32T, i32(-1), part,
                                            i32(off), i32(31),

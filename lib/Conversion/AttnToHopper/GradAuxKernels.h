@@ -24,8 +24,9 @@
 namespace fa3::hopper {
 
 /// Builds <kernel>_pre and <kernel>_post at the end of `module` for
-/// `dtype` ("bf16" or "f16") and head dim `headDim` (D = Dv, a multiple of
-/// 8 up to 256).
+/// `dtype` ("bf16" or "f16") and head dim `headDim` (D = Dv): D / 8 lanes a
+/// row must be a power of two (the butterflies stay inside a row, whole
+/// rows fill a block): D = 64, 128 or 256.
 void buildGradAuxKernels(mlir::OpBuilder &b, mlir::Location loc,
                          mlir::gpu::GPUModuleOp module,
                          const std::string &kernel, const std::string &dtype,

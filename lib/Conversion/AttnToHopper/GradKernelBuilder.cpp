@@ -127,10 +127,10 @@ GradSmemLayout fa3::hopper::computeGradSmemLayout(const GradKernelConfig &cfg) {
   l.qOff = l.vOff + l.vBytes;
   l.doOff = l.qOff + cfg.stages * l.qBytes;
   l.dsOff = l.doOff + cfg.stages * l.doBytes;
-  // dQ staging: each warpgroup's 64 rows of its 64 columns (hopper.
+  // dQ staging: each warpgroup's 64 rows of its d / 2 columns (hopper.
   // reduce_add_bulk's padded pitch)
   l.dqOff = l.dsOff + dsBuffers * l.dsBytes;
-  l.dqBytes = cfg.dqBulk ? cfg.consumers() * 64 * (64 * 4 + 16) : 0;
+  l.dqBytes = cfg.dqBulk ? cfg.consumers() * 64 * (d / 2 * 4 + 16) : 0;
   int64_t end = l.dqOff + l.dqBytes;
   l.kFull = end;
   l.kEmpty = l.kFull + 8;
@@ -217,6 +217,8 @@ void GradKernelBuilder::consumers(Value cta) {
   // bench/NOTES.md "Backward"). Half of 64 columns starts 64 bytes into
   // K's swizzled rows, as a k-step does in a K-major operand.
   const int64_t dqCols = tileD() / 2;
+  // a half inside one 64-column box, or whole boxes (not 96 or 192)
+  assert((tileD() == 64 || dqCols % 64 == 0) && "dQ's halves split a box");
   const int64_t dqColBytes =
       dqCols % 64 == 0 ? dqCols / 64 * kBox : dqCols * kElemBytes;
   Value dsOff = bin<arith::AddIOp>(wgOff, i32(lay.dsOff));

@@ -13,13 +13,15 @@
 //                 (dP^T - D); dV += P^T dO and dK += dS^T Q (wgmma RS, the
 //                 f32 dV/dK accumulators in registers for the whole loop);
 //                 dS^T staged in shared memory (two buffers) for dQ = dS K
-//                 (wgmma SS, both operands MN-major), added into the f32
-//                 dQaccum by atomics (or, where the configuration records
+//                 (wgmma SS, both operands MN-major; the warpgroups split
+//                 dQ's columns), added into the f32 dQaccum by vector
+//                 reductions (or, where the configuration records
 //                 tma_store, by bulk reductions from shared memory).
 //   epilogue      dK * scale and dV stored from registers.
 //
-// The caller computes D = rowsum(dO o) and zeroes dQaccum before, and
-// dQ = scale dQaccum after (fa3rt_abi.def, docs/runtime.md: Backward).
+// D = rowsum(dO o) with dQaccum zeroed before it, and dQ = scale dQaccum
+// after it, are the kernels <kernel>_pre and <kernel>_post beside it
+// (GradAuxKernels.h).
 //
 //===----------------------------------------------------------------------===//
 #ifndef FA3_LIB_CONVERSION_ATTNTOHOPPER_GRADKERNELBUILDER_H
@@ -46,8 +48,9 @@ struct GradKernelConfig {
   std::string visibleColsFn; // device func: (row, Sq, Skv) -> (lo, hi)
   bool leftBounded = false;  // the mask has a lower column bound (window)
   bool dqBulk = false;       // dQ staged in shared memory and added by bulk
-                             // reductions, else red.global per element
-                             // (measured 0.86-1.04x the atomics: off;
+                             // reductions, else red.global.add.v4.f32 from
+                             // registers (bulk measured 0.86-1.04x the
+                             // scalar atomics before v4: off;
                              // bench/NOTES.md, Backward)
 
   int64_t consumers() const { return blockN / 64; }

@@ -150,7 +150,8 @@ HopperConfigAttr fa3::hopper::recordGradConfig(MLIRContext *ctx,
                                                const GradKernelConfig &cfg) {
   // One CTA per kv block; no persistence, Q buffers, rescaling, cluster or
   // ping-pong in the backward. tma_store records dQ's path: through shared
-  // memory by bulk reductions, or (the table's) per-element atomics.
+  // memory by bulk reductions, or (the table's) vector reductions from
+  // registers.
   return HopperConfigAttr::get(ctx, cfg.blockM, cfg.blockN, cfg.stages,
                                /*persistent=*/false, /*q_buffers=*/1,
                                /*lazy_rescale=*/false,

@@ -146,6 +146,23 @@ func.func @reduce_add(%t: !hopper.frag<64x16xf32>, %p: !llvm.ptr<1>, %sb: i64, %
 
 // -----
 
+// Five n8 blocks: pairs (0, 1) and (2, 3) at bytes 0 / 24 and 64 / 88
+// (even / odd lane), then block 4's pair alone, 8 bytes at byte 128.
+// CHECK-LABEL: func.func @reduce_add_odd(
+// CHECK: arith.select %{{.*}}, %c24_i32, %c0_i32
+// CHECK: %[[OFF2:.*]] = arith.select %{{.*}}, %c88_i32, %c64_i32
+// CHECK: scf.if
+// CHECK-COUNT-2: red.global.add.v4.f32
+// CHECK: %[[TAIL:.*]] = llvm.getelementptr %{{.*}}[128] : (!llvm.ptr<1>) -> !llvm.ptr<1>, i8
+// CHECK: "red.global.add.v2.f32 [$0], {$1, $2};", "l,f,f" %[[TAIL]],
+// CHECK: }
+func.func @reduce_add_odd(%t: !hopper.frag<64x40xf32>, %p: !llvm.ptr<1>, %sb: i64, %ss: i64, %sh: i64, %r: i32, %h: i32, %b: i32, %n: i32) {
+  hopper.reduce_add %t to %p strides(%sb, %ss, %sh) rows %r head %h batch %b bound %n : !hopper.frag<64x40xf32>
+  return
+}
+
+// -----
+
 // Staged: the leader waits for its last reads, barrier, 8-byte stores at
 // row pitch 4 N + 16 = 80 (row i = 1: 8 rows, 640 bytes on; block k: 32
 // bytes on), fence, barrier, then the leader's bulk reduction of each row

@@ -111,9 +111,13 @@ def Hopper_ReduceAddOp : Hopper_Op<"reduce_add"> {
 
       batch * strides[0] + row * strides[1] + head * strides[2] + column
 
-    of `ptr` (one red.global.add.v2.f32 per register pair: no value
-    returned), for rows row0 + 0 .. 63 below `bound`: the backward's dQ,
-    which every kv block adds into.
+    of `ptr`, for rows row0 + 0 .. 63 below `bound`: the backward's dQ,
+    which every kv block adds into. No value is returned: lanes l and l ^ 1
+    exchange a register pair so that each holds 4 consecutive columns of
+    two n8 blocks, added by one red.global.add.v4.f32 (an odd last n8
+    block: one red.global.add.v2.f32 per pair). So `ptr` must be 16-byte
+    aligned and the strides multiples of 4 elements (not checked here: the
+    values are the launcher's).
 
     ```mlir
     hopper.reduce_add %dq to %dQ strides(%sB, %sS, %sH) rows %row0 head %h batch %b bound %Sq
