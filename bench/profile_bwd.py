@@ -18,9 +18,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
+sys.path.insert(0, str(ROOT / "bench"))
 
 import torch  # noqa: E402
 
+from bench_fwd import paper_inputs  # noqa: E402
 from fa3.torch_api import flash_attn_backward, flash_attn_func  # noqa: E402
 
 
@@ -33,8 +35,8 @@ def main():
     ap.add_argument("--launches", type=int, default=3)
     a = ap.parse_args()
     D, S = a.hdim, a.seqlen
-    B, H = max(1, 16384 // S), 2048 // D
-    q, k, v = (torch.randn(B, S, H, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    # bench_bwd's cell: the same shapes and seeded inputs
+    B, H, q, k, v, _ = paper_inputs(D, S, a.causal)
     kw = dict(causal=a.causal, kernel_dir=a.kernel_dir)
     o, lse = flash_attn_func(q, k, v, return_lse=True, **kw)
     dout = torch.randn_like(o)

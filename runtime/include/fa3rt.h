@@ -192,7 +192,7 @@ typedef struct fa3rt_bwd_launch {
   unsigned grid[3], block[3]; /* grid ceil(Skv / block_n) * Hkv * B CTAs */
   unsigned dynamic_smem;
   int64_t dkv_stride_b, dkv_stride_s, dkv_stride_h; /* elements, dk's and dv's */
-  uint64_t dq_accum_words; /* f32 words of dq_accum that are zeroed: B*Hq*Sq*D */
+  uint64_t dq_accum_words; /* f32 words of dq_accum (_pre zeroes them): B*Hq*Sq*D */
   double scale;           /* the softmax scale used */
   float scale_log2;       /* scale * log2(e), the kernel parameter */
   /* the helper kernels <kernel>_pre and <kernel>_post: 1-D grid of
