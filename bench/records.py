@@ -6,10 +6,12 @@ Every run of the benchmark or the GPU checks is one line of `history.jsonl`
 of record of each kind is a section of `RESULTS.md`, which that run
 rewrites (the rest of the file is left as it is). In the repository:
 
-    bench/history.jsonl, bench/RESULTS.md        bench, compare, autotune, ncu
+    bench/history.jsonl, bench/RESULTS.md        bench, compare, autotune, ncu,
+                                                 bench_varlen, bench_bwd,
+                                                 bench_decode
     test/gpu/history.jsonl, test/gpu/RESULTS.md  check_fwd, check_varlen,
-                                                 check_bwd, memcheck,
-                                                 racecheck, synccheck
+                                                 check_bwd, check_decode,
+                                                 memcheck, racecheck, synccheck
 
 Of record: a full bench_fwd grid (per dtype), a full check_fwd run, and each
 compute-sanitizer run; partial grids, A/B comparisons and autotuning are
@@ -44,8 +46,8 @@ TABLE = "RESULTS.md"
 SANITIZERS = ("memcheck", "racecheck", "synccheck")
 # where each kind's history and table live in the repository
 HOME = {"bench": "bench", "compare": "bench", "autotune": "bench", "ncu": "bench",
-        "bench_varlen": "bench", "bench_bwd": "bench", "check_fwd": "test/gpu",
-        "check_varlen": "test/gpu",
+        "bench_varlen": "bench", "bench_bwd": "bench", "bench_decode": "bench",
+        "check_fwd": "test/gpu", "check_varlen": "test/gpu", "check_decode": "test/gpu",
         "check_bwd": "test/gpu", **{t: "test/gpu" for t in SANITIZERS}}
 TABLE_HEADER = ("# Results of record\n\n"
                 "The latest run of record of each kind, rewritten by the script that ran it\n"
@@ -132,8 +134,8 @@ def section_key(entry):
     kind = entry.get("kind")
     if kind == "bench" and entry.get("full"):
         return f"bench-{entry.get('meta', {}).get('dtype', 'bf16')}"
-    if kind in ("check_fwd", "check_varlen", "check_bwd", "bench_varlen",
-                "bench_bwd") and entry.get("full"):
+    if kind in ("check_fwd", "check_varlen", "check_bwd", "check_decode", "bench_varlen",
+                "bench_bwd", "bench_decode") and entry.get("full"):
         return kind
     if kind in SANITIZERS:
         return kind
@@ -144,7 +146,7 @@ def render(entry):
     kind = entry["kind"]
     if kind == "bench":
         return render_bench(entry)
-    if kind in ("check_fwd", "check_varlen"):
+    if kind in ("check_fwd", "check_varlen", "check_decode"):
         return render_check(entry)
     if kind == "check_bwd":
         return render_check_bwd(entry)
@@ -152,6 +154,8 @@ def render(entry):
         return render_bench_varlen(entry)
     if kind == "bench_bwd":
         return render_bench_bwd(entry)
+    if kind == "bench_decode":
+        return render_bench_decode(entry)
     if kind in SANITIZERS:
         return render_sanitizer(entry)
     raise ValueError(f"no table for kind {kind!r}")
@@ -296,6 +300,64 @@ def render_bench_bwd(entry):
         out.append(f"| {'causal' if r['causal'] else 'full'} | {r['hdim']} | {r['seqlen']} | "
                    f"{t['ours']:.0f} | {peer('cudnn')} | {peer('fa2')} | {ratio('cudnn')} | "
                    f"{ratio('fa2')} |")
+    return "\n".join(out) + "\n"
+
+
+# bench_decode's target: 80 % of the H200's 4.25 TB/s where the K + V read
+# is at least 256 MB (smaller reads are dominated by the launch and the merge)
+DECODE_TARGET_TBS = 0.8 * 4.25
+DECODE_TARGET_MIN_BYTES = 256 * 2**20
+
+
+def decode_target_met(row):
+    """True / False for a bench_decode cell the target applies to (K + V
+    read >= 256 MB), None for the others."""
+    if row.get("kv_bytes", 0) < DECODE_TARGET_MIN_BYTES:
+        return None
+    tbs = row.get("ours_tbs")
+    return isinstance(tbs, (int, float)) and tbs >= DECODE_TARGET_TBS
+
+
+def render_bench_decode(entry):
+    """A bench_decode run: per cell (heads, batch, context) ours and PyTorch
+    SDPA's best backend, time and K + V bandwidth, against the target."""
+    meta, rows = entry.get("meta", {}), entry["rows"]
+    hit = [decode_target_met(r) for r in rows]
+    judged = [h for h in hit if h is not None]
+    out = [f"## Decoding (bench_decode, {entry['date']})", "",
+           f"GPU: {meta.get('gpu')}; torch {meta.get('torch')}; {meta.get('dtype', 'bf16')}, "
+           f"head dim {meta.get('hdim', 128)}, Sq = 1; kernel `{meta.get('kernel')}`", "",
+           f"Command: `{entry['command']}`", "",
+           "Time per call (us): the median over rounds of CUDA-graph replays of back-to-back "
+           "calls, each call on its own copy of the cache where one cache fits in L2 "
+           f"({meta.get('timer', 'CUDA graph')}). Bandwidth = K + V bytes of the cache "
+           "(B x context x Hkv x (D + Dv) x 2) / time. Ours: flash_attn_with_kvcache with "
+           "the heuristic's splits; SDPA: torch.nn.functional.scaled_dot_product_attention "
+           "on the same cache (BHSD views), its fastest backend of those tried (named; "
+           "'exp.': K/V expanded to the q heads, which SDPA then reads). Target: "
+           f">= {DECODE_TARGET_TBS:.2f} TB/s (80 % of 4.25) where the K + V read is >= "
+           f"256 MB: met in {sum(judged)}/{len(judged)} such cells.", "",
+           "| Hq/Hkv | batch | context | K+V MB | splits | ours us | ours TB/s | SDPA us "
+           "(backend) | SDPA TB/s | SDPA / ours | target |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r, h in zip(rows, hit):
+        ctx = r["context"]
+        ctx_s = f"{ctx // 1024}k" if ctx % 1024 == 0 else str(ctx)
+        sd = r.get("sdpa_us")
+        out.append(f"| {r['hq']}/{r['hkv']} | {r['batch']} | {ctx_s} | "
+                   f"{r['kv_bytes'] / 2**20:.0f} | {_fmt(r.get('splits'), 'd')} | "
+                   f"{_fmt(r.get('ours_us'), '.1f')} | {_fmt(r.get('ours_tbs'), '.2f')} | "
+                   f"{_fmt(sd, '.1f')} ({r.get('sdpa_backend') or '-'}) | "
+                   f"{_fmt(r.get('sdpa_tbs'), '.2f')} | "
+                   f"{_fmt(sd / r['ours_us'] if sd and r.get('ours_us') else None, '.2f')} | "
+                   f"{'-' if h is None else ('yes' if h else '**no**')} |")
+    skipped = meta.get("skipped") or []
+    if skipped:
+        out += ["", "Skipped (K + V cache over the memory limit): " + ", ".join(skipped) + "."]
+    errs = [f"- {r['hq']}/{r['hkv']} B={r['batch']} ctx={r['context']}: {k}: {v}"
+            for r in rows for k, v in (r.get("errors") or {}).items()]
+    if errs:
+        out += ["", "Errors:"] + errs
     return "\n".join(out) + "\n"
 
 

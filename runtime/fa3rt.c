@@ -17,6 +17,12 @@
  * its module's <kernel>_pre (delta, dQaccum zeroed) and <kernel>_post (dQ)
  * run: FA3RT_BWD_PRE_PARAM / FA3RT_BWD_POST_PARAM, grid (aux_grid, 1, 1),
  * block (FA3RT_BWD_AUX_THREADS, 1, 1), no dynamic shared memory.
+ * Split-KV kernels (facts `split_kv 1`): the tile grid times numSplits CTAs;
+ * with numSplits > 1 they write f32 partials to the caller's oAccum and
+ * lseAccum and <kernel>_combine (FA3RT_FWD_COMBINE_PARAM, grid
+ * (combine_grid, 1, 1), block (FA3RT_FWD_COMBINE_THREADS, 1, 1)) merges
+ * them into O and LSE. GQA-packed kernels (facts `pack_gqa 1`): tiles of
+ * (query, q head) rows of one kv head, Q's box (64, g, block_m / g, 1).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "fa3rt.h"
@@ -118,6 +124,21 @@ static const size_t kPostAligns[] = {
 };
 #define FA3RT_BWD_POST_PARAM P_CHECK
 #include "fa3rt_abi.def"
+/* the split-KV kernels' merge, <kernel>_combine */
+static const char kCombineNames[] =
+#define FA3RT_FWD_COMBINE_PARAM P_NAME
+#include "fa3rt_abi.def"
+    ;
+static const size_t kCombineSizes[] = {
+#define FA3RT_FWD_COMBINE_PARAM P_SIZE
+#include "fa3rt_abi.def"
+};
+static const size_t kCombineAligns[] = {
+#define FA3RT_FWD_COMBINE_PARAM P_ALIGN
+#include "fa3rt_abi.def"
+};
+#define FA3RT_FWD_COMBINE_PARAM P_CHECK
+#include "fa3rt_abi.def"
 
 /* One kernel ABI: names (blank-separated), sizes and alignments, in order. */
 typedef struct abi {
@@ -133,6 +154,8 @@ static const abi kPreAbi = {"backward's _pre", kPreNames + 1, kPreSizes, kPreAli
                             COUNT(kPreSizes)};
 static const abi kPostAbi = {"backward's _post", kPostNames + 1, kPostSizes, kPostAligns,
                              COUNT(kPostSizes)};
+static const abi kCombineAbi = {"split-KV _combine", kCombineNames + 1, kCombineSizes,
+                                kCombineAligns, COUNT(kCombineSizes)};
 static const abi *abi_of(const fa3rt_facts *f) { return f->backward ? &kBwdAbi : &kFwdAbi; }
 
 /* ------------------------------------------------------------------------ */
@@ -412,6 +435,15 @@ static fa3rt_status check_facts(const fa3rt_facts *f, fa3rt_status st) {
     return fail(st, "facts of kernel '%s': backward 1 needs %s (the backward kernel takes "
                 "fixed-length batches, one CTA per kv block, head and batch)", f->kernel,
                 f->varlen ? "varlen 0" : f->cluster_m != 1 ? "cluster_m 1" : "grid tiles");
+  /* a decoding kernel's grid is its tiles times the splits, one CTA each,
+     over fixed-length batches */
+  if ((f->split_kv || f->pack_gqa) &&
+      (f->backward || f->varlen || f->cluster_m != 1 || f->persistent))
+    return fail(st, "facts of kernel '%s': %s 1 needs %s (a decoding kernel runs one CTA "
+                "per tile and split over fixed-length batches)", f->kernel,
+                f->split_kv ? "split_kv" : "pack_gqa",
+                f->backward ? "backward 0" : f->varlen ? "varlen 0"
+                : f->cluster_m != 1 ? "cluster_m 1" : "grid tiles");
   return FA3RT_OK;
 }
 
@@ -660,15 +692,21 @@ static int32_t varlen_grid_rows(const fa3rt_fwd_args *a, int64_t tq) {
 }
 
 /* The packed variable-length fields of a against the kernel: given exactly
- * for a varlen kernel, q, k, v, o as batches of one. */
+ * for a varlen kernel, q, k, v, o as batches of one. A split-KV kernel takes
+ * seqused_k alone (each batch's valid keys of its cache: check_seqused_k). */
 static fa3rt_status check_varlen(const fa3rt_facts *f, const fa3rt_fwd_args *a) {
-  const int given = a->cu_seqlens_q || a->cu_seqlens_k || a->seqused_k || a->varlen_batch ||
-                    a->max_seqlen_q;
   if (!f->varlen) {
-    if (given)
+    if (a->cu_seqlens_q || a->cu_seqlens_k || a->varlen_batch || a->max_seqlen_q)
       return fail(FA3RT_ERR_INVALID_ARGUMENT, "kernel %s takes fixed-length batches (facts "
-                  "varlen 0) but cu_seqlens_q/k, seqused_k, varlen_batch or max_seqlen_q is "
-                  "set: use a varlen kernel", f->kernel);
+                  "varlen 0) but cu_seqlens_q/k, %svarlen_batch or max_seqlen_q is set: use "
+                  "a varlen kernel%s", f->kernel, f->split_kv ? "" : "seqused_k, ",
+                  f->split_kv ? " (a decoding kernel takes seqused_k alone: each batch's "
+                  "valid keys of its cache)" : "");
+    if (a->seqused_k && !f->split_kv)
+      return fail(FA3RT_ERR_INVALID_ARGUMENT, "kernel %s takes fixed-length batches (facts "
+                  "varlen 0) but seqused_k is set: use a varlen kernel, or a decoding kernel "
+                  "(facts split_kv 1: fa3-compile --decode) for a cache's valid keys per "
+                  "batch", f->kernel);
     return FA3RT_OK;
   }
   if (a->varlen_batch < 0 || a->max_seqlen_q < 0)
@@ -700,6 +738,77 @@ static fa3rt_status check_varlen(const fa3rt_facts *f, const fa3rt_fwd_args *a) 
   return FA3RT_OK;
 }
 
+/* A split-KV kernel's seqused_k (FlashAttention's cache_seqlens): 0, or
+ * int32 [B] on the device, 4-byte aligned (varlen's rule), all of it below
+ * 2^63. Its values, 0 to Skv, are read on the GPU only: the caller's
+ * contract, as varlen's lengths are. */
+static fa3rt_status check_seqused_k(const fa3rt_facts *f, const fa3rt_fwd_args *a, int64_t B) {
+  const uint64_t p = a->seqused_k;
+  if (!f->split_kv || !p) return FA3RT_OK;
+  if (p % 4 || p >= ADDR_END - 4 * (uint64_t)B)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "seqused_k pointer 0x%llx is not a 4-byte aligned "
+                "device address of %lld int32 (one per batch) below 2^63",
+                (unsigned long long)p, (long long)B);
+  return FA3RT_OK;
+}
+
+/* A paged cache (FlashAttention's page_table): the three fields all 0
+ * (k and v are the caches themselves, *skv their rows), or, for a split_kv
+ * kernel, a page table over the page pool k and v (check_qkv with paged),
+ * whose page size (k.shape[2]) the kernel's block_n loads whole pages of or
+ * whole blocks in: *skv becomes the logical key length. The entries are
+ * read on the GPU only: the caller's contract. */
+static fa3rt_status check_paged(const fa3rt_facts *f, const fa3rt_fwd_args *a, int64_t B,
+                                int64_t *skv) {
+  const uint64_t p = a->page_table;
+  if (!p) {
+    if (a->page_table_stride || a->paged_seqlen_k)
+      return fail(FA3RT_ERR_INVALID_ARGUMENT, "page_table_stride %d and paged_seqlen_k %d must "
+                  "be 0 without a page_table (a contiguous cache: k and v are [B, Hkv, Skv, D])",
+                  (int)a->page_table_stride, (int)a->paged_seqlen_k);
+    return FA3RT_OK;
+  }
+  if (!f->split_kv)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "kernel %s takes no page table (facts split_kv 0): "
+                "a paged KV cache needs a decoding kernel (facts split_kv 1: fa3-compile "
+                "--decode, Fa3AttentionSpec.decode)", f->kernel);
+  const int64_t ps = a->k.shape[2], pages = a->k.shape[0], bn = f->block_n;
+  if (ps < 8 || ps % 8 || (bn % ps && ps % bn))
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "page size %lld (k.shape[2]: the rows of a page of "
+                "the pool [num_pages, Hkv, page_size, D]) must be a multiple of 8 that divides "
+                "block_n %lld or that block_n divides: kernel %s loads each block of %lld keys "
+                "as pages of min(page_size, %lld) rows (16 to 256 powers of two divide or are "
+                "divided by a power-of-two block_n)", (long long)ps, (long long)bn, f->kernel,
+                (long long)bn, (long long)bn);
+  if (pages == 0)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "k and v have no pages (k.shape[0] = 0): a page "
+                "table needs a pool of at least one page");
+  const int64_t stride = a->page_table_stride;
+  if (stride < 1)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "page_table_stride: %lld is out of range (1 to "
+                "2^31-1: the entries from one batch's row of the page table to the next)",
+                (long long)stride);
+  const int64_t most = stride * ps; /* below 2^31 * 2^31 */
+  int64_t n = a->paged_seqlen_k;
+  if (n < 0 || n > most || n > INT32_MAX)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "paged_seqlen_k: %lld is out of range (0: "
+                "page_table_stride %lld * page_size %lld; else 1 to that and to 2^31-1: a row "
+                "of the page table holds ceil(paged_seqlen_k / page_size) pages)", (long long)n,
+                (long long)stride, (long long)ps);
+  if (n == 0 && most > INT32_MAX)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "page_table_stride %lld * page_size %lld = %lld keys "
+                "is out of range (the kernel's Skv is at most 2^31-1): set paged_seqlen_k to the "
+                "caches' logical length", (long long)stride, (long long)ps, (long long)most);
+  if (n == 0) n = most;
+  const uint64_t entries = (uint64_t)B * (uint64_t)stride; /* below 2^62 */
+  if (p % 4 || p >= ADDR_END || entries > (ADDR_END - p) / 4)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "page_table pointer 0x%llx is not a 4-byte aligned "
+                "device address of B %lld * page_table_stride %lld int32 below 2^63",
+                (unsigned long long)p, (long long)B, (long long)stride);
+  *skv = n;
+  return FA3RT_OK;
+}
+
 /* The checks every launch starts with: the facts (a caller may fill them),
  * the kernel's kind (fa3rt_fwd and fa3rt_bwd each take their own) and the
  * dtype. */
@@ -722,9 +831,11 @@ static fa3rt_status check_kind(const fa3rt_facts *f, int backward, fa3rt_dtype d
   return FA3RT_OK;
 }
 
-/* q, k, v (each through check_tensor) against each other and the kernel. */
+/* q, k, v (each through check_tensor) against each other and the kernel.
+ * paged: k and v are a page pool [num_pages, Hkv, page_size, D], whose
+ * pages are not q's batches (check_paged checks the rest). */
 static fa3rt_status check_qkv(const fa3rt_facts *f, const fa3rt_tensor *q, const fa3rt_tensor *k,
-                              const fa3rt_tensor *v) {
+                              const fa3rt_tensor *v, int paged) {
   const char *kn = f->kernel;
   /* each below 2^31 (check_tensor) */
   const int64_t B = q->shape[0], Hq = q->shape[1];
@@ -741,7 +852,13 @@ static fa3rt_status check_qkv(const fa3rt_facts *f, const fa3rt_tensor *q, const
     return fail(FA3RT_ERR_INVALID_ARGUMENT,
                 "v head dim (shape[3]) is %lld but kernel %s has head_dim_v %d",
                 (long long)v->shape[3], kn, f->head_dim_v);
-  if (k->shape[0] != B || v->shape[0] != B)
+  if (paged && (v->shape[0] != k->shape[0] || v->shape[1] != Hkv || v->shape[2] != Skv))
+    return fail(FA3RT_ERR_INVALID_ARGUMENT,
+                "k and v page pools differ: k has %lld pages of %lld rows and Hkv=%lld; v has "
+                "%lld pages of %lld rows and Hkv=%lld (a paged cache's [num_pages, Hkv, "
+                "page_size, D])", (long long)k->shape[0], (long long)Skv, (long long)Hkv,
+                (long long)v->shape[0], (long long)v->shape[2], (long long)v->shape[1]);
+  if (!paged && (k->shape[0] != B || v->shape[0] != B))
     return fail(FA3RT_ERR_INVALID_ARGUMENT, "batch sizes differ: q %lld, k %lld, v %lld",
                 (long long)B, (long long)k->shape[0], (long long)v->shape[0]);
   if (v->shape[1] != Hkv || v->shape[2] != Skv)
@@ -780,41 +897,145 @@ static fa3rt_status check_scale(const fa3rt_facts *f, double given, double *scal
   return FA3RT_OK;
 }
 
-/* fa3rt_fwd_plan, plus the strides to use for q, k, v, o (check_tensor's eff) */
+/* n f32 words of device memory at p (n < 0: a count past int64), 16-byte
+ * aligned and below 2^63; NULL only where not required. */
+static fa3rt_status check_f32(const char *name, uint64_t p, int64_t n, int required) {
+  if (!p) {
+    if (required) return fail(FA3RT_ERR_INVALID_ARGUMENT, "%s pointer is NULL", name);
+    return FA3RT_OK;
+  }
+  if (p % 16)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "%s pointer 0x%llx is not 16-byte aligned", name,
+                (unsigned long long)p);
+  if (n < 0 || p >= ADDR_END || (uint64_t)n > (ADDR_END - p) / 4)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "%s pointer: 0x%llx is out of range (its %lld "
+                "floats below 2^63: a device address)", name, (unsigned long long)p,
+                (long long)n);
+  return FA3RT_OK;
+}
+
+/* a * b * c * d of extents (each 0 to 2^31-1; a product of them counts as
+ * one), or -1 past int64 */
+static int64_t product(int64_t a, int64_t b, int64_t c, int64_t d) {
+  int64_t p;
+  if (a < 0 || __builtin_mul_overflow(a, b, &p) || __builtin_mul_overflow(p, c, &p) ||
+      __builtin_mul_overflow(p, d, &p))
+    return -1;
+  return p;
+}
+
+int32_t fa3rt_num_splits_heuristic(int64_t tiles, int64_t kv_blocks, int32_t num_sms) {
+  if (tiles < 1 || kv_blocks < 1 || num_sms < 1) return 1;
+  /* nearly a wave without splits: splitting would only add the merge */
+  if ((double)tiles >= 0.8 * num_sms) return 1;
+  int64_t most = FA3RT_MAX_SPLITS;
+  if (most > num_sms) most = num_sms;
+  if (most > kv_blocks) most = kv_blocks;
+  /* eff[s] < 0: s gives each split as many blocks as s - 1 splits do (more
+     CTAs, no shorter one) */
+  double eff[FA3RT_MAX_SPLITS + 1], best = 0;
+  for (int64_t s = 1; s <= most; s++) {
+    eff[s] = -1;
+    if (s > 1 && (kv_blocks - 1) / s == (kv_blocks - 1) / (s - 1)) continue; /* the ceils */
+    /* waves / ceil(waves), in integers for the ceil (tiles < 0.8 * 2^31 and
+       s <= 128: exact); no libm, which the shared library does not link */
+    const int64_t ctas = tiles * s;
+    const int64_t whole = (ctas + num_sms - 1) / num_sms;
+    eff[s] = (double)ctas / ((double)whole * num_sms);
+    if (eff[s] > best) best = eff[s];
+  }
+  for (int64_t s = 1; s <= most; s++)
+    if (eff[s] >= 0 && eff[s] >= 0.85 * best) return (int32_t)s;
+  return 1;
+}
+
+/* The split-KV fields of a against the kernel: num_splits 0 or 1 for kernels
+ * that do not split, 0 to FA3RT_MAX_SPLITS for those that do; num_sms >= 0. */
+static fa3rt_status check_split_args(const fa3rt_facts *f, const fa3rt_fwd_args *a) {
+  if (a->num_sms < 0)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "num_sms: %d is out of range (0: the device's "
+                "SMs, else 1 to 2^31-1)", (int)a->num_sms);
+  if (!f->split_kv && a->num_splits != 0 && a->num_splits != 1)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "kernel %s does not split the kv sequence (facts "
+                "split_kv 0): num_splits must be 0 or 1, got %d (split-KV decoding needs a "
+                "decoding kernel: fa3-compile --decode, Fa3AttentionSpec.decode)", f->kernel,
+                (int)a->num_splits);
+  if (a->num_splits < 0 || a->num_splits > FA3RT_MAX_SPLITS)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "num_splits: %d is out of range (0: the heuristic, "
+                "else 1 to %d)", (int)a->num_splits, FA3RT_MAX_SPLITS);
+  return FA3RT_OK;
+}
+
+/* fa3rt_fwd_plan, plus the strides to use for q, k, v, o (check_tensor's eff).
+ * default_sms: the heuristic's SMs where num_sms is 0; need_workspace: a
+ * split launch's o_accum and lse_accum must be given (fa3rt_fwd), not only
+ * valid where given (fa3rt_fwd_plan, which reports their sizes). */
 static fa3rt_status plan(const fa3rt_facts *f, const fa3rt_fwd_args *a, fa3rt_fwd_launch *launch,
-                         int64_t eff[4][4]) {
+                         int64_t eff[4][4], int32_t default_sms, int need_workspace) {
   fa3rt_status st = check_kind(f, 0, a->dtype);
   if (st) return st;
   const int64_t elem = 2;
   const fa3rt_tensor *q = &a->q, *k = &a->k, *v = &a->v, *o = &a->o;
   if ((st = check_varlen(f, a))) return st;
+  if ((st = check_split_args(f, a))) return st;
   if ((st = check_tensor("q", q, elem, eff[0], 1)) ||
       (st = check_tensor("k", k, elem, eff[1], 1)) ||
       (st = check_tensor("v", v, elem, eff[2], 1)) ||
       (st = check_tensor("o", o, elem, eff[3], 1)))
     return st;
-  if ((st = check_qkv(f, q, k, v))) return st;
+  const int paged = a->page_table != 0;
+  if ((st = check_qkv(f, q, k, v, paged))) return st;
   const int64_t B = q->shape[0], Hq = q->shape[1], Sq = q->shape[2];
-  const int64_t Hkv = k->shape[1], Skv = k->shape[2];
+  const int64_t Hkv = k->shape[1];
   if ((st = check_shape("o", o, B, Hq, Sq, f->head_dim_v))) return st;
+  if ((st = check_seqused_k(f, a, B))) return st;
+  /* the logical key length: k's rows, or a paged cache's declared one */
+  int64_t Skv = k->shape[2];
+  if ((st = check_paged(f, a, B, &Skv))) return st;
+  /* GQA packing: a tile's rows are whole groups of g q heads (Q's box
+     {64, g, block_m / g, 1}); check_qkv made Hkv > 0 where Hq > 0 */
+  const int64_t g = f->pack_gqa && Hkv > 0 ? Hq / Hkv : 1;
+  if (f->pack_gqa && Hq > 0 && f->block_m % g)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "kernel %s packs the q heads of each kv head into "
+                "its tiles (facts pack_gqa 1): g = Hq / Hkv = %lld / %lld = %lld must divide "
+                "block_m %d (a tile holds block_m / g queries of all g heads)", f->kernel,
+                (long long)Hq, (long long)Hkv, (long long)g, f->block_m);
   /* the grid is 1-D: x at most 2^31-1 (CUDA's limit, and the kernel's i32 tile
      index); a cluster kernel rounds its m-blocks up to whole clusters. A
-     packed batch's grid covers the longest sequence in every sequence. */
+     packed batch's grid covers the longest sequence in every sequence. A
+     GQA-packed kernel's m-blocks run over Sq * g rows of each kv head. */
   const int64_t cm = f->cluster_m;
   const int64_t gridB = f->varlen ? a->varlen_batch : B;
   const int64_t gridS = f->varlen ? varlen_grid_rows(a, Sq) : Sq;
-  const int64_t mblocks = ((gridS + f->block_m - 1) / f->block_m + cm - 1) / cm * cm;
+  const int64_t mrows = gridS * (g > 0 ? g : 1); /* below 2^31 * 256 */
+  const int64_t mblocks = ((mrows + f->block_m - 1) / f->block_m + cm - 1) / cm * cm;
+  const int64_t heads = f->pack_gqa ? Hkv : Hq;
   /* a persistent kernel's scheduler counts past the last tile (a claim is
      the counter + the grid size, both i32 in the kernel) */
   const int64_t max_tiles = f->persistent ? INT32_MAX - (1 << 20) : INT32_MAX;
   int64_t tiles = 0;
-  if (!mul_add(&tiles, mblocks * Hq, gridB) || tiles > max_tiles)
-    return fail(FA3RT_ERR_INVALID_ARGUMENT, "tiles: %lld m-blocks of %d rows * Hq %lld * %s %lld "
-                "is out of range (at most %s)", (long long)mblocks, f->block_m, (long long)Hq,
+  if (!mul_add(&tiles, mblocks * heads, gridB) || tiles > max_tiles)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "tiles: %lld m-blocks of %d rows * %s %lld * %s %lld "
+                "is out of range (at most %s)", (long long)mblocks, f->block_m,
+                f->pack_gqa ? "Hkv" : "Hq", (long long)heads,
                 f->varlen ? "sequences" : "B", (long long)gridB,
                 f->persistent ? "2^31-2^20: a persistent kernel's scheduler counts past the "
                                 "last tile in i32"
                               : "2^31-1: CUDA's grid.x");
+  /* split-KV: numSplits CTAs a tile, the count given or the heuristic's */
+  int64_t splits = 1;
+  if (f->split_kv) {
+    const int64_t kv_blocks = (Skv + f->block_n - 1) / f->block_n;
+    splits = a->num_splits ? a->num_splits
+                           : fa3rt_num_splits_heuristic(tiles, kv_blocks,
+                                                        a->num_sms ? a->num_sms : default_sms);
+    int64_t ctas = 0;
+    if (!mul_add(&ctas, tiles, splits) || ctas > INT32_MAX)
+      return fail(FA3RT_ERR_INVALID_ARGUMENT, "tiles: %lld tiles * %lld kv splits (num_splits) "
+                  "is out of range (at most 2^31-1: CUDA's grid.x)", (long long)tiles,
+                  (long long)splits);
+    tiles = ctas;
+  }
   /* lse: f32 [B, Hq, Sq] (varlen: [Hq, Tq], B = 1), below 2^63 like the
      tensors */
   const int64_t rows = Sq * Hq * B;
@@ -847,9 +1068,43 @@ static fa3rt_status plan(const fa3rt_facts *f, const fa3rt_fwd_args *a, fa3rt_fw
   L.o_stride_s = eff[3][2];
   L.scale = scale;
   L.scale_log2 = (float)(scale * LOG2E);
+  L.num_splits = (int32_t)splits;
+  L.pack_group = g > 0 ? (int32_t)g : 1;
+  /* a paged cache: K and V load a page (or a block within one) a box */
+  L.page_size = paged ? (int32_t)k->shape[2] : 0;
+  L.kv_box_rows = paged && k->shape[2] < f->block_n ? (int32_t)k->shape[2] : f->block_n;
+  if (splits > 1 && !L.empty && !L.fill_only) {
+    /* the caller's workspace: f32 [splits, B, Hq, Sq, Dv] and [splits, B,
+       Hq, Sq], contiguous (varlen kernels do not split) */
+    const int64_t lse_words = product(splits, B, Hq, Sq);
+    const int64_t o_words = product(lse_words, f->head_dim_v, 1, 1);
+    if (o_words < 0 || o_words >= (int64_t)(ADDR_END / 4))
+      return fail(FA3RT_ERR_INVALID_ARGUMENT, "o_accum: %lld splits * B %lld * Hq %lld * Sq "
+                  "%lld * Dv %d f32 words is out of range (below 2^63 bytes)", (long long)splits,
+                  (long long)B, (long long)Hq, (long long)Sq, f->head_dim_v);
+    if (need_workspace && (!a->o_accum || !a->lse_accum))
+      return fail(FA3RT_ERR_INVALID_ARGUMENT, "%s pointer is NULL: kernel %s splits the kv "
+                  "sequence %lld ways (num_splits %d%s) and needs f32 workspaces of %lld bytes "
+                  "(o_accum) and %lld bytes (lse_accum); fa3rt_fwd_plan reports them "
+                  "(o_accum_bytes, lse_accum_bytes)", a->o_accum ? "lse_accum" : "o_accum",
+                  f->kernel, (long long)splits, (int)a->num_splits,
+                  a->num_splits ? "" : ": the heuristic's count", (long long)(4 * o_words),
+                  (long long)(4 * lse_words));
+    if ((st = check_f32("o_accum", a->o_accum, o_words, 0)) ||
+        (st = check_f32("lse_accum", a->lse_accum, lse_words, 0)))
+      return st;
+    L.o_accum_bytes = 4 * (uint64_t)o_words;
+    L.lse_accum_bytes = 4 * (uint64_t)lse_words;
+    /* the merge: Dv / 4 threads a row of (b, h, s), 4 columns each; the
+       blocks stride over what 2^31-1 of them do not cover */
+    const int64_t threads = o_words / splits / 4;
+    const int64_t blocks = (threads + FA3RT_FWD_COMBINE_THREADS - 1) / FA3RT_FWD_COMBINE_THREADS;
+    L.combine_grid = (unsigned)(blocks < INT32_MAX ? blocks : INT32_MAX);
+    L.combine_block = FA3RT_FWD_COMBINE_THREADS;
+  }
   if (!L.empty) {
-    /* 1-D grid over (m-block, head, batch) tiles; a persistent kernel is
-       launched with at most one CTA per SM by fa3rt_fwd. */
+    /* 1-D grid over (m-block, head, batch[, split]) tiles; a persistent
+       kernel is launched with at most one CTA per SM by fa3rt_fwd. */
     L.grid[0] = (unsigned)tiles;
     L.grid[1] = 1;
     L.grid[2] = 1;
@@ -866,33 +1121,7 @@ fa3rt_status fa3rt_fwd_plan(const fa3rt_facts *f, const fa3rt_fwd_args *a,
   clear_error();
   if (!f || !a) return fail(FA3RT_ERR_INVALID_ARGUMENT, "fa3rt_fwd_plan: NULL argument");
   int64_t eff[4][4];
-  return plan(f, a, launch, eff);
-}
-
-/* n f32 words of device memory at p (n < 0: a count past int64), 16-byte
- * aligned and below 2^63; NULL only where not required. */
-static fa3rt_status check_f32(const char *name, uint64_t p, int64_t n, int required) {
-  if (!p) {
-    if (required) return fail(FA3RT_ERR_INVALID_ARGUMENT, "%s pointer is NULL", name);
-    return FA3RT_OK;
-  }
-  if (p % 16)
-    return fail(FA3RT_ERR_INVALID_ARGUMENT, "%s pointer 0x%llx is not 16-byte aligned", name,
-                (unsigned long long)p);
-  if (n < 0 || p >= ADDR_END || (uint64_t)n > (ADDR_END - p) / 4)
-    return fail(FA3RT_ERR_INVALID_ARGUMENT, "%s pointer: 0x%llx is out of range (its %lld "
-                "floats below 2^63: a device address)", name, (unsigned long long)p,
-                (long long)n);
-  return FA3RT_OK;
-}
-
-/* a * b * c * d of extents (each 0 to 2^31-1), or -1 past int64 */
-static int64_t product(int64_t a, int64_t b, int64_t c, int64_t d) {
-  int64_t p;
-  if (__builtin_mul_overflow(a, b, &p) || __builtin_mul_overflow(p, c, &p) ||
-      __builtin_mul_overflow(p, d, &p))
-    return -1;
-  return p;
+  return plan(f, a, launch, eff, FA3RT_DEFAULT_SMS, 0);
 }
 
 /* The strides of fa3rt_bwd's tensors (check_tensor's eff), in this order. */
@@ -920,7 +1149,7 @@ static fa3rt_status plan_bwd(const fa3rt_facts *f, const fa3rt_bwd_args *a,
       (st = check_tensor("dk", dk, elem, eff[BDK], 1)) ||
       (st = check_tensor("dv", dv, elem, eff[BDV], 1)))
     return st;
-  if ((st = check_qkv(f, q, k, v))) return st;
+  if ((st = check_qkv(f, q, k, v, 0))) return st;
   const int64_t B = q->shape[0], Hq = q->shape[1], Sq = q->shape[2];
   const int64_t Hkv = k->shape[1], Skv = k->shape[2];
   if ((st = check_shape("dout", dout, B, Hq, Sq, f->head_dim_v)) ||
@@ -1013,6 +1242,8 @@ struct fa3rt_kernel {
   CUmodule mod;
   CUfunction fn;
   CUfunction fn_pre, fn_post; /* backward: <kernel>_pre and <kernel>_post */
+  CUfunction fn_combine;  /* split_kv: <kernel>_combine */
+  int sms;                /* the device's SMs (the split heuristic's default) */
   int max_ctas;           /* a persistent grid's size: one CTA per SM, or
                              cluster_m x the clusters that fit at once */
   CUdeviceptr counters_dev; /* (NSLOTS + NCAPTURED) x 2 u32, zeroed at load */
@@ -1122,6 +1353,7 @@ fa3rt_status fa3rt_kernel_load_data(const void *cubin, size_t cubin_size, const 
   k->ctx = ctx;
   k->dev = dev;
   k->max_ctas = sms > 0 ? sms : 1;
+  k->sms = k->max_ctas;
   k->last_slot = -1;
 
 #define LOAD_TRY(call)                                                       \
@@ -1167,6 +1399,27 @@ fa3rt_status fa3rt_kernel_load_data(const void *cubin, size_t cubin_size, const 
                   "launches it with %d", name, most, FA3RT_BWD_AUX_THREADS);
         goto error;
       }
+    }
+  }
+  if (f.split_kv) {
+    /* the merge fa3rt_fwd launches after a split launch, from its module */
+    char name[sizeof f.kernel + 16];
+    snprintf(name, sizeof name, "%s_combine", f.kernel);
+    r = cuModuleGetFunction(&k->fn_combine, k->mod, name);
+    if (r == CUDA_ERROR_NOT_FOUND) {
+      st = fail(FA3RT_ERR_FACTS, "the cubin of split-KV kernel '%s' (facts split_kv 1) has no "
+                "kernel named '%s': it lacks the merge of the splits (%s, which fa3rt_fwd "
+                "launches after it); recompile it with this fa3-compile", f.kernel, name, name);
+      goto error;
+    }
+    LOAD_TRY(r);
+    if ((st = check_params(k->fn_combine, name, &kCombineAbi, where))) goto error;
+    int most = 0;
+    LOAD_TRY(cuFuncGetAttribute(&most, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, k->fn_combine));
+    if (most < FA3RT_FWD_COMBINE_THREADS) {
+      st = fail(FA3RT_ERR_FACTS, "kernel %s allows at most %d threads a block; fa3rt_fwd "
+                "launches it with %d", name, most, FA3RT_FWD_COMBINE_THREADS);
+      goto error;
     }
   }
   int static_smem = 0, max_threads = 0;
@@ -1256,14 +1509,16 @@ fa3rt_status fa3rt_kernel_load(const char *cubin_path, const char *facts_path,
   return FA3RT_OK;
 }
 
-/* 4-D map over a [B, H, S, D] tensor: dims innermost-first (D, H, S, B). */
+/* 4-D map over a [B, H, S, D] tensor: dims innermost-first (D, H, S, B);
+ * a box of box_heads heads x box_rows rows (a GQA-packed Q: g heads of
+ * block_m / g queries, the tile's packed rows). */
 static fa3rt_status encode_map(CUtensorMap *m, const fa3rt_facts *f, const fa3rt_tensor *t,
-                               const int64_t eff[4], int box_rows, const char *name,
-                               const char *where) {
+                               const int64_t eff[4], int box_heads, int box_rows,
+                               const char *name, const char *where) {
   cuuint64_t dims[4] = {(cuuint64_t)t->shape[3], (cuuint64_t)t->shape[1], (cuuint64_t)t->shape[2],
                         (cuuint64_t)t->shape[0]};
   cuuint64_t strides[3] = {(cuuint64_t)eff[1] * 2, (cuuint64_t)eff[2] * 2, (cuuint64_t)eff[0] * 2};
-  cuuint32_t box[4] = {TMA_BOX_D, 1, (cuuint32_t)box_rows, 1};
+  cuuint32_t box[4] = {TMA_BOX_D, (cuuint32_t)box_heads, (cuuint32_t)box_rows, 1};
   cuuint32_t estr[4] = {1, 1, 1, 1};
   CUresult r = cuTensorMapEncodeTiled(
       m, f->dtype == FA3RT_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
@@ -1334,17 +1589,54 @@ static fa3rt_status check_context(const fa3rt_kernel *k, const char *where) {
   return FA3RT_OK;
 }
 
+/* <kernel>_combine after a split launch (num_splits > 1), in stream order:
+ * o and lse from the splits' partials; nothing otherwise. */
+static fa3rt_status launch_combine(const fa3rt_kernel *k, const fa3rt_fwd_args *a,
+                                   const fa3rt_fwd_launch *L, CUstream cs, const char *where) {
+  if (L->num_splits <= 1) return FA3RT_OK;
+#define FA3RT_FWD_COMBINE_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning)    \
+  c_type name;
+#include "fa3rt_abi.def"
+  oAccum = (CUdeviceptr)a->o_accum;
+  lseAccum = (CUdeviceptr)a->lse_accum;
+  O = (CUdeviceptr)a->o.ptr;
+  oStrideB = L->o_stride_b;
+  oStrideS = L->o_stride_s;
+  oStrideH = L->o_stride_h;
+  LSE = (CUdeviceptr)a->lse;
+  B = L->B;
+  Sq = L->Sq;
+  Hq = L->Hq;
+  numSplits = L->num_splits;
+  void *params[] = {
+#define FA3RT_FWD_COMBINE_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning) &name,
+#include "fa3rt_abi.def"
+  };
+  CUresult r = cuLaunchKernel(k->fn_combine, L->combine_grid, 1, 1, L->combine_block, 1, 1, 0,
+                              cs, params, NULL);
+  return r == CUDA_SUCCESS ? FA3RT_OK : cuda_fail("cuLaunchKernel(_combine)", r, where);
+}
+
 fa3rt_status fa3rt_fwd(fa3rt_kernel *k, const fa3rt_fwd_args *a, void *stream) {
   clear_error();
   if (!k || !a) return fail(FA3RT_ERR_INVALID_ARGUMENT, "fa3rt_fwd: NULL kernel or args");
   const fa3rt_facts *f = &k->facts;
   fa3rt_fwd_launch L;
   int64_t eff[4][4];
-  fa3rt_status st = plan(f, a, &L, eff);
+  fa3rt_status st = plan(f, a, &L, eff, k->sms, 1);
   if (st) return in_call(st, "fa3rt_fwd", f);
   if (L.empty) return FA3RT_OK;
   char where[512];
   describe(where, f, L.B, L.Sq, L.Skv, L.Hq, L.Hkv);
+  if (f->split_kv) {
+    const size_t n = strlen(where);
+    snprintf(where + n, 512 - n, ", splits=%d", (int)L.num_splits);
+    if (L.page_size) {
+      const size_t m = strlen(where);
+      snprintf(where + m, 512 - m, ", paged: %lld pages of %d", (long long)a->k.shape[0],
+               (int)L.page_size);
+    }
+  }
   CUstream cs = (CUstream)stream;
   if ((st = check_context(k, where))) return st;
   CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
@@ -1357,10 +1649,13 @@ fa3rt_status fa3rt_fwd(fa3rt_kernel *k, const fa3rt_fwd_args *a, void *stream) {
 #define FA3RT_KERNEL_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning) c_type name;
 #include "fa3rt_abi.def"
   /* The tensor maps travel in the launch's parameters (by value). */
-  if ((st = encode_map(&mapQ, f, &a->q, eff[0], f->block_m, "q", where)) ||
-      (st = encode_map(&mapK, f, &a->k, eff[1], f->block_n, "k", where)) ||
-      (st = encode_map(&mapV, f, &a->v, eff[2], f->block_n, "v", where)) ||
-      (st = encode_map(&mapO, f, &a->o, eff[3], O_BOX_ROWS, "o", where)))
+  /* GQA packing: Q's box is g heads x block_m / g queries (plan checked
+     that g divides block_m) */
+  const int g = L.pack_group;
+  if ((st = encode_map(&mapQ, f, &a->q, eff[0], g, f->block_m / g, "q", where)) ||
+      (st = encode_map(&mapK, f, &a->k, eff[1], 1, L.kv_box_rows, "k", where)) ||
+      (st = encode_map(&mapV, f, &a->v, eff[2], 1, L.kv_box_rows, "v", where)) ||
+      (st = encode_map(&mapO, f, &a->o, eff[3], 1, O_BOX_ROWS, "o", where)))
     return st;
   O = (CUdeviceptr)a->o.ptr;
   LSE = (CUdeviceptr)a->lse;
@@ -1377,6 +1672,15 @@ fa3rt_status fa3rt_fwd(fa3rt_kernel *k, const fa3rt_fwd_args *a, void *stream) {
   cuSeqlensK = (CUdeviceptr)a->cu_seqlens_k;
   seqUsedK = (CUdeviceptr)a->seqused_k;
   maxSeqlenQ = f->varlen ? varlen_grid_rows(a, L.Sq) : 0;
+  /* one split: the kernel stores O and LSE itself */
+  numSplits = L.num_splits;
+  oAccum = L.num_splits > 1 ? (CUdeviceptr)a->o_accum : 0;
+  lseAccum = L.num_splits > 1 ? (CUdeviceptr)a->lse_accum : 0;
+  /* a paged cache (mapK and mapV over its pool), or 0, 0, 0: a
+     contiguous one */
+  pageTable = (CUdeviceptr)a->page_table;
+  pageTableStride = a->page_table ? a->page_table_stride : 0;
+  pageSize = L.page_size;
   void *params[] = {
 #define FA3RT_KERNEL_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning) &name,
 #include "fa3rt_abi.def"
@@ -1416,7 +1720,8 @@ fa3rt_status fa3rt_fwd(fa3rt_kernel *k, const fa3rt_fwd_args *a, void *stream) {
       if (k->captured == taken + 1) k->captured = taken;
       pthread_mutex_unlock(&k->mu);
     }
-    return r == CUDA_SUCCESS ? FA3RT_OK : cuda_fail("cuLaunchKernel", r, where);
+    if (r != CUDA_SUCCESS) return cuda_fail("cuLaunchKernel", r, where);
+    return launch_combine(k, a, &L, cs, where);
   }
 
   pthread_mutex_lock(&k->mu);
@@ -1453,7 +1758,7 @@ fa3rt_status fa3rt_fwd(fa3rt_kernel *k, const fa3rt_fwd_args *a, void *stream) {
   k->last_slot = slot;
   k->last_stream = cs;
   pthread_mutex_unlock(&k->mu);
-  return FA3RT_OK;
+  return launch_combine(k, a, &L, cs, where);
 }
 
 /* <kernel>_pre: delta = rowsum(dO * O) in f32, dQaccum zeroed. The helpers
@@ -1493,10 +1798,10 @@ static fa3rt_status encode_grad_maps(const fa3rt_kernel *k, const fa3rt_bwd_args
                                      const char *where) {
   const fa3rt_facts *f = &k->facts;
   fa3rt_status st;
-  if ((st = encode_map(&maps[0], f, &a->q, eff[BQ], f->block_m, "q", where)) ||
-      (st = encode_map(&maps[1], f, &a->k, eff[BK], f->block_n, "k", where)) ||
-      (st = encode_map(&maps[2], f, &a->v, eff[BV], f->block_n, "v", where)) ||
-      (st = encode_map(&maps[3], f, &a->dout, eff[BDOUT], f->block_m, "dout", where)))
+  if ((st = encode_map(&maps[0], f, &a->q, eff[BQ], 1, f->block_m, "q", where)) ||
+      (st = encode_map(&maps[1], f, &a->k, eff[BK], 1, f->block_n, "k", where)) ||
+      (st = encode_map(&maps[2], f, &a->v, eff[BV], 1, f->block_n, "v", where)) ||
+      (st = encode_map(&maps[3], f, &a->dout, eff[BDOUT], 1, f->block_m, "dout", where)))
     return st;
   return FA3RT_OK;
 }

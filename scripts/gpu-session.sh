@@ -2,7 +2,8 @@
 # One GPU-machine session for the compiled FA3 kernels: build libfa3rt.so, check
 # every kernel of a directory against an fp32 reference (check_fwd.py; the
 # packed variable-length ones, facts `varlen 1`, with check_varlen.py; the
-# backward ones, facts `backward 1`, with check_bwd.py),
+# backward ones, facts `backward 1`, with check_bwd.py; the decoding ones,
+# facts `split_kv 1`, with check_decode.py),
 # compute-sanitizer memcheck + racecheck + synccheck on small cases, SASS check
 # (inside both checks), and the
 # benchmark beside cuDNN / FlashAttention-2. Logs and results go to $OUT.
@@ -56,6 +57,7 @@ make -C runtime -B CFLAGS="-O2" || { fail "runtime build"; return 1; }
 has_fixed=$(grep -L -E '^(varlen|backward) 1' "$FA3_KERNEL_DIR"/*.facts 2>/dev/null | head -n 1)
 has_varlen=$(grep -l '^varlen 1' "$FA3_KERNEL_DIR"/*.facts 2>/dev/null | head -n 1)
 has_bwd=$(grep -l '^backward 1' "$FA3_KERNEL_DIR"/*.facts 2>/dev/null | head -n 1)
+has_decode=$(grep -l '^split_kv 1' "$FA3_KERNEL_DIR"/*.facts 2>/dev/null | head -n 1)
 
 if [ "${SKIP_CHECK:-0}" != 1 ]; then
   if [ -n "$has_fixed" ]; then
@@ -74,6 +76,12 @@ if [ "${SKIP_CHECK:-0}" != 1 ]; then
     timeout "${T_CHECK_BWD:-300}" python3 test/gpu/check_bwd.py "$FA3_KERNEL_DIR" --out "$OUT" \
       > "$OUT/check_bwd.log" 2>&1 || fail "check_bwd (rc $?)"
     grep -E '^FAIL|check_bwd:' "$OUT/check_bwd.log"
+  fi
+  if [ -n "$has_decode" ]; then
+    stage "correctness, decoding (test/gpu/check_decode.py)"
+    timeout "${T_CHECK:-150}" python3 test/gpu/check_decode.py "$FA3_KERNEL_DIR" --out "$OUT" \
+      > "$OUT/check_decode.log" 2>&1 || fail "check_decode (rc $?)"
+    grep -E '^FAIL|check_decode:' "$OUT/check_decode.log"
   fi
 fi
 
@@ -100,6 +108,18 @@ if [ "${SKIP_SANITIZE:-0}" != 1 ]; then
       grep -E 'SUMMARY|check_varlen:' "$OUT/$tool-varlen.log"
       grep -qE 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards' "$OUT/$tool-varlen.log" \
         || fail "$tool reported errors on the varlen kernels"
+    fi
+    if grep -lq '^split_kv 1' "$skdir"/*.facts 2>/dev/null; then
+      # the decoding kernels too (their log beside); racecheck on the bf16
+      # head-dim-128 ones only (a decoding kernel's shared memory is used as
+      # the forward's, which check_fwd's run covers)
+      only=(); [ $tool = racecheck ] && only=(--only d128_bf16)
+      PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout "${T_SAN:-180}" compute-sanitizer --tool $tool \
+        python3 test/gpu/check_decode.py "$skdir" --sanitize "${only[@]}" \
+        > "$OUT/$tool-decode.log" 2>&1 || fail "$tool on the decoding kernels (rc $?)"
+      grep -E 'SUMMARY|check_decode:' "$OUT/$tool-decode.log"
+      grep -qE 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards' "$OUT/$tool-decode.log" \
+        || fail "$tool reported errors on the decoding kernels"
     fi
     if grep -lq '^backward 1' "$skdir"/*.facts 2>/dev/null; then
       # the backward kernels too (one log for the three tools). racecheck

@@ -69,7 +69,7 @@ typedef struct Fa3AttentionSpec {
   const char *name;    /* kernel base name: a C identifier of 1 to 200
                           characters; NULL:
                           fa3_<fwd|bwd>_d<D>[v<Dv>]_<dtype>[_causal]
-                          [_w<L>_<R>][_softcap][_varlen], an unbounded window side written
+                          [_w<L>_<R>][_softcap][_varlen][_decode], an unbounded window side written
                           "inf", v<Dv> where Dv differs from D */
   const char *dtype;   /* "bf16" or "f16" (q, k, v and o); NULL: bf16 */
   int64_t headDim;     /* of q and k: 64, 96, 128, 192 or 256 */
@@ -92,6 +92,14 @@ typedef struct Fa3AttentionSpec {
                           `backward 1`, fa3rt_bwd), named fa3_bwd_...: head
                           dim 64 or 128 with Dv = D, no window other than
                           causal, no softcap, no varlen. Appended likewise */
+  bool decode;         /* the decoding kernel (FlashAttention's
+                          flash_attn_with_kvcache): split-KV (facts
+                          `split_kv 1`: the kv blocks of a tile split over
+                          numSplits CTAs, merged by <kernel>_combine) and
+                          GQA packing (facts `pack_gqa 1`: the q heads of a
+                          kv head share one tile), one CTA per tile, O
+                          stored directly; name suffix _decode; no varlen
+                          or backward. Appended likewise */
 } Fa3AttentionSpec;
 
 MLIR_CAPI_EXPORTED Fa3AttentionSpec fa3AttentionSpecDefault(void);

@@ -81,6 +81,7 @@ Fa3AttentionSpec fa3AttentionSpecDefault(void) {
   s.headDimV = 0;
   s.varlen = false;
   s.backward = false;
+  s.decode = false;
   return s;
 }
 
@@ -143,7 +144,8 @@ constexpr int64_t kDefaultPtxasTimeout = 600;
 
 /// fa3CompileHopperModule without the error contract (compileChecked).
 static Fa3KernelSet *compileHopperModule(MlirModule cmod,
-                                         const Fa3HopperOptions *options) {
+                                         const Fa3HopperOptions *options,
+                                         bool decode) {
   fa3RegisterAllPasses();
   ModuleOp module = unwrap(cmod);
   Fa3HopperOptions o = options ? *options : fa3HopperOptionsDefault();
@@ -154,7 +156,9 @@ static Fa3KernelSet *compileHopperModule(MlirModule cmod,
     return nullptr;
   }
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
-  fa3::addHopperPipeline(pm, pipelineOptions(o));
+  fa3::HopperPipelineOptions po = pipelineOptions(o);
+  po.config.decode = decode; // a spec's variant, not a tuning option
+  fa3::addHopperPipeline(pm, po);
   if (failed(pm.run(module)))
     return nullptr;
 
@@ -205,7 +209,8 @@ static Fa3KernelSet *compileHopperModule(MlirModule cmod,
   return set.release();
 }
 
-/// fa3_<fwd|bwd>_d<D>[v<Dv>]_<dtype>[_causal][_w<L>_<R>][_softcap][_varlen]:
+/// fa3_<fwd|bwd>_d<D>[v<Dv>]_<dtype>[_causal][_w<L>_<R>][_softcap][_varlen]
+/// [_decode]:
 /// the name a spec without one gets (an unbounded side of a window is
 /// "inf"; v<Dv> where the value head dim differs).
 static std::string variantName(const Fa3AttentionSpec &s, const std::string &et) {
@@ -223,6 +228,8 @@ static std::string variantName(const Fa3AttentionSpec &s, const std::string &et)
     n += "_softcap";
   if (s.varlen)
     n += "_varlen";
+  if (s.decode)
+    n += "_decode";
   return n;
 }
 
@@ -277,11 +284,12 @@ static bool checkSet(const char *fn, const Fa3KernelSet *set) {
 /// compileHopperModule under the error contract: `fn` names the entry point
 /// in the last error, and the set is registered as live.
 static Fa3KernelSet *compileChecked(const char *fn, ModuleOp module,
-                                    const Fa3HopperOptions *options) {
+                                    const Fa3HopperOptions *options,
+                                    bool decode = false) {
   FirstError firstError(module.getContext());
   // The passes assume verified input; IR built through the C API may not be.
   Fa3KernelSet *set = succeeded(verify(module))
-                          ? compileHopperModule(wrap(module), options)
+                          ? compileHopperModule(wrap(module), options, decode)
                           : nullptr;
   if (!set) {
     firstError.failed(fn);
@@ -358,6 +366,9 @@ static std::string checkSpec(const Fa3AttentionSpec &s) {
   } else if (s.backward && s.varlen) {
     os << "backward: not with varlen (the Hopper backward takes "
           "fixed-length batches)";
+  } else if (s.decode && (s.backward || s.varlen)) {
+    os << "decode: not with " << (s.backward ? "backward" : "varlen")
+       << " (the decoding kernel is a fixed-length forward)";
   }
   // The backward's own limits (head dims, masks, softcap) are its
   // configuration's to name: attn-hopper-config reports them.
@@ -454,7 +465,7 @@ Fa3KernelSet *fa3CompileHopperSpec(MlirContext ctx, const Fa3AttentionSpec *spec
   // ("see current operation", dozens of lines) would only bury the reason.
   bool printOp = c->shouldPrintOpOnDiagnostic();
   c->printOpOnDiagnostic(false);
-  Fa3KernelSet *set = compileChecked(fn, *module, options);
+  Fa3KernelSet *set = compileChecked(fn, *module, options, s.decode);
   c->printOpOnDiagnostic(printOp);
   return set;
 }

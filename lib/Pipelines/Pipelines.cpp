@@ -271,6 +271,11 @@ struct HopperPipelineCLOptions
                      "(full mask, head dim 128 and 256): auto (persistent "
                      "kernels, where measured faster), on, off"),
       llvm::cl::init(fa3::Toggle::Auto), toggleValues()};
+  Option<bool> decode{
+      *this, "decode",
+      llvm::cl::desc("The decoding kernel: split-KV and GQA packing (one CTA "
+                     "per tile, O stored directly; fixed-length forward)"),
+      llvm::cl::init(false)};
   Option<fa3::BinaryFormat> format{
       *this, "format",
       llvm::cl::desc("What gpu-module-to-binary embeds"),
@@ -307,6 +312,7 @@ struct HopperPipelineCLOptions
     o.config.lazyRescale = lazyRescale;
     o.config.rescaleThreshold = rescaleThreshold;
     o.config.kvMulticast = kvMulticast;
+    o.config.decode = decode;
     o.format = format;
     o.chip = chip;
     o.features = features;

@@ -2,7 +2,11 @@
 libfa3rt.so (the runtime), inside the installed package (fa3/_lib, from
 `pip install .`) or a build tree (README: "Installing the Python package").
 fa3.torch_api.flash_attn_func runs attention on PyTorch tensors, compiling a
-missing variant on first use into the JIT cache (fa3.cache).
+missing variant on first use into the JIT cache (fa3.cache);
+flash_attn_varlen_func takes packed variable-length batches and
+flash_attn_with_kvcache decodes over a KV cache (split-KV). The three are
+also fa3.flash_attn_func etc., imported on first use (torch only when
+called).
 
     from fa3.ir import Context
     with Context() as ctx:
@@ -13,3 +17,14 @@ missing variant on first use into the JIT cache (fa3.cache).
 __version__ = "0.1.0"
 
 from .ir import Context, Fa3Error, Module  # noqa: E402,F401
+
+# the PyTorch entry points, imported on first use: `import fa3` stays as
+# light as it was (fa3.torch_api reads the kernel ABI's definition)
+_TORCH_API = ("flash_attn_func", "flash_attn_varlen_func", "flash_attn_with_kvcache")
+
+
+def __getattr__(name):
+    if name in _TORCH_API:
+        from . import torch_api
+        return getattr(torch_api, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

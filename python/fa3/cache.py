@@ -198,8 +198,9 @@ def compiler_version() -> str:
 
 def entry_name(variant: Variant, key: str) -> str:
     dv = "" if variant.head_dim_v == variant.head_dim else f"v{variant.head_dim_v}"
-    bwd = "-bwd" if dict(variant.options).get("backward") else ""
-    return f"{variant.dtype}-d{variant.head_dim}{dv}{bwd}-{key}"
+    options = dict(variant.options)
+    kind = "-bwd" if options.get("backward") else "-dec" if options.get("decode") else ""
+    return f"{variant.dtype}-d{variant.head_dim}{dv}{kind}-{key}"
 
 
 def _compile(out_dir: Path, variant: Variant):
@@ -218,7 +219,8 @@ def _matches(kf: _facts.KernelFacts, v: Variant) -> bool:
     return _facts.matches(kf, v.dtype, v.head_dim, v.head_dim_v, v.causal,
                           (v.window_left, v.window_right), v.softcap,
                           bool(options.get("varlen", False)),
-                          bool(options.get("backward", False)))
+                          bool(options.get("backward", False)),
+                          bool(options.get("decode", False)))
 
 
 def _read_entry(d: Path, key: str, v: Variant) -> Optional[_facts.KernelFacts]:

@@ -46,6 +46,11 @@ BWD_KERNEL_PARAMS = " ".join(re.findall(r"^FA3RT_BWD_KERNEL_PARAM\((\w+),", _ABI
 BWD_PRE_PARAMS = " ".join(re.findall(r"^FA3RT_BWD_PRE_PARAM\((\w+),", _ABI, re.M))
 BWD_POST_PARAMS = " ".join(re.findall(r"^FA3RT_BWD_POST_PARAM\((\w+),", _ABI, re.M))
 BWD_AUX_THREADS = int(re.search(r"^#define FA3RT_BWD_AUX_THREADS (\d+)$", _ABI, re.M).group(1))
+# the split-KV kernels' merge in their cubin, <kernel>_combine (launched by
+# fa3rt_fwd after a launch of more than one split), and its block size
+FWD_COMBINE_PARAMS = " ".join(re.findall(r"^FA3RT_FWD_COMBINE_PARAM\((\w+),", _ABI, re.M))
+FWD_COMBINE_THREADS = int(re.search(r"^#define FA3RT_FWD_COMBINE_THREADS (\d+)$", _ABI,
+                                    re.M).group(1))
 MAX_BYTES = 65536           # FA3RT_FACTS_MAX_BYTES
 MAX_LINE = 1023             # FA3RT_FACTS_MAX_LINE (bytes without the newline)
 SCALE_MAX = 1e30            # FA3RT_SCALE_MAX
@@ -82,7 +87,8 @@ def _facts_keys(text: str) -> dict:
 
 
 _KEYS = _facts_keys(_ABI)
-_DEFAULTS = {"cluster_m": 1, "cubin": "", "varlen": 0, "backward": 0}
+_DEFAULTS = {"cluster_m": 1, "cubin": "", "varlen": 0, "backward": 0, "split_kv": 0,
+             "pack_gqa": 0}
 
 
 class FactsError(ValueError):
@@ -113,6 +119,14 @@ class KernelFacts:
     cubin: str = ""         # the optional `cubin` key ("" = absent)
     varlen: bool = False    # optional key: a packed variable-length batch's kernel
     backward: bool = False  # optional key: the backward kernel (dQ, dK, dV)
+    split_kv: bool = False  # optional key: kv blocks split over CTAs, merged by _combine
+    pack_gqa: bool = False  # optional key: the q heads of a kv head share a tile
+
+    @property
+    def decode(self) -> bool:
+        """A decoding kernel (Fa3AttentionSpec.decode: split_kv and pack_gqa),
+        what flash_attn_with_kvcache launches."""
+        return self.split_kv or self.pack_gqa
 
     def describe(self) -> str:
         w = f"window=({self.window_left},{self.window_right})"
@@ -121,7 +135,9 @@ class KernelFacts:
                 + f" causal={int(self.causal)} {w} softcap={self.softcap:g}"
                 + f" tile={self.block_m}x{self.block_n}"
                 + (" varlen" if self.varlen else "")
-                + (" backward" if self.backward else ""))
+                + (" backward" if self.backward else "")
+                + (" split_kv" if self.split_kv else "")
+                + (" pack_gqa" if self.pack_gqa else ""))
 
 
 def _value(key: str, val: str, lineno: int):
@@ -229,6 +245,15 @@ def _parse(data: bytes) -> Tuple[int, dict, dict]:
         raise FactsError(f"facts of kernel '{vals['kernel']}': backward 1 needs {need} (the "
                          f"backward kernel takes fixed-length batches, one CTA per kv block, "
                          f"head and batch)")
+    if (vals.get("split_kv") or vals.get("pack_gqa")) and (
+            backward or vals.get("varlen") or vals.get("cluster_m", 1) != 1
+            or vals["grid"] != "tiles"):
+        need = ("backward 0" if backward else "varlen 0" if vals.get("varlen") else
+                "cluster_m 1" if vals.get("cluster_m", 1) != 1 else "grid tiles")
+        raise FactsError(f"facts of kernel '{vals['kernel']}': "
+                         f"{'split_kv' if vals.get('split_kv') else 'pack_gqa'} 1 needs {need} "
+                         f"(a decoding kernel runs one CTA per tile and split over "
+                         f"fixed-length batches)")
     return version, {**_DEFAULTS, **vals}, extra
 
 
@@ -261,7 +286,8 @@ def parse_facts(text: Union[str, bytes], path: Optional[str] = None) -> KernelFa
                        facts_path=path, cubin_path=cubin, extra=extra,
                        persistent=v["grid"] == "persistent", cluster_m=v["cluster_m"],
                        cubin=v["cubin"], varlen=bool(v["varlen"]),
-                       backward=bool(v["backward"]))
+                       backward=bool(v["backward"]), split_kv=bool(v["split_kv"]),
+                       pack_gqa=bool(v["pack_gqa"]))
 
 
 def load_facts(path) -> KernelFacts:
@@ -303,31 +329,37 @@ def normalize_window(causal: bool, window_left: int, window_right: int) -> Tuple
 
 def matches(kf: KernelFacts, dtype: str, head_dim: int, head_dim_v: int, causal: bool,
             window: Tuple[int, int], softcap: float, varlen: bool = False,
-            backward: bool = False) -> bool:
+            backward: bool = False, decode: bool = False) -> bool:
+    """Whether kf computes the variant. Each kind of kernel (varlen,
+    backward, decode: split_kv or pack_gqa) serves its own requests only."""
     want = normalize_window(causal, *window)
     have = normalize_window(kf.causal, kf.window_left, kf.window_right)
     sc = float(softcap or 0.0)
     return (kf.dtype == dtype and kf.head_dim == head_dim and kf.head_dim_v == head_dim_v
             and want == have and kf.varlen == bool(varlen)
-            and kf.backward == bool(backward)
+            and kf.backward == bool(backward) and kf.decode == bool(decode)
             and abs(kf.softcap - sc) <= 1e-6 * max(1.0, abs(sc)))
 
 
 def select_kernel(kernels: List[KernelFacts], dtype: str, head_dim: int, head_dim_v: int,
                   causal: bool, window: Tuple[int, int], softcap: float,
                   kernel_dir: str = "?", skipped: Optional[List[str]] = None,
-                  varlen: bool = False, backward: bool = False) -> KernelFacts:
+                  varlen: bool = False, backward: bool = False,
+                  decode: bool = False) -> KernelFacts:
     """The first (by file name) kernel that computes the requested variant, or a
     LookupError that lists what the directory holds. `backward`: the
-    variant's backward kernel (facts backward 1)."""
+    variant's backward kernel (facts backward 1); `decode`: its decoding
+    kernel (facts split_kv 1 / pack_gqa 1)."""
     for kf in kernels:
-        if matches(kf, dtype, head_dim, head_dim_v, causal, window, softcap, varlen, backward):
+        if matches(kf, dtype, head_dim, head_dim_v, causal, window, softcap, varlen, backward,
+                   decode):
             return kf
     l, r = normalize_window(causal, *window)
     want = (f"dtype={dtype} head_dim={head_dim}"
             + (f" head_dim_v={head_dim_v}" if head_dim_v != head_dim else "")
             + f" causal={int(causal)} window=({l},{r}) softcap={float(softcap or 0):g}"
-            + (" varlen" if varlen else "") + (" backward" if backward else ""))
+            + (" varlen" if varlen else "") + (" backward" if backward else "")
+            + (" decode" if decode else ""))
     lines = [f"no compiled FA3 kernel in '{kernel_dir}' matches {want}."]
     if kernels:
         lines.append("Available:")

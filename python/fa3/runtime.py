@@ -57,7 +57,10 @@ class FwdArgs(ctypes.Structure):
                 ("dtype", ctypes.c_int), ("tile_counter", ctypes.c_uint64),
                 ("cu_seqlens_q", ctypes.c_uint64), ("cu_seqlens_k", ctypes.c_uint64),
                 ("seqused_k", ctypes.c_uint64), ("varlen_batch", ctypes.c_int32),
-                ("max_seqlen_q", ctypes.c_int32)]
+                ("max_seqlen_q", ctypes.c_int32), ("num_splits", ctypes.c_int32),
+                ("o_accum", ctypes.c_uint64), ("lse_accum", ctypes.c_uint64),
+                ("num_sms", ctypes.c_int32), ("page_table", ctypes.c_uint64),
+                ("page_table_stride", ctypes.c_int32), ("paged_seqlen_k", ctypes.c_int32)]
 
 
 class Facts(ctypes.Structure):
@@ -70,7 +73,8 @@ class Facts(ctypes.Structure):
                 ("softcap", ctypes.c_double), ("scale", ctypes.c_double),
                 ("persistent", ctypes.c_int), ("cluster_m", ctypes.c_int),
                 ("cubin", ctypes.c_char * 256), ("varlen", ctypes.c_int),
-                ("backward", ctypes.c_int)]
+                ("backward", ctypes.c_int), ("split_kv", ctypes.c_int),
+                ("pack_gqa", ctypes.c_int)]
 
 
 class FwdLaunch(ctypes.Structure):
@@ -81,7 +85,11 @@ class FwdLaunch(ctypes.Structure):
                 ("dynamic_smem", ctypes.c_uint),
                 ("o_stride_b", ctypes.c_int64), ("o_stride_s", ctypes.c_int64),
                 ("o_stride_h", ctypes.c_int64),
-                ("scale", ctypes.c_double), ("scale_log2", ctypes.c_float)]
+                ("scale", ctypes.c_double), ("scale_log2", ctypes.c_float),
+                ("num_splits", ctypes.c_int32), ("pack_group", ctypes.c_int32),
+                ("o_accum_bytes", ctypes.c_uint64), ("lse_accum_bytes", ctypes.c_uint64),
+                ("combine_grid", ctypes.c_uint), ("combine_block", ctypes.c_uint),
+                ("page_size", ctypes.c_int32), ("kv_box_rows", ctypes.c_int32)]
 
 
 class BwdArgs(ctypes.Structure):
@@ -135,7 +143,9 @@ _lib_lock = threading.Lock()
 
 # fa3rt.h's FA3RT_VERSION_MAJOR and _MINOR, whose structs this module mirrors
 # (python/tests/test_runtime.py checks both against the header)
-VERSION = (0, 5)
+VERSION = (0, 6)
+MAX_SPLITS = 128       # FA3RT_MAX_SPLITS
+DEFAULT_SMS = 132      # FA3RT_DEFAULT_SMS: fa3rt_fwd_plan's where num_sms is 0
 
 
 def load_library(path) -> ctypes.CDLL:
@@ -179,6 +189,8 @@ def load_library(path) -> ctypes.CDLL:
     L.fa3rt_bwd_plan.argtypes = [P(Facts), P(BwdArgs), P(BwdLaunch)]
     L.fa3rt_bwd.restype = c_int
     L.fa3rt_bwd.argtypes = [ctypes.c_void_p, P(BwdArgs), ctypes.c_void_p]
+    L.fa3rt_num_splits_heuristic.restype = ctypes.c_int32
+    L.fa3rt_num_splits_heuristic.argtypes = [ctypes.c_int64, ctypes.c_int64, ctypes.c_int32]
     return L
 
 
@@ -250,15 +262,35 @@ def tensor(ptr: int, shape: Sequence[int], strides: Sequence[int],
 def fwd_args(q: Tensor, k: Tensor, v: Tensor, o: Tensor, lse_ptr: int = 0,
              softmax_scale: Optional[float] = None, dtype: str = "bf16",
              tile_counter: int = 0, *, cu_seqlens_q: int = 0, cu_seqlens_k: int = 0,
-             seqused_k: int = 0, varlen_batch: int = 0, max_seqlen_q: int = 0) -> FwdArgs:
+             seqused_k: int = 0, varlen_batch: int = 0, max_seqlen_q: int = 0,
+             num_splits: int = 0, o_accum: int = 0, lse_accum: int = 0,
+             num_sms: int = 0, page_table: int = 0, page_table_stride: int = 0,
+             paged_seqlen_k: int = 0) -> FwdArgs:
     """softmax_scale None: the kernel's (facts) scale; else 0 < scale <= 1e30.
     tile_counter: 0, or the address of 8 zeroed bytes of device memory for
     the persistent scheduler (fa3rt.h: fa3rt_fwd_args.tile_counter).
     A varlen kernel's packed batch (fa3rt.h): the device addresses of the
     int32 arrays cu_seqlens_q/k [varlen_batch + 1] and seqused_k (0: none),
-    the sequence count and max_seqlen_q; q, k, v, o as [1, H, T, D]."""
+    the sequence count and max_seqlen_q; q, k, v, o as [1, H, T, D].
+    A split_kv kernel's launch (fa3rt.h; Kernel.plan resolves the count and
+    the workspace's bytes): num_splits (0: the heuristic over num_sms SMs,
+    0: the device's), the device addresses of the f32 workspaces o_accum and
+    lse_accum (needed where the resolved count is > 1).
+    A split_kv kernel's paged cache (fa3rt.h): the device address of the
+    int32 page table [B, page_table_stride], its row stride in entries and
+    the logical key length (0: page_table_stride * page_size); k and v are
+    then the page pool [num_pages, Hkv, page_size, D]."""
     a = FwdArgs()
     w, E = "fa3.runtime.fwd_args", Fa3ArgumentError
+    a.page_table = check_int(w, "page_table", page_table or 0, *UINT64, error=E)
+    a.page_table_stride = check_int(w, "page_table_stride", page_table_stride or 0, 0,
+                                    2**31 - 1, error=E)
+    a.paged_seqlen_k = check_int(w, "paged_seqlen_k", paged_seqlen_k or 0, 0, 2**31 - 1,
+                                 error=E)
+    a.num_splits = check_int(w, "num_splits", num_splits or 0, 0, MAX_SPLITS, error=E)
+    a.o_accum = check_int(w, "o_accum", o_accum or 0, *UINT64, error=E)
+    a.lse_accum = check_int(w, "lse_accum", lse_accum or 0, *UINT64, error=E)
+    a.num_sms = check_int(w, "num_sms", num_sms or 0, 0, 2**31 - 1, error=E)
     a.cu_seqlens_q = check_int(w, "cu_seqlens_q", cu_seqlens_q or 0, *UINT64, error=E)
     a.cu_seqlens_k = check_int(w, "cu_seqlens_k", cu_seqlens_k or 0, *UINT64, error=E)
     a.seqused_k = check_int(w, "seqused_k", seqused_k or 0, *UINT64, error=E)
@@ -313,6 +345,15 @@ def plan(facts: Facts, args: FwdArgs) -> FwdLaunch:
     return L
 
 
+def num_splits_heuristic(tiles: int, kv_blocks: int, num_sms: int) -> int:
+    """libfa3rt's split count for a split_kv launch with num_splits 0
+    (fa3rt_num_splits_heuristic: FlashAttention's)."""
+    w = "fa3.runtime.num_splits_heuristic"
+    return lib().fa3rt_num_splits_heuristic(check_int(w, "tiles", tiles, *INT64),
+                                            check_int(w, "kv_blocks", kv_blocks, *INT64),
+                                            check_int(w, "num_sms", num_sms, -2**31, 2**31 - 1))
+
+
 def plan_bwd(facts: Facts, args: BwdArgs) -> BwdLaunch:
     """Validates backward args against facts without a GPU; raises
     Fa3RuntimeError."""
@@ -342,6 +383,19 @@ class Kernel:
         if not self._h:
             raise ValueError("fa3.runtime.Kernel: the kernel is closed")
         return self._lib.fa3rt_kernel_facts(self._h).contents
+
+    def plan(self, args: FwdArgs) -> FwdLaunch:
+        """fa3rt_fwd_plan against this kernel's facts, by the library that
+        loaded it (no GPU work): a split_kv launch's resolved num_splits and
+        workspace bytes. With args.num_sms 0 the heuristic assumes
+        DEFAULT_SMS SMs (fa3rt_fwd: the device's): pass the device's count
+        for the split count fwd will launch."""
+        if not self._h:
+            raise ValueError("fa3.runtime.Kernel: the kernel is closed")
+        L = FwdLaunch()
+        _check(self._lib.fa3rt_fwd_plan(self._lib.fa3rt_kernel_facts(self._h),
+                                        ctypes.byref(args), ctypes.byref(L)), self._lib)
+        return L
 
     def fwd(self, args: FwdArgs, stream: int = 0):
         """Launches asynchronously on stream (a CUstream handle as int)."""

@@ -6,6 +6,7 @@
     o = flash_attn_varlen_func(q, k, v, cu_q, cu_k, max_seqlen_q)  # packed [T, H, D]
     flash_attn_func(q, k, v, causal=True).sum().backward()  # dq, dk, dv: the backward kernel
     dq, dk, dv = flash_attn_backward(do, q, k, v, o, lse, causal=True)
+    o = flash_attn_with_kvcache(q, k_cache, v_cache)     # decoding: split-KV, GQA packing
 
 The kernel variant is picked from a directory of compiled kernels (``kernel_dir``,
 default ``$FA3_KERNEL_DIR``) by reading their ``.facts`` files and matching
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import operator
 import threading
 from typing import Dict, List, Optional, Tuple
 
@@ -88,18 +90,19 @@ def available_kernels(kernel_dir=None) -> Tuple[List[_facts.KernelFacts], List[s
 
 
 def _request(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_dir, jit,
-             varlen=False, backward=False):
+             varlen=False, backward=False, decode=False):
     """The memo key of a lookup: its arguments (the environment is read on a
     miss only: reading os.environ costs 1-2 us a variable)."""
     return (dtype, head_dim, head_dim_v, bool(causal),
             tuple(window_size) if window_size is not None else (-1, -1),
-            softcap, kernel_dir, jit, bool(varlen), bool(backward))
+            softcap, kernel_dir, jit, bool(varlen), bool(backward), bool(decode))
 
 
 def select_kernel(dtype: str, head_dim: int, head_dim_v: int, causal: bool = False,
                   window_size=(-1, -1), softcap: float = 0.0,
                   kernel_dir=None, jit: Optional[bool] = None,
-                  varlen: bool = False, backward: bool = False) -> _facts.KernelFacts:
+                  varlen: bool = False, backward: bool = False,
+                  decode: bool = False) -> _facts.KernelFacts:
     """The kernel that computes the variant: from `kernel_dir` (default
     $FA3_KERNEL_DIR) if one there matches, else compiled on first use into
     the JIT cache (fa3.cache) when `jit` (None: unless FA3_JIT=0) and
@@ -109,20 +112,21 @@ def select_kernel(dtype: str, head_dim: int, head_dim_v: int, causal: bool = Fal
     lookup keyed by the arguments (clear_caches() forgets them, e.g. after
     changing $FA3_KERNEL_DIR). `varlen`: the kernel of a packed
     variable-length batch (flash_attn_varlen_func); `backward`: the
-    variant's backward kernel (flash_attn_backward)."""
+    variant's backward kernel (flash_attn_backward); `decode`: its decoding
+    kernel (split-KV and GQA packing: flash_attn_with_kvcache)."""
     req = _request(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_dir, jit,
-                   varlen, backward)
+                   varlen, backward, decode)
     kf = _selected.get(req)
     if kf is None:
         kf = _select(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_dir, jit,
-                     varlen, backward)
+                     varlen, backward, decode)
         with _lock:
             _selected[req] = kf
     return kf
 
 
 def _select(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_dir, jit,
-            varlen=False, backward=False):
+            varlen=False, backward=False, decode=False):
     window_size = (-1, -1) if window_size is None else tuple(window_size)
     given = kernel_dir if kernel_dir is not None else os.environ.get("FA3_KERNEL_DIR")
     use_jit = _jit_on(jit)
@@ -133,7 +137,7 @@ def _select(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_di
         try:
             return _facts.select_kernel(kernels, dtype, head_dim, head_dim_v, causal,
                                         window_size, softcap, kernel_dir=d, skipped=skipped,
-                                        varlen=varlen, backward=backward)
+                                        varlen=varlen, backward=backward, decode=decode)
         except LookupError as e:
             if not use_jit:
                 raise
@@ -151,6 +155,8 @@ def _select(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_di
         options = {"varlen": True} if varlen else {}
         if backward:
             options["backward"] = True
+        if decode:
+            options["decode"] = True
         return cache.get_kernel(dtype, head_dim, head_dim_v, causal, window_size, softcap,
                                 **options)
     except (Fa3Error, LookupError) as e:
@@ -159,7 +165,7 @@ def _select(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_di
                           f"head_dim={head_dim} head_dim_v={head_dim_v} causal={int(bool(causal))}"
                           f" window={window_size} softcap={softcap}"
                           f"{' varlen' if varlen else ''}{' backward' if backward else ''}"
-                          f", and the JIT compile "
+                          f"{' decode' if decode else ''}, and the JIT compile "
                           f"failed: {e}") from e
 
 
@@ -200,33 +206,33 @@ def _bhsd(t):
 
 
 def _pick(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit=None, varlen=False,
-          backward=False):
+          backward=False, decode=False):
     if kernel is None:
         return select_kernel(dt, D, Dv, bool(causal), tuple(window_size), softcap, kernel_dir,
-                             jit, varlen, backward)
+                             jit, varlen, backward, decode)
     if not _facts.matches(kernel, dt, D, Dv, bool(causal), tuple(window_size), softcap, varlen,
-                          backward):
+                          backward, decode):
         raise ValueError(f"kernel {kernel.describe()} does not compute dtype={dt} head_dim={D} "
                          f"head_dim_v={Dv} causal={int(bool(causal))} window={tuple(window_size)} "
                          f"softcap={softcap}{' varlen' if varlen else ''}"
-                         f"{' backward' if backward else ''}")
+                         f"{' backward' if backward else ''}{' decode' if decode else ''}")
     return kernel
 
 
 def _launchable_kernel(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit, dev,
-                       device, varlen=False, backward=False):
+                       device, varlen=False, backward=False, decode=False):
     """The loaded runtime.Kernel for a call on device `dev` (`device`: see
     _load). A variant looked up before costs one dict lookup; an explicit
     `kernel` is checked against the request and found by its cubin's stat."""
     if kernel is not None:
         return _load(_pick(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir,
-                           varlen=varlen, backward=backward), dev, device)
+                           varlen=varlen, backward=backward, decode=decode), dev, device)
     req = (dev, dt, D, Dv, bool(causal), tuple(window_size), softcap, kernel_dir, jit,
-           bool(varlen), bool(backward))
+           bool(varlen), bool(backward), bool(decode))
     k = _launchable.get(req)
     if k is None:
         kf = _pick(None, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit, varlen,
-                   backward)
+                   backward, decode)
         k = _load(kf, dev, device)
         with _lock:
             _launchable[req] = k
@@ -375,7 +381,8 @@ def flash_attn_func(q, k, v, softmax_scale: Optional[float] = None, causal: bool
                     window_size=(-1, -1), softcap: float = 0.0, return_lse: bool = False,
                     kernel_dir=None, kernel: Optional[_facts.KernelFacts] = None,
                     out=None, lse_out=None, jit: Optional[bool] = None,
-                    deterministic: bool = False):
+                    deterministic: bool = False, num_splits: int = 1,
+                    pack_gqa: Optional[bool] = None):
     """FlashAttention on BSHD tensors, like FA3's ``flash_attn_func``
     (flash_attn_interface; the arguments it shares with ours have its names).
 
@@ -412,8 +419,21 @@ def flash_attn_func(q, k, v, softmax_scale: Optional[float] = None, causal: bool
     ``torch.ops.fa3.flash_attn_fwd`` (fa3.torch_ops), which always computes
     lse; ``out``/``lse_out`` are then filled by a copy (so too in eager calls
     that record a backward).
+
+    ``num_splits`` other than 1 (0: the heuristic; 2 to 128: that many
+    splits of the keys) or ``pack_gqa=True`` run the variant's decoding
+    kernel instead, as flash_attn_with_kvcache does (split-KV with the
+    splits merged by a second kernel, the q heads of a kv head packed into
+    one tile): forward only, so inputs that require grad are refused; under
+    torch.compile the op ``torch.ops.fa3.flash_attn_decode_fwd``.
+    ``pack_gqa`` None or False with num_splits 1 keeps the kernel above (the
+    decoding kernel always packs: pack_gqa is a speed hint, as in FA3).
     """
     import torch
+    if num_splits != 1 or pack_gqa:
+        return _decode(torch, "flash_attn_func", q, k, v, None, softmax_scale, causal,
+                       window_size, softcap, num_splits, 0, return_lse, kernel_dir, kernel, out,
+                       lse_out, jit)
     if torch.compiler.is_compiling() or _needs_grad(torch, q, k, v):
         return _op_fwd(torch, q, k, v, softmax_scale, causal, window_size, softcap, return_lse,
                        kernel_dir, kernel, out, lse_out, jit, deterministic)
@@ -706,8 +726,6 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: in
     (contiguous float32 [Hq, Tq]; implies return_attn_probs) are optional
     preallocated outputs.
     """
-    import operator
-
     import torch
     from . import runtime
 
@@ -809,6 +827,334 @@ def _eager_varlen(torch, q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_k, max_seq
     with torch.cuda.device(dev):
         kobj.fwd(args, torch.cuda.current_stream(dev).cuda_stream)
     return (o, lse) if return_lse else o
+
+
+def _num_splits(fn: str, num_splits) -> int:
+    """num_splits as an int 0 (the heuristic) to 128 (fa3rt.h:
+    FA3RT_MAX_SPLITS)."""
+    try:
+        n = operator.index(num_splits)
+    except TypeError:
+        raise TypeError(f"{fn}: num_splits must be an integer, got "
+                        f"{type(num_splits).__name__}") from None
+    if not 0 <= n <= _MAX_SPLITS:
+        raise ValueError(f"{fn}: num_splits must be 0 (the heuristic) to {_MAX_SPLITS}, got {n}")
+    return n
+
+
+_MAX_SPLITS = 128                   # fa3rt.h: FA3RT_MAX_SPLITS
+_device_sms: Dict[int, int] = {}    # device index -> SMs (multi_processor_count)
+
+
+def _cache_seqlens_int(fn, cache_seqlens):
+    """flash_attn_with_kvcache's cache_seqlens before torch is imported: a
+    Python int (not a bool) must be 0 to 2^31-1 (its upper bound, Skv, is
+    checked with the shapes); anything else passes on to
+    _check_cache_seqlens."""
+    if isinstance(cache_seqlens, bool):
+        raise TypeError(f"{fn}: cache_seqlens must be an int or a 1-D torch.int32 tensor of "
+                        f"the batch's lengths, got bool")
+    if isinstance(cache_seqlens, int) and not 0 <= cache_seqlens <= 2**31 - 1:
+        raise ValueError(f"{fn}: cache_seqlens must be 0 to k_cache's Skv, got {cache_seqlens}")
+    return cache_seqlens
+
+
+def _check_cache_seqlens(torch, fn, cache_seqlens, device, B, Skv):
+    """cache_seqlens as the kernel's seqUsedK: None (every key of the cache),
+    or an int32 [B] CUDA tensor on q's device (contiguous). An int n (FA3
+    takes one: every batch's length) is checked against Skv: n = Skv is
+    None, else a tensor filled with n. A tensor's values are read on the GPU
+    only (0 to Skv: the caller's contract, as in FlashAttention)."""
+    if cache_seqlens is None:
+        return None
+    if not isinstance(cache_seqlens, torch.Tensor):
+        try:
+            n = operator.index(_cache_seqlens_int(fn, cache_seqlens))
+        except TypeError:
+            raise TypeError(f"{fn}: cache_seqlens must be an int or a 1-D torch.int32 tensor of "
+                            f"the batch's lengths, got {type(cache_seqlens).__name__}") from None
+        if not 0 <= n <= Skv:
+            raise ValueError(f"{fn}: cache_seqlens must be 0 to k_cache's Skv = {Skv}, got {n}")
+        if n == Skv:
+            return None
+        return torch.full((B,), n, dtype=torch.int32, device=device)
+    if cache_seqlens.dtype != torch.int32 or cache_seqlens.dim() != 1 \
+            or cache_seqlens.device != device:
+        raise ValueError(f"{fn}: cache_seqlens must be a 1-D torch.int32 tensor on {device}, "
+                         f"got {cache_seqlens.dtype} of shape {tuple(cache_seqlens.shape)} on "
+                         f"{cache_seqlens.device}")
+    if cache_seqlens.numel() != B:
+        raise ValueError(f"{fn}: cache_seqlens must have {B} entries (one per batch), got "
+                         f"{cache_seqlens.numel()}")
+    if cache_seqlens.requires_grad:
+        raise ValueError(f"{fn}: cache_seqlens must not require grad")
+    return cache_seqlens.contiguous()
+
+
+def _check_page_table(torch, fn, page_table, device, B):
+    """page_table as the kernel's: an int32 [B, max_pages_per_seq] tensor on
+    q's device with at least one column (FA3's; its entries, pages of the
+    pool, are read on the GPU only: the caller's contract). Returns the
+    table (a copy where its last dim is not contiguous or its rows overlap)
+    and its row stride in entries."""
+    if not isinstance(page_table, torch.Tensor):
+        raise TypeError(f"{fn}: page_table must be a 2-D torch.int32 tensor [B, "
+                        f"max_pages_per_seq] of page indices, got {type(page_table).__name__}")
+    if page_table.dtype != torch.int32 or page_table.dim() != 2 or page_table.device != device:
+        raise ValueError(f"{fn}: page_table must be a 2-D torch.int32 tensor [B, "
+                         f"max_pages_per_seq] on {device}, got {page_table.dtype} of shape "
+                         f"{tuple(page_table.shape)} on {page_table.device}")
+    rows, cols = page_table.shape
+    if rows != B:
+        raise ValueError(f"{fn}: page_table must have {B} rows (one per batch), got {rows}")
+    if cols == 0:
+        raise ValueError(f"{fn}: page_table has no columns (max_pages_per_seq = 0): a paged "
+                         "cache needs at least one page a batch")
+    if page_table.stride(1) != 1 or (rows > 1 and page_table.stride(0) < cols):
+        page_table = page_table.contiguous()
+    return page_table, (page_table.stride(0) if rows > 1 else cols)
+
+
+def _check_paged_shapes(fn, q_shape, k_shape, v_shape, pt_shape):
+    """(B, Sq, Hq, D, Skv, Hkv, Dv) of a paged call: q [B, Sq, Hq, D], the
+    page pools k [num_pages, page_size, Hkv, D] and v [num_pages, page_size,
+    Hkv, Dv], the table [B, max_pages]; Skv is the logical key length
+    max_pages * page_size (FA3's)."""
+    B, Sq, Hq, D = q_shape
+    P, ps, Hkv, Dk = k_shape
+    if tuple(v_shape[:3]) != tuple(k_shape[:3]):
+        raise ValueError(f"{fn}: k_cache and v_cache must agree in [num_pages, page_size, Hkv], "
+                         f"got {tuple(k_shape)} and {tuple(v_shape)}")
+    if Dk != D:
+        raise ValueError(f"q and k head dims differ: {D} and {Dk}")
+    if Hkv == 0 or Hq % Hkv:
+        raise ValueError(f"the number of q heads ({Hq}) must be a multiple of the number of "
+                         f"k/v heads ({Hkv})")
+    if P == 0:
+        raise ValueError(f"{fn}: k_cache and v_cache have no pages (shape "
+                         f"{tuple(k_shape)}): a page table needs a pool of at least one page")
+    Skv = pt_shape[1] * ps
+    if Skv > 2**31 - 1:
+        raise ValueError(f"{fn}: max_pages_per_seq {pt_shape[1]} * page_size {ps} = {Skv} keys "
+                         "is out of range (at most 2^31-1)")
+    return B, Sq, Hq, D, Skv, Hkv, v_shape[3]
+
+
+def _decode(torch, fn, q, k, v, cache_seqlens, softmax_scale, causal, window_size, softcap,
+            num_splits, sm_margin, return_lse, kernel_dir, kernel, out, lse_out, jit,
+            page_table=None):
+    """A call of the decoding kernel (flash_attn_with_kvcache, and
+    flash_attn_func with num_splits != 1 or pack_gqa): the checks, then the
+    custom op as Dynamo traces it, else the eager launch. Forward only.
+    cache_seqlens: None, an int or an int32 [B] tensor (each batch's valid
+    keys of the cache: the kernel's seqUsedK). page_table: None (k, v the
+    caches [B, Skv, Hkv, D]) or an int32 [B, max_pages] tensor of pages of
+    the pools k, v [num_pages, page_size, Hkv, D]."""
+    n = _num_splits(fn, num_splits)
+    _check_inputs(torch, q, k, v, fn=fn if fn != "flash_attn_func" else
+                  "flash_attn_func with num_splits != 1 or pack_gqa=True (the decoding kernel)")
+    if page_table is None:
+        B, Sq, Hq, D, Skv, Hkv, Dv = _check_shapes(q.shape, k.shape, v.shape)
+    else:
+        page_table, _ = _check_page_table(torch, fn, page_table, q.device, q.shape[0])
+        B, Sq, Hq, D, Skv, Hkv, Dv = _check_paged_shapes(fn, q.shape, k.shape, v.shape,
+                                                         page_table.shape)
+    window_size = _window(window_size)
+    _check_out(torch, q, out, lse_out, B, Sq, Hq, Dv)
+    seqused_k = _check_cache_seqlens(torch, fn, cache_seqlens, q.device, B, Skv)
+    if torch.compiler.is_compiling():
+        from . import torch_ops  # noqa: F401  (registers torch.ops.fa3.flash_attn_decode_fwd)
+        o, lse = torch.ops.fa3.flash_attn_decode_fwd.default(
+            q, k, v, seqused_k, page_table,
+            None if softmax_scale is None else float(softmax_scale),
+            bool(causal), list(window_size), float(softcap), n, int(sm_margin),
+            _op_path(kernel_dir), None if kernel is None else _op_path(kernel.facts_path), jit)
+        return _copied_out(o, lse, out, lse_out, return_lse)
+    return _eager_decode(torch, q, k, v, seqused_k, softmax_scale, causal, window_size, softcap,
+                         n, sm_margin, return_lse, kernel_dir, kernel, jit, out, lse_out,
+                         page_table)
+
+
+def _eager_decode(torch, q, k, v, seqused_k, softmax_scale, causal, window_size, softcap,
+                  num_splits, sm_margin, return_lse, kernel_dir, kernel, jit, out=None,
+                  lse_out=None, page_table=None):
+    """The decoding kernel's launch (and the op's, fa3.torch_ops): planned
+    with the device's SMs less sm_margin, the f32 workspaces of a split
+    launch allocated on the stream it runs on (the caching allocator keeps
+    them until the kernels that use them are done). seqused_k: None or a
+    checked int32 [B] tensor on q's device (_check_cache_seqlens).
+    page_table: None, or an int32 [B, max_pages] tensor on q's device over
+    the page pools k and v (_check_page_table; the logical Skv is max_pages
+    * page_size)."""
+    from . import runtime
+    fn = "flash_attn_with_kvcache"
+    # grad_ok: the public calls refuse grad first; the op's inputs may still
+    # say requires_grad below the autograd layer
+    dt = _check_inputs(torch, q, k, v, fn=fn, grad_ok=True)
+    pt_stride = 0
+    if page_table is None:
+        B, Sq, Hq, D, Skv, Hkv, Dv = _check_shapes(q.shape, k.shape, v.shape)
+    else:
+        page_table, pt_stride = _check_page_table(torch, fn, page_table, q.device, q.shape[0])
+        B, Sq, Hq, D, Skv, Hkv, Dv = _check_paged_shapes(fn, q.shape, k.shape, v.shape,
+                                                         page_table.shape)
+    window_size = _window(window_size)
+    dev = q.device.index if q.device.index is not None else torch.cuda.current_device()
+    kobj = _launchable_kernel(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit,
+                              dev, torch.cuda.device, decode=True)
+    if page_table is not None:
+        ps, bn = k.shape[1], kobj.facts.block_n
+        if ps < 8 or ps % 8 or (bn % ps and ps % bn):
+            raise ValueError(
+                f"{fn}: page size {ps} (k_cache.shape[1]) must be a multiple of 8 that divides "
+                f"the kernel's block_n {bn} or that block_n divides: kernel "
+                f"{kobj.facts.kernel.decode()} loads each block of {bn} keys as pages of "
+                f"min(page_size, {bn}) rows (16 to 256 powers of two divide or are divided "
+                f"by a power-of-two block_n)")
+    # TMA reads rows of D contiguous elements: make the last dim contiguous
+    q, k, v = [t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v)]
+    _check_out(torch, q, out, lse_out, B, Sq, Hq, Dv)
+    o, lse, return_lse = _outputs(torch, q, (B, Sq, Hq, Dv), (B, Hq, Sq), out, lse_out,
+                                  return_lse)
+    sms = _device_sms.get(dev)
+    if sms is None:
+        sms = _device_sms[dev] = torch.cuda.get_device_properties(dev).multi_processor_count
+    t = runtime.tensor
+    args = runtime.fwd_args(t(q.data_ptr(), *_bhsd(q), name="q"),
+                            t(k.data_ptr(), *_bhsd(k), name="k"),
+                            t(v.data_ptr(), *_bhsd(v), name="v"),
+                            t(o.data_ptr(), *_bhsd(o), name="o"),
+                            lse.data_ptr() if lse is not None else 0, softmax_scale, dt,
+                            seqused_k=seqused_k.data_ptr() if seqused_k is not None else 0,
+                            num_splits=num_splits, num_sms=max(1, sms - int(sm_margin)),
+                            page_table=page_table.data_ptr() if page_table is not None else 0,
+                            page_table_stride=pt_stride,
+                            paged_seqlen_k=Skv if page_table is not None else 0)
+    plan = kobj.plan(args)
+    args.num_splits = plan.num_splits   # what the workspace is sized for
+    if plan.o_accum_bytes:
+        # fresh allocations are 16-byte aligned; the words, not the bytes
+        o_accum = torch.empty(plan.o_accum_bytes // 4, dtype=torch.float32, device=q.device)
+        lse_accum = torch.empty(plan.lse_accum_bytes // 4, dtype=torch.float32,
+                                device=q.device)
+        args.o_accum, args.lse_accum = o_accum.data_ptr(), lse_accum.data_ptr()
+    with torch.cuda.device(dev):
+        kobj.fwd(args, torch.cuda.current_stream(dev).cuda_stream)
+    return (o, lse) if return_lse else o
+
+
+# flash_attn_with_kvcache's serving arguments that are issue 15's remaining
+# work (a contiguous or paged cache read whole is what runs today)
+_KVCACHE_LATER = {
+    "k": "appending new keys to the cache", "v": "appending new values to the cache",
+    "rotary_cos": "rotary embedding", "rotary_sin": "rotary embedding",
+    "cache_batch_idx": "indexing the cache's batch",
+    "cache_leftpad": "left-padded caches",
+}
+
+
+def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary_cos=None,
+                            rotary_sin=None, cache_seqlens=None, cache_batch_idx=None,
+                            cache_leftpad=None, page_table=None, cu_seqlens_q=None,
+                            cu_seqlens_k_new=None, max_seqlen_q=None, rotary_seqlens=None,
+                            q_descale=None, k_descale=None, v_descale=None,
+                            softmax_scale: Optional[float] = None, causal: bool = False,
+                            window_size=(-1, -1), attention_chunk: int = 0,
+                            softcap: float = 0.0, rotary_interleaved: bool = True,
+                            scheduler_metadata=None, num_splits: int = 0, pack_gqa=None,
+                            sm_margin: int = 0, return_softmax_lse: bool = False, *,
+                            kernel_dir=None, kernel: Optional[_facts.KernelFacts] = None,
+                            jit: Optional[bool] = None):
+    """Attention of new queries over a KV cache (decoding): FA3's
+    ``flash_attn_with_kvcache`` (flash_attn_interface), its arguments in its
+    order, for a contiguous or a paged cache.
+
+    q: [B, Sq, Hq, D] (Sq = 1 for a decoding step; more for speculative or
+    chunked steps), k_cache: [B, Skv, Hkv, D], v_cache: [B, Skv, Hkv, Dv]
+    (bf16 or f16, one CUDA device, Hq % Hkv == 0; any strides with a
+    contiguous last dim, 16-byte multiples). ``cache_seqlens``: each batch's
+    number of valid keys, the first cache_seqlens[b] rows of its Skv (an
+    int32 [B] tensor on q's device, or an int for every batch, as in FA3;
+    None: all Skv). Its values must be 0 to Skv: they are read on the GPU
+    only (the caller's contract, as in FlashAttention); the split heuristic
+    still sizes the splits by Skv, the cache's capacity. Causal and windows
+    are bottom-right aligned to each batch's length L = cache_seqlens[b] (or
+    Skv): query i sees the keys up to L - Sq + i. Returns o [B, Sq, Hq, Dv],
+    or (o, lse) with ``return_softmax_lse`` (lse [B, Hq, Sq] float32,
+    natural log; -inf for rows that see no key, whose o is 0: so every row
+    of a batch of length 0). The cache rows past a batch's length up to the
+    next multiple of the kernel's block_n are read: their keys are masked
+    out of the scores but their V rows are multiplied by 0, so they must be
+    finite (as in FlashAttention-3, Dao-AILab/flash-attention#2374).
+
+    A paged cache (``page_table``, FA3's): k_cache [num_pages, page_size,
+    Hkv, D] and v_cache [num_pages, page_size, Hkv, Dv] are a pool of pages,
+    ``page_table`` an int32 [B, max_pages_per_seq] tensor on q's device:
+    batch b's key r is row r % page_size of page page_table[b, r //
+    page_size]. The logical Skv (cache_seqlens' bound; every batch's length
+    without cache_seqlens) is max_pages_per_seq * page_size, as in FA3. The
+    page size must be a multiple of 8 that divides the kernel's block_n or
+    that block_n divides (16 to 256 powers of two at block_n 128 or 64; a
+    ValueError names it otherwise). The entries (0 to num_pages - 1) are read
+    on the GPU only, those of a batch's first ceil(cache_seqlens[b] /
+    page_size) pages (the caller's contract, as in FlashAttention); the rows
+    of a batch's last page past its length are read (masked, so finite).
+
+    It runs the variant's decoding kernel (fa3-compile --decode; looked up
+    like flash_attn_func's: ``kernel_dir``, ``kernel``, ``jit``): the q heads
+    of a kv head share a tile (GQA packing: Hq / Hkv must divide the
+    kernel's block_m), and each tile's keys are split over ``num_splits``
+    CTAs (0: the runtime's heuristic, FlashAttention's, over this device's
+    SMs less ``sm_margin``; 1: no split; up to 128), whose partial results a
+    second kernel merges (their f32 workspaces are allocated here, on the
+    current stream). ``pack_gqa`` is taken and changes nothing (the kernel
+    always packs). Runs on torch.cuda.current_stream(); forward only (inputs
+    that require grad are refused); under torch.compile the call is the
+    custom op ``torch.ops.fa3.flash_attn_decode_fwd`` (fa3.torch_ops).
+
+    Not supported yet (issue 15's remaining work; NotImplementedError, each
+    named): appending ``k``/``v`` to the cache, rotary embedding
+    (``rotary_cos``/``rotary_sin``), ``cache_batch_idx``, ``cache_leftpad``.
+    FA3's other arguments (``qv``,
+    ``cu_seqlens_q``, ``cu_seqlens_k_new``, ``max_seqlen_q``,
+    ``rotary_seqlens``, the FP8 descales, ``scheduler_metadata``,
+    ``attention_chunk``) are refused unless left at their defaults;
+    ``rotary_interleaved`` matters only with rotary embedding.
+    """
+    fn = "flash_attn_with_kvcache"
+    # refused before anything else (no torch needed to say so)
+    given = {"k": k, "v": v, "rotary_cos": rotary_cos, "rotary_sin": rotary_sin,
+             "cache_batch_idx": cache_batch_idx, "cache_leftpad": cache_leftpad}
+    for name, value in given.items():
+        if value is not None:
+            raise NotImplementedError(
+                f"{fn}: {name} is not supported yet ({_KVCACHE_LATER[name]}: issue 15's "
+                f"remaining work); pass None: k_cache and v_cache (contiguous, or paged with "
+                f"page_table) are attended, each batch's first cache_seqlens[b] keys")
+    refused = {"qv": qv, "cu_seqlens_q": cu_seqlens_q, "cu_seqlens_k_new": cu_seqlens_k_new,
+               "max_seqlen_q": max_seqlen_q, "rotary_seqlens": rotary_seqlens,
+               "q_descale": q_descale, "k_descale": k_descale, "v_descale": v_descale,
+               "scheduler_metadata": scheduler_metadata}
+    for name, value in refused.items():
+        if value is not None:
+            raise NotImplementedError(f"{fn}: {name} is not supported: pass None")
+    if attention_chunk:
+        raise NotImplementedError(f"{fn}: attention_chunk is not supported: pass 0, got "
+                                  f"{attention_chunk}")
+    _num_splits(fn, num_splits)
+    try:
+        sm_margin = operator.index(sm_margin)
+    except TypeError:
+        raise TypeError(f"{fn}: sm_margin must be an integer, got "
+                        f"{type(sm_margin).__name__}") from None
+    if sm_margin < 0:
+        raise ValueError(f"{fn}: sm_margin must be >= 0 (SMs the heuristic leaves free), got "
+                         f"{sm_margin}")
+    _cache_seqlens_int(fn, cache_seqlens)
+    import torch
+    return _decode(torch, fn, q, k_cache, v_cache, cache_seqlens, softmax_scale, causal,
+                   window_size, softcap, num_splits, sm_margin, return_softmax_lse, kernel_dir,
+                   kernel, None, None, jit, page_table)
 
 
 def flash_attn_bhsd(q, k, v, o=None, lse=None, softmax_scale=None, causal=False,

@@ -29,6 +29,20 @@ is flash_attn_backward's (the backward kernel; kernel_facts: an explicit
 backward kernel's .facts path or None): dq, dk, dv of q's, k's and v's
 shapes and dtype, contiguous.
 
+    torch.ops.fa3.flash_attn_decode_fwd(q, k, v, seqused_k, page_table, softmax_scale,
+                                        causal, window_size, softcap, num_splits,
+                                        sm_margin, kernel_dir, kernel_facts, jit)
+                                        -> (out, lse)
+
+is the decoding kernel's (flash_attn_with_kvcache, and flash_attn_func with
+num_splits != 1 or pack_gqa): flash_attn_fwd's tensors, seqused_k None or
+int32 [B] (flash_attn_with_kvcache's cache_seqlens: each batch's valid keys
+of the cache), page_table None or int32 [B, max_pages] (a paged cache: k and
+v are then the page pools [num_pages, page_size, Hkv, D]), num_splits 0 (the
+heuristic) to 128, sm_margin the SMs the heuristic leaves free; the split
+workspaces are allocated inside. No autograd (its callers refuse inputs that
+require grad).
+
 Autograd: flash_attn_fwd's backward (torch.library.register_autograd) is
 flash_attn_bwd, so that flash_attn_func differentiates in eager code (where
 grad is needed it calls the op) and under torch.compile (AOTAutograd traces
@@ -166,6 +180,38 @@ def _flash_attn_varlen_fwd_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_k, 
     return (q.new_empty((Tq, Hq, Dv)), q.new_empty((Hq, Tq), dtype=torch.float32))
 
 
+DECODE_OP_NAME = "fa3::flash_attn_decode_fwd"
+DECODE_SCHEMA = ("flash_attn_decode_fwd(Tensor q, Tensor k, Tensor v, Tensor? seqused_k, "
+                 "Tensor? page_table, float? softmax_scale, bool causal, int[] window_size, "
+                 "float softcap, int num_splits, int sm_margin, str? kernel_dir, "
+                 "str? kernel_facts, bool? jit) -> (Tensor out, Tensor lse)")
+
+
+def flash_attn_decode_fwd(q, k, v, seqused_k, page_table, softmax_scale, causal, window_size,
+                          softcap, num_splits, sm_margin, kernel_dir, kernel_facts, jit):
+    """The CUDA implementation: the decoding kernel's eager path, lse
+    computed."""
+    from . import torch_api
+    fn = "flash_attn_decode_fwd"
+    if seqused_k is not None:
+        # the logical Skv: the cache's rows, or a paged cache's max_pages * page_size
+        skv = k.shape[1] if page_table is None else page_table.shape[-1] * k.shape[1]
+        seqused_k = torch_api._check_cache_seqlens(torch, fn, seqused_k, q.device, q.shape[0],
+                                                   skv)
+    return torch_api._eager_decode(torch, q, k, v, seqused_k, softmax_scale, causal,
+                                   window_size, softcap, torch_api._num_splits(fn, num_splits),
+                                   sm_margin, True, kernel_dir,
+                                   _kernel_from_facts(kernel_facts), jit, page_table=page_table)
+
+
+def _flash_attn_decode_fwd_fake(q, k, v, seqused_k, page_table, softmax_scale, causal,
+                                window_size, softcap, num_splits, sm_margin, kernel_dir,
+                                kernel_facts, jit):
+    # flash_attn_fwd's shapes: the workspaces are the implementation's own
+    return _flash_attn_fwd_fake(q, k, v, softmax_scale, causal, window_size, softcap,
+                                kernel_dir, kernel_facts, jit)
+
+
 # torch.library.Library + impl rather than torch.library.custom_op: the
 # latter's Python autograd layer costs ~50 us a call (H200, torch 2.11),
 # more than the launch itself
@@ -181,3 +227,6 @@ torch.library.register_autograd(OP_NAME, _fwd_backward, setup_context=_fwd_setup
 _lib.define(VARLEN_SCHEMA)
 _lib.impl("flash_attn_varlen_fwd", flash_attn_varlen_fwd, "CUDA")
 torch.library.register_fake(VARLEN_OP_NAME, _flash_attn_varlen_fwd_fake, lib=_lib)
+_lib.define(DECODE_SCHEMA)
+_lib.impl("flash_attn_decode_fwd", flash_attn_decode_fwd, "CUDA")
+torch.library.register_fake(DECODE_OP_NAME, _flash_attn_decode_fwd_fake, lib=_lib)

@@ -97,6 +97,24 @@ def test_backward_is_its_own_key():
     assert cache._matches(kf, bwd) and not cache._matches(kf, fwd)
 
 
+def test_decode_is_its_own_key():
+    """The decoding kernel of a variant (split-KV, GQA packing) is keyed and
+    named apart from its forward, and only a split_kv / pack_gqa kernel
+    matches it."""
+    fwd = cache.make_variant("bf16", 128)
+    dec = cache.make_variant("bf16", 128, decode=True)
+    assert dict(fwd.options)["decode"] is False and dict(dec.options)["decode"] is True
+    assert cache.variant_key(fwd, "v1") != cache.variant_key(dec, "v1")
+    assert cache.entry_name(dec, "k") == "bf16-d128-dec-k"
+    text = ("fa3-kernel-facts 1\nkernel d\ndtype bf16\nhead_dim 128\nhead_dim_v 128\n"
+            "block_m 64\nblock_n 128\nthreads 256\ndynamic_smem 1\ncausal 0\nwindow_left -1\n"
+            f"window_right -1\nsoftcap 0\nscale 0.1\nparams {F.KERNEL_PARAMS}\ngrid tiles\n")
+    kf = F.parse_facts(text + "split_kv 1\npack_gqa 1\n")
+    assert cache._matches(kf, dec) and not cache._matches(kf, fwd)
+    plain = F.parse_facts(text)
+    assert cache._matches(plain, fwd) and not cache._matches(plain, dec)
+
+
 def test_compiler_version_names_what_compiles():
     v = cache.compiler_version()
     assert v.startswith("fa3 ") and "libFA3CAPI.so sha256 " in v and "ptxas " in v

@@ -53,6 +53,26 @@ def test_kernel_name_is_the_compilers():
     assert kernel_name(64, varlen=True) == "fa3_fwd_d64_bf16_varlen"
 
 
+def test_decode_kernel_default_name():
+    """The decoding kernel's default name ends in _decode
+    (Fa3AttentionSpec.decode, appended last to the C struct)."""
+    from fa3.compile import kernel_name
+    assert kernel_name(128, decode=True) == "fa3_fwd_d128_bf16_decode"
+    assert kernel_name(64, "f16", causal=True, decode=True) == "fa3_fwd_d64_f16_causal_decode"
+
+
+def test_decode_kernel_compiles(tmp_path):
+    """compile_kernel(decode=True): a split-KV, GQA-packed kernel (facts
+    split_kv 1, pack_gqa 1, one CTA per tile, no clusters) with its
+    <kernel>_combine in the same module, which fa3rt_fwd launches."""
+    f = compile_kernel(tmp_path, head_dim=128, decode=True, emit_cubin=False)[0]
+    kf = F.parse_facts(f.facts.read_text(), str(f.facts))
+    assert kf.kernel == "fa3_fwd_d128_bf16_decode_kernel" and kf.decode
+    assert kf.split_kv and kf.pack_gqa and not kf.persistent and kf.cluster_m == 1
+    assert not kf.varlen and not kf.backward
+    assert f".entry {kf.kernel}_combine(" in f.ptx.read_text()
+
+
 def test_backward_kernel_default_name():
     """The backward kernel's default name: fa3_bwd_d<D>_<dtype>[_causal]
     (Fa3AttentionSpec.backward, appended last to the C struct)."""

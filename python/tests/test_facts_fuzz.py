@@ -37,8 +37,32 @@ window_left -1
 window_right 0
 softcap 0
 scale 0.088388347648318447
-params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv oStrideB oStrideS oStrideH scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK maxSeqlenQ
+params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv oStrideB oStrideS oStrideH scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK maxSeqlenQ numSplits oAccum lseAccum pageTable pageTableStride pageSize
 cubin fa3_fwd_d128_bf16_causal_kernel.cubin
+"""
+
+# a decoding kernel's (facts `split_kv 1`, `pack_gqa 1`: grid tiles,
+# cluster_m 1, varlen 0, backward 0)
+DEC_BASE = b"""fa3-kernel-facts 1
+kernel fa3_fwd_d128_bf16_decode_kernel
+dtype bf16
+head_dim 128
+head_dim_v 128
+block_m 64
+block_n 128
+threads 256
+dynamic_smem 90000
+grid tiles
+cluster_m 1
+causal 0
+window_left -1
+window_right -1
+softcap 0
+scale 0.088388347648318447
+params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv oStrideB oStrideS oStrideH scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK maxSeqlenQ numSplits oAccum lseAccum pageTable pageTableStride pageSize
+varlen 0
+split_kv 1
+pack_gqa 1
 """
 
 # a backward kernel's (facts `backward 1`: its own params; grid tiles,
@@ -66,7 +90,8 @@ backward 1
 
 FIELDS = ("version", "kernel", "dtype", "head_dim", "head_dim_v", "block_m", "block_n",
           "threads", "dynamic_smem", "causal", "window_left", "window_right", "softcap",
-          "scale", "persistent", "cluster_m", "cubin", "varlen", "backward")
+          "scale", "persistent", "cluster_m", "cubin", "varlen", "backward", "split_kv",
+          "pack_gqa")
 
 # values that probe the number, name and file rules
 VALUES = [
@@ -97,7 +122,7 @@ def c_parse(rt, data: bytes):
     d = {k: getattr(f, k) for k in FIELDS}
     d["kernel"], d["cubin"] = f.kernel.decode("ascii"), f.cubin.decode("ascii")
     d["dtype"] = {1: "bf16", 2: "f16"}[f.dtype]
-    for k in ("causal", "persistent", "varlen", "backward"):
+    for k in ("causal", "persistent", "varlen", "backward", "split_kv", "pack_gqa"):
         d[k] = bool(d[k])
     return d
 
@@ -133,7 +158,7 @@ def with_line(key: str, line, data=BASE) -> bytes:
 
 def crafted():
     """One file per rule edge of the grammar."""
-    for base in (BASE, BWD_BASE):
+    for base in (BASE, BWD_BASE, DEC_BASE):
         keys = [ln.split(b" ", 1)[0].decode() for ln in base.splitlines()
                 if ln and not ln.startswith(b"#")]
         for key in keys:
@@ -156,6 +181,17 @@ def crafted():
     yield with_line("grid", "grid persistent", BWD_BASE)
     yield with_line("cluster_m", "cluster_m 2", BWD_BASE)
     yield with_line("varlen", "varlen 1", BWD_BASE)
+    # what a decoding kernel is not, with either key
+    for key in ("split_kv", "pack_gqa"):
+        dec = with_line("split_kv" if key == "pack_gqa" else "pack_gqa", None, DEC_BASE)
+        yield dec
+        yield with_line("grid", "grid persistent", dec)
+        yield with_line("cluster_m", "cluster_m 2", dec)
+        yield with_line("varlen", "varlen 1", dec)
+        yield BWD_BASE + f"{key} 1\n".encode()
+        yield BWD_BASE + f"{key} 0\n".encode()
+    yield with_line("params", "params " + F.BWD_KERNEL_PARAMS, DEC_BASE) + b"backward 1\n"
+    yield with_line("split_kv", "split_kv 0", with_line("pack_gqa", "pack_gqa 0", DEC_BASE))
     yield b""
     yield b"\n\n# only a comment\n"
     yield b"  # comment first\n\n" + BASE
@@ -185,14 +221,22 @@ def crafted():
     pad = F.MAX_BYTES - len(BASE)
     yield BASE + (b"#" + b" " * 99 + b"\n") * (pad // 101) + b"#" * (pad % 101)  # 65536 bytes
     yield BASE + (b"#" + b" " * 99 + b"\n") * (pad // 101) + b"#" * (pad % 101 + 1)
+    yield with_line("params", "params  mapQ\tmapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv "
+                    "oStrideB oStrideS oStrideH   scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK "
+                    "maxSeqlenQ\tnumSplits oAccum  lseAccum")
     yield with_line("params", "params  mapQ\ttmK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv "
-                    "oStrideB oStrideS oStrideH   scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK maxSeqlenQ")
+                    "oStrideB oStrideS oStrideH   scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK "
+                    "maxSeqlenQ numSplits oAccum lseAccum pageTable pageTableStride pageSize")
     yield with_line("params", "params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv "
                     "oStrideB oStrideS oStrideH scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK maxSeqlenQ "
-                    "extra")
+                    "numSplits oAccum lseAccum pageTable pageTableStride pageSize extra")
     yield with_line("params", "params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv "
                     "oStrideB oStrideS oStrideH scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK "
-                    "maxSeqlenQ\x0b")
+                    "maxSeqlenQ numSplits oAccum lseAccum pageTable pageTableStride pageSize\x0b")
+    # the ABI before split-KV (0.5's): refused by its names
+    yield with_line("params", "params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv "
+                    "oStrideB oStrideS oStrideH scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK "
+                    "maxSeqlenQ")
     yield with_line("causal", "causal 0")                   # window_right 0 without causal
     yield with_line("window_right", "window_right 5")       # causal needs 0
     yield with_line("window_right", "window_right 5", with_line("causal", "causal 0"))
@@ -222,7 +266,7 @@ def mutate(rng: random.Random, data: bytes) -> bytes:
             lines = [ln + b"\r" for ln in lines]
         elif op == 8:    # unknown key, or a known one with a random value
             key = rng.choice([b"future", b"o_store", b"kernel", b"scale", b"cluster_m", b"cubin",
-                              b"backward", b"varlen"])
+                              b"backward", b"varlen", b"split_kv", b"pack_gqa"])
             lines.insert(i, key + b" " + rng.choice(VALUES).encode("latin-1"))
         elif op == 9:
             text = b"\n".join(lines)
@@ -256,6 +300,7 @@ def report(failures):
 def test_crafted_files_parse_alike(rt):
     assert same(c_parse(rt, BASE), py_parse(BASE)) and py_parse(BASE) is not None
     assert same(c_parse(rt, BWD_BASE), py_parse(BWD_BASE)) and py_parse(BWD_BASE)["backward"]
+    assert same(c_parse(rt, DEC_BASE), py_parse(DEC_BASE)) and py_parse(DEC_BASE)["split_kv"]
     failures, n, accepted = [], 0, 0
     for data in crafted():
         n += 1
@@ -268,7 +313,8 @@ def test_mutated_files_parse_alike(rt):
     rng = random.Random(SEED)
     failures, accepted = [], 0
     for i in range(CASES):
-        accepted += check(rt, mutate(rng, BWD_BASE if i % 3 == 2 else BASE), failures)
+        base = (BASE, BASE, BWD_BASE, BASE, DEC_BASE)[i % 5]
+        accepted += check(rt, mutate(rng, base), failures)
     assert not failures, (f"{len(failures)} of {CASES} mutations (seed {SEED}) parse "
                           f"differently:\n" + report(failures))
     assert 0.1 * CASES < accepted < 0.9 * CASES, accepted  # both paths exercised

@@ -298,3 +298,92 @@ def test_bench_bwd_table_and_routing(tmp_path):
     added, _ = records.merge(out, root)
     assert [e["kind"] for e in added] == ["bench_bwd"]
     assert (root / "bench" / records.HISTORY).exists()
+
+
+def test_check_decode_is_recorded_and_merged(tmp_path):
+    """check_decode.py's runs: a history line of test/gpu with check_fwd's
+    table of record (its kind in the heading)."""
+    entry = dict(check_entry("2026-12-02T100000"), kind="check_decode")
+    out = tmp_path / "out"
+    assert records.record(out, entry) == "check_decode"
+    text = section(out / records.TABLE, "check_decode")
+    assert text.startswith("## GPU correctness (check_decode, 2026-12-02T100000)")
+    assert "**2/2 cases passed; 0 failure(s) in total**" in text
+    assert records.section_key(dict(entry, full=False)) is None
+    root = tmp_path / "repo"
+    added, _ = records.merge(out, root)
+    assert [e["kind"] for e in added] == ["check_decode"]
+    assert (root / "test/gpu" / records.HISTORY).exists()
+
+
+def test_bench_decode_table_target_and_routing(tmp_path):
+    """bench_decode.py's runs: a history line of bench/, the full grid's
+    table with the bandwidth target judged where K + V >= 256 MB only."""
+    def row(B, ctx, us, sdpa_us=None, backend="flash"):
+        n = B * ctx * 8 * 256 * 2
+        r = dict(hq=32, hkv=8, batch=B, context=ctx, kv_bytes=n, copies=1, splits=14,
+                 ours_us=us, ours_tbs=n / us / 1e6)
+        if sdpa_us:
+            r.update(sdpa_us=sdpa_us, sdpa_backend=backend, sdpa_tbs=n / sdpa_us / 1e6)
+        return r
+    rows = [row(1, 1024, 10.0, 12.0),            # 4 MB: not judged
+            row(16, 65536, 1320.0, 2640.0),     # 4096 MB at 3.25 TB/s: missed
+            row(64, 65536, 4990.0, None)]       # 16384 MB at 3.44 TB/s: met
+    rows[2]["errors"] = {"cudnn": "RuntimeError: no GQA"}
+    assert [records.decode_target_met(r) for r in rows] == [None, False, True]
+    entry = records.new_entry("bench_decode", "python3 bench/bench_decode.py --kernel-dir k",
+                              "2026-12-02T110000", rows=rows, full=True,
+                              meta=dict(gpu="H200", torch="2.11", kernel="fa3_fwd_d128_bf16_"
+                                        "decode_kernel", skipped=["32/8 B=128 ctx=128k"]))
+    out = tmp_path / "out"
+    assert records.record(out, entry) == "bench_decode"
+    text = section(out / records.TABLE, "bench_decode")
+    assert "| 32/8 | 1 | 1k | 4 | 14 | 10.0 | 0.42 | 12.0 (flash) | 0.35 | 1.20 | - |" in text
+    assert ("| 32/8 | 16 | 64k | 4096 | 14 | 1320.0 | 3.25 | 2640.0 (flash) | 1.63 | 2.00 | "
+            "**no** |") in text
+    assert "| 32/8 | 64 | 64k | 16384 | 14 | 4990.0 | 3.44 | - (-) | - | - | yes |" in text
+    assert "met in 1/2 such cells" in text
+    assert "Skipped (K + V cache over the memory limit): 32/8 B=128 ctx=128k." in text
+    assert "- 32/8 B=64 ctx=65536: cudnn: RuntimeError: no GQA" in text
+    assert records.section_key(dict(entry, full=False)) is None
+    root = tmp_path / "repo"
+    added, _ = records.merge(out, root)
+    assert [e["kind"] for e in added] == ["bench_decode"]
+    assert (root / "bench" / records.HISTORY).exists()
+
+
+def test_decode_scripts_import_without_torch():
+    """test/gpu/check_decode.py and bench/bench_decode.py import where torch
+    is missing: their grids cover what the decoding kernels must be checked
+    and timed on."""
+    code = f"""
+import sys
+sys.modules['torch'] = None
+sys.path.insert(0, {str(ROOT / 'test' / 'gpu')!r})
+sys.path.insert(0, {str(ROOT / 'bench')!r})
+import check_decode as c, bench_decode as b
+full = c.cases(128, 'bf16')
+assert full == c.CASES and len(c.cases(128, 'f16')) == len(full) - 2
+assert [x[0] for x in c.cases(64, 'bf16')] == c.QUICK_CASES
+assert {{x[2] for x in full}} == {{1, 4, 17}}
+assert {{(x[3], x[4]) for x in full}} == {{(32, 8), (64, 8), (16, 1), (8, 8)}}
+assert {{1, 113, 1023, 4224, 131072}} <= {{x[5] for x in full}}
+assert {{x[6] for x in full}} == {{0, 1, 3, 128}}
+assert sum(x[5] == 131072 for x in full) == 2
+assert {{x[8] for x in full}} == {{True, False}}
+ragged = [n for x in full if isinstance(x[7], list) for n in x[7]]
+assert {{0, 1, 17, 1000, 4096}} <= set(ragged)
+assert any(isinstance(x[7], int) for x in full)
+for x in full + c.SANITIZE_CASES:
+    label, B, Sq, Hq, Hkv, Skv, n, lens, lse = x
+    L = c.lengths(x)
+    assert len(L) == B and all(0 <= m <= Skv for m in L), label
+    assert Hq % Hkv == 0 and 64 % (Hq // Hkv) == 0, label
+cells, skipped = b.grid(b.HEADS, b.BATCHES, b.CONTEXTS, 40e9)
+assert len(cells) == 48 and skipped == ['32/8 B=128 ctx=128k', '64/8 B=128 ctx=128k']
+assert b.kv_bytes(1, 1024, 8) == 4 * 2**20
+assert b.copies_for(4 * 2**20, 60 * 2**20) == 30 and b.copies_for(2**30, 60 * 2**20) == 1
+print('ok')
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0 and "ok" in r.stdout, r.stdout + r.stderr

@@ -36,7 +36,7 @@ window_left -1
 window_right 0
 softcap 0
 scale 0.08838834764831845
-params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv oStrideB oStrideS oStrideH scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK maxSeqlenQ
+params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv oStrideB oStrideS oStrideH scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK maxSeqlenQ numSplits oAccum lseAccum pageTable pageTableStride pageSize
 grid tiles
 """
 
@@ -109,7 +109,8 @@ def test_ctypes_mirrors_match_the_header(tmp_path):
 
 
 @pytest.mark.parametrize("body,why", [
-    ("int fa3rt_version(void) { return 4; }", "is libfa3rt 0.4; these bindings need 0.5"),
+    ("int fa3rt_version(void) { return 4; }", "is libfa3rt 0.4; these bindings need 0.6"),
+    ("int fa3rt_version(void) { return 5; }", "is libfa3rt 0.5; these bindings need 0.6"),
     ("int fa3rt_other(void) { return 5; }", "older than 0.5 (no fa3rt_version)"),
 ])
 def test_load_library_refuses_another_version(tmp_path, body, why):
@@ -597,3 +598,177 @@ def test_kernel_dir_required(monkeypatch):
     monkeypatch.setenv("FA3_JIT", "0")
     with pytest.raises(ValueError, match="FA3_KERNEL_DIR"):
         torch_api.select_kernel("bf16", 128, 128)
+
+
+# ---- split-KV decoding (facts split_kv / pack_gqa) ----
+
+DEC_FACTS = (FACTS.replace("fa3_fwd_d128_bf16_causal", "fa3_fwd_d128_bf16_decode_kernel")
+             .replace("block_m 128", "block_m 64").replace("causal 1", "causal 0")
+             .replace("window_right 0", "window_right -1")
+             + "cluster_m 1\nvarlen 0\nsplit_kv 1\npack_gqa 1\n")
+
+
+def test_decode_facts(rt):
+    """The keys split_kv and pack_gqa (optional, 0 or 1) and their rules,
+    alike in both parsers; the combine kernel's parameters read from
+    fa3rt_abi.def."""
+    assert F.FWD_COMBINE_PARAMS.split() == ["oAccum", "lseAccum", "O", "oStrideB", "oStrideS",
+                                            "oStrideH", "LSE", "B", "Sq", "Hq", "numSplits"]
+    assert F.FWD_COMBINE_THREADS == 256
+    assert F.KERNEL_PARAMS.split()[-6:] == ["numSplits", "oAccum", "lseAccum", "pageTable", "pageTableStride", "pageSize"]
+    assert "oStrideB" not in F.BWD_KERNEL_PARAMS
+    c, p = rt.parse_facts_c(DEC_FACTS), F.parse_facts(DEC_FACTS)
+    assert c.split_kv == 1 and c.pack_gqa == 1 and p.split_kv and p.pack_gqa and p.decode
+    assert "split_kv pack_gqa" in p.describe()
+    plain = F.parse_facts(FACTS)
+    assert rt.parse_facts_c(FACTS).split_kv == 0 and not plain.split_kv and not plain.decode
+    assert "split_kv" not in plain.describe()
+    only_pack = DEC_FACTS.replace("split_kv 1", "split_kv 0")
+    assert F.parse_facts(only_pack).decode and rt.parse_facts_c(only_pack).pack_gqa == 1
+    bad = {
+        DEC_FACTS.replace("split_kv 1", "split_kv 2"): r"split_kv: 2 is out of range \(0 or 1\)",
+        DEC_FACTS.replace("pack_gqa 1", "pack_gqa x"): r"pack_gqa: 'x' is not an integer",
+        DEC_FACTS + "split_kv 1\n": "duplicate key 'split_kv'",
+        DEC_FACTS.replace("grid tiles", "grid persistent"):
+            r"'fa3_fwd_d128_bf16_decode_kernel': split_kv 1 needs grid tiles \(a decoding "
+            r"kernel runs one CTA per tile and split over fixed-length batches\)",
+        DEC_FACTS.replace("cluster_m 1", "cluster_m 2"): "split_kv 1 needs cluster_m 1",
+        DEC_FACTS.replace("varlen 0", "varlen 1"): "split_kv 1 needs varlen 0",
+        only_pack.replace("grid tiles", "grid persistent"): "pack_gqa 1 needs grid tiles",
+        BWD_FACTS + "split_kv 1\n": "split_kv 1 needs backward 0",
+        BWD_FACTS + "pack_gqa 1\n": "pack_gqa 1 needs backward 0",
+    }
+    for text, msg in bad.items():
+        with pytest.raises(rt.Fa3RuntimeError, match=msg) as e:
+            rt.parse_facts_c(text)
+        assert e.value.status == 2
+        with pytest.raises(F.FactsError, match=msg):
+            F.parse_facts(text)
+
+
+def test_split_heuristic_through_ctypes(rt):
+    # B 1, Hkv 8 packed: 8 tiles; 128k keys at block_n 128: 1024 kv blocks
+    assert rt.num_splits_heuristic(8, 1024, 132) == 14
+    assert rt.num_splits_heuristic(8, 1024, 108) == 12
+    assert rt.num_splits_heuristic(106, 1024, 132) == 1     # >= 0.8 of the SMs
+    assert rt.num_splits_heuristic(0, 0, 0) == 1 and rt.num_splits_heuristic(-1, 5, -3) == 1
+    assert rt.num_splits_heuristic(1, 2**63 - 1, 2**31 - 1) == 109
+    with pytest.raises(ValueError, match="tiles = 9223372036854775808 is out of range"):
+        rt.num_splits_heuristic(2**63, 1, 1)
+
+
+def _dec_args(rt, B=1, Sq=1, Hq=32, Hkv=8, Skv=131072, **kw):
+    return rt.fwd_args(_bshd(rt, 1 << 20, B, Sq, Hq, 128), _bshd(rt, 2 << 20, B, Skv, Hkv, 128),
+                       _bshd(rt, 3 << 20, B, Skv, Hkv, 128), _bshd(rt, 4 << 20, B, Sq, Hq, 128),
+                       5 << 20, None, "bf16", **kw)
+
+
+def test_decode_plan_through_ctypes(rt):
+    """fa3rt_fwd_launch's split fields as seen from Python: the resolved
+    split count, the GQA group, the workspace's bytes and the merge's grid."""
+    f = rt.parse_facts_c(DEC_FACTS)
+    L = rt.plan(f, _dec_args(rt))
+    assert (L.num_splits, L.pack_group, tuple(L.grid)) == (14, 4, (8 * 14, 1, 1))
+    assert (L.o_accum_bytes, L.lse_accum_bytes) == (14 * 32 * 128 * 4, 14 * 32 * 4)
+    assert (L.combine_grid, L.combine_block) == (4, F.FWD_COMBINE_THREADS)
+    assert rt.plan(f, _dec_args(rt, num_sms=108)).num_splits == 12
+    L = rt.plan(f, _dec_args(rt, num_splits=1))
+    assert (L.num_splits, L.grid[0], L.o_accum_bytes, L.combine_grid) == (1, 8, 0, 0)
+    L = rt.plan(f, _dec_args(rt, num_splits=5, o_accum=6 << 20, lse_accum=7 << 20))
+    assert (L.num_splits, L.grid[0]) == (5, 40)
+    assert rt.plan(f, _dec_args(rt, B=16)).num_splits == 1       # 128 tiles fill the SMs
+    assert rt.plan(f, _dec_args(rt, Skv=0)).fill_only
+    with pytest.raises(rt.Fa3RuntimeError, match="o_accum pointer 0x600008 is not 16-byte"):
+        rt.plan(f, _dec_args(rt, o_accum=(6 << 20) + 8))
+    with pytest.raises(rt.Fa3RuntimeError, match=r"g = Hq / Hkv = 48 / 1 = 48 must divide "
+                       "block_m 64"):
+        rt.plan(f, _dec_args(rt, Hq=48, Hkv=1))
+    with pytest.raises(rt.Fa3ArgumentError, match=r"num_splits = 129 is out of range \(0 to "
+                       r"128\)"):
+        _dec_args(rt, num_splits=129)
+    with pytest.raises(rt.Fa3ArgumentError, match="num_sms = -1 is out of range"):
+        _dec_args(rt, num_sms=-1)
+    # seqused_k (flash_attn_with_kvcache's cache_seqlens): int32 [B], 4-byte
+    # aligned, alone of the varlen fields; the splits still come from Skv
+    L = rt.plan(f, _dec_args(rt, B=2, seqused_k=(8 << 20) + 4))
+    assert L.num_splits == rt.plan(f, _dec_args(rt, B=2)).num_splits
+    with pytest.raises(rt.Fa3RuntimeError, match=r"seqused_k pointer 0x800002 is not a 4-byte "
+                       r"aligned device address of 2 int32 \(one per batch\)"):
+        rt.plan(f, _dec_args(rt, B=2, seqused_k=(8 << 20) + 2))
+    with pytest.raises(rt.Fa3RuntimeError, match=r"but cu_seqlens_q/k, varlen_batch or "
+                       r"max_seqlen_q is set: use a varlen kernel \(a decoding kernel takes "
+                       r"seqused_k alone"):
+        rt.plan(f, _dec_args(rt, seqused_k=8 << 20, cu_seqlens_k=9 << 20))
+    # kernels that do not split take num_splits 0 or 1
+    fwd = rt.parse_facts_c(FACTS)
+    with pytest.raises(rt.Fa3RuntimeError, match="but seqused_k is set: use a varlen kernel, "
+                       "or a decoding kernel"):
+        rt.plan(fwd, _dec_args(rt, seqused_k=8 << 20))
+    assert rt.plan(fwd, _dec_args(rt, num_splits=1)).num_splits == 1
+    with pytest.raises(rt.Fa3RuntimeError, match=r"does not split the kv sequence \(facts "
+                       r"split_kv 0\): num_splits must be 0 or 1, got 2"):
+        rt.plan(fwd, _dec_args(rt, num_splits=2))
+
+
+def test_paged_plan_through_ctypes(rt):
+    """A paged cache (fa3rt_fwd_args.page_table, page_table_stride,
+    paged_seqlen_k; fa3rt_fwd_launch.page_size, kv_box_rows) as seen from
+    Python: k and v the pool [num_pages, Hkv, page_size, D]."""
+    f = rt.parse_facts_c(DEC_FACTS)
+
+    def paged(B=1, pages=1024, ps=128, stride=1024, page_table=9 << 20, **kw):
+        return rt.fwd_args(_bshd(rt, 1 << 20, B, 1, 32, 128),
+                           _bshd(rt, 2 << 20, pages, ps, 8, 128),
+                           _bshd(rt, 3 << 20, pages, ps, 8, 128),
+                           _bshd(rt, 4 << 20, B, 1, 32, 128), 5 << 20, None, "bf16",
+                           page_table=page_table, page_table_stride=stride, **kw)
+    L = rt.plan(f, paged())                     # as the contiguous 128k cache
+    assert (L.Skv, L.num_splits, L.page_size, L.kv_box_rows) == (131072, 14, 128, 128)
+    L = rt.plan(f, paged(B=3, pages=7, ps=16, stride=64, paged_seqlen_k=1000))
+    assert (L.B, L.Skv, L.page_size, L.kv_box_rows) == (3, 1000, 16, 16)
+    L = rt.plan(f, paged(ps=256, stride=8))
+    assert (L.Skv, L.page_size, L.kv_box_rows) == (2048, 256, 128)
+    L = rt.plan(f, _dec_args(rt))
+    assert (L.page_size, L.kv_box_rows) == (0, 128)
+    with pytest.raises(rt.Fa3RuntimeError, match=r"page size 24 \(k.shape\[2\]: the rows of a "
+                       r"page of the pool \[num_pages, Hkv, page_size, D\]\) must be a multiple "
+                       r"of 8 that divides block_n 128 or that block_n divides"):
+        rt.plan(f, paged(ps=24, stride=8))
+    with pytest.raises(rt.Fa3RuntimeError, match=r"paged_seqlen_k: 2049 is out of range"):
+        rt.plan(f, paged(ps=256, stride=8, paged_seqlen_k=2049))
+    with pytest.raises(rt.Fa3RuntimeError, match=r"page_table pointer 0x900002 is not a 4-byte"):
+        rt.plan(f, paged(page_table=(9 << 20) + 2))
+    with pytest.raises(rt.Fa3RuntimeError, match=r"takes no page table \(facts split_kv 0\)"):
+        rt.plan(rt.parse_facts_c(FACTS), paged())
+    with pytest.raises(rt.Fa3RuntimeError, match=r"page_table_stride 4 and paged_seqlen_k 0 must "
+                       r"be 0 without a page_table"):
+        rt.plan(f, _dec_args(rt, page_table_stride=4))
+    with pytest.raises(rt.Fa3ArgumentError, match=r"page_table_stride = -1 is out of range"):
+        paged(stride=-1)
+    with pytest.raises(rt.Fa3ArgumentError, match=r"paged_seqlen_k = 2147483648 is out of range"):
+        paged(paged_seqlen_k=2**31)
+    with pytest.raises(rt.Fa3ArgumentError, match=r"page_table = -1 is out of range"):
+        paged(page_table=-1)
+
+
+def test_select_decode_kernel(tmp_path):
+    """A decoding kernel (split_kv / pack_gqa) serves decode requests only,
+    and they only it."""
+    _write_kernel(tmp_path, "a_fwd", causal=0, window_right=-1)
+    _write_kernel(tmp_path, "b_decode", causal=0, window_right=-1, block_m=64, split_kv=1,
+                  pack_gqa=1)
+    ks, skipped = F.scan_kernel_dir(tmp_path)
+    assert not skipped and [k.decode for k in ks] == [False, True]
+
+    def sel(**kw):
+        return F.select_kernel(ks, "bf16", 128, 128, False, (-1, -1), 0.0,
+                               kernel_dir=str(tmp_path), **kw).kernel
+    assert sel() == "a_fwd" and sel(decode=True) == "b_decode"
+    with pytest.raises(LookupError, match="(?s)causal=1 .* decode.*b_decode: .* split_kv"):
+        F.select_kernel(ks, "bf16", 128, 128, True, (-1, -1), 0.0, decode=True)
+    from fa3 import torch_api
+    torch_api.clear_caches()
+    assert torch_api.select_kernel("bf16", 128, 128, kernel_dir=tmp_path, jit=False,
+                                   decode=True).kernel == "b_decode"
+    assert torch_api.select_kernel("bf16", 128, 128, kernel_dir=tmp_path,
+                                   jit=False).kernel == "a_fwd"

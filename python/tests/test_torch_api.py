@@ -186,3 +186,256 @@ def test_backward_default_scale_is_the_forwards(monkeypatch):
         raise LookupError("no forward kernel")
     monkeypatch.setattr(torch_api, "_launchable_kernel", missing)
     assert torch_api._forward_scale(*args, bwd) == 0.125
+
+
+# ---- the decoding kernel: flash_attn_with_kvcache, flash_attn_func's num_splits ----
+
+def test_flash_attn_with_kvcache_signature():
+    """FA3's flash_attn_with_kvcache (hopper/flash_attn_interface.py): its
+    arguments in its order and with its defaults, then ours (keyword-only)."""
+    import inspect
+    params = inspect.signature(torch_api.flash_attn_with_kvcache).parameters
+    fa3 = ["q", "k_cache", "v_cache", "k", "v", "qv", "rotary_cos", "rotary_sin",
+           "cache_seqlens", "cache_batch_idx", "cache_leftpad", "page_table", "cu_seqlens_q",
+           "cu_seqlens_k_new", "max_seqlen_q", "rotary_seqlens", "q_descale", "k_descale",
+           "v_descale", "softmax_scale", "causal", "window_size", "attention_chunk", "softcap",
+           "rotary_interleaved", "scheduler_metadata", "num_splits", "pack_gqa", "sm_margin",
+           "return_softmax_lse"]
+    assert list(params)[:len(fa3)] == fa3
+    assert params["num_splits"].default == 0 and params["causal"].default is False
+    assert params["window_size"].default == (-1, -1) and params["softcap"].default == 0.0
+    assert params["return_softmax_lse"].default is False
+    assert all(params[n].kind is inspect.Parameter.KEYWORD_ONLY
+               for n in ("kernel_dir", "kernel", "jit"))
+    import fa3
+    assert fa3.flash_attn_with_kvcache is torch_api.flash_attn_with_kvcache
+    assert fa3.flash_attn_func is torch_api.flash_attn_func
+    params = inspect.signature(torch_api.flash_attn_func).parameters
+    assert params["num_splits"].default == 1 and params["pack_gqa"].default is None
+
+
+@pytest.mark.parametrize("kw,text", [
+    ({"k": 1}, "k is not supported yet (appending new keys to the cache: issue 15's remaining "
+     "work); pass None"),
+    ({"v": 1}, "v is not supported yet (appending new values"),
+    ({"rotary_cos": 1}, "rotary_cos is not supported yet (rotary embedding: issue 15's"),
+    ({"rotary_sin": 1}, "rotary_sin is not supported yet"),
+    ({"cache_batch_idx": 1}, "cache_batch_idx is not supported yet"),
+    ({"cache_leftpad": 1}, "cache_leftpad is not supported yet (left-padded caches"),
+    ({"qv": 1}, "qv is not supported: pass None"),
+    ({"cu_seqlens_q": 1}, "cu_seqlens_q is not supported: pass None"),
+    ({"scheduler_metadata": 1}, "scheduler_metadata is not supported"),
+    ({"k_descale": 1}, "k_descale is not supported"),
+    ({"attention_chunk": 128}, "attention_chunk is not supported: pass 0, got 128"),
+])
+def test_flash_attn_with_kvcache_refuses_what_is_not_built(kw, text):
+    """Refused by name before anything else (no torch, no GPU needed)."""
+    with pytest.raises(NotImplementedError) as e:
+        torch_api.flash_attn_with_kvcache(None, None, None, **kw)
+    assert text in str(e.value) and str(e.value).startswith("flash_attn_with_kvcache: ")
+
+
+@pytest.mark.parametrize("kw,err,text", [
+    ({"num_splits": 129}, ValueError, "num_splits must be 0 (the heuristic) to 128, got 129"),
+    ({"num_splits": -1}, ValueError, "got -1"),
+    ({"num_splits": 2.0}, TypeError, "num_splits must be an integer, got float"),
+    ({"sm_margin": -2}, ValueError, "sm_margin must be >= 0"),
+    ({"sm_margin": "4"}, TypeError, "sm_margin must be an integer, got str"),
+])
+def test_flash_attn_with_kvcache_checks_numbers(kw, err, text):
+    with pytest.raises(err) as e:
+        torch_api.flash_attn_with_kvcache(None, None, None, **kw)
+    assert str(e.value).startswith("flash_attn_with_kvcache: ") and text in str(e.value)
+
+
+def test_num_splits():
+    assert torch_api._num_splits("f", 0) == 0 and torch_api._num_splits("f", 128) == 128
+    assert torch_api._num_splits("f", True) == 1    # an index, as operator.index takes it
+    with pytest.raises(ValueError, match=r"^f: num_splits must be 0 \(the heuristic\) to 128"):
+        torch_api._num_splits("f", 2**70)
+
+
+@pytest.mark.parametrize("value,err,text", [
+    (-1, ValueError, "cache_seqlens must be 0 to k_cache's Skv, got -1"),
+    (2**31, ValueError, "got 2147483648"),
+    (True, TypeError, "cache_seqlens must be an int or a 1-D torch.int32 tensor of the batch's "
+     "lengths, got bool"),
+])
+def test_flash_attn_with_kvcache_checks_an_int_cache_seqlens(value, err, text):
+    """An int cache_seqlens (FA3 takes one) is checked before torch; its
+    upper bound, Skv, with the shapes."""
+    with pytest.raises(err) as e:
+        torch_api.flash_attn_with_kvcache(None, None, None, cache_seqlens=value)
+    assert str(e.value).startswith("flash_attn_with_kvcache: ") and text in str(e.value)
+
+
+def test_cache_seqlens_is_no_longer_refused():
+    """cache_seqlens is the kernel's seqUsedK now: no NotImplementedError,
+    and cache_batch_idx still is one (checked first)."""
+    with pytest.raises(NotImplementedError, match="cache_batch_idx is not supported yet"):
+        torch_api.flash_attn_with_kvcache(None, None, None, cache_seqlens=5, cache_batch_idx=1)
+    assert "cache_seqlens" not in torch_api._KVCACHE_LATER
+    assert torch_api._cache_seqlens_int("f", 0) == 0
+    assert torch_api._cache_seqlens_int("f", 2**31 - 1) == 2**31 - 1
+    marker = object()   # a tensor, say: checked with torch
+    assert torch_api._cache_seqlens_int("f", marker) is marker
+
+
+def test_page_table_is_no_longer_refused():
+    """page_table (a paged cache) is the kernel's pageTable now: no
+    NotImplementedError; the other serving arguments still are, by name."""
+    assert "page_table" not in torch_api._KVCACHE_LATER
+    with pytest.raises(NotImplementedError) as e:
+        torch_api.flash_attn_with_kvcache(None, None, None, page_table=1, k=1)
+    assert "k is not supported yet" in str(e.value)
+    assert "(contiguous, or paged with page_table)" in str(e.value)
+
+
+def test_check_paged_shapes():
+    """A paged call's shapes (no torch needed): q [B, Sq, Hq, D], the pools
+    [num_pages, page_size, Hkv, D / Dv], the table [B, max_pages]; the
+    logical Skv is max_pages * page_size (FA3's)."""
+    f = torch_api._check_paged_shapes
+    assert f("f", (3, 1, 32, 128), (100, 64, 8, 128), (100, 64, 8, 128), (3, 20)) == \
+        (3, 1, 32, 128, 1280, 8, 128)
+    assert f("f", (2, 4, 64, 192), (7, 16, 8, 192), (7, 16, 8, 128), (2, 1)) == \
+        (2, 4, 64, 192, 16, 8, 128)
+    # the pool's pages need not be B
+    assert f("f", (5, 1, 8, 64), (1, 256, 1, 64), (1, 256, 1, 64), (5, 4))[4] == 1024
+    bad = [
+        ((2, 1, 8, 64), (10, 64, 2, 64), (10, 32, 2, 64), (2, 3),
+         "f: k_cache and v_cache must agree in [num_pages, page_size, Hkv], got (10, 64, 2, 64) "
+         "and (10, 32, 2, 64)"),
+        ((2, 1, 8, 64), (10, 64, 2, 64), (9, 64, 2, 64), (2, 3), "must agree in"),
+        ((2, 1, 8, 64), (10, 64, 2, 128), (10, 64, 2, 64), (2, 3),
+         "q and k head dims differ: 64 and 128"),
+        ((2, 1, 8, 64), (10, 64, 3, 64), (10, 64, 3, 64), (2, 3),
+         "the number of q heads (8) must be a multiple of the number of k/v heads (3)"),
+        ((2, 1, 8, 64), (0, 64, 2, 64), (0, 64, 2, 64), (2, 3),
+         "f: k_cache and v_cache have no pages (shape (0, 64, 2, 64)): a page table needs a "
+         "pool of at least one page"),
+        ((2, 1, 8, 64), (10, 256, 2, 64), (10, 256, 2, 64), (2, 2**23),
+         "f: max_pages_per_seq 8388608 * page_size 256 = 2147483648 keys is out of range "
+         "(at most 2^31-1)"),
+    ]
+    for qs, ks, vs, ts, text in bad:
+        with pytest.raises(ValueError) as e:
+            f("f", qs, ks, vs, ts)
+        assert text in str(e.value), str(e.value)
+
+
+@pytest.mark.skipif(not HAVE_TORCH, reason="needs torch")
+def test_check_page_table_with_torch():
+    """page_table as the kernel's: int32 [B, max_pages] on q's device (CPU
+    tensors stand in for the device's: no entry is read); its row stride in
+    entries, a copy where its rows are not plain."""
+    import torch
+    cpu = torch.device("cpu")
+
+    def check(x, B=3):
+        return torch_api._check_page_table(torch, "f", x, cpu, B)
+    t = torch.arange(12, dtype=torch.int32).reshape(3, 4)
+    got, stride = check(t)
+    assert got is t and stride == 4
+    wide = torch.arange(30, dtype=torch.int32).reshape(3, 10)
+    got, stride = check(wide[:, :4])          # a column slice: the wider row stride
+    assert got.data_ptr() == wide.data_ptr() and stride == 10 and got.shape == (3, 4)
+    got, stride = check(wide[:, ::2])         # strided columns: a copy
+    assert got.is_contiguous() and stride == 5 and got.tolist() == wide[:, ::2].tolist()
+    got, stride = check(t[:1].expand(3, 4))   # rows that overlap: a copy
+    assert got.is_contiguous() and stride == 4
+    got, stride = check(wide[1:2, :3], B=1)   # one batch: its columns
+    assert stride == 3
+    bad = [
+        ([[0]], TypeError, "f: page_table must be a 2-D torch.int32 tensor [B, "
+         "max_pages_per_seq] of page indices, got list"),
+        (t.long(), ValueError, "f: page_table must be a 2-D torch.int32 tensor [B, "
+         "max_pages_per_seq] on cpu, got torch.int64 of shape (3, 4) on cpu"),
+        (t[0], ValueError, "got torch.int32 of shape (4,)"),
+        (t[:2], ValueError, "f: page_table must have 3 rows (one per batch), got 2"),
+        (t[:, :0], ValueError, "f: page_table has no columns (max_pages_per_seq = 0)"),
+    ]
+    for x, err, text in bad:
+        with pytest.raises(err) as e:
+            check(x)
+        assert text in str(e.value), str(e.value)
+
+
+@pytest.mark.skipif(HAVE_TORCH, reason="torch is installed here")
+def test_decoding_calls_need_torch_past_the_checks():
+    """Arguments that pass the checks above reach torch (ImportError here)."""
+    with pytest.raises(ImportError):
+        torch_api.flash_attn_with_kvcache(None, None, None, page_table=[[0]])
+    with pytest.raises(ImportError):
+        torch_api.flash_attn_with_kvcache(None, None, None, num_splits=3)
+    with pytest.raises(ImportError):
+        torch_api.flash_attn_func(None, None, None, num_splits=0)
+    with pytest.raises(ImportError):
+        torch_api.flash_attn_with_kvcache(None, None, None, cache_seqlens=17)
+    with pytest.raises(ImportError):
+        torch_api.flash_attn_with_kvcache(None, None, None, cache_seqlens=[1, 2])
+
+
+@pytest.mark.skipif(not HAVE_TORCH, reason="needs torch")
+def test_check_cache_seqlens_with_torch():
+    """cache_seqlens as the kernel's seqUsedK (CPU tensors stand in for the
+    device's: the checks read no value)."""
+    import torch
+    cpu = torch.device("cpu")
+
+    def check(x, B=3, Skv=100):
+        return torch_api._check_cache_seqlens(torch, "f", x, cpu, B, Skv)
+    assert check(None) is None
+    assert check(100) is None                     # every key: no array
+    t = check(17)
+    assert t.dtype == torch.int32 and t.tolist() == [17, 17, 17] and t.device == cpu
+    assert check(0).tolist() == [0, 0, 0]
+    lens = torch.tensor([0, 5, 100], dtype=torch.int32)
+    assert check(lens) is lens
+    strided = torch.tensor([1, 9, 2, 9, 3, 9], dtype=torch.int32)[::2]
+    assert check(strided).is_contiguous() and check(strided).tolist() == [1, 2, 3]
+    bad = [
+        (101, ValueError, "cache_seqlens must be 0 to k_cache's Skv = 100, got 101"),
+        (-1, ValueError, "got -1"),
+        (2.0, TypeError, "must be an int or a 1-D torch.int32 tensor of the batch's lengths, "
+         "got float"),
+        (True, TypeError, "got bool"),
+        (lens.long(), ValueError, "cache_seqlens must be a 1-D torch.int32 tensor on cpu, got "
+         "torch.int64 of shape (3,)"),
+        (lens[None], ValueError, "of shape (1, 3)"),
+        (lens[:2], ValueError, "cache_seqlens must have 3 entries (one per batch), got 2"),
+        (lens.float().requires_grad_(), ValueError, "got torch.float32"),
+    ]
+    for x, err, text in bad:
+        with pytest.raises(err) as e:
+            check(x)
+        assert str(e.value).startswith("f: ") and text in str(e.value), str(e.value)
+
+
+@pytest.mark.skipif(not HAVE_TORCH, reason="needs torch")
+def test_decode_op_schema_and_fake_shapes():
+    import torch
+    from fa3 import torch_ops  # noqa: F401
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    op = torch.ops.fa3.flash_attn_decode_fwd.default
+    args = [a.name for a in op._schema.arguments]
+    assert args == ["q", "k", "v", "seqused_k", "page_table", "softmax_scale", "causal",
+                    "window_size", "softcap", "num_splits", "sm_margin", "kernel_dir",
+                    "kernel_facts", "jit"]
+    with FakeTensorMode():
+        q = torch.empty(2, 1, 8, 64, dtype=torch.bfloat16, device="cuda")
+        k = torch.empty(2, 4096, 2, 64, dtype=torch.bfloat16, device="cuda")
+        v = torch.empty(2, 4096, 2, 32, dtype=torch.bfloat16, device="cuda")
+        o, lse = op(q, k, v, None, None, None, False, [-1, -1], 0.0, 0, 0, None, None, None)
+        used = torch.empty(2, dtype=torch.int32, device="cuda")
+        o2, lse2 = op(q, k, v, used, None, None, False, [-1, -1], 0.0, 0, 0, None, None, None)
+        # a paged cache: pools of 50 pages of 64 rows, o from q and v's Dv
+        kp = torch.empty(50, 64, 2, 64, dtype=torch.bfloat16, device="cuda")
+        vp = torch.empty(50, 64, 2, 32, dtype=torch.bfloat16, device="cuda")
+        table = torch.empty(2, 64, dtype=torch.int32, device="cuda")
+        o3, lse3 = op(q, kp, vp, used, table, None, False, [-1, -1], 0.0, 0, 0, None, None,
+                      None)
+    assert tuple(o.shape) == (2, 1, 8, 32) and o.dtype == torch.bfloat16
+    assert tuple(lse.shape) == (2, 8, 1) and lse.dtype == torch.float32
+    assert tuple(o2.shape) == (2, 1, 8, 32) and tuple(lse2.shape) == (2, 8, 1)
+    assert tuple(o3.shape) == (2, 1, 8, 32) and tuple(lse3.shape) == (2, 8, 1)

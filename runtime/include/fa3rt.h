@@ -36,9 +36,22 @@ extern "C" {
 /* 0.5: fa3rt_bwd_args gains o and dq (before: the caller computed delta and
  * dq itself); fa3rt_bwd launches <kernel>_pre, the kernel, <kernel>_post
  * (backward cubins need those helpers); fa3rt_bwd_launch gains the helpers'
- * grid and the strides of o, dout and dq at its end. */
+ * grid and the strides of o, dout and dq at its end.
+ * 0.6: split-KV decoding (facts split_kv, pack_gqa; docs/runtime.md,
+ * Split-KV decoding): the forward kernel takes numSplits, oAccum and
+ * lseAccum last (fa3rt_abi.def); fa3rt_facts gains split_kv and pack_gqa,
+ * fa3rt_fwd_args num_splits, o_accum, lse_accum and num_sms, and
+ * fa3rt_fwd_launch num_splits, pack_group, the workspace's bytes and the
+ * combine kernel's grid, each at its end; fa3rt_fwd launches
+ * <kernel>_combine after a split kernel (split_kv cubins need it);
+ * fa3rt_num_splits_heuristic; a split_kv kernel takes seqused_k (each
+ * batch's valid keys of its cache: FlashAttention's cache_seqlens) and a
+ * paged cache (FlashAttention's page_table): the kernel takes pageTable,
+ * pageTableStride and pageSize last (fa3rt_abi.def), fa3rt_fwd_args gains
+ * page_table, page_table_stride and paged_seqlen_k, fa3rt_fwd_launch
+ * page_size and kv_box_rows, each at its end. */
 #define FA3RT_VERSION_MAJOR 0
-#define FA3RT_VERSION_MINOR 5
+#define FA3RT_VERSION_MINOR 6
 /* Highest version of the facts file format this runtime reads. */
 #define FA3RT_FACTS_VERSION 1
 /* Largest softmax scale taken (facts `scale`, fa3rt_fwd_args.softmax_scale),
@@ -48,6 +61,12 @@ extern "C" {
 /* Largest facts text (bytes) and facts line (bytes, without the newline). */
 #define FA3RT_FACTS_MAX_BYTES 65536
 #define FA3RT_FACTS_MAX_LINE 1023
+/* Most kv splits of a split_kv launch (fa3rt_fwd_args.num_splits). */
+#define FA3RT_MAX_SPLITS 128
+/* The SM count fa3rt_fwd_plan's split heuristic assumes where
+ * fa3rt_fwd_args.num_sms is 0 (an H100/H200 SXM's); fa3rt_fwd takes the
+ * kernel's device's. */
+#define FA3RT_DEFAULT_SMS 132
 
 typedef enum fa3rt_status {
   FA3RT_OK = 0,
@@ -94,6 +113,13 @@ typedef struct fa3rt_facts {
   int backward;           /* optional key (0): 1 = the backward kernel (dQ, dK,
                              dV; fa3rt_bwd): its params are the backward ABI's,
                              and it has varlen 0, cluster_m 1, grid tiles */
+  int split_kv;           /* optional key (0): 1 = a tile's kv blocks split over
+                             num_splits CTAs, merged by <kernel>_combine
+                             (flash-decoding); needs backward 0, varlen 0,
+                             cluster_m 1, grid tiles */
+  int pack_gqa;           /* optional key (0): 1 = a tile's rows are (query, q
+                             head) pairs of one kv head (GQA packing); the
+                             same needs as split_kv */
 } fa3rt_facts;
 
 /* A tensor in device memory: 4 dims in LOGICAL order [B, H, S, D], strides in
@@ -109,8 +135,9 @@ typedef struct fa3rt_tensor {
 
 typedef struct fa3rt_fwd_args {
   fa3rt_tensor q;         /* [B, Hq, Sq, D] */
-  fa3rt_tensor k;         /* [B, Hkv, Skv, D] */
-  fa3rt_tensor v;         /* [B, Hkv, Skv, Dv] */
+  fa3rt_tensor k;         /* [B, Hkv, Skv, D] (with page_table: the page
+                             pool, [num_pages, Hkv, page_size, D]) */
+  fa3rt_tensor v;         /* [B, Hkv, Skv, Dv] (likewise) */
   fa3rt_tensor o;         /* [B, Hq, Sq, Dv], written */
   uint64_t lse;           /* f32 [B, Hq, Sq] contiguous (natural log), or 0: not written */
   double softmax_scale;   /* 0 or NaN: the kernel's facts scale; else
@@ -132,10 +159,63 @@ typedef struct fa3rt_fwd_args {
    * FlashAttention. Rows of o that no sequence owns are not written. */
   uint64_t cu_seqlens_q;  /* int32 [varlen_batch + 1], device, non-decreasing */
   uint64_t cu_seqlens_k;  /* int32 [varlen_batch + 1], device */
-  uint64_t seqused_k;     /* int32 [varlen_batch], device, or 0 */
+  uint64_t seqused_k;     /* int32 [varlen_batch], device, or 0; 4-byte
+                             aligned. Also taken, alone, by split_kv kernels
+                             (fixed-length batches, none of the other varlen
+                             fields): int32 [B], batch b attends keys 0 ..
+                             seqused_k[b] - 1 of its Skv rows of k and v
+                             (FlashAttention's cache_seqlens; causal and
+                             window masks bottom-right aligned to
+                             seqused_k[b]; 0: o = 0, lse = -inf). Values 0
+                             to Skv are the caller's contract (read on the
+                             GPU only); the split count still comes from
+                             Skv, the cache's capacity */
   int32_t varlen_batch;   /* sequences: 0 to 2^31-1 */
   int32_t max_seqlen_q;   /* at least every sequence's query rows (the grid):
                              0 to 2^31-1 */
+  /* Split-KV decoding (kernels whose facts say `split_kv 1`; docs/runtime.md,
+   * Split-KV decoding). The workspace is the caller's: plan first
+   * (fa3rt_fwd_plan reports the resolved split count and the bytes), then
+   * allocate and launch with num_splits set to the resolved count (left 0,
+   * fa3rt_fwd resolves it again, for the kernel's device where num_sms is
+   * 0, and may want more splits than the workspace was sized for: the
+   * runtime cannot see an allocation's size). */
+  int32_t num_splits;     /* split_kv kernels: 0 = fa3rt_num_splits_heuristic,
+                             else 1 to FA3RT_MAX_SPLITS; other kernels: 0 or 1 */
+  uint64_t o_accum;       /* f32 [num_splits, B, Hq, Sq, Dv] contiguous, 16-byte
+                             aligned: each split's o; needed where the
+                             resolved count is > 1 (fa3rt_fwd_plan takes 0 and
+                             reports the size), else ignored */
+  uint64_t lse_accum;     /* f32 [num_splits, B, Hq, Sq] contiguous, 16-byte
+                             aligned: each split's lse; likewise */
+  int32_t num_sms;        /* SMs the heuristic fills: 0 = fa3rt_fwd: the
+                             kernel's device's, fa3rt_fwd_plan:
+                             FA3RT_DEFAULT_SMS; else 1 to 2^31-1 */
+  /* A paged KV cache (FlashAttention's page_table), for split_kv kernels
+   * only (docs/runtime.md, Paged KV cache). With page_table set, k and v
+   * are the page pool, FlashAttention's [num_pages, page_size, Hkv, D] as
+   * the logical [B, H, S, D] = [num_pages, Hkv, page_size, D] (their shape[0]
+   * is the pool's pages, not q's B; shape[2] the page size: a multiple of
+   * 8 that divides the kernel's block_n or that block_n divides), and
+   * batch b's key r is row r % page_size of page
+   * page_table[b * page_table_stride + r / page_size]. The logical key
+   * length Skv (the caches' capacity: seqused_k's bound where given, else
+   * every batch's length; the split heuristic's) is paged_seqlen_k, or
+   * page_table_stride * page_size where that is 0 (FlashAttention's
+   * max_pages_per_seq * page_size). The entries (0 to num_pages - 1) are
+   * the caller's contract, read on the GPU only, and only those of a
+   * batch's first ceil(seqused_k[b] / page_size) pages (all
+   * ceil(Skv / page_size) without seqused_k); all three fields 0: k and v
+   * are the usual [B, Hkv, Skv, D] caches. */
+  uint64_t page_table;       /* int32 [B, page_table_stride] on the device,
+                                4-byte aligned (B * page_table_stride int32
+                                below 2^63), or 0 */
+  int32_t page_table_stride; /* with page_table: entries from one batch's row
+                                to the next, 1 to 2^31-1, at least
+                                ceil(Skv / page_size); else 0 */
+  int32_t paged_seqlen_k;    /* with page_table: the logical Skv, 1 to
+                                page_table_stride * page_size (and 2^31-1),
+                                or 0: page_table_stride * page_size; else 0 */
 } fa3rt_fwd_args;
 
 /* What fa3rt_fwd_plan() derived from valid arguments. */
@@ -149,6 +229,26 @@ typedef struct fa3rt_fwd_launch {
   int64_t o_stride_b, o_stride_s, o_stride_h; /* elements */
   double scale;           /* the softmax scale used */
   float scale_log2;       /* scale * log2(e), the kernel parameter */
+  int32_t num_splits;     /* the resolved split count (1: not split; always 1
+                             for kernels without split_kv) */
+  int32_t pack_group;     /* pack_gqa: g = Hq / Hkv q heads share a tile's
+                             rows (Q's TMA box {64, g, block_m / g, 1});
+                             else 1 */
+  uint64_t o_accum_bytes;   /* what o_accum must hold: num_splits * B * Hq *
+                               Sq * Dv * 4 where num_splits > 1 and a kernel
+                               runs, else 0 */
+  uint64_t lse_accum_bytes; /* num_splits * B * Hq * Sq * 4, likewise */
+  /* <kernel>_combine, launched after a split kernel where num_splits > 1:
+     1-D grid of ceil(B*Hq*Sq*(Dv/4) / 256) blocks (at most 2^31-1: it
+     strides over the rest), block FA3RT_FWD_COMBINE_THREADS = 256, no
+     dynamic shared memory; both 0 where it does not run */
+  unsigned combine_grid, combine_block;
+  int32_t page_size;      /* a paged cache's rows a page (k.shape[2]); 0:
+                             a contiguous cache (Skv above is the logical
+                             key length either way) */
+  int32_t kv_box_rows;    /* the rows of K's and V's TMA box: block_n, or
+                             min(page_size, block_n) for a paged cache (a
+                             K/V block is loaded a page at a time) */
 } fa3rt_fwd_launch;
 
 /* The backward pass (docs/runtime.md, Backward), for kernels whose facts say
@@ -160,8 +260,9 @@ typedef struct fa3rt_fwd_launch {
  * dq_accum, all on the stream. */
 typedef struct fa3rt_bwd_args {
   fa3rt_tensor q;         /* [B, Hq, Sq, D] */
-  fa3rt_tensor k;         /* [B, Hkv, Skv, D] */
-  fa3rt_tensor v;         /* [B, Hkv, Skv, Dv] */
+  fa3rt_tensor k;         /* [B, Hkv, Skv, D] (with page_table: the page
+                             pool, [num_pages, Hkv, page_size, D]) */
+  fa3rt_tensor v;         /* [B, Hkv, Skv, Dv] (likewise) */
   fa3rt_tensor dout;      /* [B, Hq, Sq, Dv]: dL/do */
   fa3rt_tensor o;         /* [B, Hq, Sq, Dv]: the forward's output */
   uint64_t lse;           /* f32 [B, Hq, Sq] contiguous: the forward's lse
@@ -235,6 +336,17 @@ fa3rt_status fa3rt_fwd_plan(const fa3rt_facts *facts, const fa3rt_fwd_args *args
 /* The same for the backward: facts with `backward 1` and fa3rt_bwd_args. */
 fa3rt_status fa3rt_bwd_plan(const fa3rt_facts *facts, const fa3rt_bwd_args *args,
                             fa3rt_bwd_launch *launch);
+/* The kv splits a split_kv launch gets with num_splits 0 (FlashAttention's
+ * num_splits_heuristic): `tiles` CTAs without splits (m-blocks * heads * B,
+ * as the kernel packs them), `kv_blocks` = ceil(Skv / block_n), `num_sms`
+ * SMs. 1 where the tiles nearly fill the SMs (tiles >= 0.8 * num_sms);
+ * else, over the split counts s = 1 .. min(FA3RT_MAX_SPLITS, num_sms,
+ * kv_blocks) that change a split's blocks (ceil(kv_blocks / s) !=
+ * ceil(kv_blocks / (s - 1)); s = 1 always counts), the wave efficiency
+ * w / ceil(w) with w = tiles * s / num_sms: the smallest s within 85% of
+ * the best (fewer splits write and merge less). Any argument below 1: 1.
+ * No GPU needed. */
+int32_t fa3rt_num_splits_heuristic(int64_t tiles, int64_t kv_blocks, int32_t num_sms);
 
 /* ---- kernels (need a current CUDA context of compute capability 9.0) ---- */
 /* Loads into the calling thread's current context (e.g. PyTorch's primary
@@ -257,6 +369,11 @@ const fa3rt_facts *fa3rt_kernel_facts(const fa3rt_kernel *kernel);
  * one per stream (switching among more than 16 streams waits on the host for
  * the launch that used the pair last). */
 fa3rt_status fa3rt_fwd(fa3rt_kernel *kernel, const fa3rt_fwd_args *args, void *stream);
+/* (A split_kv kernel, facts `split_kv 1`: the kernel writes the splits'
+ * partial o and lse into args->o_accum / lse_accum and fa3rt_fwd then
+ * launches <kernel>_combine on the same stream, which merges them into o
+ * and lse; with one split, or Skv 0, only what a kernel without splits
+ * does.) */
 
 /* The backward (facts `backward 1`): validates (fa3rt_bwd_plan), then
  * launches on `stream` (asynchronously; may be captured in a CUDA graph)

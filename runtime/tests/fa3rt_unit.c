@@ -56,8 +56,33 @@ static const char *kFacts =
     "softcap 0\n"
     "scale 0.08838834764831845\n"
     "some_future_key whatever it says\n"
-    "params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv   oStrideB oStrideS oStrideH scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK maxSeqlenQ\n"
+    "params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv   oStrideB oStrideS oStrideH scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK maxSeqlenQ numSplits oAccum lseAccum pageTable pageTableStride pageSize\n"
     "grid tiles\n";
+
+/* A decoding kernel's facts (Fa3AttentionSpec.decode): split-KV and GQA
+   packing, one CTA per tile. */
+static const char *kDecFacts =
+    "fa3-kernel-facts 1\n"
+    "kernel fa3_fwd_d128_bf16_decode_kernel\n"
+    "dtype bf16\n"
+    "head_dim 128\n"
+    "head_dim_v 128\n"
+    "block_m 64\n"
+    "block_n 128\n"
+    "threads 256\n"
+    "dynamic_smem 100000\n"
+    "causal 0\n"
+    "window_left -1\n"
+    "window_right -1\n"
+    "softcap 0\n"
+    "scale 0.08838834764831845\n"
+    "params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv oStrideB oStrideS oStrideH "
+    "scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK maxSeqlenQ numSplits oAccum lseAccum pageTable pageTableStride pageSize\n"
+    "grid tiles\n"
+    "cluster_m 1\n"
+    "varlen 0\n"
+    "split_kv 1\n"
+    "pack_gqa 1\n";
 
 /* A backward kernel's facts: `backward 1` after its params (the order of
    keys does not matter). */
@@ -627,6 +652,471 @@ static void test_bwd_plan(void) {
                 "fa3rt_bwd: NULL kernel or args"));
 }
 
+/* Split-KV decoding (facts split_kv / pack_gqa): the keys, their rules, the
+   heuristic, and what fa3rt_fwd_plan resolves. */
+static void test_decode_facts(void) {
+  fa3rt_facts f;
+  EXPECT(fa3rt_facts_parse(kDecFacts, strlen(kDecFacts), &f) == FA3RT_OK);
+  EXPECT(f.split_kv == 1 && f.pack_gqa == 1 && !f.persistent && f.cluster_m == 1 && !f.varlen);
+  EXPECT(fa3rt_facts_parse(kFacts, strlen(kFacts), &f) == FA3RT_OK && !f.split_kv &&
+         !f.pack_gqa); /* optional keys, absent */
+  const char *t = text_with(kDecFacts, "pack_gqa", NULL); /* split alone */
+  EXPECT(fa3rt_facts_parse(t, strlen(t), &f) == FA3RT_OK && f.split_kv && !f.pack_gqa);
+  t = text_with(kDecFacts, "split_kv", "split_kv 0"); /* packing alone */
+  EXPECT(fa3rt_facts_parse(t, strlen(t), &f) == FA3RT_OK && !f.split_kv && f.pack_gqa);
+#define DEC_ERR(key, line, sub)                                                    \
+  do {                                                                           \
+    t = text_with(kDecFacts, key, line);                                         \
+    EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS, sub));   \
+  } while (0)
+  DEC_ERR("split_kv", "split_kv 2", "facts line 19: split_kv: 2 is out of range (0 or 1)");
+  DEC_ERR("pack_gqa", "pack_gqa -1", "pack_gqa: -1 is out of range (0 or 1)");
+  DEC_ERR("pack_gqa", "pack_gqa yes", "pack_gqa: 'yes' is not an integer (0 or 1)");
+  DEC_ERR("split_kv", "split_kv 1\nsplit_kv 1", "duplicate key 'split_kv'");
+  DEC_ERR("grid", "grid persistent",
+          "facts of kernel 'fa3_fwd_d128_bf16_decode_kernel': split_kv 1 needs grid tiles (a "
+          "decoding kernel runs one CTA per tile and split over fixed-length batches)");
+  DEC_ERR("cluster_m", "cluster_m 2", "split_kv 1 needs cluster_m 1");
+  DEC_ERR("varlen", "varlen 1", "split_kv 1 needs varlen 0");
+#undef DEC_ERR
+  char buf[4096];
+  strcpy(buf, text_with(kDecFacts, "split_kv", "split_kv 0"));
+  t = text_with(buf, "grid", "grid persistent");
+  EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS,
+                "pack_gqa 1 needs grid tiles"));
+  strcpy(buf, text_with(kBwdFacts, "backward", "backward 1\nsplit_kv 1"));
+  EXPECT(err_is(fa3rt_facts_parse(buf, strlen(buf), &f), FA3RT_ERR_FACTS,
+                "facts of kernel 'fa3_bwd_d128_bf16_causal_kernel': split_kv 1 needs backward 0"));
+  strcpy(buf, text_with(kBwdFacts, "backward", "backward 1\npack_gqa 1"));
+  EXPECT(err_is(fa3rt_facts_parse(buf, strlen(buf), &f), FA3RT_ERR_FACTS,
+                "pack_gqa 1 needs backward 0"));
+  /* a caller's struct is checked alike */
+  EXPECT(fa3rt_facts_parse(kDecFacts, strlen(kDecFacts), &f) == FA3RT_OK);
+  fa3rt_fwd_args a;
+  memset(&a, 0, sizeof a);
+  a.dtype = FA3RT_BF16;
+  fa3rt_fwd_launch L;
+  fa3rt_facts g = f;
+  g.split_kv = 2;
+  EXPECT(err_is(fa3rt_fwd_plan(&g, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "facts.split_kv: 2 is out of range (0 or 1)"));
+  g = f;
+  g.persistent = 1;
+  EXPECT(err_is(fa3rt_fwd_plan(&g, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "split_kv 1 needs grid tiles"));
+  g = f;
+  g.split_kv = 0;
+  g.varlen = 1;
+  EXPECT(err_is(fa3rt_fwd_plan(&g, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "pack_gqa 1 needs varlen 0"));
+}
+
+static void test_split_heuristic(void) {
+  /* B = 1, Hkv = 8 packed (one m-block a kv head): 8 tiles; a 128k cache
+     at block_n 128: 1024 kv blocks; 132 SMs. Within a wave the efficiency
+     is 8s / 132; 33, 66 and 99 (whole waves) give a split the blocks of
+     32, 65 and 98 and do not count: the best counted is 0.99 (s = 49),
+     and 14 (0.848) is the first within 85% of it */
+  EXPECT(fa3rt_num_splits_heuristic(8, 1024, 132) == 14);
+  EXPECT(fa3rt_num_splits_heuristic(8, 1024, 108) == 12);
+  EXPECT(fa3rt_num_splits_heuristic(32, 1024, 132) == 4);  /* unpacked: Hq = 32 tiles */
+  EXPECT(fa3rt_num_splits_heuristic(1, 1024, 132) == 114);
+  EXPECT(fa3rt_num_splits_heuristic(48, 100, 108) == 2);   /* FlashAttention's example */
+  EXPECT(fa3rt_num_splits_heuristic(16, 8, 132) == 8);     /* at most a split a kv block */
+  /* tiles >= 0.8 * SMs: one split */
+  EXPECT(fa3rt_num_splits_heuristic(106, 1024, 132) == 1);
+  EXPECT(fa3rt_num_splits_heuristic(105, 1024, 132) == 5);
+  EXPECT(fa3rt_num_splits_heuristic(128, 1024, 132) == 1);
+  /* nothing to split, and any argument below 1 */
+  EXPECT(fa3rt_num_splits_heuristic(8, 1, 132) == 1);
+  EXPECT(fa3rt_num_splits_heuristic(0, 1024, 132) == 1);
+  EXPECT(fa3rt_num_splits_heuristic(8, 0, 132) == 1);
+  EXPECT(fa3rt_num_splits_heuristic(8, 1024, 0) == 1);
+  EXPECT(fa3rt_num_splits_heuristic(-8, -1, -132) == 1);
+  EXPECT(fa3rt_num_splits_heuristic(INT64_MIN, INT64_MIN, INT32_MIN) == 1);
+  /* the extremes: no overflow (UBSan), at most FA3RT_MAX_SPLITS */
+  EXPECT(fa3rt_num_splits_heuristic(INT64_MAX, INT64_MAX, INT32_MAX) == 1);
+  EXPECT(fa3rt_num_splits_heuristic(1, INT64_MAX, INT32_MAX) == 109);
+  for (int s = 1; s <= 300; s += 7)
+    for (int n = 1; n <= 3000; n += 97) {
+      int32_t r = fa3rt_num_splits_heuristic(s, n, 132);
+      EXPECT(r >= 1 && r <= FA3RT_MAX_SPLITS && r <= n);
+    }
+}
+
+/* A decoding launch [B, Sq, Hq / Hkv, D 128]: q, o BSHD, k, v a cache. */
+static fa3rt_fwd_args dec_args(long B, long Sq, long Hq, long Hkv, long Skv) {
+  fa3rt_fwd_args a;
+  memset(&a, 0, sizeof a);
+  a.dtype = FA3RT_BF16;
+  a.q = bshd(0x100000, B, Sq, Hq, 128);
+  a.k = bshd(0x200000, B, Skv, Hkv, 128);
+  a.v = bshd(0x300000, B, Skv, Hkv, 128);
+  a.o = bshd(0x400000, B, Sq, Hq, 128);
+  a.lse = 0x500000;
+  a.softmax_scale = NAN;
+  return a;
+}
+
+static void test_decode_plan(void) {
+  fa3rt_facts f;
+  EXPECT(fa3rt_facts_parse(kDecFacts, strlen(kDecFacts), &f) == FA3RT_OK);
+  fa3rt_fwd_launch L;
+  /* B 1, Hq 32 over Hkv 8 (g 4), one query, 128k keys: 8 packed tiles, the
+     heuristic's 14 splits at the default 132 SMs; the workspace is not
+     needed to plan */
+  fa3rt_fwd_args a = dec_args(1, 1, 32, 8, 131072);
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK);
+  EXPECT(L.num_splits == 14 && L.pack_group == 4 && L.grid[0] == 8 * 14 && L.grid[1] == 1 &&
+         L.block[0] == 256 && L.dynamic_smem == 100000 && !L.empty && !L.fill_only);
+  EXPECT(L.o_accum_bytes == 14ULL * 1 * 32 * 1 * 128 * 4 && L.lse_accum_bytes == 14ULL * 32 * 4);
+  /* the merge: 32 rows * 128 / 4 threads = 4 blocks of 256 */
+  EXPECT(L.combine_grid == 4 && L.combine_block == 256);
+  a.num_sms = 108; /* the caller's SM count */
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.num_splits == 12 && L.grid[0] == 8 * 12);
+  a.num_sms = 0;
+  a.num_splits = 3; /* the caller's split count */
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.num_splits == 3 && L.grid[0] == 8 * 3 &&
+         L.o_accum_bytes == 3ULL * 32 * 128 * 4 && L.lse_accum_bytes == 3ULL * 32 * 4);
+  a.num_splits = 128;
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.num_splits == 128);
+  a.num_splits = 1; /* one split: the kernel stores o and lse, no workspace, no merge */
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.num_splits == 1 && L.grid[0] == 8 &&
+         L.o_accum_bytes == 0 && L.lse_accum_bytes == 0 && L.combine_grid == 0 &&
+         L.combine_block == 0 && L.pack_group == 4);
+  a.o_accum = 0x600004; /* ignored where there is no split */
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK);
+  /* a given workspace is checked */
+  a = dec_args(1, 1, 32, 8, 131072);
+  a.o_accum = 0x600000;
+  a.lse_accum = 0x700000;
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.num_splits == 14);
+#define BAD_DEC(mutate, sub)                                                      \
+  do {                                                                            \
+    a = dec_args(1, 1, 32, 8, 131072);                                            \
+    mutate;                                                                       \
+    EXPECT(err_is(fa3rt_fwd_plan(&f, &a, &L), FA3RT_ERR_INVALID_ARGUMENT, sub));   \
+  } while (0)
+  BAD_DEC(a.o_accum = 0x600008, "o_accum pointer 0x600008 is not 16-byte aligned");
+  BAD_DEC(a.lse_accum = 0x700004, "lse_accum pointer 0x700004 is not 16-byte aligned");
+  BAD_DEC(a.o_accum = (1ULL << 63) - 4096,
+          "o_accum pointer: 0x7ffffffffffff000 is out of range (its 57344 floats");
+  BAD_DEC(a.lse_accum = (uint64_t)-16, "lse_accum pointer: 0xfffffffffffffff0 is out of range");
+  BAD_DEC(a.num_splits = 129, "num_splits: 129 is out of range (0: the heuristic, else 1 to 128)");
+  BAD_DEC(a.num_splits = -1, "num_splits: -1 is out of range");
+  BAD_DEC(a.num_sms = -1, "num_sms: -1 is out of range (0: the device's SMs, else 1 to 2^31-1)");
+  /* GQA packing needs g | block_m: 48 q heads over 1 kv head at block_m 64 */
+  BAD_DEC((a.q = bshd(0x100000, 1, 1, 48, 128), a.o = bshd(0x400000, 1, 1, 48, 128),
+           a.k = bshd(0x200000, 1, 131072, 1, 128), a.v = bshd(0x300000, 1, 131072, 1, 128)),
+          "kernel fa3_fwd_d128_bf16_decode_kernel packs the q heads of each kv head into its "
+          "tiles (facts pack_gqa 1): g = Hq / Hkv = 48 / 1 = 48 must divide block_m 64");
+  /* CTAs = tiles * splits at most 2^31-1 */
+  BAD_DEC((a.q = bshd(0x100000, 200000000, 1, 32, 128), a.o = bshd(0x400000, 200000000, 1, 32, 128),
+           a.k = bshd(0x200000, 200000000, 128, 8, 128),
+           a.v = bshd(0x300000, 200000000, 128, 8, 128), a.num_splits = 2),
+          "tiles: 1600000000 tiles * 2 kv splits (num_splits) is out of range (at most 2^31-1");
+  BAD_DEC((a.q = bshd(0x100000, 300000000, 1, 32, 128), a.o = bshd(0x400000, 300000000, 1, 32, 128),
+           a.k = bshd(0x200000, 300000000, 128, 8, 128),
+           a.v = bshd(0x300000, 300000000, 128, 8, 128)),
+          "tiles: 1 m-blocks of 64 rows * Hkv 8 * B 300000000 is out of range");
+#undef BAD_DEC
+  /* 64 q heads over 1 (MQA): g = 64 = block_m, a box of one query of every
+     head; 1000 queries are 1000 m-blocks */
+  a = dec_args(2, 1000, 64, 1, 4096);
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.pack_group == 64 && L.num_splits == 1 &&
+         L.grid[0] == 1000 * 1 * 2); /* 2000 tiles fill 132 SMs */
+  /* 4 queries (speculative decoding) of g 4: 16 packed rows, one m-block */
+  a = dec_args(1, 4, 32, 8, 131072);
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.num_splits == 14 && L.grid[0] == 8 * 14 &&
+         L.o_accum_bytes == 14ULL * 32 * 4 * 128 * 4 && L.combine_grid == 16);
+  /* a full batch: B 16 x 8 kv heads = 128 tiles, one split */
+  a = dec_args(16, 1, 32, 8, 131072);
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.num_splits == 1 && L.grid[0] == 128 &&
+         L.o_accum_bytes == 0 && L.combine_grid == 0);
+  /* without packing: ceil(1 / 64) * Hq 32 = 32 tiles, 4 splits */
+  fa3rt_facts nopack = f;
+  nopack.pack_gqa = 0;
+  a = dec_args(1, 1, 32, 8, 131072);
+  EXPECT(fa3rt_fwd_plan(&nopack, &a, &L) == FA3RT_OK && L.pack_group == 1 &&
+         L.num_splits == 4 && L.grid[0] == 32 * 4);
+  /* packing without splits: num_splits 0 is 1 split */
+  fa3rt_facts pack_only = f;
+  pack_only.split_kv = 0;
+  EXPECT(fa3rt_fwd_plan(&pack_only, &a, &L) == FA3RT_OK && L.pack_group == 4 &&
+         L.num_splits == 1 && L.grid[0] == 8 && L.o_accum_bytes == 0);
+  a.num_splits = 2;
+  EXPECT(err_is(fa3rt_fwd_plan(&pack_only, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "kernel fa3_fwd_d128_bf16_decode_kernel does not split the kv sequence (facts "
+                "split_kv 0): num_splits must be 0 or 1, got 2"));
+  /* no keys: o = 0 and lse = -inf without a kernel (no workspace, no merge);
+     empty problems: nothing */
+  a = dec_args(1, 1, 32, 8, 0);
+  a.k.ptr = a.v.ptr = 0;
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.fill_only && L.num_splits == 1 &&
+         L.o_accum_bytes == 0 && L.combine_grid == 0);
+  a.num_splits = 4;
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.fill_only && L.num_splits == 4 &&
+         L.o_accum_bytes == 0 && L.combine_grid == 0);
+  a = dec_args(0, 1, 32, 8, 4096);
+  a.num_splits = 4;
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.empty && L.grid[0] == 0 &&
+         L.o_accum_bytes == 0);
+  a = dec_args(1, 0, 32, 8, 4096);
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.empty);
+  a = dec_args(1, 1, 0, 8, 4096);
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.empty && L.pack_group == 1);
+
+  /* seqused_k (FlashAttention's cache_seqlens): int32 [B] on the device,
+     4-byte aligned like varlen's, alone of the varlen fields; the split
+     count still comes from Skv (the capacity) */
+  a = dec_args(3, 1, 32, 8, 131072);
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK);
+  const int32_t splits_without = L.num_splits;
+  a.seqused_k = 0x800000;
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.num_splits == splits_without &&
+         L.grid[0] == 3 * 8 * (unsigned)splits_without);
+  a.seqused_k = 0x800004; /* 4 bytes suffice */
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK);
+  a.seqused_k = (1ULL << 63) - 16; /* its 3 int32 below 2^63, as varlen's arrays */
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK);
+  a.num_splits = 1;
+  a.seqused_k = 0x800000;
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.num_splits == 1);
+#define BAD_USED(mutate, sub)                                                     \
+  do {                                                                            \
+    a = dec_args(3, 1, 32, 8, 131072);                                            \
+    a.seqused_k = 0x800000;                                                       \
+    mutate;                                                                       \
+    EXPECT(err_is(fa3rt_fwd_plan(&f, &a, &L), FA3RT_ERR_INVALID_ARGUMENT, sub));   \
+  } while (0)
+  BAD_USED(a.seqused_k = 0x800002, "seqused_k pointer 0x800002 is not a 4-byte aligned device "
+           "address of 3 int32 (one per batch) below 2^63");
+  BAD_USED(a.seqused_k = (1ULL << 63) - 12, "seqused_k pointer 0x7ffffffffffffff4 is not a "
+           "4-byte aligned device address of 3 int32");
+  BAD_USED(a.seqused_k = (uint64_t)-4, "seqused_k pointer 0xfffffffffffffffc");
+  /* the packed batch's other fields stay refused */
+  BAD_USED(a.cu_seqlens_k = 0x900000,
+           "kernel fa3_fwd_d128_bf16_decode_kernel takes fixed-length batches (facts varlen 0) "
+           "but cu_seqlens_q/k, varlen_batch or max_seqlen_q is set: use a varlen kernel (a "
+           "decoding kernel takes seqused_k alone: each batch's valid keys of its cache)");
+  BAD_USED(a.cu_seqlens_q = 0x900000, "cu_seqlens_q/k, varlen_batch or max_seqlen_q is set");
+  BAD_USED(a.varlen_batch = 3, "cu_seqlens_q/k, varlen_batch or max_seqlen_q is set");
+  BAD_USED(a.max_seqlen_q = 1, "cu_seqlens_q/k, varlen_batch or max_seqlen_q is set");
+  BAD_USED((a.seqused_k = 0, a.max_seqlen_q = 1), "use a varlen kernel (a decoding kernel");
+#undef BAD_USED
+  /* no keys: the fill stays (every seqused_k[b] is 0 by contract); empty:
+     nothing, its pointer unchecked */
+  a = dec_args(3, 1, 32, 8, 0);
+  a.k.ptr = a.v.ptr = 0;
+  a.seqused_k = 0x800000;
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.fill_only && L.o_accum_bytes == 0);
+  a = dec_args(0, 1, 32, 8, 4096);
+  a.seqused_k = 0x800000;
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.empty);
+  /* a kernel that packs but does not split takes no seqused_k */
+  a = dec_args(3, 1, 32, 8, 4096);
+  a.seqused_k = 0x800000;
+  EXPECT(err_is(fa3rt_fwd_plan(&pack_only, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "but seqused_k is set: use a varlen kernel, or a decoding kernel (facts "
+                "split_kv 1: fa3-compile --decode)"));
+
+  /* kernels without split_kv: num_splits 0 or 1, one split, no group */
+  fa3rt_facts fwd;
+  EXPECT(fa3rt_facts_parse(kFacts, strlen(kFacts), &fwd) == FA3RT_OK);
+  a = good_args();
+  EXPECT(fa3rt_fwd_plan(&fwd, &a, &L) == FA3RT_OK && L.num_splits == 1 && L.pack_group == 1 &&
+         L.o_accum_bytes == 0 && L.lse_accum_bytes == 0 && L.combine_grid == 0);
+  a.num_splits = 1;
+  EXPECT(fa3rt_fwd_plan(&fwd, &a, &L) == FA3RT_OK && L.num_splits == 1);
+  a.num_splits = 4;
+  EXPECT(err_is(fa3rt_fwd_plan(&fwd, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "kernel fa3_fwd_d128_bf16_causal does not split the kv sequence (facts split_kv "
+                "0): num_splits must be 0 or 1, got 4 (split-KV decoding needs a decoding "
+                "kernel: fa3-compile --decode, Fa3AttentionSpec.decode)"));
+  a.num_splits = -3;
+  EXPECT(err_is(fa3rt_fwd_plan(&fwd, &a, &L), FA3RT_ERR_INVALID_ARGUMENT, "got -3"));
+  a.num_splits = 0;
+  a.num_sms = INT32_MIN;
+  EXPECT(err_is(fa3rt_fwd_plan(&fwd, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "num_sms: -2147483648 is out of range"));
+  /* nor seqused_k, nor the packed batch's fields */
+  a = good_args();
+  a.seqused_k = 0x800000;
+  EXPECT(err_is(fa3rt_fwd_plan(&fwd, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "kernel fa3_fwd_d128_bf16_causal takes fixed-length batches (facts varlen 0) but "
+                "seqused_k is set: use a varlen kernel, or a decoding kernel"));
+  a = good_args();
+  a.cu_seqlens_q = 0x800000;
+  EXPECT(err_is(fa3rt_fwd_plan(&fwd, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "but cu_seqlens_q/k, seqused_k, varlen_batch or max_seqlen_q is set: use a "
+                "varlen kernel"));
+}
+
+/* A paged KV cache (FlashAttention's page_table): k and v are the page
+   pool, [num_pages, page_size, Hkv, D] stored, [num_pages, Hkv, page_size,
+   D] logical; the logical Skv is paged_seqlen_k or page_table_stride *
+   page_size. */
+static fa3rt_fwd_args paged_args(long B, long Hq, long Hkv, long pages, long ps, long stride) {
+  fa3rt_fwd_args a = dec_args(B, 1, Hq, Hkv, 1);
+  a.k = bshd(0x200000, pages, ps, Hkv, 128);
+  a.v = bshd(0x300000, pages, ps, Hkv, 128);
+  a.page_table = 0x900000;
+  a.page_table_stride = (int32_t)stride;
+  return a;
+}
+
+static void test_paged_plan(void) {
+  fa3rt_facts f;
+  EXPECT(fa3rt_facts_parse(kDecFacts, strlen(kDecFacts), &f) == FA3RT_OK);
+  fa3rt_fwd_launch L;
+  /* a contiguous cache: no page size, K/V boxes of block_n rows */
+  fa3rt_fwd_args a = dec_args(1, 1, 32, 8, 131072);
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.page_size == 0 && L.kv_box_rows == 128);
+  /* 1024 pages of 128 rows, 1024 a row of the table: the logical Skv is
+     128k, as the contiguous 128k cache's: the heuristic's 14 splits */
+  a = paged_args(1, 32, 8, 1024, 128, 1024);
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.Skv == 131072 && L.num_splits == 14 &&
+         L.grid[0] == 8 * 14 && L.page_size == 128 && L.kv_box_rows == 128 && L.B == 1 &&
+         L.Hkv == 8 && L.o_accum_bytes == 14ULL * 32 * 128 * 4);
+  /* the pool's pages are not q's batches: 3 pages for 5 batches (the
+     entries are the caller's contract, never read here) */
+  a = paged_args(5, 32, 8, 3, 64, 2);
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.B == 5 && L.Skv == 128 &&
+         L.page_size == 64 && L.kv_box_rows == 64);
+  /* every page size a multiple of 8 that divides block_n 128 or that it
+     divides: a box of min(page_size, block_n) rows */
+  const long sizes[] = {8, 16, 32, 64, 128, 256, 384, 512, 1024};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    const long ps = sizes[i];
+    a = paged_args(2, 32, 8, 40, ps, (12288 + ps - 1) / ps);
+    EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.page_size == ps &&
+           L.kv_box_rows == (ps < 128 ? ps : 128) && L.Skv == (12288 + ps - 1) / ps * ps);
+  }
+  /* paged_seqlen_k: the logical length below the table's capacity (its
+     kv blocks size the splits) */
+  a = paged_args(1, 32, 8, 64, 16, 64);
+  a.paged_seqlen_k = 1000;
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.Skv == 1000 && L.kv_box_rows == 16 &&
+         L.num_splits == fa3rt_num_splits_heuristic(8, 8, 132));
+  a.paged_seqlen_k = 1024;
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.Skv == 1024);
+  a.paged_seqlen_k = 1;
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.Skv == 1);
+  /* a table row past 2^31 keys needs the logical length */
+  a = paged_args(1, 32, 8, 64, 256, 1L << 24);
+  EXPECT(err_is(fa3rt_fwd_plan(&f, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "page_table_stride 16777216 * page_size 256 = 4294967296 keys is out of range "
+                "(the kernel's Skv is at most 2^31-1): set paged_seqlen_k"));
+  a.paged_seqlen_k = 1 << 20;
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.Skv == 1 << 20);
+  a.paged_seqlen_k = INT32_MAX;
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.Skv == INT32_MAX);
+  /* with seqused_k (cache_seqlens), the splits still from the logical Skv */
+  a = paged_args(3, 32, 8, 100, 64, 64);
+  a.seqused_k = 0x800000;
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.Skv == 4096 &&
+         L.num_splits == fa3rt_num_splits_heuristic(24, 32, 132));
+  a.num_splits = 3;
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.num_splits == 3 && L.grid[0] == 24 * 3);
+  /* the table's B * stride int32 up to 2^63 */
+  a = paged_args(2, 32, 8, 100, 64, 32);
+  a.page_table = (1ULL << 63) - 256;
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK);
+  /* the empty problems: nothing (the table is still checked) */
+  a = paged_args(0, 32, 8, 100, 64, 32);
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.empty && L.grid[0] == 0);
+#define BAD_PAGED(mutate, sub)                                                    \
+  do {                                                                            \
+    a = paged_args(2, 32, 8, 100, 64, 32);                                        \
+    mutate;                                                                       \
+    EXPECT(err_is(fa3rt_fwd_plan(&f, &a, &L), FA3RT_ERR_INVALID_ARGUMENT, sub));   \
+  } while (0)
+  /* page sizes the kernel's blocks cannot load whole */
+  BAD_PAGED((a.k = bshd(0x200000, 100, 24, 8, 128), a.v = bshd(0x300000, 100, 24, 8, 128)),
+            "page size 24 (k.shape[2]: the rows of a page of the pool [num_pages, Hkv, "
+            "page_size, D]) must be a multiple of 8 that divides block_n 128 or that block_n "
+            "divides: kernel fa3_fwd_d128_bf16_decode_kernel loads each block of 128 keys as "
+            "pages of min(page_size, 128) rows");
+  BAD_PAGED((a.k = bshd(0x200000, 100, 12, 8, 128), a.v = bshd(0x300000, 100, 12, 8, 128)),
+            "page size 12 (k.shape[2]");
+  BAD_PAGED((a.k = bshd(0x200000, 100, 4, 8, 128), a.v = bshd(0x300000, 100, 4, 8, 128)),
+            "page size 4 (k.shape[2]");
+  BAD_PAGED((a.k = bshd(0x200000, 100, 192, 8, 128), a.v = bshd(0x300000, 100, 192, 8, 128)),
+            "page size 192 (k.shape[2]");
+  BAD_PAGED((a.k = bshd(0x200000, 100, 0, 8, 128), a.v = bshd(0x300000, 100, 0, 8, 128)),
+            "page size 0 (k.shape[2]");
+  BAD_PAGED((a.k = bshd(0x200000, 0, 64, 8, 128), a.v = bshd(0x300000, 0, 64, 8, 128)),
+            "k and v have no pages (k.shape[0] = 0)");
+  BAD_PAGED(a.v = bshd(0x300000, 99, 64, 8, 128),
+            "k and v page pools differ: k has 100 pages of 64 rows and Hkv=8; v has 99 pages "
+            "of 64 rows and Hkv=8");
+  BAD_PAGED(a.v = bshd(0x300000, 100, 32, 8, 128), "k and v page pools differ");
+  BAD_PAGED((a.k = bshd(0x200000, 100, 64, 3, 128), a.v = bshd(0x300000, 100, 64, 3, 128)),
+            "Hq = 32 is not a multiple of Hkv = 3");
+  BAD_PAGED(a.page_table_stride = 0,
+            "page_table_stride: 0 is out of range (1 to 2^31-1: the entries from one batch's "
+            "row of the page table to the next)");
+  BAD_PAGED(a.page_table_stride = -5, "page_table_stride: -5 is out of range");
+  BAD_PAGED(a.paged_seqlen_k = 2049,
+            "paged_seqlen_k: 2049 is out of range (0: page_table_stride 32 * page_size 64; "
+            "else 1 to that and to 2^31-1");
+  BAD_PAGED(a.paged_seqlen_k = -1, "paged_seqlen_k: -1 is out of range");
+  BAD_PAGED(a.page_table = 0x900002,
+            "page_table pointer 0x900002 is not a 4-byte aligned device address of B 2 * "
+            "page_table_stride 32 int32 below 2^63");
+  BAD_PAGED(a.page_table = (1ULL << 63) - 252, "page_table pointer 0x7fffffffffffff04 is not");
+  BAD_PAGED(a.page_table = (uint64_t)-4, "page_table pointer 0xfffffffffffffffc is not");
+  /* the fields without a table */
+  BAD_PAGED((a.page_table = 0, a.k = bshd(0x200000, 2, 64, 8, 128),
+             a.v = bshd(0x300000, 2, 64, 8, 128)),
+            "page_table_stride 32 and paged_seqlen_k 0 must be 0 without a page_table (a "
+            "contiguous cache: k and v are [B, Hkv, Skv, D])");
+  BAD_PAGED((a.page_table = 0, a.page_table_stride = 0, a.paged_seqlen_k = 7,
+             a.k = bshd(0x200000, 2, 64, 8, 128), a.v = bshd(0x300000, 2, 64, 8, 128)),
+            "page_table_stride 0 and paged_seqlen_k 7 must be 0 without a page_table");
+  /* without a table the pool is no cache: its pages must be q's batches */
+  BAD_PAGED(a.page_table = a.page_table_stride = 0, "batch sizes differ: q 2, k 100, v 100");
+#undef BAD_PAGED
+  /* block_n 96 (a head-dim-192 causal kernel's): 32 and 96 divide it, it
+     divides 192; 64 neither */
+  fa3rt_facts f96 = f;
+  f96.block_n = 96;
+  a = paged_args(2, 32, 8, 100, 32, 32);
+  EXPECT(fa3rt_fwd_plan(&f96, &a, &L) == FA3RT_OK && L.kv_box_rows == 32);
+  a = paged_args(2, 32, 8, 100, 192, 32);
+  EXPECT(fa3rt_fwd_plan(&f96, &a, &L) == FA3RT_OK && L.kv_box_rows == 96);
+  a = paged_args(2, 32, 8, 100, 64, 32);
+  EXPECT(err_is(fa3rt_fwd_plan(&f96, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "page size 64 (k.shape[2]: the rows of a page of the pool [num_pages, Hkv, "
+                "page_size, D]) must be a multiple of 8 that divides block_n 96 or that block_n "
+                "divides"));
+  /* block_n 64 (head dim 256): 128 and 256 a whole block each */
+  fa3rt_facts f64 = f;
+  f64.block_n = 64;
+  a = paged_args(2, 32, 8, 100, 256, 32);
+  EXPECT(fa3rt_fwd_plan(&f64, &a, &L) == FA3RT_OK && L.kv_box_rows == 64 && L.Skv == 8192);
+  /* only split_kv kernels take a table */
+  fa3rt_facts pack_only = f;
+  pack_only.split_kv = 0;
+  a = paged_args(2, 32, 8, 100, 64, 32);
+  EXPECT(err_is(fa3rt_fwd_plan(&pack_only, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "kernel fa3_fwd_d128_bf16_decode_kernel takes no page table (facts split_kv 0): "
+                "a paged KV cache needs a decoding kernel (facts split_kv 1: fa3-compile "
+                "--decode, Fa3AttentionSpec.decode)"));
+  fa3rt_facts fwd;
+  EXPECT(fa3rt_facts_parse(kFacts, strlen(kFacts), &fwd) == FA3RT_OK);
+  a = good_args();
+  EXPECT(fa3rt_fwd_plan(&fwd, &a, &L) == FA3RT_OK && L.page_size == 0 && L.kv_box_rows == 128);
+  a.page_table = 0x900000;
+  a.page_table_stride = 8;
+  EXPECT(err_is(fa3rt_fwd_plan(&fwd, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "kernel fa3_fwd_d128_bf16_causal takes no page table (facts split_kv 0)"));
+  a = good_args();
+  a.page_table_stride = 8;
+  EXPECT(err_is(fa3rt_fwd_plan(&fwd, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "page_table_stride 8 and paged_seqlen_k 0 must be 0 without a page_table"));
+}
+
 static void test_no_gpu(void) {
   /* No driver here (link stub): loading must fail cleanly with a CUDA message. */
   fa3rt_kernel *k = (fa3rt_kernel *)0x1;
@@ -644,6 +1134,10 @@ static void test_no_gpu(void) {
   fa3rt_fwd_args a = good_args();
   EXPECT(err_is(fa3rt_fwd(NULL, &a, NULL), FA3RT_ERR_INVALID_ARGUMENT, "NULL kernel"));
   fa3rt_kernel_destroy(NULL);
+  /* a decoding kernel's load fails the same way, before its _combine */
+  k = (fa3rt_kernel *)0x1;
+  st = fa3rt_kernel_load_data(dummy, sizeof dummy, kDecFacts, strlen(kDecFacts), &k);
+  EXPECT((st == FA3RT_ERR_CUDA || st == FA3RT_ERR_UNSUPPORTED_DEVICE) && k == NULL);
 }
 
 int main(void) {
@@ -652,6 +1146,10 @@ int main(void) {
   test_plan();
   test_backward_facts();
   test_bwd_plan();
+  test_decode_facts();
+  test_split_heuristic();
+  test_decode_plan();
+  test_paged_plan();
   test_no_gpu();
   printf("%d checks, %d failed\n", g_n, g_fail);
   return g_fail ? 1 : 0;

@@ -400,12 +400,17 @@ def main():
     if backward:
         print(f"not checked here (backward kernels: test/gpu/check_bwd.py): "
               + ", ".join(backward))
-    kernels = [k for k in kernels if not k.varlen and not k.backward]
+    decode = [k.kernel for k in kernels if k.decode]
+    if decode:
+        print(f"not checked here (decoding kernels: test/gpu/check_decode.py): "
+              + ", ".join(decode))
+    kernels = [k for k in kernels if not k.varlen and not k.backward and not k.decode]
     if a.only:
         kernels = [k for k in kernels if a.only in k.kernel]
     if not kernels:
-        others = varlen or backward
-        print(f"no kernels in {a.kernel_dir}" + (" but varlen or backward ones" if others else ""))
+        others = varlen or backward or decode
+        print(f"no kernels in {a.kernel_dir}"
+              + (" but varlen, backward or decoding ones" if others else ""))
         return 0 if others and not a.only else 1
     print(f"seed {a.seed}; {len(kernels)} kernel(s): " + ", ".join(k.kernel for k in kernels))
     results, sass = [], {}

@@ -58,6 +58,12 @@ static const char *kUsage =
     "                       full or causal, no softcap (also with --all); its\n"
     "                       module also holds <kernel>_pre (delta) and\n"
     "                       <kernel>_post (dQ), launched around it\n"
+    "  --decode             the decoding kernel (flash_attn_with_kvcache):\n"
+    "                       the q heads of a kv head share a tile (GQA\n"
+    "                       packing) and a tile's kv blocks split over a\n"
+    "                       launch-time number of CTAs, merged by\n"
+    "                       <kernel>_combine in the same module (also with\n"
+    "                       --all; not with --varlen or --backward)\n"
     "  --name NAME          kernel base name, a C identifier of at most 200\n"
     "                       characters (default: derived from the variant)\n"
     "\n"
@@ -327,7 +333,7 @@ int main(int argc, char **argv) {
       "--persistent",     "--no-persistent", "--no-tma-store",
       "--ptx-only",       "--no-pingpong",  "--lazy-rescale",
       "--no-lazy-rescale", "--kv-multicast", "--no-kv-multicast",
-      "--varlen",         "--backward"};
+      "--varlen",         "--backward",     "--decode"};
   enum { kNumValued = sizeof kValued / sizeof kValued[0] };
   enum { kNumFlags = sizeof kFlags / sizeof kFlags[0] };
   bool given[kNumValued] = {false};
@@ -424,6 +430,8 @@ int main(int argc, char **argv) {
       spec.varlen = true; /* a variant option that --all takes too */
     } else if (!strcmp(a, "--backward")) {
       spec.backward = true; /* likewise */
+    } else if (!strcmp(a, "--decode")) {
+      spec.decode = true; /* likewise */
     } else if (!strcmp(a, "--causal")) {
       spec.causal = true;
       variantOption = variantOption ? variantOption : a;
@@ -513,8 +521,14 @@ int main(int argc, char **argv) {
   if (input && spec.backward)
     return fail("--backward describes a variant; an input file brings its "
                 "own (attn.flash_attention_grad)", NULL);
+  if (input && spec.decode)
+    return fail("--decode describes a variant; for an input file run "
+                "fa3-opt --attn-hopper-pipeline=\"decode=true\"", NULL);
   if (all && spec.backward && spec.varlen)
     return fail("--backward takes fixed-length batches, not --varlen", NULL);
+  if (all && spec.decode && (spec.backward || spec.varlen))
+    return fail("--decode is a fixed-length forward: not with --backward or "
+                "--varlen", NULL);
   if (input && !readable(input)) {
     fprintf(stderr, "fa3-compile: cannot read: ");
     putEscaped(stderr, input);
@@ -574,6 +588,7 @@ int main(int argc, char **argv) {
         s.causal = i % 2;
         s.varlen = spec.varlen;
         s.backward = spec.backward;
+        s.decode = spec.decode;
       }
       s.name = all ? NULL : name; /* NULL: the C API derives the name */
       double t0 = now();

@@ -79,6 +79,13 @@ def AttnHopperConfig : Pass<"attn-hopper-config"> {
            "With lazy rescaling, a row's running max is raised only when a "
            "kv block's scores exceed it by more than this (log2 units, 0 to "
            "15), so P stays below 2^threshold; 0 keeps the exact max">,
+    Option<"decode", "decode", "bool", /*default=*/"false",
+           "The decoding kernel (flash-decoding): split-KV (the kv blocks "
+           "of a tile split over a launch-time number of CTAs, merged by a "
+           "generated <kernel>_combine) and GQA packing (the q heads of a "
+           "kv head share one tile, so K and V are read once), one CTA per "
+           "tile, 128-row tiles, O stored directly. Fixed-length forward "
+           "only">,
   ];
 }
 

@@ -13,10 +13,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CacheAppendKernel.h"
 #include "GradAuxKernels.h"
 #include "GradKernelBuilder.h"
 #include "HopperConfig.h"
 #include "KernelBuilder.h"
+#include "SplitCombineKernel.h"
 #include "fa3/Conversion/Passes.h"
 #include "fa3/Dialect/Attn/IR/AttnDialect.h"
 #include "fa3/Dialect/Attn/Utils/LoweringUtils.h"
@@ -370,6 +372,12 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
   gpu::GPUModuleOp gpuModule = *created;
   // Verified after the device functions it calls are added.
   gpu::GPUFuncOp kernel = hopper::buildKernel(mb, loc, gpuModule, cfg);
+  if (cfg.splitKv) {
+    hopper::buildSplitCombineKernel(mb, loc, gpuModule, cfg.name + "_combine",
+                                    cfg.dtype, cfg.headDimV);
+    hopper::buildCacheAppendKernel(mb, loc, gpuModule, cfg.name + "_append",
+                                   cfg.headDim, cfg.headDimV);
+  }
 
   OpBuilder b = OpBuilder::atBlockBegin(gpuModule.getBody());
   buildRangeFn(b, loc, cfg.kvRangeFn, t.range, buildKvRange);
@@ -407,9 +415,15 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
       b.getNamedAttr("params", paramNames(b, hopper::kKernelParams)),
   };
   SmallVector<NamedAttribute> all(std::begin(facts), std::end(facts));
-  // Optional key (0 when absent): a packed variable-length batch's kernel.
+  // Optional keys (0 when absent): a packed variable-length batch's
+  // kernel; the decoding kernel's split-KV (with <kernel>_combine beside
+  // it) and GQA packing.
   if (cfg.varlen)
     all.push_back(b.getNamedAttr("varlen", b.getBoolAttr(true)));
+  if (cfg.splitKv)
+    all.push_back(b.getNamedAttr("split_kv", b.getBoolAttr(true)));
+  if (cfg.packGqa)
+    all.push_back(b.getNamedAttr("pack_gqa", b.getBoolAttr(true)));
   if (failed(setLaunchFacts(b, kernel, all, fail)))
     return failure();
   if (failed(verify(gpuModule)))

@@ -292,7 +292,7 @@ void GradKernelBuilder::consumers(Value cta) {
     s = ifElse(
             boundary, TypeRange{fragS},
             [&]() -> SmallVector<Value> {
-              Value mk = MaskOp::create(b, loc, s, kvRow0, q0,
+              Value mk = MaskOp::create(b, loc, s, kvRow0, /*group=*/Value(), q0,
                                         cfg.visibleColsFn, sq, param("Skv"),
                                         cfg.leftBounded, /*transposed=*/true);
               return {mk};
@@ -357,11 +357,11 @@ void GradKernelBuilder::consumers(Value cta) {
   Value oneRows = FragmentFillOp::create(b, loc, fragRows, f32(1.0));
   StoreODirectOp::create(b, loc, loop.getResult(0), scaleRows, param("dK"),
                          param("dkvStrideB"), param("dkvStrideS"),
-                         param("dkvStrideH"), kvRow0, w.hkv, w.bidx,
+                         param("dkvStrideH"), kvRow0, /*group=*/Value(), w.hkv, w.bidx,
                          param("Skv"), et, IntegerAttr());
   StoreODirectOp::create(b, loc, loop.getResult(1), oneRows, param("dV"),
                          param("dkvStrideB"), param("dkvStrideS"),
-                         param("dkvStrideH"), kvRow0, w.hkv, w.bidx,
+                         param("dkvStrideH"), kvRow0, /*group=*/Value(), w.hkv, w.bidx,
                          param("Skv"), et, IntegerAttr());
   if (cfg.dqBulk) {
     // the last bulk reduction's

@@ -87,6 +87,8 @@ void fa3::hopper::applyConfig(HopperConfigAttr config, KernelConfig &cfg) {
   cfg.clusterM = config.getClusterM();
   cfg.pingpong = config.getPingpong();
   cfg.tmaStore = config.getTmaStore();
+  cfg.splitKv = config.getSplitKv();
+  cfg.packGqa = config.getPackGqa();
 }
 
 HopperConfigAttr fa3::hopper::recordConfig(MLIRContext *ctx,
@@ -94,7 +96,7 @@ HopperConfigAttr fa3::hopper::recordConfig(MLIRContext *ctx,
   return HopperConfigAttr::get(
       ctx, cfg.blockM, cfg.blockN, cfg.stages, cfg.persistent, cfg.qBuffers,
       cfg.lazyRescale, llvm::APFloat(cfg.rescaleThreshold), cfg.clusterM,
-      cfg.pingpong, cfg.tmaStore);
+      cfg.pingpong, cfg.tmaStore, cfg.splitKv, cfg.packGqa);
 }
 
 FailureOr<GradKernelConfig>
@@ -157,7 +159,8 @@ HopperConfigAttr fa3::hopper::recordGradConfig(MLIRContext *ctx,
                                /*lazy_rescale=*/false,
                                /*rescale_threshold=*/llvm::APFloat(0.0),
                                /*cluster_m=*/1, /*pingpong=*/false,
-                               /*tma_store=*/cfg.dqBulk);
+                               /*tma_store=*/cfg.dqBulk, /*split_kv=*/false,
+                               /*pack_gqa=*/false);
 }
 
 namespace {
@@ -254,6 +257,31 @@ void chooseConfig(KernelConfig &cfg, bool fullMask,
   cfg.clusterM = !cfg.varlen && decide(o.kvMulticast, cfg.persistent) ? 2 : 1;
   if (cfg.clusterM == 2 && !checkSupported(cfg).empty())
     cfg.clusterM = 1;
+  // The decoding kernel (flash-decoding, as FA3's split and pack_gqa
+  // kernels): a decoding step has a handful of query rows per kv head, so
+  // the q heads of a kv head share a tile (K and V read once, not once per
+  // q head) and the kv blocks split over CTAs (numSplits, chosen at launch)
+  // to fill the GPU. One CTA per tile of 128 packed rows (two consumer
+  // warpgroups: most of a tile's rows are empty in a decoding step, and the
+  // step is bound by reading K and V, not by the wgmmas); O stored
+  // directly, which the partial outputs need anyway; no cluster.
+  // A decoding step streams K and V once: a third ring stage, where shared
+  // memory has room for it (head dim up to 128), keeps more of them in
+  // flight per SM (bench/NOTES.md, Decoding).
+  if (o.decode) {
+    cfg.splitKv = cfg.packGqa = true;
+    cfg.blockM = o.blockM != 0 ? o.blockM : 128;
+    cfg.pingpong = o.pingpong;
+    cfg.persistent = false;
+    cfg.qBuffers = 1;
+    cfg.clusterM = 1;
+    cfg.tmaStore = false;
+    if (o.stages == 0) {
+      cfg.stages = 3;
+      if (!checkSupported(cfg).empty())
+        cfg.stages = 2;
+    }
+  }
 }
 
 struct AttnHopperConfigPass
@@ -303,6 +331,7 @@ struct AttnHopperConfigPass
     opts.lazyRescale = lazyRescale;
     opts.kvMulticast = kvMulticast;
     opts.rescaleThreshold = rescaleThreshold;
+    opts.decode = decode;
     WalkResult result = getOperation()->walk([&](Operation *op) {
       if (auto fixed = dyn_cast<FlashAttentionOp>(op))
         return configure(fixed, opts);
@@ -377,6 +406,9 @@ struct AttnHopperConfigPass
         cast<MemRefType>(op.getQuery().getType()),
         cast<MemRefType>(op.getValue().getType()), left, right);
     cfg.varlen = isa<FlashAttentionVarlenOp>(op.getOperation());
+    if (opts.decode && cfg.varlen)
+      return fail("unsupported decode with a packed variable-length batch "
+                  "(the decoding kernel takes a fixed-length batch)");
     chooseConfig(cfg, left < 0 && right < 0, opts);
     why = checkSupported(cfg);
     if (!why.empty())

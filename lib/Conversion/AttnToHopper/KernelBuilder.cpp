@@ -272,15 +272,47 @@ private:
     b.setInsertionPointAfter(tileLoop);
   }
 
-  /// Where a tile sits: its first query row, q head and batch.
+  /// Where a tile sits: its first row, head and batch, and with split-KV
+  /// its split (null otherwise). With GQA packing the rows are packed
+  /// (query, q head) rows and the head is the kv head.
   struct TileCoords {
-    Value m0, head, bidx;
+    Value m0, head, bidx, split;
   };
   TileCoords coords(Value tile, Value numM) {
-    auto c = TileCoordsOp::create(b, loc, tile, numM, param("Hq"),
+    auto c = TileCoordsOp::create(b, loc, tile, numM, gridHeads(),
                                   static_cast<uint64_t>(cfg.blockM),
                                   cfg.longestFirst);
-    return TileCoords{c.getM0(), c.getHead(), c.getBatch()};
+    TileCoords t{c.getM0(), c.getHead(), c.getBatch(), Value()};
+    if (cfg.splitKv) {
+      // the grid's batches are (split, batch) pairs, batch fastest
+      t.split = bin<arith::DivUIOp>(t.bidx, param("B"));
+      t.bidx = bin<arith::RemUIOp>(t.bidx, param("B"));
+    }
+    return t;
+  }
+  /// GQA packing's group: the q heads of a kv head.
+  Value group() { return bin<arith::DivUIOp>(param("Hq"), param("Hkv")); }
+  /// The tile grid: rows (packed rows with GQA packing: Sq * group), heads
+  /// (kv heads with GQA packing) and batches (x numSplits with split-KV).
+  Value gridHeads() { return param(cfg.packGqa ? "Hkv" : "Hq"); }
+  Value gridBatches() {
+    if (!cfg.splitKv)
+      return param("B");
+    return bin<arith::MulIOp>(param("B"), param("numSplits"));
+  }
+  TileGridOp tileGrid() {
+    return TileGridOp::create(b, loc, gridRows(), gridHeads(), gridBatches(),
+                              static_cast<uint64_t>(cfg.blockM),
+                              cfg.clusterM == 2);
+  }
+  /// A tile's first query row and first q head: with GQA packing, packed
+  /// row m0 is query m0 / group of q head kv head * group (m0 is a
+  /// multiple of the group: the runtime requires it to divide block_m).
+  Value firstQuery(const TileCoords &c) {
+    return cfg.packGqa ? bin<arith::DivUIOp>(c.m0, group()) : c.m0;
+  }
+  Value firstHead(const TileCoords &c) {
+    return cfg.packGqa ? bin<arith::MulIOp>(c.head, group()) : c.head;
   }
 
   /// One tile of work: its coordinates and kv-block schedule, and the
@@ -324,6 +356,62 @@ private:
     seq.skv = skv.getResult(0);
     return seq;
   }
+  /// Batch b's keys: seqUsedK[b] where the launch gives the array, else
+  /// Skv. `warpUniform`: see sequence.
+  Value cacheLength(Value bidx, bool warpUniform) {
+    auto gptrT = LLVM::LLVMPointerType::get(ctx, 1);
+    Value null = LLVM::ZeroOp::create(b, loc, gptrT);
+    Value given = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne,
+                                       param("seqUsedK"), null);
+    auto skv = ifElse(
+        given, TypeRange{i32T},
+        [&]() -> SmallVector<Value> {
+          Value p = LLVM::GEPOp::create(b, loc, gptrT, i32T, param("seqUsedK"),
+                                        ArrayRef<LLVM::GEPArg>{bidx});
+          Value x = LLVM::LoadOp::create(b, loc, i32T, p);
+          return {warpUniform ? laneZero(x) : x};
+        },
+        [&]() -> SmallVector<Value> { return {param("Skv")}; });
+    return skv.getResult(0);
+  }
+  /// Batch b's row of the page table (i32 page indices, pageTableStride
+  /// apart), or null where the launch gives no page table.
+  Value pageTableRow(Value bidx) {
+    auto gptrT = LLVM::LLVMPointerType::get(ctx, 1);
+    Value b64 = ext64(bidx);
+    Value off = bin<arith::MulIOp>(b64, ext64(param("pageTableStride")));
+    Value row = LLVM::GEPOp::create(b, loc, gptrT, i32T, param("pageTable"),
+                                    ValueRange{off});
+    Value null = LLVM::ZeroOp::create(b, loc, gptrT);
+    Value given = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne,
+                                       param("pageTable"), null);
+    return LLVM::SelectOp::create(b, loc, given, row, null);
+  }
+  /// A K or V block of block_n rows from `row` into slot u of ring r: from
+  /// a paged cache where `pages` (the batch's page-table row) is not null
+  /// (hopper.load_paged_tile: the map is over pages; rows past `bound`,
+  /// the batch's keys, read its last row's page), else a tile of the map.
+  void loadKv(Value map, Value row, Value head, Value batch, Value r, Value u,
+              int64_t cols, Value pages, Value bound) {
+    if (!pages) {
+      loadTile(map, row, head, batch, r, u, cfg.blockN, cols);
+      return;
+    }
+    auto gptrT = LLVM::LLVMPointerType::get(ctx, 1);
+    Value null = LLVM::ZeroOp::create(b, loc, gptrT);
+    Value paged = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne, pages,
+                                       null);
+    auto which = scf::IfOp::create(b, loc, TypeRange{}, paged,
+                                   /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPoint(which.thenBlock()->getTerminator());
+    LoadPagedTileOp::create(b, loc, map, row, head, pages,
+                            param("pageSize"), bound, r, u,
+                            static_cast<uint64_t>(cfg.blockN),
+                            static_cast<uint64_t>(cols), et);
+    b.setInsertionPoint(which.elseBlock()->getTerminator());
+    loadTile(map, row, head, batch, r, u, cfg.blockN, cols);
+  }
   /// `warpUniform`: see sequence.
   Tile schedule(const TileCoords &c, bool warpUniform) {
     Tile t;
@@ -333,15 +421,36 @@ private:
     if (cfg.varlen) {
       fa3::attn::SequenceBounds seq = sequence(c.bidx, warpUniform);
       t.sq = seq.sq, t.skv = seq.skv, t.q0 = seq.q0, t.k0 = seq.k0;
+    } else if (cfg.splitKv) {
+      // The decoding kernel reads a KV cache filled to seqused_k[b] of its
+      // Skv rows where the launch gives one (FlashAttention's
+      // cache_seqlens); masks and the schedule then see that many keys.
+      t.skv = cacheLength(c.bidx, warpUniform);
     }
-    // the schedule of this m-block (attn.kv_range)
+    // the schedule of this m-block (attn.kv_range). With GQA packing the
+    // tile's queries m0 / g .. (m0 + block_m - 1) / g lie inside the
+    // block_m rows from m0 / g: their range covers the tile's (and its
+    // interior blocks are interior to the tile's rows too).
     Type four[] = {i32T, i32T, i32T, i32T};
-    Value args[] = {t.m0, t.sq, t.skv};
+    Value args[] = {firstQuery(c), t.sq, t.skv};
     auto rng = func::CallOp::create(b, loc, cfg.kvRangeFn, four, args);
     t.lo = rng.getResult(0);
     t.ilo = rng.getResult(2);
     t.ihi = rng.getResult(3);
     t.nblk = bin<arith::SubIOp>(rng.getResult(1), t.lo);
+    if (cfg.splitKv) {
+      // split s takes the s-th run of ceil(nblk / numSplits) blocks
+      // (possibly none); the mask's interior range stays the tile's
+      Value ns = param("numSplits");
+      Value per = bin<arith::AddIOp>(t.nblk, ns);
+      per = bin<arith::SubIOp>(per, i32(1));
+      per = bin<arith::DivUIOp>(per, ns);
+      Value start = bin<arith::MulIOp>(c.split, per);
+      t.lo = bin<arith::AddIOp>(t.lo, start);
+      Value left = bin<arith::SubIOp>(t.nblk, start);
+      left = bin<arith::MinSIOp>(left, per);
+      t.nblk = bin<arith::MaxSIOp>(left, i32(0));
+    }
     return t;
   }
 
@@ -369,8 +478,12 @@ private:
   }
   Value packedBatch(Value bidx) { return cfg.varlen ? i32(0) : bidx; }
   /// The m-blocks of the tile grid: of the longest sequence in a packed
-  /// batch.
-  Value gridRows() { return param(cfg.varlen ? "maxSeqlenQ" : "Sq"); }
+  /// batch; of Sq x group packed rows with GQA packing.
+  Value gridRows() {
+    if (cfg.packGqa)
+      return bin<arith::MulIOp>(param("Sq"), group());
+    return param(cfg.varlen ? "maxSeqlenQ" : "Sq");
+  }
   /// A persistent producer's first tile from `t` on that has work in a
   /// packed batch (its m-block starts inside its sequence), claiming more
   /// from the dynamic scheduler past the empty ones; a tile >= `tiles`
@@ -545,6 +658,15 @@ std::string fa3::hopper::checkSupported(const KernelConfig &cfg) {
     os << "a packed variable-length batch with K/V multicast (the two CTAs "
           "of a cluster would take m-blocks of sequences of different "
           "lengths)";
+  else if ((cfg.splitKv || cfg.packGqa) &&
+           (cfg.varlen || cfg.persistent || cfg.clusterM != 1 || cfg.tmaStore))
+    os << "split-KV or GQA packing with "
+       << (cfg.varlen       ? "a packed variable-length batch"
+           : cfg.persistent ? "persistent CTAs"
+           : cfg.clusterM != 1 ? "K/V multicast"
+                               : "the TMA O store")
+       << " (the decoding kernel takes a fixed-length batch, one CTA per "
+          "tile, no cluster, and stores O directly)";
   else if (computeSmemLayout(cfg).total > kMaxDynamicSmem)
     os << "tiles " << cfg.blockM << "x" << cfg.blockN << " with head dim "
        << headDimsOf(cfg) << " need " << computeSmemLayout(cfg).total
@@ -591,14 +713,47 @@ void KernelBuilder::epilogue(Value m, Value l, Value o, const TileCoords &c,
                         /*wait_previous=*/cfg.persistent && !lay.oInQ,
                         /*drain=*/qFreedAfterStore(), et);
   };
+  // GQA packing: the rows are (query, q head) pairs from the tile's first
+  // q head
+  Value grp = cfg.packGqa ? group() : Value();
+  Value head = firstHead(c);
+  IntegerAttr columns;
+  if (cfg.headDimV != cfg.tileDv())
+    columns = b.getI64IntegerAttr(cfg.headDimV);
   auto storeDirect = [&] {
-    IntegerAttr columns;
-    if (cfg.headDimV != cfg.tileDv())
-      columns = b.getI64IntegerAttr(cfg.headDimV);
     StoreODirectOp::create(b, loc, o, inv, param("O"), param("oStrideB"),
-                           param("oStrideS"), param("oStrideH"), row0, c.head,
-                           batch, bound, et, columns);
+                           param("oStrideS"), param("oStrideH"), row0, grp,
+                           head, batch, bound, et, columns);
   };
+  auto storeLse = [&] {
+    StoreLseOp::create(b, loc, lse, param("LSE"), row0, grp, head, batch,
+                       param("Hq"), bound, lseStride);
+  };
+  if (cfg.splitKv) {
+    // numSplits > 1: this split's O / l (f32) and LSE, at (split, batch,
+    // head, query) of oAccum [numSplits, B, Hq, Sq, Dv] and lseAccum
+    // [numSplits, B, Hq, Sq], for <kernel>_combine; else O and LSE as
+    // without splits. (A split without blocks stores O = 0 and LSE = -inf.)
+    Value many = cmpi(CmpIPredicate::sgt, param("numSplits"), i32(1));
+    auto which = scf::IfOp::create(b, loc, TypeRange{}, many,
+                                   /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPoint(which.thenBlock()->getTerminator());
+    Value sb = bin<arith::MulIOp>(c.split, param("B"));
+    sb = bin<arith::AddIOp>(sb, c.bidx);
+    Value dv = i64(cfg.headDimV);
+    Value strideH = bin<arith::MulIOp>(ext64(sq), dv);
+    Value strideB = bin<arith::MulIOp>(strideH, ext64(param("Hq")));
+    StoreODirectOp::create(b, loc, o, inv, param("oAccum"), strideB, dv,
+                           strideH, row0, grp, head, sb, bound, f32T,
+                           columns);
+    StoreLseOp::create(b, loc, lse, param("lseAccum"), row0, grp, head, sb,
+                       param("Hq"), bound, Value());
+    b.setInsertionPoint(which.elseBlock()->getTerminator());
+    storeDirect();
+    storeLse();
+    return;
+  }
   if (cfg.tmaStore && cfg.varlen) {
     // In a packed batch, a TMA box past the sequence's end would write the
     // next sequence's rows: TMA where this warpgroup's 64 rows lie inside
@@ -624,19 +779,16 @@ void KernelBuilder::epilogue(Value m, Value l, Value o, const TileCoords &c,
     // O has left Q's buffer: the producer may load the next Q
     ringOp<RingConsumerReleaseOp>(qRing, qK);
   }
-  StoreLseOp::create(b, loc, lse, param("LSE"), row0, c.head, batch,
-                     param("Hq"), bound, lseStride);
+  storeLse();
 }
 
 void KernelBuilder::producer(Value cta) {
   // The tile grid, computed in each role: a value computed before the
   // role split would live across the producer's setmaxnreg (24 registers)
   // and ptxas would spill it there.
-  auto grid = TileGridOp::create(b, loc, gridRows(), param("Hq"), param("B"),
-                                 static_cast<uint64_t>(cfg.blockM),
-                                 cfg.clusterM == 2);
+  auto grid = tileGrid();
   Value numM = grid.getNumM(), tiles = grid.getTiles();
-  Value grp = bin<arith::DivUIOp>(param("Hq"), param("Hkv"));
+  Value grp = group();
   Value pTile, pK, pG;
   Value first = liveTile(cta, tiles, numM);
   std::tie(pTile, pK, pG) = openTileLoop(/*producer=*/true, first, tiles);
@@ -650,8 +802,8 @@ void KernelBuilder::producer(Value cta) {
     // to hold the decoded tile across it. The consumers are in the last
     // tile's tail and epilogue meanwhile.
     TileCoords pc = coords(pTile, numM);
-    // GQA: kv head = q head / (Hq / Hkv)
-    Value hkv = bin<arith::DivUIOp>(pc.head, grp);
+    // GQA: kv head = q head / (Hq / Hkv) (GQA packing: the tile's head)
+    Value hkv = cfg.packGqa ? pc.head : bin<arith::DivUIOp>(pc.head, grp);
     Tile tl = schedule(pc, /*warpUniform=*/false);
     scf::IfOp live = openSequenceGuard(tl);
     if (cfg.persistent) {
@@ -659,9 +811,12 @@ void KernelBuilder::producer(Value cta) {
       storeWords4(q.slot, words);
     }
     // the Q tile (hopper-async-copy writes its TMA transfer)
-    Value qrow = packedRow(tl.q0, tl.m0);
+    // (GQA packing: Q's tensor map has a box of group heads x block_m /
+    // group queries, the tile's packed rows in order)
+    Value qrow = packedRow(tl.q0, firstQuery(tl));
     Value batch = packedBatch(tl.bidx);
-    loadTile(param("mapQ"), qrow, tl.head, batch, qRing, q.k, cfg.blockM,
+    Value qhead = firstHead(tl);
+    loadTile(param("mapQ"), qrow, qhead, batch, qRing, q.k, cfg.blockM,
              cfg.tileD());
     // K/V rings, continued across tiles: ring slot u = g + t for kv block t
     // of the tile. The loop runs over the ring slots themselves (g .. g +
@@ -669,6 +824,9 @@ void KernelBuilder::producer(Value cta) {
     // keep in the producer's 24 registers.
     Value gEnd = bin<arith::AddIOp>(pG, tl.nblk);
     Value blk0 = bin<arith::SubIOp>(tl.lo, pG);
+    // The decoding kernel's cache may be paged: this batch's row of the
+    // page table (null: a contiguous cache)
+    Value pages = cfg.splitKv ? pageTableRow(tl.bidx) : Value();
     auto loop = scf::ForOp::create(b, loc, pG, gEnd, i32(1));
     {
       OpBuilder::InsertionGuard g(b);
@@ -680,11 +838,11 @@ void KernelBuilder::producer(Value cta) {
       // K and V of the block (with multicast, each CTA of the cluster
       // loads half of the boxes into both CTAs' rings: hopper-async-copy)
       ringOp<RingProducerAcquireOp>(kRing, pu);
-      loadTile(param("mapK"), kvrow, hkv, batch, kRing, pu, cfg.blockN,
-               cfg.tileD());
+      loadKv(param("mapK"), kvrow, hkv, batch, kRing, pu, cfg.tileD(), pages,
+             tl.skv);
       ringOp<RingProducerAcquireOp>(vRing, pu);
-      loadTile(param("mapV"), kvrow, hkv, batch, vRing, pu, cfg.blockN,
-               cfg.tileDv());
+      loadKv(param("mapV"), kvrow, hkv, batch, vRing, pu, cfg.tileDv(), pages,
+             tl.skv);
     }
     closeSequenceGuard(live);
     Value next;
@@ -739,7 +897,7 @@ void KernelBuilder::consumers(Value tid, Value cta) {
                           descConst(cfg.blockN * kSwizzleBytes, 1024));
 
   // Per tile (set inside the tile loop below; the helpers capture them).
-  Value m0, head, bidx, lo, ilo, ihi, nblk, wgRow0, sq, skv;
+  Value m0, head, bidx, split, lo, ilo, ihi, nblk, wgRow0, sq, skv;
   auto blockOf = [&](Value t) { return bin<arith::AddIOp>(lo, t); };
   auto boundary = [&](Value blk) {
     Value before = cmpi(CmpIPredicate::slt, blk, ilo);
@@ -757,7 +915,8 @@ void KernelBuilder::consumers(Value tid, Value cta) {
         bnd, TypeRange{fragS},
         [&]() -> SmallVector<Value> {
           Value col0 = bin<arith::MulIOp>(blk, i32(cfg.blockN));
-          Value mk = MaskOp::create(b, loc, sc, wgRow0, col0,
+          Value grp = cfg.packGqa ? group() : Value();
+          Value mk = MaskOp::create(b, loc, sc, wgRow0, grp, col0,
                                     cfg.visibleColsFn, sq, skv,
                                     cfg.leftBounded);
           return {mk};
@@ -768,9 +927,7 @@ void KernelBuilder::consumers(Value tid, Value cta) {
 
   // The tile grid in this role too (see producer); the opaque copy of Sq
   // keeps LLVM from merging the two roles' copies back above the split.
-  auto grid = TileGridOp::create(b, loc, gridRows(), param("Hq"), param("B"),
-                                 static_cast<uint64_t>(cfg.blockM),
-                                 cfg.clusterM == 2);
+  auto grid = tileGrid();
   Value numM = grid.getNumM(), tiles = grid.getTiles();
   Value cTile, cK, cG;
   std::tie(cTile, cK, cG) = openTileLoop(/*producer=*/false, cta, tiles);
@@ -782,7 +939,8 @@ void KernelBuilder::consumers(Value tid, Value cta) {
     TileCoords c =
         cfg.persistent ? readCoords(cq.slot) : coords(cTile, numM);
     Tile tl = schedule(c, /*warpUniform=*/true);
-    m0 = tl.m0, head = tl.head, bidx = tl.bidx, lo = tl.lo, ilo = tl.ilo,
+    m0 = tl.m0, head = tl.head, bidx = tl.bidx, split = tl.split,
+    lo = tl.lo, ilo = tl.ilo,
     ihi = tl.ihi, nblk = tl.nblk, sq = tl.sq, skv = tl.skv;
     seqQ0 = tl.q0;
     live = openSequenceGuard(tl);
@@ -933,12 +1091,12 @@ void KernelBuilder::consumers(Value tid, Value cta) {
     // store, here.
     TileCoords c = coordsThroughIf ? TileCoords{res.getResult(3),
                                                 res.getResult(4),
-                                                res.getResult(5)}
+                                                res.getResult(5), Value()}
                                    : readCoords(cq.slot);
     m0 = c.m0, head = c.head, bidx = c.bidx;
   }
   epilogue(res.getResult(0), res.getResult(1), res.getResult(2),
-           TileCoords{m0, head, bidx}, sq, cq.k);
+           TileCoords{m0, head, bidx, split}, sq, cq.k);
   Value g1;
   if (cfg.persistent)
     g1 = bin<arith::AddIOp>(cG, nblk);

@@ -65,6 +65,13 @@ struct KernelConfig {
                              // (m-block, q head, sequence), each sequence's
                              // rows read from cu_seqlens (checkSupported:
                              // no cluster, O stored directly)
+  bool splitKv = false;      // flash-decoding: numSplits CTAs per tile, each
+                             // a run of its kv blocks; with numSplits > 1
+                             // they store f32 partial O and LSE, which
+                             // <name>_combine merges (fa3rt_abi.def)
+  bool packGqa = false;      // a tile's rows are (query, q head) pairs of
+                             // one kv head, query-major: a decoding step
+                             // reads each kv head's K and V once
 
   int64_t consumers() const { return blockM / 64; }
   /// The widths of the tiles in shared memory and registers: D and Dv
@@ -119,6 +126,25 @@ inline constexpr KernelParam kGradPostParams[] = {
 };
 /// Their block size.
 inline constexpr int64_t kGradAuxThreads = FA3RT_BWD_AUX_THREADS;
+
+/// The decoding kernel's <kernel>_combine (FA3RT_FWD_COMBINE_PARAM) and its
+/// block size.
+inline constexpr KernelParam kSplitCombineParams[] = {
+#define FA3RT_FWD_COMBINE_PARAM(name, c_type, mlir_type, value_bytes,         \
+                                value_align, meaning)                          \
+  {#name, mlir_type, value_bytes, value_align},
+#include "fa3rt_abi.def"
+};
+inline constexpr int64_t kSplitCombineThreads = FA3RT_FWD_COMBINE_THREADS;
+
+/// Its <kernel>_append (FA3RT_FWD_APPEND_PARAM) and block size.
+inline constexpr KernelParam kCacheAppendParams[] = {
+#define FA3RT_FWD_APPEND_PARAM(name, c_type, mlir_type, value_bytes,          \
+                               value_align, meaning)                           \
+  {#name, mlir_type, value_bytes, value_align},
+#include "fa3rt_abi.def"
+};
+inline constexpr int64_t kCacheAppendThreads = FA3RT_FWD_APPEND_THREADS;
 
 /// The launch-facts keys the runtime reads, and whether it requires them
 /// (the same definition).

@@ -53,7 +53,7 @@ Value reg(OpBuilder &b, Location loc, Value regs, int64_t idx) {
 }
 
 /// O / l of registers `idx` and `idx + 1` (columns e = 0, 1 of one row)
-/// rounded to a pair of 16-bit floats.
+/// rounded to a pair of 16-bit floats (`et` f32: not rounded).
 Value roundedPair(OpBuilder &b, Location loc, Value o, int64_t idx, Value inv,
                   Type et) {
   Value lo = reg(b, loc, o, idx);
@@ -62,6 +62,8 @@ Value roundedPair(OpBuilder &b, Location loc, Value o, int64_t idx, Value inv,
   hi = arith::MulFOp::create(b, loc, hi, inv);
   auto v2f32 = VectorType::get({2}, b.getF32Type());
   Value v = vector::FromElementsOp::create(b, loc, v2f32, ValueRange{lo, hi});
+  if (et.isF32())
+    return v;
   return arith::TruncFOp::create(b, loc, VectorType::get({2}, et), v);
 }
 
@@ -70,7 +72,7 @@ Value roundedPair(OpBuilder &b, Location loc, Value o, int64_t idx, Value inv,
 /// ptr + (b sB + row sS + head sH + colbase) elemBytes. Adaptor: of an op
 /// with ptr, stride_batch/row/head, head and batch.
 template <typename Adaptor>
-Value rowPointer(OpBuilder &b, Location loc, Adaptor a, Value row,
+Value rowPointer(OpBuilder &b, Location loc, Adaptor a, Value row, Value head,
                  const ThreadPlace &tp, int64_t elemBytes) {
   Type i64 = b.getI64Type();
   Value b64 = arith::ExtSIOp::create(b, loc, i64, a.getBatch());
@@ -78,7 +80,7 @@ Value rowPointer(OpBuilder &b, Location loc, Adaptor a, Value row,
   Value r64 = arith::ExtSIOp::create(b, loc, i64, row);
   Value rs = arith::MulIOp::create(b, loc, r64, a.getStrideRow());
   t = arith::AddIOp::create(b, loc, t, rs);
-  Value h64 = arith::ExtSIOp::create(b, loc, i64, a.getHead());
+  Value h64 = arith::ExtSIOp::create(b, loc, i64, head);
   Value hs = arith::MulIOp::create(b, loc, h64, a.getStrideHead());
   t = arith::AddIOp::create(b, loc, t, hs);
   Value c64 = arith::ExtUIOp::create(b, loc, i64, tp.colbase);
@@ -87,6 +89,18 @@ Value rowPointer(OpBuilder &b, Location loc, Adaptor a, Value row,
   t = arith::MulIOp::create(b, loc, t, eb);
   return LLVM::GEPOp::create(b, loc, a.getPtr().getType(), b.getI8Type(),
                              a.getPtr(), ValueRange{t});
+}
+
+/// A tile row's query row and head: the row itself and `head`, or with GQA
+/// packing (`group` g) query row / g of head `head` + row % g.
+std::pair<Value, Value> packedPlace(OpBuilder &b, Location loc, Value row,
+                                    Value head, Value group) {
+  if (!group)
+    return {row, head};
+  Value q = arith::DivUIOp::create(b, loc, row, group);
+  Value h = arith::RemUIOp::create(b, loc, row, group);
+  h = arith::AddIOp::create(b, loc, head, h);
+  return {q, h};
 }
 
 /// A new scf.if on `cond` (no results, no else); the builder's insertion
@@ -188,21 +202,23 @@ struct StoreLseLowering : OpConversionPattern<StoreLseOp> {
                                         tp.quadLane, c0);
     Value writer = arith::AndIOp::create(rewriter, loc, first, hasLse);
     for (int64_t i = 0; i < 2; ++i) {
+      auto [row, head] = packedPlace(rewriter, loc, rows[i], adaptor.getHead(),
+                                     adaptor.getGroup());
       Value inBounds = arith::CmpIOp::create(
-          rewriter, loc, arith::CmpIPredicate::slt, rows[i], adaptor.getBound());
+          rewriter, loc, arith::CmpIPredicate::slt, row, adaptor.getBound());
       Value valid = arith::AndIOp::create(rewriter, loc, writer, inBounds);
       OpBuilder::InsertionGuard guard(rewriter);
       openIf(rewriter, loc, valid);
       // byte offset ((batch * heads + head) * stride + row) * 4
       Value u = arith::MulIOp::create(rewriter, loc, adaptor.getBatch(),
                                       adaptor.getHeads());
-      u = arith::AddIOp::create(rewriter, loc, u, adaptor.getHead());
+      u = arith::AddIOp::create(rewriter, loc, u, head);
       Value u64 = arith::ExtUIOp::create(rewriter, loc, i64, u);
       Value stride =
           adaptor.getStride() ? adaptor.getStride() : adaptor.getBound();
       Value sq64 = arith::ExtUIOp::create(rewriter, loc, i64, stride);
       u = arith::MulIOp::create(rewriter, loc, u64, sq64);
-      Value row64 = arith::ExtUIOp::create(rewriter, loc, i64, rows[i]);
+      Value row64 = arith::ExtUIOp::create(rewriter, loc, i64, row);
       u = arith::AddIOp::create(rewriter, loc, u, row64);
       Value four = i64Const(rewriter, loc, 4);
       u = arith::MulIOp::create(rewriter, loc, u, four);
@@ -235,11 +251,13 @@ struct StoreODirectLowering : OpConversionPattern<StoreODirectOp> {
     const int64_t blocks =
         op.getColumns().value_or(op.getO().getType().getColumns()) / 8;
     for (int64_t i = 0; i < 2; ++i) {
+      auto [row, head] = packedPlace(rewriter, loc, rows[i], adaptor.getHead(),
+                                     adaptor.getGroup());
       Value inBounds = arith::CmpIOp::create(
-          rewriter, loc, arith::CmpIPredicate::slt, rows[i], adaptor.getBound());
+          rewriter, loc, arith::CmpIPredicate::slt, row, adaptor.getBound());
       OpBuilder::InsertionGuard guard(rewriter);
       openIf(rewriter, loc, inBounds);
-      Value prow = rowPointer(rewriter, loc, adaptor, rows[i], tp, elemBytes);
+      Value prow = rowPointer(rewriter, loc, adaptor, row, head, tp, elemBytes);
       for (int64_t k = 0; k < blocks; ++k) {
         Value v = roundedPair(rewriter, loc, o, 4 * k + 2 * i, inv[i], et);
         Value p = prow;
@@ -247,7 +265,7 @@ struct StoreODirectLowering : OpConversionPattern<StoreODirectOp> {
           p = LLVM::GEPOp::create(
               rewriter, loc, ptrT, rewriter.getI8Type(), prow,
               ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(k * 8 * elemBytes)});
-        LLVM::StoreOp::create(rewriter, loc, v, p, /*alignment=*/4);
+        LLVM::StoreOp::create(rewriter, loc, v, p, /*alignment=*/2 * elemBytes);
       }
     }
     rewriter.eraseOp(op);
@@ -310,7 +328,7 @@ struct ReduceAddLowering : OpConversionPattern<ReduceAddOp> {
           rewriter, loc, arith::CmpIPredicate::slt, rows[i], adaptor.getBound());
       OpBuilder::InsertionGuard guard(rewriter);
       openIf(rewriter, loc, inBounds);
-      Value prow = rowPointer(rewriter, loc, adaptor, rows[i], tp, 4);
+      Value prow = rowPointer(rewriter, loc, adaptor, rows[i], adaptor.getHead(), tp, 4);
       for (auto &[off, v] : adds) {
         Value p = LLVM::GEPOp::create(rewriter, loc, ptrT, rewriter.getI8Type(),
                                       prow, ValueRange{off});
@@ -404,7 +422,7 @@ struct ReduceAddBulkLowering : OpConversionPattern<ReduceAddBulkOp> {
         Value row = arith::AddIOp::create(rewriter, loc, adaptor.getRow0(), r);
         ThreadPlace first = tp;
         first.colbase = zero; // the row's first column
-        Value dst = rowPointer(rewriter, loc, adaptor, row, first, 4);
+        Value dst = rowPointer(rewriter, loc, adaptor, row, adaptor.getHead(), first, 4);
         Value srcOff = arith::MulIOp::create(rewriter, loc, r, cPitch);
         srcOff = arith::AddIOp::create(rewriter, loc, buf, srcOff);
         Value src = LLVM::GEPOp::create(rewriter, loc, smemT, i8,

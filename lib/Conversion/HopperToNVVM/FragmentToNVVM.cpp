@@ -374,6 +374,9 @@ struct MaskLowering : OpConversionPattern<MaskOp> {
         Value eight = i32Const(rewriter, loc, 8);
         row = arith::AddIOp::create(rewriter, loc, row0, eight);
       }
+      // GQA packing: the tile row's query row
+      if (adaptor.getGroup())
+        row = arith::DivUIOp::create(rewriter, loc, row, adaptor.getGroup());
       // The bounds are loop-invariant; computed from an opaque copy of the
       // row, they do not hold registers across the whole kv loop.
       Value opaque = inlineAsm(rewriter, loc, i32, row, "mov.b32 $0, $1;",

@@ -16,8 +16,10 @@ gpu.module @m {
                %o: !llvm.ptr<1>, %lse: !llvm.ptr<1>, %cnt: !llvm.ptr<1>,
                %b: i32, %sq: i32, %skv: i32, %hq: i32, %hkv: i32,
                %sb: i64, %ss: i64, %sh: i64, %scale: f32,
-               %cuq: !llvm.ptr<1>, %cuk: !llvm.ptr<1>, %used: !llvm.ptr<1>, %maxsq: i32)
-      attributes {nvvm.kernel, attn.launch = {params = ["mapQ", "mapK", "mapV", "mapO", "O", "LSE", "tileCounter", "B", "Sq", "Skv", "Hq", "Hkv", "oStrideB", "oStrideS", "oStrideH", "scaleLog2", "cuSeqlensQ", "cuSeqlensK", "seqUsedK", "maxSeqlenQ"]}} {
+               %cuq: !llvm.ptr<1>, %cuk: !llvm.ptr<1>, %used: !llvm.ptr<1>, %maxsq: i32,
+               %splits: i32, %oacc: !llvm.ptr<1>, %lacc: !llvm.ptr<1>,
+               %pages: !llvm.ptr<1>, %pstride: i32, %psize: i32)
+      attributes {nvvm.kernel, attn.launch = {params = ["mapQ", "mapK", "mapV", "mapO", "O", "LSE", "tileCounter", "B", "Sq", "Skv", "Hq", "Hkv", "oStrideB", "oStrideS", "oStrideH", "scaleLog2", "cuSeqlensQ", "cuSeqlensK", "seqUsedK", "maxSeqlenQ", "numSplits", "oAccum", "lseAccum", "pageTable", "pageTableStride", "pageSize"]}} {
     nvvm.prefetch tensormap, %mapQ : !llvm.ptr
     llvm.return
   }
@@ -52,8 +54,10 @@ gpu.module @m {
                %o: !llvm.ptr<1>, %lse: !llvm.ptr<1>, %cnt: !llvm.ptr<1>,
                %b: i32, %sq: i32, %skv: i32, %hq: i32, %hkv: i32,
                %sb: i64, %ss: i64, %sh: i64, %scale: f32,
-               %cuq: !llvm.ptr<1>, %cuk: !llvm.ptr<1>, %used: !llvm.ptr<1>, %maxsq: i32)
-      attributes {nvvm.kernel, attn.launch = {params = ["mapQ", "mapK", "mapV", "mapO", "O", "LSE", "tileCounter", "B", "Sq", "Skv", "Hq", "Hkv", "oStrideB", "oStrideS", "oStrideH", "scaleLog2", "cuSeqlensQ", "cuSeqlensK", "seqUsedK", "maxSeqlenQ"]}} {
+               %cuq: !llvm.ptr<1>, %cuk: !llvm.ptr<1>, %used: !llvm.ptr<1>, %maxsq: i32,
+               %splits: i32, %oacc: !llvm.ptr<1>, %lacc: !llvm.ptr<1>,
+               %pages: !llvm.ptr<1>, %pstride: i32, %psize: i32)
+      attributes {nvvm.kernel, attn.launch = {params = ["mapQ", "mapK", "mapV", "mapO", "O", "LSE", "tileCounter", "B", "Sq", "Skv", "Hq", "Hkv", "oStrideB", "oStrideS", "oStrideH", "scaleLog2", "cuSeqlensQ", "cuSeqlensK", "seqUsedK", "maxSeqlenQ", "numSplits", "oAccum", "lseAccum", "pageTable", "pageTableStride", "pageSize"]}} {
     llvm.return
   }
 }

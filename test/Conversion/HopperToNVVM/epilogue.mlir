@@ -371,3 +371,57 @@ func.func @tma_partial_box(%os: !o96, %is: !rows, %map: !llvm.ptr, %smem: !llvm.
       consumer[%cw] of 2 : !hopper.frag<64x96xf32> as bf16
   return
 }
+
+// -----
+
+!rows = !llvm.struct<(f32, f32)>
+!o16 = !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32)>
+
+// GQA packing (group %g) and f32 (a split's partial O): the thread's row
+// r is query r / g of head %h + r % g, bounded as a query; each pair of
+// columns is stored unrounded, 8 bytes.
+// CHECK-LABEL: func.func @direct_packed_f32(
+// CHECK-SAME: %[[OS:[^:]*]]: !llvm.struct<{{.*}}>, %[[IS:[^:]*]]: !llvm.struct<(f32, f32)>, %[[O:[^:]*]]: !llvm.ptr<1>, %[[ROW0:[^:]*]]: i32, %[[G:[^:]*]]: i32, %[[H:[^:]*]]: i32, %[[B:[^:]*]]: i32, %[[SQ:[^:]*]]: i32
+// CHECK: %[[R:.*]] = arith.addi %[[ROW0]], %{{.*}} : i32
+// CHECK: %[[Q:.*]] = arith.divui %[[R]], %[[G]] : i32
+// CHECK: %[[HR:.*]] = arith.remui %[[R]], %[[G]] : i32
+// CHECK: %[[HH:.*]] = arith.addi %[[H]], %[[HR]] : i32
+// CHECK: %[[IN:.*]] = arith.cmpi slt, %[[Q]], %[[SQ]] : i32
+// CHECK: scf.if %[[IN]] {
+// CHECK: arith.extsi %[[Q]] : i32 to i64
+// CHECK: arith.extsi %[[HH]] : i32 to i64
+// CHECK: %[[V:.*]] = vector.from_elements %{{.*}}, %{{.*}} : vector<2xf32>
+// CHECK-NOT: arith.truncf
+// CHECK: llvm.store %[[V]], %{{.*}} {alignment = 8 : i64} : vector<2xf32>, !llvm.ptr<1>
+// CHECK-NOT: hopper.
+func.func @direct_packed_f32(%os: !o16, %is: !rows, %O: !llvm.ptr<1>, %row0: i32, %g: i32,
+                             %h: i32, %b: i32, %Sq: i32, %sB: i64, %sS: i64, %sH: i64) {
+  %o = builtin.unrealized_conversion_cast %os : !o16 to !hopper.frag<64x16xf32>
+  %inv = builtin.unrealized_conversion_cast %is : !rows to !hopper.frag<64xf32>
+  hopper.store_o_direct %o, %inv to %O strides(%sB, %sS, %sH) rows %row0 group %g head %h
+      batch %b bound %Sq : !hopper.frag<64x16xf32> as f32
+  return
+}
+
+// -----
+
+!rows = !llvm.struct<(f32, f32)>
+
+// GQA packing: the LSE of row r goes to query r / g of head %h + r % g.
+// CHECK-LABEL: func.func @lse_packed(
+// CHECK-SAME: %[[ROW0:[^:]*]]: i32, %[[G:[^:]*]]: i32, %[[H:[^:]*]]: i32, %[[B:[^:]*]]: i32, %[[HQ:[^:]*]]: i32, %[[SQ:[^:]*]]: i32)
+// CHECK: %[[Q:.*]] = arith.divui %{{.*}}, %[[G]] : i32
+// CHECK: %[[HR:.*]] = arith.remui %{{.*}}, %[[G]] : i32
+// CHECK: %[[HH:.*]] = arith.addi %[[H]], %[[HR]] : i32
+// CHECK: arith.cmpi slt, %[[Q]], %[[SQ]] : i32
+// CHECK: %[[BH:.*]] = arith.muli %[[B]], %[[HQ]] : i32
+// CHECK: arith.addi %[[BH]], %[[HH]] : i32
+// CHECK: %[[Q64:.*]] = arith.extui %[[Q]] : i32 to i64
+// CHECK-NOT: hopper.
+func.func @lse_packed(%ls: !rows, %LSE: !llvm.ptr<1>, %row0: i32, %g: i32, %h: i32,
+                      %b: i32, %Hq: i32, %Sq: i32) {
+  %lse = builtin.unrealized_conversion_cast %ls : !rows to !hopper.frag<64xf32>
+  hopper.store_lse %lse to %LSE rows %row0 group %g head %h batch %b heads %Hq bound %Sq
+      : !hopper.frag<64xf32>
+  return
+}

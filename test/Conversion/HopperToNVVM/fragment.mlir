@@ -174,6 +174,26 @@ func.func @mask(%s: !hopper.frag<64x16xf32>, %row0: i32, %col0: i32, %sq: i32, %
 
 // -----
 
+// GQA packing (group %g): a row's visible columns are its query's, row / g.
+// CHECK-LABEL: func.func @mask_packed(
+// CHECK-SAME: %[[S:[^:]*]]: !llvm.struct<{{.*}}>, %[[ROW0:[^:]*]]: i32, %[[G:[^:]*]]: i32
+// CHECK: %[[R:.*]] = arith.addi %[[ROW0]], %{{.*}} : i32
+// CHECK: %[[Q:.*]] = arith.divui %[[R]], %[[G]] : i32
+// CHECK: %[[OPQ:.*]] = llvm.inline_asm has_side_effects asm_dialect = att "mov.b32 $0, $1;", "=r,r" %[[Q]]
+// CHECK: call @cols(%[[OPQ]], %{{.*}}, %{{.*}})
+// CHECK: %[[R8:.*]] = arith.addi %[[R]], %c8_i32
+// CHECK: %[[Q8:.*]] = arith.divui %[[R8]], %[[G]] : i32
+// CHECK: llvm.inline_asm has_side_effects asm_dialect = att "mov.b32 $0, $1;", "=r,r" %[[Q8]]
+gpu.module @k {
+func.func private @cols(i32, i32, i32) -> (i32, i32)
+func.func @mask_packed(%s: !hopper.frag<64x16xf32>, %row0: i32, %g: i32, %col0: i32, %sq: i32, %skv: i32) -> !hopper.frag<64x16xf32> {
+  %m = hopper.mask %s rows %row0 group %g cols %col0 visible @cols(%sq, %skv) : !hopper.frag<64x16xf32>
+  return %m : !hopper.frag<64x16xf32>
+}
+}
+
+// -----
+
 // Softcap: tanh.approx of s * pre; rescale: each register times its row's
 // factor; trunc: f32 registers 2r, 2r + 1 into 16-bit register r.
 // CHECK-LABEL: func.func @elementwise(

@@ -388,6 +388,14 @@ func.func @f(%q: memref<1x2x64x128xbf16>, %o: memref<1x2x64x128xbf16>) {
 
 // -----
 
+func.func @split_persistent(%q: memref<1x2x64x128xbf16>, %o: memref<1x2x64x128xbf16>) {
+  // expected-error @+1 {{hopper_config: split_kv and pack_gqa take one CTA per tile (persistent = false, cluster_m = 1)}}
+  attn.flash_attention ins(%q, %q, %q : memref<1x2x64x128xbf16>, memref<1x2x64x128xbf16>, memref<1x2x64x128xbf16>) outs(%o : memref<1x2x64x128xbf16>) {attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 2, persistent = true, q_buffers = 1, lazy_rescale = true, rescale_threshold = 8.0, cluster_m = 1, pingpong = true, tma_store = false, split_kv = true>}
+  return
+}
+
+// -----
+
 func.func @f(%q: memref<1x2x64x128xbf16>, %o: memref<1x2x64x128xbf16>) {
   // expected-error @+1 {{hopper_config: block sizes must be 1 to 1024, got 0 x 128}}
   attn.flash_attention ins(%q, %q, %q : memref<1x2x64x128xbf16>, memref<1x2x64x128xbf16>, memref<1x2x64x128xbf16>) outs(%o : memref<1x2x64x128xbf16>) {attn.hopper_config = #attn.hopper_config<block_m = 0, block_n = 128, stages = 2, persistent = true, q_buffers = 2, lazy_rescale = true, rescale_threshold = 8.0, cluster_m = 1, pingpong = true, tma_store = true>}

@@ -130,3 +130,53 @@ func.func @huge_cols(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %x: i32) {
   hopper.load_tile %map[%x, %x, %x] into %q[%x] rows 256 cols 144115188075855872 : bf16, !q
   return
 }
+
+// -----
+
+// A paged tile (a paged KV cache): the commit of the whole tile, then per
+// chunk of min(page_size, 128) rows the page of its first row (rows past
+// the bound take the last row's page) from the table, and the chunk's two
+// boxes at (column, head, row in page, page), chunk rows x 128 bytes
+// further into each box.
+!k = !hopper.ring<stages = 2, stage_bytes = 32768, data = 65536, full = 229408, empty = 229440, arrivals = 256, cluster = 1>
+// ROUND-LABEL: func.func @paged
+// ROUND: hopper.load_paged_tile %{{.*}}[%{{.*}}, %{{.*}}] pages %{{.*}} page_size %{{.*}} bound %{{.*}} into %{{.*}}[%{{.*}}] rows 128 cols 128 : bf16
+// CHECK-LABEL: func.func @paged(
+// CHECK-SAME: %[[MAP:[^:]*]]: !llvm.ptr, %[[U:[^:]*]]: i32, %[[ROW:[^:]*]]: i32, %[[HEAD:[^:]*]]: i32, %[[PAGES:[^:]*]]: !llvm.ptr<1>, %[[PS:[^:]*]]: i32, %[[LEN:[^:]*]]: i32)
+// CHECK: hopper.ring.producer_commit %[[K:.*]][%[[U]]] tx 32768
+// CHECK: %[[CHUNK:.*]] = arith.minui %[[PS]], %c128_i32 : i32
+// CHECK: %[[N:.*]] = arith.divui %c128_i32, %[[CHUNK]] : i32
+// CHECK: scf.for %[[I:.*]] = %c0_i32 to %[[N]] step %c1_i32
+// CHECK: %[[FIRST:.*]] = arith.muli %[[I]], %[[CHUNK]] : i32
+// CHECK: %[[R:.*]] = arith.addi %[[ROW]], %[[FIRST]] : i32
+// CHECK: %[[LAST:.*]] = arith.subi %[[LEN]], %c1_i32 : i32
+// CHECK: %[[RC:.*]] = arith.minui %[[R]], %[[LAST]] : i32
+// CHECK: %[[E:.*]] = arith.divui %[[RC]], %[[PS]] : i32
+// CHECK: %[[EP:.*]] = llvm.getelementptr %[[PAGES]][%[[E]]] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32
+// CHECK: %[[PAGE:.*]] = llvm.load %[[EP]] : !llvm.ptr<1> -> i32
+// CHECK: %[[IN:.*]] = arith.remui %[[R]], %[[PS]] : i32
+// CHECK: %[[OFF:.*]] = arith.muli %[[FIRST]], %c128_i32 : i32
+// CHECK: %[[O0:.*]] = arith.addi %c0_i32, %[[OFF]] : i32
+// CHECK: hopper.tma_load %[[MAP]][%c0_i32, %[[HEAD]], %[[IN]], %[[PAGE]]] into %[[K]][%[[U]]] at %[[O0]] :
+// CHECK: %[[O1:.*]] = arith.addi %c16384_i32, %[[OFF]] : i32
+// CHECK: hopper.tma_load %[[MAP]][%c64_i32, %[[HEAD]], %[[IN]], %[[PAGE]]] into %[[K]][%[[U]]] at %[[O1]] :
+// CHECK-NOT: hopper.load_paged_tile
+func.func @paged(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %u: i32, %row: i32, %head: i32,
+                 %pages: !llvm.ptr<1>, %ps: i32, %len: i32) {
+  %k = hopper.ring.create %smem : !k
+  hopper.ring.producer_acquire %k[%u] : !k
+  hopper.load_paged_tile %map[%row, %head] pages %pages page_size %ps bound %len
+      into %k[%u] rows 128 cols 128 : bf16, !k
+  return
+}
+
+// -----
+
+!k = !hopper.ring<stages = 2, stage_bytes = 32768, data = 65536, full = 229408, empty = 229440, arrivals = 264, cluster = 2>
+func.func @paged_cluster(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %x: i32, %pages: !llvm.ptr<1>) {
+  %k = hopper.ring.create %smem : !k
+  // expected-error @below {{a paged tile loads into a ring of one CTA (cluster = 1), got cluster 2}}
+  hopper.load_paged_tile %map[%x, %x] pages %pages page_size %x bound %x
+      into %k[%x] rows 128 cols 128 : bf16, !k
+  return
+}

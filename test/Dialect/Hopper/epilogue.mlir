@@ -11,6 +11,9 @@
 // CHECK: hopper.store_o_direct %{{.*}}, %[[INV]] to %{{.*}} strides(%{{.*}}, %{{.*}}, %{{.*}}) rows %{{.*}} head %{{.*}} batch %{{.*}} bound %{{.*}} : !hopper.frag<64x24xf32> as f16
 // CHECK: hopper.store_o_direct %{{.*}}, %[[INV]] to %{{.*}} strides(%{{.*}}, %{{.*}}, %{{.*}}) rows %{{.*}} head %{{.*}} batch %{{.*}} bound %{{.*}} {columns = 96 : i64} : !hopper.frag<64x128xf32> as bf16
 // CHECK: hopper.store_lse %[[LSE]] to %{{.*}} rows %{{.*}} head %{{.*}} batch %{{.*}} heads %{{.*}} bound %{{.*}} : !hopper.frag<64xf32>
+// GQA packing (group) and a split's partial O in f32:
+// CHECK: hopper.store_o_direct %{{.*}}, %[[INV]] to %{{.*}} strides(%{{.*}}, %{{.*}}, %{{.*}}) rows %{{.*}} group %{{.*}} head %{{.*}} batch %{{.*}} bound %{{.*}} : !hopper.frag<64x128xf32> as f32
+// CHECK: hopper.store_lse %[[LSE]] to %{{.*}} rows %{{.*}} group %{{.*}} head %{{.*}} batch %{{.*}} heads %{{.*}} bound %{{.*}} : !hopper.frag<64xf32>
 func.func @epilogue(%m: !hopper.frag<64xf32>, %l: !hopper.frag<64xf32>,
                     %o: !hopper.frag<64x128xf32>, %o256: !hopper.frag<64x256xf32>,
                     %o64: !hopper.frag<64x64xf32>, %o24: !hopper.frag<64x24xf32>,
@@ -32,6 +35,10 @@ func.func @epilogue(%m: !hopper.frag<64xf32>, %l: !hopper.frag<64xf32>,
       batch %b bound %Sq {columns = 96} : !hopper.frag<64x128xf32> as bf16
   hopper.store_lse %lse to %LSE rows %row0 head %h batch %b heads %Hq bound %Sq
       : !hopper.frag<64xf32>
+  hopper.store_o_direct %o, %inv to %O strides(%sB, %sS, %sH) rows %row0 group %cw
+      head %h batch %b bound %Sq : !hopper.frag<64x128xf32> as f32
+  hopper.store_lse %lse to %LSE rows %row0 group %cw head %h batch %b heads %Hq
+      bound %Sq : !hopper.frag<64xf32>
   return
 }
 
@@ -48,6 +55,7 @@ func.func @finalize_tile(%m: !hopper.frag<64x64xf32>, %l: !hopper.frag<64x64xf32
 func.func @lse_shared(%lse: !hopper.frag<64xf32>, %p: !llvm.ptr<3>, %i: i32) {
   // expected-error @below {{operand #1 must be a global-memory pointer (!llvm.ptr<1>), but got '!llvm.ptr<3>'}}
   "hopper.store_lse"(%lse, %p, %i, %i, %i, %i, %i)
+      <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 1, 1, 1, 0>}>
       : (!hopper.frag<64xf32>, !llvm.ptr<3>, i32, i32, i32, i32, i32) -> ()
   return
 }
@@ -94,11 +102,11 @@ func.func @direct_bf16(%o: !hopper.frag<64x64xbf16>, %inv: !hopper.frag<64xf32>,
 
 // -----
 
-func.func @direct_f32(%o: !hopper.frag<64x64xf32>, %inv: !hopper.frag<64xf32>,
+func.func @direct_i16(%o: !hopper.frag<64x64xf32>, %inv: !hopper.frag<64xf32>,
                       %p: !llvm.ptr<1>, %i: i32, %s: i64) {
-  // expected-error @below {{O is stored as bf16 or f16, not 'f32'}}
+  // expected-error @below {{O is stored as bf16, f16 or f32 (a split's partial O, unrounded), not 'i16'}}
   hopper.store_o_direct %o, %inv to %p strides(%s, %s, %s) rows %i head %i batch %i
-      bound %i : !hopper.frag<64x64xf32> as f32
+      bound %i : !hopper.frag<64x64xf32> as i16
   return
 }
 

@@ -117,3 +117,12 @@ func.func @trunc_shape(%p: !hopper.frag<64x64xf32>) {
   %b = hopper.trunc %p : !hopper.frag<64x64xf32> to !hopper.frag<64x128xbf16>
   return
 }
+
+// -----
+
+func.func private @vis(i32, i32, i32) -> (i32, i32)
+func.func @mask_group_transposed(%s: !hopper.frag<64x64xf32>, %i: i32) {
+  // expected-error @below {{GQA packing (group) is a forward mask's: the rows of a transposed tile are keys}}
+  %m = hopper.mask %s rows %i group %i cols %i visible @vis(%i, %i) transposed : !hopper.frag<64x64xf32>
+  return
+}

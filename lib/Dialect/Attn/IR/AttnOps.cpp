@@ -831,7 +831,8 @@ HopperConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                          int64_t blockM, int64_t blockN, int64_t stages,
                          bool persistent, int64_t qBuffers, bool lazyRescale,
                          APFloat rescaleThreshold, int64_t clusterM,
-                         bool pingpong, bool tmaStore) {
+                         bool pingpong, bool tmaStore, bool splitKv,
+                         bool packGqa) {
   if (blockM <= 0 || blockN <= 0 || blockM > kMaxBlock || blockN > kMaxBlock)
     return emitError() << "hopper_config: block sizes must be 1 to "
                        << kMaxBlock << ", got " << blockM << " x " << blockN;
@@ -844,6 +845,9 @@ HopperConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (clusterM != 1 && clusterM != 2)
     return emitError() << "hopper_config: cluster_m must be 1 or 2, got "
                        << clusterM;
+  if ((splitKv || packGqa) && (persistent || clusterM != 1))
+    return emitError() << "hopper_config: split_kv and pack_gqa take one CTA "
+                          "per tile (persistent = false, cluster_m = 1)";
   double threshold = rescaleThreshold.convertToDouble();
   if (!(threshold >= 0.0 && threshold <= kMaxRescaleThreshold)) {
     std::string range;

@@ -19,8 +19,15 @@ LogicalResult verifyOStore(Operation *op, FragmentType o, Type out) {
 } // namespace
 
 LogicalResult StoreODirectOp::verify() {
-  if (failed(verifyOStore(*this, getO().getType(), getOutType())))
-    return failure();
+  if (!getO().getType().getElementType().isF32())
+    return emitOpError("O must be an f32 fragment (the accumulator), got ")
+           << getO().getType();
+  // f32 too: a split-KV kernel's partial O, unrounded.
+  Type out = getOutType();
+  if (!out.isBF16() && !out.isF16() && !out.isF32())
+    return emitOpError("O is stored as bf16, f16 or f32 (a split's partial "
+                       "O, unrounded), not ")
+           << out;
   // Whole 8-column blocks of the accumulator layout, inside the fragment.
   if (IntegerAttr attr = getColumnsAttr()) {
     int64_t c = attr.getInt(), n = getO().getType().getColumns();

@@ -143,6 +143,9 @@ LogicalResult SoftcapOp::verify() {
 }
 
 LogicalResult MaskOp::verify() {
+  if (getGroup() && getTransposed())
+    return emitOpError("GQA packing (group) is a forward mask's: the rows of "
+                       "a transposed tile are keys");
   return verifyF32Tile(*this, getScores().getType(), "the scores");
 }
 

@@ -125,37 +125,53 @@ int64_t LoadTileOp::getElementBytes() {
 
 int64_t LoadTileOp::getBoxCols() { return kSwizzleBytes / getElementBytes(); }
 
-LogicalResult LoadTileOp::verify() {
-  RingType ring = getRing().getType();
-  if (getCols() % getBoxCols() != 0)
-    return emitOpError("cols must be a multiple of ")
-           << getBoxCols() << " (one 128-byte swizzle row of " << getElement()
-           << " per TMA box), got " << getCols();
-  if (getRows() > kMaxTmaBoxRows)
-    return emitOpError("rows must be at most ")
-           << kMaxTmaBoxRows << " (a TMA box dimension), got " << getRows();
+/// What both tile loads check: whole boxes of whole swizzle atoms that fit
+/// the ring's stages (and split between a cluster's CTAs).
+template <typename OpT> static LogicalResult verifyTileLoad(OpT op) {
+  RingType ring = op.getRing().getType();
+  if (op.getCols() % op.getBoxCols() != 0)
+    return op.emitOpError("cols must be a multiple of ")
+           << op.getBoxCols() << " (one 128-byte swizzle row of "
+           << op.getElement() << " per TMA box), got " << op.getCols();
+  if (op.getRows() > kMaxTmaBoxRows)
+    return op.emitOpError("rows must be at most ")
+           << kMaxTmaBoxRows << " (a TMA box dimension), got " << op.getRows();
   // A box of the 128B swizzle spans whole 8-row atoms (1024 bytes), so the
   // next box starts atom-aligned.
-  if (getRows() % 8 != 0)
-    return emitOpError("rows must be a multiple of 8 (a 128B-swizzle atom "
-                       "is 8 rows), got ")
-           << getRows();
+  if (op.getRows() % 8 != 0)
+    return op.emitOpError("rows must be a multiple of 8 (a 128B-swizzle atom "
+                          "is 8 rows), got ")
+           << op.getRows();
   // The columns' bytes first: the tile's bytes are then a product that
   // cannot overflow (rows <= 256).
   uint64_t stage = static_cast<uint64_t>(ring.getStageBytes());
   bool rowFits =
-      getCols() * static_cast<uint64_t>(getElementBytes()) <= stage;
-  if (!rowFits || static_cast<uint64_t>(getTileBytes()) > stage) {
-    InFlightDiagnostic d = emitOpError("a ");
-    d << getRows() << "x" << getCols() << " tile ";
+      op.getCols() * static_cast<uint64_t>(op.getElementBytes()) <= stage;
+  if (!rowFits || static_cast<uint64_t>(op.getTileBytes()) > stage) {
+    InFlightDiagnostic d = op.emitOpError("a ");
+    d << op.getRows() << "x" << op.getCols() << " tile ";
     if (rowFits)
-      d << "(" << getTileBytes() << " bytes) ";
+      d << "(" << op.getTileBytes() << " bytes) ";
     return d << "does not fit the ring's " << ring.getStageBytes()
              << "-byte stages";
   }
-  if (ring.getCluster() == 2 && getBoxes() % 2 != 0)
-    return emitOpError("a ring shared by a 2-CTA cluster takes tiles of an "
-                       "even number of boxes (each CTA loads half), got ")
-           << getBoxes();
+  if (ring.getCluster() == 2 && op.getBoxes() % 2 != 0)
+    return op.emitOpError("a ring shared by a 2-CTA cluster takes tiles of "
+                          "an even number of boxes (each CTA loads half), got ")
+           << op.getBoxes();
+  return success();
+}
+
+LogicalResult LoadTileOp::verify() { return verifyTileLoad(*this); }
+
+LogicalResult LoadPagedTileOp::verify() {
+  if (failed(verifyTileLoad(*this)))
+    return failure();
+  // Each chunk's page comes from the producer's own table load: no
+  // multicast of another CTA's pages.
+  if (getRing().getType().getCluster() != 1)
+    return emitOpError("a paged tile loads into a ring of one CTA "
+                       "(cluster = 1), got cluster ")
+           << getRing().getType().getCluster();
   return success();
 }

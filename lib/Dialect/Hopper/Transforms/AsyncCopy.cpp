@@ -4,7 +4,8 @@
 // the transfer: the producer's commit of the tile's bytes on the slot's
 // full barrier, and the TMA boxes (one per 128-byte swizzle row of
 // columns), split between the two CTAs of a cluster and multicast when the
-// ring is shared by both.
+// ring is shared by both. hopper.load_paged_tile likewise, its boxes per
+// page of the tile's rows, each page read from the page table.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +13,7 @@
 #include "fa3/Dialect/Hopper/Transforms/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
@@ -103,12 +105,58 @@ void lower(LoadTileOp op) {
   op.erase();
 }
 
+/// A paged tile: per chunk of min(page_size, rows) rows (one page's), the
+/// page from the table and one box per swizzle row of columns.
+void lower(LoadPagedTileOp op) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  Constants cst(op);
+  Value ring = op.getRing(), slot = op.getSlot();
+  RingProducerCommitOp::create(b, loc, ring, slot,
+                               static_cast<uint64_t>(op.getTileBytes()));
+  Value rows = cst.i32(op.getRows());
+  Value ps = op.getPageSize();
+  Value chunk = arith::MinUIOp::create(b, loc, ps, rows);
+  Value chunks = arith::DivUIOp::create(b, loc, rows, chunk);
+  Value zero = cst.i32(0), one = cst.i32(1);
+  auto loop = scf::ForOp::create(b, loc, zero, chunks, one);
+  b.setInsertionPoint(loop.getBody()->getTerminator());
+  Value i = loop.getInductionVar();
+  Value first = arith::MulIOp::create(b, loc, i, chunk);
+  Value r = arith::AddIOp::create(b, loc, op.getRow(), first);
+  // rows past the sequence read the page of its last row
+  Value last = arith::SubIOp::create(b, loc, op.getBound(), one);
+  Value rc = arith::MinUIOp::create(b, loc, r, last);
+  Value entry = arith::DivUIOp::create(b, loc, rc, ps);
+  auto gptrT = LLVM::LLVMPointerType::get(b.getContext(), 1);
+  Type i32T = b.getI32Type();
+  Value ep = LLVM::GEPOp::create(b, loc, gptrT, i32T, op.getPages(),
+                                 ArrayRef<LLVM::GEPArg>{entry});
+  Value page = LLVM::LoadOp::create(b, loc, i32T, ep);
+  Value inPage = arith::RemUIOp::create(b, loc, r, ps);
+  Value swz = cst.i32(kSwizzleBytes);
+  Value chunkOff = arith::MulIOp::create(b, loc, first, swz);
+  for (int64_t c = 0; c < op.getBoxes(); ++c) {
+    Value col = cst.i32(c * op.getBoxCols());
+    Value boxOff = cst.i32(c * op.getBoxBytes());
+    Value offset = arith::AddIOp::create(b, loc, boxOff, chunkOff);
+    Value coords[] = {col, op.getHead(), inPage, page};
+    TmaLoadOp::create(b, loc, op.getMap(), coords, ring, slot, offset,
+                      IntegerAttr());
+  }
+  op.erase();
+}
+
 struct HopperAsyncCopyPass
     : public fa3::hopper::impl::HopperAsyncCopyBase<HopperAsyncCopyPass> {
   void runOnOperation() override {
     SmallVector<LoadTileOp> loads;
     getOperation()->walk([&](LoadTileOp op) { loads.push_back(op); });
     for (LoadTileOp op : loads)
+      lower(op);
+    SmallVector<LoadPagedTileOp> paged;
+    getOperation()->walk([&](LoadPagedTileOp op) { paged.push_back(op); });
+    for (LoadPagedTileOp op : paged)
       lower(op);
   }
 };

@@ -49,6 +49,13 @@ def Attn_BoolParameter : AttrParameter<"bool", "true or false"> {
   let printer = [{ $_printer << ($_self ? "true" : "false") }];
 }
 
+// A bool that is false unless written (and then not printed).
+def Attn_FlagParameter : AttrParameter<"bool", "true or false (default)"> {
+  let parser = [{ ::fa3::attn::parseBoolKeyword($_parser) }];
+  let printer = [{ $_printer << ($_self ? "true" : "false") }];
+  let defaultValue = "false";
+}
+
 def Attn_F64Parameter : APFloatParameter<"an f64 value"> {
   let parser = [{ ::fa3::attn::parseF64($_parser) }];
   let printer = [{ $_printer.printFloat($_self) }];
@@ -81,7 +88,12 @@ def Attn_HopperConfigAttr : AttrDef<Attn_Dialect, "HopperConfig"> {
       running max rose by more than the threshold (log2 units);
     * `cluster_m`: CTAs per cluster (2: K/V shared by TMA multicast);
     * `pingpong`: the two consumer warpgroups take turns issuing GEMMs;
-    * `tma_store`: O is staged in shared memory and stored by TMA.
+    * `tma_store`: O is staged in shared memory and stored by TMA;
+    * `split_kv` (optional, false): the decoding kernel's split of each
+      tile's kv blocks over a launch-time number of CTAs, whose partial O
+      and LSE a generated `<kernel>_combine` merges;
+    * `pack_gqa` (optional, false): a tile's rows are (query, q head) pairs
+      of one kv head.
 
     The verifier checks each value's domain; whether the kernel can take the
     combination for a given attention (head dim, mask, shared memory) is
@@ -97,7 +109,9 @@ def Attn_HopperConfigAttr : AttrDef<Attn_Dialect, "HopperConfig"> {
     Attn_F64Parameter:$rescale_threshold,
     "int64_t":$cluster_m,
     Attn_BoolParameter:$pingpong,
-    Attn_BoolParameter:$tma_store
+    Attn_BoolParameter:$tma_store,
+    Attn_FlagParameter:$split_kv,
+    Attn_FlagParameter:$pack_gqa
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;

@@ -41,7 +41,7 @@ def Hopper_FinalizeRowsOp : Hopper_Op<"finalize_rows", [
   let assemblyFormat = "$m `,` $l attr-dict `:` qualified(type($m))";
 }
 
-def Hopper_StoreLseOp : Hopper_Op<"store_lse"> {
+def Hopper_StoreLseOp : Hopper_Op<"store_lse", [AttrSizedOperandSegments]> {
   let summary = "the log-sum-exp of a warpgroup's rows, to [B, Hq, Sq] f32";
   let description = [{
     Writes `lse` (one value per row, `hopper.finalize_rows`) to the f32
@@ -53,7 +53,9 @@ def Hopper_StoreLseOp : Hopper_Op<"store_lse"> {
     `bound` (Sq) are skipped, and nothing is stored when `ptr` is null
     (the caller asked for no LSE). A packed variable-length batch gives
     the stride (the tensor's Tq of [Hq, Tq]) and bounds the rows at its
-    sequence's end.
+    sequence's end. With `group` (GQA packing, g), the rows are (query, q
+    head) pairs, query-major: row p is query p / g (bounded by `bound`) of
+    head `head` + p % g.
 
     ```mlir
     hopper.store_lse %lse to %LSE rows %row0 head %h batch %b heads %Hq bound %Sq : !hopper.frag<64xf32>
@@ -61,11 +63,12 @@ def Hopper_StoreLseOp : Hopper_Op<"store_lse"> {
     ```
   }];
   let arguments = (ins Hopper_Rows:$lse, Hopper_GlobalPtr:$ptr, I32:$row0,
-                       I32:$head, I32:$batch, I32:$heads, I32:$bound,
-                       Optional<I32>:$stride);
+                       Optional<I32>:$group, I32:$head, I32:$batch,
+                       I32:$heads, I32:$bound, Optional<I32>:$stride);
   let assemblyFormat = [{
-    $lse `to` $ptr `rows` $row0 `head` $head `batch` $batch `heads` $heads
-    `bound` $bound (`stride` $stride^)? attr-dict `:` qualified(type($lse))
+    $lse `to` $ptr `rows` $row0 (`group` $group^)? `head` $head `batch` $batch
+    `heads` $heads `bound` $bound (`stride` $stride^)? attr-dict `:`
+    qualified(type($lse))
   }];
 }
 
@@ -83,7 +86,10 @@ def Hopper_StoreODirectOp : Hopper_Op<"store_o_direct"> {
     `row0` is the warpgroup's first row (the tile's m0 + 64 x consumer).
     With `columns`, only the first `columns` columns are stored: O's
     fragment may be wider than the tensor (head dim 96 is computed in a
-    128-column tile).
+    128-column tile). With `group` (GQA packing, g), the rows are (query,
+    q head) pairs, query-major: row p is query p / g (bounded by `bound`)
+    of head `head` + p % g. `out_type` f32 stores the pairs unrounded (8
+    bytes each: a split-KV kernel's partial O).
     No shared memory and no synchronisation: the kernel's `tma-store=false`
     (measured 4-17 % slower than `hopper.store_o_tma` at 512-2k).
 
@@ -94,11 +100,12 @@ def Hopper_StoreODirectOp : Hopper_Op<"store_o_direct"> {
   }];
   let arguments = (ins Hopper_Tile:$o, Hopper_Rows:$inv, Hopper_GlobalPtr:$ptr,
                        I64:$stride_batch, I64:$stride_row, I64:$stride_head,
-                       I32:$row0, I32:$head, I32:$batch, I32:$bound,
+                       I32:$row0, Optional<I32>:$group, I32:$head,
+                       I32:$batch, I32:$bound,
                        TypeAttr:$out_type, OptionalAttr<I64Attr>:$columns);
   let assemblyFormat = [{
     $o `,` $inv `to` $ptr `strides` `(` $stride_batch `,` $stride_row `,`
-    $stride_head `)` `rows` $row0 `head` $head `batch` $batch `bound` $bound
+    $stride_head `)` `rows` $row0 (`group` $group^)? `head` $head `batch` $batch `bound` $bound
     attr-dict `:` qualified(type($o)) `as` $out_type
   }];
   let hasVerifier = 1;

@@ -169,6 +169,9 @@ def Hopper_MaskOp : Hopper_Op<"mask", [Pure, AllTypesMatch<["scores", "result"]>
     thread, on an opaque copy of the row so that LLVM does not keep the
     bounds live across the kv loop.
 
+    `group` (GQA packing, g): the tile's rows are (query, q head) pairs,
+    query-major; row p is query p / g, which `visible` is called on.
+
     `transposed`: the tile is S^T (the backward's), its rows keys and its
     columns queries: `visible` is called once per column of the thread
     (N / 4 of them) and a score is kept iff its row lies in its column's
@@ -178,12 +181,12 @@ def Hopper_MaskOp : Hopper_Op<"mask", [Pure, AllTypesMatch<["scores", "result"]>
     %m = hopper.mask %s rows %row0 cols %col0 visible @k_visible_cols(%Sq, %Skv) : !hopper.frag<64x128xf32>
     ```
   }];
-  let arguments = (ins Hopper_Tile:$scores, I32:$row0, I32:$col0,
-                       FlatSymbolRefAttr:$visible, I32:$sq, I32:$skv,
-                       UnitAttr:$left_bounded, UnitAttr:$transposed);
+  let arguments = (ins Hopper_Tile:$scores, I32:$row0, Optional<I32>:$group,
+                       I32:$col0, FlatSymbolRefAttr:$visible, I32:$sq,
+                       I32:$skv, UnitAttr:$left_bounded, UnitAttr:$transposed);
   let results = (outs Hopper_Tile:$result);
   let assemblyFormat = [{
-    $scores `rows` $row0 `cols` $col0 `visible` $visible `(` $sq `,` $skv `)`
+    $scores `rows` $row0 (`group` $group^)? `cols` $col0 `visible` $visible `(` $sq `,` $skv `)`
     (`left_bounded` $left_bounded^)? (`transposed` $transposed^)? attr-dict
     `:` qualified(type($scores))
   }];

@@ -255,4 +255,47 @@ def Hopper_LoadTileOp : Hopper_Op<"load_tile"> {
   let hasVerifier = 1;
 }
 
+def Hopper_LoadPagedTileOp : Hopper_Op<"load_paged_tile"> {
+  let summary = "a tile of a paged tensor as the payload of a ring slot";
+  let description = [{
+    `hopper.load_tile` of a sequence stored in pages (a paged KV cache):
+    the map's dimensions are (column, head, row in page, page), and row r
+    of the sequence is row r % `page_size` of page `pages`[r / page_size]
+    (`pages`: the sequence's row of the page table, i32 page indices).
+    Rows `row` .. `row` + `rows` - 1 at or past `bound` (the sequence's
+    rows) take the page of row `bound` - 1 (whose entry the table has):
+    their values are the caller's to mask. `page_size` must divide `rows`
+    or be a multiple of it, and be a multiple of 8 (swizzle atoms).
+
+    `hopper-async-copy` writes the commit of the tile's bytes and, per
+    min(page_size, rows) rows (a chunk in one page), the page index's load
+    and one TMA box per 128-byte swizzle row of columns, at byte c * rows *
+    128 + chunk rows * 128 of the stage.
+
+    ```mlir
+    hopper.load_paged_tile %mapK[%row, %head] pages %table page_size %ps
+        bound %len into %k[%u] rows 128 cols 128 : bf16, !hopper.ring<...>
+    ```
+  }];
+  let arguments = (ins LLVM_PointerInAddressSpace<0>:$map, I32:$row, I32:$head,
+                       Hopper_GlobalPtr:$pages, I32:$page_size, I32:$bound,
+                       Hopper_RingType:$ring, I32:$slot,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$rows,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$cols,
+                       TypeAttrOf<AnyTypeOf<[BF16, F16]>>:$element);
+  let assemblyFormat = [{
+    $map `[` $row `,` $head `]` `pages` $pages `page_size` $page_size
+    `bound` $bound `into` $ring `[` $slot `]` `rows` $rows `cols` $cols
+    attr-dict `:` $element `,` qualified(type($ring))
+  }];
+  let extraClassDeclaration = [{
+    int64_t getElementBytes() { return getElement().getIntOrFloatBitWidth() / 8; }
+    int64_t getBoxCols() { return kSwizzleBytes / getElementBytes(); }
+    int64_t getBoxBytes() { return getRows() * kSwizzleBytes; }
+    int64_t getBoxes() { return getCols() / getBoxCols(); }
+    int64_t getTileBytes() { return getBoxes() * getBoxBytes(); }
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // FA3_HOPPER_RING_OPS

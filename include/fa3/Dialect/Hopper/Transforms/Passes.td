@@ -38,10 +38,14 @@ def HopperAsyncCopy : Pass<"hopper-async-copy"> {
     `hopper.tma_load` per 128-byte swizzle row of columns (box c at byte
     c * rows * 128 of the stage). In a ring shared by a 2-CTA cluster each
     CTA loads the boxes of its cluster rank (rank, rank + 2, ...) with
-    multicast into both CTAs' rings.
+    multicast into both CTAs' rings. A `hopper.load_paged_tile` (a tile
+    of a paged KV cache) becomes the commit and a loop over its pages'
+    chunks of rows: the page index from the page table, then the chunk's
+    boxes.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
-                           "::mlir::LLVM::LLVMDialect"];
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::scf::SCFDialect"];
 }
 
 def HopperOverlap : Pass<"hopper-overlap"> {

@@ -1,0 +1,135 @@
+//===- CacheAppendKernel.cpp - new keys and values into a KV cache --------===//
+//
+// (CacheAppendKernel.h.) A copy: each thread moves 16 bytes (8 elements of
+// a row) per step, blocks striding over the rows of k_new, then v_new,
+// then the lengths. The destination row of batch b's new row s is
+// cache_seqlens[b] + s; with a page table, row r lives in page
+// table[b][r / page_size] at row r % page_size.
+//
+//===----------------------------------------------------------------------===//
+#include "CacheAppendKernel.h"
+
+#include "BuilderBase.h"
+#include "KernelBuilder.h" // the ABI: kCacheAppendParams
+
+using namespace mlir;
+using namespace fa3::hopper;
+
+namespace {
+
+class CacheAppendBuilder : BuilderBase {
+public:
+  CacheAppendBuilder(OpBuilder &b, Location loc) : BuilderBase(b, loc) {
+    gptrT = LLVM::LLVMPointerType::get(ctx, 1);
+  }
+
+  void build(gpu::GPUModuleOp m, const std::string &name, int64_t headDim,
+             int64_t headDimV) {
+    gpu::GPUFuncOp fn =
+        openKernel(m, name, kCacheAppendParams, kCacheAppendThreads);
+    Value tid = NVVM::ThreadIdXOp::create(b, loc, i32T);
+    Value bid = NVVM::BlockIdXOp::create(b, loc, i32T);
+    Value nb = NVVM::GridDimXOp::create(b, loc, i32T);
+    start = bin<arith::MulIOp>(ext64(bid), i64(kCacheAppendThreads));
+    start = bin<arith::AddIOp>(start, ext64(tid));
+    stride = bin<arith::MulIOp>(ext64(nb), i64(kCacheAppendThreads));
+    copyRows("kNew", "kCache", headDim);
+    copyRows("vNew", "vCache", headDimV);
+    // the key counts after the append, for the attention's seqUsedK
+    auto loop = scf::ForOp::create(b, loc, start, ext64(param("B")), stride);
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPoint(loop.getBody()->getTerminator());
+      Value i = loop.getInductionVar();
+      Value n = LLVM::LoadOp::create(b, loc, i32T, at(param("cacheSeqlens"), i, 4),
+                                     /*alignment=*/4);
+      Value total = bin<arith::AddIOp>(n, param("Snew"));
+      LLVM::StoreOp::create(b, loc, total, at(param("seqlensOut"), i, 4),
+                            /*alignment=*/4);
+    }
+    gpu::ReturnOp::create(b, loc);
+    closeKernel(fn);
+  }
+
+private:
+  Type gptrT;
+  Value start, stride;
+
+  /// `base` + `elems` elements of `bytes` bytes each.
+  Value at(Value base, Value elems, int64_t bytes) {
+    Value off = bin<arith::MulIOp>(elems, i64(bytes));
+    return LLVM::GEPOp::create(b, loc, gptrT, b.getI8Type(), base,
+                               ValueRange{off});
+  }
+
+  /// <src>[b, s, h, :] into <dst> at batch b's row cache_seqlens[b] + s.
+  void copyRows(const std::string &src, const std::string &dst, int64_t dim) {
+    const int64_t per = dim / 8; // 16-byte chunks a row
+    Value hkv = ext64(param("Hkv")), snew = ext64(param("Snew"));
+    Value items = bin<arith::MulIOp>(ext64(param("B")), snew);
+    items = bin<arith::MulIOp>(items, hkv);
+    items = bin<arith::MulIOp>(items, i64(per));
+    auto loop = scf::ForOp::create(b, loc, start, items, stride);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    Value item = loop.getInductionVar();
+    Value chunk = bin<arith::RemUIOp>(item, i64(per));
+    Value t = bin<arith::DivUIOp>(item, i64(per));
+    Value h = bin<arith::RemUIOp>(t, hkv);
+    t = bin<arith::DivUIOp>(t, hkv);
+    Value s = bin<arith::RemUIOp>(t, snew);
+    Value bi = bin<arith::DivUIOp>(t, snew);
+    Value col = bin<arith::MulIOp>(chunk, i64(8));
+    // the source row
+    Value e = bin<arith::MulIOp>(bi, param(src + "StrideB"));
+    Value es = bin<arith::MulIOp>(s, param(src + "StrideS"));
+    e = bin<arith::AddIOp>(e, es);
+    Value eh = bin<arith::MulIOp>(h, param(src + "StrideH"));
+    e = bin<arith::AddIOp>(e, eh);
+    e = bin<arith::AddIOp>(e, col);
+    auto v4 = VectorType::get({4}, i32T);
+    Value data = LLVM::LoadOp::create(b, loc, v4, at(param(src), e, 2),
+                                      /*alignment=*/16);
+    // the destination row: cache_seqlens[b] + s, through the page table
+    Value n = LLVM::LoadOp::create(b, loc, i32T,
+                                   at(param("cacheSeqlens"), bi, 4),
+                                   /*alignment=*/4);
+    Value row = bin<arith::AddIOp>(ext64(n), s);
+    Value null = LLVM::ZeroOp::create(b, loc, gptrT);
+    Value paged = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne,
+                                       param("pageTable"), null);
+    auto place = ifElse(
+        paged, TypeRange{i64T, i64T},
+        [&]() -> SmallVector<Value> {
+          Value ps = ext64(param("pageSize"));
+          Value entry = bin<arith::MulIOp>(bi, ext64(param("pageTableStride")));
+          Value slot = bin<arith::DivUIOp>(row, ps);
+          entry = bin<arith::AddIOp>(entry, slot);
+          Value page = LLVM::LoadOp::create(b, loc, i32T,
+                                            at(param("pageTable"), entry, 4),
+                                            /*alignment=*/4);
+          Value inPage = bin<arith::RemUIOp>(row, ps);
+          return {ext64(page), inPage};
+        },
+        [&]() -> SmallVector<Value> { return {bi, row}; });
+    Value d = bin<arith::MulIOp>(place.getResult(0), param(dst + "StrideB"));
+    Value ds = bin<arith::MulIOp>(place.getResult(1), param(dst + "StrideS"));
+    d = bin<arith::AddIOp>(d, ds);
+    Value dh = bin<arith::MulIOp>(h, param(dst + "StrideH"));
+    d = bin<arith::AddIOp>(d, dh);
+    d = bin<arith::AddIOp>(d, col);
+    LLVM::StoreOp::create(b, loc, data, at(param(dst), d, 2),
+                          /*alignment=*/16);
+  }
+};
+
+} // namespace
+
+void fa3::hopper::buildCacheAppendKernel(OpBuilder &b, Location loc,
+                                         gpu::GPUModuleOp module,
+                                         const std::string &name,
+                                         int64_t headDim, int64_t headDimV) {
+  OpBuilder::InsertionGuard g(b);
+  CacheAppendBuilder append(b, loc);
+  append.build(module, name, headDim, headDimV);
+}

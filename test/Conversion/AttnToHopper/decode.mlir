@@ -1,0 +1,137 @@
+// The decoding kernel (attn-hopper-config{decode}: split-KV and GQA
+// packing, FlashAttention's flash_attn_with_kvcache): the configuration
+// (CONFIG), the kernel's tile grid, split of the kv blocks, packed Q load,
+// paged or contiguous K/V, packed mask and the two epilogues (KERNEL), and
+// the two kernels beside it (COMBINE): <kernel>_combine, which merges the
+// splits, and <kernel>_append, which writes new keys and values into the
+// cache.
+// RUN: fa3-opt %s --attn-hopper-config="decode=true" | FileCheck %s --check-prefix=CONFIG
+// RUN: fa3-opt %s --attn-hopper-config="decode=true" --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=KERNEL
+// RUN: fa3-opt %s --attn-hopper-config="decode=true" --attn-tile --convert-attn-to-hopper --hopper-async-copy --hopper-overlap --hopper-pingpong --convert-hopper-to-nvvm | FileCheck %s --check-prefix=COMBINE
+
+// One CTA per tile of 128 packed rows, no cluster, O stored directly (the
+// decoding kernel's own settings, whatever the other options say).
+// CONFIG: attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 3, persistent = false, q_buffers = 1, lazy_rescale = true, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = true, tma_store = false, split_kv = true, pack_gqa = true>
+
+// The launch facts name both choices.
+// KERNEL: gpu.func @attn_kernel(
+// KERNEL-SAME: o_store = "direct"
+// KERNEL-SAME: pack_gqa = true
+// KERNEL-SAME: split_kv = true
+
+// Producer: the grid is Sq x (Hq / Hkv) packed rows, Hkv heads and B x
+// numSplits batches; a tile's batch coordinate is (split, batch).
+// KERNEL: hopper.warp_specialize producer
+// KERNEL: %[[G:.*]] = arith.divui %[[HQ:.*]], %[[HKV:[^ ]*]] : i32
+// KERNEL: %[[ROWS:.*]] = arith.muli %{{.*}}, %[[G]] : i32
+// KERNEL: %[[BS:.*]] = arith.muli %[[B:[^ ]*]], %[[NS:[^ ]*]] : i32
+// KERNEL: hopper.tile_grid %[[ROWS]], %[[HKV]], %[[BS]] block_m 128
+// KERNEL: hopper.tile_coords
+// KERNEL: %[[SPLIT:.*]] = arith.divui %{{.*}}, %[[B]] : i32
+// KERNEL: %[[BATCH:.*]] = arith.remui %{{.*}}, %[[B]] : i32
+// The batch's keys: seqused_k[b] (a cache's fill) where the launch gives
+// the array, else Skv ...
+// KERNEL: %[[GIVEN:.*]] = llvm.icmp "ne" %arg18, %{{.*}} : !llvm.ptr<1>
+// KERNEL: %[[SKV:.*]] = scf.if %[[GIVEN]] -> (i32) {
+// KERNEL: llvm.getelementptr %arg18[%[[BATCH]]]
+// KERNEL: } else {
+// KERNEL: scf.yield %arg9 : i32
+// ... and the schedule of the tile's first query (packed row m0 / g) ...
+// KERNEL: %[[Q0:.*]] = arith.divui %m0, %{{.*}} : i32
+// KERNEL: %[[RNG:.*]]:4 = func.call @attn_kernel_kv_range(%[[Q0]], %arg8, %[[SKV]])
+// ... cut to this split's run of ceil(n / numSplits) blocks
+// KERNEL: %[[N:.*]] = arith.subi %[[RNG]]#1, %[[RNG]]#0 : i32
+// KERNEL: %[[NPS:.*]] = arith.addi %[[N]], %[[NS]] : i32
+// KERNEL: %[[NPS1:.*]] = arith.subi %[[NPS]], %c1_i32 : i32
+// KERNEL: %[[PER:.*]] = arith.divui %[[NPS1]], %[[NS]] : i32
+// KERNEL: %[[START:.*]] = arith.muli %[[SPLIT]], %[[PER]] : i32
+// KERNEL: arith.addi %[[RNG]]#0, %[[START]] : i32
+// KERNEL: %[[LEFT:.*]] = arith.subi %[[N]], %[[START]] : i32
+// KERNEL: %[[SPAN:.*]] = arith.minsi %[[LEFT]], %[[PER]] : i32
+// KERNEL: arith.maxsi %[[SPAN]], %c0_i32 : i32
+// Q: the tile's g heads x 128 / g queries, from q head kv head x g.
+// KERNEL: %[[QH:.*]] = arith.muli %{{.*}}, %{{.*}} : i32
+// KERNEL: hopper.load_tile %arg0[%{{.*}}, %[[QH]], %[[BATCH]]] into %{{.*}} rows 128 cols 128 : bf16
+// K and V: from a paged cache where the launch gives a page table (this
+// batch's row of it, pageTableStride entries a row; the bound is the
+// batch's keys), else tiles of the contiguous cache.
+// KERNEL: %[[PSTRIDE:.*]] = arith.extui %arg24 : i32 to i64
+// KERNEL: %[[POFF:.*]] = arith.muli %{{.*}}, %[[PSTRIDE]] : i64
+// KERNEL: %[[PROW:.*]] = llvm.getelementptr %arg23[%[[POFF]]] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i32
+// KERNEL: %[[PGIVEN:.*]] = llvm.icmp "ne" %arg23, %{{.*}} : !llvm.ptr<1>
+// KERNEL: %[[PAGES:.*]] = llvm.select %[[PGIVEN]], %[[PROW]], %{{.*}} : i1, !llvm.ptr<1>
+// KERNEL: scf.for
+// KERNEL: %[[PAGED:.*]] = llvm.icmp "ne" %[[PAGES]], %{{.*}} : !llvm.ptr<1>
+// KERNEL: scf.if %[[PAGED]] {
+// KERNEL-NEXT: hopper.load_paged_tile %arg1[%{{.*}}, %head] pages %[[PAGES]] page_size %arg25 bound %[[SKV]] into
+// KERNEL-NEXT: } else {
+// KERNEL-NEXT: hopper.load_tile %arg1[%{{.*}}, %head, %[[BATCH]]] into
+// KERNEL: hopper.load_paged_tile %arg2[%{{.*}}, %head] pages %[[PAGES]] page_size %arg25 bound %[[SKV]] into
+// KERNEL: hopper.load_tile %arg2[%{{.*}}, %head, %[[BATCH]]] into
+// Consumers: the mask's rows are packed (query = row / g) ...
+// KERNEL: } consumers(
+// KERNEL: hopper.mask %{{.*}} rows %{{.*}} group %{{.*}} cols
+// ... numSplits > 1: this split's O (f32) and LSE at (split, batch) of the
+// partial outputs; else O and LSE themselves.
+// KERNEL: %[[MANY:.*]] = arith.cmpi sgt, %{{.*}}, %c1_i32 : i32
+// KERNEL: scf.if %[[MANY]] {
+// KERNEL: hopper.store_o_direct %{{.*}} to %arg21 strides(%{{.*}}, %c128_i64, %{{.*}}) rows %{{.*}} group %{{.*}} head %{{.*}} batch %{{.*}} bound %{{.*}} : !hopper.frag<64x128xf32> as f32
+// KERNEL: hopper.store_lse %{{.*}} to %arg22 rows %{{.*}} group %{{.*}} head
+// KERNEL: } else {
+// KERNEL: hopper.store_o_direct %{{.*}} to %arg4 strides(%arg12, %arg13, %arg14) rows %{{.*}} group %{{.*}} head %{{.*}} batch %{{.*}} bound %{{.*}} : !hopper.frag<64x128xf32> as bf16
+// KERNEL: hopper.store_lse %{{.*}} to %arg5 rows %{{.*}} group %{{.*}} head
+
+// <kernel>_combine: 256 threads, a grid-stride loop over 4-column chunks;
+// per chunk the splits' max LSE, then the weights exp2((lse - max) log2 e)
+// and their sum with the partial O's, one 16-byte load a split; o rounded
+// once and stored 8 bytes; the LSE by the row's first thread.
+// COMBINE: gpu.func @attn_kernel_combine(%{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32) kernel
+// COMBINE-SAME: nvvm.maxntid = array<i32: 256, 1, 1>
+// COMBINE: scf.for
+// COMBINE: arith.divui %{{.*}}, %c32_i64 : i64
+// COMBINE: arith.remui %{{.*}}, %c32_i64 : i64
+// COMBINE: scf.for {{.*}} iter_args
+// COMBINE: arith.maxnumf
+// COMBINE: arith.cmpf oeq
+// COMBINE: scf.for {{.*}} iter_args
+// COMBINE: "ex2.approx.ftz.f32 $0, $1;"
+// COMBINE: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xf32>
+// COMBINE: llvm.intr.fma
+// COMBINE: arith.truncf %{{.*}} : vector<4xf32> to vector<4xbf16>
+// COMBINE: llvm.store %{{.*}} {alignment = 8 : i64} : vector<4xbf16>, !llvm.ptr<1>
+// COMBINE: "lg2.approx.ftz.f32 $0, $1;"
+// COMBINE: scf.if
+// COMBINE: llvm.store %{{.*}} {alignment = 4 : i64} : f32, !llvm.ptr<1>
+
+// <kernel>_append: 16 bytes a thread from k_new's row (b, s, h) into the
+// cache's row cache_seqlens[b] + s, through the page table when there is
+// one (page table[b][row / page_size], row % page_size), then v_new's,
+// then the lengths after the append.
+// COMBINE: gpu.func @attn_kernel_append(
+// COMBINE-SAME: nvvm.maxntid = array<i32: 256, 1, 1>
+// COMBINE: scf.for
+// COMBINE: %[[SRC:.*]] = llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xi32>
+// COMBINE: %[[LEN:.*]] = llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> i32
+// COMBINE: %[[LEN64:.*]] = arith.extui %[[LEN]] : i32 to i64
+// COMBINE: %[[ROW:.*]] = arith.addi %[[LEN64]], %{{.*}} : i64
+// COMBINE: %[[PLACE:.*]]:2 = scf.if %{{.*}} -> (i64, i64) {
+// COMBINE: arith.divui %[[ROW]], %{{.*}} : i64
+// COMBINE: %[[PAGE:.*]] = llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> i32
+// COMBINE: %[[IN:.*]] = arith.remui %[[ROW]], %{{.*}} : i64
+// COMBINE: %[[PAGE64:.*]] = arith.extui %[[PAGE]] : i32 to i64
+// COMBINE: scf.yield %[[PAGE64]], %[[IN]] : i64, i64
+// COMBINE: } else {
+// COMBINE: scf.yield %{{.*}}, %[[ROW]] : i64, i64
+// COMBINE: llvm.store %[[SRC]], %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
+// COMBINE: scf.for
+// COMBINE: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
+// COMBINE: scf.for
+// COMBINE: arith.addi %{{.*}}, %arg22 : i32
+// COMBINE: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : i32, !llvm.ptr<1>
+
+func.func @attn(%q: memref<?x8x?x128xbf16>, %k: memref<?x2x?x128xbf16>, %v: memref<?x2x?x128xbf16>,
+                %o: memref<?x8x?x128xbf16>, %lse: memref<?x8x?xf32>) {
+  attn.flash_attention ins(%q, %k, %v : memref<?x8x?x128xbf16>, memref<?x2x?x128xbf16>, memref<?x2x?x128xbf16>)
+    outs(%o, %lse : memref<?x8x?x128xbf16>, memref<?x8x?xf32>) causal
+  return
+}

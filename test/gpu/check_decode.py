@@ -1,0 +1,712 @@
+#!/usr/bin/env python3
+"""GPU correctness check of the decoding kernels (split-KV with GQA packing:
+fa3-compile --decode, facts `split_kv 1`) through
+fa3.torch_api.flash_attn_with_kvcache (run on an H100/H200).
+
+    python3 test/gpu/check_decode.py KERNEL_DIR [--out OUT_DIR]
+    python3 test/gpu/check_decode.py KERNEL_DIR --sanitize   # small cases, for
+        `compute-sanitizer --tool memcheck|racecheck|synccheck python3 ...`
+
+For every decoding kernel of the directory and every case (cases(): Sq 1
+(decoding), 4 and 17 (speculative, odd); Hq/Hkv 32/8 and 64/8 (GQA), 16/1
+(MQA), 8/8 (MHA); Skv 1, 113, 1023, 4224 and, on the bf16 head-dim-128
+kernels only, 131072; num_splits 0 (the heuristic), 1, 3 and 128;
+cache_seqlens ragged per batch (0, 1, 17, 1000, 4096 over a larger
+capacity, passed as a 4-byte-offset view) or an int; with and without
+return_softmax_lse): fresh random inputs (the cache rows past a batch's
+length filled with large finite values, which must be masked out), o and
+lse poisoned with NaN, then per batch check_fwd's criteria against its
+fp32 reference on that batch's keys alone (masks bottom-right aligned to
+its length): every element written, ||o - ref|| / ||ref|| < 1e-2 over rows
+that see a key, max |lse - ref| < 1e-3, rows that see no key exactly 0 and
+-inf (a batch of length 0 included, through the splits' merge); and the
+public call on the same inputs gives bit-identical outputs. The head-dim-128
+kernels run every case, the others a subset (QUICK_CASES). Paged caches
+(PAGED_CASES: page_table with page sizes 16, 64, 128, 256 and twice
+block_n, those the kernel takes; a pool of the table's pages in a random
+order plus unused ones, every row that is no batch's key large finite
+values; ragged, int and no cache_seqlens; Sq 1 and 4; GQA 32/8 and 64/8;
+num_splits 0, 1, 3; a table that is a column slice of a wider one; 128k):
+the same criteria per batch against the reference on its gathered keys,
+the public call bit-identical, and the contiguous call on the gathered
+cache bit-identical too (head dims 128 and 256 every case, the others
+PAGED_QUICK). Plus per kernel
+the SASS check of check_fwd; once per run: misuse refused with its message
+(a GQA group that does not divide block_m, cache_seqlens of the wrong
+dtype, count, device or value, page sizes 24 and 12 and bad page tables,
+the unbuilt serving arguments, grad), no keys at all (Skv = 0), a
+CUDA-graph capture of a split call replayed on new inputs (q and
+cache_seqlens changed in place) equal to eager calls, the same for a paged
+call (the page table changed in place), and torch.compile(fullgraph=True)
+equal to eager, contiguous and paged. With --out:
+appends the run to OUT/history.jsonl (kind check_decode; a full run also
+rewrites its table in OUT/RESULTS.md). Exit status 1 on any failure.
+"""
+import datetime
+import math
+import sys
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "python"))
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "test" / "gpu"))
+
+RAGGED = [0, 1, 17, 1000, 4096]
+
+# (label, B, Sq, Hq, Hkv, Skv, num_splits, cache_seqlens, with_lse):
+# cache_seqlens None (every key), a list (a tensor of them) or an int
+CASES = [
+    ("decode GQA 32/8, heuristic", 2, 1, 32, 8, 4224, 0, None, True),
+    ("decode GQA 64/8, 3 splits", 1, 1, 64, 8, 1023, 3, None, True),
+    ("decode MQA 16/1, heuristic", 3, 1, 16, 1, 113, 0, None, True),
+    ("decode MHA 8/8, Skv 1", 2, 1, 8, 8, 1, 0, None, True),
+    ("decode GQA 32/8, no lse", 2, 1, 32, 8, 4224, 0, None, False),
+    ("speculative Sq 4 GQA 32/8, 128 splits", 2, 4, 32, 8, 4224, 128, None, True),
+    ("odd Sq 17 MQA 16/1, 3 splits", 1, 17, 16, 1, 1023, 3, None, True),
+    ("odd Sq 17 MHA 8/8, 1 split", 2, 17, 8, 8, 4224, 1, None, True),
+    ("ragged cache_seqlens GQA 32/8, heuristic", 6, 1, 32, 8, 8192, 0, RAGGED + [8192], True),
+    ("ragged cache_seqlens GQA 32/8, 1 split", 6, 1, 32, 8, 8192, 1, RAGGED + [8192], True),
+    ("ragged Sq 4 GQA 64/8, 128 splits", 5, 4, 64, 8, 4224, 128, RAGGED, True),
+    ("ragged Sq 17 MQA 16/1, 3 splits, no lse", 5, 17, 16, 1, 4224, 3, RAGGED, False),
+    ("int cache_seqlens 1000 of 1023, Sq 17 MHA 8/8, 3 splits", 2, 17, 8, 8, 1023, 3, 1000,
+     True),
+    ("128k GQA 32/8, heuristic", 1, 1, 32, 8, 131072, 0, None, True),
+    ("128k ragged GQA 64/8, heuristic", 2, 1, 64, 8, 131072, 0, [4096, 131071], True),
+]
+# the other head dims: a decoding step, speculative rows over MQA, ragged
+# lengths through the heuristic's splits and through 128 splits
+QUICK_CASES = ["decode GQA 32/8, heuristic", "odd Sq 17 MQA 16/1, 3 splits",
+               "ragged cache_seqlens GQA 32/8, heuristic", "ragged Sq 4 GQA 64/8, 128 splits"]
+# small ones for compute-sanitizer: every path (1 split, a few, more splits
+# than kv blocks, lengths 0 and 1, rows without keys)
+SANITIZE_CASES = [
+    ("small ragged Sq 4 GQA 16/2, 3 splits", 3, 4, 16, 2, 300, 3, [0, 1, 300], True),
+    ("small MHA 8/8, 1 split", 2, 1, 8, 8, 200, 1, None, True),
+    ("small GQA 32/8, 128 splits", 1, 1, 32, 8, 1023, 128, [517], False),
+]
+LONG = 131072
+
+# Paged caches (page_table, FA3's): (label, B, Sq, Hq, Hkv, capacity,
+# num_splits, cache_seqlens, with_lse, page_size, table). The table has
+# max_pages = ceil(capacity / page_size) columns (the logical Skv is
+# max_pages * page_size) of distinct pages of the pool in a random order;
+# the pool holds EXTRA_PAGES unused pages more. page_size "2bn": twice the
+# kernel's block_n (whole blocks inside a page at any block_n); table
+# "slice": a column slice of a wider table (its row stride past max_pages).
+EXTRA_PAGES = 7
+PAGED_CASES = []
+for _ps in (16, 64, 128, 256):
+    PAGED_CASES += [
+        (f"paged {_ps}: ragged GQA 32/8, heuristic", 6, 1, 32, 8, 8192, 0, RAGGED + [8192],
+         True, _ps, None),
+        (f"paged {_ps}: ragged Sq 4 GQA 64/8, 3 splits", 5, 4, 64, 8, 4224, 3, RAGGED, True,
+         _ps, None),
+    ]
+PAGED_CASES += [
+    ("paged 128: ragged GQA 32/8, 1 split", 6, 1, 32, 8, 8192, 1, RAGGED + [8192], True, 128,
+     None),
+    ("paged 64: every key (no cache_seqlens) GQA 32/8, 3 splits", 2, 1, 32, 8, 1000, 3, None,
+     True, 64, None),
+    ("paged 16: int cache_seqlens 1000, Sq 4 GQA 64/8, heuristic, no lse", 2, 4, 64, 8, 1023, 0,
+     1000, False, 16, None),
+    ("paged 256: table a column slice of a wider one, ragged GQA 32/8, heuristic", 5, 1, 32, 8,
+     4096, 0, RAGGED, True, 256, "slice"),
+    ("paged 2bn: ragged Sq 4 GQA 64/8, 3 splits", 5, 4, 64, 8, 4224, 3, RAGGED, True, "2bn",
+     None),
+    ("paged 256: 128k ragged GQA 64/8, heuristic", 2, 1, 64, 8, LONG, 0, [4096, LONG - 1], True,
+     256, None),
+]
+# the head dims other than 128 and 256 (whose block_n is 128 or 64, like
+# theirs): page size 16 and twice block_n (those that it takes)
+PAGED_QUICK = ["paged 16: ragged GQA 32/8, heuristic", "paged 16: ragged Sq 4 GQA 64/8, 3 splits",
+               "paged 2bn: ragged Sq 4 GQA 64/8, 3 splits",
+               "paged 64: every key (no cache_seqlens) GQA 32/8, 3 splits"]
+PAGED_SANITIZE_CASES = [
+    ("small paged 16: ragged Sq 4 GQA 16/2, 3 splits", 3, 4, 16, 2, 300, 3, [0, 1, 300], True,
+     16, None),
+    ("small paged 2bn: GQA 32/8, 128 splits", 1, 1, 32, 8, 1023, 128, [517], False, "2bn",
+     "slice"),
+]
+
+
+def cases(kf_head_dim, kf_dtype, sanitize=False):
+    """The cases a kernel of this head dim and dtype runs: every case for
+    head dim 128 (the 128k ones for bf16 only), QUICK_CASES for the others,
+    SANITIZE_CASES under compute-sanitizer."""
+    if sanitize:
+        return list(SANITIZE_CASES)
+    if kf_head_dim != 128:
+        return [c for c in CASES if c[0] in QUICK_CASES]
+    return [c for c in CASES if c[5] < LONG or kf_dtype == "bf16"]
+
+
+def page_size_of(kf, case):
+    ps = case[9]
+    return 2 * kf.block_n if ps == "2bn" else ps
+
+
+def takes_page_size(kf, ps):
+    """Whether the kernel takes this page size (fa3rt: a multiple of 8 that
+    divides block_n or that block_n divides)."""
+    return ps >= 8 and ps % 8 == 0 and (kf.block_n % ps == 0 or ps % kf.block_n == 0)
+
+
+def paged_cases(kf, sanitize=False):
+    """The paged cases a kernel runs: all at head dims 128 and 256 (the
+    128k one on bf16 head dim 128 only), PAGED_QUICK at the others; those
+    whose page size it takes."""
+    if sanitize:
+        cs = list(PAGED_SANITIZE_CASES)
+    elif kf.head_dim in (128, 256):
+        cs = [c for c in PAGED_CASES
+              if c[5] < LONG or (kf.head_dim == 128 and kf.dtype == "bf16")]
+    else:
+        cs = [c for c in PAGED_CASES if c[0] in PAGED_QUICK]
+    return [c for c in cs if takes_page_size(kf, page_size_of(kf, c))]
+
+
+def lengths(case):
+    """Each batch's key count of a case: its cache_seqlens, else Skv."""
+    _, B, _, _, _, Skv, _, lens, _ = case
+    if lens is None:
+        return [Skv] * B
+    if isinstance(lens, int):
+        return [lens] * B
+    return list(lens)
+
+
+def resolved_splits(kf, case, sms):
+    """The split count the runtime launches (fa3rt_fwd_plan: the heuristic
+    over the kernel's packed tiles and Skv's kv blocks where num_splits is
+    0)."""
+    from fa3 import runtime
+    _, B, Sq, Hq, Hkv, Skv, n, _, _ = case
+    if n:
+        return n
+    g = Hq // Hkv
+    tiles = -(-Sq * g // kf.block_m) * Hkv * B
+    return runtime.num_splits_heuristic(tiles, -(-Skv // kf.block_n), sms)
+
+
+def compare_batches(kf, q, k, v, L, o, lse):
+    """Per batch b, check_fwd's criteria for o[b] (and lse[b]) against the
+    fp32 reference on its first L[b] keys of the contiguous caches k, v
+    [B, Skv, Hkv, D] (masks bottom-right aligned to L[b]); a batch of no
+    keys: every row 0 and -inf."""
+    import torch
+    import check_fwd
+    _, Sq, Hq, _ = q.shape
+    Dv = v.shape[3]
+    res = {"unwritten": 0, "rel_err_o": 0.0, "max_abs_err_lse": 0.0, "empty_rows": 0,
+           "empty_rows_ok": True, "ok": True}
+    for b, n in enumerate(L):
+        if n:
+            ref_o, ref_lse, empty = check_fwd.reference(q[b:b + 1], k[b:b + 1, :n],
+                                                        v[b:b + 1, :n], kf.scale, kf)
+        else:  # no keys: every row empty
+            ref_o = torch.zeros(1, Sq, Hq, Dv, device="cuda")
+            ref_lse = torch.full((1, Hq, Sq), float("-inf"), device="cuda")
+            empty = torch.ones(Sq, dtype=torch.bool, device="cuda")
+        c = check_fwd.compare(o[b:b + 1], None if lse is None else lse[b:b + 1], ref_o,
+                              ref_lse, empty)
+        res["unwritten"] += c["unwritten"]
+        res["rel_err_o"] = max(res["rel_err_o"], c["rel_err_o"])
+        res["max_abs_err_lse"] = max(res["max_abs_err_lse"], c.get("max_abs_err_lse", 0.0))
+        res["empty_rows"] += c["empty_rows"]
+        res["empty_rows_ok"] &= c["empty_rows_ok"]
+        res["ok"] &= c["ok"]
+    return res
+
+
+def run_case(kf, case, seed, sms):
+    import torch
+    import check_fwd
+    from fa3 import torch_api
+    label, B, Sq, Hq, Hkv, Skv, num_splits, lens, with_lse = case
+    dt = check_fwd.TORCH_DTYPE[kf.dtype]
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    D, Dv = kf.head_dim, kf.head_dim_v
+    q = check_fwd.rand((B, Sq, Hq, D), dt, gen)
+    k = check_fwd.rand((B, Skv, Hkv, D), dt, gen)
+    v = check_fwd.rand((B, Skv, Hkv, Dv), dt, gen)
+    L = lengths(case)
+    for b, n in enumerate(L):
+        # past the batch's keys: large finite values (masked, or the scores
+        # and o would be far off)
+        k[b, n:] = 8.0
+        v[b, n:] = 100.0
+    if isinstance(lens, list):
+        # a view 4 bytes into its storage: int32 alignment suffices
+        seqlens = torch.tensor([-7] + lens, dtype=torch.int32, device="cuda")[1:]
+    else:
+        seqlens = lens
+    kw = dict(causal=kf.causal, window_size=(kf.window_left, kf.window_right),
+              softcap=kf.softcap, kernel=kf)
+
+    # the outputs poisoned: an element not written stays NaN (the internal
+    # call takes out / lse_out, which flash_attn_with_kvcache, as FA3's, has not)
+    o = torch.full((B, Sq, Hq, Dv), float("nan"), dtype=dt, device="cuda")
+    lse = torch.full((B, Hq, Sq), float("nan"), device="cuda") if with_lse else None
+    r = torch_api._decode(torch, "flash_attn_with_kvcache", q, k, v, seqlens, None,
+                          kw["causal"], kw["window_size"], kw["softcap"], num_splits, 0,
+                          with_lse, None, kf, o, lse, None)
+    assert (r[0] if with_lse else r) is o
+    # the public call on the same inputs: bit-identical
+    r2 = torch_api.flash_attn_with_kvcache(q, k, v, cache_seqlens=seqlens,
+                                           num_splits=num_splits,
+                                           return_softmax_lse=with_lse, **kw)
+    torch.cuda.synchronize()
+    o2, lse2 = (r2 if with_lse else (r2, None))
+    res = compare_batches(kf, q, k, v, L, o, lse)
+    same = torch.equal(o, o2) and (lse is None or torch.equal(lse, lse2))
+    res["repeat_identical"] = bool(same)
+    res["ok"] = bool(res["ok"] and same)
+    return dict(kernel=kf.kernel, case=label, layout="BSHD cache", B=B, Sq=Sq, Skv=Skv, Hq=Hq,
+                Hkv=Hkv, num_splits=num_splits, splits=resolved_splits(kf, case, sms),
+                cache_seqlens=lens, **res)
+
+
+def seqlens_arg(lens):
+    """A case's cache_seqlens as passed: a list as an int32 tensor (a view 4
+    bytes into its storage: int32 alignment suffices), else as is."""
+    import torch
+    if isinstance(lens, list):
+        return torch.tensor([-7] + lens, dtype=torch.int32, device="cuda")[1:]
+    return lens
+
+
+def paged_inputs(kf, B, Hkv, Skv, ps, L, gen, table_kind=None, fill=True):
+    """A page pool k, v [num_pages, ps, Hkv, D] of B * max_pages pages in a
+    random order plus EXTRA_PAGES unused ones, the table int32 [B,
+    max_pages] (a column slice of a wider one with table_kind "slice"), and
+    the contiguous caches [B, Skv, Hkv, D] it describes (gathered). With
+    fill, every row of the pool that is no batch's key (unused pages, rows
+    of a batch's pages past its length L[b]) holds large finite values,
+    which must be masked out."""
+    import torch
+    import check_fwd
+    dt = check_fwd.TORCH_DTYPE[kf.dtype]
+    D, Dv = kf.head_dim, kf.head_dim_v
+    P = Skv // ps
+    n_pages = B * P + EXTRA_PAGES
+    k = check_fwd.rand((n_pages, ps, Hkv, D), dt, gen)
+    v = check_fwd.rand((n_pages, ps, Hkv, Dv), dt, gen)
+    perm = torch.randperm(n_pages, generator=gen, device="cuda")
+    table = perm[:B * P].view(B, P).to(torch.int32)
+    if fill:
+        key = torch.zeros(n_pages * ps, dtype=torch.bool, device="cuda")
+        r = torch.arange(Skv, device="cuda")
+        for b, n in enumerate(L):
+            rows = table[b].long().repeat_interleave(ps) * ps + r % ps   # key r's pool row
+            key[rows[:n]] = True
+        k.view(n_pages * ps, Hkv, D)[~key] = 8.0
+        v.view(n_pages * ps, Hkv, Dv)[~key] = 100.0
+    kc = k[table.long()].reshape(B, Skv, Hkv, D)
+    vc = v[table.long()].reshape(B, Skv, Hkv, Dv)
+    if table_kind == "slice":
+        wide = torch.full((B, P + 5), -1, dtype=torch.int32, device="cuda")
+        wide[:, :P] = table
+        table = wide[:, :P]
+        assert table.stride(0) == P + 5
+    return k, v, table, kc, vc
+
+
+def run_paged_case(kf, case, seed, sms):
+    """A paged case: the internal call (outputs poisoned), the public call
+    (bit-identical) and the contiguous call on the gathered caches
+    (bit-identical: the same blocks of keys, the masked rows aside), and
+    per batch the fp32 reference on its keys."""
+    import torch
+    import check_fwd
+    from fa3 import torch_api
+    label, B, Sq, Hq, Hkv, cap, num_splits, lens, with_lse, _, table_kind = case
+    ps = page_size_of(kf, case)
+    P = -(-cap // ps)
+    Skv = P * ps                                      # the logical key length
+    L = lengths((label, B, Sq, Hq, Hkv, Skv, num_splits, lens, with_lse))
+    dt = check_fwd.TORCH_DTYPE[kf.dtype]
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    D, Dv = kf.head_dim, kf.head_dim_v
+    q = check_fwd.rand((B, Sq, Hq, D), dt, gen)
+    k, v, table, kc, vc = paged_inputs(kf, B, Hkv, Skv, ps, L, gen, table_kind)
+    seqlens = seqlens_arg(lens)
+    kw = dict(causal=kf.causal, window_size=(kf.window_left, kf.window_right),
+              softcap=kf.softcap, kernel=kf)
+    o = torch.full((B, Sq, Hq, Dv), float("nan"), dtype=dt, device="cuda")
+    lse = torch.full((B, Hq, Sq), float("nan"), device="cuda") if with_lse else None
+    r = torch_api._decode(torch, "flash_attn_with_kvcache", q, k, v, seqlens, None,
+                          kw["causal"], kw["window_size"], kw["softcap"], num_splits, 0,
+                          with_lse, None, kf, o, lse, None, page_table=table)
+    assert (r[0] if with_lse else r) is o
+    r2 = torch_api.flash_attn_with_kvcache(q, k, v, cache_seqlens=seqlens, page_table=table,
+                                           num_splits=num_splits, return_softmax_lse=with_lse,
+                                           **kw)
+    r3 = torch_api.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=seqlens,
+                                           num_splits=num_splits, return_softmax_lse=with_lse,
+                                           **kw)
+    torch.cuda.synchronize()
+    o2, lse2 = (r2 if with_lse else (r2, None))
+    o3, lse3 = (r3 if with_lse else (r3, None))
+    res = compare_batches(kf, q, kc, vc, L, o, lse)
+    same = torch.equal(o, o2) and (lse is None or torch.equal(lse, lse2))
+    contig = torch.equal(o, o3) and (lse is None or torch.equal(lse, lse3))
+    res["repeat_identical"] = bool(same)
+    res["same_as_contiguous"] = bool(contig)
+    if not contig:
+        res["max_abs_diff_vs_contiguous"] = float((o.float() - o3.float()).abs().max().item())
+    res["ok"] = bool(res["ok"] and same and contig)
+    splits = resolved_splits(kf, (label, B, Sq, Hq, Hkv, Skv, num_splits, lens, with_lse), sms)
+    return dict(kernel=kf.kernel, case=label, layout="paged cache", B=B, Sq=Sq, Skv=Skv, Hq=Hq,
+                Hkv=Hkv, page_size=ps, pages=k.shape[0], table_stride=table.stride(0),
+                num_splits=num_splits, splits=splits, cache_seqlens=lens, **res)
+
+
+def check_errors(kf):
+    """Misuse gets a clear error before any launch; no keys at all (Skv = 0)
+    gives o = 0 and lse = -inf without the kernel."""
+    import torch
+    import check_fwd
+    from fa3 import runtime as fa3rt
+    from fa3.torch_api import flash_attn_with_kvcache
+    dt = check_fwd.TORCH_DTYPE[kf.dtype]
+    D, Dv = kf.head_dim, kf.head_dim_v
+    kw = dict(causal=kf.causal, window_size=(kf.window_left, kf.window_right),
+              softcap=kf.softcap, kernel=kf)
+
+    def mk(B, S, H, d):
+        return torch.randn(B, S, H, d, device="cuda").to(dt)
+    q, kc, vc = mk(2, 1, 8, D), mk(2, 64, 2, D), mk(2, 64, 2, Dv)
+    lens = torch.tensor([10, 64], dtype=torch.int32, device="cuda")
+
+    def pool(ps, d=D):   # 9 pages of ps rows
+        return mk(9, ps, 2, d)
+    table = torch.tensor([[3, 1, 4, 0], [2, 8, 5, 6]], dtype=torch.int32, device="cuda")
+    g = next(x for x in (48, 96, 40, 3) if kf.block_m % x)   # a group that does not divide
+    cases = [
+        (f"Hq/Hkv = {g}/1: g does not divide block_m {kf.block_m}",
+         lambda: flash_attn_with_kvcache(mk(1, 1, g, D), mk(1, 64, 1, D), mk(1, 64, 1, Dv),
+                                         **kw),
+         fa3rt.Fa3RuntimeError,
+         f"g = Hq / Hkv = {g} / 1 = {g} must divide block_m {kf.block_m}"),
+        ("int64 cache_seqlens",
+         lambda: flash_attn_with_kvcache(q, kc, vc, cache_seqlens=lens.long(), **kw),
+         ValueError, "cache_seqlens must be a 1-D torch.int32 tensor on cuda:0, got torch.int64"),
+        ("cache_seqlens of 3 for B = 2",
+         lambda: flash_attn_with_kvcache(q, kc, vc, cache_seqlens=torch.cat([lens, lens[:1]]),
+                                         **kw),
+         ValueError, "cache_seqlens must have 2 entries (one per batch), got 3"),
+        ("cache_seqlens on the CPU",
+         lambda: flash_attn_with_kvcache(q, kc, vc, cache_seqlens=lens.cpu(), **kw),
+         ValueError, "cache_seqlens must be a 1-D torch.int32 tensor on cuda:0"),
+        ("int cache_seqlens past Skv",
+         lambda: flash_attn_with_kvcache(q, kc, vc, cache_seqlens=65, **kw),
+         ValueError, "cache_seqlens must be 0 to k_cache's Skv = 64, got 65"),
+        ("float cache_seqlens",
+         lambda: flash_attn_with_kvcache(q, kc, vc, cache_seqlens=3.0, **kw),
+         TypeError, "cache_seqlens must be an int or a 1-D torch.int32 tensor"),
+        ("paged: page size 24",
+         lambda: flash_attn_with_kvcache(q, pool(24), pool(24, Dv), cache_seqlens=lens,
+                                         page_table=table, **kw),
+         ValueError, f"page size 24 (k_cache.shape[1]) must be a multiple of 8 that divides "
+         f"the kernel's block_n {kf.block_n} or that block_n divides"),
+        ("paged: page size 12",
+         lambda: flash_attn_with_kvcache(q, pool(12), pool(12, Dv), cache_seqlens=lens,
+                                         page_table=table, **kw),
+         ValueError, "page size 12 (k_cache.shape[1]) must be a multiple of 8"),
+        ("paged: int64 page_table",
+         lambda: flash_attn_with_kvcache(q, pool(64), pool(64, Dv), page_table=table.long(),
+                                         **kw),
+         ValueError, "page_table must be a 2-D torch.int32 tensor [B, max_pages_per_seq] on "
+         "cuda:0, got torch.int64"),
+        ("paged: page_table of 3 rows for B = 2",
+         lambda: flash_attn_with_kvcache(q, pool(64), pool(64, Dv),
+                                         page_table=torch.cat([table, table[:1]]), **kw),
+         ValueError, "page_table must have 2 rows (one per batch), got 3"),
+        ("paged: k_cache and v_cache pools differ",
+         lambda: flash_attn_with_kvcache(q, pool(64), pool(32, Dv), page_table=table, **kw),
+         ValueError, "k_cache and v_cache must agree in [num_pages, page_size, Hkv]"),
+        ("paged: int cache_seqlens past max_pages * page_size",
+         lambda: flash_attn_with_kvcache(q, pool(64), pool(64, Dv), cache_seqlens=257,
+                                         page_table=table, **kw),
+         ValueError, "cache_seqlens must be 0 to k_cache's Skv = 256, got 257"),
+        ("k/v to append",
+         lambda: flash_attn_with_kvcache(q, kc, vc, k=kc[:, :1], v=vc[:, :1], **kw),
+         NotImplementedError, "k is not supported yet (appending new keys to the cache"),
+        ("cache_batch_idx",
+         lambda: flash_attn_with_kvcache(q, kc, vc, cache_batch_idx=lens, **kw),
+         NotImplementedError, "cache_batch_idx is not supported yet"),
+        ("num_splits 129",
+         lambda: flash_attn_with_kvcache(q, kc, vc, num_splits=129, **kw),
+         ValueError, "num_splits must be 0 (the heuristic) to 128, got 129"),
+        ("q requires grad",
+         lambda: flash_attn_with_kvcache(q.clone().requires_grad_(), kc, vc, **kw),
+         NotImplementedError, "is forward-only"),
+        ("Hq % Hkv != 0",
+         lambda: flash_attn_with_kvcache(mk(2, 1, 3, D), kc, vc, **kw),
+         ValueError, "multiple of the number of k/v heads"),
+    ]
+    out = []
+    for label, fn, exc, text in cases:
+        try:
+            fn()
+            ok, got = False, "no error"
+        except exc as e:
+            ok, got = text in str(e), str(e)[:300]
+        except Exception as e:  # noqa: BLE001
+            ok, got = False, f"{type(e).__name__}: {str(e)[:300]}"
+        out.append(dict(kernel=kf.kernel, case=f"error: {label}", ok=ok,
+                        error=None if ok else got))
+    # no keys at all (Skv = 0): the runtime's fill, splits or not
+    e = torch.empty(2, 0, 2, D, device="cuda", dtype=dt)
+    ok = True
+    for n in (0, 1, 4):
+        o, lse = flash_attn_with_kvcache(q, e, e[..., :Dv], cache_seqlens=0, num_splits=n,
+                                         return_softmax_lse=True, **kw)
+        ok = ok and bool((o == 0).all()) and bool(torch.isneginf(lse).all())
+    out.append(dict(kernel=kf.kernel, case="no keys (Skv = 0)", ok=ok))
+    return out
+
+
+def check_graph(kf, sms):
+    """A split call (the heuristic's splits, ragged cache_seqlens) captured
+    in a CUDA graph: its replays equal eager calls, also after q and
+    cache_seqlens change in place (the graph reads them at replay)."""
+    import torch
+    import check_fwd
+    from fa3.torch_api import flash_attn_with_kvcache
+    dt = check_fwd.TORCH_DTYPE[kf.dtype]
+    gen = torch.Generator(device="cuda").manual_seed(11)
+    B, Sq, Hq, Hkv, Skv = 3, 1, 32, 8, 16384
+    q = check_fwd.rand((B, Sq, Hq, kf.head_dim), dt, gen)
+    k = check_fwd.rand((B, Skv, Hkv, kf.head_dim), dt, gen)
+    v = check_fwd.rand((B, Skv, Hkv, kf.head_dim_v), dt, gen)
+    lens = torch.tensor([5000, 0, Skv], dtype=torch.int32, device="cuda")
+    kw = dict(causal=kf.causal, window_size=(kf.window_left, kf.window_right),
+              softcap=kf.softcap, kernel=kf, num_splits=0, return_softmax_lse=True)
+    splits = resolved_splits(kf, ("graph", B, Sq, Hq, Hkv, Skv, 0, None, True), sms)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):   # loads the kernel and warms the allocator
+        flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, **kw)
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        og, lg = flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, **kw)
+    graph.replay()
+    torch.cuda.synchronize()
+    oe, le = flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, **kw)
+    first = torch.equal(og, oe) and torch.equal(lg, le)
+    before = og.clone()
+    q.copy_(check_fwd.rand(tuple(q.shape), dt, gen))
+    lens.copy_(torch.tensor([Skv, 17, 1], dtype=torch.int32))
+    graph.replay()
+    torch.cuda.synchronize()
+    oe, le = flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, **kw)
+    second = torch.equal(og, oe) and torch.equal(lg, le) and not torch.equal(og, before)
+    ok = bool(first and second and splits > 1)
+    return dict(kernel=kf.kernel, case="CUDA graph of a split call, replayed on new inputs",
+                B=B, Sq=Sq, Skv=Skv, Hq=Hq, Hkv=Hkv, splits=splits, ok=ok,
+                error=None if ok else f"first replay equal {first}, second {second}, "
+                                      f"splits {splits}")
+
+
+def check_graph_paged(kf, sms):
+    """A paged split call captured in a CUDA graph: its replays equal eager
+    calls, also after the page table and cache_seqlens change in place
+    (the graph reads them at replay)."""
+    import torch
+    import check_fwd
+    from fa3.torch_api import flash_attn_with_kvcache
+    dt = check_fwd.TORCH_DTYPE[kf.dtype]
+    gen = torch.Generator(device="cuda").manual_seed(13)
+    B, Sq, Hq, Hkv, Skv, ps = 3, 1, 32, 8, 16384, 64
+    q = check_fwd.rand((B, Sq, Hq, kf.head_dim), dt, gen)
+    # twice the pages the table needs: the second table takes the others
+    k, v, table, _, _ = paged_inputs(kf, 2 * B, Hkv, Skv, ps, [Skv] * 2 * B, gen, fill=False)
+    table, other = table[:B].clone(), table[B:].clone()
+    lens = torch.tensor([5000, 0, Skv], dtype=torch.int32, device="cuda")
+    kw = dict(causal=kf.causal, window_size=(kf.window_left, kf.window_right),
+              softcap=kf.softcap, kernel=kf, num_splits=0, return_softmax_lse=True,
+              page_table=table)
+    splits = resolved_splits(kf, ("graph", B, Sq, Hq, Hkv, Skv, 0, None, True), sms)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):   # loads the kernel and warms the allocator
+        flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, **kw)
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        og, lg = flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, **kw)
+    graph.replay()
+    torch.cuda.synchronize()
+    oe, le = flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, **kw)
+    first = torch.equal(og, oe) and torch.equal(lg, le)
+    before = og.clone()
+    table.copy_(other)
+    lens.copy_(torch.tensor([Skv, 17, 1], dtype=torch.int32))
+    graph.replay()
+    torch.cuda.synchronize()
+    oe, le = flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, **kw)
+    second = torch.equal(og, oe) and torch.equal(lg, le) and not torch.equal(og, before)
+    ok = bool(first and second and splits > 1)
+    return dict(kernel=kf.kernel, case="CUDA graph of a paged split call, replayed on a new "
+                "page table", B=B, Sq=Sq, Skv=Skv, Hq=Hq, Hkv=Hkv, page_size=ps,
+                splits=splits, ok=ok,
+                error=None if ok else f"first replay equal {first}, second {second}, "
+                                      f"splits {splits}")
+
+
+def check_compiled_paged(kf):
+    """torch.compile(fullgraph=True) of a paged flash_attn_with_kvcache
+    call (the op takes the page table): equal to eager, no graph break."""
+    import torch
+    import check_fwd
+    from fa3.torch_api import flash_attn_with_kvcache
+    dt = check_fwd.TORCH_DTYPE[kf.dtype]
+    gen = torch.Generator(device="cuda").manual_seed(17)
+    q = check_fwd.rand((2, 1, 32, kf.head_dim), dt, gen)
+    k, v, table, _, _ = paged_inputs(kf, 2, 8, 4096, 64, [4096, 4096], gen, fill=False)
+    lens = torch.tensor([1000, 0], dtype=torch.int32, device="cuda")
+    kw = dict(causal=kf.causal, window_size=(kf.window_left, kf.window_right),
+              softcap=kf.softcap, kernel=kf)
+
+    def f(q, k, v, lens, table):
+        o, lse = flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, page_table=table,
+                                         num_splits=0, return_softmax_lse=True, **kw)
+        o2 = flash_attn_with_kvcache(q, k, v, cache_seqlens=17, page_table=table, num_splits=3,
+                                     **kw)
+        return o.float() * 2, lse, o2
+
+    torch._dynamo.reset()
+    eager = f(q, k, v, lens, table)
+    got = torch.compile(f, fullgraph=True)(q, k, v, lens, table)
+    torch.cuda.synchronize()
+    ok = all(torch.equal(a, b) for a, b in zip(eager, got))
+    graph = torch._dynamo.explain(f)(q, k, v, lens, table)
+    ok = ok and graph.graph_break_count == 0
+    return dict(kernel=kf.kernel, case="paged: torch.compile(fullgraph=True) == eager",
+                ok=bool(ok), error=None if ok else f"graph breaks {graph.graph_break_count}")
+
+
+def check_compiled(kf):
+    """torch.compile(fullgraph=True) of a function calling
+    flash_attn_with_kvcache (a tensor cache_seqlens and the heuristic's
+    splits; an int cache_seqlens and 3 splits): traced as
+    torch.ops.fa3.flash_attn_decode_fwd, the same kernels, so the outputs
+    equal the eager call's bit for bit; no graph break."""
+    import torch
+    import check_fwd
+    from fa3.torch_api import flash_attn_with_kvcache
+    dt = check_fwd.TORCH_DTYPE[kf.dtype]
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    q = check_fwd.rand((2, 1, 32, kf.head_dim), dt, gen)
+    k = check_fwd.rand((2, 4224, 8, kf.head_dim), dt, gen)
+    v = check_fwd.rand((2, 4224, 8, kf.head_dim_v), dt, gen)
+    lens = torch.tensor([1000, 0], dtype=torch.int32, device="cuda")
+    kw = dict(causal=kf.causal, window_size=(kf.window_left, kf.window_right),
+              softcap=kf.softcap, kernel=kf)
+
+    def f(q, k, v, lens):
+        o, lse = flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, num_splits=0,
+                                         return_softmax_lse=True, **kw)
+        o2 = flash_attn_with_kvcache(q, k, v, cache_seqlens=17, num_splits=3, **kw)
+        return o.float() * 2, lse, o2
+
+    torch._dynamo.reset()
+    eager = f(q, k, v, lens)
+    got = torch.compile(f, fullgraph=True)(q, k, v, lens)
+    torch.cuda.synchronize()
+    ok = all(torch.equal(a, b) for a, b in zip(eager, got))
+    graph = torch._dynamo.explain(f)(q, k, v, lens)
+    ok = ok and graph.graph_break_count == 0
+    return dict(kernel=kf.kernel, case="torch.compile(fullgraph=True) == eager", ok=bool(ok),
+                error=None if ok else f"graph breaks {graph.graph_break_count}")
+
+
+def lead_kernel(kernels):
+    """The kernel of the once-per-run checks: bf16 head dim 128 where there
+    is one."""
+    return next((k for k in kernels if k.head_dim == 128 and k.dtype == "bf16"), kernels[0])
+
+
+def main():
+    import torch
+    import check_fwd
+    import records
+    from fa3 import facts as fa3facts
+    a = check_fwd.parse_args(__doc__.split("\n\n")[0], "small cases (for compute-sanitizer)")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    kernels, skipped = fa3facts.scan_kernel_dir(a.kernel_dir)
+    for s in skipped:
+        print(f"SKIPPED FILE {s}")
+    kernels = [k for k in kernels if k.split_kv and (not a.only or a.only in k.kernel)]
+    if not kernels:
+        print(f"no decoding kernels (facts split_kv 1: fa3-compile --decode) in {a.kernel_dir}")
+        return 1
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    print(f"seed {a.seed}; {len(kernels)} kernel(s): " + ", ".join(k.kernel for k in kernels))
+    results, sass = [], {}
+    t0 = time.time()
+
+    def show(r):
+        results.append(r)
+        print(("PASS " if r["ok"] else "FAIL ") + f"{r['case']}: "
+              + ", ".join(f"{k}={v:.2e}" if isinstance(v, float) else f"{k}={v}"
+                          for k, v in r.items() if k not in ("kernel", "case", "ok")),
+              flush=True)
+
+    def guarded(kf, label, fn):
+        try:
+            rs = fn()
+        except Exception as e:  # a crash in one case must not hide the others
+            traceback.print_exc()
+            rs = dict(kernel=kf.kernel, case=label, ok=False, error=f"{type(e).__name__}: {e}")
+        for r in rs if isinstance(rs, list) else [rs]:
+            show(r)
+
+    lead = lead_kernel(kernels)
+    if not a.sanitize:
+        print(f"== once per run, on {lead.kernel}", flush=True)
+        guarded(lead, "torch.compile", lambda: check_compiled(lead))
+        guarded(lead, "CUDA graph", lambda: check_graph(lead, sms))
+        guarded(lead, "errors", lambda: check_errors(lead))
+        guarded(lead, "paged torch.compile", lambda: check_compiled_paged(lead))
+        guarded(lead, "paged CUDA graph", lambda: check_graph_paged(lead, sms))
+    for i, kf in enumerate(kernels):
+        print(f"== {kf.describe()}", flush=True)
+        for j, case in enumerate(cases(kf.head_dim, kf.dtype, a.sanitize)):
+            guarded(kf, case[0], lambda case=case, j=j: run_case(kf, case, a.seed + 1000 * i + j,
+                                                                 sms))
+        for j, case in enumerate(paged_cases(kf, a.sanitize)):
+            guarded(kf, case[0], lambda case=case, j=j: run_paged_case(
+                kf, case, a.seed + 1000 * i + 500 + j, sms))
+        if not a.sanitize:
+            sass[kf.kernel] = check_fwd.sass_check(kf)
+            print(f"SASS {kf.kernel}: {sass[kf.kernel]}", flush=True)
+    nfail = sum(not r["ok"] for r in results) + sum(not s["ok"] for s in sass.values())
+    print(f"check_decode: {len(results) - sum(not r['ok'] for r in results)}/{len(results)} "
+          f"cases passed, {nfail} failure(s), {time.time() - t0:.1f} s")
+    if a.out and not a.sanitize:
+        now = datetime.datetime.now()
+        meta = dict(date=now.isoformat(timespec="seconds"), gpu=torch.cuda.get_device_name(),
+                    torch=torch.__version__, kernel_dir=a.kernel_dir, seed=a.seed, sms=sms,
+                    command="python3 " + " ".join(sys.argv),
+                    o_rel_tol=check_fwd.O_REL_TOL, lse_abs_tol=check_fwd.LSE_ABS_TOL,
+                    seconds=round(time.time() - t0, 1))
+        entry = records.new_entry("check_decode", meta["command"], records.run_id(now),
+                                  full=not a.only, meta=meta, sass=sass, results=results)
+        key = records.record(a.out, entry)
+        print(records.render_check(entry))
+        print(f"appended to {Path(a.out) / records.HISTORY}"
+              + (f"; rewrote {key} in {Path(a.out) / records.TABLE}" if key else ""))
+    return 1 if nfail else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
