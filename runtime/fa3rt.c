@@ -23,6 +23,10 @@
  * (combine_grid, 1, 1), block (FA3RT_FWD_COMBINE_THREADS, 1, 1)) merges
  * them into O and LSE. GQA-packed kernels (facts `pack_gqa 1`): tiles of
  * (query, q head) rows of one kv head, Q's box (64, g, block_m / g, 1).
+ * A split-KV launch that appends new keys and values to its cache runs
+ * <kernel>_append (FA3RT_FWD_APPEND_PARAM, grid (append_grid, 1, 1),
+ * block (FA3RT_FWD_APPEND_THREADS, 1, 1)) first, on the same stream; the
+ * kernel then reads the counts it wrote (seqlens_out) as seqUsedK.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "fa3rt.h"
@@ -139,6 +143,21 @@ static const size_t kCombineAligns[] = {
 };
 #define FA3RT_FWD_COMBINE_PARAM P_CHECK
 #include "fa3rt_abi.def"
+/* the decoding kernels' cache append, <kernel>_append */
+static const char kAppendNames[] =
+#define FA3RT_FWD_APPEND_PARAM P_NAME
+#include "fa3rt_abi.def"
+    ;
+static const size_t kAppendSizes[] = {
+#define FA3RT_FWD_APPEND_PARAM P_SIZE
+#include "fa3rt_abi.def"
+};
+static const size_t kAppendAligns[] = {
+#define FA3RT_FWD_APPEND_PARAM P_ALIGN
+#include "fa3rt_abi.def"
+};
+#define FA3RT_FWD_APPEND_PARAM P_CHECK
+#include "fa3rt_abi.def"
 
 /* One kernel ABI: names (blank-separated), sizes and alignments, in order. */
 typedef struct abi {
@@ -156,6 +175,8 @@ static const abi kPostAbi = {"backward's _post", kPostNames + 1, kPostSizes, kPo
                              COUNT(kPostSizes)};
 static const abi kCombineAbi = {"split-KV _combine", kCombineNames + 1, kCombineSizes,
                                 kCombineAligns, COUNT(kCombineSizes)};
+static const abi kAppendAbi = {"split-KV _append", kAppendNames + 1, kAppendSizes,
+                               kAppendAligns, COUNT(kAppendSizes)};
 static const abi *abi_of(const fa3rt_facts *f) { return f->backward ? &kBwdAbi : &kFwdAbi; }
 
 /* ------------------------------------------------------------------------ */
@@ -614,13 +635,29 @@ static int mul_add(int64_t *acc, int64_t a, int64_t b) {
   return !__builtin_mul_overflow(a, b, &p) && !__builtin_add_overflow(*acc, p, acc);
 }
 
+/* Who reads a tensor that check_tensor checks, for its messages: TMA, or
+ * the 16-byte row accesses of the backward's helper kernels (o, dq) or of
+ * a decoding kernel's <kernel>_append (k_new, v_new), by the same rules. */
+enum { BY_HELPERS = 0, BY_TMA = 1, BY_APPEND = 2 };
+
 /* Checks one tensor and sets eff[] to the strides used for it: a dim of extent 1
  * may carry any stride, replaced by one that spans the inner dims (it never fails
- * the alignment checks, and TMA sees a plain layout). tma 0: a tensor that only
- * the backward's helper kernels access (o, dq), by the same 16-byte rules,
- * which the messages then give as theirs. */
+ * the alignment checks, and TMA sees a plain layout). tma: BY_TMA, or
+ * BY_HELPERS / BY_APPEND: a tensor that only the backward's helper kernels
+ * (o, dq) or the cache append (k_new, v_new) access, by the same 16-byte
+ * rules, which the messages then give as theirs. */
 static fa3rt_status check_tensor(const char *name, const fa3rt_tensor *t, int64_t elem,
                                  int64_t eff[4], int tma) {
+  const char *why_ptr = tma == BY_TMA ? "TMA needs 16-byte aligned tensors"
+                        : tma == BY_APPEND ? "the cache append (<kernel>_append) copies its "
+                                             "rows 16 bytes at a time"
+                                           : "fa3rt_bwd's helper kernels access its rows 16 "
+                                             "bytes at a time";
+  const char *why_stride = tma == BY_TMA ? "TMA"
+                           : tma == BY_APPEND ? "16-byte aligned rows for the cache append "
+                                                "(<kernel>_append)"
+                                              : "16-byte aligned rows for fa3rt_bwd's helper "
+                                                "kernels";
   for (int i = 0; i < 4; i++) {
     eff[i] = t->strides[i];
     if (t->shape[i] < 0 || t->shape[i] > INT32_MAX) /* the kernel takes i32 extents */
@@ -631,9 +668,7 @@ static fa3rt_status check_tensor(const char *name, const fa3rt_tensor *t, int64_
   if (!t->ptr) return fail(FA3RT_ERR_INVALID_ARGUMENT, "%s pointer is NULL", name);
   if (t->ptr % 16)
     return fail(FA3RT_ERR_INVALID_ARGUMENT, "%s pointer 0x%llx is not 16-byte aligned (%s)",
-                name, (unsigned long long)t->ptr,
-                tma ? "TMA needs 16-byte aligned tensors"
-                    : "fa3rt_bwd's helper kernels access its rows 16 bytes at a time");
+                name, (unsigned long long)t->ptr, why_ptr);
   if (t->ptr >= ADDR_END)
     return fail(FA3RT_ERR_INVALID_ARGUMENT, "%s pointer: 0x%llx is out of range (below 2^63: "
                 "a device address)", name, (unsigned long long)t->ptr);
@@ -651,7 +686,8 @@ static fa3rt_status check_tensor(const char *name, const fa3rt_tensor *t, int64_
         int64_t e = 0;
         if (!mul_add(&e, t->shape[j], eff[j]) || e >= TMA_STRIDE_END / elem)
           return fail(FA3RT_ERR_INVALID_ARGUMENT, "%s dims inside %s (extent 1) span 2^40 bytes "
-                      "or more (%s)", name, dim, tma ? "TMA takes strides below 2^40 bytes"
+                      "or more (%s)", name, dim,
+                      tma == BY_TMA ? "TMA takes strides below 2^40 bytes"
                       : "fa3rt takes strides below 2^40 bytes, TMA's limit, for every tensor");
         if (e > s) s = e;
       }
@@ -659,14 +695,13 @@ static fa3rt_status check_tensor(const char *name, const fa3rt_tensor *t, int64_
       return fail(FA3RT_ERR_INVALID_ARGUMENT, "%s.strides[%d] (%s): %lld is out of range "
                   "(1 to %lld elements: %s)", name, i, dim, (long long)s,
                   (long long)(TMA_STRIDE_END / elem - 1),
-                  tma ? "TMA takes strides below 2^40 bytes"
+                  tma == BY_TMA ? "TMA takes strides below 2^40 bytes"
                       : "fa3rt takes strides below 2^40 bytes, TMA's limit, for every tensor");
     }
     if ((s * elem) % 16)
       return fail(FA3RT_ERR_INVALID_ARGUMENT,
                   "%s stride of dim %s is %lld elements = %lld bytes; it must be a multiple of "
-                  "16 bytes (%s)", name, dim, (long long)s, (long long)(s * elem),
-                  tma ? "TMA" : "16-byte aligned rows for fa3rt_bwd's helper kernels");
+                  "16 bytes (%s)", name, dim, (long long)s, (long long)(s * elem), why_stride);
     eff[i] = s;
   }
   /* the last element's byte offset: all of the tensor below 2^63, so that no
@@ -886,6 +921,90 @@ static fa3rt_status check_shape(const char *name, const fa3rt_tensor *t, int64_t
   return FA3RT_OK;
 }
 
+/* The strides of fa3rt_fwd's tensors (check_tensor's eff), in this order. */
+enum { FQ, FK, FV, FO, FKNEW, FVNEW, NFWD };
+
+static int tensor_is_zero(const fa3rt_tensor *t) {
+  if (t->ptr) return 0;
+  for (int i = 0; i < 4; i++)
+    if (t->shape[i] || t->strides[i]) return 0;
+  return 1;
+}
+
+/* [p, p + pn) and [q, q + qn) (byte ranges below 2^63) share a byte */
+static int overlaps(uint64_t p, uint64_t pn, uint64_t q, uint64_t qn) {
+  return pn && qn && p < q + qn && q < p + pn;
+}
+
+/* New keys and values to append (k_new, v_new, seqlens_out: all zero, no
+ * append; FlashAttention's flash_attn_with_kvcache(k=, v=)): for a split_kv
+ * kernel (whose cubin holds <kernel>_append), k_new [B, Hkv, Snew, D] and
+ * v_new [B, Hkv, Snew, Dv] by the 16-byte row rules (check_tensor, their
+ * strides into eff), Snew at most the logical Skv, seqused_k given (where
+ * the rows go) and seqlens_out where rows are appended: int32 [B], 4-byte
+ * aligned, below 2^63, apart from seqused_k and the page table (the
+ * append reads those while it writes seqlens_out). *snew: Snew (0 without
+ * an append). The lengths are read on the GPU only. */
+static fa3rt_status check_append(const fa3rt_facts *f, const fa3rt_fwd_args *a, int64_t B,
+                                 int64_t Hkv, int64_t Skv, int64_t eff[NFWD][4],
+                                 int64_t *snew) {
+  *snew = 0;
+  if (tensor_is_zero(&a->k_new) && tensor_is_zero(&a->v_new) && !a->seqlens_out)
+    return FA3RT_OK;
+  if (!f->split_kv)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "kernel %s appends no new keys to a cache (facts "
+                "split_kv 0) but k_new, v_new or seqlens_out is set: appending to a KV cache "
+                "needs a decoding kernel (facts split_kv 1: fa3-compile --decode, "
+                "Fa3AttentionSpec.decode), whose cubin holds %s_append", f->kernel, f->kernel);
+  fa3rt_status st;
+  if ((st = check_tensor("k_new", &a->k_new, 2, eff[FKNEW], BY_APPEND)) ||
+      (st = check_tensor("v_new", &a->v_new, 2, eff[FVNEW], BY_APPEND)))
+    return st;
+  const int64_t n = a->k_new.shape[2];
+  if (a->k_new.shape[0] != B || a->k_new.shape[1] != Hkv || a->k_new.shape[3] != f->head_dim)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "k_new shape [B,H,S,D] = [%lld,%lld,%lld,%lld] but "
+                "must be [B, Hkv, Snew, D] = [%lld,%lld,Snew,%d] (q's B, the cache's Hkv, the "
+                "kernel's head_dim)", (long long)a->k_new.shape[0], (long long)a->k_new.shape[1],
+                (long long)n, (long long)a->k_new.shape[3], (long long)B, (long long)Hkv,
+                f->head_dim);
+  if ((st = check_shape("v_new", &a->v_new, B, Hkv, n, f->head_dim_v))) return st;
+  if (!a->seqused_k)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "appending k_new and v_new needs seqused_k: each "
+                "batch's rows before the append, where its new rows go (FlashAttention's "
+                "cache_seqlens, which it requires with new keys too)");
+  if (n > Skv)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "k_new has Snew = %lld rows a batch but the cache "
+                "holds Skv = %lld keys (its logical length): seqused_k[b] + Snew <= Skv is the "
+                "caller's contract", (long long)n, (long long)Skv);
+  const int runs = B > 0 && n > 0 && Hkv > 0;
+  const uint64_t p = a->seqlens_out, bytes = 4 * (uint64_t)B;
+  if (runs && !p)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "seqlens_out pointer is NULL: appending %lld rows a "
+                "batch writes each batch's key count after the append, seqused_k[b] + Snew, "
+                "into it (int32 [B] of device memory, 4-byte aligned), which the attention "
+                "reads", (long long)n);
+  if (p) {
+    if (p % 4 || p >= ADDR_END - bytes)
+      return fail(FA3RT_ERR_INVALID_ARGUMENT, "seqlens_out pointer 0x%llx is not a 4-byte "
+                  "aligned device address of %lld int32 (one per batch) below 2^63",
+                  (unsigned long long)p, (long long)B);
+    if (overlaps(p, bytes, a->seqused_k, bytes))
+      return fail(FA3RT_ERR_INVALID_ARGUMENT, "seqlens_out (0x%llx, %lld int32) overlaps "
+                  "seqused_k (0x%llx): the append reads each batch's rows before it from "
+                  "seqused_k while it writes seqlens_out; give it memory of its own",
+                  (unsigned long long)p, (long long)B, (unsigned long long)a->seqused_k);
+    if (a->page_table && overlaps(p, bytes, a->page_table,
+                                  4 * (uint64_t)B * (uint64_t)a->page_table_stride))
+      return fail(FA3RT_ERR_INVALID_ARGUMENT, "seqlens_out (0x%llx, %lld int32) overlaps the "
+                  "page table (0x%llx, B %lld * page_table_stride %d int32), which the append "
+                  "reads while it writes seqlens_out; give it memory of its own",
+                  (unsigned long long)p, (long long)B, (unsigned long long)a->page_table,
+                  (long long)B, (int)a->page_table_stride);
+  }
+  *snew = n;
+  return FA3RT_OK;
+}
+
 /* The softmax scale of a launch: 0 or NaN the facts', else in range. */
 static fa3rt_status check_scale(const fa3rt_facts *f, double given, double *scale) {
   *scale = given;
@@ -944,8 +1063,13 @@ int32_t fa3rt_num_splits_heuristic(int64_t tiles, int64_t kv_blocks, int32_t num
     eff[s] = (double)ctas / ((double)whole * num_sms);
     if (eff[s] > best) best = eff[s];
   }
+  /* FlashAttention takes the smallest s within 85 % of the best; a
+     decoding step streams K and V, whose bandwidth grows with the SMs that
+     read them, and the merge is small beside it: within 95 % (B = 1, 8 kv
+     heads, 64k keys: 16 splits 3.96 TB/s, 85 %'s 14 3.76; bench/NOTES.md,
+     Decoding) */
   for (int64_t s = 1; s <= most; s++)
-    if (eff[s] >= 0 && eff[s] >= 0.85 * best) return (int32_t)s;
+    if (eff[s] >= 0 && eff[s] >= 0.95 * best) return (int32_t)s;
   return 1;
 }
 
@@ -966,22 +1090,24 @@ static fa3rt_status check_split_args(const fa3rt_facts *f, const fa3rt_fwd_args 
   return FA3RT_OK;
 }
 
-/* fa3rt_fwd_plan, plus the strides to use for q, k, v, o (check_tensor's eff).
+/* fa3rt_fwd_plan, plus the strides to use for q, k, v, o, k_new, v_new
+ * (check_tensor's eff; those of k_new and v_new where they are appended).
  * default_sms: the heuristic's SMs where num_sms is 0; need_workspace: a
  * split launch's o_accum and lse_accum must be given (fa3rt_fwd), not only
  * valid where given (fa3rt_fwd_plan, which reports their sizes). */
 static fa3rt_status plan(const fa3rt_facts *f, const fa3rt_fwd_args *a, fa3rt_fwd_launch *launch,
-                         int64_t eff[4][4], int32_t default_sms, int need_workspace) {
+                         int64_t eff[NFWD][4], int32_t default_sms, int need_workspace) {
+  memset(eff, 0, NFWD * sizeof eff[0]);
   fa3rt_status st = check_kind(f, 0, a->dtype);
   if (st) return st;
   const int64_t elem = 2;
   const fa3rt_tensor *q = &a->q, *k = &a->k, *v = &a->v, *o = &a->o;
   if ((st = check_varlen(f, a))) return st;
   if ((st = check_split_args(f, a))) return st;
-  if ((st = check_tensor("q", q, elem, eff[0], 1)) ||
-      (st = check_tensor("k", k, elem, eff[1], 1)) ||
-      (st = check_tensor("v", v, elem, eff[2], 1)) ||
-      (st = check_tensor("o", o, elem, eff[3], 1)))
+  if ((st = check_tensor("q", q, elem, eff[FQ], BY_TMA)) ||
+      (st = check_tensor("k", k, elem, eff[FK], BY_TMA)) ||
+      (st = check_tensor("v", v, elem, eff[FV], BY_TMA)) ||
+      (st = check_tensor("o", o, elem, eff[FO], BY_TMA)))
     return st;
   const int paged = a->page_table != 0;
   if ((st = check_qkv(f, q, k, v, paged))) return st;
@@ -992,6 +1118,9 @@ static fa3rt_status plan(const fa3rt_facts *f, const fa3rt_fwd_args *a, fa3rt_fw
   /* the logical key length: k's rows, or a paged cache's declared one */
   int64_t Skv = k->shape[2];
   if ((st = check_paged(f, a, B, &Skv))) return st;
+  /* new keys and values for the cache (its rows, in the same call) */
+  int64_t snew = 0;
+  if ((st = check_append(f, a, B, Hkv, Skv, eff, &snew))) return st;
   /* GQA packing: a tile's rows are whole groups of g q heads (Q's box
      {64, g, block_m / g, 1}); check_qkv made Hkv > 0 where Hq > 0 */
   const int64_t g = f->pack_gqa && Hkv > 0 ? Hq / Hkv : 1;
@@ -1063,9 +1192,9 @@ static fa3rt_status plan(const fa3rt_facts *f, const fa3rt_fwd_args *a, fa3rt_fw
     return fail(FA3RT_ERR_INVALID_ARGUMENT, "k and v have no rows (Tk = 0) in a packed batch "
                 "with query rows: every sequence has no keys; set its rows of o to 0 and of "
                 "lse to -inf without the kernel (the runtime does not read cu_seqlens_q)");
-  L.o_stride_b = eff[3][0];
-  L.o_stride_h = eff[3][1];
-  L.o_stride_s = eff[3][2];
+  L.o_stride_b = eff[FO][0];
+  L.o_stride_h = eff[FO][1];
+  L.o_stride_s = eff[FO][2];
   L.scale = scale;
   L.scale_log2 = (float)(scale * LOG2E);
   L.num_splits = (int32_t)splits;
@@ -1073,6 +1202,22 @@ static fa3rt_status plan(const fa3rt_facts *f, const fa3rt_fwd_args *a, fa3rt_fw
   /* a paged cache: K and V load a page (or a block within one) a box */
   L.page_size = paged ? (int32_t)k->shape[2] : 0;
   L.kv_box_rows = paged && k->shape[2] < f->block_n ? (int32_t)k->shape[2] : f->block_n;
+  L.snew = (int32_t)snew;
+  if (snew > 0 && B > 0 && Hkv > 0) {
+    /* the append: a thread a 16-byte chunk of a new row, the blocks
+       striding over what 2^31-1 of them do not cover (and over the B
+       lengths, fewer than the chunks); the copies of k_new and of v_new
+       each i64 in the kernel, far below 2^62 */
+    const int64_t dmax = f->head_dim > f->head_dim_v ? f->head_dim : f->head_dim_v;
+    const int64_t chunks = product(B, snew, Hkv, dmax / 8);
+    if (chunks < 0 || chunks >= ((int64_t)1 << 58))
+      return fail(FA3RT_ERR_INVALID_ARGUMENT, "k_new: B %lld * Snew %lld * Hkv %lld rows of %lld "
+                  "16-byte chunks is out of range (below 2^58)", (long long)B, (long long)snew,
+                  (long long)Hkv, (long long)(dmax / 8));
+    const int64_t blocks = (chunks + FA3RT_FWD_APPEND_THREADS - 1) / FA3RT_FWD_APPEND_THREADS;
+    L.append_grid = (unsigned)(blocks < INT32_MAX ? blocks : INT32_MAX);
+    L.append_block = FA3RT_FWD_APPEND_THREADS;
+  }
   if (splits > 1 && !L.empty && !L.fill_only) {
     /* the caller's workspace: f32 [splits, B, Hq, Sq, Dv] and [splits, B,
        Hq, Sq], contiguous (varlen kernels do not split) */
@@ -1120,7 +1265,7 @@ fa3rt_status fa3rt_fwd_plan(const fa3rt_facts *f, const fa3rt_fwd_args *a,
                             fa3rt_fwd_launch *launch) {
   clear_error();
   if (!f || !a) return fail(FA3RT_ERR_INVALID_ARGUMENT, "fa3rt_fwd_plan: NULL argument");
-  int64_t eff[4][4];
+  int64_t eff[NFWD][4];
   return plan(f, a, launch, eff, FA3RT_DEFAULT_SMS, 0);
 }
 
@@ -1140,14 +1285,14 @@ static fa3rt_status plan_bwd(const fa3rt_facts *f, const fa3rt_bwd_args *a,
   const int64_t elem = 2;
   const fa3rt_tensor *q = &a->q, *k = &a->k, *v = &a->v, *dout = &a->dout, *o = &a->o,
                      *dq = &a->dq, *dk = &a->dk, *dv = &a->dv;
-  if ((st = check_tensor("q", q, elem, eff[BQ], 1)) ||
-      (st = check_tensor("k", k, elem, eff[BK], 1)) ||
-      (st = check_tensor("v", v, elem, eff[BV], 1)) ||
-      (st = check_tensor("dout", dout, elem, eff[BDOUT], 1)) ||
-      (st = check_tensor("o", o, elem, eff[BO], 0)) ||
-      (st = check_tensor("dq", dq, elem, eff[BDQ], 0)) ||
-      (st = check_tensor("dk", dk, elem, eff[BDK], 1)) ||
-      (st = check_tensor("dv", dv, elem, eff[BDV], 1)))
+  if ((st = check_tensor("q", q, elem, eff[BQ], BY_TMA)) ||
+      (st = check_tensor("k", k, elem, eff[BK], BY_TMA)) ||
+      (st = check_tensor("v", v, elem, eff[BV], BY_TMA)) ||
+      (st = check_tensor("dout", dout, elem, eff[BDOUT], BY_TMA)) ||
+      (st = check_tensor("o", o, elem, eff[BO], BY_HELPERS)) ||
+      (st = check_tensor("dq", dq, elem, eff[BDQ], BY_HELPERS)) ||
+      (st = check_tensor("dk", dk, elem, eff[BDK], BY_TMA)) ||
+      (st = check_tensor("dv", dv, elem, eff[BDV], BY_TMA)))
     return st;
   if ((st = check_qkv(f, q, k, v, 0))) return st;
   const int64_t B = q->shape[0], Hq = q->shape[1], Sq = q->shape[2];
@@ -1243,6 +1388,7 @@ struct fa3rt_kernel {
   CUfunction fn;
   CUfunction fn_pre, fn_post; /* backward: <kernel>_pre and <kernel>_post */
   CUfunction fn_combine;  /* split_kv: <kernel>_combine */
+  CUfunction fn_append;   /* split_kv: <kernel>_append */
   int sms;                /* the device's SMs (the split heuristic's default) */
   int max_ctas;           /* a persistent grid's size: one CTA per SM, or
                              cluster_m x the clusters that fit at once */
@@ -1402,24 +1548,35 @@ fa3rt_status fa3rt_kernel_load_data(const void *cubin, size_t cubin_size, const 
     }
   }
   if (f.split_kv) {
-    /* the merge fa3rt_fwd launches after a split launch, from its module */
-    char name[sizeof f.kernel + 16];
-    snprintf(name, sizeof name, "%s_combine", f.kernel);
-    r = cuModuleGetFunction(&k->fn_combine, k->mod, name);
-    if (r == CUDA_ERROR_NOT_FOUND) {
-      st = fail(FA3RT_ERR_FACTS, "the cubin of split-KV kernel '%s' (facts split_kv 1) has no "
-                "kernel named '%s': it lacks the merge of the splits (%s, which fa3rt_fwd "
-                "launches after it); recompile it with this fa3-compile", f.kernel, name, name);
-      goto error;
-    }
-    LOAD_TRY(r);
-    if ((st = check_params(k->fn_combine, name, &kCombineAbi, where))) goto error;
-    int most = 0;
-    LOAD_TRY(cuFuncGetAttribute(&most, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, k->fn_combine));
-    if (most < FA3RT_FWD_COMBINE_THREADS) {
-      st = fail(FA3RT_ERR_FACTS, "kernel %s allows at most %d threads a block; fa3rt_fwd "
-                "launches it with %d", name, most, FA3RT_FWD_COMBINE_THREADS);
-      goto error;
+    /* from its module: the merge fa3rt_fwd launches after a split launch,
+       and the cache append it launches before one that appends */
+    static const char *const suffix[2] = {"_combine", "_append"};
+    static const char *const what[2] = {"the merge of the splits", "the cache append"};
+    static const char *const when[2] = {
+        "which fa3rt_fwd launches after it",
+        "which fa3rt_fwd launches before it where new keys and values are given"};
+    CUfunction *fns[2] = {&k->fn_combine, &k->fn_append};
+    const abi *abis[2] = {&kCombineAbi, &kAppendAbi};
+    const int threads[2] = {FA3RT_FWD_COMBINE_THREADS, FA3RT_FWD_APPEND_THREADS};
+    for (int i = 0; i < 2; i++) {
+      char name[sizeof f.kernel + 16];
+      snprintf(name, sizeof name, "%s%s", f.kernel, suffix[i]);
+      r = cuModuleGetFunction(fns[i], k->mod, name);
+      if (r == CUDA_ERROR_NOT_FOUND) {
+        st = fail(FA3RT_ERR_FACTS, "the cubin of split-KV kernel '%s' (facts split_kv 1) has no "
+                  "kernel named '%s': it lacks %s (%s, %s); recompile it with this "
+                  "fa3-compile", f.kernel, name, what[i], name, when[i]);
+        goto error;
+      }
+      LOAD_TRY(r);
+      if ((st = check_params(*fns[i], name, abis[i], where))) goto error;
+      int most = 0;
+      LOAD_TRY(cuFuncGetAttribute(&most, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, *fns[i]));
+      if (most < threads[i]) {
+        st = fail(FA3RT_ERR_FACTS, "kernel %s allows at most %d threads a block; fa3rt_fwd "
+                  "launches it with %d", name, most, threads[i]);
+        goto error;
+      }
     }
   }
   int static_smem = 0, max_threads = 0;
@@ -1617,15 +1774,60 @@ static fa3rt_status launch_combine(const fa3rt_kernel *k, const fa3rt_fwd_args *
   return r == CUDA_SUCCESS ? FA3RT_OK : cuda_fail("cuLaunchKernel(_combine)", r, where);
 }
 
+/* <kernel>_append before the attention where rows are appended, in stream
+ * order: k_new and v_new into the cache (or its page pool) at rows
+ * seqused_k[b] + s, seqlens_out[b] = seqused_k[b] + Snew; nothing
+ * otherwise. */
+static fa3rt_status launch_append(const fa3rt_kernel *k, const fa3rt_fwd_args *a,
+                                  const fa3rt_fwd_launch *L, const int64_t eff[NFWD][4],
+                                  CUstream cs, const char *where) {
+  if (!L->append_grid) return FA3RT_OK;
+#define FA3RT_FWD_APPEND_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning)     \
+  c_type name;
+#include "fa3rt_abi.def"
+  /* the strides of [B, H, S, D] tensors: batch (a pool's page), row, head */
+  kNew = (CUdeviceptr)a->k_new.ptr;
+  kNewStrideB = eff[FKNEW][0];
+  kNewStrideS = eff[FKNEW][2];
+  kNewStrideH = eff[FKNEW][1];
+  vNew = (CUdeviceptr)a->v_new.ptr;
+  vNewStrideB = eff[FVNEW][0];
+  vNewStrideS = eff[FVNEW][2];
+  vNewStrideH = eff[FVNEW][1];
+  kCache = (CUdeviceptr)a->k.ptr;
+  kCacheStrideB = eff[FK][0];
+  kCacheStrideS = eff[FK][2];
+  kCacheStrideH = eff[FK][1];
+  vCache = (CUdeviceptr)a->v.ptr;
+  vCacheStrideB = eff[FV][0];
+  vCacheStrideS = eff[FV][2];
+  vCacheStrideH = eff[FV][1];
+  pageTable = (CUdeviceptr)a->page_table;
+  pageTableStride = a->page_table ? a->page_table_stride : 0;
+  pageSize = L->page_size;
+  cacheSeqlens = (CUdeviceptr)a->seqused_k;
+  seqlensOut = (CUdeviceptr)a->seqlens_out;
+  B = L->B;
+  Snew = L->snew;
+  Hkv = L->Hkv;
+  void *params[] = {
+#define FA3RT_FWD_APPEND_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning) &name,
+#include "fa3rt_abi.def"
+  };
+  CUresult r = cuLaunchKernel(k->fn_append, L->append_grid, 1, 1, L->append_block, 1, 1, 0, cs,
+                              params, NULL);
+  return r == CUDA_SUCCESS ? FA3RT_OK : cuda_fail("cuLaunchKernel(_append)", r, where);
+}
+
 fa3rt_status fa3rt_fwd(fa3rt_kernel *k, const fa3rt_fwd_args *a, void *stream) {
   clear_error();
   if (!k || !a) return fail(FA3RT_ERR_INVALID_ARGUMENT, "fa3rt_fwd: NULL kernel or args");
   const fa3rt_facts *f = &k->facts;
   fa3rt_fwd_launch L;
-  int64_t eff[4][4];
+  int64_t eff[NFWD][4];
   fa3rt_status st = plan(f, a, &L, eff, k->sms, 1);
   if (st) return in_call(st, "fa3rt_fwd", f);
-  if (L.empty) return FA3RT_OK;
+  if (L.empty && !L.append_grid) return FA3RT_OK;
   char where[512];
   describe(where, f, L.B, L.Sq, L.Skv, L.Hq, L.Hkv);
   if (f->split_kv) {
@@ -1636,6 +1838,10 @@ fa3rt_status fa3rt_fwd(fa3rt_kernel *k, const fa3rt_fwd_args *a, void *stream) {
       snprintf(where + m, 512 - m, ", paged: %lld pages of %d", (long long)a->k.shape[0],
                (int)L.page_size);
     }
+    if (L.append_grid) {
+      const size_t m = strlen(where);
+      snprintf(where + m, 512 - m, ", appending Snew=%d", (int)L.snew);
+    }
   }
   CUstream cs = (CUstream)stream;
   if ((st = check_context(k, where))) return st;
@@ -1643,6 +1849,9 @@ fa3rt_status fa3rt_fwd(fa3rt_kernel *k, const fa3rt_fwd_args *a, void *stream) {
   CU_TRY(cuStreamIsCapturing(cs, &cap), where);
   const int capturing = cap != CU_STREAM_CAPTURE_STATUS_NONE;
 
+  /* no attention (B, Sq or Hq 0), only the new rows; Skv 0 appends none
+     (Snew <= Skv) */
+  if (L.empty) return launch_append(k, a, &L, eff, cs, where);
   if (L.fill_only) return fill_empty_rows(a, &L, cs, where);
 
   /* One local per kernel parameter, named and typed as fa3rt_abi.def says. */
@@ -1652,10 +1861,10 @@ fa3rt_status fa3rt_fwd(fa3rt_kernel *k, const fa3rt_fwd_args *a, void *stream) {
   /* GQA packing: Q's box is g heads x block_m / g queries (plan checked
      that g divides block_m) */
   const int g = L.pack_group;
-  if ((st = encode_map(&mapQ, f, &a->q, eff[0], g, f->block_m / g, "q", where)) ||
-      (st = encode_map(&mapK, f, &a->k, eff[1], 1, L.kv_box_rows, "k", where)) ||
-      (st = encode_map(&mapV, f, &a->v, eff[2], 1, L.kv_box_rows, "v", where)) ||
-      (st = encode_map(&mapO, f, &a->o, eff[3], 1, O_BOX_ROWS, "o", where)))
+  if ((st = encode_map(&mapQ, f, &a->q, eff[FQ], g, f->block_m / g, "q", where)) ||
+      (st = encode_map(&mapK, f, &a->k, eff[FK], 1, L.kv_box_rows, "k", where)) ||
+      (st = encode_map(&mapV, f, &a->v, eff[FV], 1, L.kv_box_rows, "v", where)) ||
+      (st = encode_map(&mapO, f, &a->o, eff[FO], 1, O_BOX_ROWS, "o", where)))
     return st;
   O = (CUdeviceptr)a->o.ptr;
   LSE = (CUdeviceptr)a->lse;
@@ -1670,7 +1879,8 @@ fa3rt_status fa3rt_fwd(fa3rt_kernel *k, const fa3rt_fwd_args *a, void *stream) {
   scaleLog2 = L.scale_log2;
   cuSeqlensQ = (CUdeviceptr)a->cu_seqlens_q;
   cuSeqlensK = (CUdeviceptr)a->cu_seqlens_k;
-  seqUsedK = (CUdeviceptr)a->seqused_k;
+  /* after an append, the counts it wrote (the old rows and the new) */
+  seqUsedK = (CUdeviceptr)(L.append_grid ? a->seqlens_out : a->seqused_k);
   maxSeqlenQ = f->varlen ? varlen_grid_rows(a, L.Sq) : 0;
   /* one split: the kernel stores O and LSE itself */
   numSplits = L.num_splits;
@@ -1692,6 +1902,10 @@ fa3rt_status fa3rt_fwd(fa3rt_kernel *k, const fa3rt_fwd_args *a, void *stream) {
 #define LAUNCH()                                                                              \
   cuLaunchKernel(k->fn, L.grid[0], L.grid[1], L.grid[2], L.block[0], L.block[1], L.block[2], \
                  L.dynamic_smem, cs, params, NULL)
+
+  /* the new rows first, in stream order (the maps are encoded: a refusal
+     has launched nothing) */
+  if ((st = launch_append(k, a, &L, eff, cs, where))) return st;
 
   /* The caller's counters, or a captured launch's own: no bookkeeping. Only
      the dynamic scheduler (persistent, one CTA per cluster) reads them; the

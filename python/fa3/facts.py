@@ -51,6 +51,11 @@ BWD_AUX_THREADS = int(re.search(r"^#define FA3RT_BWD_AUX_THREADS (\d+)$", _ABI, 
 FWD_COMBINE_PARAMS = " ".join(re.findall(r"^FA3RT_FWD_COMBINE_PARAM\((\w+),", _ABI, re.M))
 FWD_COMBINE_THREADS = int(re.search(r"^#define FA3RT_FWD_COMBINE_THREADS (\d+)$", _ABI,
                                     re.M).group(1))
+# their cache append, <kernel>_append (launched by fa3rt_fwd before a
+# launch that appends new keys and values), and its block size
+FWD_APPEND_PARAMS = " ".join(re.findall(r"^FA3RT_FWD_APPEND_PARAM\((\w+),", _ABI, re.M))
+FWD_APPEND_THREADS = int(re.search(r"^#define FA3RT_FWD_APPEND_THREADS (\d+)$", _ABI,
+                                   re.M).group(1))
 MAX_BYTES = 65536           # FA3RT_FACTS_MAX_BYTES
 MAX_LINE = 1023             # FA3RT_FACTS_MAX_LINE (bytes without the newline)
 SCALE_MAX = 1e30            # FA3RT_SCALE_MAX

@@ -60,7 +60,8 @@ class FwdArgs(ctypes.Structure):
                 ("max_seqlen_q", ctypes.c_int32), ("num_splits", ctypes.c_int32),
                 ("o_accum", ctypes.c_uint64), ("lse_accum", ctypes.c_uint64),
                 ("num_sms", ctypes.c_int32), ("page_table", ctypes.c_uint64),
-                ("page_table_stride", ctypes.c_int32), ("paged_seqlen_k", ctypes.c_int32)]
+                ("page_table_stride", ctypes.c_int32), ("paged_seqlen_k", ctypes.c_int32),
+                ("k_new", Tensor), ("v_new", Tensor), ("seqlens_out", ctypes.c_uint64)]
 
 
 class Facts(ctypes.Structure):
@@ -89,7 +90,9 @@ class FwdLaunch(ctypes.Structure):
                 ("num_splits", ctypes.c_int32), ("pack_group", ctypes.c_int32),
                 ("o_accum_bytes", ctypes.c_uint64), ("lse_accum_bytes", ctypes.c_uint64),
                 ("combine_grid", ctypes.c_uint), ("combine_block", ctypes.c_uint),
-                ("page_size", ctypes.c_int32), ("kv_box_rows", ctypes.c_int32)]
+                ("page_size", ctypes.c_int32), ("kv_box_rows", ctypes.c_int32),
+                ("snew", ctypes.c_int32), ("append_grid", ctypes.c_uint),
+                ("append_block", ctypes.c_uint)]
 
 
 class BwdArgs(ctypes.Structure):
@@ -265,7 +268,8 @@ def fwd_args(q: Tensor, k: Tensor, v: Tensor, o: Tensor, lse_ptr: int = 0,
              seqused_k: int = 0, varlen_batch: int = 0, max_seqlen_q: int = 0,
              num_splits: int = 0, o_accum: int = 0, lse_accum: int = 0,
              num_sms: int = 0, page_table: int = 0, page_table_stride: int = 0,
-             paged_seqlen_k: int = 0) -> FwdArgs:
+             paged_seqlen_k: int = 0, k_new: Optional[Tensor] = None,
+             v_new: Optional[Tensor] = None, seqlens_out: int = 0) -> FwdArgs:
     """softmax_scale None: the kernel's (facts) scale; else 0 < scale <= 1e30.
     tile_counter: 0, or the address of 8 zeroed bytes of device memory for
     the persistent scheduler (fa3rt.h: fa3rt_fwd_args.tile_counter).
@@ -279,9 +283,23 @@ def fwd_args(q: Tensor, k: Tensor, v: Tensor, o: Tensor, lse_ptr: int = 0,
     A split_kv kernel's paged cache (fa3rt.h): the device address of the
     int32 page table [B, page_table_stride], its row stride in entries and
     the logical key length (0: page_table_stride * page_size); k and v are
-    then the page pool [num_pages, Hkv, page_size, D]."""
+    then the page pool [num_pages, Hkv, page_size, D].
+    A split_kv kernel's append (fa3rt.h): k_new [B, Hkv, Snew, D] and v_new
+    [B, Hkv, Snew, Dv] from tensor(), written into the cache (or pool) at
+    rows seqused_k[b] .. + Snew - 1 before the attention, and the device
+    address of the int32 [B] workspace seqlens_out (seqused_k[b] + Snew,
+    the attention's key counts); None, None, 0: nothing appended."""
     a = FwdArgs()
     w, E = "fa3.runtime.fwd_args", Fa3ArgumentError
+    for name, t in (("k_new", k_new), ("v_new", v_new)):
+        if t is not None and not isinstance(t, Tensor):
+            raise E(f"{w}: {name} must be a fa3.runtime.Tensor (fa3.runtime.tensor) or None, "
+                    f"got {type(t).__name__}")
+    if k_new is not None:
+        a.k_new = k_new
+    if v_new is not None:
+        a.v_new = v_new
+    a.seqlens_out = check_int(w, "seqlens_out", seqlens_out or 0, *UINT64, error=E)
     a.page_table = check_int(w, "page_table", page_table or 0, *UINT64, error=E)
     a.page_table_stride = check_int(w, "page_table_stride", page_table_stride or 0, 0,
                                     2**31 - 1, error=E)

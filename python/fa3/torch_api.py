@@ -859,12 +859,16 @@ def _cache_seqlens_int(fn, cache_seqlens):
     return cache_seqlens
 
 
-def _check_cache_seqlens(torch, fn, cache_seqlens, device, B, Skv):
+def _check_cache_seqlens(torch, fn, cache_seqlens, device, B, Skv, snew=0):
     """cache_seqlens as the kernel's seqUsedK: None (every key of the cache),
     or an int32 [B] CUDA tensor on q's device (contiguous). An int n (FA3
     takes one: every batch's length) is checked against Skv: n = Skv is
     None, else a tensor filled with n. A tensor's values are read on the GPU
-    only (0 to Skv: the caller's contract, as in FlashAttention)."""
+    only (0 to Skv: the caller's contract, as in FlashAttention). snew > 0:
+    that many new rows are appended after each batch's cache_seqlens[b]
+    (_check_append), so an int is checked against Skv - snew and always
+    becomes a tensor (the append reads where its rows go), and a tensor's
+    values must be 0 to Skv - snew (the caller's contract)."""
     if cache_seqlens is None:
         return None
     if not isinstance(cache_seqlens, torch.Tensor):
@@ -873,9 +877,13 @@ def _check_cache_seqlens(torch, fn, cache_seqlens, device, B, Skv):
         except TypeError:
             raise TypeError(f"{fn}: cache_seqlens must be an int or a 1-D torch.int32 tensor of "
                             f"the batch's lengths, got {type(cache_seqlens).__name__}") from None
+        if snew and not 0 <= n <= Skv - snew:
+            raise ValueError(f"{fn}: cache_seqlens must be 0 to k_cache's Skv - Snew = {Skv} - "
+                             f"{snew} = {Skv - snew} (room for the {snew} new rows of k and v "
+                             f"a batch), got {n}")
         if not 0 <= n <= Skv:
             raise ValueError(f"{fn}: cache_seqlens must be 0 to k_cache's Skv = {Skv}, got {n}")
-        if n == Skv:
+        if n == Skv and not snew:
             return None
         return torch.full((B,), n, dtype=torch.int32, device=device)
     if cache_seqlens.dtype != torch.int32 or cache_seqlens.dim() != 1 \
@@ -940,52 +948,126 @@ def _check_paged_shapes(fn, q_shape, k_shape, v_shape, pt_shape):
     return B, Sq, Hq, D, Skv, Hkv, v_shape[3]
 
 
+def _check_append(torch, fn, q, k_cache, v_cache, k_new, v_new, dims) -> int:
+    """New keys and values to append (flash_attn_with_kvcache's k and v,
+    FA3's): k_new [B, Snew, Hkv, D] and v_new [B, Snew, Hkv, Dv] CUDA
+    tensors of q's device and dtype, B from q, Hkv and the head dims from
+    the caches (`dims`: _check_shapes' or _check_paged_shapes'), Snew at
+    most the logical Skv; the caches written in place, so their last dim
+    must be contiguous (they are not copied). Returns Snew."""
+    B, _, _, D, Skv, Hkv, Dv = dims
+    for name, t in (("k", k_new), ("v", v_new)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{fn}: {name} (the new {'keys' if name == 'k' else 'values'} to "
+                            f"append) must be a torch.Tensor, got {type(t).__name__}")
+        if t.dim() != 4:
+            raise ValueError(f"{fn}: {name} must be 4-D [B, Snew, Hkv, "
+                             f"{'D' if name == 'k' else 'Dv'}] (the new rows), got shape "
+                             f"{tuple(t.shape)}")
+        if t.device != q.device:
+            raise ValueError(f"{fn}: {name} must be on q's device {q.device}, got {t.device}")
+        if t.dtype != q.dtype:
+            raise ValueError(f"{fn}: {name} must have q's dtype {q.dtype}, got {t.dtype}")
+    Snew = k_new.shape[1]
+    if tuple(k_new.shape) != (B, Snew, Hkv, D):
+        raise ValueError(f"{fn}: k must be [B, Snew, Hkv, D] = [{B}, Snew, {Hkv}, {D}] (q's "
+                         f"batch, k_cache's heads and head dim), got {tuple(k_new.shape)}")
+    if tuple(v_new.shape) != (B, Snew, Hkv, Dv):
+        raise ValueError(f"{fn}: v must be [B, Snew, Hkv, Dv] = [{B}, {Snew}, {Hkv}, {Dv}] "
+                         f"(k's rows, v_cache's head dim), got {tuple(v_new.shape)}")
+    if Snew > Skv:
+        raise ValueError(f"{fn}: k and v have Snew = {Snew} new rows a batch but the cache "
+                         f"holds Skv = {Skv} keys")
+    if _needs_grad(torch, k_new, v_new, None):
+        raise NotImplementedError(f"fa3 {fn} is forward-only (no backward yet): call it "
+                                  "under torch.no_grad() or on detached tensors")
+    for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
+        if t.stride(-1) != 1:
+            raise ValueError(f"{fn}: {name} must have a contiguous last dim to take the new rows "
+                             f"of k and v (it is written in place, not copied), got strides "
+                             f"{tuple(t.stride())}")
+    return Snew
+
+
 def _decode(torch, fn, q, k, v, cache_seqlens, softmax_scale, causal, window_size, softcap,
             num_splits, sm_margin, return_lse, kernel_dir, kernel, out, lse_out, jit,
-            page_table=None):
+            page_table=None, k_new=None, v_new=None):
     """A call of the decoding kernel (flash_attn_with_kvcache, and
     flash_attn_func with num_splits != 1 or pack_gqa): the checks, then the
     custom op as Dynamo traces it, else the eager launch. Forward only.
     cache_seqlens: None, an int or an int32 [B] tensor (each batch's valid
     keys of the cache: the kernel's seqUsedK). page_table: None (k, v the
     caches [B, Skv, Hkv, D]) or an int32 [B, max_pages] tensor of pages of
-    the pools k, v [num_pages, page_size, Hkv, D]."""
+    the pools k, v [num_pages, page_size, Hkv, D]. k_new, v_new: None, or
+    the new rows [B, Snew, Hkv, D / Dv] written into k and v after each
+    batch's cache_seqlens[b] rows before the attention, which then covers
+    cache_seqlens[b] + Snew keys (cache_seqlens required; the op
+    torch.ops.fa3.flash_attn_decode_append_fwd, which mutates k and v)."""
     n = _num_splits(fn, num_splits)
     _check_inputs(torch, q, k, v, fn=fn if fn != "flash_attn_func" else
                   "flash_attn_func with num_splits != 1 or pack_gqa=True (the decoding kernel)")
     if page_table is None:
-        B, Sq, Hq, D, Skv, Hkv, Dv = _check_shapes(q.shape, k.shape, v.shape)
+        dims = _check_shapes(q.shape, k.shape, v.shape)
     else:
         page_table, _ = _check_page_table(torch, fn, page_table, q.device, q.shape[0])
-        B, Sq, Hq, D, Skv, Hkv, Dv = _check_paged_shapes(fn, q.shape, k.shape, v.shape,
-                                                         page_table.shape)
+        dims = _check_paged_shapes(fn, q.shape, k.shape, v.shape, page_table.shape)
+    B, Sq, Hq, D, Skv, Hkv, Dv = dims
     window_size = _window(window_size)
     _check_out(torch, q, out, lse_out, B, Sq, Hq, Dv)
-    seqused_k = _check_cache_seqlens(torch, fn, cache_seqlens, q.device, B, Skv)
+    appending = k_new is not None or v_new is not None
+    snew = 0
+    if appending:
+        if k_new is None or v_new is None or cache_seqlens is None:
+            raise ValueError(_append_needs(fn, k_new, v_new, cache_seqlens))
+        snew = _check_append(torch, fn, q, k, v, k_new, v_new, dims)
+    seqused_k = _check_cache_seqlens(torch, fn, cache_seqlens, q.device, B, Skv, snew)
+    scale = None if softmax_scale is None else float(softmax_scale)
+    facts_path = None if kernel is None else _op_path(kernel.facts_path)
     if torch.compiler.is_compiling():
-        from . import torch_ops  # noqa: F401  (registers torch.ops.fa3.flash_attn_decode_fwd)
-        o, lse = torch.ops.fa3.flash_attn_decode_fwd.default(
-            q, k, v, seqused_k, page_table,
-            None if softmax_scale is None else float(softmax_scale),
-            bool(causal), list(window_size), float(softcap), n, int(sm_margin),
-            _op_path(kernel_dir), None if kernel is None else _op_path(kernel.facts_path), jit)
+        from . import torch_ops  # noqa: F401  (registers the ops)
+        if appending:
+            # the op that writes the new rows into k and v (declared in its
+            # schema, so that the compiled graph orders reads of the caches
+            # after it)
+            o, lse = torch.ops.fa3.flash_attn_decode_append_fwd.default(
+                q, k, v, k_new, v_new, seqused_k, page_table, scale, bool(causal),
+                list(window_size), float(softcap), n, int(sm_margin), _op_path(kernel_dir),
+                facts_path, jit)
+        else:
+            o, lse = torch.ops.fa3.flash_attn_decode_fwd.default(
+                q, k, v, seqused_k, page_table, scale, bool(causal), list(window_size),
+                float(softcap), n, int(sm_margin), _op_path(kernel_dir), facts_path, jit)
         return _copied_out(o, lse, out, lse_out, return_lse)
     return _eager_decode(torch, q, k, v, seqused_k, softmax_scale, causal, window_size, softcap,
                          n, sm_margin, return_lse, kernel_dir, kernel, jit, out, lse_out,
-                         page_table)
+                         page_table, k_new, v_new)
+
+
+def _append_needs(fn, k_new, v_new, cache_seqlens) -> str:
+    """The message refusing an append without its partner or its lengths
+    (FA3 refuses them too: "If k_new is supplied, v_new must also be passed
+    in", "... seqlens_k must also be passed in")."""
+    if k_new is None or v_new is None:
+        return (f"{fn}: k and v (the new keys and values to append to the cache) must be given "
+                f"together, got {'v' if k_new is None else 'k'} alone")
+    return (f"{fn}: k and v (new keys and values to append) need cache_seqlens: each batch's "
+            "rows before the append, where its new rows go (FA3 requires it with k and v too)")
 
 
 def _eager_decode(torch, q, k, v, seqused_k, softmax_scale, causal, window_size, softcap,
                   num_splits, sm_margin, return_lse, kernel_dir, kernel, jit, out=None,
-                  lse_out=None, page_table=None):
-    """The decoding kernel's launch (and the op's, fa3.torch_ops): planned
+                  lse_out=None, page_table=None, k_new=None, v_new=None):
+    """The decoding kernel's launch (and the ops', fa3.torch_ops): planned
     with the device's SMs less sm_margin, the f32 workspaces of a split
     launch allocated on the stream it runs on (the caching allocator keeps
     them until the kernels that use them are done). seqused_k: None or a
     checked int32 [B] tensor on q's device (_check_cache_seqlens).
     page_table: None, or an int32 [B, max_pages] tensor on q's device over
     the page pools k and v (_check_page_table; the logical Skv is max_pages
-    * page_size)."""
+    * page_size). k_new, v_new: None, or the rows to append (_check_append;
+    seqused_k then required, its values 0 to Skv - Snew): the runtime
+    launches the cubin's append before the attention, which reads the
+    counts after it from an int32 [B] workspace allocated here."""
     from . import runtime
     fn = "flash_attn_with_kvcache"
     # grad_ok: the public calls refuse grad first; the op's inputs may still
@@ -993,11 +1075,18 @@ def _eager_decode(torch, q, k, v, seqused_k, softmax_scale, causal, window_size,
     dt = _check_inputs(torch, q, k, v, fn=fn, grad_ok=True)
     pt_stride = 0
     if page_table is None:
-        B, Sq, Hq, D, Skv, Hkv, Dv = _check_shapes(q.shape, k.shape, v.shape)
+        dims = _check_shapes(q.shape, k.shape, v.shape)
     else:
         page_table, pt_stride = _check_page_table(torch, fn, page_table, q.device, q.shape[0])
-        B, Sq, Hq, D, Skv, Hkv, Dv = _check_paged_shapes(fn, q.shape, k.shape, v.shape,
-                                                         page_table.shape)
+        dims = _check_paged_shapes(fn, q.shape, k.shape, v.shape, page_table.shape)
+    B, Sq, Hq, D, Skv, Hkv, Dv = dims
+    appending = k_new is not None or v_new is not None
+    if appending:
+        if k_new is None or v_new is None or seqused_k is None:
+            raise ValueError(_append_needs(fn, k_new, v_new, seqused_k))
+        snew = _check_append(torch, fn, q, k, v, k_new, v_new, dims)
+        # the append copies 16-byte chunks of rows: a copy where they are not
+        k_new, v_new = _tma_ready(k_new), _tma_ready(v_new)
     window_size = _window(window_size)
     dev = q.device.index if q.device.index is not None else torch.cuda.current_device()
     kobj = _launchable_kernel(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit,
@@ -1012,10 +1101,21 @@ def _eager_decode(torch, q, k, v, seqused_k, softmax_scale, causal, window_size,
                 f"min(page_size, {bn}) rows (16 to 256 powers of two divide or are divided "
                 f"by a power-of-two block_n)")
     # TMA reads rows of D contiguous elements: make the last dim contiguous
+    # (the caches that take new rows have one: _check_append)
     q, k, v = [t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v)]
     _check_out(torch, q, out, lse_out, B, Sq, Hq, Dv)
     o, lse, return_lse = _outputs(torch, q, (B, Sq, Hq, Dv), (B, Hq, Sq), out, lse_out,
                                   return_lse)
+    append = {}
+    if appending:
+        t = runtime.tensor
+        append = dict(k_new=t(k_new.data_ptr(), *_bhsd(k_new), name="k_new"),
+                      v_new=t(v_new.data_ptr(), *_bhsd(v_new), name="v_new"))
+        if snew and B:
+            # the key counts after the append (seqused_k[b] + Snew), which the
+            # attention reads: written and read on this stream
+            seqlens_out = torch.empty(B, dtype=torch.int32, device=q.device)
+            append["seqlens_out"] = seqlens_out.data_ptr()
     sms = _device_sms.get(dev)
     if sms is None:
         sms = _device_sms[dev] = torch.cuda.get_device_properties(dev).multi_processor_count
@@ -1029,7 +1129,7 @@ def _eager_decode(torch, q, k, v, seqused_k, softmax_scale, causal, window_size,
                             num_splits=num_splits, num_sms=max(1, sms - int(sm_margin)),
                             page_table=page_table.data_ptr() if page_table is not None else 0,
                             page_table_stride=pt_stride,
-                            paged_seqlen_k=Skv if page_table is not None else 0)
+                            paged_seqlen_k=Skv if page_table is not None else 0, **append)
     plan = kobj.plan(args)
     args.num_splits = plan.num_splits   # what the workspace is sized for
     if plan.o_accum_bytes:
@@ -1044,9 +1144,9 @@ def _eager_decode(torch, q, k, v, seqused_k, softmax_scale, causal, window_size,
 
 
 # flash_attn_with_kvcache's serving arguments that are issue 15's remaining
-# work (a contiguous or paged cache read whole is what runs today)
+# work (a contiguous or paged cache, new keys and values appended to it, is
+# what runs today)
 _KVCACHE_LATER = {
-    "k": "appending new keys to the cache", "v": "appending new values to the cache",
     "rotary_cos": "rotary embedding", "rotary_sin": "rotary embedding",
     "cache_batch_idx": "indexing the cache's batch",
     "cache_leftpad": "left-padded caches",
@@ -1100,6 +1200,23 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
     page_size) pages (the caller's contract, as in FlashAttention); the rows
     of a batch's last page past its length are read (masked, so finite).
 
+    Appending (``k`` and ``v``, FA3's): k [B, Snew, Hkv, D] and v [B, Snew,
+    Hkv, Dv] (q's dtype and device) are written into the cache in place,
+    before the attention and on the same stream, at rows cache_seqlens[b]
+    .. cache_seqlens[b] + Snew - 1 of each batch (through page_table for a
+    paged cache), and the attention then covers each batch's
+    cache_seqlens[b] + Snew keys (causal and windows bottom-right aligned
+    to that length). ``cache_seqlens`` is required with them (as in FA3)
+    and is not modified: the caller advances it. Its values must leave room
+    for the new rows, cache_seqlens[b] + Snew <= Skv (an int is checked, a
+    tensor's values are the caller's contract, read on the GPU only). k_cache
+    and v_cache must have a contiguous last dim (they are written, not
+    copied); k and v any strides with a contiguous last dim (copied where
+    their rows are not 16-byte aligned). k and v must be given together;
+    Snew = 0 appends nothing. Under torch.compile the call is the op
+    ``torch.ops.fa3.flash_attn_decode_append_fwd``, whose schema declares
+    that it writes k_cache and v_cache.
+
     It runs the variant's decoding kernel (fa3-compile --decode; looked up
     like flash_attn_func's: ``kernel_dir``, ``kernel``, ``jit``): the q heads
     of a kv head share a tile (GQA packing: Hq / Hkv must divide the
@@ -1113,8 +1230,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
     custom op ``torch.ops.fa3.flash_attn_decode_fwd`` (fa3.torch_ops).
 
     Not supported yet (issue 15's remaining work; NotImplementedError, each
-    named): appending ``k``/``v`` to the cache, rotary embedding
-    (``rotary_cos``/``rotary_sin``), ``cache_batch_idx``, ``cache_leftpad``.
+    named): rotary embedding (``rotary_cos``/``rotary_sin``),
+    ``cache_batch_idx``, ``cache_leftpad``.
     FA3's other arguments (``qv``,
     ``cu_seqlens_q``, ``cu_seqlens_k_new``, ``max_seqlen_q``,
     ``rotary_seqlens``, the FP8 descales, ``scheduler_metadata``,
@@ -1123,14 +1240,17 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
     """
     fn = "flash_attn_with_kvcache"
     # refused before anything else (no torch needed to say so)
-    given = {"k": k, "v": v, "rotary_cos": rotary_cos, "rotary_sin": rotary_sin,
+    given = {"rotary_cos": rotary_cos, "rotary_sin": rotary_sin,
              "cache_batch_idx": cache_batch_idx, "cache_leftpad": cache_leftpad}
     for name, value in given.items():
         if value is not None:
             raise NotImplementedError(
                 f"{fn}: {name} is not supported yet ({_KVCACHE_LATER[name]}: issue 15's "
                 f"remaining work); pass None: k_cache and v_cache (contiguous, or paged with "
-                f"page_table) are attended, each batch's first cache_seqlens[b] keys")
+                f"page_table) are attended, each batch's first cache_seqlens[b] keys (and its "
+                f"new rows of k and v, appended where given)")
+    if (k is not None or v is not None) and (k is None or v is None or cache_seqlens is None):
+        raise ValueError(_append_needs(fn, k, v, cache_seqlens))
     refused = {"qv": qv, "cu_seqlens_q": cu_seqlens_q, "cu_seqlens_k_new": cu_seqlens_k_new,
                "max_seqlen_q": max_seqlen_q, "rotary_seqlens": rotary_seqlens,
                "q_descale": q_descale, "k_descale": k_descale, "v_descale": v_descale,
@@ -1154,7 +1274,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
     import torch
     return _decode(torch, fn, q, k_cache, v_cache, cache_seqlens, softmax_scale, causal,
                    window_size, softcap, num_splits, sm_margin, return_softmax_lse, kernel_dir,
-                   kernel, None, None, jit, page_table)
+                   kernel, None, None, jit, page_table, k, v)
 
 
 def flash_attn_bhsd(q, k, v, o=None, lse=None, softmax_scale=None, causal=False,

@@ -43,6 +43,26 @@ heuristic) to 128, sm_margin the SMs the heuristic leaves free; the split
 workspaces are allocated inside. No autograd (its callers refuse inputs that
 require grad).
 
+    torch.ops.fa3.flash_attn_decode_append_fwd(q, k_cache(a!), v_cache(b!), k_new,
+                                               v_new, seqused_k, page_table,
+                                               softmax_scale, causal, window_size,
+                                               softcap, num_splits, sm_margin,
+                                               kernel_dir, kernel_facts, jit)
+                                               -> (out, lse)
+
+is the same with new keys and values appended (flash_attn_with_kvcache's k
+and v): k_new [B, Snew, Hkv, D] and v_new [B, Snew, Hkv, Dv] are written
+into k_cache and v_cache (or their page pools, through page_table) at rows
+seqused_k[b] .. + Snew - 1 before the attention, which then covers
+seqused_k[b] + Snew keys; seqused_k (int32 [B]) is required and not
+modified. The schema declares k_cache and v_cache mutated (Tensor(a!),
+Tensor(b!)), so that torch.compile functionalizes the call and orders
+every later read of the caches after it (the writes visible to the
+caller, as in eager code); its fake implementation returns new out and
+lse only. A separate op from flash_attn_decode_fwd, so that calls that
+append nothing (and flash_attn_func's split calls) are not taken to write
+their k and v.
+
 Autograd: flash_attn_fwd's backward (torch.library.register_autograd) is
 flash_attn_bwd, so that flash_attn_func differentiates in eager code (where
 grad is needed it calls the op) and under torch.compile (AOTAutograd traces
@@ -212,6 +232,44 @@ def _flash_attn_decode_fwd_fake(q, k, v, seqused_k, page_table, softmax_scale, c
                                 kernel_dir, kernel_facts, jit)
 
 
+APPEND_OP_NAME = "fa3::flash_attn_decode_append_fwd"
+APPEND_SCHEMA = ("flash_attn_decode_append_fwd(Tensor q, Tensor(a!) k_cache, "
+                 "Tensor(b!) v_cache, Tensor k_new, Tensor v_new, Tensor seqused_k, "
+                 "Tensor? page_table, float? softmax_scale, bool causal, int[] window_size, "
+                 "float softcap, int num_splits, int sm_margin, str? kernel_dir, "
+                 "str? kernel_facts, bool? jit) -> (Tensor out, Tensor lse)")
+
+
+def flash_attn_decode_append_fwd(q, k_cache, v_cache, k_new, v_new, seqused_k, page_table,
+                                 softmax_scale, causal, window_size, softcap, num_splits,
+                                 sm_margin, kernel_dir, kernel_facts, jit):
+    """The CUDA implementation: the decoding kernel's eager path with the
+    append (k_cache and v_cache written in place), lse computed."""
+    from . import torch_api
+    fn = "flash_attn_decode_append_fwd"
+    if page_table is None:
+        dims = torch_api._check_shapes(q.shape, k_cache.shape, v_cache.shape)
+    else:
+        dims = torch_api._check_paged_shapes(fn, q.shape, k_cache.shape, v_cache.shape,
+                                             page_table.shape)
+    snew = torch_api._check_append(torch, fn, q, k_cache, v_cache, k_new, v_new, dims)
+    seqused_k = torch_api._check_cache_seqlens(torch, fn, seqused_k, q.device, q.shape[0],
+                                               dims[4], snew)
+    return torch_api._eager_decode(torch, q, k_cache, v_cache, seqused_k, softmax_scale, causal,
+                                   window_size, softcap, torch_api._num_splits(fn, num_splits),
+                                   sm_margin, True, kernel_dir,
+                                   _kernel_from_facts(kernel_facts), jit, page_table=page_table,
+                                   k_new=k_new, v_new=v_new)
+
+
+def _flash_attn_decode_append_fwd_fake(q, k_cache, v_cache, k_new, v_new, seqused_k,
+                                       page_table, softmax_scale, causal, window_size, softcap,
+                                       num_splits, sm_margin, kernel_dir, kernel_facts, jit):
+    # the outputs alone (the caches are written in place, as the schema says)
+    return _flash_attn_fwd_fake(q, k_cache, v_cache, softmax_scale, causal, window_size,
+                                softcap, kernel_dir, kernel_facts, jit)
+
+
 # torch.library.Library + impl rather than torch.library.custom_op: the
 # latter's Python autograd layer costs ~50 us a call (H200, torch 2.11),
 # more than the launch itself
@@ -230,3 +288,6 @@ torch.library.register_fake(VARLEN_OP_NAME, _flash_attn_varlen_fwd_fake, lib=_li
 _lib.define(DECODE_SCHEMA)
 _lib.impl("flash_attn_decode_fwd", flash_attn_decode_fwd, "CUDA")
 torch.library.register_fake(DECODE_OP_NAME, _flash_attn_decode_fwd_fake, lib=_lib)
+_lib.define(APPEND_SCHEMA)
+_lib.impl("flash_attn_decode_append_fwd", flash_attn_decode_append_fwd, "CUDA")
+torch.library.register_fake(APPEND_OP_NAME, _flash_attn_decode_append_fwd_fake, lib=_lib)

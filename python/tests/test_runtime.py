@@ -648,11 +648,11 @@ def test_decode_facts(rt):
 
 def test_split_heuristic_through_ctypes(rt):
     # B 1, Hkv 8 packed: 8 tiles; 128k keys at block_n 128: 1024 kv blocks
-    assert rt.num_splits_heuristic(8, 1024, 132) == 14
-    assert rt.num_splits_heuristic(8, 1024, 108) == 12
+    assert rt.num_splits_heuristic(8, 1024, 132) == 16
+    assert rt.num_splits_heuristic(8, 1024, 108) == 13
     assert rt.num_splits_heuristic(106, 1024, 132) == 1     # >= 0.8 of the SMs
     assert rt.num_splits_heuristic(0, 0, 0) == 1 and rt.num_splits_heuristic(-1, 5, -3) == 1
-    assert rt.num_splits_heuristic(1, 2**63 - 1, 2**31 - 1) == 109
+    assert rt.num_splits_heuristic(1, 2**63 - 1, 2**31 - 1) == 122
     with pytest.raises(ValueError, match="tiles = 9223372036854775808 is out of range"):
         rt.num_splits_heuristic(2**63, 1, 1)
 
@@ -668,10 +668,10 @@ def test_decode_plan_through_ctypes(rt):
     split count, the GQA group, the workspace's bytes and the merge's grid."""
     f = rt.parse_facts_c(DEC_FACTS)
     L = rt.plan(f, _dec_args(rt))
-    assert (L.num_splits, L.pack_group, tuple(L.grid)) == (14, 4, (8 * 14, 1, 1))
-    assert (L.o_accum_bytes, L.lse_accum_bytes) == (14 * 32 * 128 * 4, 14 * 32 * 4)
+    assert (L.num_splits, L.pack_group, tuple(L.grid)) == (16, 4, (8 * 16, 1, 1))
+    assert (L.o_accum_bytes, L.lse_accum_bytes) == (16 * 32 * 128 * 4, 16 * 32 * 4)
     assert (L.combine_grid, L.combine_block) == (4, F.FWD_COMBINE_THREADS)
-    assert rt.plan(f, _dec_args(rt, num_sms=108)).num_splits == 12
+    assert rt.plan(f, _dec_args(rt, num_sms=108)).num_splits == 13
     L = rt.plan(f, _dec_args(rt, num_splits=1))
     assert (L.num_splits, L.grid[0], L.o_accum_bytes, L.combine_grid) == (1, 8, 0, 0)
     L = rt.plan(f, _dec_args(rt, num_splits=5, o_accum=6 << 20, lse_accum=7 << 20))
@@ -723,7 +723,7 @@ def test_paged_plan_through_ctypes(rt):
                            _bshd(rt, 4 << 20, B, 1, 32, 128), 5 << 20, None, "bf16",
                            page_table=page_table, page_table_stride=stride, **kw)
     L = rt.plan(f, paged())                     # as the contiguous 128k cache
-    assert (L.Skv, L.num_splits, L.page_size, L.kv_box_rows) == (131072, 14, 128, 128)
+    assert (L.Skv, L.num_splits, L.page_size, L.kv_box_rows) == (131072, 16, 128, 128)
     L = rt.plan(f, paged(B=3, pages=7, ps=16, stride=64, paged_seqlen_k=1000))
     assert (L.B, L.Skv, L.page_size, L.kv_box_rows) == (3, 1000, 16, 16)
     L = rt.plan(f, paged(ps=256, stride=8))
@@ -749,6 +749,58 @@ def test_paged_plan_through_ctypes(rt):
         paged(paged_seqlen_k=2**31)
     with pytest.raises(rt.Fa3ArgumentError, match=r"page_table = -1 is out of range"):
         paged(page_table=-1)
+
+
+def test_append_plan_through_ctypes(rt):
+    """New keys and values appended to the cache (fa3rt_fwd_args.k_new,
+    v_new, seqlens_out; fa3rt_fwd_launch.snew, append_grid, append_block)
+    as seen from Python; <kernel>_append's parameters read from
+    fa3rt_abi.def."""
+    assert F.FWD_APPEND_PARAMS.split() == [
+        "kNew", "kNewStrideB", "kNewStrideS", "kNewStrideH", "vNew", "vNewStrideB",
+        "vNewStrideS", "vNewStrideH", "kCache", "kCacheStrideB", "kCacheStrideS",
+        "kCacheStrideH", "vCache", "vCacheStrideB", "vCacheStrideS", "vCacheStrideH",
+        "pageTable", "pageTableStride", "pageSize", "cacheSeqlens", "seqlensOut", "B", "Snew",
+        "Hkv"]
+    assert F.FWD_APPEND_THREADS == 256
+    f = rt.parse_facts_c(DEC_FACTS)
+
+    def app(B=3, Snew=5, **kw):
+        return _dec_args(rt, B=B, Skv=4096, seqused_k=8 << 20,
+                         k_new=_bshd(rt, 10 << 20, B, Snew, 8, 128),
+                         v_new=_bshd(rt, 11 << 20, B, Snew, 8, 128), **kw)
+    base = rt.plan(f, _dec_args(rt, B=3, Skv=4096, seqused_k=8 << 20))
+    assert (base.snew, base.append_grid, base.append_block) == (0, 0, 0)
+    L = rt.plan(f, app(seqlens_out=12 << 20))
+    # 3 * 5 * 8 rows of 16 chunks: 1920 threads, 8 blocks of 256
+    assert (L.snew, L.append_grid, L.append_block) == (5, 8, F.FWD_APPEND_THREADS)
+    assert (L.num_splits, L.Skv, tuple(L.grid)) == (base.num_splits, 4096, tuple(base.grid))
+    L = rt.plan(f, app(Snew=0))                      # nothing appended: no workspace needed
+    assert (L.snew, L.append_grid) == (0, 0)
+    with pytest.raises(rt.Fa3RuntimeError, match=r"seqlens_out pointer is NULL: appending 5 "
+                       r"rows a batch"):
+        rt.plan(f, app())
+    with pytest.raises(rt.Fa3RuntimeError, match=r"seqlens_out \(0x800004, 3 int32\) overlaps "
+                       r"seqused_k \(0x800000\)"):
+        rt.plan(f, app(seqlens_out=(8 << 20) + 4))
+    with pytest.raises(rt.Fa3RuntimeError, match=r"appending k_new and v_new needs seqused_k"):
+        rt.plan(f, _dec_args(rt, B=3, Skv=4096, k_new=_bshd(rt, 10 << 20, 3, 5, 8, 128),
+                             v_new=_bshd(rt, 11 << 20, 3, 5, 8, 128), seqlens_out=12 << 20))
+    with pytest.raises(rt.Fa3RuntimeError, match=r"k_new has Snew = 4097 rows a batch but the "
+                       r"cache holds Skv = 4096 keys"):
+        rt.plan(f, app(Snew=4097, seqlens_out=12 << 20))
+    with pytest.raises(rt.Fa3RuntimeError, match=r"v_new shape \[B,H,S,D\] = \[3,8,4,128\] but "
+                       r"must be \[3,8,5,128\]"):
+        a = app(seqlens_out=12 << 20)
+        a.v_new = _bshd(rt, 11 << 20, 3, 4, 8, 128)
+        rt.plan(f, a)
+    with pytest.raises(rt.Fa3RuntimeError, match=r"appends no new keys to a cache \(facts "
+                       r"split_kv 0\)"):
+        rt.plan(rt.parse_facts_c(FACTS), _dec_args(rt, B=3, Skv=4096, seqlens_out=12 << 20))
+    with pytest.raises(rt.Fa3ArgumentError, match=r"seqlens_out = -1 is out of range"):
+        app(seqlens_out=-1)
+    with pytest.raises(rt.Fa3ArgumentError, match=r"k_new must be a fa3.runtime.Tensor"):
+        _dec_args(rt, k_new=(1, 2))
 
 
 def test_select_decode_kernel(tmp_path):

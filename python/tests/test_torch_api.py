@@ -215,10 +215,9 @@ def test_flash_attn_with_kvcache_signature():
 
 
 @pytest.mark.parametrize("kw,text", [
-    ({"k": 1}, "k is not supported yet (appending new keys to the cache: issue 15's remaining "
-     "work); pass None"),
-    ({"v": 1}, "v is not supported yet (appending new values"),
-    ({"rotary_cos": 1}, "rotary_cos is not supported yet (rotary embedding: issue 15's"),
+    ({"rotary_cos": 1}, "rotary_cos is not supported yet (rotary embedding: issue 15's "
+     "remaining work); pass None"),
+    ({"rotary_cos": 1, "k": 1, "v": 1, "cache_seqlens": 3}, "rotary_cos is not supported yet"),
     ({"rotary_sin": 1}, "rotary_sin is not supported yet"),
     ({"cache_batch_idx": 1}, "cache_batch_idx is not supported yet"),
     ({"cache_leftpad": 1}, "cache_leftpad is not supported yet (left-padded caches"),
@@ -286,9 +285,33 @@ def test_page_table_is_no_longer_refused():
     NotImplementedError; the other serving arguments still are, by name."""
     assert "page_table" not in torch_api._KVCACHE_LATER
     with pytest.raises(NotImplementedError) as e:
-        torch_api.flash_attn_with_kvcache(None, None, None, page_table=1, k=1)
-    assert "k is not supported yet" in str(e.value)
+        torch_api.flash_attn_with_kvcache(None, None, None, page_table=1, rotary_sin=1)
+    assert "rotary_sin is not supported yet" in str(e.value)
     assert "(contiguous, or paged with page_table)" in str(e.value)
+
+
+def test_k_and_v_are_appended_not_refused():
+    """k and v (new keys and values written into the cache before the
+    attention, FA3's) are taken now: not in the refused list, and what FA3
+    refuses about them is refused before torch (v alone, which FA3 ignores,
+    too): they go together, and with cache_seqlens."""
+    assert "k" not in torch_api._KVCACHE_LATER and "v" not in torch_api._KVCACHE_LATER
+    cases = [
+        ({"k": 1}, "flash_attn_with_kvcache: k and v (the new keys and values to append to the "
+         "cache) must be given together, got k alone"),
+        ({"v": 1, "cache_seqlens": 3}, "must be given together, got v alone"),
+        ({"k": 1, "v": 1}, "flash_attn_with_kvcache: k and v (new keys and values to append) "
+         "need cache_seqlens: each batch's rows before the append, where its new rows go (FA3 "
+         "requires it with k and v too)"),
+        ({"k": 1, "v": 1, "page_table": 1}, "need cache_seqlens"),
+    ]
+    for kw, text in cases:
+        with pytest.raises(ValueError) as e:
+            torch_api.flash_attn_with_kvcache(None, None, None, **kw)
+        assert str(e.value) == text or text in str(e.value), str(e.value)
+    assert torch_api._append_needs("f", None, 1, None) == (
+        "f: k and v (the new keys and values to append to the cache) must be given together, "
+        "got v alone")
 
 
 def test_check_paged_shapes():
@@ -374,6 +397,8 @@ def test_decoding_calls_need_torch_past_the_checks():
         torch_api.flash_attn_with_kvcache(None, None, None, cache_seqlens=17)
     with pytest.raises(ImportError):
         torch_api.flash_attn_with_kvcache(None, None, None, cache_seqlens=[1, 2])
+    with pytest.raises(ImportError):   # an append that passes the checks above
+        torch_api.flash_attn_with_kvcache(None, None, None, k=1, v=1, cache_seqlens=3)
 
 
 @pytest.mark.skipif(not HAVE_TORCH, reason="needs torch")
@@ -439,3 +464,119 @@ def test_decode_op_schema_and_fake_shapes():
     assert tuple(lse.shape) == (2, 8, 1) and lse.dtype == torch.float32
     assert tuple(o2.shape) == (2, 1, 8, 32) and tuple(lse2.shape) == (2, 8, 1)
     assert tuple(o3.shape) == (2, 1, 8, 32) and tuple(lse3.shape) == (2, 8, 1)
+
+
+@pytest.mark.skipif(not HAVE_TORCH, reason="needs torch")
+def test_check_cache_seqlens_leaves_room_for_appended_rows():
+    """With snew new rows a batch (k and v appended), an int cache_seqlens
+    must leave room for them (0 to Skv - snew) and is always a tensor (the
+    append reads where its rows go); a tensor's values stay the caller's."""
+    import torch
+    cpu = torch.device("cpu")
+
+    def check(x, snew, B=3, Skv=100):
+        return torch_api._check_cache_seqlens(torch, "f", x, cpu, B, Skv, snew)
+    assert check(95, 5).tolist() == [95, 95, 95]       # exactly full after the append
+    assert check(0, 5).tolist() == [0, 0, 0]
+    assert check(0, 100).tolist() == [0, 0, 0]
+    assert check(100, 0) is None                          # no append: every key, no array
+    lens = torch.tensor([0, 5, 100], dtype=torch.int32)
+    assert check(lens, 5) is lens                         # values: the caller's contract
+    assert check(None, 5) is None                         # _decode refuses this first
+    for x, snew, text in [(96, 5, "f: cache_seqlens must be 0 to k_cache's Skv - Snew = 100 - "
+                           "5 = 95 (room for the 5 new rows of k and v a batch), got 96"),
+                          (100, 1, "Skv - Snew = 100 - 1 = 99"),
+                          (-1, 5, "got -1")]:
+        with pytest.raises(ValueError) as e:
+            check(x, snew)
+        assert text in str(e.value), str(e.value)
+
+
+@pytest.mark.skipif(not HAVE_TORCH, reason="needs torch")
+def test_check_append_with_torch():
+    """k and v to append (FA3's k_new, v_new): [B, Snew, Hkv, D / Dv] of
+    q's dtype and device, B from q, Hkv and head dims from the caches, Snew
+    at most Skv; the caches written in place need a contiguous last dim
+    (CPU tensors stand in for the device's: nothing is launched)."""
+    import torch
+    bf = torch.bfloat16
+    q = torch.empty(2, 1, 8, 64, dtype=bf)
+    kc, vc = torch.empty(2, 100, 2, 64, dtype=bf), torch.empty(2, 100, 2, 32, dtype=bf)
+    dims = torch_api._check_shapes(q.shape, kc.shape, vc.shape)
+
+    def check(k, v, kc=kc, vc=vc, dims=dims):
+        return torch_api._check_append(torch, "f", q, kc, vc, k, v, dims)
+    assert check(torch.empty(2, 5, 2, 64, dtype=bf), torch.empty(2, 5, 2, 32, dtype=bf)) == 5
+    assert check(torch.empty(2, 0, 2, 64, dtype=bf), torch.empty(2, 0, 2, 32, dtype=bf)) == 0
+    assert check(torch.empty(2, 100, 2, 64, dtype=bf), torch.empty(2, 100, 2, 32, dtype=bf)) == 100
+    # any strides (copied later where the rows are not 16-byte aligned)
+    assert check(torch.empty(2, 2, 5, 64, dtype=bf).transpose(1, 2),
+                 torch.empty(2, 5, 2, 40, dtype=bf)[..., :32]) == 5
+    # a paged cache: the pools' heads and head dims, the logical Skv
+    pool_k, pool_v = torch.empty(7, 16, 2, 64, dtype=bf), torch.empty(7, 16, 2, 32, dtype=bf)
+    pdims = torch_api._check_paged_shapes("f", q.shape, pool_k.shape, pool_v.shape, (2, 3))
+    assert check(torch.empty(2, 48, 2, 64, dtype=bf), torch.empty(2, 48, 2, 32, dtype=bf),
+                 pool_k, pool_v, pdims) == 48
+    k5, v5 = torch.empty(2, 5, 2, 64, dtype=bf), torch.empty(2, 5, 2, 32, dtype=bf)
+    bad = [
+        ((1, v5), TypeError, "f: k (the new keys to append) must be a torch.Tensor, got int"),
+        ((k5, None), TypeError, "f: v (the new values to append) must be a torch.Tensor, got "
+         "NoneType"),
+        ((k5[0], v5), ValueError, "f: k must be 4-D [B, Snew, Hkv, D] (the new rows), got shape "
+         "(5, 2, 64)"),
+        ((k5.half(), v5), ValueError, "f: k must have q's dtype torch.bfloat16, got "
+         "torch.float16"),
+        ((k5, v5.float()), ValueError, "f: v must have q's dtype"),
+        ((k5[:1], v5[:1]), ValueError, "f: k must be [B, Snew, Hkv, D] = [2, Snew, 2, 64] (q's "
+         "batch, k_cache's heads and head dim), got (1, 5, 2, 64)"),
+        ((torch.empty(2, 5, 1, 64, dtype=bf), v5), ValueError, "got (2, 5, 1, 64)"),
+        ((torch.empty(2, 5, 2, 32, dtype=bf), v5), ValueError, "got (2, 5, 2, 32)"),
+        ((k5, v5[:, :4]), ValueError, "f: v must be [B, Snew, Hkv, Dv] = [2, 5, 2, 32] (k's "
+         "rows, v_cache's head dim), got (2, 4, 2, 32)"),
+        ((k5, torch.empty(2, 5, 2, 64, dtype=bf)), ValueError, "got (2, 5, 2, 64)"),
+        ((torch.empty(2, 101, 2, 64, dtype=bf), torch.empty(2, 101, 2, 32, dtype=bf)),
+         ValueError, "f: k and v have Snew = 101 new rows a batch but the cache holds Skv = 100 "
+         "keys"),
+        ((k5.clone().requires_grad_(), v5), NotImplementedError, "is forward-only"),
+    ]
+    for args, err, text in bad:
+        with pytest.raises(err) as e:
+            check(*args)
+        assert text in str(e.value), str(e.value)
+    # the caches are written in place: a strided last dim is refused, not copied
+    wide = torch.empty(2, 100, 2, 128, dtype=bf)[..., ::2]
+    with pytest.raises(ValueError) as e:
+        check(k5, v5, kc=wide, dims=torch_api._check_shapes(q.shape, wide.shape, vc.shape))
+    assert "f: k_cache must have a contiguous last dim to take the new rows of k and v (it is " \
+        "written in place, not copied), got strides (25600, 256, 128, 2)" in str(e.value)
+
+
+@pytest.mark.skipif(not HAVE_TORCH, reason="needs torch")
+def test_append_op_schema_and_fake_shapes():
+    """torch.ops.fa3.flash_attn_decode_append_fwd: the caches declared
+    written (Tensor(a!), Tensor(b!)) and nothing else; the fake gives o and
+    lse alone. The decoding op without an append writes nothing."""
+    import torch
+    from fa3 import torch_ops  # noqa: F401
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    op = torch.ops.fa3.flash_attn_decode_append_fwd.default
+    args = op._schema.arguments
+    assert [a.name for a in args] == [
+        "q", "k_cache", "v_cache", "k_new", "v_new", "seqused_k", "page_table", "softmax_scale",
+        "causal", "window_size", "softcap", "num_splits", "sm_margin", "kernel_dir",
+        "kernel_facts", "jit"]
+    written = [a.name for a in args if a.alias_info is not None and a.alias_info.is_write]
+    assert written == ["k_cache", "v_cache"]
+    assert op._schema.is_mutable
+    assert not torch.ops.fa3.flash_attn_decode_fwd.default._schema.is_mutable
+    with FakeTensorMode():
+        q = torch.empty(2, 1, 8, 64, dtype=torch.bfloat16, device="cuda")
+        kc = torch.empty(2, 4096, 2, 64, dtype=torch.bfloat16, device="cuda")
+        vc = torch.empty(2, 4096, 2, 32, dtype=torch.bfloat16, device="cuda")
+        kn = torch.empty(2, 3, 2, 64, dtype=torch.bfloat16, device="cuda")
+        vn = torch.empty(2, 3, 2, 32, dtype=torch.bfloat16, device="cuda")
+        used = torch.empty(2, dtype=torch.int32, device="cuda")
+        o, lse = op(q, kc, vc, kn, vn, used, None, None, False, [-1, -1], 0.0, 0, 0, None, None,
+                    None)
+    assert tuple(o.shape) == (2, 1, 8, 32) and o.dtype == torch.bfloat16
+    assert tuple(lse.shape) == (2, 8, 1) and lse.dtype == torch.float32

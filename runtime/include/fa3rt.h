@@ -49,7 +49,14 @@ extern "C" {
  * paged cache (FlashAttention's page_table): the kernel takes pageTable,
  * pageTableStride and pageSize last (fa3rt_abi.def), fa3rt_fwd_args gains
  * page_table, page_table_stride and paged_seqlen_k, fa3rt_fwd_launch
- * page_size and kv_box_rows, each at its end. */
+ * page_size and kv_box_rows, each at its end; a split_kv kernel also
+ * appends new keys and values to its cache before the attention
+ * (FlashAttention's flash_attn_with_kvcache(k=, v=); docs/runtime.md,
+ * Appending to the cache): fa3rt_fwd_args gains k_new, v_new and
+ * seqlens_out, fa3rt_fwd_launch snew, append_grid and append_block, each
+ * at its end; fa3rt_fwd launches <kernel>_append (FA3RT_FWD_APPEND_PARAM,
+ * split_kv cubins need it) before the kernel, which then reads seqlens_out
+ * as its seqUsedK. */
 #define FA3RT_VERSION_MAJOR 0
 #define FA3RT_VERSION_MINOR 6
 /* Highest version of the facts file format this runtime reads. */
@@ -216,6 +223,31 @@ typedef struct fa3rt_fwd_args {
   int32_t paged_seqlen_k;    /* with page_table: the logical Skv, 1 to
                                 page_table_stride * page_size (and 2^31-1),
                                 or 0: page_table_stride * page_size; else 0 */
+  /* New keys and values appended to the cache in the same call
+   * (FlashAttention's flash_attn_with_kvcache(k=, v=)), for split_kv
+   * kernels only (docs/runtime.md, Appending to the cache). All three
+   * zero (every field of k_new and v_new, and seqlens_out): nothing is
+   * appended. Else, on the stream and before the attention, the cubin's
+   * <kernel>_append copies k_new and v_new into the cache k and v (or their
+   * page pool, through the page table) at rows seqused_k[b] ..
+   * seqused_k[b] + Snew - 1 of each batch b, and writes seqused_k[b] +
+   * Snew into seqlens_out, which the attention reads as each batch's key
+   * count: it covers the cache's old rows and the new ones. seqused_k is
+   * required (each batch's rows before the append, FlashAttention's
+   * cache_seqlens; not modified: the caller advances it), and
+   * seqused_k[b] + Snew <= Skv (the logical length) is the caller's
+   * contract, read on the GPU only. k_new and v_new: the tensor rules
+   * above (contiguous last dim, pointer and strides multiples of 16
+   * bytes: the append copies rows 16 bytes at a time), q's B, the cache's
+   * Hkv, the kernel's head dims, one Snew of 0 to Skv; Snew 0 (or B 0):
+   * nothing is appended or written and the attention reads seqused_k. */
+  fa3rt_tensor k_new;     /* [B, Hkv, Snew, D], read */
+  fa3rt_tensor v_new;     /* [B, Hkv, Snew, Dv], read */
+  uint64_t seqlens_out;   /* int32 [B] on the device, 4-byte aligned, below
+                             2^63, overlapping neither seqused_k nor the
+                             page table: a workspace, written with
+                             seqused_k[b] + Snew (needed where rows are
+                             appended), or 0 */
 } fa3rt_fwd_args;
 
 /* What fa3rt_fwd_plan() derived from valid arguments. */
@@ -249,6 +281,14 @@ typedef struct fa3rt_fwd_launch {
   int32_t kv_box_rows;    /* the rows of K's and V's TMA box: block_n, or
                              min(page_size, block_n) for a paged cache (a
                              K/V block is loaded a page at a time) */
+  int32_t snew;           /* rows appended a batch (k_new.shape[2]); 0: none */
+  /* <kernel>_append, launched before the kernel where rows are appended
+     (Snew, B and Hkv > 0; also where B, Sq or Hq leave the attention
+     nothing to do): 1-D grid of ceil(max(B*Snew*Hkv*D, B*Snew*Hkv*Dv) / 8 /
+     256) blocks (at most 2^31-1: it strides over the rest), block
+     FA3RT_FWD_APPEND_THREADS = 256, no dynamic shared memory; both 0
+     where it does not run */
+  unsigned append_grid, append_block;
 } fa3rt_fwd_launch;
 
 /* The backward pass (docs/runtime.md, Backward), for kernels whose facts say
@@ -337,14 +377,15 @@ fa3rt_status fa3rt_fwd_plan(const fa3rt_facts *facts, const fa3rt_fwd_args *args
 fa3rt_status fa3rt_bwd_plan(const fa3rt_facts *facts, const fa3rt_bwd_args *args,
                             fa3rt_bwd_launch *launch);
 /* The kv splits a split_kv launch gets with num_splits 0 (FlashAttention's
- * num_splits_heuristic): `tiles` CTAs without splits (m-blocks * heads * B,
+ * num_splits_heuristic, with a 95 % margin instead of its 85 %): `tiles` CTAs without splits (m-blocks * heads * B,
  * as the kernel packs them), `kv_blocks` = ceil(Skv / block_n), `num_sms`
  * SMs. 1 where the tiles nearly fill the SMs (tiles >= 0.8 * num_sms);
  * else, over the split counts s = 1 .. min(FA3RT_MAX_SPLITS, num_sms,
  * kv_blocks) that change a split's blocks (ceil(kv_blocks / s) !=
  * ceil(kv_blocks / (s - 1)); s = 1 always counts), the wave efficiency
- * w / ceil(w) with w = tiles * s / num_sms: the smallest s within 85% of
- * the best (fewer splits write and merge less). Any argument below 1: 1.
+ * w / ceil(w) with w = tiles * s / num_sms: the smallest s within 95% of
+ * the best (fewer splits write and merge less; a decoding step's bandwidth
+ * grows with the SMs reading K and V). Any argument below 1: 1.
  * No GPU needed. */
 int32_t fa3rt_num_splits_heuristic(int64_t tiles, int64_t kv_blocks, int32_t num_sms);
 
@@ -373,7 +414,9 @@ fa3rt_status fa3rt_fwd(fa3rt_kernel *kernel, const fa3rt_fwd_args *args, void *s
  * partial o and lse into args->o_accum / lse_accum and fa3rt_fwd then
  * launches <kernel>_combine on the same stream, which merges them into o
  * and lse; with one split, or Skv 0, only what a kernel without splits
- * does.) */
+ * does. With k_new / v_new, <kernel>_append runs first on the stream: the
+ * new rows into the cache, seqlens_out; the kernel then reads
+ * seqlens_out. A refused call launches nothing.) */
 
 /* The backward (facts `backward 1`): validates (fa3rt_bwd_plan), then
  * launches on `stream` (asynchronously; may be captured in a CUDA graph)

@@ -717,11 +717,11 @@ static void test_split_heuristic(void) {
      is 8s / 132; 33, 66 and 99 (whole waves) give a split the blocks of
      32, 65 and 98 and do not count: the best counted is 0.99 (s = 49),
      and 14 (0.848) is the first within 85% of it */
-  EXPECT(fa3rt_num_splits_heuristic(8, 1024, 132) == 14);
-  EXPECT(fa3rt_num_splits_heuristic(8, 1024, 108) == 12);
+  EXPECT(fa3rt_num_splits_heuristic(8, 1024, 132) == 16);
+  EXPECT(fa3rt_num_splits_heuristic(8, 1024, 108) == 13);
   EXPECT(fa3rt_num_splits_heuristic(32, 1024, 132) == 4);  /* unpacked: Hq = 32 tiles */
-  EXPECT(fa3rt_num_splits_heuristic(1, 1024, 132) == 114);
-  EXPECT(fa3rt_num_splits_heuristic(48, 100, 108) == 2);   /* FlashAttention's example */
+  EXPECT(fa3rt_num_splits_heuristic(1, 1024, 132) == 128);
+  EXPECT(fa3rt_num_splits_heuristic(48, 100, 108) == 9);   /* 432 CTAs: 4 whole waves (85 %: 2) */
   EXPECT(fa3rt_num_splits_heuristic(16, 8, 132) == 8);     /* at most a split a kv block */
   /* tiles >= 0.8 * SMs: one split */
   EXPECT(fa3rt_num_splits_heuristic(106, 1024, 132) == 1);
@@ -736,7 +736,7 @@ static void test_split_heuristic(void) {
   EXPECT(fa3rt_num_splits_heuristic(INT64_MIN, INT64_MIN, INT32_MIN) == 1);
   /* the extremes: no overflow (UBSan), at most FA3RT_MAX_SPLITS */
   EXPECT(fa3rt_num_splits_heuristic(INT64_MAX, INT64_MAX, INT32_MAX) == 1);
-  EXPECT(fa3rt_num_splits_heuristic(1, INT64_MAX, INT32_MAX) == 109);
+  EXPECT(fa3rt_num_splits_heuristic(1, INT64_MAX, INT32_MAX) == 122);
   for (int s = 1; s <= 300; s += 7)
     for (int n = 1; n <= 3000; n += 97) {
       int32_t r = fa3rt_num_splits_heuristic(s, n, 132);
@@ -763,17 +763,17 @@ static void test_decode_plan(void) {
   EXPECT(fa3rt_facts_parse(kDecFacts, strlen(kDecFacts), &f) == FA3RT_OK);
   fa3rt_fwd_launch L;
   /* B 1, Hq 32 over Hkv 8 (g 4), one query, 128k keys: 8 packed tiles, the
-     heuristic's 14 splits at the default 132 SMs; the workspace is not
+     heuristic's 16 splits at the default 132 SMs; the workspace is not
      needed to plan */
   fa3rt_fwd_args a = dec_args(1, 1, 32, 8, 131072);
   EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK);
-  EXPECT(L.num_splits == 14 && L.pack_group == 4 && L.grid[0] == 8 * 14 && L.grid[1] == 1 &&
+  EXPECT(L.num_splits == 16 && L.pack_group == 4 && L.grid[0] == 8 * 16 && L.grid[1] == 1 &&
          L.block[0] == 256 && L.dynamic_smem == 100000 && !L.empty && !L.fill_only);
-  EXPECT(L.o_accum_bytes == 14ULL * 1 * 32 * 1 * 128 * 4 && L.lse_accum_bytes == 14ULL * 32 * 4);
+  EXPECT(L.o_accum_bytes == 16ULL * 1 * 32 * 1 * 128 * 4 && L.lse_accum_bytes == 16ULL * 32 * 4);
   /* the merge: 32 rows * 128 / 4 threads = 4 blocks of 256 */
   EXPECT(L.combine_grid == 4 && L.combine_block == 256);
   a.num_sms = 108; /* the caller's SM count */
-  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.num_splits == 12 && L.grid[0] == 8 * 12);
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.num_splits == 13 && L.grid[0] == 8 * 13);
   a.num_sms = 0;
   a.num_splits = 3; /* the caller's split count */
   EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.num_splits == 3 && L.grid[0] == 8 * 3 &&
@@ -790,7 +790,7 @@ static void test_decode_plan(void) {
   a = dec_args(1, 1, 32, 8, 131072);
   a.o_accum = 0x600000;
   a.lse_accum = 0x700000;
-  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.num_splits == 14);
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.num_splits == 16);
 #define BAD_DEC(mutate, sub)                                                      \
   do {                                                                            \
     a = dec_args(1, 1, 32, 8, 131072);                                            \
@@ -800,7 +800,7 @@ static void test_decode_plan(void) {
   BAD_DEC(a.o_accum = 0x600008, "o_accum pointer 0x600008 is not 16-byte aligned");
   BAD_DEC(a.lse_accum = 0x700004, "lse_accum pointer 0x700004 is not 16-byte aligned");
   BAD_DEC(a.o_accum = (1ULL << 63) - 4096,
-          "o_accum pointer: 0x7ffffffffffff000 is out of range (its 57344 floats");
+          "o_accum pointer: 0x7ffffffffffff000 is out of range (its 65536 floats");
   BAD_DEC(a.lse_accum = (uint64_t)-16, "lse_accum pointer: 0xfffffffffffffff0 is out of range");
   BAD_DEC(a.num_splits = 129, "num_splits: 129 is out of range (0: the heuristic, else 1 to 128)");
   BAD_DEC(a.num_splits = -1, "num_splits: -1 is out of range");
@@ -827,8 +827,8 @@ static void test_decode_plan(void) {
          L.grid[0] == 1000 * 1 * 2); /* 2000 tiles fill 132 SMs */
   /* 4 queries (speculative decoding) of g 4: 16 packed rows, one m-block */
   a = dec_args(1, 4, 32, 8, 131072);
-  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.num_splits == 14 && L.grid[0] == 8 * 14 &&
-         L.o_accum_bytes == 14ULL * 32 * 4 * 128 * 4 && L.combine_grid == 16);
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.num_splits == 16 && L.grid[0] == 8 * 16 &&
+         L.o_accum_bytes == 16ULL * 32 * 4 * 128 * 4 && L.combine_grid == 16);
   /* a full batch: B 16 x 8 kv heads = 128 tiles, one split */
   a = dec_args(16, 1, 32, 8, 131072);
   EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.num_splits == 1 && L.grid[0] == 128 &&
@@ -973,11 +973,11 @@ static void test_paged_plan(void) {
   fa3rt_fwd_args a = dec_args(1, 1, 32, 8, 131072);
   EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.page_size == 0 && L.kv_box_rows == 128);
   /* 1024 pages of 128 rows, 1024 a row of the table: the logical Skv is
-     128k, as the contiguous 128k cache's: the heuristic's 14 splits */
+     128k, as the contiguous 128k cache's: the heuristic's 16 splits */
   a = paged_args(1, 32, 8, 1024, 128, 1024);
-  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.Skv == 131072 && L.num_splits == 14 &&
-         L.grid[0] == 8 * 14 && L.page_size == 128 && L.kv_box_rows == 128 && L.B == 1 &&
-         L.Hkv == 8 && L.o_accum_bytes == 14ULL * 32 * 128 * 4);
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.Skv == 131072 && L.num_splits == 16 &&
+         L.grid[0] == 8 * 16 && L.page_size == 128 && L.kv_box_rows == 128 && L.B == 1 &&
+         L.Hkv == 8 && L.o_accum_bytes == 16ULL * 32 * 128 * 4);
   /* the pool's pages are not q's batches: 3 pages for 5 batches (the
      entries are the caller's contract, never read here) */
   a = paged_args(5, 32, 8, 3, 64, 2);
@@ -1117,6 +1117,182 @@ static void test_paged_plan(void) {
                 "page_table_stride 8 and paged_seqlen_k 0 must be 0 without a page_table"));
 }
 
+/* Appending new keys and values to the cache (FlashAttention's
+   flash_attn_with_kvcache(k=, v=)): k_new / v_new [B, Hkv, Snew, D],
+   seqused_k (the rows before the append) and seqlens_out (the counts
+   after it, the attention's), the append's grid. */
+static fa3rt_fwd_args append_args(long B, long Snew) {
+  fa3rt_fwd_args a = dec_args(B, 1, 32, 8, 4096);
+  a.seqused_k = 0x800000;
+  a.k_new = bshd(0xa00000, B, Snew, 8, 128);
+  a.v_new = bshd(0xb00000, B, Snew, 8, 128);
+  a.seqlens_out = 0xc00000;
+  return a;
+}
+
+static void test_append_plan(void) {
+  fa3rt_facts f;
+  EXPECT(fa3rt_facts_parse(kDecFacts, strlen(kDecFacts), &f) == FA3RT_OK);
+  fa3rt_fwd_launch L;
+  /* no append: all zero */
+  fa3rt_fwd_args a = dec_args(3, 1, 32, 8, 4096);
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.snew == 0 && L.append_grid == 0 &&
+         L.append_block == 0);
+  const int32_t splits = L.num_splits;
+  /* one new row a batch: 3 * 1 * 8 rows of 128 / 8 = 16 chunks, 384
+     threads: 2 blocks of 256; the attention is planned as before (its
+     splits from the capacity Skv) */
+  a = append_args(3, 1);
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.snew == 1 && L.append_grid == 2 &&
+         L.append_block == 256 && L.num_splits == splits && L.Skv == 4096 && !L.empty);
+  a = append_args(3, 5); /* 1920 chunks: 8 blocks */
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.snew == 5 && L.append_grid == 8);
+  a = append_args(3, 4096); /* the whole capacity (seqused_k all 0 by contract) */
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.snew == 4096 &&
+         L.append_grid == 3 * 4096 * 8 * 16 / 256);
+  /* Snew 0: nothing appended, seqlens_out not needed */
+  a = append_args(3, 0);
+  a.seqlens_out = 0;
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.snew == 0 && L.append_grid == 0);
+  a = append_args(3, 0);
+  a.k_new.ptr = a.v_new.ptr = 0; /* an empty tensor's pointer may be NULL */
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.append_grid == 0);
+  /* any strides by the 16-byte rules: k_new in BHSD storage, v_new's rows
+     padded to 136 elements */
+  a = append_args(3, 5);
+  a.k_new.strides[0] = 8 * 5 * 128;
+  a.k_new.strides[1] = 5 * 128;
+  a.k_new.strides[2] = 128;
+  a.v_new.strides[2] = 8 * 136;
+  a.v_new.strides[1] = 136;
+  a.v_new.strides[0] = 5 * 8 * 136;
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.append_grid == 8);
+  /* Dv != D: the longer row sizes the grid */
+  fa3rt_facts f64 = f;
+  f64.head_dim_v = 64;
+  a = append_args(3, 5);
+  a.v = bshd(0x300000, 3, 4096, 8, 64);
+  a.o = bshd(0x400000, 3, 1, 32, 64);
+  a.v_new = bshd(0xb00000, 3, 5, 8, 64);
+  EXPECT(fa3rt_fwd_plan(&f64, &a, &L) == FA3RT_OK && L.append_grid == 8);
+  a.v_new = bshd(0xb00000, 3, 5, 8, 128);
+  EXPECT(err_is(fa3rt_fwd_plan(&f64, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "v_new shape [B,H,S,D] = [3,8,5,128] but must be [3,8,5,64]"));
+  /* no attention (Sq 0): the rows are still appended */
+  a = append_args(3, 2);
+  a.q = bshd(0x100000, 3, 0, 32, 128);
+  a.o = bshd(0x400000, 3, 0, 32, 128);
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.empty && L.snew == 2 &&
+         L.append_grid == 3 && L.grid[0] == 0); /* 768 chunks */
+  /* B 0: nothing at all */
+  a = append_args(0, 2);
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.empty && L.append_grid == 0);
+  /* seqlens_out next to seqused_k (3 int32 from 0x800000), and below 2^63 */
+  a = append_args(3, 1);
+  a.seqlens_out = 0x80000c;
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK);
+  a.seqlens_out = 0x7ffff4;
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK);
+  a.seqlens_out = (1ULL << 63) - 16;
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK);
+  /* a paged cache: the pool's strides, the table's pages */
+  a = paged_args(3, 32, 8, 100, 64, 32);
+  a.seqused_k = 0x800000;
+  a.k_new = bshd(0xa00000, 3, 5, 8, 128);
+  a.v_new = bshd(0xb00000, 3, 5, 8, 128);
+  a.seqlens_out = 0xc00000;
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.snew == 5 && L.append_grid == 8 &&
+         L.page_size == 64 && L.Skv == 2048);
+  a.seqlens_out = 0x900000 + 3 * 32 * 4; /* just past the table */
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK);
+  a.seqlens_out = 0x900000 + 3 * 32 * 4 - 4;
+  EXPECT(err_is(fa3rt_fwd_plan(&f, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "seqlens_out (0x90017c, 3 int32) overlaps the page table (0x900000, B 3 * "
+                "page_table_stride 32 int32), which the append reads while it writes "
+                "seqlens_out"));
+  a.seqlens_out = 0xc00000;
+  a.k_new = bshd(0xa00000, 3, 2049, 8, 128);
+  a.v_new = bshd(0xb00000, 3, 2049, 8, 128);
+  EXPECT(err_is(fa3rt_fwd_plan(&f, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "k_new has Snew = 2049 rows a batch but the cache holds Skv = 2048 keys (its "
+                "logical length): seqused_k[b] + Snew <= Skv is the caller's contract"));
+#define BAD_APPEND(mutate, sub)                                                   \
+  do {                                                                            \
+    a = append_args(3, 5);                                                        \
+    mutate;                                                                       \
+    EXPECT(err_is(fa3rt_fwd_plan(&f, &a, &L), FA3RT_ERR_INVALID_ARGUMENT, sub));   \
+  } while (0)
+  BAD_APPEND(a.k_new.ptr = 0xa00008,
+             "k_new pointer 0xa00008 is not 16-byte aligned (the cache append "
+             "(<kernel>_append) copies its rows 16 bytes at a time)");
+  BAD_APPEND(a.v_new.ptr = 0, "v_new pointer is NULL");
+  BAD_APPEND(a.k_new.ptr = (uint64_t)-16, "k_new pointer: 0xfffffffffffffff0 is out of range");
+  BAD_APPEND(a.k_new.strides[3] = 2,
+             "k_new stride of the head dim (D) is 2 elements; it must be 1 (contiguous rows)");
+  BAD_APPEND(a.v_new.strides[2] = 8 * 128 + 4,
+             "v_new stride of dim S is 1028 elements = 2056 bytes; it must be a multiple of 16 "
+             "bytes (16-byte aligned rows for the cache append (<kernel>_append))");
+  BAD_APPEND(a.k_new.strides[1] = -128, "k_new.strides[1] (H): -128 is out of range");
+  BAD_APPEND(a.k_new.shape[2] = -1, "k_new.shape[2] (S): -1 is out of range (0 to 2^31-1)");
+  BAD_APPEND(a.k_new = bshd(0xa00000, 2, 5, 8, 128),
+             "k_new shape [B,H,S,D] = [2,8,5,128] but must be [B, Hkv, Snew, D] = "
+             "[3,8,Snew,128] (q's B, the cache's Hkv, the kernel's head_dim)");
+  BAD_APPEND(a.k_new = bshd(0xa00000, 3, 5, 4, 128), "k_new shape [B,H,S,D] = [3,4,5,128]");
+  BAD_APPEND(a.k_new = bshd(0xa00000, 3, 5, 8, 64), "k_new shape [B,H,S,D] = [3,8,5,64]");
+  BAD_APPEND(a.v_new = bshd(0xb00000, 3, 4, 8, 128),
+             "v_new shape [B,H,S,D] = [3,8,4,128] but must be [3,8,5,128]");
+  BAD_APPEND(a.seqused_k = 0,
+             "appending k_new and v_new needs seqused_k: each batch's rows before the "
+             "append, where its new rows go (FlashAttention's cache_seqlens");
+  BAD_APPEND((a.k_new = bshd(0xa00000, 3, 4097, 8, 128),
+              a.v_new = bshd(0xb00000, 3, 4097, 8, 128)),
+             "k_new has Snew = 4097 rows a batch but the cache holds Skv = 4096 keys");
+  BAD_APPEND(a.seqlens_out = 0,
+             "seqlens_out pointer is NULL: appending 5 rows a batch writes each batch's key "
+             "count after the append, seqused_k[b] + Snew, into it");
+  BAD_APPEND(a.seqlens_out = 0xc00002,
+             "seqlens_out pointer 0xc00002 is not a 4-byte aligned device address of 3 int32 "
+             "(one per batch) below 2^63");
+  BAD_APPEND(a.seqlens_out = (1ULL << 63) - 8, "seqlens_out pointer 0x7ffffffffffffff8 is not");
+  BAD_APPEND(a.seqlens_out = 0x800000,
+             "seqlens_out (0x800000, 3 int32) overlaps seqused_k (0x800000): the append reads "
+             "each batch's rows before it from seqused_k while it writes seqlens_out");
+  BAD_APPEND(a.seqlens_out = 0x800008, "seqlens_out (0x800008, 3 int32) overlaps seqused_k");
+  BAD_APPEND(a.seqlens_out = 0x7ffff8, "overlaps seqused_k");
+  /* any field set asks for an append: seqlens_out alone has no k_new */
+  BAD_APPEND((a.k_new = (fa3rt_tensor){0, {0, 0, 0, 0}, {0, 0, 0, 0}},
+              a.v_new = a.k_new),
+             "k_new shape [B,H,S,D] = [0,0,0,0] but must be [B, Hkv, Snew, D] = [3,8,Snew,128]");
+  /* Skv 0 (no keys): nothing fits */
+  BAD_APPEND((a.k = bshd(0, 3, 0, 8, 128), a.v = bshd(0, 3, 0, 8, 128)),
+             "k_new has Snew = 5 rows a batch but the cache holds Skv = 0 keys");
+#undef BAD_APPEND
+  /* kernels without split_kv (no <kernel>_append in their cubin) */
+  fa3rt_facts pack_only = f;
+  pack_only.split_kv = 0;
+  a = append_args(3, 1);
+  a.seqused_k = 0;
+  EXPECT(err_is(fa3rt_fwd_plan(&pack_only, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "kernel fa3_fwd_d128_bf16_decode_kernel appends no new keys to a cache (facts "
+                "split_kv 0) but k_new, v_new or seqlens_out is set: appending to a KV cache "
+                "needs a decoding kernel (facts split_kv 1: fa3-compile --decode, "
+                "Fa3AttentionSpec.decode), whose cubin holds "
+                "fa3_fwd_d128_bf16_decode_kernel_append"));
+  fa3rt_facts fwd;
+  EXPECT(fa3rt_facts_parse(kFacts, strlen(kFacts), &fwd) == FA3RT_OK);
+  a = good_args();
+  a.seqlens_out = 0xc00000;
+  EXPECT(err_is(fa3rt_fwd_plan(&fwd, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "kernel fa3_fwd_d128_bf16_causal appends no new keys to a cache (facts split_kv "
+                "0)"));
+  a = good_args();
+  a.k_new.strides[3] = 1;
+  EXPECT(err_is(fa3rt_fwd_plan(&fwd, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "appends no new keys to a cache"));
+  a = good_args();
+  EXPECT(fa3rt_fwd_plan(&fwd, &a, &L) == FA3RT_OK && L.snew == 0 && L.append_grid == 0);
+}
+
 static void test_no_gpu(void) {
   /* No driver here (link stub): loading must fail cleanly with a CUDA message. */
   fa3rt_kernel *k = (fa3rt_kernel *)0x1;
@@ -1150,6 +1326,7 @@ int main(void) {
   test_split_heuristic();
   test_decode_plan();
   test_paged_plan();
+  test_append_plan();
   test_no_gpu();
   printf("%d checks, %d failed\n", g_n, g_fail);
   return g_fail ? 1 : 0;

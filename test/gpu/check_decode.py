@@ -31,14 +31,33 @@ the same criteria per batch against the reference on its gathered keys,
 the public call bit-identical, and the contiguous call on the gathered
 cache bit-identical too (head dims 128 and 256 every case, the others
 PAGED_QUICK). Plus per kernel
-the SASS check of check_fwd; once per run: misuse refused with its message
-(a GQA group that does not divide block_m, cache_seqlens of the wrong
-dtype, count, device or value, page sizes 24 and 12 and bad page tables,
-the unbuilt serving arguments, grad), no keys at all (Skv = 0), a
-CUDA-graph capture of a split call replayed on new inputs (q and
-cache_seqlens changed in place) equal to eager calls, the same for a paged
-call (the page table changed in place), and torch.compile(fullgraph=True)
-equal to eager, contiguous and paged. With --out:
+the SASS check of check_fwd. New keys and values appended in the call
+(APPEND_CASES, every kernel: flash_attn_with_kvcache(k=, v=) on a
+contiguous cache and on paged ones of page sizes 16, 64 and 256; Snew 1
+and 5; ragged cache_seqlens from 0 to a cache filled exactly by the
+append, the new rows at a page's last row, at the next page's first and
+across page boundaries): the whole cache or page pool after the call
+equal to torch's append (the new rows exactly, every other element
+untouched, unused pages included), cache_seqlens unchanged, o and lse by
+check_fwd's criteria per batch against the fp32 reference over its
+cache_seqlens[b] + Snew keys, the public call repeated on the same inputs
+bit-identical (the caches unchanged by it), and bit-identical to the
+attention alone over the appended cache. Once per run: misuse refused
+with its message (a GQA group that does not divide block_m,
+cache_seqlens of the wrong dtype, count, device or value, page sizes 24
+and 12 and bad page tables, appends without cache_seqlens, without room,
+of the wrong shape, dtype or device or into a strided cache, the unbuilt
+serving arguments, grad), no keys at all (Skv = 0), a CUDA-graph capture
+of a split call replayed on new inputs (q and cache_seqlens changed in
+place) equal to eager calls, the same for a paged call (the page table
+changed in place), torch.compile(fullgraph=True) equal to eager,
+contiguous and paged; and appending: a captured call (contiguous and
+paged) replayed twice, the second time on new q, k, v and advanced
+cache_seqlens written in place, each replay equal to an eager call on a
+copy of the caches and to torch's append, and torch.compile(fullgraph=True)
+of a function that appends, reads the cache and attends again equal to
+eager (the caches written alike, the read seeing the new rows; contiguous
+and paged). With --out:
 appends the run to OUT/history.jsonl (kind check_decode; a full run also
 rewrites its table in OUT/RESULTS.md). Exit status 1 on any failure.
 """
@@ -129,6 +148,33 @@ PAGED_SANITIZE_CASES = [
      16, None),
     ("small paged 2bn: GQA 32/8, 128 splits", 1, 1, 32, 8, 1023, 128, [517], False, "2bn",
      "slice"),
+]
+
+# New keys and values appended in the call (flash_attn_with_kvcache(k=, v=),
+# FA3's): (label, B, Sq, Hq, Hkv, capacity, num_splits, cache_seqlens before
+# the call, Snew, with_lse, page_size: None for a contiguous cache). A paged
+# cache's logical Skv is ceil(capacity / page_size) * page_size. The lengths
+# include 0, a cache filled exactly by the append and, paged, new rows at a
+# page's last row, at the next page's first and across a page boundary.
+APPEND_CASES = [
+    ("append Snew 1: ragged GQA 32/8, heuristic", 6, 1, 32, 8, 4224, 0,
+     [0, 1, 17, 1000, 4096, 4223], 1, True, None),
+    ("append Snew 5, Sq 5 (speculative): ragged GQA 64/8, 3 splits", 5, 5, 64, 8, 4224, 3,
+     [0, 1, 17, 1000, 4219], 5, True, None),
+    ("append Snew 5, Sq 1: MQA 16/1, 1 split, no lse", 3, 1, 16, 1, 1023, 1, [0, 500, 1018], 5,
+     False, None),
+]
+for _ps in (16, 64, 256):
+    APPEND_CASES += [
+        (f"append paged {_ps}: Snew 1 at page edges, ragged GQA 32/8, heuristic", 6, 1, 32, 8,
+         4096, 0, [0, _ps - 1, _ps, 2 * _ps - 1, 1000, 4095], 1, True, _ps),
+        (f"append paged {_ps}: Snew 5 across page boundaries, Sq 5 GQA 64/8, 3 splits", 5, 5,
+         64, 8, 4096, 3, [0, _ps - 2, 3 * _ps - 1, 1000, 4091], 5, True, _ps),
+    ]
+APPEND_SANITIZE_CASES = [
+    ("small append paged 16: Snew 5 across a page, Sq 5 GQA 16/2, 3 splits", 3, 5, 16, 2, 300,
+     3, [0, 14, 299], 5, True, 16),
+    ("small append Snew 1: MHA 8/8, 1 split", 2, 1, 8, 8, 200, 1, [0, 199], 1, True, None),
 ]
 
 
@@ -364,6 +410,264 @@ def run_paged_case(kf, case, seed, sms):
                 num_splits=num_splits, splits=splits, cache_seqlens=lens, **res)
 
 
+def append_cases(kf, sanitize=False):
+    """The append cases a kernel runs: every one (APPEND_SANITIZE_CASES
+    under compute-sanitizer), those whose page size it takes."""
+    cs = APPEND_SANITIZE_CASES if sanitize else APPEND_CASES
+    return [c for c in cs if c[10] is None or takes_page_size(kf, c[10])]
+
+
+def append_inputs(kf, case, gen):
+    """q, the caches (contiguous [B, Skv, Hkv, D], every row past a batch's
+    length large finite values; or paged_inputs' pool and table, the same
+    way), the new rows k_new, v_new [B, Snew, Hkv, D / Dv], and the logical
+    Skv."""
+    import check_fwd
+    _, B, Sq, Hq, Hkv, cap, _, lens, snew, _, ps = case
+    dt = check_fwd.TORCH_DTYPE[kf.dtype]
+    D, Dv = kf.head_dim, kf.head_dim_v
+    q = check_fwd.rand((B, Sq, Hq, D), dt, gen)
+    kn = check_fwd.rand((B, snew, Hkv, D), dt, gen)
+    vn = check_fwd.rand((B, snew, Hkv, Dv), dt, gen)
+    if ps is None:
+        Skv, table = cap, None
+        k = check_fwd.rand((B, Skv, Hkv, D), dt, gen)
+        v = check_fwd.rand((B, Skv, Hkv, Dv), dt, gen)
+        for b, n in enumerate(lens):
+            k[b, n:] = 8.0
+            v[b, n:] = 100.0
+    else:
+        Skv = -(-cap // ps) * ps
+        k, v, table, _, _ = paged_inputs(kf, B, Hkv, Skv, ps, lens, gen)
+    return q, k, v, kn, vn, table, Skv
+
+
+def appended(k, v, kn, vn, lens, table, ps):
+    """The caches (or pools) k, v after the append, by torch: batch b's new
+    row s at its row lens[b] + s, through the page table where given (row r
+    in page table[b, r // ps] at r % ps); every other element as it was."""
+    ek, ev = k.clone(), v.clone()
+    lens = [int(n) for n in lens]
+    pages = None if table is None else table.cpu().tolist()
+    for b, n in enumerate(lens):
+        for s in range(kn.shape[1]):
+            r = n + s
+            if pages is None:
+                ek[b, r], ev[b, r] = kn[b, s], vn[b, s]
+            else:
+                page = pages[b][r // ps]
+                ek[page, r % ps], ev[page, r % ps] = kn[b, s], vn[b, s]
+    return ek, ev
+
+
+def gathered(k, v, table):
+    """A paged pool's caches [B, Skv, Hkv, D] in key order (contiguous
+    caches as they are)."""
+    if table is None:
+        return k, v
+    B, P = table.shape
+    idx = table.long()
+    return (k[idx].reshape(B, P * k.shape[1], *k.shape[2:]),
+            v[idx].reshape(B, P * v.shape[1], *v.shape[2:]))
+
+
+def wrong_rows(got, want):
+    """Rows (of D elements) of a cache or pool that differ."""
+    return int((got != want).flatten(0, -2).any(-1).sum().item())
+
+
+def run_append_case(kf, case, seed, sms):
+    """New rows appended in the call (contiguous or paged): the internal
+    call (outputs poisoned); the caches after it equal to torch's (the new
+    rows exactly at lens[b] .. + Snew - 1 through the table, every other
+    element of the cache or pool untouched), cache_seqlens unchanged; per
+    batch the fp32 reference over its lens[b] + Snew keys; the public call
+    on the same inputs (it writes the same rows again) bit-identical, the
+    caches still torch's; and the attention alone over the appended cache
+    (cache_seqlens + Snew, no k and v) bit-identical."""
+    import torch
+    import check_fwd
+    from fa3 import torch_api
+    label, B, Sq, Hq, Hkv, cap, num_splits, lens, snew, with_lse, ps = case
+    dt = check_fwd.TORCH_DTYPE[kf.dtype]
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    q, k, v, kn, vn, table, Skv = append_inputs(kf, case, gen)
+    ek, ev = appended(k, v, kn, vn, lens, table, ps)
+    seqlens = seqlens_arg(lens)
+    kept = seqlens.clone()
+    Dv = kf.head_dim_v
+    kw = dict(causal=kf.causal, window_size=(kf.window_left, kf.window_right),
+              softcap=kf.softcap, kernel=kf)
+    o = torch.full((B, Sq, Hq, Dv), float("nan"), dtype=dt, device="cuda")
+    lse = torch.full((B, Hq, Sq), float("nan"), device="cuda") if with_lse else None
+    r = torch_api._decode(torch, "flash_attn_with_kvcache", q, k, v, seqlens, None,
+                          kw["causal"], kw["window_size"], kw["softcap"], num_splits, 0,
+                          with_lse, None, kf, o, lse, None, page_table=table, k_new=kn,
+                          v_new=vn)
+    assert (r[0] if with_lse else r) is o
+    torch.cuda.synchronize()
+    wrong = (wrong_rows(k, ek), wrong_rows(v, ev))
+    r2 = torch_api.flash_attn_with_kvcache(q, k, v, k=kn, v=vn, cache_seqlens=seqlens,
+                                           page_table=table, num_splits=num_splits,
+                                           return_softmax_lse=with_lse, **kw)
+    torch.cuda.synchronize()
+    wrong2 = (wrong_rows(k, ek), wrong_rows(v, ev))
+    L = [n + snew for n in lens]
+    r3 = torch_api.flash_attn_with_kvcache(q, k, v, cache_seqlens=seqlens_arg(L),
+                                           page_table=table, num_splits=num_splits,
+                                           return_softmax_lse=with_lse, **kw)
+    torch.cuda.synchronize()
+    o2, lse2 = (r2 if with_lse else (r2, None))
+    o3, lse3 = (r3 if with_lse else (r3, None))
+    kc, vc = gathered(ek, ev, table)
+    res = compare_batches(kf, q, kc, vc, L, o, lse)
+    same = torch.equal(o, o2) and (lse is None or torch.equal(lse, lse2))
+    alone = torch.equal(o, o3) and (lse is None or torch.equal(lse, lse3))
+    lens_kept = torch.equal(seqlens, kept)
+    cache_ok = wrong == (0, 0) and wrong2 == (0, 0)
+    res.update(cache_exact=bool(cache_ok), cache_seqlens_unchanged=bool(lens_kept),
+               repeat_identical=bool(same), same_as_attention_alone=bool(alone))
+    if not cache_ok:
+        res["wrong_rows_k_v"] = f"{wrong} after the first call, {wrong2} after the second"
+    if not alone:
+        res["max_abs_diff_vs_alone"] = float((o.float() - o3.float()).abs().max().item())
+    res["ok"] = bool(res["ok"] and same and alone and lens_kept and cache_ok)
+    splits = resolved_splits(kf, (label, B, Sq, Hq, Hkv, Skv, num_splits, lens, with_lse), sms)
+    return dict(kernel=kf.kernel, case=label,
+                layout="contiguous cache" if ps is None else "paged cache", B=B, Sq=Sq,
+                Skv=Skv, Hq=Hq, Hkv=Hkv, Snew=snew, page_size=ps, num_splits=num_splits,
+                splits=splits, cache_seqlens=lens, **res)
+
+
+def check_graph_append(kf, sms, paged):
+    """An appending split call (the heuristic's splits; contiguous, or
+    paged with 64-row pages) captured in a CUDA graph: each replay writes
+    the new rows where cache_seqlens says at replay and equals an eager
+    call on a copy of the caches as they were (outputs bit for bit, the
+    caches equal, and equal to torch's append); then again after q, k, v
+    and cache_seqlens (advanced by Snew, as a serving loop does) change in
+    place."""
+    import torch
+    import check_fwd
+    from fa3.torch_api import flash_attn_with_kvcache
+    dt = check_fwd.TORCH_DTYPE[kf.dtype]
+    gen = torch.Generator(device="cuda").manual_seed(19 if paged else 23)
+    B, Sq, Hq, Hkv, Skv, snew, ps = 3, 1, 32, 8, 16384, 2, 64
+    D, Dv = kf.head_dim, kf.head_dim_v
+    q = check_fwd.rand((B, Sq, Hq, D), dt, gen)
+    kn = check_fwd.rand((B, snew, Hkv, D), dt, gen)
+    vn = check_fwd.rand((B, snew, Hkv, Dv), dt, gen)
+    if paged:
+        k, v, table, _, _ = paged_inputs(kf, B, Hkv, Skv, ps, [Skv] * B, gen, fill=False)
+    else:
+        k = check_fwd.rand((B, Skv, Hkv, D), dt, gen)
+        v = check_fwd.rand((B, Skv, Hkv, Dv), dt, gen)
+        table = None
+    # the second step's rows reach the cache's end in batch 2 (rows 16382, 16383);
+    # batch 0's cross a page (63, 64 then 65, 66)
+    lens = torch.tensor([ps - 1, 0, Skv - 2 * snew], dtype=torch.int32, device="cuda")
+    kw = dict(causal=kf.causal, window_size=(kf.window_left, kf.window_right),
+              softcap=kf.softcap, kernel=kf, num_splits=0, return_softmax_lse=True,
+              page_table=table)
+
+    def call(kc, vc):
+        return flash_attn_with_kvcache(q, kc, vc, k=kn, v=vn, cache_seqlens=lens, **kw)
+    splits = resolved_splits(kf, ("graph", B, Sq, Hq, Hkv, Skv, 0, None, True), sms)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):   # loads the kernel and warms the allocator (on copies)
+        call(k.clone(), v.clone())
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    k_pre = k.clone()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        og, lg = call(k, v)
+    torch.cuda.synchronize()
+    captured_nothing = torch.equal(k, k_pre)   # a capture runs no kernel
+    steps, before = [], None
+    for step in range(2):
+        if step:
+            q.copy_(check_fwd.rand(tuple(q.shape), dt, gen))
+            kn.copy_(check_fwd.rand(tuple(kn.shape), dt, gen))
+            vn.copy_(check_fwd.rand(tuple(vn.shape), dt, gen))
+            lens.add_(snew)
+            before = og.clone()
+        k0, v0 = k.clone(), v.clone()
+        ek, ev = appended(k0, v0, kn, vn, lens.tolist(), table, ps)
+        graph.replay()
+        torch.cuda.synchronize()
+        oe, le = call(k0, v0)
+        torch.cuda.synchronize()
+        ok = (torch.equal(og, oe) and torch.equal(lg, le) and wrong_rows(k, ek) == 0
+              and wrong_rows(v, ev) == 0 and wrong_rows(k0, ek) == 0 and wrong_rows(v0, ev) == 0)
+        if before is not None:
+            ok = ok and not torch.equal(og, before)
+        steps.append(bool(ok))
+    ok = bool(all(steps) and splits > 1 and captured_nothing)
+    return dict(kernel=kf.kernel, case="append: CUDA graph of a " + ("paged " if paged else "")
+                + "split call, replayed on new rows and advanced cache_seqlens", B=B, Sq=Sq,
+                Skv=Skv, Hq=Hq, Hkv=Hkv, Snew=snew, page_size=ps if paged else None,
+                splits=splits, ok=ok,
+                error=None if ok else f"replays equal eager and torch's caches: {steps}, "
+                                      f"splits {splits}")
+
+
+def check_compiled_append(kf, paged):
+    """torch.compile(fullgraph=True) of a function that appends (contiguous,
+    or paged with 64-row pages), then reads the cache and attends again
+    without new rows: equal to eager bit for bit, the caches written as
+    eager writes them (and as torch's append), the read after the call
+    seeing the new rows (the op's schema declares the writes); no graph
+    break."""
+    import torch
+    import check_fwd
+    from fa3.torch_api import flash_attn_with_kvcache
+    dt = check_fwd.TORCH_DTYPE[kf.dtype]
+    gen = torch.Generator(device="cuda").manual_seed(29 if paged else 31)
+    B, Hkv, Skv, snew, ps = 2, 8, 4096, 2, 64
+    D, Dv = kf.head_dim, kf.head_dim_v
+    q = check_fwd.rand((B, 1, 32, D), dt, gen)
+    kn = check_fwd.rand((B, snew, Hkv, D), dt, gen)
+    vn = check_fwd.rand((B, snew, Hkv, Dv), dt, gen)
+    if paged:
+        k, v, table, _, _ = paged_inputs(kf, B, Hkv, Skv, ps, [Skv] * B, gen, fill=False)
+    else:
+        k = check_fwd.rand((B, Skv, Hkv, D), dt, gen)
+        v = check_fwd.rand((B, Skv, Hkv, Dv), dt, gen)
+        table = None
+    lens = torch.tensor([3, 1000], dtype=torch.int32, device="cuda")
+    kw = dict(causal=kf.causal, window_size=(kf.window_left, kf.window_right),
+              softcap=kf.softcap, kernel=kf)
+
+    def f(q, k, v, kn, vn, lens, table):
+        o, lse = flash_attn_with_kvcache(q, k, v, k=kn, v=vn, cache_seqlens=lens,
+                                         page_table=table, num_splits=0,
+                                         return_softmax_lse=True, **kw)
+        # batch 0's first 8 rows, read after the call: rows 3 and 4 are new
+        first = (k[0] if table is None else k.index_select(0, table[0, :1].long())[0])[:8]
+        o2 = flash_attn_with_kvcache(q, k, v, cache_seqlens=lens + snew, page_table=table,
+                                     num_splits=3, **kw)
+        return o.float() * 2, lse, first.float() * 2, o2
+
+    torch._dynamo.reset()
+    ek, ev = appended(k, v, kn, vn, lens.tolist(), table, ps)
+    k1, v1, k2, v2 = k.clone(), v.clone(), k.clone(), v.clone()
+    eager = f(q, k1, v1, kn, vn, lens, table)
+    got = torch.compile(f, fullgraph=True)(q, k2, v2, kn, vn, lens, table)
+    torch.cuda.synchronize()
+    same = all(torch.equal(a, b) for a, b in zip(eager, got))
+    caches = (wrong_rows(k1, ek), wrong_rows(v1, ev), wrong_rows(k2, ek), wrong_rows(v2, ev))
+    seen = torch.equal(got[2][3:5], kn[0].float() * 2)
+    graph = torch._dynamo.explain(f)(q, k.clone(), v.clone(), kn, vn, lens, table)
+    ok = bool(same and caches == (0, 0, 0, 0) and seen and graph.graph_break_count == 0)
+    return dict(kernel=kf.kernel, case="append: torch.compile(fullgraph=True) == eager"
+                + (", paged" if paged else "") + ", the caches written", ok=ok,
+                error=None if ok else f"outputs equal {same}, wrong cache rows (eager k, v, "
+                                      f"compiled k, v) {caches}, new rows seen {seen}, graph "
+                                      f"breaks {graph.graph_break_count}")
+
+
 def check_errors(kf):
     """Misuse gets a clear error before any launch; no keys at all (Skv = 0)
     gives o = 0 and lse = -inf without the kernel."""
@@ -379,7 +683,8 @@ def check_errors(kf):
     def mk(B, S, H, d):
         return torch.randn(B, S, H, d, device="cuda").to(dt)
     q, kc, vc = mk(2, 1, 8, D), mk(2, 64, 2, D), mk(2, 64, 2, Dv)
-    lens = torch.tensor([10, 64], dtype=torch.int32, device="cuda")
+    kn, vn = mk(2, 2, 2, D), mk(2, 2, 2, Dv)   # new rows (refused before any launch)
+    lens = torch.tensor([10, 62], dtype=torch.int32, device="cuda")
 
     def pool(ps, d=D):   # 9 pages of ps rows
         return mk(9, ps, 2, d)
@@ -432,9 +737,50 @@ def check_errors(kf):
          lambda: flash_attn_with_kvcache(q, pool(64), pool(64, Dv), cache_seqlens=257,
                                          page_table=table, **kw),
          ValueError, "cache_seqlens must be 0 to k_cache's Skv = 256, got 257"),
-        ("k/v to append",
-         lambda: flash_attn_with_kvcache(q, kc, vc, k=kc[:, :1], v=vc[:, :1], **kw),
-         NotImplementedError, "k is not supported yet (appending new keys to the cache"),
+        ("append: k and v without cache_seqlens",
+         lambda: flash_attn_with_kvcache(q, kc, vc, k=kn, v=vn, **kw),
+         ValueError, "k and v (new keys and values to append) need cache_seqlens"),
+        ("append: k without v",
+         lambda: flash_attn_with_kvcache(q, kc, vc, k=kn, cache_seqlens=lens, **kw),
+         ValueError, "k and v (the new keys and values to append to the cache) must be given "
+         "together, got k alone"),
+        ("append: an int cache_seqlens without room for the new rows",
+         lambda: flash_attn_with_kvcache(q, kc, vc, k=kn, v=vn, cache_seqlens=63, **kw),
+         ValueError, "cache_seqlens must be 0 to k_cache's Skv - Snew = 64 - 2 = 62 (room for "
+         "the 2 new rows of k and v a batch), got 63"),
+        ("append: more new rows than the cache holds",
+         lambda: flash_attn_with_kvcache(q, kc, vc, k=mk(2, 65, 2, D), v=mk(2, 65, 2, Dv),
+                                         cache_seqlens=0, **kw),
+         ValueError, "k and v have Snew = 65 new rows a batch but the cache holds Skv = 64 "
+         "keys"),
+        ("append: k of another head count",
+         lambda: flash_attn_with_kvcache(q, kc, vc, k=mk(2, 2, 1, D), v=mk(2, 2, 1, Dv),
+                                         cache_seqlens=lens, **kw),
+         ValueError, f"k must be [B, Snew, Hkv, D] = [2, Snew, 2, {D}]"),
+        ("append: v of another Snew",
+         lambda: flash_attn_with_kvcache(q, kc, vc, k=kn, v=vn[:, :1], cache_seqlens=lens,
+                                         **kw),
+         ValueError, f"v must be [B, Snew, Hkv, Dv] = [2, 2, 2, {Dv}]"),
+        ("append: k of another dtype",
+         lambda: flash_attn_with_kvcache(q, kc, vc, k=kn.float(), v=vn, cache_seqlens=lens,
+                                         **kw),
+         ValueError, f"k must have q's dtype {dt}, got torch.float32"),
+        ("append: k on the CPU",
+         lambda: flash_attn_with_kvcache(q, kc, vc, k=kn.cpu(), v=vn, cache_seqlens=lens,
+                                         **kw),
+         ValueError, "k must be on q's device cuda:0, got cpu"),
+        ("append: a cache with a strided last dim (written in place, not copied)",
+         lambda: flash_attn_with_kvcache(q, mk(2, 64, 2, 2 * D)[..., ::2], vc, k=kn, v=vn,
+                                         cache_seqlens=lens, **kw),
+         ValueError, "k_cache must have a contiguous last dim to take the new rows of k and v"),
+        ("append: new values that require grad",
+         lambda: flash_attn_with_kvcache(q, kc, vc, k=kn, v=vn.clone().requires_grad_(),
+                                         cache_seqlens=lens, **kw),
+         NotImplementedError, "is forward-only"),
+        ("append: rotary embedding still refused",
+         lambda: flash_attn_with_kvcache(q, kc, vc, k=kn, v=vn, rotary_cos=kn,
+                                         rotary_sin=kn, cache_seqlens=lens, **kw),
+         NotImplementedError, "rotary_cos is not supported yet (rotary embedding"),
         ("cache_batch_idx",
          lambda: flash_attn_with_kvcache(q, kc, vc, cache_batch_idx=lens, **kw),
          NotImplementedError, "cache_batch_idx is not supported yet"),
@@ -678,6 +1024,11 @@ def main():
         guarded(lead, "errors", lambda: check_errors(lead))
         guarded(lead, "paged torch.compile", lambda: check_compiled_paged(lead))
         guarded(lead, "paged CUDA graph", lambda: check_graph_paged(lead, sms))
+        for paged in (False, True):
+            guarded(lead, "append torch.compile",
+                    lambda paged=paged: check_compiled_append(lead, paged))
+            guarded(lead, "append CUDA graph",
+                    lambda paged=paged: check_graph_append(lead, sms, paged))
     for i, kf in enumerate(kernels):
         print(f"== {kf.describe()}", flush=True)
         for j, case in enumerate(cases(kf.head_dim, kf.dtype, a.sanitize)):
@@ -686,6 +1037,9 @@ def main():
         for j, case in enumerate(paged_cases(kf, a.sanitize)):
             guarded(kf, case[0], lambda case=case, j=j: run_paged_case(
                 kf, case, a.seed + 1000 * i + 500 + j, sms))
+        for j, case in enumerate(append_cases(kf, a.sanitize)):
+            guarded(kf, case[0], lambda case=case, j=j: run_append_case(
+                kf, case, a.seed + 1000 * i + 800 + j, sms))
         if not a.sanitize:
             sass[kf.kernel] = check_fwd.sass_check(kf)
             print(f"SASS {kf.kernel}: {sass[kf.kernel]}", flush=True)

@@ -301,7 +301,10 @@ private:
     return bin<arith::MulIOp>(param("B"), param("numSplits"));
   }
   TileGridOp tileGrid() {
-    return TileGridOp::create(b, loc, gridRows(), gridHeads(), gridBatches(),
+    // one IR-building call a statement (the header's rule)
+    Value rows = gridRows();
+    Value batches = gridBatches();
+    return TileGridOp::create(b, loc, rows, gridHeads(), batches,
                               static_cast<uint64_t>(cfg.blockM),
                               cfg.clusterM == 2);
   }
