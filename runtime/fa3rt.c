@@ -1137,6 +1137,12 @@ static fa3rt_status plan(const fa3rt_facts *f, const fa3rt_fwd_args *a, fa3rt_fw
   const int64_t gridB = f->varlen ? a->varlen_batch : B;
   const int64_t gridS = f->varlen ? varlen_grid_rows(a, Sq) : Sq;
   const int64_t mrows = gridS * (g > 0 ? g : 1); /* below 2^31 * 256 */
+  /* the kernel counts packed rows (and the last tile's end) in i32 */
+  if (f->pack_gqa && mrows + f->block_m - 1 > INT32_MAX)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "kernel %s packs the q heads of each kv head into "
+                "its tiles (facts pack_gqa 1): Sq %lld * g %lld = %lld packed rows is out of "
+                "range (at most 2^31 - block_m %d: the kernel's i32 row index)", f->kernel,
+                (long long)gridS, (long long)g, (long long)mrows, f->block_m);
   const int64_t mblocks = ((mrows + f->block_m - 1) / f->block_m + cm - 1) / cm * cm;
   const int64_t heads = f->pack_gqa ? Hkv : Hq;
   /* a persistent kernel's scheduler counts past the last tile (a claim is

@@ -941,6 +941,11 @@ def _check_paged_shapes(fn, q_shape, k_shape, v_shape, pt_shape):
     if P == 0:
         raise ValueError(f"{fn}: k_cache and v_cache have no pages (shape "
                          f"{tuple(k_shape)}): a page table needs a pool of at least one page")
+    # checked before any kernel is chosen (or compiled); whether block_n
+    # and the page size divide one another is the kernel's to say
+    if ps < 8 or ps % 8:
+        raise ValueError(f"{fn}: page size {ps} (k_cache.shape[1]) must be a multiple of 8 "
+                         "(the TMA boxes' swizzle atoms are 8 rows)")
     Skv = pt_shape[1] * ps
     if Skv > 2**31 - 1:
         raise ValueError(f"{fn}: max_pages_per_seq {pt_shape[1]} * page_size {ps} = {Skv} keys "
@@ -1020,6 +1025,9 @@ def _decode(torch, fn, q, k, v, cache_seqlens, softmax_scale, causal, window_siz
         if k_new is None or v_new is None or cache_seqlens is None:
             raise ValueError(_append_needs(fn, k_new, v_new, cache_seqlens))
         snew = _check_append(torch, fn, q, k, v, k_new, v_new, dims)
+        if snew == 0:
+            # no rows to append: the attention alone, on cache_seqlens
+            appending, k_new, v_new = False, None, None
     seqused_k = _check_cache_seqlens(torch, fn, cache_seqlens, q.device, B, Skv, snew)
     scale = None if softmax_scale is None else float(softmax_scale)
     facts_path = None if kernel is None else _op_path(kernel.facts_path)

@@ -300,9 +300,8 @@ typedef struct fa3rt_fwd_launch {
  * dq_accum, all on the stream. */
 typedef struct fa3rt_bwd_args {
   fa3rt_tensor q;         /* [B, Hq, Sq, D] */
-  fa3rt_tensor k;         /* [B, Hkv, Skv, D] (with page_table: the page
-                             pool, [num_pages, Hkv, page_size, D]) */
-  fa3rt_tensor v;         /* [B, Hkv, Skv, Dv] (likewise) */
+  fa3rt_tensor k;         /* [B, Hkv, Skv, D] */
+  fa3rt_tensor v;         /* [B, Hkv, Skv, Dv] */
   fa3rt_tensor dout;      /* [B, Hq, Sq, Dv]: dL/do */
   fa3rt_tensor o;         /* [B, Hq, Sq, Dv]: the forward's output */
   uint64_t lse;           /* f32 [B, Hq, Sq] contiguous: the forward's lse

@@ -819,6 +819,12 @@ static void test_decode_plan(void) {
            a.k = bshd(0x200000, 300000000, 128, 8, 128),
            a.v = bshd(0x300000, 300000000, 128, 8, 128)),
           "tiles: 1 m-blocks of 64 rows * Hkv 8 * B 300000000 is out of range");
+  /* packed rows Sq * g counted in i32 by the kernel: 3 * 2^24 queries of
+     64 q heads over one kv head (q itself below TMA's 2^40 bytes) */
+  BAD_DEC((a.q = bshd(0x100000, 1, 3 << 24, 64, 128), a.o = bshd(0x400000, 1, 3 << 24, 64, 128),
+           a.k = bshd(0x200000, 1, 128, 1, 128), a.v = bshd(0x300000, 1, 128, 1, 128)),
+          "Sq 50331648 * g 64 = 3221225472 packed rows is out of range (at most 2^31 - "
+          "block_m 64");
 #undef BAD_DEC
   /* 64 q heads over 1 (MQA): g = 64 = block_m, a box of one query of every
      head; 1000 queries are 1000 m-blocks */

@@ -163,6 +163,9 @@ APPEND_CASES = [
      [0, 1, 17, 1000, 4219], 5, True, None),
     ("append Snew 5, Sq 1: MQA 16/1, 1 split, no lse", 3, 1, 16, 1, 1023, 1, [0, 500, 1018], 5,
      False, None),
+    # zero new rows: nothing appended, the attention on cache_seqlens alone
+    ("append Snew 0: GQA 16/2, heuristic", 3, 1, 16, 2, 1023, 0, [0, 500, 1023], 0, True,
+     None),
 ]
 for _ps in (16, 64, 256):
     APPEND_CASES += [

@@ -261,7 +261,7 @@ void chooseConfig(KernelConfig &cfg, bool fullMask,
   // kernels): a decoding step has a handful of query rows per kv head, so
   // the q heads of a kv head share a tile (K and V read once, not once per
   // q head) and the kv blocks split over CTAs (numSplits, chosen at launch)
-  // to fill the GPU. One CTA per tile of 128 packed rows (two consumer
+  // to fill the GPU. One CTA per tile of 128 packed rows by default (two consumer
   // warpgroups: most of a tile's rows are empty in a decoding step, and the
   // step is bound by reading K and V, not by the wgmmas); O stored
   // directly, which the partial outputs need anyway; no cluster.
@@ -271,7 +271,7 @@ void chooseConfig(KernelConfig &cfg, bool fullMask,
   if (o.decode) {
     cfg.splitKv = cfg.packGqa = true;
     cfg.blockM = o.blockM != 0 ? o.blockM : 128;
-    cfg.pingpong = o.pingpong;
+    cfg.pingpong = o.pingpong && cfg.consumers() == 2;
     cfg.persistent = false;
     cfg.qBuffers = 1;
     cfg.clusterM = 1;

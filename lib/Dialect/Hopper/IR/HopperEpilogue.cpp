@@ -7,7 +7,8 @@ using namespace mlir;
 using namespace fa3::hopper;
 
 namespace {
-/// What both O stores check: an f32 accumulator, stored as 16-bit floats.
+/// What the TMA O store checks: an f32 accumulator, stored as 16-bit floats
+/// (the direct store also takes f32: StoreODirectOp::verify).
 LogicalResult verifyOStore(Operation *op, FragmentType o, Type out) {
   if (!o.getElementType().isF32())
     return op->emitOpError("O must be an f32 fragment (the accumulator), got ")

@@ -264,7 +264,8 @@ def Hopper_LoadPagedTileOp : Hopper_Op<"load_paged_tile"> {
     (`pages`: the sequence's row of the page table, i32 page indices).
     Rows `row` .. `row` + `rows` - 1 at or past `bound` (the sequence's
     rows) take the page of row `bound` - 1 (whose entry the table has):
-    their values are the caller's to mask. `page_size` must divide `rows`
+    their values are the caller's to mask. `bound` must be at least 1 (a
+    sequence without keys has no tiles to load). `page_size` must divide `rows`
     or be a multiple of it, and be a multiple of 8 (swizzle atoms).
 
     `hopper-async-copy` writes the commit of the tile's bytes and, per
