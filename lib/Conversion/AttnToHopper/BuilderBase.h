@@ -144,6 +144,12 @@ protected:
                                ArrayRef<LLVM::GEPArg>{off});
   }
   Value ptrToI32(Value p) { return LLVM::PtrToIntOp::create(b, loc, i32T, p); }
+  /// Global pointer `base` + `elems` (i64) elements of `bytes` bytes each.
+  Value globalAt(Value base, Value elems, int64_t bytes) {
+    Value off = bin<arith::MulIOp>(elems, i64(bytes));
+    return LLVM::GEPOp::create(b, loc, LLVM::LLVMPointerType::get(ctx, 1),
+                               b.getI8Type(), base, ValueRange{off});
+  }
   /// `asm volatile` in AT&T dialect; `res` null for none.
   Value inlineAsm(Type res, ValueRange operands, llvm::StringRef text,
                   llvm::StringRef constraints) {

@@ -41,10 +41,10 @@ public:
       OpBuilder::InsertionGuard g(b);
       b.setInsertionPoint(loop.getBody()->getTerminator());
       Value i = loop.getInductionVar();
-      Value n = LLVM::LoadOp::create(b, loc, i32T, at(param("cacheSeqlens"), i, 4),
+      Value n = LLVM::LoadOp::create(b, loc, i32T, globalAt(param("cacheSeqlens"), i, 4),
                                      /*alignment=*/4);
       Value total = bin<arith::AddIOp>(n, param("Snew"));
-      LLVM::StoreOp::create(b, loc, total, at(param("seqlensOut"), i, 4),
+      LLVM::StoreOp::create(b, loc, total, globalAt(param("seqlensOut"), i, 4),
                             /*alignment=*/4);
     }
     gpu::ReturnOp::create(b, loc);
@@ -55,12 +55,6 @@ private:
   Type gptrT;
   Value start, stride;
 
-  /// `base` + `elems` elements of `bytes` bytes each.
-  Value at(Value base, Value elems, int64_t bytes) {
-    Value off = bin<arith::MulIOp>(elems, i64(bytes));
-    return LLVM::GEPOp::create(b, loc, gptrT, b.getI8Type(), base,
-                               ValueRange{off});
-  }
 
   /// <src>[b, s, h, :] into <dst> at batch b's row cache_seqlens[b] + s.
   void copyRows(const std::string &src, const std::string &dst, int64_t dim) {
@@ -88,11 +82,11 @@ private:
     e = bin<arith::AddIOp>(e, eh);
     e = bin<arith::AddIOp>(e, col);
     auto v4 = VectorType::get({4}, i32T);
-    Value data = LLVM::LoadOp::create(b, loc, v4, at(param(src), e, 2),
+    Value data = LLVM::LoadOp::create(b, loc, v4, globalAt(param(src), e, 2),
                                       /*alignment=*/16);
     // the destination row: cache_seqlens[b] + s, through the page table
     Value n = LLVM::LoadOp::create(b, loc, i32T,
-                                   at(param("cacheSeqlens"), bi, 4),
+                                   globalAt(param("cacheSeqlens"), bi, 4),
                                    /*alignment=*/4);
     Value row = bin<arith::AddIOp>(ext64(n), s);
     Value null = LLVM::ZeroOp::create(b, loc, gptrT);
@@ -106,7 +100,7 @@ private:
           Value slot = bin<arith::DivUIOp>(row, ps);
           entry = bin<arith::AddIOp>(entry, slot);
           Value page = LLVM::LoadOp::create(b, loc, i32T,
-                                            at(param("pageTable"), entry, 4),
+                                            globalAt(param("pageTable"), entry, 4),
                                             /*alignment=*/4);
           Value inPage = bin<arith::RemUIOp>(row, ps);
           return {ext64(page), inPage};
@@ -118,7 +112,7 @@ private:
     Value dh = bin<arith::MulIOp>(h, param(dst + "StrideH"));
     d = bin<arith::AddIOp>(d, dh);
     d = bin<arith::AddIOp>(d, col);
-    LLVM::StoreOp::create(b, loc, data, at(param(dst), d, 2),
+    LLVM::StoreOp::create(b, loc, data, globalAt(param(dst), d, 2),
                           /*alignment=*/16);
   }
 };

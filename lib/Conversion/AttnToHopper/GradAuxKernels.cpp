@@ -58,7 +58,7 @@ public:
       Value first = cmpi(CmpIPredicate::eq, r.sub, i32(0));
       Value writer = bin<arith::AndIOp>(r.valid, first);
       ifThen(writer, [&] {
-        Value p = gep(param("delta"), r.bhs, 4);
+        Value p = globalAt(param("delta"), r.bhs, 4);
         LLVM::StoreOp::create(b, loc, part, p, /*alignment=*/4);
       });
       ifThen(r.valid, [&] {
@@ -153,12 +153,6 @@ private:
     body(r);
   }
 
-  /// `base` + `elems` elements of `bytes` bytes each.
-  Value gep(Value base, Value elems, int64_t bytes) {
-    Value off = bin<arith::MulIOp>(elems, i64(bytes));
-    return LLVM::GEPOp::create(b, loc, gptrT, b.getI8Type(), base,
-                               ValueRange{off});
-  }
   /// The thread's 16 bytes of row `r` of a [B, S, H, D] 16-bit tensor with
   /// the element strides <prefix>B, <prefix>S, <prefix>H.
   Value rowPointer(Value base, const Row &r, const std::string &prefix) {
@@ -169,7 +163,7 @@ private:
     e = bin<arith::AddIOp>(e, eh);
     Value col = bin<arith::MulIOp>(ext64(r.sub), i64(8));
     e = bin<arith::AddIOp>(e, col);
-    return gep(base, e, 2);
+    return globalAt(base, e, 2);
   }
   /// Those 16 bytes as 8 f32.
   Value loadRow16(Value base, const Row &r, const std::string &prefix) {
@@ -184,7 +178,7 @@ private:
     Value col = bin<arith::MulIOp>(ext64(r.sub), i64(8));
     e = bin<arith::AddIOp>(e, col);
     e = bin<arith::AddIOp>(e, i64(4 * half));
-    return gep(param("dQaccum"), e, 4);
+    return globalAt(param("dQaccum"), e, 4);
   }
 };
 

@@ -337,9 +337,9 @@ private:
   fa3::attn::SequenceBounds sequence(Value s, bool warpUniform) {
     auto gptrT = LLVM::LLVMPointerType::get(ctx, 1);
     auto load = [&](fa3::attn::SeqlensArray a, Value i) -> Value {
-      Value base = param(a == fa3::attn::SeqlensArray::CuQ   ? "cuSeqlensQ"
-                         : a == fa3::attn::SeqlensArray::CuK ? "cuSeqlensK"
-                                                             : "seqUsedK");
+      // (hasUsed false: seqused_k is usedKeys')
+      Value base = param(a == fa3::attn::SeqlensArray::CuQ ? "cuSeqlensQ"
+                                                           : "cuSeqlensK");
       Value p = LLVM::GEPOp::create(b, loc, gptrT, i32T, base,
                                     ArrayRef<LLVM::GEPArg>{i});
       Value x = LLVM::LoadOp::create(b, loc, i32T, p);
@@ -347,21 +347,12 @@ private:
     };
     fa3::attn::SequenceBounds seq =
         fa3::attn::buildSequenceBounds(b, loc, load, /*hasUsed=*/false, s);
-    Value null = LLVM::ZeroOp::create(b, loc, gptrT);
-    Value given = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne,
-                                       param("seqUsedK"), null);
-    auto skv = ifElse(
-        given, TypeRange{i32T},
-        [&]() -> SmallVector<Value> {
-          return {load(fa3::attn::SeqlensArray::UsedK, s)};
-        },
-        [&]() -> SmallVector<Value> { return {seq.skv}; });
-    seq.skv = skv.getResult(0);
+    seq.skv = usedKeys(s, seq.skv, warpUniform);
     return seq;
   }
-  /// Batch b's keys: seqUsedK[b] where the launch gives the array, else
-  /// Skv. `warpUniform`: see sequence.
-  Value cacheLength(Value bidx, bool warpUniform) {
+  /// Sequence (batch) b's keys: seqUsedK[b] where the launch gives the
+  /// array, else `otherwise`. `warpUniform`: see sequence.
+  Value usedKeys(Value bidx, Value otherwise, bool warpUniform) {
     auto gptrT = LLVM::LLVMPointerType::get(ctx, 1);
     Value null = LLVM::ZeroOp::create(b, loc, gptrT);
     Value given = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne,
@@ -374,7 +365,7 @@ private:
           Value x = LLVM::LoadOp::create(b, loc, i32T, p);
           return {warpUniform ? laneZero(x) : x};
         },
-        [&]() -> SmallVector<Value> { return {param("Skv")}; });
+        [&]() -> SmallVector<Value> { return {otherwise}; });
     return skv.getResult(0);
   }
   /// Batch b's row of the page table (i32 page indices, pageTableStride
@@ -428,7 +419,7 @@ private:
       // The decoding kernel reads a KV cache filled to seqused_k[b] of its
       // Skv rows where the launch gives one (FlashAttention's
       // cache_seqlens); masks and the schedule then see that many keys.
-      t.skv = cacheLength(c.bidx, warpUniform);
+      t.skv = usedKeys(c.bidx, param("Skv"), warpUniform);
     }
     // the schedule of this m-block (attn.kv_range). With GQA packing the
     // tile's queries m0 / g .. (m0 + block_m - 1) / g lie inside the

@@ -66,12 +66,6 @@ private:
   int64_t headDimV;
   Type et, gptrT;
 
-  /// `base` + `elems` elements of `bytes` bytes each.
-  Value gep(Value base, Value elems, int64_t bytes) {
-    Value off = bin<arith::MulIOp>(elems, i64(bytes));
-    return LLVM::GEPOp::create(b, loc, gptrT, b.getI8Type(), base,
-                               ValueRange{off});
-  }
   Value exp2(Value x) {
     return inlineAsm(f32T, ValueRange{x}, "ex2.approx.ftz.f32 $0, $1;",
                      "=f,f");
@@ -84,7 +78,7 @@ private:
   Value lseOf(Value i, Value row, Value rows) {
     Value e = bin<arith::MulIOp>(ext64(i), rows);
     e = bin<arith::AddIOp>(e, row);
-    Value p = gep(param("lseAccum"), e, 4);
+    Value p = globalAt(param("lseAccum"), e, 4);
     return LLVM::LoadOp::create(b, loc, f32T, p, /*alignment=*/4);
   }
 
@@ -125,7 +119,7 @@ private:
       e = bin<arith::MulIOp>(e, i64(headDimV));
       Value col = bin<arith::MulIOp>(chunk, i64(4));
       e = bin<arith::AddIOp>(e, col);
-      Value p = gep(param("oAccum"), e, 4);
+      Value p = globalAt(param("oAccum"), e, 4);
       Value o = LLVM::LoadOp::create(b, loc, v4, p, /*alignment=*/16);
       Value wv = vector::BroadcastOp::create(b, loc, v4, w);
       Value acc = LLVM::FMAOp::create(b, loc, wv, o,
@@ -152,7 +146,7 @@ private:
     oe = bin<arith::AddIOp>(oe, oh);
     Value ocol = bin<arith::MulIOp>(chunk, i64(4));
     oe = bin<arith::AddIOp>(oe, ocol);
-    Value op = gep(param("O"), oe, 2);
+    Value op = globalAt(param("O"), oe, 2);
     LLVM::StoreOp::create(b, loc, out16, op, /*alignment=*/8);
     // lse = m + ln W (natural log), by the row's first thread
     Value lg = log2(wsum);
@@ -164,7 +158,7 @@ private:
     Value first = cmpi(CmpIPredicate::eq, chunk, i64(0));
     Value writer = bin<arith::AndIOp>(given, first);
     ifThen(writer, [&] {
-      Value lp = gep(param("LSE"), row, 4);
+      Value lp = globalAt(param("LSE"), row, 4);
       LLVM::StoreOp::create(b, loc, lse, lp, /*alignment=*/4);
     });
   }
