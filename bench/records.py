@@ -8,10 +8,11 @@ rewrites (the rest of the file is left as it is). In the repository:
 
     bench/history.jsonl, bench/RESULTS.md        bench, compare, autotune, ncu,
                                                  bench_varlen, bench_bwd,
-                                                 bench_decode
+                                                 bench_decode, bench_fp8
     test/gpu/history.jsonl, test/gpu/RESULTS.md  check_fwd, check_varlen,
                                                  check_bwd, check_decode,
-                                                 memcheck, racecheck, synccheck
+                                                 check_fp8, memcheck,
+                                                 racecheck, synccheck
 
 Of record: a full bench_fwd grid (per dtype), a full check_fwd run, and each
 compute-sanitizer run; partial grids, A/B comparisons and autotuning are
@@ -47,6 +48,7 @@ SANITIZERS = ("memcheck", "racecheck", "synccheck")
 # where each kind's history and table live in the repository
 HOME = {"bench": "bench", "compare": "bench", "autotune": "bench", "ncu": "bench",
         "bench_varlen": "bench", "bench_bwd": "bench", "bench_decode": "bench",
+        "bench_fp8": "bench", "check_fp8": "test/gpu",
         "check_fwd": "test/gpu", "check_varlen": "test/gpu", "check_decode": "test/gpu",
         "check_bwd": "test/gpu", **{t: "test/gpu" for t in SANITIZERS}}
 TABLE_HEADER = ("# Results of record\n\n"
@@ -135,7 +137,7 @@ def section_key(entry):
     if kind == "bench" and entry.get("full"):
         return f"bench-{entry.get('meta', {}).get('dtype', 'bf16')}"
     if kind in ("check_fwd", "check_varlen", "check_bwd", "check_decode", "bench_varlen",
-                "bench_bwd", "bench_decode") and entry.get("full"):
+                "bench_bwd", "bench_decode", "check_fp8", "bench_fp8") and entry.get("full"):
         return kind
     if kind in SANITIZERS:
         return kind
@@ -156,6 +158,10 @@ def render(entry):
         return render_bench_bwd(entry)
     if kind == "bench_decode":
         return render_bench_decode(entry)
+    if kind == "check_fp8":
+        return render_check_fp8(entry)
+    if kind == "bench_fp8":
+        return render_bench_fp8(entry)
     if kind in SANITIZERS:
         return render_sanitizer(entry)
     raise ValueError(f"no table for kind {kind!r}")
@@ -440,6 +446,111 @@ def render_check_bwd(entry):
                    f"Hkv={r.get('Hkv')})" if r.get("Sq") is not None else "")
                 + (f": {r.get('error') or r.get('message')}"
                    if r.get("error") or r.get("message") else "") for r in bad]
+    return "\n".join(out) + "\n"
+
+
+def render_check_fp8(entry):
+    """A check_fp8 run: counts, per FP8 kernel its cases and worst errors
+    (rel. error of o, the largest z = |o - ref| / sigma of P's e4m3
+    rounding, lse) beside its SASS check, every failed case, then the
+    accuracy table of FlashAttention-3's outlier test."""
+    meta, results = entry["meta"], entry["results"]
+    sass, paper = entry.get("sass", {}), entry.get("paper", [])
+    passed, total, nfail = check_counts(results, sass)
+    nfail += sum(not r.get("ok") for r in paper)
+    out = [f"## GPU correctness, FP8 (check_fp8, {entry['date']})", "",
+           f"GPU: {meta.get('gpu')}; torch {meta.get('torch')}; kernels: "
+           f"`{meta.get('kernel_dir')}`"
+           + ("" if meta.get("seed") is None else f"; seed {meta['seed']}"), "",
+           f"Command: `{entry['command']}`", "",
+           f"Reference: float64 attention of the dequantized e4m3 inputs. Bounds: rel. error "
+           f"of o < {meta.get('o_rel_tol')}; z = |o - ref| / sigma <= {meta.get('z_max')} "
+           "elementwise (sigma: the error that rounding P to e4m3 gives o); error of lse <= "
+           f"{meta.get('lse_abs_tol')} + {meta.get('lse_acc_rel')} x the row's largest "
+           "scale * sum |q| |k| (FP8 accumulation); no NaN left; rows with no visible key: o = 0, "
+           "lse = -inf; the same inputs give bit-identical outputs. max err/max|ref| and the "
+           "error of torch emulating the kernel's math (emul.) for scale.", "",
+           f"**{passed}/{total} cases passed; {nfail} failure(s) in total** "
+           "(SASS checks and accuracy rows included).", "",
+           "| kernel | cases passed | max rel err o | emul. | max z | max err/max abs ref "
+           "| max err lse | GMMA (e4m3) | LDL/STL |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    kernels = list(dict.fromkeys([r["kernel"] for r in results] + list(sass)))
+
+    def worst(rs, key, spec=".2e"):
+        xs = [r[key] for r in rs if isinstance(r.get(key), (int, float))]
+        return _fmt(max(xs), spec) if xs else "-"
+    for k in kernels:
+        rs = [r for r in results if r["kernel"] == k]
+        s = sass.get(k, {})
+        out.append(f"| {k} | {sum(bool(r.get('ok')) for r in rs)}/{len(rs)} | "
+                   f"{worst(rs, 'rel_err_o')} | {worst(rs, 'rel_err_o_emul')} | "
+                   f"{worst(rs, 'max_z', '.2f')} | {worst(rs, 'max_abs_err_rel')} | "
+                   f"{worst(rs, 'max_abs_err_lse')} | {_fmt(s.get('hgmma'), 'd')} "
+                   f"({_fmt(s.get('hgmma_e4m3'), 'd')}) | {_fmt(s.get('local_mem_insts'), 'd')} |")
+    bad = [r for r in results if not r.get("ok")]
+    bad_sass = {k: s for k, s in sass.items() if not s.get("ok", True)}
+    if bad or bad_sass:
+        out += ["", "Failures:"]
+        out += [f"- {r['kernel']}: {r['case']} ({r.get('mode')}, B={r.get('B')} "
+                f"Sq={r.get('Sq')} Skv={r.get('Skv')} Hq={r.get('Hq')} Hkv={r.get('Hkv')})"
+                + (f": {r.get('error') or r.get('message')}"
+                   if r.get("error") or r.get("message") else "") for r in bad]
+        out += [f"- {k}: SASS check: {json.dumps(s)}" for k, s in bad_sass.items()]
+    if paper:
+        size = meta.get("paper_size", {})
+        out += ["", "FlashAttention-3's accuracy test (section 4.3): Q, K, V ~ N(0, 1) plus "
+                "N(0, 100) on 0.1 % of the entries; RMSE of o against float64 attention of "
+                f"the unquantized inputs; B {size.get('B')}, H {size.get('H')}, S "
+                f"{size.get('S')}, non-causal. Emulation: torch on the same quantized inputs "
+                "with P rounded to e4m3 (the kernel must be within "
+                f"{meta.get('emul_ratio')}x of it). Paper: its reported RMSE for the method.",
+                "", "| hdim | method | RMSE ours | RMSE emulation | paper |",
+                "|---|---|---|---|---|"]
+        for r in paper:
+            out.append(f"| {r['hdim']} | {r['method']} | {_fmt(r.get('rmse'), '.2e')} | "
+                       f"{_fmt(r.get('rmse_emul'), '.2e')} | {_fmt(r.get('paper'), '.1e')} |"
+                       + ("" if r.get("ok", True) else " **fail**"))
+        notes = [f"- {r['hdim']} {r['method']}: {r.get('error') or r.get('note')}"
+                 for r in paper if r.get("error") or r.get("note")]
+        if notes:
+            out += [""] + notes
+    return "\n".join(out) + "\n"
+
+
+def render_bench_fp8(entry):
+    """A bench_fp8 run: FP8 TFLOP/s beside our bf16 kernel's (same run,
+    same shapes) and FlashAttention-3's FP8 (the target, bench_fp8's
+    FA3_FP8_TFLOPS), by hdim, mask and seqlen."""
+    meta, rows = entry.get("meta", {}), entry["rows"]
+    out = [f"## Forward benchmark, FP8 e4m3 (bench_fp8, {entry['date']})", "",
+           f"GPU: {meta.get('gpu')}; torch {meta.get('torch')}; {meta.get('timer')} "
+           f"(warm-up {meta.get('warmup_ms')} ms, rep {meta.get('rep_ms')} ms)", "",
+           f"Command: `{entry['command']}`", "",
+           f"batch*seqlen = {meta.get('tokens', 16384)}, hidden {meta.get('hidden', 2048)} "
+           "(heads = hidden/hdim); TFLOP/s = 4*B*H*S*S*D / t (half for causal). fp8: "
+           "flash_attn_func on e4m3 q, k, v with "
+           + {"head": "[B, H] descales", "block": "block descales [B, H, S/128]",
+              "none": "no descales"}.get(meta.get("descale", "head"), "descales")
+           + " (o bf16); bf16: our bf16 "
+           "kernel on the same shapes; FA3: FlashAttention-3's FP8 forward measured on "
+           "this GPU (shared/DESIGN.md; '-' where not measured), the target.", "",
+           "| hdim | mask | seqlen | fp8 TFLOP/s | bf16 | fp8 / bf16 | FA3 fp8 (target) "
+           "| fp8 / FA3 | fp8 ms | err vs bf16 |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        t = r.get("fa3_fp8_tflops")
+        out.append(f"| {r['hdim']} | {'causal' if r['causal'] else 'full'} | "
+                   f"{_seqlen_label(r['seqlen'])} | {_fmt(r.get('fp8_tflops'), '.0f')} | "
+                   f"{_fmt(r.get('bf16_tflops'), '.0f')} | "
+                   f"{_fmt(r.get('fp8_over_bf16'), '.2f')} | {_fmt(t, '.0f')} | "
+                   f"{_fmt(r['fp8_tflops'] / t if t and r.get('fp8_tflops') else None, '.2f')}"
+                   f" | {_fmt(r.get('fp8_ms'), '.3f')} | "
+                   f"{_fmt(r.get('fp8_rel_err_vs_bf16'), '.1e')} |")
+    errs = [f"- {r['hdim']}/{int(r['causal'])}/{r['seqlen']}: {k}: {v}"
+            for r in rows for k, v in r.items() if k.endswith("_error")]
+    if errs:
+        out += ["", "Errors:"] + errs
     return "\n".join(out) + "\n"
 
 

@@ -7,10 +7,14 @@
  * them zero again (persistent kernels' tile scheduler).
  *   grid (ceil(Sq / block_m), Hq, B), block (threads, 1, 1), dynamic_smem bytes.
  * Tensor maps: 4-D, dims innermost-first (D, H, S, B) over the caller's tensor,
- * box (64, 1, rows, 1) with rows block_m (Q), block_n (K, V) or 64 (O: one
- * consumer warpgroup's rows, written by TMA store), SWIZZLE_128B, L2 promotion
- * 128B, OOB zero (loads) / clipped (stores). O and its strides are also passed
- * as a pointer for kernels compiled with tma-store=false.
+ * box (128 bytes of D, 1, rows, 1) with rows block_m (Q), block_n (K, V) or 64
+ * (O: one consumer warpgroup's rows, written by TMA store), SWIZZLE_128B, L2
+ * promotion 128B, OOB zero (loads) / clipped (stores): 64 bf16/f16 elements
+ * of D a box, 128 of an e4m3 kernel's q, k, v (UINT8 maps; its o is bf16).
+ * O and its strides are also passed as a pointer for kernels compiled with
+ * tma-store=false. FP8 kernels (facts `dtype e4m3`) also take the f32
+ * descale pointers and strides (fa3rt_fwd_args.q_descale ...); the others
+ * get 0 for each.
  * The backward kernel (facts `backward 1`): its own parameter list
  * (FA3RT_BWD_KERNEL_PARAM), grid (ceil(Skv / block_n) * Hkv * B, 1, 1), maps
  * of Q and dO as the forward's Q map, of K and V as its K/V maps. Around it
@@ -53,7 +57,8 @@
  * (two instances of one graph share it: replay them in one stream order). */
 #define NSLOTS 16
 #define NCAPTURED 1024
-#define TMA_BOX_D 64 /* elements of D per TMA box: 128 bytes, the swizzle span */
+#define TMA_BOX_BYTES 128 /* bytes of D per TMA box: the swizzle span (64 bf16, 128 e4m3) */
+#define DESCALE_ROWS 128 /* rows of q (k) that share a descale factor */
 #define O_BOX_ROWS 64 /* rows per O store: one consumer warpgroup's */
 #define LOG2E 1.4426950408889634
 #define CUBIN_MAX_BYTES ((size_t)1 << 30) /* ours are ~100 KB */
@@ -217,6 +222,7 @@ const char *fa3rt_dtype_name(fa3rt_dtype d) {
   switch (d) {
   case FA3RT_BF16: return "bf16";
   case FA3RT_F16: return "f16";
+  case FA3RT_E4M3: return "e4m3";
   default: return "invalid";
   }
 }
@@ -392,9 +398,10 @@ static fa3rt_status parse_value(fa3rt_facts *f, const key_rule *k, const char *v
   case T_DTYPE:
     if (!strcmp(val, "bf16")) f->dtype = FA3RT_BF16;
     else if (!strcmp(val, "f16")) f->dtype = FA3RT_F16;
+    else if (!strcmp(val, "e4m3")) f->dtype = FA3RT_E4M3;
     else
-      return fail(FA3RT_ERR_FACTS, "facts line %d: dtype '%s' is not supported (bf16 or f16)",
-                  lineno, val);
+      return fail(FA3RT_ERR_FACTS, "facts line %d: dtype '%s' is not supported (bf16, f16 or "
+                  "e4m3)", lineno, val);
     return FA3RT_OK;
   case T_GRID:
     if (!strcmp(val, "tiles")) f->persistent = 0;
@@ -439,7 +446,9 @@ static fa3rt_status check_facts(const fa3rt_facts *f, fa3rt_status st) {
     }
     case T_NAME: ok = name_ok(field, sizeof f->kernel); break;
     case T_FILE: ok = !field[0] || file_ok(field, sizeof f->cubin); break;
-    case T_DTYPE: ok = f->dtype == FA3RT_BF16 || f->dtype == FA3RT_F16; break;
+    case T_DTYPE:
+      ok = f->dtype == FA3RT_BF16 || f->dtype == FA3RT_F16 || f->dtype == FA3RT_E4M3;
+      break;
     case T_GRID: ok = f->persistent == 0 || f->persistent == 1; break;
     case T_PARAMS: break;
     }
@@ -465,6 +474,20 @@ static fa3rt_status check_facts(const fa3rt_facts *f, fa3rt_status st) {
                 f->split_kv ? "split_kv" : "pack_gqa",
                 f->backward ? "backward 0" : f->varlen ? "varlen 0"
                 : f->cluster_m != 1 ? "cluster_m 1" : "grid tiles");
+  /* FP8: the compiler builds fixed-length forward kernels of head dims 128
+     and 256 only */
+  if (f->dtype == FA3RT_E4M3 && (f->backward || f->varlen || f->split_kv || f->pack_gqa))
+    return fail(st, "facts of kernel '%s': dtype e4m3 needs %s 0 (the compiler builds no FP8 "
+                "%s yet)", f->kernel,
+                f->backward ? "backward" : f->varlen ? "varlen" : f->split_kv ? "split_kv"
+                                                                               : "pack_gqa",
+                f->backward ? "backward" : f->varlen ? "varlen kernel"
+                                                     : "decoding kernel (split_kv, pack_gqa)");
+  if (f->dtype == FA3RT_E4M3 && ((f->head_dim != 128 && f->head_dim != 256) ||
+                                 (f->head_dim_v != 128 && f->head_dim_v != 256)))
+    return fail(st, "facts of kernel '%s': dtype e4m3 needs head_dim and head_dim_v 128 or 256, "
+                "got %d and %d (the compiler builds FP8 kernels of those head dims only)",
+                f->kernel, f->head_dim, f->head_dim_v);
   return FA3RT_OK;
 }
 
@@ -844,6 +867,11 @@ static fa3rt_status check_paged(const fa3rt_facts *f, const fa3rt_fwd_args *a, i
   return FA3RT_OK;
 }
 
+/* Bytes of an element of q, k, v (and k_new, v_new) of a kernel of dtype d;
+ * o's type (out_dtype): the same, but bf16 for an FP8 kernel. */
+static int64_t elem_bytes(fa3rt_dtype d) { return d == FA3RT_E4M3 ? 1 : 2; }
+static fa3rt_dtype out_dtype(fa3rt_dtype d) { return d == FA3RT_E4M3 ? FA3RT_BF16 : d; }
+
 /* The checks every launch starts with: the facts (a caller may fill them),
  * the kernel's kind (fa3rt_fwd and fa3rt_bwd each take their own) and the
  * dtype. */
@@ -857,9 +885,13 @@ static fa3rt_status check_kind(const fa3rt_facts *f, int backward, fa3rt_dtype d
     return fail(FA3RT_ERR_INVALID_ARGUMENT, "kernel %s is a forward kernel (facts backward 0): "
                 "fa3rt_bwd launches backward kernels (facts backward 1: fa3-compile "
                 "--backward)", f->kernel);
-  if (dtype != FA3RT_BF16 && dtype != FA3RT_F16)
-    return fail(FA3RT_ERR_INVALID_ARGUMENT, "invalid dtype %d (expected FA3RT_BF16 or FA3RT_F16)",
-                (int)dtype);
+  if (dtype != FA3RT_BF16 && dtype != FA3RT_F16 && dtype != FA3RT_E4M3)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "invalid dtype %d (expected FA3RT_BF16, FA3RT_F16 "
+                "or FA3RT_E4M3)", (int)dtype);
+  if (backward && dtype == FA3RT_E4M3)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "dtype e4m3: fa3rt_bwd takes bf16 or f16 (the "
+                "compiler builds no FP8 backward yet; kernel %s is %s)", f->kernel,
+                fa3rt_dtype_name(f->dtype));
   if (dtype != f->dtype)
     return fail(FA3RT_ERR_INVALID_ARGUMENT, "dtype %s does not match kernel %s (dtype %s)",
                 fa3rt_dtype_name(dtype), f->kernel, fa3rt_dtype_name(f->dtype));
@@ -957,8 +989,9 @@ static fa3rt_status check_append(const fa3rt_facts *f, const fa3rt_fwd_args *a, 
                 "needs a decoding kernel (facts split_kv 1: fa3-compile --decode, "
                 "Fa3AttentionSpec.decode), whose cubin holds %s_append", f->kernel, f->kernel);
   fa3rt_status st;
-  if ((st = check_tensor("k_new", &a->k_new, 2, eff[FKNEW], BY_APPEND)) ||
-      (st = check_tensor("v_new", &a->v_new, 2, eff[FVNEW], BY_APPEND)))
+  const int64_t elem = elem_bytes(f->dtype); /* the cache's */
+  if ((st = check_tensor("k_new", &a->k_new, elem, eff[FKNEW], BY_APPEND)) ||
+      (st = check_tensor("v_new", &a->v_new, elem, eff[FVNEW], BY_APPEND)))
     return st;
   const int64_t n = a->k_new.shape[2];
   if (a->k_new.shape[0] != B || a->k_new.shape[1] != Hkv || a->k_new.shape[3] != f->head_dim)
@@ -1090,6 +1123,99 @@ static fa3rt_status check_split_args(const fa3rt_facts *f, const fa3rt_fwd_args 
   return FA3RT_OK;
 }
 
+/* The caller's o_dtype: 0 (the kernel's) or the kernel's output type. */
+static fa3rt_status check_o_dtype(const fa3rt_facts *f, fa3rt_dtype given) {
+  const fa3rt_dtype want = out_dtype(f->dtype);
+  if (given == FA3RT_DTYPE_INVALID || given == want) return FA3RT_OK;
+  if (given != FA3RT_BF16 && given != FA3RT_F16 && given != FA3RT_E4M3)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "invalid o_dtype %d (0: the kernel's output type, "
+                "else that type: %s for kernel %s)", (int)given, fa3rt_dtype_name(want),
+                f->kernel);
+  return fail(FA3RT_ERR_INVALID_ARGUMENT, "o_dtype %s does not match kernel %s, whose o is %s%s",
+              fa3rt_dtype_name(given), f->kernel, fa3rt_dtype_name(want),
+              f->dtype == FA3RT_E4M3 ? " (an FP8 kernel's q, k, v are e4m3, its o bf16)" : "");
+}
+
+/* FP8 descale factors (fa3rt_fwd_args.q_descale ...): for an e4m3 kernel,
+ * each pointer 0 (1.0; strides 0) or f32 on the device, 4-byte aligned,
+ * with strides 0 to 2^31-1 and its last element read (each index at its
+ * extent - 1: batch, head, 128-row block) at most 2^31-1 (the kernel's i32
+ * index) and below 2^63 bytes; every field 0 for the other kernels (a
+ * descale they would ignore is refused). Skv: the logical key length. */
+static fa3rt_status check_descale(const fa3rt_facts *f, const fa3rt_fwd_args *a, int64_t B,
+                                  int64_t Hq, int64_t Hkv, int64_t Sq, int64_t Skv) {
+  const struct {
+    const char *name;
+    uint64_t ptr;
+    int n;                /* strides */
+    const char *sname[3];
+    int64_t stride[3], ext[3];
+  } d[3] = {
+      {"q_descale", a->q_descale, 3,
+       {"q_descale_stride_b", "q_descale_stride_h", "q_descale_stride_m"},
+       {a->q_descale_stride_b, a->q_descale_stride_h, a->q_descale_stride_m},
+       {B, Hq, (Sq + DESCALE_ROWS - 1) / DESCALE_ROWS}},
+      {"k_descale", a->k_descale, 3,
+       {"k_descale_stride_b", "k_descale_stride_h", "k_descale_stride_n"},
+       {a->k_descale_stride_b, a->k_descale_stride_h, a->k_descale_stride_n},
+       {B, Hkv, (Skv + DESCALE_ROWS - 1) / DESCALE_ROWS}},
+      {"v_descale", a->v_descale, 2,
+       {"v_descale_stride_b", "v_descale_stride_h", NULL},
+       {a->v_descale_stride_b, a->v_descale_stride_h, 0},
+       {B, Hkv, 1}}};
+  for (int i = 0; i < 3; i++) {
+    if (f->dtype != FA3RT_E4M3) {
+      if (d[i].ptr)
+        return fail(FA3RT_ERR_INVALID_ARGUMENT, "%s is set (0x%llx) but kernel %s (facts dtype "
+                    "%s) takes no descale factors, which it would ignore: descales are for FP8 "
+                    "kernels (facts dtype e4m3)", d[i].name, (unsigned long long)d[i].ptr,
+                    f->kernel, fa3rt_dtype_name(f->dtype));
+      for (int j = 0; j < d[i].n; j++)
+        if (d[i].stride[j])
+          return fail(FA3RT_ERR_INVALID_ARGUMENT, "%s is %lld but kernel %s (facts dtype %s) "
+                      "takes no descale factors: it must be 0 (descales are for FP8 kernels, "
+                      "facts dtype e4m3)", d[i].sname[j], (long long)d[i].stride[j], f->kernel,
+                      fa3rt_dtype_name(f->dtype));
+      continue;
+    }
+    for (int j = 0; j < d[i].n; j++) {
+      const int64_t s = d[i].stride[j];
+      if (s < 0 || s > INT32_MAX)
+        return fail(FA3RT_ERR_INVALID_ARGUMENT, "%s: %lld is out of range (0 to 2^31-1 "
+                    "elements: the kernel's i32 stride; 0 broadcasts)", d[i].sname[j],
+                    (long long)s);
+      if (s && !d[i].ptr)
+        return fail(FA3RT_ERR_INVALID_ARGUMENT, "%s is %lld but %s is 0 (a descale of 1.0): "
+                    "the strides of an absent descale must be 0", d[i].sname[j], (long long)s,
+                    d[i].name);
+    }
+    const uint64_t p = d[i].ptr;
+    if (!p) continue;
+    if (p % 4 || p >= ADDR_END)
+      return fail(FA3RT_ERR_INVALID_ARGUMENT, "%s pointer 0x%llx is not a 4-byte aligned device "
+                  "address below 2^63 (f32 descale factors)", d[i].name, (unsigned long long)p);
+    /* the sum of the terms (each below 2^62) saturates */
+    int64_t last = 0, none = 0;
+    for (int j = 0; j < d[i].n; j++) {
+      if (d[i].ext[j] <= 0) none = 1;
+      else if (!mul_add(&last, d[i].ext[j] - 1, d[i].stride[j])) last = INT64_MAX;
+    }
+    if (none) continue; /* nothing read */
+    if (last > INT32_MAX)
+      return fail(FA3RT_ERR_INVALID_ARGUMENT, "%s: the last element read, index %lld (%s), is "
+                  "out of range (at most 2^31-1: the kernel's i32 index)", d[i].name,
+                  (long long)last,
+                  i == 0 ? "b B-1, h Hq-1, block ceil(Sq/128)-1 by the strides"
+                  : i == 1 ? "b B-1, h Hkv-1, block ceil(Skv/128)-1 by the strides"
+                           : "b B-1, h Hkv-1 by the strides");
+    if ((uint64_t)last >= (ADDR_END - p) / 4)
+      return fail(FA3RT_ERR_INVALID_ARGUMENT, "%s pointer: 0x%llx is out of range (its element "
+                  "%lld below 2^63: a device address)", d[i].name, (unsigned long long)p,
+                  (long long)last);
+  }
+  return FA3RT_OK;
+}
+
 /* fa3rt_fwd_plan, plus the strides to use for q, k, v, o, k_new, v_new
  * (check_tensor's eff; those of k_new and v_new where they are appended).
  * default_sms: the heuristic's SMs where num_sms is 0; need_workspace: a
@@ -1100,14 +1226,17 @@ static fa3rt_status plan(const fa3rt_facts *f, const fa3rt_fwd_args *a, fa3rt_fw
   memset(eff, 0, NFWD * sizeof eff[0]);
   fa3rt_status st = check_kind(f, 0, a->dtype);
   if (st) return st;
-  const int64_t elem = 2;
+  if ((st = check_o_dtype(f, a->o_dtype))) return st;
+  /* bytes an element: q, k, v (and new rows for them) the kernel's dtype,
+     o its output type (bf16 for e4m3) */
+  const int64_t elem = elem_bytes(f->dtype), oelem = elem_bytes(out_dtype(f->dtype));
   const fa3rt_tensor *q = &a->q, *k = &a->k, *v = &a->v, *o = &a->o;
   if ((st = check_varlen(f, a))) return st;
   if ((st = check_split_args(f, a))) return st;
   if ((st = check_tensor("q", q, elem, eff[FQ], BY_TMA)) ||
       (st = check_tensor("k", k, elem, eff[FK], BY_TMA)) ||
       (st = check_tensor("v", v, elem, eff[FV], BY_TMA)) ||
-      (st = check_tensor("o", o, elem, eff[FO], BY_TMA)))
+      (st = check_tensor("o", o, oelem, eff[FO], BY_TMA)))
     return st;
   const int paged = a->page_table != 0;
   if ((st = check_qkv(f, q, k, v, paged))) return st;
@@ -1121,6 +1250,8 @@ static fa3rt_status plan(const fa3rt_facts *f, const fa3rt_fwd_args *a, fa3rt_fw
   /* new keys and values for the cache (its rows, in the same call) */
   int64_t snew = 0;
   if ((st = check_append(f, a, B, Hkv, Skv, eff, &snew))) return st;
+  /* FP8 descale factors (e4m3 kernels; refused by the others) */
+  if ((st = check_descale(f, a, B, Hq, Hkv, Sq, Skv))) return st;
   /* GQA packing: a tile's rows are whole groups of g q heads (Q's box
      {64, g, block_m / g, 1}); check_qkv made Hkv > 0 where Hq > 0 */
   const int64_t g = f->pack_gqa && Hkv > 0 ? Hq / Hkv : 1;
@@ -1675,18 +1806,26 @@ fa3rt_status fa3rt_kernel_load(const char *cubin_path, const char *facts_path,
 /* 4-D map over a [B, H, S, D] tensor: dims innermost-first (D, H, S, B);
  * a box of box_heads heads x box_rows rows (a GQA-packed Q: g heads of
  * block_m / g queries, the tile's packed rows). */
-static fa3rt_status encode_map(CUtensorMap *m, const fa3rt_facts *f, const fa3rt_tensor *t,
+static fa3rt_status encode_map(CUtensorMap *m, fa3rt_dtype dt, const fa3rt_tensor *t,
                                const int64_t eff[4], int box_heads, int box_rows,
                                const char *name, const char *where) {
+  /* the tensor's element type (an FP8 kernel's e4m3 as bytes: TMA copies
+     them, the kernel's wgmma reads them as e4m3) and size; a box row is
+     the swizzle span, 128 bytes of D */
+  const CUtensorMapDataType type = dt == FA3RT_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                   : dt == FA3RT_F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                                     : CU_TENSOR_MAP_DATA_TYPE_UINT8;
+  const cuuint64_t elem = (cuuint64_t)elem_bytes(dt);
   cuuint64_t dims[4] = {(cuuint64_t)t->shape[3], (cuuint64_t)t->shape[1], (cuuint64_t)t->shape[2],
                         (cuuint64_t)t->shape[0]};
-  cuuint64_t strides[3] = {(cuuint64_t)eff[1] * 2, (cuuint64_t)eff[2] * 2, (cuuint64_t)eff[0] * 2};
-  cuuint32_t box[4] = {TMA_BOX_D, (cuuint32_t)box_heads, (cuuint32_t)box_rows, 1};
+  cuuint64_t strides[3] = {(cuuint64_t)eff[1] * elem, (cuuint64_t)eff[2] * elem,
+                           (cuuint64_t)eff[0] * elem};
+  cuuint32_t box[4] = {(cuuint32_t)(TMA_BOX_BYTES / elem), (cuuint32_t)box_heads,
+                       (cuuint32_t)box_rows, 1};
   cuuint32_t estr[4] = {1, 1, 1, 1};
   CUresult r = cuTensorMapEncodeTiled(
-      m, f->dtype == FA3RT_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-      4, (void *)(uintptr_t)t->ptr, dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
-      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+      m, type, 4, (void *)(uintptr_t)t->ptr, dims, strides, box, estr,
+      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) {
     char call[128];
@@ -1867,10 +2006,12 @@ fa3rt_status fa3rt_fwd(fa3rt_kernel *k, const fa3rt_fwd_args *a, void *stream) {
   /* GQA packing: Q's box is g heads x block_m / g queries (plan checked
      that g divides block_m) */
   const int g = L.pack_group;
-  if ((st = encode_map(&mapQ, f, &a->q, eff[FQ], g, f->block_m / g, "q", where)) ||
-      (st = encode_map(&mapK, f, &a->k, eff[FK], 1, L.kv_box_rows, "k", where)) ||
-      (st = encode_map(&mapV, f, &a->v, eff[FV], 1, L.kv_box_rows, "v", where)) ||
-      (st = encode_map(&mapO, f, &a->o, eff[FO], 1, O_BOX_ROWS, "o", where)))
+  /* q, k, v of the kernel's dtype, o of its output type (FP8: bf16) */
+  const fa3rt_dtype dt = f->dtype, odt = out_dtype(f->dtype);
+  if ((st = encode_map(&mapQ, dt, &a->q, eff[FQ], g, f->block_m / g, "q", where)) ||
+      (st = encode_map(&mapK, dt, &a->k, eff[FK], 1, L.kv_box_rows, "k", where)) ||
+      (st = encode_map(&mapV, dt, &a->v, eff[FV], 1, L.kv_box_rows, "v", where)) ||
+      (st = encode_map(&mapO, odt, &a->o, eff[FO], 1, O_BOX_ROWS, "o", where)))
     return st;
   O = (CUdeviceptr)a->o.ptr;
   LSE = (CUdeviceptr)a->lse;
@@ -1897,6 +2038,19 @@ fa3rt_status fa3rt_fwd(fa3rt_kernel *k, const fa3rt_fwd_args *a, void *stream) {
   pageTable = (CUdeviceptr)a->page_table;
   pageTableStride = a->page_table ? a->page_table_stride : 0;
   pageSize = L.page_size;
+  /* FP8 descale factors (plan: 0 for the other kernels; strides 0 to
+     2^31-1) */
+  qDescale = (CUdeviceptr)a->q_descale;
+  kDescale = (CUdeviceptr)a->k_descale;
+  vDescale = (CUdeviceptr)a->v_descale;
+  qDescaleStrideB = (int32_t)a->q_descale_stride_b;
+  qDescaleStrideH = (int32_t)a->q_descale_stride_h;
+  qDescaleStrideM = (int32_t)a->q_descale_stride_m;
+  kDescaleStrideB = (int32_t)a->k_descale_stride_b;
+  kDescaleStrideH = (int32_t)a->k_descale_stride_h;
+  kDescaleStrideN = (int32_t)a->k_descale_stride_n;
+  vDescaleStrideB = (int32_t)a->v_descale_stride_b;
+  vDescaleStrideH = (int32_t)a->v_descale_stride_h;
   void *params[] = {
 #define FA3RT_KERNEL_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning) &name,
 #include "fa3rt_abi.def"
@@ -2018,10 +2172,11 @@ static fa3rt_status encode_grad_maps(const fa3rt_kernel *k, const fa3rt_bwd_args
                                      const char *where) {
   const fa3rt_facts *f = &k->facts;
   fa3rt_status st;
-  if ((st = encode_map(&maps[0], f, &a->q, eff[BQ], 1, f->block_m, "q", where)) ||
-      (st = encode_map(&maps[1], f, &a->k, eff[BK], 1, f->block_n, "k", where)) ||
-      (st = encode_map(&maps[2], f, &a->v, eff[BV], 1, f->block_n, "v", where)) ||
-      (st = encode_map(&maps[3], f, &a->dout, eff[BDOUT], 1, f->block_m, "dout", where)))
+  const fa3rt_dtype dt = f->dtype; /* bf16 or f16: no FP8 backward */
+  if ((st = encode_map(&maps[0], dt, &a->q, eff[BQ], 1, f->block_m, "q", where)) ||
+      (st = encode_map(&maps[1], dt, &a->k, eff[BK], 1, f->block_n, "k", where)) ||
+      (st = encode_map(&maps[2], dt, &a->v, eff[BV], 1, f->block_n, "v", where)) ||
+      (st = encode_map(&maps[3], dt, &a->dout, eff[BDOUT], 1, f->block_m, "dout", where)))
     return st;
   return FA3RT_OK;
 }

@@ -3,10 +3,12 @@
 # every kernel of a directory against an fp32 reference (check_fwd.py; the
 # packed variable-length ones, facts `varlen 1`, with check_varlen.py; the
 # backward ones, facts `backward 1`, with check_bwd.py; the decoding ones,
-# facts `split_kv 1`, with check_decode.py),
+# facts `split_kv 1`, with check_decode.py; the FP8 ones, facts `dtype e4m3`,
+# with check_fp8.py),
 # compute-sanitizer memcheck + racecheck + synccheck on small cases, SASS check
 # (inside both checks), and the
-# benchmark beside cuDNN / FlashAttention-2. Logs and results go to $OUT.
+# benchmark beside cuDNN / FlashAttention-2 (and, with FP8 kernels,
+# bench_fp8.py beside our bf16 kernels). Logs and results go to $OUT.
 #
 # From the repo root, through the device tool (the machine has no MLIR: the
 # cubins + .facts must be in the working tree):
@@ -15,10 +17,12 @@
 # makes one).
 # Environment knobs:
 #   BENCH_ARGS   extra bench_fwd.py args (default: the full FA3-paper grid)
+#   BENCH_FP8_ARGS  extra bench_fp8.py args (default: its full grid)
 #   SKIP_CHECK=1 SKIP_SANITIZE=1 SKIP_BENCH=1
 #   SAN_KERNEL_DIR  kernels for the sanitizers (default: KERNEL_DIR)
 #   T_CHECK T_SAN T_BENCH   per-stage timeouts in seconds (default 150 / 180 / 240)
 #   T_CHECK_BWD  check_bwd.py's timeout (default 300)
+#   T_CHECK_FP8 T_BENCH_FP8  check_fp8.py's and bench_fp8.py's (default 300 / 300)
 # Files in $OUT: session.log, memcheck.log, racecheck.log, synccheck.log,
 # history.jsonl (one line per check_fwd, sanitizer and benchmark run, each
 # with $FA3_SESSION) and RESULTS.md (their tables). Back on the CPU machine,
@@ -58,6 +62,7 @@ has_fixed=$(grep -L -E '^(varlen|backward) 1' "$FA3_KERNEL_DIR"/*.facts 2>/dev/n
 has_varlen=$(grep -l '^varlen 1' "$FA3_KERNEL_DIR"/*.facts 2>/dev/null | head -n 1)
 has_bwd=$(grep -l '^backward 1' "$FA3_KERNEL_DIR"/*.facts 2>/dev/null | head -n 1)
 has_decode=$(grep -l '^split_kv 1' "$FA3_KERNEL_DIR"/*.facts 2>/dev/null | head -n 1)
+has_fp8=$(grep -l '^dtype e4m3' "$FA3_KERNEL_DIR"/*.facts 2>/dev/null | head -n 1)
 
 if [ "${SKIP_CHECK:-0}" != 1 ]; then
   if [ -n "$has_fixed" ]; then
@@ -82,6 +87,12 @@ if [ "${SKIP_CHECK:-0}" != 1 ]; then
     timeout "${T_CHECK:-150}" python3 test/gpu/check_decode.py "$FA3_KERNEL_DIR" --out "$OUT" \
       > "$OUT/check_decode.log" 2>&1 || fail "check_decode (rc $?)"
     grep -E '^FAIL|check_decode:' "$OUT/check_decode.log"
+  fi
+  if [ -n "$has_fp8" ]; then
+    stage "correctness, FP8 (test/gpu/check_fp8.py)"
+    timeout "${T_CHECK_FP8:-300}" python3 test/gpu/check_fp8.py "$FA3_KERNEL_DIR" --out "$OUT" \
+      > "$OUT/check_fp8.log" 2>&1 || fail "check_fp8 (rc $?)"
+    grep -E '^FAIL|^\| [0-9]+ \| (fp8|bf16)|check_fp8:' "$OUT/check_fp8.log"
   fi
 fi
 
@@ -121,6 +132,18 @@ if [ "${SKIP_SANITIZE:-0}" != 1 ]; then
       grep -qE 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards' "$OUT/$tool-decode.log" \
         || fail "$tool reported errors on the decoding kernels"
     fi
+    if grep -lq '^dtype e4m3' "$skdir"/*.facts 2>/dev/null; then
+      # the FP8 kernels too (their log beside). racecheck instruments our
+      # kernels alone: on torch's reductions (the quantizer's amax) it
+      # reports hazards of theirs and outruns the timeout
+      kns=(); [ $tool = racecheck ] && kns=(--kernel-name kns=fa3_fwd)
+      PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout "${T_SAN:-180}" compute-sanitizer --tool $tool \
+        "${kns[@]}" python3 test/gpu/check_fp8.py "$skdir" --sanitize > "$OUT/$tool-fp8.log" 2>&1 \
+        || fail "$tool on the FP8 kernels (rc $?)"
+      grep -E 'SUMMARY|check_fp8:' "$OUT/$tool-fp8.log"
+      grep -qE 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards' "$OUT/$tool-fp8.log" \
+        || fail "$tool reported errors on the FP8 kernels"
+    fi
     if grep -lq '^backward 1' "$skdir"/*.facts 2>/dev/null; then
       # the backward kernels too (one log for the three tools). racecheck
       # checks shared memory, which the element-wise <kernel>_pre/_post do
@@ -152,6 +175,14 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
     --results-dir "$OUT" ${BENCH_ARGS:-} > "$OUT/bench.out" 2>&1 || fail "bench (rc $?)"
   # the table (the JSON rows are in history.jsonl)
   grep -v '^{' "$OUT/bench.out"; rm -f "$OUT/bench.out"
+  if [ -n "$has_fp8" ]; then
+    stage "benchmark, FP8 (bench/bench_fp8.py ${BENCH_FP8_ARGS:-})"
+    # shellcheck disable=SC2086
+    timeout "${T_BENCH_FP8:-300}" python3 bench/bench_fp8.py --kernel-dir "$FA3_KERNEL_DIR" \
+      --results-dir "$OUT" ${BENCH_FP8_ARGS:-} > "$OUT/bench_fp8.out" 2>&1 \
+      || fail "bench_fp8 (rc $?)"
+    grep -v '^{' "$OUT/bench_fp8.out"; rm -f "$OUT/bench_fp8.out"
+  fi
 fi
 
 stage "done: status $status"

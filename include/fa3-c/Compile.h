@@ -71,7 +71,10 @@ typedef struct Fa3AttentionSpec {
                           fa3_<fwd|bwd>_d<D>[v<Dv>]_<dtype>[_causal]
                           [_w<L>_<R>][_softcap][_varlen][_decode], an unbounded window side written
                           "inf", v<Dv> where Dv differs from D */
-  const char *dtype;   /* "bf16" or "f16" (q, k, v and o); NULL: bf16 */
+  const char *dtype;   /* "bf16" or "f16" (q, k, v and o), or "e4m3" (FP8:
+                          q, k, v float8_e4m3fn with descales at launch, o
+                          bf16; head dim 128 or 256, a fixed-length
+                          forward); NULL: bf16 */
   int64_t headDim;     /* of q and k: 64, 96, 128, 192 or 256 */
   bool causal;         /* needs windowRight 0 or -1 */
   int64_t windowLeft;  /* -1 = unbounded, else 0 to 2^31-1 */

@@ -336,10 +336,16 @@ static std::string checkSpec(const Fa3AttentionSpec &s) {
       return why;
     }
   }
-  if (s.dtype && strcmp(s.dtype, "bf16") != 0 && strcmp(s.dtype, "f16") != 0) {
+  const bool fp8 = s.dtype && strcmp(s.dtype, "e4m3") == 0;
+  if (s.dtype && strcmp(s.dtype, "bf16") != 0 && strcmp(s.dtype, "f16") != 0 &&
+      !fp8) {
     os << "dtype: \"";
     llvm::printEscapedString(StringRef(s.dtype, strnlen(s.dtype, 64)), os);
-    os << "\" is not supported (bf16 or f16)";
+    os << "\" is not supported (bf16, f16 or e4m3)";
+  } else if (fp8 && (s.backward || s.varlen || s.decode)) {
+    os << "dtype: e4m3 with "
+       << (s.backward ? "backward" : s.varlen ? "varlen" : "decode")
+       << " (the FP8 kernel is a fixed-length forward)";
   } else if (!fa3::hopper::isSupportedHeadDim(s.headDim)) {
     os << "headDim: unsupported head dim " << s.headDim
        << " (the Hopper kernel takes " << fa3::hopper::headDimsText() << ")";
@@ -393,8 +399,11 @@ static OwningOpRef<ModuleOp> buildSpecModule(MLIRContext *ctx,
   ctx->getOrLoadDialect<fa3::attn::AttnDialect>();
   OpBuilder b(ctx);
   Location loc = NameLoc::get(b.getStringAttr(name));
-  Type et = s.dtype && StringRef(s.dtype) == "f16" ? b.getF16Type()
+  // e4m3: q, k, v f8E4M3FN, o bf16 (FP8 attention writes bf16)
+  const bool fp8 = s.dtype && StringRef(s.dtype) == "e4m3";
+  Type ot = s.dtype && StringRef(s.dtype) == "f16" ? b.getF16Type()
                                                    : b.getBF16Type();
+  Type et = fp8 ? Type(b.getType<Float8E4M3FNType>()) : ot;
   // Heads are nominal here (the kernel takes B, H and S at launch).
   int64_t dyn = ShapedType::kDynamic;
   const int64_t dv = s.headDimV ? s.headDimV : s.headDim;
@@ -402,10 +411,12 @@ static OwningOpRef<ModuleOp> buildSpecModule(MLIRContext *ctx,
                     : MemRefType::get({dyn, 1, dyn, s.headDim}, et);
   auto tv = s.varlen ? MemRefType::get({dyn, 1, dv}, et)
                      : MemRefType::get({dyn, 1, dyn, dv}, et);
+  auto to = s.varlen ? MemRefType::get({dyn, 1, dv}, ot)
+                     : MemRefType::get({dyn, 1, dyn, dv}, ot);
   auto lseType = s.varlen ? MemRefType::get({1, dyn}, b.getF32Type())
                           : MemRefType::get({dyn, 1, dyn}, b.getF32Type());
   auto seqlens = MemRefType::get({dyn}, b.getI32Type());
-  SmallVector<Type> args = {t, t, tv, tv, lseType};
+  SmallVector<Type> args = {t, t, tv, to, lseType};
   if (s.varlen)
     args.append({seqlens, seqlens});
   if (s.backward) // q, k, v, o, lse, then dO, dq, dk, dv

@@ -6,7 +6,10 @@ missing variant on first use into the JIT cache (fa3.cache);
 flash_attn_varlen_func takes packed variable-length batches and
 flash_attn_with_kvcache decodes over a KV cache (split-KV). The three are
 also fa3.flash_attn_func etc., imported on first use (torch only when
-called).
+called). flash_attn_func also takes FP8 (torch.float8_e4m3fn) q, k, v with
+their descales; fa3.quantize makes them (quantize_fp8, quantize_qkv_fp8:
+block scales and the Hadamard rotation of FlashAttention-3), also exported
+here.
 
     from fa3.ir import Context
     with Context() as ctx:
@@ -17,6 +20,9 @@ called).
 __version__ = "0.1.0"
 
 from .ir import Context, Fa3Error, Module  # noqa: E402,F401
+# FP8 quantization (torch imported when called)
+from .quantize import (dequantize_fp8, hadamard_matrix, quantize_fp8,  # noqa: E402,F401
+                       quantize_qkv_fp8)
 
 # the PyTorch entry points, imported on first use: `import fa3` stays as
 # light as it was (fa3.torch_api reads the kernel ABI's definition)

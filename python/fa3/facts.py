@@ -56,6 +56,9 @@ FWD_COMBINE_THREADS = int(re.search(r"^#define FA3RT_FWD_COMBINE_THREADS (\d+)$"
 FWD_APPEND_PARAMS = " ".join(re.findall(r"^FA3RT_FWD_APPEND_PARAM\((\w+),", _ABI, re.M))
 FWD_APPEND_THREADS = int(re.search(r"^#define FA3RT_FWD_APPEND_THREADS (\d+)$", _ABI,
                                    re.M).group(1))
+# the facts' dtypes (fa3rt_dtype): e4m3 is the FP8 kernels' q, k and v
+# (torch.float8_e4m3fn), whose o is bf16
+DTYPES = ("bf16", "f16", "e4m3")
 MAX_BYTES = 65536           # FA3RT_FACTS_MAX_BYTES
 MAX_LINE = 1023             # FA3RT_FACTS_MAX_LINE (bytes without the newline)
 SCALE_MAX = 1e30            # FA3RT_SCALE_MAX
@@ -103,7 +106,7 @@ class FactsError(ValueError):
 @dataclass(frozen=True)
 class KernelFacts:
     kernel: str
-    dtype: str              # "bf16" | "f16"
+    dtype: str              # "bf16" | "f16" | "e4m3" (q, k, v fp8 e4m3, o bf16)
     head_dim: int
     head_dim_v: int
     block_m: int
@@ -160,8 +163,8 @@ def _value(key: str, val: str, lineno: int):
     if ((kind == "name" and not _IDENT.fullmatch(val))
             or (kind == "file" and (not _FILE.fullmatch(val) or val in (".", "..")))):
         raise FactsError(f"{at}: '{val}' is not {rng}")
-    if kind == "dtype" and val not in ("bf16", "f16"):
-        raise FactsError(f"line {lineno}: dtype '{val}' is not supported (bf16 or f16)")
+    if kind == "dtype" and val not in DTYPES:
+        raise FactsError(f"line {lineno}: dtype '{val}' is not supported ({rng})")
     if kind == "grid" and val not in ("tiles", "persistent"):
         raise FactsError(f"line {lineno}: grid '{val}' is not one this package launches "
                          f"(tiles or persistent)")
@@ -259,6 +262,21 @@ def _parse(data: bytes) -> Tuple[int, dict, dict]:
                          f"{'split_kv' if vals.get('split_kv') else 'pack_gqa'} 1 needs {need} "
                          f"(a decoding kernel runs one CTA per tile and split over "
                          f"fixed-length batches)")
+    if vals["dtype"] == "e4m3":
+        # FP8: the compiler builds fixed-length forward kernels of head dims
+        # 128 and 256 only (fa3rt.c refuses the same)
+        kind = next((k for k in ("backward", "varlen", "split_kv", "pack_gqa") if vals.get(k)),
+                    None)
+        if kind:
+            what = {"backward": "backward", "varlen": "varlen kernel"}.get(
+                kind, "decoding kernel (split_kv, pack_gqa)")
+            raise FactsError(f"facts of kernel '{vals['kernel']}': dtype e4m3 needs {kind} 0 "
+                             f"(the compiler builds no FP8 {what} yet)")
+        if vals["head_dim"] not in (128, 256) or vals["head_dim_v"] not in (128, 256):
+            raise FactsError(f"facts of kernel '{vals['kernel']}': dtype e4m3 needs head_dim "
+                             f"and head_dim_v 128 or 256, got {vals['head_dim']} and "
+                             f"{vals['head_dim_v']} (the compiler builds FP8 kernels of those "
+                             f"head dims only)")
     return version, {**_DEFAULTS, **vals}, extra
 
 

@@ -27,7 +27,9 @@ _U64_MAX, _I64_MAX = UINT64[1], INT64[1]
 STATUS_NAMES = {0: "FA3RT_OK", 1: "FA3RT_ERR_INVALID_ARGUMENT", 2: "FA3RT_ERR_FACTS",
                 3: "FA3RT_ERR_IO", 4: "FA3RT_ERR_UNSUPPORTED_DEVICE", 5: "FA3RT_ERR_CUDA",
                 6: "FA3RT_ERR_OUT_OF_MEMORY"}
-DTYPES = {"bf16": 1, "f16": 2}
+# fa3rt_dtype: e4m3 is the FP8 kernels' q, k and v (torch.float8_e4m3fn; their
+# o is bf16)
+DTYPES = {"bf16": 1, "f16": 2, "e4m3": 3}
 
 
 class Fa3RuntimeError(RuntimeError):
@@ -61,7 +63,13 @@ class FwdArgs(ctypes.Structure):
                 ("o_accum", ctypes.c_uint64), ("lse_accum", ctypes.c_uint64),
                 ("num_sms", ctypes.c_int32), ("page_table", ctypes.c_uint64),
                 ("page_table_stride", ctypes.c_int32), ("paged_seqlen_k", ctypes.c_int32),
-                ("k_new", Tensor), ("v_new", Tensor), ("seqlens_out", ctypes.c_uint64)]
+                ("k_new", Tensor), ("v_new", Tensor), ("seqlens_out", ctypes.c_uint64),
+                ("o_dtype", ctypes.c_int), ("q_descale", ctypes.c_uint64),
+                ("k_descale", ctypes.c_uint64), ("v_descale", ctypes.c_uint64),
+                ("q_descale_stride_b", ctypes.c_int64), ("q_descale_stride_h", ctypes.c_int64),
+                ("q_descale_stride_m", ctypes.c_int64), ("k_descale_stride_b", ctypes.c_int64),
+                ("k_descale_stride_h", ctypes.c_int64), ("k_descale_stride_n", ctypes.c_int64),
+                ("v_descale_stride_b", ctypes.c_int64), ("v_descale_stride_h", ctypes.c_int64)]
 
 
 class Facts(ctypes.Structure):
@@ -146,7 +154,7 @@ _lib_lock = threading.Lock()
 
 # fa3rt.h's FA3RT_VERSION_MAJOR and _MINOR, whose structs this module mirrors
 # (python/tests/test_runtime.py checks both against the header)
-VERSION = (0, 6)
+VERSION = (0, 7)
 MAX_SPLITS = 128       # FA3RT_MAX_SPLITS
 DEFAULT_SMS = 132      # FA3RT_DEFAULT_SMS: fa3rt_fwd_plan's where num_sms is 0
 
@@ -269,7 +277,11 @@ def fwd_args(q: Tensor, k: Tensor, v: Tensor, o: Tensor, lse_ptr: int = 0,
              num_splits: int = 0, o_accum: int = 0, lse_accum: int = 0,
              num_sms: int = 0, page_table: int = 0, page_table_stride: int = 0,
              paged_seqlen_k: int = 0, k_new: Optional[Tensor] = None,
-             v_new: Optional[Tensor] = None, seqlens_out: int = 0) -> FwdArgs:
+             v_new: Optional[Tensor] = None, seqlens_out: int = 0,
+             o_dtype: Optional[str] = None, q_descale: int = 0,
+             q_descale_strides: Sequence[int] = (0, 0, 0), k_descale: int = 0,
+             k_descale_strides: Sequence[int] = (0, 0, 0), v_descale: int = 0,
+             v_descale_strides: Sequence[int] = (0, 0)) -> FwdArgs:
     """softmax_scale None: the kernel's (facts) scale; else 0 < scale <= 1e30.
     tile_counter: 0, or the address of 8 zeroed bytes of device memory for
     the persistent scheduler (fa3rt.h: fa3rt_fwd_args.tile_counter).
@@ -288,9 +300,28 @@ def fwd_args(q: Tensor, k: Tensor, v: Tensor, o: Tensor, lse_ptr: int = 0,
     [B, Hkv, Snew, Dv] from tensor(), written into the cache (or pool) at
     rows seqused_k[b] .. + Snew - 1 before the attention, and the device
     address of the int32 [B] workspace seqlens_out (seqused_k[b] + Snew,
-    the attention's key counts); None, None, 0: nothing appended."""
+    the attention's key counts); None, None, 0: nothing appended.
+    An FP8 kernel's launch (dtype "e4m3"; fa3rt.h): o_dtype None (the
+    kernel's: bf16) or its name; the device addresses of the f32 descales
+    (0: 1.0) and their element strides, q's (b, h, per 128 query rows),
+    k's (b, h, per 128 key rows), v's (b, h), each 0 to 2^31-1 (0
+    broadcasts)."""
     a = FwdArgs()
     w, E = "fa3.runtime.fwd_args", Fa3ArgumentError
+    if o_dtype is not None:
+        if o_dtype not in DTYPES:
+            raise ValueError(f"o_dtype must be None or one of {sorted(DTYPES)}, got {o_dtype!r}")
+        a.o_dtype = DTYPES[o_dtype]
+    for name, ptr, strides, n, axes in (("q_descale", q_descale, q_descale_strides, 3, "bhm"),
+                                        ("k_descale", k_descale, k_descale_strides, 3, "bhn"),
+                                        ("v_descale", v_descale, v_descale_strides, 2, "bh")):
+        setattr(a, name, check_int(w, name, ptr or 0, *UINT64, error=E))
+        if len(strides) != n:
+            raise E(f"{w}: {name}_strides must have {n} entries ({', '.join(axes)}), got "
+                    f"{len(strides)}")
+        for axis, st in zip(axes, strides):
+            setattr(a, f"{name}_stride_{axis}",
+                    check_int(w, f"{name}_strides[{axis}]", st, 0, 2**31 - 1, error=E))
     for name, t in (("k_new", k_new), ("v_new", v_new)):
         if t is not None and not isinstance(t, Tensor):
             raise E(f"{w}: {name} must be a fa3.runtime.Tensor (fa3.runtime.tensor) or None, "

@@ -7,7 +7,10 @@ import math
 import operator
 import re
 
-_MLIR_TYPES = {"f32": "f32", "f16": "f16", "bf16": "bf16"}
+_MLIR_TYPES = {"f32": "f32", "f16": "f16", "bf16": "bf16", "e4m3": "f8E4M3FN"}
+# the output's element type where out_dtype is not given: the FP8 kernels'
+# o is bf16 (facts dtype e4m3)
+_DEFAULT_OUT = {"e4m3": "bf16"}
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_$.]*", re.ASCII)  # MLIR's bare-id
 
 
@@ -55,10 +58,11 @@ def flash_attention_func(name, b, hq, hkv, sq, skv, d, dv=None, dtype="f32",
                          out_dtype=None, lse=False, scale=None, causal=False,
                          window=(-1, -1), softcap=0.0):
     """A func.func @name(q, k, v, o[, lse]) in memref form, callable from the
-    CPU runner (llvm.emit_c_interface)."""
+    CPU runner (llvm.emit_c_interface). dtype "e4m3" is f8E4M3FN q, k, v
+    with a bf16 o unless out_dtype says otherwise."""
     _check_name("flash_attention_func", name)
     dv = d if dv is None else dv
-    out_dtype = out_dtype or dtype
+    out_dtype = out_dtype or _DEFAULT_OUT.get(dtype, dtype)
     attrs = _attributes("flash_attention_func", scale, causal, window, softcap)
     tq = memref_type((b, hq, sq, d), dtype)
     tk = memref_type((b, hkv, skv, d), dtype)
@@ -114,7 +118,7 @@ def flash_attention_varlen_func(name, nseq, tq, tk, hq, hkv, d, dv=None, dtype="
     sequence offsets), callable from the CPU runner."""
     _check_name("flash_attention_varlen_func", name)
     dv = d if dv is None else dv
-    out_dtype = out_dtype or dtype
+    out_dtype = out_dtype or _DEFAULT_OUT.get(dtype, dtype)
     attrs = _attributes("flash_attention_varlen_func", scale, causal, window, softcap)
     ins = [("q", memref_type((tq, hq, d), dtype)), ("k", memref_type((tk, hkv, d), dtype)),
            ("v", memref_type((tk, hkv, dv), dtype))]

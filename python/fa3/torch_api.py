@@ -7,11 +7,13 @@
     flash_attn_func(q, k, v, causal=True).sum().backward()  # dq, dk, dv: the backward kernel
     dq, dk, dv = flash_attn_backward(do, q, k, v, o, lse, causal=True)
     o = flash_attn_with_kvcache(q, k_cache, v_cache)     # decoding: split-KV, GQA packing
+    o = flash_attn_func(q8, k8, v8, q_descale=qd, k_descale=kd, v_descale=vd)  # FP8: o bf16
 
 The kernel variant is picked from a directory of compiled kernels (``kernel_dir``,
 default ``$FA3_KERNEL_DIR``) by reading their ``.facts`` files and matching
 (dtype, head_dim, head_dim_v, causal, window, softcap; the backward kernel
-of a variant has facts `backward 1`). When none matches (or
+of a variant has facts `backward 1`; torch.float8_e4m3fn inputs take the
+FP8 kernels, facts `dtype e4m3`). When none matches (or
 no directory is given) and the compiler library libFA3CAPI.so is there, the
 variant is compiled on first use into the JIT cache (fa3.cache:
 ``$FA3_CACHE_DIR``, default ``~/.cache/fa3``); ``jit=False`` or ``FA3_JIT=0``
@@ -59,8 +61,19 @@ def _jit_on(jit: Optional[bool]) -> bool:
     return os.environ.get("FA3_JIT", "1").strip().lower() not in _OFF
 
 
+_DTYPE_NAMES: Dict[object, str] = {}
+
+
 def _dtype_name(torch, dt) -> Optional[str]:
-    return {torch.bfloat16: "bf16", torch.float16: "f16"}.get(dt)
+    """The facts dtype of a torch dtype: bf16, f16, e4m3 (torch.float8_e4m3fn,
+    the FP8 kernels' q, k and v), else None."""
+    if not _DTYPE_NAMES:
+        names = {torch.bfloat16: "bf16", torch.float16: "f16"}
+        f8 = getattr(torch, "float8_e4m3fn", None)
+        if f8 is not None:
+            names[f8] = "e4m3"
+        _DTYPE_NAMES.update(names)
+    return _DTYPE_NAMES.get(dt)
 
 
 def _resolve_dir(kernel_dir) -> str:
@@ -283,10 +296,11 @@ def _op_path(p) -> Optional[str]:
 
 
 def _check_inputs(torch, q, k, v, layout="4-D [B, S, H, D] (BSHD)", fn="flash_attn_func",
-                  grad_ok=False):
+                  grad_ok=False, fp8_ok=False):
     """The checks of every call (traced by Dynamo on the compiled path):
     q, k, v CUDA tensors of the `layout`'s rank, of one device and dtype
-    (bf16 or f16), not requiring grad where grad is on unless `grad_ok` (a
+    (bf16 or f16; with `fp8_ok` also torch.float8_e4m3fn: flash_attn_func's
+    FP8 path), not requiring grad where grad is on unless `grad_ok` (a
     call with a backward). Returns the dtype name."""
     rank = int(layout[0])
     for name, t in (("q", q), ("k", k), ("v", v)):
@@ -299,10 +313,20 @@ def _check_inputs(torch, q, k, v, layout="4-D [B, S, H, D] (BSHD)", fn="flash_at
     if not (q.device == k.device == v.device):
         raise ValueError(f"q, k, v must be on one device, got {q.device}, {k.device}, {v.device}")
     if not (q.dtype == k.dtype == v.dtype):
-        raise ValueError(f"q, k, v must have one dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
+        fp8 = any(_dtype_name(torch, t.dtype) == "e4m3" for t in (q, k, v))
+        raise ValueError(f"q, k, v must have one dtype, got {q.dtype}, {k.dtype}, {v.dtype}"
+                         + (" (FP8: all three torch.float8_e4m3fn, quantized with their "
+                            "descales, e.g. by fa3.quantize_qkv_fp8)" if fp8 else ""))
     dt = _dtype_name(torch, q.dtype)
     if dt is None:
-        raise ValueError(f"dtype {q.dtype} is not supported (torch.bfloat16 or torch.float16)")
+        raise ValueError(f"dtype {q.dtype} is not supported (torch.bfloat16 or torch.float16"
+                         f"{'; torch.float8_e4m3fn with descales' if fp8_ok else ''})")
+    if dt == "e4m3" and not fp8_ok:
+        raise NotImplementedError(
+            f"fa3 {fn}: FP8 (torch.float8_e4m3fn) inputs are taken by flash_attn_func only: "
+            "the FP8 kernels are fixed-length forward kernels (no packed variable-length "
+            "batches, no decoding or KV cache, no backward, no SDPA layout); use bf16 or f16 "
+            "here")
     if not grad_ok and _needs_grad(torch, q, k, v):
         raise NotImplementedError(f"fa3 {fn} is forward-only (no backward yet): call it "
                                   "under torch.no_grad() or on detached tensors")
@@ -365,10 +389,12 @@ def _tma_ready(t):
     return t.contiguous() if not t.is_contiguous() else t.clone()
 
 
-def _check_out(torch, q, out, lse_out, B, Sq, Hq, Dv):
-    if out is not None and (tuple(out.shape) != (B, Sq, Hq, Dv) or out.dtype != q.dtype
+def _check_out(torch, q, out, lse_out, B, Sq, Hq, Dv, out_dtype=None):
+    """out (o's dtype: `out_dtype`, None: q's) and lse_out as given."""
+    want = q.dtype if out_dtype is None else out_dtype
+    if out is not None and (tuple(out.shape) != (B, Sq, Hq, Dv) or out.dtype != want
                             or out.device != q.device):
-        raise ValueError(f"out must be a {q.dtype} tensor of shape {(B, Sq, Hq, Dv)} on "
+        raise ValueError(f"out must be a {want} tensor of shape {(B, Sq, Hq, Dv)} on "
                          f"{q.device}, got {out.dtype} {tuple(out.shape)} on {out.device}")
     if lse_out is not None and (tuple(lse_out.shape) != (B, Hq, Sq)
                                 or lse_out.dtype != torch.float32
@@ -382,7 +408,8 @@ def flash_attn_func(q, k, v, softmax_scale: Optional[float] = None, causal: bool
                     kernel_dir=None, kernel: Optional[_facts.KernelFacts] = None,
                     out=None, lse_out=None, jit: Optional[bool] = None,
                     deterministic: bool = False, num_splits: int = 1,
-                    pack_gqa: Optional[bool] = None):
+                    pack_gqa: Optional[bool] = None, q_descale=None, k_descale=None,
+                    v_descale=None):
     """FlashAttention on BSHD tensors, like FA3's ``flash_attn_func``
     (flash_attn_interface; the arguments it shares with ours have its names).
 
@@ -428,8 +455,38 @@ def flash_attn_func(q, k, v, softmax_scale: Optional[float] = None, causal: bool
     torch.compile the op ``torch.ops.fa3.flash_attn_decode_fwd``.
     ``pack_gqa`` None or False with num_splits 1 keeps the kernel above (the
     decoding kernel always packs: pack_gqa is a speed hint, as in FA3).
+
+    FP8: q, k, v of torch.float8_e4m3fn (all three) run the variant's FP8
+    kernel (facts dtype e4m3, fa3-compile --dtype e4m3: head dims 128 and
+    256), which returns o in bfloat16 (``out`` must be bf16) and computes S =
+    (Q K^T) * qd * kd * softmax_scale, O = (P V) * vd with the float32
+    descale factors ``q_descale``, ``k_descale``, ``v_descale`` (each None:
+    1.0; on q's device; no gradient):
+
+    * FA3's form: [B, Hkv] each (q's: one factor per kv head's group of q
+      heads, expanded here to [B, Hq]);
+    * q_descale [B, Hq]: one per q head (fa3.quantize_fp8's);
+    * block scales (fa3.quantize_fp8(x, block=128), quantize_qkv_fp8):
+      q_descale [B, Hq, ceil(Sq / 128)] and k_descale [B, Hkv,
+      ceil(Skv / 128)], one per 128 rows of a head (v_descale stays [B,
+      Hkv]);
+    * a 0-d tensor: one factor for the whole tensor.
+
+    Any strides (an expanded tensor's 0 included). P is rounded to e4m3 for
+    P V, as in FlashAttention-3 (expect a relative error of o of about 3 %
+    against attention of the dequantized inputs). Forward only (inputs that
+    require grad are refused, NotImplementedError), no split or decoding
+    kernel (num_splits 1, pack_gqa off); flash_attn_varlen_func,
+    flash_attn_with_kvcache and flash_attn_bhsd refuse FP8 inputs. Under
+    torch.compile the call is the op ``torch.ops.fa3.flash_attn_fp8_fwd``.
+    Descales given with bf16 or f16 inputs are refused (ValueError).
     """
     import torch
+    if (q_descale is not None or k_descale is not None or v_descale is not None
+            or _any_fp8(torch, q, k, v)):
+        return _fp8_fwd(torch, q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal,
+                        window_size, softcap, return_lse, kernel_dir, kernel, out, lse_out, jit,
+                        num_splits, pack_gqa)
     if num_splits != 1 or pack_gqa:
         return _decode(torch, "flash_attn_func", q, k, v, None, softmax_scale, causal,
                        window_size, softcap, num_splits, 0, return_lse, kernel_dir, kernel, out,
@@ -453,11 +510,12 @@ def _copied_out(o, lse, out, lse_out, return_lse):
     return (o, lse) if return_lse else o
 
 
-def _outputs(torch, q, o_shape, lse_shape, out, lse_out, return_lse):
-    """The eager paths' o (`out` or a new tensor of o_shape), lse (`lse_out`,
-    a new float32 tensor of lse_shape when return_lse, else None) and
-    whether lse is returned."""
-    o = torch.empty(o_shape, dtype=q.dtype, device=q.device) if out is None else out
+def _outputs(torch, q, o_shape, lse_shape, out, lse_out, return_lse, o_dtype=None):
+    """The eager paths' o (`out` or a new tensor of o_shape, of `o_dtype`,
+    None: q's), lse (`lse_out`, a new float32 tensor of lse_shape when
+    return_lse, else None) and whether lse is returned."""
+    o = torch.empty(o_shape, dtype=q.dtype if o_dtype is None else o_dtype,
+                    device=q.device) if out is None else out
     if lse_out is not None:
         return o, lse_out, True
     lse = torch.empty(lse_shape, dtype=torch.float32, device=q.device) if return_lse else None
@@ -513,6 +571,176 @@ def _eager_fwd(torch, q, k, v, softmax_scale, causal, window_size, softcap, retu
                             counter.data_ptr() if counter is not None else 0)
     with torch.cuda.device(dev):
         kobj.fwd(args, torch.cuda.current_stream(dev).cuda_stream)
+    return (o, lse) if return_lse else o
+
+
+# ---- FP8 (facts dtype e4m3) ----
+
+_FP8_ELSEWHERE = (" (the FP8 kernels are fixed-length forward kernels: flash_attn_func takes "
+                  "torch.float8_e4m3fn q, k, v with their descales)")
+
+# head dims of the FP8 kernels (fa3rt.h: fa3rt_dtype, FA3RT_E4M3)
+FP8_HEAD_DIMS = (128, 256)
+# rows a q or k descale covers (fa3rt_abi.def, FP8 kernels)
+DESCALE_ROWS = 128
+
+
+def _any_fp8(torch, *ts) -> bool:
+    """Whether any of ts is a torch.float8_e4m3fn tensor."""
+    return any(_dtype_name(torch, getattr(t, "dtype", None)) == "e4m3" for t in ts)
+
+
+def _fp8_descale(torch, name, t, device, B, H, rows, Hq=None, check_only=False):
+    """One descale as the runtime takes it: (tensor or None, pointer,
+    strides [b, h(, block)]). t None: 1.0 (pointer 0, strides 0). A 0-d
+    tensor: one factor (strides 0). [B, H]: per batch and head (block
+    stride 0). [B, H, ceil(rows / 128)] (rows not None): per 128 rows. q's
+    (Hq given, H = Hkv < Hq): [B, Hkv] or [B, Hkv, blocks] too, FA3's per
+    kv head, repeated here over each group's Hq / Hkv q heads. check_only:
+    the checks alone (no copy, no pointer: what Dynamo traces)."""
+    n = 2 if rows is None else 3
+    if t is None:
+        return None, 0, (0,) * n
+    blocks = None if rows is None else -(-rows // DESCALE_ROWS)
+    forms = [f"{(B, H)}"] + ([] if blocks is None else [f"{(B, H, blocks)}"])
+    if Hq is not None and Hq != H:
+        forms = [f"{(B, Hq)}", f"{(B, Hq, blocks)}", f"{(B, H)} (FA3's, per kv head)",
+                 f"{(B, H, blocks)}"]
+    want = (f"a float32 tensor on {device}: 0-d (one factor), or of shape "
+            + (", ".join(forms[:-1]) + " or " if len(forms) > 1 else "") + forms[-1])
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"flash_attn_func: {name} must be None or {want}, got "
+                        f"{type(t).__name__}")
+    if t.dtype != torch.float32 or t.device != device:
+        raise ValueError(f"flash_attn_func: {name} must be {want}, got {t.dtype} on {t.device}")
+    shape = tuple(t.shape)
+    if shape == ():
+        return t, 0 if check_only else t.data_ptr(), (0,) * n
+    heads = (H,) if Hq is None or Hq == H else (Hq, H)
+    ok = shape[:1] == (B,) and len(shape) in ((2, 3) if n == 3 else (2,)) and \
+        shape[1:2] in [(h,) for h in heads] and (len(shape) == 2 or shape[2] == blocks)
+    if not ok:
+        raise ValueError(f"flash_attn_func: {name} must be {want}, got shape {shape}"
+                         + (f" (ceil({rows} / {DESCALE_ROWS}) = {blocks} blocks of "
+                            f"{DESCALE_ROWS} rows)" if len(shape) == 3 and rows is not None
+                            else ""))
+    if check_only:
+        return t, 0, (0,) * n
+    if Hq is not None and shape[1] != Hq:
+        # FA3's q descale, one per kv head: one per q head of its group
+        t = t.repeat_interleave(Hq // H, dim=1)
+        shape = tuple(t.shape)
+    if t.numel() == 0:
+        return t, 0, (0,) * n      # nothing is read
+    strides = [0 if e == 1 else st for e, st in zip(shape, t.stride())]
+    strides += [0] * (n - len(strides))
+    if max(strides) > 2**31 - 1:
+        t = t.contiguous()
+        strides = [0 if e == 1 else st for e, st in zip(shape, t.stride())]
+        strides += [0] * (n - len(strides))
+    return t, t.data_ptr(), tuple(strides)
+
+
+def _fp8_descales(torch, q_descale, k_descale, v_descale, device, B, Sq, Skv, Hq, Hkv,
+                  check_only=False):
+    """The three descales checked and in the runtime's form (fwd_args'
+    keywords), and the tensors that must live until the launch."""
+    c = check_only
+    qt, qp, qs = _fp8_descale(torch, "q_descale", q_descale, device, B, Hkv, Sq, Hq, c)
+    kt, kp, ks = _fp8_descale(torch, "k_descale", k_descale, device, B, Hkv, Skv, None, c)
+    vt, vp, vs = _fp8_descale(torch, "v_descale", v_descale, device, B, Hkv, None, None, c)
+    return (dict(q_descale=qp, q_descale_strides=qs, k_descale=kp, k_descale_strides=ks,
+                 v_descale=vp, v_descale_strides=vs), (qt, kt, vt))
+
+
+def _check_fp8(torch, q, k, v, q_descale, k_descale, v_descale, num_splits=1, pack_gqa=None,
+               grad_check=True):
+    """flash_attn_func's FP8 checks (before any kernel is chosen; traced by
+    Dynamo on the compiled path; grad_check False: the op's, below the
+    autograd layer). Returns (B, Sq, Hq, D, Skv, Hkv, Dv)."""
+    fn = "flash_attn_func"
+    dt = _check_inputs(torch, q, k, v, grad_ok=True, fp8_ok=True)
+    given = [n for n, t in (("q_descale", q_descale), ("k_descale", k_descale),
+                            ("v_descale", v_descale)) if t is not None]
+    if dt != "e4m3":
+        raise ValueError(f"{fn}: {', '.join(given)} given with {q.dtype} inputs: descales are "
+                         "for FP8 inputs (q, k, v torch.float8_e4m3fn, e.g. from "
+                         "fa3.quantize_qkv_fp8); pass None")
+    if grad_check and _needs_grad(torch, q, k, v) or grad_check and any(
+            torch.is_grad_enabled() and isinstance(t, torch.Tensor) and t.requires_grad
+            for t in (q_descale, k_descale, v_descale)):
+        raise NotImplementedError(f"fa3 {fn}: the FP8 kernels are forward-only (no FP8 "
+                                  "backward): call it under torch.no_grad() or on detached "
+                                  "tensors")
+    if num_splits != 1 or pack_gqa:
+        raise NotImplementedError(f"fa3 {fn}: FP8 inputs run the FP8 forward kernel, which has "
+                                  f"no split-KV or GQA-packed (decoding) variant: pass "
+                                  f"num_splits=1 and pack_gqa=None (got {num_splits}, "
+                                  f"{pack_gqa})")
+    dims = _check_shapes(q.shape, k.shape, v.shape)
+    D, Dv = dims[3], dims[6]
+    if D not in FP8_HEAD_DIMS or Dv not in FP8_HEAD_DIMS:
+        raise NotImplementedError(f"fa3 {fn}: the FP8 kernels take head dims "
+                                  f"{' and '.join(map(str, FP8_HEAD_DIMS))}, got head_dim {D}"
+                                  + (f", head_dim_v {Dv}" if Dv != D else ""))
+    return dims
+
+
+def _fp8_fwd(torch, q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal,
+             window_size, softcap, return_lse, kernel_dir, kernel, out, lse_out, jit,
+             num_splits=1, pack_gqa=None):
+    """flash_attn_func on FP8 inputs: the checks, then the custom op as
+    Dynamo traces it (torch.ops.fa3.flash_attn_fp8_fwd), else the eager
+    launch."""
+    B, Sq, Hq, D, Skv, Hkv, Dv = _check_fp8(torch, q, k, v, q_descale, k_descale, v_descale,
+                                            num_splits, pack_gqa)
+    window_size = _window(window_size)
+    _check_out(torch, q, out, lse_out, B, Sq, Hq, Dv, torch.bfloat16)
+    # the descales' shapes, dtypes and devices, before any kernel is chosen
+    # (their strides are taken at launch)
+    _fp8_descales(torch, q_descale, k_descale, v_descale, q.device, B, Sq, Skv, Hq, Hkv,
+                  check_only=True)
+    if torch.compiler.is_compiling():
+        from . import torch_ops  # noqa: F401  (registers torch.ops.fa3.flash_attn_fp8_fwd)
+        o, lse = torch.ops.fa3.flash_attn_fp8_fwd.default(
+            q, k, v, q_descale, k_descale, v_descale,
+            None if softmax_scale is None else float(softmax_scale), bool(causal),
+            list(window_size), float(softcap), _op_path(kernel_dir),
+            None if kernel is None else _op_path(kernel.facts_path), jit)
+        return _copied_out(o, lse, out, lse_out, return_lse)
+    return _eager_fp8(torch, q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal,
+                      window_size, softcap, return_lse, kernel_dir, kernel, out, lse_out, jit)
+
+
+def _eager_fp8(torch, q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal,
+               window_size, softcap, return_lse, kernel_dir, kernel, out, lse_out, jit):
+    """The FP8 kernel's launch (and the op's, fa3.torch_ops): o bfloat16."""
+    from . import runtime
+    B, Sq, Hq, D, Skv, Hkv, Dv = _check_fp8(torch, q, k, v, q_descale, k_descale, v_descale,
+                                            grad_check=False)
+    window_size = _window(window_size)
+    fields, keep = _fp8_descales(torch, q_descale, k_descale, v_descale, q.device, B, Sq, Skv,
+                                 Hq, Hkv)
+    dev = q.device.index if q.device.index is not None else torch.cuda.current_device()
+    kobj = _launchable_kernel(kernel, "e4m3", D, Dv, causal, window_size, softcap, kernel_dir,
+                              jit, dev, torch.cuda.device)
+    # TMA reads rows of D contiguous elements: make the last dim contiguous
+    q, k, v = [t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v)]
+    _check_out(torch, q, out, lse_out, B, Sq, Hq, Dv, torch.bfloat16)
+    o, lse, return_lse = _outputs(torch, q, (B, Sq, Hq, Dv), (B, Hq, Sq), out, lse_out,
+                                  return_lse, torch.bfloat16)
+    counter = _graph_tile_counter(torch, kobj, q.device)
+    t = runtime.tensor
+    args = runtime.fwd_args(t(q.data_ptr(), *_bhsd(q), name="q"),
+                            t(k.data_ptr(), *_bhsd(k), name="k"),
+                            t(v.data_ptr(), *_bhsd(v), name="v"),
+                            t(o.data_ptr(), *_bhsd(o), name="o"),
+                            lse.data_ptr() if lse is not None else 0, softmax_scale, "e4m3",
+                            counter.data_ptr() if counter is not None else 0,
+                            o_dtype="bf16", **fields)
+    with torch.cuda.device(dev):
+        kobj.fwd(args, torch.cuda.current_stream(dev).cuda_stream)
+    del keep    # (expanded descales: freed after the launch, stream-ordered)
     return (o, lse) if return_lse else o
 
 
@@ -735,7 +963,8 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: in
                "k_descale": k_descale, "v_descale": v_descale}
     for name, value in refused.items():
         if value is not None:
-            raise NotImplementedError(f"{name} is not supported: pass None")
+            raise NotImplementedError(f"{name} is not supported: pass None"
+                                      + (_FP8_ELSEWHERE if name.endswith("_descale") else ""))
     if attention_chunk:
         raise NotImplementedError(f"attention_chunk is not supported: pass 0, got "
                                   f"{attention_chunk}")
@@ -1265,7 +1494,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
                "scheduler_metadata": scheduler_metadata}
     for name, value in refused.items():
         if value is not None:
-            raise NotImplementedError(f"{fn}: {name} is not supported: pass None")
+            raise NotImplementedError(f"{fn}: {name} is not supported: pass None"
+                                      + (_FP8_ELSEWHERE if name.endswith("_descale") else ""))
     if attention_chunk:
         raise NotImplementedError(f"{fn}: attention_chunk is not supported: pass 0, got "
                                   f"{attention_chunk}")
@@ -1295,6 +1525,10 @@ def flash_attn_bhsd(q, k, v, o=None, lse=None, softmax_scale=None, causal=False,
     from . import runtime
 
     dt = _dtype_name(torch, q.dtype)
+    if dt == "e4m3" or _any_fp8(torch, k, v):
+        raise NotImplementedError("fa3 flash_attn_bhsd takes bf16 or f16: FP8 "
+                                  "(torch.float8_e4m3fn) inputs, with their descales, go "
+                                  "through flash_attn_func (BSHD)")
     if dt is None or not (q.dtype == k.dtype == v.dtype):
         raise ValueError(f"q, k, v must all be bf16 or all f16, got {q.dtype}, {k.dtype}, "
                          f"{v.dtype}")

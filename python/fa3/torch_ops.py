@@ -63,6 +63,18 @@ lse only. A separate op from flash_attn_decode_fwd, so that calls that
 append nothing (and flash_attn_func's split calls) are not taken to write
 their k and v.
 
+    torch.ops.fa3.flash_attn_fp8_fwd(q, k, v, q_descale, k_descale, v_descale,
+                                     softmax_scale, causal, window_size, softcap,
+                                     kernel_dir, kernel_facts, jit) -> (out, lse)
+
+is flash_attn_func's on FP8 inputs: q, k, v torch.float8_e4m3fn (BSHD),
+the float32 descales None or in the forms flash_attn_func takes (0-d; [B,
+Hkv] or [B, Hq]; [B, H, ceil(S / 128)] for q and k); out [B, Sq, Hq, Dv]
+bfloat16, lse [B, Hq, Sq] float32. No autograd (the FP8 kernels are
+forward-only: flash_attn_func refuses inputs that require grad). A separate
+op from flash_attn_fwd, whose schema and autograd stay those of the bf16 /
+f16 kernels.
+
 Autograd: flash_attn_fwd's backward (torch.library.register_autograd) is
 flash_attn_bwd, so that flash_attn_func differentiates in eager code (where
 grad is needed it calls the op) and under torch.compile (AOTAutograd traces
@@ -270,6 +282,31 @@ def _flash_attn_decode_append_fwd_fake(q, k_cache, v_cache, k_new, v_new, sequse
                                 softcap, kernel_dir, kernel_facts, jit)
 
 
+FP8_OP_NAME = "fa3::flash_attn_fp8_fwd"
+FP8_SCHEMA = ("flash_attn_fp8_fwd(Tensor q, Tensor k, Tensor v, Tensor? q_descale, "
+              "Tensor? k_descale, Tensor? v_descale, float? softmax_scale, bool causal, "
+              "int[] window_size, float softcap, str? kernel_dir, str? kernel_facts, bool? jit) "
+              "-> (Tensor out, Tensor lse)")
+
+
+def flash_attn_fp8_fwd(q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal,
+                       window_size, softcap, kernel_dir, kernel_facts, jit):
+    """The CUDA implementation: flash_attn_func's FP8 eager path, lse
+    computed."""
+    from . import torch_api
+    return torch_api._eager_fp8(torch, q, k, v, q_descale, k_descale, v_descale, softmax_scale,
+                                causal, window_size, softcap, True, kernel_dir,
+                                _kernel_from_facts(kernel_facts), None, None, jit)
+
+
+def _flash_attn_fp8_fwd_fake(q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal,
+                             window_size, softcap, kernel_dir, kernel_facts, jit):
+    B, Sq, Hq, _ = q.shape
+    Dv = v.shape[3]
+    return (q.new_empty((B, Sq, Hq, Dv), dtype=torch.bfloat16),
+            q.new_empty((B, Hq, Sq), dtype=torch.float32))
+
+
 # torch.library.Library + impl rather than torch.library.custom_op: the
 # latter's Python autograd layer costs ~50 us a call (H200, torch 2.11),
 # more than the launch itself
@@ -291,3 +328,6 @@ torch.library.register_fake(DECODE_OP_NAME, _flash_attn_decode_fwd_fake, lib=_li
 _lib.define(APPEND_SCHEMA)
 _lib.impl("flash_attn_decode_append_fwd", flash_attn_decode_append_fwd, "CUDA")
 torch.library.register_fake(APPEND_OP_NAME, _flash_attn_decode_append_fwd_fake, lib=_lib)
+_lib.define(FP8_SCHEMA)
+_lib.impl("flash_attn_fp8_fwd", flash_attn_fp8_fwd, "CUDA")
+torch.library.register_fake(FP8_OP_NAME, _flash_attn_fp8_fwd_fake, lib=_lib)

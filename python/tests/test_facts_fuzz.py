@@ -37,7 +37,7 @@ window_left -1
 window_right 0
 softcap 0
 scale 0.088388347648318447
-params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv oStrideB oStrideS oStrideH scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK maxSeqlenQ numSplits oAccum lseAccum pageTable pageTableStride pageSize
+params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv oStrideB oStrideS oStrideH scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK maxSeqlenQ numSplits oAccum lseAccum pageTable pageTableStride pageSize qDescale kDescale vDescale qDescaleStrideB qDescaleStrideH qDescaleStrideM kDescaleStrideB kDescaleStrideH kDescaleStrideN vDescaleStrideB vDescaleStrideH
 cubin fa3_fwd_d128_bf16_causal_kernel.cubin
 """
 
@@ -59,7 +59,7 @@ window_left -1
 window_right -1
 softcap 0
 scale 0.088388347648318447
-params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv oStrideB oStrideS oStrideH scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK maxSeqlenQ numSplits oAccum lseAccum pageTable pageTableStride pageSize
+params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv oStrideB oStrideS oStrideH scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK maxSeqlenQ numSplits oAccum lseAccum pageTable pageTableStride pageSize qDescale kDescale vDescale qDescaleStrideB qDescaleStrideH qDescaleStrideM kDescaleStrideB kDescaleStrideH kDescaleStrideN vDescaleStrideB vDescaleStrideH
 varlen 0
 split_kv 1
 pack_gqa 1
@@ -88,6 +88,13 @@ varlen 0
 backward 1
 """
 
+# an FP8 kernel's (facts `dtype e4m3`: forward only, fixed lengths, head
+# dims 128 and 256)
+FP8_BASE = (BASE.replace(b"dtype bf16", b"dtype e4m3")
+            .replace(b"fa3_fwd_d128_bf16_causal", b"fa3_fwd_d128_e4m3_causal"))
+FP8_PARAMS = (" qDescale kDescale vDescale qDescaleStrideB qDescaleStrideH qDescaleStrideM"
+              " kDescaleStrideB kDescaleStrideH kDescaleStrideN vDescaleStrideB vDescaleStrideH")
+
 FIELDS = ("version", "kernel", "dtype", "head_dim", "head_dim_v", "block_m", "block_n",
           "threads", "dynamic_smem", "causal", "window_left", "window_right", "softcap",
           "scale", "persistent", "cluster_m", "cubin", "varlen", "backward", "split_kv",
@@ -104,7 +111,7 @@ VALUES = [
     "1e-300", "1e-320", "1e-400", "4.9e-324", "2.4e-324", "1.7976931348623157e308", "nan",
     "NaN", "inf", "-inf", "Infinity", "0x1p-3", "1e", "1e+", "--1", "0.088388347648318447",
     "\u0661\u0662\u0668".encode().decode("latin-1"),  # Arabic-Indic 128 (Python int() takes it)
-    "bf16", "f16", "f32", "BF16", "tiles", "persistent", "Tiles",
+    "bf16", "f16", "f32", "BF16", "e4m3", "E4M3", "e5m2", "tiles", "persistent", "Tiles",
     "k", "_k", "9k", "k-1", "k.v", "K" * 255, "K" * 256, "k$", "x.cubin", "/etc/passwd", "..",
     ".", "...", "a/b", "a b", "-x", "~", "mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv",
 ]
@@ -121,7 +128,7 @@ def c_parse(rt, data: bytes):
         return None
     d = {k: getattr(f, k) for k in FIELDS}
     d["kernel"], d["cubin"] = f.kernel.decode("ascii"), f.cubin.decode("ascii")
-    d["dtype"] = {1: "bf16", 2: "f16"}[f.dtype]
+    d["dtype"] = {1: "bf16", 2: "f16", 3: "e4m3"}[f.dtype]
     for k in ("causal", "persistent", "varlen", "backward", "split_kv", "pack_gqa"):
         d[k] = bool(d[k])
     return d
@@ -158,7 +165,7 @@ def with_line(key: str, line, data=BASE) -> bytes:
 
 def crafted():
     """One file per rule edge of the grammar."""
-    for base in (BASE, BWD_BASE, DEC_BASE):
+    for base in (BASE, BWD_BASE, DEC_BASE, FP8_BASE):
         keys = [ln.split(b" ", 1)[0].decode() for ln in base.splitlines()
                 if ln and not ln.startswith(b"#")]
         for key in keys:
@@ -192,6 +199,17 @@ def crafted():
         yield BWD_BASE + f"{key} 0\n".encode()
     yield with_line("params", "params " + F.BWD_KERNEL_PARAMS, DEC_BASE) + b"backward 1\n"
     yield with_line("split_kv", "split_kv 0", with_line("pack_gqa", "pack_gqa 0", DEC_BASE))
+    # what an FP8 kernel is not (the compiler builds none of these)
+    for extra in (b"varlen 1\n", b"varlen 0\n", b"split_kv 1\n", b"pack_gqa 1\n",
+                  b"split_kv 0\npack_gqa 0\n"):
+        yield with_line("grid", "grid tiles", FP8_BASE) + extra
+    yield DEC_BASE.replace(b"dtype bf16", b"dtype e4m3")
+    yield BWD_BASE.replace(b"dtype f16", b"dtype e4m3")
+    yield BWD_BASE.replace(b"dtype f16", b"dtype e4m3").replace(b"head_dim 64", b"head_dim 128")
+    for d, dv in ((64, 64), (192, 192), (256, 256), (128, 256), (256, 128), (192, 128),
+                  (96, 96)):
+        yield with_line("head_dim_v", f"head_dim_v {dv}",
+                        with_line("head_dim", f"head_dim {d}", FP8_BASE))
     yield b""
     yield b"\n\n# only a comment\n"
     yield b"  # comment first\n\n" + BASE
@@ -224,15 +242,21 @@ def crafted():
     yield with_line("params", "params  mapQ\tmapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv "
                     "oStrideB oStrideS oStrideH   scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK "
                     "maxSeqlenQ\tnumSplits oAccum  lseAccum")
+    # the whole list, blanks and tabs between the names: accepted
+    yield with_line("params", "params  " + "\t \t".join(F.KERNEL_PARAMS.split(" ")) + " ")
     yield with_line("params", "params  mapQ\ttmK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv "
                     "oStrideB oStrideS oStrideH   scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK "
                     "maxSeqlenQ numSplits oAccum lseAccum pageTable pageTableStride pageSize")
     yield with_line("params", "params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv "
                     "oStrideB oStrideS oStrideH scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK maxSeqlenQ "
-                    "numSplits oAccum lseAccum pageTable pageTableStride pageSize extra")
+                    "numSplits oAccum lseAccum pageTable pageTableStride pageSize" + FP8_PARAMS
+                    + " extra")
     yield with_line("params", "params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv "
                     "oStrideB oStrideS oStrideH scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK "
-                    "maxSeqlenQ numSplits oAccum lseAccum pageTable pageTableStride pageSize\x0b")
+                    "maxSeqlenQ numSplits oAccum lseAccum pageTable pageTableStride pageSize"
+                    + FP8_PARAMS + "\x0b")
+    # the ABI before FP8 (0.6's): refused by its names
+    yield with_line("params", "params " + F.KERNEL_PARAMS.replace(FP8_PARAMS, ""))
     # the ABI before split-KV (0.5's): refused by its names
     yield with_line("params", "params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv "
                     "oStrideB oStrideS oStrideH scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK "
@@ -301,6 +325,8 @@ def test_crafted_files_parse_alike(rt):
     assert same(c_parse(rt, BASE), py_parse(BASE)) and py_parse(BASE) is not None
     assert same(c_parse(rt, BWD_BASE), py_parse(BWD_BASE)) and py_parse(BWD_BASE)["backward"]
     assert same(c_parse(rt, DEC_BASE), py_parse(DEC_BASE)) and py_parse(DEC_BASE)["split_kv"]
+    assert same(c_parse(rt, FP8_BASE), py_parse(FP8_BASE))
+    assert py_parse(FP8_BASE)["dtype"] == "e4m3"
     failures, n, accepted = [], 0, 0
     for data in crafted():
         n += 1
@@ -313,7 +339,7 @@ def test_mutated_files_parse_alike(rt):
     rng = random.Random(SEED)
     failures, accepted = [], 0
     for i in range(CASES):
-        base = (BASE, BASE, BWD_BASE, BASE, DEC_BASE)[i % 5]
+        base = (BASE, BASE, BWD_BASE, BASE, DEC_BASE, FP8_BASE)[i % 6]
         accepted += check(rt, mutate(rng, base), failures)
     assert not failures, (f"{len(failures)} of {CASES} mutations (seed {SEED}) parse "
                           f"differently:\n" + report(failures))

@@ -387,3 +387,73 @@ print('ok')
 """
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0 and "ok" in r.stdout, r.stdout + r.stderr
+
+
+def test_check_fp8_table_and_routing(tmp_path):
+    """check_fp8.py's runs: a history line of test/gpu, the table of record
+    of a full run (per kernel its worst rel. error, z and lse beside its
+    SASS check; failures; the accuracy table with the paper's numbers);
+    --only runs are history only."""
+    results = [dict(kernel="fa3_fwd_d128_e4m3_kernel", case="random", mode="block", B=2,
+                    Sq=333, Skv=333, Hq=8, Hkv=2, rel_err_o=0.015, rel_err_o_emul=0.016,
+                    max_z=3.5, max_abs_err_rel=0.012, max_abs_err_lse=2e-4, ok=True),
+               dict(kernel="fa3_fwd_d128_e4m3_kernel", case="random", mode="fa3", B=2,
+                    Sq=1041, Skv=333, Hq=8, Hkv=2, rel_err_o=0.3, max_z=40.0, ok=False),
+               dict(kernel="fa3_fwd_d128_e4m3_kernel", case="error: misaligned q", mode="-",
+                    B=0, Sq=0, Skv=0, Hq=0, Hkv=0, ok=True, message="not 16-byte aligned")]
+    sass = {"fa3_fwd_d128_e4m3_kernel": dict(hgmma=24, hgmma_e4m3=24, local_mem_insts=0,
+                                             ok=True)}
+    paper = [dict(hdim=128, method="fp8 per-tensor", rmse=2.0e-2, rmse_emul=1.9e-2,
+                  paper=2.4e-2, ok=True),
+             dict(hdim=128, method="fp8 block + Hadamard", rmse=9.0e-3, rmse_emul=9.2e-3,
+                  paper=9.1e-3, ok=True),
+             dict(hdim=128, method="bf16 (ours)", rmse=None, ok=True, note="no bf16 kernel")]
+    meta = dict(gpu="NVIDIA H200", torch="2.11", kernel_dir="k", seed=5, o_rel_tol=0.05,
+                z_max=8.0, lse_abs_tol=1e-2, emul_ratio=1.5, paper_size=dict(B=1, H=8, S=4096))
+    entry = records.new_entry("check_fp8", "python3 test/gpu/check_fp8.py k --out o",
+                              "2026-12-02T100000", full=True, meta=meta, sass=sass,
+                              results=results, paper=paper)
+    out = tmp_path / "out"
+    assert records.record(out, entry) == "check_fp8"
+    text = section(out / records.TABLE, "check_fp8")
+    assert "**2/3 cases passed; 1 failure(s) in total**" in text
+    assert ("| fa3_fwd_d128_e4m3_kernel | 2/3 | 3.00e-01 | 1.60e-02 | 40.00 | 1.20e-02 | "
+            "2.00e-04 | 24 (24) | 0 |") in text
+    assert "- fa3_fwd_d128_e4m3_kernel: random (fa3, B=2 Sq=1041 Skv=333 Hq=8 Hkv=2)" in text
+    assert "| 128 | fp8 block + Hadamard | 9.00e-03 | 9.20e-03 | 9.1e-03 |" in text
+    assert "| 128 | bf16 (ours) | - | - | - |" in text and "no bf16 kernel" in text
+    assert records.section_key(dict(entry, full=False)) is None
+    root = tmp_path / "repo"
+    added, _ = records.merge(out, root)
+    assert [e["kind"] for e in added] == ["check_fp8"]
+    assert (root / "test/gpu" / records.HISTORY).exists()
+
+
+def test_bench_fp8_table_and_routing(tmp_path):
+    """bench_fp8.py's runs: bench/'s history, the full grid's table with
+    fp8 beside bf16 and FA3's FP8 target ('-' where not measured)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import bench_fp8   # imports without torch (torch only in main)
+    rows = []
+    for causal in (False, True):
+        for s in (512, 1024):
+            t = bench_fp8.fa3_target(128, causal, s)
+            rows.append(dict(hdim=128, causal=causal, seqlen=s, batch=16384 // s, heads=16,
+                             kernel="fa3_fwd_d128_e4m3_kernel", descale="head",
+                             fa3_fp8_tflops=t, fp8_ms=0.5, fp8_tflops=700.0, bf16_ms=0.8,
+                             bf16_tflops=500.0, fp8_over_bf16=1.4, fp8_rel_err_vs_bf16=0.05))
+    assert rows[0]["fa3_fp8_tflops"] == 547 and rows[1]["fa3_fp8_tflops"] is None
+    meta = dict(gpu="NVIDIA H200", torch="2.11", timer="do_bench", warmup_ms=25, rep_ms=100,
+                tokens=16384, hidden=2048)
+    entry = records.new_entry("bench_fp8", "python3 bench/bench_fp8.py --kernel-dir k",
+                              "2026-12-02T110000", full=True, meta=meta, rows=rows)
+    out = tmp_path / "out"
+    assert records.record(out, entry) == "bench_fp8"
+    text = section(out / records.TABLE, "bench_fp8")
+    assert "| 128 | full | 512 | 700 | 500 | 1.40 | 547 | 1.28 | 0.500 | 5.0e-02 |" in text
+    assert "| 128 | full | 1k | 700 | 500 | 1.40 | - | - | 0.500 | 5.0e-02 |" in text
+    assert "| 128 | causal | 512 | 700 | 500 | 1.40 | 331 | 2.11 |" in text
+    root = tmp_path / "repo"
+    added, _ = records.merge(out, root)
+    assert [e["kind"] for e in added] == ["bench_fp8"]
+    assert (root / "bench" / records.HISTORY).exists()

@@ -56,9 +56,15 @@ extern "C" {
  * seqlens_out, fa3rt_fwd_launch snew, append_grid and append_block, each
  * at its end; fa3rt_fwd launches <kernel>_append (FA3RT_FWD_APPEND_PARAM,
  * split_kv cubins need it) before the kernel, which then reads seqlens_out
- * as its seqUsedK. */
+ * as its seqUsedK.
+ * 0.7: FP8 forward kernels (facts `dtype e4m3`; docs/runtime.md, FP8):
+ * fa3rt_dtype gains FA3RT_E4M3 (q, k, v float8_e4m3fn, o bf16); the
+ * forward kernel takes qDescale, kDescale, vDescale and their eight i32
+ * strides last (fa3rt_abi.def; facts `params` lists them: older facts and
+ * cubins are refused); fa3rt_fwd_args gains o_dtype, q_descale,
+ * k_descale, v_descale and their strides, each at its end. */
 #define FA3RT_VERSION_MAJOR 0
-#define FA3RT_VERSION_MINOR 6
+#define FA3RT_VERSION_MINOR 7
 /* Highest version of the facts file format this runtime reads. */
 #define FA3RT_FACTS_VERSION 1
 /* Largest softmax scale taken (facts `scale`, fa3rt_fwd_args.softmax_scale),
@@ -85,10 +91,15 @@ typedef enum fa3rt_status {
   FA3RT_ERR_OUT_OF_MEMORY = 6     /* host allocation failed */
 } fa3rt_status;
 
+/* A kernel's element type (facts `dtype`). FA3RT_E4M3: q, k and v are
+ * float8_e4m3fn (1 byte: torch.float8_e4m3fn), o is bf16; forward kernels
+ * only (no backward, varlen or decoding FP8 kernel: their facts are
+ * refused), head dims 128 and 256. */
 typedef enum fa3rt_dtype {
   FA3RT_DTYPE_INVALID = 0,
   FA3RT_BF16 = 1,
-  FA3RT_F16 = 2
+  FA3RT_F16 = 2,
+  FA3RT_E4M3 = 3
 } fa3rt_dtype;
 
 /* The launch facts of one kernel (parsed from its .facts file; the ranges are
@@ -97,7 +108,10 @@ typedef enum fa3rt_dtype {
 typedef struct fa3rt_facts {
   int version;            /* "fa3-kernel-facts N", 1 to FA3RT_FACTS_VERSION */
   char kernel[256];       /* function name in the cubin: a C identifier */
-  fa3rt_dtype dtype;      /* element type of q, k, v and o */
+  fa3rt_dtype dtype;      /* element type of q, k, v and o (FA3RT_E4M3: of
+                             q, k, v; o is bf16; needs backward, varlen,
+                             split_kv and pack_gqa 0, head_dim and
+                             head_dim_v 128 or 256) */
   int head_dim;           /* D of q and k: 8 to 256, a multiple of 8 */
   int head_dim_v;         /* D of v and o: likewise */
   int block_m, block_n;   /* rows of Q per CTA, rows of K/V per TMA box: 1 to 256 */
@@ -133,7 +147,9 @@ typedef struct fa3rt_facts {
  * elements for each of those dims (any storage order: BSHD, BHSD, ...).
  * Shapes 0 to 2^31-1; ptr 16-byte aligned and the tensor's bytes below 2^63;
  * strides of dims of extent > 1: D 1, the others 1 to 2^40 bytes, multiples of
- * 16 bytes (a dim of extent 1 may carry any stride). */
+ * 16 bytes (a dim of extent 1 may carry any stride). Bytes count the
+ * element's: 2 (bf16, f16), 1 for an e4m3 kernel's q, k and v (whose o is
+ * bf16: 2). */
 typedef struct fa3rt_tensor {
   uint64_t ptr;           /* CUdeviceptr */
   int64_t shape[4];
@@ -149,7 +165,9 @@ typedef struct fa3rt_fwd_args {
   uint64_t lse;           /* f32 [B, Hq, Sq] contiguous (natural log), or 0: not written */
   double softmax_scale;   /* 0 or NaN: the kernel's facts scale; else
                              0 < softmax_scale <= FA3RT_SCALE_MAX */
-  fa3rt_dtype dtype;      /* element type of q, k, v, o */
+  fa3rt_dtype dtype;      /* element type of q, k, v, o: the kernel's facts
+                             dtype (FA3RT_E4M3: q, k, v e4m3, o bf16; see
+                             o_dtype) */
   uint64_t tile_counter;  /* 0, or 8 bytes of device memory, 4-byte aligned and
                              zero, for the persistent kernels' tile scheduler
                              (the kernel leaves them zero); launches that share
@@ -248,6 +266,30 @@ typedef struct fa3rt_fwd_args {
                              page table: a workspace, written with
                              seqused_k[b] + Snew (needed where rows are
                              appended), or 0 */
+  /* FP8 (kernels whose facts say `dtype e4m3`; docs/runtime.md, FP8).
+   * o_dtype: o's element type, 0 for the kernel's (its dtype; bf16 for
+   * e4m3), else it must be that one (a caller's statement, checked). The
+   * kernel computes S = (Q K^T) * qd * kd and O = (P V) * vd with f32
+   * descale factors read from device memory: q_descale[b * stride_b + hq *
+   * stride_h + (m / 128) * stride_m] for query row m of q head hq,
+   * k_descale[b * stride_b + hkv * stride_h + (n / 128) * stride_n] for
+   * key row n, v_descale[b * stride_b + hkv * stride_h]. Each pointer 0:
+   * 1.0 (its strides must then be 0); else f32 on the device, 4-byte
+   * aligned, below 2^63. Strides in elements, 0 to 2^31-1 (0 broadcasts:
+   * FlashAttention-3's (B, Hkv) descale is stride_b Hkv, stride_h 1,
+   * stride_n 0; a per-tensor scale all 0), and the last element read
+   * (each index at its extent - 1: B, the heads, ceil(Sq / 128) or
+   * ceil(Skv / 128) blocks) at most 2^31-1 (the kernel's i32 index). The
+   * values are read on the GPU only. Kernels of another dtype take none:
+   * every field 0 (o_dtype 0 or their dtype); a descale given to them is
+   * refused, not ignored. */
+  fa3rt_dtype o_dtype;    /* 0, or the kernel's o type (bf16 for e4m3) */
+  uint64_t q_descale;     /* f32 [B, Hq, ceil(Sq / 128)] by the strides, or 0 */
+  uint64_t k_descale;     /* f32 [B, Hkv, ceil(Skv / 128)], or 0 */
+  uint64_t v_descale;     /* f32 [B, Hkv], or 0 */
+  int64_t q_descale_stride_b, q_descale_stride_h, q_descale_stride_m;
+  int64_t k_descale_stride_b, k_descale_stride_h, k_descale_stride_n;
+  int64_t v_descale_stride_b, v_descale_stride_h;
 } fa3rt_fwd_args;
 
 /* What fa3rt_fwd_plan() derived from valid arguments. */
@@ -319,7 +361,8 @@ typedef struct fa3rt_bwd_args {
                              (the kernel takes one set for both) */
   double softmax_scale;   /* 0 or NaN: the kernel's facts scale; else
                              0 < softmax_scale <= FA3RT_SCALE_MAX */
-  fa3rt_dtype dtype;      /* element type of q, k, v, dout, o, dq, dk, dv */
+  fa3rt_dtype dtype;      /* element type of q, k, v, dout, o, dq, dk, dv:
+                             bf16 or f16 (no FP8 backward) */
 } fa3rt_bwd_args;
 
 /* What fa3rt_bwd_plan() derived from valid arguments. */

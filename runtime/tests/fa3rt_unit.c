@@ -1,7 +1,9 @@
 /* Unit test of libfa3rt without a GPU: the facts parser, argument validation and
  * the error messages. Built and run by python/tests/test_runtime.py (linked
- * against the CUDA link stub; no CUDA call succeeds or is needed here, except
- * one that checks the message of a failing driver call).
+ * against the CUDA link stub). The driver calls fa3rt.c makes are faked
+ * here (fake_cuda.h: the program's definitions take the stub's place): off,
+ * each fails as without a driver; on, a fake H100 records the tensor maps
+ * and the kernel parameters of fa3rt_fwd's launches.
  *
  *   gcc -std=c11 -Iruntime/include -I/usr/local/cuda/include runtime/fa3rt.c \
  *       runtime/tests/fa3rt_unit.c -L/usr/local/cuda/lib64/stubs -lcuda -pthread -lm
@@ -12,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "fake_cuda.h"
 
 static int g_fail, g_n;
 
@@ -56,7 +60,8 @@ static const char *kFacts =
     "softcap 0\n"
     "scale 0.08838834764831845\n"
     "some_future_key whatever it says\n"
-    "params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv   oStrideB oStrideS oStrideH scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK maxSeqlenQ numSplits oAccum lseAccum pageTable pageTableStride pageSize\n"
+    "params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv   oStrideB oStrideS oStrideH scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK maxSeqlenQ numSplits oAccum lseAccum pageTable pageTableStride pageSize "
+    "qDescale kDescale vDescale qDescaleStrideB qDescaleStrideH qDescaleStrideM kDescaleStrideB kDescaleStrideH kDescaleStrideN vDescaleStrideB vDescaleStrideH\n"
     "grid tiles\n";
 
 /* A decoding kernel's facts (Fa3AttentionSpec.decode): split-KV and GQA
@@ -77,7 +82,8 @@ static const char *kDecFacts =
     "softcap 0\n"
     "scale 0.08838834764831845\n"
     "params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv oStrideB oStrideS oStrideH "
-    "scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK maxSeqlenQ numSplits oAccum lseAccum pageTable pageTableStride pageSize\n"
+    "scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK maxSeqlenQ numSplits oAccum lseAccum pageTable pageTableStride pageSize "
+    "qDescale kDescale vDescale qDescaleStrideB qDescaleStrideH qDescaleStrideM kDescaleStrideB kDescaleStrideH kDescaleStrideN vDescaleStrideB vDescaleStrideH\n"
     "grid tiles\n"
     "cluster_m 1\n"
     "varlen 0\n"
@@ -148,7 +154,8 @@ static void test_facts(void) {
   t = facts_with("scale", NULL);
   EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS, "scale"));
   t = facts_with("dtype", "dtype f32");
-  EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS, "dtype 'f32' is not supported"));
+  EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS,
+                "facts line 4: dtype 'f32' is not supported (bf16, f16 or e4m3)"));
   t = facts_with("head_dim", "head_dim 12x");
   EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS,
                 "facts line 5: head_dim: '12x' is not an integer (8 to 256, a multiple of 8)"));
@@ -315,7 +322,8 @@ static void test_plan(void) {
   } while (0)
 
   BAD(a.dtype = FA3RT_F16, "dtype f16 does not match kernel fa3_fwd_d128_bf16_causal (dtype bf16)");
-  BAD(a.dtype = (fa3rt_dtype)7, "invalid dtype 7");
+  BAD(a.dtype = (fa3rt_dtype)7, "invalid dtype 7 (expected FA3RT_BF16, FA3RT_F16 or FA3RT_E4M3)");
+  BAD(a.dtype = FA3RT_E4M3, "dtype e4m3 does not match kernel fa3_fwd_d128_bf16_causal (dtype bf16)");
   BAD(a.q.shape[3] = 64, "q head dim (shape[3]) is 64 but kernel fa3_fwd_d128_bf16_causal has head_dim 128");
   BAD(a.k.shape[3] = 64, "k head dim");
   BAD(a.v.shape[3] = 64, "v head dim (shape[3]) is 64 but kernel fa3_fwd_d128_bf16_causal has head_dim_v 128");
@@ -386,7 +394,7 @@ static void test_plan(void) {
   BAD_FACTS(g.scale = NAN, "facts.scale: nan is out of range");
   BAD_FACTS(g.softcap = -1, "facts.softcap: -1 is out of range");
   BAD_FACTS(g.persistent = 7, "facts.grid: not tiles or persistent");
-  BAD_FACTS(g.dtype = (fa3rt_dtype)9, "facts.dtype: not bf16 or f16");
+  BAD_FACTS(g.dtype = (fa3rt_dtype)9, "facts.dtype: not bf16, f16 or e4m3");
   BAD_FACTS(g.version = 0, "facts.version: 0 is out of range (1 to 1)");
   BAD_FACTS(memset(g.kernel, 'x', sizeof g.kernel), "facts.kernel: not a C identifier");
   BAD_FACTS(g.kernel[0] = 0, "facts.kernel: not a C identifier");
@@ -1299,6 +1307,510 @@ static void test_append_plan(void) {
   EXPECT(fa3rt_fwd_plan(&fwd, &a, &L) == FA3RT_OK && L.snew == 0 && L.append_grid == 0);
 }
 
+/* FP8 kernels (facts `dtype e4m3`): q, k, v float8_e4m3fn (1 byte), o bf16,
+   f32 descale factors. */
+static const char *kFp8Facts =
+    "fa3-kernel-facts 1\n"
+    "kernel fa3_fwd_d128_e4m3_kernel\n"
+    "dtype e4m3\n"
+    "head_dim 128\n"
+    "head_dim_v 128\n"
+    "block_m 128\n"
+    "block_n 160\n"
+    "threads 384\n"
+    "dynamic_smem 180000\n"
+    "causal 0\n"
+    "window_left -1\n"
+    "window_right -1\n"
+    "softcap 0\n"
+    "scale 0.08838834764831845\n"
+    "params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv oStrideB oStrideS oStrideH "
+    "scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK maxSeqlenQ numSplits oAccum lseAccum pageTable "
+    "pageTableStride pageSize qDescale kDescale vDescale qDescaleStrideB qDescaleStrideH "
+    "qDescaleStrideM kDescaleStrideB kDescaleStrideH kDescaleStrideN vDescaleStrideB "
+    "vDescaleStrideH\n"
+    "grid persistent\n";
+
+/* the forward ABI's names in order, from the .def (as the runtime's) */
+static const char *const kFwdParamNames[] = {
+#define FA3RT_KERNEL_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning) #name,
+#include "fa3rt_abi.def"
+};
+#define NFWDPARAMS ((int)(sizeof kFwdParamNames / sizeof kFwdParamNames[0]))
+
+static void test_fp8_facts(void) {
+  fa3rt_facts f;
+  const char *t = kFp8Facts;
+  EXPECT(fa3rt_facts_parse(t, strlen(t), &f) == FA3RT_OK && f.dtype == FA3RT_E4M3 &&
+         f.head_dim == 128 && f.head_dim_v == 128 && f.block_n == 160 && f.persistent);
+  EXPECT(!strcmp(fa3rt_dtype_name(FA3RT_E4M3), "e4m3") &&
+         !strcmp(fa3rt_dtype_name(FA3RT_BF16), "bf16") &&
+         !strcmp(fa3rt_dtype_name((fa3rt_dtype)4), "invalid"));
+  char buf[4096];
+  strcpy(buf, text_with(kFp8Facts, "head_dim", "head_dim 256"));
+  t = text_with(buf, "head_dim_v", "head_dim_v 256");
+  EXPECT(fa3rt_facts_parse(t, strlen(t), &f) == FA3RT_OK && f.head_dim == 256 &&
+         f.head_dim_v == 256);
+  t = text_with(kFp8Facts, "grid", "grid tiles\ncluster_m 2");
+  EXPECT(fa3rt_facts_parse(t, strlen(t), &f) == FA3RT_OK && f.cluster_m == 2);
+  /* the 11 descale parameters end the forward list: facts of the ABI
+     before them (0.6's 26 names) are refused by their params */
+  EXPECT(NFWDPARAMS == 37);
+  static const char *const added[11] = {
+      "qDescale", "kDescale", "vDescale", "qDescaleStrideB", "qDescaleStrideH",
+      "qDescaleStrideM", "kDescaleStrideB", "kDescaleStrideH", "kDescaleStrideN",
+      "vDescaleStrideB", "vDescaleStrideH"};
+  for (int i = 0; i < 11 && NFWDPARAMS == 37; i++)
+    EXPECT(!strcmp(kFwdParamNames[26 + i], added[i]));
+  EXPECT(!strcmp(kFwdParamNames[25], "pageSize"));
+  t = text_with(kFp8Facts, "params",
+                "params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv oStrideB oStrideS "
+                "oStrideH scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK maxSeqlenQ numSplits oAccum "
+                "lseAccum pageTable pageTableStride pageSize");
+  EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS,
+                "facts line 15: kernel parameter list 'mapQ"));
+  EXPECT(strstr(fa3rt_last_error(), "is not the ABI this runtime launches ('mapQ mapK mapV "
+                "mapO O LSE tileCounter B Sq Skv Hq Hkv oStrideB oStrideS oStrideH scaleLog2 "
+                "cuSeqlensQ cuSeqlensK seqUsedK maxSeqlenQ numSplits oAccum lseAccum pageTable "
+                "pageTableStride pageSize qDescale kDescale vDescale qDescaleStrideB "
+                "qDescaleStrideH qDescaleStrideM kDescaleStrideB kDescaleStrideH "
+                "kDescaleStrideN vDescaleStrideB vDescaleStrideH'") != NULL);
+  /* the new names out of order */
+  t = text_with(kFp8Facts, "params",
+                "params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv oStrideB oStrideS "
+                "oStrideH scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK maxSeqlenQ numSplits oAccum "
+                "lseAccum pageTable pageTableStride pageSize qDescale kDescale vDescale "
+                "qDescaleStrideB qDescaleStrideH qDescaleStrideM kDescaleStrideB kDescaleStrideH "
+                "kDescaleStrideN vDescaleStrideH vDescaleStrideB");
+  EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS, "is not the ABI"));
+#define FP8_ERR(key, line, sub)                                                    \
+  do {                                                                           \
+    t = text_with(kFp8Facts, key, line);                                         \
+    EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS, sub));   \
+  } while (0)
+  FP8_ERR("dtype", "dtype fp8", "facts line 3: dtype 'fp8' is not supported (bf16, f16 or e4m3)");
+  FP8_ERR("dtype", "dtype e5m2", "dtype 'e5m2' is not supported");
+  FP8_ERR("dtype", "dtype E4M3", "dtype 'E4M3' is not supported");
+  /* what the compiler does not build in FP8 */
+  FP8_ERR("grid", "grid tiles\nvarlen 1",
+          "facts of kernel 'fa3_fwd_d128_e4m3_kernel': dtype e4m3 needs varlen 0 (the compiler "
+          "builds no FP8 varlen kernel yet)");
+  FP8_ERR("grid", "grid tiles\nsplit_kv 1",
+          "facts of kernel 'fa3_fwd_d128_e4m3_kernel': dtype e4m3 needs split_kv 0 (the compiler "
+          "builds no FP8 decoding kernel (split_kv, pack_gqa) yet)");
+  FP8_ERR("grid", "grid tiles\npack_gqa 1",
+          "dtype e4m3 needs pack_gqa 0 (the compiler builds no FP8 decoding kernel (split_kv, "
+          "pack_gqa) yet)");
+  FP8_ERR("head_dim", "head_dim 64",
+          "facts of kernel 'fa3_fwd_d128_e4m3_kernel': dtype e4m3 needs head_dim and head_dim_v "
+          "128 or 256, got 64 and 128 (the compiler builds FP8 kernels of those head dims only)");
+  FP8_ERR("head_dim_v", "head_dim_v 192", "dtype e4m3 needs head_dim and head_dim_v 128 or 256, "
+          "got 128 and 192");
+  FP8_ERR("head_dim", "head_dim 96", "got 96 and 128");
+  /* a varlen kernel's other rule comes first (it names its own key) */
+  FP8_ERR("grid", "grid tiles\nvarlen 1\ncluster_m 2", "varlen 1 needs cluster_m 1");
+#undef FP8_ERR
+  /* the backward: its own params, dtype e4m3 */
+  t = text_with(kBwdFacts, "dtype", "dtype e4m3");
+  EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS,
+                "facts of kernel 'fa3_bwd_d128_bf16_causal_kernel': dtype e4m3 needs backward 0 "
+                "(the compiler builds no FP8 backward yet)"));
+  /* a caller's struct is checked alike */
+  EXPECT(fa3rt_facts_parse(kFp8Facts, strlen(kFp8Facts), &f) == FA3RT_OK);
+  fa3rt_fwd_args a;
+  memset(&a, 0, sizeof a);
+  a.dtype = FA3RT_E4M3;
+  fa3rt_fwd_launch L;
+  fa3rt_facts g = f;
+  g.head_dim = 64;
+  EXPECT(err_is(fa3rt_fwd_plan(&g, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "dtype e4m3 needs head_dim and head_dim_v 128 or 256, got 64 and 128"));
+  g = f;
+  g.varlen = 1;
+  EXPECT(err_is(fa3rt_fwd_plan(&g, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "dtype e4m3 needs varlen 0"));
+  g = f;
+  g.split_kv = 1;
+  g.persistent = 0;
+  EXPECT(err_is(fa3rt_fwd_plan(&g, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "dtype e4m3 needs split_kv 0"));
+  g = f;
+  g.pack_gqa = 1;
+  g.persistent = 0;
+  EXPECT(err_is(fa3rt_fwd_plan(&g, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "dtype e4m3 needs pack_gqa 0"));
+  g = f;
+  g.backward = 1;
+  g.persistent = 0;
+  fa3rt_bwd_args b;
+  memset(&b, 0, sizeof b);
+  b.dtype = FA3RT_BF16;
+  fa3rt_bwd_launch BL;
+  EXPECT(err_is(fa3rt_bwd_plan(&g, &b, &BL), FA3RT_ERR_INVALID_ARGUMENT,
+                "dtype e4m3 needs backward 0 (the compiler builds no FP8 backward yet)"));
+  g.dtype = (fa3rt_dtype)4;
+  EXPECT(err_is(fa3rt_fwd_plan(&g, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "facts.dtype: not bf16, f16 or e4m3"));
+}
+
+/* [B, Sq, Hq / Hkv, D] e4m3 q, k, v, bf16 o, BSHD; dense descales:
+   q [B, Hq, ceil(Sq / 128)], k [B, Hkv, ceil(Skv / 128)], v [B, Hkv] */
+static fa3rt_fwd_args fp8_args(void) {
+  fa3rt_fwd_args a;
+  memset(&a, 0, sizeof a);
+  a.dtype = FA3RT_E4M3;
+  a.q = bshd(0x100000, 2, 1000, 8, 128);
+  a.k = bshd(0x200000, 2, 700, 2, 128);
+  a.v = bshd(0x300000, 2, 700, 2, 128);
+  a.o = bshd(0x400000, 2, 1000, 8, 128);
+  a.lse = 0x500000;
+  a.softmax_scale = NAN;
+  a.q_descale = 0x600000;
+  a.q_descale_stride_b = 8 * 8;
+  a.q_descale_stride_h = 8;
+  a.q_descale_stride_m = 1;
+  a.k_descale = 0x610000;
+  a.k_descale_stride_b = 2 * 6;
+  a.k_descale_stride_h = 6;
+  a.k_descale_stride_n = 1;
+  a.v_descale = 0x620000;
+  a.v_descale_stride_b = 2;
+  a.v_descale_stride_h = 1;
+  return a;
+}
+
+static void test_fp8_plan(void) {
+  fa3rt_facts f;
+  EXPECT(fa3rt_facts_parse(kFp8Facts, strlen(kFp8Facts), &f) == FA3RT_OK);
+  fa3rt_fwd_launch L;
+  fa3rt_fwd_args a = fp8_args();
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK);
+  EXPECT(L.grid[0] == 8 * 8 * 2 && L.B == 2 && L.Sq == 1000 && L.Skv == 700 && L.Hq == 8 &&
+         L.Hkv == 2 && L.kv_box_rows == 160 && !L.empty && !L.fill_only);
+  EXPECT(L.o_stride_b == 1000L * 8 * 128 && L.o_stride_s == 8 * 128 && L.o_stride_h == 128);
+  a.o_dtype = FA3RT_BF16; /* the caller's statement of o's type */
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK);
+  /* no descales (1.0 each), or broadcast ones: FlashAttention-3's (B, Hkv)
+     k and v descales (strides Hkv, 1, 0), a per-tensor q scale (all 0) */
+  a = fp8_args();
+  a.q_descale = a.k_descale = a.v_descale = 0;
+  a.q_descale_stride_b = a.q_descale_stride_h = a.q_descale_stride_m = 0;
+  a.k_descale_stride_b = a.k_descale_stride_h = a.k_descale_stride_n = 0;
+  a.v_descale_stride_b = a.v_descale_stride_h = 0;
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK);
+  a.q_descale = 0x600004;
+  a.k_descale = 0x610000;
+  a.k_descale_stride_b = 2;
+  a.k_descale_stride_h = 1;
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK);
+  /* the largest strides: the last element read at index 2^31-1 */
+  a = fp8_args();
+  a.q_descale_stride_b = INT32_MAX - 7 * 8 - 7; /* (B-1) sB + (Hq-1) 8 + (8-1) 1 */
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK);
+  a.q_descale_stride_b++;
+  EXPECT(err_is(fa3rt_fwd_plan(&f, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "q_descale: the last element read, index 2147483648 (b B-1, h Hq-1, block "
+                "ceil(Sq/128)-1 by the strides), is out of range (at most 2^31-1: the kernel's "
+                "i32 index)"));
+  a = fp8_args();
+  a.v_descale_stride_h = INT32_MAX; /* Hkv 2: index 2 + 2^31-1 */
+  EXPECT(err_is(fa3rt_fwd_plan(&f, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "v_descale: the last element read, index 2147483649 (b B-1, h Hkv-1 by the "
+                "strides)"));
+  a = fp8_args();
+  a.k_descale_stride_b = a.k_descale_stride_h = a.k_descale_stride_n = INT32_MAX;
+  EXPECT(err_is(fa3rt_fwd_plan(&f, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "k_descale: the last element read, index 15032385529 (b B-1, h Hkv-1, block "
+                "ceil(Skv/128)-1"));
+  /* no rows, no heads, no batch: nothing read, any stride in range */
+  a = fp8_args();
+  a.q = bshd(0x100000, 2, 0, 8, 128);
+  a.o = bshd(0x400000, 2, 0, 8, 128);
+  a.q_descale_stride_b = INT32_MAX;
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.empty);
+  a = fp8_args();
+  a.k = bshd(0, 2, 0, 2, 128);
+  a.v = bshd(0, 2, 0, 2, 128);
+  a.k_descale_stride_b = a.k_descale_stride_h = a.k_descale_stride_n = INT32_MAX;
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.fill_only);
+  /* head dim 256 */
+  {
+    char buf[4096];
+    strcpy(buf, text_with(kFp8Facts, "head_dim", "head_dim 256"));
+    const char *t = text_with(buf, "head_dim_v", "head_dim_v 256");
+    fa3rt_facts f256;
+    EXPECT(fa3rt_facts_parse(t, strlen(t), &f256) == FA3RT_OK);
+    a = fp8_args();
+    a.q = bshd(0x100000, 2, 1000, 8, 256);
+    a.k = bshd(0x200000, 2, 700, 2, 256);
+    a.v = bshd(0x300000, 2, 700, 2, 256);
+    a.o = bshd(0x400000, 2, 1000, 8, 256);
+    EXPECT(fa3rt_fwd_plan(&f256, &a, &L) == FA3RT_OK && L.o_stride_s == 8 * 256);
+    EXPECT(err_is(fa3rt_fwd_plan(&f, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                  "q head dim (shape[3]) is 256 but kernel fa3_fwd_d128_e4m3_kernel has "
+                  "head_dim 128"));
+  }
+  /* strides and alignment in bytes: 1 for q, k, v, 2 for o. A row of 1032
+     elements is 1032 bytes of e4m3 (not a multiple of 16) but 2064 of bf16;
+     1040 is 1040 bytes */
+  a = fp8_args();
+  a.q.strides[2] = 1040;
+  a.q.strides[0] = 1000L * 1040;
+  a.o.strides[2] = 1032;
+  a.o.strides[0] = 1000L * 1032;
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.o_stride_s == 1032);
+  {
+    fa3rt_facts bf;
+    EXPECT(fa3rt_facts_parse(kFacts, strlen(kFacts), &bf) == FA3RT_OK);
+    fa3rt_fwd_args b = good_args();
+    b.q.strides[2] = 1032;
+    b.q.strides[0] = 1000L * 1032;
+    EXPECT(fa3rt_fwd_plan(&bf, &b, &L) == FA3RT_OK); /* 2064 bytes */
+  }
+#define BAD_FP8(mutate, sub)                                                      \
+  do {                                                                            \
+    a = fp8_args();                                                               \
+    mutate;                                                                       \
+    EXPECT(err_is(fa3rt_fwd_plan(&f, &a, &L), FA3RT_ERR_INVALID_ARGUMENT, sub));   \
+  } while (0)
+  BAD_FP8((a.q.strides[2] = 1032, a.q.strides[0] = 1000L * 1032),
+          "q stride of dim S is 1032 elements = 1032 bytes; it must be a multiple of 16 bytes "
+          "(TMA)");
+  BAD_FP8(a.k.strides[1] = 136, "k stride of dim H is 136 elements = 136 bytes; it must be a "
+          "multiple of 16 bytes (TMA)");
+  BAD_FP8(a.v.strides[0] = 700L * 256 + 8, "v stride of dim B is 179208 elements = 179208 bytes");
+  BAD_FP8(a.o.strides[2] = 1028, "o stride of dim S is 1028 elements = 2056 bytes; it must be "
+          "a multiple of 16 bytes (TMA)");
+  BAD_FP8(a.q.strides[0] = 1LL << 40, "q.strides[0] (B): 1099511627776 is out of range (1 to "
+          "1099511627775 elements: TMA takes strides below 2^40 bytes)");
+  BAD_FP8(a.o.strides[0] = 1LL << 39, "o.strides[0] (B): 549755813888 is out of range (1 to "
+          "549755813887 elements");
+  BAD_FP8(a.q.ptr = 0x100008, "q pointer 0x100008 is not 16-byte aligned (TMA needs 16-byte "
+          "aligned tensors)");
+  BAD_FP8(a.k.strides[3] = 2, "k stride of the head dim (D) is 2 elements; it must be 1");
+  /* the dtypes */
+  BAD_FP8(a.dtype = FA3RT_BF16, "dtype bf16 does not match kernel fa3_fwd_d128_e4m3_kernel "
+          "(dtype e4m3)");
+  BAD_FP8(a.dtype = FA3RT_DTYPE_INVALID, "invalid dtype 0 (expected FA3RT_BF16, FA3RT_F16 or "
+          "FA3RT_E4M3)");
+  BAD_FP8(a.o_dtype = FA3RT_F16, "o_dtype f16 does not match kernel fa3_fwd_d128_e4m3_kernel, "
+          "whose o is bf16 (an FP8 kernel's q, k, v are e4m3, its o bf16)");
+  BAD_FP8(a.o_dtype = FA3RT_E4M3, "o_dtype e4m3 does not match kernel fa3_fwd_d128_e4m3_kernel, "
+          "whose o is bf16");
+  BAD_FP8(a.o_dtype = (fa3rt_dtype)9, "invalid o_dtype 9 (0: the kernel's output type, else "
+          "that type: bf16 for kernel fa3_fwd_d128_e4m3_kernel)");
+  /* descale strides: 0 to 2^31-1 */
+  BAD_FP8(a.q_descale_stride_b = -1, "q_descale_stride_b: -1 is out of range (0 to 2^31-1 "
+          "elements: the kernel's i32 stride; 0 broadcasts)");
+  BAD_FP8(a.q_descale_stride_h = INT64_MIN, "q_descale_stride_h: -9223372036854775808 is out of "
+          "range");
+  BAD_FP8(a.q_descale_stride_m = -8, "q_descale_stride_m: -8 is out of range");
+  BAD_FP8(a.k_descale_stride_b = 1LL << 31, "k_descale_stride_b: 2147483648 is out of range "
+          "(0 to 2^31-1");
+  BAD_FP8(a.k_descale_stride_h = INT64_MAX, "k_descale_stride_h: 9223372036854775807 is out of "
+          "range");
+  BAD_FP8(a.k_descale_stride_n = -1, "k_descale_stride_n: -1 is out of range");
+  BAD_FP8(a.v_descale_stride_b = 1LL << 32, "v_descale_stride_b: 4294967296 is out of range");
+  BAD_FP8(a.v_descale_stride_h = -2147483648LL, "v_descale_stride_h: -2147483648 is out of "
+          "range");
+  /* out of range with no pointer too (the range first) */
+  BAD_FP8((a.v_descale = 0, a.v_descale_stride_b = 0, a.v_descale_stride_h = -1),
+          "v_descale_stride_h: -1 is out of range");
+  BAD_FP8((a.q_descale = 0), "q_descale_stride_b is 64 but q_descale is 0 (a descale of 1.0): "
+          "the strides of an absent descale must be 0");
+  BAD_FP8((a.k_descale = 0, a.k_descale_stride_b = a.k_descale_stride_h = 0),
+          "k_descale_stride_n is 1 but k_descale is 0");
+  BAD_FP8((a.v_descale = 0, a.v_descale_stride_b = 0), "v_descale_stride_h is 1 but v_descale "
+          "is 0");
+  /* the pointers */
+  BAD_FP8(a.q_descale = 0x600002, "q_descale pointer 0x600002 is not a 4-byte aligned device "
+          "address below 2^63 (f32 descale factors)");
+  BAD_FP8(a.k_descale = (uint64_t)-4, "k_descale pointer 0xfffffffffffffffc is not a 4-byte "
+          "aligned device address below 2^63");
+  BAD_FP8(a.v_descale = 1ULL << 63, "v_descale pointer 0x8000000000000000 is not");
+  BAD_FP8(a.v_descale = (1ULL << 63) - 12, "v_descale pointer: 0x7ffffffffffffff4 is out of "
+          "range (its element 3 below 2^63: a device address)");
+#undef BAD_FP8
+  a = fp8_args();
+  a.v_descale = (1ULL << 63) - 16; /* elements 0 to 3: the last 4 bytes below 2^63 */
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK);
+
+  /* a bf16 kernel takes no descale: refused, not ignored */
+  fa3rt_facts bf;
+  EXPECT(fa3rt_facts_parse(kFacts, strlen(kFacts), &bf) == FA3RT_OK);
+#define BAD_BF16(mutate, sub)                                                     \
+  do {                                                                            \
+    a = good_args();                                                              \
+    mutate;                                                                       \
+    EXPECT(err_is(fa3rt_fwd_plan(&bf, &a, &L), FA3RT_ERR_INVALID_ARGUMENT, sub));  \
+  } while (0)
+  BAD_BF16(a.q_descale = 0x600000,
+           "q_descale is set (0x600000) but kernel fa3_fwd_d128_bf16_causal (facts dtype bf16) "
+           "takes no descale factors, which it would ignore: descales are for FP8 kernels "
+           "(facts dtype e4m3)");
+  BAD_BF16(a.k_descale = 0x610000, "k_descale is set (0x610000) but kernel");
+  BAD_BF16(a.v_descale = 0x620001, "v_descale is set (0x620001) but kernel");
+  BAD_BF16(a.q_descale_stride_m = 1,
+           "q_descale_stride_m is 1 but kernel fa3_fwd_d128_bf16_causal (facts dtype bf16) "
+           "takes no descale factors: it must be 0 (descales are for FP8 kernels, facts dtype "
+           "e4m3)");
+  BAD_BF16(a.k_descale_stride_n = -1, "k_descale_stride_n is -1 but kernel");
+  BAD_BF16(a.v_descale_stride_b = 2, "v_descale_stride_b is 2 but kernel");
+  BAD_BF16(a.o_dtype = FA3RT_F16, "o_dtype f16 does not match kernel fa3_fwd_d128_bf16_causal, "
+           "whose o is bf16");
+  BAD_BF16(a.o_dtype = FA3RT_E4M3, "o_dtype e4m3 does not match kernel");
+#undef BAD_BF16
+  a = good_args();
+  a.o_dtype = FA3RT_BF16;
+  EXPECT(fa3rt_fwd_plan(&bf, &a, &L) == FA3RT_OK);
+  /* f16: its o is f16 */
+  bf.dtype = FA3RT_F16;
+  a.dtype = FA3RT_F16;
+  EXPECT(err_is(fa3rt_fwd_plan(&bf, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "o_dtype bf16 does not match kernel fa3_fwd_d128_bf16_causal, whose o is f16"));
+  a.o_dtype = FA3RT_F16;
+  EXPECT(fa3rt_fwd_plan(&bf, &a, &L) == FA3RT_OK);
+
+  /* the backward takes no e4m3 */
+  fa3rt_facts bw;
+  EXPECT(fa3rt_facts_parse(kBwdFacts, strlen(kBwdFacts), &bw) == FA3RT_OK);
+  fa3rt_bwd_args b = good_bwd_args();
+  fa3rt_bwd_launch BL;
+  b.dtype = FA3RT_E4M3;
+  EXPECT(err_is(fa3rt_bwd_plan(&bw, &b, &BL), FA3RT_ERR_INVALID_ARGUMENT,
+                "dtype e4m3: fa3rt_bwd takes bf16 or f16 (the compiler builds no FP8 backward "
+                "yet; kernel fa3_bwd_d128_bf16_causal_kernel is bf16)"));
+  /* nor fa3rt_bwd an FP8 forward kernel */
+  b.dtype = FA3RT_E4M3;
+  EXPECT(err_is(fa3rt_bwd_plan(&f, &b, &BL), FA3RT_ERR_INVALID_ARGUMENT,
+                "kernel fa3_fwd_d128_e4m3_kernel is a forward kernel (facts backward 0)"));
+}
+
+/* fa3rt_fwd against the fake driver: the tensor maps it encodes and the
+   parameters it launches with, by the names of fa3rt_abi.def and at the
+   positions the .def gives them. */
+static void test_fwd_launch_array(void) {
+  const char cubin[16] = {0};
+  fa3rt_kernel *k = NULL;
+  fake_reset(1);
+  EXPECT(fa3rt_kernel_load_data(cubin, sizeof cubin, kFp8Facts, strlen(kFp8Facts), &k) ==
+         FA3RT_OK);
+  if (!k) {
+    fake_reset(0);
+    return;
+  }
+  EXPECT(fa3rt_kernel_facts(k)->dtype == FA3RT_E4M3);
+  fa3rt_fwd_args a = fp8_args();
+  EXPECT(fa3rt_fwd(k, &a, NULL) == FA3RT_OK);
+  EXPECT(g_nmaps == 4 && g_launches[H_MAIN] == 1);
+  /* q, k, v: 1-byte elements, boxes of 128 of D (128 bytes) and block_m
+     (q) or block_n (k, v) rows; byte strides of H, S, B */
+  const fake_map *m = g_maps;
+  EXPECT(m[0].type == CU_TENSOR_MAP_DATA_TYPE_UINT8 && m[0].addr == 0x100000 &&
+         m[0].swizzle == CU_TENSOR_MAP_SWIZZLE_128B);
+  EXPECT(m[0].dims[0] == 128 && m[0].dims[1] == 8 && m[0].dims[2] == 1000 && m[0].dims[3] == 2);
+  EXPECT(m[0].strides[0] == 128 && m[0].strides[1] == 8 * 128 &&
+         m[0].strides[2] == 1000ULL * 8 * 128);
+  EXPECT(m[0].box[0] == 128 && m[0].box[1] == 1 && m[0].box[2] == 128 && m[0].box[3] == 1);
+  for (int i = 1; i <= 2; i++) {
+    EXPECT(m[i].type == CU_TENSOR_MAP_DATA_TYPE_UINT8 &&
+           m[i].addr == (i == 1 ? 0x200000u : 0x300000u));
+    EXPECT(m[i].dims[0] == 128 && m[i].dims[1] == 2 && m[i].dims[2] == 700);
+    EXPECT(m[i].strides[0] == 128 && m[i].strides[1] == 256 && m[i].strides[2] == 700ULL * 256);
+    EXPECT(m[i].box[0] == 128 && m[i].box[1] == 1 && m[i].box[2] == 160 && m[i].box[3] == 1);
+  }
+  /* o: bf16, 64 of D (128 bytes), 64 rows */
+  EXPECT(m[3].type == CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 && m[3].addr == 0x400000);
+  EXPECT(m[3].strides[0] == 256 && m[3].strides[1] == 2048 && m[3].strides[2] == 1000ULL * 2048);
+  EXPECT(m[3].box[0] == 64 && m[3].box[1] == 1 && m[3].box[2] == 64 && m[3].box[3] == 1);
+  /* the parameters by name */
+  const fwd_params *p = &g_fwd;
+  EXPECT(p->mapQ.opaque[0] == 1 && p->mapK.opaque[0] == 2 && p->mapV.opaque[0] == 3 &&
+         p->mapO.opaque[0] == 4 && p->mapQ.opaque[1] == 0x100000);
+  EXPECT(p->O == 0x400000 && p->LSE == 0x500000 && p->B == 2 && p->Sq == 1000 &&
+         p->Skv == 700 && p->Hq == 8 && p->Hkv == 2);
+  EXPECT(p->oStrideB == 1000L * 8 * 128 && p->oStrideS == 8 * 128 && p->oStrideH == 128);
+  EXPECT(p->numSplits == 1 && !p->oAccum && !p->pageTable && !p->cuSeqlensQ && !p->seqUsedK);
+  EXPECT(p->qDescale == 0x600000 && p->kDescale == 0x610000 && p->vDescale == 0x620000);
+  EXPECT(p->qDescaleStrideB == 64 && p->qDescaleStrideH == 8 && p->qDescaleStrideM == 1);
+  EXPECT(p->kDescaleStrideB == 12 && p->kDescaleStrideH == 6 && p->kDescaleStrideN == 1);
+  EXPECT(p->vDescaleStrideB == 2 && p->vDescaleStrideH == 1);
+  /* the persistent grid: 128 tiles on 132 SMs */
+  EXPECT(g_grid[0] == 128 && g_block[0] == 384 && g_smem == 180000);
+  /* the 11 at positions 26 to 36 of the array itself: distinct values,
+     each read where the .def puts its name */
+  a.q_descale = 0x700000;
+  a.k_descale = 0x710000;
+  a.v_descale = 0x720000;
+  a.q_descale_stride_b = 101, a.q_descale_stride_h = 102, a.q_descale_stride_m = 103;
+  a.k_descale_stride_b = 104, a.k_descale_stride_h = 105, a.k_descale_stride_n = 106;
+  a.v_descale_stride_b = 107, a.v_descale_stride_h = 108;
+  EXPECT(fa3rt_fwd(k, &a, NULL) == FA3RT_OK && g_launches[H_MAIN] == 2);
+  const uint64_t want_ptr[3] = {0x700000, 0x710000, 0x720000};
+  for (int i = 0; i < 11; i++) {
+    const int at = 26 + i;
+    EXPECT(at < (int)FAKE_NPARAMS &&
+           g_raw_size[at] == (i < 3 ? sizeof(CUdeviceptr) : sizeof(int32_t)));
+    if (i < 3) EXPECT(g_raw[at] == want_ptr[i]);
+    else EXPECT(g_raw[at] == (uint64_t)(101 + (i - 3)));
+  }
+  EXPECT(p->qDescale == 0x700000 && p->vDescaleStrideH == 108);
+  /* no descales: zeros */
+  a = fp8_args();
+  a.q_descale = a.k_descale = a.v_descale = 0;
+  a.q_descale_stride_b = a.q_descale_stride_h = a.q_descale_stride_m = 0;
+  a.k_descale_stride_b = a.k_descale_stride_h = a.k_descale_stride_n = 0;
+  a.v_descale_stride_b = a.v_descale_stride_h = 0;
+  EXPECT(fa3rt_fwd(k, &a, NULL) == FA3RT_OK);
+  EXPECT(!p->qDescale && !p->kDescale && !p->vDescale && !p->qDescaleStrideB &&
+         !p->kDescaleStrideN && !p->vDescaleStrideH);
+  /* a refused call launches nothing */
+  const int before = g_launches[H_MAIN];
+  a.q_descale_stride_m = 5;
+  EXPECT(err_is(fa3rt_fwd(k, &a, NULL), FA3RT_ERR_INVALID_ARGUMENT,
+                "fa3rt_fwd (kernel fa3_fwd_d128_e4m3_kernel): q_descale_stride_m is 5 but "
+                "q_descale is 0"));
+  EXPECT(g_launches[H_MAIN] == before);
+  fa3rt_kernel_destroy(k);
+
+  /* a bf16 kernel: bf16 maps of 64 of D, the descale parameters 0 */
+  k = NULL;
+  fake_reset(1);
+  EXPECT(fa3rt_kernel_load_data(cubin, sizeof cubin, kFacts, strlen(kFacts), &k) == FA3RT_OK);
+  if (k) {
+    memset(&g_fwd, 0xff, sizeof g_fwd);
+    a = good_args();
+    EXPECT(fa3rt_fwd(k, &a, NULL) == FA3RT_OK && g_nmaps == 4);
+    for (int i = 0; i < 4; i++)
+      EXPECT(m[i].type == CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 && m[i].box[0] == 64 &&
+             m[i].strides[0] == 128 * 2 &&
+             m[i].strides[1] == (i == 1 || i == 2 ? 2 * 128 : 8 * 128) * 2);
+    EXPECT(m[0].box[2] == 128 && m[1].box[2] == 128 && m[3].box[2] == 64);
+    EXPECT(!p->qDescale && !p->kDescale && !p->vDescale && !p->qDescaleStrideB &&
+           !p->qDescaleStrideH && !p->qDescaleStrideM && !p->kDescaleStrideB &&
+           !p->kDescaleStrideH && !p->kDescaleStrideN && !p->vDescaleStrideB &&
+           !p->vDescaleStrideH);
+    EXPECT(p->O == 0x40000 && p->B == 2 && p->pageSize == 0);
+    /* descales refused by name at launch too */
+    a.k_descale = 0x610000;
+    EXPECT(err_is(fa3rt_fwd(k, &a, NULL), FA3RT_ERR_INVALID_ARGUMENT,
+                  "k_descale is set (0x610000) but kernel fa3_fwd_d128_bf16_causal (facts dtype "
+                  "bf16) takes no descale factors"));
+    fa3rt_kernel_destroy(k);
+  }
+
+  /* a cubin of the ABI before the descales (26 parameters) with facts of
+     this one: refused at load */
+  k = (fa3rt_kernel *)0x1;
+  fake_reset(1);
+  g_param_count = 26;
+  EXPECT(err_is(fa3rt_kernel_load_data(cubin, sizeof cubin, kFp8Facts, strlen(kFp8Facts), &k),
+                FA3RT_ERR_FACTS, "kernel fa3_fwd_d128_e4m3_kernel takes 26 parameters; the "
+                "forward ABI 'mapQ"));
+  EXPECT(k == NULL);
+  fake_reset(0);
+}
+
 static void test_no_gpu(void) {
   /* No driver here (link stub): loading must fail cleanly with a CUDA message. */
   fa3rt_kernel *k = (fa3rt_kernel *)0x1;
@@ -1333,7 +1845,10 @@ int main(void) {
   test_decode_plan();
   test_paged_plan();
   test_append_plan();
+  test_fp8_facts();
+  test_fp8_plan();
   test_no_gpu();
+  test_fwd_launch_array();
   printf("%d checks, %d failed\n", g_n, g_fail);
   return g_fail ? 1 : 0;
 }

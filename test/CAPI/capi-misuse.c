@@ -307,7 +307,7 @@ static void specCases(MlirContext ctx, Fa3DiagnosticLog *log) {
   // CHECK: spec/digit: fa3CompileHopperSpec: invalid attention spec: name: "1abc" is not a C identifier
   // CHECK: spec/empty: fa3CompileHopperSpec: invalid attention spec: name: "" is not a C identifier
   // CHECK: spec/long: fa3CompileHopperSpec: invalid attention spec: name: "{{a+}}..." is not a C identifier
-  // CHECK: spec/dtype: fa3CompileHopperSpec: invalid attention spec: dtype: "f32" is not supported (bf16 or f16)
+  // CHECK: spec/dtype: fa3CompileHopperSpec: invalid attention spec: dtype: "f32" is not supported (bf16, f16 or e4m3)
   // CHECK: spec/head-dim: fa3CompileHopperSpec: invalid attention spec: headDim: unsupported head dim 80 (the Hopper kernel takes 64, 96, 128, 192 or 256)
   // CHECK: spec/head-dim-v: fa3CompileHopperSpec: invalid attention spec: headDimV: unsupported value head dim 72 (0 = headDim, or 64, 96, 128, 192 or 256)
   // CHECK: spec/head-dim-v-neg: fa3CompileHopperSpec: invalid attention spec: headDimV: unsupported value head dim -1

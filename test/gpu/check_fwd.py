@@ -404,13 +404,17 @@ def main():
     if decode:
         print(f"not checked here (decoding kernels: test/gpu/check_decode.py): "
               + ", ".join(decode))
-    kernels = [k for k in kernels if not k.varlen and not k.backward and not k.decode]
+    fp8 = [k.kernel for k in kernels if k.dtype == "e4m3"]
+    if fp8:
+        print(f"not checked here (FP8 kernels: test/gpu/check_fp8.py): " + ", ".join(fp8))
+    kernels = [k for k in kernels if not k.varlen and not k.backward and not k.decode
+               and k.dtype != "e4m3"]
     if a.only:
         kernels = [k for k in kernels if a.only in k.kernel]
     if not kernels:
-        others = varlen or backward or decode
+        others = varlen or backward or decode or fp8
         print(f"no kernels in {a.kernel_dir}"
-              + (" but varlen, backward or decoding ones" if others else ""))
+              + (" but varlen, backward, decoding or FP8 ones" if others else ""))
         return 0 if others and not a.only else 1
     print(f"seed {a.seed}; {len(kernels)} kernel(s): " + ", ".join(k.kernel for k in kernels))
     results, sass = [], {}

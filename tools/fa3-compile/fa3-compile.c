@@ -37,13 +37,19 @@ static const char *kUsage =
     "                       192 with value head dim 128 x causal or not x\n"
     "                       bf16/f16 (24 kernels); with --varlen, their\n"
     "                       packed variable-length forms; with --backward,\n"
-    "                       the backward's (head dim 64 and 128: 8 kernels)\n"
+    "                       the backward's (head dim 64 and 128: 8 kernels);\n"
+    "                       with --fp8, the FP8 forward's (e4m3, head dim\n"
+    "                       128 and 256 x causal or not: 4 kernels)\n"
     "\n"
     "Variant options (with --head-dim only):\n"
     "  --head-dim N         of q and k: 64, 96, 128, 192 or 256\n"
     "  --head-dim-v N       of v and o (default: the head dim); 128 with head\n"
     "                       dim 192 (DeepSeek's) is the other pairing taken\n"
-    "  --dtype T            bf16 (default) or f16\n"
+    "  --dtype T            bf16 (default), f16, or e4m3 (FP8: q, k, v\n"
+    "                       float8_e4m3fn with descales given at launch, o\n"
+    "                       bf16; head dim 128 or 256, a fixed-length\n"
+    "                       forward)\n"
+    "  --fp8                with --all: the FP8 forward set (--dtype e4m3)\n"
     "  --causal             bottom-right aligned causal mask\n"
     "  --window L,R         sliding window, each side -1 (unbounded) to\n"
     "                       2147483647\n"
@@ -320,6 +326,7 @@ int main(int argc, char **argv) {
   Fa3AttentionSpec spec = fa3AttentionSpecDefault();
   Fa3HopperOptions opts = fa3HopperOptionsDefault();
   int haveSpec = 0, all = 0;
+  bool fp8Set = false;
   const char *variantOption = NULL; /* first option that needs --head-dim */
   /* Options that take a value, each given at most once, and flags. */
   static const char *const kValued[] = {
@@ -333,7 +340,8 @@ int main(int argc, char **argv) {
       "--persistent",     "--no-persistent", "--no-tma-store",
       "--ptx-only",       "--no-pingpong",  "--lazy-rescale",
       "--no-lazy-rescale", "--kv-multicast", "--no-kv-multicast",
-      "--varlen",         "--backward",     "--decode"};
+      "--varlen",         "--backward",     "--decode",
+      "--fp8"};
   enum { kNumValued = sizeof kValued / sizeof kValued[0] };
   enum { kNumFlags = sizeof kFlags / sizeof kFlags[0] };
   bool given[kNumValued] = {false};
@@ -422,10 +430,12 @@ int main(int argc, char **argv) {
       variantOption = variantOption ? variantOption : a;
     } else if (!strcmp(a, "--dtype")) {
       HAVE_VALUE();
-      if (strcmp(v, "bf16") && strcmp(v, "f16"))
-        return failValue(a, "bf16 or f16", v);
+      if (strcmp(v, "bf16") && strcmp(v, "f16") && strcmp(v, "e4m3"))
+        return failValue(a, "bf16, f16 or e4m3", v);
       spec.dtype = v;
       variantOption = variantOption ? variantOption : a;
+    } else if (!strcmp(a, "--fp8")) {
+      fp8Set = true;
     } else if (!strcmp(a, "--varlen")) {
       spec.varlen = true; /* a variant option that --all takes too */
     } else if (!strcmp(a, "--backward")) {
@@ -524,6 +534,12 @@ int main(int argc, char **argv) {
   if (input && spec.decode)
     return fail("--decode describes a variant; for an input file run "
                 "fa3-opt --attn-hopper-pipeline=\"decode=true\"", NULL);
+  if (fp8Set && !all)
+    return fail("--fp8 selects the FP8 set of --all; for one variant give "
+                "--dtype e4m3", NULL);
+  if (fp8Set && (spec.backward || spec.varlen || spec.decode))
+    return fail("--fp8 is a fixed-length forward: not with --backward, "
+                "--varlen or --decode", NULL);
   if (all && spec.backward && spec.varlen)
     return fail("--backward takes fixed-length batches, not --varlen", NULL);
   if (all && spec.decode && (spec.backward || spec.varlen))
@@ -573,13 +589,21 @@ int main(int argc, char **argv) {
                                {192, 192}, {192, 128}, {256, 256}};
     /* the backward's: head dims 64 and 128 */
     const int64_t gradDims[][2] = {{64, 64}, {128, 128}};
+    /* the FP8 forward's: head dims 128 and 256 */
+    const int64_t fp8Dims[][2] = {{128, 128}, {256, 256}};
     const char *types[] = {"bf16", "f16"};
     int n = !all ? 1
+            : fp8Set ? 2 * (int)(sizeof fp8Dims / sizeof fp8Dims[0])
             : spec.backward ? 4 * (int)(sizeof gradDims / sizeof gradDims[0])
                             : 4 * (int)(sizeof dims / sizeof dims[0]);
     for (int i = 0; i < n; ++i) {
       Fa3AttentionSpec s = spec;
-      if (all) {
+      if (all && fp8Set) {
+        s = fa3AttentionSpecDefault();
+        s.headDim = s.headDimV = fp8Dims[i / 2][0];
+        s.dtype = "e4m3";
+        s.causal = i % 2;
+      } else if (all) {
         const int64_t *d = spec.backward ? gradDims[i / 4] : dims[i / 4];
         s = fa3AttentionSpecDefault();
         s.headDim = d[0];

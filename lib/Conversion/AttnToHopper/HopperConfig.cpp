@@ -50,11 +50,14 @@ std::string fa3::hopper::checkOperands(Value q, Value k, Value v, Value o) {
   Type et = qt.getElementType();
   // The input type first: advice about o would be wrong for an input type
   // the kernel does not take (f8 with a bf16 o used to be told to match).
-  if (!et.isBF16() && !et.isF16())
-    return "the Hopper kernel takes bf16 or f16 q, k and v, got " +
-           typeName(et) +
-           (isa<Float8E4M3FNType>(et) ? " (FP8 is not implemented yet)" : "");
-  if (ot.getElementType() != et)
+  if (!et.isBF16() && !et.isF16() && !isa<Float8E4M3FNType>(et))
+    return "the Hopper kernel takes bf16, f16 or f8E4M3FN q, k and v, got " +
+           typeName(et);
+  // FP8 attention writes bf16 (as FlashAttention-3's).
+  if (isa<Float8E4M3FNType>(et) && !ot.getElementType().isBF16())
+    return "the FP8 kernel writes o in bf16; o is " +
+           typeName(ot.getElementType());
+  if (!isa<Float8E4M3FNType>(et) && ot.getElementType() != et)
     return "the kernel writes o in the input element type; o is " +
            typeName(ot.getElementType()) + " but q is " + typeName(et);
   for (Value m : {q, k, v, o})
@@ -68,7 +71,8 @@ KernelConfig fa3::hopper::attentionFacts(MemRefType q, MemRefType v,
                                          int64_t windowLeft,
                                          int64_t windowRight) {
   KernelConfig cfg;
-  cfg.dtype = q.getElementType().isBF16() ? "bf16" : "f16";
+  Type et = q.getElementType();
+  cfg.dtype = isa<Float8E4M3FNType>(et) ? "e4m3" : et.isBF16() ? "bf16" : "f16";
   cfg.headDim = q.getShape().back();
   cfg.headDimV = v.getShape().back();
   cfg.leftBounded = windowLeft >= 0;
@@ -268,6 +272,29 @@ void chooseConfig(KernelConfig &cfg, bool fullMask,
   // A decoding step streams K and V once: a third ring stage, where shared
   // memory has room for it (head dim up to 128), keeps more of them in
   // flight per SM (bench/NOTES.md, Decoding).
+  // FP8 (e4m3): 128 x 128 tiles, one CTA per tile. The descales' blocks
+  // are 128 rows, and the transposed V is one 128-byte swizzle row of keys
+  // wide; the V transposer follows one tile's kv blocks (checkSupported).
+  // A third K/V stage where shared memory has room (head dim 128).
+  if (cfg.isFp8()) {
+    cfg.blockM = 128;
+    cfg.blockN = 128;
+    cfg.pingpong = o.pingpong;
+    cfg.persistent = false;
+    cfg.qBuffers = 1;
+    cfg.clusterM = 1;
+    cfg.lazyRescale = decide(o.lazyRescale, true);
+    if (o.stages == 0) {
+      cfg.stages = 3;
+      if (!checkSupported(cfg).empty())
+        cfg.stages = 2;
+    }
+    // Head dim 256: Q, two stages of K, V and V transposed (224 KiB) leave
+    // no room for O's bf16 staging buffer (64 KiB), nor is Q's large
+    // enough: O is stored directly.
+    if (!checkSupported(cfg).empty())
+      cfg.tmaStore = false;
+  }
   if (o.decode) {
     cfg.splitKv = cfg.packGqa = true;
     cfg.blockM = o.blockM != 0 ? o.blockM : 128;

@@ -38,6 +38,7 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <array>
 #include <cassert>
 #include <map>
 #include <tuple>
@@ -49,14 +50,32 @@ using arith::CmpIPredicate;
 namespace {
 constexpr double kLog2e = 1.4426950408889634;
 constexpr uint32_t kNegInfBits = 0xFF800000u;
-constexpr int64_t kElemBytes = 2;      // bf16 / f16
-constexpr int64_t kChunk = kSwizzleBytes / kElemBytes; // 64 elements per box
-constexpr int64_t kProducerRegs = 24;
-/// Registers per consumer thread after setmaxnreg: the CTA's 64K registers
-/// less the producer's, split over the consumer warpgroups (a multiple of
-/// 8): 240 for two, 160 for three (as FA3).
+/// FP8: warps 1 .. 3 of the producer warpgroup transpose V (warp 0's
+/// thread 0 issues the TMA loads).
+constexpr int64_t kTransposeWarps = 3;
+/// Registers per producer thread after setmaxnreg: 24 for the TMA thread;
+/// FP8's V transposer (the producer warpgroup's other warps) holds two
+/// groups of 16 x 32 bytes and its lane's bases and selectors: 48, which
+/// it fits without spilling, where the consumers then have enough (224 at
+/// head dim 128); 40 at head dim 256, whose O needs the consumers' 232
+/// (ptxas: 4 bytes spilled in the transposer at 40, 156 in the consumers
+/// at 224).
+int64_t producerRegs(const KernelConfig &cfg) {
+  if (!cfg.isFp8())
+    return 24;
+  return cfg.tileDv() <= 128 ? 48 : 40;
+}
+/// Registers per consumer thread after setmaxnreg: the CTA's registers at
+/// launch (the per-thread share of 64K: 168 at 384 threads) less the
+/// producer warpgroup's, split over the consumer warpgroups (a multiple of
+/// 8, at most 240). setmaxnreg.inc waits until the producer's decrease has
+/// freed what it asks for, so more than the launch's would hang the CTA.
+/// 240 for two, 160 for three (as FA3); 224 or 232 for two beside FP8's
+/// transposer.
 int64_t consumerRegs(const KernelConfig &cfg) {
-  int64_t perThread = (65536 / 128 - kProducerRegs) / cfg.consumers();
+  const int64_t launch = 65536 / cfg.threads() / 8 * 8;
+  int64_t perThread =
+      (launch * (1 + cfg.consumers()) - producerRegs(cfg)) / cfg.consumers();
   return std::min<int64_t>(240, perThread / 8 * 8);
 }
 
@@ -68,7 +87,11 @@ public:
     assert((!cfg.pingpong || cfg.consumers() == 2) &&
            "ping-pong alternates between two consumer warpgroups");
     lay = computeSmemLayout(cfg);
-    et = cfg.dtype == "bf16" ? Type(b.getBF16Type()) : Type(b.getF16Type());
+    if (cfg.isFp8())
+      et = b.getType<Float8E4M3FNType>();
+    else
+      et = cfg.dtype == "bf16" ? Type(b.getBF16Type()) : Type(b.getF16Type());
+    ot = cfg.isFp8() ? Type(b.getBF16Type()) : et;
     fragS = FragmentType::get(ctx, {64, cfg.blockN}, f32T);
     fragP = FragmentType::get(ctx, {64, cfg.blockN}, et);
     fragO = FragmentType::get(ctx, {64, cfg.tileDv()}, f32T);
@@ -81,7 +104,8 @@ public:
 private:
   const KernelConfig &cfg;
   SmemLayout lay;
-  Type et;
+  /// q, k, v's element type and o's.
+  Type et, ot;
   // A consumer warpgroup's fragments: S (64 x block_n), P as the register A
   // operand of P V, O (64 x the V tile's width), and one value per row. At
   // Dv 96 a 96-wide O (P V over 1.5 swizzle atoms of V, a partial last box
@@ -118,6 +142,11 @@ private:
   // the consumers of both CTAs have released it (the K/V rings have cluster
   // 2, and their consumer_release also arrives on the peer's stage).
   Value qRing, kRing, vRing;
+  /// FP8: V transposed, a ring beside V's with the same slots. The
+  /// transposer warps are V's consumers and this ring's producer: they
+  /// wait for V's slot and this one's stage, transpose, release V's and
+  /// commit this one, which the consumer warpgroups wait for and release.
+  Value vtRing;
   /// A ring op on slot u of ring r (acquire, wait, release).
   template <typename OpT> void ringOp(Value r, Value u) {
     OpT::create(b, loc, r, u);
@@ -548,26 +577,40 @@ private:
   /// The tile's sequence's first row in a packed batch (null otherwise).
   Value seqQ0;
   void producer(Value cta);
+  /// FP8: warp `worker` of the producer warpgroup's transposer warps.
+  void transposer(Value cta, Value worker);
   void consumers(Value tid, Value cta);
+  /// FP8: the descale factor at `index` of array `name` (f32), 1 where the
+  /// launch gives none. `index` is b sB + h sH (+ blk sBlk) with the
+  /// strides the parameters `strides` name (fa3rt_abi.def).
+  Value descale(const char *name, Value bidx, Value head, Value blk,
+                std::array<const char *, 3> strides);
   void body();
 };
 } // namespace
 
 SmemLayout fa3::hopper::computeSmemLayout(const KernelConfig &cfg) {
   SmemLayout l;
-  l.qBytes = cfg.blockM * cfg.tileD() * kElemBytes;
-  l.kBytes = cfg.blockN * cfg.tileD() * kElemBytes;
-  l.vBytes = cfg.blockN * cfg.tileDv() * kElemBytes;
-  l.oBytes = cfg.tmaStore ? cfg.blockM * cfg.tileDv() * kElemBytes : 0;
+  const int64_t eb = cfg.elemBytes();
+  l.qBytes = cfg.blockM * cfg.tileD() * eb;
+  l.kBytes = cfg.blockN * cfg.tileD() * eb;
+  l.vBytes = cfg.blockN * cfg.tileDv() * eb;
+  l.oBytes = cfg.tmaStore ? cfg.blockM * cfg.tileDv() * cfg.outBytes() : 0;
+  // FP8's transposed V: Dv rows of block_n bytes (a 128-byte swizzle row
+  // at block_n 128), one per stage
+  l.vtBytes = cfg.isFp8() ? cfg.tileDv() * cfg.blockN : 0;
   const int64_t nq = cfg.qBuffers;
   l.qOff = 0;
   l.kOff = l.qOff + nq * l.qBytes;
   l.vOff = l.kOff + cfg.stages * l.kBytes;
-  int64_t end = l.vOff + cfg.stages * l.vBytes;
+  l.vtOff = l.vOff + cfg.stages * l.vBytes;
+  int64_t end = l.vtOff + cfg.stages * l.vtBytes;
   // mbarriers (Q full/empty per Q buffer, K/V full/empty per stage), then
-  // the published-tile slots, one per Q buffer (persistent)
-  const int64_t tail =
-      8 * (2 * nq + 4 * cfg.stages) + (cfg.persistent ? 16 * nq : 0);
+  // the published-tile slots, one per Q buffer (persistent), then FP8's
+  // transposed-V full/empty barriers per stage
+  const int64_t tail = 8 * (2 * nq + 4 * cfg.stages) +
+                       (cfg.persistent ? 16 * nq : 0) +
+                       (cfg.isFp8() ? 16 * cfg.stages : 0);
   l.oInQ = cfg.tmaStore && l.oBytes <= l.qBytes &&
            end + l.oBytes + tail > kMaxDynamicSmem;
   l.oOff = l.oInQ ? l.qOff : end;
@@ -580,6 +623,10 @@ SmemLayout fa3::hopper::computeSmemLayout(const KernelConfig &cfg) {
   l.kEmpty = l.vFull + 8 * cfg.stages;
   l.vEmpty = l.kEmpty + 8 * cfg.stages;
   l.tileSlots = l.vEmpty + 8 * cfg.stages;
+  if (cfg.isFp8()) {
+    l.vtFull = l.tileSlots + (cfg.persistent ? 16 * nq : 0);
+    l.vtEmpty = l.vtFull + 8 * cfg.stages;
+  }
   l.total = l.qFull + tail;
   return l;
 }
@@ -602,8 +649,27 @@ static bool isCheckedPairing(int64_t d, int64_t dv) {
 std::string fa3::hopper::checkSupported(const KernelConfig &cfg) {
   std::string why;
   llvm::raw_string_ostream os(why);
-  if (cfg.dtype != "bf16" && cfg.dtype != "f16")
-    os << "element type " << cfg.dtype << " (the Hopper kernel takes bf16 or f16)";
+  if (cfg.dtype != "bf16" && cfg.dtype != "f16" && !cfg.isFp8())
+    os << "element type " << cfg.dtype
+       << " (the Hopper kernel takes bf16, f16 or e4m3)";
+  else if (cfg.isFp8() && ((cfg.headDim != 128 && cfg.headDim != 256) ||
+                           cfg.headDimV != cfg.headDim))
+    os << "head dim " << headDimsOf(cfg)
+       << " in FP8 (the e4m3 kernel takes head dim 128 or 256, value head "
+          "dim equal)";
+  else if (cfg.isFp8() && (cfg.blockM != 128 || cfg.blockN != 128))
+    os << "tiles " << cfg.blockM << "x" << cfg.blockN
+       << " in FP8 (the e4m3 kernel uses 128x128: the descales' blocks are "
+          "128 rows, and the transposed V one 128-byte swizzle row wide)";
+  else if (cfg.isFp8() && (cfg.persistent || cfg.clusterM != 1 ||
+                           cfg.varlen || cfg.splitKv || cfg.packGqa))
+    os << "FP8 with "
+       << (cfg.persistent       ? "persistent CTAs"
+           : cfg.clusterM != 1  ? "K/V multicast"
+           : cfg.varlen         ? "a packed variable-length batch"
+                                : "split-KV or GQA packing")
+       << " (the e4m3 kernel runs one CTA per tile of a fixed-length batch: "
+          "its V transposer follows the tile's kv blocks)";
   else if (!isSupportedHeadDim(cfg.headDim))
     os << "head dim " << cfg.headDim << " (the Hopper kernel takes "
        << headDimsText() << ")";
@@ -644,7 +710,8 @@ std::string fa3::hopper::checkSupported(const KernelConfig &cfg) {
           "cluster share each K/V tile, so they must visit the same kv "
           "blocks: only a full mask guarantees that)";
   else if (cfg.clusterM == 2 &&
-           ((cfg.tileD() / kChunk) % 2 != 0 || (cfg.tileDv() / kChunk) % 2 != 0))
+           ((cfg.tileD() / cfg.boxCols()) % 2 != 0 ||
+            (cfg.tileDv() / cfg.boxCols()) % 2 != 0))
     os << "K/V multicast at head dim " << headDimsOf(cfg)
        << " (the two CTAs of a cluster each load half of a K/V tile's "
           "64-column boxes: head dim 96, 128 or 256)";
@@ -705,7 +772,7 @@ void KernelBuilder::epilogue(Value m, Value l, Value o, const TileCoords &c,
                         smemBase, static_cast<uint64_t>(lay.oOff), consumer,
                         static_cast<uint64_t>(cfg.consumers()),
                         /*wait_previous=*/cfg.persistent && !lay.oInQ,
-                        /*drain=*/qFreedAfterStore(), et);
+                        /*drain=*/qFreedAfterStore(), ot);
   };
   // GQA packing: the rows are (query, q head) pairs from the tile's first
   // q head
@@ -717,7 +784,7 @@ void KernelBuilder::epilogue(Value m, Value l, Value o, const TileCoords &c,
   auto storeDirect = [&] {
     StoreODirectOp::create(b, loc, o, inv, param("O"), param("oStrideB"),
                            param("oStrideS"), param("oStrideH"), row0, grp,
-                           head, batch, bound, et, columns);
+                           head, batch, bound, ot, columns);
   };
   auto storeLse = [&] {
     StoreLseOp::create(b, loc, lse, param("LSE"), row0, grp, head, batch,
@@ -871,6 +938,59 @@ void KernelBuilder::producer(Value cta) {
   }
 }
 
+/// The transposer warps follow the tile's kv blocks as the consumers do
+/// (one tile per CTA: checkSupported): V's slot u is transposed into the
+/// transposed ring's slot u; each thread releases V's once it has read it,
+/// and one commits the transposed slot once all have written it.
+void KernelBuilder::transposer(Value cta, Value worker) {
+  auto grid = tileGrid();
+  Value numM = grid.getNumM();
+  TileCoords c = coords(cta, numM);
+  Tile tl = schedule(c, /*warpUniform=*/true);
+  auto loop = scf::ForOp::create(b, loc, i32(0), tl.nblk, i32(1));
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPoint(loop.getBody()->getTerminator());
+  Value u = loop.getInductionVar();
+  ringOp<RingConsumerWaitOp>(vRing, u);
+  ringOp<RingProducerAcquireOp>(vtRing, u);
+  TransposeStageOp::create(b, loc, vRing, u, vtRing, worker,
+                           static_cast<uint64_t>(kTransposeWarps),
+                           static_cast<uint64_t>(cfg.blockN),
+                           static_cast<uint64_t>(cfg.tileDv()));
+  ringOp<RingConsumerReleaseOp>(vRing, u);
+  NamedBarrierSyncOp::create(b, loc, i32(0), BarrierKind::transpose,
+                             static_cast<uint64_t>(cfg.consumers()),
+                             static_cast<uint64_t>(32 * kTransposeWarps));
+  Value tid = NVVM::ThreadIdXOp::create(b, loc, i32T);
+  Value first = cmpi(CmpIPredicate::eq, tid, i32(32));
+  ifThen(first, [&] { producerCommit(vtRing, u, 0); });
+}
+
+Value KernelBuilder::descale(const char *name, Value bidx, Value head,
+                             Value blk, std::array<const char *, 3> strides) {
+  auto gptrT = LLVM::LLVMPointerType::get(ctx, 1);
+  Value null = LLVM::ZeroOp::create(b, loc, gptrT);
+  Value given = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne,
+                                     param(name), null);
+  auto d = ifElse(
+      given, TypeRange{f32T},
+      [&]() -> SmallVector<Value> {
+        Value idx = bin<arith::MulIOp>(bidx, param(strides[0]));
+        Value h = bin<arith::MulIOp>(head, param(strides[1]));
+        idx = bin<arith::AddIOp>(idx, h);
+        if (blk) {
+          Value k = bin<arith::MulIOp>(blk, param(strides[2]));
+          idx = bin<arith::AddIOp>(idx, k);
+        }
+        Value p = LLVM::GEPOp::create(b, loc, gptrT, f32T, param(name),
+                                      ValueRange{ext64(idx)});
+        Value x = LLVM::LoadOp::create(b, loc, f32T, p);
+        return {x};
+      },
+      [&]() -> SmallVector<Value> { return {f32(1.0)}; });
+  return d.getResult(0);
+}
+
 void KernelBuilder::consumers(Value tid, Value cta) {
   Value cw = consumer;
   Value ltid = bin<arith::RemUIOp>(tid, i32(128));
@@ -887,8 +1007,15 @@ void KernelBuilder::consumers(Value tid, Value cta) {
   Value wgOff = bin<arith::MulIOp>(cw, i32(64 * kSwizzleBytes));
   Value descQ0 = descBase(smemBase, wgOff, descConst(16, 1024));
   Value descK0 = descBase(smemBase, i32(lay.kOff), descConst(16, 1024));
-  Value descV0 = descBase(smemBase, i32(lay.vOff),
-                          descConst(cfg.blockN * kSwizzleBytes, 1024));
+  // (FP8: V transposed, K-major as K is)
+  Value descV0 =
+      cfg.isFp8()
+          ? descBase(smemBase, i32(lay.vtOff), descConst(16, 1024))
+          : descBase(smemBase, i32(lay.vOff),
+                     descConst(cfg.blockN * kSwizzleBytes, 1024));
+  // The ring the P V product waits for and its stage bytes.
+  Value pvRing = cfg.isFp8() ? vtRing : vRing;
+  const int64_t pvBytes = cfg.isFp8() ? lay.vtBytes : lay.vBytes;
 
   // Per tile (set inside the tile loop below; the helpers capture them).
   Value m0, head, bidx, split, lo, ilo, ihi, nblk, wgRow0, sq, skv;
@@ -941,6 +1068,29 @@ void KernelBuilder::consumers(Value tid, Value cta) {
     Value wgRows = bin<arith::MulIOp>(cw, i32(64));
     wgRow0 = bin<arith::AddIOp>(m0, wgRows);
   }
+  // FP8: the tile's q descale (its 128 query rows: block_m is 128) folded
+  // into the scores' scale, k's per kv block below; v's multiplies O.
+  Value qScaleLog2, vDescale, hkvOfTile;
+  if (cfg.isFp8()) {
+    hkvOfTile = bin<arith::DivUIOp>(head, group());
+    Value mblk = bin<arith::DivUIOp>(m0, i32(128));
+    Value qd = descale("qDescale", bidx, head, mblk,
+                       {"qDescaleStrideB", "qDescaleStrideH", "qDescaleStrideM"});
+    qScaleLog2 = bin<arith::MulFOp>(param("scaleLog2"), qd);
+    vDescale = descale("vDescale", bidx, hkvOfTile, Value(),
+                       {"vDescaleStrideB", "vDescaleStrideH", nullptr});
+  }
+  // Block `blk`'s scale of the scores (FP8: q's descale times the block's
+  // k descale), into sl2 and, with softcap, pre.
+  auto setBlockScale = [&](Value blk) {
+    Value kd = descale("kDescale", bidx, hkvOfTile, blk,
+                       {"kDescaleStrideB", "kDescaleStrideH", "kDescaleStrideN"});
+    Value s = bin<arith::MulFOp>(qScaleLog2, kd);
+    if (cfg.softcap > 0)
+      pre = bin<arith::MulFOp>(s, f32(1.0 / (kLog2e * cfg.softcap)));
+    else
+      sl2 = s;
+  };
   if (!cfg.persistent) {
     // wait for this tile's Q
     ringOp<RingConsumerWaitOp>(qRing, cq.k);
@@ -1017,6 +1167,10 @@ void KernelBuilder::consumers(Value tid, Value cta) {
                 acc = lp.getRegionIterArg(2);
           // K and V of block t are ring slot u.
           Value u = bin<arith::AddIOp>(cG, t);
+          if (cfg.isFp8()) {
+            Value blk0 = blockOf(t);
+            setBlockScale(blk0);
+          }
           Value descK = stageDesc(kRing, u, descK0, lay.kBytes);
           ringOp<RingConsumerWaitOp>(kRing, u);
           NVVM::WgmmaFenceAlignedOp::create(b, loc);
@@ -1051,12 +1205,12 @@ void KernelBuilder::consumers(Value tid, Value cta) {
           } else {
             oacc = rescaled();
           }
-          Value descV = stageDesc(vRing, u, descV0, lay.vBytes);
-          ringOp<RingConsumerWaitOp>(vRing, u);
+          Value descV = stageDesc(pvRing, u, descV0, pvBytes);
+          ringOp<RingConsumerWaitOp>(pvRing, u);
           NVVM::WgmmaFenceAlignedOp::create(b, loc);
           Value o = issuePV(a, descV, oacc);
           o = wgmmaWait(0, o);
-          ringOp<RingConsumerReleaseOp>(vRing, u);
+          ringOp<RingConsumerReleaseOp>(pvRing, u);
           Value yields[] = {sm.getMNew(), sm.getLNew(), o};
           scf::YieldOp::create(b, loc, yields);
         }
@@ -1089,7 +1243,12 @@ void KernelBuilder::consumers(Value tid, Value cta) {
                                    : readCoords(cq.slot);
     m0 = c.m0, head = c.head, bidx = c.bidx;
   }
-  epilogue(res.getResult(0), res.getResult(1), res.getResult(2),
+  Value oFinal = res.getResult(2);
+  if (cfg.isFp8()) {
+    Value vd = FragmentFillOp::create(b, loc, fragRows, vDescale);
+    oFinal = ScaleRowsOp::create(b, loc, oFinal, vd);
+  }
+  epilogue(res.getResult(0), res.getResult(1), oFinal,
            TileCoords{m0, head, bidx, split}, sq, cq.k);
   Value g1;
   if (cfg.persistent)
@@ -1111,11 +1270,21 @@ void KernelBuilder::body() {
                          lay.qEmpty, consumerThreads, 1);
   RingType kT = ringType(cfg.stages, lay.kBytes, lay.kOff, lay.kFull,
                          lay.kEmpty, kvEmptyCount(), cfg.clusterM);
+  // (FP8: V's consumers are the transposer warps)
+  const int64_t vArrivals =
+      cfg.isFp8() ? 32 * kTransposeWarps : kvEmptyCount();
   RingType vT = ringType(cfg.stages, lay.vBytes, lay.vOff, lay.vFull,
-                         lay.vEmpty, kvEmptyCount(), cfg.clusterM);
+                         lay.vEmpty, vArrivals, cfg.clusterM);
   qRing = RingCreateOp::create(b, loc, qT, smem);
   kRing = RingCreateOp::create(b, loc, kT, smem);
   vRing = RingCreateOp::create(b, loc, vT, smem);
+  SmallVector<Value> rings = {qRing, kRing, vRing};
+  if (cfg.isFp8()) {
+    RingType vtT = ringType(cfg.stages, lay.vtBytes, lay.vtOff, lay.vtFull,
+                            lay.vtEmpty, kvEmptyCount(), 1);
+    vtRing = RingCreateOp::create(b, loc, vtT, smem);
+    rings.push_back(vtRing);
+  }
   Value tid = NVVM::ThreadIdXOp::create(b, loc, i32T);
   // work: tiles of (m-block, q head, batch); CTA c takes tiles c, c +
   // gridDim.x, ... (a full grid runs one tile per CTA, a persistent grid
@@ -1129,7 +1298,7 @@ void KernelBuilder::body() {
   }
   Value isT0 = cmpi(CmpIPredicate::eq, tid, i32(0));
   ifThen(isT0, [&] {
-    setUp(smem, {qRing, kRing, vRing}, {"mapQ", "mapK", "mapV", "mapO"});
+    setUp(smem, rings, {"mapQ", "mapK", "mapV", "mapO"});
   });
   if (cfg.clusterM == 2)
     clusterSync();
@@ -1137,7 +1306,7 @@ void KernelBuilder::body() {
     NVVM::Barrier0Op::create(b, loc);
 
   auto ws = WarpSpecializeOp::create(
-      b, loc, static_cast<uint64_t>(kProducerRegs),
+      b, loc, static_cast<uint64_t>(producerRegs(cfg)),
       static_cast<uint64_t>(consumerRegs(cfg)),
       static_cast<uint64_t>(cfg.consumers()));
   {
@@ -1145,6 +1314,14 @@ void KernelBuilder::body() {
     // ================= producer warpgroup =================
     b.createBlock(&ws.getProducer());
     ifThen(isT0, [&] { producer(cta); });
+    if (cfg.isFp8()) {
+      Value warp = bin<arith::DivUIOp>(tid, i32(32));
+      Value transposes = cmpi(CmpIPredicate::uge, warp, i32(1));
+      ifThen(transposes, [&] {
+        Value worker = bin<arith::SubIOp>(warp, i32(1));
+        transposer(cta, worker);
+      });
+    }
     WarpSpecializeOp::ensureTerminator(ws.getProducer(), b, loc);
     // ================= consumer warpgroups =================
     Block *cb = b.createBlock(&ws.getConsumer(), {}, {i32T}, {loc});

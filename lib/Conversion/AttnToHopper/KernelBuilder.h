@@ -37,7 +37,8 @@ namespace fa3::hopper {
 
 struct KernelConfig {
   std::string name;        // gpu.func symbol
-  std::string dtype;       // "bf16" or "f16": q, k, v and o
+  std::string dtype;       // "bf16" or "f16": q, k, v and o; "e4m3": q, k,
+                           // v f8E4M3FN with descales, o bf16
   int64_t headDim = 128;   // D of q and k
   int64_t headDimV = 128;  // Dv of v and o
   int64_t blockM = 128;    // query rows per CTA (64 per consumer warpgroup)
@@ -74,14 +75,24 @@ struct KernelConfig {
                              // reads each kv head's K and V once
 
   int64_t consumers() const { return blockM / 64; }
+  /// FP8: q, k, v are e4m3, o bf16. V is transposed in shared memory by
+  /// the producer warpgroup's other warps (FP8 wgmma reads both operands
+  /// K-major), into a ring of its own.
+  bool isFp8() const { return dtype == "e4m3"; }
+  /// Bytes of one q/k/v element; of one o element.
+  int64_t elemBytes() const { return isFp8() ? 1 : 2; }
+  int64_t outBytes() const { return 2; }
+  /// Columns of one TMA box of q/k/v: a 128-byte swizzle row.
+  int64_t boxCols() const { return 128 / elemBytes(); }
   /// The widths of the tiles in shared memory and registers: D and Dv
   /// rounded up to whole 64-column TMA boxes (128-byte swizzle rows). Head
   /// dim 96 is a 128-column tile whose last 32 columns TMA fills with zeros
   /// on load and clips on store: S = Q K^T issues only the k-steps of
   /// the first 96 columns; P V computes 128 columns (bench/NOTES.md, Head
   /// dim 96).
-  int64_t tileD() const { return (headDim + 63) / 64 * 64; }
-  int64_t tileDv() const { return (headDimV + 63) / 64 * 64; }
+  /// (FP8: whole 128-column boxes.)
+  int64_t tileD() const { return (headDim + boxCols() - 1) / boxCols() * boxCols(); }
+  int64_t tileDv() const { return (headDimV + boxCols() - 1) / boxCols() * boxCols(); }
   int64_t threads() const { return 128 * (1 + consumers()); }
 };
 
@@ -162,6 +173,9 @@ inline constexpr FactsKey kFactsKeys[] = {
 struct SmemLayout {
   int64_t qOff, kOff, vOff, oOff, total;
   int64_t qBytes, kBytes, vBytes, oBytes;
+  // FP8: V transposed (Dv rows of block_n bytes), one per K/V stage, and
+  // its full barriers (the transposer's arrive)
+  int64_t vtOff = 0, vtBytes = 0, vtFull = 0, vtEmpty = 0;
   // O staging buffer: its own region where it fits, else Q's (a tile's Q is
   // dead once its last S = Q K^T has retired).
   bool oInQ;

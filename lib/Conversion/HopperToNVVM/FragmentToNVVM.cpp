@@ -31,7 +31,11 @@ using namespace mlir;
 using namespace fa3::hopper;
 
 namespace {
-constexpr int64_t kKStep = 16;        // wgmma K for 16-bit operands
+constexpr int64_t kKStepBytes = 32;   // wgmma K: 16 16-bit or 32 8-bit
+/// The k-step (wgmma's K) of operands of element type `t`.
+int64_t kStepOf(mlir::Type t) {
+  return kKStepBytes / (t.getIntOrFloatBitWidth() / 8);
+}
 
 
 LLVM::LLVMStructType registersType(FragmentType t) {
@@ -173,8 +177,12 @@ Value rowSum(OpBuilder &b, Location loc, ArrayRef<Value> p, int64_t i) {
   });
 }
 
-StringRef wgmmaTypeName(Type t) { return t.isBF16() ? "bf16" : "f16"; }
+StringRef wgmmaTypeName(Type t) {
+  return isa<Float8E4M3FNType>(t) ? "e4m3" : t.isBF16() ? "bf16" : "f16";
+}
 NVVM::WGMMATypes wgmmaType(Type t) {
+  if (isa<Float8E4M3FNType>(t))
+    return NVVM::WGMMATypes::e4m3;
   return t.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
 }
 
@@ -200,10 +208,11 @@ struct WgmmaSSLowering : OpConversionPattern<WgmmaSSOp> {
     Type accT = getTypeConverter()->convertType(d);
     Value acc = LLVM::UndefOp::create(rewriter, loc, accT);
     MLIRContext *ctx = rewriter.getContext();
-    auto shape = NVVM::MMAShapeAttr::get(ctx, 64, d.getColumns(), kKStep);
-    const int64_t ksteps = static_cast<int64_t>(op.getK()) / kKStep;
+    const int64_t kStep = kStepOf(et);
+    auto shape = NVVM::MMAShapeAttr::get(ctx, 64, d.getColumns(), kStep);
+    const int64_t ksteps = static_cast<int64_t>(op.getK()) / kStep;
     for (int64_t kk = 0; kk < ksteps; ++kk) {
-      int64_t col = kk * kKStep;
+      int64_t col = kk * kStep;
       // K-major: column col of the boxes; MN-major: row col of 128 bytes.
       auto offset = [&](bool mnMajor, int64_t boxBytes) {
         return mnMajor ? col * kSwizzleBytes
@@ -240,8 +249,10 @@ struct WgmmaSSLowering : OpConversionPattern<WgmmaSSOp> {
 /// the register-A form (llvm-project issue 133733), and nvvm.inline_ptx
 /// does not tie read-write operands to results. Operands: the N / 2
 /// accumulators (outputs tied to inputs), 4 A registers, the B descriptor,
-/// the scale-d flag.
+/// the scale-d flag. FP8 (m64nNk32) has no transpose operand: its B is
+/// K-major.
 std::string rsWgmmaPtx(int64_t n, StringRef et, std::string &constraints) {
+  const bool fp8 = et == "e4m3";
   const int64_t nacc = n / 2, a = 2 * nacc;
   std::string d, cons;
   for (int64_t i = 0; i < nacc; ++i)
@@ -249,10 +260,10 @@ std::string rsWgmmaPtx(int64_t n, StringRef et, std::string &constraints) {
   std::string text =
       "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(a + 5) +
       ", 0;\nwgmma.mma_async.sync.aligned.m64n" + std::to_string(n) +
-      "k16.f32." + et.str() + "." + et.str() + " {" + d + "}, {$" +
-      std::to_string(a) + ", $" + std::to_string(a + 1) + ", $" +
-      std::to_string(a + 2) + ", $" + std::to_string(a + 3) + "}, $" +
-      std::to_string(a + 4) + ", p, 1, 1, 1;\n}";
+      (fp8 ? "k32" : "k16") + ".f32." + et.str() + "." + et.str() + " {" +
+      d + "}, {$" + std::to_string(a) + ", $" + std::to_string(a + 1) +
+      ", $" + std::to_string(a + 2) + ", $" + std::to_string(a + 3) + "}, $" +
+      std::to_string(a + 4) + (fp8 ? ", p, 1, 1;\n}" : ", p, 1, 1, 1;\n}");
   SmallVector<std::string> c(nacc, "=f");
   for (int64_t i = 0; i < nacc; ++i)
     c.push_back(std::to_string(i));
@@ -266,6 +277,8 @@ std::string rsWgmmaPtx(int64_t n, StringRef et, std::string &constraints) {
 
 /// k-step kk of A B reads A's registers 4 kk .. 4 kk + 3 (its n8 blocks
 /// 2 kk and 2 kk + 1) and B's rows 16 kk ..: 16 rows of 128 bytes further.
+/// FP8: A's n8 blocks 4 kk .. 4 kk + 3, and B (K-major) 32 bytes further
+/// along its rows.
 struct WgmmaRSLowering : OpConversionPattern<WgmmaRSOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -280,8 +293,11 @@ struct WgmmaRSLowering : OpConversionPattern<WgmmaRSOp> {
     Type accT = adaptor.getC().getType();
     SmallVector<Value> a = unpack(rewriter, loc, adaptor.getA());
     Value acc = adaptor.getC();
-    for (int64_t kk = 0; kk < op.getA().getType().getColumns() / kKStep; ++kk) {
-      int64_t off = kk * kKStep * kSwizzleBytes;
+    Type at = op.getA().getType().getElementType();
+    const bool kMajorB = isa<Float8E4M3FNType>(at);
+    const int64_t kStep = kStepOf(at);
+    for (int64_t kk = 0; kk < op.getA().getType().getColumns() / kStep; ++kk) {
+      int64_t off = kMajorB ? kk * kKStepBytes : kk * kStep * kSwizzleBytes;
       Value db = adaptor.getDescB();
       if (off) {
         Value units = i64Const(rewriter, loc, off >> 4);
@@ -686,6 +702,32 @@ struct TruncLowering : OpConversionPattern<TruncOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Type et = op.getResult().getType().getElementType();
+    if (isa<Float8E4M3FNType>(et)) {
+      // Register 4c + 2h + i: row i's columns e = 0, 1 of n8 blocks 4c +
+      // 2h and 4c + 2h + 1 (f32 registers 4k + 2i + e), lowest byte first
+      // (cvt.rn.satfinite.e4m3x2 puts its first source in the high byte).
+      SmallVector<Value> f = unpack(rewriter, loc, adaptor.getTile());
+      SmallVector<Value> out;
+      auto v2i16 = VectorType::get({2}, rewriter.getI16Type());
+      auto pair = [&](Value lo, Value hi) -> Value {
+        return NVVM::ConvertF32x2ToF8x2Op::create(
+            rewriter, loc, rewriter.getI16Type(), hi, lo,
+            NVVM::FPRoundingMode::RN, NVVM::SaturationMode::SATFINITE,
+            /*relu=*/false, et);
+      };
+      for (size_t blk = 0; 4 * blk + 7 < f.size(); blk += 2)
+        for (size_t i = 0; i < 2; ++i) {
+          Value lo = pair(f[4 * blk + 2 * i], f[4 * blk + 2 * i + 1]);
+          Value hi = pair(f[4 * blk + 4 + 2 * i], f[4 * blk + 4 + 2 * i + 1]);
+          Value both = vector::FromElementsOp::create(rewriter, loc, v2i16,
+                                                      ValueRange{lo, hi});
+          out.push_back(LLVM::BitcastOp::create(rewriter, loc,
+                                                rewriter.getI32Type(), both));
+        }
+      Type t = getTypeConverter()->convertType(op.getResult().getType());
+      rewriter.replaceOp(op, pack(rewriter, loc, t, out));
+      return success();
+    }
     auto v2f32 = VectorType::get({2}, rewriter.getF32Type());
     auto v2h = VectorType::get({2}, et);
     SmallVector<Value> p = unpack(rewriter, loc, adaptor.getTile());

@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/DialectConversion.h"
 
@@ -272,6 +273,151 @@ struct TmaLoadLowering : OpConversionPattern<TmaLoadOp> {
     return success();
   }
 };
+
+/// prmt.b32: the bytes of {a, c} (a's 0-3, c's 4-7) picked by the
+/// selector's nibbles.
+Value prmt(OpBuilder &b, Location loc, Value a, Value c, Value sel) {
+  auto mode = NVVM::PermuteModeAttr::get(b.getContext(),
+                                         NVVM::PermuteMode::DEFAULT);
+  return NVVM::PermuteOp::create(b, loc, b.getI32Type(), a, c, sel, mode);
+}
+
+/// The workers' units in turn, each 64 keys x 32 columns: four groups of
+/// 16 keys, two at a time (eight loads in flight). Lane (q = lane % 4, w =
+/// lane / 4) loads column word w of a group from its keys 16 G + 8 (i / 2)
+/// + 2 q + i % 2 (i = 0 .. 3), the four keys whose bytes its output word
+/// holds at positions 16 G + 4 q + i, and stores the transposed word of
+/// each of its four columns: the k-th store writes column j = (k + w / 2)
+/// % 4 of its word, so that a store's 32 lanes cover all eight swizzled
+/// 16-byte units of eight rows (and the loads, eight rows of one unit
+/// pair): no bank conflicts either way. Within a unit the addresses are
+/// the lane's bases plus constants: a load's key row is 2048 bytes further
+/// per group, and a store's swizzled unit G ^ (column % 8) is the unit's
+/// first group's XOR the group's offset in it (G = G0 + g, G0 a multiple
+/// of 4 and g < 4: no carry).
+struct TransposeStageLowering : OpConversionPattern<TransposeStageOp> {
+  using OpConversionPattern::OpConversionPattern;
+  static constexpr int64_t kGroupsPerUnit = 4;
+  LogicalResult
+  matchAndRewrite(TransposeStageOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    RingType src = op.getSrc().getType(), dst = op.getDst().getType();
+    Type i32 = b.getI32Type();
+    auto c32 = [&](int64_t v) { return i32Const(b, loc, v); };
+    auto add = [&](Value x, Value y) -> Value {
+      return arith::AddIOp::create(b, loc, x, y);
+    };
+    auto addc = [&](Value x, int64_t k) -> Value {
+      return k ? add(x, c32(k)) : x;
+    };
+    auto mul = [&](Value x, int64_t k) -> Value {
+      return arith::MulIOp::create(b, loc, x, c32(k));
+    };
+    auto andc = [&](Value x, int64_t k) -> Value {
+      return arith::AndIOp::create(b, loc, x, c32(k));
+    };
+    auto xorv = [&](Value x, Value y) -> Value {
+      return arith::XOrIOp::create(b, loc, x, y);
+    };
+    auto shl = [&](Value x, int64_t k) -> Value {
+      return arith::ShLIOp::create(b, loc, x, c32(k));
+    };
+    auto shr = [&](Value x, int64_t k) -> Value {
+      return arith::ShRUIOp::create(b, loc, x, c32(k));
+    };
+    // The slot's stage in both rings (one slot count, as many stages).
+    Value stage = c32(0);
+    if (src.getStages() != 1)
+      stage = arith::RemUIOp::create(b, loc, adaptor.getSlot(),
+                                     c32(src.getStages()));
+    // (one op-building call a statement: the kernels are compared byte for
+    // byte between a GCC and a clang build, which order arguments apart)
+    Value srcOff = mul(stage, src.getStageBytes());
+    srcOff = addc(srcOff, src.getData());
+    Value dstOff = mul(stage, dst.getStageBytes());
+    dstOff = addc(dstOff, dst.getData());
+    Value base = adaptor.getSrc();
+    auto at = [&](Value off) -> Value {
+      return LLVM::GEPOp::create(b, loc, base.getType(), b.getI8Type(), base,
+                                 ValueRange{off});
+    };
+    Value tid = NVVM::ThreadIdXOp::create(b, loc, i32);
+    Value lane = andc(tid, 31);
+    Value q = andc(lane, 3);
+    Value w = shr(lane, 2);
+    Value half = shr(w, 1);
+    const int64_t rows = op.getRows(), cols = op.getCols();
+    const int64_t unitsPerCol = rows / 16 / kGroupsPerUnit;
+    const int64_t units = unitsPerCol * (cols / 32);
+    Value end = c32(units);
+    Value step = c32(op.getWorkers());
+    auto loop = scf::ForOp::create(b, loc, adaptor.getWorker(), end, step);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    Value un = loop.getInductionVar();
+    Value colBlk = arith::DivUIOp::create(b, loc, un, c32(unitsPerCol));
+    Value g0 = mul(arith::RemUIOp::create(b, loc, un, c32(unitsPerCol)),
+                   kGroupsPerUnit);
+    // column word (4 bytes) of the tile, its box and word in the box row
+    Value cw = add(shl(colBlk, 3), w);
+    Value box = shr(cw, 5);
+    Value cwr = andc(cw, 31);
+    Value srcBox = add(srcOff, mul(box, rows * kSwizzleBytes));
+    srcBox = add(srcBox, shl(g0, 11)); // 16 keys of 128 bytes a group
+    Value unit = shr(cwr, 2);
+    Value wordOff = shl(andc(cwr, 3), 2);
+    Value q2 = shl(q, 1);
+    Value srcBase[4];
+    for (int64_t i = 0; i < 4; ++i) {
+      Value key = addc(q2, 8 * (i / 2) + i % 2); // of group 0
+      Value sw = xorv(unit, andc(key, 7));
+      Value row = add(srcBox, mul(key, kSwizzleBytes));
+      Value inRow = add(shl(sw, 4), wordOff);
+      srcBase[i] = add(row, inRow);
+    }
+    Value col0 = shl(cw, 2);
+    Value posOff = shl(q, 2);
+    // The store address of column k at the unit's first group: the 16-byte
+    // unit (bits 4-6) is the only part a later group changes, by an XOR
+    // (the stage and row offsets are multiples of 128, the lane's word
+    // offset below 16).
+    Value store[4], sel[4];
+    for (int64_t k = 0; k < 4; ++k) {
+      Value j = andc(addc(half, k), 3);
+      // bytes j and 4 + j: the column's byte from the pair's two keys
+      sel[k] = addc(mul(j, 0x11), 0x40);
+      Value col = add(col0, j);
+      Value swz = shl(xorv(g0, andc(col, 7)), 4);
+      Value row = add(dstOff, mul(col, kSwizzleBytes));
+      Value inRow = add(swz, posOff);
+      store[k] = add(row, inRow);
+    }
+    Value lo = c32(0x5410);
+    for (int64_t gp = 0; gp < kGroupsPerUnit; gp += 2) {
+      Value words[2][4];
+      for (int64_t gg = 0; gg < 2; ++gg)
+        for (int64_t i = 0; i < 4; ++i)
+          words[gg][i] = LLVM::LoadOp::create(
+              b, loc, i32, at(addc(srcBase[i], (gp + gg) * 16 * kSwizzleBytes)));
+      for (int64_t gg = 0; gg < 2; ++gg)
+        for (int64_t k = 0; k < 4; ++k) {
+          Value t = prmt(b, loc, words[gg][0], words[gg][1], sel[k]);
+          Value u = prmt(b, loc, words[gg][2], words[gg][3], sel[k]);
+          Value out = prmt(b, loc, t, u, lo);
+          Value addr = store[k];
+          if (gp + gg)
+            addr = xorv(addr, c32((gp + gg) << 4));
+          LLVM::StoreOp::create(b, loc, out, at(addr));
+        }
+    }
+    b.setInsertionPointAfter(loop);
+    fenceSharedForAsyncProxy(b, loc);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
 } // namespace
 
 void fa3::hopper::populateRingToNVVMPatterns(TypeConverter &converter,
@@ -281,6 +427,7 @@ void fa3::hopper::populateRingToNVVMPatterns(TypeConverter &converter,
   });
   patterns.add<RingCreateLowering, RingInitLowering, ProducerAcquireLowering,
                ProducerCommitLowering, ConsumerWaitLowering,
-               ConsumerReleaseLowering, RingStageLowering, TmaLoadLowering>(
+               ConsumerReleaseLowering, RingStageLowering, TmaLoadLowering,
+               TransposeStageLowering>(
       converter, patterns.getContext());
 }

@@ -10,17 +10,16 @@ func.func @head_dim_80(%q: memref<1x2x64x80xbf16>, %o: memref<1x2x64x80xbf16>) {
 // -----
 
 func.func @f32_inputs(%q: memref<1x2x64x64xf32>, %o: memref<1x2x64x64xf32>) {
-  // expected-error @+1 {{cannot generate the Hopper kernel: the Hopper kernel takes bf16 or f16 q, k and v, got f32}}
+  // expected-error @+1 {{cannot generate the Hopper kernel: the Hopper kernel takes bf16, f16 or f8E4M3FN q, k and v, got f32}}
   attn.flash_attention ins(%q, %q, %q : memref<1x2x64x64xf32>, memref<1x2x64x64xf32>, memref<1x2x64x64xf32>) outs(%o : memref<1x2x64x64xf32>)
   return
 }
 
 // -----
 
-// FP8 input with a bf16 o: the reason is the input type (o may not be f8,
-// so advice to match it would be refused by the verifier).
+// FP8 takes head dim 128 and 256.
 func.func @f8_inputs(%q: memref<1x2x64x64xf8E4M3FN>, %o: memref<1x2x64x64xbf16>) {
-  // expected-error @+1 {{the Hopper kernel takes bf16 or f16 q, k and v, got f8E4M3FN (FP8 is not implemented yet)}}
+  // expected-error @+1 {{unsupported head dim 64 in FP8 (the e4m3 kernel takes head dim 128 or 256, value head dim equal)}}
   attn.flash_attention ins(%q, %q, %q : memref<1x2x64x64xf8E4M3FN>, memref<1x2x64x64xf8E4M3FN>, memref<1x2x64x64xf8E4M3FN>) outs(%o : memref<1x2x64x64xbf16>)
   return
 }

@@ -18,8 +18,11 @@ gpu.module @m {
                %sb: i64, %ss: i64, %sh: i64, %scale: f32,
                %cuq: !llvm.ptr<1>, %cuk: !llvm.ptr<1>, %used: !llvm.ptr<1>, %maxsq: i32,
                %splits: i32, %oacc: !llvm.ptr<1>, %lacc: !llvm.ptr<1>,
-               %pages: !llvm.ptr<1>, %pstride: i32, %psize: i32)
-      attributes {nvvm.kernel, attn.launch = {params = ["mapQ", "mapK", "mapV", "mapO", "O", "LSE", "tileCounter", "B", "Sq", "Skv", "Hq", "Hkv", "oStrideB", "oStrideS", "oStrideH", "scaleLog2", "cuSeqlensQ", "cuSeqlensK", "seqUsedK", "maxSeqlenQ", "numSplits", "oAccum", "lseAccum", "pageTable", "pageTableStride", "pageSize"]}} {
+               %pages: !llvm.ptr<1>, %pstride: i32, %psize: i32,
+               %qd: !llvm.ptr<1>, %kd: !llvm.ptr<1>, %vd: !llvm.ptr<1>,
+               %qdb: i32, %qdh: i32, %qdm: i32, %kdb: i32, %kdh: i32, %kdn: i32,
+               %vdb: i32, %vdh: i32)
+      attributes {nvvm.kernel, attn.launch = {params = ["mapQ", "mapK", "mapV", "mapO", "O", "LSE", "tileCounter", "B", "Sq", "Skv", "Hq", "Hkv", "oStrideB", "oStrideS", "oStrideH", "scaleLog2", "cuSeqlensQ", "cuSeqlensK", "seqUsedK", "maxSeqlenQ", "numSplits", "oAccum", "lseAccum", "pageTable", "pageTableStride", "pageSize", "qDescale", "kDescale", "vDescale", "qDescaleStrideB", "qDescaleStrideH", "qDescaleStrideM", "kDescaleStrideB", "kDescaleStrideH", "kDescaleStrideN", "vDescaleStrideB", "vDescaleStrideH"]}} {
     nvvm.prefetch tensormap, %mapQ : !llvm.ptr
     llvm.return
   }
@@ -56,8 +59,11 @@ gpu.module @m {
                %sb: i64, %ss: i64, %sh: i64, %scale: f32,
                %cuq: !llvm.ptr<1>, %cuk: !llvm.ptr<1>, %used: !llvm.ptr<1>, %maxsq: i32,
                %splits: i32, %oacc: !llvm.ptr<1>, %lacc: !llvm.ptr<1>,
-               %pages: !llvm.ptr<1>, %pstride: i32, %psize: i32)
-      attributes {nvvm.kernel, attn.launch = {params = ["mapQ", "mapK", "mapV", "mapO", "O", "LSE", "tileCounter", "B", "Sq", "Skv", "Hq", "Hkv", "oStrideB", "oStrideS", "oStrideH", "scaleLog2", "cuSeqlensQ", "cuSeqlensK", "seqUsedK", "maxSeqlenQ", "numSplits", "oAccum", "lseAccum", "pageTable", "pageTableStride", "pageSize"]}} {
+               %pages: !llvm.ptr<1>, %pstride: i32, %psize: i32,
+               %qd: !llvm.ptr<1>, %kd: !llvm.ptr<1>, %vd: !llvm.ptr<1>,
+               %qdb: i32, %qdh: i32, %qdm: i32, %kdb: i32, %kdh: i32, %kdn: i32,
+               %vdb: i32, %vdh: i32)
+      attributes {nvvm.kernel, attn.launch = {params = ["mapQ", "mapK", "mapV", "mapO", "O", "LSE", "tileCounter", "B", "Sq", "Skv", "Hq", "Hkv", "oStrideB", "oStrideS", "oStrideH", "scaleLog2", "cuSeqlensQ", "cuSeqlensK", "seqUsedK", "maxSeqlenQ", "numSplits", "oAccum", "lseAccum", "pageTable", "pageTableStride", "pageSize", "qDescale", "kDescale", "vDescale", "qDescaleStrideB", "qDescaleStrideH", "qDescaleStrideM", "kDescaleStrideB", "kDescaleStrideH", "kDescaleStrideN", "vDescaleStrideB", "vDescaleStrideH"]}} {
     llvm.return
   }
 }

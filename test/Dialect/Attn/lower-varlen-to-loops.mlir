@@ -7,7 +7,7 @@
 // RUN: fa3-opt %s --attn-lower-to-loops | FileCheck %s
 // RUN: not fa3-opt %s --attn-hopper-config 2>&1 | FileCheck %s --check-prefix=HOPPER
 
-// HOPPER: error: cannot generate the Hopper kernel: the Hopper kernel takes bf16 or f16 q, k and v, got f32
+// HOPPER: error: cannot generate the Hopper kernel: the Hopper kernel takes bf16, f16 or f8E4M3FN q, k and v, got f32
 
 // CHECK-LABEL: func @varlen(
 // CHECK-SAME: %[[Q:[^:]*]]: memref<?x4x16xf32>, %[[K:[^:]*]]: memref<?x2x16xf32>, %[[V:[^:]*]]: memref<?x2x8xf32>, %[[CQ:[^:]*]]: memref<?xi32>, %[[CK:[^:]*]]: memref<?xi32>, %[[U:[^:]*]]: memref<?xi32>, %[[O:[^:]*]]: memref<?x4x8xf32>, %[[L:[^:]*]]: memref<4x?xf32>)

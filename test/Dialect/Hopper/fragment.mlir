@@ -49,13 +49,13 @@ func.func private @rowvec(!hopper.frag<64xbf16>)
 
 // -----
 
-// expected-error @below {{fragment element type must be f32, bf16 or f16, not 'i32'}}
+// expected-error @below {{fragment element type must be f32, bf16, f16 or f8E4M3FN, not 'i32'}}
 func.func private @elem(!hopper.frag<64x64xi32>)
 
 // -----
 
 func.func @ss_operands(%a: i64, %b: i64) {
-  // expected-error @below {{operands must be bf16 or f16 (k-steps of 16), got 'f32'}}
+  // expected-error @below {{operands must be bf16 or f16 (k-steps of 16) or f8E4M3FN (k-steps of 32), got 'f32'}}
   %s = hopper.wgmma.ss %a, %b k 64 boxes 8192, 8192 : f32 -> !hopper.frag<64x64xf32>
   return
 }
@@ -63,7 +63,7 @@ func.func @ss_operands(%a: i64, %b: i64) {
 // -----
 
 func.func @ss_k(%a: i64, %b: i64) {
-  // expected-error @below {{k must be a multiple of 16 (the k-step), got 40}}
+  // expected-error @below {{k must be a multiple of 16 (the k-step of 'bf16'), got 40}}
   %s = hopper.wgmma.ss %a, %b k 40 boxes 8192, 8192 : bf16 -> !hopper.frag<64x64xf32>
   return
 }
@@ -87,7 +87,7 @@ func.func @ss_result(%a: i64, %b: i64) {
 // -----
 
 func.func @rs_a(%a: !hopper.frag<64x64xf32>, %b: i64, %c: !hopper.frag<64x64xf32>) {
-  // expected-error @below {{the register A operand must be a bf16 or f16 fragment, got '!hopper.frag<64x64xf32>'}}
+  // expected-error @below {{the register A operand must be a bf16, f16 or f8E4M3FN fragment, got '!hopper.frag<64x64xf32>'}}
   %d = hopper.wgmma.rs %a, %b, %c : !hopper.frag<64x64xf32>, !hopper.frag<64x64xf32>
   return
 }
@@ -113,7 +113,7 @@ func.func @step_threshold(%s: !hopper.frag<64x64xf32>, %sl2: f32, %m: !hopper.fr
 // -----
 
 func.func @trunc_shape(%p: !hopper.frag<64x64xf32>) {
-  // expected-error @below {{rounds an f32 tile to a bf16 or f16 tile of the same shape, not '!hopper.frag<64x64xf32>' to '!hopper.frag<64x128xbf16>'}}
+  // expected-error @below {{rounds an f32 tile to a bf16, f16 or f8E4M3FN tile of the same shape, not '!hopper.frag<64x64xf32>' to '!hopper.frag<64x128xbf16>'}}
   %b = hopper.trunc %p : !hopper.frag<64x64xf32> to !hopper.frag<64x128xbf16>
   return
 }

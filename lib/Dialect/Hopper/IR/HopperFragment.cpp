@@ -46,13 +46,15 @@ FragmentType::verify(function_ref<InFlightDiagnostic()> emitError,
                          << elementType;
     return success();
   }
-  if (!elementType.isF32() && !elementType.isBF16() && !elementType.isF16())
-    return emitError() << "fragment element type must be f32, bf16 or f16, "
-                          "not "
+  const bool fp8 = isa<Float8E4M3FNType>(elementType);
+  if (!elementType.isF32() && !elementType.isBF16() && !elementType.isF16() &&
+      !fp8)
+    return emitError() << "fragment element type must be f32, bf16, f16 or "
+                          "f8E4M3FN, not "
                        << elementType;
-  // Columns come in n8 blocks (f32); a 16-bit tile is a wgmma A operand,
-  // whose k-steps are 16 columns.
-  int64_t quantum = elementType.isF32() ? 8 : 16;
+  // Columns come in n8 blocks (f32); a 16-bit (8-bit) tile is a wgmma A
+  // operand, whose k-steps are 16 (32) columns.
+  int64_t quantum = elementType.isF32() ? 8 : fp8 ? 32 : 16;
   if (shape[1] < quantum || shape[1] > 256 || shape[1] % quantum != 0)
     return emitError() << "a 64xN fragment of " << elementType
                        << " needs N a multiple of " << quantum
@@ -63,7 +65,10 @@ FragmentType::verify(function_ref<InFlightDiagnostic()> emitError,
 int64_t FragmentType::getRegisters() const {
   if (isRowVector())
     return 2;
-  return getElementType().isF32() ? getColumns() / 2 : getColumns() / 4;
+  if (getElementType().isF32())
+    return getColumns() / 2;
+  return isa<Float8E4M3FNType>(getElementType()) ? getColumns() / 8
+                                                 : getColumns() / 4;
 }
 
 //===----------------------------------------------------------------------===//
@@ -72,6 +77,7 @@ int64_t FragmentType::getRegisters() const {
 
 namespace {
 bool is16Bit(Type t) { return t.isBF16() || t.isF16(); }
+bool isFp8(Type t) { return isa<Float8E4M3FNType>(t); }
 
 LogicalResult verifyF32Tile(Operation *op, FragmentType t, StringRef what) {
   if (!t.getElementType().isF32())
@@ -83,14 +89,19 @@ LogicalResult verifyF32Tile(Operation *op, FragmentType t, StringRef what) {
 LogicalResult WgmmaSSOp::verify() {
   FragmentType d = getD().getType();
   Type ab = getOperandType();
-  if (!is16Bit(ab))
-    return emitOpError("operands must be bf16 or f16 (k-steps of 16), got ")
+  if (!is16Bit(ab) && !isFp8(ab))
+    return emitOpError("operands must be bf16 or f16 (k-steps of 16) or "
+                       "f8E4M3FN (k-steps of 32), got ")
            << ab;
   if (failed(verifyF32Tile(*this, d, "the result")))
     return failure();
-  if (getK() % 16 != 0)
-    return emitOpError("k must be a multiple of 16 (the k-step), got ")
-           << getK();
+  const int64_t kStep = isFp8(ab) ? 32 : 16;
+  if (getK() % kStep != 0)
+    return emitOpError("k must be a multiple of ")
+           << kStep << " (the k-step of " << ab << "), got " << getK();
+  if (isFp8(ab) && (getAMnMajor() || getBMnMajor()))
+    return emitOpError("8-bit operands must both be K-major (wgmma has no "
+                       "transposed FP8 form)");
   // Descriptors address 16-byte units: boxes must be whole units apart.
   // An MN-major operand's k-steps stay in its box (rows of 128 bytes):
   // its box distance is the descriptor's, and must be 0 here.
@@ -112,9 +123,9 @@ LogicalResult WgmmaSSOp::verify() {
 
 LogicalResult WgmmaRSOp::verify() {
   FragmentType a = getA().getType(), c = getC().getType();
-  if (!is16Bit(a.getElementType()))
-    return emitOpError("the register A operand must be a bf16 or f16 "
-                       "fragment, got ")
+  if (!is16Bit(a.getElementType()) && !isFp8(a.getElementType()))
+    return emitOpError("the register A operand must be a bf16, f16 or "
+                       "f8E4M3FN fragment, got ")
            << a;
   if (failed(verifyF32Tile(*this, c, "the accumulator")))
     return failure();
@@ -252,10 +263,11 @@ LogicalResult ScaleRowsOp::verify() {
 
 LogicalResult TruncOp::verify() {
   FragmentType in = getTile().getType(), out = getResult().getType();
-  if (!in.getElementType().isF32() || !is16Bit(out.getElementType()) ||
+  if (!in.getElementType().isF32() ||
+      (!is16Bit(out.getElementType()) && !isFp8(out.getElementType())) ||
       in.getShape() != out.getShape())
-    return emitOpError("rounds an f32 tile to a bf16 or f16 tile of the same "
-                       "shape, not ")
+    return emitOpError("rounds an f32 tile to a bf16, f16 or f8E4M3FN tile "
+                       "of the same shape, not ")
            << in << " to " << out;
   return success();
 }

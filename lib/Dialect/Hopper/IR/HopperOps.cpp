@@ -39,13 +39,15 @@ void HopperDialect::initialize() {
 
 int64_t fa3::hopper::namedBarrierBase(BarrierKind kind, int64_t consumers) {
   // 0 is the CTA barrier; the turns of the two ping-pong consumers come
-  // first, then one epilogue, one vote and one stage barrier per consumer.
+  // first, then one epilogue, one vote and one stage barrier per consumer,
+  // then FP8's transposer barrier.
   constexpr int64_t kTurns = 2;
   switch (kind) {
   case BarrierKind::turn: return 1;
   case BarrierKind::epilogue: return 1 + kTurns;
   case BarrierKind::vote: return 1 + kTurns + consumers;
   case BarrierKind::stage: return 1 + kTurns + 2 * consumers;
+  case BarrierKind::transpose: return 1 + kTurns + 3 * consumers;
   }
   llvm_unreachable("unknown barrier kind");
 }

@@ -175,3 +175,33 @@ LogicalResult LoadPagedTileOp::verify() {
            << getRing().getType().getCluster();
   return success();
 }
+
+LogicalResult TransposeStageOp::verify() {
+  RingType src = getSrc().getType(), dst = getDst().getType();
+  if (getRows() != kSwizzleBytes)
+    return emitOpError("rows must be ")
+           << kSwizzleBytes
+           << " (a transposed row is one 128-byte swizzle row), got "
+           << getRows();
+  if (getCols() % kSwizzleBytes != 0)
+    return emitOpError("cols must be a multiple of ")
+           << kSwizzleBytes << " (whole TMA boxes of the source), got "
+           << getCols();
+  // rows is 128 and cols at most a stage's bytes: the product cannot
+  // overflow once cols is checked against the stage.
+  const int64_t bytes = getRows() * getCols();
+  if (getCols() > static_cast<uint64_t>(src.getStageBytes()) ||
+      bytes > src.getStageBytes() ||
+      bytes > dst.getStageBytes())
+    return emitOpError("a ")
+           << getRows() << "x" << getCols()
+           << " tile does not fit the rings' stages (" << src.getStageBytes()
+           << " and " << dst.getStageBytes() << " bytes)";
+  if (src.getStages() != dst.getStages())
+    return emitOpError("source and destination rings must have as many "
+                       "stages (one slot names both), got ")
+           << src.getStages() << " and " << dst.getStages();
+  if (src.getCluster() != 1 || dst.getCluster() != 1)
+    return emitOpError("transposes rings of one CTA (cluster = 1)");
+  return success();
+}

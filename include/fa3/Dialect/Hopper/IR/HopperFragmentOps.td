@@ -25,6 +25,14 @@ def Hopper_FragmentType : TypeDef<Hopper_Dialect, "Fragment"> {
     register A operand of a wgmma with K = N (a P V product takes the
     softmax's P without moving it between threads).
 
+    `!hopper.frag<64xNxf8E4M3FN>`: the same tile in 8-bit floats, the
+    register A operand of an FP8 wgmma (k-steps of 32 columns): for k-step
+    c, register 4c + 2h + i holds row i of the thread's (i = 0, 1) and the
+    tile's columns 32c + 16h + 8 {0, 1} + 2 (l % 4) + {0, 1}, lowest byte
+    first. wgmma reads the register as the k indices 32c + 16h + 4 (l % 4)
+    + {0 .. 3}; the B operand (V transposed, `hopper.transpose_stage`) holds
+    its rows in that order, so the product is P V.
+
     `!hopper.frag<64xf32>`: one value per row of such a tile, held by the
     four threads of the row's quad (two rows a thread). Row maxima are the
     row's; row sums (`hopper.softmax_step`'s l) are the thread's partial
@@ -103,6 +111,10 @@ def Hopper_WgmmaRSOp : Hopper_Op<"wgmma.rs", [AllTypesMatch<["c", "d"]>]> {
     gives): `desc_b` describes B's first 16 rows; each k-step advances it by
     16 rows. A is a 16-bit fragment: the accumulator layout of the product
     that made it. One wgmma group; the result is asynchronous.
+
+    With an 8-bit A (f8E4M3FN, k-steps of 32), B is K-major, as FP8 wgmma
+    requires: N rows of K bytes (one 128-byte swizzle row at K = 128),
+    8-row atoms 1024 bytes apart; each k-step advances it by 32 bytes.
 
     MLIR 22's `nvvm.wgmma.mma_async` has no register-A form and
     `nvvm.inline_ptx` does not tie read-write operands to results, so the
@@ -235,10 +247,12 @@ def Hopper_ScaleRowsOp : Hopper_Op<"scale_rows", [Pure, AllTypesMatch<["tile", "
 }
 
 def Hopper_TruncOp : Hopper_Op<"trunc", [Pure]> {
-  let summary = "an f32 tile rounded to 16-bit floats, in the same layout";
+  let summary = "an f32 tile rounded to 16- or 8-bit floats, in the same layout";
   let description = [{
     Packs each pair {e = 0, e = 1} of a row into one 32-bit register: the
-    register-A operand layout of the next wgmma (P for P V).
+    register-A operand layout of the next wgmma (P for P V). To f8E4M3FN
+    (round to nearest, saturating to +-448): the pairs of two adjacent n8
+    blocks of a row into one register (the fragment type's 8-bit layout).
   }];
   let arguments = (ins Hopper_Tile:$tile);
   let results = (outs Hopper_Tile:$result);

@@ -53,10 +53,11 @@ def Hopper_BarrierTurn : I32EnumAttrCase<"turn", 0>;
 def Hopper_BarrierEpilogue : I32EnumAttrCase<"epilogue", 1>;
 def Hopper_BarrierVote : I32EnumAttrCase<"vote", 2>;
 def Hopper_BarrierStage : I32EnumAttrCase<"stage", 3>;
+def Hopper_BarrierTranspose : I32EnumAttrCase<"transpose", 4>;
 def Hopper_BarrierKind : I32EnumAttr<"BarrierKind",
     "what a consumer warpgroup's named barrier is for",
     [Hopper_BarrierTurn, Hopper_BarrierEpilogue, Hopper_BarrierVote,
-     Hopper_BarrierStage]> {
+     Hopper_BarrierStage, Hopper_BarrierTranspose]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::fa3::hopper";
 }
@@ -82,6 +83,9 @@ class Hopper_NamedBarrierOp<string mnemonic, string what>
       stage     1 + 2 + 2 consumers + c  a tile the warpgroup staged in
                                        shared memory (hopper.store_shared)
                                        before its wgmma reads it
+      transpose 1 + 2 + 3 consumers    FP8: the producer warpgroup's V
+                                       transposers, once a stage is
+                                       written (consumer index 0)
 
     `threads` take part in the barrier (a multiple of 32, up to 1024):
     256 for a turn (128 syncing, 128 arriving), 128 for a warpgroup's own.

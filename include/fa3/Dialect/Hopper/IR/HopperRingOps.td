@@ -238,7 +238,7 @@ def Hopper_LoadTileOp : Hopper_Op<"load_tile"> {
                        I32:$batch, Hopper_RingType:$ring, I32:$slot,
                        ConfinedAttr<I64Attr, [IntPositive]>:$rows,
                        ConfinedAttr<I64Attr, [IntPositive]>:$cols,
-                       TypeAttrOf<AnyTypeOf<[BF16, F16]>>:$element);
+                       TypeAttrOf<AnyTypeOf<[BF16, F16, F8E4M3FN]>>:$element);
   let assemblyFormat = [{
     $map `[` $row `,` $head `,` $batch `]` `into` $ring `[` $slot `]`
     `rows` $rows `cols` $cols attr-dict `:` $element `,` qualified(type($ring))
@@ -295,6 +295,51 @@ def Hopper_LoadPagedTileOp : Hopper_Op<"load_paged_tile"> {
     int64_t getBoxBytes() { return getRows() * kSwizzleBytes; }
     int64_t getBoxes() { return getCols() / getBoxCols(); }
     int64_t getTileBytes() { return getBoxes() * getBoxBytes(); }
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// FP8: V transposed in shared memory
+//===----------------------------------------------------------------------===//
+
+def Hopper_TransposeStageOp : Hopper_Op<"transpose_stage"> {
+  let summary = "an 8-bit tile of a ring stage transposed into another ring's stage";
+  let description = [{
+    FP8 wgmma reads both operands K-major, and V's K (its rows, the keys) is
+    not its contiguous dimension: V is transposed in shared memory (as
+    FlashAttention-3 does), by `workers` warps of the producer warpgroup.
+    Each of them runs this op with its index `worker` (0 ..
+    `workers` - 1); together they read slot `slot`'s stage of `src`, a
+    `rows` x `cols` tile of bytes as TMA loaded it (boxes of 128 columns,
+    rows of 128 bytes, 128B swizzle), and write `dst`'s stage of the same
+    slot as `cols` rows of `rows` = 128 bytes, 128B-swizzled: the K-major B
+    operand of O += P V. Position p of a row holds key
+    16 (p / 16) + 8 ((p % 4) / 2) + 2 ((p % 16) / 4) + p % 2: the key whose
+    score the 8-bit P fragment (`hopper.trunc` to f8E4M3FN) keeps at k
+    index p, so that P goes from the S accumulator to the wgmma A operand
+    without moving between threads.
+
+    A warp's unit is 16 keys x 32 columns: four 4-byte loads and four
+    4-byte stores a lane, byte-permuted (prmt) in between, with each lane's
+    stores rotated so that neither side has bank conflicts. The writes are
+    then fenced for the async proxy; the caller waits for the source slot
+    before (`hopper.ring.consumer_wait`) and, after a barrier of the
+    workers, commits the destination slot (`hopper.ring.producer_commit`
+    tx 0).
+
+    ```mlir
+    hopper.transpose_stage %v[%u] to %vt worker %w of 3 rows 128 cols 128
+        : !hopper.ring<...>, !hopper.ring<...>
+    ```
+  }];
+  let arguments = (ins Hopper_RingType:$src, I32:$slot, Hopper_RingType:$dst,
+                       I32:$worker, ConfinedAttr<I64Attr, [IntPositive]>:$workers,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$rows,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$cols);
+  let assemblyFormat = [{
+    $src `[` $slot `]` `to` $dst `worker` $worker `of` $workers `rows` $rows
+    `cols` $cols attr-dict `:` qualified(type($src)) `,` qualified(type($dst))
   }];
   let hasVerifier = 1;
 }

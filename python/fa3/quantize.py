@@ -1,0 +1,297 @@
+"""FP8 (e4m3) quantization for the FP8 forward kernels (flash_attn_func on
+torch.float8_e4m3fn q, k, v).
+
+    from fa3.quantize import quantize_qkv_fp8
+    r = quantize_qkv_fp8(q, k, v)               # block scales + Hadamard rotation
+    o = flash_attn_func(r.q, r.k, r.v, causal=True, **r.descales)   # o: bf16
+
+    q8, q_descale = quantize_fp8(q)             # one scale per (batch, head)
+    q8, q_descale = quantize_fp8(q, block=128)  # one per (batch, head, 128 rows)
+
+A tensor x [B, S, H, D] becomes x8 = round_e4m3(x * scale) with
+descale = 1 / scale = amax / 448 over the elements that share a scale, so
+that x8.float() * descale approximates x (dequantize_fp8). 448 is e4m3's
+largest finite value (torch.float8_e4m3fn: no infinities). A group whose
+amax is 0 gets descale 1 (its elements are zeros). Non-finite inputs are not
+checked (that would cost a device-to-host synchronisation): a NaN or inf in
+a group makes its descale NaN or inf.
+
+Error of one element (the bound test_quantize.py checks): e4m3 keeps 3
+mantissa bits, so round-to-nearest-even of a scaled value y = x * scale is
+off by at most half a unit in the last place: |round(y) - y| <= 2^-4 |y|
+where y is a normal number (|y| >= 2^-6), and <= 2^-10 below that (the
+subnormals are spaced 2^-9). Dequantized: |x8 * descale - x| <=
+max(2^-4 |x|, 2^-10 descale), plus a few f32 ulps of x from scale *
+descale != 1 exactly.
+
+Incoherent processing (FlashAttention-3, section 3.3): multiplying q and k by
+one random orthogonal M leaves the scores unchanged, (Q M)(K M)^T = Q K^T,
+but spreads an outlier of a row over all D of its elements, so the amax of a
+block (and the quantization step) shrinks. hadamard_matrix is M = H_d
+diag(s) / sqrt(d): H_d the Sylvester Hadamard matrix (d a power of two), s
+random signs drawn from `seed`. v is not rotated (O = P V needs V as it is).
+
+torch is imported on first use (``import fa3.quantize`` works without it),
+except in hadamard_matrix_numpy, which needs NumPy only.
+"""
+from __future__ import annotations
+
+import operator
+from typing import NamedTuple, Optional
+
+E4M3_MAX = 448.0         # torch.finfo(torch.float8_e4m3fn).max
+BLOCK = 128              # rows of a block scale (the kernels read one per 128 rows)
+# |dequantize(quantize(x)) - x| <= max(E4M3_REL_ERR * |x|, E4M3_SUBNORMAL_ERR * descale)
+E4M3_REL_ERR = 2.0 ** -4
+E4M3_SUBNORMAL_ERR = 2.0 ** -10
+
+
+def _power_of_two(fn: str, d) -> int:
+    try:
+        d = operator.index(d)
+    except TypeError:
+        raise TypeError(f"{fn}: d must be an integer (a power of two), got "
+                        f"{type(d).__name__}") from None
+    if d < 1 or d & (d - 1):
+        raise ValueError(f"{fn}: d = {d} is not a power of two (a Sylvester Hadamard matrix "
+                         "has 2^n rows)")
+    return d
+
+
+def _seed(fn: str, seed) -> int:
+    if isinstance(seed, bool):
+        raise TypeError(f"{fn}: seed must be an integer, got bool")
+    try:
+        seed = operator.index(seed)
+    except TypeError:
+        raise TypeError(f"{fn}: seed must be an integer, got {type(seed).__name__}") from None
+    if not 0 <= seed < 2**63:
+        raise ValueError(f"{fn}: seed = {seed} is out of range (0 to 2^63-1)")
+    return seed
+
+
+def hadamard_signs(d: int, seed: int = 0):
+    """The d random signs (+1 / -1, a NumPy int8 array) of hadamard_matrix's
+    diag(s): NumPy's PCG64 from `seed`, the same on every machine."""
+    import numpy as np
+    d = _power_of_two("hadamard_signs", d)
+    seed = _seed("hadamard_signs", seed)
+    bits = np.random.Generator(np.random.PCG64(seed)).integers(0, 2, size=d, dtype=np.int8)
+    return (1 - 2 * bits).astype(np.int8)
+
+
+def hadamard_matrix_numpy(d: int, seed: int = 0):
+    """M = H_d diag(s) / sqrt(d) as a float64 NumPy array [d, d] (no torch
+    needed): H_d Sylvester's (H_1 = [1], H_2n = [[H, H], [H, -H]]), s =
+    hadamard_signs(d, seed). Orthogonal: M M^T = I."""
+    import numpy as np
+    d = _power_of_two("hadamard_matrix_numpy", d)
+    s = hadamard_signs(d, seed).astype(np.float64)
+    h = np.ones((1, 1))
+    while h.shape[0] < d:
+        h = np.block([[h, h], [h, -h]])
+    return h * s[None, :] / np.sqrt(d)
+
+
+def hadamard_matrix(d: int, seed: int = 0, device=None, dtype=None):
+    """M = H_d diag(s) / sqrt(d) as a torch tensor [d, d] on `device` (None:
+    the CPU) of `dtype` (None: float32), built in float64
+    (hadamard_matrix_numpy). Orthogonal, so (Q M)(K M)^T = Q K^T: rotate q
+    and k by the same M (quantize_qkv_fp8 does)."""
+    import torch
+    m = torch.from_numpy(hadamard_matrix_numpy(d, seed))
+    return m.to(device=device, dtype=torch.float32 if dtype is None else dtype)
+
+
+def _torch_fp8():
+    import torch
+    dt = getattr(torch, "float8_e4m3fn", None)
+    if dt is None:
+        raise RuntimeError(f"fa3.quantize: torch {torch.__version__} has no float8_e4m3fn "
+                           "(PyTorch 2.1 or newer)")
+    return torch, dt
+
+
+def _block(fn: str, block) -> Optional[int]:
+    if block is None:
+        return None
+    if isinstance(block, bool):
+        raise TypeError(f"{fn}: block must be None (one scale per batch and head) or "
+                        f"{BLOCK} (one per {BLOCK} rows), got bool")
+    try:
+        b = operator.index(block)
+    except TypeError:
+        raise TypeError(f"{fn}: block must be None or {BLOCK}, got "
+                        f"{type(block).__name__}") from None
+    if b != BLOCK:
+        raise ValueError(f"{fn}: block must be None (one scale per batch and head) or "
+                         f"{BLOCK} (the kernels read one descale per {BLOCK} rows), got {b}")
+    return b
+
+
+def _rotation(fn: str, torch, hadamard, D: int, device):
+    """hadamard as a float32 [D, D] matrix on `device`, or None: None/False
+    none, True seed 0, an int a seed, a tensor the matrix itself."""
+    if hadamard is None or hadamard is False:
+        return None
+    if isinstance(hadamard, torch.Tensor):
+        if hadamard.shape != (D, D) or not hadamard.is_floating_point():
+            raise ValueError(f"{fn}: hadamard as a matrix must be a floating-point [D, D] = "
+                             f"[{D}, {D}] tensor, got {hadamard.dtype} of shape "
+                             f"{tuple(hadamard.shape)}")
+        return hadamard.to(device=device, dtype=torch.float32)
+    seed = 0 if hadamard is True else _seed(fn, hadamard)
+    if D < 1 or D & (D - 1):
+        raise ValueError(f"{fn}: a Hadamard rotation needs a head dim that is a power of two, "
+                         f"got D = {D}")
+    return hadamard_matrix(D, seed, device=device)
+
+
+def _check_x(fn: str, torch, name: str, x):
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{fn}: {name} must be a torch.Tensor, got {type(x).__name__}")
+    if x.dim() != 4:
+        raise ValueError(f"{fn}: {name} must be 4-D [B, S, H, D], got shape {tuple(x.shape)}")
+    if not x.is_floating_point() or x.dtype not in (torch.float32, torch.float16,
+                                                     torch.bfloat16, torch.float64):
+        raise ValueError(f"{fn}: {name} must be float32, float16, bfloat16 or float64, got "
+                         f"{x.dtype}")
+
+
+def _quantize(torch, fp8, x, block, m):
+    """(x8, descale) of a checked x [B, S, H, D]: rotate (m), amax per group,
+    scale, clamp, cast; descale float32 [B, H] or [B, H, ceil(S / block)]."""
+    B, S, H, D = x.shape
+    with torch.no_grad():
+        xf = x.detach().to(torch.float32)
+        if m is not None:
+            xf = xf @ m
+        if block is None:
+            if S and D:
+                amax = xf.abs().amax(dim=(1, 3))                      # [B, H]
+            else:
+                amax = xf.new_zeros((B, H))
+            shape = (B, 1, H, 1)
+        else:
+            nb = -(-S // block)
+            pad = nb * block - S
+            if nb and D:
+                xp = torch.nn.functional.pad(xf, (0, 0, 0, 0, 0, pad)) if pad else xf
+                amax = xp.view(B, nb, block, H, D).abs().amax(dim=(2, 4))   # [B, nb, H]
+                amax = amax.transpose(1, 2).contiguous()                    # [B, H, nb]
+            else:
+                amax = xf.new_zeros((B, H, nb))
+            shape = None
+        ok = amax > 0
+        one = torch.ones_like(amax)
+        descale = torch.where(ok, amax / E4M3_MAX, one)
+        scale = torch.where(ok, E4M3_MAX / torch.where(ok, amax, one), one)
+        if block is None:
+            y = xf * scale.view(shape)
+        else:
+            # per row: the scale of its block, [B, S, H, 1]
+            rows = scale.repeat_interleave(block, dim=2)[:, :, :S]          # [B, H, S]
+            y = xf * rows.transpose(1, 2).unsqueeze(-1)
+        # x * (448 / amax) may round a hair above 448: clamp before the cast
+        y = y.clamp_(-E4M3_MAX, E4M3_MAX)
+        return y.to(fp8), descale
+
+
+def quantize_fp8(x, *, block: Optional[int] = None, hadamard=None):
+    """(x_fp8, descale) of x [B, S, H, D] (float32, float16, bfloat16 or
+    float64, any device): x_fp8 torch.float8_e4m3fn [B, S, H, D]
+    (contiguous), descale float32 [B, H] (block None: one scale per batch and
+    head, FA3's form) or [B, H, ceil(S / 128)] (block 128: one per 128 rows
+    of a head, the last block shorter); descale = amax / 448 of its group (1
+    where the amax is 0). `hadamard`: None or False, no rotation; True or an
+    int seed, x is first multiplied by hadamard_matrix(D, seed) (True: seed
+    0; D a power of two); a [D, D] tensor, by that matrix. Computed in
+    float32; no gradient."""
+    fn = "quantize_fp8"
+    torch, fp8 = _torch_fp8()
+    _check_x(fn, torch, "x", x)
+    block = _block(fn, block)
+    m = _rotation(fn, torch, hadamard, x.shape[3], x.device)
+    return _quantize(torch, fp8, x, block, m)
+
+
+def dequantize_fp8(x_fp8, descale):
+    """float32 x_fp8 * descale, broadcast as the kernels read it: x_fp8 [B,
+    S, H, D]; descale a 0-d tensor (one scale), [B, H] or [B, H', ...] with
+    H' dividing H (FA3's q descale per kv head: H' = Hkv, each descale
+    serving H / H' consecutive heads), or [B, H, ceil(S / 128)] (one per
+    128 rows). For references and tests."""
+    import torch
+    B, S, H, D = x_fp8.shape
+    xf = x_fp8.to(torch.float32)
+    d = descale.to(device=xf.device, dtype=torch.float32)
+    if d.dim() == 0:
+        return xf * d
+    if d.dim() not in (2, 3) or d.shape[0] != B or H % d.shape[1]:
+        raise ValueError(f"dequantize_fp8: descale of shape {tuple(d.shape)} does not fit x of "
+                         f"shape {tuple(x_fp8.shape)} (0-d, [B, H] or [B, H, blocks])")
+    if d.shape[1] != H:
+        d = d.repeat_interleave(H // d.shape[1], dim=1)
+    if d.dim() == 2:
+        return xf * d[:, None, :, None]
+    nb = -(-S // BLOCK)
+    if d.shape[2] != nb:
+        raise ValueError(f"dequantize_fp8: a block descale of x with S = {S} needs "
+                         f"ceil(S / {BLOCK}) = {nb} blocks, got {d.shape[2]}")
+    rows = d.repeat_interleave(BLOCK, dim=2)[:, :, :S]                    # [B, H, S]
+    return xf * rows.transpose(1, 2).unsqueeze(-1)
+
+
+class QuantizedQKV(NamedTuple):
+    """quantize_qkv_fp8's result: the e4m3 tensors and their descales, in the
+    order and names flash_attn_func takes (``**r.descales``)."""
+    q: object
+    k: object
+    v: object
+    q_descale: object
+    k_descale: object
+    v_descale: object
+
+    @property
+    def descales(self) -> dict:
+        return {"q_descale": self.q_descale, "k_descale": self.k_descale,
+                "v_descale": self.v_descale}
+
+
+def quantize_qkv_fp8(q, k, v, *, block: Optional[int] = BLOCK, hadamard: bool = True,
+                     seed: int = 0) -> QuantizedQKV:
+    """q [B, Sq, Hq, D], k [B, Skv, Hkv, D], v [B, Skv, Hkv, Dv] (one device)
+    quantized to e4m3 for flash_attn_func, FlashAttention-3's recipe (section
+    3.3): with `hadamard`, q and k both multiplied by M =
+    hadamard_matrix(D, seed) ((Q M)(K M)^T = Q K^T, so the attention is
+    unchanged while outliers are spread over the head dim); q and k with
+    block scales (`block` 128: descales [B, Hq, ceil(Sq / 128)] and [B, Hkv,
+    ceil(Skv / 128)]; None: [B, Hq] and [B, Hkv]); v (not rotated) one
+    scale per (batch, kv head), [B, Hkv], the only form the kernels read.
+    Each tensor is rotated, reduced to its amaxes, scaled and cast in one
+    pass of float32 temporaries (quantize_fp8). Returns a QuantizedQKV
+    (q, k, v, q_descale, k_descale, v_descale)."""
+    fn = "quantize_qkv_fp8"
+    torch, fp8 = _torch_fp8()
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        _check_x(fn, torch, name, t)
+    if not (q.device == k.device == v.device):
+        raise ValueError(f"{fn}: q, k, v must be on one device, got {q.device}, {k.device}, "
+                         f"{v.device}")
+    B, Sq, Hq, D = q.shape
+    if k.shape[0] != B or k.shape[3] != D:
+        raise ValueError(f"{fn}: k must be [B, Skv, Hkv, D] with q's B = {B} and D = {D}, got "
+                         f"{tuple(k.shape)}")
+    if tuple(v.shape[:3]) != tuple(k.shape[:3]):
+        raise ValueError(f"{fn}: k and v must agree in [B, Skv, Hkv], got {tuple(k.shape)} and "
+                         f"{tuple(v.shape)}")
+    block = _block(fn, block)
+    if not isinstance(hadamard, bool):
+        raise TypeError(f"{fn}: hadamard must be True or False (the rotation's seed is "
+                        f"`seed`), got {type(hadamard).__name__}")
+    seed = _seed(fn, seed)
+    m = _rotation(fn, torch, seed if hadamard else None, D, q.device)
+    q8, qd = _quantize(torch, fp8, q, block, m)
+    k8, kd = _quantize(torch, fp8, k, block, m)
+    v8, vd = _quantize(torch, fp8, v, None, None)
+    return QuantizedQKV(q8, k8, v8, qd, kd, vd)

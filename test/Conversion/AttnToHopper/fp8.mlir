@@ -1,0 +1,104 @@
+// The FP8 kernel (e4m3 q, k, v with descales at launch, o bf16). Its
+// configuration, checked as CONFIG, is 128 x 128 tiles, one CTA per tile, 3
+// stages at head dim 128; at 256 O is stored directly (its staging buffer
+// does not fit). Its kernel, checked as KERNEL, has the producer warpgroup's
+// warps 1 .. 3 transpose each V stage into a ring of its own (V's
+// consumers, that ring's producer); the consumer warpgroups fold q's
+// descale (per 128 query rows) and each kv block's k descale into the
+// scores' scale, read P V's B from the transposed ring and scale O by v's
+// descale.
+// RUN: fa3-opt %s --split-input-file --attn-hopper-config | FileCheck %s --check-prefix=CONFIG
+// RUN: fa3-opt %s --split-input-file --attn-hopper-config --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=KERNEL
+// RUN: fa3-opt %s --split-input-file --attn-hopper-config --attn-tile --convert-attn-to-hopper --hopper-async-copy --hopper-overlap --hopper-pingpong --convert-hopper-to-nvvm | FileCheck %s --check-prefix=NVVM
+
+// CONFIG-LABEL: func.func @d128
+// CONFIG: attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 3, persistent = false, q_buffers = 1, lazy_rescale = true, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = true, tma_store = true>
+
+// KERNEL-LABEL: gpu.func @d128_kernel(
+// KERNEL-SAME: dtype = "e4m3"
+// The rings: Q, K, V (released by the 96 transposer threads), V transposed
+// (by the 256 consumer threads).
+// KERNEL: %[[Q:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 1, stage_bytes = 16384, data = 0,
+// KERNEL: %[[K:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 3, stage_bytes = 16384, data = 16384, {{.*}} arrivals = 256, cluster = 1>
+// KERNEL: %[[V:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 3, stage_bytes = 16384, data = 65536, {{.*}} arrivals = 96, cluster = 1>
+// KERNEL: %[[VT:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 3, stage_bytes = 16384, data = 114688, {{.*}} arrivals = 256, cluster = 1>
+// KERNEL: hopper.warp_specialize producer regs 48 {
+// KERNEL: hopper.load_tile %arg0[{{.*}}] into %[[Q]][{{.*}}] rows 128 cols 128 : f8E4M3FN
+// KERNEL: hopper.load_tile %arg1[{{.*}}] into %[[K]][{{.*}}] rows 128 cols 128 : f8E4M3FN
+// KERNEL: hopper.load_tile %arg2[{{.*}}] into %[[V]][{{.*}}] rows 128 cols 128 : f8E4M3FN
+// The transposer: warps 1 .. 3, over the tile's kv blocks.
+// KERNEL: %[[WARP:.*]] = arith.divui %{{.*}}, %c32_i32 : i32
+// KERNEL: %[[TR:.*]] = arith.cmpi uge, %[[WARP]], %c1_i32 : i32
+// KERNEL: scf.if %[[TR]] {
+// KERNEL: %[[WORKER:.*]] = arith.subi %[[WARP]], %c1_i32 : i32
+// KERNEL: %[[RNG:.*]]:4 = func.call @d128_kernel_kv_range(
+// KERNEL: %[[NB:.*]] = arith.subi %[[RNG]]#1, %[[RNG]]#0 : i32
+// KERNEL: scf.for %[[U:.*]] = %c0_i32 to %[[NB]] step %c1_i32 : i32 {
+// KERNEL-NEXT: hopper.ring.consumer_wait %[[V]][%[[U]]]
+// KERNEL-NEXT: hopper.ring.producer_acquire %[[VT]][%[[U]]]
+// KERNEL-NEXT: hopper.transpose_stage %[[V]][%[[U]]] to %[[VT]] worker %[[WORKER]] of 3 rows 128 cols 128
+// KERNEL-NEXT: hopper.ring.consumer_release %[[V]][%[[U]]]
+// KERNEL-NEXT: hopper.named_barrier.sync transpose[%c0_i32] of 2 threads 96
+// KERNEL: scf.if
+// KERNEL-NEXT: hopper.ring.producer_commit %[[VT]][%[[U]]] tx 0
+// KERNEL: } consumers(%{{.*}} of 2) regs 224 {
+// q's descale: qDescale[b sB + h sH + (m0 / 128) sM], 1 without the array.
+// KERNEL: %[[MB:.*]] = arith.divui %m0, %c128_i32 : i32
+// KERNEL: %[[QGIVEN:.*]] = llvm.icmp "ne" %arg26, %{{.*}} : !llvm.ptr<1>
+// KERNEL: %[[QD:.*]] = scf.if %[[QGIVEN]] -> (f32) {
+// KERNEL: arith.muli %batch, %arg29 : i32
+// KERNEL: arith.muli %head, %arg30 : i32
+// KERNEL: arith.muli %[[MB]], %arg31 : i32
+// KERNEL: llvm.load %{{.*}} : !llvm.ptr<1> -> f32
+// KERNEL: } else {
+// KERNEL-NEXT: scf.yield %cst{{.*}} : f32
+// KERNEL: %[[QS:.*]] = arith.mulf %arg15, %[[QD]] : f32
+// v's, per kv head.
+// KERNEL: %[[VD:.*]] = scf.if %{{.*}} -> (f32) {
+// KERNEL: llvm.getelementptr %arg28[
+// Each kv block's k descale times q's, the scores' scale.
+// KERNEL: scf.for %[[T:.*]] = %c0_i32 to
+// KERNEL: %[[BLK:.*]] = arith.addi %{{.*}}#0, %[[T]] : i32
+// KERNEL: %[[KD:.*]] = scf.if %{{.*}} -> (f32) {
+// KERNEL: arith.muli %[[BLK]], %arg34 : i32
+// KERNEL: llvm.getelementptr %arg27[
+// KERNEL: %[[SCALE:.*]] = arith.mulf %[[QS]], %[[KD]] : f32
+// KERNEL: hopper.wgmma.ss %{{.*}}, %{{.*}} k 128 boxes 16384, 16384 : f8E4M3FN -> !hopper.frag<64x128xf32>
+// KERNEL: hopper.softmax_step %{{.*}} scale %[[SCALE]]
+// KERNEL: %[[P:.*]] = hopper.trunc %p : !hopper.frag<64x128xf32> to !hopper.frag<64x128xf8E4M3FN>
+// KERNEL: hopper.ring.consumer_wait %[[VT]][
+// KERNEL: hopper.wgmma.rs %[[P]], %{{.*}}, %{{.*}} : !hopper.frag<64x128xf8E4M3FN>, !hopper.frag<64x128xf32>
+// KERNEL: hopper.ring.consumer_release %[[VT]][
+// O times v's descale, stored as bf16.
+// KERNEL: %[[VF:.*]] = hopper.fill %[[VD]] : f32 to !hopper.frag<64xf32>
+// KERNEL: %[[O:.*]] = hopper.scale_rows %{{.*}}, %[[VF]]
+// KERNEL: hopper.store_o_tma %[[O]], %{{.*}} : !hopper.frag<64x128xf32> as bf16
+
+// The whole pipeline lowers it: e4m3 wgmma, the f8 conversions, the
+// transposer's byte permutes.
+// NVVM-LABEL: gpu.func @d128_kernel(
+// NVVM: nvvm.prmt
+// NVVM: nvvm.wgmma.mma_async {{.*}} A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
+// NVVM: nvvm.convert.f32x2.to.f8x2
+// NVVM: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
+func.func @d128(%q: memref<?x8x?x128xf8E4M3FN>, %k: memref<?x2x?x128xf8E4M3FN>, %v: memref<?x2x?x128xf8E4M3FN>,
+                %o: memref<?x8x?x128xbf16>, %lse: memref<?x8x?xf32>) {
+  attn.flash_attention ins(%q, %k, %v : memref<?x8x?x128xf8E4M3FN>, memref<?x2x?x128xf8E4M3FN>, memref<?x2x?x128xf8E4M3FN>)
+    outs(%o, %lse : memref<?x8x?x128xbf16>, memref<?x8x?xf32>) causal
+  return
+}
+
+// -----
+
+// CONFIG-LABEL: func.func @d256
+// CONFIG: attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 2, persistent = false, q_buffers = 1, lazy_rescale = true, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = true, tma_store = false>
+// KERNEL-LABEL: gpu.func @d256_kernel(
+// KERNEL: hopper.transpose_stage %{{.*}} of 3 rows 128 cols 256
+// KERNEL: hopper.wgmma.ss %{{.*}}, %{{.*}} k 256 boxes 16384, 16384 : f8E4M3FN
+// KERNEL: hopper.store_o_direct
+func.func @d256(%q: memref<?x8x?x256xf8E4M3FN>, %k: memref<?x8x?x256xf8E4M3FN>, %v: memref<?x8x?x256xf8E4M3FN>,
+                %o: memref<?x8x?x256xbf16>) {
+  attn.flash_attention ins(%q, %k, %v : memref<?x8x?x256xf8E4M3FN>, memref<?x8x?x256xf8E4M3FN>, memref<?x8x?x256xf8E4M3FN>)
+    outs(%o : memref<?x8x?x256xbf16>)
+  return
+}

@@ -1,0 +1,102 @@
+// FP8's hopper ops print and parse back: 8-bit fragments (k-steps of 32
+// columns), wgmma on e4m3 operands, the f32 -> e4m3 rounding of P, and V
+// transposed from one ring's stage into another's; the verifiers refuse
+// what FP8 wgmma and the transposer cannot take.
+// RUN: fa3-opt %s --split-input-file --verify-diagnostics | FileCheck %s
+
+!v = !hopper.ring<stages = 2, stage_bytes = 16384, data = 32768, full = 229376, empty = 229392, arrivals = 96, cluster = 1>
+!vt = !hopper.ring<stages = 2, stage_bytes = 16384, data = 65536, full = 229408, empty = 229424, arrivals = 256, cluster = 1>
+
+// CHECK-LABEL: func.func @fp8_step
+// CHECK: %[[S:.*]] = hopper.wgmma.ss %{{.*}}, %{{.*}} k 128 boxes 16384, 16384 : f8E4M3FN -> !hopper.frag<64x128xf32>
+// CHECK: %[[P:.*]] = hopper.trunc %[[S]] : !hopper.frag<64x128xf32> to !hopper.frag<64x128xf8E4M3FN>
+// CHECK: hopper.wgmma.rs %[[P]], %{{.*}}, %{{.*}} : !hopper.frag<64x128xf8E4M3FN>, !hopper.frag<64x128xf32>
+// CHECK: hopper.transpose_stage %{{.*}}[%{{.*}}] to %{{.*}} worker %{{.*}} of 3 rows 128 cols 128 : !hopper.ring<{{.*}}>, !hopper.ring<{{.*}}>
+func.func @fp8_step(%dq: i64, %dk: i64, %dv: i64, %o: !hopper.frag<64x128xf32>,
+                    %smem: !llvm.ptr<3>, %u: i32, %w: i32) -> !hopper.frag<64x128xf32> {
+  %s = hopper.wgmma.ss %dq, %dk k 128 boxes 16384, 16384 : f8E4M3FN -> !hopper.frag<64x128xf32>
+  %p = hopper.trunc %s : !hopper.frag<64x128xf32> to !hopper.frag<64x128xf8E4M3FN>
+  %o1 = hopper.wgmma.rs %p, %dv, %o : !hopper.frag<64x128xf8E4M3FN>, !hopper.frag<64x128xf32>
+  %v = hopper.ring.create %smem : !v
+  %vt = hopper.ring.create %smem : !vt
+  hopper.transpose_stage %v[%u] to %vt worker %w of 3 rows 128 cols 128 : !v, !vt
+  return %o1 : !hopper.frag<64x128xf32>
+}
+
+// -----
+
+// expected-error @below {{a 64xN fragment of 'f8E4M3FN' needs N a multiple of 32 up to 256, got 48}}
+func.func private @ksteps(!hopper.frag<64x48xf8E4M3FN>)
+
+// -----
+
+func.func @ss_k(%a: i64, %b: i64) {
+  // expected-error @below {{k must be a multiple of 32 (the k-step of 'f8E4M3FN'), got 48}}
+  %s = hopper.wgmma.ss %a, %b k 48 boxes 8192, 8192 : f8E4M3FN -> !hopper.frag<64x64xf32>
+  return
+}
+
+// -----
+
+func.func @ss_mn_major(%a: i64, %b: i64) {
+  // expected-error @below {{8-bit operands must both be K-major (wgmma has no transposed FP8 form)}}
+  %s = hopper.wgmma.ss %a, %b k 64 boxes 8192, 0 {b_mn_major} : f8E4M3FN -> !hopper.frag<64x64xf32>
+  return
+}
+
+// -----
+
+// (FP8 attention takes e4m3 only)
+func.func @trunc_to_e5m2(%s: !hopper.frag<64x64xf32>) {
+  // expected-error @below {{fragment element type must be f32, bf16, f16 or f8E4M3FN, not 'f8E5M2'}}
+  %p = hopper.trunc %s : !hopper.frag<64x64xf32> to !hopper.frag<64x64xf8E5M2>
+  return
+}
+
+// -----
+
+!v = !hopper.ring<stages = 2, stage_bytes = 16384, data = 32768, full = 229376, empty = 229392, arrivals = 96, cluster = 1>
+!vt = !hopper.ring<stages = 2, stage_bytes = 8192, data = 65536, full = 229408, empty = 229424, arrivals = 256, cluster = 1>
+func.func @transpose_rows(%smem: !llvm.ptr<3>, %u: i32, %w: i32) {
+  %v = hopper.ring.create %smem : !v
+  %vt = hopper.ring.create %smem : !vt
+  // expected-error @below {{rows must be 128 (a transposed row is one 128-byte swizzle row), got 64}}
+  hopper.transpose_stage %v[%u] to %vt worker %w of 3 rows 64 cols 128 : !v, !vt
+  return
+}
+
+// -----
+
+!v = !hopper.ring<stages = 2, stage_bytes = 16384, data = 32768, full = 229376, empty = 229392, arrivals = 96, cluster = 1>
+!vt = !hopper.ring<stages = 2, stage_bytes = 16384, data = 65536, full = 229408, empty = 229424, arrivals = 256, cluster = 1>
+func.func @transpose_cols(%smem: !llvm.ptr<3>, %u: i32, %w: i32) {
+  %v = hopper.ring.create %smem : !v
+  %vt = hopper.ring.create %smem : !vt
+  // expected-error @below {{cols must be a multiple of 128 (whole TMA boxes of the source), got 96}}
+  hopper.transpose_stage %v[%u] to %vt worker %w of 3 rows 128 cols 96 : !v, !vt
+  return
+}
+
+// -----
+
+!v = !hopper.ring<stages = 2, stage_bytes = 32768, data = 32768, full = 229376, empty = 229392, arrivals = 96, cluster = 1>
+!vt = !hopper.ring<stages = 2, stage_bytes = 16384, data = 98304, full = 229408, empty = 229424, arrivals = 256, cluster = 1>
+func.func @transpose_fit(%smem: !llvm.ptr<3>, %u: i32, %w: i32) {
+  %v = hopper.ring.create %smem : !v
+  %vt = hopper.ring.create %smem : !vt
+  // expected-error @below {{a 128x256 tile does not fit the rings' stages (32768 and 16384 bytes)}}
+  hopper.transpose_stage %v[%u] to %vt worker %w of 3 rows 128 cols 256 : !v, !vt
+  return
+}
+
+// -----
+
+!v = !hopper.ring<stages = 2, stage_bytes = 16384, data = 32768, full = 229376, empty = 229392, arrivals = 96, cluster = 1>
+!vt = !hopper.ring<stages = 3, stage_bytes = 16384, data = 65536, full = 229408, empty = 229432, arrivals = 256, cluster = 1>
+func.func @transpose_stages(%smem: !llvm.ptr<3>, %u: i32, %w: i32) {
+  %v = hopper.ring.create %smem : !v
+  %vt = hopper.ring.create %smem : !vt
+  // expected-error @below {{source and destination rings must have as many stages (one slot names both), got 2 and 3}}
+  hopper.transpose_stage %v[%u] to %vt worker %w of 3 rows 128 cols 128 : !v, !vt
+  return
+}
