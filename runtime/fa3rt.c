@@ -488,6 +488,27 @@ static fa3rt_status check_facts(const fa3rt_facts *f, fa3rt_status st) {
     return fail(st, "facts of kernel '%s': dtype e4m3 needs head_dim and head_dim_v 128 or 256, "
                 "got %d and %d (the compiler builds FP8 kernels of those head dims only)",
                 f->kernel, f->head_dim, f->head_dim_v);
+  if (f->dtype == FA3RT_E4M3 && f->head_dim != f->head_dim_v)
+    return fail(st, "facts of kernel '%s': dtype e4m3 needs head_dim_v equal to head_dim, got "
+                "%d and %d (the compiler builds FP8 kernels of equal head dims only)",
+                f->kernel, f->head_dim, f->head_dim_v);
+  /* FP8's descales are per 128-row m-block (q) and 128-key kv block (k):
+     one CTA per 128x128 tile */
+  if (f->dtype == FA3RT_E4M3 &&
+      (f->block_m != 128 || f->block_n != 128 || f->persistent || f->cluster_m != 1)) {
+    char got[96];
+    if (f->block_m != 128 || f->block_n != 128)
+      snprintf(got, sizeof got, "block_m and block_n 128, got %d and %d", f->block_m,
+               f->block_n);
+    else if (f->persistent)
+      snprintf(got, sizeof got, "grid tiles, got grid persistent");
+    else
+      snprintf(got, sizeof got, "cluster_m 1, got %d", f->cluster_m);
+    return fail(st, "facts of kernel '%s': dtype e4m3 needs %s (the kernel reads q's descale "
+                "per 128-row m-block and k's per 128-key kv block, and the compiler builds "
+                "e4m3 kernels only as one CTA per 128x128 tile; a persistent grid or another "
+                "tile would skip tiles or read descales out of bounds)", f->kernel, got);
+  }
   return FA3RT_OK;
 }
 

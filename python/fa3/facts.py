@@ -277,6 +277,27 @@ def _parse(data: bytes) -> Tuple[int, dict, dict]:
                              f"and head_dim_v 128 or 256, got {vals['head_dim']} and "
                              f"{vals['head_dim_v']} (the compiler builds FP8 kernels of those "
                              f"head dims only)")
+        if vals["head_dim"] != vals["head_dim_v"]:
+            raise FactsError(f"facts of kernel '{vals['kernel']}': dtype e4m3 needs head_dim_v "
+                             f"equal to head_dim, got {vals['head_dim']} and "
+                             f"{vals['head_dim_v']} (the compiler builds FP8 kernels of equal "
+                             f"head dims only)")
+        # the descales are per 128-row m-block (q) and 128-key kv block (k):
+        # one CTA per 128x128 tile (fa3rt.c refuses the same)
+        if vals["block_m"] != 128 or vals["block_n"] != 128:
+            need = (f"block_m and block_n 128, got {vals['block_m']} and {vals['block_n']}")
+        elif vals["grid"] != "tiles":
+            need = "grid tiles, got grid persistent"
+        elif vals.get("cluster_m", 1) != 1:
+            need = f"cluster_m 1, got {vals['cluster_m']}"
+        else:
+            need = None
+        if need:
+            raise FactsError(f"facts of kernel '{vals['kernel']}': dtype e4m3 needs {need} (the "
+                             f"kernel reads q's descale per 128-row m-block and k's per 128-key "
+                             f"kv block, and the compiler builds e4m3 kernels only as one CTA "
+                             f"per 128x128 tile; a persistent grid or another tile would skip "
+                             f"tiles or read descales out of bounds)")
     return version, {**_DEFAULTS, **vals}, extra
 
 

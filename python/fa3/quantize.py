@@ -12,9 +12,14 @@ A tensor x [B, S, H, D] becomes x8 = round_e4m3(x * scale) with
 descale = 1 / scale = amax / 448 over the elements that share a scale, so
 that x8.float() * descale approximates x (dequantize_fp8). 448 is e4m3's
 largest finite value (torch.float8_e4m3fn: no infinities). A group whose
-amax is 0 gets descale 1 (its elements are zeros). Non-finite inputs are not
-checked (that would cost a device-to-host synchronisation): a NaN or inf in
-a group makes its descale NaN or inf.
+amax is 0, or below AMAX_MIN = 448 * 2^-126 (~5.3e-36; float32's smallest
+normal times 448), gets descale 1 and its elements cast unscaled (to zeros:
+e4m3's smallest value is 2^-9): 448 / amax would overflow to inf below
+~1.3e-36 (a zero times inf is NaN), and amax / 448 would be a subnormal
+descale, which arithmetic that flushes subnormals reads as 0 (the kernels
+need positive, finite descales). Non-finite inputs are not checked (that
+would cost a device-to-host synchronisation): an inf in a group makes its
+descale inf, a NaN leaves NaN elements.
 
 Error of one element (the bound test_quantize.py checks): e4m3 keeps 3
 mantissa bits, so round-to-nearest-even of a scaled value y = x * scale is
@@ -40,6 +45,9 @@ import operator
 from typing import NamedTuple, Optional
 
 E4M3_MAX = 448.0         # torch.finfo(torch.float8_e4m3fn).max
+# the smallest amax given its own scale: 448 * torch.finfo(torch.float32).tiny, so
+# that descale = amax / 448 is a normal float32 and scale = 448 / amax finite
+AMAX_MIN = E4M3_MAX * 2.0 ** -126
 BLOCK = 128              # rows of a block scale (the kernels read one per 128 rows)
 # |dequantize(quantize(x)) - x| <= max(E4M3_REL_ERR * |x|, E4M3_SUBNORMAL_ERR * descale)
 E4M3_REL_ERR = 2.0 ** -4
@@ -182,7 +190,9 @@ def _quantize(torch, fp8, x, block, m):
             else:
                 amax = xf.new_zeros((B, H, nb))
             shape = None
-        ok = amax > 0
+        # amax 0 or tiny (below AMAX_MIN): descale 1, x cast as it is (the
+        # scale would overflow, 0 * inf be NaN, the descale subnormal)
+        ok = amax >= AMAX_MIN
         one = torch.ones_like(amax)
         descale = torch.where(ok, amax / E4M3_MAX, one)
         scale = torch.where(ok, E4M3_MAX / torch.where(ok, amax, one), one)
@@ -203,7 +213,8 @@ def quantize_fp8(x, *, block: Optional[int] = None, hadamard=None):
     (contiguous), descale float32 [B, H] (block None: one scale per batch and
     head, FA3's form) or [B, H, ceil(S / 128)] (block 128: one per 128 rows
     of a head, the last block shorter); descale = amax / 448 of its group (1
-    where the amax is 0). `hadamard`: None or False, no rotation; True or an
+    where the amax is 0 or below AMAX_MIN, ~5.3e-36: those elements cast
+    unscaled, to zeros). `hadamard`: None or False, no rotation; True or an
     int seed, x is first multiplied by hadamard_matrix(D, seed) (True: seed
     0; D a power of two); a [D, D] tensor, by that matrix. Computed in
     float32; no gradient."""

@@ -48,8 +48,9 @@ def instructions(sass_text):
 
 
 def wgmma_batches(insts):
-    """Runs of HGMMA instructions: lists of instruction indices."""
-    idx = [i for i, s in enumerate(insts) if "HGMMA" in s]
+    """Runs of warpgroup MMA instructions (HGMMA: 16-bit operands, QGMMA:
+    FP8): lists of instruction indices."""
+    idx = [i for i, s in enumerate(insts) if "HGMMA" in s or "QGMMA" in s]
     runs, cur = [], []
     for i in idx:
         if cur and i - cur[-1] >= BATCH_GAP:

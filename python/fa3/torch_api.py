@@ -458,7 +458,7 @@ def flash_attn_func(q, k, v, softmax_scale: Optional[float] = None, causal: bool
 
     FP8: q, k, v of torch.float8_e4m3fn (all three) run the variant's FP8
     kernel (facts dtype e4m3, fa3-compile --dtype e4m3: head dims 128 and
-    256), which returns o in bfloat16 (``out`` must be bf16) and computes S =
+    256, head_dim_v = head_dim), which returns o in bfloat16 (``out`` must be bf16) and computes S =
     (Q K^T) * qd * kd * softmax_scale, O = (P V) * vd with the float32
     descale factors ``q_descale``, ``k_descale``, ``v_descale`` (each None:
     1.0; on q's device; no gradient):
@@ -472,7 +472,11 @@ def flash_attn_func(q, k, v, softmax_scale: Optional[float] = None, causal: bool
       Hkv]);
     * a 0-d tensor: one factor for the whole tensor.
 
-    Any strides (an expanded tensor's 0 included). P is rounded to e4m3 for
+    Every descale value must be positive and finite: the kernel's online
+    softmax takes the score scale softmax_scale * qd * kd to be positive,
+    and a zero, negative, NaN or infinite factor gives wrong or non-finite
+    o and lse. They are not checked here (reading them would synchronise
+    with the device). Any strides (an expanded tensor's 0 included). P is rounded to e4m3 for
     P V, as in FlashAttention-3 (expect a relative error of o of about 3 %
     against attention of the dequantized inputs). Forward only (inputs that
     require grad are refused, NotImplementedError), no split or decoding
@@ -683,6 +687,9 @@ def _check_fp8(torch, q, k, v, q_descale, k_descale, v_descale, num_splits=1, pa
         raise NotImplementedError(f"fa3 {fn}: the FP8 kernels take head dims "
                                   f"{' and '.join(map(str, FP8_HEAD_DIMS))}, got head_dim {D}"
                                   + (f", head_dim_v {Dv}" if Dv != D else ""))
+    if D != Dv:
+        raise NotImplementedError(f"fa3 {fn}: the FP8 kernels take head_dim_v equal to "
+                                  f"head_dim, got head_dim {D}, head_dim_v {Dv}")
     return dims
 
 

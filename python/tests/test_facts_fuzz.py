@@ -89,9 +89,10 @@ backward 1
 """
 
 # an FP8 kernel's (facts `dtype e4m3`: forward only, fixed lengths, head
-# dims 128 and 256)
+# dims 128 and 256 alike, block_m and block_n 128, grid tiles, cluster_m 1)
 FP8_BASE = (BASE.replace(b"dtype bf16", b"dtype e4m3")
-            .replace(b"fa3_fwd_d128_bf16_causal", b"fa3_fwd_d128_e4m3_causal"))
+            .replace(b"fa3_fwd_d128_bf16_causal", b"fa3_fwd_d128_e4m3_causal")
+            .replace(b"grid persistent", b"grid tiles"))
 FP8_PARAMS = (" qDescale kDescale vDescale qDescaleStrideB qDescaleStrideH qDescaleStrideM"
               " kDescaleStrideB kDescaleStrideH kDescaleStrideN vDescaleStrideB vDescaleStrideH")
 
@@ -203,6 +204,16 @@ def crafted():
     for extra in (b"varlen 1\n", b"varlen 0\n", b"split_kv 1\n", b"pack_gqa 1\n",
                   b"split_kv 0\npack_gqa 0\n"):
         yield with_line("grid", "grid tiles", FP8_BASE) + extra
+    # an FP8 kernel's tile, grid and clusters (one CTA per 128x128 tile)
+    for bm, bn in ((128, 128), (64, 128), (128, 64), (192, 128), (128, 160), (128, 176),
+                   (256, 128), (64, 64)):
+        yield with_line("block_n", f"block_n {bn}",
+                        with_line("block_m", f"block_m {bm}", FP8_BASE))
+    for grid in (b"grid persistent", b"grid tiles"):
+        for cm in (None, b"cluster_m 1", b"cluster_m 2", b"cluster_m 4"):
+            yield with_line("cluster_m", cm, with_line("grid", grid, FP8_BASE))
+    yield with_line("block_n", "block_n 64", with_line("grid", "grid persistent", FP8_BASE))
+    yield with_line("block_n", "block_n 64", with_line("head_dim_v", "head_dim_v 256", FP8_BASE))
     yield DEC_BASE.replace(b"dtype bf16", b"dtype e4m3")
     yield BWD_BASE.replace(b"dtype f16", b"dtype e4m3")
     yield BWD_BASE.replace(b"dtype f16", b"dtype e4m3").replace(b"head_dim 64", b"head_dim 128")
@@ -327,6 +338,11 @@ def test_crafted_files_parse_alike(rt):
     assert same(c_parse(rt, DEC_BASE), py_parse(DEC_BASE)) and py_parse(DEC_BASE)["split_kv"]
     assert same(c_parse(rt, FP8_BASE), py_parse(FP8_BASE))
     assert py_parse(FP8_BASE)["dtype"] == "e4m3"
+    for refused in (with_line("grid", "grid persistent", FP8_BASE),
+                    with_line("block_n", "block_n 160", FP8_BASE),
+                    with_line("cluster_m", "cluster_m 2", FP8_BASE),
+                    with_line("head_dim_v", "head_dim_v 256", FP8_BASE)):
+        assert c_parse(rt, refused) is None and py_parse(refused) is None
     failures, n, accepted = [], 0, 0
     for data in crafted():
         n += 1

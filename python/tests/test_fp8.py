@@ -43,6 +43,66 @@ def test_fp8_facts():
     assert F.parse_facts(ok256).head_dim == 256
 
 
+FP8_TILE_WHY = (" (the kernel reads q's descale per 128-row m-block and k's per 128-key kv "
+                "block, and the compiler builds e4m3 kernels only as one CTA per 128x128 tile; "
+                "a persistent grid or another tile would skip tiles or read descales out of "
+                "bounds)")
+
+
+def test_fp8_facts_tile_grid_and_head_dims():
+    """An FP8 kernel is one CTA per 128x128 tile of equal head dims: other
+    tiles, a persistent grid, clusters and head_dim != head_dim_v are refused
+    by name (as fa3rt.c refuses them, same words)."""
+    import re
+    who = "facts of kernel 'fa3_fwd_d128_e4m3_causal_kernel': dtype e4m3 needs "
+    bad = {
+        FP8_FACTS.replace("head_dim_v 128", "head_dim_v 256"):
+            "head_dim_v equal to head_dim, got 128 and 256 (the compiler builds FP8 kernels "
+            "of equal head dims only)",
+        FP8_FACTS.replace("head_dim 128", "head_dim 256"): "head_dim_v equal to head_dim, "
+                                                           "got 256 and 128",
+        FP8_FACTS.replace("block_n 128", "block_n 160"):
+            "block_m and block_n 128, got 128 and 160" + FP8_TILE_WHY,
+        FP8_FACTS.replace("block_m 128", "block_m 64"):
+            "block_m and block_n 128, got 64 and 128" + FP8_TILE_WHY,
+        FP8_FACTS.replace("block_m 128", "block_m 192"): "block_m and block_n 128, got 192 "
+                                                         "and 128",
+        FP8_FACTS.replace("grid tiles", "grid persistent"):
+            "grid tiles, got grid persistent" + FP8_TILE_WHY,
+        FP8_FACTS + "cluster_m 2\n": "cluster_m 1, got 2" + FP8_TILE_WHY,
+        FP8_FACTS.replace("grid tiles", "grid persistent") + "cluster_m 2\n":
+            "grid tiles, got grid persistent",
+        # the order: head dims, the tile, the grid
+        FP8_FACTS.replace("head_dim_v 128", "head_dim_v 256").replace("block_n 128",
+                                                                      "block_n 64"):
+            "head_dim_v equal to head_dim",
+        FP8_FACTS.replace("block_n 128", "block_n 64").replace("grid tiles", "grid persistent"):
+            "block_m and block_n 128, got 128 and 64",
+    }
+    for text, msg in bad.items():
+        with pytest.raises(F.FactsError, match="^" + re.escape(who + msg)):
+            F.parse_facts(text)
+    assert F.parse_facts(FP8_FACTS + "cluster_m 1\n").cluster_m == 1
+
+
+def test_fp8_facts_tile_grid_and_head_dims_alike(rt):
+    """libfa3rt refuses the same facts with the same message."""
+    cases = [
+        (FP8_FACTS.replace("head_dim_v 128", "head_dim_v 256"), "head_dim_v equal to head_dim"),
+        (FP8_FACTS.replace("block_n 128", "block_n 160"), "block_m and block_n 128, got 128 and "
+                                                          "160"),
+        (FP8_FACTS.replace("grid tiles", "grid persistent"), "grid tiles, got grid persistent"),
+        (FP8_FACTS + "cluster_m 2\n", "cluster_m 1, got 2"),
+    ]
+    for text, msg in cases:
+        with pytest.raises(rt.Fa3RuntimeError) as c:
+            rt.parse_facts_c(text)
+        with pytest.raises(F.FactsError) as p:
+            F.parse_facts(text)
+        assert msg in str(p.value)
+        assert str(p.value) in str(c.value), (str(c.value), str(p.value))
+
+
 def test_fp8_facts_parse_alike(rt):
     c, p = rt.parse_facts_c(FP8_FACTS), F.parse_facts(FP8_FACTS)
     assert c.dtype == rt.DTYPES["e4m3"] == 3 and p.dtype == "e4m3"
@@ -148,6 +208,10 @@ def test_fp8_refusals(fake):
          "head dims 128 and 256, got head_dim 64"),
         (lambda: flash_attn_func(q, k, _qkv(torch, D=192)[2]), NotImplementedError,
          "head_dim_v 192"),
+        (lambda: flash_attn_func(q, k, _qkv(torch, D=256)[2]), NotImplementedError,
+         "the FP8 kernels take head_dim_v equal to head_dim, got head_dim 128, head_dim_v 256"),
+        (lambda: flash_attn_func(*_qkv(torch, D=256)[:2], v), NotImplementedError,
+         "head_dim_v equal to head_dim, got head_dim 256, head_dim_v 128"),
         (lambda: flash_attn_func(q, kb, v), ValueError, "FP8: all three torch.float8_e4m3fn"),
         (lambda: flash_attn_func(qb, kb, vb, q_descale=f32(2, 8)), ValueError,
          "q_descale given with torch.bfloat16 inputs: descales are for FP8 inputs"),

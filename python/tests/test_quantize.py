@@ -245,6 +245,52 @@ def test_zeros_and_empty():
 
 
 @needs_torch
+@pytest.mark.parametrize("block", [None, 128])
+def test_tiny_amax_is_treated_as_zero(block):
+    """An amax below AMAX_MIN = 448 * float32's smallest normal: 448 / amax
+    overflows to inf below ~1.3e-36 (the zeros became 0 * inf = NaN) and
+    amax / 448 is subnormal up to AMAX_MIN; such a group gets descale 1 and
+    its elements cast unscaled (zeros), with no NaN anywhere."""
+    import torch
+    tiny = torch.finfo(torch.float32).tiny
+    assert Q.AMAX_MIN == 448 * tiny
+    assert torch.isinf(torch.tensor(448.0) / torch.tensor(1e-37))   # the overflow avoided
+    groups = [1e-45, 1e-40, tiny, 1e-37, 1.3e-36, 1.4e-36, 5e-36, Q.AMAX_MIN, 1e-35, 3.0]
+    n = len(groups)
+    # group i: head i of batch 0 (block None) or rows 128 i .. 128 i + 127 of
+    # head 0 (block 128); its amax groups[i] at one element, the rest zeros
+    # and values a thousandth of it
+    x = torch.zeros(1, 128 * n if block else 5, n if block is None else 1, 64)
+    for i, a in enumerate(groups):
+        h, r = (i, 0) if block is None else (0, 128 * i)
+        x[0, r, h, 3] = -a
+        x[0, r + 1, h, :8] = a / 1000
+    x8, d = Q.quantize_fp8(x, block=block)
+    xf = x8.float()
+    assert not torch.isnan(xf).any() and torch.isfinite(d).all()
+    d = d.reshape(-1)
+    assert d.shape == (n,)
+    for i, a in enumerate(groups):
+        g = xf[0, :, i] if block is None else xf[0, 128 * i:128 * (i + 1), 0]
+        amax = np.float32(a)
+        if amax < Q.AMAX_MIN:
+            assert d[i] == 1, (a, d[i])
+            assert (g == 0).all(), a          # too small for e4m3 unscaled
+        else:
+            # its own scale: a normal float32 descale, the amax at 448
+            assert d[i] == torch.tensor(amax) / 448 and d[i] >= tiny, (a, d[i])
+            assert g.abs().max() == 448, a
+    # the dequantization bound holds for every group
+    deq = Q.dequantize_fp8(x8, d.reshape((1, n) if block is None else (1, 1, n)))
+    assert torch.isfinite(deq).all()
+    err = (deq - x).abs()
+    bound = torch.maximum(Q.E4M3_REL_ERR * x.abs(), torch.full_like(x, Q.E4M3_SUBNORMAL_ERR)
+                          * (d.reshape(1, 1, n, 1) if block is None else
+                             d.repeat_interleave(128)[None, :, None, None]))
+    assert (err <= bound * (1 + 1e-6)).all()
+
+
+@needs_torch
 def test_dequantize_fa3_q_descale_per_kv_head():
     """FA3's q descale is [B, Hkv]: each serves the Hq / Hkv q heads of its
     group."""

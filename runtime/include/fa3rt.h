@@ -280,7 +280,11 @@ typedef struct fa3rt_fwd_args {
    * stride_n 0; a per-tensor scale all 0), and the last element read
    * (each index at its extent - 1: B, the heads, ceil(Sq / 128) or
    * ceil(Skv / 128) blocks) at most 2^31-1 (the kernel's i32 index). The
-   * values are read on the GPU only. Kernels of another dtype take none:
+   * values are read on the GPU only, so the runtime cannot check them: each
+   * must be positive and finite (the kernel's online softmax takes the
+   * score scale softmax_scale * qd * kd to be positive; a zero, negative,
+   * NaN or infinite descale gives wrong or non-finite o and lse, with no
+   * error). Kernels of another dtype take none:
    * every field 0 (o_dtype 0 or their dtype); a descale given to them is
    * refused, not ignored. */
   fa3rt_dtype o_dtype;    /* 0, or the kernel's o type (bf16 for e4m3) */

@@ -1316,7 +1316,7 @@ static const char *kFp8Facts =
     "head_dim 128\n"
     "head_dim_v 128\n"
     "block_m 128\n"
-    "block_n 160\n"
+    "block_n 128\n"
     "threads 384\n"
     "dynamic_smem 180000\n"
     "causal 0\n"
@@ -1329,7 +1329,7 @@ static const char *kFp8Facts =
     "pageTableStride pageSize qDescale kDescale vDescale qDescaleStrideB qDescaleStrideH "
     "qDescaleStrideM kDescaleStrideB kDescaleStrideH kDescaleStrideN vDescaleStrideB "
     "vDescaleStrideH\n"
-    "grid persistent\n";
+    "grid tiles\n";
 
 /* the forward ABI's names in order, from the .def (as the runtime's) */
 static const char *const kFwdParamNames[] = {
@@ -1342,7 +1342,8 @@ static void test_fp8_facts(void) {
   fa3rt_facts f;
   const char *t = kFp8Facts;
   EXPECT(fa3rt_facts_parse(t, strlen(t), &f) == FA3RT_OK && f.dtype == FA3RT_E4M3 &&
-         f.head_dim == 128 && f.head_dim_v == 128 && f.block_n == 160 && f.persistent);
+         f.head_dim == 128 && f.head_dim_v == 128 && f.block_m == 128 && f.block_n == 128 &&
+         !f.persistent && f.cluster_m == 1);
   EXPECT(!strcmp(fa3rt_dtype_name(FA3RT_E4M3), "e4m3") &&
          !strcmp(fa3rt_dtype_name(FA3RT_BF16), "bf16") &&
          !strcmp(fa3rt_dtype_name((fa3rt_dtype)4), "invalid"));
@@ -1351,8 +1352,8 @@ static void test_fp8_facts(void) {
   t = text_with(buf, "head_dim_v", "head_dim_v 256");
   EXPECT(fa3rt_facts_parse(t, strlen(t), &f) == FA3RT_OK && f.head_dim == 256 &&
          f.head_dim_v == 256);
-  t = text_with(kFp8Facts, "grid", "grid tiles\ncluster_m 2");
-  EXPECT(fa3rt_facts_parse(t, strlen(t), &f) == FA3RT_OK && f.cluster_m == 2);
+  t = text_with(kFp8Facts, "grid", "grid tiles\ncluster_m 1");
+  EXPECT(fa3rt_facts_parse(t, strlen(t), &f) == FA3RT_OK && f.cluster_m == 1);
   /* the 11 descale parameters end the forward list: facts of the ABI
      before them (0.6's 26 names) are refused by their params */
   EXPECT(NFWDPARAMS == 37);
@@ -1409,6 +1410,43 @@ static void test_fp8_facts(void) {
   FP8_ERR("head_dim", "head_dim 96", "got 96 and 128");
   /* a varlen kernel's other rule comes first (it names its own key) */
   FP8_ERR("grid", "grid tiles\nvarlen 1\ncluster_m 2", "varlen 1 needs cluster_m 1");
+  /* equal head dims */
+  FP8_ERR("head_dim_v", "head_dim_v 256",
+          "facts of kernel 'fa3_fwd_d128_e4m3_kernel': dtype e4m3 needs head_dim_v equal to "
+          "head_dim, got 128 and 256 (the compiler builds FP8 kernels of equal head dims only)");
+  FP8_ERR("head_dim", "head_dim 256", "dtype e4m3 needs head_dim_v equal to head_dim, got 256 "
+          "and 128");
+  /* one CTA per 128x128 tile: the descales' blocks */
+#define FP8_WHY                                                                          \
+  " (the kernel reads q's descale per 128-row m-block and k's per 128-key kv block, and " \
+  "the compiler builds e4m3 kernels only as one CTA per 128x128 tile; a persistent grid " \
+  "or another tile would skip tiles or read descales out of bounds)"
+  FP8_ERR("block_n", "block_n 160",
+          "facts of kernel 'fa3_fwd_d128_e4m3_kernel': dtype e4m3 needs block_m and block_n "
+          "128, got 128 and 160" FP8_WHY);
+  FP8_ERR("block_m", "block_m 64",
+          "facts of kernel 'fa3_fwd_d128_e4m3_kernel': dtype e4m3 needs block_m and block_n "
+          "128, got 64 and 128" FP8_WHY);
+  FP8_ERR("block_m", "block_m 192", "dtype e4m3 needs block_m and block_n 128, got 192 and 128");
+  FP8_ERR("block_n", "block_n 64", "dtype e4m3 needs block_m and block_n 128, got 128 and 64");
+  FP8_ERR("grid", "grid persistent",
+          "facts of kernel 'fa3_fwd_d128_e4m3_kernel': dtype e4m3 needs grid tiles, got grid "
+          "persistent" FP8_WHY);
+  FP8_ERR("grid", "grid tiles\ncluster_m 2",
+          "facts of kernel 'fa3_fwd_d128_e4m3_kernel': dtype e4m3 needs cluster_m 1, got 2"
+          FP8_WHY);
+  FP8_ERR("grid", "grid persistent\ncluster_m 2", "dtype e4m3 needs grid tiles, got grid "
+          "persistent");
+  /* the rules in order: head dims, then the tile, then the grid */
+  strcpy(buf, text_with(kFp8Facts, "block_n", "block_n 64"));
+  t = text_with(buf, "head_dim_v", "head_dim_v 256");
+  EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS,
+                "dtype e4m3 needs head_dim_v equal to head_dim"));
+  strcpy(buf, text_with(kFp8Facts, "block_n", "block_n 64"));
+  t = text_with(buf, "grid", "grid persistent\ncluster_m 2");
+  EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS,
+                "dtype e4m3 needs block_m and block_n 128, got 128 and 64"));
+#undef FP8_WHY
 #undef FP8_ERR
   /* the backward: its own params, dtype e4m3 */
   t = text_with(kBwdFacts, "dtype", "dtype e4m3");
@@ -1425,6 +1463,27 @@ static void test_fp8_facts(void) {
   g.head_dim = 64;
   EXPECT(err_is(fa3rt_fwd_plan(&g, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
                 "dtype e4m3 needs head_dim and head_dim_v 128 or 256, got 64 and 128"));
+  g = f;
+  g.head_dim_v = 256;
+  EXPECT(err_is(fa3rt_fwd_plan(&g, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "dtype e4m3 needs head_dim_v equal to head_dim, got 128 and 256"));
+  g = f;
+  g.block_n = 176;
+  EXPECT(err_is(fa3rt_fwd_plan(&g, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "dtype e4m3 needs block_m and block_n 128, got 128 and 176 (the kernel reads "
+                "q's descale per 128-row m-block"));
+  g = f;
+  g.block_m = 64;
+  EXPECT(err_is(fa3rt_fwd_plan(&g, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "dtype e4m3 needs block_m and block_n 128, got 64 and 128"));
+  g = f;
+  g.persistent = 1;
+  EXPECT(err_is(fa3rt_fwd_plan(&g, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "dtype e4m3 needs grid tiles, got grid persistent (the kernel reads"));
+  g = f;
+  g.cluster_m = 2;
+  EXPECT(err_is(fa3rt_fwd_plan(&g, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "dtype e4m3 needs cluster_m 1, got 2 (the kernel reads"));
   g = f;
   g.varlen = 1;
   EXPECT(err_is(fa3rt_fwd_plan(&g, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
@@ -1486,7 +1545,7 @@ static void test_fp8_plan(void) {
   fa3rt_fwd_args a = fp8_args();
   EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK);
   EXPECT(L.grid[0] == 8 * 8 * 2 && L.B == 2 && L.Sq == 1000 && L.Skv == 700 && L.Hq == 8 &&
-         L.Hkv == 2 && L.kv_box_rows == 160 && !L.empty && !L.fill_only);
+         L.Hkv == 2 && L.kv_box_rows == 128 && !L.empty && !L.fill_only);
   EXPECT(L.o_stride_b == 1000L * 8 * 128 && L.o_stride_s == 8 * 128 && L.o_stride_h == 128);
   a.o_dtype = FA3RT_BF16; /* the caller's statement of o's type */
   EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK);
@@ -1717,7 +1776,7 @@ static void test_fwd_launch_array(void) {
            m[i].addr == (i == 1 ? 0x200000u : 0x300000u));
     EXPECT(m[i].dims[0] == 128 && m[i].dims[1] == 2 && m[i].dims[2] == 700);
     EXPECT(m[i].strides[0] == 128 && m[i].strides[1] == 256 && m[i].strides[2] == 700ULL * 256);
-    EXPECT(m[i].box[0] == 128 && m[i].box[1] == 1 && m[i].box[2] == 160 && m[i].box[3] == 1);
+    EXPECT(m[i].box[0] == 128 && m[i].box[1] == 1 && m[i].box[2] == 128 && m[i].box[3] == 1);
   }
   /* o: bf16, 64 of D (128 bytes), 64 rows */
   EXPECT(m[3].type == CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 && m[3].addr == 0x400000);
@@ -1735,7 +1794,7 @@ static void test_fwd_launch_array(void) {
   EXPECT(p->qDescaleStrideB == 64 && p->qDescaleStrideH == 8 && p->qDescaleStrideM == 1);
   EXPECT(p->kDescaleStrideB == 12 && p->kDescaleStrideH == 6 && p->kDescaleStrideN == 1);
   EXPECT(p->vDescaleStrideB == 2 && p->vDescaleStrideH == 1);
-  /* the persistent grid: 128 tiles on 132 SMs */
+  /* the grid: one CTA per tile, ceil(1000 / 128) m-blocks, 8 heads, 2 batches */
   EXPECT(g_grid[0] == 128 && g_block[0] == 384 && g_smem == 180000);
   /* the 11 at positions 26 to 36 of the array itself: distinct values,
      each read where the .def puts its name */

@@ -302,6 +302,12 @@ static void specCases(MlirContext ctx, Fa3DiagnosticLog *log) {
   cases[n - 1].spec.hasScale = true;
   SPEC_CASE("spec/causal-window", causal, true);
   cases[n - 1].spec.windowRight = 5;
+  SPEC_CASE("spec/fp8-backward", dtype, "e4m3");
+  cases[n - 1].spec.backward = true;
+  SPEC_CASE("spec/fp8-head-dim", dtype, "e4m3");
+  cases[n - 1].spec.headDim = 64;
+  SPEC_CASE("spec/fp8-head-dim-v", dtype, "e4m3");
+  cases[n - 1].spec.headDimV = 192;
 #undef SPEC_CASE
   // CHECK: spec/inject: fa3CompileHopperSpec: invalid attention spec: name: "x(%q: i32) { return } func.func @y" is not a C identifier (1 to 200 letters, digits and '_', not starting with a digit)
   // CHECK: spec/digit: fa3CompileHopperSpec: invalid attention spec: name: "1abc" is not a C identifier
@@ -320,6 +326,9 @@ static void specCases(MlirContext ctx, Fa3DiagnosticLog *log) {
   // CHECK: spec/scale-inf: fa3CompileHopperSpec: invalid attention spec: scale: inf is out of range
   // CHECK: spec/scale-huge: fa3CompileHopperSpec: invalid attention spec: scale: 3e+38 is out of range
   // CHECK: spec/causal-window: fa3CompileHopperSpec: invalid attention spec: windowRight: 5 with causal (causal attention has windowRight 0; give 0 or -1)
+  // CHECK: spec/fp8-backward: fa3CompileHopperSpec: invalid attention spec: dtype: e4m3 with backward (the FP8 kernel is a fixed-length forward)
+  // CHECK: spec/fp8-head-dim: fa3CompileHopperSpec: invalid attention spec: headDim: 64 in FP8 (dtype e4m3 takes head dim 128 or 256, headDimV 0 or equal)
+  // CHECK: spec/fp8-head-dim-v: fa3CompileHopperSpec: invalid attention spec: headDim: 128 with headDimV 192 in FP8
   for (int c = 0; c < n; ++c) {
     Fa3KernelSet *set = fa3CompileHopperSpec(ctx, &cases[c].spec, &ptxOnly);
     expectFailure(cases[c].what, set == NULL);

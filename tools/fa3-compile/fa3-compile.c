@@ -40,6 +40,8 @@ static const char *kUsage =
     "                       the backward's (head dim 64 and 128: 8 kernels);\n"
     "                       with --fp8, the FP8 forward's (e4m3, head dim\n"
     "                       128 and 256 x causal or not: 4 kernels)\n"
+    "  --fp8                with --all: the FP8 forward set (for one\n"
+    "                       variant, --dtype e4m3)\n"
     "\n"
     "Variant options (with --head-dim only):\n"
     "  --head-dim N         of q and k: 64, 96, 128, 192 or 256\n"
@@ -49,7 +51,7 @@ static const char *kUsage =
     "                       float8_e4m3fn with descales given at launch, o\n"
     "                       bf16; head dim 128 or 256, a fixed-length\n"
     "                       forward)\n"
-    "  --fp8                with --all: the FP8 forward set (--dtype e4m3)\n"
+
     "  --causal             bottom-right aligned causal mask\n"
     "  --window L,R         sliding window, each side -1 (unbounded) to\n"
     "                       2147483647\n"

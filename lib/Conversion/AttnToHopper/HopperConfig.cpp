@@ -109,6 +109,9 @@ fa3::hopper::gradConfig(Value q, Value k, Value v, Value dO, Value dk,
                         HopperConfigAttr config, std::string &why) {
   // dO stands where the forward has o: of the inputs' type, contiguous.
   why = checkOperands(q, k, v, dO);
+  if (why.empty() &&
+      isa<Float8E4M3FNType>(cast<MemRefType>(q.getType()).getElementType()))
+    why = "FP8 in the backward (the FP8 kernel is a forward)";
   if (why.empty()) {
     Type et = cast<MemRefType>(q.getType()).getElementType();
     for (Value m : {dk, dv})
@@ -277,12 +280,14 @@ void chooseConfig(KernelConfig &cfg, bool fullMask,
   // wide; the V transposer follows one tile's kv blocks (checkSupported).
   // A third K/V stage where shared memory has room (head dim 128).
   if (cfg.isFp8()) {
-    cfg.blockM = 128;
-    cfg.blockN = 128;
-    cfg.pingpong = o.pingpong;
-    cfg.persistent = false;
-    cfg.qBuffers = 1;
-    cfg.clusterM = 1;
+    // Options the FP8 kernel cannot take are refused, not overridden
+    // (checkSupported names them); the rest take the FP8 defaults.
+    cfg.blockM = o.blockM != 0 ? o.blockM : 128;
+    cfg.blockN = o.blockN != 0 ? o.blockN : 128;
+    cfg.pingpong = o.pingpong && cfg.consumers() == 2;
+    cfg.persistent = o.persistent == Toggle::On;
+    cfg.qBuffers = o.qBuffers != 0 ? o.qBuffers : 1;
+    cfg.clusterM = o.kvMulticast == Toggle::On ? 2 : 1;
     cfg.lazyRescale = decide(o.lazyRescale, true);
     if (o.stages == 0) {
       cfg.stages = 3;

@@ -661,6 +661,10 @@ std::string fa3::hopper::checkSupported(const KernelConfig &cfg) {
     os << "tiles " << cfg.blockM << "x" << cfg.blockN
        << " in FP8 (the e4m3 kernel uses 128x128: the descales' blocks are "
           "128 rows, and the transposed V one 128-byte swizzle row wide)";
+  else if (cfg.isFp8() && cfg.lazyRescale && cfg.rescaleThreshold > 8.0)
+    os << "rescale threshold " << llvm::format("%g", cfg.rescaleThreshold)
+       << " in FP8 (with lazy rescaling P reaches 2^threshold, and e4m3 "
+          "saturates at 448: at most 8)";
   else if (cfg.isFp8() && (cfg.persistent || cfg.clusterM != 1 ||
                            cfg.varlen || cfg.splitKv || cfg.packGqa))
     os << "FP8 with "

@@ -26,6 +26,15 @@ func.func @f8_inputs(%q: memref<1x2x64x64xf8E4M3FN>, %o: memref<1x2x64x64xbf16>)
 
 // -----
 
+// FP8 writes bf16.
+func.func @f8_f16_output(%q: memref<1x2x64x128xf8E4M3FN>, %o: memref<1x2x64x128xf16>) {
+  // expected-error @+1 {{the FP8 kernel writes o in bf16; o is f16}}
+  attn.flash_attention ins(%q, %q, %q : memref<1x2x64x128xf8E4M3FN>, memref<1x2x64x128xf8E4M3FN>, memref<1x2x64x128xf8E4M3FN>) outs(%o : memref<1x2x64x128xf16>)
+  return
+}
+
+// -----
+
 func.func @f32_output(%q: memref<1x2x64x64xbf16>, %o: memref<1x2x64x64xf32>) {
   // expected-error @+1 {{the kernel writes o in the input element type; o is f32 but q is bf16}}
   attn.flash_attention ins(%q, %q, %q : memref<1x2x64x64xbf16>, memref<1x2x64x64xbf16>, memref<1x2x64x64xbf16>) outs(%o : memref<1x2x64x64xf32>)

@@ -39,7 +39,10 @@
 // KERNEL-NEXT: hopper.transpose_stage %[[V]][%[[U]]] to %[[VT]] worker %[[WORKER]] of 3 rows 128 cols 128
 // KERNEL-NEXT: hopper.ring.consumer_release %[[V]][%[[U]]]
 // KERNEL-NEXT: hopper.named_barrier.sync transpose[%c0_i32] of 2 threads 96
-// KERNEL: scf.if
+// One of them commits the slot: thread 32 (warp 1's lane 0).
+// KERNEL-NEXT: %[[TID:.*]] = nvvm.read.ptx.sreg.tid.x : i32
+// KERNEL-NEXT: %[[FIRST:.*]] = arith.cmpi eq, %[[TID]], %c32_i32 : i32
+// KERNEL-NEXT: scf.if %[[FIRST]] {
 // KERNEL-NEXT: hopper.ring.producer_commit %[[VT]][%[[U]]] tx 0
 // KERNEL: } consumers(%{{.*}} of 2) regs 224 {
 // q's descale: qDescale[b sB + h sH + (m0 / 128) sM], 1 without the array.

@@ -81,12 +81,34 @@ func.func @ss(%a: i64, %b: i64) -> !hopper.frag<64x16xf32> {
 // CHECK: %[[N:.*]] = arith.constant 8 : i32
 // CHECK: %[[STEP:.*]] = arith.constant 3 : i32
 // CHECK: scf.for %{{.*}} = %[[W]] to %[[N]] step %[[STEP]] : i32 {
+// The unit's first group (4 per unit, 2048 bytes each) ...
+// CHECK: %[[G0:.*]] = arith.muli %{{.*}}, %c4_i32 : i32
+// CHECK: arith.shli %[[G0]], %c11_i32 : i32
+// ... its keys 2 q + {0, 1, 8, 9}, rows of 128 bytes, each lane's 16-byte
+// unit XOR the key's row in its 8-row atom
+// CHECK: %[[Q2:.*]] = arith.shli %{{.*}}, %c1_i32{{.*}} : i32
+// CHECK: arith.andi %[[Q2]], %c7_i32 : i32
+// CHECK: arith.muli %[[Q2]], %c128_i32 : i32
+// CHECK: %[[K1:.*]] = arith.addi %[[Q2]], %c1_i32{{.*}} : i32
+// CHECK: arith.andi %[[K1]], %c7_i32{{.*}} : i32
+// CHECK: arith.muli %[[K1]], %c128_i32{{.*}} : i32
+// CHECK: %[[K8:.*]] = arith.addi %[[Q2]], %c8_i32{{.*}} : i32
+// CHECK: arith.muli %[[K8]], %c128_i32{{.*}} : i32
+// CHECK: %[[K9:.*]] = arith.addi %[[Q2]], %c9_i32 : i32
+// CHECK: arith.muli %[[K9]], %c128_i32{{.*}} : i32
+// Column j's selector: bytes j and 4 + j (0x11 j + 0x40); its row of the
+// destination at 128 j bytes, the group's 16-byte unit XOR the row's.
+// CHECK: arith.muli %{{.*}}, %c17_i32 : i32
+// CHECK: arith.addi %{{.*}}, %c64_i32 : i32
+// CHECK: %[[LO:.*]] = arith.constant 21520 : i32
 // Two groups of 16 keys at a time: their eight loads (the second group's
-// 2048 bytes further), then per group four stores of three permutes each.
+// 2048 bytes further), then per group four stores of three permutes each
+// (the pair of keys' bytes, then 0x5410: the four keys in order).
 // CHECK-COUNT-4: llvm.load %{{.*}} : !llvm.ptr<3> -> i32
 // CHECK: arith.constant 2048 : i32
 // CHECK-COUNT-4: llvm.load
-// CHECK-COUNT-3: nvvm.prmt <default>
+// CHECK-COUNT-2: nvvm.prmt <default>
+// CHECK-NEXT: nvvm.prmt <default> %[[LO]]
 // CHECK: llvm.store %{{.*}}, %{{.*}} : i32, !llvm.ptr<3>
 // CHECK-COUNT-3: nvvm.prmt <default>
 // CHECK: llvm.store
@@ -94,10 +116,16 @@ func.func @ss(%a: i64, %b: i64) -> !hopper.frag<64x16xf32> {
 // CHECK: llvm.store
 // CHECK-COUNT-3: nvvm.prmt <default>
 // CHECK: llvm.store
-// CHECK-COUNT-12: nvvm.prmt <default>
+// The second group's units: XOR 16.
+// CHECK-COUNT-3: nvvm.prmt <default>
+// CHECK-NEXT: arith.constant 16 : i32
+// CHECK-NEXT: arith.xori
 // CHECK: arith.constant 4096 : i32
 // CHECK-COUNT-8: llvm.load
-// CHECK-COUNT-8: llvm.store
+// CHECK: arith.constant 32 : i32
+// CHECK: arith.constant 48 : i32
+// CHECK-COUNT-4: llvm.store
+// CHECK-NOT: llvm.store
 // CHECK-NOT: llvm.store
 // CHECK: }
 // CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}

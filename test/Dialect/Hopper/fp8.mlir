@@ -100,3 +100,23 @@ func.func @transpose_stages(%smem: !llvm.ptr<3>, %u: i32, %w: i32) {
   hopper.transpose_stage %v[%u] to %vt worker %w of 3 rows 128 cols 128 : !v, !vt
   return
 }
+
+// -----
+
+func.func @rs_k256(%p: !hopper.frag<64x256xf8E4M3FN>, %d: i64, %o: !hopper.frag<64x64xf32>) {
+  // expected-error @below {{an 8-bit A takes K up to 128 (B's K-major rows are one 128-byte swizzle row), got 256}}
+  %o1 = hopper.wgmma.rs %p, %d, %o : !hopper.frag<64x256xf8E4M3FN>, !hopper.frag<64x64xf32>
+  return
+}
+
+// -----
+
+!v = !hopper.ring<stages = 2, stage_bytes = 16384, data = 32768, full = 229376, empty = 229392, arrivals = 96, cluster = 2>
+!vt = !hopper.ring<stages = 2, stage_bytes = 16384, data = 65536, full = 229408, empty = 229424, arrivals = 256, cluster = 1>
+func.func @transpose_cluster(%smem: !llvm.ptr<3>, %u: i32, %w: i32) {
+  %v = hopper.ring.create %smem : !v
+  %vt = hopper.ring.create %smem : !vt
+  // expected-error @below {{transposes rings of one CTA (cluster = 1)}}
+  hopper.transpose_stage %v[%u] to %vt worker %w of 3 rows 128 cols 128 : !v, !vt
+  return
+}

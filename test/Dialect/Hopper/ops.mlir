@@ -36,9 +36,21 @@ func.func @roles() {
 // -----
 
 func.func @budget() {
-  // expected-error @below {{128 x (24 + 3 x 168) = 67584 registers: more than the CTA's 65536}}
+  // expected-error @below {{128 x (24 + 3 x 168) = 67584 registers: more than the CTA's 65536 at launch (512 threads x 128)}}
   hopper.warp_specialize producer regs 24 {
   } consumers(%c of 3) regs 168 {
+  }
+  return
+}
+
+// -----
+
+// 168 a thread at launch with two consumer warpgroups: 48 + 2 x 232 would
+// wait forever in setmaxnreg.inc.
+func.func @budget_at_launch() {
+  // expected-error @below {{128 x (48 + 2 x 232) = 65536 registers: more than the CTA's 64512 at launch (384 threads x 168)}}
+  hopper.warp_specialize producer regs 48 {
+  } consumers(%c of 2) regs 232 {
   }
   return
 }

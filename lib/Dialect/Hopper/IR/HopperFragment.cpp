@@ -129,6 +129,12 @@ LogicalResult WgmmaRSOp::verify() {
            << a;
   if (failed(verifyF32Tile(*this, c, "the accumulator")))
     return failure();
+  // An 8-bit A's K-major B is one 128-byte swizzle row of K (the k-steps
+  // advance along it; a second box is not addressed).
+  if (isFp8(a.getElementType()) && a.getColumns() > kSwizzleBytes)
+    return emitOpError("an 8-bit A takes K up to ")
+           << kSwizzleBytes << " (B's K-major rows are one 128-byte swizzle "
+           << "row), got " << a.getColumns();
   // wgmma's N is 8..256 in steps of 8 (f32 accumulate, 16-bit inputs).
   if (c.getColumns() % 8 != 0)
     return emitOpError("N must be a multiple of 8, got ") << c.getColumns();

@@ -147,15 +147,26 @@ LogicalResult WarpSpecializeOp::verify() {
       return emitOpError("register budgets must be multiples of 8 "
                          "(setmaxnreg), got ")
              << regs;
-  // A CTA has 64K 32-bit registers; each warpgroup has 128 threads.
-  constexpr int64_t kCtaRegisters = 65536, kWarpgroup = 128;
+  for (int64_t regs : {getProducerRegs(), getConsumerRegs()})
+    if (regs < 24 || regs > 256)
+      return emitOpError("register budgets must be 24 to 256 (setmaxnreg), "
+                         "got ")
+             << regs;
+  // The CTA holds at launch its threads' share of the SM's 64K registers
+  // (a multiple of 8 a thread: 168 at 384 threads). setmaxnreg.inc waits
+  // until decreases have freed what it asks for, so budgets past that
+  // allocation hang the CTA: they may not add up to more.
+  constexpr int64_t kSmRegisters = 65536, kWarpgroup = 128;
+  const int64_t threads = kWarpgroup * (1 + getConsumers());
+  const int64_t launch = kSmRegisters / threads / 8 * 8 * threads;
   int64_t total =
       kWarpgroup * (getProducerRegs() + getConsumers() * getConsumerRegs());
-  if (total > kCtaRegisters)
+  if (total > launch)
     return emitOpError("128 x (")
            << getProducerRegs() << " + " << getConsumers() << " x "
            << getConsumerRegs() << ") = " << total
-           << " registers: more than the CTA's " << kCtaRegisters;
+           << " registers: more than the CTA's " << launch << " at launch ("
+           << threads << " threads x " << launch / threads << ")";
   return success();
 }
 

@@ -320,9 +320,10 @@ def Hopper_TransposeStageOp : Hopper_Op<"transpose_stage"> {
     index p, so that P goes from the S accumulator to the wgmma A operand
     without moving between threads.
 
-    A warp's unit is 16 keys x 32 columns: four 4-byte loads and four
-    4-byte stores a lane, byte-permuted (prmt) in between, with each lane's
-    stores rotated so that neither side has bank conflicts. The writes are
+    A warp's unit is 64 keys x 32 columns, four groups of 16 keys: per
+    group four 4-byte loads and four 4-byte stores a lane, byte-permuted
+    (prmt) in between, with each lane's stores rotated so that neither
+    side has bank conflicts; the workers take the units in turn. The writes are
     then fenced for the async proxy; the caller waits for the source slot
     before (`hopper.ring.consumer_wait`) and, after a barrier of the
     workers, commits the destination slot (`hopper.ring.producer_commit`
