@@ -483,9 +483,10 @@ static fa3rt_status check_facts(const fa3rt_facts *f, fa3rt_status st) {
                                                                                : "pack_gqa",
                 f->backward ? "backward" : f->varlen ? "varlen kernel"
                                                      : "decoding kernel (split_kv, pack_gqa)");
-  if (f->dtype == FA3RT_E4M3 && ((f->head_dim != 128 && f->head_dim != 256) ||
-                                 (f->head_dim_v != 128 && f->head_dim_v != 256)))
-    return fail(st, "facts of kernel '%s': dtype e4m3 needs head_dim and head_dim_v 128 or 256, "
+  if (f->dtype == FA3RT_E4M3 &&
+      ((f->head_dim != 64 && f->head_dim != 128 && f->head_dim != 256) ||
+       (f->head_dim_v != 64 && f->head_dim_v != 128 && f->head_dim_v != 256)))
+    return fail(st, "facts of kernel '%s': dtype e4m3 needs head_dim and head_dim_v 64, 128 or 256, "
                 "got %d and %d (the compiler builds FP8 kernels of those head dims only)",
                 f->kernel, f->head_dim, f->head_dim_v);
   if (f->dtype == FA3RT_E4M3 && f->head_dim != f->head_dim_v)

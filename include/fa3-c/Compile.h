@@ -73,7 +73,7 @@ typedef struct Fa3AttentionSpec {
                           "inf", v<Dv> where Dv differs from D */
   const char *dtype;   /* "bf16" or "f16" (q, k, v and o), or "e4m3" (FP8:
                           q, k, v float8_e4m3fn with descales at launch, o
-                          bf16; head dim 128 or 256, a fixed-length
+                          bf16; head dim 64, 128 or 256, a fixed-length
                           forward); NULL: bf16 */
   int64_t headDim;     /* of q and k: 64, 96, 128, 192 or 256 */
   bool causal;         /* needs windowRight 0 or -1 */

@@ -346,12 +346,13 @@ static std::string checkSpec(const Fa3AttentionSpec &s) {
     os << "dtype: e4m3 with "
        << (s.backward ? "backward" : s.varlen ? "varlen" : "decode")
        << " (the FP8 kernel is a fixed-length forward)";
-  } else if (fp8 && ((s.headDim != 128 && s.headDim != 256) ||
+  } else if (fp8 && ((s.headDim != 64 && s.headDim != 128 &&
+                      s.headDim != 256) ||
                      (s.headDimV != 0 && s.headDimV != s.headDim))) {
     os << "headDim: " << s.headDim;
     if (s.headDimV != 0 && s.headDimV != s.headDim)
       os << " with headDimV " << s.headDimV;
-    os << " in FP8 (dtype e4m3 takes head dim 128 or 256, headDimV 0 or "
+    os << " in FP8 (dtype e4m3 takes head dim 64, 128 or 256, headDimV 0 or "
           "equal)";
   } else if (!fa3::hopper::isSupportedHeadDim(s.headDim)) {
     os << "headDim: unsupported head dim " << s.headDim

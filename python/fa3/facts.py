@@ -272,9 +272,9 @@ def _parse(data: bytes) -> Tuple[int, dict, dict]:
                 kind, "decoding kernel (split_kv, pack_gqa)")
             raise FactsError(f"facts of kernel '{vals['kernel']}': dtype e4m3 needs {kind} 0 "
                              f"(the compiler builds no FP8 {what} yet)")
-        if vals["head_dim"] not in (128, 256) or vals["head_dim_v"] not in (128, 256):
+        if vals["head_dim"] not in (64, 128, 256) or vals["head_dim_v"] not in (64, 128, 256):
             raise FactsError(f"facts of kernel '{vals['kernel']}': dtype e4m3 needs head_dim "
-                             f"and head_dim_v 128 or 256, got {vals['head_dim']} and "
+                             f"and head_dim_v 64, 128 or 256, got {vals['head_dim']} and "
                              f"{vals['head_dim_v']} (the compiler builds FP8 kernels of those "
                              f"head dims only)")
         if vals["head_dim"] != vals["head_dim_v"]:

@@ -584,7 +584,7 @@ _FP8_ELSEWHERE = (" (the FP8 kernels are fixed-length forward kernels: flash_att
                   "torch.float8_e4m3fn q, k, v with their descales)")
 
 # head dims of the FP8 kernels (fa3rt.h: fa3rt_dtype, FA3RT_E4M3)
-FP8_HEAD_DIMS = (128, 256)
+FP8_HEAD_DIMS = (64, 128, 256)
 # rows a q or k descale covers (fa3rt_abi.def, FP8 kernels)
 DESCALE_ROWS = 128
 
@@ -685,7 +685,7 @@ def _check_fp8(torch, q, k, v, q_descale, k_descale, v_descale, num_splits=1, pa
     D, Dv = dims[3], dims[6]
     if D not in FP8_HEAD_DIMS or Dv not in FP8_HEAD_DIMS:
         raise NotImplementedError(f"fa3 {fn}: the FP8 kernels take head dims "
-                                  f"{' and '.join(map(str, FP8_HEAD_DIMS))}, got head_dim {D}"
+                                  f"{', '.join(map(str, FP8_HEAD_DIMS[:-1]))} and {FP8_HEAD_DIMS[-1]}, got head_dim {D}"
                                   + (f", head_dim_v {Dv}" if Dv != D else ""))
     if D != Dv:
         raise NotImplementedError(f"fa3 {fn}: the FP8 kernels take head_dim_v equal to "

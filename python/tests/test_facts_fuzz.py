@@ -218,7 +218,7 @@ def crafted():
     yield BWD_BASE.replace(b"dtype f16", b"dtype e4m3")
     yield BWD_BASE.replace(b"dtype f16", b"dtype e4m3").replace(b"head_dim 64", b"head_dim 128")
     for d, dv in ((64, 64), (192, 192), (256, 256), (128, 256), (256, 128), (192, 128),
-                  (96, 96)):
+                  (96, 96), (64, 128)):
         yield with_line("head_dim_v", f"head_dim_v {dv}",
                         with_line("head_dim", f"head_dim {d}", FP8_BASE))
     yield b""

@@ -27,7 +27,7 @@ def test_fp8_facts():
     assert not F.matches(kf, "bf16", 128, 128, True, (-1, -1), 0.0)
     assert F.DTYPES == ("bf16", "f16", "e4m3")
     bad = {
-        FP8_FACTS.replace("head_dim 128", "head_dim 64"): "head_dim and head_dim_v 128 or 256",
+        FP8_FACTS.replace("head_dim 128", "head_dim 96"): "head_dim and head_dim_v 64, 128 or 256",
         FP8_FACTS.replace("head_dim_v 128", "head_dim_v 192"): "got 128 and 192",
         FP8_FACTS + "varlen 1\n": "dtype e4m3 needs varlen 0",
         FP8_FACTS + "split_kv 1\n": "dtype e4m3 needs split_kv 0",
@@ -106,7 +106,7 @@ def test_fp8_facts_tile_grid_and_head_dims_alike(rt):
 def test_fp8_facts_parse_alike(rt):
     c, p = rt.parse_facts_c(FP8_FACTS), F.parse_facts(FP8_FACTS)
     assert c.dtype == rt.DTYPES["e4m3"] == 3 and p.dtype == "e4m3"
-    for text in (FP8_FACTS + "varlen 1\n", FP8_FACTS.replace("head_dim 128", "head_dim 64")):
+    for text in (FP8_FACTS + "varlen 1\n", FP8_FACTS.replace("head_dim 128", "head_dim 96")):
         with pytest.raises(rt.Fa3RuntimeError):
             rt.parse_facts_c(text)
 
@@ -204,8 +204,8 @@ def test_fp8_refusals(fake):
         (lambda: flash_attn_func(q, k, v, num_splits=2), NotImplementedError,
          "no split-KV or GQA-packed"),
         (lambda: flash_attn_func(q, k, v, pack_gqa=True), NotImplementedError, "num_splits=1"),
-        (lambda: flash_attn_func(*_qkv(torch, D=64)), NotImplementedError,
-         "head dims 128 and 256, got head_dim 64"),
+        (lambda: flash_attn_func(*_qkv(torch, D=96)), NotImplementedError,
+         "head dims 64, 128 and 256, got head_dim 96"),
         (lambda: flash_attn_func(q, k, _qkv(torch, D=192)[2]), NotImplementedError,
          "head_dim_v 192"),
         (lambda: flash_attn_func(q, k, _qkv(torch, D=256)[2]), NotImplementedError,

@@ -111,7 +111,7 @@ typedef struct fa3rt_facts {
   fa3rt_dtype dtype;      /* element type of q, k, v and o (FA3RT_E4M3: of
                              q, k, v; o is bf16; needs backward, varlen,
                              split_kv and pack_gqa 0, head_dim and
-                             head_dim_v 128 or 256) */
+                             head_dim_v 64, 128 or 256) */
   int head_dim;           /* D of q and k: 8 to 256, a multiple of 8 */
   int head_dim_v;         /* D of v and o: likewise */
   int block_m, block_n;   /* rows of Q per CTA, rows of K/V per TMA box: 1 to 256 */

@@ -1402,11 +1402,12 @@ static void test_fp8_facts(void) {
   FP8_ERR("grid", "grid tiles\npack_gqa 1",
           "dtype e4m3 needs pack_gqa 0 (the compiler builds no FP8 decoding kernel (split_kv, "
           "pack_gqa) yet)");
-  FP8_ERR("head_dim", "head_dim 64",
+  FP8_ERR("head_dim", "head_dim 192",
           "facts of kernel 'fa3_fwd_d128_e4m3_kernel': dtype e4m3 needs head_dim and head_dim_v "
-          "128 or 256, got 64 and 128 (the compiler builds FP8 kernels of those head dims only)");
-  FP8_ERR("head_dim_v", "head_dim_v 192", "dtype e4m3 needs head_dim and head_dim_v 128 or 256, "
-          "got 128 and 192");
+          "64, 128 or 256, got 192 and 128 (the compiler builds FP8 kernels of those head dims "
+          "only)");
+  FP8_ERR("head_dim_v", "head_dim_v 192", "dtype e4m3 needs head_dim and head_dim_v 64, 128 or "
+          "256, got 128 and 192");
   FP8_ERR("head_dim", "head_dim 96", "got 96 and 128");
   /* a varlen kernel's other rule comes first (it names its own key) */
   FP8_ERR("grid", "grid tiles\nvarlen 1\ncluster_m 2", "varlen 1 needs cluster_m 1");
@@ -1460,9 +1461,9 @@ static void test_fp8_facts(void) {
   a.dtype = FA3RT_E4M3;
   fa3rt_fwd_launch L;
   fa3rt_facts g = f;
-  g.head_dim = 64;
+  g.head_dim = 96;
   EXPECT(err_is(fa3rt_fwd_plan(&g, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
-                "dtype e4m3 needs head_dim and head_dim_v 128 or 256, got 64 and 128"));
+                "dtype e4m3 needs head_dim and head_dim_v 64, 128 or 256, got 96 and 128"));
   g = f;
   g.head_dim_v = 256;
   EXPECT(err_is(fa3rt_fwd_plan(&g, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,

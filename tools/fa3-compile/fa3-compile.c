@@ -39,7 +39,7 @@ static const char *kUsage =
     "                       packed variable-length forms; with --backward,\n"
     "                       the backward's (head dim 64 and 128: 8 kernels);\n"
     "                       with --fp8, the FP8 forward's (e4m3, head dim\n"
-    "                       128 and 256 x causal or not: 4 kernels)\n"
+    "                       64, 128 and 256 x causal or not: 6 kernels)\n"
     "  --fp8                with --all: the FP8 forward set (for one\n"
     "                       variant, --dtype e4m3)\n"
     "\n"
@@ -49,7 +49,7 @@ static const char *kUsage =
     "                       dim 192 (DeepSeek's) is the other pairing taken\n"
     "  --dtype T            bf16 (default), f16, or e4m3 (FP8: q, k, v\n"
     "                       float8_e4m3fn with descales given at launch, o\n"
-    "                       bf16; head dim 128 or 256, a fixed-length\n"
+    "                       bf16; head dim 64, 128 or 256, a fixed-length\n"
     "                       forward)\n"
 
     "  --causal             bottom-right aligned causal mask\n"
@@ -591,8 +591,8 @@ int main(int argc, char **argv) {
                                {192, 192}, {192, 128}, {256, 256}};
     /* the backward's: head dims 64 and 128 */
     const int64_t gradDims[][2] = {{64, 64}, {128, 128}};
-    /* the FP8 forward's: head dims 128 and 256 */
-    const int64_t fp8Dims[][2] = {{128, 128}, {256, 256}};
+    /* the FP8 forward's: head dims 64, 128 and 256 */
+    const int64_t fp8Dims[][2] = {{64, 64}, {128, 128}, {256, 256}};
     const char *types[] = {"bf16", "f16"};
     int n = !all ? 1
             : fp8Set ? 2 * (int)(sizeof fp8Dims / sizeof fp8Dims[0])

@@ -652,10 +652,11 @@ std::string fa3::hopper::checkSupported(const KernelConfig &cfg) {
   if (cfg.dtype != "bf16" && cfg.dtype != "f16" && !cfg.isFp8())
     os << "element type " << cfg.dtype
        << " (the Hopper kernel takes bf16, f16 or e4m3)";
-  else if (cfg.isFp8() && ((cfg.headDim != 128 && cfg.headDim != 256) ||
+  else if (cfg.isFp8() && ((cfg.headDim != 64 && cfg.headDim != 128 &&
+                            cfg.headDim != 256) ||
                            cfg.headDimV != cfg.headDim))
     os << "head dim " << headDimsOf(cfg)
-       << " in FP8 (the e4m3 kernel takes head dim 128 or 256, value head "
+       << " in FP8 (the e4m3 kernel takes head dim 64, 128 or 256, value head "
           "dim equal)";
   else if (cfg.isFp8() && (cfg.blockM != 128 || cfg.blockN != 128))
     os << "tiles " << cfg.blockM << "x" << cfg.blockN
