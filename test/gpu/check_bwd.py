@@ -92,6 +92,7 @@ if __name__ == "__main__":
     import torch  # noqa: E402  (import-safe without torch: only when run)
 
     import records  # noqa: E402
+    from device_view import device_view  # noqa: E402
     from fa3 import facts as fa3facts  # noqa: E402
     from fa3 import runtime as fa3rt  # noqa: E402
     from fa3 import torch_api  # noqa: E402
@@ -373,24 +374,6 @@ class Checker:
 
 # ---- --emulate: the backward launch as PyTorch math on fa3rt_bwd's arguments ----
 
-class _DeviceArray:
-    """A view of device memory for torch.as_tensor (__cuda_array_interface__)."""
-
-    def __init__(self, ptr, shape, strides, typestr, itemsize):
-        self.__cuda_array_interface__ = {
-            "data": (int(ptr), False), "shape": tuple(int(n) for n in shape),
-            "strides": tuple(int(s) * itemsize for s in strides), "typestr": typestr,
-            "version": 2}
-
-
-def _view(ptr, shape, strides, dtype):
-    """A tensor over device memory at ptr (element strides)."""
-    if dtype == torch.float32:
-        return torch.as_tensor(_DeviceArray(ptr, shape, strides, "<f4", 4), device="cuda")
-    raw = torch.as_tensor(_DeviceArray(ptr, shape, strides, "<i2", 2), device="cuda")
-    return raw.view(dtype)
-
-
 def _contiguous(shape):
     strides, n = [], 1
     for d in reversed(shape):
@@ -423,12 +406,12 @@ class EmulatedKernel:
             return
         B, Sq, Hq, D = L.B, L.Sq, L.Hq, self.kf.head_dim
         dt = TORCH_DTYPE[self.kf.dtype]
-        acc = _view(args.dq_accum, (B, Hq, Sq, D), _contiguous((B, Hq, Sq, D)), torch.float32)
+        acc = device_view(args.dq_accum, (B, Hq, Sq, D), _contiguous((B, Hq, Sq, D)), torch.float32)
 
         def tensor(t):
-            return _view(t.ptr, tuple(t.shape), tuple(t.strides), dt)
+            return device_view(t.ptr, tuple(t.shape), tuple(t.strides), dt)
         rows = _contiguous((B, Hq, Sq))
-        delta = _view(args.delta, (B, Hq, Sq), rows, torch.float32)
+        delta = device_view(args.delta, (B, Hq, Sq), rows, torch.float32)
         do = tensor(args.dout).float()
         delta.copy_((do * tensor(args.o).float()).sum(-1))   # _pre: rowsum(dO * O)
         acc.zero_()                                          # _pre: dQaccum zeroed
@@ -441,7 +424,7 @@ class EmulatedKernel:
         B, Sq, Skv, Hq, Hkv = L.B, L.Sq, L.Skv, L.Hq, L.Hkv
         q, k, v = (tensor(t).float() for t in (args.q, args.k, args.v))
         dk, dv = tensor(args.dk), tensor(args.dv)
-        lse = _view(args.lse, (B, Hq, Sq), _contiguous((B, Hq, Sq)), torch.float32)
+        lse = device_view(args.lse, (B, Hq, Sq), _contiguous((B, Hq, Sq)), torch.float32)
         g = Hq // Hkv
         kr, vr = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)
         s = torch.matmul(q, kr.transpose(-1, -2)) * L.scale

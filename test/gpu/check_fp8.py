@@ -155,6 +155,7 @@ from fa3 import runtime as fa3rt  # noqa: E402
 from fa3 import sass as fa3sass  # noqa: E402
 from fa3.reference import visible_mask  # noqa: E402
 from fa3.torch_api import flash_attn_func  # noqa: E402
+from device_view import device_view  # noqa: E402
 
 FP8 = torch.float8_e4m3fn
 DEVICE = "cuda"        # of the inputs' generators (the CPU tests set "cpu")
@@ -599,28 +600,6 @@ def paper_table(rows):
 
 # ------------------------------------------------------------ --emulate
 
-class _DeviceArray:
-    """A view of device memory for torch.as_tensor (__cuda_array_interface__)."""
-
-    def __init__(self, ptr, shape, strides, typestr, itemsize):
-        self.__cuda_array_interface__ = {
-            "data": (int(ptr), False), "shape": tuple(int(n) for n in shape),
-            "strides": tuple(int(s) * itemsize for s in strides), "typestr": typestr,
-            "version": 2}
-
-
-def _view(ptr, shape, strides, dtype):
-    """A tensor over device memory at ptr (element strides): float32,
-    bfloat16 or float8_e4m3fn."""
-    if dtype == torch.float32:
-        return torch.as_tensor(_DeviceArray(ptr, shape, strides, "<f4", 4), device="cuda")
-    if dtype == torch.bfloat16:
-        return torch.as_tensor(_DeviceArray(ptr, shape, strides, "<i2", 2),
-                               device="cuda").view(dtype)
-    return torch.as_tensor(_DeviceArray(ptr, shape, strides, "|u1", 1),
-                           device="cuda").view(dtype)
-
-
 EMULATED_VARIANTS = [(128, False), (128, True), (256, False), (256, True)]
 
 
@@ -657,9 +636,9 @@ class EmulatedKernel:
         Dv = self.kf.head_dim_v
 
         def tensor(t, dtype):
-            return _view(t.ptr, tuple(t.shape), tuple(t.strides), dtype)
+            return device_view(t.ptr, tuple(t.shape), tuple(t.strides), dtype)
         o = tensor(args.o, torch.bfloat16)                   # [B, Hq, Sq, Dv]
-        lse = (_view(args.lse, (B, Hq, Sq), (Hq * Sq, Sq, 1), torch.float32)
+        lse = (device_view(args.lse, (B, Hq, Sq), (Hq * Sq, Sq, 1), torch.float32)
                if args.lse else None)
         if L.fill_only:
             o.zero_()
@@ -673,7 +652,7 @@ class EmulatedKernel:
             if not ptr:
                 return torch.ones(B, H, rows, device="cuda", dtype=torch.float64)
             nb = -(-rows // 128)
-            d = _view(ptr, (B, H, nb), strides, torch.float32).double()
+            d = device_view(ptr, (B, H, nb), strides, torch.float32).double()
             return d.repeat_interleave(128, dim=2)[:, :, :rows]
         qd = descale(args.q_descale, (args.q_descale_stride_b, args.q_descale_stride_h,
                                       args.q_descale_stride_m), Hq, Sq)

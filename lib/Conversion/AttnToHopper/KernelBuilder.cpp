@@ -66,14 +66,11 @@ int64_t producerRegs(const KernelConfig &cfg) {
   return cfg.tileDv() <= 128 ? 48 : 40;
 }
 /// Registers per consumer thread after setmaxnreg: the CTA's registers at
-/// launch (the per-thread share of 64K: 168 at 384 threads) less the
-/// producer warpgroup's, split over the consumer warpgroups (a multiple of
-/// 8, at most 240). setmaxnreg.inc waits until the producer's decrease has
-/// freed what it asks for, so more than the launch's would hang the CTA.
-/// 240 for two, 160 for three (as FA3); 224 or 232 for two beside FP8's
-/// transposer.
+/// launch (launchRegistersPerThread) less the producer warpgroup's, split
+/// over the consumer warpgroups (a multiple of 8, at most 240): 240 for
+/// two, 160 for three (as FA3); 224 or 232 for two beside FP8's transposer.
 int64_t consumerRegs(const KernelConfig &cfg) {
-  const int64_t launch = 65536 / cfg.threads() / 8 * 8;
+  const int64_t launch = launchRegistersPerThread(cfg.threads());
   int64_t perThread =
       (launch * (1 + cfg.consumers()) - producerRegs(cfg)) / cfg.consumers();
   return std::min<int64_t>(240, perThread / 8 * 8);
@@ -382,20 +379,31 @@ private:
   /// Sequence (batch) b's keys: seqUsedK[b] where the launch gives the
   /// array, else `otherwise`. `warpUniform`: see sequence.
   Value usedKeys(Value bidx, Value otherwise, bool warpUniform) {
+    return loadOptional(
+        "seqUsedK", i32T, [&] { return bidx; }, otherwise, warpUniform);
+  }
+  /// Element index() (built only where the array is given) of the `type`
+  /// array that parameter `name` points to, or `otherwise` where the launch
+  /// passes NULL: the optional arrays (seqused_k, FP8's descales).
+  /// `warpUniform`: see sequence.
+  template <typename IndexFn>
+  Value loadOptional(const char *name, Type type, IndexFn index,
+                     Value otherwise, bool warpUniform) {
     auto gptrT = LLVM::LLVMPointerType::get(ctx, 1);
     Value null = LLVM::ZeroOp::create(b, loc, gptrT);
     Value given = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne,
-                                       param("seqUsedK"), null);
-    auto skv = ifElse(
-        given, TypeRange{i32T},
+                                       param(name), null);
+    auto r = ifElse(
+        given, TypeRange{type},
         [&]() -> SmallVector<Value> {
-          Value p = LLVM::GEPOp::create(b, loc, gptrT, i32T, param("seqUsedK"),
-                                        ArrayRef<LLVM::GEPArg>{bidx});
-          Value x = LLVM::LoadOp::create(b, loc, i32T, p);
+          Value i = index();
+          Value p = LLVM::GEPOp::create(b, loc, gptrT, type, param(name),
+                                        ValueRange{i});
+          Value x = LLVM::LoadOp::create(b, loc, type, p);
           return {warpUniform ? laneZero(x) : x};
         },
         [&]() -> SmallVector<Value> { return {otherwise}; });
-    return skv.getResult(0);
+    return r.getResult(0);
   }
   /// Batch b's row of the page table (i32 page indices, pageTableStride
   /// apart), or null where the launch gives no page table.
@@ -973,27 +981,17 @@ void KernelBuilder::transposer(Value cta, Value worker) {
 
 Value KernelBuilder::descale(const char *name, Value bidx, Value head,
                              Value blk, std::array<const char *, 3> strides) {
-  auto gptrT = LLVM::LLVMPointerType::get(ctx, 1);
-  Value null = LLVM::ZeroOp::create(b, loc, gptrT);
-  Value given = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne,
-                                     param(name), null);
-  auto d = ifElse(
-      given, TypeRange{f32T},
-      [&]() -> SmallVector<Value> {
-        Value idx = bin<arith::MulIOp>(bidx, param(strides[0]));
-        Value h = bin<arith::MulIOp>(head, param(strides[1]));
-        idx = bin<arith::AddIOp>(idx, h);
-        if (blk) {
-          Value k = bin<arith::MulIOp>(blk, param(strides[2]));
-          idx = bin<arith::AddIOp>(idx, k);
-        }
-        Value p = LLVM::GEPOp::create(b, loc, gptrT, f32T, param(name),
-                                      ValueRange{ext64(idx)});
-        Value x = LLVM::LoadOp::create(b, loc, f32T, p);
-        return {x};
-      },
-      [&]() -> SmallVector<Value> { return {f32(1.0)}; });
-  return d.getResult(0);
+  auto index = [&]() -> Value {
+    Value idx = bin<arith::MulIOp>(bidx, param(strides[0]));
+    Value h = bin<arith::MulIOp>(head, param(strides[1]));
+    idx = bin<arith::AddIOp>(idx, h);
+    if (blk) {
+      Value k = bin<arith::MulIOp>(blk, param(strides[2]));
+      idx = bin<arith::AddIOp>(idx, k);
+    }
+    return ext64(idx);
+  };
+  return loadOptional(name, f32T, index, f32(1.0), /*warpUniform=*/false);
 }
 
 void KernelBuilder::consumers(Value tid, Value cta) {

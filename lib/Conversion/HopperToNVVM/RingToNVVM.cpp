@@ -328,10 +328,11 @@ struct TransposeStageLowering : OpConversionPattern<TransposeStageOp> {
       return arith::ShRUIOp::create(b, loc, x, c32(k));
     };
     // The slot's stage in both rings (one slot count, as many stages).
-    Value stage = c32(0);
-    if (src.getStages() != 1)
-      stage = arith::RemUIOp::create(b, loc, adaptor.getSlot(),
-                                     c32(src.getStages()));
+    Value stage = src.getStages() == 1
+                      ? c32(0)
+                      : arith::RemUIOp::create(b, loc, adaptor.getSlot(),
+                                               c32(src.getStages()))
+                            .getResult();
     // (one op-building call a statement: the kernels are compared byte for
     // byte between a GCC and a clang build, which order arguments apart)
     Value srcOff = mul(stage, src.getStageBytes());

@@ -152,15 +152,11 @@ LogicalResult WarpSpecializeOp::verify() {
       return emitOpError("register budgets must be 24 to 256 (setmaxnreg), "
                          "got ")
              << regs;
-  // The CTA holds at launch its threads' share of the SM's 64K registers
-  // (a multiple of 8 a thread: 168 at 384 threads). setmaxnreg.inc waits
-  // until decreases have freed what it asks for, so budgets past that
-  // allocation hang the CTA: they may not add up to more.
-  constexpr int64_t kSmRegisters = 65536, kWarpgroup = 128;
-  const int64_t threads = kWarpgroup * (1 + getConsumers());
-  const int64_t launch = kSmRegisters / threads / 8 * 8 * threads;
-  int64_t total =
-      kWarpgroup * (getProducerRegs() + getConsumers() * getConsumerRegs());
+  // Within the CTA's allocation at launch (launchRegistersPerThread).
+  const int64_t threads = kWarpgroupThreads * (1 + getConsumers());
+  const int64_t launch = launchRegistersPerThread(threads) * threads;
+  int64_t total = kWarpgroupThreads *
+                  (getProducerRegs() + getConsumers() * getConsumerRegs());
   if (total > launch)
     return emitOpError("128 x (")
            << getProducerRegs() << " + " << getConsumers() << " x "

@@ -14,6 +14,16 @@ namespace fa3::hopper {
 inline constexpr int64_t kMaxDynamicSmem = 232448;
 /// Threads of a warpgroup (the unit of wgmma and of setmaxnreg).
 inline constexpr int64_t kWarpgroupThreads = 128;
+/// 32-bit registers of an SM.
+inline constexpr int64_t kSmRegisters = 65536;
+/// Registers a thread of a CTA of `threads` threads holds at launch: its
+/// share of the SM's, a multiple of 8 (168 at 384 threads). setmaxnreg
+/// moves registers between warpgroups within this allocation: an increase
+/// waits until decreases have freed what it asks for, so budgets that add
+/// up to more hang the CTA.
+inline constexpr int64_t launchRegistersPerThread(int64_t threads) {
+  return kSmRegisters / threads / 8 * 8;
+}
 /// Bytes of a row of a TMA box / wgmma operand under the 128B swizzle.
 inline constexpr int64_t kSwizzleBytes = 128;
 /// A TMA box's extent in each dimension (cuTensorMapEncodeTiled: boxDim
