@@ -126,7 +126,8 @@ def main():
                     ds = {}
                 else:
                     r = fq.quantize_qkv_fp8(q, k, v, hadamard=False,
-                                            block=128 if a.descale == "block" else None)
+                                            block=128 if a.descale == "block" else None,
+                                            kernel_dir=a.kernel_dir)
                     q8, k8, v8, ds = r.q, r.k, r.v, r.descales
                 o8 = torch.empty(B, S, H, D, device="cuda", dtype=torch.bfloat16)
                 o = torch.empty_like(o8)

@@ -2,14 +2,17 @@
 """What FP8 costs end to end from bf16 inputs: fa3.quantize_qkv_fp8 (block
 scales, with and without the Hadamard rotation of q and k) plus the FP8
 attention, beside the FP8 attention alone and our bf16 kernel, on the
-FA3-paper grid (issue 14: the Hadamard path at most 5 % end to end).
+FA3-paper grid (issue 14: the Hadamard path at most 5 % end to end). The
+quantization two ways: the generated kernel (<kernel>_quantize, the
+default on the GPU) and the torch ops (backend="torch"), same inputs.
 
     python3 bench/bench_fp8_quantize.py --kernel-dir DIR [--hdim 128] [--seqlens 2048,8192]
         [--causal 0|1|both]
 
 Medians of triton.testing.do_bench (cuda events without triton), in ms;
-"hadamard / plain" is quantize + attention with the rotation over the same
-without it. Prints a table (bench/NOTES.md, FP8, quotes it with its date).
+"hadamard / plain" is kernel quantize + attention with the rotation over
+the same without it; "quant GB/s" the kernel quantization's (rotated)
+bytes read and written (2 + 1 per element of q, k, v) over its time. Prints a table (bench/NOTES.md, FP8, quotes it with its date).
 """
 import argparse
 import os
@@ -41,9 +44,10 @@ def main():
     kernels, _ = fa3facts.scan_kernel_dir(a.kernel_dir)
     causals = {"0": [False], "1": [True], "both": [False, True]}[a.causal]
     print(f"GPU {torch.cuda.get_device_name()}; torch {torch.__version__}")
-    print("| hdim | mask | seqlen | bf16 attn | fp8 attn | quant + fp8 | quant(H) + fp8 "
-          "| hadamard / plain | quant(H) + fp8 / bf16 |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| hdim | mask | seqlen | bf16 attn | fp8 attn | torch quant(H) | kernel quant "
+          "| kernel quant(H) | quant GB/s | quant + fp8 | quant(H) + fp8 | hadamard / plain "
+          "| quant(H) + fp8 / bf16 |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for D in (int(x) for x in a.hdim.split(",")):
         for causal in causals:
             k8 = next((k for k in kernels if fa3facts.matches(k, "e4m3", D, D, causal,
@@ -54,26 +58,37 @@ def main():
                 continue
             for S in (int(x) for x in a.seqlens.split(",")):
                 _, _, q, k, v, _ = paper_inputs(D, S, causal)
-                r = fq.quantize_qkv_fp8(q, k, v, block=128, hadamard=True)
+                kd = a.kernel_dir
+
+                def quant(hadamard, backend="kernel"):
+                    return fq.quantize_qkv_fp8(q, k, v, block=128, hadamard=hadamard,
+                                               backend=backend, kernel_dir=kd)
+
+                r = quant(True)
 
                 def fp8_only():
                     flash_attn_func(r.q, r.k, r.v, causal=causal, kernel=k8, **r.descales)
 
                 def plain():
-                    p = fq.quantize_qkv_fp8(q, k, v, block=128, hadamard=False)
+                    p = quant(False)
                     flash_attn_func(p.q, p.k, p.v, causal=causal, kernel=k8, **p.descales)
 
                 def rotated():
-                    p = fq.quantize_qkv_fp8(q, k, v, block=128, hadamard=True)
+                    p = quant(True)
                     flash_attn_func(p.q, p.k, p.v, causal=causal, kernel=k8, **p.descales)
 
                 t = {"fp8": timeit(fp8_only, a.warmup, a.rep),
+                     "torch_q": timeit(lambda: quant(True, "torch"), a.warmup, a.rep),
+                     "q": timeit(lambda: quant(False), a.warmup, a.rep),
+                     "q_rot": timeit(lambda: quant(True), a.warmup, a.rep),
                      "plain": timeit(plain, a.warmup, a.rep),
                      "rot": timeit(rotated, a.warmup, a.rep)}
                 tb = (timeit(lambda: flash_attn_func(q, k, v, causal=causal, kernel=kb),
                              a.warmup, a.rep) if kb is not None else float("nan"))
+                gbs = 3 * (q.numel() + k.numel() + v.numel()) / (t["q_rot"] * 1e-3) / 1e9
                 print(f"| {D} | {'causal' if causal else 'full'} | {S} | {tb:.3f} | "
-                      f"{t['fp8']:.3f} | {t['plain']:.3f} | {t['rot']:.3f} | "
+                      f"{t['fp8']:.3f} | {t['torch_q']:.3f} | {t['q']:.3f} | {t['q_rot']:.3f} | "
+                      f"{gbs:.0f} | {t['plain']:.3f} | {t['rot']:.3f} | "
                       f"{t['rot'] / t['plain']:.3f} | {t['rot'] / tb:.2f} |", flush=True)
     return 0
 

@@ -11,7 +11,7 @@ rewrites (the rest of the file is left as it is). In the repository:
                                                  bench_decode, bench_fp8
     test/gpu/history.jsonl, test/gpu/RESULTS.md  check_fwd, check_varlen,
                                                  check_bwd, check_decode,
-                                                 check_fp8, memcheck,
+                                                 check_fp8, check_quantize, memcheck,
                                                  racecheck, synccheck
 
 Of record: a full bench_fwd grid (per dtype), a full check_fwd run, and each
@@ -48,7 +48,7 @@ SANITIZERS = ("memcheck", "racecheck", "synccheck")
 # where each kind's history and table live in the repository
 HOME = {"bench": "bench", "compare": "bench", "autotune": "bench", "ncu": "bench",
         "bench_varlen": "bench", "bench_bwd": "bench", "bench_decode": "bench",
-        "bench_fp8": "bench", "check_fp8": "test/gpu",
+        "bench_fp8": "bench", "check_fp8": "test/gpu", "check_quantize": "test/gpu",
         "check_fwd": "test/gpu", "check_varlen": "test/gpu", "check_decode": "test/gpu",
         "check_bwd": "test/gpu", **{t: "test/gpu" for t in SANITIZERS}}
 TABLE_HEADER = ("# Results of record\n\n"
@@ -137,7 +137,8 @@ def section_key(entry):
     if kind == "bench" and entry.get("full"):
         return f"bench-{entry.get('meta', {}).get('dtype', 'bf16')}"
     if kind in ("check_fwd", "check_varlen", "check_bwd", "check_decode", "bench_varlen",
-                "bench_bwd", "bench_decode", "check_fp8", "bench_fp8") and entry.get("full"):
+                "bench_bwd", "bench_decode", "check_fp8", "bench_fp8",
+                "check_quantize") and entry.get("full"):
         return kind
     if kind in SANITIZERS:
         return kind
@@ -162,6 +163,8 @@ def render(entry):
         return render_check_fp8(entry)
     if kind == "bench_fp8":
         return render_bench_fp8(entry)
+    if kind == "check_quantize":
+        return render_check_quantize(entry)
     if kind in SANITIZERS:
         return render_sanitizer(entry)
     raise ValueError(f"no table for kind {kind!r}")
@@ -364,6 +367,38 @@ def render_bench_decode(entry):
             for r in rows for k, v in (r.get("errors") or {}).items()]
     if errs:
         out += ["", "Errors:"] + errs
+    return "\n".join(out) + "\n"
+
+
+def render_check_quantize(entry):
+    """A check_quantize run: counts, per head dim its cases and worst
+    errors, the end-to-end RMSEs, and every failed case."""
+    meta, results = entry["meta"], entry["results"]
+    nfail = sum(not r.get("ok") for r in results)
+    out = [f"## FP8 quantization kernel (check_quantize, {entry['date']})", "",
+           f"GPU: {meta.get('gpu')}; torch {meta.get('torch')}; kernels: "
+           f"`{meta.get('kernel_dir')}`; seed {meta.get('seed')}", "",
+           f"Command: `{entry['command']}`", "",
+           "Bounds: every byte and descale written; without the rotation bit for bit the "
+           "torch path's; with it the descale within "
+           f"{meta.get('descale_rel_tol')} (relative) of the float64 rotation's amax / 448, "
+           "each element within e4m3's half ulp + that much of the amax; end to end (FP8 "
+           f"attention) the RMSE within {meta.get('rmse_ratio')}x + 1e-4 of the torch path's.",
+           "", f"**{len(results) - nfail}/{len(results)} cases passed.**", "",
+           "| head dim | cases passed | max rel err descale | max err / bound | RMSE o: kernel "
+           "quantization | RMSE o: torch quantization |", "|---|---|---|---|---|---|"]
+
+    def worst(rs, key, fmt=".2e"):
+        xs = [r[key] for r in rs if isinstance(r.get(key), (int, float))]
+        return _fmt(max(xs), fmt) if xs else "-"
+    for d in sorted({r.get("head_dim") for r in results if r.get("head_dim") is not None}):
+        rs = [r for r in results if r.get("head_dim") == d]
+        out.append(f"| {d} | {sum(bool(r.get('ok')) for r in rs)}/{len(rs)} | "
+                   f"{worst(rs, 'max_rel_err_descale')} | {worst(rs, 'max_err_over_bound', '.3f')} "
+                   f"| {worst(rs, 'rmse_kernel')} | {worst(rs, 'rmse_torch')} |")
+    bad = [r for r in results if not r.get("ok")]
+    if bad:
+        out += ["", "Failed:"] + [f"- {r}" for r in bad]
     return "\n".join(out) + "\n"
 
 

@@ -163,6 +163,21 @@ static const size_t kAppendAligns[] = {
 };
 #define FA3RT_FWD_APPEND_PARAM P_CHECK
 #include "fa3rt_abi.def"
+/* the FP8 kernels' quantization, <kernel>_quantize */
+static const char kQuantizeNames[] =
+#define FA3RT_FP8_QUANTIZE_PARAM P_NAME
+#include "fa3rt_abi.def"
+    ;
+static const size_t kQuantizeSizes[] = {
+#define FA3RT_FP8_QUANTIZE_PARAM P_SIZE
+#include "fa3rt_abi.def"
+};
+static const size_t kQuantizeAligns[] = {
+#define FA3RT_FP8_QUANTIZE_PARAM P_ALIGN
+#include "fa3rt_abi.def"
+};
+#define FA3RT_FP8_QUANTIZE_PARAM P_CHECK
+#include "fa3rt_abi.def"
 
 /* One kernel ABI: names (blank-separated), sizes and alignments, in order. */
 typedef struct abi {
@@ -182,6 +197,8 @@ static const abi kCombineAbi = {"split-KV _combine", kCombineNames + 1, kCombine
                                 kCombineAligns, COUNT(kCombineSizes)};
 static const abi kAppendAbi = {"split-KV _append", kAppendNames + 1, kAppendSizes,
                                kAppendAligns, COUNT(kAppendSizes)};
+static const abi kQuantizeAbi = {"FP8 _quantize", kQuantizeNames + 1, kQuantizeSizes,
+                                 kQuantizeAligns, COUNT(kQuantizeSizes)};
 static const abi *abi_of(const fa3rt_facts *f) { return f->backward ? &kBwdAbi : &kFwdAbi; }
 
 /* ------------------------------------------------------------------------ */
@@ -683,7 +700,7 @@ static int mul_add(int64_t *acc, int64_t a, int64_t b) {
 /* Who reads a tensor that check_tensor checks, for its messages: TMA, or
  * the 16-byte row accesses of the backward's helper kernels (o, dq) or of
  * a decoding kernel's <kernel>_append (k_new, v_new), by the same rules. */
-enum { BY_HELPERS = 0, BY_TMA = 1, BY_APPEND = 2 };
+enum { BY_HELPERS = 0, BY_TMA = 1, BY_APPEND = 2, BY_QUANTIZE = 3 };
 
 /* Checks one tensor and sets eff[] to the strides used for it: a dim of extent 1
  * may carry any stride, replaced by one that spans the inner dims (it never fails
@@ -694,11 +711,14 @@ enum { BY_HELPERS = 0, BY_TMA = 1, BY_APPEND = 2 };
 static fa3rt_status check_tensor(const char *name, const fa3rt_tensor *t, int64_t elem,
                                  int64_t eff[4], int tma) {
   const char *why_ptr = tma == BY_TMA ? "TMA needs 16-byte aligned tensors"
+                        : tma == BY_QUANTIZE ? "fa3rt_quantize's lanes access whole 16-byte "
+                                               "aligned rows"
                         : tma == BY_APPEND ? "the cache append (<kernel>_append) copies its "
                                              "rows 16 bytes at a time"
                                            : "fa3rt_bwd's helper kernels access its rows 16 "
                                              "bytes at a time";
   const char *why_stride = tma == BY_TMA ? "TMA"
+                           : tma == BY_QUANTIZE ? "16-byte aligned rows for fa3rt_quantize"
                            : tma == BY_APPEND ? "16-byte aligned rows for the cache append "
                                                 "(<kernel>_append)"
                                               : "16-byte aligned rows for fa3rt_bwd's helper "
@@ -1548,6 +1568,7 @@ struct fa3rt_kernel {
   CUfunction fn_pre, fn_post; /* backward: <kernel>_pre and <kernel>_post */
   CUfunction fn_combine;  /* split_kv: <kernel>_combine */
   CUfunction fn_append;   /* split_kv: <kernel>_append */
+  CUfunction fn_quantize; /* e4m3: <kernel>_quantize */
   int sms;                /* the device's SMs (the split heuristic's default) */
   int max_ctas;           /* a persistent grid's size: one CTA per SM, or
                              cluster_m x the clusters that fit at once */
@@ -1736,6 +1757,28 @@ fa3rt_status fa3rt_kernel_load_data(const void *cubin, size_t cubin_size, const 
                   "launches it with %d", name, most, threads[i]);
         goto error;
       }
+    }
+  }
+  if (f.dtype == FA3RT_E4M3) {
+    /* from its module: the quantization that feeds it (fa3rt_quantize) */
+    char name[sizeof f.kernel + 16];
+    snprintf(name, sizeof name, "%s_quantize", f.kernel);
+    r = cuModuleGetFunction(&k->fn_quantize, k->mod, name);
+    if (r == CUDA_ERROR_NOT_FOUND) {
+      st = fail(FA3RT_ERR_FACTS, "the cubin of FP8 kernel '%s' (facts dtype e4m3) has no kernel "
+                "named '%s': it lacks the quantization fa3rt_quantize launches; recompile it "
+                "with this fa3-compile", f.kernel, name);
+      goto error;
+    }
+    LOAD_TRY(r);
+    if ((st = check_params(k->fn_quantize, name, &kQuantizeAbi, where))) goto error;
+    int most = 0;
+    LOAD_TRY(cuFuncGetAttribute(&most, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, k->fn_quantize));
+    if (most < FA3RT_FP8_QUANTIZE_THREADS_PER_COL * f.head_dim) {
+      st = fail(FA3RT_ERR_FACTS, "kernel %s allows at most %d threads a block; fa3rt_quantize "
+                "launches it with %d", name, most,
+                FA3RT_FP8_QUANTIZE_THREADS_PER_COL * f.head_dim);
+      goto error;
     }
   }
   int static_smem = 0, max_threads = 0;
@@ -2282,4 +2325,120 @@ fa3rt_status fa3rt_bwd(fa3rt_kernel *k, const fa3rt_bwd_args *a, void *stream) {
   if ((st = launch_pre(k, a, &L, cs, where))) return st;
   if (!L.zero_only && (st = launch_grad(k, a, &L, maps, cs, where))) return st;
   return launch_post(k, a, &L, cs, where);
+}
+
+/* ------------------------------------------------------------------------ */
+/* FP8 quantization                                                          */
+/* ------------------------------------------------------------------------ */
+
+/* The bytes from a checked, non-empty tensor's first element past its last
+ * (check_tensor bounds them below 2^63). */
+static uint64_t span_bytes(const fa3rt_tensor *t, const int64_t eff[4], int64_t elem) {
+  int64_t last = 0;
+  for (int i = 0; i < 4; i++) mul_add(&last, t->shape[i] - 1, eff[i]);
+  return (uint64_t)(last + 1) * (uint64_t)elem;
+}
+
+/* An f32 array of n elements at p (written or read by fa3rt_quantize):
+ * given, `align`-byte aligned, below 2^63. */
+static fa3rt_status check_f32_array(const char *name, uint64_t p, int64_t n, int align) {
+  if (!p) return fail(FA3RT_ERR_INVALID_ARGUMENT, "fa3rt_quantize: %s is NULL", name);
+  if (p % (uint64_t)align)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "fa3rt_quantize: %s 0x%llx is not %d-byte aligned "
+                "(%s)", name, (unsigned long long)p, align,
+                align == 4 ? "f32" : "read 4 floats at a time");
+  if (p >= ADDR_END || (uint64_t)n > (ADDR_END - p) / 4)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "fa3rt_quantize: %s at 0x%llx with %lld elements "
+                "reaches past 2^63 bytes", name, (unsigned long long)p, (long long)n);
+  return FA3RT_OK;
+}
+
+fa3rt_status fa3rt_quantize(fa3rt_kernel *k, const fa3rt_quantize_args *a, void *stream) {
+  clear_error();
+  if (!k || !a) return fail(FA3RT_ERR_INVALID_ARGUMENT, "fa3rt_quantize: NULL kernel or args");
+  const fa3rt_facts *f = &k->facts;
+  if (f->dtype != FA3RT_E4M3)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "fa3rt_quantize: kernel %s is %s; the quantization "
+                "is part of the FP8 kernels (facts dtype e4m3), for the q, k and v they read",
+                f->kernel, fa3rt_dtype_name(f->dtype));
+  if (a->x_dtype != FA3RT_BF16 && a->x_dtype != FA3RT_F16)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "fa3rt_quantize: x_dtype %d (%s) is not taken: x "
+                "is bf16 or f16", (int)a->x_dtype, fa3rt_dtype_name(a->x_dtype));
+  if (a->per_head != 0 && a->per_head != 1)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "fa3rt_quantize: per_head is %d; 0 (a descale per "
+                "128 rows) or 1 (per batch and head)", a->per_head);
+  int64_t ex[4], ey[4];
+  fa3rt_status st;
+  if ((st = check_tensor("x", &a->x, 2, ex, BY_QUANTIZE)) ||
+      (st = check_tensor("y", &a->y, 1, ey, BY_QUANTIZE)))
+    return in_call(st, "fa3rt_quantize", f);
+  for (int i = 0; i < 4; i++)
+    if (a->y.shape[i] != a->x.shape[i])
+      return fail(FA3RT_ERR_INVALID_ARGUMENT, "fa3rt_quantize: y.shape[%d] (%s) is %lld, x's "
+                  "%lld: y is x's shape", i, kDimNames[i], (long long)a->y.shape[i],
+                  (long long)a->x.shape[i]);
+  const int64_t nB = a->x.shape[0], nH = a->x.shape[1], nS = a->x.shape[2],
+                nD = a->x.shape[3];
+  if (nD != f->head_dim)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "fa3rt_quantize: x's head dim is %lld; kernel %s "
+                "quantizes head dim %d", (long long)nD, f->kernel, f->head_dim);
+  if (nH > 65535 || nB > 65535)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "fa3rt_quantize: %s = %lld is more than 65535 (the "
+                "grid's %s extent)", nH > 65535 ? "H" : "B", (long long)(nH > 65535 ? nH : nB),
+                nH > 65535 ? "y" : "z");
+  const int64_t blocks = (nS + FA3RT_FP8_QUANTIZE_ROWS - 1) / FA3RT_FP8_QUANTIZE_ROWS;
+  const int64_t n_descale = a->per_head ? nB * nH : nB * nH * blocks;
+  /* nothing to write: no heads, or no rows with a descale per block */
+  if (nB == 0 || nH == 0 || (nS == 0 && !a->per_head)) return FA3RT_OK;
+  if ((st = check_f32_array("descale", a->descale, n_descale, 4))) return st;
+  if (a->signs && (st = check_f32_array("signs", a->signs, nD, 16))) return st;
+  if (a->per_head && nS && (st = check_f32_array("workspace", a->workspace, nB * nH * blocks, 4)))
+    return st;
+  if (nS && overlaps(a->x.ptr, span_bytes(&a->x, ex, 2), a->y.ptr, span_bytes(&a->y, ey, 1)))
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "fa3rt_quantize: y (0x%llx) overlaps x (0x%llx): y "
+                "is written while x is read", (unsigned long long)a->y.ptr,
+                (unsigned long long)a->x.ptr);
+  char where[512];
+  snprintf(where, sizeof where, "fa3rt_quantize of kernel %s: B=%lld, H=%lld, S=%lld, D=%lld%s%s",
+           f->kernel, (long long)nB, (long long)nH, (long long)nS, (long long)nD,
+           a->per_head ? ", per head" : "", a->signs ? ", rotated" : "");
+  if ((st = check_context(k, where))) return st;
+  CUstream cs = (CUstream)stream;
+  if (nS == 0) { /* per head: no rows, descale 1 (fa3.quantize_fp8's) */
+    if (!a->per_head) return FA3RT_OK;
+    const unsigned one = 0x3F800000u;
+    CU_TRY(cuMemsetD32Async((CUdeviceptr)a->descale, one, (size_t)n_descale, cs), where);
+    return FA3RT_OK;
+  }
+#define FA3RT_FP8_QUANTIZE_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning)   \
+  c_type name;
+#include "fa3rt_abi.def"
+  X = (CUdeviceptr)a->x.ptr;
+  xStrideB = ex[0];
+  xStrideS = ex[2];
+  xStrideH = ex[1];
+  xIsF16 = a->x_dtype == FA3RT_F16;
+  Y = (CUdeviceptr)a->y.ptr;
+  yStrideB = ey[0];
+  yStrideS = ey[2];
+  yStrideH = ey[1];
+  descale = (CUdeviceptr)a->descale;
+  signs = (CUdeviceptr)a->signs;
+  amax = a->per_head ? (CUdeviceptr)a->workspace : 0;
+  B = (int32_t)a->x.shape[0];
+  S = (int32_t)a->x.shape[2];
+  H = (int32_t)a->x.shape[1];
+  void *params[] = {
+#define FA3RT_FP8_QUANTIZE_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning) &name,
+#include "fa3rt_abi.def"
+  };
+  const unsigned threads = (unsigned)(FA3RT_FP8_QUANTIZE_THREADS_PER_COL * f->head_dim);
+  const int modes[2][2] = {{0, -1}, {1, 2}};
+  for (int i = 0; i < 2 && modes[a->per_head][i] >= 0; i++) {
+    mode = modes[a->per_head][i];
+    CUresult r = cuLaunchKernel(k->fn_quantize, (unsigned)blocks, (unsigned)a->x.shape[1],
+                                (unsigned)a->x.shape[0], threads, 1, 1, 0, cs, params, NULL);
+    if (r != CUDA_SUCCESS) return cuda_fail("cuLaunchKernel(_quantize)", r, where);
+  }
+  return FA3RT_OK;
 }

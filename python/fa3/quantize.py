@@ -36,6 +36,15 @@ block (and the quantization step) shrinks. hadamard_matrix is M = H_d
 diag(s) / sqrt(d): H_d the Sylvester Hadamard matrix (d a power of two), s
 random signs drawn from `seed`. v is not rotated (O = P V needs V as it is).
 
+Where it applies (a CUDA bf16 or f16 x, head dim 64, 128 or 256, the
+rotation given by a seed), the work is one generated GPU kernel: the FP8
+attention kernel's <kernel>_quantize (the GPU form of attn.quantize;
+fa3rt_quantize), which reads x once and writes y and the descales, the
+rotation done as a fast Walsh-Hadamard transform in registers. Its
+arithmetic is this module's torch path's: bit for bit without the rotation,
+the rotation's sums in another order (within a few float32 ulps).
+``backend="torch"`` forces the torch ops, ``"kernel"`` the kernel.
+
 torch is imported on first use (``import fa3.quantize`` works without it),
 except in hadamard_matrix_numpy, which needs NumPy only.
 """
@@ -192,10 +201,15 @@ def _quantize(torch, fp8, x, block, m):
             shape = None
         # amax 0 or tiny (below AMAX_MIN): descale 1, x cast as it is (the
         # scale would overflow, 0 * inf be NaN, the descale subnormal)
+        # correctly rounded divisions by a tensor (torch divides by a
+        # Python number as a * (1 / b), and 448 / t is 448 * reciprocal(t):
+        # an ulp off at times), as the kernel's div.rn
         ok = amax >= AMAX_MIN
         one = torch.ones_like(amax)
-        descale = torch.where(ok, amax / E4M3_MAX, one)
-        scale = torch.where(ok, E4M3_MAX / torch.where(ok, amax, one), one)
+        e4m3_max = torch.full_like(amax, E4M3_MAX)
+        safe = torch.where(ok, amax, one)
+        descale = torch.where(ok, safe / e4m3_max, one)
+        scale = torch.where(ok, e4m3_max / safe, one)
         if block is None:
             y = xf * scale.view(shape)
         else:
@@ -207,7 +221,107 @@ def _quantize(torch, fp8, x, block, m):
         return y.to(fp8), descale
 
 
-def quantize_fp8(x, *, block: Optional[int] = None, hadamard=None):
+BACKENDS = (None, "kernel", "torch")
+KERNEL_HEAD_DIMS = (64, 128, 256)     # the FP8 kernels', whose module holds _quantize
+_signs_cache: dict = {}
+
+
+def _backend(fn: str, backend):
+    if backend not in BACKENDS:
+        raise ValueError(f"{fn}: backend must be None (the kernel where it applies), 'kernel' "
+                         f"or 'torch', got {backend!r}")
+    return backend
+
+
+def _kernel_applies(torch, x, hadamard) -> Optional[str]:
+    """Why the generated kernel cannot quantize x (None: it can)."""
+    if x.dtype not in (torch.bfloat16, torch.float16):
+        return f"x is {x.dtype}; the kernel reads bfloat16 or float16"
+    if x.shape[3] not in KERNEL_HEAD_DIMS:
+        return (f"head dim {x.shape[3]}: the FP8 kernels (and their quantization) take "
+                f"{', '.join(map(str, KERNEL_HEAD_DIMS))}")
+    if isinstance(hadamard, torch.Tensor):
+        return "hadamard is a matrix; the kernel rotates by hadamard_matrix(D, seed) only"
+    if not x.is_cuda:
+        return f"x is on {x.device}, not a CUDA device"
+    return None
+
+
+def _signs(torch, D: int, seed: int, device):
+    """hadamard_signs(D, seed) as float32 on `device`, made once per
+    (D, seed, device): a call (or a CUDA-graph capture) after the first
+    copies nothing from the host."""
+    key = (D, seed, str(device))
+    t = _signs_cache.get(key)
+    if t is None:
+        t = torch.tensor(hadamard_signs(D, seed), dtype=torch.float32, device=device)
+        _signs_cache[key] = t
+    return t
+
+
+def _rows_aligned(x) -> bool:
+    """x's rows contiguous and 16-byte aligned (pointer and strides of the
+    dims of extent > 1), as fa3rt_quantize reads them."""
+    es = x.element_size()
+    if x.data_ptr() % 16 or (x.shape[3] > 1 and x.stride(3) != 1):
+        return False
+    return all(n <= 1 or (s * es) % 16 == 0 for n, s in zip(x.shape[:3], x.stride()[:3]))
+
+
+def _quantize_kernel(torch, fp8, x, block, seed, kernel_dir, jit, out=None):
+    """(x8, descale) by the FP8 kernel's <kernel>_quantize; x a CUDA bf16 or
+    f16 [B, S, H, D] (_kernel_applies), seed None (no rotation) or the
+    rotation's seed. `out`: (x8, descale, workspace) to write instead of new
+    tensors (the GPU check poisons them first)."""
+    from . import runtime
+    from .torch_api import _launchable_kernel
+    B, S, H, D = x.shape
+    device = x.device
+    dev = device.index if device.index is not None else torch.cuda.current_device()
+    kobj = _launchable_kernel(None, "e4m3", D, D, False, (-1, -1), 0.0, kernel_dir, jit, dev,
+                              torch.cuda.device)
+    if not _rows_aligned(x):
+        x = x.contiguous()
+    nb = -(-S // BLOCK)
+    if out is not None:
+        y, descale, work = out
+    else:
+        y = torch.empty((B, S, H, D), dtype=fp8, device=device)
+        descale = torch.empty((B, H, nb) if block else (B, H), dtype=torch.float32,
+                              device=device)
+        work = torch.empty((B, H, nb), dtype=torch.float32, device=device) if not block else None
+    signs = _signs(torch, D, seed, device) if seed is not None else None
+    a = runtime.QuantizeArgs()
+    xs, ys = x.stride(), y.stride()
+    a.x = runtime.tensor(x.data_ptr(), (B, H, S, D), (xs[0], xs[2], xs[1], xs[3]), name="x")
+    a.x_dtype = runtime.DTYPES["f16" if x.dtype == torch.float16 else "bf16"]
+    a.y = runtime.tensor(y.data_ptr(), (B, H, S, D), (ys[0], ys[2], ys[1], ys[3]), name="y")
+    a.descale = descale.data_ptr()
+    a.signs = signs.data_ptr() if signs is not None else 0
+    a.per_head = 0 if block else 1
+    a.workspace = work.data_ptr() if work is not None and work.numel() else 0
+    with torch.cuda.device(dev):
+        kobj.quantize(a, torch.cuda.current_stream(dev).cuda_stream)
+    return y, descale
+
+
+def _quantize_any(fn, torch, fp8, x, block, hadamard, backend, kernel_dir, jit):
+    """quantize_fp8's dispatch: the kernel where it applies (or is asked
+    for), else the torch ops."""
+    why = _kernel_applies(torch, x, hadamard) if backend != "torch" else "backend='torch'"
+    if backend == "kernel" and why:
+        raise ValueError(f"{fn}: backend='kernel' cannot quantize this x: {why}")
+    if why is None:
+        seed = None
+        if hadamard is not None and hadamard is not False:
+            seed = 0 if hadamard is True else _seed(fn, hadamard)
+        return _quantize_kernel(torch, fp8, x, block, seed, kernel_dir, jit)
+    m = _rotation(fn, torch, hadamard, x.shape[3], x.device)
+    return _quantize(torch, fp8, x, block, m)
+
+
+def quantize_fp8(x, *, block: Optional[int] = None, hadamard=None, backend=None,
+                 kernel_dir=None, jit=None):
     """(x_fp8, descale) of x [B, S, H, D] (float32, float16, bfloat16 or
     float64, any device): x_fp8 torch.float8_e4m3fn [B, S, H, D]
     (contiguous), descale float32 [B, H] (block None: one scale per batch and
@@ -217,13 +331,20 @@ def quantize_fp8(x, *, block: Optional[int] = None, hadamard=None):
     unscaled, to zeros). `hadamard`: None or False, no rotation; True or an
     int seed, x is first multiplied by hadamard_matrix(D, seed) (True: seed
     0; D a power of two); a [D, D] tensor, by that matrix. Computed in
-    float32; no gradient."""
+    float32; no gradient. `backend`: None, the generated kernel where it
+    applies (CUDA bf16/f16, head dim 64/128/256, no explicit matrix; found
+    like flash_attn_func's FP8 kernel: `kernel_dir`, else the JIT cache),
+    else torch ops; "kernel" or "torch" to insist."""
     fn = "quantize_fp8"
     torch, fp8 = _torch_fp8()
     _check_x(fn, torch, "x", x)
     block = _block(fn, block)
-    m = _rotation(fn, torch, hadamard, x.shape[3], x.device)
-    return _quantize(torch, fp8, x, block, m)
+    backend = _backend(fn, backend)
+    if isinstance(hadamard, bool) or hadamard is None:
+        pass
+    elif not isinstance(hadamard, torch.Tensor):
+        hadamard = _seed(fn, hadamard)
+    return _quantize_any(fn, torch, fp8, x, block, hadamard, backend, kernel_dir, jit)
 
 
 def dequantize_fp8(x_fp8, descale):
@@ -270,7 +391,8 @@ class QuantizedQKV(NamedTuple):
 
 
 def quantize_qkv_fp8(q, k, v, *, block: Optional[int] = BLOCK, hadamard: bool = True,
-                     seed: int = 0) -> QuantizedQKV:
+                     seed: int = 0, backend=None, kernel_dir=None,
+                     jit=None) -> QuantizedQKV:
     """q [B, Sq, Hq, D], k [B, Skv, Hkv, D], v [B, Skv, Hkv, Dv] (one device)
     quantized to e4m3 for flash_attn_func, FlashAttention-3's recipe (section
     3.3): with `hadamard`, q and k both multiplied by M =
@@ -279,9 +401,10 @@ def quantize_qkv_fp8(q, k, v, *, block: Optional[int] = BLOCK, hadamard: bool = 
     block scales (`block` 128: descales [B, Hq, ceil(Sq / 128)] and [B, Hkv,
     ceil(Skv / 128)]; None: [B, Hq] and [B, Hkv]); v (not rotated) one
     scale per (batch, kv head), [B, Hkv], the only form the kernels read.
-    Each tensor is rotated, reduced to its amaxes, scaled and cast in one
-    pass of float32 temporaries (quantize_fp8). Returns a QuantizedQKV
-    (q, k, v, q_descale, k_descale, v_descale)."""
+    Each tensor is quantized by quantize_fp8 (`backend`, `kernel_dir`,
+    `jit` as there: on the GPU, one generated kernel launch for q and one
+    for k, two for v). Returns a QuantizedQKV (q, k, v, q_descale,
+    k_descale, v_descale)."""
     fn = "quantize_qkv_fp8"
     torch, fp8 = _torch_fp8()
     for name, t in (("q", q), ("k", k), ("v", v)):
@@ -301,8 +424,9 @@ def quantize_qkv_fp8(q, k, v, *, block: Optional[int] = BLOCK, hadamard: bool = 
         raise TypeError(f"{fn}: hadamard must be True or False (the rotation's seed is "
                         f"`seed`), got {type(hadamard).__name__}")
     seed = _seed(fn, seed)
-    m = _rotation(fn, torch, seed if hadamard else None, D, q.device)
-    q8, qd = _quantize(torch, fp8, q, block, m)
-    k8, kd = _quantize(torch, fp8, k, block, m)
-    v8, vd = _quantize(torch, fp8, v, None, None)
+    backend = _backend(fn, backend)
+    rot = seed if hadamard else None
+    q8, qd = _quantize_any(fn, torch, fp8, q, block, rot, backend, kernel_dir, jit)
+    k8, kd = _quantize_any(fn, torch, fp8, k, block, rot, backend, kernel_dir, jit)
+    v8, vd = _quantize_any(fn, torch, fp8, v, None, None, backend, kernel_dir, jit)
     return QuantizedQKV(q8, k8, v8, qd, kd, vd)

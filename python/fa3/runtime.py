@@ -72,6 +72,13 @@ class FwdArgs(ctypes.Structure):
                 ("v_descale_stride_b", ctypes.c_int64), ("v_descale_stride_h", ctypes.c_int64)]
 
 
+class QuantizeArgs(ctypes.Structure):
+    """fa3rt_quantize_args (fa3rt.h)."""
+    _fields_ = [("x", Tensor), ("x_dtype", ctypes.c_int), ("y", Tensor),
+                ("descale", ctypes.c_uint64), ("signs", ctypes.c_uint64),
+                ("per_head", ctypes.c_int), ("workspace", ctypes.c_uint64)]
+
+
 class Facts(ctypes.Structure):
     _fields_ = [("version", ctypes.c_int), ("kernel", ctypes.c_char * 256),
                 ("dtype", ctypes.c_int), ("head_dim", ctypes.c_int),
@@ -154,7 +161,7 @@ _lib_lock = threading.Lock()
 
 # fa3rt.h's FA3RT_VERSION_MAJOR and _MINOR, whose structs this module mirrors
 # (python/tests/test_runtime.py checks both against the header)
-VERSION = (0, 7)
+VERSION = (0, 8)
 MAX_SPLITS = 128       # FA3RT_MAX_SPLITS
 DEFAULT_SMS = 132      # FA3RT_DEFAULT_SMS: fa3rt_fwd_plan's where num_sms is 0
 
@@ -200,6 +207,8 @@ def load_library(path) -> ctypes.CDLL:
     L.fa3rt_bwd_plan.argtypes = [P(Facts), P(BwdArgs), P(BwdLaunch)]
     L.fa3rt_bwd.restype = c_int
     L.fa3rt_bwd.argtypes = [ctypes.c_void_p, P(BwdArgs), ctypes.c_void_p]
+    L.fa3rt_quantize.restype = c_int
+    L.fa3rt_quantize.argtypes = [ctypes.c_void_p, P(QuantizeArgs), ctypes.c_void_p]
     L.fa3rt_num_splits_heuristic.restype = ctypes.c_int32
     L.fa3rt_num_splits_heuristic.argtypes = [ctypes.c_int64, ctypes.c_int64, ctypes.c_int32]
     return L
@@ -460,6 +469,14 @@ class Kernel:
             raise ValueError("fa3.runtime.Kernel: the kernel is closed")
         stream = check_int("fa3.runtime.Kernel.bwd", "stream", stream or 0, *UINT64)
         _check(self._lib.fa3rt_bwd(self._h, ctypes.byref(args), stream or None), self._lib)
+
+    def quantize(self, args: QuantizeArgs, stream: int = 0):
+        """An FP8 kernel's <kernel>_quantize (fa3rt_quantize: x to e4m3 with
+        its descales, optionally Hadamard-rotated), asynchronously on stream."""
+        if not self._h:
+            raise ValueError("fa3.runtime.Kernel: the kernel is closed")
+        stream = check_int("fa3.runtime.Kernel.quantize", "stream", stream or 0, *UINT64)
+        _check(self._lib.fa3rt_quantize(self._h, ctypes.byref(args), stream or None), self._lib)
 
     def close(self):
         # no module globals here: __del__ may run while the interpreter tears

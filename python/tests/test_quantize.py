@@ -345,3 +345,52 @@ def test_no_gradient_and_exported():
     assert not x8.requires_grad and not d.requires_grad
     assert fa3.quantize_qkv_fp8 is Q.quantize_qkv_fp8
     assert fa3.hadamard_matrix is Q.hadamard_matrix and fa3.dequantize_fp8 is Q.dequantize_fp8
+
+
+@needs_torch
+def test_backend_choice_is_explained():
+    """Where the generated kernel cannot run, backend='kernel' says why; the
+    default falls back to the torch ops there; a wrong backend is refused."""
+    import torch
+    x = torch.randn(1, 5, 2, 64, dtype=torch.bfloat16)
+    why = {
+        "x is on cpu, not a CUDA device": x,
+    }
+    for text, t in why.items():
+        with pytest.raises(ValueError, match=f"backend='kernel' cannot quantize this x: {text}"):
+            Q.quantize_fp8(t, block=128, backend="kernel")
+    with pytest.raises(ValueError, match="backend must be None"):
+        Q.quantize_fp8(x, backend="gpu")
+    with pytest.raises(ValueError, match="backend must be None"):
+        Q.quantize_qkv_fp8(x, x, x, backend="cuda")
+    # the default on the CPU: the torch ops, as backend='torch'
+    a, b = Q.quantize_fp8(x, block=128, hadamard=3), Q.quantize_fp8(x, block=128, hadamard=3,
+                                                                   backend="torch")
+    assert torch.equal(a[0].view(torch.uint8), b[0].view(torch.uint8)) and torch.equal(a[1], b[1])
+    # the reasons the kernel does not apply, by their checks
+    assert "float32" in Q._kernel_applies(torch, x.float(), None)
+    assert "head dim 96" in Q._kernel_applies(torch, torch.zeros(1, 1, 1, 96,
+                                                                 dtype=torch.float16), None)
+    assert "matrix" in Q._kernel_applies(torch, x, torch.eye(64))
+
+
+@needs_torch
+def test_descales_divide_with_correct_rounding():
+    """descale = amax / 448 and scale = 448 / amax as float32 divisions
+    (torch's `t / 448.0` multiplies by 1 / 448, an ulp off at times; the
+    kernel's div.rn does not): checked on amaxes where the two differ."""
+    import torch
+    amax = torch.tensor(np.float32(np.linspace(1, 2, 4097)), dtype=torch.float32)
+    x = torch.zeros(1, amax.numel(), 1, 8)
+    x[0, :, 0, 0] = amax
+    _, d = Q.quantize_fp8(x, block=None)
+    # one head: its descale is the largest amax / 448
+    assert d.item() == np.float32(np.float32(2.0) / np.float32(448.0))
+    a32 = amax.numpy()
+    exact = a32 / np.float32(448.0)                       # IEEE division in NumPy
+    assert (np.float32(a32 * np.float32(1 / 448.0)) != exact).any()   # the shortcut differs
+    for i in range(0, 4097, 512):
+        xi = torch.zeros(1, 128, 1, 8)
+        xi[0, 0, 0, 0] = float(a32[i])
+        _, di = Q.quantize_fp8(xi, block=128)
+        assert di.item() == exact[i]

@@ -429,6 +429,32 @@ def test_check_fp8_table_and_routing(tmp_path):
     assert (root / "test/gpu" / records.HISTORY).exists()
 
 
+def test_check_quantize_table_and_routing(tmp_path):
+    """check_quantize.py's runs: a history line of test/gpu and the table of
+    record (per head dim its cases, worst descale error and error/bound,
+    the end-to-end RMSEs; failures listed)."""
+    results = [dict(case="odd 113", head_dim=128, rotated=True, max_rel_err_descale=2e-7,
+                    max_err_over_bound=0.41, ok=True),
+               dict(case="odd 113", head_dim=128, rotated=False, bytes_differing=3, ok=False),
+               dict(case="end to end", head_dim=128, rmse_kernel=8.5e-3, rmse_torch=8.4e-3,
+                    ok=True),
+               dict(case="one row", head_dim=256, rotated=True, max_rel_err_descale=1e-7,
+                    max_err_over_bound=0.3, ok=True)]
+    meta = dict(gpu="NVIDIA H200", torch="2.11", kernel_dir="k", seed=5, descale_rel_tol=1e-5,
+                rmse_ratio=1.1)
+    entry = records.new_entry("check_quantize", "python3 test/gpu/check_quantize.py k --out o",
+                              "2026-12-02T100000", full=True, meta=meta, results=results)
+    out = tmp_path / "out"
+    assert records.record(out, entry) == "check_quantize"
+    text = section(out / records.TABLE, "check_quantize")
+    assert "**3/4 cases passed.**" in text
+    assert "| 128 | 2/3 | 2.00e-07 | 0.410 | 8.50e-03 | 8.40e-03 |" in text
+    assert "| 256 | 1/1 | 1.00e-07 | 0.300 | - | - |" in text
+    assert "bytes_differing': 3" in text
+    added, _ = records.merge(out, tmp_path / "repo")
+    assert [e["kind"] for e in added] == ["check_quantize"]
+
+
 def test_bench_fp8_table_and_routing(tmp_path):
     """bench_fp8.py's runs: bench/'s history, the full grid's table with
     fp8 beside bf16 and FA3's FP8 target ('-' where not measured)."""

@@ -86,7 +86,7 @@ def test_ctypes_mirrors_match_the_header(tmp_path):
     from fa3 import runtime as R
     structs = {"fa3rt_tensor": R.Tensor, "fa3rt_facts": R.Facts, "fa3rt_fwd_args": R.FwdArgs,
                "fa3rt_fwd_launch": R.FwdLaunch, "fa3rt_bwd_args": R.BwdArgs,
-               "fa3rt_bwd_launch": R.BwdLaunch}
+               "fa3rt_bwd_launch": R.BwdLaunch, "fa3rt_quantize_args": R.QuantizeArgs}
     lines = ["#include <stddef.h>", "#include <stdio.h>", '#include "fa3rt.h"',
              "int main(void) {",
              '  printf("version %d.%d\\n", FA3RT_VERSION_MAJOR, FA3RT_VERSION_MINOR);']
@@ -109,9 +109,9 @@ def test_ctypes_mirrors_match_the_header(tmp_path):
 
 
 @pytest.mark.parametrize("body,why", [
-    ("int fa3rt_version(void) { return 4; }", "is libfa3rt 0.4; these bindings need 0.7"),
-    ("int fa3rt_version(void) { return 5; }", "is libfa3rt 0.5; these bindings need 0.7"),
-    ("int fa3rt_version(void) { return 6; }", "is libfa3rt 0.6; these bindings need 0.7"),
+    ("int fa3rt_version(void) { return 5; }", "is libfa3rt 0.5; these bindings need 0.8"),
+    ("int fa3rt_version(void) { return 6; }", "is libfa3rt 0.6; these bindings need 0.8"),
+    ("int fa3rt_version(void) { return 7; }", "is libfa3rt 0.7; these bindings need 0.8"),
     ("int fa3rt_other(void) { return 5; }", "older than 0.5 (no fa3rt_version)"),
 ])
 def test_load_library_refuses_another_version(tmp_path, body, why):

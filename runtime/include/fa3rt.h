@@ -62,9 +62,12 @@ extern "C" {
  * forward kernel takes qDescale, kDescale, vDescale and their eight i32
  * strides last (fa3rt_abi.def; facts `params` lists them: older facts and
  * cubins are refused); fa3rt_fwd_args gains o_dtype, q_descale,
- * k_descale, v_descale and their strides, each at its end. */
+ * k_descale, v_descale and their strides, each at its end.
+ * 0.8: fa3rt_quantize (FP8 kernels' <kernel>_quantize: bf16/f16 to e4m3
+ * with block or head descales, optionally Hadamard-rotated; e4m3 cubins
+ * need it). */
 #define FA3RT_VERSION_MAJOR 0
-#define FA3RT_VERSION_MINOR 7
+#define FA3RT_VERSION_MINOR 8
 /* Highest version of the facts file format this runtime reads. */
 #define FA3RT_FACTS_VERSION 1
 /* Largest softmax scale taken (facts `scale`, fa3rt_fwd_args.softmax_scale),
@@ -474,6 +477,43 @@ fa3rt_status fa3rt_fwd(fa3rt_kernel *kernel, const fa3rt_fwd_args *args, void *s
  * write whole; with Sq = 0 they are not written (their gradient is 0: the
  * caller's to fill). Each kind of kernel refuses the other's call by name. */
 fa3rt_status fa3rt_bwd(fa3rt_kernel *kernel, const fa3rt_bwd_args *args, void *stream);
+
+/* FP8 quantization (docs/runtime.md, FP8): x to e4m3 for an FP8 kernel's
+ * q, k or v, with the descales fa3rt_fwd_args takes. y = e4m3(x' * scale),
+ * rounded to nearest even and saturated at 448, where x' = x, or x H_D
+ * diag(signs) / sqrt(D) (the random-sign Hadamard rotation of
+ * FlashAttention-3's section 3.3: give q and k the same signs, v none),
+ * and descale = 1 / scale = amax / 448 of the rows that share it (1 where
+ * the amax is 0, below 448 * 2^-126 or NaN; those rows are cast unscaled).
+ * The same arithmetic as fa3.quantize_fp8 (bit for bit without the
+ * rotation). */
+typedef struct fa3rt_quantize_args {
+  fa3rt_tensor x;         /* [B, H, S, D] (BSHD storage by strides, as q),
+                             D the kernel's head dim; contiguous rows,
+                             16-byte aligned (pointer and strides) */
+  fa3rt_dtype x_dtype;    /* FA3RT_BF16 or FA3RT_F16 */
+  fa3rt_tensor y;         /* [B, H, S, D] e4m3, x's shape, written; rows
+                             16-byte aligned; not overlapping x */
+  uint64_t descale;       /* f32, written: [B, H, ceil(S / 128)] contiguous
+                             (per_head 0: q's and k's block descales), or
+                             [B, H] (per_head 1: v's) */
+  uint64_t signs;         /* f32 [D] (the rotation's signs, +-1), 16-byte
+                             aligned, or 0: no rotation */
+  int per_head;           /* 0: one descale per 128 rows of a head (the last
+                             block shorter); 1: one per (batch, head), in
+                             two launches through `workspace` */
+  uint64_t workspace;     /* per_head: f32 [B, H, ceil(S / 128)] scratch
+                             (4-byte aligned); otherwise ignored */
+} fa3rt_quantize_args;
+
+/* Launches the FP8 kernel's <kernel>_quantize on `stream` (once; twice with
+ * per_head), asynchronously; may be captured in a CUDA graph. Grid
+ * (ceil(S / FA3RT_FP8_QUANTIZE_ROWS), H, B): H and B at most 65535. B, H or
+ * S 0: nothing to quantize (per_head with S 0: descale filled with 1).
+ * Refused by name on a kernel that is not e4m3, and for every argument it
+ * cannot take. */
+fa3rt_status fa3rt_quantize(fa3rt_kernel *kernel, const fa3rt_quantize_args *args,
+                            void *stream);
 
 #ifdef __cplusplus
 }

@@ -1871,6 +1871,101 @@ static void test_fwd_launch_array(void) {
   fake_reset(0);
 }
 
+/* fa3rt_quantize against the fake driver: its parameters by name, grid
+   and block, the two launches of per-head descales, and each refusal. */
+static fa3rt_quantize_args quantize_args(void) {
+  fa3rt_quantize_args a;
+  memset(&a, 0, sizeof a);
+  /* [B 2, H 8, S 1000, D 128], BSHD storage */
+  a.x = (fa3rt_tensor){0x100000, {2, 8, 1000, 128}, {1000 * 8 * 128, 128, 8 * 128, 1}};
+  a.x_dtype = FA3RT_BF16;
+  a.y = (fa3rt_tensor){0x800000, {2, 8, 1000, 128}, {1000 * 8 * 128, 128, 8 * 128, 1}};
+  a.descale = 0x600000;
+  return a;
+}
+
+static void test_quantize(void) {
+  const char cubin[16] = {0};
+  fa3rt_kernel *k = NULL;
+  fake_reset(1);
+  EXPECT(fa3rt_kernel_load_data(cubin, sizeof cubin, kFp8Facts, strlen(kFp8Facts), &k) ==
+         FA3RT_OK);
+  if (!k) {
+    fake_reset(0);
+    return;
+  }
+  fa3rt_quantize_args a = quantize_args();
+  EXPECT(fa3rt_quantize(k, &a, NULL) == FA3RT_OK && g_launches[H_QUANTIZE] == 1);
+  const quantize_params *q = &g_quantize[0];
+  EXPECT(q->X == 0x100000 && q->Y == 0x800000 && q->descale == 0x600000 && !q->signs &&
+         !q->amax && q->xIsF16 == 0 && q->mode == 0);
+  EXPECT(q->xStrideB == 1000 * 8 * 128 && q->xStrideS == 8 * 128 && q->xStrideH == 128);
+  EXPECT(q->yStrideB == 1000 * 8 * 128 && q->yStrideS == 8 * 128 && q->yStrideH == 128);
+  EXPECT(q->B == 2 && q->S == 1000 && q->H == 8);
+  /* ceil(1000 / 128) blocks x heads x batches, 2 threads a column */
+  EXPECT(g_q_grid[0] == 8 && g_q_grid[1] == 8 && g_q_grid[2] == 2 && g_q_block[0] == 256);
+  /* f16 input, rotation, per-head descales: modes 1 then 2 */
+  a.x_dtype = FA3RT_F16;
+  a.signs = 0x700000;
+  a.per_head = 1;
+  a.workspace = 0x710000;
+  g_launches[H_QUANTIZE] = 0;
+  EXPECT(fa3rt_quantize(k, &a, NULL) == FA3RT_OK && g_launches[H_QUANTIZE] == 2);
+  EXPECT(g_quantize[0].mode == 1 && g_quantize[1].mode == 2 && g_quantize[1].xIsF16 == 1 &&
+         g_quantize[1].signs == 0x700000 && g_quantize[0].amax == 0x710000 &&
+         g_quantize[1].amax == 0x710000);
+  /* per head without rows: descale 1, nothing launched */
+  a.x.shape[2] = a.y.shape[2] = 0;
+  g_launches[H_QUANTIZE] = 0;
+  EXPECT(fa3rt_quantize(k, &a, NULL) == FA3RT_OK && g_launches[H_QUANTIZE] == 0 &&
+         g_memset32_value == 0x3F800000u && g_memset32_count == 16);
+  a.per_head = 0;
+  g_memset32_count = 0;
+  EXPECT(fa3rt_quantize(k, &a, NULL) == FA3RT_OK && g_launches[H_QUANTIZE] == 0 &&
+         g_memset32_count == 0);
+
+#define QBAD(mutate, sub)                                                            \
+  do {                                                                               \
+    a = quantize_args();                                                             \
+    mutate;                                                                          \
+    EXPECT(err_is(fa3rt_quantize(k, &a, NULL), FA3RT_ERR_INVALID_ARGUMENT, sub));    \
+  } while (0)
+  QBAD(a.x_dtype = FA3RT_E4M3, "x_dtype 3 (e4m3) is not taken: x is bf16 or f16");
+  QBAD(a.per_head = 2, "per_head is 2; 0 (a descale per 128 rows) or 1");
+  QBAD(a.x.shape[3] = a.y.shape[3] = 64, "x's head dim is 64; kernel fa3_fwd_d128_e4m3_kernel "
+       "quantizes head dim 128");
+  QBAD(a.y.shape[2] = 999, "y.shape[2] (S) is 999, x's 1000");
+  QBAD(a.x.ptr += 8, "x pointer 0x100008 is not 16-byte aligned (fa3rt_quantize's lanes");
+  QBAD(a.y.strides[2] = 8 * 128 + 8, "y stride of dim S is 1032 elements = 1032 bytes; it must "
+       "be a multiple of 16 bytes (16-byte aligned rows for fa3rt_quantize)");
+  QBAD(a.x.strides[3] = 2, "x stride of the head dim (D) is 2 elements");
+  QBAD(a.descale = 0, "fa3rt_quantize: descale is NULL");
+  QBAD(a.descale = 0x600002, "descale 0x600002 is not 4-byte aligned");
+  QBAD(a.signs = 0x700004, "signs 0x700004 is not 16-byte aligned (read 4 floats at a time)");
+  QBAD((a.per_head = 1, a.workspace = 0), "fa3rt_quantize: workspace is NULL");
+  QBAD(a.y.ptr = a.x.ptr + 4096, "y (0x101000) overlaps x (0x100000)");
+  QBAD((a.x.shape[1] = a.y.shape[1] = 70000, a.x.strides[2] = a.y.strides[2] = 70000 * 128,
+        a.x.strides[0] = a.y.strides[0] = 1000LL * 70000 * 128),
+       "H = 70000 is more than 65535 (the grid's y extent)");
+  QBAD(a.x.shape[0] = -1, "x.shape[0] (B): -1 is out of range");
+#undef QBAD
+  a = quantize_args();
+  EXPECT(err_is(fa3rt_quantize(NULL, &a, NULL), FA3RT_ERR_INVALID_ARGUMENT, "NULL kernel"));
+  EXPECT(err_is(fa3rt_quantize(k, NULL, NULL), FA3RT_ERR_INVALID_ARGUMENT, "NULL kernel or args"));
+  fa3rt_kernel_destroy(k);
+
+  /* a bf16 kernel has none */
+  k = NULL;
+  EXPECT(fa3rt_kernel_load_data(cubin, sizeof cubin, kFacts, strlen(kFacts), &k) == FA3RT_OK);
+  if (k) {
+    EXPECT(err_is(fa3rt_quantize(k, &a, NULL), FA3RT_ERR_INVALID_ARGUMENT,
+                  "kernel fa3_fwd_d128_bf16_causal is bf16; the quantization is part of the FP8 "
+                  "kernels"));
+    fa3rt_kernel_destroy(k);
+  }
+  fake_reset(0);
+}
+
 static void test_no_gpu(void) {
   /* No driver here (link stub): loading must fail cleanly with a CUDA message. */
   fa3rt_kernel *k = (fa3rt_kernel *)0x1;
@@ -1909,6 +2004,7 @@ int main(void) {
   test_fp8_plan();
   test_no_gpu();
   test_fwd_launch_array();
+  test_quantize();
   printf("%d checks, %d failed\n", g_n, g_fail);
   return g_fail ? 1 : 0;
 }

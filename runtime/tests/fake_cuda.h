@@ -13,7 +13,7 @@ static int g_gpu;          /* 0: no driver; 1: the fake H100 */
 static int g_param_count;  /* parameters the main kernel reports (cuFuncGetParamInfo) */
 
 /* handles: the module, its functions by suffix, events, a context */
-enum { H_MAIN, H_COMBINE, H_APPEND, H_PRE, H_POST, NH };
+enum { H_MAIN, H_COMBINE, H_APPEND, H_PRE, H_POST, H_QUANTIZE, NH };
 static char g_fn_obj[NH], g_mod_obj, g_ctx_obj, g_event_obj[64];
 #define FAKE_FN(i) ((CUfunction)(void *)&g_fn_obj[i])
 
@@ -35,6 +35,18 @@ typedef struct fwd_params {
 #include "fa3rt_abi.def"
 } fwd_params;
 static fwd_params g_fwd;
+/* the FP8 kernels' _quantize: its parameters at each of its last two
+   launches (per head: modes 1 then 2), and its launch shape */
+typedef struct quantize_params {
+#define FA3RT_FP8_QUANTIZE_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning) \
+  c_type name;
+#include "fa3rt_abi.def"
+} quantize_params;
+static quantize_params g_quantize[2];
+static unsigned g_q_grid[3], g_q_block[3];
+/* the last cuMemsetD32Async's value and count */
+static unsigned g_memset32_value;
+static size_t g_memset32_count;
 static int g_launches[NH];
 static unsigned g_grid[3], g_block[3], g_smem;
 
@@ -65,6 +77,8 @@ static void fake_reset(int gpu) {
   memset(g_raw, 0, sizeof g_raw);
   memset(g_raw_size, 0, sizeof g_raw_size);
   memset(g_launches, 0, sizeof g_launches);
+  memset(g_quantize, 0, sizeof g_quantize);
+  g_memset32_value = 0, g_memset32_count = 0;
 }
 
 #define FAKE_ON() \
@@ -143,6 +157,7 @@ CUresult CUDAAPI cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const cha
                    : ends_with(name, "_append") ? H_APPEND
                    : ends_with(name, "_pre")    ? H_PRE
                    : ends_with(name, "_post")   ? H_POST
+                   : ends_with(name, "_quantize") ? H_QUANTIZE
                                                 : H_MAIN);
   return CUDA_SUCCESS;
 }
@@ -287,6 +302,16 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned in
     g_block[0] = blockDimX, g_block[1] = blockDimY, g_block[2] = blockDimZ;
     g_smem = sharedMemBytes;
   }
+  if (f == FAKE_FN(H_QUANTIZE)) {
+    quantize_params *q = &g_quantize[(g_launches[H_QUANTIZE] - 1) % 2];
+    size_t i = 0;
+#define FA3RT_FP8_QUANTIZE_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning) \
+  memcpy(&q->name, kernelParams[i++], sizeof q->name);
+#include "fa3rt_abi.def"
+    g_q_grid[0] = gridDimX, g_q_grid[1] = gridDimY, g_q_grid[2] = gridDimZ;
+    g_q_block[0] = blockDimX, g_q_block[1] = blockDimY, g_q_block[2] = blockDimZ;
+    if (sharedMemBytes) return CUDA_ERROR_INVALID_VALUE; /* it has none */
+  }
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuMemsetD16Async(CUdeviceptr dstDevice, unsigned short us, size_t N,
@@ -303,7 +328,8 @@ CUresult CUDAAPI cuMemsetD2D16Async(CUdeviceptr dstDevice, size_t dstPitch, unsi
 }
 CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui, size_t N,
                                   CUstream hStream) {
-  (void)dstDevice, (void)ui, (void)N, (void)hStream;
+  (void)dstDevice, (void)hStream;
   FAKE_ON();
+  g_memset32_value = ui, g_memset32_count = N;
   return CUDA_SUCCESS;
 }

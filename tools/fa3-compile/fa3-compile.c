@@ -50,7 +50,9 @@ static const char *kUsage =
     "  --dtype T            bf16 (default), f16, or e4m3 (FP8: q, k, v\n"
     "                       float8_e4m3fn with descales given at launch, o\n"
     "                       bf16; head dim 64, 128 or 256, a fixed-length\n"
-    "                       forward)\n"
+    "                       forward; its cubin also holds <kernel>_quantize,\n"
+    "                       bf16/f16 to e4m3 with block scales and the\n"
+    "                       Hadamard rotation: fa3rt_quantize)\n"
 
     "  --causal             bottom-right aligned causal mask\n"
     "  --window L,R         sliding window, each side -1 (unbounded) to\n"

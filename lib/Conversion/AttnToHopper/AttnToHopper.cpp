@@ -18,6 +18,7 @@
 #include "GradKernelBuilder.h"
 #include "HopperConfig.h"
 #include "KernelBuilder.h"
+#include "QuantizeKernel.h"
 #include "SplitCombineKernel.h"
 #include "fa3/Conversion/Passes.h"
 #include "fa3/Dialect/Attn/IR/AttnDialect.h"
@@ -378,6 +379,12 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
     hopper::buildCacheAppendKernel(mb, loc, gpuModule, cfg.name + "_append",
                                    cfg.headDim, cfg.headDimV);
   }
+  // FP8 kernels carry the quantization that feeds them (attn.quantize's
+  // GPU form): launched through the same loaded kernel, whose head dim it
+  // takes.
+  if (cfg.dtype == "e4m3")
+    hopper::buildQuantizeKernel(mb, loc, gpuModule, cfg.name + "_quantize",
+                                cfg.headDim);
 
   OpBuilder b = OpBuilder::atBlockBegin(gpuModule.getBody());
   buildRangeFn(b, loc, cfg.kvRangeFn, t.range, buildKvRange);

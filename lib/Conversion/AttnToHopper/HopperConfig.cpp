@@ -371,6 +371,14 @@ struct AttnHopperConfigPass
         return configure(packed, opts);
       if (auto grad = dyn_cast<FlashAttentionGradOp>(op))
         return configureGrad(grad, opts);
+      if (isa<QuantizeOp>(op)) {
+        op->emitOpError(
+            "has no Hopper kernel of its own: its GPU form is the "
+            "<kernel>_quantize that every FP8 attention kernel carries "
+            "(launched by fa3rt_quantize, fa3.quantize_fp8); its CPU form "
+            "is attn-cpu-reference-pipeline");
+        return WalkResult::interrupt();
+      }
       return WalkResult::advance();
     });
     if (result.wasInterrupted())

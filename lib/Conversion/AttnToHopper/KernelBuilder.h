@@ -157,6 +157,18 @@ inline constexpr KernelParam kCacheAppendParams[] = {
 };
 inline constexpr int64_t kCacheAppendThreads = FA3RT_FWD_APPEND_THREADS;
 
+/// The FP8 kernels' <kernel>_quantize (FA3RT_FP8_QUANTIZE_PARAM), its rows
+/// a CTA and threads a column.
+inline constexpr KernelParam kQuantizeParams[] = {
+#define FA3RT_FP8_QUANTIZE_PARAM(name, c_type, mlir_type, value_bytes,        \
+                                 value_align, meaning)                         \
+  {#name, mlir_type, value_bytes, value_align},
+#include "fa3rt_abi.def"
+};
+inline constexpr int64_t kQuantizeRows = FA3RT_FP8_QUANTIZE_ROWS;
+inline constexpr int64_t kQuantizeThreadsPerCol =
+    FA3RT_FP8_QUANTIZE_THREADS_PER_COL;
+
 /// The launch-facts keys the runtime reads, and whether it requires them
 /// (the same definition).
 struct FactsKey {

@@ -457,3 +457,83 @@ func.func @f(%i: index) {
   %lo, %hi, %ilo, %ihi = attn.kv_range rows %i seq(%i, %i) {attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 2, persistent = true, q_buffers = 2, lazy_rescale = true, rescale_threshold = 8.0, cluster_m = 1, pingpong = true, tma_store = true>, block_m = 128 : i64, block_n = 64 : i64, window = array<i64: -1, -1>}
   return
 }
+
+// -----
+
+func.func @f(%x: memref<1x2x100x64xbf16>, %y: memref<1x2x100x64xbf16>, %d: memref<1x2xf32>) {
+  // expected-error @+1 {{'attn.quantize' op output must be f8E4M3FN, got 'bf16'}}
+  attn.quantize ins(%x : memref<1x2x100x64xbf16>) outs(%y, %d : memref<1x2x100x64xbf16>, memref<1x2xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%x: memref<1x2x100x64xi8>, %y: memref<1x2x100x64xf8E4M3FN>, %d: memref<1x2xf32>) {
+  // expected-error @+1 {{'attn.quantize' op input must be f16, bf16 or f32, got 'i8'}}
+  attn.quantize ins(%x : memref<1x2x100x64xi8>) outs(%y, %d : memref<1x2x100x64xf8E4M3FN>, memref<1x2xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%x: memref<1x2x100x64xbf16>, %y: memref<1x2x100x64xf8E4M3FN>, %d: memref<1x2x3xf32>) {
+  // expected-error @+1 {{'attn.quantize' op descale has 3 blocks but input's 100 rows in blocks of 64 make 2}}
+  attn.quantize ins(%x : memref<1x2x100x64xbf16>) outs(%y, %d : memref<1x2x100x64xf8E4M3FN>, memref<1x2x3xf32>) block(64)
+  return
+}
+
+// -----
+
+func.func @f(%x: memref<1x2x100x64xbf16>, %y: memref<1x2x100x64xf8E4M3FN>, %d: memref<1x2x1xf32>) {
+  // expected-error @+1 {{'attn.quantize' op descale must have rank 2 [B, H] (one per head, without block), got rank 3}}
+  attn.quantize ins(%x : memref<1x2x100x64xbf16>) outs(%y, %d : memref<1x2x100x64xf8E4M3FN>, memref<1x2x1xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%x: memref<1x2x100x96xbf16>, %s: memref<96xf32>, %y: memref<1x2x100x96xf8E4M3FN>, %d: memref<1x2xf32>) {
+  // expected-error @+1 {{'attn.quantize' op rotate needs a static head dim that is a power of two (a Sylvester Hadamard matrix), got 96}}
+  attn.quantize ins(%x : memref<1x2x100x96xbf16>) rotate(%s : memref<96xf32>) outs(%y, %d : memref<1x2x100x96xf8E4M3FN>, memref<1x2xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%x: memref<1x2x100x64xbf16>, %s: memref<32xf32>, %y: memref<1x2x100x64xf8E4M3FN>, %d: memref<1x2xf32>) {
+  // expected-error @+1 {{'attn.quantize' op head dim mismatch: input has 64 but signs has 32}}
+  attn.quantize ins(%x : memref<1x2x100x64xbf16>) rotate(%s : memref<32xf32>) outs(%y, %d : memref<1x2x100x64xf8E4M3FN>, memref<1x2xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%x: memref<1x2x100x64xbf16>, %y: memref<1x2x100x64xf8E4M3FN>, %d: memref<1x2x100xf32>) {
+  // expected-error @+1 {{'attn.quantize' op block must be 1 to 2147483647 rows, got 0}}
+  attn.quantize ins(%x : memref<1x2x100x64xbf16>) outs(%y, %d : memref<1x2x100x64xf8E4M3FN>, memref<1x2x100xf32>) block(0)
+  return
+}
+
+// -----
+
+func.func @f(%x: memref<1x2x100x64xbf16>, %y: memref<1x2x99x64xf8E4M3FN>, %d: memref<1x2xf32>) {
+  // expected-error @+1 {{'attn.quantize' op rows mismatch: input has 100 but output has 99}}
+  attn.quantize ins(%x : memref<1x2x100x64xbf16>) outs(%y, %d : memref<1x2x99x64xf8E4M3FN>, memref<1x2xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<1x2x100x64xbf16>, %y: memref<1x2x100x64xf8E4M3FN>, %d: memref<1x2xf32>) {
+  // expected-error @+1 {{'attn.quantize' op mixes tensor and memref operands: input is a tensor but output is not}}
+  attn.quantize ins(%x : tensor<1x2x100x64xbf16>) outs(%y, %d : memref<1x2x100x64xf8E4M3FN>, memref<1x2xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%x: memref<1x2x100x64xbf16>, %y: memref<1x2x100x64xf8E4M3FN>) {
+  // expected-error @+1 {{'attn.quantize' op expects outs(output, descale), got 1 output operands}}
+  attn.quantize ins(%x : memref<1x2x100x64xbf16>) outs(%y : memref<1x2x100x64xf8E4M3FN>)
+  return
+}

@@ -72,3 +72,15 @@ func.func @hopper_config(%q: memref<1x2x?x128xbf16>, %o: memref<1x2x?x128xbf16>,
   %lo, %hi, %ilo, %ihi = attn.kv_range rows %i seq(%i, %i) {attn.hopper_config = #attn.hopper_config<tma_store = true, pingpong = false, cluster_m = 1, rescale_threshold = 0.0, lazy_rescale = true, q_buffers = 1, persistent = false, stages = 2, block_n = 128, block_m = 192>, block_m = 192 : i64, block_n = 128 : i64, window = array<i64: -1, -1>}
   return
 }
+
+// attn.quantize: both forms, with and without rotation and block.
+// CHECK-LABEL: func @quantize_forms
+func.func @quantize_forms(%x: memref<2x4x100x64xbf16, strided<[25600, 64, 256, 1]>>, %s: memref<64xf32>,
+                          %y: memref<2x4x100x64xf8E4M3FN>, %d: memref<2x4x1xf32>,
+                          %t: tensor<1x2x?x128xf16>, %ty: tensor<1x2x?x128xf8E4M3FN>, %td: tensor<1x2xf32>) -> (tensor<1x2x?x128xf8E4M3FN>, tensor<1x2xf32>) {
+  // CHECK: attn.quantize ins(%{{.*}} : memref<2x4x100x64xbf16, strided<[25600, 64, 256, 1]>>) rotate(%{{.*}} : memref<64xf32>) outs(%{{.*}}, %{{.*}} : memref<2x4x100x64xf8E4M3FN>, memref<2x4x1xf32>) block(128){{$}}
+  attn.quantize ins(%x : memref<2x4x100x64xbf16, strided<[25600, 64, 256, 1]>>) rotate(%s : memref<64xf32>) outs(%y, %d : memref<2x4x100x64xf8E4M3FN>, memref<2x4x1xf32>) block(128)
+  // CHECK: %{{.*}}:2 = attn.quantize ins(%{{.*}} : tensor<1x2x?x128xf16>) outs(%{{.*}}, %{{.*}} : tensor<1x2x?x128xf8E4M3FN>, tensor<1x2xf32>) -> tensor<1x2x?x128xf8E4M3FN>, tensor<1x2xf32>
+  %r:2 = attn.quantize ins(%t : tensor<1x2x?x128xf16>) outs(%ty, %td : tensor<1x2x?x128xf8E4M3FN>, tensor<1x2xf32>) -> tensor<1x2x?x128xf8E4M3FN>, tensor<1x2xf32>
+  return %r#0, %r#1 : tensor<1x2x?x128xf8E4M3FN>, tensor<1x2xf32>
+}

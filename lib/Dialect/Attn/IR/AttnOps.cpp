@@ -122,14 +122,15 @@ struct Named {
 };
 } // namespace
 
-/// One form for every operand (tensor or memref, as `query`); the memref
+/// One form for every operand (tensor or memref, as the first); the memref
 /// form has no results, the tensor form one per output, of its type.
 static LogicalResult verifyForm(Operation *op, ArrayRef<Named> operands,
                                 ValueRange outputs, ValueRange results) {
   bool isMemref = isa<MemRefType>(operands[0].val.getType());
   for (const Named &n : operands.drop_front()) {
     if (n.val && isa<MemRefType>(n.val.getType()) != isMemref)
-      return op->emitOpError("mixes tensor and memref operands: query is a ")
+      return op->emitOpError("mixes tensor and memref operands: ")
+             << operands[0].name << " is a "
              << (isMemref ? "memref" : "tensor") << " but " << n.name
              << " is not";
   }
@@ -332,6 +333,85 @@ LogicalResult FlashAttentionOp::verify() {
 }
 
 void FlashAttentionOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  if (hasBufferSemantics())
+    dpsEffects(*this, effects);
+}
+
+//===----------------------------------------------------------------------===//
+// quantize
+//===----------------------------------------------------------------------===//
+
+// Rows a quantize group may have (the kernels count rows in i32).
+static constexpr int64_t kMaxBlockRows = (int64_t(1) << 31) - 1;
+
+LogicalResult QuantizeOp::verify() {
+  if (getOutputs().size() != 2)
+    return emitOpError("expects outs(output, descale), got ")
+           << getOutputs().size() << " output operands";
+  Value x = getInput(), signs = getSigns(), y = getOutput(),
+        d = getDescale();
+  const Named operands[] = {
+      {"input", x}, {"signs", signs}, {"output", y}, {"descale", d}};
+  if (failed(verifyForm(*this, operands, getOutputs(), getResults())) ||
+      failed(verifyMemrefs(*this, operands)) ||
+      failed(verifyRank(*this, x, "input", 4, "[B, H, S, D]")) ||
+      failed(verifyRank(*this, y, "output", 4, "[B, H, S, D]")))
+    return failure();
+  Type et = elementOf(x);
+  if (!(et.isF16() || et.isBF16() || et.isF32()))
+    return emitOpError("input must be f16, bf16 or f32, got ") << et;
+  if (!isa<Float8E4M3FNType>(elementOf(y)))
+    return emitOpError("output must be f8E4M3FN, got ") << elementOf(y);
+  if (!elementOf(d).isF32())
+    return emitOpError("descale must be f32, got ") << elementOf(d);
+  DimChecker dims{*this};
+  static const char *const names[] = {"batch", "heads", "rows", "head dim"};
+  for (unsigned i = 0; i < 4; ++i)
+    if (failed(dims.equal(names[i], x, i, "input", y, i, "output")))
+      return failure();
+  std::optional<int64_t> block;
+  if (getBlockAttr()) {
+    block = getBlockAttr().getInt();
+    if (*block < 1 || *block > kMaxBlockRows)
+      return emitOpError("block must be 1 to ")
+             << kMaxBlockRows << " rows, got " << *block;
+  }
+  if (failed(verifyRank(*this, d, "descale", block ? 3 : 2,
+                        block ? "[B, H, ceil(S / block)] (with block)"
+                              : "[B, H] (one per head, without block)")))
+    return failure();
+  for (unsigned i = 0; i < 2; ++i)
+    if (failed(dims.equal(names[i], x, i, "input", d, i, "descale")))
+      return failure();
+  auto xt = cast<ShapedType>(x.getType());
+  auto dt = cast<ShapedType>(d.getType());
+  if (block && !xt.isDynamicDim(2) && !dt.isDynamicDim(2)) {
+    int64_t want = (xt.getDimSize(2) + *block - 1) / *block;
+    if (dt.getDimSize(2) != want)
+      return emitOpError("descale has ")
+             << dt.getDimSize(2) << " blocks but input's " << xt.getDimSize(2)
+             << " rows in blocks of " << *block << " make " << want;
+  }
+  if (signs) {
+    if (failed(verifyRank(*this, signs, "signs", 1, "[D]")))
+      return failure();
+    if (!elementOf(signs).isF32())
+      return emitOpError("signs must be f32, got ") << elementOf(signs);
+    int64_t dd = xt.getDimSize(3);
+    if (ShapedType::isDynamic(dd) || dd < 1 || (dd & (dd - 1)))
+      return emitOpError("rotate needs a static head dim that is a power of "
+                         "two (a Sylvester Hadamard matrix), got ")
+             << (ShapedType::isDynamic(dd) ? std::string("?")
+                                           : std::to_string(dd));
+    if (failed(dims.equal("head dim", x, 3, "input", signs, 0, "signs")))
+      return failure();
+  }
+  return success();
+}
+
+void QuantizeOp::getEffects(
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
         &effects) {
   if (hasBufferSemantics())

@@ -1,7 +1,7 @@
 //===- BufferizableOpInterfaceImpl.cpp - one-shot-bufferize support ------===//
 //
-// The tensor forms of attn.flash_attention, flash_attention_varlen and
-// flash_attention_grad are destination-passing, so bufferization maps each result onto its
+// The tensor forms of attn.flash_attention, flash_attention_varlen,
+// flash_attention_grad and quantize are destination-passing, so bufferization maps each result onto its
 // `outs` buffer (in place when the analysis allows) and rebuilds the op in
 // memref form.
 //
@@ -42,6 +42,13 @@ void createOnBuffers(RewriterBase &rewriter, FlashAttentionGradOp op,
       buffers[3], buffers[4], buffers[5], buffers.drop_front(6),
       op.getScaleAttr(), op.getCausalAttr(), op.getWindowAttr(),
       op.getSoftcapAttr());
+}
+void createOnBuffers(RewriterBase &rewriter, QuantizeOp op,
+                     ValueRange buffers) {
+  unsigned ins = op.getSigns() ? 2 : 1;
+  QuantizeOp::create(rewriter, op->getLoc(), TypeRange{}, buffers[0],
+                     op.getSigns() ? buffers[1] : Value(),
+                     buffers.drop_front(ins), op.getBlockAttr());
 }
 
 /// Whether the op writes every element of its outputs: the varlen form
@@ -92,5 +99,6 @@ void fa3::attn::registerBufferizableOpInterfaceExternalModels(
         AttentionBufferizeModel<FlashAttentionGradOp>>(*ctx);
     FlashAttentionVarlenOp::attachInterface<
         AttentionBufferizeModel<FlashAttentionVarlenOp>>(*ctx);
+    QuantizeOp::attachInterface<AttentionBufferizeModel<QuantizeOp>>(*ctx);
   });
 }

@@ -16,7 +16,9 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
+#include <cmath>
 #include <limits>
+#include <optional>
 
 namespace fa3::attn {
 #define GEN_PASS_DEF_ATTNLOWERTOLOOPS
@@ -296,6 +298,171 @@ static void lowerGradToLoops(FlashAttentionGradOp op) {
   op.erase();
 }
 
+/// The e4m3 bits of f32 `x` (|x| <= 448 or NaN), rounded to nearest even,
+/// in integer arithmetic: the LLVM dialect has no 8-bit float for
+/// arith.truncf to lower to.
+static Value buildE4M3Bits(OpBuilder &b, Location loc, Value x) {
+  Type i32 = b.getI32Type();
+  auto c = [&](int64_t v) -> Value {
+    return arith::ConstantIntOp::create(b, loc, i32, v);
+  };
+  Value bits = arith::BitcastOp::create(b, loc, i32, x);
+  Value sign = arith::ShRUIOp::create(b, loc, bits, c(24));
+  sign = arith::AndIOp::create(b, loc, sign, c(0x80));
+  Value a = arith::AndIOp::create(b, loc, bits, c(0x7FFFFFFF));
+  // normal (|x| >= 2^-6): 3 of f32's 23 mantissa bits, rounded to nearest
+  // even by adding just under half an ulp plus the kept lsb; exponent bias
+  // 127 -> 7
+  Value lsb = arith::ShRUIOp::create(b, loc, a, c(20));
+  lsb = arith::AndIOp::create(b, loc, lsb, c(1));
+  Value r = arith::AddIOp::create(b, loc, a, c(0x7FFFF));
+  r = arith::AddIOp::create(b, loc, r, lsb);
+  r = arith::ShRUIOp::create(b, loc, r, c(20));
+  Value normal = arith::SubIOp::create(b, loc, r, c(120 << 3));
+  // subnormal: |x| / 2^-9 rounded to nearest even (0 .. 8; 8 is 2^-6's
+  // encoding), by adding and subtracting 2^23
+  Value af = arith::BitcastOp::create(b, loc, b.getF32Type(), a);
+  Value t = arith::MulFOp::create(b, loc, af, f32Const(b, loc, 512.0));
+  t = arith::AddFOp::create(b, loc, t, f32Const(b, loc, 8388608.0));
+  t = arith::SubFOp::create(b, loc, t, f32Const(b, loc, 8388608.0));
+  Value sub = arith::FPToUIOp::create(b, loc, i32, t);
+  Value small = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, a,
+                                      c(0x3C800000));
+  Value mag = arith::SelectOp::create(b, loc, small, sub, normal);
+  Value nan = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, a,
+                                    c(0x7F800000));
+  mag = arith::SelectOp::create(b, loc, nan, c(0x7F), mag);
+  Value e = arith::OrIOp::create(b, loc, mag, sign);
+  return arith::TruncIOp::create(b, loc, b.getI8Type(), e);
+}
+
+/// attn.quantize's definition, directly: per (batch, head, group of rows),
+/// the amax of the (rotated) rows, the scales, then the rows again,
+/// scaled, clamped and rounded. The rotation is the matrix product
+/// (sum over k of x[k] H[k][j], H[k][j] = (-1)^popcount(k & j)), not a
+/// fast transform: an independent check of the kernel's.
+static void lowerQuantizeToLoops(QuantizeOp op) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  Value x = op.getInput(), signs = op.getSigns(), y = op.getOutput(),
+        descale = op.getDescale();
+  std::optional<int64_t> block;
+  if (op.getBlockAttr())
+    block = op.getBlockAttr().getInt();
+  Value c0 = indexConst(b, loc, 0), c1 = indexConst(b, loc, 1);
+  Value nb = dimOf(b, loc, x, 0), nh = dimOf(b, loc, x, 1),
+        ns = dimOf(b, loc, x, 2), nd = dimOf(b, loc, x, 3);
+  Value rows = block ? indexConst(b, loc, *block) : ns;
+  Value groups = c1;
+  if (block) {
+    groups = arith::AddIOp::create(b, loc, ns, indexConst(b, loc, *block - 1));
+    groups = arith::DivUIOp::create(b, loc, groups, rows);
+  }
+  int64_t d = cast<ShapedType>(x.getType()).getDimSize(3);
+  Value zero = f32Const(b, loc, 0.0), one = f32Const(b, loc, 1.0);
+  Value e4m3Max = f32Const(b, loc, QuantizeOp::kE4M3Max);
+  Value negMax = f32Const(b, loc, -QuantizeOp::kE4M3Max);
+  // element (bi, h, i, j) of the (rotated) input
+  auto element = [&](OpBuilder &b, Location loc, Value bi, Value h, Value i,
+                     Value j) -> Value {
+    if (!signs)
+      return loadAsF32(b, loc, x, ValueRange{bi, h, i, j});
+    Value ji = arith::IndexCastOp::create(b, loc, b.getI64Type(), j);
+    auto sum = scf::ForOp::create(
+        b, loc, c0, nd, c1, ValueRange{zero},
+        [&](OpBuilder &b, Location loc, Value k, ValueRange acc) {
+          Value xv = loadAsF32(b, loc, x, ValueRange{bi, h, i, k});
+          Value ki = arith::IndexCastOp::create(b, loc, b.getI64Type(), k);
+          // the parity of popcount(k & j), by xor-folding its bits
+          Value par = arith::AndIOp::create(b, loc, ki, ji);
+          for (int64_t sh : {32, 16, 8, 4, 2, 1}) {
+            Value hi = arith::ShRUIOp::create(
+                b, loc, par,
+                arith::ConstantIntOp::create(b, loc, b.getI64Type(), sh));
+            par = arith::XOrIOp::create(b, loc, par, hi);
+          }
+          Value odd = arith::TruncIOp::create(b, loc, b.getI1Type(), par);
+          Value plus = arith::AddFOp::create(b, loc, acc[0], xv);
+          Value minus = arith::SubFOp::create(b, loc, acc[0], xv);
+          Value next = arith::SelectOp::create(b, loc, odd, minus, plus);
+          scf::YieldOp::create(b, loc, next);
+        });
+    Value sg = memref::LoadOp::create(b, loc, signs, ValueRange{j});
+    Value cj = arith::MulFOp::create(
+        b, loc, sg, f32Const(b, loc, 1.0 / std::sqrt(static_cast<double>(d))));
+    return arith::MulFOp::create(b, loc, sum.getResult(0), cj);
+  };
+  // over the rows r0 .. r1 of a group and every column: fn(i, j, carried)
+  auto overGroup = [&](OpBuilder &b, Location loc, Value r0, Value r1,
+                       ValueRange init,
+                       function_ref<Value(OpBuilder &, Location, Value, Value,
+                                          Value)> fn) -> ValueRange {
+    auto rowsLoop = scf::ForOp::create(
+        b, loc, r0, r1, c1, init,
+        [&](OpBuilder &b, Location loc, Value i, ValueRange acc) {
+          auto cols = scf::ForOp::create(
+              b, loc, c0, nd, c1, acc,
+              [&](OpBuilder &b, Location loc, Value j, ValueRange acc2) {
+                Value next = fn(b, loc, i, j, acc2.empty() ? Value() : acc2[0]);
+                scf::YieldOp::create(b, loc,
+                                     next ? ValueRange{next} : ValueRange{});
+              });
+          scf::YieldOp::create(b, loc, cols.getResults());
+        });
+    return rowsLoop.getResults();
+  };
+  scf::ForOp::create(b, loc, c0, nb, c1, ValueRange{},
+      [&](OpBuilder &b, Location loc, Value bi, ValueRange) {
+    scf::ForOp::create(b, loc, c0, nh, c1, ValueRange{},
+        [&](OpBuilder &b, Location loc, Value h, ValueRange) {
+      scf::ForOp::create(b, loc, c0, groups, c1, ValueRange{},
+          [&](OpBuilder &b, Location loc, Value t, ValueRange) {
+        Value r0 = arith::MulIOp::create(b, loc, t, rows);
+        Value r1 = arith::AddIOp::create(b, loc, r0, rows);
+        r1 = arith::MinUIOp::create(b, loc, r1, ns);
+        Value amax =
+            overGroup(b, loc, r0, r1, ValueRange{zero},
+                      [&](OpBuilder &b, Location loc, Value i, Value j,
+                          Value acc) -> Value {
+                        Value v = element(b, loc, bi, h, i, j);
+                        Value m = math::AbsFOp::create(b, loc, v);
+                        return arith::MaximumFOp::create(b, loc, acc, m);
+                      })[0];
+        Value ok = arith::CmpFOp::create(
+            b, loc, arith::CmpFPredicate::OGE, amax,
+            f32Const(b, loc, QuantizeOp::kAmaxMin));
+        Value safe = arith::SelectOp::create(b, loc, ok, amax, one);
+        Value ds = arith::DivFOp::create(b, loc, safe, e4m3Max);
+        ds = arith::SelectOp::create(b, loc, ok, ds, one);
+        Value scale = arith::DivFOp::create(b, loc, e4m3Max, safe);
+        scale = arith::SelectOp::create(b, loc, ok, scale, one);
+        SmallVector<Value> at{bi, h};
+        if (block)
+          at.push_back(t);
+        memref::StoreOp::create(b, loc, ds, descale, at);
+        overGroup(b, loc, r0, r1, ValueRange{},
+                  [&](OpBuilder &b, Location loc, Value i, Value j,
+                      Value) -> Value {
+                    Value v = element(b, loc, bi, h, i, j);
+                    v = arith::MulFOp::create(b, loc, v, scale);
+                    v = arith::MaximumFOp::create(b, loc, v, negMax);
+                    v = arith::MinimumFOp::create(b, loc, v, e4m3Max);
+                    Value bits = buildE4M3Bits(b, loc, v);
+                    Value f8 = arith::BitcastOp::create(
+                        b, loc, b.getType<Float8E4M3FNType>(), bits);
+                    memref::StoreOp::create(b, loc, f8, y,
+                                            ValueRange{bi, h, i, j});
+                    return Value();
+                  });
+        scf::YieldOp::create(b, loc);
+      });
+      scf::YieldOp::create(b, loc);
+    });
+    scf::YieldOp::create(b, loc);
+  });
+  op.erase();
+}
+
 namespace {
 struct AttnLowerToLoopsPass
     : public fa3::attn::impl::AttnLowerToLoopsBase<AttnLowerToLoopsPass> {
@@ -303,8 +470,8 @@ struct AttnLowerToLoopsPass
     SmallVector<Operation *> ops;
     bool failedAny = false;
     getOperation()->walk([&](Operation *op) {
-      if (!isa<FlashAttentionOp, FlashAttentionVarlenOp, FlashAttentionGradOp>(
-              op))
+      if (!isa<FlashAttentionOp, FlashAttentionVarlenOp, FlashAttentionGradOp,
+               QuantizeOp>(op))
         return;
       if (!isa<MemRefType>(op->getOperand(0).getType())) {
         op->emitOpError("attn-lower-to-loops needs the memref form: run "
@@ -327,6 +494,8 @@ struct AttnLowerToLoopsPass
         lowerToLoops(fwd);
       else if (auto varlen = dyn_cast<FlashAttentionVarlenOp>(op))
         lowerVarlenToLoops(varlen);
+      else if (auto quantize = dyn_cast<QuantizeOp>(op))
+        lowerQuantizeToLoops(quantize);
       else
         lowerGradToLoops(cast<FlashAttentionGradOp>(op));
     }

@@ -381,6 +381,81 @@ def Attn_FlashAttentionGradOp : Attn_Op<"flash_attention_grad", [
   }];
 }
 
+def Attn_QuantizeOp : Attn_Op<"quantize", [
+    DestinationStyleOpInterface, AttrSizedOperandSegments,
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "FP8 (e4m3) quantization with block scales and an optional Hadamard rotation";
+  let description = [{
+    What an FP8 attention's q, k and v go through first (FlashAttention-3,
+    section 3.3): for every batch b, head h and group of rows that shares
+    a scale (`block(N)`: rows N t .. N t + N - 1 of the head, the last
+    group shorter; without it, the whole head),
+
+      x'[i, :] = x[b, h, i, :]                                 no `rotate`
+      x'[i, :] = x[b, h, i, :] H_D diag(signs) / sqrt(D)       `rotate(%signs)`
+      amax     = max |x'| over the group's rows and columns
+      descale  = amax / 448, scale = 448 / amax     if amax >= 448 * 2^-126
+      descale  = scale = 1                          otherwise (0, tiny, NaN)
+      y[b, h, i, :] = e4m3(clamp(x'[i, :] * scale, -448, 448))
+
+    with H_D the Sylvester Hadamard matrix (H_1 = [1], H_2n = [[H, H], [H,
+    -H]]; D a power of two), the divisions and products in f32, e4m3
+    rounding to nearest even (448 is its largest finite value; NaN stays
+    NaN). Rotating q and k by the same signs leaves Q K^T unchanged in exact
+    arithmetic while spreading an outlier over the head dim; v is not
+    rotated.
+
+    Logical shapes: input [B, H, S, D] (f16, bf16 or f32), signs [D] (f32),
+    output [B, H, S, D] (f8E4M3FN), descale [B, H, ceil(S / N)] with
+    `block(N)` or [B, H] without (f32), each as in attn.flash_attention
+    (a strided memref carries BSHD storage). The attention kernels read q's
+    and k's descales per 128 rows and v's per head. Tensor form (one result
+    per output) or memref form (no results):
+
+    ```mlir
+    attn.quantize ins(%q : memref<2x8x1000x128xbf16>) rotate(%signs : memref<128xf32>)
+        outs(%q8, %qd : memref<2x8x1000x128xf8E4M3FN>, memref<2x8x8xf32>) block(128)
+    ```
+
+    Its CPU form is `attn-lower-to-loops`; its GPU form the
+    `<kernel>_quantize` every FP8 attention kernel carries (fa3rt_quantize).
+  }];
+
+  let arguments = (ins
+    Attn_ShapedOperand:$input,
+    Optional<Attn_ShapedOperand>:$signs,
+    Variadic<Attn_ShapedOperand>:$outputs,
+    OptionalAttr<I64Attr>:$block
+  );
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+
+  let assemblyFormat = [{
+    `ins` `(` $input `:` type($input) `)`
+    (`rotate` `(` $signs^ `:` type($signs) `)`)?
+    `outs` `(` $outputs `:` type($outputs) `)`
+    (`block` `(` $block^ `)`)?
+    attr-dict (`->` type($results)^)?
+  }];
+
+  let hasVerifier = 1;
+
+  let extraClassDeclaration = [{
+    ::mlir::Value getOutput() { return getOutputs()[0]; }
+    ::mlir::Value getDescale() { return getOutputs()[1]; }
+    /// True for the memref (destination-writing) form.
+    bool hasBufferSemantics() {
+      return ::llvm::isa<::mlir::MemRefType>(getInput().getType());
+    }
+    ::mlir::MutableOperandRange getDpsInitsMutable() {
+      return getOutputsMutable();
+    }
+    /// e4m3's largest finite value, and the smallest amax given a scale of
+    /// its own (448 x f32's smallest normal: descale normal, scale finite).
+    static constexpr double kE4M3Max = 448.0;
+    static constexpr double kAmaxMin = 448.0 * 1.1754943508222875e-38;
+  }];
+}
+
 def Attn_KvRangeOp : Attn_Op<"kv_range", [Pure]> {
   let summary = "the kv-blocks an m-block visits, and which of them need the mask";
   let description = [{

@@ -6,7 +6,7 @@
 include "mlir/Pass/PassBase.td"
 
 def AttnLowerToLoops : Pass<"attn-lower-to-loops"> {
-  let summary = "Reference lowering of the attention ops (forward, varlen, backward) to scalar loops";
+  let summary = "Reference lowering of the attn ops (forward, varlen, backward, FP8 quantize) to scalar loops";
   let description = [{
     Rewrites the memref form of `attn.flash_attention` into plain
     scf/arith/math/memref loops with exactly the op's semantics (two passes
@@ -14,7 +14,10 @@ def AttnLowerToLoops : Pass<"attn-lower-to-loops"> {
     `attn.flash_attention_varlen` into the same per sequence of the packed
     batch, and that of `attn.flash_attention_grad` into one pass over the keys per query
     row (p from the forward's lse, dS, then dQ, dK, dV summed in f32
-    buffers and converted into the outputs). It is the numerical oracle
+    buffers and converted into the outputs), and that of `attn.quantize`
+    into its definition (per group of rows: the amax of the rotated rows,
+    the rotation a plain matrix product, then the rows scaled and rounded
+    to e4m3 in integer arithmetic). It is the numerical oracle
     for every other lowering, not a fast path. Run `one-shot-bufferize`
     first on the tensor form.
   }];
