@@ -11,8 +11,10 @@ default on the GPU) and the torch ops (backend="torch"), same inputs.
 
 Medians of triton.testing.do_bench (cuda events without triton), in ms;
 "hadamard / plain" is kernel quantize + attention with the rotation over
-the same without it; "quant GB/s" the kernel quantization's (rotated)
-bytes read and written (2 + 1 per element of q, k, v) over its time. Prints a table (bench/NOTES.md, FP8, quotes it with its date).
+the same without it. The kernel quantization also alone as the GPU sees it
+(its four launches replayed from a CUDA graph: no Python between them),
+plain and rotated, in us, and "GB/s" its bytes read and written (2 + 1 per
+element of q, k, v) over the rotated graph's time. Prints a table (bench/NOTES.md, FP8, quotes it with its date).
 """
 import argparse
 import os
@@ -22,6 +24,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 sys.path.insert(0, str(ROOT / "bench"))
+
+
+def graph_of(torch, fn):
+    """fn's launches captured in a CUDA graph (fn run once before, so that
+    its kernel is loaded and its constants are on the device)."""
+    fn()
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fn()
+    return g
 
 
 def main():
@@ -45,9 +58,9 @@ def main():
     causals = {"0": [False], "1": [True], "both": [False, True]}[a.causal]
     print(f"GPU {torch.cuda.get_device_name()}; torch {torch.__version__}")
     print("| hdim | mask | seqlen | bf16 attn | fp8 attn | torch quant(H) | kernel quant "
-          "| kernel quant(H) | quant GB/s | quant + fp8 | quant(H) + fp8 | hadamard / plain "
-          "| quant(H) + fp8 / bf16 |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| kernel quant(H) | graph us | graph(H) us | GB/s | quant + fp8 | quant(H) + fp8 "
+          "| hadamard / plain | quant(H) + fp8 / bf16 |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for D in (int(x) for x in a.hdim.split(",")):
         for causal in causals:
             k8 = next((k for k in kernels if fa3facts.matches(k, "e4m3", D, D, causal,
@@ -85,10 +98,14 @@ def main():
                      "rot": timeit(rotated, a.warmup, a.rep)}
                 tb = (timeit(lambda: flash_attn_func(q, k, v, causal=causal, kernel=kb),
                              a.warmup, a.rep) if kb is not None else float("nan"))
-                gbs = 3 * (q.numel() + k.numel() + v.numel()) / (t["q_rot"] * 1e-3) / 1e9
+                g = {h: graph_of(torch, lambda h=h: quant(h)) for h in (False, True)}
+                t["g"] = timeit(g[False].replay, a.warmup, a.rep)
+                t["g_rot"] = timeit(g[True].replay, a.warmup, a.rep)
+                gbs = 3 * (q.numel() + k.numel() + v.numel()) / (t["g_rot"] * 1e-3) / 1e9
                 print(f"| {D} | {'causal' if causal else 'full'} | {S} | {tb:.3f} | "
                       f"{t['fp8']:.3f} | {t['torch_q']:.3f} | {t['q']:.3f} | {t['q_rot']:.3f} | "
-                      f"{gbs:.0f} | {t['plain']:.3f} | {t['rot']:.3f} | "
+                      f"{t['g'] * 1e3:.1f} | {t['g_rot'] * 1e3:.1f} | {gbs:.0f} | "
+                      f"{t['plain']:.3f} | {t['rot']:.3f} | "
                       f"{t['rot'] / t['plain']:.3f} | {t['rot'] / tb:.2f} |", flush=True)
     return 0
 

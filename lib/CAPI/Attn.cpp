@@ -118,8 +118,9 @@ MlirOperation fa3FlashAttentionCreate(MlirLocation loc, MlirValue q,
     outs.push_back(unwrap(lse));
   AttentionAttrs a = attrsOf(b, options);
   auto op = FlashAttentionOp::create(b, l, resultTypesOf(unwrap(q), outs),
-                                     unwrap(q), unwrap(k), unwrap(v), outs,
-                                     a.scale, a.causal, a.window, a.softcap);
+                                     unwrap(q), unwrap(k), unwrap(v),
+                                     ValueRange{}, outs, a.scale, a.causal,
+                                     a.window, a.softcap);
   return verified(fn, op, firstError);
 }
 

@@ -459,7 +459,8 @@ static OwningOpRef<ModuleOp> buildSpecModule(MLIRContext *ctx,
   else
     fa3::attn::FlashAttentionOp::create(
         b, loc, TypeRange{}, body->getArgument(0), body->getArgument(1),
-        body->getArgument(2), outs, scale, causal, window, softcap);
+        body->getArgument(2), ValueRange{}, outs, scale, causal, window,
+        softcap);
   func::ReturnOp::create(b, loc);
   return module;
 }

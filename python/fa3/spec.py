@@ -56,10 +56,12 @@ def _attributes(fn, scale, causal, window, softcap):
 
 def flash_attention_func(name, b, hq, hkv, sq, skv, d, dv=None, dtype="f32",
                          out_dtype=None, lse=False, scale=None, causal=False,
-                         window=(-1, -1), softcap=0.0):
-    """A func.func @name(q, k, v, o[, lse]) in memref form, callable from the
-    CPU runner (llvm.emit_c_interface). dtype "e4m3" is f8E4M3FN q, k, v
-    with a bf16 o unless out_dtype says otherwise."""
+                         window=(-1, -1), softcap=0.0, descales=None):
+    """A func.func @name(q, k, v, [qd, kd, vd,] o[, lse]) in memref form,
+    callable from the CPU runner (llvm.emit_c_interface). dtype "e4m3" is
+    f8E4M3FN q, k, v with a bf16 o unless out_dtype says otherwise;
+    `descales` the shapes of its f32 q, k and v descale operands (() for
+    one factor)."""
     _check_name("flash_attention_func", name)
     dv = d if dv is None else dv
     out_dtype = out_dtype or _DEFAULT_OUT.get(dtype, dtype)
@@ -69,16 +71,22 @@ def flash_attention_func(name, b, hq, hkv, sq, skv, d, dv=None, dtype="f32",
     tv = memref_type((b, hkv, skv, dv), dtype)
     to = memref_type((b, hq, sq, dv), out_dtype)
     tl = memref_type((b, hq, sq), "f32")
-    args = ["%%q: %s" % tq, "%%k: %s" % tk, "%%v: %s" % tv, "%%o: %s" % to]
+    args = ["%%q: %s" % tq, "%%k: %s" % tk, "%%v: %s" % tv]
+    descale = ""
+    if descales is not None:
+        td = [memref_type(tuple(shape), "f32") for shape in descales]
+        args += ["%%%s: %s" % (n, t) for n, t in zip(("qd", "kd", "vd"), td)]
+        descale = " descale(%%qd, %%kd, %%vd : %s, %s, %s)" % tuple(td)
+    args.append("%%o: %s" % to)
     outs, out_types = "%o", to
     if lse:
         args.append("%%lse: %s" % tl)
         outs, out_types = "%o, %lse", "%s, %s" % (to, tl)
     return (
         "func.func @%s(%s) attributes {llvm.emit_c_interface} {\n"
-        "  attn.flash_attention ins(%%q, %%k, %%v : %s, %s, %s) outs(%s : %s) %s\n"
-        "  return\n}\n" % (name, ", ".join(args), tq, tk, tv, outs, out_types,
-                          attrs))
+        "  attn.flash_attention ins(%%q, %%k, %%v : %s, %s, %s)%s outs(%s : %s) %s\n"
+        "  return\n}\n" % (name, ", ".join(args), tq, tk, tv, descale, outs,
+                          out_types, attrs))
 
 
 def flash_attention_grad_func(name, b, hq, hkv, sq, skv, d, dv=None, dtype="f32",

@@ -193,3 +193,66 @@ def test_rotation_keeps_scores(rng):
     s = (E4M3[yq[0, 0]] * dq[0, 0, 0]) @ (E4M3[yk[0, 0]] * dk[0, 0, 0]).T
     ref = q[0, 0].astype(np.float64) @ k[0, 0].astype(np.float64).T
     assert np.linalg.norm(s - ref) / np.linalg.norm(ref) < 0.08
+
+
+# ---------------------------------------------- FP8 attention with descales
+
+def expand(d, B, H, S, group=1):
+    """A descale of one of attn.flash_attention's forms as [B, H, S, 1]
+    factors of the rows it scales (group: q heads a head of d serves)."""
+    d = np.asarray(d, dtype=np.float64)
+    if d.ndim == 0:
+        return np.full((B, H, S, 1), float(d))
+    if d.ndim == 2:
+        return np.repeat(d, group, axis=1)[:, :, None, None] * np.ones((1, 1, S, 1))
+    return np.repeat(d, 128, axis=2)[:, :, :S, None]
+
+
+FORMS = {  # name -> (q form, k form, v form) as functions of (B, Hq, Hkv, Sq, Skv)
+    "tensor": lambda B, hq, hkv, sq, skv: ((), (), ()),
+    "fa3 (per kv head)": lambda B, hq, hkv, sq, skv: ((B, hkv), (B, hkv), (B, hkv)),
+    "per q head": lambda B, hq, hkv, sq, skv: ((B, hq), (B, hkv), (B, hkv)),
+    "blocks": lambda B, hq, hkv, sq, skv: ((B, hq, -(-sq // 128)), (B, hkv, -(-skv // 128)),
+                                           (B, hkv)),
+}
+
+
+@pytest.mark.parametrize("form", sorted(FORMS))
+@pytest.mark.parametrize("causal", [False, True])
+def test_fp8_attention_descales(rng, form, causal):
+    """attn.flash_attention on f8E4M3FN q, k, v with descale operands, on
+    the CPU (attn-cpu-reference-pipeline: e4m3 decoded in integer
+    arithmetic, s = scale qd kd dot, o = vd P V): against float64 attention
+    of the dequantized inputs (x8 * descale), o (bf16) within 1e-2 relative
+    (one bf16 rounding), lse within 1e-4."""
+    from fa3.spec import flash_attention_func
+    B, hq, hkv, sq, skv, D = 2, 4, 2, 150, 300, 32
+    shapes = FORMS[form](B, hq, hkv, sq, skv)
+    text = flash_attention_func("fp8", B, hq, hkv, sq, skv, D, dtype="e4m3", lse=True,
+                                causal=causal, descales=shapes)
+    ctx = Context()
+    mod = ctx.parse(text)
+    mod.run_pipeline("attn-cpu-reference-pipeline")
+    prog = CpuProgram(mod)
+    codes = np.concatenate([np.arange(0, 0x7F), np.arange(0x80, 0xFF)]).astype(np.uint8)
+    q8, k8, v8 = (rng.choice(codes, size=s) for s in
+                  ((B, hq, sq, D), (B, hkv, skv, D), (B, hkv, skv, D)))
+    ds = [rng.uniform(0.002, 0.02, size=s).astype(np.float32) for s in shapes]
+    o = np.full((B, hq, sq, D), 0x7FC0, dtype=np.uint16)      # bf16 NaN
+    lse = np.full((B, hq, sq), np.nan, dtype=np.float32)
+    prog.call("fp8", q8, k8, v8, *[np.ascontiguousarray(d) for d in ds], o, lse)
+    qgroup = hq // ds[0].shape[1] if ds[0].ndim == 2 else 1
+    q = E4M3[q8] * expand(ds[0], B, hq, sq, qgroup)
+    k = E4M3[k8] * expand(ds[1], B, hkv, skv)
+    v = E4M3[v8] * expand(ds[2], B, hkv, skv)
+    ref_o, ref_lse = reference.attention(q, k, v, causal=causal)
+    got = reference.from_bf16_bits(o).astype(np.float64)
+    assert not np.isnan(got).any() and not np.isnan(lse).any()
+    err = np.linalg.norm(got - ref_o) / np.linalg.norm(ref_o)
+    assert err < 1e-2, err
+    fin = np.isfinite(ref_lse)
+    assert np.array_equal(np.isfinite(lse), fin)
+    assert np.abs(lse[fin] - ref_lse[fin]).max() < 1e-4
+    # the descales matter: without them the scores would be 1e4x larger
+    plain, _ = reference.attention(E4M3[q8], E4M3[k8], E4M3[v8], causal=causal)
+    assert np.linalg.norm(got - plain) / np.linalg.norm(plain) > 0.1

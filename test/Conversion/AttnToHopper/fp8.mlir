@@ -105,3 +105,25 @@ func.func @d256(%q: memref<?x8x?x256xf8E4M3FN>, %k: memref<?x8x?x256xf8E4M3FN>, 
     outs(%o : memref<?x8x?x256xbf16>)
   return
 }
+
+// -----
+
+// Descale operands on the op: the kernel reads the factors at launch
+// (qDescale, kDescale, vDescale), so it is the one without them; the tiles
+// drop the operands only where a Hopper configuration is recorded (the
+// CPU tile lowering refuses them: TILED).
+// RUN: not fa3-opt %s --split-input-file --attn-tile 2>&1 | FileCheck %s --check-prefix=TILED
+// TILED: error: 'attn.flash_attention' op attn-tile: the tiled CPU lowering takes no descale factors; lower FP8 attention on the CPU with attn-cpu-reference-pipeline (the Hopper pipeline's kernel reads them at launch)
+// CONFIG-LABEL: func.func @descales
+// CONFIG: descale(%{{.*}}, %{{.*}}, %{{.*}} : memref<?x2xf32>, memref<?x2x?xf32>, memref<?x2xf32>)
+// KERNEL-LABEL: gpu.func @descales_kernel(
+// KERNEL-SAME: dtype = "e4m3"
+// KERNEL: hopper.wgmma.ss %{{.*}}, %{{.*}} k 128 boxes 16384, 16384 : f8E4M3FN
+func.func @descales(%q: memref<?x8x?x128xf8E4M3FN>, %k: memref<?x2x?x128xf8E4M3FN>, %v: memref<?x2x?x128xf8E4M3FN>,
+                    %qd: memref<?x2xf32>, %kd: memref<?x2x?xf32>, %vd: memref<?x2xf32>,
+                    %o: memref<?x8x?x128xbf16>) {
+  attn.flash_attention ins(%q, %k, %v : memref<?x8x?x128xf8E4M3FN>, memref<?x2x?x128xf8E4M3FN>, memref<?x2x?x128xf8E4M3FN>)
+    descale(%qd, %kd, %vd : memref<?x2xf32>, memref<?x2x?xf32>, memref<?x2xf32>)
+    outs(%o : memref<?x8x?x128xbf16>)
+  return
+}

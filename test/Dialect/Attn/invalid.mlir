@@ -217,9 +217,18 @@ func.func @f(%q: memref<2x8x128x64xbf16>, %k: memref<2x2x256x64xbf16>, %v: memre
 
 // -----
 
+// Generic form without its operand segments: refused, not a crash.
+func.func @f(%q: memref<1x1x8x8xf32>) {
+  // expected-error @+1 {{'attn.flash_attention' op operand count (3) does not match with the total size (0) specified in attribute 'operandSegmentSizes'}}
+  "attn.flash_attention"(%q, %q, %q) : (memref<1x1x8x8xf32>, memref<1x1x8x8xf32>, memref<1x1x8x8xf32>) -> ()
+  return
+}
+
+// -----
+
 func.func @f(%q: memref<1x1x8x8xf32>) {
   // expected-error @+1 {{expects outs(o) or outs(o, lse), got 0 output operands}}
-  "attn.flash_attention"(%q, %q, %q) : (memref<1x1x8x8xf32>, memref<1x1x8x8xf32>, memref<1x1x8x8xf32>) -> ()
+  "attn.flash_attention"(%q, %q, %q) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>}> : (memref<1x1x8x8xf32>, memref<1x1x8x8xf32>, memref<1x1x8x8xf32>) -> ()
   return
 }
 
@@ -227,7 +236,7 @@ func.func @f(%q: memref<1x1x8x8xf32>) {
 
 func.func @f(%q: tensor<1x1x8x8xf32>) {
   // expected-error @+1 {{tensor form needs one result per output operand (1), got 0}}
-  "attn.flash_attention"(%q, %q, %q, %q) : (tensor<1x1x8x8xf32>, tensor<1x1x8x8xf32>, tensor<1x1x8x8xf32>, tensor<1x1x8x8xf32>) -> ()
+  "attn.flash_attention"(%q, %q, %q, %q) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 1>}> : (tensor<1x1x8x8xf32>, tensor<1x1x8x8xf32>, tensor<1x1x8x8xf32>, tensor<1x1x8x8xf32>) -> ()
   return
 }
 
@@ -235,7 +244,7 @@ func.func @f(%q: tensor<1x1x8x8xf32>) {
 
 func.func @f(%q: memref<1x1x8x8xf32>) {
   // expected-error @+1 {{window must have two entries [left, right], got 3}}
-  "attn.flash_attention"(%q, %q, %q, %q) {window = array<i64: 1, 2, 3>} : (memref<1x1x8x8xf32>, memref<1x1x8x8xf32>, memref<1x1x8x8xf32>, memref<1x1x8x8xf32>) -> ()
+  "attn.flash_attention"(%q, %q, %q, %q) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 1>, window = array<i64: 1, 2, 3>}> : (memref<1x1x8x8xf32>, memref<1x1x8x8xf32>, memref<1x1x8x8xf32>, memref<1x1x8x8xf32>) -> ()
   return
 }
 
@@ -535,5 +544,53 @@ func.func @f(%x: tensor<1x2x100x64xbf16>, %y: memref<1x2x100x64xf8E4M3FN>, %d: m
 func.func @f(%x: memref<1x2x100x64xbf16>, %y: memref<1x2x100x64xf8E4M3FN>) {
   // expected-error @+1 {{'attn.quantize' op expects outs(output, descale), got 1 output operands}}
   attn.quantize ins(%x : memref<1x2x100x64xbf16>) outs(%y : memref<1x2x100x64xf8E4M3FN>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x2x64x64xbf16>, %d: memref<f32>, %o: memref<1x2x64x64xbf16>) {
+  // expected-error @+1 {{'attn.flash_attention' op descale factors belong to f8E4M3FN (FP8) inputs, got 'bf16'}}
+  attn.flash_attention ins(%q, %q, %q : memref<1x2x64x64xbf16>, memref<1x2x64x64xbf16>, memref<1x2x64x64xbf16>) descale(%d, %d, %d : memref<f32>, memref<f32>, memref<f32>) outs(%o : memref<1x2x64x64xbf16>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x2x64x64xf8E4M3FN>, %d: memref<f32>, %o: memref<1x2x64x64xbf16>) {
+  // expected-error @+1 {{'attn.flash_attention' op expects descale(q_descale, k_descale, v_descale), got 2 operands}}
+  attn.flash_attention ins(%q, %q, %q : memref<1x2x64x64xf8E4M3FN>, memref<1x2x64x64xf8E4M3FN>, memref<1x2x64x64xf8E4M3FN>) descale(%d, %d : memref<f32>, memref<f32>) outs(%o : memref<1x2x64x64xbf16>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x8x300x64xf8E4M3FN>, %k: memref<1x2x300x64xf8E4M3FN>, %d: memref<f32>, %kd: memref<1x2x2xf32>, %o: memref<1x8x300x64xbf16>) {
+  // expected-error @+1 {{'attn.flash_attention' op k_descale must be [], [B, Hkv] or [B, Hkv, ceil(Skv / 128)], got 'memref<1x2x2xf32>'}}
+  attn.flash_attention ins(%q, %k, %k : memref<1x8x300x64xf8E4M3FN>, memref<1x2x300x64xf8E4M3FN>, memref<1x2x300x64xf8E4M3FN>) descale(%d, %kd, %d : memref<f32>, memref<1x2x2xf32>, memref<f32>) outs(%o : memref<1x8x300x64xbf16>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x8x300x64xf8E4M3FN>, %k: memref<1x2x300x64xf8E4M3FN>, %d: memref<f32>, %vd: memref<1x2x3xf32>, %o: memref<1x8x300x64xbf16>) {
+  // expected-error @+1 {{'attn.flash_attention' op v_descale must be [] or [B, Hkv], got 'memref<1x2x3xf32>'}}
+  attn.flash_attention ins(%q, %k, %k : memref<1x8x300x64xf8E4M3FN>, memref<1x2x300x64xf8E4M3FN>, memref<1x2x300x64xf8E4M3FN>) descale(%d, %d, %vd : memref<f32>, memref<f32>, memref<1x2x3xf32>) outs(%o : memref<1x8x300x64xbf16>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x8x300x64xf8E4M3FN>, %k: memref<1x2x300x64xf8E4M3FN>, %d: memref<f32>, %qd: memref<1x4xf32>, %o: memref<1x8x300x64xbf16>) {
+  // expected-error @+1 {{'attn.flash_attention' op q_descale must be [], [B, Hq], [B, Hkv] or [B, Hq, ceil(Sq / 128)], got 'memref<1x4xf32>'}}
+  attn.flash_attention ins(%q, %k, %k : memref<1x8x300x64xf8E4M3FN>, memref<1x2x300x64xf8E4M3FN>, memref<1x2x300x64xf8E4M3FN>) descale(%qd, %d, %d : memref<1x4xf32>, memref<f32>, memref<f32>) outs(%o : memref<1x8x300x64xbf16>)
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x2x64x64xf8E4M3FN>, %d: memref<f64>, %o: memref<1x2x64x64xbf16>) {
+  // expected-error @+1 {{'attn.flash_attention' op q_descale must be f32, got 'f64'}}
+  attn.flash_attention ins(%q, %q, %q : memref<1x2x64x64xf8E4M3FN>, memref<1x2x64x64xf8E4M3FN>, memref<1x2x64x64xf8E4M3FN>) descale(%d, %d, %d : memref<f64>, memref<f64>, memref<f64>) outs(%o : memref<1x2x64x64xbf16>)
   return
 }

@@ -35,6 +35,22 @@ func.func @memref_form_bshd(%q: memref<2x4x100x64xbf16, strided<[25600, 64, 256,
   return
 }
 
+// FP8 with descales (FA3's [B, Hkv] for q, per-tensor k, per kv head v; and
+// the block form).
+// CHECK-LABEL: func @fp8_descales
+func.func @fp8_descales(%q: memref<2x8x300x64xf8E4M3FN>, %k: memref<2x2x300x64xf8E4M3FN>,
+                        %qd: memref<2x2xf32>, %kd: memref<f32>, %vd: memref<2x2xf32>,
+                        %qb: memref<2x8x3xf32>, %kb: memref<2x2x3xf32>,
+                        %o: memref<2x8x300x64xbf16>) {
+  // CHECK: attn.flash_attention ins({{.*}}) descale(%{{.*}}, %{{.*}}, %{{.*}} : memref<2x2xf32>, memref<f32>, memref<2x2xf32>) outs(%{{.*}} : memref<2x8x300x64xbf16>) causal
+  attn.flash_attention ins(%q, %k, %k : memref<2x8x300x64xf8E4M3FN>, memref<2x2x300x64xf8E4M3FN>, memref<2x2x300x64xf8E4M3FN>)
+    descale(%qd, %kd, %vd : memref<2x2xf32>, memref<f32>, memref<2x2xf32>) outs(%o : memref<2x8x300x64xbf16>) causal
+  // CHECK: descale(%{{.*}}, %{{.*}}, %{{.*}} : memref<2x8x3xf32>, memref<2x2x3xf32>, memref<2x2xf32>)
+  attn.flash_attention ins(%q, %k, %k : memref<2x8x300x64xf8E4M3FN>, memref<2x2x300x64xf8E4M3FN>, memref<2x2x300x64xf8E4M3FN>)
+    descale(%qb, %kb, %vd : memref<2x8x3xf32>, memref<2x2x3xf32>, memref<2x2xf32>) outs(%o : memref<2x8x300x64xbf16>)
+  return
+}
+
 // CHECK-LABEL: func @fp8_inputs
 func.func @fp8_inputs(%q: memref<1x2x64x64xf8E4M3FN>, %k: memref<1x2x64x64xf8E4M3FN>,
                       %v: memref<1x2x64x64xf8E4M3FN>, %o: memref<1x2x64x64xbf16>) {

@@ -317,16 +317,88 @@ static void dpsEffects(
   }
 }
 
+/// FP8 descale factors: three f32 operands, each of one of the forms the
+/// op's description lists (per tensor, per (batch, head), per block of
+/// kDescaleBlock rows for q and k), on f8E4M3FN inputs.
+static LogicalResult verifyDescales(FlashAttentionOp op) {
+  ValueRange d = op.getDescales();
+  if (d.empty())
+    return success();
+  if (d.size() != 3)
+    return op.emitOpError("expects descale(q_descale, k_descale, v_descale), "
+                          "got ")
+           << d.size() << " operands";
+  Value q = op.getQuery(), k = op.getKey();
+  if (!isa<Float8E4M3FNType>(elementOf(q)))
+    return op.emitOpError("descale factors belong to f8E4M3FN (FP8) inputs, "
+                          "got ")
+           << elementOf(q);
+  auto qt = cast<ShapedType>(q.getType()), kt = cast<ShapedType>(k.getType());
+  const int64_t hq = qt.getDimSize(1), hkv = kt.getDimSize(1);
+  const int64_t blk = FlashAttentionOp::kDescaleBlock;
+  auto blocks = [&](ShapedType t) {
+    return t.isDynamicDim(2) ? ShapedType::kDynamic
+                             : (t.getDimSize(2) + blk - 1) / blk;
+  };
+  struct Form {
+    const char *name;
+    Value val;
+    SmallVector<int64_t> heads; // per (batch, head): the head counts taken
+    int64_t blocks;             // per block: their count, or 0: no block form
+    const char *forms;
+  };
+  Form forms[] = {
+      {"q_descale", d[0], {hq, hkv}, blocks(qt),
+       "[], [B, Hq], [B, Hkv] or [B, Hq, ceil(Sq / 128)]"},
+      {"k_descale", d[1], {hkv}, blocks(kt),
+       "[], [B, Hkv] or [B, Hkv, ceil(Skv / 128)]"},
+      {"v_descale", d[2], {hkv}, 0, "[] or [B, Hkv]"}};
+  for (const Form &f : forms) {
+    auto t = cast<ShapedType>(f.val.getType());
+    if (!t.getElementType().isF32())
+      return op.emitOpError() << f.name << " must be f32, got "
+                              << t.getElementType();
+    auto bad = [&]() {
+      return op.emitOpError() << f.name << " must be " << f.forms << ", got "
+                              << t;
+    };
+    auto fits = [](int64_t got, int64_t want) {
+      return ShapedType::isDynamic(got) || ShapedType::isDynamic(want) ||
+             got == want;
+    };
+    if (t.getRank() == 0)
+      continue;
+    if (t.getRank() == 1 || t.getRank() > 3 || (t.getRank() == 3 && !f.blocks))
+      return bad();
+    if (!fits(t.getDimSize(0), qt.getDimSize(0)))
+      return bad();
+    int64_t h = t.getDimSize(1);
+    if (t.getRank() == 2 && !llvm::is_contained(f.heads, h))
+      return bad();
+    if (t.getRank() == 3 &&
+        (h != f.heads[0] || !fits(t.getDimSize(2), f.blocks)))
+      return bad();
+  }
+  return success();
+}
+
 LogicalResult FlashAttentionOp::verify() {
   Value q = getQuery(), k = getKey(), v = getValue();
   if (getOutputs().empty() || getOutputs().size() > 2)
     return emitOpError("expects outs(o) or outs(o, lse), got ")
            << getOutputs().size() << " output operands";
   Value o = getOut(), lse = getLse();
-  const Named operands[] = {
+  SmallVector<Named> operands = {
       {"query", q}, {"key", k}, {"value", v}, {"o", o}, {"lse", lse}};
+  SmallVector<Named> descales;
+  static const char *const descaleNames[] = {"q_descale", "k_descale",
+                                             "v_descale"};
+  for (auto [i, dv] : llvm::enumerate(getDescales()))
+    descales.push_back({i < 3 ? descaleNames[i] : "descale", dv});
+  operands.append(descales.begin(), descales.end());
   if (failed(verifyForm(*this, operands, getOutputs(), getResults())) ||
-      failed(verifyAttention(*this, q, k, v, o, lse, {})))
+      failed(verifyAttention(*this, q, k, v, o, lse, descales)) ||
+      failed(verifyDescales(*this)))
     return failure();
   return verifyAttentionAttrs(*this, getScaleAttr(), getCausal(), getWindow(),
                               getSoftcap().convertToDouble());

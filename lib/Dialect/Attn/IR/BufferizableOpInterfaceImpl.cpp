@@ -21,10 +21,12 @@ namespace {
 /// The memref form of `op` on `buffers` (its operands' buffers, in order).
 void createOnBuffers(RewriterBase &rewriter, FlashAttentionOp op,
                      ValueRange buffers) {
+  size_t nd = op.getDescales().size();
   FlashAttentionOp::create(rewriter, op->getLoc(), TypeRange{}, buffers[0],
-                           buffers[1], buffers[2], buffers.drop_front(3),
-                           op.getScaleAttr(), op.getCausalAttr(),
-                           op.getWindowAttr(), op.getSoftcapAttr());
+                           buffers[1], buffers[2], buffers.slice(3, nd),
+                           buffers.drop_front(3 + nd), op.getScaleAttr(),
+                           op.getCausalAttr(), op.getWindowAttr(),
+                           op.getSoftcapAttr());
 }
 void createOnBuffers(RewriterBase &rewriter, FlashAttentionVarlenOp op,
                      ValueRange buffers) {

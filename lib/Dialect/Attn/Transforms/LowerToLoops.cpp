@@ -37,7 +37,24 @@ struct ReferenceRow {
   Value bi, h, hk, row;
   Value keyBase;         // null: 0
   Value keyCount, localRow, offset;
+  // FP8 descale factors (attn.flash_attention's descale operands), null
+  // for 1: q's of this row and v's of its kv head (f32 values), k's memref
+  Value qDescale, vDescale, kDescale;
 };
+
+/// Descale `d` (rank 0, [B, H'] or [B, H', blocks]) for batch bi, head
+/// `head` (the q or kv head, as H' counts them) and row or key `pos`.
+static Value loadDescale(OpBuilder &b, Location loc, Value d, Value bi,
+                         Value head, Value pos) {
+  int64_t rank = cast<MemRefType>(d.getType()).getRank();
+  SmallVector<Value> at;
+  if (rank >= 2)
+    at = {bi, head};
+  if (rank == 3)
+    at.push_back(arith::DivUIOp::create(
+        b, loc, pos, indexConst(b, loc, FlashAttentionOp::kDescaleBlock)));
+  return memref::LoadOp::create(b, loc, d, at);
+}
 } // namespace
 
 /// The reference's evaluation of one query row (the op's definition, two
@@ -51,6 +68,9 @@ static void buildReferenceRow(OpBuilder &b, Location loc,
   Value negInf = f32Const(b, loc, -std::numeric_limits<double>::infinity());
   Value zero = f32Const(b, loc, 0.0), one = f32Const(b, loc, 1.0);
   Value cScale = f32Const(b, loc, scale);
+  // s = scale * qd * kd * dot (FP8's descales; absent: 1)
+  if (r.qDescale)
+    cScale = arith::MulFOp::create(b, loc, cScale, r.qDescale);
   auto keyOf = [&](OpBuilder &b, Location loc, Value j) -> Value {
     return r.keyBase ? arith::AddIOp::create(b, loc, r.keyBase, j).getResult()
                      : j;
@@ -59,7 +79,12 @@ static void buildReferenceRow(OpBuilder &b, Location loc,
   auto score = [&](OpBuilder &b, Location loc, Value j) {
     Value s = buildDot(b, loc, r.q, r.k, r.bi, r.h, r.hk, r.row,
                        keyOf(b, loc, j));
-    s = arith::MulFOp::create(b, loc, s, cScale);
+    Value factor = cScale;
+    if (r.kDescale) {
+      Value kd = loadDescale(b, loc, r.kDescale, r.bi, r.hk, keyOf(b, loc, j));
+      factor = arith::MulFOp::create(b, loc, factor, kd);
+    }
+    s = arith::MulFOp::create(b, loc, s, factor);
     return buildSoftcap(b, loc, s, softcap);
   };
   auto visible = [&](OpBuilder &b, Location loc, Value j) {
@@ -109,6 +134,8 @@ static void buildReferenceRow(OpBuilder &b, Location loc,
       arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, l, zero);
   Value inv = arith::SelectOp::create(
       b, loc, any, arith::DivFOp::create(b, loc, one, l), zero);
+  if (r.vDescale)
+    inv = arith::MulFOp::create(b, loc, inv, r.vDescale);
   scf::ForOp::create(b, loc, c0, cDv, c1, ValueRange{},
                      [&](OpBuilder &b, Location loc, Value d, ValueRange) {
                        Value a = memref::LoadOp::create(b, loc, acc, d);
@@ -164,7 +191,16 @@ static void lowerToLoops(FlashAttentionOp op) {
       [&](OpBuilder &b, Location loc, Value bi, Value h, Value hk, Value i) {
         ReferenceRow r{q,  k,  v,  op.getOut(), op.getLse(), bi,
                        h,  hk, i,  Value(),     skv,         i,
-                       offset};
+                       offset, Value(), Value(), Value()};
+        if (op.getQueryDescale()) {
+          // q's per q head, or FA3's per kv head ([B, Hkv]) for its group
+          Value qd = op.getQueryDescale();
+          auto qdt = cast<MemRefType>(qd.getType());
+          Value head = qdt.getRank() == 2 && qdt.getDimSize(1) != hq ? hk : h;
+          r.qDescale = loadDescale(b, loc, qd, bi, head, i);
+          r.kDescale = op.getKeyDescale();
+          r.vDescale = loadDescale(b, loc, op.getValueDescale(), bi, hk, i);
+        }
         buildReferenceRow(b, loc, r, acc, op.getEffectiveScale(),
                           op.getSoftcap().convertToDouble(),
                           op.getWindowLeft(), op.getWindowRight());
@@ -207,8 +243,9 @@ static void lowerVarlenToLoops(FlashAttentionVarlenOp op) {
               Value h = ivs[0], i = ivs[1];
               Value hk = arith::DivUIOp::create(b, loc, h, group);
               Value row = arith::AddIOp::create(b, loc, q0, i);
-              ReferenceRow r{q, k, v, o, lse, c0, h, hk, row, k0, skv, i,
-                             offset};
+              ReferenceRow r{q,   k,   v,   o,      lse,     c0,
+                             h,   hk,  row, k0,     skv,     i,
+                             offset, Value(), Value(), Value()};
               buildReferenceRow(b, loc, r, acc, op.getEffectiveScale(),
                                 op.getSoftcap().convertToDouble(),
                                 op.getWindowLeft(), op.getWindowRight());

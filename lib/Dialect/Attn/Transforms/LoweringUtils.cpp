@@ -19,8 +19,40 @@ Value f32Const(OpBuilder &b, Location loc, double v) {
   return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
 }
 
+/// The f32 value of e4m3 (f8E4M3FN) `x`, in integer arithmetic: the LLVM
+/// dialect has no 8-bit float for arith.extf to lower to. Normal codes
+/// rebias the exponent (7 -> 127) and widen the 3 mantissa bits; exponent 0
+/// is m * 2^-9; S.1111.111 is NaN.
+static Value e4m3ToF32(OpBuilder &b, Location loc, Value x) {
+  Type i32 = b.getI32Type(), f32 = b.getF32Type();
+  auto c = [&](int64_t v) -> Value {
+    return arith::ConstantIntOp::create(b, loc, i32, v);
+  };
+  Value byte = arith::BitcastOp::create(b, loc, b.getI8Type(), x);
+  Value v = arith::ExtUIOp::create(b, loc, i32, byte);
+  Value sign = arith::AndIOp::create(b, loc, v, c(0x80));
+  sign = arith::ShLIOp::create(b, loc, sign, c(24));
+  Value mag = arith::AndIOp::create(b, loc, v, c(0x7F));
+  Value normal = arith::ShLIOp::create(b, loc, mag, c(20));
+  normal = arith::AddIOp::create(b, loc, normal, c(120 << 23));
+  Value m = arith::AndIOp::create(b, loc, mag, c(7));
+  Value sub = arith::UIToFPOp::create(b, loc, f32, m);
+  sub = arith::MulFOp::create(b, loc, sub, f32Const(b, loc, 1.0 / 512));
+  sub = arith::BitcastOp::create(b, loc, i32, sub);
+  Value isSub = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, mag,
+                                      c(8));
+  Value bits = arith::SelectOp::create(b, loc, isSub, sub, normal);
+  Value nan = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, mag,
+                                    c(0x7F));
+  bits = arith::SelectOp::create(b, loc, nan, c(0x7FC00000), bits);
+  bits = arith::OrIOp::create(b, loc, bits, sign);
+  return arith::BitcastOp::create(b, loc, f32, bits);
+}
+
 Value loadAsF32(OpBuilder &b, Location loc, Value memref, ValueRange indices) {
   Value x = memref::LoadOp::create(b, loc, memref, indices);
+  if (isa<Float8E4M3FNType>(x.getType()))
+    return e4m3ToF32(b, loc, x);
   if (!x.getType().isF32())
     x = arith::ExtFOp::create(b, loc, b.getF32Type(), x);
   return x;

@@ -233,6 +233,14 @@ static FailureOr<ForwardTiling> forwardTiling(OpT op, int64_t optM,
 
 static LogicalResult tile(FlashAttentionOp op, int64_t optM, int64_t optN,
                           double optThreshold) {
+  // FP8 descales: the Hopper kernel reads them at launch (fa3rt_abi.def),
+  // so its tiles need not carry them; the CPU tile lowering would drop them
+  if (!op.getDescales().empty() &&
+      !op->hasAttr(HopperConfigAttr::kAttrName))
+    return op.emitOpError(
+        "attn-tile: the tiled CPU lowering takes no descale factors; lower "
+        "FP8 attention on the CPU with attn-cpu-reference-pipeline (the "
+        "Hopper pipeline's kernel reads them at launch)");
   FailureOr<ForwardTiling> tiling = forwardTiling(op, optM, optN, optThreshold);
   if (failed(tiling))
     return failure();

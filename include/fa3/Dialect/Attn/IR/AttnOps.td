@@ -128,7 +128,7 @@ def Attn_HopperConfigAttr : AttrDef<Attn_Dialect, "HopperConfig"> {
 def Attn_ShapedOperand : AnyTypeOf<[AnyRankedTensor, AnyMemRef]>;
 
 def Attn_FlashAttentionOp : Attn_Op<"flash_attention", [
-    DestinationStyleOpInterface,
+    DestinationStyleOpInterface, AttrSizedOperandSegments,
     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
   let summary = "fused attention: softmax(scale * Q K^T + mask) V";
   let description = [{
@@ -165,12 +165,28 @@ def Attn_FlashAttentionOp : Attn_Op<"flash_attention", [
     attn.flash_attention ins(%q, %k, %v : memref<...>, memref<...>, memref<...>)
            outs(%o, %lse : memref<...>, memref<...>) window(128, 0)
     ```
+
+    FP8 (f8E4M3FN q, k, v; FlashAttention-3's q_descale, k_descale,
+    v_descale): `descale(%qd, %kd, %vd : ...)`, f32 factors of the
+    quantized inputs, with which
+
+      s[j] = scale * qd(b, h, i) * kd(b, h / g, j) * dot(q[b,h,i,:], k[b,h/g,j,:])
+      o[b,h,i,:] = vd(b, h / g) * sum_j softmax(s)[j] * v[b,h/g,j,:]
+
+    (without them every factor is 1). Each is rank 0 (one factor) or per
+    (batch, head): qd [B, Hq] or [B, Hkv] (FA3's, a kv head's factor for
+    its group of q heads), kd and vd [B, Hkv]; qd and kd may also be one
+    per block of 128 rows (block quantization, attn.quantize's block(128)):
+    qd [B, Hq, ceil(Sq / 128)], kd [B, Hkv, ceil(Skv / 128)]. The Hopper
+    kernel reads them at launch (fa3rt_abi.def's qDescale ...), so they do
+    not change its code.
   }];
 
   let arguments = (ins
     Attn_ShapedOperand:$query,
     Attn_ShapedOperand:$key,
     Attn_ShapedOperand:$value,
+    Variadic<Attn_ShapedOperand>:$descales,
     Variadic<Attn_ShapedOperand>:$outputs,
     OptionalAttr<F32Attr>:$scale,
     UnitAttr:$causal,
@@ -181,6 +197,7 @@ def Attn_FlashAttentionOp : Attn_Op<"flash_attention", [
 
   let assemblyFormat = [{
     `ins` `(` $query `,` $key `,` $value `:` type($query) `,` type($key) `,` type($value) `)`
+    (`descale` `(` $descales^ `:` type($descales) `)`)?
     `outs` `(` $outputs `:` type($outputs) `)`
     oilist(`scale` `(` $scale `)`
          | `causal` $causal
@@ -192,6 +209,18 @@ def Attn_FlashAttentionOp : Attn_Op<"flash_attention", [
   let hasVerifier = 1;
 
   let extraClassDeclaration = [{
+    /// The descale operands (FP8), or null where the op has none.
+    ::mlir::Value getQueryDescale() {
+      return getDescales().empty() ? ::mlir::Value() : getDescales()[0];
+    }
+    ::mlir::Value getKeyDescale() {
+      return getDescales().empty() ? ::mlir::Value() : getDescales()[1];
+    }
+    ::mlir::Value getValueDescale() {
+      return getDescales().empty() ? ::mlir::Value() : getDescales()[2];
+    }
+    /// Rows of a block descale.
+    static constexpr int64_t kDescaleBlock = 128;
     /// The output operand o.
     ::mlir::Value getOut() { return getOutputs()[0]; }
     /// The optional LSE output operand, or null.
