@@ -2382,22 +2382,36 @@ fa3rt_status fa3rt_quantize(fa3rt_kernel *k, const fa3rt_quantize_args *a, void 
   if (nD != f->head_dim)
     return fail(FA3RT_ERR_INVALID_ARGUMENT, "fa3rt_quantize: x's head dim is %lld; kernel %s "
                 "quantizes head dim %d", (long long)nD, f->kernel, f->head_dim);
-  if (nH > 65535 || nB > 65535)
-    return fail(FA3RT_ERR_INVALID_ARGUMENT, "fa3rt_quantize: %s = %lld is more than 65535 (the "
-                "grid's %s extent)", nH > 65535 ? "H" : "B", (long long)(nH > 65535 ? nH : nB),
-                nH > 65535 ? "y" : "z");
   const int64_t blocks = (nS + FA3RT_FP8_QUANTIZE_ROWS - 1) / FA3RT_FP8_QUANTIZE_ROWS;
+  if (blocks > 65535 || nB > 65535)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "fa3rt_quantize: %s = %lld is more than %s (the "
+                "grid's %s extent)", blocks > 65535 ? "S" : "B",
+                (long long)(blocks > 65535 ? nS : nB),
+                blocks > 65535 ? "65535 blocks of 128 rows" : "65535",
+                blocks > 65535 ? "y" : "z");
   const int64_t n_descale = a->per_head ? nB * nH : nB * nH * blocks;
   /* nothing to write: no heads, or no rows with a descale per block */
   if (nB == 0 || nH == 0 || (nS == 0 && !a->per_head)) return FA3RT_OK;
   if ((st = check_f32_array("descale", a->descale, n_descale, 4))) return st;
   if (a->signs && (st = check_f32_array("signs", a->signs, nD, 16))) return st;
-  if (a->per_head && nS && (st = check_f32_array("workspace", a->workspace, nB * nH * blocks, 4)))
+  if (a->per_head && nS && (st = check_f32_array("workspace", a->workspace, nB * nH, 4)))
     return st;
-  if (nS && overlaps(a->x.ptr, span_bytes(&a->x, ex, 2), a->y.ptr, span_bytes(&a->y, ey, 1)))
-    return fail(FA3RT_ERR_INVALID_ARGUMENT, "fa3rt_quantize: y (0x%llx) overlaps x (0x%llx): y "
-                "is written while x is read", (unsigned long long)a->y.ptr,
-                (unsigned long long)a->x.ptr);
+  if (nS) {
+    /* no array the kernel writes may share a byte with another it reads
+       or writes (other CTAs would read it half written) */
+    const char *names[4] = {"x", "y", "descale", "workspace"};
+    const uint64_t at[4] = {a->x.ptr, a->y.ptr, a->descale, a->per_head ? a->workspace : 0};
+    const uint64_t len[4] = {span_bytes(&a->x, ex, 2), span_bytes(&a->y, ey, 1),
+                             (uint64_t)n_descale * 4,
+                             a->per_head ? (uint64_t)(nB * nH) * 4 : 0};
+    for (int i = 1; i < 4; i++)
+      for (int j = 0; j < i; j++)
+        if (overlaps(at[i], len[i], at[j], len[j]))
+          return fail(FA3RT_ERR_INVALID_ARGUMENT, "fa3rt_quantize: %s (0x%llx) overlaps %s "
+                      "(0x%llx): the kernel writes %s while it reads or writes %s", names[i],
+                      (unsigned long long)at[i], names[j], (unsigned long long)at[j],
+                      names[i], names[j]);
+  }
   char where[512];
   snprintf(where, sizeof where, "fa3rt_quantize of kernel %s: B=%lld, H=%lld, S=%lld, D=%lld%s%s",
            f->kernel, (long long)nB, (long long)nH, (long long)nS, (long long)nD,
@@ -2433,10 +2447,13 @@ fa3rt_status fa3rt_quantize(fa3rt_kernel *k, const fa3rt_quantize_args *a, void 
 #include "fa3rt_abi.def"
   };
   const unsigned threads = (unsigned)(FA3RT_FP8_QUANTIZE_THREADS_PER_COL * f->head_dim);
+  /* per head: the heads' amax words start at 0 (mode 1 maxes into them) */
+  if (a->per_head)
+    CU_TRY(cuMemsetD32Async((CUdeviceptr)a->workspace, 0, (size_t)(nB * nH), cs), where);
   const int modes[2][2] = {{0, -1}, {1, 2}};
   for (int i = 0; i < 2 && modes[a->per_head][i] >= 0; i++) {
     mode = modes[a->per_head][i];
-    CUresult r = cuLaunchKernel(k->fn_quantize, (unsigned)blocks, (unsigned)a->x.shape[1],
+    CUresult r = cuLaunchKernel(k->fn_quantize, (unsigned)a->x.shape[1], (unsigned)blocks,
                                 (unsigned)a->x.shape[0], threads, 1, 1, 0, cs, params, NULL);
     if (r != CUDA_SUCCESS) return cuda_fail("cuLaunchKernel(_quantize)", r, where);
   }

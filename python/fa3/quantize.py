@@ -244,6 +244,14 @@ def _kernel_applies(torch, x, hadamard) -> Optional[str]:
         return "hadamard is a matrix; the kernel rotates by hadamard_matrix(D, seed) only"
     if not x.is_cuda:
         return f"x is on {x.device}, not a CUDA device"
+    major, minor = torch.cuda.get_device_capability(x.device)
+    if (major, minor) != (9, 0):
+        return (f"{x.device} is sm_{major}{minor}; the FP8 kernels are sm_90a's "
+                "(Hopper)")
+    B, S = x.shape[0], x.shape[1]
+    if B > 65535 or -(-S // BLOCK) > 65535:
+        return (f"B = {B} or S = {S} is beyond the kernel's grid (65535 batches, 65535 "
+                f"blocks of {BLOCK} rows)")
     return None
 
 
@@ -268,6 +276,11 @@ def _rows_aligned(x) -> bool:
     return all(n <= 1 or (s * es) % 16 == 0 for n, s in zip(x.shape[:3], x.stride()[:3]))
 
 
+class _KernelNotFound(LookupError):
+    """No FP8 kernel of x's head dim (its cubin holds the quantization) in
+    kernel_dir, nor a JIT to compile one."""
+
+
 def _quantize_kernel(torch, fp8, x, block, seed, kernel_dir, jit, out=None):
     """(x8, descale) by the FP8 kernel's <kernel>_quantize; x a CUDA bf16 or
     f16 [B, S, H, D] (_kernel_applies), seed None (no rotation) or the
@@ -278,10 +291,16 @@ def _quantize_kernel(torch, fp8, x, block, seed, kernel_dir, jit, out=None):
     B, S, H, D = x.shape
     device = x.device
     dev = device.index if device.index is not None else torch.cuda.current_device()
-    kobj = _launchable_kernel(None, "e4m3", D, D, False, (-1, -1), 0.0, kernel_dir, jit, dev,
-                              torch.cuda.device)
+    try:
+        kobj = _launchable_kernel(None, "e4m3", D, D, False, (-1, -1), 0.0, kernel_dir, jit,
+                                  dev, torch.cuda.device)
+    except (LookupError, ValueError) as e:
+        if kernel_dir is not None:
+            raise           # a directory asked for: its error, not a fallback
+        raise _KernelNotFound(str(e)) from e
     if not _rows_aligned(x):
-        x = x.contiguous()
+        # (a contiguous x at an odd address is its own .contiguous())
+        x = x.clone(memory_format=torch.contiguous_format)
     nb = -(-S // BLOCK)
     if out is not None:
         y, descale, work = out
@@ -289,7 +308,8 @@ def _quantize_kernel(torch, fp8, x, block, seed, kernel_dir, jit, out=None):
         y = torch.empty((B, S, H, D), dtype=fp8, device=device)
         descale = torch.empty((B, H, nb) if block else (B, H), dtype=torch.float32,
                               device=device)
-        work = torch.empty((B, H, nb), dtype=torch.float32, device=device) if not block else None
+        # per head: one amax word a head (fa3rt_quantize zeroes it)
+    work = torch.empty((B, H), dtype=torch.int32, device=device) if not block else None
     signs = _signs(torch, D, seed, device) if seed is not None else None
     a = runtime.QuantizeArgs()
     xs, ys = x.stride(), y.stride()
@@ -315,9 +335,14 @@ def _quantize_any(fn, torch, fp8, x, block, hadamard, backend, kernel_dir, jit):
         seed = None
         if hadamard is not None and hadamard is not False:
             seed = 0 if hadamard is True else _seed(fn, hadamard)
-        return _quantize_kernel(torch, fp8, x, block, seed, kernel_dir, jit)
+        try:
+            return _quantize_kernel(torch, fp8, x, block, seed, kernel_dir, jit)
+        except _KernelNotFound:
+            if backend == "kernel":
+                raise
     m = _rotation(fn, torch, hadamard, x.shape[3], x.device)
     return _quantize(torch, fp8, x, block, m)
+
 
 
 def quantize_fp8(x, *, block: Optional[int] = None, hadamard=None, backend=None,
@@ -332,9 +357,10 @@ def quantize_fp8(x, *, block: Optional[int] = None, hadamard=None, backend=None,
     int seed, x is first multiplied by hadamard_matrix(D, seed) (True: seed
     0; D a power of two); a [D, D] tensor, by that matrix. Computed in
     float32; no gradient. `backend`: None, the generated kernel where it
-    applies (CUDA bf16/f16, head dim 64/128/256, no explicit matrix; found
-    like flash_attn_func's FP8 kernel: `kernel_dir`, else the JIT cache),
-    else torch ops; "kernel" or "torch" to insist."""
+    applies (CUDA bf16/f16 on an sm_90 GPU, head dim 64/128/256, no explicit
+    matrix; found like flash_attn_func's FP8 kernel: `kernel_dir`, else the
+    JIT cache; with neither a kernel_dir nor a kernel found, the torch
+    ops), else the torch ops; "kernel" or "torch" to insist."""
     fn = "quantize_fp8"
     torch, fp8 = _torch_fp8()
     _check_x(fn, torch, "x", x)

@@ -256,3 +256,26 @@ def test_fp8_attention_descales(rng, form, causal):
     # the descales matter: without them the scores would be 1e4x larger
     plain, _ = reference.attention(E4M3[q8], E4M3[k8], E4M3[v8], causal=causal)
     assert np.linalg.norm(got - plain) / np.linalg.norm(plain) > 0.1
+
+
+def test_e4m3_decodes_every_code_exactly():
+    """The CPU lowering's e4m3 decoding, code by code: one key per query
+    (softmax weight 1), so o = v's decoded row, exact in bf16 (e4m3's 3
+    mantissa bits and exponents fit): all 256 codes, signs, subnormals and
+    the two NaNs."""
+    from fa3.spec import flash_attention_func
+    ctx = Context()
+    mod = ctx.parse(flash_attention_func("one", 1, 1, 1, 1, 1, 256, dtype="e4m3"))
+    mod.run_pipeline("attn-cpu-reference-pipeline")
+    prog = CpuProgram(mod)
+    q = np.zeros((1, 1, 1, 256), dtype=np.uint8)
+    v = np.arange(256, dtype=np.uint8).reshape(1, 1, 1, 256)
+    o = np.full((1, 1, 1, 256), 0x7FC0, dtype=np.uint16)
+    o[..., 0x7F] = o[..., 0xFF] = 0                          # (NaN expected there)
+    prog.call("one", q, q, v, o)
+    got = reference.from_bf16_bits(o[0, 0, 0]).astype(np.float64)
+    want = E4M3
+    nan = np.isnan(want)
+    assert np.array_equal(np.isnan(got), nan)
+    # (values, signs included; 0x80's -0 comes out +0: o sums into a +0)
+    assert np.array_equal(got[~nan], want[~nan])

@@ -483,7 +483,7 @@ fa3rt_status fa3rt_bwd(fa3rt_kernel *kernel, const fa3rt_bwd_args *args, void *s
  * rounded to nearest even and saturated at 448, where x' = x, or x H_D
  * diag(signs) / sqrt(D) (the random-sign Hadamard rotation of
  * FlashAttention-3's section 3.3: give q and k the same signs, v none),
- * and descale = 1 / scale = amax / 448 of the rows that share it (1 where
+ * and descale = amax / 448 (~ 1 / scale) of the rows that share it (1 where
  * the amax is 0, below 448 * 2^-126 or NaN; those rows are cast unscaled).
  * The same arithmetic as fa3.quantize_fp8 (bit for bit without the
  * rotation). */
@@ -502,13 +502,15 @@ typedef struct fa3rt_quantize_args {
   int per_head;           /* 0: one descale per 128 rows of a head (the last
                              block shorter); 1: one per (batch, head), in
                              two launches through `workspace` */
-  uint64_t workspace;     /* per_head: f32 [B, H, ceil(S / 128)] scratch
-                             (4-byte aligned); otherwise ignored */
+  uint64_t workspace;     /* per_head: 4-byte [B, H] scratch (4-byte
+                             aligned; zeroed by the call, then the heads'
+                             amaxes); otherwise ignored */
 } fa3rt_quantize_args;
 
 /* Launches the FP8 kernel's <kernel>_quantize on `stream` (once; twice with
- * per_head), asynchronously; may be captured in a CUDA graph. Grid
- * (ceil(S / FA3RT_FP8_QUANTIZE_ROWS), H, B): H and B at most 65535. B, H or
+ * per_head), asynchronously; may be captured in a CUDA graph. Grid (H,
+ * ceil(S / FA3RT_FP8_QUANTIZE_ROWS), B): the blocks of rows and B at most
+ * 65535. B, H or
  * S 0: nothing to quantize (per_head with S 0: descale filled with 1).
  * Refused by name on a kernel that is not e4m3, and for every argument it
  * cannot take. */

@@ -1902,8 +1902,11 @@ static void test_quantize(void) {
   EXPECT(q->xStrideB == 1000 * 8 * 128 && q->xStrideS == 8 * 128 && q->xStrideH == 128);
   EXPECT(q->yStrideB == 1000 * 8 * 128 && q->yStrideS == 8 * 128 && q->yStrideH == 128);
   EXPECT(q->B == 2 && q->S == 1000 && q->H == 8);
-  /* ceil(1000 / 128) blocks x heads x batches, 2 threads a column */
+  /* heads x ceil(1000 / 128) blocks x batches, 2 threads a column */
   EXPECT(g_q_grid[0] == 8 && g_q_grid[1] == 8 && g_q_grid[2] == 2 && g_q_block[0] == 256);
+  a.x.shape[1] = a.y.shape[1] = 3;
+  EXPECT(fa3rt_quantize(k, &a, NULL) == FA3RT_OK && g_q_grid[0] == 3 && g_q_grid[1] == 8);
+  a = quantize_args();
   /* f16 input, rotation, per-head descales: modes 1 then 2 */
   a.x_dtype = FA3RT_F16;
   a.signs = 0x700000;
@@ -1911,6 +1914,8 @@ static void test_quantize(void) {
   a.workspace = 0x710000;
   g_launches[H_QUANTIZE] = 0;
   EXPECT(fa3rt_quantize(k, &a, NULL) == FA3RT_OK && g_launches[H_QUANTIZE] == 2);
+  /* the heads' amax words zeroed first (B x H of them) */
+  EXPECT(g_memset32_value == 0 && g_memset32_count == 16);
   EXPECT(g_quantize[0].mode == 1 && g_quantize[1].mode == 2 && g_quantize[1].xIsF16 == 1 &&
          g_quantize[1].signs == 0x700000 && g_quantize[0].amax == 0x710000 &&
          g_quantize[1].amax == 0x710000);
@@ -1944,15 +1949,32 @@ static void test_quantize(void) {
   QBAD(a.signs = 0x700004, "signs 0x700004 is not 16-byte aligned (read 4 floats at a time)");
   QBAD((a.per_head = 1, a.workspace = 0), "fa3rt_quantize: workspace is NULL");
   QBAD(a.y.ptr = a.x.ptr + 4096, "y (0x101000) overlaps x (0x100000)");
-  QBAD((a.x.shape[1] = a.y.shape[1] = 70000, a.x.strides[2] = a.y.strides[2] = 70000 * 128,
-        a.x.strides[0] = a.y.strides[0] = 1000LL * 70000 * 128),
-       "H = 70000 is more than 65535 (the grid's y extent)");
+  QBAD(a.descale = a.x.ptr + 64, "descale (0x100040) overlaps x (0x100000): the kernel writes "
+       "descale while it reads or writes x");
+  QBAD((a.per_head = 1, a.workspace = a.descale + 32),
+       "workspace (0x600020) overlaps descale (0x600000)");
+  a = quantize_args();
+  a.per_head = 1;
+  a.workspace = a.descale + 64;   /* just past [B, H] descales: fine */
+  EXPECT(fa3rt_quantize(k, &a, NULL) == FA3RT_OK);
+  QBAD((a.x.shape[2] = a.y.shape[2] = 65536 * 128 + 1,
+        a.x.strides[0] = a.y.strides[0] = (65536LL * 128 + 1) * 8 * 128),
+       "S = 8388609 is more than 65535 blocks of 128 rows (the grid's y extent)");
   QBAD(a.x.shape[0] = -1, "x.shape[0] (B): -1 is out of range");
 #undef QBAD
   a = quantize_args();
   EXPECT(err_is(fa3rt_quantize(NULL, &a, NULL), FA3RT_ERR_INVALID_ARGUMENT, "NULL kernel"));
   EXPECT(err_is(fa3rt_quantize(k, NULL, NULL), FA3RT_ERR_INVALID_ARGUMENT, "NULL kernel or args"));
   fa3rt_kernel_destroy(k);
+
+  /* an FP8 cubin without the quantization: refused at load */
+  fa3rt_kernel *k2 = (fa3rt_kernel *)0x1;
+  g_missing = "_quantize";
+  EXPECT(err_is(fa3rt_kernel_load_data(cubin, sizeof cubin, kFp8Facts, strlen(kFp8Facts), &k2),
+                FA3RT_ERR_FACTS, "the cubin of FP8 kernel 'fa3_fwd_d128_e4m3_kernel' (facts dtype "
+                "e4m3) has no kernel named 'fa3_fwd_d128_e4m3_kernel_quantize'"));
+  EXPECT(k2 == NULL);
+  g_missing = NULL;
 
   /* a bf16 kernel has none */
   k = NULL;

@@ -10,6 +10,7 @@
 #include <cuda.h>
 
 static int g_gpu;          /* 0: no driver; 1: the fake H100 */
+static const char *g_missing; /* a kernel-name suffix the module lacks, or NULL */
 static int g_param_count;  /* parameters the main kernel reports (cuFuncGetParamInfo) */
 
 /* handles: the module, its functions by suffix, events, a context */
@@ -79,6 +80,7 @@ static void fake_reset(int gpu) {
   memset(g_launches, 0, sizeof g_launches);
   memset(g_quantize, 0, sizeof g_quantize);
   g_memset32_value = 0, g_memset32_count = 0;
+  g_missing = NULL;
 }
 
 #define FAKE_ON() \
@@ -153,6 +155,7 @@ static int ends_with(const char *s, const char *suffix) {
 CUresult CUDAAPI cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name) {
   (void)hmod;
   FAKE_ON();
+  if (g_missing && ends_with(name, g_missing)) return CUDA_ERROR_NOT_FOUND;
   *hfunc = FAKE_FN(ends_with(name, "_combine") ? H_COMBINE
                    : ends_with(name, "_append") ? H_APPEND
                    : ends_with(name, "_pre")    ? H_PRE

@@ -12,7 +12,7 @@ first one is used (any FP8 kernel of a head dim carries the same
 quantization). Per case: x [B, S, H, D] of N(0, 1) entries, each (batch,
 128-row block, head) multiplied by its own 2^U(-4, 4) so that block scales
 differ, with 0.1 % outliers N(0, 100) (FlashAttention-3's accuracy test);
-y poisoned with e4m3 NaN (0x7F), descales and the workspace with NaN.
+y poisoned with e4m3 NaN (0x7F), descales with NaN, the heads' amax words with -1.
 Criteria:
 
   * every y byte and descale written (no NaN left; the inputs are finite);
@@ -83,7 +83,8 @@ def poisoned(x, block):
     nb = -(-S // 128)
     y = torch.full((B, S, H, D), 0x7F, dtype=torch.uint8, device=x.device).view(FP8)
     d = torch.full((B, H, nb) if block else (B, H), math.nan, device=x.device)
-    w = torch.full((B, H, nb), math.nan, device=x.device) if not block else None
+    # (the heads' amax words: poisoned too, fa3rt_quantize zeroes them)
+    w = torch.full((B, H), -1, dtype=torch.int32, device=x.device) if not block else None
     return y, d, w
 
 

@@ -5,8 +5,9 @@
 // thread at every head dim, 2 D threads), so the block's amax is known
 // before any of its bytes are written, without a second read.
 //
-// A row is spread over G = D / 64 lanes (2 at head dim 64: 32 values a
-// lane), each holding 16-byte chunks of 8 columns: chunk c of lane l is
+// A row is spread over G = D / min(64, D / 2) lanes (2 at head dims 64 and
+// 128, 4 at 256; 32 or 64 values a lane), each holding 16-byte chunks of 8
+// columns: chunk c of lane l is
 // columns 8 G c + 8 l .. + 7, so that one load instruction reads G x 16
 // contiguous bytes of each of its rows (whole 32-byte sectors). The
 // rotation is the fast Walsh-Hadamard transform: x H_D is log2(D)
@@ -20,7 +21,10 @@
 // non-negative floats; a NaN's bits exceed inf's, and a NaN amax gets
 // descale 1 as in fa3.quantize): redux.sync across a warp, shared memory
 // across warps. Rows past S are read clamped to row S - 1 and replaced by
-// zeros (no branch around the loads), and are not stored.
+// zeros (no branch around the loads), and are not stored. Per-head
+// descales take two launches: mode 1 maxes each block's amax bits into its
+// head's word of the (zeroed) workspace with one atomic a CTA, mode 2
+// reads that word.
 //
 //===----------------------------------------------------------------------===//
 #include "QuantizeKernel.h"
@@ -70,10 +74,12 @@ public:
     tid = NVVM::ThreadIdXOp::create(b, loc, i32T);
     lane = bin<arith::AndIOp>(tid, i32(31));
     warp = bin<arith::ShRUIOp>(tid, i32(5));
-    Value blk = NVVM::BlockIdXOp::create(b, loc, i32T);
-    Value head = NVVM::BlockIdYOp::create(b, loc, i32T);
+    // Heads fastest: the CTAs that run at once read the same rows of
+    // every head, contiguous memory in [B, S, H, D], not rows H * D apart
+    Value head = NVVM::BlockIdXOp::create(b, loc, i32T);
+    Value blk = NVVM::BlockIdYOp::create(b, loc, i32T);
     Value batch = NVVM::BlockIdZOp::create(b, loc, i32T);
-    Value blocks = NVVM::GridDimXOp::create(b, loc, i32T);
+    Value blocks = NVVM::GridDimYOp::create(b, loc, i32T);
     // this CTA's entry of the [B, H, blocks] arrays, and of [B, H]
     Value heads = ext64(param("H"));
     Value bh = bin<arith::MulIOp>(ext64(batch), heads);
@@ -86,19 +92,25 @@ public:
     Value mode = param("mode");
     Value headPass = cmpi(CmpIPredicate::eq, mode, i32(2));
     Value own = ownAmaxBits();
+    // mode 2: the head's amax, which mode 1's CTAs maxed into its word
     Value local = ifElse(headPass, TypeRange{i32T},
                          [&]() -> SmallVector<Value> {
-                           return {workspaceAmaxBits(firstBlock, blocks)};
+                           Value p = globalAt(param("amax"), bh, 4);
+                           return {LLVM::LoadOp::create(b, loc, i32T, p,
+                                                        /*alignment=*/4)};
                          },
                          [&]() -> SmallVector<Value> { return {own}; })
                       .getResult(0);
-    Value amax = arith::BitcastOp::create(b, loc, f32T, ctaMax(local));
+    Value amaxBits = ctaMax(local);
+    Value amax = arith::BitcastOp::create(b, loc, f32T, amaxBits);
     Value first = cmpi(CmpIPredicate::eq, tid, i32(0));
     Value amaxPass = cmpi(CmpIPredicate::eq, mode, i32(1));
     Value writeAmax = bin<arith::AndIOp>(amaxPass, first);
     ifThen(writeAmax, [&] {
-      LLVM::StoreOp::create(b, loc, amax, globalAt(param("amax"), blockEntry, 4),
-                            /*alignment=*/4);
+      // (non-negative floats order as their bits; a NaN's exceed inf's)
+      LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::umax,
+                                globalAt(param("amax"), bh, 4), amaxBits,
+                                LLVM::AtomicOrdering::monotonic);
     });
     Value quantizing = cmpi(CmpIPredicate::ne, mode, i32(1));
     ifThen(quantizing, [&] {
@@ -258,24 +270,6 @@ private:
       m = bin<arith::MaxUIOp>(m, bits);
     }
     return m;
-  }
-
-  /// The max of this head's block amaxes (mode 2), the CTA's threads
-  /// striding over them.
-  Value workspaceAmaxBits(Value firstBlock, Value blocks) {
-    Value threads = i32(kQuantizeThreadsPerCol * d);
-    auto loop = scf::ForOp::create(b, loc, tid, blocks, threads,
-                                   ValueRange{i32(0)});
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value e = bin<arith::AddIOp>(firstBlock, ext64(loop.getInductionVar()));
-    Value a = LLVM::LoadOp::create(b, loc, i32T, globalAt(param("amax"), e, 4),
-                                   /*alignment=*/4);
-    a = bin<arith::AndIOp>(a, i32(0x7FFFFFFF));
-    Value m = bin<arith::MaxUIOp>(loop.getRegionIterArg(0), a);
-    scf::YieldOp::create(b, loc, m);
-    b.setInsertionPointAfter(loop);
-    return loop.getResult(0);
   }
 
   /// The CTA's max of `bits` in every thread.

@@ -49,23 +49,24 @@
 // CHECK: %[[SG:.*]] = vector.extract %[[SG4]][0] : f32 from vector<4xf32>
 // CHECK: arith.mulf %[[SG]], %[[INVSQRT]] : f32
 // CHECK: } else {
-// The amax: bits with the sign cleared, or (mode 2) the workspace's blocks.
+// The amax: bits with the sign cleared, or (mode 2) the head's word.
 // CHECK: %[[HEADPASS:.*]] = arith.cmpi eq, %[[MODE]], %c2_i32 : i32
 // CHECK: arith.andi %{{.*}}, %c2147483647_i32 : i32
 // CHECK: arith.maxui
 // CHECK: scf.if %[[HEADPASS]] -> (i32) {
-// CHECK: scf.for
 // CHECK: llvm.getelementptr %[[AMAX]]
+// CHECK: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> i32
 // CHECK: %[[WARPMAX:.*]] = nvvm.redux.sync  umax %{{.*}}, %c-1_i32 : i32 -> i32
 // CHECK: llvm.mlir.addressof @fa3_quantize_amax : !llvm.ptr<3>
 // CHECK: llvm.store %[[WARPMAX]], %{{.*}} : i32, !llvm.ptr<3>
 // CHECK: nvvm.barrier0
 // CHECK-COUNT-16: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<3> -> i32
-// CHECK: %[[AMAXF:.*]] = arith.bitcast %{{.*}} : i32 to f32
-// Mode 1: the block's amax to the workspace, nothing else.
+// CHECK: %[[BITS:.*]] = arith.maxui
+// CHECK: %[[AMAXF:.*]] = arith.bitcast %[[BITS]] : i32 to f32
+// Mode 1: the block's amax maxed into its head's word, nothing else.
 // CHECK: %[[AMAXPASS:.*]] = arith.cmpi eq, %[[MODE]], %c1_i32 : i32
 // CHECK: llvm.getelementptr %[[AMAX]]
-// CHECK: llvm.store %[[AMAXF]], %{{.*}} : f32, !llvm.ptr<1>
+// CHECK: llvm.atomicrmw umax %{{.*}}, %[[BITS]] monotonic : !llvm.ptr<1>, i32
 // CHECK: %[[QUANT:.*]] = arith.cmpi ne, %[[MODE]], %c1_i32 : i32
 // CHECK: scf.if %[[QUANT]] {
 // CHECK: %[[OK:.*]] = arith.cmpf oge, %[[AMAXF]], %[[AMAXMIN]] : f32

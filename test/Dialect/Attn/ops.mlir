@@ -51,6 +51,17 @@ func.func @fp8_descales(%q: memref<2x8x300x64xf8E4M3FN>, %k: memref<2x2x300x64xf
   return
 }
 
+// No query rows: q's block descale has no blocks.
+// CHECK-LABEL: func @fp8_no_rows
+func.func @fp8_no_rows(%q: memref<1x2x0x64xf8E4M3FN>, %k: memref<1x2x9x64xf8E4M3FN>,
+                       %qb: memref<1x2x0xf32>, %kb: memref<1x2x1xf32>, %vd: memref<f32>,
+                       %o: memref<1x2x0x64xbf16>) {
+  // CHECK: descale(%{{.*}}, %{{.*}}, %{{.*}} : memref<1x2x0xf32>, memref<1x2x1xf32>, memref<f32>)
+  attn.flash_attention ins(%q, %k, %k : memref<1x2x0x64xf8E4M3FN>, memref<1x2x9x64xf8E4M3FN>, memref<1x2x9x64xf8E4M3FN>)
+    descale(%qb, %kb, %vd : memref<1x2x0xf32>, memref<1x2x1xf32>, memref<f32>) outs(%o : memref<1x2x0x64xbf16>)
+  return
+}
+
 // CHECK-LABEL: func @fp8_inputs
 func.func @fp8_inputs(%q: memref<1x2x64x64xf8E4M3FN>, %k: memref<1x2x64x64xf8E4M3FN>,
                       %v: memref<1x2x64x64xf8E4M3FN>, %o: memref<1x2x64x64xbf16>) {

@@ -344,15 +344,16 @@ static LogicalResult verifyDescales(FlashAttentionOp op) {
     const char *name;
     Value val;
     SmallVector<int64_t> heads; // per (batch, head): the head counts taken
-    int64_t blocks;             // per block: their count, or 0: no block form
+    bool blockForm;             // one per block of rows taken
+    int64_t blocks;             // their count (dynamic: not known)
     const char *forms;
   };
   Form forms[] = {
-      {"q_descale", d[0], {hq, hkv}, blocks(qt),
+      {"q_descale", d[0], {hq, hkv}, true, blocks(qt),
        "[], [B, Hq], [B, Hkv] or [B, Hq, ceil(Sq / 128)]"},
-      {"k_descale", d[1], {hkv}, blocks(kt),
+      {"k_descale", d[1], {hkv}, true, blocks(kt),
        "[], [B, Hkv] or [B, Hkv, ceil(Skv / 128)]"},
-      {"v_descale", d[2], {hkv}, 0, "[] or [B, Hkv]"}};
+      {"v_descale", d[2], {hkv}, false, 0, "[] or [B, Hkv]"}};
   for (const Form &f : forms) {
     auto t = cast<ShapedType>(f.val.getType());
     if (!t.getElementType().isF32())
@@ -368,7 +369,8 @@ static LogicalResult verifyDescales(FlashAttentionOp op) {
     };
     if (t.getRank() == 0)
       continue;
-    if (t.getRank() == 1 || t.getRank() > 3 || (t.getRank() == 3 && !f.blocks))
+    if (t.getRank() == 1 || t.getRank() > 3 ||
+        (t.getRank() == 3 && !f.blockForm))
       return bad();
     if (!fits(t.getDimSize(0), qt.getDimSize(0)))
       return bad();
