@@ -1,7 +1,7 @@
 /*===- fa3-c/Attn.h - C API of the attn dialect -------------------*- C -*-===*\
 |*                                                                            *|
 |* Registration of the attn dialect and builders for attn.flash_attention,  *|
-|* its packed variable-length form and its backward,                         *|
+|* its FP8, packed variable-length and backward forms, and attn.quantize,    *|
 |* for ML compilers that embed FA3-MLIR through MLIR's C API.                 *|
 \*===----------------------------------------------------------------------===*/
 #ifndef FA3_C_ATTN_H
@@ -76,6 +76,32 @@ MLIR_CAPI_EXPORTED MlirOperation fa3FlashAttentionVarlenCreate(
 /* Whether `op` is an attn.flash_attention_varlen (a null op: false, last
  * error). */
 MLIR_CAPI_EXPORTED bool fa3OperationIsAFlashAttentionVarlen(MlirOperation op);
+
+/* Builds (does not insert) attn.flash_attention on FP8 (f8E4M3FN) q, k, v
+ * with FlashAttention-3's descale factors: qDescale, kDescale, vDescale f32
+ * (all three given), each rank 0 or per (batch, head) ([B, Hq] or [B, Hkv]
+ * for q, [B, Hkv] for k and v) or, for q and k, per 128 rows ([B, H,
+ * ceil(S / 128)]); s = scale qd kd q.k, o = vd P V. Otherwise as
+ * fa3FlashAttentionCreate (the same refusals). */
+MLIR_CAPI_EXPORTED MlirOperation fa3FlashAttentionFp8Create(
+    MlirLocation loc, MlirValue q, MlirValue k, MlirValue v, MlirValue qDescale,
+    MlirValue kDescale, MlirValue vDescale, MlirValue o, MlirValue lse,
+    Fa3FlashAttentionOptions options);
+
+/* Builds (does not insert) attn.quantize and verifies it: x [B, H, S, D]
+ * (f16, bf16 or f32) to y (f8E4M3FN, x's shape) with f32 descales, one per
+ * `block` rows of a head ([B, H, ceil(S / block)]) or, with block 0, one per
+ * head ([B, H]); with `signs` (f32 [D], or a null MlirValue) x is first
+ * rotated by H_D diag(signs) / sqrt(D). All tensors or all memrefs of loc's
+ * context; the tensor form gets two results. Refused as the other
+ * builders' (a null op, the reason at loc and as the last error); block
+ * below 0 or above 2^31 - 1 by name. */
+MLIR_CAPI_EXPORTED MlirOperation fa3QuantizeCreate(MlirLocation loc, MlirValue x,
+                                                   MlirValue signs, MlirValue y,
+                                                   MlirValue descale, int64_t block);
+
+/* Whether `op` is an attn.quantize (a null op: false, last error). */
+MLIR_CAPI_EXPORTED bool fa3OperationIsAQuantize(MlirOperation op);
 
 #ifdef __cplusplus
 }

@@ -88,6 +88,16 @@ static SmallVector<Type> resultTypesOf(Value q, ValueRange outs) {
   return types;
 }
 
+/// Whether `op` is an OpT (a null op: false, the last error).
+template <typename OpT> static bool isA(const char *fn, MlirOperation op) {
+  clearLastError();
+  if (mlirOperationIsNull(op)) {
+    misuse(fn, "the operation is null");
+    return false;
+  }
+  return isa<OpT>(unwrap(op));
+}
+
 /// Every builder's first check: a location (its context is the op's).
 static bool haveLocation(const char *fn, MlirLocation loc) {
   if (mlirLocationIsNull(loc)) {
@@ -122,6 +132,67 @@ MlirOperation fa3FlashAttentionCreate(MlirLocation loc, MlirValue q,
                                      ValueRange{}, outs, a.scale, a.causal,
                                      a.window, a.softcap);
   return verified(fn, op, firstError);
+}
+
+MlirOperation fa3FlashAttentionFp8Create(MlirLocation loc, MlirValue q,
+                                         MlirValue k, MlirValue v,
+                                         MlirValue qDescale, MlirValue kDescale,
+                                         MlirValue vDescale, MlirValue o,
+                                         MlirValue lse,
+                                         Fa3FlashAttentionOptions options) {
+  const char *fn = __func__;
+  clearLastError();
+  if (!haveLocation(fn, loc))
+    return MlirOperation{nullptr};
+  Location l = unwrap(loc);
+  if (!checkValues(fn, l,
+                   {"q", "k", "v", "qDescale", "kDescale", "vDescale", "o",
+                    "lse"},
+                   {q, k, v, qDescale, kDescale, vDescale, o, lse},
+                   {false, false, false, false, false, false, false, true}))
+    return MlirOperation{nullptr};
+  FirstError firstError(l.getContext());
+  OpBuilder b(l.getContext());
+  SmallVector<Value> outs{unwrap(o)};
+  if (!mlirValueIsNull(lse))
+    outs.push_back(unwrap(lse));
+  Value descales[] = {unwrap(qDescale), unwrap(kDescale), unwrap(vDescale)};
+  AttentionAttrs a = attrsOf(b, options);
+  auto op = FlashAttentionOp::create(b, l, resultTypesOf(unwrap(q), outs),
+                                     unwrap(q), unwrap(k), unwrap(v),
+                                     descales, outs, a.scale, a.causal,
+                                     a.window, a.softcap);
+  return verified(fn, op, firstError);
+}
+
+MlirOperation fa3QuantizeCreate(MlirLocation loc, MlirValue x, MlirValue signs,
+                                MlirValue y, MlirValue descale,
+                                int64_t block) {
+  const char *fn = __func__;
+  clearLastError();
+  if (!haveLocation(fn, loc))
+    return MlirOperation{nullptr};
+  Location l = unwrap(loc);
+  if (!checkValues(fn, l, {"x", "signs", "y", "descale"},
+                   {x, signs, y, descale}, {false, true, false, false}))
+    return MlirOperation{nullptr};
+  if (block < 0 || block > INT32_MAX) {
+    misuseAt(fn, l, "block is " + std::to_string(block) +
+                        "; 0 (one descale per head) or 1 to 2^31-1 rows");
+    return MlirOperation{nullptr};
+  }
+  FirstError firstError(l.getContext());
+  OpBuilder b(l.getContext());
+  Value outs[] = {unwrap(y), unwrap(descale)};
+  auto op = QuantizeOp::create(
+      b, l, resultTypesOf(unwrap(x), outs), unwrap(x),
+      mlirValueIsNull(signs) ? Value() : unwrap(signs), outs,
+      block ? b.getI64IntegerAttr(block) : IntegerAttr());
+  return verified(fn, op, firstError);
+}
+
+bool fa3OperationIsAQuantize(MlirOperation op) {
+  return isA<QuantizeOp>(__func__, op);
 }
 
 MlirOperation fa3FlashAttentionGradCreate(MlirLocation loc, MlirValue q,
@@ -180,28 +251,13 @@ MlirOperation fa3FlashAttentionVarlenCreate(
 }
 
 bool fa3OperationIsAFlashAttentionVarlen(MlirOperation op) {
-  clearLastError();
-  if (mlirOperationIsNull(op)) {
-    misuse(__func__, "the operation is null");
-    return false;
-  }
-  return isa<FlashAttentionVarlenOp>(unwrap(op));
+  return isA<FlashAttentionVarlenOp>(__func__, op);
 }
 
 bool fa3OperationIsAFlashAttention(MlirOperation op) {
-  clearLastError();
-  if (mlirOperationIsNull(op)) {
-    misuse(__func__, "the operation is null");
-    return false;
-  }
-  return isa<FlashAttentionOp>(unwrap(op));
+  return isA<FlashAttentionOp>(__func__, op);
 }
 
 bool fa3OperationIsAFlashAttentionGrad(MlirOperation op) {
-  clearLastError();
-  if (mlirOperationIsNull(op)) {
-    misuse(__func__, "the operation is null");
-    return false;
-  }
-  return isa<FlashAttentionGradOp>(unwrap(op));
+  return isA<FlashAttentionGradOp>(__func__, op);
 }

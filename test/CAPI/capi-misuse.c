@@ -117,6 +117,64 @@ static void varlenCases(MlirContext ctx, Fa3DiagnosticLog *log) {
   mlirModuleDestroy(module);
 }
 
+static const char *kFp8Func =
+    "func.func @f(%x: memref<1x2x64x64xbf16>, %q: memref<1x2x64x64xf8E4M3FN>,\n"
+    "             %d: memref<1x2x1xf32>, %o: memref<1x2x64x64xbf16>,\n"
+    "             %vd: memref<1x2xf32>) {\n"
+    "  return\n"
+    "}\n";
+
+/* The FP8 builders: null values, a negative block, null operations. */
+static void fp8Cases(MlirContext ctx, Fa3DiagnosticLog *log) {
+  MlirModule module = mlirModuleCreateParse(ctx, str(kFp8Func));
+  if (mlirModuleIsNull(module)) {
+    printf("FAIL: parse fp8\n");
+    ++failures;
+    return;
+  }
+  MlirBlock body = funcBody(module);
+  MlirValue x = mlirBlockGetArgument(body, 0), q = mlirBlockGetArgument(body, 1),
+            d = mlirBlockGetArgument(body, 2), o = mlirBlockGetArgument(body, 3),
+            vd = mlirBlockGetArgument(body, 4);
+  MlirValue null = {NULL};
+  MlirLocation loc = mlirLocationUnknownGet(ctx);
+  MlirLocation nullLoc = {NULL};
+  Fa3FlashAttentionOptions opts = fa3FlashAttentionOptionsDefault();
+  MlirOperation op = fa3FlashAttentionFp8Create(loc, q, q, q, d, null, d, o, null, opts);
+  // CHECK: fp8/null-kd: fa3FlashAttentionFp8Create: kDescale is a null MlirValue
+  expectFailure("fp8/null-kd", mlirOperationIsNull(op));
+  op = fa3FlashAttentionFp8Create(nullLoc, q, q, q, d, d, d, o, null, opts);
+  // CHECK: fp8/null-loc: fa3FlashAttentionFp8Create: the location is null
+  expectFailure("fp8/null-loc", mlirOperationIsNull(op));
+  fa3DiagnosticLogClear(log);
+  op = fa3FlashAttentionFp8Create(loc, q, q, q, d, d, vd, o, null, opts);
+  expectSuccess("fp8/valid", !mlirOperationIsNull(op) && fa3OperationIsAFlashAttention(op));
+  if (!mlirOperationIsNull(op))
+    mlirOperationDestroy(op);
+  op = fa3QuantizeCreate(loc, null, null, q, d, 64);
+  // CHECK: quantize/null-x: fa3QuantizeCreate: x is a null MlirValue
+  expectFailure("quantize/null-x", mlirOperationIsNull(op));
+  op = fa3QuantizeCreate(loc, x, null, q, d, -5);
+  // CHECK: quantize/negative-block: fa3QuantizeCreate: block is -5; 0 (one descale per head) or 1 to 2^31-1 rows
+  expectFailure("quantize/negative-block", mlirOperationIsNull(op));
+  op = fa3QuantizeCreate(loc, x, null, q, d, (int64_t)1 << 40);
+  // CHECK: quantize/huge-block: fa3QuantizeCreate: block is 1099511627776; 0 (one descale per head) or 1 to 2^31-1 rows
+  expectFailure("quantize/huge-block", mlirOperationIsNull(op));
+  op = fa3QuantizeCreate(loc, x, null, x, d, 64);
+  // CHECK: quantize/bf16-out: fa3QuantizeCreate: 'attn.quantize' op output must be f8E4M3FN, got 'bf16'
+  expectFailure("quantize/bf16-out", mlirOperationIsNull(op));
+  fa3DiagnosticLogClear(log);
+  op = fa3QuantizeCreate(loc, x, null, q, d, 64);
+  expectSuccess("quantize/valid", !mlirOperationIsNull(op) && fa3OperationIsAQuantize(op) &&
+                                      !fa3OperationIsAFlashAttention(op));
+  if (!mlirOperationIsNull(op))
+    mlirOperationDestroy(op);
+  MlirOperation nullOp = {NULL};
+  // CHECK: isa-quantize/null: fa3OperationIsAQuantize: the operation is null
+  expectFailure("isa-quantize/null", !fa3OperationIsAQuantize(nullOp));
+  mlirModuleDestroy(module);
+}
+
 static void attnCases(MlirContext ctx, Fa3DiagnosticLog *log) {
   MlirModule module = mlirModuleCreateParse(ctx, str(kMemrefFunc));
   if (mlirModuleIsNull(module)) {
@@ -450,6 +508,7 @@ int main(void) {
   MlirContext ctx = fa3ContextCreate();
   Fa3DiagnosticLog *log = fa3DiagnosticLogAttach(ctx);
   varlenCases(ctx, log); /* first: its CHECK lines come first */
+  fp8Cases(ctx, log);
   attnCases(ctx, log);
   invalidModuleCase(ctx, log);
   specCases(ctx, log);
