@@ -67,10 +67,13 @@ public:
     declareReduceSmem(m);
     gpu::GPUFuncOp fn =
         openKernel(m, name, kQuantizeParams, kQuantizeThreadsPerCol * d);
-    // Two CTAs an SM where their registers fit (up to 256 threads: 128 a
-    // thread), so that one's loads overlap the other's arithmetic.
-    if (kQuantizeThreadsPerCol * d <= 256)
-      fn->setAttr("nvvm.minctasm", b.getI32IntegerAttr(2));
+    // More CTAs an SM where their registers fit without spills, so that
+    // one's loads overlap another's arithmetic: 4 of 128 threads (head dim
+    // 64), 2 of 256 (128; 3 spill and measured 3 % slower with the
+    // rotation, bench/NOTES.md); head dim 256's 512 threads fill the SM.
+    const int64_t threads = kQuantizeThreadsPerCol * d;
+    if (threads <= 256)
+      fn->setAttr("nvvm.minctasm", b.getI32IntegerAttr(threads <= 128 ? 4 : 2));
     tid = NVVM::ThreadIdXOp::create(b, loc, i32T);
     lane = bin<arith::AndIOp>(tid, i32(31));
     warp = bin<arith::ShRUIOp>(tid, i32(5));

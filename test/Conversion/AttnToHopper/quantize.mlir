@@ -91,11 +91,10 @@ func.func @d256(%q: memref<1x2x256x256xf8E4M3FN>, %k: memref<1x2x256x256xf8E4M3F
 
 // -----
 
-// Head dim 64: 128 threads (3 CTAs an SM at most; asked for 2), a row over
-// 2 lanes (32 columns a lane), 2 rows a lane, one shuffle stage, 1/8; a
-// bf16 kernel has none.
+// Head dim 64: 128 threads (4 CTAs an SM), a row over 2 lanes (32 columns
+// a lane), 2 rows a lane, one shuffle stage, 1/8; a bf16 kernel has none.
 // CHECK-LABEL: gpu.func @d64_kernel_quantize(
-// CHECK-SAME: nvvm.maxntid = array<i32: 128, 1, 1>, nvvm.minctasm = 2 : i32
+// CHECK-SAME: nvvm.maxntid = array<i32: 128, 1, 1>, nvvm.minctasm = 4 : i32
 // CHECK-DAG: arith.constant 1.250000e-01 : f32
 // CHECK-COUNT-8: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xi16>
 // CHECK-COUNT-64: nvvm.shfl.sync  bfly %c-1_i32, %{{.*}}, %c1_i32, %c31_i32 : f32 -> f32
