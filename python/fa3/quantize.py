@@ -335,6 +335,13 @@ def _quantize_any(fn, torch, fp8, x, block, hadamard, backend, kernel_dir, jit):
         seed = None
         if hadamard is not None and hadamard is not False:
             seed = 0 if hadamard is True else _seed(fn, hadamard)
+        if torch.compiler.is_compiling():
+            # traced as the op (fa3.torch_ops): no graph break; the kernel
+            # is looked up when the compiled graph first runs
+            from . import torch_ops  # noqa: F401  (registers torch.ops.fa3.quantize_fp8)
+            return torch.ops.fa3.quantize_fp8.default(
+                x, block or 0, -1 if seed is None else seed,
+                None if kernel_dir is None else str(kernel_dir), jit)
         try:
             return _quantize_kernel(torch, fp8, x, block, seed, kernel_dir, jit)
         except _KernelNotFound:

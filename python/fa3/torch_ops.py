@@ -75,6 +75,14 @@ forward-only: flash_attn_func refuses inputs that require grad). A separate
 op from flash_attn_fwd, whose schema and autograd stay those of the bf16 /
 f16 kernels.
 
+    torch.ops.fa3.quantize_fp8(x, block, seed, kernel_dir, jit) -> (x8, descale)
+
+is fa3.quantize_fp8's generated kernel (the FP8 kernel's <kernel>_quantize):
+x [B, S, H, D] bf16 or f16 (CUDA, sm_90), block 128 (descale [B, H, ceil(S /
+128)]) or 0 (one a head, [B, H]), seed -1 (no rotation) or the Hadamard
+rotation's seed; x8 torch.float8_e4m3fn [B, S, H, D] (contiguous), descale
+float32. No autograd (quantization has no gradient).
+
 Autograd: flash_attn_fwd's backward (torch.library.register_autograd) is
 flash_attn_bwd, so that flash_attn_func differentiates in eager code (where
 grad is needed it calls the op) and under torch.compile (AOTAutograd traces
@@ -307,6 +315,25 @@ def _flash_attn_fp8_fwd_fake(q, k, v, q_descale, k_descale, v_descale, softmax_s
             q.new_empty((B, Hq, Sq), dtype=torch.float32))
 
 
+QUANTIZE_OP_NAME = "fa3::quantize_fp8"
+QUANTIZE_SCHEMA = ("quantize_fp8(Tensor x, int block, int seed, str? kernel_dir, bool? jit) "
+                   "-> (Tensor x8, Tensor descale)")
+
+
+def quantize_fp8(x, block, seed, kernel_dir, jit):
+    """The CUDA implementation: fa3.quantize's kernel path."""
+    from . import quantize as fq
+    return fq._quantize_kernel(torch, torch.float8_e4m3fn, x, block or None,
+                               None if seed < 0 else seed, kernel_dir, jit)
+
+
+def _quantize_fp8_fake(x, block, seed, kernel_dir, jit):
+    B, S, H, D = x.shape
+    d = (B, H, -(-S // block)) if block else (B, H)
+    return (x.new_empty((B, S, H, D), dtype=torch.float8_e4m3fn),
+            x.new_empty(d, dtype=torch.float32))
+
+
 # torch.library.Library + impl rather than torch.library.custom_op: the
 # latter's Python autograd layer costs ~50 us a call (H200, torch 2.11),
 # more than the launch itself
@@ -331,3 +358,6 @@ torch.library.register_fake(APPEND_OP_NAME, _flash_attn_decode_append_fwd_fake, 
 _lib.define(FP8_SCHEMA)
 _lib.impl("flash_attn_fp8_fwd", flash_attn_fp8_fwd, "CUDA")
 torch.library.register_fake(FP8_OP_NAME, _flash_attn_fp8_fwd_fake, lib=_lib)
+_lib.define(QUANTIZE_SCHEMA)
+_lib.impl("quantize_fp8", quantize_fp8, "CUDA")
+torch.library.register_fake(QUANTIZE_OP_NAME, _quantize_fp8_fake, lib=_lib)

@@ -34,7 +34,8 @@ q, k, v through quantize_qkv_fp8 and the FP8 attention on FlashAttention-3's
 accuracy inputs (B 1, H 8, S 4096, non-causal), the RMSE of o against
 float64 attention of the unquantized inputs for the kernel's quantization
 and the torch path's (criterion: within 1.1x + 1e-4 of each other); a
-CUDA-graph capture of quantize_qkv_fp8 replayed on new inputs; misuse
+CUDA-graph capture of quantize_qkv_fp8 replayed on new inputs; the same
+under torch.compile(fullgraph=True), bit for bit the eager call; misuse
 refused by name.
 """
 import argparse
@@ -231,6 +232,21 @@ def check_graph(D, kernel_dir, gen):
     return dict(case="CUDA graph replay on new inputs", head_dim=D, ok=bool(ok))
 
 
+def check_compiled(D, kernel_dir, gen):
+    """quantize_qkv_fp8 under torch.compile(fullgraph=True) (the op
+    torch.ops.fa3.quantize_fp8): bit for bit the eager result."""
+    q, k, v = (inputs(2, 300, 4, D, "bf16", gen) for _ in range(3))
+
+    def run(q, k, v):
+        return fq.quantize_qkv_fp8(q, k, v, kernel_dir=kernel_dir, jit=False)
+    got = torch.compile(run, fullgraph=True)(q, k, v)
+    want = run(q, k, v)
+    ok = all(torch.equal(a.view(torch.uint8) if a.dtype == FP8 else a,
+                         b.view(torch.uint8) if b.dtype == FP8 else b)
+             for a, b in zip(got, want))
+    return dict(case="torch.compile(fullgraph) == eager", head_dim=D, ok=bool(ok))
+
+
 def check_misuse(D, kernel_dir):
     """Refusals by name: the kernel path on float32, a wrong head dim."""
     rows = []
@@ -302,6 +318,7 @@ def main():
         if not a.sanitize:
             extra += [lambda: [check_end_to_end(D, kf, a.kernel_dir, gen)],
                       lambda: [check_graph(D, a.kernel_dir, gen)],
+                      lambda: [check_compiled(D, a.kernel_dir, gen)],
                       lambda: check_misuse(D, a.kernel_dir)]
         for fn in extra:
             try:
