@@ -697,6 +697,15 @@ static int mul_add(int64_t *acc, int64_t a, int64_t b) {
   return !__builtin_mul_overflow(a, b, &p) && !__builtin_add_overflow(*acc, p, acc);
 }
 
+/* The element index of a non-empty tensor's last element by the strides
+ * eff (INT64_MAX where it overflows). */
+static int64_t last_index(const fa3rt_tensor *t, const int64_t eff[4]) {
+  int64_t last = 0;
+  for (int i = 0; i < 4; i++)
+    if (!mul_add(&last, t->shape[i] - 1, eff[i])) return INT64_MAX;
+  return last;
+}
+
 /* Who reads a tensor that check_tensor checks, for its messages: TMA, or
  * the 16-byte row accesses of the backward's helper kernels (o, dq) or of
  * a decoding kernel's <kernel>_append (k_new, v_new), by the same rules. */
@@ -771,9 +780,7 @@ static fa3rt_status check_tensor(const char *name, const fa3rt_tensor *t, int64_
   }
   /* the last element's byte offset: all of the tensor below 2^63, so that no
      address or offset computed from it overflows */
-  int64_t last = 0;
-  for (int i = 0; i < 4; i++)
-    if (!mul_add(&last, t->shape[i] - 1, eff[i])) last = INT64_MAX;
+  const int64_t last = last_index(t, eff);
   if (last > (int64_t)((ADDR_END - t->ptr) / (uint64_t)elem) - 1)
     return fail(FA3RT_ERR_INVALID_ARGUMENT, "%s at 0x%llx with shape [%lld,%lld,%lld,%lld] and "
                 "strides [%lld,%lld,%lld,%lld] reaches past 2^63 bytes", name,
@@ -2334,9 +2341,7 @@ fa3rt_status fa3rt_bwd(fa3rt_kernel *k, const fa3rt_bwd_args *a, void *stream) {
 /* The bytes from a checked, non-empty tensor's first element past its last
  * (check_tensor bounds them below 2^63). */
 static uint64_t span_bytes(const fa3rt_tensor *t, const int64_t eff[4], int64_t elem) {
-  int64_t last = 0;
-  for (int i = 0; i < 4; i++) mul_add(&last, t->shape[i] - 1, eff[i]);
-  return (uint64_t)(last + 1) * (uint64_t)elem;
+  return (uint64_t)(last_index(t, eff) + 1) * (uint64_t)elem;
 }
 
 /* An f32 array of n elements at p (written or read by fa3rt_quantize):

@@ -107,31 +107,51 @@ static bool haveLocation(const char *fn, MlirLocation loc) {
   return true;
 }
 
-MlirOperation fa3FlashAttentionCreate(MlirLocation loc, MlirValue q,
-                                      MlirValue k, MlirValue v, MlirValue o,
-                                      MlirValue lse,
-                                      Fa3FlashAttentionOptions options) {
-  const char *fn = __func__;
+/// attn.flash_attention from the C API's values, checked (none null but
+/// lse; descales: none or all three) and verified.
+static MlirOperation createAttention(const char *fn, MlirLocation loc,
+                                     MlirValue q, MlirValue k, MlirValue v,
+                                     ArrayRef<MlirValue> descales, MlirValue o,
+                                     MlirValue lse,
+                                     const Fa3FlashAttentionOptions &options) {
   clearLastError();
   if (!haveLocation(fn, loc))
     return MlirOperation{nullptr};
   Location l = unwrap(loc);
   // Every value must be there (lse may be null) and live in loc's context:
   // the builder would dereference a null one.
-  if (!checkValues(fn, l, {"q", "k", "v", "o", "lse"}, {q, k, v, o, lse},
-                   {false, false, false, false, true}))
+  SmallVector<const char *> names = {"q", "k", "v"};
+  SmallVector<MlirValue> values = {q, k, v};
+  if (!descales.empty()) {
+    names.append({"qDescale", "kDescale", "vDescale"});
+    values.append(descales.begin(), descales.end());
+  }
+  names.append({"o", "lse"});
+  values.append({o, lse});
+  SmallVector<bool> optional(values.size(), false);
+  optional.back() = true;
+  if (!checkValues(fn, l, names, values, optional))
     return MlirOperation{nullptr};
   FirstError firstError(l.getContext());
   OpBuilder b(l.getContext());
   SmallVector<Value> outs{unwrap(o)};
   if (!mlirValueIsNull(lse))
     outs.push_back(unwrap(lse));
+  SmallVector<Value> ds;
+  for (MlirValue d : descales)
+    ds.push_back(unwrap(d));
   AttentionAttrs a = attrsOf(b, options);
   auto op = FlashAttentionOp::create(b, l, resultTypesOf(unwrap(q), outs),
-                                     unwrap(q), unwrap(k), unwrap(v),
-                                     ValueRange{}, outs, a.scale, a.causal,
-                                     a.window, a.softcap);
+                                     unwrap(q), unwrap(k), unwrap(v), ds, outs,
+                                     a.scale, a.causal, a.window, a.softcap);
   return verified(fn, op, firstError);
+}
+
+MlirOperation fa3FlashAttentionCreate(MlirLocation loc, MlirValue q,
+                                      MlirValue k, MlirValue v, MlirValue o,
+                                      MlirValue lse,
+                                      Fa3FlashAttentionOptions options) {
+  return createAttention(__func__, loc, q, k, v, {}, o, lse, options);
 }
 
 MlirOperation fa3FlashAttentionFp8Create(MlirLocation loc, MlirValue q,
@@ -140,29 +160,8 @@ MlirOperation fa3FlashAttentionFp8Create(MlirLocation loc, MlirValue q,
                                          MlirValue vDescale, MlirValue o,
                                          MlirValue lse,
                                          Fa3FlashAttentionOptions options) {
-  const char *fn = __func__;
-  clearLastError();
-  if (!haveLocation(fn, loc))
-    return MlirOperation{nullptr};
-  Location l = unwrap(loc);
-  if (!checkValues(fn, l,
-                   {"q", "k", "v", "qDescale", "kDescale", "vDescale", "o",
-                    "lse"},
-                   {q, k, v, qDescale, kDescale, vDescale, o, lse},
-                   {false, false, false, false, false, false, false, true}))
-    return MlirOperation{nullptr};
-  FirstError firstError(l.getContext());
-  OpBuilder b(l.getContext());
-  SmallVector<Value> outs{unwrap(o)};
-  if (!mlirValueIsNull(lse))
-    outs.push_back(unwrap(lse));
-  Value descales[] = {unwrap(qDescale), unwrap(kDescale), unwrap(vDescale)};
-  AttentionAttrs a = attrsOf(b, options);
-  auto op = FlashAttentionOp::create(b, l, resultTypesOf(unwrap(q), outs),
-                                     unwrap(q), unwrap(k), unwrap(v),
-                                     descales, outs, a.scale, a.causal,
-                                     a.window, a.softcap);
-  return verified(fn, op, firstError);
+  MlirValue descales[] = {qDescale, kDescale, vDescale};
+  return createAttention(__func__, loc, q, k, v, descales, o, lse, options);
 }
 
 MlirOperation fa3QuantizeCreate(MlirLocation loc, MlirValue x, MlirValue signs,

@@ -267,15 +267,6 @@ def _signs(torch, D: int, seed: int, device):
     return t
 
 
-def _rows_aligned(x) -> bool:
-    """x's rows contiguous and 16-byte aligned (pointer and strides of the
-    dims of extent > 1), as fa3rt_quantize reads them."""
-    es = x.element_size()
-    if x.data_ptr() % 16 or (x.shape[3] > 1 and x.stride(3) != 1):
-        return False
-    return all(n <= 1 or (s * es) % 16 == 0 for n, s in zip(x.shape[:3], x.stride()[:3]))
-
-
 class _KernelNotFound(LookupError):
     """No FP8 kernel of x's head dim (its cubin holds the quantization) in
     kernel_dir, nor a JIT to compile one."""
@@ -287,7 +278,7 @@ def _quantize_kernel(torch, fp8, x, block, seed, kernel_dir, jit, out=None):
     rotation's seed. `out`: (x8, descale, workspace) to write instead of new
     tensors (the GPU check poisons them first)."""
     from . import runtime
-    from .torch_api import _launchable_kernel
+    from .torch_api import _launchable_kernel, _tma_ready
     B, S, H, D = x.shape
     device = x.device
     dev = device.index if device.index is not None else torch.cuda.current_device()
@@ -298,9 +289,9 @@ def _quantize_kernel(torch, fp8, x, block, seed, kernel_dir, jit, out=None):
         if kernel_dir is not None:
             raise           # a directory asked for: its error, not a fallback
         raise _KernelNotFound(str(e)) from e
-    if not _rows_aligned(x):
-        # (a contiguous x at an odd address is its own .contiguous())
-        x = x.clone(memory_format=torch.contiguous_format)
+    # rows as fa3rt_quantize reads them: TMA's rule (16-byte aligned,
+    # contiguous last dim), a copy otherwise
+    x = _tma_ready(x)
     nb = -(-S // BLOCK)
     if out is not None:
         y, descale, work = out

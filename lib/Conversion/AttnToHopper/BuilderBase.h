@@ -161,6 +161,14 @@ protected:
     return res ? op.getResult(0) : Value();
   }
 
+  /// Whether global pointer `p` is not null: an optional array the launch
+  /// gives (NULL where it gives none).
+  Value isGiven(Value p) {
+    Value null =
+        LLVM::ZeroOp::create(b, loc, LLVM::LLVMPointerType::get(ctx, 1));
+    return LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne, p, null);
+  }
+
   // --- structured control flow ------------------------------------------------
   /// scf.if without results: builds `then` into its block.
   template <typename Fn> void ifThen(Value cond, Fn then) {

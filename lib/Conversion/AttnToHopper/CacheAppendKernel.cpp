@@ -19,9 +19,7 @@ namespace {
 
 class CacheAppendBuilder : BuilderBase {
 public:
-  CacheAppendBuilder(OpBuilder &b, Location loc) : BuilderBase(b, loc) {
-    gptrT = LLVM::LLVMPointerType::get(ctx, 1);
-  }
+  CacheAppendBuilder(OpBuilder &b, Location loc) : BuilderBase(b, loc) {}
 
   void build(gpu::GPUModuleOp m, const std::string &name, int64_t headDim,
              int64_t headDimV) {
@@ -52,7 +50,6 @@ public:
   }
 
 private:
-  Type gptrT;
   Value start, stride;
 
 
@@ -89,9 +86,7 @@ private:
                                    globalAt(param("cacheSeqlens"), bi, 4),
                                    /*alignment=*/4);
     Value row = bin<arith::AddIOp>(ext64(n), s);
-    Value null = LLVM::ZeroOp::create(b, loc, gptrT);
-    Value paged = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne,
-                                       param("pageTable"), null);
+    Value paged = isGiven(param("pageTable"));
     auto place = ifElse(
         paged, TypeRange{i64T, i64T},
         [&]() -> SmallVector<Value> {

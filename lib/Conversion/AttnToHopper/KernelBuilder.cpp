@@ -390,9 +390,7 @@ private:
   Value loadOptional(const char *name, Type type, IndexFn index,
                      Value otherwise, bool warpUniform) {
     auto gptrT = LLVM::LLVMPointerType::get(ctx, 1);
-    Value null = LLVM::ZeroOp::create(b, loc, gptrT);
-    Value given = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne,
-                                       param(name), null);
+    Value given = isGiven(param(name));
     auto r = ifElse(
         given, TypeRange{type},
         [&]() -> SmallVector<Value> {
@@ -428,10 +426,7 @@ private:
       loadTile(map, row, head, batch, r, u, cfg.blockN, cols);
       return;
     }
-    auto gptrT = LLVM::LLVMPointerType::get(ctx, 1);
-    Value null = LLVM::ZeroOp::create(b, loc, gptrT);
-    Value paged = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne, pages,
-                                       null);
+    Value paged = isGiven(pages);
     auto which = scf::IfOp::create(b, loc, TypeRange{}, paged,
                                    /*withElseRegion=*/true);
     OpBuilder::InsertionGuard g(b);

@@ -60,7 +60,6 @@ public:
     assert(rowsPerWarp == rowsPerLane * (32 / lanesPerRow) &&
            "64 values a thread, 2 D threads");
     assert(warps <= 32 && "one shared word a warp, reduced by one thread");
-    gptrT = LLVM::LLVMPointerType::get(ctx, 1);
   }
 
   void build(gpu::GPUModuleOp m, const std::string &name) {
@@ -127,7 +126,6 @@ public:
 private:
   /// Values a lane holds of a row, lanes a row, rows a lane.
   int64_t d, perLane, lanesPerRow, rowsPerLane, warps, rowsPerWarp;
-  Type gptrT;
   Value tid, lane, warp, laneCol;
   /// Per row of the lane: its index (i64) and whether it is below S.
   SmallVector<Value> rowIndex, rowValid;
@@ -214,9 +212,7 @@ private:
 
   /// vals = vals H_D diag(signs) / sqrt(D) where signs is given.
   void rotate() {
-    Value null = LLVM::ZeroOp::create(b, loc, gptrT);
-    Value given = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne,
-                                       param("signs"), null);
+    Value given = isGiven(param("signs"));
     SmallVector<Type> types(vals.size(), f32T);
     auto op = ifElse(
         given, types,

@@ -30,7 +30,6 @@ public:
       : BuilderBase(b, loc), headDimV(headDimV) {
     assert(headDimV % 4 == 0 && "4 columns a thread");
     et = dtype == "f16" ? Type(b.getF16Type()) : Type(b.getBF16Type());
-    gptrT = LLVM::LLVMPointerType::get(ctx, 1);
   }
 
   void build(gpu::GPUModuleOp m, const std::string &name) {
@@ -64,7 +63,7 @@ public:
 
 private:
   int64_t headDimV;
-  Type et, gptrT;
+  Type et;
 
   Value exp2(Value x) {
     return inlineAsm(f32T, ValueRange{x}, "ex2.approx.ftz.f32 $0, $1;",
@@ -152,9 +151,7 @@ private:
     Value lg = log2(wsum);
     Value lse = LLVM::FMAOp::create(b, loc, lg, f32(kLn2), m);
     lse = arith::SelectOp::create(b, loc, none, ninf, lse);
-    Value null = LLVM::ZeroOp::create(b, loc, gptrT);
-    Value given = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne,
-                                       param("LSE"), null);
+    Value given = isGiven(param("LSE"));
     Value first = cmpi(CmpIPredicate::eq, chunk, i64(0));
     Value writer = bin<arith::AndIOp>(given, first);
     ifThen(writer, [&] {

@@ -335,44 +335,6 @@ static void lowerGradToLoops(FlashAttentionGradOp op) {
   op.erase();
 }
 
-/// The e4m3 bits of f32 `x` (|x| <= 448 or NaN), rounded to nearest even,
-/// in integer arithmetic: the LLVM dialect has no 8-bit float for
-/// arith.truncf to lower to.
-static Value buildE4M3Bits(OpBuilder &b, Location loc, Value x) {
-  Type i32 = b.getI32Type();
-  auto c = [&](int64_t v) -> Value {
-    return arith::ConstantIntOp::create(b, loc, i32, v);
-  };
-  Value bits = arith::BitcastOp::create(b, loc, i32, x);
-  Value sign = arith::ShRUIOp::create(b, loc, bits, c(24));
-  sign = arith::AndIOp::create(b, loc, sign, c(0x80));
-  Value a = arith::AndIOp::create(b, loc, bits, c(0x7FFFFFFF));
-  // normal (|x| >= 2^-6): 3 of f32's 23 mantissa bits, rounded to nearest
-  // even by adding just under half an ulp plus the kept lsb; exponent bias
-  // 127 -> 7
-  Value lsb = arith::ShRUIOp::create(b, loc, a, c(20));
-  lsb = arith::AndIOp::create(b, loc, lsb, c(1));
-  Value r = arith::AddIOp::create(b, loc, a, c(0x7FFFF));
-  r = arith::AddIOp::create(b, loc, r, lsb);
-  r = arith::ShRUIOp::create(b, loc, r, c(20));
-  Value normal = arith::SubIOp::create(b, loc, r, c(120 << 3));
-  // subnormal: |x| / 2^-9 rounded to nearest even (0 .. 8; 8 is 2^-6's
-  // encoding), by adding and subtracting 2^23
-  Value af = arith::BitcastOp::create(b, loc, b.getF32Type(), a);
-  Value t = arith::MulFOp::create(b, loc, af, f32Const(b, loc, 512.0));
-  t = arith::AddFOp::create(b, loc, t, f32Const(b, loc, 8388608.0));
-  t = arith::SubFOp::create(b, loc, t, f32Const(b, loc, 8388608.0));
-  Value sub = arith::FPToUIOp::create(b, loc, i32, t);
-  Value small = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, a,
-                                      c(0x3C800000));
-  Value mag = arith::SelectOp::create(b, loc, small, sub, normal);
-  Value nan = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, a,
-                                    c(0x7F800000));
-  mag = arith::SelectOp::create(b, loc, nan, c(0x7F), mag);
-  Value e = arith::OrIOp::create(b, loc, mag, sign);
-  return arith::TruncIOp::create(b, loc, b.getI8Type(), e);
-}
-
 /// attn.quantize's definition, directly: per (batch, head, group of rows),
 /// the amax of the (rotated) rows, the scales, then the rows again,
 /// scaled, clamped and rounded. The rotation is the matrix product
@@ -448,12 +410,11 @@ static void lowerQuantizeToLoops(QuantizeOp op) {
         });
     return rowsLoop.getResults();
   };
-  scf::ForOp::create(b, loc, c0, nb, c1, ValueRange{},
-      [&](OpBuilder &b, Location loc, Value bi, ValueRange) {
-    scf::ForOp::create(b, loc, c0, nh, c1, ValueRange{},
-        [&](OpBuilder &b, Location loc, Value h, ValueRange) {
-      scf::ForOp::create(b, loc, c0, groups, c1, ValueRange{},
-          [&](OpBuilder &b, Location loc, Value t, ValueRange) {
+  scf::buildLoopNest(
+      b, loc, ValueRange{c0, c0, c0}, ValueRange{nb, nh, groups},
+      ValueRange{c1, c1, c1},
+      [&](OpBuilder &b, Location loc, ValueRange ivs) {
+        Value bi = ivs[0], h = ivs[1], t = ivs[2];
         Value r0 = arith::MulIOp::create(b, loc, t, rows);
         Value r1 = arith::AddIOp::create(b, loc, r0, rows);
         r1 = arith::MinUIOp::create(b, loc, r1, ns);
@@ -484,19 +445,10 @@ static void lowerQuantizeToLoops(QuantizeOp op) {
                     v = arith::MulFOp::create(b, loc, v, scale);
                     v = arith::MaximumFOp::create(b, loc, v, negMax);
                     v = arith::MinimumFOp::create(b, loc, v, e4m3Max);
-                    Value bits = buildE4M3Bits(b, loc, v);
-                    Value f8 = arith::BitcastOp::create(
-                        b, loc, b.getType<Float8E4M3FNType>(), bits);
-                    memref::StoreOp::create(b, loc, f8, y,
-                                            ValueRange{bi, h, i, j});
+                    storeFromF32(b, loc, v, y, ValueRange{bi, h, i, j});
                     return Value();
                   });
-        scf::YieldOp::create(b, loc);
       });
-      scf::YieldOp::create(b, loc);
-    });
-    scf::YieldOp::create(b, loc);
-  });
   op.erase();
 }
 

@@ -58,10 +58,51 @@ Value loadAsF32(OpBuilder &b, Location loc, Value memref, ValueRange indices) {
   return x;
 }
 
+/// The e4m3 (f8E4M3FN) value of f32 `x` (|x| <= 448 or NaN: the caller
+/// saturates), rounded to nearest even, in integer arithmetic: the LLVM
+/// dialect has no 8-bit float for arith.truncf to lower to.
+static Value f32ToE4M3(OpBuilder &b, Location loc, Value x) {
+  Type i32 = b.getI32Type();
+  auto c = [&](int64_t v) -> Value {
+    return arith::ConstantIntOp::create(b, loc, i32, v);
+  };
+  Value bits = arith::BitcastOp::create(b, loc, i32, x);
+  Value sign = arith::ShRUIOp::create(b, loc, bits, c(24));
+  sign = arith::AndIOp::create(b, loc, sign, c(0x80));
+  Value a = arith::AndIOp::create(b, loc, bits, c(0x7FFFFFFF));
+  // normal (|x| >= 2^-6): 3 of f32's 23 mantissa bits, rounded to nearest
+  // even by adding just under half an ulp plus the kept lsb; exponent bias
+  // 127 -> 7
+  Value lsb = arith::ShRUIOp::create(b, loc, a, c(20));
+  lsb = arith::AndIOp::create(b, loc, lsb, c(1));
+  Value r = arith::AddIOp::create(b, loc, a, c(0x7FFFF));
+  r = arith::AddIOp::create(b, loc, r, lsb);
+  r = arith::ShRUIOp::create(b, loc, r, c(20));
+  Value normal = arith::SubIOp::create(b, loc, r, c(120 << 3));
+  // subnormal: |x| / 2^-9 rounded to nearest even (0 .. 8; 8 is 2^-6's
+  // encoding), by adding and subtracting 2^23
+  Value af = arith::BitcastOp::create(b, loc, b.getF32Type(), a);
+  Value t = arith::MulFOp::create(b, loc, af, f32Const(b, loc, 512.0));
+  t = arith::AddFOp::create(b, loc, t, f32Const(b, loc, 8388608.0));
+  t = arith::SubFOp::create(b, loc, t, f32Const(b, loc, 8388608.0));
+  Value sub = arith::FPToUIOp::create(b, loc, i32, t);
+  Value small = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, a,
+                                      c(0x3C800000));
+  Value mag = arith::SelectOp::create(b, loc, small, sub, normal);
+  Value nan = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, a,
+                                    c(0x7F800000));
+  mag = arith::SelectOp::create(b, loc, nan, c(0x7F), mag);
+  Value e = arith::OrIOp::create(b, loc, mag, sign);
+  Value byte = arith::TruncIOp::create(b, loc, b.getI8Type(), e);
+  return arith::BitcastOp::create(b, loc, b.getType<Float8E4M3FNType>(), byte);
+}
+
 void storeFromF32(OpBuilder &b, Location loc, Value value, Value memref,
                   ValueRange indices) {
   Type et = cast<MemRefType>(memref.getType()).getElementType();
-  if (et != value.getType())
+  if (isa<Float8E4M3FNType>(et))
+    value = f32ToE4M3(b, loc, value);
+  else if (et != value.getType())
     value = arith::TruncFOp::create(b, loc, et, value);
   memref::StoreOp::create(b, loc, value, memref, indices);
 }

@@ -23,10 +23,13 @@ mlir::Value indexConst(mlir::OpBuilder &b, mlir::Location loc, int64_t v);
 /// f32 constant.
 mlir::Value f32Const(mlir::OpBuilder &b, mlir::Location loc, double v);
 
-/// Loads memref[indices] and extends it to f32.
+/// Loads memref[indices] and extends it to f32 (f8E4M3FN decoded in integer
+/// arithmetic).
 mlir::Value loadAsF32(mlir::OpBuilder &b, mlir::Location loc, mlir::Value memref,
                       mlir::ValueRange indices);
-/// Converts an f32 value to `memref`'s element type and stores it.
+/// Converts an f32 value to `memref`'s element type and stores it
+/// (f8E4M3FN: rounded to nearest even in integer arithmetic; the value must
+/// be within +-448 or NaN).
 void storeFromF32(mlir::OpBuilder &b, mlir::Location loc, mlir::Value value,
                   mlir::Value memref, mlir::ValueRange indices);
 
