@@ -143,6 +143,12 @@ def main():
     ap.add_argument("--num-splits", type=int, default=0,
                     help="ours with this many kv splits (0: the runtime's heuristic), to "
                     "measure the heuristic against a fixed count")
+    ap.add_argument("--heads", default=None, metavar="HQ/HKV,...",
+                    help="only these head pairs (e.g. 32/8); default 32/8,64/8")
+    ap.add_argument("--batches", default=None, metavar="B,...",
+                    help="only these batch sizes; default 1,4,16,64,128")
+    ap.add_argument("--contexts", default=None, metavar="CTX,...",
+                    help="only these context lengths (keys); default 1024 ... 131072")
     a = ap.parse_args()
     if not 0 <= a.num_splits <= 128:
         ap.error(f"--num-splits: 0 to 128, got {a.num_splits}")
@@ -167,6 +173,19 @@ def main():
             ap.error(f"--sdpa: unknown backend {b!r} (one of {', '.join(backends)})")
     heads, batches, contexts = ((QUICK["heads"], QUICK["batches"], QUICK["contexts"])
                                 if a.quick else (HEADS, BATCHES, CONTEXTS))
+    try:
+        if a.heads:
+            heads = [tuple(int(x) for x in p.split("/")) for p in a.heads.split(",")]
+            if any(len(p) != 2 or p[0] % p[1] for p in heads):
+                raise ValueError("a pair is HQ/HKV with HKV dividing HQ")
+        if a.batches:
+            batches = [int(x) for x in a.batches.split(",")]
+        if a.contexts:
+            contexts = [int(x) for x in a.contexts.split(",")]
+    except ValueError as e:
+        ap.error(f"--heads/--batches/--contexts: {e}")
+    if min(batches + contexts + [p for h in heads for p in h]) < 1:
+        ap.error("--heads/--batches/--contexts: each value is at least 1")
     rounds = 1 if a.quick else a.rounds
     cells, skipped = grid(heads, batches, contexts, a.max_gb * 1e9)
     kernels, _ = fa3facts.scan_kernel_dir(a.kernel_dir)
@@ -330,7 +349,7 @@ def main():
                 seconds=round(time.time() - t_start, 1))
     # the table of record is the shipped configuration's: the heuristic's splits
     full = (not a.quick and set(tried) >= {"cudnn", "flash"} and a.max_gb >= 40.0
-            and a.num_splits == 0)
+            and a.num_splits == 0 and not (a.heads or a.batches or a.contexts))
     entry = records.new_entry("bench_decode", command, date, full=full, meta=meta, rows=rows)
     print(records.render_bench_decode(entry))
     met = [records.decode_target_met(r) for r in rows]
