@@ -283,18 +283,28 @@ Value prmt(OpBuilder &b, Location loc, Value a, Value c, Value sel) {
 }
 
 /// The workers' units in turn, each 64 keys x 32 columns: four groups of
-/// 16 keys, two at a time (eight loads in flight). Lane (q = lane % 4, w =
-/// lane / 4) loads column word w of a group from its keys 16 G + 8 (i / 2)
-/// + 2 q + i % 2 (i = 0 .. 3), the four keys whose bytes its output word
-/// holds at positions 16 G + 4 q + i, and stores the transposed word of
-/// each of its four columns: the k-th store writes column j = (k + w / 2)
-/// % 4 of its word, so that a store's 32 lanes cover all eight swizzled
-/// 16-byte units of eight rows (and the loads, eight rows of one unit
-/// pair): no bank conflicts either way. Within a unit the addresses are
-/// the lane's bases plus constants: a load's key row is 2048 bytes further
-/// per group, and a store's swizzled unit G ^ (column % 8) is the unit's
-/// first group's XOR the group's offset in it (G = G0 + g, G0 a multiple
-/// of 4 and g < 4: no carry).
+/// 16 keys, each one ldmatrix.x4.trans, four prmt and one stmatrix.x4 a
+/// lane (FlashAttention-3's LDSM.T / STSM transpose).
+///
+/// ldmatrix reads 8 x 8 matrices of 16-bit elements, a row being 16 bytes
+/// at the address one lane gives (lane l: row l % 8 of matrix l / 8); with
+/// .trans, thread t receives elements (rows 2 (t % 4) and + 1, column t / 4)
+/// of each matrix. For a group, matrices 0 and 1 are keys 0-7 and 8-15 of
+/// the unit's first 16 columns, 2 and 3 of its next 16: thread t = 4 b + a
+/// then holds, per 16 columns, the bytes of keys 2a, 2a + 1 (matrix 0) and
+/// 8 + 2a, 9 + 2a (matrix 1) in columns 2b and 2b + 1. Two prmt make the
+/// word of each column, keys (2a, 2a + 1, 8 + 2a, 9 + 2a): exactly bytes 4a
+/// .. 4a + 3 of the transposed row's group (the key order of the op's
+/// description), which stmatrix writes from thread t to row t / 4 of a
+/// matrix, bytes 4 (t % 4). So matrix 0 of the store takes the even
+/// columns 2b of threads b < 4 and the odd ones 2b + 1 of b >= 4, matrix 1
+/// the others: each 8-row phase then touches eight distinct swizzled
+/// 16-byte units (columns 0, 2, 4, 6, 9, 11, 13, 15 are distinct mod 8),
+/// as the loads' eight consecutive keys do: no bank conflicts either way.
+/// Within a unit the addresses are the lane's bases plus constants: a
+/// load's key row is 2048 bytes further per group, and a store's swizzled
+/// unit G ^ (column % 8) is the unit's first group's XOR the group's offset
+/// in it (G = G0 + g, G0 a multiple of 4 and g < 4: no carry).
 struct TransposeStageLowering : OpConversionPattern<TransposeStageOp> {
   using OpConversionPattern::OpConversionPattern;
   static constexpr int64_t kGroupsPerUnit = 4;
@@ -303,6 +313,7 @@ struct TransposeStageLowering : OpConversionPattern<TransposeStageOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     OpBuilder &b = rewriter;
+    MLIRContext *ctx = b.getContext();
     RingType src = op.getSrc().getType(), dst = op.getDst().getType();
     Type i32 = b.getI32Type();
     auto c32 = [&](int64_t v) { return i32Const(b, loc, v); };
@@ -320,6 +331,9 @@ struct TransposeStageLowering : OpConversionPattern<TransposeStageOp> {
     };
     auto xorv = [&](Value x, Value y) -> Value {
       return arith::XOrIOp::create(b, loc, x, y);
+    };
+    auto orv = [&](Value x, Value y) -> Value {
+      return arith::OrIOp::create(b, loc, x, y);
     };
     auto shl = [&](Value x, int64_t k) -> Value {
       return arith::ShLIOp::create(b, loc, x, c32(k));
@@ -346,9 +360,25 @@ struct TransposeStageLowering : OpConversionPattern<TransposeStageOp> {
     };
     Value tid = NVVM::ThreadIdXOp::create(b, loc, i32);
     Value lane = andc(tid, 31);
-    Value q = andc(lane, 3);
-    Value w = shr(lane, 2);
-    Value half = shr(w, 1);
+    // The rows this lane addresses: row rho of matrix m = 2 chunk + half.
+    Value rho = andc(lane, 7);
+    Value half = andc(shr(lane, 3), 1);
+    Value chunk = shr(lane, 4);
+    // load: key (half ? 8 : 0) + rho of the group, 16-byte column unit
+    // (the unit's first + chunk) ^ (key % 8) = ... ^ rho
+    Value keyRow = mul(andc(lane, 15), kSwizzleBytes);
+    // store: column 16 chunk + 2 rho + ((rho >= 4) ^ half) of the unit
+    Value oddCol = xorv(shr(rho, 2), half);
+    Value colInChunk = add(shl(rho, 1), oddCol);
+    Value colLane = add(shl(chunk, 4), colInChunk);
+    Value colSwz = andc(colInChunk, 7);
+    // this thread's words: store matrix 0 the even column for threads
+    // t / 4 < 4, else the odd one; matrix 1 the other
+    Value low = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, lane,
+                                      c32(16));
+    Value even = c32(0x6420), odd = c32(0x7531);
+    Value sel0 = arith::SelectOp::create(b, loc, low, even, odd);
+    Value sel1 = arith::SelectOp::create(b, loc, low, odd, even);
     const int64_t rows = op.getRows(), cols = op.getCols();
     const int64_t unitsPerCol = rows / 16 / kGroupsPerUnit;
     const int64_t units = unitsPerCol * (cols / 32);
@@ -361,57 +391,38 @@ struct TransposeStageLowering : OpConversionPattern<TransposeStageOp> {
     Value colBlk = arith::DivUIOp::create(b, loc, un, c32(unitsPerCol));
     Value g0 = mul(arith::RemUIOp::create(b, loc, un, c32(unitsPerCol)),
                    kGroupsPerUnit);
-    // column word (4 bytes) of the tile, its box and word in the box row
-    Value cw = add(shl(colBlk, 3), w);
-    Value box = shr(cw, 5);
-    Value cwr = andc(cw, 31);
+    // source: the unit's box (128 columns) and first 16-byte column unit
+    Value box = shr(colBlk, 2);
     Value srcBox = add(srcOff, mul(box, rows * kSwizzleBytes));
     srcBox = add(srcBox, shl(g0, 11)); // 16 keys of 128 bytes a group
-    Value unit = shr(cwr, 2);
-    Value wordOff = shl(andc(cwr, 3), 2);
-    Value q2 = shl(q, 1);
-    Value srcBase[4];
-    for (int64_t i = 0; i < 4; ++i) {
-      Value key = addc(q2, 8 * (i / 2) + i % 2); // of group 0
-      Value sw = xorv(unit, andc(key, 7));
-      Value row = add(srcBox, mul(key, kSwizzleBytes));
-      Value inRow = add(shl(sw, 4), wordOff);
-      srcBase[i] = add(row, inRow);
-    }
-    Value col0 = shl(cw, 2);
-    Value posOff = shl(q, 2);
-    // The store address of column k at the unit's first group: the 16-byte
-    // unit (bits 4-6) is the only part a later group changes, by an XOR
-    // (the stage and row offsets are multiples of 128, the lane's word
-    // offset below 16).
-    Value store[4], sel[4];
-    for (int64_t k = 0; k < 4; ++k) {
-      Value j = andc(addc(half, k), 3);
-      // bytes j and 4 + j: the column's byte from the pair's two keys
-      sel[k] = addc(mul(j, 0x11), 0x40);
-      Value col = add(col0, j);
-      Value swz = shl(xorv(g0, andc(col, 7)), 4);
-      Value row = add(dstOff, mul(col, kSwizzleBytes));
-      Value inRow = add(swz, posOff);
-      store[k] = add(row, inRow);
-    }
-    Value lo = c32(0x5410);
-    for (int64_t gp = 0; gp < kGroupsPerUnit; gp += 2) {
-      Value words[2][4];
-      for (int64_t gg = 0; gg < 2; ++gg)
-        for (int64_t i = 0; i < 4; ++i)
-          words[gg][i] = LLVM::LoadOp::create(
-              b, loc, i32, at(addc(srcBase[i], (gp + gg) * 16 * kSwizzleBytes)));
-      for (int64_t gg = 0; gg < 2; ++gg)
-        for (int64_t k = 0; k < 4; ++k) {
-          Value t = prmt(b, loc, words[gg][0], words[gg][1], sel[k]);
-          Value u = prmt(b, loc, words[gg][2], words[gg][3], sel[k]);
-          Value out = prmt(b, loc, t, u, lo);
-          Value addr = store[k];
-          if (gp + gg)
-            addr = xorv(addr, c32((gp + gg) << 4));
-          LLVM::StoreOp::create(b, loc, out, at(addr));
-        }
+    Value cu = orv(shl(andc(colBlk, 3), 1), chunk);
+    Value srcIn = shl(xorv(cu, rho), 4);
+    Value srcBase = add(add(srcBox, keyRow), srcIn);
+    // destination: the column's row, its group's swizzled 16-byte unit
+    Value col = add(shl(colBlk, 5), colLane);
+    Value dstRow = add(dstOff, mul(col, kSwizzleBytes));
+    Value dstBase = add(dstRow, shl(xorv(g0, colSwz), 4));
+    auto shape = NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8);
+    Type four = LLVM::LLVMStructType::getLiteral(ctx, {i32, i32, i32, i32});
+    for (int64_t gi = 0; gi < kGroupsPerUnit; ++gi) {
+      Value from = at(addc(srcBase, gi * 16 * kSwizzleBytes));
+      Value m = NVVM::LdMatrixOp::create(b, loc, four, from, 4,
+                                         NVVM::MMALayout::col, shape,
+                                         NVVM::LdStMatrixEltType::B16);
+      Value r[4];
+      for (int64_t j = 0; j < 4; ++j)
+        r[j] = LLVM::ExtractValueOp::create(b, loc, m, ArrayRef<int64_t>{j});
+      Value w[4];
+      for (int64_t c = 0; c < 2; ++c) {
+        w[2 * c] = prmt(b, loc, r[2 * c], r[2 * c + 1], sel0);
+        w[2 * c + 1] = prmt(b, loc, r[2 * c], r[2 * c + 1], sel1);
+      }
+      Value to = dstBase;
+      if (gi)
+        to = xorv(to, c32(gi << 4));
+      NVVM::StMatrixOp::create(b, loc, at(to), ValueRange(w),
+                               NVVM::MMALayout::row, shape,
+                               NVVM::LdStMatrixEltType::B16);
     }
     b.setInsertionPointAfter(loop);
     fenceSharedForAsyncProxy(b, loc);

@@ -5,9 +5,9 @@
 // register-A form has no transpose operand, its K-major B steps 32 bytes
 // (2 descriptor units) along its rows. The transposer's warps take units
 // of 64 keys x 32 columns in turn (from their index, by the warp count):
-// per group of 16 keys four loads of the keys 16 G + 2 q + {0, 1, 8, 9},
-// three byte permutes per stored word, four stores; then the async-proxy
-// fence.
+// per group of 16 keys one ldmatrix.x4.trans (lane l: key l % 16 of the
+// group, 16-byte column unit l / 16 of the unit's two), two byte permutes
+// per pair of its matrices, one stmatrix.x4; then the async-proxy fence.
 // RUN: fa3-opt %s --split-input-file --convert-hopper-to-nvvm | FileCheck %s
 
 // CHECK-LABEL: func.func @trunc(
@@ -77,57 +77,59 @@ func.func @ss(%a: i64, %b: i64) -> !hopper.frag<64x16xf32> {
 // CHECK: %[[DST0:.*]] = arith.muli %[[ST]], %{{.*}} : i32
 // CHECK: arith.addi %[[DST0]], %c65536_i32 : i32
 // CHECK: nvvm.read.ptx.sreg.tid.x
+// The lane's rows: key l % 16 (128 bytes each); the store's column
+// 16 (l / 16) + 2 rho + ((rho >= 4) ^ half), rho = l % 8, half = (l / 8) % 2.
+// CHECK: %[[LANE:.*]] = arith.andi %{{.*}}, %c31_i32 : i32
+// CHECK: %[[RHO:.*]] = arith.andi %[[LANE]], %c7_i32 : i32
+// CHECK: %[[KEY:.*]] = arith.andi %[[LANE]], %c15_i32 : i32
+// CHECK: %[[KROW:.*]] = arith.muli %[[KEY]], %c128_i32 : i32
+// The selectors: threads t / 4 < 4 store the even column's word (bytes
+// 0, 2, 4, 6 of the two matrices: 0x6420) in matrix 0, the others the odd
+// one's (0x7531).
+// CHECK: %[[LOW:.*]] = arith.cmpi ult, %[[LANE]], %c16_i32 : i32
+// CHECK: %[[S0:.*]] = arith.select %[[LOW]], %c25632_i32, %c30001_i32 : i32
+// CHECK: %[[S1:.*]] = arith.select %[[LOW]], %c30001_i32, %c25632_i32 : i32
 // Units of 64 keys x 32 columns: 2 x 4 of them, W, W + 3, ... < 8
 // CHECK: %[[N:.*]] = arith.constant 8 : i32
 // CHECK: %[[STEP:.*]] = arith.constant 3 : i32
 // CHECK: scf.for %{{.*}} = %[[W]] to %[[N]] step %[[STEP]] : i32 {
 // The unit's first group (4 per unit, 2048 bytes each) ...
-// CHECK: %[[G0:.*]] = arith.muli %{{.*}}, %c4_i32 : i32
+// CHECK: %[[G0:.*]] = arith.muli %{{.*}}, %c4_i32{{.*}} : i32
 // CHECK: arith.shli %[[G0]], %c11_i32 : i32
-// ... its keys 2 q + {0, 1, 8, 9}, rows of 128 bytes, each lane's 16-byte
-// unit XOR the key's row in its 8-row atom
-// CHECK: %[[Q2:.*]] = arith.shli %{{.*}}, %c1_i32{{.*}} : i32
-// CHECK: arith.andi %[[Q2]], %c7_i32 : i32
-// CHECK: arith.muli %[[Q2]], %c128_i32 : i32
-// CHECK: %[[K1:.*]] = arith.addi %[[Q2]], %c1_i32{{.*}} : i32
-// CHECK: arith.andi %[[K1]], %c7_i32{{.*}} : i32
-// CHECK: arith.muli %[[K1]], %c128_i32{{.*}} : i32
-// CHECK: %[[K8:.*]] = arith.addi %[[Q2]], %c8_i32{{.*}} : i32
-// CHECK: arith.muli %[[K8]], %c128_i32{{.*}} : i32
-// CHECK: %[[K9:.*]] = arith.addi %[[Q2]], %c9_i32 : i32
-// CHECK: arith.muli %[[K9]], %c128_i32{{.*}} : i32
-// Column j's selector: bytes j and 4 + j (0x11 j + 0x40); its row of the
-// destination at 128 j bytes, the group's 16-byte unit XOR the row's.
-// CHECK: arith.muli %{{.*}}, %c17_i32 : i32
-// CHECK: arith.addi %{{.*}}, %c64_i32 : i32
-// CHECK: %[[LO:.*]] = arith.constant 21520 : i32
-// Two groups of 16 keys at a time: their eight loads (the second group's
-// 2048 bytes further), then per group four stores of three permutes each
-// (the pair of keys' bytes, then 0x5410: the four keys in order).
-// CHECK-COUNT-4: llvm.load %{{.*}} : !llvm.ptr<3> -> i32
+// ... the 16-byte unit XOR the key's row in its 8-row atom
+// CHECK: %[[CU:.*]] = arith.xori %{{.*}}, %[[RHO]] : i32
+// CHECK: %[[SRCIN:.*]] = arith.shli %[[CU]], %c4_i32{{.*}} : i32
+// CHECK: %[[SRC:.*]] = arith.addi %{{.*}}, %[[KROW]] : i32
+// CHECK: %[[SRC1:.*]] = arith.addi %[[SRC]], %[[SRCIN]] : i32
+// Per group: the transposing load, four permutes, the store.
+// CHECK: %[[P0:.*]] = llvm.getelementptr %[[SMEM]][%[[SRC1]]]
+// CHECK: %[[M:.*]] = nvvm.ldmatrix %[[P0]] {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<col>, num = 4 : i32, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>} : (!llvm.ptr<3>) -> !llvm.struct<(i32, i32, i32, i32)>
+// CHECK: %[[R0:.*]] = llvm.extractvalue %[[M]][0]
+// CHECK: %[[R1:.*]] = llvm.extractvalue %[[M]][1]
+// CHECK: %[[R2:.*]] = llvm.extractvalue %[[M]][2]
+// CHECK: %[[R3:.*]] = llvm.extractvalue %[[M]][3]
+// CHECK: %[[W0:.*]] = nvvm.prmt <default> %[[S0]], %[[R0]], %[[R1]] : i32
+// CHECK: %[[W1:.*]] = nvvm.prmt <default> %[[S1]], %[[R0]], %[[R1]] : i32
+// CHECK: %[[W2:.*]] = nvvm.prmt <default> %[[S0]], %[[R2]], %[[R3]] : i32
+// CHECK: %[[W3:.*]] = nvvm.prmt <default> %[[S1]], %[[R2]], %[[R3]] : i32
+// CHECK: nvvm.stmatrix %{{.*}}, %[[W0]], %[[W1]], %[[W2]], %[[W3]] {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<row>, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>} : !llvm.ptr<3>, i32, i32, i32, i32
+// The next groups: loads 2048 bytes further, stores at the unit XOR 16 g.
 // CHECK: arith.constant 2048 : i32
-// CHECK-COUNT-4: llvm.load
-// CHECK-COUNT-2: nvvm.prmt <default>
-// CHECK-NEXT: nvvm.prmt <default> %[[LO]]
-// CHECK: llvm.store %{{.*}}, %{{.*}} : i32, !llvm.ptr<3>
-// CHECK-COUNT-3: nvvm.prmt <default>
-// CHECK: llvm.store
-// CHECK-COUNT-3: nvvm.prmt <default>
-// CHECK: llvm.store
-// CHECK-COUNT-3: nvvm.prmt <default>
-// CHECK: llvm.store
-// The second group's units: XOR 16.
-// CHECK-COUNT-3: nvvm.prmt <default>
-// CHECK-NEXT: arith.constant 16 : i32
+// CHECK: nvvm.ldmatrix
+// CHECK: arith.constant 16 : i32
 // CHECK-NEXT: arith.xori
+// CHECK: nvvm.stmatrix
 // CHECK: arith.constant 4096 : i32
-// CHECK-COUNT-8: llvm.load
+// CHECK: nvvm.ldmatrix
 // CHECK: arith.constant 32 : i32
+// CHECK: nvvm.stmatrix
+// CHECK: arith.constant 6144 : i32
+// CHECK: nvvm.ldmatrix
 // CHECK: arith.constant 48 : i32
-// CHECK-COUNT-4: llvm.store
-// CHECK-NOT: llvm.store
-// CHECK-NOT: llvm.store
-// CHECK: }
+// CHECK: nvvm.stmatrix
+// CHECK-NOT: nvvm.stmatrix
+// CHECK-NOT: nvvm.ldmatrix
+// CHECK: {{^ +}}}{{$}}
 // CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 func.func @transpose(%smem: !llvm.ptr<3>, %u: i32, %w: i32) {
   %v = hopper.ring.create %smem : !v

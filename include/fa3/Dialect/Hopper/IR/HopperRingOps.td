@@ -321,9 +321,12 @@ def Hopper_TransposeStageOp : Hopper_Op<"transpose_stage"> {
     without moving between threads.
 
     A warp's unit is 64 keys x 32 columns, four groups of 16 keys: per
-    group four 4-byte loads and four 4-byte stores a lane, byte-permuted
-    (prmt) in between, with each lane's stores rotated so that neither
-    side has bank conflicts; the workers take the units in turn. The writes are
+    group one `ldmatrix.x4.trans` of 16-bit elements (keys 0-7 and 8-15
+    of two 16-column chunks), four byte permutes (prmt) that make each
+    column's word of four keys, and one `stmatrix.x4`, with the rows of
+    each 8-row phase chosen so that neither side has bank conflicts (as
+    FlashAttention-3's LDSM.T / STSM transpose); the workers take the
+    units in turn. The writes are
     then fenced for the async proxy; the caller waits for the source slot
     before (`hopper.ring.consumer_wait`) and, after a barrier of the
     workers, commits the destination slot (`hopper.ring.producer_commit`
