@@ -278,7 +278,9 @@ void chooseConfig(KernelConfig &cfg, bool fullMask,
   // FP8 (e4m3): 128 x 128 tiles, one CTA per tile. The descales' blocks
   // are 128 rows, and the transposed V is one 128-byte swizzle row of keys
   // wide; the V transposer follows one tile's kv blocks (checkSupported).
-  // A third K/V stage where shared memory has room (head dim 128).
+  // A third K/V stage where shared memory has room (head dim 128); four
+  // at head dim 64, whose O and transposed V are 64 wide (+1-2 % over
+  // three, full mask: bench/NOTES.md, FP8), as the bf16 kernel there.
   if (cfg.isFp8()) {
     // Options the FP8 kernel cannot take are refused, not overridden
     // (checkSupported names them); the rest take the FP8 defaults.
@@ -290,9 +292,9 @@ void chooseConfig(KernelConfig &cfg, bool fullMask,
     cfg.clusterM = o.kvMulticast == Toggle::On ? 2 : 1;
     cfg.lazyRescale = decide(o.lazyRescale, true);
     if (o.stages == 0) {
-      cfg.stages = 3;
-      if (!checkSupported(cfg).empty())
-        cfg.stages = 2;
+      cfg.stages = cfg.oCols() <= 64 ? 4 : 3;
+      while (cfg.stages > 2 && !checkSupported(cfg).empty())
+        --cfg.stages;
     }
     // Head dim 256: Q, two stages of K, V and V transposed (224 KiB) leave
     // no room for O's bf16 staging buffer (64 KiB), nor is Q's large

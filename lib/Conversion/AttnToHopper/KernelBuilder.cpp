@@ -91,7 +91,7 @@ public:
     ot = cfg.isFp8() ? Type(b.getBF16Type()) : et;
     fragS = FragmentType::get(ctx, {64, cfg.blockN}, f32T);
     fragP = FragmentType::get(ctx, {64, cfg.blockN}, et);
-    fragO = FragmentType::get(ctx, {64, cfg.tileDv()}, f32T);
+    fragO = FragmentType::get(ctx, {64, cfg.oCols()}, f32T);
     fragRows = FragmentType::get(ctx, {64}, f32T);
   }
 
@@ -598,10 +598,10 @@ SmemLayout fa3::hopper::computeSmemLayout(const KernelConfig &cfg) {
   l.qBytes = cfg.blockM * cfg.tileD() * eb;
   l.kBytes = cfg.blockN * cfg.tileD() * eb;
   l.vBytes = cfg.blockN * cfg.tileDv() * eb;
-  l.oBytes = cfg.tmaStore ? cfg.blockM * cfg.tileDv() * cfg.outBytes() : 0;
+  l.oBytes = cfg.tmaStore ? cfg.blockM * cfg.oCols() * cfg.outBytes() : 0;
   // FP8's transposed V: Dv rows of block_n bytes (a 128-byte swizzle row
   // at block_n 128), one per stage
-  l.vtBytes = cfg.isFp8() ? cfg.tileDv() * cfg.blockN : 0;
+  l.vtBytes = cfg.isFp8() ? cfg.oCols() * cfg.blockN : 0;
   const int64_t nq = cfg.qBuffers;
   l.qOff = 0;
   l.kOff = l.qOff + nq * l.qBytes;
@@ -787,7 +787,7 @@ void KernelBuilder::epilogue(Value m, Value l, Value o, const TileCoords &c,
   Value grp = cfg.packGqa ? group() : Value();
   Value head = firstHead(c);
   IntegerAttr columns;
-  if (cfg.headDimV != cfg.tileDv())
+  if (cfg.headDimV != cfg.oCols())
     columns = b.getI64IntegerAttr(cfg.headDimV);
   auto storeDirect = [&] {
     StoreODirectOp::create(b, loc, o, inv, param("O"), param("oStrideB"),
@@ -964,7 +964,7 @@ void KernelBuilder::transposer(Value cta, Value worker) {
   TransposeStageOp::create(b, loc, vRing, u, vtRing, worker,
                            static_cast<uint64_t>(kTransposeWarps),
                            static_cast<uint64_t>(cfg.blockN),
-                           static_cast<uint64_t>(cfg.tileDv()));
+                           static_cast<uint64_t>(cfg.oCols()));
   ringOp<RingConsumerReleaseOp>(vRing, u);
   NamedBarrierSyncOp::create(b, loc, i32(0), BarrierKind::transpose,
                              static_cast<uint64_t>(cfg.consumers()),

@@ -93,6 +93,14 @@ struct KernelConfig {
   /// (FP8: whole 128-column boxes.)
   int64_t tileD() const { return (headDim + boxCols() - 1) / boxCols() * boxCols(); }
   int64_t tileDv() const { return (headDimV + boxCols() - 1) / boxCols() * boxCols(); }
+  /// The width of O (its fragment and staging buffer) and, in FP8, of V
+  /// transposed: the value tile's (tileDv), except that FP8 needs only
+  /// Dv rounded up to 64 columns (a bf16 TMA box of O) where V's 8-bit
+  /// box is 128 wide. At head dim 64 the transposer and P V then skip the
+  /// 64 columns that TMA filled with zeros.
+  int64_t oCols() const {
+    return isFp8() ? (headDimV + 63) / 64 * 64 : tileDv();
+  }
   int64_t threads() const { return 128 * (1 + consumers()); }
 };
 

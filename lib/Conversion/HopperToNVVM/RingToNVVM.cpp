@@ -381,7 +381,7 @@ struct TransposeStageLowering : OpConversionPattern<TransposeStageOp> {
     Value sel1 = arith::SelectOp::create(b, loc, low, odd, even);
     const int64_t rows = op.getRows(), cols = op.getCols();
     const int64_t unitsPerCol = rows / 16 / kGroupsPerUnit;
-    const int64_t units = unitsPerCol * (cols / 32);
+    const int64_t units = unitsPerCol * (cols / kTransposeUnitCols);
     Value end = c32(units);
     Value step = c32(op.getWorkers());
     auto loop = scf::ForOp::create(b, loc, adaptor.getWorker(), end, step);

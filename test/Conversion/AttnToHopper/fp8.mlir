@@ -78,8 +78,9 @@
 // KERNEL: hopper.store_o_tma %[[O]], %{{.*}} : !hopper.frag<64x128xf32> as bf16
 
 // The whole pipeline lowers it: e4m3 wgmma, the f8 conversions, the
-// transposer's byte permutes.
+// transposer's ldmatrix and byte permutes.
 // NVVM-LABEL: gpu.func @d128_kernel(
+// NVVM: nvvm.ldmatrix
 // NVVM: nvvm.prmt
 // NVVM: nvvm.wgmma.mma_async {{.*}} A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
 // NVVM: nvvm.convert.f32x2.to.f8x2
@@ -103,6 +104,29 @@ func.func @d256(%q: memref<?x8x?x256xf8E4M3FN>, %k: memref<?x8x?x256xf8E4M3FN>, 
                 %o: memref<?x8x?x256xbf16>) {
   attn.flash_attention ins(%q, %k, %v : memref<?x8x?x256xf8E4M3FN>, memref<?x8x?x256xf8E4M3FN>, memref<?x8x?x256xf8E4M3FN>)
     outs(%o : memref<?x8x?x256xbf16>)
+  return
+}
+
+// -----
+
+// Head dim 64: V's 8-bit TMA box is 128 columns (64 of them TMA's zeros),
+// but O and V transposed are 64 wide: the transposer does 64 columns, P V
+// is N = 64, O's staging is one 64-column box; four stages.
+// CONFIG-LABEL: func.func @d64
+// CONFIG: attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 4, persistent = false, q_buffers = 1, lazy_rescale = true, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = true, tma_store = true>
+// KERNEL-LABEL: gpu.func @d64_kernel(
+// KERNEL: %[[V:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 4, stage_bytes = 16384, data = 81920,
+// KERNEL: %[[VT:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 4, stage_bytes = 8192, data = 147456,
+// KERNEL: hopper.load_tile %arg2[{{.*}}] into %[[V]][{{.*}}] rows 128 cols 128 : f8E4M3FN
+// KERNEL: hopper.transpose_stage %[[V]][{{.*}}] to %[[VT]] worker %{{.*}} of 3 rows 128 cols 64
+// KERNEL: hopper.wgmma.rs %{{.*}}, %{{.*}}, %{{.*}} : !hopper.frag<64x128xf8E4M3FN>, !hopper.frag<64x64xf32>
+// KERNEL: hopper.store_o_tma {{.*}} : !hopper.frag<64x64xf32> as bf16
+// NVVM-LABEL: gpu.func @d64_kernel(
+// NVVM: wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3
+func.func @d64(%q: memref<?x8x?x64xf8E4M3FN>, %k: memref<?x8x?x64xf8E4M3FN>, %v: memref<?x8x?x64xf8E4M3FN>,
+                %o: memref<?x8x?x64xbf16>) {
+  attn.flash_attention ins(%q, %k, %v : memref<?x8x?x64xf8E4M3FN>, memref<?x8x?x64xf8E4M3FN>, memref<?x8x?x64xf8E4M3FN>)
+    outs(%o : memref<?x8x?x64xbf16>)
   return
 }
 

@@ -72,8 +72,8 @@ func.func @transpose_rows(%smem: !llvm.ptr<3>, %u: i32, %w: i32) {
 func.func @transpose_cols(%smem: !llvm.ptr<3>, %u: i32, %w: i32) {
   %v = hopper.ring.create %smem : !v
   %vt = hopper.ring.create %smem : !vt
-  // expected-error @below {{cols must be a multiple of 128 (whole TMA boxes of the source), got 96}}
-  hopper.transpose_stage %v[%u] to %vt worker %w of 3 rows 128 cols 96 : !v, !vt
+  // expected-error @below {{cols must be a multiple of 32 (the transposer's units), got 80}}
+  hopper.transpose_stage %v[%u] to %vt worker %w of 3 rows 128 cols 80 : !v, !vt
   return
 }
 

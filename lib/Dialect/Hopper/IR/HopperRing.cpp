@@ -183,15 +183,18 @@ LogicalResult TransposeStageOp::verify() {
            << kSwizzleBytes
            << " (a transposed row is one 128-byte swizzle row), got "
            << getRows();
-  if (getCols() % kSwizzleBytes != 0)
+  if (getCols() % kTransposeUnitCols != 0)
     return emitOpError("cols must be a multiple of ")
-           << kSwizzleBytes << " (whole TMA boxes of the source), got "
+           << kTransposeUnitCols << " (the transposer's units), got "
            << getCols();
-  // rows is 128 and cols at most a stage's bytes: the product cannot
-  // overflow once cols is checked against the stage.
+  // rows is 128 and cols at most a stage's bytes: the products cannot
+  // overflow once cols is checked against the stage. The source holds the
+  // columns' whole TMA boxes (128 columns each).
   const int64_t bytes = getRows() * getCols();
+  const int64_t srcBytes =
+      getRows() * llvm::alignTo(getCols(), kSwizzleBytes);
   if (getCols() > static_cast<uint64_t>(src.getStageBytes()) ||
-      bytes > src.getStageBytes() ||
+      srcBytes > src.getStageBytes() ||
       bytes > dst.getStageBytes())
     return emitOpError("a ")
            << getRows() << "x" << getCols()

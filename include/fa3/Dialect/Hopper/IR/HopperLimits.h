@@ -26,6 +26,9 @@ inline constexpr int64_t launchRegistersPerThread(int64_t threads) {
 }
 /// Bytes of a row of a TMA box / wgmma operand under the 128B swizzle.
 inline constexpr int64_t kSwizzleBytes = 128;
+/// Columns (bytes) of one unit of hopper.transpose_stage: two 16-byte
+/// chunks, the matrices of one ldmatrix.x4.
+inline constexpr int64_t kTransposeUnitCols = 32;
 /// A TMA box's extent in each dimension (cuTensorMapEncodeTiled: boxDim
 /// at most 256 elements).
 inline constexpr int64_t kMaxTmaBoxRows = 256;

@@ -310,10 +310,11 @@ def Hopper_TransposeStageOp : Hopper_Op<"transpose_stage"> {
     not its contiguous dimension: V is transposed in shared memory (as
     FlashAttention-3 does), by `workers` warps of the producer warpgroup.
     Each of them runs this op with its index `worker` (0 ..
-    `workers` - 1); together they read slot `slot`'s stage of `src`, a
-    `rows` x `cols` tile of bytes as TMA loaded it (boxes of 128 columns,
-    rows of 128 bytes, 128B swizzle), and write `dst`'s stage of the same
-    slot as `cols` rows of `rows` = 128 bytes, 128B-swizzled: the K-major B
+    `workers` - 1); together they read slot `slot`'s stage of `src`, the
+    first `cols` (a multiple of 32) columns of a `rows` x 128k tile of
+    bytes as TMA loaded it (boxes of 128 columns, rows of 128 bytes, 128B
+    swizzle), and write `dst`'s stage of the same slot as `cols` rows of
+    `rows` = 128 bytes, 128B-swizzled: the K-major B
     operand of O += P V. Position p of a row holds key
     16 (p / 16) + 8 ((p % 4) / 2) + 2 ((p % 16) / 4) + p % 2: the key whose
     score the 8-bit P fragment (`hopper.trunc` to f8E4M3FN) keeps at k
