@@ -59,10 +59,15 @@ constexpr int64_t kTransposeWarps = 3;
 /// it fits without spilling, where the consumers then have enough (224 at
 /// head dim 128); 40 at head dim 256, whose O needs the consumers' 232
 /// (ptxas: 4 bytes spilled in the transposer at 40, 156 in the consumers
-/// at 224).
+/// at 224). The ldmatrix transposer needs fewer: at head dim 128 with a
+/// full mask 32, whose consumers' 232 ran 4 % faster than 48 / 224 (no
+/// spill either way; 24 spills); with a causal mask 1-2 % slower, so 48
+/// there (bench/NOTES.md, FP8).
 int64_t producerRegs(const KernelConfig &cfg) {
   if (!cfg.isFp8())
     return 24;
+  if (cfg.oCols() == 128 && !cfg.longestFirst)
+    return 32;
   return cfg.tileDv() <= 128 ? 48 : 40;
 }
 /// Registers per consumer thread after setmaxnreg: the CTA's registers at
