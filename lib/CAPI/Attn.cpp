@@ -10,6 +10,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Verifier.h"
 
+#include <optional>
+
 using namespace mlir;
 using namespace fa3::attn;
 using namespace fa3::capi;
@@ -107,6 +109,23 @@ static bool haveLocation(const char *fn, MlirLocation loc) {
   return true;
 }
 
+/// Every op builder's first step: the last error cleared, then `loc`
+/// non-null and each value (named, null only where `optional`) non-null
+/// and in loc's context, since the builders would dereference a null one.
+/// Returns the location, or nothing after the misuse was reported.
+static std::optional<Location> checkedArgs(const char *fn, MlirLocation loc,
+                                           ArrayRef<const char *> names,
+                                           ArrayRef<MlirValue> values,
+                                           ArrayRef<bool> optional = {}) {
+  clearLastError();
+  if (!haveLocation(fn, loc))
+    return std::nullopt;
+  Location l = unwrap(loc);
+  if (!checkValues(fn, l, names, values, optional))
+    return std::nullopt;
+  return l;
+}
+
 /// attn.flash_attention from the C API's values, checked (none null but
 /// lse; descales: none or all three) and verified.
 static MlirOperation createAttention(const char *fn, MlirLocation loc,
@@ -114,12 +133,7 @@ static MlirOperation createAttention(const char *fn, MlirLocation loc,
                                      ArrayRef<MlirValue> descales, MlirValue o,
                                      MlirValue lse,
                                      const Fa3FlashAttentionOptions &options) {
-  clearLastError();
-  if (!haveLocation(fn, loc))
-    return MlirOperation{nullptr};
-  Location l = unwrap(loc);
-  // Every value must be there (lse may be null) and live in loc's context:
-  // the builder would dereference a null one.
+  // every value but lse (and the descales, all or none)
   SmallVector<const char *> names = {"q", "k", "v"};
   SmallVector<MlirValue> values = {q, k, v};
   if (!descales.empty()) {
@@ -130,8 +144,11 @@ static MlirOperation createAttention(const char *fn, MlirLocation loc,
   values.append({o, lse});
   SmallVector<bool> optional(values.size(), false);
   optional.back() = true;
-  if (!checkValues(fn, l, names, values, optional))
+  std::optional<Location> checked =
+      checkedArgs(fn, loc, names, values, optional);
+  if (!checked)
     return MlirOperation{nullptr};
+  Location l = *checked;
   FirstError firstError(l.getContext());
   OpBuilder b(l.getContext());
   SmallVector<Value> outs{unwrap(o)};
@@ -168,13 +185,12 @@ MlirOperation fa3QuantizeCreate(MlirLocation loc, MlirValue x, MlirValue signs,
                                 MlirValue y, MlirValue descale,
                                 int64_t block) {
   const char *fn = __func__;
-  clearLastError();
-  if (!haveLocation(fn, loc))
+  std::optional<Location> checked =
+      checkedArgs(fn, loc, {"x", "signs", "y", "descale"},
+                  {x, signs, y, descale}, {false, true, false, false});
+  if (!checked)
     return MlirOperation{nullptr};
-  Location l = unwrap(loc);
-  if (!checkValues(fn, l, {"x", "signs", "y", "descale"},
-                   {x, signs, y, descale}, {false, true, false, false}))
-    return MlirOperation{nullptr};
+  Location l = *checked;
   if (block < 0 || block > INT32_MAX) {
     misuseAt(fn, l, "block is " + std::to_string(block) +
                         "; 0 (one descale per head) or 1 to 2^31-1 rows");
@@ -201,13 +217,12 @@ MlirOperation fa3FlashAttentionGradCreate(MlirLocation loc, MlirValue q,
                                           MlirValue dk, MlirValue dv,
                                           Fa3FlashAttentionOptions options) {
   const char *fn = __func__;
-  clearLastError();
-  if (!haveLocation(fn, loc))
+  std::optional<Location> checked =
+      checkedArgs(fn, loc, {"q", "k", "v", "o", "dO", "lse", "dq", "dk", "dv"},
+                  {q, k, v, o, dO, lse, dq, dk, dv});
+  if (!checked)
     return MlirOperation{nullptr};
-  Location l = unwrap(loc);
-  if (!checkValues(fn, l, {"q", "k", "v", "o", "dO", "lse", "dq", "dk", "dv"},
-                   {q, k, v, o, dO, lse, dq, dk, dv}))
-    return MlirOperation{nullptr};
+  Location l = *checked;
   FirstError firstError(l.getContext());
   OpBuilder b(l.getContext());
   SmallVector<Value> outs{unwrap(dq), unwrap(dk), unwrap(dv)};
@@ -224,17 +239,15 @@ MlirOperation fa3FlashAttentionVarlenCreate(
     MlirValue cuSeqlensQ, MlirValue cuSeqlensK, MlirValue sequsedK,
     MlirValue o, MlirValue lse, Fa3FlashAttentionOptions options) {
   const char *fn = __func__;
-  clearLastError();
-  if (!haveLocation(fn, loc))
-    return MlirOperation{nullptr};
-  Location l = unwrap(loc);
   // sequsedK and lse may be null; everything else must be there.
-  if (!checkValues(fn, l,
-                   {"q", "k", "v", "cuSeqlensQ", "cuSeqlensK", "sequsedK", "o",
-                    "lse"},
-                   {q, k, v, cuSeqlensQ, cuSeqlensK, sequsedK, o, lse},
-                   {false, false, false, false, false, true, false, true}))
+  std::optional<Location> checked = checkedArgs(
+      fn, loc,
+      {"q", "k", "v", "cuSeqlensQ", "cuSeqlensK", "sequsedK", "o", "lse"},
+      {q, k, v, cuSeqlensQ, cuSeqlensK, sequsedK, o, lse},
+      {false, false, false, false, false, true, false, true});
+  if (!checked)
     return MlirOperation{nullptr};
+  Location l = *checked;
   FirstError firstError(l.getContext());
   OpBuilder b(l.getContext());
   SmallVector<Value> outs{unwrap(o)};

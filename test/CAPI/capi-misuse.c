@@ -66,6 +66,16 @@ static MlirBlock funcBody(MlirModule module) {
   return mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
 }
 
+/* `text` parsed, or a null module and a failure named `what`. */
+static MlirModule parseOrFail(MlirContext ctx, const char *text, const char *what) {
+  MlirModule module = mlirModuleCreateParse(ctx, str(text));
+  if (mlirModuleIsNull(module)) {
+    printf("FAIL: %s\n", what);
+    ++failures;
+  }
+  return module;
+}
+
 static const char *kMemrefFunc =
     "func.func @f(%q: memref<1x2x64x64xbf16>, %k: memref<1x2x64x64xbf16>,\n"
     "             %v: memref<1x2x64x64xbf16>, %o: memref<1x2x64x64xbf16>,\n"
@@ -82,12 +92,9 @@ static const char *kVarlenFunc =
 /* The packed variable-length builder: null and misplaced values, and a
    valid op with and without its optional values. */
 static void varlenCases(MlirContext ctx, Fa3DiagnosticLog *log) {
-  MlirModule module = mlirModuleCreateParse(ctx, str(kVarlenFunc));
-  if (mlirModuleIsNull(module)) {
-    printf("FAIL: parse varlen\n");
-    ++failures;
+  MlirModule module = parseOrFail(ctx, kVarlenFunc, "parse varlen");
+  if (mlirModuleIsNull(module))
     return;
-  }
   MlirBlock body = funcBody(module);
   MlirValue q = mlirBlockGetArgument(body, 0), cu = mlirBlockGetArgument(body, 1),
             lse = mlirBlockGetArgument(body, 2), f = mlirBlockGetArgument(body, 3);
@@ -126,12 +133,9 @@ static const char *kFp8Func =
 
 /* The FP8 builders: null values, a negative block, null operations. */
 static void fp8Cases(MlirContext ctx, Fa3DiagnosticLog *log) {
-  MlirModule module = mlirModuleCreateParse(ctx, str(kFp8Func));
-  if (mlirModuleIsNull(module)) {
-    printf("FAIL: parse fp8\n");
-    ++failures;
+  MlirModule module = parseOrFail(ctx, kFp8Func, "parse fp8");
+  if (mlirModuleIsNull(module))
     return;
-  }
   MlirBlock body = funcBody(module);
   MlirValue x = mlirBlockGetArgument(body, 0), q = mlirBlockGetArgument(body, 1),
             d = mlirBlockGetArgument(body, 2), o = mlirBlockGetArgument(body, 3),
@@ -176,12 +180,9 @@ static void fp8Cases(MlirContext ctx, Fa3DiagnosticLog *log) {
 }
 
 static void attnCases(MlirContext ctx, Fa3DiagnosticLog *log) {
-  MlirModule module = mlirModuleCreateParse(ctx, str(kMemrefFunc));
-  if (mlirModuleIsNull(module)) {
-    printf("FAIL: parse\n");
-    ++failures;
+  MlirModule module = parseOrFail(ctx, kMemrefFunc, "parse");
+  if (mlirModuleIsNull(module))
     return;
-  }
   MlirBlock body = funcBody(module);
   MlirValue q = mlirBlockGetArgument(body, 0), k = mlirBlockGetArgument(body, 1),
             v = mlirBlockGetArgument(body, 2), o = mlirBlockGetArgument(body, 3),

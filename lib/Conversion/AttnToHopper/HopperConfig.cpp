@@ -179,6 +179,15 @@ bool decide(Toggle t, bool isAuto) {
 /// The table: the configuration of one attention, whose facts `cfg` holds
 /// (attentionFacts), from the options, each 0 or auto taking what measured
 /// fastest on the H200 (bench/NOTES.md, Defaults).
+/// The deepest K/V ring, from `deepest` down to 2 stages, that the kernel
+/// can take (shared memory): a decoding step and the FP8 kernel stream K
+/// and V, and more stages keep more of them in flight.
+void deepestFittingStages(KernelConfig &cfg, int64_t deepest) {
+  cfg.stages = deepest;
+  while (cfg.stages > 2 && !checkSupported(cfg).empty())
+    --cfg.stages;
+}
+
 void chooseConfig(KernelConfig &cfg, bool fullMask,
                   const AttnHopperConfigOptions &o) {
   // The rules key on the larger head dim (the O accumulator's registers
@@ -291,11 +300,8 @@ void chooseConfig(KernelConfig &cfg, bool fullMask,
     cfg.qBuffers = o.qBuffers != 0 ? o.qBuffers : 1;
     cfg.clusterM = o.kvMulticast == Toggle::On ? 2 : 1;
     cfg.lazyRescale = decide(o.lazyRescale, true);
-    if (o.stages == 0) {
-      cfg.stages = cfg.oCols() <= 64 ? 4 : 3;
-      while (cfg.stages > 2 && !checkSupported(cfg).empty())
-        --cfg.stages;
-    }
+    if (o.stages == 0)
+      deepestFittingStages(cfg, cfg.oCols() <= 64 ? 4 : 3);
     // Head dim 256: Q, two stages of K, V and V transposed (224 KiB) leave
     // no room for O's bf16 staging buffer (64 KiB), nor is Q's large
     // enough: O is stored directly.
@@ -310,11 +316,8 @@ void chooseConfig(KernelConfig &cfg, bool fullMask,
     cfg.qBuffers = 1;
     cfg.clusterM = 1;
     cfg.tmaStore = false;
-    if (o.stages == 0) {
-      cfg.stages = 3;
-      if (!checkSupported(cfg).empty())
-        cfg.stages = 2;
-    }
+    if (o.stages == 0)
+      deepestFittingStages(cfg, 3);
   }
 }
 

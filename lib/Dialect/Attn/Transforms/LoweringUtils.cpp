@@ -19,15 +19,17 @@ Value f32Const(OpBuilder &b, Location loc, double v) {
   return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
 }
 
+static Value i32Const(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v);
+}
+
 /// The f32 value of e4m3 (f8E4M3FN) `x`, in integer arithmetic: the LLVM
 /// dialect has no 8-bit float for arith.extf to lower to. Normal codes
 /// rebias the exponent (7 -> 127) and widen the 3 mantissa bits; exponent 0
 /// is m * 2^-9; S.1111.111 is NaN.
 static Value e4m3ToF32(OpBuilder &b, Location loc, Value x) {
   Type i32 = b.getI32Type(), f32 = b.getF32Type();
-  auto c = [&](int64_t v) -> Value {
-    return arith::ConstantIntOp::create(b, loc, i32, v);
-  };
+  auto c = [&](int64_t v) { return i32Const(b, loc, v); };
   Value byte = arith::BitcastOp::create(b, loc, b.getI8Type(), x);
   Value v = arith::ExtUIOp::create(b, loc, i32, byte);
   Value sign = arith::AndIOp::create(b, loc, v, c(0x80));
@@ -63,9 +65,7 @@ Value loadAsF32(OpBuilder &b, Location loc, Value memref, ValueRange indices) {
 /// dialect has no 8-bit float for arith.truncf to lower to.
 static Value f32ToE4M3(OpBuilder &b, Location loc, Value x) {
   Type i32 = b.getI32Type();
-  auto c = [&](int64_t v) -> Value {
-    return arith::ConstantIntOp::create(b, loc, i32, v);
-  };
+  auto c = [&](int64_t v) { return i32Const(b, loc, v); };
   Value bits = arith::BitcastOp::create(b, loc, i32, x);
   Value sign = arith::ShRUIOp::create(b, loc, bits, c(24));
   sign = arith::AndIOp::create(b, loc, sign, c(0x80));
