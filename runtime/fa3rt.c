@@ -1507,9 +1507,11 @@ static fa3rt_status plan_bwd(const fa3rt_facts *f, const fa3rt_bwd_args *a,
   memset(&L, 0, sizeof L);
   L.empty = B == 0 || Hq == 0 || Sq == 0;
   L.zero_only = !L.empty && Skv == 0;
-  /* dq_accum f32 [B, Hq, Sq, D], lse and delta f32 [B, Hq, Sq], contiguous;
+  /* dq_accum: B * Hq * ceil(Sq / block_m) * block_m * D f32 in the
+     kernel's order (fa3rt.h); lse and delta f32 [B, Hq, Sq], contiguous;
      _pre writes delta and zeroes dq_accum even without keys */
-  const int64_t words = product(B, Hq, Sq, f->head_dim), rows = product(B, Hq, Sq, 1);
+  const int64_t sq_padded = (Sq + FA3RT_BWD_DQ_ROWS - 1) / FA3RT_BWD_DQ_ROWS * FA3RT_BWD_DQ_ROWS;
+  const int64_t words = product(B, Hq, sq_padded, f->head_dim), rows = product(B, Hq, Sq, 1);
   if ((st = check_f32("dq_accum", a->dq_accum, words, !L.empty)) ||
       (st = check_f32("lse", a->lse, rows, !L.empty && !L.zero_only)) ||
       (st = check_f32("delta", a->delta, rows, !L.empty)))

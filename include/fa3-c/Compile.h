@@ -31,7 +31,9 @@ typedef struct Fa3HopperOptions {
   int persistent;       /* CTAs loop over tiles: 1 on, -1 off, 0 auto (on
                            where measured faster: head dim up to 128) */
   bool tmaStore;        /* O through shared memory + TMA store (true);
-                           false: 4-byte stores from registers */
+                           false: 4-byte stores from registers. The
+                           backward: dQ added by bulk reductions (true) or
+                           the consumers' atomics */
   const char *chip;     /* "sm_90a" */
   const char *features; /* "+ptx81" (8.1 or later) */
   const char *toolkit;  /* CUDA toolkit with bin/ptxas; NULL: $CUDA_HOME,

@@ -246,7 +246,9 @@ struct HopperPipelineCLOptions
       llvm::cl::init(fa3::Toggle::Auto), toggleValues()};
   Option<bool> tmaStore{*this, "tma-store",
                         llvm::cl::desc("Stage O through shared memory and write "
-                                       "it by TMA (false: 4-byte stores)"),
+                                       "it by TMA (false: 4-byte stores); the "
+                                       "backward's dQ by bulk reductions "
+                                       "(false: atomics)"),
                         llvm::cl::init(true)};
   Option<int64_t> qBuffers{
       *this, "q-buffers",

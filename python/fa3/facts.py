@@ -46,6 +46,14 @@ BWD_KERNEL_PARAMS = " ".join(re.findall(r"^FA3RT_BWD_KERNEL_PARAM\((\w+),", _ABI
 BWD_PRE_PARAMS = " ".join(re.findall(r"^FA3RT_BWD_PRE_PARAM\((\w+),", _ABI, re.M))
 BWD_POST_PARAMS = " ".join(re.findall(r"^FA3RT_BWD_POST_PARAM\((\w+),", _ABI, re.M))
 BWD_AUX_THREADS = int(re.search(r"^#define FA3RT_BWD_AUX_THREADS (\d+)$", _ABI, re.M).group(1))
+# dQaccum's tiles of that many query rows (its size: bwd_dq_accum_words)
+BWD_DQ_ROWS = int(re.search(r"^#define FA3RT_BWD_DQ_ROWS (\d+)$", _ABI, re.M).group(1))
+
+
+def bwd_dq_accum_words(B: int, Hq: int, Sq: int, D: int) -> int:
+    """Floats of the backward's dq_accum workspace: B * Hq * ceil(Sq /
+    BWD_DQ_ROWS) * BWD_DQ_ROWS * D (fa3rt_abi.def: the kernel's tile order)."""
+    return B * Hq * -(-Sq // BWD_DQ_ROWS) * BWD_DQ_ROWS * D
 # the split-KV kernels' merge in their cubin, <kernel>_combine (launched by
 # fa3rt_fwd after a launch of more than one split), and its block size
 FWD_COMBINE_PARAMS = " ".join(re.findall(r"^FA3RT_FWD_COMBINE_PARAM\((\w+),", _ABI, re.M))

@@ -372,8 +372,9 @@ def bwd_args(q: Tensor, k: Tensor, v: Tensor, dout: Tensor, o: Tensor, lse_ptr: 
     """fa3rt_bwd_args (fa3rt.h), in its order: q, k, v, dout, o (the
     forward's output), dq, dk, dv (written) from tensor(); the device
     addresses of lse (f32 [B, Hq, Sq], the forward's) and of the workspaces
-    delta (f32 [B, Hq, Sq]) and dq_accum (f32 [B, Hq, Sq, D]), all
-    contiguous, which the launch fills. softmax_scale None: the kernel's
+    delta (f32 [B, Hq, Sq]) and dq_accum (fa3.facts.bwd_dq_accum_words
+    floats, the kernel's tile order), all contiguous, which the launch
+    fills. softmax_scale None: the kernel's
     (facts) scale; else 0 < scale <= 1e30."""
     a = BwdArgs()
     w, E = "fa3.runtime.bwd_args", Fa3ArgumentError

@@ -773,8 +773,9 @@ def flash_attn_backward(dout, q, k, v, out, lse, softmax_scale: Optional[float] 
     The runtime (fa3rt_bwd) runs three kernels: delta = rowsum(dout * out)
     in float32 [B, Hq, Sq] with dq_accum zeroed, the backward kernel, and
     dq = softmax_scale * dq_accum rounded once to q's dtype; delta and
-    dq_accum (float32 [B, Hq, Sq, D]; pass ``dq_accum`` to reuse one,
-    contiguous) are workspaces allocated here. ``dq``, ``dk``, ``dv``:
+    dq_accum (a flat float32 tensor of fa3.facts.bwd_dq_accum_words(B, Hq,
+    Sq, D) elements, in the kernel's tile order; pass ``dq_accum`` to reuse
+    one) are workspaces allocated here. ``dq``, ``dk``, ``dv``:
     optional preallocated outputs of q's, k's and v's shapes (dk and dv with
     the same strides, TMA-style: a contiguous last dim and 16-byte
     multiples; a dq otherwise gets its values by a copy); else new
@@ -800,7 +801,7 @@ def _bwd_shapes(B, Sq, Hq, D, Skv, Hkv, Dv):
     return {"dout": ((B, Sq, Hq, Dv), False), "out": ((B, Sq, Hq, Dv), False),
             "lse": ((B, Hq, Sq), True), "dq": ((B, Sq, Hq, D), False),
             "dk": ((B, Skv, Hkv, D), False), "dv": ((B, Skv, Hkv, Dv), False),
-            "dq_accum": ((B, Hq, Sq, D), True)}
+            "dq_accum": ((_facts.bwd_dq_accum_words(B, Hq, Sq, D),), True)}
 
 
 def _forward_scale(dt, D, Dv, causal, window_size, softcap, kernel_dir, jit, dev, device,
@@ -865,7 +866,7 @@ def _eager_bwd(torch, dout, q, k, v, out, lse, softmax_scale, causal, window_siz
     # zeroed then summed into (fresh allocations are 16-byte aligned)
     delta = new((B, Hq, Sq), torch.float32)
     if dq_accum is None:
-        dq_accum = new((B, Hq, Sq, D), torch.float32)
+        dq_accum = new(_bwd_shapes(B, Sq, Hq, D, Skv, Hkv, Dv)["dq_accum"][0], torch.float32)
     # dq written by the runtime: a given one whose rows it cannot write
     # (16-byte aligned, contiguous last dim) gets the result by a copy
     dq_out = dq if _tma_ok(dq.shape, dq.stride(), dq.element_size()) and not (

@@ -357,7 +357,7 @@ def test_bwd_plan_through_ctypes(rt):
     assert L.dynamic_smem == 200000 and not L.empty and not L.zero_only
     assert (L.B, L.Sq, L.Skv, L.Hq, L.Hkv) == (2, 1000, 700, 8, 2)
     assert (L.dkv_stride_b, L.dkv_stride_s, L.dkv_stride_h) == (700 * 2 * 128, 2 * 128, 128)
-    assert L.dq_accum_words == 2 * 8 * 1000 * 128
+    assert L.dq_accum_words == 2 * 8 * 1024 * 128  # Sq rounded up to dQaccum's 64-row tiles
     assert math.isclose(L.scale_log2, 0.08838834764831845 * 1.4426950408889634, rel_tol=1e-7)
     # the helper kernels: 16000 rows, 256 * 16 / (128 * 2) = 16 a block
     assert (L.aux_grid, L.aux_block) == (1000, F.BWD_AUX_THREADS) == (1000, 256)
@@ -374,7 +374,7 @@ def test_bwd_plan_through_ctypes(rt):
     f64 = rt.parse_facts_c(BWD_FACTS.replace("head_dim 128", "head_dim 64")
                            .replace("head_dim_v 128", "head_dim_v 64"))
     L = rt.plan_bwd(f64, _bwd_args(rt, Hkv=1, D=64, Skv=129))
-    assert L.grid[0] == 2 * 1 * 2 and L.dq_accum_words == 2 * 8 * 1000 * 64
+    assert L.grid[0] == 2 * 1 * 2 and L.dq_accum_words == 2 * 8 * 1024 * 64
     assert L.aux_grid == 2 * 8 * 1000 // 32
     # each kind of kernel refuses the other's call by name
     fwd = rt.parse_facts_c(FACTS)
@@ -431,7 +431,7 @@ def test_bwd_plan_through_ctypes(rt):
     assert rt.plan_bwd(f, a).empty
     L = rt.plan_bwd(f, _bwd_args(rt, Skv=0, lse_ptr=0))
     assert L.zero_only and not L.empty and L.grid[0] == 0 and L.aux_grid == 1000
-    assert L.dq_accum_words == 2 * 8 * 1000 * 128
+    assert L.dq_accum_words == 2 * 8 * 1024 * 128  # Sq rounded up to dQaccum's 64-row tiles
     refused("dq_accum pointer is NULL", _bwd_args(rt, Skv=0, dq_accum_ptr=0))
     refused("delta pointer is NULL", _bwd_args(rt, Skv=0, delta_ptr=0))
     with pytest.raises(rt.Fa3ArgumentError, match="dq_accum_ptr = -1 is out of range"):

@@ -357,10 +357,13 @@ typedef struct fa3rt_bwd_args {
                              (natural log), 16-byte aligned */
   uint64_t delta;         /* f32 [B, Hq, Sq] contiguous, 16-byte aligned: a
                              workspace, filled with rowsum(dout * o) */
-  uint64_t dq_accum;      /* f32 [B, Hq, Sq, D] contiguous, 16-byte aligned:
-                             a workspace, zeroed, then sum_j dS_ij K_j by
-                             atomic adds: the order of the sum, and so dq's
-                             last bits, may change from launch to launch */
+  uint64_t dq_accum;      /* f32, B * Hq * ceil(Sq / 64) * 64 * D words
+                             (fa3rt_bwd_launch.dq_accum_words), 16-byte
+                             aligned: a workspace in the kernel's tile order
+                             (fa3rt_abi.def, FA3RT_BWD_DQ_ROWS), zeroed,
+                             then sum_j dS_ij K_j by bulk or atomic adds:
+                             the order of the sum, and so dq's last bits,
+                             may change from launch to launch */
   fa3rt_tensor dq;        /* [B, Hq, Sq, D], written: softmax_scale *
                              dq_accum, rounded once to dtype */
   fa3rt_tensor dk;        /* [B, Hkv, Skv, D], written */
@@ -382,7 +385,8 @@ typedef struct fa3rt_bwd_launch {
   unsigned grid[3], block[3]; /* grid ceil(Skv / block_n) * Hkv * B CTAs */
   unsigned dynamic_smem;
   int64_t dkv_stride_b, dkv_stride_s, dkv_stride_h; /* elements, dk's and dv's */
-  uint64_t dq_accum_words; /* f32 words of dq_accum (_pre zeroes them): B*Hq*Sq*D */
+  uint64_t dq_accum_words; /* f32 words of dq_accum (_pre zeroes them):
+                              B * Hq * ceil(Sq / 64) * 64 * D */
   double scale;           /* the softmax scale used */
   float scale_log2;       /* scale * log2(e), the kernel parameter */
   /* the helper kernels <kernel>_pre and <kernel>_post: 1-D grid of

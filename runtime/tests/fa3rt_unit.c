@@ -498,7 +498,7 @@ static void test_bwd_plan(void) {
   EXPECT(!L.empty && !L.zero_only && L.B == 2 && L.Sq == 1000 && L.Skv == 700 && L.Hq == 8 &&
          L.Hkv == 2);
   EXPECT(L.dkv_stride_b == 700L * 2 * 128 && L.dkv_stride_s == 2 * 128 && L.dkv_stride_h == 128);
-  EXPECT(L.dq_accum_words == 2ULL * 8 * 1000 * 128);
+  EXPECT(L.dq_accum_words == 2ULL * 8 * 1024 * 128);
   EXPECT(fabs(L.scale - f.scale) < 1e-15);
   EXPECT(fabs(L.scale_log2 - (float)(f.scale * 1.4426950408889634)) < 1e-7);
   /* the helpers: B*Sq*Hq = 16000 rows, 256 * 16 / (128 * 2) = 16 a block */
@@ -534,7 +534,7 @@ static void test_bwd_plan(void) {
     a.dk = bshd(0x60000, 2, 700, 2, 64);
     a.dv = bshd(0x70000, 2, 700, 2, 64);
     EXPECT(fa3rt_bwd_plan(&f64, &a, &L) == FA3RT_OK && L.aux_grid == 500 &&
-           L.dq_accum_words == 2ULL * 8 * 1000 * 64);
+           L.dq_accum_words == 2ULL * 8 * 1024 * 64);
     /* facts of another head_dim_v than head_dim: no backward of that kind */
     f64.head_dim_v = 128;
     a.v.shape[3] = a.dv.shape[3] = a.dout.shape[3] = a.o.shape[3] = 128;
@@ -606,7 +606,7 @@ static void test_bwd_plan(void) {
   BAD_BWD(a.delta = 0, "delta pointer is NULL");
   BAD_BWD(a.lse = 0x50004, "lse pointer 0x50004 is not 16-byte aligned");
   BAD_BWD(a.dq_accum = (1ULL << 63) - 4096,
-          "dq_accum pointer: 0x7ffffffffffff000 is out of range (its 2048000 floats");
+          "dq_accum pointer: 0x7ffffffffffff000 is out of range (its 2097152 floats");
   BAD_BWD(a.delta = (uint64_t)-16, "delta pointer: 0xfffffffffffffff0 is out of range");
   BAD_BWD(a.softmax_scale = 1e300, "softmax_scale: 1e+300 is out of range");
   BAD_BWD((a.q.shape[0] = a.k.shape[0] = a.v.shape[0] = a.dout.shape[0] = a.dk.shape[0] =
@@ -630,7 +630,7 @@ static void test_bwd_plan(void) {
   a.k.ptr = a.v.ptr = a.dk.ptr = a.dv.ptr = a.lse = 0;
   a.dv.strides[1] = 12345; /* strides of empty tensors are not compared */
   EXPECT(fa3rt_bwd_plan(&f, &a, &L) == FA3RT_OK && !L.empty && L.zero_only &&
-         L.grid[0] == 0 && L.dq_accum_words == 2ULL * 8 * 1000 * 128 && L.aux_grid == 1000);
+         L.grid[0] == 0 && L.dq_accum_words == 2ULL * 8 * 1024 * 128 && L.aux_grid == 1000);
   fa3rt_bwd_args z = a;
   a.dq_accum = 0;
   EXPECT(err_is(fa3rt_bwd_plan(&f, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,

@@ -217,7 +217,7 @@ class Checker:
             nan = float("nan")
             dk, dv = torch.full_like(k, nan), torch.full_like(v, nan)
             B, Sq, Hq, D = q.shape
-            acc = torch.full((B, Hq, Sq, D), nan, device="cuda")
+            acc = torch.full((fa3facts.bwd_dq_accum_words(B, Hq, Sq, D),), nan, device="cuda")
             dq, dk2, dv2 = self.backward(dout, q, k, v, o, lse, dk=dk, dv=dv, dq_accum=acc)
             assert dk2 is dk and dv2 is dv
             torch.cuda.synchronize()
@@ -406,6 +406,7 @@ class EmulatedKernel:
             return
         B, Sq, Hq, D = L.B, L.Sq, L.Hq, self.kf.head_dim
         dt = TORCH_DTYPE[self.kf.dtype]
+        # this stand-in's own order in the workspace (its first B Hq Sq D floats)
         acc = device_view(args.dq_accum, (B, Hq, Sq, D), _contiguous((B, Hq, Sq, D)), torch.float32)
 
         def tensor(t):

@@ -61,47 +61,84 @@ public:
         Value p = globalAt(param("delta"), r.bhs, 4);
         LLVM::StoreOp::create(b, loc, part, p, /*alignment=*/4);
       });
-      ifThen(r.valid, [&] {
-        auto v4 = VectorType::get({4}, f32T);
-        Value zero = LLVM::ZeroOp::create(b, loc, v4);
-        for (int64_t half = 0; half < 2; ++half) {
-          Value p = accPointer(r, half);
-          LLVM::StoreOp::create(b, loc, zero, p, /*alignment=*/16);
-        }
-      });
+    });
+    // dQaccum, its padding rows included: 16 bytes a thread and step
+    Value words = accWords();
+    Value units = bin<arith::DivUIOp>(words, i64(4));
+    forEachUnit(units, [&](Value u) {
+      auto v4 = VectorType::get({4}, f32T);
+      Value zero = LLVM::ZeroOp::create(b, loc, v4);
+      Value e = bin<arith::MulIOp>(u, i64(4));
+      Value p = globalAt(param("dQaccum"), e, 4);
+      LLVM::StoreOp::create(b, loc, zero, p, /*alignment=*/16);
     });
     gpu::ReturnOp::create(b, loc);
     closeKernel(fn);
   }
 
+  /// dQaccum is in the main kernel's order (GradKernelBuilder's dqTile):
+  /// per (batch, head) the m-blocks of kBlockM x D floats, each two
+  /// warpgroups' halves of D / 2 columns in accumulator order (thread t's
+  /// registers 4j .. 4j + 3 at float 4 (128 j + t): rows r, r + 8 with
+  /// r = 16 (t / 32) + (t mod 32) / 4, columns 8j + 2 (t mod 4) + {0, 1}).
+  /// A unit of 16 floats, four consecutive threads' quadruples j, is
+  /// then 8 columns of rows r and r + 8: each thread reads one unit (64
+  /// contiguous bytes) and writes two 16-byte pieces of dQ.
   void buildPost(gpu::GPUModuleOp m, const std::string &name) {
     gpu::GPUFuncOp fn = openKernel(m, name, kGradPostParams, kGradAuxThreads);
     Value scale = param("scale");
-    forEachRow([&](const Row &r) {
-      ifThen(r.valid, [&] {
-        auto v4 = VectorType::get({4}, f32T);
-        auto v2 = VectorType::get({2}, f32T);
-        auto v2h = VectorType::get({2}, et);
-        SmallVector<Value> words;
-        for (int64_t half = 0; half < 2; ++half) {
-          Value p = accPointer(r, half);
-          Value acc = LLVM::LoadOp::create(b, loc, v4, p, /*alignment=*/16);
-          for (int64_t i = 0; i < 4; i += 2) {
-            Value lo = vector::ExtractOp::create(b, loc, acc, i);
-            lo = bin<arith::MulFOp>(lo, scale);
-            Value hi = vector::ExtractOp::create(b, loc, acc, i + 1);
-            hi = bin<arith::MulFOp>(hi, scale);
-            Value pair = vector::FromElementsOp::create(b, loc, v2,
-                                                        ValueRange{lo, hi});
-            Value h = arith::TruncFOp::create(b, loc, v2h, pair);
-            words.push_back(LLVM::BitcastOp::create(b, loc, i32T, h));
-          }
-        }
-        auto v4i = VectorType::get({4}, i32T);
-        Value out = vector::FromElementsOp::create(b, loc, v4i, words);
-        Value p = rowPointer(param("dQ"), r, "dqStride");
-        LLVM::StoreOp::create(b, loc, out, p, /*alignment=*/16);
-      });
+    const int64_t quads = headDim / 16; // quadruples of a half's thread
+    Value units = bin<arith::DivUIOp>(accWords(), i64(16));
+    Value hq = ext64(param("Hq")), sq = ext64(param("Sq"));
+    Value nmb = mBlocks();
+    forEachUnit(units, [&](Value u) {
+      Value tileIdx = bin<arith::DivUIOp>(u, i64(kBlockM * headDim / 16));
+      Value inTile = bin<arith::RemUIOp>(u, i64(kBlockM * headDim / 16));
+      Value g = bin<arith::RemUIOp>(inTile, i64(32));
+      Value hj = bin<arith::DivUIOp>(inTile, i64(32));
+      Value j = bin<arith::RemUIOp>(hj, i64(quads));
+      Value half = bin<arith::DivUIOp>(hj, i64(quads));
+      Value warp = bin<arith::DivUIOp>(g, i64(8));
+      Value r = bin<arith::MulIOp>(warp, i64(16));
+      Value quad = bin<arith::RemUIOp>(g, i64(8));
+      r = bin<arith::AddIOp>(r, quad);
+      Value col = bin<arith::MulIOp>(half, i64(headDim / 2));
+      Value jc = bin<arith::MulIOp>(j, i64(8));
+      col = bin<arith::AddIOp>(col, jc);
+      Value mb = bin<arith::RemUIOp>(tileIdx, nmb);
+      Value bh = bin<arith::DivUIOp>(tileIdx, nmb);
+      Value h = bin<arith::RemUIOp>(bh, hq);
+      Value bi = bin<arith::DivUIOp>(bh, hq);
+      Value s0 = bin<arith::MulIOp>(mb, i64(kBlockM));
+      s0 = bin<arith::AddIOp>(s0, r);
+      auto v4 = VectorType::get({4}, f32T);
+      SmallVector<Value> acc;
+      for (int64_t k = 0; k < 4; ++k) {
+        Value e = bin<arith::MulIOp>(u, i64(16));
+        e = bin<arith::AddIOp>(e, i64(4 * k));
+        Value p = globalAt(param("dQaccum"), e, 4);
+        acc.push_back(LLVM::LoadOp::create(b, loc, v4, p, /*alignment=*/16));
+      }
+      for (int64_t i = 0; i < 2; ++i) {
+        Value s = bin<arith::AddIOp>(s0, i64(8 * i));
+        Value valid = cmpi(CmpIPredicate::ult, s, sq);
+        ifThen(valid, [&] {
+          // row i's columns 2k, 2k + 1 are elements 2i, 2i + 1 of unit k
+          SmallVector<Value> words;
+          for (int64_t k = 0; k < 4; ++k)
+            words.push_back(scaledPair(acc[k], 2 * i, scale));
+          auto v4i = VectorType::get({4}, i32T);
+          Value out = vector::FromElementsOp::create(b, loc, v4i, words);
+          Value e = bin<arith::MulIOp>(bi, param("dqStrideB"));
+          Value es = bin<arith::MulIOp>(s, param("dqStrideS"));
+          e = bin<arith::AddIOp>(e, es);
+          Value eh = bin<arith::MulIOp>(h, param("dqStrideH"));
+          e = bin<arith::AddIOp>(e, eh);
+          e = bin<arith::AddIOp>(e, col);
+          Value p = globalAt(param("dQ"), e, 2);
+          LLVM::StoreOp::create(b, loc, out, p, /*alignment=*/16);
+        });
+      }
     });
     gpu::ReturnOp::create(b, loc);
     closeKernel(fn);
@@ -111,7 +148,50 @@ private:
   int64_t headDim;
   Type et, gptrT;
 
+  static constexpr int64_t kBlockM = kGradDqRows;
+
   int64_t lanesPerRow() const { return headDim * 2 / 16; }
+
+  /// ceil(Sq / kBlockM), i64.
+  Value mBlocks() {
+    Value sq = ext64(param("Sq"));
+    Value n = bin<arith::AddIOp>(sq, i64(kBlockM - 1));
+    return bin<arith::DivUIOp>(n, i64(kBlockM));
+  }
+  /// dQaccum's floats: B Hq ceil(Sq / kBlockM) kBlockM D.
+  Value accWords() {
+    Value bs = ext64(param("B"));
+    Value hs = ext64(param("Hq"));
+    Value w = bin<arith::MulIOp>(bs, hs);
+    Value nmb = mBlocks();
+    w = bin<arith::MulIOp>(w, nmb);
+    return bin<arith::MulIOp>(w, i64(kBlockM * headDim));
+  }
+  /// Elements e, e + 1 of `acc` times `scale`, rounded to et, as one word.
+  Value scaledPair(Value acc, int64_t e, Value scale) {
+    auto v2 = VectorType::get({2}, f32T);
+    auto v2h = VectorType::get({2}, et);
+    Value lo = vector::ExtractOp::create(b, loc, acc, e);
+    lo = bin<arith::MulFOp>(lo, scale);
+    Value hi = vector::ExtractOp::create(b, loc, acc, e + 1);
+    hi = bin<arith::MulFOp>(hi, scale);
+    Value pair = vector::FromElementsOp::create(b, loc, v2, ValueRange{lo, hi});
+    Value h = arith::TruncFOp::create(b, loc, v2h, pair);
+    return LLVM::BitcastOp::create(b, loc, i32T, h);
+  }
+  /// Units 0 .. n - 1 (i64) over the grid's threads, the grid's stride.
+  template <typename Fn> void forEachUnit(Value n, Fn body) {
+    Value tid = NVVM::ThreadIdXOp::create(b, loc, i32T);
+    Value bid = NVVM::BlockIdXOp::create(b, loc, i32T);
+    Value nb = NVVM::GridDimXOp::create(b, loc, i32T);
+    Value start = bin<arith::MulIOp>(ext64(bid), i64(kGradAuxThreads));
+    start = bin<arith::AddIOp>(start, ext64(tid));
+    Value stride = bin<arith::MulIOp>(ext64(nb), i64(kGradAuxThreads));
+    auto loop = scf::ForOp::create(b, loc, start, n, stride);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    body(loop.getInductionVar());
+  }
   int64_t rowsPerBlock() const { return kGradAuxThreads / lanesPerRow(); }
 
   /// A thread's row of one step: whether it exists, its place, its lane
@@ -171,14 +251,6 @@ private:
     auto v8 = VectorType::get({8}, et);
     Value v = LLVM::LoadOp::create(b, loc, v8, p, /*alignment=*/16);
     return arith::ExtFOp::create(b, loc, VectorType::get({8}, f32T), v);
-  }
-  /// The thread's `half` (16 bytes) of its 32 bytes of dQaccum's row.
-  Value accPointer(const Row &r, int64_t half) {
-    Value e = bin<arith::MulIOp>(r.bhs, i64(headDim));
-    Value col = bin<arith::MulIOp>(ext64(r.sub), i64(8));
-    e = bin<arith::AddIOp>(e, col);
-    e = bin<arith::AddIOp>(e, i64(4 * half));
-    return globalAt(param("dQaccum"), e, 4);
   }
 };
 

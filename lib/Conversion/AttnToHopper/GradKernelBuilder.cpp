@@ -104,7 +104,28 @@ private:
     return {h, mb};
   }
 
+  /// dQaccum's floats for (batch, q head h, m-block mb, warpgroup c): per
+  /// (batch, head) the m-blocks of 64 x d floats, each the consumers'
+  /// halves in accumulator order (hopper.reduce_add), so that one bulk
+  /// reduction adds a warpgroup's staged dQ; <kernel>_post reads it back.
+  Value dqTile(const Work &w, Value h, Value mb, Value c) {
+    Value bh = bin<arith::MulIOp>(w.bidx, param("Hq"));
+    bh = bin<arith::AddIOp>(bh, h);
+    Value nmb = bin<arith::AddIOp>(param("Sq"), i32(cfg.blockM - 1));
+    nmb = bin<arith::DivUIOp>(nmb, i32(cfg.blockM));
+    Value nmb64 = ext64(nmb);
+    Value bh64 = ext64(bh);
+    Value tile = bin<arith::MulIOp>(bh64, nmb64);
+    Value mb64 = ext64(mb);
+    tile = bin<arith::AddIOp>(tile, mb64);
+    Value e = bin<arith::MulIOp>(tile, i64(cfg.blockM * tileD()));
+    Value half = bin<arith::MulIOp>(c, i32(cfg.blockM * tileD() / 2));
+    Value half64 = ext64(half);
+    e = bin<arith::AddIOp>(e, half64);
+    return globalAt(param("dQaccum"), e, 4);
+  }
   void producer(Value cta);
+  void dqWriter(Value cta);
   void consumers(Value cta);
   void body();
 };
@@ -127,10 +148,10 @@ GradSmemLayout fa3::hopper::computeGradSmemLayout(const GradKernelConfig &cfg) {
   l.qOff = l.vOff + l.vBytes;
   l.doOff = l.qOff + cfg.stages * l.qBytes;
   l.dsOff = l.doOff + cfg.stages * l.doBytes;
-  // dQ staging: each warpgroup's 64 rows of its d / 2 columns (hopper.
-  // reduce_add_bulk's padded pitch)
+  // dQ staging: each warpgroup's 64 rows of its d / 2 columns in f32, in
+  // accumulator order (hopper.stage_fragment)
   l.dqOff = l.dsOff + dsBuffers * l.dsBytes;
-  l.dqBytes = cfg.dqBulk ? cfg.consumers() * 64 * (d / 2 * 4 + 16) : 0;
+  l.dqBytes = cfg.dqBulk ? 64 * d * 4 : 0;
   int64_t end = l.dqOff + l.dqBytes;
   l.kFull = end;
   l.kEmpty = l.kFull + 8;
@@ -153,9 +174,9 @@ std::string fa3::hopper::checkGradSupported(const GradKernelConfig &cfg) {
   else if (cfg.headDim != 64 && cfg.headDim != 128)
     os << "head dim " << cfg.headDim
        << " for the backward (the Hopper backward takes 64 or 128)";
-  else if (cfg.blockM != 64)
-    os << "block-m " << cfg.blockM
-       << " for the backward (64: the queries of one Q / dO stage)";
+  else if (cfg.blockM != kGradDqRows)
+    os << "block-m " << cfg.blockM << " for the backward (" << kGradDqRows
+       << ": the queries of one Q / dO stage and of dQaccum's tiles)";
   else if (cfg.blockN != 128)
     os << "block-n " << cfg.blockN
        << " for the backward (128: 64 keys for each of two consumer "
@@ -189,6 +210,63 @@ void GradKernelBuilder::producer(Value cta) {
   loadTile(param("mapQ"), row, h, w.bidx, qRing, it, cfg.blockM);
   ringOp<RingProducerAcquireOp>(doRing, it);
   loadTile(param("mapdO"), row, h, w.bidx, doRing, it, cfg.blockM);
+}
+
+/// The dQ writer (warp 1 of the producer warpgroup; FA3's scheme): per step
+/// and consumer, once the warpgroup has staged its dQ (reduce_full), lane 0
+/// adds it into dQaccum by one bulk reduction; once the reductions have
+/// read the buffers, the warp frees them (reduce_free) for the next step.
+/// Each barrier meets once per step: the first free is given before the
+/// loop, none after the last step.
+void GradKernelBuilder::dqWriter(Value cta) {
+  Work w = work(cta);
+  const int64_t n = cfg.consumers();
+  const uint64_t threads = kWarpgroupThreads + 32;
+  const int64_t wgBytes = lay.dqBytes / n;
+  Value tid = NVVM::ThreadIdXOp::create(b, loc, i32T);
+  Value lane = bin<arith::RemUIOp>(tid, i32(32));
+  Value leader = cmpi(CmpIPredicate::eq, lane, i32(0));
+  Value steps = bin<arith::MulIOp>(w.group, w.nm);
+  Value any = cmpi(CmpIPredicate::sgt, steps, i32(0));
+  auto free = [&](int64_t c) {
+    NamedBarrierArriveOp::create(b, loc, i32(c), BarrierKind::reduce_free,
+                                 static_cast<uint64_t>(n), threads);
+  };
+  ifThen(any, [&] {
+    for (int64_t c = 0; c < n; ++c)
+      free(c);
+  });
+  auto loop = scf::ForOp::create(b, loc, i32(0), steps, i32(1));
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    Value it = loop.getInductionVar();
+    auto [h, mb] = step(w, it);
+    for (int64_t c = 0; c < n; ++c) {
+      NamedBarrierSyncOp::create(b, loc, i32(c), BarrierKind::reduce_full,
+                                 static_cast<uint64_t>(n), threads);
+      Value dst = dqTile(w, h, mb, i32(c));
+      ifThen(leader, [&] {
+        ReduceAddBulkOp::create(b, loc, smemBase, i32(lay.dqOff + c * wgBytes),
+                                dst, static_cast<uint64_t>(wgBytes));
+      });
+    }
+    Value next = bin<arith::AddIOp>(it, i32(1));
+    Value more = cmpi(CmpIPredicate::slt, next, steps);
+    for (int64_t c = 0; c < n; ++c) {
+      // consumer c's group and those before it have read their buffers
+      ifThen(leader, [&] {
+        NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, n - 1 - c,
+                                             b.getUnitAttr());
+      });
+      NVVM::SyncWarpOp::create(b, loc, i32(-1));
+      ifThen(more, [&] { free(c); });
+    }
+  }
+  // the reductions done before the CTA's shared memory goes
+  ifThen(leader, [&] {
+    NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, UnitAttr());
+  });
 }
 
 void GradKernelBuilder::consumers(Value cta) {
@@ -227,20 +305,13 @@ void GradKernelBuilder::consumers(Value cta) {
   kColOff = bin<arith::AddIOp>(kColOff, i32(lay.kOff));
   Value descKT = descBase(smemBase, kColOff, descConst(kBox, 1024));
   FragmentType fragQ = FragmentType::get(ctx, {64, dqCols}, f32T);
-  Value dqPtr = param("dQaccum");
-  {
-    Value cols = bin<arith::MulIOp>(cw, i32(dqCols));
-    auto gptrT = LLVM::LLVMPointerType::get(ctx, 1);
-    dqPtr = LLVM::GEPOp::create(b, loc, gptrT, f32T, dqPtr, ValueRange{cols});
-  }
+  // this warpgroup's dQ staging buffer (dqBulk)
+  Value dqStage = bin<arith::MulIOp>(cw, i32(lay.dqBytes / cfg.consumers()));
+  dqStage = bin<arith::AddIOp>(dqStage, i32(lay.dqOff));
 
   Value sl2 = param("scaleLog2");
   Value scale = bin<arith::MulFOp>(sl2, f32(1.0 / fa3::attn::kLog2e));
   Value hq = param("Hq"), sq = param("Sq");
-  Value sq64 = ext64(sq);
-  Value headStride64 = bin<arith::MulIOp>(sq64, i64(cfg.headDim));
-  Value hq64 = ext64(hq);
-  Value batchStride = bin<arith::MulIOp>(headStride64, hq64);
   Value kvRow0 = bin<arith::MulIOp>(cw, i32(64));
   kvRow0 = bin<arith::AddIOp>(w.col0, kvRow0);
 
@@ -340,15 +411,19 @@ void GradKernelBuilder::consumers(Value cta) {
     dq = WgmmaWaitOp::create(b, loc, 0u, ValueRange{dq}).getResult(0);
     ringOp<RingConsumerReleaseOp>(qRing, it);
     ringOp<RingConsumerReleaseOp>(doRing, it);
-    Value d64 = i64(cfg.headDim);
-    if (cfg.dqBulk)
-      ReduceAddBulkOp::create(b, loc, dq, dqPtr, batchStride, d64,
-                              headStride64, q0, h, w.bidx, sq, smemBase,
-                              static_cast<uint64_t>(lay.dqOff), cw,
-                              static_cast<uint64_t>(cfg.consumers()));
-    else
-      ReduceAddOp::create(b, loc, dq, dqPtr, batchStride, d64, headStride64,
-                          q0, h, w.bidx, sq);
+    if (cfg.dqBulk) {
+      // staged for the dQ writer once it has read the previous step's
+      const uint64_t n = static_cast<uint64_t>(cfg.consumers());
+      const uint64_t threads = kWarpgroupThreads + 32;
+      NamedBarrierSyncOp::create(b, loc, cw, BarrierKind::reduce_free, n,
+                                 threads);
+      StageFragmentOp::create(b, loc, dq, smemBase, dqStage);
+      NamedBarrierArriveOp::create(b, loc, cw, BarrierKind::reduce_full, n,
+                                   threads);
+    } else {
+      Value dst = dqTile(w, h, mb, cw);
+      ReduceAddOp::create(b, loc, dq, dst);
+    }
     Value yields[] = {dk1, dv1};
     scf::YieldOp::create(b, loc, yields);
   }
@@ -363,12 +438,6 @@ void GradKernelBuilder::consumers(Value cta) {
                          param("dkvStrideB"), param("dkvStrideS"),
                          param("dkvStrideH"), kvRow0, /*group=*/Value(), w.hkv, w.bidx,
                          param("Skv"), et, IntegerAttr());
-  if (cfg.dqBulk) {
-    // the last bulk reduction's
-    Value ltid = NVVM::ThreadIdXOp::create(b, loc, i32T);
-    ltid = bin<arith::RemUIOp>(ltid, i32(128));
-    drainBulkReads(ltid);
-  }
 }
 
 void GradKernelBuilder::body() {
@@ -404,6 +473,11 @@ void GradKernelBuilder::body() {
     OpBuilder::InsertionGuard g(b);
     b.createBlock(&ws.getProducer());
     ifThen(isT0, [&] { producer(cta); });
+    if (cfg.dqBulk) {
+      Value warp = bin<arith::DivUIOp>(tid, i32(32));
+      Value isW1 = cmpi(CmpIPredicate::eq, warp, i32(1));
+      ifThen(isW1, [&] { dqWriter(cta); });
+    }
     WarpSpecializeOp::ensureTerminator(ws.getProducer(), b, loc);
     Block *cb = b.createBlock(&ws.getConsumer(), {}, {i32T}, {loc});
     consumer = cb->getArgument(0);

@@ -6,7 +6,9 @@
 //
 //   warpgroup 0   producer: K and V of the block once, then Q and dO of
 //                 each m-block that sees the block, for each q head of the
-//                 kv head's group, into `stages`-deep rings;
+//                 kv head's group, into `stages`-deep rings (thread 0);
+//                 the dQ writer (warp 1: the consumers' staged dQ added
+//                 into dQaccum by bulk reductions);
 //   warpgroups 1, 2  consumers, 64 keys each: S^T = K Q^T and dP^T = V dO^T
 //                 (wgmma SS, keys as rows), P^T = exp2(S^T scale_log2 -
 //                 LSE log2 e) with the forward's builder, dS^T = P^T
@@ -14,9 +16,11 @@
 //                 f32 dV/dK accumulators in registers for the whole loop);
 //                 dS^T staged in shared memory (two buffers) for dQ = dS K
 //                 (wgmma SS, both operands MN-major; the warpgroups split
-//                 dQ's columns), added into the f32 dQaccum by vector
-//                 reductions (or, where the configuration records
-//                 tma_store, by bulk reductions from shared memory).
+//                 dQ's columns), staged in shared memory in accumulator
+//                 order for the producer's dQ writer (warp 1), which adds
+//                 it into the f32 dQaccum by one bulk reduction per
+//                 warpgroup (or, without tma_store, the consumers' vector
+//                 reductions).
 //   epilogue      dK * scale and dV stored from registers.
 //
 // D = rowsum(dO o) with dQaccum zeroed before it, and dQ = scale dQaccum
@@ -47,11 +51,10 @@ struct GradKernelConfig {
   std::string qRangeFn;   // device func: (col0, Sq, Skv) -> (lo, hi, ilo, ihi)
   std::string visibleColsFn; // device func: (row, Sq, Skv) -> (lo, hi)
   bool leftBounded = false;  // the mask has a lower column bound (window)
-  bool dqBulk = false;       // dQ staged in shared memory and added by bulk
-                             // reductions, else red.global.add.v4.f32 from
-                             // registers (bulk measured 0.86-1.04x the
-                             // scalar atomics before v4: off;
-                             // bench/NOTES.md, Backward)
+  bool dqBulk = true;        // dQ staged in shared memory and added by the
+                             // producer's bulk reductions, else
+                             // red.global.add.v4.f32 from the consumers'
+                             // registers (bench/NOTES.md, Backward)
 
   int64_t consumers() const { return blockN / 64; }
   int64_t threads() const { return 128 * (1 + consumers()); }

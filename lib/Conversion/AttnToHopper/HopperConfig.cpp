@@ -159,8 +159,8 @@ HopperConfigAttr fa3::hopper::recordGradConfig(MLIRContext *ctx,
                                                const GradKernelConfig &cfg) {
   // One CTA per kv block; no persistence, Q buffers, rescaling, cluster or
   // ping-pong in the backward. tma_store records dQ's path: through shared
-  // memory by bulk reductions, or (the table's) vector reductions from
-  // registers.
+  // memory by the producer's bulk reductions (the default), or vector
+  // reductions from the consumers' registers.
   return HopperConfigAttr::get(ctx, cfg.blockM, cfg.blockN, cfg.stages,
                                /*persistent=*/false, /*q_buffers=*/1,
                                /*lazy_rescale=*/false,
@@ -411,6 +411,7 @@ struct AttnHopperConfigPass
       wanted.blockN = opts.blockN;
     if (opts.stages)
       wanted.stages = opts.stages;
+    wanted.dqBulk = opts.tmaStore;
     HopperConfigAttr chosen = recordGradConfig(op.getContext(), wanted);
     FailureOr<GradKernelConfig> cfg = gradConfig(
         op.getQuery(), op.getKey(), op.getValue(), op.getGradOut(),

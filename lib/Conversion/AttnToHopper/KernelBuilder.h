@@ -145,6 +145,8 @@ inline constexpr KernelParam kGradPostParams[] = {
 };
 /// Their block size.
 inline constexpr int64_t kGradAuxThreads = FA3RT_BWD_AUX_THREADS;
+/// dQaccum's tiles: the backward's queries a step (fa3rt_abi.def).
+inline constexpr int64_t kGradDqRows = FA3RT_BWD_DQ_ROWS;
 
 /// The decoding kernel's <kernel>_combine (FA3RT_FWD_COMBINE_PARAM) and its
 /// block size.

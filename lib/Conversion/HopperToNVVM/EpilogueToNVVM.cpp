@@ -273,14 +273,19 @@ struct StoreODirectLowering : OpConversionPattern<StoreODirectOp> {
   }
 };
 
-/// One red.global.add.v4.f32 per two register pairs of a row: the pair of
-/// n8 blocks 2j, 2j + 1 is regrouped between lanes l and l ^ 1 (one
-/// exchange of a pair), so that the even lane holds columns colbase + 16j
-/// .. + 3 and the odd one colbase + 16j + 6 .. + 9 (PTX ISA, red: vector
-/// f32 reductions, sm_90). A warp's reduction then covers 64 bytes of each
-/// of its 8 rows, half the instructions of 8-byte reductions; the
-/// reductions bound the backward (bench/NOTES.md, Backward). The exchange
-/// runs in all lanes, the reductions only in rows below the bound.
+/// The accumulator order (HopperEpilogueOps.td, hopper.reduce_add): the
+/// byte offset of the thread's register quadruple j from the tile's start
+/// is 16 (128 j + ltid); this is 16 ltid, the rest constants.
+static Value quadrupleBase(OpBuilder &b, Location loc) {
+  Value tid = NVVM::ThreadIdXOp::create(b, loc, b.getI32Type());
+  Value wg = i32Const(b, loc, kWarpgroupThreads);
+  Value ltid = arith::RemUIOp::create(b, loc, tid, wg);
+  Value c16 = i32Const(b, loc, 16);
+  return arith::MulIOp::create(b, loc, ltid, c16);
+}
+static constexpr int64_t kQuadrupleStride = 16 * 128;
+
+/// One red.global.add.v4.f32 per register quadruple.
 struct ReduceAddLowering : OpConversionPattern<ReduceAddOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -288,153 +293,79 @@ struct ReduceAddLowering : OpConversionPattern<ReduceAddOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto ptrT = cast<LLVM::LLVMPointerType>(adaptor.getPtr().getType());
-    ThreadPlace tp = threadPlace(rewriter, loc);
-    std::array<Value, 2> rows = threadRows(rewriter, loc, adaptor.getRow0(), tp);
+    Type i8 = rewriter.getI8Type();
+    Value mine = quadrupleBase(rewriter, loc);
+    Value base = LLVM::GEPOp::create(rewriter, loc, ptrT, i8, adaptor.getPtr(),
+                                     ValueRange{mine});
     Value t = adaptor.getTile();
-    const int64_t blocks = op.getTile().getType().getColumns() / 8;
-    Type f32 = rewriter.getF32Type();
-    Value one = i32Const(rewriter, loc, 1);
-    Value odd = arith::TruncIOp::create(
-        rewriter, loc, rewriter.getI1Type(),
-        arith::AndIOp::create(rewriter, loc, tp.lane, one));
-    auto exchange = [&](Value v) {
-      Value all = i32Const(rewriter, loc, -1);
-      Value clamp = i32Const(rewriter, loc, 31);
-      return NVVM::ShflOp::create(rewriter, loc, f32, all, v, one, clamp,
-                                  NVVM::ShflKind::bfly, UnitAttr())
-          .getResult();
-    };
-    auto select = [&](Value c, Value x, Value y) {
-      return arith::SelectOp::create(rewriter, loc, c, x, y).getResult();
-    };
-    for (int64_t i = 0; i < 2; ++i) {
-      // (byte offset from the thread's first column, registers) per reduction
-      SmallVector<std::pair<Value, SmallVector<Value, 4>>> adds;
-      for (int64_t k = 0; k + 1 < blocks; k += 2) {
-        Value a0 = reg(rewriter, loc, t, 4 * k + 2 * i);
-        Value a1 = reg(rewriter, loc, t, 4 * k + 2 * i + 1);
-        Value b0 = reg(rewriter, loc, t, 4 * (k + 1) + 2 * i);
-        Value b1 = reg(rewriter, loc, t, 4 * (k + 1) + 2 * i + 1);
-        // the even lane sends block k + 1's pair, the odd one block k's
-        Value r0 = exchange(select(odd, a0, b0));
-        Value r1 = exchange(select(odd, a1, b1));
-        SmallVector<Value, 4> v = {select(odd, r0, a0), select(odd, r1, a1),
-                                   select(odd, b0, r0), select(odd, b1, r1)};
-        Value evenOff = i32Const(rewriter, loc, 8 * k * 4);
-        Value oddOff = i32Const(rewriter, loc, (8 * k + 6) * 4);
-        adds.push_back({select(odd, oddOff, evenOff), v});
-      }
-      Value inBounds = arith::CmpIOp::create(
-          rewriter, loc, arith::CmpIPredicate::slt, rows[i], adaptor.getBound());
-      OpBuilder::InsertionGuard guard(rewriter);
-      openIf(rewriter, loc, inBounds);
-      Value prow = rowPointer(rewriter, loc, adaptor, rows[i], adaptor.getHead(), tp, 4);
-      for (auto &[off, v] : adds) {
-        Value p = LLVM::GEPOp::create(rewriter, loc, ptrT, rewriter.getI8Type(),
-                                      prow, ValueRange{off});
-        inlineAsm(rewriter, loc, Type(), ValueRange{p, v[0], v[1], v[2], v[3]},
-                  "red.global.add.v4.f32 [$0], {$1, $2, $3, $4};", "l,f,f,f,f",
-                  /*sideEffects=*/true);
-      }
-      if (blocks % 2) { // a last odd n8 block: its pair, 8 bytes
-        const int64_t k = blocks - 1;
-        Value p = LLVM::GEPOp::create(
-            rewriter, loc, ptrT, rewriter.getI8Type(), prow,
-            ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(8 * k * 4)});
-        inlineAsm(rewriter, loc, Type(),
-                  ValueRange{p, reg(rewriter, loc, t, 4 * k + 2 * i),
-                             reg(rewriter, loc, t, 4 * k + 2 * i + 1)},
-                  "red.global.add.v2.f32 [$0], {$1, $2};", "l,f,f",
-                  /*sideEffects=*/true);
-      }
+    const int64_t quads = op.getTile().getType().getColumns() / 8;
+    for (int64_t j = 0; j < quads; ++j) {
+      Value p = base;
+      if (j)
+        p = LLVM::GEPOp::create(
+            rewriter, loc, ptrT, i8, base,
+            ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(j * kQuadrupleStride)});
+      SmallVector<Value, 5> args = {p};
+      for (int64_t i = 0; i < 4; ++i)
+        args.push_back(reg(rewriter, loc, t, 4 * j + i));
+      inlineAsm(rewriter, loc, Type(), args,
+                "red.global.add.v4.f32 [$0], {$1, $2, $3, $4};", "l,f,f,f,f",
+                /*sideEffects=*/true);
     }
     rewriter.eraseOp(op);
     return success();
   }
 };
 
-/// Wait for the previous reads, barrier, stage (8-byte stores at row pitch
-/// 4 N + 16), fence, barrier, the leader's bulk reduction of each row below
-/// the bound, one group (HopperEpilogueOps.td has the why of each step).
+/// One 16-byte shared store per register quadruple, then the async-proxy
+/// fence.
+struct StageFragmentLowering : OpConversionPattern<StageFragmentOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(StageFragmentOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto smemT = cast<LLVM::LLVMPointerType>(adaptor.getSmem().getType());
+    Type i8 = rewriter.getI8Type();
+    Value mine = quadrupleBase(rewriter, loc);
+    mine = arith::AddIOp::create(rewriter, loc, mine, adaptor.getOffset());
+    Value t = adaptor.getTile();
+    auto v4 = VectorType::get({4}, rewriter.getF32Type());
+    const int64_t quads = op.getTile().getType().getColumns() / 8;
+    for (int64_t j = 0; j < quads; ++j) {
+      SmallVector<Value, 4> q;
+      for (int64_t i = 0; i < 4; ++i)
+        q.push_back(reg(rewriter, loc, t, 4 * j + i));
+      Value v = vector::FromElementsOp::create(rewriter, loc, v4, q);
+      Value off = i32Const(rewriter, loc, j * kQuadrupleStride);
+      Value at = arith::AddIOp::create(rewriter, loc, mine, off);
+      Value p = LLVM::GEPOp::create(rewriter, loc, smemT, i8,
+                                    adaptor.getSmem(), ValueRange{at});
+      LLVM::StoreOp::create(rewriter, loc, v, p, /*alignment=*/16);
+    }
+    fenceSharedForAsyncProxy(rewriter, loc);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// cp.reduce.async.bulk .add.f32 and its commit.
 struct ReduceAddBulkLowering : OpConversionPattern<ReduceAddBulkOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(ReduceAddBulkOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    const int64_t consumers = op.getConsumers();
-    const int64_t pitch = op.getPitch();
-    const int64_t columns = op.getTile().getType().getColumns();
-    Value cw = adaptor.getConsumer();
-    ThreadPlace tp = threadPlace(rewriter, loc);
-    Value zero = i32Const(rewriter, loc, 0);
-    Value leader = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
-                                         tp.ltid, zero);
-    {
-      OpBuilder::InsertionGuard guard(rewriter);
-      openIf(rewriter, loc, leader);
-      waitBulkReads(rewriter, loc);
-    }
-    epilogueBarrier(rewriter, loc, consumers, cw);
-    // this warpgroup's buffer
-    Value wgBytes = i32Const(rewriter, loc, 64 * pitch);
-    Value wgOff = arith::MulIOp::create(rewriter, loc, cw, wgBytes);
-    Value stagingOff = i32Const(rewriter, loc, op.getStagingOffset());
-    Value buf = arith::AddIOp::create(rewriter, loc, wgOff, stagingOff);
     auto smemT = cast<LLVM::LLVMPointerType>(adaptor.getSmem().getType());
-    Type i8 = rewriter.getI8Type();
-    Value cPitch = i32Const(rewriter, loc, pitch);
-    Value rowBytes = arith::MulIOp::create(rewriter, loc, tp.row, cPitch);
-    Value c4 = i32Const(rewriter, loc, 4);
-    Value colBytes = arith::MulIOp::create(rewriter, loc, tp.colbase, c4);
-    Value mine = arith::AddIOp::create(rewriter, loc, buf, rowBytes);
-    mine = arith::AddIOp::create(rewriter, loc, mine, colBytes);
-    Value t = adaptor.getTile();
-    auto v2 = VectorType::get({2}, rewriter.getF32Type());
-    for (int64_t k = 0; k < columns / 8; ++k)
-      for (int64_t i = 0; i < 2; ++i) {
-        Value lo = reg(rewriter, loc, t, 4 * k + 2 * i);
-        Value hi = reg(rewriter, loc, t, 4 * k + 2 * i + 1);
-        Value pair = vector::FromElementsOp::create(rewriter, loc, v2,
-                                                    ValueRange{lo, hi});
-        Value off = i32Const(rewriter, loc, i * 8 * pitch + k * 8 * 4);
-        Value at = arith::AddIOp::create(rewriter, loc, mine, off);
-        Value p = LLVM::GEPOp::create(rewriter, loc, smemT, i8,
-                                      adaptor.getSmem(), ValueRange{at});
-        LLVM::StoreOp::create(rewriter, loc, pair, p, /*alignment=*/8);
-      }
-    fenceSharedForAsyncProxy(rewriter, loc);
-    epilogueBarrier(rewriter, loc, consumers, cw);
-    {
-      OpBuilder::InsertionGuard guard(rewriter);
-      openIf(rewriter, loc, leader);
-      // rows row0 .. row0 + 63 below the bound, one bulk reduction each
-      Value rows = arith::SubIOp::create(rewriter, loc, adaptor.getBound(),
-                                         adaptor.getRow0());
-      Value c64 = i32Const(rewriter, loc, 64);
-      rows = arith::MinSIOp::create(rewriter, loc, rows, c64);
-      Value one = i32Const(rewriter, loc, 1);
-      auto loop = scf::ForOp::create(rewriter, loc, zero, rows, one);
-      {
-        OpBuilder::InsertionGuard g(rewriter);
-        rewriter.setInsertionPoint(loop.getBody()->getTerminator());
-        Value r = loop.getInductionVar();
-        Value row = arith::AddIOp::create(rewriter, loc, adaptor.getRow0(), r);
-        ThreadPlace first = tp;
-        first.colbase = zero; // the row's first column
-        Value dst = rowPointer(rewriter, loc, adaptor, row, adaptor.getHead(), first, 4);
-        Value srcOff = arith::MulIOp::create(rewriter, loc, r, cPitch);
-        srcOff = arith::AddIOp::create(rewriter, loc, buf, srcOff);
-        Value src = LLVM::GEPOp::create(rewriter, loc, smemT, i8,
-                                        adaptor.getSmem(), ValueRange{srcOff});
-        Value bytes = i32Const(rewriter, loc, columns * 4);
-        inlineAsm(rewriter, loc, Type(), ValueRange{dst, src, bytes},
-                  "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 "
-                  "[$0], [$1], $2;",
-                  "l,r,r", /*sideEffects=*/true);
-      }
-      NVVM::CpAsyncBulkCommitGroupOp::create(rewriter, loc);
-    }
+    Value src = LLVM::GEPOp::create(rewriter, loc, smemT, rewriter.getI8Type(),
+                                    adaptor.getSmem(),
+                                    ValueRange{adaptor.getOffset()});
+    Value bytes = i32Const(rewriter, loc, op.getBytes());
+    inlineAsm(rewriter, loc, Type(), ValueRange{adaptor.getPtr(), src, bytes},
+              "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 "
+              "[$0], [$1], $2;",
+              "l,r,r", /*sideEffects=*/true);
+    NVVM::CpAsyncBulkCommitGroupOp::create(rewriter, loc);
     rewriter.eraseOp(op);
     return success();
   }
@@ -569,6 +500,7 @@ struct StoreOTmaLowering : OpConversionPattern<StoreOTmaOp> {
 void fa3::hopper::populateEpilogueToNVVMPatterns(
     const TypeConverter &converter, RewritePatternSet &patterns) {
   patterns.add<FinalizeRowsLowering, StoreLseLowering, StoreODirectLowering,
-               ReduceAddLowering, ReduceAddBulkLowering, StoreOTmaLowering>(converter,
+               ReduceAddLowering, StageFragmentLowering, ReduceAddBulkLowering,
+               StoreOTmaLowering>(converter,
                                                      patterns.getContext());
 }

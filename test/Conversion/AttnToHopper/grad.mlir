@@ -4,24 +4,25 @@
 // loop order: one CTA per kv block, K and V once, Q and dO per m-block of
 // the q range; S^T and dP^T with keys as rows; dV and dK accumulated in
 // registers; dS^T staged for dQ = dS K (the warpgroups split dQ's columns
-// and read each other's dS^T, two buffers); dQ added by atomics (a
-// recorded tma_store = true: staged in shared memory and added by bulk
-// reductions); dK * scale and dV stored. Beside the kernel, <kernel>_pre
-// (D = rowsum(dO o), dQaccum zeroed) and <kernel>_post (dQ = scale
-// dQaccum).
+// and read each other's dS^T, two buffers); dQ staged in accumulator order
+// for the producer's dQ writer (warp 1), which adds each warpgroup's by one
+// bulk reduction (tma-store=false: the consumers' vector atomics); dK *
+// scale and dV stored. Beside the kernel, <kernel>_pre (D = rowsum(dO o),
+// dQaccum zeroed) and <kernel>_post (dQ = scale dQaccum, read back from the
+// accumulator order).
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config | FileCheck %s --check-prefix=CONFIG
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config --attn-tile --convert-attn-to-hopper | FileCheck %s
-// RUN: fa3-opt %s --split-input-file --attn-hopper-config | sed -e 's/tma_store = false/tma_store = true/' | fa3-opt --split-input-file --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=BULK
+// RUN: fa3-opt %s --split-input-file --attn-hopper-config=tma-store=false --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=ATOMIC
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config --attn-tile --convert-attn-to-hopper --hopper-async-copy --convert-hopper-to-nvvm | FileCheck %s --check-prefix=NVVM
 
 // CONFIG-LABEL: func.func @bwd128
-// CONFIG: attn.flash_attention_grad {{.*}} causal {attn.hopper_config = #attn.hopper_config<block_m = 64, block_n = 128, stages = 2, persistent = false, q_buffers = 1, lazy_rescale = false, rescale_threshold = 0.000000e+00, cluster_m = 1, pingpong = false, tma_store = false>}
+// CONFIG: attn.flash_attention_grad {{.*}} causal {attn.hopper_config = #attn.hopper_config<block_m = 64, block_n = 128, stages = 2, persistent = false, q_buffers = 1, lazy_rescale = false, rescale_threshold = 0.000000e+00, cluster_m = 1, pingpong = false, tma_store = true>}
 
 // CHECK-LABEL: gpu.module @bwd128_kernels
 // CHECK: func.func private @bwd128_kernel_q_range(%{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32) -> (i32, i32, i32, i32)
 // CHECK: func.func private @bwd128_kernel_visible_cols(
 // CHECK: gpu.func @bwd128_kernel(%[[MAPQ:[^:]*]]: !llvm.ptr, %[[MAPK:[^:]*]]: !llvm.ptr, %[[MAPV:[^:]*]]: !llvm.ptr, %[[MAPDO:[^:]*]]: !llvm.ptr, %[[DQ:[^:]*]]: !llvm.ptr<1>, %[[DK:[^:]*]]: !llvm.ptr<1>, %[[DV:[^:]*]]: !llvm.ptr<1>, %[[LSE:[^:]*]]: !llvm.ptr<1>, %[[DELTA:[^:]*]]: !llvm.ptr<1>,
-// CHECK-SAME: attn.launch = {backward = true, block_m = 64 : i64, block_n = 128 : i64, causal = true, dtype = "bf16", dynamic_smem = 163936 : i64, grid = "tiles", head_dim = 128 : i64, head_dim_v = 128 : i64, kernel = "bwd128_kernel", params = ["mapQ", "mapK", "mapV", "mapdO", "dQaccum", "dK", "dV", "LSE", "delta", "B", "Sq", "Skv", "Hq", "Hkv", "dkvStrideB", "dkvStrideS", "dkvStrideH", "scaleLog2"]
+// CHECK-SAME: attn.launch = {backward = true, block_m = 64 : i64, block_n = 128 : i64, causal = true, dtype = "bf16", dynamic_smem = 196704 : i64, grid = "tiles", head_dim = 128 : i64, head_dim_v = 128 : i64, kernel = "bwd128_kernel", params = ["mapQ", "mapK", "mapV", "mapdO", "dQaccum", "dK", "dV", "LSE", "delta", "B", "Sq", "Skv", "Hq", "Hkv", "dkvStrideB", "dkvStrideS", "dkvStrideH", "scaleLog2"]
 // K and V (one stage each), Q and dO (two stages) rings.
 // CHECK: %[[KR:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 1, stage_bytes = 32768, data = 0,
 // CHECK: %[[VR:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 1, stage_bytes = 32768, data = 32768,
@@ -34,7 +35,24 @@
 // CHECK: scf.for
 // CHECK: hopper.load_tile %[[MAPQ]][{{.*}}] into %[[QR]][{{.*}}] rows 64 cols 128
 // CHECK: hopper.load_tile %[[MAPDO]][{{.*}}] into %[[OR]][{{.*}}] rows 64 cols 128
-// CHECK: } consumers(%{{.*}} of 2) regs 240 {
+// The dQ writer: both buffers free before the first step; per step each
+// warpgroup's staged dQ (64 x 64 f32, at 160 KiB and 176 KiB) added by one
+// bulk reduction, then freed once read (all but the newest group, then
+// all), not after the last step; the reductions done before exit.
+// CHECK: hopper.named_barrier.arrive reduce_free[%c0_i32] of 2 threads 160
+// CHECK: hopper.named_barrier.arrive reduce_free[%c1_i32] of 2 threads 160
+// CHECK: scf.for
+// CHECK: hopper.named_barrier.sync reduce_full[%c0_i32] of 2 threads 160
+// CHECK: hopper.reduce_add_bulk %{{.*}}[%c163840_i32] to %{{.*}} bytes 16384
+// CHECK: hopper.named_barrier.sync reduce_full[%c1_i32] of 2 threads 160
+// CHECK: hopper.reduce_add_bulk %{{.*}}[%c180224_i32] to %{{.*}} bytes 16384
+// CHECK: nvvm.cp.async.bulk.wait_group 1 {read}
+// CHECK: nvvm.bar.warp.sync
+// CHECK: hopper.named_barrier.arrive reduce_free[%c0_i32] of 2 threads 160
+// CHECK: nvvm.cp.async.bulk.wait_group 0 {read}
+// CHECK: hopper.named_barrier.arrive reduce_free[%c1_i32] of 2 threads 160
+// CHECK: nvvm.cp.async.bulk.wait_group 0{{$}}
+// CHECK: } consumers(%[[CW:.*]] of 2) regs 240 {
 // CHECK: %{{.*}}:2 = scf.for {{.*}} -> (!hopper.frag<64x128xf32>, !hopper.frag<64x128xf32>)
 // CHECK: %[[S:.*]] = hopper.wgmma.ss %{{.*}}, %{{.*}} k 128 boxes 16384, 8192 : bf16 -> !hopper.frag<64x64xf32>
 // CHECK: %[[DP:.*]] = hopper.wgmma.ss %{{.*}}, %{{.*}} k 128 boxes 16384, 8192 : bf16 -> !hopper.frag<64x64xf32>
@@ -56,17 +74,19 @@
 // CHECK: %[[DQR:.*]] = hopper.wgmma.wait 0, %[[DQT]]
 // CHECK: hopper.ring.consumer_release %[[QR]]
 // CHECK: hopper.ring.consumer_release %[[OR]]
-// CHECK: hopper.reduce_add %[[DQR]] to %{{.*}} strides(%{{.*}}, %c128_i64, %{{.*}}) rows
-// BULK-LABEL: gpu.module @bwd128_kernels
-// BULK: dynamic_smem = 198752
-// BULK: hopper.reduce_add_bulk %{{.*}} to %{{.*}} strides(%{{.*}}, %c128_i64, %{{.*}}) rows {{.*}} staging %{{.*}}[163840] consumer[%{{.*}}] of 2 : !hopper.frag<64x64xf32>
-// BULK: nvvm.cp.async.bulk.wait_group 0 {read}
+// CHECK: hopper.named_barrier.sync reduce_free[%[[CW]]] of 2 threads 160
+// CHECK: hopper.stage_fragment %[[DQR]] to %{{.*}}[%{{.*}}] : !hopper.frag<64x64xf32>
+// CHECK: hopper.named_barrier.arrive reduce_full[%[[CW]]] of 2 threads 160
+// ATOMIC-LABEL: gpu.module @bwd128_kernels
+// ATOMIC: dynamic_smem = 163936
+// ATOMIC-NOT: hopper.reduce_add_bulk
+// ATOMIC: hopper.reduce_add %{{.*}} to %{{.*}} : !hopper.frag<64x64xf32>
+// ATOMIC-NOT: reduce_full
 // CHECK: hopper.store_o_direct %{{.*}}#0, %{{.*}} to %[[DK]] strides
 // CHECK: hopper.store_o_direct %{{.*}}#1, %{{.*}} to %[[DV]] strides
-// CHECK-NOT: nvvm.cp.async.bulk.wait_group
 // Head dim 128: 16 lanes a row (16 bytes each), 16 rows a block; the row
-// sum over the lanes by 4 butterflies; delta by the row's first lane; the
-// thread's 32 bytes of dQaccum zeroed.
+// sum over the lanes by 4 butterflies; delta by the row's first lane; then
+// dQaccum (ceil(Sq / 64) 64-row tiles) zeroed 16 bytes a thread.
 // CHECK: gpu.func @bwd128_kernel_pre(%[[O:[^:]*]]: !llvm.ptr<1>, %[[GO:[^:]*]]: !llvm.ptr<1>, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %[[D:[^:]*]]: !llvm.ptr<1>, %[[ACC:[^:]*]]: !llvm.ptr<1>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32) kernel attributes {nvvm.maxntid = array<i32: 256, 1, 1>
 // CHECK: arith.remui %{{.*}}, %c16_i32
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} : i64 {
@@ -78,21 +98,39 @@
 // CHECK-NOT: nvvm.shfl.sync
 // CHECK: llvm.getelementptr %[[D]]
 // CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : f32, !llvm.ptr<1>
+// CHECK: arith.addi %{{.*}}, %c63_i64
+// CHECK: arith.divui %{{.*}}, %c64_i64
+// CHECK: arith.muli %{{.*}}, %c8192_i64
+// CHECK: scf.for
 // CHECK: llvm.getelementptr %[[ACC]]
 // CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xf32>, !llvm.ptr<1>
-// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xf32>, !llvm.ptr<1>
+// CHECK-NOT: llvm.store
+// A thread a unit of 16 floats (64 bytes: quadruple j of 4 threads):
+// column 64 half + 8 j, rows r and r + 8 (r = 16 warp + quad), each a
+// 16-byte store below Sq.
 // CHECK: gpu.func @bwd128_kernel_post(%[[PACC:[^:]*]]: !llvm.ptr<1>, %[[DQO:[^:]*]]: !llvm.ptr<1>, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %[[SC:[^:]*]]: f32) kernel
-// CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xf32>
+// CHECK: scf.for
+// CHECK: arith.divui %{{.*}}, %c512_i64
+// CHECK: arith.remui %{{.*}}, %c32_i64
+// CHECK: arith.remui %{{.*}}, %c8_i64
+// CHECK: arith.muli %{{.*}}, %c64_i64
+// CHECK-COUNT-4: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xf32>
+// CHECK: arith.cmpi ult
+// CHECK: scf.if
 // CHECK: arith.mulf %{{.*}}, %[[SC]] : f32
 // CHECK: arith.truncf %{{.*}} : vector<2xf32> to vector<2xbf16>
 // CHECK: llvm.getelementptr %[[DQO]]
 // CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
+// CHECK: arith.addi %{{.*}}, %c8_i64
+// CHECK: scf.if
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
 // NVVM-LABEL: gpu.module @bwd128_kernels
 // NVVM: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// NVVM: cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32
 // NVVM: nvvm.wgmma.mma_async {{.*}} A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
 // NVVM: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>
 // NVVM: nvvm.wgmma.mma_async {{.*}} A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
-// NVVM: red.global.add.v4.f32
+// NVVM: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xf32>, !llvm.ptr<3>
 func.func @bwd128(%q: memref<?x1x?x128xbf16>, %k: memref<?x1x?x128xbf16>, %v: memref<?x1x?x128xbf16>,
                   %o: memref<?x1x?x128xbf16>, %do: memref<?x1x?x128xbf16>, %lse: memref<?x1x?xf32>,
                   %dq: memref<?x1x?x128xbf16>, %dk: memref<?x1x?x128xbf16>, %dv: memref<?x1x?x128xbf16>) {
@@ -109,7 +147,7 @@ func.func @bwd128(%q: memref<?x1x?x128xbf16>, %k: memref<?x1x?x128xbf16>, %v: me
 // CHECK: attn.launch = {backward = true, {{.*}}causal = false
 // CHECK: hopper.named_barrier.sync stage[%{{.*}}] of 2 threads 256
 // CHECK: hopper.wgmma.ss %{{.*}}, %{{.*}} k 128 boxes 0, 0 {a_mn_major, b_mn_major} : f16 -> !hopper.frag<64x32xf32>
-// CHECK: hopper.reduce_add %{{.*}} to
+// CHECK: hopper.stage_fragment %{{.*}} to %{{.*}}[%{{.*}}] : !hopper.frag<64x32xf32>
 // Head dim 64, f16: 8 lanes a row, 3 butterflies.
 // CHECK: gpu.func @bwd64_kernel_pre(
 // CHECK: arith.remui %{{.*}}, %c8_i32
@@ -118,10 +156,10 @@ func.func @bwd128(%q: memref<?x1x?x128xbf16>, %k: memref<?x1x?x128xbf16>, %v: me
 // CHECK-NOT: nvvm.shfl.sync
 // CHECK: gpu.func @bwd64_kernel_post(
 // CHECK: arith.truncf %{{.*}} : vector<2xf32> to vector<2xf16>
-// BULK-LABEL: gpu.module @bwd64_kernels
-// BULK: hopper.reduce_add_bulk %{{.*}} to
+// ATOMIC-LABEL: gpu.module @bwd64_kernels
+// ATOMIC: hopper.reduce_add %{{.*}} to %{{.*}} : !hopper.frag<64x32xf32>
 // NVVM-LABEL: gpu.module @bwd64_kernels
-// NVVM: red.global.add.v4.f32
+// NVVM: cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32
 func.func @bwd64(%q: memref<?x1x?x64xf16>, %k: memref<?x1x?x64xf16>, %v: memref<?x1x?x64xf16>,
                  %o: memref<?x1x?x64xf16>, %do: memref<?x1x?x64xf16>, %lse: memref<?x1x?xf32>,
                  %dq: memref<?x1x?x64xf32>, %dk: memref<?x1x?x64xf16>, %dv: memref<?x1x?x64xf16>) {

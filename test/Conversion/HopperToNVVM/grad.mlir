@@ -118,76 +118,46 @@ func.func @store_shared(%t: !hopper.frag<64x16xbf16>, %smem: !llvm.ptr<3>, %off:
 
 // -----
 
-// Two n8 blocks' pairs regrouped between lanes l and l ^ 1 (one exchange
-// of a pair, in every lane), then per row below the bound one
-// red.global.add.v4.f32: at the thread's first column (even lanes) or 6
-// columns on (odd lanes: 24 bytes).
+// Accumulator order: the thread's quadruple j at byte 16 (128 j + ltid),
+// one red.global.add.v4.f32 each (two quadruples at N = 16: the second
+// 2048 bytes on).
 // CHECK-LABEL: func.func @reduce_add(
-// CHECK: %[[ODD:.*]] = arith.trunci %{{.*}} : i32 to i1
-// CHECK: %[[S0:.*]] = arith.select %[[ODD]], %{{.*}}, %{{.*}} : f32
-// CHECK: nvvm.shfl.sync bfly %{{.*}}, %[[S0]], %c1_i32
-// CHECK: nvvm.shfl.sync bfly
-// CHECK: %[[OFF:.*]] = arith.select %[[ODD]], %c24_i32, %c0_i32
-// CHECK: %[[IN:.*]] = arith.cmpi slt, %{{.*}}, %{{.*}} : i32
-// CHECK: scf.if %[[IN]] {
-// CHECK: %[[ROWP:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i8
-// CHECK: %[[P:.*]] = llvm.getelementptr %[[ROWP]][%[[OFF]]] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i8
-// CHECK: llvm.inline_asm has_side_effects {{.*}}"red.global.add.v4.f32 [$0], {$1, $2, $3, $4};", "l,f,f,f,f" %[[P]],
+// CHECK: %[[MINE:.*]] = arith.muli %{{.*}}, %c16_i32 : i32
+// CHECK: %[[BASE:.*]] = llvm.getelementptr %{{.*}}[%[[MINE]]] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i8
+// CHECK: llvm.inline_asm has_side_effects {{.*}}"red.global.add.v4.f32 [$0], {$1, $2, $3, $4};", "l,f,f,f,f" %[[BASE]],
+// CHECK: %[[NEXT:.*]] = llvm.getelementptr %[[BASE]][2048] : (!llvm.ptr<1>) -> !llvm.ptr<1>, i8
+// CHECK: "red.global.add.v4.f32 [$0], {$1, $2, $3, $4};", "l,f,f,f,f" %[[NEXT]],
 // CHECK-NOT: red.global
-// CHECK: }
-// CHECK: nvvm.shfl.sync bfly
-// CHECK: scf.if
-// CHECK: red.global.add.v4.f32
-// CHECK-NOT: red.global
-func.func @reduce_add(%t: !hopper.frag<64x16xf32>, %p: !llvm.ptr<1>, %sb: i64, %ss: i64, %sh: i64, %r: i32, %h: i32, %b: i32, %n: i32) {
-  hopper.reduce_add %t to %p strides(%sb, %ss, %sh) rows %r head %h batch %b bound %n : !hopper.frag<64x16xf32>
+func.func @reduce_add(%t: !hopper.frag<64x16xf32>, %p: !llvm.ptr<1>) {
+  hopper.reduce_add %t to %p : !hopper.frag<64x16xf32>
   return
 }
 
 // -----
 
-// Five n8 blocks: pairs (0, 1) and (2, 3) at bytes 0 / 24 and 64 / 88
-// (even / odd lane), then block 4's pair alone, 8 bytes at byte 128.
-// CHECK-LABEL: func.func @reduce_add_odd(
-// CHECK: arith.select %{{.*}}, %c24_i32, %c0_i32
-// CHECK: %[[OFF2:.*]] = arith.select %{{.*}}, %c88_i32, %c64_i32
-// CHECK: scf.if
-// CHECK-COUNT-2: red.global.add.v4.f32
-// CHECK: %[[TAIL:.*]] = llvm.getelementptr %{{.*}}[128] : (!llvm.ptr<1>) -> !llvm.ptr<1>, i8
-// CHECK: "red.global.add.v2.f32 [$0], {$1, $2};", "l,f,f" %[[TAIL]],
-// CHECK: }
-func.func @reduce_add_odd(%t: !hopper.frag<64x40xf32>, %p: !llvm.ptr<1>, %sb: i64, %ss: i64, %sh: i64, %r: i32, %h: i32, %b: i32, %n: i32) {
-  hopper.reduce_add %t to %p strides(%sb, %ss, %sh) rows %r head %h batch %b bound %n : !hopper.frag<64x40xf32>
-  return
-}
-
-// -----
-
-// Staged: the leader waits for its last reads, barrier, 8-byte stores at
-// row pitch 4 N + 16 = 80 (row i = 1: 8 rows, 640 bytes on; block k: 32
-// bytes on), fence, barrier, then the leader's bulk reduction of each row
-// below the bound (N x 4 = 64 bytes), one group.
-// CHECK-LABEL: func.func @reduce_add_bulk(
-// CHECK: %[[LEAD:.*]] = arith.cmpi eq, %{{.*}}, %c0_i32
-// CHECK: scf.if %[[LEAD]] {
-// CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0 {read}
-// CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %c128_i32
-// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 8 : i64} : vector<2xf32>, !llvm.ptr<3>
-// CHECK: arith.constant 640 : i32
-// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 8 : i64} : vector<2xf32>, !llvm.ptr<3>
-// CHECK: arith.constant 32 : i32
-// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 8 : i64} : vector<2xf32>, !llvm.ptr<3>
-// CHECK: arith.constant 672 : i32
-// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 8 : i64} : vector<2xf32>, !llvm.ptr<3>
+// The same order in shared memory: 16-byte stores at the offset plus
+// 16 ltid (+ 2048 for the second quadruple), then the async-proxy fence.
+// CHECK-LABEL: func.func @stage_fragment(
+// CHECK: %[[MINE:.*]] = arith.muli %{{.*}}, %c16_i32 : i32
+// CHECK: %[[AT:.*]] = arith.addi %[[MINE]], %{{.*}} : i32
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xf32>, !llvm.ptr<3>
+// CHECK: arith.addi %[[AT]], %c2048_i32
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xf32>, !llvm.ptr<3>
 // CHECK-NOT: llvm.store
 // CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
-// CHECK: nvvm.barrier id
-// CHECK: scf.if %[[LEAD]] {
-// CHECK: %[[ROWS:.*]] = arith.minsi %{{.*}}, %c64_i32
-// CHECK: scf.for %{{.*}} = %c0_i32 to %[[ROWS]] step %c1_i32
-// CHECK: llvm.inline_asm has_side_effects {{.*}}"cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$0], [$1], $2;", "l,r,r" %{{.*}}, %{{.*}}, %c64_i32
-// CHECK: nvvm.cp.async.bulk.commit.group
-func.func @reduce_add_bulk(%t: !hopper.frag<64x16xf32>, %p: !llvm.ptr<1>, %sb: i64, %ss: i64, %sh: i64, %r: i32, %h: i32, %b: i32, %n: i32, %smem: !llvm.ptr<3>, %cw: i32) {
-  hopper.reduce_add_bulk %t to %p strides(%sb, %ss, %sh) rows %r head %h batch %b bound %n staging %smem[1024] consumer[%cw] of 2 : !hopper.frag<64x16xf32>
+func.func @stage_fragment(%t: !hopper.frag<64x16xf32>, %smem: !llvm.ptr<3>, %off: i32) {
+  hopper.stage_fragment %t to %smem[%off] : !hopper.frag<64x16xf32>
+  return
+}
+
+// -----
+
+// One bulk reduction of the staged bytes, its own group.
+// CHECK-LABEL: func.func @reduce_add_bulk(
+// CHECK: %[[SRC:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8
+// CHECK: llvm.inline_asm has_side_effects {{.*}}"cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$0], [$1], $2;", "l,r,r" %{{.*}}, %[[SRC]], %c4096_i32
+// CHECK-NEXT: nvvm.cp.async.bulk.commit.group
+func.func @reduce_add_bulk(%p: !llvm.ptr<1>, %smem: !llvm.ptr<3>, %off: i32) {
+  hopper.reduce_add_bulk %smem[%off] to %p bytes 4096
   return
 }

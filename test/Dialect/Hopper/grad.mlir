@@ -9,8 +9,11 @@
 // CHECK: hopper.grad_probs %{{.*}}, %{{.*}} scale %{{.*}} : !hopper.frag<64x64xf32>
 // CHECK: hopper.grad_scores %{{.*}}, %{{.*}}, %{{.*}} : !hopper.frag<64x64xf32>
 // CHECK: hopper.store_shared %{{.*}} to %{{.*}}[%{{.*}}] box_bytes 0 : !hopper.frag<64x64xbf16>
-// CHECK: hopper.reduce_add %{{.*}} to %{{.*}} strides(%{{.*}}, %{{.*}}, %{{.*}}) rows %{{.*}} head %{{.*}} batch %{{.*}} bound %{{.*}} : !hopper.frag<64x128xf32>
-// CHECK: hopper.reduce_add_bulk %{{.*}} to %{{.*}} strides(%{{.*}}, %{{.*}}, %{{.*}}) rows %{{.*}} head %{{.*}} batch %{{.*}} bound %{{.*}} staging %{{.*}}[4096] consumer[%{{.*}}] of 2 : !hopper.frag<64x128xf32>
+// CHECK: hopper.reduce_add %{{.*}} to %{{.*}} : !hopper.frag<64x128xf32>
+// CHECK: hopper.stage_fragment %{{.*}} to %{{.*}}[%{{.*}}] : !hopper.frag<64x128xf32>
+// CHECK: hopper.named_barrier.arrive reduce_full[%{{.*}}] of 2 threads 160
+// CHECK: hopper.named_barrier.sync reduce_free[%{{.*}}] of 2 threads 160
+// CHECK: hopper.reduce_add_bulk %{{.*}}[%{{.*}}] to %{{.*}} bytes 32768
 func.func private @vis(i32, i32, i32) -> (i32, i32)
 func.func @step(%da: i64, %db: i64, %s: !hopper.frag<64x64xf32>, %dp: !hopper.frag<64x64xf32>,
                 %lse: !llvm.ptr<1>, %base: i64, %m0: i32, %sq: i32, %skv: i32, %inf: f32,
@@ -22,8 +25,11 @@ func.func @step(%da: i64, %db: i64, %s: !hopper.frag<64x64xf32>, %dp: !hopper.fr
   %ds = hopper.grad_scores %p, %dp, %l : !hopper.frag<64x64xf32>
   %h = hopper.trunc %ds : !hopper.frag<64x64xf32> to !hopper.frag<64x64xbf16>
   hopper.store_shared %h to %smem [%off] box_bytes 0 : !hopper.frag<64x64xbf16>
-  hopper.reduce_add %q to %dq strides(%st, %st, %st) rows %m0 head %m0 batch %m0 bound %sq : !hopper.frag<64x128xf32>
-  hopper.reduce_add_bulk %q to %dq strides(%st, %st, %st) rows %m0 head %m0 batch %m0 bound %sq staging %smem[4096] consumer[%m0] of 2 : !hopper.frag<64x128xf32>
+  hopper.reduce_add %q to %dq : !hopper.frag<64x128xf32>
+  hopper.stage_fragment %q to %smem[%off] : !hopper.frag<64x128xf32>
+  hopper.named_barrier.arrive reduce_full[%m0] of 2 threads 160
+  hopper.named_barrier.sync reduce_free[%m0] of 2 threads 160
+  hopper.reduce_add_bulk %smem[%off] to %dq bytes 32768
   return
 }
 
@@ -85,33 +91,32 @@ func.func @stage_boxes(%t: !hopper.frag<64x128xbf16>, %smem: !llvm.ptr<3>, %off:
 
 // -----
 
-func.func @reduce_bf16(%t: !hopper.frag<64x64xbf16>, %dq: !llvm.ptr<1>, %st: i64, %r: i32) {
-  // expected-error @+1 {{adds an f32 tile (f32 reductions)}}
-  hopper.reduce_add %t to %dq strides(%st, %st, %st) rows %r head %r batch %r bound %r : !hopper.frag<64x64xbf16>
+func.func @reduce_bf16(%t: !hopper.frag<64x64xbf16>, %dq: !llvm.ptr<1>) {
+  // expected-error @+1 {{takes an f32 tile (f32 reductions)}}
+  hopper.reduce_add %t to %dq : !hopper.frag<64x64xbf16>
   return
 }
 
 // -----
 
-func.func @bulk_bf16(%t: !hopper.frag<64x64xbf16>, %dq: !llvm.ptr<1>, %st: i64, %r: i32, %smem: !llvm.ptr<3>) {
-  // expected-error @+1 {{adds an f32 tile (cp.reduce.async.bulk .add.f32)}}
-  hopper.reduce_add_bulk %t to %dq strides(%st, %st, %st) rows %r head %r batch %r bound %r staging %smem[0] consumer[%r] of 2 : !hopper.frag<64x64xbf16>
+func.func @stage_bf16(%t: !hopper.frag<64x64xbf16>, %smem: !llvm.ptr<3>, %off: i32) {
+  // expected-error @+1 {{takes an f32 tile (what hopper.reduce_add_bulk adds)}}
+  hopper.stage_fragment %t to %smem[%off] : !hopper.frag<64x64xbf16>
   return
 }
 
 // -----
 
-func.func @bulk_misaligned(%t: !hopper.frag<64x64xf32>, %dq: !llvm.ptr<1>, %st: i64, %r: i32, %smem: !llvm.ptr<3>) {
-  // expected-error @+1 {{the staging buffers (34816 bytes at offset 8) must start 16-byte aligned within the 232448 bytes of a CTA's shared memory}}
-  hopper.reduce_add_bulk %t to %dq strides(%st, %st, %st) rows %r head %r batch %r bound %r staging %smem[8] consumer[%r] of 2 : !hopper.frag<64x64xf32>
+func.func @bulk_bytes(%dq: !llvm.ptr<1>, %smem: !llvm.ptr<3>, %off: i32) {
+  // expected-error @+1 {{bytes must be a positive multiple of 16 within the 232448 bytes of a CTA's shared memory, got 8200}}
+  hopper.reduce_add_bulk %smem[%off] to %dq bytes 8200
   return
 }
 
 // -----
 
-func.func @bulk_consumer(%t: !hopper.frag<64x64xf32>, %dq: !llvm.ptr<1>, %st: i64, %r: i32, %smem: !llvm.ptr<3>) {
-  %c2 = arith.constant 2 : i32
-  // expected-error @+1 {{consumer 2 is not one of the 2 consumer warpgroups}}
-  hopper.reduce_add_bulk %t to %dq strides(%st, %st, %st) rows %r head %r batch %r bound %r staging %smem[0] consumer[%c2] of 2 : !hopper.frag<64x64xf32>
+func.func @reduce_barriers_three_consumers(%c: i32) {
+  // expected-error @+1 {{barrier kind reduce_full with 3 consumer warpgroups needs barrier ids up to 18; the hardware has 0 to 15}}
+  hopper.named_barrier.sync reduce_full[%c] of 3 threads 160
   return
 }

@@ -40,26 +40,32 @@ LogicalResult StoreODirectOp::verify() {
   return success();
 }
 
-LogicalResult ReduceAddOp::verify() {
-  if (!getTile().getType().getElementType().isF32())
-    return emitOpError("adds an f32 tile (f32 reductions), got ")
-           << getTile().getType();
+/// The accumulator order is of f32 registers (whole n8 blocks: the
+/// fragment type's own rule).
+static LogicalResult verifyAccumulatorOrder(Operation *op, FragmentType t,
+                                            StringRef why) {
+  if (!t.getElementType().isF32())
+    return op->emitOpError("takes an f32 tile (") << why << "), got " << t;
   return success();
 }
 
+LogicalResult ReduceAddOp::verify() {
+  return verifyAccumulatorOrder(*this, getTile().getType(), "f32 reductions");
+}
+
+LogicalResult StageFragmentOp::verify() {
+  return verifyAccumulatorOrder(*this, getTile().getType(),
+                                "what hopper.reduce_add_bulk adds");
+}
+
 LogicalResult ReduceAddBulkOp::verify() {
-  if (!getTile().getType().getElementType().isF32())
-    return emitOpError("adds an f32 tile (cp.reduce.async.bulk .add.f32), got ")
-           << getTile().getType();
-  // Bulk copies move 16-byte units from 16-byte aligned addresses.
-  int64_t off = getStagingOffset();
-  int64_t bytes = getConsumers() * 64 * getPitch();
-  if (off < 0 || off % 16 != 0 || off > kMaxDynamicSmem - bytes)
-    return emitOpError("the staging buffers (")
-           << bytes << " bytes at offset " << off
-           << ") must start 16-byte aligned within the " << kMaxDynamicSmem
-           << " bytes of a CTA's shared memory";
-  return verifyConsumerIndex(*this, getConsumer(), getConsumers());
+  // Bulk copies move 16-byte units.
+  int64_t bytes = getBytes();
+  if (bytes <= 0 || bytes % 16 != 0 || bytes > kMaxDynamicSmem)
+    return emitOpError("bytes must be a positive multiple of 16 within the ")
+           << kMaxDynamicSmem << " bytes of a CTA's shared memory, got "
+           << bytes;
+  return success();
 }
 
 LogicalResult StoreOTmaOp::verify() {

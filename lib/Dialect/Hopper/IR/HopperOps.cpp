@@ -1,6 +1,7 @@
 //===- HopperOps.cpp - the hopper dialect ---------------------------------===//
 
 #include "fa3/Dialect/Hopper/IR/HopperDialect.h"
+#include "fa3/Dialect/Hopper/IR/HopperLimits.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
@@ -40,7 +41,8 @@ void HopperDialect::initialize() {
 int64_t fa3::hopper::namedBarrierBase(BarrierKind kind, int64_t consumers) {
   // 0 is the CTA barrier; the turns of the two ping-pong consumers come
   // first, then one epilogue, one vote and one stage barrier per consumer,
-  // then FP8's transposer barrier.
+  // then FP8's transposer barrier, then the backward's dQ staging: one
+  // free and one full barrier per consumer.
   constexpr int64_t kTurns = 2;
   switch (kind) {
   case BarrierKind::turn: return 1;
@@ -48,6 +50,8 @@ int64_t fa3::hopper::namedBarrierBase(BarrierKind kind, int64_t consumers) {
   case BarrierKind::vote: return 1 + kTurns + consumers;
   case BarrierKind::stage: return 1 + kTurns + 2 * consumers;
   case BarrierKind::transpose: return 1 + kTurns + 3 * consumers;
+  case BarrierKind::reduce_free: return 2 + kTurns + 3 * consumers;
+  case BarrierKind::reduce_full: return 2 + kTurns + 4 * consumers;
   }
   llvm_unreachable("unknown barrier kind");
 }
@@ -79,6 +83,13 @@ LogicalResult verifyNamedBarrier(Op op) {
   if (op.getThreads() % 32 != 0)
     return op.emitOpError("threads must be a multiple of 32 (whole warps), got ")
            << op.getThreads();
+  const int64_t perConsumer = op.getKind() == BarrierKind::transpose ? 1 : consumers;
+  const int64_t last = namedBarrierBase(op.getKind(), consumers) + perConsumer - 1;
+  if (last > kLastNamedBarrier)
+    return op.emitOpError("barrier kind ")
+           << stringifyBarrierKind(op.getKind()) << " with " << consumers
+           << " consumer warpgroups needs barrier ids up to " << last
+           << "; the hardware has 0 to " << kLastNamedBarrier;
   return verifyConsumerIndex(op, op.getConsumer(), consumers);
 }
 } // namespace

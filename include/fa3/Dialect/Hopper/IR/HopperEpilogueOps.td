@@ -112,79 +112,75 @@ def Hopper_StoreODirectOp : Hopper_Op<"store_o_direct"> {
 }
 
 def Hopper_ReduceAddOp : Hopper_Op<"reduce_add"> {
-  let summary = "an f32 tile added into global memory by atomic adds";
+  let summary = "an f32 tile added into global memory in accumulator order, by atomic adds";
   let description = [{
-    Adds each register of the warpgroup's 64 x N tile to the f32 at element
-
-      batch * strides[0] + row * strides[1] + head * strides[2] + column
-
-    of `ptr`, for rows row0 + 0 .. 63 below `bound`: the backward's dQ,
-    which every kv block adds into. No value is returned: lanes l and l ^ 1
-    exchange a register pair so that each holds 4 consecutive columns of
-    two n8 blocks, added by one red.global.add.v4.f32 (an odd last n8
-    block: one red.global.add.v2.f32 per pair). So `ptr` must be 16-byte
-    aligned and the strides multiples of 4 elements (not checked here: the
-    values are the launcher's).
+    Adds the warpgroup's 64 x N f32 tile into the 64 N floats at `ptr`,
+    which hold it in accumulator order: thread t's registers 4j .. 4j + 3
+    (rows r and r + 8, columns 8j + 2 (t mod 4) + {0, 1}: the wgmma
+    accumulator layout) are the floats at 4 (128 j + t). So each register
+    quadruple is one red.global.add.v4.f32 and a warp's reduction covers
+    512 contiguous bytes (PTX ISA, red: vector f32 reductions, sm_90). The
+    backward's dQaccum is laid out this way per (batch, head, 64 queries,
+    warpgroup); its <kernel>_post reads it back. `ptr` must be 16-byte
+    aligned (the launcher's).
 
     ```mlir
-    hopper.reduce_add %dq to %dQ strides(%sB, %sS, %sH) rows %row0 head %h batch %b bound %Sq
-        : !hopper.frag<64x128xf32>
+    hopper.reduce_add %dq to %p : !hopper.frag<64x64xf32>
     ```
   }];
-  let arguments = (ins Hopper_Tile:$tile, Hopper_GlobalPtr:$ptr,
-                       I64:$stride_batch, I64:$stride_row, I64:$stride_head,
-                       I32:$row0, I32:$head, I32:$batch, I32:$bound);
+  let arguments = (ins Hopper_Tile:$tile, Hopper_GlobalPtr:$ptr);
   let assemblyFormat = [{
-    $tile `to` $ptr `strides` `(` $stride_batch `,` $stride_row `,`
-    $stride_head `)` `rows` $row0 `head` $head `batch` $batch `bound` $bound
-    attr-dict `:` qualified(type($tile))
+    $tile `to` $ptr attr-dict `:` qualified(type($tile))
+  }];
+  let hasVerifier = 1;
+}
+
+def Hopper_StageFragmentOp : Hopper_Op<"stage_fragment"> {
+  let summary = "an f32 tile into shared memory in accumulator order";
+  let description = [{
+    Stores the warpgroup's 64 x N f32 tile at byte `offset` of `smem` in
+    the accumulator order of `hopper.reduce_add` (thread t's registers
+    4j .. 4j + 3 at byte 16 (128 j + t)): one 16-byte store a quadruple,
+    a warp's 512 contiguous bytes, free of bank conflicts. Then fences the
+    stores for the async proxy (fence.proxy.async.shared::cta), so that a
+    bulk copy issued after a barrier reads them. The 64 N x 4 bytes are
+    what one `hopper.reduce_add_bulk` adds into an accumulator-order
+    global buffer.
+
+    ```mlir
+    hopper.stage_fragment %dq to %smem[%off] : !hopper.frag<64x64xf32>
+    ```
+  }];
+  let arguments = (ins Hopper_Tile:$tile, Hopper_SharedPtr:$smem, I32:$offset);
+  let assemblyFormat = [{
+    $tile `to` $smem `[` $offset `]` attr-dict `:` qualified(type($tile))
   }];
   let hasVerifier = 1;
 }
 
 def Hopper_ReduceAddBulkOp : Hopper_Op<"reduce_add_bulk"> {
-  let summary = "an f32 tile added into global memory through shared memory, by bulk reductions";
+  let summary = "f32s in shared memory added into global memory by one bulk reduction";
   let description = [{
-    What `hopper.reduce_add` does, asynchronously: consumer warpgroup
-    `consumer` (of `consumers`) stages its 64 x N tile in shared memory and
-    one of its threads adds each row into global memory with one bulk
-    reduction (cp.reduce.async.bulk .add.f32: the L2 adds a row of N floats
-    at once, and the warpgroup goes on while it runs).
-
-    - The warpgroup's buffer is at `staging_offset` + consumer x 64 x pitch
-      bytes of `smem`, rows `pitch` = 4 N + 16 bytes apart (the padding
-      spreads a warp's eight rows over the banks: two-way conflicts, the
-      least for 256 bytes a store).
-    - The leader (thread 0 of the warpgroup) first waits until its previous
-      reductions have read the buffer (cp.async.bulk.wait_group.read 0),
-      then the warpgroup meets on its `epilogue` named barrier, stores its
-      registers (8 bytes a store), fences them for the async proxy and
-      meets again; the leader issues the rows below `bound` and commits
-      them as one bulk group. Before the CTA exits, the caller waits for
-      the last group's reads.
+    Adds the `bytes` / 4 floats at byte `offset` of `smem` element-wise into
+    those at `ptr`, by one cp.reduce.async.bulk .add.f32 (the L2 adds them;
+    the issuing thread goes on) committed as a bulk group of its own. The
+    backward's dQ writer (one thread of the producer warpgroup) issues it
+    for each warpgroup's `hopper.stage_fragment`, so that the consumers
+    neither wait for atomics nor hold their addresses; before the staging
+    buffer is written again, the writer waits for the group's reads
+    (cp.async.bulk.wait_group.read). Both addresses 16-byte aligned,
+    `bytes` a positive multiple of 16.
 
     ```mlir
-    hopper.reduce_add_bulk %dq to %dQ strides(%sB, %sS, %sH) rows %row0 head %h batch %b bound %Sq
-        staging %smem[196608] consumer[%cw] of 2 : !hopper.frag<64x64xf32>
+    hopper.reduce_add_bulk %smem[%off] to %p bytes 16384
     ```
   }];
-  let arguments = (ins Hopper_Tile:$tile, Hopper_GlobalPtr:$ptr,
-                       I64:$stride_batch, I64:$stride_row, I64:$stride_head,
-                       I32:$row0, I32:$head, I32:$batch, I32:$bound,
-                       Hopper_SharedPtr:$smem, I64Attr:$staging_offset,
-                       I32:$consumer,
-                       ConfinedAttr<I64Attr, [IntMinValue<1>, IntMaxValue<3>]>:$consumers);
+  let arguments = (ins Hopper_SharedPtr:$smem, I32:$offset,
+                       Hopper_GlobalPtr:$ptr, I64Attr:$bytes);
   let assemblyFormat = [{
-    $tile `to` $ptr `strides` `(` $stride_batch `,` $stride_row `,`
-    $stride_head `)` `rows` $row0 `head` $head `batch` $batch `bound` $bound
-    `staging` $smem `[` $staging_offset `]` `consumer` `[` $consumer `]`
-    `of` $consumers attr-dict `:` qualified(type($tile))
+    $smem `[` $offset `]` `to` $ptr `bytes` $bytes attr-dict
   }];
   let hasVerifier = 1;
-  let extraClassDeclaration = [{
-    /// Bytes between two staged rows.
-    int64_t getPitch() { return getTile().getType().getColumns() * 4 + 16; }
-  }];
 }
 
 def Hopper_StoreOTmaOp : Hopper_Op<"store_o_tma"> {

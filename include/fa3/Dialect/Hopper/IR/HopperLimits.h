@@ -32,6 +32,8 @@ inline constexpr int64_t kTransposeUnitCols = 32;
 /// A TMA box's extent in each dimension (cuTensorMapEncodeTiled: boxDim
 /// at most 256 elements).
 inline constexpr int64_t kMaxTmaBoxRows = 256;
+/// The last hardware named barrier id (bar.sync takes 0 to 15).
+inline constexpr int64_t kLastNamedBarrier = 15;
 } // namespace fa3::hopper
 
 #endif

@@ -54,10 +54,13 @@ def Hopper_BarrierEpilogue : I32EnumAttrCase<"epilogue", 1>;
 def Hopper_BarrierVote : I32EnumAttrCase<"vote", 2>;
 def Hopper_BarrierStage : I32EnumAttrCase<"stage", 3>;
 def Hopper_BarrierTranspose : I32EnumAttrCase<"transpose", 4>;
+def Hopper_BarrierReduceFree : I32EnumAttrCase<"reduce_free", 5>;
+def Hopper_BarrierReduceFull : I32EnumAttrCase<"reduce_full", 6>;
 def Hopper_BarrierKind : I32EnumAttr<"BarrierKind",
     "what a consumer warpgroup's named barrier is for",
     [Hopper_BarrierTurn, Hopper_BarrierEpilogue, Hopper_BarrierVote,
-     Hopper_BarrierStage, Hopper_BarrierTranspose]> {
+     Hopper_BarrierStage, Hopper_BarrierTranspose, Hopper_BarrierReduceFree,
+     Hopper_BarrierReduceFull]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::fa3::hopper";
 }
@@ -86,9 +89,18 @@ class Hopper_NamedBarrierOp<string mnemonic, string what>
       transpose 1 + 2 + 3 consumers    FP8: the producer warpgroup's V
                                        transposers, once a stage is
                                        written (consumer index 0)
+      reduce_free 4 + 3 consumers + c  the backward: the producer's dQ
+                                       writer has read the warpgroup's
+                                       staged dQ (hopper.reduce_add_bulk)
+      reduce_full 4 + 4 consumers + c  the warpgroup has staged its dQ
+                                       (hopper.stage_fragment)
+
+    Ids past 15 (the hardware has 16) are refused: the reduce barriers
+    exist for up to two consumer warpgroups.
 
     `threads` take part in the barrier (a multiple of 32, up to 1024):
-    256 for a turn (128 syncing, 128 arriving), 128 for a warpgroup's own.
+    256 for a turn (128 syncing, 128 arriving), 128 for a warpgroup's own,
+    160 for a reduce barrier (the warpgroup and the writer warp).
   }] # what;
   let arguments = (ins I32:$consumer, Hopper_BarrierKindAttr:$kind,
                        ConfinedAttr<I64Attr, [IntMinValue<1>, IntMaxValue<3>]>:$consumers,
