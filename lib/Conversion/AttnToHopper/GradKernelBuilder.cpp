@@ -3,7 +3,7 @@
 // Builds the backward's main kernel with OpBuilder, in the same hopper ops
 // as the forward (rings with load_tile, warp_specialize, wgmma on
 // fragments, named barriers) and the backward's own fragment ops
-// (HopperFragmentOps.td: load_columns, grad_probs, grad_scores,
+// (HopperFragmentOps.td: stage_rows, load_columns, grad_probs, grad_scores,
 // store_shared, the transposed mask; reduce_add). Each op is built in a
 // statement of its own (BuilderBase.h).
 //
@@ -46,7 +46,7 @@ private:
   Type et;
   FragmentType fragS, fragP, fragD, fragRows;
   Value smemBase, consumer;
-  Value kRing, vRing, qRing, doRing;
+  Value kRing, vRing, qRing, doRing, rowsRing;
 
   int64_t tileD() const { return (cfg.headDim + 63) / 64 * 64; }
 
@@ -124,7 +124,34 @@ private:
     e = bin<arith::AddIOp>(e, half64);
     return globalAt(param("dQaccum"), e, 4);
   }
+  /// Row (b * Hq + h) * Sq of LSE and D, [B, Hq, Sq] (i64).
+  Value rowsBase(const Work &w, Value h) {
+    Value bh = bin<arith::MulIOp>(w.bidx, param("Hq"));
+    bh = bin<arith::AddIOp>(bh, h);
+    Value bh64 = ext64(bh);
+    Value sq64 = ext64(param("Sq"));
+    return bin<arith::MulIOp>(bh64, sq64);
+  }
+  /// Byte offset of slot `it`'s stage of the rows ring.
+  Value rowsStage(Value it) {
+    Value st = RingStageOp::create(b, loc, rowsRing, it);
+    Value off = bin<arith::MulIOp>(st, i32(lay.rowsBytes));
+    return bin<arith::AddIOp>(off, i32(lay.rowsOff));
+  }
+
+  /// `body(it, h, mb)` for each step of the CTA, inside an scf.for.
+  template <typename Fn> void forEachStep(const Work &w, Fn body) {
+    Value steps = bin<arith::MulIOp>(w.group, w.nm);
+    auto loop = scf::ForOp::create(b, loc, i32(0), steps, i32(1));
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    Value it = loop.getInductionVar();
+    auto [h, mb] = step(w, it);
+    body(it, h, mb);
+  }
+
   void producer(Value cta);
+  void rowsProducer(Value cta);
   void dqWriter(Value cta);
   void consumers(Value cta);
   void body();
@@ -152,7 +179,12 @@ GradSmemLayout fa3::hopper::computeGradSmemLayout(const GradKernelConfig &cfg) {
   // accumulator order (hopper.stage_fragment)
   l.dqOff = l.dsOff + dsBuffers * l.dsBytes;
   l.dqBytes = cfg.dqBulk ? 64 * d * 4 : 0;
-  int64_t end = l.dqOff + l.dqBytes;
+  // a step's LSE and D (blockM f32 each) in a stage of the rows ring (a
+  // ring's stages are 1024-aligned)
+  l.rowsOff = l.dqOff + l.dqBytes;
+  l.rowsBytes = 1024;
+  assert(2 * cfg.blockM * 4 <= l.rowsBytes && "LSE and D fit a rows stage");
+  int64_t end = l.rowsOff + cfg.stages * l.rowsBytes;
   l.kFull = end;
   l.kEmpty = l.kFull + 8;
   l.vFull = l.kEmpty + 8;
@@ -161,7 +193,9 @@ GradSmemLayout fa3::hopper::computeGradSmemLayout(const GradKernelConfig &cfg) {
   l.qEmpty = l.qFull + 8 * cfg.stages;
   l.doFull = l.qEmpty + 8 * cfg.stages;
   l.doEmpty = l.doFull + 8 * cfg.stages;
-  l.total = l.doEmpty + 8 * cfg.stages;
+  l.rowsFull = l.doEmpty + 8 * cfg.stages;
+  l.rowsEmpty = l.rowsFull + 8 * cfg.stages;
+  l.total = l.rowsEmpty + 8 * cfg.stages;
   return l;
 }
 
@@ -199,17 +233,37 @@ void GradKernelBuilder::producer(Value cta) {
   ringOp<RingProducerAcquireOp>(vRing, i32(0));
   loadTile(param("mapV"), w.col0, w.hkv, w.bidx, vRing, i32(0), cfg.blockN);
   // Q and dO of each step: ring slot = step.
-  Value steps = bin<arith::MulIOp>(w.group, w.nm);
-  auto loop = scf::ForOp::create(b, loc, i32(0), steps, i32(1));
-  OpBuilder::InsertionGuard g(b);
-  b.setInsertionPoint(loop.getBody()->getTerminator());
-  Value it = loop.getInductionVar();
-  auto [h, mb] = step(w, it);
-  Value row = bin<arith::MulIOp>(mb, i32(cfg.blockM));
-  ringOp<RingProducerAcquireOp>(qRing, it);
-  loadTile(param("mapQ"), row, h, w.bidx, qRing, it, cfg.blockM);
-  ringOp<RingProducerAcquireOp>(doRing, it);
-  loadTile(param("mapdO"), row, h, w.bidx, doRing, it, cfg.blockM);
+  forEachStep(w, [&](Value it, Value h, Value mb) {
+    Value row = bin<arith::MulIOp>(mb, i32(cfg.blockM));
+    ringOp<RingProducerAcquireOp>(qRing, it);
+    loadTile(param("mapQ"), row, h, w.bidx, qRing, it, cfg.blockM);
+    ringOp<RingProducerAcquireOp>(doRing, it);
+    loadTile(param("mapdO"), row, h, w.bidx, doRing, it, cfg.blockM);
+  });
+}
+
+/// Warp 2 of the producer warpgroup stages each step's LSE and D (the
+/// queries past Sq: lse = +inf, so p = 0, and D = 0) into the rows ring,
+/// which the consumers read instead of global memory inside their loop
+/// (their global loads stood at about 10 % of the consumers' stall
+/// samples: bench/NOTES.md, Backward). FA3 loads them by TMA with Q and dO
+/// from padded copies; plain loads of the caller's arrays need no padding.
+void GradKernelBuilder::rowsProducer(Value cta) {
+  Work w = work(cta);
+  forEachStep(w, [&](Value it, Value h, Value mb) {
+    Value q0 = bin<arith::MulIOp>(mb, i32(cfg.blockM));
+    Value base = rowsBase(w, h);
+    ringOp<RingProducerAcquireOp>(rowsRing, it);
+    Value off = rowsStage(it);
+    Value dOff = bin<arith::AddIOp>(off, i32(cfg.blockM * 4));
+    const uint64_t rows = static_cast<uint64_t>(cfg.blockM);
+    StageRowsOp::create(b, loc, param("LSE"), base, q0, param("Sq"),
+                        f32Bits(kPosInfBits), smemBase, off, rows);
+    StageRowsOp::create(b, loc, param("delta"), base, q0, param("Sq"),
+                        f32(0.0), smemBase, dOff, rows);
+    // each lane's arrive releases its own stores (the ring counts 32)
+    RingProducerCommitOp::create(b, loc, rowsRing, it, 0u);
+  });
 }
 
 /// The dQ writer (warp 1 of the producer warpgroup; FA3's scheme): per step
@@ -311,7 +365,7 @@ void GradKernelBuilder::consumers(Value cta) {
 
   Value sl2 = param("scaleLog2");
   Value scale = bin<arith::MulFOp>(sl2, f32(1.0 / fa3::attn::kLog2e));
-  Value hq = param("Hq"), sq = param("Sq");
+  Value sq = param("Sq");
   Value kvRow0 = bin<arith::MulIOp>(cw, i32(64));
   kvRow0 = bin<arith::AddIOp>(w.col0, kvRow0);
 
@@ -346,15 +400,11 @@ void GradKernelBuilder::consumers(Value cta) {
                                  static_cast<uint64_t>(cfg.headDim),
                                  static_cast<uint64_t>(kBox),
                                  static_cast<uint64_t>(qBox), et);
-    // The queries' LSE and D (rows of [B, Hq, Sq]), read while the
-    // products run; past Sq, lse = +inf makes p = 0.
-    Value bh = bin<arith::MulIOp>(w.bidx, hq);
-    bh = bin<arith::AddIOp>(bh, h);
-    Value bh64 = ext64(bh);
-    Value sq64 = ext64(sq);
-    Value base = bin<arith::MulIOp>(bh64, sq64);
-    Value lse = LoadColumnsOp::create(b, loc, fragS, param("LSE"), base, q0,
-                                      sq, f32Bits(kPosInfBits));
+    // The queries' LSE and D, staged by the producer's warp 2, read while
+    // the products run; past Sq, lse = +inf makes p = 0.
+    ringOp<RingConsumerWaitOp>(rowsRing, it);
+    Value rowsOff = rowsStage(it);
+    Value lse = LoadColumnsOp::create(b, loc, fragS, smemBase, rowsOff);
     s = WgmmaWaitOp::create(b, loc, 1u, ValueRange{s}).getResult(0);
     // The mask on boundary m-blocks (attn.q_range's interior sees all).
     Value before = cmpi(CmpIPredicate::slt, mb, w.iLo);
@@ -373,8 +423,9 @@ void GradKernelBuilder::consumers(Value cta) {
     Value p = GradProbsOp::create(b, loc, s, lse, sl2);
     // D once lse is dead; dS before P V's and dS Q's register operands
     // exist (at head dim 128, dK and dV hold 128 of the 240 registers)
-    Value delta = LoadColumnsOp::create(b, loc, fragS, param("delta"), base,
-                                        q0, sq, f32(0.0));
+    Value dOff = bin<arith::AddIOp>(rowsOff, i32(cfg.blockM * 4));
+    Value delta = LoadColumnsOp::create(b, loc, fragS, smemBase, dOff);
+    ringOp<RingConsumerReleaseOp>(rowsRing, it);
     dp = WgmmaWaitOp::create(b, loc, 0u, ValueRange{dp}).getResult(0);
     Value ds = GradScoresOp::create(b, loc, p, dp, delta);
     Value pa = TruncOp::create(b, loc, fragP, p);
@@ -445,24 +496,29 @@ void GradKernelBuilder::body() {
   smemBase = smem;
   const int64_t consumerThreads = 128 * cfg.consumers();
   auto ring = [&](int64_t stages, int64_t bytes, int64_t data, int64_t full,
-                  int64_t empty) {
+                  int64_t empty, int64_t producers = 1) {
     return RingType::get(ctx, stages, bytes, data, full, empty,
-                         consumerThreads, 1);
+                         consumerThreads, 1, producers);
   };
   RingType kT = ring(1, lay.kBytes, lay.kOff, lay.kFull, lay.kEmpty);
   RingType vT = ring(1, lay.vBytes, lay.vOff, lay.vFull, lay.vEmpty);
   RingType qT = ring(cfg.stages, lay.qBytes, lay.qOff, lay.qFull, lay.qEmpty);
   RingType doT =
       ring(cfg.stages, lay.doBytes, lay.doOff, lay.doFull, lay.doEmpty);
+  // committed by each lane of the producer's warp 2 (its own writes)
+  RingType rowsT = ring(cfg.stages, lay.rowsBytes, lay.rowsOff, lay.rowsFull,
+                        lay.rowsEmpty, /*producers=*/32);
   kRing = RingCreateOp::create(b, loc, kT, smem);
   vRing = RingCreateOp::create(b, loc, vT, smem);
   qRing = RingCreateOp::create(b, loc, qT, smem);
   doRing = RingCreateOp::create(b, loc, doT, smem);
+  rowsRing = RingCreateOp::create(b, loc, rowsT, smem);
   Value tid = NVVM::ThreadIdXOp::create(b, loc, i32T);
   Value cta = NVVM::BlockIdXOp::create(b, loc, i32T);
   Value isT0 = cmpi(CmpIPredicate::eq, tid, i32(0));
   ifThen(isT0, [&] {
-    setUp(smem, {kRing, vRing, qRing, doRing}, {"mapQ", "mapK", "mapV", "mapdO"});
+    setUp(smem, {kRing, vRing, qRing, doRing, rowsRing},
+          {"mapQ", "mapK", "mapV", "mapdO"});
   });
   NVVM::Barrier0Op::create(b, loc);
   auto ws = WarpSpecializeOp::create(b, loc,
@@ -473,11 +529,13 @@ void GradKernelBuilder::body() {
     OpBuilder::InsertionGuard g(b);
     b.createBlock(&ws.getProducer());
     ifThen(isT0, [&] { producer(cta); });
+    Value warp = bin<arith::DivUIOp>(tid, i32(32));
     if (cfg.dqBulk) {
-      Value warp = bin<arith::DivUIOp>(tid, i32(32));
       Value isW1 = cmpi(CmpIPredicate::eq, warp, i32(1));
       ifThen(isW1, [&] { dqWriter(cta); });
     }
+    Value isW2 = cmpi(CmpIPredicate::eq, warp, i32(2));
+    ifThen(isW2, [&] { rowsProducer(cta); });
     WarpSpecializeOp::ensureTerminator(ws.getProducer(), b, loc);
     Block *cb = b.createBlock(&ws.getConsumer(), {}, {i32T}, {loc});
     consumer = cb->getArgument(0);

@@ -7,6 +7,8 @@
 //   warpgroup 0   producer: K and V of the block once, then Q and dO of
 //                 each m-block that sees the block, for each q head of the
 //                 kv head's group, into `stages`-deep rings (thread 0);
+//                 the queries' LSE and D per step into a ring of their own
+//                 (warp 2);
 //                 the dQ writer (warp 1: the consumers' staged dQ added
 //                 into dQaccum by bulk reductions);
 //   warpgroups 1, 2  consumers, 64 keys each: S^T = K Q^T and dP^T = V dO^T
@@ -62,11 +64,12 @@ struct GradKernelConfig {
 
 /// Shared-memory layout (bytes from a 1024-aligned base).
 struct GradSmemLayout {
-  int64_t kOff, vOff, qOff, doOff, dsOff, dqOff;
-  int64_t kBytes, vBytes, qBytes, doBytes, dsBytes, dqBytes;
-  // mbarriers: K, V full/empty (one stage each), then Q, dO full/empty per
-  // stage.
-  int64_t kFull, kEmpty, vFull, vEmpty, qFull, qEmpty, doFull, doEmpty;
+  int64_t kOff, vOff, qOff, doOff, dsOff, dqOff, rowsOff;
+  int64_t kBytes, vBytes, qBytes, doBytes, dsBytes, dqBytes, rowsBytes;
+  // mbarriers: K, V full/empty (one stage each), then Q, dO and the rows
+  // (LSE and D) full/empty per stage.
+  int64_t kFull, kEmpty, vFull, vEmpty, qFull, qEmpty, doFull, doEmpty,
+      rowsFull, rowsEmpty;
   int64_t total;
 };
 GradSmemLayout computeGradSmemLayout(const GradKernelConfig &cfg);

@@ -171,7 +171,7 @@ private:
                     int64_t full, int64_t empty, int64_t arrivals,
                     int64_t cluster) const {
     return RingType::get(ctx, stages, stageBytes, data, full, empty, arrivals,
-                         cluster);
+                         cluster, /*producers=*/1);
   }
   /// The K/V empty barriers' count: every consumer thread of this CTA and,
   /// in a cluster, lane 0 of each of the peer's consumer warps.

@@ -474,9 +474,7 @@ struct MaskLowering : OpConversionPattern<MaskOp> {
 // The backward's math
 //===----------------------------------------------------------------------===//
 
-/// Each thread loads its columns (colbase + 8k + e) once, predicated on the
-/// bound (an out-of-range column is never read); both of its rows take
-/// the register.
+/// Per column pair of the thread's n8 blocks one 8-byte shared load.
 struct LoadColumnsLowering : OpConversionPattern<LoadColumnsOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -484,37 +482,71 @@ struct LoadColumnsLowering : OpConversionPattern<LoadColumnsOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     ThreadPlace tp = threadPlace(rewriter, loc);
-    Type i64 = rewriter.getI64Type();
-    Value cb = arith::AddIOp::create(rewriter, loc, adaptor.getCol0(), tp.colbase);
-    Value cb64 = arith::ExtSIOp::create(rewriter, loc, i64, cb);
-    Value first = arith::AddIOp::create(rewriter, loc, adaptor.getBase(), cb64);
-    auto ptrT = cast<LLVM::LLVMPointerType>(adaptor.getPtr().getType());
-    Value p0 = LLVM::GEPOp::create(rewriter, loc, ptrT, rewriter.getF32Type(),
-                                   adaptor.getPtr(), ValueRange{first});
+    Value c4 = i32Const(rewriter, loc, 4);
+    Value colBytes = arith::MulIOp::create(rewriter, loc, tp.colbase, c4);
+    Value mine = arith::AddIOp::create(rewriter, loc, adaptor.getOffset(), colBytes);
+    auto smemT = cast<LLVM::LLVMPointerType>(adaptor.getSmem().getType());
+    Type i8 = rewriter.getI8Type();
+    auto v2 = VectorType::get({2}, rewriter.getF32Type());
     FragmentType t = op.getResult().getType();
     SmallVector<Value> out(t.getRegisters());
-    for (int64_t k = 0; k < t.getColumns() / 8; ++k)
+    for (int64_t k = 0; k < t.getColumns() / 8; ++k) {
+      Value off = i32Const(rewriter, loc, 32 * k);
+      Value at = arith::AddIOp::create(rewriter, loc, mine, off);
+      Value p = LLVM::GEPOp::create(rewriter, loc, smemT, i8, adaptor.getSmem(),
+                                    ValueRange{at});
+      Value pair = LLVM::LoadOp::create(rewriter, loc, v2, p, /*alignment=*/8);
       for (int64_t e = 0; e < 2; ++e) {
-        Value dc = i32Const(rewriter, loc, 8 * k + e);
-        Value col = arith::AddIOp::create(rewriter, loc, cb, dc);
-        Value in = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::slt,
-                                         col, adaptor.getBound());
-        Value inI32 = arith::ExtUIOp::create(rewriter, loc, rewriter.getI32Type(), in);
-        Value p = p0;
-        if (k || e)
-          p = LLVM::GEPOp::create(
-              rewriter, loc, ptrT, rewriter.getF32Type(), p0,
-              ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(8 * k + e)});
-        Value v = inlineAsm(rewriter, loc, rewriter.getF32Type(),
-                            ValueRange{inI32, adaptor.getFill(), p},
-                            "{\n.reg .pred p;\nsetp.ne.b32 p, $1, 0;\n"
-                            "mov.f32 $0, $2;\n@p ld.global.nc.f32 $0, [$3];\n}",
-                            "=f,r,f,l", /*sideEffects=*/false)
-                      .getResult(0);
+        Value v = vector::ExtractOp::create(rewriter, loc, pair, e);
         out[4 * k + e] = v;
         out[4 * k + 2 + e] = v;
       }
+    }
     rewriter.replaceOp(op, pack(rewriter, loc, getTypeConverter()->convertType(t), out));
+    return success();
+  }
+};
+
+/// Lane l copies rows l, l + 32, ...: a predicated global load (the fill
+/// past the bound), a 4-byte shared store.
+struct StageRowsLowering : OpConversionPattern<StageRowsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(StageRowsOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Type i32 = rewriter.getI32Type(), f32 = rewriter.getF32Type();
+    Value tid = NVVM::ThreadIdXOp::create(rewriter, loc, i32);
+    Value c32 = i32Const(rewriter, loc, 32);
+    Value lane = arith::RemUIOp::create(rewriter, loc, tid, c32);
+    auto gptrT = cast<LLVM::LLVMPointerType>(adaptor.getPtr().getType());
+    auto smemT = cast<LLVM::LLVMPointerType>(adaptor.getSmem().getType());
+    const int64_t rows = static_cast<int64_t>(op.getRows());
+    for (int64_t i = 0; i < rows; i += 32) {
+      Value di = i32Const(rewriter, loc, i);
+      Value idx = arith::AddIOp::create(rewriter, loc, lane, di);
+      Value row = arith::AddIOp::create(rewriter, loc, adaptor.getRow0(), idx);
+      Value in = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::slt,
+                                       row, adaptor.getBound());
+      Value inI32 = arith::ExtUIOp::create(rewriter, loc, i32, in);
+      Value row64 = arith::ExtSIOp::create(rewriter, loc, rewriter.getI64Type(), row);
+      Value e = arith::AddIOp::create(rewriter, loc, adaptor.getBase(), row64);
+      Value p = LLVM::GEPOp::create(rewriter, loc, gptrT, f32, adaptor.getPtr(),
+                                    ValueRange{e});
+      Value v = inlineAsm(rewriter, loc, f32,
+                          ValueRange{inI32, adaptor.getFill(), p},
+                          "{\n.reg .pred p;\nsetp.ne.b32 p, $1, 0;\n"
+                          "mov.f32 $0, $2;\n@p ld.global.nc.f32 $0, [$3];\n}",
+                          "=f,r,f,l", /*sideEffects=*/false)
+                    .getResult(0);
+      Value c4 = i32Const(rewriter, loc, 4);
+      Value bytes = arith::MulIOp::create(rewriter, loc, idx, c4);
+      Value at = arith::AddIOp::create(rewriter, loc, adaptor.getOffset(), bytes);
+      Value q = LLVM::GEPOp::create(rewriter, loc, smemT, rewriter.getI8Type(),
+                                    adaptor.getSmem(), ValueRange{at});
+      LLVM::StoreOp::create(rewriter, loc, v, q, /*alignment=*/4);
+    }
+    rewriter.eraseOp(op);
     return success();
   }
 };
@@ -835,7 +867,8 @@ void fa3::hopper::populateFragmentToNVVMPatterns(
   patterns.add<WgmmaSSLowering, WgmmaRSLowering, WgmmaWaitLowering,
                SoftcapLowering, MaskLowering, SoftmaxStepLowering,
                ScaleRowsLowering, TruncLowering, ZeroLowering, FillLowering,
-               LoadColumnsLowering, GradProbsLowering, GradScoresLowering,
+               LoadColumnsLowering, StageRowsLowering,
+               GradProbsLowering, GradScoresLowering,
                StoreSharedLowering, Exp2Lowering, FmaLowering,
                FragmentCastLowering>(converter, patterns.getContext());
 }

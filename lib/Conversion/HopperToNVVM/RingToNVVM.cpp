@@ -137,8 +137,8 @@ struct RingInitLowering : OpConversionPattern<RingInitOp> {
     RingSlot r{rewriter, loc, ring, adaptor.getRing(), /*slot=*/Value()};
     for (int64_t s = 0; s < ring.getStages(); ++s) {
       Value full = r.at(ring.getFull() + kBarrierBytes * s);
-      Value one = i32Const(rewriter, loc, 1);
-      NVVM::MBarrierInitOp::create(rewriter, loc, full, one, Value());
+      Value producers = i32Const(rewriter, loc, ring.getProducers());
+      NVVM::MBarrierInitOp::create(rewriter, loc, full, producers, Value());
       Value empty = r.at(ring.getEmpty() + kBarrierBytes * s);
       Value count = i32Const(rewriter, loc, ring.getArrivals());
       NVVM::MBarrierInitOp::create(rewriter, loc, empty, count, Value());

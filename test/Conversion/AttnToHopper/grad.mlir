@@ -22,12 +22,15 @@
 // CHECK: func.func private @bwd128_kernel_q_range(%{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32) -> (i32, i32, i32, i32)
 // CHECK: func.func private @bwd128_kernel_visible_cols(
 // CHECK: gpu.func @bwd128_kernel(%[[MAPQ:[^:]*]]: !llvm.ptr, %[[MAPK:[^:]*]]: !llvm.ptr, %[[MAPV:[^:]*]]: !llvm.ptr, %[[MAPDO:[^:]*]]: !llvm.ptr, %[[DQ:[^:]*]]: !llvm.ptr<1>, %[[DK:[^:]*]]: !llvm.ptr<1>, %[[DV:[^:]*]]: !llvm.ptr<1>, %[[LSE:[^:]*]]: !llvm.ptr<1>, %[[DELTA:[^:]*]]: !llvm.ptr<1>,
-// CHECK-SAME: attn.launch = {backward = true, block_m = 64 : i64, block_n = 128 : i64, causal = true, dtype = "bf16", dynamic_smem = 196704 : i64, grid = "tiles", head_dim = 128 : i64, head_dim_v = 128 : i64, kernel = "bwd128_kernel", params = ["mapQ", "mapK", "mapV", "mapdO", "dQaccum", "dK", "dV", "LSE", "delta", "B", "Sq", "Skv", "Hq", "Hkv", "dkvStrideB", "dkvStrideS", "dkvStrideH", "scaleLog2"]
+// CHECK-SAME: attn.launch = {backward = true, block_m = 64 : i64, block_n = 128 : i64, causal = true, dtype = "bf16", dynamic_smem = 198784 : i64, grid = "tiles", head_dim = 128 : i64, head_dim_v = 128 : i64, kernel = "bwd128_kernel", params = ["mapQ", "mapK", "mapV", "mapdO", "dQaccum", "dK", "dV", "LSE", "delta", "B", "Sq", "Skv", "Hq", "Hkv", "dkvStrideB", "dkvStrideS", "dkvStrideH", "scaleLog2"]
 // K and V (one stage each), Q and dO (two stages) rings.
 // CHECK: %[[KR:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 1, stage_bytes = 32768, data = 0,
 // CHECK: %[[VR:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 1, stage_bytes = 32768, data = 32768,
 // CHECK: %[[QR:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 2, stage_bytes = 16384, data = 65536,
 // CHECK: %[[OR:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 2, stage_bytes = 16384, data = 98304,
+// A step's LSE and D: a ring of 1 KiB stages after dQ's staging buffers,
+// committed by the 32 lanes that write it.
+// CHECK: %[[RR:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 2, stage_bytes = 1024, data = 196608, {{.*}}, producers = 32>
 // CHECK: hopper.warp_specialize producer regs 24 {
 // CHECK: call @bwd128_kernel_q_range(
 // CHECK: hopper.load_tile %[[MAPK]][{{.*}}] into %[[KR]][{{.*}}] rows 128 cols 128
@@ -52,16 +55,24 @@
 // CHECK: nvvm.cp.async.bulk.wait_group 0 {read}
 // CHECK: hopper.named_barrier.arrive reduce_free[%c1_i32] of 2 threads 160
 // CHECK: nvvm.cp.async.bulk.wait_group 0{{$}}
+// Warp 2 stages each step's LSE (+inf past Sq) and D (0 past Sq).
+// CHECK: scf.for
+// CHECK: hopper.ring.producer_acquire %[[RR]]
+// CHECK: hopper.stage_rows %[[LSE]][%{{.*}}] rows %{{.*}} bound %{{.*}} fill %{{.*}} to %{{.*}}[%{{.*}}] count 64
+// CHECK: hopper.stage_rows %[[DELTA]][%{{.*}}] rows %{{.*}} bound %{{.*}} fill %cst{{.*}} to %{{.*}}[%{{.*}}] count 64
+// CHECK-NEXT: hopper.ring.producer_commit %[[RR]][%{{.*}}] tx 0
 // CHECK: } consumers(%[[CW:.*]] of 2) regs 240 {
 // CHECK: %{{.*}}:2 = scf.for {{.*}} -> (!hopper.frag<64x128xf32>, !hopper.frag<64x128xf32>)
 // CHECK: %[[S:.*]] = hopper.wgmma.ss %{{.*}}, %{{.*}} k 128 boxes 16384, 8192 : bf16 -> !hopper.frag<64x64xf32>
 // CHECK: %[[DP:.*]] = hopper.wgmma.ss %{{.*}}, %{{.*}} k 128 boxes 16384, 8192 : bf16 -> !hopper.frag<64x64xf32>
-// CHECK: %[[L:.*]] = hopper.load_columns %[[LSE]][%{{.*}}] cols %{{.*}} bound %{{.*}} fill %{{.*}} : !hopper.frag<64x64xf32>
+// CHECK: hopper.ring.consumer_wait %[[RR]]
+// CHECK: %[[L:.*]] = hopper.load_columns %{{.*}}[%{{.*}}] : !hopper.frag<64x64xf32>
 // CHECK: %[[S1:.*]] = hopper.wgmma.wait 1, %[[S]]
 // CHECK: scf.if
 // CHECK: hopper.mask %[[S1]] rows %{{.*}} cols %{{.*}} visible @bwd128_kernel_visible_cols(%{{.*}}, %{{.*}}) transposed
 // CHECK: %[[P:.*]] = hopper.grad_probs %{{.*}}, %[[L]] scale %{{.*}}
-// CHECK: %[[D:.*]] = hopper.load_columns %[[DELTA]]
+// CHECK: %[[D:.*]] = hopper.load_columns
+// CHECK: hopper.ring.consumer_release %[[RR]]
 // CHECK: %[[DP1:.*]] = hopper.wgmma.wait 0, %[[DP]]
 // CHECK: %[[DS:.*]] = hopper.grad_scores %[[P]], %[[DP1]], %[[D]]
 // CHECK: %[[PA:.*]] = hopper.trunc %[[P]] : !hopper.frag<64x64xf32> to !hopper.frag<64x64xbf16>
@@ -78,7 +89,7 @@
 // CHECK: hopper.stage_fragment %[[DQR]] to %{{.*}}[%{{.*}}] : !hopper.frag<64x64xf32>
 // CHECK: hopper.named_barrier.arrive reduce_full[%[[CW]]] of 2 threads 160
 // ATOMIC-LABEL: gpu.module @bwd128_kernels
-// ATOMIC: dynamic_smem = 163936
+// ATOMIC: dynamic_smem = 166016
 // ATOMIC-NOT: hopper.reduce_add_bulk
 // ATOMIC: hopper.reduce_add %{{.*}} to %{{.*}} : !hopper.frag<64x64xf32>
 // ATOMIC-NOT: reduce_full

@@ -20,30 +20,6 @@ func.func @ss_mn_major(%da: i64, %db: i64) -> !hopper.frag<64x16xf32> {
 
 // -----
 
-// One predicated load per column of the thread (0, 1, 8, 9 from its
-// first), at ptr + base + col0 + colbase; both rows take the register.
-// CHECK-LABEL: func.func @load_columns(
-// CHECK-SAME: %[[P:.*]]: !llvm.ptr<1>, %[[BASE:.*]]: i64, %[[C0:.*]]: i32, %[[N:.*]]: i32, %[[F:.*]]: f32)
-// CHECK: %[[CB:.*]] = arith.addi %[[C0]], %{{.*}} : i32
-// CHECK: %[[CB64:.*]] = arith.extsi %[[CB]] : i32 to i64
-// CHECK: %[[FIRST:.*]] = arith.addi %[[BASE]], %[[CB64]] : i64
-// CHECK: %[[P0:.*]] = llvm.getelementptr %[[P]][%[[FIRST]]] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32
-// CHECK: %[[IN0:.*]] = arith.cmpi slt, %{{.*}}, %[[N]] : i32
-// CHECK: %[[V0:.*]] = llvm.inline_asm {{.*}}@p ld.global.nc.f32 $0, [$3];{{.*}} "=f,r,f,l" %{{.*}}, %[[F]], %[[P0]]
-// CHECK: llvm.getelementptr %[[P0]][1]
-// CHECK: %[[V1:.*]] = llvm.inline_asm {{.*}}ld.global.nc.f32
-// CHECK: llvm.getelementptr %[[P0]][8]
-// CHECK: llvm.getelementptr %[[P0]][9]
-// CHECK: %[[R0:.*]] = llvm.insertvalue %[[V0]], %{{.*}}[0]
-// CHECK: %[[R1:.*]] = llvm.insertvalue %[[V1]], %[[R0]][1]
-// CHECK: llvm.insertvalue %[[V0]], %[[R1]][2]
-func.func @load_columns(%p: !llvm.ptr<1>, %base: i64, %c0: i32, %n: i32, %f: f32) -> !hopper.frag<64x16xf32> {
-  %l = hopper.load_columns %p [%base] cols %c0 bound %n fill %f : !hopper.frag<64x16xf32>
-  return %l : !hopper.frag<64x16xf32>
-}
-
-// -----
-
 // p = exp2(s sl2 - lse log2 e), with -mu = -inf where lse is infinite;
 // ds = p (dp - delta).
 // CHECK-LABEL: func.func @probs_scores(
@@ -114,6 +90,36 @@ func.func @mask_transposed(%s: !hopper.frag<64x16xf32>, %r: i32, %c: i32, %sq: i
 func.func @store_shared(%t: !hopper.frag<64x16xbf16>, %smem: !llvm.ptr<3>, %off: i32) {
   hopper.store_shared %t to %smem [%off] box_bytes 0 : !hopper.frag<64x16xbf16>
   return
+}
+
+// -----
+
+// Lane l copies rows l and l + 32: a predicated load (the fill past the
+// bound), a 4-byte store at the offset + 4 (l + 32 i).
+// CHECK-LABEL: func.func @stage_rows(
+// CHECK: %[[LANE:.*]] = arith.remui %{{.*}}, %c32_i32
+// CHECK: arith.cmpi slt
+// CHECK: llvm.inline_asm {{.*}}@p ld.global.nc.f32 $0, [$3];
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : f32, !llvm.ptr<3>
+// CHECK: arith.addi %[[LANE]], %c32_i32
+// CHECK: llvm.inline_asm {{.*}}@p ld.global.nc.f32 $0, [$3];
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : f32, !llvm.ptr<3>
+// CHECK-NOT: llvm.store
+func.func @stage_rows(%p: !llvm.ptr<1>, %b: i64, %r: i32, %n: i32, %f: f32, %smem: !llvm.ptr<3>, %off: i32) {
+  hopper.stage_rows %p [%b] rows %r bound %n fill %f to %smem[%off] count 64
+  return
+}
+
+// -----
+
+// A thread's columns colbase + 8k + {0, 1}: one 8-byte shared load per
+// n8 block (32 bytes apart), its two rows sharing the values.
+// CHECK-LABEL: func.func @load_columns(
+// CHECK-COUNT-2: llvm.load %{{.*}} {alignment = 8 : i64} : !llvm.ptr<3> -> vector<2xf32>
+// CHECK-NOT: llvm.load
+func.func @load_columns(%smem: !llvm.ptr<3>, %off: i32) -> !hopper.frag<64x16xf32> {
+  %c = hopper.load_columns %smem[%off] : !hopper.frag<64x16xf32>
+  return %c : !hopper.frag<64x16xf32>
 }
 
 // -----

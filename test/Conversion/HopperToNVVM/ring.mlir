@@ -34,6 +34,20 @@ func.func @init(%smem: !llvm.ptr<3>) {
 
 // -----
 
+// A ring committed by the 32 lanes of a warp: the full barrier counts 32.
+// CHECK-LABEL: func.func @init_producers(
+// CHECK: %[[N:.*]] = arith.constant 32 : i32
+// CHECK-NEXT: nvvm.mbarrier.init %{{.*}}, %[[N]] : !llvm.ptr<3>, i32
+// CHECK-NEXT: llvm.getelementptr %{{.*}}[2056]
+// CHECK-NEXT: arith.constant 256 : i32
+func.func @init_producers(%smem: !llvm.ptr<3>) {
+  %r = hopper.ring.create %smem : !hopper.ring<stages = 1, stage_bytes = 1024, data = 0, full = 2048, empty = 2056, arrivals = 256, cluster = 1, producers = 32>
+  hopper.ring.init %r : !hopper.ring<stages = 1, stage_bytes = 1024, data = 0, full = 2048, empty = 2056, arrivals = 256, cluster = 1, producers = 32>
+  return
+}
+
+// -----
+
 !k = !hopper.ring<stages = 2, stage_bytes = 32768, data = 65536, full = 229408, empty = 229440, arrivals = 264, cluster = 2>
 
 // The producer's slot: wait 'empty' with the phase flipped, arrive on

@@ -4,7 +4,8 @@
 
 // CHECK-LABEL: func.func @step
 // CHECK: hopper.wgmma.ss %{{.*}}, %{{.*}} k 64 boxes 0, 0 {a_mn_major, b_mn_major} : bf16 -> !hopper.frag<64x128xf32>
-// CHECK: hopper.load_columns %{{.*}}[%{{.*}}] cols %{{.*}} bound %{{.*}} fill %{{.*}} : !hopper.frag<64x64xf32>
+// CHECK: hopper.stage_rows %{{.*}}[%{{.*}}] rows %{{.*}} bound %{{.*}} fill %{{.*}} to %{{.*}}[%{{.*}}] count 64
+// CHECK: hopper.load_columns %{{.*}}[%{{.*}}] : !hopper.frag<64x64xf32>
 // CHECK: hopper.mask %{{.*}} rows %{{.*}} cols %{{.*}} visible @vis(%{{.*}}, %{{.*}}) transposed : !hopper.frag<64x64xf32>
 // CHECK: hopper.grad_probs %{{.*}}, %{{.*}} scale %{{.*}} : !hopper.frag<64x64xf32>
 // CHECK: hopper.grad_scores %{{.*}}, %{{.*}}, %{{.*}} : !hopper.frag<64x64xf32>
@@ -19,7 +20,8 @@ func.func @step(%da: i64, %db: i64, %s: !hopper.frag<64x64xf32>, %dp: !hopper.fr
                 %lse: !llvm.ptr<1>, %base: i64, %m0: i32, %sq: i32, %skv: i32, %inf: f32,
                 %sl2: f32, %smem: !llvm.ptr<3>, %off: i32, %dq: !llvm.ptr<1>, %st: i64) {
   %q = hopper.wgmma.ss %da, %db k 64 boxes 0, 0 {a_mn_major, b_mn_major} : bf16 -> !hopper.frag<64x128xf32>
-  %l = hopper.load_columns %lse [%base] cols %m0 bound %sq fill %inf : !hopper.frag<64x64xf32>
+  hopper.stage_rows %lse [%base] rows %m0 bound %sq fill %inf to %smem[%off] count 64
+  %l = hopper.load_columns %smem[%off] : !hopper.frag<64x64xf32>
   %m = hopper.mask %s rows %m0 cols %m0 visible @vis(%sq, %skv) transposed : !hopper.frag<64x64xf32>
   %p = hopper.grad_probs %m, %l scale %sl2 : !hopper.frag<64x64xf32>
   %ds = hopper.grad_scores %p, %dp, %l : !hopper.frag<64x64xf32>
@@ -51,9 +53,9 @@ func.func @k_major_box(%da: i64, %db: i64) {
 
 // -----
 
-func.func @columns_f32(%lse: !llvm.ptr<1>, %base: i64, %m0: i32, %inf: f32) {
+func.func @columns_f32(%smem: !llvm.ptr<3>, %off: i32) {
   // expected-error @+1 {{the result must be an f32 fragment}}
-  %l = hopper.load_columns %lse [%base] cols %m0 bound %m0 fill %inf : !hopper.frag<64x64xbf16>
+  %l = hopper.load_columns %smem[%off] : !hopper.frag<64x64xbf16>
   return
 }
 
@@ -86,6 +88,14 @@ func.func @stage_f32(%t: !hopper.frag<64x64xf32>, %smem: !llvm.ptr<3>, %off: i32
 func.func @stage_boxes(%t: !hopper.frag<64x128xbf16>, %smem: !llvm.ptr<3>, %off: i32) {
   // expected-error @+1 {{a tile wider than 64 columns is stored as boxes at least 8192 bytes apart, on 1024-byte swizzle atoms; got box_bytes 4096}}
   hopper.store_shared %t to %smem [%off] box_bytes 4096 : !hopper.frag<64x128xbf16>
+  return
+}
+
+// -----
+
+func.func @stage_rows_partial_warp(%p: !llvm.ptr<1>, %b: i64, %r: i32, %f: f32, %smem: !llvm.ptr<3>) {
+  // expected-error @+1 {{rows must be a positive multiple of 32 (the lanes of a warp), got 48}}
+  hopper.stage_rows %p [%b] rows %r bound %r fill %f to %smem[%r] count 48
   return
 }
 

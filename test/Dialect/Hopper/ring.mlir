@@ -70,6 +70,11 @@ func.func @no_arrivals(%r: !hopper.ring<stages = 2, stage_bytes = 32768, data = 
 
 // -----
 
+// expected-error @below {{producers must be 1 to 1048575 (an mbarrier's count), got 0}}
+func.func @no_producers(%r: !hopper.ring<stages = 2, stage_bytes = 1024, data = 0, full = 65536, empty = 65552, arrivals = 256, cluster = 1, producers = 0>)
+
+// -----
+
 // expected-error @below {{cluster must be 1, or 2 for a multicast pair, got 4}}
 func.func @cluster_of_four(%r: !hopper.ring<stages = 2, stage_bytes = 32768, data = 0, full = 65536, empty = 65552, arrivals = 256, cluster = 4>)
 

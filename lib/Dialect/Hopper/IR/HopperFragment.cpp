@@ -170,6 +170,15 @@ LogicalResult LoadColumnsOp::verify() {
   return verifyF32Tile(*this, getResult().getType(), "the result");
 }
 
+LogicalResult StageRowsOp::verify() {
+  // one or more rows per lane
+  if (getRows() <= 0 || getRows() % 32 != 0)
+    return emitOpError("rows must be a positive multiple of 32 (the lanes of "
+                       "a warp), got ")
+           << getRows();
+  return success();
+}
+
 LogicalResult GradProbsOp::verify() {
   return verifyF32Tile(*this, getScores().getType(), "the scores");
 }

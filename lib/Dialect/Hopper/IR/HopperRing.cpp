@@ -39,7 +39,10 @@ Span span(const char *what, int64_t base, int64_t count, int64_t size) {
 LogicalResult RingType::verify(function_ref<InFlightDiagnostic()> emitError,
                                int64_t stages, int64_t stageBytes, int64_t data,
                                int64_t full, int64_t empty, int64_t arrivals,
-                               int64_t cluster) {
+                               int64_t cluster, int64_t producers) {
+  if (producers < 1 || producers > kMaxArrivals)
+    return emitError() << "producers must be 1 to " << kMaxArrivals
+                       << " (an mbarrier's count), got " << producers;
   if (stages < 1)
     return emitError() << "a ring has at least one stage, got " << stages;
   if (stageBytes <= 0 || stageBytes % kSwizzleAtom != 0)

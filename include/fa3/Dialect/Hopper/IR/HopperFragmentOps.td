@@ -264,25 +264,50 @@ def Hopper_TruncOp : Hopper_Op<"trunc", [Pure]> {
 // The backward's math on S^T and dP^T (rows keys, columns queries)
 //===----------------------------------------------------------------------===//
 
-def Hopper_LoadColumnsOp : Hopper_Op<"load_columns", [
-    MemoryEffects<[MemRead]>]> {
-  let summary = "one f32 per column of a tile from global memory, broadcast over its rows";
+def Hopper_StageRowsOp : Hopper_Op<"stage_rows"> {
+  let summary = "a warp copies a run of f32 rows of a vector into shared memory";
   let description = [{
-    Element (r, c) of the result is `ptr[base + col0 + c]` when col0 + c <
-    `bound`, else `fill`: a per-query vector (the backward's LSE and D) in
-    the layout of a tile whose columns are queries. Each thread loads its
-    N / 4 columns once; its two rows share the registers.
+    The 32 lanes of a warp copy `ptr[base + row0 + i]` (f32), or `fill`
+    where row0 + i >= `bound`, to byte `offset` + 4 i of `smem`, for i <
+    `rows` (a multiple of 32: lane l takes i = l, l + 32, ...). The
+    backward's producer stages each step's LSE and D this way, so that the
+    consumers read them from shared memory (`hopper.load_columns`)
+    instead of waiting on global loads in their loop; the fill gives the
+    queries past Sq lse = +inf (p = 0). Ordering with the readers is the
+    caller's (a warp barrier, then a ring commit).
 
     ```mlir
-    %lse = hopper.load_columns %LSE [%base] cols %m0 bound %Sq fill %inf : !hopper.frag<64x64xf32>
+    hopper.stage_rows %LSE [%base] rows %m0 bound %Sq fill %inf to %smem[%off] count 64
     ```
   }];
-  let arguments = (ins Hopper_GlobalPtr:$ptr, I64:$base, I32:$col0,
-                       I32:$bound, F32:$fill);
+  let arguments = (ins Hopper_GlobalPtr:$ptr, I64:$base, I32:$row0,
+                       I32:$bound, F32:$fill, Hopper_SharedPtr:$smem,
+                       I32:$offset, I64Attr:$rows);
+  let assemblyFormat = [{
+    $ptr `[` $base `]` `rows` $row0 `bound` $bound `fill` $fill `to` $smem
+    `[` $offset `]` `count` $rows attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def Hopper_LoadColumnsOp : Hopper_Op<"load_columns", [
+    MemoryEffects<[MemRead]>]> {
+  let summary = "one f32 per column of a tile from shared memory, broadcast over its rows";
+  let description = [{
+    Element (r, c) of the result is the f32 at byte `offset` + 4 c of
+    `smem`: a per-query vector (the backward's LSE and D, which
+    `hopper.stage_rows` wrote) in the layout of a tile whose columns are
+    queries. Each thread reads its N / 4 columns, two adjacent ones per
+    8-byte load; its two rows share the registers.
+
+    ```mlir
+    %lse = hopper.load_columns %smem[%off] : !hopper.frag<64x64xf32>
+    ```
+  }];
+  let arguments = (ins Hopper_SharedPtr:$smem, I32:$offset);
   let results = (outs Hopper_Tile:$result);
   let assemblyFormat = [{
-    $ptr `[` $base `]` `cols` $col0 `bound` $bound `fill` $fill attr-dict
-    `:` qualified(type($result))
+    $smem `[` $offset `]` attr-dict `:` qualified(type($result))
   }];
   let hasVerifier = 1;
 }

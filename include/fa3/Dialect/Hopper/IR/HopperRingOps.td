@@ -21,8 +21,8 @@ def Hopper_RingType : TypeDef<Hopper_Dialect, "Ring"> {
   let summary = "a multi-stage shared-memory pipeline with mbarrier pairs";
   let description = [{
     A ring of `stages` buffers in dynamic shared memory, each guarded by two
-    mbarriers: the stage's *full* barrier (count 1: the producer's arrive,
-    plus the transaction bytes its TMA loads complete) and its *empty*
+    mbarriers: the stage's *full* barrier (count `producers`: the producer's
+    arrive, plus the transaction bytes its TMA loads complete) and its *empty*
     barrier (count `arrivals`: the consumer threads that release the stage,
     plus, in a cluster, the peer CTA's consumer warps). Slot u of the ring
     (the u-th use, counted by both sides alike) is stage u % stages with
@@ -42,6 +42,10 @@ def Hopper_RingType : TypeDef<Hopper_Dialect, "Ring"> {
       cluster      CTAs that share each stage: 1, or 2 when both CTAs of a
                    cluster multicast into it (each CTA's consumers then
                    also release the peer's stage)
+      producers    the full barrier's count (default 1, then not printed):
+                   the threads that commit each stage. A warp whose lanes
+                   all write a stage commits it with one arrive each, so
+                   that each lane's release covers its own writes
 
     ```mlir
     !hopper.ring<stages = 2, stage_bytes = 32768, data = 32768, full = 229376,
@@ -50,7 +54,8 @@ def Hopper_RingType : TypeDef<Hopper_Dialect, "Ring"> {
   }];
   let parameters = (ins "int64_t":$stages, "int64_t":$stage_bytes,
                         "int64_t":$data, "int64_t":$full, "int64_t":$empty,
-                        "int64_t":$arrivals, "int64_t":$cluster);
+                        "int64_t":$arrivals, "int64_t":$cluster,
+                        DefaultValuedParameter<"int64_t", "1">:$producers);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
