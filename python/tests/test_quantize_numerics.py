@@ -217,14 +217,17 @@ FORMS = {  # name -> (q form, k form, v form) as functions of (B, Hq, Hkv, Sq, S
 }
 
 
+@pytest.mark.parametrize("pipeline", ["attn-cpu-reference-pipeline",
+                                      "attn-cpu-tiled-pipeline{rescale-threshold=8}"])
 @pytest.mark.parametrize("form", sorted(FORMS))
 @pytest.mark.parametrize("causal", [False, True])
-def test_fp8_attention_descales(rng, form, causal):
+def test_fp8_attention_descales(rng, form, causal, pipeline):
     """attn.flash_attention on f8E4M3FN q, k, v with descale operands, on
-    the CPU (attn-cpu-reference-pipeline: e4m3 decoded in integer
-    arithmetic, s = scale qd kd dot, o = vd P V): against float64 attention
-    of the dequantized inputs (x8 * descale), o (bf16) within 1e-2 relative
-    (one bf16 rounding), lse within 1e-4."""
+    the CPU (the reference: e4m3 decoded in integer arithmetic, s = scale
+    qd kd dot, o = vd P V; the tiled schedule: the same factors applied in
+    attn.tile_update, lazy rescaling on): against float64 attention of the
+    dequantized inputs (x8 * descale), o (bf16) within 1e-2 relative (one
+    bf16 rounding), lse within 1e-4."""
     from fa3.spec import flash_attention_func
     B, hq, hkv, sq, skv, D = 2, 4, 2, 150, 300, 32
     shapes = FORMS[form](B, hq, hkv, sq, skv)
@@ -232,7 +235,7 @@ def test_fp8_attention_descales(rng, form, causal):
                                 causal=causal, descales=shapes)
     ctx = Context()
     mod = ctx.parse(text)
-    mod.run_pipeline("attn-cpu-reference-pipeline")
+    mod.run_pipeline(pipeline)
     prog = CpuProgram(mod)
     codes = np.concatenate([np.arange(0, 0x7F), np.arange(0x80, 0xFF)]).astype(np.uint8)
     q8, k8, v8 = (rng.choice(codes, size=s) for s in

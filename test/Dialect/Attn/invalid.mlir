@@ -328,6 +328,23 @@ func.func @f(%m: memref<128xf32>, %l: memref<128xf32>, %acc: memref<128x64xf32>,
 
 // -----
 
+// FP8 descales: q's, k's and v's together.
+func.func @f(%m: memref<128xf32>, %l: memref<128xf32>, %acc: memref<128x64xf32>, %q: memref<1x1x128x64xf8E4M3FN>, %d: memref<f32>, %i: index) {
+  // expected-error @+1 {{takes three descales (q, k, v) or none, got 2}}
+  attn.tile_update %q, %q, %q[%i, %i, %i] rows %i cols %i state(%m, %l, %acc) descale(%d, %d : memref<f32>, memref<f32>) {block_m = 128 : i64, block_n = 128 : i64, scale_log2 = 1.0 : f32, softcap = 0.0 : f32, window = array<i64: -1, -1>} : memref<1x1x128x64xf8E4M3FN>, memref<1x1x128x64xf8E4M3FN>, memref<1x1x128x64xf8E4M3FN>, memref<128xf32>, memref<128xf32>, memref<128x64xf32>
+  return
+}
+
+// -----
+
+func.func @f(%m: memref<128xf32>, %l: memref<128xf32>, %acc: memref<128x64xf32>, %q: memref<1x1x128x64xf8E4M3FN>, %d: memref<f32>, %r: memref<4xf32>, %i: index) {
+  // expected-error @+1 {{descales must be f32 memrefs of rank 0, 2 or 3, got 'memref<4xf32>'}}
+  attn.tile_update %q, %q, %q[%i, %i, %i] rows %i cols %i state(%m, %l, %acc) descale(%d, %r, %d : memref<f32>, memref<4xf32>, memref<f32>) {block_m = 128 : i64, block_n = 128 : i64, scale_log2 = 1.0 : f32, softcap = 0.0 : f32, window = array<i64: -1, -1>} : memref<1x1x128x64xf8E4M3FN>, memref<1x1x128x64xf8E4M3FN>, memref<1x1x128x64xf8E4M3FN>, memref<128xf32>, memref<128xf32>, memref<128x64xf32>
+  return
+}
+
+// -----
+
 // The rescale threshold of lazy rescaling: log2 units, 0 to 15 (the
 // kernel's bound: p <= 2^threshold fits f16), an f64.
 func.func @f(%m: memref<128xf32>, %l: memref<128xf32>, %acc: memref<128x64xf32>, %q: memref<1x1x128x64xbf16>, %i: index) {

@@ -710,6 +710,20 @@ LogicalResult TileUpdateOp::verify() {
   for (Value v : {getQuery(), getKey(), getValue()})
     if (cast<MemRefType>(v.getType()).getRank() != 4)
       return emitOpError("query, key and value must be rank-4 memrefs");
+  // FP8: q's, k's and v's descales, each f32 of rank 0, 2 or 3 (the
+  // attention's checked shapes)
+  if (!getDescales().empty()) {
+    if (getDescales().size() != 3)
+      return emitOpError("takes three descales (q, k, v) or none, got ")
+             << getDescales().size();
+    for (Value d : getDescales()) {
+      auto t = cast<MemRefType>(d.getType());
+      if (!t.getElementType().isF32() || t.getRank() == 1 || t.getRank() > 3)
+        return emitOpError("descales must be f32 memrefs of rank 0, 2 or 3, "
+                           "got ")
+               << t;
+    }
+  }
   if (failed(verifyWindow(*this, getWindow())) ||
       failed(verifySoftcap(*this, getSoftcap().convertToDouble())))
     return failure();
@@ -736,6 +750,9 @@ void TileUpdateOp::getEffects(
         &effects) {
   for (OpOperand *o : {&getQueryMutable(), &getKeyMutable(), &getValueMutable()})
     effects.emplace_back(MemoryEffects::Read::get(), o,
+                         SideEffects::DefaultResource::get());
+  for (OpOperand &o : getDescalesMutable())
+    effects.emplace_back(MemoryEffects::Read::get(), &o,
                          SideEffects::DefaultResource::get());
   for (OpOperand *o : {&getRowMaxMutable(), &getRowSumMutable(), &getAccMutable()}) {
     effects.emplace_back(MemoryEffects::Read::get(), o,

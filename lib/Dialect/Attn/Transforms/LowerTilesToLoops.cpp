@@ -122,13 +122,31 @@ static void lowerUpdate(TileUpdateOp op, bool countBlocks) {
     sl2 = f32Const(b, loc, softcap * kLog2e);
   }
 
+  // FP8: qk * qd * kd before anything else, V * vd (the op's definition)
+  ValueRange descales = op.getDescales();
+  const int64_t block = FlashAttentionOp::kDescaleBlock;
+
   forValidRows(b, loc, row0, bm, sq, [&](OpBuilder &b, Location loc, Value row,
                                          Value r) {
+    Value qd, vd;
+    if (!descales.empty()) {
+      // q's per q head, or FA3's per kv head ([B, Hkv]) for its group
+      auto qdt = cast<MemRefType>(descales[0].getType());
+      int64_t hq = cast<MemRefType>(q.getType()).getDimSize(1);
+      Value qh = qdt.getRank() == 2 && qdt.getDimSize(1) != hq ? hk : h;
+      qd = loadDescale(b, loc, descales[0], bi, qh, row, block);
+      vd = loadDescale(b, loc, descales[2], bi, hk, row, block);
+    }
     auto scoreLoop = scf::ForOp::create(
         b, loc, c0, cEnd, c1, ValueRange{negInf},
         [&](OpBuilder &b, Location loc, Value c, ValueRange iter) {
           Value col = arith::AddIOp::create(b, loc, col0, c);
           Value s = buildDot(b, loc, q, k, bi, h, hk, row, col);
+          if (qd) {
+            Value kd = loadDescale(b, loc, descales[1], bi, hk, col, block);
+            Value f = arith::MulFOp::create(b, loc, qd, kd);
+            s = arith::MulFOp::create(b, loc, s, f);
+          }
           if (pre)
             s = math::TanhOp::create(b, loc,
                                      arith::MulFOp::create(b, loc, s, pre));
@@ -169,6 +187,8 @@ static void lowerUpdate(TileUpdateOp op, bool countBlocks) {
                 Value col = arith::AddIOp::create(b, loc, col0, c);
                 Value p = memref::LoadOp::create(b, loc, sRow, c);
                 Value vv = loadAsF32(b, loc, v, {bi, hk, col, d});
+                if (vd)
+                  vv = arith::MulFOp::create(b, loc, vv, vd);
                 scf::YieldOp::create(b, loc, ValueRange{
                     math::FmaOp::create(b, loc, p, vv, iter[0])});
               });

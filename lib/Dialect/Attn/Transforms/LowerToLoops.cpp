@@ -42,19 +42,6 @@ struct ReferenceRow {
   Value qDescale, vDescale, kDescale;
 };
 
-/// Descale `d` (rank 0, [B, H'] or [B, H', blocks]) for batch bi, head
-/// `head` (the q or kv head, as H' counts them) and row or key `pos`.
-static Value loadDescale(OpBuilder &b, Location loc, Value d, Value bi,
-                         Value head, Value pos) {
-  int64_t rank = cast<MemRefType>(d.getType()).getRank();
-  SmallVector<Value> at;
-  if (rank >= 2)
-    at = {bi, head};
-  if (rank == 3)
-    at.push_back(arith::DivUIOp::create(
-        b, loc, pos, indexConst(b, loc, FlashAttentionOp::kDescaleBlock)));
-  return memref::LoadOp::create(b, loc, d, at);
-}
 } // namespace
 
 /// The reference's evaluation of one query row (the op's definition, two
@@ -81,7 +68,8 @@ static void buildReferenceRow(OpBuilder &b, Location loc,
                        keyOf(b, loc, j));
     Value factor = cScale;
     if (r.kDescale) {
-      Value kd = loadDescale(b, loc, r.kDescale, r.bi, r.hk, keyOf(b, loc, j));
+      Value kd = loadDescale(b, loc, r.kDescale, r.bi, r.hk, keyOf(b, loc, j),
+                              FlashAttentionOp::kDescaleBlock);
       factor = arith::MulFOp::create(b, loc, factor, kd);
     }
     s = arith::MulFOp::create(b, loc, s, factor);
@@ -197,9 +185,11 @@ static void lowerToLoops(FlashAttentionOp op) {
           Value qd = op.getQueryDescale();
           auto qdt = cast<MemRefType>(qd.getType());
           Value head = qdt.getRank() == 2 && qdt.getDimSize(1) != hq ? hk : h;
-          r.qDescale = loadDescale(b, loc, qd, bi, head, i);
+          r.qDescale = loadDescale(b, loc, qd, bi, head, i,
+                              FlashAttentionOp::kDescaleBlock);
           r.kDescale = op.getKeyDescale();
-          r.vDescale = loadDescale(b, loc, op.getValueDescale(), bi, hk, i);
+          r.vDescale = loadDescale(b, loc, op.getValueDescale(), bi, hk, i,
+                              FlashAttentionOp::kDescaleBlock);
         }
         buildReferenceRow(b, loc, r, acc, op.getEffectiveScale(),
                           op.getSoftcap().convertToDouble(),

@@ -282,6 +282,19 @@ Value buildSoftcap(OpBuilder &b, Location loc, Value s, double softcap) {
   return arith::MulFOp::create(b, loc, t, c);
 }
 
+Value loadDescale(OpBuilder &b, Location loc, Value d, Value bi, Value head,
+                  Value pos, int64_t block) {
+  int64_t rank = cast<MemRefType>(d.getType()).getRank();
+  SmallVector<Value> at;
+  if (rank >= 2)
+    at = {bi, head};
+  if (rank == 3) {
+    Value blk = indexConst(b, loc, block);
+    at.push_back(arith::DivUIOp::create(b, loc, pos, blk));
+  }
+  return memref::LoadOp::create(b, loc, d, at);
+}
+
 Value dimOf(OpBuilder &b, Location loc, Value memref, unsigned dim) {
   auto t = cast<ShapedType>(memref.getType());
   if (!t.isDynamicDim(dim))

@@ -127,6 +127,7 @@ namespace {
 /// (rank 4, [B, H, S, D]; lse [B, H, S] or null) and the step's parameters.
 struct ForwardTiling {
   Value q, k, v, o, lse;
+  ValueRange descales; // FP8: q's, k's and v's, or none
   int64_t hq, hkv, dv;
   TileSizes ts;
   double threshold, scale, softcap;
@@ -186,12 +187,13 @@ static void buildForwardCell(OpBuilder &b, Location loc, const ForwardTiling &t,
       [&](OpBuilder &lb, Location ll, Value n, ValueRange) {
         IndexMath jb{lb, ll};
         Value col0 = jb.mul(n, jb.c(ts.n));
+        SmallVector<Value> operands = {t.q, t.k, t.v, m, l, acc, bi, h, hk,
+                                       row0, col0};
+        llvm::append_range(operands, t.descales);
         buildBoundaryIf(lb, ll, n, uLo, uHi,
                         [&](OpBuilder &sb, Location sl, bool masked) {
                           auto upd = TileUpdateOp::create(
-                              sb, sl, TypeRange{},
-                              ValueRange{t.q, t.k, t.v, m, l, acc, bi, h, hk,
-                                         row0, col0});
+                              sb, sl, TypeRange{}, operands);
                           upd->setAttrs(attrs(masked));
                         });
         scf::YieldOp::create(lb, ll);
@@ -233,20 +235,13 @@ static FailureOr<ForwardTiling> forwardTiling(OpT op, int64_t optM,
 
 static LogicalResult tile(FlashAttentionOp op, int64_t optM, int64_t optN,
                           double optThreshold) {
-  // FP8 descales: the Hopper kernel reads them at launch (fa3rt_abi.def),
-  // so its tiles need not carry them; the CPU tile lowering would drop them
-  if (!op.getDescales().empty() &&
-      !op->hasAttr(HopperConfigAttr::kAttrName))
-    return op.emitOpError(
-        "attn-tile: the tiled CPU lowering takes no descale factors; lower "
-        "FP8 attention on the CPU with attn-cpu-reference-pipeline (the "
-        "Hopper pipeline's kernel reads them at launch)");
   FailureOr<ForwardTiling> tiling = forwardTiling(op, optM, optN, optThreshold);
   if (failed(tiling))
     return failure();
   ForwardTiling t = *tiling;
   t.q = op.getQuery(), t.k = op.getKey(), t.v = op.getValue();
   t.o = op.getOut(), t.lse = op.getLse();
+  t.descales = op.getDescales();
 
   OpBuilder b(op);
   Location loc = op.getLoc();

@@ -570,11 +570,18 @@ def Attn_TileUpdateOp : Attn_Op<"tile_update", [
     it by more than tau, so acc is rarely rescaled while p <= 2^tau; acc / l
     is unchanged. attn-tile sets it from the attention's attn.hopper_config
     or its own option, so that the CPU expansion runs the kernel's rule.
+
+    FP8: `descale(%qd, %kd, %vd)`, the attention's descale operands (f32,
+    rank 0, [B, H'] or [B, H', blocks of 128 rows]): qk is multiplied by
+    the row's q factor and the key's k factor before anything else, and
+    each V element by the kv head's v factor (the product P V then carries
+    it, as the kernel's output scale does).
   }];
   let arguments = (ins
     AnyMemRef:$query, AnyMemRef:$key, AnyMemRef:$value,
     AnyMemRef:$rowMax, AnyMemRef:$rowSum, AnyMemRef:$acc,
     Index:$batch, Index:$qhead, Index:$kvhead, Index:$row0, Index:$col0,
+    Variadic<AnyMemRef>:$descales,
     I64Attr:$block_m, I64Attr:$block_n,
     F32Attr:$scale_log2, F32Attr:$softcap,
     DenseI64ArrayAttr:$window,
@@ -584,6 +591,7 @@ def Attn_TileUpdateOp : Attn_Op<"tile_update", [
     $query `,` $key `,` $value `[` $batch `,` $qhead `,` $kvhead `]`
     `rows` $row0 `cols` $col0
     `state` `(` $rowMax `,` $rowSum `,` $acc `)`
+    (`descale` `(` $descales^ `:` type($descales) `)`)?
     (`masked` $masked^)? attr-dict `:`
     type($query) `,` type($key) `,` type($value) `,`
     type($rowMax) `,` type($rowSum) `,` type($acc)

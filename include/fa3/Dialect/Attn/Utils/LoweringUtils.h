@@ -135,6 +135,13 @@ SequenceBounds buildSequenceBounds(
     llvm::function_ref<mlir::Value(SeqlensArray, mlir::Value)> load,
     bool hasUsed, mlir::Value s);
 
+/// FP8 descale `d` (f32, rank 0, [B, H'] or [B, H', blocks of `block`
+/// rows]) for batch `bi`, head `head` (the q or kv head, as H' counts them)
+/// and row or key `pos`.
+mlir::Value loadDescale(mlir::OpBuilder &b, mlir::Location loc, mlir::Value d,
+                        mlir::Value bi, mlir::Value head, mlir::Value pos,
+                        int64_t block);
+
 /// Static extent of dimension `dim` of a shaped value, or a memref.dim op.
 mlir::Value dimOf(mlir::OpBuilder &b, mlir::Location loc, mlir::Value memref,
                   unsigned dim);
