@@ -77,7 +77,7 @@ public:
   }
 
   /// dQaccum is in the main kernel's order (GradKernelBuilder's dqTile):
-  /// per (batch, head) the m-blocks of kBlockM x D floats, each two
+  /// per (batch, head) the m-blocks of kGradDqRows x D floats, each two
   /// warpgroups' halves of D / 2 columns in accumulator order (thread t's
   /// registers 4j .. 4j + 3 at float 4 (128 j + t): rows r, r + 8 with
   /// r = 16 (t / 32) + (t mod 32) / 4, columns 8j + 2 (t mod 4) + {0, 1}).
@@ -92,8 +92,8 @@ public:
     Value hq = ext64(param("Hq")), sq = ext64(param("Sq"));
     Value nmb = mBlocks();
     forEachUnit(units, [&](Value u) {
-      Value tileIdx = bin<arith::DivUIOp>(u, i64(kBlockM * headDim / 16));
-      Value inTile = bin<arith::RemUIOp>(u, i64(kBlockM * headDim / 16));
+      Value tileIdx = bin<arith::DivUIOp>(u, i64(kGradDqRows * headDim / 16));
+      Value inTile = bin<arith::RemUIOp>(u, i64(kGradDqRows * headDim / 16));
       Value g = bin<arith::RemUIOp>(inTile, i64(32));
       Value hj = bin<arith::DivUIOp>(inTile, i64(32));
       Value j = bin<arith::RemUIOp>(hj, i64(quads));
@@ -109,7 +109,7 @@ public:
       Value bh = bin<arith::DivUIOp>(tileIdx, nmb);
       Value h = bin<arith::RemUIOp>(bh, hq);
       Value bi = bin<arith::DivUIOp>(bh, hq);
-      Value s0 = bin<arith::MulIOp>(mb, i64(kBlockM));
+      Value s0 = bin<arith::MulIOp>(mb, i64(kGradDqRows));
       s0 = bin<arith::AddIOp>(s0, r);
       auto v4 = VectorType::get({4}, f32T);
       SmallVector<Value> acc;
@@ -129,11 +129,7 @@ public:
             words.push_back(scaledPair(acc[k], 2 * i, scale));
           auto v4i = VectorType::get({4}, i32T);
           Value out = vector::FromElementsOp::create(b, loc, v4i, words);
-          Value e = bin<arith::MulIOp>(bi, param("dqStrideB"));
-          Value es = bin<arith::MulIOp>(s, param("dqStrideS"));
-          e = bin<arith::AddIOp>(e, es);
-          Value eh = bin<arith::MulIOp>(h, param("dqStrideH"));
-          e = bin<arith::AddIOp>(e, eh);
+          Value e = rowStart(bi, s, h, "dqStride");
           e = bin<arith::AddIOp>(e, col);
           Value p = globalAt(param("dQ"), e, 2);
           LLVM::StoreOp::create(b, loc, out, p, /*alignment=*/16);
@@ -148,24 +144,22 @@ private:
   int64_t headDim;
   Type et, gptrT;
 
-  static constexpr int64_t kBlockM = kGradDqRows;
-
   int64_t lanesPerRow() const { return headDim * 2 / 16; }
 
-  /// ceil(Sq / kBlockM), i64.
+  /// ceil(Sq / kGradDqRows), i64.
   Value mBlocks() {
     Value sq = ext64(param("Sq"));
-    Value n = bin<arith::AddIOp>(sq, i64(kBlockM - 1));
-    return bin<arith::DivUIOp>(n, i64(kBlockM));
+    Value n = bin<arith::AddIOp>(sq, i64(kGradDqRows - 1));
+    return bin<arith::DivUIOp>(n, i64(kGradDqRows));
   }
-  /// dQaccum's floats: B Hq ceil(Sq / kBlockM) kBlockM D.
+  /// dQaccum's floats: B Hq ceil(Sq / kGradDqRows) kGradDqRows D.
   Value accWords() {
     Value bs = ext64(param("B"));
     Value hs = ext64(param("Hq"));
     Value w = bin<arith::MulIOp>(bs, hs);
     Value nmb = mBlocks();
     w = bin<arith::MulIOp>(w, nmb);
-    return bin<arith::MulIOp>(w, i64(kBlockM * headDim));
+    return bin<arith::MulIOp>(w, i64(kGradDqRows * headDim));
   }
   /// Elements e, e + 1 of `acc` times `scale`, rounded to et, as one word.
   Value scaledPair(Value acc, int64_t e, Value scale) {
@@ -233,14 +227,19 @@ private:
     body(r);
   }
 
+  /// Element offset of row (bi, s, h) of a [B, S, H, D] tensor with the
+  /// element strides <prefix>B, <prefix>S, <prefix>H (i64 indices).
+  Value rowStart(Value bi, Value s, Value h, const std::string &prefix) {
+    Value e = bin<arith::MulIOp>(bi, param(prefix + "B"));
+    Value es = bin<arith::MulIOp>(s, param(prefix + "S"));
+    e = bin<arith::AddIOp>(e, es);
+    Value eh = bin<arith::MulIOp>(h, param(prefix + "H"));
+    return bin<arith::AddIOp>(e, eh);
+  }
   /// The thread's 16 bytes of row `r` of a [B, S, H, D] 16-bit tensor with
   /// the element strides <prefix>B, <prefix>S, <prefix>H.
   Value rowPointer(Value base, const Row &r, const std::string &prefix) {
-    Value e = bin<arith::MulIOp>(r.b, param(prefix + "B"));
-    Value es = bin<arith::MulIOp>(r.s, param(prefix + "S"));
-    e = bin<arith::AddIOp>(e, es);
-    Value eh = bin<arith::MulIOp>(r.h, param(prefix + "H"));
-    e = bin<arith::AddIOp>(e, eh);
+    Value e = rowStart(r.b, r.s, r.h, prefix);
     Value col = bin<arith::MulIOp>(ext64(r.sub), i64(8));
     e = bin<arith::AddIOp>(e, col);
     return globalAt(base, e, 2);

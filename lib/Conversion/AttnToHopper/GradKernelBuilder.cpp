@@ -104,13 +104,17 @@ private:
     return {h, mb};
   }
 
+  /// b * Hq + h: the (batch, q head) index of LSE, D and dQaccum.
+  Value batchHead(const Work &w, Value h) {
+    Value bh = bin<arith::MulIOp>(w.bidx, param("Hq"));
+    return bin<arith::AddIOp>(bh, h);
+  }
   /// dQaccum's floats for (batch, q head h, m-block mb, warpgroup c): per
   /// (batch, head) the m-blocks of 64 x d floats, each the consumers'
   /// halves in accumulator order (hopper.reduce_add), so that one bulk
   /// reduction adds a warpgroup's staged dQ; <kernel>_post reads it back.
   Value dqTile(const Work &w, Value h, Value mb, Value c) {
-    Value bh = bin<arith::MulIOp>(w.bidx, param("Hq"));
-    bh = bin<arith::AddIOp>(bh, h);
+    Value bh = batchHead(w, h);
     Value nmb = bin<arith::AddIOp>(param("Sq"), i32(cfg.blockM - 1));
     nmb = bin<arith::DivUIOp>(nmb, i32(cfg.blockM));
     Value nmb64 = ext64(nmb);
@@ -126,8 +130,7 @@ private:
   }
   /// Row (b * Hq + h) * Sq of LSE and D, [B, Hq, Sq] (i64).
   Value rowsBase(const Work &w, Value h) {
-    Value bh = bin<arith::MulIOp>(w.bidx, param("Hq"));
-    bh = bin<arith::AddIOp>(bh, h);
+    Value bh = batchHead(w, h);
     Value bh64 = ext64(bh);
     Value sq64 = ext64(param("Sq"));
     return bin<arith::MulIOp>(bh64, sq64);

@@ -131,9 +131,8 @@ static void lowerUpdate(TileUpdateOp op, bool countBlocks) {
     Value qd, vd;
     if (!descales.empty()) {
       // q's per q head, or FA3's per kv head ([B, Hkv]) for its group
-      auto qdt = cast<MemRefType>(descales[0].getType());
       int64_t hq = cast<MemRefType>(q.getType()).getDimSize(1);
-      Value qh = qdt.getRank() == 2 && qdt.getDimSize(1) != hq ? hk : h;
+      Value qh = queryDescaleHead(descales[0], hq, h, hk);
       qd = loadDescale(b, loc, descales[0], bi, qh, row, block);
       vd = loadDescale(b, loc, descales[2], bi, hk, row, block);
     }

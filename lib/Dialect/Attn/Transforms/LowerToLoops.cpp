@@ -183,8 +183,7 @@ static void lowerToLoops(FlashAttentionOp op) {
         if (op.getQueryDescale()) {
           // q's per q head, or FA3's per kv head ([B, Hkv]) for its group
           Value qd = op.getQueryDescale();
-          auto qdt = cast<MemRefType>(qd.getType());
-          Value head = qdt.getRank() == 2 && qdt.getDimSize(1) != hq ? hk : h;
+          Value head = queryDescaleHead(qd, hq, h, hk);
           r.qDescale = loadDescale(b, loc, qd, bi, head, i,
                               FlashAttentionOp::kDescaleBlock);
           r.kDescale = op.getKeyDescale();

@@ -295,6 +295,11 @@ Value loadDescale(OpBuilder &b, Location loc, Value d, Value bi, Value head,
   return memref::LoadOp::create(b, loc, d, at);
 }
 
+Value queryDescaleHead(Value qd, int64_t hq, Value h, Value hk) {
+  auto t = cast<MemRefType>(qd.getType());
+  return t.getRank() == 2 && t.getDimSize(1) != hq ? hk : h;
+}
+
 Value dimOf(OpBuilder &b, Location loc, Value memref, unsigned dim) {
   auto t = cast<ShapedType>(memref.getType());
   if (!t.isDynamicDim(dim))

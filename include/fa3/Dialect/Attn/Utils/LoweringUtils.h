@@ -142,6 +142,11 @@ mlir::Value loadDescale(mlir::OpBuilder &b, mlir::Location loc, mlir::Value d,
                         mlir::Value bi, mlir::Value head, mlir::Value pos,
                         int64_t block);
 
+/// The head that indexes q's descale `qd` for q head `h` of kv head `hk`:
+/// `hk` for FA3's per-kv-head form ([B, Hkv] with Hkv != `hq`), else `h`.
+mlir::Value queryDescaleHead(mlir::Value qd, int64_t hq, mlir::Value h,
+                             mlir::Value hk);
+
 /// Static extent of dimension `dim` of a shaped value, or a memref.dim op.
 mlir::Value dimOf(mlir::OpBuilder &b, mlir::Location loc, mlir::Value memref,
                   unsigned dim);
