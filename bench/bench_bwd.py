@@ -9,13 +9,17 @@ on the same inputs, in turn each round (median round of --rounds):
           kernels (_pre, the kernel, _post), as autograd runs it;
   cudnn   torch.autograd.grad through SDPA with SDPBackend.CUDNN_ATTENTION
           (its forward run once, outside the timing);
-  fa2     the same with SDPBackend.FLASH_ATTENTION (FlashAttention-2).
+  fa2     the same with SDPBackend.FLASH_ATTENTION (FlashAttention-2);
+  det     with --deterministic: flash_attn_backward(deterministic=True),
+          the deterministic kernels (fa3-compile --backward
+          --deterministic), whose kv blocks add their dQ tiles in turn.
 TFLOP/s = 2.5 x the forward's FLOPs (FlashAttention's convention: 4 B H S^2
 D, half for causal) / median time (triton.testing.do_bench). Our dq, dk,
 dv are compared with cuDNN's (relative L2 error) as a sanity check.
 
     python3 bench/bench_bwd.py --kernel-dir BWD_AND_FWD_DIR [--hdim 64,128]
-        [--seqlens 512,2048] [--causal both] [--rounds 3] [--results-dir bench]
+        [--seqlens 512,2048] [--causal both] [--rounds 3] [--deterministic]
+        [--results-dir bench]
 
 The directory holds the backward kernels and the forward kernels of the
 same variants (the forward makes o and lse). Appends the run to
@@ -62,11 +66,16 @@ def main():
     ap.add_argument("--dtype", default="bf16", choices=["bf16", "f16"])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--results-dir", default=None)
+    ap.add_argument("--deterministic", action="store_true",
+                    help="also time the deterministic backward kernels (column det; the "
+                         "directory must hold them)")
     a = ap.parse_args()
     causals = [False, True] if a.causal == "both" else [a.causal == "1"]
     rows = []
-    print("| mask | hdim | seqlen | ours | cudnn | fa2 | ours/cudnn | ours/fa2 | rel err dq, dk, dv |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    det_head = " det | det/ours |" if a.deterministic else ""
+    print(f"| mask | hdim | seqlen | ours | cudnn | fa2 | ours/cudnn | ours/fa2 |{det_head} "
+          "rel err dq, dk, dv |")
+    print("|---|---|---|---|---|---|---|---|" + "---|---|" * a.deterministic + "---|")
     for D in map(int, a.hdim.split(",")):
         for causal in causals:
             for S in map(int, a.seqlens.split(",")):
@@ -77,6 +86,9 @@ def main():
                 dout = torch.randn_like(o)
                 ours = lambda: flash_attn_backward(dout, q, k, v, o, lse, **kw)
                 fns = {"ours": ours}
+                if a.deterministic:
+                    fns["det"] = lambda: flash_attn_backward(dout, q, k, v, o, lse,
+                                                             deterministic=True, **kw)
                 errs = None
                 for name, backend in PEERS.items():
                     try:
@@ -97,15 +109,18 @@ def main():
                 rows.append(row)
                 ratio = lambda p: f"{tf['ours'] / tf[p]:.2f}" if p in tf else "-"
                 err = ", ".join(f"{e:.1e}" for e in errs) if errs else "-"
+                det = (f" {tf['det']:.0f} | {tf['det'] / tf['ours']:.2f} |"
+                       if a.deterministic else "")
                 print(f"| {'causal' if causal else 'full'} | {D} | {S} | {tf['ours']:.0f} | "
                       f"{tf.get('cudnn', float('nan')):.0f} | {tf.get('fa2', float('nan')):.0f} | "
-                      f"{ratio('cudnn')} | {ratio('fa2')} | {err} |", flush=True)
+                      f"{ratio('cudnn')} | {ratio('fa2')} |{det} {err} |", flush=True)
     if a.results_dir:
         full = (a.hdim == "64,128" and a.causal == "both" and a.dtype == "bf16"
                 and a.seqlens == ",".join(map(str, SEQLENS)))
         entry = records.new_entry("bench_bwd", "python3 " + " ".join(sys.argv),
                                   gpu=torch.cuda.get_device_name(), rows=rows, full=full,
-                                  meta={"dtype": a.dtype, "torch": torch.__version__})
+                                  meta={"dtype": a.dtype, "torch": torch.__version__,
+                                        "deterministic": a.deterministic})
         key = records.record(a.results_dir, entry)
         print(f"appended to {Path(a.results_dir) / records.HISTORY}"
               + (f"; rewrote {key} in {Path(a.results_dir) / records.TABLE}" if key else ""))

@@ -291,7 +291,9 @@ def render_bench_varlen(entry):
 
 def render_bench_bwd(entry):
     """A bench_bwd run: backward TFLOP/s (2.5 x the forward's FLOPs) of ours,
-    cuDNN's and FlashAttention-2's through SDPA, by hdim, mask and seqlen."""
+    cuDNN's and FlashAttention-2's through SDPA, by hdim, mask and seqlen;
+    with --deterministic also our deterministic kernels' (det)."""
+    det = any("det" in r["tflops"] for r in entry["rows"])
     out = [f"## Backward (bench_bwd, {entry['date']})", "",
            f"GPU: {entry.get('gpu')}; {entry.get('meta', {}).get('dtype', 'bf16')}, "
            f"torch {entry.get('meta', {}).get('torch', '?')}", "",
@@ -299,16 +301,20 @@ def render_bench_bwd(entry):
            "16384 tokens, hidden 2048. TFLOP/s (median round, FlashAttention's "
            "convention: 2.5 x the forward's FLOPs): ours = flash_attn_backward "
            "(its three kernels: _pre, the kernel, _post); cudnn and fa2 = SDPA's backward "
-           "with that backend, same inputs, same process.", "",
-           "| mask | hdim | seqlen | ours | cudnn | fa2 | ours / cudnn | ours / fa2 |",
-           "|---|---|---|---|---|---|---|---|"]
+           "with that backend, same inputs, same process"
+           + ("; det = flash_attn_backward(deterministic=True)." if det else "."), "",
+           "| mask | hdim | seqlen | ours | cudnn | fa2 | ours / cudnn | ours / fa2 |"
+           + (" det | det / ours |" if det else ""),
+           "|---|---|---|---|---|---|---|---|" + ("---|---|" if det else "")]
     for r in entry["rows"]:
         t = r["tflops"]
         peer = lambda p: _fmt(t.get(p), ".0f")
         ratio = lambda p: _fmt(t["ours"] / t[p] if t.get(p) else None, ".2f")
         out.append(f"| {'causal' if r['causal'] else 'full'} | {r['hdim']} | {r['seqlen']} | "
                    f"{t['ours']:.0f} | {peer('cudnn')} | {peer('fa2')} | {ratio('cudnn')} | "
-                   f"{ratio('fa2')} |")
+                   f"{ratio('fa2')} |"
+                   + (f" {peer('det')} | {_fmt(t['det'] / t['ours'] if t.get('det') else None, '.2f')} |"
+                      if det else ""))
     return "\n".join(out) + "\n"
 
 

@@ -20,7 +20,9 @@
  * of Q and dO as the forward's Q map, of K and V as its K/V maps. Around it
  * its module's <kernel>_pre (delta, dQaccum zeroed) and <kernel>_post (dQ)
  * run: FA3RT_BWD_PRE_PARAM / FA3RT_BWD_POST_PARAM, grid (aux_grid, 1, 1),
- * block (FA3RT_BWD_AUX_THREADS, 1, 1), no dynamic shared memory.
+ * block (FA3RT_BWD_AUX_THREADS, 1, 1), no dynamic shared memory. A
+ * deterministic one (facts `deterministic 1`) launches the same way; only
+ * its dQaccum is larger (its tiles' turn counters follow them).
  * Split-KV kernels (facts `split_kv 1`): the tile grid times numSplits CTAs;
  * with numSplits > 1 they write f32 partials to the caller's oAccum and
  * lseAccum and <kernel>_combine (FA3RT_FWD_COMBINE_PARAM, grid
@@ -482,6 +484,11 @@ static fa3rt_status check_facts(const fa3rt_facts *f, fa3rt_status st) {
     return fail(st, "facts of kernel '%s': backward 1 needs %s (the backward kernel takes "
                 "fixed-length batches, one CTA per kv block, head and batch)", f->kernel,
                 f->varlen ? "varlen 0" : f->cluster_m != 1 ? "cluster_m 1" : "grid tiles");
+  /* the forward kernels sum nothing across CTAs (a split kernel's merge has
+     a fixed order): only the backward's dq has an order to fix */
+  if (f->deterministic && !f->backward)
+    return fail(st, "facts of kernel '%s': deterministic 1 needs backward 1 (the deterministic "
+                "variant is the backward kernel's: its dq summed in a fixed order)", f->kernel);
   /* a decoding kernel's grid is its tiles times the splits, one CTA each,
      over fixed-length batches */
   if ((f->split_kv || f->pack_gqa) &&
@@ -1507,11 +1514,19 @@ static fa3rt_status plan_bwd(const fa3rt_facts *f, const fa3rt_bwd_args *a,
   memset(&L, 0, sizeof L);
   L.empty = B == 0 || Hq == 0 || Sq == 0;
   L.zero_only = !L.empty && Skv == 0;
-  /* dq_accum: B * Hq * ceil(Sq / block_m) * block_m * D f32 in the
-     kernel's order (fa3rt.h); lse and delta f32 [B, Hq, Sq], contiguous;
-     _pre writes delta and zeroes dq_accum even without keys */
+  /* dq_accum: B * Hq * ceil(Sq / 64) * 64 * D f32 in the kernel's order
+     (fa3rt.h), then a deterministic kernel's u32 turn counter per tile, a
+     multiple of 4 words (_pre zeroes 16 bytes a thread); lse and delta f32
+     [B, Hq, Sq], contiguous; _pre writes delta and zeroes dq_accum even
+     without keys */
   const int64_t sq_padded = (Sq + FA3RT_BWD_DQ_ROWS - 1) / FA3RT_BWD_DQ_ROWS * FA3RT_BWD_DQ_ROWS;
-  const int64_t words = product(B, Hq, sq_padded, f->head_dim), rows = product(B, Hq, Sq, 1);
+  int64_t words = product(B, Hq, sq_padded, f->head_dim);
+  const int64_t rows = product(B, Hq, Sq, 1);
+  if (f->deterministic && words >= 0) {
+    /* fewer than the tiles' words: no overflow before the sum */
+    const int64_t counters = product(B, Hq, sq_padded / FA3RT_BWD_DQ_ROWS, 1);
+    if (!mul_add(&words, (counters + 3) / 4, 4)) words = -1;
+  }
   if ((st = check_f32("dq_accum", a->dq_accum, words, !L.empty)) ||
       (st = check_f32("lse", a->lse, rows, !L.empty && !L.zero_only)) ||
       (st = check_f32("delta", a->delta, rows, !L.empty)))

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds FA3-MLIR a second way and runs the suite on that build:
 #   gcc       GCC (Debian's default c++), Release: lit + pytest, and the
-#             kernels of `fa3-compile --all` (also --varlen, --backward, --decode, --fp8)
+#             kernels of `fa3-compile --all` (also --varlen, --backward [--deterministic],
+#             --decode, --fp8)
 #             must be byte-identical to the clang build's (IR built inside
 #             function arguments came out in another order under GCC).
 #   sanitize  clang with AddressSanitizer and UndefinedBehaviorSanitizer
@@ -36,10 +37,10 @@ case "$variant" in
     ninja -C "$dir" check-fa3
     echo "== kernels from the GCC and the clang build"
     rm -rf "$dir/kernels-gcc" "$dir/kernels-clang"
-    # the fixed-length, the packed variable-length, the backward and the
-    # decoding sets
+    # the fixed-length, the packed variable-length, the backward (plain and
+    # deterministic) and the decoding sets
     # (each builder), one directory: their kernel names differ
-    for set in "" --varlen --backward --decode --fp8; do
+    for set in "" --varlen --backward "--backward --deterministic" --decode --fp8; do
       "$dir/bin/fa3-compile" --all $set --ptx-only -o "$dir/kernels-gcc" >/dev/null
       build/bin/fa3-compile --all $set --ptx-only -o "$dir/kernels-clang" >/dev/null
     done

@@ -53,7 +53,9 @@ MLIR_CAPI_EXPORTED bool fa3OperationIsAFlashAttention(MlirOperation op);
  * tensors or all memrefs of loc's context; the tensor form gets three
  * results. A null loc or value, values of another context, or an op the
  * verifier refuses: a null op, the reason as an error diagnostic at loc
- * and as the last error. */
+ * and as the last error. Its `deterministic` unit attribute (dq bitwise
+ * the same from run to run) is not a forward option: set it on the op with
+ * mlirOperationSetInherentAttributeByName(op, "deterministic", unit). */
 MLIR_CAPI_EXPORTED MlirOperation fa3FlashAttentionGradCreate(
     MlirLocation loc, MlirValue q, MlirValue k, MlirValue v, MlirValue o,
     MlirValue dO, MlirValue lse, MlirValue dq, MlirValue dk, MlirValue dv,

@@ -71,8 +71,9 @@ typedef struct Fa3AttentionSpec {
   const char *name;    /* kernel base name: a C identifier of 1 to 200
                           characters; NULL:
                           fa3_<fwd|bwd>_d<D>[v<Dv>]_<dtype>[_causal]
-                          [_w<L>_<R>][_softcap][_varlen][_decode], an unbounded window side written
-                          "inf", v<Dv> where Dv differs from D */
+                          [_w<L>_<R>][_softcap][_varlen][_decode][_det],
+                          an unbounded window side written "inf", v<Dv>
+                          where Dv differs from D */
   const char *dtype;   /* "bf16" or "f16" (q, k, v and o), or "e4m3" (FP8:
                           q, k, v float8_e4m3fn with descales at launch, o
                           bf16; head dim 64, 128 or 256, a fixed-length
@@ -105,6 +106,12 @@ typedef struct Fa3AttentionSpec {
                           kv head share one tile), one CTA per tile, O
                           stored directly; name suffix _decode; no varlen
                           or backward. Appended likewise */
+  bool deterministic;  /* with backward: dq bitwise the same from run to
+                          run (FlashAttention's deterministic=True: each
+                          64-query tile's sums added in the order of the
+                          kv blocks; facts `deterministic 1`, a larger
+                          dq_accum workspace), name suffix _det; needs the
+                          bulk dQ path (tmaStore). Appended likewise */
 } Fa3AttentionSpec;
 
 MLIR_CAPI_EXPORTED Fa3AttentionSpec fa3AttentionSpecDefault(void);

@@ -230,7 +230,7 @@ MlirOperation fa3FlashAttentionGradCreate(MlirLocation loc, MlirValue q,
   auto op = FlashAttentionGradOp::create(
       b, l, resultTypesOf(unwrap(q), outs), unwrap(q), unwrap(k), unwrap(v),
       unwrap(o), unwrap(dO), unwrap(lse), outs, a.scale, a.causal, a.window,
-      a.softcap);
+      a.softcap, /*deterministic=*/UnitAttr());
   return verified(fn, op, firstError);
 }
 

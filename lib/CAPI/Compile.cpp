@@ -82,6 +82,7 @@ Fa3AttentionSpec fa3AttentionSpecDefault(void) {
   s.varlen = false;
   s.backward = false;
   s.decode = false;
+  s.deterministic = false;
   return s;
 }
 
@@ -210,7 +211,7 @@ static Fa3KernelSet *compileHopperModule(MlirModule cmod,
 }
 
 /// fa3_<fwd|bwd>_d<D>[v<Dv>]_<dtype>[_causal][_w<L>_<R>][_softcap][_varlen]
-/// [_decode]:
+/// [_decode][_det]:
 /// the name a spec without one gets (an unbounded side of a window is
 /// "inf"; v<Dv> where the value head dim differs).
 static std::string variantName(const Fa3AttentionSpec &s, const std::string &et) {
@@ -230,6 +231,8 @@ static std::string variantName(const Fa3AttentionSpec &s, const std::string &et)
     n += "_varlen";
   if (s.decode)
     n += "_decode";
+  if (s.deterministic)
+    n += "_det";
   return n;
 }
 
@@ -383,6 +386,9 @@ static std::string checkSpec(const Fa3AttentionSpec &s) {
   } else if (s.decode && (s.backward || s.varlen)) {
     os << "decode: not with " << (s.backward ? "backward" : "varlen")
        << " (the decoding kernel is a fixed-length forward)";
+  } else if (s.deterministic && !s.backward) {
+    os << "deterministic: only with backward (the forward kernels sum in a "
+          "fixed order already; the backward's dq is what needs it)";
   }
   // The backward's own limits (head dims, masks, softcap) are its
   // configuration's to name: attn-hopper-config reports them.
@@ -450,7 +456,8 @@ static OwningOpRef<ModuleOp> buildSpecModule(MLIRContext *ctx,
     fa3::attn::FlashAttentionGradOp::create(
         b, loc, TypeRange{}, body->getArgument(0), body->getArgument(1),
         body->getArgument(2), body->getArgument(3), body->getArgument(5),
-        body->getArgument(4), gradOuts, scale, causal, window, softcap);
+        body->getArgument(4), gradOuts, scale, causal, window, softcap,
+        s.deterministic ? b.getUnitAttr() : UnitAttr());
   } else if (s.varlen)
     fa3::attn::FlashAttentionVarlenOp::create(
         b, loc, TypeRange{}, body->getArgument(0), body->getArgument(1),

@@ -199,7 +199,8 @@ def compiler_version() -> str:
 def entry_name(variant: Variant, key: str) -> str:
     dv = "" if variant.head_dim_v == variant.head_dim else f"v{variant.head_dim_v}"
     options = dict(variant.options)
-    kind = "-bwd" if options.get("backward") else "-dec" if options.get("decode") else ""
+    kind = ("-bwd-det" if options.get("deterministic") else "-bwd") if options.get("backward") \
+        else "-dec" if options.get("decode") else ""
     return f"{variant.dtype}-d{variant.head_dim}{dv}{kind}-{key}"
 
 
@@ -220,7 +221,8 @@ def _matches(kf: _facts.KernelFacts, v: Variant) -> bool:
                           (v.window_left, v.window_right), v.softcap,
                           bool(options.get("varlen", False)),
                           bool(options.get("backward", False)),
-                          bool(options.get("decode", False)))
+                          bool(options.get("decode", False)),
+                          bool(options.get("deterministic", False)))
 
 
 def _read_entry(d: Path, key: str, v: Variant) -> Optional[_facts.KernelFacts]:

@@ -50,10 +50,14 @@ BWD_AUX_THREADS = int(re.search(r"^#define FA3RT_BWD_AUX_THREADS (\d+)$", _ABI, 
 BWD_DQ_ROWS = int(re.search(r"^#define FA3RT_BWD_DQ_ROWS (\d+)$", _ABI, re.M).group(1))
 
 
-def bwd_dq_accum_words(B: int, Hq: int, Sq: int, D: int) -> int:
+def bwd_dq_accum_words(B: int, Hq: int, Sq: int, D: int, deterministic: bool = False) -> int:
     """Floats of the backward's dq_accum workspace: B * Hq * ceil(Sq /
-    BWD_DQ_ROWS) * BWD_DQ_ROWS * D (fa3rt_abi.def: the kernel's tile order)."""
-    return B * Hq * -(-Sq // BWD_DQ_ROWS) * BWD_DQ_ROWS * D
+    BWD_DQ_ROWS) * BWD_DQ_ROWS * D (fa3rt_abi.def: the kernel's tile order),
+    and for a deterministic kernel (facts `deterministic 1`) one u32 turn
+    counter per tile after them, B * Hq * ceil(Sq / BWD_DQ_ROWS) rounded up
+    to a multiple of 4 (fa3rt_bwd_launch.dq_accum_words)."""
+    tiles = B * Hq * -(-Sq // BWD_DQ_ROWS)
+    return tiles * BWD_DQ_ROWS * D + (-(-tiles // 4) * 4 if deterministic else 0)
 # the split-KV kernels' merge in their cubin, <kernel>_combine (launched by
 # fa3rt_fwd after a launch of more than one split), and its block size
 FWD_COMBINE_PARAMS = " ".join(re.findall(r"^FA3RT_FWD_COMBINE_PARAM\((\w+),", _ABI, re.M))
@@ -104,7 +108,7 @@ def _facts_keys(text: str) -> dict:
 
 _KEYS = _facts_keys(_ABI)
 _DEFAULTS = {"cluster_m": 1, "cubin": "", "varlen": 0, "backward": 0, "split_kv": 0,
-             "pack_gqa": 0}
+             "pack_gqa": 0, "deterministic": 0}
 
 
 class FactsError(ValueError):
@@ -137,6 +141,7 @@ class KernelFacts:
     backward: bool = False  # optional key: the backward kernel (dQ, dK, dV)
     split_kv: bool = False  # optional key: kv blocks split over CTAs, merged by _combine
     pack_gqa: bool = False  # optional key: the q heads of a kv head share a tile
+    deterministic: bool = False  # optional key: a backward whose dq is bitwise reproducible
 
     @property
     def decode(self) -> bool:
@@ -152,6 +157,7 @@ class KernelFacts:
                 + f" tile={self.block_m}x{self.block_n}"
                 + (" varlen" if self.varlen else "")
                 + (" backward" if self.backward else "")
+                + (" deterministic" if self.deterministic else "")
                 + (" split_kv" if self.split_kv else "")
                 + (" pack_gqa" if self.pack_gqa else ""))
 
@@ -261,6 +267,12 @@ def _parse(data: bytes) -> Tuple[int, dict, dict]:
         raise FactsError(f"facts of kernel '{vals['kernel']}': backward 1 needs {need} (the "
                          f"backward kernel takes fixed-length batches, one CTA per kv block, "
                          f"head and batch)")
+    # the forward kernels sum nothing across CTAs: only the backward's dq
+    # has an order to fix (fa3rt.c refuses the same)
+    if vals.get("deterministic") and not backward:
+        raise FactsError(f"facts of kernel '{vals['kernel']}': deterministic 1 needs backward 1 "
+                         f"(the deterministic variant is the backward kernel's: its dq summed "
+                         f"in a fixed order)")
     if (vals.get("split_kv") or vals.get("pack_gqa")) and (
             backward or vals.get("varlen") or vals.get("cluster_m", 1) != 1
             or vals["grid"] != "tiles"):
@@ -339,7 +351,7 @@ def parse_facts(text: Union[str, bytes], path: Optional[str] = None) -> KernelFa
                        persistent=v["grid"] == "persistent", cluster_m=v["cluster_m"],
                        cubin=v["cubin"], varlen=bool(v["varlen"]),
                        backward=bool(v["backward"]), split_kv=bool(v["split_kv"]),
-                       pack_gqa=bool(v["pack_gqa"]))
+                       pack_gqa=bool(v["pack_gqa"]), deterministic=bool(v["deterministic"]))
 
 
 def load_facts(path) -> KernelFacts:
@@ -381,15 +393,18 @@ def normalize_window(causal: bool, window_left: int, window_right: int) -> Tuple
 
 def matches(kf: KernelFacts, dtype: str, head_dim: int, head_dim_v: int, causal: bool,
             window: Tuple[int, int], softcap: float, varlen: bool = False,
-            backward: bool = False, decode: bool = False) -> bool:
+            backward: bool = False, decode: bool = False,
+            deterministic: bool = False) -> bool:
     """Whether kf computes the variant. Each kind of kernel (varlen,
-    backward, decode: split_kv or pack_gqa) serves its own requests only."""
+    backward, deterministic backward, decode: split_kv or pack_gqa) serves
+    its own requests only."""
     want = normalize_window(causal, *window)
     have = normalize_window(kf.causal, kf.window_left, kf.window_right)
     sc = float(softcap or 0.0)
     return (kf.dtype == dtype and kf.head_dim == head_dim and kf.head_dim_v == head_dim_v
             and want == have and kf.varlen == bool(varlen)
             and kf.backward == bool(backward) and kf.decode == bool(decode)
+            and kf.deterministic == bool(deterministic)
             and abs(kf.softcap - sc) <= 1e-6 * max(1.0, abs(sc)))
 
 
@@ -397,21 +412,22 @@ def select_kernel(kernels: List[KernelFacts], dtype: str, head_dim: int, head_di
                   causal: bool, window: Tuple[int, int], softcap: float,
                   kernel_dir: str = "?", skipped: Optional[List[str]] = None,
                   varlen: bool = False, backward: bool = False,
-                  decode: bool = False) -> KernelFacts:
+                  decode: bool = False, deterministic: bool = False) -> KernelFacts:
     """The first (by file name) kernel that computes the requested variant, or a
     LookupError that lists what the directory holds. `backward`: the
-    variant's backward kernel (facts backward 1); `decode`: its decoding
-    kernel (facts split_kv 1 / pack_gqa 1)."""
+    variant's backward kernel (facts backward 1), with `deterministic` its
+    deterministic one (facts deterministic 1; a plain request takes a plain
+    kernel); `decode`: its decoding kernel (facts split_kv 1 / pack_gqa 1)."""
     for kf in kernels:
         if matches(kf, dtype, head_dim, head_dim_v, causal, window, softcap, varlen, backward,
-                   decode):
+                   decode, deterministic):
             return kf
     l, r = normalize_window(causal, *window)
     want = (f"dtype={dtype} head_dim={head_dim}"
             + (f" head_dim_v={head_dim_v}" if head_dim_v != head_dim else "")
             + f" causal={int(causal)} window=({l},{r}) softcap={float(softcap or 0):g}"
             + (" varlen" if varlen else "") + (" backward" if backward else "")
-            + (" decode" if decode else ""))
+            + (" deterministic" if deterministic else "") + (" decode" if decode else ""))
     lines = [f"no compiled FA3 kernel in '{kernel_dir}' matches {want}."]
     if kernels:
         lines.append("Available:")

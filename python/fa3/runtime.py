@@ -90,7 +90,7 @@ class Facts(ctypes.Structure):
                 ("persistent", ctypes.c_int), ("cluster_m", ctypes.c_int),
                 ("cubin", ctypes.c_char * 256), ("varlen", ctypes.c_int),
                 ("backward", ctypes.c_int), ("split_kv", ctypes.c_int),
-                ("pack_gqa", ctypes.c_int)]
+                ("pack_gqa", ctypes.c_int), ("deterministic", ctypes.c_int)]
 
 
 class FwdLaunch(ctypes.Structure):
@@ -161,7 +161,7 @@ _lib_lock = threading.Lock()
 
 # fa3rt.h's FA3RT_VERSION_MAJOR and _MINOR, whose structs this module mirrors
 # (python/tests/test_runtime.py checks both against the header)
-VERSION = (0, 8)
+VERSION = (0, 9)
 MAX_SPLITS = 128       # FA3RT_MAX_SPLITS
 DEFAULT_SMS = 132      # FA3RT_DEFAULT_SMS: fa3rt_fwd_plan's where num_sms is 0
 
@@ -373,8 +373,8 @@ def bwd_args(q: Tensor, k: Tensor, v: Tensor, dout: Tensor, o: Tensor, lse_ptr: 
     forward's output), dq, dk, dv (written) from tensor(); the device
     addresses of lse (f32 [B, Hq, Sq], the forward's) and of the workspaces
     delta (f32 [B, Hq, Sq]) and dq_accum (fa3.facts.bwd_dq_accum_words
-    floats, the kernel's tile order), all contiguous, which the launch
-    fills. softmax_scale None: the kernel's
+    floats, the kernel's tile order; a deterministic kernel's holds its
+    turn counters too), all contiguous, which the launch fills. softmax_scale None: the kernel's
     (facts) scale; else 0 < scale <= 1e30."""
     a = BwdArgs()
     w, E = "fa3.runtime.bwd_args", Fa3ArgumentError

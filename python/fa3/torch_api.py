@@ -12,7 +12,8 @@
 The kernel variant is picked from a directory of compiled kernels (``kernel_dir``,
 default ``$FA3_KERNEL_DIR``) by reading their ``.facts`` files and matching
 (dtype, head_dim, head_dim_v, causal, window, softcap; the backward kernel
-of a variant has facts `backward 1`; torch.float8_e4m3fn inputs take the
+of a variant has facts `backward 1`, its deterministic one (deterministic=True)
+also `deterministic 1`; torch.float8_e4m3fn inputs take the
 FP8 kernels, facts `dtype e4m3`). When none matches (or
 no directory is given) and the compiler library libFA3CAPI.so is there, the
 variant is compiled on first use into the JIT cache (fa3.cache:
@@ -103,19 +104,20 @@ def available_kernels(kernel_dir=None) -> Tuple[List[_facts.KernelFacts], List[s
 
 
 def _request(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_dir, jit,
-             varlen=False, backward=False, decode=False):
+             varlen=False, backward=False, decode=False, deterministic=False):
     """The memo key of a lookup: its arguments (the environment is read on a
     miss only: reading os.environ costs 1-2 us a variable)."""
     return (dtype, head_dim, head_dim_v, bool(causal),
             tuple(window_size) if window_size is not None else (-1, -1),
-            softcap, kernel_dir, jit, bool(varlen), bool(backward), bool(decode))
+            softcap, kernel_dir, jit, bool(varlen), bool(backward), bool(decode),
+            bool(deterministic))
 
 
 def select_kernel(dtype: str, head_dim: int, head_dim_v: int, causal: bool = False,
                   window_size=(-1, -1), softcap: float = 0.0,
                   kernel_dir=None, jit: Optional[bool] = None,
                   varlen: bool = False, backward: bool = False,
-                  decode: bool = False) -> _facts.KernelFacts:
+                  decode: bool = False, deterministic: bool = False) -> _facts.KernelFacts:
     """The kernel that computes the variant: from `kernel_dir` (default
     $FA3_KERNEL_DIR) if one there matches, else compiled on first use into
     the JIT cache (fa3.cache) when `jit` (None: unless FA3_JIT=0) and
@@ -125,21 +127,23 @@ def select_kernel(dtype: str, head_dim: int, head_dim_v: int, causal: bool = Fal
     lookup keyed by the arguments (clear_caches() forgets them, e.g. after
     changing $FA3_KERNEL_DIR). `varlen`: the kernel of a packed
     variable-length batch (flash_attn_varlen_func); `backward`: the
-    variant's backward kernel (flash_attn_backward); `decode`: its decoding
-    kernel (split-KV and GQA packing: flash_attn_with_kvcache)."""
+    variant's backward kernel (flash_attn_backward), with `deterministic`
+    its deterministic one (facts deterministic 1: dq bitwise the same from
+    run to run; a plain request takes a plain kernel); `decode`: its
+    decoding kernel (split-KV and GQA packing: flash_attn_with_kvcache)."""
     req = _request(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_dir, jit,
-                   varlen, backward, decode)
+                   varlen, backward, decode, deterministic)
     kf = _selected.get(req)
     if kf is None:
         kf = _select(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_dir, jit,
-                     varlen, backward, decode)
+                     varlen, backward, decode, deterministic)
         with _lock:
             _selected[req] = kf
     return kf
 
 
 def _select(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_dir, jit,
-            varlen=False, backward=False, decode=False):
+            varlen=False, backward=False, decode=False, deterministic=False):
     window_size = (-1, -1) if window_size is None else tuple(window_size)
     given = kernel_dir if kernel_dir is not None else os.environ.get("FA3_KERNEL_DIR")
     use_jit = _jit_on(jit)
@@ -150,7 +154,8 @@ def _select(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_di
         try:
             return _facts.select_kernel(kernels, dtype, head_dim, head_dim_v, causal,
                                         window_size, softcap, kernel_dir=d, skipped=skipped,
-                                        varlen=varlen, backward=backward, decode=decode)
+                                        varlen=varlen, backward=backward, decode=decode,
+                                        deterministic=deterministic)
         except LookupError as e:
             if not use_jit:
                 raise
@@ -168,6 +173,8 @@ def _select(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_di
         options = {"varlen": True} if varlen else {}
         if backward:
             options["backward"] = True
+        if deterministic:
+            options["deterministic"] = True
         if decode:
             options["decode"] = True
         return cache.get_kernel(dtype, head_dim, head_dim_v, causal, window_size, softcap,
@@ -178,6 +185,7 @@ def _select(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_di
                           f"head_dim={head_dim} head_dim_v={head_dim_v} causal={int(bool(causal))}"
                           f" window={window_size} softcap={softcap}"
                           f"{' varlen' if varlen else ''}{' backward' if backward else ''}"
+                          f"{' deterministic' if deterministic else ''}"
                           f"{' decode' if decode else ''}, and the JIT compile "
                           f"failed: {e}") from e
 
@@ -219,33 +227,37 @@ def _bhsd(t):
 
 
 def _pick(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit=None, varlen=False,
-          backward=False, decode=False):
+          backward=False, decode=False, deterministic=False):
     if kernel is None:
         return select_kernel(dt, D, Dv, bool(causal), tuple(window_size), softcap, kernel_dir,
-                             jit, varlen, backward, decode)
+                             jit, varlen, backward, decode, deterministic)
     if not _facts.matches(kernel, dt, D, Dv, bool(causal), tuple(window_size), softcap, varlen,
-                          backward, decode):
+                          backward, decode, deterministic):
         raise ValueError(f"kernel {kernel.describe()} does not compute dtype={dt} head_dim={D} "
                          f"head_dim_v={Dv} causal={int(bool(causal))} window={tuple(window_size)} "
                          f"softcap={softcap}{' varlen' if varlen else ''}"
-                         f"{' backward' if backward else ''}{' decode' if decode else ''}")
+                         f"{' backward' if backward else ''}"
+                         f"{' deterministic' if deterministic else ''}"
+                         f"{' decode' if decode else ''}")
     return kernel
 
 
 def _launchable_kernel(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit, dev,
-                       device, varlen=False, backward=False, decode=False):
+                       device, varlen=False, backward=False, decode=False,
+                       deterministic=False):
     """The loaded runtime.Kernel for a call on device `dev` (`device`: see
     _load). A variant looked up before costs one dict lookup; an explicit
     `kernel` is checked against the request and found by its cubin's stat."""
     if kernel is not None:
         return _load(_pick(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir,
-                           varlen=varlen, backward=backward, decode=decode), dev, device)
+                           varlen=varlen, backward=backward, decode=decode,
+                           deterministic=deterministic), dev, device)
     req = (dev, dt, D, Dv, bool(causal), tuple(window_size), softcap, kernel_dir, jit,
-           bool(varlen), bool(backward), bool(decode))
+           bool(varlen), bool(backward), bool(decode), bool(deterministic))
     k = _launchable.get(req)
     if k is None:
         kf = _pick(None, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit, varlen,
-                   backward, decode)
+                   backward, decode, deterministic)
         k = _load(kf, dev, device)
         with _lock:
             _launchable[req] = k
@@ -340,22 +352,16 @@ def _needs_grad(torch, q, k, v) -> bool:
         isinstance(t, torch.Tensor) and t.requires_grad for t in (q, k, v))
 
 
-# What the backward kernel computes (fa3-c/Compile.h, Fa3AttentionSpec.backward)
+# What the backward kernel computes (fa3-c/Compile.h, Fa3AttentionSpec.backward;
+# its deterministic form takes the same)
 BWD_HEAD_DIMS = (64, 128)
-_NOT_DETERMINISTIC = (
-    "fa3: deterministic=True: the deterministic backward is not built yet (the backward "
-    "kernel sums dq with atomic adds, whose order, and so dq's last bits, may change from "
-    "run to run; dk and dv do not); pass deterministic=False")
 
 
-def _check_backward(D: int, Dv: int, causal: bool, window_size, softcap: float,
-                    deterministic: bool = False) -> None:
+def _check_backward(D: int, Dv: int, causal: bool, window_size, softcap: float) -> None:
     """NotImplementedError naming what the backward kernel cannot
     differentiate (checked when the forward records a backward, so that the
     error comes before the forward runs, not at .backward())."""
     hint = "(call the forward under torch.no_grad() or on detached tensors)"
-    if deterministic:
-        raise NotImplementedError(_NOT_DETERMINISTIC)
     if softcap:
         raise NotImplementedError(f"fa3: the backward kernel does not take a softcap yet "
                                   f"(softcap={softcap}) {hint}")
@@ -431,9 +437,12 @@ def flash_attn_func(q, k, v, softmax_scale: Optional[float] = None, causal: bool
     differentiable (its gradient is ignored, as in FlashAttention). The
     backward kernel takes head dims 64 and 128 with Dv = D, causal or full
     attention, no softcap; other variants that need a backward are refused
-    here, before the forward runs (NotImplementedError), as is
-    ``deterministic=True`` (the deterministic backward is not built yet;
-    without grad the forward is deterministic and the flag changes nothing).
+    here, before the forward runs (NotImplementedError).
+    ``deterministic=True`` makes that backward the variant's deterministic
+    kernel (facts `deterministic 1`, fa3-compile --backward --deterministic):
+    dq is then bitwise the same from run to run (dk and dv always are), at
+    some cost in speed, as the kv blocks add their dQ tiles in turn; the
+    forward is deterministic either way.
     ``kernel`` (a fa3.facts.KernelFacts) bypasses the directory lookup; it must
     compute the requested variant. Without it the kernel comes from
     ``kernel_dir`` (default ``$FA3_KERNEL_DIR``) or, when none there matches,
@@ -536,12 +545,12 @@ def _op_fwd(torch, q, k, v, softmax_scale, causal, window_size, softcap, return_
     B, Sq, Hq, D, Skv, Hkv, Dv = _check_shapes(q.shape, k.shape, v.shape)
     window_size = _window(window_size)
     if _needs_grad(torch, q, k, v):
-        _check_backward(D, Dv, causal, window_size, softcap, deterministic)
+        _check_backward(D, Dv, causal, window_size, softcap)
     _check_out(torch, q, out, lse_out, B, Sq, Hq, Dv)
     o, lse = torch.ops.fa3.flash_attn_fwd.default(
         q, k, v, None if softmax_scale is None else float(softmax_scale), bool(causal),
         list(window_size), float(softcap), _op_path(kernel_dir),
-        None if kernel is None else _op_path(kernel.facts_path), jit)
+        None if kernel is None else _op_path(kernel.facts_path), jit, bool(deterministic))
     return _copied_out(o, lse, out, lse_out, return_lse)
 
 
@@ -765,17 +774,21 @@ def flash_attn_backward(dout, q, k, v, out, lse, softmax_scale: Optional[float] 
     The variant (dtype, head dim, causal, softmax_scale: None is the
     kernel's default) must be the forward's. The kernel is looked up like
     the forward's (``kernel_dir``, else the JIT cache; ``kernel``: an
-    explicit backward KernelFacts). It takes head dims 64 and 128 with Dv =
-    D, causal or full attention, no softcap; ``deterministic=True`` raises
-    NotImplementedError (not built yet: dq is summed with atomic adds, so
-    its last bits may change from run to run; dk and dv do not).
+    explicit backward KernelFacts, deterministic where ``deterministic``).
+    It takes head dims 64 and 128 with Dv = D, causal or full attention, no
+    softcap. dq is summed over the kv blocks in f32, in no fixed order, so
+    its last bits may change from run to run; ``deterministic=True`` runs
+    the variant's deterministic backward kernel (facts `deterministic 1`),
+    whose kv blocks add their dQ tiles in turn: dq bitwise the same from run
+    to run, at some cost in speed (dk and dv are the same either way).
 
     The runtime (fa3rt_bwd) runs three kernels: delta = rowsum(dout * out)
     in float32 [B, Hq, Sq] with dq_accum zeroed, the backward kernel, and
     dq = softmax_scale * dq_accum rounded once to q's dtype; delta and
     dq_accum (a flat float32 tensor of fa3.facts.bwd_dq_accum_words(B, Hq,
-    Sq, D) elements, in the kernel's tile order; pass ``dq_accum`` to reuse
-    one) are workspaces allocated here. ``dq``, ``dk``, ``dv``:
+    Sq, D, deterministic) elements, in the kernel's tile order, the
+    deterministic kernel's turn counters after the tiles; pass ``dq_accum``
+    to reuse one) are workspaces allocated here. ``dq``, ``dk``, ``dv``:
     optional preallocated outputs of q's, k's and v's shapes (dk and dv with
     the same strides, TMA-style: a contiguous last dim and 16-byte
     multiples; a dq otherwise gets its values by a copy); else new
@@ -783,25 +796,23 @@ def flash_attn_backward(dout, q, k, v, out, lse, softmax_scale: Optional[float] 
     dout, a view not 16-byte aligned) are copied contiguous first. Runs on
     torch.cuda.current_stream()."""
     import torch
-    if deterministic:
-        raise NotImplementedError(_NOT_DETERMINISTIC)
     if torch.compiler.is_compiling():
         from . import torch_ops  # noqa: F401  (registers torch.ops.fa3.flash_attn_bwd)
         grads = torch.ops.fa3.flash_attn_bwd.default(
             dout, q, k, v, out, lse, None if softmax_scale is None else float(softmax_scale),
             bool(causal), list(_window(window_size)), float(softcap), _op_path(kernel_dir),
-            None if kernel is None else _op_path(kernel.facts_path), jit)
+            None if kernel is None else _op_path(kernel.facts_path), jit, bool(deterministic))
         return tuple(g if into is None else into.copy_(g) for g, into in zip(grads, (dq, dk, dv)))
     return _eager_bwd(torch, dout, q, k, v, out, lse, softmax_scale, causal, window_size,
-                      softcap, kernel_dir, kernel, jit, dq, dk, dv, dq_accum)
+                      softcap, kernel_dir, kernel, jit, dq, dk, dv, dq_accum, deterministic)
 
 
-def _bwd_shapes(B, Sq, Hq, D, Skv, Hkv, Dv):
+def _bwd_shapes(B, Sq, Hq, D, Skv, Hkv, Dv, deterministic=False):
     """name: (shape, float32?) of flash_attn_backward's other tensors."""
     return {"dout": ((B, Sq, Hq, Dv), False), "out": ((B, Sq, Hq, Dv), False),
             "lse": ((B, Hq, Sq), True), "dq": ((B, Sq, Hq, D), False),
             "dk": ((B, Skv, Hkv, D), False), "dv": ((B, Skv, Hkv, Dv), False),
-            "dq_accum": ((_facts.bwd_dq_accum_words(B, Hq, Sq, D),), True)}
+            "dq_accum": ((_facts.bwd_dq_accum_words(B, Hq, Sq, D, deterministic),), True)}
 
 
 def _forward_scale(dt, D, Dv, causal, window_size, softcap, kernel_dir, jit, dev, device,
@@ -819,7 +830,8 @@ def _forward_scale(dt, D, Dv, causal, window_size, softcap, kernel_dir, jit, dev
 
 
 def _eager_bwd(torch, dout, q, k, v, out, lse, softmax_scale, causal, window_size, softcap,
-               kernel_dir, kernel, jit, dq=None, dk=None, dv=None, dq_accum=None):
+               kernel_dir, kernel, jit, dq=None, dk=None, dv=None, dq_accum=None,
+               deterministic=False):
     """flash_attn_backward's launch (and the op's, fa3.torch_ops)."""
     from . import runtime
     dt = _check_inputs(torch, q, k, v, fn="flash_attn_backward", grad_ok=True)
@@ -828,7 +840,8 @@ def _eager_bwd(torch, dout, q, k, v, out, lse, softmax_scale, causal, window_siz
     _check_backward(D, Dv, causal, window_size, softcap)
     given = {"dout": dout, "out": out, "lse": lse, "dq": dq, "dk": dk, "dv": dv,
              "dq_accum": dq_accum}
-    for name, (shape, f32) in _bwd_shapes(B, Sq, Hq, D, Skv, Hkv, Dv).items():
+    shapes = _bwd_shapes(B, Sq, Hq, D, Skv, Hkv, Dv, deterministic)
+    for name, (shape, f32) in shapes.items():
         t = given[name]
         if t is None and name not in ("dout", "out", "lse"):
             continue
@@ -837,13 +850,16 @@ def _eager_bwd(torch, dout, q, k, v, out, lse, softmax_scale, causal, window_siz
                 or t.device != q.device):
             got = (f"{t.dtype} {tuple(t.shape)} on {t.device}" if isinstance(t, torch.Tensor)
                    else type(t).__name__)
+            size = (f" (fa3.facts.bwd_dq_accum_words(B, Hq, Sq, D, deterministic="
+                    f"{bool(deterministic)}))" if name == "dq_accum" else "")
             raise ValueError(f"flash_attn_backward: {name} must be a {want} tensor of shape "
-                             f"{shape} on {q.device}, got {got}")
+                             f"{shape}{size} on {q.device}, got {got}")
     if dq_accum is not None and not dq_accum.is_contiguous():
         raise ValueError("flash_attn_backward: dq_accum must be contiguous")
     dev = q.device.index if q.device.index is not None else torch.cuda.current_device()
     kobj = _launchable_kernel(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit,
-                              dev, torch.cuda.device, backward=True)
+                              dev, torch.cuda.device, backward=True,
+                              deterministic=deterministic)
 
     def new(shape, dtype=q.dtype):
         return torch.empty(shape, dtype=dtype, device=q.device)
@@ -866,7 +882,7 @@ def _eager_bwd(torch, dout, q, k, v, out, lse, softmax_scale, causal, window_siz
     # zeroed then summed into (fresh allocations are 16-byte aligned)
     delta = new((B, Hq, Sq), torch.float32)
     if dq_accum is None:
-        dq_accum = new(_bwd_shapes(B, Sq, Hq, D, Skv, Hkv, Dv)["dq_accum"][0], torch.float32)
+        dq_accum = new(shapes["dq_accum"][0], torch.float32)
     # dq written by the runtime: a given one whose rows it cannot write
     # (16-byte aligned, contiguous last dim) gets the result by a copy
     dq_out = dq if _tma_ok(dq.shape, dq.stride(), dq.element_size()) and not (

@@ -2,16 +2,19 @@
 ``flash_attn_varlen_func`` under torch.compile.
 
     torch.ops.fa3.flash_attn_fwd(q, k, v, softmax_scale, causal, window_size, softcap,
-                                 kernel_dir, kernel_facts, jit) -> (out, lse)
+                                 kernel_dir, kernel_facts, jit,
+                                 deterministic=False) -> (out, lse)
 
 q [B, Sq, Hq, D], k [B, Skv, Hkv, D], v [B, Skv, Hkv, Dv] (BSHD, bf16 or f16,
 CUDA); out [B, Sq, Hq, Dv] (q's dtype, contiguous), lse [B, Hq, Sq] float32
 (natural log). The non-tensor arguments are those of flash_attn_func, in types
 a schema holds: softmax_scale float or None, window_size int[2], kernel_dir a
 path string or None, kernel_facts the .facts path of an explicit kernel or
-None, jit bool or None. Its fake implementation gives those shapes and dtypes,
-so that Dynamo traces a model calling flash_attn_func without a graph break
-and Inductor calls the op (and through it the eager path) at run time.
+None, jit bool or None; deterministic (flash_attn_func's) does not change the
+forward and is kept for its backward. Its fake implementation gives those
+shapes and dtypes, so that Dynamo traces a model calling flash_attn_func
+without a graph break and Inductor calls the op (and through it the eager
+path) at run time.
 
     torch.ops.fa3.flash_attn_varlen_fwd(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_k,
                                         max_seqlen_q, softmax_scale, causal, window_size,
@@ -23,11 +26,11 @@ Dv], lse [Hq, Tq] float32.
 
     torch.ops.fa3.flash_attn_bwd(dout, q, k, v, out, lse, softmax_scale, causal,
                                  window_size, softcap, kernel_dir, kernel_facts,
-                                 jit) -> (dq, dk, dv)
+                                 jit, deterministic=False) -> (dq, dk, dv)
 
-is flash_attn_backward's (the backward kernel; kernel_facts: an explicit
-backward kernel's .facts path or None): dq, dk, dv of q's, k's and v's
-shapes and dtype, contiguous.
+is flash_attn_backward's (the backward kernel, the deterministic one with
+deterministic; kernel_facts: an explicit backward kernel's .facts path or
+None): dq, dk, dv of q's, k's and v's shapes and dtype, contiguous.
 
     torch.ops.fa3.flash_attn_decode_fwd(q, k, v, seqused_k, page_table, softmax_scale,
                                         causal, window_size, softcap, num_splits,
@@ -87,8 +90,9 @@ Autograd: flash_attn_fwd's backward (torch.library.register_autograd) is
 flash_attn_bwd, so that flash_attn_func differentiates in eager code (where
 grad is needed it calls the op) and under torch.compile (AOTAutograd traces
 the backward into the op). It saves q, k, v, out and lse; the backward
-kernel is looked up like the forward's, in kernel_dir, else the directory
-of an explicit forward kernel (kernel_facts), else the JIT cache; lse is not
+kernel (the deterministic one where the forward's deterministic is true) is
+looked up like the forward's, in kernel_dir, else the directory of an
+explicit forward kernel (kernel_facts), else the JIT cache; lse is not
 differentiable. flash_attn_func refuses, before the op, what the backward
 kernel cannot do (torch_api._check_backward). The varlen op has no
 autograd (flash_attn_varlen_func refuses inputs that require grad).
@@ -125,14 +129,17 @@ def _kernel_from_facts(path: Optional[str]) -> Optional[_facts.KernelFacts]:
     return kf
 
 
+# deterministic: the backward's (its autograd keeps it); the dispatcher
+# leaves out arguments equal to their defaults, hence the Python defaults
 SCHEMA = ("flash_attn_fwd(Tensor q, Tensor k, Tensor v, float? softmax_scale, bool causal, "
-          "int[] window_size, float softcap, str? kernel_dir, str? kernel_facts, bool? jit) "
-          "-> (Tensor out, Tensor lse)")
+          "int[] window_size, float softcap, str? kernel_dir, str? kernel_facts, bool? jit, "
+          "bool deterministic=False) -> (Tensor out, Tensor lse)")
 
 
 def flash_attn_fwd(q, k, v, softmax_scale, causal, window_size, softcap, kernel_dir,
-                   kernel_facts, jit):
-    """The CUDA implementation: flash_attn_func's eager path, lse computed."""
+                   kernel_facts, jit, deterministic=False):
+    """The CUDA implementation: flash_attn_func's eager path, lse computed
+    (deterministic: the backward's only)."""
     from . import torch_api
     return torch_api._eager_fwd(torch, q, k, v, softmax_scale, causal, window_size, softcap,
                                 True, kernel_dir, _kernel_from_facts(kernel_facts), None,
@@ -140,7 +147,7 @@ def flash_attn_fwd(q, k, v, softmax_scale, causal, window_size, softcap, kernel_
 
 
 def _flash_attn_fwd_fake(q, k, v, softmax_scale, causal, window_size, softcap, kernel_dir,
-                         kernel_facts, jit):
+                         kernel_facts, jit, deterministic=False):
     B, Sq, Hq, _ = q.shape
     Dv = v.shape[3]
     return (q.new_empty((B, Sq, Hq, Dv)),
@@ -150,26 +157,29 @@ def _flash_attn_fwd_fake(q, k, v, softmax_scale, causal, window_size, softcap, k
 BWD_OP_NAME = "fa3::flash_attn_bwd"
 BWD_SCHEMA = ("flash_attn_bwd(Tensor dout, Tensor q, Tensor k, Tensor v, Tensor out, "
               "Tensor lse, float? softmax_scale, bool causal, int[] window_size, "
-              "float softcap, str? kernel_dir, str? kernel_facts, bool? jit) "
-              "-> (Tensor dq, Tensor dk, Tensor dv)")
+              "float softcap, str? kernel_dir, str? kernel_facts, bool? jit, "
+              "bool deterministic=False) -> (Tensor dq, Tensor dk, Tensor dv)")
 
 
 def flash_attn_bwd(dout, q, k, v, out, lse, softmax_scale, causal, window_size, softcap,
-                   kernel_dir, kernel_facts, jit):
+                   kernel_dir, kernel_facts, jit, deterministic=False):
     """The CUDA implementation: flash_attn_backward's eager path."""
     from . import torch_api
     return torch_api._eager_bwd(torch, dout, q, k, v, out, lse, softmax_scale, causal,
                                 window_size, softcap, kernel_dir,
-                                _kernel_from_facts(kernel_facts), jit)
+                                _kernel_from_facts(kernel_facts), jit,
+                                deterministic=deterministic)
 
 
 def _flash_attn_bwd_fake(dout, q, k, v, out, lse, softmax_scale, causal, window_size, softcap,
-                         kernel_dir, kernel_facts, jit):
+                         kernel_dir, kernel_facts, jit, deterministic=False):
     return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
 
 
 def _fwd_setup_context(ctx, inputs, output):
-    q, k, v, softmax_scale, causal, window_size, softcap, kernel_dir, kernel_facts, jit = inputs
+    # (register_autograd fills in the arguments left at their defaults)
+    (q, k, v, softmax_scale, causal, window_size, softcap, kernel_dir, kernel_facts, jit,
+     deterministic) = inputs
     out, lse = output
     ctx.save_for_backward(q, k, v, out, lse)
     ctx.mark_non_differentiable(lse)
@@ -180,17 +190,19 @@ def _fwd_setup_context(ctx, inputs, output):
             softmax_scale = _kernel_from_facts(kernel_facts).scale
         if kernel_dir is None:
             kernel_dir = os.path.dirname(kernel_facts)
-    ctx.fa3_args = (softmax_scale, causal, list(window_size), softcap, kernel_dir, jit)
+    ctx.fa3_args = (softmax_scale, causal, list(window_size), softcap, kernel_dir, jit,
+                    deterministic)
 
 
 def _fwd_backward(ctx, dout, dlse):
     # dlse: lse is not differentiable (FlashAttention ignores its gradient too)
     q, k, v, out, lse = ctx.saved_tensors
-    softmax_scale, causal, window_size, softcap, kernel_dir, jit = ctx.fa3_args
+    softmax_scale, causal, window_size, softcap, kernel_dir, jit, deterministic = ctx.fa3_args
     dq, dk, dv = torch.ops.fa3.flash_attn_bwd.default(
         dout, q, k, v, out, lse, softmax_scale, causal, window_size, softcap, kernel_dir,
-        None, jit)
-    return dq, dk, dv, None, None, None, None, None, None, None
+        None, jit, deterministic)
+    # one gradient per positional input of the op: 11
+    return dq, dk, dv, None, None, None, None, None, None, None, None
 
 
 VARLEN_OP_NAME = "fa3::flash_attn_varlen_fwd"

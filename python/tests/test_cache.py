@@ -97,6 +97,25 @@ def test_backward_is_its_own_key():
     assert cache._matches(kf, bwd) and not cache._matches(kf, fwd)
 
 
+def test_deterministic_is_its_own_key():
+    """The deterministic backward kernel of a variant is keyed and named
+    apart from the plain one, and each matches only its own facts."""
+    bwd = cache.make_variant("bf16", 128, causal=True, backward=True)
+    det = cache.make_variant("bf16", 128, causal=True, backward=True, deterministic=True)
+    assert dict(bwd.options)["deterministic"] is False
+    assert dict(det.options)["deterministic"] is True
+    assert cache.variant_key(bwd, "v1") != cache.variant_key(det, "v1")
+    assert cache.entry_name(det, "k") == "bf16-d128-bwd-det-k"
+    assert cache.entry_name(bwd, "k") == "bf16-d128-bwd-k"
+    text = ("fa3-kernel-facts 1\nkernel b\ndtype bf16\n"
+            "head_dim 128\nhead_dim_v 128\nblock_m 64\nblock_n 128\nthreads 384\n"
+            "dynamic_smem 1\ncausal 1\nwindow_left -1\nwindow_right 0\nsoftcap 0\n"
+            f"scale 0.1\nparams {F.BWD_KERNEL_PARAMS}\ngrid tiles\nbackward 1\n")
+    kf, plain = F.parse_facts(text + "deterministic 1\n"), F.parse_facts(text)
+    assert cache._matches(kf, det) and not cache._matches(kf, bwd)
+    assert cache._matches(plain, bwd) and not cache._matches(plain, det)
+
+
 def test_decode_is_its_own_key():
     """The decoding kernel of a variant (split-KV, GQA packing) is keyed and
     named apart from its forward, and only a split_kv / pack_gqa kernel
@@ -320,6 +339,20 @@ def test_select_kernel_falls_back_to_the_jit(cache_dir, tmp_path, count_compiles
     # a variant the compiler refuses: a LookupError that says why
     with pytest.raises(LookupError, match="JIT compile failed.*head dim 80"):
         torch_api.select_kernel("bf16", 80, 80, kernel_dir=kdir)
+
+
+@needs_ptxas
+def test_deterministic_backward_through_the_jit(cache_dir, count_compiles):
+    """select_kernel(backward=True, deterministic=True) without a directory
+    compiles the deterministic backward kernel into its own cache entry; the
+    plain request compiles the plain one apart."""
+    det = torch_api.select_kernel("bf16", 64, 64, causal=True, backward=True,
+                                  deterministic=True)
+    assert det.deterministic and det.backward and det.kernel.endswith("_det_kernel")
+    assert cache.entry_dir(det).name.startswith("bf16-d64-bwd-det-")
+    plain = torch_api.select_kernel("bf16", 64, 64, causal=True, backward=True)
+    assert not plain.deterministic and cache.entry_dir(plain).name.startswith("bf16-d64-bwd-")
+    assert len(count_compiles) == 2 and cache.entry_dir(plain) != cache.entry_dir(det)
 
 
 def test_without_the_compiler(tmp_path):

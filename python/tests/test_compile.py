@@ -95,6 +95,30 @@ def test_backward_kernel_compiles(tmp_path):
                        emit_cubin=False)
 
 
+def test_deterministic_backward_kernel(tmp_path):
+    """compile_kernel(backward=True, deterministic=True): the backward kernel
+    whose dq is bitwise reproducible (Fa3AttentionSpec.deterministic,
+    appended last to the C struct): named ..._det, facts deterministic 1;
+    refused without backward and with the atomic dQ path (tma_store=False)."""
+    from fa3.compile import kernel_name
+    assert kernel_name(128, causal=True, backward=True, deterministic=True) == \
+        "fa3_bwd_d128_bf16_causal_det"
+    assert kernel_name(64, "f16", backward=True, deterministic=True) == "fa3_bwd_d64_f16_det"
+    f = compile_kernel(tmp_path, head_dim=128, causal=True, backward=True, deterministic=True,
+                       emit_cubin=False)[0]
+    kf = F.parse_facts(f.facts.read_text(), str(f.facts))
+    assert f.name == kf.kernel == "fa3_bwd_d128_bf16_causal_det_kernel"
+    assert kf.deterministic and kf.backward and kf.causal and kf.head_dim == 128
+    plain = compile_kernel(tmp_path / "p", head_dim=128, causal=True, backward=True,
+                           emit_cubin=False)[0]
+    assert not F.parse_facts(plain.facts.read_text()).deterministic
+    with pytest.raises(Fa3Error, match="deterministic: only with backward"):
+        compile_kernel(tmp_path / "f", head_dim=128, deterministic=True, emit_cubin=False)
+    with pytest.raises(Fa3Error, match="the deterministic backward with tma-store=false"):
+        compile_kernel(tmp_path / "t", head_dim=128, backward=True, deterministic=True,
+                       tma_store=False, emit_cubin=False)
+
+
 def test_unsupported_variant_reports_why(tmp_path):
     with pytest.raises(Fa3Error) as e:
         compile_kernel(tmp_path, head_dim=80)

@@ -88,6 +88,10 @@ varlen 0
 backward 1
 """
 
+# a deterministic backward kernel's (facts `deterministic 1`: needs backward 1)
+DET_BASE = BWD_BASE.replace(b"fa3_bwd_d64_f16_kernel", b"fa3_bwd_d64_f16_det_kernel") + \
+    b"deterministic 1\n"
+
 # an FP8 kernel's (facts `dtype e4m3`: forward only, fixed lengths, head
 # dims 128 and 256 alike, block_m and block_n 128, grid tiles, cluster_m 1)
 FP8_BASE = (BASE.replace(b"dtype bf16", b"dtype e4m3")
@@ -99,7 +103,7 @@ FP8_PARAMS = (" qDescale kDescale vDescale qDescaleStrideB qDescaleStrideH qDesc
 FIELDS = ("version", "kernel", "dtype", "head_dim", "head_dim_v", "block_m", "block_n",
           "threads", "dynamic_smem", "causal", "window_left", "window_right", "softcap",
           "scale", "persistent", "cluster_m", "cubin", "varlen", "backward", "split_kv",
-          "pack_gqa")
+          "pack_gqa", "deterministic")
 
 # values that probe the number, name and file rules
 VALUES = [
@@ -130,7 +134,8 @@ def c_parse(rt, data: bytes):
     d = {k: getattr(f, k) for k in FIELDS}
     d["kernel"], d["cubin"] = f.kernel.decode("ascii"), f.cubin.decode("ascii")
     d["dtype"] = {1: "bf16", 2: "f16", 3: "e4m3"}[f.dtype]
-    for k in ("causal", "persistent", "varlen", "backward", "split_kv", "pack_gqa"):
+    for k in ("causal", "persistent", "varlen", "backward", "split_kv", "pack_gqa",
+              "deterministic"):
         d[k] = bool(d[k])
     return d
 
@@ -166,7 +171,7 @@ def with_line(key: str, line, data=BASE) -> bytes:
 
 def crafted():
     """One file per rule edge of the grammar."""
-    for base in (BASE, BWD_BASE, DEC_BASE, FP8_BASE):
+    for base in (BASE, BWD_BASE, DET_BASE, DEC_BASE, FP8_BASE):
         keys = [ln.split(b" ", 1)[0].decode() for ln in base.splitlines()
                 if ln and not ln.startswith(b"#")]
         for key in keys:
@@ -189,6 +194,15 @@ def crafted():
     yield with_line("grid", "grid persistent", BWD_BASE)
     yield with_line("cluster_m", "cluster_m 2", BWD_BASE)
     yield with_line("varlen", "varlen 1", BWD_BASE)
+    # deterministic is the backward's only, in either order
+    for base in (BASE, DEC_BASE, FP8_BASE):
+        yield base + b"deterministic 1\n"
+        yield base + b"deterministic 0\n"
+    yield with_line("backward", "backward 0", DET_BASE)
+    yield with_line("backward", None, DET_BASE)
+    yield b"fa3-kernel-facts 1\ndeterministic 1\n" + BWD_BASE[19:]
+    yield with_line("grid", "grid persistent", DET_BASE)
+    yield DET_BASE.replace(b"dtype f16", b"dtype e4m3")
     # what a decoding kernel is not, with either key
     for key in ("split_kv", "pack_gqa"):
         dec = with_line("split_kv" if key == "pack_gqa" else "pack_gqa", None, DEC_BASE)
@@ -301,7 +315,8 @@ def mutate(rng: random.Random, data: bytes) -> bytes:
             lines = [ln + b"\r" for ln in lines]
         elif op == 8:    # unknown key, or a known one with a random value
             key = rng.choice([b"future", b"o_store", b"kernel", b"scale", b"cluster_m", b"cubin",
-                              b"backward", b"varlen", b"split_kv", b"pack_gqa"])
+                              b"backward", b"varlen", b"split_kv", b"pack_gqa",
+                              b"deterministic"])
             lines.insert(i, key + b" " + rng.choice(VALUES).encode("latin-1"))
         elif op == 9:
             text = b"\n".join(lines)
@@ -335,6 +350,10 @@ def report(failures):
 def test_crafted_files_parse_alike(rt):
     assert same(c_parse(rt, BASE), py_parse(BASE)) and py_parse(BASE) is not None
     assert same(c_parse(rt, BWD_BASE), py_parse(BWD_BASE)) and py_parse(BWD_BASE)["backward"]
+    assert same(c_parse(rt, DET_BASE), py_parse(DET_BASE)) and py_parse(DET_BASE)["deterministic"]
+    assert not py_parse(BWD_BASE)["deterministic"]
+    assert c_parse(rt, BASE + b"deterministic 1\n") is None
+    assert py_parse(BASE + b"deterministic 1\n") is None
     assert same(c_parse(rt, DEC_BASE), py_parse(DEC_BASE)) and py_parse(DEC_BASE)["split_kv"]
     assert same(c_parse(rt, FP8_BASE), py_parse(FP8_BASE))
     assert py_parse(FP8_BASE)["dtype"] == "e4m3"
@@ -355,7 +374,7 @@ def test_mutated_files_parse_alike(rt):
     rng = random.Random(SEED)
     failures, accepted = [], 0
     for i in range(CASES):
-        base = (BASE, BASE, BWD_BASE, BASE, DEC_BASE, FP8_BASE)[i % 6]
+        base = (BASE, DET_BASE, BWD_BASE, BASE, DEC_BASE, FP8_BASE)[i % 6]
         accepted += check(rt, mutate(rng, base), failures)
     assert not failures, (f"{len(failures)} of {CASES} mutations (seed {SEED}) parse "
                           f"differently:\n" + report(failures))

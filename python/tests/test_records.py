@@ -231,7 +231,7 @@ def bwd_entry(date, ok=True, full=True):
              err_dk=1e-2, err_pt_dk=2e-3, nan_dk=0, err_dv=1e-3, err_pt_dv=1e-3, nan_dv=0,
              repeat_dkdv_identical=True, repeat_dq_max_diff=1.5e-5, ok=ok)
     results = [r, dict(kernel="fa3_bwd_d128_bf16_causal_kernel",
-                       case="error: deterministic=True (forward with grad)", ok=True)]
+                       case="error: softcap with grad", ok=True)]
     meta = dict(date=date, gpu="NVIDIA H200", torch="2.x", kernel_dir="k", seed=3,
                 rule="max|g - g_ref| <= 2 * max|g_pt - g_ref| + 1e-3",
                 command="python3 test/gpu/check_bwd.py k --out o")
@@ -298,6 +298,28 @@ def test_bench_bwd_table_and_routing(tmp_path):
     added, _ = records.merge(out, root)
     assert [e["kind"] for e in added] == ["bench_bwd"]
     assert (root / "bench" / records.HISTORY).exists()
+
+
+def test_bench_bwd_table_with_the_deterministic_kernels():
+    """bench_bwd.py --deterministic: the det column and det / ours beside
+    the others ('-' where a cell lacks it); without it, no such column."""
+    rows = [dict(hdim=128, causal=True, seqlen=4096, batch=4, heads=16,
+                 ms={"ours": 1.0, "cudnn": 2.0, "fa2": 4.0, "det": 1.25},
+                 tflops={"ours": 400.0, "cudnn": 200.0, "fa2": 100.0, "det": 320.0},
+                 rel_err=[1e-3] * 3),
+            dict(hdim=64, causal=False, seqlen=512, batch=32, heads=32,
+                 ms={"ours": 1.0}, tflops={"ours": 300.0}, rel_err=None)]
+    entry = records.new_entry("bench_bwd", "python3 bench/bench_bwd.py --deterministic",
+                              "2026-12-03T110000", gpu="H200", rows=rows, full=False,
+                              meta={"dtype": "bf16", "torch": "2.11", "deterministic": True})
+    text = records.render(entry)
+    assert "| ours / fa2 | det | det / ours |" in text
+    assert "| causal | 128 | 4096 | 400 | 200 | 100 | 2.00 | 4.00 | 320 | 0.80 |" in text
+    assert "| full | 64 | 512 | 300 | - | - | - | - | - | - |" in text
+    assert "det = flash_attn_backward(deterministic=True)" in text
+    plain = dict(entry, rows=[dict(r, tflops={k: v for k, v in r["tflops"].items()
+                                              if k != "det"}) for r in rows])
+    assert "det" not in records.render(plain).split("| mask |")[1]
 
 
 def test_check_decode_is_recorded_and_merged(tmp_path):

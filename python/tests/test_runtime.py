@@ -109,9 +109,10 @@ def test_ctypes_mirrors_match_the_header(tmp_path):
 
 
 @pytest.mark.parametrize("body,why", [
-    ("int fa3rt_version(void) { return 5; }", "is libfa3rt 0.5; these bindings need 0.8"),
-    ("int fa3rt_version(void) { return 6; }", "is libfa3rt 0.6; these bindings need 0.8"),
-    ("int fa3rt_version(void) { return 7; }", "is libfa3rt 0.7; these bindings need 0.8"),
+    ("int fa3rt_version(void) { return 5; }", "is libfa3rt 0.5; these bindings need 0.9"),
+    ("int fa3rt_version(void) { return 6; }", "is libfa3rt 0.6; these bindings need 0.9"),
+    ("int fa3rt_version(void) { return 7; }", "is libfa3rt 0.7; these bindings need 0.9"),
+    ("int fa3rt_version(void) { return 8; }", "is libfa3rt 0.8; these bindings need 0.9"),
     ("int fa3rt_other(void) { return 5; }", "older than 0.5 (no fa3rt_version)"),
 ])
 def test_load_library_refuses_another_version(tmp_path, body, why):
@@ -328,6 +329,10 @@ def test_backward_facts(rt):
         BWD_FACTS.replace("grid tiles", "grid persistent"): "backward 1 needs grid tiles",
         BWD_FACTS + "cluster_m 2\n": "backward 1 needs cluster_m 1",
         BWD_FACTS + "varlen 1\n": "backward 1 needs varlen 0",
+        # only a backward kernel is deterministic by the key
+        FACTS + "deterministic 1\n":
+            "facts of kernel 'fa3_fwd_d128_bf16_causal': deterministic 1 needs backward 1",
+        BWD_FACTS + "deterministic 2\n": r"deterministic: 2 is out of range \(0 or 1\)",
     }
     for text, msg in bad.items():
         with pytest.raises(rt.Fa3RuntimeError, match=msg) as e:
@@ -335,6 +340,18 @@ def test_backward_facts(rt):
         assert e.value.status == 2
         with pytest.raises(F.FactsError, match=msg):
             F.parse_facts(text)
+
+
+def test_deterministic_facts(rt):
+    """`deterministic 1` (a backward kernel whose dq is the same bit for bit
+    from run to run): read alike by both parsers, shown by describe()."""
+    det = BWD_FACTS + "deterministic 1\n"
+    c, p = rt.parse_facts_c(det), F.parse_facts(det)
+    assert c.deterministic == 1 and p.deterministic and p.backward
+    assert p.describe().endswith(" backward deterministic")
+    assert rt.parse_facts_c(BWD_FACTS).deterministic == 0
+    plain = F.parse_facts(BWD_FACTS + "deterministic 0\n")
+    assert not plain.deterministic and "deterministic" not in plain.describe()
 
 
 def _bwd_args(rt, B=2, Sq=1000, Skv=700, Hq=8, Hkv=2, D=128, **kw):
@@ -376,6 +393,15 @@ def test_bwd_plan_through_ctypes(rt):
     L = rt.plan_bwd(f64, _bwd_args(rt, Hkv=1, D=64, Skv=129))
     assert L.grid[0] == 2 * 1 * 2 and L.dq_accum_words == 2 * 8 * 1024 * 64
     assert L.aux_grid == 2 * 8 * 1000 // 32
+    # a deterministic kernel's dq_accum: the tiles, then a u32 turn counter
+    # per tile rounded up to 4 words (fa3.facts.bwd_dq_accum_words says the same)
+    det64 = rt.parse_facts_c(BWD_FACTS.replace("head_dim 128", "head_dim 64")
+                             .replace("head_dim_v 128", "head_dim_v 64") + "deterministic 1\n")
+    for B, Hq, Sq, want in ((2, 3, 65, 49152 + 12), (1, 3, 65, 24576 + 8), (1, 1, 1, 4096 + 4)):
+        L = rt.plan_bwd(det64, _bwd_args(rt, B=B, Sq=Sq, Hq=Hq, Hkv=1, D=64))
+        assert L.dq_accum_words == want == F.bwd_dq_accum_words(B, Hq, Sq, 64, True)
+        L = rt.plan_bwd(f64, _bwd_args(rt, B=B, Sq=Sq, Hq=Hq, Hkv=1, D=64))
+        assert L.dq_accum_words == F.bwd_dq_accum_words(B, Hq, Sq, 64) < want
     # each kind of kernel refuses the other's call by name
     fwd = rt.parse_facts_c(FACTS)
     with pytest.raises(rt.Fa3RuntimeError, match="kernel fa3_fwd_d128_bf16_causal is a forward "

@@ -55,32 +55,29 @@ def test_op_path():
     assert torch_api._op_path(Path("/a/b")) == "/a/b"
 
 
-@pytest.mark.parametrize("D,Dv,causal,window,softcap,det", [
-    (64, 64, False, (-1, -1), 0.0, False),
-    (128, 128, True, (-1, -1), 0.0, False),
-    (128, 128, False, (-1, 0), 0.0, False),      # (-1, 0) is causal
-    (128, 128, True, (-1, 5), 0.0, False),       # causal forces right = 0
-    (64, 64, False, (-7, -3), 0.0, False),       # negative = unbounded
+@pytest.mark.parametrize("D,Dv,causal,window,softcap", [
+    (64, 64, False, (-1, -1), 0.0),
+    (128, 128, True, (-1, -1), 0.0),
+    (128, 128, False, (-1, 0), 0.0),      # (-1, 0) is causal
+    (128, 128, True, (-1, 5), 0.0),       # causal forces right = 0
+    (64, 64, False, (-7, -3), 0.0),       # negative = unbounded
 ])
-def test_check_backward_accepts(D, Dv, causal, window, softcap, det):
-    torch_api._check_backward(D, Dv, causal, window, softcap, det)
+def test_check_backward_accepts(D, Dv, causal, window, softcap):
+    torch_api._check_backward(D, Dv, causal, window, softcap)
 
 
-@pytest.mark.parametrize("D,Dv,causal,window,softcap,det,text", [
-    (128, 128, True, (-1, -1), 0.0, True, "deterministic backward is not built yet"),
-    (128, 128, True, (-1, -1), 30.0, False, "does not take a softcap yet (softcap=30.0)"),
-    (128, 128, False, (256, 0), 0.0, False, "no sliding window (window_size=(256, 0))"),
-    (128, 128, False, (-1, 64), 0.0, False, "no sliding window"),
-    (96, 96, False, (-1, -1), 0.0, False, "takes head dims 64 and 128, not 96"),
-    (256, 256, True, (-1, -1), 0.0, False, "not 256"),
-    (128, 64, False, (-1, -1), 0.0, False, "head_dim_v = head_dim, not 64 with 128"),
+@pytest.mark.parametrize("D,Dv,causal,window,softcap,text", [
+    (128, 128, True, (-1, -1), 30.0, "does not take a softcap yet (softcap=30.0)"),
+    (128, 128, False, (256, 0), 0.0, "no sliding window (window_size=(256, 0))"),
+    (128, 128, False, (-1, 64), 0.0, "no sliding window"),
+    (96, 96, False, (-1, -1), 0.0, "takes head dims 64 and 128, not 96"),
+    (256, 256, True, (-1, -1), 0.0, "not 256"),
+    (128, 64, False, (-1, -1), 0.0, "head_dim_v = head_dim, not 64 with 128"),
 ])
-def test_check_backward_refuses(D, Dv, causal, window, softcap, det, text):
+def test_check_backward_refuses(D, Dv, causal, window, softcap, text):
     with pytest.raises(NotImplementedError) as e:
-        torch_api._check_backward(D, Dv, causal, window, softcap, det)
-    assert text in str(e.value)
-    if not det:
-        assert "torch.no_grad()" in str(e.value)
+        torch_api._check_backward(D, Dv, causal, window, softcap)
+    assert text in str(e.value) and "torch.no_grad()" in str(e.value)
 
 
 def test_tma_ok():
@@ -101,14 +98,87 @@ def test_bwd_shapes():
     got = torch_api._bwd_shapes(2, 10, 8, 64, 20, 2, 64)
     assert got["dout"] == ((2, 10, 8, 64), False) and got["lse"] == ((2, 8, 10), True)
     assert got["dk"] == ((2, 20, 2, 64), False) and got["dq_accum"] == ((2 * 8 * 64 * 64,), True)  # Sq 10 -> one 64-row tile
+    # the deterministic kernel's: 16 tiles' turn counters after them
+    det = torch_api._bwd_shapes(2, 10, 8, 64, 20, 2, 64, deterministic=True)
+    assert det["dq_accum"] == ((2 * 8 * 64 * 64 + 16,), True) and det["dq"] == got["dq"]
+
+
+@pytest.mark.parametrize("B,Hq,Sq,D,plain,det", [
+    (2, 3, 65, 64, 49152, 49152 + 12),    # 12 tiles: 12 counters
+    (1, 3, 65, 64, 24576, 24576 + 8),     # 6 counters, rounded up to 8
+    (1, 1, 1, 128, 8192, 8192 + 4),       # 1 counter, rounded up to 4
+    (2, 8, 1000, 128, 2 * 8 * 1024 * 128, 2 * 8 * 1024 * 128 + 256),
+    (1, 1, 0, 64, 0, 0),                  # no tiles: no counters
+])
+def test_bwd_dq_accum_words(B, Hq, Sq, D, plain, det):
+    """dq_accum's floats (fa3rt_bwd_launch.dq_accum_words): the 64-row
+    tiles, and a deterministic kernel's u32 turn counter per tile after
+    them, a multiple of 4 words."""
+    from fa3 import facts as F
+    assert F.bwd_dq_accum_words(B, Hq, Sq, D) == plain
+    assert F.bwd_dq_accum_words(B, Hq, Sq, D, deterministic=True) == det
 
 
 def test_flash_attn_func_takes_deterministic():
+    """deterministic=True is taken (the deterministic backward kernel), not
+    refused: no refusal message is left, and flash_attn_backward takes it
+    too."""
     import inspect
     params = inspect.signature(torch_api.flash_attn_func).parameters
     assert params["deterministic"].default is False
     params = inspect.signature(torch_api.flash_attn_backward).parameters
     assert list(params)[:6] == ["dout", "q", "k", "v", "out", "lse"]
+    assert params["deterministic"].default is False
+    assert not hasattr(torch_api, "_NOT_DETERMINISTIC")
+    assert "deterministic" not in inspect.signature(torch_api._check_backward).parameters
+
+
+def _write_bwd_kernel(d, name, **over):
+    """A backward kernel's .facts (bf16, head dim 128, causal) and a cubin."""
+    from fa3 import facts as F
+    keys = {"kernel": name, "dtype": "bf16", "head_dim": 128, "head_dim_v": 128,
+            "block_m": 64, "block_n": 128, "threads": 384, "dynamic_smem": 200000,
+            "causal": 1, "window_left": -1, "window_right": 0, "softcap": 0, "scale": 0.125,
+            "params": F.BWD_KERNEL_PARAMS, "grid": "tiles", "backward": 1, **over}
+    (d / f"{name}.facts").write_text("fa3-kernel-facts 1\n" +
+                                     "".join(f"{k} {v}\n" for k, v in keys.items()))
+    (d / f"{name}.cubin").write_bytes(b"cubin")
+
+
+def test_select_deterministic_backward_kernel(tmp_path):
+    """A deterministic request takes a deterministic backward kernel (facts
+    deterministic 1), and a plain request a plain one, whichever sorts
+    first; a directory of plain backward kernels answers a deterministic
+    request with a LookupError that names it."""
+    from fa3 import facts as F
+    _write_bwd_kernel(tmp_path, "a_bwd_det", deterministic=1)
+    _write_bwd_kernel(tmp_path, "b_bwd")
+    torch_api.clear_caches()
+
+    def sel(**kw):
+        return torch_api.select_kernel("bf16", 128, 128, causal=True, kernel_dir=tmp_path,
+                                       jit=False, backward=True, **kw)
+    det = sel(deterministic=True)
+    assert det.kernel == "a_bwd_det" and det.deterministic
+    assert sel().kernel == "b_bwd" and not sel().deterministic
+    # an explicit kernel is checked against the request, deterministic too
+    assert torch_api._pick(det, "bf16", 128, 128, True, (-1, -1), 0.0, None, backward=True,
+                           deterministic=True) is det
+    with pytest.raises(ValueError, match="a_bwd_det: .* tile=64x128 backward deterministic does "
+                       "not compute .* softcap=0.0 backward$"):
+        torch_api._pick(det, "bf16", 128, 128, True, (-1, -1), 0.0, None, backward=True)
+    plain_only = tmp_path / "plain"
+    plain_only.mkdir()
+    _write_bwd_kernel(plain_only, "b_bwd")
+    with pytest.raises(LookupError) as e:
+        torch_api.select_kernel("bf16", 128, 128, causal=True, kernel_dir=plain_only, jit=False,
+                                backward=True, deterministic=True)
+    msg = str(e.value)
+    assert "matches dtype=bf16 head_dim=128 causal=1 window=(-1,0) softcap=0 backward " \
+        "deterministic." in msg
+    assert "Available:\n  b_bwd: dtype=bf16 head_dim=128 causal=1" in msg
+    assert F.select_kernel(F.scan_kernel_dir(plain_only)[0], "bf16", 128, 128, True, (-1, -1),
+                           0.0, backward=True).kernel == "b_bwd"
 
 
 def _run(code):
@@ -138,6 +208,8 @@ def test_op_schema_and_fake_shapes():
     args = [a.name for a in op._schema.arguments]
     assert args[:8] == ["q", "k", "v", "softmax_scale", "causal", "window_size", "softcap",
                         "kernel_dir"]
+    # the backward's flag, kept by the op's autograd (a default: older calls still fit)
+    assert args[-1] == "deterministic" and op._schema.arguments[-1].default_value is False
     with FakeTensorMode():
         q = torch.empty(2, 10, 8, 64, dtype=torch.bfloat16, device="cuda")
         k = torch.empty(2, 20, 2, 64, dtype=torch.bfloat16, device="cuda")
@@ -155,12 +227,15 @@ def test_backward_op_schema_and_fake_shapes():
     op = torch.ops.fa3.flash_attn_bwd.default
     args = [a.name for a in op._schema.arguments]
     assert args[:6] == ["dout", "q", "k", "v", "out", "lse"]
+    assert args[-1] == "deterministic" and op._schema.arguments[-1].default_value is False
     with FakeTensorMode():
         q = torch.empty(2, 10, 8, 64, dtype=torch.bfloat16, device="cuda")
         k = torch.empty(2, 20, 2, 64, dtype=torch.bfloat16, device="cuda")
         lse = torch.empty(2, 8, 10, device="cuda")
         dq, dk, dv = op(q, q, k, k, q, lse, None, True, [-1, 0], 0.0, None, None, None)
+        dq2, _, _ = op(q, q, k, k, q, lse, None, True, [-1, 0], 0.0, None, None, None, True)
     assert tuple(dq.shape) == (2, 10, 8, 64) and tuple(dk.shape) == tuple(dv.shape) == (2, 20, 2, 64)
+    assert tuple(dq2.shape) == (2, 10, 8, 64)
 
 
 def test_backward_default_scale_is_the_forwards(monkeypatch):

@@ -65,9 +65,12 @@ extern "C" {
  * k_descale, v_descale and their strides, each at its end.
  * 0.8: fa3rt_quantize (FP8 kernels' <kernel>_quantize: bf16/f16 to e4m3
  * with block or head descales, optionally Hadamard-rotated; e4m3 cubins
- * need it). */
+ * need it).
+ * 0.9: deterministic backward kernels (facts `deterministic 1`):
+ * fa3rt_facts gains deterministic at its end; their dq_accum holds a turn
+ * counter per dQ tile after the tiles (fa3rt_bwd_launch.dq_accum_words). */
 #define FA3RT_VERSION_MAJOR 0
-#define FA3RT_VERSION_MINOR 8
+#define FA3RT_VERSION_MINOR 9
 /* Highest version of the facts file format this runtime reads. */
 #define FA3RT_FACTS_VERSION 1
 /* Largest softmax scale taken (facts `scale`, fa3rt_fwd_args.softmax_scale),
@@ -144,6 +147,11 @@ typedef struct fa3rt_facts {
   int pack_gqa;           /* optional key (0): 1 = a tile's rows are (query, q
                              head) pairs of one kv head (GQA packing); the
                              same needs as split_kv */
+  int deterministic;      /* optional key (0): 1 = a backward kernel whose dq
+                             is bitwise the same from run to run (each dQ
+                             tile's sums added in the order of the kv
+                             blocks); needs backward 1; its dq_accum is
+                             larger (fa3rt_bwd_launch.dq_accum_words) */
 } fa3rt_facts;
 
 /* A tensor in device memory: 4 dims in LOGICAL order [B, H, S, D], strides in
@@ -357,13 +365,16 @@ typedef struct fa3rt_bwd_args {
                              (natural log), 16-byte aligned */
   uint64_t delta;         /* f32 [B, Hq, Sq] contiguous, 16-byte aligned: a
                              workspace, filled with rowsum(dout * o) */
-  uint64_t dq_accum;      /* f32, B * Hq * ceil(Sq / 64) * 64 * D words
-                             (fa3rt_bwd_launch.dq_accum_words), 16-byte
-                             aligned: a workspace in the kernel's tile order
-                             (fa3rt_abi.def, FA3RT_BWD_DQ_ROWS), zeroed,
-                             then sum_j dS_ij K_j by bulk or atomic adds:
-                             the order of the sum, and so dq's last bits,
-                             may change from launch to launch */
+  uint64_t dq_accum;      /* f32, fa3rt_bwd_launch.dq_accum_words words
+                             (B * Hq * ceil(Sq / 64) * 64 * D, plus the
+                             turn counters of a deterministic kernel),
+                             16-byte aligned: a workspace in the kernel's
+                             tile order (fa3rt_abi.def, FA3RT_BWD_DQ_ROWS),
+                             zeroed, then sum_j dS_ij K_j by bulk or atomic
+                             adds: the order of the sum, and so dq's last
+                             bits, may change from launch to launch, except
+                             with facts deterministic 1, where it is fixed
+                             (the kv blocks' order) */
   fa3rt_tensor dq;        /* [B, Hq, Sq, D], written: softmax_scale *
                              dq_accum, rounded once to dtype */
   fa3rt_tensor dk;        /* [B, Hkv, Skv, D], written */
@@ -386,7 +397,10 @@ typedef struct fa3rt_bwd_launch {
   unsigned dynamic_smem;
   int64_t dkv_stride_b, dkv_stride_s, dkv_stride_h; /* elements, dk's and dv's */
   uint64_t dq_accum_words; /* f32 words of dq_accum (_pre zeroes them):
-                              B * Hq * ceil(Sq / 64) * 64 * D */
+                              B * Hq * ceil(Sq / 64) * 64 * D, and with
+                              facts deterministic 1 one u32 turn counter
+                              per 64-row tile after them, B * Hq *
+                              ceil(Sq / 64) rounded up to a multiple of 4 */
   double scale;           /* the softmax scale used */
   float scale_log2;       /* scale * log2(e), the kernel parameter */
   /* the helper kernels <kernel>_pre and <kernel>_post: 1-D grid of

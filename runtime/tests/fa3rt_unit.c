@@ -660,6 +660,101 @@ static void test_bwd_plan(void) {
                 "fa3rt_bwd: NULL kernel or args"));
 }
 
+/* fa3rt_bwd_args of B, Hq, Hkv, Sq, Skv at head dim D (BSHD, good_bwd_args'
+   pointers) */
+static fa3rt_bwd_args bwd_args_of(long B, long Hq, long Hkv, long Sq, long Skv, long D) {
+  fa3rt_bwd_args a = good_bwd_args();
+  a.q = bshd(0x10000, B, Sq, Hq, D);
+  a.dout = bshd(0x40000, B, Sq, Hq, D);
+  a.o = bshd(0x48000, B, Sq, Hq, D);
+  a.dq = bshd(0x90000, B, Sq, Hq, D);
+  a.k = bshd(0x20000, B, Skv, Hkv, D);
+  a.v = bshd(0x30000, B, Skv, Hkv, D);
+  a.dk = bshd(0x60000, B, Skv, Hkv, D);
+  a.dv = bshd(0x70000, B, Skv, Hkv, D);
+  return a;
+}
+
+/* Deterministic backward kernels (facts `deterministic 1`): the key, its
+   rule, and dq_accum's turn counters after the tiles. */
+static void test_deterministic(void) {
+  fa3rt_facts f, det, fwd;
+  char det_text[4096], det64_text[4096], plain64_text[4096];
+  strcpy(det_text, text_with(kBwdFacts, "backward", "backward 1\ndeterministic 1"));
+  EXPECT(fa3rt_facts_parse(det_text, strlen(det_text), &det) == FA3RT_OK &&
+         det.deterministic == 1 && det.backward == 1);
+  EXPECT(fa3rt_facts_parse(kBwdFacts, strlen(kBwdFacts), &f) == FA3RT_OK && f.deterministic == 0);
+  const char *t = text_with(kBwdFacts, "backward", "backward 1\ndeterministic 0");
+  EXPECT(fa3rt_facts_parse(t, strlen(t), &f) == FA3RT_OK && f.deterministic == 0);
+  t = text_with(kBwdFacts, "backward", "backward 1\ndeterministic 2");
+  EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS,
+                "deterministic: 2 is out of range (0 or 1)"));
+  /* only a backward kernel is deterministic by this key */
+  t = facts_with("grid", "grid tiles\ndeterministic 1");
+  EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS,
+                "facts of kernel 'fa3_fwd_d128_bf16_causal': deterministic 1 needs backward 1"));
+  t = text_with(kDecFacts, "pack_gqa", "pack_gqa 1\ndeterministic 1");
+  EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS,
+                "deterministic 1 needs backward 1"));
+  /* and so for facts a caller fills */
+  EXPECT(fa3rt_facts_parse(kFacts, strlen(kFacts), &fwd) == FA3RT_OK);
+  fwd.deterministic = 1;
+  fa3rt_fwd_args fa = good_args();
+  fa3rt_fwd_launch FL;
+  EXPECT(err_is(fa3rt_fwd_plan(&fwd, &fa, &FL), FA3RT_ERR_INVALID_ARGUMENT,
+                "deterministic 1 needs backward 1"));
+
+  /* dq_accum: the tiles, then one u32 counter per tile rounded up to 4 */
+  strcpy(plain64_text, text_with(kBwdFacts, "head_dim", "head_dim 64"));
+  strcpy(plain64_text, text_with(plain64_text, "head_dim_v", "head_dim_v 64"));
+  strcpy(det64_text, text_with(plain64_text, "backward", "backward 1\ndeterministic 1"));
+  fa3rt_facts plain64, det64, plain;
+  EXPECT(fa3rt_facts_parse(plain64_text, strlen(plain64_text), &plain64) == FA3RT_OK);
+  EXPECT(fa3rt_facts_parse(det64_text, strlen(det64_text), &det64) == FA3RT_OK &&
+         det64.deterministic == 1 && det64.head_dim == 64);
+  EXPECT(fa3rt_facts_parse(kBwdFacts, strlen(kBwdFacts), &plain) == FA3RT_OK);
+  fa3rt_bwd_launch L;
+  /* B 2, Hq 3, Sq 65: 12 tiles of 64 x 64 floats, 12 counters */
+  fa3rt_bwd_args a = bwd_args_of(2, 3, 1, 65, 100, 64);
+  EXPECT(fa3rt_bwd_plan(&plain64, &a, &L) == FA3RT_OK && L.dq_accum_words == 49152);
+  EXPECT(fa3rt_bwd_plan(&det64, &a, &L) == FA3RT_OK && L.dq_accum_words == 49152 + 12);
+  /* B 1, Hq 3, Sq 65: 6 counters, rounded up to 8 */
+  a = bwd_args_of(1, 3, 3, 65, 100, 64);
+  EXPECT(fa3rt_bwd_plan(&plain64, &a, &L) == FA3RT_OK && L.dq_accum_words == 24576);
+  EXPECT(fa3rt_bwd_plan(&det64, &a, &L) == FA3RT_OK && L.dq_accum_words == 24576 + 8);
+  /* B 1, Hq 1, Sq 1, D 128: one tile, its counter rounded up to 4 */
+  a = bwd_args_of(1, 1, 1, 1, 1, 128);
+  EXPECT(fa3rt_bwd_plan(&plain, &a, &L) == FA3RT_OK && L.dq_accum_words == 8192);
+  EXPECT(fa3rt_bwd_plan(&det, &a, &L) == FA3RT_OK && L.dq_accum_words == 8196);
+  /* good_bwd_args: B 2, Hq 8, Sq 1000 (16 tiles a head): 256 counters;
+     the launch is otherwise the plain kernel's */
+  a = good_bwd_args();
+  fa3rt_bwd_launch P;
+  EXPECT(fa3rt_bwd_plan(&plain, &a, &P) == FA3RT_OK);
+  EXPECT(fa3rt_bwd_plan(&det, &a, &L) == FA3RT_OK &&
+         L.dq_accum_words == 2ULL * 8 * 1024 * 128 + 256);
+  EXPECT(L.grid[0] == P.grid[0] && L.block[0] == P.block[0] && L.aux_grid == P.aux_grid &&
+         L.dynamic_smem == P.dynamic_smem);
+  /* 2^35 rows: 2^29 counters past 2^42 floats */
+  a.q = a.dout = a.o = a.dq = bshd(0x10000, 32768, 131072, 8, 128);
+  a.k = a.v = a.dk = a.dv = bshd(0x20000, 32768, 700, 2, 128);
+  EXPECT(fa3rt_bwd_plan(&det, &a, &L) == FA3RT_OK &&
+         L.dq_accum_words == (1ULL << 42) + (1ULL << 29));
+  /* a dq_accum whose plain size fits below 2^63 but not the counters */
+  a = bwd_args_of(2, 3, 1, 65, 100, 64);
+  a.dq_accum = (1ULL << 63) - 49152 * 4;
+  EXPECT(fa3rt_bwd_plan(&plain64, &a, &L) == FA3RT_OK);
+  EXPECT(err_is(fa3rt_bwd_plan(&det64, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "dq_accum pointer: 0x7ffffffffffd0000 is out of range (its 49164 floats"));
+  /* empty: nothing; Skv 0: the helpers zero the counters too */
+  a = bwd_args_of(2, 3, 1, 0, 100, 64);
+  EXPECT(fa3rt_bwd_plan(&det64, &a, &L) == FA3RT_OK && L.empty && L.dq_accum_words == 0);
+  a = bwd_args_of(2, 3, 1, 65, 0, 64);
+  a.k.ptr = a.v.ptr = a.dk.ptr = a.dv.ptr = a.lse = 0;
+  EXPECT(fa3rt_bwd_plan(&det64, &a, &L) == FA3RT_OK && L.zero_only &&
+         L.dq_accum_words == 49152 + 12);
+}
+
 /* Split-KV decoding (facts split_kv / pack_gqa): the keys, their rules, the
    heuristic, and what fa3rt_fwd_plan resolves. */
 static void test_decode_facts(void) {
@@ -2017,6 +2112,7 @@ int main(void) {
   test_plan();
   test_backward_facts();
   test_bwd_plan();
+  test_deterministic();
   test_decode_facts();
   test_split_heuristic();
   test_decode_plan();

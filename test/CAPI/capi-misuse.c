@@ -367,6 +367,7 @@ static void specCases(MlirContext ctx, Fa3DiagnosticLog *log) {
   cases[n - 1].spec.headDim = 96;
   SPEC_CASE("spec/fp8-head-dim-v", dtype, "e4m3");
   cases[n - 1].spec.headDimV = 192;
+  SPEC_CASE("spec/deterministic-forward", deterministic, true);
 #undef SPEC_CASE
   // CHECK: spec/inject: fa3CompileHopperSpec: invalid attention spec: name: "x(%q: i32) { return } func.func @y" is not a C identifier (1 to 200 letters, digits and '_', not starting with a digit)
   // CHECK: spec/digit: fa3CompileHopperSpec: invalid attention spec: name: "1abc" is not a C identifier
@@ -388,6 +389,7 @@ static void specCases(MlirContext ctx, Fa3DiagnosticLog *log) {
   // CHECK: spec/fp8-backward: fa3CompileHopperSpec: invalid attention spec: dtype: e4m3 with backward (the FP8 kernel is a fixed-length forward)
   // CHECK: spec/fp8-head-dim: fa3CompileHopperSpec: invalid attention spec: headDim: 96 in FP8 (dtype e4m3 takes head dim 64, 128 or 256, headDimV 0 or equal)
   // CHECK: spec/fp8-head-dim-v: fa3CompileHopperSpec: invalid attention spec: headDim: 128 with headDimV 192 in FP8
+  // CHECK: spec/deterministic-forward: fa3CompileHopperSpec: invalid attention spec: deterministic: only with backward
   for (int c = 0; c < n; ++c) {
     Fa3KernelSet *set = fa3CompileHopperSpec(ctx, &cases[c].spec, &ptxOnly);
     expectFailure(cases[c].what, set == NULL);

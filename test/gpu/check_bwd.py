@@ -15,8 +15,9 @@ our forward kernel of the same variant (in --fwd-kernel-dir, default
 KERNEL_DIR), or, where there is none, from PyTorch's fp32 math (o rounded to
 the dtype, lse the natural-log logsumexp of the scaled, masked scores; the
 case records which); then fa3.torch_api.flash_attn_backward (the runtime's
-fa3rt_bwd: <kernel>_pre, the kernel, <kernel>_post) into dk and dv poisoned
-with NaN and a dq_accum poisoned with NaN (the runtime's _pre must zero it).
+fa3rt_bwd: <kernel>_pre, the kernel, <kernel>_post) into dq, dk and dv
+poisoned with NaN and a dq_accum poisoned with NaN (the runtime's _pre must
+zero it).
 
 Pass rule per case, FlashAttention's (its tests/test_flash_attn.py), for g in
 dq, dk, dv:
@@ -32,12 +33,27 @@ with atomic adds in any order: its largest change is reported, not
 required). Rows that see no key (causal with Sq > Skv) have o = 0 and lse =
 -inf from the forward; their dq must be 0 (the reference's).
 
+Deterministic backward kernels (fa3-compile --backward --deterministic:
+facts `deterministic 1`, names ..._det) take the cases of DET_CASES for
+their dtype, head dim and mask instead (about ten in all), each launched
+DET_RUNS times on the same inputs into fresh poisoned dq, dk, dv and
+dq_accum (whose turn counters _pre must zero: a counter left non-zero
+hangs the kernel): the first within the rule above, and dq, dk and dv
+bitwise the same in every run. For comparison, one plain kernel's dq over
+DET_RUNS runs of NONDET_WATCH's inputs (its deterministic case's) is
+recorded (whether it changed: information, never a failure). Their
+autograd (flash_attn_func(..., deterministic=True)) and torch.compile runs
+look the backward up in a directory that holds only the deterministic
+kernel (a lookup that lost the flag finds nothing) and must give dq, dk
+and dv bit-identical to the direct call's and to eager's.
+
 Then per kernel: flash_attn_func under autograd (o.backward(dout)) against
 the same reference, with dk and dv bit-identical to the direct call's; once
 per run torch.compile(fullgraph=True) of forward and backward against
-eager; and the misuse refused with its message (deterministic=True, a
-softcap, a forward kernel given to fa3rt_bwd, dk and dv of different
-strides, empty problems giving zero gradients).
+eager; and the misuse refused with its message (a softcap, a forward kernel
+given to fa3rt_bwd, dk and dv of different strides, a plain kernel given to
+a deterministic call and the other way round, a deterministic call's
+dq_accum of the plain size, empty problems giving zero gradients).
 
 --emulate: no backward kernel needed. For each forward kernel of KERNEL_DIR
 that the backward kernel would cover (head dim 64 or 128, causal or full),
@@ -46,7 +62,8 @@ very arguments the runtime would pass (fa3rt_bwd_args: the C runtime's
 fa3rt_bwd_plan checks them first, then the tensors are read and written
 through their device pointers and strides): a check of the Python side
 (o, dout, dq, lse and the workspaces passed, layouts, autograd,
-torch.compile) apart from the kernels.
+torch.compile) apart from the kernels, for the plain and the deterministic
+backward (the same math; the latter planned with its larger dq_accum).
 
 With --out: appends the run to OUT/history.jsonl (kind check_bwd; a full run
 also rewrites its table in OUT/RESULTS.md: bench/records.py). Exit status 1
@@ -57,7 +74,9 @@ import dataclasses
 import datetime
 import json
 import os
+import shutil
 import sys
+import tempfile
 import time
 import traceback
 from pathlib import Path
@@ -74,6 +93,20 @@ HEADS = [(4, 4), (8, 2), (8, 1)]          # MHA, GQA, MQA
 # small ones for compute-sanitizer (several kv blocks, rows without keys)
 SANITIZE_CASES = [(1, 1, 1, 2, 2), (1, 113, 203, 4, 2), (1, 203, 113, 4, 1),
                   (1, 300, 260, 2, 2)]
+# the deterministic kernels' cases, (dtype, head dim, causal, (B, Sq, Skv,
+# Hq, Hkv)), each run DET_RUNS times: few, as each costs DET_RUNS launches
+DET_RUNS = 5
+DET_CASES = [
+    ("bf16", 128, True, (2, 113, 203, 8, 2)), ("bf16", 128, True, (2, 1023, 1024, 4, 1)),
+    ("bf16", 128, True, (1, 4224, 4224, 8, 2)),
+    ("bf16", 128, False, (2, 113, 203, 4, 1)), ("bf16", 128, False, (2, 1023, 1024, 8, 2)),
+    ("bf16", 64, True, (2, 113, 203, 4, 1)), ("bf16", 64, True, (2, 1023, 1024, 8, 2)),
+    ("bf16", 64, False, (2, 113, 203, 8, 2)), ("bf16", 64, False, (2, 1023, 1024, 4, 1)),
+    ("f16", 128, True, (2, 1023, 1024, 8, 2)),
+]
+# the plain kernel and inputs whose dq is watched over DET_RUNS runs (many kv
+# blocks add into each dQ tile: the most room for another order)
+NONDET_WATCH = ("bf16", 128, True, (1, 4224, 4224, 8, 2))
 
 
 def cases():
@@ -81,6 +114,12 @@ def cases():
     configuration, batch 2 (1 at the longest)."""
     return [(1 if sq > 4096 else 2, sq, skv, hq, hkv) for sq, skv in SEQLENS
             for hq, hkv in HEADS]
+
+
+def det_cases(kf):
+    """A deterministic kernel's cases (DET_CASES)."""
+    return [c for dt, d, causal, c in DET_CASES
+            if (dt, d, causal) == (kf.dtype, kf.head_dim, kf.causal)]
 
 
 def within_rule(err, err_pt, atol=ATOL):
@@ -186,6 +225,25 @@ class Checker:
                 (kf.window_left, kf.window_right), kf.softcap)
         except LookupError:
             self.fwd = None
+        self._lookup_dir = None
+
+    def lookup_dir(self):
+        """Where the autograd and torch.compile runs look the backward up: the
+        kernel's directory; for a deterministic kernel a directory of its
+        files alone, so that a lookup without the flag finds no kernel."""
+        kf = self.kf
+        if not kf.deterministic:
+            return os.path.dirname(kf.facts_path)
+        if self._lookup_dir is None:
+            self._lookup_dir = tempfile.mkdtemp(prefix="check_bwd_det_")
+            for path in (kf.facts_path, kf.cubin_path):
+                os.symlink(os.path.abspath(path),
+                           os.path.join(self._lookup_dir, os.path.basename(path)))
+        return self._lookup_dir
+
+    def close(self):
+        if self._lookup_dir is not None:
+            shutil.rmtree(self._lookup_dir, ignore_errors=True)
 
     def forward(self, q, k, v):
         kf = self.kf
@@ -195,11 +253,11 @@ class Checker:
             return flash_attn_func(q, k, v, softmax_scale=kf.scale, causal=kf.causal,
                                    return_lse=True, kernel=self.fwd)
 
-    def backward(self, dout, q, k, v, o, lse, dk=None, dv=None, dq_accum=None):
+    def backward(self, dout, q, k, v, o, lse, dq=None, dk=None, dv=None, dq_accum=None):
         kf = self.kf
         return flash_attn_backward(dout, q, k, v, o, lse, softmax_scale=kf.scale,
-                                   causal=kf.causal, kernel=kf, dk=dk, dv=dv,
-                                   dq_accum=dq_accum)
+                                   causal=kf.causal, kernel=kf, dq=dq, dk=dk, dv=dv,
+                                   dq_accum=dq_accum, deterministic=kf.deterministic)
 
     def inputs(self, case, seed):
         B, Sq, Skv, Hq, Hkv = case
@@ -208,26 +266,28 @@ class Checker:
         return (rand((B, Sq, Hq, D), self.dt, gen), rand((B, Skv, Hkv, D), self.dt, gen),
                 rand((B, Skv, Hkv, Dv), self.dt, gen), rand((B, Sq, Hq, Dv), self.dt, gen))
 
+    def launch(self, q, k, v, dout, o, lse):
+        """(dq, dk, dv) of one launch into fresh NaN-poisoned dq, dk, dv and
+        dq_accum (the deterministic kernel's, counters included)."""
+        nan = float("nan")
+        dq, dk, dv = torch.full_like(q, nan), torch.full_like(k, nan), torch.full_like(v, nan)
+        B, Sq, Hq, D = q.shape
+        acc = torch.full((fa3facts.bwd_dq_accum_words(B, Hq, Sq, D, self.kf.deterministic),),
+                         nan, device="cuda")
+        got = self.backward(dout, q, k, v, o, lse, dq=dq, dk=dk, dv=dv, dq_accum=acc)
+        assert got[0] is dq and got[1] is dk and got[2] is dv
+        torch.cuda.synchronize()
+        return dq, dk, dv
+
     def run_case(self, case, seed):
         kf = self.kf
         q, k, v, dout = self.inputs(case, seed)
         o, lse = self.forward(q, k, v)
-
-        def launch():
-            nan = float("nan")
-            dk, dv = torch.full_like(k, nan), torch.full_like(v, nan)
-            B, Sq, Hq, D = q.shape
-            acc = torch.full((fa3facts.bwd_dq_accum_words(B, Hq, Sq, D),), nan, device="cuda")
-            dq, dk2, dv2 = self.backward(dout, q, k, v, o, lse, dk=dk, dv=dv, dq_accum=acc)
-            assert dk2 is dk and dv2 is dv
-            torch.cuda.synchronize()
-            return dq, dk, dv
-
-        got = launch()
+        got = self.launch(q, k, v, dout, o, lse)
         ref = reference_grads(q, k, v, dout, kf.scale, kf.causal, True)
         pt = reference_grads(q, k, v, dout, kf.scale, kf.causal, False)
         res = compare(got, ref, pt, kf.causal)
-        again = launch()
+        again = self.launch(q, k, v, dout, o, lse)
         same = torch.equal(got[1], again[1]) and torch.equal(got[2], again[2])
         res["repeat_dkdv_identical"] = bool(same)
         res["repeat_dq_max_diff"] = (float((got[0].float() - again[0].float()).abs().max())
@@ -237,17 +297,45 @@ class Checker:
         return dict(kernel=kf.kernel, case="random", fwd="ours" if self.fwd else "math",
                     B=B, Sq=Sq, Skv=Skv, Hq=Hq, Hkv=Hkv, **res)
 
+    def run_repeats(self, case, seed, informational=False):
+        """DET_RUNS launches on the same inputs: the first within the rule,
+        and whether dq, dk and dv came out bitwise the same in each (all
+        three required of a deterministic kernel). informational: a plain
+        kernel's, recorded only (no reference, never a failure)."""
+        kf = self.kf
+        q, k, v, dout = self.inputs(case, seed)
+        o, lse = self.forward(q, k, v)
+        runs = [self.launch(q, k, v, dout, o, lse) for _ in range(DET_RUNS)]
+        bits = lambda t: t.view(torch.int16)  # noqa: E731  (NaN payloads and -0 too)
+        same = {name: all(torch.equal(bits(r[i]), bits(runs[0][i])) for r in runs[1:])
+                for i, name in enumerate(("dq", "dk", "dv"))}
+        res = {} if informational else compare(
+            runs[0], reference_grads(q, k, v, dout, kf.scale, kf.causal, True),
+            reference_grads(q, k, v, dout, kf.scale, kf.causal, False), kf.causal)
+        res.update(runs=DET_RUNS, **{f"{g}_bitwise_same": eq for g, eq in same.items()})
+        res["repeat_dq_max_diff"] = max(
+            (float((r[0].float() - runs[0][0].float()).abs().max()) for r in runs[1:]
+             if r[0].numel()), default=0.0)
+        res["ok"] = True if informational else bool(res["ok"] and all(same.values()))
+        B, Sq, Skv, Hq, Hkv = case
+        label = ("dq over repeats (plain kernel, information)" if informational
+                 else f"deterministic x{DET_RUNS}")
+        return dict(kernel=kf.kernel, case=label, fwd="ours" if self.fwd else "math",
+                    B=B, Sq=Sq, Skv=Skv, Hq=Hq, Hkv=Hkv, **res)
+
     def run_autograd(self, case, seed):
         """flash_attn_func under autograd: the op's registered backward (it
-        needs our forward kernel: the backward is looked up in the backward
-        kernel's directory)."""
+        needs our forward kernel: the backward is looked up in lookup_dir();
+        with deterministic=True for a deterministic kernel, whose gradients
+        must then all equal the direct call's bit for bit)."""
         kf = self.kf
         q, k, v, dout = self.inputs(case, seed)
         leaves = [t.clone().requires_grad_() for t in (q, k, v)]
         # softmax_scale=None: forward and backward each resolve the default
         # (the forward kernel's), the reference uses the facts' scale
         o = flash_attn_func(*leaves, softmax_scale=None, causal=kf.causal, kernel=self.fwd,
-                            kernel_dir=os.path.dirname(kf.facts_path), jit=False)
+                            kernel_dir=self.lookup_dir(), jit=False,
+                            deterministic=kf.deterministic)
         o.backward(dout)
         got = [t.grad for t in leaves]
         with torch.no_grad():
@@ -258,6 +346,9 @@ class Checker:
                       reference_grads(q, k, v, dout, kf.scale, kf.causal, False))
         same = torch.equal(got[1], direct[1]) and torch.equal(got[2], direct[2])
         res.update(dkdv_as_direct_call=bool(same), ok=bool(res["ok"] and same))
+        if kf.deterministic:
+            dq_same = torch.equal(got[0], direct[0])
+            res.update(dq_as_direct_call=bool(dq_same), ok=bool(res["ok"] and dq_same))
         B, Sq, Skv, Hq, Hkv = case
         return dict(kernel=kf.kernel, case="autograd (o.backward)", fwd="ours", B=B, Sq=Sq,
                     Skv=Skv, Hq=Hq, Hkv=Hkv, **res)
@@ -265,14 +356,16 @@ class Checker:
     def run_compiled(self, case, seed):
         """torch.compile(fullgraph=True) of forward and backward (AOTAutograd
         traces the op's backward into torch.ops.fa3.flash_attn_bwd): dk and dv
-        bit-identical to eager autograd, dq within the rule."""
+        bit-identical to eager autograd (dq too for a deterministic kernel),
+        dq within the rule."""
         kf = self.kf
         q, k, v, dout = self.inputs(case, seed)
-        kdir = os.path.dirname(kf.facts_path)
+        kdir = self.lookup_dir()
 
         def step(q, k, v, dout):
             o = flash_attn_func(q, k, v, softmax_scale=kf.scale, causal=kf.causal,
-                                kernel_dir=kdir, kernel=self.fwd, jit=False)
+                                kernel_dir=kdir, kernel=self.fwd, jit=False,
+                                deterministic=kf.deterministic)
             return (o.float() * dout.float()).sum()
 
         def grads(fn):
@@ -288,6 +381,9 @@ class Checker:
                       reference_grads(q, k, v, dout, kf.scale, kf.causal, False))
         same = torch.equal(eager[1], compiled[1]) and torch.equal(eager[2], compiled[2])
         res.update(dkdv_as_eager=bool(same), ok=bool(res["ok"] and same))
+        if kf.deterministic:
+            dq_same = torch.equal(eager[0], compiled[0])
+            res.update(dq_as_eager=bool(dq_same), ok=bool(res["ok"] and dq_same))
         B, Sq, Skv, Hq, Hkv = case
         return dict(kernel=kf.kernel, case="torch.compile(fullgraph=True) fwd+bwd", fwd="ours",
                     B=B, Sq=Sq, Skv=Skv, Hq=Hq, Hkv=Hkv, **res)
@@ -299,7 +395,8 @@ class Checker:
         q, k, v, dout = self.inputs((1, 64, 64, 2, 2), 5)
         o, lse = self.forward(q, k, v)
         qg = q.clone().requires_grad_()
-        kw = dict(softmax_scale=kf.scale, causal=kf.causal, kernel=kf)
+        kw = dict(softmax_scale=kf.scale, causal=kf.causal, kernel=kf,
+                  deterministic=kf.deterministic)
         out = []
 
         def expect(label, fn, exc, text):
@@ -314,12 +411,20 @@ class Checker:
             out.append(dict(kernel=kf.kernel, case=f"error: {label}", ok=ok,
                             message=msg.splitlines()[0][:300] if msg else ""))
 
-        expect("deterministic=True (forward with grad)",
-               lambda: flash_attn_func(qg, k, v, causal=kf.causal, deterministic=True),
-               NotImplementedError, "deterministic backward is not built yet")
-        expect("deterministic=True (flash_attn_backward)",
-               lambda: flash_attn_backward(dout, q, k, v, o, lse, deterministic=True, **kw),
-               NotImplementedError, "deterministic backward is not built yet")
+        if not self.emulated:
+            # each kind of backward kernel serves its own requests only
+            # (emulated: every backward lookup is the emulation's)
+            other = dict(kw, deterministic=not kf.deterministic)
+            expect(("deterministic" if kf.deterministic else "plain") + " kernel given to a "
+                   + ("plain" if kf.deterministic else "deterministic") + " call",
+                   lambda: flash_attn_backward(dout, q, k, v, o, lse, **other),
+                   ValueError, "does not compute")
+        if kf.deterministic:
+            B, Sq, Hq, D = q.shape
+            small = torch.zeros(fa3facts.bwd_dq_accum_words(B, Hq, Sq, D), device="cuda")
+            expect("a deterministic call's dq_accum of the plain size",
+                   lambda: flash_attn_backward(dout, q, k, v, o, lse, dq_accum=small, **kw),
+                   ValueError, "bwd_dq_accum_words(B, Hq, Sq, D, deterministic=True)")
         expect("softcap with grad", lambda: flash_attn_func(qg, k, v, causal=kf.causal,
                                                              softcap=30.0),
                NotImplementedError, "does not take a softcap yet")
@@ -391,13 +496,15 @@ class EmulatedKernel:
 
     def __init__(self, kf):
         self.kf = kf
+        # deterministic: plan_bwd checks the larger dq_accum (this math has
+        # one order anyway)
         text = "\n".join([
             "fa3-kernel-facts 1", f"kernel {kf.kernel}", f"dtype {kf.dtype}",
             f"head_dim {kf.head_dim}", f"head_dim_v {kf.head_dim_v}", "block_m 64",
             "block_n 128", "threads 384", "dynamic_smem 1", f"causal {int(kf.causal)}",
             f"window_left {kf.window_left}", f"window_right {kf.window_right}", "softcap 0",
             f"scale {kf.scale!r}", f"params {fa3facts.BWD_KERNEL_PARAMS}", "grid tiles",
-            "backward 1"]) + "\n"
+            "backward 1", f"deterministic {int(kf.deterministic)}"]) + "\n"
         self.facts = fa3rt.parse_facts_c(text)
 
     def bwd(self, args, stream=0):
@@ -442,27 +549,32 @@ class EmulatedKernel:
 
 def emulated_kernels(fwd_kernels):
     """A backward KernelFacts per forward kernel the backward kernel would
-    cover, and the patch that launches EmulatedKernel for every backward
-    lookup of flash_attn_backward and of the autograd path."""
+    cover, plain and deterministic, and the patch that launches
+    EmulatedKernel for every backward lookup of flash_attn_backward and of
+    the autograd path."""
     out = []
     for kf in fwd_kernels:
         lw, rw = fa3facts.normalize_window(kf.causal, kf.window_left, kf.window_right)
         if (kf.head_dim in torch_api.BWD_HEAD_DIMS and kf.head_dim_v == kf.head_dim
                 and kf.softcap == 0 and lw == -1 and rw in (-1, 0)):
-            out.append(dataclasses.replace(kf, backward=True,
-                                           kernel=kf.kernel.replace("fwd", "bwd") + "_emulated"))
+            name = kf.kernel.replace("fwd", "bwd")
+            out.append(dataclasses.replace(kf, backward=True, kernel=name + "_emulated"))
+            out.append(dataclasses.replace(kf, backward=True, deterministic=True,
+                                           kernel=name + "_det_emulated"))
     real = torch_api._launchable_kernel
 
     def launchable(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit, dev,
-                   device, varlen=False, backward=False):
+                   device, varlen=False, backward=False, decode=False, deterministic=False):
         if not backward:
             return real(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit, dev,
-                        device, varlen)
+                        device, varlen, decode=decode)
         want = fa3facts.normalize_window(causal, *window_size)
         for kf in out:
-            if (kf.dtype, kf.head_dim, kf.causal) == (dt, D, want[1] == 0):
+            if (kf.dtype, kf.head_dim, kf.causal, kf.deterministic) == \
+                    (dt, D, want[1] == 0, bool(deterministic)):
                 return EmulatedKernel(kf)
-        raise LookupError(f"no emulated backward kernel for {dt} d{D} causal={causal}")
+        raise LookupError(f"no emulated backward kernel for {dt} d{D} causal={causal}"
+                          f"{' deterministic' if deterministic else ''}")
     torch_api._launchable_kernel = launchable
     return out
 
@@ -523,25 +635,48 @@ def main():
             results.append(r)
             print(report_line(r), flush=True)
 
-    compiled_done = False
+    compiled_done = set()   # once per run for the plain kernels, once for the deterministic
+    watch_seed = a.seed + 999   # NONDET_WATCH's inputs: its deterministic case's where run
     for i, kf in enumerate(bwd):
         c = Checker(kf, fwd_kernels, emulated=a.emulate)
         print(f"== {kf.describe()}; forward: "
               + (c.fwd.kernel if c.fwd else "PyTorch fp32 math (no forward kernel)"), flush=True)
-        todo = SANITIZE_CASES if a.sanitize else cases()
-        for j, case in enumerate(todo):
-            guarded(kf, "random", lambda: c.run_case(case, a.seed + 1000 * i + j), case)
-        if a.sanitize:
-            continue
-        if c.fwd is not None:
-            ac = (2, 203, 113, 8, 2)
-            guarded(kf, "autograd (o.backward)", lambda: c.run_autograd(ac, a.seed + 1000 * i + 100),
-                    ac)
-            if not compiled_done:
-                compiled_done = True
-                guarded(kf, "torch.compile fwd+bwd",
-                        lambda: c.run_compiled(ac, a.seed + 1000 * i + 101), ac)
-        guarded(kf, "errors", lambda: c.run_errors(c.fwd))
+        try:
+            if a.sanitize:
+                for j, case in enumerate(SANITIZE_CASES):
+                    guarded(kf, "random", lambda: c.run_case(case, a.seed + 1000 * i + j), case)
+                continue
+            if kf.deterministic:
+                for j, case in enumerate(det_cases(kf)):
+                    seed = a.seed + 1000 * i + j
+                    if (kf.dtype, kf.head_dim, kf.causal, case) == NONDET_WATCH:
+                        watch_seed = seed
+                    guarded(kf, f"deterministic x{DET_RUNS}", lambda: c.run_repeats(case, seed),
+                            case)
+            else:
+                for j, case in enumerate(cases()):
+                    guarded(kf, "random", lambda: c.run_case(case, a.seed + 1000 * i + j), case)
+            if c.fwd is not None:
+                ac = (2, 203, 113, 8, 2)
+                guarded(kf, "autograd (o.backward)",
+                        lambda: c.run_autograd(ac, a.seed + 1000 * i + 100), ac)
+                if kf.deterministic not in compiled_done:
+                    compiled_done.add(kf.deterministic)
+                    guarded(kf, "torch.compile fwd+bwd",
+                            lambda: c.run_compiled(ac, a.seed + 1000 * i + 101), ac)
+            guarded(kf, "errors", lambda: c.run_errors(c.fwd))
+        finally:
+            c.close()
+    # for comparison: whether a plain kernel's dq changes over the runs that
+    # a deterministic kernel's may not change over, on the same inputs
+    # (information only)
+    watch = next((k for k in bwd if not k.deterministic
+                  and (k.dtype, k.head_dim, k.causal) == NONDET_WATCH[:3]), None)
+    if watch is not None and any(k.deterministic for k in bwd) and not a.sanitize:
+        c = Checker(watch, fwd_kernels, emulated=a.emulate)
+        guarded(watch, "dq over repeats (plain kernel, information)",
+                lambda: c.run_repeats(NONDET_WATCH[3], watch_seed, informational=True),
+                NONDET_WATCH[3])
     nfail = sum(not r["ok"] for r in results)
     print(f"check_bwd: {len(results) - nfail}/{len(results)} cases passed, {nfail} failure(s), "
           f"{time.time() - t0:.1f} s")

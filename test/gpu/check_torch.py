@@ -11,10 +11,15 @@
    and lse_out= poisoned with NaN first, so an element not written fails),
    and with the eager call (the same kernel: bit-identical attention output).
    Also: the traced graph calls torch.ops.fa3.flash_attn_fwd, compiled
-   with dynamic=True a second shape runs without recompiling, and inputs
-   that require grad with what the backward kernel cannot do (here
-   deterministic=True) are refused before the forward runs (the backward
-   itself: test/gpu/check_bwd.py).
+   with dynamic=True a second shape runs without recompiling, inputs that
+   require grad with what the backward kernel cannot do (here a softcap)
+   are refused before the forward runs, and deterministic=True with grad
+   runs the deterministic backward kernel (where KERNEL_DIR holds bf16 head
+   dim 128 full-mask backward kernels, plain and deterministic: fa3-compile
+   --all --backward [--deterministic]; else recorded as skipped), eager and
+   compiled: dq, dk, dv bitwise the same over two eager runs and compiled,
+   and within 1e-2 (relative norm) of the plain backward's (the backward's
+   own accuracy: test/gpu/check_bwd.py).
 2. CUDA graphs: flash_attn_func captured with torch.cuda.graph (persistent
    kernels with the dynamic tile scheduler and one-CTA-per-tile kernels,
    causal and full, GQA) and replayed on fresh inputs copied into the
@@ -52,6 +57,7 @@ sys.path.insert(0, str(ROOT / "python"))
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
+from fa3 import facts as fa3facts  # noqa: E402
 from fa3 import torch_api  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "test" / "gpu"))
@@ -85,9 +91,10 @@ def attn_block(x, wq, wk, wv, wo, out, lse_out, *, Hq, Hkv, D, causal, kernel_di
     return o.reshape(B, S, Hq * D) @ wo, o, lse, q, k, v
 
 
-def attn_only(q, k, v, *, causal, kernel_dir, return_lse=True, deterministic=False):
+def attn_only(q, k, v, *, causal, kernel_dir, return_lse=True, deterministic=False,
+              softcap=0.0):
     r = flash_attn_func(q, k, v, causal=causal, kernel_dir=kernel_dir, return_lse=return_lse,
-                        deterministic=deterministic)
+                        deterministic=deterministic, softcap=softcap)
     return r
 
 
@@ -164,7 +171,7 @@ def one_case(kdir, dt, D, causal, case, gen):
 
 def check_graph(kdir, results):
     """The traced graph holds the op; dynamic shapes; a backward the kernel
-    cannot do refused."""
+    cannot do refused; the deterministic backward, eager and compiled."""
     dt = torch.bfloat16
 
     def record(label, ok, detail=""):
@@ -206,18 +213,62 @@ def check_graph(kdir, results):
         fn = torch.compile(attn_only, fullgraph=True)
         qg = q.clone().requires_grad_()
         try:
-            fn(qg, k, v, causal=False, kernel_dir=kdir, deterministic=True)
-            record("requires_grad + deterministic refused (compiled)", False, "no error")
+            fn(qg, k, v, causal=False, kernel_dir=kdir, softcap=30.0)
+            record("requires_grad + softcap refused (compiled)", False, "no error")
         except Exception as e:  # noqa: BLE001
             msg = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-            record("requires_grad + deterministic refused (compiled)",
-                   "deterministic backward is not built yet" in str(e), msg[:300])
+            record("requires_grad + softcap refused (compiled)",
+                   "does not take a softcap yet" in str(e), msg[:300])
         with torch.no_grad():
             o = fn(qg, k, v, causal=False, kernel_dir=kdir, return_lse=False,
                    deterministic=True)
         record("requires_grad under no_grad (compiled)", o.shape == q.shape)
     except Exception as e:  # noqa: BLE001
         record("requires_grad", False, f"{type(e).__name__}: {e}")
+    check_deterministic(kdir, record, q, k, v)
+
+
+def check_deterministic(kdir, record, q, k, v):
+    """deterministic=True with grad (module docstring, 1.), on q, k, v [1,
+    128, 2, 128] bf16, full mask."""
+    label = "deterministic=True backward, eager x2 and compiled"
+    kernels, _ = torch_api.available_kernels(kdir)
+    missing = []
+    for det in (False, True):
+        try:
+            fa3facts.select_kernel(kernels, "bf16", 128, 128, False, (-1, -1), 0.0,
+                                   backward=True, deterministic=det)
+        except LookupError:
+            missing.append("deterministic" if det else "plain")
+    if missing:
+        record(label + ": skipped", True, f"KERNEL_DIR holds no {' or '.join(missing)} bf16 d128 "
+               "full-mask backward kernel (fa3-compile --all --backward [--deterministic])")
+        return
+    dout = torch.randn_like(q)
+
+    def grads(f, det):
+        leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+        f(*leaves, causal=False, kernel_dir=kdir, return_lse=False,
+          deterministic=det).backward(dout)
+        torch.cuda.synchronize()
+        return [t.grad for t in leaves]
+
+    def bitwise(a, b):
+        return all(torch.equal(x.view(torch.int16), y.view(torch.int16)) for x, y in zip(a, b))
+    try:
+        torch._dynamo.reset()
+        eager = [grads(attn_only, True) for _ in range(2)]
+        compiled = grads(torch.compile(attn_only, fullgraph=True), True)
+        plain = grads(attn_only, False)
+        errs = [relerr(d, p) for d, p in zip(eager[0], plain)]
+        record(label, bitwise(eager[0], eager[1]) and bitwise(eager[0], compiled)
+               and max(errs) < O_REL_TOL,
+               f"eager runs bitwise equal {bitwise(eager[0], eager[1])}, compiled "
+               f"{bitwise(eager[0], compiled)}; rel. diff to the plain backward's dq, dk, dv "
+               + " ".join(f"{e:.1e}" for e in errs))
+    except Exception as e:  # noqa: BLE001
+        traceback.print_exc()
+        record(label, False, f"{type(e).__name__}: {e}")
 
 
 def check_cuda_graphs(kdir, results):

@@ -68,6 +68,11 @@ static const char *kUsage =
     "                       full or causal, no softcap (also with --all); its\n"
     "                       module also holds <kernel>_pre (delta) and\n"
     "                       <kernel>_post (dQ), launched around it\n"
+    "  --deterministic      with --backward (also with --all): dq bitwise the\n"
+    "                       same from run to run (FlashAttention's\n"
+    "                       deterministic=True: the kv blocks add each dQ\n"
+    "                       tile in turn, at some cost in speed); name\n"
+    "                       suffix _det, facts `deterministic 1`\n"
     "  --decode             the decoding kernel (flash_attn_with_kvcache):\n"
     "                       the q heads of a kv head share a tile (GQA\n"
     "                       packing) and a tile's kv blocks split over a\n"
@@ -347,7 +352,7 @@ int main(int argc, char **argv) {
       "--ptx-only",       "--no-pingpong",  "--lazy-rescale",
       "--no-lazy-rescale", "--kv-multicast", "--no-kv-multicast",
       "--varlen",         "--backward",     "--decode",
-      "--fp8"};
+      "--fp8",            "--deterministic"};
   enum { kNumValued = sizeof kValued / sizeof kValued[0] };
   enum { kNumFlags = sizeof kFlags / sizeof kFlags[0] };
   bool given[kNumValued] = {false};
@@ -448,6 +453,8 @@ int main(int argc, char **argv) {
       spec.backward = true; /* likewise */
     } else if (!strcmp(a, "--decode")) {
       spec.decode = true; /* likewise */
+    } else if (!strcmp(a, "--deterministic")) {
+      spec.deterministic = true; /* likewise */
     } else if (!strcmp(a, "--causal")) {
       spec.causal = true;
       variantOption = variantOption ? variantOption : a;
@@ -540,6 +547,12 @@ int main(int argc, char **argv) {
   if (input && spec.decode)
     return fail("--decode describes a variant; for an input file run "
                 "fa3-opt --attn-hopper-pipeline=\"decode=true\"", NULL);
+  if (input && spec.deterministic)
+    return fail("--deterministic describes a variant; an input file brings "
+                "its own (attn.flash_attention_grad ... deterministic)", NULL);
+  if (spec.deterministic && !spec.backward)
+    return fail("--deterministic is the backward's: give --backward too",
+                NULL);
   if (fp8Set && !all)
     return fail("--fp8 selects the FP8 set of --all; for one variant give "
                 "--dtype e4m3", NULL);
@@ -619,6 +632,7 @@ int main(int argc, char **argv) {
         s.varlen = spec.varlen;
         s.backward = spec.backward;
         s.decode = spec.decode;
+        s.deterministic = spec.deterministic;
       }
       s.name = all ? NULL : name; /* NULL: the C API derives the name */
       double t0 = now();

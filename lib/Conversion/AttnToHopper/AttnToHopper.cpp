@@ -481,7 +481,7 @@ LogicalResult convertGrad(ModuleOp module, func::FuncOp func, TiledGrad t,
   FailureOr<hopper::GradKernelConfig> picked = hopper::gradConfig(
       u.getQuery(), u.getKey(), u.getValue(), u.getGradOut(),
       t.finalize.getGradKey(), t.finalize.getGradValue(), u.getWindow(),
-      u.getSoftcap().convertToDouble(), recorded, why);
+      u.getSoftcap().convertToDouble(), u.getDeterministic(), recorded, why);
   if (failed(picked))
     return fail((why.rfind("the ", 0) == 0 ? "" : "unsupported ") + why);
   hopper::GradKernelConfig cfg = *picked;
@@ -498,14 +498,14 @@ LogicalResult convertGrad(ModuleOp module, func::FuncOp func, TiledGrad t,
   gpu::GPUModuleOp gpuModule = *created;
   gpu::GPUFuncOp kernel = hopper::buildGradKernel(mb, loc, gpuModule, cfg);
   hopper::buildGradAuxKernels(mb, loc, gpuModule, cfg.name, cfg.dtype,
-                              cfg.headDim);
+                              cfg.headDim, cfg.deterministic);
   OpBuilder b = OpBuilder::atBlockBegin(gpuModule.getBody());
   buildRangeFn(b, loc, cfg.qRangeFn, t.range, buildQRange);
   buildVisibleColsFn(b, loc, cfg.visibleColsFn, u.getWindow());
 
   ArrayRef<int64_t> window = u.getWindow();
   hopper::GradSmemLayout lay = hopper::computeGradSmemLayout(cfg);
-  NamedAttribute facts[] = {
+  SmallVector<NamedAttribute> facts = {
       b.getNamedAttr("kernel", b.getStringAttr(cfg.name)),
       b.getNamedAttr("source_func", b.getStringAttr(func.getName())),
       b.getNamedAttr("backward", b.getBoolAttr(true)),
@@ -527,6 +527,9 @@ LogicalResult convertGrad(ModuleOp module, func::FuncOp func, TiledGrad t,
                                   u.getScale().convertToDouble())),
       b.getNamedAttr("params", paramNames(b, hopper::kGradKernelParams)),
   };
+  // a larger dQ workspace (its turn counters): the launcher must know
+  if (cfg.deterministic)
+    facts.push_back(b.getNamedAttr("deterministic", b.getBoolAttr(true)));
   if (failed(setLaunchFacts(b, kernel, facts, fail)))
     return failure();
   if (failed(verify(gpuModule)))

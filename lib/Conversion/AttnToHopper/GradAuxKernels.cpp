@@ -21,8 +21,8 @@ namespace {
 class GradAuxBuilder : BuilderBase {
 public:
   GradAuxBuilder(OpBuilder &b, Location loc, const std::string &dtype,
-                 int64_t headDim)
-      : BuilderBase(b, loc), headDim(headDim) {
+                 int64_t headDim, bool deterministic)
+      : BuilderBase(b, loc), headDim(headDim), deterministic(deterministic) {
     assert(headDim % 8 == 0 && llvm::isPowerOf2_64(headDim / 8) &&
            headDim / 8 <= 32 && "D / 8 lanes a row: a power of two up to 32");
     et = dtype == "f16" ? Type(b.getF16Type()) : Type(b.getBF16Type());
@@ -62,8 +62,9 @@ public:
         LLVM::StoreOp::create(b, loc, part, p, /*alignment=*/4);
       });
     });
-    // dQaccum, its padding rows included: 16 bytes a thread and step
-    Value words = accWords();
+    // dQaccum, its padding rows (and turn counters) included: 16 bytes a
+    // thread and step
+    Value words = workspaceWords();
     Value units = bin<arith::DivUIOp>(words, i64(4));
     forEachUnit(units, [&](Value u) {
       auto v4 = VectorType::get({4}, f32T);
@@ -142,6 +143,7 @@ public:
 
 private:
   int64_t headDim;
+  bool deterministic;
   Type et, gptrT;
 
   int64_t lanesPerRow() const { return headDim * 2 / 16; }
@@ -160,6 +162,22 @@ private:
     Value nmb = mBlocks();
     w = bin<arith::MulIOp>(w, nmb);
     return bin<arith::MulIOp>(w, i64(kGradDqRows * headDim));
+  }
+  /// The whole workspace: dQaccum's floats, then (deterministic) a u32
+  /// turn counter per tile, rounded up to whole 16-byte units
+  /// (fa3rt_abi.def).
+  Value workspaceWords() {
+    Value words = accWords();
+    if (!deterministic)
+      return words;
+    Value bs = ext64(param("B"));
+    Value hs = ext64(param("Hq"));
+    Value tiles = bin<arith::MulIOp>(bs, hs);
+    Value nmb = mBlocks();
+    tiles = bin<arith::MulIOp>(tiles, nmb);
+    tiles = bin<arith::AddIOp>(tiles, i64(3));
+    tiles = bin<arith::AndIOp>(tiles, i64(~int64_t(3)));
+    return bin<arith::AddIOp>(words, tiles);
   }
   /// Elements e, e + 1 of `acc` times `scale`, rounded to et, as one word.
   Value scaledPair(Value acc, int64_t e, Value scale) {
@@ -259,12 +277,12 @@ void fa3::hopper::buildGradAuxKernels(OpBuilder &b, Location loc,
                                       gpu::GPUModuleOp module,
                                       const std::string &kernel,
                                       const std::string &dtype,
-                                      int64_t headDim) {
+                                      int64_t headDim, bool deterministic) {
   OpBuilder::InsertionGuard g(b);
   {
-    GradAuxBuilder pre(b, loc, dtype, headDim);
+    GradAuxBuilder pre(b, loc, dtype, headDim, deterministic);
     pre.buildPre(module, kernel + "_pre");
   }
-  GradAuxBuilder post(b, loc, dtype, headDim);
+  GradAuxBuilder post(b, loc, dtype, headDim, deterministic);
   post.buildPost(module, kernel + "_post");
 }

@@ -26,11 +26,12 @@ namespace fa3::hopper {
 /// Builds <kernel>_pre and <kernel>_post at the end of `module` for
 /// `dtype` ("bf16" or "f16") and head dim `headDim` (D = Dv): D / 8 lanes a
 /// row must be a power of two (the butterflies stay inside a row, whole
-/// rows fill a block): D = 64, 128 or 256.
+/// rows fill a block): D = 64, 128 or 256. `deterministic`: _pre zeroes
+/// the turn counters after dQaccum's tiles too (fa3rt_abi.def).
 void buildGradAuxKernels(mlir::OpBuilder &b, mlir::Location loc,
                          mlir::gpu::GPUModuleOp module,
                          const std::string &kernel, const std::string &dtype,
-                         int64_t headDim);
+                         int64_t headDim, bool deterministic);
 
 } // namespace fa3::hopper
 

@@ -109,11 +109,9 @@ private:
     Value bh = bin<arith::MulIOp>(w.bidx, param("Hq"));
     return bin<arith::AddIOp>(bh, h);
   }
-  /// dQaccum's floats for (batch, q head h, m-block mb, warpgroup c): per
-  /// (batch, head) the m-blocks of 64 x d floats, each the consumers'
-  /// halves in accumulator order (hopper.reduce_add), so that one bulk
-  /// reduction adds a warpgroup's staged dQ; <kernel>_post reads it back.
-  Value dqTile(const Work &w, Value h, Value mb, Value c) {
+  /// The number of dQaccum's tile (batch, q head h, m-block mb), i64, and
+  /// the tiles a (batch, head) has.
+  std::pair<Value, Value> dqTileIndex(const Work &w, Value h, Value mb) {
     Value bh = batchHead(w, h);
     Value nmb = bin<arith::AddIOp>(param("Sq"), i32(cfg.blockM - 1));
     nmb = bin<arith::DivUIOp>(nmb, i32(cfg.blockM));
@@ -122,11 +120,50 @@ private:
     Value tile = bin<arith::MulIOp>(bh64, nmb64);
     Value mb64 = ext64(mb);
     tile = bin<arith::AddIOp>(tile, mb64);
+    return {tile, nmb64};
+  }
+  /// dQaccum's floats for (batch, q head h, m-block mb, warpgroup c): per
+  /// (batch, head) the m-blocks of 64 x d floats, each the consumers'
+  /// halves in accumulator order (hopper.reduce_add), so that one bulk
+  /// reduction adds a warpgroup's staged dQ; <kernel>_post reads it back.
+  Value dqTile(const Work &w, Value h, Value mb, Value c) {
+    Value tile = dqTileIndex(w, h, mb).first;
     Value e = bin<arith::MulIOp>(tile, i64(cfg.blockM * tileD()));
     Value half = bin<arith::MulIOp>(c, i32(cfg.blockM * tileD() / 2));
     Value half64 = ext64(half);
     e = bin<arith::AddIOp>(e, half64);
     return globalAt(param("dQaccum"), e, 4);
+  }
+  /// The turn counter of dQ tile (h, mb) (deterministic): a u32 after
+  /// dQaccum's B Hq ceil(Sq / 64) tiles, in their order (fa3rt_abi.def).
+  Value turnCounter(const Work &w, Value h, Value mb) {
+    auto [tile, nmb64] = dqTileIndex(w, h, mb);
+    Value bs = ext64(param("B"));
+    Value hs = ext64(param("Hq"));
+    Value tiles = bin<arith::MulIOp>(bs, hs);
+    tiles = bin<arith::MulIOp>(tiles, nmb64);
+    Value e = bin<arith::MulIOp>(tiles, i64(cfg.blockM * tileD()));
+    e = bin<arith::AddIOp>(e, tile);
+    return globalAt(param("dQaccum"), e, 4);
+  }
+  /// Kv block n's turn on m-block mb (deterministic). The kv blocks that
+  /// see an m-block are consecutive, up to the last one its last row sees
+  /// (attn.q_range's rows: the mask's right bound); they take their turns
+  /// from that one down, the order in which the CTAs start (body()), so
+  /// that a CTA only ever waits for one started before it, and under a
+  /// causal mask for one that reached the m-block before it did (a higher
+  /// kv block begins at a later m-block).
+  Value tileTurn(Value kvBlock, Value mb) {
+    Value last = bin<arith::MulIOp>(mb, i32(cfg.blockM));
+    last = bin<arith::AddIOp>(last, i32(cfg.blockM - 1));
+    Value lastRow = bin<arith::SubIOp>(param("Sq"), i32(1));
+    last = bin<arith::MinUIOp>(last, lastRow);
+    Type two[] = {i32T, i32T};
+    Value args[] = {last, param("Sq"), param("Skv")};
+    auto cols = func::CallOp::create(b, loc, cfg.visibleColsFn, two, args);
+    Value top = bin<arith::SubIOp>(cols.getResult(1), i32(1));
+    top = bin<arith::DivUIOp>(top, i32(cfg.blockN));
+    return bin<arith::SubIOp>(top, kvBlock);
   }
   /// Row (b * Hq + h) * Sq of LSE and D, [B, Hq, Sq] (i64).
   Value rowsBase(const Work &w, Value h) {
@@ -151,6 +188,18 @@ private:
     Value it = loop.getInductionVar();
     auto [h, mb] = step(w, it);
     body(it, h, mb);
+  }
+
+  /// The tile of CTA `cta` with each (kv head, batch)'s kv blocks in
+  /// reverse (deterministic: the turns' order, tileTurn).
+  Value highKvBlocksFirst(Value cta) {
+    Value numN = bin<arith::AddIOp>(param("Skv"), i32(cfg.blockN - 1));
+    numN = bin<arith::DivUIOp>(numN, i32(cfg.blockN));
+    Value n = bin<arith::RemUIOp>(cta, numN);
+    Value group = bin<arith::SubIOp>(cta, n);
+    Value last = bin<arith::SubIOp>(numN, i32(1));
+    Value reversed = bin<arith::SubIOp>(last, n);
+    return bin<arith::AddIOp>(group, reversed);
   }
 
   void producer(Value cta);
@@ -220,6 +269,10 @@ std::string fa3::hopper::checkGradSupported(const GradKernelConfig &cfg) {
           "warpgroups)";
   else if (cfg.stages < 2 || cfg.stages > 4)
     os << "stages " << cfg.stages << " for the backward (2 to 4)";
+  else if (cfg.deterministic && !cfg.dqBulk)
+    os << "the deterministic backward with tma-store=false (the consumers' "
+          "atomics add dQ in no fixed order; the dQ writer's bulk "
+          "reductions, the default, take their turns)";
   else if (computeGradSmemLayout(cfg).total > kMaxDynamicSmem)
     os << "stages " << cfg.stages << " at head dim " << cfg.headDim
        << ": the backward needs " << computeGradSmemLayout(cfg).total
@@ -274,9 +327,13 @@ void GradKernelBuilder::rowsProducer(Value cta) {
 /// adds it into dQaccum by one bulk reduction; once the reductions have
 /// read the buffers, the warp frees them (reduce_free) for the next step.
 /// Each barrier meets once per step: the first free is given before the
-/// loop, none after the last step.
+/// loop, none after the last step. Deterministic, lane 0 adds a tile's
+/// halves in its kv block's turn (tileTurn).
 void GradKernelBuilder::dqWriter(Value cta) {
   Work w = work(cta);
+  Value kvBlock;
+  if (cfg.deterministic)
+    kvBlock = bin<arith::DivUIOp>(w.col0, i32(cfg.blockN));
   const int64_t n = cfg.consumers();
   const uint64_t threads = kWarpgroupThreads + 32;
   const int64_t wgBytes = lay.dqBytes / n;
@@ -299,15 +356,26 @@ void GradKernelBuilder::dqWriter(Value cta) {
     b.setInsertionPoint(loop.getBody()->getTerminator());
     Value it = loop.getInductionVar();
     auto [h, mb] = step(w, it);
+    Value counter, turn;
+    if (cfg.deterministic) {
+      counter = turnCounter(w, h, mb);
+      turn = tileTurn(kvBlock, mb);
+    }
     for (int64_t c = 0; c < n; ++c) {
       NamedBarrierSyncOp::create(b, loc, i32(c), BarrierKind::reduce_full,
                                  static_cast<uint64_t>(n), threads);
       Value dst = dqTile(w, h, mb, i32(c));
+      if (cfg.deterministic && c == 0)
+        ifThen(leader, [&] { WaitTurnOp::create(b, loc, counter, turn); });
       ifThen(leader, [&] {
         ReduceAddBulkOp::create(b, loc, smemBase, i32(lay.dqOff + c * wgBytes),
                                 dst, static_cast<uint64_t>(wgBytes));
       });
     }
+    // (the reductions complete here, so the waits for their reads below
+    // return at once)
+    if (cfg.deterministic)
+      ifThen(leader, [&] { PassTurnOp::create(b, loc, counter); });
     Value next = bin<arith::AddIOp>(it, i32(1));
     Value more = cmpi(CmpIPredicate::slt, next, steps);
     for (int64_t c = 0; c < n; ++c) {
@@ -518,6 +586,8 @@ void GradKernelBuilder::body() {
   rowsRing = RingCreateOp::create(b, loc, rowsT, smem);
   Value tid = NVVM::ThreadIdXOp::create(b, loc, i32T);
   Value cta = NVVM::BlockIdXOp::create(b, loc, i32T);
+  if (cfg.deterministic)
+    cta = highKvBlocksFirst(cta);
   Value isT0 = cmpi(CmpIPredicate::eq, tid, i32(0));
   ifThen(isT0, [&] {
     setUp(smem, {kRing, vRing, qRing, doRing, rowsRing},

@@ -57,6 +57,9 @@ struct GradKernelConfig {
                              // producer's bulk reductions, else
                              // red.global.add.v4.f32 from the consumers'
                              // registers (bench/NOTES.md, Backward)
+  bool deterministic = false; // dQ's tiles added in the order of the kv
+                              // blocks (turn counters after dQaccum's
+                              // tiles: fa3rt_abi.def); needs dqBulk
 
   int64_t consumers() const { return blockN / 64; }
   int64_t threads() const { return 128 * (1 + consumers()); }

@@ -106,7 +106,8 @@ HopperConfigAttr fa3::hopper::recordConfig(MLIRContext *ctx,
 FailureOr<GradKernelConfig>
 fa3::hopper::gradConfig(Value q, Value k, Value v, Value dO, Value dk,
                         Value dv, ArrayRef<int64_t> window, double softcap,
-                        HopperConfigAttr config, std::string &why) {
+                        bool deterministic, HopperConfigAttr config,
+                        std::string &why) {
   // dO stands where the forward has o: of the inputs' type, contiguous.
   why = checkOperands(q, k, v, dO);
   if (why.empty() &&
@@ -131,6 +132,7 @@ fa3::hopper::gradConfig(Value q, Value k, Value v, Value dO, Value dk,
   int64_t dvDim = cast<MemRefType>(v.getType()).getShape().back();
   int64_t left = window[0], right = window[1];
   cfg.leftBounded = left >= 0;
+  cfg.deterministic = deterministic;
   if (dvDim != cfg.headDim)
     why = "value head dim " + std::to_string(dvDim) + " with head dim " +
           std::to_string(cfg.headDim) +
@@ -416,7 +418,7 @@ struct AttnHopperConfigPass
     FailureOr<GradKernelConfig> cfg = gradConfig(
         op.getQuery(), op.getKey(), op.getValue(), op.getGradOut(),
         op.getGradKey(), op.getGradValue(), window,
-        op.getSoftcap().convertToDouble(), chosen, why);
+        op.getSoftcap().convertToDouble(), op.getDeterministic(), chosen, why);
     if (failed(cfg)) {
       mlir::emitError(op.getLoc(), "cannot generate the Hopper kernel: ")
           << (why.rfind("the ", 0) == 0 ? "" : "unsupported ") << why;

@@ -35,13 +35,14 @@ KernelConfig attentionFacts(mlir::MemRefType q, mlir::MemRefType v,
 
 /// The backward's kernel configuration for memrefs q, k, v, dO, dK, dV
 /// (attn.flash_attention_grad's, or its tiled form's) under the mask
-/// `window` with `softcap`, `config` recorded (null: the backward's
-/// table), or why the Hopper backward cannot take them.
+/// `window` with `softcap`, dQ's sums `deterministic` or not, `config`
+/// recorded (null: the backward's table), or why the Hopper backward
+/// cannot take them.
 FailureOr<GradKernelConfig> gradConfig(mlir::Value q, mlir::Value k,
                                        mlir::Value v, mlir::Value dO,
                                        mlir::Value dk, mlir::Value dv,
                                        llvm::ArrayRef<int64_t> window,
-                                       double softcap,
+                                       double softcap, bool deterministic,
                                        attn::HopperConfigAttr config,
                                        std::string &why);
 

@@ -371,6 +371,44 @@ struct ReduceAddBulkLowering : OpConversionPattern<ReduceAddBulkOp> {
   }
 };
 
+/// A spin on ld.acquire.gpu (the label is local to the braces, so the loop
+/// can be inlined more than once), then fence.proxy.async.global.
+struct WaitTurnLowering : OpConversionPattern<WaitTurnOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(WaitTurnOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    inlineAsm(rewriter, loc, Type(),
+              ValueRange{adaptor.getCounter(), adaptor.getTurn()},
+              "{\n.reg .pred p;\n.reg .b32 v;\nwait_turn:\n"
+              "ld.acquire.gpu.global.b32 v, [$0];\n"
+              "setp.ne.b32 p, v, $1;\n@p bra wait_turn;\n}",
+              "l,r", /*sideEffects=*/true);
+    NVVM::FenceProxyOp::create(rewriter, loc, NVVM::ProxyKind::async_global,
+                               NVVM::SharedSpaceAttr());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// cp.async.bulk.wait_group 0 (writes done, not only reads), then the
+/// release add.
+struct PassTurnLowering : OpConversionPattern<PassTurnOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(PassTurnOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    NVVM::CpAsyncBulkWaitGroupOp::create(rewriter, loc, 0, UnitAttr());
+    inlineAsm(rewriter, loc, Type(), ValueRange{adaptor.getCounter()},
+              "red.release.gpu.global.add.u32 [$0], 1;", "l",
+              /*sideEffects=*/true);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 /// Stage by stmatrix in the TMA box layout, fence, barrier, one thread's
 /// TMA stores (HopperEpilogueOps.td has the why of each step).
 struct StoreOTmaLowering : OpConversionPattern<StoreOTmaOp> {
@@ -501,6 +539,6 @@ void fa3::hopper::populateEpilogueToNVVMPatterns(
     const TypeConverter &converter, RewritePatternSet &patterns) {
   patterns.add<FinalizeRowsLowering, StoreLseLowering, StoreODirectLowering,
                ReduceAddLowering, StageFragmentLowering, ReduceAddBulkLowering,
-               StoreOTmaLowering>(converter,
+               WaitTurnLowering, PassTurnLowering, StoreOTmaLowering>(converter,
                                                      patterns.getContext());
 }

@@ -167,3 +167,20 @@ func.func @reduce_add_bulk(%p: !llvm.ptr<1>, %smem: !llvm.ptr<3>, %off: i32) {
   hopper.reduce_add_bulk %smem[%off] to %p bytes 4096
   return
 }
+
+// -----
+
+// A turn: spin on an acquire load until the counter is the turn (the loop
+// in braces, its label local), then order the async proxy after it; pass
+// it once every bulk group is complete (writes too), by a release add.
+// CHECK-LABEL: func.func @turns(
+// CHECK-SAME: %[[C:.*]]: !llvm.ptr<1>, %[[T:.*]]: i32)
+// CHECK: llvm.inline_asm has_side_effects {{.*}}"{\0A.reg .pred p;\0A.reg .b32 v;\0Await_turn:\0Ald.acquire.gpu.global.b32 v, [$0];\0Asetp.ne.b32 p, v, $1;\0A@p bra wait_turn;\0A}", "l,r" %[[C]], %[[T]]
+// CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.global>}
+// CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0{{$}}
+// CHECK-NEXT: llvm.inline_asm has_side_effects {{.*}}"red.release.gpu.global.add.u32 [$0], 1;", "l" %[[C]]
+func.func @turns(%c: !llvm.ptr<1>, %t: i32) {
+  hopper.wait_turn %c, %t
+  hopper.pass_turn %c
+  return
+}

@@ -17,16 +17,16 @@ func.func @memref_form(%q: memref<2x8x?x128xbf16>, %k: memref<2x2x?x128xbf16>, %
 // -----
 
 // CHECK-LABEL: func @tensor_form(
-// CHECK: %{{.*}}:3 = attn.flash_attention_grad ins({{.*}}) outs({{.*}}) window(64, 0) -> tensor<1x4x32x64xbf16>, tensor<1x4x32x64xbf16>, tensor<1x4x32x64xbf16>
+// CHECK: %{{.*}}:3 = attn.flash_attention_grad ins({{.*}}) outs({{.*}}) window(64, 0) deterministic -> tensor<1x4x32x64xbf16>, tensor<1x4x32x64xbf16>, tensor<1x4x32x64xbf16>
 // BUF-LABEL: func @tensor_form(
 // BUF-SAME: %{{[^:]*}}: memref<1x4x32xf32, {{[^>]*}}>>, %[[DQ:[^:]*]]: memref<1x4x32x64xbf16, {{[^>]*}}>>, %[[DK:[^:]*]]: memref<1x4x32x64xbf16, {{[^>]*}}>>, %[[DV:[^:]*]]: memref<1x4x32x64xbf16, {{[^>]*}}>>)
-// BUF-NEXT: attn.flash_attention_grad ins({{.*}}) outs(%[[DQ]], %[[DK]], %[[DV]] : {{.*}}) window(64, 0){{$}}
+// BUF-NEXT: attn.flash_attention_grad ins({{.*}}) outs(%[[DQ]], %[[DK]], %[[DV]] : {{.*}}) window(64, 0) deterministic{{$}}
 // BUF-NEXT: return %[[DQ]], %[[DK]], %[[DV]]
 func.func @tensor_form(%q: tensor<1x4x32x64xbf16>, %lse: tensor<1x4x32xf32>,
                        %dq: tensor<1x4x32x64xbf16>, %dk: tensor<1x4x32x64xbf16>, %dv: tensor<1x4x32x64xbf16>)
     -> (tensor<1x4x32x64xbf16>, tensor<1x4x32x64xbf16>, tensor<1x4x32x64xbf16>) {
   %r:3 = attn.flash_attention_grad ins(%q, %q, %q, %q, %q, %lse : tensor<1x4x32x64xbf16>, tensor<1x4x32x64xbf16>, tensor<1x4x32x64xbf16>, tensor<1x4x32x64xbf16>, tensor<1x4x32x64xbf16>, tensor<1x4x32xf32>)
-      outs(%dq, %dk, %dv : tensor<1x4x32x64xbf16>, tensor<1x4x32x64xbf16>, tensor<1x4x32x64xbf16>) window(64, 0)
+      outs(%dq, %dk, %dv : tensor<1x4x32x64xbf16>, tensor<1x4x32x64xbf16>, tensor<1x4x32x64xbf16>) window(64, 0) deterministic
       -> tensor<1x4x32x64xbf16>, tensor<1x4x32x64xbf16>, tensor<1x4x32x64xbf16>
   return %r#0, %r#1, %r#2 : tensor<1x4x32x64xbf16>, tensor<1x4x32x64xbf16>, tensor<1x4x32x64xbf16>
 }

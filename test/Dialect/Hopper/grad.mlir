@@ -15,6 +15,8 @@
 // CHECK: hopper.named_barrier.arrive reduce_full[%{{.*}}] of 2 threads 160
 // CHECK: hopper.named_barrier.sync reduce_free[%{{.*}}] of 2 threads 160
 // CHECK: hopper.reduce_add_bulk %{{.*}}[%{{.*}}] to %{{.*}} bytes 32768
+// CHECK: hopper.wait_turn %{{.*}}, %{{.*}}{{$}}
+// CHECK: hopper.pass_turn %{{.*}}{{$}}
 func.func private @vis(i32, i32, i32) -> (i32, i32)
 func.func @step(%da: i64, %db: i64, %s: !hopper.frag<64x64xf32>, %dp: !hopper.frag<64x64xf32>,
                 %lse: !llvm.ptr<1>, %base: i64, %m0: i32, %sq: i32, %skv: i32, %inf: f32,
@@ -32,6 +34,8 @@ func.func @step(%da: i64, %db: i64, %s: !hopper.frag<64x64xf32>, %dp: !hopper.fr
   hopper.named_barrier.arrive reduce_full[%m0] of 2 threads 160
   hopper.named_barrier.sync reduce_free[%m0] of 2 threads 160
   hopper.reduce_add_bulk %smem[%off] to %dq bytes 32768
+  hopper.wait_turn %dq, %m0
+  hopper.pass_turn %dq
   return
 }
 

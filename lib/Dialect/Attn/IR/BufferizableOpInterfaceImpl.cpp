@@ -43,7 +43,7 @@ void createOnBuffers(RewriterBase &rewriter, FlashAttentionGradOp op,
       rewriter, op->getLoc(), TypeRange{}, buffers[0], buffers[1], buffers[2],
       buffers[3], buffers[4], buffers[5], buffers.drop_front(6),
       op.getScaleAttr(), op.getCausalAttr(), op.getWindowAttr(),
-      op.getSoftcapAttr());
+      op.getSoftcapAttr(), op.getDeterministicAttr());
 }
 void createOnBuffers(RewriterBase &rewriter, QuantizeOp op,
                      ValueRange buffers) {

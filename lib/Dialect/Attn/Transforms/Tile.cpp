@@ -419,6 +419,9 @@ static LogicalResult tileGrad(FlashAttentionGradOp op, int64_t optM,
                                         sb.getDenseI64ArrayAttr({left, right}))};
                     if (masked)
                       a.push_back(sb.getNamedAttr("masked", sb.getUnitAttr()));
+                    if (op.getDeterministic())
+                      a.push_back(
+                          sb.getNamedAttr("deterministic", sb.getUnitAttr()));
                     upd->setAttrs(a);
                   });
               scf::YieldOp::create(lb, ll);

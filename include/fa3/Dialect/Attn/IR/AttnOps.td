@@ -356,9 +356,15 @@ def Attn_FlashAttentionGradOp : Attn_Op<"flash_attention_grad", [
     as q, k and v (f16, bf16 or f32: the sums are taken in f32).
     Tensor form (one result per output) or memref form (no results):
 
+    `deterministic` (FlashAttention's deterministic=True) asks that dq be
+    bitwise the same from run to run: the Hopper kernel then adds each
+    64-query tile's dQ in the order of the kv blocks (dK and dV are summed
+    inside one CTA, in a fixed order, either way); the CPU forms always
+    are deterministic.
+
     ```mlir
     attn.flash_attention_grad ins(%q, %k, %v, %o, %do, %lse : ...)
-        outs(%dq, %dk, %dv : ...) causal
+        outs(%dq, %dk, %dv : ...) causal deterministic
     ```
   }];
 
@@ -373,7 +379,8 @@ def Attn_FlashAttentionGradOp : Attn_Op<"flash_attention_grad", [
     OptionalAttr<F32Attr>:$scale,
     UnitAttr:$causal,
     DefaultValuedOptionalAttr<DenseI64ArrayAttr, "{-1, -1}">:$window,
-    DefaultValuedOptionalAttr<F32Attr, "0.0f">:$softcap
+    DefaultValuedOptionalAttr<F32Attr, "0.0f">:$softcap,
+    UnitAttr:$deterministic
   );
   let results = (outs Variadic<AnyRankedTensor>:$results);
 
@@ -385,7 +392,8 @@ def Attn_FlashAttentionGradOp : Attn_Op<"flash_attention_grad", [
     oilist(`scale` `(` $scale `)`
          | `causal` $causal
          | `window` `(` custom<Window>($window) `)`
-         | `softcap` `(` $softcap `)`)
+         | `softcap` `(` $softcap `)`
+         | `deterministic` $deterministic)
     attr-dict (`->` type($results)^)?
   }];
 
@@ -662,7 +670,9 @@ def Attn_TileGradUpdateOp : Attn_Op<"tile_grad_update", [
     sums (over the m-blocks and, with GQA, the q heads of the kv head);
     `dq_acc` is the f32 dQ of the whole problem (the shape of q), which the
     tiles of every kv-block add into: its additions are atomic, since the
-    cells of the grid that hold them run in parallel. `delta` is
+    cells of the grid that hold them run in parallel; with `deterministic`
+    (the grad op's) each tile's additions come in the order of the
+    kv-blocks, so that dq's rounding is the same from run to run. `delta` is
     `attn.grad_preprocess`'s. Without `masked` the schedule
     (`attn.q_range`) guarantees that every key of the tile lies below Skv
     and is visible to every row below Sq, so no mask is applied.
@@ -675,13 +685,13 @@ def Attn_TileGradUpdateOp : Attn_Op<"tile_grad_update", [
     I64Attr:$block_m, I64Attr:$block_n,
     F32Attr:$scale, F32Attr:$softcap,
     DenseI64ArrayAttr:$window,
-    UnitAttr:$masked);
+    UnitAttr:$masked, UnitAttr:$deterministic);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $gradOut `,` $lse `,` $delta
     `[` $batch `,` $qhead `,` $kvhead `]`
     `rows` $row0 `cols` $col0
     `acc` `(` $dqAcc `,` $dkAcc `,` $dvAcc `)`
-    (`masked` $masked^)? attr-dict `:`
+    (`masked` $masked^)? (`deterministic` $deterministic^)? attr-dict `:`
     type($query) `,` type($key) `,` type($value) `,` type($gradOut) `,`
     type($lse) `,` type($delta) `,` type($dqAcc) `,` type($dkAcc) `,`
     type($dvAcc)

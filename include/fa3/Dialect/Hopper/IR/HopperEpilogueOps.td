@@ -183,6 +183,44 @@ def Hopper_ReduceAddBulkOp : Hopper_Op<"reduce_add_bulk"> {
   let hasVerifier = 1;
 }
 
+def Hopper_WaitTurnOp : Hopper_Op<"wait_turn"> {
+  let summary = "wait until a turn counter in global memory reaches `turn`";
+  let description = [{
+    Spins (one thread) until the u32 at `counter` equals `turn`, each read
+    an acquire at GPU scope, then fences the generic proxy against the
+    async proxy (fence.proxy.async.global), so that bulk reductions the
+    thread issues next come after the ones whose `hopper.pass_turn` it
+    saw. The deterministic backward's dQ writer waits for its kv block's
+    turn on each dQ tile (FlashAttention-3's deterministic mode): a tile's
+    sums are then added in one order every run. The CTAs whose turns come
+    first must be running or done: they have lower block indices, which
+    the hardware starts first.
+
+    ```mlir
+    hopper.wait_turn %counter, %n
+    ```
+  }];
+  let arguments = (ins Hopper_GlobalPtr:$counter, I32:$turn);
+  let assemblyFormat = [{ $counter `,` $turn attr-dict }];
+}
+
+def Hopper_PassTurnOp : Hopper_Op<"pass_turn"> {
+  let summary = "count a turn on once this thread's bulk reductions are done";
+  let description = [{
+    Waits until every bulk group the thread committed has completed, its
+    writes included (cp.async.bulk.wait_group 0), then adds 1 to the u32
+    at `counter` with release semantics at GPU scope
+    (red.release.gpu.global.add.u32): whoever `hopper.wait_turn`s for the
+    next turn sees those writes done.
+
+    ```mlir
+    hopper.pass_turn %counter
+    ```
+  }];
+  let arguments = (ins Hopper_GlobalPtr:$counter);
+  let assemblyFormat = [{ $counter attr-dict }];
+}
+
 def Hopper_StoreOTmaOp : Hopper_Op<"store_o_tma"> {
   let summary = "O / l through shared memory and a TMA store, one per warpgroup";
   let description = [{
