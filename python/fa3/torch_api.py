@@ -357,18 +357,12 @@ def _needs_grad(torch, q, k, v) -> bool:
 BWD_HEAD_DIMS = (64, 128)
 
 
-def _check_backward(D: int, Dv: int, causal: bool, window_size, softcap: float) -> None:
+def _check_backward(D: int, Dv: int) -> None:
     """NotImplementedError naming what the backward kernel cannot
     differentiate (checked when the forward records a backward, so that the
-    error comes before the forward runs, not at .backward())."""
+    error comes before the forward runs, not at .backward()): head dims.
+    Any mask (full, causal, sliding window) and softcap are taken."""
     hint = "(call the forward under torch.no_grad() or on detached tensors)"
-    if softcap:
-        raise NotImplementedError(f"fa3: the backward kernel does not take a softcap yet "
-                                  f"(softcap={softcap}) {hint}")
-    left, right = _facts.normalize_window(bool(causal), *window_size)
-    if left != -1 or right not in (-1, 0):
-        raise NotImplementedError(f"fa3: the backward kernel takes causal or full attention, "
-                                  f"no sliding window (window_size={tuple(window_size)}) {hint}")
     if D not in BWD_HEAD_DIMS:
         raise NotImplementedError(f"fa3: the backward kernel takes head dims "
                                   f"{' and '.join(map(str, BWD_HEAD_DIMS))}, not {D} {hint}")
@@ -435,9 +429,9 @@ def flash_attn_func(q, k, v, softmax_scale: Optional[float] = None, causal: bool
     (flash_attn_backward; looked up like the forward's, in ``kernel_dir``, the
     explicit ``kernel``'s directory or the JIT cache); lse is not
     differentiable (its gradient is ignored, as in FlashAttention). The
-    backward kernel takes head dims 64 and 128 with Dv = D, causal or full
-    attention, no softcap; other variants that need a backward are refused
-    here, before the forward runs (NotImplementedError).
+    backward kernel takes head dims 64 and 128 with Dv = D (any mask: full,
+    causal, sliding window; softcap too); other variants that need a
+    backward are refused here, before the forward runs (NotImplementedError).
     ``deterministic=True`` makes that backward the variant's deterministic
     kernel (facts `deterministic 1`, fa3-compile --backward --deterministic):
     dq is then bitwise the same from run to run (dk and dv always are), at
@@ -545,7 +539,7 @@ def _op_fwd(torch, q, k, v, softmax_scale, causal, window_size, softcap, return_
     B, Sq, Hq, D, Skv, Hkv, Dv = _check_shapes(q.shape, k.shape, v.shape)
     window_size = _window(window_size)
     if _needs_grad(torch, q, k, v):
-        _check_backward(D, Dv, causal, window_size, softcap)
+        _check_backward(D, Dv)
     _check_out(torch, q, out, lse_out, B, Sq, Hq, Dv)
     o, lse = torch.ops.fa3.flash_attn_fwd.default(
         q, k, v, None if softmax_scale is None else float(softmax_scale), bool(causal),
@@ -771,12 +765,12 @@ def flash_attn_backward(dout, q, k, v, out, lse, softmax_scale: Optional[float] 
 
     q [B, Sq, Hq, D], k/v [B, Skv, Hkv, D], out and dout [B, Sq, Hq, D] (q's
     dtype), lse [B, Hq, Sq] float32: the forward's o and lse (natural log).
-    The variant (dtype, head dim, causal, softmax_scale: None is the
-    kernel's default) must be the forward's. The kernel is looked up like
-    the forward's (``kernel_dir``, else the JIT cache; ``kernel``: an
-    explicit backward KernelFacts, deterministic where ``deterministic``).
-    It takes head dims 64 and 128 with Dv = D, causal or full attention, no
-    softcap. dq is summed over the kv blocks in f32, in no fixed order, so
+    The variant (dtype, head dim, causal, window_size, softcap,
+    softmax_scale: None is the kernel's default) must be the forward's. The
+    kernel is looked up like the forward's (``kernel_dir``, else the JIT
+    cache; ``kernel``: an explicit backward KernelFacts, deterministic where
+    ``deterministic``). It takes head dims 64 and 128 with Dv = D, any mask
+    (full, causal, sliding window) and softcap. dq is summed over the kv blocks in f32, in no fixed order, so
     its last bits may change from run to run; ``deterministic=True`` runs
     the variant's deterministic backward kernel (facts `deterministic 1`),
     whose kv blocks add their dQ tiles in turn: dq bitwise the same from run
@@ -837,7 +831,7 @@ def _eager_bwd(torch, dout, q, k, v, out, lse, softmax_scale, causal, window_siz
     dt = _check_inputs(torch, q, k, v, fn="flash_attn_backward", grad_ok=True)
     B, Sq, Hq, D, Skv, Hkv, Dv = _check_shapes(q.shape, k.shape, v.shape)
     window_size = _window(window_size)
-    _check_backward(D, Dv, causal, window_size, softcap)
+    _check_backward(D, Dv)
     given = {"dout": dout, "out": out, "lse": lse, "dq": dq, "dk": dk, "dv": dv,
              "dq_accum": dq_accum}
     shapes = _bwd_shapes(B, Sq, Hq, D, Skv, Hkv, Dv, deterministic)

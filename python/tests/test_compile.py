@@ -90,9 +90,41 @@ def test_backward_kernel_compiles(tmp_path):
     assert kf.backward and not kf.varlen and not kf.persistent and kf.cluster_m == 1
     assert (kf.head_dim, kf.head_dim_v, kf.causal, kf.block_m, kf.block_n, kf.threads) == \
         (64, 64, True, 64, 128, 384)
+    # head dims other than 64 and 128, and Dv != D, have no backward kernel
     with pytest.raises(Fa3Error):
-        compile_kernel(tmp_path / "b", head_dim=64, softcap=5.0, backward=True,
+        compile_kernel(tmp_path / "b", head_dim=256, softcap=5.0, backward=True,
                        emit_cubin=False)
+    with pytest.raises(Fa3Error):
+        compile_kernel(tmp_path / "v", head_dim=128, head_dim_v=64, window=(100, 50),
+                       backward=True, emit_cubin=False)
+
+
+def test_backward_kernel_with_window_and_softcap(tmp_path):
+    """compile_kernel(backward=True) with a sliding window and a softcap:
+    named as the forward's variants (_w<L>_<R>, _softcap, then _det), facts
+    window_left, window_right and softcap as the forward's, which the
+    backward lookup (fa3.facts.matches) then takes."""
+    from fa3.compile import kernel_name
+    assert kernel_name(128, causal=True, window=(256, 0), backward=True) == \
+        "fa3_bwd_d128_bf16_causal_w256_0"
+    assert kernel_name(64, "f16", window=(100, 50), softcap=30.0, backward=True,
+                       deterministic=True) == "fa3_bwd_d64_f16_w100_50_softcap_det"
+    f = compile_kernel(tmp_path, head_dim=64, dtype="f16", window=(100, 50), softcap=30.0,
+                       backward=True, emit_cubin=False)[0]
+    kf = F.parse_facts(f.facts.read_text(), str(f.facts))
+    assert f.name == kf.kernel == "fa3_bwd_d64_f16_w100_50_softcap_kernel"
+    assert kf.backward and not kf.deterministic and not kf.causal
+    assert (kf.window_left, kf.window_right, kf.softcap) == (100, 50, 30.0)
+    assert F.matches(kf, "f16", 64, 64, False, (100, 50), 30.0, backward=True)
+    assert not F.matches(kf, "f16", 64, 64, False, (100, 50), 0.0, backward=True)
+    d = compile_kernel(tmp_path / "d", head_dim=128, causal=True, window=(256, 0),
+                       backward=True, deterministic=True, emit_cubin=False)[0]
+    kd = F.parse_facts(d.facts.read_text(), str(d.facts))
+    assert d.name == kd.kernel == "fa3_bwd_d128_bf16_causal_w256_0_det_kernel"
+    assert kd.backward and kd.deterministic and kd.softcap == 0
+    assert F.normalize_window(kd.causal, kd.window_left, kd.window_right) == (256, 0)
+    assert F.matches(kd, "bf16", 128, 128, True, (256, 0), 0.0, backward=True,
+                     deterministic=True)
 
 
 def test_deterministic_backward_kernel(tmp_path):

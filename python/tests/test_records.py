@@ -259,14 +259,18 @@ def test_check_bwd_is_recorded_and_merged(tmp_path):
 
 def test_check_bwd_imports_without_torch():
     """test/gpu/check_bwd.py imports where torch is missing (its helpers are
-    plain Python): the case grid and FlashAttention's rule."""
+    plain Python): the case grid (a window's own seqlens) and FlashAttention's
+    rule."""
     code = f"""
 import sys
+from types import SimpleNamespace as K
 sys.modules['torch'] = None
 sys.path.insert(0, {str(ROOT / 'test' / 'gpu')!r})
 import check_bwd as c
-cases = c.cases()
+cases = c.cases(K(causal=True, window_left=-1, window_right=0, softcap=0.0))
 assert len(cases) == 18 and (1, 4224, 4224, 8, 1) in cases and (2, 203, 113, 8, 2) in cases
+cases = c.cases(K(causal=False, window_left=256, window_right=0, softcap=0.0))
+assert len(cases) == 15 and (2, 113, 1100, 4, 4) in cases and (2, 1, 1, 4, 4) not in cases
 assert c.within_rule(3e-3, 1e-3) and not c.within_rule(3.1e-3, 1e-3)
 print('ok')
 """

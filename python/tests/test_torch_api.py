@@ -55,28 +55,19 @@ def test_op_path():
     assert torch_api._op_path(Path("/a/b")) == "/a/b"
 
 
-@pytest.mark.parametrize("D,Dv,causal,window,softcap", [
-    (64, 64, False, (-1, -1), 0.0),
-    (128, 128, True, (-1, -1), 0.0),
-    (128, 128, False, (-1, 0), 0.0),      # (-1, 0) is causal
-    (128, 128, True, (-1, 5), 0.0),       # causal forces right = 0
-    (64, 64, False, (-7, -3), 0.0),       # negative = unbounded
-])
-def test_check_backward_accepts(D, Dv, causal, window, softcap):
-    torch_api._check_backward(D, Dv, causal, window, softcap)
+@pytest.mark.parametrize("D,Dv", [(64, 64), (128, 128)])
+def test_check_backward_accepts(D, Dv):
+    torch_api._check_backward(D, Dv)
 
 
-@pytest.mark.parametrize("D,Dv,causal,window,softcap,text", [
-    (128, 128, True, (-1, -1), 30.0, "does not take a softcap yet (softcap=30.0)"),
-    (128, 128, False, (256, 0), 0.0, "no sliding window (window_size=(256, 0))"),
-    (128, 128, False, (-1, 64), 0.0, "no sliding window"),
-    (96, 96, False, (-1, -1), 0.0, "takes head dims 64 and 128, not 96"),
-    (256, 256, True, (-1, -1), 0.0, "not 256"),
-    (128, 64, False, (-1, -1), 0.0, "head_dim_v = head_dim, not 64 with 128"),
+@pytest.mark.parametrize("D,Dv,text", [
+    (96, 96, "takes head dims 64 and 128, not 96"),
+    (256, 256, "not 256"),
+    (128, 64, "head_dim_v = head_dim, not 64 with 128"),
 ])
-def test_check_backward_refuses(D, Dv, causal, window, softcap, text):
+def test_check_backward_refuses(D, Dv, text):
     with pytest.raises(NotImplementedError) as e:
-        torch_api._check_backward(D, Dv, causal, window, softcap)
+        torch_api._check_backward(D, Dv)
     assert text in str(e.value) and "torch.no_grad()" in str(e.value)
 
 
@@ -130,7 +121,6 @@ def test_flash_attn_func_takes_deterministic():
     assert list(params)[:6] == ["dout", "q", "k", "v", "out", "lse"]
     assert params["deterministic"].default is False
     assert not hasattr(torch_api, "_NOT_DETERMINISTIC")
-    assert "deterministic" not in inspect.signature(torch_api._check_backward).parameters
 
 
 def _write_bwd_kernel(d, name, **over):
@@ -179,6 +169,42 @@ def test_select_deterministic_backward_kernel(tmp_path):
     assert "Available:\n  b_bwd: dtype=bf16 head_dim=128 causal=1" in msg
     assert F.select_kernel(F.scan_kernel_dir(plain_only)[0], "bf16", 128, 128, True, (-1, -1),
                            0.0, backward=True).kernel == "b_bwd"
+
+
+def test_select_backward_kernel_by_window_and_softcap(tmp_path):
+    """A backward request takes the backward kernel of its own window and
+    softcap (facts window_left, window_right, softcap: the forward's keys),
+    deterministic or not; a causal window (L, 0) is the same band with or
+    without causal=True; no kernel of another window or softcap stands in,
+    and an explicit kernel is checked against the call's softcap."""
+    _write_bwd_kernel(tmp_path, "a_bwd_causal")
+    _write_bwd_kernel(tmp_path, "b_bwd_softcap", causal=0, window_right=-1, softcap=30)
+    _write_bwd_kernel(tmp_path, "c_bwd_causal_w256_0", window_left=256)
+    _write_bwd_kernel(tmp_path, "d_bwd_w100_50_softcap_det", causal=0, window_left=100,
+                      window_right=50, softcap=30, deterministic=1)
+    torch_api.clear_caches()
+
+    def sel(**kw):
+        return torch_api.select_kernel("bf16", 128, 128, kernel_dir=tmp_path, jit=False,
+                                       backward=True, **kw)
+    assert sel(causal=True).kernel == "a_bwd_causal"
+    assert sel(softcap=30.0).kernel == "b_bwd_softcap"
+    assert sel(causal=True, window_size=(256, 0)).kernel == "c_bwd_causal_w256_0"
+    assert sel(window_size=(256, 0)).kernel == "c_bwd_causal_w256_0"
+    d = sel(window_size=(100, 50), softcap=30.0, deterministic=True)
+    assert d.kernel == "d_bwd_w100_50_softcap_det"
+    assert (d.window_left, d.window_right, d.softcap) == (100, 50, 30.0)
+    for kw in (dict(window_size=(100, 50), softcap=30.0),         # only a deterministic one
+               dict(causal=True, softcap=30.0), dict(window_size=(128, 0)),
+               dict(window_size=(100, 50))):
+        with pytest.raises(LookupError, match="Available:"):
+            sel(**kw)
+    b = sel(softcap=30.0)
+    assert torch_api._pick(b, "bf16", 128, 128, False, (-1, -1), 30.0, None,
+                           backward=True) is b
+    with pytest.raises(ValueError, match="b_bwd_softcap: .* softcap=30 .*backward does not "
+                       "compute .* softcap=0.0 backward$"):
+        torch_api._pick(b, "bf16", 128, 128, False, (-1, -1), 0.0, None, backward=True)
 
 
 def _run(code):
@@ -236,6 +262,39 @@ def test_backward_op_schema_and_fake_shapes():
         dq2, _, _ = op(q, q, k, k, q, lse, None, True, [-1, 0], 0.0, None, None, None, True)
     assert tuple(dq.shape) == (2, 10, 8, 64) and tuple(dk.shape) == tuple(dv.shape) == (2, 20, 2, 64)
     assert tuple(dq2.shape) == (2, 10, 8, 64)
+
+
+@pytest.mark.skipif(not HAVE_TORCH, reason="needs torch")
+def test_autograd_hands_window_and_softcap_to_the_backward(monkeypatch):
+    """flash_attn_func with grad, a sliding window and a softcap (taken now,
+    not refused): the op's autograd calls the backward op with the
+    forward's causal, window_size, softcap, kernel_dir and deterministic,
+    so that the backward kernel looked up is the variant's (on fake CUDA
+    tensors: no kernel runs); head dim 256 is still refused before the
+    forward."""
+    import types
+    import torch
+    from fa3 import torch_ops  # noqa: F401
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    seen = []
+
+    def bwd(dout, q, k, v, out, lse, softmax_scale, causal, window_size, softcap, kernel_dir,
+            kernel_facts, jit, deterministic=False):
+        seen.append((causal, list(window_size), softcap, kernel_dir, deterministic))
+        return torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
+    monkeypatch.setattr(torch.ops.fa3, "flash_attn_bwd", types.SimpleNamespace(default=bwd))
+    with FakeTensorMode():
+        def leaf(*shape):
+            return torch.empty(*shape, dtype=torch.bfloat16, device="cuda").requires_grad_()
+        q, k, v = leaf(1, 10, 4, 64), leaf(1, 20, 2, 64), leaf(1, 20, 2, 64)
+        o = torch_api.flash_attn_func(q, k, v, causal=True, window_size=(100, 0), softcap=30.0,
+                                      kernel_dir="/kernels", deterministic=True)
+        dq, dk, dv = torch.autograd.grad(o.sum(), (q, k, v))
+        assert dq.shape == q.shape and dk.shape == k.shape and dv.shape == v.shape
+        q2, k2, v2 = leaf(1, 10, 4, 256), leaf(1, 20, 2, 256), leaf(1, 20, 2, 256)
+        with pytest.raises(NotImplementedError, match="not 256"):
+            torch_api.flash_attn_func(q2, k2, v2, window_size=(100, 50), softcap=30.0)
+    assert seen == [(True, [100, 0], 30.0, "/kernels", True)]
 
 
 def test_backward_default_scale_is_the_forwards(monkeypatch):

@@ -8,13 +8,19 @@
     python3 test/gpu/check_bwd.py KERNEL_DIR --emulate     # the Python side alone
 
 For every backward kernel of KERNEL_DIR and every case (seqlens (Sq, Skv) =
-(1, 1), (113, 203), (203, 113), (1023, 1024), (1024, 1024), (4224, 4224),
-batch 2, 1 for the longest; heads MHA 4/4, GQA 8/2, MQA 8/1; the kernel's
-dtype and mask): fresh random q, k, v, dout; the forward's o and lse from
-our forward kernel of the same variant (in --fwd-kernel-dir, default
-KERNEL_DIR), or, where there is none, from PyTorch's fp32 math (o rounded to
-the dtype, lse the natural-log logsumexp of the scaled, masked scores; the
-case records which); then fa3.torch_api.flash_attn_backward (the runtime's
+(1, 1), (113, 203), (203, 113), (1023, 1024), (1024, 1024), (4224, 4224);
+a kernel with a sliding window takes WINDOW_SEQLENS instead, where the
+window's edges cut through blocks, rows see no key (Sq > Skv) and keys are
+seen by no query (Sq << Skv); batch 2, 1 for the longest; heads MHA 4/4,
+GQA 8/2, MQA 8/1; the kernel's dtype, mask (causal, window_left,
+window_right: bottom-right aligned, query i sees key j iff i + Skv - Sq -
+left <= j <= i + Skv - Sq + right, a side -1 unbounded) and softcap):
+fresh random q, k, v, dout; the forward's o and lse from our forward
+kernel of the same variant (same window and softcap; in
+--fwd-kernel-dir, default KERNEL_DIR), or, where there is none, from
+PyTorch's fp32 math (o rounded to the dtype, lse the natural-log
+logsumexp of the scaled, softcapped, masked scores; the case records
+which); then fa3.torch_api.flash_attn_backward (the runtime's
 fa3rt_bwd: <kernel>_pre, the kernel, <kernel>_post) into dq, dk and dv
 poisoned with NaN and a dq_accum poisoned with NaN (the runtime's _pre must
 zero it).
@@ -24,18 +30,21 @@ dq, dk, dv:
 
     max |g - g_ref| <= 2 * max |g_pt - g_ref| + 1e-3
 
-where g_ref is torch autograd of the explicit attention (scores, mask,
+where g_ref is torch autograd of the explicit attention (scores x = scale
+q k^T, softcap * tanh(x / softcap) where the kernel has a softcap, mask,
 softmax, P V) on float32 copies of the inputs (TF32 off), and g_pt the same
 computation done by PyTorch in the kernel's dtype (its bf16/f16 tensors and
 kernels); plus no NaN left in dq, dk, dv (every element written, dq_accum
 zeroed), and a repeated launch gives bit-identical dk and dv (dq is summed
 with atomic adds in any order: its largest change is reported, not
-required). Rows that see no key (causal with Sq > Skv) have o = 0 and lse =
--inf from the forward; their dq must be 0 (the reference's).
+required). Rows that see no key (causal or a window with Sq > Skv) have
+o = 0 and lse = -inf from the forward; their dq must be exactly 0, and so
+must dk and dv of keys that no query sees (the reference's).
 
 Deterministic backward kernels (fa3-compile --backward --deterministic:
 facts `deterministic 1`, names ..._det) take the cases of DET_CASES for
-their dtype, head dim and mask instead (about ten in all), each launched
+their dtype, head dim and mask instead (about ten in all; DET_MASK_CASES
+for those with a window or softcap), each launched
 DET_RUNS times on the same inputs into fresh poisoned dq, dk, dv and
 dq_accum (whose turn counters _pre must zero: a counter left non-zero
 hangs the kernel): the first within the rule above, and dq, dk and dv
@@ -47,16 +56,20 @@ look the backward up in a directory that holds only the deterministic
 kernel (a lookup that lost the flag finds nothing) and must give dq, dk
 and dv bit-identical to the direct call's and to eager's.
 
-Then per kernel: flash_attn_func under autograd (o.backward(dout)) against
-the same reference, with dk and dv bit-identical to the direct call's; once
-per run torch.compile(fullgraph=True) of forward and backward against
-eager; and the misuse refused with its message (a softcap, a forward kernel
+Then per kernel: flash_attn_func under autograd (o.backward(dout), with the
+kernel's window_size and softcap) against the same reference, with dk and
+dv bit-identical to the direct call's; once per run for each of plain and
+deterministic kernels, without and with a window or softcap,
+torch.compile(fullgraph=True) of forward and backward against eager; and
+the misuse refused with its message (head dim 256 or Dv != D with grad, a
+kernel whose softcap or window differs from the call's, a forward kernel
 given to fa3rt_bwd, dk and dv of different strides, a plain kernel given to
 a deterministic call and the other way round, a deterministic call's
 dq_accum of the plain size, empty problems giving zero gradients).
 
 --emulate: no backward kernel needed. For each forward kernel of KERNEL_DIR
-that the backward kernel would cover (head dim 64 or 128, causal or full),
+that the backward kernel would cover (head dim 64 or 128, Dv = D, bf16 or
+f16, any mask and softcap),
 the backward launch (its three kernels) is replaced by PyTorch math on the
 very arguments the runtime would pass (fa3rt_bwd_args: the C runtime's
 fa3rt_bwd_plan checks them first, then the tensors are read and written
@@ -85,10 +98,15 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "python"))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from fa3.facts import normalize_window  # noqa: E402  (no torch needed)
+
 ATOL = 1e-3           # FlashAttention's rule: err <= 2 * err_pt + ATOL
 RULE = "max|g - g_ref| <= 2 * max|g_pt - g_ref| + 1e-3 for g in dq, dk, dv"
 
 SEQLENS = [(1, 1), (113, 203), (203, 113), (1023, 1024), (1024, 1024), (4224, 4224)]
+# a kernel with a sliding window: edges inside blocks, rows without keys
+# (203, 113), keys without queries (113, 1100), many kv blocks (4224)
+WINDOW_SEQLENS = [(113, 203), (203, 113), (1023, 1024), (113, 1100), (4224, 4224)]
 HEADS = [(4, 4), (8, 2), (8, 1)]          # MHA, GQA, MQA
 # small ones for compute-sanitizer (several kv blocks, rows without keys)
 SANITIZE_CASES = [(1, 1, 1, 2, 2), (1, 113, 203, 4, 2), (1, 203, 113, 4, 1),
@@ -104,22 +122,47 @@ DET_CASES = [
     ("bf16", 64, False, (2, 113, 203, 8, 2)), ("bf16", 64, False, (2, 1023, 1024, 4, 1)),
     ("f16", 128, True, (2, 1023, 1024, 8, 2)),
 ]
+# a deterministic kernel with a window or softcap (any dtype, head dim, mask)
+DET_MASK_CASES = [(2, 203, 113, 8, 2), (2, 1023, 1024, 4, 1), (1, 4224, 4224, 8, 2)]
 # the plain kernel and inputs whose dq is watched over DET_RUNS runs (many kv
 # blocks add into each dQ tile: the most room for another order)
 NONDET_WATCH = ("bf16", 128, True, (1, 4224, 4224, 8, 2))
 
 
-def cases():
-    """(B, Sq, Skv, Hq, Hkv) of a full run: every seqlen pair with every head
-    configuration, batch 2 (1 at the longest)."""
-    return [(1 if sq > 4096 else 2, sq, skv, hq, hkv) for sq, skv in SEQLENS
+def has_window(kf):
+    """Whether kf's mask is a sliding window (not full, not plain causal)."""
+    left, right = normalize_window(kf.causal, kf.window_left, kf.window_right)
+    return (left, right) not in ((-1, -1), (-1, 0))
+
+
+def plain_mask(kf):
+    """Full or causal, no softcap: what DET_CASES and NONDET_WATCH key on."""
+    return not has_window(kf) and not kf.softcap
+
+
+def cases(kf):
+    """(B, Sq, Skv, Hq, Hkv) of a full run: every seqlen pair (WINDOW_SEQLENS
+    for a kernel with a window) with every head configuration, batch 2 (1
+    at the longest)."""
+    return [(1 if sq > 4096 else 2, sq, skv, hq, hkv)
+            for sq, skv in (WINDOW_SEQLENS if has_window(kf) else SEQLENS)
             for hq, hkv in HEADS]
 
 
 def det_cases(kf):
-    """A deterministic kernel's cases (DET_CASES)."""
+    """A deterministic kernel's cases (DET_CASES; DET_MASK_CASES with a
+    window or softcap)."""
+    if not plain_mask(kf):
+        return list(DET_MASK_CASES)
     return [c for dt, d, causal, c in DET_CASES
             if (dt, d, causal) == (kf.dtype, kf.head_dim, kf.causal)]
+
+
+def variant_kw(kf):
+    """The mask and softcap arguments of flash_attn_func / flash_attn_backward
+    for kf's variant."""
+    return dict(causal=kf.causal, window_size=(kf.window_left, kf.window_right),
+                softcap=kf.softcap)
 
 
 def within_rule(err, err_pt, atol=ATOL):
@@ -145,57 +188,73 @@ def rand(shape, dt, gen):
     return torch.randn(*shape, device="cuda", dtype=torch.float32, generator=gen).to(dt)
 
 
-def attention(q, k, v, scale, causal):
-    """o [B, Sq, Hq, Dv] of BSHD q, k, v by explicit math in their dtype,
-    differentiable: rows that see no key give 0 (not NaN), and no NaN
-    reaches a gradient."""
-    B, Sq, Hq, D = q.shape
-    Skv, Hkv = k.shape[1], k.shape[2]
-    g = Hq // Hkv
-    qh = q.transpose(1, 2)
+def visible(kf, Sq, Skv, device):
+    """[Sq, Skv] bool on `device`: key j visible to query i under kf's mask
+    (causal, window_left, window_right; bottom-right aligned)."""
+    return torch.from_numpy(visible_mask(Sq, Skv, kf.causal,
+                                         (kf.window_left, kf.window_right))).to(device)
+
+
+def scores(q, k, scale, kf):
+    """[B, Hq, Sq, Skv] scores of BSHD q, k in their dtype: x = scale q k^T,
+    softcap * tanh(x / softcap) where kf has a softcap (unmasked)."""
+    g = q.shape[2] // k.shape[2]
     kh = k.transpose(1, 2).repeat_interleave(g, dim=1)
-    vh = v.transpose(1, 2).repeat_interleave(g, dim=1)
-    s = torch.matmul(qh, kh.transpose(-1, -2)) * scale
-    vis = torch.from_numpy(visible_mask(Sq, Skv, causal)).to(q.device)
+    s = torch.matmul(q.transpose(1, 2), kh.transpose(-1, -2)) * scale
+    if kf.softcap > 0:
+        s = kf.softcap * torch.tanh(s / kf.softcap)
+    return s
+
+
+def attention(q, k, v, scale, kf):
+    """o [B, Sq, Hq, Dv] of BSHD q, k, v by explicit math in their dtype,
+    with kf's mask and softcap, differentiable: rows that see no key give 0
+    (not NaN), and no NaN reaches a gradient."""
+    Sq, Hq, Skv, Hkv = q.shape[1], q.shape[2], k.shape[1], k.shape[2]
+    vh = v.transpose(1, 2).repeat_interleave(Hq // Hkv, dim=1)
+    vis = visible(kf, Sq, Skv, q.device)
     empty = ~vis.any(dim=1)
+    s = scores(q, k, scale, kf)
     s = s.masked_fill(~vis, float("-inf")).masked_fill(empty[:, None], 0.0)
     p = torch.softmax(s, dim=-1).masked_fill(empty[:, None], 0.0)
     return torch.matmul(p.to(vh.dtype), vh).transpose(1, 2)
 
 
-def math_forward(q, k, v, scale, causal):
+def math_forward(q, k, v, scale, kf):
     """o (q's dtype) and lse (f32 [B, Hq, Sq], natural log, -inf for rows
-    that see no key) by PyTorch's fp32 math."""
+    that see no key) by PyTorch's fp32 math, with kf's mask and softcap."""
     qf, kf_, vf = q.float(), k.float(), v.float()
-    o = attention(qf, kf_, vf, scale, causal).to(q.dtype)
-    g = q.shape[2] // k.shape[2]
-    s = torch.matmul(qf.transpose(1, 2),
-                     kf_.transpose(1, 2).repeat_interleave(g, dim=1).transpose(-1, -2)) * scale
-    vis = torch.from_numpy(visible_mask(q.shape[1], k.shape[1], causal)).to(q.device)
-    lse = torch.logsumexp(s.masked_fill(~vis, float("-inf")), dim=-1)
+    o = attention(qf, kf_, vf, scale, kf).to(q.dtype)
+    vis = visible(kf, q.shape[1], k.shape[1], q.device)
+    lse = torch.logsumexp(scores(qf, kf_, scale, kf).masked_fill(~vis, float("-inf")), dim=-1)
     return o.contiguous(), lse.contiguous()
 
 
-def reference_grads(q, k, v, dout, scale, causal, upcast):
-    """(dq, dk, dv) by torch autograd of attention(): on float32 copies
-    (upcast), or in the inputs' dtype (PyTorch's own error, the rule's
-    yardstick)."""
+def reference_grads(q, k, v, dout, scale, kf, upcast):
+    """(dq, dk, dv) by torch autograd of attention() with kf's mask and
+    softcap: on float32 copies (upcast), or in the inputs' dtype (PyTorch's
+    own error, the rule's yardstick)."""
     leaves = [(t.float() if upcast else t).detach().clone().requires_grad_() for t in (q, k, v)]
-    o = attention(*leaves, scale, causal)
+    o = attention(*leaves, scale, kf)
     return torch.autograd.grad(o, leaves, dout.float() if upcast else dout)
 
 
-def compare(got, ref, pt, causal=False):
-    """The rule's numbers for each of dq, dk, dv, and whether all pass; with
-    a causal mask and Sq > Skv, dq of the rows that see no key must be
-    exactly 0."""
+def compare(got, ref, pt, kf):
+    """The rule's numbers for each of dq, dk, dv, and whether all pass; dq
+    of the rows that see no key under kf's mask, and dk and dv of the keys
+    that no query sees, must be exactly 0."""
     res, ok = {}, True
-    dq = got[0]
-    empty_rows = dq.shape[1] - ref[1].shape[1] if causal else 0   # Sq - Skv
-    if empty_rows > 0:
-        stray = int((dq[:, :empty_rows] != 0).sum().item())
+    dq, dk, dv = got
+    vis = visible(kf, dq.shape[1], dk.shape[1], dq.device)
+    no_keys, no_queries = ~vis.any(dim=1), ~vis.any(dim=0)
+    if bool(no_keys.any()):
+        stray = int((dq[:, no_keys] != 0).sum().item())
         res["dq_nonzero_in_rows_without_keys"] = stray
         ok = stray == 0
+    if bool(no_queries.any()):
+        stray = int((dk[:, no_queries] != 0).sum().item() + (dv[:, no_queries] != 0).sum().item())
+        res["dkdv_nonzero_in_keys_without_queries"] = stray
+        ok = ok and stray == 0
     for name, g, r, p in zip(("dq", "dk", "dv"), got, ref, pt):
         nan = int(torch.isnan(g.float()).sum().item())
         if g.numel() == 0:
@@ -248,16 +307,22 @@ class Checker:
     def forward(self, q, k, v):
         kf = self.kf
         if self.fwd is None:
-            return math_forward(q, k, v, kf.scale, kf.causal)
+            return math_forward(q, k, v, kf.scale, kf)
         with torch.no_grad():
-            return flash_attn_func(q, k, v, softmax_scale=kf.scale, causal=kf.causal,
-                                   return_lse=True, kernel=self.fwd)
+            return flash_attn_func(q, k, v, softmax_scale=kf.scale, return_lse=True,
+                                   kernel=self.fwd, **variant_kw(kf))
 
     def backward(self, dout, q, k, v, o, lse, dq=None, dk=None, dv=None, dq_accum=None):
         kf = self.kf
-        return flash_attn_backward(dout, q, k, v, o, lse, softmax_scale=kf.scale,
-                                   causal=kf.causal, kernel=kf, dq=dq, dk=dk, dv=dv,
-                                   dq_accum=dq_accum, deterministic=kf.deterministic)
+        return flash_attn_backward(dout, q, k, v, o, lse, softmax_scale=kf.scale, kernel=kf,
+                                   dq=dq, dk=dk, dv=dv, dq_accum=dq_accum,
+                                   deterministic=kf.deterministic, **variant_kw(kf))
+
+    def refs(self, q, k, v, dout):
+        """(g_ref, g_pt) of the rule (module docstring)."""
+        kf = self.kf
+        return (reference_grads(q, k, v, dout, kf.scale, kf, True),
+                reference_grads(q, k, v, dout, kf.scale, kf, False))
 
     def inputs(self, case, seed):
         B, Sq, Skv, Hq, Hkv = case
@@ -284,9 +349,7 @@ class Checker:
         q, k, v, dout = self.inputs(case, seed)
         o, lse = self.forward(q, k, v)
         got = self.launch(q, k, v, dout, o, lse)
-        ref = reference_grads(q, k, v, dout, kf.scale, kf.causal, True)
-        pt = reference_grads(q, k, v, dout, kf.scale, kf.causal, False)
-        res = compare(got, ref, pt, kf.causal)
+        res = compare(got, *self.refs(q, k, v, dout), kf)
         again = self.launch(q, k, v, dout, o, lse)
         same = torch.equal(got[1], again[1]) and torch.equal(got[2], again[2])
         res["repeat_dkdv_identical"] = bool(same)
@@ -309,9 +372,7 @@ class Checker:
         bits = lambda t: t.view(torch.int16)  # noqa: E731  (NaN payloads and -0 too)
         same = {name: all(torch.equal(bits(r[i]), bits(runs[0][i])) for r in runs[1:])
                 for i, name in enumerate(("dq", "dk", "dv"))}
-        res = {} if informational else compare(
-            runs[0], reference_grads(q, k, v, dout, kf.scale, kf.causal, True),
-            reference_grads(q, k, v, dout, kf.scale, kf.causal, False), kf.causal)
+        res = {} if informational else compare(runs[0], *self.refs(q, k, v, dout), kf)
         res.update(runs=DET_RUNS, **{f"{g}_bitwise_same": eq for g, eq in same.items()})
         res["repeat_dq_max_diff"] = max(
             (float((r[0].float() - runs[0][0].float()).abs().max()) for r in runs[1:]
@@ -333,17 +394,16 @@ class Checker:
         leaves = [t.clone().requires_grad_() for t in (q, k, v)]
         # softmax_scale=None: forward and backward each resolve the default
         # (the forward kernel's), the reference uses the facts' scale
-        o = flash_attn_func(*leaves, softmax_scale=None, causal=kf.causal, kernel=self.fwd,
+        o = flash_attn_func(*leaves, softmax_scale=None, kernel=self.fwd,
                             kernel_dir=self.lookup_dir(), jit=False,
-                            deterministic=kf.deterministic)
+                            deterministic=kf.deterministic, **variant_kw(kf))
         o.backward(dout)
         got = [t.grad for t in leaves]
         with torch.no_grad():
             o2, lse = self.forward(q, k, v)
         direct = self.backward(dout, q, k, v, o2, lse)
         torch.cuda.synchronize()
-        res = compare(got, reference_grads(q, k, v, dout, kf.scale, kf.causal, True),
-                      reference_grads(q, k, v, dout, kf.scale, kf.causal, False))
+        res = compare(got, *self.refs(q, k, v, dout), kf)
         same = torch.equal(got[1], direct[1]) and torch.equal(got[2], direct[2])
         res.update(dkdv_as_direct_call=bool(same), ok=bool(res["ok"] and same))
         if kf.deterministic:
@@ -363,9 +423,9 @@ class Checker:
         kdir = self.lookup_dir()
 
         def step(q, k, v, dout):
-            o = flash_attn_func(q, k, v, softmax_scale=kf.scale, causal=kf.causal,
-                                kernel_dir=kdir, kernel=self.fwd, jit=False,
-                                deterministic=kf.deterministic)
+            o = flash_attn_func(q, k, v, softmax_scale=kf.scale, kernel_dir=kdir,
+                                kernel=self.fwd, jit=False, deterministic=kf.deterministic,
+                                **variant_kw(kf))
             return (o.float() * dout.float()).sum()
 
         def grads(fn):
@@ -377,8 +437,7 @@ class Checker:
         torch._dynamo.reset()
         eager = grads(step)
         compiled = grads(torch.compile(step, fullgraph=True))
-        res = compare(compiled, reference_grads(q, k, v, dout, kf.scale, kf.causal, True),
-                      reference_grads(q, k, v, dout, kf.scale, kf.causal, False))
+        res = compare(compiled, *self.refs(q, k, v, dout), kf)
         same = torch.equal(eager[1], compiled[1]) and torch.equal(eager[2], compiled[2])
         res.update(dkdv_as_eager=bool(same), ok=bool(res["ok"] and same))
         if kf.deterministic:
@@ -394,9 +453,8 @@ class Checker:
         kf, dt = self.kf, self.dt
         q, k, v, dout = self.inputs((1, 64, 64, 2, 2), 5)
         o, lse = self.forward(q, k, v)
-        qg = q.clone().requires_grad_()
-        kw = dict(softmax_scale=kf.scale, causal=kf.causal, kernel=kf,
-                  deterministic=kf.deterministic)
+        kw = dict(softmax_scale=kf.scale, kernel=kf, deterministic=kf.deterministic,
+                  **variant_kw(kf))
         out = []
 
         def expect(label, fn, exc, text):
@@ -411,25 +469,41 @@ class Checker:
             out.append(dict(kernel=kf.kernel, case=f"error: {label}", ok=ok,
                             message=msg.splitlines()[0][:300] if msg else ""))
 
-        if not self.emulated:
-            # each kind of backward kernel serves its own requests only
-            # (emulated: every backward lookup is the emulation's)
-            other = dict(kw, deterministic=not kf.deterministic)
-            expect(("deterministic" if kf.deterministic else "plain") + " kernel given to a "
-                   + ("plain" if kf.deterministic else "deterministic") + " call",
-                   lambda: flash_attn_backward(dout, q, k, v, o, lse, **other),
-                   ValueError, "does not compute")
+        # each kind of backward kernel serves its own requests only (the
+        # emulation checks an explicit kernel against the call as _pick does)
+        other = dict(kw, deterministic=not kf.deterministic)
+        expect(("deterministic" if kf.deterministic else "plain") + " kernel given to a "
+               + ("plain" if kf.deterministic else "deterministic") + " call",
+               lambda: flash_attn_backward(dout, q, k, v, o, lse, **other),
+               ValueError, "does not compute")
+        # and its own softcap and window only
+        sc = dict(kw, softcap=0.0 if kf.softcap else 30.0)
+        expect(f"a kernel of softcap {kf.softcap:g} given a call of softcap {sc['softcap']:g}",
+               lambda: flash_attn_backward(dout, q, k, v, o, lse, **sc),
+               ValueError, "does not compute")
+        win = dict(kw, causal=False, window_size=(-1, -1) if has_window(kf) else (16, 0))
+        expect(f"a kernel of window {variant_kw(kf)['window_size']} given a call of window "
+               f"{win['window_size']}",
+               lambda: flash_attn_backward(dout, q, k, v, o, lse, **win),
+               ValueError, "does not compute")
         if kf.deterministic:
             B, Sq, Hq, D = q.shape
             small = torch.zeros(fa3facts.bwd_dq_accum_words(B, Hq, Sq, D), device="cuda")
             expect("a deterministic call's dq_accum of the plain size",
                    lambda: flash_attn_backward(dout, q, k, v, o, lse, dq_accum=small, **kw),
                    ValueError, "bwd_dq_accum_words(B, Hq, Sq, D, deterministic=True)")
-        expect("softcap with grad", lambda: flash_attn_func(qg, k, v, causal=kf.causal,
-                                                             softcap=30.0),
-               NotImplementedError, "does not take a softcap yet")
-        expect("window with grad", lambda: flash_attn_func(qg, k, v, window_size=(16, 0)),
-               NotImplementedError, "no sliding window")
+        # what no backward kernel takes: refused before the forward runs,
+        # with this kernel's window and softcap too
+        grad_kw = dict(variant_kw(kf), kernel_dir=os.path.dirname(kf.facts_path), jit=False)
+        q256, k256, v256 = (torch.randn(1, 64, 2, 256, device="cuda", dtype=dt)
+                            for _ in range(3))
+        expect("head dim 256 with grad",
+               lambda: flash_attn_func(q256.requires_grad_(), k256, v256, **grad_kw),
+               NotImplementedError, "takes head dims 64 and 128, not 256")
+        expect("head_dim_v != head_dim with grad",
+               lambda: flash_attn_func(q.clone().requires_grad_(), k,
+                                       v[..., :kf.head_dim // 2].contiguous(), **grad_kw),
+               NotImplementedError, "head_dim_v = head_dim")
         dv_bhsd = torch.empty(v.shape[0], v.shape[2], v.shape[1], v.shape[3], dtype=dt,
                               device="cuda").transpose(1, 2)
         if not self.emulated:
@@ -452,7 +526,7 @@ class Checker:
             kobj.close()
         if not self.emulated:
             expect("the backward kernel given to flash_attn_func",
-                   lambda: flash_attn_func(q, k, v, causal=kf.causal, kernel=kf),
+                   lambda: flash_attn_func(q, k, v, kernel=kf, **variant_kw(kf)),
                    ValueError, "does not compute")
             kobj = fa3rt.Kernel(kf.cubin_path, kf.facts_path)
             fargs = fa3rt.fwd_args(*[fa3rt.tensor(x.data_ptr(), *torch_api._bhsd(x), name=n)
@@ -502,7 +576,8 @@ class EmulatedKernel:
             "fa3-kernel-facts 1", f"kernel {kf.kernel}", f"dtype {kf.dtype}",
             f"head_dim {kf.head_dim}", f"head_dim_v {kf.head_dim_v}", "block_m 64",
             "block_n 128", "threads 384", "dynamic_smem 1", f"causal {int(kf.causal)}",
-            f"window_left {kf.window_left}", f"window_right {kf.window_right}", "softcap 0",
+            f"window_left {kf.window_left}", f"window_right {kf.window_right}",
+            f"softcap {kf.softcap!r}",
             f"scale {kf.scale!r}", f"params {fa3facts.BWD_KERNEL_PARAMS}", "grid tiles",
             "backward 1", f"deterministic {int(kf.deterministic)}"]) + "\n"
         self.facts = fa3rt.parse_facts_c(text)
@@ -536,11 +611,16 @@ class EmulatedKernel:
         g = Hq // Hkv
         kr, vr = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)
         s = torch.matmul(q, kr.transpose(-1, -2)) * L.scale
-        vis = torch.from_numpy(visible_mask(Sq, Skv, self.kf.causal)).to(q.device)
+        cap = self.kf.softcap
+        if cap > 0:
+            s = cap * torch.tanh(s / cap)
+        vis = visible(self.kf, Sq, Skv, q.device)
         # P = exp(s - lse): 0 where masked, and in rows without keys (lse -inf)
         p = torch.exp(s - lse[..., None]).masked_fill(~vis, 0.0)
         p = p.masked_fill(torch.isinf(lse)[..., None], 0.0)
         ds = p * (torch.matmul(do, vr.transpose(-1, -2)) - delta[..., None])
+        if cap > 0:
+            ds = ds * (1.0 - (s / cap) ** 2)           # d softcap*tanh(x/softcap) / dx
         acc.copy_(torch.matmul(ds, kr))                # dq / scale
         fold = lambda x: x.unflatten(1, (Hkv, g)).sum(2)  # noqa: E731  (sum a group's q heads)
         dk.copy_(fold(torch.matmul(ds.transpose(-1, -2), q)) * L.scale)
@@ -554,9 +634,8 @@ def emulated_kernels(fwd_kernels):
     the autograd path."""
     out = []
     for kf in fwd_kernels:
-        lw, rw = fa3facts.normalize_window(kf.causal, kf.window_left, kf.window_right)
         if (kf.head_dim in torch_api.BWD_HEAD_DIMS and kf.head_dim_v == kf.head_dim
-                and kf.softcap == 0 and lw == -1 and rw in (-1, 0)):
+                and kf.dtype in TORCH_DTYPE):
             name = kf.kernel.replace("fwd", "bwd")
             out.append(dataclasses.replace(kf, backward=True, kernel=name + "_emulated"))
             out.append(dataclasses.replace(kf, backward=True, deterministic=True,
@@ -568,12 +647,17 @@ def emulated_kernels(fwd_kernels):
         if not backward:
             return real(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit, dev,
                         device, varlen, decode=decode)
-        want = fa3facts.normalize_window(causal, *window_size)
+        if kernel is not None:
+            # an explicit kernel: checked against the call, as for a real one
+            return EmulatedKernel(torch_api._pick(kernel, dt, D, Dv, causal, window_size,
+                                                  softcap, kernel_dir, jit, varlen, backward,
+                                                  decode, deterministic))
         for kf in out:
-            if (kf.dtype, kf.head_dim, kf.causal, kf.deterministic) == \
-                    (dt, D, want[1] == 0, bool(deterministic)):
+            if fa3facts.matches(kf, dt, D, Dv, bool(causal), tuple(window_size), softcap,
+                                varlen, True, decode, deterministic):
                 return EmulatedKernel(kf)
-        raise LookupError(f"no emulated backward kernel for {dt} d{D} causal={causal}"
+        raise LookupError(f"no emulated backward kernel for {dt} d{D} causal={causal} "
+                          f"window={tuple(window_size)} softcap={softcap}"
                           f"{' deterministic' if deterministic else ''}")
     torch_api._launchable_kernel = launchable
     return out
@@ -610,7 +694,7 @@ def main():
     fdir = a.fwd_kernel_dir or a.kernel_dir
     fwd_kernels = [k for k in (kernels if fdir == a.kernel_dir
                                else fa3facts.scan_kernel_dir(fdir)[0])
-                   if not k.backward and not k.varlen]
+                   if not k.backward and not k.varlen and not k.decode]
     bwd = emulated_kernels(fwd_kernels) if a.emulate else [k for k in kernels if k.backward]
     if a.only:
         bwd = [k for k in bwd if a.only in k.kernel]
@@ -635,7 +719,8 @@ def main():
             results.append(r)
             print(report_line(r), flush=True)
 
-    compiled_done = set()   # once per run for the plain kernels, once for the deterministic
+    # once per run for each (deterministic, window or softcap)
+    compiled_done = set()
     watch_seed = a.seed + 999   # NONDET_WATCH's inputs: its deterministic case's where run
     for i, kf in enumerate(bwd):
         c = Checker(kf, fwd_kernels, emulated=a.emulate)
@@ -649,19 +734,21 @@ def main():
             if kf.deterministic:
                 for j, case in enumerate(det_cases(kf)):
                     seed = a.seed + 1000 * i + j
-                    if (kf.dtype, kf.head_dim, kf.causal, case) == NONDET_WATCH:
+                    if plain_mask(kf) and (kf.dtype, kf.head_dim, kf.causal, case) == \
+                            NONDET_WATCH:
                         watch_seed = seed
                     guarded(kf, f"deterministic x{DET_RUNS}", lambda: c.run_repeats(case, seed),
                             case)
             else:
-                for j, case in enumerate(cases()):
+                for j, case in enumerate(cases(kf)):
                     guarded(kf, "random", lambda: c.run_case(case, a.seed + 1000 * i + j), case)
             if c.fwd is not None:
                 ac = (2, 203, 113, 8, 2)
                 guarded(kf, "autograd (o.backward)",
                         lambda: c.run_autograd(ac, a.seed + 1000 * i + 100), ac)
-                if kf.deterministic not in compiled_done:
-                    compiled_done.add(kf.deterministic)
+                kind = (kf.deterministic, not plain_mask(kf))
+                if kind not in compiled_done:
+                    compiled_done.add(kind)
                     guarded(kf, "torch.compile fwd+bwd",
                             lambda: c.run_compiled(ac, a.seed + 1000 * i + 101), ac)
             guarded(kf, "errors", lambda: c.run_errors(c.fwd))
@@ -670,7 +757,7 @@ def main():
     # for comparison: whether a plain kernel's dq changes over the runs that
     # a deterministic kernel's may not change over, on the same inputs
     # (information only)
-    watch = next((k for k in bwd if not k.deterministic
+    watch = next((k for k in bwd if not k.deterministic and plain_mask(k)
                   and (k.dtype, k.head_dim, k.causal) == NONDET_WATCH[:3]), None)
     if watch is not None and any(k.deterministic for k in bwd) and not a.sanitize:
         c = Checker(watch, fwd_kernels, emulated=a.emulate)

@@ -12,7 +12,7 @@
    and with the eager call (the same kernel: bit-identical attention output).
    Also: the traced graph calls torch.ops.fa3.flash_attn_fwd, compiled
    with dynamic=True a second shape runs without recompiling, inputs that
-   require grad with what the backward kernel cannot do (here a softcap)
+   require grad with what the backward kernel cannot do (here head dim 256)
    are refused before the forward runs, and deterministic=True with grad
    runs the deterministic backward kernel (where KERNEL_DIR holds bf16 head
    dim 128 full-mask backward kernels, plain and deterministic: fa3-compile
@@ -91,10 +91,9 @@ def attn_block(x, wq, wk, wv, wo, out, lse_out, *, Hq, Hkv, D, causal, kernel_di
     return o.reshape(B, S, Hq * D) @ wo, o, lse, q, k, v
 
 
-def attn_only(q, k, v, *, causal, kernel_dir, return_lse=True, deterministic=False,
-              softcap=0.0):
+def attn_only(q, k, v, *, causal, kernel_dir, return_lse=True, deterministic=False):
     r = flash_attn_func(q, k, v, causal=causal, kernel_dir=kernel_dir, return_lse=return_lse,
-                        deterministic=deterministic, softcap=softcap)
+                        deterministic=deterministic)
     return r
 
 
@@ -212,13 +211,14 @@ def check_graph(kdir, results):
         torch._dynamo.reset()
         fn = torch.compile(attn_only, fullgraph=True)
         qg = q.clone().requires_grad_()
+        q256, k256, v256 = mk(1, 128, 2, 256), mk(1, 128, 2, 256), mk(1, 128, 2, 256)
         try:
-            fn(qg, k, v, causal=False, kernel_dir=kdir, softcap=30.0)
-            record("requires_grad + softcap refused (compiled)", False, "no error")
+            fn(q256.requires_grad_(), k256, v256, causal=False, kernel_dir=kdir)
+            record("requires_grad + head dim 256 refused (compiled)", False, "no error")
         except Exception as e:  # noqa: BLE001
             msg = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-            record("requires_grad + softcap refused (compiled)",
-                   "does not take a softcap yet" in str(e), msg[:300])
+            record("requires_grad + head dim 256 refused (compiled)",
+                   "takes head dims 64 and 128, not 256" in str(e), msg[:300])
         with torch.no_grad():
             o = fn(qg, k, v, causal=False, kernel_dir=kdir, return_lse=False,
                    deterministic=True)

@@ -522,7 +522,7 @@ LogicalResult convertGrad(ModuleOp module, func::FuncOp func, TiledGrad t,
       b.getNamedAttr("causal", b.getBoolAttr(window[1] == 0 && window[0] < 0)),
       b.getNamedAttr("window_left", b.getI64IntegerAttr(window[0])),
       b.getNamedAttr("window_right", b.getI64IntegerAttr(window[1])),
-      b.getNamedAttr("softcap", b.getF64FloatAttr(0.0)),
+      b.getNamedAttr("softcap", b.getF64FloatAttr(cfg.softcap)),
       b.getNamedAttr("scale", b.getF64FloatAttr(
                                   u.getScale().convertToDouble())),
       b.getNamedAttr("params", paramNames(b, hopper::kGradKernelParams)),

@@ -436,6 +436,13 @@ void GradKernelBuilder::consumers(Value cta) {
 
   Value sl2 = param("scaleLog2");
   Value scale = bin<arith::MulFOp>(sl2, f32(1.0 / fa3::attn::kLog2e));
+  // softcap: t = tanh(x scale / cap), then p = exp2(t cap log2 e - lse
+  // log2 e), as the forward (KernelBuilder.cpp)
+  Value pre, probScale = sl2;
+  if (cfg.softcap > 0) {
+    pre = bin<arith::MulFOp>(sl2, f32(1.0 / (fa3::attn::kLog2e * cfg.softcap)));
+    probScale = f32(cfg.softcap * fa3::attn::kLog2e);
+  }
   Value sq = param("Sq");
   Value kvRow0 = bin<arith::MulIOp>(cw, i32(64));
   kvRow0 = bin<arith::AddIOp>(w.col0, kvRow0);
@@ -477,6 +484,12 @@ void GradKernelBuilder::consumers(Value cta) {
     Value rowsOff = rowsStage(it);
     Value lse = LoadColumnsOp::create(b, loc, fragS, smemBase, rowsOff);
     s = WgmmaWaitOp::create(b, loc, 1u, ValueRange{s}).getResult(0);
+    // softcap's tanh, kept (unmasked: finite) for dS's 1 - t^2
+    Value tanh;
+    if (cfg.softcap > 0) {
+      tanh = SoftcapOp::create(b, loc, s, pre);
+      s = tanh;
+    }
     // The mask on boundary m-blocks (attn.q_range's interior sees all).
     Value before = cmpi(CmpIPredicate::slt, mb, w.iLo);
     Value after = cmpi(CmpIPredicate::sge, mb, w.iHi);
@@ -491,7 +504,7 @@ void GradKernelBuilder::consumers(Value cta) {
             },
             [&]() -> SmallVector<Value> { return {s}; })
             .getResult(0);
-    Value p = GradProbsOp::create(b, loc, s, lse, sl2);
+    Value p = GradProbsOp::create(b, loc, s, lse, probScale);
     // D once lse is dead; dS before P V's and dS Q's register operands
     // exist (at head dim 128, dK and dV hold 128 of the 240 registers)
     Value dOff = bin<arith::AddIOp>(rowsOff, i32(cfg.blockM * 4));
@@ -499,6 +512,8 @@ void GradKernelBuilder::consumers(Value cta) {
     ringOp<RingConsumerReleaseOp>(rowsRing, it);
     dp = WgmmaWaitOp::create(b, loc, 0u, ValueRange{dp}).getResult(0);
     Value ds = GradScoresOp::create(b, loc, p, dp, delta);
+    if (cfg.softcap > 0)
+      ds = GradSoftcapOp::create(b, loc, ds, tanh);
     Value pa = TruncOp::create(b, loc, fragP, p);
     Value dsa = TruncOp::create(b, loc, fragP, ds);
     // dS^T into this step's buffer; its readers (both warpgroups) meet on

@@ -13,8 +13,9 @@
 //                 into dQaccum by bulk reductions);
 //   warpgroups 1, 2  consumers, 64 keys each: S^T = K Q^T and dP^T = V dO^T
 //                 (wgmma SS, keys as rows), P^T = exp2(S^T scale_log2 -
-//                 LSE log2 e) with the forward's builder, dS^T = P^T
-//                 (dP^T - D); dV += P^T dO and dK += dS^T Q (wgmma RS, the
+//                 LSE log2 e) with the forward's builder (softcap: S^T
+//                 = cap tanh(x / cap) first, the forward's mask after),
+//                 dS^T = P^T (dP^T - D) (softcap: times 1 - tanh^2); dV += P^T dO and dK += dS^T Q (wgmma RS, the
 //                 f32 dV/dK accumulators in registers for the whole loop);
 //                 dS^T staged in shared memory (two buffers) for dQ = dS K
 //                 (wgmma SS, both operands MN-major; the warpgroups split
@@ -53,6 +54,7 @@ struct GradKernelConfig {
   std::string qRangeFn;   // device func: (col0, Sq, Skv) -> (lo, hi, ilo, ihi)
   std::string visibleColsFn; // device func: (row, Sq, Skv) -> (lo, hi)
   bool leftBounded = false;  // the mask has a lower column bound (window)
+  double softcap = 0.0;      // scores softcap * tanh(x / softcap); 0: off
   bool dqBulk = true;        // dQ staged in shared memory and added by the
                              // producer's bulk reductions, else
                              // red.global.add.v4.f32 from the consumers'

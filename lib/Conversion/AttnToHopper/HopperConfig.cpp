@@ -130,19 +130,13 @@ fa3::hopper::gradConfig(Value q, Value k, Value v, Value dO, Value dk,
   cfg.dtype = qt.getElementType().isBF16() ? "bf16" : "f16";
   cfg.headDim = qt.getShape().back();
   int64_t dvDim = cast<MemRefType>(v.getType()).getShape().back();
-  int64_t left = window[0], right = window[1];
-  cfg.leftBounded = left >= 0;
+  cfg.leftBounded = window[0] >= 0;
+  cfg.softcap = softcap;
   cfg.deterministic = deterministic;
   if (dvDim != cfg.headDim)
     why = "value head dim " + std::to_string(dvDim) + " with head dim " +
           std::to_string(cfg.headDim) +
           " in the backward (the Hopper backward takes Dv = D)";
-  else if (left >= 0 || right > 0)
-    why = "sliding window in the backward (the Hopper backward takes a "
-          "full or causal mask)";
-  else if (softcap != 0.0)
-    why = "softcap in the backward (its derivative is not in the Hopper "
-          "backward yet)";
   if (!why.empty())
     return failure();
   if (config) {

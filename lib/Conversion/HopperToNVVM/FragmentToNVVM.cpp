@@ -603,6 +603,27 @@ struct GradScoresLowering : OpConversionPattern<GradScoresOp> {
   }
 };
 
+/// dx = ds (1 - t^2), 1 - t^2 as fma(-t, t, 1).
+struct GradSoftcapLowering : OpConversionPattern<GradSoftcapOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(GradSoftcapOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    SmallVector<Value> ds = unpack(rewriter, loc, adaptor.getDs());
+    SmallVector<Value> t = unpack(rewriter, loc, adaptor.getTanh());
+    Value one = f32Const(rewriter, loc, 1.0);
+    SmallVector<Value> dx;
+    for (size_t idx = 0; idx < ds.size(); ++idx) {
+      Value nt = arith::NegFOp::create(rewriter, loc, t[idx]);
+      Value dtanh = math::FmaOp::create(rewriter, loc, nt, t[idx], one);
+      dx.push_back(arith::MulFOp::create(rewriter, loc, ds[idx], dtanh));
+    }
+    rewriter.replaceOp(op, pack(rewriter, loc, adaptor.getDs().getType(), dx));
+    return success();
+  }
+};
+
 /// 16-bit register 2k + i holds row i's columns 8k + colbase + {0, 1}: 4
 /// bytes at byte 16 (k % 8) + 2 colbase of the row in box k / 8, whose
 /// 16-byte unit k % 8 the swizzle moves to (k % 8) ^ (row % 8); the row
@@ -868,7 +889,7 @@ void fa3::hopper::populateFragmentToNVVMPatterns(
                SoftcapLowering, MaskLowering, SoftmaxStepLowering,
                ScaleRowsLowering, TruncLowering, ZeroLowering, FillLowering,
                LoadColumnsLowering, StageRowsLowering,
-               GradProbsLowering, GradScoresLowering,
+               GradProbsLowering, GradScoresLowering, GradSoftcapLowering,
                StoreSharedLowering, Exp2Lowering, FmaLowering,
                FragmentCastLowering>(converter, patterns.getContext());
 }

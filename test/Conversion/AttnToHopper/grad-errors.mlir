@@ -13,24 +13,6 @@ func.func @hd96(%q: memref<?x1x?x96xbf16>, %lse: memref<?x1x?xf32>) {
 
 // -----
 
-func.func @softcap(%q: memref<?x1x?x128xbf16>, %lse: memref<?x1x?xf32>) {
-  // expected-error @+1 {{cannot generate the Hopper kernel: unsupported softcap in the backward (its derivative is not in the Hopper backward yet)}}
-  attn.flash_attention_grad ins(%q, %q, %q, %q, %q, %lse : memref<?x1x?x128xbf16>, memref<?x1x?x128xbf16>, memref<?x1x?x128xbf16>, memref<?x1x?x128xbf16>, memref<?x1x?x128xbf16>, memref<?x1x?xf32>)
-      outs(%q, %q, %q : memref<?x1x?x128xbf16>, memref<?x1x?x128xbf16>, memref<?x1x?x128xbf16>) softcap(30.0)
-  return
-}
-
-// -----
-
-func.func @window(%q: memref<?x1x?x128xbf16>, %lse: memref<?x1x?xf32>) {
-  // expected-error @+1 {{cannot generate the Hopper kernel: unsupported sliding window in the backward (the Hopper backward takes a full or causal mask)}}
-  attn.flash_attention_grad ins(%q, %q, %q, %q, %q, %lse : memref<?x1x?x128xbf16>, memref<?x1x?x128xbf16>, memref<?x1x?x128xbf16>, memref<?x1x?x128xbf16>, memref<?x1x?x128xbf16>, memref<?x1x?xf32>)
-      outs(%q, %q, %q : memref<?x1x?x128xbf16>, memref<?x1x?x128xbf16>, memref<?x1x?x128xbf16>) window(64, 0)
-  return
-}
-
-// -----
-
 func.func @dk_f32(%q: memref<?x1x?x128xbf16>, %lse: memref<?x1x?xf32>, %g: memref<?x1x?x128xf32>) {
   // expected-error @+1 {{cannot generate the Hopper kernel: the backward writes dK and dV in the inputs' element type bf16}}
   attn.flash_attention_grad ins(%q, %q, %q, %q, %q, %lse : memref<?x1x?x128xbf16>, memref<?x1x?x128xbf16>, memref<?x1x?x128xbf16>, memref<?x1x?x128xbf16>, memref<?x1x?x128xbf16>, memref<?x1x?xf32>)

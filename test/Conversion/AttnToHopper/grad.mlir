@@ -178,3 +178,36 @@ func.func @bwd64(%q: memref<?x1x?x64xf16>, %k: memref<?x1x?x64xf16>, %v: memref<
       outs(%dq, %dk, %dv : memref<?x1x?x64xf32>, memref<?x1x?x64xf16>, memref<?x1x?x64xf16>)
   return
 }
+
+// -----
+
+// A sliding window and softcap (Gemma-2's 30): the kernel's
+// visible_cols bound both sides and the mask tests the lower one; the
+// scores' tanh (hopper.softcap, x scale / 30) comes before the mask and
+// is kept for dS's factor 1 - t^2 (hopper.grad_softcap); p = exp2(t 30
+// log2 e - lse log2 e). The facts record both.
+// CHECK-LABEL: gpu.module @bwd_window_softcap_kernels
+// CHECK: attn.launch = {backward = true, {{.*}}causal = false, {{.*}}softcap = 3.000000e+01 : f64, {{.*}}window_left = 100 : i64, window_right = 50 : i64}
+// CHECK: %[[OVERCAP:.*]] = arith.constant 0.0231049061 : f32
+// CHECK: %[[CAPL2E:.*]] = arith.constant 43.2808495 : f32
+// CHECK: hopper.warp_specialize
+// CHECK: } consumers(
+// CHECK: %[[PRE:.*]] = arith.mulf %{{.*}}, %[[OVERCAP]] : f32
+// CHECK: scf.for
+// CHECK: %[[S:.*]] = hopper.wgmma.wait 1, %{{.*}}
+// CHECK: %[[T:.*]] = hopper.softcap %[[S]], %[[PRE]] : !hopper.frag<64x64xf32>
+// CHECK: hopper.mask %[[T]] rows %{{.*}} cols %{{.*}} visible @bwd_window_softcap_kernel_visible_cols(%{{.*}}, %{{.*}}) left_bounded transposed
+// CHECK: %[[P:.*]] = hopper.grad_probs %{{.*}}, %{{.*}} scale %[[CAPL2E]] : !hopper.frag<64x64xf32>
+// CHECK: %[[DS:.*]] = hopper.grad_scores %[[P]], %{{.*}}, %{{.*}} : !hopper.frag<64x64xf32>
+// CHECK-NEXT: hopper.grad_softcap %[[DS]], %[[T]] : !hopper.frag<64x64xf32>
+// ATOMIC-LABEL: gpu.module @bwd_window_softcap_kernels
+// NVVM-LABEL: gpu.module @bwd_window_softcap_kernels
+// NVVM: nvvm.wgmma.mma_async
+// NVVM: tanh.approx.f32
+func.func @bwd_window_softcap(%q: memref<?x1x?x64xbf16>, %k: memref<?x1x?x64xbf16>, %v: memref<?x1x?x64xbf16>,
+                              %o: memref<?x1x?x64xbf16>, %do: memref<?x1x?x64xbf16>, %lse: memref<?x1x?xf32>,
+                              %dq: memref<?x1x?x64xbf16>, %dk: memref<?x1x?x64xbf16>, %dv: memref<?x1x?x64xbf16>) {
+  attn.flash_attention_grad ins(%q, %k, %v, %o, %do, %lse : memref<?x1x?x64xbf16>, memref<?x1x?x64xbf16>, memref<?x1x?x64xbf16>, memref<?x1x?x64xbf16>, memref<?x1x?x64xbf16>, memref<?x1x?xf32>)
+      outs(%dq, %dk, %dv : memref<?x1x?x64xbf16>, memref<?x1x?x64xbf16>, memref<?x1x?x64xbf16>) window(100, 50) softcap(30.0)
+  return
+}

@@ -44,6 +44,21 @@ func.func @probs_scores(%s: !hopper.frag<64x16xf32>, %l: !hopper.frag<64x16xf32>
 
 // -----
 
+// Through softcap's tanh t: dx = ds (1 - t^2), 1 - t^2 as fma(-t, t, 1).
+// CHECK-LABEL: func.func @grad_softcap(
+// CHECK: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK: %[[NT:.*]] = arith.negf %[[T:.*]] : f32
+// CHECK: %[[DT:.*]] = math.fma %[[NT]], %[[T]], %[[ONE]] : f32
+// CHECK: arith.mulf %{{.*}}, %[[DT]] : f32
+// CHECK-COUNT-7: math.fma
+// CHECK-NOT: math.fma
+func.func @grad_softcap(%ds: !hopper.frag<64x16xf32>, %t: !hopper.frag<64x16xf32>) -> !hopper.frag<64x16xf32> {
+  %dx = hopper.grad_softcap %ds, %t : !hopper.frag<64x16xf32>
+  return %dx : !hopper.frag<64x16xf32>
+}
+
+// -----
+
 // S^T: the visibility of each column's query, one call per column; a
 // score is kept iff its row (key) is below the column's bound.
 // CHECK-LABEL: func.func @mask_transposed(

@@ -9,6 +9,7 @@
 // CHECK: hopper.mask %{{.*}} rows %{{.*}} cols %{{.*}} visible @vis(%{{.*}}, %{{.*}}) transposed : !hopper.frag<64x64xf32>
 // CHECK: hopper.grad_probs %{{.*}}, %{{.*}} scale %{{.*}} : !hopper.frag<64x64xf32>
 // CHECK: hopper.grad_scores %{{.*}}, %{{.*}}, %{{.*}} : !hopper.frag<64x64xf32>
+// CHECK: hopper.grad_softcap %{{.*}}, %{{.*}} : !hopper.frag<64x64xf32>
 // CHECK: hopper.store_shared %{{.*}} to %{{.*}}[%{{.*}}] box_bytes 0 : !hopper.frag<64x64xbf16>
 // CHECK: hopper.reduce_add %{{.*}} to %{{.*}} : !hopper.frag<64x128xf32>
 // CHECK: hopper.stage_fragment %{{.*}} to %{{.*}}[%{{.*}}] : !hopper.frag<64x128xf32>
@@ -27,6 +28,7 @@ func.func @step(%da: i64, %db: i64, %s: !hopper.frag<64x64xf32>, %dp: !hopper.fr
   %m = hopper.mask %s rows %m0 cols %m0 visible @vis(%sq, %skv) transposed : !hopper.frag<64x64xf32>
   %p = hopper.grad_probs %m, %l scale %sl2 : !hopper.frag<64x64xf32>
   %ds = hopper.grad_scores %p, %dp, %l : !hopper.frag<64x64xf32>
+  %dsc = hopper.grad_softcap %ds, %s : !hopper.frag<64x64xf32>
   %h = hopper.trunc %ds : !hopper.frag<64x64xf32> to !hopper.frag<64x64xbf16>
   hopper.store_shared %h to %smem [%off] box_bytes 0 : !hopper.frag<64x64xbf16>
   hopper.reduce_add %q to %dq : !hopper.frag<64x128xf32>

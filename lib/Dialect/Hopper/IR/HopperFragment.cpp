@@ -187,6 +187,10 @@ LogicalResult GradScoresOp::verify() {
   return verifyF32Tile(*this, getP().getType(), "p");
 }
 
+LogicalResult GradSoftcapOp::verify() {
+  return verifyF32Tile(*this, getDs().getType(), "ds");
+}
+
 LogicalResult StoreSharedOp::verify() {
   FragmentType t = getTile().getType();
   if (!is16Bit(t.getElementType()))

@@ -345,6 +345,21 @@ def Hopper_GradScoresOp : Hopper_Op<"grad_scores", [Pure, AllTypesMatch<["p", "d
   let hasVerifier = 1;
 }
 
+def Hopper_GradSoftcapOp : Hopper_Op<"grad_softcap", [Pure, AllTypesMatch<["ds", "tanh", "dx"]>]> {
+  let summary = "the scores' gradient through softcap: dx = ds (1 - t^2)";
+  let description = [{
+    With softcap the scores were s = softcap * tanh(x / softcap), and `t`
+    is that tanh (`hopper.softcap`'s, taken before any mask so that it is
+    finite where p = 0): the gradient with respect to x is ds (1 - t^2).
+  }];
+  let arguments = (ins Hopper_Tile:$ds, Hopper_Tile:$tanh);
+  let results = (outs Hopper_Tile:$dx);
+  let assemblyFormat = [{
+    $ds `,` $tanh attr-dict `:` qualified(type($ds))
+  }];
+  let hasVerifier = 1;
+}
+
 def Hopper_StoreSharedOp : Hopper_Op<"store_shared"> {
   let summary = "a 16-bit tile into shared memory, 128B-swizzled, for a wgmma to read";
   let description = [{
