@@ -86,9 +86,14 @@ Fa3AttentionSpec fa3AttentionSpecDefault(void) {
   return s;
 }
 
-/// The launch facts as "key value" lines (format: docs/runtime.md).
+/// The launch facts as "key value" lines (format: docs/runtime.md): version
+/// 2 for a deterministic backward kernel, which a version-1 reader (one
+/// that skips the key) must refuse: its dQ workspace is larger (fa3rt.h,
+/// FA3RT_FACTS_VERSION); version 1 for the rest.
 static std::string factsText(DictionaryAttr d) {
-  std::string out = "fa3-kernel-facts 1\n";
+  auto det = d.getAs<BoolAttr>("deterministic");
+  std::string out = det && det.getValue() ? "fa3-kernel-facts 2\n"
+                                          : "fa3-kernel-facts 1\n";
   llvm::raw_string_ostream os(out);
   for (NamedAttribute a : d) {
     os << a.getName().getValue() << " ";

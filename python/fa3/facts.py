@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple, Union
 
-FACTS_VERSION = 1
+FACTS_VERSION = 2  # fa3rt.h, FA3RT_FACTS_VERSION: 2 for deterministic kernels
 
 
 def _abi_text() -> str:

@@ -149,7 +149,7 @@ def test_python_and_c_parsers_agree(rt):
     assert bool(c.causal) == p.causal and c.softcap == p.softcap and c.scale == p.scale
     bad = [FACTS.replace("head_dim 128\n", ""), FACTS.replace("dtype bf16", "dtype f32"),
            FACTS.replace("block_m 128", "block_m x"), FACTS.replace("window_right 0", "window_right 3"),
-           FACTS.replace("fa3-kernel-facts 1", "fa3-kernel-facts 2"),
+           FACTS.replace("fa3-kernel-facts 1", "fa3-kernel-facts 3"),
            FACTS.replace("oStrideH ", ""), FACTS + "threads 256\n", "hello\n",
            FACTS + "cluster_m 3\n", FACTS + "cluster_m 2\ncluster_m 2\n"]
     for text in bad:
@@ -159,6 +159,8 @@ def test_python_and_c_parsers_agree(rt):
         with pytest.raises(F.FactsError):
             F.parse_facts(text)
     ok = FACTS + "future_key 1 2 3\n# comment\n\n"
+    v2 = FACTS.replace("fa3-kernel-facts 1", "fa3-kernel-facts 2")
+    assert rt.parse_facts_c(v2).version == F.parse_facts(v2).version == 2
     assert rt.parse_facts_c(ok).head_dim == F.parse_facts(ok).head_dim == 128
     assert rt.parse_facts_c(ok).cluster_m == F.parse_facts(ok).cluster_m == 1
     two = FACTS + "cluster_m 2\n"

@@ -71,8 +71,12 @@ extern "C" {
  * counter per dQ tile after the tiles (fa3rt_bwd_launch.dq_accum_words). */
 #define FA3RT_VERSION_MAJOR 0
 #define FA3RT_VERSION_MINOR 9
-/* Highest version of the facts file format this runtime reads. */
-#define FA3RT_FACTS_VERSION 1
+/* Highest version of the facts file format this runtime reads. Version 2:
+ * a deterministic backward kernel's (`deterministic 1`), whose dq_accum is
+ * larger: a version-1 reader, which skips keys it does not know, must
+ * refuse it rather than launch it on a workspace without its turn
+ * counters. Every other kernel is written as version 1. */
+#define FA3RT_FACTS_VERSION 2
 /* Largest softmax scale taken (facts `scale`, fa3rt_fwd_args.softmax_scale),
  * the compiler's limit too: scale * log2(e), the kernel's f32 parameter, stays
  * finite with room for the scores it multiplies (1e300 would be inf: NaN). */

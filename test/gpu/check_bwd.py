@@ -121,9 +121,13 @@ DET_CASES = [
     ("bf16", 64, True, (2, 113, 203, 4, 1)), ("bf16", 64, True, (2, 1023, 1024, 8, 2)),
     ("bf16", 64, False, (2, 113, 203, 8, 2)), ("bf16", 64, False, (2, 1023, 1024, 4, 1)),
     ("f16", 128, True, (2, 1023, 1024, 8, 2)),
+    # Sq > Skv: causal's first m-blocks see no key (no turns on them)
+    ("bf16", 128, True, (2, 203, 113, 8, 2)), ("bf16", 64, False, (2, 203, 113, 4, 1)),
 ]
-# a deterministic kernel with a window or softcap (any dtype, head dim, mask)
-DET_MASK_CASES = [(2, 203, 113, 8, 2), (2, 1023, 1024, 4, 1), (1, 4224, 4224, 8, 2)]
+# a deterministic kernel with a window or softcap (any dtype, head dim,
+# mask); (113, 1100): kv blocks that no query sees take no turn
+DET_MASK_CASES = [(2, 203, 113, 8, 2), (2, 1023, 1024, 4, 1), (1, 4224, 4224, 8, 2),
+                  (2, 113, 1100, 4, 4)]
 # the plain kernel and inputs whose dq is watched over DET_RUNS runs (many kv
 # blocks add into each dQ tile: the most room for another order)
 NONDET_WATCH = ("bf16", 128, True, (1, 4224, 4224, 8, 2))

@@ -68,7 +68,8 @@ private:
   }
 
   /// This CTA's block of keys, kv head and batch (tiles numbered kv block
-  /// fastest), and the m-blocks that see the block (attn.q_range).
+  /// fastest; deterministic, the last kv block first: the turns' order,
+  /// tileTurn), and the m-blocks that see the block (attn.q_range).
   struct Work {
     Value col0, hkv, bidx, mLo, nm, iLo, iHi, group;
   };
@@ -78,7 +79,7 @@ private:
     numN = bin<arith::DivUIOp>(numN, i32(cfg.blockN));
     auto c = TileCoordsOp::create(b, loc, cta, numN, param("Hkv"),
                                   static_cast<uint64_t>(cfg.blockN),
-                                  /*longest_first=*/false);
+                                  /*longest_first=*/cfg.deterministic);
     w.col0 = c.getM0();
     w.hkv = c.getHead();
     w.bidx = c.getBatch();
@@ -149,7 +150,7 @@ private:
   /// Kv block n's turn on m-block mb (deterministic). The kv blocks that
   /// see an m-block are consecutive, up to the last one its last row sees
   /// (attn.q_range's rows: the mask's right bound); they take their turns
-  /// from that one down, the order in which the CTAs start (body()), so
+  /// from that one down, the order in which the CTAs start (work()), so
   /// that a CTA only ever waits for one started before it, and under a
   /// causal mask for one that reached the m-block before it did (a higher
   /// kv block begins at a later m-block).
@@ -188,18 +189,6 @@ private:
     Value it = loop.getInductionVar();
     auto [h, mb] = step(w, it);
     body(it, h, mb);
-  }
-
-  /// The tile of CTA `cta` with each (kv head, batch)'s kv blocks in
-  /// reverse (deterministic: the turns' order, tileTurn).
-  Value highKvBlocksFirst(Value cta) {
-    Value numN = bin<arith::AddIOp>(param("Skv"), i32(cfg.blockN - 1));
-    numN = bin<arith::DivUIOp>(numN, i32(cfg.blockN));
-    Value n = bin<arith::RemUIOp>(cta, numN);
-    Value group = bin<arith::SubIOp>(cta, n);
-    Value last = bin<arith::SubIOp>(numN, i32(1));
-    Value reversed = bin<arith::SubIOp>(last, n);
-    return bin<arith::AddIOp>(group, reversed);
   }
 
   void producer(Value cta);
@@ -270,9 +259,10 @@ std::string fa3::hopper::checkGradSupported(const GradKernelConfig &cfg) {
   else if (cfg.stages < 2 || cfg.stages > 4)
     os << "stages " << cfg.stages << " for the backward (2 to 4)";
   else if (cfg.deterministic && !cfg.dqBulk)
-    os << "the deterministic backward with tma-store=false (the consumers' "
-          "atomics add dQ in no fixed order; the dQ writer's bulk "
-          "reductions, the default, take their turns)";
+    os << "deterministic backward with tma-store=false (fa3-compile "
+          "--no-tma-store): the consumers' atomics add dQ in no fixed "
+          "order; the dQ writer's bulk reductions, the default, take their "
+          "turns";
   else if (computeGradSmemLayout(cfg).total > kMaxDynamicSmem)
     os << "stages " << cfg.stages << " at head dim " << cfg.headDim
        << ": the backward needs " << computeGradSmemLayout(cfg).total
@@ -365,8 +355,10 @@ void GradKernelBuilder::dqWriter(Value cta) {
       NamedBarrierSyncOp::create(b, loc, i32(c), BarrierKind::reduce_full,
                                  static_cast<uint64_t>(n), threads);
       Value dst = dqTile(w, h, mb, i32(c));
-      if (cfg.deterministic && c == 0)
+      if (cfg.deterministic && c == 0) {
         ifThen(leader, [&] { WaitTurnOp::create(b, loc, counter, turn); });
+        NVVM::SyncWarpOp::create(b, loc, i32(-1));
+      }
       ifThen(leader, [&] {
         ReduceAddBulkOp::create(b, loc, smemBase, i32(lay.dqOff + c * wgBytes),
                                 dst, static_cast<uint64_t>(wgBytes));
@@ -601,8 +593,6 @@ void GradKernelBuilder::body() {
   rowsRing = RingCreateOp::create(b, loc, rowsT, smem);
   Value tid = NVVM::ThreadIdXOp::create(b, loc, i32T);
   Value cta = NVVM::BlockIdXOp::create(b, loc, i32T);
-  if (cfg.deterministic)
-    cta = highKvBlocksFirst(cta);
   Value isT0 = cmpi(CmpIPredicate::eq, tid, i32(0));
   ifThen(isT0, [&] {
     setUp(smem, {kRing, vRing, qRing, doRing, rowsRing},

@@ -23,7 +23,8 @@
 //                 order for the producer's dQ writer (warp 1), which adds
 //                 it into the f32 dQaccum by one bulk reduction per
 //                 warpgroup (or, without tma_store, the consumers' vector
-//                 reductions).
+//                 reductions); deterministic, in the kv blocks' turns
+//                 (hopper.wait_turn / pass_turn on a counter per dQ tile).
 //   epilogue      dK * scale and dV stored from registers.
 //
 // D = rowsum(dO o) with dQaccum zeroed before it, and dQ = scale dQaccum
@@ -59,8 +60,8 @@ struct GradKernelConfig {
                              // producer's bulk reductions, else
                              // red.global.add.v4.f32 from the consumers'
                              // registers (bench/NOTES.md, Backward)
-  bool deterministic = false; // dQ's tiles added in the order of the kv
-                              // blocks (turn counters after dQaccum's
+  bool deterministic = false; // dQ's tiles added in a fixed order of the
+                              // kv blocks (turn counters after dQaccum's
                               // tiles: fa3rt_abi.def); needs dqBulk
 
   int64_t consumers() const { return blockN / 64; }

@@ -1,15 +1,16 @@
 // The deterministic backward (attn.flash_attention_grad ... deterministic,
 // FlashAttention's deterministic=True): the kernel of grad.mlir, but the
 // dQ writer adds each dQ tile in its kv block's turn. The CTAs start each
-// (kv head, batch)'s kv blocks from the last one down; a tile's turns go
-// the same way, from the last kv block its last row sees (visible_cols),
-// so a CTA only waits for one started before it. Per step, lane 0 waits
-// until the tile's turn counter (a u32 after dQaccum's tiles, at float
-// B Hq ceil(Sq / 64) 64 D + tile) is its turn, adds both warpgroups'
-// halves, and passes the turn once the reductions are done.
-// <kernel>_pre zeroes the counters with dQaccum (rounded up to 16 bytes);
-// the facts say `deterministic`, so the launcher sizes dQaccum. The
-// consumers' atomics (tma-store=false) have no order to keep: refused.
+// (kv head, batch)'s kv blocks from the last one down (hopper.tile_coords
+// longest_first); a tile's turns go the same way, from the last kv block
+// its last row sees (visible_cols), so a CTA only waits for one started
+// before it. Per step, lane 0 waits until the tile's turn counter (a u32
+// after dQaccum's tiles, at float B Hq ceil(Sq / 64) 64 D + tile) is its
+// turn, adds both warpgroups' halves, and passes the turn once the
+// reductions are done. <kernel>_pre zeroes the counters with dQaccum
+// (rounded up to 16 bytes); the facts say `deterministic`, so the
+// launcher sizes dQaccum. The consumers' atomics (tma-store=false) have
+// no order to keep: refused.
 // RUN: fa3-opt %s --attn-hopper-config --attn-tile | FileCheck %s --check-prefix=TILED
 // RUN: fa3-opt %s --attn-hopper-config --attn-tile --convert-attn-to-hopper | FileCheck %s
 // RUN: fa3-opt %s --attn-hopper-config --attn-tile --convert-attn-to-hopper --hopper-async-copy --convert-hopper-to-nvvm | FileCheck %s --check-prefix=NVVM
@@ -21,19 +22,13 @@
 // CHECK-LABEL: gpu.module @det_kernels
 // CHECK: gpu.func @det_kernel(
 // CHECK-SAME: attn.launch = {backward = true, {{.*}}causal = true, deterministic = true,
-// The CTA's tile: kv block n = blocks - 1 - (ctaid mod blocks).
-// CHECK: %[[CTA:.*]] = nvvm.read.ptx.sreg.ctaid.x : i32
-// CHECK: %[[NB:.*]] = arith.divui %{{.*}}, %c128_i32 : i32
-// CHECK: %[[N:.*]] = arith.remui %[[CTA]], %[[NB]] : i32
-// CHECK: %[[GROUP:.*]] = arith.subi %[[CTA]], %[[N]] : i32
-// CHECK: %[[LASTN:.*]] = arith.subi %[[NB]], %c1_i32 : i32
-// CHECK: %[[REV:.*]] = arith.subi %[[LASTN]], %[[N]] : i32
-// CHECK: %[[TILE0:.*]] = arith.addi %[[GROUP]], %[[REV]] : i32
+// The CTA's tile: the kv blocks last to first (kv block n = blocks - 1 -
+// (ctaid mod blocks)) in every role.
 // CHECK: hopper.warp_specialize producer
-// CHECK: hopper.tile_coords %[[TILE0]]
+// CHECK: hopper.tile_coords %{{.*}} in %{{.*}}, %{{.*}} block_m 128 longest_first
 // The writer: its kv block, col0 / 128.
-// CHECK: hopper.tile_coords %[[TILE0]]
-// CHECK: %[[KVB:.*]] = arith.divui %m0{{.*}}, %c128_i32 : i32
+// CHECK: %[[M0:.*]], %{{.*}}, %{{.*}} = hopper.tile_coords %{{.*}} in %{{.*}}, %{{.*}} block_m 128 longest_first
+// CHECK: %[[KVB:.*]] = arith.divui %[[M0]], %c128_i32 : i32
 // CHECK: hopper.named_barrier.arrive reduce_free[%c0_i32]
 // CHECK: scf.for
 // Counter: B Hq ceil(Sq / 64) tiles of 8192 floats, then the tile's index.
@@ -54,6 +49,7 @@
 // CHECK: hopper.named_barrier.sync reduce_full[%c0_i32]
 // CHECK: scf.if
 // CHECK-NEXT: hopper.wait_turn %[[CTR]], %[[TURN]]
+// CHECK: nvvm.bar.warp.sync
 // CHECK: hopper.reduce_add_bulk %{{.*}}[%c163840_i32]
 // CHECK: hopper.named_barrier.sync reduce_full[%c1_i32]
 // CHECK-NOT: hopper.wait_turn
@@ -62,6 +58,7 @@
 // CHECK-NEXT: hopper.pass_turn %[[CTR]]
 // CHECK: nvvm.cp.async.bulk.wait_group 1 {read}
 // CHECK: } consumers(
+// CHECK: hopper.tile_coords %{{.*}} longest_first
 // _pre: dQaccum's words, plus B Hq ceil(Sq / 64) counters rounded up to 4.
 // CHECK: gpu.func @det_kernel_pre(
 // CHECK: %[[ACCW:.*]] = arith.muli %{{.*}}, %c8192_i64 : i64
@@ -82,7 +79,7 @@
 // NVVM: nvvm.cp.async.bulk.wait_group 0{{$}}
 // NVVM-NEXT: red.release.gpu.global.add.u32
 
-// ATOMIC: error: cannot generate the Hopper kernel: the deterministic backward with tma-store=false (the consumers{{.}} atomics add dQ in no fixed order
+// ATOMIC: error: cannot generate the Hopper kernel: unsupported deterministic backward with tma-store=false (fa3-compile --no-tma-store): the consumers{{.}} atomics add dQ in no fixed order
 func.func @det(%q: memref<?x1x?x128xbf16>, %k: memref<?x1x?x128xbf16>, %v: memref<?x1x?x128xbf16>,
                %o: memref<?x1x?x128xbf16>, %do: memref<?x1x?x128xbf16>, %lse: memref<?x1x?xf32>,
                %dq: memref<?x1x?x128xbf16>, %dk: memref<?x1x?x128xbf16>, %dv: memref<?x1x?x128xbf16>) {
