@@ -15,6 +15,7 @@
 #include "fa3-c/Compile.h"
 #include "fa3-c/Driver.h"
 #include "fa3-c/Registration.h"
+#include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/IR.h"
 
 #include <math.h>
@@ -269,6 +270,16 @@ static void attnCases(MlirContext ctx, Fa3DiagnosticLog *log) {
   expectSuccess("grad/valid", !mlirOperationIsNull(op));
   expectSuccess("isa/grad", fa3OperationIsAFlashAttentionGrad(op) &&
                                 !fa3OperationIsAFlashAttention(op));
+  /* deterministic is set as Attn.h says: the op's inherent unit attribute */
+  text = fa3OperationToString(op, false);
+  expectSuccess("grad/plain", text && !strstr(text, "deterministic"));
+  fa3StringDestroy(text);
+  mlirOperationSetInherentAttributeByName(
+      op, mlirStringRefCreateFromCString("deterministic"), mlirUnitAttrGet(ctx));
+  text = fa3OperationToString(op, false);
+  expectSuccess("grad/deterministic", text && strstr(text, ") deterministic") != NULL);
+  expectSuccess("grad/deterministic-verifies", mlirOperationVerify(op));
+  fa3StringDestroy(text);
   mlirOperationDestroy(op);
   // CHECK: isa-grad/null: fa3OperationIsAFlashAttentionGrad: the operation is null
   expectFailure("isa-grad/null", !fa3OperationIsAFlashAttentionGrad(nullOp));
