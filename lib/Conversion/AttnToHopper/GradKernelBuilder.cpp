@@ -429,11 +429,12 @@ void GradKernelBuilder::consumers(Value cta) {
   Value sl2 = param("scaleLog2");
   Value scale = bin<arith::MulFOp>(sl2, f32(1.0 / fa3::attn::kLog2e));
   // softcap: t = tanh(x scale / cap), then p = exp2(t cap log2 e - lse
-  // log2 e), as the forward (KernelBuilder.cpp)
+  // log2 e), as the forward
   Value pre, probScale = sl2;
   if (cfg.softcap > 0) {
-    pre = bin<arith::MulFOp>(sl2, f32(1.0 / (fa3::attn::kLog2e * cfg.softcap)));
-    probScale = f32(cfg.softcap * fa3::attn::kLog2e);
+    pre = bin<arith::MulFOp>(sl2,
+                             f32(fa3::attn::softcapTanhFactor(cfg.softcap)));
+    probScale = f32(fa3::attn::softcapLog2Scale(cfg.softcap));
   }
   Value sq = param("Sq");
   Value kvRow0 = bin<arith::MulIOp>(cw, i32(64));

@@ -47,8 +47,10 @@ using namespace mlir;
 using namespace fa3::hopper;
 using arith::CmpIPredicate;
 
+using fa3::attn::softcapLog2Scale;
+using fa3::attn::softcapTanhFactor;
+
 namespace {
-constexpr double kLog2e = 1.4426950408889634;
 constexpr uint32_t kNegInfBits = 0xFF800000u;
 /// FP8: warps 1 .. 3 of the producer warpgroup transpose V (warp 0's
 /// thread 0 issues the TMA loads).
@@ -1001,8 +1003,8 @@ void KernelBuilder::consumers(Value tid, Value cta) {
   Value sl2 = param("scaleLog2"), pre;
   if (cfg.softcap > 0) {
     pre = bin<arith::MulFOp>(param("scaleLog2"),
-                             f32(1.0 / (kLog2e * cfg.softcap)));
-    sl2 = f32(cfg.softcap * kLog2e);
+                             f32(softcapTanhFactor(cfg.softcap)));
+    sl2 = f32(softcapLog2Scale(cfg.softcap));
   }
 
   // wgmma smem descriptors: start address >> 4 in bits 0-13, constants in
@@ -1090,7 +1092,7 @@ void KernelBuilder::consumers(Value tid, Value cta) {
                        {"kDescaleStrideB", "kDescaleStrideH", "kDescaleStrideN"});
     Value s = bin<arith::MulFOp>(qScaleLog2, kd);
     if (cfg.softcap > 0)
-      pre = bin<arith::MulFOp>(s, f32(1.0 / (kLog2e * cfg.softcap)));
+      pre = bin<arith::MulFOp>(s, f32(softcapTanhFactor(cfg.softcap)));
     else
       sl2 = s;
   };

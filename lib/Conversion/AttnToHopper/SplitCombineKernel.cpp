@@ -12,14 +12,16 @@
 
 #include "BuilderBase.h"
 #include "KernelBuilder.h" // the ABI: kSplitCombineParams
+#include "fa3/Dialect/Attn/Utils/LoweringUtils.h" // kLog2e
 
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
 using namespace fa3::hopper;
 
+using fa3::attn::kLog2e;
+
 namespace {
-constexpr double kLog2e = 1.4426950408889634;
 constexpr double kLn2 = 0.6931471805599453;
 constexpr uint32_t kNegInfBits = 0xFF800000u;
 

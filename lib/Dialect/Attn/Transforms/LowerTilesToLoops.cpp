@@ -117,9 +117,9 @@ static void lowerUpdate(TileUpdateOp op, bool countBlocks) {
   // softcap)) rounded to f32 as the kernel does.
   Value pre, sl2 = f32Const(b, loc, scaleLog2);
   if (softcap > 0) {
-    Value inv = f32Const(b, loc, 1.0 / (kLog2e * softcap));
+    Value inv = f32Const(b, loc, softcapTanhFactor(softcap));
     pre = arith::MulFOp::create(b, loc, sl2, inv);
-    sl2 = f32Const(b, loc, softcap * kLog2e);
+    sl2 = f32Const(b, loc, softcapLog2Scale(softcap));
   }
 
   // FP8: qk * qd * kd before anything else, V * vd (the op's definition)

@@ -18,6 +18,15 @@ namespace fa3::attn {
 /// scale_log2 = scale * log2(e)) so that the softmax uses exp2.
 inline constexpr double kLog2e = 1.4426950408889634;
 
+/// Softcap in the log2 domain, for the CPU tiles and the Hopper kernels
+/// (forward and backward) alike: the tanh's argument x * scale / cap is
+/// (x * scale_log2) * softcapTanhFactor(cap), and the softmax then takes
+/// the tanh with scale_log2 = softcapLog2Scale(cap) (cap * log2 e).
+inline constexpr double softcapTanhFactor(double cap) {
+  return 1.0 / (kLog2e * cap);
+}
+inline constexpr double softcapLog2Scale(double cap) { return cap * kLog2e; }
+
 /// Index constant.
 mlir::Value indexConst(mlir::OpBuilder &b, mlir::Location loc, int64_t v);
 /// f32 constant.
