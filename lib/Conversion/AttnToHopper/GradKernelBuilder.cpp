@@ -560,14 +560,14 @@ void GradKernelBuilder::consumers(Value cta) {
   // dK * scale and dV, keys below Skv.
   Value scaleRows = FragmentFillOp::create(b, loc, fragRows, scale);
   Value oneRows = FragmentFillOp::create(b, loc, fragRows, f32(1.0));
-  StoreODirectOp::create(b, loc, loop.getResult(0), scaleRows, param("dK"),
-                         param("dkvStrideB"), param("dkvStrideS"),
-                         param("dkvStrideH"), kvRow0, /*group=*/Value(), w.hkv, w.bidx,
-                         param("Skv"), et, IntegerAttr());
-  StoreODirectOp::create(b, loc, loop.getResult(1), oneRows, param("dV"),
-                         param("dkvStrideB"), param("dkvStrideS"),
-                         param("dkvStrideH"), kvRow0, /*group=*/Value(), w.hkv, w.bidx,
-                         param("Skv"), et, IntegerAttr());
+  StoreOOp::create(b, loc, loop.getResult(0), scaleRows, param("dK"),
+                   param("dkvStrideB"), param("dkvStrideS"),
+                   param("dkvStrideH"), kvRow0, /*group=*/Value(), w.hkv,
+                   w.bidx, param("Skv"), et, IntegerAttr());
+  StoreOOp::create(b, loc, loop.getResult(1), oneRows, param("dV"),
+                   param("dkvStrideB"), param("dkvStrideS"),
+                   param("dkvStrideH"), kvRow0, /*group=*/Value(), w.hkv,
+                   w.bidx, param("Skv"), et, IntegerAttr());
 }
 
 void GradKernelBuilder::body() {

@@ -779,16 +779,6 @@ void KernelBuilder::epilogue(Value m, Value l, Value o, const TileCoords &c,
   Value batch = packedBatch(c.bidx);
   Value lseStride = cfg.varlen ? param("Sq") : Value();
   Value tileRow = packedRow(seqQ0, c.m0);
-  auto storeTma = [&] {
-    // A persistent CTA stages the next tile's O in the same buffer: its own
-    // buffer must have been read by the previous store (wait_previous); Q's
-    // buffer must be read before Q is released to the producer (drain).
-    StoreOTmaOp::create(b, loc, o, inv, param("mapO"), tileRow, c.head, batch,
-                        smemBase, static_cast<uint64_t>(lay.oOff), consumer,
-                        static_cast<uint64_t>(cfg.consumers()),
-                        /*wait_previous=*/cfg.persistent && !lay.oInQ,
-                        /*drain=*/qFreedAfterStore(), ot);
-  };
   // GQA packing: the rows are (query, q head) pairs from the tile's first
   // q head
   Value grp = cfg.packGqa ? group() : Value();
@@ -796,10 +786,37 @@ void KernelBuilder::epilogue(Value m, Value l, Value o, const TileCoords &c,
   IntegerAttr columns;
   if (cfg.headDimV != cfg.oCols())
     columns = b.getI64IntegerAttr(cfg.headDimV);
-  auto storeDirect = [&] {
-    StoreODirectOp::create(b, loc, o, inv, param("O"), param("oStrideB"),
-                           param("oStrideS"), param("oStrideH"), row0, grp,
-                           head, batch, bound, ot, columns);
+  TypeAttr outType = TypeAttr::get(ot);
+  // O's rows to the caller's tensor; hopper-async-copy writes the transfer.
+  auto storeO = [&](bool tma) {
+    // By TMA through shared memory where `tma`. A persistent CTA stages
+    // the next tile's O in the same buffer: its own buffer must have been
+    // read by the previous store (wait_previous); Q's buffer must be read
+    // before Q is released to the producer (drain). In a packed batch, a
+    // TMA box past the sequence's end would write the next sequence's
+    // rows: only where this warpgroup's 64 rows lie within it.
+    Value map, seqRow0, seqLen;
+    IntegerAttr offset, consumers;
+    UnitAttr waitPrevious, drain;
+    if (tma) {
+      map = param("mapO");
+      offset = b.getI64IntegerAttr(lay.oOff);
+      consumers = b.getI64IntegerAttr(cfg.consumers());
+      if (cfg.persistent && !lay.oInQ)
+        waitPrevious = b.getUnitAttr();
+      if (qFreedAfterStore())
+        drain = b.getUnitAttr();
+    }
+    if (tma && cfg.varlen) {
+      seqRow0 = localRow0;
+      seqLen = sq;
+    }
+    StoreOOp::create(b, loc, o, inv, param("O"), param("oStrideB"),
+                     param("oStrideS"), param("oStrideH"), row0, grp, head,
+                     batch, bound, map, tma ? tileRow : Value(),
+                     tma ? c.head : Value(), tma ? smemBase : Value(),
+                     tma ? consumer : Value(), seqRow0, seqLen, offset,
+                     consumers, waitPrevious, drain, outType, columns);
   };
   auto storeLse = [&] {
     StoreLseOp::create(b, loc, lse, param("LSE"), row0, grp, head, batch,
@@ -820,37 +837,16 @@ void KernelBuilder::epilogue(Value m, Value l, Value o, const TileCoords &c,
     Value dv = i64(cfg.headDimV);
     Value strideH = bin<arith::MulIOp>(ext64(sq), dv);
     Value strideB = bin<arith::MulIOp>(strideH, ext64(param("Hq")));
-    StoreODirectOp::create(b, loc, o, inv, param("oAccum"), strideB, dv,
-                           strideH, row0, grp, head, sb, bound, f32T,
-                           columns);
+    StoreOOp::create(b, loc, o, inv, param("oAccum"), strideB, dv, strideH,
+                     row0, grp, head, sb, bound, f32T, columns);
     StoreLseOp::create(b, loc, lse, param("lseAccum"), row0, grp, head, sb,
                        param("Hq"), bound, Value());
     b.setInsertionPoint(which.elseBlock()->getTerminator());
-    storeDirect();
+    storeO(/*tma=*/false);
     storeLse();
     return;
   }
-  if (cfg.tmaStore && cfg.varlen) {
-    // In a packed batch, a TMA box past the sequence's end would write the
-    // next sequence's rows: TMA where this warpgroup's 64 rows lie inside
-    // its sequence, direct stores for a sequence's last partial rows (a
-    // warpgroup-uniform branch: both stores are warpgroup collectives).
-    Value end = bin<arith::AddIOp>(localRow0, i32(64));
-    Value inside = cmpi(CmpIPredicate::sle, end, sq);
-    auto which = scf::IfOp::create(b, loc, TypeRange{}, inside,
-                                   /*withElseRegion=*/true);
-    {
-      OpBuilder::InsertionGuard g(b);
-      b.setInsertionPoint(which.thenBlock()->getTerminator());
-      storeTma();
-      b.setInsertionPoint(which.elseBlock()->getTerminator());
-      storeDirect();
-    }
-  } else if (cfg.tmaStore) {
-    storeTma();
-  } else {
-    storeDirect();
-  }
+  storeO(cfg.tmaStore);
   if (cfg.tmaStore && qFreedAfterStore()) {
     // O has left Q's buffer: the producer may load the next Q
     ringOp<RingConsumerReleaseOp>(qRing, qK);

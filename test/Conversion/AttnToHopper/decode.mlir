@@ -75,10 +75,10 @@
 // partial outputs; else O and LSE themselves.
 // KERNEL: %[[MANY:.*]] = arith.cmpi sgt, %{{.*}}, %c1_i32 : i32
 // KERNEL: scf.if %[[MANY]] {
-// KERNEL: hopper.store_o_direct %{{.*}} to %arg21 strides(%{{.*}}, %c128_i64, %{{.*}}) rows %{{.*}} group %{{.*}} head %{{.*}} batch %{{.*}} bound %{{.*}} : !hopper.frag<64x128xf32> as f32
+// KERNEL: hopper.store_o %{{.*}} to %arg21 strides(%{{.*}}, %c128_i64, %{{.*}}) rows %{{.*}} group %{{.*}} head %{{.*}} batch %{{.*}} bound %{{.*}} : !hopper.frag<64x128xf32> as f32
 // KERNEL: hopper.store_lse %{{.*}} to %arg22 rows %{{.*}} group %{{.*}} head
 // KERNEL: } else {
-// KERNEL: hopper.store_o_direct %{{.*}} to %arg4 strides(%arg12, %arg13, %arg14) rows %{{.*}} group %{{.*}} head %{{.*}} batch %{{.*}} bound %{{.*}} : !hopper.frag<64x128xf32> as bf16
+// KERNEL: hopper.store_o %{{.*}} to %arg4 strides(%arg12, %arg13, %arg14) rows %{{.*}} group %{{.*}} head %{{.*}} batch %{{.*}} bound %{{.*}} : !hopper.frag<64x128xf32> as bf16
 // KERNEL: hopper.store_lse %{{.*}} to %arg5 rows %{{.*}} group %{{.*}} head
 
 // <kernel>_combine: 256 threads, a grid-stride loop over 4-column chunks;

@@ -75,7 +75,7 @@
 // O times v's descale, stored as bf16.
 // KERNEL: %[[VF:.*]] = hopper.fill %[[VD]] : f32 to !hopper.frag<64xf32>
 // KERNEL: %[[O:.*]] = hopper.scale_rows %{{.*}}, %[[VF]]
-// KERNEL: hopper.store_o_tma %[[O]], %{{.*}} : !hopper.frag<64x128xf32> as bf16
+// KERNEL: hopper.store_o %[[O]], %{{.*}} tma {{.*}} : !hopper.frag<64x128xf32> as bf16
 
 // The whole pipeline lowers it: e4m3 wgmma, the f8 conversions, the
 // transposer's ldmatrix and byte permutes.
@@ -99,7 +99,7 @@ func.func @d128(%q: memref<?x8x?x128xf8E4M3FN>, %k: memref<?x2x?x128xf8E4M3FN>, 
 // KERNEL-LABEL: gpu.func @d256_kernel(
 // KERNEL: hopper.transpose_stage %{{.*}} of 3 rows 128 cols 256
 // KERNEL: hopper.wgmma.ss %{{.*}}, %{{.*}} k 256 boxes 16384, 16384 : f8E4M3FN
-// KERNEL: hopper.store_o_direct
+// KERNEL: hopper.store_o %{{.*}} bound %{{[a-z0-9_]+}} : !hopper.frag
 func.func @d256(%q: memref<?x8x?x256xf8E4M3FN>, %k: memref<?x8x?x256xf8E4M3FN>, %v: memref<?x8x?x256xf8E4M3FN>,
                 %o: memref<?x8x?x256xbf16>) {
   attn.flash_attention ins(%q, %k, %v : memref<?x8x?x256xf8E4M3FN>, memref<?x8x?x256xf8E4M3FN>, memref<?x8x?x256xf8E4M3FN>)
@@ -120,7 +120,7 @@ func.func @d256(%q: memref<?x8x?x256xf8E4M3FN>, %k: memref<?x8x?x256xf8E4M3FN>, 
 // KERNEL: hopper.load_tile %arg2[{{.*}}] into %[[V]][{{.*}}] rows 128 cols 128 : f8E4M3FN
 // KERNEL: hopper.transpose_stage %[[V]][{{.*}}] to %[[VT]] worker %{{.*}} of 3 rows 128 cols 64
 // KERNEL: hopper.wgmma.rs %{{.*}}, %{{.*}}, %{{.*}} : !hopper.frag<64x128xf8E4M3FN>, !hopper.frag<64x64xf32>
-// KERNEL: hopper.store_o_tma {{.*}} : !hopper.frag<64x64xf32> as bf16
+// KERNEL: hopper.store_o {{.*}} tma {{.*}} : !hopper.frag<64x64xf32> as bf16
 // NVVM-LABEL: gpu.func @d64_kernel(
 // NVVM: wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3
 func.func @d64(%q: memref<?x8x?x64xf8E4M3FN>, %k: memref<?x8x?x64xf8E4M3FN>, %v: memref<?x8x?x64xf8E4M3FN>,

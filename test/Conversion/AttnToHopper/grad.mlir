@@ -93,8 +93,8 @@
 // ATOMIC-NOT: hopper.reduce_add_bulk
 // ATOMIC: hopper.reduce_add %{{.*}} to %{{.*}} : !hopper.frag<64x64xf32>
 // ATOMIC-NOT: reduce_full
-// CHECK: hopper.store_o_direct %{{.*}}#0, %{{.*}} to %[[DK]] strides
-// CHECK: hopper.store_o_direct %{{.*}}#1, %{{.*}} to %[[DV]] strides
+// CHECK: hopper.store_o %{{.*}}#0, %{{.*}} to %[[DK]] strides({{.*}}) rows %{{.*}} head %{{.*}} batch %{{.*}} bound %{{[a-z0-9_]+}} : !hopper.frag
+// CHECK: hopper.store_o %{{.*}}#1, %{{.*}} to %[[DV]] strides({{.*}}) rows %{{.*}} head %{{.*}} batch %{{.*}} bound %{{[a-z0-9_]+}} : !hopper.frag
 // Head dim 128: 16 lanes a row (16 bytes each), 16 rows a block; the row
 // sum over the lanes by 4 butterflies; delta by the row's first lane; then
 // dQaccum (ceil(Sq / 64) 64-row tiles) zeroed 16 bytes a thread.

@@ -1,5 +1,6 @@
-// The epilogue's O store (attn-hopper-config{tma-store}): hopper.store_o_tma
-// (its flags, OPS) and its lowering (OWN).
+// The epilogue's O store (attn-hopper-config{tma-store}): hopper.store_o
+// with its tma clause, which hopper-async-copy writes as hopper.store_o_tma
+// (its flags, OPS), and its lowering (OWN).
 //
 // Head dim 64: O gets its own shared-memory buffer after the K/V ring
 // (16 KiB more; and a second Q buffer, 16 KiB), so a persistent CTA's producer can load the next tile's Q

@@ -80,13 +80,9 @@
 // CHECK: %[[ROW:.*]] = arith.addi %[[CQ0]], %[[LROW]] : i32
 // CHECK: %[[END:.*]] = arith.addi %[[CQ0]], %[[CSQ]] : i32
 // CHECK: %[[TROW:.*]] = arith.addi %[[CQ0]], %[[CM0]] : i32
-// CHECK: %[[LEND:.*]] = arith.addi %[[LROW]], %c64_i32 : i32
-// CHECK: %[[INSIDE:.*]] = arith.cmpi sle, %[[LEND]], %[[CSQ]] : i32
-// CHECK: scf.if %[[INSIDE]] {
-// CHECK:   hopper.store_o_tma {{.*}} tile(%[[TROW]], %{{.*}}, %c0_i32)
-// CHECK: } else {
-// CHECK:   hopper.store_o_direct {{.*}} rows %[[ROW]] head %{{.*}} batch %c0_i32 bound %[[END]]
-// CHECK: }
+// ... O by TMA within the sequence (its first row in the sequence and
+// the sequence's length), else directly: hopper-async-copy's branch ...
+// CHECK: hopper.store_o {{.*}} rows %[[ROW]] head %{{.*}} batch %c0_i32 bound %[[END]] tma %{{.*}} tile(%[[TROW]], %{{.*}}) staging %{{.*}} within(%[[LROW]], %[[CSQ]]) :
 // CHECK: hopper.store_lse {{.*}} rows %[[ROW]] head %{{.*}} batch %c0_i32 heads %arg10 bound %[[END]] stride %arg8
 
 // The persistent producer: from its first tile on, and after each claim,
@@ -119,7 +115,7 @@
 // PERSIST-NOT: arith.cmpi slt, %{{.*}}, %[[PSQ]]
 // PERSIST-NOT: scf.if %{{[0-9]+}} {
 // PERSIST: hopper.ring.consumer_wait
-// PERSIST: hopper.store_o_direct
+// PERSIST: hopper.store_o %{{.*}} bound %{{[0-9]+}} : !hopper.frag
 // PERSIST: gpu.return
 
 // FORM: error: cannot generate the Hopper kernel: its tensors are views of a packed variable-length batch in a form the kernel does not take

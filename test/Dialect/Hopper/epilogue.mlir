@@ -180,3 +180,88 @@ func.func @tma_consumers(%o: !hopper.frag<64x64xf32>, %inv: !hopper.frag<64xf32>
       consumer[%i] of 4 : !hopper.frag<64x64xf32> as bf16
   return
 }
+
+// -----
+
+// hopper.store_o: the direct store's and, with tma, the TMA store's rules,
+// and the clauses that only mean something together.
+// CHECK-LABEL: func.func @store_o
+// CHECK: hopper.store_o %{{.*}}, %{{.*}} to %{{.*}} strides(%{{.*}}, %{{.*}}, %{{.*}}) rows %{{.*}} head %{{.*}} batch %{{.*}} bound %{{.*}} : !hopper.frag<64x128xf32> as f32
+// CHECK: hopper.store_o %{{.*}}, %{{.*}} to %{{.*}} strides(%{{.*}}, %{{.*}}, %{{.*}}) rows %{{.*}} head %{{.*}} batch %{{.*}} bound %{{.*}} tma %{{.*}} tile(%{{.*}}, %{{.*}}) staging %{{.*}}[1024] consumer[%{{.*}}] of 2 within(%{{.*}}, %{{.*}}) drain : !hopper.frag<64x128xf32> as bf16
+func.func @store_o(%o: !hopper.frag<64x128xf32>, %inv: !hopper.frag<64xf32>,
+                   %O: !llvm.ptr<1>, %map: !llvm.ptr, %smem: !llvm.ptr<3>,
+                   %i: i32, %s: i64) {
+  hopper.store_o %o, %inv to %O strides(%s, %s, %s) rows %i head %i batch %i
+      bound %i : !hopper.frag<64x128xf32> as f32
+  hopper.store_o %o, %inv to %O strides(%s, %s, %s) rows %i head %i batch %i
+      bound %i tma %map tile(%i, %i) staging %smem[1024] consumer[%i] of 2
+      within(%i, %i) drain : !hopper.frag<64x128xf32> as bf16
+  return
+}
+
+// -----
+
+func.func @store_o_tma_f32(%o: !hopper.frag<64x128xf32>, %inv: !hopper.frag<64xf32>,
+                           %O: !llvm.ptr<1>, %map: !llvm.ptr, %smem: !llvm.ptr<3>,
+                           %i: i32, %s: i64) {
+  // expected-error @below {{O is stored as bf16 or f16, not 'f32'}}
+  hopper.store_o %o, %inv to %O strides(%s, %s, %s) rows %i head %i batch %i
+      bound %i tma %map tile(%i, %i) staging %smem[0] consumer[%i] of 2
+      : !hopper.frag<64x128xf32> as f32
+  return
+}
+
+// -----
+
+func.func @store_o_staging(%o: !hopper.frag<64x128xf32>, %inv: !hopper.frag<64xf32>,
+                           %O: !llvm.ptr<1>, %map: !llvm.ptr, %smem: !llvm.ptr<3>,
+                           %i: i32, %s: i64) {
+  // expected-error @below {{the staging buffer must start on a 1024-byte boundary (128B swizzle atoms), got offset 512}}
+  hopper.store_o %o, %inv to %O strides(%s, %s, %s) rows %i head %i batch %i
+      bound %i tma %map tile(%i, %i) staging %smem[512] consumer[%i] of 2
+      : !hopper.frag<64x128xf32> as bf16
+  return
+}
+
+// -----
+
+func.func @store_o_columns(%o: !hopper.frag<64x128xf32>, %inv: !hopper.frag<64xf32>,
+                           %O: !llvm.ptr<1>, %i: i32, %s: i64) {
+  // expected-error @below {{columns must be a positive multiple of 8 up to O's width 128, got 130}}
+  hopper.store_o %o, %inv to %O strides(%s, %s, %s) rows %i head %i batch %i
+      bound %i {columns = 130} : !hopper.frag<64x128xf32> as bf16
+  return
+}
+
+// -----
+
+func.func @store_o_within(%o: !hopper.frag<64x128xf32>, %inv: !hopper.frag<64xf32>,
+                          %O: !llvm.ptr<1>, %i: i32, %s: i64) {
+  // expected-error @below {{within bounds the TMA store: it needs tma}}
+  hopper.store_o %o, %inv to %O strides(%s, %s, %s) rows %i head %i batch %i
+      bound %i within(%i, %i) : !hopper.frag<64x128xf32> as bf16
+  return
+}
+
+// -----
+
+func.func @store_o_flags(%o: !hopper.frag<64x128xf32>, %inv: !hopper.frag<64xf32>,
+                         %O: !llvm.ptr<1>, %i: i32, %s: i64) {
+  // expected-error @below {{wait_previous and drain are flags of the TMA store: they need tma}}
+  hopper.store_o %o, %inv to %O strides(%s, %s, %s) rows %i head %i batch %i
+      bound %i wait_previous : !hopper.frag<64x128xf32> as bf16
+  return
+}
+
+// -----
+
+// The generic form can leave out part of the tma clause: here the map alone.
+func.func @store_o_part(%o: !hopper.frag<64x128xf32>, %inv: !hopper.frag<64xf32>,
+                        %O: !llvm.ptr<1>, %map: !llvm.ptr, %i: i32, %s: i64) {
+  // expected-error @below {{tma needs all of map, tile row and head, staging buffer and offset, consumer and consumers}}
+  "hopper.store_o"(%o, %inv, %O, %s, %s, %s, %i, %i, %i, %i, %map)
+      <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0>,
+        out_type = bf16}> : (!hopper.frag<64x128xf32>, !hopper.frag<64xf32>, !llvm.ptr<1>,
+        i64, i64, i64, i32, i32, i32, i32, !llvm.ptr) -> ()
+  return
+}

@@ -19,25 +19,32 @@ LogicalResult verifyOStore(Operation *op, FragmentType o, Type out) {
 }
 } // namespace
 
-LogicalResult StoreODirectOp::verify() {
-  if (!getO().getType().getElementType().isF32())
-    return emitOpError("O must be an f32 fragment (the accumulator), got ")
-           << getO().getType();
+/// What the direct O store checks (StoreODirectOp, and StoreOOp, which
+/// may become one).
+static LogicalResult verifyDirectStore(Operation *op, FragmentType o,
+                                       Type out, IntegerAttr columns) {
+  if (!o.getElementType().isF32())
+    return op->emitOpError("O must be an f32 fragment (the accumulator), got ")
+           << o;
   // f32 too: a split-KV kernel's partial O, unrounded.
-  Type out = getOutType();
   if (!out.isBF16() && !out.isF16() && !out.isF32())
-    return emitOpError("O is stored as bf16, f16 or f32 (a split's partial "
-                       "O, unrounded), not ")
+    return op->emitOpError("O is stored as bf16, f16 or f32 (a split's "
+                           "partial O, unrounded), not ")
            << out;
   // Whole 8-column blocks of the accumulator layout, inside the fragment.
-  if (IntegerAttr attr = getColumnsAttr()) {
-    int64_t c = attr.getInt(), n = getO().getType().getColumns();
+  if (columns) {
+    int64_t c = columns.getInt(), n = o.getColumns();
     if (c <= 0 || c % 8 != 0 || c > n)
-      return emitOpError("columns must be a positive multiple of 8 up to "
-                         "O's width ")
+      return op->emitOpError("columns must be a positive multiple of 8 up "
+                             "to O's width ")
              << n << ", got " << c;
   }
   return success();
+}
+
+LogicalResult StoreODirectOp::verify() {
+  return verifyDirectStore(*this, getO().getType(), getOutType(),
+                           getColumnsAttr());
 }
 
 /// The accumulator order is of f32 registers (whole n8 blocks: the
@@ -68,32 +75,69 @@ LogicalResult ReduceAddBulkOp::verify() {
   return success();
 }
 
-LogicalResult StoreOTmaOp::verify() {
-  FragmentType o = getO().getType();
-  if (failed(verifyOStore(*this, o, getOutType())))
+/// What the TMA O store checks (StoreOTmaOp, and StoreOOp's tma clause).
+static LogicalResult verifyTmaStore(Operation *op, FragmentType o, Type out,
+                                    int64_t off, int64_t consumers,
+                                    Value consumer) {
+  if (failed(verifyOStore(op, o, out)))
     return failure();
   // One stmatrix .x4 stages two n8 blocks; a TMA box row is 64 16-bit
   // columns (the 128 bytes of the swizzle span): a last box of fewer
   // columns is staged in part, the tensor map clipping the rest.
   if (o.getColumns() % 16 != 0)
-    return emitOpError("stmatrix stages O in pairs of 8-column blocks: O's "
-                       "width must be a multiple of 16, got ")
+    return op->emitOpError("stmatrix stages O in pairs of 8-column blocks: "
+                           "O's width must be a multiple of 16, got ")
            << o.getColumns();
   // The 128B swizzle permutes 16-byte units by address bits 7-9: a box
   // must start on a 1024-byte boundary for the layout stmatrix writes to
   // be the one the TMA unit reads.
-  int64_t off = getStagingOffset();
   if (off < 0 || off % 1024 != 0)
-    return emitOpError("the staging buffer must start on a 1024-byte "
-                       "boundary (128B swizzle atoms), got offset ")
+    return op->emitOpError("the staging buffer must start on a 1024-byte "
+                           "boundary (128B swizzle atoms), got offset ")
            << off;
   // [ceil(D / 64) boxes][64 x consumers rows][128 bytes] inside the CTA's shared
   // memory (sm_90: at most 227 KiB of dynamic shared memory a CTA); the
   // lowering's 32-bit offsets stay far from overflow.
-  int64_t bytes = (o.getColumns() + 63) / 64 * 64 * getConsumers() * 128;
+  int64_t bytes = (o.getColumns() + 63) / 64 * 64 * consumers * 128;
   if (off > kMaxDynamicSmem - bytes)
-    return emitOpError("the staging buffer (")
+    return op->emitOpError("the staging buffer (")
            << bytes << " bytes at offset " << off << ") must lie within the "
            << kMaxDynamicSmem << " bytes of a CTA's shared memory";
-  return verifyConsumerIndex(*this, getConsumer(), getConsumers());
+  return verifyConsumerIndex(op, consumer, consumers);
+}
+
+LogicalResult StoreOTmaOp::verify() {
+  return verifyTmaStore(*this, getO().getType(), getOutType(),
+                        getStagingOffset(), getConsumers(), getConsumer());
+}
+
+LogicalResult StoreOOp::verify() {
+  // The direct store is the op without tma, and a packed batch's fallback.
+  if (failed(verifyDirectStore(*this, getO().getType(), getOutType(),
+                               getColumnsAttr())))
+    return failure();
+  bool tmaParts[] = {static_cast<bool>(getMap()),
+                     static_cast<bool>(getTileRow()),
+                     static_cast<bool>(getTileHead()),
+                     static_cast<bool>(getSmem()),
+                     static_cast<bool>(getConsumer()),
+                     static_cast<bool>(getStagingOffsetAttr()),
+                     static_cast<bool>(getConsumersAttr())};
+  bool anyTma = llvm::is_contained(tmaParts, true);
+  if (anyTma && llvm::is_contained(tmaParts, false))
+    return emitOpError("tma needs all of map, tile row and head, staging "
+                       "buffer and offset, consumer and consumers");
+  if (static_cast<bool>(getSeqRow0()) != static_cast<bool>(getSeqLen()))
+    return emitOpError("within needs both the warpgroup's first row in its "
+                       "sequence and the sequence's length");
+  if (!anyTma) {
+    if (getSeqRow0())
+      return emitOpError("within bounds the TMA store: it needs tma");
+    if (getWaitPrevious() || getDrain())
+      return emitOpError("wait_previous and drain are flags of the TMA "
+                         "store: they need tma");
+    return success();
+  }
+  return verifyTmaStore(*this, getO().getType(), getOutType(),
+                        *getStagingOffset(), *getConsumers(), getConsumer());
 }

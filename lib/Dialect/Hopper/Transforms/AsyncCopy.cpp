@@ -5,7 +5,9 @@
 // full barrier, and the TMA boxes (one per 128-byte swizzle row of
 // columns), split between the two CTAs of a cluster and multicast when the
 // ring is shared by both. hopper.load_paged_tile likewise, its boxes per
-// page of the tile's rows, each page read from the page table.
+// page of the tile's rows, each page read from the page table. And
+// hopper.store_o (a warpgroup's O rows and where they go) becomes the TMA
+// store through shared memory where it may use one, else the direct store.
 //
 //===----------------------------------------------------------------------===//
 
@@ -147,6 +149,44 @@ void lower(LoadPagedTileOp op) {
   op.erase();
 }
 
+/// An O tile: by TMA where the op allows it (in a packed batch only where
+/// the warpgroup's rows lie inside their sequence), else direct stores.
+void lower(StoreOOp op) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  auto tma = [&] {
+    StoreOTmaOp::create(b, loc, op.getO(), op.getInv(), op.getMap(),
+                        op.getTileRow(), op.getTileHead(), op.getBatch(),
+                        op.getSmem(), *op.getStagingOffset(),
+                        op.getConsumer(), *op.getConsumers(),
+                        op.getWaitPrevious(), op.getDrain(), op.getOutType());
+  };
+  auto direct = [&] {
+    StoreODirectOp::create(b, loc, op.getO(), op.getInv(), op.getPtr(),
+                           op.getStrideBatch(), op.getStrideRow(),
+                           op.getStrideHead(), op.getRow0(), op.getGroup(),
+                           op.getHead(), op.getBatch(), op.getBound(),
+                           op.getOutType(), op.getColumnsAttr());
+  };
+  if (!op.isTma()) {
+    direct();
+  } else if (!op.getSeqRow0()) {
+    tma();
+  } else {
+    Constants cst(op);
+    Value end = arith::AddIOp::create(b, loc, op.getSeqRow0(), cst.i32(64));
+    Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle,
+                                         end, op.getSeqLen());
+    auto which = scf::IfOp::create(b, loc, TypeRange{}, inside,
+                                   /*withElseRegion=*/true);
+    b.setInsertionPoint(which.thenBlock()->getTerminator());
+    tma();
+    b.setInsertionPoint(which.elseBlock()->getTerminator());
+    direct();
+  }
+  op.erase();
+}
+
 struct HopperAsyncCopyPass
     : public fa3::hopper::impl::HopperAsyncCopyBase<HopperAsyncCopyPass> {
   void runOnOperation() override {
@@ -157,6 +197,10 @@ struct HopperAsyncCopyPass
     SmallVector<LoadPagedTileOp> paged;
     getOperation()->walk([&](LoadPagedTileOp op) { paged.push_back(op); });
     for (LoadPagedTileOp op : paged)
+      lower(op);
+    SmallVector<StoreOOp> stores;
+    getOperation()->walk([&](StoreOOp op) { stores.push_back(op); });
+    for (StoreOOp op : stores)
       lower(op);
   }
 };

@@ -72,6 +72,85 @@ def Hopper_StoreLseOp : Hopper_Op<"store_lse", [AttrSizedOperandSegments]> {
   }];
 }
 
+def Hopper_StoreOOp : Hopper_Op<"store_o", [AttrSizedOperandSegments]> {
+  let summary = "O / l of a warpgroup's 64 rows to global memory, the "
+                "transfer left to hopper-async-copy";
+  let description = [{
+    What an O tile store means, as `hopper.load_tile` is for a load: O / l
+    (`inv` = 1 / l per row) of the warpgroup's rows row0 .. row0 + 63,
+    rounded to `out_type`, at element
+
+      batch * strides[0] + row * strides[1] + head * strides[2] + column
+
+    of `ptr` for rows below `bound`, with `group` and `columns` as
+    `hopper.store_o_direct` takes them. `hopper-async-copy` writes the
+    transfer:
+
+    - without `tma`: `hopper.store_o_direct` (each thread's registers,
+      4-byte stores);
+    - with `tma %map tile(%row, %head) staging %smem[offset] consumer[%c]
+      of n`: `hopper.store_o_tma` through the 4-D tensor map `map`, the box
+      at (tile row `row`, tile head `head`, `batch`), staged at byte
+      `offset` of `smem`, with its `wait_previous` and `drain` flags
+      (attn-hopper-config{tma-store} chose it);
+    - with `tma` and `within(%r, %len)` (a packed variable-length batch,
+      where a box past a sequence's end would write the next sequence's
+      rows): the TMA store where the warpgroup's 64 rows lie inside the
+      sequence (`r` + 64 <= `len`: its first row in the sequence and the
+      sequence's length), else the direct store; a warpgroup-uniform
+      branch, as both stores are warpgroup collectives.
+
+    ```mlir
+    hopper.store_o %o, %inv to %O strides(%sB, %sS, %sH) rows %row0 head %h batch %b bound %Sq
+        : !hopper.frag<64x128xf32> as bf16
+    hopper.store_o %o, %inv to %O strides(%sB, %sS, %sH) rows %row0 head %h batch %b bound %Sq
+        tma %mapO tile(%m0, %h) staging %smem[81920] consumer[%cw] of 2 wait_previous
+        : !hopper.frag<64x128xf32> as bf16
+    ```
+  }];
+  let arguments = (ins Hopper_Tile:$o, Hopper_Rows:$inv, Hopper_GlobalPtr:$ptr,
+                       I64:$stride_batch, I64:$stride_row, I64:$stride_head,
+                       I32:$row0, Optional<I32>:$group, I32:$head,
+                       I32:$batch, I32:$bound,
+                       Optional<Hopper_GenericPtr>:$map,
+                       Optional<I32>:$tile_row, Optional<I32>:$tile_head,
+                       Optional<Hopper_SharedPtr>:$smem,
+                       Optional<I32>:$consumer,
+                       Optional<I32>:$seq_row0, Optional<I32>:$seq_len,
+                       OptionalAttr<I64Attr>:$staging_offset,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<1>, IntMaxValue<3>]>>:$consumers,
+                       UnitAttr:$wait_previous, UnitAttr:$drain,
+                       TypeAttr:$out_type, OptionalAttr<I64Attr>:$columns);
+  let assemblyFormat = [{
+    $o `,` $inv `to` $ptr `strides` `(` $stride_batch `,` $stride_row `,`
+    $stride_head `)` `rows` $row0 (`group` $group^)? `head` $head `batch` $batch `bound` $bound
+    (`tma` $map^ `tile` `(` $tile_row `,` $tile_head `)` `staging` $smem
+     `[` $staging_offset `]` `consumer` `[` $consumer `]` `of` $consumers)?
+    (`within` `(` $seq_row0^ `,` $seq_len `)`)?
+    (`wait_previous` $wait_previous^)? (`drain` $drain^)?
+    attr-dict `:` qualified(type($o)) `as` $out_type
+  }];
+  let builders = [
+    // The direct store (no tma clause).
+    OpBuilder<(ins "::mlir::Value":$o, "::mlir::Value":$inv, "::mlir::Value":$ptr,
+                   "::mlir::Value":$strideBatch, "::mlir::Value":$strideRow,
+                   "::mlir::Value":$strideHead, "::mlir::Value":$row0, "::mlir::Value":$group,
+                   "::mlir::Value":$head, "::mlir::Value":$batch, "::mlir::Value":$bound,
+                   "::mlir::Type":$outType, "::mlir::IntegerAttr":$columns), [{
+      build($_builder, $_state, o, inv, ptr, strideBatch, strideRow,
+            strideHead, row0, group, head, batch, bound, Value(), Value(),
+            Value(), Value(), Value(), Value(), Value(), IntegerAttr(),
+            IntegerAttr(), UnitAttr(), UnitAttr(), TypeAttr::get(outType),
+            columns);
+    }]>
+  ];
+  let extraClassDeclaration = [{
+    /// Whether the store may go by TMA (the tma clause is present).
+    bool isTma() { return static_cast<bool>(getMap()); }
+  }];
+  let hasVerifier = 1;
+}
+
 def Hopper_StoreODirectOp : Hopper_Op<"store_o_direct"> {
   let summary = "O / l from the fragment to global memory, 4-byte stores";
   let description = [{

@@ -30,7 +30,7 @@ def HopperPingPong : Pass<"hopper-pingpong"> {
 }
 
 def HopperAsyncCopy : Pass<"hopper-async-copy"> {
-  let summary = "Turn tile loads into ring slots into TMA transfers";
+  let summary = "Turn tile loads into ring slots, and O stores, into TMA transfers";
   let description = [{
     Each `hopper.load_tile` (a tile of a tensor as the payload of an
     acquired ring slot) becomes its transfer: a
@@ -41,7 +41,11 @@ def HopperAsyncCopy : Pass<"hopper-async-copy"> {
     multicast into both CTAs' rings. A `hopper.load_paged_tile` (a tile
     of a paged KV cache) becomes the commit and a loop over its pages'
     chunks of rows: the page index from the page table, then the chunk's
-    boxes.
+    boxes. A `hopper.store_o` (a warpgroup's O rows and where they go)
+    becomes `hopper.store_o_tma` where its `tma` clause allows it (in a
+    packed batch, `within`: only where the 64 rows lie inside their
+    sequence, else `hopper.store_o_direct` in a warpgroup-uniform branch),
+    otherwise `hopper.store_o_direct`.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::LLVM::LLVMDialect",
