@@ -599,17 +599,24 @@ SUMMARY_RE = re.compile(r"^========= (ERROR|RACECHECK) SUMMARY: .*$", re.M)
 
 
 def parse_sanitizer_log(text):
-    """The facts of a `compute-sanitizer ... check_fwd.py --sanitize` log:
+    """The facts of a `compute-sanitizer ... check_*.py --sanitize` log:
     seed, kernels, cases passed / run, the failed cases, the tool's summary
-    line and its reports (its other `=========` lines, at most 200)."""
+    line and its reports (its other `=========` lines, at most 200).
+    check_fwd and check_bwd print `seed N; K kernel(s): names` and a JSON
+    object per case; check_varlen and check_decode `seed N; K kernel(s)`,
+    `== name: ...` per kernel and `PASS case: facts` per case."""
     res = dict(seed=None, kernels=[], passed=0, total=0, failures=[], summary=None,
                reports=[])
-    m = re.search(r"^seed (\d+); \d+ kernel\(s\): (.*)$", text, re.M)
+    m = re.search(r"^seed (\d+); \d+ kernel\(s\)(?:: (.*))?$", text, re.M)
     if m:
         res["seed"] = int(m.group(1))
-        res["kernels"] = [k.strip() for k in m.group(2).split(",") if k.strip()]
+        res["kernels"] = [k.strip() for k in (m.group(2) or "").split(",") if k.strip()]
+    named = not res["kernels"]
     for line in text.splitlines():
-        if line.startswith(("PASS {", "FAIL {")):
+        km = re.match(r"^== (\S+): ", line)
+        if named and km:
+            res["kernels"].append(km.group(1))
+        elif line.startswith(("PASS ", "FAIL ")):
             res["total"] += 1
             if line.startswith("PASS"):
                 res["passed"] += 1

@@ -30,8 +30,9 @@ typedef struct Fa3HopperOptions {
   bool pingpong;        /* consumer warpgroups take turns (true) */
   int persistent;       /* CTAs loop over tiles: 1 on, -1 off, 0 auto (on
                            where measured faster: head dim up to 128) */
-  bool tmaStore;        /* O through shared memory + TMA store (true);
-                           false: 4-byte stores from registers. The
+  bool tmaStore;        /* O through shared memory + TMA store (true; a
+                           persistent varlen kernel copies it out by its
+                           threads); false: 4-byte stores from registers. The
                            backward: dQ added by bulk reductions (true) or
                            the consumers' atomics */
   const char *chip;     /* "sm_90a" */

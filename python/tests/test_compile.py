@@ -201,7 +201,8 @@ def test_kv_multicast_where_it_applies(tmp_path):
 def test_varlen_kernel(tmp_path):
     """A packed variable-length kernel: no clusters whatever the options say
     (they choose among the fixed-length kernels' alternatives), persistent
-    where the fixed-length kernel is, then with direct O stores; with one
+    where the fixed-length kernel is, then with O staged in shared memory
+    and copied out by the consumers (16-byte stores, no TMA store); with one
     CTA per tile O is stored by TMA inside a sequence and directly at its
     end; its name and facts say varlen."""
     parse = lambda f: F.parse_facts(f.facts.read_text(), str(f.facts))
@@ -209,11 +210,13 @@ def test_varlen_kernel(tmp_path):
                        tma_store=True, emit_cubin=False)[0]
     kf = parse(f)
     assert kf.kernel == "fa3_fwd_d128_bf16_varlen_kernel" and kf.varlen
-    assert kf.persistent and kf.cluster_m == 1 and kf.extra["o_store"] == "direct"
+    assert kf.persistent and kf.cluster_m == 1 and kf.extra["o_store"] == "staged"
     ptx = f.ptx.read_text()
-    # TMA loads, direct stores, no cluster; the dynamic scheduler
+    # TMA loads, O staged (stmatrix) and copied out in 16-byte units, no
+    # cluster; the dynamic scheduler
     assert "cp.async.bulk.tensor.4d.shared::cluster.global" in ptx
-    assert "cp.async.bulk.tensor.4d.global.shared" not in ptx and "st.global.b32" in ptx
+    assert "cp.async.bulk.tensor.4d.global.shared" not in ptx and "stmatrix" in ptx
+    assert "ld.shared.v4.b32" in ptx and "st.global.v4.b32" in ptx
     assert "reqnctapercluster" not in ptx and "atom.global.add" in ptx
     # the sequence arrays (cuSeqlensQ/K, seqUsedK: parameters 16-18) are read
     assert "ld.global" in ptx

@@ -509,3 +509,28 @@ def test_bench_fp8_table_and_routing(tmp_path):
     added, _ = records.merge(out, root)
     assert [e["kind"] for e in added] == ["bench_fp8"]
     assert (root / "bench" / records.HISTORY).exists()
+
+
+VARLEN_LOG = """========= COMPUTE-SANITIZER
+seed 7; 2 kernel(s)
+== fa3_fwd_d128_bf16_varlen_kernel: dtype=bf16 head_dim=128 varlen
+PASS small ragged: layout=packed, B=4, unwritten=0
+PASS small used: layout=packed, B=2, unwritten=0
+== fa3_fwd_d64_bf16_varlen_kernel: dtype=bf16 head_dim=64 varlen
+FAIL small ragged: unwritten=3
+check_varlen: 2/3 cases passed, 1 failure(s), 1.2 s
+========= ERROR SUMMARY: 0 errors
+"""
+
+
+def test_sanitizer_log_of_check_varlen():
+    # check_varlen / check_decode: kernels from their `== name:` lines, a
+    # case per `PASS name: facts` line
+    p = records.parse_sanitizer_log(VARLEN_LOG)
+    assert (p["seed"], p["kernels"], p["passed"], p["total"]) == (
+        7, ["fa3_fwd_d128_bf16_varlen_kernel", "fa3_fwd_d64_bf16_varlen_kernel"], 2, 3)
+    assert p["failures"] == ["small ragged: unwritten=3"]
+    e = records.sanitizer_entry("memcheck", VARLEN_LOG)
+    assert not records.sanitizer_clean(e)
+    e = records.sanitizer_entry("memcheck", VARLEN_LOG.replace("FAIL", "PASS"))
+    assert records.sanitizer_clean(e)

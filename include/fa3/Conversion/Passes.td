@@ -49,7 +49,8 @@ def AttnHopperConfig : Pass<"attn-hopper-config"> {
                clEnumValN(::fa3::Toggle::Off, "off", "never"))}]>,
     Option<"tmaStore", "tma-store", "bool", /*default=*/"true",
            "Stage O through shared memory (stmatrix) and write it with a TMA "
-           "store; false: 4-byte stores from the accumulator fragment. The "
+           "store (a persistent varlen kernel: 16-byte stores by its "
+           "threads); false: 4-byte stores from the accumulator fragment. The "
            "backward: dQ staged in shared memory and added by the producer's "
            "bulk reductions; false: the consumers' vector atomics">,
     Option<"qBuffers", "q-buffers", "int64_t", /*default=*/"0",

@@ -47,6 +47,19 @@ using namespace fa3;
 using namespace fa3::attn;
 
 namespace {
+/// The facts' o_store: how O leaves the kernel (KernelConfig::oStore).
+const char *oStoreName(const hopper::KernelConfig &cfg) {
+  switch (cfg.oStore()) {
+  case hopper::KernelConfig::OStore::direct:
+    return "direct";
+  case hopper::KernelConfig::OStore::tma:
+    return "tma";
+  case hopper::KernelConfig::OStore::staged:
+    return "staged";
+  }
+  return "direct";
+}
+
 /// What the tiled IR of one attention holds: its attn-tile grid, the
 /// schedule op (attn.kv_range; the backward's attn.q_range), the step
 /// (attn.tile_update / tile_grad_update) and the epilogue.
@@ -406,7 +419,7 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
       // CTAs per cluster (launched as clusters of this many along x; the
       // kernel rounds the m-block count up to a multiple of it).
       b.getNamedAttr("cluster_m", b.getI64IntegerAttr(cfg.clusterM)),
-      b.getNamedAttr("o_store", b.getStringAttr(cfg.tmaStore ? "tma" : "direct")),
+      b.getNamedAttr("o_store", b.getStringAttr(oStoreName(cfg))),
       // 1-D grid over (m-block, head, batch) tiles: one per CTA ("tiles"),
       // or any grid size, the kernel striding by gridDim.x ("persistent").
       b.getNamedAttr("grid", b.getStringAttr(cfg.persistent ? "persistent"

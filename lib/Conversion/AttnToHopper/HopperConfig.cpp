@@ -226,17 +226,23 @@ void chooseConfig(KernelConfig &cfg, bool fullMask,
   // waits for the O store: 0-4 % slower everywhere
   // (bench/NOTES.md, Defaults: persistent).
   cfg.persistent = decide(o.persistent, hd <= 128);
-  // A packed batch's kernel stores by TMA only the rows inside their
-  // sequence, a sequence's last partial rows directly (a box would write
-  // the next sequence's; FlashAttention-3 stores all of them directly):
-  // with one CTA per tile (head dim 256) that measured 0.98-1.03x the
-  // fixed-length kernel where direct stores alone gave 0.85-0.99x. In
-  // a persistent kernel the two stores broke the steady-state wgmma batch
-  // (fa3.sass: 16 HGMMA in 108 instructions instead of 43; 2-5 % slower
-  // from 4k), and with three consumer warpgroups (160 registers) their
-  // code spills: those store directly (bench/NOTES.md, Variable lengths).
-  cfg.tmaStore =
-      o.tmaStore && !(cfg.varlen && (cfg.persistent || cfg.consumers() == 3));
+  // A packed variable-length batch's kernel cannot store a whole TMA box
+  // where it crosses its sequence's end (it would write the next
+  // sequence's rows). With one CTA per tile (head dim 192, 256) it stores
+  // by TMA the rows inside their sequence and a sequence's last partial
+  // rows directly: 0.98-1.03x the fixed-length kernel where direct stores
+  // alone gave 0.85-0.99x. In a persistent kernel that branch broke the
+  // steady-state wgmma batch (fa3.sass: 16 HGMMA in 108 instructions
+  // instead of 43; 2-5 % slower from 4k): there the consumers copy O out
+  // of the staging buffer themselves, 16 bytes a thread, as
+  // FlashAttention-3's varlen epilogue (KernelConfig::oStore): at head dim
+  // 128 1.09-1.12x the direct stores at 512, 1.06-1.08x at 1k, 1.01-1.04x
+  // at 4k, its SASS batch intact; at head dim 64 0.97x at 4k and +-1 % at
+  // 512-1k, so that one keeps direct stores, as do three consumer
+  // warpgroups (160 registers: their code spills) (bench/NOTES.md,
+  // Variable lengths).
+  cfg.tmaStore = o.tmaStore &&
+                 !(cfg.varlen && (cfg.consumers() == 3 || hd <= 64));
   // Persistent CTAs double-buffer Q where shared memory allows (head dim
   // 64 and 128): the next tile's Q then loads during this tile instead of
   // after it. ncu put the consumers' wait for Q at 15 % of all stall

@@ -788,22 +788,32 @@ void KernelBuilder::epilogue(Value m, Value l, Value o, const TileCoords &c,
     columns = b.getI64IntegerAttr(cfg.headDimV);
   TypeAttr outType = TypeAttr::get(ot);
   // O's rows to the caller's tensor; hopper-async-copy writes the transfer.
-  auto storeO = [&](bool tma) {
-    // By TMA through shared memory where `tma`. A persistent CTA stages
-    // the next tile's O in the same buffer: its own buffer must have been
-    // read by the previous store (wait_previous); Q's buffer must be read
-    // before Q is released to the producer (drain). In a packed batch, a
-    // TMA box past the sequence's end would write the next sequence's
-    // rows: only where this warpgroup's 64 rows lie within it.
-    Value map, seqRow0, seqLen;
+  auto storeO = [&](KernelConfig::OStore how) {
+    // Staged in shared memory unless direct. A persistent CTA stages the
+    // next tile's O in the same buffer: its own buffer must have been read
+    // by the previous store (wait_previous); Q's buffer must be read
+    // before Q is released to the producer (drain). By TMA from there,
+    // except in a persistent packed batch's kernel (KernelConfig::oStore);
+    // in a packed batch a TMA box past the sequence's end would write the
+    // next sequence's rows: only where this warpgroup's 64 rows lie within
+    // it.
+    const bool staged = how != KernelConfig::OStore::direct;
+    const bool tma = how == KernelConfig::OStore::tma;
+    Value smem, cw, map, tRow, tHead, seqRow0, seqLen;
     IntegerAttr offset, consumers;
     UnitAttr waitPrevious, drain;
-    if (tma) {
-      map = param("mapO");
+    if (staged) {
+      smem = smemBase;
+      cw = consumer;
       offset = b.getI64IntegerAttr(lay.oOff);
       consumers = b.getI64IntegerAttr(cfg.consumers());
       if (cfg.persistent && !lay.oInQ)
         waitPrevious = b.getUnitAttr();
+    }
+    if (tma) {
+      map = param("mapO");
+      tRow = tileRow;
+      tHead = c.head;
       if (qFreedAfterStore())
         drain = b.getUnitAttr();
     }
@@ -813,10 +823,8 @@ void KernelBuilder::epilogue(Value m, Value l, Value o, const TileCoords &c,
     }
     StoreOOp::create(b, loc, o, inv, param("O"), param("oStrideB"),
                      param("oStrideS"), param("oStrideH"), row0, grp, head,
-                     batch, bound, map, tma ? tileRow : Value(),
-                     tma ? c.head : Value(), tma ? smemBase : Value(),
-                     tma ? consumer : Value(), seqRow0, seqLen, offset,
-                     consumers, waitPrevious, drain, outType, columns);
+                     batch, bound, smem, cw, map, tRow, tHead, seqRow0, seqLen,
+                     offset, consumers, waitPrevious, drain, outType, columns);
   };
   auto storeLse = [&] {
     StoreLseOp::create(b, loc, lse, param("LSE"), row0, grp, head, batch,
@@ -842,12 +850,12 @@ void KernelBuilder::epilogue(Value m, Value l, Value o, const TileCoords &c,
     StoreLseOp::create(b, loc, lse, param("lseAccum"), row0, grp, head, sb,
                        param("Hq"), bound, Value());
     b.setInsertionPoint(which.elseBlock()->getTerminator());
-    storeO(/*tma=*/false);
+    storeO(KernelConfig::OStore::direct);
     storeLse();
     return;
   }
-  storeO(cfg.tmaStore);
-  if (cfg.tmaStore && qFreedAfterStore()) {
+  storeO(cfg.oStore());
+  if (cfg.oStore() != KernelConfig::OStore::direct && qFreedAfterStore()) {
     // O has left Q's buffer: the producer may load the next Q
     ringOp<RingConsumerReleaseOp>(qRing, qK);
   }
@@ -1256,7 +1264,7 @@ void KernelBuilder::consumers(Value tid, Value cta) {
     g1 = bin<arith::AddIOp>(cG, nblk);
   closeTileLoop(Value(), cK, g1);
   closeSequenceGuard(live);
-  if (cfg.tmaStore)
+  if (cfg.oStore() == KernelConfig::OStore::tma)
     drainBulkReads(ltid); // the last O store's
 }
 

@@ -51,7 +51,7 @@ struct KernelConfig {
   bool persistent = false; // CTAs loop over tiles from a dynamic scheduler
   int64_t qBuffers = 1;    // Q tiles in shared memory: 2 lets a persistent
                            // CTA load the next tile's Q during this tile
-  bool tmaStore = true;    // O via shared memory + TMA store (else 4-byte stores)
+  bool tmaStore = true;    // O via shared memory (oStore), else 4-byte stores
   bool lazyRescale = true; // O *= alpha only in warpgroups where a row
                            // raised its max (a branch); else every kv block
   double rescaleThreshold = 8.0; // log2 units: with lazyRescale a row's max is
@@ -65,7 +65,7 @@ struct KernelConfig {
   bool varlen = false;       // a packed variable-length batch: tiles are
                              // (m-block, q head, sequence), each sequence's
                              // rows read from cu_seqlens (checkSupported:
-                             // no cluster, O stored directly)
+                             // no cluster)
   bool splitKv = false;      // flash-decoding: numSplits CTAs per tile, each
                              // a run of its kv blocks; with numSplits > 1
                              // they store f32 partial O and LSE, which
@@ -75,6 +75,19 @@ struct KernelConfig {
                              // reads each kv head's K and V once
 
   int64_t consumers() const { return blockM / 64; }
+  /// How O leaves the kernel: 4-byte stores from the registers, or staged
+  /// in shared memory (tmaStore) and stored from there by TMA, or, in a
+  /// persistent packed batch's kernel, copied out by the consumers' threads
+  /// in 16-byte units: a TMA box could cross a sequence's end, and the
+  /// branch between a TMA store and direct stores for a sequence's last
+  /// rows broke that kernel's steady-state wgmma batch (chooseConfig,
+  /// bench/NOTES.md, Variable lengths).
+  enum class OStore { direct, tma, staged };
+  OStore oStore() const {
+    if (!tmaStore)
+      return OStore::direct;
+    return varlen && persistent ? OStore::staged : OStore::tma;
+  }
   /// FP8: q, k, v are e4m3, o bf16. V is transposed in shared memory by
   /// the producer warpgroup's other warps (FP8 wgmma reads both operands
   /// K-major), into a ring of its own.

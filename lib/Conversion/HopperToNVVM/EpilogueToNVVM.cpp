@@ -127,6 +127,67 @@ void waitBulkReads(OpBuilder &b, Location loc) {
   NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, b.getUnitAttr());
 }
 
+/// O / l of consumer `cw`'s rows, rounded to `et`, into the staging
+/// buffer at byte `stagingOff` of `smem` in the TMA boxes' layout
+/// ([boxes][64 x consumers rows][128 bytes], 128B swizzle), by stmatrix.
+void stageO(OpBuilder &b, Location loc, Value o, ArrayRef<Value> inv,
+            Type et, Value smem, int64_t stagingOff, int64_t consumers,
+            Value cw, const ThreadPlace &tp, int64_t regs) {
+  MLIRContext *ctx = b.getContext();
+  Type i8 = b.getI8Type();
+  auto smemT = cast<LLVM::LLVMPointerType>(smem.getType());
+  const int64_t blockM = 64 * consumers; // rows of a staged box
+  // stmatrix .x4: lane l gives the address of row l % 8 of matrix l / 8;
+  // matrix j holds rows 8 (j % 2).. of the warp's 16 and columns
+  // 8 (k + j / 2).. -- exactly the accumulator's n8 blocks k, k + 1.
+  Value c8 = i32Const(b, loc, 8);
+  Value mat = arith::DivUIOp::create(b, loc, tp.lane, c8);
+  Value rin = arith::RemUIOp::create(b, loc, tp.lane, c8);
+  Value c1 = i32Const(b, loc, 1);
+  Value half = arith::AndIOp::create(b, loc, mat, c1);
+  Value khi = arith::ShRUIOp::create(b, loc, mat, c1);
+  Value c64 = i32Const(b, loc, 64);
+  Value rowWg = arith::MulIOp::create(b, loc, cw, c64);
+  Value c16 = i32Const(b, loc, 16);
+  Value rowWarp = arith::MulIOp::create(b, loc, tp.warp, c16);
+  Value row = arith::AddIOp::create(b, loc, rowWg, rowWarp);
+  Value halfRow = arith::MulIOp::create(b, loc, half, c8);
+  Value inWarp = arith::AddIOp::create(b, loc, halfRow, rin);
+  row = arith::AddIOp::create(b, loc, row, inWarp);
+  Value rowBytes = i32Const(b, loc, kSwizzleBytes);
+  Value rowByte = arith::MulIOp::create(b, loc, row, rowBytes);
+  Value base = i32Const(b, loc, stagingOff);
+  rowByte = arith::AddIOp::create(b, loc, rowByte, base);
+  auto shape = NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8);
+  // n8 blocks k, k + 1 per stmatrix; box k / 8 (8 blocks of 16 bytes
+  // make a 128-byte row).
+  for (int64_t k = 0; k < regs / 4; k += 2) {
+    int64_t box = k / 8;
+    Value unit = khi;
+    if (k % 8) {
+      Value kc = i32Const(b, loc, k % 8);
+      unit = arith::AddIOp::create(b, loc, khi, kc);
+    }
+    // 128B swizzle: unit u of row r at u ^ (r % 8).
+    unit = arith::XOrIOp::create(b, loc, unit, rin);
+    Value unitBytes = arith::MulIOp::create(b, loc, unit, c16);
+    Value boxOff = i32Const(b, loc, box * blockM * kSwizzleBytes);
+    Value inRow = arith::AddIOp::create(b, loc, unitBytes, boxOff);
+    Value off = arith::AddIOp::create(b, loc, rowByte, inRow);
+    SmallVector<Value, 4> pairs;
+    for (int64_t j = 0; j < 4; ++j) {
+      int64_t i = j % 2, kj = k + j / 2;
+      Value h = roundedPair(b, loc, o, 4 * kj + 2 * i, inv[i], et);
+      pairs.push_back(
+          LLVM::BitcastOp::create(b, loc, b.getI32Type(), h));
+    }
+    Value p = LLVM::GEPOp::create(b, loc, smemT, i8, smem,
+                                  ValueRange{off});
+    NVVM::StMatrixOp::create(b, loc, p, pairs, NVVM::MMALayout::row,
+                             shape, NVVM::LdStMatrixEltType::B16);
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // 1 / l and the LSE
 //===----------------------------------------------------------------------===//
@@ -417,7 +478,6 @@ struct StoreOTmaLowering : OpConversionPattern<StoreOTmaOp> {
   matchAndRewrite(StoreOTmaOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    MLIRContext *ctx = rewriter.getContext();
     Type et = op.getOutType();
     Type i8 = rewriter.getI8Type();
     Value smem = adaptor.getSmem();
@@ -448,55 +508,9 @@ struct StoreOTmaLowering : OpConversionPattern<StoreOTmaOp> {
       epilogueBarrier(rewriter, loc, consumers, cw);
     }
 
-    // stmatrix .x4: lane l gives the address of row l % 8 of matrix l / 8;
-    // matrix j holds rows 8 (j % 2).. of the warp's 16 and columns
-    // 8 (k + j / 2).. -- exactly the accumulator's n8 blocks k, k + 1.
-    Value c8 = i32Const(rewriter, loc, 8);
-    Value mat = arith::DivUIOp::create(rewriter, loc, tp.lane, c8);
-    Value rin = arith::RemUIOp::create(rewriter, loc, tp.lane, c8);
-    Value c1 = i32Const(rewriter, loc, 1);
-    Value half = arith::AndIOp::create(rewriter, loc, mat, c1);
-    Value khi = arith::ShRUIOp::create(rewriter, loc, mat, c1);
+    stageO(rewriter, loc, o, inv, et, smem, stagingOff, consumers, cw, tp,
+           regs);
     Value c64 = i32Const(rewriter, loc, 64);
-    Value rowWg = arith::MulIOp::create(rewriter, loc, cw, c64);
-    Value c16 = i32Const(rewriter, loc, 16);
-    Value rowWarp = arith::MulIOp::create(rewriter, loc, tp.warp, c16);
-    Value row = arith::AddIOp::create(rewriter, loc, rowWg, rowWarp);
-    Value halfRow = arith::MulIOp::create(rewriter, loc, half, c8);
-    Value inWarp = arith::AddIOp::create(rewriter, loc, halfRow, rin);
-    row = arith::AddIOp::create(rewriter, loc, row, inWarp);
-    Value rowBytes = i32Const(rewriter, loc, kSwizzleBytes);
-    Value rowByte = arith::MulIOp::create(rewriter, loc, row, rowBytes);
-    Value base = i32Const(rewriter, loc, stagingOff);
-    rowByte = arith::AddIOp::create(rewriter, loc, rowByte, base);
-    auto shape = NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8);
-    // n8 blocks k, k + 1 per stmatrix; box k / 8 (8 blocks of 16 bytes
-    // make a 128-byte row).
-    for (int64_t k = 0; k < regs / 4; k += 2) {
-      int64_t box = k / 8;
-      Value unit = khi;
-      if (k % 8) {
-        Value kc = i32Const(rewriter, loc, k % 8);
-        unit = arith::AddIOp::create(rewriter, loc, khi, kc);
-      }
-      // 128B swizzle: unit u of row r at u ^ (r % 8).
-      unit = arith::XOrIOp::create(rewriter, loc, unit, rin);
-      Value unitBytes = arith::MulIOp::create(rewriter, loc, unit, c16);
-      Value boxOff = i32Const(rewriter, loc, box * blockM * kSwizzleBytes);
-      Value inRow = arith::AddIOp::create(rewriter, loc, unitBytes, boxOff);
-      Value off = arith::AddIOp::create(rewriter, loc, rowByte, inRow);
-      SmallVector<Value, 4> pairs;
-      for (int64_t j = 0; j < 4; ++j) {
-        int64_t i = j % 2, kj = k + j / 2;
-        Value h = roundedPair(rewriter, loc, o, 4 * kj + 2 * i, inv[i], et);
-        pairs.push_back(
-            LLVM::BitcastOp::create(rewriter, loc, rewriter.getI32Type(), h));
-      }
-      Value p = LLVM::GEPOp::create(rewriter, loc, smemT, i8, smem,
-                                    ValueRange{off});
-      NVVM::StMatrixOp::create(rewriter, loc, p, pairs, NVVM::MMALayout::row,
-                               shape, NVVM::LdStMatrixEltType::B16);
-    }
     // The generic-proxy writes become visible to the TMA (async proxy).
     fenceSharedForAsyncProxy(rewriter, loc);
     epilogueBarrier(rewriter, loc, consumers, cw);
@@ -533,12 +547,120 @@ struct StoreOTmaLowering : OpConversionPattern<StoreOTmaOp> {
     return success();
   }
 };
+
+/// Staged as for the TMA store, then copied out by the warpgroup's threads:
+/// unit idx = ltid + 128 i of the 64 x (cols / 8) 16-byte units, row idx /
+/// units-per-row and unit idx % units-per-row, read from its swizzled place
+/// and stored to the row's place in global memory.
+struct StoreOStagedLowering : OpConversionPattern<StoreOStagedOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(StoreOStagedOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Type et = op.getOutType();
+    Type i8 = rewriter.getI8Type();
+    Value smem = adaptor.getSmem();
+    auto smemT = cast<LLVM::LLVMPointerType>(smem.getType());
+    auto ptrT = cast<LLVM::LLVMPointerType>(adaptor.getPtr().getType());
+    const int64_t consumers = op.getConsumers();
+    const int64_t blockM = 64 * consumers; // rows of a staged box
+    const int64_t stagingOff = op.getStagingOffset();
+    const int64_t regs = op.getO().getType().getRegisters();
+    const int64_t elemBytes = et.getIntOrFloatBitWidth() / 8;
+    const int64_t cols =
+        op.getColumns().value_or(op.getO().getType().getColumns());
+    const int64_t unitsPerRow = cols * elemBytes / 16;
+    const int64_t units = 64 * unitsPerRow;
+    Value cw = adaptor.getConsumer();
+    ThreadPlace tp = threadPlace(rewriter, loc);
+    SmallVector<Value> inv = unpack(rewriter, loc, adaptor.getInv());
+    // Every thread has copied out the previous tile's rows.
+    if (op.getWaitPrevious())
+      epilogueBarrier(rewriter, loc, consumers, cw);
+    stageO(rewriter, loc, adaptor.getO(), inv, et, smem, stagingOff,
+           consumers, cw, tp, regs);
+    epilogueBarrier(rewriter, loc, consumers, cw);
+    Type i32 = rewriter.getI32Type(), i64 = rewriter.getI64Type();
+    Value perRow = i32Const(rewriter, loc, unitsPerRow);
+    Value c8 = i32Const(rewriter, loc, 8);
+    Value c16 = i32Const(rewriter, loc, 16);
+    Value rowBytes = i32Const(rewriter, loc, kSwizzleBytes);
+    Value c64 = i32Const(rewriter, loc, 64);
+    Value wgRow = arith::MulIOp::create(rewriter, loc, cw, c64);
+    auto v4i32 = VectorType::get({4}, i32);
+    // the batch's and head's part of the address, without the row's
+    Value b64 = arith::ExtSIOp::create(rewriter, loc, i64, adaptor.getBatch());
+    Value batchOff =
+        arith::MulIOp::create(rewriter, loc, b64, adaptor.getStrideBatch());
+    for (int64_t i = 0; i * 128 < units; ++i) {
+      OpBuilder::InsertionGuard guard(rewriter);
+      Value idx = tp.ltid;
+      if (i) {
+        Value step = i32Const(rewriter, loc, 128 * i);
+        idx = arith::AddIOp::create(rewriter, loc, idx, step);
+      }
+      if ((i + 1) * 128 > units) {
+        Value total = i32Const(rewriter, loc, units);
+        Value inside = arith::CmpIOp::create(
+            rewriter, loc, arith::CmpIPredicate::ult, idx, total);
+        openIf(rewriter, loc, inside);
+      }
+      Value r = arith::DivUIOp::create(rewriter, loc, idx, perRow);
+      Value u = arith::RemUIOp::create(rewriter, loc, idx, perRow);
+      Value tileRow = arith::AddIOp::create(rewriter, loc, adaptor.getRow0(), r);
+      auto [q, head] = packedPlace(rewriter, loc, tileRow, adaptor.getHead(),
+                                   adaptor.getGroup());
+      Value inBounds = arith::CmpIOp::create(
+          rewriter, loc, arith::CmpIPredicate::slt, q, adaptor.getBound());
+      openIf(rewriter, loc, inBounds);
+      // shared: box u / 8, row 64 cw + r, unit (u % 8) ^ (r % 8)
+      Value box = arith::DivUIOp::create(rewriter, loc, u, c8);
+      Value boxBytes = i32Const(rewriter, loc, blockM * kSwizzleBytes);
+      Value off = arith::MulIOp::create(rewriter, loc, box, boxBytes);
+      Value srow = arith::AddIOp::create(rewriter, loc, wgRow, r);
+      Value srowOff = arith::MulIOp::create(rewriter, loc, srow, rowBytes);
+      off = arith::AddIOp::create(rewriter, loc, off, srowOff);
+      Value inBox = arith::RemUIOp::create(rewriter, loc, u, c8);
+      Value rmod = arith::RemUIOp::create(rewriter, loc, r, c8);
+      Value swz = arith::XOrIOp::create(rewriter, loc, inBox, rmod);
+      Value swzOff = arith::MulIOp::create(rewriter, loc, swz, c16);
+      off = arith::AddIOp::create(rewriter, loc, off, swzOff);
+      Value base = i32Const(rewriter, loc, stagingOff);
+      off = arith::AddIOp::create(rewriter, loc, off, base);
+      Value src = LLVM::GEPOp::create(rewriter, loc, smemT, i8, smem,
+                                      ValueRange{off});
+      Value v = LLVM::LoadOp::create(rewriter, loc, v4i32, src,
+                                     /*alignment=*/16);
+      // global: (b sB + q sS + head sH + 8 u) elemBytes
+      Value q64 = arith::ExtSIOp::create(rewriter, loc, i64, q);
+      Value t = arith::MulIOp::create(rewriter, loc, q64,
+                                      adaptor.getStrideRow());
+      t = arith::AddIOp::create(rewriter, loc, batchOff, t);
+      Value h64 = arith::ExtSIOp::create(rewriter, loc, i64, head);
+      Value hs = arith::MulIOp::create(rewriter, loc, h64,
+                                       adaptor.getStrideHead());
+      t = arith::AddIOp::create(rewriter, loc, t, hs);
+      Value col = arith::MulIOp::create(rewriter, loc, u, c8);
+      Value col64 = arith::ExtUIOp::create(rewriter, loc, i64, col);
+      t = arith::AddIOp::create(rewriter, loc, t, col64);
+      Value eb = i64Const(rewriter, loc, elemBytes);
+      t = arith::MulIOp::create(rewriter, loc, t, eb);
+      Value dst = LLVM::GEPOp::create(rewriter, loc, ptrT, i8,
+                                      adaptor.getPtr(), ValueRange{t});
+      LLVM::StoreOp::create(rewriter, loc, v, dst, /*alignment=*/16);
+    }
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
 } // namespace
 
 void fa3::hopper::populateEpilogueToNVVMPatterns(
     const TypeConverter &converter, RewritePatternSet &patterns) {
   patterns.add<FinalizeRowsLowering, StoreLseLowering, StoreODirectLowering,
                ReduceAddLowering, StageFragmentLowering, ReduceAddBulkLowering,
-               WaitTurnLowering, PassTurnLowering, StoreOTmaLowering>(converter,
+               WaitTurnLowering, PassTurnLowering, StoreOTmaLowering,
+               StoreOStagedLowering>(converter,
                                                      patterns.getContext());
 }

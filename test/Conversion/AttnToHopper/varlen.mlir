@@ -4,25 +4,28 @@
 // (seqused_k when the launch gives it) with the shared sequence-bounds
 // builder, loads Q and K/V at the sequence's rows of the packed tensors (a
 // batch of one), masks by the sequence's own lengths, and stores LSE
-// ([Hq, Tq]: stride Sq) and O below the sequence's end: by TMA where a
-// warpgroup's 64 rows lie inside the sequence, else directly (a box would
-// write the next sequence's rows). With one CTA per tile both roles skip an
-// m-block past its sequence's end; a persistent producer skips such tiles
-// itself, claiming the next from the scheduler. attn-hopper-config gives a
-// packed batch no clusters whatever the options say, and the direct store
-// only to persistent kernels and three consumer warpgroups (both stores
-// broke the steady-state wgmma batch there, or spilled).
+// ([Hq, Tq]: stride Sq) and O below the sequence's end (a TMA box would
+// write the next sequence's rows): with one CTA per tile by TMA where a
+// warpgroup's 64 rows lie inside the sequence, else directly; a persistent
+// kernel copies O out of its staging buffer itself, 16 bytes a thread (the
+// branch broke its steady-state wgmma batch). With one CTA per tile both
+// roles skip an m-block past its sequence's end; a persistent producer
+// skips such tiles itself, claiming the next from the scheduler.
+// attn-hopper-config gives a packed batch no clusters whatever the options
+// say, and direct stores to head dim 64 and three consumer warpgroups
+// (measured no faster; their code spills).
 // RUN: fa3-opt %s --attn-hopper-config="kv-multicast=on" | FileCheck %s --check-prefix=CONFIG
 // RUN: sed -e 's/x128xbf16/x64xbf16/g' -e 's/) causal$/)/' %s | fa3-opt --attn-hopper-config=persistent=off | FileCheck %s --check-prefix=CONFIG192
 // RUN: fa3-opt %s --attn-hopper-config=persistent=off --attn-tile --convert-attn-to-hopper | FileCheck %s
 // RUN: fa3-opt %s --attn-hopper-config --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=PERSIST
+// RUN: sed -e 's/x128xbf16/x64xbf16/g' %s | fa3-opt --attn-hopper-config --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=PERSIST64
 // RUN: fa3-opt %s --attn-hopper-config --attn-tile | sed -e 's/memref.load %arg4\[%arg7\]/memref.load %arg4[%1]/' | not fa3-opt --convert-attn-to-hopper 2>&1 | FileCheck %s --check-prefix=FORM
 // The length of k's and v's views (cu_seqlens_k[s + 1] - k0) replaced by
 // q's: refused.
 // RUN: fa3-opt %s --attn-hopper-config --attn-tile | sed -e 's/\(memref.subview %%transpose_[49]\[0, 0, %7, 0\] \[1, 2, \)%10/\1%11/' | not fa3-opt --convert-attn-to-hopper 2>&1 | FileCheck %s --check-prefix=FORM
 // RUN: not fa3-opt %s --attn-hopper-config --convert-attn-to-hopper 2>&1 | FileCheck %s --check-prefix=UNTILED
 
-// CONFIG: attn.flash_attention_varlen {{.*}}attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 2, persistent = true, q_buffers = 2, lazy_rescale = true, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = true, tma_store = false>
+// CONFIG: attn.flash_attention_varlen {{.*}}attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 2, persistent = true, q_buffers = 2, lazy_rescale = true, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = true, tma_store = true>
 
 // Head dim 64 with a full mask: 192 query rows, three consumers.
 // CONFIG192: attn.hopper_config = #attn.hopper_config<block_m = 192, block_n = 128, stages = 2, persistent = false, q_buffers = 1, lazy_rescale = false, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = false, tma_store = false>
@@ -82,7 +85,7 @@
 // CHECK: %[[TROW:.*]] = arith.addi %[[CQ0]], %[[CM0]] : i32
 // ... O by TMA within the sequence (its first row in the sequence and
 // the sequence's length), else directly: hopper-async-copy's branch ...
-// CHECK: hopper.store_o {{.*}} rows %[[ROW]] head %{{.*}} batch %c0_i32 bound %[[END]] tma %{{.*}} tile(%[[TROW]], %{{.*}}) staging %{{.*}} within(%[[LROW]], %[[CSQ]]) :
+// CHECK: hopper.store_o {{.*}} rows %[[ROW]] head %{{.*}} batch %c0_i32 bound %[[END]] staging %{{.*}}[163840] consumer[%{{.*}}] of 2 tma %{{.*}} tile(%[[TROW]], %{{.*}}) within(%[[LROW]], %[[CSQ]]) :
 // CHECK: hopper.store_lse {{.*}} rows %[[ROW]] head %{{.*}} batch %c0_i32 heads %arg10 bound %[[END]] stride %arg8
 
 // The persistent producer: from its first tile on, and after each claim,
@@ -115,8 +118,10 @@
 // PERSIST-NOT: arith.cmpi slt, %{{.*}}, %[[PSQ]]
 // PERSIST-NOT: scf.if %{{[0-9]+}} {
 // PERSIST: hopper.ring.consumer_wait
-// PERSIST: hopper.store_o %{{.*}} bound %{{[0-9]+}} : !hopper.frag
+// PERSIST: hopper.store_o %{{.*}} bound %{{[0-9]+}} staging %{{.*}}[196608] consumer[%{{.*}}] of 2 wait_previous : !hopper.frag
 // PERSIST: gpu.return
+// PERSIST64: o_store = "direct"
+// PERSIST64: hopper.store_o %{{.*}} bound %{{[0-9]+}} : !hopper.frag<64x64xf32>
 
 // FORM: error: cannot generate the Hopper kernel: its tensors are views of a packed variable-length batch in a form the kernel does not take
 func.func @varlen(%q: memref<?x8x128xbf16>, %k: memref<?x2x128xbf16>, %v: memref<?x2x128xbf16>,

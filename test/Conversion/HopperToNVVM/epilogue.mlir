@@ -425,3 +425,86 @@ func.func @lse_packed(%ls: !rows, %LSE: !llvm.ptr<1>, %row0: i32, %g: i32, %h: i
       : !hopper.frag<64xf32>
   return
 }
+
+// -----
+
+// hopper.store_o_staged: with wait_previous the epilogue barrier (3 + c)
+// first, O / l staged by stmatrix as for the TMA store, the barrier, then
+// the copy-out: 64 rows x 8 units of 16 bytes over 128 threads, 4 rounds;
+// unit idx = ltid + 128 i is row idx / 8, unit idx % 8, read from the
+// 128B-swizzled box (unit ^ row % 8) and stored at the row's place when
+// the row is below the bound.
+// CHECK-LABEL: func.func @staged(
+// CHECK-SAME: %[[O:[^:]*]]: !llvm.struct<{{.*}}>, %[[INV:[^:]*]]: !llvm.struct<(f32, f32)>, %[[PTR:[^:]*]]: !llvm.ptr<1>, %[[SMEM:[^:]*]]: !llvm.ptr<3>, %[[ROW0:[^:]*]]: i32, %[[H:[^:]*]]: i32, %[[B:[^:]*]]: i32, %[[BOUND:[^:]*]]: i32, %[[CW:[^:]*]]: i32, %[[SB:[^:]*]]: i64, %[[SS:[^:]*]]: i64, %[[SH:[^:]*]]: i64)
+// CHECK: %[[LTID:.*]] = arith.remui %{{.*}}, %c128_i32
+// CHECK: %[[ID0:.*]] = arith.addi %[[CW]], %c3_i32
+// CHECK: nvvm.barrier id = %[[ID0]]
+// CHECK-COUNT-4: nvvm.stmatrix
+// CHECK-NOT: nvvm.stmatrix
+// CHECK-NOT: nvvm.fence.proxy
+// CHECK: %[[ID1:.*]] = arith.addi %[[CW]], %c3_i32
+// CHECK: nvvm.barrier id = %[[ID1]]
+// CHECK: %[[WGROW:.*]] = arith.muli %[[CW]], %c64_i32
+// CHECK: %[[B64:.*]] = arith.extsi %[[B]] : i32 to i64
+// CHECK: %[[BOFF:.*]] = arith.muli %[[B64]], %[[SB]] : i64
+// CHECK: %[[R:.*]] = arith.divui %[[LTID]], %[[C8:.*]] : i32
+// CHECK: %[[U:.*]] = arith.remui %[[LTID]], %[[C8]] : i32
+// CHECK: %[[ROW:.*]] = arith.addi %[[ROW0]], %[[R]] : i32
+// CHECK: %[[IN:.*]] = arith.cmpi slt, %[[ROW]], %[[BOUND]] : i32
+// CHECK: scf.if %[[IN]] {
+// CHECK: %[[SROW:.*]] = arith.addi %[[WGROW]], %[[R]] : i32
+// CHECK: %[[UM:.*]] = arith.remui %[[U]], %{{.*}} : i32
+// CHECK: %[[RM:.*]] = arith.remui %[[R]], %{{.*}} : i32
+// CHECK: %[[SW:.*]] = arith.xori %[[UM]], %[[RM]] : i32
+// CHECK: %[[SRC:.*]] = llvm.getelementptr %[[SMEM]][%{{.*}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8
+// CHECK: %[[V:.*]] = llvm.load %[[SRC]] {alignment = 16 : i64} : !llvm.ptr<3> -> vector<4xi32>
+// CHECK: arith.muli %{{.*}}, %[[SS]] : i64
+// CHECK: arith.muli %{{.*}}, %[[SH]] : i64
+// CHECK: %[[DST:.*]] = llvm.getelementptr %[[PTR]][%{{.*}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i8
+// CHECK: llvm.store %[[V]], %[[DST]] {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
+// CHECK: }
+// CHECK: arith.addi %[[LTID]], %c128_i32
+// CHECK-COUNT-3: llvm.store %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
+// CHECK-NOT: llvm.store
+// CHECK-NOT: nvvm.cp.async.bulk
+// CHECK: return
+func.func @staged(%o: !hopper.frag<64x64xf32>, %inv: !hopper.frag<64xf32>,
+                  %O: !llvm.ptr<1>, %smem: !llvm.ptr<3>, %row0: i32, %h: i32, %b: i32,
+                  %bound: i32, %cw: i32, %sB: i64, %sS: i64, %sH: i64) {
+  hopper.store_o_staged %o, %inv to %O strides(%sB, %sS, %sH) rows %row0 head %h batch %b
+      bound %bound staging %smem[16384] consumer[%cw] of 2 wait_previous
+      : !hopper.frag<64x64xf32> as bf16
+  return
+}
+
+// -----
+
+// 24 of the fragment's 64 columns: 3 units a row, 192 units, so the second
+// round's threads past unit 191 store nothing; GQA packing (group g): row
+// p is query p / g of head h + p % g.
+// CHECK-LABEL: func.func @staged_partial(
+// CHECK-SAME: !llvm.ptr<3>, %[[ROW0:[^:]*]]: i32, %[[H:[^:]*]]: i32, %[[G:[^:]*]]: i32, %[[BOUND:[^:]*]]: i32, %[[CW:[^:]*]]: i32, %{{[^:]*}}: i64)
+// CHECK: nvvm.barrier
+// CHECK: %[[C3:.*]] = arith.constant 3 : i32
+// CHECK: %[[R0:.*]] = arith.divui %{{.*}}, %[[C3]] : i32
+// CHECK: %[[P0:.*]] = arith.addi %[[ROW0]], %[[R0]] : i32
+// CHECK: %[[Q0:.*]] = arith.divui %[[P0]], %[[G]] : i32
+// CHECK: %[[HG0:.*]] = arith.remui %[[P0]], %[[G]] : i32
+// CHECK: arith.addi %[[H]], %[[HG0]] : i32
+// CHECK: arith.cmpi slt, %[[Q0]], %[[BOUND]] : i32
+// CHECK: %[[IDX1:.*]] = arith.addi %{{.*}}, %c128_i32
+// CHECK: %[[C192:.*]] = arith.constant 192 : i32
+// CHECK: %[[LIVE:.*]] = arith.cmpi ult, %[[IDX1]], %[[C192]] : i32
+// CHECK: scf.if %[[LIVE]] {
+// CHECK: arith.divui %[[IDX1]], %[[C3]] : i32
+// CHECK: llvm.store %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
+// CHECK-NOT: llvm.store
+// CHECK: return
+func.func @staged_partial(%o: !hopper.frag<64x64xf32>, %inv: !hopper.frag<64xf32>,
+                          %O: !llvm.ptr<1>, %smem: !llvm.ptr<3>, %row0: i32, %h: i32,
+                          %g: i32, %bound: i32, %cw: i32, %s: i64) {
+  hopper.store_o_staged %o, %inv to %O strides(%s, %s, %s) rows %row0 group %g head %h
+      batch %cw bound %bound staging %smem[0] consumer[%cw] of 1 {columns = 24}
+      : !hopper.frag<64x64xf32> as bf16
+  return
+}

@@ -183,14 +183,16 @@ func.func @paged_cluster(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %x: i32, %pages: 
 
 // -----
 
-// hopper.store_o (a warpgroup's O rows and where they go): without tma the
-// direct store; with tma the TMA store and its flags; with within (a
-// packed batch) the TMA store where the warpgroup's 64 rows lie inside the
+// hopper.store_o (a warpgroup's O rows and where they go): without
+// staging the direct store; staged without tma the threads' copy-out;
+// staged with tma the TMA store and its flags; with within (a packed
+// batch) the TMA store where the warpgroup's 64 rows lie inside the
 // sequence (first row + 64 <= length), else the direct store.
 // CHECK-LABEL: func.func @stores(
 // CHECK-SAME: %[[O:[^:]*]]: !hopper.frag<64x128xf32>, %[[INV:[^:]*]]: !hopper.frag<64xf32>, %[[PTR:[^:]*]]: !llvm.ptr<1>, %[[MAP:[^:]*]]: !llvm.ptr, %[[SMEM:[^:]*]]: !llvm.ptr<3>, %[[ROW:[^:]*]]: i32, %[[H:[^:]*]]: i32, %[[B:[^:]*]]: i32, %[[BOUND:[^:]*]]: i32, %[[CW:[^:]*]]: i32, %[[LROW:[^:]*]]: i32, %[[LEN:[^:]*]]: i32, %[[S:[^:]*]]: i64)
 // CHECK: %[[C64:.*]] = arith.constant 64 : i32
 // CHECK: hopper.store_o_direct %[[O]], %[[INV]] to %[[PTR]] strides(%[[S]], %[[S]], %[[S]]) rows %[[ROW]] group %[[CW]] head %[[H]] batch %[[B]] bound %[[BOUND]] {columns = 96 : i64} : !hopper.frag<64x128xf32> as bf16
+// CHECK-NEXT: hopper.store_o_staged %[[O]], %[[INV]] to %[[PTR]] strides(%[[S]], %[[S]], %[[S]]) rows %[[ROW]] head %[[H]] batch %[[B]] bound %[[BOUND]] staging %[[SMEM]][81920] consumer[%[[CW]]] of 2 wait_previous : !hopper.frag<64x128xf32> as bf16
 // CHECK-NEXT: hopper.store_o_tma %[[O]], %[[INV]] to %[[MAP]] tile(%[[ROW]], %[[LROW]], %[[B]]) staging %[[SMEM]][81920] consumer[%[[CW]]] of 2 wait_previous : !hopper.frag<64x128xf32> as bf16
 // CHECK-NEXT: %[[END:.*]] = arith.addi %[[LROW]], %[[C64]] : i32
 // CHECK-NEXT: %[[INSIDE:.*]] = arith.cmpi sle, %[[END]], %[[LEN]] : i32
@@ -207,10 +209,13 @@ func.func @stores(%o: !hopper.frag<64x128xf32>, %inv: !hopper.frag<64xf32>,
   hopper.store_o %o, %inv to %ptr strides(%s, %s, %s) rows %row group %cw head %h
       batch %b bound %bound {columns = 96} : !hopper.frag<64x128xf32> as bf16
   hopper.store_o %o, %inv to %ptr strides(%s, %s, %s) rows %row head %h batch %b
-      bound %bound tma %map tile(%row, %lrow) staging %smem[81920] consumer[%cw] of 2
+      bound %bound staging %smem[81920] consumer[%cw] of 2 wait_previous
+      : !hopper.frag<64x128xf32> as bf16
+  hopper.store_o %o, %inv to %ptr strides(%s, %s, %s) rows %row head %h batch %b
+      bound %bound staging %smem[81920] consumer[%cw] of 2 tma %map tile(%row, %lrow)
       wait_previous : !hopper.frag<64x128xf32> as bf16
   hopper.store_o %o, %inv to %ptr strides(%s, %s, %s) rows %row head %h batch %b
-      bound %bound tma %map tile(%row, %h) staging %smem[0] consumer[%cw] of 2
+      bound %bound staging %smem[0] consumer[%cw] of 2 tma %map tile(%row, %h)
       within(%lrow, %len) drain : !hopper.frag<64x128xf32> as f16
   return
 }

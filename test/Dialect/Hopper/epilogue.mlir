@@ -183,19 +183,28 @@ func.func @tma_consumers(%o: !hopper.frag<64x64xf32>, %inv: !hopper.frag<64xf32>
 
 // -----
 
-// hopper.store_o: the direct store's and, with tma, the TMA store's rules,
-// and the clauses that only mean something together.
+// hopper.store_o: the direct store's and, with staging, the staged
+// store's rules, and the clauses that only mean something together;
+// hopper.store_o_staged.
 // CHECK-LABEL: func.func @store_o
 // CHECK: hopper.store_o %{{.*}}, %{{.*}} to %{{.*}} strides(%{{.*}}, %{{.*}}, %{{.*}}) rows %{{.*}} head %{{.*}} batch %{{.*}} bound %{{.*}} : !hopper.frag<64x128xf32> as f32
-// CHECK: hopper.store_o %{{.*}}, %{{.*}} to %{{.*}} strides(%{{.*}}, %{{.*}}, %{{.*}}) rows %{{.*}} head %{{.*}} batch %{{.*}} bound %{{.*}} tma %{{.*}} tile(%{{.*}}, %{{.*}}) staging %{{.*}}[1024] consumer[%{{.*}}] of 2 within(%{{.*}}, %{{.*}}) drain : !hopper.frag<64x128xf32> as bf16
+// CHECK: hopper.store_o %{{.*}}, %{{.*}} to %{{.*}} strides(%{{.*}}, %{{.*}}, %{{.*}}) rows %{{.*}} head %{{.*}} batch %{{.*}} bound %{{.*}} staging %{{.*}}[1024] consumer[%{{.*}}] of 2 wait_previous : !hopper.frag<64x128xf32> as bf16
+// CHECK: hopper.store_o %{{.*}}, %{{.*}} to %{{.*}} strides(%{{.*}}, %{{.*}}, %{{.*}}) rows %{{.*}} head %{{.*}} batch %{{.*}} bound %{{.*}} staging %{{.*}}[1024] consumer[%{{.*}}] of 2 tma %{{.*}} tile(%{{.*}}, %{{.*}}) within(%{{.*}}, %{{.*}}) drain : !hopper.frag<64x128xf32> as bf16
+// CHECK: hopper.store_o_staged %{{.*}}, %{{.*}} to %{{.*}} strides(%{{.*}}, %{{.*}}, %{{.*}}) rows %{{.*}} group %{{.*}} head %{{.*}} batch %{{.*}} bound %{{.*}} staging %{{.*}}[0] consumer[%{{.*}}] of 2 wait_previous {columns = 96 : i64} : !hopper.frag<64x128xf32> as f16
 func.func @store_o(%o: !hopper.frag<64x128xf32>, %inv: !hopper.frag<64xf32>,
                    %O: !llvm.ptr<1>, %map: !llvm.ptr, %smem: !llvm.ptr<3>,
                    %i: i32, %s: i64) {
   hopper.store_o %o, %inv to %O strides(%s, %s, %s) rows %i head %i batch %i
       bound %i : !hopper.frag<64x128xf32> as f32
   hopper.store_o %o, %inv to %O strides(%s, %s, %s) rows %i head %i batch %i
-      bound %i tma %map tile(%i, %i) staging %smem[1024] consumer[%i] of 2
+      bound %i staging %smem[1024] consumer[%i] of 2 wait_previous
+      : !hopper.frag<64x128xf32> as bf16
+  hopper.store_o %o, %inv to %O strides(%s, %s, %s) rows %i head %i batch %i
+      bound %i staging %smem[1024] consumer[%i] of 2 tma %map tile(%i, %i)
       within(%i, %i) drain : !hopper.frag<64x128xf32> as bf16
+  hopper.store_o_staged %o, %inv to %O strides(%s, %s, %s) rows %i group %i head %i
+      batch %i bound %i staging %smem[0] consumer[%i] of 2 wait_previous
+      {columns = 96} : !hopper.frag<64x128xf32> as f16
   return
 }
 
@@ -206,7 +215,7 @@ func.func @store_o_tma_f32(%o: !hopper.frag<64x128xf32>, %inv: !hopper.frag<64xf
                            %i: i32, %s: i64) {
   // expected-error @below {{O is stored as bf16 or f16, not 'f32'}}
   hopper.store_o %o, %inv to %O strides(%s, %s, %s) rows %i head %i batch %i
-      bound %i tma %map tile(%i, %i) staging %smem[0] consumer[%i] of 2
+      bound %i staging %smem[0] consumer[%i] of 2 tma %map tile(%i, %i)
       : !hopper.frag<64x128xf32> as f32
   return
 }
@@ -214,12 +223,10 @@ func.func @store_o_tma_f32(%o: !hopper.frag<64x128xf32>, %inv: !hopper.frag<64xf
 // -----
 
 func.func @store_o_staging(%o: !hopper.frag<64x128xf32>, %inv: !hopper.frag<64xf32>,
-                           %O: !llvm.ptr<1>, %map: !llvm.ptr, %smem: !llvm.ptr<3>,
-                           %i: i32, %s: i64) {
+                           %O: !llvm.ptr<1>, %smem: !llvm.ptr<3>, %i: i32, %s: i64) {
   // expected-error @below {{the staging buffer must start on a 1024-byte boundary (128B swizzle atoms), got offset 512}}
   hopper.store_o %o, %inv to %O strides(%s, %s, %s) rows %i head %i batch %i
-      bound %i tma %map tile(%i, %i) staging %smem[512] consumer[%i] of 2
-      : !hopper.frag<64x128xf32> as bf16
+      bound %i staging %smem[512] consumer[%i] of 2 : !hopper.frag<64x128xf32> as bf16
   return
 }
 
@@ -236,10 +243,22 @@ func.func @store_o_columns(%o: !hopper.frag<64x128xf32>, %inv: !hopper.frag<64xf
 // -----
 
 func.func @store_o_within(%o: !hopper.frag<64x128xf32>, %inv: !hopper.frag<64xf32>,
-                          %O: !llvm.ptr<1>, %i: i32, %s: i64) {
+                          %O: !llvm.ptr<1>, %smem: !llvm.ptr<3>, %i: i32, %s: i64) {
   // expected-error @below {{within bounds the TMA store: it needs tma}}
   hopper.store_o %o, %inv to %O strides(%s, %s, %s) rows %i head %i batch %i
-      bound %i within(%i, %i) : !hopper.frag<64x128xf32> as bf16
+      bound %i staging %smem[0] consumer[%i] of 2 within(%i, %i)
+      : !hopper.frag<64x128xf32> as bf16
+  return
+}
+
+// -----
+
+func.func @store_o_drain(%o: !hopper.frag<64x128xf32>, %inv: !hopper.frag<64xf32>,
+                         %O: !llvm.ptr<1>, %smem: !llvm.ptr<3>, %i: i32, %s: i64) {
+  // expected-error @below {{drain waits for the TMA store: it needs tma}}
+  hopper.store_o %o, %inv to %O strides(%s, %s, %s) rows %i head %i batch %i
+      bound %i staging %smem[0] consumer[%i] of 2 drain
+      : !hopper.frag<64x128xf32> as bf16
   return
 }
 
@@ -247,7 +266,7 @@ func.func @store_o_within(%o: !hopper.frag<64x128xf32>, %inv: !hopper.frag<64xf3
 
 func.func @store_o_flags(%o: !hopper.frag<64x128xf32>, %inv: !hopper.frag<64xf32>,
                          %O: !llvm.ptr<1>, %i: i32, %s: i64) {
-  // expected-error @below {{wait_previous and drain are flags of the TMA store: they need tma}}
+  // expected-error @below {{wait_previous is for the staging buffer: it needs staging}}
   hopper.store_o %o, %inv to %O strides(%s, %s, %s) rows %i head %i batch %i
       bound %i wait_previous : !hopper.frag<64x128xf32> as bf16
   return
@@ -255,13 +274,47 @@ func.func @store_o_flags(%o: !hopper.frag<64x128xf32>, %inv: !hopper.frag<64xf32
 
 // -----
 
-// The generic form can leave out part of the tma clause: here the map alone.
+// The generic form can give tma without staging, or part of a clause.
+func.func @store_o_tma_alone(%o: !hopper.frag<64x128xf32>, %inv: !hopper.frag<64xf32>,
+                             %O: !llvm.ptr<1>, %map: !llvm.ptr, %i: i32, %s: i64) {
+  // expected-error @below {{tma stores the staged boxes: it needs staging}}
+  "hopper.store_o"(%o, %inv, %O, %s, %s, %s, %i, %i, %i, %i, %map, %i, %i)
+      <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, 0, 0, 1, 1, 1, 0, 0>,
+        out_type = bf16}> : (!hopper.frag<64x128xf32>, !hopper.frag<64xf32>, !llvm.ptr<1>,
+        i64, i64, i64, i32, i32, i32, i32, !llvm.ptr, i32, i32) -> ()
+  return
+}
+
+// -----
+
 func.func @store_o_part(%o: !hopper.frag<64x128xf32>, %inv: !hopper.frag<64xf32>,
-                        %O: !llvm.ptr<1>, %map: !llvm.ptr, %i: i32, %s: i64) {
-  // expected-error @below {{tma needs all of map, tile row and head, staging buffer and offset, consumer and consumers}}
-  "hopper.store_o"(%o, %inv, %O, %s, %s, %s, %i, %i, %i, %i, %map)
+                        %O: !llvm.ptr<1>, %smem: !llvm.ptr<3>, %i: i32, %s: i64) {
+  // expected-error @below {{staging needs all of the buffer, its offset, the consumer and the consumers}}
+  "hopper.store_o"(%o, %inv, %O, %s, %s, %s, %i, %i, %i, %i, %smem)
       <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0>,
         out_type = bf16}> : (!hopper.frag<64x128xf32>, !hopper.frag<64xf32>, !llvm.ptr<1>,
-        i64, i64, i64, i32, i32, i32, i32, !llvm.ptr) -> ()
+        i64, i64, i64, i32, i32, i32, i32, !llvm.ptr<3>) -> ()
+  return
+}
+
+// -----
+
+func.func @staged_columns(%o: !hopper.frag<64x128xf32>, %inv: !hopper.frag<64xf32>,
+                          %O: !llvm.ptr<1>, %smem: !llvm.ptr<3>, %i: i32, %s: i64) {
+  // expected-error @below {{columns must be a positive multiple of 8 up to O's width 128, got 100}}
+  hopper.store_o_staged %o, %inv to %O strides(%s, %s, %s) rows %i head %i batch %i
+      bound %i staging %smem[0] consumer[%i] of 2 {columns = 100}
+      : !hopper.frag<64x128xf32> as bf16
+  return
+}
+
+// -----
+
+func.func @staged_consumer(%o: !hopper.frag<64x128xf32>, %inv: !hopper.frag<64xf32>,
+                           %O: !llvm.ptr<1>, %smem: !llvm.ptr<3>, %i: i32, %s: i64) {
+  %c3 = arith.constant 3 : i32
+  // expected-error @below {{consumer 3 is not one of the 2 consumer warpgroups}}
+  hopper.store_o_staged %o, %inv to %O strides(%s, %s, %s) rows %i head %i batch %i
+      bound %i staging %smem[0] consumer[%c3] of 2 : !hopper.frag<64x128xf32> as bf16
   return
 }

@@ -75,8 +75,9 @@ LogicalResult ReduceAddBulkOp::verify() {
   return success();
 }
 
-/// What the TMA O store checks (StoreOTmaOp, and StoreOOp's tma clause).
-static LogicalResult verifyTmaStore(Operation *op, FragmentType o, Type out,
+/// What O staged for a TMA store or a copy-out checks (StoreOTmaOp,
+/// StoreOStagedOp, and StoreOOp with staging).
+static LogicalResult verifyStagedStore(Operation *op, FragmentType o, Type out,
                                     int64_t off, int64_t consumers,
                                     Value consumer) {
   if (failed(verifyOStore(op, o, out)))
@@ -107,37 +108,51 @@ static LogicalResult verifyTmaStore(Operation *op, FragmentType o, Type out,
 }
 
 LogicalResult StoreOTmaOp::verify() {
-  return verifyTmaStore(*this, getO().getType(), getOutType(),
+  return verifyStagedStore(*this, getO().getType(), getOutType(),
                         getStagingOffset(), getConsumers(), getConsumer());
 }
 
 LogicalResult StoreOOp::verify() {
-  // The direct store is the op without tma, and a packed batch's fallback.
+  // The direct store is the op without staging, and a packed batch's
+  // fallback beside the TMA store.
   if (failed(verifyDirectStore(*this, getO().getType(), getOutType(),
                                getColumnsAttr())))
     return failure();
-  bool tmaParts[] = {static_cast<bool>(getMap()),
-                     static_cast<bool>(getTileRow()),
-                     static_cast<bool>(getTileHead()),
-                     static_cast<bool>(getSmem()),
-                     static_cast<bool>(getConsumer()),
-                     static_cast<bool>(getStagingOffsetAttr()),
-                     static_cast<bool>(getConsumersAttr())};
-  bool anyTma = llvm::is_contained(tmaParts, true);
-  if (anyTma && llvm::is_contained(tmaParts, false))
-    return emitOpError("tma needs all of map, tile row and head, staging "
-                       "buffer and offset, consumer and consumers");
+  bool stagingParts[] = {static_cast<bool>(getSmem()),
+                         static_cast<bool>(getConsumer()),
+                         static_cast<bool>(getStagingOffsetAttr()),
+                         static_cast<bool>(getConsumersAttr())};
+  if (llvm::is_contained(stagingParts, true) &&
+      llvm::is_contained(stagingParts, false))
+    return emitOpError("staging needs all of the buffer, its offset, the "
+                       "consumer and the consumers");
+  if (static_cast<bool>(getMap()) != static_cast<bool>(getTileRow()) ||
+      static_cast<bool>(getMap()) != static_cast<bool>(getTileHead()))
+    return emitOpError("tma needs the tensor map and the tile's row and head");
   if (static_cast<bool>(getSeqRow0()) != static_cast<bool>(getSeqLen()))
     return emitOpError("within needs both the warpgroup's first row in its "
                        "sequence and the sequence's length");
-  if (!anyTma) {
-    if (getSeqRow0())
-      return emitOpError("within bounds the TMA store: it needs tma");
-    if (getWaitPrevious() || getDrain())
-      return emitOpError("wait_previous and drain are flags of the TMA "
-                         "store: they need tma");
+  if (isTma() && !isStaged())
+    return emitOpError("tma stores the staged boxes: it needs staging");
+  if (getSeqRow0() && !isTma())
+    return emitOpError("within bounds the TMA store: it needs tma");
+  if (getDrain() && !isTma())
+    return emitOpError("drain waits for the TMA store: it needs tma");
+  if (getWaitPrevious() && !isStaged())
+    return emitOpError("wait_previous is for the staging buffer: it needs "
+                       "staging");
+  if (!isStaged())
     return success();
-  }
-  return verifyTmaStore(*this, getO().getType(), getOutType(),
+  return verifyStagedStore(*this, getO().getType(), getOutType(),
                         *getStagingOffset(), *getConsumers(), getConsumer());
+}
+
+LogicalResult StoreOStagedOp::verify() {
+  // Staged as the TMA store stages it; copied out in 16-byte units (whole
+  // 8-column blocks, which the direct store's columns rule gives).
+  if (failed(verifyDirectStore(*this, getO().getType(), getOutType(),
+                               getColumnsAttr())))
+    return failure();
+  return verifyStagedStore(*this, getO().getType(), getOutType(),
+                        getStagingOffset(), getConsumers(), getConsumer());
 }

@@ -6,8 +6,8 @@
 // columns), split between the two CTAs of a cluster and multicast when the
 // ring is shared by both. hopper.load_paged_tile likewise, its boxes per
 // page of the tile's rows, each page read from the page table. And
-// hopper.store_o (a warpgroup's O rows and where they go) becomes the TMA
-// store through shared memory where it may use one, else the direct store.
+// hopper.store_o (a warpgroup's O rows and where they go) becomes the
+// direct store, the staged copy-out or the TMA store, as its clauses say.
 //
 //===----------------------------------------------------------------------===//
 
@@ -149,8 +149,9 @@ void lower(LoadPagedTileOp op) {
   op.erase();
 }
 
-/// An O tile: by TMA where the op allows it (in a packed batch only where
-/// the warpgroup's rows lie inside their sequence), else direct stores.
+/// An O tile: directly, staged and copied out by the threads, or staged
+/// and stored by TMA (in a packed batch only where the warpgroup's rows lie
+/// inside their sequence, else directly).
 void lower(StoreOOp op) {
   OpBuilder b(op);
   Location loc = op.getLoc();
@@ -168,8 +169,17 @@ void lower(StoreOOp op) {
                            op.getHead(), op.getBatch(), op.getBound(),
                            op.getOutType(), op.getColumnsAttr());
   };
-  if (!op.isTma()) {
+  if (!op.isStaged()) {
     direct();
+  } else if (!op.isTma()) {
+    StoreOStagedOp::create(b, loc, op.getO(), op.getInv(), op.getPtr(),
+                           op.getStrideBatch(), op.getStrideRow(),
+                           op.getStrideHead(), op.getRow0(), op.getGroup(),
+                           op.getHead(), op.getBatch(), op.getBound(),
+                           op.getSmem(), *op.getStagingOffset(),
+                           op.getConsumer(), *op.getConsumers(),
+                           op.getWaitPrevious(), op.getOutType(),
+                           op.getColumnsAttr());
   } else if (!op.getSeqRow0()) {
     tma();
   } else {

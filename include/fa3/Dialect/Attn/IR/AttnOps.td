@@ -88,7 +88,8 @@ def Attn_HopperConfigAttr : AttrDef<Attn_Dialect, "HopperConfig"> {
       running max rose by more than the threshold (log2 units);
     * `cluster_m`: CTAs per cluster (2: K/V shared by TMA multicast);
     * `pingpong`: the two consumer warpgroups take turns issuing GEMMs;
-    * `tma_store`: O is staged in shared memory and stored by TMA;
+    * `tma_store`: O is staged in shared memory and stored by TMA (a
+      persistent packed batch's kernel: copied out by its threads);
     * `split_kv` (optional, false): the decoding kernel's split of each
       tile's kv blocks over a launch-time number of CTAs, whose partial O
       and LSE a generated `<kernel>_combine` merges;

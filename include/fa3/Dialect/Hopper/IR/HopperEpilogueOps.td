@@ -83,28 +83,35 @@ def Hopper_StoreOOp : Hopper_Op<"store_o", [AttrSizedOperandSegments]> {
       batch * strides[0] + row * strides[1] + head * strides[2] + column
 
     of `ptr` for rows below `bound`, with `group` and `columns` as
-    `hopper.store_o_direct` takes them. `hopper-async-copy` writes the
-    transfer:
+    `hopper.store_o_direct` takes them. The clauses say how it may travel
+    (attn-hopper-config's `tma_store`, and the rule for packed batches
+    beside it), and `hopper-async-copy` writes the transfer:
 
-    - without `tma`: `hopper.store_o_direct` (each thread's registers,
-      4-byte stores);
-    - with `tma %map tile(%row, %head) staging %smem[offset] consumer[%c]
-      of n`: `hopper.store_o_tma` through the 4-D tensor map `map`, the box
-      at (tile row `row`, tile head `head`, `batch`), staged at byte
-      `offset` of `smem`, with its `wait_previous` and `drain` flags
-      (attn-hopper-config{tma-store} chose it);
-    - with `tma` and `within(%r, %len)` (a packed variable-length batch,
-      where a box past a sequence's end would write the next sequence's
-      rows): the TMA store where the warpgroup's 64 rows lie inside the
-      sequence (`r` + 64 <= `len`: its first row in the sequence and the
-      sequence's length), else the direct store; a warpgroup-uniform
-      branch, as both stores are warpgroup collectives.
+    - none: `hopper.store_o_direct` (each thread's registers, 4-byte
+      stores);
+    - `staging %smem[offset] consumer[%c] of n`: through the staging
+      buffer at byte `offset` of `smem`, copied out by the warpgroup's
+      threads in 16-byte units (`hopper.store_o_staged`; FlashAttention-3's
+      epilogue for packed batches: no box can cross a sequence's end);
+    - with `tma %map tile(%row, %head)` as well: a TMA store of the staged
+      boxes through the 4-D tensor map `map`, at (tile row `row`, tile head
+      `head`, `batch`) (`hopper.store_o_tma`);
+    - with `within(%r, %len)` too (a packed batch): the TMA store where the
+      warpgroup's 64 rows lie inside their sequence (`r` + 64 <= `len`: its
+      first row in the sequence and the sequence's length), else the direct
+      store, in a warpgroup-uniform branch (both stores are warpgroup
+      collectives).
+
+    `wait_previous` (a persistent kernel's own staging buffer: the previous
+    tile's store must have read it) needs the staging clause; `drain` (the
+    buffer is Q's, released right after: the TMA store must have read it
+    when the op ends) needs tma.
 
     ```mlir
     hopper.store_o %o, %inv to %O strides(%sB, %sS, %sH) rows %row0 head %h batch %b bound %Sq
         : !hopper.frag<64x128xf32> as bf16
     hopper.store_o %o, %inv to %O strides(%sB, %sS, %sH) rows %row0 head %h batch %b bound %Sq
-        tma %mapO tile(%m0, %h) staging %smem[81920] consumer[%cw] of 2 wait_previous
+        staging %smem[81920] consumer[%cw] of 2 tma %mapO tile(%m0, %h) wait_previous
         : !hopper.frag<64x128xf32> as bf16
     ```
   }];
@@ -112,10 +119,10 @@ def Hopper_StoreOOp : Hopper_Op<"store_o", [AttrSizedOperandSegments]> {
                        I64:$stride_batch, I64:$stride_row, I64:$stride_head,
                        I32:$row0, Optional<I32>:$group, I32:$head,
                        I32:$batch, I32:$bound,
-                       Optional<Hopper_GenericPtr>:$map,
-                       Optional<I32>:$tile_row, Optional<I32>:$tile_head,
                        Optional<Hopper_SharedPtr>:$smem,
                        Optional<I32>:$consumer,
+                       Optional<Hopper_GenericPtr>:$map,
+                       Optional<I32>:$tile_row, Optional<I32>:$tile_head,
                        Optional<I32>:$seq_row0, Optional<I32>:$seq_len,
                        OptionalAttr<I64Attr>:$staging_offset,
                        OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<1>, IntMaxValue<3>]>>:$consumers,
@@ -124,8 +131,8 @@ def Hopper_StoreOOp : Hopper_Op<"store_o", [AttrSizedOperandSegments]> {
   let assemblyFormat = [{
     $o `,` $inv `to` $ptr `strides` `(` $stride_batch `,` $stride_row `,`
     $stride_head `)` `rows` $row0 (`group` $group^)? `head` $head `batch` $batch `bound` $bound
-    (`tma` $map^ `tile` `(` $tile_row `,` $tile_head `)` `staging` $smem
-     `[` $staging_offset `]` `consumer` `[` $consumer `]` `of` $consumers)?
+    (`staging` $smem^ `[` $staging_offset `]` `consumer` `[` $consumer `]` `of` $consumers)?
+    (`tma` $map^ `tile` `(` $tile_row `,` $tile_head `)`)?
     (`within` `(` $seq_row0^ `,` $seq_len `)`)?
     (`wait_previous` $wait_previous^)? (`drain` $drain^)?
     attr-dict `:` qualified(type($o)) `as` $out_type
@@ -145,7 +152,8 @@ def Hopper_StoreOOp : Hopper_Op<"store_o", [AttrSizedOperandSegments]> {
     }]>
   ];
   let extraClassDeclaration = [{
-    /// Whether the store may go by TMA (the tma clause is present).
+    /// Whether O goes through the staging buffer; whether by TMA from it.
+    bool isStaged() { return static_cast<bool>(getSmem()); }
     bool isTma() { return static_cast<bool>(getMap()); }
   }];
   let hasVerifier = 1;
@@ -364,6 +372,57 @@ def Hopper_StoreOTmaOp : Hopper_Op<"store_o_tma"> {
     `staging` $smem `[` $staging_offset `]`
     `consumer` `[` $consumer `]` `of` $consumers
     (`wait_previous` $wait_previous^)? (`drain` $drain^)?
+    attr-dict `:` qualified(type($o)) `as` $out_type
+  }];
+  let hasVerifier = 1;
+}
+
+def Hopper_StoreOStagedOp : Hopper_Op<"store_o_staged"> {
+  let summary = "O / l through shared memory, copied out by the warpgroup "
+                "in 16-byte rows";
+  let description = [{
+    O / l (`inv` = 1 / l per row) of consumer warpgroup `consumer`'s 64
+    rows, rounded to `out_type`, staged in shared memory exactly as
+    `hopper.store_o_tma` stages it (stmatrix into the 128B-swizzled box
+    layout at byte `staging_offset` of `smem`), then, after the
+    warpgroup's epilogue barrier, copied out by its 128 threads: 16 bytes
+    (8 columns) a thread at a time, consecutive threads on consecutive
+    16-byte units of a row, so that each warp writes whole rows of O
+    (coalesced), to element
+
+      batch * strides[0] + row * strides[1] + head * strides[2] + column
+
+    of `ptr` for rows row0 + 0 .. 63 below `bound`, with `group` (GQA
+    packing) and `columns` (the tensor's width where the fragment is
+    wider) as `hopper.store_o_direct` takes them. FlashAttention-3's
+    epilogue for packed variable-length batches: no box can cross a
+    sequence's end, and there is no branch between two stores. The rows'
+    strides must keep 16-byte alignment (as a TMA store's). `wait_previous`
+    (a persistent kernel's own O buffer): the warpgroup syncs on its
+    epilogue barrier before staging, so that every thread has copied out
+    the previous tile's rows. A thread's copy-out reads are complete once
+    it has stored them: releasing the buffer afterwards (Q's, for the
+    producer) needs no wait.
+
+    ```mlir
+    hopper.store_o_staged %o, %inv to %O strides(%sB, %sS, %sH) rows %row0 head %h batch %b bound %end
+        staging %smem[81920] consumer[%cw] of 2 wait_previous : !hopper.frag<64x128xf32> as bf16
+    ```
+  }];
+  let arguments = (ins Hopper_Tile:$o, Hopper_Rows:$inv, Hopper_GlobalPtr:$ptr,
+                       I64:$stride_batch, I64:$stride_row, I64:$stride_head,
+                       I32:$row0, Optional<I32>:$group, I32:$head,
+                       I32:$batch, I32:$bound,
+                       Hopper_SharedPtr:$smem, I64Attr:$staging_offset,
+                       I32:$consumer,
+                       ConfinedAttr<I64Attr, [IntMinValue<1>, IntMaxValue<3>]>:$consumers,
+                       UnitAttr:$wait_previous,
+                       TypeAttr:$out_type, OptionalAttr<I64Attr>:$columns);
+  let assemblyFormat = [{
+    $o `,` $inv `to` $ptr `strides` `(` $stride_batch `,` $stride_row `,`
+    $stride_head `)` `rows` $row0 (`group` $group^)? `head` $head `batch` $batch `bound` $bound
+    `staging` $smem `[` $staging_offset `]` `consumer` `[` $consumer `]` `of` $consumers
+    (`wait_previous` $wait_previous^)?
     attr-dict `:` qualified(type($o)) `as` $out_type
   }];
   let hasVerifier = 1;
