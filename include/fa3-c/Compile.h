@@ -55,9 +55,10 @@ typedef struct Fa3HopperOptions {
                            (persistent kernels with a full mask: head
                            dim 96 and 128) */
   int64_t blockM;       /* rows of Q per tile: 128 (two consumer
-                           warpgroups, ping-pong) or 192 (three); 0: per
-                           head dim (192 for 64 with a full mask, else
-                           128) */
+                           warpgroups, ping-pong) or 192 (three); with
+                           decode also 64 (one); 0: per head dim (192 for
+                           64 with a full mask, else 128; 64 with
+                           decode) */
   int64_t ptxasTimeoutSeconds; /* ptxas is stopped after this long (1 to
                            86400); 0: 600 */
 } Fa3HopperOptions;

@@ -86,7 +86,8 @@ static const char *kUsage =
     "Compilation options:\n"
     "  --block-m N          Q rows per tile: 128 (two consumer warpgroups\n"
     "                       taking turns) or 192 (three; default 0: 192 for\n"
-    "                       head dim 64 with a full mask, else 128)\n"
+    "                       head dim 64 with a full mask, else 128); with\n"
+    "                       --decode also 64 (one; its default)\n"
     "  --block-n N          K/V rows per tile, 16 to 256 (default 0: 128, or\n"
     "                       112 / 96 causal at head dim 192 (128 with value\n"
     "                       head dim 128), 64 at 256)\n"
@@ -481,9 +482,10 @@ int main(int argc, char **argv) {
       name = v;
       variantOption = variantOption ? variantOption : a;
     } else if (!strcmp(a, "--block-m")) {
-      INT_OPTION(opts.blockM, 0, 192, "0 (per head dim), 128 or 192");
-      if (opts.blockM != 0 && opts.blockM != 128 && opts.blockM != 192)
-        return failValue(a, "0 (per head dim), 128 or 192", v);
+      INT_OPTION(opts.blockM, 0, 192, "0 (per head dim), 64, 128 or 192");
+      if (opts.blockM != 0 && opts.blockM != 64 && opts.blockM != 128 &&
+          opts.blockM != 192)
+        return failValue(a, "0 (per head dim), 64, 128 or 192", v);
     } else if (!strcmp(a, "--block-n")) {
       INT_OPTION(opts.blockN, 0, 256,
                  "0 (per head dim) or a whole number from 16 to 256");

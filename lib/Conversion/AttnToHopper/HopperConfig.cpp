@@ -279,9 +279,13 @@ void chooseConfig(KernelConfig &cfg, bool fullMask,
   // kernels): a decoding step has a handful of query rows per kv head, so
   // the q heads of a kv head share a tile (K and V read once, not once per
   // q head) and the kv blocks split over CTAs (numSplits, chosen at launch)
-  // to fill the GPU. One CTA per tile of 128 packed rows by default (two consumer
-  // warpgroups: most of a tile's rows are empty in a decoding step, and the
-  // step is bound by reading K and V, not by the wgmmas); O stored
+  // to fill the GPU. One CTA per tile of 64 packed rows by default (one
+  // consumer warpgroup: most of a tile's rows are empty in a decoding
+  // step, whose g q heads x queries fit 64; half the wgmma work of 128
+  // rows, which short contexts wait for: 1.04-1.14x at 1k-4k and with
+  // B = 1, 0.98-0.99x where B >= 64 reads 16k-64k keys, where two
+  // warpgroups' turns hide the softmax better; g must divide it, so
+  // g = 128 needs --block-m 128) (bench/NOTES.md, Decoding); O stored
   // directly, which the partial outputs need anyway; no cluster.
   // A decoding step streams K and V once: a third ring stage, where shared
   // memory has room for it (head dim up to 128), keeps more of them in
@@ -312,7 +316,7 @@ void chooseConfig(KernelConfig &cfg, bool fullMask,
   }
   if (o.decode) {
     cfg.splitKv = cfg.packGqa = true;
-    cfg.blockM = o.blockM != 0 ? o.blockM : 128;
+    cfg.blockM = o.blockM != 0 ? o.blockM : 64;
     cfg.pingpong = o.pingpong && cfg.consumers() == 2;
     cfg.persistent = false;
     cfg.qBuffers = 1;

@@ -696,10 +696,11 @@ std::string fa3::hopper::checkSupported(const KernelConfig &cfg) {
        << cfg.headDim
        << " (the Hopper kernel takes a value head dim equal to the head dim, "
           "or 128 with 192: the pairings checked on the GPU)";
-  else if (cfg.blockM != 128 && cfg.blockM != 192)
+  else if (cfg.blockM != 128 && cfg.blockM != 192 &&
+           !(cfg.blockM == 64 && cfg.splitKv))
     os << "block-m " << cfg.blockM
        << " (the Hopper kernel uses 128 or 192: two or three consumer "
-          "warpgroups of 64 rows)";
+          "warpgroups of 64 rows; 64, one, in the decoding kernel)";
   else if (cfg.blockM == 192 && (cfg.headDim != 64 || cfg.headDimV != 64))
     os << "block-m 192 at head dim " << headDimsOf(cfg)
        << " (three consumer warpgroups have 160 registers a thread: too few "

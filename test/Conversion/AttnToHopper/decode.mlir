@@ -6,12 +6,15 @@
 // splits, and <kernel>_append, which writes new keys and values into the
 // cache.
 // RUN: fa3-opt %s --attn-hopper-config="decode=true" | FileCheck %s --check-prefix=CONFIG
+// RUN: fa3-opt %s --attn-hopper-config="decode=true block-m=128" | FileCheck %s --check-prefix=CONFIG128
 // RUN: fa3-opt %s --attn-hopper-config="decode=true" --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=KERNEL
 // RUN: fa3-opt %s --attn-hopper-config="decode=true" --attn-tile --convert-attn-to-hopper --hopper-async-copy --hopper-overlap --hopper-pingpong --convert-hopper-to-nvvm | FileCheck %s --check-prefix=COMBINE
 
-// One CTA per tile of 128 packed rows, no cluster, O stored directly (the
-// decoding kernel's own settings, whatever the other options say).
-// CONFIG: attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 3, persistent = false, q_buffers = 1, lazy_rescale = true, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = true, tma_store = false, split_kv = true, pack_gqa = true>
+// One CTA per tile of 64 packed rows (one consumer warpgroup, so no
+// ping-pong), no cluster, O stored directly (the decoding kernel's own
+// settings, whatever the other options say); 128 rows where asked.
+// CONFIG: attn.hopper_config = #attn.hopper_config<block_m = 64, block_n = 128, stages = 3, persistent = false, q_buffers = 1, lazy_rescale = true, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = false, tma_store = false, split_kv = true, pack_gqa = true>
+// CONFIG128: attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 3, persistent = false, q_buffers = 1, lazy_rescale = true, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = true, tma_store = false, split_kv = true, pack_gqa = true>
 
 // The launch facts name both choices.
 // KERNEL: gpu.func @attn_kernel(
@@ -25,7 +28,7 @@
 // KERNEL: %[[G:.*]] = arith.divui %[[HQ:.*]], %[[HKV:[^ ]*]] : i32
 // KERNEL: %[[ROWS:.*]] = arith.muli %{{.*}}, %[[G]] : i32
 // KERNEL: %[[BS:.*]] = arith.muli %[[B:[^ ]*]], %[[NS:[^ ]*]] : i32
-// KERNEL: hopper.tile_grid %[[ROWS]], %[[HKV]], %[[BS]] block_m 128
+// KERNEL: hopper.tile_grid %[[ROWS]], %[[HKV]], %[[BS]] block_m 64
 // KERNEL: hopper.tile_coords
 // KERNEL: %[[SPLIT:.*]] = arith.divui %{{.*}}, %[[B]] : i32
 // KERNEL: %[[BATCH:.*]] = arith.remui %{{.*}}, %[[B]] : i32
@@ -49,9 +52,9 @@
 // KERNEL: %[[LEFT:.*]] = arith.subi %[[N]], %[[START]] : i32
 // KERNEL: %[[SPAN:.*]] = arith.minsi %[[LEFT]], %[[PER]] : i32
 // KERNEL: arith.maxsi %[[SPAN]], %c0_i32 : i32
-// Q: the tile's g heads x 128 / g queries, from q head kv head x g.
+// Q: the tile's g heads x 64 / g queries, from q head kv head x g.
 // KERNEL: %[[QH:.*]] = arith.muli %{{.*}}, %{{.*}} : i32
-// KERNEL: hopper.load_tile %arg0[%{{.*}}, %[[QH]], %[[BATCH]]] into %{{.*}} rows 128 cols 128 : bf16
+// KERNEL: hopper.load_tile %arg0[%{{.*}}, %[[QH]], %[[BATCH]]] into %{{.*}} rows 64 cols 128 : bf16
 // K and V: from a paged cache where the launch gives a page table (this
 // batch's row of it, pageTableStride entries a row; the bound is the
 // batch's keys), else tiles of the contiguous cache.
