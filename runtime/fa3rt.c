@@ -1314,7 +1314,8 @@ static fa3rt_status plan(const fa3rt_facts *f, const fa3rt_fwd_args *a, fa3rt_fw
   if (f->pack_gqa && Hq > 0 && f->block_m % g)
     return fail(FA3RT_ERR_INVALID_ARGUMENT, "kernel %s packs the q heads of each kv head into "
                 "its tiles (facts pack_gqa 1): g = Hq / Hkv = %lld / %lld = %lld must divide "
-                "block_m %d (a tile holds block_m / g queries of all g heads)", f->kernel,
+                "block_m %d (a tile holds block_m / g queries of all g heads; fa3-compile "
+                "--decode --block-m 128 makes tiles of 128 rows)", f->kernel,
                 (long long)Hq, (long long)Hkv, (long long)g, f->block_m);
   /* the grid is 1-D: x at most 2^31-1 (CUDA's limit, and the kernel's i32 tile
      index); a cluster kernel rounds its m-blocks up to whole clusters. A

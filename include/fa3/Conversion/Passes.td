@@ -29,8 +29,8 @@ def AttnHopperConfig : Pass<"attn-hopper-config"> {
   let options = [
     Option<"blockM", "block-m", "int64_t", /*default=*/"0",
            "Rows of Q per tile: 128 (two consumer warpgroups) or 192 (three, "
-           "no ping-pong); 0: per head dim (192 for 64 with a full mask, "
-           "else 128)">,
+           "no ping-pong), with decode also 64 (one); 0: per head dim (192 "
+           "for 64 with a full mask, else 128; 64 with decode)">,
     Option<"blockN", "block-n", "int64_t", /*default=*/"0",
            "Rows of K/V per tile (0: per head dim: 128 up to head dim 128, "
            "112 at 192 (96 with a mask), 64 at 256)">,
@@ -87,7 +87,7 @@ def AttnHopperConfig : Pass<"attn-hopper-config"> {
            "of a tile split over a launch-time number of CTAs, merged by a "
            "generated <kernel>_combine) and GQA packing (the q heads of a "
            "kv head share one tile, so K and V are read once), one CTA per "
-           "tile, 128-row tiles, O stored directly. Fixed-length forward "
+           "tile, 64-row tiles, O stored directly. Fixed-length forward "
            "only">,
   ];
 }

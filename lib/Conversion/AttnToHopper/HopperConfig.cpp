@@ -238,11 +238,12 @@ void chooseConfig(KernelConfig &cfg, bool fullMask,
   // FlashAttention-3's varlen epilogue (KernelConfig::oStore): at head dim
   // 128 1.09-1.12x the direct stores at 512, 1.06-1.08x at 1k, 1.01-1.04x
   // at 4k, its SASS batch intact; at head dim 64 0.97x at 4k and +-1 % at
-  // 512-1k, so that one keeps direct stores, as do three consumer
+  // 512-1k, so the persistent one there keeps direct stores, as do three consumer
   // warpgroups (160 registers: their code spills) (bench/NOTES.md,
   // Variable lengths).
-  cfg.tmaStore = o.tmaStore &&
-                 !(cfg.varlen && (cfg.consumers() == 3 || hd <= 64));
+  cfg.tmaStore =
+      o.tmaStore && !(cfg.varlen && (cfg.consumers() == 3 ||
+                                     (cfg.persistent && hd <= 64)));
   // Persistent CTAs double-buffer Q where shared memory allows (head dim
   // 64 and 128): the next tile's Q then loads during this tile instead of
   // after it. ncu put the consumers' wait for Q at 15 % of all stall

@@ -810,13 +810,13 @@ void KernelBuilder::epilogue(Value m, Value l, Value o, const TileCoords &c,
       consumers = b.getI64IntegerAttr(cfg.consumers());
       if (cfg.persistent && !lay.oInQ)
         waitPrevious = b.getUnitAttr();
+      if (qFreedAfterStore())
+        drain = b.getUnitAttr();
     }
     if (tma) {
       map = param("mapO");
       tRow = tileRow;
       tHead = c.head;
-      if (qFreedAfterStore())
-        drain = b.getUnitAttr();
     }
     if (tma && cfg.varlen) {
       seqRow0 = localRow0;

@@ -650,6 +650,10 @@ struct StoreOStagedLowering : OpConversionPattern<StoreOStagedOp> {
                                       adaptor.getPtr(), ValueRange{t});
       LLVM::StoreOp::create(rewriter, loc, v, dst, /*alignment=*/16);
     }
+    // Q's buffer, for the producer's TMA loads next: this thread's
+    // generic-proxy accesses before them.
+    if (op.getDrain())
+      fenceSharedForAsyncProxy(rewriter, loc);
     rewriter.eraseOp(op);
     return success();
   }

@@ -21,6 +21,7 @@
 // KERNEL-SAME: o_store = "direct"
 // KERNEL-SAME: pack_gqa = true
 // KERNEL-SAME: split_kv = true
+// KERNEL-SAME: threads = 256
 
 // Producer: the grid is Sq x (Hq / Hkv) packed rows, Hkv heads and B x
 // numSplits batches; a tile's batch coordinate is (split, batch).
@@ -71,8 +72,9 @@
 // KERNEL-NEXT: hopper.load_tile %arg1[%{{.*}}, %head, %[[BATCH]]] into
 // KERNEL: hopper.load_paged_tile %arg2[%{{.*}}, %head] pages %[[PAGES]] page_size %arg25 bound %[[SKV]] into
 // KERNEL: hopper.load_tile %arg2[%{{.*}}, %head, %[[BATCH]]] into
-// Consumers: the mask's rows are packed (query = row / g) ...
-// KERNEL: } consumers(
+// Consumers: one warpgroup with the 240 registers a thread that the 24 of
+// the producer's leave; the mask's rows are packed (query = row / g) ...
+// KERNEL: } consumers(%{{.*}} of 1) regs 240 {
 // KERNEL: hopper.mask %{{.*}} rows %{{.*}} group %{{.*}} cols
 // ... numSplits > 1: this split's O (f32) and LSE at (split, batch) of the
 // partial outputs; else O and LSE themselves.

@@ -119,6 +119,8 @@
 // PERSIST-NOT: scf.if %{{[0-9]+}} {
 // PERSIST: hopper.ring.consumer_wait
 // PERSIST: hopper.store_o %{{.*}} bound %{{[0-9]+}} staging %{{.*}}[196608] consumer[%{{.*}}] of 2 wait_previous : !hopper.frag
+// (no bulk store to wait for at the kernel's end)
+// PERSIST-NOT: nvvm.cp.async.bulk.wait_group
 // PERSIST: gpu.return
 // PERSIST64: o_store = "direct"
 // PERSIST64: hopper.store_o %{{.*}} bound %{{[0-9]+}} : !hopper.frag<64x64xf32>

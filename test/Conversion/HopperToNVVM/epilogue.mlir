@@ -508,3 +508,23 @@ func.func @staged_partial(%o: !hopper.frag<64x64xf32>, %inv: !hopper.frag<64xf32
       : !hopper.frag<64x64xf32> as bf16
   return
 }
+
+// -----
+
+// drain (O staged in Q's buffer, which the caller releases to the
+// producer's TMA loads): each thread's generic-proxy accesses fenced for
+// the async proxy after its copy-out; no bulk operation.
+// CHECK-LABEL: func.func @staged_drain(
+// CHECK: nvvm.barrier
+// CHECK: nvvm.barrier
+// CHECK-COUNT-4: llvm.store %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
+// CHECK: nvvm.fence.proxy
+// CHECK-NOT: nvvm.cp.async.bulk
+// CHECK: return
+func.func @staged_drain(%o: !hopper.frag<64x64xf32>, %inv: !hopper.frag<64xf32>,
+                        %O: !llvm.ptr<1>, %smem: !llvm.ptr<3>, %i: i32, %s: i64) {
+  hopper.store_o_staged %o, %inv to %O strides(%s, %s, %s) rows %i head %i batch %i
+      bound %i staging %smem[0] consumer[%i] of 2 wait_previous drain
+      : !hopper.frag<64x64xf32> as bf16
+  return
+}

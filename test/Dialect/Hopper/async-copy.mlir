@@ -193,6 +193,7 @@ func.func @paged_cluster(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %x: i32, %pages: 
 // CHECK: %[[C64:.*]] = arith.constant 64 : i32
 // CHECK: hopper.store_o_direct %[[O]], %[[INV]] to %[[PTR]] strides(%[[S]], %[[S]], %[[S]]) rows %[[ROW]] group %[[CW]] head %[[H]] batch %[[B]] bound %[[BOUND]] {columns = 96 : i64} : !hopper.frag<64x128xf32> as bf16
 // CHECK-NEXT: hopper.store_o_staged %[[O]], %[[INV]] to %[[PTR]] strides(%[[S]], %[[S]], %[[S]]) rows %[[ROW]] head %[[H]] batch %[[B]] bound %[[BOUND]] staging %[[SMEM]][81920] consumer[%[[CW]]] of 2 wait_previous : !hopper.frag<64x128xf32> as bf16
+// CHECK-NEXT: hopper.store_o_staged %[[O]], %[[INV]] to %[[PTR]] strides(%[[S]], %[[S]], %[[S]]) rows %[[ROW]] group %[[CW]] head %[[H]] batch %[[B]] bound %[[BOUND]] staging %[[SMEM]][0] consumer[%[[CW]]] of 2 drain : !hopper.frag<64x128xf32> as bf16
 // CHECK-NEXT: hopper.store_o_tma %[[O]], %[[INV]] to %[[MAP]] tile(%[[ROW]], %[[LROW]], %[[B]]) staging %[[SMEM]][81920] consumer[%[[CW]]] of 2 wait_previous : !hopper.frag<64x128xf32> as bf16
 // CHECK-NEXT: %[[END:.*]] = arith.addi %[[LROW]], %[[C64]] : i32
 // CHECK-NEXT: %[[INSIDE:.*]] = arith.cmpi sle, %[[END]], %[[LEN]] : i32
@@ -210,6 +211,9 @@ func.func @stores(%o: !hopper.frag<64x128xf32>, %inv: !hopper.frag<64xf32>,
       batch %b bound %bound {columns = 96} : !hopper.frag<64x128xf32> as bf16
   hopper.store_o %o, %inv to %ptr strides(%s, %s, %s) rows %row head %h batch %b
       bound %bound staging %smem[81920] consumer[%cw] of 2 wait_previous
+      : !hopper.frag<64x128xf32> as bf16
+  hopper.store_o %o, %inv to %ptr strides(%s, %s, %s) rows %row group %cw head %h batch %b
+      bound %bound staging %smem[0] consumer[%cw] of 2 drain
       : !hopper.frag<64x128xf32> as bf16
   hopper.store_o %o, %inv to %ptr strides(%s, %s, %s) rows %row head %h batch %b
       bound %bound staging %smem[81920] consumer[%cw] of 2 tma %map tile(%row, %lrow)

@@ -191,6 +191,7 @@ func.func @tma_consumers(%o: !hopper.frag<64x64xf32>, %inv: !hopper.frag<64xf32>
 // CHECK: hopper.store_o %{{.*}}, %{{.*}} to %{{.*}} strides(%{{.*}}, %{{.*}}, %{{.*}}) rows %{{.*}} head %{{.*}} batch %{{.*}} bound %{{.*}} staging %{{.*}}[1024] consumer[%{{.*}}] of 2 wait_previous : !hopper.frag<64x128xf32> as bf16
 // CHECK: hopper.store_o %{{.*}}, %{{.*}} to %{{.*}} strides(%{{.*}}, %{{.*}}, %{{.*}}) rows %{{.*}} head %{{.*}} batch %{{.*}} bound %{{.*}} staging %{{.*}}[1024] consumer[%{{.*}}] of 2 tma %{{.*}} tile(%{{.*}}, %{{.*}}) within(%{{.*}}, %{{.*}}) drain : !hopper.frag<64x128xf32> as bf16
 // CHECK: hopper.store_o_staged %{{.*}}, %{{.*}} to %{{.*}} strides(%{{.*}}, %{{.*}}, %{{.*}}) rows %{{.*}} group %{{.*}} head %{{.*}} batch %{{.*}} bound %{{.*}} staging %{{.*}}[0] consumer[%{{.*}}] of 2 wait_previous {columns = 96 : i64} : !hopper.frag<64x128xf32> as f16
+// CHECK: hopper.store_o_staged {{.*}} staging %{{.*}}[0] consumer[%{{.*}}] of 2 drain : !hopper.frag<64x128xf32> as bf16
 func.func @store_o(%o: !hopper.frag<64x128xf32>, %inv: !hopper.frag<64xf32>,
                    %O: !llvm.ptr<1>, %map: !llvm.ptr, %smem: !llvm.ptr<3>,
                    %i: i32, %s: i64) {
@@ -205,6 +206,9 @@ func.func @store_o(%o: !hopper.frag<64x128xf32>, %inv: !hopper.frag<64xf32>,
   hopper.store_o_staged %o, %inv to %O strides(%s, %s, %s) rows %i group %i head %i
       batch %i bound %i staging %smem[0] consumer[%i] of 2 wait_previous
       {columns = 96} : !hopper.frag<64x128xf32> as f16
+  hopper.store_o_staged %o, %inv to %O strides(%s, %s, %s) rows %i head %i
+      batch %i bound %i staging %smem[0] consumer[%i] of 2 drain
+      : !hopper.frag<64x128xf32> as bf16
   return
 }
 
@@ -254,10 +258,21 @@ func.func @store_o_within(%o: !hopper.frag<64x128xf32>, %inv: !hopper.frag<64xf3
 // -----
 
 func.func @store_o_drain(%o: !hopper.frag<64x128xf32>, %inv: !hopper.frag<64xf32>,
-                         %O: !llvm.ptr<1>, %smem: !llvm.ptr<3>, %i: i32, %s: i64) {
-  // expected-error @below {{drain waits for the TMA store: it needs tma}}
+                         %O: !llvm.ptr<1>, %i: i32, %s: i64) {
+  // expected-error @below {{wait_previous and drain are for the staging buffer: they need staging}}
   hopper.store_o %o, %inv to %O strides(%s, %s, %s) rows %i head %i batch %i
-      bound %i staging %smem[0] consumer[%i] of 2 drain
+      bound %i drain : !hopper.frag<64x128xf32> as bf16
+  return
+}
+
+// -----
+
+func.func @store_o_group_tma(%o: !hopper.frag<64x128xf32>, %inv: !hopper.frag<64xf32>,
+                             %O: !llvm.ptr<1>, %map: !llvm.ptr, %smem: !llvm.ptr<3>,
+                             %i: i32, %s: i64) {
+  // expected-error @below {{group (GQA-packed rows) cannot go with tma: the TMA store's box is the tile's rows}}
+  hopper.store_o %o, %inv to %O strides(%s, %s, %s) rows %i group %i head %i batch %i
+      bound %i staging %smem[0] consumer[%i] of 2 tma %map tile(%i, %i)
       : !hopper.frag<64x128xf32> as bf16
   return
 }
@@ -266,7 +281,7 @@ func.func @store_o_drain(%o: !hopper.frag<64x128xf32>, %inv: !hopper.frag<64xf32
 
 func.func @store_o_flags(%o: !hopper.frag<64x128xf32>, %inv: !hopper.frag<64xf32>,
                          %O: !llvm.ptr<1>, %i: i32, %s: i64) {
-  // expected-error @below {{wait_previous is for the staging buffer: it needs staging}}
+  // expected-error @below {{wait_previous and drain are for the staging buffer: they need staging}}
   hopper.store_o %o, %inv to %O strides(%s, %s, %s) rows %i head %i batch %i
       bound %i wait_previous : !hopper.frag<64x128xf32> as bf16
   return

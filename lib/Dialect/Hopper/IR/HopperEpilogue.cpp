@@ -136,11 +136,12 @@ LogicalResult StoreOOp::verify() {
     return emitOpError("tma stores the staged boxes: it needs staging");
   if (getSeqRow0() && !isTma())
     return emitOpError("within bounds the TMA store: it needs tma");
-  if (getDrain() && !isTma())
-    return emitOpError("drain waits for the TMA store: it needs tma");
-  if (getWaitPrevious() && !isStaged())
-    return emitOpError("wait_previous is for the staging buffer: it needs "
-                       "staging");
+  if ((getWaitPrevious() || getDrain()) && !isStaged())
+    return emitOpError("wait_previous and drain are for the staging "
+                       "buffer: they need staging");
+  if (getGroup() && isTma())
+    return emitOpError("group (GQA-packed rows) cannot go with tma: the "
+                       "TMA store's box is the tile's rows");
   if (!isStaged())
     return success();
   return verifyStagedStore(*this, getO().getType(), getOutType(),

@@ -178,8 +178,8 @@ void lower(StoreOOp op) {
                            op.getHead(), op.getBatch(), op.getBound(),
                            op.getSmem(), *op.getStagingOffset(),
                            op.getConsumer(), *op.getConsumers(),
-                           op.getWaitPrevious(), op.getOutType(),
-                           op.getColumnsAttr());
+                           op.getWaitPrevious(), op.getDrain(),
+                           op.getOutType(), op.getColumnsAttr());
   } else if (!op.getSeqRow0()) {
     tma();
   } else {

@@ -103,9 +103,10 @@ def Hopper_StoreOOp : Hopper_Op<"store_o", [AttrSizedOperandSegments]> {
       collectives).
 
     `wait_previous` (a persistent kernel's own staging buffer: the previous
-    tile's store must have read it) needs the staging clause; `drain` (the
-    buffer is Q's, released right after: the TMA store must have read it
-    when the op ends) needs tma.
+    tile's store must have read it) and `drain` (the buffer is Q's,
+    released to the producer's TMA loads right after: the store must be
+    done with it when the op ends) need the staging clause. `group` (GQA
+    packing) cannot go with tma: the TMA store's box is the tile's rows.
 
     ```mlir
     hopper.store_o %o, %inv to %O strides(%sB, %sS, %sH) rows %row0 head %h batch %b bound %Sq
@@ -401,8 +402,10 @@ def Hopper_StoreOStagedOp : Hopper_Op<"store_o_staged"> {
     (a persistent kernel's own O buffer): the warpgroup syncs on its
     epilogue barrier before staging, so that every thread has copied out
     the previous tile's rows. A thread's copy-out reads are complete once
-    it has stored them: releasing the buffer afterwards (Q's, for the
-    producer) needs no wait.
+    it has stored them; `drain` (the buffer is Q's, which the caller then
+    releases to the producer's TMA loads): each thread ends with
+    fence.proxy.async, so that its generic-proxy accesses come before the
+    async proxy's writes of the next Q.
 
     ```mlir
     hopper.store_o_staged %o, %inv to %O strides(%sB, %sS, %sH) rows %row0 head %h batch %b bound %end
@@ -416,13 +419,13 @@ def Hopper_StoreOStagedOp : Hopper_Op<"store_o_staged"> {
                        Hopper_SharedPtr:$smem, I64Attr:$staging_offset,
                        I32:$consumer,
                        ConfinedAttr<I64Attr, [IntMinValue<1>, IntMaxValue<3>]>:$consumers,
-                       UnitAttr:$wait_previous,
+                       UnitAttr:$wait_previous, UnitAttr:$drain,
                        TypeAttr:$out_type, OptionalAttr<I64Attr>:$columns);
   let assemblyFormat = [{
     $o `,` $inv `to` $ptr `strides` `(` $stride_batch `,` $stride_row `,`
     $stride_head `)` `rows` $row0 (`group` $group^)? `head` $head `batch` $batch `bound` $bound
     `staging` $smem `[` $staging_offset `]` `consumer` `[` $consumer `]` `of` $consumers
-    (`wait_previous` $wait_previous^)?
+    (`wait_previous` $wait_previous^)? (`drain` $drain^)?
     attr-dict `:` qualified(type($o)) `as` $out_type
   }];
   let hasVerifier = 1;
