@@ -856,7 +856,7 @@ void KernelBuilder::epilogue(Value m, Value l, Value o, const TileCoords &c,
     return;
   }
   storeO(cfg.oStore());
-  if (cfg.oStore() != KernelConfig::OStore::direct && qFreedAfterStore()) {
+  if (qFreedAfterStore()) {
     // O has left Q's buffer: the producer may load the next Q
     ringOp<RingConsumerReleaseOp>(qRing, qK);
   }

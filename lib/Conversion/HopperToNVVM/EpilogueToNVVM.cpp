@@ -127,16 +127,51 @@ void waitBulkReads(OpBuilder &b, Location loc) {
   NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, b.getUnitAttr());
 }
 
+/// An O store through the staging buffer (StoreOTmaOp, StoreOStagedOp):
+/// the buffer, its box layout, the warpgroup's fragment and the thread's
+/// place in it.
+struct Staging {
+  Type et;                       // O's element type in the buffer
+  Value smem;                    // the CTA's shared memory
+  LLVM::LLVMPointerType smemT;
+  int64_t consumers, blockM;     // warpgroups; rows of a staged box
+  int64_t offset;                // the buffer's byte offset in smem
+  int64_t regs;                  // f32 registers of O's fragment
+  Value o, cw;                   // the fragment; the consumer warpgroup
+  ThreadPlace tp;
+  SmallVector<Value> inv;        // 1 / l of the thread's two rows
+};
+
+template <typename OpT, typename AdaptorT>
+Staging stagingOf(OpBuilder &b, Location loc, OpT op, AdaptorT adaptor) {
+  Staging st;
+  st.et = op.getOutType();
+  st.smem = adaptor.getSmem();
+  st.smemT = cast<LLVM::LLVMPointerType>(st.smem.getType());
+  st.consumers = op.getConsumers();
+  st.blockM = 64 * st.consumers;
+  st.offset = op.getStagingOffset();
+  st.regs = op.getO().getType().getRegisters();
+  st.o = adaptor.getO();
+  st.cw = adaptor.getConsumer();
+  st.tp = threadPlace(b, loc);
+  st.inv = unpack(b, loc, adaptor.getInv());
+  return st;
+}
+
 /// O / l of consumer `cw`'s rows, rounded to `et`, into the staging
-/// buffer at byte `stagingOff` of `smem` in the TMA boxes' layout
+/// buffer at byte `offset` of `smem` in the TMA boxes' layout
 /// ([boxes][64 x consumers rows][128 bytes], 128B swizzle), by stmatrix.
-void stageO(OpBuilder &b, Location loc, Value o, ArrayRef<Value> inv,
-            Type et, Value smem, int64_t stagingOff, int64_t consumers,
-            Value cw, const ThreadPlace &tp, int64_t regs) {
+void stageO(OpBuilder &b, Location loc, const Staging &st) {
   MLIRContext *ctx = b.getContext();
   Type i8 = b.getI8Type();
-  auto smemT = cast<LLVM::LLVMPointerType>(smem.getType());
-  const int64_t blockM = 64 * consumers; // rows of a staged box
+  Value smem = st.smem, cw = st.cw, o = st.o;
+  const ThreadPlace &tp = st.tp;
+  ArrayRef<Value> inv = st.inv;
+  Type et = st.et;
+  auto smemT = st.smemT;
+  const int64_t blockM = st.blockM, regs = st.regs;
+  const int64_t stagingOff = st.offset;
   // stmatrix .x4: lane l gives the address of row l % 8 of matrix l / 8;
   // matrix j holds rows 8 (j % 2).. of the warp's 16 and columns
   // 8 (k + j / 2).. -- exactly the accumulator's n8 blocks k, k + 1.
@@ -478,26 +513,16 @@ struct StoreOTmaLowering : OpConversionPattern<StoreOTmaOp> {
   matchAndRewrite(StoreOTmaOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    Type et = op.getOutType();
     Type i8 = rewriter.getI8Type();
-    Value smem = adaptor.getSmem();
-    auto smemT = cast<LLVM::LLVMPointerType>(smem.getType());
-    const int64_t consumers = op.getConsumers();
-    const int64_t blockM = 64 * consumers; // rows of a staged box
-    const int64_t stagingOff = op.getStagingOffset();
-    const int64_t regs = op.getO().getType().getRegisters();
     // a last box of fewer than 64 columns: the tensor map clips the rest
     const int64_t boxes =
         (op.getO().getType().getColumns() + kBoxCols - 1) / kBoxCols;
-    Value cw = adaptor.getConsumer();
-    Value o = adaptor.getO();
-    ThreadPlace tp = threadPlace(rewriter, loc);
-    SmallVector<Value> inv = unpack(rewriter, loc, adaptor.getInv());
+    Staging st = stagingOf(rewriter, loc, op, adaptor);
     Value c0 = i32Const(rewriter, loc, 0);
     // The leader: the one thread of the warpgroup that issues its bulk
     // stores and waits for them (a TMA store moves the whole box).
     Value leader = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
-                                         tp.ltid, c0);
+                                         st.tp.ltid, c0);
     if (op.getWaitPrevious()) {
       // The previous tile's O store must have read the buffer.
       {
@@ -505,28 +530,27 @@ struct StoreOTmaLowering : OpConversionPattern<StoreOTmaOp> {
         openIf(rewriter, loc, leader);
         waitBulkReads(rewriter, loc);
       }
-      epilogueBarrier(rewriter, loc, consumers, cw);
+      epilogueBarrier(rewriter, loc, st.consumers, st.cw);
     }
 
-    stageO(rewriter, loc, o, inv, et, smem, stagingOff, consumers, cw, tp,
-           regs);
+    stageO(rewriter, loc, st);
     Value c64 = i32Const(rewriter, loc, 64);
     // The generic-proxy writes become visible to the TMA (async proxy).
     fenceSharedForAsyncProxy(rewriter, loc);
-    epilogueBarrier(rewriter, loc, consumers, cw);
+    epilogueBarrier(rewriter, loc, st.consumers, st.cw);
     {
       OpBuilder::InsertionGuard guard(rewriter);
       openIf(rewriter, loc, leader);
       // Rows past Sq are clipped by the TMA unit.
-      Value wgRows = arith::MulIOp::create(rewriter, loc, cw, c64);
+      Value wgRows = arith::MulIOp::create(rewriter, loc, st.cw, c64);
       Value orow = arith::AddIOp::create(rewriter, loc, adaptor.getM0(), wgRows);
       Value wgBytes = i32Const(rewriter, loc, 64 * kSwizzleBytes);
-      Value wgOff = arith::MulIOp::create(rewriter, loc, cw, wgBytes);
+      Value wgOff = arith::MulIOp::create(rewriter, loc, st.cw, wgBytes);
       for (int64_t b = 0; b < boxes; ++b) {
         Value boxOff =
-            i32Const(rewriter, loc, stagingOff + b * blockM * kSwizzleBytes);
+            i32Const(rewriter, loc, st.offset + b * st.blockM * kSwizzleBytes);
         Value off = arith::AddIOp::create(rewriter, loc, wgOff, boxOff);
-        Value src = LLVM::GEPOp::create(rewriter, loc, smemT, i8, smem,
+        Value src = LLVM::GEPOp::create(rewriter, loc, st.smemT, i8, st.smem,
                                         ValueRange{off});
         Value col = i32Const(rewriter, loc, b * kBoxCols);
         NVVM::CpAsyncBulkTensorSharedCTAToGlobalOp::create(
@@ -542,7 +566,7 @@ struct StoreOTmaLowering : OpConversionPattern<StoreOTmaOp> {
     // The leader's wait covers the warpgroup only after a barrier: then no
     // thread of it goes on before the store has read the buffer.
     if (op.getDrain())
-      epilogueBarrier(rewriter, loc, consumers, cw);
+      epilogueBarrier(rewriter, loc, st.consumers, st.cw);
     rewriter.eraseOp(op);
     return success();
   }
@@ -558,36 +582,26 @@ struct StoreOStagedLowering : OpConversionPattern<StoreOStagedOp> {
   matchAndRewrite(StoreOStagedOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    Type et = op.getOutType();
     Type i8 = rewriter.getI8Type();
-    Value smem = adaptor.getSmem();
-    auto smemT = cast<LLVM::LLVMPointerType>(smem.getType());
     auto ptrT = cast<LLVM::LLVMPointerType>(adaptor.getPtr().getType());
-    const int64_t consumers = op.getConsumers();
-    const int64_t blockM = 64 * consumers; // rows of a staged box
-    const int64_t stagingOff = op.getStagingOffset();
-    const int64_t regs = op.getO().getType().getRegisters();
-    const int64_t elemBytes = et.getIntOrFloatBitWidth() / 8;
+    Staging st = stagingOf(rewriter, loc, op, adaptor);
+    const int64_t elemBytes = st.et.getIntOrFloatBitWidth() / 8;
     const int64_t cols =
         op.getColumns().value_or(op.getO().getType().getColumns());
     const int64_t unitsPerRow = cols * elemBytes / 16;
     const int64_t units = 64 * unitsPerRow;
-    Value cw = adaptor.getConsumer();
-    ThreadPlace tp = threadPlace(rewriter, loc);
-    SmallVector<Value> inv = unpack(rewriter, loc, adaptor.getInv());
     // Every thread has copied out the previous tile's rows.
     if (op.getWaitPrevious())
-      epilogueBarrier(rewriter, loc, consumers, cw);
-    stageO(rewriter, loc, adaptor.getO(), inv, et, smem, stagingOff,
-           consumers, cw, tp, regs);
-    epilogueBarrier(rewriter, loc, consumers, cw);
+      epilogueBarrier(rewriter, loc, st.consumers, st.cw);
+    stageO(rewriter, loc, st);
+    epilogueBarrier(rewriter, loc, st.consumers, st.cw);
     Type i32 = rewriter.getI32Type(), i64 = rewriter.getI64Type();
     Value perRow = i32Const(rewriter, loc, unitsPerRow);
     Value c8 = i32Const(rewriter, loc, 8);
     Value c16 = i32Const(rewriter, loc, 16);
     Value rowBytes = i32Const(rewriter, loc, kSwizzleBytes);
     Value c64 = i32Const(rewriter, loc, 64);
-    Value wgRow = arith::MulIOp::create(rewriter, loc, cw, c64);
+    Value wgRow = arith::MulIOp::create(rewriter, loc, st.cw, c64);
     auto v4i32 = VectorType::get({4}, i32);
     // the batch's and head's part of the address, without the row's
     Value b64 = arith::ExtSIOp::create(rewriter, loc, i64, adaptor.getBatch());
@@ -595,7 +609,7 @@ struct StoreOStagedLowering : OpConversionPattern<StoreOStagedOp> {
         arith::MulIOp::create(rewriter, loc, b64, adaptor.getStrideBatch());
     for (int64_t i = 0; i * 128 < units; ++i) {
       OpBuilder::InsertionGuard guard(rewriter);
-      Value idx = tp.ltid;
+      Value idx = st.tp.ltid;
       if (i) {
         Value step = i32Const(rewriter, loc, 128 * i);
         idx = arith::AddIOp::create(rewriter, loc, idx, step);
@@ -614,9 +628,9 @@ struct StoreOStagedLowering : OpConversionPattern<StoreOStagedOp> {
       Value inBounds = arith::CmpIOp::create(
           rewriter, loc, arith::CmpIPredicate::slt, q, adaptor.getBound());
       openIf(rewriter, loc, inBounds);
-      // shared: box u / 8, row 64 cw + r, unit (u % 8) ^ (r % 8)
+      // shared: box u / 8, row 64 st.cw + r, unit (u % 8) ^ (r % 8)
       Value box = arith::DivUIOp::create(rewriter, loc, u, c8);
-      Value boxBytes = i32Const(rewriter, loc, blockM * kSwizzleBytes);
+      Value boxBytes = i32Const(rewriter, loc, st.blockM * kSwizzleBytes);
       Value off = arith::MulIOp::create(rewriter, loc, box, boxBytes);
       Value srow = arith::AddIOp::create(rewriter, loc, wgRow, r);
       Value srowOff = arith::MulIOp::create(rewriter, loc, srow, rowBytes);
@@ -626,9 +640,9 @@ struct StoreOStagedLowering : OpConversionPattern<StoreOStagedOp> {
       Value swz = arith::XOrIOp::create(rewriter, loc, inBox, rmod);
       Value swzOff = arith::MulIOp::create(rewriter, loc, swz, c16);
       off = arith::AddIOp::create(rewriter, loc, off, swzOff);
-      Value base = i32Const(rewriter, loc, stagingOff);
+      Value base = i32Const(rewriter, loc, st.offset);
       off = arith::AddIOp::create(rewriter, loc, off, base);
-      Value src = LLVM::GEPOp::create(rewriter, loc, smemT, i8, smem,
+      Value src = LLVM::GEPOp::create(rewriter, loc, st.smemT, i8, st.smem,
                                       ValueRange{off});
       Value v = LLVM::LoadOp::create(rewriter, loc, v4i32, src,
                                      /*alignment=*/16);
