@@ -4,7 +4,7 @@ in the same run (run on an H100/H200).
 
 The grid of bench_fwd.py (16384 tokens, hidden 2048: heads = 2048 // hdim,
 seqlen 512..16k, causal and not), every head dim with an FP8 kernel
-(fa3-compile --dtype e4m3: 128 and 256) in --kernel-dir. Per cell, on the
+(fa3-compile --dtype e4m3: 64, 128 and 256) in --kernel-dir. Per cell, on the
 same inputs (bench_fwd.paper_inputs' bf16 q, k, v; the FP8 call gets them
 quantized by fa3.quantize, outside the timing), in turn each round (median
 round of --rounds):

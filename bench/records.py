@@ -660,10 +660,27 @@ def render_sanitizer(entry):
 
 # ---------------------------------------------------------------- commands
 
-def sanitizer_entry(tool, text, command=None, kernel_dir=None):
+def sanitizer_entry(tool, text, command=None, kernel_dir=None, date=None):
     if tool not in SANITIZERS:
         raise ValueError(f"tool is one of {', '.join(SANITIZERS)}, got {tool!r}")
-    return new_entry(tool, command, kernel_dir=kernel_dir, **parse_sanitizer_log(text))
+    return new_entry(tool, command, date, kernel_dir=kernel_dir, **parse_sanitizer_log(text))
+
+
+def record_sanitizer(out_dir, tool, log, command=None, kernel_dir=None, date=None):
+    """Records compute-sanitizer's log `log` (a path) in out_dir. Its id
+    and date are the run's: `date`, else the log's modification time (logs
+    recorded together after a GPU session would otherwise share the
+    recording's second). A run already in out_dir's history (same id and
+    tool) is refused: two runs may not share an id."""
+    log = Path(log)
+    date = date or run_id(datetime.datetime.fromtimestamp(log.stat().st_mtime))
+    e = sanitizer_entry(tool, log.read_text(errors="replace"), command, kernel_dir, date)
+    if (e["id"], e["kind"]) in {(x.get("id"), x.get("kind"))
+                                for x in read_history(Path(out_dir) / HISTORY)}:
+        raise ValueError(f"{Path(out_dir) / HISTORY} already has a {tool} run {e['id']} "
+                         f"(the log's time): give this run's own with --date")
+    record(out_dir, e)
+    return e
 
 
 def merge(out_dir, root=ROOT):
@@ -699,6 +716,9 @@ def main(argv=None):
     s.add_argument("out_dir")
     s.add_argument("--command", default=None)
     s.add_argument("--kernel-dir", default=None)
+    s.add_argument("--date", default=None,
+                   help="the run's id and date, YYYY-MM-DDTHHMMSS (default: the log's "
+                        "modification time)")
     a = ap.parse_args(argv)
     if a.cmd == "merge":
         added, skipped = merge(a.out_dir, a.root)
@@ -709,9 +729,11 @@ def main(argv=None):
         for e in skipped:
             print(f"already there: {e['kind']} {e['id']}")
         return 0
-    e = sanitizer_entry(a.tool, Path(a.log).read_text(errors="replace"), a.command,
-                        a.kernel_dir)
-    record(a.out_dir, e)
+    try:
+        e = record_sanitizer(a.out_dir, a.tool, a.log, a.command, a.kernel_dir, a.date)
+    except ValueError as err:
+        print(f"records.py sanitizer: {err}", file=sys.stderr)
+        return 2
     print(f"{a.tool}: {e['passed']}/{e['total']} cases passed; {e['summary']}")
     return 0 if sanitizer_clean(e) else 1
 

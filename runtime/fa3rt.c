@@ -517,22 +517,22 @@ static fa3rt_status check_facts(const fa3rt_facts *f, fa3rt_status st) {
     return fail(st, "facts of kernel '%s': dtype e4m3 needs head_dim_v equal to head_dim, got "
                 "%d and %d (the compiler builds FP8 kernels of equal head dims only)",
                 f->kernel, f->head_dim, f->head_dim_v);
-  /* FP8's descales are per 128-row m-block (q) and 128-key kv block (k):
-     one CTA per 128x128 tile */
-  if (f->dtype == FA3RT_E4M3 &&
-      (f->block_m != 128 || f->block_n != 128 || f->persistent || f->cluster_m != 1)) {
+  /* FP8's descales are per 128-row block of q rows and 128-key kv block
+     (k): tiles of 128 or 192 (head dim 64) rows by 128 keys, each
+     warpgroup's 64 rows inside one of q's blocks; no clusters */
+  const int fp8_tile_ok =
+      f->block_n == 128 && (f->block_m == 128 || (f->block_m == 192 && f->head_dim == 64));
+  if (f->dtype == FA3RT_E4M3 && (!fp8_tile_ok || f->cluster_m != 1)) {
     char got[96];
-    if (f->block_m != 128 || f->block_n != 128)
-      snprintf(got, sizeof got, "block_m and block_n 128, got %d and %d", f->block_m,
-               f->block_n);
-    else if (f->persistent)
-      snprintf(got, sizeof got, "grid tiles, got grid persistent");
+    if (!fp8_tile_ok)
+      snprintf(got, sizeof got, "block_m 128 (or 192 at head dim 64) and block_n 128, got %d and %d",
+               f->block_m, f->block_n);
     else
       snprintf(got, sizeof got, "cluster_m 1, got %d", f->cluster_m);
     return fail(st, "facts of kernel '%s': dtype e4m3 needs %s (the kernel reads q's descale "
-                "per 128-row m-block and k's per 128-key kv block, and the compiler builds "
-                "e4m3 kernels only as one CTA per 128x128 tile; a persistent grid or another "
-                "tile would skip tiles or read descales out of bounds)", f->kernel, got);
+                "per 128-row block and k's per 128-key kv block, and the compiler builds "
+                "e4m3 kernels only with tiles of 128 keys and no cluster; another tile would "
+                "read descales out of bounds)", f->kernel, got);
   }
   return FA3RT_OK;
 }

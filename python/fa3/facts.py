@@ -302,22 +302,24 @@ def _parse(data: bytes) -> Tuple[int, dict, dict]:
                              f"equal to head_dim, got {vals['head_dim']} and "
                              f"{vals['head_dim_v']} (the compiler builds FP8 kernels of equal "
                              f"head dims only)")
-        # the descales are per 128-row m-block (q) and 128-key kv block (k):
-        # one CTA per 128x128 tile (fa3rt.c refuses the same)
-        if vals["block_m"] != 128 or vals["block_n"] != 128:
-            need = (f"block_m and block_n 128, got {vals['block_m']} and {vals['block_n']}")
-        elif vals["grid"] != "tiles":
-            need = "grid tiles, got grid persistent"
+        # the descales are per 128-row block of q rows and 128-key kv
+        # block (k): tiles of 128 or 192 (head dim 64) rows by 128 keys, no
+        # clusters (fa3rt.c refuses the same)
+        tile_ok = vals["block_n"] == 128 and (
+            vals["block_m"] == 128 or (vals["block_m"] == 192 and vals["head_dim"] == 64))
+        if not tile_ok:
+            need = (f"block_m 128 (or 192 at head dim 64) and block_n 128, got "
+                    f"{vals['block_m']} and {vals['block_n']}")
         elif vals.get("cluster_m", 1) != 1:
             need = f"cluster_m 1, got {vals['cluster_m']}"
         else:
             need = None
         if need:
             raise FactsError(f"facts of kernel '{vals['kernel']}': dtype e4m3 needs {need} (the "
-                             f"kernel reads q's descale per 128-row m-block and k's per 128-key "
-                             f"kv block, and the compiler builds e4m3 kernels only as one CTA "
-                             f"per 128x128 tile; a persistent grid or another tile would skip "
-                             f"tiles or read descales out of bounds)")
+                             f"kernel reads q's descale per 128-row block and k's per 128-key "
+                             f"kv block, and the compiler builds e4m3 kernels only with tiles "
+                             f"of 128 keys and no cluster; another tile would read descales "
+                             f"out of bounds)")
     return version, {**_DEFAULTS, **vals}, extra
 
 

@@ -460,8 +460,8 @@ def flash_attn_func(q, k, v, softmax_scale: Optional[float] = None, causal: bool
     decoding kernel always packs: pack_gqa is a speed hint, as in FA3).
 
     FP8: q, k, v of torch.float8_e4m3fn (all three) run the variant's FP8
-    kernel (facts dtype e4m3, fa3-compile --dtype e4m3: head dims 128 and
-    256, head_dim_v = head_dim), which returns o in bfloat16 (``out`` must be bf16) and computes S =
+    kernel (facts dtype e4m3, fa3-compile --dtype e4m3: head dims 64, 128
+    and 256, head_dim_v = head_dim), which returns o in bfloat16 (``out`` must be bf16) and computes S =
     (Q K^T) * qd * kd * softmax_scale, O = (P V) * vd with the float32
     descale factors ``q_descale``, ``k_descale``, ``v_descale`` (each None:
     1.0; on q's device; no gradient):

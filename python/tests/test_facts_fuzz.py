@@ -93,7 +93,7 @@ DET_BASE = BWD_BASE.replace(b"fa3_bwd_d64_f16_kernel", b"fa3_bwd_d64_f16_det_ker
     b"deterministic 1\n"
 
 # an FP8 kernel's (facts `dtype e4m3`: forward only, fixed lengths, head
-# dims 128 and 256 alike, block_m and block_n 128, grid tiles, cluster_m 1)
+# dims 128 and 256 alike, block_m and block_n 128, cluster_m 1)
 FP8_BASE = (BASE.replace(b"dtype bf16", b"dtype e4m3")
             .replace(b"fa3_fwd_d128_bf16_causal", b"fa3_fwd_d128_e4m3_causal")
             .replace(b"grid persistent", b"grid tiles"))
@@ -218,7 +218,7 @@ def crafted():
     for extra in (b"varlen 1\n", b"varlen 0\n", b"split_kv 1\n", b"pack_gqa 1\n",
                   b"split_kv 0\npack_gqa 0\n"):
         yield with_line("grid", "grid tiles", FP8_BASE) + extra
-    # an FP8 kernel's tile, grid and clusters (one CTA per 128x128 tile)
+    # an FP8 kernel's tile, grid and clusters (tiles of 128 keys, no cluster)
     for bm, bn in ((128, 128), (64, 128), (128, 64), (192, 128), (128, 160), (128, 176),
                    (256, 128), (64, 64)):
         yield with_line("block_n", f"block_n {bn}",
@@ -357,8 +357,11 @@ def test_crafted_files_parse_alike(rt):
     assert same(c_parse(rt, DEC_BASE), py_parse(DEC_BASE)) and py_parse(DEC_BASE)["split_kv"]
     assert same(c_parse(rt, FP8_BASE), py_parse(FP8_BASE))
     assert py_parse(FP8_BASE)["dtype"] == "e4m3"
-    for refused in (with_line("grid", "grid persistent", FP8_BASE),
-                    with_line("block_n", "block_n 160", FP8_BASE),
+    persistent = with_line("grid", "grid persistent", FP8_BASE)
+    assert same(c_parse(rt, persistent), py_parse(persistent))
+    assert py_parse(persistent)["persistent"]
+    for refused in (with_line("block_n", "block_n 160", FP8_BASE),
+                    with_line("block_m", "block_m 192", FP8_BASE),
                     with_line("cluster_m", "cluster_m 2", FP8_BASE),
                     with_line("head_dim_v", "head_dim_v 256", FP8_BASE)):
         assert c_parse(rt, refused) is None and py_parse(refused) is None

@@ -43,16 +43,16 @@ def test_fp8_facts():
     assert F.parse_facts(ok256).head_dim == 256
 
 
-FP8_TILE_WHY = (" (the kernel reads q's descale per 128-row m-block and k's per 128-key kv "
-                "block, and the compiler builds e4m3 kernels only as one CTA per 128x128 tile; "
-                "a persistent grid or another tile would skip tiles or read descales out of "
-                "bounds)")
+FP8_TILE_WHY = (" (the kernel reads q's descale per 128-row block and k's per 128-key kv "
+                "block, and the compiler builds e4m3 kernels only with tiles of 128 keys and "
+                "no cluster; another tile would read descales out of bounds)")
 
 
 def test_fp8_facts_tile_grid_and_head_dims():
-    """An FP8 kernel is one CTA per 128x128 tile of equal head dims: other
-    tiles, a persistent grid, clusters and head_dim != head_dim_v are refused
-    by name (as fa3rt.c refuses them, same words)."""
+    """An FP8 kernel has tiles of 128 keys and 128 rows (192 at head dim
+    64), equal head dims and no cluster: other tiles, clusters and head_dim
+    != head_dim_v are refused by name (as fa3rt.c refuses them, same
+    words); persistent CTAs are taken."""
     import re
     who = "facts of kernel 'fa3_fwd_d128_e4m3_causal_kernel': dtype e4m3 needs "
     bad = {
@@ -62,36 +62,41 @@ def test_fp8_facts_tile_grid_and_head_dims():
         FP8_FACTS.replace("head_dim 128", "head_dim 256"): "head_dim_v equal to head_dim, "
                                                            "got 256 and 128",
         FP8_FACTS.replace("block_n 128", "block_n 160"):
-            "block_m and block_n 128, got 128 and 160" + FP8_TILE_WHY,
+            "block_m 128 (or 192 at head dim 64) and block_n 128, got 128 and 160"
+            + FP8_TILE_WHY,
         FP8_FACTS.replace("block_m 128", "block_m 64"):
-            "block_m and block_n 128, got 64 and 128" + FP8_TILE_WHY,
-        FP8_FACTS.replace("block_m 128", "block_m 192"): "block_m and block_n 128, got 192 "
-                                                         "and 128",
-        FP8_FACTS.replace("grid tiles", "grid persistent"):
-            "grid tiles, got grid persistent" + FP8_TILE_WHY,
+            "block_m 128 (or 192 at head dim 64) and block_n 128, got 64 and 128"
+            + FP8_TILE_WHY,
+        # 192 rows only at head dim 64 (three warpgroups' registers)
+        FP8_FACTS.replace("block_m 128", "block_m 192"):
+            "block_m 128 (or 192 at head dim 64) and block_n 128, got 192 and 128",
         FP8_FACTS + "cluster_m 2\n": "cluster_m 1, got 2" + FP8_TILE_WHY,
         FP8_FACTS.replace("grid tiles", "grid persistent") + "cluster_m 2\n":
-            "grid tiles, got grid persistent",
-        # the order: head dims, the tile, the grid
+            "cluster_m 1, got 2",
+        # the order: head dims, the tile, the cluster
         FP8_FACTS.replace("head_dim_v 128", "head_dim_v 256").replace("block_n 128",
                                                                       "block_n 64"):
             "head_dim_v equal to head_dim",
-        FP8_FACTS.replace("block_n 128", "block_n 64").replace("grid tiles", "grid persistent"):
-            "block_m and block_n 128, got 128 and 64",
+        FP8_FACTS.replace("block_n 128", "block_n 64") + "cluster_m 2\n":
+            "block_m 128 (or 192 at head dim 64) and block_n 128, got 128 and 64",
     }
     for text, msg in bad.items():
         with pytest.raises(F.FactsError, match="^" + re.escape(who + msg)):
             F.parse_facts(text)
     assert F.parse_facts(FP8_FACTS + "cluster_m 1\n").cluster_m == 1
+    assert F.parse_facts(FP8_FACTS.replace("grid tiles", "grid persistent")).persistent
+    d64 = (FP8_FACTS.replace("head_dim 128", "head_dim 64")
+           .replace("head_dim_v 128", "head_dim_v 64")
+           .replace("block_m 128", "block_m 192"))
+    assert F.parse_facts(d64).block_m == 192
 
 
 def test_fp8_facts_tile_grid_and_head_dims_alike(rt):
     """libfa3rt refuses the same facts with the same message."""
     cases = [
         (FP8_FACTS.replace("head_dim_v 128", "head_dim_v 256"), "head_dim_v equal to head_dim"),
-        (FP8_FACTS.replace("block_n 128", "block_n 160"), "block_m and block_n 128, got 128 and "
-                                                          "160"),
-        (FP8_FACTS.replace("grid tiles", "grid persistent"), "grid tiles, got grid persistent"),
+        (FP8_FACTS.replace("block_n 128", "block_n 160"), "and block_n 128, got 128 and 160"),
+        (FP8_FACTS.replace("block_m 128", "block_m 192"), "and block_n 128, got 192 and 128"),
         (FP8_FACTS + "cluster_m 2\n", "cluster_m 1, got 2"),
     ]
     for text, msg in cases:

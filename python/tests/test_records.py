@@ -2,7 +2,9 @@
 bench_fwd, compare_fwd, autotune, check_fwd and gpu-session.sh write (CPU
 only: the entries are the ones those scripts build on the GPU machine)."""
 
+import datetime
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -152,14 +154,22 @@ def test_sanitizer_log_is_recorded(tmp_path):
     assert e["kind"] == "synccheck" and e["command"] == "cs ..." and e["passed"] == 1
     text = section(tmp_path / "out" / "RESULTS.md", "synccheck")
     assert "1/2 cases passed" in text and "**not clean**" in text
+    assert e["id"] == e["date"] == records.run_id(
+        datetime.datetime.fromtimestamp(log.stat().st_mtime))  # the run's time
     clean = LOG.replace("FAIL", "PASS").replace("1 error", "0 errors")
     log.write_text(clean)
-    run = subprocess.run([sys.executable, str(ROOT / "bench" / "records.py"), "sanitizer",
-                          "synccheck", str(log), str(tmp_path / "out")],
-                         capture_output=True, text=True)
+    # a second run with the first one's time is refused, not recorded twice
+    first = datetime.datetime.strptime(e["id"], "%Y-%m-%dT%H%M%S").timestamp()
+    os.utime(log, (first, first))
+    cmd = [sys.executable, str(ROOT / "bench" / "records.py"), "sanitizer", "synccheck",
+           str(log), str(tmp_path / "out")]
+    run = subprocess.run(cmd, capture_output=True, text=True)
+    assert run.returncode == 2 and "already has a synccheck run " + e["id"] in run.stderr
+    assert len(lines(tmp_path / "out" / "history.jsonl")) == 1
+    run = subprocess.run(cmd + ["--date", "2026-12-02T120001"], capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "(clean)" in section(tmp_path / "out" / "RESULTS.md", "synccheck")
-    assert len(lines(tmp_path / "out" / "history.jsonl")) == 2
+    assert [x["id"] for x in lines(tmp_path / "out" / "history.jsonl")][1] == "2026-12-02T120001"
 
 
 def test_merge_routes_lines_by_kind_and_skips_what_is_there(tmp_path):

@@ -1515,28 +1515,29 @@ static void test_fp8_facts(void) {
           "head_dim, got 128 and 256 (the compiler builds FP8 kernels of equal head dims only)");
   FP8_ERR("head_dim", "head_dim 256", "dtype e4m3 needs head_dim_v equal to head_dim, got 256 "
           "and 128");
-  /* one CTA per 128x128 tile: the descales' blocks */
+  /* tiles of 128 keys and 128 (or, head dim 64, 192) rows, no cluster: the
+     descales' blocks */
 #define FP8_WHY                                                                          \
-  " (the kernel reads q's descale per 128-row m-block and k's per 128-key kv block, and " \
-  "the compiler builds e4m3 kernels only as one CTA per 128x128 tile; a persistent grid " \
-  "or another tile would skip tiles or read descales out of bounds)"
+  " (the kernel reads q's descale per 128-row block and k's per 128-key kv block, and " \
+  "the compiler builds e4m3 kernels only with tiles of 128 keys and no cluster; another " \
+  "tile would read descales out of bounds)"
   FP8_ERR("block_n", "block_n 160",
-          "facts of kernel 'fa3_fwd_d128_e4m3_kernel': dtype e4m3 needs block_m and block_n "
-          "128, got 128 and 160" FP8_WHY);
+          "facts of kernel 'fa3_fwd_d128_e4m3_kernel': dtype e4m3 needs block_m 128 (or 192 at "
+          "head dim 64) and block_n 128, got 128 and 160" FP8_WHY);
   FP8_ERR("block_m", "block_m 64",
-          "facts of kernel 'fa3_fwd_d128_e4m3_kernel': dtype e4m3 needs block_m and block_n "
-          "128, got 64 and 128" FP8_WHY);
-  FP8_ERR("block_m", "block_m 192", "dtype e4m3 needs block_m and block_n 128, got 192 and 128");
-  FP8_ERR("block_n", "block_n 64", "dtype e4m3 needs block_m and block_n 128, got 128 and 64");
-  FP8_ERR("grid", "grid persistent",
-          "facts of kernel 'fa3_fwd_d128_e4m3_kernel': dtype e4m3 needs grid tiles, got grid "
-          "persistent" FP8_WHY);
+          "facts of kernel 'fa3_fwd_d128_e4m3_kernel': dtype e4m3 needs block_m 128 (or 192 at "
+          "head dim 64) and block_n 128, got 64 and 128" FP8_WHY);
+  /* 192 rows only at head dim 64 (three consumer warpgroups' registers) */
+  FP8_ERR("block_m", "block_m 192", "and block_n 128, got 192 and 128");
+  FP8_ERR("block_n", "block_n 64", "and block_n 128, got 128 and 64");
   FP8_ERR("grid", "grid tiles\ncluster_m 2",
           "facts of kernel 'fa3_fwd_d128_e4m3_kernel': dtype e4m3 needs cluster_m 1, got 2"
           FP8_WHY);
-  FP8_ERR("grid", "grid persistent\ncluster_m 2", "dtype e4m3 needs grid tiles, got grid "
-          "persistent");
-  /* the rules in order: head dims, then the tile, then the grid */
+  FP8_ERR("grid", "grid persistent\ncluster_m 2", "dtype e4m3 needs cluster_m 1, got 2");
+  /* persistent CTAs are taken */
+  t = text_with(kFp8Facts, "grid", "grid persistent");
+  EXPECT(fa3rt_facts_parse(t, strlen(t), &f) == FA3RT_OK && f.persistent == 1);
+  /* the rules in order: head dims, then the tile, then the cluster */
   strcpy(buf, text_with(kFp8Facts, "block_n", "block_n 64"));
   t = text_with(buf, "head_dim_v", "head_dim_v 256");
   EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS,
@@ -1544,7 +1545,12 @@ static void test_fp8_facts(void) {
   strcpy(buf, text_with(kFp8Facts, "block_n", "block_n 64"));
   t = text_with(buf, "grid", "grid persistent\ncluster_m 2");
   EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS,
-                "dtype e4m3 needs block_m and block_n 128, got 128 and 64"));
+                "and block_n 128, got 128 and 64"));
+  /* head dim 64 takes 192 rows (three consumer warpgroups) */
+  strcpy(buf, text_with(kFp8Facts, "head_dim", "head_dim 64"));
+  strcpy(buf, text_with(buf, "head_dim_v", "head_dim_v 64"));
+  t = text_with(buf, "block_m", "block_m 192");
+  EXPECT(fa3rt_facts_parse(t, strlen(t), &f) == FA3RT_OK && f.block_m == 192 && f.head_dim == 64);
 #undef FP8_WHY
 #undef FP8_ERR
   /* the backward: its own params, dtype e4m3 */
@@ -1569,16 +1575,16 @@ static void test_fp8_facts(void) {
   g = f;
   g.block_n = 176;
   EXPECT(err_is(fa3rt_fwd_plan(&g, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
-                "dtype e4m3 needs block_m and block_n 128, got 128 and 176 (the kernel reads "
-                "q's descale per 128-row m-block"));
+                "dtype e4m3 needs block_m 128 (or 192 at head dim 64) and block_n 128, got 128 "
+                "and 176 (the kernel reads q's descale per 128-row block"));
   g = f;
   g.block_m = 64;
   EXPECT(err_is(fa3rt_fwd_plan(&g, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
-                "dtype e4m3 needs block_m and block_n 128, got 64 and 128"));
+                "and block_n 128, got 64 and 128"));
   g = f;
-  g.persistent = 1;
+  g.block_m = 192; /* at head dim 128: three warpgroups' registers are too few */
   EXPECT(err_is(fa3rt_fwd_plan(&g, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
-                "dtype e4m3 needs grid tiles, got grid persistent (the kernel reads"));
+                "and block_n 128, got 192 and 128"));
   g = f;
   g.cluster_m = 2;
   EXPECT(err_is(fa3rt_fwd_plan(&g, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,

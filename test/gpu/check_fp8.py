@@ -11,7 +11,9 @@ H100/H200).
 
 (a) Correctness, every FP8 kernel of the directory (the other kernels are
 check_fwd.py's): B 2, Hq 8, Hkv 2 (GQA; one MQA case), lengths 1, 77, 128,
-333, 1041 (Sq = Skv) and 77/1041, 1041/333, 2053/2053; random N(0, 1)
+333, 1041 (Sq = Skv) and 77/1041, 1041/333, 2053/2053, and two with more
+tiles than the GPU has SMs (B 9 x 200, B 4 x Hq 16 x 800: a persistent
+kernel's CTAs take several); random N(0, 1)
 inputs, each (batch, 128-row block, head) multiplied by its own 2^U(-1, 1)
 so that block scales differ, quantized in each descale form
 flash_attn_func takes (MODES: none; one factor per tensor, as 0-d and as
@@ -129,6 +131,8 @@ CASES = [
     (2, 77, 1041, 8, 2),
     (2, 1041, 333, 8, 2),      # causal: rows that see no key
     (1, 2053, 2053, 4, 1),     # MQA, more m-blocks than one wave of CTAs per head
+    (9, 200, 200, 8, 2),       # 144 tiles: a persistent kernel's CTAs take two
+    (4, 800, 800, 16, 4),      # 320-448 tiles, several per persistent CTA
 ]
 SANITIZE_CASES = [(1, 200, 300, 8, 2), (1, 300, 200, 8, 2)]
 MODES = ["block", "block+hadamard", "fa3", "tensor", "tensor-fa3", "qhead", "none",

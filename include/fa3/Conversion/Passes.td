@@ -30,13 +30,15 @@ def AttnHopperConfig : Pass<"attn-hopper-config"> {
     Option<"blockM", "block-m", "int64_t", /*default=*/"0",
            "Rows of Q per tile: 128 (two consumer warpgroups) or 192 (three, "
            "no ping-pong), with decode also 64 (one); 0: per head dim (192 "
-           "for 64 with a full mask, else 128; 64 with decode)">,
+           "for 64 with a full mask and for FP8 at 64, else 128; 64 with "
+           "decode)">,
     Option<"blockN", "block-n", "int64_t", /*default=*/"0",
            "Rows of K/V per tile (0: per head dim: 128 up to head dim 128, "
            "112 at 192 (96 with a mask), 64 at 256)">,
     Option<"stages", "stages", "int64_t", /*default=*/"0",
            "Depth of the K/V shared-memory ring (0: per head dim, as measured "
-           "on the H200: 4 for head dim 64 with 128-row tiles, else 2)">,
+           "on the H200: 4 for head dim 64 with 128-row tiles, else 2; FP8: "
+           "the deepest that fits up to 4 at head dim 64, 3 above)">,
     Option<"pingpong", "pingpong", "bool", /*default=*/"true",
            "Alternate the consumer warpgroups' GEMMs with named barriers">,
     Option<"persistent", "persistent", "::fa3::Toggle", /*default=*/"::fa3::Toggle::Auto",
@@ -56,7 +58,8 @@ def AttnHopperConfig : Pass<"attn-hopper-config"> {
     Option<"qBuffers", "q-buffers", "int64_t", /*default=*/"0",
            "Q tiles in shared memory: 2 lets a persistent CTA load the next "
            "tile's Q during the current one; 0: 2 where it fits beside the O "
-           "staging buffer (persistent, head dim 64 and 128), else 1">,
+           "staging buffer (persistent, head dim 64 and 128; FP8: 128), else "
+           "1">,
     Option<"lazyRescale", "lazy-rescale", "::fa3::Toggle", /*default=*/"::fa3::Toggle::Auto",
            "O *= alpha only in warpgroups where a row raised its running "
            "max, behind a branch that also keeps ptxas from hoisting the P V "

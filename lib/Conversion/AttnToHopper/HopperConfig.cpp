@@ -291,24 +291,40 @@ void chooseConfig(KernelConfig &cfg, bool fullMask,
   // A decoding step streams K and V once: a third ring stage, where shared
   // memory has room for it (head dim up to 128), keeps more of them in
   // flight per SM (bench/NOTES.md, Decoding).
-  // FP8 (e4m3): 128 x 128 tiles, one CTA per tile. The descales' blocks
-  // are 128 rows, and the transposed V is one 128-byte swizzle row of keys
-  // wide; the V transposer follows one tile's kv blocks (checkSupported).
+  // FP8 (e4m3): tiles of 128 keys (the transposed V is one 128-byte
+  // swizzle row of keys wide), no clusters (checkSupported). Persistent
+  // CTAs at head dim 64 and 128, as bf16: 1.07-1.45x one CTA per tile at
+  // 512-2k (head dim 128; 1.01-1.11x at 64), within 1-2 % from 8k; at 256
+  // mixed (0.6-1.3x at 512-1k causal between runs), so one CTA per tile
+  // there (bench/NOTES.md, FP8). 128 query rows, or 192 (three
+  // consumer warpgroups, as FA3) at head dim 64, whatever the mask, where
+  // the softmax's exponentials set the pace and a third warpgroup hides
+  // more of them: 1.19-1.27x from 2k, 0.97-1.06x at 512 (bench/NOTES.md,
+  // FP8). A warpgroup's 64 rows lie in one of the q descales' 128-row
+  // blocks either way.
   // A third K/V stage where shared memory has room (head dim 128); four
   // at head dim 64, whose O and transposed V are 64 wide (+1-2 % over
   // three, full mask: bench/NOTES.md, FP8), as the bf16 kernel there.
   if (cfg.isFp8()) {
     // Options the FP8 kernel cannot take are refused, not overridden
     // (checkSupported names them); the rest take the FP8 defaults.
-    cfg.blockM = o.blockM != 0 ? o.blockM : 128;
+    cfg.blockM = o.blockM != 0 ? o.blockM : hd == 64 ? 192 : 128;
     cfg.blockN = o.blockN != 0 ? o.blockN : 128;
     cfg.pingpong = o.pingpong && cfg.consumers() == 2;
-    cfg.persistent = o.persistent == Toggle::On;
+    cfg.persistent = decide(o.persistent, hd <= 128);
     cfg.qBuffers = o.qBuffers != 0 ? o.qBuffers : 1;
     cfg.clusterM = o.kvMulticast == Toggle::On ? 2 : 1;
     cfg.lazyRescale = decide(o.lazyRescale, true);
     if (o.stages == 0)
       deepestFittingStages(cfg, cfg.oCols() <= 64 ? 4 : 3);
+    // Persistent CTAs take a second Q buffer where it fits beside the
+    // stages (head dim 128; at 64 the 192-row Q and four stages fill
+    // shared memory).
+    if (o.qBuffers == 0 && cfg.persistent) {
+      cfg.qBuffers = 2;
+      if (!checkSupported(cfg).empty())
+        cfg.qBuffers = 1;
+    }
     // Head dim 256: Q, two stages of K, V and V transposed (224 KiB) leave
     // no room for O's bf16 staging buffer (64 KiB), nor is Q's large
     // enough: O is stored directly.

@@ -239,6 +239,16 @@ private:
       inlineAsm(Type(), ValueRange{addr, w[q]},
                 "st.shared.u32 [$0+" + std::to_string(4 * q) + "], $1;", "r,r");
   }
+  void storeWord(Value addr, Value w) {
+    inlineAsm(Type(), ValueRange{addr, w}, "st.shared.u32 [$0], $1;", "r,r");
+  }
+  /// FP8 persistent: the end flag of V's slot u (SmemLayout::vEnd).
+  Value vEndAddr(Value u) {
+    Value st = ringStage(vRing, u);
+    Value off = bin<arith::MulIOp>(st, i32(4));
+    Value base = ptrToI32(smemPtr(smemBase, lay.vEnd));
+    return bin<arith::AddIOp>(base, off);
+  }
   Value loadWord(Value addr) {
     Value w = inlineAsm(i32T, ValueRange{addr}, "ld.shared.u32 $0, [$1];",
                         "=r,r");
@@ -617,10 +627,14 @@ SmemLayout fa3::hopper::computeSmemLayout(const KernelConfig &cfg) {
   int64_t end = l.vtOff + cfg.stages * l.vtBytes;
   // mbarriers (Q full/empty per Q buffer, K/V full/empty per stage), then
   // the published-tile slots, one per Q buffer (persistent), then FP8's
-  // transposed-V full/empty barriers per stage
+  // transposed-V full/empty barriers per stage and, persistent, V's end
+  // flags (a word per stage)
   const int64_t tail = 8 * (2 * nq + 4 * cfg.stages) +
                        (cfg.persistent ? 16 * nq : 0) +
-                       (cfg.isFp8() ? 16 * cfg.stages : 0);
+                       (cfg.isFp8() ? 16 * cfg.stages : 0) +
+                       (cfg.isFp8() && cfg.persistent
+                            ? (4 * cfg.stages + 7) / 8 * 8
+                            : 0);
   l.oInQ = cfg.tmaStore && l.oBytes <= l.qBytes &&
            end + l.oBytes + tail > kMaxDynamicSmem;
   l.oOff = l.oInQ ? l.qOff : end;
@@ -636,6 +650,8 @@ SmemLayout fa3::hopper::computeSmemLayout(const KernelConfig &cfg) {
   if (cfg.isFp8()) {
     l.vtFull = l.tileSlots + (cfg.persistent ? 16 * nq : 0);
     l.vtEmpty = l.vtFull + 8 * cfg.stages;
+    if (cfg.persistent)
+      l.vEnd = l.vtEmpty + 8 * cfg.stages;
   }
   l.total = l.qFull + tail;
   return l;
@@ -668,23 +684,24 @@ std::string fa3::hopper::checkSupported(const KernelConfig &cfg) {
     os << "head dim " << headDimsOf(cfg)
        << " in FP8 (the e4m3 kernel takes head dim 64, 128 or 256, value head "
           "dim equal)";
-  else if (cfg.isFp8() && (cfg.blockM != 128 || cfg.blockN != 128))
+  else if (cfg.isFp8() && ((cfg.blockM != 128 && cfg.blockM != 192) ||
+                           cfg.blockN != 128))
     os << "tiles " << cfg.blockM << "x" << cfg.blockN
-       << " in FP8 (the e4m3 kernel uses 128x128: the descales' blocks are "
-          "128 rows, and the transposed V one 128-byte swizzle row wide)";
+       << " in FP8 (the e4m3 kernel uses 128 or 192 rows by 128 keys: a "
+          "warpgroup's rows lie in one of the q descales' 128-row blocks, "
+          "and the transposed V is one 128-byte swizzle row wide)";
   else if (cfg.isFp8() && cfg.lazyRescale && cfg.rescaleThreshold > 8.0)
     os << "rescale threshold " << llvm::format("%g", cfg.rescaleThreshold)
        << " in FP8 (with lazy rescaling P reaches 2^threshold, and e4m3 "
           "saturates at 448: at most 8)";
-  else if (cfg.isFp8() && (cfg.persistent || cfg.clusterM != 1 ||
-                           cfg.varlen || cfg.splitKv || cfg.packGqa))
+  else if (cfg.isFp8() &&
+           (cfg.clusterM != 1 || cfg.varlen || cfg.splitKv || cfg.packGqa))
     os << "FP8 with "
-       << (cfg.persistent       ? "persistent CTAs"
-           : cfg.clusterM != 1  ? "K/V multicast"
-           : cfg.varlen         ? "a packed variable-length batch"
-                                : "split-KV or GQA packing")
-       << " (the e4m3 kernel runs one CTA per tile of a fixed-length batch: "
-          "its V transposer follows the tile's kv blocks)";
+       << (cfg.clusterM != 1  ? "K/V multicast"
+           : cfg.varlen       ? "a packed variable-length batch"
+                              : "split-KV or GQA packing")
+       << " (the e4m3 kernel takes a fixed-length batch, no cluster: its V "
+          "transposer is one CTA's)";
   else if (!isSupportedHeadDim(cfg.headDim))
     os << "head dim " << cfg.headDim << " (the Hopper kernel takes "
        << headDimsText() << ")";
@@ -703,8 +720,8 @@ std::string fa3::hopper::checkSupported(const KernelConfig &cfg) {
           "warpgroups of 64 rows; 64, one, in the decoding kernel)";
   else if (cfg.blockM == 192 && (cfg.headDim != 64 || cfg.headDimV != 64))
     os << "block-m 192 at head dim " << headDimsOf(cfg)
-       << " (three consumer warpgroups have 160 registers a thread: too few "
-          "for S and an O accumulator of head dim "
+       << " (three consumer warpgroups have at most 160 registers a thread: "
+          "too few for S and an O accumulator of head dim "
        << cfg.headDimV << "; block-m 192 takes head dim 64)";
   else if (cfg.pingpong && cfg.consumers() != 2)
     os << "ping-pong with block-m " << cfg.blockM
@@ -951,6 +968,14 @@ void KernelBuilder::producer(Value cta) {
     Value words[] = {tiles, i32(0), i32(0), i32(0)};
     storeWords4(q.slot, words);
     producerCommit(qRing, q.k, 0);
+    if (cfg.isFp8()) {
+      // and the transposer: V's next slot u carries no tile, its stage's
+      // end flag says so
+      Value u = tileLoop.getResult(2);
+      ringOp<RingProducerAcquireOp>(vRing, u);
+      storeWord(vEndAddr(u), i32(1));
+      producerCommit(vRing, u, 0);
+    }
   }
   if (cfg.persistent && cfg.clusterM == 1) {
     // the last CTA to finish fetching resets the counters for the next launch
@@ -958,11 +983,46 @@ void KernelBuilder::producer(Value cta) {
   }
 }
 
-/// The transposer warps follow the tile's kv blocks as the consumers do
-/// (one tile per CTA: checkSupported): V's slot u is transposed into the
+/// The transposer warps transpose V's slots in ring order: slot u into the
 /// transposed ring's slot u; each thread releases V's once it has read it,
-/// and one commits the transposed slot once all have written it.
+/// and one commits the transposed slot once all have written it. With one
+/// tile per CTA they follow the tile's kv blocks as the consumers do; in a
+/// persistent kernel they follow the ring itself until a slot whose end
+/// flag the producer set (the tiles' blocks are the producer's to know: it
+/// schedules them).
 void KernelBuilder::transposer(Value cta, Value worker) {
+  auto transposeSlot = [&](Value u) {
+    ringOp<RingProducerAcquireOp>(vtRing, u);
+    TransposeStageOp::create(b, loc, vRing, u, vtRing, worker,
+                             static_cast<uint64_t>(kTransposeWarps),
+                             static_cast<uint64_t>(cfg.blockN),
+                             static_cast<uint64_t>(cfg.oCols()));
+    ringOp<RingConsumerReleaseOp>(vRing, u);
+    NamedBarrierSyncOp::create(b, loc, i32(0), BarrierKind::transpose,
+                               static_cast<uint64_t>(cfg.consumers()),
+                               static_cast<uint64_t>(32 * kTransposeWarps));
+    Value tid = NVVM::ThreadIdXOp::create(b, loc, i32T);
+    Value first = cmpi(CmpIPredicate::eq, tid, i32(32));
+    ifThen(first, [&] { producerCommit(vtRing, u, 0); });
+  };
+  if (cfg.persistent) {
+    auto loop = scf::WhileOp::create(b, loc, TypeRange{i32T},
+                                     ValueRange{i32(0)});
+    OpBuilder::InsertionGuard g(b);
+    Block *before = b.createBlock(&loop.getBefore(), {}, {i32T}, {loc});
+    Value u = before->getArgument(0);
+    ringOp<RingConsumerWaitOp>(vRing, u);
+    Value flag = inlineAsm(i32T, ValueRange{vEndAddr(u)},
+                           "ld.shared.u32 $0, [$1];", "=r,r");
+    Value more = cmpi(CmpIPredicate::eq, flag, i32(0));
+    scf::ConditionOp::create(b, loc, more, ValueRange{u});
+    Block *after = b.createBlock(&loop.getAfter(), {}, {i32T}, {loc});
+    Value ua = after->getArgument(0);
+    transposeSlot(ua);
+    Value next = bin<arith::AddIOp>(ua, i32(1));
+    scf::YieldOp::create(b, loc, next);
+    return;
+  }
   auto grid = tileGrid();
   Value numM = grid.getNumM();
   TileCoords c = coords(cta, numM);
@@ -972,18 +1032,7 @@ void KernelBuilder::transposer(Value cta, Value worker) {
   b.setInsertionPoint(loop.getBody()->getTerminator());
   Value u = loop.getInductionVar();
   ringOp<RingConsumerWaitOp>(vRing, u);
-  ringOp<RingProducerAcquireOp>(vtRing, u);
-  TransposeStageOp::create(b, loc, vRing, u, vtRing, worker,
-                           static_cast<uint64_t>(kTransposeWarps),
-                           static_cast<uint64_t>(cfg.blockN),
-                           static_cast<uint64_t>(cfg.oCols()));
-  ringOp<RingConsumerReleaseOp>(vRing, u);
-  NamedBarrierSyncOp::create(b, loc, i32(0), BarrierKind::transpose,
-                             static_cast<uint64_t>(cfg.consumers()),
-                             static_cast<uint64_t>(32 * kTransposeWarps));
-  Value tid = NVVM::ThreadIdXOp::create(b, loc, i32T);
-  Value first = cmpi(CmpIPredicate::eq, tid, i32(32));
-  ifThen(first, [&] { producerCommit(vtRing, u, 0); });
+  transposeSlot(u);
 }
 
 Value KernelBuilder::descale(const char *name, Value bidx, Value head,
@@ -1078,12 +1127,17 @@ void KernelBuilder::consumers(Value tid, Value cta) {
     Value wgRows = bin<arith::MulIOp>(cw, i32(64));
     wgRow0 = bin<arith::AddIOp>(m0, wgRows);
   }
-  // FP8: the tile's q descale (its 128 query rows: block_m is 128) folded
-  // into the scores' scale, k's per kv block below; v's multiplies O.
+  // FP8: the q descale of this warpgroup's 64 rows (they lie in one of
+  // the descales' 128-row blocks, whether the tile has 128 or 192 rows)
+  // folded into the scores' scale, k's per kv block below; v's multiplies
+  // O. A warpgroup whose rows all lie past Sq (a 192-row tile's last ones)
+  // reads the last block's: the array has ceil(Sq / 128) blocks.
   Value qScaleLog2, vDescale, hkvOfTile;
   if (cfg.isFp8()) {
     hkvOfTile = bin<arith::DivUIOp>(head, group());
-    Value mblk = bin<arith::DivUIOp>(m0, i32(128));
+    Value lastRow = bin<arith::SubIOp>(sq, i32(1));
+    Value row = bin<arith::MinUIOp>(wgRow0, lastRow);
+    Value mblk = bin<arith::DivUIOp>(row, i32(128));
     Value qd = descale("qDescale", bidx, head, mblk,
                        {"qDescaleStrideB", "qDescaleStrideH", "qDescaleStrideM"});
     qScaleLog2 = bin<arith::MulFOp>(param("scaleLog2"), qd);
@@ -1309,6 +1363,9 @@ void KernelBuilder::body() {
   Value isT0 = cmpi(CmpIPredicate::eq, tid, i32(0));
   ifThen(isT0, [&] {
     setUp(smem, rings, {"mapQ", "mapK", "mapV", "mapO"});
+    if (cfg.isFp8() && cfg.persistent)
+      for (int64_t st = 0; st < cfg.stages; ++st)
+        storeWord(vEndAddr(i32(st)), i32(0));
   });
   if (cfg.clusterM == 2)
     clusterSync();

@@ -220,6 +220,12 @@ struct SmemLayout {
   // persistent: 4 words, the decoded tile from the producer to the
   // consumers
   int64_t tileSlots;
+  // FP8 persistent: the producer's end flags for the V transposer, a word
+  // per stage of V's ring: 1 once the stage's next slot carries no tile.
+  // One per stage, not one word, so that writing it is ordered after every
+  // read of it (the transposer reads a stage's flag before it releases the
+  // stage, the producer writes it after acquiring the stage again).
+  int64_t vEnd = 0;
 };
 SmemLayout computeSmemLayout(const KernelConfig &cfg);
 

@@ -1,18 +1,62 @@
 // The FP8 kernel (e4m3 q, k, v with descales at launch, o bf16). Its
-// configuration, checked as CONFIG, is 128 x 128 tiles, one CTA per tile, 3
-// stages at head dim 128; at 256 O is stored directly (its staging buffer
-// does not fit). Its kernel, checked as KERNEL, has the producer warpgroup's
+// configuration, checked as CONFIG, is 128 x 128 tiles, 3 stages and
+// persistent CTAs with two Q buffers at head dim 128; at 256 one CTA per
+// tile, O stored directly (its staging buffer does not fit). Its kernel
+// with one CTA per tile, checked as KERNEL, has the producer warpgroup's
 // warps 1 .. 3 transpose each V stage into a ring of its own (V's
 // consumers, that ring's producer); the consumer warpgroups fold q's
 // descale (per 128 query rows) and each kv block's k descale into the
 // scores' scale, read P V's B from the transposed ring and scale O by v's
 // descale.
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config | FileCheck %s --check-prefix=CONFIG
-// RUN: fa3-opt %s --split-input-file --attn-hopper-config --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=KERNEL
+// RUN: fa3-opt %s --split-input-file --attn-hopper-config=persistent=off --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=KERNEL
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config --attn-tile --convert-attn-to-hopper --hopper-async-copy --hopper-overlap --hopper-pingpong --convert-hopper-to-nvvm | FileCheck %s --check-prefix=NVVM
+// RUN: fa3-opt %s --split-input-file --attn-hopper-config=persistent=on --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=PERSIST
 
 // CONFIG-LABEL: func.func @d128
-// CONFIG: attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 3, persistent = false, q_buffers = 1, lazy_rescale = true, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = true, tma_store = true>
+// CONFIG: attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 3, persistent = true, q_buffers = 2, lazy_rescale = true, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = true, tma_store = true>
+
+// Persistent CTAs (as an option): two Q buffers; the producer, once no
+// tile is left, tells the consumers through Q's slot and the transposer
+// through V's next slot u and the end flag of u's stage (a word per stage,
+// zeroed by thread 0 at the start), since only the producer knows the
+// tiles' kv blocks; the transposer follows V's ring until a slot whose
+// flag is set. (One word for all stages would be written while the
+// transposer still reads it for earlier slots: racecheck's hazard. A
+// stage's flag is read before the stage is released and written after it
+// is acquired again.)
+// PERSIST-LABEL: gpu.func @d128_kernel(
+// PERSIST: %[[Q:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 2, stage_bytes = 16384, data = 0,
+// PERSIST: %[[V:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 3, stage_bytes = 16384, data = 81920, {{.*}} arrivals = 96
+// PERSIST: %[[VT:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 3, stage_bytes = 16384, data = 131072,
+// PERSIST: hopper.ring.stage %[[V]][%c0_i32]
+// PERSIST: "st.shared.u32 [$0], $1;", "r,r" %{{.*}}, %c0_i32
+// PERSIST: hopper.ring.stage %[[V]][%c1_i32]
+// PERSIST: "st.shared.u32 [$0], $1;", "r,r" %{{.*}}, %c0_i32
+// PERSIST: hopper.ring.stage %[[V]][%c2_i32]
+// PERSIST: "st.shared.u32 [$0], $1;", "r,r" %{{.*}}, %c0_i32
+// PERSIST: hopper.warp_specialize producer regs 32 {
+// PERSIST: %[[TILES:.*]]:3 = scf.while
+// PERSIST: hopper.ring.producer_commit %[[Q]][%[[TILES]]#1] tx 0
+// PERSIST-NEXT: hopper.ring.producer_acquire %[[V]][%[[TILES]]#2]
+// PERSIST-NEXT: %[[ENDST:.*]] = hopper.ring.stage %[[V]][%[[TILES]]#2]
+// PERSIST-NEXT: %[[ENDOFF:.*]] = arith.muli %[[ENDST]], %c4_i32
+// PERSIST: %[[ENDADDR:.*]] = arith.addi %{{.*}}, %[[ENDOFF]]
+// PERSIST-NEXT: "st.shared.u32 [$0], $1;", "r,r" %[[ENDADDR]], %c1_i32
+// PERSIST-NEXT: hopper.ring.producer_commit %[[V]][%[[TILES]]#2] tx 0
+// PERSIST: scf.while (%[[U:.*]] = %c0_i32) : (i32) -> i32 {
+// PERSIST-NEXT: hopper.ring.consumer_wait %[[V]][%[[U]]]
+// PERSIST-NEXT: %[[ST:.*]] = hopper.ring.stage %[[V]][%[[U]]]
+// PERSIST: %[[FLAG:.*]] = llvm.inline_asm {{.*}} "ld.shared.u32 $0, [$1];"
+// PERSIST-NEXT: %[[MORE:.*]] = arith.cmpi eq, %[[FLAG]], %c0_i32
+// PERSIST-NEXT: scf.condition(%[[MORE]]) %[[U]]
+// PERSIST: ^bb0(%[[UA:.*]]: i32):
+// PERSIST-NEXT: hopper.ring.producer_acquire %[[VT]][%[[UA]]]
+// PERSIST-NEXT: hopper.transpose_stage %[[V]][%[[UA]]] to %[[VT]]
+// PERSIST-NEXT: hopper.ring.consumer_release %[[V]][%[[UA]]]
+// PERSIST: hopper.ring.producer_commit %[[VT]][%[[UA]]] tx 0
+// PERSIST: arith.addi %[[UA]], %c1_i32
+// PERSIST: } consumers(
 
 // KERNEL-LABEL: gpu.func @d128_kernel(
 // KERNEL-SAME: dtype = "e4m3"
@@ -44,9 +88,15 @@
 // KERNEL-NEXT: %[[FIRST:.*]] = arith.cmpi eq, %[[TID]], %c32_i32 : i32
 // KERNEL-NEXT: scf.if %[[FIRST]] {
 // KERNEL-NEXT: hopper.ring.producer_commit %[[VT]][%[[U]]] tx 0
-// KERNEL: } consumers(%{{.*}} of 2) regs 224 {
-// q's descale: qDescale[b sB + h sH + (m0 / 128) sM], 1 without the array.
-// KERNEL: %[[MB:.*]] = arith.divui %m0, %c128_i32 : i32
+// KERNEL: } consumers(%[[CW2:.*]] of 2) regs 224 {
+// q's descale: qDescale[b sB + h sH + (min(r0, Sq - 1) / 128) sM], r0 =
+// m0 + 64 c the warpgroup's first row (rows past Sq read the last block:
+// the array has ceil(Sq / 128)); 1 without the array.
+// KERNEL: %[[R0OFF:.*]] = arith.muli %[[CW2]], %c64_i32 : i32
+// KERNEL: %[[R0:.*]] = arith.addi %m0, %[[R0OFF]] : i32
+// KERNEL: %[[LASTROW:.*]] = arith.subi %arg8, %c1_i32 : i32
+// KERNEL: %[[ROW:.*]] = arith.minui %[[R0]], %[[LASTROW]] : i32
+// KERNEL: %[[MB:.*]] = arith.divui %[[ROW]], %c128_i32 : i32
 // KERNEL: %[[QGIVEN:.*]] = llvm.icmp "ne" %arg26, %{{.*}} : !llvm.ptr<1>
 // KERNEL: %[[QD:.*]] = scf.if %[[QGIVEN]] -> (f32) {
 // KERNEL: arith.muli %batch, %arg29 : i32
@@ -111,14 +161,22 @@ func.func @d256(%q: memref<?x8x?x256xf8E4M3FN>, %k: memref<?x8x?x256xf8E4M3FN>, 
 
 // Head dim 64: V's 8-bit TMA box is 128 columns (64 of them TMA's zeros),
 // but O and V transposed are 64 wide: the transposer does 64 columns, P V
-// is N = 64, O's staging is one 64-column box; four stages.
+// is N = 64, O's staging is one 64-column box; four stages; 192 query rows,
+// three consumer warpgroups (no ping-pong), each reading the q descale of
+// the 128-row block its 64 rows lie in: min(m0 + 64 c, Sq - 1) / 128.
 // CONFIG-LABEL: func.func @d64
-// CONFIG: attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 4, persistent = false, q_buffers = 1, lazy_rescale = true, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = true, tma_store = true>
+// CONFIG: attn.hopper_config = #attn.hopper_config<block_m = 192, block_n = 128, stages = 4, persistent = true, q_buffers = 1, lazy_rescale = true, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = false, tma_store = true>
 // KERNEL-LABEL: gpu.func @d64_kernel(
-// KERNEL: %[[V:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 4, stage_bytes = 16384, data = 81920,
-// KERNEL: %[[VT:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 4, stage_bytes = 8192, data = 147456,
+// KERNEL: hopper.ring.create %{{.*}} : !hopper.ring<stages = 1, stage_bytes = 24576, data = 0,
+// KERNEL: %[[V:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 4, stage_bytes = 16384, data = 90112,
+// KERNEL: %[[VT:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 4, stage_bytes = 8192, data = 155648,
 // KERNEL: hopper.load_tile %arg2[{{.*}}] into %[[V]][{{.*}}] rows 128 cols 128 : f8E4M3FN
 // KERNEL: hopper.transpose_stage %[[V]][{{.*}}] to %[[VT]] worker %{{.*}} of 3 rows 128 cols 64
+// KERNEL: consumers(%[[CW:.*]] of 3) regs 152
+// KERNEL: %[[WGROWS:.*]] = arith.muli %[[CW]], %c64_i32
+// KERNEL: %[[WGROW0:.*]] = arith.addi %m0, %[[WGROWS]]
+// KERNEL: %[[ROW64:.*]] = arith.minui %[[WGROW0]],
+// KERNEL-NEXT: arith.divui %[[ROW64]], %c128_i32
 // KERNEL: hopper.wgmma.rs %{{.*}}, %{{.*}}, %{{.*}} : !hopper.frag<64x128xf8E4M3FN>, !hopper.frag<64x64xf32>
 // KERNEL: hopper.store_o {{.*}} tma {{.*}} : !hopper.frag<64x64xf32> as bf16
 // NVVM-LABEL: gpu.func @d64_kernel(

@@ -91,7 +91,7 @@
 // RUN: not fa3-opt %s --split-input-file --attn-hopper-config="persistent=off q-buffers=2" 2>&1 | FileCheck %s --check-prefix=Q2TILES
 // RUN: not fa3-opt %s --split-input-file --attn-hopper-config="persistent=on q-buffers=2" 2>&1 | FileCheck %s --check-prefix=Q2D256
 // BM: error: cannot generate the Hopper kernel: unsupported block-m 64 (the Hopper kernel uses 128 or 192: two or three consumer warpgroups of 64 rows; 64, one, in the decoding kernel)
-// BM192: error: cannot generate the Hopper kernel: unsupported block-m 192 at head dim 128 (three consumer warpgroups have 160 registers a thread: too few for S and an O accumulator of head dim 128; block-m 192 takes head dim 64)
+// BM192: error: cannot generate the Hopper kernel: unsupported block-m 192 at head dim 128 (three consumer warpgroups have at most 160 registers a thread: too few for S and an O accumulator of head dim 128; block-m 192 takes head dim 64)
 // BN: error: cannot generate the Hopper kernel: unsupported block-n 200 (must be a multiple of 16 up to 256)
 // SMEM: error: cannot generate the Hopper kernel: unsupported tiles 128x256 with head dim 256 need 589904 bytes of shared memory, more than the 232448 a Hopper CTA has
 // DEEP: error: cannot generate the Hopper kernel: unsupported tiles 128x80 with head dim 256 need {{[0-9]+}} bytes of shared memory, more than the 232448 a Hopper CTA has
