@@ -258,6 +258,28 @@ protected:
                                /*predicate=*/Value(), /*tensormap=*/true);
   }
 
+  /// `body` on the producer warpgroup's thread 0 (hopper.producer_thread).
+  static void onProducerThread(OpBuilder &b, Location loc,
+                               llvm::function_ref<void()> body) {
+    auto role = ProducerThreadOp::create(b, loc);
+    OpBuilder::InsertionGuard g(b);
+    b.createBlock(&role.getBody());
+    body();
+    ProducerThreadOp::ensureTerminator(role.getBody(), b, loc);
+  }
+  /// `body(warp)` on warps first .. first + count - 1 of the producer
+  /// warpgroup, `warp` the index among them (hopper.producer_warps).
+  static void onProducerWarps(OpBuilder &b, Location loc, int64_t first,
+                              int64_t count,
+                              llvm::function_ref<void(Value)> body) {
+    auto role = ProducerWarpsOp::create(b, loc, static_cast<uint64_t>(first),
+                                        static_cast<uint64_t>(count));
+    OpBuilder::InsertionGuard g(b);
+    Block *blk = b.createBlock(&role.getBody(), {}, {b.getI32Type()}, {loc});
+    body(blk->getArgument(0));
+    ProducerWarpsOp::ensureTerminator(role.getBody(), b, loc);
+  }
+
   /// Thread 0 of a warpgroup (`ltid` its thread index in it) waits until
   /// the bulk stores it committed have read their shared memory: before
   /// the CTA exits, which frees it.

@@ -607,14 +607,10 @@ void GradKernelBuilder::body() {
   {
     OpBuilder::InsertionGuard g(b);
     b.createBlock(&ws.getProducer());
-    ifThen(isT0, [&] { producer(cta); });
-    Value warp = bin<arith::DivUIOp>(tid, i32(32));
-    if (cfg.dqBulk) {
-      Value isW1 = cmpi(CmpIPredicate::eq, warp, i32(1));
-      ifThen(isW1, [&] { dqWriter(cta); });
-    }
-    Value isW2 = cmpi(CmpIPredicate::eq, warp, i32(2));
-    ifThen(isW2, [&] { rowsProducer(cta); });
+    onProducerThread(b, loc, [&] { producer(cta); });
+    if (cfg.dqBulk)
+      onProducerWarps(b, loc, 1, 1, [&](Value) { dqWriter(cta); });
+    onProducerWarps(b, loc, 2, 1, [&](Value) { rowsProducer(cta); });
     WarpSpecializeOp::ensureTerminator(ws.getProducer(), b, loc);
     Block *cb = b.createBlock(&ws.getConsumer(), {}, {i32T}, {loc});
     consumer = cb->getArgument(0);

@@ -1380,15 +1380,10 @@ void KernelBuilder::body() {
     OpBuilder::InsertionGuard g(b);
     // ================= producer warpgroup =================
     b.createBlock(&ws.getProducer());
-    ifThen(isT0, [&] { producer(cta); });
-    if (cfg.isFp8()) {
-      Value warp = bin<arith::DivUIOp>(tid, i32(32));
-      Value transposes = cmpi(CmpIPredicate::uge, warp, i32(1));
-      ifThen(transposes, [&] {
-        Value worker = bin<arith::SubIOp>(warp, i32(1));
-        transposer(cta, worker);
-      });
-    }
+    onProducerThread(b, loc, [&] { producer(cta); });
+    if (cfg.isFp8())
+      onProducerWarps(b, loc, 1, kTransposeWarps,
+                      [&](Value worker) { transposer(cta, worker); });
     WarpSpecializeOp::ensureTerminator(ws.getProducer(), b, loc);
     // ================= consumer warpgroups =================
     Block *cb = b.createBlock(&ws.getConsumer(), {}, {i32T}, {loc});

@@ -119,6 +119,79 @@ struct WarpSpecializeLowering : OpConversionPattern<WarpSpecializeOp> {
   }
 };
 
+/// A role's region inlined into `scf.if (cond)` at the op, its block
+/// arguments replaced by `args` (built inside the if).
+template <typename RoleOp>
+void inlineRole(RoleOp op, Value cond, ConversionPatternRewriter &rewriter,
+                function_ref<SmallVector<Value>()> args) {
+  Location loc = op.getLoc();
+  auto role = scf::IfOp::create(rewriter, loc, TypeRange{}, cond,
+                                /*withElseRegion=*/false);
+  rewriter.setInsertionPointToStart(role.thenBlock());
+  SmallVector<Value> a = args();
+  Block &body = op.getBody().front();
+  rewriter.eraseOp(body.getTerminator());
+  rewriter.inlineBlockBefore(&body, role.thenBlock()->getTerminator(), a);
+  rewriter.eraseOp(op);
+}
+
+/// The producer warpgroup's thread 0: scf.if (tid == 0).
+struct ProducerThreadLowering : OpConversionPattern<ProducerThreadOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ProducerThreadOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value tid = NVVM::ThreadIdXOp::create(rewriter, loc, rewriter.getI32Type());
+    Value zero = i32Const(rewriter, loc, 0);
+    Value isT0 = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                                       tid, zero);
+    inlineRole(op, isT0, rewriter, [] { return SmallVector<Value>(); });
+    return success();
+  }
+};
+
+/// Warps first .. first + count - 1 of the producer warpgroup: scf.if on
+/// the warp index (tid / 32; the producer warpgroup is threads 0 .. 127),
+/// the role's warp index warp - first.
+struct ProducerWarpsLowering : OpConversionPattern<ProducerWarpsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ProducerWarpsOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    const int64_t first = op.getFirst(), count = op.getCount();
+    const int64_t warps = kWarpgroupThreads / 32;
+    Value tid = NVVM::ThreadIdXOp::create(rewriter, loc, rewriter.getI32Type());
+    Value warpSize = i32Const(rewriter, loc, 32);
+    Value warp = arith::DivUIOp::create(rewriter, loc, tid, warpSize);
+    Value lo = i32Const(rewriter, loc, first);
+    auto cmp = [&](arith::CmpIPredicate p, Value bound) -> Value {
+      return arith::CmpIOp::create(rewriter, loc, p, warp, bound);
+    };
+    Value in;
+    if (count == 1) {
+      in = cmp(arith::CmpIPredicate::eq, lo);
+    } else {
+      in = cmp(arith::CmpIPredicate::uge, lo);
+      if (first + count < warps) {
+        Value hi = i32Const(rewriter, loc, first + count);
+        Value below = cmp(arith::CmpIPredicate::ult, hi);
+        in = arith::AndIOp::create(rewriter, loc, in, below);
+      }
+    }
+    inlineRole(op, in, rewriter, [&] {
+      Value index = warp;
+      if (first != 0) {
+        Value f = i32Const(rewriter, loc, first);
+        index = arith::SubIOp::create(rewriter, loc, warp, f);
+      }
+      return SmallVector<Value>{index};
+    });
+    return success();
+  }
+};
+
 struct ConvertHopperToNVVMPass
     : public fa3::impl::ConvertHopperToNVVMBase<ConvertHopperToNVVMPass> {
   void runOnOperation() override {
@@ -145,7 +218,8 @@ struct ConvertHopperToNVVMPass
     });
     target.addDynamicallyLegalOp<func::ReturnOp, func::CallOp>(
         [&](Operation *op) { return converter.isLegal(op); });
-    patterns.add<WarpSpecializeLowering,
+    patterns.add<WarpSpecializeLowering, ProducerThreadLowering,
+                 ProducerWarpsLowering,
                  NamedBarrierLowering<NamedBarrierSyncOp>,
                  NamedBarrierLowering<NamedBarrierArriveOp>,
                  WarpgroupAnyLowering>(ctx);

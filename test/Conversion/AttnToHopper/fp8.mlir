@@ -67,14 +67,13 @@
 // KERNEL: %[[V:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 3, stage_bytes = 16384, data = 65536, {{.*}} arrivals = 96, cluster = 1>
 // KERNEL: %[[VT:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 3, stage_bytes = 16384, data = 114688, {{.*}} arrivals = 256, cluster = 1>
 // KERNEL: hopper.warp_specialize producer regs 48 {
+// KERNEL-NEXT: hopper.producer_thread {
 // KERNEL: hopper.load_tile %arg0[{{.*}}] into %[[Q]][{{.*}}] rows 128 cols 128 : f8E4M3FN
 // KERNEL: hopper.load_tile %arg1[{{.*}}] into %[[K]][{{.*}}] rows 128 cols 128 : f8E4M3FN
 // KERNEL: hopper.load_tile %arg2[{{.*}}] into %[[V]][{{.*}}] rows 128 cols 128 : f8E4M3FN
-// The transposer: warps 1 .. 3, over the tile's kv blocks.
-// KERNEL: %[[WARP:.*]] = arith.divui %{{.*}}, %c32_i32 : i32
-// KERNEL: %[[TR:.*]] = arith.cmpi uge, %[[WARP]], %c1_i32 : i32
-// KERNEL: scf.if %[[TR]] {
-// KERNEL: %[[WORKER:.*]] = arith.subi %[[WARP]], %c1_i32 : i32
+// The transposer: warps 1 .. 3 of the producer warpgroup (a role op;
+// hopper.producer_thread runs the TMA loads), over the tile's kv blocks.
+// KERNEL: hopper.producer_warps(%[[WORKER:.*]]) first 1 count 3 {
 // KERNEL: %[[RNG:.*]]:4 = func.call @d128_kernel_kv_range(
 // KERNEL: %[[NB:.*]] = arith.subi %[[RNG]]#1, %[[RNG]]#0 : i32
 // KERNEL: scf.for %[[U:.*]] = %c0_i32 to %[[NB]] step %c1_i32 : i32 {

@@ -31,13 +31,17 @@
 // A step's LSE and D: a ring of 1 KiB stages after dQ's staging buffers,
 // committed by the 32 lanes that write it.
 // CHECK: %[[RR:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 2, stage_bytes = 1024, data = 196608, {{.*}}, producers = 32>
+// The producer warpgroup's roles: thread 0 loads K, V, Q and dO; warp 1
+// adds the staged dQ; warp 2 loads LSE and D.
 // CHECK: hopper.warp_specialize producer regs 24 {
+// CHECK-NEXT: hopper.producer_thread {
 // CHECK: call @bwd128_kernel_q_range(
 // CHECK: hopper.load_tile %[[MAPK]][{{.*}}] into %[[KR]][{{.*}}] rows 128 cols 128
 // CHECK: hopper.load_tile %[[MAPV]][{{.*}}] into %[[VR]][{{.*}}] rows 128 cols 128
 // CHECK: scf.for
 // CHECK: hopper.load_tile %[[MAPQ]][{{.*}}] into %[[QR]][{{.*}}] rows 64 cols 128
 // CHECK: hopper.load_tile %[[MAPDO]][{{.*}}] into %[[OR]][{{.*}}] rows 64 cols 128
+// CHECK: hopper.producer_warps(%{{.*}}) first 1 count 1 {
 // The dQ writer: both buffers free before the first step; per step each
 // warpgroup's staged dQ (64 x 64 f32, at 160 KiB and 176 KiB) added by one
 // bulk reduction, then freed once read (all but the newest group, then
@@ -56,6 +60,7 @@
 // CHECK: hopper.named_barrier.arrive reduce_free[%c1_i32] of 2 threads 160
 // CHECK: nvvm.cp.async.bulk.wait_group 0{{$}}
 // Warp 2 stages each step's LSE (+inf past Sq) and D (0 past Sq).
+// CHECK: hopper.producer_warps(%{{.*}}) first 2 count 1 {
 // CHECK: scf.for
 // CHECK: hopper.ring.producer_acquire %[[RR]]
 // CHECK: hopper.stage_rows %[[LSE]][%{{.*}}] rows %{{.*}} bound %{{.*}} fill %{{.*}} to %{{.*}}[%{{.*}}] count 64
@@ -90,6 +95,7 @@
 // CHECK: hopper.named_barrier.arrive reduce_full[%[[CW]]] of 2 threads 160
 // ATOMIC-LABEL: gpu.module @bwd128_kernels
 // ATOMIC: dynamic_smem = 166016
+// ATOMIC-NOT: hopper.producer_warps(%{{.*}}) first 1
 // ATOMIC-NOT: hopper.reduce_add_bulk
 // ATOMIC: hopper.reduce_add %{{.*}} to %{{.*}} : !hopper.frag<64x64xf32>
 // ATOMIC-NOT: reduce_full

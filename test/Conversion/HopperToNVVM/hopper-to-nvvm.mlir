@@ -2,7 +2,10 @@
 // on its kind's id (turn 1 + c, epilogue 3 + c, vote 3 + consumers + c);
 // warpgroup_any becomes bar.red.or on the vote barrier, then vote.any;
 // warp_specialize becomes an scf.if on the warpgroup index whose arms start
-// with their setmaxnreg.
+// with their setmaxnreg; the producer warpgroup's roles become scf.if on
+// thread 0 (producer_thread) and on the warp index (producer_warps: eq for
+// one warp, uge for warps up to the last, both bounds otherwise), the
+// role's warp index warp - first.
 // RUN: fa3-opt %s --split-input-file --convert-hopper-to-nvvm | FileCheck %s
 
 // CHECK-LABEL: func.func @barriers(
@@ -58,6 +61,59 @@ func.func @roles(%x: i32) {
   } consumers(%c of 2) regs 240 {
     llvm.inline_asm has_side_effects asm_dialect = att "consumer", "r,r" %x, %c : (i32, i32) -> ()
     hopper.named_barrier.sync epilogue[%c] of 2 threads 128
+  }
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @producer_roles(
+// CHECK: nvvm.setmaxregister decrease 24
+// CHECK-NEXT: %[[TID:.*]] = nvvm.read.ptx.sreg.tid.x : i32
+// CHECK-NEXT: %[[ZERO:.*]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[T0:.*]] = arith.cmpi eq, %[[TID]], %[[ZERO]] : i32
+// CHECK-NEXT: scf.if %[[T0]] {
+// CHECK-NEXT: llvm.inline_asm has_side_effects asm_dialect = att "tma"
+// CHECK-NEXT: }
+// CHECK-NEXT: %[[TID1:.*]] = nvvm.read.ptx.sreg.tid.x : i32
+// CHECK-NEXT: %[[C32:.*]] = arith.constant 32 : i32
+// CHECK-NEXT: %[[WARP:.*]] = arith.divui %[[TID1]], %[[C32]] : i32
+// CHECK-NEXT: %[[ONE:.*]] = arith.constant 1 : i32
+// CHECK-NEXT: %[[IN:.*]] = arith.cmpi uge, %[[WARP]], %[[ONE]] : i32
+// CHECK-NEXT: scf.if %[[IN]] {
+// CHECK-NEXT: %[[ONE2:.*]] = arith.constant 1 : i32
+// CHECK-NEXT: %[[W:.*]] = arith.subi %[[WARP]], %[[ONE2]] : i32
+// CHECK-NEXT: llvm.inline_asm has_side_effects asm_dialect = att "transpose", "r" %[[W]]
+// CHECK-NEXT: }
+// One warp: eq.
+// CHECK: %[[WARP2:.*]] = arith.divui
+// CHECK-NEXT: %[[TWO:.*]] = arith.constant 2 : i32
+// CHECK-NEXT: %[[IS2:.*]] = arith.cmpi eq, %[[WARP2]], %[[TWO]] : i32
+// CHECK-NEXT: scf.if %[[IS2]] {
+// Warps 1 .. 2 of 4: both bounds.
+// CHECK: %[[WARP3:.*]] = arith.divui
+// CHECK-NEXT: %[[ONE3:.*]] = arith.constant 1 : i32
+// CHECK-NEXT: %[[GE:.*]] = arith.cmpi uge, %[[WARP3]], %[[ONE3]] : i32
+// CHECK-NEXT: %[[THREE:.*]] = arith.constant 3 : i32
+// CHECK-NEXT: %[[LT:.*]] = arith.cmpi ult, %[[WARP3]], %[[THREE]] : i32
+// CHECK-NEXT: %[[BOTH:.*]] = arith.andi %[[GE]], %[[LT]] : i1
+// CHECK-NEXT: scf.if %[[BOTH]] {
+// CHECK-NOT: hopper.
+func.func @producer_roles() {
+  hopper.warp_specialize producer regs 24 {
+    hopper.producer_thread {
+      llvm.inline_asm has_side_effects asm_dialect = att "tma", "" : () -> ()
+    }
+    hopper.producer_warps(%w) first 1 count 3 {
+      llvm.inline_asm has_side_effects asm_dialect = att "transpose", "r" %w : (i32) -> ()
+    }
+    hopper.producer_warps(%w) first 2 count 1 {
+      llvm.inline_asm has_side_effects asm_dialect = att "rows", "r" %w : (i32) -> ()
+    }
+    hopper.producer_warps(%w) first 1 count 2 {
+      llvm.inline_asm has_side_effects asm_dialect = att "pair", "r" %w : (i32) -> ()
+    }
+  } consumers(%c of 2) regs 240 {
   }
   return
 }

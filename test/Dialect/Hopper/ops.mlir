@@ -35,6 +35,78 @@ func.func @roles() {
 
 // -----
 
+// The producer warpgroup's roles: its thread 0, and helper warps with
+// their index among them.
+// CHECK-LABEL: func.func @producer_roles
+// CHECK: hopper.warp_specialize producer regs 24 {
+// CHECK-NEXT: hopper.producer_thread {
+// CHECK-NEXT: nvvm.setmaxregister
+// CHECK-NEXT: }
+// CHECK-NEXT: hopper.producer_warps(%[[W:.*]]) first 1 count 3 {
+// CHECK-NEXT: llvm.inline_asm has_side_effects asm_dialect = att "helper", "r" %[[W]]
+// CHECK-NEXT: }
+func.func @producer_roles() {
+  hopper.warp_specialize producer regs 24 {
+    hopper.producer_thread {
+      nvvm.setmaxregister decrease 24
+    }
+    hopper.producer_warps(%w) first 1 count 3 {
+      llvm.inline_asm has_side_effects asm_dialect = att "helper", "r" %w : (i32) -> ()
+    }
+  } consumers(%c of 2) regs 240 {
+  }
+  return
+}
+
+// -----
+
+func.func @producer_thread_outside() {
+  // expected-error @below {{must be inside the producer region of hopper.warp_specialize (it names threads of the producer warpgroup)}}
+  hopper.producer_thread {
+  }
+  return
+}
+
+// -----
+
+func.func @producer_warps_in_consumers() {
+  hopper.warp_specialize producer regs 24 {
+  } consumers(%c of 2) regs 240 {
+    // expected-error @below {{must be inside the producer region of hopper.warp_specialize}}
+    hopper.producer_warps(%w) first 1 count 1 {
+    }
+  }
+  return
+}
+
+// -----
+
+func.func @producer_warps_past_four() {
+  hopper.warp_specialize producer regs 24 {
+    // expected-error @below {{warps 2 .. 4 do not lie in the producer warpgroup's 4}}
+    hopper.producer_warps(%w) first 2 count 3 {
+    }
+  } consumers(%c of 2) regs 240 {
+  }
+  return
+}
+
+// -----
+
+func.func @producer_warps_index_i64() {
+  hopper.warp_specialize producer regs 24 {
+    // expected-error @below {{the region takes one i32 argument, the warp's index among the role's warps}}
+    "hopper.producer_warps"() <{first = 1 : i64, count = 1 : i64}> ({
+    ^bb0(%w: i64):
+      gpu.yield
+    }) : () -> ()
+  } consumers(%c of 2) regs 240 {
+  }
+  return
+}
+
+// -----
+
 func.func @budget() {
   // expected-error @below {{128 x (24 + 3 x 168) = 67584 registers: more than the CTA's 65536 at launch (512 threads x 128)}}
   hopper.warp_specialize producer regs 24 {

@@ -178,6 +178,69 @@ LogicalResult WarpSpecializeOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// Roles in the producer warpgroup
+//===----------------------------------------------------------------------===//
+
+/// Whether `op` lies in the producer region of a hopper.warp_specialize.
+static LogicalResult verifyInProducer(Operation *op) {
+  for (Region *r = op->getParentRegion(); r; r = r->getParentRegion()) {
+    auto ws = dyn_cast<WarpSpecializeOp>(r->getParentOp());
+    if (!ws)
+      continue;
+    if (r == &ws.getProducer())
+      return success();
+    break;
+  }
+  return op->emitOpError("must be inside the producer region of "
+                         "hopper.warp_specialize (it names threads of the "
+                         "producer warpgroup)");
+}
+
+LogicalResult ProducerThreadOp::verify() { return verifyInProducer(*this); }
+
+// hopper.producer_warps(%w) first F count N {...}
+ParseResult ProducerWarpsOp::parse(OpAsmParser &parser,
+                                   OperationState &state) {
+  Builder &b = parser.getBuilder();
+  OpAsmParser::Argument warp;
+  warp.type = b.getI32Type();
+  int64_t first = 0, count = 0;
+  Region *body = state.addRegion();
+  if (parser.parseLParen() || parser.parseArgument(warp) ||
+      parser.parseRParen() || parser.parseKeyword("first") ||
+      parser.parseInteger(first) || parser.parseKeyword("count") ||
+      parser.parseInteger(count) || parser.parseRegion(*body, {warp}) ||
+      parser.parseOptionalAttrDict(state.attributes))
+    return failure();
+  state.addAttribute(getFirstAttrName(state.name), b.getI64IntegerAttr(first));
+  state.addAttribute(getCountAttrName(state.name), b.getI64IntegerAttr(count));
+  ensureTerminator(*body, b, state.location);
+  return success();
+}
+
+void ProducerWarpsOp::print(OpAsmPrinter &p) {
+  p << "(" << getBody().getArgument(0) << ") first " << getFirst()
+    << " count " << getCount() << " ";
+  p.printRegion(getBody(), /*printEntryBlockArgs=*/false,
+                /*printBlockTerminators=*/false);
+  p.printOptionalAttrDict((*this)->getAttrs(),
+                          {getFirstAttrName(), getCountAttrName()});
+}
+
+LogicalResult ProducerWarpsOp::verify() {
+  if (getBody().getNumArguments() != 1 ||
+      !getBody().getArgument(0).getType().isInteger(32))
+    return emitOpError("the region takes one i32 argument, the warp's index "
+                       "among the role's warps");
+  // A warpgroup has four warps (PTX ISA: warpgroup).
+  if (getFirst() + getCount() > kWarpgroupThreads / 32)
+    return emitOpError("warps ")
+           << getFirst() << " .. " << getFirst() + getCount() - 1
+           << " do not lie in the producer warpgroup's 4";
+  return verifyInProducer(*this);
+}
+
+//===----------------------------------------------------------------------===//
 // Tile scheduler
 //===----------------------------------------------------------------------===//
 

@@ -178,6 +178,56 @@ def Hopper_WarpSpecializeOp : Hopper_Op<"warp_specialize", [
   let hasVerifier = 1;
 }
 
+// The roles inside the producer warpgroup: its thread 0 drives the rings
+// (TMA loads, the tile scheduler), and some of its warps may run helper
+// roles (FP8's V transposer; the backward's dQ writer and row loader).
+// Written as ops, so that a builder names the role and the lowering, not
+// the builder, does the thread arithmetic.
+def Hopper_ProducerThreadOp : Hopper_Op<"producer_thread", [
+    SingleBlockImplicitTerminator<"::mlir::gpu::YieldOp">,
+    RecursiveMemoryEffects, NoRegionArguments]> {
+  let summary = "the producer warpgroup's thread 0";
+  let description = [{
+    Runs its region on thread 0 of the producer warpgroup (the one thread
+    that issues TMA loads and commits ring slots). Only inside the
+    `producer` region of `hopper.warp_specialize`.
+
+    ```mlir
+    hopper.producer_thread {
+      hopper.ring.producer_acquire %k[%u] : ...
+    }
+    ```
+  }];
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$body attr-dict";
+  let hasVerifier = 1;
+}
+
+def Hopper_ProducerWarpsOp : Hopper_Op<"producer_warps", [
+    SingleBlockImplicitTerminator<"::mlir::gpu::YieldOp">,
+    RecursiveMemoryEffects]> {
+  let summary = "warps of the producer warpgroup running a helper role";
+  let description = [{
+    Runs its region on warps `first` .. `first + count - 1` of the producer
+    warpgroup (of its four; warp 0's thread 0 is the `producer_thread`'s),
+    the block argument being the warp's index among them (0 .. count - 1).
+    Only inside the `producer` region of `hopper.warp_specialize`; the
+    warps share the producer's register budget.
+
+    ```mlir
+    hopper.producer_warps(%w) first 1 count 3 {
+      ...   // FP8: transpose V's slots, warp %w of 3
+    }
+    ```
+  }];
+  let arguments = (ins
+      ConfinedAttr<I64Attr, [IntMinValue<0>, IntMaxValue<3>]>:$first,
+      ConfinedAttr<I64Attr, [IntMinValue<1>, IntMaxValue<4>]>:$count);
+  let regions = (region SizedRegion<1>:$body);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+}
+
 // Pointers of the LLVM dialect by address space (the kernel's parameters
 // and its shared memory). Written here rather than taken from
 // LLVMOpBase.td: including that file would put the LLVM dialect's enums
