@@ -660,6 +660,11 @@ def render_sanitizer(entry):
 
 # ---------------------------------------------------------------- commands
 
+def history_keys(out_dir):
+    """The (id, kind) of every run in out_dir's history: a run's key."""
+    return {(x.get("id"), x.get("kind")) for x in read_history(Path(out_dir) / HISTORY)}
+
+
 def sanitizer_entry(tool, text, command=None, kernel_dir=None, date=None):
     if tool not in SANITIZERS:
         raise ValueError(f"tool is one of {', '.join(SANITIZERS)}, got {tool!r}")
@@ -675,8 +680,7 @@ def record_sanitizer(out_dir, tool, log, command=None, kernel_dir=None, date=Non
     log = Path(log)
     date = date or run_id(datetime.datetime.fromtimestamp(log.stat().st_mtime))
     e = sanitizer_entry(tool, log.read_text(errors="replace"), command, kernel_dir, date)
-    if (e["id"], e["kind"]) in {(x.get("id"), x.get("kind"))
-                                for x in read_history(Path(out_dir) / HISTORY)}:
+    if (e["id"], e["kind"]) in history_keys(out_dir):
         raise ValueError(f"{Path(out_dir) / HISTORY} already has a {tool} run {e['id']} "
                          f"(the log's time): give this run's own with --date")
     record(out_dir, e)
@@ -694,7 +698,7 @@ def merge(out_dir, root=ROOT):
             raise ValueError(f"unknown kind {e.get('kind')!r} in {out_dir}/{HISTORY}")
         dest = Path(root) / home
         if dest not in seen:
-            seen[dest] = {(x.get("id"), x.get("kind")) for x in read_history(dest / HISTORY)}
+            seen[dest] = history_keys(dest)
         if (e.get("id"), e["kind"]) in seen[dest]:
             skipped.append(e)
             continue

@@ -57,7 +57,7 @@ const char *oStoreName(const hopper::KernelConfig &cfg) {
   case hopper::KernelConfig::OStore::staged:
     return "staged";
   }
-  return "direct";
+  llvm_unreachable("an O store the facts cannot name");
 }
 
 /// What the tiled IR of one attention holds: its attn-tile grid, the

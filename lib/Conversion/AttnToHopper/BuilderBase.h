@@ -259,8 +259,7 @@ protected:
   }
 
   /// `body` on the producer warpgroup's thread 0 (hopper.producer_thread).
-  static void onProducerThread(OpBuilder &b, Location loc,
-                               llvm::function_ref<void()> body) {
+  void onProducerThread(llvm::function_ref<void()> body) {
     auto role = ProducerThreadOp::create(b, loc);
     OpBuilder::InsertionGuard g(b);
     b.createBlock(&role.getBody());
@@ -269,9 +268,8 @@ protected:
   }
   /// `body(warp)` on warps first .. first + count - 1 of the producer
   /// warpgroup, `warp` the index among them (hopper.producer_warps).
-  static void onProducerWarps(OpBuilder &b, Location loc, int64_t first,
-                              int64_t count,
-                              llvm::function_ref<void(Value)> body) {
+  void onProducerWarps(int64_t first, int64_t count,
+                       llvm::function_ref<void(Value)> body) {
     auto role = ProducerWarpsOp::create(b, loc, static_cast<uint64_t>(first),
                                         static_cast<uint64_t>(count));
     OpBuilder::InsertionGuard g(b);

@@ -607,10 +607,10 @@ void GradKernelBuilder::body() {
   {
     OpBuilder::InsertionGuard g(b);
     b.createBlock(&ws.getProducer());
-    onProducerThread(b, loc, [&] { producer(cta); });
+    onProducerThread([&] { producer(cta); });
     if (cfg.dqBulk)
-      onProducerWarps(b, loc, 1, 1, [&](Value) { dqWriter(cta); });
-    onProducerWarps(b, loc, 2, 1, [&](Value) { rowsProducer(cta); });
+      onProducerWarps(1, 1, [&](Value) { dqWriter(cta); });
+    onProducerWarps(2, 1, [&](Value) { rowsProducer(cta); });
     WarpSpecializeOp::ensureTerminator(ws.getProducer(), b, loc);
     Block *cb = b.createBlock(&ws.getConsumer(), {}, {i32T}, {loc});
     consumer = cb->getArgument(0);

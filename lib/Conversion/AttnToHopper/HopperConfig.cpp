@@ -183,6 +183,13 @@ void deepestFittingStages(KernelConfig &cfg, int64_t deepest) {
   while (cfg.stages > 2 && !checkSupported(cfg).empty())
     --cfg.stages;
 }
+/// Two Q buffers where the kernel can take them (persistent, shared memory
+/// beside the stages: checkSupported says why not), else one.
+void qBuffersThatFit(KernelConfig &cfg) {
+  cfg.qBuffers = 2;
+  if (!checkSupported(cfg).empty())
+    cfg.qBuffers = 1;
+}
 
 void chooseConfig(KernelConfig &cfg, bool fullMask,
                   const AttnHopperConfigOptions &o) {
@@ -251,11 +258,8 @@ void chooseConfig(KernelConfig &cfg, bool fullMask,
   // 512 and +1 % at 16k (bench/NOTES.md, Defaults: q-buffers).
   // Where they do not fit, checkSupported says why; auto then takes one.
   cfg.qBuffers = o.qBuffers;
-  if (o.qBuffers == 0) {
-    cfg.qBuffers = 2;
-    if (!checkSupported(cfg).empty())
-      cfg.qBuffers = 1;
-  }
+  if (o.qBuffers == 0)
+    qBuffersThatFit(cfg);
   // The rescale branch is +1-8 % at head dim 128 and 256 (its wait keeps
   // the softmax beside the P V wgmmas), but -2-5 % at head dim 64, where
   // the softmax's MUFU work, not the GEMMs, sets the pace
@@ -311,20 +315,16 @@ void chooseConfig(KernelConfig &cfg, bool fullMask,
     cfg.blockM = o.blockM != 0 ? o.blockM : hd == 64 ? 192 : 128;
     cfg.blockN = o.blockN != 0 ? o.blockN : 128;
     cfg.pingpong = o.pingpong && cfg.consumers() == 2;
-    cfg.persistent = decide(o.persistent, hd <= 128);
     cfg.qBuffers = o.qBuffers != 0 ? o.qBuffers : 1;
     cfg.clusterM = o.kvMulticast == Toggle::On ? 2 : 1;
     cfg.lazyRescale = decide(o.lazyRescale, true);
     if (o.stages == 0)
       deepestFittingStages(cfg, cfg.oCols() <= 64 ? 4 : 3);
-    // Persistent CTAs take a second Q buffer where it fits beside the
-    // stages (head dim 128; at 64 the 192-row Q and four stages fill
-    // shared memory).
-    if (o.qBuffers == 0 && cfg.persistent) {
-      cfg.qBuffers = 2;
-      if (!checkSupported(cfg).empty())
-        cfg.qBuffers = 1;
-    }
+    // The stages first, then a second Q buffer where it fits beside them
+    // (head dim 128; at 64 the 192-row Q and four stages fill shared
+    // memory).
+    if (o.qBuffers == 0)
+      qBuffersThatFit(cfg);
     // Head dim 256: Q, two stages of K, V and V transposed (224 KiB) leave
     // no room for O's bf16 staging buffer (64 KiB), nor is Q's large
     // enough: O is stored directly.

@@ -55,6 +55,8 @@ constexpr uint32_t kNegInfBits = 0xFF800000u;
 /// FP8: warps 1 .. 3 of the producer warpgroup transpose V (warp 0's
 /// thread 0 issues the TMA loads).
 constexpr int64_t kTransposeWarps = 3;
+/// The first of them (warp 0 is the producer thread's).
+constexpr int64_t kTransposeFirstWarp = 1;
 /// Registers per producer thread after setmaxnreg: 24 for the TMA thread;
 /// FP8's V transposer (the producer warpgroup's other warps) holds two
 /// groups of 16 x 32 bytes and its lane's bases and selectors: 48, which
@@ -249,9 +251,12 @@ private:
     Value base = ptrToI32(smemPtr(smemBase, lay.vEnd));
     return bin<arith::AddIOp>(base, off);
   }
+  Value loadSharedWord(Value addr) {
+    return inlineAsm(i32T, ValueRange{addr}, "ld.shared.u32 $0, [$1];",
+                     "=r,r");
+  }
   Value loadWord(Value addr) {
-    Value w = inlineAsm(i32T, ValueRange{addr}, "ld.shared.u32 $0, [$1];",
-                        "=r,r");
+    Value w = loadSharedWord(addr);
     if (cfg.qBuffers == 1)
       return w;
     // Lane 0's value, so that ptxas knows it is warp-uniform: loaded from a
@@ -806,7 +811,7 @@ void KernelBuilder::epilogue(Value m, Value l, Value o, const TileCoords &c,
     columns = b.getI64IntegerAttr(cfg.headDimV);
   TypeAttr outType = TypeAttr::get(ot);
   // O's rows to the caller's tensor; hopper-async-copy writes the transfer.
-  auto storeO = [&](KernelConfig::OStore how) {
+  auto storeO = [&] {
     // Staged in shared memory unless direct. A persistent CTA stages the
     // next tile's O in the same buffer: its own buffer must have been read
     // by the previous store (wait_previous); Q's buffer must be read
@@ -815,6 +820,7 @@ void KernelBuilder::epilogue(Value m, Value l, Value o, const TileCoords &c,
     // in a packed batch a TMA box past the sequence's end would write the
     // next sequence's rows: only where this warpgroup's 64 rows lie within
     // it.
+    const KernelConfig::OStore how = cfg.oStore();
     const bool staged = how != KernelConfig::OStore::direct;
     const bool tma = how == KernelConfig::OStore::tma;
     Value smem, cw, map, tRow, tHead, seqRow0, seqLen;
@@ -868,11 +874,11 @@ void KernelBuilder::epilogue(Value m, Value l, Value o, const TileCoords &c,
     StoreLseOp::create(b, loc, lse, param("lseAccum"), row0, grp, head, sb,
                        param("Hq"), bound, Value());
     b.setInsertionPoint(which.elseBlock()->getTerminator());
-    storeO(KernelConfig::OStore::direct);
+    storeO(); // direct: split-KV takes no staging (checkSupported)
     storeLse();
     return;
   }
-  storeO(cfg.oStore());
+  storeO();
   if (qFreedAfterStore()) {
     // O has left Q's buffer: the producer may load the next Q
     ringOp<RingConsumerReleaseOp>(qRing, qK);
@@ -1001,8 +1007,9 @@ void KernelBuilder::transposer(Value cta, Value worker) {
     NamedBarrierSyncOp::create(b, loc, i32(0), BarrierKind::transpose,
                                static_cast<uint64_t>(cfg.consumers()),
                                static_cast<uint64_t>(32 * kTransposeWarps));
+    // the first transposer warp's lane 0 commits
     Value tid = NVVM::ThreadIdXOp::create(b, loc, i32T);
-    Value first = cmpi(CmpIPredicate::eq, tid, i32(32));
+    Value first = cmpi(CmpIPredicate::eq, tid, i32(32 * kTransposeFirstWarp));
     ifThen(first, [&] { producerCommit(vtRing, u, 0); });
   };
   if (cfg.persistent) {
@@ -1012,8 +1019,7 @@ void KernelBuilder::transposer(Value cta, Value worker) {
     Block *before = b.createBlock(&loop.getBefore(), {}, {i32T}, {loc});
     Value u = before->getArgument(0);
     ringOp<RingConsumerWaitOp>(vRing, u);
-    Value flag = inlineAsm(i32T, ValueRange{vEndAddr(u)},
-                           "ld.shared.u32 $0, [$1];", "=r,r");
+    Value flag = loadSharedWord(vEndAddr(u));
     Value more = cmpi(CmpIPredicate::eq, flag, i32(0));
     scf::ConditionOp::create(b, loc, more, ValueRange{u});
     Block *after = b.createBlock(&loop.getAfter(), {}, {i32T}, {loc});
@@ -1380,9 +1386,9 @@ void KernelBuilder::body() {
     OpBuilder::InsertionGuard g(b);
     // ================= producer warpgroup =================
     b.createBlock(&ws.getProducer());
-    onProducerThread(b, loc, [&] { producer(cta); });
+    onProducerThread([&] { producer(cta); });
     if (cfg.isFp8())
-      onProducerWarps(b, loc, 1, kTransposeWarps,
+      onProducerWarps(kTransposeFirstWarp, kTransposeWarps,
                       [&](Value worker) { transposer(cta, worker); });
     WarpSpecializeOp::ensureTerminator(ws.getProducer(), b, loc);
     // ================= consumer warpgroups =================

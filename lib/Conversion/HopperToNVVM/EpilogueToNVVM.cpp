@@ -67,28 +67,42 @@ Value roundedPair(OpBuilder &b, Location loc, Value o, int64_t idx, Value inv,
   return arith::TruncFOp::create(b, loc, VectorType::get({2}, et), v);
 }
 
-/// The thread's first element of `row` in a global tile addressed by
-/// batch, row and head strides (elements) and unit column stride:
-/// ptr + (b sB + row sS + head sH + colbase) elemBytes. Adaptor: of an op
-/// with ptr, stride_batch/row/head, head and batch.
+/// The batch's part of an element's offset in a global tile addressed by
+/// batch, row and head strides (elements): b sB. Adaptor: of an op with
+/// ptr, stride_batch/row/head, head and batch.
 template <typename Adaptor>
-Value rowPointer(OpBuilder &b, Location loc, Adaptor a, Value row, Value head,
-                 const ThreadPlace &tp, int64_t elemBytes) {
+Value batchOffset(OpBuilder &b, Location loc, Adaptor a) {
+  Value b64 = arith::ExtSIOp::create(b, loc, b.getI64Type(), a.getBatch());
+  return arith::MulIOp::create(b, loc, b64, a.getStrideBatch());
+}
+
+/// Element (row, head, col) of that tile, unit column stride:
+/// ptr + (batchOff + row sS + head sH + col) elemBytes.
+template <typename Adaptor>
+Value elementPointer(OpBuilder &b, Location loc, Adaptor a, Value batchOff,
+                     Value row, Value head, Value col, int64_t elemBytes) {
   Type i64 = b.getI64Type();
-  Value b64 = arith::ExtSIOp::create(b, loc, i64, a.getBatch());
-  Value t = arith::MulIOp::create(b, loc, b64, a.getStrideBatch());
   Value r64 = arith::ExtSIOp::create(b, loc, i64, row);
   Value rs = arith::MulIOp::create(b, loc, r64, a.getStrideRow());
-  t = arith::AddIOp::create(b, loc, t, rs);
+  Value t = arith::AddIOp::create(b, loc, batchOff, rs);
   Value h64 = arith::ExtSIOp::create(b, loc, i64, head);
   Value hs = arith::MulIOp::create(b, loc, h64, a.getStrideHead());
   t = arith::AddIOp::create(b, loc, t, hs);
-  Value c64 = arith::ExtUIOp::create(b, loc, i64, tp.colbase);
+  Value c64 = arith::ExtUIOp::create(b, loc, i64, col);
   t = arith::AddIOp::create(b, loc, t, c64);
   Value eb = i64Const(b, loc, elemBytes);
   t = arith::MulIOp::create(b, loc, t, eb);
   return LLVM::GEPOp::create(b, loc, a.getPtr().getType(), b.getI8Type(),
                              a.getPtr(), ValueRange{t});
+}
+
+/// The thread's first element of `row` in that tile (its column colbase).
+template <typename Adaptor>
+Value rowPointer(OpBuilder &b, Location loc, Adaptor a, Value row, Value head,
+                 const ThreadPlace &tp, int64_t elemBytes) {
+  Value batchOff = batchOffset(b, loc, a);
+  return elementPointer(b, loc, a, batchOff, row, head, tp.colbase,
+                        elemBytes);
 }
 
 /// A tile row's query row and head: the row itself and `head`, or with GQA
@@ -165,13 +179,7 @@ Staging stagingOf(OpBuilder &b, Location loc, OpT op, AdaptorT adaptor) {
 void stageO(OpBuilder &b, Location loc, const Staging &st) {
   MLIRContext *ctx = b.getContext();
   Type i8 = b.getI8Type();
-  Value smem = st.smem, cw = st.cw, o = st.o;
   const ThreadPlace &tp = st.tp;
-  ArrayRef<Value> inv = st.inv;
-  Type et = st.et;
-  auto smemT = st.smemT;
-  const int64_t blockM = st.blockM, regs = st.regs;
-  const int64_t stagingOff = st.offset;
   // stmatrix .x4: lane l gives the address of row l % 8 of matrix l / 8;
   // matrix j holds rows 8 (j % 2).. of the warp's 16 and columns
   // 8 (k + j / 2).. -- exactly the accumulator's n8 blocks k, k + 1.
@@ -182,7 +190,7 @@ void stageO(OpBuilder &b, Location loc, const Staging &st) {
   Value half = arith::AndIOp::create(b, loc, mat, c1);
   Value khi = arith::ShRUIOp::create(b, loc, mat, c1);
   Value c64 = i32Const(b, loc, 64);
-  Value rowWg = arith::MulIOp::create(b, loc, cw, c64);
+  Value rowWg = arith::MulIOp::create(b, loc, st.cw, c64);
   Value c16 = i32Const(b, loc, 16);
   Value rowWarp = arith::MulIOp::create(b, loc, tp.warp, c16);
   Value row = arith::AddIOp::create(b, loc, rowWg, rowWarp);
@@ -191,12 +199,12 @@ void stageO(OpBuilder &b, Location loc, const Staging &st) {
   row = arith::AddIOp::create(b, loc, row, inWarp);
   Value rowBytes = i32Const(b, loc, kSwizzleBytes);
   Value rowByte = arith::MulIOp::create(b, loc, row, rowBytes);
-  Value base = i32Const(b, loc, stagingOff);
+  Value base = i32Const(b, loc, st.offset);
   rowByte = arith::AddIOp::create(b, loc, rowByte, base);
   auto shape = NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8);
   // n8 blocks k, k + 1 per stmatrix; box k / 8 (8 blocks of 16 bytes
   // make a 128-byte row).
-  for (int64_t k = 0; k < regs / 4; k += 2) {
+  for (int64_t k = 0; k < st.regs / 4; k += 2) {
     int64_t box = k / 8;
     Value unit = khi;
     if (k % 8) {
@@ -206,17 +214,17 @@ void stageO(OpBuilder &b, Location loc, const Staging &st) {
     // 128B swizzle: unit u of row r at u ^ (r % 8).
     unit = arith::XOrIOp::create(b, loc, unit, rin);
     Value unitBytes = arith::MulIOp::create(b, loc, unit, c16);
-    Value boxOff = i32Const(b, loc, box * blockM * kSwizzleBytes);
+    Value boxOff = i32Const(b, loc, box * st.blockM * kSwizzleBytes);
     Value inRow = arith::AddIOp::create(b, loc, unitBytes, boxOff);
     Value off = arith::AddIOp::create(b, loc, rowByte, inRow);
     SmallVector<Value, 4> pairs;
     for (int64_t j = 0; j < 4; ++j) {
       int64_t i = j % 2, kj = k + j / 2;
-      Value h = roundedPair(b, loc, o, 4 * kj + 2 * i, inv[i], et);
+      Value h = roundedPair(b, loc, st.o, 4 * kj + 2 * i, st.inv[i], st.et);
       pairs.push_back(
           LLVM::BitcastOp::create(b, loc, b.getI32Type(), h));
     }
-    Value p = LLVM::GEPOp::create(b, loc, smemT, i8, smem,
+    Value p = LLVM::GEPOp::create(b, loc, st.smemT, i8, st.smem,
                                   ValueRange{off});
     NVVM::StMatrixOp::create(b, loc, p, pairs, NVVM::MMALayout::row,
                              shape, NVVM::LdStMatrixEltType::B16);
@@ -583,7 +591,6 @@ struct StoreOStagedLowering : OpConversionPattern<StoreOStagedOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Type i8 = rewriter.getI8Type();
-    auto ptrT = cast<LLVM::LLVMPointerType>(adaptor.getPtr().getType());
     Staging st = stagingOf(rewriter, loc, op, adaptor);
     const int64_t elemBytes = st.et.getIntOrFloatBitWidth() / 8;
     const int64_t cols =
@@ -595,7 +602,7 @@ struct StoreOStagedLowering : OpConversionPattern<StoreOStagedOp> {
       epilogueBarrier(rewriter, loc, st.consumers, st.cw);
     stageO(rewriter, loc, st);
     epilogueBarrier(rewriter, loc, st.consumers, st.cw);
-    Type i32 = rewriter.getI32Type(), i64 = rewriter.getI64Type();
+    Type i32 = rewriter.getI32Type();
     Value perRow = i32Const(rewriter, loc, unitsPerRow);
     Value c8 = i32Const(rewriter, loc, 8);
     Value c16 = i32Const(rewriter, loc, 16);
@@ -603,10 +610,8 @@ struct StoreOStagedLowering : OpConversionPattern<StoreOStagedOp> {
     Value c64 = i32Const(rewriter, loc, 64);
     Value wgRow = arith::MulIOp::create(rewriter, loc, st.cw, c64);
     auto v4i32 = VectorType::get({4}, i32);
-    // the batch's and head's part of the address, without the row's
-    Value b64 = arith::ExtSIOp::create(rewriter, loc, i64, adaptor.getBatch());
-    Value batchOff =
-        arith::MulIOp::create(rewriter, loc, b64, adaptor.getStrideBatch());
+    // the batch's part of the address, once
+    Value batchOff = batchOffset(rewriter, loc, adaptor);
     for (int64_t i = 0; i * 128 < units; ++i) {
       OpBuilder::InsertionGuard guard(rewriter);
       Value idx = st.tp.ltid;
@@ -646,22 +651,10 @@ struct StoreOStagedLowering : OpConversionPattern<StoreOStagedOp> {
                                       ValueRange{off});
       Value v = LLVM::LoadOp::create(rewriter, loc, v4i32, src,
                                      /*alignment=*/16);
-      // global: (b sB + q sS + head sH + 8 u) elemBytes
-      Value q64 = arith::ExtSIOp::create(rewriter, loc, i64, q);
-      Value t = arith::MulIOp::create(rewriter, loc, q64,
-                                      adaptor.getStrideRow());
-      t = arith::AddIOp::create(rewriter, loc, batchOff, t);
-      Value h64 = arith::ExtSIOp::create(rewriter, loc, i64, head);
-      Value hs = arith::MulIOp::create(rewriter, loc, h64,
-                                       adaptor.getStrideHead());
-      t = arith::AddIOp::create(rewriter, loc, t, hs);
+      // global: element (q, head, 8 u)
       Value col = arith::MulIOp::create(rewriter, loc, u, c8);
-      Value col64 = arith::ExtUIOp::create(rewriter, loc, i64, col);
-      t = arith::AddIOp::create(rewriter, loc, t, col64);
-      Value eb = i64Const(rewriter, loc, elemBytes);
-      t = arith::MulIOp::create(rewriter, loc, t, eb);
-      Value dst = LLVM::GEPOp::create(rewriter, loc, ptrT, i8,
-                                      adaptor.getPtr(), ValueRange{t});
+      Value dst = elementPointer(rewriter, loc, adaptor, batchOff, q, head,
+                                 col, elemBytes);
       LLVM::StoreOp::create(rewriter, loc, v, dst, /*alignment=*/16);
     }
     // Q's buffer, for the producer's TMA loads next: this thread's

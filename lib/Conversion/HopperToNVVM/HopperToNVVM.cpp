@@ -81,6 +81,15 @@ struct WarpgroupAnyLowering : OpConversionPattern<WarpgroupAnyOp> {
   }
 };
 
+/// A role region's single block (its gpu.yield dropped) moved to the end
+/// of `arm`, an scf.if arm, its arguments replaced by `args`.
+void inlineRegion(ConversionPatternRewriter &rewriter, Region &region,
+                  Block *arm, ValueRange args = {}) {
+  Block &body = region.front();
+  rewriter.eraseOp(body.getTerminator());
+  rewriter.inlineBlockBefore(&body, arm->getTerminator(), args);
+}
+
 /// The role split: scf.if on the warpgroup index, each arm starting with
 /// its setmaxnreg, the consumers' with their index (warpgroup - 1).
 struct WarpSpecializeLowering : OpConversionPattern<WarpSpecializeOp> {
@@ -101,19 +110,15 @@ struct WarpSpecializeLowering : OpConversionPattern<WarpSpecializeOp> {
     rewriter.setInsertionPointToStart(roles.thenBlock());
     NVVM::SetMaxRegisterOp::create(rewriter, loc, op.getProducerRegs(),
                                    NVVM::SetMaxRegisterAction::decrease);
-    Block &producer = op.getProducer().front();
-    rewriter.eraseOp(producer.getTerminator());
-    rewriter.inlineBlockBefore(&producer, roles.thenBlock()->getTerminator());
+    inlineRegion(rewriter, op.getProducer(), roles.thenBlock());
 
     rewriter.setInsertionPointToStart(roles.elseBlock());
     NVVM::SetMaxRegisterOp::create(rewriter, loc, op.getConsumerRegs(),
                                    NVVM::SetMaxRegisterAction::increase);
     Value one = i32Const(rewriter, loc, 1);
     Value consumer = arith::SubIOp::create(rewriter, loc, wg, one);
-    Block &consumers = op.getConsumer().front();
-    rewriter.eraseOp(consumers.getTerminator());
-    rewriter.inlineBlockBefore(&consumers, roles.elseBlock()->getTerminator(),
-                               ValueRange{consumer});
+    inlineRegion(rewriter, op.getConsumer(), roles.elseBlock(),
+                 ValueRange{consumer});
     rewriter.eraseOp(op);
     return success();
   }
@@ -129,9 +134,7 @@ void inlineRole(RoleOp op, Value cond, ConversionPatternRewriter &rewriter,
                                 /*withElseRegion=*/false);
   rewriter.setInsertionPointToStart(role.thenBlock());
   SmallVector<Value> a = args();
-  Block &body = op.getBody().front();
-  rewriter.eraseOp(body.getTerminator());
-  rewriter.inlineBlockBefore(&body, role.thenBlock()->getTerminator(), a);
+  inlineRegion(rewriter, op.getBody(), role.thenBlock(), a);
   rewriter.eraseOp(op);
 }
 

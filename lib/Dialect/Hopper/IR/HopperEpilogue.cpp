@@ -77,9 +77,9 @@ LogicalResult ReduceAddBulkOp::verify() {
 
 /// What O staged for a TMA store or a copy-out checks (StoreOTmaOp,
 /// StoreOStagedOp, and StoreOOp with staging).
-static LogicalResult verifyStagedStore(Operation *op, FragmentType o, Type out,
-                                    int64_t off, int64_t consumers,
-                                    Value consumer) {
+static LogicalResult verifyStagedStore(Operation *op, FragmentType o,
+                                       Type out, int64_t off,
+                                       int64_t consumers, Value consumer) {
   if (failed(verifyOStore(op, o, out)))
     return failure();
   // One stmatrix .x4 stages two n8 blocks; a TMA box row is 64 16-bit
@@ -109,7 +109,7 @@ static LogicalResult verifyStagedStore(Operation *op, FragmentType o, Type out,
 
 LogicalResult StoreOTmaOp::verify() {
   return verifyStagedStore(*this, getO().getType(), getOutType(),
-                        getStagingOffset(), getConsumers(), getConsumer());
+                           getStagingOffset(), getConsumers(), getConsumer());
 }
 
 LogicalResult StoreOOp::verify() {
@@ -145,7 +145,8 @@ LogicalResult StoreOOp::verify() {
   if (!isStaged())
     return success();
   return verifyStagedStore(*this, getO().getType(), getOutType(),
-                        *getStagingOffset(), *getConsumers(), getConsumer());
+                           *getStagingOffset(), *getConsumers(),
+                           getConsumer());
 }
 
 LogicalResult StoreOStagedOp::verify() {
@@ -155,5 +156,5 @@ LogicalResult StoreOStagedOp::verify() {
                                getColumnsAttr())))
     return failure();
   return verifyStagedStore(*this, getO().getType(), getOutType(),
-                        getStagingOffset(), getConsumers(), getConsumer());
+                           getStagingOffset(), getConsumers(), getConsumer());
 }
