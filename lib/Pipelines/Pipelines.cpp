@@ -151,6 +151,7 @@ void fa3::addHopperPipeline(OpPassManager &pm, const HopperPipelineOptions &o) {
   // Tiles by the recorded configuration, carrying it to the kernel pass.
   pm.addPass(attn::createAttnTile());
   pm.addPass(createConvertAttnToHopper());
+  pm.addPass(hopper::createHopperWarpSpecialize());
   pm.addPass(hopper::createHopperAsyncCopy());
   pm.addPass(hopper::createHopperOverlap());
   pm.addPass(hopper::createHopperPingPong());

@@ -2,10 +2,27 @@
 // levels (docs/design.md), each level visible with --mlir-print-ir-after-all:
 // the op with its configuration, the tile level, the hopper ops (the
 // consumers' math on register fragments, the kv loop block after block,
-// the producer's tiles of ring slots), their TMA transfers, the kv loop's
+// the producer's tiles of ring slots, or with one tile per CTA the ring
+// fills in the consumers' program and then the producer thread that
+// hopper-warp-specialize builds from them), their TMA transfers, the kv loop's
 // software pipeline (intra-warpgroup overlap), the ping-pong, NVVM,
 // and the tensor maps by value.
 // RUN: fa3-opt %s --attn-hopper-pipeline=format=none --mlir-print-ir-after-all -o /dev/null 2>&1 | FileCheck %s
+// RUN: fa3-opt %s --attn-hopper-pipeline="format=none persistent=off" --mlir-print-ir-after-all -o /dev/null 2>&1 | FileCheck %s --check-prefix=FILLS
+
+// FILLS: IR Dump After ConvertAttnToHopper (convert-attn-to-hopper)
+// FILLS: hopper.warp_specialize producer regs 24 {
+// FILLS-NEXT: } consumers(%{{.*}} of 2) regs 240 {
+// FILLS: hopper.ring.fill
+// FILLS-NEXT: hopper.load_tile
+// FILLS: IR Dump After HopperWarpSpecialize (hopper-warp-specialize)
+// FILLS: hopper.warp_specialize producer regs 24 {
+// FILLS-NEXT: hopper.producer_thread {
+// FILLS: hopper.ring.producer_acquire
+// FILLS-NEXT: hopper.load_tile
+// FILLS: } consumers(
+// FILLS-NOT: hopper.ring.fill
+// FILLS: IR Dump After HopperAsyncCopy (hopper-async-copy)
 
 // CHECK: IR Dump After OneShotBufferizePass
 // CHECK: IR Dump After AttnHopperConfig (attn-hopper-config)
@@ -25,6 +42,7 @@
 // CHECK: hopper.wgmma.rs
 // CHECK: } {hopper.overlap}
 // CHECK: } {hopper.pingpong}
+// CHECK: IR Dump After HopperWarpSpecialize (hopper-warp-specialize)
 // CHECK: IR Dump After HopperAsyncCopy (hopper-async-copy)
 // CHECK: hopper.ring.producer_commit
 // CHECK-NEXT: hopper.tma_load

@@ -507,6 +507,8 @@ def pipeline_for(rng, passes, hostile, focus):
         seq = [["attn-hopper-config", "attn-tile", "convert-attn-to-hopper"],
                ["attn-hopper-config", "attn-tile", "convert-attn-to-hopper",
                 "hopper-overlap", "hopper-pingpong"],
+               ["attn-hopper-config", "attn-tile", "convert-attn-to-hopper",
+                "hopper-warp-specialize", "hopper-async-copy"],
                ["attn-tile", "convert-attn-to-hopper"],
                ["attn-hopper-config", "attn-tile", "attn-lower-tiles-to-loops"],
                ["attn-tile", "attn-lower-tiles-to-loops"],

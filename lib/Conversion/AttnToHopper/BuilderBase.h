@@ -192,11 +192,9 @@ protected:
     return op;
   }
 
-  /// Lane 0's `v` in every lane of the warp (shfl.sync.idx).
-  Value laneZero(Value v) {
-    return NVVM::ShflOp::create(b, loc, i32T, i32(-1), v, i32(0), i32(31),
-                                NVVM::ShflKind::idx, UnitAttr());
-  }
+  /// `v`, computed alike in every lane, as lane 0's (hopper.warp_uniform:
+  /// shfl.sync.idx in a role of whole warps, `v` in the producer thread).
+  Value laneZero(Value v) { return WarpUniformOp::create(b, loc, i32T, v); }
 
   // --- the kernel -------------------------------------------------------------
   /// At the end of `m`: the dynamic shared memory @attn_smem (1024-aligned:
@@ -258,6 +256,17 @@ protected:
                                /*predicate=*/Value(), /*tensormap=*/true);
   }
 
+  /// The fill of slot u of ring r in the consumers' program: `loads`
+  /// builds the slot's loads (hopper.ring.fill, placed before the
+  /// consumers' wait for the slot; hopper-warp-specialize moves it into
+  /// the producer thread).
+  void fill(Value r, Value u, llvm::function_ref<void()> loads) {
+    auto f = RingFillOp::create(b, loc, r, u);
+    OpBuilder::InsertionGuard g(b);
+    b.createBlock(&f.getBody());
+    loads();
+    RingFillOp::ensureTerminator(f.getBody(), b, loc);
+  }
   /// `body` on the producer warpgroup's thread 0 (hopper.producer_thread).
   void onProducerThread(llvm::function_ref<void()> body) {
     auto role = ProducerThreadOp::create(b, loc);

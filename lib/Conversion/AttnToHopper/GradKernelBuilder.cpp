@@ -191,7 +191,6 @@ private:
     body(it, h, mb);
   }
 
-  void producer(Value cta);
   void rowsProducer(Value cta);
   void dqWriter(Value cta);
   void consumers(Value cta);
@@ -269,23 +268,6 @@ std::string fa3::hopper::checkGradSupported(const GradKernelConfig &cfg) {
        << " bytes of shared memory, more than the " << kMaxDynamicSmem
        << " a Hopper CTA has";
   return why;
-}
-
-void GradKernelBuilder::producer(Value cta) {
-  Work w = work(cta);
-  // K and V of the block, once.
-  ringOp<RingProducerAcquireOp>(kRing, i32(0));
-  loadTile(param("mapK"), w.col0, w.hkv, w.bidx, kRing, i32(0), cfg.blockN);
-  ringOp<RingProducerAcquireOp>(vRing, i32(0));
-  loadTile(param("mapV"), w.col0, w.hkv, w.bidx, vRing, i32(0), cfg.blockN);
-  // Q and dO of each step: ring slot = step.
-  forEachStep(w, [&](Value it, Value h, Value mb) {
-    Value row = bin<arith::MulIOp>(mb, i32(cfg.blockM));
-    ringOp<RingProducerAcquireOp>(qRing, it);
-    loadTile(param("mapQ"), row, h, w.bidx, qRing, it, cfg.blockM);
-    ringOp<RingProducerAcquireOp>(doRing, it);
-    loadTile(param("mapdO"), row, h, w.bidx, doRing, it, cfg.blockM);
-  });
 }
 
 /// Warp 2 of the producer warpgroup stages each step's LSE and D (the
@@ -440,6 +422,15 @@ void GradKernelBuilder::consumers(Value cta) {
   Value kvRow0 = bin<arith::MulIOp>(cw, i32(64));
   kvRow0 = bin<arith::AddIOp>(w.col0, kvRow0);
 
+  // The loads stand where their slots are used (hopper.ring.fill):
+  // hopper-warp-specialize gives them to the producer thread. K and V of
+  // the block, once.
+  fill(kRing, i32(0), [&] {
+    loadTile(param("mapK"), w.col0, w.hkv, w.bidx, kRing, i32(0), cfg.blockN);
+  });
+  fill(vRing, i32(0), [&] {
+    loadTile(param("mapV"), w.col0, w.hkv, w.bidx, vRing, i32(0), cfg.blockN);
+  });
   ringOp<RingConsumerWaitOp>(kRing, i32(0));
   ringOp<RingConsumerWaitOp>(vRing, i32(0));
   Value steps = bin<arith::MulIOp>(w.group, w.nm);
@@ -458,13 +449,21 @@ void GradKernelBuilder::consumers(Value cta) {
     Value descDO = stageDesc(doRing, it, descDO0, lay.doBytes);
     Value descQT = stageDesc(qRing, it, descQT0, lay.qBytes);
     Value descDOT = stageDesc(doRing, it, descDOT0, lay.doBytes);
-    // S^T = K Q^T and dP^T = V dO^T
+    // S^T = K Q^T and dP^T = V dO^T (Q and dO of the step: ring slot =
+    // step)
+    Value qHead = h;
+    fill(qRing, it, [&] {
+      loadTile(param("mapQ"), q0, qHead, w.bidx, qRing, it, cfg.blockM);
+    });
     ringOp<RingConsumerWaitOp>(qRing, it);
     NVVM::WgmmaFenceAlignedOp::create(b, loc);
     Value s = WgmmaSSOp::create(b, loc, fragS, descK, descQ,
                                 static_cast<uint64_t>(cfg.headDim),
                                 static_cast<uint64_t>(kBox),
                                 static_cast<uint64_t>(qBox), et);
+    fill(doRing, it, [&] {
+      loadTile(param("mapdO"), q0, qHead, w.bidx, doRing, it, cfg.blockM);
+    });
     ringOp<RingConsumerWaitOp>(doRing, it);
     NVVM::WgmmaFenceAlignedOp::create(b, loc);
     Value dp = WgmmaSSOp::create(b, loc, fragS, descV, descDO,
@@ -607,7 +606,8 @@ void GradKernelBuilder::body() {
   {
     OpBuilder::InsertionGuard g(b);
     b.createBlock(&ws.getProducer());
-    onProducerThread([&] { producer(cta); });
+    // (the producer thread: hopper-warp-specialize, from the consumers'
+    // ring fills)
     if (cfg.dqBulk)
       onProducerWarps(1, 1, [&](Value) { dqWriter(cta); });
     onProducerWarps(2, 1, [&](Value) { rowsProducer(cta); });

@@ -340,6 +340,8 @@ private:
   }
   /// GQA packing's group: the q heads of a kv head.
   Value group() { return bin<arith::DivUIOp>(param("Hq"), param("Hkv")); }
+  /// The kv head of q head `head` (GQA: head / group).
+  Value kvHead(Value head) { return bin<arith::DivUIOp>(head, group()); }
   /// The tile grid: rows (packed rows with GQA packing: Sq * group), heads
   /// (kv heads with GQA packing) and batches (x numSplits with split-KV).
   Value gridHeads() { return param(cfg.packGqa ? "Hkv" : "Hq"); }
@@ -599,8 +601,11 @@ private:
   /// (qFreedAfterStore). Uses `consumer` and `smemBase`.
   void epilogue(Value m, Value l, Value o, const TileCoords &c, Value sq,
                 Value qK);
-  /// The tile's sequence's first row in a packed batch (null otherwise).
-  Value seqQ0;
+  /// The tile's sequence's first row of q and of k in a packed batch (null
+  /// otherwise).
+  Value seqQ0, seqK0;
+  /// A persistent kernel's producer thread (with one tile per CTA,
+  /// hopper-warp-specialize builds it from the consumers' ring fills).
   void producer(Value cta);
   /// FP8: warp `worker` of the producer warpgroup's transposer warps.
   void transposer(Value cta, Value worker);
@@ -1129,6 +1134,7 @@ void KernelBuilder::consumers(Value tid, Value cta) {
     lo = tl.lo, ilo = tl.ilo,
     ihi = tl.ihi, nblk = tl.nblk, sq = tl.sq, skv = tl.skv;
     seqQ0 = tl.q0;
+    seqK0 = tl.k0;
     live = openSequenceGuard(tl);
     Value wgRows = bin<arith::MulIOp>(cw, i32(64));
     wgRow0 = bin<arith::AddIOp>(m0, wgRows);
@@ -1140,7 +1146,7 @@ void KernelBuilder::consumers(Value tid, Value cta) {
   // reads the last block's: the array has ceil(Sq / 128) blocks.
   Value qScaleLog2, vDescale, hkvOfTile;
   if (cfg.isFp8()) {
-    hkvOfTile = bin<arith::DivUIOp>(head, group());
+    hkvOfTile = kvHead(head);
     Value lastRow = bin<arith::SubIOp>(sq, i32(1));
     Value row = bin<arith::MinUIOp>(wgRow0, lastRow);
     Value mblk = bin<arith::DivUIOp>(row, i32(128));
@@ -1161,10 +1167,40 @@ void KernelBuilder::consumers(Value tid, Value cta) {
     else
       sl2 = s;
   };
-  if (!cfg.persistent) {
+  // One tile per CTA: the tile's loads stand where the consumers use them
+  // (hopper.ring.fill); hopper-warp-specialize gives them to the producer
+  // thread. (A persistent kernel's producer is built as its own role:
+  // producer().)
+  const bool fills = !cfg.persistent;
+  Value tileHkv, tileBatch, tileK0, tilePages, tileSkv = skv;
+  if (fills) {
+    tileHkv = cfg.packGqa ? head : kvHead(head);
+    tileBatch = packedBatch(bidx);
+    tileK0 = seqK0;
+    tilePages = cfg.splitKv ? pageTableRow(bidx) : Value();
+    fill(qRing, cq.k, [&] {
+      Value qrow = packedRow(seqQ0, firstQuery(TileCoords{m0, head, bidx, split}));
+      Value qhead = firstHead(TileCoords{m0, head, bidx, split});
+      loadTile(param("mapQ"), qrow, qhead, tileBatch, qRing, cq.k, cfg.blockM,
+               cfg.tileD());
+    });
     // wait for this tile's Q
     ringOp<RingConsumerWaitOp>(qRing, cq.k);
   }
+  // Block t's K and V into ring slot u (one tile per CTA).
+  auto fillKv = [&](Value t, Value u) {
+    Value blk = blockOf(t);
+    Value kvrow = bin<arith::MulIOp>(blk, i32(cfg.blockN));
+    kvrow = packedRow(tileK0, kvrow);
+    fill(kRing, u, [&] {
+      loadKv(param("mapK"), kvrow, tileHkv, tileBatch, kRing, u, cfg.tileD(),
+             tilePages, tileSkv);
+    });
+    fill(vRing, u, [&] {
+      loadKv(param("mapV"), kvrow, tileHkv, tileBatch, vRing, u,
+             cfg.tileDv(), tilePages, tileSkv);
+    });
+  };
   // This tile's Q buffer for the S = Q K^T descriptors.
   Value descQ = descQ0;
   if (cfg.qBuffers != 1) {
@@ -1237,6 +1273,8 @@ void KernelBuilder::consumers(Value tid, Value cta) {
                 acc = lp.getRegionIterArg(2);
           // K and V of block t are ring slot u.
           Value u = bin<arith::AddIOp>(cG, t);
+          if (fills)
+            fillKv(t, u);
           if (cfg.isFp8()) {
             Value blk0 = blockOf(t);
             setBlockScale(blk0);
@@ -1386,7 +1424,10 @@ void KernelBuilder::body() {
     OpBuilder::InsertionGuard g(b);
     // ================= producer warpgroup =================
     b.createBlock(&ws.getProducer());
-    onProducerThread([&] { producer(cta); });
+    // (one tile per CTA: hopper-warp-specialize builds the producer thread
+    // from the consumers' ring fills)
+    if (cfg.persistent)
+      onProducerThread([&] { producer(cta); });
     if (cfg.isFp8())
       onProducerWarps(kTransposeFirstWarp, kTransposeWarps,
                       [&](Value worker) { transposer(cta, worker); });

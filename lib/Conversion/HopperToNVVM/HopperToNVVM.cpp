@@ -81,6 +81,24 @@ struct WarpgroupAnyLowering : OpConversionPattern<WarpgroupAnyOp> {
   }
 };
 
+/// Lane 0's value in every lane (shfl.sync.idx, full warp).
+struct WarpUniformLowering : OpConversionPattern<WarpUniformOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(WarpUniformOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Type i32 = rewriter.getI32Type();
+    Value all = i32Const(rewriter, loc, -1);
+    Value lane0 = i32Const(rewriter, loc, 0);
+    Value clamp = i32Const(rewriter, loc, 31);
+    rewriter.replaceOpWithNewOp<NVVM::ShflOp>(
+        op, i32, all, adaptor.getValue(), lane0, clamp, NVVM::ShflKind::idx,
+        UnitAttr());
+    return success();
+  }
+};
+
 /// A role region's single block (its gpu.yield dropped) moved to the end
 /// of `arm`, an scf.if arm, its arguments replaced by `args`.
 void inlineRegion(ConversionPatternRewriter &rewriter, Region &region,
@@ -199,6 +217,13 @@ struct ConvertHopperToNVVMPass
     : public fa3::impl::ConvertHopperToNVVMBase<ConvertHopperToNVVMPass> {
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
+    WalkResult early = getOperation()->walk([](RingFillOp f) {
+      f.emitOpError("has no NVVM form: hopper-warp-specialize moves it into "
+                    "the producer thread");
+      return WalkResult::interrupt();
+    });
+    if (early.wasInterrupted())
+      return signalPassFailure();
     TypeConverter converter;
     converter.addConversion([](Type t) { return t; });
     addFragmentTypeConversion(converter);
@@ -225,7 +250,7 @@ struct ConvertHopperToNVVMPass
                  ProducerWarpsLowering,
                  NamedBarrierLowering<NamedBarrierSyncOp>,
                  NamedBarrierLowering<NamedBarrierArriveOp>,
-                 WarpgroupAnyLowering>(ctx);
+                 WarpgroupAnyLowering, WarpUniformLowering>(ctx);
     populateFragmentToNVVMPatterns(converter, patterns);
     populateRingToNVVMPatterns(converter, patterns);
     populateSchedulerToNVVMPatterns(patterns);

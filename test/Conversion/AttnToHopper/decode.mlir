@@ -8,7 +8,7 @@
 // RUN: fa3-opt %s --attn-hopper-config="decode=true" | FileCheck %s --check-prefix=CONFIG
 // RUN: fa3-opt %s --attn-hopper-config="decode=true block-m=128" | FileCheck %s --check-prefix=CONFIG128
 // RUN: fa3-opt %s --attn-hopper-config="decode=true" --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=KERNEL
-// RUN: fa3-opt %s --attn-hopper-config="decode=true" --attn-tile --convert-attn-to-hopper --hopper-async-copy --hopper-overlap --hopper-pingpong --convert-hopper-to-nvvm | FileCheck %s --check-prefix=COMBINE
+// RUN: fa3-opt %s --attn-hopper-config="decode=true" --attn-tile --convert-attn-to-hopper --hopper-warp-specialize --hopper-async-copy --hopper-overlap --hopper-pingpong --convert-hopper-to-nvvm | FileCheck %s --check-prefix=COMBINE
 
 // One CTA per tile of 64 packed rows (one consumer warpgroup, so no
 // ping-pong), no cluster, O stored directly (the decoding kernel's own
@@ -23,9 +23,13 @@
 // KERNEL-SAME: split_kv = true
 // KERNEL-SAME: threads = 256
 
-// Producer: the grid is Sq x (Hq / Hkv) packed rows, Hkv heads and B x
-// numSplits batches; a tile's batch coordinate is (split, batch).
+// Consumers: one warpgroup with the 240 registers a thread that the 24 of
+// the producer's leave; the kernel pass writes their program, with the
+// ring fills that hopper-warp-specialize gives to the producer thread.
+// The grid is Sq x (Hq / Hkv) packed rows, Hkv heads and B x numSplits
+// batches; a tile's batch coordinate is (split, batch).
 // KERNEL: hopper.warp_specialize producer
+// KERNEL: } consumers(%{{.*}} of 1) regs 240 {
 // KERNEL: %[[G:.*]] = arith.divui %[[HQ:.*]], %[[HKV:[^ ]*]] : i32
 // KERNEL: %[[ROWS:.*]] = arith.muli %{{.*}}, %[[G]] : i32
 // KERNEL: %[[BS:.*]] = arith.muli %[[B:[^ ]*]], %[[NS:[^ ]*]] : i32
@@ -53,9 +57,6 @@
 // KERNEL: %[[LEFT:.*]] = arith.subi %[[N]], %[[START]] : i32
 // KERNEL: %[[SPAN:.*]] = arith.minsi %[[LEFT]], %[[PER]] : i32
 // KERNEL: arith.maxsi %[[SPAN]], %c0_i32 : i32
-// Q: the tile's g heads x 64 / g queries, from q head kv head x g.
-// KERNEL: %[[QH:.*]] = arith.muli %{{.*}}, %{{.*}} : i32
-// KERNEL: hopper.load_tile %arg0[%{{.*}}, %[[QH]], %[[BATCH]]] into %{{.*}} rows 64 cols 128 : bf16
 // K and V: from a paged cache where the launch gives a page table (this
 // batch's row of it, pageTableStride entries a row; the bound is the
 // batch's keys), else tiles of the contiguous cache.
@@ -64,7 +65,12 @@
 // KERNEL: %[[PROW:.*]] = llvm.getelementptr %arg23[%[[POFF]]] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i32
 // KERNEL: %[[PGIVEN:.*]] = llvm.icmp "ne" %arg23, %{{.*}} : !llvm.ptr<1>
 // KERNEL: %[[PAGES:.*]] = llvm.select %[[PGIVEN]], %[[PROW]], %{{.*}} : i1, !llvm.ptr<1>
+// Q: the tile's g heads x 64 / g queries, from q head kv head x g.
+// KERNEL: hopper.ring.fill
+// KERNEL: %[[QH:.*]] = arith.muli %{{.*}}, %{{.*}} : i32
+// KERNEL: hopper.load_tile %arg0[%{{.*}}, %[[QH]], %[[BATCH]]] into %{{.*}} rows 64 cols 128 : bf16
 // KERNEL: scf.for
+// KERNEL: hopper.ring.fill
 // KERNEL: %[[PAGED:.*]] = llvm.icmp "ne" %[[PAGES]], %{{.*}} : !llvm.ptr<1>
 // KERNEL: scf.if %[[PAGED]] {
 // KERNEL-NEXT: hopper.load_paged_tile %arg1[%{{.*}}, %head] pages %[[PAGES]] page_size %arg25 bound %[[SKV]] into
@@ -72,9 +78,7 @@
 // KERNEL-NEXT: hopper.load_tile %arg1[%{{.*}}, %head, %[[BATCH]]] into
 // KERNEL: hopper.load_paged_tile %arg2[%{{.*}}, %head] pages %[[PAGES]] page_size %arg25 bound %[[SKV]] into
 // KERNEL: hopper.load_tile %arg2[%{{.*}}, %head, %[[BATCH]]] into
-// Consumers: one warpgroup with the 240 registers a thread that the 24 of
-// the producer's leave; the mask's rows are packed (query = row / g) ...
-// KERNEL: } consumers(%{{.*}} of 1) regs 240 {
+// The mask's rows are packed (query = row / g) ...
 // KERNEL: hopper.mask %{{.*}} rows %{{.*}} group %{{.*}} cols
 // ... numSplits > 1: this split's O (f32) and LSE at (split, batch) of the
 // partial outputs; else O and LSE themselves.

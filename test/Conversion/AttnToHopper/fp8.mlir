@@ -9,8 +9,8 @@
 // scores' scale, read P V's B from the transposed ring and scale O by v's
 // descale.
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config | FileCheck %s --check-prefix=CONFIG
-// RUN: fa3-opt %s --split-input-file --attn-hopper-config=persistent=off --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=KERNEL
-// RUN: fa3-opt %s --split-input-file --attn-hopper-config --attn-tile --convert-attn-to-hopper --hopper-async-copy --hopper-overlap --hopper-pingpong --convert-hopper-to-nvvm | FileCheck %s --check-prefix=NVVM
+// RUN: fa3-opt %s --split-input-file --attn-hopper-config=persistent=off --attn-tile --convert-attn-to-hopper --hopper-warp-specialize | FileCheck %s --check-prefix=KERNEL
+// RUN: fa3-opt %s --split-input-file --attn-hopper-config --attn-tile --convert-attn-to-hopper --hopper-warp-specialize --hopper-async-copy --hopper-overlap --hopper-pingpong --convert-hopper-to-nvvm | FileCheck %s --check-prefix=NVVM
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config=persistent=on --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=PERSIST
 
 // CONFIG-LABEL: func.func @d128

@@ -12,8 +12,8 @@
 // launcher sizes dQaccum. The consumers' atomics (tma-store=false) have
 // no order to keep: refused.
 // RUN: fa3-opt %s --attn-hopper-config --attn-tile | FileCheck %s --check-prefix=TILED
-// RUN: fa3-opt %s --attn-hopper-config --attn-tile --convert-attn-to-hopper | FileCheck %s
-// RUN: fa3-opt %s --attn-hopper-config --attn-tile --convert-attn-to-hopper --hopper-async-copy --convert-hopper-to-nvvm | FileCheck %s --check-prefix=NVVM
+// RUN: fa3-opt %s --attn-hopper-config --attn-tile --convert-attn-to-hopper --hopper-warp-specialize | FileCheck %s
+// RUN: fa3-opt %s --attn-hopper-config --attn-tile --convert-attn-to-hopper --hopper-warp-specialize --hopper-async-copy --convert-hopper-to-nvvm | FileCheck %s --check-prefix=NVVM
 // RUN: not fa3-opt %s --attn-hopper-config=tma-store=false --attn-tile --convert-attn-to-hopper 2>&1 | FileCheck %s --check-prefix=ATOMIC
 
 // TILED: attn.tile_grad_update {{.*}} deterministic

@@ -11,9 +11,9 @@
 // dQaccum zeroed) and <kernel>_post (dQ = scale dQaccum, read back from the
 // accumulator order).
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config | FileCheck %s --check-prefix=CONFIG
-// RUN: fa3-opt %s --split-input-file --attn-hopper-config --attn-tile --convert-attn-to-hopper | FileCheck %s
-// RUN: fa3-opt %s --split-input-file --attn-hopper-config=tma-store=false --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=ATOMIC
-// RUN: fa3-opt %s --split-input-file --attn-hopper-config --attn-tile --convert-attn-to-hopper --hopper-async-copy --convert-hopper-to-nvvm | FileCheck %s --check-prefix=NVVM
+// RUN: fa3-opt %s --split-input-file --attn-hopper-config --attn-tile --convert-attn-to-hopper --hopper-warp-specialize | FileCheck %s
+// RUN: fa3-opt %s --split-input-file --attn-hopper-config=tma-store=false --attn-tile --convert-attn-to-hopper --hopper-warp-specialize | FileCheck %s --check-prefix=ATOMIC
+// RUN: fa3-opt %s --split-input-file --attn-hopper-config --attn-tile --convert-attn-to-hopper --hopper-warp-specialize --hopper-async-copy --convert-hopper-to-nvvm | FileCheck %s --check-prefix=NVVM
 
 // CONFIG-LABEL: func.func @bwd128
 // CONFIG: attn.flash_attention_grad {{.*}} causal {attn.hopper_config = #attn.hopper_config<block_m = 64, block_n = 128, stages = 2, persistent = false, q_buffers = 1, lazy_rescale = false, rescale_threshold = 0.000000e+00, cluster_m = 1, pingpong = false, tma_store = true>}
@@ -31,7 +31,8 @@
 // A step's LSE and D: a ring of 1 KiB stages after dQ's staging buffers,
 // committed by the 32 lanes that write it.
 // CHECK: %[[RR:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 2, stage_bytes = 1024, data = 196608, {{.*}}, producers = 32>
-// The producer warpgroup's roles: thread 0 loads K, V, Q and dO; warp 1
+// The producer warpgroup's roles: thread 0 loads K, V, Q and dO (the
+// program hopper-warp-specialize slices from the consumers' ring fills); warp 1
 // adds the staged dQ; warp 2 loads LSE and D.
 // CHECK: hopper.warp_specialize producer regs 24 {
 // CHECK-NEXT: hopper.producer_thread {

@@ -2,8 +2,8 @@
 // differs from the query's, added by configuration (KernelConfig's tileD /
 // tileDv): the tiles are D and Dv rounded up to 64 columns.
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config | FileCheck %s --check-prefix=CONFIG
-// RUN: fa3-opt %s --split-input-file --attn-hopper-config="tma-store=false" --attn-tile --convert-attn-to-hopper --hopper-async-copy | FileCheck %s
-// RUN: fa3-opt %s --split-input-file --attn-hopper-config --attn-tile --convert-attn-to-hopper --hopper-async-copy | FileCheck %s --check-prefix=TMA
+// RUN: fa3-opt %s --split-input-file --attn-hopper-config="tma-store=false" --attn-tile --convert-attn-to-hopper --hopper-warp-specialize --hopper-async-copy | FileCheck %s
+// RUN: fa3-opt %s --split-input-file --attn-hopper-config --attn-tile --convert-attn-to-hopper --hopper-warp-specialize --hopper-async-copy | FileCheck %s --check-prefix=TMA
 
 // Head dim 96: the tiles of head dim 128 (the table keys on the head dim
 // rounded to its tile), Q/K/V rings of 128-column stages (two 64-column

@@ -2,24 +2,36 @@
 // kernel. Checks the roles, the TMA + mbarrier rings, both wgmma forms, the
 // schedule and mask helpers built from attn.kv_range / the shared visibility
 // test, the launch facts, and that the host function is replaced.
-// RUN: fa3-opt %s --attn-hopper-config="block-m=128 persistent=off" --attn-tile --convert-attn-to-hopper --hopper-async-copy --hopper-overlap --hopper-pingpong | FileCheck %s
-// RUN: fa3-opt %s --attn-hopper-config="block-m=128 persistent=off" --attn-tile --convert-attn-to-hopper --hopper-async-copy --hopper-overlap --hopper-pingpong --convert-hopper-to-nvvm | FileCheck %s --check-prefix=LOWER
+// RUN: fa3-opt %s --attn-hopper-config="block-m=128 persistent=off" --attn-tile --convert-attn-to-hopper --hopper-warp-specialize --hopper-async-copy --hopper-overlap --hopper-pingpong | FileCheck %s
+// RUN: fa3-opt %s --attn-hopper-config="block-m=128 persistent=off" --attn-tile --convert-attn-to-hopper --hopper-warp-specialize --hopper-async-copy --hopper-overlap --hopper-pingpong --convert-hopper-to-nvvm | FileCheck %s --check-prefix=LOWER
 // RUN: fa3-opt %s --attn-hopper-config="block-m=128 persistent=off" --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=SEQ
 
-// The pass itself leaves the transfers as tiles of ring slots, for
-// hopper-async-copy (test/Dialect/Hopper/async-copy.mlir) to write: Q, then
-// K and V of each block ...
+// The pass itself writes one program, the consumers', in which each ring
+// slot's load stands where the slot is used (hopper.ring.fill, which
+// hopper-warp-specialize gives to the producer thread:
+// test/Dialect/Hopper/warp-specialize.mlir), as a tile of the slot (for
+// hopper-async-copy, test/Dialect/Hopper/async-copy.mlir, to write its
+// transfer): Q before its wait, K and V of block t before theirs ...
 // SEQ: hopper.warp_specialize producer
-// SEQ: hopper.load_tile %arg0[%{{.*}}, %{{.*}}, %{{.*}}] into %{{.*}} rows 128 cols 128 : bf16
-// SEQ: hopper.load_tile %arg1[%{{.*}}, %{{.*}}, %{{.*}}] into %{{.*}} rows 128 cols 128 : bf16
-// SEQ: hopper.load_tile %arg2[%{{.*}}, %{{.*}}, %{{.*}}] into %{{.*}} rows 128 cols 128 : bf16
-// SEQ-NOT: hopper.tma_load
+// SEQ-NOT: hopper.load_tile
+// SEQ: consumers(
+// SEQ: hopper.ring.fill %[[QR:.*]][%c0_i32]
+// SEQ-NEXT: hopper.load_tile %arg0[%{{.*}}, %{{.*}}, %{{.*}}] into %[[QR]][%c0_i32] rows 128 cols 128 : bf16
+// SEQ-NEXT: }
+// SEQ-NEXT: hopper.ring.consumer_wait %[[QR]][%c0_i32]
 // ... and the consumer's kv loop sequential, block after block, for
 // hopper-overlap (test/Dialect/Hopper/overlap.mlir) to pipeline:
 // SEQ: %[[M0:.*]] = hopper.fill %{{.*}} : f32 to !hopper.frag<64xf32>
 // SEQ-NEXT: %[[L0:.*]] = hopper.zero : !hopper.frag<64xf32>
 // SEQ-NEXT: %[[O0:.*]] = hopper.zero : !hopper.frag<64x128xf32>
-// SEQ-NEXT: scf.for %{{.*}} = %c0_i32 to %{{.*}} step %c1_i32 iter_args(%[[M:.*]] = %[[M0]], %[[L:.*]] = %[[L0]], %[[O:.*]] = %[[O0]])
+// SEQ-NEXT: scf.for %[[T:.*]] = %c0_i32 to %{{.*}} step %c1_i32 iter_args(%[[M:.*]] = %[[M0]], %[[L:.*]] = %[[L0]], %[[O:.*]] = %[[O0]])
+// SEQ-NEXT: %[[U:.*]] = arith.addi %c0_i32, %[[T]]
+// SEQ: hopper.ring.fill %[[KR:.*]][%[[U]]]
+// SEQ-NEXT: hopper.load_tile %arg1[%{{.*}}, %{{.*}}, %{{.*}}] into %[[KR]][%[[U]]] rows 128 cols 128 : bf16
+// SEQ: hopper.ring.fill %[[VR:.*]][%[[U]]]
+// SEQ-NEXT: hopper.load_tile %arg2[%{{.*}}, %{{.*}}, %{{.*}}] into %[[VR]][%[[U]]] rows 128 cols 128 : bf16
+// SEQ-NOT: hopper.tma_load
+// SEQ: hopper.ring.consumer_wait %[[KR]][%[[U]]]
 // SEQ: %[[S:.*]] = hopper.wgmma.ss
 // SEQ-NEXT: hopper.wgmma.wait 0, %[[S]]
 // SEQ: hopper.softmax_step %{{.*}} state(%[[M]], %[[L]]) threshold 8.000000e+00
@@ -69,23 +81,30 @@
 // CHECK: nvvm.prefetch tensormap
 // CHECK: nvvm.barrier0
 
-// Producer warpgroup: fewer registers; Q once, then the K/V ring.
+// Producer warpgroup: fewer registers. Its thread's program is the slice of
+// the consumers' that their ring fills need (hopper-warp-specialize): the
+// tile grid, the tile and its kv-block schedule, computed in this role too
+// (nothing crosses setmaxnreg), then Q once and the K/V ring.
 // CHECK: hopper.warp_specialize producer regs 24 {
-// The tile grid is computed in each role (nothing crosses setmaxnreg).
-// CHECK: %[[NUMM:[^,]*]], %[[TILES:[^ ]*]] = hopper.tile_grid %arg8, %arg10, %arg7 block_m 128
-// Q's buffer is free (slot 0 of the Q ring: the CTA's one tile).
-// CHECK: hopper.ring.producer_acquire %[[QR]][%c0_i32]
+// CHECK-NEXT: hopper.producer_thread {
+// CHECK-NEXT: %[[NUMM:[^,]*]], %[[TILES:[^ ]*]] = hopper.tile_grid %arg8, %arg10, %arg7 block_m 128
 // A 1-D grid over tiles (m-blocks fastest, so co-running CTAs share a head's
 // K/V in L2); causal: the longest m-blocks (the last ones) come first.
-// CHECK: %[[ROW0:[^,]*]], %[[HEAD:[^,]*]], %[[BATCH:[^ ]*]] = hopper.tile_coords %[[CTA]] in %[[NUMM]], %arg10 block_m 128 longest_first
-// CHECK: func.call @attn_kernel_kv_range(%[[ROW0]]
-// Q: the full barrier expects the tile's bytes, two 64-column boxes follow.
-// CHECK: hopper.ring.producer_commit %[[QR]][%c0_i32] tx 32768
+// CHECK-NEXT: %[[ROW0:[^,]*]], %[[HEAD:[^,]*]], %[[BATCH:[^ ]*]] = hopper.tile_coords %[[CTA]] in %[[NUMM]], %arg10 block_m 128 longest_first
+// CHECK-NEXT: %[[RNG:.*]]:4 = func.call @attn_kernel_kv_range(%[[ROW0]]
+// CHECK-NEXT: %[[NBLK:.*]] = arith.subi %[[RNG]]#1, %[[RNG]]#0
+// Q's buffer is free (slot 0 of the Q ring: the CTA's one tile); the full
+// barrier expects the tile's bytes, two 64-column boxes follow.
+// CHECK: hopper.ring.producer_acquire %[[QR]][%c0_i32]
+// CHECK-NEXT: hopper.ring.producer_commit %[[QR]][%c0_i32] tx 32768
 // CHECK-NEXT: hopper.tma_load %arg0[%c0_i32, %[[HEAD]], %[[ROW0]], %[[BATCH]]] into %[[QR]][%c0_i32] at %c0_i32
 // CHECK-NEXT: hopper.tma_load %arg0[%c64_i32, %[[HEAD]], %[[ROW0]], %[[BATCH]]] into %[[QR]][%c0_i32] at %c16384_i32
-// K and V of each visited block into slot u of their rings.
-// CHECK: scf.for %[[U:.*]] = %c0_i32 to
-// CHECK:   hopper.ring.producer_acquire %[[KR]][%[[U]]]
+// K and V of each visited block t into slot u = t of their rings, inside
+// the consumers' branch on a non-empty range.
+// CHECK: scf.if
+// CHECK-NEXT: scf.for %[[T:.*]] = %c0_i32 to %[[NBLK]]
+// CHECK-NEXT: %[[U:.*]] = arith.addi %c0_i32, %[[T]]
+// CHECK: hopper.ring.producer_acquire %[[KR]][%[[U]]]
 // CHECK-NEXT: hopper.ring.producer_commit %[[KR]][%[[U]]] tx 32768
 // CHECK-NEXT: hopper.tma_load %arg1[%c0_i32, {{.*}}] into %[[KR]][%[[U]]] at %c0_i32
 // CHECK-NEXT: hopper.tma_load %arg1[%c64_i32, {{.*}}] into %[[KR]][%[[U]]] at %c16384_i32
@@ -93,6 +112,8 @@
 // CHECK-NEXT: hopper.ring.producer_commit %[[VR]][%[[U]]] tx 32768
 // CHECK-NEXT: hopper.tma_load %arg2[%c0_i32, {{.*}}] into %[[VR]][%[[U]]] at %c0_i32
 // CHECK-NEXT: hopper.tma_load %arg2[%c64_i32, {{.*}}] into %[[VR]][%[[U]]] at %c16384_i32
+// CHECK-NEXT: }
+// CHECK-NEXT: }
 // CHECK-NEXT: }
 
 // Consumers: more registers; consumer 1 opens consumer 0's first turn

@@ -9,14 +9,14 @@
 // the shared::cluster address). Cluster barriers after the mbarrier init
 // and before exit; the persistent tile loop is static (tile + gridDim.x).
 // auto: on for persistent kernels with a full mask (head dim 128 here).
-// RUN: fa3-opt %s --attn-hopper-config=block-m=128 --attn-tile --convert-attn-to-hopper --hopper-async-copy --hopper-overlap | FileCheck %s
-// RUN: fa3-opt %s --attn-hopper-config=block-m=128 --attn-tile --convert-attn-to-hopper --hopper-async-copy --hopper-overlap --convert-hopper-to-nvvm | FileCheck %s --check-prefix=NVVM
-// RUN: fa3-opt %s --attn-hopper-config="block-m=128 kv-multicast=off" --attn-tile --convert-attn-to-hopper --hopper-async-copy --hopper-overlap | FileCheck %s --check-prefix=OFF
+// RUN: fa3-opt %s --attn-hopper-config=block-m=128 --attn-tile --convert-attn-to-hopper --hopper-warp-specialize --hopper-async-copy --hopper-overlap | FileCheck %s
+// RUN: fa3-opt %s --attn-hopper-config=block-m=128 --attn-tile --convert-attn-to-hopper --hopper-warp-specialize --hopper-async-copy --hopper-overlap --convert-hopper-to-nvvm | FileCheck %s --check-prefix=NVVM
+// RUN: fa3-opt %s --attn-hopper-config="block-m=128 kv-multicast=off" --attn-tile --convert-attn-to-hopper --hopper-warp-specialize --hopper-async-copy --hopper-overlap | FileCheck %s --check-prefix=OFF
 // auto leaves one-CTA-per-tile kernels alone (measured slower), on does not
-// RUN: fa3-opt %s --attn-hopper-config="block-m=128 persistent=off" --attn-tile --convert-attn-to-hopper --hopper-async-copy --hopper-overlap | FileCheck %s --check-prefix=OFF
-// RUN: fa3-opt %s --attn-hopper-config="block-m=128 persistent=off kv-multicast=on" --attn-tile --convert-attn-to-hopper --hopper-async-copy --hopper-overlap | FileCheck %s --check-prefix=TILES
+// RUN: fa3-opt %s --attn-hopper-config="block-m=128 persistent=off" --attn-tile --convert-attn-to-hopper --hopper-warp-specialize --hopper-async-copy --hopper-overlap | FileCheck %s --check-prefix=OFF
+// RUN: fa3-opt %s --attn-hopper-config="block-m=128 persistent=off kv-multicast=on" --attn-tile --convert-attn-to-hopper --hopper-warp-specialize --hopper-async-copy --hopper-overlap | FileCheck %s --check-prefix=TILES
 // A causal mask: the two m-blocks of a pair see different kv blocks.
-// RUN: sed -e 's/outs(%o : memref<?x4x?x128xbf16>)/& causal/' %s | fa3-opt --attn-hopper-config="block-m=128 kv-multicast=on" --attn-tile --convert-attn-to-hopper --hopper-async-copy --hopper-overlap | FileCheck %s --check-prefix=OFF
+// RUN: sed -e 's/outs(%o : memref<?x4x?x128xbf16>)/& causal/' %s | fa3-opt --attn-hopper-config="block-m=128 kv-multicast=on" --attn-tile --convert-attn-to-hopper --hopper-warp-specialize --hopper-async-copy --hopper-overlap | FileCheck %s --check-prefix=OFF
 
 // CHECK: cluster_m = 2 : i64
 // CHECK-SAME: grid = "persistent"

@@ -6,8 +6,8 @@
 // (16 KiB more; and a second Q buffer, 16 KiB), so a persistent CTA's producer can load the next tile's Q
 // while O is stored; before staging the next tile's O, the buffer must have
 // been read by the previous store (wait_previous).
-// RUN: fa3-opt %s --split-input-file --attn-hopper-config="block-m=128 block-n=64 persistent=on stages=2" --attn-tile --convert-attn-to-hopper --hopper-async-copy | FileCheck %s --check-prefix=OPS
-// RUN: fa3-opt %s --split-input-file --attn-hopper-config="block-m=128 block-n=64 persistent=on stages=2" --attn-tile --convert-attn-to-hopper --hopper-async-copy --convert-hopper-to-nvvm | FileCheck %s --check-prefix=OWN
+// RUN: fa3-opt %s --split-input-file --attn-hopper-config="block-m=128 block-n=64 persistent=on stages=2" --attn-tile --convert-attn-to-hopper --hopper-warp-specialize --hopper-async-copy | FileCheck %s --check-prefix=OPS
+// RUN: fa3-opt %s --split-input-file --attn-hopper-config="block-m=128 block-n=64 persistent=on stages=2" --attn-tile --convert-attn-to-hopper --hopper-warp-specialize --hopper-async-copy --convert-hopper-to-nvvm | FileCheck %s --check-prefix=OWN
 // OPS-LABEL: gpu.func @d64_kernel
 // OPS: } consumers(%[[CW:.*]] of 2) regs 240 {
 // OPS: %[[INV:.*]], %[[LSE:.*]] = hopper.finalize_rows
@@ -58,8 +58,8 @@
 
 // tma-store=false: hopper.store_o_direct, 4-byte stores from the fragment,
 // no staging buffer (the persistent default still double-buffers Q).
-// RUN: fa3-opt %s --split-input-file --attn-hopper-config="block-m=128 block-n=64 tma-store=false stages=2" --attn-tile --convert-attn-to-hopper --hopper-async-copy | FileCheck %s --check-prefix=DOPS
-// RUN: fa3-opt %s --split-input-file --attn-hopper-config="block-m=128 block-n=64 tma-store=false stages=2" --attn-tile --convert-attn-to-hopper --hopper-async-copy --convert-hopper-to-nvvm | FileCheck %s --check-prefix=DIRECT
+// RUN: fa3-opt %s --split-input-file --attn-hopper-config="block-m=128 block-n=64 tma-store=false stages=2" --attn-tile --convert-attn-to-hopper --hopper-warp-specialize --hopper-async-copy | FileCheck %s --check-prefix=DOPS
+// RUN: fa3-opt %s --split-input-file --attn-hopper-config="block-m=128 block-n=64 tma-store=false stages=2" --attn-tile --convert-attn-to-hopper --hopper-warp-specialize --hopper-async-copy --convert-hopper-to-nvvm | FileCheck %s --check-prefix=DIRECT
 // DOPS-LABEL: gpu.func @d64_kernel
 // DOPS: %[[INV:.*]], %[[LSE:.*]] = hopper.finalize_rows
 // DOPS: hopper.store_o_direct %{{.*}}, %[[INV]] to %{{.*}} strides(%{{.*}}, %{{.*}}, %{{.*}}) rows %[[ROW0:.*]] head %{{.*}} batch %{{.*}} bound %{{.*}} : !hopper.frag<64x64xf32> as bf16

@@ -10,8 +10,8 @@
 // the epilogue just before they release Q; an id >= the tile count (written
 // with a plain arrive, no load) ends their loop. The K/V ring slot g
 // continues across tiles.
-// RUN: fa3-opt %s --attn-hopper-config="block-m=128 persistent=on q-buffers=1" --attn-tile --convert-attn-to-hopper --hopper-async-copy | FileCheck %s
-// RUN: fa3-opt %s --attn-hopper-config="block-m=128 persistent=on" --attn-tile --convert-attn-to-hopper --hopper-async-copy | FileCheck %s --check-prefix=Q2
+// RUN: fa3-opt %s --attn-hopper-config="block-m=128 persistent=on q-buffers=1" --attn-tile --convert-attn-to-hopper --hopper-warp-specialize --hopper-async-copy | FileCheck %s
+// RUN: fa3-opt %s --attn-hopper-config="block-m=128 persistent=on" --attn-tile --convert-attn-to-hopper --hopper-warp-specialize --hopper-async-copy | FileCheck %s --check-prefix=Q2
 
 // Two Q buffers (the default where they fit): the Q ring has two stages,
 // so tile k (ring slot k) uses buffer, barriers and published slot k % 2,
@@ -40,7 +40,7 @@
 // Q2-NEXT: %[[CSLOT:.*]] = arith.addi %{{.*}}, %[[CB16]] : i32
 // Q2-NEXT: hopper.ring.consumer_wait %[[QR]][%[[CK0]]]
 // Q2-NEXT: %[[RAW:.*]] = llvm.inline_asm has_side_effects {{.*}}"ld.shared.u32 $0, [$1];", "=r,r" %[[CSLOT]]
-// Q2-NEXT: %[[ID:.*]] = nvvm.shfl.sync idx %c-1_i32, %[[RAW]], %c0_i32, %c31_i32 : i32 -> i32
+// Q2-NEXT: %[[ID:.*]] = hopper.warp_uniform %[[RAW]] : i32
 // Q2-NEXT: arith.cmpi slt, %[[ID]]
 // The tile's S = Q K^T reads its buffer: descriptor + (k % 2) * 16384 / 16.
 // Q2: } do {

@@ -5,9 +5,9 @@
 // ping-pong (the turns alternate between two), epilogue barrier 3 + c
 // (checked after convert-hopper-to-nvvm, which assigns the ids).
 // Causal keeps 128 rows.
-// RUN: fa3-opt %s --attn-hopper-config --attn-tile --convert-attn-to-hopper --hopper-async-copy --convert-hopper-to-nvvm | FileCheck %s
-// RUN: fa3-opt %s --attn-hopper-config=lazy-rescale=on --attn-tile --convert-attn-to-hopper --hopper-async-copy --convert-hopper-to-nvvm | FileCheck %s --check-prefix=VOTE
-// RUN: sed -e 's/outs(%o : memref<?x4x?x64xbf16>)/& causal/' %s | fa3-opt --attn-hopper-config --attn-tile --convert-attn-to-hopper --hopper-async-copy | FileCheck %s --check-prefix=CAUSAL
+// RUN: fa3-opt %s --attn-hopper-config --attn-tile --convert-attn-to-hopper --hopper-warp-specialize --hopper-async-copy --convert-hopper-to-nvvm | FileCheck %s
+// RUN: fa3-opt %s --attn-hopper-config=lazy-rescale=on --attn-tile --convert-attn-to-hopper --hopper-warp-specialize --hopper-async-copy --convert-hopper-to-nvvm | FileCheck %s --check-prefix=VOTE
+// RUN: sed -e 's/outs(%o : memref<?x4x?x64xbf16>)/& causal/' %s | fa3-opt --attn-hopper-config --attn-tile --convert-attn-to-hopper --hopper-warp-specialize --hopper-async-copy | FileCheck %s --check-prefix=CAUSAL
 
 // CHECK: block_m = 192 : i64
 // CHECK-SAME: pingpong = false

@@ -16,7 +16,7 @@
 // (measured no faster; their code spills).
 // RUN: fa3-opt %s --attn-hopper-config="kv-multicast=on" | FileCheck %s --check-prefix=CONFIG
 // RUN: sed -e 's/x128xbf16/x64xbf16/g' -e 's/) causal$/)/' %s | fa3-opt --attn-hopper-config=persistent=off | FileCheck %s --check-prefix=CONFIG192
-// RUN: fa3-opt %s --attn-hopper-config=persistent=off --attn-tile --convert-attn-to-hopper | FileCheck %s
+// RUN: fa3-opt %s --attn-hopper-config=persistent=off --attn-tile --convert-attn-to-hopper --hopper-warp-specialize | FileCheck %s
 // RUN: fa3-opt %s --attn-hopper-config --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=PERSIST
 // RUN: sed -e 's/x128xbf16/x64xbf16/g' %s | fa3-opt --attn-hopper-config --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=PERSIST64
 // RUN: fa3-opt %s --attn-hopper-config --attn-tile | sed -e 's/memref.load %arg4\[%arg7\]/memref.load %arg4[%1]/' | not fa3-opt --convert-attn-to-hopper 2>&1 | FileCheck %s --check-prefix=FORM
@@ -72,7 +72,7 @@
 // CHECK: hopper.tile_grid %arg19, %arg10, %arg7 block_m 128
 // (each loaded value lane 0's: warp-uniform for ptxas)
 // CHECK: %[[CQ0L:.*]] = llvm.load
-// CHECK: %[[CQ0:.*]] = nvvm.shfl.sync idx %{{.*}}, %[[CQ0L]], %c0_i32, %c31_i32 : i32 -> i32
+// CHECK: %[[CQ0:.*]] = hopper.warp_uniform %[[CQ0L]] : i32
 // CHECK: arith.subi
 // CHECK: %[[CSQ:.*]] = arith.subi
 // CHECK: %[[CSKV:.*]] = scf.if

@@ -198,6 +198,15 @@ static LogicalResult verifyInProducer(Operation *op) {
 
 LogicalResult ProducerThreadOp::verify() { return verifyInProducer(*this); }
 
+LogicalResult WarpUniformOp::verify() {
+  // A full-warp shuffle where one lane runs would wait for lanes that never
+  // come (hopper-warp-specialize drops the op there).
+  if ((*this)->getParentOfType<ProducerThreadOp>())
+    return emitOpError("inside hopper.producer_thread, where one lane runs: "
+                       "the value is its own");
+  return success();
+}
+
 // hopper.producer_warps(%w) first F count N {...}
 ParseResult ProducerWarpsOp::parse(OpAsmParser &parser,
                                    OperationState &state) {

@@ -211,3 +211,51 @@ LogicalResult TransposeStageOp::verify() {
     return emitOpError("transposes rings of one CTA (cluster = 1)");
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// hopper.ring.fill
+//===----------------------------------------------------------------------===//
+
+LogicalResult RingFillOp::verify() {
+  // Before warp specialization: a fill says where the consumers use a slot.
+  bool inConsumers = false;
+  for (Region *r = (*this)->getParentRegion(); r; r = r->getParentRegion()) {
+    auto ws = dyn_cast<WarpSpecializeOp>(r->getParentOp());
+    if (!ws)
+      continue;
+    inConsumers = r == &ws.getConsumer();
+    break;
+  }
+  if (!inConsumers)
+    return emitOpError("must be inside the consumers region of "
+                       "hopper.warp_specialize (hopper-warp-specialize moves "
+                       "it into the producer)");
+  int64_t loads = 0;
+  WalkResult w = getBody().walk([&](Operation *op) -> WalkResult {
+    Value ring, slot;
+    if (auto l = dyn_cast<LoadTileOp>(op))
+      ring = l.getRing(), slot = l.getSlot();
+    else if (auto l = dyn_cast<LoadPagedTileOp>(op))
+      ring = l.getRing(), slot = l.getSlot();
+    else if (isa<RingProducerAcquireOp, RingProducerCommitOp,
+                 RingConsumerWaitOp, RingConsumerReleaseOp, TmaLoadOp,
+                 RingFillOp>(op))
+      return emitOpError("holds the slot's loads only; '")
+             << op->getName()
+             << "' is not one (hopper-warp-specialize adds the acquire, "
+                "hopper-async-copy the commit and transfers)";
+    if (!ring)
+      return WalkResult::advance();
+    if (ring != getRing() || slot != getSlot())
+      return emitOpError("a load inside fills another ring slot than ")
+             << "the fill's";
+    ++loads;
+    return WalkResult::advance();
+  });
+  if (w.wasInterrupted())
+    return failure();
+  if (loads == 0)
+    return emitOpError("holds no load of its slot (hopper.load_tile or "
+                       "hopper.load_paged_tile)");
+  return success();
+}

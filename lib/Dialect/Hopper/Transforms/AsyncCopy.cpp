@@ -200,6 +200,15 @@ void lower(StoreOOp op) {
 struct HopperAsyncCopyPass
     : public fa3::hopper::impl::HopperAsyncCopyBase<HopperAsyncCopyPass> {
   void runOnOperation() override {
+    // A fill's loads are the producer's once hopper-warp-specialize moved
+    // them there; their transfers would not belong in the consumers.
+    WalkResult early = getOperation()->walk([](RingFillOp f) {
+      f.emitOpError("is still in the consumers' program: run "
+                    "hopper-warp-specialize before hopper-async-copy");
+      return WalkResult::interrupt();
+    });
+    if (early.wasInterrupted())
+      return signalPassFailure();
     SmallVector<LoadTileOp> loads;
     getOperation()->walk([&](LoadTileOp op) { loads.push_back(op); });
     for (LoadTileOp op : loads)

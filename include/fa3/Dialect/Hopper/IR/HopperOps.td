@@ -228,6 +228,29 @@ def Hopper_ProducerWarpsOp : Hopper_Op<"producer_warps", [
   let hasVerifier = 1;
 }
 
+// A value every lane of a warp holds alike, said so: ptxas cannot tell
+// for a value loaded from memory, and the arithmetic derived from it would
+// leave the uniform datapath.
+def Hopper_WarpUniformOp : Hopper_Op<"warp_uniform"> {
+  let summary = "a value the same in every lane of the warp";
+  let description = [{
+    `value`, which the program computes alike in every lane of the warp
+    (e.g. loaded from one address), made visibly warp-uniform: lane 0's
+    value by shfl.sync in a role of whole warps (the consumers, so that
+    ptxas keeps what derives from it in uniform registers: an R2UR before
+    every wgmma otherwise). In the producer thread, where one lane runs
+    and a full-warp shuffle would be wrong, `hopper-warp-specialize`
+    replaces it by `value` itself.
+
+    ```mlir
+    %n = hopper.warp_uniform %loaded : i32
+    ```
+  }];
+  let arguments = (ins I32:$value);
+  let results = (outs I32:$result);
+  let assemblyFormat = "$value attr-dict `:` type($result)";  let hasVerifier = 1;
+}
+
 // Pointers of the LLVM dialect by address space (the kernel's parameters
 // and its shared memory). Written here rather than taken from
 // LLVMOpBase.td: including that file would put the LLVM dialect's enums

@@ -162,6 +162,37 @@ def Hopper_RingConsumerReleaseOp
   }];
 }
 
+def Hopper_RingFillOp
+    : Hopper_RingOp<"fill", "the producer's loads of a slot, beside their use",
+        [SingleBlockImplicitTerminator<"::mlir::gpu::YieldOp">,
+         RecursiveMemoryEffects, NoRegionArguments]> {
+  let description = [{
+    The kernel before warp specialization says what fills each ring slot
+    where the consumers use it: the region holds the slot's loads
+    (`hopper.load_tile` / `hopper.load_paged_tile` into `ring[slot]`, and
+    what chooses between them), placed before the consumers' wait for the
+    slot. `hopper-warp-specialize` moves every fill of the consumers region
+    into the producer thread's program: the control flow around the fills
+    and the arithmetic their operands need are recomputed there, each fill
+    becomes the slot's `producer_acquire` followed by its loads, in program
+    order; the consumers keep the rest.
+
+    ```mlir
+    hopper.ring.fill %k[%u] : !hopper.ring<...> {
+      hopper.load_tile %mapK[%row, %head, %batch] into %k[%u] rows 128
+          cols 128 : bf16, !hopper.ring<...>
+    }
+    hopper.ring.consumer_wait %k[%u] : !hopper.ring<...>
+    ```
+  }];
+  let arguments = (ins Hopper_RingType:$ring, I32:$slot);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $ring `[` $slot `]` `:` qualified(type($ring)) $body attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
 def Hopper_RingStageOp
     : Hopper_RingOp<"stage", "the stage index of a slot"> {
   let description = [{

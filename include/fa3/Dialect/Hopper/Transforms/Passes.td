@@ -5,6 +5,36 @@
 
 include "mlir/Pass/PassBase.td"
 
+def HopperWarpSpecialize : Pass<"hopper-warp-specialize"> {
+  let summary = "Move the consumers' ring fills into the producer thread";
+  let description = [{
+    Warp specialization proper: the kernel pass writes one program, the
+    consumers region of a `hopper.warp_specialize`, in which each ring
+    slot's loads stand where the slot is used (`hopper.ring.fill`, before
+    the consumers' wait). This pass builds the producer thread's program
+    from it (a `hopper.producer_thread` at the start of the producer
+    region):
+
+    - the control flow around the fills: each `scf.for` and `scf.if` that
+      holds one, rebuilt without results or loop-carried values;
+    - the arithmetic and reads the fills' operands and that control flow
+      need, cloned (a `hopper.warp_uniform` becomes its operand: one lane
+      runs the producer thread);
+    - each fill, in program order, as `hopper.ring.producer_acquire` of
+      its slot followed by its loads (hopper-async-copy then writes their
+      commits and transfers).
+
+    The fills leave the consumers, and with them what only they needed.
+    The producer thread thus issues slot after slot as the consumers use
+    them, and runs ahead of them by the ring's depth. Refused with the
+    reason: a fill that needs the consumer index, a loop-carried value, a
+    result of control flow that holds fills, or an op the producer thread
+    cannot run again for itself (a write, a barrier, a warp-wide shuffle);
+    a fill inside control flow other than scf.for and scf.if.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect"];
+}
+
 def HopperPingPong : Pass<"hopper-pingpong"> {
   let summary = "Order two consumer warpgroups' wgmma issues (ping-pong)";
   let description = [{

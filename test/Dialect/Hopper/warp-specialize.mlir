@@ -1,0 +1,325 @@
+// hopper-warp-specialize: the consumers' program says what fills each ring
+// slot where it is used (hopper.ring.fill); the pass builds the producer
+// thread's program from it (the control flow around the fills, the
+// arithmetic and reads their operands need, each fill as the slot's acquire
+// and loads, in program order) and leaves the consumers the rest. What it
+// cannot recompute in the producer thread is refused, as are fills the
+// verifier rejects.
+// RUN: fa3-opt %s --split-input-file --verify-diagnostics --hopper-warp-specialize | FileCheck %s
+// The passes after it refuse a fill that was not moved:
+// RUN: not fa3-opt %s --split-input-file --hopper-async-copy 2>&1 | FileCheck %s --check-prefix=ORDER
+// RUN: not fa3-opt %s --split-input-file --convert-hopper-to-nvvm 2>&1 | FileCheck %s --check-prefix=ORDER-NVVM
+// ORDER: error: 'hopper.ring.fill' op is still in the consumers' program: run hopper-warp-specialize before hopper-async-copy
+// ORDER-NVVM: error: 'hopper.ring.fill' op has no NVVM form: hopper-warp-specialize moves it into the producer thread
+
+!q = !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 196608, empty = 196616, arrivals = 256, cluster = 1>
+!k = !hopper.ring<stages = 2, stage_bytes = 16384, data = 16384, full = 196624, empty = 196640, arrivals = 256, cluster = 1>
+
+// CHECK-LABEL: func.func @slice(
+// CHECK-SAME: %[[SMEM:[^:]*]]: !llvm.ptr<3>, %[[MAP:[^:]*]]: !llvm.ptr, %[[LENS:[^:]*]]: !llvm.ptr<1>, %[[B:[^:]*]]: i32
+// CHECK: %[[Q:.*]] = hopper.ring.create
+// CHECK: %[[K:.*]] = hopper.ring.create
+// The producer thread: the sequence's length read again (one lane runs it:
+// no shuffle), the tile's row, Q, then the guard and loop around the K
+// fills with the slot and row of block t; nothing of the consumers' math.
+// CHECK: hopper.warp_specialize producer regs 24 {
+// CHECK-NEXT: hopper.producer_thread {
+// CHECK-NEXT: %[[P:.*]] = llvm.getelementptr %[[LENS]][%[[B]]]
+// CHECK-NEXT: %[[N:.*]] = llvm.load %[[P]]
+// CHECK-NEXT: %[[ROW:.*]] = arith.muli %[[B]], %{{.*}}
+// CHECK-NEXT: hopper.ring.producer_acquire %[[Q]][%{{.*}}]
+// CHECK-NEXT: hopper.load_tile %[[MAP]][%[[ROW]], %{{.*}}, %[[B]]] into %[[Q]]
+// CHECK-NEXT: %[[ANY:.*]] = arith.cmpi sgt, %[[N]]
+// CHECK-NEXT: scf.if %[[ANY]] {
+// CHECK-NEXT: scf.for %[[T:.*]] = %{{.*}} to %[[N]] step
+// CHECK-NEXT: %[[KROW:.*]] = arith.muli %[[T]]
+// CHECK-NEXT: hopper.ring.producer_acquire %[[K]][%[[T]]]
+// CHECK-NEXT: hopper.load_tile %[[MAP]][%[[KROW]], %{{.*}}, %[[B]]] into %[[K]][%[[T]]]
+// CHECK-NEXT: }
+// CHECK-NEXT: }
+// CHECK-NEXT: }
+// Whatever the producer region held before stays, after the thread's role.
+// CHECK-NEXT: hopper.producer_warps
+// The consumers: the shuffled length and their math, no fills, and the row
+// arithmetic only the fills needed gone.
+// CHECK: } consumers(%{{.*}} of 2) regs 240 {
+// CHECK-NEXT: %[[CP:.*]] = llvm.getelementptr %[[LENS]][%[[B]]]
+// CHECK-NEXT: %[[CL:.*]] = llvm.load %[[CP]]
+// CHECK-NEXT: %[[CN:.*]] = hopper.warp_uniform %[[CL]] : i32
+// CHECK-NEXT: hopper.ring.consumer_wait %[[Q]]
+// CHECK-NEXT: %[[CANY:.*]] = arith.cmpi sgt, %[[CN]]
+// CHECK-NEXT: %{{.*}} = scf.if %[[CANY]] -> (i32) {
+// CHECK-NEXT: %{{.*}} = scf.for %[[CT:.*]] = %{{.*}} to %[[CN]] step %{{.*}} iter_args
+// CHECK-NEXT: hopper.ring.consumer_wait %[[K]][%[[CT]]]
+// CHECK-NEXT: arith.addi
+// CHECK-NEXT: hopper.ring.consumer_release %[[K]][%[[CT]]]
+// CHECK-NOT: hopper.ring.fill
+// CHECK-NOT: hopper.load_tile
+// CHECK: return
+func.func @slice(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %lens: !llvm.ptr<1>, %b: i32) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c64 = arith.constant 64 : i32
+  %q = hopper.ring.create %smem : !q
+  %k = hopper.ring.create %smem : !k
+  hopper.warp_specialize producer regs 24 {
+    hopper.producer_warps(%w) first 1 count 1 {
+    }
+  } consumers(%cw of 2) regs 240 {
+    %p = llvm.getelementptr %lens[%b] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32
+    %loaded = llvm.load %p : !llvm.ptr<1> -> i32
+    %n = hopper.warp_uniform %loaded : i32
+    %row = arith.muli %b, %c64 : i32
+    hopper.ring.fill %q[%c0] : !q {
+      hopper.load_tile %map[%row, %c0, %b] into %q[%c0] rows 64 cols 128 : bf16, !q
+    }
+    hopper.ring.consumer_wait %q[%c0] : !q
+    %any = arith.cmpi sgt, %n, %c0 : i32
+    %r = scf.if %any -> (i32) {
+      %s = scf.for %t = %c0 to %n step %c1 iter_args(%acc = %c0) -> (i32) : i32 {
+        %krow = arith.muli %t, %c64 : i32
+        hopper.ring.fill %k[%t] : !k {
+          hopper.load_tile %map[%krow, %c0, %b] into %k[%t] rows 64 cols 128 : bf16, !k
+        }
+        hopper.ring.consumer_wait %k[%t] : !k
+        %a = arith.addi %acc, %t : i32
+        hopper.ring.consumer_release %k[%t] : !k
+        scf.yield %a : i32
+      }
+      scf.yield %s : i32
+    } else {
+      scf.yield %c0 : i32
+    }
+  }
+  return
+}
+
+// -----
+
+!q = !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 196608, empty = 196616, arrivals = 256, cluster = 1>
+
+// A kernel without fills (a persistent kernel's producer is built as its
+// own role) is left as it is.
+// CHECK-LABEL: func.func @built_roles
+// CHECK: hopper.warp_specialize producer regs 24 {
+// CHECK-NEXT: hopper.producer_thread {
+// CHECK-NEXT: hopper.ring.producer_acquire
+// CHECK-NEXT: hopper.load_tile
+// CHECK-NEXT: }
+// CHECK-NEXT: } consumers
+func.func @built_roles(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %u: i32) {
+  %q = hopper.ring.create %smem : !q
+  hopper.warp_specialize producer regs 24 {
+    hopper.producer_thread {
+      hopper.ring.producer_acquire %q[%u] : !q
+      hopper.load_tile %map[%u, %u, %u] into %q[%u] rows 64 cols 128 : bf16, !q
+    }
+  } consumers(%cw of 2) regs 240 {
+    hopper.ring.consumer_wait %q[%u] : !q
+  }
+  return
+}
+
+// -----
+
+!q = !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 196608, empty = 196616, arrivals = 256, cluster = 1>
+
+func.func @consumer_index(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %u: i32) {
+  %q = hopper.ring.create %smem : !q
+  hopper.warp_specialize producer regs 24 {
+  } consumers(%cw of 2) regs 240 {
+    // expected-error @+1 {{needs the consumer index, which the producer thread does not have}}
+    hopper.ring.fill %q[%u] : !q {
+      hopper.load_tile %map[%cw, %u, %u] into %q[%u] rows 64 cols 128 : bf16, !q
+    }
+  }
+  return
+}
+
+// -----
+
+!q = !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 196608, empty = 196616, arrivals = 256, cluster = 1>
+
+func.func @loop_carried(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %n: i32) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %q = hopper.ring.create %smem : !q
+  hopper.warp_specialize producer regs 24 {
+  } consumers(%cw of 2) regs 240 {
+    %r = scf.for %t = %c0 to %n step %c1 iter_args(%row = %c0) -> (i32) : i32 {
+      // expected-error @+1 {{needs a value carried by 'scf.for' (the producer recomputes what fills need; it cannot recompute loop-carried values)}}
+      hopper.ring.fill %q[%t] : !q {
+        hopper.load_tile %map[%row, %t, %t] into %q[%t] rows 64 cols 128 : bf16, !q
+      }
+      %next = arith.addi %row, %t : i32
+      scf.yield %next : i32
+    }
+  }
+  return
+}
+
+// -----
+
+!q = !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 196608, empty = 196616, arrivals = 256, cluster = 1>
+
+func.func @side_effect(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %u: i32) {
+  %q = hopper.ring.create %smem : !q
+  hopper.warp_specialize producer regs 24 {
+  } consumers(%cw of 2) regs 240 {
+    %lane0 = nvvm.shfl.sync idx %u, %u, %u, %u : i32 -> i32
+    // expected-error @+1 {{needs 'nvvm.shfl.sync', which the producer thread cannot run again for itself (it writes memory, synchronizes or is warp-wide)}}
+    hopper.ring.fill %q[%u] : !q {
+      hopper.load_tile %map[%lane0, %u, %u] into %q[%u] rows 64 cols 128 : bf16, !q
+    }
+  }
+  return
+}
+
+// -----
+
+!q = !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 196608, empty = 196616, arrivals = 256, cluster = 1>
+
+func.func @in_while(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %u: i32, %go: i1) {
+  %q = hopper.ring.create %smem : !q
+  hopper.warp_specialize producer regs 24 {
+  } consumers(%cw of 2) regs 240 {
+    scf.while : () -> () {
+      scf.condition(%go)
+    } do {
+      // expected-error @+1 {{lies inside 'scf.while': the producer's program follows scf.for and scf.if around fills}}
+      hopper.ring.fill %q[%u] : !q {
+        hopper.load_tile %map[%u, %u, %u] into %q[%u] rows 64 cols 128 : bf16, !q
+      }
+      scf.yield
+    }
+  }
+  return
+}
+
+// -----
+
+!q = !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 196608, empty = 196616, arrivals = 256, cluster = 1>
+
+// The verifier: a fill holds its slot's loads, in the consumers' program.
+func.func @other_slot(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %u: i32, %v: i32) {
+  %q = hopper.ring.create %smem : !q
+  hopper.warp_specialize producer regs 24 {
+  } consumers(%cw of 2) regs 240 {
+    // expected-error @+1 {{a load inside fills another ring slot than the fill's}}
+    hopper.ring.fill %q[%u] : !q {
+      hopper.load_tile %map[%u, %u, %u] into %q[%v] rows 64 cols 128 : bf16, !q
+    }
+  }
+  return
+}
+
+// -----
+
+!q = !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 196608, empty = 196616, arrivals = 256, cluster = 1>
+
+func.func @acquire_inside(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %u: i32) {
+  %q = hopper.ring.create %smem : !q
+  hopper.warp_specialize producer regs 24 {
+  } consumers(%cw of 2) regs 240 {
+    // expected-error @+1 {{holds the slot's loads only; 'hopper.ring.producer_acquire' is not one}}
+    hopper.ring.fill %q[%u] : !q {
+      hopper.ring.producer_acquire %q[%u] : !q
+      hopper.load_tile %map[%u, %u, %u] into %q[%u] rows 64 cols 128 : bf16, !q
+    }
+  }
+  return
+}
+
+// -----
+
+!q = !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 196608, empty = 196616, arrivals = 256, cluster = 1>
+
+func.func @no_load(%smem: !llvm.ptr<3>, %u: i32) {
+  %q = hopper.ring.create %smem : !q
+  hopper.warp_specialize producer regs 24 {
+  } consumers(%cw of 2) regs 240 {
+    // expected-error @+1 {{holds no load of its slot}}
+    hopper.ring.fill %q[%u] : !q {
+    }
+  }
+  return
+}
+
+// -----
+
+!q = !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 196608, empty = 196616, arrivals = 256, cluster = 1>
+
+func.func @in_producer(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %u: i32) {
+  %q = hopper.ring.create %smem : !q
+  hopper.warp_specialize producer regs 24 {
+    // expected-error @+1 {{must be inside the consumers region of hopper.warp_specialize}}
+    hopper.ring.fill %q[%u] : !q {
+      hopper.load_tile %map[%u, %u, %u] into %q[%u] rows 64 cols 128 : bf16, !q
+    }
+  } consumers(%cw of 2) regs 240 {
+  }
+  return
+}
+
+
+// -----
+
+func.func @uniform_in_thread(%u: i32) {
+  hopper.warp_specialize producer regs 24 {
+    hopper.producer_thread {
+      // expected-error @+1 {{inside hopper.producer_thread, where one lane runs: the value is its own}}
+      %x = hopper.warp_uniform %u : i32
+    }
+  } consumers(%cw of 2) regs 240 {
+  }
+  return
+}
+
+// -----
+
+!q = !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 196608, empty = 196616, arrivals = 256, cluster = 1>
+
+// A call is followed into its callee: a read-only one is recomputed, a
+// recursive one refused.
+// CHECK-LABEL: func.func @calls
+// CHECK: hopper.producer_thread {
+// CHECK-NEXT: %[[R:.*]] = func.call @row_of(
+// CHECK-NEXT: hopper.ring.producer_acquire
+// CHECK-NEXT: hopper.load_tile %{{.*}}[%[[R]],
+func.func private @row_of(%x: i32) -> i32 {
+  %c64 = arith.constant 64 : i32
+  %r = arith.muli %x, %c64 : i32
+  return %r : i32
+}
+func.func @calls(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %u: i32) {
+  %q = hopper.ring.create %smem : !q
+  hopper.warp_specialize producer regs 24 {
+  } consumers(%cw of 2) regs 240 {
+    %row = func.call @row_of(%u) : (i32) -> i32
+    hopper.ring.fill %q[%u] : !q {
+      hopper.load_tile %map[%row, %u, %u] into %q[%u] rows 64 cols 128 : bf16, !q
+    }
+  }
+  return
+}
+
+// -----
+
+!q = !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 196608, empty = 196616, arrivals = 256, cluster = 1>
+
+func.func private @forever(%x: i32) -> i32 {
+  %r = func.call @forever(%x) : (i32) -> i32
+  return %r : i32
+}
+func.func @recursive(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %u: i32) {
+  %q = hopper.ring.create %smem : !q
+  hopper.warp_specialize producer regs 24 {
+  } consumers(%cw of 2) regs 240 {
+    %row = func.call @forever(%u) : (i32) -> i32
+    // expected-error @+1 {{needs 'func.call', which the producer thread cannot run again for itself}}
+    hopper.ring.fill %q[%u] : !q {
+      hopper.load_tile %map[%row, %u, %u] into %q[%u] rows 64 cols 128 : bf16, !q
+    }
+  }
+  return
+}
