@@ -167,7 +167,7 @@ func.func @side_effect(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %u: i32) {
   hopper.warp_specialize producer regs 24 {
   } consumers(%cw of 2) regs 240 {
     %lane0 = nvvm.shfl.sync idx %u, %u, %u, %u : i32 -> i32
-    // expected-error @+1 {{needs 'nvvm.shfl.sync', which the producer thread cannot run again for itself (it writes memory, synchronizes or is warp-wide)}}
+    // expected-error @+1 {{needs 'nvvm.shfl.sync', which the producer thread cannot run again for itself: 'nvvm.shfl.sync' may write memory, synchronize or need the whole warp}}
     hopper.ring.fill %q[%u] : !q {
       hopper.load_tile %map[%lane0, %u, %u] into %q[%u] rows 64 cols 128 : bf16, !q
     }
@@ -205,7 +205,7 @@ func.func @other_slot(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %u: i32, %v: i32) {
   %q = hopper.ring.create %smem : !q
   hopper.warp_specialize producer regs 24 {
   } consumers(%cw of 2) regs 240 {
-    // expected-error @+1 {{a load inside fills another ring slot than the fill's}}
+    // expected-error @+1 {{holds a load into another ring or slot than its own}}
     hopper.ring.fill %q[%u] : !q {
       hopper.load_tile %map[%u, %u, %u] into %q[%v] rows 64 cols 128 : bf16, !q
     }
@@ -286,6 +286,10 @@ func.func @uniform_in_thread(%u: i32) {
 // CHECK-NEXT: %[[R:.*]] = func.call @row_of(
 // CHECK-NEXT: hopper.ring.producer_acquire
 // CHECK-NEXT: hopper.load_tile %{{.*}}[%[[R]],
+// ... and the consumers lose the call with the fill.
+// CHECK: consumers(
+// CHECK-NOT: func.call
+// CHECK: return
 func.func private @row_of(%x: i32) -> i32 {
   %c64 = arith.constant 64 : i32
   %r = arith.muli %x, %c64 : i32
@@ -319,6 +323,194 @@ func.func @recursive(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %u: i32) {
     // expected-error @+1 {{needs 'func.call', which the producer thread cannot run again for itself}}
     hopper.ring.fill %q[%u] : !q {
       hopper.load_tile %map[%row, %u, %u] into %q[%u] rows 64 cols 128 : bf16, !q
+    }
+  }
+  return
+}
+
+// -----
+
+!q = !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 196608, empty = 196616, arrivals = 256, cluster = 1>
+
+// Fills in an else branch only: the producer's scf.if has an empty then.
+// Two hopper.warp_specialize ops: each its own producer.
+// CHECK-LABEL: func.func @else_only
+// CHECK: hopper.producer_thread {
+// CHECK-NEXT: scf.if %{{.*}} {
+// CHECK-NEXT: } else {
+// CHECK-NEXT: hopper.ring.producer_acquire
+// CHECK-NEXT: hopper.load_tile %{{.*}}[%[[ROW:[^,]*]],
+// CHECK: hopper.producer_thread {
+// CHECK-NEXT: hopper.ring.producer_acquire
+func.func @else_only(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %u: i32, %c: i1) {
+  %q = hopper.ring.create %smem : !q
+  hopper.warp_specialize producer regs 24 {
+  } consumers(%cw of 2) regs 240 {
+    scf.if %c {
+      hopper.ring.consumer_wait %q[%u] : !q
+    } else {
+      hopper.ring.fill %q[%u] : !q {
+        hopper.load_tile %map[%u, %u, %u] into %q[%u] rows 64 cols 128 : bf16, !q
+      }
+    }
+  }
+  hopper.warp_specialize producer regs 24 {
+  } consumers(%cw of 2) regs 240 {
+    hopper.ring.fill %q[%u] : !q {
+      hopper.load_tile %map[%u, %u, %u] into %q[%u] rows 64 cols 128 : bf16, !q
+    }
+  }
+  return
+}
+
+// -----
+
+!q = !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 196608, empty = 196616, arrivals = 256, cluster = 1>
+
+func.func @structure_result(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %u: i32, %c: i1) {
+  %q = hopper.ring.create %smem : !q
+  hopper.warp_specialize producer regs 24 {
+  } consumers(%cw of 2) regs 240 {
+    %r = scf.if %c -> (i32) {
+      hopper.ring.fill %q[%u] : !q {
+        hopper.load_tile %map[%u, %u, %u] into %q[%u] rows 64 cols 128 : bf16, !q
+      }
+      scf.yield %u : i32
+    } else {
+      scf.yield %u : i32
+    }
+    // expected-error @+1 {{needs a result of 'scf.if', which holds ring fills}}
+    hopper.ring.fill %q[%r] : !q {
+      hopper.load_tile %map[%u, %u, %u] into %q[%r] rows 64 cols 128 : bf16, !q
+    }
+  }
+  return
+}
+
+// -----
+
+!q = !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 196608, empty = 196616, arrivals = 256, cluster = 1>
+
+func.func @write(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %u: i32, %p: !llvm.ptr<1>) {
+  %q = hopper.ring.create %smem : !q
+  hopper.warp_specialize producer regs 24 {
+  } consumers(%cw of 2) regs 240 {
+    %n = scf.execute_region -> i32 {
+      llvm.store %u, %p : i32, !llvm.ptr<1>
+      scf.yield %u : i32
+    }
+    // expected-error @+1 {{needs 'scf.execute_region', which the producer thread cannot run again for itself: 'llvm.store' touches memory or synchronizes}}
+    hopper.ring.fill %q[%u] : !q {
+      hopper.load_tile %map[%n, %u, %u] into %q[%u] rows 64 cols 128 : bf16, !q
+    }
+  }
+  return
+}
+
+// -----
+
+!q = !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 196608, empty = 196616, arrivals = 256, cluster = 1>
+
+func.func @shared_read(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %u: i32) {
+  %q = hopper.ring.create %smem : !q
+  hopper.warp_specialize producer regs 24 {
+  } consumers(%cw of 2) regs 240 {
+    hopper.ring.consumer_wait %q[%u] : !q
+    %n = llvm.load %smem : !llvm.ptr<3> -> i32
+    // expected-error @+1 {{needs 'llvm.load', which the producer thread cannot run again for itself: 'llvm.load' reads shared or generic memory}}
+    hopper.ring.fill %q[%u] : !q {
+      hopper.load_tile %map[%n, %u, %u] into %q[%u] rows 64 cols 128 : bf16, !q
+    }
+  }
+  return
+}
+
+// -----
+
+!q = !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 196608, empty = 196616, arrivals = 256, cluster = 1>
+
+func.func @thread_index(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %u: i32) {
+  %q = hopper.ring.create %smem : !q
+  hopper.warp_specialize producer regs 24 {
+  } consumers(%cw of 2) regs 240 {
+    %t = nvvm.read.ptx.sreg.tid.x : i32
+    // expected-error @+1 {{needs 'nvvm.read.ptx.sreg.tid.x', which the producer thread cannot run again for itself: 'nvvm.read.ptx.sreg.tid.x' is the thread's own}}
+    hopper.ring.fill %q[%u] : !q {
+      hopper.load_tile %map[%t, %u, %u] into %q[%u] rows 64 cols 128 : bf16, !q
+    }
+  }
+  return
+}
+
+// -----
+
+!q = !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 196608, empty = 196616, arrivals = 256, cluster = 1>
+
+func.func @thread_index_above(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %u: i32) {
+  %q = hopper.ring.create %smem : !q
+  %t = nvvm.read.ptx.sreg.tid.x : i32
+  %row = arith.addi %t, %u : i32
+  hopper.warp_specialize producer regs 24 {
+  } consumers(%cw of 2) regs 240 {
+    // expected-error @+1 {{needs a value defined above the roles from the thread's own index}}
+    hopper.ring.fill %q[%u] : !q {
+      hopper.load_tile %map[%row, %u, %u] into %q[%u] rows 64 cols 128 : bf16, !q
+    }
+  }
+  return
+}
+
+// -----
+
+!q = !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 196608, empty = 196616, arrivals = 256, cluster = 1>
+
+func.func private @lane0(%x: i32) -> i32 {
+  %r = hopper.warp_uniform %x : i32
+  return %r : i32
+}
+func.func @uniform_in_callee(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %u: i32) {
+  %q = hopper.ring.create %smem : !q
+  hopper.warp_specialize producer regs 24 {
+  } consumers(%cw of 2) regs 240 {
+    %row = func.call @lane0(%u) : (i32) -> i32
+    // expected-error @+1 {{a called function shuffles a warp}}
+    hopper.ring.fill %q[%u] : !q {
+      hopper.load_tile %map[%row, %u, %u] into %q[%u] rows 64 cols 128 : bf16, !q
+    }
+  }
+  return
+}
+
+// -----
+
+!q = !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 196608, empty = 196616, arrivals = 256, cluster = 1>
+
+func.func @barrier_in_fill(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %u: i32) {
+  %q = hopper.ring.create %smem : !q
+  hopper.warp_specialize producer regs 24 {
+  } consumers(%cw of 2) regs 240 {
+    // expected-error @+1 {{holds 'nvvm.barrier0', which the producer thread cannot run}}
+    hopper.ring.fill %q[%u] : !q {
+      nvvm.barrier0
+      hopper.load_tile %map[%u, %u, %u] into %q[%u] rows 64 cols 128 : bf16, !q
+    }
+  }
+  return
+}
+
+// -----
+
+!q = !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 196608, empty = 196616, arrivals = 256, cluster = 1>
+
+func.func @second_thread(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %u: i32) {
+  %q = hopper.ring.create %smem : !q
+  // expected-error @+1 {{has ring fills and a hopper.producer_thread}}
+  hopper.warp_specialize producer regs 24 {
+    hopper.producer_thread {
+    }
+  } consumers(%cw of 2) regs 240 {
+    hopper.ring.fill %q[%u] : !q {
+      hopper.load_tile %map[%u, %u, %u] into %q[%u] rows 64 cols 128 : bf16, !q
     }
   }
   return

@@ -247,8 +247,9 @@ LogicalResult RingFillOp::verify() {
     if (!ring)
       return WalkResult::advance();
     if (ring != getRing() || slot != getSlot())
-      return emitOpError("a load inside fills another ring slot than ")
-             << "the fill's";
+      return emitOpError("holds a load into another ring or slot than its "
+                         "own (the load must name the fill's ring and slot "
+                         "values)");
     ++loads;
     return WalkResult::advance();
   });

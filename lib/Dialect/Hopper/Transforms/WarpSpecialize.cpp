@@ -14,6 +14,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
@@ -30,43 +31,89 @@ using namespace fa3::hopper;
 
 namespace {
 
-/// Whether the producer thread may run `op` again for itself: arithmetic
-/// and reads only. A write, a barrier or a warp-wide instruction (a
-/// shuffle: one lane runs the producer thread) would change what the
-/// kernel does. Calls are followed into their callee (`callees`: those
-/// on the way, so that a recursive one ends the walk).
-bool repeatable(Operation *root,
-                SmallPtrSetImpl<Operation *> &callees) {
-  WalkResult w = root->walk([&](Operation *op) -> WalkResult {
-    if (isa<WarpUniformOp>(op))
-      return WalkResult::advance(); // becomes its operand in the producer
+/// Whether `op` reads which thread runs it: the producer thread computing
+/// it again would get its own index, not the consumers'.
+bool readsThreadIndex(Operation *op) {
+  if (isa<NVVM::ThreadIdXOp, NVVM::ThreadIdYOp, NVVM::ThreadIdZOp,
+          NVVM::LaneIdOp, NVVM::WarpIdOp, gpu::ThreadIdOp, gpu::LaneIdOp>(op))
+    return true;
+  auto isFrag = [](Type t) { return isa<FragmentType>(t); };
+  // a warpgroup's registers: each thread holds its own part
+  return llvm::any_of(op->getOperandTypes(), isFrag) ||
+         llvm::any_of(op->getResultTypes(), isFrag);
+}
+
+/// Why the producer thread may not run `root` again for itself, or "" if
+/// it may: arithmetic, reads of global or constant memory (which no role
+/// writes while the kernel runs), calls of functions that do only that.
+/// Shared memory is the rings' (a read there would not wait for the
+/// data); a write, a barrier or a warp-wide instruction (one lane runs the
+/// producer thread) would change what the kernel does; so would a value of
+/// the thread's own. `callees`: the functions on the way, so that a
+/// recursive one ends the walk.
+std::string whyNotRepeatable(Operation *root, bool inCallee,
+                             SmallPtrSetImpl<Operation *> &callees) {
+  std::string why;
+  root->walk([&](Operation *op) -> WalkResult {
+    if (readsThreadIndex(op)) {
+      why = "'" + op->getName().getStringRef().str() +
+            "' is the thread's own (the producer thread is another)";
+      return WalkResult::interrupt();
+    }
+    if (isa<WarpUniformOp>(op)) {
+      // dropped where the pass clones it; a callee keeps its shuffle
+      if (inCallee)
+        why = "a called function shuffles a warp (one lane runs the "
+              "producer thread)";
+      return why.empty() ? WalkResult::advance() : WalkResult::interrupt();
+    }
     if (auto call = dyn_cast<func::CallOp>(op)) {
       auto f = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
           op, call.getCalleeAttr());
-      if (!f || f.isExternal() || !callees.insert(f).second)
-        return WalkResult::interrupt();
-      bool ok = repeatable(f, callees);
-      callees.erase(f);
-      return ok ? WalkResult::advance() : WalkResult::interrupt();
+      if (!f || f.isExternal())
+        why = "it calls a function without a body";
+      else if (!callees.insert(f).second)
+        why = "it calls a function that calls itself";
+      else {
+        why = whyNotRepeatable(f, /*inCallee=*/true, callees);
+        callees.erase(f);
+      }
+      return why.empty() ? WalkResult::advance() : WalkResult::interrupt();
     }
-    if (auto a = dyn_cast<LLVM::InlineAsmOp>(op))
-      return a.getHasSideEffects() ? WalkResult::interrupt()
-                                   : WalkResult::advance();
+    if (auto load = dyn_cast<LLVM::LoadOp>(op)) {
+      unsigned space =
+          cast<LLVM::LLVMPointerType>(load.getAddr().getType())
+              .getAddressSpace();
+      if (space != 1 && space != 4)
+        why = "'llvm.load' reads shared or generic memory (the consumers "
+              "read it only after their waits)";
+      return why.empty() ? WalkResult::advance() : WalkResult::interrupt();
+    }
+    if (auto a = dyn_cast<LLVM::InlineAsmOp>(op)) {
+      if (a.getHasSideEffects())
+        why = "'llvm.inline_asm' has side effects";
+      return why.empty() ? WalkResult::advance() : WalkResult::interrupt();
+    }
     if (auto mem = dyn_cast<MemoryEffectOpInterface>(op)) {
-      SmallVector<MemoryEffects::EffectInstance> effects;
-      mem.getEffects(effects);
-      for (const auto &e : effects)
-        if (!isa<MemoryEffects::Read>(e.getEffect()))
-          return WalkResult::interrupt();
-      return WalkResult::advance();
+      if (!mem.hasNoEffect())
+        why = "'" + op->getName().getStringRef().str() +
+              "' touches memory or synchronizes";
+      return why.empty() ? WalkResult::advance() : WalkResult::interrupt();
     }
-    // An op whose effects are those of its regions: the walk visits them.
+    // an op whose effects are those of its regions: the walk visits them
     if (op->hasTrait<OpTrait::HasRecursiveMemoryEffects>() ||
         isa<func::FuncOp>(op))
       return WalkResult::advance();
-    return WalkResult::interrupt(); // effects unknown
+    why = "'" + op->getName().getStringRef().str() +
+          "' may write memory, synchronize or need the whole warp";
+    return WalkResult::interrupt();
   });
-  return !w.wasInterrupted();
+  return why;
+}
+
+std::string whyNotRepeatable(Operation *op) {
+  SmallPtrSet<Operation *, 4> callees;
+  return whyNotRepeatable(op, /*inCallee=*/false, callees);
 }
 
 /// The producer thread's program for one hopper.warp_specialize.
@@ -75,10 +122,13 @@ public:
   explicit Splitter(WarpSpecializeOp ws) : ws(ws) {}
 
   LogicalResult run() {
-    Region &consumers = ws.getConsumer();
-    consumers.walk([&](RingFillOp f) { fills.push_back(f); });
+    ws.getConsumer().walk([&](RingFillOp f) { fills.push_back(f); });
     if (fills.empty())
       return success();
+    if (!ws.getProducer().front().getOps<ProducerThreadOp>().empty())
+      return ws.emitOpError("has ring fills and a hopper.producer_thread: "
+                            "the fills' program would be a second one on "
+                            "the same thread");
     if (failed(collect()))
       return failure();
     build();
@@ -94,16 +144,60 @@ private:
   /// Ops whose results the fills (or the structure) need: cloned whole.
   DenseSet<Operation *> compute;
   SmallVector<Operation *> computeInOrder;
+  /// Values defined above the roles, found alike in every thread.
+  DenseSet<Value> uniformAbove;
 
   bool inConsumers(Operation *op) {
     return ws.getConsumer().isAncestor(op->getParentRegion());
   }
 
+  /// An error at `user`, which `fill` needs.
+  InFlightDiagnostic refuse(Operation *user, RingFillOp fill) {
+    InFlightDiagnostic d = user->emitOpError();
+    if (user != fill.getOperation())
+      d.attachNote(fill.getLoc()) << "needed by this ring fill";
+    return d;
+  }
+
+  /// Whether a value defined above the roles is the same in every thread
+  /// (the producer thread computed its own copy of it before the split).
+  bool sameInEveryThread(Value v) {
+    SmallVector<Value> work = {v};
+    DenseSet<Value> seen;
+    while (!work.empty()) {
+      Value x = work.pop_back_val();
+      if (uniformAbove.contains(x) || !seen.insert(x).second)
+        continue;
+      Operation *def = x.getDefiningOp();
+      if (!def)
+        continue; // a kernel parameter
+      bool own = false;
+      def->walk([&](Operation *op) {
+        if (readsThreadIndex(op))
+          own = true;
+      });
+      if (own)
+        return false;
+      work.append(def->operand_begin(), def->operand_end());
+      llvm::SetVector<Value> above;
+      for (Region &r : def->getRegions())
+        getUsedValuesDefinedAbove(r, above);
+      work.append(above.begin(), above.end());
+    }
+    uniformAbove.insert(seen.begin(), seen.end());
+    return true;
+  }
+
   LogicalResult collect() {
-    SmallVector<std::pair<Value, Operation *>> work; // value, who needs it
-    auto need = [&](ValueRange vals, Operation *user) {
+    struct Need {
+      Value value;
+      Operation *user;
+      RingFillOp fill;
+    };
+    SmallVector<Need> work;
+    auto need = [&](ValueRange vals, Operation *user, RingFillOp f) {
       for (Value v : vals)
-        work.push_back({v, user});
+        work.push_back({v, user, f});
     };
     for (RingFillOp f : fills) {
       for (Operation *p = f->getParentOp(); p != ws.getOperation();
@@ -117,53 +211,81 @@ private:
           continue;
         if (auto loop = dyn_cast<scf::ForOp>(p))
           need({loop.getLowerBound(), loop.getUpperBound(), loop.getStep()},
-               p);
+               p, f);
         else
-          need(cast<scf::IfOp>(p).getCondition(), p);
+          need(cast<scf::IfOp>(p).getCondition(), p, f);
       }
-      need({f.getRing(), f.getSlot()}, f);
+      // its body: the slot's loads and what chooses between them, run by
+      // the producer thread as they stand
+      WalkResult body = f.getBody().walk([&](Operation *op) -> WalkResult {
+        if (isa<LoadTileOp, LoadPagedTileOp, scf::IfOp, scf::YieldOp,
+                gpu::YieldOp>(op))
+          return WalkResult::advance();
+        std::string why = whyNotRepeatable(op);
+        if (why.empty())
+          return WalkResult::advance();
+        f.emitOpError("holds '")
+            << op->getName() << "', which the producer thread cannot run: "
+            << why;
+        return WalkResult::interrupt();
+      });
+      if (body.wasInterrupted())
+        return failure();
+      need({f.getRing(), f.getSlot()}, f, f);
       llvm::SetVector<Value> above;
       getUsedValuesDefinedAbove(f.getBody(), above);
-      need(above.getArrayRef(), f);
+      need(above.getArrayRef(), f, f);
     }
     while (!work.empty()) {
-      auto [v, user] = work.pop_back_val();
+      Need n = work.pop_back_val();
+      Value v = n.value;
       if (auto arg = dyn_cast<BlockArgument>(v)) {
         Operation *owner = arg.getOwner()->getParentOp();
         if (owner == ws.getOperation())
-          return user->emitOpError("needs the consumer index, which the "
-                                   "producer thread does not have");
+          return refuse(n.user, n.fill)
+                 << "needs the consumer index, which the producer thread "
+                    "does not have";
         if (!ws->isAncestor(owner))
-          continue; // defined above the roles: visible to both
+          continue; // a kernel parameter or a block argument above the roles
         auto loop = dyn_cast<scf::ForOp>(owner);
         if (loop && structure.contains(owner) &&
             arg == loop.getInductionVar())
           continue;
         if (structure.contains(owner) || !compute.contains(owner))
-          return user->emitOpError("needs a value carried by '")
-                 << owner->getName()
-                 << "' (the producer recomputes what fills need; it "
-                    "cannot recompute loop-carried values)";
+          return refuse(n.user, n.fill)
+                 << "needs a value carried by '" << owner->getName()
+                 << "' (the producer recomputes what fills need; it cannot "
+                    "recompute loop-carried values)";
         continue; // a region argument inside an op cloned whole
       }
       Operation *def = v.getDefiningOp();
-      if (!inConsumers(def) || compute.contains(def))
+      if (!inConsumers(def)) {
+        if (!sameInEveryThread(v))
+          return refuse(n.user, n.fill)
+                 << "needs a value defined above the roles from the "
+                    "thread's own index (the producer thread's would "
+                    "differ)";
+        continue;
+      }
+      if (compute.contains(def))
         continue;
       if (structure.contains(def))
-        return user->emitOpError("needs a result of '")
-               << def->getName() << "', which holds ring fills";
-      SmallPtrSet<Operation *, 4> callees;
-      if (!repeatable(def, callees))
-        return user->emitOpError("needs '")
-               << def->getName()
-               << "', which the producer thread cannot run again for itself "
-                  "(it writes memory, synchronizes or is warp-wide)";
+        return refuse(n.user, n.fill)
+               << "needs a result of '" << def->getName()
+               << "', which holds ring fills";
+      std::string why = whyNotRepeatable(def);
+      if (!why.empty())
+        return refuse(n.user, n.fill)
+               << "needs '" << def->getName()
+               << "', which the producer thread cannot run again for "
+                  "itself: "
+               << why;
       compute.insert(def);
-      need(def->getOperands(), def);
+      need(def->getOperands(), def, n.fill);
       llvm::SetVector<Value> above;
       for (Region &r : def->getRegions())
         getUsedValuesDefinedAbove(r, above);
-      need(above.getArrayRef(), def);
+      need(above.getArrayRef(), def, n.fill);
     }
     ws.getConsumer().walk<WalkOrder::PreOrder>([&](Operation *op) {
       if (compute.contains(op))
@@ -187,6 +309,7 @@ private:
             b, loc, map.lookupOrDefault(loop.getLowerBound()),
             map.lookupOrDefault(loop.getUpperBound()),
             map.lookupOrDefault(loop.getStep()));
+        copy.setUnsignedCmp(loop.getUnsignedCmp());
         map.map(loop.getInductionVar(), copy.getInductionVar());
         OpBuilder::InsertionGuard g(b);
         b.setInsertionPoint(copy.getBody()->getTerminator());
@@ -229,12 +352,13 @@ private:
     });
   }
 
-  /// The consumers without the fills and what only the fills needed.
+  /// The consumers without the fills and what only the fills needed (each
+  /// of those ops was found free of effects beyond reads of global memory).
   void cleanUp() {
     for (RingFillOp f : fills)
       f.erase();
     for (Operation *op : llvm::reverse(computeInOrder))
-      if (op->use_empty() && (isOpTriviallyDead(op) || isa<WarpUniformOp>(op)))
+      if (op->use_empty())
         op->erase();
   }
 };

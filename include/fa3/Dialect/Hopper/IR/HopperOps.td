@@ -248,7 +248,8 @@ def Hopper_WarpUniformOp : Hopper_Op<"warp_uniform"> {
   }];
   let arguments = (ins I32:$value);
   let results = (outs I32:$result);
-  let assemblyFormat = "$value attr-dict `:` type($result)";  let hasVerifier = 1;
+  let assemblyFormat = "$value attr-dict `:` type($result)";
+  let hasVerifier = 1;
 }
 
 // Pointers of the LLVM dialect by address space (the kernel's parameters

@@ -28,9 +28,14 @@ def HopperWarpSpecialize : Pass<"hopper-warp-specialize"> {
     The producer thread thus issues slot after slot as the consumers use
     them, and runs ahead of them by the ring's depth. Refused with the
     reason: a fill that needs the consumer index, a loop-carried value, a
-    result of control flow that holds fills, or an op the producer thread
-    cannot run again for itself (a write, a barrier, a warp-wide shuffle);
-    a fill inside control flow other than scf.for and scf.if.
+    result of control flow that holds fills, a value of the thread's own
+    (its index, a register fragment; also where computed above the roles),
+    or an op the producer thread cannot run again for itself (a write, a
+    read of shared memory, a barrier, a warp-wide shuffle, a call of a
+    function without a body or of one that calls itself); a fill inside
+    control flow other than scf.for and scf.if; a fill whose body holds
+    more than its loads and what chooses between them; ring fills beside a
+    hopper.producer_thread already built.
   }];
   let dependentDialects = ["::mlir::scf::SCFDialect"];
 }
