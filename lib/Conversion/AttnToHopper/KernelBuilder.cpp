@@ -892,6 +892,10 @@ void KernelBuilder::epilogue(Value m, Value l, Value o, const TileCoords &c,
 }
 
 void KernelBuilder::producer(Value cta) {
+  // (a persistent kernel's: with one tile per CTA, hopper-warp-specialize
+  // builds the producer thread from the consumers' ring fills; split-KV
+  // kernels are never persistent, checkSupported)
+  assert(cfg.persistent && !cfg.splitKv && "the persistent producer");
   // The tile grid, computed in each role: a value computed before the
   // role split would live across the producer's setmaxnreg (24 registers)
   // and ptxas would spill it there.
@@ -914,11 +918,8 @@ void KernelBuilder::producer(Value cta) {
     // GQA: kv head = q head / (Hq / Hkv) (GQA packing: the tile's head)
     Value hkv = cfg.packGqa ? pc.head : bin<arith::DivUIOp>(pc.head, grp);
     Tile tl = schedule(pc, /*warpUniform=*/false);
-    scf::IfOp live = openSequenceGuard(tl);
-    if (cfg.persistent) {
-      Value words[] = {pTile, tl.m0, tl.head, tl.bidx};
-      storeWords4(q.slot, words);
-    }
+    Value words[] = {pTile, tl.m0, tl.head, tl.bidx};
+    storeWords4(q.slot, words);
     // the Q tile (hopper-async-copy writes its TMA transfer)
     // (GQA packing: Q's tensor map has a box of group heads x block_m /
     // group queries, the tile's packed rows in order)
@@ -933,9 +934,6 @@ void KernelBuilder::producer(Value cta) {
     // keep in the producer's 24 registers.
     Value gEnd = bin<arith::AddIOp>(pG, tl.nblk);
     Value blk0 = bin<arith::SubIOp>(tl.lo, pG);
-    // The decoding kernel's cache may be paged: this batch's row of the
-    // page table (null: a contiguous cache)
-    Value pages = cfg.splitKv ? pageTableRow(tl.bidx) : Value();
     auto loop = scf::ForOp::create(b, loc, pG, gEnd, i32(1));
     {
       OpBuilder::InsertionGuard g(b);
@@ -947,21 +945,20 @@ void KernelBuilder::producer(Value cta) {
       // K and V of the block (with multicast, each CTA of the cluster
       // loads half of the boxes into both CTAs' rings: hopper-async-copy)
       ringOp<RingProducerAcquireOp>(kRing, pu);
-      loadKv(param("mapK"), kvrow, hkv, batch, kRing, pu, cfg.tileD(), pages,
-             tl.skv);
+      loadTile(param("mapK"), kvrow, hkv, batch, kRing, pu, cfg.blockN,
+               cfg.tileD());
       ringOp<RingProducerAcquireOp>(vRing, pu);
-      loadKv(param("mapV"), kvrow, hkv, batch, vRing, pu, cfg.tileDv(), pages,
-             tl.skv);
+      loadTile(param("mapV"), kvrow, hkv, batch, vRing, pu, cfg.blockN,
+               cfg.tileDv());
     }
-    closeSequenceGuard(live);
     Value next;
-    if (cfg.persistent && cfg.clusterM == 2) {
+    if (cfg.clusterM == 2) {
       // Static: the two CTAs of a cluster must take the two m-blocks of a
       // pair in step (grid and m-block count are even, so tile and tile +
       // gridDim.x keep their parity). Every full-mask tile costs the same.
       next = TileNextOp::create(b, loc, pTile, TileSchedule::static_stride,
                                 Value());
-    } else if (cfg.persistent) {
+    } else {
       // Claimed once this tile's loads are issued, i.e. about when the CTA
       // can start it: claiming at the start of a tile would reserve work for
       // a CTA that is busy for the whole (causal: long) tile.
@@ -971,7 +968,7 @@ void KernelBuilder::producer(Value cta) {
     }
     closeTileLoop(next, pK, gEnd);
   }
-  if (cfg.persistent) {
+  {
     // no tile left: tell the consumers (id = tiles, no load)
     Value k = tileLoop.getResult(1);
     QSlot q = qSlot(k);
@@ -988,7 +985,7 @@ void KernelBuilder::producer(Value cta) {
       producerCommit(vRing, u, 0);
     }
   }
-  if (cfg.persistent && cfg.clusterM == 1) {
+  if (cfg.clusterM == 1) {
     // the last CTA to finish fetching resets the counters for the next launch
     TileCounterResetOp::create(b, loc, param("tileCounter"));
   }
