@@ -2045,6 +2045,7 @@ static fa3rt_status launch_append(const fa3rt_kernel *k, const fa3rt_fwd_args *a
   B = L->B;
   Snew = L->snew;
   Hkv = L->Hkv;
+  Skv = L->Skv;
   void *params[] = {
 #define FA3RT_FWD_APPEND_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning) &name,
 #include "fa3rt_abi.def"

@@ -1111,11 +1111,13 @@ def _check_cache_seqlens(torch, fn, cache_seqlens, device, B, Skv, snew=0):
     or an int32 [B] CUDA tensor on q's device (contiguous). An int n (FA3
     takes one: every batch's length) is checked against Skv: n = Skv is
     None, else a tensor filled with n. A tensor's values are read on the GPU
-    only (0 to Skv: the caller's contract, as in FlashAttention). snew > 0:
+    only (0 to Skv: the caller's contract, as in FlashAttention; the kernel
+    clamps one outside it, so nothing past the cache is read). snew > 0:
     that many new rows are appended after each batch's cache_seqlens[b]
     (_check_append), so an int is checked against Skv - snew and always
     becomes a tensor (the append reads where its rows go), and a tensor's
-    values must be 0 to Skv - snew (the caller's contract)."""
+    values must be 0 to Skv - snew (the caller's contract; the append writes
+    no row at or past Skv)."""
     if cache_seqlens is None:
         return None
     if not isinstance(cache_seqlens, torch.Tensor):
@@ -1431,7 +1433,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
     number of valid keys, the first cache_seqlens[b] rows of its Skv (an
     int32 [B] tensor on q's device, or an int for every batch, as in FA3;
     None: all Skv). Its values must be 0 to Skv: they are read on the GPU
-    only (the caller's contract, as in FlashAttention); the split heuristic
+    only (the caller's contract, as in FlashAttention; one outside is
+    clamped to 0 .. Skv, so no key past the cache is read); the split heuristic
     still sizes the splits by Skv, the cache's capacity. Causal and windows
     are bottom-right aligned to each batch's length L = cache_seqlens[b] (or
     Skv): query i sees the keys up to L - Sq + i. Returns o [B, Sq, Hq, Dv],
@@ -1464,7 +1467,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
     to that length). ``cache_seqlens`` is required with them (as in FA3)
     and is not modified: the caller advances it. Its values must leave room
     for the new rows, cache_seqlens[b] + Snew <= Skv (an int is checked, a
-    tensor's values are the caller's contract, read on the GPU only). k_cache
+    tensor's values are the caller's contract, read on the GPU only: rows
+    that would land at or past Skv are not written). k_cache
     and v_cache must have a contiguous last dim (they are written, not
     copied); k and v any strides with a contiguous last dim (copied where
     their rows are not 16-byte aligned). k and v must be given together;

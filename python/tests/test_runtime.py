@@ -791,7 +791,7 @@ def test_append_plan_through_ctypes(rt):
         "vNewStrideS", "vNewStrideH", "kCache", "kCacheStrideB", "kCacheStrideS",
         "kCacheStrideH", "vCache", "vCacheStrideB", "vCacheStrideS", "vCacheStrideH",
         "pageTable", "pageTableStride", "pageSize", "cacheSeqlens", "seqlensOut", "B", "Snew",
-        "Hkv"]
+        "Hkv", "Skv"]
     assert F.FWD_APPEND_THREADS == 256
     f = rt.parse_facts_c(DEC_FACTS)
 

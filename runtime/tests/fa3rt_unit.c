@@ -1405,6 +1405,32 @@ static void test_append_plan(void) {
   EXPECT(fa3rt_fwd_plan(&fwd, &a, &L) == FA3RT_OK && L.snew == 0 && L.append_grid == 0);
 }
 
+/* fa3rt_fwd with new rows against the fake driver: <kernel>_append, then
+   the attention, and the append's parameters by the names of
+   fa3rt_abi.def (Skv: the rows it may write, no further). */
+static void test_append_launch(void) {
+  const char cubin[16] = {0};
+  fa3rt_kernel *k = NULL;
+  fake_reset(1);
+  EXPECT(fa3rt_kernel_load_data(cubin, sizeof cubin, kDecFacts, strlen(kDecFacts), &k) ==
+         FA3RT_OK);
+  if (!k) {
+    fake_reset(0);
+    return;
+  }
+  memset(&g_append, 0, sizeof g_append);
+  fa3rt_fwd_args a = append_args(3, 5);
+  a.num_splits = 1; /* no workspaces */
+  EXPECT(fa3rt_fwd(k, &a, NULL) == FA3RT_OK);
+  EXPECT(g_launches[H_APPEND] == 1 && g_launches[H_MAIN] == 1);
+  EXPECT(g_append.B == 3 && g_append.Snew == 5 && g_append.Hkv == 8 && g_append.Skv == 4096);
+  EXPECT(g_append.kNew == 0xa00000 && g_append.vNew == 0xb00000 &&
+         g_append.cacheSeqlens == 0x800000 && g_append.seqlensOut == 0xc00000 &&
+         g_append.pageTable == 0 && g_append.pageTableStride == 0);
+  fa3rt_kernel_destroy(k);
+  fake_reset(0);
+}
+
 /* FP8 kernels (facts `dtype e4m3`): q, k, v float8_e4m3fn (1 byte), o bf16,
    f32 descale factors. */
 static const char *kFp8Facts =
@@ -2127,6 +2153,7 @@ int main(void) {
   test_decode_plan();
   test_paged_plan();
   test_append_plan();
+  test_append_launch();
   test_fp8_facts();
   test_fp8_plan();
   test_no_gpu();

@@ -44,6 +44,13 @@ typedef struct quantize_params {
 #include "fa3rt_abi.def"
 } quantize_params;
 static quantize_params g_quantize[2];
+/* the decoding kernels' _append: its parameters at its last launch */
+typedef struct append_params {
+#define FA3RT_FWD_APPEND_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning) \
+  c_type name;
+#include "fa3rt_abi.def"
+} append_params;
+static append_params g_append;
 static unsigned g_q_grid[3], g_q_block[3];
 /* the last cuMemsetD32Async's value and count */
 static unsigned g_memset32_value;
@@ -304,6 +311,12 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned in
     g_grid[0] = gridDimX, g_grid[1] = gridDimY, g_grid[2] = gridDimZ;
     g_block[0] = blockDimX, g_block[1] = blockDimY, g_block[2] = blockDimZ;
     g_smem = sharedMemBytes;
+  }
+  if (f == FAKE_FN(H_APPEND)) {
+    size_t i = 0;
+#define FA3RT_FWD_APPEND_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning) \
+  memcpy(&g_append.name, kernelParams[i++], sizeof g_append.name);
+#include "fa3rt_abi.def"
   }
   if (f == FAKE_FN(H_QUANTIZE)) {
     quantize_params *q = &g_quantize[(g_launches[H_QUANTIZE] - 1) % 2];

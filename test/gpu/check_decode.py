@@ -94,17 +94,25 @@ CASES = [
      True),
     ("128k GQA 32/8, heuristic", 1, 1, 32, 8, 131072, 0, None, True),
     ("128k ragged GQA 64/8, heuristic", 2, 1, 64, 8, 131072, 0, [4096, 131071], True),
+    # outside 0 .. Skv (the caller's contract): the kernel clamps, so no
+    # tile reads past the cache and the result is the clamped lengths'
+    ("out-of-range cache_seqlens -7, 1000, 2^31-1 of 300: clamped, Sq 4 GQA 32/8, 3 splits", 3,
+     4, 32, 8, 300, 3, [-7, 1000, 2**31 - 1], True),
 ]
 # the other head dims: a decoding step, speculative rows over MQA, ragged
 # lengths through the heuristic's splits and through 128 splits
 QUICK_CASES = ["decode GQA 32/8, heuristic", "odd Sq 17 MQA 16/1, 3 splits",
-               "ragged cache_seqlens GQA 32/8, heuristic", "ragged Sq 4 GQA 64/8, 128 splits"]
+               "ragged cache_seqlens GQA 32/8, heuristic", "ragged Sq 4 GQA 64/8, 128 splits",
+               "out-of-range cache_seqlens -7, 1000, 2^31-1 of 300: clamped, Sq 4 GQA 32/8, "
+               "3 splits"]
 # small ones for compute-sanitizer: every path (1 split, a few, more splits
 # than kv blocks, lengths 0 and 1, rows without keys)
 SANITIZE_CASES = [
     ("small ragged Sq 4 GQA 16/2, 3 splits", 3, 4, 16, 2, 300, 3, [0, 1, 300], True),
     ("small MHA 8/8, 1 split", 2, 1, 8, 8, 200, 1, None, True),
     ("small GQA 32/8, 128 splits", 1, 1, 32, 8, 1023, 128, [517], False),
+    ("small out-of-range cache_seqlens -7, 1000 of 300, 3 splits", 2, 1, 16, 2, 300, 3,
+     [-7, 1000], True),
 ]
 LONG = 131072
 
@@ -166,6 +174,11 @@ APPEND_CASES = [
     # zero new rows: nothing appended, the attention on cache_seqlens alone
     ("append Snew 0: GQA 16/2, heuristic", 3, 1, 16, 2, 1023, 0, [0, 500, 1023], 0, True,
      None),
+    # outside the caller's contract: rows at or past the cache are not
+    # written (a negative count: none), the attention over the clamped
+    # lengths
+    ("append out of range: cache_seqlens -3, 298, 1000 of 300, Snew 5, 3 splits", 3, 1, 16, 2,
+     300, 3, [-3, 298, 1000], 5, True, None),
 ]
 for _ps in (16, 64, 256):
     APPEND_CASES += [
@@ -178,6 +191,8 @@ APPEND_SANITIZE_CASES = [
     ("small append paged 16: Snew 5 across a page, Sq 5 GQA 16/2, 3 splits", 3, 5, 16, 2, 300,
      3, [0, 14, 299], 5, True, 16),
     ("small append Snew 1: MHA 8/8, 1 split", 2, 1, 8, 8, 200, 1, [0, 199], 1, True, None),
+    ("small append out of range: cache_seqlens -3, 198 of 200, Snew 5", 2, 1, 8, 8, 200, 1,
+     [-3, 198], 5, True, None),
 ]
 
 
@@ -217,14 +232,20 @@ def paged_cases(kf, sanitize=False):
     return [c for c in cs if takes_page_size(kf, page_size_of(kf, c))]
 
 
+def clamped(n, Skv):
+    """A key count as the kernel reads it: clamped to 0 .. Skv."""
+    return min(max(int(n), 0), Skv)
+
+
 def lengths(case):
-    """Each batch's key count of a case: its cache_seqlens, else Skv."""
+    """Each batch's key count of a case: its cache_seqlens (clamped to 0 ..
+    Skv, as the kernel does), else Skv."""
     _, B, _, _, _, Skv, _, lens, _ = case
     if lens is None:
         return [Skv] * B
     if isinstance(lens, int):
-        return [lens] * B
-    return list(lens)
+        return [clamped(lens, Skv)] * B
+    return [clamped(n, Skv) for n in lens]
 
 
 def resolved_splits(kf, case, sms):
@@ -437,24 +458,28 @@ def append_inputs(kf, case, gen):
         k = check_fwd.rand((B, Skv, Hkv, D), dt, gen)
         v = check_fwd.rand((B, Skv, Hkv, Dv), dt, gen)
         for b, n in enumerate(lens):
-            k[b, n:] = 8.0
-            v[b, n:] = 100.0
+            k[b, clamped(n, Skv):] = 8.0
+            v[b, clamped(n, Skv):] = 100.0
     else:
         Skv = -(-cap // ps) * ps
         k, v, table, _, _ = paged_inputs(kf, B, Hkv, Skv, ps, lens, gen)
     return q, k, v, kn, vn, table, Skv
 
 
-def appended(k, v, kn, vn, lens, table, ps):
+def appended(k, v, kn, vn, lens, table, ps, Skv):
     """The caches (or pools) k, v after the append, by torch: batch b's new
     row s at its row lens[b] + s, through the page table where given (row r
-    in page table[b, r // ps] at r % ps); every other element as it was."""
+    in page table[b, r // ps] at r % ps), where that row lies in the cache
+    (0 .. Skv - 1; a negative lens[b] writes none, as its unsigned reading
+    in the kernel); every other element as it was."""
     ek, ev = k.clone(), v.clone()
     lens = [int(n) for n in lens]
     pages = None if table is None else table.cpu().tolist()
     for b, n in enumerate(lens):
         for s in range(kn.shape[1]):
             r = n + s
+            if n < 0 or r >= Skv:
+                continue
             if pages is None:
                 ek[b, r], ev[b, r] = kn[b, s], vn[b, s]
             else:
@@ -495,7 +520,7 @@ def run_append_case(kf, case, seed, sms):
     dt = check_fwd.TORCH_DTYPE[kf.dtype]
     gen = torch.Generator(device="cuda").manual_seed(seed)
     q, k, v, kn, vn, table, Skv = append_inputs(kf, case, gen)
-    ek, ev = appended(k, v, kn, vn, lens, table, ps)
+    ek, ev = appended(k, v, kn, vn, lens, table, ps, Skv)
     seqlens = seqlens_arg(lens)
     kept = seqlens.clone()
     Dv = kf.head_dim_v
@@ -515,7 +540,7 @@ def run_append_case(kf, case, seed, sms):
                                            return_softmax_lse=with_lse, **kw)
     torch.cuda.synchronize()
     wrong2 = (wrong_rows(k, ek), wrong_rows(v, ev))
-    L = [n + snew for n in lens]
+    L = [clamped(n + snew, Skv) for n in lens]
     r3 = torch_api.flash_attn_with_kvcache(q, k, v, cache_seqlens=seqlens_arg(L),
                                            page_table=table, num_splits=num_splits,
                                            return_softmax_lse=with_lse, **kw)
@@ -597,7 +622,7 @@ def check_graph_append(kf, sms, paged):
             lens.add_(snew)
             before = og.clone()
         k0, v0 = k.clone(), v.clone()
-        ek, ev = appended(k0, v0, kn, vn, lens.tolist(), table, ps)
+        ek, ev = appended(k0, v0, kn, vn, lens.tolist(), table, ps, Skv)
         graph.replay()
         torch.cuda.synchronize()
         oe, le = call(k0, v0)
@@ -654,7 +679,7 @@ def check_compiled_append(kf, paged):
         return o.float() * 2, lse, first.float() * 2, o2
 
     torch._dynamo.reset()
-    ek, ev = appended(k, v, kn, vn, lens.tolist(), table, ps)
+    ek, ev = appended(k, v, kn, vn, lens.tolist(), table, ps, Skv)
     k1, v1, k2, v2 = k.clone(), v.clone(), k.clone(), v.clone()
     eager = f(q, k1, v1, kn, vn, lens, table)
     got = torch.compile(f, fullgraph=True)(q, k2, v2, kn, vn, lens, table)

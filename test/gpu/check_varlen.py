@@ -42,17 +42,21 @@ from fa3.torch_api import flash_attn_varlen_func  # noqa: E402
 # (label, query lengths, key lengths, Hq, Hkv, extra): key length None =
 # the query lengths; extra: "used" = seqused_k below a padded cache's
 # capacity, "pad" = rows past the last sequence, "over" = max_seqlen_q
-# larger than the packed rows (FlashAttention takes an over-estimate)
+# larger than the packed rows (FlashAttention takes an over-estimate),
+# "clamp" = seqused_k outside 0 .. the sequence's keys (against the
+# caller's contract: the kernel clamps it, reading no other sequence's keys)
 CASES = [
     ("ragged self", [0, 1, 17, 1000, 4096], None, 4, 2, ""),
     ("ragged cross", [1, 17, 1000, 4096, 0, 5], [4096, 1000, 17, 1, 5, 0], 4, 2, ""),
     ("MQA 8/1", [300, 129, 128, 513], [257, 1, 700, 128], 8, 1, "pad"),
     ("GQA seqused_k", [64, 200, 1, 333], [500, 17, 64, 1000], 4, 4, "used"),
     ("max_seqlen_q over Tq", [300, 17, 129], None, 4, 1, "over"),
+    ("seqused_k out of range: clamped", [64, 200, 1, 333], [500, 17, 64, 1000], 4, 2, "clamp"),
 ]
 SANITIZE_CASES = [
     ("small ragged", [0, 1, 17, 200], [5, 130, 17, 0], 2, 1, "pad"),
     ("small used", [70, 3], [200, 90], 2, 2, "used"),
+    ("small seqused_k out of range", [70, 3], [200, 90], 2, 2, "clamp"),
 ]
 
 
@@ -62,6 +66,11 @@ def run_case(kf, case, seed):
     dt = check_fwd.TORCH_DTYPE[kf.dtype]
     gen = torch.Generator(device="cuda").manual_seed(seed)
     cap = [n + (37 if extra == "used" else 0) for n in lk]   # cache capacity per sequence
+    given = lk
+    if extra == "clamp":
+        # past the sequence's keys, or negative: read as clamped to 0 .. cap
+        given = [n + 40 if s % 2 == 0 else -5 for s, n in enumerate(cap)]
+        lk = [min(max(u, 0), c) for u, c in zip(given, cap)]
     cu_q = [0]
     for n in lq:
         cu_q.append(cu_q[-1] + n)
@@ -76,7 +85,8 @@ def run_case(kf, case, seed):
     dev = q.device
     cq = torch.tensor(cu_q, dtype=torch.int32, device=dev)
     ck = torch.tensor(cu_k, dtype=torch.int32, device=dev)
-    used = torch.tensor(lk, dtype=torch.int32, device=dev) if extra == "used" else None
+    used = (torch.tensor(given, dtype=torch.int32, device=dev)
+            if extra in ("used", "clamp") else None)
 
     def call():
         # the outputs poisoned: an element not written stays NaN

@@ -86,6 +86,13 @@ private:
                                    globalAt(param("cacheSeqlens"), bi, 4),
                                    /*alignment=*/4);
     Value row = bin<arith::AddIOp>(ext64(n), s);
+    // Rows past the cache are not written (a count beyond the cache, or a
+    // negative one, which reads as a large unsigned one).
+    Value inCache = cmpi(CmpIPredicate::ult, row, ext64(param("Skv")));
+    OpBuilder::InsertionGuard inside(b);
+    auto guard = scf::IfOp::create(b, loc, TypeRange{}, inCache,
+                                   /*withElseRegion=*/false);
+    b.setInsertionPoint(guard.thenBlock()->getTerminator());
     Value paged = isGiven(param("pageTable"));
     auto place = ifElse(
         paged, TypeRange{i64T, i64T},

@@ -401,10 +401,16 @@ private:
     return seq;
   }
   /// Sequence (batch) b's keys: seqUsedK[b] where the launch gives the
-  /// array, else `otherwise`. `warpUniform`: see sequence.
+  /// array, else `otherwise`, the keys it has; a count outside 0 ..
+  /// `otherwise` is clamped, so that no tile reads past the keys (a cache's
+  /// fill is the caller's to keep in range, as in FlashAttention; the
+  /// clamp keeps a wrong one inside the cache). `warpUniform`: see
+  /// sequence.
   Value usedKeys(Value bidx, Value otherwise, bool warpUniform) {
-    return loadOptional(
+    Value n = loadOptional(
         "seqUsedK", i32T, [&] { return bidx; }, otherwise, warpUniform);
+    n = bin<arith::MaxSIOp>(n, i32(0));
+    return bin<arith::MinSIOp>(n, otherwise);
   }
   /// Element index() (built only where the array is given) of the `type`
   /// array that parameter `name` points to, or `otherwise` where the launch

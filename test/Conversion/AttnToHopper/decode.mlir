@@ -40,10 +40,13 @@
 // The batch's keys: seqused_k[b] (a cache's fill) where the launch gives
 // the array, else Skv ...
 // KERNEL: %[[GIVEN:.*]] = llvm.icmp "ne" %arg18, %{{.*}} : !llvm.ptr<1>
-// KERNEL: %[[SKV:.*]] = scf.if %[[GIVEN]] -> (i32) {
+// KERNEL: %[[USED:.*]] = scf.if %[[GIVEN]] -> (i32) {
 // KERNEL: llvm.getelementptr %arg18[%[[BATCH]]]
 // KERNEL: } else {
 // KERNEL: scf.yield %arg9 : i32
+// ... clamped to 0 .. Skv (a count past the cache reads none of it) ...
+// KERNEL: %[[USED0:.*]] = arith.maxsi %[[USED]], %c0_i32 : i32
+// KERNEL-NEXT: %[[SKV:.*]] = arith.minsi %[[USED0]], %arg9 : i32
 // ... and the schedule of the tile's first query (packed row m0 / g) ...
 // KERNEL: %[[Q0:.*]] = arith.divui %m0, %{{.*}} : i32
 // KERNEL: %[[RNG:.*]]:4 = func.call @attn_kernel_kv_range(%[[Q0]], %arg8, %[[SKV]])
@@ -115,7 +118,8 @@
 // <kernel>_append: 16 bytes a thread from k_new's row (b, s, h) into the
 // cache's row cache_seqlens[b] + s, through the page table when there is
 // one (page table[b][row / page_size], row % page_size), then v_new's,
-// then the lengths after the append.
+// then the lengths after the append; no row at or past the cache's Skv is
+// written (a count beyond the cache, or a negative one, writes none there).
 // COMBINE: gpu.func @attn_kernel_append(
 // COMBINE-SAME: nvvm.maxntid = array<i32: 256, 1, 1>
 // COMBINE: scf.for
@@ -123,6 +127,10 @@
 // COMBINE: %[[LEN:.*]] = llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> i32
 // COMBINE: %[[LEN64:.*]] = arith.extui %[[LEN]] : i32 to i64
 // COMBINE: %[[ROW:.*]] = arith.addi %[[LEN64]], %{{.*}} : i64
+// (no row written at or past the cache's Skv, the last parameter)
+// COMBINE: %[[SKV64:.*]] = arith.extui %arg24 : i32 to i64
+// COMBINE: %[[INSIDE:.*]] = arith.cmpi ult, %[[ROW]], %[[SKV64]] : i64
+// COMBINE: scf.if %[[INSIDE]] {
 // COMBINE: %[[PLACE:.*]]:2 = scf.if %{{.*}} -> (i64, i64) {
 // COMBINE: arith.divui %[[ROW]], %{{.*}} : i64
 // COMBINE: %[[PAGE:.*]] = llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> i32

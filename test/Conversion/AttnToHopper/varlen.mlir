@@ -54,10 +54,13 @@
 // CHECK: %[[SQ:.*]] = arith.subi %[[Q1]], %[[Q0]] : i32
 // CHECK: %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr<1>
 // CHECK: %[[GIVEN:.*]] = llvm.icmp "ne" %arg18, %[[NULL]]
-// CHECK: %[[SKV:.*]] = scf.if %[[GIVEN]] -> (i32) {
+// CHECK: %[[USED:.*]] = scf.if %[[GIVEN]] -> (i32) {
 // CHECK:   llvm.getelementptr %arg18[%[[SEQ]]]
 // CHECK: } else {
 // CHECK:   scf.yield %[[NK]] : i32
+// ... clamped to the sequence's keys (0 .. NK: no tile reads another's)
+// CHECK: %[[USED0:.*]] = arith.maxsi %[[USED]], %c0_i32 : i32
+// CHECK-NEXT: %[[SKV:.*]] = arith.minsi %[[USED0]], %[[NK]] : i32
 // CHECK: func.call @varlen_kernel_kv_range(%[[M0]], %[[SQ]], %[[SKV]])
 // CHECK: %[[LIVE:.*]] = arith.cmpi slt, %[[M0]], %[[SQ]] : i32
 // CHECK: scf.if %[[LIVE]] {
@@ -75,7 +78,9 @@
 // CHECK: %[[CQ0:.*]] = hopper.warp_uniform %[[CQ0L]] : i32
 // CHECK: arith.subi
 // CHECK: %[[CSQ:.*]] = arith.subi
-// CHECK: %[[CSKV:.*]] = scf.if
+// CHECK: scf.if
+// CHECK: arith.maxsi
+// CHECK-NEXT: %[[CSKV:.*]] = arith.minsi
 // CHECK: %[[CLIVE:.*]] = arith.cmpi slt, %{{.*}}, %[[CSQ]] : i32
 // CHECK: scf.if %[[CLIVE]] {
 // CHECK: hopper.mask {{.*}} visible @varlen_kernel_visible_cols(%[[CSQ]], %[[CSKV]])
