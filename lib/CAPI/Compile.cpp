@@ -86,14 +86,19 @@ Fa3AttentionSpec fa3AttentionSpecDefault(void) {
   return s;
 }
 
-/// The launch facts as "key value" lines (format: docs/runtime.md): version
-/// 2 for a deterministic backward kernel, which a version-1 reader (one
-/// that skips the key) must refuse: its dQ workspace is larger (fa3rt.h,
-/// FA3RT_FACTS_VERSION); version 1 for the rest.
+/// The launch facts as "key value" lines (format: docs/runtime.md), with the
+/// lowest version whose readers launch the kernel right (fa3rt.h,
+/// FA3RT_FACTS_VERSION): 3 for a decoding kernel (split_kv), whose
+/// <kernel>_append takes Skv last, which a version-2 runtime would not
+/// pass; 2 for a deterministic backward kernel, whose dQ workspace is
+/// larger than a version-1 reader (one that skips the key) would make it;
+/// 1 for the rest.
 static std::string factsText(DictionaryAttr d) {
   auto det = d.getAs<BoolAttr>("deterministic");
-  std::string out = det && det.getValue() ? "fa3-kernel-facts 2\n"
-                                          : "fa3-kernel-facts 1\n";
+  auto split = d.getAs<BoolAttr>("split_kv");
+  std::string out = split && split.getValue() ? "fa3-kernel-facts 3\n"
+                    : det && det.getValue()   ? "fa3-kernel-facts 2\n"
+                                              : "fa3-kernel-facts 1\n";
   llvm::raw_string_ostream os(out);
   for (NamedAttribute a : d) {
     os << a.getName().getValue() << " ";

@@ -940,7 +940,8 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: in
     cu_seqlens_q / cu_seqlens_k: int32 [B + 1] on that device, sequence s has
     the rows cu_seqlens_q[s] .. cu_seqlens_q[s + 1] of q and the rows from
     cu_seqlens_k[s] of k and v, ``seqused_k[s]`` of them when given (int32
-    [B]), else up to cu_seqlens_k[s + 1]. Lengths 0 and 1 are allowed.
+    [B]; one outside 0 .. the sequence's keys is clamped into it), else up
+    to cu_seqlens_k[s + 1]. Lengths 0 and 1 are allowed.
     ``max_seqlen_q`` must be at least every sequence's query count (it sizes
     the tile grid: the m-blocks of the longest sequence, per head and
     sequence; tiles past a sequence's end are skipped); ``max_seqlen_k`` is

@@ -68,15 +68,22 @@ extern "C" {
  * need it).
  * 0.9: deterministic backward kernels (facts `deterministic 1`):
  * fa3rt_facts gains deterministic at its end; their dq_accum holds a turn
- * counter per dQ tile after the tiles (fa3rt_bwd_launch.dq_accum_words). */
+ * counter per dQ tile after the tiles (fa3rt_bwd_launch.dq_accum_words).
+ * 0.10: a decoding kernel's <kernel>_append takes Skv last and writes no
+ * row at or past it; the attention kernels clamp seqUsedK to 0 .. the
+ * keys. Decoding kernels' facts are version 3 (older runtimes refuse
+ * them); this runtime refuses append kernels built before (their
+ * parameters, cuFuncGetParamInfo). */
 #define FA3RT_VERSION_MAJOR 0
-#define FA3RT_VERSION_MINOR 9
+#define FA3RT_VERSION_MINOR 10
 /* Highest version of the facts file format this runtime reads. Version 2:
  * a deterministic backward kernel's (`deterministic 1`), whose dq_accum is
  * larger: a version-1 reader, which skips keys it does not know, must
  * refuse it rather than launch it on a workspace without its turn
- * counters. Every other kernel is written as version 1. */
-#define FA3RT_FACTS_VERSION 2
+ * counters. Version 3: a decoding kernel's (`split_kv 1`), whose
+ * <kernel>_append takes Skv last: an older runtime would launch it one
+ * parameter short. Every other kernel is written as version 1. */
+#define FA3RT_FACTS_VERSION 3
 /* Largest softmax scale taken (facts `scale`, fa3rt_fwd_args.softmax_scale),
  * the compiler's limit too: scale * log2(e), the kernel's f32 parameter, stays
  * finite with room for the scores it multiplies (1e300 would be inf: NaN). */

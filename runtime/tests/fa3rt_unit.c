@@ -166,11 +166,14 @@ static void test_facts(void) {
   EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS, "is not the ABI"));
   t = facts_with("window_right", "window_right 5");
   EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS, "causal 1 needs window_right 0"));
-  t = facts_with("fa3-kernel-facts", "fa3-kernel-facts 3");
+  t = facts_with("fa3-kernel-facts", "fa3-kernel-facts 4");
   EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS, "newer than this runtime"));
-  /* version 2: what the compiler writes for a deterministic kernel */
+  /* version 2: what the compiler writes for a deterministic kernel; 3 for
+     a decoding one */
   t = facts_with("fa3-kernel-facts", "fa3-kernel-facts 2");
   EXPECT(fa3rt_facts_parse(t, strlen(t), &f) == FA3RT_OK && f.version == 2);
+  t = facts_with("fa3-kernel-facts", "fa3-kernel-facts 3");
+  EXPECT(fa3rt_facts_parse(t, strlen(t), &f) == FA3RT_OK && f.version == 3);
   t = facts_with("fa3-kernel-facts", NULL);
   EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS, "not a facts file"));
   t = facts_with("threads", "threads 384\nthreads 256");
@@ -225,7 +228,7 @@ static void test_facts_grammar(void) {
   FACTS_ERR("grid", "grid tiles\nfa3-kernel-facts 1", "duplicate key 'fa3-kernel-facts'");
   FACTS_ERR("grid", "grid tiles\x01", "byte 0x01 at column 11 is not printable ASCII");
   FACTS_ERR("grid", "grid tiles # caf\xc3\xa9", "byte 0xc3 at column 17");
-  FACTS_ERR("fa3-kernel-facts", "fa3-kernel-facts 0", "version: 0 is out of range (1 to 2)");
+  FACTS_ERR("fa3-kernel-facts", "fa3-kernel-facts 0", "version: 0 is out of range (1 to 3)");
   FACTS_ERR("fa3-kernel-facts", "fa3-kernel-facts +1", "version: '+1' is not an integer");
 #undef FACTS_ERR
   /* accepted: -0 is 0, subnormals and underflow to 0 are numbers, edges of ranges */
@@ -398,7 +401,7 @@ static void test_plan(void) {
   BAD_FACTS(g.softcap = -1, "facts.softcap: -1 is out of range");
   BAD_FACTS(g.persistent = 7, "facts.grid: not tiles or persistent");
   BAD_FACTS(g.dtype = (fa3rt_dtype)9, "facts.dtype: not bf16, f16 or e4m3");
-  BAD_FACTS(g.version = 0, "facts.version: 0 is out of range (1 to 2)");
+  BAD_FACTS(g.version = 0, "facts.version: 0 is out of range (1 to 3)");
   BAD_FACTS(memset(g.kernel, 'x', sizeof g.kernel), "facts.kernel: not a C identifier");
   BAD_FACTS(g.kernel[0] = 0, "facts.kernel: not a C identifier");
   BAD_FACTS(strcpy(g.cubin, "../x.cubin"), "facts.cubin: not a file name");

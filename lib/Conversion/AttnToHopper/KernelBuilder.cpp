@@ -901,7 +901,8 @@ void KernelBuilder::producer(Value cta) {
   // (a persistent kernel's: with one tile per CTA, hopper-warp-specialize
   // builds the producer thread from the consumers' ring fills; split-KV
   // kernels are never persistent, checkSupported)
-  assert(cfg.persistent && !cfg.splitKv && "the persistent producer");
+  assert(cfg.persistent && !cfg.splitKv && !cfg.packGqa &&
+         "the persistent producer");
   // The tile grid, computed in each role: a value computed before the
   // role split would live across the producer's setmaxnreg (24 registers)
   // and ptxas would spill it there.
@@ -921,8 +922,8 @@ void KernelBuilder::producer(Value cta) {
     // to hold the decoded tile across it. The consumers are in the last
     // tile's tail and epilogue meanwhile.
     TileCoords pc = coords(pTile, numM);
-    // GQA: kv head = q head / (Hq / Hkv) (GQA packing: the tile's head)
-    Value hkv = cfg.packGqa ? pc.head : bin<arith::DivUIOp>(pc.head, grp);
+    // GQA: kv head = q head / (Hq / Hkv)
+    Value hkv = bin<arith::DivUIOp>(pc.head, grp);
     Tile tl = schedule(pc, /*warpUniform=*/false);
     Value words[] = {pTile, tl.m0, tl.head, tl.bidx};
     storeWords4(q.slot, words);
