@@ -1408,19 +1408,23 @@ static void test_append_plan(void) {
   EXPECT(fa3rt_fwd_plan(&fwd, &a, &L) == FA3RT_OK && L.snew == 0 && L.append_grid == 0);
 }
 
+/* The kernel of `facts` loaded through the fake driver (on, until the
+   caller's fake_reset(0)), or NULL with the driver off again. */
+static fa3rt_kernel *fake_load(const char *facts) {
+  const char cubin[16] = {0};
+  fa3rt_kernel *k = NULL;
+  fake_reset(1);
+  EXPECT(fa3rt_kernel_load_data(cubin, sizeof cubin, facts, strlen(facts), &k) == FA3RT_OK);
+  if (!k) fake_reset(0);
+  return k;
+}
+
 /* fa3rt_fwd with new rows against the fake driver: <kernel>_append, then
    the attention, and the append's parameters by the names of
    fa3rt_abi.def (Skv: the rows it may write, no further). */
 static void test_append_launch(void) {
-  const char cubin[16] = {0};
-  fa3rt_kernel *k = NULL;
-  fake_reset(1);
-  EXPECT(fa3rt_kernel_load_data(cubin, sizeof cubin, kDecFacts, strlen(kDecFacts), &k) ==
-         FA3RT_OK);
-  if (!k) {
-    fake_reset(0);
-    return;
-  }
+  fa3rt_kernel *k = fake_load(kDecFacts);
+  if (!k) return;
   memset(&g_append, 0, sizeof g_append);
   fa3rt_fwd_args a = append_args(3, 5);
   a.num_splits = 1; /* no workspaces */
@@ -1883,15 +1887,9 @@ static void test_fp8_plan(void) {
    parameters it launches with, by the names of fa3rt_abi.def and at the
    positions the .def gives them. */
 static void test_fwd_launch_array(void) {
-  const char cubin[16] = {0};
-  fa3rt_kernel *k = NULL;
-  fake_reset(1);
-  EXPECT(fa3rt_kernel_load_data(cubin, sizeof cubin, kFp8Facts, strlen(kFp8Facts), &k) ==
-         FA3RT_OK);
-  if (!k) {
-    fake_reset(0);
-    return;
-  }
+  const char cubin[16] = {0}; /* for the loads below */
+  fa3rt_kernel *k = fake_load(kFp8Facts);
+  if (!k) return;
   EXPECT(fa3rt_kernel_facts(k)->dtype == FA3RT_E4M3);
   fa3rt_fwd_args a = fp8_args();
   EXPECT(fa3rt_fwd(k, &a, NULL) == FA3RT_OK);

@@ -1148,22 +1148,23 @@ void KernelBuilder::consumers(Value tid, Value cta) {
   // folded into the scores' scale, k's per kv block below; v's multiplies
   // O. A warpgroup whose rows all lie past Sq (a 192-row tile's last ones)
   // reads the last block's: the array has ceil(Sq / 128) blocks.
-  Value qScaleLog2, vDescale, hkvOfTile;
+  // The tile's kv head (GQA packing: the tile's head itself).
+  Value tileHkv = cfg.packGqa ? head : kvHead(head);
+  Value qScaleLog2, vDescale;
   if (cfg.isFp8()) {
-    hkvOfTile = kvHead(head);
     Value lastRow = bin<arith::SubIOp>(sq, i32(1));
     Value row = bin<arith::MinUIOp>(wgRow0, lastRow);
     Value mblk = bin<arith::DivUIOp>(row, i32(128));
     Value qd = descale("qDescale", bidx, head, mblk,
                        {"qDescaleStrideB", "qDescaleStrideH", "qDescaleStrideM"});
     qScaleLog2 = bin<arith::MulFOp>(param("scaleLog2"), qd);
-    vDescale = descale("vDescale", bidx, hkvOfTile, Value(),
+    vDescale = descale("vDescale", bidx, tileHkv, Value(),
                        {"vDescaleStrideB", "vDescaleStrideH", nullptr});
   }
   // Block `blk`'s scale of the scores (FP8: q's descale times the block's
   // k descale), into sl2 and, with softcap, pre.
   auto setBlockScale = [&](Value blk) {
-    Value kd = descale("kDescale", bidx, hkvOfTile, blk,
+    Value kd = descale("kDescale", bidx, tileHkv, blk,
                        {"kDescaleStrideB", "kDescaleStrideH", "kDescaleStrideN"});
     Value s = bin<arith::MulFOp>(qScaleLog2, kd);
     if (cfg.softcap > 0)
@@ -1176,15 +1177,14 @@ void KernelBuilder::consumers(Value tid, Value cta) {
   // thread. (A persistent kernel's producer is built as its own role:
   // producer().)
   const bool fills = !cfg.persistent;
-  Value tileHkv, tileBatch, tileK0, tilePages, tileSkv = skv;
+  Value tileBatch, tilePages;
   if (fills) {
-    tileHkv = cfg.packGqa ? head : kvHead(head);
     tileBatch = packedBatch(bidx);
-    tileK0 = seqK0;
     tilePages = cfg.splitKv ? pageTableRow(bidx) : Value();
     fill(qRing, cq.k, [&] {
-      Value qrow = packedRow(seqQ0, firstQuery(TileCoords{m0, head, bidx, split}));
-      Value qhead = firstHead(TileCoords{m0, head, bidx, split});
+      TileCoords tc{m0, head, bidx, split};
+      Value qrow = packedRow(seqQ0, firstQuery(tc));
+      Value qhead = firstHead(tc);
       loadTile(param("mapQ"), qrow, qhead, tileBatch, qRing, cq.k, cfg.blockM,
                cfg.tileD());
     });
@@ -1195,14 +1195,14 @@ void KernelBuilder::consumers(Value tid, Value cta) {
   auto fillKv = [&](Value t, Value u) {
     Value blk = blockOf(t);
     Value kvrow = bin<arith::MulIOp>(blk, i32(cfg.blockN));
-    kvrow = packedRow(tileK0, kvrow);
+    kvrow = packedRow(seqK0, kvrow);
     fill(kRing, u, [&] {
       loadKv(param("mapK"), kvrow, tileHkv, tileBatch, kRing, u, cfg.tileD(),
-             tilePages, tileSkv);
+             tilePages, skv);
     });
     fill(vRing, u, [&] {
       loadKv(param("mapV"), kvrow, tileHkv, tileBatch, vRing, u,
-             cfg.tileDv(), tilePages, tileSkv);
+             cfg.tileDv(), tilePages, skv);
     });
   };
   // This tile's Q buffer for the S = Q K^T descriptors.

@@ -217,12 +217,9 @@ struct ConvertHopperToNVVMPass
     : public fa3::impl::ConvertHopperToNVVMBase<ConvertHopperToNVVMPass> {
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
-    WalkResult early = getOperation()->walk([](RingFillOp f) {
-      f.emitOpError("has no NVVM form: hopper-warp-specialize moves it into "
-                    "the producer thread");
-      return WalkResult::interrupt();
-    });
-    if (early.wasInterrupted())
+    if (failed(refuseUnmovedFills(getOperation(),
+                                  "has no NVVM form: hopper-warp-specialize "
+                                  "moves it into the producer thread")))
       return signalPassFailure();
     TypeConverter converter;
     converter.addConversion([](Type t) { return t; });

@@ -182,15 +182,18 @@ LogicalResult WarpSpecializeOp::verify() {
 //===----------------------------------------------------------------------===//
 
 /// Whether `op` lies in the producer region of a hopper.warp_specialize.
+Region *fa3::hopper::enclosingRole(Operation *op) {
+  for (Region *r = op->getParentRegion(); r; r = r->getParentRegion())
+    if (isa<WarpSpecializeOp>(r->getParentOp()))
+      return r;
+  return nullptr;
+}
+
 static LogicalResult verifyInProducer(Operation *op) {
-  for (Region *r = op->getParentRegion(); r; r = r->getParentRegion()) {
-    auto ws = dyn_cast<WarpSpecializeOp>(r->getParentOp());
-    if (!ws)
-      continue;
-    if (r == &ws.getProducer())
-      return success();
-    break;
-  }
+  Region *role = enclosingRole(op);
+  if (role &&
+      role == &cast<WarpSpecializeOp>(role->getParentOp()).getProducer())
+    return success();
   return op->emitOpError("must be inside the producer region of "
                          "hopper.warp_specialize (it names threads of the "
                          "producer warpgroup)");

@@ -216,17 +216,20 @@ LogicalResult TransposeStageOp::verify() {
 // hopper.ring.fill
 //===----------------------------------------------------------------------===//
 
+LogicalResult fa3::hopper::refuseUnmovedFills(Operation *root,
+                                              StringRef why) {
+  WalkResult w = root->walk([&](RingFillOp f) {
+    f.emitOpError(why);
+    return WalkResult::interrupt();
+  });
+  return failure(w.wasInterrupted());
+}
+
 LogicalResult RingFillOp::verify() {
   // Before warp specialization: a fill says where the consumers use a slot.
-  bool inConsumers = false;
-  for (Region *r = (*this)->getParentRegion(); r; r = r->getParentRegion()) {
-    auto ws = dyn_cast<WarpSpecializeOp>(r->getParentOp());
-    if (!ws)
-      continue;
-    inConsumers = r == &ws.getConsumer();
-    break;
-  }
-  if (!inConsumers)
+  Region *role = enclosingRole(*this);
+  if (!role ||
+      role != &cast<WarpSpecializeOp>(role->getParentOp()).getConsumer())
     return emitOpError("must be inside the consumers region of "
                        "hopper.warp_specialize (hopper-warp-specialize moves "
                        "it into the producer)");

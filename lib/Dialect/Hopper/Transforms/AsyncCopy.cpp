@@ -202,12 +202,9 @@ struct HopperAsyncCopyPass
   void runOnOperation() override {
     // A fill's loads are the producer's once hopper-warp-specialize moved
     // them there; their transfers would not belong in the consumers.
-    WalkResult early = getOperation()->walk([](RingFillOp f) {
-      f.emitOpError("is still in the consumers' program: run "
-                    "hopper-warp-specialize before hopper-async-copy");
-      return WalkResult::interrupt();
-    });
-    if (early.wasInterrupted())
+    if (failed(refuseUnmovedFills(
+            getOperation(), "is still in the consumers' program: run "
+                            "hopper-warp-specialize before hopper-async-copy")))
       return signalPassFailure();
     SmallVector<LoadTileOp> loads;
     getOperation()->walk([&](LoadTileOp op) { loads.push_back(op); });

@@ -38,6 +38,16 @@ int64_t namedBarrierBase(BarrierKind kind, int64_t consumers);
 mlir::LogicalResult verifyConsumerIndex(mlir::Operation *op,
                                         mlir::Value consumer,
                                         int64_t consumers);
+
+/// The region of the innermost hopper.warp_specialize that holds `op` (its
+/// producer or its consumers region), or null outside every one.
+mlir::Region *enclosingRole(mlir::Operation *op);
+
+/// Refuses every hopper.ring.fill under `root` that hopper-warp-specialize
+/// has not moved into the producer (`why`: what the calling pass would do
+/// wrong with it); success when there is none.
+mlir::LogicalResult refuseUnmovedFills(mlir::Operation *root,
+                                       llvm::StringRef why);
 } // namespace fa3::hopper
 
 #endif
