@@ -2,8 +2,8 @@
 // levels (docs/design.md), each level visible with --mlir-print-ir-after-all:
 // the op with its configuration, the tile level, the hopper ops (the
 // consumers' math on register fragments, the kv loop block after block,
-// the producer's tiles of ring slots, or with one tile per CTA the ring
-// fills in the consumers' program and then the producer thread that
+// the ring fills in the consumers' program, a persistent CTA's claim of
+// its next tile among them, and then the producer thread that
 // hopper-warp-specialize builds from them), their TMA transfers, the kv loop's
 // software pipeline (intra-warpgroup overlap), the ping-pong, NVVM,
 // and the tensor maps by value.
@@ -33,16 +33,25 @@
 // CHECK: attn.tile_finalize
 // CHECK: IR Dump After ConvertAttnToHopper (convert-attn-to-hopper)
 // CHECK: hopper.warp_specialize producer regs 24 {
-// CHECK: hopper.load_tile
-// CHECK: } consumers(%{{.*}} of 2) regs 240 {
+// CHECK-NEXT: } consumers(%{{.*}} of 2) regs 240 {
 // CHECK-NOT: turn[
+// CHECK: hopper.ring.fill
+// CHECK: hopper.tile_claim
+// CHECK: hopper.ring.publish
+// CHECK: hopper.load_tile
 // CHECK: scf.for
+// CHECK: hopper.ring.fill
 // CHECK: hopper.wgmma.ss
 // CHECK: hopper.softmax_step
 // CHECK: hopper.wgmma.rs
 // CHECK: } {hopper.overlap}
 // CHECK: } {hopper.pingpong}
 // CHECK: IR Dump After HopperWarpSpecialize (hopper-warp-specialize)
+// CHECK: hopper.producer_thread {
+// CHECK: hopper.ring.producer_acquire
+// CHECK-NEXT: hopper.tile_claim
+// CHECK: } consumers(
+// CHECK-NOT: hopper.ring.fill
 // CHECK: IR Dump After HopperAsyncCopy (hopper-async-copy)
 // CHECK: hopper.ring.producer_commit
 // CHECK-NEXT: hopper.tma_load

@@ -255,8 +255,10 @@ private:
     return inlineAsm(i32T, ValueRange{addr}, "ld.shared.u32 $0, [$1];",
                      "=r,r");
   }
-  Value loadWord(Value addr) {
-    Value w = loadSharedWord(addr);
+  /// Word `word` of the tile words published with Q's slot k at `slot`.
+  Value publishedWord(Value k, Value slot, int64_t word) {
+    Value w = RingPublishedOp::create(b, loc, qRing, k, slot,
+                                      static_cast<uint64_t>(word));
     if (cfg.qBuffers == 1)
       return w;
     // Lane 0's value, so that ptxas knows it is warp-uniform: loaded from a
@@ -266,13 +268,14 @@ private:
     return laneZero(w);
   }
 
-  /// The persistent tile loop (scf.while) that openTileLoop opened.
+  /// The persistent tile loop (scf.while) that openTileLoop or
+  /// openClaimLoop opened.
   scf::WhileOp tileLoop;
-  /// Opens the loop over this CTA's tiles when persistent (carrying the tile
-  /// count k, for the Q barriers' phase, and the K/V ring slot g); otherwise
-  /// the CTA's one tile is ctaid.x with k = g = 0. Returns (tile, k, g).
-  /// Consumers wait for the tile's Q (and with it its id) in the loop
-  /// condition.
+  /// Opens the loop over this CTA's tiles in FP8's persistent kernels, as
+  /// a loop of each role (carrying the tile count k, for the Q barriers'
+  /// phase, and the K/V ring slot g); with one tile per CTA, the CTA's one
+  /// tile is ctaid.x with k = g = 0. Returns (tile, k, g). Consumers wait
+  /// for the tile's Q (and with it its id) in the loop condition.
   std::tuple<Value, Value, Value> openTileLoop(bool producer, Value cta,
                                                Value tiles) {
     if (!cfg.persistent)
@@ -296,7 +299,7 @@ private:
       Value k0 = before->getArgument(0);
       QSlot q = qSlot(k0);
       ringOp<RingConsumerWaitOp>(qRing, q.k);
-      Value t = loadWord(q.slot);
+      Value t = publishedWord(q.k, q.slot, 0);
       Value more = cmpi(CmpIPredicate::slt, t, tiles);
       Value args[] = {t, k0, before->getArgument(1)};
       scf::ConditionOp::create(b, loc, more, args);
@@ -306,6 +309,110 @@ private:
     return {after->getArgument(0), after->getArgument(1),
             after->getArgument(2)};
   }
+  /// Whether hopper-warp-specialize builds the producer thread from the
+  /// consumers' ring fills: every kernel but FP8's persistent ones, whose
+  /// producer also tells the transposer warps where the tiles end
+  /// (producer()).
+  bool producerFromFills() const { return !(cfg.persistent && cfg.isFp8()); }
+
+  /// The branch of claimLoop's body that runs a claimed tile.
+  scf::IfOp claimedTile;
+  /// A persistent CTA's loop over the tiles it claims, written as the
+  /// consumers' program: each turn fills Q's slot k with the k-th tile's Q
+  /// and its published words (claimQ), waits for it and runs the tile
+  /// while its id is below `tiles` (carrying k and the K/V ring slot g;
+  /// one region, so that every read of the published words stands after
+  /// the fill that publishes them). Returns (k, g) in the tile's branch;
+  /// closeClaimLoop closes it.
+  std::pair<Value, Value> openClaimLoop(Value cta, Value tiles, Value numM) {
+    Type two[] = {i32T, i32T};
+    Value inits[] = {i32(0), i32(0)};
+    tileLoop = scf::WhileOp::create(b, loc, TypeRange(two), inits);
+    Location locs[] = {loc, loc};
+    Block *before = b.createBlock(&tileLoop.getBefore(), {}, two, locs);
+    Value k = before->getArgument(0);
+    QSlot q = qSlot(k);
+    fill(qRing, k, [&] { claimQ(q, cta, tiles, numM); });
+    ringOp<RingConsumerWaitOp>(qRing, k);
+    Value t = publishedWord(k, q.slot, 0);
+    Value more = cmpi(CmpIPredicate::slt, t, tiles);
+    claimedTile = scf::IfOp::create(b, loc, TypeRange{i32T}, more,
+                                    /*withElseRegion=*/true);
+    b.setInsertionPointToStart(claimedTile.elseBlock());
+    scf::YieldOp::create(b, loc, before->getArgument(1));
+    b.setInsertionPointToStart(claimedTile.thenBlock());
+    return {k, before->getArgument(1)};
+  }
+  /// Closes openClaimLoop's loop: g1 is the next tile's first K/V slot.
+  void closeClaimLoop(Value g1) {
+    scf::YieldOp::create(b, loc, g1);
+    b.setInsertionPointAfter(claimedTile);
+    Block *before = tileLoop.getBeforeBody();
+    Value carried[] = {before->getArgument(0), claimedTile.getResult(0)};
+    scf::ConditionOp::create(b, loc, claimedTile.getCondition(), carried);
+    Type two[] = {i32T, i32T};
+    Location locs[] = {loc, loc};
+    Block *after = b.createBlock(&tileLoop.getAfter(), {}, two, locs);
+    Value k1 = bin<arith::AddIOp>(after->getArgument(0), i32(1));
+    Value next[] = {k1, after->getArgument(1)};
+    scf::YieldOp::create(b, loc, next);
+    b.setInsertionPointAfter(tileLoop);
+  }
+  /// The body of Q's fill for slot q.k (the producer thread's): claim the
+  /// CTA's k-th tile, past empty ones in a packed batch; publish {tile,
+  /// m0, head, batch} (a tile id >= tiles: none left); then the tile's Q,
+  /// or for none a plain commit, and the tile counters' reset.
+  void claimQ(const QSlot &q, Value cta, Value tiles, Value numM) {
+    // Static in a cluster: its two CTAs must take the two m-blocks of a
+    // pair in step (grid and m-block count are even, so tile and tile +
+    // gridDim.x keep their parity); every full-mask tile costs the same.
+    // Else dynamic, claimed once the slot is free, i.e. about when the CTA
+    // can start the tile: claiming earlier would reserve work for a CTA
+    // busy with a long (causal) tile.
+    const bool dynamic = cfg.clusterM == 1;
+    Value counter = dynamic ? param("tileCounter") : Value();
+    Value t = TileClaimOp::create(
+        b, loc, q.k, cta,
+        dynamic ? TileSchedule::dynamic : TileSchedule::static_stride,
+        counter);
+    t = liveTile(t, tiles, numM);
+    Value in = cmpi(CmpIPredicate::slt, t, tiles);
+    // Decoded after the acquire: the producer thread has 24 registers, too
+    // few to hold a decoded tile across the wait.
+    SmallVector<Type> four(4, i32T);
+    auto tile = ifElse(
+        in, four,
+        [&]() -> SmallVector<Value> {
+          Tile tl = schedule(coords(t, numM), /*warpUniform=*/false);
+          // (GQA packing: Q's tensor map has a box of group heads x
+          // block_m / group queries, the tile's packed rows in order)
+          Value qrow = packedRow(tl.q0, firstQuery(tl));
+          return {tl.m0, tl.head, tl.bidx, qrow};
+        },
+        [&]() -> SmallVector<Value> {
+          Value z = i32(0);
+          return {z, z, z, z};
+        });
+    TileCoords pc{tile.getResult(0), tile.getResult(1), tile.getResult(2),
+                  Value()};
+    Value words[] = {t, pc.m0, pc.head, pc.bidx};
+    RingPublishOp::create(b, loc, qRing, q.k, q.slot, words);
+    auto load = scf::IfOp::create(b, loc, TypeRange{}, in,
+                                  /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPoint(load.thenBlock()->getTerminator());
+    Value qhead = firstHead(pc);
+    Value batch = packedBatch(pc.bidx);
+    loadTile(param("mapQ"), tile.getResult(3), qhead, batch, qRing, q.k,
+             cfg.blockM, cfg.tileD());
+    b.setInsertionPoint(load.elseBlock()->getTerminator());
+    producerCommit(qRing, q.k, 0);
+    // the last CTA to finish claiming resets the counters for the next
+    // launch
+    if (dynamic)
+      TileCounterResetOp::create(b, loc, counter);
+  }
+
   /// Closes openTileLoop's loop: the next tile (producer), its k and ring slot.
   void closeTileLoop(Value next, Value k, Value g1) {
     if (!cfg.persistent)
@@ -557,7 +664,7 @@ private:
         [&]() -> SmallVector<Value> {
           // Decoded here and again, for a live tile, in the tile loop's
           // body: carrying the decoded tile across the loop would hold it
-          // in the producer's 24 registers (see producer()).
+          // in the producer's 24 registers (see claimQ()).
           TileCoords c = coords(cur, numM);
           fa3::attn::SequenceBounds seq = sequence(c.bidx, /*warpUniform=*/false);
           Value none = cmpi(CmpIPredicate::sge, c.m0, seq.sq);
@@ -576,18 +683,15 @@ private:
   }
 
   /// The published tile (persistent consumers): words {tile, m0, head,
-  /// batch} of the slot at `slot`.
-  TileCoords readCoords(Value slot) {
+  /// batch} published with Q's slot k at `slot`.
+  TileCoords readCoords(Value k, Value slot) {
     // Scalar loads: ptxas keeps their values (and the ring-slot arithmetic
     // derived from them) in uniform registers; from a vector load it did
     // not, and every wgmma waited for an R2UR of its descriptor.
     TileCoords c;
-    Value a = bin<arith::AddIOp>(slot, i32(4));
-    c.m0 = loadWord(a);
-    a = bin<arith::AddIOp>(slot, i32(8));
-    c.head = loadWord(a);
-    a = bin<arith::AddIOp>(slot, i32(12));
-    c.bidx = loadWord(a);
+    c.m0 = publishedWord(k, slot, 1);
+    c.head = publishedWord(k, slot, 2);
+    c.bidx = publishedWord(k, slot, 3);
     return c;
   }
 
@@ -610,8 +714,8 @@ private:
   /// The tile's sequence's first row of q and of k in a packed batch (null
   /// otherwise).
   Value seqQ0, seqK0;
-  /// A persistent kernel's producer thread (with one tile per CTA,
-  /// hopper-warp-specialize builds it from the consumers' ring fills).
+  /// FP8's persistent producer thread (the other kernels' is built by
+  /// hopper-warp-specialize from the consumers' ring fills).
   void producer(Value cta);
   /// FP8: warp `worker` of the producer warpgroup's transposer warps.
   void transposer(Value cta, Value worker);
@@ -898,11 +1002,11 @@ void KernelBuilder::epilogue(Value m, Value l, Value o, const TileCoords &c,
 }
 
 void KernelBuilder::producer(Value cta) {
-  // (a persistent kernel's: with one tile per CTA, hopper-warp-specialize
-  // builds the producer thread from the consumers' ring fills; split-KV
-  // kernels are never persistent, checkSupported)
-  assert(cfg.persistent && !cfg.splitKv && !cfg.packGqa &&
-         "the persistent producer");
+  // (FP8's persistent kernels': hopper-warp-specialize builds the others'
+  // from the consumers' ring fills; split-KV kernels are never
+  // persistent, checkSupported)
+  assert(!producerFromFills() && !cfg.splitKv && !cfg.packGqa &&
+         "FP8's persistent producer");
   // The tile grid, computed in each role: a value computed before the
   // role split would live across the producer's setmaxnreg (24 registers)
   // and ptxas would spill it there.
@@ -1120,19 +1224,28 @@ void KernelBuilder::consumers(Value tid, Value cta) {
     return ms.getResult(0);
   };
 
-  // The tile grid in this role too (see producer); the opaque copy of Sq
-  // keeps LLVM from merging the two roles' copies back above the split.
+  // The tile grid inside the role, so that the producer thread computes
+  // its own copy: a value computed above the role split would live across
+  // the producer's setmaxnreg (24 registers), where ptxas would spill it.
+  // The opaque copy of Sq keeps LLVM from merging the two roles' copies
+  // back above the split.
   auto grid = tileGrid();
   Value numM = grid.getNumM(), tiles = grid.getTiles();
+  // One tile per CTA: the CTA's own. Persistent: the loop over the tiles
+  // the CTA claims, each with its Q through the Q ring.
+  const bool fills = producerFromFills();
   Value cTile, cK, cG;
-  std::tie(cTile, cK, cG) = openTileLoop(/*producer=*/false, cta, tiles);
+  if (cfg.persistent && fills)
+    std::tie(cK, cG) = openClaimLoop(cta, tiles, numM);
+  else
+    std::tie(cTile, cK, cG) = openTileLoop(/*producer=*/false, cta, tiles);
   // this tile's Q ring slot, buffer and published slot
   QSlot cq = qSlot(cK, /*withOffset=*/true);
   scf::IfOp live;
   {
     // persistent: this tile as the producer decoded it; else this CTA's tile
     TileCoords c =
-        cfg.persistent ? readCoords(cq.slot) : coords(cTile, numM);
+        cfg.persistent ? readCoords(cq.k, cq.slot) : coords(cTile, numM);
     Tile tl = schedule(c, /*warpUniform=*/true);
     m0 = tl.m0, head = tl.head, bidx = tl.bidx, split = tl.split,
     lo = tl.lo, ilo = tl.ilo,
@@ -1172,15 +1285,15 @@ void KernelBuilder::consumers(Value tid, Value cta) {
     else
       sl2 = s;
   };
-  // One tile per CTA: the tile's loads stand where the consumers use them
-  // (hopper.ring.fill); hopper-warp-specialize gives them to the producer
-  // thread. (A persistent kernel's producer is built as its own role:
-  // producer().)
-  const bool fills = !cfg.persistent;
+  // The tile's loads stand where the consumers use them (hopper.ring.fill);
+  // hopper-warp-specialize gives them to the producer thread. (FP8's
+  // persistent producer is built as its own role: producer().)
   Value tileBatch, tilePages;
   if (fills) {
     tileBatch = packedBatch(bidx);
     tilePages = cfg.splitKv ? pageTableRow(bidx) : Value();
+  }
+  if (fills && !cfg.persistent) {
     fill(qRing, cq.k, [&] {
       TileCoords tc{m0, head, bidx, split};
       Value qrow = packedRow(seqQ0, firstQuery(tc));
@@ -1233,7 +1346,7 @@ void KernelBuilder::consumers(Value tid, Value cta) {
     if (qFreedAfterStore())
       return;
     if (coordsThroughIf) {
-      TileCoords c = readCoords(cq.slot);
+      TileCoords c = readCoords(cq.k, cq.slot);
       coordsOut.append({c.m0, c.head, c.bidx});
     }
     ringOp<RingConsumerReleaseOp>(qRing, cq.k);
@@ -1352,7 +1465,7 @@ void KernelBuilder::consumers(Value tid, Value cta) {
     TileCoords c = coordsThroughIf ? TileCoords{res.getResult(3),
                                                 res.getResult(4),
                                                 res.getResult(5), Value()}
-                                   : readCoords(cq.slot);
+                                   : readCoords(cq.k, cq.slot);
     m0 = c.m0, head = c.head, bidx = c.bidx;
   }
   Value oFinal = res.getResult(2);
@@ -1365,7 +1478,10 @@ void KernelBuilder::consumers(Value tid, Value cta) {
   Value g1;
   if (cfg.persistent)
     g1 = bin<arith::AddIOp>(cG, nblk);
-  closeTileLoop(Value(), cK, g1);
+  if (cfg.persistent && fills)
+    closeClaimLoop(g1);
+  else
+    closeTileLoop(Value(), cK, g1);
   closeSequenceGuard(live);
   if (cfg.oStore() == KernelConfig::OStore::tma)
     drainBulkReads(ltid); // the last O store's
@@ -1430,7 +1546,7 @@ void KernelBuilder::body() {
     b.createBlock(&ws.getProducer());
     // (one tile per CTA: hopper-warp-specialize builds the producer thread
     // from the consumers' ring fills)
-    if (cfg.persistent)
+    if (!producerFromFills())
       onProducerThread([&] { producer(cta); });
     if (cfg.isFp8())
       onProducerWarps(kTransposeFirstWarp, kTransposeWarps,

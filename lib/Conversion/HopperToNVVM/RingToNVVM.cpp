@@ -237,6 +237,43 @@ struct ConsumerReleaseLowering : OpConversionPattern<RingConsumerReleaseOp> {
   }
 };
 
+/// One st.shared per word (the op's description says why not a vector).
+struct RingPublishLowering : OpConversionPattern<RingPublishOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(RingPublishOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    for (auto [i, w] : llvm::enumerate(adaptor.getWords()))
+      inlineAsm(rewriter, op.getLoc(), Type(), ValueRange{adaptor.getAddr(), w},
+                "st.shared.u32 [$0+" + std::to_string(4 * i) + "], $1;",
+                "r,r", /*sideEffects=*/true);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// ld.shared of the word; an asm with side effects, so that it stays
+/// between the consumers' wait and release.
+struct RingPublishedLowering : OpConversionPattern<RingPublishedOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(RingPublishedOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value addr = adaptor.getAddr();
+    if (op.getWord() != 0) {
+      Value off = i32Const(rewriter, loc, 4 * op.getWord());
+      addr = arith::AddIOp::create(rewriter, loc, addr, off);
+    }
+    Type i32 = rewriter.getI32Type();
+    rewriter.replaceOp(op, inlineAsm(rewriter, loc, i32, addr,
+                                     "ld.shared.u32 $0, [$1];", "=r,r",
+                                     /*sideEffects=*/true)
+                               .getResults());
+    return success();
+  }
+};
+
 struct RingStageLowering : OpConversionPattern<RingStageOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -439,7 +476,8 @@ void fa3::hopper::populateRingToNVVMPatterns(TypeConverter &converter,
   });
   patterns.add<RingCreateLowering, RingInitLowering, ProducerAcquireLowering,
                ProducerCommitLowering, ConsumerWaitLowering,
-               ConsumerReleaseLowering, RingStageLowering, TmaLoadLowering,
+               ConsumerReleaseLowering, RingPublishLowering,
+               RingPublishedLowering, RingStageLowering, TmaLoadLowering,
                TransposeStageLowering>(
       converter, patterns.getContext());
 }

@@ -92,6 +92,45 @@ struct TileNextLowering : OpConversionPattern<TileNextOp> {
   }
 };
 
+/// static: first + k gridDim.x; dynamic: first for k = 0, else the
+/// counter's next (as TileNextLowering takes it).
+struct TileClaimLowering : OpConversionPattern<TileClaimOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(TileClaimOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Type i32 = rewriter.getI32Type();
+    Value k = adaptor.getK(), first = adaptor.getFirst();
+    if (op.getSchedule() == TileSchedule::static_stride) {
+      Value ncta = NVVM::GridDimXOp::create(rewriter, loc, i32);
+      Value stride = arith::MulIOp::create(rewriter, loc, k, ncta);
+      rewriter.replaceOpWithNewOp<arith::AddIOp>(op, first, stride);
+      return success();
+    }
+    Value zero = i32Const(rewriter, loc, 0);
+    Value isFirst =
+        arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, k, zero);
+    auto ifOp = scf::IfOp::create(rewriter, loc, TypeRange{i32}, isFirst,
+                                  /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard g(rewriter);
+      rewriter.setInsertionPointToStart(ifOp.thenBlock());
+      scf::YieldOp::create(rewriter, loc, first);
+      rewriter.setInsertionPointToStart(ifOp.elseBlock());
+      Value one = i32Const(rewriter, loc, 1);
+      Value base = LLVM::AtomicRMWOp::create(
+          rewriter, loc, LLVM::AtomicBinOp::add, adaptor.getCounter(), one,
+          LLVM::AtomicOrdering::monotonic);
+      Value ncta = NVVM::GridDimXOp::create(rewriter, loc, i32);
+      Value next = arith::AddIOp::create(rewriter, loc, base, ncta);
+      scf::YieldOp::create(rewriter, loc, next);
+    }
+    rewriter.replaceOp(op, ifOp.getResults());
+    return success();
+  }
+};
+
 struct TileCounterResetLowering : OpConversionPattern<TileCounterResetOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -101,22 +140,27 @@ struct TileCounterResetLowering : OpConversionPattern<TileCounterResetOp> {
     Type i32 = rewriter.getI32Type();
     Value counter = adaptor.getCounter();
     auto ptrT = counter.getType();
-    Value done = LLVM::GEPOp::create(rewriter, loc, ptrT, i32, counter,
-                                     ArrayRef<LLVM::GEPArg>{1});
-    Value before = inlineAsm(rewriter, loc, i32, done,
-                         "atom.acq_rel.gpu.global.add.u32 $0, [$1], 1;",
-                         "=r,l,~{memory}", /*sideEffects=*/true)
+    // The second counter addressed inside the asm and the last CTA found
+    // as before + 1 = gridDim.x: where the reset stands in the producer's
+    // tile loop (a persistent kernel's last claim), values LLVM could
+    // hoist out of it would hold registers of the producer's 24 through
+    // the whole loop.
+    Value before = inlineAsm(rewriter, loc, i32, counter,
+                             "atom.acq_rel.gpu.global.add.u32 $0, [$1+4], 1;",
+                             "=r,l,~{memory}", /*sideEffects=*/true)
                        .getResult(0);
     Value ncta = NVVM::GridDimXOp::create(rewriter, loc, i32);
     Value one = i32Const(rewriter, loc, 1);
-    Value lastIndex = arith::SubIOp::create(rewriter, loc, ncta, one);
+    Value count = arith::AddIOp::create(rewriter, loc, before, one);
     Value isLast = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
-                                         before, lastIndex);
+                                         count, ncta);
     auto ifOp = scf::IfOp::create(rewriter, loc, TypeRange{}, isLast,
                                   /*withElseRegion=*/false);
     rewriter.setInsertionPointToStart(ifOp.thenBlock());
     Value zero = i32Const(rewriter, loc, 0);
     LLVM::StoreOp::create(rewriter, loc, zero, counter);
+    Value done = LLVM::GEPOp::create(rewriter, loc, ptrT, i32, counter,
+                                     ArrayRef<LLVM::GEPArg>{1});
     LLVM::StoreOp::create(rewriter, loc, zero, done);
     rewriter.eraseOp(op);
     return success();
@@ -126,5 +170,5 @@ struct TileCounterResetLowering : OpConversionPattern<TileCounterResetOp> {
 
 void fa3::hopper::populateSchedulerToNVVMPatterns(RewritePatternSet &patterns) {
   patterns.add<TileGridLowering, TileCoordsLowering, TileNextLowering,
-               TileCounterResetLowering>(patterns.getContext());
+               TileClaimLowering, TileCounterResetLowering>(patterns.getContext());
 }

@@ -34,15 +34,17 @@
 // The producer: m-blocks rounded up to pairs.
 // CHECK: hopper.warp_specialize producer regs 24 {
 // CHECK: hopper.tile_grid %arg8, %arg10, %arg7 block_m 128 pairs
-// CHECK: scf.while (%[[T0:.*]] = %{{.*}}, %{{.*}} = %c0_i32, %{{.*}} = %c0_i32)
-// CHECK: ^bb0(%[[TILE:[^:]*]]: i32,
+// CHECK: scf.while (%[[K:[^ ]*]] = %c0_i32,
+// The CTA's k-th tile: static, ctaid.x + k gridDim.x, no tile counter.
+// CHECK: hopper.tile_claim %[[K]] first %{{.*}} static
+// CHECK-NOT: hopper.tile_counter_reset
 // Q is this CTA's own (no multicast) ...
 // CHECK: hopper.tma_load %arg0[%c0_i32, {{.*}}] into %[[QR]][%{{.*}}] at %c0_i32 : !hopper.ring
 // ... K and V: box 'rank' of two (bytes 16384 * rank into the stage), into
 // both CTAs; the full barrier expects the whole tile (half of it comes
 // from the peer).
-// CHECK: scf.for %[[U:[^ ]*]] =
-// CHECK: hopper.ring.producer_commit %[[KR]][%[[U]]] tx 32768
+// CHECK: scf.for
+// CHECK: hopper.ring.producer_commit %[[KR]][%[[U:[0-9]+]]] tx 32768
 // CHECK-NEXT: %[[RANK:.*]] = llvm.inline_asm has_side_effects {{.*}}"mov.u32 $0, %cluster_ctarank;"
 // CHECK-NEXT: %[[C:.*]] = arith.addi %[[RANK]], %c0_i32 : i32
 // CHECK-NEXT: %[[BOX:.*]] = arith.muli %[[C]], %c16384_i32 : i32
@@ -52,9 +54,6 @@
 // CHECK: hopper.ring.producer_commit %[[VR]][%[[U]]] tx 32768
 // CHECK: hopper.tma_load %arg2[{{.*}}] into %[[VR]][%[[U]]] at %{{.*}} multicast 3 :
 // CHECK-NOT: hopper.tma_load
-// CHECK: }
-// The next tile: static, no tile counter.
-// CHECK-NEXT: %{{.*}} = hopper.tile_next %[[TILE]] static
 // CHECK-NOT: hopper.tile_counter_reset
 // CHECK: } consumers(%{{.*}} of 2) regs 240 {
 // The consumers release K and V in the cluster's rings (prologue K, loop K

@@ -1,51 +1,73 @@
 // attn-hopper-config{persistent}: CTAs loop over tiles handed out by a
-// dynamic scheduler. A CTA's first tile is its ctaid.x; the producer thread
-// claims the next one from a global counter (atomic add + gridDim.x) once
-// the current tile's loads are issued, and
-// passes each tile to the consumers through shared memory -- its id and
-// coordinates {tile, m0, head, batch}, decoded by the producer so that the
-// consumers do no integer division between tiles -- written after the last
-// tile's Q was released (Q empty) and before the Q load's arrive. The
-// consumers read it after the Q full wait, and the coordinates again for
-// the epilogue just before they release Q; an id >= the tile count (written
-// with a plain arrive, no load) ends their loop. The K/V ring slot g
-// continues across tiles.
+// dynamic scheduler. The kernel pass writes the loop as the consumers'
+// program: each turn fills Q's slot k (hopper.ring.fill) with the CTA's
+// k-th tile -- claimed (hopper.tile_claim: ctaid.x first, then a global
+// counter's next), decoded, published as words {tile, m0, head, batch}
+// (hopper.ring.publish, before the slot's arrive) and its Q loaded, or
+// for no tile left an id >= the tile count with a plain arrive and the
+// counters' reset -- then waits for the slot, reads the id
+// (hopper.ring.published) and runs the tile while the id is below the
+// tile count. hopper-warp-specialize gives the producer thread that loop
+// with the published words as its own values; the consumers read them
+// after the wait (no division between tiles), and again for the epilogue
+// just before they release Q. The K/V ring slot g continues across tiles.
 // RUN: fa3-opt %s --attn-hopper-config="block-m=128 persistent=on q-buffers=1" --attn-tile --convert-attn-to-hopper --hopper-warp-specialize --hopper-async-copy | FileCheck %s
 // RUN: fa3-opt %s --attn-hopper-config="block-m=128 persistent=on" --attn-tile --convert-attn-to-hopper --hopper-warp-specialize --hopper-async-copy | FileCheck %s --check-prefix=Q2
+// RUN: fa3-opt %s --attn-hopper-config="block-m=128 persistent=on" --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=FILL
 
+// Before warp specialization: one program, the consumers'.
+// FILL: } consumers(%{{.*}} of 2) regs 240 {
+// FILL: %{{[^,]*}}, %[[TILES:[^ ]*]] = hopper.tile_grid
+// FILL: scf.while (%[[K:[^ ]*]] = %c0_i32, %[[G:[^ ]*]] = %c0_i32) : (i32, i32) -> (i32, i32) {
+// FILL: hopper.ring.fill %[[QR:[0-9]+]][%[[K]]]
+// FILL-NEXT: %[[T:.*]] = hopper.tile_claim %[[K]] first %{{.*}} dynamic counter
+// FILL-NEXT: %[[IN:.*]] = arith.cmpi slt, %[[T]], %[[TILES]] : i32
+// FILL: hopper.ring.publish %[[T]], %{{.*}}, %{{.*}}, %{{.*}} at %[[SLOT:[^ ]*]] to %[[QR]][%[[K]]]
+// FILL-NEXT: scf.if %[[IN]] {
+// FILL-NEXT: hopper.load_tile %arg0
+// FILL-NEXT: } else {
+// FILL-NEXT: hopper.ring.producer_commit %[[QR]][%[[K]]] tx 0
+// FILL-NEXT: hopper.tile_counter_reset
+// FILL: hopper.ring.consumer_wait %[[QR]][%[[K]]]
+// FILL-NEXT: %[[ID:.*]] = hopper.ring.published %[[QR]][%[[K]]] word 0 at %[[SLOT]]
+// FILL-NEXT: %[[IDU:.*]] = hopper.warp_uniform %[[ID]] : i32
+// FILL-NEXT: %[[MORE:.*]] = arith.cmpi slt, %[[IDU]], %[[TILES]] : i32
+// FILL-NEXT: %[[G1:.*]] = scf.if %[[MORE]] -> (i32) {
+// FILL: hopper.ring.fill
+// FILL: scf.yield %[[G]] : i32
+// FILL: scf.condition(%[[MORE]]) %[[K]], %[[G1]] : i32, i32
+
+// Q2: dynamic_smem = 180416
+// Q2: %[[QR:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 2, stage_bytes = 16384, data = 0, full = 180224, empty = 180240, arrivals = 256, cluster = 1>
+// Q2: hopper.ring.init %[[QR]]
 // Two Q buffers (the default where they fit): the Q ring has two stages,
 // so tile k (ring slot k) uses buffer, barriers and published slot k % 2,
 // with phase (k / 2) & 1 (the ring's lowering: HopperToNVVM/ring.mlir),
 // and the producer loads tile k + 1's Q while the consumers work on tile
-// k. The published words pass through a lane-0 shuffle: ptxas then knows
-// they are warp-uniform.
-// Q2: dynamic_smem = 180416
-// Q2: %[[QR:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 2, stage_bytes = 16384, data = 0, full = 180224, empty = 180240, arrivals = 256, cluster = 1>
-// Q2: hopper.ring.init %[[QR]]
-// Producer: slot k once tile k - 2 released its buffer; the tile's words
-// into published slot k % 2 before the commit publishes them.
-// Q2: ^bb0(%{{.*}}: i32, %[[PK:[^:]*]]: i32, %{{.*}}: i32):
+// k. Producer: slot k once tile k - 2 released its buffer; the tile's
+// words into published slot k % 2 before the commit publishes them.
+// Q2: hopper.producer_thread {
+// Q2: scf.while (%[[PK:[^ ]*]] = %c0_i32,
 // Q2-NEXT: %[[PB:.*]] = hopper.ring.stage %[[QR]][%[[PK]]]
 // Q2-NEXT: %[[PB16:.*]] = arith.muli %[[PB]], %c16_i32 : i32
 // Q2-NEXT: %[[PSLOT:.*]] = arith.addi %{{.*}}, %[[PB16]] : i32
 // Q2-NEXT: hopper.ring.producer_acquire %[[QR]][%[[PK]]]
-// Q2: llvm.inline_asm has_side_effects {{.*}}"st.shared.u32 [$0+0], $1;", "r,r" %[[PSLOT]],
+// Q2: hopper.ring.publish %{{.*}} at %[[PSLOT]] to %[[QR]][%[[PK]]]
 // Q2: hopper.ring.producer_commit %[[QR]][%[[PK]]] tx 16384
 // Q2-NEXT: hopper.tma_load %arg0[%c0_i32, {{.*}}] into %[[QR]][%[[PK]]] at %c0_i32
 // Consumers: the same slot's full barrier and published words, the id
-// shuffled from lane 0.
-// Q2: scf.while (%[[CK0:.*]] = %c0_i32, %{{.*}} = %c0_i32) : (i32, i32) -> (i32, i32, i32) {
-// Q2-NEXT: %[[CB:.*]] = hopper.ring.stage %[[QR]][%[[CK0]]]
+// shuffled from lane 0 (ptxas then knows it is warp-uniform).
+// Q2: } consumers(
+// Q2: scf.while (%[[CK:[^ ]*]] = %c0_i32, %{{.*}} = %c0_i32) : (i32, i32) -> (i32, i32) {
+// Q2-NEXT: %[[CB:.*]] = hopper.ring.stage %[[QR]][%[[CK]]]
 // Q2-NEXT: %[[CB16:.*]] = arith.muli %[[CB]], %c16_i32 : i32
 // Q2-NEXT: %[[CSLOT:.*]] = arith.addi %{{.*}}, %[[CB16]] : i32
-// Q2-NEXT: hopper.ring.consumer_wait %[[QR]][%[[CK0]]]
-// Q2-NEXT: %[[RAW:.*]] = llvm.inline_asm has_side_effects {{.*}}"ld.shared.u32 $0, [$1];", "=r,r" %[[CSLOT]]
+// Q2-NEXT: hopper.ring.consumer_wait %[[QR]][%[[CK]]]
+// Q2-NEXT: %[[RAW:.*]] = hopper.ring.published %[[QR]][%[[CK]]] word 0 at %[[CSLOT]]
 // Q2-NEXT: %[[ID:.*]] = hopper.warp_uniform %[[RAW]] : i32
 // Q2-NEXT: arith.cmpi slt, %[[ID]]
 // The tile's S = Q K^T reads its buffer: descriptor + (k % 2) * 16384 / 16.
-// Q2: } do {
-// Q2: ^bb0(%{{.*}}: i32, %[[CK:[^:]*]]: i32, %{{.*}}: i32):
-// Q2-NEXT: %[[CST:.*]] = hopper.ring.stage %[[QR]][%[[CK]]]
+// Q2: %[[CST:.*]] = hopper.ring.stage %[[QR]][%[[CK]]]
 // Q2: %[[QOFF:.*]] = arith.muli %[[CST]], %c16384_i32 : i32
 // Q2: %[[QOFF16:.*]] = arith.shrui %[[QOFF]], %c4_i32 : i32
 // Q2-NEXT: %[[QOFF64:.*]] = arith.extui %[[QOFF16]] : i32 to i64
@@ -63,35 +85,37 @@
 // CHECK: %[[CTA:.*]] = nvvm.read.ptx.sreg.ctaid.x : i32
 // CHECK: %[[SLOT:.*]] = llvm.ptrtoint
 
-// Producer: a loop over the tiles it fetches, carrying the tile count and the ring slot.
+// Producer: the loop over the tiles it claims, carrying the tile count k
+// and the K/V ring slot g; each turn acquires Q's slot k, then claims and
+// decodes the tile (the producer's 24 registers hold nothing decoded
+// across the wait).
 // CHECK: hopper.warp_specialize producer regs 24 {
 // CHECK: %[[NUMM:[^,]*]], %[[TILES:[^ ]*]] = hopper.tile_grid %arg8, %arg10, %arg7 block_m 128
-// CHECK: %[[PLOOP:.*]]:3 = scf.while (%[[PT0:.*]] = %[[CTA]], %{{.*}} = %c0_i32, %{{.*}} = %c0_i32) : (i32, i32, i32) -> (i32, i32, i32) {
-// CHECK:   %[[MORE:.*]] = arith.cmpi slt, %[[PT0]], %[[TILES]] : i32
-// CHECK:   scf.condition(%[[MORE]])
-// CHECK: } do {
-// CHECK: ^bb0(%[[PT:.*]]: i32, %[[PK:.*]]: i32, %[[PG:.*]]: i32):
+// CHECK: scf.while (%[[PK:[^ ]*]] = %c0_i32, %[[PG:[^ ]*]] = %c0_i32) : (i32, i32) -> (i32, i32) {
 // CHECK-NEXT: hopper.ring.producer_acquire %[[QR]][%[[PK]]]
-// CHECK:   func.call @attn_kernel_kv_range
-// CHECK:   llvm.inline_asm has_side_effects {{.*}}"st.shared.u32 [$0+0], $1;", "r,r" %[[SLOT]], %[[PT]]
-// CHECK-NEXT: llvm.inline_asm has_side_effects {{.*}}"st.shared.u32 [$0+4], $1;", "r,r" %[[SLOT]], %[[M0:[^ ]*]]
-// CHECK-NEXT: llvm.inline_asm has_side_effects {{.*}}"st.shared.u32 [$0+8], $1;"
-// CHECK-NEXT: llvm.inline_asm has_side_effects {{.*}}"st.shared.u32 [$0+12], $1;"
+// CHECK-NEXT: %[[PT:.*]] = hopper.tile_claim %[[PK]] first %[[CTA]] dynamic counter %[[COUNTER]] : !llvm.ptr<1>
+// CHECK-NEXT: %[[IN:.*]] = arith.cmpi slt, %[[PT]], %[[TILES]] : i32
+// CHECK-NEXT: %[[W:.*]]:4 = scf.if %[[IN]]
+// CHECK-NEXT: hopper.tile_coords %[[PT]] in %[[NUMM]]
+// CHECK: hopper.ring.publish %[[PT]], %[[W]]#0, %[[W]]#1, %[[W]]#2 at %[[SLOT]] to %[[QR]][%[[PK]]]
+// CHECK-NEXT: scf.if %[[IN]] {
 // CHECK-NEXT: hopper.ring.producer_commit %[[QR]][%[[PK]]] tx 16384
 // CHECK-NEXT: hopper.tma_load %arg0[%c0_i32, {{.*}}] into %[[QR]][%[[PK]]] at %c0_i32
-// The K/V loop runs over ring slots g .. g + nblk; its bound is the next g.
-// CHECK:   %[[GEND:.*]] = arith.addi %[[PG]], %{{.*}} : i32
-// CHECK:   scf.for %[[U:.*]] = %[[PG]] to %[[GEND]]
-// CHECK:     hopper.ring.producer_acquire %[[KR]][%[[U]]]
-// The next tile is claimed once this one's loads are issued.
-// CHECK:   %[[NEXT:.*]] = hopper.tile_next %[[PT]] dynamic counter %[[COUNTER]] : !llvm.ptr<1>
-// CHECK:   scf.yield %[[NEXT]], %{{.*}}, %[[GEND]] : i32, i32, i32
-// No tile left: the stop id in the next Q slot, published by a commit of
-// no bytes; then the counters reset by the last CTA.
-// CHECK: hopper.ring.producer_acquire %[[QR]][%[[PLOOP]]#1]
-// CHECK-NEXT: llvm.inline_asm has_side_effects {{.*}}"st.shared.u32 [$0+0], $1;", "r,r" %[[SLOT]], %[[TILES]]
-// CHECK: hopper.ring.producer_commit %[[QR]][%[[PLOOP]]#1] tx 0
-// CHECK: hopper.tile_counter_reset %[[COUNTER]] : !llvm.ptr<1>
+// No tile left: the stop id published by a commit of no bytes; then the
+// counters reset by the last CTA.
+// CHECK-NEXT: } else {
+// CHECK-NEXT: hopper.ring.producer_commit %[[QR]][%[[PK]]] tx 0
+// CHECK-NEXT: hopper.tile_counter_reset %[[COUNTER]] : !llvm.ptr<1>
+// The tile's K/V blocks from ring slot g on, its schedule computed from the
+// published words (here the producer's own values).
+// CHECK: %[[G1:.*]] = scf.if
+// CHECK: func.call @attn_kernel_kv_range(%[[W]]#0,
+// CHECK: scf.for %[[T:[^ ]*]] = %c0_i32 to
+// CHECK-NEXT: %[[U:.*]] = arith.addi %[[PG]], %[[T]] : i32
+// CHECK: hopper.ring.producer_acquire %[[KR]][%[[U]]]
+// CHECK: } else {
+// CHECK-NEXT: scf.yield %[[PG]] : i32
+// CHECK: scf.condition(%{{.*}}) %[[PK]], %[[G1]] : i32, i32
 
 // Consumers: wait for the tile's Q with the tile parity, read its id, stop
 // at the stop id; read its coordinates (no division) and schedule; release
@@ -102,29 +126,26 @@
 // CHECK: } consumers(%{{.*}} of 2) regs 240 {
 // CHECK: %{{[^,]*}}, %[[CTILES:[^ ]*]] = hopper.tile_grid %arg8, %arg10, %arg7 block_m 128
 // CHECK-NOT: hopper.named_barrier.arrive turn
-// CHECK: scf.while (%[[CK0:.*]] = %c0_i32, %{{.*}} = %c0_i32) : (i32, i32) -> (i32, i32, i32) {
-// CHECK:   hopper.ring.consumer_wait %[[QR]][%[[CK0]]]
-// CHECK:   %[[TILE:.*]] = llvm.inline_asm has_side_effects {{.*}}"ld.shared.u32 $0, [$1];", "=r,r" %[[SLOT]]
-// CHECK:   %[[LIVE:.*]] = arith.cmpi slt, %[[TILE]], %[[CTILES]] : i32
-// CHECK:   scf.condition(%[[LIVE]]) %[[TILE]]
-// CHECK: } do {
-// CHECK: ^bb0(%{{.*}}: i32, %[[CK:[^:]*]]: i32, %{{.*}}: i32):
+// CHECK: scf.while (%[[CK:[^ ]*]] = %c0_i32, %[[CG:[^ ]*]] = %c0_i32) : (i32, i32) -> (i32, i32) {
+// CHECK-NOT: hopper.ring.fill
+// CHECK:   hopper.ring.consumer_wait %[[QR]][%[[CK]]]
+// CHECK-NEXT: %[[TILE:.*]] = hopper.ring.published %[[QR]][%[[CK]]] word 0 at %[[SLOT]]
+// CHECK-NEXT: %[[LIVE:.*]] = arith.cmpi slt, %[[TILE]], %[[CTILES]] : i32
+// CHECK-NEXT: scf.if %[[LIVE]] -> (i32) {
 // CHECK-NOT: arith.{{divui|remui}} %{{.*}}, %arg10 :
-// CHECK:   %[[A4:.*]] = arith.addi %[[SLOT]], %c4_i32 : i32
-// CHECK:   %[[CM0:.*]] = llvm.inline_asm has_side_effects {{.*}}"ld.shared.u32 $0, [$1];", "=r,r" %[[A4]]
+// CHECK:   %[[CM0:.*]] = hopper.ring.published %[[QR]][%[[CK]]] word 1 at %[[SLOT]]
 // CHECK:   func.call @attn_kernel_kv_range(%[[CM0]],
 // CHECK-NOT: arith.{{divui|remui}} %{{.*}}, %arg10 :
-// CHECK:   arith.addi %[[SLOT]], %c4_i32
-// CHECK-NEXT: "ld.shared.u32 $0, [$1];"
-// CHECK-NEXT: arith.addi %[[SLOT]], %c8_i32
-// CHECK:   hopper.ring.consumer_release %[[QR]][%[[CK]]]
+// CHECK:   hopper.ring.published %[[QR]][%[[CK]]] word 1
+// CHECK-NEXT: hopper.ring.published %[[QR]][%[[CK]]] word 2
+// CHECK-NEXT: hopper.ring.published %[[QR]][%[[CK]]] word 3
+// CHECK-NEXT: hopper.ring.consumer_release %[[QR]][%[[CK]]]
 // CHECK:   } else {
-// CHECK:     arith.addi %[[SLOT]], %c4_i32
-// CHECK-NEXT: "ld.shared.u32 $0, [$1];"
+// CHECK:     hopper.ring.published %[[QR]][%[[CK]]] word 1
 // CHECK:     hopper.ring.consumer_release %[[QR]][%[[CK]]]
 // CHECK-NOT: arith.{{divui|remui}} %{{.*}}, %arg10 :
-// CHECK:   scf.yield %{{.*}}, %{{.*}} : i32, i32
-// CHECK-NEXT: }
+// CHECK:   } else {
+// CHECK-NEXT: scf.yield %[[CG]] : i32
 // CHECK: } {hopper.pingpong}
 func.func @attn(%q: memref<?x4x?x64xbf16>, %k: memref<?x2x?x64xbf16>, %v: memref<?x2x?x64xbf16>,
                 %o: memref<?x4x?x64xbf16>) {

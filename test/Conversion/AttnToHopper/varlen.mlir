@@ -93,13 +93,16 @@
 // CHECK: hopper.store_o {{.*}} rows %[[ROW]] head %{{.*}} batch %c0_i32 bound %[[END]] staging %{{.*}}[163840] consumer[%{{.*}}] of 2 tma %{{.*}} tile(%[[TROW]], %{{.*}}) within(%[[LROW]], %[[CSQ]]) :
 // CHECK: hopper.store_lse {{.*}} rows %[[ROW]] head %{{.*}} batch %c0_i32 heads %arg10 bound %[[END]] stride %arg8
 
-// The persistent producer: from its first tile on, and after each claim,
-// the tiles past their sequence's end are skipped (claiming the next); the
-// consumers take the tiles it publishes, all of them with work.
+// The persistent kernel: in Q's fill (the producer thread's, after
+// hopper-warp-specialize), from each claim on the tiles past their
+// sequence's end are skipped (claiming the next); the consumers take the
+// tiles it publishes, all of them with work.
 // PERSIST: gpu.func @varlen_kernel(
 // PERSIST-SAME: grid = "persistent"
-// PERSIST: hopper.warp_specialize producer
-// PERSIST: %[[FIRST:.*]] = scf.while (%[[T:.*]] = %{{.*}}) : (i32) -> i32 {
+// PERSIST: } consumers
+// PERSIST: hopper.ring.fill
+// PERSIST: %[[CLAIM:.*]] = hopper.tile_claim %{{.*}} dynamic counter %arg6
+// PERSIST-NEXT: %[[LIVE:.*]] = scf.while (%[[T:.*]] = %[[CLAIM]]) : (i32) -> i32 {
 // PERSIST:   %[[IN:.*]] = arith.cmpi slt, %[[T]], %[[TILES:.*]] : i32
 // PERSIST:   %[[EMPTY:.*]] = scf.if %[[IN]] -> (i1) {
 // PERSIST:     %[[M0:.*]], %{{.*}}, %[[SEQ:.*]] = hopper.tile_coords %[[T]]
@@ -112,11 +115,10 @@
 // PERSIST: } do {
 // PERSIST:   %[[N:.*]] = hopper.tile_next %{{.*}} dynamic counter %arg6
 // PERSIST:   scf.yield %[[N]] : i32
-// PERSIST: scf.while (%{{.*}} = %[[FIRST]], %{{.*}} = %c0_i32, %{{.*}} = %c0_i32)
+// PERSIST: hopper.ring.publish %[[LIVE]],
 // PERSIST: hopper.load_tile %arg0
-// PERSIST: %[[CLAIM:.*]] = hopper.tile_next %{{.*}} dynamic counter %arg6
-// PERSIST: scf.while (%{{.*}} = %[[CLAIM]]) : (i32) -> i32 {
-// PERSIST: } consumers
+// PERSIST: hopper.ring.consumer_wait
+// PERSIST: hopper.ring.published
 // PERSIST: llvm.getelementptr %arg16
 // PERSIST: arith.subi
 // PERSIST: %[[PSQ:.*]] = arith.subi

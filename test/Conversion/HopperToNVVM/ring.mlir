@@ -246,3 +246,31 @@ func.func @carried(%smem: !llvm.ptr<3>, %n: i32) {
   }
   return
 }
+
+// -----
+
+!q = !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 229376, empty = 229392, arrivals = 256, cluster = 1>
+
+// Published words: one st.shared per word at addr + 4 i; a read of word i
+// is an ld.shared at addr + 4 i (asms with side effects: they stay between
+// the slot's barriers).
+// CHECK-LABEL: func.func @publish(
+// CHECK-SAME: %{{[^:]*}}: i32, %[[ADDR:[^:]*]]: i32, %[[A:[^:]*]]: i32, %[[B:[^:]*]]: i32
+// CHECK: llvm.inline_asm has_side_effects asm_dialect = att "st.shared.u32 [$0+0], $1;", "r,r" %[[ADDR]], %[[A]]
+// CHECK-NEXT: llvm.inline_asm has_side_effects asm_dialect = att "st.shared.u32 [$0+4], $1;", "r,r" %[[ADDR]], %[[B]]
+// CHECK: llvm.inline_asm has_side_effects asm_dialect = att "ld.shared.u32 $0, [$1];", "=r,r" %[[ADDR]]
+// CHECK: %[[A8:.*]] = arith.addi %[[ADDR]], %c8_i32
+// CHECK-NEXT: llvm.inline_asm has_side_effects asm_dialect = att "ld.shared.u32 $0, [$1];", "=r,r" %[[A8]]
+func.func @publish(%smem: !llvm.ptr<3>, %k: i32, %addr: i32, %a: i32, %b: i32) {
+  %q = hopper.ring.create %smem : !q
+  hopper.warp_specialize producer regs 24 {
+    hopper.producer_thread {
+      hopper.ring.publish %a, %b at %addr to %q[%k] : !q
+    }
+  } consumers(%cw of 2) regs 240 {
+    %w0 = hopper.ring.published %q[%k] word 0 at %addr : !q
+    %w2 = hopper.ring.published %q[%k] word 2 at %addr : !q
+    llvm.inline_asm has_side_effects asm_dialect = att "use", "r,r" %w0, %w2 : (i32, i32) -> ()
+  }
+  return
+}

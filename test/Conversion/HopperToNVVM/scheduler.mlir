@@ -1,7 +1,9 @@
 // convert-hopper-to-nvvm on the tile scheduler: the grid (ceil(Sq / block_m)
 // m-blocks, even with pairs, times Hq x B), a tile's coordinates (m-blocks
 // fastest; longest first reverses them), the next tile (+ gridDim.x, from
-// the counter when dynamic) and the counters' reset by the last CTA.
+// the counter when dynamic), the counters' reset by the last CTA, and a
+// CTA's k-th tile (static: ctaid.x + k gridDim.x; dynamic: ctaid.x for
+// k = 0, else the counter's next).
 // RUN: fa3-opt %s --convert-hopper-to-nvvm | FileCheck %s
 
 // CHECK-LABEL: func.func @schedule(
@@ -29,14 +31,14 @@
 // CHECK: %[[N1:.*]] = nvvm.read.ptx.sreg.nctaid.x
 // CHECK: %[[D:.*]] = arith.addi %[[GOT]], %[[N1]]
 // The reset: the second counter counts finished CTAs; the last zeroes both.
-// CHECK: %[[DONE:.*]] = llvm.getelementptr %[[CTR]][1] : (!llvm.ptr<1>) -> !llvm.ptr<1>, i32
-// CHECK: %[[BEFORE:.*]] = llvm.inline_asm has_side_effects asm_dialect = att "atom.acq_rel.gpu.global.add.u32 $0, [$1], 1;", "=r,l,~{memory}" %[[DONE]]
+// CHECK: %[[BEFORE:.*]] = llvm.inline_asm has_side_effects asm_dialect = att "atom.acq_rel.gpu.global.add.u32 $0, [$1+4], 1;", "=r,l,~{memory}" %[[CTR]]
 // CHECK: %[[N2:.*]] = nvvm.read.ptx.sreg.nctaid.x
-// CHECK: %[[LASTCTA:.*]] = arith.subi %[[N2]], %c1_i32
-// CHECK: %[[ISLAST:.*]] = arith.cmpi eq, %[[BEFORE]], %[[LASTCTA]]
+// CHECK: %[[COUNT:.*]] = arith.addi %[[BEFORE]], %c1_i32
+// CHECK: %[[ISLAST:.*]] = arith.cmpi eq, %[[COUNT]], %[[N2]]
 // CHECK: scf.if %[[ISLAST]] {
 // CHECK-NEXT: %[[Z:.*]] = arith.constant 0 : i32
 // CHECK-NEXT: llvm.store %[[Z]], %[[CTR]]
+// CHECK-NEXT: %[[DONE:.*]] = llvm.getelementptr %[[CTR]][1] : (!llvm.ptr<1>) -> !llvm.ptr<1>, i32
 // CHECK-NEXT: llvm.store %[[Z]], %[[DONE]]
 // CHECK: return %[[TILES]], %[[M0]], %[[HEAD]], %[[BATCH]], %[[S]], %[[D]]
 func.func @schedule(%sq: i32, %hq: i32, %b: i32, %t: i32, %ctr: !llvm.ptr<1>) -> (i32, i32, i32, i32, i32, i32) {
@@ -46,4 +48,24 @@ func.func @schedule(%sq: i32, %hq: i32, %b: i32, %t: i32, %ctr: !llvm.ptr<1>) ->
   %n1 = hopper.tile_next %t dynamic counter %ctr : !llvm.ptr<1>
   hopper.tile_counter_reset %ctr : !llvm.ptr<1>
   return %tiles, %m0, %head, %batch, %n0, %n1 : i32, i32, i32, i32, i32, i32
+}
+
+// CHECK-LABEL: func.func @claim(
+// CHECK-SAME: %[[K:[^:]*]]: i32, %[[FIRST:[^:]*]]: i32, %[[CTR:[^:]*]]: !llvm.ptr<1>)
+// CHECK: %[[N:.*]] = nvvm.read.ptx.sreg.nctaid.x
+// CHECK: %[[KN:.*]] = arith.muli %[[K]], %[[N]]
+// CHECK: %[[ST:.*]] = arith.addi %[[FIRST]], %[[KN]]
+// CHECK: %[[ISFIRST:.*]] = arith.cmpi eq, %[[K]], %c0_i32
+// CHECK: %[[DYN:.*]] = scf.if %[[ISFIRST]] -> (i32) {
+// CHECK-NEXT: scf.yield %[[FIRST]] : i32
+// CHECK-NEXT: } else {
+// CHECK: %[[GOT:.*]] = llvm.atomicrmw add %[[CTR]], %{{.*}} monotonic
+// CHECK-NEXT: %[[N2:.*]] = nvvm.read.ptx.sreg.nctaid.x
+// CHECK-NEXT: %[[NEXT:.*]] = arith.addi %[[GOT]], %[[N2]]
+// CHECK-NEXT: scf.yield %[[NEXT]] : i32
+// CHECK: return %[[ST]], %[[DYN]]
+func.func @claim(%k: i32, %first: i32, %ctr: !llvm.ptr<1>) -> (i32, i32) {
+  %s = hopper.tile_claim %k first %first static
+  %d = hopper.tile_claim %k first %first dynamic counter %ctr : !llvm.ptr<1>
+  return %s, %d : i32, i32
 }

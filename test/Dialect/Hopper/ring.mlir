@@ -190,3 +190,76 @@ func.func @offset_misaligned(%map: !llvm.ptr, %k: !k, %u: i32, %x: i32) {
   hopper.tma_load %map[%x, %x, %x, %x] into %k[%u] at %off : !k
   return
 }
+
+// -----
+
+!q = !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 229376, empty = 229392, arrivals = 256, cluster = 1>
+
+// Words published with a slot: in the slot's fill (before
+// hopper-warp-specialize) or the producer thread; read by the consumers.
+// CHECK-LABEL: func.func @publish(
+// CHECK: hopper.ring.publish %{{.*}}, %{{.*}} at %{{.*}} to %{{.*}}[%{{.*}}] : !hopper.ring<stages = 1,
+// CHECK: hopper.ring.publish %{{.*}} at %{{.*}} to %{{.*}}[%{{.*}}] : !hopper.ring<stages = 1,
+// CHECK: hopper.ring.published %{{.*}}[%{{.*}}] word 1 at %{{.*}} : !hopper.ring<stages = 1,
+func.func @publish(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %k: i32, %addr: i32, %a: i32) {
+  %q = hopper.ring.create %smem : !q
+  hopper.warp_specialize producer regs 24 {
+    hopper.producer_thread {
+      hopper.ring.producer_acquire %q[%k] : !q
+      hopper.ring.publish %a, %k at %addr to %q[%k] : !q
+      hopper.ring.producer_commit %q[%k] tx 0 : !q
+    }
+  } consumers(%cw of 2) regs 240 {
+    hopper.ring.fill %q[%k] : !q {
+      hopper.ring.publish %a at %addr to %q[%k] : !q
+      hopper.load_tile %map[%a, %a, %a] into %q[%k] rows 64 cols 128 : bf16, !q
+    }
+    hopper.ring.consumer_wait %q[%k] : !q
+    %w = hopper.ring.published %q[%k] word 1 at %addr : !q
+  }
+  return
+}
+
+// -----
+
+!q = !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 229376, empty = 229392, arrivals = 256, cluster = 1>
+
+func.func @publish_stray(%smem: !llvm.ptr<3>, %k: i32, %addr: i32) {
+  %q = hopper.ring.create %smem : !q
+  // expected-error @below {{must stand in the hopper.ring.fill of its ring and slot (its words travel with that slot) or in hopper.producer_thread}}
+  hopper.ring.publish %k at %addr to %q[%k] : !q
+  return
+}
+
+// -----
+
+!q = !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 229376, empty = 229392, arrivals = 256, cluster = 1>
+
+func.func @publish_nothing(%smem: !llvm.ptr<3>, %k: i32, %addr: i32) {
+  %q = hopper.ring.create %smem : !q
+  hopper.warp_specialize producer regs 24 {
+    hopper.producer_thread {
+      // expected-error @below {{publishes no word}}
+      hopper.ring.publish at %addr to %q[%k] : !q
+    }
+  } consumers(%cw of 2) regs 240 {
+  }
+  return
+}
+
+// -----
+
+!q = !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 229376, empty = 229392, arrivals = 256, cluster = 1>
+
+func.func @publish_other_slot(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %k: i32, %j: i32, %addr: i32) {
+  %q = hopper.ring.create %smem : !q
+  hopper.warp_specialize producer regs 24 {
+  } consumers(%cw of 2) regs 240 {
+    hopper.ring.fill %q[%k] : !q {
+      // expected-error @below {{must stand in the hopper.ring.fill of its ring and slot}}
+      hopper.ring.publish %k at %addr to %q[%j] : !q
+      hopper.load_tile %map[%k, %k, %k] into %q[%k] rows 64 cols 128 : bf16, !q
+    }
+  }
+  return
+}

@@ -8,13 +8,17 @@
 // CHECK: hopper.tile_next %{{.*}} static
 // CHECK: hopper.tile_next %{{.*}} dynamic counter %{{.*}} : !llvm.ptr<1>
 // CHECK: hopper.tile_counter_reset %{{.*}} : !llvm.ptr<1>
-func.func @schedule(%sq: i32, %hq: i32, %b: i32, %t: i32, %ctr: !llvm.ptr<1>) -> (i32, i32, i32, i32, i32, i32, i32) {
+// CHECK: hopper.tile_claim %{{.*}} first %{{.*}} static
+// CHECK: hopper.tile_claim %{{.*}} first %{{.*}} dynamic counter %{{.*}} : !llvm.ptr<1>
+func.func @schedule(%sq: i32, %hq: i32, %b: i32, %t: i32, %ctr: !llvm.ptr<1>, %k: i32) -> (i32, i32, i32, i32, i32, i32, i32, i32, i32) {
   %numM, %tiles = hopper.tile_grid %sq, %hq, %b block_m 128 pairs
   %m0, %head, %batch = hopper.tile_coords %t in %numM, %hq block_m 128 longest_first
   %n0 = hopper.tile_next %t static
   %n1 = hopper.tile_next %t dynamic counter %ctr : !llvm.ptr<1>
   hopper.tile_counter_reset %ctr : !llvm.ptr<1>
-  return %tiles, %m0, %head, %batch, %n0, %n1, %numM : i32, i32, i32, i32, i32, i32, i32
+  %c0 = hopper.tile_claim %k first %t static
+  %c1 = hopper.tile_claim %k first %t dynamic counter %ctr : !llvm.ptr<1>
+  return %tiles, %m0, %head, %batch, %n0, %n1, %numM, %c0, %c1 : i32, i32, i32, i32, i32, i32, i32, i32, i32
 }
 
 // -----
@@ -30,6 +34,22 @@ func.func @no_counter(%t: i32) -> i32 {
 func.func @stray_counter(%t: i32, %ctr: !llvm.ptr<1>) -> i32 {
   // expected-error @below {{the static schedule has no counter}}
   %n = hopper.tile_next %t static counter %ctr : !llvm.ptr<1>
+  return %n : i32
+}
+
+// -----
+
+func.func @claim_no_counter(%k: i32, %t: i32) -> i32 {
+  // expected-error @below {{the dynamic schedule takes its tiles from a counter}}
+  %n = hopper.tile_claim %k first %t dynamic
+  return %n : i32
+}
+
+// -----
+
+func.func @claim_stray_counter(%k: i32, %t: i32, %ctr: !llvm.ptr<1>) -> i32 {
+  // expected-error @below {{the static schedule has no counter}}
+  %n = hopper.tile_claim %k first %t static counter %ctr : !llvm.ptr<1>
   return %n : i32
 }
 

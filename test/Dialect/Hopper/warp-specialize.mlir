@@ -140,19 +140,55 @@ func.func @consumer_index(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %u: i32) {
 
 !q = !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 196608, empty = 196616, arrivals = 256, cluster = 1>
 
-func.func @loop_carried(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %n: i32) {
+// The producer's copy of a loop carries the values its fills need (with
+// their start and their update), not the others.
+// CHECK-LABEL: func.func @loop_carried(
+// CHECK: hopper.producer_thread {
+// CHECK-NEXT: scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[ROW:.*]] = %{{.*}}) -> (i32)  : i32 {
+// CHECK-NEXT: hopper.ring.producer_acquire
+// CHECK-NEXT: hopper.load_tile %{{.*}}[%[[ROW]], %[[T]], %[[T]]]
+// CHECK-NEXT: %[[NEXT:.*]] = arith.addi %[[ROW]], %[[T]] : i32
+// CHECK-NEXT: scf.yield %[[NEXT]] : i32
+// CHECK-NEXT: }
+// CHECK-NEXT: }
+// CHECK: consumers(
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (i32, f32)
+func.func @loop_carried(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %n: i32, %x: f32) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %q = hopper.ring.create %smem : !q
+  hopper.warp_specialize producer regs 24 {
+  } consumers(%cw of 2) regs 240 {
+    %r:2 = scf.for %t = %c0 to %n step %c1 iter_args(%row = %c0, %sum = %x) -> (i32, f32) : i32 {
+      hopper.ring.fill %q[%t] : !q {
+        hopper.load_tile %map[%row, %t, %t] into %q[%t] rows 64 cols 128 : bf16, !q
+      }
+      %next = arith.addi %row, %t : i32
+      %s1 = arith.addf %sum, %x : f32
+      scf.yield %next, %s1 : i32, f32
+    }
+  }
+  return
+}
+
+// -----
+
+!q = !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 196608, empty = 196616, arrivals = 256, cluster = 1>
+
+func.func @carried_shuffle(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %n: i32) {
   %c0 = arith.constant 0 : i32
   %c1 = arith.constant 1 : i32
   %q = hopper.ring.create %smem : !q
   hopper.warp_specialize producer regs 24 {
   } consumers(%cw of 2) regs 240 {
     %r = scf.for %t = %c0 to %n step %c1 iter_args(%row = %c0) -> (i32) : i32 {
-      // expected-error @+1 {{needs a value carried by 'scf.for' (the producer recomputes what fills need; it cannot recompute loop-carried values)}}
+      // expected-note @+1 {{needed by this ring fill}}
       hopper.ring.fill %q[%t] : !q {
         hopper.load_tile %map[%row, %t, %t] into %q[%t] rows 64 cols 128 : bf16, !q
       }
-      %next = arith.addi %row, %t : i32
-      scf.yield %next : i32
+      %lane0 = nvvm.shfl.sync idx %t, %row, %t, %t : i32 -> i32
+      // expected-error @+1 {{needs 'nvvm.shfl.sync', which the producer thread cannot run again for itself}}
+      scf.yield %lane0 : i32
     }
   }
   return
@@ -179,6 +215,16 @@ func.func @side_effect(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %u: i32) {
 
 !q = !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 196608, empty = 196616, arrivals = 256, cluster = 1>
 
+// A while loop around fills: its condition and body in the producer.
+// CHECK-LABEL: func.func @in_while(
+// CHECK-SAME: %{{[^:]*}}: i32, %[[GO:[^:]*]]: i1)
+// CHECK: hopper.producer_thread {
+// CHECK-NEXT: scf.while : () -> () {
+// CHECK-NEXT: scf.condition(%[[GO]])
+// CHECK-NEXT: } do {
+// CHECK-NEXT: hopper.ring.producer_acquire
+// CHECK-NEXT: hopper.load_tile
+// CHECK-NEXT: scf.yield
 func.func @in_while(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %u: i32, %go: i1) {
   %q = hopper.ring.create %smem : !q
   hopper.warp_specialize producer regs 24 {
@@ -186,7 +232,6 @@ func.func @in_while(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %u: i32, %go: i1) {
     scf.while : () -> () {
       scf.condition(%go)
     } do {
-      // expected-error @+1 {{lies inside 'scf.while': the producer's program follows scf.for and scf.if around fills}}
       hopper.ring.fill %q[%u] : !q {
         hopper.load_tile %map[%u, %u, %u] into %q[%u] rows 64 cols 128 : bf16, !q
       }
@@ -367,6 +412,20 @@ func.func @else_only(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %u: i32, %c: i1) {
 
 !q = !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 196608, empty = 196616, arrivals = 256, cluster = 1>
 
+// A result of control flow holding fills: its copy in the producer yields
+// it from both arms.
+// CHECK-LABEL: func.func @structure_result(
+// CHECK-SAME: %[[U:[^:]*]]: i32, %[[C:[^:]*]]: i1)
+// CHECK: hopper.producer_thread {
+// CHECK-NEXT: %[[R:.*]] = scf.if %[[C]] -> (i32) {
+// CHECK-NEXT: hopper.ring.producer_acquire
+// CHECK-NEXT: hopper.load_tile
+// CHECK-NEXT: scf.yield %[[U]] : i32
+// CHECK-NEXT: } else {
+// CHECK-NEXT: %[[UU:.*]] = arith.addi %[[U]], %[[U]] : i32
+// CHECK-NEXT: scf.yield %[[UU]] : i32
+// CHECK-NEXT: }
+// CHECK-NEXT: hopper.ring.producer_acquire %{{.*}}[%[[R]]]
 func.func @structure_result(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %u: i32, %c: i1) {
   %q = hopper.ring.create %smem : !q
   hopper.warp_specialize producer regs 24 {
@@ -377,9 +436,9 @@ func.func @structure_result(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %u: i32, %c: i
       }
       scf.yield %u : i32
     } else {
-      scf.yield %u : i32
+      %uu = arith.addi %u, %u : i32
+      scf.yield %uu : i32
     }
-    // expected-error @+1 {{needs a result of 'scf.if', which holds ring fills}}
     hopper.ring.fill %q[%r] : !q {
       hopper.load_tile %map[%u, %u, %u] into %q[%r] rows 64 cols 128 : bf16, !q
     }
@@ -511,6 +570,176 @@ func.func @second_thread(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %u: i32) {
   } consumers(%cw of 2) regs 240 {
     hopper.ring.fill %q[%u] : !q {
       hopper.load_tile %map[%u, %u, %u] into %q[%u] rows 64 cols 128 : bf16, !q
+    }
+  }
+  return
+}
+
+// -----
+
+!q = !hopper.ring<stages = 2, stage_bytes = 16384, data = 0, full = 196608, empty = 196624, arrivals = 256, cluster = 1>
+!k = !hopper.ring<stages = 2, stage_bytes = 16384, data = 32768, full = 196640, empty = 196656, arrivals = 256, cluster = 1>
+
+// A persistent CTA's loop: Q's fill claims the k-th tile and publishes it;
+// the consumers read the id after their wait. The producer thread takes
+// the claimed id itself where the program reads the word (the loop's
+// condition, the K slot it carries to the body).
+// CHECK-LABEL: func.func @published(
+// CHECK-SAME: %[[ADDR:[^:]*]]: i32, %[[TILES:[^:]*]]: i32, %[[CTR:[^:]*]]: !llvm.ptr<1>, %[[CTA:[^:]*]]: i32)
+// CHECK: hopper.producer_thread {
+// CHECK: scf.while (%[[K:.*]] = %{{.*}}, %[[G:.*]] = %{{.*}}) : (i32, i32) -> (i32, i32) {
+// CHECK-NEXT: hopper.ring.producer_acquire %[[Q:[0-9]+]][%[[K]]]
+// CHECK-NEXT: %[[T:.*]] = hopper.tile_claim %[[K]] first %[[CTA]] dynamic counter %[[CTR]]
+// CHECK-NEXT: hopper.ring.publish %[[T]] at %[[ADDR]] to %[[Q]][%[[K]]]
+// CHECK-NEXT: %[[IN:.*]] = arith.cmpi slt, %[[T]], %[[TILES]] : i32
+// CHECK-NEXT: scf.if %[[IN]] {
+// CHECK-NEXT: hopper.load_tile
+// CHECK-NEXT: } else {
+// CHECK-NEXT: hopper.ring.producer_commit %[[Q]][%[[K]]] tx 0
+// CHECK-NEXT: }
+// CHECK-NEXT: %[[MORE:.*]] = arith.cmpi slt, %[[T]], %[[TILES]] : i32
+// CHECK-NEXT: %[[G1:.*]] = arith.addi %[[G]], %[[T]] : i32
+// CHECK-NEXT: scf.condition(%[[MORE]]) %[[K]], %[[G1]] : i32, i32
+// CHECK-NEXT: } do {
+// CHECK-NEXT: ^bb0(%[[KA:.*]]: i32, %[[GA:.*]]: i32):
+// CHECK-NEXT: hopper.ring.producer_acquire %{{.*}}[%[[GA]]]
+// CHECK-NEXT: hopper.load_tile %{{.*}}[%[[GA]],
+// CHECK-NEXT: %[[K1:.*]] = arith.addi %[[KA]], %{{.*}} : i32
+// CHECK-NEXT: scf.yield %[[K1]], %[[GA]] : i32, i32
+// CHECK: consumers(
+// CHECK-NOT: hopper.ring.fill
+// CHECK: hopper.ring.consumer_wait
+// CHECK-NEXT: %[[ID:.*]] = hopper.ring.published %{{.*}} word 0 at %[[ADDR]]
+// CHECK-NEXT: arith.cmpi slt, %[[ID]], %[[TILES]]
+func.func @published(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %addr: i32, %tiles: i32, %ctr: !llvm.ptr<1>, %cta: i32) {
+  %q = hopper.ring.create %smem : !q
+  %kr = hopper.ring.create %smem : !k
+  hopper.warp_specialize producer regs 24 {
+  } consumers(%cw of 2) regs 240 {
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %r:2 = scf.while (%k = %c0, %g = %c0) : (i32, i32) -> (i32, i32) {
+      hopper.ring.fill %q[%k] : !q {
+        %t = hopper.tile_claim %k first %cta dynamic counter %ctr : !llvm.ptr<1>
+        hopper.ring.publish %t at %addr to %q[%k] : !q
+        %in = arith.cmpi slt, %t, %tiles : i32
+        scf.if %in {
+          hopper.load_tile %map[%t, %t, %t] into %q[%k] rows 64 cols 128 : bf16, !q
+        } else {
+          hopper.ring.producer_commit %q[%k] tx 0 : !q
+        }
+      }
+      hopper.ring.consumer_wait %q[%k] : !q
+      %id = hopper.ring.published %q[%k] word 0 at %addr : !q
+      %more = arith.cmpi slt, %id, %tiles : i32
+      %g1 = arith.addi %g, %id : i32
+      scf.condition(%more) %k, %g1 : i32, i32
+    } do {
+    ^bb0(%ka: i32, %ga: i32):
+      hopper.ring.fill %kr[%ga] : !k {
+        hopper.load_tile %map[%ga, %ga, %ga] into %kr[%ga] rows 64 cols 128 : bf16, !k
+      }
+      hopper.ring.consumer_wait %kr[%ga] : !k
+      %k1 = arith.addi %ka, %c1 : i32
+      scf.yield %k1, %ga : i32, i32
+    }
+  }
+  return
+}
+
+// -----
+
+!q = !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 196608, empty = 196616, arrivals = 256, cluster = 1>
+
+func.func @published_by_none(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %u: i32, %addr: i32) {
+  %q = hopper.ring.create %smem : !q
+  hopper.warp_specialize producer regs 24 {
+  } consumers(%cw of 2) regs 240 {
+    hopper.ring.fill %q[%u] : !q {
+      hopper.load_tile %map[%u, %u, %u] into %q[%u] rows 64 cols 128 : bf16, !q
+    }
+    hopper.ring.consumer_wait %q[%u] : !q
+    %w = hopper.ring.published %q[%u] word 0 at %addr : !q
+    // expected-error @+1 {{needs a word read from a slot whose last fill before the read publishes none}}
+    hopper.ring.fill %q[%w] : !q {
+      hopper.load_tile %map[%u, %u, %u] into %q[%w] rows 64 cols 128 : bf16, !q
+    }
+  }
+  return
+}
+
+// -----
+
+!q = !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 196608, empty = 196616, arrivals = 256, cluster = 1>
+
+func.func @published_past_the_words(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %u: i32, %addr: i32) {
+  %q = hopper.ring.create %smem : !q
+  hopper.warp_specialize producer regs 24 {
+  } consumers(%cw of 2) regs 240 {
+    hopper.ring.fill %q[%u] : !q {
+      hopper.ring.publish %u at %addr to %q[%u] : !q
+      hopper.load_tile %map[%u, %u, %u] into %q[%u] rows 64 cols 128 : bf16, !q
+    }
+    hopper.ring.consumer_wait %q[%u] : !q
+    %w = hopper.ring.published %q[%u] word 2 at %addr : !q
+    // expected-error @+1 {{reads word 2 of 1 published}}
+    hopper.ring.fill %q[%w] : !q {
+      hopper.load_tile %map[%u, %u, %u] into %q[%w] rows 64 cols 128 : bf16, !q
+    }
+  }
+  return
+}
+
+// -----
+
+!q = !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 196608, empty = 196616, arrivals = 256, cluster = 1>
+
+func.func @publish_after_load(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %u: i32, %addr: i32) {
+  %q = hopper.ring.create %smem : !q
+  hopper.warp_specialize producer regs 24 {
+  } consumers(%cw of 2) regs 240 {
+    // expected-error @+1 {{publishes after the slot is committed (the words must precede the loads and commits)}}
+    hopper.ring.fill %q[%u] : !q {
+      hopper.load_tile %map[%u, %u, %u] into %q[%u] rows 64 cols 128 : bf16, !q
+      hopper.ring.publish %u at %addr to %q[%u] : !q
+    }
+  }
+  return
+}
+
+// -----
+
+!q = !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 196608, empty = 196616, arrivals = 256, cluster = 1>
+
+func.func @publish_twice(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %u: i32, %addr: i32) {
+  %q = hopper.ring.create %smem : !q
+  hopper.warp_specialize producer regs 24 {
+  } consumers(%cw of 2) regs 240 {
+    // expected-error @+1 {{holds two hopper.ring.publish}}
+    hopper.ring.fill %q[%u] : !q {
+      hopper.ring.publish %u at %addr to %q[%u] : !q
+      hopper.ring.publish %u at %addr to %q[%u] : !q
+      hopper.load_tile %map[%u, %u, %u] into %q[%u] rows 64 cols 128 : bf16, !q
+    }
+  }
+  return
+}
+
+// -----
+
+!q = !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 196608, empty = 196616, arrivals = 256, cluster = 1>
+
+func.func @commit_bytes_in_fill(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %u: i32, %c: i1) {
+  %q = hopper.ring.create %smem : !q
+  hopper.warp_specialize producer regs 24 {
+  } consumers(%cw of 2) regs 240 {
+    // expected-error @+1 {{holds a commit that is not its own slot's 'tx 0' (hopper-async-copy writes the commits of loads)}}
+    hopper.ring.fill %q[%u] : !q {
+      scf.if %c {
+        hopper.load_tile %map[%u, %u, %u] into %q[%u] rows 64 cols 128 : bf16, !q
+      } else {
+        hopper.ring.producer_commit %q[%u] tx 16384 : !q
+      }
     }
   }
   return

@@ -256,13 +256,24 @@ LogicalResult ProducerWarpsOp::verify() {
 // Tile scheduler
 //===----------------------------------------------------------------------===//
 
-LogicalResult TileNextOp::verify() {
-  bool dynamic = getSchedule() == TileSchedule::dynamic;
-  if (dynamic && !getCounter())
-    return emitOpError("the dynamic schedule takes its tiles from a counter");
-  if (!dynamic && getCounter())
-    return emitOpError("the static schedule has no counter");
+/// A schedule's counter: the dynamic one's, none for the static one.
+static LogicalResult verifyCounter(Operation *op, TileSchedule schedule,
+                                   Value counter) {
+  bool dynamic = schedule == TileSchedule::dynamic;
+  if (dynamic && !counter)
+    return op->emitOpError(
+        "the dynamic schedule takes its tiles from a counter");
+  if (!dynamic && counter)
+    return op->emitOpError("the static schedule has no counter");
   return success();
+}
+
+LogicalResult TileNextOp::verify() {
+  return verifyCounter(*this, getSchedule(), getCounter());
+}
+
+LogicalResult TileClaimOp::verify() {
+  return verifyCounter(*this, getSchedule(), getCounter());
 }
 
 #define GET_OP_CLASSES

@@ -234,15 +234,31 @@ LogicalResult RingFillOp::verify() {
                        "hopper.warp_specialize (hopper-warp-specialize moves "
                        "it into the producer)");
   int64_t loads = 0;
+  RingPublishOp publish;
   WalkResult w = getBody().walk([&](Operation *op) -> WalkResult {
     Value ring, slot;
     if (auto l = dyn_cast<LoadTileOp>(op))
       ring = l.getRing(), slot = l.getSlot();
     else if (auto l = dyn_cast<LoadPagedTileOp>(op))
       ring = l.getRing(), slot = l.getSlot();
-    else if (isa<RingProducerAcquireOp, RingProducerCommitOp,
-                 RingConsumerWaitOp, RingConsumerReleaseOp, TmaLoadOp,
-                 RingFillOp>(op))
+    else if (auto c = dyn_cast<RingProducerCommitOp>(op)) {
+      // a path that loads nothing still completes the slot: the producer
+      // arrives itself (its published words are then the payload)
+      if (c.getRing() != getRing() || c.getSlot() != getSlot() ||
+          c.getTx() != 0)
+        return emitOpError("holds a commit that is not its own slot's "
+                           "'tx 0' (hopper-async-copy writes the commits "
+                           "of loads)");
+      return WalkResult::advance();
+    } else if (auto p = dyn_cast<RingPublishOp>(op)) {
+      // (its own verifier keeps it at the top level: the words are then
+      // the same on every path)
+      if (publish)
+        return emitOpError("holds two hopper.ring.publish");
+      publish = p;
+      return WalkResult::advance();
+    } else if (isa<RingProducerAcquireOp, RingConsumerWaitOp,
+                   RingConsumerReleaseOp, TmaLoadOp, RingFillOp>(op))
       return emitOpError("holds the slot's loads only; '")
              << op->getName()
              << "' is not one (hopper-warp-specialize adds the acquire, "
@@ -258,8 +274,36 @@ LogicalResult RingFillOp::verify() {
   });
   if (w.wasInterrupted())
     return failure();
+  // The words go before the slot's arrive (a load's commit or the plain
+  // one), which releases them.
+  if (publish)
+    for (Operation *op = publish->getPrevNode(); op; op = op->getPrevNode()) {
+      bool arrives = false;
+      op->walk([&](Operation *in) {
+        if (isa<LoadTileOp, LoadPagedTileOp, RingProducerCommitOp>(in))
+          arrives = true;
+      });
+      if (arrives)
+        return emitOpError("publishes after the slot is committed (the "
+                           "words must precede the loads and commits)");
+    }
   if (loads == 0)
     return emitOpError("holds no load of its slot (hopper.load_tile or "
                        "hopper.load_paged_tile)");
+  return success();
+}
+
+LogicalResult RingPublishOp::verify() {
+  // Before warp specialization in the fill of its slot, after it in the
+  // producer thread (between the slot's acquire and commit).
+  auto fill = dyn_cast<RingFillOp>(getOperation()->getParentOp());
+  bool inFill =
+      fill && fill.getRing() == getRing() && fill.getSlot() == getSlot();
+  if (!inFill && !(*this)->getParentOfType<ProducerThreadOp>())
+    return emitOpError("must stand in the hopper.ring.fill of its ring and "
+                       "slot (its words travel with that slot) or in "
+                       "hopper.producer_thread");
+  if (getWords().empty())
+    return emitOpError("publishes no word");
   return success();
 }

@@ -3,9 +3,11 @@
 // The kernel pass writes what fills each ring slot where the consumers use
 // it (hopper.ring.fill). This pass splits that single program into the two
 // roles of hopper.warp_specialize: the producer thread gets the slice of
-// the consumers' program that the fills need (their control flow and the
-// arithmetic of their operands, recomputed) with each fill as the slot's
-// acquire and loads; the consumers keep the rest.
+// the consumers' program that the fills need (their control flow with the
+// values it carries, and the arithmetic of their operands, recomputed)
+// with each fill as the slot's acquire and its body; where the program
+// reads a word a fill publishes (hopper.ring.published), the producer
+// takes the published value itself. The consumers keep the rest.
 //
 //===----------------------------------------------------------------------===//
 
@@ -139,8 +141,17 @@ public:
 private:
   WarpSpecializeOp ws;
   SmallVector<RingFillOp> fills;
-  /// Control flow around fills: rebuilt in the producer without results.
+  /// Control flow around fills: rebuilt in the producer with only the
+  /// values it carries that the producer needs: `carried` lists them (an
+  /// scf.for's iter args and results, an scf.if's results, an scf.while's
+  /// before-region arguments); `carriedAfter` an scf.while's condition
+  /// values (its after-region arguments and results).
   DenseSet<Operation *> structure;
+  DenseMap<Operation *, llvm::SmallSetVector<unsigned, 4>> carried,
+      carriedAfter;
+  /// The producer's value of each word read that it needs: the word the
+  /// fill before the read publishes.
+  DenseMap<Operation *, Value> publishedSource;
   /// Ops whose results the fills (or the structure) need: cloned whole.
   DenseSet<Operation *> compute;
   SmallVector<Operation *> computeInOrder;
@@ -188,38 +199,111 @@ private:
     return true;
   }
 
+  /// A value the producer's program needs, for `fill`, at `user`.
+  struct Need {
+    Value value;
+    Operation *user;
+    RingFillOp fill;
+  };
+  SmallVector<Need> work;
+  void need(ValueRange vals, Operation *user, RingFillOp f) {
+    for (Value v : vals)
+      work.push_back({v, user, f});
+  }
+
+  /// Whether `op` lies in a fill's body (which the producer runs whole).
+  bool insideFill(Operation *op) {
+    for (Operation *p = op->getParentOp(); p && p != ws.getOperation();
+         p = p->getParentOp())
+      if (isa<RingFillOp>(p))
+        return true;
+    return false;
+  }
+
+  /// The producer's copy of structure op `op` carries its value `i` (see
+  /// `carried`): what flows into it is needed too.
+  void carry(Operation *op, unsigned i, const Need &n) {
+    if (!carried[op].insert(i))
+      return;
+    // (each value needed at the op that passes it on)
+    auto yielded = [&](Operation *terminator) {
+      need(terminator->getOperand(i), terminator, n.fill);
+    };
+    if (auto loop = dyn_cast<scf::ForOp>(op)) {
+      need(loop.getInitArgs()[i], op, n.fill);
+      yielded(loop.getBody()->getTerminator());
+    } else if (auto branch = dyn_cast<scf::IfOp>(op)) {
+      yielded(branch.thenYield());
+      yielded(branch.elseYield());
+    } else {
+      auto loop = cast<scf::WhileOp>(op);
+      need(loop.getInits()[i], op, n.fill);
+      yielded(loop.getYieldOp());
+    }
+  }
+  /// scf.while `op`'s condition value `i` (after-region argument, result).
+  void carryAfter(Operation *op, unsigned i, const Need &n) {
+    if (!carriedAfter[op].insert(i))
+      return;
+    scf::ConditionOp cond = cast<scf::WhileOp>(op).getConditionOp();
+    need(cond.getArgs()[i], cond, n.fill);
+  }
+
+  /// The word `read` names, as the last fill of its ring and slot before
+  /// it publishes it (the read's address is where the consumers find the
+  /// words, computed on their side).
+  LogicalResult findPublished(RingPublishedOp read, Operation *user,
+                              RingFillOp fill) {
+    for (Operation *at = read; at && at != ws.getOperation();
+         at = at->getParentOp())
+      for (Operation *op = at->getPrevNode(); op; op = op->getPrevNode()) {
+        auto f = dyn_cast<RingFillOp>(op);
+        if (!f || f.getRing() != read.getRing() ||
+            f.getSlot() != read.getSlot())
+          continue;
+        auto publishes = f.getBody().front().getOps<RingPublishOp>();
+        if (publishes.empty())
+          break;
+        RingPublishOp p = *publishes.begin();
+        if (read.getWord() >= p.getWords().size())
+          return refuse(user, fill)
+                 << "reads word " << read.getWord() << " of "
+                 << p.getWords().size() << " published";
+        publishedSource[read] = p.getWords()[read.getWord()];
+        return success();
+      }
+    return refuse(user, fill)
+           << "needs a word read from a slot whose last fill before the "
+              "read publishes none";
+  }
+
   LogicalResult collect() {
-    struct Need {
-      Value value;
-      Operation *user;
-      RingFillOp fill;
-    };
-    SmallVector<Need> work;
-    auto need = [&](ValueRange vals, Operation *user, RingFillOp f) {
-      for (Value v : vals)
-        work.push_back({v, user, f});
-    };
     for (RingFillOp f : fills) {
       for (Operation *p = f->getParentOp(); p != ws.getOperation();
            p = p->getParentOp()) {
-        if (!isa<scf::ForOp, scf::IfOp>(p))
+        if (!isa<scf::ForOp, scf::IfOp, scf::WhileOp>(p))
           return f.emitOpError("lies inside '")
                  << p->getName()
-                 << "': the producer's program follows scf.for and scf.if "
-                    "around fills";
+                 << "': the producer's program follows scf.for, scf.if and "
+                    "scf.while around fills";
         if (!structure.insert(p).second)
           continue;
         if (auto loop = dyn_cast<scf::ForOp>(p))
           need({loop.getLowerBound(), loop.getUpperBound(), loop.getStep()},
                p, f);
+        else if (auto loop = dyn_cast<scf::WhileOp>(p))
+          need(loop.getConditionOp().getCondition(), p, f);
         else
           need(cast<scf::IfOp>(p).getCondition(), p, f);
       }
-      // its body: the slot's loads and what chooses between them, run by
-      // the producer thread as they stand
+      // its body: the slot's loads, its published words, what chooses
+      // between them, run by the producer thread as they stand (with the
+      // tile scheduler's claims, which only the producer makes)
       WalkResult body = f.getBody().walk([&](Operation *op) -> WalkResult {
-        if (isa<LoadTileOp, LoadPagedTileOp, scf::IfOp, scf::YieldOp,
-                gpu::YieldOp>(op))
+        if (isa<LoadTileOp, LoadPagedTileOp, RingPublishOp,
+                RingProducerCommitOp, TileClaimOp, TileNextOp,
+                TileCounterResetOp, scf::IfOp, scf::ForOp, scf::WhileOp,
+                scf::YieldOp, scf::ConditionOp, gpu::YieldOp>(op))
           return WalkResult::advance();
         std::string why = whyNotRepeatable(op);
         if (why.empty())
@@ -245,17 +329,24 @@ private:
           return refuse(n.user, n.fill)
                  << "needs the consumer index, which the producer thread "
                     "does not have";
-        if (!ws->isAncestor(owner))
-          continue; // a kernel parameter or a block argument above the roles
-        auto loop = dyn_cast<scf::ForOp>(owner);
-        if (loop && structure.contains(owner) &&
-            arg == loop.getInductionVar())
+        if (!ws->isAncestor(owner) || insideFill(owner))
+          continue; // above the roles, or inside a fill moved whole
+        if (structure.contains(owner)) {
+          if (auto loop = dyn_cast<scf::ForOp>(owner)) {
+            if (arg != loop.getInductionVar())
+              carry(owner, arg.getArgNumber() - 1, n);
+          } else if (arg.getParentRegion() ==
+                     &cast<scf::WhileOp>(owner).getBefore()) {
+            carry(owner, arg.getArgNumber(), n);
+          } else {
+            carryAfter(owner, arg.getArgNumber(), n);
+          }
           continue;
-        if (structure.contains(owner) || !compute.contains(owner))
+        }
+        if (!compute.contains(owner))
           return refuse(n.user, n.fill)
                  << "needs a value carried by '" << owner->getName()
-                 << "' (the producer recomputes what fills need; it cannot "
-                    "recompute loop-carried values)";
+                 << "', which the producer's program does not follow";
         continue; // a region argument inside an op cloned whole
       }
       Operation *def = v.getDefiningOp();
@@ -267,12 +358,21 @@ private:
                     "differ)";
         continue;
       }
-      if (compute.contains(def))
+      if (compute.contains(def) || insideFill(def))
         continue;
-      if (structure.contains(def))
-        return refuse(n.user, n.fill)
-               << "needs a result of '" << def->getName()
-               << "', which holds ring fills";
+      if (structure.contains(def)) {
+        unsigned i = cast<OpResult>(v).getResultNumber();
+        if (isa<scf::WhileOp>(def))
+          carryAfter(def, i, n);
+        else
+          carry(def, i, n);
+        continue;
+      }
+      if (auto read = dyn_cast<RingPublishedOp>(def)) {
+        if (failed(findPublished(read, n.user, n.fill)))
+          return failure();
+        continue;
+      }
       std::string why = whyNotRepeatable(def);
       if (!why.empty())
         return refuse(n.user, n.fill)
@@ -305,34 +405,136 @@ private:
           b.clone(inner, map);
       } else if (auto loop = dyn_cast<scf::ForOp>(op);
                  loop && structure.contains(loop)) {
-        auto copy = scf::ForOp::create(
-            b, loc, map.lookupOrDefault(loop.getLowerBound()),
-            map.lookupOrDefault(loop.getUpperBound()),
-            map.lookupOrDefault(loop.getStep()));
-        copy.setUnsignedCmp(loop.getUnsignedCmp());
-        map.map(loop.getInductionVar(), copy.getInductionVar());
-        OpBuilder::InsertionGuard g(b);
-        b.setInsertionPoint(copy.getBody()->getTerminator());
-        clone(*loop.getBody(), b, map);
+        cloneFor(loop, b, map);
       } else if (auto branch = dyn_cast<scf::IfOp>(op);
                  branch && structure.contains(branch)) {
-        bool elseFills = false;
-        if (!branch.getElseRegion().empty())
-          branch.getElseRegion().walk([&](RingFillOp) { elseFills = true; });
-        auto copy = scf::IfOp::create(
-            b, loc, TypeRange{}, map.lookupOrDefault(branch.getCondition()),
-            elseFills);
-        OpBuilder::InsertionGuard g(b);
-        b.setInsertionPoint(copy.thenBlock()->getTerminator());
-        clone(*branch.thenBlock(), b, map);
-        if (elseFills) {
-          b.setInsertionPoint(copy.elseBlock()->getTerminator());
-          clone(*branch.elseBlock(), b, map);
-        }
+        cloneIf(branch, b, map);
+      } else if (auto loop = dyn_cast<scf::WhileOp>(op);
+                 loop && structure.contains(loop)) {
+        cloneWhile(loop, b, map);
+      } else if (auto read = dyn_cast<RingPublishedOp>(op);
+                 read && publishedSource.contains(read)) {
+        map.map(read.getResult(),
+                map.lookupOrDefault(publishedSource.lookup(read)));
       } else if (compute.contains(&op)) {
         b.clone(op, map);
       }
     }
+  }
+
+  /// `vals` at positions `which`, mapped.
+  static SmallVector<Value> pick(ValueRange vals,
+                                 ArrayRef<unsigned> which, IRMapping &map) {
+    SmallVector<Value> out;
+    for (unsigned i : which)
+      out.push_back(map.lookupOrDefault(vals[i]));
+    return out;
+  }
+  /// Maps `from`'s values at positions `which` to `to`'s in order.
+  static void mapPicked(ValueRange from, ArrayRef<unsigned> which,
+                        ValueRange to, IRMapping &map) {
+    for (auto [i, v] : llvm::zip(which, to))
+      map.map(from[i], v);
+  }
+  /// The positions of `op`'s carried values, in order.
+  static SmallVector<unsigned>
+  sorted(const DenseMap<Operation *, llvm::SmallSetVector<unsigned, 4>> &m,
+         Operation *op) {
+    SmallVector<unsigned> v;
+    auto it = m.find(op);
+    if (it != m.end())
+      v.assign(it->second.begin(), it->second.end());
+    llvm::sort(v);
+    return v;
+  }
+
+  void cloneFor(scf::ForOp loop, OpBuilder &b, IRMapping &map) {
+    SmallVector<unsigned> c = sorted(carried, loop);
+    auto copy = scf::ForOp::create(
+        b, loop.getLoc(), map.lookupOrDefault(loop.getLowerBound()),
+        map.lookupOrDefault(loop.getUpperBound()),
+        map.lookupOrDefault(loop.getStep()),
+        pick(loop.getInitArgs(), c, map));
+    copy.setUnsignedCmp(loop.getUnsignedCmp());
+    map.map(loop.getInductionVar(), copy.getInductionVar());
+    mapPicked(loop.getRegionIterArgs(), c, copy.getRegionIterArgs(), map);
+    {
+      OpBuilder::InsertionGuard g(b);
+      Block *body = copy.getBody();
+      if (!body->empty() && body->back().hasTrait<OpTrait::IsTerminator>())
+        b.setInsertionPoint(body->getTerminator());
+      else
+        b.setInsertionPointToEnd(body);
+      clone(*loop.getBody(), b, map);
+      if (!c.empty())
+        scf::YieldOp::create(
+            b, loop.getLoc(),
+            pick(loop.getBody()->getTerminator()->getOperands(), c, map));
+    }
+    mapPicked(loop.getResults(), c, copy.getResults(), map);
+  }
+
+  void cloneIf(scf::IfOp branch, OpBuilder &b, IRMapping &map) {
+    SmallVector<unsigned> c = sorted(carried, branch);
+    bool elseFills = false;
+    if (!branch.getElseRegion().empty())
+      branch.getElseRegion().walk([&](RingFillOp) { elseFills = true; });
+    bool withElse = elseFills || !c.empty();
+    SmallVector<Type> types;
+    for (unsigned i : c)
+      types.push_back(branch.getResult(i).getType());
+    auto copy = scf::IfOp::create(b, branch.getLoc(), types,
+                                  map.lookupOrDefault(branch.getCondition()),
+                                  withElse);
+    auto arm = [&](Block *from, Block *to) {
+      OpBuilder::InsertionGuard g(b);
+      if (c.empty())
+        b.setInsertionPoint(to->getTerminator());
+      else
+        b.setInsertionPointToEnd(to);
+      clone(*from, b, map);
+      if (!c.empty())
+        scf::YieldOp::create(
+            b, branch.getLoc(),
+            pick(from->getTerminator()->getOperands(), c, map));
+    };
+    arm(branch.thenBlock(), copy.thenBlock());
+    if (withElse)
+      arm(branch.elseBlock(), copy.elseBlock());
+    mapPicked(branch.getResults(), c, copy.getResults(), map);
+  }
+
+  void cloneWhile(scf::WhileOp loop, OpBuilder &b, IRMapping &map) {
+    SmallVector<unsigned> before = sorted(carried, loop);
+    SmallVector<unsigned> after = sorted(carriedAfter, loop);
+    Location loc = loop.getLoc();
+    SmallVector<Type> afterTypes;
+    for (unsigned i : after)
+      afterTypes.push_back(loop.getResult(i).getType());
+    SmallVector<Value> inits = pick(loop.getInits(), before, map);
+    auto copy = scf::WhileOp::create(b, loc, afterTypes, inits);
+    {
+      OpBuilder::InsertionGuard g(b);
+      SmallVector<Type> beforeTypes;
+      for (Value v : inits)
+        beforeTypes.push_back(v.getType());
+      SmallVector<Location> locs(before.size(), loc);
+      Block *top = b.createBlock(&copy.getBefore(), {}, beforeTypes, locs);
+      mapPicked(loop.getBeforeArguments(), before, top->getArguments(), map);
+      clone(*loop.getBeforeBody(), b, map);
+      scf::ConditionOp cond = loop.getConditionOp();
+      scf::ConditionOp::create(b, loc,
+                               map.lookupOrDefault(cond.getCondition()),
+                               pick(cond.getArgs(), after, map));
+      SmallVector<Location> locsAfter(after.size(), loc);
+      Block *rest =
+          b.createBlock(&copy.getAfter(), {}, afterTypes, locsAfter);
+      mapPicked(loop.getAfterArguments(), after, rest->getArguments(), map);
+      clone(*loop.getAfterBody(), b, map);
+      scf::YieldOp::create(b, loc,
+                           pick(loop.getYieldOp().getOperands(), before, map));
+    }
+    mapPicked(loop.getResults(), after, copy.getResults(), map);
   }
 
   void build() {

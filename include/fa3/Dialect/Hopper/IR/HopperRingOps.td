@@ -193,8 +193,56 @@ def Hopper_RingFillOp
   let hasVerifier = 1;
 }
 
+def Hopper_RingPublishOp
+    : Hopper_RingOp<"publish", "words the producer hands over with a slot"> {
+  let description = [{
+    Inside a `hopper.ring.fill` of `ring[slot]`, at its top level, before
+    its loads: the producer thread stores `words` (i32) at shared address
+    `addr` (bytes, 4-aligned), where the consumers read them once they
+    have waited for the slot (`hopper.ring.published`); the slot's commit,
+    after the stores, releases them. A persistent kernel's producer
+    publishes each tile it claims this way with the tile's Q. One scalar
+    store per word: a vector store would want consecutive registers, which
+    the producer's 24 cannot spare.
+
+    ```mlir
+    hopper.ring.publish %tile, %m0, %head, %batch at %addr
+        to %q[%k] : !hopper.ring<...>
+    ```
+  }];
+  let arguments = (ins Hopper_RingType:$ring, I32:$slot, I32:$addr,
+                       Variadic<I32>:$words);
+  let assemblyFormat = [{
+    $words `at` $addr `to` $ring `[` $slot `]` attr-dict `:` qualified(type($ring))
+  }];
+  let hasVerifier = 1;
+}
+
+def Hopper_RingPublishedOp
+    : Hopper_RingOp<"published", "a word published with a slot"> {
+  let description = [{
+    Word `word` of what the producer published with `ring[slot]` at
+    `addr` (`hopper.ring.publish`), read from shared memory: valid between
+    the consumers' wait for the slot and their release of it. Before warp
+    specialization it names the value the producer publishes:
+    `hopper-warp-specialize` gives the producer thread that value itself
+    wherever its program needs the word (a persistent kernel's loop over
+    the tiles it claims), and leaves the read to the consumers.
+
+    ```mlir
+    %m0 = hopper.ring.published %q[%k] word 1 at %addr : !hopper.ring<...>
+    ```
+  }];
+  let arguments = (ins Hopper_RingType:$ring, I32:$slot, I32:$addr,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$word);
+  let results = (outs I32:$value);
+  let assemblyFormat = [{
+    $ring `[` $slot `]` `word` $word `at` $addr attr-dict `:` qualified(type($ring))
+  }];
+}
+
 def Hopper_RingStageOp
-    : Hopper_RingOp<"stage", "the stage index of a slot"> {
+    : Hopper_RingOp<"stage", "the stage index of a slot", [Pure]> {
   let description = [{
     Slot `slot`'s stage index, slot % stages: for the addresses the
     consumers compute themselves (the wgmma descriptors of the stage's

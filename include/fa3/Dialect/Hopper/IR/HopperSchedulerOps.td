@@ -97,6 +97,31 @@ def Hopper_TileNextOp : Hopper_Op<"tile_next"> {
   let hasVerifier = 1;
 }
 
+def Hopper_TileClaimOp : Hopper_Op<"tile_claim"> {
+  let summary = "a persistent CTA's k-th tile";
+  let description = [{
+    The tile this CTA runs as its `k`-th (k counts its tiles from 0),
+    claimed when the op runs, once per k and in order: `static`, first +
+    k x gridDim.x; `dynamic`, `first` (the CTA's ctaid.x) for k = 0, else
+    the global counter's next as `hopper.tile_next ... dynamic` takes it.
+    Run by the producer thread inside the ring fill that publishes the
+    tile, where claiming it costs no register across the tile before.
+
+    ```mlir
+    %t = hopper.tile_claim %k first %cta static
+    %t = hopper.tile_claim %k first %cta dynamic counter %tileCounter
+        : !llvm.ptr<1>
+    ```
+  }];
+  let arguments = (ins I32:$k, I32:$first, Hopper_TileScheduleAttr:$schedule,
+                       Optional<LLVM_PointerInAddressSpace<1>>:$counter);
+  let results = (outs I32:$tile);
+  let assemblyFormat = [{
+    $k `first` $first $schedule (`counter` $counter^ `:` qualified(type($counter)))? attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
 def Hopper_TileCounterResetOp : Hopper_Op<"tile_counter_reset"> {
   let summary = "the last CTA to finish fetching zeroes the tile counters";
   let description = [{
