@@ -102,9 +102,12 @@ std::string whyNotRepeatable(Operation *root, bool inCallee,
               "' touches memory or synchronizes";
       return why.empty() ? WalkResult::advance() : WalkResult::interrupt();
     }
-    // an op whose effects are those of its regions: the walk visits them
-    if (op->hasTrait<OpTrait::HasRecursiveMemoryEffects>() ||
-        isa<func::FuncOp>(op))
+    // an op whose effects are those of its regions: the walk visits them.
+    // (Named, not found by hasTrait<>: a trait's TypeID comes from its
+    // spelled type name, which GCC spells unlike the clang that built
+    // libMLIR, so in a GCC build hasTrait<> does not see upstream traits.)
+    if (isa<scf::IfOp, scf::ForOp, scf::WhileOp, scf::ExecuteRegionOp,
+            scf::YieldOp, scf::ConditionOp, func::FuncOp>(op))
       return WalkResult::advance();
     why = "'" + op->getName().getStringRef().str() +
           "' may write memory, synchronize or need the whole warp";
@@ -460,8 +463,9 @@ private:
     mapPicked(loop.getRegionIterArgs(), c, copy.getRegionIterArgs(), map);
     {
       OpBuilder::InsertionGuard g(b);
+      // (scf.for's builder yields for a loop without iter args only)
       Block *body = copy.getBody();
-      if (!body->empty() && body->back().hasTrait<OpTrait::IsTerminator>())
+      if (c.empty())
         b.setInsertionPoint(body->getTerminator());
       else
         b.setInsertionPointToEnd(body);
