@@ -23,6 +23,8 @@ CASES = [
     ("ragged", [0, 1, 17, 100, 45], [3, 1, 17, 120, 0], None, 4, 2, 16, 16, {}),
     ("causal", [5, 60, 1, 33], [5, 90, 40, 20], None, 2, 2, 16, 24, {"causal": True}),
     ("seqused_k", [7, 20, 1], [30, 30, 30], [0, 25, 30], 4, 1, 8, 8, {"causal": True}),
+    # entries outside 0 .. the sequence's keys count as clamped into it
+    ("seqused_k_out_of_range", [7, 20, 5], [30, 12, 30], [-4, 45, 30], 2, 2, 8, 8, {}),
     ("window_softcap", [40, 13], [70, 13], None, 2, 2, 16, 16,
      {"window": (8, 3), "softcap": 5.0, "scale": 0.4}),
     ("one_sequence", [77], [77], None, 2, 2, 32, 32, {}),
@@ -60,7 +62,9 @@ def run_case(rng, lq, lk, used, hq, hkv, d, dv, attrs, dtype, spare=3, pipeline=
     worst = 0.0
     for b in range(nseq):
         q0, q1, k0 = cu_q[b], cu_q[b + 1], cu_k[b]
-        skv = used[b] if used is not None else cu_k[b + 1] - k0
+        skv = cu_k[b + 1] - k0
+        if used is not None:  # seqused_k, clamped to the sequence's keys
+            skv = min(max(int(used[b]), 0), skv)
         if q1 == q0:
             continue
         ref_o, ref_lse = reference.attention(q64[:, :, q0:q1], k64[:, :, k0:k0 + skv],

@@ -516,8 +516,7 @@ private:
   Value usedKeys(Value bidx, Value otherwise, bool warpUniform) {
     Value n = loadOptional(
         "seqUsedK", i32T, [&] { return bidx; }, otherwise, warpUniform);
-    n = bin<arith::MaxSIOp>(n, i32(0));
-    return bin<arith::MinSIOp>(n, otherwise);
+    return fa3::attn::clampUsedKeys(b, loc, n, otherwise);
   }
   /// Element index() (built only where the array is given) of the `type`
   /// array that parameter `name` points to, or `otherwise` where the launch

@@ -20,7 +20,15 @@
 // CHECK:   memref.load %[[CQ]][%[[S1]]]
 // CHECK:   memref.load %[[CK]][%[[S]]]
 // CHECK-NEXT: %[[K0:[0-9]+]] = arith.index_cast %{{.*}} : i32 to index
+// The sequence's keys (cu_seqlens_k), and seqused_k clamped to them.
+// CHECK-NEXT: memref.load %[[CK]][%[[S1]]]
+// CHECK-NEXT: %[[K1:[0-9]+]] = arith.index_cast %{{.*}} : i32 to index
+// CHECK-NEXT: %[[NK:[0-9]+]] = arith.subi %[[K1]], %[[K0]] : index
 // CHECK-NEXT: memref.load %[[U]][%[[S]]]
+// CHECK-NEXT: %[[USED:[0-9]+]] = arith.index_cast %{{.*}} : i32 to index
+// CHECK-NEXT: %[[Z:.*]] = arith.constant 0 : index
+// CHECK-NEXT: %[[USED0:[0-9]+]] = arith.maxsi %[[USED]], %[[Z]] : index
+// CHECK-NEXT: arith.minsi %[[USED0]], %[[NK]] : index
 // CHECK:   scf.for %[[H:[a-z0-9_]+]] =
 // CHECK:     scf.for %[[I:[a-z0-9_]+]] =
 // CHECK:       %[[ROW:[0-9]+]] = arith.addi %{{.*}}, %[[I]] : index

@@ -23,8 +23,14 @@
 // CHECK: %[[QEND:.*]] = arith.index_cast
 // CHECK: memref.load %[[CK]][%[[S]]]
 // CHECK: %[[K0:.*]] = arith.index_cast
+// CHECK: memref.load %[[CK]][%[[S1]]]
+// CHECK: %[[K1:.*]] = arith.index_cast
+// CHECK: %[[NK:.*]] = arith.subi %[[K1]], %[[K0]]
 // CHECK: memref.load %[[USED]][%[[S]]]
-// CHECK: %[[SKV:.*]] = arith.index_cast
+// CHECK: %[[U:.*]] = arith.index_cast
+// seqused_k clamped to the sequence's keys
+// CHECK: %[[U0:.*]] = arith.maxsi %[[U]],
+// CHECK: %[[SKV:.*]] = arith.minsi %[[U0]], %[[NK]]
 // CHECK: %[[SQ:.*]] = arith.subi %[[QEND]], %[[Q0]]
 // CHECK: %[[QS:.*]] = memref.subview %[[Q1]][0, 0, %[[Q0]], 0] [1, 4, %[[SQ]], 16] [1, 1, 1, 1]
 // CHECK: %[[KS:.*]] = memref.subview %{{.*}}[0, 0, %[[K0]], 0] [1, 2, %[[SKV]], 16] [1, 1, 1, 1]

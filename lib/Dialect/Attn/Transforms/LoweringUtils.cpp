@@ -410,14 +410,21 @@ buildSequenceBounds(OpBuilder &b, Location loc,
   r.q0 = load(SeqlensArray::CuQ, s);
   Value q1 = load(SeqlensArray::CuQ, s1);
   r.k0 = load(SeqlensArray::CuK, s);
+  Value k1 = load(SeqlensArray::CuK, s1);
+  r.skv = arith::SubIOp::create(b, loc, k1, r.k0);
   if (hasUsed) {
-    r.skv = load(SeqlensArray::UsedK, s);
-  } else {
-    Value k1 = load(SeqlensArray::CuK, s1);
-    r.skv = arith::SubIOp::create(b, loc, k1, r.k0);
+    Value used = load(SeqlensArray::UsedK, s);
+    r.skv = clampUsedKeys(b, loc, used, r.skv);
   }
   r.sq = arith::SubIOp::create(b, loc, q1, r.q0);
   return r;
+}
+
+Value clampUsedKeys(OpBuilder &b, Location loc, Value used, Value keys) {
+  Value zero = arith::ConstantOp::create(b, loc, used.getType(),
+                                         b.getIntegerAttr(used.getType(), 0));
+  Value n = arith::MaxSIOp::create(b, loc, used, zero);
+  return arith::MinSIOp::create(b, loc, n, keys);
 }
 
 SequenceBounds buildSequenceBounds(OpBuilder &b, Location loc, Value cuQ,

@@ -128,13 +128,19 @@ mlir::Value batchOfOneView(mlir::OpBuilder &b, mlir::Location loc,
 
 /// Sequence `s` of a packed batch: its first query token q0, its query
 /// count sq, its first key k0 and key count skv (seqused_k[s] when given,
-/// else from cu_seqlens_k). Index-typed.
+/// clamped to 0 .. the keys cu_seqlens_k gives it: clampUsedKeys; else
+/// those keys). Index-typed.
 struct SequenceBounds {
   mlir::Value q0, sq, k0, skv;
 };
 SequenceBounds buildSequenceBounds(mlir::OpBuilder &b, mlir::Location loc,
                                    mlir::Value cuQ, mlir::Value cuK,
                                    mlir::Value used, mlir::Value s);
+/// A sequence's seqused_k entry `used` kept inside its `keys` (0 ..
+/// keys): the caller's to keep in range, as in FlashAttention, but a wrong
+/// one then reads no key outside the sequence (or the cache).
+mlir::Value clampUsedKeys(mlir::OpBuilder &b, mlir::Location loc,
+                          mlir::Value used, mlir::Value keys);
 /// The same arithmetic where the arrays are read by `load(array, index)`,
 /// whose values have the type of `s` (the Hopper kernel reads them from
 /// global memory as i32).
