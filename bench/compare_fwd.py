@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A/B timing of compiled kernel variants (run on the GPU machine).
 
-Times the bf16 (or --dtype f16) kernel of each variant directory on the FA3-paper grid (batch *
+Times the bf16 (or --dtype f16, or e4m3) kernel of each variant directory on the FA3-paper grid (batch *
 seqlen = 16384, hidden 2048), interleaved per cell on the same inputs, beside
 cuDNN (SDPA) as the common yardstick; checks each output against cuDNN's. This
 is how an optimisation is measured before/after in one run (bench/NOTES.md):
@@ -9,6 +9,11 @@ is how an optimisation is measured before/after in one run (bench/NOTES.md):
     python3 bench/compare_fwd.py --variant base=DIR_A --variant new=DIR_B \\
         [--runtime base=OLD/libfa3rt.so] \\
         [--hdim 64,128] [--seqlens 512,4096] [--causal 0|1|both] [--results-dir DIR]
+
+With --dtype e4m3 every variant's FP8 kernel gets the same quantized inputs
+(per (batch, head) descales, fa3.quantize's torch path, outside the timing);
+cuDNN still runs the bf16 inputs, as yardstick and reference (error bound
+MAX_ERR_E4M3: e4m3's 3 mantissa bits).
 
 --runtime binds a variant's kernels to another libfa3rt (one built from the
 commit that compiled them), so kernels of an older kernel ABI are timed beside
@@ -40,6 +45,11 @@ from fa3 import facts as fa3facts  # noqa: E402
 from fa3 import runtime  # noqa: E402
 from fa3.torch_api import flash_attn_func  # noqa: E402
 
+# Relative L2 error vs cuDNN above which a variant's output fails the run:
+# 16-bit inputs round once (~4e-3); e4m3 inputs and P (3 mantissa bits)
+# give ~5e-2 (bench_fp8.py's MAX_REL_ERR).
+MAX_ERR = {"bf16": 2e-2, "f16": 2e-2, "e4m3": 1e-1}
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -50,7 +60,7 @@ def main():
                          "(default: the current one)")
     ap.add_argument("--hdim", default="64,128,256",
                     help="comma list of D or D:Dv (value head dim)")
-    ap.add_argument("--dtype", default="bf16", choices=["bf16", "f16"])
+    ap.add_argument("--dtype", default="bf16", choices=["bf16", "f16", "e4m3"])
     ap.add_argument("--seqlens", default=",".join(map(str, SEQLENS)))
     ap.add_argument("--causal", default="both", choices=["0", "1", "both"])
     ap.add_argument("--warmup", type=int, default=25, help="do_bench warm-up (ms)")
@@ -97,7 +107,9 @@ def main():
             if not chosen:
                 continue
             for S in seqlens:
-                B, H, q, k, v, flops = paper_inputs(D, S, causal, a.dtype, Dv)
+                fp8 = a.dtype == "e4m3"
+                B, H, q, k, v, flops = paper_inputs(D, S, causal, "bf16" if fp8 else a.dtype,
+                                                    Dv)
                 row = dict(hdim=D, causal=causal, seqlen=S, batch=B, heads=H)
                 if Dv != D:
                     row["hdim_v"] = Dv
@@ -108,11 +120,17 @@ def main():
 
                 runs = {"cudnn": lambda: F.scaled_dot_product_attention(
                     qt, kt, vt, is_causal=causal)}
+                qkv, ds = (q, k, v), {}
+                if fp8:
+                    from fa3 import quantize as fq
+                    r = fq.quantize_qkv_fp8(q, k, v, hadamard=False, block=None,
+                                            backend="torch")
+                    qkv, ds = (r.q, r.k, r.v), r.descales
                 for label, kf in chosen.items():
                     o = torch.full_like(v, float("nan"))  # [B, S, H, Dv], as o
 
                     def ours(kf=kf, o=o):
-                        flash_attn_func(q, k, v, causal=causal, kernel=kf, out=o)
+                        flash_attn_func(*qkv, causal=causal, kernel=kf, out=o, **ds)
                     try:
                         # the first call loads the kernel, with the variant's library
                         with (runtime.loading_with(libraries[label]) if label in libraries
@@ -134,7 +152,7 @@ def main():
                     row[f"{name}_tflops"] = flops / statistics.median(ts) / 1e9
                 rows.append(row)
                 print(json.dumps(row), flush=True)
-                q = k = v = qt = kt = vt = ref = None  # free before the next cell
+                q = k = v = qt = kt = vt = ref = qkv = ds = None  # free before the next cell
                 torch.cuda.empty_cache()
 
     date = records.run_id()
@@ -178,7 +196,8 @@ def main():
         md += ["", "Errors:"] + failures
     print("\n".join(md))
     print(f"appended to {Path(a.results_dir) / records.HISTORY}")
-    bad = failures or [r for r in rows for k, v in r.items() if k.endswith("_err") and v > 2e-2]
+    bad = failures or [r for r in rows for k, v in r.items()
+                       if k.endswith("_err") and v > MAX_ERR[a.dtype]]
     return 1 if bad else 0
 
 

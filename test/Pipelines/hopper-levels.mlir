@@ -48,8 +48,8 @@
 // CHECK: } {hopper.pingpong}
 // CHECK: IR Dump After HopperWarpSpecialize (hopper-warp-specialize)
 // CHECK: hopper.producer_thread {
-// CHECK: hopper.ring.producer_acquire
-// CHECK-NEXT: hopper.tile_claim
+// CHECK: hopper.tile_claim
+// CHECK-NEXT: hopper.ring.producer_acquire
 // CHECK: } consumers(
 // CHECK-NOT: hopper.ring.fill
 // CHECK: IR Dump After HopperAsyncCopy (hopper-async-copy)

@@ -234,26 +234,13 @@ private:
       q.offBytes = bin<arith::MulIOp>(st, i32(lay.qBytes));
     return q;
   }
-  void storeWords4(Value addr, ArrayRef<Value> w) {
-    // Four scalar stores: a vector store would want four consecutive
-    // registers, which the producer's 24 cannot spare.
-    for (int q = 0; q < 4; ++q)
-      inlineAsm(Type(), ValueRange{addr, w[q]},
-                "st.shared.u32 [$0+" + std::to_string(4 * q) + "], $1;", "r,r");
-  }
-  void storeWord(Value addr, Value w) {
-    inlineAsm(Type(), ValueRange{addr, w}, "st.shared.u32 [$0], $1;", "r,r");
-  }
-  /// FP8 persistent: the end flag of V's slot u (SmemLayout::vEnd).
+  /// FP8 persistent: the end flag of V's slot u (SmemLayout::vEnd),
+  /// published with the slot that carries no tile (endOfTiles()).
   Value vEndAddr(Value u) {
     Value st = ringStage(vRing, u);
     Value off = bin<arith::MulIOp>(st, i32(4));
     Value base = ptrToI32(smemPtr(smemBase, lay.vEnd));
     return bin<arith::AddIOp>(base, off);
-  }
-  Value loadSharedWord(Value addr) {
-    return inlineAsm(i32T, ValueRange{addr}, "ld.shared.u32 $0, [$1];",
-                     "=r,r");
   }
   /// Word `word` of the tile words published with Q's slot k at `slot`.
   Value publishedWord(Value k, Value slot, int64_t word) {
@@ -268,53 +255,8 @@ private:
     return laneZero(w);
   }
 
-  /// The persistent tile loop (scf.while) that openTileLoop or
-  /// openClaimLoop opened.
+  /// The persistent tile loop (scf.while) that openClaimLoop opened.
   scf::WhileOp tileLoop;
-  /// Opens the loop over this CTA's tiles in FP8's persistent kernels, as
-  /// a loop of each role (carrying the tile count k, for the Q barriers'
-  /// phase, and the K/V ring slot g); with one tile per CTA, the CTA's one
-  /// tile is ctaid.x with k = g = 0. Returns (tile, k, g). Consumers wait
-  /// for the tile's Q (and with it its id) in the loop condition.
-  std::tuple<Value, Value, Value> openTileLoop(bool producer, Value cta,
-                                               Value tiles) {
-    if (!cfg.persistent)
-      return {cta, i32(0), i32(0)};
-    Type three[] = {i32T, i32T, i32T};
-    SmallVector<Value> inits;
-    if (producer)
-      inits.push_back(cta);
-    inits.push_back(i32(0));
-    inits.push_back(i32(0));
-    tileLoop = scf::WhileOp::create(b, loc, TypeRange(three), inits);
-    SmallVector<Type> initTypes(inits.size(), i32T);
-    SmallVector<Location> initLocs(inits.size(), loc);
-    Block *before =
-        b.createBlock(&tileLoop.getBefore(), {}, initTypes, initLocs);
-    if (producer) {
-      Value more = cmpi(CmpIPredicate::slt, before->getArgument(0), tiles);
-      scf::ConditionOp::create(b, loc, more, before->getArguments());
-    } else {
-      // this tile's Q and id (the producer writes an id >= tiles to stop)
-      Value k0 = before->getArgument(0);
-      QSlot q = qSlot(k0);
-      ringOp<RingConsumerWaitOp>(qRing, q.k);
-      Value t = publishedWord(q.k, q.slot, 0);
-      Value more = cmpi(CmpIPredicate::slt, t, tiles);
-      Value args[] = {t, k0, before->getArgument(1)};
-      scf::ConditionOp::create(b, loc, more, args);
-    }
-    SmallVector<Location> locs3(3, loc);
-    Block *after = b.createBlock(&tileLoop.getAfter(), {}, three, locs3);
-    return {after->getArgument(0), after->getArgument(1),
-            after->getArgument(2)};
-  }
-  /// Whether hopper-warp-specialize builds the producer thread from the
-  /// consumers' ring fills: every kernel but FP8's persistent ones, whose
-  /// producer also tells the transposer warps where the tiles end
-  /// (producer()).
-  bool producerFromFills() const { return !(cfg.persistent && cfg.isFp8()); }
-
   /// The branch of claimLoop's body that runs a claimed tile.
   scf::IfOp claimedTile;
   /// A persistent CTA's loop over the tiles it claims, written as the
@@ -357,6 +299,16 @@ private:
     Value next[] = {k1, after->getArgument(1)};
     scf::YieldOp::create(b, loc, next);
     b.setInsertionPointAfter(tileLoop);
+  }
+  /// FP8 persistent: V's slot u after the last tile's carries no tile but
+  /// its stage's end flag, which stops the transposer warps (V's
+  /// consumers; they follow V's ring, not the tile loop).
+  void endOfTiles(Value u) {
+    fill(vRing, u, [&] {
+      Value one[] = {i32(1)};
+      RingPublishOp::create(b, loc, vRing, u, vEndAddr(u), one);
+      producerCommit(vRing, u, 0);
+    });
   }
   /// The body of Q's fill for slot q.k (the producer thread's): claim the
   /// CTA's k-th tile, past empty ones in a packed batch; publish {tile,
@@ -411,20 +363,6 @@ private:
     // launch
     if (dynamic)
       TileCounterResetOp::create(b, loc, counter);
-  }
-
-  /// Closes openTileLoop's loop: the next tile (producer), its k and ring slot.
-  void closeTileLoop(Value next, Value k, Value g1) {
-    if (!cfg.persistent)
-      return;
-    Value k1 = bin<arith::AddIOp>(k, i32(1));
-    SmallVector<Value> yields;
-    if (next)
-      yields.push_back(next);
-    yields.push_back(k1);
-    yields.push_back(g1);
-    scf::YieldOp::create(b, loc, yields);
-    b.setInsertionPointAfter(tileLoop);
   }
 
   /// Where a tile sits: its first row, head and batch, and with split-KV
@@ -713,9 +651,6 @@ private:
   /// The tile's sequence's first row of q and of k in a packed batch (null
   /// otherwise).
   Value seqQ0, seqK0;
-  /// FP8's persistent producer thread (the other kernels' is built by
-  /// hopper-warp-specialize from the consumers' ring fills).
-  void producer(Value cta);
   /// FP8: warp `worker` of the producer warpgroup's transposer warps.
   void transposer(Value cta, Value worker);
   void consumers(Value tid, Value cta);
@@ -1000,114 +935,13 @@ void KernelBuilder::epilogue(Value m, Value l, Value o, const TileCoords &c,
   storeLse();
 }
 
-void KernelBuilder::producer(Value cta) {
-  // (FP8's persistent kernels': hopper-warp-specialize builds the others'
-  // from the consumers' ring fills; split-KV kernels are never
-  // persistent, checkSupported)
-  assert(!producerFromFills() && !cfg.splitKv && !cfg.packGqa &&
-         "FP8's persistent producer");
-  // The tile grid, computed in each role: a value computed before the
-  // role split would live across the producer's setmaxnreg (24 registers)
-  // and ptxas would spill it there.
-  auto grid = tileGrid();
-  Value numM = grid.getNumM(), tiles = grid.getTiles();
-  Value grp = group();
-  Value pTile, pK, pG;
-  Value first = liveTile(cta, tiles, numM);
-  std::tie(pTile, pK, pG) = openTileLoop(/*producer=*/true, first, tiles);
-  {
-    // Q of this tile once the consumers are done with the last one's (with
-    // two Q buffers: into buffer k & 1 once the consumers are done with
-    // tile k - 2; they may still be on tile k - 1)
-    QSlot q = qSlot(pK);
-    ringOp<RingProducerAcquireOp>(qRing, q.k);
-    // Decoded after the wait: the producer thread has 24 registers, too few
-    // to hold the decoded tile across it. The consumers are in the last
-    // tile's tail and epilogue meanwhile.
-    TileCoords pc = coords(pTile, numM);
-    // GQA: kv head = q head / (Hq / Hkv)
-    Value hkv = bin<arith::DivUIOp>(pc.head, grp);
-    Tile tl = schedule(pc, /*warpUniform=*/false);
-    Value words[] = {pTile, tl.m0, tl.head, tl.bidx};
-    storeWords4(q.slot, words);
-    // the Q tile (hopper-async-copy writes its TMA transfer)
-    // (GQA packing: Q's tensor map has a box of group heads x block_m /
-    // group queries, the tile's packed rows in order)
-    Value qrow = packedRow(tl.q0, firstQuery(tl));
-    Value batch = packedBatch(tl.bidx);
-    Value qhead = firstHead(tl);
-    loadTile(param("mapQ"), qrow, qhead, batch, qRing, q.k, cfg.blockM,
-             cfg.tileD());
-    // K/V rings, continued across tiles: ring slot u = g + t for kv block t
-    // of the tile. The loop runs over the ring slots themselves (g .. g +
-    // nblk): the bound is then also the next tile's g, one value fewer to
-    // keep in the producer's 24 registers.
-    Value gEnd = bin<arith::AddIOp>(pG, tl.nblk);
-    Value blk0 = bin<arith::SubIOp>(tl.lo, pG);
-    auto loop = scf::ForOp::create(b, loc, pG, gEnd, i32(1));
-    {
-      OpBuilder::InsertionGuard g(b);
-      b.setInsertionPoint(loop.getBody()->getTerminator());
-      Value pu = loop.getInductionVar();
-      Value blk = bin<arith::AddIOp>(blk0, pu);
-      Value kvrow = bin<arith::MulIOp>(blk, i32(cfg.blockN));
-      kvrow = packedRow(tl.k0, kvrow);
-      // K and V of the block (with multicast, each CTA of the cluster
-      // loads half of the boxes into both CTAs' rings: hopper-async-copy)
-      ringOp<RingProducerAcquireOp>(kRing, pu);
-      loadTile(param("mapK"), kvrow, hkv, batch, kRing, pu, cfg.blockN,
-               cfg.tileD());
-      ringOp<RingProducerAcquireOp>(vRing, pu);
-      loadTile(param("mapV"), kvrow, hkv, batch, vRing, pu, cfg.blockN,
-               cfg.tileDv());
-    }
-    Value next;
-    if (cfg.clusterM == 2) {
-      // Static: the two CTAs of a cluster must take the two m-blocks of a
-      // pair in step (grid and m-block count are even, so tile and tile +
-      // gridDim.x keep their parity). Every full-mask tile costs the same.
-      next = TileNextOp::create(b, loc, pTile, TileSchedule::static_stride,
-                                Value());
-    } else {
-      // Claimed once this tile's loads are issued, i.e. about when the CTA
-      // can start it: claiming at the start of a tile would reserve work for
-      // a CTA that is busy for the whole (causal: long) tile.
-      next = TileNextOp::create(b, loc, pTile, TileSchedule::dynamic,
-                                param("tileCounter"));
-      next = liveTile(next, tiles, numM);
-    }
-    closeTileLoop(next, pK, gEnd);
-  }
-  {
-    // no tile left: tell the consumers (id = tiles, no load)
-    Value k = tileLoop.getResult(1);
-    QSlot q = qSlot(k);
-    ringOp<RingProducerAcquireOp>(qRing, q.k);
-    Value words[] = {tiles, i32(0), i32(0), i32(0)};
-    storeWords4(q.slot, words);
-    producerCommit(qRing, q.k, 0);
-    if (cfg.isFp8()) {
-      // and the transposer: V's next slot u carries no tile, its stage's
-      // end flag says so
-      Value u = tileLoop.getResult(2);
-      ringOp<RingProducerAcquireOp>(vRing, u);
-      storeWord(vEndAddr(u), i32(1));
-      producerCommit(vRing, u, 0);
-    }
-  }
-  if (cfg.clusterM == 1) {
-    // the last CTA to finish fetching resets the counters for the next launch
-    TileCounterResetOp::create(b, loc, param("tileCounter"));
-  }
-}
-
 /// The transposer warps transpose V's slots in ring order: slot u into the
 /// transposed ring's slot u; each thread releases V's once it has read it,
 /// and one commits the transposed slot once all have written it. With one
 /// tile per CTA they follow the tile's kv blocks as the consumers do; in a
 /// persistent kernel they follow the ring itself until a slot whose end
-/// flag the producer set (the tiles' blocks are the producer's to know: it
-/// schedules them).
+/// flag is published (endOfTiles(): the tiles are the consumers' loop's,
+/// claimed by the producer thread).
 void KernelBuilder::transposer(Value cta, Value worker) {
   auto transposeSlot = [&](Value u) {
     ringOp<RingProducerAcquireOp>(vtRing, u);
@@ -1131,7 +965,7 @@ void KernelBuilder::transposer(Value cta, Value worker) {
     Block *before = b.createBlock(&loop.getBefore(), {}, {i32T}, {loc});
     Value u = before->getArgument(0);
     ringOp<RingConsumerWaitOp>(vRing, u);
-    Value flag = loadSharedWord(vEndAddr(u));
+    Value flag = RingPublishedOp::create(b, loc, vRing, u, vEndAddr(u), 0);
     Value more = cmpi(CmpIPredicate::eq, flag, i32(0));
     scf::ConditionOp::create(b, loc, more, ValueRange{u});
     Block *after = b.createBlock(&loop.getAfter(), {}, {i32T}, {loc});
@@ -1230,21 +1064,19 @@ void KernelBuilder::consumers(Value tid, Value cta) {
   // back above the split.
   auto grid = tileGrid();
   Value numM = grid.getNumM(), tiles = grid.getTiles();
-  // One tile per CTA: the CTA's own. Persistent: the loop over the tiles
-  // the CTA claims, each with its Q through the Q ring.
-  const bool fills = producerFromFills();
-  Value cTile, cK, cG;
-  if (cfg.persistent && fills)
+  // One tile per CTA: the CTA's own (Q's and K/V's ring slots from 0).
+  // Persistent: the loop over the tiles the CTA claims, each with its Q
+  // through the Q ring.
+  Value cK = i32(0), cG = i32(0);
+  if (cfg.persistent)
     std::tie(cK, cG) = openClaimLoop(cta, tiles, numM);
-  else
-    std::tie(cTile, cK, cG) = openTileLoop(/*producer=*/false, cta, tiles);
   // this tile's Q ring slot, buffer and published slot
   QSlot cq = qSlot(cK, /*withOffset=*/true);
   scf::IfOp live;
   {
     // persistent: this tile as the producer decoded it; else this CTA's tile
     TileCoords c =
-        cfg.persistent ? readCoords(cq.k, cq.slot) : coords(cTile, numM);
+        cfg.persistent ? readCoords(cq.k, cq.slot) : coords(cta, numM);
     Tile tl = schedule(c, /*warpUniform=*/true);
     m0 = tl.m0, head = tl.head, bidx = tl.bidx, split = tl.split,
     lo = tl.lo, ilo = tl.ilo,
@@ -1285,14 +1117,10 @@ void KernelBuilder::consumers(Value tid, Value cta) {
       sl2 = s;
   };
   // The tile's loads stand where the consumers use them (hopper.ring.fill);
-  // hopper-warp-specialize gives them to the producer thread. (FP8's
-  // persistent producer is built as its own role: producer().)
-  Value tileBatch, tilePages;
-  if (fills) {
-    tileBatch = packedBatch(bidx);
-    tilePages = cfg.splitKv ? pageTableRow(bidx) : Value();
-  }
-  if (fills && !cfg.persistent) {
+  // hopper-warp-specialize gives them to the producer thread.
+  Value tileBatch = packedBatch(bidx);
+  Value tilePages = cfg.splitKv ? pageTableRow(bidx) : Value();
+  if (!cfg.persistent) {
     fill(qRing, cq.k, [&] {
       TileCoords tc{m0, head, bidx, split};
       Value qrow = packedRow(seqQ0, firstQuery(tc));
@@ -1389,8 +1217,7 @@ void KernelBuilder::consumers(Value tid, Value cta) {
                 acc = lp.getRegionIterArg(2);
           // K and V of block t are ring slot u.
           Value u = bin<arith::AddIOp>(cG, t);
-          if (fills)
-            fillKv(t, u);
+          fillKv(t, u);
           if (cfg.isFp8()) {
             Value blk0 = blockOf(t);
             setBlockScale(blk0);
@@ -1474,13 +1301,11 @@ void KernelBuilder::consumers(Value tid, Value cta) {
   }
   epilogue(res.getResult(0), res.getResult(1), oFinal,
            TileCoords{m0, head, bidx, split}, sq, cq.k);
-  Value g1;
-  if (cfg.persistent)
-    g1 = bin<arith::AddIOp>(cG, nblk);
-  if (cfg.persistent && fills)
-    closeClaimLoop(g1);
-  else
-    closeTileLoop(Value(), cK, g1);
+  if (cfg.persistent) {
+    closeClaimLoop(bin<arith::AddIOp>(cG, nblk));
+    if (cfg.isFp8())
+      endOfTiles(tileLoop.getResult(1));
+  }
   closeSequenceGuard(live);
   if (cfg.oStore() == KernelConfig::OStore::tma)
     drainBulkReads(ltid); // the last O store's
@@ -1528,7 +1353,8 @@ void KernelBuilder::body() {
     setUp(smem, rings, {"mapQ", "mapK", "mapV", "mapO"});
     if (cfg.isFp8() && cfg.persistent)
       for (int64_t st = 0; st < cfg.stages; ++st)
-        storeWord(vEndAddr(i32(st)), i32(0));
+        LLVM::StoreOp::create(b, loc, i32(0),
+                              smemPtr(smem, lay.vEnd + 4 * st));
   });
   if (cfg.clusterM == 2)
     clusterSync();
@@ -1543,10 +1369,8 @@ void KernelBuilder::body() {
     OpBuilder::InsertionGuard g(b);
     // ================= producer warpgroup =================
     b.createBlock(&ws.getProducer());
-    // (one tile per CTA: hopper-warp-specialize builds the producer thread
-    // from the consumers' ring fills)
-    if (!producerFromFills())
-      onProducerThread([&] { producer(cta); });
+    // (hopper-warp-specialize builds the producer thread from the
+    // consumers' ring fills)
     if (cfg.isFp8())
       onProducerWarps(kTransposeFirstWarp, kTransposeWarps,
                       [&](Value worker) { transposer(cta, worker); });

@@ -12,42 +12,39 @@
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config=persistent=off --attn-tile --convert-attn-to-hopper --hopper-warp-specialize | FileCheck %s --check-prefix=KERNEL
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config --attn-tile --convert-attn-to-hopper --hopper-warp-specialize --hopper-async-copy --hopper-overlap --hopper-pingpong --convert-hopper-to-nvvm | FileCheck %s --check-prefix=NVVM
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config=persistent=on --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=PERSIST
+// RUN: fa3-opt %s --split-input-file --attn-hopper-config=persistent=on --attn-tile --convert-attn-to-hopper --hopper-warp-specialize | FileCheck %s --check-prefix=PERSIST-WS
 
 // CONFIG-LABEL: func.func @d128
 // CONFIG: attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 3, persistent = true, q_buffers = 2, lazy_rescale = true, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = true, tma_store = true>
 
-// Persistent CTAs (as an option): two Q buffers; the producer, once no
-// tile is left, tells the consumers through Q's slot and the transposer
-// through V's next slot u and the end flag of u's stage (a word per stage,
-// zeroed by thread 0 at the start), since only the producer knows the
-// tiles' kv blocks; the transposer follows V's ring until a slot whose
-// flag is set. (One word for all stages would be written while the
+// Persistent CTAs (as an option): two Q buffers; the consumers' tile loop
+// claims each tile in Q's fill (as bf16's); after it, V's next slot u
+// carries no tile but the end flag of u's stage (a word per stage, zeroed
+// by thread 0 at the start), published in that slot's fill, since the
+// transposer does not follow the tile loop: it follows V's ring until a
+// slot whose flag is set. hopper-warp-specialize gives the end slot's fill
+// to the producer thread, after its copy of the tile loop, checked as
+// PERSIST-WS. (One word for all stages would be written while the
 // transposer still reads it for earlier slots: racecheck's hazard. A
 // stage's flag is read before the stage is released and written after it
 // is acquired again.)
-// PERSIST-LABEL: gpu.func @d128_kernel(
 // PERSIST: %[[Q:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 2, stage_bytes = 16384, data = 0,
 // PERSIST: %[[V:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 3, stage_bytes = 16384, data = 81920, {{.*}} arrivals = 96
 // PERSIST: %[[VT:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 3, stage_bytes = 16384, data = 131072,
-// PERSIST: hopper.ring.stage %[[V]][%c0_i32]
-// PERSIST: "st.shared.u32 [$0], $1;", "r,r" %{{.*}}, %c0_i32
-// PERSIST: hopper.ring.stage %[[V]][%c1_i32]
-// PERSIST: "st.shared.u32 [$0], $1;", "r,r" %{{.*}}, %c0_i32
-// PERSIST: hopper.ring.stage %[[V]][%c2_i32]
-// PERSIST: "st.shared.u32 [$0], $1;", "r,r" %{{.*}}, %c0_i32
-// PERSIST: hopper.warp_specialize producer regs 32 {
-// PERSIST: %[[TILES:.*]]:3 = scf.while
-// PERSIST: hopper.ring.producer_commit %[[Q]][%[[TILES]]#1] tx 0
-// PERSIST-NEXT: hopper.ring.producer_acquire %[[V]][%[[TILES]]#2]
-// PERSIST-NEXT: %[[ENDST:.*]] = hopper.ring.stage %[[V]][%[[TILES]]#2]
-// PERSIST-NEXT: %[[ENDOFF:.*]] = arith.muli %[[ENDST]], %c4_i32
-// PERSIST: %[[ENDADDR:.*]] = arith.addi %{{.*}}, %[[ENDOFF]]
-// PERSIST-NEXT: "st.shared.u32 [$0], $1;", "r,r" %[[ENDADDR]], %c1_i32
-// PERSIST-NEXT: hopper.ring.producer_commit %[[V]][%[[TILES]]#2] tx 0
-// PERSIST: scf.while (%[[U:.*]] = %c0_i32) : (i32) -> i32 {
+// PERSIST: nvvm.prefetch tensormap
+// PERSIST: %[[F0:.*]] = llvm.getelementptr %{{.*}}[213200]
+// PERSIST-NEXT: llvm.store %c0_i32, %[[F0]]
+// PERSIST-NEXT: %[[F1:.*]] = llvm.getelementptr %{{.*}}[213204]
+// PERSIST-NEXT: llvm.store %c0_i32, %[[F1]]
+// PERSIST-NEXT: %[[F2:.*]] = llvm.getelementptr %{{.*}}[213208]
+// PERSIST-NEXT: llvm.store %c0_i32, %[[F2]]
+// PERSIST: hopper.warp_specialize producer regs 48 {
+// PERSIST-NEXT: hopper.producer_warps(%{{.*}}) first 1 count 3 {
+// PERSIST-NEXT: scf.while (%[[U:.*]] = %c0_i32) : (i32) -> i32 {
 // PERSIST-NEXT: hopper.ring.consumer_wait %[[V]][%[[U]]]
 // PERSIST-NEXT: %[[ST:.*]] = hopper.ring.stage %[[V]][%[[U]]]
-// PERSIST: %[[FLAG:.*]] = llvm.inline_asm {{.*}} "ld.shared.u32 $0, [$1];"
+// PERSIST: %[[FLAGS:.*]] = llvm.getelementptr %{{.*}}[213200]
+// PERSIST: %[[FLAG:.*]] = hopper.ring.published %[[V]][%[[U]]] word 0 at
 // PERSIST-NEXT: %[[MORE:.*]] = arith.cmpi eq, %[[FLAG]], %c0_i32
 // PERSIST-NEXT: scf.condition(%[[MORE]]) %[[U]]
 // PERSIST: ^bb0(%[[UA:.*]]: i32):
@@ -57,6 +54,36 @@
 // PERSIST: hopper.ring.producer_commit %[[VT]][%[[UA]]] tx 0
 // PERSIST: arith.addi %[[UA]], %c1_i32
 // PERSIST: } consumers(
+// PERSIST: %[[TILES:.*]]:2 = scf.while
+// PERSIST-NEXT: hopper.ring.stage %[[Q]]
+// PERSIST: hopper.ring.fill %[[Q]]
+// PERSIST: hopper.tile_claim
+// PERSIST: } do {
+// PERSIST-NEXT: ^bb0(%{{.*}}: i32, %{{.*}}: i32):
+// PERSIST-NEXT: arith.addi
+// PERSIST-NEXT: scf.yield
+// PERSIST-NEXT: }
+// PERSIST-NEXT: hopper.ring.fill %[[V]][%[[TILES]]#1]
+// PERSIST: hopper.ring.publish %c1_i32 at %{{.*}} to %[[V]][%[[TILES]]#1]
+// PERSIST-NEXT: hopper.ring.producer_commit %[[V]][%[[TILES]]#1] tx 0
+// PERSIST-WS: hopper.warp_specialize producer regs 48 {
+// PERSIST-WS-NEXT: hopper.producer_thread {
+// PERSIST-WS: %[[PT:.*]]:2 = scf.while
+// PERSIST-WS: hopper.tile_claim
+// PERSIST-WS: } do {
+// PERSIST-WS-NEXT: ^bb0(%{{.*}}: i32, %{{.*}}: i32):
+// PERSIST-WS-NEXT: arith.addi
+// PERSIST-WS-NEXT: scf.yield
+// PERSIST-WS-NEXT: }
+// PERSIST-WS-NEXT: hopper.ring.producer_acquire %[[V:.*]][%[[PT]]#1]
+// PERSIST-WS: hopper.ring.publish %c1_i32 at %{{.*}} to %[[V]][%[[PT]]#1]
+// PERSIST-WS-NEXT: hopper.ring.producer_commit %[[V]][%[[PT]]#1] tx 0
+// PERSIST-WS-NEXT: }
+// PERSIST-WS-NEXT: hopper.producer_warps
+// PERSIST-WS: } consumers(
+// PERSIST-WS-NOT: hopper.ring.fill
+// PERSIST-WS-NOT: hopper.ring.publish {{.*}} to
+// PERSIST-WS: gpu.return
 
 // KERNEL-LABEL: gpu.func @d128_kernel(
 // KERNEL-SAME: dtype = "e4m3"

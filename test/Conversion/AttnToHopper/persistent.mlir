@@ -51,6 +51,7 @@
 // Q2-NEXT: %[[PB:.*]] = hopper.ring.stage %[[QR]][%[[PK]]]
 // Q2-NEXT: %[[PB16:.*]] = arith.muli %[[PB]], %c16_i32 : i32
 // Q2-NEXT: %[[PSLOT:.*]] = arith.addi %{{.*}}, %[[PB16]] : i32
+// Q2-NEXT: hopper.tile_claim %[[PK]]
 // Q2-NEXT: hopper.ring.producer_acquire %[[QR]][%[[PK]]]
 // Q2: hopper.ring.publish %{{.*}} at %[[PSLOT]] to %[[QR]][%[[PK]]]
 // Q2: hopper.ring.producer_commit %[[QR]][%[[PK]]] tx 16384
@@ -86,14 +87,14 @@
 // CHECK: %[[SLOT:.*]] = llvm.ptrtoint
 
 // Producer: the loop over the tiles it claims, carrying the tile count k
-// and the K/V ring slot g; each turn acquires Q's slot k, then claims and
-// decodes the tile (the producer's 24 registers hold nothing decoded
-// across the wait).
+// and the K/V ring slot g; each turn claims the tile, acquires Q's slot k
+// (the claim's atomic overlaps the wait), then decodes the tile (the
+// producer's 24 registers hold nothing decoded across the wait).
 // CHECK: hopper.warp_specialize producer regs 24 {
 // CHECK: %[[NUMM:[^,]*]], %[[TILES:[^ ]*]] = hopper.tile_grid %arg8, %arg10, %arg7 block_m 128
 // CHECK: scf.while (%[[PK:[^ ]*]] = %c0_i32, %[[PG:[^ ]*]] = %c0_i32) : (i32, i32) -> (i32, i32) {
-// CHECK-NEXT: hopper.ring.producer_acquire %[[QR]][%[[PK]]]
 // CHECK-NEXT: %[[PT:.*]] = hopper.tile_claim %[[PK]] first %[[CTA]] dynamic counter %[[COUNTER]] : !llvm.ptr<1>
+// CHECK-NEXT: hopper.ring.producer_acquire %[[QR]][%[[PK]]]
 // CHECK-NEXT: %[[IN:.*]] = arith.cmpi slt, %[[PT]], %[[TILES]] : i32
 // CHECK-NEXT: %[[W:.*]]:4 = scf.if %[[IN]]
 // CHECK-NEXT: hopper.tile_coords %[[PT]] in %[[NUMM]]

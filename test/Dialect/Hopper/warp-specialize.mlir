@@ -283,7 +283,7 @@ func.func @no_load(%smem: !llvm.ptr<3>, %u: i32) {
   %q = hopper.ring.create %smem : !q
   hopper.warp_specialize producer regs 24 {
   } consumers(%cw of 2) regs 240 {
-    // expected-error @+1 {{holds no load of its slot}}
+    // expected-error @+1 {{holds no load of its slot (hopper.load_tile or hopper.load_paged_tile) and publishes nothing}}
     hopper.ring.fill %q[%u] : !q {
     }
   }
@@ -581,15 +581,16 @@ func.func @second_thread(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %u: i32) {
 !k = !hopper.ring<stages = 2, stage_bytes = 16384, data = 32768, full = 196640, empty = 196656, arrivals = 256, cluster = 1>
 
 // A persistent CTA's loop: Q's fill claims the k-th tile and publishes it;
-// the consumers read the id after their wait. The producer thread takes
+// the consumers read the id after their wait. The producer claims before
+// it acquires the slot (the atomic overlaps the wait), then publishes. The producer thread takes
 // the claimed id itself where the program reads the word (the loop's
 // condition, the K slot it carries to the body).
 // CHECK-LABEL: func.func @published(
 // CHECK-SAME: %[[ADDR:[^:]*]]: i32, %[[TILES:[^:]*]]: i32, %[[CTR:[^:]*]]: !llvm.ptr<1>, %[[CTA:[^:]*]]: i32)
 // CHECK: hopper.producer_thread {
 // CHECK: scf.while (%[[K:.*]] = %{{.*}}, %[[G:.*]] = %{{.*}}) : (i32, i32) -> (i32, i32) {
-// CHECK-NEXT: hopper.ring.producer_acquire %[[Q:[0-9]+]][%[[K]]]
 // CHECK-NEXT: %[[T:.*]] = hopper.tile_claim %[[K]] first %[[CTA]] dynamic counter %[[CTR]]
+// CHECK-NEXT: hopper.ring.producer_acquire %[[Q:[0-9]+]][%[[K]]]
 // CHECK-NEXT: hopper.ring.publish %[[T]] at %[[ADDR]] to %[[Q]][%[[K]]]
 // CHECK-NEXT: %[[IN:.*]] = arith.cmpi slt, %[[T]], %[[TILES]] : i32
 // CHECK-NEXT: scf.if %[[IN]] {
@@ -740,6 +741,61 @@ func.func @commit_bytes_in_fill(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %u: i32, %
       } else {
         hopper.ring.producer_commit %q[%u] tx 16384 : !q
       }
+    }
+  }
+  return
+}
+
+// -----
+
+!k = !hopper.ring<stages = 2, stage_bytes = 16384, data = 16384, full = 196624, empty = 196640, arrivals = 256, cluster = 1>
+
+// A slot that carries words only (FP8's end-of-tiles flag after the tile
+// loop): the producer publishes them and completes the slot itself, at the
+// slot the loop's result names.
+// CHECK-LABEL: func.func @words_only(
+// CHECK-SAME: %[[ADDR:[^:]*]]: i32)
+// CHECK: hopper.producer_thread {
+// CHECK: %[[G:.*]] = scf.for
+// CHECK: hopper.ring.producer_acquire %[[K:[0-9]+]][%[[G]]]
+// CHECK-NEXT: hopper.ring.publish %{{.*}} at %[[ADDR]] to %[[K]][%[[G]]]
+// CHECK-NEXT: hopper.ring.producer_commit %[[K]][%[[G]]] tx 0
+// CHECK-NEXT: }
+// CHECK: consumers(
+// CHECK-NOT: hopper.ring.publish
+func.func @words_only(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %n: i32, %addr: i32) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %kr = hopper.ring.create %smem : !k
+  hopper.warp_specialize producer regs 24 {
+  } consumers(%cw of 2) regs 240 {
+    %g = scf.for %t = %c0 to %n step %c1 iter_args(%u = %c0) -> (i32) : i32 {
+      hopper.ring.fill %kr[%u] : !k {
+        hopper.load_tile %map[%t, %t, %t] into %kr[%u] rows 64 cols 128 : bf16, !k
+      }
+      hopper.ring.consumer_wait %kr[%u] : !k
+      %u1 = arith.addi %u, %c1 : i32
+      scf.yield %u1 : i32
+    }
+    hopper.ring.fill %kr[%g] : !k {
+      hopper.ring.publish %c1 at %addr to %kr[%g] : !k
+      hopper.ring.producer_commit %kr[%g] tx 0 : !k
+    }
+  }
+  return
+}
+
+// -----
+
+!q = !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 196608, empty = 196616, arrivals = 256, cluster = 1>
+
+func.func @words_never_committed(%smem: !llvm.ptr<3>, %u: i32, %addr: i32) {
+  %q = hopper.ring.create %smem : !q
+  hopper.warp_specialize producer regs 24 {
+  } consumers(%cw of 2) regs 240 {
+    // expected-error @+1 {{loads nothing and never commits its slot (a 'producer_commit ... tx 0' completes it)}}
+    hopper.ring.fill %q[%u] : !q {
+      hopper.ring.publish %u at %addr to %q[%u] : !q
     }
   }
   return

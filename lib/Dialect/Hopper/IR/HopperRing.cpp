@@ -235,6 +235,7 @@ LogicalResult RingFillOp::verify() {
                        "it into the producer)");
   int64_t loads = 0;
   RingPublishOp publish;
+  bool commits = false;
   WalkResult w = getBody().walk([&](Operation *op) -> WalkResult {
     Value ring, slot;
     if (auto l = dyn_cast<LoadTileOp>(op))
@@ -249,6 +250,7 @@ LogicalResult RingFillOp::verify() {
         return emitOpError("holds a commit that is not its own slot's "
                            "'tx 0' (hopper-async-copy writes the commits "
                            "of loads)");
+      commits = true;
       return WalkResult::advance();
     } else if (auto p = dyn_cast<RingPublishOp>(op)) {
       // (its own verifier keeps it at the top level: the words are then
@@ -287,9 +289,14 @@ LogicalResult RingFillOp::verify() {
         return emitOpError("publishes after the slot is committed (the "
                            "words must precede the loads and commits)");
     }
-  if (loads == 0)
+  // A slot without a load carries words only (e.g. an end-of-work flag):
+  // the producer publishes them and completes the slot itself.
+  if (loads == 0 && !publish)
     return emitOpError("holds no load of its slot (hopper.load_tile or "
-                       "hopper.load_paged_tile)");
+                       "hopper.load_paged_tile) and publishes nothing");
+  if (loads == 0 && !commits)
+    return emitOpError("loads nothing and never commits its slot (a "
+                       "'producer_commit ... tx 0' completes it)");
   return success();
 }
 

@@ -402,10 +402,25 @@ private:
     for (Operation &op : from.without_terminator()) {
       Location loc = op.getLoc();
       if (auto f = dyn_cast<RingFillOp>(op)) {
-        RingProducerAcquireOp::create(b, loc, map.lookupOrDefault(f.getRing()),
-                                      map.lookupOrDefault(f.getSlot()));
-        for (Operation &inner : f.getBody().front().without_terminator())
+        // The acquire after the body's tile claims, if it starts with
+        // them: the claim's atomic then overlaps the wait for the stage
+        // (the rest, the tile's decode, stays after it, which the 24
+        // registers of the producer thread need).
+        Block &body = f.getBody().front();
+        Operation *acquireAt = &body.front();
+        for (Operation &inner : body.without_terminator()) {
+          if (touchesSlot(inner))
+            break;
+          if (isa<TileClaimOp, TileNextOp>(inner))
+            acquireAt = inner.getNextNode();
+        }
+        for (Operation &inner : body.without_terminator()) {
+          if (&inner == acquireAt)
+            RingProducerAcquireOp::create(b, loc,
+                                          map.lookupOrDefault(f.getRing()),
+                                          map.lookupOrDefault(f.getSlot()));
           b.clone(inner, map);
+        }
       } else if (auto loop = dyn_cast<scf::ForOp>(op);
                  loop && structure.contains(loop)) {
         cloneFor(loop, b, map);
@@ -423,6 +438,18 @@ private:
         b.clone(op, map);
       }
     }
+  }
+
+  /// Whether `op` writes its fill's slot or completes it (the verifier
+  /// gives every fill one such op).
+  static bool touchesSlot(Operation &op) {
+    return op.walk([](Operation *in) {
+               return isa<LoadTileOp, LoadPagedTileOp, RingPublishOp,
+                          RingProducerCommitOp>(in)
+                          ? WalkResult::interrupt()
+                          : WalkResult::advance();
+             })
+        .wasInterrupted();
   }
 
   /// `vals` at positions `which`, mapped.

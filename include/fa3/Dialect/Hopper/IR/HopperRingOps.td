@@ -122,7 +122,7 @@ def Hopper_RingProducerCommitOp
     loads (`hopper.tma_load` into the same slot, issued after the commit)
     have landed. `tx 0` is a plain arrive: the slot then carries only what
     the producer wrote between acquire and commit (a persistent producer's
-    "no tile left"). A stage holds `stage_bytes`, so a commit expects at
+    "no tile left", FP8's end flag for the transposer warps). A stage holds `stage_bytes`, so a commit expects at
     most that many.
 
     ```mlir
@@ -174,8 +174,11 @@ def Hopper_RingFillOp
     slot. `hopper-warp-specialize` moves every fill of the consumers region
     into the producer thread's program: the control flow around the fills
     and the arithmetic their operands need are recomputed there, each fill
-    becomes the slot's `producer_acquire` followed by its loads, in program
-    order; the consumers keep the rest.
+    becomes the slot's `producer_acquire` and its body, in program order
+    (the acquire after the tile claims the body starts with, if any: the
+    claim then overlaps the wait); the consumers keep the rest. A slot may
+    carry words only (`hopper.ring.publish` and a `producer_commit ... tx
+    0`, no load): an end-of-work flag for a role that follows the ring.
 
     ```mlir
     hopper.ring.fill %k[%u] : !hopper.ring<...> {
