@@ -318,9 +318,11 @@ private:
     // Static in a cluster: its two CTAs must take the two m-blocks of a
     // pair in step (grid and m-block count are even, so tile and tile +
     // gridDim.x keep their parity); every full-mask tile costs the same.
-    // Else dynamic, claimed once the slot is free, i.e. about when the CTA
-    // can start the tile: claiming earlier would reserve work for a CTA
-    // busy with a long (causal) tile.
+    // Else dynamic, claimed when the producer turns to this slot, i.e.
+    // once the last tile's K/V loads are issued, about when the CTA can
+    // start it: claiming earlier would reserve work for a CTA busy with a
+    // long (causal) tile. (hopper-warp-specialize issues the claim before
+    // the slot's acquire, so its atomic overlaps that wait.)
     const bool dynamic = cfg.clusterM == 1;
     Value counter = dynamic ? param("tileCounter") : Value();
     Value t = TileClaimOp::create(

@@ -800,3 +800,118 @@ func.func @words_never_committed(%smem: !llvm.ptr<3>, %u: i32, %addr: i32) {
   }
   return
 }
+
+// -----
+
+!q = !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 196608, empty = 196616, arrivals = 256, cluster = 1>
+
+// A path without an arrive (no tile: no load, no plain commit) would leave
+// the consumers waiting.
+func.func @path_without_arrive(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %u: i32, %addr: i32, %c: i1) {
+  %q = hopper.ring.create %smem : !q
+  hopper.warp_specialize producer regs 24 {
+  } consumers(%cw of 2) regs 240 {
+    // expected-error @+1 {{must arrive on its slot once on every path: one load, or where it loads nothing a 'producer_commit ... tx 0', outside loops}}
+    hopper.ring.fill %q[%u] : !q {
+      hopper.ring.publish %u at %addr to %q[%u] : !q
+      scf.if %c {
+        hopper.load_tile %map[%u, %u, %u] into %q[%u] rows 64 cols 128 : bf16, !q
+      }
+    }
+  }
+  return
+}
+
+// -----
+
+!q = !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 196608, empty = 196616, arrivals = 256, cluster = 1>
+
+// Two arrives on one path would complete the next phase too.
+func.func @two_arrives(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %u: i32) {
+  %q = hopper.ring.create %smem : !q
+  hopper.warp_specialize producer regs 24 {
+  } consumers(%cw of 2) regs 240 {
+    // expected-error @+1 {{must arrive on its slot once on every path}}
+    hopper.ring.fill %q[%u] : !q {
+      hopper.load_tile %map[%u, %u, %u] into %q[%u] rows 64 cols 128 : bf16, !q
+      hopper.ring.producer_commit %q[%u] tx 0 : !q
+    }
+  }
+  return
+}
+
+// -----
+
+!k = !hopper.ring<stages = 2, stage_bytes = 16384, data = 16384, full = 196624, empty = 196640, arrivals = 264, cluster = 2>
+
+func.func @plain_commit_in_cluster(%smem: !llvm.ptr<3>, %u: i32, %addr: i32) {
+  %kr = hopper.ring.create %smem : !k
+  hopper.warp_specialize producer regs 24 {
+  } consumers(%cw of 2) regs 240 {
+    // expected-error @+1 {{commits 'tx 0' into a ring of 2 CTAs and 1 producers a stage: a plain arrive completes only a ring with one of each}}
+    hopper.ring.fill %kr[%u] : !k {
+      hopper.ring.publish %u at %addr to %kr[%u] : !k
+      hopper.ring.producer_commit %kr[%u] tx 0 : !k
+    }
+  }
+  return
+}
+
+// -----
+
+!q = !hopper.ring<stages = 2, stage_bytes = 16384, data = 0, full = 196608, empty = 196624, arrivals = 256, cluster = 1>
+
+// The last fill of the read's slot publishes nothing, though an earlier
+// one, a level up, did: refused, not bound to the older words.
+func.func @published_by_none_nested(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %u: i32, %addr: i32, %c: i1) {
+  %q = hopper.ring.create %smem : !q
+  hopper.warp_specialize producer regs 24 {
+  } consumers(%cw of 2) regs 240 {
+    hopper.ring.fill %q[%u] : !q {
+      hopper.ring.publish %u at %addr to %q[%u] : !q
+      hopper.load_tile %map[%u, %u, %u] into %q[%u] rows 64 cols 128 : bf16, !q
+    }
+    scf.if %c {
+      hopper.ring.fill %q[%u] : !q {
+        hopper.load_tile %map[%u, %u, %u] into %q[%u] rows 64 cols 128 : bf16, !q
+      }
+      hopper.ring.consumer_wait %q[%u] : !q
+      %w = hopper.ring.published %q[%u] word 0 at %addr : !q
+      // expected-error @+1 {{needs a word read from a slot whose last fill before the read publishes none}}
+      hopper.ring.fill %q[%w] : !q {
+        hopper.load_tile %map[%u, %u, %u] into %q[%w] rows 64 cols 128 : bf16, !q
+      }
+    }
+  }
+  return
+}
+
+// -----
+
+!q = !hopper.ring<stages = 2, stage_bytes = 16384, data = 0, full = 196608, empty = 196624, arrivals = 256, cluster = 1>
+
+// A fill of the ring inside control flow between the publishing fill and
+// the read: which words the read sees depends on the path.
+func.func @published_on_some_path(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %u: i32, %addr: i32, %c: i1) {
+  %q = hopper.ring.create %smem : !q
+  hopper.warp_specialize producer regs 24 {
+  } consumers(%cw of 2) regs 240 {
+    hopper.ring.fill %q[%u] : !q {
+      hopper.ring.publish %u at %addr to %q[%u] : !q
+      hopper.load_tile %map[%u, %u, %u] into %q[%u] rows 64 cols 128 : bf16, !q
+    }
+    scf.if %c {
+      hopper.ring.fill %q[%u] : !q {
+        hopper.ring.publish %addr at %addr to %q[%u] : !q
+        hopper.load_tile %map[%u, %u, %u] into %q[%u] rows 64 cols 128 : bf16, !q
+      }
+    }
+    hopper.ring.consumer_wait %q[%u] : !q
+    %w = hopper.ring.published %q[%u] word 0 at %addr : !q
+    // expected-error @+1 {{needs a word read from a slot of a ring that control flow before the read also fills: which fill published it depends on the path}}
+    hopper.ring.fill %q[%w] : !q {
+      hopper.load_tile %map[%u, %u, %u] into %q[%w] rows 64 cols 128 : bf16, !q
+    }
+  }
+  return
+}

@@ -10,6 +10,7 @@
 
 #include "fa3/Dialect/Hopper/IR/HopperDialect.h"
 
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Matchers.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -225,6 +226,36 @@ LogicalResult fa3::hopper::refuseUnmovedFills(Operation *root,
   return failure(w.wasInterrupted());
 }
 
+/// The arrives on a fill's slot (each load's commit, or a plain `tx 0`
+/// commit) on every path through `block`, or -1 if paths differ or an
+/// arrive stands in a loop.
+static int64_t arrivesOnEveryPath(Block &block) {
+  auto arrives = [](Operation *op) {
+    return isa<LoadTileOp, LoadPagedTileOp, RingProducerCommitOp>(op);
+  };
+  int64_t n = 0;
+  for (Operation &op : block) {
+    if (arrives(&op)) {
+      ++n;
+      continue;
+    }
+    if (auto branch = dyn_cast<scf::IfOp>(op)) {
+      int64_t t = arrivesOnEveryPath(*branch.thenBlock());
+      int64_t e = branch.elseBlock() ? arrivesOnEveryPath(*branch.elseBlock())
+                                     : 0;
+      if (t < 0 || t != e)
+        return -1;
+      n += t;
+      continue;
+    }
+    bool inside = false;
+    op.walk([&](Operation *in) { inside |= arrives(in); });
+    if (inside)
+      return -1;
+  }
+  return n;
+}
+
 LogicalResult RingFillOp::verify() {
   // Before warp specialization: a fill says where the consumers use a slot.
   Region *role = enclosingRole(*this);
@@ -297,6 +328,21 @@ LogicalResult RingFillOp::verify() {
   if (loads == 0 && !commits)
     return emitOpError("loads nothing and never commits its slot (a "
                        "'producer_commit ... tx 0' completes it)");
+  // The full barrier counts one producer arrive a phase: one on every path
+  // (a path without it would leave the consumers waiting; a second would
+  // complete the next phase).
+  if (arrivesOnEveryPath(getBody().front()) != 1)
+    return emitOpError("must arrive on its slot once on every path: one "
+                       "load, or where it loads nothing a 'producer_commit "
+                       "... tx 0', outside loops");
+  // A plain arrive completes the phase only of a ring with one producer
+  // arrive a phase (a cluster ring's stage also waits for the peer's).
+  RingType rt = getRing().getType();
+  if (commits && (rt.getCluster() != 1 || rt.getProducers() != 1))
+    return emitOpError("commits 'tx 0' into a ring of ")
+           << rt.getCluster() << " CTAs and " << rt.getProducers()
+           << " producers a stage: a plain arrive completes only a ring "
+              "with one of each";
   return success();
 }
 

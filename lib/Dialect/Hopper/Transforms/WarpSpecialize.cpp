@@ -107,7 +107,7 @@ std::string whyNotRepeatable(Operation *root, bool inCallee,
     // spelled type name, which GCC spells unlike the clang that built
     // libMLIR, so in a GCC build hasTrait<> does not see upstream traits.)
     if (isa<scf::IfOp, scf::ForOp, scf::WhileOp, scf::ExecuteRegionOp,
-            scf::YieldOp, scf::ConditionOp, func::FuncOp>(op))
+            func::FuncOp>(op))
       return WalkResult::advance();
     why = "'" + op->getName().getStringRef().str() +
           "' may write memory, synchronize or need the whole warp";
@@ -254,19 +254,35 @@ private:
 
   /// The word `read` names, as the last fill of its ring and slot before
   /// it publishes it (the read's address is where the consumers find the
-  /// words, computed on their side).
+  /// words, computed on their side). That fill must stand before the read
+  /// in its block or an enclosing one, with no other fill of the ring
+  /// between them inside control flow (whose path the producer could not
+  /// tell).
   LogicalResult findPublished(RingPublishedOp read, Operation *user,
                               RingFillOp fill) {
     for (Operation *at = read; at && at != ws.getOperation();
          at = at->getParentOp())
       for (Operation *op = at->getPrevNode(); op; op = op->getPrevNode()) {
         auto f = dyn_cast<RingFillOp>(op);
-        if (!f || f.getRing() != read.getRing() ||
-            f.getSlot() != read.getSlot())
+        if (!f) {
+          bool nested = false;
+          op->walk([&](RingFillOp inner) {
+            nested |= inner.getRing() == read.getRing();
+          });
+          if (nested)
+            return refuse(user, fill)
+                   << "needs a word read from a slot of a ring that control "
+                      "flow before the read also fills: which fill "
+                      "published it depends on the path";
+          continue;
+        }
+        if (f.getRing() != read.getRing() || f.getSlot() != read.getSlot())
           continue;
         auto publishes = f.getBody().front().getOps<RingPublishOp>();
         if (publishes.empty())
-          break;
+          return refuse(user, fill)
+                 << "needs a word read from a slot whose last fill before "
+                    "the read publishes none";
         RingPublishOp p = *publishes.begin();
         if (read.getWord() >= p.getWords().size())
           return refuse(user, fill)
@@ -492,12 +508,13 @@ private:
       OpBuilder::InsertionGuard g(b);
       // (scf.for's builder yields for a loop without iter args only)
       Block *body = copy.getBody();
-      if (c.empty())
+      const bool yields = !body->empty() && isa<scf::YieldOp>(body->back());
+      if (yields)
         b.setInsertionPoint(body->getTerminator());
       else
         b.setInsertionPointToEnd(body);
       clone(*loop.getBody(), b, map);
-      if (!c.empty())
+      if (!yields)
         scf::YieldOp::create(
             b, loop.getLoc(),
             pick(loop.getBody()->getTerminator()->getOperands(), c, map));

@@ -264,9 +264,10 @@ def Attn_FlashAttentionVarlenOp : Attn_Op<"flash_attention_varlen", [
     FlashAttention's; they must be non-decreasing, start at 0 and stay
     within Tq and Tk (and seqused_k[b] <= cu_seqlens_k[b+1] -
     cu_seqlens_k[b]): the verifier checks their shapes; values outside
-    these bounds are undefined behaviour, as in FlashAttention (neither
-    the CPU oracle nor the Hopper kernel's runtime, which does not read
-    them on the host, checks them).
+    these bounds are the caller's contract, as in FlashAttention (the
+    runtime does not read them on the host). A `seqused_k[b]` outside 0 ..
+    the sequence's keys is clamped to it, by the CPU oracle and the Hopper
+    kernel alike (`clampUsedKeys`); other violations are undefined.
 
     ```mlir
     attn.flash_attention_varlen ins(%q, %k, %v : memref<?x8x128xbf16>, memref<?x2x128xbf16>, memref<?x2x128xbf16>)
