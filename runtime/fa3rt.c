@@ -2040,6 +2040,10 @@ static fa3rt_status launch_append(const fa3rt_kernel *k, const fa3rt_fwd_args *a
   pageTable = (CUdeviceptr)a->page_table;
   pageTableStride = a->page_table ? a->page_table_stride : 0;
   pageSize = L->page_size;
+  /* the pool's pages (k [num_pages, Hkv, page_size, D]); a contiguous
+     cache ignores it */
+  numPages = a->page_table ? (int32_t)(a->k.shape[0] < INT32_MAX ? a->k.shape[0] : INT32_MAX)
+                           : 0;
   cacheSeqlens = (CUdeviceptr)a->seqused_k;
   seqlensOut = (CUdeviceptr)a->seqlens_out;
   B = L->B;

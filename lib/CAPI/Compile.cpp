@@ -88,15 +88,15 @@ Fa3AttentionSpec fa3AttentionSpecDefault(void) {
 
 /// The launch facts as "key value" lines (format: docs/runtime.md), with the
 /// lowest version whose readers launch the kernel right (fa3rt.h,
-/// FA3RT_FACTS_VERSION): 3 for a decoding kernel (split_kv), whose
-/// <kernel>_append takes Skv last, which a version-2 runtime would not
+/// FA3RT_FACTS_VERSION): 4 for a decoding kernel (split_kv), whose
+/// <kernel>_append takes numPages and Skv, which older runtimes do not
 /// pass; 2 for a deterministic backward kernel, whose dQ workspace is
 /// larger than a version-1 reader (one that skips the key) would make it;
 /// 1 for the rest.
 static std::string factsText(DictionaryAttr d) {
   auto det = d.getAs<BoolAttr>("deterministic");
   auto split = d.getAs<BoolAttr>("split_kv");
-  std::string out = split && split.getValue() ? "fa3-kernel-facts 3\n"
+  std::string out = split && split.getValue() ? "fa3-kernel-facts 4\n"
                     : det && det.getValue()   ? "fa3-kernel-facts 2\n"
                                               : "fa3-kernel-facts 1\n";
   llvm::raw_string_ostream os(out);

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple, Union
 
-FACTS_VERSION = 3  # fa3rt.h, FA3RT_FACTS_VERSION: 2 deterministic, 3 decoding kernels
+FACTS_VERSION = 4  # fa3rt.h, FA3RT_FACTS_VERSION: 2 deterministic, 4 decoding kernels
 
 
 def _abi_text() -> str:

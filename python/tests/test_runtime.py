@@ -109,11 +109,12 @@ def test_ctypes_mirrors_match_the_header(tmp_path):
 
 
 @pytest.mark.parametrize("body,why", [
-    ("int fa3rt_version(void) { return 5; }", "is libfa3rt 0.5; these bindings need 0.10"),
-    ("int fa3rt_version(void) { return 6; }", "is libfa3rt 0.6; these bindings need 0.10"),
-    ("int fa3rt_version(void) { return 7; }", "is libfa3rt 0.7; these bindings need 0.10"),
-    ("int fa3rt_version(void) { return 8; }", "is libfa3rt 0.8; these bindings need 0.10"),
-    ("int fa3rt_version(void) { return 9; }", "is libfa3rt 0.9; these bindings need 0.10"),
+    ("int fa3rt_version(void) { return 5; }", "is libfa3rt 0.5; these bindings need 0.11"),
+    ("int fa3rt_version(void) { return 6; }", "is libfa3rt 0.6; these bindings need 0.11"),
+    ("int fa3rt_version(void) { return 7; }", "is libfa3rt 0.7; these bindings need 0.11"),
+    ("int fa3rt_version(void) { return 8; }", "is libfa3rt 0.8; these bindings need 0.11"),
+    ("int fa3rt_version(void) { return 9; }", "is libfa3rt 0.9; these bindings need 0.11"),
+    ("int fa3rt_version(void) { return 10; }", "is libfa3rt 0.10; these bindings need 0.11"),
     ("int fa3rt_other(void) { return 5; }", "older than 0.5 (no fa3rt_version)"),
 ])
 def test_load_library_refuses_another_version(tmp_path, body, why):
@@ -150,7 +151,7 @@ def test_python_and_c_parsers_agree(rt):
     assert bool(c.causal) == p.causal and c.softcap == p.softcap and c.scale == p.scale
     bad = [FACTS.replace("head_dim 128\n", ""), FACTS.replace("dtype bf16", "dtype f32"),
            FACTS.replace("block_m 128", "block_m x"), FACTS.replace("window_right 0", "window_right 3"),
-           FACTS.replace("fa3-kernel-facts 1", "fa3-kernel-facts 4"),
+           FACTS.replace("fa3-kernel-facts 1", "fa3-kernel-facts 5"),
            FACTS.replace("oStrideH ", ""), FACTS + "threads 256\n", "hello\n",
            FACTS + "cluster_m 3\n", FACTS + "cluster_m 2\ncluster_m 2\n"]
     for text in bad:
@@ -164,6 +165,8 @@ def test_python_and_c_parsers_agree(rt):
     assert rt.parse_facts_c(v2).version == F.parse_facts(v2).version == 2
     v3 = FACTS.replace("fa3-kernel-facts 1", "fa3-kernel-facts 3")
     assert rt.parse_facts_c(v3).version == F.parse_facts(v3).version == 3
+    v4 = FACTS.replace("fa3-kernel-facts 1", "fa3-kernel-facts 4")
+    assert rt.parse_facts_c(v4).version == F.parse_facts(v4).version == 4
     assert rt.parse_facts_c(ok).head_dim == F.parse_facts(ok).head_dim == 128
     assert rt.parse_facts_c(ok).cluster_m == F.parse_facts(ok).cluster_m == 1
     two = FACTS + "cluster_m 2\n"
@@ -793,8 +796,8 @@ def test_append_plan_through_ctypes(rt):
         "kNew", "kNewStrideB", "kNewStrideS", "kNewStrideH", "vNew", "vNewStrideB",
         "vNewStrideS", "vNewStrideH", "kCache", "kCacheStrideB", "kCacheStrideS",
         "kCacheStrideH", "vCache", "vCacheStrideB", "vCacheStrideS", "vCacheStrideH",
-        "pageTable", "pageTableStride", "pageSize", "cacheSeqlens", "seqlensOut", "B", "Snew",
-        "Hkv", "Skv"]
+        "pageTable", "pageTableStride", "pageSize", "numPages", "cacheSeqlens", "seqlensOut",
+        "B", "Snew", "Hkv", "Skv"]
     assert F.FWD_APPEND_THREADS == 256
     f = rt.parse_facts_c(DEC_FACTS)
 

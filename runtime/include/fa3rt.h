@@ -73,17 +73,21 @@ extern "C" {
  * row at or past it; the attention kernels clamp seqUsedK to 0 .. the
  * keys. Decoding kernels' facts are version 3 (older runtimes refuse
  * them); this runtime refuses append kernels built before (their
- * parameters, cuFuncGetParamInfo). */
+ * parameters, cuFuncGetParamInfo).
+ * 0.11: <kernel>_append takes numPages after pageSize (the pool's page
+ * count: a row whose page-table entry is at or past it, or negative, is
+ * not written). Decoding kernels' facts are version 4. */
 #define FA3RT_VERSION_MAJOR 0
-#define FA3RT_VERSION_MINOR 10
+#define FA3RT_VERSION_MINOR 11
 /* Highest version of the facts file format this runtime reads. Version 2:
  * a deterministic backward kernel's (`deterministic 1`), whose dq_accum is
  * larger: a version-1 reader, which skips keys it does not know, must
  * refuse it rather than launch it on a workspace without its turn
  * counters. Version 3: a decoding kernel's (`split_kv 1`), whose
  * <kernel>_append takes Skv last: an older runtime would launch it one
- * parameter short. Every other kernel is written as version 1. */
-#define FA3RT_FACTS_VERSION 3
+ * parameter short; version 4 likewise for its numPages. Every other kernel
+ * is written as version 1. */
+#define FA3RT_FACTS_VERSION 4
 /* Largest softmax scale taken (facts `scale`, fa3rt_fwd_args.softmax_scale),
  * the compiler's limit too: scale * log2(e), the kernel's f32 parameter, stays
  * finite with room for the scores it multiplies (1e300 would be inf: NaN). */

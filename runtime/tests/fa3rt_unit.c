@@ -166,14 +166,16 @@ static void test_facts(void) {
   EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS, "is not the ABI"));
   t = facts_with("window_right", "window_right 5");
   EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS, "causal 1 needs window_right 0"));
-  t = facts_with("fa3-kernel-facts", "fa3-kernel-facts 4");
+  t = facts_with("fa3-kernel-facts", "fa3-kernel-facts 5");
   EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS, "newer than this runtime"));
-  /* version 2: what the compiler writes for a deterministic kernel; 3 for
-     a decoding one */
+  /* version 2: what the compiler writes for a deterministic kernel; 4 for
+     a decoding one (3: one before its append took numPages) */
   t = facts_with("fa3-kernel-facts", "fa3-kernel-facts 2");
   EXPECT(fa3rt_facts_parse(t, strlen(t), &f) == FA3RT_OK && f.version == 2);
   t = facts_with("fa3-kernel-facts", "fa3-kernel-facts 3");
   EXPECT(fa3rt_facts_parse(t, strlen(t), &f) == FA3RT_OK && f.version == 3);
+  t = facts_with("fa3-kernel-facts", "fa3-kernel-facts 4");
+  EXPECT(fa3rt_facts_parse(t, strlen(t), &f) == FA3RT_OK && f.version == 4);
   t = facts_with("fa3-kernel-facts", NULL);
   EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS, "not a facts file"));
   t = facts_with("threads", "threads 384\nthreads 256");
@@ -228,7 +230,7 @@ static void test_facts_grammar(void) {
   FACTS_ERR("grid", "grid tiles\nfa3-kernel-facts 1", "duplicate key 'fa3-kernel-facts'");
   FACTS_ERR("grid", "grid tiles\x01", "byte 0x01 at column 11 is not printable ASCII");
   FACTS_ERR("grid", "grid tiles # caf\xc3\xa9", "byte 0xc3 at column 17");
-  FACTS_ERR("fa3-kernel-facts", "fa3-kernel-facts 0", "version: 0 is out of range (1 to 3)");
+  FACTS_ERR("fa3-kernel-facts", "fa3-kernel-facts 0", "version: 0 is out of range (1 to 4)");
   FACTS_ERR("fa3-kernel-facts", "fa3-kernel-facts +1", "version: '+1' is not an integer");
 #undef FACTS_ERR
   /* accepted: -0 is 0, subnormals and underflow to 0 are numbers, edges of ranges */
@@ -401,7 +403,7 @@ static void test_plan(void) {
   BAD_FACTS(g.softcap = -1, "facts.softcap: -1 is out of range");
   BAD_FACTS(g.persistent = 7, "facts.grid: not tiles or persistent");
   BAD_FACTS(g.dtype = (fa3rt_dtype)9, "facts.dtype: not bf16, f16 or e4m3");
-  BAD_FACTS(g.version = 0, "facts.version: 0 is out of range (1 to 3)");
+  BAD_FACTS(g.version = 0, "facts.version: 0 is out of range (1 to 4)");
   BAD_FACTS(memset(g.kernel, 'x', sizeof g.kernel), "facts.kernel: not a C identifier");
   BAD_FACTS(g.kernel[0] = 0, "facts.kernel: not a C identifier");
   BAD_FACTS(strcpy(g.cubin, "../x.cubin"), "facts.cubin: not a file name");
@@ -1433,7 +1435,19 @@ static void test_append_launch(void) {
   EXPECT(g_append.B == 3 && g_append.Snew == 5 && g_append.Hkv == 8 && g_append.Skv == 4096);
   EXPECT(g_append.kNew == 0xa00000 && g_append.vNew == 0xb00000 &&
          g_append.cacheSeqlens == 0x800000 && g_append.seqlensOut == 0xc00000 &&
-         g_append.pageTable == 0 && g_append.pageTableStride == 0);
+         g_append.pageTable == 0 && g_append.pageTableStride == 0 && g_append.numPages == 0);
+  /* a paged cache: the pool's page count, which bounds the pages the
+     append writes (a table entry at or past it is skipped) */
+  memset(&g_append, 0, sizeof g_append);
+  fa3rt_fwd_args p = paged_args(3, 32, 8, 300, 64, 16);
+  p.seqused_k = 0x800000;
+  p.k_new = bshd(0xa00000, 3, 5, 8, 128);
+  p.v_new = bshd(0xb00000, 3, 5, 8, 128);
+  p.seqlens_out = 0xc00000;
+  p.num_splits = 1;
+  EXPECT(fa3rt_fwd(k, &p, NULL) == FA3RT_OK);
+  EXPECT(g_append.pageTable == 0x900000 && g_append.pageTableStride == 16 &&
+         g_append.pageSize == 64 && g_append.numPages == 300 && g_append.Skv == 16 * 64);
   fa3rt_kernel_destroy(k);
   fake_reset(0);
 }

@@ -57,7 +57,10 @@ cache_seqlens written in place, each replay equal to an eager call on a
 copy of the caches and to torch's append, and torch.compile(fullgraph=True)
 of a function that appends, reads the cache and attends again equal to
 eager (the caches written alike, the read seeing the new rows; contiguous
-and paged). With --out:
+and paged). Once per run, under compute-sanitizer too: page-table entries
+outside the pool (its page count, -1) where the append writes and the
+attention reads: nothing written there (guard pages past the pool, in the
+same allocation, unchanged), those pages read as zeros. With --out:
 appends the run to OUT/history.jsonl (kind check_decode; a full run also
 rewrites its table in OUT/RESULTS.md). Exit status 1 on any failure.
 """
@@ -471,7 +474,8 @@ def appended(k, v, kn, vn, lens, table, ps, Skv):
     row s at its row lens[b] + s, through the page table where given (row r
     in page table[b, r // ps] at r % ps), where that row lies in the cache
     (0 .. Skv - 1; a negative lens[b] writes none, as its unsigned reading
-    in the kernel); every other element as it was."""
+    in the kernel; a page outside the pool, none either, as the kernel skips
+    it); every other element as it was."""
     ek, ev = k.clone(), v.clone()
     lens = [int(n) for n in lens]
     pages = None if table is None else table.cpu().tolist()
@@ -484,7 +488,8 @@ def appended(k, v, kn, vn, lens, table, ps, Skv):
                 ek[b, r], ev[b, r] = kn[b, s], vn[b, s]
             else:
                 page = pages[b][r // ps]
-                ek[page, r % ps], ev[page, r % ps] = kn[b, s], vn[b, s]
+                if 0 <= page < ek.shape[0]:
+                    ek[page, r % ps], ev[page, r % ps] = kn[b, s], vn[b, s]
     return ek, ev
 
 
@@ -565,6 +570,60 @@ def run_append_case(kf, case, seed, sms):
                 layout="contiguous cache" if ps is None else "paged cache", B=B, Sq=Sq,
                 Skv=Skv, Hq=Hq, Hkv=Hkv, Snew=snew, page_size=ps, num_splits=num_splits,
                 splits=splits, cache_seqlens=lens, **res)
+
+
+def check_bad_page_entries(kf, seed):
+    """Page-table entries outside the pool (the caller's contract broken):
+    the pool's page count and -1, in pages that the append writes and the
+    attention reads. The append writes nothing there: the pool is the front
+    of a larger allocation, whose guard pages past it stay as they were,
+    and the pool's other rows are torch's append; the attention reads such
+    a page as zeros (the tensor map's out-of-bounds fill), so its reference
+    is the cache with zero keys and values there. Outputs poisoned first;
+    under compute-sanitizer, memcheck sees any access outside the tensors."""
+    import torch
+    import check_fwd
+    from fa3 import torch_api
+    ps = next(p for p in (64, 16, 128, 256, 8) if takes_page_size(kf, p))
+    B, Sq, Hq, Hkv, P, snew, guard = 2, 1, 16, 2, 4, 5, 3
+    D, Dv = kf.head_dim, kf.head_dim_v
+    dt = check_fwd.TORCH_DTYPE[kf.dtype]
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    pages = B * P + EXTRA_PAGES
+    big_k = check_fwd.rand((pages + guard, ps, Hkv, D), dt, gen)
+    big_v = check_fwd.rand((pages + guard, ps, Hkv, Dv), dt, gen)
+    before_k, before_v = big_k.clone(), big_v.clone()
+    k, v = big_k[:pages], big_v[:pages]
+    perm = torch.randperm(pages, generator=gen, device="cuda")
+    table = perm[:B * P].view(B, P).to(torch.int32)
+    # batch 0 appends inside its second page, batch 1 from its second page
+    # into its third: both bad
+    lens = [ps + 3, 2 * ps - 2]
+    table[0, 1] = pages
+    table[1, 2] = -1
+    q = check_fwd.rand((B, Sq, Hq, D), dt, gen)
+    kn = check_fwd.rand((B, snew, Hkv, D), dt, gen)
+    vn = check_fwd.rand((B, snew, Hkv, Dv), dt, gen)
+    ek, ev = appended(k, v, kn, vn, lens, table, ps, P * ps)
+    o = torch.full((B, Sq, Hq, Dv), float("nan"), dtype=dt, device="cuda")
+    lse = torch.full((B, Hq, Sq), float("nan"), device="cuda")
+    torch_api._decode(torch, "flash_attn_with_kvcache", q, k, v, seqlens_arg(lens), None,
+                      kf.causal, (kf.window_left, kf.window_right), kf.softcap, 0, 0, True,
+                      None, kf, o, lse, None, page_table=table, k_new=kn, v_new=vn)
+    torch.cuda.synchronize()
+    guard_kept = (torch.equal(big_k[pages:], before_k[pages:]) and
+                  torch.equal(big_v[pages:], before_v[pages:]))
+    wrong = (wrong_rows(k, ek), wrong_rows(v, ev))
+    # the reference: a zero page where the table points outside the pool
+    zk = torch.cat([ek, torch.zeros_like(ek[:1])])
+    zv = torch.cat([ev, torch.zeros_like(ev[:1])])
+    bad = (table < 0) | (table >= pages)
+    kc, vc = gathered(zk, zv, torch.where(bad, pages, table))
+    res = compare_batches(kf, q, kc, vc, [n + snew for n in lens], o, lse)
+    res.update(guard_pages_kept=bool(guard_kept), pool_rows_wrong=str(wrong))
+    res["ok"] = bool(res["ok"] and guard_kept and wrong == (0, 0))
+    return dict(kernel=kf.kernel, case=f"paged: table entries {pages} and -1 (outside the pool "
+                f"of {pages} pages of {ps}), appending {snew} rows into them", **res)
 
 
 def check_graph_append(kf, sms, paged):
@@ -1045,6 +1104,8 @@ def main():
             show(r)
 
     lead = lead_kernel(kernels)
+    guarded(lead, "paged: table entries outside the pool",
+            lambda: check_bad_page_entries(lead, a.seed + 999))
     if not a.sanitize:
         print(f"== once per run, on {lead.kernel}", flush=True)
         guarded(lead, "torch.compile", lambda: check_compiled(lead))

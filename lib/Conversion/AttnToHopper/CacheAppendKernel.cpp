@@ -4,7 +4,12 @@
 // a row) per step, blocks striding over the rows of k_new, then v_new,
 // then the lengths. The destination row of batch b's new row s is
 // cache_seqlens[b] + s; with a page table, row r lives in page
-// table[b][r / page_size] at row r % page_size.
+// table[b][r / page_size] at row r % page_size. A row past the cache, or
+// in a page the pool does not have (an entry at or past numPages, or
+// negative), is not written: a bad length or table entry, read on the GPU
+// only, must not become a write outside the caller's tensors. (The
+// attention's reads of such a page are the tensor map's: out of its
+// bounds, TMA fills zeros.)
 //
 //===----------------------------------------------------------------------===//
 #include "CacheAppendKernel.h"
@@ -95,7 +100,7 @@ private:
     b.setInsertionPoint(guard.thenBlock()->getTerminator());
     Value paged = isGiven(param("pageTable"));
     auto place = ifElse(
-        paged, TypeRange{i64T, i64T},
+        paged, TypeRange{i64T, i64T, i1T},
         [&]() -> SmallVector<Value> {
           Value ps = ext64(param("pageSize"));
           Value entry = bin<arith::MulIOp>(bi, ext64(param("pageTableStride")));
@@ -105,9 +110,16 @@ private:
                                             globalAt(param("pageTable"), entry, 4),
                                             /*alignment=*/4);
           Value inPage = bin<arith::RemUIOp>(row, ps);
-          return {ext64(page), inPage};
+          Value inPool = cmpi(CmpIPredicate::ult, page, param("numPages"));
+          return {ext64(page), inPage, inPool};
         },
-        [&]() -> SmallVector<Value> { return {bi, row}; });
+        [&]() -> SmallVector<Value> {
+          return {bi, row, cst("i1:1", b.getBoolAttr(true))};
+        });
+    auto pageGuard = scf::IfOp::create(b, loc, TypeRange{},
+                                       place.getResult(2),
+                                       /*withElseRegion=*/false);
+    b.setInsertionPoint(pageGuard.thenBlock()->getTerminator());
     Value d = bin<arith::MulIOp>(place.getResult(0), param(dst + "StrideB"));
     Value ds = bin<arith::MulIOp>(place.getResult(1), param(dst + "StrideS"));
     d = bin<arith::AddIOp>(d, ds);

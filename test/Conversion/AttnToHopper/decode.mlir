@@ -119,7 +119,9 @@
 // cache's row cache_seqlens[b] + s, through the page table when there is
 // one (page table[b][row / page_size], row % page_size), then v_new's,
 // then the lengths after the append; no row at or past the cache's Skv is
-// written (a count beyond the cache, or a negative one, writes none there).
+// written (a count beyond the cache, or a negative one, writes none there),
+// nor a row of a page outside the pool (a table entry at or past numPages,
+// or a negative one).
 // COMBINE: gpu.func @attn_kernel_append(
 // COMBINE-SAME: nvvm.maxntid = array<i32: 256, 1, 1>
 // COMBINE: scf.for
@@ -128,22 +130,25 @@
 // COMBINE: %[[LEN64:.*]] = arith.extui %[[LEN]] : i32 to i64
 // COMBINE: %[[ROW:.*]] = arith.addi %[[LEN64]], %{{.*}} : i64
 // (no row written at or past the cache's Skv, the last parameter)
-// COMBINE: %[[SKV64:.*]] = arith.extui %arg24 : i32 to i64
+// COMBINE: %[[SKV64:.*]] = arith.extui %arg25 : i32 to i64
 // COMBINE: %[[INSIDE:.*]] = arith.cmpi ult, %[[ROW]], %[[SKV64]] : i64
 // COMBINE: scf.if %[[INSIDE]] {
-// COMBINE: %[[PLACE:.*]]:2 = scf.if %{{.*}} -> (i64, i64) {
+// COMBINE: %[[PLACE:.*]]:3 = scf.if %{{.*}} -> (i64, i64, i1) {
 // COMBINE: arith.divui %[[ROW]], %{{.*}} : i64
 // COMBINE: %[[PAGE:.*]] = llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> i32
 // COMBINE: %[[IN:.*]] = arith.remui %[[ROW]], %{{.*}} : i64
+// (the page in the pool: numPages, parameter 19, unsigned)
+// COMBINE: %[[INPOOL:.*]] = arith.cmpi ult, %[[PAGE]], %arg19 : i32
 // COMBINE: %[[PAGE64:.*]] = arith.extui %[[PAGE]] : i32 to i64
-// COMBINE: scf.yield %[[PAGE64]], %[[IN]] : i64, i64
+// COMBINE: scf.yield %[[PAGE64]], %[[IN]], %[[INPOOL]] : i64, i64, i1
 // COMBINE: } else {
-// COMBINE: scf.yield %{{.*}}, %[[ROW]] : i64, i64
+// COMBINE: scf.yield %{{.*}}, %[[ROW]], %true : i64, i64, i1
+// COMBINE: scf.if %[[PLACE]]#2 {
 // COMBINE: llvm.store %[[SRC]], %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
 // COMBINE: scf.for
 // COMBINE: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
 // COMBINE: scf.for
-// COMBINE: arith.addi %{{.*}}, %arg22 : i32
+// COMBINE: arith.addi %{{.*}}, %arg23 : i32
 // COMBINE: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : i32, !llvm.ptr<1>
 
 func.func @attn(%q: memref<?x8x?x128xbf16>, %k: memref<?x2x?x128xbf16>, %v: memref<?x2x?x128xbf16>,
