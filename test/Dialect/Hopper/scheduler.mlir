@@ -60,3 +60,44 @@ func.func @block(%sq: i32, %hq: i32, %b: i32) -> i32 {
   %numM, %tiles = hopper.tile_grid %sq, %hq, %b block_m 0
   return %tiles : i32
 }
+
+// -----
+
+// One thread claims: in the consumers' program only inside a ring fill
+// (hopper-warp-specialize gives it to the producer thread), in the
+// producer region only in hopper.producer_thread.
+func.func @claim_in_consumers(%k: i32, %t: i32, %ctr: !llvm.ptr<1>) {
+  hopper.warp_specialize producer regs 24 {
+  } consumers(%cw of 2) regs 240 {
+    // expected-error @+1 {{must stand in a hopper.ring.fill or hopper.producer_thread: one thread claims the tiles and counts itself done}}
+    %c = hopper.tile_claim %k first %t dynamic counter %ctr : !llvm.ptr<1>
+  }
+  return
+}
+
+// -----
+
+func.func @reset_in_producer_warps(%ctr: !llvm.ptr<1>) {
+  hopper.warp_specialize producer regs 24 {
+    hopper.producer_warps(%w) first 1 count 3 {
+      // expected-error @+1 {{must stand in a hopper.ring.fill or hopper.producer_thread}}
+      hopper.tile_counter_reset %ctr : !llvm.ptr<1>
+    }
+  } consumers(%cw of 2) regs 240 {
+  }
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @next_in_producer_thread
+func.func @next_in_producer_thread(%t: i32, %ctr: !llvm.ptr<1>) {
+  hopper.warp_specialize producer regs 24 {
+    hopper.producer_thread {
+      // CHECK: hopper.tile_next
+      %n = hopper.tile_next %t dynamic counter %ctr : !llvm.ptr<1>
+    }
+  } consumers(%cw of 2) regs 240 {
+  }
+  return
+}

@@ -268,13 +268,33 @@ static LogicalResult verifyCounter(Operation *op, TileSchedule schedule,
   return success();
 }
 
+/// The scheduler's claims and reset are one thread's: inside a
+/// hopper.warp_specialize, in a ring fill (which hopper-warp-specialize
+/// gives the producer thread) or the producer thread itself. (Every
+/// consumer thread would otherwise claim a tile of its own and count
+/// itself done.)
+static LogicalResult verifyOneThread(Operation *op) {
+  if (!enclosingRole(op) || op->getParentOfType<RingFillOp>() ||
+      op->getParentOfType<ProducerThreadOp>())
+    return success();
+  return op->emitOpError("must stand in a hopper.ring.fill or "
+                         "hopper.producer_thread: one thread claims the "
+                         "tiles and counts itself done");
+}
+
 LogicalResult TileNextOp::verify() {
+  if (failed(verifyOneThread(*this)))
+    return failure();
   return verifyCounter(*this, getSchedule(), getCounter());
 }
 
 LogicalResult TileClaimOp::verify() {
+  if (failed(verifyOneThread(*this)))
+    return failure();
   return verifyCounter(*this, getSchedule(), getCounter());
 }
+
+LogicalResult TileCounterResetOp::verify() { return verifyOneThread(*this); }
 
 #define GET_OP_CLASSES
 #include "fa3/Dialect/Hopper/IR/HopperOps.cpp.inc"

@@ -133,6 +133,7 @@ def Hopper_TileCounterResetOp : Hopper_Op<"tile_counter_reset"> {
   }];
   let arguments = (ins LLVM_PointerInAddressSpace<1>:$counter);
   let assemblyFormat = "$counter attr-dict `:` qualified(type($counter))";
+  let hasVerifier = 1;
 }
 
 #endif // FA3_HOPPER_SCHEDULER_OPS
