@@ -268,6 +268,7 @@ func.func @publish(%smem: !llvm.ptr<3>, %k: i32, %addr: i32, %a: i32, %b: i32) {
       hopper.ring.publish %a, %b at %addr to %q[%k] : !q
     }
   } consumers(%cw of 2) regs 240 {
+    hopper.ring.consumer_wait %q[%k] : !q
     %w0 = hopper.ring.published %q[%k] word 0 at %addr : !q
     %w2 = hopper.ring.published %q[%k] word 2 at %addr : !q
     llvm.inline_asm has_side_effects asm_dialect = att "use", "r,r" %w0, %w2 : (i32, i32) -> ()

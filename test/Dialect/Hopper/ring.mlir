@@ -263,3 +263,46 @@ func.func @publish_other_slot(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %k: i32, %j:
   }
   return
 }
+
+// -----
+
+!q = !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 229376, empty = 229392, arrivals = 256, cluster = 1>
+
+// A read of the words before the slot's wait would race the producer.
+func.func @published_before_wait(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %k: i32, %addr: i32) {
+  %q = hopper.ring.create %smem : !q
+  hopper.warp_specialize producer regs 24 {
+  } consumers(%cw of 2) regs 240 {
+    hopper.ring.fill %q[%k] : !q {
+      hopper.ring.publish %k at %addr to %q[%k] : !q
+      hopper.load_tile %map[%k, %k, %k] into %q[%k] rows 64 cols 128 : bf16, !q
+    }
+    // expected-error @below {{must follow its slot's 'hopper.ring.consumer_wait' (the same ring and slot, before it in its block or an enclosing one): the words are valid once the wait has seen the slot's commit}}
+    %w = hopper.ring.published %q[%k] word 0 at %addr : !q
+    hopper.ring.consumer_wait %q[%k] : !q
+  }
+  return
+}
+
+// -----
+
+!q = !hopper.ring<stages = 2, stage_bytes = 16384, data = 0, full = 229376, empty = 229392, arrivals = 256, cluster = 1>
+
+// The wait of another slot does not release this one's words; a wait
+// before an enclosing op does.
+func.func @published_other_slot(%smem: !llvm.ptr<3>, %k: i32, %j: i32, %addr: i32, %c: i1) {
+  %q = hopper.ring.create %smem : !q
+  hopper.warp_specialize producer regs 24 {
+  } consumers(%cw of 2) regs 240 {
+    hopper.ring.consumer_wait %q[%j] : !q
+    scf.if %c {
+      hopper.ring.consumer_wait %q[%k] : !q
+      scf.if %c {
+        %v = hopper.ring.published %q[%k] word 0 at %addr : !q
+      }
+    }
+    // expected-error @below {{must follow its slot's 'hopper.ring.consumer_wait'}}
+    %w = hopper.ring.published %q[%k] word 0 at %addr : !q
+  }
+  return
+}

@@ -346,6 +346,23 @@ LogicalResult RingFillOp::verify() {
   return success();
 }
 
+LogicalResult RingPublishedOp::verify() {
+  // In the roles, the read follows the slot's wait, which acquires what
+  // the producer's commit released (outside them: lowering tests).
+  if (!enclosingRole(*this))
+    return success();
+  for (Operation *at = *this; at && !isa<WarpSpecializeOp>(at);
+       at = at->getParentOp())
+    for (Operation *op = at->getPrevNode(); op; op = op->getPrevNode())
+      if (auto wait = dyn_cast<RingConsumerWaitOp>(op);
+          wait && wait.getRing() == getRing() && wait.getSlot() == getSlot())
+        return success();
+  return emitOpError("must follow its slot's 'hopper.ring.consumer_wait' "
+                     "(the same ring and slot, before it in its block or an "
+                     "enclosing one): the words are valid once the wait has "
+                     "seen the slot's commit");
+}
+
 LogicalResult RingPublishOp::verify() {
   // Before warp specialization in the fill of its slot, after it in the
   // producer thread (between the slot's acquire and commit).

@@ -226,7 +226,10 @@ def Hopper_RingPublishedOp
   let description = [{
     Word `word` of what the producer published with `ring[slot]` at
     `addr` (`hopper.ring.publish`), read from shared memory: valid between
-    the consumers' wait for the slot and their release of it. Before warp
+    the consumers' wait for the slot and their release of it. Inside
+    `hopper.warp_specialize` the verifier finds that wait (a
+    `hopper.ring.consumer_wait` of the same ring and slot before the read,
+    in its block or an enclosing one). Before warp
     specialization it names the value the producer publishes:
     `hopper-warp-specialize` gives the producer thread that value itself
     wherever its program needs the word (a persistent kernel's loop over
@@ -242,6 +245,7 @@ def Hopper_RingPublishedOp
   let assemblyFormat = [{
     $ring `[` $slot `]` `word` $word `at` $addr attr-dict `:` qualified(type($ring))
   }];
+  let hasVerifier = 1;
 }
 
 def Hopper_RingStageOp
