@@ -110,6 +110,9 @@ protected:
       prev = c;
     }
   }
+  Value i1(bool v) {
+    return cst(v ? "i1:1" : "i1:0", b.getBoolAttr(v));
+  }
   Value i32(int64_t v) {
     return cst("i32:" + std::to_string(v), b.getI32IntegerAttr(v));
   }

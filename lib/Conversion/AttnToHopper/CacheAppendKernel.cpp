@@ -114,7 +114,7 @@ private:
           return {ext64(page), inPage, inPool};
         },
         [&]() -> SmallVector<Value> {
-          return {bi, row, cst("i1:1", b.getBoolAttr(true))};
+          return {bi, row, i1(true)};
         });
     auto pageGuard = scf::IfOp::create(b, loc, TypeRange{},
                                        place.getResult(2),

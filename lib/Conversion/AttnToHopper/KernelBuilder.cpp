@@ -610,7 +610,7 @@ private:
           return {none};
         },
         [&]() -> SmallVector<Value> {
-          return {cst("i1:0", b.getBoolAttr(false))};
+          return {i1(false)};
         });
     scf::ConditionOp::create(b, loc, empty.getResult(0), ValueRange{cur});
     Block *after = b.createBlock(&loop.getAfter(), {}, {i32T}, {loc});

@@ -306,7 +306,7 @@ private:
     Value firstBlk = cmpi(CmpIPredicate::eq, blk, i32(0));
     Value headWriter = bin<arith::AndIOp>(headPass, firstBlk);
     Value notHead =
-        bin<arith::XOrIOp>(headPass, cst("i1:1", b.getBoolAttr(true)));
+        bin<arith::XOrIOp>(headPass, i1(true));
     Value writes = bin<arith::OrIOp>(headWriter, notHead);
     writes = bin<arith::AndIOp>(writes, first);
     ifThen(writes, [&] {

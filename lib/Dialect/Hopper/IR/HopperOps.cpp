@@ -189,6 +189,16 @@ Region *fa3::hopper::enclosingRole(Operation *op) {
   return nullptr;
 }
 
+Operation *fa3::hopper::findBefore(Operation *op,
+                                   function_ref<bool(Operation *)> match) {
+  for (Operation *at = op; at && !isa<WarpSpecializeOp>(at);
+       at = at->getParentOp())
+    for (Operation *prev = at->getPrevNode(); prev; prev = prev->getPrevNode())
+      if (match(prev))
+        return prev;
+  return nullptr;
+}
+
 static LogicalResult verifyInProducer(Operation *op) {
   Region *role = enclosingRole(op);
   if (role &&

@@ -226,16 +226,17 @@ LogicalResult fa3::hopper::refuseUnmovedFills(Operation *root,
   return failure(w.wasInterrupted());
 }
 
+bool fa3::hopper::arrivesOnSlot(Operation *op) {
+  return isa<LoadTileOp, LoadPagedTileOp, RingProducerCommitOp>(op);
+}
+
 /// The arrives on a fill's slot (each load's commit, or a plain `tx 0`
 /// commit) on every path through `block`, or -1 if paths differ or an
 /// arrive stands in a loop.
 static int64_t arrivesOnEveryPath(Block &block) {
-  auto arrives = [](Operation *op) {
-    return isa<LoadTileOp, LoadPagedTileOp, RingProducerCommitOp>(op);
-  };
   int64_t n = 0;
   for (Operation &op : block) {
-    if (arrives(&op)) {
+    if (arrivesOnSlot(&op)) {
       ++n;
       continue;
     }
@@ -249,7 +250,7 @@ static int64_t arrivesOnEveryPath(Block &block) {
       continue;
     }
     bool inside = false;
-    op.walk([&](Operation *in) { inside |= arrives(in); });
+    op.walk([&](Operation *in) { inside |= arrivesOnSlot(in); });
     if (inside)
       return -1;
   }
@@ -312,10 +313,7 @@ LogicalResult RingFillOp::verify() {
   if (publish)
     for (Operation *op = publish->getPrevNode(); op; op = op->getPrevNode()) {
       bool arrives = false;
-      op->walk([&](Operation *in) {
-        if (isa<LoadTileOp, LoadPagedTileOp, RingProducerCommitOp>(in))
-          arrives = true;
-      });
+      op->walk([&](Operation *in) { arrives |= arrivesOnSlot(in); });
       if (arrives)
         return emitOpError("publishes after the slot is committed (the "
                            "words must precede the loads and commits)");
@@ -349,14 +347,12 @@ LogicalResult RingFillOp::verify() {
 LogicalResult RingPublishedOp::verify() {
   // In the roles, the read follows the slot's wait, which acquires what
   // the producer's commit released (outside them: lowering tests).
-  if (!enclosingRole(*this))
+  if (!enclosingRole(*this) || findBefore(*this, [&](Operation *op) {
+        auto wait = dyn_cast<RingConsumerWaitOp>(op);
+        return wait && wait.getRing() == getRing() &&
+               wait.getSlot() == getSlot();
+      }))
     return success();
-  for (Operation *at = *this; at && !isa<WarpSpecializeOp>(at);
-       at = at->getParentOp())
-    for (Operation *op = at->getPrevNode(); op; op = op->getPrevNode())
-      if (auto wait = dyn_cast<RingConsumerWaitOp>(op);
-          wait && wait.getRing() == getRing() && wait.getSlot() == getSlot())
-        return success();
   return emitOpError("must follow its slot's 'hopper.ring.consumer_wait' "
                      "(the same ring and slot, before it in its block or an "
                      "enclosing one): the words are valid once the wait has "

@@ -260,40 +260,36 @@ private:
   /// tell).
   LogicalResult findPublished(RingPublishedOp read, Operation *user,
                               RingFillOp fill) {
-    for (Operation *at = read; at && at != ws.getOperation();
-         at = at->getParentOp())
-      for (Operation *op = at->getPrevNode(); op; op = op->getPrevNode()) {
-        auto f = dyn_cast<RingFillOp>(op);
-        if (!f) {
-          bool nested = false;
-          op->walk([&](RingFillOp inner) {
-            nested |= inner.getRing() == read.getRing();
-          });
-          if (nested)
-            return refuse(user, fill)
-                   << "needs a word read from a slot of a ring that control "
-                      "flow before the read also fills: which fill "
-                      "published it depends on the path";
-          continue;
-        }
-        if (f.getRing() != read.getRing() || f.getSlot() != read.getSlot())
-          continue;
-        auto publishes = f.getBody().front().getOps<RingPublishOp>();
-        if (publishes.empty())
-          return refuse(user, fill)
-                 << "needs a word read from a slot whose last fill before "
-                    "the read publishes none";
-        RingPublishOp p = *publishes.begin();
-        if (read.getWord() >= p.getWords().size())
-          return refuse(user, fill)
-                 << "reads word " << read.getWord() << " of "
-                 << p.getWords().size() << " published";
-        publishedSource[read] = p.getWords()[read.getWord()];
-        return success();
-      }
-    return refuse(user, fill)
-           << "needs a word read from a slot whose last fill before the "
-              "read publishes none";
+    // the slot's fill, or control flow holding a fill of the ring
+    Operation *found = findBefore(read, [&](Operation *op) {
+      if (auto f = dyn_cast<RingFillOp>(op))
+        return f.getRing() == read.getRing() && f.getSlot() == read.getSlot();
+      bool nested = false;
+      op->walk([&](RingFillOp inner) {
+        nested |= inner.getRing() == read.getRing();
+      });
+      return nested;
+    });
+    if (found && !isa<RingFillOp>(found))
+      return refuse(user, fill)
+             << "needs a word read from a slot of a ring that control "
+                "flow before the read also fills: which fill published it "
+                "depends on the path";
+    RingPublishOp p;
+    if (auto f = dyn_cast_or_null<RingFillOp>(found)) {
+      auto publishes = f.getBody().front().getOps<RingPublishOp>();
+      if (!publishes.empty())
+        p = *publishes.begin();
+    }
+    if (!p)
+      return refuse(user, fill)
+             << "needs a word read from a slot whose last fill before the "
+                "read publishes none";
+    if (read.getWord() >= p.getWords().size())
+      return refuse(user, fill) << "reads word " << read.getWord() << " of "
+                                << p.getWords().size() << " published";
+    publishedSource[read] = p.getWords()[read.getWord()];
+    return success();
   }
 
   LogicalResult collect() {
@@ -460,8 +456,7 @@ private:
   /// gives every fill one such op).
   static bool touchesSlot(Operation &op) {
     return op.walk([](Operation *in) {
-               return isa<LoadTileOp, LoadPagedTileOp, RingPublishOp,
-                          RingProducerCommitOp>(in)
+               return arrivesOnSlot(in) || isa<RingPublishOp>(in)
                           ? WalkResult::interrupt()
                           : WalkResult::advance();
              })

@@ -43,6 +43,16 @@ mlir::LogicalResult verifyConsumerIndex(mlir::Operation *op,
 /// producer or its consumers region), or null outside every one.
 mlir::Region *enclosingRole(mlir::Operation *op);
 
+/// Whether `op` is a producer arrive on its ring slot: a load (whose commit
+/// hopper-async-copy writes) or a hopper.ring.producer_commit.
+bool arrivesOnSlot(mlir::Operation *op);
+
+/// The nearest op before `op` for which `match` holds: in its block, then
+/// before each enclosing op, up to the innermost hopper.warp_specialize;
+/// null if none.
+mlir::Operation *findBefore(mlir::Operation *op,
+                            llvm::function_ref<bool(mlir::Operation *)> match);
+
 /// Refuses every hopper.ring.fill under `root` that hopper-warp-specialize
 /// has not moved into the producer (`why`: what the calling pass would do
 /// wrong with it); success when there is none.
