@@ -7,9 +7,10 @@
 //   @<kernel>_visible_cols  the keys a query row sees (shared visibility
 //                       bounds, clamped to the Skv tail): the mask of
 //                       boundary blocks.
-// The kernel itself is built by KernelBuilder, configured by the
-// #attn.hopper_config that attn-hopper-config chose and attn-tile carried
-// to the attn.kv_range.
+// The kernel itself is built by KernelBuilder: its structure configured by
+// the #attn.hopper_config that attn-hopper-config chose and attn-tile
+// carried to the attn.kv_range, its per-tile math the tiled program
+// (TiledCell.cpp) lowered.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +21,7 @@
 #include "KernelBuilder.h"
 #include "QuantizeKernel.h"
 #include "SplitCombineKernel.h"
+#include "TiledCell.h"
 #include "fa3/Conversion/Passes.h"
 #include "fa3/Dialect/Attn/IR/AttnDialect.h"
 #include "fa3/Dialect/Attn/Utils/LoweringUtils.h"
@@ -363,6 +365,15 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
   if (!why.empty())
     return fail(why);
 
+  // The tile program the consumers' mainloop is lowered from.
+  Operation *where = nullptr;
+  FailureOr<hopper::TiledCell> cell =
+      hopper::matchTiledCell(t.range, u, t.finalize, why, where);
+  if (failed(cell))
+    return mlir::emitError(where->getLoc(),
+                           "cannot generate the Hopper kernel: ")
+           << why;
+
   ArrayRef<int64_t> window = u.getWindow();
   hopper::KernelConfig cfg = hopper::attentionFacts(
       cast<MemRefType>(u.getQuery().getType()),
@@ -370,7 +381,11 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
   hopper::applyConfig(recorded, cfg);
   std::string base = func.getName().str() + (index ? "_" + std::to_string(index) : "");
   cfg.name = base + "_kernel";
+  // The step's own arithmetic (the kernel lowers it, the facts record it).
   cfg.softcap = u.getSoftcap().convertToDouble();
+  cfg.lazyRescale = u.getRescaleThreshold().has_value();
+  if (cfg.lazyRescale)
+    cfg.rescaleThreshold = u.getRescaleThreshold()->convertToDouble();
   cfg.varlen = *varlen;
   cfg.kvRangeFn = cfg.name + "_kv_range";
   cfg.visibleColsFn = cfg.name + "_visible_cols";
@@ -385,7 +400,7 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
     return failure();
   gpu::GPUModuleOp gpuModule = *created;
   // Verified after the device functions it calls are added.
-  gpu::GPUFuncOp kernel = hopper::buildKernel(mb, loc, gpuModule, cfg);
+  gpu::GPUFuncOp kernel = hopper::buildKernel(mb, loc, gpuModule, cfg, *cell);
   if (cfg.splitKv) {
     hopper::buildSplitCombineKernel(mb, loc, gpuModule, cfg.name + "_combine",
                                     cfg.dtype, cfg.headDimV);

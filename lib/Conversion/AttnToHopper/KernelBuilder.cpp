@@ -22,6 +22,7 @@
 #include "KernelBuilder.h"
 #include "BuilderBase.h"
 #include "fa3/Conversion/HopperSupport.h"
+#include "fa3/Dialect/Attn/IR/AttnDialect.h"
 #include "fa3/Dialect/Attn/Utils/LoweringUtils.h"
 #include "fa3/Dialect/Hopper/IR/HopperDialect.h"
 #include "fa3/Dialect/Hopper/Transforms/Passes.h"
@@ -51,7 +52,6 @@ using fa3::attn::softcapLog2Scale;
 using fa3::attn::softcapTanhFactor;
 
 namespace {
-constexpr uint32_t kNegInfBits = 0xFF800000u;
 /// FP8: warps 1 .. 3 of the producer warpgroup transpose V (warp 0's
 /// thread 0 issues the TMA loads).
 constexpr int64_t kTransposeWarps = 3;
@@ -87,8 +87,9 @@ int64_t consumerRegs(const KernelConfig &cfg) {
 
 class KernelBuilder : BuilderBase {
 public:
-  KernelBuilder(OpBuilder &b, Location loc, const KernelConfig &cfg)
-      : BuilderBase(b, loc), cfg(cfg) {
+  KernelBuilder(OpBuilder &b, Location loc, const KernelConfig &cfg,
+                const TiledCell &cell)
+      : BuilderBase(b, loc), cfg(cfg), cell(cell) {
     // The pass switches ping-pong off unless there are two consumers.
     assert((!cfg.pingpong || cfg.consumers() == 2) &&
            "ping-pong alternates between two consumer warpgroups");
@@ -109,6 +110,8 @@ public:
 
 private:
   const KernelConfig &cfg;
+  /// The tile program the consumers' mainloop and epilogue lower.
+  const TiledCell &cell;
   SmemLayout lay;
   /// q, k, v's element type and o's.
   Type et, ot;
@@ -1032,30 +1035,80 @@ void KernelBuilder::consumers(Value tid, Value cta) {
 
   // Per tile (set inside the tile loop below; the helpers capture them).
   Value m0, head, bidx, split, lo, ilo, ihi, nblk, wgRow0, sq, skv;
+  // The mainloop's iteration t (set inside it): the tile's block lo + t.
+  Value kvIter;
   auto blockOf = [&](Value t) { return bin<arith::AddIOp>(lo, t); };
-  auto boundary = [&](Value blk) {
-    Value before = cmpi(CmpIPredicate::slt, blk, ilo);
-    Value after = cmpi(CmpIPredicate::sge, blk, ihi);
-    return bin<arith::OrIOp>(before, after);
+
+  // The tile program of attn-tile's form (TiledCell): its loop over kv
+  // blocks becomes the mainloop, its step each block's products and
+  // softmax. The step: attn.tile_update, or the boundary split's two
+  // forms with the condition that picks the masked one.
+  auto kvLoop = cast<scf::ForOp>(cell.kvLoop);
+  auto range = cast<fa3::attn::KvRangeOp>(cell.range);
+  fa3::attn::TileUpdateOp maskedStep, plainStep;
+  Value boundaryCond;
+  if (auto u = dyn_cast<fa3::attn::TileUpdateOp>(cell.step)) {
+    (u.getMasked() ? maskedStep : plainStep) = u;
+  } else {
+    auto split = cast<scf::IfOp>(cell.step);
+    maskedStep = cast<fa3::attn::TileUpdateOp>(split.thenBlock()->front());
+    plainStep = cast<fa3::attn::TileUpdateOp>(split.elseBlock()->front());
+    boundaryCond = split.getCondition();
+  }
+  fa3::attn::TileUpdateOp step = plainStep ? plainStep : maskedStep;
+  std::optional<APFloat> threshold = step.getRescaleThreshold();
+  // The loop's index arithmetic rebuilt in i32 where its value is used:
+  // the loop's block is lo + t, attn.kv_range's results this tile's
+  // schedule (a split's own run of blocks when the kv blocks are split).
+  std::function<Value(Value)> lowerIndex = [&](Value v) -> Value {
+    if (v == kvLoop.getInductionVar())
+      return blockOf(kvIter);
+    if (v == range.getLo())
+      return lo;
+    if (v == range.getHi())
+      return bin<arith::AddIOp>(lo, nblk);
+    if (v == range.getInteriorLo())
+      return ilo;
+    if (v == range.getInteriorHi())
+      return ihi;
+    Operation *def = v.getDefiningOp();
+    if (auto c = dyn_cast<arith::ConstantOp>(def)) {
+      int64_t x = cast<IntegerAttr>(c.getValue()).getValue().getSExtValue();
+      return c.getType().isInteger(1) ? i1(x != 0) : i32(x);
+    }
+    SmallVector<Value> operands;
+    for (Value operand : def->getOperands()) {
+      Value lowered = lowerIndex(operand);
+      operands.push_back(lowered);
+    }
+    OperationState st(loc, def->getName());
+    st.addOperands(operands);
+    st.addAttributes(def->getAttrs());
+    Type rt = def->getResult(0).getType();
+    st.addTypes(rt.isIndex() ? Type(i32T) : rt);
+    return b.create(st)->getResult(0);
   };
-  // The scores of block `blk`: softcap, then the mask on boundary blocks
-  // (the interior ones see every column).
-  auto scoresOf = [&](Value sacc, Value blk) -> Value {
+  // The scores of the block: softcap, then the step's mask (on the
+  // boundary split's masked side only: an interior block sees every
+  // column).
+  auto scoresOf = [&](Value sacc) -> Value {
     Value sc = sacc;
     if (cfg.softcap > 0)
       sc = SoftcapOp::create(b, loc, sc, pre);
-    Value bnd = boundary(blk);
-    auto ms = ifElse(
-        bnd, TypeRange{fragS},
-        [&]() -> SmallVector<Value> {
-          Value col0 = bin<arith::MulIOp>(blk, i32(cfg.blockN));
-          Value grp = cfg.packGqa ? group() : Value();
-          Value mk = MaskOp::create(b, loc, sc, wgRow0, grp, col0,
-                                    cfg.visibleColsFn, sq, skv,
-                                    cfg.leftBounded);
-          return {mk};
-        },
-        [&]() -> SmallVector<Value> { return {sc}; });
+    if (!maskedStep)
+      return sc;
+    auto masked = [&]() -> SmallVector<Value> {
+      Value col0 = lowerIndex(maskedStep.getCol0());
+      Value grp = cfg.packGqa ? group() : Value();
+      Value mk = MaskOp::create(b, loc, sc, wgRow0, grp, col0,
+                                cfg.visibleColsFn, sq, skv, cfg.leftBounded);
+      return {mk};
+    };
+    if (!boundaryCond)
+      return masked().front();
+    Value bnd = lowerIndex(boundaryCond);
+    auto ms = ifElse(bnd, TypeRange{fragS}, masked,
+                     [&]() -> SmallVector<Value> { return {sc}; });
     return ms.getResult(0);
   };
 
@@ -1133,10 +1186,9 @@ void KernelBuilder::consumers(Value tid, Value cta) {
     // wait for this tile's Q
     ringOp<RingConsumerWaitOp>(qRing, cq.k);
   }
-  // Block t's K and V into ring slot u (one tile per CTA).
-  auto fillKv = [&](Value t, Value u) {
-    Value blk = blockOf(t);
-    Value kvrow = bin<arith::MulIOp>(blk, i32(cfg.blockN));
+  // The step's K and V (rows from its first column) into ring slot u.
+  auto fillKv = [&](Value u) {
+    Value kvrow = lowerIndex(step.getCol0());
     kvrow = packedRow(seqK0, kvrow);
     fill(kRing, u, [&] {
       loadKv(param("mapK"), kvrow, tileHkv, tileBatch, kRing, u, cfg.tileD(),
@@ -1159,7 +1211,6 @@ void KernelBuilder::consumers(Value tid, Value cta) {
   // this loop (FA3's intra-warpgroup overlap: the softmax of block t runs
   // while the P V wgmmas of block t - 1 do).
   (void)f32(0.0);
-  Value ninf = f32Bits(kNegInfBits);
   // Mainloop state: row max m and the thread's partial row sums l (one
   // value per row), the O accumulator, and P of the last block (16-bit, the
   // register A operand of its P V product).
@@ -1200,14 +1251,22 @@ void KernelBuilder::consumers(Value tid, Value cta) {
     return SoftmaxStepOp::create(b, loc, types, scores, sl2, m, l,
                                  b.getF64FloatAttr(threshold));
   };
+  // The state the tile program fills its buffers with (m = -inf, l = 0,
+  // O = 0 as attn-tile writes it), as fragments: state `i` of type `type`.
+  auto stateInit = [&](int i, Type type) -> Value {
+    if (cell.stateInit[i] == 0)
+      return FragmentZeroOp::create(b, loc, type);
+    Value x = f32Bits(cell.stateInit[i]);
+    return FragmentFillOp::create(b, loc, type, x);
+  };
   Value nz = cmpi(CmpIPredicate::sgt, nblk, i32(0));
   auto res = ifElse(
       nz, rtIf,
       [&]() -> SmallVector<Value> {
-        // The state before the first block: m = -inf, l = 0, O = 0.
-        Value mInit = FragmentFillOp::create(b, loc, fragRows, ninf);
-        Value lInit = FragmentZeroOp::create(b, loc, fragRows);
-        Value oInit = FragmentZeroOp::create(b, loc, fragO);
+        // The state before the first block.
+        Value mInit = stateInit(0, fragRows);
+        Value lInit = stateInit(1, fragRows);
+        Value oInit = stateInit(2, fragO);
         Value inits[] = {mInit, lInit, oInit};
         auto lp = scf::ForOp::create(b, loc, i32(0), nblk, i32(1), inits);
         lp->setAttr(kOverlapAttr, b.getUnitAttr());
@@ -1215,13 +1274,14 @@ void KernelBuilder::consumers(Value tid, Value cta) {
           OpBuilder::InsertionGuard g(b);
           b.setInsertionPointToStart(lp.getBody());
           Value t = lp.getInductionVar();
+          kvIter = t;
           Value m = lp.getRegionIterArg(0), l = lp.getRegionIterArg(1),
                 acc = lp.getRegionIterArg(2);
           // K and V of block t are ring slot u.
           Value u = bin<arith::AddIOp>(cG, t);
-          fillKv(t, u);
+          fillKv(u);
           if (cfg.isFp8()) {
-            Value blk0 = blockOf(t);
+            Value blk0 = lowerIndex(kvLoop.getInductionVar());
             setBlockScale(blk0);
           }
           Value descK = stageDesc(kRing, u, descK0, lay.kBytes);
@@ -1230,10 +1290,9 @@ void KernelBuilder::consumers(Value tid, Value cta) {
           Value sa = issueS(descK);
           sa = wgmmaWait(0, sa);
           ringOp<RingConsumerReleaseOp>(kRing, u);
-          Value blk = blockOf(t);
-          Value scores = scoresOf(sa, blk);
-          auto sm = softmaxStep(scores, m, l,
-                                cfg.lazyRescale ? cfg.rescaleThreshold : 0.0);
+          Value scores = scoresOf(sa);
+          auto sm = softmaxStep(
+              scores, m, l, threshold ? threshold->convertToDouble() : 0.0);
           // Rounded right after the exponentials (the MUFU pipe is the
           // softmax's bottleneck: the conversions issue in its shadow).
           Value a = TruncOp::create(b, loc, fragP, sm.getP());
@@ -1241,7 +1300,7 @@ void KernelBuilder::consumers(Value tid, Value cta) {
             return ScaleRowsOp::create(b, loc, acc, sm.getAlpha());
           };
           Value oacc;
-          if (cfg.lazyRescale) {
+          if (threshold) {
             // O *= alpha only if a row of the warpgroup raised its max:
             // after the first blocks, almost never. The branch matters to
             // the pipelined loop too: ptxas hoists a wgmma.wait_group above
@@ -1278,9 +1337,10 @@ void KernelBuilder::consumers(Value tid, Value cta) {
       [&]() -> SmallVector<Value> {
         SmallVector<Value> coordsZ;
         releaseQ(coordsZ);
-        Value mz = FragmentFillOp::create(b, loc, fragRows, ninf);
-        Value lz = FragmentZeroOp::create(b, loc, fragRows);
-        Value zo = FragmentZeroOp::create(b, loc, fragO);
+        // No block: the state as filled.
+        Value mz = stateInit(0, fragRows);
+        Value lz = stateInit(1, fragRows);
+        Value zo = stateInit(2, fragO);
         SmallVector<Value> yields = {mz, lz, zo};
         yields.append(coordsZ);
         return yields;
@@ -1404,8 +1464,9 @@ gpu::GPUFuncOp KernelBuilder::build(gpu::GPUModuleOp m) {
 
 gpu::GPUFuncOp fa3::hopper::buildKernel(OpBuilder &b, Location loc,
                                         gpu::GPUModuleOp module,
-                                        const KernelConfig &cfg) {
+                                        const KernelConfig &cfg,
+                                        const TiledCell &cell) {
   OpBuilder::InsertionGuard g(b);
-  KernelBuilder kb(b, loc, cfg);
+  KernelBuilder kb(b, loc, cfg, cell);
   return kb.build(module);
 }

@@ -17,9 +17,12 @@
 //                 overlap); epilogue O / l and LSE, O staged through
 //                 shared memory (stmatrix) and written by a TMA store.
 //
-// The schedule (kv-block range, boundary blocks) and the mask bounds are
-// not re-derived here: the kernel calls device functions that the pass
-// builds from attn.kv_range and the shared visibility builder.
+// The structure is the configuration's; the consumers' per-block math is
+// the tile program of attn-tile's form lowered (TiledCell: its loop over
+// kv blocks, index arithmetic, step, state and finalize). The schedule
+// (kv-block range, boundary blocks) and the mask bounds are not re-derived
+// here: the kernel calls device functions that the pass builds from
+// attn.kv_range and the shared visibility builder.
 //
 //===----------------------------------------------------------------------===//
 #ifndef FA3_LIB_CONVERSION_ATTNTOHOPPER_KERNELBUILDER_H
@@ -30,6 +33,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Builders.h"
 
+#include <array>
 #include <cstdint>
 #include <string>
 
@@ -233,13 +237,33 @@ SmemLayout computeSmemLayout(const KernelConfig &cfg);
 /// Returns an empty string if the configuration is supported, else why not.
 std::string checkSupported(const KernelConfig &cfg);
 
+/// One tile's program in attn-tile's form, from which the consumers'
+/// mainloop and epilogue are lowered (matchTiledCell in AttnToHopper.cpp
+/// checks this shape): the state buffers (row max, row sum, accumulator)
+/// filled with constants, the scf.for over the kv blocks [lo, hi) of
+/// attn.kv_range, whose body is index arithmetic and one step per block
+/// (an attn.tile_update, or attn-tile's boundary split: an scf.if between
+/// the step's masked and unmasked forms), and attn.tile_finalize.
+struct TiledCell {
+  mlir::Operation *range = nullptr;    // attn.kv_range
+  mlir::Operation *kvLoop = nullptr;   // scf.for over its blocks
+  mlir::Operation *step = nullptr;     // attn.tile_update or the scf.if
+  mlir::Operation *finalize = nullptr; // attn.tile_finalize
+  /// The bits of the f32 constants that the row max, the row sums and the
+  /// accumulator start from (-inf, 0, 0 as attn-tile writes them).
+  std::array<uint32_t, 3> stateInit = {0, 0, 0};
+};
+
 /// Builds the kernel into `module` (at its end, with `b`'s builder state
 /// restored): the dynamic shared-memory global @attn_smem and the gpu.func,
-/// whose ops carry `loc`. The device functions named in the config are
-/// added to that gpu.module by the caller.
+/// whose ops carry `loc`. The kernel's structure (roles, rings, scheduler,
+/// stores) is the configuration's; its per-tile math is `cell` lowered.
+/// The device functions named in the config are added to that gpu.module
+/// by the caller.
 mlir::gpu::GPUFuncOp buildKernel(mlir::OpBuilder &b, mlir::Location loc,
                                  mlir::gpu::GPUModuleOp module,
-                                 const KernelConfig &cfg);
+                                 const KernelConfig &cfg,
+                                 const TiledCell &cell);
 
 } // namespace fa3::hopper
 

@@ -5,6 +5,7 @@
 // RUN: sed -e 's/outs(%o : memref<1x1x1024x64xbf16>) causal/& {attn.hopper_config = #attn.hopper_config<block_m = 192, block_n = 64, stages = 2, persistent = true, q_buffers = 2, lazy_rescale = false, rescale_threshold = 8.0, cluster_m = 1, pingpong = false, tma_store = true>}/' %s | not fa3-opt --attn-tile=block-m=64 2>&1 | FileCheck %s --check-prefix=CONFLICT
 // RUN: sed -e 's/outs(%o : memref<1x1x1024x64xbf16>) causal/& {attn.hopper_config = #attn.hopper_config<block_m = 192, block_n = 64, stages = 2, persistent = true, q_buffers = 2, lazy_rescale = false, rescale_threshold = 8.0, cluster_m = 1, pingpong = false, tma_store = true>}/' %s | not fa3-opt --attn-tile=rescale-threshold=4 2>&1 | FileCheck %s --check-prefix=CONFLICT-TAU
 // RUN: sed -e 's/outs(%o : memref<1x1x1024x64xbf16>) causal/& {attn.hopper_config = #attn.hopper_config<block_m = 192, block_n = 64, stages = 2, persistent = true, q_buffers = 2, lazy_rescale = true, rescale_threshold = 6.5, cluster_m = 1, pingpong = false, tma_store = true>}/' %s | fa3-opt --attn-tile | FileCheck %s --check-prefix=LAZY
+// RUN: sed -e 's/outs(%o : memref<1x1x1024x64xbf16>) causal/& {attn.hopper_config = #attn.hopper_config<block_m = 192, block_n = 64, stages = 2, persistent = true, q_buffers = 2, lazy_rescale = true, rescale_threshold = 0.0, cluster_m = 1, pingpong = false, tma_store = true>}/' %s | fa3-opt --attn-tile | FileCheck %s --check-prefix=LAZY0
 
 // Causal, Sq = Skv = 1024, 128 x 128: m-block mb visits kv-blocks [0, mb] and
 // only block mb (the diagonal) is masked: the unmasked range ends at
@@ -90,6 +91,11 @@ func.func @window_gqa(%q: memref<2x8x?x256xf16>, %k: memref<2x2x?x256xf16>,
 
 // A configuration with lazy rescaling gives its threshold to every step, so
 // that the CPU expansion runs the kernel's rule.
+// A configuration that rescales lazily at threshold 0 (exact numbers by
+// the lazy code: the kernel still skips O *= alpha where no row's max
+// rose) says so on every step, as 0.
+// LAZY0-LABEL: func @causal
+// LAZY0: attn.tile_update {{.*}} masked {block_m = 192 : i64, block_n = 64 : i64, rescale_threshold = 0.000000e+00 : f64,
 // LAZY-LABEL: func @causal
 // LAZY: attn.tile_update {{.*}} masked {block_m = 192 : i64, block_n = 64 : i64, rescale_threshold = 6.500000e+00 : f64,
 // LAZY: attn.tile_update {{.*}} {block_m = 192 : i64, block_n = 64 : i64, rescale_threshold = 6.500000e+00 : f64,

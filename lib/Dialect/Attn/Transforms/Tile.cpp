@@ -105,21 +105,24 @@ static FailureOr<TileSizes> pickTiles(Operation *op, int64_t optM,
   return TileSizes{config.getBlockM(), config.getBlockN()};
 }
 
-/// The tile steps' lazy-rescale threshold (0: exact): the configuration's
-/// when it rescales lazily (the kernel's rule, for the CPU expansion to
-/// check), else the option's. An option beside a configuration is refused.
-static FailureOr<double> pickRescaleThreshold(Operation *op, double opt) {
+/// The tile steps' lazy-rescale threshold (none: exact): the
+/// configuration's when it rescales lazily, 0 included (the kernel's rule,
+/// for the CPU expansion to check and the kernel to lower), else the
+/// option's where it is above 0. An option beside a configuration is
+/// refused.
+static FailureOr<std::optional<double>> pickRescaleThreshold(Operation *op,
+                                                              double opt) {
   auto config =
       op->getAttrOfType<HopperConfigAttr>(HopperConfigAttr::kAttrName);
   if (!config)
-    return opt;
+    return opt > 0 ? std::optional<double>(opt) : std::nullopt;
   if (opt != 0)
     return op->emitOpError("attn-tile: the rescaling of this op was chosen by "
                           "attn-hopper-config; give rescale-threshold (and "
                           "lazy-rescale) to that pass instead");
   if (!config.getLazyRescale())
-    return 0.0;
-  return config.getRescaleThreshold().convertToDouble();
+    return std::optional<double>();
+  return std::optional<double>(config.getRescaleThreshold().convertToDouble());
 }
 
 namespace {
@@ -130,7 +133,8 @@ struct ForwardTiling {
   ValueRange descales; // FP8: q's, k's and v's, or none
   int64_t hq, hkv, dv;
   TileSizes ts;
-  double threshold, scale, softcap;
+  std::optional<double> threshold;
+  double scale, softcap;
   int64_t left, right;
   Attribute config; // the op's attn.hopper_config, or null
 };
@@ -177,9 +181,9 @@ static void buildForwardCell(OpBuilder &b, Location loc, const ForwardTiling &t,
     a.push_back(b.getNamedAttr("window", b.getDenseI64ArrayAttr({t.left, t.right})));
     if (masked)
       a.push_back(b.getNamedAttr("masked", b.getUnitAttr()));
-    if (t.threshold > 0)
+    if (t.threshold)
       a.push_back(b.getNamedAttr("rescale_threshold",
-                                 b.getF64FloatAttr(t.threshold)));
+                                 b.getF64FloatAttr(*t.threshold)));
     return a;
   };
   scf::ForOp::create(
@@ -212,7 +216,8 @@ static FailureOr<ForwardTiling> forwardTiling(OpT op, int64_t optM,
   FailureOr<TileSizes> picked = pickTiles(op, optM, optN);
   if (failed(picked))
     return failure();
-  FailureOr<double> threshold = pickRescaleThreshold(op, optThreshold);
+  FailureOr<std::optional<double>> threshold =
+      pickRescaleThreshold(op, optThreshold);
   if (failed(threshold))
     return failure();
   ForwardTiling t;

@@ -1,0 +1,198 @@
+//===- TiledCell.cpp - the tile program the consumers lower ---------------===//
+//
+// attn-tile writes one tile's program as: the state buffers allocated and
+// filled (row max -inf, row sums 0, accumulator 0), attn.kv_range, an
+// scf.for over its blocks whose body computes the block's first column and
+// whether it needs the mask and takes one step (attn.tile_update, masked
+// and unmasked in the two arms of an scf.if), and attn.tile_finalize.
+// KernelBuilder lowers exactly that: the loop into the consumers' mainloop
+// over the tile's blocks, the index arithmetic into i32, the step into
+// the block's products and softmax (the mask under the scf.if's
+// condition), the state into fragments carried by the loop, the finalize
+// into the epilogue. Anything else in that program is refused here, by
+// name, rather than lowered wrong.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TiledCell.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace fa3;
+using namespace fa3::attn;
+
+namespace {
+bool isIndexOrI1(Type t) { return t.isIndex() || t.isInteger(1); }
+
+/// An op the lowering rebuilds in i32: pure arith on index and i1, a
+/// constant that fits 32 bits.
+bool isIndexArith(Operation *op) {
+  if (!isa<arith::ArithDialect>(op->getDialect()) || op->getNumRegions() ||
+      !isMemoryEffectFree(op) || op->getNumResults() != 1 ||
+      !isIndexOrI1(op->getResult(0).getType()) ||
+      !llvm::all_of(op->getOperandTypes(), isIndexOrI1))
+    return false;
+  if (auto c = dyn_cast<arith::ConstantOp>(op)) {
+    auto v = dyn_cast<IntegerAttr>(c.getValue());
+    return v && v.getValue().getSExtValue() >=
+                    std::numeric_limits<int32_t>::min() &&
+           v.getValue().getSExtValue() <= std::numeric_limits<int32_t>::max();
+  }
+  return true;
+}
+
+/// The two steps of a boundary split agree but for `masked`.
+bool sameStep(TileUpdateOp a, TileUpdateOp b) {
+  if (a->getOperands() != b->getOperands())
+    return false;
+  NamedAttrList x(a->getAttrDictionary()), y(b->getAttrDictionary());
+  x.erase(a.getMaskedAttrName());
+  y.erase(b.getMaskedAttrName());
+  return x.getDictionary(a->getContext()) == y.getDictionary(b->getContext());
+}
+
+/// The one attn.tile_update of an scf.if arm, with nothing else in it.
+TileUpdateOp onlyUpdate(Region &r) {
+  if (r.empty() || !r.hasOneBlock())
+    return {};
+  Block &blk = r.front();
+  if (blk.getOperations().size() != 2)
+    return {};
+  return dyn_cast<TileUpdateOp>(blk.front());
+}
+} // namespace
+
+FailureOr<hopper::TiledCell>
+fa3::hopper::matchTiledCell(KvRangeOp range, TileUpdateOp update,
+                            TileFinalizeOp finalize, std::string &why,
+                            Operation *&where) {
+  auto fail = [&](Operation *op, const Twine &what) {
+    where = op;
+    why = what.str();
+    return failure();
+  };
+  TiledCell cell;
+  cell.range = range;
+  cell.finalize = finalize;
+  Block *tile = range->getBlock();
+
+  // The loop over the range's kv blocks, in the tile's block.
+  auto loop = update->getParentOfType<scf::ForOp>();
+  if (!loop || loop->getBlock() != tile)
+    return fail(update, "the step must stand in an scf.for over the kv "
+                        "blocks, in the block of its attn.kv_range");
+  std::optional<int64_t> step = getConstantIntValue(loop.getStep());
+  if (loop.getLowerBound() != range.getLo() ||
+      loop.getUpperBound() != range.getHi() || step != 1 ||
+      !loop.getInitArgs().empty())
+    return fail(loop, "the loop over kv blocks must run from attn.kv_range's "
+                      "lo to its hi in steps of 1, carrying no values");
+  if (finalize->getBlock() != tile || !loop->isBeforeInBlock(finalize))
+    return fail(finalize, "attn.tile_finalize must follow the loop over kv "
+                          "blocks in its block");
+  cell.kvLoop = loop;
+
+  // What the lowering rebuilds in i32: the loop's block, the range's
+  // results, constants, and pure index arithmetic of the loop on them.
+  Value iv = loop.getInductionVar();
+  std::function<bool(Value)> lowerable = [&](Value v) {
+    if (v == iv || v.getDefiningOp() == range)
+      return true;
+    Operation *def = v.getDefiningOp();
+    if (!def || !isIndexArith(def))
+      return false;
+    if (isa<arith::ConstantOp>(def))
+      return true;
+    return def->getBlock() == loop.getBody() &&
+           llvm::all_of(def->getOperands(), lowerable);
+  };
+
+  // The body: index arithmetic and one step.
+  TileUpdateOp masked, unmasked;
+  for (Operation &op : loop.getBody()->without_terminator()) {
+    if (isIndexArith(&op))
+      continue;
+    if (!isa<TileUpdateOp, scf::IfOp>(op))
+      return fail(&op, "the loop over kv blocks may hold only index "
+                       "arithmetic and one attn.tile_update (or attn-tile's "
+                       "boundary split of it)");
+    if (cell.step)
+      return fail(&op, "the loop over kv blocks takes one step a block");
+    cell.step = &op;
+    if (auto u = dyn_cast<TileUpdateOp>(op)) {
+      (u.getMasked() ? masked : unmasked) = u;
+      continue;
+    }
+    auto ifOp = cast<scf::IfOp>(op);
+    masked = onlyUpdate(ifOp.getThenRegion());
+    unmasked = onlyUpdate(ifOp.getElseRegion());
+    if (ifOp.getNumResults() || !masked || !unmasked || !masked.getMasked() ||
+        unmasked.getMasked() || !sameStep(masked, unmasked))
+      return fail(&op, "a branch in the loop over kv blocks must be the "
+                       "boundary split: the masked attn.tile_update in its "
+                       "then arm, the same step unmasked in its else arm");
+    if (!lowerable(ifOp.getCondition()))
+      return fail(&op, "the boundary split's condition must be index "
+                       "arithmetic of the kv block and attn.kv_range");
+  }
+  TileUpdateOp any = masked ? masked : unmasked;
+  if (!any || (update != masked && update != unmasked))
+    return fail(loop, "the loop over kv blocks must hold the attention's "
+                      "attn.tile_update");
+  if (!lowerable(any.getCol0()))
+    return fail(any, "the step's first column must be index arithmetic of "
+                     "the kv block and attn.kv_range");
+  if (any.getRow0() != range.getRow0() || finalize.getRow0() != range.getRow0())
+    return fail(any, "the step and attn.tile_finalize must take the rows "
+                     "of the attn.kv_range");
+
+  // The state: allocated in the tile, filled with a constant before the
+  // loop, read and written only by the step and the finalize.
+  Value state[] = {any.getRowMax(), any.getRowSum(), any.getAcc()};
+  Value finalState[] = {finalize.getRowMax(), finalize.getRowSum(),
+                        finalize.getAcc()};
+  for (auto [i, buf] : llvm::enumerate(state)) {
+    if (buf != finalState[i])
+      return fail(finalize, "attn.tile_finalize must take the step's state");
+    auto alloc = buf.getDefiningOp<memref::AllocOp>();
+    if (!alloc || alloc->getBlock() != tile)
+      return fail(any, "the step's state must be buffers allocated in its "
+                       "tile");
+    const char *rule = "the step's state may only be filled with an f32 "
+                       "constant once before the loop, updated by the step "
+                       "and read by attn.tile_finalize";
+    for (Operation *user : buf.getUsers()) {
+      bool fillBefore = isa<linalg::FillOp>(user) &&
+                        user->getBlock() == tile &&
+                        user->isBeforeInBlock(loop);
+      if (!fillBefore && user != masked && user != unmasked &&
+          user != finalize && !isa<memref::DeallocOp>(user))
+        return fail(user, rule);
+    }
+    // Its fill, the one before the loop (in the block's order).
+    bool filled = false;
+    for (Operation &op : tile->getOperations()) {
+      auto fill = dyn_cast<linalg::FillOp>(op);
+      if (!fill || !llvm::is_contained(fill.getOutputs(), buf))
+        continue;
+      auto value = fill.getInputs()[0].getDefiningOp<arith::ConstantOp>();
+      auto f = value ? dyn_cast<FloatAttr>(value.getValue()) : FloatAttr();
+      if (!f || !f.getType().isF32() || filled)
+        return fail(fill, rule);
+      filled = true;
+      cell.stateInit[i] = static_cast<uint32_t>(
+          f.getValue().bitcastToAPInt().getZExtValue());
+    }
+    if (!filled)
+      return fail(any, "the step's state must be filled before the loop");
+  }
+  return cell;
+}
