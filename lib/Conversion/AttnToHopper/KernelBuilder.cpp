@@ -27,7 +27,6 @@
 #include "fa3/Dialect/Hopper/IR/HopperDialect.h"
 #include "fa3/Dialect/Hopper/Transforms/Passes.h"
 
-#include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -42,6 +41,7 @@
 #include <array>
 #include <cassert>
 #include <map>
+#include <optional>
 #include <tuple>
 
 using namespace mlir;
@@ -230,7 +230,7 @@ private:
     }
     Value st = ringStage(qRing, k);
     if (cfg.persistent) {
-      Value off = bin<arith::MulIOp>(st, i32(16));
+      Value off = bin<arith::MulIOp>(st, i32(lay.tileSlotBytes));
       q.slot = bin<arith::AddIOp>(tileSlotAddr, off);
     }
     if (withOffset)
@@ -336,23 +336,29 @@ private:
     Value in = cmpi(CmpIPredicate::slt, t, tiles);
     // Decoded after the acquire: the producer thread has 24 registers, too
     // few to hold a decoded tile across the wait.
-    SmallVector<Type> four(4, i32T);
+    // (a packed batch's tile also its sequence's bounds, published)
+    SmallVector<Type> decoded(cfg.varlen ? 8 : 4, i32T);
     auto tile = ifElse(
-        in, four,
+        in, decoded,
         [&]() -> SmallVector<Value> {
           Tile tl = schedule(coords(t, numM), /*warpUniform=*/false);
           // (GQA packing: Q's tensor map has a box of group heads x
           // block_m / group queries, the tile's packed rows in order)
           Value qrow = packedRow(tl.q0, firstQuery(tl));
-          return {tl.m0, tl.head, tl.bidx, qrow};
+          SmallVector<Value> r = {tl.m0, tl.head, tl.bidx, qrow};
+          if (cfg.varlen)
+            r.append({tl.q0, tl.sq, tl.k0, tl.skv});
+          return r;
         },
         [&]() -> SmallVector<Value> {
           Value z = i32(0);
-          return {z, z, z, z};
+          return SmallVector<Value>(cfg.varlen ? 8 : 4, z);
         });
     TileCoords pc{tile.getResult(0), tile.getResult(1), tile.getResult(2),
                   Value()};
-    Value words[] = {t, pc.m0, pc.head, pc.bidx};
+    SmallVector<Value> words = {t, pc.m0, pc.head, pc.bidx};
+    if (cfg.varlen)
+      words.append(tile.getResults().begin() + 4, tile.getResults().end());
     RingPublishOp::create(b, loc, qRing, q.k, q.slot, words);
     auto load = scf::IfOp::create(b, loc, TypeRange{}, in,
                                   /*withElseRegion=*/true);
@@ -517,14 +523,18 @@ private:
     b.setInsertionPoint(which.elseBlock()->getTerminator());
     loadTile(map, row, head, batch, r, u, cfg.blockN, cols);
   }
-  /// `warpUniform`: see sequence.
-  Tile schedule(const TileCoords &c, bool warpUniform) {
+  /// `warpUniform`: see sequence. `published`: a packed batch's sequence
+  /// bounds where the producer published them with the tile (else read
+  /// from cu_seqlens here).
+  Tile schedule(const TileCoords &c, bool warpUniform,
+                std::optional<fa3::attn::SequenceBounds> published = {}) {
     Tile t;
     static_cast<TileCoords &>(t) = c;
     t.sq = param("Sq");
     t.skv = param("Skv");
     if (cfg.varlen) {
-      fa3::attn::SequenceBounds seq = sequence(c.bidx, warpUniform);
+      fa3::attn::SequenceBounds seq =
+          published ? *published : sequence(c.bidx, warpUniform);
       t.sq = seq.sq, t.skv = seq.skv, t.q0 = seq.q0, t.k0 = seq.k0;
     } else if (cfg.splitKv) {
       // The decoding kernel reads a KV cache filled to seqused_k[b] of its
@@ -636,6 +646,16 @@ private:
     c.bidx = publishedWord(k, slot, 3);
     return c;
   }
+  /// A packed batch's published tile: its sequence's bounds, words {q0,
+  /// sq, k0, skv} after the tile's.
+  fa3::attn::SequenceBounds readSequence(Value k, Value slot) {
+    fa3::attn::SequenceBounds s;
+    s.q0 = publishedWord(k, slot, 4);
+    s.sq = publishedWord(k, slot, 5);
+    s.k0 = publishedWord(k, slot, 6);
+    s.skv = publishedWord(k, slot, 7);
+    return s;
+  }
 
   // --- kernel pieces --------------------------------------------------------
   /// The wgmma descriptor of K or V (ring r of `stageBytes` stages, first
@@ -679,6 +699,8 @@ SmemLayout fa3::hopper::computeSmemLayout(const KernelConfig &cfg) {
   // at block_n 128), one per stage
   l.vtBytes = cfg.isFp8() ? cfg.oCols() * cfg.blockN : 0;
   const int64_t nq = cfg.qBuffers;
+  if (cfg.persistent)
+    l.tileSlotBytes = cfg.varlen ? 32 : 16;
   l.qOff = 0;
   l.kOff = l.qOff + nq * l.qBytes;
   l.vOff = l.kOff + cfg.stages * l.kBytes;
@@ -689,7 +711,7 @@ SmemLayout fa3::hopper::computeSmemLayout(const KernelConfig &cfg) {
   // transposed-V full/empty barriers per stage and, persistent, V's end
   // flags (a word per stage)
   const int64_t tail = 8 * (2 * nq + 4 * cfg.stages) +
-                       (cfg.persistent ? 16 * nq : 0) +
+                       l.tileSlotBytes * nq +
                        (cfg.isFp8() ? 16 * cfg.stages : 0) +
                        (cfg.isFp8() && cfg.persistent
                             ? (4 * cfg.stages + 7) / 8 * 8
@@ -707,7 +729,7 @@ SmemLayout fa3::hopper::computeSmemLayout(const KernelConfig &cfg) {
   l.vEmpty = l.kEmpty + 8 * cfg.stages;
   l.tileSlots = l.vEmpty + 8 * cfg.stages;
   if (cfg.isFp8()) {
-    l.vtFull = l.tileSlots + (cfg.persistent ? 16 * nq : 0);
+    l.vtFull = l.tileSlots + l.tileSlotBytes * nq;
     l.vtEmpty = l.vtFull + 8 * cfg.stages;
     if (cfg.persistent)
       l.vEnd = l.vtEmpty + 8 * cfg.stages;
@@ -1132,7 +1154,10 @@ void KernelBuilder::consumers(Value tid, Value cta) {
     // persistent: this tile as the producer decoded it; else this CTA's tile
     TileCoords c =
         cfg.persistent ? readCoords(cq.k, cq.slot) : coords(cta, numM);
-    Tile tl = schedule(c, /*warpUniform=*/true);
+    std::optional<fa3::attn::SequenceBounds> published;
+    if (cfg.persistent && cfg.varlen)
+      published = readSequence(cq.k, cq.slot);
+    Tile tl = schedule(c, /*warpUniform=*/true, published);
     m0 = tl.m0, head = tl.head, bidx = tl.bidx, split = tl.split,
     lo = tl.lo, ilo = tl.ilo,
     ihi = tl.ihi, nblk = tl.nblk, sq = tl.sq, skv = tl.skv;

@@ -221,9 +221,12 @@ struct SmemLayout {
   // mbarriers (8 bytes each): Q full/empty per Q buffer, then per stage K/V
   // full/empty.
   int64_t qFull, qEmpty, kFull, vFull, kEmpty, vEmpty;
-  // persistent: 4 words, the decoded tile from the producer to the
-  // consumers
+  // persistent: per Q buffer, the words the producer publishes with the
+  // tile's Q (tileSlotBytes each): the decoded tile {tile, m0, head,
+  // batch}; in a packed batch also its sequence's bounds {q0, sq, k0, skv},
+  // so that the consumers start a tile without reading cu_seqlens
   int64_t tileSlots;
+  int64_t tileSlotBytes = 0;
   // FP8 persistent: the producer's end flags for the V transposer, a word
   // per stage of V's ring: 1 once the stage's next slot carries no tile.
   // One per stage, not one word, so that writing it is ordered after every

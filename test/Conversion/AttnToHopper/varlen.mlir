@@ -115,13 +115,20 @@
 // PERSIST: } do {
 // PERSIST:   %[[N:.*]] = hopper.tile_next %{{.*}} dynamic counter %arg6
 // PERSIST:   scf.yield %[[N]] : i32
-// PERSIST: hopper.ring.publish %[[LIVE]],
+// The producer publishes the tile with its sequence's bounds (q0, sq, k0,
+// skv as words 4 .. 7), which the consumers read instead of cu_seqlens.
+// PERSIST: hopper.ring.publish %[[LIVE]], %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^ ]*}} at
 // PERSIST: hopper.load_tile %arg0
 // PERSIST: hopper.ring.consumer_wait
-// PERSIST: hopper.ring.published
-// PERSIST: llvm.getelementptr %arg16
-// PERSIST: arith.subi
-// PERSIST: %[[PSQ:.*]] = arith.subi
+// PERSIST: hopper.ring.published {{.*}} word 0
+// PERSIST-NOT: llvm.getelementptr %arg16
+// PERSIST: hopper.ring.published {{.*}} word 5
+// PERSIST-NEXT: %[[PSQ:.*]] = hopper.warp_uniform
+// PERSIST-NOT: llvm.getelementptr %arg16
+// PERSIST: hopper.ring.published {{.*}} word 7
+// PERSIST-NEXT: %[[PSKV:.*]] = hopper.warp_uniform
+// PERSIST-NEXT: func.call @varlen_kernel_kv_range(%{{.*}}, %[[PSQ]], %[[PSKV]])
+// PERSIST-NOT: llvm.getelementptr %arg16
 // PERSIST-NOT: arith.cmpi slt, %{{.*}}, %[[PSQ]]
 // PERSIST-NOT: scf.if %{{[0-9]+}} {
 // PERSIST: hopper.ring.consumer_wait
