@@ -383,9 +383,10 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
   cfg.name = base + "_kernel";
   // The step's own arithmetic (the kernel lowers it, the facts record it).
   cfg.softcap = u.getSoftcap().convertToDouble();
-  cfg.lazyRescale = u.getRescaleThreshold().has_value();
-  if (cfg.lazyRescale)
-    cfg.rescaleThreshold = u.getRescaleThreshold()->convertToDouble();
+  std::optional<double> tau = hopper::lazyThreshold(u);
+  cfg.lazyRescale = tau.has_value();
+  if (tau)
+    cfg.rescaleThreshold = *tau;
   cfg.varlen = *varlen;
   cfg.kvRangeFn = cfg.name + "_kv_range";
   cfg.visibleColsFn = cfg.name + "_visible_cols";

@@ -205,10 +205,12 @@ private:
   // fetching (a second counter) zeroes both for the next launch.
   //
   // The producer also publishes the tile's coordinates {tile, m0, head,
-  // batch} (the runtime integer divisions), so that they do not sit on the
-  // consumers' path between two tiles: one slot per Q buffer, rewritten
-  // once the consumers released that buffer's Q, so they read it after the
-  // Q full wait and, for the epilogue, again before they release Q.
+  // batch} (the runtime integer divisions) and, in a packed batch, its
+  // sequence's bounds {q0, sq, k0, skv} (cu_seqlens loads), so that they
+  // do not sit on the consumers' path between two tiles: one slot per Q
+  // buffer, rewritten once the consumers released that buffer's Q, so they
+  // read it after the Q full wait and, for the epilogue, the coordinates
+  // again before they release Q (the bounds stay in registers).
   Value tileSlotAddr; // shared-memory address (i32) of slot 0
   Value smemBase;     // the dynamic shared memory (!llvm.ptr<3>)
 
@@ -1078,11 +1080,16 @@ void KernelBuilder::consumers(Value tid, Value cta) {
     boundaryCond = split.getCondition();
   }
   fa3::attn::TileUpdateOp step = plainStep ? plainStep : maskedStep;
-  std::optional<APFloat> threshold = step.getRescaleThreshold();
-  // The loop's index arithmetic rebuilt in i32 where its value is used:
-  // the loop's block is lo + t, attn.kv_range's results this tile's
-  // schedule (a split's own run of blocks when the kv blocks are split).
-  std::function<Value(Value)> lowerIndex = [&](Value v) -> Value {
+  // Lazy rescaling where the step has a threshold above 0 (0 is exact: the
+  // step's `raised` is then never set, and the lazy branch would skip
+  // O *= alpha).
+  std::optional<double> threshold = lazyThreshold(step);
+  // The loop's index arithmetic rebuilt in i32 where its value is used
+  // (each value once a use: what it builds dominates only there): the
+  // loop's block is lo + t, attn.kv_range's results this tile's schedule
+  // (a split's own run of blocks when the kv blocks are split).
+  std::function<Value(Value, DenseMap<Value, Value> &)> rebuild =
+      [&](Value v, DenseMap<Value, Value> &done) -> Value {
     if (v == kvLoop.getInductionVar())
       return blockOf(kvIter);
     if (v == range.getLo())
@@ -1093,22 +1100,33 @@ void KernelBuilder::consumers(Value tid, Value cta) {
       return ilo;
     if (v == range.getInteriorHi())
       return ihi;
+    auto it = done.find(v);
+    if (it != done.end())
+      return it->second;
     Operation *def = v.getDefiningOp();
+    Value r;
     if (auto c = dyn_cast<arith::ConstantOp>(def)) {
       int64_t x = cast<IntegerAttr>(c.getValue()).getValue().getSExtValue();
-      return c.getType().isInteger(1) ? i1(x != 0) : i32(x);
+      r = c.getType().isInteger(1) ? i1(x != 0) : i32(x);
+    } else {
+      SmallVector<Value> operands;
+      for (Value operand : def->getOperands()) {
+        Value lowered = rebuild(operand, done);
+        operands.push_back(lowered);
+      }
+      OperationState st(loc, def->getName());
+      st.addOperands(operands);
+      st.addAttributes(def->getAttrs());
+      Type rt = def->getResult(0).getType();
+      st.addTypes(rt.isIndex() ? Type(i32T) : rt);
+      r = b.create(st)->getResult(0);
     }
-    SmallVector<Value> operands;
-    for (Value operand : def->getOperands()) {
-      Value lowered = lowerIndex(operand);
-      operands.push_back(lowered);
-    }
-    OperationState st(loc, def->getName());
-    st.addOperands(operands);
-    st.addAttributes(def->getAttrs());
-    Type rt = def->getResult(0).getType();
-    st.addTypes(rt.isIndex() ? Type(i32T) : rt);
-    return b.create(st)->getResult(0);
+    done[v] = r;
+    return r;
+  };
+  auto lowerIndex = [&](Value v) {
+    DenseMap<Value, Value> done;
+    return rebuild(v, done);
   };
   // The scores of the block: softcap, then the step's mask (on the
   // boundary split's masked side only: an interior block sees every
@@ -1317,7 +1335,7 @@ void KernelBuilder::consumers(Value tid, Value cta) {
           ringOp<RingConsumerReleaseOp>(kRing, u);
           Value scores = scoresOf(sa);
           auto sm = softmaxStep(
-              scores, m, l, threshold ? threshold->convertToDouble() : 0.0);
+              scores, m, l, threshold ? *threshold : 0.0);
           // Rounded right after the exponentials (the MUFU pipe is the
           // softmax's bottleneck: the conversions issue in its shadow).
           Value a = TruncOp::create(b, loc, fragP, sm.getP());

@@ -35,6 +35,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace fa3::hopper {
@@ -241,8 +242,8 @@ SmemLayout computeSmemLayout(const KernelConfig &cfg);
 std::string checkSupported(const KernelConfig &cfg);
 
 /// One tile's program in attn-tile's form, from which the consumers'
-/// mainloop and epilogue are lowered (matchTiledCell in AttnToHopper.cpp
-/// checks this shape): the state buffers (row max, row sum, accumulator)
+/// mainloop and epilogue are lowered (matchTiledCell, TiledCell.h, checks
+/// this shape): the state buffers (row max, row sum, accumulator)
 /// filled with constants, the scf.for over the kv blocks [lo, hi) of
 /// attn.kv_range, whose body is index arithmetic and one step per block
 /// (an attn.tile_update, or attn-tile's boundary split: an scf.if between
@@ -253,9 +254,15 @@ struct TiledCell {
   mlir::Operation *step = nullptr;     // attn.tile_update or the scf.if
   mlir::Operation *finalize = nullptr; // attn.tile_finalize
   /// The bits of the f32 constants that the row max, the row sums and the
-  /// accumulator start from (-inf, 0, 0 as attn-tile writes them).
-  std::array<uint32_t, 3> stateInit = {0, 0, 0};
+  /// accumulator start from: -inf, 0, 0 (as attn-tile writes them; the
+  /// matcher takes no other, the kernel's row sums being partial per
+  /// thread and FP8's O scaled after the loop).
+  std::array<uint32_t, 3> stateInit = {0xFF800000u, 0, 0};
 };
+
+/// The lazy-rescale threshold of an attn.tile_update: its rescale_threshold
+/// where above 0, else none (exact).
+std::optional<double> lazyThreshold(mlir::Operation *tileUpdate);
 
 /// Builds the kernel into `module` (at its end, with `b`'s builder state
 /// restored): the dynamic shared-memory global @attn_smem and the gpu.func,

@@ -29,15 +29,26 @@ using namespace mlir;
 using namespace fa3;
 using namespace fa3::attn;
 
+std::optional<double> fa3::hopper::lazyThreshold(Operation *tileUpdate) {
+  std::optional<APFloat> t = cast<TileUpdateOp>(tileUpdate).getRescaleThreshold();
+  if (!t || t->convertToDouble() <= 0)
+    return std::nullopt;
+  return t->convertToDouble();
+}
+
 namespace {
 bool isIndexOrI1(Type t) { return t.isIndex() || t.isInteger(1); }
 
-/// An op the lowering rebuilds in i32: pure arith on index and i1, a
-/// constant that fits 32 bits.
+/// An op the lowering rebuilds in i32 with the same meaning for values in
+/// i32's range: signed arithmetic, compares, selects and bit logic on
+/// index and i1, a constant that fits 32 bits (not casts, shifts or
+/// unsigned division, which 32 bits change).
 bool isIndexArith(Operation *op) {
-  if (!isa<arith::ArithDialect>(op->getDialect()) || op->getNumRegions() ||
-      !isMemoryEffectFree(op) || op->getNumResults() != 1 ||
-      !isIndexOrI1(op->getResult(0).getType()) ||
+  if (!isa<arith::ConstantOp, arith::AddIOp, arith::SubIOp, arith::MulIOp,
+           arith::DivSIOp, arith::RemSIOp, arith::MinSIOp, arith::MaxSIOp,
+           arith::CmpIOp, arith::SelectOp, arith::AndIOp, arith::OrIOp,
+           arith::XOrIOp>(op) ||
+      op->getNumResults() != 1 || !isIndexOrI1(op->getResult(0).getType()) ||
       !llvm::all_of(op->getOperandTypes(), isIndexOrI1))
     return false;
   if (auto c = dyn_cast<arith::ConstantOp>(op)) {
@@ -103,16 +114,20 @@ fa3::hopper::matchTiledCell(KvRangeOp range, TileUpdateOp update,
   // What the lowering rebuilds in i32: the loop's block, the range's
   // results, constants, and pure index arithmetic of the loop on them.
   Value iv = loop.getInductionVar();
+  DenseMap<Value, bool> seen; // each value checked once
   std::function<bool(Value)> lowerable = [&](Value v) {
     if (v == iv || v.getDefiningOp() == range)
       return true;
+    auto it = seen.find(v);
+    if (it != seen.end())
+      return it->second;
     Operation *def = v.getDefiningOp();
-    if (!def || !isIndexArith(def))
-      return false;
-    if (isa<arith::ConstantOp>(def))
-      return true;
-    return def->getBlock() == loop.getBody() &&
-           llvm::all_of(def->getOperands(), lowerable);
+    bool ok = def && isIndexArith(def) &&
+              (isa<arith::ConstantOp>(def) ||
+               (def->getBlock() == loop.getBody() &&
+                llvm::all_of(def->getOperands(), lowerable)));
+    seen[v] = ok;
+    return ok;
   };
 
   // The body: index arithmetic and one step.
@@ -153,10 +168,21 @@ fa3::hopper::matchTiledCell(KvRangeOp range, TileUpdateOp update,
   if (any.getRow0() != range.getRow0() || finalize.getRow0() != range.getRow0())
     return fail(any, "the step and attn.tile_finalize must take the rows "
                      "of the attn.kv_range");
+  // The kernel's tiles and mask are the range's (whose tiles the
+  // configuration's are, by its verifier).
+  if (any.getBlockM() != range.getBlockM() ||
+      any.getBlockN() != range.getBlockN() ||
+      finalize.getBlockM() != range.getBlockM() ||
+      any.getWindow() != range.getWindow())
+    return fail(any, "the step's tiles and window must be its "
+                     "attn.kv_range's");
 
   // The state: allocated in the tile, filled with a constant before the
   // loop, read and written only by the step and the finalize.
   Value state[] = {any.getRowMax(), any.getRowSum(), any.getAcc()};
+  if (state[0] == state[1] || state[0] == state[2] || state[1] == state[2])
+    return fail(any, "the step's row max, row sums and accumulator must be "
+                     "three buffers");
   Value finalState[] = {finalize.getRowMax(), finalize.getRowSum(),
                         finalize.getAcc()};
   for (auto [i, buf] : llvm::enumerate(state)) {
@@ -166,9 +192,12 @@ fa3::hopper::matchTiledCell(KvRangeOp range, TileUpdateOp update,
     if (!alloc || alloc->getBlock() != tile)
       return fail(any, "the step's state must be buffers allocated in its "
                        "tile");
-    const char *rule = "the step's state may only be filled with an f32 "
-                       "constant once before the loop, updated by the step "
-                       "and read by attn.tile_finalize";
+    // -inf, 0, 0: the kernel keeps each thread's partial row sums (a
+    // quad's four add up at the end) and scales FP8's O after the loop,
+    // so other starting values would not mean the same there.
+    const char *rule = "the step's state may only be filled once before the "
+                       "loop (row max -inf, row sums and accumulator 0), "
+                       "updated by the step and read by attn.tile_finalize";
     for (Operation *user : buf.getUsers()) {
       bool fillBefore = isa<linalg::FillOp>(user) &&
                         user->getBlock() == tile &&
@@ -185,11 +214,11 @@ fa3::hopper::matchTiledCell(KvRangeOp range, TileUpdateOp update,
         continue;
       auto value = fill.getInputs()[0].getDefiningOp<arith::ConstantOp>();
       auto f = value ? dyn_cast<FloatAttr>(value.getValue()) : FloatAttr();
-      if (!f || !f.getType().isF32() || filled)
+      if (!f || !f.getType().isF32() || filled ||
+          static_cast<uint32_t>(f.getValue().bitcastToAPInt().getZExtValue()) !=
+              cell.stateInit[i])
         return fail(fill, rule);
       filled = true;
-      cell.stateInit[i] = static_cast<uint32_t>(
-          f.getValue().bitcastToAPInt().getZExtValue());
     }
     if (!filled)
       return fail(any, "the step's state must be filled before the loop");

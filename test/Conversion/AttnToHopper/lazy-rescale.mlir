@@ -32,8 +32,14 @@
 // V's stage of the previous block is released after the wait.
 // CHECK-NEXT: hopper.ring.consumer_release %{{.*}}[%{{.*}}] : !hopper.ring
 
+// Threshold 0 is exact: every block rescales O, no vote (the step's
+// `raised` is never set at 0, so the lazy branch would never rescale).
+// EXACT: lazy_rescale = false
+// EXACT-NOT: hopper.warpgroup_any
 // EXACT: hopper.softmax_step %{{.*}} state(%{{.*}}, %{{.*}}) :
-// EXACT: hopper.warpgroup_any
+// EXACT-NOT: hopper.warpgroup_any
+// EXACT: hopper.scale_rows
+// EXACT-NOT: hopper.warpgroup_any
 
 // OFF: lazy_rescale = false
 // OFF-NOT: hopper.warpgroup_any

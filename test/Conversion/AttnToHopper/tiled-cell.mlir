@@ -200,6 +200,53 @@ func.func @exact(%q: !t, %k: !t, %v: !t, %o: !t) {
 
 // -----
 
+// A threshold of 0 is exact too.
+// CHECK-LABEL: gpu.func @tau0_kernel(
+// CHECK-SAME: lazy_rescale = false
+// CHECK-NOT: hopper.warpgroup_any
+// CHECK: hopper.scale_rows
+!t = memref<1x2x256x128xbf16>
+!row = memref<128xf32>
+!acc = memref<128x128xf32>
+func.func @tau0(%q: !t, %k: !t, %v: !t, %o: !t) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c128 = arith.constant 128 : index
+  %c256 = arith.constant 256 : index
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.000000e+00 : f32
+  scf.parallel (%mb, %h) = (%c0, %c0) to (%c2, %c2) step (%c1, %c1) {
+      %m = memref.alloc() : !row
+      %l = memref.alloc() : !row
+      %acc = memref.alloc() : !acc
+      linalg.fill ins(%ninf : f32) outs(%m : !row)
+      linalg.fill ins(%zero : f32) outs(%l : !row)
+      linalg.fill ins(%zero : f32) outs(%acc : !acc)
+      %row = arith.muli %mb, %c128 : index
+      %lo, %hi, %ilo, %ihi = attn.kv_range rows %row seq(%c256, %c256) {attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 2, persistent = false, q_buffers = 1, lazy_rescale = true, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = true, tma_store = true>, block_m = 128 : i64, block_n = 128 : i64, window = array<i64: -1, 0>}
+      scf.for %n = %lo to %hi step %c1 {
+        %col = arith.muli %n, %c128 : index
+        %before = arith.cmpi slt, %n, %ilo : index
+        %after = arith.cmpi sge, %n, %ihi : index
+        %edge = arith.ori %before, %after : i1
+        scf.if %edge {
+          attn.tile_update %q, %k, %v[%c0, %h, %h] rows %row cols %col state(%m, %l, %acc) masked {block_m = 128 : i64, block_n = 128 : i64, rescale_threshold = 0.000000e+00 : f64, scale_log2 = 0.127517432 : f32, softcap = 0.000000e+00 : f32, window = array<i64: -1, 0>} : !t, !t, !t, !row, !row, !acc
+        } else {
+          attn.tile_update %q, %k, %v[%c0, %h, %h] rows %row cols %col state(%m, %l, %acc) {block_m = 128 : i64, block_n = 128 : i64, rescale_threshold = 0.000000e+00 : f64, scale_log2 = 0.127517432 : f32, softcap = 0.000000e+00 : f32, window = array<i64: -1, 0>} : !t, !t, !t, !row, !row, !acc
+        }
+      }
+      attn.tile_finalize state(%m, %l, %acc) to %o[%c0, %h] rows %row {block_m = 128 : i64} : !row, !row, !acc, !t
+      memref.dealloc %m : !row
+      memref.dealloc %l : !row
+      memref.dealloc %acc : !acc
+      scf.reduce
+  }
+  return
+}
+
+// -----
+
 !t = memref<1x2x256x128xbf16>
 !row = memref<128xf32>
 !acc = memref<128x128xf32>
@@ -419,13 +466,129 @@ func.func @filled_twice(%q: !t, %k: !t, %v: !t, %o: !t) {
       linalg.fill ins(%ninf : f32) outs(%m : !row)
       linalg.fill ins(%zero : f32) outs(%l : !row)
       linalg.fill ins(%zero : f32) outs(%acc : !acc)
-      // expected-error @+1 {{the step's state may only be filled with an f32 constant once before the loop}}
+      // expected-error @+1 {{the step's state may only be filled once before the loop}}
       linalg.fill ins(%ninf : f32) outs(%acc : !acc)
       %row = arith.muli %mb, %c128 : index
       %lo, %hi, %ilo, %ihi = attn.kv_range rows %row seq(%c256, %c256) {attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 2, persistent = false, q_buffers = 1, lazy_rescale = true, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = true, tma_store = true>, block_m = 128 : i64, block_n = 128 : i64, window = array<i64: -1, 0>}
       scf.for %n = %lo to %hi step %c1 {
         %col = arith.muli %n, %c128 : index
         attn.tile_update %q, %k, %v[%c0, %h, %h] rows %row cols %col state(%m, %l, %acc) {block_m = 128 : i64, block_n = 128 : i64, rescale_threshold = 8.000000e+00 : f64, scale_log2 = 0.127517432 : f32, softcap = 0.000000e+00 : f32, window = array<i64: -1, 0>} : !t, !t, !t, !row, !row, !acc
+      }
+      attn.tile_finalize state(%m, %l, %acc) to %o[%c0, %h] rows %row {block_m = 128 : i64} : !row, !row, !acc, !t
+      memref.dealloc %m : !row
+      memref.dealloc %l : !row
+      memref.dealloc %acc : !acc
+      scf.reduce
+  }
+  return
+}
+
+// -----
+
+!t = memref<1x2x256x128xbf16>
+!row = memref<128xf32>
+!acc = memref<128x128xf32>
+func.func @fill_one(%q: !t, %k: !t, %v: !t, %o: !t) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c128 = arith.constant 128 : index
+  %c256 = arith.constant 256 : index
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.000000e+00 : f32
+  scf.parallel (%mb, %h) = (%c0, %c0) to (%c2, %c2) step (%c1, %c1) {
+      %m = memref.alloc() : !row
+      %l = memref.alloc() : !row
+      %acc = memref.alloc() : !acc
+      linalg.fill ins(%ninf : f32) outs(%m : !row)
+      %one = arith.constant 1.0 : f32
+      // expected-error @+1 {{the step's state may only be filled once before the loop (row max -inf, row sums and accumulator 0)}}
+      linalg.fill ins(%one : f32) outs(%l : !row)
+      linalg.fill ins(%zero : f32) outs(%acc : !acc)
+      %row = arith.muli %mb, %c128 : index
+      %lo, %hi, %ilo, %ihi = attn.kv_range rows %row seq(%c256, %c256) {attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 2, persistent = false, q_buffers = 1, lazy_rescale = true, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = true, tma_store = true>, block_m = 128 : i64, block_n = 128 : i64, window = array<i64: -1, 0>}
+      scf.for %n = %lo to %hi step %c1 {
+        %col = arith.muli %n, %c128 : index
+        attn.tile_update %q, %k, %v[%c0, %h, %h] rows %row cols %col state(%m, %l, %acc) {block_m = 128 : i64, block_n = 128 : i64, rescale_threshold = 8.000000e+00 : f64, scale_log2 = 0.127517432 : f32, softcap = 0.000000e+00 : f32, window = array<i64: -1, 0>} : !t, !t, !t, !row, !row, !acc
+      }
+      attn.tile_finalize state(%m, %l, %acc) to %o[%c0, %h] rows %row {block_m = 128 : i64} : !row, !row, !acc, !t
+      memref.dealloc %m : !row
+      memref.dealloc %l : !row
+      memref.dealloc %acc : !acc
+      scf.reduce
+  }
+  return
+}
+
+// -----
+
+!t = memref<1x2x256x128xbf16>
+!row = memref<128xf32>
+!acc = memref<128x128xf32>
+func.func @cast_cond(%q: !t, %k: !t, %v: !t, %o: !t) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c128 = arith.constant 128 : index
+  %c256 = arith.constant 256 : index
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.000000e+00 : f32
+  scf.parallel (%mb, %h) = (%c0, %c0) to (%c2, %c2) step (%c1, %c1) {
+      %m = memref.alloc() : !row
+      %l = memref.alloc() : !row
+      %acc = memref.alloc() : !acc
+      linalg.fill ins(%ninf : f32) outs(%m : !row)
+      linalg.fill ins(%zero : f32) outs(%l : !row)
+      linalg.fill ins(%zero : f32) outs(%acc : !acc)
+      %row = arith.muli %mb, %c128 : index
+      %lo, %hi, %ilo, %ihi = attn.kv_range rows %row seq(%c256, %c256) {attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 2, persistent = false, q_buffers = 1, lazy_rescale = true, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = true, tma_store = true>, block_m = 128 : i64, block_n = 128 : i64, window = array<i64: -1, 0>}
+      scf.for %n = %lo to %hi step %c1 {
+        %col = arith.muli %n, %c128 : index
+        %before = arith.cmpi slt, %n, %ilo : index
+        // expected-error @+1 {{may hold only index arithmetic}}
+        %wide = arith.index_cast %before : i1 to index
+        %edge = arith.cmpi ne, %wide, %c0 : index
+        scf.if %edge {
+          attn.tile_update %q, %k, %v[%c0, %h, %h] rows %row cols %col state(%m, %l, %acc) masked {block_m = 128 : i64, block_n = 128 : i64, rescale_threshold = 8.000000e+00 : f64, scale_log2 = 0.127517432 : f32, softcap = 0.000000e+00 : f32, window = array<i64: -1, 0>} : !t, !t, !t, !row, !row, !acc
+        } else {
+          attn.tile_update %q, %k, %v[%c0, %h, %h] rows %row cols %col state(%m, %l, %acc) {block_m = 128 : i64, block_n = 128 : i64, rescale_threshold = 8.000000e+00 : f64, scale_log2 = 0.127517432 : f32, softcap = 0.000000e+00 : f32, window = array<i64: -1, 0>} : !t, !t, !t, !row, !row, !acc
+        }
+      }
+      attn.tile_finalize state(%m, %l, %acc) to %o[%c0, %h] rows %row {block_m = 128 : i64} : !row, !row, !acc, !t
+      memref.dealloc %m : !row
+      memref.dealloc %l : !row
+      memref.dealloc %acc : !acc
+      scf.reduce
+  }
+  return
+}
+
+// -----
+
+!t = memref<1x2x256x128xbf16>
+!row = memref<128xf32>
+!acc = memref<128x128xf32>
+func.func @other_tiles(%q: !t, %k: !t, %v: !t, %o: !t) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c128 = arith.constant 128 : index
+  %c256 = arith.constant 256 : index
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.000000e+00 : f32
+  scf.parallel (%mb, %h) = (%c0, %c0) to (%c2, %c2) step (%c1, %c1) {
+      %m = memref.alloc() : !row
+      %l = memref.alloc() : !row
+      %acc = memref.alloc() : !acc
+      linalg.fill ins(%ninf : f32) outs(%m : !row)
+      linalg.fill ins(%zero : f32) outs(%l : !row)
+      linalg.fill ins(%zero : f32) outs(%acc : !acc)
+      %row = arith.muli %mb, %c128 : index
+      %lo, %hi, %ilo, %ihi = attn.kv_range rows %row seq(%c256, %c256) {attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 2, persistent = false, q_buffers = 1, lazy_rescale = true, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = true, tma_store = true>, block_m = 128 : i64, block_n = 128 : i64, window = array<i64: -1, 0>}
+      scf.for %n = %lo to %hi step %c1 {
+        %col = arith.muli %n, %c128 : index
+        // expected-error @+1 {{the step's tiles and window must be its attn.kv_range's}}
+        attn.tile_update %q, %k, %v[%c0, %h, %h] rows %row cols %col state(%m, %l, %acc) {block_m = 128 : i64, block_n = 64 : i64, rescale_threshold = 8.000000e+00 : f64, scale_log2 = 0.127517432 : f32, softcap = 0.000000e+00 : f32, window = array<i64: -1, 0>} : !t, !t, !t, !row, !row, !acc
       }
       attn.tile_finalize state(%m, %l, %acc) to %o[%c0, %h] rows %row {block_m = 128 : i64} : !row, !row, !acc, !t
       memref.dealloc %m : !row

@@ -106,10 +106,9 @@ static FailureOr<TileSizes> pickTiles(Operation *op, int64_t optM,
 }
 
 /// The tile steps' lazy-rescale threshold (none: exact): the
-/// configuration's when it rescales lazily, 0 included (the kernel's rule,
-/// for the CPU expansion to check and the kernel to lower), else the
-/// option's where it is above 0. An option beside a configuration is
-/// refused.
+/// configuration's when it rescales lazily (the kernel's rule, for the CPU
+/// expansion to check and the kernel to lower), else the option's; 0 is
+/// exact. An option beside a configuration is refused.
 static FailureOr<std::optional<double>> pickRescaleThreshold(Operation *op,
                                                               double opt) {
   auto config =
@@ -120,9 +119,10 @@ static FailureOr<std::optional<double>> pickRescaleThreshold(Operation *op,
     return op->emitOpError("attn-tile: the rescaling of this op was chosen by "
                           "attn-hopper-config; give rescale-threshold (and "
                           "lazy-rescale) to that pass instead");
-  if (!config.getLazyRescale())
+  double tau = config.getRescaleThreshold().convertToDouble();
+  if (!config.getLazyRescale() || tau == 0)
     return std::optional<double>();
-  return std::optional<double>(config.getRescaleThreshold().convertToDouble());
+  return std::optional<double>(tau);
 }
 
 namespace {

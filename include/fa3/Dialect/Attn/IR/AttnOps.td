@@ -575,14 +575,14 @@ def Attn_TileUpdateOp : Attn_Op<"tile_update", [
     The state (m, l, acc) lives in `state` buffers of shape [block_m],
     [block_m], [block_m, Dv] (f32). Without `masked`, the schedule guarantees
     that every key of the tile is visible to every row, so no mask is applied.
-    `rescale_threshold` (log2 units, 0 to 15; absent: exact) is the
+    `rescale_threshold` (log2 units, 0 to 15; absent or 0: exact) is the
     Hopper kernel's lazy rescaling: m only rises when a block's max exceeds
     it by more than tau, so acc is rarely rescaled while p <= 2^tau; acc / l
-    is unchanged. With it the kernel rescales acc only where a row of the
-    warpgroup raised m (a branch), so 0 gives exact numbers by the lazy
-    code. attn-tile sets it from the attention's attn.hopper_config (where
-    it rescales lazily) or its own option (above 0), so that the CPU
-    expansion runs the kernel's rule and convert-attn-to-hopper lowers it.
+    is unchanged. The kernel then rescales acc only where a row of the
+    warpgroup raised m (a branch). attn-tile sets it from the attention's
+    attn.hopper_config (where it rescales lazily with tau > 0) or its own
+    option, so that the CPU expansion runs the kernel's rule and
+    convert-attn-to-hopper lowers it.
 
     FP8: `descale(%qd, %kd, %vd)`, the attention's descale operands (f32,
     rank 0, [B, H'] or [B, H', blocks of 128 rows]): qk is multiplied by
