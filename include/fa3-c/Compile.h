@@ -48,7 +48,8 @@ typedef struct Fa3HopperOptions {
                            faster: head dim above 64) */
   double rescaleThreshold; /* with lazy rescaling, a row's max is raised
                            only when a kv block exceeds it by more than
-                           this (log2 units, 0 to 15; 8); 0: exact max */
+                           this (log2 units, 0 to 15; 8); 0: exact, O
+                           rescaled after every kv block */
   int kvMulticast;      /* 2-CTA clusters sharing each K/V tile by TMA
                            multicast: 1 on (wherever it applies: full
                            mask, head dim 96, 128 and 256), -1 off, 0 auto
