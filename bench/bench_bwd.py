@@ -17,7 +17,7 @@ TFLOP/s = 2.5 x the forward's FLOPs (FlashAttention's convention: 4 B H S^2
 D, half for causal) / median time (triton.testing.do_bench). Our dq, dk,
 dv are compared with cuDNN's (relative L2 error) as a sanity check.
 
-    python3 bench/bench_bwd.py --kernel-dir BWD_AND_FWD_DIR [--hdim 64,128]
+    python3 bench/bench_bwd.py --kernel-dir BWD_AND_FWD_DIR [--hdim 64,128,256]
         [--seqlens 512,2048] [--causal both] [--rounds 3] [--deterministic]
         [--results-dir bench]
 
@@ -60,7 +60,7 @@ def sdpa_backward(backend, q, k, v, dout, causal):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--kernel-dir", required=True)
-    ap.add_argument("--hdim", default="64,128")
+    ap.add_argument("--hdim", default="64,128,256")
     ap.add_argument("--seqlens", default=",".join(map(str, SEQLENS)))
     ap.add_argument("--causal", default="both", choices=["0", "1", "both"])
     ap.add_argument("--dtype", default="bf16", choices=["bf16", "f16"])
@@ -115,7 +115,7 @@ def main():
                       f"{tf.get('cudnn', float('nan')):.0f} | {tf.get('fa2', float('nan')):.0f} | "
                       f"{ratio('cudnn')} | {ratio('fa2')} |{det} {err} |", flush=True)
     if a.results_dir:
-        full = (a.hdim == "64,128" and a.causal == "both" and a.dtype == "bf16"
+        full = (a.hdim == "64,128,256" and a.causal == "both" and a.dtype == "bf16"
                 and a.seqlens == ",".join(map(str, SEQLENS)))
         entry = records.new_entry("bench_bwd", "python3 " + " ".join(sys.argv),
                                   gpu=torch.cuda.get_device_name(), rows=rows, full=full,

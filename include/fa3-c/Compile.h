@@ -99,7 +99,7 @@ typedef struct Fa3AttentionSpec {
                           Appended likewise */
   bool backward;       /* the backward kernel (dQ, dK, dV from dO; facts
                           `backward 1`, fa3rt_bwd), named fa3_bwd_...: head
-                          dim 64 or 128 with Dv = D, any mask and softcap,
+                          dim 64, 128 or 256 with Dv = D, any mask and softcap,
                           no varlen. Appended likewise */
   bool decode;         /* the decoding kernel (FlashAttention's
                           flash_attn_with_kvcache): split-KV (facts

@@ -90,9 +90,13 @@ def test_backward_kernel_compiles(tmp_path):
     assert kf.backward and not kf.varlen and not kf.persistent and kf.cluster_m == 1
     assert (kf.head_dim, kf.head_dim_v, kf.causal, kf.block_m, kf.block_n, kf.threads) == \
         (64, 64, True, 64, 128, 384)
-    # head dims other than 64 and 128, and Dv != D, have no backward kernel
-    with pytest.raises(Fa3Error, match="head dim 256 for the backward"):
-        compile_kernel(tmp_path / "b", head_dim=256, backward=True, emit_cubin=False)
+    # head dim 256: both consumer warpgroups on the same 64 keys, one stage
+    f = compile_kernel(tmp_path / "h", head_dim=256, backward=True, emit_cubin=False)[0]
+    kf = F.parse_facts(f.facts.read_text(), str(f.facts))
+    assert (kf.head_dim, kf.block_m, kf.block_n, kf.threads) == (256, 64, 64, 384)
+    # head dims other than 64, 128 and 256, and Dv != D, have no backward kernel
+    with pytest.raises(Fa3Error, match="head dim 96 for the backward"):
+        compile_kernel(tmp_path / "b", head_dim=96, backward=True, emit_cubin=False)
     with pytest.raises(Fa3Error, match="Dv = D"):
         compile_kernel(tmp_path / "v", head_dim=128, head_dim_v=64, window=(100, 50),
                        backward=True, emit_cubin=False)

@@ -55,14 +55,14 @@ def test_op_path():
     assert torch_api._op_path(Path("/a/b")) == "/a/b"
 
 
-@pytest.mark.parametrize("D,Dv", [(64, 64), (128, 128)])
+@pytest.mark.parametrize("D,Dv", [(64, 64), (128, 128), (256, 256)])
 def test_check_backward_accepts(D, Dv):
     torch_api._check_backward(D, Dv)
 
 
 @pytest.mark.parametrize("D,Dv,text", [
-    (96, 96, "takes head dims 64 and 128, not 96"),
-    (256, 256, "not 256"),
+    (96, 96, "takes head dims 64, 128 and 256, not 96"),
+    (192, 192, "not 192"),
     (128, 64, "head_dim_v = head_dim, not 64 with 128"),
 ])
 def test_check_backward_refuses(D, Dv, text):

@@ -68,7 +68,7 @@ a deterministic call and the other way round, a deterministic call's
 dq_accum of the plain size, empty problems giving zero gradients).
 
 --emulate: no backward kernel needed. For each forward kernel of KERNEL_DIR
-that the backward kernel would cover (head dim 64 or 128, Dv = D, bf16 or
+that the backward kernel would cover (head dim 64, 128 or 256, Dv = D, bf16 or
 f16, any mask and softcap),
 the backward launch (its three kernels) is replaced by PyTorch math on the
 very arguments the runtime would pass (fa3rt_bwd_args: the C runtime's
@@ -499,11 +499,11 @@ class Checker:
         # what no backward kernel takes: refused before the forward runs,
         # with this kernel's window and softcap too
         grad_kw = dict(variant_kw(kf), kernel_dir=os.path.dirname(kf.facts_path), jit=False)
-        q256, k256, v256 = (torch.randn(1, 64, 2, 256, device="cuda", dtype=dt)
-                            for _ in range(3))
-        expect("head dim 256 with grad",
-               lambda: flash_attn_func(q256.requires_grad_(), k256, v256, **grad_kw),
-               NotImplementedError, "takes head dims 64 and 128, not 256")
+        q96, k96, v96 = (torch.randn(1, 64, 2, 96, device="cuda", dtype=dt)
+                         for _ in range(3))
+        expect("head dim 96 with grad",
+               lambda: flash_attn_func(q96.requires_grad_(), k96, v96, **grad_kw),
+               NotImplementedError, "takes head dims 64, 128 and 256, not 96")
         expect("head_dim_v != head_dim with grad",
                lambda: flash_attn_func(q.clone().requires_grad_(), k,
                                        v[..., :kf.head_dim // 2].contiguous(), **grad_kw),

@@ -37,7 +37,8 @@ static const char *kUsage =
     "                       192 with value head dim 128 x causal or not x\n"
     "                       bf16/f16 (24 kernels); with --varlen, their\n"
     "                       packed variable-length forms; with --backward,\n"
-    "                       the backward's (head dim 64 and 128: 8 kernels);\n"
+    "                       the backward's (head dim 64, 128 and 256: 12\n"
+    "                       kernels);\n"
     "                       with --fp8, the FP8 forward's (e4m3, head dim\n"
     "                       64, 128 and 256 x causal or not: 6 kernels)\n"
     "  --fp8                with --all: the FP8 forward set (for one\n"
@@ -64,8 +65,8 @@ static const char *kUsage =
     "                       flash_attn_varlen_func: cu_seqlens at launch);\n"
     "                       no clusters (also with --all)\n"
     "  --backward           the backward (dQ, dK, dV from dO: FlashAttention's\n"
-    "                       training step; fa3rt_bwd): head dim 64 or 128,\n"
-    "                       with the variant's mask and softcap (also with\n"
+    "                       training step; fa3rt_bwd): head dim 64, 128 or\n"
+    "                       256, with the variant's mask and softcap (also with\n"
     "                       --all: full and causal); its module also holds\n"
     "                       <kernel>_pre (delta) and <kernel>_post (dQ),\n"
     "                       launched around it\n"
@@ -96,10 +97,13 @@ static const char *kUsage =
     "                       (default 0: 4 for head dim 64 with 128-row\n"
     "                       tiles, else 2; FP8: the deepest that fits, up\n"
     "                       to 4 at head dim 64 and 3 above); with\n"
-    "                       --backward, of the Q/dO rings, 2 to 4 (block-m\n"
-    "                       64 and block-n 128 are the backward's only\n"
-    "                       tiles; the other options below tune the\n"
-    "                       forward)\n"
+    "                       --backward, of the Q/dO rings, 1 to 4 (default\n"
+    "                       2; 1 at head dim 256, where two do not fit;\n"
+    "                       block-m 64 is the backward's; block-n 128, 64\n"
+    "                       keys a consumer warpgroup, or 64, both\n"
+    "                       warpgroups on the same keys, the only choice at\n"
+    "                       head dim 256; the other options below tune\n"
+    "                       the forward)\n"
     "  --no-pingpong        consumer warpgroups do not take turns\n"
     "  --persistent         CTAs loop over tiles (the runtime launches one\n"
     "                       CTA per SM, a dynamic scheduler hands out\n"
@@ -615,8 +619,8 @@ int main(int argc, char **argv) {
        each with its own value head dim, and DeepSeek's 192 with 128 */
     const int64_t dims[][2] = {{64, 64},   {96, 96},   {128, 128},
                                {192, 192}, {192, 128}, {256, 256}};
-    /* the backward's: head dims 64 and 128 */
-    const int64_t gradDims[][2] = {{64, 64}, {128, 128}};
+    /* the backward's: head dims 64, 128 and 256 */
+    const int64_t gradDims[][2] = {{64, 64}, {128, 128}, {256, 256}};
     /* the FP8 forward's: head dims 64, 128 and 256 */
     const int64_t fp8Dims[][2] = {{64, 64}, {128, 128}, {256, 256}};
     const char *types[] = {"bf16", "f16"};

@@ -31,8 +31,10 @@ public:
       : BuilderBase(b, loc), cfg(cfg), lay(computeGradSmemLayout(cfg)) {
     et = cfg.dtype == "bf16" ? Type(b.getBF16Type()) : Type(b.getF16Type());
     // Scores and their gradient: keys (the warpgroup's 64) by queries.
-    fragS = FragmentType::get(ctx, {64, cfg.blockM}, f32T);
-    fragP = FragmentType::get(ctx, {64, cfg.blockM}, et);
+    // (sharedKeys: the warpgroup's half of the queries)
+    const int64_t cols = cfg.sharedKeys() ? cfg.blockM / 2 : cfg.blockM;
+    fragS = FragmentType::get(ctx, {64, cols}, f32T);
+    fragP = FragmentType::get(ctx, {64, cols}, et);
     // dK, dV (keys by head dim) and dQ (queries by head dim).
     fragD = FragmentType::get(ctx, {64, tileD()}, f32T);
     fragRows = FragmentType::get(ctx, {64}, f32T);
@@ -206,18 +208,23 @@ GradSmemLayout fa3::hopper::computeGradSmemLayout(const GradKernelConfig &cfg) {
   l.qBytes = cfg.blockM * d * kElemBytes;
   l.doBytes = l.qBytes;
   l.dsBytes = cfg.blockN * cfg.blockM * kElemBytes;
-  // two dS^T buffers, one per step parity: a step's dQ wgmma may still read
-  // one while a warp of the next step writes the other (a warp's wgmma
-  // wait does not cover the other warps' reads of the same tile)
+  // P^T too where both warpgroups read it (sharedKeys: dV += P^T dO from
+  // shared memory)
+  l.pBytes = cfg.sharedKeys() ? l.dsBytes : 0;
+  // two dS^T (P^T) buffers, one per step parity: a step's dQ wgmma may
+  // still read one while a warp of the next step writes the other (a
+  // warp's wgmma wait does not cover the other warps' reads of the same
+  // tile)
   const int64_t dsBuffers = 2;
   l.kOff = 0;
   l.vOff = l.kOff + l.kBytes;
   l.qOff = l.vOff + l.vBytes;
   l.doOff = l.qOff + cfg.stages * l.qBytes;
   l.dsOff = l.doOff + cfg.stages * l.doBytes;
+  l.pOff = l.dsOff + dsBuffers * l.dsBytes;
   // dQ staging: each warpgroup's 64 rows of its d / 2 columns in f32, in
   // accumulator order (hopper.stage_fragment)
-  l.dqOff = l.dsOff + dsBuffers * l.dsBytes;
+  l.dqOff = l.pOff + dsBuffers * l.pBytes;
   l.dqBytes = cfg.dqBulk ? 64 * d * 4 : 0;
   // a step's LSE and D (blockM f32 each) in a stage of the rows ring (a
   // ring's stages are 1024-aligned)
@@ -245,18 +252,22 @@ std::string fa3::hopper::checkGradSupported(const GradKernelConfig &cfg) {
   if (cfg.dtype != "bf16" && cfg.dtype != "f16")
     os << "element type " << cfg.dtype
        << " (the Hopper backward takes bf16 or f16)";
-  else if (cfg.headDim != 64 && cfg.headDim != 128)
+  else if (cfg.headDim != 64 && cfg.headDim != 128 && cfg.headDim != 256)
     os << "head dim " << cfg.headDim
-       << " for the backward (the Hopper backward takes 64 or 128)";
+       << " for the backward (the Hopper backward takes 64, 128 or 256)";
   else if (cfg.blockM != kGradDqRows)
     os << "block-m " << cfg.blockM << " for the backward (" << kGradDqRows
        << ": the queries of one Q / dO stage and of dQaccum's tiles)";
-  else if (cfg.blockN != 128)
+  else if (cfg.blockN != 128 && cfg.blockN != 64)
     os << "block-n " << cfg.blockN
        << " for the backward (128: 64 keys for each of two consumer "
-          "warpgroups)";
-  else if (cfg.stages < 2 || cfg.stages > 4)
-    os << "stages " << cfg.stages << " for the backward (2 to 4)";
+          "warpgroups; 64: both warpgroups see the 64 keys)";
+  else if (cfg.headDim == 256 && cfg.blockN != 64)
+    os << "block-n " << cfg.blockN
+       << " at head dim 256 in the backward (64: a warpgroup of 64 keys "
+          "would hold 64 x 256 of dK and of dV, 256 registers a thread)";
+  else if (cfg.stages < 1 || cfg.stages > 4)
+    os << "stages " << cfg.stages << " for the backward (1 to 4)";
   else if (cfg.deterministic && !cfg.dqBulk)
     os << "deterministic backward with tma-store=false (fa3-compile "
           "--no-tma-store): the consumers' atomics add dQ in no fixed "
@@ -371,36 +382,56 @@ void GradKernelBuilder::dqWriter(Value cta) {
 void GradKernelBuilder::consumers(Value cta) {
   Work w = work(cta);
   Value cw = consumer;
+  const bool shared = cfg.sharedKeys();
   const int64_t rowBytes = 64 * kSwizzleBytes; // a warpgroup's 64 rows
   const int64_t kBox = cfg.blockN * kSwizzleBytes, qBox = cfg.blockM * kSwizzleBytes;
-  Value wgOff = bin<arith::MulIOp>(cw, i32(rowBytes));
-  // K-major A operands: this warpgroup's 64 keys of K and V.
+  // This warpgroup's 64 keys (sharedKeys: the block's, both warpgroups')
+  // and, sharedKeys, its half of the step's queries.
+  Value wgOff = shared ? i32(0) : bin<arith::MulIOp>(cw, i32(rowBytes));
+  const int64_t qCols = shared ? cfg.blockM / 2 : cfg.blockM;
+  Value qColOff = shared ? bin<arith::MulIOp>(cw, i32(qCols)) : i32(0);
+  // K-major A operands: the keys of K and V.
   Value kOff = bin<arith::AddIOp>(wgOff, i32(lay.kOff));
   Value vOff = bin<arith::AddIOp>(wgOff, i32(lay.vOff));
   Value descK = descBase(smemBase, kOff, descConst(16, 1024));
   Value descV = descBase(smemBase, vOff, descConst(16, 1024));
-  // K-major B operands (S^T = K Q^T, dP^T = V dO^T): Q and dO of stage 0.
-  Value descQ0 = descBase(smemBase, i32(lay.qOff), descConst(16, 1024));
-  Value descDO0 = descBase(smemBase, i32(lay.doOff), descConst(16, 1024));
-  // MN-major B operands (dK += dS^T Q, dV += P^T dO): 64-column boxes one
-  // stage's rows apart (the descriptor's leading byte offset).
-  Value descQT0 = descBase(smemBase, i32(lay.qOff), descConst(qBox, 1024));
-  Value descDOT0 = descBase(smemBase, i32(lay.doOff), descConst(qBox, 1024));
-  // dQ = dS K from dS^T in shared memory (queries along the rows) and K,
-  // both MN-major. The warpgroups split dQ's columns, each taking half of
-  // them over all 128 keys and reading the other's dS^T (two buffers, one
-  // barrier of both a step): every dQ element is added once per CTA (a
-  // split of the keys would add each twice; dQ's atomics bound the kernel,
+  // K-major B operands (S^T = K Q^T, dP^T = V dO^T): Q and dO of stage 0,
+  // from the warpgroup's first query (rows of 128 bytes).
+  Value qRowOff = bin<arith::MulIOp>(qColOff, i32(kSwizzleBytes));
+  Value descQ0 = descBase(smemBase, bin<arith::AddIOp>(qRowOff, i32(lay.qOff)),
+                          descConst(16, 1024));
+  Value descDO0 = descBase(
+      smemBase, bin<arith::AddIOp>(qRowOff, i32(lay.doOff)), descConst(16, 1024));
+  // dQ (and, sharedKeys, dK and dV) split the head dim between the
+  // warpgroups: dQ = dS K over all the block's keys, each warpgroup half of
+  // the columns, reading dS^T from shared memory (two buffers, one barrier
+  // of both a step): every dQ element is added once per CTA (a split of
+  // the keys would add each twice; dQ's atomics bound the kernel,
   // bench/NOTES.md "Backward"). Half of 64 columns starts 64 bytes into
   // K's swizzled rows, as a k-step does in a K-major operand.
   const int64_t dqCols = tileD() / 2;
   // a half inside one 64-column box, or whole boxes (not 96 or 192)
   assert((tileD() == 64 || dqCols % 64 == 0) && "dQ's halves split a box");
-  const int64_t dqColBytes =
-      dqCols % 64 == 0 ? dqCols / 64 * kBox : dqCols * kElemBytes;
+  auto halfBytes = [&](int64_t box) {
+    return dqCols % 64 == 0 ? dqCols / 64 * box : dqCols * kElemBytes;
+  };
+  // MN-major B operands (dK += dS^T Q, dV += P^T dO): 64-column boxes one
+  // stage's rows apart (the descriptor's leading byte offset); sharedKeys,
+  // from the warpgroup's half of the columns.
+  Value qtOff = shared ? bin<arith::MulIOp>(cw, i32(halfBytes(qBox))) : i32(0);
+  Value descQT0 = descBase(smemBase, bin<arith::AddIOp>(qtOff, i32(lay.qOff)),
+                           descConst(qBox, 1024));
+  Value descDOT0 = descBase(
+      smemBase, bin<arith::AddIOp>(qtOff, i32(lay.doOff)), descConst(qBox, 1024));
   Value dsOff = bin<arith::AddIOp>(wgOff, i32(lay.dsOff));
   Value descDS0 = descBase(smemBase, i32(lay.dsOff), descConst(qBox, 1024));
-  Value kColOff = bin<arith::MulIOp>(cw, i32(dqColBytes));
+  // sharedKeys: P^T and dS^T as K-major A operands of dV and dK
+  Value descP0, descDSA0;
+  if (shared) {
+    descP0 = descBase(smemBase, i32(lay.pOff), descConst(16, 1024));
+    descDSA0 = descBase(smemBase, i32(lay.dsOff), descConst(16, 1024));
+  }
+  Value kColOff = bin<arith::MulIOp>(cw, i32(halfBytes(kBox)));
   kColOff = bin<arith::AddIOp>(kColOff, i32(lay.kOff));
   Value descKT = descBase(smemBase, kColOff, descConst(kBox, 1024));
   FragmentType fragQ = FragmentType::get(ctx, {64, dqCols}, f32T);
@@ -419,8 +450,11 @@ void GradKernelBuilder::consumers(Value cta) {
     probScale = f32(fa3::attn::softcapLog2Scale(cfg.softcap));
   }
   Value sq = param("Sq");
-  Value kvRow0 = bin<arith::MulIOp>(cw, i32(64));
-  kvRow0 = bin<arith::AddIOp>(w.col0, kvRow0);
+  Value kvRow0 = w.col0;
+  if (!shared) {
+    Value wgRow = bin<arith::MulIOp>(cw, i32(64));
+    kvRow0 = bin<arith::AddIOp>(w.col0, wgRow);
+  }
 
   // The loads stand where their slots are used (hopper.ring.fill):
   // hopper-warp-specialize gives them to the producer thread. K and V of
@@ -434,8 +468,9 @@ void GradKernelBuilder::consumers(Value cta) {
   ringOp<RingConsumerWaitOp>(kRing, i32(0));
   ringOp<RingConsumerWaitOp>(vRing, i32(0));
   Value steps = bin<arith::MulIOp>(w.group, w.nm);
-  Value dk0 = FragmentZeroOp::create(b, loc, fragD);
-  Value dv0 = FragmentZeroOp::create(b, loc, fragD);
+  FragmentType fragAcc = shared ? fragQ : fragD;
+  Value dk0 = FragmentZeroOp::create(b, loc, fragAcc);
+  Value dv0 = FragmentZeroOp::create(b, loc, fragAcc);
   Value inits[] = {dk0, dv0};
   auto loop = scf::ForOp::create(b, loc, i32(0), steps, i32(1), inits);
   {
@@ -457,7 +492,7 @@ void GradKernelBuilder::consumers(Value cta) {
     });
     ringOp<RingConsumerWaitOp>(qRing, it);
     NVVM::WgmmaFenceAlignedOp::create(b, loc);
-    Value s = WgmmaSSOp::create(b, loc, fragS, descK, descQ,
+    Value s = WgmmaSSOp::create(b, loc, fragS, descK, descQ, /*c=*/Value(),
                                 static_cast<uint64_t>(cfg.headDim),
                                 static_cast<uint64_t>(kBox),
                                 static_cast<uint64_t>(qBox), et);
@@ -466,7 +501,7 @@ void GradKernelBuilder::consumers(Value cta) {
     });
     ringOp<RingConsumerWaitOp>(doRing, it);
     NVVM::WgmmaFenceAlignedOp::create(b, loc);
-    Value dp = WgmmaSSOp::create(b, loc, fragS, descV, descDO,
+    Value dp = WgmmaSSOp::create(b, loc, fragS, descV, descDO, /*c=*/Value(),
                                  static_cast<uint64_t>(cfg.headDim),
                                  static_cast<uint64_t>(kBox),
                                  static_cast<uint64_t>(qBox), et);
@@ -474,7 +509,10 @@ void GradKernelBuilder::consumers(Value cta) {
     // the products run; past Sq, lse = +inf makes p = 0.
     ringOp<RingConsumerWaitOp>(rowsRing, it);
     Value rowsOff = rowsStage(it);
-    Value lse = LoadColumnsOp::create(b, loc, fragS, smemBase, rowsOff);
+    Value colsOff = rowsOff;
+    if (shared)
+      colsOff = bin<arith::AddIOp>(rowsOff, bin<arith::MulIOp>(qColOff, i32(4)));
+    Value lse = LoadColumnsOp::create(b, loc, fragS, smemBase, colsOff);
     s = WgmmaWaitOp::create(b, loc, 1u, ValueRange{s}).getResult(0);
     // softcap's tanh, kept (unmasked: finite) for dS's 1 - t^2
     Value tanh;
@@ -486,12 +524,14 @@ void GradKernelBuilder::consumers(Value cta) {
     Value before = cmpi(CmpIPredicate::slt, mb, w.iLo);
     Value after = cmpi(CmpIPredicate::sge, mb, w.iHi);
     Value boundary = bin<arith::OrIOp>(before, after);
+    Value col0 = shared ? bin<arith::AddIOp>(q0, qColOff) : q0;
     s = ifElse(
             boundary, TypeRange{fragS},
             [&]() -> SmallVector<Value> {
-              Value mk = MaskOp::create(b, loc, s, kvRow0, /*group=*/Value(), q0,
-                                        cfg.visibleColsFn, sq, param("Skv"),
-                                        cfg.leftBounded, /*transposed=*/true);
+              Value mk = MaskOp::create(b, loc, s, kvRow0, /*group=*/Value(),
+                                        col0, cfg.visibleColsFn, sq,
+                                        param("Skv"), cfg.leftBounded,
+                                        /*transposed=*/true);
               return {mk};
             },
             [&]() -> SmallVector<Value> { return {s}; })
@@ -499,7 +539,7 @@ void GradKernelBuilder::consumers(Value cta) {
     Value p = GradProbsOp::create(b, loc, s, lse, probScale);
     // D once lse is dead; dS before P V's and dS Q's register operands
     // exist (at head dim 128, dK and dV hold 128 of the 240 registers)
-    Value dOff = bin<arith::AddIOp>(rowsOff, i32(cfg.blockM * 4));
+    Value dOff = bin<arith::AddIOp>(colsOff, i32(cfg.blockM * 4));
     Value delta = LoadColumnsOp::create(b, loc, fragS, smemBase, dOff);
     ringOp<RingConsumerReleaseOp>(rowsRing, it);
     dp = WgmmaWaitOp::create(b, loc, 0u, ValueRange{dp}).getResult(0);
@@ -508,38 +548,67 @@ void GradKernelBuilder::consumers(Value cta) {
       ds = GradSoftcapOp::create(b, loc, ds, tanh);
     Value pa = TruncOp::create(b, loc, fragP, p);
     Value dsa = TruncOp::create(b, loc, fragP, ds);
-    // dS^T into this step's buffer; its readers (both warpgroups) meet on
-    // consumer 0's barrier before reading it, which
-    // also orders the previous step's reads of the other buffer before the
-    // next step's writes
+    // dS^T (sharedKeys: P^T too, the warpgroup's columns of each) into
+    // this step's buffer; its readers (both warpgroups) meet on consumer
+    // 0's barrier before reading it, which also orders the previous step's
+    // reads of the other buffer before the next step's writes
     Value buf = bin<arith::AndIOp>(it, i32(1));
     Value bufOff = bin<arith::MulIOp>(buf, i32(lay.dsBytes));
     Value dsAt = bin<arith::AddIOp>(dsOff, bufOff);
     Value bufUnits = bin<arith::ShRUIOp>(bufOff, i32(4));
     Value bufUnits64 = ext64(bufUnits);
     Value descDS = bin<arith::AddIOp>(descDS0, bufUnits64);
-    StoreSharedOp::create(b, loc, dsa, smemBase, dsAt, 0u);
+    Value column = shared ? qColOff : Value();
+    StoreSharedOp::create(b, loc, dsa, smemBase, dsAt, column, 0u);
+    if (shared) {
+      Value pAt = bin<arith::AddIOp>(bufOff, i32(lay.pOff));
+      StoreSharedOp::create(b, loc, pa, smemBase, pAt, column, 0u);
+    }
     NamedBarrierSyncOp::create(b, loc, i32(0), BarrierKind::stage,
                                static_cast<uint64_t>(cfg.consumers()),
                                static_cast<uint64_t>(128 * cfg.consumers()));
     // dV += P^T dO, dK += dS^T Q
     NVVM::WgmmaFenceAlignedOp::create(b, loc);
-    Value dv1 = WgmmaRSOp::create(b, loc, pa, descDOT, dv);
-    Value dk1 = WgmmaRSOp::create(b, loc, dsa, descQT, dk);
+    Value dv1, dk1;
+    if (shared) {
+      // both A operands from shared memory (the whole step's queries),
+      // this warpgroup's half of dO's and Q's columns
+      Value descP = bin<arith::AddIOp>(descP0, bufUnits64);
+      Value descDSA = bin<arith::AddIOp>(descDSA0, bufUnits64);
+      auto accumulate = [&](Value descA, Value descB, Value acc) -> Value {
+        return WgmmaSSOp::create(b, loc, fragAcc, descA, descB, acc,
+                                 static_cast<uint64_t>(cfg.blockM),
+                                 static_cast<uint64_t>(lay.dsBytes), 0u, et,
+                                 /*a_mn_major=*/false, /*b_mn_major=*/true);
+      };
+      dv1 = accumulate(descP, descDOT, dv);
+      dk1 = accumulate(descDSA, descQT, dk);
+    } else {
+      dv1 = WgmmaRSOp::create(b, loc, pa, descDOT, dv);
+      dk1 = WgmmaRSOp::create(b, loc, dsa, descQT, dk);
+    }
     // dV and dK retire before dQ's accumulator is needed: their A
     // operands' registers are free then (240 registers a thread).
     Value acc[] = {dv1, dk1};
     auto done = WgmmaWaitOp::create(b, loc, 0u, ValueRange(acc));
     dv1 = done.getResult(0);
     dk1 = done.getResult(1);
+    // sharedKeys: Q and dO are read (dQ reads K and dS^T): the next
+    // step's loads overlap dQ (one stage at head dim 256)
+    if (shared) {
+      ringOp<RingConsumerReleaseOp>(qRing, it);
+      ringOp<RingConsumerReleaseOp>(doRing, it);
+    }
     // dQ = dS K (both MN-major)
     NVVM::WgmmaFenceAlignedOp::create(b, loc);
-    Value dq = WgmmaSSOp::create(b, loc, fragQ, descDS, descKT,
+    Value dq = WgmmaSSOp::create(b, loc, fragQ, descDS, descKT, /*c=*/Value(),
                                  static_cast<uint64_t>(cfg.blockN), 0u, 0u, et,
                                  /*a_mn_major=*/true, /*b_mn_major=*/true);
     dq = WgmmaWaitOp::create(b, loc, 0u, ValueRange{dq}).getResult(0);
-    ringOp<RingConsumerReleaseOp>(qRing, it);
-    ringOp<RingConsumerReleaseOp>(doRing, it);
+    if (!shared) {
+      ringOp<RingConsumerReleaseOp>(qRing, it);
+      ringOp<RingConsumerReleaseOp>(doRing, it);
+    }
     if (cfg.dqBulk) {
       // staged for the dQ writer once it has read the previous step's
       const uint64_t n = static_cast<uint64_t>(cfg.consumers());
@@ -556,14 +625,21 @@ void GradKernelBuilder::consumers(Value cta) {
     Value yields[] = {dk1, dv1};
     scf::YieldOp::create(b, loc, yields);
   }
-  // dK * scale and dV, keys below Skv.
+  // dK * scale and dV, keys below Skv (sharedKeys: the warpgroup's half of
+  // the columns).
+  Value dK = param("dK"), dV = param("dV");
+  if (shared) {
+    Value first = ext64(bin<arith::MulIOp>(cw, i32(dqCols)));
+    dK = globalAt(dK, first, kElemBytes);
+    dV = globalAt(dV, first, kElemBytes);
+  }
   Value scaleRows = FragmentFillOp::create(b, loc, fragRows, scale);
   Value oneRows = FragmentFillOp::create(b, loc, fragRows, f32(1.0));
-  StoreOOp::create(b, loc, loop.getResult(0), scaleRows, param("dK"),
+  StoreOOp::create(b, loc, loop.getResult(0), scaleRows, dK,
                    param("dkvStrideB"), param("dkvStrideS"),
                    param("dkvStrideH"), kvRow0, /*group=*/Value(), w.hkv,
                    w.bidx, param("Skv"), et, IntegerAttr());
-  StoreOOp::create(b, loc, loop.getResult(1), oneRows, param("dV"),
+  StoreOOp::create(b, loc, loop.getResult(1), oneRows, dV,
                    param("dkvStrideB"), param("dkvStrideS"),
                    param("dkvStrideH"), kvRow0, /*group=*/Value(), w.hkv,
                    w.bidx, param("Skv"), et, IntegerAttr());

@@ -11,7 +11,10 @@
 //                 (warp 2);
 //                 the dQ writer (warp 1: the consumers' staged dQ added
 //                 into dQaccum by bulk reductions);
-//   warpgroups 1, 2  consumers, 64 keys each: S^T = K Q^T and dP^T = V dO^T
+//   warpgroups 1, 2  consumers, 64 keys each (or, sharedKeys, the same 64
+//                 keys: half of the queries each for S^T and dP^T, half of
+//                 the head dim for dK, dV and dQ, P^T and dS^T in shared
+//                 memory, dV and dK by wgmma SS): S^T = K Q^T and dP^T = V dO^T
 //                 (wgmma SS, keys as rows), P^T = exp2(S^T scale_log2 -
 //                 LSE log2 e) with the forward's builder (softcap: S^T
 //                 = cap tanh(x / cap) first, the forward's mask after),
@@ -50,7 +53,8 @@ struct GradKernelConfig {
   std::string dtype;      // "bf16" or "f16": q, k, v, dO, dK, dV
   int64_t headDim = 128;  // D of q, k and v (Dv = D)
   int64_t blockM = 64;    // query rows per step (one Q / dO ring stage)
-  int64_t blockN = 128;   // keys per CTA (64 per consumer warpgroup)
+  int64_t blockN = 128;   // keys per CTA: 64 per consumer warpgroup, or
+                          // 64 that both see (sharedKeys)
   int64_t stages = 2;     // depth of the Q and dO rings
   std::string qRangeFn;   // device func: (col0, Sq, Skv) -> (lo, hi, ilo, ihi)
   std::string visibleColsFn; // device func: (row, Sq, Skv) -> (lo, hi)
@@ -64,14 +68,21 @@ struct GradKernelConfig {
                               // kv blocks (turn counters after dQaccum's
                               // tiles: fa3rt_abi.def); needs dqBulk
 
-  int64_t consumers() const { return blockN / 64; }
+  /// Both consumer warpgroups see the block's 64 keys: each computes S^T
+  /// and dP^T for half of the step's queries and dK, dV, dQ for half of
+  /// the head dim, P^T and dS^T meeting in shared memory. At head dim 256
+  /// a warpgroup of 64 keys would hold 64 x 256 of dK and of dV: 256
+  /// registers a thread.
+  bool sharedKeys() const { return blockN == 64; }
+  int64_t consumers() const { return sharedKeys() ? 2 : blockN / 64; }
   int64_t threads() const { return 128 * (1 + consumers()); }
 };
 
 /// Shared-memory layout (bytes from a 1024-aligned base).
 struct GradSmemLayout {
-  int64_t kOff, vOff, qOff, doOff, dsOff, dqOff, rowsOff;
-  int64_t kBytes, vBytes, qBytes, doBytes, dsBytes, dqBytes, rowsBytes;
+  int64_t kOff, vOff, qOff, doOff, dsOff, pOff, dqOff, rowsOff;
+  int64_t kBytes, vBytes, qBytes, doBytes, dsBytes, pBytes, dqBytes,
+      rowsBytes; // dsBytes, pBytes: one buffer (two of each)
   // mbarriers: K, V full/empty (one stage each), then Q, dO and the rows
   // (LSE and D) full/empty per stage.
   int64_t kFull, kEmpty, vFull, vEmpty, qFull, qEmpty, doFull, doEmpty,

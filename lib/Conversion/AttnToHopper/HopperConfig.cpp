@@ -126,7 +126,7 @@ fa3::hopper::gradConfig(Value q, Value k, Value v, Value dO, Value dk,
   if (!why.empty())
     return failure();
   auto qt = cast<MemRefType>(q.getType());
-  GradKernelConfig cfg;
+  GradKernelConfig cfg = gradTable(qt.getShape().back());
   cfg.dtype = qt.getElementType().isBF16() ? "bf16" : "f16";
   cfg.headDim = qt.getShape().back();
   int64_t dvDim = cast<MemRefType>(v.getType()).getShape().back();
@@ -148,6 +148,19 @@ fa3::hopper::gradConfig(Value q, Value k, Value v, Value dO, Value dk,
   why = checkGradSupported(cfg);
   if (!why.empty())
     return failure();
+  return cfg;
+}
+
+GradKernelConfig fa3::hopper::gradTable(int64_t headDim) {
+  GradKernelConfig cfg;
+  // Head dim 256: both warpgroups see 64 keys (64 x 256 of dK and dV each
+  // would be 256 registers a thread), and one Q / dO stage: with two, K,
+  // V, the stages, P^T, dS^T and the dQ staging need 290 KB of shared
+  // memory (computeGradSmemLayout).
+  if (headDim > 128) {
+    cfg.blockN = 64;
+    cfg.stages = 1;
+  }
   return cfg;
 }
 
@@ -427,7 +440,9 @@ struct AttnHopperConfigPass
     }
     std::string why;
     int64_t window[] = {op.getWindowLeft(), op.getWindowRight()};
-    GradKernelConfig wanted; // the table, then the options that apply
+    // the table, then the options that apply
+    GradKernelConfig wanted = gradTable(
+        cast<MemRefType>(op.getQuery().getType()).getShape().back());
     if (opts.blockM)
       wanted.blockM = opts.blockM;
     if (opts.blockN)

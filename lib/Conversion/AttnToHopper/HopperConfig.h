@@ -33,6 +33,10 @@ std::string checkOperands(mlir::Value q, mlir::Value k, mlir::Value v,
 KernelConfig attentionFacts(mlir::MemRefType q, mlir::MemRefType v,
                             int64_t windowLeft, int64_t windowRight);
 
+/// The backward's table: block sizes and stages per head dim, before the
+/// options.
+GradKernelConfig gradTable(int64_t headDim);
+
 /// The backward's kernel configuration for memrefs q, k, v, dO, dK, dV
 /// (attn.flash_attention_grad's, or its tiled form's) under the mask
 /// `window` with `softcap`, dQ's sums `deterministic` or not, `config`
@@ -46,8 +50,7 @@ FailureOr<GradKernelConfig> gradConfig(mlir::Value q, mlir::Value k,
                                        attn::HopperConfigAttr config,
                                        std::string &why);
 
-/// The backward's table as the attribute that records it (FA3's tiles for
-/// head dims 64 and 128: 64 queries by 128 keys, two stages).
+/// The backward's configuration as the attribute that records it.
 attn::HopperConfigAttr recordGradConfig(mlir::MLIRContext *ctx,
                                         const GradKernelConfig &cfg);
 

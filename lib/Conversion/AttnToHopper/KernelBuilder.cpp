@@ -1275,7 +1275,7 @@ void KernelBuilder::consumers(Value tid, Value cta) {
     ringOp<RingConsumerReleaseOp>(qRing, cq.k);
   };
   auto issueS = [&](Value descK) -> Value {
-    return WgmmaSSOp::create(b, loc, fragS, descQ, descK,
+    return WgmmaSSOp::create(b, loc, fragS, descQ, descK, /*c=*/Value(),
                              static_cast<uint64_t>(cfg.headDim),
                              static_cast<uint64_t>(cfg.blockM * kSwizzleBytes),
                              static_cast<uint64_t>(cfg.blockN * kSwizzleBytes),

@@ -206,7 +206,11 @@ struct WgmmaSSLowering : OpConversionPattern<WgmmaSSOp> {
     const int64_t elemBytes = et.getIntOrFloatBitWidth() / 8;
     const int64_t boxCols = kSwizzleBytes / elemBytes;
     Type accT = getTypeConverter()->convertType(d);
-    Value acc = LLVM::UndefOp::create(rewriter, loc, accT);
+    // D = C + A B^T from the given accumulator, else from zero (scale-d 0
+    // on the first k-step)
+    const bool accumulate = bool(adaptor.getC());
+    Value acc = accumulate ? adaptor.getC()
+                           : LLVM::UndefOp::create(rewriter, loc, accT);
     MLIRContext *ctx = rewriter.getContext();
     const int64_t kStep = kStepOf(et);
     auto shape = NVVM::MMAShapeAttr::get(ctx, 64, d.getColumns(), kStep);
@@ -232,7 +236,8 @@ struct WgmmaSSLowering : OpConversionPattern<WgmmaSSOp> {
       acc = NVVM::WgmmaMmaAsyncOp::create(
           rewriter, loc, accT, acc, da, db, shape, wgmmaType(et), wgmmaType(et),
           NVVM::WGMMATypes::f32,
-          kk == 0 ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one,
+          kk == 0 && !accumulate ? NVVM::WGMMAScaleOut::zero
+                                 : NVVM::WGMMAScaleOut::one,
           NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
           op.getAMnMajor() ? NVVM::MMALayout::col : NVVM::MMALayout::row,
           op.getBMnMajor() ? NVVM::MMALayout::row : NVVM::MMALayout::col,
@@ -646,8 +651,16 @@ struct StoreSharedLowering : OpConversionPattern<StoreSharedOp> {
     Value phase = arith::DivUIOp::create(rewriter, loc, tp.lane, c4);
     auto smemT = cast<LLVM::LLVMPointerType>(adaptor.getSmem().getType());
     const int64_t blocks = op.getTile().getType().getColumns() / 8;
+    // at a column: the tile's units start at column / 8 of the box's row
+    Value firstUnit;
+    if (adaptor.getColumn()) {
+      Value c8 = i32Const(rewriter, loc, 8);
+      firstUnit = arith::DivUIOp::create(rewriter, loc, adaptor.getColumn(), c8);
+    }
     for (int64_t k = 0; k < blocks; ++k) {
       Value unit = i32Const(rewriter, loc, k % 8);
+      if (firstUnit)
+        unit = arith::AddIOp::create(rewriter, loc, unit, firstUnit);
       Value swz = arith::XOrIOp::create(rewriter, loc, unit, phase);
       Value c16 = i32Const(rewriter, loc, 16);
       Value unitBytes = arith::MulIOp::create(rewriter, loc, swz, c16);

@@ -218,3 +218,50 @@ func.func @bwd_window_softcap(%q: memref<?x1x?x64xbf16>, %k: memref<?x1x?x64xbf1
       outs(%dq, %dk, %dv : memref<?x1x?x64xbf16>, memref<?x1x?x64xbf16>, memref<?x1x?x64xbf16>) window(100, 50) softcap(30.0)
   return
 }
+
+// -----
+
+// Head dim 256 (the table: 64 keys, one Q / dO stage): both warpgroups see
+// the block's 64 keys. Each computes S^T and dP^T for its 32 of the step's
+// 64 queries (its rows of Q and dO, its columns of LSE and D), stores its
+// columns of P^T and dS^T into the shared tiles, and after the barrier
+// accumulates its half of dV and dK's columns from those tiles (wgmma SS
+// with an accumulator, dO and Q MN-major); Q and dO go back to the
+// producer before dQ's product, which reads only K and dS^T. dK and dV are
+// stored from the warpgroup's first column.
+// CHECK-LABEL: gpu.module @bwd256_kernels
+// CHECK: attn.launch = {backward = true, block_m = 64 : i64, block_n = 64 : i64, {{.*}}dynamic_smem = 230480 : i64, {{.*}}head_dim = 256 : i64
+// CHECK: %[[QR:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 1, stage_bytes = 32768, data = 65536,
+// CHECK: %[[OR:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 1, stage_bytes = 32768, data = 98304,
+// CHECK: } consumers(%[[CW:.*]] of 2) regs 240 {
+// CHECK: %[[HALF:.*]] = arith.muli %[[CW]], %c32_i32
+// CHECK: scf.for {{.*}} -> (!hopper.frag<64x128xf32>, !hopper.frag<64x128xf32>)
+// CHECK: hopper.wgmma.ss %{{.*}}, %{{.*}} k 256 boxes 8192, 8192 : bf16 -> !hopper.frag<64x32xf32>
+// CHECK: hopper.wgmma.ss %{{.*}}, %{{.*}} k 256 boxes 8192, 8192 : bf16 -> !hopper.frag<64x32xf32>
+// CHECK: hopper.load_columns %{{.*}}[%{{.*}}] : !hopper.frag<64x32xf32>
+// CHECK: hopper.mask %{{.*}} transposed : !hopper.frag<64x32xf32>
+// CHECK: hopper.store_shared %{{.*}} to %{{.*}}[%{{.*}}] column %[[HALF]] box_bytes 0 : !hopper.frag<64x32xbf16>
+// CHECK: hopper.store_shared %{{.*}} to %{{.*}}[%{{.*}}] column %[[HALF]] box_bytes 0 : !hopper.frag<64x32xbf16>
+// CHECK: hopper.named_barrier.sync stage[%{{.*}}] of 2 threads 256
+// CHECK: %[[DV:.*]] = hopper.wgmma.ss %{{.*}}, %{{.*}} acc %{{.*}} k 64 boxes 8192, 0 {b_mn_major} : bf16 -> !hopper.frag<64x128xf32>
+// CHECK: %[[DK:.*]] = hopper.wgmma.ss %{{.*}}, %{{.*}} acc %{{.*}} k 64 boxes 8192, 0 {b_mn_major} : bf16 -> !hopper.frag<64x128xf32>
+// CHECK: hopper.wgmma.wait 0, %[[DV]], %[[DK]]
+// CHECK-NEXT: hopper.ring.consumer_release %[[QR]]
+// CHECK-NEXT: hopper.ring.consumer_release %[[OR]]
+// CHECK: hopper.wgmma.ss %{{.*}}, %{{.*}} k 64 boxes 0, 0 {a_mn_major, b_mn_major} : bf16 -> !hopper.frag<64x128xf32>
+// CHECK: hopper.stage_fragment %{{.*}} to %{{.*}}[%{{.*}}] : !hopper.frag<64x128xf32>
+// CHECK: %[[FIRST:.*]] = arith.muli %[[CW]], %c128_i32
+// CHECK: %[[DKP:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i8
+// CHECK: %[[DVP:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i8
+// CHECK: hopper.store_o %{{.*}}#0, %{{.*}} to %[[DKP]] {{.*}} : !hopper.frag<64x128xf32> as bf16
+// CHECK: hopper.store_o %{{.*}}#1, %{{.*}} to %[[DVP]] {{.*}} : !hopper.frag<64x128xf32> as bf16
+// NVVM-LABEL: gpu.module @bwd256_kernels
+// NVVM: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 32, k = 16>
+// NVVM: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
+func.func @bwd256(%q: memref<?x1x?x256xbf16>, %k: memref<?x1x?x256xbf16>, %v: memref<?x1x?x256xbf16>,
+                  %o: memref<?x1x?x256xbf16>, %do: memref<?x1x?x256xbf16>, %lse: memref<?x1x?xf32>,
+                  %dq: memref<?x1x?x256xbf16>, %dk: memref<?x1x?x256xbf16>, %dv: memref<?x1x?x256xbf16>) {
+  attn.flash_attention_grad ins(%q, %k, %v, %o, %do, %lse : memref<?x1x?x256xbf16>, memref<?x1x?x256xbf16>, memref<?x1x?x256xbf16>, memref<?x1x?x256xbf16>, memref<?x1x?x256xbf16>, memref<?x1x?xf32>)
+      outs(%dq, %dk, %dv : memref<?x1x?x256xbf16>, memref<?x1x?x256xbf16>, memref<?x1x?x256xbf16>) causal
+  return
+}

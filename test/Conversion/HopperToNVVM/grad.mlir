@@ -20,6 +20,22 @@ func.func @ss_mn_major(%da: i64, %db: i64) -> !hopper.frag<64x16xf32> {
 
 // -----
 
+// With an accumulator: the first k-step adds to it (scale-d one), the
+// accumulator the wgmma's input; a K-major A's k-step is 32 bytes on.
+// CHECK-LABEL: func.func @ss_accumulate(
+// CHECK-SAME: %[[DA:.*]]: i64, %[[DB:.*]]: i64, %[[C:.*]]: !llvm.struct
+// CHECK: %[[D0:.*]] = nvvm.wgmma.mma_async %[[DA]], %[[DB]], %[[C]], {{.*}} D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
+// CHECK: %[[A1:.*]] = arith.addi %[[DA]], %c2_i64
+// CHECK: %[[B1:.*]] = arith.addi %[[DB]], %c128_i64
+// CHECK: nvvm.wgmma.mma_async %[[A1]], %[[B1]], %[[D0]], {{.*}} D[<f32>, <one>]
+// CHECK-NOT: nvvm.wgmma.mma_async
+func.func @ss_accumulate(%da: i64, %db: i64, %c: !hopper.frag<64x16xf32>) -> !hopper.frag<64x16xf32> {
+  %d = hopper.wgmma.ss %da, %db acc %c k 32 boxes 8192, 0 {b_mn_major} : bf16 -> !hopper.frag<64x16xf32>
+  return %d : !hopper.frag<64x16xf32>
+}
+
+// -----
+
 // p = exp2(s sl2 - lse log2 e), with -mu = -inf where lse is infinite;
 // ds = p (dp - delta).
 // CHECK-LABEL: func.func @probs_scores(
@@ -104,6 +120,22 @@ func.func @mask_transposed(%s: !hopper.frag<64x16xf32>, %r: i32, %c: i32, %sq: i
 // CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 func.func @store_shared(%t: !hopper.frag<64x16xbf16>, %smem: !llvm.ptr<3>, %off: i32) {
   hopper.store_shared %t to %smem [%off] box_bytes 0 : !hopper.frag<64x16xbf16>
+  return
+}
+
+// -----
+
+// At a column: the units start at column / 8 of the row, XORed with the
+// row's phase after the add.
+// CHECK-LABEL: func.func @store_shared_column(
+// CHECK-SAME: %{{.*}}: !llvm.struct<(i32, i32, i32, i32)>, %[[SMEM:.*]]: !llvm.ptr<3>, %[[OFF:.*]]: i32, %[[COL:.*]]: i32)
+// CHECK: %[[FIRST:.*]] = arith.divui %[[COL]], %c8_i32
+// CHECK: %[[U0:.*]] = arith.addi %c0_i32{{.*}}, %[[FIRST]] : i32
+// CHECK-NEXT: arith.xori %[[U0]], %{{.*}} : i32
+// CHECK: %[[U1:.*]] = arith.addi %c1_i32{{.*}}, %[[FIRST]] : i32
+// CHECK-NEXT: arith.xori %[[U1]], %{{.*}} : i32
+func.func @store_shared_column(%t: !hopper.frag<64x16xbf16>, %smem: !llvm.ptr<3>, %off: i32, %col: i32) {
+  hopper.store_shared %t to %smem [%off] column %col box_bytes 0 : !hopper.frag<64x16xbf16>
   return
 }
 

@@ -11,6 +11,8 @@
 // CHECK: hopper.grad_scores %{{.*}}, %{{.*}}, %{{.*}} : !hopper.frag<64x64xf32>
 // CHECK: hopper.grad_softcap %{{.*}}, %{{.*}} : !hopper.frag<64x64xf32>
 // CHECK: hopper.store_shared %{{.*}} to %{{.*}}[%{{.*}}] box_bytes 0 : !hopper.frag<64x64xbf16>
+// CHECK: hopper.store_shared %{{.*}} to %{{.*}}[%{{.*}}] column %{{.*}} box_bytes 0 : !hopper.frag<64x32xbf16>
+// CHECK: hopper.wgmma.ss %{{.*}}, %{{.*}} acc %{{.*}} k 64 boxes 8192, 0 {b_mn_major} : bf16 -> !hopper.frag<64x128xf32>
 // CHECK: hopper.reduce_add %{{.*}} to %{{.*}} : !hopper.frag<64x128xf32>
 // CHECK: hopper.stage_fragment %{{.*}} to %{{.*}}[%{{.*}}] : !hopper.frag<64x128xf32>
 // CHECK: hopper.named_barrier.arrive reduce_full[%{{.*}}] of 2 threads 160
@@ -31,6 +33,9 @@ func.func @step(%da: i64, %db: i64, %s: !hopper.frag<64x64xf32>, %dp: !hopper.fr
   %dsc = hopper.grad_softcap %ds, %s : !hopper.frag<64x64xf32>
   %h = hopper.trunc %ds : !hopper.frag<64x64xf32> to !hopper.frag<64x64xbf16>
   hopper.store_shared %h to %smem [%off] box_bytes 0 : !hopper.frag<64x64xbf16>
+  %half = hopper.zero : !hopper.frag<64x32xbf16>
+  hopper.store_shared %half to %smem [%off] column %m0 box_bytes 0 : !hopper.frag<64x32xbf16>
+  %acc = hopper.wgmma.ss %da, %db acc %q k 64 boxes 8192, 0 {b_mn_major} : bf16 -> !hopper.frag<64x128xf32>
   hopper.reduce_add %q to %dq : !hopper.frag<64x128xf32>
   hopper.stage_fragment %q to %smem[%off] : !hopper.frag<64x128xf32>
   hopper.named_barrier.arrive reduce_full[%m0] of 2 threads 160
@@ -134,5 +139,13 @@ func.func @bulk_bytes(%dq: !llvm.ptr<1>, %smem: !llvm.ptr<3>, %off: i32) {
 func.func @reduce_barriers_three_consumers(%c: i32) {
   // expected-error @+1 {{barrier kind reduce_full with 3 consumer warpgroups needs barrier ids up to 18; the hardware has 0 to 15}}
   hopper.named_barrier.sync reduce_full[%c] of 3 threads 160
+  return
+}
+
+// -----
+
+func.func @column_whole_box(%t: !hopper.frag<64x64xbf16>, %smem: !llvm.ptr<3>, %off: i32, %c: i32) {
+  // expected-error @+1 {{a tile stored at a column is part of one 64-column box: at most 56 columns wide}}
+  hopper.store_shared %t to %smem [%off] column %c box_bytes 0 : !hopper.frag<64x64xbf16>
   return
 }

@@ -196,6 +196,11 @@ LogicalResult StoreSharedOp::verify() {
   if (!is16Bit(t.getElementType()))
     return emitOpError("stores a bf16 or f16 tile (a wgmma operand), got ")
            << t;
+  // Part of a box's rows: the tile lies inside the one box.
+  if (getColumn() && t.getColumns() >= 64)
+    return emitOpError("a tile stored at a column is part of one 64-column "
+                       "box: at most 56 columns wide, got ")
+           << t;
   // Boxes of 64 rows x 128 bytes; a second box must not overlap the first.
   if (t.getColumns() > 64 && (getBoxBytes() < 64 * 128 || getBoxBytes() % 1024 != 0))
     return emitOpError("a tile wider than 64 columns is stored as boxes at "

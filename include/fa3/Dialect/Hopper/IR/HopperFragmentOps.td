@@ -67,7 +67,9 @@ def Hopper_Rows : Type<CPred<"::llvm::isa<::fa3::hopper::FragmentType>($_self) &
 // Warpgroup MMA
 //===----------------------------------------------------------------------===//
 
-def Hopper_WgmmaSSOp : Hopper_Op<"wgmma.ss"> {
+def Hopper_WgmmaSSOp : Hopper_Op<"wgmma.ss", [
+    OptionalTypesMatchWith<"the accumulator has the result's type", "d", "c",
+                           "$_self">]> {
   let summary = "D = A B^T of two shared-memory tiles, one wgmma group";
   let description = [{
     Issues the k-steps of a 64 x N x K warpgroup product whose operands are
@@ -75,7 +77,9 @@ def Hopper_WgmmaSSOp : Hopper_Op<"wgmma.ss"> {
     columns (the TMA boxes): `desc_a` and `desc_b` are the wgmma
     descriptors of the first box, `a_box_bytes` / `b_box_bytes` the distance
     between boxes. The accumulator starts at zero (scale-d 0 on the first
-    k-step); the k-steps form one wgmma group (commit). The result is
+    k-step), or at `c` where given (`acc %c`: D = C + A B^T, as the
+    backward's dK and dV accumulate when both operands are in shared
+    memory); the k-steps form one wgmma group (commit). The result is
     asynchronous: read it only after `hopper.wgmma.wait`.
 
     With `a_mn_major` (`b_mn_major`) the operand is stored transposed:
@@ -87,16 +91,17 @@ def Hopper_WgmmaSSOp : Hopper_Op<"wgmma.ss"> {
 
     ```mlir
     %s = hopper.wgmma.ss %descQ, %descK k 128 boxes 16384, 16384 : bf16 -> !hopper.frag<64x128xf32>
+    %dv = hopper.wgmma.ss %descP, %descDO acc %dv k 64 boxes 8192, 0 {b_mn_major} : bf16 -> !hopper.frag<64x128xf32>
     ```
   }];
-  let arguments = (ins I64:$desc_a, I64:$desc_b,
+  let arguments = (ins I64:$desc_a, I64:$desc_b, Optional<Hopper_Tile>:$c,
                        ConfinedAttr<I64Attr, [IntMinValue<16>]>:$k,
                        I64Attr:$a_box_bytes, I64Attr:$b_box_bytes,
                        TypeAttr:$operand_type,
                        UnitAttr:$a_mn_major, UnitAttr:$b_mn_major);
   let results = (outs Hopper_Tile:$d);
   let assemblyFormat = [{
-    $desc_a `,` $desc_b `k` $k `boxes` $a_box_bytes `,` $b_box_bytes attr-dict
+    $desc_a `,` $desc_b (`acc` $c^)? `k` $k `boxes` $a_box_bytes `,` $b_box_bytes attr-dict
     `:` $operand_type `->` qualified(type($d))
   }];
   let hasVerifier = 1;
@@ -367,18 +372,23 @@ def Hopper_StoreSharedOp : Hopper_Op<"store_shared"> {
     `smem` as rows of 128 bytes (64 columns) with the 128-byte swizzle
     (16-byte unit u of row r at u ^ (r % 8)), N > 64 as boxes of 64 columns
     `box_bytes` apart: the layout TMA loads and wgmma descriptors read.
+    With `column %c`, a tile narrower than a box is columns c .. c + N - 1
+    of the box's rows (c a multiple of 8, c + N <= 64: the caller's
+    promise), so that warpgroups can each write their part of one tile:
+    the backward's P^T and dS^T where both warpgroups see the same keys.
     Then fences the generic proxy's writes for the async proxy
     (fence.proxy.async.shared::cta); the warpgroup must still meet at a
     barrier before a wgmma reads the tile.
 
     ```mlir
     hopper.store_shared %ds to %smem [%off] box_bytes 8192 : !hopper.frag<64x64xbf16>
+    hopper.store_shared %ds to %smem [%off] column %c32 box_bytes 0 : !hopper.frag<64x32xbf16>
     ```
   }];
   let arguments = (ins Hopper_Tile:$tile, Hopper_SharedPtr:$smem, I32:$offset,
-                       I64Attr:$box_bytes);
+                       Optional<I32>:$column, I64Attr:$box_bytes);
   let assemblyFormat = [{
-    $tile `to` $smem `[` $offset `]` `box_bytes` $box_bytes attr-dict
+    $tile `to` $smem `[` $offset `]` (`column` $column^)? `box_bytes` $box_bytes attr-dict
     `:` qualified(type($tile))
   }];
   let hasVerifier = 1;
