@@ -381,7 +381,9 @@ void GradKernelBuilder::dqWriter(Value cta) {
 
 void GradKernelBuilder::consumers(Value cta) {
   Work w = work(cta);
-  Value cw = consumer;
+  // (warp-uniform: the descriptors that derive from it can stay in
+  // uniform registers)
+  Value cw = laneZero(consumer);
   const bool shared = cfg.sharedKeys();
   const int64_t rowBytes = 64 * kSwizzleBytes; // a warpgroup's 64 rows
   const int64_t kBox = cfg.blockN * kSwizzleBytes, qBox = cfg.blockM * kSwizzleBytes;
@@ -593,8 +595,9 @@ void GradKernelBuilder::consumers(Value cta) {
     auto done = WgmmaWaitOp::create(b, loc, 0u, ValueRange(acc));
     dv1 = done.getResult(0);
     dk1 = done.getResult(1);
-    // sharedKeys: Q and dO are read (dQ reads K and dS^T): the next
-    // step's loads overlap dQ (one stage at head dim 256)
+    // sharedKeys: Q and dO are read (dQ reads K and dS^T), the next
+    // step's loads overlap dQ. (With 128 keys the same early release
+    // measured 0.95-0.97 at head dim 64, equal at 128: bench/NOTES.md.)
     if (shared) {
       ringOp<RingConsumerReleaseOp>(qRing, it);
       ringOp<RingConsumerReleaseOp>(doRing, it);

@@ -126,7 +126,7 @@ fa3::hopper::gradConfig(Value q, Value k, Value v, Value dO, Value dk,
   if (!why.empty())
     return failure();
   auto qt = cast<MemRefType>(q.getType());
-  GradKernelConfig cfg = gradTable(qt.getShape().back());
+  GradKernelConfig cfg = gradTable(qt.getShape().back(), deterministic);
   cfg.dtype = qt.getElementType().isBF16() ? "bf16" : "f16";
   cfg.headDim = qt.getShape().back();
   int64_t dvDim = cast<MemRefType>(v.getType()).getShape().back();
@@ -151,15 +151,21 @@ fa3::hopper::gradConfig(Value q, Value k, Value v, Value dO, Value dk,
   return cfg;
 }
 
-GradKernelConfig fa3::hopper::gradTable(int64_t headDim) {
+GradKernelConfig fa3::hopper::gradTable(int64_t headDim, bool deterministic) {
   GradKernelConfig cfg;
+  cfg.deterministic = deterministic;
   // Head dim 256: both warpgroups see 64 keys (64 x 256 of dK and dV each
-  // would be 256 registers a thread), and one Q / dO stage: with two, K,
-  // V, the stages, P^T, dS^T and the dQ staging need 290 KB of shared
-  // memory (computeGradSmemLayout).
+  // would be 256 registers a thread). Two Q / dO stages fit only without
+  // the dQ staging (K, V, the stages, P^T and dS^T: 231552 bytes), so dQ is
+  // added by the consumers' atomics: with one stage every Q and dO
+  // descriptor is loop-invariant, ptxas holds them all and spills about 500
+  // bytes, and the kernel ran at 0.57-0.60 of the atomics' (bench/NOTES.md,
+  // Backward at head dim 256). The deterministic kernel needs the dQ
+  // writer's ordered bulk reductions: one stage.
   if (headDim > 128) {
     cfg.blockN = 64;
-    cfg.stages = 1;
+    cfg.stages = deterministic ? 1 : 2;
+    cfg.dqBulk = deterministic;
   }
   return cfg;
 }
@@ -441,15 +447,17 @@ struct AttnHopperConfigPass
     std::string why;
     int64_t window[] = {op.getWindowLeft(), op.getWindowRight()};
     // the table, then the options that apply
-    GradKernelConfig wanted = gradTable(
-        cast<MemRefType>(op.getQuery().getType()).getShape().back());
+    GradKernelConfig wanted =
+        gradTable(cast<MemRefType>(op.getQuery().getType()).getShape().back(),
+                  op.getDeterministic());
     if (opts.blockM)
       wanted.blockM = opts.blockM;
     if (opts.blockN)
       wanted.blockN = opts.blockN;
     if (opts.stages)
       wanted.stages = opts.stages;
-    wanted.dqBulk = opts.tmaStore;
+    // tma-store=false: the atomics wherever the table has the bulk path
+    wanted.dqBulk = wanted.dqBulk && opts.tmaStore;
     HopperConfigAttr chosen = recordGradConfig(op.getContext(), wanted);
     FailureOr<GradKernelConfig> cfg = gradConfig(
         op.getQuery(), op.getKey(), op.getValue(), op.getGradOut(),
