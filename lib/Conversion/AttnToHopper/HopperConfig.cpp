@@ -281,7 +281,7 @@ void chooseConfig(KernelConfig &cfg, bool fullMask,
     qBuffersThatFit(cfg);
   // The rescale branch is +1-8 % at head dim 128 and 256 (its wait keeps
   // the softmax beside the P V wgmmas), but -2-5 % at head dim 64, where
-  // the softmax's MUFU work, not the GEMMs, sets the pace
+  // the softmax's instructions, not the GEMMs, set the pace
   // (bench/NOTES.md, Defaults: lazy-rescale).
   cfg.lazyRescale = decide(o.lazyRescale, hd > 64);
   cfg.rescaleThreshold = o.rescaleThreshold;

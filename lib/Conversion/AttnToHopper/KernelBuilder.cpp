@@ -1336,8 +1336,8 @@ void KernelBuilder::consumers(Value tid, Value cta) {
           Value scores = scoresOf(sa);
           auto sm = softmaxStep(
               scores, m, l, threshold ? *threshold : 0.0);
-          // Rounded right after the exponentials (the MUFU pipe is the
-          // softmax's bottleneck: the conversions issue in its shadow).
+          // Rounded right after the exponentials (the conversions issue
+          // in their latency's shadow).
           Value a = TruncOp::create(b, loc, fragP, sm.getP());
           auto rescaled = [&]() -> Value {
             return ScaleRowsOp::create(b, loc, acc, sm.getAlpha());
