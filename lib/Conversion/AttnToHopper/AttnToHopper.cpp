@@ -10,7 +10,8 @@
 // The kernel itself is built by KernelBuilder: its structure configured by
 // the #attn.hopper_config that attn-hopper-config chose and attn-tile
 // carried to the attn.kv_range, its per-tile math the tiled program
-// (TiledCell.cpp) lowered.
+// (TiledCell.cpp) lowered; the backward's by GradKernelBuilder, from the
+// configuration on attn.q_range and its tiled program likewise.
 //
 //===----------------------------------------------------------------------===//
 
@@ -506,7 +507,15 @@ LogicalResult convertGrad(ModuleOp module, func::FuncOp func, TiledGrad t,
     return fail("its tiles (" + Twine(u.getBlockM()) + " x " +
                 Twine(u.getBlockN()) +
                 ") are not those of its configuration");
+  // The tile program the consumers' loop is lowered from.
   std::string why;
+  Operation *where = nullptr;
+  FailureOr<hopper::TiledGradCell> cell =
+      hopper::matchTiledGradCell(t.range, u, t.finalize, why, where);
+  if (failed(cell))
+    return mlir::emitError(where->getLoc(),
+                           "cannot generate the Hopper kernel: ")
+           << why;
   FailureOr<hopper::GradKernelConfig> picked = hopper::gradConfig(
       u.getQuery(), u.getKey(), u.getValue(), u.getGradOut(),
       t.finalize.getGradKey(), t.finalize.getGradValue(), u.getWindow(),
@@ -525,7 +534,7 @@ LogicalResult convertGrad(ModuleOp module, func::FuncOp func, TiledGrad t,
   if (failed(created))
     return failure();
   gpu::GPUModuleOp gpuModule = *created;
-  gpu::GPUFuncOp kernel = hopper::buildGradKernel(mb, loc, gpuModule, cfg);
+  gpu::GPUFuncOp kernel = hopper::buildGradKernel(mb, loc, gpuModule, cfg, *cell);
   hopper::buildGradAuxKernels(mb, loc, gpuModule, cfg.name, cfg.dtype,
                               cfg.headDim, cfg.deterministic);
   OpBuilder b = OpBuilder::atBlockBegin(gpuModule.getBody());

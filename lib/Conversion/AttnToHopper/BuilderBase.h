@@ -28,6 +28,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
@@ -136,6 +138,40 @@ protected:
     return arith::CmpIOp::create(b, loc, pred, x, y);
   }
   Value ext64(Value v) { return arith::ExtUIOp::create(b, loc, i64T, v); }
+
+  /// A tile program's index arithmetic (TiledCell.cpp's isIndexArith:
+  /// index and i1 values) rebuilt in i32 at the insertion point. `leaf`
+  /// gives the lowered value of the program's loop variables and schedule
+  /// results (null for any other value); each other value is built once
+  /// per `done`, whose ops dominate only where they are built.
+  Value rebuildIndex(Value v, llvm::function_ref<Value(Value)> leaf,
+                     llvm::DenseMap<Value, Value> &done) {
+    if (Value l = leaf(v))
+      return l;
+    auto it = done.find(v);
+    if (it != done.end())
+      return it->second;
+    Operation *def = v.getDefiningOp();
+    Value r;
+    if (auto c = dyn_cast<arith::ConstantOp>(def)) {
+      int64_t x = cast<IntegerAttr>(c.getValue()).getValue().getSExtValue();
+      r = c.getType().isInteger(1) ? i1(x != 0) : i32(x);
+    } else {
+      SmallVector<Value> operands;
+      for (Value operand : def->getOperands()) {
+        Value lowered = rebuildIndex(operand, leaf, done);
+        operands.push_back(lowered);
+      }
+      OperationState st(loc, def->getName());
+      st.addOperands(operands);
+      st.addAttributes(def->getAttrs());
+      Type rt = def->getResult(0).getType();
+      st.addTypes(rt.isIndex() ? Type(i32T) : rt);
+      r = b.create(st)->getResult(0);
+    }
+    done[v] = r;
+    return r;
+  }
 
   // --- shared memory ----------------------------------------------------------
   Value smemPtr(Value base, int64_t off) {

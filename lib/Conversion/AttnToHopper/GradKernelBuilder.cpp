@@ -11,10 +11,13 @@
 
 #include "GradKernelBuilder.h"
 #include "BuilderBase.h"
+#include "fa3/Dialect/Attn/IR/AttnDialect.h"
 #include "fa3/Dialect/Attn/Utils/LoweringUtils.h"
 #include "fa3/Dialect/Hopper/IR/HopperDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <tuple>
 
 using namespace mlir;
 using namespace fa3::hopper;
@@ -27,8 +30,10 @@ constexpr uint32_t kPosInfBits = 0x7F800000u;
 
 class GradKernelBuilder : BuilderBase {
 public:
-  GradKernelBuilder(OpBuilder &b, Location loc, const GradKernelConfig &cfg)
-      : BuilderBase(b, loc), cfg(cfg), lay(computeGradSmemLayout(cfg)) {
+  GradKernelBuilder(OpBuilder &b, Location loc, const GradKernelConfig &cfg,
+                    const TiledGradCell &cell)
+      : BuilderBase(b, loc), cfg(cfg), cell(cell),
+        lay(computeGradSmemLayout(cfg)) {
     et = cfg.dtype == "bf16" ? Type(b.getBF16Type()) : Type(b.getF16Type());
     // Scores and their gradient: keys (the warpgroup's 64) by queries.
     // (sharedKeys: the warpgroup's half of the queries)
@@ -44,6 +49,7 @@ public:
 
 private:
   const GradKernelConfig &cfg;
+  const TiledGradCell &cell;
   GradSmemLayout lay;
   Type et;
   FragmentType fragS, fragP, fragD, fragRows;
@@ -469,6 +475,24 @@ void GradKernelBuilder::consumers(Value cta) {
   });
   ringOp<RingConsumerWaitOp>(kRing, i32(0));
   ringOp<RingConsumerWaitOp>(vRing, i32(0));
+  // The tile program (TiledGradCell): its two loops become the loop over
+  // the CTA's steps, its step's index arithmetic i32 values of the step's
+  // m-block and attn.q_range's results, and its masked and unmasked forms
+  // (the boundary split's condition between them) the step's mask.
+  auto mLoop = cast<scf::ForOp>(cell.mLoop);
+  auto range = cast<fa3::attn::QRangeOp>(cell.range);
+  fa3::attn::TileGradUpdateOp maskedStep, plainStep;
+  Value boundaryCond;
+  if (auto u = dyn_cast<fa3::attn::TileGradUpdateOp>(cell.step)) {
+    (u.getMasked() ? maskedStep : plainStep) = u;
+  } else {
+    auto split = cast<scf::IfOp>(cell.step);
+    maskedStep = cast<fa3::attn::TileGradUpdateOp>(split.thenBlock()->front());
+    plainStep = cast<fa3::attn::TileGradUpdateOp>(split.elseBlock()->front());
+    boundaryCond = split.getCondition();
+  }
+  fa3::attn::TileGradUpdateOp stepOp = plainStep ? plainStep : maskedStep;
+
   Value steps = bin<arith::MulIOp>(w.group, w.nm);
   FragmentType fragAcc = shared ? fragQ : fragD;
   Value dk0 = FragmentZeroOp::create(b, loc, fragAcc);
@@ -480,8 +504,24 @@ void GradKernelBuilder::consumers(Value cta) {
     b.setInsertionPointToStart(loop.getBody());
     Value it = loop.getInductionVar();
     Value dk = loop.getRegionIterArg(0), dv = loop.getRegionIterArg(1);
-    auto [h, mb] = step(w, it);
-    Value q0 = bin<arith::MulIOp>(mb, i32(cfg.blockM));
+    Value h, mb;
+    std::tie(h, mb) = step(w, it);
+    auto leaf = [&](Value v) -> Value {
+      if (v == mLoop.getInductionVar())
+        return mb;
+      if (v == range.getLo())
+        return w.mLo;
+      if (v == range.getHi())
+        return bin<arith::AddIOp>(w.mLo, w.nm);
+      if (v == range.getInteriorLo())
+        return w.iLo;
+      if (v == range.getInteriorHi())
+        return w.iHi;
+      return Value();
+    };
+    // (built at the loop body's top level: they dominate all of it)
+    DenseMap<Value, Value> lowered;
+    Value q0 = rebuildIndex(stepOp.getRow0(), leaf, lowered);
     Value descQ = stageDesc(qRing, it, descQ0, lay.qBytes);
     Value descDO = stageDesc(doRing, it, descDO0, lay.doBytes);
     Value descQT = stageDesc(qRing, it, descQT0, lay.qBytes);
@@ -522,22 +562,23 @@ void GradKernelBuilder::consumers(Value cta) {
       tanh = SoftcapOp::create(b, loc, s, pre);
       s = tanh;
     }
-    // The mask on boundary m-blocks (attn.q_range's interior sees all).
-    Value before = cmpi(CmpIPredicate::slt, mb, w.iLo);
-    Value after = cmpi(CmpIPredicate::sge, mb, w.iHi);
-    Value boundary = bin<arith::OrIOp>(before, after);
-    Value col0 = shared ? bin<arith::AddIOp>(q0, qColOff) : q0;
-    s = ifElse(
-            boundary, TypeRange{fragS},
-            [&]() -> SmallVector<Value> {
-              Value mk = MaskOp::create(b, loc, s, kvRow0, /*group=*/Value(),
-                                        col0, cfg.visibleColsFn, sq,
-                                        param("Skv"), cfg.leftBounded,
-                                        /*transposed=*/true);
-              return {mk};
-            },
-            [&]() -> SmallVector<Value> { return {s}; })
-            .getResult(0);
+    // The step's mask: on the boundary split's masked side (attn.q_range's
+    // interior sees every key), on every step or none without the split.
+    auto masked = [&]() -> SmallVector<Value> {
+      Value col0 = shared ? bin<arith::AddIOp>(q0, qColOff) : q0;
+      Value mk = MaskOp::create(b, loc, s, kvRow0, /*group=*/Value(), col0,
+                                cfg.visibleColsFn, sq, param("Skv"),
+                                cfg.leftBounded, /*transposed=*/true);
+      return {mk};
+    };
+    if (boundaryCond) {
+      Value boundary = rebuildIndex(boundaryCond, leaf, lowered);
+      s = ifElse(boundary, TypeRange{fragS}, masked,
+                 [&]() -> SmallVector<Value> { return {s}; })
+              .getResult(0);
+    } else if (maskedStep) {
+      s = masked().front();
+    }
     Value p = GradProbsOp::create(b, loc, s, lse, probScale);
     // D once lse is dead; dS before P V's and dS Q's register operands
     // exist (at head dim 128, dK and dV hold 128 of the 240 registers)
@@ -709,8 +750,9 @@ gpu::GPUFuncOp GradKernelBuilder::build(gpu::GPUModuleOp m) {
 
 gpu::GPUFuncOp fa3::hopper::buildGradKernel(OpBuilder &b, Location loc,
                                             gpu::GPUModuleOp module,
-                                            const GradKernelConfig &cfg) {
+                                            const GradKernelConfig &cfg,
+                                            const TiledGradCell &cell) {
   OpBuilder::InsertionGuard g(b);
-  GradKernelBuilder kb(b, loc, cfg);
+  GradKernelBuilder kb(b, loc, cfg, cell);
   return kb.build(module);
 }

@@ -94,10 +94,30 @@ GradSmemLayout computeGradSmemLayout(const GradKernelConfig &cfg);
 /// Returns an empty string if the configuration is supported, else why not.
 std::string checkGradSupported(const GradKernelConfig &cfg);
 
-/// Builds the kernel at the end of `module` (as buildKernel does).
+/// One kv block's program in attn-tile's form of the backward, from which
+/// the consumers' loop is lowered (matchTiledGradCell, TiledCell.h, checks
+/// this shape): dK's and dV's sums filled with 0, attn.q_range, an scf.for
+/// over the kv head's q heads around an scf.for over the range's m-blocks
+/// [lo, hi), whose body is index arithmetic and one step per m-block (an
+/// attn.tile_grad_update, or attn-tile's boundary split: an scf.if between
+/// its masked and unmasked forms), and attn.tile_grad_finalize. The kernel
+/// runs the two loops as one over (q head, m-block), its group of q heads
+/// the launch's Hq / Hkv.
+struct TiledGradCell {
+  mlir::Operation *range = nullptr;    // attn.q_range
+  mlir::Operation *headLoop = nullptr; // scf.for over the kv head's q heads
+  mlir::Operation *mLoop = nullptr;    // scf.for over the range's m-blocks
+  mlir::Operation *step = nullptr;     // attn.tile_grad_update or the scf.if
+  mlir::Operation *finalize = nullptr; // attn.tile_grad_finalize
+};
+
+/// Builds the kernel at the end of `module` (as buildKernel does): its
+/// structure (roles, rings, dQ's writer) the configuration's, the
+/// consumers' per-step mask and first row `cell` lowered.
 mlir::gpu::GPUFuncOp buildGradKernel(mlir::OpBuilder &b, mlir::Location loc,
                                      mlir::gpu::GPUModuleOp module,
-                                     const GradKernelConfig &cfg);
+                                     const GradKernelConfig &cfg,
+                                     const TiledGradCell &cell);
 
 } // namespace fa3::hopper
 

@@ -1088,8 +1088,7 @@ void KernelBuilder::consumers(Value tid, Value cta) {
   // (each value once a use: what it builds dominates only there): the
   // loop's block is lo + t, attn.kv_range's results this tile's schedule
   // (a split's own run of blocks when the kv blocks are split).
-  std::function<Value(Value, DenseMap<Value, Value> &)> rebuild =
-      [&](Value v, DenseMap<Value, Value> &done) -> Value {
+  auto leaf = [&](Value v) -> Value {
     if (v == kvLoop.getInductionVar())
       return blockOf(kvIter);
     if (v == range.getLo())
@@ -1100,33 +1099,11 @@ void KernelBuilder::consumers(Value tid, Value cta) {
       return ilo;
     if (v == range.getInteriorHi())
       return ihi;
-    auto it = done.find(v);
-    if (it != done.end())
-      return it->second;
-    Operation *def = v.getDefiningOp();
-    Value r;
-    if (auto c = dyn_cast<arith::ConstantOp>(def)) {
-      int64_t x = cast<IntegerAttr>(c.getValue()).getValue().getSExtValue();
-      r = c.getType().isInteger(1) ? i1(x != 0) : i32(x);
-    } else {
-      SmallVector<Value> operands;
-      for (Value operand : def->getOperands()) {
-        Value lowered = rebuild(operand, done);
-        operands.push_back(lowered);
-      }
-      OperationState st(loc, def->getName());
-      st.addOperands(operands);
-      st.addAttributes(def->getAttrs());
-      Type rt = def->getResult(0).getType();
-      st.addTypes(rt.isIndex() ? Type(i32T) : rt);
-      r = b.create(st)->getResult(0);
-    }
-    done[v] = r;
-    return r;
+    return Value();
   };
   auto lowerIndex = [&](Value v) {
     DenseMap<Value, Value> done;
-    return rebuild(v, done);
+    return rebuildIndex(v, leaf, done);
   };
   // The scores of the block: softcap, then the step's mask (on the
   // boundary split's masked side only: an interior block sees every

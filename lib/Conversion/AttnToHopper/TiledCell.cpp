@@ -1,4 +1,4 @@
-//===- TiledCell.cpp - the tile program the consumers lower ---------------===//
+//===- TiledCell.cpp - the tile programs the consumers lower --------------===//
 //
 // attn-tile writes one tile's program as: the state buffers allocated and
 // filled (row max -inf, row sums 0, accumulator 0), attn.kv_range, an
@@ -9,8 +9,13 @@
 // over the tile's blocks, the index arithmetic into i32, the step into
 // the block's products and softmax (the mask under the scf.if's
 // condition), the state into fragments carried by the loop, the finalize
-// into the epilogue. Anything else in that program is refused here, by
-// name, rather than lowered wrong.
+// into the epilogue. The backward's program (matchTiledGradCell) is the
+// same idea around attn.q_range: dK's and dV's sums filled with 0, an
+// scf.for over the kv head's q heads around an scf.for over the range's
+// m-blocks, one attn.tile_grad_update a block (or the boundary split), and
+// attn.tile_grad_finalize; GradKernelBuilder lowers the two loops into
+// the consumers' loop over steps. Anything else in either program is
+// refused here, by name, rather than lowered wrong.
 //
 //===----------------------------------------------------------------------===//
 
@@ -61,7 +66,7 @@ bool isIndexArith(Operation *op) {
 }
 
 /// The two steps of a boundary split agree but for `masked`.
-bool sameStep(TileUpdateOp a, TileUpdateOp b) {
+template <typename StepOp> bool sameStep(StepOp a, StepOp b) {
   if (a->getOperands() != b->getOperands())
     return false;
   NamedAttrList x(a->getAttrDictionary()), y(b->getAttrDictionary());
@@ -70,14 +75,25 @@ bool sameStep(TileUpdateOp a, TileUpdateOp b) {
   return x.getDictionary(a->getContext()) == y.getDictionary(b->getContext());
 }
 
-/// The one attn.tile_update of an scf.if arm, with nothing else in it.
-TileUpdateOp onlyUpdate(Region &r) {
+/// The one step of an scf.if arm, with nothing else in it.
+template <typename StepOp> StepOp onlyStep(Region &r) {
   if (r.empty() || !r.hasOneBlock())
     return {};
   Block &blk = r.front();
   if (blk.getOperations().size() != 2)
     return {};
-  return dyn_cast<TileUpdateOp>(blk.front());
+  return dyn_cast<StepOp>(blk.front());
+}
+
+/// `v` is `x * c` (either operand order) for the constant c.
+bool isProductWith(Value v, Value x, int64_t c) {
+  auto mul = v.getDefiningOp<arith::MulIOp>();
+  if (!mul)
+    return false;
+  Value a = mul.getLhs(), k = mul.getRhs();
+  if (a != x)
+    std::swap(a, k);
+  return a == x && getConstantIntValue(k) == c;
 }
 } // namespace
 
@@ -147,8 +163,8 @@ fa3::hopper::matchTiledCell(KvRangeOp range, TileUpdateOp update,
       continue;
     }
     auto ifOp = cast<scf::IfOp>(op);
-    masked = onlyUpdate(ifOp.getThenRegion());
-    unmasked = onlyUpdate(ifOp.getElseRegion());
+    masked = onlyStep<TileUpdateOp>(ifOp.getThenRegion());
+    unmasked = onlyStep<TileUpdateOp>(ifOp.getElseRegion());
     if (ifOp.getNumResults() || !masked || !unmasked || !masked.getMasked() ||
         unmasked.getMasked() || !sameStep(masked, unmasked))
       return fail(&op, "a branch in the loop over kv blocks must be the "
@@ -222,6 +238,182 @@ fa3::hopper::matchTiledCell(KvRangeOp range, TileUpdateOp update,
     }
     if (!filled)
       return fail(any, "the step's state must be filled before the loop");
+  }
+  return cell;
+}
+
+FailureOr<hopper::TiledGradCell>
+fa3::hopper::matchTiledGradCell(QRangeOp range, TileGradUpdateOp update,
+                                TileGradFinalizeOp finalize, std::string &why,
+                                Operation *&where) {
+  auto fail = [&](Operation *op, const Twine &what) {
+    where = op;
+    why = what.str();
+    return failure();
+  };
+  TiledGradCell cell;
+  cell.range = range;
+  cell.finalize = finalize;
+  Block *tile = range->getBlock();
+  auto grid = dyn_cast<scf::ParallelOp>(range->getParentOp());
+  if (!grid || grid.getNumLoops() != 3)
+    return fail(range, "attn.q_range must stand in attn-tile's grid over "
+                       "(kv block, kv head, batch)");
+  Value nIv = grid.getInductionVars()[0], hkIv = grid.getInductionVars()[1],
+        bIv = grid.getInductionVars()[2];
+  if (!isProductWith(range.getCol0(), nIv, update.getBlockN()))
+    return fail(range, "attn.q_range's first column must be the kv block "
+                       "times block_n (the keys the CTA loads)");
+
+  // The loop over the range's m-blocks, in the loop over the kv head's q
+  // heads, in the tile's block.
+  auto mLoop = update->getParentOfType<scf::ForOp>();
+  auto headLoop = mLoop ? mLoop->getParentOfType<scf::ForOp>() : scf::ForOp();
+  if (!headLoop || headLoop->getBlock() != tile ||
+      mLoop->getBlock() != headLoop.getBody())
+    return fail(update, "the step must stand in an scf.for over the m-blocks "
+                        "of attn.q_range, in an scf.for over the kv head's q "
+                        "heads, in the block of the attn.q_range");
+  auto qType = cast<MemRefType>(update.getQuery().getType());
+  auto kType = cast<MemRefType>(update.getKey().getType());
+  int64_t hq = qType.getDimSize(1), hkv = kType.getDimSize(1);
+  std::optional<int64_t> group = getConstantIntValue(headLoop.getUpperBound());
+  if (getConstantIntValue(headLoop.getLowerBound()) != 0 || !group ||
+      ShapedType::isDynamic(hq) || ShapedType::isDynamic(hkv) || hkv == 0 ||
+      *group != hq / hkv ||
+      getConstantIntValue(headLoop.getStep()) != 1 ||
+      !headLoop.getInitArgs().empty())
+    return fail(headLoop, "the loop over q heads must run from 0 to the q "
+                          "heads of a kv head (q's heads / k's) in steps of "
+                          "1, carrying no values");
+  std::optional<int64_t> mStep = getConstantIntValue(mLoop.getStep());
+  if (mLoop.getLowerBound() != range.getLo() ||
+      mLoop.getUpperBound() != range.getHi() || mStep != 1 ||
+      !mLoop.getInitArgs().empty())
+    return fail(mLoop, "the loop over m-blocks must run from attn.q_range's "
+                       "lo to its hi in steps of 1, carrying no values");
+  if (finalize->getBlock() != tile || !headLoop->isBeforeInBlock(finalize))
+    return fail(finalize, "attn.tile_grad_finalize must follow the loop over "
+                          "q heads in its block");
+  for (Operation &op : headLoop.getBody()->without_terminator())
+    if (&op != mLoop && !isIndexArith(&op))
+      return fail(&op, "the loop over q heads may hold only index arithmetic "
+                       "and the loop over m-blocks");
+  cell.headLoop = headLoop;
+  cell.mLoop = mLoop;
+
+  // What the lowering rebuilds in i32: the m-block, the range's results,
+  // constants, and pure index arithmetic of the m-block loop on them.
+  Value mb = mLoop.getInductionVar();
+  DenseMap<Value, bool> seen; // each value checked once
+  std::function<bool(Value)> lowerable = [&](Value v) {
+    if (v == mb || v.getDefiningOp() == range)
+      return true;
+    auto it = seen.find(v);
+    if (it != seen.end())
+      return it->second;
+    Operation *def = v.getDefiningOp();
+    bool ok = def && isIndexArith(def) &&
+              (isa<arith::ConstantOp>(def) ||
+               (def->getBlock() == mLoop.getBody() &&
+                llvm::all_of(def->getOperands(), lowerable)));
+    seen[v] = ok;
+    return ok;
+  };
+
+  // The body: index arithmetic and one step.
+  TileGradUpdateOp masked, unmasked;
+  for (Operation &op : mLoop.getBody()->without_terminator()) {
+    if (isIndexArith(&op))
+      continue;
+    if (!isa<TileGradUpdateOp, scf::IfOp>(op))
+      return fail(&op, "the loop over m-blocks may hold only index "
+                       "arithmetic and one attn.tile_grad_update (or "
+                       "attn-tile's boundary split of it)");
+    if (cell.step)
+      return fail(&op, "the loop over m-blocks takes one step a block");
+    cell.step = &op;
+    if (auto u = dyn_cast<TileGradUpdateOp>(op)) {
+      (u.getMasked() ? masked : unmasked) = u;
+      continue;
+    }
+    auto ifOp = cast<scf::IfOp>(op);
+    masked = onlyStep<TileGradUpdateOp>(ifOp.getThenRegion());
+    unmasked = onlyStep<TileGradUpdateOp>(ifOp.getElseRegion());
+    if (ifOp.getNumResults() || !masked || !unmasked || !masked.getMasked() ||
+        unmasked.getMasked() || !sameStep(masked, unmasked))
+      return fail(&op, "a branch in the loop over m-blocks must be the "
+                       "boundary split: the masked attn.tile_grad_update in "
+                       "its then arm, the same step unmasked in its else arm");
+    if (!lowerable(ifOp.getCondition()))
+      return fail(&op, "the boundary split's condition must be index "
+                       "arithmetic of the m-block and attn.q_range");
+  }
+  TileGradUpdateOp any = masked ? masked : unmasked;
+  if (!any || (update != masked && update != unmasked))
+    return fail(mLoop, "the loop over m-blocks must hold the backward's "
+                       "attn.tile_grad_update");
+
+  // Its tile: the kernel's CTA (kv block, kv head, batch) and the q head
+  // and rows its loops walk, whose Q and dO the producer loads.
+  if (any.getBatch() != bIv || any.getKvhead() != hkIv ||
+      any.getCol0() != range.getCol0() || finalize.getBatch() != bIv ||
+      finalize.getKvhead() != hkIv || finalize.getCol0() != range.getCol0())
+    return fail(any, "the step and attn.tile_grad_finalize must take the "
+                     "grid's batch and kv head and the attn.q_range's "
+                     "first column");
+  auto head = any.getQhead().getDefiningOp<arith::AddIOp>();
+  Value g = headLoop.getInductionVar();
+  if (!head || head->getBlock() != headLoop.getBody() ||
+      !((head.getLhs() == g && isProductWith(head.getRhs(), hkIv, *group)) ||
+        (head.getRhs() == g && isProductWith(head.getLhs(), hkIv, *group))))
+    return fail(any, "the step's q head must be the kv head's first q head "
+                     "plus the loop's: kv head * " +
+                         Twine(*group) + " + g");
+  if (!isProductWith(any.getRow0(), mb, any.getBlockM()))
+    return fail(any, "the step's first row must be the m-block times "
+                     "block_m (the rows the producer loads)");
+  if (any.getBlockM() != range.getBlockM() ||
+      any.getBlockN() != range.getBlockN() ||
+      finalize.getBlockN() != range.getBlockN() ||
+      any.getWindow() != range.getWindow())
+    return fail(any, "the step's tiles and window must be its "
+                     "attn.q_range's");
+
+  // The state: dK's and dV's sums, allocated in the tile, filled with 0
+  // before the loops, read and written only by the step and the finalize.
+  Value state[] = {any.getDkAcc(), any.getDvAcc()};
+  if (state[0] == state[1])
+    return fail(any, "the step's dK and dV sums must be two buffers");
+  Value finalState[] = {finalize.getDkAcc(), finalize.getDvAcc()};
+  const char *rule = "the step's dK and dV sums may only be filled with 0 "
+                     "once before the loops, updated by the step and read "
+                     "by attn.tile_grad_finalize";
+  for (auto [i, buf] : llvm::enumerate(state)) {
+    if (buf != finalState[i])
+      return fail(finalize, "attn.tile_grad_finalize must take the step's "
+                            "dK and dV sums");
+    auto alloc = buf.getDefiningOp<memref::AllocOp>();
+    if (!alloc || alloc->getBlock() != tile)
+      return fail(any, "the step's dK and dV sums must be buffers allocated "
+                       "in its tile");
+    bool filled = false;
+    for (Operation *user : buf.getUsers()) {
+      if (user == masked || user == unmasked || user == finalize ||
+          isa<memref::DeallocOp>(user))
+        continue;
+      auto fill = dyn_cast<linalg::FillOp>(user);
+      auto value = fill ? fill.getInputs()[0].getDefiningOp<arith::ConstantOp>()
+                        : arith::ConstantOp();
+      auto f = value ? dyn_cast<FloatAttr>(value.getValue()) : FloatAttr();
+      if (!f || !f.getValue().isPosZero() || filled ||
+          fill->getBlock() != tile || !fill->isBeforeInBlock(headLoop))
+        return fail(user, rule);
+      filled = true;
+    }
+    if (!filled)
+      return fail(any, "the step's dK and dV sums must be filled with 0 "
+                       "before the loops");
   }
   return cell;
 }
