@@ -84,17 +84,35 @@ public:
   /// r = 16 (t / 32) + (t mod 32) / 4, columns 8j + 2 (t mod 4) + {0, 1}).
   /// A unit of 16 floats, four consecutive threads' quadruples j, is
   /// then 8 columns of rows r and r + 8: each thread reads one unit (64
-  /// contiguous bytes) and writes two 16-byte pieces of dQ.
+  /// contiguous bytes) and writes two 16-byte pieces of dQ. The grid walks
+  /// the tiles in dQ's order, (batch, m-block, head) with the head fastest,
+  /// so that the CTAs running at once write one run of dQ's [B, S, H, D]
+  /// rows; in dQaccum's own order (the head slowest) they wrote a head's
+  /// 2 D bytes of every row of a long sequence at once, and the kernel
+  /// slowed with the sequence (bench/NOTES.md, Backward).
   void buildPost(gpu::GPUModuleOp m, const std::string &name) {
     gpu::GPUFuncOp fn = openKernel(m, name, kGradPostParams, kGradAuxThreads);
     Value scale = param("scale");
     const int64_t quads = headDim / 16; // quadruples of a half's thread
+    const int64_t tileUnits = kGradDqRows * headDim / 16;
     Value units = bin<arith::DivUIOp>(accWords(), i64(16));
     Value hq = ext64(param("Hq")), sq = ext64(param("Sq"));
     Value nmb = mBlocks();
-    forEachUnit(units, [&](Value u) {
-      Value tileIdx = bin<arith::DivUIOp>(u, i64(kGradDqRows * headDim / 16));
-      Value inTile = bin<arith::RemUIOp>(u, i64(kGradDqRows * headDim / 16));
+    forEachUnit(units, [&](Value v) {
+      // the v-th unit in dQ's order: tile (bi, mb, h), and its place u in
+      // dQaccum's (tiles (bi, h, mb))
+      Value order = bin<arith::DivUIOp>(v, i64(tileUnits));
+      Value inTile = bin<arith::RemUIOp>(v, i64(tileUnits));
+      Value h = bin<arith::RemUIOp>(order, hq);
+      Value bm = bin<arith::DivUIOp>(order, hq);
+      Value mb = bin<arith::RemUIOp>(bm, nmb);
+      Value bi = bin<arith::DivUIOp>(bm, nmb);
+      Value tileIdx = bin<arith::MulIOp>(bi, hq);
+      tileIdx = bin<arith::AddIOp>(tileIdx, h);
+      tileIdx = bin<arith::MulIOp>(tileIdx, nmb);
+      tileIdx = bin<arith::AddIOp>(tileIdx, mb);
+      Value u = bin<arith::MulIOp>(tileIdx, i64(tileUnits));
+      u = bin<arith::AddIOp>(u, inTile);
       Value g = bin<arith::RemUIOp>(inTile, i64(32));
       Value hj = bin<arith::DivUIOp>(inTile, i64(32));
       Value j = bin<arith::RemUIOp>(hj, i64(quads));
@@ -106,10 +124,6 @@ public:
       Value col = bin<arith::MulIOp>(half, i64(headDim / 2));
       Value jc = bin<arith::MulIOp>(j, i64(8));
       col = bin<arith::AddIOp>(col, jc);
-      Value mb = bin<arith::RemUIOp>(tileIdx, nmb);
-      Value bh = bin<arith::DivUIOp>(tileIdx, nmb);
-      Value h = bin<arith::RemUIOp>(bh, hq);
-      Value bi = bin<arith::DivUIOp>(bh, hq);
       Value s0 = bin<arith::MulIOp>(mb, i64(kGradDqRows));
       s0 = bin<arith::AddIOp>(s0, r);
       auto v4 = VectorType::get({4}, f32T);
