@@ -670,23 +670,44 @@ void GradKernelBuilder::consumers(Value cta) {
     scf::YieldOp::create(b, loc, yields);
   }
   // dK * scale and dV, keys below Skv (sharedKeys: the warpgroup's half of
-  // the columns).
+  // the columns), staged in shared memory and copied out in 16-byte units
+  // by each warpgroup (hopper.store_o_staged: whole rows a warp): 4-byte
+  // stores straight from the fragments took 13-21 % of the kernel at 512
+  // queries (bench/NOTES.md, Backward). The staging buffer is the Q and dO
+  // rings, free once both warpgroups have left the loop (every load of
+  // them consumed, every read of them waited for); dV's staging waits
+  // until the warpgroup has copied dK out.
   Value dK = param("dK"), dV = param("dV");
   if (shared) {
     Value first = ext64(bin<arith::MulIOp>(cw, i32(dqCols)));
     dK = globalAt(dK, first, kElemBytes);
     dV = globalAt(dV, first, kElemBytes);
   }
+  const int64_t n = cfg.consumers();
+  [[maybe_unused]] const int64_t accCols = shared ? dqCols : tileD();
+  assert((accCols + 63) / 64 * 64 * n * kSwizzleBytes <=
+             lay.doOff + cfg.stages * lay.doBytes - lay.qOff &&
+         "dK's staging fits in the Q and dO rings");
+  NamedBarrierSyncOp::create(b, loc, i32(0), BarrierKind::stage,
+                             static_cast<uint64_t>(n),
+                             static_cast<uint64_t>(128 * n));
   Value scaleRows = FragmentFillOp::create(b, loc, fragRows, scale);
   Value oneRows = FragmentFillOp::create(b, loc, fragRows, f32(1.0));
+  IntegerAttr stagingAt = b.getI64IntegerAttr(lay.qOff);
+  IntegerAttr staged = b.getI64IntegerAttr(n);
   StoreOOp::create(b, loc, loop.getResult(0), scaleRows, dK,
                    param("dkvStrideB"), param("dkvStrideS"),
                    param("dkvStrideH"), kvRow0, /*group=*/Value(), w.hkv,
-                   w.bidx, param("Skv"), et, IntegerAttr());
+                   w.bidx, param("Skv"), smemBase, cw, /*map=*/Value(),
+                   Value(), Value(), Value(), Value(), stagingAt, staged,
+                   UnitAttr(), UnitAttr(), TypeAttr::get(et), IntegerAttr());
   StoreOOp::create(b, loc, loop.getResult(1), oneRows, dV,
                    param("dkvStrideB"), param("dkvStrideS"),
                    param("dkvStrideH"), kvRow0, /*group=*/Value(), w.hkv,
-                   w.bidx, param("Skv"), et, IntegerAttr());
+                   w.bidx, param("Skv"), smemBase, cw, /*map=*/Value(),
+                   Value(), Value(), Value(), Value(), stagingAt, staged,
+                   /*wait_previous=*/b.getUnitAttr(), UnitAttr(),
+                   TypeAttr::get(et), IntegerAttr());
 }
 
 void GradKernelBuilder::body() {

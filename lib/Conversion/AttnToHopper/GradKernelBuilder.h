@@ -28,7 +28,9 @@
 //                 warpgroup (or, without tma_store, the consumers' vector
 //                 reductions); deterministic, in the kv blocks' turns
 //                 (hopper.wait_turn / pass_turn on a counter per dQ tile).
-//   epilogue      dK * scale and dV stored from registers.
+//   epilogue      dK * scale and dV staged in the Q and dO rings (free
+//                 once both consumers have left the loop) and copied out
+//                 in 16-byte units (hopper.store_o ... staging).
 //
 // D = rowsum(dO o) with dQaccum zeroed before it, and dQ = scale dQaccum
 // after it, are the kernels <kernel>_pre and <kernel>_post beside it

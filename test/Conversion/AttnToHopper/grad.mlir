@@ -101,8 +101,12 @@
 // ATOMIC-NOT: hopper.reduce_add_bulk
 // ATOMIC: hopper.reduce_add %{{.*}} to %{{.*}} : !hopper.frag<64x64xf32>
 // ATOMIC-NOT: reduce_full
-// CHECK: hopper.store_o %{{.*}}#0, %{{.*}} to %[[DK]] strides({{.*}}) rows %{{.*}} head %{{.*}} batch %{{.*}} bound %{{[a-z0-9_]+}} : !hopper.frag
-// CHECK: hopper.store_o %{{.*}}#1, %{{.*}} to %[[DV]] strides({{.*}}) rows %{{.*}} head %{{.*}} batch %{{.*}} bound %{{[a-z0-9_]+}} : !hopper.frag
+// dK * scale and dV staged in the Q and dO rings (at 65536, free once both
+// warpgroups have left the loop: their barrier), copied out in 16-byte
+// units; dV's staging waits for dK's copy-out.
+// CHECK: hopper.named_barrier.sync stage[%{{.*}}] of 2 threads 256
+// CHECK: hopper.store_o %{{.*}}#0, %{{.*}} to %[[DK]] strides({{.*}}) rows %{{.*}} head %{{.*}} batch %{{.*}} bound %{{[a-z0-9_]+}} staging %{{.*}}[65536] consumer[%[[CW]]] of 2 : !hopper.frag
+// CHECK: hopper.store_o %{{.*}}#1, %{{.*}} to %[[DV]] strides({{.*}}) rows %{{.*}} head %{{.*}} batch %{{.*}} bound %{{[a-z0-9_]+}} staging %{{.*}}[65536] consumer[%[[CW]]] of 2 wait_previous : !hopper.frag
 // Head dim 128: 16 lanes a row (16 bytes each), 16 rows a block; the row
 // sum over the lanes by 4 butterflies; delta by the row's first lane; then
 // dQaccum (ceil(Sq / 64) 64-row tiles) zeroed 16 bytes a thread.
@@ -257,8 +261,8 @@ func.func @bwd_window_softcap(%q: memref<?x1x?x64xbf16>, %k: memref<?x1x?x64xbf1
 // CHECK: %[[FIRST:.*]] = arith.muli %[[CW]], %c128_i32
 // CHECK: %[[DKP:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i8
 // CHECK: %[[DVP:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i8
-// CHECK: hopper.store_o %{{.*}}#0, %{{.*}} to %[[DKP]] {{.*}} : !hopper.frag<64x128xf32> as bf16
-// CHECK: hopper.store_o %{{.*}}#1, %{{.*}} to %[[DVP]] {{.*}} : !hopper.frag<64x128xf32> as bf16
+// CHECK: hopper.store_o %{{.*}}#0, %{{.*}} to %[[DKP]] {{.*}} staging %{{.*}}[65536] consumer[%[[CW]]] of 2 : !hopper.frag<64x128xf32> as bf16
+// CHECK: hopper.store_o %{{.*}}#1, %{{.*}} to %[[DVP]] {{.*}} staging %{{.*}}[65536] consumer[%[[CW]]] of 2 wait_previous : !hopper.frag<64x128xf32> as bf16
 // NVVM-LABEL: gpu.module @bwd256_kernels
 // NVVM: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 32, k = 16>
 // NVVM: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
