@@ -1,8 +1,9 @@
 //===- GradAuxKernels.cpp - the backward's element-wise kernels -----------===//
 //
-// (GradAuxKernels.h.) Memory-bound: each row is read once with 16-byte
-// loads by its D * 2 / 16 threads; the row sum is combined over those
-// lanes by butterfly shuffles, in the same order every launch.
+// (GradAuxKernels.h.) Memory-bound: in _pre each row is read once with
+// 16-byte loads by its D * 2 / 16 threads, the row sum combined over
+// those lanes by butterfly shuffles in the same order every launch; _post
+// goes through shared memory for whole-sector reads and writes.
 //
 //===----------------------------------------------------------------------===//
 #include "GradAuxKernels.h"
@@ -82,75 +83,133 @@ public:
   /// warpgroups' halves of D / 2 columns in accumulator order (thread t's
   /// registers 4j .. 4j + 3 at float 4 (128 j + t): rows r, r + 8 with
   /// r = 16 (t / 32) + (t mod 32) / 4, columns 8j + 2 (t mod 4) + {0, 1}).
-  /// A unit of 16 floats, four consecutive threads' quadruples j, is
-  /// then 8 columns of rows r and r + 8: each thread reads one unit (64
-  /// contiguous bytes) and writes two 16-byte pieces of dQ. The grid walks
-  /// the tiles in dQ's order, (batch, m-block, head) with the head fastest,
-  /// so that the CTAs running at once write one run of dQ's [B, S, H, D]
-  /// rows; in dQaccum's own order (the head slowest) they wrote a head's
-  /// 2 D bytes of every row of a long sequence at once, and the kernel
-  /// slowed with the sequence (bench/NOTES.md, Backward).
+  /// So a unit of 16 floats, four consecutive threads' quadruples j, is
+  /// 8 columns of rows r and r + 8 (quadruple k: columns 2k, 2k + 1 of row
+  /// r, then of row r + 8), and a chunk of 256 units (16 KiB) is a 64 x 64
+  /// block of dQ: units 32 c + g hold its columns 8c .. 8c + 7.
+  ///
+  /// A CTA converts a chunk at a time through shared memory, so that every
+  /// global access is whole sectors (ncu: reading a unit a lane and writing
+  /// 16 bytes in each of 32 rows a warp bound the kernel by L2 requests,
+  /// bench/NOTES.md): its threads load the chunk 16 bytes each,
+  /// consecutive threads on consecutive bytes, into shared memory (each
+  /// 2 KiB run of 32 units 16 bytes apart, so that the reads below fall in
+  /// distinct banks), then each writes 16 bytes (8 columns) of two of the
+  /// block's rows, 8 threads a row. The chunks go in dQ's order, (batch,
+  /// m-block, head) with the head fastest, so that the CTAs running at once
+  /// write one run of dQ's [B, S, H, D] rows (in dQaccum's order the
+  /// kernel slowed with the sequence).
   void buildPost(gpu::GPUModuleOp m, const std::string &name) {
+    // the staging buffer: 8 runs of 2 KiB, 16 bytes apart
+    const std::string stage = name + "_stage";
+    const int64_t runBytes = 32 * 64 + 16;
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToEnd(m.getBody());
+      LLVM::GlobalOp::create(
+          b, loc, LLVM::LLVMArrayType::get(b.getI8Type(), 8 * runBytes),
+          /*isConstant=*/false, LLVM::Linkage::Internal, stage, Attribute(),
+          /*alignment=*/16, /*addrSpace=*/3);
+    }
     gpu::GPUFuncOp fn = openKernel(m, name, kGradPostParams, kGradAuxThreads);
+    static_assert(kGradAuxThreads == 256, "a chunk is 256 units: one a thread");
     Value scale = param("scale");
-    const int64_t quads = headDim / 16; // quadruples of a half's thread
     const int64_t tileUnits = kGradDqRows * headDim / 16;
-    Value units = bin<arith::DivUIOp>(accWords(), i64(16));
+    const int64_t chunksPerTile = tileUnits / 256; // D / 64
+    Value chunks = bin<arith::DivUIOp>(accWords(), i64(256 * 16));
     Value hq = ext64(param("Hq")), sq = ext64(param("Sq"));
     Value nmb = mBlocks();
-    forEachUnit(units, [&](Value v) {
-      // the v-th unit in dQ's order: tile (bi, mb, h), and its place u in
-      // dQaccum's (tiles (bi, h, mb))
-      Value order = bin<arith::DivUIOp>(v, i64(tileUnits));
-      Value inTile = bin<arith::RemUIOp>(v, i64(tileUnits));
-      Value h = bin<arith::RemUIOp>(order, hq);
-      Value bm = bin<arith::DivUIOp>(order, hq);
-      Value mb = bin<arith::RemUIOp>(bm, nmb);
-      Value bi = bin<arith::DivUIOp>(bm, nmb);
-      Value tileIdx = bin<arith::MulIOp>(bi, hq);
-      tileIdx = bin<arith::AddIOp>(tileIdx, h);
-      tileIdx = bin<arith::MulIOp>(tileIdx, nmb);
-      tileIdx = bin<arith::AddIOp>(tileIdx, mb);
-      Value u = bin<arith::MulIOp>(tileIdx, i64(tileUnits));
-      u = bin<arith::AddIOp>(u, inTile);
-      Value g = bin<arith::RemUIOp>(inTile, i64(32));
-      Value hj = bin<arith::DivUIOp>(inTile, i64(32));
-      Value j = bin<arith::RemUIOp>(hj, i64(quads));
-      Value half = bin<arith::DivUIOp>(hj, i64(quads));
-      Value warp = bin<arith::DivUIOp>(g, i64(8));
-      Value r = bin<arith::MulIOp>(warp, i64(16));
-      Value quad = bin<arith::RemUIOp>(g, i64(8));
-      r = bin<arith::AddIOp>(r, quad);
-      Value col = bin<arith::MulIOp>(half, i64(headDim / 2));
-      Value jc = bin<arith::MulIOp>(j, i64(8));
-      col = bin<arith::AddIOp>(col, jc);
-      Value s0 = bin<arith::MulIOp>(mb, i64(kGradDqRows));
-      s0 = bin<arith::AddIOp>(s0, r);
-      auto v4 = VectorType::get({4}, f32T);
-      SmallVector<Value> acc;
+    Value smem = LLVM::AddressOfOp::create(b, loc, smemPtrT, stage);
+    Value tid = NVVM::ThreadIdXOp::create(b, loc, i32T);
+    Value bid = NVVM::BlockIdXOp::create(b, loc, i32T);
+    Value nb = NVVM::GridDimXOp::create(b, loc, i32T);
+    Value start = ext64(bid);
+    Value stride = ext64(nb);
+    auto loop = scf::ForOp::create(b, loc, start, chunks, stride);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    Value c = loop.getInductionVar();
+    // the chunk's tile (bi, mb, h) in dQ's order, its place in dQaccum's
+    // (tiles (bi, h, mb)) and its first unit column group hj0
+    Value order = bin<arith::DivUIOp>(c, i64(chunksPerTile));
+    Value inTile = bin<arith::RemUIOp>(c, i64(chunksPerTile));
+    Value h = bin<arith::RemUIOp>(order, hq);
+    Value bm = bin<arith::DivUIOp>(order, hq);
+    Value mb = bin<arith::RemUIOp>(bm, nmb);
+    Value bi = bin<arith::DivUIOp>(bm, nmb);
+    Value tileIdx = bin<arith::MulIOp>(bi, hq);
+    tileIdx = bin<arith::AddIOp>(tileIdx, h);
+    tileIdx = bin<arith::MulIOp>(tileIdx, nmb);
+    tileIdx = bin<arith::AddIOp>(tileIdx, mb);
+    Value first = bin<arith::MulIOp>(tileIdx, i64(tileUnits * 16));
+    Value chunk0 = bin<arith::MulIOp>(inTile, i64(256 * 16));
+    first = bin<arith::AddIOp>(first, chunk0);
+    auto v4 = VectorType::get({4}, f32T);
+    // in: float 4 (tid + 256 i) of the chunk, to byte 16 (tid + 256 i) +
+    // 16 (its run of 128 quadruples)
+    for (int64_t i = 0; i < 4; ++i) {
+      Value q = bin<arith::AddIOp>(tid, i32(256 * i));
+      Value q64 = ext64(q);
+      Value e = bin<arith::MulIOp>(q64, i64(4));
+      e = bin<arith::AddIOp>(first, e);
+      Value p = globalAt(param("dQaccum"), e, 4);
+      Value x = LLVM::LoadOp::create(b, loc, v4, p, /*alignment=*/16);
+      Value run = bin<arith::ShRUIOp>(q, i32(7));
+      Value at = bin<arith::MulIOp>(q, i32(16));
+      Value pad = bin<arith::MulIOp>(run, i32(16));
+      at = bin<arith::AddIOp>(at, pad);
+      Value sp = smemPtr(smem, at);
+      LLVM::StoreOp::create(b, loc, x, sp, /*alignment=*/16);
+    }
+    NVVM::Barrier0Op::create(b, loc);
+    // out: columns 8 col8 .. + 7 of rows R = tid / 8 + 32 p
+    Value col8 = bin<arith::RemUIOp>(tid, i32(8));
+    Value row8 = bin<arith::DivUIOp>(tid, i32(8));
+    Value hj0 = bin<arith::MulIOp>(inTile, i64(8));
+    Value col8x = ext64(col8);
+    Value col = bin<arith::AddIOp>(hj0, col8x);
+    col = bin<arith::MulIOp>(col, i64(8));
+    auto v2 = VectorType::get({2}, f32T);
+    for (int64_t p = 0; p < 2; ++p) {
+      Value r = bin<arith::AddIOp>(row8, i32(32 * p));
+      // unit 32 col8 + g, g = 8 (R / 16) + R mod 8, its half R / 8 mod 2
+      Value g16 = bin<arith::ShRUIOp>(r, i32(4));
+      Value gg = bin<arith::MulIOp>(g16, i32(8));
+      Value r8 = bin<arith::RemUIOp>(r, i32(8));
+      gg = bin<arith::AddIOp>(gg, r8);
+      Value half = bin<arith::ShRUIOp>(r, i32(3));
+      half = bin<arith::AndIOp>(half, i32(1));
+      Value u = bin<arith::MulIOp>(col8, i32(32));
+      u = bin<arith::AddIOp>(u, gg);
+      // byte 64 u + 16 col8 (the run's pad) + 8 half, then + 16 k
+      Value at = bin<arith::MulIOp>(u, i32(64));
+      Value pad = bin<arith::MulIOp>(col8, i32(16));
+      at = bin<arith::AddIOp>(at, pad);
+      Value hb = bin<arith::MulIOp>(half, i32(8));
+      at = bin<arith::AddIOp>(at, hb);
+      SmallVector<Value> words;
       for (int64_t k = 0; k < 4; ++k) {
-        Value e = bin<arith::MulIOp>(u, i64(16));
-        e = bin<arith::AddIOp>(e, i64(4 * k));
-        Value p = globalAt(param("dQaccum"), e, 4);
-        acc.push_back(LLVM::LoadOp::create(b, loc, v4, p, /*alignment=*/16));
+        Value ak = bin<arith::AddIOp>(at, i32(16 * k));
+        Value sp = smemPtr(smem, ak);
+        Value pair = LLVM::LoadOp::create(b, loc, v2, sp, /*alignment=*/8);
+        words.push_back(scaledPair(pair, 0, scale));
       }
-      for (int64_t i = 0; i < 2; ++i) {
-        Value s = bin<arith::AddIOp>(s0, i64(8 * i));
-        Value valid = cmpi(CmpIPredicate::ult, s, sq);
-        ifThen(valid, [&] {
-          // row i's columns 2k, 2k + 1 are elements 2i, 2i + 1 of unit k
-          SmallVector<Value> words;
-          for (int64_t k = 0; k < 4; ++k)
-            words.push_back(scaledPair(acc[k], 2 * i, scale));
-          auto v4i = VectorType::get({4}, i32T);
-          Value out = vector::FromElementsOp::create(b, loc, v4i, words);
-          Value e = rowStart(bi, s, h, "dqStride");
-          e = bin<arith::AddIOp>(e, col);
-          Value p = globalAt(param("dQ"), e, 2);
-          LLVM::StoreOp::create(b, loc, out, p, /*alignment=*/16);
-        });
-      }
-    });
+      Value s = bin<arith::MulIOp>(mb, i64(kGradDqRows));
+      Value r64 = ext64(r);
+      s = bin<arith::AddIOp>(s, r64);
+      Value valid = cmpi(CmpIPredicate::ult, s, sq);
+      ifThen(valid, [&] {
+        auto v4i = VectorType::get({4}, i32T);
+        Value out = vector::FromElementsOp::create(b, loc, v4i, words);
+        Value e = rowStart(bi, s, h, "dqStride");
+        e = bin<arith::AddIOp>(e, col);
+        Value gp = globalAt(param("dQ"), e, 2);
+        LLVM::StoreOp::create(b, loc, out, gp, /*alignment=*/16);
+      });
+    }
+    // the chunk's reads done before the next one's writes
+    NVVM::Barrier0Op::create(b, loc);
+    b.setInsertionPointAfter(loop);
     gpu::ReturnOp::create(b, loc);
     closeKernel(fn);
   }

@@ -6,9 +6,10 @@
 //   <kernel>_pre    delta = rowsum(dO o) in f32, dQaccum zeroed;
 //   <kernel>_post   dQ = scale dQaccum, rounded once to q's dtype.
 //
-// A row is one (batch, query, q head): D * 2 / 16 threads take its 16-bit
-// elements 16 bytes each; blocks step over the rows with the grid's stride,
-// so any grid is correct (fa3rt_abi.def: FA3RT_BWD_PRE_PARAM,
+// In _pre a row is one (batch, query, q head): D * 2 / 16 threads take its
+// 16-bit elements 16 bytes each; _post converts a 64 x 64 block of dQ at a
+// time through shared memory. Both step with the grid's stride, so any
+// grid is correct (fa3rt_abi.def: FA3RT_BWD_PRE_PARAM,
 // FA3RT_BWD_POST_PARAM).
 //
 //===----------------------------------------------------------------------===//

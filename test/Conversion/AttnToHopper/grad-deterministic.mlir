@@ -66,10 +66,10 @@
 // CHECK: %[[C4:.*]] = arith.andi %[[C3]], %c-4_i64 : i64
 // CHECK: %[[ALL:.*]] = arith.addi %[[ACCW]], %[[C4]] : i64
 // CHECK: arith.divui %[[ALL]], %c4_i64 : i64
-// _post reads the tiles only (units of 16 floats of dQaccum's tiles).
+// _post reads the tiles only (chunks of 4096 floats of dQaccum's tiles).
 // CHECK: gpu.func @det_kernel_post(
 // CHECK: %[[PW:.*]] = arith.muli %{{.*}}, %c8192_i64 : i64
-// CHECK-NEXT: arith.divui %[[PW]], %c16_i64 : i64
+// CHECK-NEXT: arith.divui %[[PW]], %c4096_i64 : i64
 
 // NVVM-LABEL: gpu.module @det_kernels
 // NVVM: ld.acquire.gpu.global.b32

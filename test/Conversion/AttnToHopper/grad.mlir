@@ -128,25 +128,28 @@
 // CHECK: llvm.getelementptr %[[ACC]]
 // CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xf32>, !llvm.ptr<1>
 // CHECK-NOT: llvm.store
-// A thread a unit of 16 floats (64 bytes: quadruple j of 4 threads):
-// column 64 half + 8 j, rows r and r + 8 (r = 16 warp + quad), each a
-// 16-byte store below Sq.
+// _post: a CTA converts a chunk of 256 units (a 64 x 64 block of dQ) at a
+// time, the chunks in dQ's order: loaded 16 bytes a thread, consecutive
+// threads on consecutive bytes, into shared memory (runs of 2 KiB, 16
+// bytes apart), then 16 bytes (8 columns) of two rows a thread, 8 threads
+// a row, each below Sq.
+// CHECK: llvm.mlir.global internal @bwd128_kernel_post_stage() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<16512 x i8>
 // CHECK: gpu.func @bwd128_kernel_post(%[[PACC:[^:]*]]: !llvm.ptr<1>, %[[DQO:[^:]*]]: !llvm.ptr<1>, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %[[SC:[^:]*]]: f32) kernel
+// CHECK: %[[STAGE:.*]] = llvm.mlir.addressof @bwd128_kernel_post_stage : !llvm.ptr<3>
 // CHECK: scf.for
-// CHECK: arith.divui %{{.*}}, %c512_i64
-// CHECK: arith.remui %{{.*}}, %c32_i64
-// CHECK: arith.remui %{{.*}}, %c8_i64
-// CHECK: arith.muli %{{.*}}, %c64_i64
-// CHECK-COUNT-4: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xf32>
-// CHECK: arith.cmpi ult
-// CHECK: scf.if
+// CHECK: arith.divui %{{.*}}, %c2_i64
+// CHECK-COUNT-4: llvm.getelementptr %[[STAGE]]
+// CHECK: nvvm.barrier0
+// CHECK-COUNT-4: llvm.load %{{.*}} {alignment = 8 : i64} : !llvm.ptr<3> -> vector<2xf32>
 // CHECK: arith.mulf %{{.*}}, %[[SC]] : f32
 // CHECK: arith.truncf %{{.*}} : vector<2xf32> to vector<2xbf16>
+// CHECK: arith.cmpi ult
+// CHECK: scf.if
 // CHECK: llvm.getelementptr %[[DQO]]
 // CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
-// CHECK: arith.addi %{{.*}}, %c8_i64
 // CHECK: scf.if
 // CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
+// CHECK: nvvm.barrier0
 // NVVM-LABEL: gpu.module @bwd128_kernels
 // NVVM: nvvm.cp.async.bulk.tensor.shared.cluster.global
 // NVVM: cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32
