@@ -714,9 +714,10 @@ static int64_t last_index(const fa3rt_tensor *t, const int64_t eff[4]) {
 }
 
 /* Who reads a tensor that check_tensor checks, for its messages: TMA, or
- * the 16-byte row accesses of the backward's helper kernels (o, dq) or of
- * a decoding kernel's <kernel>_append (k_new, v_new), by the same rules. */
-enum { BY_HELPERS = 0, BY_TMA = 1, BY_APPEND = 2, BY_QUANTIZE = 3 };
+ * the 16-byte row accesses of the backward's helper kernels (o, dq), of
+ * its kernel's dK/dV copy-out (dk, dv), or of a decoding kernel's
+ * <kernel>_append (k_new, v_new), by the same rules. */
+enum { BY_HELPERS = 0, BY_TMA = 1, BY_APPEND = 2, BY_QUANTIZE = 3, BY_COPY_OUT = 4 };
 
 /* Checks one tensor and sets eff[] to the strides used for it: a dim of extent 1
  * may carry any stride, replaced by one that spans the inner dims (it never fails
@@ -731,12 +732,16 @@ static fa3rt_status check_tensor(const char *name, const fa3rt_tensor *t, int64_
                                                "aligned rows"
                         : tma == BY_APPEND ? "the cache append (<kernel>_append) copies its "
                                              "rows 16 bytes at a time"
+                        : tma == BY_COPY_OUT ? "the backward kernel copies dK and dV out 16 "
+                                               "bytes at a time"
                                            : "fa3rt_bwd's helper kernels access its rows 16 "
                                              "bytes at a time";
   const char *why_stride = tma == BY_TMA ? "TMA"
                            : tma == BY_QUANTIZE ? "16-byte aligned rows for fa3rt_quantize"
                            : tma == BY_APPEND ? "16-byte aligned rows for the cache append "
                                                 "(<kernel>_append)"
+                           : tma == BY_COPY_OUT ? "16-byte aligned rows for the backward "
+                                                  "kernel's dK/dV copy-out"
                                               : "16-byte aligned rows for fa3rt_bwd's helper "
                                                 "kernels";
   for (int i = 0; i < 4; i++) {
@@ -1485,8 +1490,8 @@ static fa3rt_status plan_bwd(const fa3rt_facts *f, const fa3rt_bwd_args *a,
       (st = check_tensor("dout", dout, elem, eff[BDOUT], BY_TMA)) ||
       (st = check_tensor("o", o, elem, eff[BO], BY_HELPERS)) ||
       (st = check_tensor("dq", dq, elem, eff[BDQ], BY_HELPERS)) ||
-      (st = check_tensor("dk", dk, elem, eff[BDK], BY_TMA)) ||
-      (st = check_tensor("dv", dv, elem, eff[BDV], BY_TMA)))
+      (st = check_tensor("dk", dk, elem, eff[BDK], BY_COPY_OUT)) ||
+      (st = check_tensor("dv", dv, elem, eff[BDV], BY_COPY_OUT)))
     return st;
   if ((st = check_qkv(f, q, k, v, 0))) return st;
   const int64_t B = q->shape[0], Hq = q->shape[1], Sq = q->shape[2];

@@ -590,9 +590,12 @@ static void test_bwd_plan(void) {
   BAD_BWD((a.dv.strides[1] = 700 * 128, a.dv.strides[2] = 128, a.dv.strides[0] = 2 * 700 * 128),
           "dk and dv strides differ in dim H (128 and 89600 elements): the kernel takes one set");
   BAD_BWD(a.dk.ptr = 0, "dk pointer is NULL");
-  BAD_BWD(a.dv.ptr = 0x70008, "dv pointer 0x70008 is not 16-byte aligned");
+  BAD_BWD(a.dv.ptr = 0x70008, "dv pointer 0x70008 is not 16-byte aligned (the backward kernel "
+                              "copies dK and dV out 16 bytes at a time)");
   BAD_BWD(a.dout.strides[3] = 2, "dout stride of the head dim (D) is 2 elements");
-  BAD_BWD(a.dk.strides[2] = 2 * 128 + 4, "dk stride of dim S is 260 elements = 520 bytes");
+  BAD_BWD(a.dk.strides[2] = 2 * 128 + 4, "dk stride of dim S is 260 elements = 520 bytes; it "
+                                         "must be a multiple of 16 bytes (16-byte aligned rows "
+                                         "for the backward kernel's dK/dV copy-out)");
   /* o and dq: read and written by the helper kernels, 16 bytes at a time */
   BAD_BWD(a.o.ptr = 0, "o pointer is NULL");
   BAD_BWD(a.dq.ptr = 0, "dq pointer is NULL");
