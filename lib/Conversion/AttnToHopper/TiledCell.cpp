@@ -95,6 +95,80 @@ bool isProductWith(Value v, Value x, int64_t c) {
     std::swap(a, k);
   return a == x && getConstantIntValue(k) == c;
 }
+
+/// Whether the lowering can rebuild `v` in i32: the loop's variable, the
+/// schedule op's results, constants, and pure index arithmetic of the
+/// loop's body on them (each value checked once).
+class Lowerable {
+public:
+  Lowerable(scf::ForOp loop, Operation *range) : loop(loop), range(range) {}
+  bool operator()(Value v) {
+    if (v == loop.getInductionVar() || v.getDefiningOp() == range)
+      return true;
+    auto it = seen.find(v);
+    if (it != seen.end())
+      return it->second;
+    Operation *def = v.getDefiningOp();
+    bool ok = def && isIndexArith(def) &&
+              (isa<arith::ConstantOp>(def) ||
+               (def->getBlock() == loop.getBody() &&
+                llvm::all_of(def->getOperands(),
+                             [&](Value x) { return (*this)(x); })));
+    seen[v] = ok;
+    return ok;
+  }
+
+private:
+  scf::ForOp loop;
+  Operation *range;
+  DenseMap<Value, bool> seen;
+};
+
+/// The one step of a tile program's loop over blocks (`blocks`: "kv
+/// blocks" or "m-blocks", `block` one of them, `rangeName` the schedule
+/// op's name): index arithmetic and one StepOp, or attn-tile's boundary
+/// split of it (its condition lowerable); `step` the op that stands in the
+/// body, `masked` / `unmasked` its forms.
+template <typename StepOp>
+LogicalResult matchStep(scf::ForOp loop, Lowerable &lowerable,
+                        StringRef blocks, StringRef block, StringRef rangeName,
+                        Operation *&step, StepOp &masked, StepOp &unmasked,
+                        std::string &why, Operation *&where) {
+  auto fail = [&](Operation *op, const Twine &what) {
+    where = op;
+    why = what.str();
+    return failure();
+  };
+  StringRef stepName = StepOp::getOperationName();
+  for (Operation &op : loop.getBody()->without_terminator()) {
+    if (isIndexArith(&op))
+      continue;
+    if (!isa<StepOp, scf::IfOp>(op))
+      return fail(&op, "the loop over " + blocks +
+                           " may hold only index arithmetic and one " +
+                           stepName + " (or attn-tile's boundary split of it)");
+    if (step)
+      return fail(&op, "the loop over " + blocks + " takes one step a block");
+    step = &op;
+    if (auto u = dyn_cast<StepOp>(op)) {
+      (u.getMasked() ? masked : unmasked) = u;
+      continue;
+    }
+    auto ifOp = cast<scf::IfOp>(op);
+    masked = onlyStep<StepOp>(ifOp.getThenRegion());
+    unmasked = onlyStep<StepOp>(ifOp.getElseRegion());
+    if (ifOp.getNumResults() || !masked || !unmasked || !masked.getMasked() ||
+        unmasked.getMasked() || !sameStep(masked, unmasked))
+      return fail(&op, "a branch in the loop over " + blocks +
+                           " must be the boundary split: the masked " +
+                           stepName + " in its then arm, the same step "
+                           "unmasked in its else arm");
+    if (!lowerable(ifOp.getCondition()))
+      return fail(&op, "the boundary split's condition must be index "
+                       "arithmetic of the " + block + " and " + rangeName);
+  }
+  return success();
+}
 } // namespace
 
 FailureOr<hopper::TiledCell>
@@ -127,53 +201,14 @@ fa3::hopper::matchTiledCell(KvRangeOp range, TileUpdateOp update,
                           "blocks in its block");
   cell.kvLoop = loop;
 
-  // What the lowering rebuilds in i32: the loop's block, the range's
-  // results, constants, and pure index arithmetic of the loop on them.
-  Value iv = loop.getInductionVar();
-  DenseMap<Value, bool> seen; // each value checked once
-  std::function<bool(Value)> lowerable = [&](Value v) {
-    if (v == iv || v.getDefiningOp() == range)
-      return true;
-    auto it = seen.find(v);
-    if (it != seen.end())
-      return it->second;
-    Operation *def = v.getDefiningOp();
-    bool ok = def && isIndexArith(def) &&
-              (isa<arith::ConstantOp>(def) ||
-               (def->getBlock() == loop.getBody() &&
-                llvm::all_of(def->getOperands(), lowerable)));
-    seen[v] = ok;
-    return ok;
-  };
-
-  // The body: index arithmetic and one step.
+  // The body: index arithmetic and one step, which the lowering rebuilds
+  // in i32 (Lowerable).
+  Lowerable lowerable(loop, range);
   TileUpdateOp masked, unmasked;
-  for (Operation &op : loop.getBody()->without_terminator()) {
-    if (isIndexArith(&op))
-      continue;
-    if (!isa<TileUpdateOp, scf::IfOp>(op))
-      return fail(&op, "the loop over kv blocks may hold only index "
-                       "arithmetic and one attn.tile_update (or attn-tile's "
-                       "boundary split of it)");
-    if (cell.step)
-      return fail(&op, "the loop over kv blocks takes one step a block");
-    cell.step = &op;
-    if (auto u = dyn_cast<TileUpdateOp>(op)) {
-      (u.getMasked() ? masked : unmasked) = u;
-      continue;
-    }
-    auto ifOp = cast<scf::IfOp>(op);
-    masked = onlyStep<TileUpdateOp>(ifOp.getThenRegion());
-    unmasked = onlyStep<TileUpdateOp>(ifOp.getElseRegion());
-    if (ifOp.getNumResults() || !masked || !unmasked || !masked.getMasked() ||
-        unmasked.getMasked() || !sameStep(masked, unmasked))
-      return fail(&op, "a branch in the loop over kv blocks must be the "
-                       "boundary split: the masked attn.tile_update in its "
-                       "then arm, the same step unmasked in its else arm");
-    if (!lowerable(ifOp.getCondition()))
-      return fail(&op, "the boundary split's condition must be index "
-                       "arithmetic of the kv block and attn.kv_range");
-  }
+  if (failed(matchStep(loop, lowerable, "kv blocks", "kv block",
+                       KvRangeOp::getOperationName(), cell.step, masked,
+                       unmasked, why, where)))
+    return failure();
   TileUpdateOp any = masked ? masked : unmasked;
   if (!any || (update != masked && update != unmasked))
     return fail(loop, "the loop over kv blocks must hold the attention's "
@@ -302,53 +337,15 @@ fa3::hopper::matchTiledGradCell(QRangeOp range, TileGradUpdateOp update,
   cell.headLoop = headLoop;
   cell.mLoop = mLoop;
 
-  // What the lowering rebuilds in i32: the m-block, the range's results,
-  // constants, and pure index arithmetic of the m-block loop on them.
+  // The body: index arithmetic and one step, which the lowering rebuilds
+  // in i32 (Lowerable).
   Value mb = mLoop.getInductionVar();
-  DenseMap<Value, bool> seen; // each value checked once
-  std::function<bool(Value)> lowerable = [&](Value v) {
-    if (v == mb || v.getDefiningOp() == range)
-      return true;
-    auto it = seen.find(v);
-    if (it != seen.end())
-      return it->second;
-    Operation *def = v.getDefiningOp();
-    bool ok = def && isIndexArith(def) &&
-              (isa<arith::ConstantOp>(def) ||
-               (def->getBlock() == mLoop.getBody() &&
-                llvm::all_of(def->getOperands(), lowerable)));
-    seen[v] = ok;
-    return ok;
-  };
-
-  // The body: index arithmetic and one step.
+  Lowerable lowerable(mLoop, range);
   TileGradUpdateOp masked, unmasked;
-  for (Operation &op : mLoop.getBody()->without_terminator()) {
-    if (isIndexArith(&op))
-      continue;
-    if (!isa<TileGradUpdateOp, scf::IfOp>(op))
-      return fail(&op, "the loop over m-blocks may hold only index "
-                       "arithmetic and one attn.tile_grad_update (or "
-                       "attn-tile's boundary split of it)");
-    if (cell.step)
-      return fail(&op, "the loop over m-blocks takes one step a block");
-    cell.step = &op;
-    if (auto u = dyn_cast<TileGradUpdateOp>(op)) {
-      (u.getMasked() ? masked : unmasked) = u;
-      continue;
-    }
-    auto ifOp = cast<scf::IfOp>(op);
-    masked = onlyStep<TileGradUpdateOp>(ifOp.getThenRegion());
-    unmasked = onlyStep<TileGradUpdateOp>(ifOp.getElseRegion());
-    if (ifOp.getNumResults() || !masked || !unmasked || !masked.getMasked() ||
-        unmasked.getMasked() || !sameStep(masked, unmasked))
-      return fail(&op, "a branch in the loop over m-blocks must be the "
-                       "boundary split: the masked attn.tile_grad_update in "
-                       "its then arm, the same step unmasked in its else arm");
-    if (!lowerable(ifOp.getCondition()))
-      return fail(&op, "the boundary split's condition must be index "
-                       "arithmetic of the m-block and attn.q_range");
-  }
+  if (failed(matchStep(mLoop, lowerable, "m-blocks", "m-block",
+                       QRangeOp::getOperationName(), cell.step, masked,
+                       unmasked, why, where)))
+    return failure();
   TileGradUpdateOp any = masked ? masked : unmasked;
   if (!any || (update != masked && update != unmasked))
     return fail(mLoop, "the loop over m-blocks must hold the backward's "
