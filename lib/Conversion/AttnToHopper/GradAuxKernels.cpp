@@ -192,7 +192,7 @@ public:
         Value ak = bin<arith::AddIOp>(at, i32(16 * k));
         Value sp = smemPtr(smem, ak);
         Value pair = LLVM::LoadOp::create(b, loc, v2, sp, /*alignment=*/8);
-        words.push_back(scaledPair(pair, 0, scale));
+        words.push_back(scaledPair(pair, scale));
       }
       Value s = bin<arith::MulIOp>(mb, i64(kGradDqRows));
       Value r64 = ext64(r);
@@ -252,13 +252,14 @@ private:
     tiles = bin<arith::AndIOp>(tiles, i64(~int64_t(3)));
     return bin<arith::AddIOp>(words, tiles);
   }
-  /// Elements e, e + 1 of `acc` times `scale`, rounded to et, as one word.
-  Value scaledPair(Value acc, int64_t e, Value scale) {
+  /// A pair of floats (vector<2xf32>) times `scale`, rounded to et, as one
+  /// word.
+  Value scaledPair(Value acc, Value scale) {
     auto v2 = VectorType::get({2}, f32T);
     auto v2h = VectorType::get({2}, et);
-    Value lo = vector::ExtractOp::create(b, loc, acc, e);
+    Value lo = vector::ExtractOp::create(b, loc, acc, 0);
     lo = bin<arith::MulFOp>(lo, scale);
-    Value hi = vector::ExtractOp::create(b, loc, acc, e + 1);
+    Value hi = vector::ExtractOp::create(b, loc, acc, 1);
     hi = bin<arith::MulFOp>(hi, scale);
     Value pair = vector::FromElementsOp::create(b, loc, v2, ValueRange{lo, hi});
     Value h = arith::TruncFOp::create(b, loc, v2h, pair);

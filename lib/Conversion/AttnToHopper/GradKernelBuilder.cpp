@@ -478,20 +478,12 @@ void GradKernelBuilder::consumers(Value cta) {
   // The tile program (TiledGradCell): its two loops become the loop over
   // the CTA's steps, its step's index arithmetic i32 values of the step's
   // m-block and attn.q_range's results, and its masked and unmasked forms
-  // (the boundary split's condition between them) the step's mask.
+  // (the boundary split's condition between them, as matchTiledGradCell
+  // found them) the step's mask.
   auto mLoop = cast<scf::ForOp>(cell.mLoop);
   auto range = cast<fa3::attn::QRangeOp>(cell.range);
-  fa3::attn::TileGradUpdateOp maskedStep, plainStep;
-  Value boundaryCond;
-  if (auto u = dyn_cast<fa3::attn::TileGradUpdateOp>(cell.step)) {
-    (u.getMasked() ? maskedStep : plainStep) = u;
-  } else {
-    auto split = cast<scf::IfOp>(cell.step);
-    maskedStep = cast<fa3::attn::TileGradUpdateOp>(split.thenBlock()->front());
-    plainStep = cast<fa3::attn::TileGradUpdateOp>(split.elseBlock()->front());
-    boundaryCond = split.getCondition();
-  }
-  fa3::attn::TileGradUpdateOp stepOp = plainStep ? plainStep : maskedStep;
+  Value boundaryCond = cell.step.boundary;
+  auto stepOp = cast<fa3::attn::TileGradUpdateOp>(cell.step.any());
 
   Value steps = bin<arith::MulIOp>(w.group, w.nm);
   FragmentType fragAcc = shared ? fragQ : fragD;
@@ -576,7 +568,7 @@ void GradKernelBuilder::consumers(Value cta) {
       s = ifElse(boundary, TypeRange{fragS}, masked,
                  [&]() -> SmallVector<Value> { return {s}; })
               .getResult(0);
-    } else if (maskedStep) {
+    } else if (cell.step.masked) {
       s = masked().front();
     }
     Value p = GradProbsOp::create(b, loc, s, lse, probScale);

@@ -109,7 +109,7 @@ struct TiledGradCell {
   mlir::Operation *range = nullptr;    // attn.q_range
   mlir::Operation *headLoop = nullptr; // scf.for over the kv head's q heads
   mlir::Operation *mLoop = nullptr;    // scf.for over the range's m-blocks
-  mlir::Operation *step = nullptr;     // attn.tile_grad_update or the scf.if
+  TiledStep step;                      // attn.tile_grad_update's forms
   mlir::Operation *finalize = nullptr; // attn.tile_grad_finalize
 };
 

@@ -1065,21 +1065,14 @@ void KernelBuilder::consumers(Value tid, Value cta) {
 
   // The tile program of attn-tile's form (TiledCell): its loop over kv
   // blocks becomes the mainloop, its step each block's products and
-  // softmax. The step: attn.tile_update, or the boundary split's two
-  // forms with the condition that picks the masked one.
+  // softmax: its forms and the condition that picks the masked one, as
+  // matchTiledCell found them.
   auto kvLoop = cast<scf::ForOp>(cell.kvLoop);
   auto range = cast<fa3::attn::KvRangeOp>(cell.range);
-  fa3::attn::TileUpdateOp maskedStep, plainStep;
-  Value boundaryCond;
-  if (auto u = dyn_cast<fa3::attn::TileUpdateOp>(cell.step)) {
-    (u.getMasked() ? maskedStep : plainStep) = u;
-  } else {
-    auto split = cast<scf::IfOp>(cell.step);
-    maskedStep = cast<fa3::attn::TileUpdateOp>(split.thenBlock()->front());
-    plainStep = cast<fa3::attn::TileUpdateOp>(split.elseBlock()->front());
-    boundaryCond = split.getCondition();
-  }
-  fa3::attn::TileUpdateOp step = plainStep ? plainStep : maskedStep;
+  auto maskedStep =
+      cast_or_null<fa3::attn::TileUpdateOp>(cell.step.masked);
+  Value boundaryCond = cell.step.boundary;
+  auto step = cast<fa3::attn::TileUpdateOp>(cell.step.any());
   // Lazy rescaling where the step has a threshold above 0 (0 is exact: the
   // step's `raised` is then never set, and the lazy branch would skip
   // O *= alpha).

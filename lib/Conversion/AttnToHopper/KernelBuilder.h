@@ -241,6 +241,18 @@ SmemLayout computeSmemLayout(const KernelConfig &cfg);
 /// Returns an empty string if the configuration is supported, else why not.
 std::string checkSupported(const KernelConfig &cfg);
 
+/// A tile program's step as its matcher found it (TiledCell.h): the step's
+/// masked and unmasked forms (attn.tile_update / attn.tile_grad_update;
+/// one of them absent without attn-tile's boundary split) and the split's
+/// condition, which picks the masked one (null without the split).
+struct TiledStep {
+  mlir::Operation *masked = nullptr;
+  mlir::Operation *unmasked = nullptr;
+  mlir::Value boundary;
+  /// The step's attributes and operands (both forms agree on them).
+  mlir::Operation *any() const { return unmasked ? unmasked : masked; }
+};
+
 /// One tile's program in attn-tile's form, from which the consumers'
 /// mainloop and epilogue are lowered (matchTiledCell, TiledCell.h, checks
 /// this shape): the state buffers (row max, row sum, accumulator)
@@ -251,7 +263,7 @@ std::string checkSupported(const KernelConfig &cfg);
 struct TiledCell {
   mlir::Operation *range = nullptr;    // attn.kv_range
   mlir::Operation *kvLoop = nullptr;   // scf.for over its blocks
-  mlir::Operation *step = nullptr;     // attn.tile_update or the scf.if
+  TiledStep step;                      // attn.tile_update's forms
   mlir::Operation *finalize = nullptr; // attn.tile_finalize
   /// The bits of the f32 constants that the row max, the row sums and the
   /// accumulator start from: -inf, 0, 0 (as attn-tile writes them; the

@@ -127,12 +127,12 @@ private:
 /// The one step of a tile program's loop over blocks (`blocks`: "kv
 /// blocks" or "m-blocks", `block` one of them, `rangeName` the schedule
 /// op's name): index arithmetic and one StepOp, or attn-tile's boundary
-/// split of it (its condition lowerable); `step` the op that stands in the
-/// body, `masked` / `unmasked` its forms.
+/// split of it (its condition lowerable); `masked` / `unmasked` its forms,
+/// `out` them and the split's condition for the lowering.
 template <typename StepOp>
 LogicalResult matchStep(scf::ForOp loop, Lowerable &lowerable,
                         StringRef blocks, StringRef block, StringRef rangeName,
-                        Operation *&step, StepOp &masked, StepOp &unmasked,
+                        StepOp &masked, StepOp &unmasked, hopper::TiledStep &out,
                         std::string &why, Operation *&where) {
   auto fail = [&](Operation *op, const Twine &what) {
     where = op;
@@ -140,6 +140,7 @@ LogicalResult matchStep(scf::ForOp loop, Lowerable &lowerable,
     return failure();
   };
   StringRef stepName = StepOp::getOperationName();
+  Operation *step = nullptr;
   for (Operation &op : loop.getBody()->without_terminator()) {
     if (isIndexArith(&op))
       continue;
@@ -166,7 +167,10 @@ LogicalResult matchStep(scf::ForOp loop, Lowerable &lowerable,
     if (!lowerable(ifOp.getCondition()))
       return fail(&op, "the boundary split's condition must be index "
                        "arithmetic of the " + block + " and " + rangeName);
+    out.boundary = ifOp.getCondition();
   }
+  out.masked = masked;
+  out.unmasked = unmasked;
   return success();
 }
 } // namespace
@@ -206,8 +210,8 @@ fa3::hopper::matchTiledCell(KvRangeOp range, TileUpdateOp update,
   Lowerable lowerable(loop, range);
   TileUpdateOp masked, unmasked;
   if (failed(matchStep(loop, lowerable, "kv blocks", "kv block",
-                       KvRangeOp::getOperationName(), cell.step, masked,
-                       unmasked, why, where)))
+                       KvRangeOp::getOperationName(), masked, unmasked,
+                       cell.step, why, where)))
     return failure();
   TileUpdateOp any = masked ? masked : unmasked;
   if (!any || (update != masked && update != unmasked))
@@ -343,8 +347,8 @@ fa3::hopper::matchTiledGradCell(QRangeOp range, TileGradUpdateOp update,
   Lowerable lowerable(mLoop, range);
   TileGradUpdateOp masked, unmasked;
   if (failed(matchStep(mLoop, lowerable, "m-blocks", "m-block",
-                       QRangeOp::getOperationName(), cell.step, masked,
-                       unmasked, why, where)))
+                       QRangeOp::getOperationName(), masked, unmasked,
+                       cell.step, why, where)))
     return failure();
   TileGradUpdateOp any = masked ? masked : unmasked;
   if (!any || (update != masked && update != unmasked))
