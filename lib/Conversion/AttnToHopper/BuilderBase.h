@@ -243,7 +243,8 @@ protected:
   /// finds the parameters by name.
   template <typename Param, size_t N>
   gpu::GPUFuncOp openKernel(gpu::GPUModuleOp m, llvm::StringRef name,
-                            const Param (&list)[N], int64_t threads) {
+                            const Param (&list)[N], int64_t threads,
+                            int64_t ctasPerSm = 1) {
     b.setInsertionPointToEnd(m.getBody());
     if (!m.lookupSymbol("attn_smem")) { // once per module
       auto smem = LLVM::GlobalOp::create(
@@ -263,7 +264,8 @@ protected:
     fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
     fn->setAttr("nvvm.maxntid", b.getDenseI32ArrayAttr(
                                     {static_cast<int32_t>(threads), 1, 1}));
-    fn->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
+    fn->setAttr("nvvm.minctasm",
+                b.getI32IntegerAttr(static_cast<int32_t>(ctasPerSm)));
     entry = &fn.front();
     for (size_t i = 0; i < N; ++i)
       params[list[i].name] = entry->getArgument(i);

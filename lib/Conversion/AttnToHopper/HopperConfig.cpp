@@ -93,6 +93,7 @@ void fa3::hopper::applyConfig(HopperConfigAttr config, KernelConfig &cfg) {
   cfg.tmaStore = config.getTmaStore();
   cfg.splitKv = config.getSplitKv();
   cfg.packGqa = config.getPackGqa();
+  cfg.ctasPerSm = config.getCtasPerSm();
 }
 
 HopperConfigAttr fa3::hopper::recordConfig(MLIRContext *ctx,
@@ -100,7 +101,7 @@ HopperConfigAttr fa3::hopper::recordConfig(MLIRContext *ctx,
   return HopperConfigAttr::get(
       ctx, cfg.blockM, cfg.blockN, cfg.stages, cfg.persistent, cfg.qBuffers,
       cfg.lazyRescale, llvm::APFloat(cfg.rescaleThreshold), cfg.clusterM,
-      cfg.pingpong, cfg.tmaStore, cfg.splitKv, cfg.packGqa);
+      cfg.pingpong, cfg.tmaStore, cfg.splitKv, cfg.packGqa, cfg.ctasPerSm);
 }
 
 FailureOr<GradKernelConfig>
@@ -182,7 +183,7 @@ HopperConfigAttr fa3::hopper::recordGradConfig(MLIRContext *ctx,
                                /*rescale_threshold=*/llvm::APFloat(0.0),
                                /*cluster_m=*/1, /*pingpong=*/false,
                                /*tma_store=*/cfg.dqBulk, /*split_kv=*/false,
-                               /*pack_gqa=*/false);
+                               /*pack_gqa=*/false, /*ctas_per_sm=*/1);
 }
 
 namespace {
@@ -313,7 +314,14 @@ void chooseConfig(KernelConfig &cfg, bool fullMask,
   // directly, which the partial outputs need anyway; no cluster.
   // A decoding step streams K and V once: a third ring stage, where shared
   // memory has room for it (head dim up to 128), keeps more of them in
-  // flight per SM (bench/NOTES.md, Decoding).
+  // flight per SM (bench/NOTES.md, Decoding). Up to head dim 128, tiles of
+  // 64 keys and two CTAs a SM (each 113 KiB of shared memory with three
+  // stages, 128 registers a thread at launch, 232 for its consumers): one
+  // CTA's start and end overlap the other's stream, where one CTA a SM of
+  // 128 keys left the SM idle (B 64-128 at 1k keys: 0.98 of SDPA's time ->
+  // 1.00; 16k-64k: 0.99 -> 1.00-1.01; B 1-16 +1-5 %); with two stages of
+  // 64 keys two a SM streamed 3-7 % slower at B <= 16 (bench/NOTES.md,
+  // Decoding).
   // FP8 (e4m3): tiles of 128 keys (the transposed V is one 128-byte
   // swizzle row of keys wide), no clusters (checkSupported). Persistent
   // CTAs at head dim 64 and 128, as bf16: 1.07-1.45x one CTA per tile at
@@ -358,8 +366,15 @@ void chooseConfig(KernelConfig &cfg, bool fullMask,
     cfg.qBuffers = 1;
     cfg.clusterM = 1;
     cfg.tmaStore = false;
+    if (o.blockN == 0 && hd <= 128 && cfg.blockM == 64)
+      cfg.blockN = 64;
     if (o.stages == 0)
       deepestFittingStages(cfg, 3);
+    if (hd <= 128 && cfg.stages >= 3) {
+      cfg.ctasPerSm = 2;
+      if (!checkSupported(cfg).empty())
+        cfg.ctasPerSm = 1;
+    }
   }
 }
 

@@ -77,9 +77,11 @@ int64_t producerRegs(const KernelConfig &cfg) {
 /// Registers per consumer thread after setmaxnreg: the CTA's registers at
 /// launch (launchRegistersPerThread) less the producer warpgroup's, split
 /// over the consumer warpgroups (a multiple of 8, at most 240): 240 for
-/// two, 160 for three (as FA3); 224 or 232 for two beside FP8's transposer.
+/// two, 160 for three (as FA3); 224 or 232 for two beside FP8's transposer;
+/// 232 for one of a CTA two a SM (128 at launch).
 int64_t consumerRegs(const KernelConfig &cfg) {
-  const int64_t launch = launchRegistersPerThread(cfg.threads());
+  const int64_t launch =
+      launchRegistersPerThread(cfg.threads(), cfg.ctasPerSm);
   int64_t perThread =
       (launch * (1 + cfg.consumers()) - producerRegs(cfg)) / cfg.consumers();
   return std::min<int64_t>(240, perThread / 8 * 8);
@@ -844,11 +846,21 @@ std::string fa3::hopper::checkSupported(const KernelConfig &cfg) {
                                : "the TMA O store")
        << " (the decoding kernel takes a fixed-length batch, one CTA per "
           "tile, no cluster, and stores O directly)";
-  else if (computeSmemLayout(cfg).total > kMaxDynamicSmem)
+  else if (cfg.ctasPerSm != 1 && cfg.ctasPerSm != 2)
+    os << "ctas_per_sm " << cfg.ctasPerSm << " (1 or 2)";
+  else if (cfg.ctasPerSm == 2 && cfg.consumers() != 1)
+    os << "two CTAs a SM with block-m " << cfg.blockM
+       << " (each CTA then has 128 registers a thread at launch: enough "
+          "for one consumer warpgroup, block-m 64, not for "
+       << cfg.consumers() << ")";
+  else if (computeSmemLayout(cfg).total > maxDynamicSmem(cfg.ctasPerSm))
     os << "tiles " << cfg.blockM << "x" << cfg.blockN << " with head dim "
        << headDimsOf(cfg) << " need " << computeSmemLayout(cfg).total
-       << " bytes of shared memory, more than the " << kMaxDynamicSmem
-       << " a Hopper CTA has";
+       << " bytes of shared memory, more than the "
+       << maxDynamicSmem(cfg.ctasPerSm) << " a Hopper CTA has"
+       << (cfg.ctasPerSm > 1 ? " two a SM" : "")
+       << (cfg.ctasPerSm > 1 ? " (stages " + std::to_string(cfg.stages) + ")"
+                             : std::string());
   return why;
 }
 
@@ -1467,7 +1479,8 @@ void KernelBuilder::body() {
 
 gpu::GPUFuncOp KernelBuilder::build(gpu::GPUModuleOp m) {
   // The parameters as the ABI spells them (runtime/include/fa3rt_abi.def).
-  gpu::GPUFuncOp fn = openKernel(m, cfg.name, kKernelParams, cfg.threads());
+  gpu::GPUFuncOp fn =
+      openKernel(m, cfg.name, kKernelParams, cfg.threads(), cfg.ctasPerSm);
   if (cfg.clusterM == 2)
     fn->setAttr("nvvm.cluster_dim", b.getDenseI32ArrayAttr({2, 1, 1}));
   body();

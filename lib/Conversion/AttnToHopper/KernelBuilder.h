@@ -78,6 +78,9 @@ struct KernelConfig {
   bool packGqa = false;      // a tile's rows are (query, q head) pairs of
                              // one kv head, query-major: a decoding step
                              // reads each kv head's K and V once
+  int64_t ctasPerSm = 1;     // CTAs resident on an SM together (2: each
+                             // has half the registers and shared memory;
+                             // checkSupported: one consumer warpgroup)
 
   int64_t consumers() const { return blockM / 64; }
   /// How O leaves the kernel: 4-byte stores from the registers, or staged

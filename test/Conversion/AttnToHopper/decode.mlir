@@ -7,29 +7,37 @@
 // cache.
 // RUN: fa3-opt %s --attn-hopper-config="decode=true" | FileCheck %s --check-prefix=CONFIG
 // RUN: fa3-opt %s --attn-hopper-config="decode=true block-m=128" | FileCheck %s --check-prefix=CONFIG128
+// RUN: fa3-opt %s --attn-hopper-config="decode=true block-n=128" | FileCheck %s --check-prefix=CONFIGN128
 // RUN: fa3-opt %s --attn-hopper-config="decode=true" --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=KERNEL
 // RUN: fa3-opt %s --attn-hopper-config="decode=true" --attn-tile --convert-attn-to-hopper --hopper-warp-specialize --hopper-async-copy --hopper-overlap --hopper-pingpong --convert-hopper-to-nvvm | FileCheck %s --check-prefix=COMBINE
 
 // One CTA per tile of 64 packed rows (one consumer warpgroup, so no
 // ping-pong), no cluster, O stored directly (the decoding kernel's own
 // settings, whatever the other options say); 128 rows where asked.
-// CONFIG: attn.hopper_config = #attn.hopper_config<block_m = 64, block_n = 128, stages = 3, persistent = false, q_buffers = 1, lazy_rescale = true, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = false, tma_store = false, split_kv = true, pack_gqa = true>
+// Tiles of 64 keys, three stages, and two CTAs a SM (113 KiB of shared
+// memory each); with 128 keys three stages fit only one a SM (CONFIGN128),
+// and 128 rows, two consumer warpgroups, keep 128 keys and one.
+// CONFIG: attn.hopper_config = #attn.hopper_config<block_m = 64, block_n = 64, stages = 3, persistent = false, q_buffers = 1, lazy_rescale = true, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = false, tma_store = false, split_kv = true, pack_gqa = true, ctas_per_sm = 2>
+// CONFIGN128: attn.hopper_config = #attn.hopper_config<block_m = 64, block_n = 128, stages = 3, persistent = false, q_buffers = 1, lazy_rescale = true, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = false, tma_store = false, split_kv = true, pack_gqa = true>}
 // CONFIG128: attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 3, persistent = false, q_buffers = 1, lazy_rescale = true, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = true, tma_store = false, split_kv = true, pack_gqa = true>
 
 // The launch facts name both choices.
 // KERNEL: gpu.func @attn_kernel(
+// KERNEL-SAME: ctas_per_sm = 2
 // KERNEL-SAME: o_store = "direct"
 // KERNEL-SAME: pack_gqa = true
 // KERNEL-SAME: split_kv = true
 // KERNEL-SAME: threads = 256
+// KERNEL-SAME: nvvm.minctasm = 2 : i32
 
-// Consumers: one warpgroup with the 240 registers a thread that the 24 of
-// the producer's leave; the kernel pass writes their program, with the
+// Consumers: one warpgroup with the 232 registers a thread that the 24 of
+// the producer's leave of a CTA's 128 at launch, two CTAs a SM
+// (nvvm.minctasm); the kernel pass writes their program, with the
 // ring fills that hopper-warp-specialize gives to the producer thread.
 // The grid is Sq x (Hq / Hkv) packed rows, Hkv heads and B x numSplits
 // batches; a tile's batch coordinate is (split, batch).
 // KERNEL: hopper.warp_specialize producer
-// KERNEL: } consumers(%{{.*}} of 1) regs 240 {
+// KERNEL: } consumers(%{{.*}} of 1) regs 232 {
 // KERNEL: %[[G:.*]] = arith.divui %[[HQ:.*]], %[[HKV:[^ ]*]] : i32
 // KERNEL: %[[ROWS:.*]] = arith.muli %{{.*}}, %[[G]] : i32
 // KERNEL: %[[BS:.*]] = arith.muli %[[B:[^ ]*]], %[[NS:[^ ]*]] : i32

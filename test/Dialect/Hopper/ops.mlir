@@ -129,6 +129,30 @@ func.func @budget_at_launch() {
 
 // -----
 
+// Two CTAs a SM (nvvm.minctasm 2, the decoding kernel's): 128 registers a
+// thread at launch, so one consumer warpgroup beside the producer's 24 has
+// at most 232.
+func.func @budget_two_a_sm() attributes {nvvm.minctasm = 2 : i32} {
+  // expected-error @below {{128 x (24 + 1 x 240) = 33792 registers: more than the CTA's 32768 at launch (256 threads x 128, 2 CTAs a SM (nvvm.minctasm))}}
+  hopper.warp_specialize producer regs 24 {
+  } consumers(%c of 1) regs 240 {
+  }
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @budget_two_a_sm_fits
+// CHECK: } consumers(%{{.*}} of 1) regs 232 {
+func.func @budget_two_a_sm_fits() attributes {nvvm.minctasm = 2 : i32} {
+  hopper.warp_specialize producer regs 24 {
+  } consumers(%c of 1) regs 232 {
+  }
+  return
+}
+
+// -----
+
 func.func @odd_budget() {
   // expected-error @below {{register budgets must be multiples of 8 (setmaxnreg), got 100}}
   hopper.warp_specialize producer regs 24 {

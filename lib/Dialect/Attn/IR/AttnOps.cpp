@@ -1003,7 +1003,7 @@ HopperConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                          bool persistent, int64_t qBuffers, bool lazyRescale,
                          APFloat rescaleThreshold, int64_t clusterM,
                          bool pingpong, bool tmaStore, bool splitKv,
-                         bool packGqa) {
+                         bool packGqa, int64_t ctasPerSm) {
   if (blockM <= 0 || blockN <= 0 || blockM > kMaxBlock || blockN > kMaxBlock)
     return emitError() << "hopper_config: block sizes must be 1 to "
                        << kMaxBlock << ", got " << blockM << " x " << blockN;
@@ -1016,6 +1016,9 @@ HopperConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (clusterM != 1 && clusterM != 2)
     return emitError() << "hopper_config: cluster_m must be 1 or 2, got "
                        << clusterM;
+  if (ctasPerSm != 1 && ctasPerSm != 2)
+    return emitError() << "hopper_config: ctas_per_sm must be 1 or 2, got "
+                       << ctasPerSm;
   if ((splitKv || packGqa) && (persistent || clusterM != 1))
     return emitError() << "hopper_config: split_kv and pack_gqa take one CTA "
                           "per tile (persistent = false, cluster_m = 1)";

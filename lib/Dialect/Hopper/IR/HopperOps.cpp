@@ -163,9 +163,18 @@ LogicalResult WarpSpecializeOp::verify() {
       return emitOpError("register budgets must be 24 to 256 (setmaxnreg), "
                          "got ")
              << regs;
-  // Within the CTA's allocation at launch (launchRegistersPerThread).
+  // Within the CTA's allocation at launch (launchRegistersPerThread), with
+  // as many CTAs a SM as the kernel asks to be resident (nvvm.minctasm of
+  // the function around it; 1 without).
+  int64_t ctasPerSm = 1;
+  for (Operation *p = (*this)->getParentOp(); p; p = p->getParentOp())
+    if (auto m = p->getAttrOfType<IntegerAttr>("nvvm.minctasm")) {
+      ctasPerSm = std::max<int64_t>(1, m.getInt());
+      break;
+    }
   const int64_t threads = kWarpgroupThreads * (1 + getConsumers());
-  const int64_t launch = launchRegistersPerThread(threads) * threads;
+  const int64_t launch =
+      launchRegistersPerThread(threads, ctasPerSm) * threads;
   int64_t total = kWarpgroupThreads *
                   (getProducerRegs() + getConsumers() * getConsumerRegs());
   if (total > launch)
@@ -173,7 +182,11 @@ LogicalResult WarpSpecializeOp::verify() {
            << getProducerRegs() << " + " << getConsumers() << " x "
            << getConsumerRegs() << ") = " << total
            << " registers: more than the CTA's " << launch << " at launch ("
-           << threads << " threads x " << launch / threads << ")";
+           << threads << " threads x " << launch / threads
+           << (ctasPerSm > 1 ? ", " + std::to_string(ctasPerSm) +
+                                   " CTAs a SM (nvvm.minctasm)"
+                             : std::string())
+           << ")";
   return success();
 }
 

@@ -94,7 +94,10 @@ def Attn_HopperConfigAttr : AttrDef<Attn_Dialect, "HopperConfig"> {
       tile's kv blocks over a launch-time number of CTAs, whose partial O
       and LSE a generated `<kernel>_combine` merges;
     * `pack_gqa` (optional, false): a tile's rows are (query, q head) pairs
-      of one kv head.
+      of one kv head;
+    * `ctas_per_sm` (optional, 1): CTAs resident on an SM together, which
+      the kernel is built for (nvvm.minctasm): 2 halves each CTA's
+      registers at launch and its shared memory.
 
     The verifier checks each value's domain; whether the kernel can take the
     combination for a given attention (head dim, mask, shared memory) is
@@ -112,7 +115,8 @@ def Attn_HopperConfigAttr : AttrDef<Attn_Dialect, "HopperConfig"> {
     Attn_BoolParameter:$pingpong,
     Attn_BoolParameter:$tma_store,
     Attn_FlagParameter:$split_kv,
-    Attn_FlagParameter:$pack_gqa
+    Attn_FlagParameter:$pack_gqa,
+    DefaultValuedParameter<"int64_t", "1">:$ctas_per_sm
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;

@@ -12,17 +12,30 @@
 namespace fa3::hopper {
 /// The largest dynamic shared memory a Hopper CTA may use (227 KiB).
 inline constexpr int64_t kMaxDynamicSmem = 232448;
+/// Shared memory of an SM (228 KiB), of which each resident CTA also
+/// holds 1 KiB for the system (CUDA C++ Programming Guide, compute
+/// capability 9.0: shared memory).
+inline constexpr int64_t kSmSharedMemory = 233472;
+inline constexpr int64_t kCtaReservedSmem = 1024;
+/// The dynamic shared memory a CTA may use where `ctasPerSm` CTAs are to
+/// be resident on one SM together.
+inline constexpr int64_t maxDynamicSmem(int64_t ctasPerSm) {
+  return ctasPerSm <= 1 ? kMaxDynamicSmem
+                        : kSmSharedMemory / ctasPerSm - kCtaReservedSmem;
+}
 /// Threads of a warpgroup (the unit of wgmma and of setmaxnreg).
 inline constexpr int64_t kWarpgroupThreads = 128;
 /// 32-bit registers of an SM.
 inline constexpr int64_t kSmRegisters = 65536;
 /// Registers a thread of a CTA of `threads` threads holds at launch: its
-/// share of the SM's, a multiple of 8 (168 at 384 threads). setmaxnreg
+/// share of the SM's with `ctasPerSm` such CTAs resident (nvvm.minctasm),
+/// a multiple of 8 (168 at 384 threads, 128 at 256 threads two a SM). setmaxnreg
 /// moves registers between warpgroups within this allocation: an increase
 /// waits until decreases have freed what it asks for, so budgets that add
 /// up to more hang the CTA.
-inline constexpr int64_t launchRegistersPerThread(int64_t threads) {
-  return kSmRegisters / threads / 8 * 8;
+inline constexpr int64_t launchRegistersPerThread(int64_t threads,
+                                                  int64_t ctasPerSm = 1) {
+  return kSmRegisters / (threads * ctasPerSm) / 8 * 8;
 }
 /// Bytes of a row of a TMA box / wgmma operand under the 128B swizzle.
 inline constexpr int64_t kSwizzleBytes = 128;
