@@ -265,12 +265,16 @@ void chooseConfig(KernelConfig &cfg, bool fullMask,
   // FlashAttention-3's varlen epilogue (KernelConfig::oStore): at head dim
   // 128 1.09-1.12x the direct stores at 512, 1.06-1.08x at 1k, 1.01-1.04x
   // at 4k, its SASS batch intact; at head dim 64 0.97x at 4k and +-1 % at
-  // 512-1k, so the persistent one there keeps direct stores, as do three consumer
-  // warpgroups (160 registers: their code spills) (bench/NOTES.md,
-  // Variable lengths).
-  cfg.tmaStore =
-      o.tmaStore && !(cfg.varlen && (cfg.consumers() == 3 ||
-                                     (cfg.persistent && hd <= 64)));
+  // 512-1k, so the persistent one of two consumer warpgroups there keeps
+  // direct stores (its causal kernel: 0.95-0.96x at 512 copied out, same
+  // call). With three (head dim 64, full mask, 192 rows) copying out
+  // measured 1.02-1.03x at 512-1k and 0.98-0.99x at 8k-16k: taken, for
+  // the short sequences varlen batches mostly hold; three without
+  // persistence store directly (bench/NOTES.md, Variable lengths).
+  const bool directO =
+      cfg.varlen && (cfg.consumers() == 3 ? !cfg.persistent
+                                          : cfg.persistent && hd <= 64);
+  cfg.tmaStore = o.tmaStore && !directO;
   // Persistent CTAs double-buffer Q where shared memory allows (head dim
   // 64 and 128): the next tile's Q then loads during this tile instead of
   // after it. ncu put the consumers' wait for Q at 15 % of all stall

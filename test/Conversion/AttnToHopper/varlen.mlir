@@ -12,13 +12,17 @@
 // roles skip an m-block past its sequence's end; a persistent producer
 // skips such tiles itself, claiming the next from the scheduler.
 // attn-hopper-config gives a packed batch no clusters whatever the options
-// say, and direct stores to head dim 64 and three consumer warpgroups
-// (measured no faster; their code spills).
+// say, and direct stores to head dim 64's persistent kernel of two
+// consumer warpgroups (measured no faster) and to three consumer
+// warpgroups without persistence; persistent, three copy O out too
+// (PERSIST192).
 // RUN: fa3-opt %s --attn-hopper-config="kv-multicast=on" | FileCheck %s --check-prefix=CONFIG
 // RUN: sed -e 's/x128xbf16/x64xbf16/g' -e 's/) causal$/)/' %s | fa3-opt --attn-hopper-config=persistent=off | FileCheck %s --check-prefix=CONFIG192
 // RUN: fa3-opt %s --attn-hopper-config=persistent=off --attn-tile --convert-attn-to-hopper --hopper-warp-specialize | FileCheck %s
 // RUN: fa3-opt %s --attn-hopper-config --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=PERSIST
 // RUN: sed -e 's/x128xbf16/x64xbf16/g' %s | fa3-opt --attn-hopper-config --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=PERSIST64
+// RUN: sed -e 's/x128xbf16/x64xbf16/g' -e 's/) causal$/)/' %s | fa3-opt --attn-hopper-config --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=PERSIST192
+// RUN: sed -e 's/x128xbf16/x64xbf16/g' -e 's/) causal$/)/' %s | fa3-opt --attn-hopper-config=persistent=off --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=TILES192
 // RUN: fa3-opt %s --attn-hopper-config --attn-tile | sed -e 's/memref.load %arg4\[%arg7\]/memref.load %arg4[%1]/' | not fa3-opt --convert-attn-to-hopper 2>&1 | FileCheck %s --check-prefix=FORM
 // The length of k's and v's views (cu_seqlens_k[s + 1] - k0) replaced by
 // q's: refused.
@@ -138,6 +142,10 @@
 // PERSIST: gpu.return
 // PERSIST64: o_store = "direct"
 // PERSIST64: hopper.store_o %{{.*}} bound %{{[0-9]+}} : !hopper.frag<64x64xf32>
+// PERSIST192: o_store = "staged"
+// PERSIST192: hopper.store_o %{{.*}} bound %{{[0-9]+}} staging %{{.*}} consumer[%{{.*}}] of 3 wait_previous : !hopper.frag<64x64xf32>
+// TILES192: o_store = "direct"
+// TILES192: hopper.store_o %{{.*}} bound %{{[0-9]+}} : !hopper.frag<64x64xf32>
 
 // FORM: error: cannot generate the Hopper kernel: its tensors are views of a packed variable-length batch in a form the kernel does not take
 func.func @varlen(%q: memref<?x8x128xbf16>, %k: memref<?x2x128xbf16>, %v: memref<?x2x128xbf16>,
