@@ -24,7 +24,8 @@ extern "C" {
 /* Compilation options; start from fa3HopperOptionsDefault(). */
 typedef struct Fa3HopperOptions {
   int64_t blockN;       /* 0: per head dim (128 up to 128; at 192, 112
-                           full and 96 causal, 128 with Dv 128; 64 at 256) */
+                           full and 96 causal, 128 with Dv 128; 64 at 256;
+                           the decoding kernel of 64 rows: 64 up to 128) */
   int64_t stages;       /* depth of the K/V ring; 0: per head dim (4 for
                            64 with 128-row tiles, else 2) */
   bool pingpong;        /* consumer warpgroups take turns (true) */

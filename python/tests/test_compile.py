@@ -71,6 +71,11 @@ def test_decode_kernel_compiles(tmp_path):
     assert kf.split_kv and kf.pack_gqa and not kf.persistent and kf.cluster_m == 1
     assert not kf.varlen and not kf.backward
     assert f".entry {kf.kernel}_combine(" in f.ptx.read_text()
+    # 64 keys a block, built for two CTAs a SM (an informative facts key)
+    ptx = f.ptx.read_text()
+    assert kf.block_n == 64 and kf.extra.get("ctas_per_sm") == "2"
+    entry = ptx[ptx.index(f".entry {kf.kernel}("):]
+    assert ".minnctapersm 2" in entry[:entry.index("{")]
 
 
 def test_backward_kernel_default_name():

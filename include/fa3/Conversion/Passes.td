@@ -34,7 +34,8 @@ def AttnHopperConfig : Pass<"attn-hopper-config"> {
            "decode)">,
     Option<"blockN", "block-n", "int64_t", /*default=*/"0",
            "Rows of K/V per tile (0: per head dim: 128 up to head dim 128, "
-           "112 at 192 (96 with a mask), 64 at 256)">,
+           "112 at 192 (96 with a mask), 64 at 256; with decode and 64 rows, "
+           "64 up to head dim 128, two CTAs a SM where three stages fit)">,
     Option<"stages", "stages", "int64_t", /*default=*/"0",
            "Depth of the K/V shared-memory ring (0: per head dim, as measured "
            "on the H200: 4 for head dim 64 with 128-row tiles, else 2; FP8: "

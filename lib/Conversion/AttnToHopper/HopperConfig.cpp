@@ -145,6 +145,12 @@ fa3::hopper::gradConfig(Value q, Value k, Value v, Value dO, Value dk,
     cfg.blockN = config.getBlockN();
     cfg.stages = config.getStages();
     cfg.dqBulk = config.getTmaStore();
+    if (config.getCtasPerSm() != 1) {
+      why = "ctas_per_sm " + std::to_string(config.getCtasPerSm()) +
+            " for the backward (one CTA a SM: its consumers hold dK and "
+            "dV in 240 registers a thread)";
+      return failure();
+    }
   }
   why = checkGradSupported(cfg);
   if (!why.empty())
@@ -269,8 +275,10 @@ void chooseConfig(KernelConfig &cfg, bool fullMask,
   // direct stores (its causal kernel: 0.95-0.96x at 512 copied out, same
   // call). With three (head dim 64, full mask, 192 rows) copying out
   // measured 1.02-1.03x at 512-1k and 0.98-0.99x at 8k-16k: taken, for
-  // the short sequences varlen batches mostly hold; three without
-  // persistence store directly (bench/NOTES.md, Variable lengths).
+  // the short sequences varlen batches mostly hold. Three without
+  // persistence store directly: the TMA store's branch is built and
+  // measured for two consumer warpgroups only (bench/NOTES.md, Variable
+  // lengths).
   const bool directO =
       cfg.varlen && (cfg.consumers() == 3 ? !cfg.persistent
                                           : cfg.persistent && hd <= 64);

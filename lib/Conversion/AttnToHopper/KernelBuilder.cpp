@@ -849,10 +849,12 @@ std::string fa3::hopper::checkSupported(const KernelConfig &cfg) {
   else if (cfg.ctasPerSm != 1 && cfg.ctasPerSm != 2)
     os << "ctas_per_sm " << cfg.ctasPerSm << " (1 or 2)";
   else if (cfg.ctasPerSm == 2 && cfg.consumers() != 1)
-    os << "two CTAs a SM with block-m " << cfg.blockM
-       << " (each CTA then has 128 registers a thread at launch: enough "
-          "for one consumer warpgroup, block-m 64, not for "
-       << cfg.consumers() << ")";
+    os << "two CTAs a SM with block-m " << cfg.blockM << " ("
+       << cfg.threads() << " threads then have "
+       << launchRegistersPerThread(cfg.threads(), 2)
+       << " registers each at launch, " << consumerRegs(cfg)
+       << " for a consumer thread: two CTAs a SM take one consumer "
+          "warpgroup, block-m 64)";
   else if (computeSmemLayout(cfg).total > maxDynamicSmem(cfg.ctasPerSm))
     os << "tiles " << cfg.blockM << "x" << cfg.blockN << " with head dim "
        << headDimsOf(cfg) << " need " << computeSmemLayout(cfg).total

@@ -8,6 +8,8 @@
 // RUN: fa3-opt %s --attn-hopper-config="decode=true" | FileCheck %s --check-prefix=CONFIG
 // RUN: fa3-opt %s --attn-hopper-config="decode=true block-m=128" | FileCheck %s --check-prefix=CONFIG128
 // RUN: fa3-opt %s --attn-hopper-config="decode=true block-n=128" | FileCheck %s --check-prefix=CONFIGN128
+// RUN: fa3-opt %s --attn-hopper-config="decode=true stages=2" | FileCheck %s --check-prefix=CONFIGS2
+// RUN: sed -e 's/x128xbf16/x256xbf16/g' %s | fa3-opt --attn-hopper-config="decode=true" | FileCheck %s --check-prefix=CONFIG256
 // RUN: fa3-opt %s --attn-hopper-config="decode=true" --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=KERNEL
 // RUN: fa3-opt %s --attn-hopper-config="decode=true" --attn-tile --convert-attn-to-hopper --hopper-warp-specialize --hopper-async-copy --hopper-overlap --hopper-pingpong --convert-hopper-to-nvvm | FileCheck %s --check-prefix=COMBINE
 
@@ -18,6 +20,11 @@
 // memory each); with 128 keys three stages fit only one a SM (CONFIGN128),
 // and 128 rows, two consumer warpgroups, keep 128 keys and one.
 // CONFIG: attn.hopper_config = #attn.hopper_config<block_m = 64, block_n = 64, stages = 3, persistent = false, q_buffers = 1, lazy_rescale = true, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = false, tma_store = false, split_kv = true, pack_gqa = true, ctas_per_sm = 2>
+// Two stages (asked for) keep one a SM, which two a SM measured slower
+// with (too few bytes in flight); head dim 256's tiles (64 keys by default
+// there) need more than half an SM's shared memory.
+// CONFIGS2: attn.hopper_config = #attn.hopper_config<block_m = 64, block_n = 64, stages = 2, {{.*}}, pack_gqa = true>}
+// CONFIG256: attn.hopper_config = #attn.hopper_config<block_m = 64, block_n = 64, stages = 3, {{.*}}, pack_gqa = true>}
 // CONFIGN128: attn.hopper_config = #attn.hopper_config<block_m = 64, block_n = 128, stages = 3, persistent = false, q_buffers = 1, lazy_rescale = true, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = false, tma_store = false, split_kv = true, pack_gqa = true>}
 // CONFIG128: attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 3, persistent = false, q_buffers = 1, lazy_rescale = true, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = true, tma_store = false, split_kv = true, pack_gqa = true>
 

@@ -156,8 +156,10 @@ def Hopper_WarpSpecializeOp : Hopper_Op<"warp_specialize", [
     `consumers` region with their consumer index (0 .. consumers - 1) as
     the block argument. Each role first moves its registers with setmaxnreg:
     the producer gives them up (`producer_regs` a thread), the consumers
-    take them (`consumer_regs`), so that the CTA's 64K registers hold
-    128 x (producer_regs + consumers x consumer_regs). Values defined
+    take them (`consumer_regs`), so that the CTA's registers at launch hold
+    128 x (producer_regs + consumers x consumer_regs): the SM's 64K over
+    its threads, or, in a function built for n CTAs a SM (`nvvm.minctasm`
+    n), over n times as many (launchRegistersPerThread). Values defined
     before the op are visible in both regions; the regions yield nothing
     (their implicit terminator is `gpu.yield`).
 
