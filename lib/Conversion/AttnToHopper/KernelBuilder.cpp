@@ -61,18 +61,20 @@ constexpr int64_t kTransposeFirstWarp = 1;
 /// FP8's V transposer (the producer warpgroup's other warps) holds two
 /// groups of 16 x 32 bytes and its lane's bases and selectors: 48, which
 /// it fits without spilling, where the consumers then have enough (224 at
-/// head dim 128); 40 at head dim 256, whose O needs the consumers' 232
-/// (ptxas: 4 bytes spilled in the transposer at 40, 156 in the consumers
-/// at 224). The ldmatrix transposer needs fewer: at head dim 128 with a
-/// full mask 32, whose consumers' 232 ran 4 % faster than 48 / 224 (no
-/// spill either way; 24 spills); with a causal mask 1-2 % slower, so 48
-/// there (bench/NOTES.md, FP8).
+/// head dim 128). The ldmatrix transposer needs fewer: at head dim 128
+/// with a full mask 32, whose consumers' 232 ran 4 % faster than 48 / 224
+/// (no spill either way; 24 spills); with a causal mask 1-2 % slower, so
+/// 48 there. At head dim 256 24, as FA3's producer warpgroup: O alone is
+/// 128 of a consumer's registers, and with 232 (producer 40) ptxas
+/// serialised the consumers' wgmmas for want of registers; with 240 it
+/// does not (some spill stores remain, 48-56 bytes against 52-80), and
+/// the kernels ran 1.04-1.08x faster (bench/NOTES.md, FP8).
 int64_t producerRegs(const KernelConfig &cfg) {
   if (!cfg.isFp8())
     return 24;
   if (cfg.oCols() == 128 && !cfg.longestFirst)
     return 32;
-  return cfg.tileDv() <= 128 ? 48 : 40;
+  return cfg.tileDv() <= 128 ? 48 : 24;
 }
 /// Registers per consumer thread after setmaxnreg: the CTA's registers at
 /// launch (launchRegistersPerThread) less the producer warpgroup's, split
