@@ -262,9 +262,9 @@ protected:
     auto fn = gpu::GPUFuncOp::create(b, loc, name,
                                      b.getFunctionType(argTypes, {}));
     fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-    fn->setAttr("nvvm.maxntid", b.getDenseI32ArrayAttr(
+    fn->setAttr(NVVM::NVVMDialect::getMaxntidAttrName(), b.getDenseI32ArrayAttr(
                                     {static_cast<int32_t>(threads), 1, 1}));
-    fn->setAttr("nvvm.minctasm",
+    fn->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
                 b.getI32IntegerAttr(static_cast<int32_t>(ctasPerSm)));
     entry = &fn.front();
     for (size_t i = 0; i < N; ++i)

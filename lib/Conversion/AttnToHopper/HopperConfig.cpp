@@ -216,6 +216,13 @@ void qBuffersThatFit(KernelConfig &cfg) {
   if (!checkSupported(cfg).empty())
     cfg.qBuffers = 1;
 }
+/// Two CTAs a SM where the kernel can take them (one consumer warpgroup,
+/// half an SM's shared memory: checkSupported says why not), else one.
+void ctasPerSmThatFit(KernelConfig &cfg) {
+  cfg.ctasPerSm = 2;
+  if (!checkSupported(cfg).empty())
+    cfg.ctasPerSm = 1;
+}
 
 void chooseConfig(KernelConfig &cfg, bool fullMask,
                   const AttnHopperConfigOptions &o) {
@@ -382,11 +389,8 @@ void chooseConfig(KernelConfig &cfg, bool fullMask,
       cfg.blockN = 64;
     if (o.stages == 0)
       deepestFittingStages(cfg, 3);
-    if (hd <= 128 && cfg.stages >= 3) {
-      cfg.ctasPerSm = 2;
-      if (!checkSupported(cfg).empty())
-        cfg.ctasPerSm = 1;
-    }
+    if (hd <= 128 && cfg.stages >= 3)
+      ctasPerSmThatFit(cfg);
   }
 }
 

@@ -862,9 +862,9 @@ std::string fa3::hopper::checkSupported(const KernelConfig &cfg) {
        << headDimsOf(cfg) << " need " << computeSmemLayout(cfg).total
        << " bytes of shared memory, more than the "
        << maxDynamicSmem(cfg.ctasPerSm) << " a Hopper CTA has"
-       << (cfg.ctasPerSm > 1 ? " two a SM" : "")
-       << (cfg.ctasPerSm > 1 ? " (stages " + std::to_string(cfg.stages) + ")"
-                             : std::string());
+       << (cfg.ctasPerSm > 1
+               ? " two a SM (stages " + std::to_string(cfg.stages) + ")"
+               : std::string());
   return why;
 }
 
@@ -1486,7 +1486,8 @@ gpu::GPUFuncOp KernelBuilder::build(gpu::GPUModuleOp m) {
   gpu::GPUFuncOp fn =
       openKernel(m, cfg.name, kKernelParams, cfg.threads(), cfg.ctasPerSm);
   if (cfg.clusterM == 2)
-    fn->setAttr("nvvm.cluster_dim", b.getDenseI32ArrayAttr({2, 1, 1}));
+    fn->setAttr(NVVM::NVVMDialect::getClusterDimAttrName(),
+                b.getDenseI32ArrayAttr({2, 1, 1}));
   body();
   closeKernel(fn);
   return fn;

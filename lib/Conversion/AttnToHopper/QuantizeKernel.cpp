@@ -72,7 +72,8 @@ public:
     // rotation, bench/NOTES.md); head dim 256's 512 threads fill the SM.
     const int64_t threads = kQuantizeThreadsPerCol * d;
     if (threads <= 256)
-      fn->setAttr("nvvm.minctasm", b.getI32IntegerAttr(threads <= 128 ? 4 : 2));
+      fn->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
+                  b.getI32IntegerAttr(threads <= 128 ? 4 : 2));
     tid = NVVM::ThreadIdXOp::create(b, loc, i32T);
     lane = bin<arith::AndIOp>(tid, i32(31));
     warp = bin<arith::ShRUIOp>(tid, i32(5));
