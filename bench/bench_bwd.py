@@ -10,6 +10,8 @@ on the same inputs, in turn each round (median round of --rounds):
   cudnn   torch.autograd.grad through SDPA with SDPBackend.CUDNN_ATTENTION
           (its forward run once, outside the timing);
   fa2     the same with SDPBackend.FLASH_ATTENTION (FlashAttention-2);
+  fa3     FlashAttention-3's backward through its autograd function, where
+          it is importable (bench/peer_fa3.py; --no-fa3: never);
   det     with --deterministic: flash_attn_backward(deterministic=True),
           the deterministic kernels (fa3-compile --backward
           --deterministic), whose kv blocks add their dQ tiles in turn.
@@ -36,6 +38,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import torch  # noqa: E402
 from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
 
+import peer_fa3  # noqa: E402
 import records  # noqa: E402
 from bench_fwd import SEQLENS, paper_inputs, rel, timeit  # noqa: E402
 from fa3.torch_api import flash_attn_backward, flash_attn_func  # noqa: E402
@@ -69,7 +72,11 @@ def main():
     ap.add_argument("--deterministic", action="store_true",
                     help="also time the deterministic backward kernels (column det; the "
                          "directory must hold them)")
+    ap.add_argument("--no-fa3", action="store_true",
+                    help="leave FlashAttention-3 out even where it is importable")
     a = ap.parse_args()
+    fa3, fa3_about = (None, "left out (--no-fa3)") if a.no_fa3 else peer_fa3.load()
+    print(fa3_about, flush=True)
     causals = [False, True] if a.causal == "both" else [a.causal == "1"]
     rows = []
     det_head = " det | det/ours |" if a.deterministic else ""
@@ -98,6 +105,15 @@ def main():
                         continue
                     if name == "cudnn":
                         errs = [rel(x, y) for x, y in zip(ours(), grads)]
+                        ref = grads
+                fa3_errs = None
+                if fa3 is not None:
+                    try:
+                        fns["fa3"], grads = peer_fa3.backward(fa3, q, k, v, dout, causal)
+                        if errs is not None:
+                            fa3_errs = [rel(x, y) for x, y in zip(grads, ref)]
+                    except Exception as e:  # FA3 not built for this head dim
+                        print(f"  (fa3 unavailable: {str(e).splitlines()[0][:80]})")
                 times = {n: [] for n in fns}
                 for _ in range(a.rounds):
                     for n, fn in fns.items():
@@ -106,21 +122,24 @@ def main():
                 tf = {n: flops / ms / 1e9 for n, ms in t.items()}
                 row = dict(hdim=D, causal=causal, seqlen=S, batch=B, heads=H, ms=t,
                            tflops=tf, rel_err=errs)
+                if fa3_errs is not None:
+                    row["fa3_rel_err"] = fa3_errs
                 rows.append(row)
                 ratio = lambda p: f"{tf['ours'] / tf[p]:.2f}" if p in tf else "-"
                 err = ", ".join(f"{e:.1e}" for e in errs) if errs else "-"
                 det = (f" {tf['det']:.0f} | {tf['det'] / tf['ours']:.2f} |"
                        if a.deterministic else "")
+                f3 = (f" {tf['fa3']:.0f} ({ratio('fa3')})" if "fa3" in tf else "")
                 print(f"| {'causal' if causal else 'full'} | {D} | {S} | {tf['ours']:.0f} | "
                       f"{tf.get('cudnn', float('nan')):.0f} | {tf.get('fa2', float('nan')):.0f} | "
-                      f"{ratio('cudnn')} | {ratio('fa2')} |{det} {err} |", flush=True)
+                      f"{ratio('cudnn')} | {ratio('fa2')} |{det} {err} |{f3}", flush=True)
     if a.results_dir:
         full = (a.hdim == "64,128,256" and a.causal == "both" and a.dtype == "bf16"
                 and a.seqlens == ",".join(map(str, SEQLENS)))
         entry = records.new_entry("bench_bwd", "python3 " + " ".join(sys.argv),
                                   gpu=torch.cuda.get_device_name(), rows=rows, full=full,
                                   meta={"dtype": a.dtype, "torch": torch.__version__,
-                                        "deterministic": a.deterministic})
+                                        "deterministic": a.deterministic, "fa3": fa3_about})
         key = records.record(a.results_dir, entry)
         print(f"appended to {Path(a.results_dir) / records.HISTORY}"
               + (f"; rewrote {key} in {Path(a.results_dir) / records.TABLE}" if key else ""))

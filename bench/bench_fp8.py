@@ -17,7 +17,9 @@ TFLOP/s = 4 * B * H * S * S * D / t (half for causal), t the median of
 triton.testing.do_bench. The FP8 output is compared with the bf16 one
 (relative L2 error: ~5 % expected, e4m3's 3 mantissa bits in q, k, v and P;
 above MAX_REL_ERR = 10 % the run fails). The
-target column is FlashAttention-3's FP8 forward measured on the H200
+FA3 column is FlashAttention-3's FP8 forward on the same e4m3 inputs and
+descales, timed in turn with ours, where it is importable (bench/peer_fa3.py;
+not with --descale block); elsewhere its numbers measured on the H200
 (shared/DESIGN.md, "Measured on the GPU machine"; seqlens 512, 2k, 8k and
 16k: FA3_FP8_TFLOPS).
 
@@ -62,6 +64,7 @@ def fa3_target(hdim, causal, seqlen):
 
 def main():
     import torch
+    import peer_fa3
     import records
     from bench_fwd import SEQLENS, TOKENS, HIDDEN, paper_inputs, rel, timeit, _do_bench
     from gpu_clock import ClockSampler, medians
@@ -83,6 +86,8 @@ def main():
                     help="time each cell this many rounds (fp8, bf16 in turn) and report "
                          "the median round")
     ap.add_argument("--no-bf16", action="store_true", help="time the FP8 kernels only")
+    ap.add_argument("--no-fa3", action="store_true",
+                    help="leave FlashAttention-3 out even where it is importable")
     ap.add_argument("--results-dir", default=str(ROOT / "bench"),
                     help="where history.jsonl and RESULTS.md are (default: bench/)")
     a = ap.parse_args()
@@ -102,6 +107,8 @@ def main():
     gpu = torch.cuda.get_device_name()
     print(f"GPU {gpu}; torch {torch.__version__}; FP8 hdims {hdims}; seqlens {seqlens}; "
           f"descale {a.descale}", flush=True)
+    fa3, fa3_about = (None, "left out (--no-fa3)") if a.no_fa3 else peer_fa3.load()
+    print(fa3_about, flush=True)
 
     def find(dtype, D, causal):
         return next((k for k in kernels if fa3facts.matches(k, dtype, D, D, causal, (-1, -1),
@@ -138,6 +145,9 @@ def main():
                 def bf16():
                     flash_attn_func(q, k, v, causal=causal, kernel=kb, out=o)
                 fns = {"fp8": fp8} if kb is None else {"fp8": fp8, "bf16": bf16}
+                if fa3 is not None and a.descale != "block":  # FA3 takes [B, H] descales
+                    fns["fa3"] = peer_fa3.forward(fa3, q8, k8, v8, causal, (
+                        ds.get("q_descale"), ds.get("k_descale"), ds.get("v_descale")))
                 times = {n: [] for n in fns}
                 clocks = {n: [] for n in fns}
                 for rnd in range(a.rounds):
@@ -164,6 +174,8 @@ def main():
                 if "fp8_ms" in row and "bf16_ms" in row:
                     row["fp8_over_bf16"] = row["fp8_tflops"] / row["bf16_tflops"]
                     row["fp8_rel_err_vs_bf16"] = rel(o8, o)
+                if "fa3_tflops" in row:  # measured in this run: it replaces the target
+                    row["fa3_fp8_tflops"], row["fa3_live"] = row.pop("fa3_tflops"), True
                 if "fp8_ms" in row and row["fa3_fp8_tflops"]:
                     row["fp8_over_fa3"] = row["fp8_tflops"] / row["fa3_fp8_tflops"]
                 rows.append(row)
@@ -175,6 +187,7 @@ def main():
     command = "python3 " + " ".join(sys.argv)
     meta = dict(date=date, gpu=gpu, torch=torch.__version__, command=command,
                 kernel_dir=a.kernel_dir, tokens=TOKENS, hidden=HIDDEN, descale=a.descale,
+                fa3=fa3_about,
                 timer="triton.testing.do_bench median" if _do_bench else "cuda events median",
                 warmup_ms=a.warmup, rep_ms=a.rep, rounds=a.rounds,
                 seconds=round(time.time() - t_start, 1))

@@ -5,8 +5,9 @@ batch * seqlen = 16384, hidden 2048 (heads = 2048 // hdim: 10 at hdim 192),
 bf16 (or --dtype f16), seqlen 512..16k, every head dim (and value head dim,
 as 192:128) with a compiled kernel of that dtype, causal and not. Ours
 (fa3.torch_api.flash_attn_func) beside PyTorch SDPA with the cuDNN backend and
-the FlashAttention-2 backend, in the same process on the same inputs (SDPA gets
-BHSD views of the same BSHD tensors). Time: triton.testing.do_bench median (ms);
+the FlashAttention-2 backend, and FlashAttention-3 where it is importable
+(bench/peer_fa3.py), in the same process on the same inputs (SDPA gets BHSD
+views of the same BSHD tensors). Time: triton.testing.do_bench median (ms);
 TFLOP/s = 2 * B * H * S * S * (D + Dv) / t (half for causal; 4 * ... * D where
 Dv = D). Every output is compared with cuDNN's (relative L2 error).
 
@@ -32,6 +33,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
 
+import peer_fa3  # noqa: E402
 import records  # noqa: E402
 from gpu_clock import ClockSampler, medians  # noqa: E402
 from fa3 import facts as fa3facts  # noqa: E402
@@ -105,8 +107,10 @@ def main():
     ap.add_argument("--warmup", type=int, default=25, help="do_bench warm-up (ms)")
     ap.add_argument("--rep", type=int, default=100, help="do_bench repetitions (ms)")
     ap.add_argument("--no-baselines", action="store_true", help="time ours only")
+    ap.add_argument("--no-fa3", action="store_true",
+                    help="leave FlashAttention-3 out even where it is importable")
     ap.add_argument("--rounds", type=int, default=1,
-                    help="time each cell this many rounds (ours, cuDNN, FA2 in "
+                    help="time each cell this many rounds (ours, cuDNN, FA2, FA3 in "
                          "turn each round) and report the median round: one "
                          "cell's time moves by up to 5 %% from run to run")
     ap.add_argument("--results-dir", default=str(ROOT / "bench"),
@@ -126,6 +130,9 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     gpu = torch.cuda.get_device_name()
     print(f"GPU {gpu}; torch {torch.__version__}; hdims {hdims}; seqlens {seqlens}", flush=True)
+    fa3, fa3_about = (None, "left out (--no-fa3 / --no-baselines)") \
+        if a.no_fa3 or a.no_baselines else peer_fa3.load()
+    print(fa3_about, flush=True)
 
     rows = []
     t_start = time.time()
@@ -149,8 +156,8 @@ def main():
                     flash_attn_func(q, k, v, causal=causal, kernel=kf, out=o)
                 qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
                 ref = None
-                times = {"ours": [], "cudnn": [], "fa2": []}
-                clocks = {"ours": [], "cudnn": []}  # (MHz, W) samples while timed
+                times = {"ours": [], "cudnn": [], "fa2": [], "fa3": []}
+                clocks = {"ours": [], "cudnn": [], "fa3": []}  # (MHz, W) samples while timed
 
                 def timed(name, fn):
                     with ClockSampler() as s:
@@ -184,6 +191,15 @@ def main():
                                     qt, kt, vt, is_causal=causal))
                         except Exception as e:
                             row[f"{name}_error"] = f"{type(e).__name__}: {e}"[:300]
+                    if fa3 is not None and "fa3_error" not in row:
+                        try:
+                            run_fa3 = peer_fa3.forward(fa3, q, k, v, causal)
+                            if rnd == 0 and ref is not None:
+                                row["fa3_rel_err_vs_cudnn"] = rel(
+                                    peer_fa3.output(run_fa3()), ref)
+                            timed("fa3", run_fa3)
+                        except Exception as e:
+                            row["fa3_error"] = f"{type(e).__name__}: {e}"[:300]
                 for name, ts in times.items():
                     if ts:
                         t = sorted(ts)[len(ts) // 2]
@@ -196,6 +212,8 @@ def main():
                 if ref is not None and "ours_ms" in row:
                     row["ours_rel_err_vs_cudnn"] = rel(o, ref)
                     row["ours_over_cudnn"] = row["ours_tflops"] / row["cudnn_tflops"]
+                if "ours_tflops" in row and "fa3_tflops" in row:
+                    row["ours_over_fa3"] = row["ours_tflops"] / row["fa3_tflops"]
                 rows.append(row)
                 print(json.dumps(row), flush=True)
                 q = k = v = o = qt = kt = vt = ref = None  # free before the next cell
@@ -205,6 +223,7 @@ def main():
     command = "python3 " + " ".join(sys.argv)
     meta = dict(date=date, gpu=gpu, torch=torch.__version__, command=command,
                 kernel_dir=a.kernel_dir, dtype=a.dtype, tokens=TOKENS, hidden=HIDDEN,
+                fa3=fa3_about,
                 timer="triton.testing.do_bench median" if _do_bench else "cuda events median",
                 warmup_ms=a.warmup, rep_ms=a.rep, rounds=a.rounds,
                 seconds=round(time.time() - t_start, 1))
@@ -221,6 +240,10 @@ def main():
             print("plotted", plot.plot(entry, Path(a.results_dir) / f"RESULTS-{a.dtype}.png"))
         except ImportError:
             print("no matplotlib: plot later with python3 bench/plot.py --dtype", a.dtype)
+    for r in rows:  # a peer that disagrees with cuDNN makes its ratio meaningless
+        if r.get("fa3_rel_err_vs_cudnn", 0) > 2e-2:
+            print(f"WARNING: FA3's output differs from cuDNN's at {r['hdim']}/{r['causal']}/"
+                  f"{r['seqlen']}: rel. L2 error {r['fa3_rel_err_vs_cudnn']:.1e}")
     bad = [r for r in rows if "ours_ms" not in r or r.get("ours_rel_err_vs_cudnn", 0) > 2e-2]
     return 1 if bad else 0
 

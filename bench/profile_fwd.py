@@ -6,6 +6,9 @@
         --hdim 128 --seqlen 16384 [--causal]
 
 Shapes follow the benchmark (batch * seqlen = 16384, hidden 2048, bf16, BSHD).
+With --peer fa3, FlashAttention-3's forward runs instead of ours (where it
+is importable: bench/peer_fa3.py), for the same profile of its kernel
+(ncu -k regex:FlashAttn).
 """
 import argparse
 import sys
@@ -13,6 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
+sys.path.insert(0, str(ROOT / "bench"))
 
 import torch  # noqa: E402
 
@@ -21,20 +25,34 @@ from fa3.torch_api import flash_attn_func  # noqa: E402
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--kernel-dir", required=True)
+    ap.add_argument("--kernel-dir", help="ours (required unless --peer fa3)")
+    ap.add_argument("--peer", choices=["ours", "fa3"], default="ours")
     ap.add_argument("--hdim", type=int, default=128)
     ap.add_argument("--seqlen", type=int, default=16384)
     ap.add_argument("--causal", action="store_true")
     ap.add_argument("--launches", type=int, default=4)
     a = ap.parse_args()
+    if a.peer == "ours" and not a.kernel_dir:
+        ap.error("--kernel-dir is required for our kernels")
+    run = None
+    if a.peer == "fa3":
+        import peer_fa3
+        fai, about = peer_fa3.load()
+        if fai is None:
+            sys.exit(f"profile_fwd: {about}")
     D, S = a.hdim, a.seqlen
     B, H = max(1, 16384 // S), 2048 // D
     q, k, v = (torch.randn(B, S, H, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
     o = torch.empty_like(q)
+    if a.peer == "fa3":
+        run = peer_fa3.forward(fai, q, k, v, a.causal)
     for _ in range(a.launches):
-        flash_attn_func(q, k, v, causal=a.causal, kernel_dir=a.kernel_dir, out=o)
+        if run is not None:
+            run()
+        else:
+            flash_attn_func(q, k, v, causal=a.causal, kernel_dir=a.kernel_dir, out=o)
     torch.cuda.synchronize()
-    print(f"ran {a.launches} launches: hdim {D} seqlen {S} batch {B} heads {H} "
+    print(f"ran {a.launches} launches of {a.peer}: hdim {D} seqlen {S} batch {B} heads {H} "
           f"causal {a.causal}")
 
 

@@ -216,7 +216,8 @@ def render_bench(entry):
     out = [f"## Forward benchmark, {dtype} (bench_fwd, {entry['date']})", "",
            f"GPU: {meta.get('gpu')}; torch {meta.get('torch')}; {meta.get('timer')} "
            f"(warm-up {meta.get('warmup_ms')} ms, rep {meta.get('rep_ms')} ms)"
-           + (f"; median of {rounds} rounds per cell (ours, cuDNN, FA2 in turn)"
+           + (f"; median of {rounds} rounds per cell (ours, cuDNN, FA2"
+              + (", FA3" if any("fa3_tflops" in r for r in rows) else "") + " in turn)"
               if rounds > 1 else ""), "",
            f"Command: `{entry['command']}`", "",
            f"{dtype}, batch*seqlen = {meta.get('tokens', 16384)}, hidden "
@@ -236,24 +237,35 @@ def render_bench(entry):
             lines.append(f"| {d} | {'causal' if c else 'full'} | " + " | ".join(
                 fn(cell.get((d, c, s), {})) for s in seqlens) + " |")
         return lines
+    fa3 = any("fa3_tflops" in r for r in rows)
+    if fa3:
+        out += ["", f"FlashAttention-3: {meta.get('fa3', '?')}.", "",
+                "Ratio ours / FA3:", ""]
+        out += pivot(lambda r: _fmt(r.get("ours_over_fa3"), ".2f"))
     out += ["", "Ratio ours / cuDNN:", ""]
     out += pivot(lambda r: _fmt(r.get("ours_over_cudnn"), ".2f"))
-    out += ["", "TFLOP/s, ours (cuDNN, FA2):", ""]
+    out += ["", "TFLOP/s, ours (cuDNN, FA2" + (", FA3" if fa3 else "") + "):", ""]
     out += pivot(lambda r: f"{_fmt(r.get('ours_tflops'), '.0f')} "
                            f"({_fmt(r.get('cudnn_tflops'), '.0f')}, "
-                           f"{_fmt(r.get('fa2_tflops'), '.0f')})")
+                           f"{_fmt(r.get('fa2_tflops'), '.0f')}"
+                           + (f", {_fmt(r.get('fa3_tflops'), '.0f')})" if fa3 else ")"))
     out += ["", "Per cell (err = rel. L2 error vs cuDNN's output; SM MHz / W: median "
             "nvidia-smi samples while ours (cuDNN) ran):", "",
-            "| hdim | causal | seqlen | B | H | ours TFLOP/s | cuDNN | FA2 | ours/cuDNN "
-            "| ours ms | err ours | err FA2 | SM MHz | W |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+            "| hdim | causal | seqlen | B | H | ours TFLOP/s | cuDNN | FA2 | "
+            + ("FA3 | " if fa3 else "") + "ours/cuDNN "
+            "| ours ms | err ours | err FA2 | " + ("err FA3 | " if fa3 else "")
+            + "SM MHz | W |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+            + ("---|---|" if fa3 else "")]
     for r in rows:
         out.append(f"| {hdim_label(r)} | {int(r['causal'])} | {r['seqlen']} | {r['batch']} | "
                    f"{r['heads']} | {_fmt(r.get('ours_tflops'), '.0f')} | "
                    f"{_fmt(r.get('cudnn_tflops'), '.0f')} | {_fmt(r.get('fa2_tflops'), '.0f')} | "
+                   + (f"{_fmt(r.get('fa3_tflops'), '.0f')} | " if fa3 else "") +
                    f"{_fmt(r.get('ours_over_cudnn'), '.2f')} | {_fmt(r.get('ours_ms'), '.3f')} | "
                    f"{_fmt(r.get('ours_rel_err_vs_cudnn'), '.1e')} | "
                    f"{_fmt(r.get('fa2_rel_err_vs_cudnn'), '.1e')} | "
+                   + (f"{_fmt(r.get('fa3_rel_err_vs_cudnn'), '.1e')} | " if fa3 else "") +
                    f"{_fmt(r.get('ours_sm_mhz'), '.0f')} ({_fmt(r.get('cudnn_sm_mhz'), '.0f')}) | "
                    f"{_fmt(r.get('ours_power_w'), '.0f')} ({_fmt(r.get('cudnn_power_w'), '.0f')}) |")
     errs = [f"- {hdim_label(r)}/{int(r['causal'])}/{r['seqlen']}: {k}: {v}"
@@ -294,6 +306,7 @@ def render_bench_bwd(entry):
     cuDNN's and FlashAttention-2's through SDPA, by hdim, mask and seqlen;
     with --deterministic also our deterministic kernels' (det)."""
     det = any("det" in r["tflops"] for r in entry["rows"])
+    fa3 = any("fa3" in r["tflops"] for r in entry["rows"])
     out = [f"## Backward (bench_bwd, {entry['date']})", "",
            f"GPU: {entry.get('gpu')}; {entry.get('meta', {}).get('dtype', 'bf16')}, "
            f"torch {entry.get('meta', {}).get('torch', '?')}", "",
@@ -302,10 +315,14 @@ def render_bench_bwd(entry):
            "convention: 2.5 x the forward's FLOPs): ours = flash_attn_backward "
            "(its three kernels: _pre, the kernel, _post); cudnn and fa2 = SDPA's backward "
            "with that backend, same inputs, same process"
+           + (f"; fa3 = FlashAttention-3's backward through its autograd function "
+              f"({entry.get('meta', {}).get('fa3')})" if fa3 else "")
            + ("; det = flash_attn_backward(deterministic=True)." if det else "."), "",
            "| mask | hdim | seqlen | ours | cudnn | fa2 | ours / cudnn | ours / fa2 |"
+           + (" fa3 | ours / fa3 |" if fa3 else "")
            + (" det | det / ours |" if det else ""),
-           "|---|---|---|---|---|---|---|---|" + ("---|---|" if det else "")]
+           "|---|---|---|---|---|---|---|---|" + ("---|---|" if fa3 else "")
+           + ("---|---|" if det else "")]
     for r in entry["rows"]:
         t = r["tflops"]
         peer = lambda p: _fmt(t.get(p), ".0f")
@@ -313,6 +330,7 @@ def render_bench_bwd(entry):
         out.append(f"| {'causal' if r['causal'] else 'full'} | {r['hdim']} | {r['seqlen']} | "
                    f"{t['ours']:.0f} | {peer('cudnn')} | {peer('fa2')} | {ratio('cudnn')} | "
                    f"{ratio('fa2')} |"
+                   + (f" {peer('fa3')} | {ratio('fa3')} |" if fa3 else "")
                    + (f" {peer('det')} | {_fmt(t['det'] / t['ours'] if t.get('det') else None, '.2f')} |"
                       if det else ""))
     return "\n".join(out) + "\n"
@@ -574,8 +592,11 @@ def render_bench_fp8(entry):
            + {"head": "[B, H] descales", "block": "block descales [B, H, S/128]",
               "none": "no descales"}.get(meta.get("descale", "head"), "descales")
            + " (o bf16); bf16: our bf16 "
-           "kernel on the same shapes; FA3: FlashAttention-3's FP8 forward measured on "
-           "this GPU (shared/DESIGN.md; '-' where not measured), the target.", "",
+           "kernel on the same shapes; FA3: FlashAttention-3's FP8 forward "
+           + (f"timed in this run on the same inputs ({meta.get('fa3')})"
+              if any(r.get("fa3_live") for r in rows) else
+              "measured on this GPU (shared/DESIGN.md; '-' where not measured)")
+           + ", the target.", "",
            "| hdim | mask | seqlen | fp8 TFLOP/s | bf16 | fp8 / bf16 | FA3 fp8 (target) "
            "| fp8 / FA3 | fp8 ms | err vs bf16 |",
            "|---|---|---|---|---|---|---|---|---|---|"]

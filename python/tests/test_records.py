@@ -235,6 +235,36 @@ def test_bench_table_shows_a_value_head_dim_as_its_own_row():
     assert text.index("| 192/128 | full |") < text.index("| 192 | full |")
 
 
+def test_bench_table_with_flashattention3_in_the_run():
+    """A bench_fwd run that timed FA3 (bench/peer_fa3.py) shows ours / FA3
+    first, FA3's TFLOP/s beside the others and its error; without it, the
+    tables stay as they were (no FA3 column)."""
+    e = bench_entry("2026-12-04", hdims=(64,))
+    assert "FA3" not in records.render_bench(e)
+    for r in e["rows"]:
+        r.update(fa3_tflops=500.0, ours_over_fa3=1.2, fa3_rel_err_vs_cudnn=4e-3)
+    e["meta"]["fa3"] = "FlashAttention-3 (flash_attn_interface), commit abc"
+    text = records.render_bench(e)
+    assert "commit abc" in text
+    assert text.index("Ratio ours / FA3:") < text.index("Ratio ours / cuDNN:")
+    assert "| 64 | full | 1.20 | 1.20 |" in text
+    assert "| 64 | causal | 600 (500, 300, 500) |" in text
+    assert "| 300 | 500 | 1.20 | 1.000 | 3.0e-03 | 3.0e-03 | 4.0e-03 |" in text
+    assert "(ours, cuDNN, FA2, FA3 in turn)" in text
+
+
+def test_bench_fp8_table_with_flashattention3_in_the_run():
+    rows = [dict(hdim=64, causal=False, seqlen=2048, batch=8, heads=32, descale="head",
+                 kernel="k", fa3_fp8_tflops=560.0, fa3_live=True, fp8_ms=0.5,
+                 fp8_tflops=520.0)]
+    meta = dict(gpu="NVIDIA H200", fa3="FlashAttention-3 (flash_attn_interface), commit abc")
+    text = records.render(records.new_entry("bench_fp8", "python3 bench/bench_fp8.py",
+                                            "2026-12-04T000000", full=False, meta=meta,
+                                            rows=rows))
+    assert "timed in this run on the same inputs (FlashAttention-3" in text
+    assert "| 64 | full | 2k | 520 | - | - | 560 | 0.93 |" in text
+
+
 def bwd_entry(date, ok=True, full=True):
     r = dict(kernel="fa3_bwd_d128_bf16_causal_kernel", case="random", fwd="ours", B=2,
              Sq=113, Skv=203, Hq=8, Hkv=2, err_dq=3e-3, err_pt_dq=4e-3, nan_dq=0,
@@ -312,6 +342,19 @@ def test_bench_bwd_table_and_routing(tmp_path):
     added, _ = records.merge(out, root)
     assert [e["kind"] for e in added] == ["bench_bwd"]
     assert (root / "bench" / records.HISTORY).exists()
+
+
+def test_bench_bwd_table_with_flashattention3_in_the_run():
+    rows = [dict(hdim=128, causal=False, seqlen=2048, batch=8, heads=16,
+                 ms={"ours": 1.0, "cudnn": 2.0, "fa2": 4.0, "fa3": 0.8},
+                 tflops={"ours": 400.0, "cudnn": 200.0, "fa2": 100.0, "fa3": 500.0},
+                 rel_err=[1e-3] * 3)]
+    entry = records.new_entry("bench_bwd", "python3 bench/bench_bwd.py --kernel-dir k",
+                              "2026-12-04T110000", gpu="H200", rows=rows, full=False,
+                              meta={"dtype": "bf16", "fa3": "FlashAttention-3, commit abc"})
+    text = records.render(entry)
+    assert "(FlashAttention-3, commit abc)" in text
+    assert "| full | 128 | 2048 | 400 | 200 | 100 | 2.00 | 4.00 | 500 | 0.80 |" in text
 
 
 def test_bench_bwd_table_with_the_deterministic_kernels():

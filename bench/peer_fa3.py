@@ -1,0 +1,56 @@
+"""FlashAttention-3 (Dao-AILab/flash-attention, hopper/) as a peer in the
+benchmarks, timed in the same process on the same inputs as ours.
+
+It is used where its Python interface imports (`flash_attn_interface`, with
+its compiled `flash_attn_3._C` on PYTHONPATH). It is built from its public
+sources for the GPU machine and is never part of this repository: neither
+its code nor a script that builds it (issue 18); bench/NOTES.md ("FA3 in the
+same run") records the commit and the options it was built with. Where it
+does not import, the benchmarks run without it and say why.
+"""
+
+
+def load():
+    """(module, description) or (None, why not)."""
+    try:
+        import flash_attn_interface as fai
+    except Exception as e:  # not installed: the usual case off the GPU machine
+        return None, f"FlashAttention-3 not importable ({type(e).__name__}: {e})"[:200]
+    commit = "?"
+    try:
+        from flash_attn_config import CONFIG
+        commit = CONFIG.get("commit", "?")
+    except Exception:
+        pass
+    return fai, f"FlashAttention-3 (flash_attn_interface), commit {commit}"
+
+
+def forward(fai, q, k, v, causal, descales=None):
+    """A callable that runs FA3's forward on [B, S, H, D] tensors (FP8: e4m3
+    q, k, v with descales (q, k, v) of shape [B, H_kv], float32). Its
+    default settings: FA3's own tile sizes, clusters and scheduler."""
+    qd = kd = vd = None
+    if descales is not None:
+        qd, kd, vd = descales
+
+    def run():
+        return fai.flash_attn_func(q, k, v, causal=causal, q_descale=qd, k_descale=kd,
+                                   v_descale=vd)
+    return run
+
+
+def output(result):
+    """FA3's flash_attn_func returns o, or (o, lse) in some versions."""
+    return result[0] if isinstance(result, tuple) else result
+
+
+def backward(fai, q, k, v, dout, causal):
+    """A closure running FA3's backward for (q, k, v) in BSHD through
+    autograd (its forward done once here), and the gradients it computes."""
+    import torch
+    qg, kg, vg = (t.detach().requires_grad_() for t in (q, k, v))
+    o = output(fai.flash_attn_func(qg, kg, vg, causal=causal))
+
+    def run():
+        return torch.autograd.grad(o, (qg, kg, vg), dout, retain_graph=True)
+    return run, list(run())
