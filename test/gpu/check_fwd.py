@@ -52,7 +52,7 @@ from fa3.torch_api import flash_attn_bhsd, flash_attn_func  # noqa: E402
 
 TORCH_DTYPE = {"bf16": torch.bfloat16, "f16": torch.float16}
 
-# (B, Sq, Skv, Hq, Hkv): seqlens 1, 127, 1000, 4096; Sq != Skv both ways; GQA/MQA; B > 1
+# (B, Sq, Skv, Hq, Hkv): seqlens 1, 127, 1000, 4096, 12000; Sq != Skv both ways; GQA/MQA; B > 1
 CASES = [
     (1, 1, 1, 1, 1),
     (2, 127, 127, 4, 4),
@@ -63,6 +63,11 @@ CASES = [
     (3, 127, 1000, 4, 1),
     (1, 1, 4096, 2, 2),
     (2, 4096, 127, 2, 1),
+    # causal kernels order their tiles in sections of (head, batch) pairs
+    # whose K/V fit 32 MiB (hopper.tile_coords): 12000 keys make sections of
+    # 10, 5 and 2 pairs at head dim 64, 128 and 256, the last taking the
+    # rest of the 14 (one of 14; 5 and 9; six of 2 and one of 2)
+    (2, 1500, 12000, 7, 1),
 ]
 # the last: more tiles (160) than SMs, so that persistent CTAs loop (small
 # enough for racecheck: 1152 tiles took ~30 s per kernel there)

@@ -389,8 +389,14 @@ private:
     Value m0, head, bidx, split;
   };
   TileCoords coords(Value tile, Value numM) {
-    auto c = TileCoordsOp::create(b, loc, tile, numM, gridHeads(),
-                                  static_cast<uint64_t>(cfg.blockM),
+    Value sectionHeads, pairs;
+    if (cfg.longestFirst && !cfg.splitKv && !cfg.varlen) {
+      sectionHeads = l2SectionHeads();
+      Value batches = gridBatches();
+      pairs = bin<arith::MulIOp>(gridHeads(), batches);
+    }
+    auto c = TileCoordsOp::create(b, loc, tile, numM, gridHeads(), sectionHeads,
+                                  pairs, static_cast<uint64_t>(cfg.blockM),
                                   cfg.longestFirst);
     TileCoords t{c.getM0(), c.getHead(), c.getBatch(), Value()};
     if (cfg.splitKv) {
@@ -399,6 +405,25 @@ private:
       t.bidx = bin<arith::RemUIOp>(t.bidx, param("B"));
     }
     return t;
+  }
+  /// The (head, batch) pairs of a longest-first section
+  /// (hopper.tile_coords): as many as have their K and V in
+  /// kL2SectionBytes, at least one; one (each head's m-blocks in turn, the
+  /// order before sections) below kSectionMinKeys keys. (Not for a packed
+  /// batch, whose keys per sequence are known only at its tile: with its
+  /// longest query sequence standing in, its head dim 64 producer spilled
+  /// 8 bytes.)
+  Value l2SectionHeads() {
+    const int64_t perKey = (cfg.headDim + cfg.headDimV) * cfg.elemBytes();
+    Value keys = param("Skv");
+    Value one = i32(1);
+    Value fewKeys = i32(kSectionMinKeys);
+    Value short_ = cmpi(CmpIPredicate::ult, keys, fewKeys);
+    keys = bin<arith::MaxUIOp>(keys, one);
+    Value budget = i32(kL2SectionBytes / perKey);
+    Value heads = bin<arith::DivUIOp>(budget, keys);
+    heads = bin<arith::MaxUIOp>(heads, one);
+    return arith::SelectOp::create(b, loc, short_, one, heads);
   }
   /// GQA packing's group: the q heads of a kv head.
   Value group() { return bin<arith::DivUIOp>(param("Hq"), param("Hkv")); }

@@ -57,6 +57,10 @@ struct TileCoordsLowering : OpConversionPattern<TileCoordsOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Value numM = adaptor.getNumM();
+    if (adaptor.getSectionHeads()) {
+      lowerSections(op, adaptor, rewriter);
+      return success();
+    }
     Value mb = arith::RemUIOp::create(rewriter, loc, adaptor.getTile(), numM);
     if (op.getLongestFirst()) {
       Value one = i32Const(rewriter, loc, 1);
@@ -70,6 +74,44 @@ struct TileCoordsLowering : OpConversionPattern<TileCoordsOp> {
     Value m0 = arith::MulIOp::create(rewriter, loc, mb, bm);
     rewriter.replaceOp(op, ValueRange{m0, head, batch});
     return success();
+  }
+
+  /// Sections of n (head, batch) pairs, numM x n tiles each; the last of
+  /// the max(hb / n, 1) sections also takes the hb % n pairs left over (a
+  /// small last section would end the grid on its heads' longest tiles).
+  /// Within a section of s pairs tile r is m-block numM - 1 - r / s of pair
+  /// first + r % s. s is at least 1 also for a tile index past the grid,
+  /// which a producer may decode before it checks the index.
+  static void lowerSections(TileCoordsOp op, OpAdaptor adaptor,
+                            ConversionPatternRewriter &rewriter) {
+    Location loc = op.getLoc();
+    Value tile = adaptor.getTile(), numM = adaptor.getNumM();
+    Value n = adaptor.getSectionHeads(), hb = adaptor.getGridHeads();
+    Value one = i32Const(rewriter, loc, 1);
+    Value perSection = arith::MulIOp::create(rewriter, loc, numM, n);
+    Value sections = arith::DivUIOp::create(rewriter, loc, hb, n);
+    sections = arith::MaxUIOp::create(rewriter, loc, sections, one);
+    Value lastSection = arith::SubIOp::create(rewriter, loc, sections, one);
+    Value section = arith::DivUIOp::create(rewriter, loc, tile, perSection);
+    section = arith::MinUIOp::create(rewriter, loc, section, lastSection);
+    Value firstPair = arith::MulIOp::create(rewriter, loc, section, n);
+    Value isLast = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                                         section, lastSection);
+    Value rest = arith::SubIOp::create(rewriter, loc, hb, firstPair);
+    Value pairs = arith::SelectOp::create(rewriter, loc, isLast, rest, n);
+    pairs = arith::MaxUIOp::create(rewriter, loc, pairs, one);
+    Value start = arith::MulIOp::create(rewriter, loc, firstPair, numM);
+    Value r = arith::SubIOp::create(rewriter, loc, tile, start);
+    Value fromLast = arith::DivUIOp::create(rewriter, loc, r, pairs);
+    Value inSection = arith::RemUIOp::create(rewriter, loc, r, pairs);
+    Value pair = arith::AddIOp::create(rewriter, loc, firstPair, inSection);
+    Value last = arith::SubIOp::create(rewriter, loc, numM, one);
+    Value mb = arith::SubIOp::create(rewriter, loc, last, fromLast);
+    Value head = arith::RemUIOp::create(rewriter, loc, pair, adaptor.getHq());
+    Value batch = arith::DivUIOp::create(rewriter, loc, pair, adaptor.getHq());
+    Value bm = i32Const(rewriter, loc, op.getBlockM());
+    Value m0 = arith::MulIOp::create(rewriter, loc, mb, bm);
+    rewriter.replaceOp(op, ValueRange{m0, head, batch});
   }
 };
 

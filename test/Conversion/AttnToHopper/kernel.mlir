@@ -89,8 +89,17 @@
 // CHECK-NEXT: hopper.producer_thread {
 // CHECK-NEXT: %[[NUMM:[^,]*]], %[[TILES:[^ ]*]] = hopper.tile_grid %arg8, %arg10, %arg7 block_m 128
 // A 1-D grid over tiles (m-blocks fastest, so co-running CTAs share a head's
-// K/V in L2); causal: the longest m-blocks (the last ones) come first.
-// CHECK-NEXT: %[[ROW0:[^,]*]], %[[HEAD:[^,]*]], %[[BATCH:[^ ]*]] = hopper.tile_coords %[[CTA]] in %[[NUMM]], %arg10 block_m 128 longest_first
+// K/V in L2); causal: the longest m-blocks (the last ones) come first, across
+// a section of (head, batch) pairs whose K/V fit 32 MiB of L2: 65536 keys of
+// 2 x 128 bf16 columns, over Skv (%arg9) keys a head; one pair (each head in
+// turn) below 2048 keys; Hq x B pairs in all.
+// CHECK-NEXT: %[[FEW:.*]] = arith.cmpi ult, %arg9, %c2048_i32
+// CHECK-NEXT: %[[KEYS:.*]] = arith.maxui %arg9, %c1_i32
+// CHECK-NEXT: %[[FIT:.*]] = arith.divui %c65536_i32, %[[KEYS]]
+// CHECK-NEXT: %[[FIT1:.*]] = arith.maxui %[[FIT]], %c1_i32
+// CHECK-NEXT: %[[SEC:.*]] = arith.select %[[FEW]], %c1_i32, %[[FIT1]]
+// CHECK-NEXT: %[[PAIRS:.*]] = arith.muli %arg10, %arg7
+// CHECK-NEXT: %[[ROW0:[^,]*]], %[[HEAD:[^,]*]], %[[BATCH:[^ ]*]] = hopper.tile_coords %[[CTA]] in %[[NUMM]], %arg10 block_m 128 longest_first sections %[[SEC]] of %[[PAIRS]]
 // CHECK-NEXT: %[[RNG:.*]]:4 = func.call @attn_kernel_kv_range(%[[ROW0]]
 // CHECK-NEXT: %[[NBLK:.*]] = arith.subi %[[RNG]]#1, %[[RNG]]#0
 // Q's buffer is free (slot 0 of the Q ring: the CTA's one tile); the full

@@ -97,7 +97,7 @@
 // CHECK-NEXT: hopper.ring.producer_acquire %[[QR]][%[[PK]]]
 // CHECK-NEXT: %[[IN:.*]] = arith.cmpi slt, %[[PT]], %[[TILES]] : i32
 // CHECK-NEXT: %[[W:.*]]:4 = scf.if %[[IN]]
-// CHECK-NEXT: hopper.tile_coords %[[PT]] in %[[NUMM]]
+// CHECK: hopper.tile_coords %[[PT]] in %[[NUMM]], %arg10 block_m 128 longest_first sections
 // CHECK: hopper.ring.publish %[[PT]], %[[W]]#0, %[[W]]#1, %[[W]]#2 at %[[SLOT]] to %[[QR]][%[[PK]]]
 // CHECK-NEXT: scf.if %[[IN]] {
 // CHECK-NEXT: hopper.ring.producer_commit %[[QR]][%[[PK]]] tx 16384

@@ -50,6 +50,40 @@ func.func @schedule(%sq: i32, %hq: i32, %b: i32, %t: i32, %ctr: !llvm.ptr<1>) ->
   return %tiles, %m0, %head, %batch, %n0, %n1 : i32, i32, i32, i32, i32, i32
 }
 
+// Sections of N (head, batch) pairs: max(HB / N, 1) of them, the last also
+// taking the HB % N left over; tile T's section (at most the last), its
+// pairs S (N, or what is left for the last; at least 1), then m-block
+// numM - 1 - r / S of pair first + r % S, r counted from the section's
+// first tile.
+// CHECK-LABEL: func.func @sections(
+// CHECK-SAME: %[[T:[^:]*]]: i32, %[[NUMM:[^:]*]]: i32, %[[HQ:[^:]*]]: i32, %[[N:[^:]*]]: i32, %[[HB:[^:]*]]: i32)
+// CHECK: %[[PER:.*]] = arith.muli %[[NUMM]], %[[N]]
+// CHECK: %[[K0:.*]] = arith.divui %[[HB]], %[[N]]
+// CHECK: %[[K:.*]] = arith.maxui %[[K0]], %c1_i32
+// CHECK: %[[KLAST:.*]] = arith.subi %[[K]], %c1_i32
+// CHECK: %[[SEC0:.*]] = arith.divui %[[T]], %[[PER]]
+// CHECK: %[[SEC:.*]] = arith.minui %[[SEC0]], %[[KLAST]]
+// CHECK: %[[FIRST:.*]] = arith.muli %[[SEC]], %[[N]]
+// CHECK: %[[ISLAST:.*]] = arith.cmpi eq, %[[SEC]], %[[KLAST]]
+// CHECK: %[[REST:.*]] = arith.subi %[[HB]], %[[FIRST]]
+// CHECK: %[[S0:.*]] = arith.select %[[ISLAST]], %[[REST]], %[[N]]
+// CHECK: %[[S:.*]] = arith.maxui %[[S0]], %c1_i32
+// CHECK: %[[START:.*]] = arith.muli %[[FIRST]], %[[NUMM]]
+// CHECK: %[[R:.*]] = arith.subi %[[T]], %[[START]]
+// CHECK: %[[BACK:.*]] = arith.divui %[[R]], %[[S]]
+// CHECK: %[[IN:.*]] = arith.remui %[[R]], %[[S]]
+// CHECK: %[[PAIR:.*]] = arith.addi %[[FIRST]], %[[IN]]
+// CHECK: %[[LAST:.*]] = arith.subi %[[NUMM]], %c1_i32
+// CHECK: %[[MB:.*]] = arith.subi %[[LAST]], %[[BACK]]
+// CHECK: %[[HEAD:.*]] = arith.remui %[[PAIR]], %[[HQ]]
+// CHECK: %[[BATCH:.*]] = arith.divui %[[PAIR]], %[[HQ]]
+// CHECK: %[[M0:.*]] = arith.muli %[[MB]], %c128_i32
+// CHECK: return %[[M0]], %[[HEAD]], %[[BATCH]]
+func.func @sections(%t: i32, %numM: i32, %hq: i32, %n: i32, %hb: i32) -> (i32, i32, i32) {
+  %m0, %head, %batch = hopper.tile_coords %t in %numM, %hq block_m 128 longest_first sections %n of %hb
+  return %m0, %head, %batch : i32, i32, i32
+}
+
 // CHECK-LABEL: func.func @claim(
 // CHECK-SAME: %[[K:[^:]*]]: i32, %[[FIRST:[^:]*]]: i32, %[[CTR:[^:]*]]: !llvm.ptr<1>)
 // CHECK: %[[N:.*]] = nvvm.read.ptx.sreg.nctaid.x

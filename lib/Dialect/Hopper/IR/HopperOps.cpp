@@ -319,5 +319,15 @@ LogicalResult TileClaimOp::verify() {
 
 LogicalResult TileCounterResetOp::verify() { return verifyOneThread(*this); }
 
+/// Sections order the m-blocks across heads; without longest_first the
+/// order within a section would be the plain one, for which the kernels
+/// keep m-blocks fastest (one head's K/V at a time in L2).
+LogicalResult TileCoordsOp::verify() {
+  if (getSectionHeads() && !getLongestFirst())
+    return emitOpError("sections need longest_first (they order the "
+                       "m-blocks last to first across a section's heads)");
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "fa3/Dialect/Hopper/IR/HopperOps.cpp.inc"

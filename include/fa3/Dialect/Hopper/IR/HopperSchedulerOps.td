@@ -48,7 +48,8 @@ def Hopper_TileGridOp : Hopper_Op<"tile_grid", [Pure]> {
   }];
 }
 
-def Hopper_TileCoordsOp : Hopper_Op<"tile_coords", [Pure]> {
+def Hopper_TileCoordsOp : Hopper_Op<"tile_coords",
+                                    [Pure, AttrSizedOperandSegments]> {
   let summary = "a tile's first query row, q head and batch";
   let description = [{
     Tiles are numbered m-block fastest, then q head, then batch: the CTAs
@@ -58,18 +59,33 @@ def Hopper_TileCoordsOp : Hopper_Op<"tile_coords", [Pure]> {
     a right-bounded (causal) mask the last ones see the most keys, and
     starting them first shortens the tail.
 
+    With `sections %n of %hb` (longest_first only) the hb (head, batch)
+    pairs go in max(hb / n, 1) sections of n (the last also takes the
+    hb % n left over), and within a section the m-block is the slower
+    index, last first, heads fastest: the tiles of a section run longest
+    first across all its heads, so the grid ends on the shortest tiles of
+    its last section instead of on a mix of every length of its last heads
+    (FlashAttention-3's causal scheduler orders its tiles so too). n is
+    chosen so that a section's K/V fit in L2; n = 1 is the order without
+    sections.
+
     ```mlir
     %m0, %head, %batch = hopper.tile_coords %tile in %numM, %Hq block_m 128 longest_first
+    %m0, %head, %batch = hopper.tile_coords %tile in %numM, %Hq block_m 128 longest_first
+        sections %n of %hb
     ```
   }];
   let arguments = (ins I32:$tile, I32:$num_m, I32:$hq,
+                       Optional<I32>:$section_heads, Optional<I32>:$grid_heads,
                        ConfinedAttr<I64Attr, [IntMinValue<1>]>:$block_m,
                        UnitAttr:$longest_first);
   let results = (outs I32:$m0, I32:$head, I32:$batch);
   let assemblyFormat = [{
     $tile `in` $num_m `,` $hq `block_m` $block_m
-    (`longest_first` $longest_first^)? attr-dict
+    (`longest_first` $longest_first^)?
+    (`sections` $section_heads^ `of` $grid_heads)? attr-dict
   }];
+  let hasVerifier = 1;
 }
 
 def Hopper_TileNextOp : Hopper_Op<"tile_next"> {
