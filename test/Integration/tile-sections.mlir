@@ -3,7 +3,8 @@
 // batches and sections of n (head, batch) pairs (n = 1, n > Hq B, Hq B a
 // multiple of n or not), every (m-block, pair) is some tile's exactly once
 // and nothing lies outside the grid; within a section the m-blocks run last
-// to first across its pairs. One small grid's order is printed whole.
+// to first across its pairs; the sections are as even as they divide (at
+// most n pairs each). Three small grids' orders are printed whole.
 // RUN: fa3-opt %s --convert-hopper-to-nvvm | mlir-opt --pass-pipeline="builtin.module(convert-vector-to-scf,convert-scf-to-cf,convert-vector-to-llvm,finalize-memref-to-llvm,convert-arith-to-llvm,convert-cf-to-llvm,convert-func-to-llvm,convert-index-to-llvm,reconcile-unrealized-casts)" | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_utils,%mlir_c_runner_utils | FileCheck %s
 
 // numM 3, Hq 2, B 2 (4 pairs), n 2: two sections of 2 pairs; tile t:
@@ -21,18 +22,32 @@
 // CHECK-NEXT: ( 1, 1, 1 )
 // CHECK-NEXT: ( 0, 0, 1 )
 // CHECK-NEXT: ( 0, 1, 1 )
-// numM 2, Hq 1, B 5, n 2: sections of 2 and 3 pairs (the last takes the
-// fifth).
+// numM 2, Hq 1, B 5, n 2: ceil(5 / 2) = 3 sections, of 2, 2 and 1 pairs.
 // CHECK-NEXT: ( 1, 0, 0 )
 // CHECK-NEXT: ( 1, 0, 1 )
 // CHECK-NEXT: ( 0, 0, 0 )
 // CHECK-NEXT: ( 0, 0, 1 )
 // CHECK-NEXT: ( 1, 0, 2 )
 // CHECK-NEXT: ( 1, 0, 3 )
-// CHECK-NEXT: ( 1, 0, 4 )
 // CHECK-NEXT: ( 0, 0, 2 )
 // CHECK-NEXT: ( 0, 0, 3 )
+// CHECK-NEXT: ( 1, 0, 4 )
 // CHECK-NEXT: ( 0, 0, 4 )
+// numM 2, Hq 1, B 7, n 3: 3 sections, of 3, 2 and 2 pairs.
+// CHECK-NEXT: ( 1, 0, 0 )
+// CHECK-NEXT: ( 1, 0, 1 )
+// CHECK-NEXT: ( 1, 0, 2 )
+// CHECK-NEXT: ( 0, 0, 0 )
+// CHECK-NEXT: ( 0, 0, 1 )
+// CHECK-NEXT: ( 0, 0, 2 )
+// CHECK-NEXT: ( 1, 0, 3 )
+// CHECK-NEXT: ( 1, 0, 4 )
+// CHECK-NEXT: ( 0, 0, 3 )
+// CHECK-NEXT: ( 0, 0, 4 )
+// CHECK-NEXT: ( 1, 0, 5 )
+// CHECK-NEXT: ( 1, 0, 6 )
+// CHECK-NEXT: ( 0, 0, 5 )
+// CHECK-NEXT: ( 0, 0, 6 )
 // Every grid: tiles, then cells not covered exactly once or out of range.
 // CHECK-NEXT: ( 1, 0 )
 // CHECK-NEXT: ( 24, 0 )
@@ -135,6 +150,7 @@ func.func @main() {
   %c100 = arith.constant 100 : i32
   call @print_order(%c3, %c2, %c2, %c2) : (i32, i32, i32, i32) -> ()
   call @print_order(%c2, %c1, %c5, %c2) : (i32, i32, i32, i32) -> ()
+  call @print_order(%c2, %c1, %c7, %c3) : (i32, i32, i32, i32) -> ()
   // numM, Hq, B, n
   call @check(%c1, %c1, %c1, %c1) : (i32, i32, i32, i32) -> ()
   call @check(%c4, %c3, %c2, %c1) : (i32, i32, i32, i32) -> ()

@@ -64,9 +64,9 @@ CASES = [
     (1, 1, 4096, 2, 2),
     (2, 4096, 127, 2, 1),
     # causal kernels order their tiles in sections of (head, batch) pairs
-    # whose K/V fit 32 MiB (hopper.tile_coords): 12000 keys make sections of
-    # 10, 5 and 2 pairs at head dim 64, 128 and 256, the last taking the
-    # rest of the 14 (one of 14; 5 and 9; six of 2 and one of 2)
+    # whose K/V fit 32 MiB (hopper.tile_coords): 12000 keys allow 10, 5 and
+    # 2 pairs at head dim 64, 128 and 256, so the 14 pairs go in sections
+    # of 7 + 7, 5 + 5 + 4 and 7 x 2
     (2, 1500, 12000, 7, 1),
 ]
 # the last: more tiles (160) than SMs, so that persistent CTAs loop (small

@@ -86,8 +86,8 @@ private:
     Value numN = bin<arith::AddIOp>(param("Skv"), i32(cfg.blockN - 1));
     numN = bin<arith::DivUIOp>(numN, i32(cfg.blockN));
     auto c = TileCoordsOp::create(b, loc, cta, numN, param("Hkv"),
-                                  /*section_heads=*/Value(),
-                                  /*grid_heads=*/Value(),
+                                  /*section_pairs=*/Value(),
+                                  /*pairs=*/Value(),
                                   static_cast<uint64_t>(cfg.blockN),
                                   /*longest_first=*/cfg.deterministic);
     w.col0 = c.getM0();

@@ -389,13 +389,13 @@ private:
     Value m0, head, bidx, split;
   };
   TileCoords coords(Value tile, Value numM) {
-    Value sectionHeads, pairs;
-    if (cfg.longestFirst && !cfg.splitKv && !cfg.varlen) {
-      sectionHeads = l2SectionHeads();
+    Value sectionPairs, pairs;
+    if (cfg.longestFirst && !cfg.leftBounded && !cfg.splitKv && !cfg.varlen) {
+      sectionPairs = l2SectionPairs();
       Value batches = gridBatches();
       pairs = bin<arith::MulIOp>(gridHeads(), batches);
     }
-    auto c = TileCoordsOp::create(b, loc, tile, numM, gridHeads(), sectionHeads,
+    auto c = TileCoordsOp::create(b, loc, tile, numM, gridHeads(), sectionPairs,
                                   pairs, static_cast<uint64_t>(cfg.blockM),
                                   cfg.longestFirst);
     TileCoords t{c.getM0(), c.getHead(), c.getBatch(), Value()};
@@ -406,14 +406,16 @@ private:
     }
     return t;
   }
-  /// The (head, batch) pairs of a longest-first section
-  /// (hopper.tile_coords): as many as have their K and V in
-  /// kL2SectionBytes, at least one; one (each head's m-blocks in turn, the
-  /// order before sections) below kSectionMinKeys keys. (Not for a packed
-  /// batch, whose keys per sequence are known only at its tile: with its
+  /// The (head, batch) pairs of a causal section (hopper.tile_coords): as
+  /// many as have their K and V in kL2SectionBytes (each q head counted
+  /// with a K and V of its own: with GQA a section could hold more), at
+  /// least one; one (each head's m-blocks in turn, the order before
+  /// sections) below kSectionMinKeys keys. Not for sliding windows (a
+  /// window reads fewer keys than Skv; not measured) nor for a packed
+  /// batch, whose keys per sequence are known only at its tile (with its
   /// longest query sequence standing in, its head dim 64 producer spilled
-  /// 8 bytes.)
-  Value l2SectionHeads() {
+  /// 8 bytes).
+  Value l2SectionPairs() {
     const int64_t perKey = (cfg.headDim + cfg.headDimV) * cfg.elemBytes();
     Value keys = param("Skv");
     Value one = i32(1);

@@ -57,7 +57,7 @@ struct TileCoordsLowering : OpConversionPattern<TileCoordsOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Value numM = adaptor.getNumM();
-    if (adaptor.getSectionHeads()) {
+    if (adaptor.getSectionPairs()) {
       lowerSections(op, adaptor, rewriter);
       return success();
     }
@@ -76,35 +76,46 @@ struct TileCoordsLowering : OpConversionPattern<TileCoordsOp> {
     return success();
   }
 
-  /// Sections of n (head, batch) pairs, numM x n tiles each; the last of
-  /// the max(hb / n, 1) sections also takes the hb % n pairs left over (a
-  /// small last section would end the grid on its heads' longest tiles).
-  /// Within a section of s pairs tile r is m-block numM - 1 - r / s of pair
-  /// first + r % s. s is at least 1 also for a tile index past the grid,
-  /// which a producer may decode before it checks the index.
+  /// ceil(hb / n) sections of at most n (head, batch) pairs, as even as
+  /// they divide: with q = hb / count and e = hb % count, the first e
+  /// sections have q + 1 pairs, the rest q. Tile t's section starts at
+  /// tile `base` (0 or the e large sections' tiles) and pair `first`;
+  /// within a section of s pairs, tile r (from the section's first) is
+  /// m-block numM - 1 - r / s of pair first + r % s. (s is at least 1 for
+  /// any hb; a tile past the grid decodes to a pair past hb, which the
+  /// callers never use: they check the tile against the grid first.)
   static void lowerSections(TileCoordsOp op, OpAdaptor adaptor,
                             ConversionPatternRewriter &rewriter) {
     Location loc = op.getLoc();
     Value tile = adaptor.getTile(), numM = adaptor.getNumM();
-    Value n = adaptor.getSectionHeads(), hb = adaptor.getGridHeads();
+    Value n = adaptor.getSectionPairs(), hb = adaptor.getPairs();
+    Value zero = i32Const(rewriter, loc, 0);
     Value one = i32Const(rewriter, loc, 1);
-    Value perSection = arith::MulIOp::create(rewriter, loc, numM, n);
-    Value sections = arith::DivUIOp::create(rewriter, loc, hb, n);
-    sections = arith::MaxUIOp::create(rewriter, loc, sections, one);
-    Value lastSection = arith::SubIOp::create(rewriter, loc, sections, one);
-    Value section = arith::DivUIOp::create(rewriter, loc, tile, perSection);
-    section = arith::MinUIOp::create(rewriter, loc, section, lastSection);
-    Value firstPair = arith::MulIOp::create(rewriter, loc, section, n);
-    Value isLast = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
-                                         section, lastSection);
-    Value rest = arith::SubIOp::create(rewriter, loc, hb, firstPair);
-    Value pairs = arith::SelectOp::create(rewriter, loc, isLast, rest, n);
+    Value nLess1 = arith::SubIOp::create(rewriter, loc, n, one);
+    Value padded = arith::AddIOp::create(rewriter, loc, hb, nLess1);
+    Value count = arith::DivUIOp::create(rewriter, loc, padded, n);
+    count = arith::MaxUIOp::create(rewriter, loc, count, one);
+    Value small = arith::DivUIOp::create(rewriter, loc, hb, count);
+    Value large = arith::AddIOp::create(rewriter, loc, small, one);
+    Value extra = arith::RemUIOp::create(rewriter, loc, hb, count);
+    Value largePairs = arith::MulIOp::create(rewriter, loc, extra, large);
+    Value largeTiles = arith::MulIOp::create(rewriter, loc, largePairs, numM);
+    Value inLarge = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
+                                          tile, largeTiles);
+    Value pairs = arith::SelectOp::create(rewriter, loc, inLarge, large, small);
     pairs = arith::MaxUIOp::create(rewriter, loc, pairs, one);
-    Value start = arith::MulIOp::create(rewriter, loc, firstPair, numM);
-    Value r = arith::SubIOp::create(rewriter, loc, tile, start);
+    Value base = arith::SelectOp::create(rewriter, loc, inLarge, zero, largeTiles);
+    Value firstBase =
+        arith::SelectOp::create(rewriter, loc, inLarge, zero, largePairs);
+    Value fromBase = arith::SubIOp::create(rewriter, loc, tile, base);
+    Value perSection = arith::MulIOp::create(rewriter, loc, pairs, numM);
+    Value section = arith::DivUIOp::create(rewriter, loc, fromBase, perSection);
+    Value r = arith::RemUIOp::create(rewriter, loc, fromBase, perSection);
+    Value skipped = arith::MulIOp::create(rewriter, loc, section, pairs);
+    Value first = arith::AddIOp::create(rewriter, loc, firstBase, skipped);
     Value fromLast = arith::DivUIOp::create(rewriter, loc, r, pairs);
     Value inSection = arith::RemUIOp::create(rewriter, loc, r, pairs);
-    Value pair = arith::AddIOp::create(rewriter, loc, firstPair, inSection);
+    Value pair = arith::AddIOp::create(rewriter, loc, first, inSection);
     Value last = arith::SubIOp::create(rewriter, loc, numM, one);
     Value mb = arith::SubIOp::create(rewriter, loc, last, fromLast);
     Value head = arith::RemUIOp::create(rewriter, loc, pair, adaptor.getHq());

@@ -49,7 +49,7 @@
 // KERNEL: %[[ROWS:.*]] = arith.muli %{{.*}}, %[[G]] : i32
 // KERNEL: %[[BS:.*]] = arith.muli %[[B:[^ ]*]], %[[NS:[^ ]*]] : i32
 // KERNEL: hopper.tile_grid %[[ROWS]], %[[HKV]], %[[BS]] block_m 64
-// KERNEL: hopper.tile_coords
+// KERNEL: hopper.tile_coords {{.*}} longest_first{{$}}
 // KERNEL: %[[SPLIT:.*]] = arith.divui %{{.*}}, %[[B]] : i32
 // KERNEL: %[[BATCH:.*]] = arith.remui %{{.*}}, %[[B]] : i32
 // The batch's keys: seqused_k[b] (a cache's fill) where the launch gives

@@ -25,9 +25,9 @@
 // The CTA's tile: the kv blocks last to first (kv block n = blocks - 1 -
 // (ctaid mod blocks)) in every role.
 // CHECK: hopper.warp_specialize producer
-// CHECK: hopper.tile_coords %{{.*}} in %{{.*}}, %{{.*}} block_m 128 longest_first
+// CHECK: hopper.tile_coords %{{.*}} in %{{.*}}, %{{.*}} block_m 128 longest_first{{$}}
 // The writer: its kv block, col0 / 128.
-// CHECK: %[[M0:.*]], %{{.*}}, %{{.*}} = hopper.tile_coords %{{.*}} in %{{.*}}, %{{.*}} block_m 128 longest_first
+// CHECK: %[[M0:.*]], %{{.*}}, %{{.*}} = hopper.tile_coords %{{.*}} in %{{.*}}, %{{.*}} block_m 128 longest_first{{$}}
 // CHECK: %[[KVB:.*]] = arith.divui %[[M0]], %c128_i32 : i32
 // CHECK: hopper.named_barrier.arrive reduce_free[%c0_i32]
 // CHECK: scf.for
@@ -58,7 +58,7 @@
 // CHECK-NEXT: hopper.pass_turn %[[CTR]]
 // CHECK: nvvm.cp.async.bulk.wait_group 1 {read}
 // CHECK: } consumers(
-// CHECK: hopper.tile_coords %{{.*}} longest_first
+// CHECK: hopper.tile_coords %{{.*}} longest_first{{$}}
 // _pre: dQaccum's words, plus B Hq ceil(Sq / 64) counters rounded up to 4.
 // CHECK: gpu.func @det_kernel_pre(
 // CHECK: %[[ACCW:.*]] = arith.muli %{{.*}}, %c8192_i64 : i64

@@ -44,7 +44,7 @@
 // The producer: the sequence of the tile, then its rows.
 // CHECK: hopper.warp_specialize producer
 // CHECK: hopper.tile_grid %arg19, %arg10, %arg7 block_m 128
-// CHECK: %[[M0:.*]], %[[HEAD:.*]], %[[SEQ:.*]] = hopper.tile_coords
+// CHECK: %[[M0:.*]], %[[HEAD:.*]], %[[SEQ:.*]] = hopper.tile_coords {{.*}} longest_first{{$}}
 // CHECK: %[[S1:.*]] = arith.addi %[[SEQ]], %{{.*}} : i32
 // CHECK: %[[PQ0:.*]] = llvm.getelementptr %arg16[%[[SEQ]]]
 // CHECK: %[[Q0:.*]] = llvm.load %[[PQ0]]
@@ -109,7 +109,7 @@
 // PERSIST-NEXT: %[[LIVE:.*]] = scf.while (%[[T:.*]] = %[[CLAIM]]) : (i32) -> i32 {
 // PERSIST:   %[[IN:.*]] = arith.cmpi slt, %[[T]], %[[TILES:.*]] : i32
 // PERSIST:   %[[EMPTY:.*]] = scf.if %[[IN]] -> (i1) {
-// PERSIST:     %[[M0:.*]], %{{.*}}, %[[SEQ:.*]] = hopper.tile_coords %[[T]]
+// PERSIST:     %[[M0:.*]], %{{.*}}, %[[SEQ:.*]] = hopper.tile_coords %[[T]] {{.*}} longest_first{{$}}
 // PERSIST:     llvm.getelementptr %arg16[%[[SEQ]]]
 // PERSIST:     %[[NONE:.*]] = arith.cmpi sge, %[[M0]], %{{.*}} : i32
 // PERSIST:     scf.yield %[[NONE]] : i1

@@ -50,26 +50,34 @@ func.func @schedule(%sq: i32, %hq: i32, %b: i32, %t: i32, %ctr: !llvm.ptr<1>) ->
   return %tiles, %m0, %head, %batch, %n0, %n1 : i32, i32, i32, i32, i32, i32
 }
 
-// Sections of N (head, batch) pairs: max(HB / N, 1) of them, the last also
-// taking the HB % N left over; tile T's section (at most the last), its
-// pairs S (N, or what is left for the last; at least 1), then m-block
-// numM - 1 - r / S of pair first + r % S, r counted from the section's
-// first tile.
+// Sections of at most N (head, batch) pairs, as even as they divide: C =
+// max(ceil(HB / N), 1) sections, the first E = HB % C of Q + 1 = HB / C + 1
+// pairs, the rest of Q. Tile T lies in a large section when T < E (Q + 1)
+// numM; its section starts at tile BASE (0, or the large ones' tiles) and
+// pair FIRST; r counted from the section's first tile, m-block numM - 1 -
+// r / S of pair FIRST + r % S.
 // CHECK-LABEL: func.func @sections(
 // CHECK-SAME: %[[T:[^:]*]]: i32, %[[NUMM:[^:]*]]: i32, %[[HQ:[^:]*]]: i32, %[[N:[^:]*]]: i32, %[[HB:[^:]*]]: i32)
-// CHECK: %[[PER:.*]] = arith.muli %[[NUMM]], %[[N]]
-// CHECK: %[[K0:.*]] = arith.divui %[[HB]], %[[N]]
-// CHECK: %[[K:.*]] = arith.maxui %[[K0]], %c1_i32
-// CHECK: %[[KLAST:.*]] = arith.subi %[[K]], %c1_i32
-// CHECK: %[[SEC0:.*]] = arith.divui %[[T]], %[[PER]]
-// CHECK: %[[SEC:.*]] = arith.minui %[[SEC0]], %[[KLAST]]
-// CHECK: %[[FIRST:.*]] = arith.muli %[[SEC]], %[[N]]
-// CHECK: %[[ISLAST:.*]] = arith.cmpi eq, %[[SEC]], %[[KLAST]]
-// CHECK: %[[REST:.*]] = arith.subi %[[HB]], %[[FIRST]]
-// CHECK: %[[S0:.*]] = arith.select %[[ISLAST]], %[[REST]], %[[N]]
+// CHECK: %[[N1:.*]] = arith.subi %[[N]], %c1_i32
+// CHECK: %[[PAD:.*]] = arith.addi %[[HB]], %[[N1]]
+// CHECK: %[[C0:.*]] = arith.divui %[[PAD]], %[[N]]
+// CHECK: %[[C:.*]] = arith.maxui %[[C0]], %c1_i32
+// CHECK: %[[Q:.*]] = arith.divui %[[HB]], %[[C]]
+// CHECK: %[[Q1:.*]] = arith.addi %[[Q]], %c1_i32
+// CHECK: %[[E:.*]] = arith.remui %[[HB]], %[[C]]
+// CHECK: %[[LPAIRS:.*]] = arith.muli %[[E]], %[[Q1]]
+// CHECK: %[[LTILES:.*]] = arith.muli %[[LPAIRS]], %[[NUMM]]
+// CHECK: %[[INL:.*]] = arith.cmpi ult, %[[T]], %[[LTILES]]
+// CHECK: %[[S0:.*]] = arith.select %[[INL]], %[[Q1]], %[[Q]]
 // CHECK: %[[S:.*]] = arith.maxui %[[S0]], %c1_i32
-// CHECK: %[[START:.*]] = arith.muli %[[FIRST]], %[[NUMM]]
-// CHECK: %[[R:.*]] = arith.subi %[[T]], %[[START]]
+// CHECK: %[[BASE:.*]] = arith.select %[[INL]], %c0_i32, %[[LTILES]]
+// CHECK: %[[FBASE:.*]] = arith.select %[[INL]], %c0_i32, %[[LPAIRS]]
+// CHECK: %[[FROM:.*]] = arith.subi %[[T]], %[[BASE]]
+// CHECK: %[[PER:.*]] = arith.muli %[[S]], %[[NUMM]]
+// CHECK: %[[SEC:.*]] = arith.divui %[[FROM]], %[[PER]]
+// CHECK: %[[R:.*]] = arith.remui %[[FROM]], %[[PER]]
+// CHECK: %[[SKIP:.*]] = arith.muli %[[SEC]], %[[S]]
+// CHECK: %[[FIRST:.*]] = arith.addi %[[FBASE]], %[[SKIP]]
 // CHECK: %[[BACK:.*]] = arith.divui %[[R]], %[[S]]
 // CHECK: %[[IN:.*]] = arith.remui %[[R]], %[[S]]
 // CHECK: %[[PAIR:.*]] = arith.addi %[[FIRST]], %[[IN]]

@@ -112,3 +112,22 @@ func.func @sections_in_order(%t: i32, %numM: i32, %hq: i32, %n: i32, %hb: i32) -
   %m0, %head, %batch = hopper.tile_coords %t in %numM, %hq block_m 128 sections %n of %hb
   return %m0 : i32
 }
+
+// -----
+
+// The section size and the pair count come together (the generic form
+// could give one alone).
+func.func @sections_without_pairs(%t: i32, %numM: i32, %hq: i32, %n: i32) -> i32 {
+  // expected-error @below {{sections need both the section size and the pair count}}
+  %c:3 = "hopper.tile_coords"(%t, %numM, %hq, %n) <{block_m = 128 : i64, longest_first, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0>}> : (i32, i32, i32, i32) -> (i32, i32, i32)
+  return %c#0 : i32
+}
+
+// -----
+
+func.func @empty_sections(%t: i32, %numM: i32, %hq: i32, %hb: i32) -> i32 {
+  %zero = arith.constant 0 : i32
+  // expected-error @below {{sections of 0 pairs: at least 1}}
+  %m0, %head, %batch = hopper.tile_coords %t in %numM, %hq block_m 128 longest_first sections %zero of %hb
+  return %m0 : i32
+}

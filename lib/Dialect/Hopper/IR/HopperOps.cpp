@@ -321,11 +321,21 @@ LogicalResult TileCounterResetOp::verify() { return verifyOneThread(*this); }
 
 /// Sections order the m-blocks across heads; without longest_first the
 /// order within a section would be the plain one, for which the kernels
-/// keep m-blocks fastest (one head's K/V at a time in L2).
+/// keep m-blocks fastest (one head's K/V at a time in L2). The section
+/// size and the pair count come together (the generic form could give one
+/// alone), and a constant size is at least 1.
 LogicalResult TileCoordsOp::verify() {
-  if (getSectionHeads() && !getLongestFirst())
+  if (!getSectionPairs() != !getPairs())
+    return emitOpError("sections need both the section size and the pair "
+                       "count");
+  if (getSectionPairs() && !getLongestFirst())
     return emitOpError("sections need longest_first (they order the "
                        "m-blocks last to first across a section's heads)");
+  APInt n;
+  if (getSectionPairs() && matchPattern(getSectionPairs(), m_ConstantInt(&n)) &&
+      n.getSExtValue() < 1)
+    return emitOpError("sections of ") << n.getSExtValue()
+                                         << " pairs: at least 1";
   return success();
 }
 

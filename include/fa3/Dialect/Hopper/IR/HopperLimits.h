@@ -45,16 +45,16 @@ inline constexpr int64_t kTransposeUnitCols = 32;
 /// A TMA box's extent in each dimension (cuTensorMapEncodeTiled: boxDim
 /// at most 256 elements).
 inline constexpr int64_t kMaxTmaBoxRows = 256;
-/// The K and V bytes that a longest-first section of heads may have
+/// The K and V bytes that a causal section of (head, batch) pairs may have
 /// (hopper.tile_coords sections): about half the H100's 50 MB L2 (the
-/// H200 has 60 MB), FlashAttention-3's choice for its causal scheduler, so
-/// that the section's K/V stay in L2 beside Q and O.
+/// H200's read 60 MB through PyTorch), FlashAttention-3's budget for its
+/// causal order, so that a section's K/V stay in L2 beside Q and O.
 inline constexpr int64_t kL2SectionBytes = 32 << 20;
 /// Keys below which a causal kernel's tiles keep each head's m-blocks in
 /// turn (sections of one pair): with few kv blocks a tile the grid's tail
 /// is short anyway, and running a section's heads side by side measured
-/// 4-14 % slower at 512 and 1k keys, 1-8 % faster from 2k to 8k
-/// (bench/NOTES.md, Log).
+/// 0.86-1.02x at 512 and 1k keys, 0.95-1.06x at 2k and 1.01-1.06x in most
+/// cells from 4k (bench/NOTES.md, Log).
 inline constexpr int64_t kSectionMinKeys = 2048;
 /// The last hardware named barrier id (bar.sync takes 0 to 15).
 inline constexpr int64_t kLastNamedBarrier = 15;

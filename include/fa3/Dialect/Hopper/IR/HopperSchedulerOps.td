@@ -52,38 +52,38 @@ def Hopper_TileCoordsOp : Hopper_Op<"tile_coords",
                                     [Pure, AttrSizedOperandSegments]> {
   let summary = "a tile's first query row, q head and batch";
   let description = [{
-    Tiles are numbered m-block fastest, then q head, then batch: the CTAs
-    running at one time work on one head, so that head's K/V stays in L2
-    (heads fastest measured 5-15 % slower: every CTA then streams another
-    head's K/V). With `longest_first` the m-blocks run last to first: under
-    a right-bounded (causal) mask the last ones see the most keys, and
-    starting them first shortens the tail.
+    Without sections, tiles are numbered m-block fastest, then q head, then
+    batch: the CTAs running at one time work on one head, so that head's
+    K/V stays in L2 (heads fastest measured 5-15 % slower: every CTA then
+    streams another head's K/V). With `longest_first` the m-blocks run last
+    to first: under a right-bounded (causal) mask the last ones see the
+    most keys, and starting them first shortens the tail.
 
-    With `sections %n of %hb` (longest_first only) the hb (head, batch)
-    pairs go in max(hb / n, 1) sections of n (the last also takes the
-    hb % n left over), and within a section the m-block is the slower
-    index, last first, heads fastest: the tiles of a section run longest
+    With `sections %n of %pairs` (longest_first only; n >= 1, pairs = the
+    grid's heads x batches) the (head, batch) pairs go in ceil(pairs / n)
+    sections of at most n, as even as they divide (the first pairs % count
+    sections one pair larger), and within a section the m-block is the
+    slower index, last first, heads fastest: a section's tiles run longest
     first across all its heads, so the grid ends on the shortest tiles of
-    its last section instead of on a mix of every length of its last heads
-    (FlashAttention-3's causal scheduler orders its tiles so too). n is
-    chosen so that a section's K/V fit in L2; n = 1 is the order without
-    sections.
+    its last section instead of on the long tiles of its last heads
+    (FlashAttention-3's causal order). n is chosen so that a section's K/V
+    fit in L2; n = 1 is the order without sections.
 
     ```mlir
     %m0, %head, %batch = hopper.tile_coords %tile in %numM, %Hq block_m 128 longest_first
     %m0, %head, %batch = hopper.tile_coords %tile in %numM, %Hq block_m 128 longest_first
-        sections %n of %hb
+        sections %n of %pairs
     ```
   }];
   let arguments = (ins I32:$tile, I32:$num_m, I32:$hq,
-                       Optional<I32>:$section_heads, Optional<I32>:$grid_heads,
+                       Optional<I32>:$section_pairs, Optional<I32>:$pairs,
                        ConfinedAttr<I64Attr, [IntMinValue<1>]>:$block_m,
                        UnitAttr:$longest_first);
   let results = (outs I32:$m0, I32:$head, I32:$batch);
   let assemblyFormat = [{
     $tile `in` $num_m `,` $hq `block_m` $block_m
     (`longest_first` $longest_first^)?
-    (`sections` $section_heads^ `of` $grid_heads)? attr-dict
+    (`sections` $section_pairs^ `of` $pairs)? attr-dict
   }];
   let hasVerifier = 1;
 }
