@@ -80,9 +80,11 @@ def main():
     causals = [False, True] if a.causal == "both" else [a.causal == "1"]
     rows = []
     det_head = " det | det/ours |" if a.deterministic else ""
+    fa3_head = " fa3 (ours/fa3), rel err dq, dk, dv vs cuDNN's |" if fa3 is not None else ""
     print(f"| mask | hdim | seqlen | ours | cudnn | fa2 | ours/cudnn | ours/fa2 |{det_head} "
-          "rel err dq, dk, dv |")
-    print("|---|---|---|---|---|---|---|---|" + "---|---|" * a.deterministic + "---|")
+          f"rel err dq, dk, dv |{fa3_head}")
+    print("|---|---|---|---|---|---|---|---|" + "---|---|" * a.deterministic + "---|"
+          + "---|" * (fa3 is not None))
     for D in map(int, a.hdim.split(",")):
         for causal in causals:
             for S in map(int, a.seqlens.split(",")):
@@ -112,8 +114,9 @@ def main():
                         fns["fa3"], grads = peer_fa3.backward(fa3, q, k, v, dout, causal)
                         if errs is not None:
                             fa3_errs = [rel(x, y) for x, y in zip(grads, ref)]
-                    except Exception as e:  # FA3 not built for this head dim
-                        print(f"  (fa3 unavailable: {str(e).splitlines()[0][:80]})")
+                    except Exception as e:  # e.g. FA3 built without this head dim
+                        print(f"  (fa3 failed: {type(e).__name__}: "
+                              f"{str(e).splitlines()[0][:80]})")
                 times = {n: [] for n in fns}
                 for _ in range(a.rounds):
                     for n, fn in fns.items():
@@ -129,10 +132,13 @@ def main():
                 err = ", ".join(f"{e:.1e}" for e in errs) if errs else "-"
                 det = (f" {tf['det']:.0f} | {tf['det'] / tf['ours']:.2f} |"
                        if a.deterministic else "")
-                f3 = (f" {tf['fa3']:.0f} ({ratio('fa3')})" if "fa3" in tf else "")
+                f3 = (f" {tf['fa3']:.0f} ({ratio('fa3')}), "
+                      + (", ".join(f"{e:.1e}" for e in fa3_errs) if fa3_errs else "-") + " |"
+                      if "fa3" in tf else "")
                 print(f"| {'causal' if causal else 'full'} | {D} | {S} | {tf['ours']:.0f} | "
                       f"{tf.get('cudnn', float('nan')):.0f} | {tf.get('fa2', float('nan')):.0f} | "
                       f"{ratio('cudnn')} | {ratio('fa2')} |{det} {err} |{f3}", flush=True)
+                fns = None  # free the cell's closures (and FA3's graph) before the next
     if a.results_dir:
         full = (a.hdim == "64,128,256" and a.causal == "both" and a.dtype == "bf16"
                 and a.seqlens == ",".join(map(str, SEQLENS)))

@@ -124,8 +124,10 @@ def main():
             kb = None if a.no_bf16 else find("bf16", D, causal)
             for S in seqlens:
                 B, H, q, k, v, flops = paper_inputs(D, S, causal, "bf16")
+                live = fa3 is not None and a.descale != "block"  # FA3 takes [B, H] descales
                 row = dict(hdim=D, causal=causal, seqlen=S, batch=B, heads=H, kernel=kf.kernel,
-                           descale=a.descale, fa3_fp8_tflops=fa3_target(D, causal, S))
+                           descale=a.descale,
+                           fa3_fp8_tflops=None if live else fa3_target(D, causal, S))
                 if kb is not None:
                     row["bf16_kernel"] = kb.kernel
                 if a.descale == "none":
@@ -145,7 +147,7 @@ def main():
                 def bf16():
                     flash_attn_func(q, k, v, causal=causal, kernel=kb, out=o)
                 fns = {"fp8": fp8} if kb is None else {"fp8": fp8, "bf16": bf16}
-                if fa3 is not None and a.descale != "block":  # FA3 takes [B, H] descales
+                if live:
                     fns["fa3"] = peer_fa3.forward(fa3, q8, k8, v8, causal, (
                         ds.get("q_descale"), ds.get("k_descale"), ds.get("v_descale")))
                 times = {n: [] for n in fns}
@@ -176,11 +178,17 @@ def main():
                     row["fp8_rel_err_vs_bf16"] = rel(o8, o)
                 if "fa3_tflops" in row:  # measured in this run: it replaces the target
                     row["fa3_fp8_tflops"], row["fa3_live"] = row.pop("fa3_tflops"), True
+                    if "bf16_ms" in row:  # FA3's output against our bf16 kernel's
+                        row["fa3_rel_err_vs_bf16"] = rel(peer_fa3.output(fns["fa3"]()), o)
+                        if row["fa3_rel_err_vs_bf16"] > MAX_REL_ERR:
+                            print(f"WARNING: FA3's FP8 output differs from our bf16 one at "
+                                  f"{D}/{int(causal)}/{S}: rel. L2 error "
+                                  f"{row['fa3_rel_err_vs_bf16']:.1e}", flush=True)
                 if "fp8_ms" in row and row["fa3_fp8_tflops"]:
                     row["fp8_over_fa3"] = row["fp8_tflops"] / row["fa3_fp8_tflops"]
                 rows.append(row)
                 print(json.dumps(row), flush=True)
-                q = k = v = q8 = k8 = v8 = o = o8 = ds = None  # free before the next cell
+                q = k = v = q8 = k8 = v8 = o = o8 = ds = fns = None  # free before the next cell
                 torch.cuda.empty_cache()
 
     date = records.run_id()

@@ -156,6 +156,7 @@ def main():
                     flash_attn_func(q, k, v, causal=causal, kernel=kf, out=o)
                 qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
                 ref = None
+                run_fa3 = None
                 times = {"ours": [], "cudnn": [], "fa2": [], "fa3": []}
                 clocks = {"ours": [], "cudnn": [], "fa3": []}  # (MHz, W) samples while timed
 
@@ -216,7 +217,7 @@ def main():
                     row["ours_over_fa3"] = row["ours_tflops"] / row["fa3_tflops"]
                 rows.append(row)
                 print(json.dumps(row), flush=True)
-                q = k = v = o = qt = kt = vt = ref = None  # free before the next cell
+                q = k = v = o = qt = kt = vt = ref = run_fa3 = None  # free before the next cell
                 torch.cuda.empty_cache()
 
     date = records.run_id()

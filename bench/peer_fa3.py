@@ -27,8 +27,9 @@ def load():
 
 def forward(fai, q, k, v, causal, descales=None):
     """A callable that runs FA3's forward on [B, S, H, D] tensors (FP8: e4m3
-    q, k, v with descales (q, k, v) of shape [B, H_kv], float32). Its
-    default settings: FA3's own tile sizes, clusters and scheduler."""
+    q, k, v with descales (q, k, v) of shape [B, H_kv], float32: ours are
+    [B, H] per q head, the same where H = H_kv, as on the benchmark grids).
+    Its default settings: FA3's own tile sizes, clusters and scheduler."""
     qd = kd = vd = None
     if descales is not None:
         qd, kd, vd = descales

@@ -8,7 +8,7 @@
 Shapes follow the benchmark (batch * seqlen = 16384, hidden 2048, bf16, BSHD).
 With --peer fa3, FlashAttention-3's forward runs instead of ours (where it
 is importable: bench/peer_fa3.py), for the same profile of its kernel
-(ncu -k regex:FlashAttn).
+(its kernel is CUTLASS's `device_kernel`: ncu -k regex:device_kernel).
 """
 import argparse
 import sys

@@ -597,7 +597,8 @@ def render_bench_fp8(entry):
               if any(r.get("fa3_live") for r in rows) else
               "measured on this GPU (shared/DESIGN.md; '-' where not measured)")
            + ", the target.", "",
-           "| hdim | mask | seqlen | fp8 TFLOP/s | bf16 | fp8 / bf16 | FA3 fp8 (target) "
+           "| hdim | mask | seqlen | fp8 TFLOP/s | bf16 | fp8 / bf16 | FA3 fp8 "
+           + ("(same run) " if any(r.get("fa3_live") for r in rows) else "(target) ") +
            "| fp8 / FA3 | fp8 ms | err vs bf16 |",
            "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:

@@ -20,7 +20,10 @@
 #   BENCH_FP8_ARGS  extra bench_fp8.py args (default: its full grid)
 #   SKIP_CHECK=1 SKIP_SANITIZE=1 SKIP_BENCH=1
 #   SAN_KERNEL_DIR  kernels for the sanitizers (default: KERNEL_DIR)
-#   T_CHECK T_SAN T_BENCH   per-stage timeouts in seconds (default 150 / 180 / 240)
+#   T_CHECK T_SAN T_BENCH   per-stage timeouts in seconds (default 150 / 180 / 300)
+#   FA3_REF      a FlashAttention-3 build (flash_attn_interface and flash_attn_3/)
+#                that the benchmarks time beside ours (default: ./fa3-ref where it
+#                exists; bench/NOTES.md, "FlashAttention-3 in the same run")
 #   T_CHECK_BWD  check_bwd.py's timeout (default 300)
 #   T_CHECK_FP8 T_BENCH_FP8  check_fp8.py's and bench_fp8.py's (default 300 / 300)
 # Files in $OUT: session.log, memcheck.log, racecheck.log, synccheck.log,
@@ -42,6 +45,8 @@ export FA3_SESSION
 case $KDIR in /*) FA3_KERNEL_DIR=$KDIR ;; *) FA3_KERNEL_DIR=$ROOT/$KDIR ;; esac
 export FA3_KERNEL_DIR
 export FA3RT_LIBRARY=$ROOT/runtime/libfa3rt.so
+FA3_REF=${FA3_REF:-$ROOT/fa3-ref}
+[ -d "$FA3_REF" ] && export PYTHONPATH="$FA3_REF${PYTHONPATH:+:$PYTHONPATH}"
 status=0
 stage() { echo; echo "==== $* ($(date +%T))"; }
 fail() { echo "!!!! FAILED: $*"; status=1; }
@@ -178,7 +183,7 @@ fi
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
   stage "benchmark (bench/bench_fwd.py ${BENCH_ARGS:-})"
   # shellcheck disable=SC2086
-  timeout "${T_BENCH:-240}" python3 bench/bench_fwd.py --kernel-dir "$FA3_KERNEL_DIR" \
+  timeout "${T_BENCH:-300}" python3 bench/bench_fwd.py --kernel-dir "$FA3_KERNEL_DIR" \
     --results-dir "$OUT" ${BENCH_ARGS:-} > "$OUT/bench.out" 2>&1 || fail "bench (rc $?)"
   # the table (the JSON rows are in history.jsonl)
   grep -v '^{' "$OUT/bench.out"; rm -f "$OUT/bench.out"
