@@ -134,11 +134,12 @@ def main():
                        if a.deterministic else "")
                 f3 = (f" {tf['fa3']:.0f} ({ratio('fa3')}), "
                       + (", ".join(f"{e:.1e}" for e in fa3_errs) if fa3_errs else "-") + " |"
-                      if "fa3" in tf else "")
+                      if "fa3" in tf else " - |" if fa3 is not None else "")
                 print(f"| {'causal' if causal else 'full'} | {D} | {S} | {tf['ours']:.0f} | "
                       f"{tf.get('cudnn', float('nan')):.0f} | {tf.get('fa2', float('nan')):.0f} | "
                       f"{ratio('cudnn')} | {ratio('fa2')} |{det} {err} |{f3}", flush=True)
-                fns = None  # free the cell's closures (and FA3's graph) before the next
+                # free the cell's closures (FA3's holds its graph) and gradients
+                fns = fn = grads = ref = None
     if a.results_dir:
         full = (a.hdim == "64,128,256" and a.causal == "both" and a.dtype == "bf16"
                 and a.seqlens == ",".join(map(str, SEQLENS)))

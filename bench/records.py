@@ -579,8 +579,9 @@ def render_check_fp8(entry):
 
 def render_bench_fp8(entry):
     """A bench_fp8 run: FP8 TFLOP/s beside our bf16 kernel's (same run,
-    same shapes) and FlashAttention-3's FP8 (the target, bench_fp8's
-    FA3_FP8_TFLOPS), by hdim, mask and seqlen."""
+    same shapes) and FlashAttention-3's FP8, the target: timed in the run
+    where it was importable (bench/peer_fa3.py), else bench_fp8's
+    FA3_FP8_TFLOPS; by hdim, mask and seqlen."""
     meta, rows = entry.get("meta", {}), entry["rows"]
     out = [f"## Forward benchmark, FP8 e4m3 (bench_fp8, {entry['date']})", "",
            f"GPU: {meta.get('gpu')}; torch {meta.get('torch')}; {meta.get('timer')} "
@@ -593,12 +594,15 @@ def render_bench_fp8(entry):
               "none": "no descales"}.get(meta.get("descale", "head"), "descales")
            + " (o bf16); bf16: our bf16 "
            "kernel on the same shapes; FA3: FlashAttention-3's FP8 forward "
-           + (f"timed in this run on the same inputs ({meta.get('fa3')})"
-              if any(r.get("fa3_live") for r in rows) else
+           + (f"timed in this run on the same inputs ({meta.get('fa3')}; '-' where it "
+              "failed: Errors below)"
+              if any(r.get("fa3_live") for r in rows)
+              or str(meta.get("fa3", "")).startswith("FlashAttention-3 (") else
               "measured on this GPU (shared/DESIGN.md; '-' where not measured)")
            + ", the target.", "",
            "| hdim | mask | seqlen | fp8 TFLOP/s | bf16 | fp8 / bf16 | FA3 fp8 "
-           + ("(same run) " if any(r.get("fa3_live") for r in rows) else "(target) ") +
+           + ("(same run) " if any(r.get("fa3_live") for r in rows)
+              or str(meta.get("fa3", "")).startswith("FlashAttention-3 (") else "(target) ") +
            "| fp8 / FA3 | fp8 ms | err vs bf16 |",
            "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:

@@ -2,9 +2,9 @@
 // on the CPU with mlir-runner: for grids of numM m-blocks x Hq heads x B
 // batches and sections of n (head, batch) pairs (n = 1, n > Hq B, Hq B a
 // multiple of n or not), every (m-block, pair) is some tile's exactly once
-// and nothing lies outside the grid; within a section the m-blocks run last
-// to first across its pairs; the sections are as even as they divide (at
-// most n pairs each). Three small grids' orders are printed whole.
+// and nothing lies outside the grid. Three small grids' orders are printed
+// whole: within a section the m-blocks run last to first across its pairs,
+// and the sections are as even as they divide (at most n pairs each).
 // RUN: fa3-opt %s --convert-hopper-to-nvvm | mlir-opt --pass-pipeline="builtin.module(convert-vector-to-scf,convert-scf-to-cf,convert-vector-to-llvm,finalize-memref-to-llvm,convert-arith-to-llvm,convert-cf-to-llvm,convert-func-to-llvm,convert-index-to-llvm,reconcile-unrealized-casts)" | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_utils,%mlir_c_runner_utils | FileCheck %s
 
 // numM 3, Hq 2, B 2 (4 pairs), n 2: two sections of 2 pairs; tile t:

@@ -52,9 +52,9 @@ inline constexpr int64_t kMaxTmaBoxRows = 256;
 inline constexpr int64_t kL2SectionBytes = 32 << 20;
 /// Keys below which a causal kernel's tiles keep each head's m-blocks in
 /// turn (sections of one pair): with few kv blocks a tile the grid's tail
-/// is short anyway, and running a section's heads side by side measured
-/// 0.86-1.02x at 512 and 1k keys, 0.95-1.06x at 2k and 1.01-1.06x in most
-/// cells from 4k (bench/NOTES.md, Log).
+/// is short anyway, and sections at every length measured 0.86-1.02x at
+/// 512 and 1k keys and 0.95-1.02x at 2k; from this threshold on, 0.97-1.05x
+/// at 2k and 1.01-1.06x in 16 of 18 cells from 4k (bench/NOTES.md, Log).
 inline constexpr int64_t kSectionMinKeys = 2048;
 /// The last hardware named barrier id (bar.sync takes 0 to 15).
 inline constexpr int64_t kLastNamedBarrier = 15;
