@@ -18,7 +18,8 @@ from typing import Dict, List, Optional, Tuple
 import records
 
 HERE = Path(__file__).resolve().parent
-PEERS = (("ours", "FA3-MLIR"), ("cudnn", "cuDNN"), ("fa2", "FlashAttention-2"))
+PEERS = (("ours", "FA3-MLIR"), ("cudnn", "cuDNN"), ("fa2", "FlashAttention-2"),
+         ("fa3", "FlashAttention-3"))  # FA3 where the run timed it (bench/peer_fa3.py)
 
 
 def latest_full_run(history: Path, dtype: str) -> Optional[dict]:
@@ -64,10 +65,10 @@ def plot(entry: dict, out: Path) -> Path:
     for col, h in enumerate(hdims):
         for row, causal in enumerate((False, True)):
             ax = axes[row][col]
-            for key, label in PEERS:
+            for i, (key, label) in enumerate(PEERS):
                 pts = data.get((h, causal), {}).get(key, [])
-                if pts:
-                    ax.plot([s for s, _ in pts], [t for _, t in pts], marker="o",
+                if pts:  # a peer's colour fixed by its place, also where another is missing
+                    ax.plot([s for s, _ in pts], [t for _, t in pts], marker="o", color=f"C{i}",
                             label=label, linewidth=2 if key == "ours" else 1.2)
             ax.set_xscale("log", base=2)
             ax.set_title(f"head dim {h}, {'causal' if causal else 'full'}")

@@ -38,7 +38,15 @@ def test_series_per_panel_sorted_by_seqlen():
     assert s[(128, True)]["ours"] == [(512, 350.0), (4096, 600.0)]
     assert s[(128, True)]["cudnn"] == [(512, 330.0), (4096, 500.0)]
     assert s[(128, True)]["fa2"] == [(512, 200.0)]
+    assert "fa3" not in s[(128, True)]
     assert s[(64, False)] == {"ours": [(512, 400.0)]}
+
+
+def test_series_has_flashattention3_where_the_run_timed_it():
+    rows = [dict(hdim=64, causal=False, seqlen=2048, ours_tflops=470.0, fa3_tflops=460.0),
+            dict(hdim=64, causal=False, seqlen=512, ours_tflops=400.0, fa3_tflops=330.0)]
+    assert plot.series(entry("y", rows=rows))[(64, False)]["fa3"] == [(512, 330.0),
+                                                                      (2048, 460.0)]
 
 
 def test_the_committed_plots_show_the_runs_of_record():
