@@ -72,10 +72,9 @@ def main():
     ap.add_argument("--deterministic", action="store_true",
                     help="also time the deterministic backward kernels (column det; the "
                          "directory must hold them)")
-    ap.add_argument("--no-fa3", action="store_true",
-                    help="leave FlashAttention-3 out even where it is importable")
+    peer_fa3.add_option(ap)
     a = ap.parse_args()
-    fa3, fa3_about = (None, "left out (--no-fa3)") if a.no_fa3 else peer_fa3.load()
+    fa3, fa3_about = peer_fa3.load(leave_out="--no-fa3" if a.no_fa3 else None)
     print(fa3_about, flush=True)
     causals = [False, True] if a.causal == "both" else [a.causal == "1"]
     rows = []

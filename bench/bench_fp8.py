@@ -86,8 +86,7 @@ def main():
                     help="time each cell this many rounds (fp8, bf16 in turn) and report "
                          "the median round")
     ap.add_argument("--no-bf16", action="store_true", help="time the FP8 kernels only")
-    ap.add_argument("--no-fa3", action="store_true",
-                    help="leave FlashAttention-3 out even where it is importable")
+    peer_fa3.add_option(ap)
     ap.add_argument("--results-dir", default=str(ROOT / "bench"),
                     help="where history.jsonl and RESULTS.md are (default: bench/)")
     a = ap.parse_args()
@@ -107,7 +106,7 @@ def main():
     gpu = torch.cuda.get_device_name()
     print(f"GPU {gpu}; torch {torch.__version__}; FP8 hdims {hdims}; seqlens {seqlens}; "
           f"descale {a.descale}", flush=True)
-    fa3, fa3_about = (None, "left out (--no-fa3)") if a.no_fa3 else peer_fa3.load()
+    fa3, fa3_about = peer_fa3.load(leave_out="--no-fa3" if a.no_fa3 else None)
     print(fa3_about, flush=True)
 
     def find(dtype, D, causal):
@@ -128,6 +127,8 @@ def main():
                 row = dict(hdim=D, causal=causal, seqlen=S, batch=B, heads=H, kernel=kf.kernel,
                            descale=a.descale,
                            fa3_fp8_tflops=None if live else fa3_target(D, causal, S))
+                if live:
+                    row["fa3_live"] = True
                 if kb is not None:
                     row["bf16_kernel"] = kb.kernel
                 if a.descale == "none":
@@ -177,7 +178,7 @@ def main():
                     row["fp8_over_bf16"] = row["fp8_tflops"] / row["bf16_tflops"]
                     row["fp8_rel_err_vs_bf16"] = rel(o8, o)
                 if "fa3_tflops" in row:  # measured in this run: it replaces the target
-                    row["fa3_fp8_tflops"], row["fa3_live"] = row.pop("fa3_tflops"), True
+                    row["fa3_fp8_tflops"] = row.pop("fa3_tflops")
                     if "bf16_ms" in row:  # FA3's output against our bf16 kernel's
                         try:
                             row["fa3_rel_err_vs_bf16"] = rel(peer_fa3.output(fns["fa3"]()), o)

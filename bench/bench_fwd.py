@@ -107,8 +107,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=25, help="do_bench warm-up (ms)")
     ap.add_argument("--rep", type=int, default=100, help="do_bench repetitions (ms)")
     ap.add_argument("--no-baselines", action="store_true", help="time ours only")
-    ap.add_argument("--no-fa3", action="store_true",
-                    help="leave FlashAttention-3 out even where it is importable")
+    peer_fa3.add_option(ap)
     ap.add_argument("--rounds", type=int, default=1,
                     help="time each cell this many rounds (ours, cuDNN, FA2, FA3 in "
                          "turn each round) and report the median round: one "
@@ -130,8 +129,8 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     gpu = torch.cuda.get_device_name()
     print(f"GPU {gpu}; torch {torch.__version__}; hdims {hdims}; seqlens {seqlens}", flush=True)
-    fa3, fa3_about = (None, "left out (--no-fa3 / --no-baselines)") \
-        if a.no_fa3 or a.no_baselines else peer_fa3.load()
+    fa3, fa3_about = peer_fa3.load(
+        leave_out="--no-fa3" if a.no_fa3 else "--no-baselines" if a.no_baselines else None)
     print(fa3_about, flush=True)
 
     rows = []

@@ -10,8 +10,17 @@ does not import, the benchmarks run without it and say why.
 """
 
 
-def load():
-    """(module, description) or (None, why not)."""
+def add_option(ap):
+    """The benchmarks' --no-fa3."""
+    ap.add_argument("--no-fa3", action="store_true",
+                    help="leave FlashAttention-3 out even where it is importable")
+
+
+def load(leave_out=None):
+    """(module, description) or (None, why not); `leave_out`: the option that
+    left it out (None: use it where it imports)."""
+    if leave_out:
+        return None, f"left out ({leave_out})"
     try:
         import flash_attn_interface as fai
     except Exception as e:  # not installed: the usual case off the GPU machine

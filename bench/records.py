@@ -213,11 +213,12 @@ def render_bench(entry):
     meta, rows = entry["meta"], entry["rows"]
     rounds = meta.get("rounds", 1)
     dtype = meta.get("dtype", "bf16")
+    fa3 = any("fa3_tflops" in r for r in rows)
     out = [f"## Forward benchmark, {dtype} (bench_fwd, {entry['date']})", "",
            f"GPU: {meta.get('gpu')}; torch {meta.get('torch')}; {meta.get('timer')} "
            f"(warm-up {meta.get('warmup_ms')} ms, rep {meta.get('rep_ms')} ms)"
            + (f"; median of {rounds} rounds per cell (ours, cuDNN, FA2"
-              + (", FA3" if any("fa3_tflops" in r for r in rows) else "") + " in turn)"
+              + (", FA3" if fa3 else "") + " in turn)"
               if rounds > 1 else ""), "",
            f"Command: `{entry['command']}`", "",
            f"{dtype}, batch*seqlen = {meta.get('tokens', 16384)}, hidden "
@@ -237,7 +238,6 @@ def render_bench(entry):
             lines.append(f"| {d} | {'causal' if c else 'full'} | " + " | ".join(
                 fn(cell.get((d, c, s), {})) for s in seqlens) + " |")
         return lines
-    fa3 = any("fa3_tflops" in r for r in rows)
     if fa3:
         out += ["", f"FlashAttention-3: {meta.get('fa3', '?')}.", "",
                 "Ratio ours / FA3:", ""]
@@ -583,6 +583,7 @@ def render_bench_fp8(entry):
     where it was importable (bench/peer_fa3.py), else bench_fp8's
     FA3_FP8_TFLOPS; by hdim, mask and seqlen."""
     meta, rows = entry.get("meta", {}), entry["rows"]
+    live = any(r.get("fa3_live") for r in rows)  # FA3 timed (or tried) in the run
     out = [f"## Forward benchmark, FP8 e4m3 (bench_fp8, {entry['date']})", "",
            f"GPU: {meta.get('gpu')}; torch {meta.get('torch')}; {meta.get('timer')} "
            f"(warm-up {meta.get('warmup_ms')} ms, rep {meta.get('rep_ms')} ms)", "",
@@ -595,14 +596,11 @@ def render_bench_fp8(entry):
            + " (o bf16); bf16: our bf16 "
            "kernel on the same shapes; FA3: FlashAttention-3's FP8 forward "
            + (f"timed in this run on the same inputs ({meta.get('fa3')}; '-' where it "
-              "failed: Errors below)"
-              if any(r.get("fa3_live") for r in rows)
-              or str(meta.get("fa3", "")).startswith("FlashAttention-3 (") else
+              "failed: Errors below)" if live else
               "measured on this GPU (shared/DESIGN.md; '-' where not measured)")
            + ", the target.", "",
            "| hdim | mask | seqlen | fp8 TFLOP/s | bf16 | fp8 / bf16 | FA3 fp8 "
-           + ("(same run) " if any(r.get("fa3_live") for r in rows)
-              or str(meta.get("fa3", "")).startswith("FlashAttention-3 (") else "(target) ") +
+           + ("(same run) " if live else "(target) ") +
            "| fp8 / FA3 | fp8 ms | err vs bf16 |",
            "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
