@@ -40,7 +40,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
 
 import peer_fa3  # noqa: E402
 import records  # noqa: E402
-from bench_fwd import SEQLENS, paper_inputs, rel, timeit  # noqa: E402
+from bench_fwd import DTYPES, SEQLENS, paper_inputs, rel, timeit  # noqa: E402
 from fa3.torch_api import flash_attn_backward, flash_attn_func  # noqa: E402
 
 PEERS = {"cudnn": SDPBackend.CUDNN_ATTENTION, "fa2": SDPBackend.FLASH_ATTENTION}
@@ -74,7 +74,8 @@ def main():
                          "directory must hold them)")
     peer_fa3.add_option(ap)
     a = ap.parse_args()
-    fa3, fa3_about = peer_fa3.load(leave_out="--no-fa3" if a.no_fa3 else None)
+    fa3, fa3_about = peer_fa3.load(leave_out="--no-fa3" if a.no_fa3 else None,
+                                   dtype=DTYPES[a.dtype])
     print(fa3_about, flush=True)
     causals = [False, True] if a.causal == "both" else [a.causal == "1"]
     rows = []

@@ -130,7 +130,8 @@ def main():
     gpu = torch.cuda.get_device_name()
     print(f"GPU {gpu}; torch {torch.__version__}; hdims {hdims}; seqlens {seqlens}", flush=True)
     fa3, fa3_about = peer_fa3.load(
-        leave_out="--no-fa3" if a.no_fa3 else "--no-baselines" if a.no_baselines else None)
+        leave_out="--no-fa3" if a.no_fa3 else "--no-baselines" if a.no_baselines else None,
+        dtype=DTYPES[a.dtype])
     print(fa3_about, flush=True)
 
     rows = []

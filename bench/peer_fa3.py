@@ -16,9 +16,12 @@ def add_option(ap):
                     help="leave FlashAttention-3 out even where it is importable")
 
 
-def load(leave_out=None):
+def load(leave_out=None, dtype=None):
     """(module, description) or (None, why not); `leave_out`: the option that
-    left it out (None: use it where it imports)."""
+    left it out (None: use it where it imports); `dtype`: a torch dtype the
+    benchmark runs, tried once on a small input first (a build may leave
+    dtypes out: the one in bench/NOTES.md has no FP16), so that a run
+    without it says why once instead of failing in every cell."""
     if leave_out:
         return None, f"left out ({leave_out})"
     try:
@@ -31,6 +34,14 @@ def load(leave_out=None):
         commit = CONFIG.get("commit", "?")
     except Exception:
         pass
+    if dtype is not None:
+        import torch
+        try:
+            x = torch.zeros(1, 128, 1, 64, device="cuda", dtype=dtype)
+            output(fai.flash_attn_func(x, x, x))
+        except Exception as e:
+            return None, (f"FlashAttention-3 (commit {commit}) does not run {dtype}: "
+                          f"{type(e).__name__}: {e}")[:300]
     return fai, f"FlashAttention-3 (flash_attn_interface), commit {commit}"
 
 
