@@ -486,6 +486,9 @@ void GradKernelBuilder::consumers(Value cta) {
   auto range = cast<fa3::attn::QRangeOp>(cell.range);
   Value boundaryCond = cell.step.boundary;
   auto stepOp = cast<fa3::attn::TileGradUpdateOp>(cell.step.any());
+  // a causal mask or a window (each side -1: unbounded)
+  const bool masks = llvm::any_of(stepOp.getWindow(),
+                                  [](int64_t side) { return side >= 0; });
 
   Value steps = bin<arith::MulIOp>(w.group, w.nm);
   FragmentType fragAcc = shared ? fragQ : fragD;
@@ -596,6 +599,14 @@ void GradKernelBuilder::consumers(Value cta) {
     Value bufUnits64 = ext64(bufUnits);
     Value descDS = bin<arith::AddIOp>(descDS0, bufUnits64);
     Value column = shared ? qColOff : Value();
+    // 128 keys: dV += P^T dO first (P^T is in registers, keys as rows), so
+    // that the tensor pipe runs it while dS^T goes to shared memory and
+    // the warpgroups meet (FA3's order; bench/NOTES.md, Backward).
+    Value dv1, dk1;
+    if (!shared) {
+      NVVM::WgmmaFenceAlignedOp::create(b, loc);
+      dv1 = WgmmaRSOp::create(b, loc, pa, descDOT, dv);
+    }
     StoreSharedOp::create(b, loc, dsa, smemBase, dsAt, column, 0u);
     if (shared) {
       Value pAt = bin<arith::AddIOp>(bufOff, i32(lay.pOff));
@@ -604,12 +615,47 @@ void GradKernelBuilder::consumers(Value cta) {
     NamedBarrierSyncOp::create(b, loc, i32(0), BarrierKind::stage,
                                static_cast<uint64_t>(cfg.consumers()),
                                static_cast<uint64_t>(128 * cfg.consumers()));
-    // dV += P^T dO, dK += dS^T Q
     NVVM::WgmmaFenceAlignedOp::create(b, loc);
-    Value dv1, dk1;
-    if (shared) {
-      // both A operands from shared memory (the whole step's queries),
-      // this warpgroup's half of dO's and Q's columns
+    // dQ = dS K (both MN-major)
+    auto dqProduct = [&]() -> Value {
+      return WgmmaSSOp::create(b, loc, fragQ, descDS, descKT, /*c=*/Value(),
+                               static_cast<uint64_t>(cfg.blockN), 0u, 0u, et,
+                               /*a_mn_major=*/true, /*b_mn_major=*/true);
+    };
+    // dQ to the dQ writer's staging buffer once it has read the previous
+    // step's (dqBulk), else added by this warpgroup's atomics
+    auto dqOut = [&](Value dq) {
+      if (cfg.dqBulk) {
+        const uint64_t n = static_cast<uint64_t>(cfg.consumers());
+        const uint64_t threads = kWarpgroupThreads + 32;
+        NamedBarrierSyncOp::create(b, loc, cw, BarrierKind::reduce_free, n,
+                                   threads);
+        StageFragmentOp::create(b, loc, dq, smemBase, dqStage);
+        NamedBarrierArriveOp::create(b, loc, cw, BarrierKind::reduce_full, n,
+                                     threads);
+      } else {
+        Value dst = dqTile(w, h, mb, cw);
+        ReduceAddOp::create(b, loc, dq, dst);
+      }
+    };
+    if (!shared) {
+      // dQ, then dK += dS^T Q; dQ leaves while dK runs. Same call, against
+      // dV and dK then dQ with a wait between: head dim 128 -4 to -6 % of
+      // the main kernel's time, 64 -3 % (full) or equal (causal).
+      Value dq = dqProduct();
+      NVVM::WgmmaFenceAlignedOp::create(b, loc);
+      dk1 = WgmmaRSOp::create(b, loc, dsa, descQT, dk);
+      Value first[] = {dv1, dq};
+      auto retired = WgmmaWaitOp::create(b, loc, 1u, ValueRange(first));
+      dv1 = retired.getResult(0);
+      dqOut(retired.getResult(1));
+      dk1 = WgmmaWaitOp::create(b, loc, 0u, ValueRange{dk1}).getResult(0);
+      ringOp<RingConsumerReleaseOp>(doRing, it);
+      ringOp<RingConsumerReleaseOp>(qRing, it);
+    } else {
+      // dV += P^T dO, dK += dS^T Q with both A operands from shared memory
+      // (the whole step's queries), this warpgroup's half of dO's and Q's
+      // columns
       Value descP = bin<arith::AddIOp>(descP0, bufUnits64);
       Value descDSA = bin<arith::AddIOp>(descDSA0, bufUnits64);
       auto accumulate = [&](Value descA, Value descB, Value acc) -> Value {
@@ -620,45 +666,27 @@ void GradKernelBuilder::consumers(Value cta) {
       };
       dv1 = accumulate(descP, descDOT, dv);
       dk1 = accumulate(descDSA, descQT, dk);
-    } else {
-      dv1 = WgmmaRSOp::create(b, loc, pa, descDOT, dv);
-      dk1 = WgmmaRSOp::create(b, loc, dsa, descQT, dk);
-    }
-    // dV and dK retire before dQ's accumulator is needed: their A
-    // operands' registers are free then (240 registers a thread).
-    Value acc[] = {dv1, dk1};
-    auto done = WgmmaWaitOp::create(b, loc, 0u, ValueRange(acc));
-    dv1 = done.getResult(0);
-    dk1 = done.getResult(1);
-    // sharedKeys: Q and dO are read (dQ reads K and dS^T), the next
-    // step's loads overlap dQ. (With 128 keys the same early release
-    // measured 0.95-0.97 at head dim 64, equal at 128: bench/NOTES.md.)
-    if (shared) {
+      // Under a mask, dQ = dS K goes right behind them, no wait between
+      // (same call, against a wait for dV and dK first: causal -3 to -5 %
+      // of the main kernel's time; without a mask +1 % from 8k: not taken)
+      Value dq;
+      if (masks) {
+        dq = dqProduct();
+      }
+      Value acc[] = {dv1, dk1};
+      auto done = WgmmaWaitOp::create(b, loc, masks ? 1u : 0u, ValueRange(acc));
+      dv1 = done.getResult(0);
+      dk1 = done.getResult(1);
+      // Q and dO are read (dQ reads K and dS^T): the next step's loads
+      // overlap dQ. (With 128 keys the same early release measured
+      // 0.95-0.97 at head dim 64, equal at 128: bench/NOTES.md.)
       ringOp<RingConsumerReleaseOp>(qRing, it);
       ringOp<RingConsumerReleaseOp>(doRing, it);
-    }
-    // dQ = dS K (both MN-major)
-    NVVM::WgmmaFenceAlignedOp::create(b, loc);
-    Value dq = WgmmaSSOp::create(b, loc, fragQ, descDS, descKT, /*c=*/Value(),
-                                 static_cast<uint64_t>(cfg.blockN), 0u, 0u, et,
-                                 /*a_mn_major=*/true, /*b_mn_major=*/true);
-    dq = WgmmaWaitOp::create(b, loc, 0u, ValueRange{dq}).getResult(0);
-    if (!shared) {
-      ringOp<RingConsumerReleaseOp>(qRing, it);
-      ringOp<RingConsumerReleaseOp>(doRing, it);
-    }
-    if (cfg.dqBulk) {
-      // staged for the dQ writer once it has read the previous step's
-      const uint64_t n = static_cast<uint64_t>(cfg.consumers());
-      const uint64_t threads = kWarpgroupThreads + 32;
-      NamedBarrierSyncOp::create(b, loc, cw, BarrierKind::reduce_free, n,
-                                 threads);
-      StageFragmentOp::create(b, loc, dq, smemBase, dqStage);
-      NamedBarrierArriveOp::create(b, loc, cw, BarrierKind::reduce_full, n,
-                                   threads);
-    } else {
-      Value dst = dqTile(w, h, mb, cw);
-      ReduceAddOp::create(b, loc, dq, dst);
+      if (!masks) {
+        NVVM::WgmmaFenceAlignedOp::create(b, loc);
+        dq = dqProduct();
+      }
+      dqOut(WgmmaWaitOp::create(b, loc, 0u, ValueRange{dq}).getResult(0));
     }
     Value yields[] = {dk1, dv1};
     scf::YieldOp::create(b, loc, yields);
