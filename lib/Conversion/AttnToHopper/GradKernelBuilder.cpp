@@ -120,13 +120,16 @@ private:
     Value bh = bin<arith::MulIOp>(w.bidx, param("Hq"));
     return bin<arith::AddIOp>(bh, h);
   }
-  /// The number of dQaccum's tile (batch, q head h, m-block mb), i64, and
-  /// the tiles a (batch, head) has.
+  /// dQaccum's 64-row tiles of a (batch, head): ceil(Sq / 64), i32.
+  Value dqTiles() {
+    Value n = bin<arith::AddIOp>(param("Sq"), i32(kGradDqRows - 1));
+    return bin<arith::DivUIOp>(n, i32(kGradDqRows));
+  }
+  /// The number of dQaccum's tile (batch, q head h, 64-row tile mb), i64,
+  /// and the tiles a (batch, head) has.
   std::pair<Value, Value> dqTileIndex(const Work &w, Value h, Value mb) {
     Value bh = batchHead(w, h);
-    Value nmb = bin<arith::AddIOp>(param("Sq"), i32(cfg.blockM - 1));
-    nmb = bin<arith::DivUIOp>(nmb, i32(cfg.blockM));
-    Value nmb64 = ext64(nmb);
+    Value nmb64 = ext64(dqTiles());
     Value bh64 = ext64(bh);
     Value tile = bin<arith::MulIOp>(bh64, nmb64);
     Value mb64 = ext64(mb);
@@ -139,8 +142,8 @@ private:
   /// reduction adds a warpgroup's staged dQ; <kernel>_post reads it back.
   Value dqTile(const Work &w, Value h, Value mb, Value c) {
     Value tile = dqTileIndex(w, h, mb).first;
-    Value e = bin<arith::MulIOp>(tile, i64(cfg.blockM * tileD()));
-    Value half = bin<arith::MulIOp>(c, i32(cfg.blockM * tileD() / 2));
+    Value e = bin<arith::MulIOp>(tile, i64(kGradDqRows * tileD()));
+    Value half = bin<arith::MulIOp>(c, i32(kGradDqRows * tileD() / 2));
     Value half64 = ext64(half);
     e = bin<arith::AddIOp>(e, half64);
     return globalAt(param("dQaccum"), e, 4);
@@ -153,7 +156,7 @@ private:
     Value hs = ext64(param("Hq"));
     Value tiles = bin<arith::MulIOp>(bs, hs);
     tiles = bin<arith::MulIOp>(tiles, nmb64);
-    Value e = bin<arith::MulIOp>(tiles, i64(cfg.blockM * tileD()));
+    Value e = bin<arith::MulIOp>(tiles, i64(kGradDqRows * tileD()));
     e = bin<arith::AddIOp>(e, tile);
     return globalAt(param("dQaccum"), e, 4);
   }
@@ -233,7 +236,7 @@ GradSmemLayout fa3::hopper::computeGradSmemLayout(const GradKernelConfig &cfg) {
   // dQ staging: each warpgroup's 64 rows of its d / 2 columns in f32, in
   // accumulator order (hopper.stage_fragment)
   l.dqOff = l.pOff + dsBuffers * l.pBytes;
-  l.dqBytes = cfg.dqBulk ? 64 * d * 4 : 0;
+  l.dqBytes = cfg.dqBulk ? cfg.blockM * d * 4 : 0;
   // a step's LSE and D (blockM f32 each) in a stage of the rows ring (a
   // ring's stages are 1024-aligned)
   l.rowsOff = l.dqOff + l.dqBytes;
@@ -263,9 +266,12 @@ std::string fa3::hopper::checkGradSupported(const GradKernelConfig &cfg) {
   else if (cfg.headDim != 64 && cfg.headDim != 128 && cfg.headDim != 256)
     os << "head dim " << cfg.headDim
        << " for the backward (the Hopper backward takes 64, 128 or 256)";
-  else if (cfg.blockM != kGradDqRows)
+  else if (cfg.blockM != kGradDqRows &&
+           !(cfg.blockM == 2 * kGradDqRows && cfg.headDim == 64 &&
+             cfg.blockN == 128 && !cfg.deterministic))
     os << "block-m " << cfg.blockM << " for the backward (" << kGradDqRows
-       << ": the queries of one Q / dO stage and of dQaccum's tiles)";
+       << ": the queries of dQaccum's tiles; " << 2 * kGradDqRows
+       << " at head dim 64 with block-n 128, not deterministic)";
   else if (cfg.blockN != 128 && cfg.blockN != 64)
     os << "block-n " << cfg.blockN
        << " for the backward (128: 64 keys for each of two consumer "
@@ -328,6 +334,7 @@ void GradKernelBuilder::dqWriter(Value cta) {
   const int64_t n = cfg.consumers();
   const uint64_t threads = kWarpgroupThreads + 32;
   const int64_t wgBytes = lay.dqBytes / n;
+  const int64_t halves = cfg.blockM / kGradDqRows;
   Value tid = NVVM::ThreadIdXOp::create(b, loc, i32T);
   Value lane = bin<arith::RemUIOp>(tid, i32(32));
   Value leader = cmpi(CmpIPredicate::eq, lane, i32(0));
@@ -355,15 +362,36 @@ void GradKernelBuilder::dqWriter(Value cta) {
     for (int64_t c = 0; c < n; ++c) {
       NamedBarrierSyncOp::create(b, loc, i32(c), BarrierKind::reduce_full,
                                  static_cast<uint64_t>(n), threads);
-      Value dst = dqTile(w, h, mb, i32(c));
-      if (cfg.deterministic && c == 0) {
-        ifThen(leader, [&] { WaitTurnOp::create(b, loc, counter, turn); });
-        NVVM::SyncWarpOp::create(b, loc, i32(-1));
+      if (halves == 1) {
+        Value dst = dqTile(w, h, mb, i32(c));
+        if (cfg.deterministic && c == 0) {
+          ifThen(leader, [&] { WaitTurnOp::create(b, loc, counter, turn); });
+          NVVM::SyncWarpOp::create(b, loc, i32(-1));
+        }
+        ifThen(leader, [&] {
+          ReduceAddBulkOp::create(b, loc, smemBase,
+                                  i32(lay.dqOff + c * wgBytes), dst,
+                                  static_cast<uint64_t>(wgBytes));
+        });
+        continue;
       }
-      ifThen(leader, [&] {
-        ReduceAddBulkOp::create(b, loc, smemBase, i32(lay.dqOff + c * wgBytes),
-                                dst, static_cast<uint64_t>(wgBytes));
-      });
+      // the step's 64-row tiles, each staged half of the buffer; a tile
+      // past Sq's last is not there (its rows' dS are 0: skipped)
+      const int64_t unitBytes = wgBytes / halves;
+      for (int64_t u = 0; u < halves; ++u) {
+        Value tile = bin<arith::MulIOp>(mb, i32(halves));
+        tile = bin<arith::AddIOp>(tile, i32(u));
+        Value dst = dqTile(w, h, tile, i32(c));
+        Value go = leader;
+        if (u > 0)
+          go = bin<arith::AndIOp>(
+              leader, cmpi(CmpIPredicate::ult, tile, dqTiles()));
+        ifThen(go, [&] {
+          ReduceAddBulkOp::create(b, loc, smemBase,
+                                  i32(lay.dqOff + c * wgBytes + u * unitBytes),
+                                  dst, static_cast<uint64_t>(unitBytes));
+        });
+      }
     }
     // (the reductions complete here, so the waits for their reads below
     // return at once)
@@ -373,8 +401,9 @@ void GradKernelBuilder::dqWriter(Value cta) {
     Value more = cmpi(CmpIPredicate::slt, next, steps);
     for (int64_t c = 0; c < n; ++c) {
       // consumer c's group and those before it have read their buffers
+      // (several tiles a step, some possibly skipped: all of them)
       ifThen(leader, [&] {
-        NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, n - 1 - c,
+        NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, halves == 1 ? n - 1 - c : 0,
                                              b.getUnitAttr());
       });
       NVVM::SyncWarpOp::create(b, loc, i32(-1));
@@ -445,6 +474,8 @@ void GradKernelBuilder::consumers(Value cta) {
   kColOff = bin<arith::AddIOp>(kColOff, i32(lay.kOff));
   Value descKT = descBase(smemBase, kColOff, descConst(kBox, 1024));
   FragmentType fragQ = FragmentType::get(ctx, {64, dqCols}, f32T);
+  // dQaccum's 64-row tiles a step covers (128 queries at head dim 64)
+  const int64_t halves = cfg.blockM / kGradDqRows;
   // this warpgroup's dQ staging buffer (dqBulk)
   Value dqStage = bin<arith::MulIOp>(cw, i32(lay.dqBytes / cfg.consumers()));
   dqStage = bin<arith::AddIOp>(dqStage, i32(lay.dqOff));
@@ -607,7 +638,10 @@ void GradKernelBuilder::consumers(Value cta) {
       NVVM::WgmmaFenceAlignedOp::create(b, loc);
       dv1 = WgmmaRSOp::create(b, loc, pa, descDOT, dv);
     }
-    StoreSharedOp::create(b, loc, dsa, smemBase, dsAt, column, 0u);
+    // 128 queries: two 64-column boxes of dS^T, the block's keys apart
+    const uint64_t dsBoxBytes =
+        halves > 1 ? static_cast<uint64_t>(cfg.blockN * kSwizzleBytes) : 0u;
+    StoreSharedOp::create(b, loc, dsa, smemBase, dsAt, column, dsBoxBytes);
     if (shared) {
       Value pAt = bin<arith::AddIOp>(bufOff, i32(lay.pOff));
       StoreSharedOp::create(b, loc, pa, smemBase, pAt, column, 0u);
@@ -616,39 +650,62 @@ void GradKernelBuilder::consumers(Value cta) {
                                static_cast<uint64_t>(cfg.consumers()),
                                static_cast<uint64_t>(128 * cfg.consumers()));
     NVVM::WgmmaFenceAlignedOp::create(b, loc);
-    // dQ = dS K (both MN-major)
-    auto dqProduct = [&]() -> Value {
-      return WgmmaSSOp::create(b, loc, fragQ, descDS, descKT, /*c=*/Value(),
+    // dQ = dS K (both MN-major), of the step's u-th 64 queries (dQaccum's
+    // tile mb * halves + u)
+    auto dqProduct = [&](int64_t u) -> Value {
+      Value desc = descDS;
+      if (u > 0)
+        desc = bin<arith::AddIOp>(desc, i64(u * dsBoxBytes / 16));
+      return WgmmaSSOp::create(b, loc, fragQ, desc, descKT, /*c=*/Value(),
                                static_cast<uint64_t>(cfg.blockN), 0u, 0u, et,
                                /*a_mn_major=*/true, /*b_mn_major=*/true);
     };
     // dQ to the dQ writer's staging buffer once it has read the previous
-    // step's (dqBulk), else added by this warpgroup's atomics
-    auto dqOut = [&](Value dq) {
+    // step's (dqBulk), else added by this warpgroup's atomics (a tile past
+    // Sq's last is not there: skipped)
+    auto dqOut = [&](ValueRange dqs) {
       if (cfg.dqBulk) {
         const uint64_t n = static_cast<uint64_t>(cfg.consumers());
         const uint64_t threads = kWarpgroupThreads + 32;
         NamedBarrierSyncOp::create(b, loc, cw, BarrierKind::reduce_free, n,
                                    threads);
-        StageFragmentOp::create(b, loc, dq, smemBase, dqStage);
+        for (int64_t u = 0; u < halves; ++u) {
+          Value at = dqStage;
+          if (u > 0)
+            at = bin<arith::AddIOp>(
+                at, i32(u * lay.dqBytes / (cfg.consumers() * halves)));
+          StageFragmentOp::create(b, loc, dqs[u], smemBase, at);
+        }
         NamedBarrierArriveOp::create(b, loc, cw, BarrierKind::reduce_full, n,
                                      threads);
-      } else {
-        Value dst = dqTile(w, h, mb, cw);
-        ReduceAddOp::create(b, loc, dq, dst);
+        return;
+      }
+      for (int64_t u = 0; u < halves; ++u) {
+        Value dq = dqs[u];
+        if (halves == 1) {
+          ReduceAddOp::create(b, loc, dq, dqTile(w, h, mb, cw));
+          continue;
+        }
+        Value tile = bin<arith::MulIOp>(mb, i32(halves));
+        tile = bin<arith::AddIOp>(tile, i32(u));
+        Value there = cmpi(CmpIPredicate::ult, tile, dqTiles());
+        ifThen(there, [&] {
+          ReduceAddOp::create(b, loc, dq, dqTile(w, h, tile, cw));
+        });
       }
     };
     if (!shared) {
       // dQ, then dK += dS^T Q; dQ leaves while dK runs. Same call, against
       // dV and dK then dQ with a wait between: head dim 128 -4 to -6 % of
       // the main kernel's time, 64 -3 % (full) or equal (causal).
-      Value dq = dqProduct();
+      SmallVector<Value> first = {dv1};
+      for (int64_t u = 0; u < halves; ++u)
+        first.push_back(dqProduct(u));
       NVVM::WgmmaFenceAlignedOp::create(b, loc);
       dk1 = WgmmaRSOp::create(b, loc, dsa, descQT, dk);
-      Value first[] = {dv1, dq};
       auto retired = WgmmaWaitOp::create(b, loc, 1u, ValueRange(first));
       dv1 = retired.getResult(0);
-      dqOut(retired.getResult(1));
+      dqOut(retired.getResults().drop_front());
       dk1 = WgmmaWaitOp::create(b, loc, 0u, ValueRange{dk1}).getResult(0);
       ringOp<RingConsumerReleaseOp>(doRing, it);
       ringOp<RingConsumerReleaseOp>(qRing, it);
@@ -671,7 +728,7 @@ void GradKernelBuilder::consumers(Value cta) {
       // of the main kernel's time; without a mask +1 % from 8k: not taken)
       Value dq;
       if (masks) {
-        dq = dqProduct();
+        dq = dqProduct(0);
       }
       Value acc[] = {dv1, dk1};
       auto done = WgmmaWaitOp::create(b, loc, masks ? 1u : 0u, ValueRange(acc));
@@ -684,9 +741,9 @@ void GradKernelBuilder::consumers(Value cta) {
       ringOp<RingConsumerReleaseOp>(doRing, it);
       if (!masks) {
         NVVM::WgmmaFenceAlignedOp::create(b, loc);
-        dq = dqProduct();
+        dq = dqProduct(0);
       }
-      dqOut(WgmmaWaitOp::create(b, loc, 0u, ValueRange{dq}).getResult(0));
+      dqOut(WgmmaWaitOp::create(b, loc, 0u, ValueRange{dq}).getResults());
     }
     Value yields[] = {dk1, dv1};
     scf::YieldOp::create(b, loc, yields);

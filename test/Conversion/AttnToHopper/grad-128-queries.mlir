@@ -1,0 +1,72 @@
+// The backward's steps of 128 queries (`--attn-hopper-config=block-m=128`,
+// fa3-compile --backward --block-m 128; head dim 64 with 128 keys, not
+// deterministic): S^T and dP^T 64 keys x 128 queries a warpgroup, dV and
+// dK over 128 queries from registers, dS^T in two 64-query boxes the
+// block's keys apart, and dQ as two 64-row tiles of dQaccum (its layout
+// unchanged: <kernel>_post as before), staged in two halves of the
+// warpgroup's buffer, the second tile added only where Sq reaches it. Not
+// the table's choice: it measured slower than 64 (bench/NOTES.md, Log,
+// 2026-12-04; ptxas spills 92-268 bytes). Refusals:
+// grad-128-queries-errors.mlir.
+// RUN: fa3-opt %s --attn-hopper-config=block-m=128 --attn-tile --convert-attn-to-hopper --hopper-warp-specialize | FileCheck %s
+// RUN: fa3-opt %s --attn-hopper-config="block-m=128 tma-store=false" --attn-tile --convert-attn-to-hopper --hopper-warp-specialize | FileCheck %s --check-prefix=ATOMIC
+
+// CHECK-LABEL: gpu.module @bwd64_m128_kernels
+// CHECK: attn.launch = {backward = true, block_m = 128 : i64, block_n = 128 : i64, causal = true, {{.*}}dynamic_smem = 198784 : i64
+// Q and dO: 128 rows (16 KiB) a stage.
+// CHECK: hopper.ring.create %{{.*}} : !hopper.ring<stages = 2, stage_bytes = 16384, data = 32768,
+// CHECK: hopper.ring.create %{{.*}} : !hopper.ring<stages = 2, stage_bytes = 16384, data = 65536,
+// The dQ writer: per consumer, the step's first tile, then the second
+// where it is below ceil(Sq / 64); then it waits for every reduction's
+// read (a skipped one commits no group).
+// CHECK: hopper.named_barrier.sync reduce_full[%c0_i32] of 2 threads 160
+// CHECK: hopper.reduce_add_bulk %{{.*}}[%c163840_i32] to %{{.*}} bytes 8192
+// CHECK: %[[THERE:.*]] = arith.cmpi ult, %{{.*}}, %{{.*}} : i32
+// CHECK-NEXT: %[[GO:.*]] = arith.andi %{{.*}}, %[[THERE]] : i1
+// CHECK-NEXT: scf.if %[[GO]] {
+// CHECK-NEXT: hopper.reduce_add_bulk %{{.*}}[%c172032_i32] to %{{.*}} bytes 8192
+// CHECK: hopper.named_barrier.sync reduce_full[%c1_i32] of 2 threads 160
+// CHECK: hopper.reduce_add_bulk %{{.*}}[%c180224_i32] to %{{.*}} bytes 8192
+// CHECK: hopper.reduce_add_bulk %{{.*}}[%c188416_i32] to %{{.*}} bytes 8192
+// CHECK: nvvm.cp.async.bulk.wait_group 0 {read}
+// CHECK: hopper.named_barrier.arrive reduce_free[%c0_i32] of 2 threads 160
+// CHECK: nvvm.cp.async.bulk.wait_group 0 {read}
+// CHECK: hopper.named_barrier.arrive reduce_free[%c1_i32] of 2 threads 160
+// LSE and D: 128 rows a step.
+// CHECK: hopper.stage_rows %{{.*}} count 128
+// CHECK: hopper.stage_rows %{{.*}} count 128
+// The consumers.
+// CHECK: hopper.wgmma.ss %{{.*}}, %{{.*}} k 64 boxes 16384, 16384 : bf16 -> !hopper.frag<64x128xf32>
+// CHECK: hopper.wgmma.ss %{{.*}}, %{{.*}} k 64 boxes 16384, 16384 : bf16 -> !hopper.frag<64x128xf32>
+// CHECK: hopper.load_columns %{{.*}} : !hopper.frag<64x128xf32>
+// CHECK: hopper.mask %{{.*}} transposed : !hopper.frag<64x128xf32>
+// CHECK: %[[DV:.*]] = hopper.wgmma.rs %{{.*}}, %{{.*}}, %{{.*}} : !hopper.frag<64x128xbf16>, !hopper.frag<64x64xf32>
+// CHECK-NEXT: hopper.store_shared %{{.*}} to %{{.*}}[%{{.*}}] box_bytes 16384 : !hopper.frag<64x128xbf16>
+// CHECK-NEXT: hopper.named_barrier.sync stage[%{{.*}}] of 2 threads 256
+// CHECK-NEXT: nvvm.wgmma.fence.aligned
+// CHECK-NEXT: %[[DQ0:.*]] = hopper.wgmma.ss %[[DS:.*]], %[[KT:.*]] k 128 boxes 0, 0 {a_mn_major, b_mn_major} : bf16 -> !hopper.frag<64x32xf32>
+// CHECK-NEXT: %[[DS1:.*]] = arith.addi %[[DS]], %c1024_i64 : i64
+// CHECK-NEXT: %[[DQ1:.*]] = hopper.wgmma.ss %[[DS1]], %[[KT]] k 128 boxes 0, 0 {a_mn_major, b_mn_major} : bf16 -> !hopper.frag<64x32xf32>
+// CHECK-NEXT: nvvm.wgmma.fence.aligned
+// CHECK-NEXT: %[[DK:.*]] = hopper.wgmma.rs %{{.*}}, %{{.*}}, %{{.*}} : !hopper.frag<64x128xbf16>, !hopper.frag<64x64xf32>
+// CHECK-NEXT: %[[W:.*]]:3 = hopper.wgmma.wait 1, %[[DV]], %[[DQ0]], %[[DQ1]]
+// CHECK-NEXT: hopper.named_barrier.sync reduce_free[%[[CW:.*]]] of 2 threads 160
+// CHECK-NEXT: hopper.stage_fragment %[[W]]#1 to %{{.*}}[%[[AT:.*]]] : !hopper.frag<64x32xf32>
+// CHECK-NEXT: %[[AT1:.*]] = arith.addi %[[AT]], %c8192_i32 : i32
+// CHECK-NEXT: hopper.stage_fragment %[[W]]#2 to %{{.*}}[%[[AT1]]] : !hopper.frag<64x32xf32>
+// CHECK-NEXT: hopper.named_barrier.arrive reduce_full[%[[CW]]] of 2 threads 160
+// CHECK-NEXT: hopper.wgmma.wait 0, %[[DK]]
+// The consumers' atomics: the second tile only where it is there.
+// ATOMIC-LABEL: gpu.module @bwd64_m128_kernels
+// ATOMIC: hopper.reduce_add %{{.*}} to %{{.*}} : !hopper.frag<64x32xf32>
+// ATOMIC: arith.cmpi ult
+// ATOMIC-NEXT: scf.if
+// ATOMIC: hopper.reduce_add %{{.*}} to %{{.*}} : !hopper.frag<64x32xf32>
+func.func @bwd64_m128(%q: memref<?x1x?x64xbf16>, %k: memref<?x1x?x64xbf16>, %v: memref<?x1x?x64xbf16>,
+                      %o: memref<?x1x?x64xbf16>, %do: memref<?x1x?x64xbf16>, %lse: memref<?x1x?xf32>,
+                      %dq: memref<?x1x?x64xbf16>, %dk: memref<?x1x?x64xbf16>, %dv: memref<?x1x?x64xbf16>) {
+  attn.flash_attention_grad ins(%q, %k, %v, %o, %do, %lse : memref<?x1x?x64xbf16>, memref<?x1x?x64xbf16>, memref<?x1x?x64xbf16>, memref<?x1x?x64xbf16>, memref<?x1x?x64xbf16>, memref<?x1x?xf32>)
+      outs(%dq, %dk, %dv : memref<?x1x?x64xbf16>, memref<?x1x?x64xbf16>, memref<?x1x?x64xbf16>) causal
+  return
+}
+
