@@ -39,9 +39,11 @@ def load(leave_out=None, dtype=None):
         try:
             x = torch.zeros(1, 128, 1, 64, device="cuda", dtype=dtype)
             output(fai.flash_attn_func(x, x, x))
+            torch.cuda.synchronize()  # a launch's own failure surfaces here
         except Exception as e:
-            return None, (f"FlashAttention-3 (commit {commit}) does not run {dtype}: "
-                          f"{type(e).__name__}: {e}")[:300]
+            return None, (f"FlashAttention-3 (commit {commit}) does not run {dtype} "
+                          f"(its forward at head dim 64 failed: {type(e).__name__}: "
+                          f"{e})")[:300]
     return fai, f"FlashAttention-3 (flash_attn_interface), commit {commit}"
 
 
@@ -67,7 +69,8 @@ def output(result):
 
 def backward(fai, q, k, v, dout, causal):
     """A closure running FA3's backward for (q, k, v) in BSHD through
-    autograd (its forward done once here), and the gradients it computes."""
+    autograd (its forward done once here), and the gradients it computes
+    (so one backward runs here too)."""
     import torch
     qg, kg, vg = (t.detach().requires_grad_() for t in (q, k, v))
     o = output(fai.flash_attn_func(qg, kg, vg, causal=causal))

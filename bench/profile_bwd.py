@@ -12,8 +12,10 @@ backward kernel and its _pre/_post: pick one with -k's exact name for a
 single kernel. Shapes follow the benchmark (batch * seqlen = 16384, hidden
 2048, bf16, BSHD). With --peer fa3, FlashAttention-3's backward runs
 instead of ours (where it is importable: bench/peer_fa3.py) on the same
-inputs; its main kernel is CUTLASS's `device_kernel` (ncu -k
-regex:device_kernel; its forward, done once first, is one too: skip it).
+inputs. FA3's kernels are all CUTLASS's `device_kernel`; pick its main
+backward kernel by its demangled name (ncu --kernel-name-base demangled
+-k regex:FlashAttnBwdSm90). One backward runs before the --launches
+(the setup computes FA3's gradients once): --launch-skip 1 skips it.
 """
 import argparse
 import sys
@@ -40,6 +42,8 @@ def main():
     a = ap.parse_args()
     if a.peer == "ours" and not a.kernel_dir:
         ap.error("--kernel-dir is required for our kernels")
+    if a.peer == "fa3" and a.kernel_dir:
+        ap.error("--kernel-dir is for our kernels; --peer fa3 runs FlashAttention-3's")
     D, S = a.hdim, a.seqlen
     # bench_bwd's cell: the same shapes and seeded inputs
     B, H, q, k, v, _ = paper_inputs(D, S, a.causal)

@@ -136,8 +136,8 @@ private:
     tile = bin<arith::AddIOp>(tile, mb64);
     return {tile, nmb64};
   }
-  /// dQaccum's floats for (batch, q head h, m-block mb, warpgroup c): per
-  /// (batch, head) the m-blocks of 64 x d floats, each the consumers'
+  /// dQaccum's floats for (batch, q head h, 64-row tile mb, warpgroup c):
+  /// per (batch, head) the tiles of 64 x d floats, each the consumers'
   /// halves in accumulator order (hopper.reduce_add), so that one bulk
   /// reduction adds a warpgroup's staged dQ; <kernel>_post reads it back.
   Value dqTile(const Work &w, Value h, Value mb, Value c) {
@@ -150,6 +150,8 @@ private:
   }
   /// The turn counter of dQ tile (h, mb) (deterministic): a u32 after
   /// dQaccum's B Hq ceil(Sq / 64) tiles, in their order (fa3rt_abi.def).
+  /// mb is a 64-row tile, the step's m-block: the deterministic kernel
+  /// takes 64-query steps only (checkGradSupported).
   Value turnCounter(const Work &w, Value h, Value mb) {
     auto [tile, nmb64] = dqTileIndex(w, h, mb);
     Value bs = ext64(param("B"));
@@ -233,8 +235,8 @@ GradSmemLayout fa3::hopper::computeGradSmemLayout(const GradKernelConfig &cfg) {
   l.doOff = l.qOff + cfg.stages * l.qBytes;
   l.dsOff = l.doOff + cfg.stages * l.doBytes;
   l.pOff = l.dsOff + dsBuffers * l.dsBytes;
-  // dQ staging: each warpgroup's 64 rows of its d / 2 columns in f32, in
-  // accumulator order (hopper.stage_fragment)
+  // dQ staging: each warpgroup's block-m rows (one or two 64-row tiles)
+  // of its d / 2 columns in f32, in accumulator order (hopper.stage_fragment)
   l.dqOff = l.pOff + dsBuffers * l.pBytes;
   l.dqBytes = cfg.dqBulk ? cfg.blockM * d * 4 : 0;
   // a step's LSE and D (blockM f32 each) in a stage of the rows ring (a
@@ -335,6 +337,8 @@ void GradKernelBuilder::dqWriter(Value cta) {
   const uint64_t threads = kWarpgroupThreads + 32;
   const int64_t wgBytes = lay.dqBytes / n;
   const int64_t halves = cfg.blockM / kGradDqRows;
+  // (the turns are per 64-row tile: checkGradSupported refuses the rest)
+  assert((!cfg.deterministic || halves == 1) && "deterministic: 64 queries");
   Value tid = NVVM::ThreadIdXOp::create(b, loc, i32T);
   Value lane = bin<arith::RemUIOp>(tid, i32(32));
   Value leader = cmpi(CmpIPredicate::eq, lane, i32(0));
@@ -375,8 +379,9 @@ void GradKernelBuilder::dqWriter(Value cta) {
         });
         continue;
       }
-      // the step's 64-row tiles, each staged half of the buffer; a tile
-      // past Sq's last is not there (its rows' dS are 0: skipped)
+      // the step's 64-row tiles, each staged half of the buffer; the
+      // second only where Sq reaches it (tile ceil(Sq / 64) is the next
+      // head's first, or past dQaccum's end)
       const int64_t unitBytes = wgBytes / halves;
       for (int64_t u = 0; u < halves; ++u) {
         Value tile = bin<arith::MulIOp>(mb, i32(halves));
@@ -401,12 +406,14 @@ void GradKernelBuilder::dqWriter(Value cta) {
     Value more = cmpi(CmpIPredicate::slt, next, steps);
     for (int64_t c = 0; c < n; ++c) {
       // consumer c's group and those before it have read their buffers
-      // (several tiles a step, some possibly skipped: all of them)
-      ifThen(leader, [&] {
-        NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, halves == 1 ? n - 1 - c : 0,
-                                             b.getUnitAttr());
-      });
-      NVVM::SyncWarpOp::create(b, loc, i32(-1));
+      // (two tiles a step, the second possibly skipped: all of them, once)
+      if (halves == 1 || c == 0) {
+        ifThen(leader, [&] {
+          NVVM::CpAsyncBulkWaitGroupOp::create(
+              b, loc, halves == 1 ? n - 1 - c : 0, b.getUnitAttr());
+        });
+        NVVM::SyncWarpOp::create(b, loc, i32(-1));
+      }
       ifThen(more, [&] { free(c); });
     }
   }
@@ -661,8 +668,9 @@ void GradKernelBuilder::consumers(Value cta) {
                                /*a_mn_major=*/true, /*b_mn_major=*/true);
     };
     // dQ to the dQ writer's staging buffer once it has read the previous
-    // step's (dqBulk), else added by this warpgroup's atomics (a tile past
-    // Sq's last is not there: skipped)
+    // step's (dqBulk), else added by this warpgroup's atomics (the second
+    // tile only where Sq reaches it: tile ceil(Sq / 64) is the next head's
+    // first, or past dQaccum's end)
     auto dqOut = [&](ValueRange dqs) {
       if (cfg.dqBulk) {
         const uint64_t n = static_cast<uint64_t>(cfg.consumers());
@@ -687,6 +695,10 @@ void GradKernelBuilder::consumers(Value cta) {
           continue;
         }
         Value tile = bin<arith::MulIOp>(mb, i32(halves));
+        if (u == 0) {
+          ReduceAddOp::create(b, loc, dq, dqTile(w, h, tile, cw));
+          continue;
+        }
         tile = bin<arith::AddIOp>(tile, i32(u));
         Value there = cmpi(CmpIPredicate::ult, tile, dqTiles());
         ifThen(there, [&] {
@@ -735,8 +747,9 @@ void GradKernelBuilder::consumers(Value cta) {
       dv1 = done.getResult(0);
       dk1 = done.getResult(1);
       // Q and dO are read (dQ reads K and dS^T): the next step's loads
-      // overlap dQ. (With 128 keys the same early release measured
-      // 0.95-0.97 at head dim 64, equal at 128: bench/NOTES.md.)
+      // overlap dQ. (The 128-key kernels release them after dK: an early
+      // release there measured 0.95-0.97 at head dim 64, equal at 128, in
+      // the order before FA3's: bench/NOTES.md.)
       ringOp<RingConsumerReleaseOp>(qRing, it);
       ringOp<RingConsumerReleaseOp>(doRing, it);
       if (!masks) {

@@ -18,3 +18,4 @@ func.func @bwd64_m128_det(%q: memref<?x1x?x64xbf16>, %lse: memref<?x1x?xf32>) {
       outs(%q, %q, %q : memref<?x1x?x64xbf16>, memref<?x1x?x64xbf16>, memref<?x1x?x64xbf16>) deterministic
   return
 }
+

@@ -92,8 +92,10 @@
 // CHECK-NEXT: %[[DVP:.*]] = hopper.wgmma.rs %[[PA]], %{{.*}}, %{{.*}} : !hopper.frag<64x64xbf16>, !hopper.frag<64x128xf32>
 // CHECK-NEXT: hopper.store_shared %[[DSA]] to %{{.*}}[%{{.*}}] box_bytes 0
 // CHECK-NEXT: hopper.named_barrier.sync stage[%{{.*}}] of 2 threads 256
-// CHECK: %[[DQT:.*]] = hopper.wgmma.ss %{{.*}}, %{{.*}} k 128 boxes 0, 0 {a_mn_major, b_mn_major} : bf16 -> !hopper.frag<64x64xf32>
-// CHECK: %[[DKP:.*]] = hopper.wgmma.rs %[[DSA]], %{{.*}}, %{{.*}} : !hopper.frag<64x64xbf16>, !hopper.frag<64x128xf32>
+// CHECK-NEXT: nvvm.wgmma.fence.aligned
+// CHECK-NEXT: %[[DQT:.*]] = hopper.wgmma.ss %{{.*}}, %{{.*}} k 128 boxes 0, 0 {a_mn_major, b_mn_major} : bf16 -> !hopper.frag<64x64xf32>
+// CHECK-NEXT: nvvm.wgmma.fence.aligned
+// CHECK-NEXT: %[[DKP:.*]] = hopper.wgmma.rs %[[DSA]], %{{.*}}, %{{.*}} : !hopper.frag<64x64xbf16>, !hopper.frag<64x128xf32>
 // CHECK-NEXT: %[[DVQ:.*]]:2 = hopper.wgmma.wait 1, %[[DVP]], %[[DQT]]
 // CHECK-NEXT: hopper.named_barrier.sync reduce_free[%[[CW]]] of 2 threads 160
 // CHECK-NEXT: hopper.stage_fragment %[[DVQ]]#1 to %{{.*}}[%{{.*}}] : !hopper.frag<64x64xf32>
