@@ -47,7 +47,17 @@ if [ -z "$FA3_PTXAS" ]; then
       nvidia-cuda-nvdisasm==13.2.51 2>/dev/null || true
   source scripts/cuda-env.sh
 fi
+# A toolkit with ptxas but no cuobjdump (this machine's, CI's): the SASS
+# checks would be skipped; the wheels' cuobjdump and nvdisasm fill in.
+if [ -n "$FA3_PTXAS" ] && [ -z "${FA3_CUOBJDUMP:-}" ] \
+    && [ ! -x "$(dirname "$FA3_PTXAS")/cuobjdump" ] && ! command -v cuobjdump >/dev/null; then
+  echo "== installing cuobjdump and nvdisasm (NVIDIA's pip wheels) into build/cuda"
+  "$PY" -m pip install -q --no-deps --upgrade --target build/cuda \
+      nvidia-cuda-cuobjdump==13.2.51 nvidia-cuda-nvdisasm==13.2.51 2>/dev/null || true
+  source scripts/cuda-env.sh
+fi
 echo "== ptxas: ${FA3_PTXAS:-none (Hopper assembly checks will be skipped)}"
+echo "== cuobjdump: ${FA3_CUOBJDUMP:-$(command -v cuobjdump || echo "beside ptxas, or none (SASS checks will be skipped)")}"
 
 # ccache keys on paths relative to the checkout, so clones share objects.
 export CCACHE_BASEDIR="$PWD"
