@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Where a backward's time goes: the GPU time of each kernel of one
-flash_attn_backward (_pre, the kernel, _post) and of cuDNN's backward
-(SDPA), by torch.profiler (CUPTI), per cell of the FA3-paper grid; with
+flash_attn_backward (_pre, the kernel, _post), of cuDNN's backward (SDPA)
+and of FlashAttention-3's where it imports (bench/peer_fa3.py; its
+preprocess, main kernel and dQ conversion as pre, main, post), by
+torch.profiler (CUPTI), per cell of the FA3-paper grid; with
 several --variant NAME=DIR, kernel directories side by side in the same
 process, rounds interleaved (median round per kernel).
 
     python3 bench/breakdown_bwd.py --variant ours=DIR [--variant new=DIR2]
         [--hdim 64,128] [--seqlens 512,2048] [--causal both] [--rounds 3]
-        [--no-cudnn]
+        [--no-cudnn] [--no-fa3]
 
 Each directory holds the backward kernels and the forward kernels of the
 same variants (the first directory's forward makes o and lse).
@@ -23,6 +25,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import torch  # noqa: E402
 from torch.profiler import ProfilerActivity, profile  # noqa: E402
 
+import peer_fa3  # noqa: E402
 from bench_bwd import PEERS, sdpa_backward  # noqa: E402
 from bench_fwd import paper_inputs  # noqa: E402
 from fa3.torch_api import flash_attn_backward, flash_attn_func  # noqa: E402
@@ -44,12 +47,24 @@ def kernel_times(fn, reps):
     return tot
 
 
+# FlashAttention-3's kernels are all CUTLASS's device_kernel<...>: its
+# roles by the class in the demangled name (hopper/flash_bwd_*.h)
+_FA3_ROLES = (("FlashAttnBwdPreprocess", "pre"), ("FlashAttnBwdPostprocess", "post"),
+              ("FlashAttnBwdSm90", "main"))
+
+
 def short(name):
-    """Our kernels by their role (_pre, _post, main), peers' by a prefix."""
+    """Our kernels and FA3's by their role (pre, main, post), the others
+    (cuDNN's, torch's fills) by a prefix."""
     for suffix in ("_pre", "_post"):
         if name.startswith("fa3_") and name.endswith(suffix):
             return suffix[1:]
-    return "main" if name.startswith("fa3_") else name[:40]
+    if name.startswith("fa3_"):
+        return "main"
+    for cls, role in _FA3_ROLES:
+        if cls in name:
+            return role
+    return name[:40]
 
 
 def main():
@@ -61,7 +76,11 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--no-cudnn", action="store_true")
+    peer_fa3.add_option(ap)
     a = ap.parse_args()
+    fa3, fa3_about = peer_fa3.load(leave_out="--no-fa3" if a.no_fa3 else None,
+                                   dtype=torch.bfloat16)
+    print(fa3_about, flush=True)
     variants = dict(v.split("=", 1) for v in a.variant)
     causals = [False, True] if a.causal == "both" else [a.causal == "1"]
     for D in map(int, a.hdim.split(",")):
@@ -78,6 +97,8 @@ def main():
                        for n, d in variants.items()}
                 if not a.no_cudnn:
                     fns["cudnn"], _ = sdpa_backward(PEERS["cudnn"], q, k, v, dout, causal)
+                if fa3 is not None:
+                    fns["fa3"], _ = peer_fa3.backward(fa3, q, k, v, dout, causal)
                 rounds = {n: [] for n in fns}
                 for _ in range(a.rounds):
                     for n, fn in fns.items():
