@@ -47,12 +47,6 @@ def kernel_times(fn, reps):
     return tot
 
 
-# FlashAttention-3's kernels are all CUTLASS's device_kernel<...>: its
-# roles by the class in the demangled name (hopper/flash_bwd_*.h)
-_FA3_ROLES = (("FlashAttnBwdPreprocess", "pre"), ("FlashAttnBwdPostprocess", "post"),
-              ("FlashAttnBwdSm90", "main"))
-
-
 def short(name):
     """Our kernels and FA3's by their role (pre, main, post), the others
     (cuDNN's, torch's fills) by a prefix."""
@@ -61,10 +55,7 @@ def short(name):
             return suffix[1:]
     if name.startswith("fa3_"):
         return "main"
-    for cls, role in _FA3_ROLES:
-        if cls in name:
-            return role
-    return name[:40]
+    return peer_fa3.backward_role(name) or name[:40]
 
 
 def main():

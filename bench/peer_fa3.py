@@ -78,3 +78,18 @@ def backward(fai, q, k, v, dout, causal):
     def run():
         return torch.autograd.grad(o, (qg, kg, vg), dout, retain_graph=True)
     return run, list(run())
+
+
+# FA3's kernels are all CUTLASS's device_kernel<...>: their roles by the
+# class in the (demangled) name (hopper/flash_bwd_*.h)
+_BWD_ROLES = (("FlashAttnBwdPreprocess", "pre"), ("FlashAttnBwdPostprocess", "post"),
+              ("FlashAttnBwdSm90", "main"))
+
+
+def backward_role(kernel_name):
+    """'pre', 'main' or 'post' for a kernel of FA3's backward (its
+    preprocess, main kernel, dQ / dK dV conversion), else None."""
+    for cls, role in _BWD_ROLES:
+        if cls in kernel_name:
+            return role
+    return None
