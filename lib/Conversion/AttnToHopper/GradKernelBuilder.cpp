@@ -120,6 +120,18 @@ private:
     Value bh = bin<arith::MulIOp>(w.bidx, param("Hq"));
     return bin<arith::AddIOp>(bh, h);
   }
+  /// dQaccum's 64-row tiles a step covers: 1, or 2 with 128-query steps.
+  int64_t tilesPerStep() const { return cfg.blockM / kGradDqRows; }
+  /// dQaccum's tile u of the step at m-block mb (i32): mb * tilesPerStep()
+  /// + u. Only the first is sure to exist; a later one is there where
+  /// dqTiles() exceeds it (tile ceil(Sq / 64) is the next head's first, or
+  /// past dQaccum's end).
+  Value stepTile(Value mb, int64_t u) {
+    if (tilesPerStep() == 1)
+      return mb;
+    Value tile = bin<arith::MulIOp>(mb, i32(tilesPerStep()));
+    return u ? bin<arith::AddIOp>(tile, i32(u)) : tile;
+  }
   /// dQaccum's 64-row tiles of a (batch, head): ceil(Sq / 64), i32.
   Value dqTiles() {
     Value n = bin<arith::AddIOp>(param("Sq"), i32(kGradDqRows - 1));
@@ -336,7 +348,7 @@ void GradKernelBuilder::dqWriter(Value cta) {
   const int64_t n = cfg.consumers();
   const uint64_t threads = kWarpgroupThreads + 32;
   const int64_t wgBytes = lay.dqBytes / n;
-  const int64_t halves = cfg.blockM / kGradDqRows;
+  const int64_t halves = tilesPerStep();
   // (the turns are per 64-row tile: checkGradSupported refuses the rest)
   assert((!cfg.deterministic || halves == 1) && "deterministic: 64 queries");
   Value tid = NVVM::ThreadIdXOp::create(b, loc, i32T);
@@ -366,27 +378,16 @@ void GradKernelBuilder::dqWriter(Value cta) {
     for (int64_t c = 0; c < n; ++c) {
       NamedBarrierSyncOp::create(b, loc, i32(c), BarrierKind::reduce_full,
                                  static_cast<uint64_t>(n), threads);
-      if (halves == 1) {
-        Value dst = dqTile(w, h, mb, i32(c));
+      // the step's tiles, each staged in its part of the buffer; a later
+      // one only where it is there (stepTile)
+      const int64_t unitBytes = wgBytes / halves;
+      for (int64_t u = 0; u < halves; ++u) {
+        Value tile = stepTile(mb, u);
+        Value dst = dqTile(w, h, tile, i32(c));
         if (cfg.deterministic && c == 0) {
           ifThen(leader, [&] { WaitTurnOp::create(b, loc, counter, turn); });
           NVVM::SyncWarpOp::create(b, loc, i32(-1));
         }
-        ifThen(leader, [&] {
-          ReduceAddBulkOp::create(b, loc, smemBase,
-                                  i32(lay.dqOff + c * wgBytes), dst,
-                                  static_cast<uint64_t>(wgBytes));
-        });
-        continue;
-      }
-      // the step's 64-row tiles, each staged half of the buffer; the
-      // second only where Sq reaches it (tile ceil(Sq / 64) is the next
-      // head's first, or past dQaccum's end)
-      const int64_t unitBytes = wgBytes / halves;
-      for (int64_t u = 0; u < halves; ++u) {
-        Value tile = bin<arith::MulIOp>(mb, i32(halves));
-        tile = bin<arith::AddIOp>(tile, i32(u));
-        Value dst = dqTile(w, h, tile, i32(c));
         Value go = leader;
         if (u > 0)
           go = bin<arith::AndIOp>(
@@ -482,7 +483,7 @@ void GradKernelBuilder::consumers(Value cta) {
   Value descKT = descBase(smemBase, kColOff, descConst(kBox, 1024));
   FragmentType fragQ = FragmentType::get(ctx, {64, dqCols}, f32T);
   // dQaccum's 64-row tiles a step covers (128 queries at head dim 64)
-  const int64_t halves = cfg.blockM / kGradDqRows;
+  const int64_t halves = tilesPerStep();
   // this warpgroup's dQ staging buffer (dqBulk)
   Value dqStage = bin<arith::MulIOp>(cw, i32(lay.dqBytes / cfg.consumers()));
   dqStage = bin<arith::AddIOp>(dqStage, i32(lay.dqOff));
@@ -690,16 +691,11 @@ void GradKernelBuilder::consumers(Value cta) {
       }
       for (int64_t u = 0; u < halves; ++u) {
         Value dq = dqs[u];
-        if (halves == 1) {
-          ReduceAddOp::create(b, loc, dq, dqTile(w, h, mb, cw));
-          continue;
-        }
-        Value tile = bin<arith::MulIOp>(mb, i32(halves));
+        Value tile = stepTile(mb, u);
         if (u == 0) {
           ReduceAddOp::create(b, loc, dq, dqTile(w, h, tile, cw));
           continue;
         }
-        tile = bin<arith::AddIOp>(tile, i32(u));
         Value there = cmpi(CmpIPredicate::ult, tile, dqTiles());
         ifThen(there, [&] {
           ReduceAddOp::create(b, loc, dq, dqTile(w, h, tile, cw));
