@@ -19,7 +19,7 @@ TFLOP/s = 2.5 x the forward's FLOPs (FlashAttention's convention: 4 B H S^2
 D, half for causal) / median time (triton.testing.do_bench). Our dq, dk,
 dv are compared with cuDNN's (relative L2 error) as a sanity check.
 
-    python3 bench/bench_bwd.py --kernel-dir BWD_AND_FWD_DIR [--hdim 64,128,256]
+    python3 bench/bench_bwd.py --kernel-dir BWD_AND_FWD_DIR [--hdim 64,96,128,192,256]
         [--seqlens 512,2048] [--causal both] [--rounds 3] [--deterministic]
         [--results-dir bench]
 
@@ -41,6 +41,9 @@ from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
 import peer_fa3  # noqa: E402
 import records  # noqa: E402
 from bench_fwd import DTYPES, SEQLENS, paper_inputs, rel, timeit  # noqa: E402
+
+# the backward's head dims (fa3-compile --all --backward)
+HDIMS = "64,96,128,192,256"
 from fa3.torch_api import flash_attn_backward, flash_attn_func  # noqa: E402
 
 PEERS = {"cudnn": SDPBackend.CUDNN_ATTENTION, "fa2": SDPBackend.FLASH_ATTENTION}
@@ -63,7 +66,7 @@ def sdpa_backward(backend, q, k, v, dout, causal):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--kernel-dir", required=True)
-    ap.add_argument("--hdim", default="64,128,256")
+    ap.add_argument("--hdim", default=HDIMS)
     ap.add_argument("--seqlens", default=",".join(map(str, SEQLENS)))
     ap.add_argument("--causal", default="both", choices=["0", "1", "both"])
     ap.add_argument("--dtype", default="bf16", choices=["bf16", "f16"])
@@ -141,7 +144,7 @@ def main():
                 # free the cell's closures (FA3's holds its graph) and gradients
                 fns = fn = grads = ref = None
     if a.results_dir:
-        full = (a.hdim == "64,128,256" and a.causal == "both" and a.dtype == "bf16"
+        full = (a.hdim == HDIMS and a.causal == "both" and a.dtype == "bf16"
                 and a.seqlens == ",".join(map(str, SEQLENS)))
         entry = records.new_entry("bench_bwd", "python3 " + " ".join(sys.argv),
                                   gpu=torch.cuda.get_device_name(), rows=rows, full=full,

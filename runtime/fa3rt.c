@@ -1558,10 +1558,12 @@ static fa3rt_status plan_bwd(const fa3rt_facts *f, const fa3rt_bwd_args *a,
   L.scale = scale;
   L.scale_log2 = (float)(scale * LOG2E);
   if (!L.empty) {
-    /* the helpers: Dv * 2 / 16 threads a row (16 bytes each), the grid's
-       stride over the rows past 2^31-1 blocks (rows fits: dq_accum's words
-       were counted above) */
-    const int64_t per_block = FA3RT_BWD_AUX_THREADS * 16 / (f->head_dim_v * 2);
+    /* the helpers: Dv * 2 / 16 threads a row (16 bytes each) rounded up to
+       a power of two (96: 16, 192: 32), the grid's stride over the rows
+       past 2^31-1 blocks (rows fits: dq_accum's words were counted above) */
+    int64_t lanes = 1;
+    while (lanes < f->head_dim_v * 2 / 16) lanes *= 2;
+    const int64_t per_block = FA3RT_BWD_AUX_THREADS / lanes;
     const int64_t blocks = (rows + per_block - 1) / per_block;
     L.aux_grid = (unsigned)(blocks < INT32_MAX ? blocks : INT32_MAX);
     L.aux_block = FA3RT_BWD_AUX_THREADS;

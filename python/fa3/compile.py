@@ -144,7 +144,7 @@ def compile_kernel(out_dir, head_dim: int = 128, dtype: str = "bf16",
     same). `varlen`: the kernel of a packed variable-length batch
     (flash_attn_varlen_func; no clusters). `backward`: the variant's
     backward kernel (dQ, dK, dV; facts `backward 1`, named fa3_bwd_...;
-    head dim 64, 128 or 256, Dv = D, any mask (sliding windows too) and softcap,
+    head dim 64, 96, 128, 192 or 256, Dv = D, any mask (sliding windows too) and softcap,
     no varlen).
     `deterministic` (with `backward`): the backward kernel whose dq is the
     same bit for bit from run to run (FlashAttention's deterministic=True;

@@ -354,7 +354,7 @@ def _needs_grad(torch, q, k, v) -> bool:
 
 # What the backward kernel computes (fa3-c/Compile.h, Fa3AttentionSpec.backward;
 # its deterministic form takes the same)
-BWD_HEAD_DIMS = (64, 128, 256)
+BWD_HEAD_DIMS = (64, 96, 128, 192, 256)
 
 
 def _check_backward(D: int, Dv: int) -> None:
@@ -430,7 +430,7 @@ def flash_attn_func(q, k, v, softmax_scale: Optional[float] = None, causal: bool
     (flash_attn_backward; looked up like the forward's, in ``kernel_dir``, the
     explicit ``kernel``'s directory or the JIT cache); lse is not
     differentiable (its gradient is ignored, as in FlashAttention). The
-    backward kernel takes head dims 64, 128 and 256 with Dv = D (any mask: full,
+    backward kernel takes head dims 64, 96, 128, 192 and 256 with Dv = D (any mask: full,
     causal, sliding window; softcap too); other variants that need a
     backward are refused here, before the forward runs (NotImplementedError).
     ``deterministic=True`` makes that backward the variant's deterministic
@@ -770,7 +770,7 @@ def flash_attn_backward(dout, q, k, v, out, lse, softmax_scale: Optional[float] 
     softmax_scale: None is the kernel's default) must be the forward's. The
     kernel is looked up like the forward's (``kernel_dir``, else the JIT
     cache; ``kernel``: an explicit backward KernelFacts, deterministic where
-    ``deterministic``). It takes head dims 64, 128 and 256 with Dv = D, any mask
+    ``deterministic``). It takes head dims 64, 96, 128, 192 and 256 with Dv = D, any mask
     (full, causal, sliding window) and softcap. dq is summed over the kv blocks in f32, in no fixed order, so
     its last bits may change from run to run; ``deterministic=True`` runs
     the variant's deterministic backward kernel (facts `deterministic 1`),

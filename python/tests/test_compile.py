@@ -99,9 +99,15 @@ def test_backward_kernel_compiles(tmp_path):
     f = compile_kernel(tmp_path / "h", head_dim=256, backward=True, emit_cubin=False)[0]
     kf = F.parse_facts(f.facts.read_text(), str(f.facts))
     assert (kf.head_dim, kf.block_m, kf.block_n, kf.threads) == (256, 64, 64, 384)
-    # head dims other than 64, 128 and 256, and Dv != D, have no backward kernel
-    with pytest.raises(Fa3Error, match="head dim 96 for the backward"):
-        compile_kernel(tmp_path / "b", head_dim=96, backward=True, emit_cubin=False)
+    # head dims 96 and 192: the tiles of 128 and 256 columns, the same
+    # blocks as 128 and 256
+    for d, block_n in ((96, 128), (192, 64)):
+        f = compile_kernel(tmp_path / f"d{d}", head_dim=d, backward=True, emit_cubin=False)[0]
+        kf = F.parse_facts(f.facts.read_text(), str(f.facts))
+        assert (kf.head_dim, kf.head_dim_v, kf.block_n, kf.threads) == (d, d, block_n, 384)
+    # other head dims, and Dv != D, have no backward kernel
+    with pytest.raises(Fa3Error, match="head dim 80"):
+        compile_kernel(tmp_path / "b", head_dim=80, backward=True, emit_cubin=False)
     with pytest.raises(Fa3Error, match="Dv = D"):
         compile_kernel(tmp_path / "v", head_dim=128, head_dim_v=64, window=(100, 50),
                        backward=True, emit_cubin=False)

@@ -55,14 +55,14 @@ def test_op_path():
     assert torch_api._op_path(Path("/a/b")) == "/a/b"
 
 
-@pytest.mark.parametrize("D,Dv", [(64, 64), (128, 128), (256, 256)])
+@pytest.mark.parametrize("D,Dv", [(64, 64), (96, 96), (128, 128), (192, 192), (256, 256)])
 def test_check_backward_accepts(D, Dv):
     torch_api._check_backward(D, Dv)
 
 
 @pytest.mark.parametrize("D,Dv,text", [
-    (96, 96, "takes head dims 64, 128 and 256, not 96"),
-    (192, 192, "not 192"),
+    (80, 80, "takes head dims 64, 96, 128, 192 and 256, not 80"),
+    (192, 128, "head_dim_v = head_dim, not 128 with 192"),
     (128, 64, "head_dim_v = head_dim, not 64 with 128"),
 ])
 def test_check_backward_refuses(D, Dv, text):

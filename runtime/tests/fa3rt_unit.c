@@ -543,6 +543,24 @@ static void test_bwd_plan(void) {
     a.dv = bshd(0x70000, 2, 700, 2, 64);
     EXPECT(fa3rt_bwd_plan(&f64, &a, &L) == FA3RT_OK && L.aux_grid == 500 &&
            L.dq_accum_words == 2ULL * 8 * 1024 * 64);
+    /* head dim 96: 12 lanes of a row rounded up to 16 (the helpers'
+       butterflies), so 16 rows a block; dq_accum 64 x 96 floats a tile */
+    char d96[4096];
+    strcpy(d96, text_with(kBwdFacts, "head_dim", "head_dim 96"));
+    const char *t96 = text_with(d96, "head_dim_v", "head_dim_v 96");
+    fa3rt_facts f96;
+    EXPECT(fa3rt_facts_parse(t96, strlen(t96), &f96) == FA3RT_OK);
+    fa3rt_bwd_args a96 = a;
+    a96.q = bshd(0x10000, 2, 1000, 8, 96);
+    a96.k = bshd(0x20000, 2, 700, 2, 96);
+    a96.v = bshd(0x30000, 2, 700, 2, 96);
+    a96.dout = bshd(0x40000, 2, 1000, 8, 96);
+    a96.o = bshd(0x48000, 2, 1000, 8, 96);
+    a96.dq = bshd(0x90000, 2, 1000, 8, 96);
+    a96.dk = bshd(0x60000, 2, 700, 2, 96);
+    a96.dv = bshd(0x70000, 2, 700, 2, 96);
+    EXPECT(fa3rt_bwd_plan(&f96, &a96, &L) == FA3RT_OK && L.aux_grid == 1000 &&
+           L.dq_accum_words == 2ULL * 8 * 1024 * 96);
     /* facts of another head_dim_v than head_dim: no backward of that kind */
     f64.head_dim_v = 128;
     a.v.shape[3] = a.dv.shape[3] = a.dout.shape[3] = a.o.shape[3] = 128;

@@ -44,7 +44,8 @@ must dk and dv of keys that no query sees (the reference's).
 Deterministic backward kernels (fa3-compile --backward --deterministic:
 facts `deterministic 1`, names ..._det) take the cases of DET_CASES for
 their dtype, head dim and mask instead (about ten in all; DET_MASK_CASES
-for those with a window or softcap), each launched
+for those with a window or softcap, or of a variant DET_CASES does not
+list), each launched
 DET_RUNS times on the same inputs into fresh poisoned dq, dk, dv and
 dq_accum (whose turn counters _pre must zero: a counter left non-zero
 hangs the kernel): the first within the rule above, and dq, dk and dv
@@ -61,14 +62,14 @@ kernel's window_size and softcap) against the same reference, with dk and
 dv bit-identical to the direct call's; once per run for each of plain and
 deterministic kernels, without and with a window or softcap,
 torch.compile(fullgraph=True) of forward and backward against eager; and
-the misuse refused with its message (head dim 256 or Dv != D with grad, a
+the misuse refused with its message (head dim 80 or Dv != D with grad, a
 kernel whose softcap or window differs from the call's, a forward kernel
 given to fa3rt_bwd, dk and dv of different strides, a plain kernel given to
 a deterministic call and the other way round, a deterministic call's
 dq_accum of the plain size, empty problems giving zero gradients).
 
 --emulate: no backward kernel needed. For each forward kernel of KERNEL_DIR
-that the backward kernel would cover (head dim 64, 128 or 256, Dv = D, bf16 or
+that the backward kernel would cover (head dim 64, 96, 128, 192 or 256, Dv = D, bf16 or
 f16, any mask and softcap),
 the backward launch (its three kernels) is replaced by PyTorch math on the
 very arguments the runtime would pass (fa3rt_bwd_args: the C runtime's
@@ -125,7 +126,8 @@ DET_CASES = [
     ("bf16", 128, True, (2, 203, 113, 8, 2)), ("bf16", 64, False, (2, 203, 113, 4, 1)),
 ]
 # a deterministic kernel with a window or softcap (any dtype, head dim,
-# mask); (113, 1100): kv blocks that no query sees take no turn
+# mask), or of a variant DET_CASES does not list; (113, 1100): kv blocks
+# that no query sees take no turn
 DET_MASK_CASES = [(2, 203, 113, 8, 2), (2, 1023, 1024, 4, 1), (1, 4224, 4224, 8, 2),
                   (2, 113, 1100, 4, 4)]
 # the plain kernel and inputs whose dq is watched over DET_RUNS runs (many kv
@@ -155,11 +157,12 @@ def cases(kf):
 
 def det_cases(kf):
     """A deterministic kernel's cases (DET_CASES; DET_MASK_CASES with a
-    window or softcap)."""
+    window or softcap, or for a variant DET_CASES does not list)."""
     if not plain_mask(kf):
         return list(DET_MASK_CASES)
-    return [c for dt, d, causal, c in DET_CASES
-            if (dt, d, causal) == (kf.dtype, kf.head_dim, kf.causal)]
+    listed = [c for dt, d, causal, c in DET_CASES
+              if (dt, d, causal) == (kf.dtype, kf.head_dim, kf.causal)]
+    return listed or list(DET_MASK_CASES)
 
 
 def variant_kw(kf):
@@ -499,11 +502,11 @@ class Checker:
         # what no backward kernel takes: refused before the forward runs,
         # with this kernel's window and softcap too
         grad_kw = dict(variant_kw(kf), kernel_dir=os.path.dirname(kf.facts_path), jit=False)
-        q96, k96, v96 = (torch.randn(1, 64, 2, 96, device="cuda", dtype=dt)
+        q80, k80, v80 = (torch.randn(1, 64, 2, 80, device="cuda", dtype=dt)
                          for _ in range(3))
-        expect("head dim 96 with grad",
-               lambda: flash_attn_func(q96.requires_grad_(), k96, v96, **grad_kw),
-               NotImplementedError, "takes head dims 64, 128 and 256, not 96")
+        expect("head dim 80 with grad",
+               lambda: flash_attn_func(q80.requires_grad_(), k80, v80, **grad_kw),
+               NotImplementedError, "takes head dims 64, 96, 128, 192 and 256, not 80")
         expect("head_dim_v != head_dim with grad",
                lambda: flash_attn_func(q.clone().requires_grad_(), k,
                                        v[..., :kf.head_dim // 2].contiguous(), **grad_kw),

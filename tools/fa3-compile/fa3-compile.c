@@ -37,8 +37,8 @@ static const char *kUsage =
     "                       192 with value head dim 128 x causal or not x\n"
     "                       bf16/f16 (24 kernels); with --varlen, their\n"
     "                       packed variable-length forms; with --backward,\n"
-    "                       the backward's (head dim 64, 128 and 256: 12\n"
-    "                       kernels);\n"
+    "                       the backward's (head dim 64, 96, 128, 192 and\n"
+    "                       256: 20 kernels);\n"
     "                       with --fp8, the FP8 forward's (e4m3, head dim\n"
     "                       64, 128 and 256 x causal or not: 6 kernels)\n"
     "  --fp8                with --all: the FP8 forward set (for one\n"
@@ -625,8 +625,9 @@ int main(int argc, char **argv) {
        each with its own value head dim, and DeepSeek's 192 with 128 */
     const int64_t dims[][2] = {{64, 64},   {96, 96},   {128, 128},
                                {192, 192}, {192, 128}, {256, 256}};
-    /* the backward's: head dims 64, 128 and 256 */
-    const int64_t gradDims[][2] = {{64, 64}, {128, 128}, {256, 256}};
+    /* the backward's: head dims 64, 96, 128, 192 and 256 */
+    const int64_t gradDims[][2] = {
+        {64, 64}, {96, 96}, {128, 128}, {192, 192}, {256, 256}};
     /* the FP8 forward's: head dims 64, 128 and 256 */
     const int64_t fp8Dims[][2] = {{64, 64}, {128, 128}, {256, 256}};
     const char *types[] = {"bf16", "f16"};

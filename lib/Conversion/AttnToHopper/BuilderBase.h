@@ -217,6 +217,18 @@ protected:
     b.setInsertionPoint(op.thenBlock()->getTerminator());
     then();
   }
+  /// scf.if without results and with an else: builds each arm into its
+  /// block.
+  template <typename Then, typename Else>
+  void ifThenElse(Value cond, Then then, Else otherwise) {
+    auto op = scf::IfOp::create(b, loc, TypeRange{}, cond,
+                                /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPoint(op.thenBlock()->getTerminator());
+    then();
+    b.setInsertionPoint(op.elseBlock()->getTerminator());
+    otherwise();
+  }
   /// scf.if with results: each arm returns the values it yields.
   template <typename Then, typename Else>
   scf::IfOp ifElse(Value cond, TypeRange types, Then then, Else otherwise) {

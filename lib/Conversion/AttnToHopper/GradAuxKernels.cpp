@@ -24,8 +24,8 @@ public:
   GradAuxBuilder(OpBuilder &b, Location loc, const std::string &dtype,
                  int64_t headDim, bool deterministic)
       : BuilderBase(b, loc), headDim(headDim), deterministic(deterministic) {
-    assert(headDim % 8 == 0 && llvm::isPowerOf2_64(headDim / 8) &&
-           headDim / 8 <= 32 && "D / 8 lanes a row: a power of two up to 32");
+    assert(headDim % 32 == 0 && headDim / 8 <= 32 &&
+           "D / 8 lanes a row, up to 32; whole or half 64-column chunks");
     et = dtype == "f16" ? Type(b.getF16Type()) : Type(b.getBF16Type());
     gptrT = LLVM::LLVMPointerType::get(ctx, 1);
   }
@@ -33,9 +33,14 @@ public:
   void buildPre(gpu::GPUModuleOp m, const std::string &name) {
     gpu::GPUFuncOp fn = openKernel(m, name, kGradPreParams, kGradAuxThreads);
     forEachRow([&](const Row &r) {
-      // sum_d dO * o in f32 (zero past the rows: every lane shuffles)
+      // sum_d dO * o in f32 (zero past the rows and the head dim: every
+      // lane shuffles)
+      Value mine = r.valid;
+      if (lanesPerRow() * 8 != headDim)
+        mine = bin<arith::AndIOp>(
+            mine, cmpi(CmpIPredicate::ult, r.sub, i32(headDim / 8)));
       Value part =
-          ifElse(r.valid, TypeRange{f32T},
+          ifElse(mine, TypeRange{f32T},
                  [&]() -> SmallVector<Value> {
                    Value o = loadRow16(param("O"), r, "oStride");
                    Value d = loadRow16(param("dO"), r, "doStride");
@@ -80,7 +85,8 @@ public:
 
   /// dQaccum is in the main kernel's order (GradKernelBuilder's dqTile):
   /// per (batch, head) the m-blocks of kGradDqRows x D floats, each two
-  /// warpgroups' halves of D / 2 columns in accumulator order (thread t's
+  /// warpgroups' halves of D / 2 columns (head dims 96 and 192: 64 + 32,
+  /// 128 + 64) in accumulator order (thread t's
   /// registers 4j .. 4j + 3 at float 4 (128 j + t): rows r, r + 8 with
   /// r = 16 (t / 32) + (t mod 32) / 4, columns 8j + 2 (t mod 4) + {0, 1}).
   /// So a unit of 16 floats, four consecutive threads' quadruples j, is
@@ -115,8 +121,17 @@ public:
     static_assert(kGradAuxThreads == 256, "a chunk is 256 units: one a thread");
     Value scale = param("scale");
     const int64_t tileUnits = kGradDqRows * headDim / 16;
-    const int64_t chunksPerTile = tileUnits / 256; // D / 64
-    Value chunks = bin<arith::DivUIOp>(accWords(), i64(256 * 16));
+    // D / 64, the last one half a chunk at head dim 96 (its columns 64 ..
+    // 95: the first 2048 floats of the chunk in accumulator order)
+    const int64_t chunksPerTile = (headDim + 63) / 64;
+    const bool halfChunk = headDim % 64 != 0;
+    Value chunks;
+    if (halfChunk) {
+      chunks = bin<arith::DivUIOp>(accWords(), i64(kGradDqRows * headDim));
+      chunks = bin<arith::MulIOp>(chunks, i64(chunksPerTile));
+    } else {
+      chunks = bin<arith::DivUIOp>(accWords(), i64(256 * 16));
+    }
     Value hq = ext64(param("Hq")), sq = ext64(param("Sq"));
     Value nmb = mBlocks();
     Value smem = LLVM::AddressOfOp::create(b, loc, smemPtrT, stage);
@@ -145,9 +160,12 @@ public:
     Value chunk0 = bin<arith::MulIOp>(inTile, i64(256 * 16));
     first = bin<arith::AddIOp>(first, chunk0);
     auto v4 = VectorType::get({4}, f32T);
+    Value whole;
+    if (halfChunk)
+      whole = cmpi(CmpIPredicate::ne, inTile, i64(chunksPerTile - 1));
     // in: float 4 (tid + 256 i) of the chunk, to byte 16 (tid + 256 i) +
-    // 16 (its run of 128 quadruples)
-    for (int64_t i = 0; i < 4; ++i) {
+    // 16 (its run of 128 quadruples); of a half chunk, the first half
+    auto stageUnit = [&](int64_t i) {
       Value q = bin<arith::AddIOp>(tid, i32(256 * i));
       Value q64 = ext64(q);
       Value e = bin<arith::MulIOp>(q64, i64(4));
@@ -160,6 +178,12 @@ public:
       at = bin<arith::AddIOp>(at, pad);
       Value sp = smemPtr(smem, at);
       LLVM::StoreOp::create(b, loc, x, sp, /*alignment=*/16);
+    };
+    for (int64_t i = 0; i < 4; ++i) {
+      if (halfChunk && i >= 2)
+        ifThen(whole, [&] { stageUnit(i); });
+      else
+        stageUnit(i);
     }
     NVVM::Barrier0Op::create(b, loc);
     // out: columns 8 col8 .. + 7 of rows R = tid / 8 + 32 p
@@ -198,6 +222,9 @@ public:
       Value r64 = ext64(r);
       s = bin<arith::AddIOp>(s, r64);
       Value valid = cmpi(CmpIPredicate::ult, s, sq);
+      if (halfChunk)
+        valid = bin<arith::AndIOp>(valid,
+                                   cmpi(CmpIPredicate::ult, col, i64(headDim)));
       ifThen(valid, [&] {
         auto v4i = VectorType::get({4}, i32T);
         Value out = vector::FromElementsOp::create(b, loc, v4i, words);
@@ -219,7 +246,9 @@ private:
   bool deterministic;
   Type et, gptrT;
 
-  int64_t lanesPerRow() const { return headDim * 2 / 16; }
+  /// A row's lanes: D * 2 / 16 rounded up to a power of two (the
+  /// butterflies'); at head dims 96 and 192 the last quarter reads nothing.
+  int64_t lanesPerRow() const { return llvm::PowerOf2Ceil(headDim / 8); }
 
   /// ceil(Sq / kGradDqRows), i64.
   Value mBlocks() {

@@ -56,7 +56,7 @@ private:
   Value smemBase, consumer;
   Value kRing, vRing, qRing, doRing, rowsRing;
 
-  int64_t tileD() const { return (cfg.headDim + 63) / 64 * 64; }
+  int64_t tileD() const { return cfg.tileD(); }
 
   template <typename OpT> void ringOp(Value r, Value u) {
     OpT::create(b, loc, r, u);
@@ -65,7 +65,7 @@ private:
                 Value u, int64_t rows) {
     LoadTileOp::create(b, loc, map, row, head, batch, r, u,
                        static_cast<uint64_t>(rows),
-                       static_cast<uint64_t>(tileD()), et);
+                       static_cast<uint64_t>(cfg.loadCols()), et);
   }
   /// The descriptor of a ring's stage for slot u (desc0: stage 0's).
   Value stageDesc(Value r, Value u, Value desc0, int64_t stageBytes) {
@@ -149,12 +149,15 @@ private:
     return {tile, nmb64};
   }
   /// dQaccum's floats for (batch, q head h, 64-row tile mb, warpgroup c):
-  /// per (batch, head) the tiles of 64 x d floats, each the consumers'
+  /// per (batch, head) the tiles of 64 x D floats, each the consumers'
   /// halves in accumulator order (hopper.reduce_add), so that one bulk
   /// reduction adds a warpgroup's staged dQ; <kernel>_post reads it back.
+  /// At head dim 96 and 192 the second half holds only its first D - tileD
+  /// / 2 columns (validCols): in accumulator order the first floats of a
+  /// full half.
   Value dqTile(const Work &w, Value h, Value mb, Value c) {
     Value tile = dqTileIndex(w, h, mb).first;
-    Value e = bin<arith::MulIOp>(tile, i64(kGradDqRows * tileD()));
+    Value e = bin<arith::MulIOp>(tile, i64(kGradDqRows * cfg.headDim));
     Value half = bin<arith::MulIOp>(c, i32(kGradDqRows * tileD() / 2));
     Value half64 = ext64(half);
     e = bin<arith::AddIOp>(e, half64);
@@ -170,7 +173,7 @@ private:
     Value hs = ext64(param("Hq"));
     Value tiles = bin<arith::MulIOp>(bs, hs);
     tiles = bin<arith::MulIOp>(tiles, nmb64);
-    Value e = bin<arith::MulIOp>(tiles, i64(kGradDqRows * tileD()));
+    Value e = bin<arith::MulIOp>(tiles, i64(kGradDqRows * cfg.headDim));
     e = bin<arith::AddIOp>(e, tile);
     return globalAt(param("dQaccum"), e, 4);
   }
@@ -227,7 +230,7 @@ private:
 
 GradSmemLayout fa3::hopper::computeGradSmemLayout(const GradKernelConfig &cfg) {
   GradSmemLayout l;
-  const int64_t d = (cfg.headDim + 63) / 64 * 64;
+  const int64_t d = cfg.tileD();
   l.kBytes = cfg.blockN * d * kElemBytes;
   l.vBytes = l.kBytes;
   l.qBytes = cfg.blockM * d * kElemBytes;
@@ -277,9 +280,11 @@ std::string fa3::hopper::checkGradSupported(const GradKernelConfig &cfg) {
   if (cfg.dtype != "bf16" && cfg.dtype != "f16")
     os << "element type " << cfg.dtype
        << " (the Hopper backward takes bf16 or f16)";
-  else if (cfg.headDim != 64 && cfg.headDim != 128 && cfg.headDim != 256)
+  else if (cfg.headDim != 64 && cfg.headDim != 96 && cfg.headDim != 128 &&
+           cfg.headDim != 192 && cfg.headDim != 256)
     os << "head dim " << cfg.headDim
-       << " for the backward (the Hopper backward takes 64, 128 or 256)";
+       << " for the backward (the Hopper backward takes 64, 96, 128, 192 or "
+          "256)";
   else if (cfg.blockM != kGradDqRows &&
            !(cfg.blockM == 2 * kGradDqRows && cfg.headDim == 64 &&
              cfg.blockN == 128 && !cfg.deterministic))
@@ -290,10 +295,10 @@ std::string fa3::hopper::checkGradSupported(const GradKernelConfig &cfg) {
     os << "block-n " << cfg.blockN
        << " for the backward (128: 64 keys for each of two consumer "
           "warpgroups; 64: both warpgroups see the 64 keys)";
-  else if (cfg.headDim == 256 && cfg.blockN != 64)
-    os << "block-n " << cfg.blockN
-       << " at head dim 256 in the backward (64: a warpgroup of 64 keys "
-          "would hold 64 x 256 of dK and of dV, 256 registers a thread)";
+  else if (cfg.tileD() == 256 && cfg.blockN != 64)
+    os << "block-n " << cfg.blockN << " at head dim " << cfg.headDim
+       << " in the backward (64: a warpgroup of 64 keys would hold 64 x 256 "
+          "of dK and of dV, 256 registers a thread)";
   else if (cfg.stages < 1 || cfg.stages > 4)
     os << "stages " << cfg.stages << " for the backward (1 to 4)";
   else if (cfg.deterministic && !cfg.dqBulk)
@@ -379,8 +384,11 @@ void GradKernelBuilder::dqWriter(Value cta) {
       NamedBarrierSyncOp::create(b, loc, i32(c), BarrierKind::reduce_full,
                                  static_cast<uint64_t>(n), threads);
       // the step's tiles, each staged in its part of the buffer; a later
-      // one only where it is there (stepTile)
+      // one only where it is there (stepTile); of each, the floats of the
+      // head dim's columns (the first in accumulator order: dqTile)
       const int64_t unitBytes = wgBytes / halves;
+      const int64_t dqCols = tileD() / 2;
+      const int64_t addBytes = unitBytes * cfg.validCols(c, dqCols) / dqCols;
       for (int64_t u = 0; u < halves; ++u) {
         Value tile = stepTile(mb, u);
         Value dst = dqTile(w, h, tile, i32(c));
@@ -395,7 +403,7 @@ void GradKernelBuilder::dqWriter(Value cta) {
         ifThen(go, [&] {
           ReduceAddBulkOp::create(b, loc, smemBase,
                                   i32(lay.dqOff + c * wgBytes + u * unitBytes),
-                                  dst, static_cast<uint64_t>(unitBytes));
+                                  dst, static_cast<uint64_t>(addBytes));
         });
       }
     }
@@ -689,17 +697,32 @@ void GradKernelBuilder::consumers(Value cta) {
                                      threads);
         return;
       }
+      // (the head dim's columns of the half: all of the first, the rest
+      // of them in the second, in a warpgroup-uniform branch)
+      auto reduceAdd = [&](Value dq, Value tile) {
+        Value at = dqTile(w, h, tile, cw);
+        const int64_t last = cfg.validCols(1, dqCols);
+        if (last == dqCols) {
+          ReduceAddOp::create(b, loc, dq, at, IntegerAttr());
+          return;
+        }
+        Value isFirst = cmpi(CmpIPredicate::eq, cw, i32(0));
+        ifThenElse(
+            isFirst,
+            [&] { ReduceAddOp::create(b, loc, dq, at, IntegerAttr()); },
+            [&] {
+              ReduceAddOp::create(b, loc, dq, at, b.getI64IntegerAttr(last));
+            });
+      };
       for (int64_t u = 0; u < halves; ++u) {
         Value dq = dqs[u];
         Value tile = stepTile(mb, u);
         if (u == 0) {
-          ReduceAddOp::create(b, loc, dq, dqTile(w, h, tile, cw));
+          reduceAdd(dq, tile);
           continue;
         }
         Value there = cmpi(CmpIPredicate::ult, tile, dqTiles());
-        ifThen(there, [&] {
-          ReduceAddOp::create(b, loc, dq, dqTile(w, h, tile, cw));
-        });
+        ifThen(there, [&] { reduceAdd(dq, tile); });
       }
     };
     if (!shared) {
@@ -772,7 +795,7 @@ void GradKernelBuilder::consumers(Value cta) {
     dV = globalAt(dV, first, kElemBytes);
   }
   const int64_t n = cfg.consumers();
-  [[maybe_unused]] const int64_t accCols = shared ? dqCols : tileD();
+  const int64_t accCols = shared ? dqCols : tileD();
   assert((accCols + 63) / 64 * 64 * n * kSwizzleBytes <=
              lay.doOff + cfg.stages * lay.doBytes - lay.qOff &&
          "dK's staging fits in the Q and dO rings");
@@ -783,19 +806,38 @@ void GradKernelBuilder::consumers(Value cta) {
   Value oneRows = FragmentFillOp::create(b, loc, fragRows, f32(1.0));
   IntegerAttr stagingAt = b.getI64IntegerAttr(lay.qOff);
   IntegerAttr staged = b.getI64IntegerAttr(n);
-  StoreOOp::create(b, loc, loop.getResult(0), scaleRows, dK,
-                   param("dkvStrideB"), param("dkvStrideS"),
-                   param("dkvStrideH"), kvRow0, /*group=*/Value(), w.hkv,
-                   w.bidx, param("Skv"), smemBase, cw, /*map=*/Value(),
-                   Value(), Value(), Value(), Value(), stagingAt, staged,
-                   UnitAttr(), UnitAttr(), TypeAttr::get(et), IntegerAttr());
-  StoreOOp::create(b, loc, loop.getResult(1), oneRows, dV,
-                   param("dkvStrideB"), param("dkvStrideS"),
-                   param("dkvStrideH"), kvRow0, /*group=*/Value(), w.hkv,
-                   w.bidx, param("Skv"), smemBase, cw, /*map=*/Value(),
-                   Value(), Value(), Value(), Value(), stagingAt, staged,
-                   /*wait_previous=*/b.getUnitAttr(), UnitAttr(),
-                   TypeAttr::get(et), IntegerAttr());
+  // the head dim's columns of the warpgroup's part (all of the tile's, but
+  // at head dim 96 and 192)
+  auto store = [&](int64_t valid) {
+    IntegerAttr columns =
+        valid == accCols ? IntegerAttr() : b.getI64IntegerAttr(valid);
+    StoreOOp::create(b, loc, loop.getResult(0), scaleRows, dK,
+                     param("dkvStrideB"), param("dkvStrideS"),
+                     param("dkvStrideH"), kvRow0, /*group=*/Value(), w.hkv,
+                     w.bidx, param("Skv"), smemBase, cw, /*map=*/Value(),
+                     Value(), Value(), Value(), Value(), stagingAt, staged,
+                     UnitAttr(), UnitAttr(), TypeAttr::get(et), columns);
+    StoreOOp::create(b, loc, loop.getResult(1), oneRows, dV,
+                     param("dkvStrideB"), param("dkvStrideS"),
+                     param("dkvStrideH"), kvRow0, /*group=*/Value(), w.hkv,
+                     w.bidx, param("Skv"), smemBase, cw, /*map=*/Value(),
+                     Value(), Value(), Value(), Value(), stagingAt, staged,
+                     /*wait_previous=*/b.getUnitAttr(), UnitAttr(),
+                     TypeAttr::get(et), columns);
+  };
+  if (!shared) {
+    store(cfg.headDim);
+    return;
+  }
+  // sharedKeys: the second half's columns in a warpgroup-uniform branch
+  // (the stores are warpgroup collectives)
+  const int64_t last = cfg.validCols(1, dqCols);
+  if (last == dqCols) {
+    store(dqCols);
+    return;
+  }
+  Value isFirst = cmpi(CmpIPredicate::eq, cw, i32(0));
+  ifThenElse(isFirst, [&] { store(dqCols); }, [&] { store(last); });
 }
 
 void GradKernelBuilder::body() {

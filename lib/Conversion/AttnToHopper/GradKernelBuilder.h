@@ -45,6 +45,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Builders.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -78,6 +79,22 @@ struct GradKernelConfig {
   bool sharedKeys() const { return blockN == 64; }
   int64_t consumers() const { return sharedKeys() ? 2 : blockN / 64; }
   int64_t threads() const { return 128 * (1 + consumers()); }
+  /// The head dim of the kernel's tiles: 64, or whole pairs of 64-column
+  /// boxes (96 -> 128, 192 -> 256), so that the warpgroups' halves of dQ
+  /// (and, sharedKeys, of dK and dV) are whole boxes of the MN-major
+  /// operands (a wgmma's N cannot start inside a box's 64 columns and
+  /// cross into the next box). The columns past headDim are computed and
+  /// dropped: a product's output column reads only its own column of B.
+  int64_t tileD() const { return headDim <= 64 ? 64 : (headDim + 127) / 128 * 128; }
+  /// The columns TMA loads of Q, K, V and dO: whole 64-column boxes (a
+  /// partial last box filled with zeros); the tile's columns past them
+  /// are never loaded.
+  int64_t loadCols() const { return (headDim + 63) / 64 * 64; }
+  /// The head dim's columns in consumer c's part of a tile split between
+  /// the warpgroups in halves of `half` columns (dQ; sharedKeys, dK and dV).
+  int64_t validCols(int64_t c, int64_t half) const {
+    return std::max<int64_t>(0, std::min(half, headDim - c * half));
+  }
 };
 
 /// Shared-memory layout (bytes from a 1024-aligned base).

@@ -161,8 +161,9 @@ fa3::hopper::gradConfig(Value q, Value k, Value v, Value dO, Value dk,
 GradKernelConfig fa3::hopper::gradTable(int64_t headDim, bool deterministic) {
   GradKernelConfig cfg;
   cfg.deterministic = deterministic;
-  // Head dim 256: both warpgroups see 64 keys (64 x 256 of dK and dV each
-  // would be 256 registers a thread). Two Q / dO stages fit only without
+  // Head dims 192 and 256 (tiles of 256 columns, GradKernelConfig::tileD):
+  // both warpgroups see 64 keys (64 x 256 of dK and dV each would be 256
+  // registers a thread). Two Q / dO stages fit only without
   // the dQ staging (K, V, the stages, P^T and dS^T: 231552 bytes), so dQ is
   // added by the consumers' atomics: with one stage every Q and dO
   // descriptor is loop-invariant, ptxas holds them all and spills about 500

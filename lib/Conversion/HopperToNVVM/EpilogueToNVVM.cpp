@@ -402,7 +402,8 @@ struct ReduceAddLowering : OpConversionPattern<ReduceAddOp> {
     Value base = LLVM::GEPOp::create(rewriter, loc, ptrT, i8, adaptor.getPtr(),
                                      ValueRange{mine});
     Value t = adaptor.getTile();
-    const int64_t quads = op.getTile().getType().getColumns() / 8;
+    const int64_t quads =
+        op.getColumns().value_or(op.getTile().getType().getColumns()) / 8;
     for (int64_t j = 0; j < quads; ++j) {
       Value p = base;
       if (j)

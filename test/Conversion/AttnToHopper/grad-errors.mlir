@@ -4,10 +4,10 @@
 // (Tiles without a configuration: test/Dialect/Attn/tile-grad.mlir.)
 // RUN: fa3-opt %s --split-input-file --verify-diagnostics --attn-hopper-config --attn-tile --convert-attn-to-hopper
 
-func.func @hd96(%q: memref<?x1x?x96xbf16>, %lse: memref<?x1x?xf32>) {
-  // expected-error @+1 {{cannot generate the Hopper kernel: unsupported head dim 96 for the backward (the Hopper backward takes 64, 128 or 256)}}
-  attn.flash_attention_grad ins(%q, %q, %q, %q, %q, %lse : memref<?x1x?x96xbf16>, memref<?x1x?x96xbf16>, memref<?x1x?x96xbf16>, memref<?x1x?x96xbf16>, memref<?x1x?x96xbf16>, memref<?x1x?xf32>)
-      outs(%q, %q, %q : memref<?x1x?x96xbf16>, memref<?x1x?x96xbf16>, memref<?x1x?x96xbf16>)
+func.func @hd80(%q: memref<?x1x?x80xbf16>, %lse: memref<?x1x?xf32>) {
+  // expected-error @+1 {{cannot generate the Hopper kernel: unsupported head dim 80 for the backward (the Hopper backward takes 64, 96, 128, 192 or 256)}}
+  attn.flash_attention_grad ins(%q, %q, %q, %q, %q, %lse : memref<?x1x?x80xbf16>, memref<?x1x?x80xbf16>, memref<?x1x?x80xbf16>, memref<?x1x?x80xbf16>, memref<?x1x?x80xbf16>, memref<?x1x?xf32>)
+      outs(%q, %q, %q : memref<?x1x?x80xbf16>, memref<?x1x?x80xbf16>, memref<?x1x?x80xbf16>)
   return
 }
 

@@ -188,6 +188,17 @@ func.func @reduce_add(%t: !hopper.frag<64x16xf32>, %p: !llvm.ptr<1>) {
 
 // -----
 
+// `columns 8`: the first quadruple only (the first 64 x 8 floats).
+// CHECK-LABEL: func.func @reduce_add_columns(
+// CHECK-COUNT-1: red.global.add.v4.f32
+// CHECK-NOT: red.global
+func.func @reduce_add_columns(%t: !hopper.frag<64x16xf32>, %p: !llvm.ptr<1>) {
+  hopper.reduce_add %t to %p columns 8 : !hopper.frag<64x16xf32>
+  return
+}
+
+// -----
+
 // The same order in shared memory: 16-byte stores at the offset plus
 // 16 ltid (+ 2048 for the second quadruple), then the async-proxy fence.
 // CHECK-LABEL: func.func @stage_fragment(

@@ -14,6 +14,7 @@
 // CHECK: hopper.store_shared %{{.*}} to %{{.*}}[%{{.*}}] column %{{.*}} box_bytes 0 : !hopper.frag<64x32xbf16>
 // CHECK: hopper.wgmma.ss %{{.*}}, %{{.*}} acc %{{.*}} k 64 boxes 8192, 0 {b_mn_major} : bf16 -> !hopper.frag<64x128xf32>
 // CHECK: hopper.reduce_add %{{.*}} to %{{.*}} : !hopper.frag<64x128xf32>
+// CHECK: hopper.reduce_add %{{.*}} to %{{.*}} columns 64 : !hopper.frag<64x128xf32>
 // CHECK: hopper.stage_fragment %{{.*}} to %{{.*}}[%{{.*}}] : !hopper.frag<64x128xf32>
 // CHECK: hopper.named_barrier.arrive reduce_full[%{{.*}}] of 2 threads 160
 // CHECK: hopper.named_barrier.sync reduce_free[%{{.*}}] of 2 threads 160
@@ -37,6 +38,7 @@ func.func @step(%da: i64, %db: i64, %s: !hopper.frag<64x64xf32>, %dp: !hopper.fr
   hopper.store_shared %half to %smem [%off] column %m0 box_bytes 0 : !hopper.frag<64x32xbf16>
   %acc = hopper.wgmma.ss %da, %db acc %q k 64 boxes 8192, 0 {b_mn_major} : bf16 -> !hopper.frag<64x128xf32>
   hopper.reduce_add %q to %dq : !hopper.frag<64x128xf32>
+  hopper.reduce_add %q to %dq columns 64 : !hopper.frag<64x128xf32>
   hopper.stage_fragment %q to %smem[%off] : !hopper.frag<64x128xf32>
   hopper.named_barrier.arrive reduce_full[%m0] of 2 threads 160
   hopper.named_barrier.sync reduce_free[%m0] of 2 threads 160
@@ -115,6 +117,22 @@ func.func @stage_rows_partial_warp(%p: !llvm.ptr<1>, %b: i64, %r: i32, %f: f32, 
 func.func @reduce_bf16(%t: !hopper.frag<64x64xbf16>, %dq: !llvm.ptr<1>) {
   // expected-error @+1 {{takes an f32 tile (f32 reductions)}}
   hopper.reduce_add %t to %dq : !hopper.frag<64x64xbf16>
+  return
+}
+
+// -----
+
+func.func @reduce_columns(%t: !hopper.frag<64x64xf32>, %dq: !llvm.ptr<1>) {
+  // expected-error @+1 {{columns must be a positive multiple of 8 below the tile's 64, got 64}}
+  hopper.reduce_add %t to %dq columns 64 : !hopper.frag<64x64xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_columns_partial(%t: !hopper.frag<64x64xf32>, %dq: !llvm.ptr<1>) {
+  // expected-error @+1 {{columns must be a positive multiple of 8 below the tile's 64, got 12}}
+  hopper.reduce_add %t to %dq columns 12 : !hopper.frag<64x64xf32>
   return
 }
 

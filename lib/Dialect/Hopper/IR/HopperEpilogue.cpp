@@ -57,7 +57,17 @@ static LogicalResult verifyAccumulatorOrder(Operation *op, FragmentType t,
 }
 
 LogicalResult ReduceAddOp::verify() {
-  return verifyAccumulatorOrder(*this, getTile().getType(), "f32 reductions");
+  if (failed(verifyAccumulatorOrder(*this, getTile().getType(),
+                                    "f32 reductions")))
+    return failure();
+  if (std::optional<int64_t> c = getColumns()) {
+    int64_t n = getTile().getType().getColumns();
+    if (*c <= 0 || *c % 8 != 0 || *c >= n)
+      return emitOpError("columns must be a positive multiple of 8 below the "
+                         "tile's ")
+             << n << ", got " << *c;
+  }
+  return success();
 }
 
 LogicalResult StageFragmentOp::verify() {

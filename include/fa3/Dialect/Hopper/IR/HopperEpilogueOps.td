@@ -212,13 +212,20 @@ def Hopper_ReduceAddOp : Hopper_Op<"reduce_add"> {
     warpgroup); its <kernel>_post reads it back. `ptr` must be 16-byte
     aligned (the launcher's).
 
+    With `columns` (a multiple of 8 below N), only the tile's first
+    `columns` columns are added: the quadruples j < columns / 8, the first
+    64 `columns` floats at `ptr` (a tile wider than the tensor: the
+    backward's head dims 96 and 192 in 128-column halves).
+
     ```mlir
     hopper.reduce_add %dq to %p : !hopper.frag<64x64xf32>
+    hopper.reduce_add %dq to %p columns 32 : !hopper.frag<64x64xf32>
     ```
   }];
-  let arguments = (ins Hopper_Tile:$tile, Hopper_GlobalPtr:$ptr);
+  let arguments = (ins Hopper_Tile:$tile, Hopper_GlobalPtr:$ptr,
+                       OptionalAttr<I64Attr>:$columns);
   let assemblyFormat = [{
-    $tile `to` $ptr attr-dict `:` qualified(type($tile))
+    $tile `to` $ptr (`columns` $columns^)? attr-dict `:` qualified(type($tile))
   }];
   let hasVerifier = 1;
 }

@@ -1,0 +1,130 @@
+// The backward at head dims 96 and 192: tiles of 128 and 256 columns
+// (GradKernelConfig::tileD), so that the warpgroups' halves of dQ (and at
+// 192, of dK and dV) are whole 64-column boxes of the MN-major operands.
+// Q, K, V and dO are loaded in whole boxes up to the head dim (96: a last
+// box half past the tensor, zero-filled by TMA); S^T and dP^T reduce over
+// the head dim only; the columns past it are computed and dropped: dK and
+// dV store the head dim's columns, and the second warpgroup adds only its
+// half's columns of the head dim to dQaccum, whose tiles are 64 x D floats
+// (the first floats of a half in accumulator order). <kernel>_pre gives a
+// row 16 or 32 lanes (a power of two for the butterflies), the last
+// quarter idle; <kernel>_post converts half a chunk at head dim 96.
+// RUN: fa3-opt %s --split-input-file --attn-hopper-config | FileCheck %s --check-prefix=CONFIG
+// RUN: fa3-opt %s --split-input-file --attn-hopper-config --attn-tile --convert-attn-to-hopper --hopper-warp-specialize | FileCheck %s
+// RUN: fa3-opt %s --split-input-file --attn-hopper-config=tma-store=false --attn-tile --convert-attn-to-hopper --hopper-warp-specialize | FileCheck %s --check-prefix=ATOMIC
+// RUN: fa3-opt %s --split-input-file --attn-hopper-config=tma-store=false --attn-tile --convert-attn-to-hopper --hopper-warp-specialize --hopper-async-copy --convert-hopper-to-nvvm | FileCheck %s --check-prefix=NVVM
+
+// Head dim 96: head dim 128's blocks (64 queries x 128 keys, two stages).
+// CONFIG-LABEL: func.func @bwd96
+// CONFIG: attn.flash_attention_grad {{.*}} causal {attn.hopper_config = #attn.hopper_config<block_m = 64, block_n = 128, stages = 2,
+
+// CHECK-LABEL: gpu.module @bwd96_kernels
+// CHECK: gpu.func @bwd96_kernel(
+// CHECK-SAME: head_dim = 96 : i64, head_dim_v = 96 : i64
+// Rings of 128-column tiles.
+// CHECK: hopper.ring.create %{{.*}} : !hopper.ring<stages = 1, stage_bytes = 32768, data = 0,
+// CHECK: hopper.ring.create %{{.*}} : !hopper.ring<stages = 2, stage_bytes = 16384, data = 65536,
+// CHECK: hopper.load_tile %{{.*}} rows 128 cols 128 :
+// CHECK: hopper.load_tile %{{.*}} rows 64 cols 128 :
+// The dQ writer adds the first warpgroup's 64 x 64 floats, then the
+// second's 64 x 32.
+// CHECK: hopper.reduce_add_bulk %{{.*}}[%c163840_i32] to %{{.*}} bytes 16384
+// CHECK: hopper.reduce_add_bulk %{{.*}}[%c180224_i32] to %{{.*}} bytes 8192
+// CHECK: } consumers(
+// S^T and dP^T over the head dim's 96 columns.
+// CHECK: hopper.wgmma.ss %{{.*}}, %{{.*}} k 96 boxes 16384, 8192 : bf16 -> !hopper.frag<64x64xf32>
+// CHECK: hopper.wgmma.ss %{{.*}}, %{{.*}} k 96 boxes 16384, 8192 : bf16 -> !hopper.frag<64x64xf32>
+// dV and dK 64 x 128, dQ's halves 64 x 64.
+// CHECK: hopper.wgmma.rs {{.*}} : !hopper.frag<64x64xbf16>, !hopper.frag<64x128xf32>
+// CHECK: hopper.wgmma.ss {{.*}} {a_mn_major, b_mn_major} : bf16 -> !hopper.frag<64x64xf32>
+// CHECK: hopper.stage_fragment %{{.*}} : !hopper.frag<64x64xf32>
+// dK and dV: 96 columns of the 128.
+// CHECK: hopper.store_o {{.*}} consumer[%{{.*}}] of 2 {columns = 96 : i64} : !hopper.frag<64x128xf32> as bf16
+// CHECK: hopper.store_o {{.*}} consumer[%{{.*}}] of 2 wait_previous {columns = 96 : i64} : !hopper.frag<64x128xf32> as bf16
+// _pre: 16 lanes a row (16 rows a block), the lanes past 12 reading nothing.
+// CHECK: gpu.func @bwd96_kernel_pre(
+// CHECK: %[[SUB:.*]] = arith.remui %{{.*}}, %c16_i32 : i32
+// CHECK: %[[MINE:.*]] = arith.cmpi ult, %[[SUB]], %c12_i32 : i32
+// CHECK: arith.andi %{{.*}}, %[[MINE]] : i1
+// CHECK-COUNT-4: nvvm.shfl.sync bfly
+// CHECK-NOT: nvvm.shfl.sync
+// CHECK: gpu.return
+// _post: two chunks a tile of 6144 floats, the second half a chunk: its
+// loads of floats 2048 .. 4095 skipped, its columns past 96 not written.
+// CHECK: gpu.func @bwd96_kernel_post(
+// CHECK: %[[T:.*]] = arith.divui %{{.*}}, %c6144_i64 : i64
+// CHECK: arith.muli %[[T]], %c2_i64 : i64
+// CHECK: %[[WHOLE:.*]] = arith.cmpi ne, %{{.*}}, %c1_i64 : i64
+// CHECK-COUNT-2: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xf32>
+// CHECK: scf.if %[[WHOLE]] {
+// CHECK-NEXT: arith.addi %{{.*}}, %c512_i32 : i32
+// CHECK: scf.if %[[WHOLE]] {
+// CHECK-NEXT: arith.addi %{{.*}}, %c768_i32 : i32
+// CHECK: arith.cmpi ult, %{{.*}}, %c96_i64 : i64
+
+// Without the bulk path: the second warpgroup's atomics add its 32 columns.
+// ATOMIC-LABEL: gpu.func @bwd96_kernel(
+// ATOMIC: hopper.reduce_add %[[DQ:.*]] to %[[AT:.*]] : !hopper.frag<64x64xf32>
+// ATOMIC-NEXT: } else {
+// ATOMIC-NEXT: hopper.reduce_add %[[DQ]] to %[[AT]] columns 32 : !hopper.frag<64x64xf32>
+
+// Lowered: 8 vector reductions (a thread's quadruples) for the first
+// warpgroup, the first 4 for the second.
+// NVVM-LABEL: gpu.func @bwd96_kernel(
+// NVVM-COUNT-8: red.global.add.v4.f32
+// NVVM-NEXT: } else {
+// NVVM-COUNT-4: red.global.add.v4.f32
+// NVVM-NOT: red.global.add.v4.f32
+// NVVM: gpu.func @bwd96_kernel_pre(
+func.func @bwd96(%q: memref<?x1x?x96xbf16>, %k: memref<?x1x?x96xbf16>, %v: memref<?x1x?x96xbf16>,
+                 %o: memref<?x1x?x96xbf16>, %do: memref<?x1x?x96xbf16>, %lse: memref<?x1x?xf32>,
+                 %dq: memref<?x1x?x96xbf16>, %dk: memref<?x1x?x96xbf16>, %dv: memref<?x1x?x96xbf16>) {
+  attn.flash_attention_grad ins(%q, %k, %v, %o, %do, %lse : memref<?x1x?x96xbf16>, memref<?x1x?x96xbf16>, memref<?x1x?x96xbf16>, memref<?x1x?x96xbf16>, memref<?x1x?x96xbf16>, memref<?x1x?xf32>)
+      outs(%dq, %dk, %dv : memref<?x1x?x96xbf16>, memref<?x1x?x96xbf16>, memref<?x1x?x96xbf16>) causal
+  return
+}
+
+// -----
+
+// Head dim 192: head dim 256's (both warpgroups on 64 keys, two stages, dQ
+// by atomics).
+// CONFIG-LABEL: func.func @bwd192
+// CONFIG: attn.flash_attention_grad {{.*}} {attn.hopper_config = #attn.hopper_config<block_m = 64, block_n = 64, stages = 2, {{.*}} tma_store = false>}
+
+// CHECK-LABEL: gpu.module @bwd192_kernels
+// CHECK: gpu.func @bwd192_kernel(
+// CHECK-SAME: head_dim = 192 : i64, head_dim_v = 192 : i64
+// CHECK: hopper.ring.create %{{.*}} : !hopper.ring<stages = 2, stage_bytes = 32768, data = 65536,
+// Three boxes of each tile loaded (the fourth never).
+// CHECK: hopper.load_tile %{{.*}} rows 64 cols 192 :
+// CHECK: hopper.load_tile %{{.*}} rows 64 cols 192 :
+// CHECK: } consumers(
+// CHECK: hopper.wgmma.ss %{{.*}}, %{{.*}} k 192 boxes 8192, 8192 : bf16 -> !hopper.frag<64x32xf32>
+// CHECK: hopper.wgmma.ss %{{.*}}, %{{.*}} k 192 boxes 8192, 8192 : bf16 -> !hopper.frag<64x32xf32>
+// The halves of dQ: 128 columns of the first warpgroup, 64 of the second's
+// 128, in a warpgroup-uniform branch.
+// CHECK: hopper.reduce_add %[[DQ:.*]] to %[[AT:.*]] : !hopper.frag<64x128xf32>
+// CHECK-NEXT: } else {
+// CHECK-NEXT: hopper.reduce_add %[[DQ]] to %[[AT]] columns 64 : !hopper.frag<64x128xf32>
+// dK and dV likewise: all 128 columns, or 64.
+// CHECK: scf.if %{{.*}} {
+// CHECK-NEXT: hopper.store_o {{.*}} of 2 : !hopper.frag<64x128xf32> as bf16
+// CHECK-NEXT: hopper.store_o {{.*}} of 2 wait_previous : !hopper.frag<64x128xf32> as bf16
+// CHECK-NEXT: } else {
+// CHECK-NEXT: hopper.store_o {{.*}} of 2 {columns = 64 : i64} : !hopper.frag<64x128xf32> as bf16
+// CHECK-NEXT: hopper.store_o {{.*}} of 2 wait_previous {columns = 64 : i64} : !hopper.frag<64x128xf32> as bf16
+// _pre: 32 lanes a row, 24 reading; _post: three whole chunks a tile.
+// CHECK: gpu.func @bwd192_kernel_pre(
+// CHECK: arith.cmpi ult, %{{.*}}, %c24_i32 : i32
+// CHECK-COUNT-5: nvvm.shfl.sync bfly
+// CHECK: gpu.func @bwd192_kernel_post(
+// CHECK: arith.divui %{{.*}}, %c4096_i64 : i64
+// CHECK-NOT: scf.if
+// CHECK: nvvm.barrier0
+func.func @bwd192(%q: memref<?x1x?x192xbf16>, %k: memref<?x1x?x192xbf16>, %v: memref<?x1x?x192xbf16>,
+                  %o: memref<?x1x?x192xbf16>, %do: memref<?x1x?x192xbf16>, %lse: memref<?x1x?xf32>,
+                  %dq: memref<?x1x?x192xbf16>, %dk: memref<?x1x?x192xbf16>, %dv: memref<?x1x?x192xbf16>) {
+  attn.flash_attention_grad ins(%q, %k, %v, %o, %do, %lse : memref<?x1x?x192xbf16>, memref<?x1x?x192xbf16>, memref<?x1x?x192xbf16>, memref<?x1x?x192xbf16>, memref<?x1x?x192xbf16>, memref<?x1x?xf32>)
+      outs(%dq, %dk, %dv : memref<?x1x?x192xbf16>, memref<?x1x?x192xbf16>, memref<?x1x?x192xbf16>)
+  return
+}
