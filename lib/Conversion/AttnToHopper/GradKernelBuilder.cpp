@@ -148,20 +148,44 @@ private:
     tile = bin<arith::AddIOp>(tile, mb64);
     return {tile, nmb64};
   }
-  /// dQaccum's floats for (batch, q head h, 64-row tile mb, warpgroup c):
-  /// per (batch, head) the tiles of 64 x D floats, each the consumers'
-  /// halves in accumulator order (hopper.reduce_add), so that one bulk
-  /// reduction adds a warpgroup's staged dQ; <kernel>_post reads it back.
-  /// At head dim 96 and 192 the second half holds only its first D - tileD
-  /// / 2 columns (validCols): in accumulator order the first floats of a
-  /// full half.
-  Value dqTile(const Work &w, Value h, Value mb, Value c) {
+  /// dQaccum's floats for (batch, q head h, 64-row tile mb) and part `p`
+  /// of warpgroup c: per (batch, head) the tiles of 64 x D floats in
+  /// 64-column chunks, each chunk in accumulator order (hopper.reduce_add:
+  /// its columns 32 .. 63 the second 2048 floats), so that one bulk
+  /// reduction adds a part of a warpgroup's staged dQ; <kernel>_post reads
+  /// it back. A part's first column base + c * stride is at float (col /
+  /// 64) 4096 + (col mod 64) 64, linear in c (a part steps whole chunks or
+  /// stays inside one). At head dim 96 the second half holds only its
+  /// first 32 columns (validCols): the first floats of a full half.
+  Value dqTile(const Work &w, Value h, Value mb, Value c,
+               const GradKernelConfig::SplitPart &p) {
+    auto at = [](int64_t col) { return col / 64 * 4096 + col % 64 * 64; };
+    const int64_t step = p.stride % 64 == 0 ? p.stride / 64 * 4096 : p.stride * 64;
     Value tile = dqTileIndex(w, h, mb).first;
     Value e = bin<arith::MulIOp>(tile, i64(kGradDqRows * cfg.headDim));
-    Value half = bin<arith::MulIOp>(c, i32(kGradDqRows * tileD() / 2));
-    Value half64 = ext64(half);
-    e = bin<arith::AddIOp>(e, half64);
+    Value part = bin<arith::MulIOp>(c, i32(step));
+    if (p.base)
+      part = bin<arith::AddIOp>(part, i32(at(p.base)));
+    Value part64 = ext64(part);
+    e = bin<arith::AddIOp>(e, part64);
     return globalAt(param("dQaccum"), e, 4);
+  }
+  /// Byte offset of part p's first column for warpgroup c (i32) in a
+  /// shared tile of 64-column boxes `box` bytes apart, linear in c.
+  Value partBytes(Value c, const GradKernelConfig::SplitPart &p, int64_t box) {
+    auto at = [&](int64_t col) { return col / 64 * box + col % 64 * kElemBytes; };
+    const int64_t step =
+        p.stride % 64 == 0 ? p.stride / 64 * box : p.stride * kElemBytes;
+    Value off = bin<arith::MulIOp>(c, i32(step));
+    return p.base ? bin<arith::AddIOp>(off, i32(at(p.base))) : off;
+  }
+  /// Byte offset of part `p` in a warpgroup's dQ staging: the parts before
+  /// it, 64 x cols floats each.
+  int64_t partStageBytes(size_t p) const {
+    int64_t bytes = 0;
+    for (size_t q = 0; q < p; ++q)
+      bytes += kGradDqRows * cfg.splitParts()[q].cols * 4;
+    return bytes;
   }
   /// The turn counter of dQ tile (h, mb) (deterministic): a u32 after
   /// dQaccum's B Hq ceil(Sq / 64) tiles, in their order (fa3rt_abi.def).
@@ -295,10 +319,11 @@ std::string fa3::hopper::checkGradSupported(const GradKernelConfig &cfg) {
     os << "block-n " << cfg.blockN
        << " for the backward (128: 64 keys for each of two consumer "
           "warpgroups; 64: both warpgroups see the 64 keys)";
-  else if (cfg.tileD() == 256 && cfg.blockN != 64)
+  else if (cfg.headDim > 128 && cfg.blockN != 64)
     os << "block-n " << cfg.blockN << " at head dim " << cfg.headDim
-       << " in the backward (64: a warpgroup of 64 keys would hold 64 x 256 "
-          "of dK and of dV, 256 registers a thread)";
+       << " in the backward (64: a warpgroup of 64 keys would hold 64 x "
+       << cfg.headDim << " of dK and of dV, " << cfg.headDim
+       << " registers a thread)";
   else if (cfg.stages < 1 || cfg.stages > 4)
     os << "stages " << cfg.stages << " for the backward (1 to 4)";
   else if (cfg.deterministic && !cfg.dqBulk)
@@ -354,6 +379,7 @@ void GradKernelBuilder::dqWriter(Value cta) {
   const uint64_t threads = kWarpgroupThreads + 32;
   const int64_t wgBytes = lay.dqBytes / n;
   const int64_t halves = tilesPerStep();
+  const auto parts = cfg.splitParts();
   // (the turns are per 64-row tile: checkGradSupported refuses the rest)
   assert((!cfg.deterministic || halves == 1) && "deterministic: 64 queries");
   Value tid = NVVM::ThreadIdXOp::create(b, loc, i32T);
@@ -384,27 +410,30 @@ void GradKernelBuilder::dqWriter(Value cta) {
       NamedBarrierSyncOp::create(b, loc, i32(c), BarrierKind::reduce_full,
                                  static_cast<uint64_t>(n), threads);
       // the step's tiles, each staged in its part of the buffer; a later
-      // one only where it is there (stepTile); of each, the floats of the
-      // head dim's columns (the first in accumulator order: dqTile)
+      // one only where it is there (stepTile); of each, a reduction a
+      // split part, of the floats of the head dim's columns (the first in
+      // accumulator order: dqTile)
       const int64_t unitBytes = wgBytes / halves;
-      const int64_t dqCols = tileD() / 2;
-      const int64_t addBytes = unitBytes * cfg.validCols(c, dqCols) / dqCols;
       for (int64_t u = 0; u < halves; ++u) {
         Value tile = stepTile(mb, u);
-        Value dst = dqTile(w, h, tile, i32(c));
-        if (cfg.deterministic && c == 0) {
-          ifThen(leader, [&] { WaitTurnOp::create(b, loc, counter, turn); });
-          NVVM::SyncWarpOp::create(b, loc, i32(-1));
+        for (size_t p = 0; p < parts.size(); ++p) {
+          Value dst = dqTile(w, h, tile, i32(c), parts[p]);
+          if (cfg.deterministic && c == 0 && p == 0) {
+            ifThen(leader, [&] { WaitTurnOp::create(b, loc, counter, turn); });
+            NVVM::SyncWarpOp::create(b, loc, i32(-1));
+          }
+          Value go = leader;
+          if (u > 0)
+            go = bin<arith::AndIOp>(
+                leader, cmpi(CmpIPredicate::ult, tile, dqTiles()));
+          const int64_t src =
+              lay.dqOff + c * wgBytes + u * unitBytes + partStageBytes(p);
+          const int64_t bytes = kGradDqRows * cfg.validCols(parts[p], c) * 4;
+          ifThen(go, [&] {
+            ReduceAddBulkOp::create(b, loc, smemBase, i32(src), dst,
+                                    static_cast<uint64_t>(bytes));
+          });
         }
-        Value go = leader;
-        if (u > 0)
-          go = bin<arith::AndIOp>(
-              leader, cmpi(CmpIPredicate::ult, tile, dqTiles()));
-        ifThen(go, [&] {
-          ReduceAddBulkOp::create(b, loc, smemBase,
-                                  i32(lay.dqOff + c * wgBytes + u * unitBytes),
-                                  dst, static_cast<uint64_t>(addBytes));
-        });
       }
     }
     // (the reductions complete here, so the waits for their reads below
@@ -414,12 +443,15 @@ void GradKernelBuilder::dqWriter(Value cta) {
     Value next = bin<arith::AddIOp>(it, i32(1));
     Value more = cmpi(CmpIPredicate::slt, next, steps);
     for (int64_t c = 0; c < n; ++c) {
-      // consumer c's group and those before it have read their buffers
-      // (two tiles a step, the second possibly skipped: all of them, once)
+      // consumer c's groups (one a part) and those before it have read
+      // their buffers (two tiles a step, the second possibly skipped: all
+      // of them, once)
       if (halves == 1 || c == 0) {
+        const int64_t pending =
+            halves == 1 ? (n - 1 - c) * static_cast<int64_t>(parts.size()) : 0;
         ifThen(leader, [&] {
-          NVVM::CpAsyncBulkWaitGroupOp::create(
-              b, loc, halves == 1 ? n - 1 - c : 0, b.getUnitAttr());
+          NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, pending,
+                                               b.getUnitAttr());
         });
         NVVM::SyncWarpOp::create(b, loc, i32(-1));
       }
@@ -463,21 +495,24 @@ void GradKernelBuilder::consumers(Value cta) {
   // of both a step): every dQ element is added once per CTA (a split of
   // the keys would add each twice; dQ's atomics bound the kernel,
   // bench/NOTES.md "Backward"). Half of 64 columns starts 64 bytes into
-  // K's swizzled rows, as a k-step does in a K-major operand.
-  const int64_t dqCols = tileD() / 2;
-  // a half inside one 64-column box, or whole boxes (not 96 or 192)
-  assert((tileD() == 64 || dqCols % 64 == 0) && "dQ's halves split a box");
-  auto halfBytes = [&](int64_t box) {
-    return dqCols % 64 == 0 ? dqCols / 64 * box : dqCols * kElemBytes;
-  };
+  // K's swizzled rows, as a k-step does in a K-major operand; at head dim
+  // 192 each warpgroup's 96 columns are two parts (splitParts).
+  const auto parts = cfg.splitParts();
   // MN-major B operands (dK += dS^T Q, dV += P^T dO): 64-column boxes one
   // stage's rows apart (the descriptor's leading byte offset); sharedKeys,
-  // from the warpgroup's half of the columns.
-  Value qtOff = shared ? bin<arith::MulIOp>(cw, i32(halfBytes(qBox))) : i32(0);
-  Value descQT0 = descBase(smemBase, bin<arith::AddIOp>(qtOff, i32(lay.qOff)),
-                           descConst(qBox, 1024));
-  Value descDOT0 = descBase(
-      smemBase, bin<arith::AddIOp>(qtOff, i32(lay.doOff)), descConst(qBox, 1024));
+  // from each of the warpgroup's parts of the columns.
+  // dK and dV: the warpgroup's whole tile, or (sharedKeys) the parts
+  const size_t accParts = shared ? parts.size() : 1;
+  SmallVector<Value, 2> descQT0, descDOT0;
+  for (size_t p = 0; p < accParts; ++p) {
+    Value qtOff = shared ? partBytes(cw, parts[p], qBox) : i32(0);
+    descQT0.push_back(descBase(smemBase,
+                               bin<arith::AddIOp>(qtOff, i32(lay.qOff)),
+                               descConst(qBox, 1024)));
+    descDOT0.push_back(descBase(smemBase,
+                                bin<arith::AddIOp>(qtOff, i32(lay.doOff)),
+                                descConst(qBox, 1024)));
+  }
   Value dsOff = bin<arith::AddIOp>(wgOff, i32(lay.dsOff));
   Value descDS0 = descBase(smemBase, i32(lay.dsOff), descConst(qBox, 1024));
   // sharedKeys: P^T and dS^T as K-major A operands of dV and dK
@@ -486,10 +521,14 @@ void GradKernelBuilder::consumers(Value cta) {
     descP0 = descBase(smemBase, i32(lay.pOff), descConst(16, 1024));
     descDSA0 = descBase(smemBase, i32(lay.dsOff), descConst(16, 1024));
   }
-  Value kColOff = bin<arith::MulIOp>(cw, i32(halfBytes(kBox)));
-  kColOff = bin<arith::AddIOp>(kColOff, i32(lay.kOff));
-  Value descKT = descBase(smemBase, kColOff, descConst(kBox, 1024));
-  FragmentType fragQ = FragmentType::get(ctx, {64, dqCols}, f32T);
+  SmallVector<Value, 2> descKT;
+  SmallVector<FragmentType, 2> fragQ;
+  for (const auto &part : parts) {
+    Value kColOff = partBytes(cw, part, kBox);
+    kColOff = bin<arith::AddIOp>(kColOff, i32(lay.kOff));
+    descKT.push_back(descBase(smemBase, kColOff, descConst(kBox, 1024)));
+    fragQ.push_back(FragmentType::get(ctx, {64, part.cols}, f32T));
+  }
   // dQaccum's 64-row tiles a step covers (128 queries at head dim 64)
   const int64_t halves = tilesPerStep();
   // this warpgroup's dQ staging buffer (dqBulk)
@@ -538,16 +577,22 @@ void GradKernelBuilder::consumers(Value cta) {
                                   [](int64_t side) { return side >= 0; });
 
   Value steps = bin<arith::MulIOp>(w.group, w.nm);
-  FragmentType fragAcc = shared ? fragQ : fragD;
-  Value dk0 = FragmentZeroOp::create(b, loc, fragAcc);
-  Value dv0 = FragmentZeroOp::create(b, loc, fragAcc);
-  Value inits[] = {dk0, dv0};
+  // the loop carries dK's parts, then dV's
+  SmallVector<FragmentType, 2> fragAcc;
+  for (size_t p = 0; p < accParts; ++p)
+    fragAcc.push_back(shared ? fragQ[p] : fragD);
+  SmallVector<Value, 4> inits;
+  for (int64_t m = 0; m < 2; ++m)
+    for (size_t p = 0; p < accParts; ++p)
+      inits.push_back(FragmentZeroOp::create(b, loc, fragAcc[p]));
   auto loop = scf::ForOp::create(b, loc, i32(0), steps, i32(1), inits);
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(loop.getBody());
     Value it = loop.getInductionVar();
-    Value dk = loop.getRegionIterArg(0), dv = loop.getRegionIterArg(1);
+    ValueRange carried = loop.getRegionIterArgs();
+    ValueRange dk = carried.take_front(accParts);
+    ValueRange dv = carried.drop_front(accParts);
     Value h, mb;
     std::tie(h, mb) = step(w, it);
     auto leaf = [&](Value v) -> Value {
@@ -568,8 +613,11 @@ void GradKernelBuilder::consumers(Value cta) {
     Value q0 = rebuildIndex(stepOp.getRow0(), leaf, lowered);
     Value descQ = stageDesc(qRing, it, descQ0, lay.qBytes);
     Value descDO = stageDesc(doRing, it, descDO0, lay.doBytes);
-    Value descQT = stageDesc(qRing, it, descQT0, lay.qBytes);
-    Value descDOT = stageDesc(doRing, it, descDOT0, lay.doBytes);
+    SmallVector<Value, 2> descQT, descDOT;
+    for (size_t p = 0; p < accParts; ++p) {
+      descQT.push_back(stageDesc(qRing, it, descQT0[p], lay.qBytes));
+      descDOT.push_back(stageDesc(doRing, it, descDOT0[p], lay.doBytes));
+    }
     // S^T = K Q^T and dP^T = V dO^T (Q and dO of the step: ring slot =
     // step)
     Value qHead = h;
@@ -649,10 +697,10 @@ void GradKernelBuilder::consumers(Value cta) {
     // 128 keys: dV += P^T dO first (P^T is in registers, keys as rows), so
     // that the tensor pipe runs it while dS^T goes to shared memory and
     // the warpgroups meet (FA3's order; bench/NOTES.md, Backward).
-    Value dv1, dk1;
+    SmallVector<Value, 4> dk1(dk.begin(), dk.end()), dv1(dv.begin(), dv.end());
     if (!shared) {
       NVVM::WgmmaFenceAlignedOp::create(b, loc);
-      dv1 = WgmmaRSOp::create(b, loc, pa, descDOT, dv);
+      dv1[0] = WgmmaRSOp::create(b, loc, pa, descDOT[0], dv[0]);
     }
     // 128 queries: two 64-column boxes of dS^T, the block's keys apart
     const uint64_t dsBoxBytes =
@@ -666,43 +714,45 @@ void GradKernelBuilder::consumers(Value cta) {
                                static_cast<uint64_t>(cfg.consumers()),
                                static_cast<uint64_t>(128 * cfg.consumers()));
     NVVM::WgmmaFenceAlignedOp::create(b, loc);
-    // dQ = dS K (both MN-major), of the step's u-th 64 queries (dQaccum's
-    // tile mb * halves + u)
-    auto dqProduct = [&](int64_t u) -> Value {
+    // dQ = dS K (both MN-major), part p of the step's u-th 64 queries
+    // (dQaccum's tile mb * halves + u)
+    auto dqProduct = [&](int64_t u, size_t p) -> Value {
       Value desc = descDS;
       if (u > 0)
         desc = bin<arith::AddIOp>(desc, i64(u * dsBoxBytes / 16));
-      return WgmmaSSOp::create(b, loc, fragQ, desc, descKT, /*c=*/Value(),
+      return WgmmaSSOp::create(b, loc, fragQ[p], desc, descKT[p],
+                               /*c=*/Value(),
                                static_cast<uint64_t>(cfg.blockN), 0u, 0u, et,
                                /*a_mn_major=*/true, /*b_mn_major=*/true);
     };
-    // dQ to the dQ writer's staging buffer once it has read the previous
-    // step's (dqBulk), else added by this warpgroup's atomics (the second
-    // tile only where Sq reaches it: tile ceil(Sq / 64) is the next head's
-    // first, or past dQaccum's end)
+    // dQ (u-th 64 queries, then part, fastest) to the dQ writer's staging
+    // buffer once it has read the previous step's (dqBulk), else added by
+    // this warpgroup's atomics (the second tile only where Sq reaches it:
+    // tile ceil(Sq / 64) is the next head's first, or past dQaccum's end)
     auto dqOut = [&](ValueRange dqs) {
       if (cfg.dqBulk) {
         const uint64_t n = static_cast<uint64_t>(cfg.consumers());
         const uint64_t threads = kWarpgroupThreads + 32;
         NamedBarrierSyncOp::create(b, loc, cw, BarrierKind::reduce_free, n,
                                    threads);
-        for (int64_t u = 0; u < halves; ++u) {
-          Value at = dqStage;
-          if (u > 0)
-            at = bin<arith::AddIOp>(
-                at, i32(u * lay.dqBytes / (cfg.consumers() * halves)));
-          StageFragmentOp::create(b, loc, dqs[u], smemBase, at);
-        }
+        for (int64_t u = 0; u < halves; ++u)
+          for (size_t p = 0; p < parts.size(); ++p) {
+            const int64_t off =
+                u * lay.dqBytes / (cfg.consumers() * halves) + partStageBytes(p);
+            Value at = off ? bin<arith::AddIOp>(dqStage, i32(off)) : dqStage;
+            StageFragmentOp::create(b, loc, dqs[u * parts.size() + p],
+                                    smemBase, at);
+          }
         NamedBarrierArriveOp::create(b, loc, cw, BarrierKind::reduce_full, n,
                                      threads);
         return;
       }
-      // (the head dim's columns of the half: all of the first, the rest
-      // of them in the second, in a warpgroup-uniform branch)
-      auto reduceAdd = [&](Value dq, Value tile) {
-        Value at = dqTile(w, h, tile, cw);
-        const int64_t last = cfg.validCols(1, dqCols);
-        if (last == dqCols) {
+      // (the head dim's columns of the part: all of them but at head dim
+      // 96, whose second warpgroup has 32, in a warpgroup-uniform branch)
+      auto reduceAdd = [&](Value dq, Value tile, size_t p) {
+        Value at = dqTile(w, h, tile, cw, parts[p]);
+        const int64_t last = cfg.validCols(parts[p], 1);
+        if (last == parts[p].cols) {
           ReduceAddOp::create(b, loc, dq, at, IntegerAttr());
           return;
         }
@@ -715,56 +765,69 @@ void GradKernelBuilder::consumers(Value cta) {
             });
       };
       for (int64_t u = 0; u < halves; ++u) {
-        Value dq = dqs[u];
         Value tile = stepTile(mb, u);
-        if (u == 0) {
-          reduceAdd(dq, tile);
-          continue;
+        for (size_t p = 0; p < parts.size(); ++p) {
+          Value dq = dqs[u * parts.size() + p];
+          if (u == 0) {
+            reduceAdd(dq, tile, p);
+            continue;
+          }
+          Value there = cmpi(CmpIPredicate::ult, tile, dqTiles());
+          ifThen(there, [&] { reduceAdd(dq, tile, p); });
         }
-        Value there = cmpi(CmpIPredicate::ult, tile, dqTiles());
-        ifThen(there, [&] { reduceAdd(dq, tile); });
       }
     };
     if (!shared) {
       // dQ, then dK += dS^T Q; dQ leaves while dK runs. Same call, against
       // dV and dK then dQ with a wait between: head dim 128 -4 to -6 % of
       // the main kernel's time, 64 -3 % (full) or equal (causal).
-      SmallVector<Value> first = {dv1};
+      SmallVector<Value> first = {dv1[0]};
       for (int64_t u = 0; u < halves; ++u)
-        first.push_back(dqProduct(u));
+        for (size_t p = 0; p < parts.size(); ++p)
+          first.push_back(dqProduct(u, p));
       NVVM::WgmmaFenceAlignedOp::create(b, loc);
-      dk1 = WgmmaRSOp::create(b, loc, dsa, descQT, dk);
+      dk1[0] = WgmmaRSOp::create(b, loc, dsa, descQT[0], dk[0]);
       auto retired = WgmmaWaitOp::create(b, loc, 1u, ValueRange(first));
-      dv1 = retired.getResult(0);
+      dv1[0] = retired.getResult(0);
       dqOut(retired.getResults().drop_front());
-      dk1 = WgmmaWaitOp::create(b, loc, 0u, ValueRange{dk1}).getResult(0);
+      dk1[0] =
+          WgmmaWaitOp::create(b, loc, 0u, ValueRange{dk1[0]}).getResult(0);
       ringOp<RingConsumerReleaseOp>(doRing, it);
       ringOp<RingConsumerReleaseOp>(qRing, it);
     } else {
       // dV += P^T dO, dK += dS^T Q with both A operands from shared memory
-      // (the whole step's queries), this warpgroup's half of dO's and Q's
+      // (the whole step's queries), this warpgroup's parts of dO's and Q's
       // columns
       Value descP = bin<arith::AddIOp>(descP0, bufUnits64);
       Value descDSA = bin<arith::AddIOp>(descDSA0, bufUnits64);
-      auto accumulate = [&](Value descA, Value descB, Value acc) -> Value {
-        return WgmmaSSOp::create(b, loc, fragAcc, descA, descB, acc,
+      auto accumulate = [&](Value descA, Value descB, Value acc,
+                            size_t p) -> Value {
+        return WgmmaSSOp::create(b, loc, fragAcc[p], descA, descB, acc,
                                  static_cast<uint64_t>(cfg.blockM),
                                  static_cast<uint64_t>(lay.dsBytes), 0u, et,
                                  /*a_mn_major=*/false, /*b_mn_major=*/true);
       };
-      dv1 = accumulate(descP, descDOT, dv);
-      dk1 = accumulate(descDSA, descQT, dk);
+      for (size_t p = 0; p < accParts; ++p)
+        dv1[p] = accumulate(descP, descDOT[p], dv[p], p);
+      for (size_t p = 0; p < accParts; ++p)
+        dk1[p] = accumulate(descDSA, descQT[p], dk[p], p);
       // Under a mask, dQ = dS K goes right behind them, no wait between
       // (same call, against a wait for dV and dK first: causal -3 to -5 %
       // of the main kernel's time; without a mask +1 % from 8k: not taken)
-      Value dq;
+      SmallVector<Value, 2> dq;
       if (masks) {
-        dq = dqProduct(0);
+        for (size_t p = 0; p < parts.size(); ++p)
+          dq.push_back(dqProduct(0, p));
       }
-      Value acc[] = {dv1, dk1};
-      auto done = WgmmaWaitOp::create(b, loc, masks ? 1u : 0u, ValueRange(acc));
-      dv1 = done.getResult(0);
-      dk1 = done.getResult(1);
+      SmallVector<Value, 4> acc(dv1);
+      acc.append(dk1);
+      auto done = WgmmaWaitOp::create(
+          b, loc, masks ? static_cast<uint64_t>(parts.size()) : 0u,
+          ValueRange(acc));
+      for (size_t p = 0; p < accParts; ++p) {
+        dv1[p] = done.getResult(p);
+        dk1[p] = done.getResult(accParts + p);
+      }
       // Q and dO are read (dQ reads K and dS^T): the next step's loads
       // overlap dQ. (The 128-key kernels release them after dK: an early
       // release there measured 0.95-0.97 at head dim 64, equal at 128, in
@@ -773,11 +836,13 @@ void GradKernelBuilder::consumers(Value cta) {
       ringOp<RingConsumerReleaseOp>(doRing, it);
       if (!masks) {
         NVVM::WgmmaFenceAlignedOp::create(b, loc);
-        dq = dqProduct(0);
+        for (size_t p = 0; p < parts.size(); ++p)
+          dq.push_back(dqProduct(0, p));
       }
-      dqOut(WgmmaWaitOp::create(b, loc, 0u, ValueRange{dq}).getResults());
+      dqOut(WgmmaWaitOp::create(b, loc, 0u, ValueRange(dq)).getResults());
     }
-    Value yields[] = {dk1, dv1};
+    SmallVector<Value, 4> yields(dk1);
+    yields.append(dv1);
     scf::YieldOp::create(b, loc, yields);
   }
   // dK * scale and dV, keys below Skv (sharedKeys: the warpgroup's half of
@@ -788,17 +853,26 @@ void GradKernelBuilder::consumers(Value cta) {
   // rings, free once both warpgroups have left the loop (every load of
   // them consumed, every read of them waited for); dV's staging waits
   // until the warpgroup has copied dK out.
-  Value dK = param("dK"), dV = param("dV");
-  if (shared) {
-    Value first = ext64(bin<arith::MulIOp>(cw, i32(dqCols)));
-    dK = globalAt(dK, first, kElemBytes);
-    dV = globalAt(dV, first, kElemBytes);
+  // (sharedKeys: dK's and dV's pointers at each part's first column)
+  SmallVector<Value, 2> dK, dV;
+  for (size_t p = 0; p < accParts; ++p) {
+    dK.push_back(param("dK"));
+    dV.push_back(param("dV"));
+    if (!shared)
+      continue;
+    Value col = bin<arith::MulIOp>(cw, i32(parts[p].stride));
+    if (parts[p].base)
+      col = bin<arith::AddIOp>(col, i32(parts[p].base));
+    Value first = ext64(col);
+    dK[p] = globalAt(dK[p], first, kElemBytes);
+    dV[p] = globalAt(dV[p], first, kElemBytes);
   }
   const int64_t n = cfg.consumers();
-  const int64_t accCols = shared ? dqCols : tileD();
-  assert((accCols + 63) / 64 * 64 * n * kSwizzleBytes <=
-             lay.doOff + cfg.stages * lay.doBytes - lay.qOff &&
-         "dK's staging fits in the Q and dO rings");
+  auto accCols = [&](size_t p) { return shared ? parts[p].cols : tileD(); };
+  for (size_t p = 0; p < accParts; ++p)
+    assert((accCols(p) + 63) / 64 * 64 * n * kSwizzleBytes <=
+               lay.doOff + cfg.stages * lay.doBytes - lay.qOff &&
+           "dK's staging fits in the Q and dO rings");
   NamedBarrierSyncOp::create(b, loc, i32(0), BarrierKind::stage,
                              static_cast<uint64_t>(n),
                              static_cast<uint64_t>(128 * n));
@@ -806,18 +880,19 @@ void GradKernelBuilder::consumers(Value cta) {
   Value oneRows = FragmentFillOp::create(b, loc, fragRows, f32(1.0));
   IntegerAttr stagingAt = b.getI64IntegerAttr(lay.qOff);
   IntegerAttr staged = b.getI64IntegerAttr(n);
-  // the head dim's columns of the warpgroup's part (all of the tile's, but
-  // at head dim 96 and 192)
-  auto store = [&](int64_t valid) {
+  // part p's head-dim columns `valid` of dK and dV (all of the part's but
+  // at head dim 96), each store's staging after the previous one's copy
+  auto store = [&](size_t p, int64_t valid) {
     IntegerAttr columns =
-        valid == accCols ? IntegerAttr() : b.getI64IntegerAttr(valid);
-    StoreOOp::create(b, loc, loop.getResult(0), scaleRows, dK,
+        valid == accCols(p) ? IntegerAttr() : b.getI64IntegerAttr(valid);
+    StoreOOp::create(b, loc, loop.getResult(p), scaleRows, dK[p],
                      param("dkvStrideB"), param("dkvStrideS"),
                      param("dkvStrideH"), kvRow0, /*group=*/Value(), w.hkv,
                      w.bidx, param("Skv"), smemBase, cw, /*map=*/Value(),
                      Value(), Value(), Value(), Value(), stagingAt, staged,
-                     UnitAttr(), UnitAttr(), TypeAttr::get(et), columns);
-    StoreOOp::create(b, loc, loop.getResult(1), oneRows, dV,
+                     /*wait_previous=*/p > 0 ? b.getUnitAttr() : UnitAttr(),
+                     UnitAttr(), TypeAttr::get(et), columns);
+    StoreOOp::create(b, loc, loop.getResult(accParts + p), oneRows, dV[p],
                      param("dkvStrideB"), param("dkvStrideS"),
                      param("dkvStrideH"), kvRow0, /*group=*/Value(), w.hkv,
                      w.bidx, param("Skv"), smemBase, cw, /*map=*/Value(),
@@ -826,18 +901,21 @@ void GradKernelBuilder::consumers(Value cta) {
                      TypeAttr::get(et), columns);
   };
   if (!shared) {
-    store(cfg.headDim);
+    store(0, cfg.headDim);
     return;
   }
-  // sharedKeys: the second half's columns in a warpgroup-uniform branch
-  // (the stores are warpgroup collectives)
-  const int64_t last = cfg.validCols(1, dqCols);
-  if (last == dqCols) {
-    store(dqCols);
-    return;
+  // sharedKeys: the second warpgroup's columns at head dim 96 in a
+  // warpgroup-uniform branch (the stores are warpgroup collectives)
+  for (size_t p = 0; p < accParts; ++p) {
+    const int64_t last = cfg.validCols(parts[p], 1);
+    if (last == parts[p].cols) {
+      store(p, last);
+      continue;
+    }
+    Value isFirst = cmpi(CmpIPredicate::eq, cw, i32(0));
+    ifThenElse(
+        isFirst, [&] { store(p, parts[p].cols); }, [&] { store(p, last); });
   }
-  Value isFirst = cmpi(CmpIPredicate::eq, cw, i32(0));
-  ifThenElse(isFirst, [&] { store(dqCols); }, [&] { store(last); });
 }
 
 void GradKernelBuilder::body() {

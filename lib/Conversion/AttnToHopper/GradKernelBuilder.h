@@ -44,6 +44,7 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/SmallVector.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -79,21 +80,38 @@ struct GradKernelConfig {
   bool sharedKeys() const { return blockN == 64; }
   int64_t consumers() const { return sharedKeys() ? 2 : blockN / 64; }
   int64_t threads() const { return 128 * (1 + consumers()); }
-  /// The head dim of the kernel's tiles: 64, or whole pairs of 64-column
-  /// boxes (96 -> 128, 192 -> 256), so that the warpgroups' halves of dQ
-  /// (and, sharedKeys, of dK and dV) are whole boxes of the MN-major
-  /// operands (a wgmma's N cannot start inside a box's 64 columns and
-  /// cross into the next box). The columns past headDim are computed and
-  /// dropped: a product's output column reads only its own column of B.
-  int64_t tileD() const { return headDim <= 64 ? 64 : (headDim + 127) / 128 * 128; }
+  /// The columns of the kernel's tiles: the head dim, but 64 below it and
+  /// 128 at 96; the columns past the head dim are computed and dropped (a
+  /// product's output column reads only its own column of B). At 96 the
+  /// warpgroups' halves of dQ, 48 columns, would each take two wgmmas of
+  /// different N (splitParts).
+  int64_t tileD() const {
+    return headDim <= 64 ? 64 : headDim == 96 ? 128 : headDim;
+  }
   /// The columns TMA loads of Q, K, V and dO: whole 64-column boxes (a
-  /// partial last box filled with zeros); the tile's columns past them
-  /// are never loaded.
+  /// partial last box filled with zeros).
   int64_t loadCols() const { return (headDim + 63) / 64 * 64; }
-  /// The head dim's columns in consumer c's part of a tile split between
-  /// the warpgroups in halves of `half` columns (dQ; sharedKeys, dK and dV).
-  int64_t validCols(int64_t c, int64_t half) const {
-    return std::max<int64_t>(0, std::min(half, headDim - c * half));
+
+  /// A part of the columns each consumer warpgroup holds where the tile's
+  /// columns are split between the two (dQ; sharedKeys, dK and dV too):
+  /// `cols` columns from tile column base + c * stride for warpgroup c.
+  struct SplitPart {
+    int64_t cols, base, stride;
+  };
+  /// Half the tile each, or at head dim 192 a whole 64-column box (0 or
+  /// 128) and half of the middle box (64 or 96): a wgmma's N on an MN-major
+  /// operand may start inside a 64-column box only if it stays inside it.
+  llvm::SmallVector<SplitPart, 2> splitParts() const {
+    if (headDim == 192)
+      return {{64, 0, 128}, {32, 64, 32}};
+    const int64_t half = tileD() / 2;
+    return {{half, 0, half}};
+  }
+  /// The head dim's columns of part p for consumer c (all of them but in
+  /// a tile wider than the head dim).
+  int64_t validCols(const SplitPart &p, int64_t c) const {
+    return std::max<int64_t>(
+        0, std::min(p.cols, headDim - (p.base + c * p.stride)));
   }
 };
 

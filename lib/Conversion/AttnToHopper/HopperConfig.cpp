@@ -161,19 +161,22 @@ fa3::hopper::gradConfig(Value q, Value k, Value v, Value dO, Value dk,
 GradKernelConfig fa3::hopper::gradTable(int64_t headDim, bool deterministic) {
   GradKernelConfig cfg;
   cfg.deterministic = deterministic;
-  // Head dims 192 and 256 (tiles of 256 columns, GradKernelConfig::tileD):
-  // both warpgroups see 64 keys (64 x 256 of dK and dV each would be 256
-  // registers a thread). Two Q / dO stages fit only without
-  // the dQ staging (K, V, the stages, P^T and dS^T: 231552 bytes), so dQ is
-  // added by the consumers' atomics: with one stage every Q and dO
-  // descriptor is loop-invariant, ptxas holds them all and spills about 500
-  // bytes, and the kernel ran at 0.57-0.60 of the atomics' (bench/NOTES.md,
-  // Backward at head dim 256). The deterministic kernel needs the dQ
-  // writer's ordered bulk reductions: one stage.
+  // Head dims 192 and 256: both warpgroups see 64 keys (64 x D of dK and
+  // dV each would be D registers a thread). At 256 two Q / dO stages fit
+  // only without the dQ staging (K, V, the stages, P^T and dS^T: 231552
+  // bytes), so dQ is added by the consumers' atomics: with one stage every
+  // Q and dO descriptor is loop-invariant, ptxas holds them all and spills
+  // about 500 bytes, and the kernel ran at 0.57-0.60 of the atomics'
+  // (bench/NOTES.md, Backward at head dim 256). The deterministic kernel
+  // needs the dQ writer's ordered bulk reductions: one stage. At 192 the
+  // staging fits beside two stages, and the bulk reductions measured -12
+  // to -21 % of the main kernel's time against the atomics (bench/NOTES.md,
+  // Log).
   if (headDim > 128) {
     cfg.blockN = 64;
-    cfg.stages = deterministic ? 1 : 2;
-    cfg.dqBulk = deterministic;
+    const bool stagingFits = headDim <= 192;
+    cfg.stages = deterministic && !stagingFits ? 1 : 2;
+    cfg.dqBulk = deterministic || stagingFits;
   }
   return cfg;
 }

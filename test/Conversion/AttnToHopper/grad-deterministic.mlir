@@ -11,10 +11,11 @@
 // (rounded up to 16 bytes); the facts say `deterministic`, so the
 // launcher sizes dQaccum. The consumers' atomics (tma-store=false) have
 // no order to keep: refused.
-// RUN: fa3-opt %s --attn-hopper-config --attn-tile | FileCheck %s --check-prefix=TILED
-// RUN: fa3-opt %s --attn-hopper-config --attn-tile --convert-attn-to-hopper --hopper-warp-specialize | FileCheck %s
-// RUN: fa3-opt %s --attn-hopper-config --attn-tile --convert-attn-to-hopper --hopper-warp-specialize --hopper-async-copy --convert-hopper-to-nvvm | FileCheck %s --check-prefix=NVVM
-// RUN: not fa3-opt %s --attn-hopper-config=tma-store=false --attn-tile --convert-attn-to-hopper 2>&1 | FileCheck %s --check-prefix=ATOMIC
+// RUN: fa3-opt %s --split-input-file --attn-hopper-config --attn-tile | FileCheck %s --check-prefix=TILED
+// RUN: fa3-opt %s --split-input-file --attn-hopper-config | FileCheck %s --check-prefix=CONFIG
+// RUN: fa3-opt %s --split-input-file --attn-hopper-config --attn-tile --convert-attn-to-hopper --hopper-warp-specialize | FileCheck %s
+// RUN: fa3-opt %s --split-input-file --attn-hopper-config --attn-tile --convert-attn-to-hopper --hopper-warp-specialize --hopper-async-copy --convert-hopper-to-nvvm | FileCheck %s --check-prefix=NVVM
+// RUN: not fa3-opt %s --split-input-file --attn-hopper-config=tma-store=false --attn-tile --convert-attn-to-hopper 2>&1 | FileCheck %s --check-prefix=ATOMIC
 
 // TILED: attn.tile_grad_update {{.*}} deterministic
 // TILED: attn.tile_grad_update {{.*}} deterministic
@@ -85,5 +86,30 @@ func.func @det(%q: memref<?x1x?x128xbf16>, %k: memref<?x1x?x128xbf16>, %v: memre
                %dq: memref<?x1x?x128xbf16>, %dk: memref<?x1x?x128xbf16>, %dv: memref<?x1x?x128xbf16>) {
   attn.flash_attention_grad ins(%q, %k, %v, %o, %do, %lse : memref<?x1x?x128xbf16>, memref<?x1x?x128xbf16>, memref<?x1x?x128xbf16>, memref<?x1x?x128xbf16>, memref<?x1x?x128xbf16>, memref<?x1x?xf32>)
       outs(%dq, %dk, %dv : memref<?x1x?x128xbf16>, memref<?x1x?x128xbf16>, memref<?x1x?x128xbf16>) causal deterministic
+  return
+}
+
+// -----
+
+// Deterministic at head dim 192: the dQ staging fits beside two stages
+// (256 takes one); the writer adds each warpgroup's two parts by a bulk
+// reduction each (64 x 64 and 64 x 32 floats), waiting for the groups of
+// the consumers before it.
+// CONFIG-LABEL: func.func @bwd192_det
+// CONFIG: attn.flash_attention_grad {{.*}} {attn.hopper_config = #attn.hopper_config<block_m = 64, block_n = 64, stages = 2, {{.*}} tma_store = true>}
+
+// CHECK-LABEL: gpu.module @bwd192_det_kernels
+// CHECK: hopper.reduce_add_bulk %{{.*}}[%c180224_i32] to %{{.*}} bytes 16384
+// CHECK: hopper.reduce_add_bulk %{{.*}}[%c196608_i32] to %{{.*}} bytes 8192
+// CHECK: hopper.reduce_add_bulk %{{.*}}[%c204800_i32] to %{{.*}} bytes 16384
+// CHECK: hopper.reduce_add_bulk %{{.*}}[%c221184_i32] to %{{.*}} bytes 8192
+// CHECK: hopper.pass_turn
+// CHECK: nvvm.cp.async.bulk.wait_group 2 {read}
+// CHECK: nvvm.cp.async.bulk.wait_group 0 {read}
+func.func @bwd192_det(%q: memref<?x1x?x192xbf16>, %k: memref<?x1x?x192xbf16>, %v: memref<?x1x?x192xbf16>,
+                      %o: memref<?x1x?x192xbf16>, %do: memref<?x1x?x192xbf16>, %lse: memref<?x1x?xf32>,
+                      %dq: memref<?x1x?x192xbf16>, %dk: memref<?x1x?x192xbf16>, %dv: memref<?x1x?x192xbf16>) {
+  attn.flash_attention_grad ins(%q, %k, %v, %o, %do, %lse : memref<?x1x?x192xbf16>, memref<?x1x?x192xbf16>, memref<?x1x?x192xbf16>, memref<?x1x?x192xbf16>, memref<?x1x?x192xbf16>, memref<?x1x?xf32>)
+      outs(%dq, %dk, %dv : memref<?x1x?x192xbf16>, memref<?x1x?x192xbf16>, memref<?x1x?x192xbf16>) deterministic
   return
 }

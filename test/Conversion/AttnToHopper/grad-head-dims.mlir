@@ -1,14 +1,15 @@
-// The backward at head dims 96 and 192: tiles of 128 and 256 columns
-// (GradKernelConfig::tileD), so that the warpgroups' halves of dQ (and at
-// 192, of dK and dV) are whole 64-column boxes of the MN-major operands.
-// Q, K, V and dO are loaded in whole boxes up to the head dim (96: a last
-// box half past the tensor, zero-filled by TMA); S^T and dP^T reduce over
-// the head dim only; the columns past it are computed and dropped: dK and
-// dV store the head dim's columns, and the second warpgroup adds only its
-// half's columns of the head dim to dQaccum, whose tiles are 64 x D floats
-// (the first floats of a half in accumulator order). <kernel>_pre gives a
-// row 16 or 32 lanes (a power of two for the butterflies), the last
-// quarter idle; <kernel>_post converts half a chunk at head dim 96.
+// The backward at head dims 96 and 192, where the warpgroups' halves of
+// the head dim are not whole 64-column boxes of the MN-major operands (a
+// wgmma's N may start inside a box only if it stays inside it). 96: tiles
+// of 128 columns (GradKernelConfig::tileD), Q, K, V and dO loaded in two
+// boxes (the second half past the tensor, zero-filled by TMA), S^T and
+// dP^T over the head dim only, the columns past it computed and dropped:
+// dK and dV store 96 columns, and the second warpgroup adds only its 32 of
+// dQ. 192: each warpgroup's 96 columns in two parts (splitParts), a whole
+// box and half of the middle one, each its own accumulator. dQaccum's
+// tiles are 64 x D floats either way. <kernel>_pre gives a row 16 or 32
+// lanes (a power of two for the butterflies), the last quarter idle;
+// <kernel>_post converts half a chunk at head dim 96.
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config | FileCheck %s --check-prefix=CONFIG
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config --attn-tile --convert-attn-to-hopper --hopper-warp-specialize | FileCheck %s
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config=tma-store=false --attn-tile --convert-attn-to-hopper --hopper-warp-specialize | FileCheck %s --check-prefix=ATOMIC
@@ -68,6 +69,16 @@
 // ATOMIC-NEXT: } else {
 // ATOMIC-NEXT: hopper.reduce_add %[[DQ]] to %[[AT]] columns 32 : !hopper.frag<64x64xf32>
 
+// Head dim 192 by atomics: the box part at float 8192 c of dQaccum's
+// tile, the half-box part at 4096 + 2048 c (the middle chunk's halves, in
+// accumulator order).
+// ATOMIC-LABEL: gpu.func @bwd192_kernel(
+// ATOMIC: arith.muli %{{.*}}, %c8192_i32 : i32
+// ATOMIC: hopper.reduce_add %{{.*}} : !hopper.frag<64x64xf32>
+// ATOMIC: %[[B:.*]] = arith.muli %{{.*}}, %c2048_i32 : i32
+// ATOMIC-NEXT: arith.addi %[[B]], %c4096_i32 : i32
+// ATOMIC: hopper.reduce_add %{{.*}} : !hopper.frag<64x32xf32>
+
 // Lowered: 8 vector reductions (a thread's quadruples) for the first
 // warpgroup, the first 4 for the second.
 // NVVM-LABEL: gpu.func @bwd96_kernel(
@@ -86,33 +97,51 @@ func.func @bwd96(%q: memref<?x1x?x96xbf16>, %k: memref<?x1x?x96xbf16>, %v: memre
 
 // -----
 
-// Head dim 192: head dim 256's (both warpgroups on 64 keys, two stages, dQ
-// by atomics).
+// Head dim 192: both warpgroups on the block's 64 keys (as 256), two
+// stages; tiles of 192 columns, so that the dQ staging fits beside them
+// (256: atomics).
 // CONFIG-LABEL: func.func @bwd192
-// CONFIG: attn.flash_attention_grad {{.*}} {attn.hopper_config = #attn.hopper_config<block_m = 64, block_n = 64, stages = 2, {{.*}} tma_store = false>}
+// CONFIG: attn.flash_attention_grad {{.*}} {attn.hopper_config = #attn.hopper_config<block_m = 64, block_n = 64, stages = 2, {{.*}} tma_store = true>}
 
 // CHECK-LABEL: gpu.module @bwd192_kernels
 // CHECK: gpu.func @bwd192_kernel(
 // CHECK-SAME: head_dim = 192 : i64, head_dim_v = 192 : i64
-// CHECK: hopper.ring.create %{{.*}} : !hopper.ring<stages = 2, stage_bytes = 32768, data = 65536,
-// Three boxes of each tile loaded (the fourth never).
+// CHECK: hopper.ring.create %{{.*}} : !hopper.ring<stages = 1, stage_bytes = 24576, data = 0,
+// CHECK: hopper.ring.create %{{.*}} : !hopper.ring<stages = 2, stage_bytes = 24576, data = 49152,
 // CHECK: hopper.load_tile %{{.*}} rows 64 cols 192 :
 // CHECK: hopper.load_tile %{{.*}} rows 64 cols 192 :
+// The dQ writer adds each warpgroup's parts, 64 x 64 and 64 x 32 floats,
+// by a bulk reduction each; a warpgroup's buffer is free once its groups
+// and those before them have been read.
+// CHECK: hopper.reduce_add_bulk %{{.*}}[%c180224_i32] to %{{.*}} bytes 16384
+// CHECK: hopper.reduce_add_bulk %{{.*}}[%c196608_i32] to %{{.*}} bytes 8192
+// CHECK: hopper.reduce_add_bulk %{{.*}}[%c204800_i32] to %{{.*}} bytes 16384
+// CHECK: hopper.reduce_add_bulk %{{.*}}[%c221184_i32] to %{{.*}} bytes 8192
+// CHECK: nvvm.cp.async.bulk.wait_group 2 {read}
+// CHECK: nvvm.cp.async.bulk.wait_group 0 {read}
 // CHECK: } consumers(
+// Each warpgroup's 96 columns in two parts: a whole box (K's columns at
+// byte 2 x 8192 c) and half of the middle box (byte 8192 + 64 c).
+// CHECK: %[[KA:.*]] = arith.muli %{{.*}}, %c16384_i32 : i32
+// CHECK: %[[KB:.*]] = arith.muli %{{.*}}, %c64_i32 : i32
+// CHECK-NEXT: arith.addi %[[KB]], %c8192_i32 : i32
+// dK and dV carried in their parts: 64 x 64 and 64 x 32 each.
+// CHECK: scf.for {{.*}} -> (!hopper.frag<64x64xf32>, !hopper.frag<64x32xf32>, !hopper.frag<64x64xf32>, !hopper.frag<64x32xf32>)
 // CHECK: hopper.wgmma.ss %{{.*}}, %{{.*}} k 192 boxes 8192, 8192 : bf16 -> !hopper.frag<64x32xf32>
 // CHECK: hopper.wgmma.ss %{{.*}}, %{{.*}} k 192 boxes 8192, 8192 : bf16 -> !hopper.frag<64x32xf32>
-// The halves of dQ: 128 columns of the first warpgroup, 64 of the second's
-// 128, in a warpgroup-uniform branch.
-// CHECK: hopper.reduce_add %[[DQ:.*]] to %[[AT:.*]] : !hopper.frag<64x128xf32>
-// CHECK-NEXT: } else {
-// CHECK-NEXT: hopper.reduce_add %[[DQ]] to %[[AT]] columns 64 : !hopper.frag<64x128xf32>
-// dK and dV likewise: all 128 columns, or 64.
-// CHECK: scf.if %{{.*}} {
-// CHECK-NEXT: hopper.store_o {{.*}} of 2 : !hopper.frag<64x128xf32> as bf16
-// CHECK-NEXT: hopper.store_o {{.*}} of 2 wait_previous : !hopper.frag<64x128xf32> as bf16
-// CHECK-NEXT: } else {
-// CHECK-NEXT: hopper.store_o {{.*}} of 2 {columns = 64 : i64} : !hopper.frag<64x128xf32> as bf16
-// CHECK-NEXT: hopper.store_o {{.*}} of 2 wait_previous {columns = 64 : i64} : !hopper.frag<64x128xf32> as bf16
+// CHECK: hopper.wgmma.ss {{.*}} acc {{.*}} {b_mn_major} : bf16 -> !hopper.frag<64x64xf32>
+// CHECK-NEXT: hopper.wgmma.ss {{.*}} acc {{.*}} {b_mn_major} : bf16 -> !hopper.frag<64x32xf32>
+// CHECK-NEXT: hopper.wgmma.ss {{.*}} acc {{.*}} {b_mn_major} : bf16 -> !hopper.frag<64x64xf32>
+// CHECK-NEXT: hopper.wgmma.ss {{.*}} acc {{.*}} {b_mn_major} : bf16 -> !hopper.frag<64x32xf32>
+// CHECK: hopper.wgmma.ss {{.*}} {a_mn_major, b_mn_major} : bf16 -> !hopper.frag<64x64xf32>
+// CHECK-NEXT: hopper.wgmma.ss {{.*}} {a_mn_major, b_mn_major} : bf16 -> !hopper.frag<64x32xf32>
+// CHECK: hopper.stage_fragment %{{.*}} : !hopper.frag<64x64xf32>
+// CHECK: hopper.stage_fragment %{{.*}} : !hopper.frag<64x32xf32>
+// dK and dV of each part, each store after the previous one's copy.
+// CHECK: hopper.store_o {{.*}} of 2 : !hopper.frag<64x64xf32> as bf16
+// CHECK-NEXT: hopper.store_o {{.*}} of 2 wait_previous : !hopper.frag<64x64xf32> as bf16
+// CHECK-NEXT: hopper.store_o {{.*}} of 2 wait_previous : !hopper.frag<64x32xf32> as bf16
+// CHECK-NEXT: hopper.store_o {{.*}} of 2 wait_previous : !hopper.frag<64x32xf32> as bf16
 // _pre: 32 lanes a row, 24 reading; _post: three whole chunks a tile.
 // CHECK: gpu.func @bwd192_kernel_pre(
 // CHECK: arith.cmpi ult, %{{.*}}, %c24_i32 : i32
@@ -128,3 +157,4 @@ func.func @bwd192(%q: memref<?x1x?x192xbf16>, %k: memref<?x1x?x192xbf16>, %v: me
       outs(%dq, %dk, %dv : memref<?x1x?x192xbf16>, memref<?x1x?x192xbf16>, memref<?x1x?x192xbf16>)
   return
 }
+
