@@ -40,8 +40,12 @@ public:
     const int64_t cols = cfg.sharedKeys() ? cfg.blockM / 2 : cfg.blockM;
     fragS = FragmentType::get(ctx, {64, cols}, f32T);
     fragP = FragmentType::get(ctx, {64, cols}, et);
-    // dK, dV (keys by head dim) and dQ (queries by head dim).
-    fragD = FragmentType::get(ctx, {64, tileD()}, f32T);
+    // dK and dV of a warpgroup's own 64 keys (keys by head dim): as wide
+    // as the head dim, also at 96 (a wgmma's N may cross into the next box
+    // from a box's start; the tile's padding columns are dQ's only): -4 to
+    // -19 % of the main kernel's time and 56-92 -> 0-12 bytes of spills
+    // against 128 columns (bench/NOTES.md, Log).
+    fragD = FragmentType::get(ctx, {64, cfg.headDim}, f32T);
     fragRows = FragmentType::get(ctx, {64}, f32T);
   }
 
@@ -868,7 +872,7 @@ void GradKernelBuilder::consumers(Value cta) {
     dV[p] = globalAt(dV[p], first, kElemBytes);
   }
   const int64_t n = cfg.consumers();
-  auto accCols = [&](size_t p) { return shared ? parts[p].cols : tileD(); };
+  auto accCols = [&](size_t p) { return shared ? parts[p].cols : fragD.getColumns(); };
   for (size_t p = 0; p < accParts; ++p)
     assert((accCols(p) + 63) / 64 * 64 * n * kSwizzleBytes <=
                lay.doOff + cfg.stages * lay.doBytes - lay.qOff &&

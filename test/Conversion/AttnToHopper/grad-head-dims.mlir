@@ -3,9 +3,8 @@
 // wgmma's N may start inside a box only if it stays inside it). 96: tiles
 // of 128 columns (GradKernelConfig::tileD), Q, K, V and dO loaded in two
 // boxes (the second half past the tensor, zero-filled by TMA), S^T and
-// dP^T over the head dim only, the columns past it computed and dropped:
-// dK and dV store 96 columns, and the second warpgroup adds only its 32 of
-// dQ. 192: each warpgroup's 96 columns in two parts (splitParts), a whole
+// dP^T over the head dim only, dK and dV 96 columns wide; dQ's columns
+// past 96 computed and dropped: the second warpgroup adds only its 32. 192: each warpgroup's 96 columns in two parts (splitParts), a whole
 // box and half of the middle one, each its own accumulator. dQaccum's
 // tiles are 64 x D floats either way. <kernel>_pre gives a row 16 or 32
 // lanes (a power of two for the butterflies), the last quarter idle;
@@ -35,13 +34,13 @@
 // S^T and dP^T over the head dim's 96 columns.
 // CHECK: hopper.wgmma.ss %{{.*}}, %{{.*}} k 96 boxes 16384, 8192 : bf16 -> !hopper.frag<64x64xf32>
 // CHECK: hopper.wgmma.ss %{{.*}}, %{{.*}} k 96 boxes 16384, 8192 : bf16 -> !hopper.frag<64x64xf32>
-// dV and dK 64 x 128, dQ's halves 64 x 64.
-// CHECK: hopper.wgmma.rs {{.*}} : !hopper.frag<64x64xbf16>, !hopper.frag<64x128xf32>
+// dV and dK 64 x 96 (N = 96 from a box's start), dQ's halves 64 x 64.
+// CHECK: hopper.wgmma.rs {{.*}} : !hopper.frag<64x64xbf16>, !hopper.frag<64x96xf32>
 // CHECK: hopper.wgmma.ss {{.*}} {a_mn_major, b_mn_major} : bf16 -> !hopper.frag<64x64xf32>
 // CHECK: hopper.stage_fragment %{{.*}} : !hopper.frag<64x64xf32>
-// dK and dV: 96 columns of the 128.
-// CHECK: hopper.store_o {{.*}} consumer[%{{.*}}] of 2 {columns = 96 : i64} : !hopper.frag<64x128xf32> as bf16
-// CHECK: hopper.store_o {{.*}} consumer[%{{.*}}] of 2 wait_previous {columns = 96 : i64} : !hopper.frag<64x128xf32> as bf16
+// dK and dV: their 96 columns.
+// CHECK: hopper.store_o {{.*}} consumer[%{{.*}}] of 2 : !hopper.frag<64x96xf32> as bf16
+// CHECK: hopper.store_o {{.*}} consumer[%{{.*}}] of 2 wait_previous : !hopper.frag<64x96xf32> as bf16
 // _pre: 16 lanes a row (16 rows a block), the lanes past 12 reading nothing.
 // CHECK: gpu.func @bwd96_kernel_pre(
 // CHECK: %[[SUB:.*]] = arith.remui %{{.*}}, %c16_i32 : i32
