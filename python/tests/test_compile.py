@@ -99,8 +99,8 @@ def test_backward_kernel_compiles(tmp_path):
     f = compile_kernel(tmp_path / "h", head_dim=256, backward=True, emit_cubin=False)[0]
     kf = F.parse_facts(f.facts.read_text(), str(f.facts))
     assert (kf.head_dim, kf.block_m, kf.block_n, kf.threads) == (256, 64, 64, 384)
-    # head dims 96 and 192: the tiles of 128 and 256 columns, the same
-    # blocks as 128 and 256
+    # head dims 96 and 192: the blocks of 128 and 256 (docs/design.md,
+    # "The backward kernel")
     for d, block_n in ((96, 128), (192, 64)):
         f = compile_kernel(tmp_path / f"d{d}", head_dim=d, backward=True, emit_cubin=False)[0]
         kf = F.parse_facts(f.facts.read_text(), str(f.facts))

@@ -561,6 +561,23 @@ static void test_bwd_plan(void) {
     a96.dv = bshd(0x70000, 2, 700, 2, 96);
     EXPECT(fa3rt_bwd_plan(&f96, &a96, &L) == FA3RT_OK && L.aux_grid == 1000 &&
            L.dq_accum_words == 2ULL * 8 * 1024 * 96);
+    /* head dim 192: 24 lanes rounded up to 32, so 8 rows a block */
+    char d192[4096];
+    strcpy(d192, text_with(kBwdFacts, "head_dim", "head_dim 192"));
+    const char *t192 = text_with(d192, "head_dim_v", "head_dim_v 192");
+    fa3rt_facts f192;
+    EXPECT(fa3rt_facts_parse(t192, strlen(t192), &f192) == FA3RT_OK);
+    fa3rt_bwd_args a192 = a;
+    a192.q = bshd(0x10000, 2, 1000, 8, 192);
+    a192.k = bshd(0x20000, 2, 700, 2, 192);
+    a192.v = bshd(0x30000, 2, 700, 2, 192);
+    a192.dout = bshd(0x40000, 2, 1000, 8, 192);
+    a192.o = bshd(0x48000, 2, 1000, 8, 192);
+    a192.dq = bshd(0x90000, 2, 1000, 8, 192);
+    a192.dk = bshd(0x60000, 2, 700, 2, 192);
+    a192.dv = bshd(0x70000, 2, 700, 2, 192);
+    EXPECT(fa3rt_bwd_plan(&f192, &a192, &L) == FA3RT_OK && L.aux_grid == 2000 &&
+           L.dq_accum_words == 2ULL * 8 * 1024 * 192);
     /* facts of another head_dim_v than head_dim: no backward of that kind */
     f64.head_dim_v = 128;
     a.v.shape[3] = a.dv.shape[3] = a.dout.shape[3] = a.o.shape[3] = 128;

@@ -84,9 +84,9 @@ public:
   }
 
   /// dQaccum is in the main kernel's order (GradKernelBuilder's dqTile):
-  /// per (batch, head) the m-blocks of kGradDqRows x D floats, each two
-  /// warpgroups' halves of D / 2 columns (head dims 96 and 192: 64 + 32,
-  /// 128 + 64) in accumulator order (thread t's
+  /// per (batch, head) the m-blocks of kGradDqRows x D floats, each in
+  /// 64-column chunks in accumulator order (head dim 96: the last chunk
+  /// its columns 64 .. 95 only, half a chunk) (thread t's
   /// registers 4j .. 4j + 3 at float 4 (128 j + t): rows r, r + 8 with
   /// r = 16 (t / 32) + (t mod 32) / 4, columns 8j + 2 (t mod 4) + {0, 1}).
   /// So a unit of 16 floats, four consecutive threads' quadruples j, is

@@ -69,7 +69,7 @@ private:
                 Value u, int64_t rows) {
     LoadTileOp::create(b, loc, map, row, head, batch, r, u,
                        static_cast<uint64_t>(rows),
-                       static_cast<uint64_t>(cfg.loadCols()), et);
+                       static_cast<uint64_t>(tileD()), et);
   }
   /// The descriptor of a ring's stage for slot u (desc0: stage 0's).
   Value stageDesc(Value r, Value u, Value desc0, int64_t stageBytes) {
@@ -152,43 +152,42 @@ private:
     tile = bin<arith::AddIOp>(tile, mb64);
     return {tile, nmb64};
   }
+  /// Where part p of warpgroup c (i32, 0 or 1) starts in a tile of
+  /// 64-column boxes `box` units apart, `col` units a column inside a box
+  /// (the dQ staging's and dQaccum's chunks, the MN-major operands' boxes,
+  /// or plain columns with box 64 and col 1): base + c * step.
+  Value partOffset(Value c, const GradKernelConfig::SplitPart &p,
+                   int64_t box, int64_t col) {
+    auto at = [&](int64_t x) { return x / 64 * box + x % 64 * col; };
+    for (int64_t wg = 0; wg < 2; ++wg)
+      assert((p.firstCol(wg) % 64 == 0 || p.firstCol(wg) % 64 + p.cols <= 64) &&
+             "a part inside a box, or from a box's start");
+    Value off = bin<arith::MulIOp>(c, i32(at(p.firstCol(1)) - at(p.base)));
+    return p.base ? bin<arith::AddIOp>(off, i32(at(p.base))) : off;
+  }
   /// dQaccum's floats for (batch, q head h, 64-row tile mb) and part `p`
   /// of warpgroup c: per (batch, head) the tiles of 64 x D floats in
   /// 64-column chunks, each chunk in accumulator order (hopper.reduce_add:
   /// its columns 32 .. 63 the second 2048 floats), so that one bulk
   /// reduction adds a part of a warpgroup's staged dQ; <kernel>_post reads
-  /// it back. A part's first column base + c * stride is at float (col /
-  /// 64) 4096 + (col mod 64) 64, linear in c (a part steps whole chunks or
-  /// stays inside one). At head dim 96 the second half holds only its
-  /// first 32 columns (validCols): the first floats of a full half.
+  /// it back. At head dim 96 the second half holds only its first 32
+  /// columns (validCols): the first floats of a full half.
   Value dqTile(const Work &w, Value h, Value mb, Value c,
                const GradKernelConfig::SplitPart &p) {
-    auto at = [](int64_t col) { return col / 64 * 4096 + col % 64 * 64; };
-    const int64_t step = p.stride % 64 == 0 ? p.stride / 64 * 4096 : p.stride * 64;
     Value tile = dqTileIndex(w, h, mb).first;
     Value e = bin<arith::MulIOp>(tile, i64(kGradDqRows * cfg.headDim));
-    Value part = bin<arith::MulIOp>(c, i32(step));
-    if (p.base)
-      part = bin<arith::AddIOp>(part, i32(at(p.base)));
+    Value part = partOffset(c, p, 64 * 64, 64);
     Value part64 = ext64(part);
     e = bin<arith::AddIOp>(e, part64);
     return globalAt(param("dQaccum"), e, 4);
   }
-  /// Byte offset of part p's first column for warpgroup c (i32) in a
-  /// shared tile of 64-column boxes `box` bytes apart, linear in c.
-  Value partBytes(Value c, const GradKernelConfig::SplitPart &p, int64_t box) {
-    auto at = [&](int64_t col) { return col / 64 * box + col % 64 * kElemBytes; };
-    const int64_t step =
-        p.stride % 64 == 0 ? p.stride / 64 * box : p.stride * kElemBytes;
-    Value off = bin<arith::MulIOp>(c, i32(step));
-    return p.base ? bin<arith::AddIOp>(off, i32(at(p.base))) : off;
-  }
   /// Byte offset of part `p` in a warpgroup's dQ staging: the parts before
   /// it, 64 x cols floats each.
-  int64_t partStageBytes(size_t p) const {
+  static int64_t partStageBytes(llvm::ArrayRef<GradKernelConfig::SplitPart> parts,
+                                size_t p) {
     int64_t bytes = 0;
     for (size_t q = 0; q < p; ++q)
-      bytes += kGradDqRows * cfg.splitParts()[q].cols * 4;
+      bytes += kGradDqRows * parts[q].cols * 4;
     return bytes;
   }
   /// The turn counter of dQ tile (h, mb) (deterministic): a u32 after
@@ -431,7 +430,7 @@ void GradKernelBuilder::dqWriter(Value cta) {
             go = bin<arith::AndIOp>(
                 leader, cmpi(CmpIPredicate::ult, tile, dqTiles()));
           const int64_t src =
-              lay.dqOff + c * wgBytes + u * unitBytes + partStageBytes(p);
+              lay.dqOff + c * wgBytes + u * unitBytes + partStageBytes(parts, p);
           const int64_t bytes = kGradDqRows * cfg.validCols(parts[p], c) * 4;
           ifThen(go, [&] {
             ReduceAddBulkOp::create(b, loc, smemBase, i32(src), dst,
@@ -509,7 +508,7 @@ void GradKernelBuilder::consumers(Value cta) {
   const size_t accParts = shared ? parts.size() : 1;
   SmallVector<Value, 2> descQT0, descDOT0;
   for (size_t p = 0; p < accParts; ++p) {
-    Value qtOff = shared ? partBytes(cw, parts[p], qBox) : i32(0);
+    Value qtOff = shared ? partOffset(cw, parts[p], qBox, kElemBytes) : i32(0);
     descQT0.push_back(descBase(smemBase,
                                bin<arith::AddIOp>(qtOff, i32(lay.qOff)),
                                descConst(qBox, 1024)));
@@ -528,7 +527,7 @@ void GradKernelBuilder::consumers(Value cta) {
   SmallVector<Value, 2> descKT;
   SmallVector<FragmentType, 2> fragQ;
   for (const auto &part : parts) {
-    Value kColOff = partBytes(cw, part, kBox);
+    Value kColOff = partOffset(cw, part, kBox, kElemBytes);
     kColOff = bin<arith::AddIOp>(kColOff, i32(lay.kOff));
     descKT.push_back(descBase(smemBase, kColOff, descConst(kBox, 1024)));
     fragQ.push_back(FragmentType::get(ctx, {64, part.cols}, f32T));
@@ -742,7 +741,7 @@ void GradKernelBuilder::consumers(Value cta) {
         for (int64_t u = 0; u < halves; ++u)
           for (size_t p = 0; p < parts.size(); ++p) {
             const int64_t off =
-                u * lay.dqBytes / (cfg.consumers() * halves) + partStageBytes(p);
+                u * lay.dqBytes / (cfg.consumers() * halves) + partStageBytes(parts, p);
             Value at = off ? bin<arith::AddIOp>(dqStage, i32(off)) : dqStage;
             StageFragmentOp::create(b, loc, dqs[u * parts.size() + p],
                                     smemBase, at);
@@ -755,6 +754,8 @@ void GradKernelBuilder::consumers(Value cta) {
       // 96, whose second warpgroup has 32, in a warpgroup-uniform branch)
       auto reduceAdd = [&](Value dq, Value tile, size_t p) {
         Value at = dqTile(w, h, tile, cw, parts[p]);
+        assert(cfg.validCols(parts[p], 0) == parts[p].cols &&
+               "the first warpgroup's part is whole");
         const int64_t last = cfg.validCols(parts[p], 1);
         if (last == parts[p].cols) {
           ReduceAddOp::create(b, loc, dq, at, IntegerAttr());
@@ -864,10 +865,7 @@ void GradKernelBuilder::consumers(Value cta) {
     dV.push_back(param("dV"));
     if (!shared)
       continue;
-    Value col = bin<arith::MulIOp>(cw, i32(parts[p].stride));
-    if (parts[p].base)
-      col = bin<arith::AddIOp>(col, i32(parts[p].base));
-    Value first = ext64(col);
+    Value first = ext64(partOffset(cw, parts[p], 64, 1));
     dK[p] = globalAt(dK[p], first, kElemBytes);
     dV[p] = globalAt(dV[p], first, kElemBytes);
   }
@@ -911,6 +909,8 @@ void GradKernelBuilder::consumers(Value cta) {
   // sharedKeys: the second warpgroup's columns at head dim 96 in a
   // warpgroup-uniform branch (the stores are warpgroup collectives)
   for (size_t p = 0; p < accParts; ++p) {
+    assert(cfg.validCols(parts[p], 0) == parts[p].cols &&
+           "the first warpgroup's part is whole");
     const int64_t last = cfg.validCols(parts[p], 1);
     if (last == parts[p].cols) {
       store(p, last);

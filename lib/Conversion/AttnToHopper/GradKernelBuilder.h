@@ -80,23 +80,21 @@ struct GradKernelConfig {
   bool sharedKeys() const { return blockN == 64; }
   int64_t consumers() const { return sharedKeys() ? 2 : blockN / 64; }
   int64_t threads() const { return 128 * (1 + consumers()); }
-  /// The columns of the kernel's tiles: the head dim, but 64 below it and
-  /// 128 at 96; the columns past the head dim are computed and dropped (a
-  /// product's output column reads only its own column of B). At 96 the
-  /// warpgroups' halves of dQ, 48 columns, would each take two wgmmas of
-  /// different N (splitParts).
-  int64_t tileD() const {
-    return headDim <= 64 ? 64 : headDim == 96 ? 128 : headDim;
-  }
-  /// The columns TMA loads of Q, K, V and dO: whole 64-column boxes (a
-  /// partial last box filled with zeros).
-  int64_t loadCols() const { return (headDim + 63) / 64 * 64; }
+  /// The columns of the kernel's shared tiles and of TMA's loads of Q, K,
+  /// V and dO: whole 64-column boxes (at 96 two, the second half past the
+  /// tensor, which TMA fills with zeros). dQ's halves at 96 take all 128
+  /// (48 columns a warpgroup would take two wgmmas each: splitParts), the
+  /// columns past the head dim computed and dropped (a product's output
+  /// column reads only its own column of B).
+  int64_t tileD() const { return (headDim + 63) / 64 * 64; }
 
   /// A part of the columns each consumer warpgroup holds where the tile's
   /// columns are split between the two (dQ; sharedKeys, dK and dV too):
   /// `cols` columns from tile column base + c * stride for warpgroup c.
   struct SplitPart {
     int64_t cols, base, stride;
+    /// Consumer c's first column of the part.
+    int64_t firstCol(int64_t c) const { return base + c * stride; }
   };
   /// Half the tile each, or at head dim 192 a whole 64-column box (0 or
   /// 128) and half of the middle box (64 or 96): a wgmma's N on an MN-major
@@ -110,8 +108,7 @@ struct GradKernelConfig {
   /// The head dim's columns of part p for consumer c (all of them but in
   /// a tile wider than the head dim).
   int64_t validCols(const SplitPart &p, int64_t c) const {
-    return std::max<int64_t>(
-        0, std::min(p.cols, headDim - (p.base + c * p.stride)));
+    return std::max<int64_t>(0, std::min(p.cols, headDim - p.firstCol(c)));
   }
 };
 

@@ -174,7 +174,12 @@ GradKernelConfig fa3::hopper::gradTable(int64_t headDim, bool deterministic) {
   // Log).
   if (headDim > 128) {
     cfg.blockN = 64;
-    const bool stagingFits = headDim <= 192;
+    GradKernelConfig bulk = cfg;
+    bulk.headDim = headDim;
+    bulk.stages = 2;
+    bulk.dqBulk = true;
+    const bool stagingFits =
+        computeGradSmemLayout(bulk).total <= kMaxDynamicSmem;
     cfg.stages = deterministic && !stagingFits ? 1 : 2;
     cfg.dqBulk = deterministic || stagingFits;
   }

@@ -12,6 +12,7 @@
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config | FileCheck %s --check-prefix=CONFIG
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config --attn-tile --convert-attn-to-hopper --hopper-warp-specialize | FileCheck %s
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config=tma-store=false --attn-tile --convert-attn-to-hopper --hopper-warp-specialize | FileCheck %s --check-prefix=ATOMIC
+// RUN: fa3-opt %s --split-input-file --attn-hopper-config=block-n=64 --attn-tile --convert-attn-to-hopper --hopper-warp-specialize | FileCheck %s --check-prefix=BN64
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config=tma-store=false --attn-tile --convert-attn-to-hopper --hopper-warp-specialize --hopper-async-copy --convert-hopper-to-nvvm | FileCheck %s --check-prefix=NVVM
 
 // Head dim 96: head dim 128's blocks (64 queries x 128 keys, two stages).
@@ -27,7 +28,8 @@
 // CHECK: hopper.load_tile %{{.*}} rows 128 cols 128 :
 // CHECK: hopper.load_tile %{{.*}} rows 64 cols 128 :
 // The dQ writer adds the first warpgroup's 64 x 64 floats, then the
-// second's 64 x 32.
+// second's 64 x 32, into dQaccum's tiles of 64 x 96 floats.
+// CHECK: arith.muli %{{.*}}, %c6144_i64 : i64
 // CHECK: hopper.reduce_add_bulk %{{.*}}[%c163840_i32] to %{{.*}} bytes 16384
 // CHECK: hopper.reduce_add_bulk %{{.*}}[%c180224_i32] to %{{.*}} bytes 8192
 // CHECK: } consumers(
@@ -64,6 +66,9 @@
 
 // Without the bulk path: the second warpgroup's atomics add its 32 columns.
 // ATOMIC-LABEL: gpu.func @bwd96_kernel(
+// ATOMIC: arith.muli %{{.*}}, %c6144_i64 : i64
+// ATOMIC-NEXT: %[[H96:.*]] = arith.muli %{{.*}}, %c4096_i32 : i32
+// ATOMIC-NEXT: arith.extui %[[H96]] : i32 to i64
 // ATOMIC: hopper.reduce_add %[[DQ:.*]] to %[[AT:.*]] : !hopper.frag<64x64xf32>
 // ATOMIC-NEXT: } else {
 // ATOMIC-NEXT: hopper.reduce_add %[[DQ]] to %[[AT]] columns 32 : !hopper.frag<64x64xf32>
@@ -72,9 +77,12 @@
 // tile, the half-box part at 4096 + 2048 c (the middle chunk's halves, in
 // accumulator order).
 // ATOMIC-LABEL: gpu.func @bwd192_kernel(
-// ATOMIC: arith.muli %{{.*}}, %c8192_i32 : i32
+// ATOMIC: arith.muli %{{.*}}, %c12288_i64 : i64
+// ATOMIC-NEXT: %[[A:.*]] = arith.muli %{{.*}}, %c8192_i32 : i32
+// ATOMIC-NEXT: arith.extui %[[A]] : i32 to i64
 // ATOMIC: hopper.reduce_add %{{.*}} : !hopper.frag<64x64xf32>
-// ATOMIC: %[[B:.*]] = arith.muli %{{.*}}, %c2048_i32 : i32
+// ATOMIC: arith.muli %{{.*}}, %c12288_i64 : i64
+// ATOMIC-NEXT: %[[B:.*]] = arith.muli %{{.*}}, %c2048_i32 : i32
 // ATOMIC-NEXT: arith.addi %[[B]], %c4096_i32 : i32
 // ATOMIC: hopper.reduce_add %{{.*}} : !hopper.frag<64x32xf32>
 
@@ -86,6 +94,26 @@
 // NVVM-COUNT-4: red.global.add.v4.f32
 // NVVM-NOT: red.global.add.v4.f32
 // NVVM: gpu.func @bwd96_kernel_pre(
+// Head dim 96 with block-n 64 (both warpgroups on the block's 64 keys):
+// dK's and dV's columns split too, the second warpgroup's from column 64,
+// its 32 of the head dim stored in a warpgroup-uniform branch.
+// BN64-LABEL: gpu.func @bwd96_kernel(
+// BN64: hopper.reduce_add_bulk %{{.*}} bytes 16384
+// BN64: hopper.reduce_add_bulk %{{.*}} bytes 8192
+// BN64: } consumers(
+// BN64: hopper.named_barrier.arrive reduce_full
+// BN64-NEXT: scf.yield
+// BN64-NEXT: }
+// BN64-NEXT: %[[COL:.*]] = arith.muli %{{.*}}, %c64_i32 : i32
+// BN64-NEXT: %[[COL64:.*]] = arith.extui %[[COL]] : i32 to i64
+// BN64-NEXT: %[[COLB:.*]] = arith.muli %[[COL64]], %c2_i64 : i64
+// BN64-NEXT: llvm.getelementptr %{{.*}}[%[[COLB]]]
+// BN64: scf.if
+// BN64-NEXT: hopper.store_o {{.*}} of 2 : !hopper.frag<64x64xf32> as bf16
+// BN64-NEXT: hopper.store_o {{.*}} of 2 wait_previous : !hopper.frag<64x64xf32> as bf16
+// BN64-NEXT: } else {
+// BN64-NEXT: hopper.store_o {{.*}} of 2 {columns = 32 : i64} : !hopper.frag<64x64xf32> as bf16
+// BN64-NEXT: hopper.store_o {{.*}} of 2 wait_previous {columns = 32 : i64} : !hopper.frag<64x64xf32> as bf16
 func.func @bwd96(%q: memref<?x1x?x96xbf16>, %k: memref<?x1x?x96xbf16>, %v: memref<?x1x?x96xbf16>,
                  %o: memref<?x1x?x96xbf16>, %do: memref<?x1x?x96xbf16>, %lse: memref<?x1x?xf32>,
                  %dq: memref<?x1x?x96xbf16>, %dk: memref<?x1x?x96xbf16>, %dv: memref<?x1x?x96xbf16>) {
@@ -110,8 +138,10 @@ func.func @bwd96(%q: memref<?x1x?x96xbf16>, %k: memref<?x1x?x96xbf16>, %v: memre
 // CHECK: hopper.load_tile %{{.*}} rows 64 cols 192 :
 // CHECK: hopper.load_tile %{{.*}} rows 64 cols 192 :
 // The dQ writer adds each warpgroup's parts, 64 x 64 and 64 x 32 floats,
-// by a bulk reduction each; a warpgroup's buffer is free once its groups
-// and those before them have been read.
+// by a bulk reduction each, into dQaccum's tiles of 64 x 192 floats; a
+// warpgroup's buffer is free once its groups and those before them have
+// been read.
+// CHECK: arith.muli %{{.*}}, %c12288_i64 : i64
 // CHECK: hopper.reduce_add_bulk %{{.*}}[%c180224_i32] to %{{.*}} bytes 16384
 // CHECK: hopper.reduce_add_bulk %{{.*}}[%c196608_i32] to %{{.*}} bytes 8192
 // CHECK: hopper.reduce_add_bulk %{{.*}}[%c204800_i32] to %{{.*}} bytes 16384
@@ -119,8 +149,9 @@ func.func @bwd96(%q: memref<?x1x?x96xbf16>, %k: memref<?x1x?x96xbf16>, %v: memre
 // CHECK: nvvm.cp.async.bulk.wait_group 2 {read}
 // CHECK: nvvm.cp.async.bulk.wait_group 0 {read}
 // CHECK: } consumers(
-// Each warpgroup's 96 columns in two parts: a whole box (K's columns at
-// byte 2 x 8192 c) and half of the middle box (byte 8192 + 64 c).
+// Each warpgroup's 96 columns in two parts: a whole box (Q^T's, dO^T's
+// and K's columns at byte 2 x 8192 c: boxes of 64 rows) and half of the
+// middle box (byte 8192 + 64 c).
 // CHECK: %[[KA:.*]] = arith.muli %{{.*}}, %c16384_i32 : i32
 // CHECK: %[[KB:.*]] = arith.muli %{{.*}}, %c64_i32 : i32
 // CHECK-NEXT: arith.addi %[[KB]], %c8192_i32 : i32

@@ -215,7 +215,8 @@ def Hopper_ReduceAddOp : Hopper_Op<"reduce_add"> {
     With `columns` (a multiple of 8 below N), only the tile's first
     `columns` columns are added: the quadruples j < columns / 8, the first
     64 `columns` floats at `ptr` (a tile wider than the tensor: the
-    backward's head dims 96 and 192 in 128-column halves).
+    backward's head dim 96, whose second half of dQ's 128 columns holds
+    32 of the head dim's).
 
     ```mlir
     hopper.reduce_add %dq to %p : !hopper.frag<64x64xf32>
