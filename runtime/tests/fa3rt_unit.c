@@ -475,24 +475,28 @@ static void test_backward_facts(void) {
                 "backward 1 needs varlen 0"));
 }
 
-static fa3rt_bwd_args good_bwd_args(void) {
+/* Well-formed backward arguments of head dim d (B 2, Sq 1000, Skv 700,
+   Hq 8, Hkv 2). */
+static fa3rt_bwd_args bwd_args_of_dim(long d) {
   fa3rt_bwd_args a;
   memset(&a, 0, sizeof a);
   a.dtype = FA3RT_BF16;
-  a.q = bshd(0x10000, 2, 1000, 8, 128);
-  a.k = bshd(0x20000, 2, 700, 2, 128);
-  a.v = bshd(0x30000, 2, 700, 2, 128);
-  a.dout = bshd(0x40000, 2, 1000, 8, 128);
-  a.o = bshd(0x48000, 2, 1000, 8, 128);
-  a.dq = bshd(0x90000, 2, 1000, 8, 128);
-  a.dk = bshd(0x60000, 2, 700, 2, 128);
-  a.dv = bshd(0x70000, 2, 700, 2, 128);
+  a.q = bshd(0x10000, 2, 1000, 8, d);
+  a.k = bshd(0x20000, 2, 700, 2, d);
+  a.v = bshd(0x30000, 2, 700, 2, d);
+  a.dout = bshd(0x40000, 2, 1000, 8, d);
+  a.o = bshd(0x48000, 2, 1000, 8, d);
+  a.dq = bshd(0x90000, 2, 1000, 8, d);
+  a.dk = bshd(0x60000, 2, 700, 2, d);
+  a.dv = bshd(0x70000, 2, 700, 2, d);
   a.lse = 0x50000;
   a.delta = 0x58000;
   a.dq_accum = 0x80000;
   a.softmax_scale = NAN;
   return a;
 }
+
+static fa3rt_bwd_args good_bwd_args(void) { return bwd_args_of_dim(128); }
 
 static void test_bwd_plan(void) {
   fa3rt_facts f, fwd;
@@ -525,59 +529,27 @@ static void test_bwd_plan(void) {
   a.dout.strides[2] = 8 * 136; a.dout.strides[0] = 1000L * 8 * 136; a.dout.strides[1] = 136;
   EXPECT(fa3rt_bwd_plan(&f, &a, &L) == FA3RT_OK && L.dq_stride_h == 1000L * 128 &&
          L.dq_stride_s == 128 && L.o_stride_h == 1000L * 128 && L.dout_stride_s == 8 * 136);
-  /* head dim 64: 32 rows a block */
+  /* the helpers' rows a block: D / 8 lanes a row rounded up to a power of
+     two (their butterflies), so 32 at 64, 16 at 96, 8 at 192; dq_accum 64 x D
+     floats a tile */
   {
-    char d64[4096]; /* text_with's buffer is static: one call at a time */
-    strcpy(d64, text_with(kBwdFacts, "head_dim", "head_dim 64"));
-    const char *t64 = text_with(d64, "head_dim_v", "head_dim_v 64");
+    const struct { int d; unsigned grid; } dims[] = {{64, 500}, {96, 1000}, {192, 2000}};
     fa3rt_facts f64;
-    EXPECT(fa3rt_facts_parse(t64, strlen(t64), &f64) == FA3RT_OK);
-    a = good_bwd_args();
-    a.q = bshd(0x10000, 2, 1000, 8, 64);
-    a.k = bshd(0x20000, 2, 700, 2, 64);
-    a.v = bshd(0x30000, 2, 700, 2, 64);
-    a.dout = bshd(0x40000, 2, 1000, 8, 64);
-    a.o = bshd(0x48000, 2, 1000, 8, 64);
-    a.dq = bshd(0x90000, 2, 1000, 8, 64);
-    a.dk = bshd(0x60000, 2, 700, 2, 64);
-    a.dv = bshd(0x70000, 2, 700, 2, 64);
-    EXPECT(fa3rt_bwd_plan(&f64, &a, &L) == FA3RT_OK && L.aux_grid == 500 &&
-           L.dq_accum_words == 2ULL * 8 * 1024 * 64);
-    /* head dim 96: 12 lanes of a row rounded up to 16 (the helpers'
-       butterflies), so 16 rows a block; dq_accum 64 x 96 floats a tile */
-    char d96[4096];
-    strcpy(d96, text_with(kBwdFacts, "head_dim", "head_dim 96"));
-    const char *t96 = text_with(d96, "head_dim_v", "head_dim_v 96");
-    fa3rt_facts f96;
-    EXPECT(fa3rt_facts_parse(t96, strlen(t96), &f96) == FA3RT_OK);
-    fa3rt_bwd_args a96 = a;
-    a96.q = bshd(0x10000, 2, 1000, 8, 96);
-    a96.k = bshd(0x20000, 2, 700, 2, 96);
-    a96.v = bshd(0x30000, 2, 700, 2, 96);
-    a96.dout = bshd(0x40000, 2, 1000, 8, 96);
-    a96.o = bshd(0x48000, 2, 1000, 8, 96);
-    a96.dq = bshd(0x90000, 2, 1000, 8, 96);
-    a96.dk = bshd(0x60000, 2, 700, 2, 96);
-    a96.dv = bshd(0x70000, 2, 700, 2, 96);
-    EXPECT(fa3rt_bwd_plan(&f96, &a96, &L) == FA3RT_OK && L.aux_grid == 1000 &&
-           L.dq_accum_words == 2ULL * 8 * 1024 * 96);
-    /* head dim 192: 24 lanes rounded up to 32, so 8 rows a block */
-    char d192[4096];
-    strcpy(d192, text_with(kBwdFacts, "head_dim", "head_dim 192"));
-    const char *t192 = text_with(d192, "head_dim_v", "head_dim_v 192");
-    fa3rt_facts f192;
-    EXPECT(fa3rt_facts_parse(t192, strlen(t192), &f192) == FA3RT_OK);
-    fa3rt_bwd_args a192 = a;
-    a192.q = bshd(0x10000, 2, 1000, 8, 192);
-    a192.k = bshd(0x20000, 2, 700, 2, 192);
-    a192.v = bshd(0x30000, 2, 700, 2, 192);
-    a192.dout = bshd(0x40000, 2, 1000, 8, 192);
-    a192.o = bshd(0x48000, 2, 1000, 8, 192);
-    a192.dq = bshd(0x90000, 2, 1000, 8, 192);
-    a192.dk = bshd(0x60000, 2, 700, 2, 192);
-    a192.dv = bshd(0x70000, 2, 700, 2, 192);
-    EXPECT(fa3rt_bwd_plan(&f192, &a192, &L) == FA3RT_OK && L.aux_grid == 2000 &&
-           L.dq_accum_words == 2ULL * 8 * 1024 * 192);
+    for (size_t i = 0; i < sizeof dims / sizeof dims[0]; ++i) {
+      const int d = dims[i].d;
+      char dim[32], dim_v[32], text[4096]; /* text_with's buffer is static */
+      snprintf(dim, sizeof dim, "head_dim %d", d);
+      snprintf(dim_v, sizeof dim_v, "head_dim_v %d", d);
+      strcpy(text, text_with(kBwdFacts, "head_dim", dim));
+      const char *t = text_with(text, "head_dim_v", dim_v);
+      fa3rt_facts fd;
+      EXPECT(fa3rt_facts_parse(t, strlen(t), &fd) == FA3RT_OK);
+      a = bwd_args_of_dim(d);
+      EXPECT(fa3rt_bwd_plan(&fd, &a, &L) == FA3RT_OK && L.aux_grid == dims[i].grid &&
+             L.dq_accum_words == 2ULL * 8 * 1024 * (unsigned long long)d);
+      if (d == 64) f64 = fd;
+    }
+    a = bwd_args_of_dim(64);
     /* facts of another head_dim_v than head_dim: no backward of that kind */
     f64.head_dim_v = 128;
     a.v.shape[3] = a.dv.shape[3] = a.dout.shape[3] = a.o.shape[3] = 128;

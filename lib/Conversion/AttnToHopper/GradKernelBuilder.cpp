@@ -181,6 +181,20 @@ private:
     e = bin<arith::AddIOp>(e, part64);
     return globalAt(param("dQaccum"), e, 4);
   }
+  /// fn(n) with n the head dim's columns of part p for warpgroup c: all of
+  /// the part's, or (head dim 96) the second warpgroup's fewer, in a
+  /// warpgroup-uniform branch (the epilogue's stores are collectives).
+  template <typename Fn>
+  void withValidCols(Value c, const GradKernelConfig::SplitPart &p, Fn fn) {
+    assert(cfg.validCols(p, 0) == p.cols && "the first warpgroup's part is whole");
+    const int64_t last = cfg.validCols(p, 1);
+    if (last == p.cols) {
+      fn(last);
+      return;
+    }
+    Value isFirst = cmpi(CmpIPredicate::eq, c, i32(0));
+    ifThenElse(isFirst, [&] { fn(p.cols); }, [&] { fn(last); });
+  }
   /// Byte offset of part `p` in a warpgroup's dQ staging: the parts before
   /// it, 64 x cols floats each.
   static int64_t partStageBytes(llvm::ArrayRef<GradKernelConfig::SplitPart> parts,
@@ -754,20 +768,11 @@ void GradKernelBuilder::consumers(Value cta) {
       // 96, whose second warpgroup has 32, in a warpgroup-uniform branch)
       auto reduceAdd = [&](Value dq, Value tile, size_t p) {
         Value at = dqTile(w, h, tile, cw, parts[p]);
-        assert(cfg.validCols(parts[p], 0) == parts[p].cols &&
-               "the first warpgroup's part is whole");
-        const int64_t last = cfg.validCols(parts[p], 1);
-        if (last == parts[p].cols) {
-          ReduceAddOp::create(b, loc, dq, at, IntegerAttr());
-          return;
-        }
-        Value isFirst = cmpi(CmpIPredicate::eq, cw, i32(0));
-        ifThenElse(
-            isFirst,
-            [&] { ReduceAddOp::create(b, loc, dq, at, IntegerAttr()); },
-            [&] {
-              ReduceAddOp::create(b, loc, dq, at, b.getI64IntegerAttr(last));
-            });
+        withValidCols(cw, parts[p], [&](int64_t n) {
+          ReduceAddOp::create(b, loc, dq, at,
+                              n == parts[p].cols ? IntegerAttr()
+                                                 : b.getI64IntegerAttr(n));
+        });
       };
       for (int64_t u = 0; u < halves; ++u) {
         Value tile = stepTile(mb, u);
@@ -908,18 +913,8 @@ void GradKernelBuilder::consumers(Value cta) {
   }
   // sharedKeys: the second warpgroup's columns at head dim 96 in a
   // warpgroup-uniform branch (the stores are warpgroup collectives)
-  for (size_t p = 0; p < accParts; ++p) {
-    assert(cfg.validCols(parts[p], 0) == parts[p].cols &&
-           "the first warpgroup's part is whole");
-    const int64_t last = cfg.validCols(parts[p], 1);
-    if (last == parts[p].cols) {
-      store(p, last);
-      continue;
-    }
-    Value isFirst = cmpi(CmpIPredicate::eq, cw, i32(0));
-    ifThenElse(
-        isFirst, [&] { store(p, parts[p].cols); }, [&] { store(p, last); });
-  }
+  for (size_t p = 0; p < accParts; ++p)
+    withValidCols(cw, parts[p], [&](int64_t n) { store(p, n); });
 }
 
 void GradKernelBuilder::body() {
