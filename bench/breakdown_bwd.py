@@ -9,10 +9,12 @@ process, rounds interleaved (median round per kernel).
 
     python3 bench/breakdown_bwd.py --variant ours=DIR [--variant new=DIR2]
         [--hdim 64,128] [--seqlens 512,2048] [--causal both] [--rounds 3]
-        [--no-cudnn] [--no-fa3]
+        [--no-cudnn] [--no-fa3] [--deterministic]
 
 Each directory holds the backward kernels and the forward kernels of the
 same variants (the first directory's forward makes o and lse).
+--deterministic times our deterministic kernels (fa3-compile --backward
+--deterministic) instead of the plain ones; the peers stay as they are.
 """
 import argparse
 import sys
@@ -67,6 +69,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--no-cudnn", action="store_true")
+    ap.add_argument("--deterministic", action="store_true",
+                    help="our deterministic backward kernels")
     peer_fa3.add_option(ap)
     a = ap.parse_args()
     fa3, fa3_about = peer_fa3.load(leave_out="--no-fa3" if a.no_fa3 else None,
@@ -82,9 +86,9 @@ def main():
                 o, lse = flash_attn_func(q, k, v, causal=causal, kernel_dir=first,
                                          jit=False, return_lse=True)
                 dout = torch.randn_like(o)
-                fns = {n: (lambda d=d: flash_attn_backward(dout, q, k, v, o, lse,
-                                                           causal=causal, kernel_dir=d,
-                                                           jit=False))
+                fns = {n: (lambda d=d: flash_attn_backward(
+                           dout, q, k, v, o, lse, causal=causal,
+                           deterministic=a.deterministic, kernel_dir=d, jit=False))
                        for n, d in variants.items()}
                 if not a.no_cudnn:
                     fns["cudnn"], _ = sdpa_backward(PEERS["cudnn"], q, k, v, dout, causal)

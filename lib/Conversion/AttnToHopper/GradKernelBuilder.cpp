@@ -663,7 +663,9 @@ void GradKernelBuilder::consumers(Value cta) {
     Value colsOff = rowsOff;
     if (shared)
       colsOff = bin<arith::AddIOp>(rowsOff, bin<arith::MulIOp>(qColOff, i32(4)));
-    Value lse = LoadColumnsOp::create(b, loc, fragS, smemBase, colsOff);
+    Value lse;
+    if (!cfg.lseAtUse)
+      lse = LoadColumnsOp::create(b, loc, fragS, smemBase, colsOff);
     s = WgmmaWaitOp::create(b, loc, 1u, ValueRange{s}).getResult(0);
     // softcap's tanh, kept (unmasked: finite) for dS's 1 - t^2
     Value tanh;
@@ -688,14 +690,24 @@ void GradKernelBuilder::consumers(Value cta) {
     } else if (cell.step.masked) {
       s = masked().front();
     }
-    Value p = GradProbsOp::create(b, loc, s, lse, probScale);
+    Value p = cfg.lseAtUse
+                  ? GradProbsOp::create(b, loc, s, smemBase, colsOff, probScale)
+                  : GradProbsOp::create(b, loc, s, lse, probScale);
     // D once lse is dead; dS before P V's and dS Q's register operands
-    // exist (at head dim 128, dK and dV hold 128 of the 240 registers)
+    // exist (at head dim 128, dK and dV hold 128 of the 240 registers). The
+    // rows' stage is released after its last read.
     Value dOff = bin<arith::AddIOp>(colsOff, i32(cfg.blockM * 4));
-    Value delta = LoadColumnsOp::create(b, loc, fragS, smemBase, dOff);
-    ringOp<RingConsumerReleaseOp>(rowsRing, it);
-    dp = WgmmaWaitOp::create(b, loc, 0u, ValueRange{dp}).getResult(0);
-    Value ds = GradScoresOp::create(b, loc, p, dp, delta);
+    Value ds;
+    if (cfg.deltaAtUse) {
+      dp = WgmmaWaitOp::create(b, loc, 0u, ValueRange{dp}).getResult(0);
+      ds = GradScoresOp::create(b, loc, p, dp, smemBase, dOff);
+      ringOp<RingConsumerReleaseOp>(rowsRing, it);
+    } else {
+      Value delta = LoadColumnsOp::create(b, loc, fragS, smemBase, dOff);
+      ringOp<RingConsumerReleaseOp>(rowsRing, it);
+      dp = WgmmaWaitOp::create(b, loc, 0u, ValueRange{dp}).getResult(0);
+      ds = GradScoresOp::create(b, loc, p, dp, delta);
+    }
     if (cfg.softcap > 0)
       ds = GradSoftcapOp::create(b, loc, ds, tanh);
     Value pa = TruncOp::create(b, loc, fragP, p);
@@ -722,10 +734,12 @@ void GradKernelBuilder::consumers(Value cta) {
     // 128 queries: two 64-column boxes of dS^T, the block's keys apart
     const uint64_t dsBoxBytes =
         halves > 1 ? static_cast<uint64_t>(cfg.blockN * kSwizzleBytes) : 0u;
-    StoreSharedOp::create(b, loc, dsa, smemBase, dsAt, column, dsBoxBytes);
+    StoreSharedOp::create(b, loc, dsa, smemBase, dsAt, column, dsBoxBytes,
+                          cfg.dsStmatrix);
     if (shared) {
       Value pAt = bin<arith::AddIOp>(bufOff, i32(lay.pOff));
-      StoreSharedOp::create(b, loc, pa, smemBase, pAt, column, 0u);
+      StoreSharedOp::create(b, loc, pa, smemBase, pAt, column, 0u,
+                            cfg.dsStmatrix);
     }
     NamedBarrierSyncOp::create(b, loc, i32(0), BarrierKind::stage,
                                static_cast<uint64_t>(cfg.consumers()),

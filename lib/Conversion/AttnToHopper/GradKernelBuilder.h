@@ -71,6 +71,14 @@ struct GradKernelConfig {
   bool deterministic = false; // dQ's tiles added in a fixed order of the
                               // kv blocks (turn counters after dQaccum's
                               // tiles: fa3rt_abi.def); needs dqBulk
+  // Where the consumers' registers are spent (gradTable: measured per head
+  // dim and mask): the queries' LSE and D read from the rows ring where each
+  // 8-column block uses them (hopper.grad_probs / grad_scores ... columns),
+  // else each whole vector (load_columns) while the products run; dS^T (and
+  // P^T) into shared memory by stmatrix, else by 4-byte stores.
+  bool lseAtUse = false;
+  bool deltaAtUse = false;
+  bool dsStmatrix = false;
 
   /// Both consumer warpgroups see the block's 64 keys: each computes S^T
   /// and dP^T for half of the step's queries and dK, dV, dQ for half of

@@ -33,9 +33,10 @@ std::string checkOperands(mlir::Value q, mlir::Value k, mlir::Value v,
 KernelConfig attentionFacts(mlir::MemRefType q, mlir::MemRefType v,
                             int64_t windowLeft, int64_t windowRight);
 
-/// The backward's table: block sizes, stages and dQ's path per head dim (and
-/// for the deterministic kernel), before the options.
-GradKernelConfig gradTable(int64_t headDim, bool deterministic);
+/// The backward's table: block sizes, stages, dQ's path and the consumers'
+/// register choices per head dim and mask (`masked`: a causal or window
+/// bound), and for the deterministic kernel, before the options.
+GradKernelConfig gradTable(int64_t headDim, bool masked, bool deterministic);
 
 /// The backward's kernel configuration for memrefs q, k, v, dO, dK, dV
 /// (attn.flash_attention_grad's, or its tiled form's) under the mask

@@ -480,32 +480,68 @@ struct MaskLowering : OpConversionPattern<MaskOp> {
 //===----------------------------------------------------------------------===//
 
 /// Per column pair of the thread's n8 blocks one 8-byte shared load.
+/// Byte `offset` + 4 colbase: the thread's first column of the per-query
+/// vector at `offset` (hopper.load_columns' layout).
+Value columnBase(OpBuilder &b, Location loc, const ThreadPlace &tp,
+                 Value offset) {
+  Value colBytes = arith::MulIOp::create(b, loc, tp.colbase, i32Const(b, loc, 4));
+  return arith::AddIOp::create(b, loc, offset, colBytes);
+}
+
+/// The thread's pair of columns of n8 block k (8k + colbase + {0, 1}): one
+/// 8-byte load at `base` (columnBase) + 32 k.
+std::pair<Value, Value> loadColumnPair(OpBuilder &b, Location loc, Value smem,
+                                       Value base, int64_t k) {
+  Value at = base;
+  if (k)
+    at = arith::AddIOp::create(b, loc, base, i32Const(b, loc, 32 * k));
+  auto smemT = cast<LLVM::LLVMPointerType>(smem.getType());
+  Value p = LLVM::GEPOp::create(b, loc, smemT, b.getI8Type(), smem,
+                                ValueRange{at});
+  auto v2 = VectorType::get({2}, b.getF32Type());
+  Value pair = LLVM::LoadOp::create(b, loc, v2, p, /*alignment=*/8);
+  return {vector::ExtractOp::create(b, loc, pair, 0),
+          vector::ExtractOp::create(b, loc, pair, 1)};
+}
+
+/// A per-query operand's registers (4k + 2i + e: column e of block k, both
+/// rows i): the fragment's, or with `columns` each block's pair loaded just
+/// before `use(k)` computes that block (the registers hold one pair at a
+/// time).
+void forEachColumnBlock(OpBuilder &b, Location loc, int64_t blocks,
+                        Value frag, Value smem, Value offset,
+                        function_ref<void(int64_t, ArrayRef<Value>)> use) {
+  SmallVector<Value> all;
+  Value base;
+  if (frag)
+    all = unpack(b, loc, frag);
+  else
+    base = columnBase(b, loc, threadPlace(b, loc), offset);
+  for (int64_t k = 0; k < blocks; ++k) {
+    if (frag) {
+      use(k, ArrayRef<Value>(all).slice(4 * k, 4));
+      continue;
+    }
+    auto [c0, c1] = loadColumnPair(b, loc, smem, base, k);
+    Value regs[4] = {c0, c1, c0, c1};
+    use(k, regs);
+  }
+}
+
 struct LoadColumnsLowering : OpConversionPattern<LoadColumnsOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(LoadColumnsOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    ThreadPlace tp = threadPlace(rewriter, loc);
-    Value c4 = i32Const(rewriter, loc, 4);
-    Value colBytes = arith::MulIOp::create(rewriter, loc, tp.colbase, c4);
-    Value mine = arith::AddIOp::create(rewriter, loc, adaptor.getOffset(), colBytes);
-    auto smemT = cast<LLVM::LLVMPointerType>(adaptor.getSmem().getType());
-    Type i8 = rewriter.getI8Type();
-    auto v2 = VectorType::get({2}, rewriter.getF32Type());
+    Value base = columnBase(rewriter, loc, threadPlace(rewriter, loc),
+                            adaptor.getOffset());
     FragmentType t = op.getResult().getType();
     SmallVector<Value> out(t.getRegisters());
     for (int64_t k = 0; k < t.getColumns() / 8; ++k) {
-      Value off = i32Const(rewriter, loc, 32 * k);
-      Value at = arith::AddIOp::create(rewriter, loc, mine, off);
-      Value p = LLVM::GEPOp::create(rewriter, loc, smemT, i8, adaptor.getSmem(),
-                                    ValueRange{at});
-      Value pair = LLVM::LoadOp::create(rewriter, loc, v2, p, /*alignment=*/8);
-      for (int64_t e = 0; e < 2; ++e) {
-        Value v = vector::ExtractOp::create(rewriter, loc, pair, e);
-        out[4 * k + e] = v;
-        out[4 * k + 2 + e] = v;
-      }
+      auto [c0, c1] = loadColumnPair(rewriter, loc, adaptor.getSmem(), base, k);
+      out[4 * k] = out[4 * k + 2] = c0;
+      out[4 * k + 1] = out[4 * k + 3] = c1;
     }
     rewriter.replaceOp(op, pack(rewriter, loc, getTypeConverter()->convertType(t), out));
     return success();
@@ -566,23 +602,28 @@ struct GradProbsLowering : OpConversionPattern<GradProbsOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     SmallVector<Value> s = unpack(rewriter, loc, adaptor.getScores());
-    SmallVector<Value> lse = unpack(rewriter, loc, adaptor.getLse());
     Value inf = f32Const(rewriter, loc, std::numeric_limits<double>::infinity());
     Value ninf = f32Const(rewriter, loc, -std::numeric_limits<double>::infinity());
     Value negLog2e = f32Const(rewriter, loc, -fa3::attn::kLog2e);
     SmallVector<Value> p;
-    for (size_t idx = 0; idx < s.size(); ++idx) {
-      // (not llvm.intr.fabs: the NVVM conversion takes it for libdevice's)
-      Value pos = arith::CmpFOp::create(rewriter, loc, arith::CmpFPredicate::OEQ,
-                                        lse[idx], inf);
-      Value neg = arith::CmpFOp::create(rewriter, loc, arith::CmpFPredicate::OEQ,
-                                        lse[idx], ninf);
-      Value isInf = arith::OrIOp::create(rewriter, loc, pos, neg);
-      Value negMu = arith::MulFOp::create(rewriter, loc, lse[idx], negLog2e);
-      negMu = arith::SelectOp::create(rewriter, loc, isInf, ninf, negMu);
-      p.push_back(fa3::attn::buildSoftmaxProb(rewriter, loc, s[idx],
-                                              adaptor.getScaleLog2(), negMu));
-    }
+    forEachColumnBlock(
+        rewriter, loc, static_cast<int64_t>(s.size()) / 4, adaptor.getLse(),
+        adaptor.getSmem(), adaptor.getOffset(),
+        [&](int64_t k, ArrayRef<Value> lse) {
+          for (int64_t r = 0; r < 4; ++r) {
+            // (not llvm.intr.fabs: the NVVM conversion takes it for
+            // libdevice's)
+            Value pos = arith::CmpFOp::create(
+                rewriter, loc, arith::CmpFPredicate::OEQ, lse[r], inf);
+            Value neg = arith::CmpFOp::create(
+                rewriter, loc, arith::CmpFPredicate::OEQ, lse[r], ninf);
+            Value isInf = arith::OrIOp::create(rewriter, loc, pos, neg);
+            Value negMu = arith::MulFOp::create(rewriter, loc, lse[r], negLog2e);
+            negMu = arith::SelectOp::create(rewriter, loc, isInf, ninf, negMu);
+            p.push_back(fa3::attn::buildSoftmaxProb(
+                rewriter, loc, s[4 * k + r], adaptor.getScaleLog2(), negMu));
+          }
+        });
     rewriter.replaceOp(op, pack(rewriter, loc, adaptor.getScores().getType(), p));
     return success();
   }
@@ -597,12 +638,17 @@ struct GradScoresLowering : OpConversionPattern<GradScoresOp> {
     Location loc = op.getLoc();
     SmallVector<Value> p = unpack(rewriter, loc, adaptor.getP());
     SmallVector<Value> dp = unpack(rewriter, loc, adaptor.getDp());
-    SmallVector<Value> delta = unpack(rewriter, loc, adaptor.getDelta());
     SmallVector<Value> ds;
-    for (size_t idx = 0; idx < p.size(); ++idx) {
-      Value d = arith::SubFOp::create(rewriter, loc, dp[idx], delta[idx]);
-      ds.push_back(arith::MulFOp::create(rewriter, loc, p[idx], d));
-    }
+    forEachColumnBlock(
+        rewriter, loc, static_cast<int64_t>(p.size()) / 4, adaptor.getDelta(),
+        adaptor.getSmem(), adaptor.getOffset(),
+        [&](int64_t k, ArrayRef<Value> delta) {
+          for (int64_t r = 0; r < 4; ++r) {
+            int64_t idx = 4 * k + r;
+            Value d = arith::SubFOp::create(rewriter, loc, dp[idx], delta[r]);
+            ds.push_back(arith::MulFOp::create(rewriter, loc, p[idx], d));
+          }
+        });
     rewriter.replaceOp(op, pack(rewriter, loc, adaptor.getP().getType(), ds));
     return success();
   }
@@ -629,54 +675,113 @@ struct GradSoftcapLowering : OpConversionPattern<GradSoftcapOp> {
   }
 };
 
-/// 16-bit register 2k + i holds row i's columns 8k + colbase + {0, 1}: 4
-/// bytes at byte 16 (k % 8) + 2 colbase of the row in box k / 8, whose
-/// 16-byte unit k % 8 the swizzle moves to (k % 8) ^ (row % 8); the row
-/// (16 warp + lane / 4 + 8 i) is lane / 4 modulo 8.
+/// With 4-byte stores: 16-bit register 2k + i holds row i's columns 8k +
+/// colbase + {0, 1}: 4 bytes at byte 16 (k % 8) + 2 colbase of the row in
+/// box k / 8, whose 16-byte unit k % 8 the swizzle moves to (k % 8) ^
+/// (row % 8); the row (16 warp + lane / 4 + 8 i) is lane / 4 modulo 8.
+void storeSharedByWords(OpBuilder &b, Location loc, StoreSharedOp op,
+                        ArrayRef<Value> regs, Value smem, Value offset,
+                        Value column) {
+  ThreadPlace tp = threadPlace(b, loc);
+  Value c128 = i32Const(b, loc, kSwizzleBytes);
+  Value rowBytes = arith::MulIOp::create(b, loc, tp.row, c128);
+  Value c2 = i32Const(b, loc, 2);
+  Value within = arith::MulIOp::create(b, loc, tp.colbase, c2);
+  Value base = arith::AddIOp::create(b, loc, offset, rowBytes);
+  base = arith::AddIOp::create(b, loc, base, within);
+  Value c4 = i32Const(b, loc, 4);
+  Value phase = arith::DivUIOp::create(b, loc, tp.lane, c4);
+  auto smemT = cast<LLVM::LLVMPointerType>(smem.getType());
+  const int64_t blocks = op.getTile().getType().getColumns() / 8;
+  // at a column: the tile's units start at column / 8 of the box's row
+  Value firstUnit;
+  if (column) {
+    Value c8 = i32Const(b, loc, 8);
+    firstUnit = arith::DivUIOp::create(b, loc, column, c8);
+  }
+  for (int64_t k = 0; k < blocks; ++k) {
+    Value unit = i32Const(b, loc, k % 8);
+    if (firstUnit)
+      unit = arith::AddIOp::create(b, loc, unit, firstUnit);
+    Value swz = arith::XOrIOp::create(b, loc, unit, phase);
+    Value c16 = i32Const(b, loc, 16);
+    Value unitBytes = arith::MulIOp::create(b, loc, swz, c16);
+    Value off = arith::AddIOp::create(b, loc, base, unitBytes);
+    for (int64_t i = 0; i < 2; ++i) {
+      int64_t fixed = (k / 8) * op.getBoxBytes() + i * 8 * kSwizzleBytes;
+      Value o = off;
+      if (fixed) {
+        Value f = i32Const(b, loc, fixed);
+        o = arith::AddIOp::create(b, loc, off, f);
+      }
+      Value p = LLVM::GEPOp::create(b, loc, smemT, b.getI8Type(), smem,
+                                    ValueRange{o});
+      LLVM::StoreOp::create(b, loc, regs[2 * k + i], p, /*alignment=*/4);
+    }
+  }
+}
+
+/// With stmatrix: n8 blocks k, k + 1 by one stmatrix.x4 (FA3's copy of dS
+/// and P^T). Lane l gives the address of row l % 8 of matrix l / 8: matrix
+/// j holds rows 8 (j % 2) .. of the warp's 16 and the columns of n8 block
+/// k + j / 2, whose register 2 (k + j / 2) + j % 2 is the thread's part of
+/// it. Block k is 16-byte unit k % 8 (plus column / 8) of the row in box
+/// k / 8, moved by the swizzle to unit ^ (row % 8); the warpgroup's row is
+/// 16 warp + 8 (j % 2) + l % 8.
+void storeSharedByStmatrix(OpBuilder &b, Location loc, StoreSharedOp op,
+                           ArrayRef<Value> regs, Value smem, Value offset,
+                           Value column) {
+  ThreadPlace tp = threadPlace(b, loc);
+  Value c1 = i32Const(b, loc, 1);
+  Value c8 = i32Const(b, loc, 8);
+  Value c16 = i32Const(b, loc, 16);
+  Value mat = arith::DivUIOp::create(b, loc, tp.lane, c8);
+  Value rin = arith::RemUIOp::create(b, loc, tp.lane, c8);
+  Value half = arith::AndIOp::create(b, loc, mat, c1);
+  Value blockHi = arith::ShRUIOp::create(b, loc, mat, c1);
+  Value row = arith::MulIOp::create(b, loc, tp.warp, c16);
+  row = arith::AddIOp::create(b, loc, row, arith::MulIOp::create(b, loc, half, c8));
+  row = arith::AddIOp::create(b, loc, row, rin);
+  Value base = arith::MulIOp::create(b, loc, row, i32Const(b, loc, kSwizzleBytes));
+  base = arith::AddIOp::create(b, loc, offset, base);
+  Value firstUnit = blockHi;
+  if (column) {
+    Value first = arith::DivUIOp::create(b, loc, column, c8);
+    firstUnit = arith::AddIOp::create(b, loc, first, blockHi);
+  }
+  auto smemT = cast<LLVM::LLVMPointerType>(smem.getType());
+  auto shape = NVVM::LdStMatrixShapeAttr::get(b.getContext(), 8, 8);
+  const int64_t blocks = op.getTile().getType().getColumns() / 8;
+  for (int64_t k = 0; k < blocks; k += 2) {
+    Value unit = firstUnit;
+    if (k % 8)
+      unit = arith::AddIOp::create(b, loc, unit, i32Const(b, loc, k % 8));
+    Value swz = arith::XOrIOp::create(b, loc, unit, rin);
+    Value off = arith::AddIOp::create(b, loc, base,
+                                      arith::MulIOp::create(b, loc, swz, c16));
+    if (int64_t box = (k / 8) * op.getBoxBytes())
+      off = arith::AddIOp::create(b, loc, off, i32Const(b, loc, box));
+    Value p = LLVM::GEPOp::create(b, loc, smemT, b.getI8Type(), smem,
+                                  ValueRange{off});
+    NVVM::StMatrixOp::create(b, loc, p, regs.slice(2 * k, 4),
+                             NVVM::MMALayout::row, shape,
+                             NVVM::LdStMatrixEltType::B16);
+  }
+}
+
 struct StoreSharedLowering : OpConversionPattern<StoreSharedOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(StoreSharedOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    ThreadPlace tp = threadPlace(rewriter, loc);
     SmallVector<Value> regs = unpack(rewriter, loc, adaptor.getTile());
-    Value c128 = i32Const(rewriter, loc, kSwizzleBytes);
-    Value rowBytes = arith::MulIOp::create(rewriter, loc, tp.row, c128);
-    Value c2 = i32Const(rewriter, loc, 2);
-    Value within = arith::MulIOp::create(rewriter, loc, tp.colbase, c2);
-    Value base = arith::AddIOp::create(rewriter, loc, adaptor.getOffset(), rowBytes);
-    base = arith::AddIOp::create(rewriter, loc, base, within);
-    Value c4 = i32Const(rewriter, loc, 4);
-    Value phase = arith::DivUIOp::create(rewriter, loc, tp.lane, c4);
-    auto smemT = cast<LLVM::LLVMPointerType>(adaptor.getSmem().getType());
-    const int64_t blocks = op.getTile().getType().getColumns() / 8;
-    // at a column: the tile's units start at column / 8 of the box's row
-    Value firstUnit;
-    if (adaptor.getColumn()) {
-      Value c8 = i32Const(rewriter, loc, 8);
-      firstUnit = arith::DivUIOp::create(rewriter, loc, adaptor.getColumn(), c8);
-    }
-    for (int64_t k = 0; k < blocks; ++k) {
-      Value unit = i32Const(rewriter, loc, k % 8);
-      if (firstUnit)
-        unit = arith::AddIOp::create(rewriter, loc, unit, firstUnit);
-      Value swz = arith::XOrIOp::create(rewriter, loc, unit, phase);
-      Value c16 = i32Const(rewriter, loc, 16);
-      Value unitBytes = arith::MulIOp::create(rewriter, loc, swz, c16);
-      Value off = arith::AddIOp::create(rewriter, loc, base, unitBytes);
-      for (int64_t i = 0; i < 2; ++i) {
-        int64_t fixed = (k / 8) * op.getBoxBytes() + i * 8 * kSwizzleBytes;
-        Value o = off;
-        if (fixed) {
-          Value f = i32Const(rewriter, loc, fixed);
-          o = arith::AddIOp::create(rewriter, loc, off, f);
-        }
-        Value p = LLVM::GEPOp::create(rewriter, loc, smemT, rewriter.getI8Type(),
-                                      adaptor.getSmem(), ValueRange{o});
-        LLVM::StoreOp::create(rewriter, loc, regs[2 * k + i], p, /*alignment=*/4);
-      }
-    }
+    if (op.getStmatrix())
+      storeSharedByStmatrix(rewriter, loc, op, regs, adaptor.getSmem(),
+                            adaptor.getOffset(), adaptor.getColumn());
+    else
+      storeSharedByWords(rewriter, loc, op, regs, adaptor.getSmem(),
+                         adaptor.getOffset(), adaptor.getColumn());
     fenceSharedForAsyncProxy(rewriter, loc);
     rewriter.eraseOp(op);
     return success();

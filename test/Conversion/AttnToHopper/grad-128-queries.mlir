@@ -46,10 +46,10 @@
 // The consumers.
 // CHECK: hopper.wgmma.ss %{{.*}}, %{{.*}} k 64 boxes 16384, 16384 : bf16 -> !hopper.frag<64x128xf32>
 // CHECK: hopper.wgmma.ss %{{.*}}, %{{.*}} k 64 boxes 16384, 16384 : bf16 -> !hopper.frag<64x128xf32>
-// CHECK: hopper.load_columns %{{.*}} : !hopper.frag<64x128xf32>
 // CHECK: hopper.mask %{{.*}} transposed : !hopper.frag<64x128xf32>
+// CHECK: hopper.grad_probs %{{.*}}, columns %{{.*}} : !hopper.frag<64x128xf32>
 // CHECK: %[[DV:.*]] = hopper.wgmma.rs %{{.*}}, %{{.*}}, %{{.*}} : !hopper.frag<64x128xbf16>, !hopper.frag<64x64xf32>
-// CHECK-NEXT: hopper.store_shared %{{.*}} to %{{.*}}[%{{.*}}] box_bytes 16384 : !hopper.frag<64x128xbf16>
+// CHECK-NEXT: hopper.store_shared %{{.*}} to %{{.*}}[%{{.*}}] box_bytes 16384 stmatrix : !hopper.frag<64x128xbf16>
 // CHECK-NEXT: hopper.named_barrier.sync stage[%{{.*}}] of 2 threads 256
 // CHECK-NEXT: nvvm.wgmma.fence.aligned
 // CHECK-NEXT: %[[DQ0:.*]] = hopper.wgmma.ss %[[DS:.*]], %[[KT:.*]] k 128 boxes 0, 0 {a_mn_major, b_mn_major} : bf16 -> !hopper.frag<64x32xf32>

@@ -72,12 +72,17 @@
 // CHECK: %{{.*}}:2 = scf.for {{.*}} -> (!hopper.frag<64x128xf32>, !hopper.frag<64x128xf32>)
 // CHECK: %[[S:.*]] = hopper.wgmma.ss %{{.*}}, %{{.*}} k 128 boxes 16384, 8192 : bf16 -> !hopper.frag<64x64xf32>
 // CHECK: %[[DP:.*]] = hopper.wgmma.ss %{{.*}}, %{{.*}} k 128 boxes 16384, 8192 : bf16 -> !hopper.frag<64x64xf32>
+// Head dim 128 with a mask (the table): LSE read where each block of
+// columns is used, D as a whole vector before the rows are released.
 // CHECK: hopper.ring.consumer_wait %[[RR]]
-// CHECK: %[[L:.*]] = hopper.load_columns %{{.*}}[%{{.*}}] : !hopper.frag<64x64xf32>
+// CHECK-NEXT: %[[STAGE:.*]] = hopper.ring.stage %[[RR]]
+// CHECK-NEXT: %[[SOFF:.*]] = arith.muli %[[STAGE]], %c1024_i32
+// CHECK-NEXT: %[[ROWS:.*]] = arith.addi %[[SOFF]], %c196608_i32
+// CHECK-NOT: hopper.load_columns
 // CHECK: %[[S1:.*]] = hopper.wgmma.wait 1, %[[S]]
 // CHECK: scf.if
 // CHECK: hopper.mask %[[S1]] rows %{{.*}} cols %{{.*}} visible @bwd128_kernel_visible_cols(%{{.*}}, %{{.*}}) transposed
-// CHECK: %[[P:.*]] = hopper.grad_probs %{{.*}}, %[[L]] scale %{{.*}}
+// CHECK: %[[P:.*]] = hopper.grad_probs %{{.*}}, columns %{{.*}}[%[[ROWS]]] scale %{{.*}}
 // CHECK: %[[D:.*]] = hopper.load_columns
 // CHECK: hopper.ring.consumer_release %[[RR]]
 // CHECK: %[[DP1:.*]] = hopper.wgmma.wait 0, %[[DP]]
@@ -90,7 +95,7 @@
 // once dK has read Q.
 // CHECK: nvvm.wgmma.fence.aligned
 // CHECK-NEXT: %[[DVP:.*]] = hopper.wgmma.rs %[[PA]], %{{.*}}, %{{.*}} : !hopper.frag<64x64xbf16>, !hopper.frag<64x128xf32>
-// CHECK-NEXT: hopper.store_shared %[[DSA]] to %{{.*}}[%{{.*}}] box_bytes 0
+// CHECK-NEXT: hopper.store_shared %[[DSA]] to %{{.*}}[%{{.*}}] box_bytes 0 stmatrix :
 // CHECK-NEXT: hopper.named_barrier.sync stage[%{{.*}}] of 2 threads 256
 // CHECK-NEXT: nvvm.wgmma.fence.aligned
 // CHECK-NEXT: %[[DQT:.*]] = hopper.wgmma.ss %{{.*}}, %{{.*}} k 128 boxes 0, 0 {a_mn_major, b_mn_major} : bf16 -> !hopper.frag<64x64xf32>
@@ -220,8 +225,12 @@ func.func @bwd64(%q: memref<?x1x?x64xf16>, %k: memref<?x1x?x64xf16>, %v: memref<
 // CHECK: %[[S:.*]] = hopper.wgmma.wait 1, %{{.*}}
 // CHECK: %[[T:.*]] = hopper.softcap %[[S]], %[[PRE]] : !hopper.frag<64x64xf32>
 // CHECK: hopper.mask %[[T]] rows %{{.*}} cols %{{.*}} visible @bwd_window_softcap_kernel_visible_cols(%{{.*}}, %{{.*}}) left_bounded transposed
-// CHECK: %[[P:.*]] = hopper.grad_probs %{{.*}}, %{{.*}} scale %[[CAPL2E]] : !hopper.frag<64x64xf32>
-// CHECK: %[[DS:.*]] = hopper.grad_scores %[[P]], %{{.*}}, %{{.*}} : !hopper.frag<64x64xf32>
+// Head dim 64 (the table): LSE and D read where used, the rows released
+// after D's last read.
+// CHECK: %[[P:.*]] = hopper.grad_probs %{{.*}}, columns %{{.*}}[%[[LOFF:.*]]] scale %[[CAPL2E]] : !hopper.frag<64x64xf32>
+// CHECK: %[[DOFF:.*]] = arith.addi %[[LOFF]], %c256_i32
+// CHECK: %[[DS:.*]] = hopper.grad_scores %[[P]], %{{.*}}, columns %{{.*}}[%[[DOFF]]] : !hopper.frag<64x64xf32>
+// CHECK-NEXT: hopper.ring.consumer_release
 // CHECK-NEXT: hopper.grad_softcap %[[DS]], %[[T]] : !hopper.frag<64x64xf32>
 // ATOMIC-LABEL: gpu.module @bwd_window_softcap_kernels
 // NVVM-LABEL: gpu.module @bwd_window_softcap_kernels

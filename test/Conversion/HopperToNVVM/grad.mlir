@@ -60,6 +60,39 @@ func.func @probs_scores(%s: !hopper.frag<64x16xf32>, %l: !hopper.frag<64x16xf32>
 
 // -----
 
+// LSE and D read where used (columns): each n8 block's pair loaded just
+// before its four exp2 (its four subtractions), never all at once; the
+// pair at 32 k bytes past the thread's first column, D's at the second
+// offset.
+// CHECK-LABEL: func.func @probs_scores_columns(
+// CHECK-SAME: %[[SMEM:[^:]*]]: !llvm.ptr<3>, %[[LOFF:[^:]*]]: i32, %[[DOFF:[^:]*]]: i32
+// CHECK: %[[LB:.*]] = arith.addi %[[LOFF]], %{{.*}} : i32
+// CHECK: %[[LP0:.*]] = llvm.getelementptr %[[SMEM]][%[[LB]]]
+// CHECK: llvm.load %[[LP0]] {alignment = 8 : i64} : !llvm.ptr<3> -> vector<2xf32>
+// CHECK-COUNT-4: math.exp2
+// CHECK-NOT: math.exp2
+// CHECK: %[[LA1:.*]] = arith.addi %[[LB]], %c32_i32
+// CHECK: %[[LP1:.*]] = llvm.getelementptr %[[SMEM]][%[[LA1]]]
+// CHECK: llvm.load %[[LP1]]
+// CHECK-COUNT-4: math.exp2
+// CHECK-NOT: math.exp2
+// CHECK: %[[DB:.*]] = arith.addi %[[DOFF]], %{{.*}} : i32
+// CHECK: %[[DP0:.*]] = llvm.getelementptr %[[SMEM]][%[[DB]]]
+// CHECK: llvm.load %[[DP0]]
+// CHECK-COUNT-4: arith.subf
+// CHECK-NOT: arith.subf
+// CHECK: arith.addi %[[DB]], %c32_i32
+// CHECK: llvm.load
+// CHECK-COUNT-4: arith.subf
+// CHECK-NOT: llvm.load
+func.func @probs_scores_columns(%s: !hopper.frag<64x16xf32>, %smem: !llvm.ptr<3>, %loff: i32, %doff: i32, %sl2: f32, %dp: !hopper.frag<64x16xf32>) -> !hopper.frag<64x16xf32> {
+  %p = hopper.grad_probs %s, columns %smem[%loff] scale %sl2 : !hopper.frag<64x16xf32>
+  %ds = hopper.grad_scores %p, %dp, columns %smem[%doff] : !hopper.frag<64x16xf32>
+  return %ds : !hopper.frag<64x16xf32>
+}
+
+// -----
+
 // Through softcap's tanh t: dx = ds (1 - t^2), 1 - t^2 as fma(-t, t, 1).
 // CHECK-LABEL: func.func @grad_softcap(
 // CHECK: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
@@ -117,6 +150,7 @@ func.func @mask_transposed(%s: !hopper.frag<64x16xf32>, %r: i32, %c: i32, %sq: i
 // CHECK: llvm.store %{{.*}}, %[[P1]]
 // CHECK: arith.xori %c1_i32{{.*}}, %[[PHASE]] : i32
 // CHECK-COUNT-2: llvm.store
+// CHECK-NOT: nvvm.stmatrix
 // CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 func.func @store_shared(%t: !hopper.frag<64x16xbf16>, %smem: !llvm.ptr<3>, %off: i32) {
   hopper.store_shared %t to %smem [%off] box_bytes 0 : !hopper.frag<64x16xbf16>
@@ -136,6 +170,78 @@ func.func @store_shared(%t: !hopper.frag<64x16xbf16>, %smem: !llvm.ptr<3>, %off:
 // CHECK-NEXT: arith.xori %[[U1]], %{{.*}} : i32
 func.func @store_shared_column(%t: !hopper.frag<64x16xbf16>, %smem: !llvm.ptr<3>, %off: i32, %col: i32) {
   hopper.store_shared %t to %smem [%off] column %col box_bytes 0 : !hopper.frag<64x16xbf16>
+  return
+}
+
+// -----
+
+// With stmatrix: one stmatrix.x4 a pair of n8 blocks: lane l addresses row l % 8 of matrix
+// m = l / 8, the warp's row 8 (m % 2) + l % 8 (128 bytes a row), in 16-byte
+// unit (m / 2) ^ (l % 8) (the 128-byte swizzle); registers in the
+// accumulator's order (block k rows 0-7, rows 8-15, block k + 1 ...). Then
+// the proxy fence for the wgmma that reads it.
+// CHECK-LABEL: func.func @store_shared_stmatrix(
+// CHECK-SAME: %[[T:.*]]: !llvm.struct<(i32, i32, i32, i32)>, %[[SMEM:.*]]: !llvm.ptr<3>, %[[OFF:.*]]: i32)
+// CHECK-DAG: %[[R0:.*]] = llvm.extractvalue %[[T]][0]
+// CHECK-DAG: %[[R1:.*]] = llvm.extractvalue %[[T]][1]
+// CHECK-DAG: %[[R2:.*]] = llvm.extractvalue %[[T]][2]
+// CHECK-DAG: %[[R3:.*]] = llvm.extractvalue %[[T]][3]
+// CHECK: %[[MAT:.*]] = arith.divui %[[LANE:.*]], %c8_i32
+// CHECK: %[[RIN:.*]] = arith.remui %[[LANE]], %c8_i32
+// CHECK: %[[HALF:.*]] = arith.andi %[[MAT]], %c1_i32
+// CHECK: %[[HI:.*]] = arith.shrui %[[MAT]], %c1_i32
+// CHECK: %[[WROW:.*]] = arith.muli %{{.*}}, %c16_i32
+// CHECK: %[[HROW:.*]] = arith.muli %[[HALF]], %c8_i32
+// CHECK: %[[ROW0:.*]] = arith.addi %[[WROW]], %[[HROW]]
+// CHECK: %[[ROW:.*]] = arith.addi %[[ROW0]], %[[RIN]]
+// CHECK: %[[RB:.*]] = arith.muli %[[ROW]], %c128_i32
+// CHECK: %[[BASE:.*]] = arith.addi %[[OFF]], %[[RB]]
+// CHECK: %[[SW:.*]] = arith.xori %[[HI]], %[[RIN]]
+// CHECK: %[[UB:.*]] = arith.muli %[[SW]], %c16_i32
+// CHECK: %[[O:.*]] = arith.addi %[[BASE]], %[[UB]]
+// CHECK: %[[P:.*]] = llvm.getelementptr %[[SMEM]][%[[O]]]
+// CHECK: nvvm.stmatrix %[[P]], %[[R0]], %[[R1]], %[[R2]], %[[R3]] {{.*}}layout = #nvvm.mma_layout<row>
+// CHECK-NOT: nvvm.stmatrix
+// CHECK-NOT: llvm.store
+// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+func.func @store_shared_stmatrix(%t: !hopper.frag<64x16xbf16>, %smem: !llvm.ptr<3>, %off: i32) {
+  hopper.store_shared %t to %smem [%off] box_bytes 0 stmatrix : !hopper.frag<64x16xbf16>
+  return
+}
+
+// -----
+
+// At a column: the units start at column / 8 of the row (plus the matrix's
+// block), XORed with the row's phase after the add; pairs 2 .. 7 add 2 k.
+// A 64 x 32 tile is two stmatrix.
+// CHECK-LABEL: func.func @store_shared_stmatrix_column(
+// CHECK-SAME: %{{.*}}: !llvm.struct<(i32, i32, i32, i32, i32, i32, i32, i32)>, %[[SMEM:.*]]: !llvm.ptr<3>, %[[OFF:.*]]: i32, %[[COL:.*]]: i32)
+// CHECK: %[[HI:.*]] = arith.shrui
+// CHECK: %[[FIRST:.*]] = arith.divui %[[COL]], %c8_i32
+// CHECK: %[[U0:.*]] = arith.addi %[[FIRST]], %[[HI]] : i32
+// CHECK-NEXT: arith.xori %[[U0]], %{{.*}} : i32
+// CHECK: nvvm.stmatrix
+// CHECK: %[[U1:.*]] = arith.addi %[[U0]], %c2_i32{{.*}} : i32
+// CHECK-NEXT: arith.xori %[[U1]], %{{.*}} : i32
+// CHECK: nvvm.stmatrix
+// CHECK-NOT: nvvm.stmatrix
+func.func @store_shared_stmatrix_column(%t: !hopper.frag<64x32xbf16>, %smem: !llvm.ptr<3>, %off: i32, %col: i32) {
+  hopper.store_shared %t to %smem [%off] column %col box_bytes 0 stmatrix : !hopper.frag<64x32xbf16>
+  return
+}
+
+// -----
+
+// A second box (columns 64 ..) is box_bytes on: the fifth pair adds 8192.
+// CHECK-LABEL: func.func @store_shared_stmatrix_boxes(
+// CHECK-COUNT-4: nvvm.stmatrix
+// CHECK: arith.addi %{{.*}}, %c8192_i32
+// CHECK-NEXT: llvm.getelementptr
+// CHECK-NEXT: nvvm.stmatrix
+// CHECK-COUNT-3: nvvm.stmatrix
+// CHECK-NOT: nvvm.stmatrix
+func.func @store_shared_stmatrix_boxes(%t: !hopper.frag<64x128xbf16>, %smem: !llvm.ptr<3>, %off: i32) {
+  hopper.store_shared %t to %smem [%off] box_bytes 8192 stmatrix : !hopper.frag<64x128xbf16>
   return
 }
 

@@ -9,9 +9,12 @@
 // CHECK: hopper.mask %{{.*}} rows %{{.*}} cols %{{.*}} visible @vis(%{{.*}}, %{{.*}}) transposed : !hopper.frag<64x64xf32>
 // CHECK: hopper.grad_probs %{{.*}}, %{{.*}} scale %{{.*}} : !hopper.frag<64x64xf32>
 // CHECK: hopper.grad_scores %{{.*}}, %{{.*}}, %{{.*}} : !hopper.frag<64x64xf32>
+// CHECK: hopper.grad_probs %{{.*}}, columns %{{.*}}[%{{.*}}] scale %{{.*}} : !hopper.frag<64x64xf32>
+// CHECK: hopper.grad_scores %{{.*}}, %{{.*}}, columns %{{.*}}[%{{.*}}] : !hopper.frag<64x64xf32>
 // CHECK: hopper.grad_softcap %{{.*}}, %{{.*}} : !hopper.frag<64x64xf32>
 // CHECK: hopper.store_shared %{{.*}} to %{{.*}}[%{{.*}}] box_bytes 0 : !hopper.frag<64x64xbf16>
 // CHECK: hopper.store_shared %{{.*}} to %{{.*}}[%{{.*}}] column %{{.*}} box_bytes 0 : !hopper.frag<64x32xbf16>
+// CHECK: hopper.store_shared %{{.*}} to %{{.*}}[%{{.*}}] box_bytes 0 stmatrix : !hopper.frag<64x64xbf16>
 // CHECK: hopper.wgmma.ss %{{.*}}, %{{.*}} acc %{{.*}} k 64 boxes 8192, 0 {b_mn_major} : bf16 -> !hopper.frag<64x128xf32>
 // CHECK: hopper.reduce_add %{{.*}} to %{{.*}} : !hopper.frag<64x128xf32>
 // CHECK: hopper.reduce_add %{{.*}} to %{{.*}} columns 64 : !hopper.frag<64x128xf32>
@@ -31,11 +34,14 @@ func.func @step(%da: i64, %db: i64, %s: !hopper.frag<64x64xf32>, %dp: !hopper.fr
   %m = hopper.mask %s rows %m0 cols %m0 visible @vis(%sq, %skv) transposed : !hopper.frag<64x64xf32>
   %p = hopper.grad_probs %m, %l scale %sl2 : !hopper.frag<64x64xf32>
   %ds = hopper.grad_scores %p, %dp, %l : !hopper.frag<64x64xf32>
+  %pc = hopper.grad_probs %m, columns %smem[%off] scale %sl2 : !hopper.frag<64x64xf32>
+  %dsc0 = hopper.grad_scores %pc, %dp, columns %smem[%off] : !hopper.frag<64x64xf32>
   %dsc = hopper.grad_softcap %ds, %s : !hopper.frag<64x64xf32>
   %h = hopper.trunc %ds : !hopper.frag<64x64xf32> to !hopper.frag<64x64xbf16>
   hopper.store_shared %h to %smem [%off] box_bytes 0 : !hopper.frag<64x64xbf16>
   %half = hopper.zero : !hopper.frag<64x32xbf16>
   hopper.store_shared %half to %smem [%off] column %m0 box_bytes 0 : !hopper.frag<64x32xbf16>
+  hopper.store_shared %h to %smem [%off] box_bytes 0 stmatrix : !hopper.frag<64x64xbf16>
   %acc = hopper.wgmma.ss %da, %db acc %q k 64 boxes 8192, 0 {b_mn_major} : bf16 -> !hopper.frag<64x128xf32>
   hopper.reduce_add %q to %dq : !hopper.frag<64x128xf32>
   hopper.reduce_add %q to %dq columns 64 : !hopper.frag<64x128xf32>
@@ -163,7 +169,31 @@ func.func @reduce_barriers_three_consumers(%c: i32) {
 // -----
 
 func.func @column_whole_box(%t: !hopper.frag<64x64xbf16>, %smem: !llvm.ptr<3>, %off: i32, %c: i32) {
-  // expected-error @+1 {{a tile stored at a column is part of one 64-column box: at most 56 columns wide}}
+  // expected-error @+1 {{a tile stored at a column is part of one 64-column box: at most 48 columns wide}}
   hopper.store_shared %t to %smem [%off] column %c box_bytes 0 : !hopper.frag<64x64xbf16>
+  return
+}
+
+// -----
+
+func.func @probs_both(%s: !hopper.frag<64x64xf32>, %l: !hopper.frag<64x64xf32>, %sl2: f32, %smem: !llvm.ptr<3>, %off: i32) {
+  // expected-error @+1 {{takes lse as a fragment or as columns %smem[%off], not both}}
+  %p = hopper.grad_probs %s, %l columns %smem[%off] scale %sl2 : !hopper.frag<64x64xf32>
+  return
+}
+
+// -----
+
+func.func @probs_neither(%s: !hopper.frag<64x64xf32>, %sl2: f32) {
+  // expected-error @+1 {{takes lse as a fragment or as columns %smem[%off], got neither}}
+  %p = hopper.grad_probs %s, scale %sl2 : !hopper.frag<64x64xf32>
+  return
+}
+
+// -----
+
+func.func @scores_neither(%p: !hopper.frag<64x64xf32>, %dp: !hopper.frag<64x64xf32>) {
+  // expected-error @+1 {{takes delta as a fragment or as columns %smem[%off], got neither}}
+  %ds = hopper.grad_scores %p, %dp, : !hopper.frag<64x64xf32>
   return
 }

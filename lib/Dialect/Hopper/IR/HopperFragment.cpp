@@ -179,12 +179,50 @@ LogicalResult StageRowsOp::verify() {
   return success();
 }
 
+/// A per-query vector operand: a fragment (of the tile's type: the op's
+/// trait), or `columns %smem[%off]` (both parts), not both.
+static LogicalResult verifyColumnsOperand(Operation *op, StringRef name,
+                                          Value frag, Value smem,
+                                          Value offset) {
+  if (bool(smem) != bool(offset))
+    return op->emitOpError("columns takes a shared memory pointer and a byte "
+                           "offset together");
+  if (bool(frag) == bool(smem))
+    return op->emitOpError("takes ")
+           << name << " as a fragment or as columns %smem[%off], "
+           << (frag ? "not both" : "got neither");
+  return success();
+}
+
+static void readsColumns(
+    Value smem,
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
+  if (smem)
+    effects.emplace_back(MemoryEffects::Read::get(),
+                         SideEffects::DefaultResource::get());
+}
+
 LogicalResult GradProbsOp::verify() {
-  return verifyF32Tile(*this, getScores().getType(), "the scores");
+  if (failed(verifyF32Tile(*this, getScores().getType(), "the scores")))
+    return failure();
+  return verifyColumnsOperand(*this, "lse", getLse(), getSmem(), getOffset());
+}
+
+void GradProbsOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
+  readsColumns(getSmem(), effects);
 }
 
 LogicalResult GradScoresOp::verify() {
-  return verifyF32Tile(*this, getP().getType(), "p");
+  if (failed(verifyF32Tile(*this, getP().getType(), "p")))
+    return failure();
+  return verifyColumnsOperand(*this, "delta", getDelta(), getSmem(),
+                              getOffset());
+}
+
+void GradScoresOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
+  readsColumns(getSmem(), effects);
 }
 
 LogicalResult GradSoftcapOp::verify() {
@@ -199,7 +237,7 @@ LogicalResult StoreSharedOp::verify() {
   // Part of a box's rows: the tile lies inside the one box.
   if (getColumn() && t.getColumns() >= 64)
     return emitOpError("a tile stored at a column is part of one 64-column "
-                       "box: at most 56 columns wide, got ")
+                       "box: at most 48 columns wide, got ")
            << t;
   // Boxes of 64 rows x 128 bytes; a second box must not overlap the first.
   if (t.getColumns() > 64 && (getBoxBytes() < 64 * 128 || getBoxBytes() % 1024 != 0))

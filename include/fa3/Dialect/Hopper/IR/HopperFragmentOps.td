@@ -317,36 +317,85 @@ def Hopper_LoadColumnsOp : Hopper_Op<"load_columns", [
   let hasVerifier = 1;
 }
 
-def Hopper_GradProbsOp : Hopper_Op<"grad_probs", [Pure, AllTypesMatch<["scores", "lse", "p"]>]> {
+def Hopper_GradProbsOp : Hopper_Op<"grad_probs", [AttrSizedOperandSegments,
+    AllTypesMatch<["scores", "p"]>,
+    OptionalTypesMatchWith<"lse has the scores' type", "scores", "lse", "$_self">,
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
   let summary = "the forward's probabilities recomputed: p = exp2(s scale_log2 - lse log2(e))";
   let description = [{
     Each score `s` (masked ones -inf) and its column's natural-log `lse`
-    (the forward's, broadcast over the rows: `hopper.load_columns`) give
+    (the forward's, broadcast over the rows) give
     p = exp2(s * scale_log2 - lse * log2(e)), the probability the forward
     used. A column whose lse is -inf (its query saw no key) or +inf (past
     the queries) has p = 0.
+
+    The lse is a fragment (`hopper.load_columns`, read before), or
+    `columns %smem[%off]`: the per-query vector load_columns would read,
+    each thread's pair of columns read from shared memory where its 8-column
+    block is used, so that no register holds the whole vector (the
+    backward's `lse_at_use`, bench/NOTES.md, Backward).
+
+    ```mlir
+    %p = hopper.grad_probs %s, %lse scale %sl2 : !hopper.frag<64x64xf32>
+    %p = hopper.grad_probs %s, columns %smem[%off] scale %sl2 : !hopper.frag<64x64xf32>
+    ```
   }];
-  let arguments = (ins Hopper_Tile:$scores, Hopper_Tile:$lse, F32:$scale_log2);
+  let arguments = (ins Hopper_Tile:$scores, Optional<Hopper_Tile>:$lse,
+                       Optional<Hopper_SharedPtr>:$smem, Optional<I32>:$offset,
+                       F32:$scale_log2);
   let results = (outs Hopper_Tile:$p);
   let assemblyFormat = [{
-    $scores `,` $lse `scale` $scale_log2 attr-dict `:` qualified(type($scores))
+    $scores `,` ($lse^)? (`columns` $smem^ `[` $offset `]`)? `scale` $scale_log2
+    attr-dict `:` qualified(type($scores))
   }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$scores, "::mlir::Value":$lse,
+                   "::mlir::Value":$scaleLog2), [{
+      build($_builder, $_state, scores, lse, ::mlir::Value(), ::mlir::Value(),
+            scaleLog2);
+    }]>,
+    OpBuilder<(ins "::mlir::Value":$scores, "::mlir::Value":$smem,
+                   "::mlir::Value":$offset, "::mlir::Value":$scaleLog2), [{
+      build($_builder, $_state, scores, ::mlir::Value(), smem, offset,
+            scaleLog2);
+    }]>];
   let hasVerifier = 1;
 }
 
-def Hopper_GradScoresOp : Hopper_Op<"grad_scores", [Pure, AllTypesMatch<["p", "dp", "delta", "ds"]>]> {
+def Hopper_GradScoresOp : Hopper_Op<"grad_scores", [AttrSizedOperandSegments,
+    AllTypesMatch<["p", "dp", "ds"]>,
+    OptionalTypesMatchWith<"delta has p's type", "p", "delta", "$_self">,
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
   let summary = "the scores' gradient: ds = p (dp - delta)";
   let description = [{
     With dp = dO V^T (here its transpose) and delta = rowsum(dO o) of the
     column's query (broadcast over the rows), the softmax's backward
     ds = p (dp - delta), without the softmax scale (applied to dK and dQ
-    once, at their ends).
+    once, at their ends). delta is a fragment or, as `hopper.grad_probs`'s
+    lse, `columns %smem[%off]` read where each block is used.
+
+    ```mlir
+    %ds = hopper.grad_scores %p, %dp, %delta : !hopper.frag<64x64xf32>
+    %ds = hopper.grad_scores %p, %dp, columns %smem[%off] : !hopper.frag<64x64xf32>
+    ```
   }];
-  let arguments = (ins Hopper_Tile:$p, Hopper_Tile:$dp, Hopper_Tile:$delta);
+  let arguments = (ins Hopper_Tile:$p, Hopper_Tile:$dp,
+                       Optional<Hopper_Tile>:$delta,
+                       Optional<Hopper_SharedPtr>:$smem, Optional<I32>:$offset);
   let results = (outs Hopper_Tile:$ds);
   let assemblyFormat = [{
-    $p `,` $dp `,` $delta attr-dict `:` qualified(type($p))
+    $p `,` $dp `,` ($delta^)? (`columns` $smem^ `[` $offset `]`)?
+    attr-dict `:` qualified(type($p))
   }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$p, "::mlir::Value":$dp,
+                   "::mlir::Value":$delta), [{
+      build($_builder, $_state, p, dp, delta, ::mlir::Value(), ::mlir::Value());
+    }]>,
+    OpBuilder<(ins "::mlir::Value":$p, "::mlir::Value":$dp,
+                   "::mlir::Value":$smem, "::mlir::Value":$offset), [{
+      build($_builder, $_state, p, dp, ::mlir::Value(), smem, offset);
+    }]>];
   let hasVerifier = 1;
 }
 
@@ -372,6 +421,10 @@ def Hopper_StoreSharedOp : Hopper_Op<"store_shared"> {
     `smem` as rows of 128 bytes (64 columns) with the 128-byte swizzle
     (16-byte unit u of row r at u ^ (r % 8)), N > 64 as boxes of 64 columns
     `box_bytes` apart: the layout TMA loads and wgmma descriptors read.
+    Each register is one 4-byte store, or with `stmatrix` each pair of
+    8-column blocks one `stmatrix.x4` (a quarter of the instructions; which
+    is faster depends on the kernel's registers: the backward's table,
+    bench/NOTES.md, Backward).
     With `column %c`, a tile narrower than a box is columns c .. c + N - 1
     of the box's rows (c a multiple of 8, c + N <= 64: the caller's
     promise), so that warpgroups can each write their part of one tile:
@@ -382,14 +435,15 @@ def Hopper_StoreSharedOp : Hopper_Op<"store_shared"> {
 
     ```mlir
     hopper.store_shared %ds to %smem [%off] box_bytes 8192 : !hopper.frag<64x64xbf16>
-    hopper.store_shared %ds to %smem [%off] column %c32 box_bytes 0 : !hopper.frag<64x32xbf16>
+    hopper.store_shared %ds to %smem [%off] column %c32 box_bytes 0 stmatrix : !hopper.frag<64x32xbf16>
     ```
   }];
   let arguments = (ins Hopper_Tile:$tile, Hopper_SharedPtr:$smem, I32:$offset,
-                       Optional<I32>:$column, I64Attr:$box_bytes);
+                       Optional<I32>:$column, I64Attr:$box_bytes,
+                       UnitAttr:$stmatrix);
   let assemblyFormat = [{
-    $tile `to` $smem `[` $offset `]` (`column` $column^)? `box_bytes` $box_bytes attr-dict
-    `:` qualified(type($tile))
+    $tile `to` $smem `[` $offset `]` (`column` $column^)? `box_bytes` $box_bytes
+    (`stmatrix` $stmatrix^)? attr-dict `:` qualified(type($tile))
   }];
   let hasVerifier = 1;
 }
