@@ -656,8 +656,9 @@ void GradKernelBuilder::consumers(Value cta) {
                                  static_cast<uint64_t>(cfg.headDim),
                                  static_cast<uint64_t>(kBox),
                                  static_cast<uint64_t>(qBox), et);
-    // The queries' LSE and D, staged by the producer's warp 2, read while
-    // the products run; past Sq, lse = +inf makes p = 0.
+    // The queries' LSE and D, staged by the producer's warp 2: LSE read
+    // while the products run, or (lseAtUse) where grad_probs uses each
+    // block of it; past Sq, lse = +inf makes p = 0.
     ringOp<RingConsumerWaitOp>(rowsRing, it);
     Value rowsOff = rowsStage(it);
     Value colsOff = rowsOff;
@@ -693,9 +694,10 @@ void GradKernelBuilder::consumers(Value cta) {
     Value p = cfg.lseAtUse
                   ? GradProbsOp::create(b, loc, s, smemBase, colsOff, probScale)
                   : GradProbsOp::create(b, loc, s, lse, probScale);
-    // D once lse is dead; dS before P V's and dS Q's register operands
-    // exist (at head dim 128, dK and dV hold 128 of the 240 registers). The
-    // rows' stage is released after its last read.
+    // D once lse is dead (or, deltaAtUse, where grad_scores uses each
+    // block of it); dS before P V's and dS Q's register operands exist (at
+    // head dim 128, dK and dV hold 128 of the 240 registers). The rows'
+    // stage is released after its last read.
     Value dOff = bin<arith::AddIOp>(colsOff, i32(cfg.blockM * 4));
     Value ds;
     if (cfg.deltaAtUse) {

@@ -104,6 +104,11 @@ HopperConfigAttr fa3::hopper::recordConfig(MLIRContext *ctx,
       cfg.pingpong, cfg.tmaStore, cfg.splitKv, cfg.packGqa, cfg.ctasPerSm);
 }
 
+/// A causal or window bound on either side (-1: unbounded).
+static bool hasMask(ArrayRef<int64_t> window) {
+  return window[0] >= 0 || window[1] >= 0;
+}
+
 FailureOr<GradKernelConfig>
 fa3::hopper::gradConfig(Value q, Value k, Value v, Value dO, Value dk,
                         Value dv, ArrayRef<int64_t> window, double softcap,
@@ -127,9 +132,8 @@ fa3::hopper::gradConfig(Value q, Value k, Value v, Value dO, Value dk,
   if (!why.empty())
     return failure();
   auto qt = cast<MemRefType>(q.getType());
-  GradKernelConfig cfg = gradTable(qt.getShape().back(),
-                                   window[0] >= 0 || window[1] >= 0,
-                                   deterministic);
+  GradKernelConfig cfg =
+      gradTable(qt.getShape().back(), hasMask(window), deterministic);
   cfg.dtype = qt.getElementType().isBF16() ? "bf16" : "f16";
   cfg.headDim = qt.getShape().back();
   int64_t dvDim = cast<MemRefType>(v.getType()).getShape().back();
@@ -171,8 +175,9 @@ GradKernelConfig fa3::hopper::gradTable(int64_t headDim, bool masked,
   // full (-4 to -9 %), 128 full (0 to -3 %; deterministic -2 to -3 %).
   // LSE at use and stmatrix: 128 masked (-2 to -5 %; deterministic to
   // -8 %; D at use too was +4 to +5 %). Neither: 96 masked, 192 and 256
-  // (+1 to +7 % with either at 96 masked and 256 masked, 192 within 2 %),
-  // and the deterministic 96 full (+2 to +4 %) and 64 masked (+1 to +2 %).
+  // (96 masked -0.5 to +4 % with either, 256 masked +1 to +7 %, 192 -2 to
+  // +2 %), and the deterministic 96 full (+2 to +4 %) and 64 masked (-0.5
+  // to +2 %).
   const bool allAtUse = headDim == 64   ? !(deterministic && masked)
                         : headDim == 96 ? !masked && !deterministic
                                         : headDim == 128 && !masked;
@@ -180,6 +185,17 @@ GradKernelConfig fa3::hopper::gradTable(int64_t headDim, bool masked,
     cfg.lseAtUse = cfg.deltaAtUse = cfg.dsStmatrix = true;
   else if (headDim == 128)
     cfg.lseAtUse = cfg.dsStmatrix = true;
+  // Head dims 192 and 256: both warpgroups see 64 keys (64 x D of dK and
+  // dV each would be D registers a thread). At 256 two Q / dO stages fit
+  // only without the dQ staging (K, V, the stages, P^T and dS^T: 231552
+  // bytes), so dQ is added by the consumers' atomics: with one stage every
+  // Q and dO descriptor is loop-invariant, ptxas holds them all and spills
+  // about 500 bytes, and the kernel ran at 0.57-0.60 of the atomics'
+  // (bench/NOTES.md, Backward at head dim 256). The deterministic kernel
+  // needs the dQ writer's ordered bulk reductions: one stage. At 192 the
+  // staging fits beside two stages, and the bulk reductions measured -12
+  // to -21 % of the main kernel's time against the atomics (bench/NOTES.md,
+  // Log).
   if (headDim > 128) {
     cfg.blockN = 64;
     GradKernelConfig bulk = cfg;
@@ -497,7 +513,7 @@ struct AttnHopperConfigPass
     // the table, then the options that apply
     GradKernelConfig wanted =
         gradTable(cast<MemRefType>(op.getQuery().getType()).getShape().back(),
-                  window[0] >= 0 || window[1] >= 0, op.getDeterministic());
+                  hasMask(window), op.getDeterministic());
     if (opts.blockM)
       wanted.blockM = opts.blockM;
     if (opts.blockN)

@@ -479,7 +479,6 @@ struct MaskLowering : OpConversionPattern<MaskOp> {
 // The backward's math
 //===----------------------------------------------------------------------===//
 
-/// Per column pair of the thread's n8 blocks one 8-byte shared load.
 /// Byte `offset` + 4 colbase: the thread's first column of the per-query
 /// vector at `offset` (hopper.load_columns' layout).
 Value columnBase(OpBuilder &b, Location loc, const ThreadPlace &tp,
@@ -528,6 +527,8 @@ void forEachColumnBlock(OpBuilder &b, Location loc, int64_t blocks,
   }
 }
 
+/// Per column pair of the thread's n8 blocks one 8-byte shared load, its
+/// two rows sharing the values.
 struct LoadColumnsLowering : OpConversionPattern<LoadColumnsOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult

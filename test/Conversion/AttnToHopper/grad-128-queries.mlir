@@ -6,7 +6,8 @@
 // unchanged: <kernel>_post as before), staged in two halves of the
 // warpgroup's buffer, the second tile added only where Sq reaches it. Not
 // the table's choice: it measured slower than 64 (bench/NOTES.md, Log,
-// 2026-12-04; ptxas spills 92-268 bytes). Refusals:
+// 2026-12-04; ptxas spills 44-136 bytes with LSE and D read at use, the
+// table's choice at head dim 64: 128 of each a step). Refusals:
 // grad-128-queries-errors.mlir.
 // RUN: fa3-opt %s --attn-hopper-config=block-m=128 --attn-tile --convert-attn-to-hopper --hopper-warp-specialize | FileCheck %s
 // RUN: fa3-opt %s --attn-hopper-config="block-m=128 tma-store=false" --attn-tile --convert-attn-to-hopper --hopper-warp-specialize | FileCheck %s --check-prefix=ATOMIC
@@ -47,7 +48,9 @@
 // CHECK: hopper.wgmma.ss %{{.*}}, %{{.*}} k 64 boxes 16384, 16384 : bf16 -> !hopper.frag<64x128xf32>
 // CHECK: hopper.wgmma.ss %{{.*}}, %{{.*}} k 64 boxes 16384, 16384 : bf16 -> !hopper.frag<64x128xf32>
 // CHECK: hopper.mask %{{.*}} transposed : !hopper.frag<64x128xf32>
-// CHECK: hopper.grad_probs %{{.*}}, columns %{{.*}} : !hopper.frag<64x128xf32>
+// CHECK: hopper.grad_probs %{{.*}}, columns %{{.*}}[%[[LOFF:.*]]] scale %{{.*}} : !hopper.frag<64x128xf32>
+// CHECK: %[[DOFF:.*]] = arith.addi %[[LOFF]], %c512_i32
+// CHECK: hopper.grad_scores %{{.*}}, %{{.*}}, columns %{{.*}}[%[[DOFF]]] : !hopper.frag<64x128xf32>
 // CHECK: %[[DV:.*]] = hopper.wgmma.rs %{{.*}}, %{{.*}}, %{{.*}} : !hopper.frag<64x128xbf16>, !hopper.frag<64x64xf32>
 // CHECK-NEXT: hopper.store_shared %{{.*}} to %{{.*}}[%{{.*}}] box_bytes 16384 stmatrix : !hopper.frag<64x128xbf16>
 // CHECK-NEXT: hopper.named_barrier.sync stage[%{{.*}}] of 2 threads 256

@@ -68,8 +68,17 @@ func.func @probs_scores(%s: !hopper.frag<64x16xf32>, %l: !hopper.frag<64x16xf32>
 // CHECK-SAME: %[[SMEM:[^:]*]]: !llvm.ptr<3>, %[[LOFF:[^:]*]]: i32, %[[DOFF:[^:]*]]: i32
 // CHECK: %[[LB:.*]] = arith.addi %[[LOFF]], %{{.*}} : i32
 // CHECK: %[[LP0:.*]] = llvm.getelementptr %[[SMEM]][%[[LB]]]
-// CHECK: llvm.load %[[LP0]] {alignment = 8 : i64} : !llvm.ptr<3> -> vector<2xf32>
-// CHECK-COUNT-4: math.exp2
+// CHECK: %[[LV:.*]] = llvm.load %[[LP0]] {alignment = 8 : i64} : !llvm.ptr<3> -> vector<2xf32>
+// CHECK: %[[L0:.*]] = vector.extract %[[LV]][0]
+// CHECK: %[[L1:.*]] = vector.extract %[[LV]][1]
+// CHECK: arith.mulf %[[L0]], %{{.*}}
+// CHECK: math.exp2
+// CHECK: arith.mulf %[[L1]], %{{.*}}
+// CHECK: math.exp2
+// CHECK: arith.mulf %[[L0]], %{{.*}}
+// CHECK: math.exp2
+// CHECK: arith.mulf %[[L1]], %{{.*}}
+// CHECK: math.exp2
 // CHECK-NOT: math.exp2
 // CHECK: %[[LA1:.*]] = arith.addi %[[LB]], %c32_i32
 // CHECK: %[[LP1:.*]] = llvm.getelementptr %[[SMEM]][%[[LA1]]]
@@ -78,8 +87,13 @@ func.func @probs_scores(%s: !hopper.frag<64x16xf32>, %l: !hopper.frag<64x16xf32>
 // CHECK-NOT: math.exp2
 // CHECK: %[[DB:.*]] = arith.addi %[[DOFF]], %{{.*}} : i32
 // CHECK: %[[DP0:.*]] = llvm.getelementptr %[[SMEM]][%[[DB]]]
-// CHECK: llvm.load %[[DP0]]
-// CHECK-COUNT-4: arith.subf
+// CHECK: %[[DV:.*]] = llvm.load %[[DP0]]
+// CHECK: %[[D0:.*]] = vector.extract %[[DV]][0]
+// CHECK: %[[D1:.*]] = vector.extract %[[DV]][1]
+// CHECK: arith.subf %{{.*}}, %[[D0]]
+// CHECK: arith.subf %{{.*}}, %[[D1]]
+// CHECK: arith.subf %{{.*}}, %[[D0]]
+// CHECK: arith.subf %{{.*}}, %[[D1]]
 // CHECK-NOT: arith.subf
 // CHECK: arith.addi %[[DB]], %c32_i32
 // CHECK: llvm.load
@@ -232,12 +246,20 @@ func.func @store_shared_stmatrix_column(%t: !hopper.frag<64x32xbf16>, %smem: !ll
 
 // -----
 
-// A second box (columns 64 ..) is box_bytes on: the fifth pair adds 8192.
+// A second box (columns 64 ..) is box_bytes on: the fifth pair is unit
+// k % 8 = 0 again (the matrix's block, XORed with the row's phase) and
+// adds 8192; its registers are the fifth quadruple.
 // CHECK-LABEL: func.func @store_shared_stmatrix_boxes(
+// CHECK-SAME: %[[T:[^:]*]]: !llvm.struct
+// CHECK-DAG: %[[R16:.*]] = llvm.extractvalue %[[T]][16]
+// CHECK-DAG: %[[R19:.*]] = llvm.extractvalue %[[T]][19]
+// CHECK: %[[RIN:.*]] = arith.remui %{{.*}}, %c8_i32
+// CHECK: %[[HI:.*]] = arith.shrui
 // CHECK-COUNT-4: nvvm.stmatrix
+// CHECK: arith.xori %[[HI]], %[[RIN]]
 // CHECK: arith.addi %{{.*}}, %c8192_i32
 // CHECK-NEXT: llvm.getelementptr
-// CHECK-NEXT: nvvm.stmatrix
+// CHECK-NEXT: nvvm.stmatrix %{{.*}}, %[[R16]], %{{.*}}, %{{.*}}, %[[R19]] {
 // CHECK-COUNT-3: nvvm.stmatrix
 // CHECK-NOT: nvvm.stmatrix
 func.func @store_shared_stmatrix_boxes(%t: !hopper.frag<64x128xbf16>, %smem: !llvm.ptr<3>, %off: i32) {

@@ -197,3 +197,14 @@ func.func @scores_neither(%p: !hopper.frag<64x64xf32>, %dp: !hopper.frag<64x64xf
   %ds = hopper.grad_scores %p, %dp, : !hopper.frag<64x64xf32>
   return
 }
+
+// -----
+
+func.func @scores_both(%p: !hopper.frag<64x64xf32>, %dp: !hopper.frag<64x64xf32>, %smem: !llvm.ptr<3>, %off: i32) {
+  // expected-error @+1 {{takes delta as a fragment or as columns %smem[%off], not both}}
+  %ds = hopper.grad_scores %p, %dp, %dp columns %smem[%off] : !hopper.frag<64x64xf32>
+  return
+}
+
+// (columns without its offset, or the other way round, cannot be written:
+// the syntax takes them together; the verifier's check guards builders.)

@@ -194,11 +194,13 @@ static LogicalResult verifyColumnsOperand(Operation *op, StringRef name,
   return success();
 }
 
+/// The `columns` form reads shared memory through its pointer operand; the
+/// fragment form is pure (and speculatable).
 static void readsColumns(
-    Value smem,
+    MutableOperandRange smem,
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
-  if (smem)
-    effects.emplace_back(MemoryEffects::Read::get(),
+  if (!smem.empty())
+    effects.emplace_back(MemoryEffects::Read::get(), &smem[0],
                          SideEffects::DefaultResource::get());
 }
 
@@ -210,7 +212,11 @@ LogicalResult GradProbsOp::verify() {
 
 void GradProbsOp::getEffects(
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
-  readsColumns(getSmem(), effects);
+  readsColumns(getSmemMutable(), effects);
+}
+
+Speculation::Speculatability GradProbsOp::getSpeculatability() {
+  return getSmem() ? Speculation::NotSpeculatable : Speculation::Speculatable;
 }
 
 LogicalResult GradScoresOp::verify() {
@@ -222,7 +228,11 @@ LogicalResult GradScoresOp::verify() {
 
 void GradScoresOp::getEffects(
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
-  readsColumns(getSmem(), effects);
+  readsColumns(getSmemMutable(), effects);
+}
+
+Speculation::Speculatability GradScoresOp::getSpeculatability() {
+  return getSmem() ? Speculation::NotSpeculatable : Speculation::Speculatable;
 }
 
 LogicalResult GradSoftcapOp::verify() {

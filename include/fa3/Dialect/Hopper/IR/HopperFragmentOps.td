@@ -319,6 +319,7 @@ def Hopper_LoadColumnsOp : Hopper_Op<"load_columns", [
 
 def Hopper_GradProbsOp : Hopper_Op<"grad_probs", [AttrSizedOperandSegments,
     AllTypesMatch<["scores", "p"]>,
+    DeclareOpInterfaceMethods<ConditionallySpeculatable>,
     OptionalTypesMatchWith<"lse has the scores' type", "scores", "lse", "$_self">,
     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
   let summary = "the forward's probabilities recomputed: p = exp2(s scale_log2 - lse log2(e))";
@@ -364,6 +365,7 @@ def Hopper_GradProbsOp : Hopper_Op<"grad_probs", [AttrSizedOperandSegments,
 
 def Hopper_GradScoresOp : Hopper_Op<"grad_scores", [AttrSizedOperandSegments,
     AllTypesMatch<["p", "dp", "ds"]>,
+    DeclareOpInterfaceMethods<ConditionallySpeculatable>,
     OptionalTypesMatchWith<"delta has p's type", "p", "delta", "$_self">,
     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
   let summary = "the scores' gradient: ds = p (dp - delta)";
@@ -424,7 +426,9 @@ def Hopper_StoreSharedOp : Hopper_Op<"store_shared"> {
     Each register is one 4-byte store, or with `stmatrix` each pair of
     8-column blocks one `stmatrix.x4` (a quarter of the instructions; which
     is faster depends on the kernel's registers: the backward's table,
-    bench/NOTES.md, Backward).
+    bench/NOTES.md, Backward); `offset` is a multiple of 1024 (the swizzle
+    atom: the caller's promise, which also gives stmatrix its 16-byte row
+    addresses).
     With `column %c`, a tile narrower than a box is columns c .. c + N - 1
     of the box's rows (c a multiple of 8, c + N <= 64: the caller's
     promise), so that warpgroups can each write their part of one tile:
