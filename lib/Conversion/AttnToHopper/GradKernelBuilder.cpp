@@ -678,6 +678,18 @@ void GradKernelBuilder::consumers(Value cta) {
     // interior sees every key), on every step or none without the split.
     auto masked = [&]() -> SmallVector<Value> {
       Value col0 = shared ? bin<arith::AddIOp>(q0, qColOff) : q0;
+      if (cfg.bandMask) {
+        // the window's band of r - c: [off - left, off + right + 1)
+        ArrayRef<int64_t> win = stepOp.getWindow();
+        Value off = bin<arith::SubIOp>(ext64(param("Skv")), ext64(sq));
+        Value lo, hi;
+        if (win[0] >= 0)
+          lo = bin<arith::SubIOp>(off, i64(win[0]));
+        if (win[1] >= 0)
+          hi = bin<arith::AddIOp>(off, i64(win[1] + 1));
+        return {BandMaskOp::create(b, loc, s, kvRow0, col0, param("Skv"), lo,
+                                   hi)};
+      }
       Value mk = MaskOp::create(b, loc, s, kvRow0, /*group=*/Value(), col0,
                                 cfg.visibleColsFn, sq, param("Skv"),
                                 cfg.leftBounded, /*transposed=*/true);

@@ -79,6 +79,10 @@ struct GradKernelConfig {
   bool lseAtUse = false;
   bool deltaAtUse = false;
   bool dsStmatrix = false;
+  // The mask of S^T as a band of keys around each query (hopper.band_mask:
+  // a comparison with a constant per register), else per column of the
+  // thread through the visibility function (hopper.mask ... transposed).
+  bool bandMask = false;
 
   /// Both consumer warpgroups see the block's 64 keys: each computes S^T
   /// and dP^T for half of the step's queries and dK, dV, dQ for half of

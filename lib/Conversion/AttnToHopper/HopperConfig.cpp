@@ -185,6 +185,12 @@ GradKernelConfig fa3::hopper::gradTable(int64_t headDim, bool masked,
     cfg.lseAtUse = cfg.deltaAtUse = cfg.dsStmatrix = true;
   else if (headDim == 128)
     cfg.lseAtUse = cfg.dsStmatrix = true;
+  // The mask as a band (hopper.band_mask) at head dims 64 and 192: causal
+  // main kernel -2 to -5 % at 192, 0 to -4 % at 64, measured twice; at 96
+  // and 128 it was +1.5 to +7 % (with fewer spills: 12 -> 0 and 108 -> 72
+  // bytes), at 256 within 1 %, and in the deterministic kernels at 64 and
+  // 192 causal +2 to +6 % (bench/NOTES.md, Log, "S^T's mask as a band").
+  cfg.bandMask = !deterministic && (headDim == 64 || headDim == 192);
   // Head dims 192 and 256: both warpgroups see 64 keys (64 x D of dK and
   // dV each would be D registers a thread). At 256 two Q / dO stages fit
   // only without the dQ staging (K, V, the stages, P^T and dS^T: 231552

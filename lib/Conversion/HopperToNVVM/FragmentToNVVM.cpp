@@ -475,6 +475,70 @@ struct MaskLowering : OpConversionPattern<MaskOp> {
   }
 };
 
+/// Register 4k + 2i + e is key R + 8 i and query C + 8 k + e (R, C: the
+/// thread's first row and column), so r - c = 8 i - 8 k - e - (C - R): a
+/// bound b on r - c is the scalar b + C - R against the register's
+/// constant. The scalar is formed in i64 (the offsets span i32) and clamped
+/// to +-512, which keeps every comparison with |constant| < 512 as it was.
+struct BandMaskLowering : OpConversionPattern<BandMaskOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(BandMaskOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    ThreadPlace tp = threadPlace(rewriter, loc);
+    Value r0 = arith::AddIOp::create(rewriter, loc, adaptor.getRow0(), tp.row);
+    Value c0 = arith::AddIOp::create(rewriter, loc, adaptor.getCol0(), tp.colbase);
+    Type i64 = rewriter.getI64Type(), i32 = rewriter.getI32Type();
+    Value d = arith::SubIOp::create(
+        rewriter, loc, arith::ExtSIOp::create(rewriter, loc, i64, c0),
+        arith::ExtSIOp::create(rewriter, loc, i64, r0));
+    auto scalar = [&](Value bound) -> Value {
+      if (!bound)
+        return Value();
+      Value x = arith::AddIOp::create(rewriter, loc, bound, d);
+      x = arith::MaxSIOp::create(
+          rewriter, loc, x, arith::ConstantIntOp::create(rewriter, loc, i64, -512));
+      x = arith::MinSIOp::create(
+          rewriter, loc, x, arith::ConstantIntOp::create(rewriter, loc, i64, 512));
+      return arith::TruncIOp::create(rewriter, loc, i32, x);
+    };
+    Value lo = scalar(adaptor.getLo()), hi = scalar(adaptor.getHi());
+    // A row past skv sees no query: its upper bound is -512 (or, with no
+    // upper bound, the row's own predicate).
+    Value inKeys[2], rowHi[2];
+    for (int64_t i = 0; i < 2; ++i) {
+      Value r = r0;
+      if (i)
+        r = arith::AddIOp::create(rewriter, loc, r0, i32Const(rewriter, loc, 8));
+      inKeys[i] = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::slt,
+                                        r, adaptor.getSkv());
+      if (hi)
+        rowHi[i] = arith::SelectOp::create(rewriter, loc, inKeys[i], hi,
+                                           i32Const(rewriter, loc, -512));
+    }
+    SmallVector<Value> s = unpack(rewriter, loc, adaptor.getScores());
+    Value ninf = f32Const(rewriter, loc, -std::numeric_limits<double>::infinity());
+    SmallVector<Value> out;
+    for (int64_t idx = 0, e = s.size(); idx < e; ++idx) {
+      const int64_t k = idx / 4, i = rowOf(idx);
+      Value c = i32Const(rewriter, loc, 8 * i - 8 * k - idx % 2);
+      Value vis = hi ? arith::CmpIOp::create(rewriter, loc,
+                                             arith::CmpIPredicate::sgt,
+                                             rowHi[i], c)
+                           .getResult()
+                     : inKeys[i];
+      if (lo)
+        vis = arith::AndIOp::create(
+            rewriter, loc, vis,
+            arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::sle, lo, c));
+      out.push_back(arith::SelectOp::create(rewriter, loc, vis, s[idx], ninf));
+    }
+    rewriter.replaceOp(op, pack(rewriter, loc, adaptor.getScores().getType(), out));
+    return success();
+  }
+};
+
 //===----------------------------------------------------------------------===//
 // The backward's math
 //===----------------------------------------------------------------------===//
@@ -1009,6 +1073,6 @@ void fa3::hopper::populateFragmentToNVVMPatterns(
                ScaleRowsLowering, TruncLowering, ZeroLowering, FillLowering,
                LoadColumnsLowering, StageRowsLowering,
                GradProbsLowering, GradScoresLowering, GradSoftcapLowering,
-               StoreSharedLowering, Exp2Lowering, FmaLowering,
+               StoreSharedLowering, Exp2Lowering, FmaLowering, BandMaskLowering,
                FragmentCastLowering>(converter, patterns.getContext());
 }

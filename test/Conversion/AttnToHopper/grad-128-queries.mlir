@@ -47,7 +47,7 @@
 // The consumers.
 // CHECK: hopper.wgmma.ss %{{.*}}, %{{.*}} k 64 boxes 16384, 16384 : bf16 -> !hopper.frag<64x128xf32>
 // CHECK: hopper.wgmma.ss %{{.*}}, %{{.*}} k 64 boxes 16384, 16384 : bf16 -> !hopper.frag<64x128xf32>
-// CHECK: hopper.mask %{{.*}} transposed : !hopper.frag<64x128xf32>
+// CHECK: hopper.band_mask %{{.*}} hi %{{.*}} : !hopper.frag<64x128xf32>
 // CHECK: hopper.grad_probs %{{.*}}, columns %{{.*}}[%[[LOFF:.*]]] scale %{{.*}} : !hopper.frag<64x128xf32>
 // CHECK: %[[DOFF:.*]] = arith.addi %[[LOFF]], %c512_i32
 // CHECK: hopper.grad_scores %{{.*}}, %{{.*}}, columns %{{.*}}[%[[DOFF]]] : !hopper.frag<64x128xf32>

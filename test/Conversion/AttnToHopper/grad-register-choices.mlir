@@ -3,11 +3,14 @@
 // Log, "LSE and D at use, dS^T by stmatrix"): the queries' LSE and D read
 // from the rows ring where each block of columns is used (hopper.grad_probs
 // / grad_scores ... columns) or as whole vectors before (load_columns), and
-// dS^T (with shared keys P^T too) stored by stmatrix or by 4-byte stores.
+// dS^T (with shared keys P^T too) stored by stmatrix or by 4-byte stores;
+// and S^T's mask as a band of keys around each query (hopper.band_mask) or
+// per column through the visibility function (hopper.mask ... transposed).
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config --attn-tile --convert-attn-to-hopper | FileCheck %s
 
 // Head dim 64: LSE and D read where used, dS^T by stmatrix.
 // CHECK-LABEL: gpu.module @bwd64_causal_kernels
+// CHECK: hopper.band_mask {{.*}} hi %{{.*}} : !hopper.frag<64x64xf32>
 // CHECK-NOT: hopper.load_columns
 // CHECK: hopper.grad_probs %{{.*}}, columns
 // CHECK: hopper.grad_scores %{{.*}}, %{{.*}}, columns
@@ -25,6 +28,7 @@ func.func @bwd64_causal(%q: memref<?x1x?x64xbf16>, %k: memref<?x1x?x64xbf16>, %v
 // Deterministic, head dim 64 with a mask: the vectors before, 4-byte stores.
 // CHECK-LABEL: gpu.module @bwd64_causal_det_kernels
 // CHECK: hopper.load_columns
+// CHECK: hopper.mask {{.*}} transposed
 // CHECK: hopper.grad_probs %{{[0-9]+}}, %{{[0-9]+}} scale
 // CHECK: hopper.grad_scores %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}} :
 // CHECK: hopper.store_shared {{.*}} box_bytes 0 :
@@ -73,6 +77,7 @@ func.func @bwd96(%q: memref<?x1x?x96xbf16>, %k: memref<?x1x?x96xbf16>, %v: memre
 // Head dim 96 with a mask: the vectors before, 4-byte stores.
 // CHECK-LABEL: gpu.module @bwd96_causal_kernels
 // CHECK: hopper.load_columns
+// CHECK: hopper.mask {{.*}} transposed
 // CHECK: hopper.grad_probs %{{[0-9]+}}, %{{[0-9]+}} scale
 // CHECK: hopper.grad_scores %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}} :
 // CHECK: hopper.store_shared {{.*}} box_bytes 0 :
@@ -120,6 +125,7 @@ func.func @bwd128(%q: memref<?x1x?x128xf16>, %k: memref<?x1x?x128xf16>, %v: memr
 
 // Head dim 128 with a mask (a window), deterministic: LSE at use, D before.
 // CHECK-LABEL: gpu.module @bwd128_window_det_kernels
+// CHECK: hopper.mask {{.*}} left_bounded transposed
 // CHECK: hopper.grad_probs %{{.*}}, columns
 // CHECK: hopper.load_columns
 // CHECK: hopper.grad_scores %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}} :
@@ -137,6 +143,7 @@ func.func @bwd128_window_det(%q: memref<?x1x?x128xbf16>, %k: memref<?x1x?x128xbf
 // Head dim 192: the vectors before, 4-byte stores (dS^T and P^T).
 // CHECK-LABEL: gpu.module @bwd192_kernels
 // CHECK: hopper.load_columns
+// CHECK: hopper.band_mask {{.*}} hi %{{.*}} : !hopper.frag<64x32xf32>
 // CHECK: hopper.grad_probs %{{[0-9]+}}, %{{[0-9]+}} scale
 // CHECK: hopper.grad_scores %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}} :
 // CHECK-COUNT-2: hopper.store_shared {{.*}} box_bytes 0 :

@@ -224,7 +224,14 @@ func.func @bwd64(%q: memref<?x1x?x64xf16>, %k: memref<?x1x?x64xf16>, %v: memref<
 // CHECK: scf.for
 // CHECK: %[[S:.*]] = hopper.wgmma.wait 1, %{{.*}}
 // CHECK: %[[T:.*]] = hopper.softcap %[[S]], %[[PRE]] : !hopper.frag<64x64xf32>
-// CHECK: hopper.mask %[[T]] rows %{{.*}} cols %{{.*}} visible @bwd_window_softcap_kernel_visible_cols(%{{.*}}, %{{.*}}) left_bounded transposed
+// Head dim 64: the mask as the window's band of key - query, [Skv - Sq -
+// 100, Skv - Sq + 51) (i64: Skv and Sq zero-extended).
+// CHECK: %[[SKV:.*]] = arith.extui %{{.*}} : i32 to i64
+// CHECK: %[[SQ:.*]] = arith.extui %{{.*}} : i32 to i64
+// CHECK: %[[OFF:.*]] = arith.subi %[[SKV]], %[[SQ]] : i64
+// CHECK: %[[LO:.*]] = arith.subi %[[OFF]], %c100_i64 : i64
+// CHECK: %[[HI:.*]] = arith.addi %[[OFF]], %c51_i64 : i64
+// CHECK: hopper.band_mask %[[T]] rows %{{.*}} cols %{{.*}} keys %{{.*}} lo %[[LO]] hi %[[HI]] : !hopper.frag<64x64xf32>
 // Head dim 64 (the table): LSE and D read where used, the rows released
 // after D's last read.
 // CHECK: %[[P:.*]] = hopper.grad_probs %{{.*}}, columns %{{.*}}[%[[LOFF:.*]]] scale %[[CAPL2E]] : !hopper.frag<64x64xf32>

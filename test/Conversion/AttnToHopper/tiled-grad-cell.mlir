@@ -12,7 +12,8 @@
 // the m-block lo plus the remainder); the step's first row and the
 // boundary split's condition are rebuilt in i32 from that m-block and
 // attn.q_range's results; the mask stands on the split's masked side,
-// transposed (keys as rows), from the step's first row. dK's and dV's
+// a band of keys around each query (head dim 64: the table's
+// hopper.band_mask), from the step's first row. dK's and dV's
 // sums start from the fills' 0.
 // CHECK-LABEL: gpu.func @split_kernel(
 // CHECK: } consumers(
@@ -28,7 +29,7 @@
 // CHECK-NEXT: %[[AFTER:.*]] = arith.cmpi sge, %[[MB]], %[[R]]#3 : i32
 // CHECK-NEXT: %[[EDGE:.*]] = arith.ori %[[BEFORE]], %[[AFTER]] : i1
 // CHECK-NEXT: scf.if %[[EDGE]]
-// CHECK-NEXT: hopper.mask %{{.*}} rows %{{.*}} cols %[[ROW]] {{.*}} transposed
+// CHECK: hopper.band_mask %{{.*}} rows %{{.*}} cols %[[ROW]] keys %{{.*}} hi
 // CHECK: hopper.grad_probs
 !q = memref<?x2x?x64xbf16>
 !kv = memref<?x1x?x64xbf16>
@@ -84,7 +85,7 @@ func.func @split(%q: !q, %k: !kv, %v: !kv, %do: !q, %lse: !lse, %delta: !lse, %d
 // CHECK: } consumers(
 // CHECK: scf.for
 // CHECK-NOT: scf.if
-// CHECK: hopper.mask {{.*}} transposed
+// CHECK: hopper.band_mask
 // CHECK-NEXT: hopper.grad_probs
 !q = memref<?x2x?x64xbf16>
 !kv = memref<?x1x?x64xbf16>
@@ -184,7 +185,7 @@ func.func @none(%q: !q, %k: !kv, %v: !kv, %do: !q, %lse: !lse, %delta: !lse, %dq
 // CHECK-NOT: arith.cmpi slt, %[[MB]]
 // CHECK: %[[AFTER:.*]] = arith.cmpi sge, %[[MB]], %[[R]]#3 : i32
 // CHECK-NEXT: scf.if %[[AFTER]]
-// CHECK-NEXT: hopper.mask
+// CHECK: hopper.band_mask
 !q = memref<?x2x?x64xbf16>
 !kv = memref<?x1x?x64xbf16>
 !lse = memref<?x2x?xf32>

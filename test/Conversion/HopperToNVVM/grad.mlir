@@ -60,6 +60,65 @@ func.func @probs_scores(%s: !hopper.frag<64x16xf32>, %l: !hopper.frag<64x16xf32>
 
 // -----
 
+// The band: d = (col0 + colbase) - (row0 + row) in i64; a bound b is
+// clamp(b + d, -512, 512) in i32, compared with register 4k + 2i + e's
+// constant 8 i - 8 k - e (0, -1, 8, 7 for block 0; -8, -9, 0, -1 for
+// block 1); a row past skv has an upper bound of -512.
+// CHECK-LABEL: func.func @band_mask(
+// CHECK-SAME: %[[S:[^:]*]]: !llvm.struct<{{.*}}>, %[[R0:[^:]*]]: i32, %[[C0:[^:]*]]: i32, %[[SKV:[^:]*]]: i32, %[[LO:[^:]*]]: i64, %[[HI:[^:]*]]: i64
+// CHECK: %[[R:.*]] = arith.addi %[[R0]], %{{.*}} : i32
+// CHECK: %[[C:.*]] = arith.addi %[[C0]], %{{.*}} : i32
+// CHECK: %[[CW:.*]] = arith.extsi %[[C]] : i32 to i64
+// CHECK: %[[RW:.*]] = arith.extsi %[[R]] : i32 to i64
+// CHECK: %[[D:.*]] = arith.subi %[[CW]], %[[RW]] : i64
+// CHECK: %[[LOD:.*]] = arith.addi %[[LO]], %[[D]] : i64
+// CHECK: %[[LOA:.*]] = arith.maxsi %[[LOD]], %c-512_i64
+// CHECK: %[[LOB:.*]] = arith.minsi %[[LOA]], %c512_i64
+// CHECK: %[[LOS:.*]] = arith.trunci %[[LOB]] : i64 to i32
+// CHECK: %[[HID:.*]] = arith.addi %[[HI]], %[[D]] : i64
+// CHECK: %[[HIS:.*]] = arith.trunci %{{.*}} : i64 to i32
+// CHECK: %[[K0:.*]] = arith.cmpi slt, %[[R]], %[[SKV]] : i32
+// CHECK: %[[H0:.*]] = arith.select %[[K0]], %[[HIS]], %c-512_i32 : i32
+// CHECK: %[[R8:.*]] = arith.addi %[[R]], %c8_i32
+// CHECK: %[[K1:.*]] = arith.cmpi slt, %[[R8]], %[[SKV]] : i32
+// CHECK: %[[H1:.*]] = arith.select %[[K1]], %[[HIS]], %c-512_i32{{.*}} : i32
+// CHECK: %[[V0:.*]] = arith.cmpi sgt, %[[H0]], %c0_i32
+// CHECK: %[[L0:.*]] = arith.cmpi sle, %[[LOS]], %c0_i32
+// CHECK: %[[A0:.*]] = arith.andi %[[V0]], %[[L0]]
+// CHECK: arith.select %[[A0]], %{{.*}}, %cst
+// CHECK: arith.cmpi sgt, %[[H0]], %c-1_i32
+// CHECK: arith.cmpi sle, %[[LOS]], %c-1_i32
+// CHECK: arith.cmpi sgt, %[[H1]], %c8_i32
+// CHECK: arith.cmpi sle, %[[LOS]], %c8_i32
+// CHECK: arith.cmpi sgt, %[[H1]], %c7_i32
+// CHECK: arith.cmpi sgt, %[[H0]], %c-8_i32
+// CHECK: arith.cmpi sgt, %[[H0]], %c-9_i32
+// CHECK: arith.cmpi sgt, %[[H1]], %c0_i32
+// CHECK: arith.cmpi sgt, %[[H1]], %c-1_i32
+// CHECK-NOT: func.call
+func.func @band_mask(%s: !hopper.frag<64x16xf32>, %r0: i32, %c0: i32, %skv: i32, %lo: i64, %hi: i64) -> !hopper.frag<64x16xf32> {
+  %m = hopper.band_mask %s rows %r0 cols %c0 keys %skv lo %lo hi %hi : !hopper.frag<64x16xf32>
+  return %m : !hopper.frag<64x16xf32>
+}
+
+// -----
+
+// Without bounds only the rows' key bound.
+// CHECK-LABEL: func.func @band_mask_keys(
+// CHECK: %[[K0:.*]] = arith.cmpi slt, %{{.*}}, %{{.*}} : i32
+// CHECK: %[[K1:.*]] = arith.cmpi slt, %{{.*}}, %{{.*}} : i32
+// CHECK-NOT: arith.cmpi
+// CHECK: arith.select %[[K0]]
+// CHECK: arith.select %[[K0]]
+// CHECK: arith.select %[[K1]]
+// CHECK: arith.select %[[K1]]
+func.func @band_mask_keys(%s: !hopper.frag<64x16xf32>, %r0: i32, %c0: i32, %skv: i32) -> !hopper.frag<64x16xf32> {
+  %m = hopper.band_mask %s rows %r0 cols %c0 keys %skv : !hopper.frag<64x16xf32>
+  return %m : !hopper.frag<64x16xf32>
+}
+
+// -----
+
 // LSE and D read where used (columns): each n8 block's pair loaded just
 // before its four exp2 (its four subtractions), never all at once; the
 // pair at 32 k bytes past the thread's first column, D's at the second

@@ -208,3 +208,24 @@ func.func @scores_both(%p: !hopper.frag<64x64xf32>, %dp: !hopper.frag<64x64xf32>
 
 // (columns without its offset, or the other way round, cannot be written:
 // the syntax takes them together; the verifier's check guards builders.)
+
+// -----
+
+// CHECK-LABEL: func.func @band_mask
+// CHECK: hopper.band_mask %{{.*}} rows %{{.*}} cols %{{.*}} keys %{{.*}} hi %{{.*}} : !hopper.frag<64x64xf32>
+// CHECK: hopper.band_mask %{{.*}} rows %{{.*}} cols %{{.*}} keys %{{.*}} lo %{{.*}} hi %{{.*}} : !hopper.frag<64x64xf32>
+// CHECK: hopper.band_mask %{{.*}} rows %{{.*}} cols %{{.*}} keys %{{.*}} : !hopper.frag<64x64xf32>
+func.func @band_mask(%s: !hopper.frag<64x64xf32>, %r: i32, %c: i32, %skv: i32, %lo: i64, %hi: i64) {
+  %a = hopper.band_mask %s rows %r cols %c keys %skv hi %hi : !hopper.frag<64x64xf32>
+  %b = hopper.band_mask %s rows %r cols %c keys %skv lo %lo hi %hi : !hopper.frag<64x64xf32>
+  %d = hopper.band_mask %s rows %r cols %c keys %skv : !hopper.frag<64x64xf32>
+  return
+}
+
+// -----
+
+func.func @band_mask_bf16(%s: !hopper.frag<64x64xbf16>, %r: i32, %c: i32, %skv: i32) {
+  // expected-error @+1 {{the scores must be an f32 fragment}}
+  %a = hopper.band_mask %s rows %r cols %c keys %skv : !hopper.frag<64x64xbf16>
+  return
+}

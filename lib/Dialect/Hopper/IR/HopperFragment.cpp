@@ -166,6 +166,10 @@ LogicalResult MaskOp::verify() {
   return verifyF32Tile(*this, getScores().getType(), "the scores");
 }
 
+LogicalResult BandMaskOp::verify() {
+  return verifyF32Tile(*this, getScores().getType(), "the scores");
+}
+
 LogicalResult LoadColumnsOp::verify() {
   return verifyF32Tile(*this, getResult().getType(), "the result");
 }

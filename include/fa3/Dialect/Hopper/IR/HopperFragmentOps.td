@@ -210,6 +210,38 @@ def Hopper_MaskOp : Hopper_Op<"mask", [Pure, AllTypesMatch<["scores", "result"]>
   let hasVerifier = 1;
 }
 
+def Hopper_BandMaskOp : Hopper_Op<"band_mask", [Pure, AttrSizedOperandSegments,
+    AllTypesMatch<["scores", "result"]>]> {
+  let summary = "S^T's scores outside a band of keys around their query set to -inf";
+  let description = [{
+    The tile is S^T (the backward's): its rows are keys `row0` + 0 .. 63,
+    its columns queries `col0` + 0 .. N-1. Key r is visible to query c iff
+    r < `skv`, r >= c + `lo` (where given) and r < c + `hi` (where given):
+    FlashAttention's window, lo = Skv - Sq - left and hi = Skv - Sq + right
+    + 1 (causal: hi only), the band that the kernel's visibility function
+    clamps to [0, Skv). Others are set to -inf.
+
+    A bound is one comparison per register of a thread scalar (the band's
+    offset plus the thread's first column less its first row, clamped to
+    +-512, past any tile's reach) with the register's constant (8 i - 8 k
+    - e): no per-column bound is live, where `hopper.mask ... transposed`
+    holds one pair per column of the thread.
+
+    ```mlir
+    %m = hopper.band_mask %s rows %r0 cols %c0 keys %skv hi %hi : !hopper.frag<64x64xf32>
+    %w = hopper.band_mask %s rows %r0 cols %c0 keys %skv lo %lo hi %hi : !hopper.frag<64x64xf32>
+    ```
+  }];
+  let arguments = (ins Hopper_Tile:$scores, I32:$row0, I32:$col0, I32:$skv,
+                       Optional<I64>:$lo, Optional<I64>:$hi);
+  let results = (outs Hopper_Tile:$result);
+  let assemblyFormat = [{
+    $scores `rows` $row0 `cols` $col0 `keys` $skv (`lo` $lo^)? (`hi` $hi^)?
+    attr-dict `:` qualified(type($scores))
+  }];
+  let hasVerifier = 1;
+}
+
 // Not Pure: its row reductions shuffle across the quad's lanes, so no pass
 // may move it into control flow that the four threads do not share.
 def Hopper_SoftmaxStepOp : Hopper_Op<"softmax_step", [AttrSizedOperandSegments]> {
