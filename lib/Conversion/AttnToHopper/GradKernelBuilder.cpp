@@ -681,7 +681,10 @@ void GradKernelBuilder::consumers(Value cta) {
       if (cfg.bandMask) {
         // the window's band of r - c: [off - left, off + right + 1)
         ArrayRef<int64_t> win = stepOp.getWindow();
-        Value off = bin<arith::SubIOp>(ext64(param("Skv")), ext64(sq));
+        // (one op a statement: the same order under GCC and clang)
+        Value skv64 = ext64(param("Skv"));
+        Value sq64 = ext64(sq);
+        Value off = bin<arith::SubIOp>(skv64, sq64);
         Value lo, hi;
         if (win[0] >= 0)
           lo = bin<arith::SubIOp>(off, i64(win[0]));

@@ -490,9 +490,10 @@ struct BandMaskLowering : OpConversionPattern<BandMaskOp> {
     Value r0 = arith::AddIOp::create(rewriter, loc, adaptor.getRow0(), tp.row);
     Value c0 = arith::AddIOp::create(rewriter, loc, adaptor.getCol0(), tp.colbase);
     Type i64 = rewriter.getI64Type(), i32 = rewriter.getI32Type();
-    Value d = arith::SubIOp::create(
-        rewriter, loc, arith::ExtSIOp::create(rewriter, loc, i64, c0),
-        arith::ExtSIOp::create(rewriter, loc, i64, r0));
+    // (one op a statement: the same order under GCC and clang)
+    Value c64 = arith::ExtSIOp::create(rewriter, loc, i64, c0);
+    Value r64 = arith::ExtSIOp::create(rewriter, loc, i64, r0);
+    Value d = arith::SubIOp::create(rewriter, loc, c64, r64);
     auto scalar = [&](Value bound) -> Value {
       if (!bound)
         return Value();
