@@ -589,9 +589,7 @@ void GradKernelBuilder::consumers(Value cta) {
   auto range = cast<fa3::attn::QRangeOp>(cell.range);
   Value boundaryCond = cell.step.boundary;
   auto stepOp = cast<fa3::attn::TileGradUpdateOp>(cell.step.any());
-  // a causal mask or a window (each side -1: unbounded)
-  const bool masks = llvm::any_of(stepOp.getWindow(),
-                                  [](int64_t side) { return side >= 0; });
+  const bool masks = hasMask(stepOp.getWindow());
 
   Value steps = bin<arith::MulIOp>(w.group, w.nm);
   // the loop carries dK's parts, then dV's

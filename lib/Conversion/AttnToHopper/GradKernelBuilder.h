@@ -44,6 +44,7 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 
 #include <algorithm>
@@ -51,6 +52,11 @@
 #include <string>
 
 namespace fa3::hopper {
+
+/// A causal or window bound on either side of `window` (-1: unbounded).
+inline bool hasMask(llvm::ArrayRef<int64_t> window) {
+  return llvm::any_of(window, [](int64_t side) { return side >= 0; });
+}
 
 struct GradKernelConfig {
   std::string name;       // gpu.func symbol

@@ -104,11 +104,6 @@ HopperConfigAttr fa3::hopper::recordConfig(MLIRContext *ctx,
       cfg.pingpong, cfg.tmaStore, cfg.splitKv, cfg.packGqa, cfg.ctasPerSm);
 }
 
-/// A causal or window bound on either side (-1: unbounded).
-static bool hasMask(ArrayRef<int64_t> window) {
-  return window[0] >= 0 || window[1] >= 0;
-}
-
 FailureOr<GradKernelConfig>
 fa3::hopper::gradConfig(Value q, Value k, Value v, Value dO, Value dk,
                         Value dv, ArrayRef<int64_t> window, double softcap,

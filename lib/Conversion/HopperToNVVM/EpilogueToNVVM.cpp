@@ -180,15 +180,11 @@ void stageO(OpBuilder &b, Location loc, const Staging &st) {
   MLIRContext *ctx = b.getContext();
   Type i8 = b.getI8Type();
   const ThreadPlace &tp = st.tp;
-  // stmatrix .x4: lane l gives the address of row l % 8 of matrix l / 8;
-  // matrix j holds rows 8 (j % 2).. of the warp's 16 and columns
-  // 8 (k + j / 2).. -- exactly the accumulator's n8 blocks k, k + 1.
+  // stmatrix .x4: matrix j holds rows 8 (j % 2).. of the warp's 16 and
+  // columns 8 (k + j / 2).. -- exactly the accumulator's n8 blocks k, k + 1.
+  StmatrixLanes sl = stmatrixLanes(b, loc, tp.lane);
+  Value rin = sl.rowIn, half = sl.half, khi = sl.blockHi;
   Value c8 = i32Const(b, loc, 8);
-  Value mat = arith::DivUIOp::create(b, loc, tp.lane, c8);
-  Value rin = arith::RemUIOp::create(b, loc, tp.lane, c8);
-  Value c1 = i32Const(b, loc, 1);
-  Value half = arith::AndIOp::create(b, loc, mat, c1);
-  Value khi = arith::ShRUIOp::create(b, loc, mat, c1);
   Value c64 = i32Const(b, loc, 64);
   Value rowWg = arith::MulIOp::create(b, loc, st.cw, c64);
   Value c16 = i32Const(b, loc, 16);

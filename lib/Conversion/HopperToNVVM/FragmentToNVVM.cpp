@@ -138,6 +138,17 @@ ThreadPlace fa3::hopper::threadPlace(OpBuilder &b, Location loc) {
   return {ltid, warp, lane, tq, row, colbase};
 }
 
+StmatrixLanes fa3::hopper::stmatrixLanes(OpBuilder &b, Location loc,
+                                         Value lane) {
+  Value c8 = i32Const(b, loc, 8);
+  Value mat = arith::DivUIOp::create(b, loc, lane, c8);
+  Value rin = arith::RemUIOp::create(b, loc, lane, c8);
+  Value c1 = i32Const(b, loc, 1);
+  Value half = arith::AndIOp::create(b, loc, mat, c1);
+  Value blockHi = arith::ShRUIOp::create(b, loc, mat, c1);
+  return {rin, half, blockHi};
+}
+
 namespace {
 
 /// The thread's registers of row i combined pairwise, as a balanced tree.
@@ -798,13 +809,10 @@ void storeSharedByStmatrix(OpBuilder &b, Location loc, StoreSharedOp op,
                            ArrayRef<Value> regs, Value smem, Value offset,
                            Value column) {
   ThreadPlace tp = threadPlace(b, loc);
-  Value c1 = i32Const(b, loc, 1);
+  StmatrixLanes sl = stmatrixLanes(b, loc, tp.lane);
+  Value rin = sl.rowIn, half = sl.half, blockHi = sl.blockHi;
   Value c8 = i32Const(b, loc, 8);
   Value c16 = i32Const(b, loc, 16);
-  Value mat = arith::DivUIOp::create(b, loc, tp.lane, c8);
-  Value rin = arith::RemUIOp::create(b, loc, tp.lane, c8);
-  Value half = arith::AndIOp::create(b, loc, mat, c1);
-  Value blockHi = arith::ShRUIOp::create(b, loc, mat, c1);
   Value row = arith::MulIOp::create(b, loc, tp.warp, c16);
   row = arith::AddIOp::create(b, loc, row, arith::MulIOp::create(b, loc, half, c8));
   row = arith::AddIOp::create(b, loc, row, rin);

@@ -80,6 +80,16 @@ struct ThreadPlace {
 };
 ThreadPlace threadPlace(mlir::OpBuilder &b, mlir::Location loc);
 
+/// stmatrix .x4: lane l gives the address of row l % 8 (`rowIn`) of matrix
+/// l / 8, which holds rows 8 (l / 8 % 2) (`half`) .. of the warp's 16 and
+/// the accumulator's n8 block k + l / 16 (`blockHi`) of the pair k, k + 1
+/// the instruction stores.
+struct StmatrixLanes {
+  mlir::Value rowIn, half, blockHi;
+};
+StmatrixLanes stmatrixLanes(mlir::OpBuilder &b, mlir::Location loc,
+                            mlir::Value lane);
+
 /// A value combined over the four threads of its row's quad (adjacent
 /// lanes: butterfly shuffles 1 and 2).
 mlir::Value quadReduce(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
