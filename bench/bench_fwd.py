@@ -139,12 +139,15 @@ def main():
     for D, Dv in hdims:
         for causal in causals:
             try:
-                kf = next(k for k in kernels if fa3facts.matches(
-                    k, a.dtype, D, Dv, causal, (-1, -1), 0.0))
-            except StopIteration:
+                candidates = fa3facts.select_kernels(kernels, a.dtype, D, Dv, causal,
+                                                     (-1, -1), 0.0)
+            except LookupError:
                 print(f"no {a.dtype} kernel for hdim {D}:{Dv} causal={causal}: skipped")
                 continue
             for S in seqlens:
+                # the kernel flash_attn_func would take for this length (facts
+                # min_seqlen_q: the compiler's kernel for long sequences)
+                kf = fa3facts.by_length(candidates, S)
                 B, H, q, k, v, flops = paper_inputs(D, S, causal, a.dtype, Dv)
                 row = dict(hdim=D, causal=causal, seqlen=S, batch=B, heads=H, kernel=kf.kernel,
                            dtype=a.dtype)

@@ -64,6 +64,7 @@ Fa3HopperOptions fa3HopperOptionsDefault(void) {
   o.kvMulticast = 0;
   o.blockM = 0;
   o.ptxasTimeoutSeconds = 0;
+  o.minSeqlenQ = 0;
   return o;
 }
 
@@ -142,6 +143,7 @@ static fa3::HopperPipelineOptions pipelineOptions(const Fa3HopperOptions &o) {
   c.config.lazyRescale = toggle(o.lazyRescale);
   c.config.rescaleThreshold = o.rescaleThreshold;
   c.config.kvMulticast = toggle(o.kvMulticast);
+  c.config.minSeqlenQ = o.minSeqlenQ;
   c.format = fa3::BinaryFormat::None; // PTX and cubins are made below
   if (o.chip)
     c.chip = o.chip;
@@ -164,6 +166,12 @@ static Fa3KernelSet *compileHopperModule(MlirModule cmod,
     emitError(module.getLoc())
         << "ptxasTimeoutSeconds must be 0 (default) to 86400, got "
         << o.ptxasTimeoutSeconds;
+    return nullptr;
+  }
+  if (o.minSeqlenQ < 0 || o.minSeqlenQ > INT32_MAX) {
+    emitError(module.getLoc())
+        << "minSeqlenQ must be 0 (any length) to " << INT32_MAX << ", got "
+        << o.minSeqlenQ;
     return nullptr;
   }
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
@@ -503,6 +511,31 @@ Fa3KernelSet *fa3CompileHopperSpec(MlirContext ctx, const Fa3AttentionSpec *spec
   bool printOp = c->shouldPrintOpOnDiagnostic();
   c->printOpOnDiagnostic(false);
   Fa3KernelSet *set = compileChecked(fn, *module, options, s.decode);
+  // The table's kernel for long sequences beside it, unless the options
+  // fixed the rows or the length themselves.
+  Fa3HopperOptions o = options ? *options : fa3HopperOptionsDefault();
+  const int64_t longFrom = fa3::hopper::longSequenceFrom(
+      s.dtype ? s.dtype : "bf16", s.headDim, s.headDimV ? s.headDimV : s.headDim,
+      s.windowLeft, s.causal ? 0 : s.windowRight, s.varlen, s.decode);
+  if (set && !s.backward && longFrom > 0 && o.blockM == 0 &&
+      o.minSeqlenQ == 0) {
+    o.minSeqlenQ = longFrom;
+    OwningOpRef<ModuleOp> longModule =
+        buildSpecModule(c, s, specName(s) + "_long");
+    Fa3KernelSet *longSet = compileChecked(fn, *longModule, &o, s.decode);
+    // (the sets are dropped here, not through fa3KernelSetDestroy, which
+    // would clear the long compile's error)
+    if (longSet) {
+      for (auto &k : longSet->kernels)
+        set->kernels.push_back(std::move(k));
+      liveSets().remove(longSet);
+      delete longSet;
+    } else {
+      liveSets().remove(set);
+      delete set;
+      set = nullptr;
+    }
+  }
   c->printOpOnDiagnostic(printOp);
   return set;
 }

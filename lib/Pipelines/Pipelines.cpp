@@ -279,6 +279,13 @@ struct HopperPipelineCLOptions
       llvm::cl::desc("The decoding kernel: split-KV and GQA packing (one CTA "
                      "per tile, O stored directly; fixed-length forward)"),
       llvm::cl::init(false)};
+  Option<int64_t> minSeqlenQ{
+      *this, "min-seqlen-q",
+      llvm::cl::desc("Configure the forward for calls with at least this "
+                     "many query rows (0: any length): the table's "
+                     "long-sequence entries (head dim 64 causal: 192 rows "
+                     "from 8192), recorded as the facts' min_seqlen_q"),
+      llvm::cl::init(0)};
   Option<fa3::BinaryFormat> format{
       *this, "format",
       llvm::cl::desc("What gpu-module-to-binary embeds"),
@@ -316,6 +323,7 @@ struct HopperPipelineCLOptions
     o.config.rescaleThreshold = rescaleThreshold;
     o.config.kvMulticast = kvMulticast;
     o.config.decode = decode;
+    o.config.minSeqlenQ = minSeqlenQ;
     o.format = format;
     o.chip = chip;
     o.features = features;

@@ -39,7 +39,8 @@ class _Options(ctypes.Structure):
                 ("toolkit", ctypes.c_char_p), ("emitCubin", ctypes.c_bool),
                 ("qBuffers", ctypes.c_int64), ("lazyRescale", ctypes.c_int),
                 ("rescaleThreshold", ctypes.c_double), ("kvMulticast", ctypes.c_int),
-                ("blockM", ctypes.c_int64), ("ptxasTimeoutSeconds", ctypes.c_int64)]
+                ("blockM", ctypes.c_int64), ("ptxasTimeoutSeconds", ctypes.c_int64),
+                ("minSeqlenQ", ctypes.c_int64)]
 
 
 class _Binary(ctypes.Structure):
@@ -134,6 +135,7 @@ def compile_kernel(out_dir, head_dim: int = 128, dtype: str = "bf16",
                    lazy_rescale: str = "auto",
                    rescale_threshold: float = 8.0,
                    kv_multicast: str = "auto", block_m: int = 0,
+                   min_seqlen_q: int = 0,
                    toolkit: Optional[str] = None,
                    ptxas_timeout: int = 0, emit_cubin: bool = True,
                    head_dim_v: Optional[int] = None,
@@ -152,6 +154,11 @@ def compile_kernel(out_dir, head_dim: int = 128, dtype: str = "bf16",
     `decode`: the variant's decoding kernel (flash_attn_with_kvcache:
     split-KV with its <kernel>_combine and GQA packing, facts `split_kv 1`
     and `pack_gqa 1`, named ..._decode; no varlen or backward).
+    `min_seqlen_q`: configure the forward for calls with at least that many
+    query rows (the table's long-sequence entries; facts min_seqlen_q).
+    With it and block_m at 0, a variant the table configures differently
+    for long sequences gets that kernel too, <name>_long_kernel (the list
+    holds both; fa3.torch_api picks by Sq).
     `toolkit` holds the bin/ptxas to assemble with (None: $CUDA_HOME,
     $CUDA_PATH, /usr/local/cuda, PATH); ptxas is stopped after
     `ptxas_timeout` seconds (0: 600). emit_cubin=False: PTX and facts only
@@ -179,7 +186,8 @@ def compile_kernel(out_dir, head_dim: int = 128, dtype: str = "bf16",
                     check_str(w, "toolkit", toolkit or None), bool(emit_cubin),
                     i64("q_buffers", q_buffers), _AUTO_ON_OFF[lazy_rescale],
                     float(rescale_threshold), _AUTO_ON_OFF[kv_multicast],
-                    i64("block_m", block_m), i64("ptxas_timeout", ptxas_timeout))
+                    i64("block_m", block_m), i64("ptxas_timeout", ptxas_timeout),
+                    i64("min_seqlen_q", min_seqlen_q))
     lib = _declare(_capi.lib())
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

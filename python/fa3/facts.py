@@ -108,7 +108,7 @@ def _facts_keys(text: str) -> dict:
 
 _KEYS = _facts_keys(_ABI)
 _DEFAULTS = {"cluster_m": 1, "cubin": "", "varlen": 0, "backward": 0, "split_kv": 0,
-             "pack_gqa": 0, "deterministic": 0}
+             "pack_gqa": 0, "deterministic": 0, "min_seqlen_q": 0}
 
 
 class FactsError(ValueError):
@@ -142,6 +142,7 @@ class KernelFacts:
     split_kv: bool = False  # optional key: kv blocks split over CTAs, merged by _combine
     pack_gqa: bool = False  # optional key: the q heads of a kv head share a tile
     deterministic: bool = False  # optional key: a backward whose dq is bitwise reproducible
+    min_seqlen_q: int = 0   # optional key: chosen for calls with Sq >= this (0: any)
 
     @property
     def decode(self) -> bool:
@@ -159,7 +160,8 @@ class KernelFacts:
                 + (" backward" if self.backward else "")
                 + (" deterministic" if self.deterministic else "")
                 + (" split_kv" if self.split_kv else "")
-                + (" pack_gqa" if self.pack_gqa else ""))
+                + (" pack_gqa" if self.pack_gqa else "")
+                + (f" min_seqlen_q={self.min_seqlen_q}" if self.min_seqlen_q else ""))
 
 
 def _value(key: str, val: str, lineno: int):
@@ -353,7 +355,8 @@ def parse_facts(text: Union[str, bytes], path: Optional[str] = None) -> KernelFa
                        persistent=v["grid"] == "persistent", cluster_m=v["cluster_m"],
                        cubin=v["cubin"], varlen=bool(v["varlen"]),
                        backward=bool(v["backward"]), split_kv=bool(v["split_kv"]),
-                       pack_gqa=bool(v["pack_gqa"]), deterministic=bool(v["deterministic"]))
+                       pack_gqa=bool(v["pack_gqa"]), deterministic=bool(v["deterministic"]),
+                       min_seqlen_q=v["min_seqlen_q"])
 
 
 def load_facts(path) -> KernelFacts:
@@ -414,16 +417,45 @@ def select_kernel(kernels: List[KernelFacts], dtype: str, head_dim: int, head_di
                   causal: bool, window: Tuple[int, int], softcap: float,
                   kernel_dir: str = "?", skipped: Optional[List[str]] = None,
                   varlen: bool = False, backward: bool = False,
-                  decode: bool = False, deterministic: bool = False) -> KernelFacts:
-    """The first (by file name) kernel that computes the requested variant, or a
+                  decode: bool = False, deterministic: bool = False,
+                  seqlen_q: int = 0) -> KernelFacts:
+    """The kernel for the requested variant and a call with `seqlen_q` query
+    rows (by_length's pick among select_kernels'), or a LookupError that
+    lists what the directory holds."""
+    return by_length(select_kernels(kernels, dtype, head_dim, head_dim_v, causal, window,
+                                    softcap, kernel_dir, skipped, varlen, backward, decode,
+                                    deterministic), seqlen_q)
+
+
+def by_length(candidates: List[KernelFacts], seqlen_q: int) -> KernelFacts:
+    """Of kernels that compute one variant (select_kernels' order), the one
+    for a call with `seqlen_q` query rows: the first with the largest
+    min_seqlen_q <= seqlen_q, or where every one asks for more (a directory
+    holding only long-sequence kernels), the first with the smallest; each
+    computes every length, min_seqlen_q only says which is faster."""
+    fits = [k for k in candidates if k.min_seqlen_q <= seqlen_q]
+    if fits:
+        return max(fits, key=lambda k: k.min_seqlen_q)   # max keeps the first of equals
+    return min(candidates, key=lambda k: k.min_seqlen_q)
+
+
+def select_kernels(kernels: List[KernelFacts], dtype: str, head_dim: int, head_dim_v: int,
+                   causal: bool, window: Tuple[int, int], softcap: float,
+                   kernel_dir: str = "?", skipped: Optional[List[str]] = None,
+                   varlen: bool = False, backward: bool = False,
+                   decode: bool = False, deterministic: bool = False) -> List[KernelFacts]:
+    """Every kernel (by file name) that computes the requested variant, or a
     LookupError that lists what the directory holds. `backward`: the
     variant's backward kernel (facts backward 1), with `deterministic` its
     deterministic one (facts deterministic 1; a plain request takes a plain
-    kernel); `decode`: its decoding kernel (facts split_kv 1 / pack_gqa 1)."""
-    for kf in kernels:
-        if matches(kf, dtype, head_dim, head_dim_v, causal, window, softcap, varlen, backward,
-                   decode, deterministic):
-            return kf
+    kernel); `decode`: its decoding kernel (facts split_kv 1 / pack_gqa 1).
+    Several where the compiler configured the variant for different
+    lengths (facts min_seqlen_q): by_length picks."""
+    found = [kf for kf in kernels
+             if matches(kf, dtype, head_dim, head_dim_v, causal, window, softcap, varlen,
+                        backward, decode, deterministic)]
+    if found:
+        return found
     l, r = normalize_window(causal, *window)
     want = (f"dtype={dtype} head_dim={head_dim}"
             + (f" head_dim_v={head_dim_v}" if head_dim_v != head_dim else "")

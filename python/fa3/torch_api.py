@@ -38,8 +38,8 @@ from . import facts as _facts
 
 _scan_cache: Dict[str, Tuple[int, list, list]] = {}
 _kernel_cache: Dict[tuple, object] = {}
-_selected: Dict[tuple, _facts.KernelFacts] = {}   # request -> kernel (select_kernel)
-_launchable: Dict[tuple, object] = {}             # (device, request) -> runtime.Kernel
+_selected: Dict[tuple, List[_facts.KernelFacts]] = {}  # request -> its kernels (_candidates)
+_launchable: Dict[tuple, list] = {}   # (device, request) -> slots (_launchable_kernel)
 _lock = threading.Lock()
 _OFF = ("0", "off", "false", "no")
 
@@ -117,7 +117,8 @@ def select_kernel(dtype: str, head_dim: int, head_dim_v: int, causal: bool = Fal
                   window_size=(-1, -1), softcap: float = 0.0,
                   kernel_dir=None, jit: Optional[bool] = None,
                   varlen: bool = False, backward: bool = False,
-                  decode: bool = False, deterministic: bool = False) -> _facts.KernelFacts:
+                  decode: bool = False, deterministic: bool = False,
+                  seqlen_q: int = 0) -> _facts.KernelFacts:
     """The kernel that computes the variant: from `kernel_dir` (default
     $FA3_KERNEL_DIR) if one there matches, else compiled on first use into
     the JIT cache (fa3.cache) when `jit` (None: unless FA3_JIT=0) and
@@ -130,20 +131,33 @@ def select_kernel(dtype: str, head_dim: int, head_dim_v: int, causal: bool = Fal
     variant's backward kernel (flash_attn_backward), with `deterministic`
     its deterministic one (facts deterministic 1: dq bitwise the same from
     run to run; a plain request takes a plain kernel); `decode`: its
-    decoding kernel (split-KV and GQA packing: flash_attn_with_kvcache)."""
+    decoding kernel (split-KV and GQA packing: flash_attn_with_kvcache).
+    `seqlen_q`: the call's query rows; where the compiler configured the
+    variant for long sequences too (facts min_seqlen_q: the compile adds
+    <name>_long_kernel), the kernel for that length (fa3.facts.by_length)."""
+    return _facts.by_length(_candidates(dtype, head_dim, head_dim_v, causal, window_size,
+                                        softcap, kernel_dir, jit, varlen, backward, decode,
+                                        deterministic), seqlen_q)
+
+
+def _candidates(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_dir, jit,
+                varlen=False, backward=False, decode=False, deterministic=False):
+    """Every kernel that computes the variant (one, or one per length the
+    compiler configured it for), memoized by the request."""
     req = _request(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_dir, jit,
                    varlen, backward, decode, deterministic)
-    kf = _selected.get(req)
-    if kf is None:
-        kf = _select(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_dir, jit,
-                     varlen, backward, decode, deterministic)
+    kfs = _selected.get(req)
+    if kfs is None:
+        kfs = _select(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_dir,
+                      jit, varlen, backward, decode, deterministic)
         with _lock:
-            _selected[req] = kf
-    return kf
+            _selected[req] = kfs
+    return kfs
 
 
 def _select(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_dir, jit,
             varlen=False, backward=False, decode=False, deterministic=False):
+    """select_kernels' list for the request, from the directory or the JIT."""
     window_size = (-1, -1) if window_size is None else tuple(window_size)
     given = kernel_dir if kernel_dir is not None else os.environ.get("FA3_KERNEL_DIR")
     use_jit = _jit_on(jit)
@@ -152,10 +166,10 @@ def _select(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_di
         d = _resolve_dir(kernel_dir)   # ValueError without a directory
         kernels, skipped = available_kernels(d)
         try:
-            return _facts.select_kernel(kernels, dtype, head_dim, head_dim_v, causal,
-                                        window_size, softcap, kernel_dir=d, skipped=skipped,
-                                        varlen=varlen, backward=backward, decode=decode,
-                                        deterministic=deterministic)
+            return _facts.select_kernels(kernels, dtype, head_dim, head_dim_v, causal,
+                                         window_size, softcap, kernel_dir=d, skipped=skipped,
+                                         varlen=varlen, backward=backward, decode=decode,
+                                         deterministic=deterministic)
         except LookupError as e:
             if not use_jit:
                 raise
@@ -177,8 +191,13 @@ def _select(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_di
             options["deterministic"] = True
         if decode:
             options["decode"] = True
-        return cache.get_kernel(dtype, head_dim, head_dim_v, causal, window_size, softcap,
-                                **options)
+        kf = cache.get_kernel(dtype, head_dim, head_dim_v, causal, window_size, softcap,
+                              **options)
+        # the entry holds the variant's kernels for longer sequences too
+        entry, _ = _facts.scan_kernel_dir(cache.entry_dir(kf))
+        return _facts.select_kernels(entry, dtype, head_dim, head_dim_v, causal, window_size,
+                                     softcap, varlen=varlen, backward=backward, decode=decode,
+                                     deterministic=deterministic)
     except (Fa3Error, LookupError) as e:
         where = f"in '{_resolve_dir(kernel_dir)}' " if given else ""
         raise LookupError(f"no precompiled FA3 kernel {where}computes dtype={dtype} "
@@ -244,23 +263,35 @@ def _pick(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit=None,
 
 def _launchable_kernel(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit, dev,
                        device, varlen=False, backward=False, decode=False,
-                       deterministic=False):
+                       deterministic=False, seqlen_q=0):
     """The loaded runtime.Kernel for a call on device `dev` (`device`: see
-    _load). A variant looked up before costs one dict lookup; an explicit
-    `kernel` is checked against the request and found by its cubin's stat."""
+    _load) with `seqlen_q` query rows (select_kernel). A variant looked up
+    before costs a dict lookup and a pass over its one or two kernels; an
+    explicit `kernel` is checked against the request and found by its
+    cubin's stat."""
     if kernel is not None:
         return _load(_pick(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir,
                            varlen=varlen, backward=backward, decode=decode,
                            deterministic=deterministic), dev, device)
     req = (dev, dt, D, Dv, bool(causal), tuple(window_size), softcap, kernel_dir, jit,
            bool(varlen), bool(backward), bool(decode), bool(deterministic))
-    k = _launchable.get(req)
-    if k is None:
-        kf = _pick(None, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit, varlen,
-                   backward, decode, deterministic)
-        k = _load(kf, dev, device)
+    slots = _launchable.get(req)
+    if slots is None:
+        kfs = _candidates(dt, D, Dv, bool(causal), tuple(window_size), softcap, kernel_dir, jit,
+                          varlen, backward, decode, deterministic)
+        # [min_seqlen_q, facts, loaded kernel], the longest first (stable:
+        # by_length's pick is the first slot that fits, else the last)
+        slots = [[kf.min_seqlen_q, kf, None]
+                 for kf in sorted(kfs, key=lambda kf: -kf.min_seqlen_q)]
         with _lock:
-            _launchable[req] = k
+            _launchable[req] = slots
+    for slot in slots:
+        if slot[0] <= seqlen_q:
+            break
+    k = slot[2]
+    if k is None:
+        k = _load(slot[1], dev, device)
+        slot[2] = k
     return k
 
 
@@ -561,7 +592,7 @@ def _eager_fwd(torch, q, k, v, softmax_scale, causal, window_size, softcap, retu
 
     dev = q.device.index if q.device.index is not None else torch.cuda.current_device()
     kobj = _launchable_kernel(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit,
-                              dev, torch.cuda.device)
+                              dev, torch.cuda.device, seqlen_q=Sq)
 
     # TMA reads rows of D contiguous elements: make the last dim contiguous
     q, k, v = [t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v)]
@@ -1564,7 +1595,7 @@ def flash_attn_bhsd(q, k, v, o=None, lse=None, softmax_scale=None, causal=False,
         window_size = (-1, -1)
     dev = q.device.index if q.device.index is not None else torch.cuda.current_device()
     kobj = _launchable_kernel(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit,
-                              dev, torch.cuda.device)
+                              dev, torch.cuda.device, seqlen_q=Sq)
     if o is None:
         o = torch.empty((B, Hq, Sq, Dv), dtype=q.dtype, device=q.device)
     if lse is not None and (lse.dtype != torch.float32 or not lse.is_contiguous()

@@ -158,7 +158,14 @@ def test_compile_once_then_memory_then_disk(cache_dir, count_compiles):
     entry = cache.entry_dir(kf)
     assert entry.parent == cache_dir and entry.name.startswith("bf16-d64-")  # FA3_CACHE_DIR
     assert (kf.dtype, kf.head_dim, kf.causal) == ("bf16", 64, True)
-    assert sorted(p.suffix for p in entry.iterdir()) == [".facts", ".json", ".ptx"]
+    # the variant's kernel, and beside it the table's for long sequences
+    # (compile_kernel, min_seqlen_q); get_kernel returns the one for any length
+    assert sorted(p.name for p in entry.iterdir()) == [
+        "entry.json", "fa3_fwd_d64_bf16_causal_winf_0_kernel.facts",
+        "fa3_fwd_d64_bf16_causal_winf_0_kernel.ptx",
+        "fa3_fwd_d64_bf16_causal_winf_0_long_kernel.facts",
+        "fa3_fwd_d64_bf16_causal_winf_0_long_kernel.ptx"]
+    assert kf.kernel == "fa3_fwd_d64_bf16_causal_winf_0_kernel" and kf.min_seqlen_q == 0
     assert cache.get_kernel("bf16", 64, causal=True, **PTX) is kf   # memory
     cache.clear_memory()
     again = cache.get_kernel("bf16", 64, window=(-1, 0), **PTX)      # disk, same key
@@ -339,6 +346,21 @@ def test_select_kernel_falls_back_to_the_jit(cache_dir, tmp_path, count_compiles
     # a variant the compiler refuses: a LookupError that says why
     with pytest.raises(LookupError, match="JIT compile failed.*head dim 80"):
         torch_api.select_kernel("bf16", 80, 80, kernel_dir=kdir)
+
+
+@needs_ptxas
+def test_jit_selects_by_length(cache_dir, count_compiles):
+    """The JIT's entry holds the variant's kernels for every length the
+    compiler configured it for (head dim 64 causal: 192 rows from 8192),
+    compiled once; select_kernel picks by the call's Sq."""
+    short = torch_api.select_kernel("bf16", 64, 64, causal=True, seqlen_q=4096)
+    long = torch_api.select_kernel("bf16", 64, 64, causal=True, seqlen_q=8192)
+    assert len(count_compiles) == 1 and cache.entry_dir(short) == cache.entry_dir(long)
+    assert (short.block_m, short.min_seqlen_q) == (128, 0)
+    assert (long.block_m, long.min_seqlen_q, long.threads) == (192, 8192, 512)
+    # one configuration for every length elsewhere
+    full = torch_api.select_kernel("bf16", 64, 64, seqlen_q=1 << 20)
+    assert (full.block_m, full.min_seqlen_q) == (192, 0) and len(count_compiles) == 2
 
 
 @needs_ptxas

@@ -183,6 +183,37 @@ def test_bad_option_is_refused(tmp_path):
     assert "rescale-threshold must be 0 to 15 (log2 units), got 16" in str(e.value)
 
 
+def test_kernels_by_length(tmp_path):
+    """Head dim 64 causal: the kernel for any length and the table's for long
+    sequences (192 rows from 8192, facts min_seqlen_q); options that fix the
+    rows or the length give one kernel, the option's; a length out of range
+    is refused by name (C API) or before the call (ctypes)."""
+    both = compile_kernel(tmp_path / "a", head_dim=64, causal=True, emit_cubin=False)
+    assert [f.name for f in both] == ["fa3_fwd_d64_bf16_causal_kernel",
+                                      "fa3_fwd_d64_bf16_causal_long_kernel"]
+    short, long = (F.parse_facts(f.facts.read_text()) for f in both)
+    assert (short.block_m, short.min_seqlen_q) == (128, 0)
+    assert (long.block_m, long.min_seqlen_q, long.causal) == (192, 8192, True)
+    assert "min_seqlen_q" not in both[0].facts.read_text()
+    rows = compile_kernel(tmp_path / "b", head_dim=64, causal=True, block_m=128, emit_cubin=False)
+    assert [f.name for f in rows] == ["fa3_fwd_d64_bf16_causal_kernel"]
+    asked = compile_kernel(tmp_path / "c", head_dim=64, causal=True, min_seqlen_q=20000,
+                           emit_cubin=False)
+    assert len(asked) == 1
+    k = F.parse_facts(asked[0].facts.read_text())
+    assert (k.block_m, k.min_seqlen_q) == (192, 20000)
+    # no entry for long sequences: the option changes nothing
+    d128 = compile_kernel(tmp_path / "d", head_dim=128, causal=True, min_seqlen_q=20000,
+                          emit_cubin=False)
+    assert len(d128) == 1 and "min_seqlen_q" not in d128[0].facts.read_text()
+    assert len(compile_kernel(tmp_path / "e", head_dim=64, causal=True, varlen=True,
+                              emit_cubin=False)) == 1
+    with pytest.raises(Fa3Error, match="minSeqlenQ must be 0 .any length. to 2147483647, got -1"):
+        compile_kernel(tmp_path / "f", head_dim=64, min_seqlen_q=-1, emit_cubin=False)
+    with pytest.raises(ValueError, match="min_seqlen_q"):
+        compile_kernel(tmp_path / "f", head_dim=64, min_seqlen_q=2**64, emit_cubin=False)
+
+
 def test_lazy_rescale_reaches_the_kernel(tmp_path):
     facts = lambda f: dict(l.split(" ", 1) for l in f.facts.read_text().splitlines())
     ptx = lambda f: f.ptx.read_text()

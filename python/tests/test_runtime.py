@@ -550,6 +550,39 @@ def test_select_kernel(tmp_path):
         sel("bf16", 128, 128, False, (-1, -1), 0.0, varlen=True)
 
 
+def test_select_kernel_by_length(tmp_path):
+    """Kernels of one variant configured for different lengths (facts
+    min_seqlen_q): a call takes the one with the largest min_seqlen_q <= Sq,
+    the first by file name among equals; where every one asks for more, the
+    one that asks least (each computes every length)."""
+    _write_kernel(tmp_path, "a_causal")
+    _write_kernel(tmp_path, "a_causal_long", block_m=192, min_seqlen_q=8192)
+    _write_kernel(tmp_path, "a_causal_longer", block_m=192, min_seqlen_q=65536)
+    _write_kernel(tmp_path, "b_causal_also_long", block_m=192, min_seqlen_q=8192)
+    ks, skipped = F.scan_kernel_dir(tmp_path)
+    assert not skipped
+    assert [k.min_seqlen_q for k in ks] == [0, 8192, 65536, 8192]
+    assert "min_seqlen_q=8192" in ks[1].describe() and "min_seqlen_q" not in ks[0].describe()
+
+    def sel(sq):
+        return F.select_kernel(ks, "bf16", 128, 128, True, (-1, -1), 0.0, seqlen_q=sq).kernel
+    assert [sel(sq) for sq in (0, 1, 8191, 8192, 65535, 65536, 1 << 30)] == [
+        "a_causal", "a_causal", "a_causal", "a_causal_long", "a_causal_long",
+        "a_causal_longer", "a_causal_longer"]
+    assert F.by_length(ks[1:], 100).kernel == "a_causal_long"   # no kernel for any length
+    assert F.select_kernel(ks, "bf16", 128, 128, True, (-1, -1), 0.0).kernel == "a_causal"
+    from fa3 import torch_api
+    torch_api.clear_caches()
+    assert torch_api.select_kernel("bf16", 128, 128, causal=True, kernel_dir=tmp_path,
+                                   jit=False, seqlen_q=16384).kernel == "a_causal_long"
+    assert torch_api.select_kernel("bf16", 128, 128, causal=True, kernel_dir=tmp_path,
+                                   jit=False, seqlen_q=4096).kernel == "a_causal"
+    # the range is the ABI's, checked like every key
+    for bad in ("-1", "2147483648", "x"):
+        with pytest.raises(F.FactsError, match="min_seqlen_q"):
+            F.parse_facts(FACTS + f"min_seqlen_q {bad}\n")
+
+
 def test_select_backward_kernel(tmp_path):
     """A backward kernel (facts backward 1) serves backward requests only, and
     they only it, though its variant fields are the forward's."""
@@ -586,12 +619,16 @@ def test_compiled_kernel_facts_parse(tmp_path):
     subprocess.run([str(tool), "--head-dim", "64", "--causal", "--softcap", "5",
                     "-o", str(tmp_path)], check=True, capture_output=True)
     ks, skipped = F.scan_kernel_dir(tmp_path)
-    assert not skipped and len(ks) == 1
-    k = ks[0]
+    assert not skipped and len(ks) == 2
+    k, long = ks
     assert k.kernel == "fa3_fwd_d64_bf16_causal_softcap_kernel"
     assert (k.dtype, k.head_dim, k.causal, k.softcap) == ("bf16", 64, True, 5.0)
     assert (k.window_left, k.window_right) == (-1, 0)
-    assert k.threads == 384 and k.dynamic_smem > 0
+    assert k.threads == 384 and k.dynamic_smem > 0 and k.min_seqlen_q == 0
+    # beside it the table's kernel for long sequences: 192 rows from 8192
+    assert long.kernel == "fa3_fwd_d64_bf16_causal_softcap_long_kernel"
+    assert (long.dtype, long.head_dim, long.causal, long.softcap) == ("bf16", 64, True, 5.0)
+    assert (long.block_m, long.threads, long.min_seqlen_q) == (192, 512, 8192)
 
 
 def test_torch_api_imports_without_torch(tmp_path):

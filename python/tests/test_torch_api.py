@@ -171,6 +171,33 @@ def test_select_deterministic_backward_kernel(tmp_path):
                            0.0, backward=True).kernel == "b_bwd"
 
 
+def test_launch_picks_the_kernel_for_the_length(tmp_path, monkeypatch):
+    """A forward call takes the kernel for its Sq (facts min_seqlen_q), each
+    loaded once on first use, the lookup memoized per variant; an explicit
+    kernel is taken whatever the length."""
+    from fa3 import facts as F
+    _write_bwd_kernel(tmp_path, "a_fwd", params=F.KERNEL_PARAMS, backward=0,
+                      grid="persistent", block_m=128)
+    _write_bwd_kernel(tmp_path, "a_fwd_long", params=F.KERNEL_PARAMS, backward=0,
+                      grid="persistent", block_m=192, min_seqlen_q=8192)
+    loads = []
+
+    def load(kf, dev, device=None):
+        loads.append(kf.kernel)
+        return kf
+    monkeypatch.setattr(torch_api, "_load", load)
+    torch_api.clear_caches()
+
+    def launch(sq, kernel=None):
+        return torch_api._launchable_kernel(kernel, "bf16", 128, 128, True, (-1, -1), 0.0,
+                                            tmp_path, False, 0, None, seqlen_q=sq).kernel
+    assert [launch(sq) for sq in (1, 8191, 8192, 1 << 20, 100)] == \
+        ["a_fwd", "a_fwd", "a_fwd_long", "a_fwd_long", "a_fwd"]
+    assert loads == ["a_fwd", "a_fwd_long"]
+    short = F.load_facts(tmp_path / "a_fwd.facts")
+    assert launch(1 << 20, kernel=short) == "a_fwd"
+
+
 def test_select_backward_kernel_by_window_and_softcap(tmp_path):
     """A backward request takes the backward kernel of its own window and
     softcap (facts window_left, window_right, softcap: the forward's keys),

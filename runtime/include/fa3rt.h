@@ -167,6 +167,12 @@ typedef struct fa3rt_facts {
                              tile's sums added in the order of the kv
                              blocks); needs backward 1; its dq_accum is
                              larger (fa3rt_bwd_launch.dq_accum_words) */
+  int min_seqlen_q;       /* optional key (0): the compiler's table chose this
+                             kernel's configuration for calls with at least
+                             this many query rows (0: any length). It computes
+                             every length; a launcher holding kernels of one
+                             attention takes, for a call, the one with the
+                             largest min_seqlen_q <= Sq (fa3.torch_api does) */
 } fa3rt_facts;
 
 /* A tensor in device memory: 4 dims in LOGICAL order [B, H, S, D], strides in

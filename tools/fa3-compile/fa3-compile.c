@@ -90,6 +90,13 @@ static const char *kUsage =
     "                       head dim 64 with a full mask, and for FP8 head\n"
     "                       dim 64 with any mask, else 128); with --decode\n"
     "                       also 64 (one; its default)\n"
+    "  --min-seqlen-q N     configure the forward for calls with at least N\n"
+    "                       query rows (default 0: any length): the table's\n"
+    "                       entries for long sequences (head dim 64 causal:\n"
+    "                       192 rows from 8192), facts min_seqlen_q. With 0\n"
+    "                       and --block-m 0, such a variant also gets\n"
+    "                       <name>_long_kernel (--all too), which\n"
+    "                       fa3.torch_api takes from that length\n"
     "  --block-n N          K/V rows per tile, 16 to 256 (default 0: 128, or\n"
     "                       112 / 96 causal at head dim 192 (128 with value\n"
     "                       head dim 128), 64 at 256; with --decode and 64\n"
@@ -363,7 +370,7 @@ int main(int argc, char **argv) {
       "--head-dim-v",
       "--softcap",   "--scale",            "--name",    "--block-m",
       "--block-n",   "--stages",           "--q-buffers",
-      "--rescale-threshold", "--ptxas-timeout"};
+      "--rescale-threshold", "--ptxas-timeout", "--min-seqlen-q"};
   static const char *const kFlags[] = {
       "--help",           "--all",          "--causal",
       "--persistent",     "--no-persistent", "--no-tma-store",
@@ -533,6 +540,9 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "--stages")) {
       INT_OPTION(opts.stages, 0, 8,
                  "0 (per head dim) or a whole number from 1 to 8");
+    } else if (!strcmp(a, "--min-seqlen-q")) {
+      INT_OPTION(opts.minSeqlenQ, 0, 2147483647,
+                 "0 (any length) or a whole number up to 2^31-1");
     } else if (!strcmp(a, "--ptxas-timeout")) {
       INT_OPTION(opts.ptxasTimeoutSeconds, 1, 86400,
                  "a whole number of seconds from 1 to 86400");

@@ -31,6 +31,17 @@ inline std::string headDimsText() {
          std::to_string(kHeadDims[i]);
   return s;
 }
+
+/// The query length from which attn-hopper-config's table configures a
+/// forward attention differently (its option min-seqlen-q), 0 where one
+/// configuration serves every length: the kernel a launcher picks for
+/// calls with Sq at or past it. For the C API's spec compile, which then
+/// adds that kernel beside the one for any length; defined beside the
+/// table (HopperConfig.cpp). `dtype`: "bf16", "f16" or "e4m3"; a window
+/// side -1 is unbounded.
+int64_t longSequenceFrom(const std::string &dtype, int64_t headDim,
+                         int64_t headDimV, int64_t windowLeft,
+                         int64_t windowRight, bool varlen, bool decode);
 } // namespace fa3::hopper
 
 #endif

@@ -95,6 +95,14 @@ def AttnHopperConfig : Pass<"attn-hopper-config"> {
            "kv head share one tile, so K and V are read once), one CTA per "
            "tile, 64-row tiles, O stored directly. Fixed-length forward "
            "only">,
+    Option<"minSeqlenQ", "min-seqlen-q", "int64_t", /*default=*/"0",
+           "Configure the forward for calls with at least this many query "
+           "rows (0: any length). Where the table has an entry for long "
+           "sequences (head dim 64 causal: 192 query rows from 8192) and "
+           "this reaches it, that entry applies, and min_seqlen_q in the "
+           "launch facts tells a launcher to take the kernel from that "
+           "length on (the C API's spec compile adds such a kernel by "
+           "itself); elsewhere it changes nothing">,
   ];
 }
 

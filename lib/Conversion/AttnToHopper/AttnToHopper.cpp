@@ -464,6 +464,11 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
   if (cfg.ctasPerSm != 1)
     all.push_back(b.getNamedAttr("ctas_per_sm",
                                  b.getI64IntegerAttr(cfg.ctasPerSm)));
+  // The query length the configuration was chosen for (0 when absent: any):
+  // a launcher holding kernels of one attention picks by it.
+  if (cfg.minSeqlenQ != 0)
+    all.push_back(b.getNamedAttr("min_seqlen_q",
+                                 b.getI64IntegerAttr(cfg.minSeqlenQ)));
   if (failed(setLaunchFacts(b, kernel, all, fail)))
     return failure();
   if (failed(verify(gpuModule)))

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "HopperConfig.h"
+#include "fa3/Conversion/HopperSupport.h"
 #include "fa3/Conversion/Passes.h"
 
 #include "llvm/Support/Format.h"
@@ -94,6 +95,7 @@ void fa3::hopper::applyConfig(HopperConfigAttr config, KernelConfig &cfg) {
   cfg.splitKv = config.getSplitKv();
   cfg.packGqa = config.getPackGqa();
   cfg.ctasPerSm = config.getCtasPerSm();
+  cfg.minSeqlenQ = config.getMinSeqlenQ();
 }
 
 HopperConfigAttr fa3::hopper::recordConfig(MLIRContext *ctx,
@@ -101,7 +103,8 @@ HopperConfigAttr fa3::hopper::recordConfig(MLIRContext *ctx,
   return HopperConfigAttr::get(
       ctx, cfg.blockM, cfg.blockN, cfg.stages, cfg.persistent, cfg.qBuffers,
       cfg.lazyRescale, llvm::APFloat(cfg.rescaleThreshold), cfg.clusterM,
-      cfg.pingpong, cfg.tmaStore, cfg.splitKv, cfg.packGqa, cfg.ctasPerSm);
+      cfg.pingpong, cfg.tmaStore, cfg.splitKv, cfg.packGqa, cfg.ctasPerSm,
+      cfg.minSeqlenQ);
 }
 
 FailureOr<GradKernelConfig>
@@ -223,7 +226,25 @@ HopperConfigAttr fa3::hopper::recordGradConfig(MLIRContext *ctx,
                                /*rescale_threshold=*/llvm::APFloat(0.0),
                                /*cluster_m=*/1, /*pingpong=*/false,
                                /*tma_store=*/cfg.dqBulk, /*split_kv=*/false,
-                               /*pack_gqa=*/false, /*ctas_per_sm=*/1);
+                               /*pack_gqa=*/false, /*ctas_per_sm=*/1,
+                               /*min_seqlen_q=*/0);
+}
+
+int64_t fa3::hopper::longSequenceFrom(const std::string &dtype,
+                                      int64_t headDim, int64_t headDimV,
+                                      int64_t windowLeft, int64_t windowRight,
+                                      bool varlen, bool decode) {
+  // Head dim 64, causal, bf16 or f16: 192 query rows (three consumer
+  // warpgroups, FA3's 192 x 128 there) from 8k. Same call against 128
+  // rows, on the kernels with the L2 sections: 0.87 / 0.85 / 0.98 / 0.99
+  // / 1.05 / 1.05 at 512 ... 16k (bench/NOTES.md, Log, "192-row tiles
+  // again"). Windows, packed batches and decoding steps were not measured
+  // with it; FP8 takes 192 rows at head dim 64 at every length already.
+  const bool causal = windowLeft < 0 && windowRight == 0;
+  if (dtype != "e4m3" && headDim == 64 && headDimV == 64 && causal &&
+      !varlen && !decode)
+    return 8192;
+  return 0;
 }
 
 namespace {
@@ -258,18 +279,27 @@ void ctasPerSmThatFit(KernelConfig &cfg) {
     cfg.ctasPerSm = 1;
 }
 
-void chooseConfig(KernelConfig &cfg, bool fullMask,
+void chooseConfig(KernelConfig &cfg, int64_t windowLeft, int64_t windowRight,
                   const AttnHopperConfigOptions &o) {
+  const bool fullMask = windowLeft < 0 && windowRight < 0;
   // The rules key on the larger head dim (the O accumulator's registers
   // and the tiles' shared memory grow with either); where D = Dv, it is
   // the head dim.
   const int64_t hd = std::max(cfg.headDim, cfg.headDimV);
+  // The long-sequence entries (longSequenceFrom) where the options ask
+  // for calls that long.
+  const int64_t longFrom = longSequenceFrom(
+      cfg.dtype, cfg.headDim, cfg.headDimV, windowLeft, windowRight,
+      cfg.varlen, o.decode);
+  const bool longRows = longFrom > 0 && o.minSeqlenQ >= longFrom;
+  cfg.minSeqlenQ = longRows ? o.minSeqlenQ : 0;
   // Head dim 64 with a full mask takes 192 query rows (three consumer
   // warpgroups, as FA3): +3-9 % from 2k, -2-3 % at 512-1k where a third of
   // the last m-block is past Sq; causal lost 11-15 % at 512-1k for +2-4 %
-  // at 8k-16k, so it keeps 128 (bench/NOTES.md, Defaults: block-m).
+  // at 8k-16k, so it keeps 128 below 8k and takes 192 from there
+  // (longRows; bench/NOTES.md, Defaults: block-m).
   cfg.blockM = o.blockM != 0                        ? o.blockM
-                : hd == 64 && fullMask ? 192
+                : hd == 64 && (fullMask || longRows) ? 192
                                                 : 128;
   // Head dim 256 takes 64-row kv tiles: with the softmax overlapping the
   // P V wgmmas, 80 spills (O alone is 128 registers a thread), and 64
@@ -458,6 +488,9 @@ struct AttnHopperConfigPass
                                   llvm::format("%g", maxThreshold)),
                     llvm::formatv("{0}", llvm::format(
                                              "%g", rescaleThreshold.getValue())));
+    if (minSeqlenQ < 0 || minSeqlenQ > INT32_MAX)
+      return refuse("min-seqlen-q", "0 (any length) to " + Twine(INT32_MAX),
+                    Twine(minSeqlenQ));
     return success();
   }
 
@@ -476,6 +509,7 @@ struct AttnHopperConfigPass
     opts.kvMulticast = kvMulticast;
     opts.rescaleThreshold = rescaleThreshold;
     opts.decode = decode;
+    opts.minSeqlenQ = minSeqlenQ;
     WalkResult result = getOperation()->walk([&](Operation *op) {
       if (auto fixed = dyn_cast<FlashAttentionOp>(op))
         return configure(fixed, opts);
@@ -566,7 +600,7 @@ struct AttnHopperConfigPass
     if (opts.decode && cfg.varlen)
       return fail("unsupported decode with a packed variable-length batch "
                   "(the decoding kernel takes a fixed-length batch)");
-    chooseConfig(cfg, left < 0 && right < 0, opts);
+    chooseConfig(cfg, left, right, opts);
     why = checkSupported(cfg);
     if (!why.empty())
       return fail("unsupported " + why);

@@ -81,6 +81,8 @@ struct KernelConfig {
   int64_t ctasPerSm = 1;     // CTAs resident on an SM together (2: each
                              // has half the registers and shared memory;
                              // checkSupported: one consumer warpgroup)
+  int64_t minSeqlenQ = 0;    // chosen for calls with at least this many
+                             // query rows (0: any); a launch fact only
 
   int64_t consumers() const { return blockM / 64; }
   /// How O leaves the kernel: 4-byte stores from the registers, or staged

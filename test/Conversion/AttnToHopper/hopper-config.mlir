@@ -69,6 +69,8 @@
 // RUN: not fa3-opt %s --split-input-file --attn-hopper-config=persistent=maybe 2>&1 | FileCheck %s --check-prefix=PERSISTV
 // RUN: not fa3-opt %s --split-input-file --attn-hopper-config=lazy-rescale=sometimes 2>&1 | FileCheck %s --check-prefix=LAZYV
 // RUN: not fa3-opt %s --split-input-file --attn-hopper-config=kv-multicast=sometimes 2>&1 | FileCheck %s --check-prefix=MCASTV
+// RUN: not fa3-opt %s --split-input-file --attn-hopper-config=min-seqlen-q=-1 2>&1 | FileCheck %s --check-prefix=MINQ
+// RUN: not fa3-opt %s --split-input-file --attn-hopper-config=min-seqlen-q=2147483648 2>&1 | FileCheck %s --check-prefix=MINQ
 // NEGM: error: attn-hopper-config: block-m must be 0 (per head dim) to 1024, got -128
 // BIGN: error: attn-hopper-config: block-n must be 0 (per head dim) to 1024, got 1025
 // STAGES: error: attn-hopper-config: stages must be 0 (per head dim) to 8, got -1
@@ -78,6 +80,7 @@
 // PERSISTV: for the --persistent option: Cannot find option named 'maybe'!
 // LAZYV: for the --lazy-rescale option: Cannot find option named 'sometimes'!
 // MCASTV: for the --kv-multicast option: Cannot find option named 'sometimes'!
+// MINQ: error: attn-hopper-config: min-seqlen-q must be 0 (any length) to 2147483647, got {{-1|2147483648}}
 
 // Combinations the kernel cannot take, refused at the attention they do
 // not fit (block-m 192 and two Q buffers with persistent CTAs fit head dim

@@ -455,6 +455,14 @@ func.func @f(%q: memref<1x2x64x128xbf16>, %o: memref<1x2x64x128xbf16>) {
 // -----
 
 func.func @f(%q: memref<1x2x64x128xbf16>, %o: memref<1x2x64x128xbf16>) {
+  // expected-error @+1 {{hopper_config: min_seqlen_q must be 0 to 2147483647, got -5}}
+  attn.flash_attention ins(%q, %q, %q : memref<1x2x64x128xbf16>, memref<1x2x64x128xbf16>, memref<1x2x64x128xbf16>) outs(%o : memref<1x2x64x128xbf16>) {attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 2, persistent = true, q_buffers = 2, lazy_rescale = true, rescale_threshold = 8.0, cluster_m = 1, pingpong = true, tma_store = true, min_seqlen_q = -5>}
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x2x64x128xbf16>, %o: memref<1x2x64x128xbf16>) {
   // expected-error @+1 {{hopper_config: rescale_threshold must be 0 to 15 (log2 units), got 16}}
   attn.flash_attention ins(%q, %q, %q : memref<1x2x64x128xbf16>, memref<1x2x64x128xbf16>, memref<1x2x64x128xbf16>) outs(%o : memref<1x2x64x128xbf16>) {attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 2, persistent = true, q_buffers = 2, lazy_rescale = true, rescale_threshold = 16.0, cluster_m = 1, pingpong = true, tma_store = true>}
   return

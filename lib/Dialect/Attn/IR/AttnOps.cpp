@@ -9,6 +9,7 @@
 #include "llvm/Support/Format.h"
 
 #include <cmath>
+#include <cstdint>
 
 using namespace mlir;
 using namespace fa3::attn;
@@ -1003,7 +1004,8 @@ HopperConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                          bool persistent, int64_t qBuffers, bool lazyRescale,
                          APFloat rescaleThreshold, int64_t clusterM,
                          bool pingpong, bool tmaStore, bool splitKv,
-                         bool packGqa, int64_t ctasPerSm) {
+                         bool packGqa, int64_t ctasPerSm,
+                         int64_t minSeqlenQ) {
   if (blockM <= 0 || blockN <= 0 || blockM > kMaxBlock || blockN > kMaxBlock)
     return emitError() << "hopper_config: block sizes must be 1 to "
                        << kMaxBlock << ", got " << blockM << " x " << blockN;
@@ -1019,6 +1021,9 @@ HopperConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (ctasPerSm != 1 && ctasPerSm != 2)
     return emitError() << "hopper_config: ctas_per_sm must be 1 or 2, got "
                        << ctasPerSm;
+  if (minSeqlenQ < 0 || minSeqlenQ > INT32_MAX)
+    return emitError() << "hopper_config: min_seqlen_q must be 0 to "
+                       << INT32_MAX << ", got " << minSeqlenQ;
   if ((splitKv || packGqa) && (persistent || clusterM != 1))
     return emitError() << "hopper_config: split_kv and pack_gqa take one CTA "
                           "per tile (persistent = false, cluster_m = 1)";

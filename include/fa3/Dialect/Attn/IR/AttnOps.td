@@ -97,7 +97,11 @@ def Attn_HopperConfigAttr : AttrDef<Attn_Dialect, "HopperConfig"> {
       of one kv head;
     * `ctas_per_sm` (optional, 1): CTAs resident on an SM together, which
       the kernel is built for (nvvm.minctasm): 2 halves each CTA's
-      registers at launch and its shared memory.
+      registers at launch and its shared memory;
+    * `min_seqlen_q` (optional, 0): the table chose this configuration for
+      calls with at least this many query rows (`attn-hopper-config
+      min-seqlen-q`); the launch facts carry it, so that a launcher holding
+      kernels of one attention for different lengths picks by Sq. 0: any.
 
     The verifier checks each value's domain; whether the kernel can take the
     combination for a given attention (head dim, mask, shared memory) is
@@ -116,7 +120,8 @@ def Attn_HopperConfigAttr : AttrDef<Attn_Dialect, "HopperConfig"> {
     Attn_BoolParameter:$tma_store,
     Attn_FlagParameter:$split_kv,
     Attn_FlagParameter:$pack_gqa,
-    DefaultValuedParameter<"int64_t", "1">:$ctas_per_sm
+    DefaultValuedParameter<"int64_t", "1">:$ctas_per_sm,
+    DefaultValuedParameter<"int64_t", "0">:$min_seqlen_q
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
