@@ -109,9 +109,11 @@ def main():
     fa3, fa3_about = peer_fa3.load(leave_out="--no-fa3" if a.no_fa3 else None)
     print(fa3_about, flush=True)
 
-    def find(dtype, D, causal):
-        return next((k for k in kernels if fa3facts.matches(k, dtype, D, D, causal, (-1, -1),
-                                                            0.0)), None)
+    def find(dtype, D, causal, S=0):
+        """The kernel flash_attn_func takes for a call of S query rows (facts
+        min_seqlen_q), or None."""
+        found = [k for k in kernels if fa3facts.matches(k, dtype, D, D, causal, (-1, -1), 0.0)]
+        return fa3facts.by_length(found, S) if found else None
     rows = []
     t_start = time.time()
     for D in hdims:
@@ -120,8 +122,8 @@ def main():
             if kf is None:
                 print(f"no e4m3 kernel for hdim {D} causal={causal}: skipped")
                 continue
-            kb = None if a.no_bf16 else find("bf16", D, causal)
             for S in seqlens:
+                kb = None if a.no_bf16 else find("bf16", D, causal, S)
                 B, H, q, k, v, flops = paper_inputs(D, S, causal, "bf16")
                 live = fa3 is not None and a.descale != "block"  # FA3 takes [B, H] descales
                 row = dict(hdim=D, causal=causal, seqlen=S, batch=B, heads=H, kernel=kf.kernel,

@@ -65,11 +65,13 @@ def main():
         for causal in causals:
             k8 = next((k for k in kernels if fa3facts.matches(k, "e4m3", D, D, causal,
                                                               (-1, -1), 0.0)), None)
-            kb = next((k for k in kernels if fa3facts.matches(k, "bf16", D, D, causal,
-                                                              (-1, -1), 0.0)), None)
+            kbs = [k for k in kernels if fa3facts.matches(k, "bf16", D, D, causal, (-1, -1),
+                                                           0.0)]
             if k8 is None:
                 continue
             for S in (int(x) for x in a.seqlens.split(",")):
+                # the bf16 kernel flash_attn_func takes at this length
+                kb = fa3facts.by_length(kbs, S) if kbs else None
                 _, _, q, k, v, _ = paper_inputs(D, S, causal)
                 kd = a.kernel_dir
 

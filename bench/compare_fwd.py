@@ -100,13 +100,13 @@ def main():
     t_start = time.time()
     for D, Dv in hdims:
         for causal in causals:
-            chosen = {}
+            candidates = {}   # label -> the variant's kernels (one per length range)
             for label, d, kernels in variants:
-                kf = next((k for k in kernels if fa3facts.matches(
-                    k, a.dtype, D, Dv, causal, (-1, -1), 0.0)), None)
-                if kf is not None:
-                    chosen[label] = kf
-            if not chosen:
+                found = [k for k in kernels if fa3facts.matches(
+                    k, a.dtype, D, Dv, causal, (-1, -1), 0.0)]
+                if found:
+                    candidates[label] = found
+            if not candidates:
                 continue
             for S in seqlens:
                 fp8 = a.dtype == "e4m3"
@@ -127,7 +127,10 @@ def main():
                     r = fq.quantize_qkv_fp8(q, k, v, hadamard=False, block=None,
                                             backend="torch")
                     qkv, ds = (r.q, r.k, r.v), r.descales
-                for label, kf in chosen.items():
+                for label, found in candidates.items():
+                    # the kernel flash_attn_func takes for this length (facts
+                    # min_seqlen_q)
+                    kf = fa3facts.by_length(found, S)
                     o = torch.full_like(v, float("nan"))  # [B, S, H, Dv], as o
 
                     def ours(kf=kf, o=o):

@@ -59,15 +59,15 @@ typedef struct Fa3HopperOptions {
   int64_t blockM;       /* rows of Q per tile: 128 (two consumer
                            warpgroups, ping-pong) or 192 (three); with
                            decode also 64 (one); 0: per head dim (192 for
-                           64 with a full mask, else 128; 64 with
-                           decode) */
+                           64 with a full mask, and for 64 causal from
+                           minSeqlenQ 6144; else 128; 64 with decode) */
   int64_t ptxasTimeoutSeconds; /* ptxas is stopped after this long (1 to
                            86400); 0: 600 */
   int64_t minSeqlenQ;   /* configure the forward for calls with at least
                            this many query rows (0 to 2^31-1; 0: any
                            length): where the table has an entry for long
                            sequences (head dim 64 causal: 192 rows from
-                           8192) and this reaches it, that entry applies,
+                           6144) and this reaches it, that entry applies,
                            and the facts say `min_seqlen_q`. Appended in
                            this position: callers built against an older
                            header must be rebuilt */
@@ -163,7 +163,8 @@ fa3CompileHopperModule(MlirModule module, const Fa3HopperOptions *options);
 /* Checks `spec` (NULL: fa3AttentionSpecDefault()), builds its IR in `ctx`
  * (no IR text: the name cannot inject IR) and compiles it. Where the table
  * configures the variant differently for long sequences and the options
- * leave blockM and minSeqlenQ at 0, the set holds that kernel too:
+ * leave blockM, blockN, stages, qBuffers and minSeqlenQ at 0, the set
+ * holds that kernel too:
  * <name>_long_kernel, its facts `min_seqlen_q N`, for calls with Sq >= N
  * (both compute the variant at any length). A null context: NULL (last
  * error only). */

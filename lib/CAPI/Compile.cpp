@@ -512,13 +512,15 @@ Fa3KernelSet *fa3CompileHopperSpec(MlirContext ctx, const Fa3AttentionSpec *spec
   c->printOpOnDiagnostic(false);
   Fa3KernelSet *set = compileChecked(fn, *module, options, s.decode);
   // The table's kernel for long sequences beside it, unless the options
-  // fixed the rows or the length themselves.
+  // fixed the tile (rows, keys, ring, Q buffers: a ring that fits 128 rows
+  // may not fit 192) or the length themselves.
   Fa3HopperOptions o = options ? *options : fa3HopperOptionsDefault();
   const int64_t longFrom = fa3::hopper::longSequenceFrom(
       s.dtype ? s.dtype : "bf16", s.headDim, s.headDimV ? s.headDimV : s.headDim,
       s.windowLeft, s.causal ? 0 : s.windowRight, s.varlen, s.decode);
-  if (set && !s.backward && longFrom > 0 && o.blockM == 0 &&
-      o.minSeqlenQ == 0) {
+  const bool tableTile = o.blockM == 0 && o.blockN == 0 && o.stages == 0 &&
+                         o.qBuffers == 0 && o.minSeqlenQ == 0;
+  if (set && !s.backward && longFrom > 0 && tableTile) {
     o.minSeqlenQ = longFrom;
     OwningOpRef<ModuleOp> longModule =
         buildSpecModule(c, s, specName(s) + "_long");

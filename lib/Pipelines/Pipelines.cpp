@@ -284,7 +284,7 @@ struct HopperPipelineCLOptions
       llvm::cl::desc("Configure the forward for calls with at least this "
                      "many query rows (0: any length): the table's "
                      "long-sequence entries (head dim 64 causal: 192 rows "
-                     "from 8192), recorded as the facts' min_seqlen_q"),
+                     "from 6144), recorded as the facts' min_seqlen_q"),
       llvm::cl::init(0)};
   Option<fa3::BinaryFormat> format{
       *this, "format",

@@ -39,7 +39,7 @@ from . import facts as _facts
 _scan_cache: Dict[str, Tuple[int, list, list]] = {}
 _kernel_cache: Dict[tuple, object] = {}
 _selected: Dict[tuple, List[_facts.KernelFacts]] = {}  # request -> its kernels (_candidates)
-_launchable: Dict[tuple, list] = {}   # (device, request) -> slots (_launchable_kernel)
+_launchable: Dict[tuple, tuple] = {}  # (device, request) -> slots (_launchable_kernel)
 _lock = threading.Lock()
 _OFF = ("0", "off", "false", "no")
 
@@ -279,20 +279,20 @@ def _launchable_kernel(kernel, dt, D, Dv, causal, window_size, softcap, kernel_d
     if slots is None:
         kfs = _candidates(dt, D, Dv, bool(causal), tuple(window_size), softcap, kernel_dir, jit,
                           varlen, backward, decode, deterministic)
-        # [min_seqlen_q, facts, loaded kernel], the longest first (stable:
-        # by_length's pick is the first slot that fits, else the last)
-        slots = [[kf.min_seqlen_q, kf, None]
-                 for kf in sorted(kfs, key=lambda kf: -kf.min_seqlen_q)]
+        # (min_seqlen_q, loaded kernel), the longest first, each loaded now:
+        # a CUDA graph captured at another length than the warm-up finds
+        # its kernel loaded. A call takes the first that fits its Sq, else
+        # by_length's pick of the rest (computed here).
+        order = sorted(kfs, key=lambda kf: -kf.min_seqlen_q)
+        loaded = [(kf.min_seqlen_q, _load(kf, dev, device)) for kf in order]
+        fallback = _load(_facts.by_length(kfs, -1), dev, device)
+        slots = (loaded, fallback)
         with _lock:
             _launchable[req] = slots
-    for slot in slots:
-        if slot[0] <= seqlen_q:
-            break
-    k = slot[2]
-    if k is None:
-        k = _load(slot[1], dev, device)
-        slot[2] = k
-    return k
+    for min_q, k in slots[0]:
+        if min_q <= seqlen_q:
+            return k
+    return slots[1]
 
 
 def _graph_tile_counter(torch, kobj, device):

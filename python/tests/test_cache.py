@@ -351,13 +351,13 @@ def test_select_kernel_falls_back_to_the_jit(cache_dir, tmp_path, count_compiles
 @needs_ptxas
 def test_jit_selects_by_length(cache_dir, count_compiles):
     """The JIT's entry holds the variant's kernels for every length the
-    compiler configured it for (head dim 64 causal: 192 rows from 8192),
+    compiler configured it for (head dim 64 causal: 192 rows from 6144),
     compiled once; select_kernel picks by the call's Sq."""
-    short = torch_api.select_kernel("bf16", 64, 64, causal=True, seqlen_q=4096)
-    long = torch_api.select_kernel("bf16", 64, 64, causal=True, seqlen_q=8192)
+    short = torch_api.select_kernel("bf16", 64, 64, causal=True, seqlen_q=6143)
+    long = torch_api.select_kernel("bf16", 64, 64, causal=True, seqlen_q=6144)
     assert len(count_compiles) == 1 and cache.entry_dir(short) == cache.entry_dir(long)
     assert (short.block_m, short.min_seqlen_q) == (128, 0)
-    assert (long.block_m, long.min_seqlen_q, long.threads) == (192, 8192, 512)
+    assert (long.block_m, long.min_seqlen_q, long.threads) == (192, 6144, 512)
     # one configuration for every length elsewhere
     full = torch_api.select_kernel("bf16", 64, 64, seqlen_q=1 << 20)
     assert (full.block_m, full.min_seqlen_q) == (192, 0) and len(count_compiles) == 2

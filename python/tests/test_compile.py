@@ -185,7 +185,7 @@ def test_bad_option_is_refused(tmp_path):
 
 def test_kernels_by_length(tmp_path):
     """Head dim 64 causal: the kernel for any length and the table's for long
-    sequences (192 rows from 8192, facts min_seqlen_q); options that fix the
+    sequences (192 rows from 6144, facts min_seqlen_q); options that fix the
     rows or the length give one kernel, the option's; a length out of range
     is refused by name (C API) or before the call (ctypes)."""
     both = compile_kernel(tmp_path / "a", head_dim=64, causal=True, emit_cubin=False)
@@ -193,10 +193,15 @@ def test_kernels_by_length(tmp_path):
                                       "fa3_fwd_d64_bf16_causal_long_kernel"]
     short, long = (F.parse_facts(f.facts.read_text()) for f in both)
     assert (short.block_m, short.min_seqlen_q) == (128, 0)
-    assert (long.block_m, long.min_seqlen_q, long.causal) == (192, 8192, True)
+    assert (long.block_m, long.min_seqlen_q, long.causal) == (192, 6144, True)
     assert "min_seqlen_q" not in both[0].facts.read_text()
     rows = compile_kernel(tmp_path / "b", head_dim=64, causal=True, block_m=128, emit_cubin=False)
     assert [f.name for f in rows] == ["fa3_fwd_d64_bf16_causal_kernel"]
+    # a ring that fits 128 rows but not 192 (O would take Q's second buffer):
+    # the options fix the tile, so no second kernel, and no failure for it
+    ring = compile_kernel(tmp_path / "g", head_dim=64, causal=True, stages=5, q_buffers=2,
+                          emit_cubin=False)
+    assert [f.name for f in ring] == ["fa3_fwd_d64_bf16_causal_kernel"]
     asked = compile_kernel(tmp_path / "c", head_dim=64, causal=True, min_seqlen_q=20000,
                            emit_cubin=False)
     assert len(asked) == 1

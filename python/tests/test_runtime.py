@@ -109,12 +109,13 @@ def test_ctypes_mirrors_match_the_header(tmp_path):
 
 
 @pytest.mark.parametrize("body,why", [
-    ("int fa3rt_version(void) { return 5; }", "is libfa3rt 0.5; these bindings need 0.11"),
-    ("int fa3rt_version(void) { return 6; }", "is libfa3rt 0.6; these bindings need 0.11"),
-    ("int fa3rt_version(void) { return 7; }", "is libfa3rt 0.7; these bindings need 0.11"),
-    ("int fa3rt_version(void) { return 8; }", "is libfa3rt 0.8; these bindings need 0.11"),
-    ("int fa3rt_version(void) { return 9; }", "is libfa3rt 0.9; these bindings need 0.11"),
-    ("int fa3rt_version(void) { return 10; }", "is libfa3rt 0.10; these bindings need 0.11"),
+    ("int fa3rt_version(void) { return 5; }", "is libfa3rt 0.5; these bindings need 0.12"),
+    ("int fa3rt_version(void) { return 6; }", "is libfa3rt 0.6; these bindings need 0.12"),
+    ("int fa3rt_version(void) { return 7; }", "is libfa3rt 0.7; these bindings need 0.12"),
+    ("int fa3rt_version(void) { return 8; }", "is libfa3rt 0.8; these bindings need 0.12"),
+    ("int fa3rt_version(void) { return 9; }", "is libfa3rt 0.9; these bindings need 0.12"),
+    ("int fa3rt_version(void) { return 10; }", "is libfa3rt 0.10; these bindings need 0.12"),
+    ("int fa3rt_version(void) { return 11; }", "is libfa3rt 0.11; these bindings need 0.12"),
     ("int fa3rt_other(void) { return 5; }", "older than 0.5 (no fa3rt_version)"),
 ])
 def test_load_library_refuses_another_version(tmp_path, body, why):
@@ -625,10 +626,10 @@ def test_compiled_kernel_facts_parse(tmp_path):
     assert (k.dtype, k.head_dim, k.causal, k.softcap) == ("bf16", 64, True, 5.0)
     assert (k.window_left, k.window_right) == (-1, 0)
     assert k.threads == 384 and k.dynamic_smem > 0 and k.min_seqlen_q == 0
-    # beside it the table's kernel for long sequences: 192 rows from 8192
+    # beside it the table's kernel for long sequences: 192 rows from 6144
     assert long.kernel == "fa3_fwd_d64_bf16_causal_softcap_long_kernel"
     assert (long.dtype, long.head_dim, long.causal, long.softcap) == ("bf16", 64, True, 5.0)
-    assert (long.block_m, long.threads, long.min_seqlen_q) == (192, 512, 8192)
+    assert (long.block_m, long.threads, long.min_seqlen_q) == (192, 512, 6144)
 
 
 def test_torch_api_imports_without_torch(tmp_path):

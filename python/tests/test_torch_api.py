@@ -172,9 +172,11 @@ def test_select_deterministic_backward_kernel(tmp_path):
 
 
 def test_launch_picks_the_kernel_for_the_length(tmp_path, monkeypatch):
-    """A forward call takes the kernel for its Sq (facts min_seqlen_q), each
-    loaded once on first use, the lookup memoized per variant; an explicit
-    kernel is taken whatever the length."""
+    """A forward call takes the kernel for its Sq (facts min_seqlen_q), all of
+    the variant's loaded at its first call (a CUDA graph captured at another
+    length finds its kernel loaded), the lookup memoized per variant; an
+    explicit kernel is taken whatever the length; where every kernel asks
+    for more rows, the first (by file name) of those that ask least."""
     from fa3 import facts as F
     _write_bwd_kernel(tmp_path, "a_fwd", params=F.KERNEL_PARAMS, backward=0,
                       grid="persistent", block_m=128)
@@ -191,11 +193,24 @@ def test_launch_picks_the_kernel_for_the_length(tmp_path, monkeypatch):
     def launch(sq, kernel=None):
         return torch_api._launchable_kernel(kernel, "bf16", 128, 128, True, (-1, -1), 0.0,
                                             tmp_path, False, 0, None, seqlen_q=sq).kernel
+    assert launch(1) == "a_fwd" and set(loads) == {"a_fwd", "a_fwd_long"}
+    loads.clear()
     assert [launch(sq) for sq in (1, 8191, 8192, 1 << 20, 100)] == \
         ["a_fwd", "a_fwd", "a_fwd_long", "a_fwd_long", "a_fwd"]
-    assert loads == ["a_fwd", "a_fwd_long"]
+    assert loads == []
     short = F.load_facts(tmp_path / "a_fwd.facts")
     assert launch(1 << 20, kernel=short) == "a_fwd"
+    # only long kernels: the first of those that ask least, at any shorter length
+    only_long = tmp_path / "long"
+    only_long.mkdir()
+    for name, min_q in (("b_long", 8192), ("c_long", 8192), ("d_longer", 65536)):
+        _write_bwd_kernel(only_long, name, params=F.KERNEL_PARAMS, backward=0,
+                          grid="persistent", block_m=192, min_seqlen_q=min_q)
+    torch_api.clear_caches()
+    got = [torch_api._launchable_kernel(None, "bf16", 128, 128, True, (-1, -1), 0.0, only_long,
+                                        False, 0, None, seqlen_q=sq).kernel
+           for sq in (100, 8192, 70000)]
+    assert got == ["b_long", "b_long", "d_longer"]
 
 
 def test_select_backward_kernel_by_window_and_softcap(tmp_path):

@@ -76,9 +76,12 @@ extern "C" {
  * parameters, cuFuncGetParamInfo).
  * 0.11: <kernel>_append takes numPages after pageSize (the pool's page
  * count: a row whose page-table entry is at or past it, or negative, is
- * not written). Decoding kernels' facts are version 4. */
+ * not written). Decoding kernels' facts are version 4.
+ * 0.12: fa3rt_facts gains min_seqlen_q at its end (facts `min_seqlen_q`:
+ * the query length the compiler chose the kernel's configuration for; a
+ * launcher's pick among kernels of one attention). */
 #define FA3RT_VERSION_MAJOR 0
-#define FA3RT_VERSION_MINOR 11
+#define FA3RT_VERSION_MINOR 12
 /* Highest version of the facts file format this runtime reads. Version 2:
  * a deterministic backward kernel's (`deterministic 1`), whose dq_accum is
  * larger: a version-1 reader, which skips keys it does not know, must

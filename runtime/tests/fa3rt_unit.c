@@ -693,6 +693,29 @@ static fa3rt_bwd_args bwd_args_of(long B, long Hq, long Hkv, long Sq, long Skv, 
   return a;
 }
 
+/* Kernels configured for long sequences (facts `min_seqlen_q`): the key is
+   read and range-checked, 0 when absent, and changes no launch. */
+static void test_min_seqlen_q(void) {
+  fa3rt_facts f, longf;
+  EXPECT(fa3rt_facts_parse(kFacts, strlen(kFacts), &f) == FA3RT_OK && f.min_seqlen_q == 0);
+  const char *t = facts_with("grid", "grid persistent\nmin_seqlen_q 6144");
+  EXPECT(fa3rt_facts_parse(t, strlen(t), &longf) == FA3RT_OK && longf.min_seqlen_q == 6144);
+  t = facts_with("grid", "grid persistent\nmin_seqlen_q -1");
+  EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS,
+                "min_seqlen_q: -1 is out of range (0 to 2^31-1; 0 = any length)"));
+  t = facts_with("grid", "grid persistent\nmin_seqlen_q 2147483648");
+  EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS, "min_seqlen_q"));
+  /* the same launch as without the key */
+  fa3rt_facts plain;
+  EXPECT(fa3rt_facts_parse(kFacts, strlen(kFacts), &plain) == FA3RT_OK);
+  fa3rt_fwd_args a = good_args();
+  fa3rt_fwd_launch L1, L2;
+  EXPECT(fa3rt_fwd_plan(&plain, &a, &L1) == FA3RT_OK &&
+         fa3rt_fwd_plan(&longf, &a, &L2) == FA3RT_OK &&
+         L1.grid[0] == L2.grid[0] && L1.block[0] == L2.block[0] &&
+         L1.dynamic_smem == L2.dynamic_smem);
+}
+
 /* Deterministic backward kernels (facts `deterministic 1`): the key, its
    rule, and dq_accum's turn counters after the tiles. */
 static void test_deterministic(void) {
@@ -2173,6 +2196,7 @@ int main(void) {
   test_backward_facts();
   test_bwd_plan();
   test_deterministic();
+  test_min_seqlen_q();
   test_decode_facts();
   test_split_heuristic();
   test_decode_plan();

@@ -289,6 +289,46 @@ def check_kernel(kf, seed0, results, quick=False):
     guarded("empty", "BSHD", (0, 0, 0, 0, 0), skv_zero)
 
 
+def check_length_choice(kernels, results):
+    """Where a directory holds a variant's kernels for different lengths
+    (facts min_seqlen_q), flash_attn_func without kernel= launches the one
+    for the call's Sq: its output is bit for bit that of the kernel given
+    explicitly, just below and at each kernel's min_seqlen_q."""
+    from fa3 import torch_api
+    torch_api.clear_caches()
+    for kf in kernels:
+        if not kf.min_seqlen_q:
+            continue
+        same = [k for k in kernels if fa3facts.matches(
+            k, kf.dtype, kf.head_dim, kf.head_dim_v, kf.causal,
+            (kf.window_left, kf.window_right), kf.softcap)]
+        if len(same) < 2:   # (--only left the others out)
+            continue
+        kw = variant_kw(kf)
+        del kw["kernel"]
+        gen = torch.Generator(device="cuda").manual_seed(kf.min_seqlen_q)
+        dt = TORCH_DTYPE[kf.dtype]
+        for S in (kf.min_seqlen_q - 1, kf.min_seqlen_q):
+            want = fa3facts.by_length(same, S)
+            q, k, v = (rand((1, S, 2, d), dt, gen) for d in (kf.head_dim, kf.head_dim,
+                                                              kf.head_dim_v))
+            got = flash_attn_func(q, k, v, kernel_dir=os.path.dirname(kf.facts_path), **kw)
+            ref = flash_attn_func(q, k, v, kernel=want, causal=kf.causal,
+                                  window_size=(kf.window_left, kf.window_right),
+                                  softcap=kf.softcap)
+            chosen = torch_api.select_kernel(kf.dtype, kf.head_dim, kf.head_dim_v, kf.causal,
+                                             (kf.window_left, kf.window_right), kf.softcap,
+                                             kernel_dir=os.path.dirname(kf.facts_path),
+                                             jit=False, seqlen_q=S)
+            ok = chosen.kernel == want.kernel and torch.equal(got, ref) and \
+                (want is kf) == (S >= kf.min_seqlen_q)
+            r = dict(kernel=kf.kernel, case=f"length choice Sq={S}: {want.kernel}", layout="bshd",
+                     B=1, Sq=S, Skv=S, Hq=2, Hkv=2, ok=ok,
+                     message="" if ok else f"chose {chosen.kernel}, wanted {want.kernel}")
+            results.append(r)
+            print(("PASS " if ok else "FAIL ") + json.dumps(r), flush=True)
+
+
 def check_errors(kernels, results):
     """The runtime's validation seen through the Python API on a real GPU."""
     kf = kernels[0]
@@ -432,6 +472,7 @@ def main():
             print(f"SASS {kf.kernel}: {sass[kf.kernel]}")
     if not a.sanitize:
         check_errors(kernels, results)
+        check_length_choice(kernels, results)
     nfail = sum(not r["ok"] for r in results) + sum(not s["ok"] for s in sass.values())
     print(f"check_fwd: {len(results) - sum(not r['ok'] for r in results)}/{len(results)} cases "
           f"passed, {nfail} failure(s), {time.time() - t0:.1f} s")

@@ -30,7 +30,8 @@ def AttnHopperConfig : Pass<"attn-hopper-config"> {
     Option<"blockM", "block-m", "int64_t", /*default=*/"0",
            "Rows of Q per tile: 128 (two consumer warpgroups) or 192 (three, "
            "no ping-pong), with decode also 64 (one); 0: per head dim (192 "
-           "for 64 with a full mask and for FP8 at 64, else 128; 64 with "
+           "for 64 with a full mask and for FP8 at 64, and with "
+           "min-seqlen-q from 6144 for 64 causal; else 128; 64 with "
            "decode)">,
     Option<"blockN", "block-n", "int64_t", /*default=*/"0",
            "Rows of K/V per tile (0: per head dim: 128 up to head dim 128, "
@@ -98,7 +99,7 @@ def AttnHopperConfig : Pass<"attn-hopper-config"> {
     Option<"minSeqlenQ", "min-seqlen-q", "int64_t", /*default=*/"0",
            "Configure the forward for calls with at least this many query "
            "rows (0: any length). Where the table has an entry for long "
-           "sequences (head dim 64 causal: 192 query rows from 8192) and "
+           "sequences (head dim 64 causal: 192 query rows from 6144) and "
            "this reaches it, that entry applies, and min_seqlen_q in the "
            "launch facts tells a launcher to take the kernel from that "
            "length on (the C API's spec compile adds such a kernel by "

@@ -235,15 +235,19 @@ int64_t fa3::hopper::longSequenceFrom(const std::string &dtype,
                                       int64_t windowLeft, int64_t windowRight,
                                       bool varlen, bool decode) {
   // Head dim 64, causal, bf16 or f16: 192 query rows (three consumer
-  // warpgroups, FA3's 192 x 128 there) from 8k. Same call against 128
+  // warpgroups, FA3's 192 x 128 there) from 6144. Same call against 128
   // rows, on the kernels with the L2 sections: 0.87 / 0.85 / 0.98 / 0.99
-  // / 1.05 / 1.05 at 512 ... 16k (bench/NOTES.md, Log, "192-row tiles
-  // again"). Windows, packed batches and decoding steps were not measured
-  // with it; FP8 takes 192 rows at head dim 64 at every length already.
+  // / 1.05 / 1.05 at 512 ... 16k ("192-row tiles again"); 0.98-1.01 at
+  // 2k and 4k (partial last m-blocks: 4096 is 21 1/3 tiles of 192),
+  // 1.03 at 3k, 1.06-1.07 at 6k and 8k, twice ("Kernels by length";
+  // bench/NOTES.md, Log). Softcap takes it as without (its kernels are
+  // those kernels with tanh on the scores); windows, packed batches and
+  // decoding steps were not measured with it; FP8 takes 192 rows at head
+  // dim 64 at every length already.
   const bool causal = windowLeft < 0 && windowRight == 0;
   if (dtype != "e4m3" && headDim == 64 && headDimV == 64 && causal &&
       !varlen && !decode)
-    return 8192;
+    return 6144;
   return 0;
 }
 
@@ -296,7 +300,7 @@ void chooseConfig(KernelConfig &cfg, int64_t windowLeft, int64_t windowRight,
   // Head dim 64 with a full mask takes 192 query rows (three consumer
   // warpgroups, as FA3): +3-9 % from 2k, -2-3 % at 512-1k where a third of
   // the last m-block is past Sq; causal lost 11-15 % at 512-1k for +2-4 %
-  // at 8k-16k, so it keeps 128 below 8k and takes 192 from there
+  // at 8k-16k, so it keeps 128 below 6k and takes 192 from there
   // (longRows; bench/NOTES.md, Defaults: block-m).
   cfg.blockM = o.blockM != 0                        ? o.blockM
                 : hd == 64 && (fullMask || longRows) ? 192
