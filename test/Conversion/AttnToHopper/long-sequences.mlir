@@ -8,6 +8,7 @@
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config=min-seqlen-q=6143 | FileCheck %s --check-prefix=SHORT
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config="min-seqlen-q=6144 block-m=128" | FileCheck %s --check-prefix=ROWS
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config=min-seqlen-q=6144 --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=FACTS
+// RUN: not fa3-opt %s --split-input-file --attn-hopper-config="min-seqlen-q=6144 decode=true" 2>/dev/null | FileCheck %s --check-prefix=DECODE
 
 // CHECK-LABEL: func @d64_causal(
 // CHECK: #attn.hopper_config<block_m = 192, block_n = 128, stages = 2, persistent = true, q_buffers = 2, lazy_rescale = false, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = false, tma_store = true, min_seqlen_q = 6144>
@@ -19,6 +20,22 @@
 // CHECK: #attn.hopper_config<block_m = 128, {{.*}}tma_store = true>}
 // CHECK-LABEL: func @d128_causal(
 // CHECK: #attn.hopper_config<block_m = 128, {{.*}}tma_store = true>}
+// Softcap takes the entry as without; a packed batch, FP8 (192 rows at
+// every length already) and the backward have none.
+// CHECK-LABEL: func @d64_causal_softcap(
+// CHECK: #attn.hopper_config<block_m = 192, {{.*}}, min_seqlen_q = 6144>
+// CHECK-LABEL: func @d64_causal_varlen(
+// CHECK: #attn.hopper_config<block_m = 128, {{.*}}tma_store = false>}
+// CHECK-LABEL: func @d64_causal_fp8(
+// CHECK: #attn.hopper_config<block_m = 192, {{.*}}tma_store = true>}
+// CHECK-LABEL: func @d64_causal_grad(
+// CHECK: #attn.hopper_config<block_m = 64, {{.*}}tma_store = true>}
+
+// The decoding kernel has none either (its option beside this one; the
+// packed batch and FP8 are refused with it, hence `not`).
+// DECODE-LABEL: func @d64_causal(
+// DECODE: #attn.hopper_config<block_m = 64, {{.*}}pack_gqa = true{{.*}}>}
+// DECODE-NOT: min_seqlen_q
 
 // The option's length is what the facts record (a kernel chosen for 16k
 // and longer).
@@ -70,5 +87,39 @@ func.func @d64_window(%q: memref<1x2x?x64xbf16>, %o: memref<1x2x?x64xbf16>) {
 
 func.func @d128_causal(%q: memref<1x2x?x128xbf16>, %o: memref<1x2x?x128xbf16>) {
   attn.flash_attention ins(%q, %q, %q : memref<1x2x?x128xbf16>, memref<1x2x?x128xbf16>, memref<1x2x?x128xbf16>) outs(%o : memref<1x2x?x128xbf16>) causal
+  return
+}
+
+// -----
+
+func.func @d64_causal_softcap(%q: memref<1x2x?x64xbf16>, %o: memref<1x2x?x64xbf16>) {
+  attn.flash_attention ins(%q, %q, %q : memref<1x2x?x64xbf16>, memref<1x2x?x64xbf16>, memref<1x2x?x64xbf16>) outs(%o : memref<1x2x?x64xbf16>) causal softcap(30.0)
+  return
+}
+
+// -----
+
+func.func @d64_causal_varlen(%q: memref<?x2x64xbf16>, %cq: memref<?xi32>, %o: memref<?x2x64xbf16>, %lse: memref<2x?xf32>) {
+  attn.flash_attention_varlen ins(%q, %q, %q : memref<?x2x64xbf16>, memref<?x2x64xbf16>, memref<?x2x64xbf16>)
+      seqlens(%cq, %cq : memref<?xi32>, memref<?xi32>)
+      outs(%o, %lse : memref<?x2x64xbf16>, memref<2x?xf32>) causal
+  return
+}
+
+// -----
+
+func.func @d64_causal_fp8(%q: memref<?x2x?x64xf8E4M3FN>, %o: memref<?x2x?x64xbf16>, %lse: memref<?x2x?xf32>) {
+  attn.flash_attention ins(%q, %q, %q : memref<?x2x?x64xf8E4M3FN>, memref<?x2x?x64xf8E4M3FN>, memref<?x2x?x64xf8E4M3FN>)
+    outs(%o, %lse : memref<?x2x?x64xbf16>, memref<?x2x?xf32>) causal
+  return
+}
+
+// -----
+
+func.func @d64_causal_grad(%q: memref<?x1x?x64xbf16>, %k: memref<?x1x?x64xbf16>, %v: memref<?x1x?x64xbf16>,
+    %o: memref<?x1x?x64xbf16>, %do: memref<?x1x?x64xbf16>, %lse: memref<?x1x?xf32>,
+    %dq: memref<?x1x?x64xf32>, %dk: memref<?x1x?x64xbf16>, %dv: memref<?x1x?x64xbf16>) {
+  attn.flash_attention_grad ins(%q, %k, %v, %o, %do, %lse : memref<?x1x?x64xbf16>, memref<?x1x?x64xbf16>, memref<?x1x?x64xbf16>, memref<?x1x?x64xbf16>, memref<?x1x?x64xbf16>, memref<?x1x?xf32>)
+      outs(%dq, %dk, %dv : memref<?x1x?x64xf32>, memref<?x1x?x64xbf16>, memref<?x1x?x64xbf16>) causal
   return
 }
