@@ -517,7 +517,7 @@ Fa3KernelSet *fa3CompileHopperSpec(MlirContext ctx, const Fa3AttentionSpec *spec
   Fa3HopperOptions o = options ? *options : fa3HopperOptionsDefault();
   const int64_t longFrom = fa3::hopper::longSequenceFrom(
       s.dtype ? s.dtype : "bf16", s.headDim, s.headDimV ? s.headDimV : s.headDim,
-      s.windowLeft, s.causal ? 0 : s.windowRight, s.varlen, s.decode);
+      s.windowLeft, s.causal ? 0 : s.windowRight, s.decode);
   const bool tableTile = o.blockM == 0 && o.blockN == 0 && o.stages == 0 &&
                          o.qBuffers == 0 && o.minSeqlenQ == 0;
   if (set && !s.backward && longFrom > 0 && tableTile) {

@@ -1083,8 +1083,11 @@ def _eager_varlen(torch, q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_k, max_seq
     Tk, Dv = k.shape[0], v.shape[2]
     B = cu_seqlens_q.numel() - 1
     dev = q.device.index if q.device.index is not None else torch.cuda.current_device()
+    # the kernel for the batch's mean query length (facts min_seqlen_q:
+    # select_kernel), what sets how full its tiles are
     kobj = _launchable_kernel(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit,
-                              dev, torch.cuda.device, varlen=True)
+                              dev, torch.cuda.device, varlen=True,
+                              seqlen_q=Tq // B if B else 0)
     o, lse, return_lse = _outputs(torch, q, (Tq, Hq, Dv), (Hq, Tq), out, lse_out, return_lse)
     if B and Tq and max_seqlen_q and not Tk:
         # No keys at all: every row sees none (o = 0, lse = -inf); the

@@ -211,8 +211,13 @@ def test_kernels_by_length(tmp_path):
     d128 = compile_kernel(tmp_path / "d", head_dim=128, causal=True, min_seqlen_q=20000,
                           emit_cubin=False)
     assert len(d128) == 1 and "min_seqlen_q" not in d128[0].facts.read_text()
-    assert len(compile_kernel(tmp_path / "e", head_dim=64, causal=True, varlen=True,
-                              emit_cubin=False)) == 1
+    # a packed batch's kernel too (its launcher's length: the batch's mean)
+    packed = compile_kernel(tmp_path / "e", head_dim=64, causal=True, varlen=True,
+                            emit_cubin=False)
+    assert [f.name for f in packed] == ["fa3_fwd_d64_bf16_causal_varlen_kernel",
+                                        "fa3_fwd_d64_bf16_causal_varlen_long_kernel"]
+    k = F.parse_facts(packed[1].facts.read_text())
+    assert (k.block_m, k.min_seqlen_q, k.varlen) == (192, 6144, True)
     with pytest.raises(Fa3Error, match="minSeqlenQ must be 0 .any length. to 2147483647, got -1"):
         compile_kernel(tmp_path / "f", head_dim=64, min_seqlen_q=-1, emit_cubin=False)
     with pytest.raises(ValueError, match="min_seqlen_q"):

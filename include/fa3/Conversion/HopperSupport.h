@@ -38,10 +38,11 @@ inline std::string headDimsText() {
 /// calls with Sq at or past it. For the C API's spec compile, which then
 /// adds that kernel beside the one for any length; defined beside the
 /// table (HopperConfig.cpp). `dtype`: "bf16", "f16" or "e4m3"; a window
-/// side -1 is unbounded.
+/// side -1 is unbounded. A packed variable-length batch's kernel takes the
+/// same entries, its launcher's length the batch's mean.
 int64_t longSequenceFrom(const std::string &dtype, int64_t headDim,
                          int64_t headDimV, int64_t windowLeft,
-                         int64_t windowRight, bool varlen, bool decode);
+                         int64_t windowRight, bool decode);
 } // namespace fa3::hopper
 
 #endif

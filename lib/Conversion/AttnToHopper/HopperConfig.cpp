@@ -233,7 +233,7 @@ HopperConfigAttr fa3::hopper::recordGradConfig(MLIRContext *ctx,
 int64_t fa3::hopper::longSequenceFrom(const std::string &dtype,
                                       int64_t headDim, int64_t headDimV,
                                       int64_t windowLeft, int64_t windowRight,
-                                      bool varlen, bool decode) {
+                                      bool decode) {
   // Head dim 64, causal, bf16 or f16: 192 query rows (three consumer
   // warpgroups, FA3's 192 x 128 there) from 6144. Same call against 128
   // rows, on the kernels with the L2 sections: 0.87 / 0.85 / 0.98 / 0.99
@@ -241,12 +241,14 @@ int64_t fa3::hopper::longSequenceFrom(const std::string &dtype,
   // 2k and 4k (partial last m-blocks: 4096 is 21 1/3 tiles of 192),
   // 1.03 at 3k, 1.06-1.07 at 6k and 8k, twice ("Kernels by length";
   // bench/NOTES.md, Log). Softcap takes it as without (its kernels are
-  // those kernels with tanh on the scores); windows, packed batches and
+  // those kernels with tanh on the scores). A packed batch takes it from
+  // the same mean length (its launcher's Sq: tokens / sequences), or its
+  // kernel would fall behind the fixed-length one there (issue 15's
+  // varlen >= 0.95 x fixed; bench/NOTES.md, Variable lengths). Windows and
   // decoding steps were not measured with it; FP8 takes 192 rows at head
   // dim 64 at every length already.
   const bool causal = windowLeft < 0 && windowRight == 0;
-  if (dtype != "e4m3" && headDim == 64 && headDimV == 64 && causal &&
-      !varlen && !decode)
+  if (dtype != "e4m3" && headDim == 64 && headDimV == 64 && causal && !decode)
     return 6144;
   return 0;
 }
@@ -293,8 +295,7 @@ void chooseConfig(KernelConfig &cfg, int64_t windowLeft, int64_t windowRight,
   // The long-sequence entries (longSequenceFrom) where the options ask
   // for calls that long.
   const int64_t longFrom = longSequenceFrom(
-      cfg.dtype, cfg.headDim, cfg.headDimV, windowLeft, windowRight,
-      cfg.varlen, o.decode);
+      cfg.dtype, cfg.headDim, cfg.headDimV, windowLeft, windowRight, o.decode);
   const bool longRows = longFrom > 0 && o.minSeqlenQ >= longFrom;
   cfg.minSeqlenQ = longRows ? o.minSeqlenQ : 0;
   // Head dim 64 with a full mask takes 192 query rows (three consumer
@@ -367,6 +368,11 @@ void chooseConfig(KernelConfig &cfg, int64_t windowLeft, int64_t windowRight,
   cfg.qBuffers = o.qBuffers;
   if (o.qBuffers == 0)
     qBuffersThatFit(cfg);
+  // A packed batch's kernel for long sequences (192 rows, causal) spills 8
+  // bytes with two Q buffers and none with one (ptxas -v); its tiles are
+  // long, where the second buffer is worth 1 %.
+  if (o.qBuffers == 0 && cfg.varlen && longRows)
+    cfg.qBuffers = 1;
   // The rescale branch is +1-8 % at head dim 128 and 256 (its wait keeps
   // the softmax beside the P V wgmmas), but -2-5 % at head dim 64, where
   // the softmax's instructions, not the GEMMs, set the pace

@@ -20,12 +20,13 @@
 // CHECK: #attn.hopper_config<block_m = 128, {{.*}}tma_store = true>}
 // CHECK-LABEL: func @d128_causal(
 // CHECK: #attn.hopper_config<block_m = 128, {{.*}}tma_store = true>}
-// Softcap takes the entry as without; a packed batch, FP8 (192 rows at
+// Softcap takes the entry as without, a packed batch too (its launcher's
+// length the batch's mean; one Q buffer: two spill); FP8 (192 rows at
 // every length already) and the backward have none.
 // CHECK-LABEL: func @d64_causal_softcap(
 // CHECK: #attn.hopper_config<block_m = 192, {{.*}}, min_seqlen_q = 6144>
 // CHECK-LABEL: func @d64_causal_varlen(
-// CHECK: #attn.hopper_config<block_m = 128, {{.*}}tma_store = false>}
+// CHECK: #attn.hopper_config<block_m = 192, {{.*}}q_buffers = 1, {{.*}}tma_store = true, min_seqlen_q = 6144>}
 // CHECK-LABEL: func @d64_causal_fp8(
 // CHECK: #attn.hopper_config<block_m = 192, {{.*}}tma_store = true>}
 // CHECK-LABEL: func @d64_causal_grad(
