@@ -215,6 +215,44 @@ def check_compiled(kf):
                 error=None if ok else f"graph breaks {graph.graph_break_count}")
 
 
+def check_length_choice(kernels):
+    """Where a directory holds a variant's packed kernels for different
+    lengths (facts min_seqlen_q), flash_attn_varlen_func without kernel=
+    launches the one for the batch's mean query length: its output is bit
+    for bit that of the kernel given explicitly, for two sequences whose
+    mean is just below and at min_seqlen_q (their lengths unequal)."""
+    import os
+    from fa3 import torch_api
+    torch_api.clear_caches()
+    out = []
+    for kf in kernels:
+        if not kf.min_seqlen_q:
+            continue
+        same = [k for k in kernels if fa3facts.matches(
+            k, kf.dtype, kf.head_dim, kf.head_dim_v, kf.causal,
+            (kf.window_left, kf.window_right), kf.softcap, varlen=True)]
+        if len(same) < 2:   # (--only left the others out)
+            continue
+        dt = check_fwd.TORCH_DTYPE[kf.dtype]
+        gen = torch.Generator(device="cuda").manual_seed(kf.min_seqlen_q)
+        for mean in (kf.min_seqlen_q - 1, kf.min_seqlen_q):
+            lens = [mean - 100, mean + 100]
+            T = sum(lens)
+            cu = torch.tensor([0, lens[0], T], dtype=torch.int32, device="cuda")
+            q, k, v = (check_fwd.rand((T, 2, d), dt, gen)
+                       for d in (kf.head_dim, kf.head_dim, kf.head_dim_v))
+            want = fa3facts.by_length(same, mean)
+            kw = dict(causal=kf.causal, window_size=(kf.window_left, kf.window_right),
+                      softcap=kf.softcap)
+            got = flash_attn_varlen_func(q, k, v, cu, cu, max(lens), max(lens),
+                                         kernel_dir=os.path.dirname(kf.facts_path), **kw)
+            ref = flash_attn_varlen_func(q, k, v, cu, cu, max(lens), max(lens), kernel=want, **kw)
+            ok = torch.equal(got, ref) and (want is kf) == (mean >= kf.min_seqlen_q)
+            out.append(dict(kernel=kf.kernel, case=f"length choice mean={mean}: {want.kernel}",
+                            ok=ok, error=None if ok else "another kernel's output"))
+    return out
+
+
 def main():
     a = check_fwd.parse_args(__doc__.split("\n\n")[0], "small cases (for compute-sanitizer)")
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -255,6 +293,10 @@ def main():
                     print(f"FAIL {r['case']}: {r.get('error')}")
             sass[kf.kernel] = check_fwd.sass_check(kf)
             print(f"SASS {kf.kernel}: {sass[kf.kernel]}")
+    if not a.sanitize:
+        for r in check_length_choice(kernels):
+            results.append(r)
+            print(("PASS " if r["ok"] else "FAIL ") + r["case"], flush=True)
     nfail = sum(not r["ok"] for r in results) + sum(not s["ok"] for s in sass.values())
     print(f"check_varlen: {len(results) - sum(not r['ok'] for r in results)}/{len(results)} "
           f"cases passed, {nfail} failure(s), {time.time() - t0:.1f} s")
