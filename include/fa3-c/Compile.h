@@ -42,7 +42,9 @@ typedef struct Fa3HopperOptions {
                            $CUDA_PATH, else /usr/local/cuda */
   bool emitCubin;       /* false: PTX and facts only (no ptxas needed) */
   int64_t qBuffers;     /* Q tiles in shared memory; 0: 2 for persistent
-                           CTAs where they fit (head dim up to 128), else 1 */
+                           CTAs where they fit (head dim up to 128; not
+                           the packed 192-row causal kernel of minSeqlenQ,
+                           where two spill), else 1 */
   int lazyRescale;      /* O *= alpha only in warpgroups where a row
                            raised its running max: 1 on, -1 off (after
                            every kv block), 0 auto (on where measured

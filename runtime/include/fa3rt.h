@@ -175,7 +175,8 @@ typedef struct fa3rt_facts {
                              this many query rows (0: any length). It computes
                              every length; a launcher holding kernels of one
                              attention takes, for a call, the one with the
-                             largest min_seqlen_q <= Sq (fa3.torch_api does) */
+                             largest min_seqlen_q <= Sq, for a packed batch
+                             its mean query length (fa3.torch_api does) */
 } fa3rt_facts;
 
 /* A tensor in device memory: 4 dims in LOGICAL order [B, H, S, D], strides in

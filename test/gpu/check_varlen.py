@@ -17,7 +17,10 @@ bottom-right aligned per sequence): every owned element written,
 NaN (untouched); the same inputs give bit-identical outputs twice. Plus the
 SASS check of check_fwd, and misuse (wrong dtypes and counts of the
 arrays, seqused_q, shapes) refused with its message, no key rows at all
-giving o = 0 and lse = -inf. With --out: appends the run to OUT/history.jsonl.
+giving o = 0 and lse = -inf. Where a variant has kernels for different
+lengths (facts min_seqlen_q), flash_attn_varlen_func without kernel=
+launches the one for the batch's mean query length (checked just below and
+at it). With --out: appends the run to OUT/history.jsonl.
 Exit status 1 on any failure.
 """
 import datetime
@@ -244,12 +247,26 @@ def check_length_choice(kernels):
             want = fa3facts.by_length(same, mean)
             kw = dict(causal=kf.causal, window_size=(kf.window_left, kf.window_right),
                       softcap=kf.softcap)
-            got = flash_attn_varlen_func(q, k, v, cu, cu, max(lens), max(lens),
-                                         kernel_dir=os.path.dirname(kf.facts_path), **kw)
+            # the kernels' outputs may agree bit for bit: the kernel the call
+            # launched is read off _launchable_kernel's answers
+            launched = []
+            real = torch_api._launchable_kernel
+
+            def spy(*args, **kwargs):
+                k_ = real(*args, **kwargs)
+                launched.append(k_.facts.kernel.decode())
+                return k_
+            torch_api._launchable_kernel = spy
+            try:
+                got = flash_attn_varlen_func(q, k, v, cu, cu, max(lens), max(lens),
+                                             kernel_dir=os.path.dirname(kf.facts_path), **kw)
+            finally:
+                torch_api._launchable_kernel = real
             ref = flash_attn_varlen_func(q, k, v, cu, cu, max(lens), max(lens), kernel=want, **kw)
-            ok = torch.equal(got, ref) and (want is kf) == (mean >= kf.min_seqlen_q)
+            ok = (launched == [want.kernel] and torch.equal(got, ref)
+                  and (want is kf) == (mean >= kf.min_seqlen_q))
             out.append(dict(kernel=kf.kernel, case=f"length choice mean={mean}: {want.kernel}",
-                            ok=ok, error=None if ok else "another kernel's output"))
+                            ok=ok, error=None if ok else f"launched {launched}"))
     return out
 
 
@@ -294,9 +311,16 @@ def main():
             sass[kf.kernel] = check_fwd.sass_check(kf)
             print(f"SASS {kf.kernel}: {sass[kf.kernel]}")
     if not a.sanitize:
-        for r in check_length_choice(kernels):
+        try:
+            choices = check_length_choice(kernels)
+        except Exception:
+            traceback.print_exc()
+            choices = [dict(kernel=kernels[0].kernel, case="length choice", ok=False,
+                            error="exception")]
+        for r in choices:
             results.append(r)
-            print(("PASS " if r["ok"] else "FAIL ") + r["case"], flush=True)
+            print(("PASS " if r["ok"] else "FAIL ") + r["case"]
+                  + ("" if r["ok"] else f": {r.get('error')}"), flush=True)
     nfail = sum(not r["ok"] for r in results) + sum(not s["ok"] for s in sass.values())
     print(f"check_varlen: {len(results) - sum(not r['ok'] for r in results)}/{len(results)} "
           f"cases passed, {nfail} failure(s), {time.time() - t0:.1f} s")

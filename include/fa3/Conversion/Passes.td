@@ -62,8 +62,9 @@ def AttnHopperConfig : Pass<"attn-hopper-config"> {
     Option<"qBuffers", "q-buffers", "int64_t", /*default=*/"0",
            "Q tiles in shared memory: 2 lets a persistent CTA load the next "
            "tile's Q during the current one; 0: 2 where it fits beside the O "
-           "staging buffer (persistent, head dim 64 and 128; FP8: 128), else "
-           "1">,
+           "staging buffer (persistent, head dim 64 and 128; FP8: 128; not "
+           "the packed 192-row causal kernel of min-seqlen-q, where two "
+           "spill), else 1">,
     Option<"lazyRescale", "lazy-rescale", "::fa3::Toggle", /*default=*/"::fa3::Toggle::Auto",
            "O *= alpha only in warpgroups where a row raised its running "
            "max, behind a branch that also keeps ptxas from hoisting the P V "

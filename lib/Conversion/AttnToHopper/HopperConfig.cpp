@@ -351,7 +351,8 @@ void chooseConfig(KernelConfig &cfg, int64_t windowLeft, int64_t windowRight,
   // direct stores (its causal kernel: 0.95-0.96x at 512 copied out, same
   // call). With three (head dim 64, full mask, 192 rows) copying out
   // measured 1.02-1.03x at 512-1k and 0.98-0.99x at 8k-16k: taken, for
-  // the short sequences varlen batches mostly hold. Three without
+  // the short sequences varlen batches mostly hold (and by the causal
+  // kernel for long sequences, 192 rows too). Three without
   // persistence store directly: the TMA store's branch is built and
   // measured for two consumer warpgroups only (bench/NOTES.md, Variable
   // lengths).
@@ -371,7 +372,7 @@ void chooseConfig(KernelConfig &cfg, int64_t windowLeft, int64_t windowRight,
   // A packed batch's kernel for long sequences (192 rows, causal) spills 8
   // bytes with two Q buffers and none with one (ptxas -v); its tiles are
   // long, where the second buffer is worth 1 %.
-  if (o.qBuffers == 0 && cfg.varlen && longRows)
+  if (o.qBuffers == 0 && cfg.varlen && longRows && cfg.blockM == 192)
     cfg.qBuffers = 1;
   // The rescale branch is +1-8 % at head dim 128 and 256 (its wait keeps
   // the softmax beside the P V wgmmas), but -2-5 % at head dim 64, where

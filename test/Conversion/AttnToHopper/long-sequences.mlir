@@ -47,9 +47,12 @@
 // SHORT-LABEL: func @d64_causal(
 // SHORT: #attn.hopper_config<block_m = 128, block_n = 128, stages = 4, {{.*}}pingpong = true, tma_store = true>}
 
-// Rows given: the option's, and the length recorded beside them.
+// Rows given: the option's, and the length recorded beside them; a packed
+// batch's 128-row kernel keeps its two Q buffers (one only at 192 rows).
 // ROWS-LABEL: func @d64_causal(
 // ROWS: #attn.hopper_config<block_m = 128, block_n = 128, stages = 4, {{.*}}tma_store = true, min_seqlen_q = 6144>
+// ROWS-LABEL: func @d64_causal_varlen(
+// ROWS: #attn.hopper_config<block_m = 128, {{.*}}q_buffers = 2, {{.*}}min_seqlen_q = 6144>
 
 // FACTS-LABEL: gpu.func @d64_causal_kernel(
 // FACTS-SAME: block_m = 192
