@@ -19,7 +19,8 @@
  * (FA3RT_BWD_KERNEL_PARAM), grid (ceil(Skv / block_n) * Hkv * B, 1, 1), maps
  * of Q and dO as the forward's Q map, of K and V as its K/V maps. Around it
  * its module's <kernel>_pre (delta, dQaccum zeroed) and <kernel>_post (dQ)
- * run: FA3RT_BWD_PRE_PARAM / FA3RT_BWD_POST_PARAM, grid (aux_grid, 1, 1),
+ * run: FA3RT_BWD_PRE_PARAM / FA3RT_BWD_POST_PARAM, grid (aux_grid, 1, 1)
+ * for _pre and one CTA per 64 x 64 chunk of dQaccum for _post (launch_post),
  * block (FA3RT_BWD_AUX_THREADS, 1, 1), no dynamic shared memory. A
  * deterministic one (facts `deterministic 1`) launches the same way; only
  * its dQaccum is larger (its tiles' turn counters follow them).
@@ -2335,7 +2336,15 @@ static fa3rt_status launch_post(const fa3rt_kernel *k, const fa3rt_bwd_args *a,
 #define FA3RT_BWD_POST_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning) &name,
 #include "fa3rt_abi.def"
   };
-  CUresult r = cuLaunchKernel(k->fn_post, L->aux_grid, 1, 1, L->aux_block, 1, 1, 0, cs, params,
+  /* One CTA a chunk, a 64 x 64 block of dQaccum (GradAuxKernels.cpp,
+     buildPost: FA3RT_BWD_DQ_ROWS-row tiles of ceil(D / 64) chunks); the
+     kernel strides by the grid. (aux_grid, sized for _pre's rows, is twice
+     the chunks: half its CTAs had nothing to do.) */
+  const uint64_t mblocks = ((uint64_t)L->Sq + FA3RT_BWD_DQ_ROWS - 1) / FA3RT_BWD_DQ_ROWS;
+  const uint64_t chunks = (uint64_t)L->B * (uint64_t)L->Hq * mblocks *
+                          (uint64_t)((k->facts.head_dim + 63) / 64);
+  const unsigned post_grid = (unsigned)(chunks < INT32_MAX ? (chunks ? chunks : 1) : INT32_MAX);
+  CUresult r = cuLaunchKernel(k->fn_post, post_grid, 1, 1, L->aux_block, 1, 1, 0, cs, params,
                               NULL);
   return r == CUDA_SUCCESS ? FA3RT_OK : cuda_fail("cuLaunchKernel(_post)", r, where);
 }
