@@ -1485,6 +1485,30 @@ static void test_append_launch(void) {
   fake_reset(0);
 }
 
+/* fa3rt_bwd against the fake driver: _pre over the rows (aux_grid), the
+   kernel, then _post with one CTA a 64 x 64 chunk of dQaccum. */
+static void test_bwd_launch_grids(void) {
+  const char cubin[16] = {0};
+  fa3rt_kernel *k = NULL;
+  fake_reset(1);
+  g_main_is_bwd = 1; /* its parameter layout is the backward ABI's */
+  EXPECT(fa3rt_kernel_load_data(cubin, sizeof cubin, kBwdFacts, strlen(kBwdFacts), &k) ==
+         FA3RT_OK);
+  if (!k) {
+    fake_reset(0);
+    return;
+  }
+  fa3rt_bwd_args a = bwd_args_of(2, 3, 3, 100, 100, 128);
+  EXPECT(fa3rt_bwd(k, &a, NULL) == FA3RT_OK);
+  EXPECT(g_launches[H_PRE] == 1 && g_launches[H_MAIN] == 1 && g_launches[H_POST] == 1);
+  /* _pre: 2 * 100 * 3 rows, 16 a block at D 128 */
+  EXPECT(g_grids[H_PRE] == 38);
+  /* _post: 2 batches * 3 heads * ceil(100 / 64) tiles * 128 / 64 chunks */
+  EXPECT(g_grids[H_POST] == 24);
+  fa3rt_kernel_destroy(k);
+  fake_reset(0);
+}
+
 /* FP8 kernels (facts `dtype e4m3`): q, k, v float8_e4m3fn (1 byte), o bf16,
    f32 descale factors. */
 static const char *kFp8Facts =
@@ -2197,6 +2221,7 @@ int main(void) {
   test_bwd_plan();
   test_deterministic();
   test_min_seqlen_q();
+  test_bwd_launch_grids();
   test_decode_facts();
   test_split_heuristic();
   test_decode_plan();

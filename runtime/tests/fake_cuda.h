@@ -56,6 +56,8 @@ static unsigned g_q_grid[3], g_q_block[3];
 static unsigned g_memset32_value;
 static size_t g_memset32_count;
 static int g_launches[NH];
+static unsigned g_grids[NH];  /* each handle's last grid (x) */
+static int g_main_is_bwd;     /* the main kernel takes the backward's params */
 static unsigned g_grid[3], g_block[3], g_smem;
 
 /* the forward ABI's parameter sizes and alignments, as the compiler lays
@@ -71,6 +73,18 @@ static const size_t kFakeAligns[] = {
 #include "fa3rt_abi.def"
 };
 #define FAKE_NPARAMS (sizeof kFakeSizes / sizeof kFakeSizes[0])
+/* the backward kernel's, for a main kernel loaded with g_main_is_bwd */
+static const size_t kFakeBwdSizes[] = {
+#define FA3RT_BWD_KERNEL_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning) \
+  sizeof(c_type),
+#include "fa3rt_abi.def"
+};
+static const size_t kFakeBwdAligns[] = {
+#define FA3RT_BWD_KERNEL_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning) \
+  (value_bytes) ? (value_align) : sizeof(c_type),
+#include "fa3rt_abi.def"
+};
+#define FAKE_NBWDPARAMS (sizeof kFakeBwdSizes / sizeof kFakeBwdSizes[0])
 /* and by position: each scalar or pointer parameter's bytes (size at most
    8, zero-extended) and size, as the array holds them */
 static uint64_t g_raw[FAKE_NPARAMS];
@@ -85,6 +99,8 @@ static void fake_reset(int gpu) {
   memset(g_raw, 0, sizeof g_raw);
   memset(g_raw_size, 0, sizeof g_raw_size);
   memset(g_launches, 0, sizeof g_launches);
+  memset(g_grids, 0, sizeof g_grids);
+  g_main_is_bwd = 0;
   memset(g_quantize, 0, sizeof g_quantize);
   g_memset32_value = 0, g_memset32_count = 0;
   g_missing = NULL;
@@ -178,16 +194,19 @@ CUresult CUDAAPI cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t *
                                     size_t *paramSize) {
   FAKE_ON();
   if (func != FAKE_FN(H_MAIN)) return CUDA_ERROR_NOT_SUPPORTED;
-  if (paramIndex >= (size_t)g_param_count || paramIndex >= FAKE_NPARAMS)
+  const size_t *sizes = g_main_is_bwd ? kFakeBwdSizes : kFakeSizes;
+  const size_t *aligns = g_main_is_bwd ? kFakeBwdAligns : kFakeAligns;
+  const size_t n = g_main_is_bwd ? FAKE_NBWDPARAMS : (size_t)g_param_count;
+  if (paramIndex >= n || paramIndex >= (g_main_is_bwd ? FAKE_NBWDPARAMS : FAKE_NPARAMS))
     return CUDA_ERROR_INVALID_VALUE;
   size_t off = 0;
   for (size_t i = 0;; i++) {
-    off = (off + kFakeAligns[i] - 1) / kFakeAligns[i] * kFakeAligns[i];
+    off = (off + aligns[i] - 1) / aligns[i] * aligns[i];
     if (i == paramIndex) break;
-    off += kFakeSizes[i];
+    off += sizes[i];
   }
   *paramOffset = 0x210 + off;
-  *paramSize = kFakeSizes[paramIndex];
+  *paramSize = sizes[paramIndex];
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc) {
@@ -297,8 +316,8 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned in
   (void)hStream, (void)extra;
   FAKE_ON();
   for (int i = 0; i < NH; i++)
-    if (f == FAKE_FN(i)) g_launches[i]++;
-  if (f == FAKE_FN(H_MAIN)) {
+    if (f == FAKE_FN(i)) g_launches[i]++, g_grids[i] = gridDimX;
+  if (f == FAKE_FN(H_MAIN) && !g_main_is_bwd) {
     size_t i = 0;
 #define FA3RT_KERNEL_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning) \
   memcpy(&g_fwd.name, kernelParams[i++], sizeof g_fwd.name);
