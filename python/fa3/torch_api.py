@@ -279,13 +279,14 @@ def _launchable_kernel(kernel, dt, D, Dv, causal, window_size, softcap, kernel_d
     if slots is None:
         kfs = _candidates(dt, D, Dv, bool(causal), tuple(window_size), softcap, kernel_dir, jit,
                           varlen, backward, decode, deterministic)
-        # (min_seqlen_q, loaded kernel), the longest first, each loaded now:
-        # a CUDA graph captured at another length than the warm-up finds
-        # its kernel loaded. A call takes the first that fits its Sq, else
-        # by_length's pick of the rest (computed here).
+        # (min_seqlen_q, loaded kernel), the longest first (stable: file
+        # order among equals), each loaded now: a CUDA graph captured at
+        # another length than the warm-up finds its kernel loaded. A call
+        # takes the first that fits its Sq, else by_length's pick: the first
+        # of those asking least, the last group of the list.
         order = sorted(kfs, key=lambda kf: -kf.min_seqlen_q)
         loaded = [(kf.min_seqlen_q, _load(kf, dev, device)) for kf in order]
-        fallback = _load(_facts.by_length(kfs, -1), dev, device)
+        fallback = next(k for min_q, k in loaded if min_q == loaded[-1][0])
         slots = (loaded, fallback)
         with _lock:
             _launchable[req] = slots

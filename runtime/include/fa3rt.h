@@ -428,10 +428,11 @@ typedef struct fa3rt_bwd_launch {
                               ceil(Sq / 64) rounded up to a multiple of 4 */
   double scale;           /* the softmax scale used */
   float scale_log2;       /* scale * log2(e), the kernel parameter */
-  /* the helper kernels <kernel>_pre and <kernel>_post: 1-D grid of
-     ceil(B*Sq*Hq / rows a block) blocks (at most 2^31-1: they stride over
-     the rest), block aux_block = 256 threads (fa3rt_abi.def:
-     FA3RT_BWD_AUX_THREADS), no dynamic shared memory */
+  /* the helper kernels <kernel>_pre and <kernel>_post: block aux_block =
+     256 threads (fa3rt_abi.def: FA3RT_BWD_AUX_THREADS), no dynamic shared
+     memory; _pre's 1-D grid of ceil(B*Sq*Hq / rows a block) blocks (at
+     most 2^31-1: they stride over the rest), _post one block a 64 x 64
+     chunk of dQaccum (fa3rt_bwd sizes it) */
   unsigned aux_grid, aux_block;
   int64_t o_stride_b, o_stride_s, o_stride_h;          /* elements */
   int64_t dout_stride_b, dout_stride_s, dout_stride_h; /* elements */

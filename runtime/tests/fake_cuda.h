@@ -61,29 +61,28 @@ static int g_main_is_bwd;     /* the main kernel takes the backward's params */
 static unsigned g_grid[3], g_block[3], g_smem;
 
 /* the forward ABI's parameter sizes and alignments, as the compiler lays
-   them out (a by-value map 64-byte aligned) */
+   them out (a by-value map 64-byte aligned), and the backward kernel's, for
+   a main kernel loaded with g_main_is_bwd */
+#define FAKE_SIZE(name, c_type, mlir_type, value_bytes, value_align, meaning) sizeof(c_type),
+#define FAKE_ALIGN(name, c_type, mlir_type, value_bytes, value_align, meaning) \
+  (value_bytes) ? (value_align) : sizeof(c_type),
 static const size_t kFakeSizes[] = {
-#define FA3RT_KERNEL_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning) \
-  sizeof(c_type),
+#define FA3RT_KERNEL_PARAM FAKE_SIZE
 #include "fa3rt_abi.def"
 };
 static const size_t kFakeAligns[] = {
-#define FA3RT_KERNEL_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning) \
-  (value_bytes) ? (value_align) : sizeof(c_type),
+#define FA3RT_KERNEL_PARAM FAKE_ALIGN
 #include "fa3rt_abi.def"
 };
-#define FAKE_NPARAMS (sizeof kFakeSizes / sizeof kFakeSizes[0])
-/* the backward kernel's, for a main kernel loaded with g_main_is_bwd */
 static const size_t kFakeBwdSizes[] = {
-#define FA3RT_BWD_KERNEL_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning) \
-  sizeof(c_type),
+#define FA3RT_BWD_KERNEL_PARAM FAKE_SIZE
 #include "fa3rt_abi.def"
 };
 static const size_t kFakeBwdAligns[] = {
-#define FA3RT_BWD_KERNEL_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning) \
-  (value_bytes) ? (value_align) : sizeof(c_type),
+#define FA3RT_BWD_KERNEL_PARAM FAKE_ALIGN
 #include "fa3rt_abi.def"
 };
+#define FAKE_NPARAMS (sizeof kFakeSizes / sizeof kFakeSizes[0])
 #define FAKE_NBWDPARAMS (sizeof kFakeBwdSizes / sizeof kFakeBwdSizes[0])
 /* and by position: each scalar or pointer parameter's bytes (size at most
    8, zero-extended) and size, as the array holds them */

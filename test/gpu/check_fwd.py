@@ -289,6 +289,25 @@ def check_kernel(kf, seed0, results, quick=False):
     guarded("empty", "BSHD", (0, 0, 0, 0, 0), skv_zero)
 
 
+def launched_kernels(call):
+    """`call`'s result and the names of the kernels it launched, read off
+    fa3.torch_api._launchable_kernel's answers (kernels of one variant may
+    give the same output bit for bit)."""
+    from fa3 import torch_api
+    launched = []
+    real = torch_api._launchable_kernel
+
+    def spy(*args, **kwargs):
+        k = real(*args, **kwargs)
+        launched.append(k.facts.kernel.decode())
+        return k
+    torch_api._launchable_kernel = spy
+    try:
+        return call(), launched
+    finally:
+        torch_api._launchable_kernel = real
+
+
 def check_length_choice(kernels, results):
     """Where a directory holds a variant's kernels for different lengths
     (facts min_seqlen_q), flash_attn_func without kernel= launches the one
@@ -312,20 +331,8 @@ def check_length_choice(kernels, results):
             want = fa3facts.by_length(same, S)
             q, k, v = (rand((1, S, 2, d), dt, gen) for d in (kf.head_dim, kf.head_dim,
                                                               kf.head_dim_v))
-            # the kernels' outputs may agree bit for bit: the kernel the call
-            # launched is read off _launchable_kernel's answers
-            launched = []
-            real = torch_api._launchable_kernel
-
-            def spy(*args, **kwargs):
-                k_ = real(*args, **kwargs)
-                launched.append(k_.facts.kernel.decode())
-                return k_
-            torch_api._launchable_kernel = spy
-            try:
-                got = flash_attn_func(q, k, v, kernel_dir=os.path.dirname(kf.facts_path), **kw)
-            finally:
-                torch_api._launchable_kernel = real
+            got, launched = launched_kernels(lambda: flash_attn_func(
+                q, k, v, kernel_dir=os.path.dirname(kf.facts_path), **kw))
             ref = flash_attn_func(q, k, v, kernel=want, causal=kf.causal,
                                   window_size=(kf.window_left, kf.window_right),
                                   softcap=kf.softcap)

@@ -247,21 +247,9 @@ def check_length_choice(kernels):
             want = fa3facts.by_length(same, mean)
             kw = dict(causal=kf.causal, window_size=(kf.window_left, kf.window_right),
                       softcap=kf.softcap)
-            # the kernels' outputs may agree bit for bit: the kernel the call
-            # launched is read off _launchable_kernel's answers
-            launched = []
-            real = torch_api._launchable_kernel
-
-            def spy(*args, **kwargs):
-                k_ = real(*args, **kwargs)
-                launched.append(k_.facts.kernel.decode())
-                return k_
-            torch_api._launchable_kernel = spy
-            try:
-                got = flash_attn_varlen_func(q, k, v, cu, cu, max(lens), max(lens),
-                                             kernel_dir=os.path.dirname(kf.facts_path), **kw)
-            finally:
-                torch_api._launchable_kernel = real
+            got, launched = check_fwd.launched_kernels(lambda: flash_attn_varlen_func(
+                q, k, v, cu, cu, max(lens), max(lens),
+                kernel_dir=os.path.dirname(kf.facts_path), **kw))
             ref = flash_attn_varlen_func(q, k, v, cu, cu, max(lens), max(lens), kernel=want, **kw)
             ok = (launched == [want.kernel] and torch.equal(got, ref)
                   and (want is kf) == (mean >= kf.min_seqlen_q))
