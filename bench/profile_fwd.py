@@ -6,6 +6,9 @@
         --hdim 128 --seqlen 16384 [--causal]
 
 Shapes follow the benchmark (batch * seqlen = 16384, hidden 2048, bf16, BSHD).
+With --dtype e4m3 the FP8 kernel runs on q, k, v quantized with per (batch,
+head) descales (fa3.quantize's torch path, as bench_fp8's default), which
+FA3's FP8 forward takes too.
 With --peer fa3, FlashAttention-3's forward runs instead of ours (where it
 is importable: bench/peer_fa3.py), for the same profile of its kernel
 (its kernel is CUTLASS's `device_kernel`: ncu -k regex:device_kernel).
@@ -31,6 +34,7 @@ def main():
     ap.add_argument("--seqlen", type=int, default=16384)
     ap.add_argument("--causal", action="store_true")
     ap.add_argument("--launches", type=int, default=4)
+    ap.add_argument("--dtype", default="bf16", choices=["bf16", "e4m3"])
     a = ap.parse_args()
     if a.peer == "ours" and not a.kernel_dir:
         ap.error("--kernel-dir is required for our kernels")
@@ -44,16 +48,24 @@ def main():
     B, H = max(1, 16384 // S), 2048 // D
     q, k, v = (torch.randn(B, S, H, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
     o = torch.empty_like(q)
+    descales = {}
+    if a.dtype == "e4m3":
+        from fa3.quantize import quantize_qkv_fp8
+        r = quantize_qkv_fp8(q, k, v, hadamard=False, block=None, backend="torch")
+        q, k, v, descales = r.q, r.k, r.v, r.descales
     if a.peer == "fa3":
-        run = peer_fa3.forward(fai, q, k, v, a.causal)
+        run = peer_fa3.forward(fai, q, k, v, a.causal, (
+            descales.get("q_descale"), descales.get("k_descale"), descales.get("v_descale"))
+            if descales else None)
     for _ in range(a.launches):
         if run is not None:
             run()
         else:
-            flash_attn_func(q, k, v, causal=a.causal, kernel_dir=a.kernel_dir, out=o)
+            flash_attn_func(q, k, v, causal=a.causal, kernel_dir=a.kernel_dir, out=o,
+                            **descales)
     torch.cuda.synchronize()
     print(f"ran {a.launches} launches of {a.peer}: hdim {D} seqlen {S} batch {B} heads {H} "
-          f"causal {a.causal}")
+          f"causal {a.causal} {a.dtype}")
 
 
 if __name__ == "__main__":

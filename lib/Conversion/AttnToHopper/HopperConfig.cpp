@@ -418,10 +418,11 @@ void chooseConfig(KernelConfig &cfg, int64_t windowLeft, int64_t windowRight,
   // Decoding).
   // FP8 (e4m3): tiles of 128 keys (the transposed V is one 128-byte
   // swizzle row of keys wide), no clusters (checkSupported). Persistent
-  // CTAs at head dim 64 and 128, as bf16: 1.07-1.45x one CTA per tile at
-  // 512-2k (head dim 128; 1.01-1.11x at 64), within 1-2 % from 8k; at 256
-  // mixed (0.6-1.3x at 512-1k causal between runs), so one CTA per tile
-  // there (bench/NOTES.md, FP8). 128 query rows, or 192 (three
+  // CTAs at every head dim: 1.07-1.45x one CTA per tile at 512-2k (head
+  // dim 128; 1.01-1.11x at 64), within 1-2 % from 8k; at 256, once its
+  // transposer took 128-key units, 1.06-1.13x at 512-2k and 1.00-1.03x
+  // from 4k (bf16's 256 stages O in Q's buffer, which the next tile's Q
+  // then waits for; FP8's stores O directly) (bench/NOTES.md, FP8). 128 query rows, or 192 (three
   // consumer warpgroups, as FA3) at head dim 64, whatever the mask, where
   // the softmax's exponentials set the pace and a third warpgroup hides
   // more of them: 1.19-1.27x from 2k, 0.97-1.06x at 512 (bench/NOTES.md,
@@ -436,6 +437,7 @@ void chooseConfig(KernelConfig &cfg, int64_t windowLeft, int64_t windowRight,
     cfg.blockM = o.blockM != 0 ? o.blockM : hd == 64 ? 192 : 128;
     cfg.blockN = o.blockN != 0 ? o.blockN : 128;
     cfg.pingpong = o.pingpong && cfg.consumers() == 2;
+    cfg.persistent = decide(o.persistent, true);
     cfg.qBuffers = o.qBuffers != 0 ? o.qBuffers : 1;
     cfg.clusterM = o.kvMulticast == Toggle::On ? 2 : 1;
     cfg.lazyRescale = decide(o.lazyRescale, true);

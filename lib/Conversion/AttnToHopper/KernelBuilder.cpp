@@ -57,6 +57,28 @@ namespace {
 constexpr int64_t kTransposeWarps = 3;
 /// The first of them (warp 0 is the producer thread's).
 constexpr int64_t kTransposeFirstWarp = 1;
+/// The transposer's unit (hopper.transpose_stage unit_keys): 128 keys (a
+/// whole block) where there are at least as many such units as transposer
+/// warps and the busiest warp gets no more groups of 16 keys than with
+/// 64-key units, else 64. A unit's addresses are computed once, so larger
+/// units take fewer instructions a group: head dim 256's 128-key units (3,
+/// 3 and 2 of 8 groups a warp) ran 1.02-1.09x its 64-key ones (6, 5 and 5
+/// of 4), whose warps were busy 95 % of the kernel, half of it on address
+/// arithmetic (ncu source counters; bench/NOTES.md, FP8). Head dim 128
+/// keeps 64 (3 units of 4 groups against 2 of 8); at 64 a 128-key unit
+/// would leave a warp idle (2 units) and measured 0.97-1.02x.
+int64_t transposeUnitKeys(const KernelConfig &cfg) {
+  auto units = [&](int64_t keys) {
+    return cfg.blockN / keys * (cfg.oCols() / kTransposeUnitCols);
+  };
+  auto busiest = [&](int64_t keys) {
+    return (units(keys) + kTransposeWarps - 1) / kTransposeWarps * (keys / 16);
+  };
+  const bool whole = cfg.blockN == 128 && units(128) >= kTransposeWarps &&
+                     busiest(128) <= busiest(64);
+  return whole ? 128 : 64;
+}
+
 /// Registers per producer thread after setmaxnreg: 24 for the TMA thread;
 /// FP8's V transposer (the producer warpgroup's other warps) holds two
 /// groups of 16 x 32 bytes and its lane's bases and selectors: 48, which
@@ -1020,7 +1042,8 @@ void KernelBuilder::transposer(Value cta, Value worker) {
     TransposeStageOp::create(b, loc, vRing, u, vtRing, worker,
                              static_cast<uint64_t>(kTransposeWarps),
                              static_cast<uint64_t>(cfg.blockN),
-                             static_cast<uint64_t>(cfg.oCols()));
+                             static_cast<uint64_t>(cfg.oCols()),
+                             static_cast<uint64_t>(transposeUnitKeys(cfg)));
     ringOp<RingConsumerReleaseOp>(vRing, u);
     NamedBarrierSyncOp::create(b, loc, i32(0), BarrierKind::transpose,
                                static_cast<uint64_t>(cfg.consumers()),

@@ -319,7 +319,7 @@ Value prmt(OpBuilder &b, Location loc, Value a, Value c, Value sel) {
   return NVVM::PermuteOp::create(b, loc, b.getI32Type(), a, c, sel, mode);
 }
 
-/// The workers' units in turn, each 64 keys x 32 columns: four groups of
+/// The workers' units in turn, each unit_keys keys x 32 columns: groups of
 /// 16 keys, each one ldmatrix.x4.trans, four prmt and one stmatrix.x4 a
 /// lane (FlashAttention-3's LDSM.T / STSM transpose).
 ///
@@ -341,10 +341,10 @@ Value prmt(OpBuilder &b, Location loc, Value a, Value c, Value sel) {
 /// Within a unit the addresses are the lane's bases plus constants: a
 /// load's key row is 2048 bytes further per group, and a store's swizzled
 /// unit G ^ (column % 8) is the unit's first group's XOR the group's offset
-/// in it (G = G0 + g, G0 a multiple of 4 and g < 4: no carry).
+/// in it (G = G0 + g, G0 a multiple of the unit's groups and g below it:
+/// no carry).
 struct TransposeStageLowering : OpConversionPattern<TransposeStageOp> {
   using OpConversionPattern::OpConversionPattern;
-  static constexpr int64_t kGroupsPerUnit = 4;
   LogicalResult
   matchAndRewrite(TransposeStageOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -417,7 +417,8 @@ struct TransposeStageLowering : OpConversionPattern<TransposeStageOp> {
     Value sel0 = arith::SelectOp::create(b, loc, low, even, odd);
     Value sel1 = arith::SelectOp::create(b, loc, low, odd, even);
     const int64_t rows = op.getRows(), cols = op.getCols();
-    const int64_t unitsPerCol = rows / 16 / kGroupsPerUnit;
+    const int64_t groupsPerUnit = static_cast<int64_t>(op.getUnitKeys()) / 16;
+    const int64_t unitsPerCol = rows / 16 / groupsPerUnit;
     const int64_t units = unitsPerCol * (cols / kTransposeUnitCols);
     Value end = c32(units);
     Value step = c32(op.getWorkers());
@@ -427,7 +428,7 @@ struct TransposeStageLowering : OpConversionPattern<TransposeStageOp> {
     Value un = loop.getInductionVar();
     Value colBlk = arith::DivUIOp::create(b, loc, un, c32(unitsPerCol));
     Value g0 = mul(arith::RemUIOp::create(b, loc, un, c32(unitsPerCol)),
-                   kGroupsPerUnit);
+                   groupsPerUnit);
     // source: the unit's box (128 columns) and first 16-byte column unit
     Value box = shr(colBlk, 2);
     Value srcBox = add(srcOff, mul(box, rows * kSwizzleBytes));
@@ -441,7 +442,7 @@ struct TransposeStageLowering : OpConversionPattern<TransposeStageOp> {
     Value dstBase = add(dstRow, shl(xorv(g0, colSwz), 4));
     auto shape = NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8);
     Type four = LLVM::LLVMStructType::getLiteral(ctx, {i32, i32, i32, i32});
-    for (int64_t gi = 0; gi < kGroupsPerUnit; ++gi) {
+    for (int64_t gi = 0; gi < groupsPerUnit; ++gi) {
       Value from = at(addc(srcBase, gi * 16 * kSwizzleBytes));
       Value m = NVVM::LdMatrixOp::create(b, loc, four, from, 4,
                                          NVVM::MMALayout::col, shape,

@@ -1,7 +1,8 @@
 // The FP8 kernel (e4m3 q, k, v with descales at launch, o bf16). Its
 // configuration, checked as CONFIG, is 128 x 128 tiles, 3 stages and
-// persistent CTAs with two Q buffers at head dim 128; at 256 one CTA per
-// tile, O stored directly (its staging buffer does not fit). Its kernel
+// persistent CTAs with two Q buffers at head dim 128; at 256 persistent
+// with one Q buffer, O stored directly (its staging buffer does not fit),
+// the transposer in units of 128 keys. Its kernel
 // with one CTA per tile, checked as KERNEL, has the producer warpgroup's
 // warps 1 .. 3 transpose each V stage into a ring of its own (V's
 // consumers, that ring's producer); the consumer warpgroups fold q's
@@ -106,7 +107,7 @@
 // KERNEL: scf.for %[[U:.*]] = %c0_i32 to %[[NB]] step %c1_i32 : i32 {
 // KERNEL-NEXT: hopper.ring.consumer_wait %[[V]][%[[U]]]
 // KERNEL-NEXT: hopper.ring.producer_acquire %[[VT]][%[[U]]]
-// KERNEL-NEXT: hopper.transpose_stage %[[V]][%[[U]]] to %[[VT]] worker %[[WORKER]] of 3 rows 128 cols 128
+// KERNEL-NEXT: hopper.transpose_stage %[[V]][%[[U]]] to %[[VT]] worker %[[WORKER]] of 3 rows 128 cols 128 :
 // KERNEL-NEXT: hopper.ring.consumer_release %[[V]][%[[U]]]
 // KERNEL-NEXT: hopper.named_barrier.sync transpose[%c0_i32] of 2 threads 96
 // One of them commits the slot: thread 32 (warp 1's lane 0).
@@ -171,13 +172,16 @@ func.func @d128(%q: memref<?x8x?x128xf8E4M3FN>, %k: memref<?x2x?x128xf8E4M3FN>, 
 // -----
 
 // CONFIG-LABEL: func.func @d256
-// CONFIG: attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 2, persistent = false, q_buffers = 1, lazy_rescale = true, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = true, tma_store = false>
+// CONFIG: attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 2, persistent = true, q_buffers = 1, lazy_rescale = true, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = true, tma_store = false>
 // KERNEL-LABEL: gpu.func @d256_kernel(
 // The producer warpgroup gives up all but 24 registers, as FA3's: with
 // 232 a consumer thread (producer 40) ptxas serialised the wgmmas for want
 // of registers (O alone is 128 of them).
 // KERNEL: hopper.warp_specialize producer regs 24 {
-// KERNEL: hopper.transpose_stage %{{.*}} of 3 rows 128 cols 256
+// Units of 128 keys: 8 for 3 warps (3, 3, 2 of 8 groups of 16 keys) are
+// no more for the busiest than 16 of 64 keys (6, 5, 5 of 4), and take one
+// address computation where those take two.
+// KERNEL: hopper.transpose_stage %{{.*}} of 3 rows 128 cols 256 unit_keys 128 :
 // KERNEL: } consumers(%{{.*}} of 2) regs 240 {
 // KERNEL: hopper.wgmma.ss %{{.*}}, %{{.*}} k 256 boxes 16384, 16384 : f8E4M3FN
 // KERNEL: hopper.store_o %{{.*}} bound %{{[a-z0-9_]+}} : !hopper.frag
@@ -202,7 +206,7 @@ func.func @d256(%q: memref<?x8x?x256xf8E4M3FN>, %k: memref<?x8x?x256xf8E4M3FN>, 
 // KERNEL: %[[V:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 4, stage_bytes = 16384, data = 90112,
 // KERNEL: %[[VT:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 4, stage_bytes = 8192, data = 155648,
 // KERNEL: hopper.load_tile %arg2[{{.*}}] into %[[V]][{{.*}}] rows 128 cols 128 : f8E4M3FN
-// KERNEL: hopper.transpose_stage %[[V]][{{.*}}] to %[[VT]] worker %{{.*}} of 3 rows 128 cols 64
+// KERNEL: hopper.transpose_stage %[[V]][{{.*}}] to %[[VT]] worker %{{.*}} of 3 rows 128 cols 64 :
 // KERNEL: consumers(%[[CW:.*]] of 3) regs 152
 // KERNEL: %[[WGROWS:.*]] = arith.muli %[[CW]], %c64_i32
 // KERNEL: %[[WGROW0:.*]] = arith.addi %m0, %[[WGROWS]]

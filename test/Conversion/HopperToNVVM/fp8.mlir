@@ -4,7 +4,8 @@
 // e4m3 takes k-steps of 32 (32 bytes, as 16-bit k-steps of 16); the
 // register-A form has no transpose operand, its K-major B steps 32 bytes
 // (2 descriptor units) along its rows. The transposer's warps take units
-// of 64 keys x 32 columns in turn (from their index, by the warp count):
+// of 64 keys (or unit_keys) x 32 columns in turn (from their index, by the
+// warp count):
 // per group of 16 keys one ldmatrix.x4.trans (lane l: key l % 16 of the
 // group, 16-byte column unit l / 16 of the unit's two), two byte permutes
 // per pair of its matrices, one stmatrix.x4; then the async-proxy fence.
@@ -135,5 +136,39 @@ func.func @transpose(%smem: !llvm.ptr<3>, %u: i32, %w: i32) {
   %v = hopper.ring.create %smem : !v
   %vt = hopper.ring.create %smem : !vt
   hopper.transpose_stage %v[%u] to %vt worker %w of 3 rows 128 cols 128 : !v, !vt
+  return
+}
+
+// -----
+
+// Units of 128 keys (unit_keys 128): 1 x 4 of them, W, W + 3, ... < 4,
+// each eight groups of 16 keys from one address computation: loads 2048
+// bytes apart, stores at the unit XOR 16 g for g up to 7.
+!v = !hopper.ring<stages = 2, stage_bytes = 16384, data = 32768, full = 229376, empty = 229392, arrivals = 96, cluster = 1>
+!vt = !hopper.ring<stages = 2, stage_bytes = 16384, data = 65536, full = 229408, empty = 229424, arrivals = 256, cluster = 1>
+// CHECK-LABEL: func.func @transpose_whole_block(
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c4_i32{{[_0-9]*}} step %c3_i32{{[_0-9]*}} : i32 {
+// CHECK: %[[G0:.*]] = arith.muli %{{.*}}, %c8_i32{{.*}} : i32
+// CHECK: nvvm.ldmatrix
+// CHECK: nvvm.stmatrix
+// CHECK: arith.constant 2048 : i32
+// CHECK: nvvm.ldmatrix
+// CHECK: arith.constant 16 : i32
+// CHECK-NEXT: arith.xori
+// CHECK: nvvm.stmatrix
+// CHECK-COUNT-5: nvvm.stmatrix
+// CHECK: arith.constant 14336 : i32
+// CHECK: nvvm.ldmatrix
+// CHECK: arith.constant 112 : i32
+// CHECK-NEXT: arith.xori
+// CHECK: nvvm.stmatrix
+// CHECK-NOT: nvvm.stmatrix
+// CHECK-NOT: nvvm.ldmatrix
+// CHECK: {{^ +}}}{{$}}
+// CHECK-NEXT: nvvm.fence.proxy
+func.func @transpose_whole_block(%smem: !llvm.ptr<3>, %u: i32, %w: i32) {
+  %v = hopper.ring.create %smem : !v
+  %vt = hopper.ring.create %smem : !vt
+  hopper.transpose_stage %v[%u] to %vt worker %w of 3 rows 128 cols 128 unit_keys 128 : !v, !vt
   return
 }

@@ -12,6 +12,7 @@
 // CHECK: %[[P:.*]] = hopper.trunc %[[S]] : !hopper.frag<64x128xf32> to !hopper.frag<64x128xf8E4M3FN>
 // CHECK: hopper.wgmma.rs %[[P]], %{{.*}}, %{{.*}} : !hopper.frag<64x128xf8E4M3FN>, !hopper.frag<64x128xf32>
 // CHECK: hopper.transpose_stage %{{.*}}[%{{.*}}] to %{{.*}} worker %{{.*}} of 3 rows 128 cols 128 : !hopper.ring<{{.*}}>, !hopper.ring<{{.*}}>
+// CHECK: hopper.transpose_stage %{{.*}}[%{{.*}}] to %{{.*}} worker %{{.*}} of 3 rows 128 cols 128 unit_keys 128 : !hopper.ring<{{.*}}>, !hopper.ring<{{.*}}>
 func.func @fp8_step(%dq: i64, %dk: i64, %dv: i64, %o: !hopper.frag<64x128xf32>,
                     %smem: !llvm.ptr<3>, %u: i32, %w: i32) -> !hopper.frag<64x128xf32> {
   %s = hopper.wgmma.ss %dq, %dk k 128 boxes 16384, 16384 : f8E4M3FN -> !hopper.frag<64x128xf32>
@@ -20,6 +21,7 @@ func.func @fp8_step(%dq: i64, %dk: i64, %dv: i64, %o: !hopper.frag<64x128xf32>,
   %v = hopper.ring.create %smem : !v
   %vt = hopper.ring.create %smem : !vt
   hopper.transpose_stage %v[%u] to %vt worker %w of 3 rows 128 cols 128 : !v, !vt
+  hopper.transpose_stage %v[%u] to %vt worker %w of 3 rows 128 cols 128 unit_keys 128 : !v, !vt
   return %o1 : !hopper.frag<64x128xf32>
 }
 
@@ -74,6 +76,30 @@ func.func @transpose_cols(%smem: !llvm.ptr<3>, %u: i32, %w: i32) {
   %vt = hopper.ring.create %smem : !vt
   // expected-error @below {{cols must be a multiple of 32 (the transposer's units), got 80}}
   hopper.transpose_stage %v[%u] to %vt worker %w of 3 rows 128 cols 80 : !v, !vt
+  return
+}
+
+// -----
+
+!v = !hopper.ring<stages = 2, stage_bytes = 16384, data = 32768, full = 229376, empty = 229392, arrivals = 96, cluster = 1>
+!vt = !hopper.ring<stages = 2, stage_bytes = 16384, data = 65536, full = 229408, empty = 229424, arrivals = 256, cluster = 1>
+func.func @transpose_unit(%smem: !llvm.ptr<3>, %u: i32, %w: i32) {
+  %v = hopper.ring.create %smem : !v
+  %vt = hopper.ring.create %smem : !vt
+  // expected-error @below {{unit_keys must be a power of two from 16 to rows (128), got 96}}
+  hopper.transpose_stage %v[%u] to %vt worker %w of 3 rows 128 cols 128 unit_keys 96 : !v, !vt
+  return
+}
+
+// -----
+
+!v = !hopper.ring<stages = 2, stage_bytes = 16384, data = 32768, full = 229376, empty = 229392, arrivals = 96, cluster = 1>
+!vt = !hopper.ring<stages = 2, stage_bytes = 16384, data = 65536, full = 229408, empty = 229424, arrivals = 256, cluster = 1>
+func.func @transpose_unit_rows(%smem: !llvm.ptr<3>, %u: i32, %w: i32) {
+  %v = hopper.ring.create %smem : !v
+  %vt = hopper.ring.create %smem : !vt
+  // expected-error @below {{unit_keys must be a power of two from 16 to rows (128), got 256}}
+  hopper.transpose_stage %v[%u] to %vt worker %w of 3 rows 128 cols 128 unit_keys 256 : !v, !vt
   return
 }
 

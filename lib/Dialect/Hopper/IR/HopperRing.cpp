@@ -191,6 +191,13 @@ LogicalResult TransposeStageOp::verify() {
     return emitOpError("cols must be a multiple of ")
            << kTransposeUnitCols << " (the transposer's units), got "
            << getCols();
+  // A unit's groups of 16 keys find their swizzled store column by XOR with
+  // the group's index within the unit (no carry into the unit's first):
+  // a power of two of them, at most the 8 of a 128-byte row.
+  const uint64_t unitKeys = getUnitKeys();
+  if (unitKeys < 16 || unitKeys > getRows() || !llvm::isPowerOf2_64(unitKeys))
+    return emitOpError("unit_keys must be a power of two from 16 to rows (")
+           << getRows() << "), got " << unitKeys;
   // rows is 128 and cols at most a stage's bytes: the products cannot
   // overflow once cols is checked against the stage. The source holds the
   // columns' whole TMA boxes (128 columns each).

@@ -412,13 +412,15 @@ def Hopper_TransposeStageOp : Hopper_Op<"transpose_stage"> {
     index p, so that P goes from the S accumulator to the wgmma A operand
     without moving between threads.
 
-    A warp's unit is 64 keys x 32 columns, four groups of 16 keys: per
+    A warp's unit is `unit_keys` keys (64 unless given; 16 to `rows`, a
+    power of two) x 32 columns, groups of 16 keys: per
     group one `ldmatrix.x4.trans` of 16-bit elements (keys 0-7 and 8-15
     of two 16-column chunks), four byte permutes (prmt) that make each
     column's word of four keys, and one `stmatrix.x4`, with the rows of
     each 8-row phase chosen so that neither side has bank conflicts (as
     FlashAttention-3's LDSM.T / STSM transpose); the workers take the
-    units in turn. The writes are
+    units in turn. A unit's addresses are computed once and its groups'
+    are constants from them: larger units, fewer instructions a group. The writes are
     then fenced for the async proxy; the caller waits for the source slot
     before (`hopper.ring.consumer_wait`) and, after a barrier of the
     workers, commits the destination slot (`hopper.ring.producer_commit`
@@ -427,15 +429,19 @@ def Hopper_TransposeStageOp : Hopper_Op<"transpose_stage"> {
     ```mlir
     hopper.transpose_stage %v[%u] to %vt worker %w of 3 rows 128 cols 128
         : !hopper.ring<...>, !hopper.ring<...>
+    hopper.transpose_stage %v[%u] to %vt worker %w of 3 rows 128 cols 256
+        unit_keys 128 : !hopper.ring<...>, !hopper.ring<...>
     ```
   }];
   let arguments = (ins Hopper_RingType:$src, I32:$slot, Hopper_RingType:$dst,
                        I32:$worker, ConfinedAttr<I64Attr, [IntPositive]>:$workers,
                        ConfinedAttr<I64Attr, [IntPositive]>:$rows,
-                       ConfinedAttr<I64Attr, [IntPositive]>:$cols);
+                       ConfinedAttr<I64Attr, [IntPositive]>:$cols,
+                       DefaultValuedAttr<I64Attr, "64">:$unit_keys);
   let assemblyFormat = [{
     $src `[` $slot `]` `to` $dst `worker` $worker `of` $workers `rows` $rows
-    `cols` $cols attr-dict `:` qualified(type($src)) `,` qualified(type($dst))
+    `cols` $cols (`unit_keys` $unit_keys^)? attr-dict `:` qualified(type($src))
+    `,` qualified(type($dst))
   }];
   let hasVerifier = 1;
 }
