@@ -46,7 +46,8 @@ def AttnHopperConfig : Pass<"attn-hopper-config"> {
     Option<"persistent", "persistent", "::fa3::Toggle", /*default=*/"::fa3::Toggle::Auto",
            "CTAs loop over tiles, the producer loading the next tile's Q and "
            "K/V while the consumers finish the current one: on, off, or auto "
-           "(on where it measured faster on the H200: head dim 64 and 128)",
+           "(on where it measured faster on the H200: head dim 64 and 128, and "
+           "every FP8 kernel)",
            [{::llvm::cl::values(
                clEnumValN(::fa3::Toggle::Auto, "auto", "where measured faster"),
                clEnumValN(::fa3::Toggle::On, "on", "always (where it applies)"),

@@ -172,3 +172,24 @@ func.func @transpose_whole_block(%smem: !llvm.ptr<3>, %u: i32, %w: i32) {
   hopper.transpose_stage %v[%u] to %vt worker %w of 3 rows 128 cols 128 unit_keys 128 : !v, !vt
   return
 }
+
+// -----
+
+// Units of 16 keys (unit_keys 16): 8 x 4 of them, each one group: one
+// load and one store a unit.
+!v = !hopper.ring<stages = 2, stage_bytes = 16384, data = 32768, full = 229376, empty = 229392, arrivals = 96, cluster = 1>
+!vt = !hopper.ring<stages = 2, stage_bytes = 16384, data = 65536, full = 229408, empty = 229424, arrivals = 256, cluster = 1>
+// CHECK-LABEL: func.func @transpose_one_group(
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c32_i32{{[_0-9]*}} step %c3_i32{{[_0-9]*}} : i32 {
+// CHECK: nvvm.ldmatrix
+// CHECK: nvvm.stmatrix
+// CHECK-NOT: nvvm.ldmatrix
+// CHECK-NOT: nvvm.stmatrix
+// CHECK: {{^ +}}}{{$}}
+// CHECK-NEXT: nvvm.fence.proxy
+func.func @transpose_one_group(%smem: !llvm.ptr<3>, %u: i32, %w: i32) {
+  %v = hopper.ring.create %smem : !v
+  %vt = hopper.ring.create %smem : !vt
+  hopper.transpose_stage %v[%u] to %vt worker %w of 3 rows 128 cols 128 unit_keys 16 : !v, !vt
+  return
+}
