@@ -39,7 +39,7 @@ from . import facts as _facts
 _scan_cache: Dict[str, Tuple[int, list, list]] = {}
 _kernel_cache: Dict[tuple, object] = {}
 _selected: Dict[tuple, List[_facts.KernelFacts]] = {}  # request -> its kernels (_candidates)
-_launchable: Dict[tuple, tuple] = {}  # (device, request) -> slots (_launchable_kernel)
+_launchable: Dict[tuple, tuple] = {}  # (device, request) -> (kernels, loaded) (_launchable_kernel)
 _lock = threading.Lock()
 _OFF = ("0", "off", "false", "no")
 
@@ -279,21 +279,14 @@ def _launchable_kernel(kernel, dt, D, Dv, causal, window_size, softcap, kernel_d
     if slots is None:
         kfs = _candidates(dt, D, Dv, bool(causal), tuple(window_size), softcap, kernel_dir, jit,
                           varlen, backward, decode, deterministic)
-        # (min_seqlen_q, loaded kernel), the longest first (stable: file
-        # order among equals), each loaded now: a CUDA graph captured at
-        # another length than the warm-up finds its kernel loaded. A call
-        # takes the first that fits its Sq, else by_length's pick: the first
-        # of those asking least, the last group of the list.
-        order = sorted(kfs, key=lambda kf: -kf.min_seqlen_q)
-        loaded = [(kf.min_seqlen_q, _load(kf, dev, device)) for kf in order]
-        fallback = next(k for min_q, k in loaded if min_q == loaded[-1][0])
-        slots = (loaded, fallback)
+        # each loaded now: a CUDA graph captured at another length than the
+        # warm-up finds its kernel loaded
+        slots = (kfs, [_load(kf, dev, device) for kf in kfs])
         with _lock:
             _launchable[req] = slots
-    for min_q, k in slots[0]:
-        if min_q <= seqlen_q:
-            return k
-    return slots[1]
+    kfs, loaded = slots
+    picked = _facts.by_length(kfs, seqlen_q)
+    return loaded[next(i for i, kf in enumerate(kfs) if kf is picked)]
 
 
 def _graph_tile_counter(torch, kobj, device):
