@@ -25,6 +25,7 @@ compared with SDPA's output (relative L2 error, reported).
     python3 bench/bench_decode.py --kernel-dir DIR [--rounds 3] [--results-dir bench]
     python3 bench/bench_decode.py --kernel-dir DIR --quick    # a smoke run
     python3 bench/bench_decode.py --kernel-dir DIR --paged 64 # + a paged cache
+    python3 bench/bench_decode.py --kernel-dir DIR --one-cta-per-sm  # + one CTA a SM
 
 With --paged PAGE_SIZE, each cell also times ours on a paged cache
 (flash_attn_with_kvcache's page_table): the same K + V memory seen as a pool
@@ -34,6 +35,12 @@ the pool's, so that a batch's keys lie scattered over the whole cache; its
 time and bandwidth are reported beside the contiguous one's (same bytes
 read), and once per cell the paged call with the identity table must equal
 the contiguous call bit for bit.
+
+With --one-cta-per-sm, each cell also times ours launched one CTA a SM
+(flash_attn_with_kvcache(ctas_per_sm=1): the same kernel given all the
+shared memory a block may have, where the decoding kernel otherwise runs two
+a SM) in the same rounds, reported beside the default launch as its time and
+default / 1-a-SM time; its output must equal the default's bit for bit.
 
 Appends the run to <results-dir>/history.jsonl (kind bench_decode; the full
 grid also rewrites its table in <results-dir>/RESULTS.md: bench/records.py).
@@ -143,6 +150,9 @@ def main():
     ap.add_argument("--num-splits", type=int, default=0,
                     help="ours with this many kv splits (0: the runtime's heuristic), to "
                     "measure the heuristic against a fixed count")
+    ap.add_argument("--one-cta-per-sm", action="store_true",
+                    help="also time ours launched one CTA a SM (ctas_per_sm=1) in the same "
+                    "rounds")
     ap.add_argument("--heads", default=None, metavar="HQ/HKV,...",
                     help="only these head pairs (e.g. 32/8); default 32/8,64/8")
     ap.add_argument("--batches", default=None, metavar="B,...",
@@ -202,10 +212,12 @@ def main():
     print(f"GPU {gpu} ({sms} SMs, L2 {l2 / 2**20:.0f} MB); torch {torch.__version__}; kernel "
           f"{kf.kernel}; {len(cells)} cells, skipped {len(skipped)}", flush=True)
     paged_cols = (f" paged {a.paged} us | paged TB/s | paged/ours |" if a.paged else "")
+    one_cols = " 1/SM us | ours/1-SM |" if a.one_cta_per_sm else ""
     print("| Hq/Hkv | batch | context | K+V MB | copies | splits | ours us | ours TB/s | "
-          "SDPA us (backend) | SDPA TB/s | SDPA/ours | rel err |" + paged_cols)
+          "SDPA us (backend) | SDPA TB/s | SDPA/ours | rel err |" + paged_cols + one_cols)
     print("|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|---|" if a.paged
-                                                               else ""))
+                                                               else "")
+          + ("---|---|" if a.one_cta_per_sm else ""))
     rows = []
     t_start = time.time()
     for hq, hkv, B, ctx in cells:
@@ -247,6 +259,12 @@ def main():
                 ours_fns[0]()))
         elif a.paged:
             row["errors"]["paged"] = f"context {ctx} is not a multiple of the page size"
+        one_fns = []
+        if a.one_cta_per_sm:
+            one_fns = [lambda kc=kc, vc=vc: flash_attn_with_kvcache(
+                q, kc, vc, num_splits=a.num_splits, kernel=kf, ctas_per_sm=1)
+                for kc, vc in caches]
+            row["one_cta_equal"] = bool(torch.equal(one_fns[0](), ours_fns[0]()))
 
         def sdpa_fns(name, expand):
             def one(kc, vc):
@@ -269,6 +287,8 @@ def main():
         impls = {"ours": ours_fns}
         if paged_fns:
             impls["ours paged"] = paged_fns
+        if one_fns:
+            impls["ours 1/SM"] = one_fns
         ref_err = None
         o_ours = ours_fns[0]()
         for name in tried:
@@ -314,7 +334,9 @@ def main():
         if "ours paged" in med:
             row["paged_us"] = med["ours paged"]
             row["paged_tbs"] = nbytes / med["ours paged"] / 1e6
-        sd = {k: t for k, t in med.items() if k not in ("ours", "ours paged")}
+        if "ours 1/SM" in med:
+            row["one_cta_us"] = med["ours 1/SM"]
+        sd = {k: t for k, t in med.items() if k not in ("ours", "ours paged", "ours 1/SM")}
         if sd:
             best = min(sd, key=sd.get)
             row["sdpa_backend"], row["sdpa_us"] = best, sd[best]
@@ -327,16 +349,20 @@ def main():
             else None
         paged_ratio = row["paged_us"] / row["ours_us"] if "paged_us" in row and \
             "ours_us" in row else None
+        one_ratio = row["ours_us"] / row["one_cta_us"] if "one_cta_us" in row and \
+            "ours_us" in row else None
         print(f"| {hq}/{hkv} | {B} | {ctx // 1024}k | {nbytes / 2**20:.0f} | {n} | {splits} | "
               f"{f(row.get('ours_us'), '.1f')} | {f(row.get('ours_tbs'), '.2f')} | "
               f"{f(row.get('sdpa_us'), '.1f')} ({row.get('sdpa_backend', '-')}) | "
               f"{f(row.get('sdpa_tbs'), '.2f')} | {f(ratio, '.2f')} | "
               f"{f(row.get('rel_err_vs_sdpa'), '.1e')} |" +
               (f" {f(row.get('paged_us'), '.1f')} | {f(row.get('paged_tbs'), '.2f')} | "
-               f"{f(paged_ratio, '.2f')} |" if a.paged else ""), flush=True)
+               f"{f(paged_ratio, '.2f')} |" if a.paged else "") +
+              (f" {f(row.get('one_cta_us'), '.1f')} | {f(one_ratio, '.3f')} |"
+               if a.one_cta_per_sm else ""), flush=True)
         print(json.dumps(row), flush=True)
         q = qt = caches = ours_fns = impls = o_ours = None  # free before the next cell
-        paged_fns = pools = tables = None
+        paged_fns = pools = tables = one_fns = None
         torch.cuda.empty_cache()
 
     date = records.run_id()
@@ -344,12 +370,13 @@ def main():
     meta = dict(date=date, gpu=gpu, torch=torch.__version__, kernel_dir=a.kernel_dir,
                 kernel=kf.kernel, dtype="bf16", hdim=D, sms=sms, l2_bytes=l2, rounds=rounds,
                 sdpa_tried=tried, max_gb=a.max_gb, skipped=skipped, paged=a.paged,
-                num_splits=a.num_splits,
+                num_splits=a.num_splits, one_cta_per_sm=a.one_cta_per_sm,
                 timer="CUDA-graph replays, CUDA events",
                 seconds=round(time.time() - t_start, 1))
     # the table of record is the shipped configuration's: the heuristic's splits
     full = (not a.quick and set(tried) >= {"cudnn", "flash"} and a.max_gb >= 40.0
-            and a.num_splits == 0 and not (a.heads or a.batches or a.contexts))
+            and a.num_splits == 0 and not (a.heads or a.batches or a.contexts)
+            and not a.one_cta_per_sm)
     entry = records.new_entry("bench_decode", command, date, full=full, meta=meta, rows=rows)
     print(records.render_bench_decode(entry))
     met = [records.decode_target_met(r) for r in rows]
@@ -361,7 +388,8 @@ def main():
         print(f"appended to {Path(a.results_dir) / records.HISTORY}"
               + (f"; rewrote {key} in {Path(a.results_dir) / records.TABLE}" if key else ""))
     bad = [r for r in rows if "ours_us" not in r or (r.get("rel_err_vs_sdpa") or 0) > 2e-2
-           or (a.paged and ("paged_us" not in r or not r.get("paged_identity_equal")))]
+           or (a.paged and ("paged_us" not in r or not r.get("paged_identity_equal")))
+           or (a.one_cta_per_sm and ("one_cta_us" not in r or not r.get("one_cta_equal")))]
     return 1 if bad else 0
 
 

@@ -1295,6 +1295,9 @@ static fa3rt_status plan(const fa3rt_facts *f, const fa3rt_fwd_args *a, fa3rt_fw
   const fa3rt_tensor *q = &a->q, *k = &a->k, *v = &a->v, *o = &a->o;
   if ((st = check_varlen(f, a))) return st;
   if ((st = check_split_args(f, a))) return st;
+  if (a->ctas_per_sm != 0 && a->ctas_per_sm != 1)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "ctas_per_sm: %d is out of range (0: as many CTAs "
+                "a SM as fit, 1: one)", (int)a->ctas_per_sm);
   if ((st = check_tensor("q", q, elem, eff[FQ], BY_TMA)) ||
       (st = check_tensor("k", k, elem, eff[FK], BY_TMA)) ||
       (st = check_tensor("v", v, elem, eff[FV], BY_TMA)) ||
@@ -1455,7 +1458,11 @@ static fa3rt_status plan(const fa3rt_facts *f, const fa3rt_fwd_args *a, fa3rt_fw
     L.grid[2] = 1;
     L.block[0] = (unsigned)f->threads;
     L.block[1] = L.block[2] = 1;
-    L.dynamic_smem = (unsigned)f->dynamic_smem;
+    /* one CTA a SM: more shared memory than two CTAs could share (the
+       kernel's own bytes are below it: fa3rt_load checks them) */
+    L.dynamic_smem = (unsigned)(a->ctas_per_sm == 1 && f->dynamic_smem < FA3RT_WHOLE_SM_SMEM
+                                    ? FA3RT_WHOLE_SM_SMEM
+                                    : f->dynamic_smem);
   }
   if (launch) *launch = L;
   return FA3RT_OK;
@@ -1603,6 +1610,11 @@ struct fa3rt_kernel {
   CUfunction fn_append;   /* split_kv: <kernel>_append */
   CUfunction fn_quantize; /* e4m3: <kernel>_quantize */
   int sms;                /* the device's SMs (the split heuristic's default) */
+  int whole_sm_smem;      /* a launch's dynamic shared memory with ctas_per_sm
+                             1: the device's opt-in limit less the static */
+  int whole_sm_allowed;   /* the function's limit raised to it (at the first
+                             such launch: the other launches keep the facts'
+                             limit) */
   int max_ctas;           /* a persistent grid's size: one CTA per SM, or
                              cluster_m x the clusters that fit at once */
   CUdeviceptr counters_dev; /* (NSLOTS + NCAPTURED) x 2 u32, zeroed at load */
@@ -1830,6 +1842,7 @@ fa3rt_status fa3rt_kernel_load_data(const void *cubin, size_t cubin_size, const 
   }
   LOAD_TRY(cuFuncSetAttribute(k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                               f.dynamic_smem));
+  k->whole_sm_smem = optin - static_smem;
   {
     /* The cluster shape is compiled into the cubin; launched with another
        grid rounding (or, for cluster_m 1, as clusters) the kernel would
@@ -2075,6 +2088,7 @@ fa3rt_status fa3rt_fwd(fa3rt_kernel *k, const fa3rt_fwd_args *a, void *stream) {
   int64_t eff[NFWD][4];
   fa3rt_status st = plan(f, a, &L, eff, k->sms, 1);
   if (st) return in_call(st, "fa3rt_fwd", f);
+  if (a->ctas_per_sm == 1) L.dynamic_smem = (unsigned)k->whole_sm_smem;
   if (L.empty && !L.append_grid) return FA3RT_OK;
   char where[512];
   describe(where, f, L.B, L.Sq, L.Skv, L.Hq, L.Hkv);
@@ -2101,6 +2115,17 @@ fa3rt_status fa3rt_fwd(fa3rt_kernel *k, const fa3rt_fwd_args *a, void *stream) {
      (Snew <= Skv) */
   if (L.empty) return launch_append(k, a, &L, eff, cs, where);
   if (L.fill_only) return fill_empty_rows(a, &L, cs, where);
+  if (a->ctas_per_sm == 1) {
+    /* (a host call, allowed while the stream is captured) */
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&k->mu);
+    if (!k->whole_sm_allowed)
+      r = cuFuncSetAttribute(k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                             k->whole_sm_smem);
+    if (r == CUDA_SUCCESS) k->whole_sm_allowed = 1;
+    pthread_mutex_unlock(&k->mu);
+    if (r != CUDA_SUCCESS) return cuda_fail("cuFuncSetAttribute(ctas_per_sm 1)", r, where);
+  }
 
   /* One local per kernel parameter, named and typed as fa3rt_abi.def says. */
 #define FA3RT_KERNEL_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning) c_type name;

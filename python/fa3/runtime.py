@@ -69,7 +69,8 @@ class FwdArgs(ctypes.Structure):
                 ("q_descale_stride_b", ctypes.c_int64), ("q_descale_stride_h", ctypes.c_int64),
                 ("q_descale_stride_m", ctypes.c_int64), ("k_descale_stride_b", ctypes.c_int64),
                 ("k_descale_stride_h", ctypes.c_int64), ("k_descale_stride_n", ctypes.c_int64),
-                ("v_descale_stride_b", ctypes.c_int64), ("v_descale_stride_h", ctypes.c_int64)]
+                ("v_descale_stride_b", ctypes.c_int64), ("v_descale_stride_h", ctypes.c_int64),
+                ("ctas_per_sm", ctypes.c_int32)]
 
 
 class QuantizeArgs(ctypes.Structure):
@@ -162,7 +163,7 @@ _lib_lock = threading.Lock()
 
 # fa3rt.h's FA3RT_VERSION_MAJOR and _MINOR, whose structs this module mirrors
 # (python/tests/test_runtime.py checks both against the header)
-VERSION = (0, 12)
+VERSION = (0, 13)
 MAX_SPLITS = 128       # FA3RT_MAX_SPLITS
 DEFAULT_SMS = 132      # FA3RT_DEFAULT_SMS: fa3rt_fwd_plan's where num_sms is 0
 
@@ -291,7 +292,7 @@ def fwd_args(q: Tensor, k: Tensor, v: Tensor, o: Tensor, lse_ptr: int = 0,
              o_dtype: Optional[str] = None, q_descale: int = 0,
              q_descale_strides: Sequence[int] = (0, 0, 0), k_descale: int = 0,
              k_descale_strides: Sequence[int] = (0, 0, 0), v_descale: int = 0,
-             v_descale_strides: Sequence[int] = (0, 0)) -> FwdArgs:
+             v_descale_strides: Sequence[int] = (0, 0), ctas_per_sm: int = 0) -> FwdArgs:
     """softmax_scale None: the kernel's (facts) scale; else 0 < scale <= 1e30.
     tile_counter: 0, or the address of 8 zeroed bytes of device memory for
     the persistent scheduler (fa3rt.h: fa3rt_fwd_args.tile_counter).
@@ -315,7 +316,10 @@ def fwd_args(q: Tensor, k: Tensor, v: Tensor, o: Tensor, lse_ptr: int = 0,
     kernel's: bf16) or its name; the device addresses of the f32 descales
     (0: 1.0) and their element strides, q's (b, h, per 128 query rows),
     k's (b, h, per 128 key rows), v's (b, h), each 0 to 2^31-1 (0
-    broadcasts)."""
+    broadcasts).
+    ctas_per_sm (fa3rt.h): 0, as many CTAs a SM as the kernel's registers and
+    shared memory let fit; 1, one (the launch given the most dynamic shared
+    memory a block may have)."""
     a = FwdArgs()
     w, E = "fa3.runtime.fwd_args", Fa3ArgumentError
     if o_dtype is not None:
@@ -350,6 +354,7 @@ def fwd_args(q: Tensor, k: Tensor, v: Tensor, o: Tensor, lse_ptr: int = 0,
     a.o_accum = check_int(w, "o_accum", o_accum or 0, *UINT64, error=E)
     a.lse_accum = check_int(w, "lse_accum", lse_accum or 0, *UINT64, error=E)
     a.num_sms = check_int(w, "num_sms", num_sms or 0, 0, 2**31 - 1, error=E)
+    a.ctas_per_sm = check_int(w, "ctas_per_sm", ctas_per_sm or 0, 0, 1, error=E)
     a.cu_seqlens_q = check_int(w, "cu_seqlens_q", cu_seqlens_q or 0, *UINT64, error=E)
     a.cu_seqlens_k = check_int(w, "cu_seqlens_k", cu_seqlens_k or 0, *UINT64, error=E)
     a.seqused_k = check_int(w, "seqused_k", seqused_k or 0, *UINT64, error=E)

@@ -1106,6 +1106,20 @@ def _eager_varlen(torch, q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_k, max_seq
     return (o, lse) if return_lse else o
 
 
+def _ctas_per_sm(fn: str, ctas_per_sm) -> int:
+    """ctas_per_sm as an int 0 (as many CTAs a SM as fit) or 1 (one:
+    fa3rt.h, fa3rt_fwd_args.ctas_per_sm)."""
+    try:
+        n = operator.index(ctas_per_sm)
+    except TypeError:
+        raise TypeError(f"{fn}: ctas_per_sm must be an integer, got "
+                        f"{type(ctas_per_sm).__name__}") from None
+    if n not in (0, 1):
+        raise ValueError(f"{fn}: ctas_per_sm must be 0 (as many CTAs a SM as fit) or 1 (one), "
+                         f"got {n}")
+    return n
+
+
 def _num_splits(fn: str, num_splits) -> int:
     """num_splits as an int 0 (the heuristic) to 128 (fa3rt.h:
     FA3RT_MAX_SPLITS)."""
@@ -1275,7 +1289,7 @@ def _check_append(torch, fn, q, k_cache, v_cache, k_new, v_new, dims) -> int:
 
 def _decode(torch, fn, q, k, v, cache_seqlens, softmax_scale, causal, window_size, softcap,
             num_splits, sm_margin, return_lse, kernel_dir, kernel, out, lse_out, jit,
-            page_table=None, k_new=None, v_new=None):
+            page_table=None, k_new=None, v_new=None, ctas_per_sm=0):
     """A call of the decoding kernel (flash_attn_with_kvcache, and
     flash_attn_func with num_splits != 1 or pack_gqa): the checks, then the
     custom op as Dynamo traces it, else the eager launch. Forward only.
@@ -1286,7 +1300,8 @@ def _decode(torch, fn, q, k, v, cache_seqlens, softmax_scale, causal, window_siz
     the new rows [B, Snew, Hkv, D / Dv] written into k and v after each
     batch's cache_seqlens[b] rows before the attention, which then covers
     cache_seqlens[b] + Snew keys (cache_seqlens required; the op
-    torch.ops.fa3.flash_attn_decode_append_fwd, which mutates k and v)."""
+    torch.ops.fa3.flash_attn_decode_append_fwd, which mutates k and v).
+    ctas_per_sm: 0 or 1 (_ctas_per_sm)."""
     n = _num_splits(fn, num_splits)
     _check_inputs(torch, q, k, v, fn=fn if fn != "flash_attn_func" else
                   "flash_attn_func with num_splits != 1 or pack_gqa=True (the decoding kernel)")
@@ -1319,15 +1334,16 @@ def _decode(torch, fn, q, k, v, cache_seqlens, softmax_scale, causal, window_siz
             o, lse = torch.ops.fa3.flash_attn_decode_append_fwd.default(
                 q, k, v, k_new, v_new, seqused_k, page_table, scale, bool(causal),
                 list(window_size), float(softcap), n, int(sm_margin), _op_path(kernel_dir),
-                facts_path, jit)
+                facts_path, jit, ctas_per_sm)
         else:
             o, lse = torch.ops.fa3.flash_attn_decode_fwd.default(
                 q, k, v, seqused_k, page_table, scale, bool(causal), list(window_size),
-                float(softcap), n, int(sm_margin), _op_path(kernel_dir), facts_path, jit)
+                float(softcap), n, int(sm_margin), _op_path(kernel_dir), facts_path, jit,
+                ctas_per_sm)
         return _copied_out(o, lse, out, lse_out, return_lse)
     return _eager_decode(torch, q, k, v, seqused_k, softmax_scale, causal, window_size, softcap,
                          n, sm_margin, return_lse, kernel_dir, kernel, jit, out, lse_out,
-                         page_table, k_new, v_new)
+                         page_table, k_new, v_new, ctas_per_sm)
 
 
 def _append_needs(fn, k_new, v_new, cache_seqlens) -> str:
@@ -1343,7 +1359,7 @@ def _append_needs(fn, k_new, v_new, cache_seqlens) -> str:
 
 def _eager_decode(torch, q, k, v, seqused_k, softmax_scale, causal, window_size, softcap,
                   num_splits, sm_margin, return_lse, kernel_dir, kernel, jit, out=None,
-                  lse_out=None, page_table=None, k_new=None, v_new=None):
+                  lse_out=None, page_table=None, k_new=None, v_new=None, ctas_per_sm=0):
     """The decoding kernel's launch (and the ops', fa3.torch_ops): planned
     with the device's SMs less sm_margin, the f32 workspaces of a split
     launch allocated on the stream it runs on (the caching allocator keeps
@@ -1354,7 +1370,8 @@ def _eager_decode(torch, q, k, v, seqused_k, softmax_scale, causal, window_size,
     * page_size). k_new, v_new: None, or the rows to append (_check_append;
     seqused_k then required, its values 0 to Skv - Snew): the runtime
     launches the cubin's append before the attention, which reads the
-    counts after it from an int32 [B] workspace allocated here."""
+    counts after it from an int32 [B] workspace allocated here.
+    ctas_per_sm: 0 or 1, fa3rt_fwd_args.ctas_per_sm."""
     from . import runtime
     fn = "flash_attn_with_kvcache"
     # grad_ok: the public calls refuse grad first; the op's inputs may still
@@ -1416,7 +1433,8 @@ def _eager_decode(torch, q, k, v, seqused_k, softmax_scale, causal, window_size,
                             num_splits=num_splits, num_sms=max(1, sms - int(sm_margin)),
                             page_table=page_table.data_ptr() if page_table is not None else 0,
                             page_table_stride=pt_stride,
-                            paged_seqlen_k=Skv if page_table is not None else 0, **append)
+                            paged_seqlen_k=Skv if page_table is not None else 0,
+                            ctas_per_sm=ctas_per_sm, **append)
     plan = kobj.plan(args)
     args.num_splits = plan.num_splits   # what the workspace is sized for
     if plan.o_accum_bytes:
@@ -1451,7 +1469,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
                             scheduler_metadata=None, num_splits: int = 0, pack_gqa=None,
                             sm_margin: int = 0, return_softmax_lse: bool = False, *,
                             kernel_dir=None, kernel: Optional[_facts.KernelFacts] = None,
-                            jit: Optional[bool] = None):
+                            jit: Optional[bool] = None, ctas_per_sm: int = 0):
     """Attention of new queries over a KV cache (decoding): FA3's
     ``flash_attn_with_kvcache`` (flash_attn_interface), its arguments in its
     order, for a contiguous or a paged cache.
@@ -1514,7 +1532,10 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
     SMs less ``sm_margin``; 1: no split; up to 128), whose partial results a
     second kernel merges (their f32 workspaces are allocated here, on the
     current stream). ``pack_gqa`` is taken and changes nothing (the kernel
-    always packs). Runs on torch.cuda.current_stream(); forward only (inputs
+    always packs). ``ctas_per_sm`` (ours, keyword only): 0, as many of the
+    kernel's CTAs a SM as fit (two for the decoding kernels of head dim up
+    to 128); 1, one, each CTA launched with all the shared memory a block
+    may have (bench/bench_decode.py --ctas-per-sm measures it). Runs on torch.cuda.current_stream(); forward only (inputs
     that require grad are refused); under torch.compile the call is the
     custom op ``torch.ops.fa3.flash_attn_decode_fwd`` (fa3.torch_ops).
 
@@ -1552,6 +1573,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
         raise NotImplementedError(f"{fn}: attention_chunk is not supported: pass 0, got "
                                   f"{attention_chunk}")
     _num_splits(fn, num_splits)
+    ctas_per_sm = _ctas_per_sm(fn, ctas_per_sm)
     try:
         sm_margin = operator.index(sm_margin)
     except TypeError:
@@ -1564,7 +1586,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
     import torch
     return _decode(torch, fn, q, k_cache, v_cache, cache_seqlens, softmax_scale, causal,
                    window_size, softcap, num_splits, sm_margin, return_softmax_lse, kernel_dir,
-                   kernel, None, None, jit, page_table, k, v)
+                   kernel, None, None, jit, page_table, k, v, ctas_per_sm)
 
 
 def flash_attn_bhsd(q, k, v, o=None, lse=None, softmax_scale=None, causal=False,

@@ -34,15 +34,16 @@ None): dq, dk, dv of q's, k's and v's shapes and dtype, contiguous.
 
     torch.ops.fa3.flash_attn_decode_fwd(q, k, v, seqused_k, page_table, softmax_scale,
                                         causal, window_size, softcap, num_splits,
-                                        sm_margin, kernel_dir, kernel_facts, jit)
-                                        -> (out, lse)
+                                        sm_margin, kernel_dir, kernel_facts, jit,
+                                        ctas_per_sm=0) -> (out, lse)
 
 is the decoding kernel's (flash_attn_with_kvcache, and flash_attn_func with
 num_splits != 1 or pack_gqa): flash_attn_fwd's tensors, seqused_k None or
 int32 [B] (flash_attn_with_kvcache's cache_seqlens: each batch's valid keys
 of the cache), page_table None or int32 [B, max_pages] (a paged cache: k and
 v are then the page pools [num_pages, page_size, Hkv, D]), num_splits 0 (the
-heuristic) to 128, sm_margin the SMs the heuristic leaves free; the split
+heuristic) to 128, sm_margin the SMs the heuristic leaves free,
+ctas_per_sm 0 (as many CTAs a SM as fit) or 1 (one); the split
 workspaces are allocated inside. No autograd (its callers refuse inputs that
 require grad).
 
@@ -50,8 +51,8 @@ require grad).
                                                v_new, seqused_k, page_table,
                                                softmax_scale, causal, window_size,
                                                softcap, num_splits, sm_margin,
-                                               kernel_dir, kernel_facts, jit)
-                                               -> (out, lse)
+                                               kernel_dir, kernel_facts, jit,
+                                               ctas_per_sm=0) -> (out, lse)
 
 is the same with new keys and values appended (flash_attn_with_kvcache's k
 and v): k_new [B, Snew, Hkv, D] and v_new [B, Snew, Hkv, Dv] are written
@@ -236,11 +237,12 @@ DECODE_OP_NAME = "fa3::flash_attn_decode_fwd"
 DECODE_SCHEMA = ("flash_attn_decode_fwd(Tensor q, Tensor k, Tensor v, Tensor? seqused_k, "
                  "Tensor? page_table, float? softmax_scale, bool causal, int[] window_size, "
                  "float softcap, int num_splits, int sm_margin, str? kernel_dir, "
-                 "str? kernel_facts, bool? jit) -> (Tensor out, Tensor lse)")
+                 "str? kernel_facts, bool? jit, int ctas_per_sm=0) -> (Tensor out, Tensor lse)")
 
 
 def flash_attn_decode_fwd(q, k, v, seqused_k, page_table, softmax_scale, causal, window_size,
-                          softcap, num_splits, sm_margin, kernel_dir, kernel_facts, jit):
+                          softcap, num_splits, sm_margin, kernel_dir, kernel_facts, jit,
+                          ctas_per_sm=0):
     """The CUDA implementation: the decoding kernel's eager path, lse
     computed."""
     from . import torch_api
@@ -253,12 +255,13 @@ def flash_attn_decode_fwd(q, k, v, seqused_k, page_table, softmax_scale, causal,
     return torch_api._eager_decode(torch, q, k, v, seqused_k, softmax_scale, causal,
                                    window_size, softcap, torch_api._num_splits(fn, num_splits),
                                    sm_margin, True, kernel_dir,
-                                   _kernel_from_facts(kernel_facts), jit, page_table=page_table)
+                                   _kernel_from_facts(kernel_facts), jit, page_table=page_table,
+                                   ctas_per_sm=torch_api._ctas_per_sm(fn, ctas_per_sm))
 
 
 def _flash_attn_decode_fwd_fake(q, k, v, seqused_k, page_table, softmax_scale, causal,
                                 window_size, softcap, num_splits, sm_margin, kernel_dir,
-                                kernel_facts, jit):
+                                kernel_facts, jit, ctas_per_sm=0):
     # flash_attn_fwd's shapes: the workspaces are the implementation's own
     return _flash_attn_fwd_fake(q, k, v, softmax_scale, causal, window_size, softcap,
                                 kernel_dir, kernel_facts, jit)
@@ -269,12 +272,12 @@ APPEND_SCHEMA = ("flash_attn_decode_append_fwd(Tensor q, Tensor(a!) k_cache, "
                  "Tensor(b!) v_cache, Tensor k_new, Tensor v_new, Tensor seqused_k, "
                  "Tensor? page_table, float? softmax_scale, bool causal, int[] window_size, "
                  "float softcap, int num_splits, int sm_margin, str? kernel_dir, "
-                 "str? kernel_facts, bool? jit) -> (Tensor out, Tensor lse)")
+                 "str? kernel_facts, bool? jit, int ctas_per_sm=0) -> (Tensor out, Tensor lse)")
 
 
 def flash_attn_decode_append_fwd(q, k_cache, v_cache, k_new, v_new, seqused_k, page_table,
                                  softmax_scale, causal, window_size, softcap, num_splits,
-                                 sm_margin, kernel_dir, kernel_facts, jit):
+                                 sm_margin, kernel_dir, kernel_facts, jit, ctas_per_sm=0):
     """The CUDA implementation: the decoding kernel's eager path with the
     append (k_cache and v_cache written in place), lse computed."""
     from . import torch_api
@@ -291,12 +294,14 @@ def flash_attn_decode_append_fwd(q, k_cache, v_cache, k_new, v_new, seqused_k, p
                                    window_size, softcap, torch_api._num_splits(fn, num_splits),
                                    sm_margin, True, kernel_dir,
                                    _kernel_from_facts(kernel_facts), jit, page_table=page_table,
-                                   k_new=k_new, v_new=v_new)
+                                   k_new=k_new, v_new=v_new,
+                                   ctas_per_sm=torch_api._ctas_per_sm(fn, ctas_per_sm))
 
 
 def _flash_attn_decode_append_fwd_fake(q, k_cache, v_cache, k_new, v_new, seqused_k,
                                        page_table, softmax_scale, causal, window_size, softcap,
-                                       num_splits, sm_margin, kernel_dir, kernel_facts, jit):
+                                       num_splits, sm_margin, kernel_dir, kernel_facts, jit,
+                                       ctas_per_sm=0):
     # the outputs alone (the caches are written in place, as the schema says)
     return _flash_attn_fwd_fake(q, k_cache, v_cache, softmax_scale, causal, window_size,
                                 softcap, kernel_dir, kernel_facts, jit)

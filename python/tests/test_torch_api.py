@@ -382,7 +382,8 @@ def test_flash_attn_with_kvcache_signature():
     assert params["window_size"].default == (-1, -1) and params["softcap"].default == 0.0
     assert params["return_softmax_lse"].default is False
     assert all(params[n].kind is inspect.Parameter.KEYWORD_ONLY
-               for n in ("kernel_dir", "kernel", "jit"))
+               for n in ("kernel_dir", "kernel", "jit", "ctas_per_sm"))
+    assert params["ctas_per_sm"].default == 0
     import fa3
     assert fa3.flash_attn_with_kvcache is torch_api.flash_attn_with_kvcache
     assert fa3.flash_attn_func is torch_api.flash_attn_func
@@ -416,6 +417,10 @@ def test_flash_attn_with_kvcache_refuses_what_is_not_built(kw, text):
     ({"num_splits": 2.0}, TypeError, "num_splits must be an integer, got float"),
     ({"sm_margin": -2}, ValueError, "sm_margin must be >= 0"),
     ({"sm_margin": "4"}, TypeError, "sm_margin must be an integer, got str"),
+    ({"ctas_per_sm": 2}, ValueError, "ctas_per_sm must be 0 (as many CTAs a SM as fit) or 1 "
+     "(one), got 2"),
+    ({"ctas_per_sm": -1}, ValueError, "got -1"),
+    ({"ctas_per_sm": 1.0}, TypeError, "ctas_per_sm must be an integer, got float"),
 ])
 def test_flash_attn_with_kvcache_checks_numbers(kw, err, text):
     with pytest.raises(err) as e:
@@ -622,7 +627,8 @@ def test_decode_op_schema_and_fake_shapes():
     args = [a.name for a in op._schema.arguments]
     assert args == ["q", "k", "v", "seqused_k", "page_table", "softmax_scale", "causal",
                     "window_size", "softcap", "num_splits", "sm_margin", "kernel_dir",
-                    "kernel_facts", "jit"]
+                    "kernel_facts", "jit", "ctas_per_sm"]
+    assert op._schema.arguments[-1].default_value == 0
     with FakeTensorMode():
         q = torch.empty(2, 1, 8, 64, dtype=torch.bfloat16, device="cuda")
         k = torch.empty(2, 4096, 2, 64, dtype=torch.bfloat16, device="cuda")
@@ -740,7 +746,7 @@ def test_append_op_schema_and_fake_shapes():
     assert [a.name for a in args] == [
         "q", "k_cache", "v_cache", "k_new", "v_new", "seqused_k", "page_table", "softmax_scale",
         "causal", "window_size", "softcap", "num_splits", "sm_margin", "kernel_dir",
-        "kernel_facts", "jit"]
+        "kernel_facts", "jit", "ctas_per_sm"]
     written = [a.name for a in args if a.alias_info is not None and a.alias_info.is_write]
     assert written == ["k_cache", "v_cache"]
     assert op._schema.is_mutable

@@ -79,9 +79,12 @@ extern "C" {
  * not written). Decoding kernels' facts are version 4.
  * 0.12: fa3rt_facts gains min_seqlen_q at its end (facts `min_seqlen_q`:
  * the query length the compiler chose the kernel's configuration for; a
- * launcher's pick among kernels of one attention). */
+ * launcher's pick among kernels of one attention).
+ * 0.13: fa3rt_fwd_args gains ctas_per_sm at its end (0: as many CTAs a SM
+ * as fit; 1: one, the launch given FA3RT_WHOLE_SM_SMEM bytes of dynamic
+ * shared memory). */
 #define FA3RT_VERSION_MAJOR 0
-#define FA3RT_VERSION_MINOR 12
+#define FA3RT_VERSION_MINOR 13
 /* Highest version of the facts file format this runtime reads. Version 2:
  * a deterministic backward kernel's (`deterministic 1`), whose dq_accum is
  * larger: a version-1 reader, which skips keys it does not know, must
@@ -104,6 +107,13 @@ extern "C" {
  * fa3rt_fwd_args.num_sms is 0 (an H100/H200 SXM's); fa3rt_fwd takes the
  * kernel's device's. */
 #define FA3RT_DEFAULT_SMS 132
+/* The dynamic shared memory of a launch with fa3rt_fwd_args.ctas_per_sm 1:
+ * the most a block may have on sm_90 (227 KiB, the device's
+ * CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN), more than half of
+ * an SM's 228 KiB, so that no second CTA fits beside it. The kernel uses
+ * its facts' dynamic_smem bytes of it; fa3rt_fwd gives it the device's
+ * opt-in limit less the kernel's static shared memory. */
+#define FA3RT_WHOLE_SM_SMEM 232448
 
 typedef enum fa3rt_status {
   FA3RT_OK = 0,
@@ -330,6 +340,13 @@ typedef struct fa3rt_fwd_args {
   int64_t q_descale_stride_b, q_descale_stride_h, q_descale_stride_m;
   int64_t k_descale_stride_b, k_descale_stride_h, k_descale_stride_n;
   int64_t v_descale_stride_b, v_descale_stride_h;
+  /* CTAs of the kernel an SM runs at once (docs/runtime.md, CTAs a SM):
+   * 0 = as many as the kernel's registers and shared memory let fit (a
+   * decoding kernel compiled for two, facts `ctas_per_sm 2`, runs two);
+   * 1 = one: launched with FA3RT_WHOLE_SM_SMEM bytes of dynamic shared
+   * memory (fa3rt_fwd_launch.dynamic_smem), so that each CTA has its SM to
+   * itself. Other values are refused. */
+  int32_t ctas_per_sm;
 } fa3rt_fwd_args;
 
 /* What fa3rt_fwd_plan() derived from valid arguments. */
@@ -339,7 +356,9 @@ typedef struct fa3rt_fwd_launch {
   int fill_only;          /* 1: Skv is 0: o is set to 0 and lse to -inf, no kernel */
   int32_t B, Sq, Skv, Hq, Hkv; /* varlen: sequences, Tq, Tk */
   unsigned grid[3], block[3];
-  unsigned dynamic_smem;
+  unsigned dynamic_smem;  /* the facts' bytes; FA3RT_WHOLE_SM_SMEM where ctas_per_sm
+                             is 1 (fa3rt_fwd: the device's opt-in limit less the
+                             kernel's static shared memory) */
   int64_t o_stride_b, o_stride_s, o_stride_h; /* elements */
   double scale;           /* the softmax scale used */
   float scale_log2;       /* scale * log2(e), the kernel parameter */

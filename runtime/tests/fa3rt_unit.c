@@ -1485,6 +1485,42 @@ static void test_append_launch(void) {
   fake_reset(0);
 }
 
+/* ctas_per_sm: 1 launches with the most dynamic shared memory a block may
+   have (no second CTA fits), raising the kernel's limit at the first such
+   launch; 0 keeps the facts' bytes. */
+static void test_ctas_per_sm(void) {
+  fa3rt_facts f;
+  EXPECT(fa3rt_facts_parse(kDecFacts, strlen(kDecFacts), &f) == FA3RT_OK);
+  fa3rt_fwd_launch L;
+  fa3rt_fwd_args a = dec_args(64, 1, 32, 8, 16384);
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.dynamic_smem == 100000);
+  a.ctas_per_sm = 1;
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.dynamic_smem == FA3RT_WHOLE_SM_SMEM &&
+         L.grid[0] == 64 * 8 && L.num_splits == 1);
+  a.ctas_per_sm = 2;
+  EXPECT(err_is(fa3rt_fwd_plan(&f, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "ctas_per_sm: 2 is out of range (0: as many CTAs a SM as fit, 1: one)"));
+  a.ctas_per_sm = -1;
+  EXPECT(err_is(fa3rt_fwd_plan(&f, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "ctas_per_sm: -1 is out of range"));
+  fa3rt_kernel *k = fake_load(kDecFacts);
+  if (!k) return;
+  a.ctas_per_sm = 0;
+  EXPECT(fa3rt_fwd(k, &a, NULL) == FA3RT_OK && g_smem == 100000 &&
+         g_max_dynamic_smem == 100000);
+  /* the fake device: 232448 bytes a block, no static shared memory */
+  a.ctas_per_sm = 1;
+  EXPECT(fa3rt_fwd(k, &a, NULL) == FA3RT_OK && g_smem == 232448 &&
+         g_max_dynamic_smem == 232448 && g_grid[0] == 64 * 8);
+  a.ctas_per_sm = 0;
+  EXPECT(fa3rt_fwd(k, &a, NULL) == FA3RT_OK && g_smem == 100000);
+  a.ctas_per_sm = 3;
+  EXPECT(err_is(fa3rt_fwd(k, &a, NULL), FA3RT_ERR_INVALID_ARGUMENT,
+                "ctas_per_sm: 3 is out of range"));
+  fa3rt_kernel_destroy(k);
+  fake_reset(0);
+}
+
 /* fa3rt_bwd against the fake driver: _pre over the rows (aux_grid), the
    kernel, then _post with one CTA a 64 x 64 chunk of dQaccum. */
 static void test_bwd_launch_grids(void) {
@@ -2228,6 +2264,7 @@ int main(void) {
   test_paged_plan();
   test_append_plan();
   test_append_launch();
+  test_ctas_per_sm();
   test_fp8_facts();
   test_fp8_plan();
   test_no_gpu();

@@ -59,6 +59,7 @@ static int g_launches[NH];
 static unsigned g_grids[NH];  /* each handle's last grid (x) */
 static int g_main_is_bwd;     /* the main kernel takes the backward's params */
 static unsigned g_grid[3], g_block[3], g_smem;
+static int g_max_dynamic_smem; /* the main kernel's limit, as last set */
 
 /* the forward ABI's parameter sizes and alignments, as the compiler lays
    them out (a by-value map 64-byte aligned), and the backward kernel's, for
@@ -215,8 +216,9 @@ CUresult CUDAAPI cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunc
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value) {
-  (void)hfunc, (void)attrib, (void)value;
   FAKE_ON();
+  if (hfunc == FAKE_FN(H_MAIN) && attrib == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
+    g_max_dynamic_smem = value;
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuMemAlloc(CUdeviceptr *dptr, size_t bytesize) {

@@ -20,7 +20,8 @@ fp32 reference on that batch's keys alone (masks bottom-right aligned to
 its length): every element written, ||o - ref|| / ||ref|| < 1e-2 over rows
 that see a key, max |lse - ref| < 1e-3, rows that see no key exactly 0 and
 -inf (a batch of length 0 included, through the splits' merge); and the
-public call on the same inputs gives bit-identical outputs. The head-dim-128
+public call on the same inputs gives bit-identical outputs, also launched
+one CTA a SM (ctas_per_sm=1). The head-dim-128
 kernels run every case, the others a subset (QUICK_CASES). Paged caches
 (PAGED_CASES: page_table with page sizes 16, 64, 128, 256 and twice
 block_n, those the kernel takes; a pool of the table's pages in a random
@@ -331,12 +332,20 @@ def run_case(kf, case, seed, sms):
     r2 = torch_api.flash_attn_with_kvcache(q, k, v, cache_seqlens=seqlens,
                                            num_splits=num_splits,
                                            return_softmax_lse=with_lse, **kw)
+    # and launched one CTA a SM (all the shared memory a block may have):
+    # the same kernel, so bit-identical too
+    r3 = torch_api.flash_attn_with_kvcache(q, k, v, cache_seqlens=seqlens,
+                                           num_splits=num_splits,
+                                           return_softmax_lse=with_lse, ctas_per_sm=1, **kw)
     torch.cuda.synchronize()
     o2, lse2 = (r2 if with_lse else (r2, None))
+    o3, lse3 = (r3 if with_lse else (r3, None))
     res = compare_batches(kf, q, k, v, L, o, lse)
     same = torch.equal(o, o2) and (lse is None or torch.equal(lse, lse2))
+    one_cta = torch.equal(o, o3) and (lse is None or torch.equal(lse, lse3))
     res["repeat_identical"] = bool(same)
-    res["ok"] = bool(res["ok"] and same)
+    res["one_cta_per_sm_identical"] = bool(one_cta)
+    res["ok"] = bool(res["ok"] and same and one_cta)
     return dict(kernel=kf.kernel, case=label, layout="BSHD cache", B=B, Sq=Sq, Skv=Skv, Hq=Hq,
                 Hkv=Hkv, num_splits=num_splits, splits=resolved_splits(kf, case, sms),
                 cache_seqlens=lens, **res)
