@@ -73,6 +73,11 @@ typedef struct Fa3HopperOptions {
                            and the facts say `min_seqlen_q`. Appended in
                            this position: callers built against an older
                            header must be rebuilt */
+  int64_t transposeWarps; /* FP8: V's transposer warps, 3 (warps 1 .. 3
+                           of the producer warpgroup) or 4 (warp 0 too,
+                           one fill behind its loads, as FlashAttention-3;
+                           persistent kernels only); 0: 3. Appended
+                           likewise */
 } Fa3HopperOptions;
 
 MLIR_CAPI_EXPORTED Fa3HopperOptions fa3HopperOptionsDefault(void);

@@ -65,6 +65,7 @@ Fa3HopperOptions fa3HopperOptionsDefault(void) {
   o.blockM = 0;
   o.ptxasTimeoutSeconds = 0;
   o.minSeqlenQ = 0;
+  o.transposeWarps = 0;
   return o;
 }
 
@@ -144,6 +145,7 @@ static fa3::HopperPipelineOptions pipelineOptions(const Fa3HopperOptions &o) {
   c.config.rescaleThreshold = o.rescaleThreshold;
   c.config.kvMulticast = toggle(o.kvMulticast);
   c.config.minSeqlenQ = o.minSeqlenQ;
+  c.config.transposeWarps = o.transposeWarps;
   c.format = fa3::BinaryFormat::None; // PTX and cubins are made below
   if (o.chip)
     c.chip = o.chip;
@@ -172,6 +174,11 @@ static Fa3KernelSet *compileHopperModule(MlirModule cmod,
     emitError(module.getLoc())
         << "minSeqlenQ must be 0 (any length) to " << INT32_MAX << ", got "
         << o.minSeqlenQ;
+    return nullptr;
+  }
+  if (o.transposeWarps != 0 && o.transposeWarps != 3 && o.transposeWarps != 4) {
+    emitError(module.getLoc())
+        << "transposeWarps must be 0 (3), 3 or 4, got " << o.transposeWarps;
     return nullptr;
   }
   PassManager pm(module.getContext(), ModuleOp::getOperationName());

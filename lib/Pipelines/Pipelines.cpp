@@ -153,6 +153,7 @@ void fa3::addHopperPipeline(OpPassManager &pm, const HopperPipelineOptions &o) {
   pm.addPass(createConvertAttnToHopper());
   pm.addPass(hopper::createHopperWarpSpecialize());
   pm.addPass(hopper::createHopperAsyncCopy());
+  pm.addPass(hopper::createHopperProducerWarpTranspose());
   pm.addPass(hopper::createHopperOverlap());
   pm.addPass(hopper::createHopperPingPong());
   pm.addPass(createConvertHopperToNVVM());
@@ -286,6 +287,12 @@ struct HopperPipelineCLOptions
                      "long-sequence entries (head dim 64 causal: 192 rows "
                      "from 6144), recorded as the facts' min_seqlen_q"),
       llvm::cl::init(0)};
+  Option<int64_t> transposeWarps{
+      *this, "transpose-warps",
+      llvm::cl::desc("FP8: V's transposer warps, 3 (warps 1 .. 3) or 4 "
+                     "(warp 0 too, one fill behind its loads; persistent "
+                     "kernels); 0: 3"),
+      llvm::cl::init(0)};
   Option<fa3::BinaryFormat> format{
       *this, "format",
       llvm::cl::desc("What gpu-module-to-binary embeds"),
@@ -324,6 +331,7 @@ struct HopperPipelineCLOptions
     o.config.kvMulticast = kvMulticast;
     o.config.decode = decode;
     o.config.minSeqlenQ = minSeqlenQ;
+    o.config.transposeWarps = transposeWarps;
     o.format = format;
     o.chip = chip;
     o.features = features;

@@ -40,7 +40,7 @@ class _Options(ctypes.Structure):
                 ("qBuffers", ctypes.c_int64), ("lazyRescale", ctypes.c_int),
                 ("rescaleThreshold", ctypes.c_double), ("kvMulticast", ctypes.c_int),
                 ("blockM", ctypes.c_int64), ("ptxasTimeoutSeconds", ctypes.c_int64),
-                ("minSeqlenQ", ctypes.c_int64)]
+                ("minSeqlenQ", ctypes.c_int64), ("transposeWarps", ctypes.c_int64)]
 
 
 class _Binary(ctypes.Structure):
@@ -135,7 +135,7 @@ def compile_kernel(out_dir, head_dim: int = 128, dtype: str = "bf16",
                    lazy_rescale: str = "auto",
                    rescale_threshold: float = 8.0,
                    kv_multicast: str = "auto", block_m: int = 0,
-                   min_seqlen_q: int = 0,
+                   min_seqlen_q: int = 0, transpose_warps: int = 0,
                    toolkit: Optional[str] = None,
                    ptxas_timeout: int = 0, emit_cubin: bool = True,
                    head_dim_v: Optional[int] = None,
@@ -159,6 +159,8 @@ def compile_kernel(out_dir, head_dim: int = 128, dtype: str = "bf16",
     With it and block_m at 0, a variant the table configures differently
     for long sequences gets that kernel too, <name>_long_kernel (the list
     holds both; fa3.torch_api picks by Sq).
+    `transpose_warps` (FP8): the producer warps that transpose V, 3 or 4
+    (warp 0 too; persistent kernels; docs/design.md, FP8); 0: 3.
     `toolkit` holds the bin/ptxas to assemble with (None: $CUDA_HOME,
     $CUDA_PATH, /usr/local/cuda, PATH); ptxas is stopped after
     `ptxas_timeout` seconds (0: 600). emit_cubin=False: PTX and facts only
@@ -187,7 +189,8 @@ def compile_kernel(out_dir, head_dim: int = 128, dtype: str = "bf16",
                     i64("q_buffers", q_buffers), _AUTO_ON_OFF[lazy_rescale],
                     float(rescale_threshold), _AUTO_ON_OFF[kv_multicast],
                     i64("block_m", block_m), i64("ptxas_timeout", ptxas_timeout),
-                    i64("min_seqlen_q", min_seqlen_q))
+                    i64("min_seqlen_q", min_seqlen_q),
+                    i64("transpose_warps", transpose_warps))
     lib = _declare(_capi.lib())
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

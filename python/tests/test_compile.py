@@ -329,6 +329,23 @@ def test_a_ptxas_that_writes_garbage_is_an_error(tmp_path):
         compile_kernel(tmp_path / "out", head_dim=64, toolkit=str(tk))
 
 
+def test_transpose_warps(tmp_path):
+    """FP8's transposer on four warps reaches the kernel (warp 0's part of
+    it: more ldmatrix in the PTX than with three); other counts, and four
+    where the kernel cannot take it, are the compiler's errors."""
+    three = compile_kernel(tmp_path / "w3", head_dim=256, dtype="e4m3", emit_cubin=False)
+    four = compile_kernel(tmp_path / "w4", head_dim=256, dtype="e4m3", emit_cubin=False,
+                          transpose_warps=4)
+    n3 = three[0].ptx.read_text().count("ldmatrix")
+    n4 = four[0].ptx.read_text().count("ldmatrix")
+    assert n4 > n3 > 0
+    with pytest.raises(Fa3Error, match=r"transposeWarps must be 0 \(3\), 3 or 4, got 5"):
+        compile_kernel(tmp_path / "x", head_dim=256, dtype="e4m3", emit_cubin=False,
+                       transpose_warps=5)
+    with pytest.raises(Fa3Error, match="transpose_warps 4 without FP8"):
+        compile_kernel(tmp_path / "x", head_dim=128, emit_cubin=False, transpose_warps=4)
+
+
 def test_a_failing_ptxas_is_an_error_with_its_messages(tmp_path):
     tk = _fake_toolkit(tmp_path / "tk", 'echo "ptxas fatal: out of cheese" >&2\nexit 3\n')
     with pytest.raises(Fa3Error, match=r"failed \(exit status 3\):\s+ptxas fatal: out of cheese"):

@@ -106,6 +106,12 @@ def AttnHopperConfig : Pass<"attn-hopper-config"> {
            "launch facts tells a launcher to take the kernel from that "
            "length on (the C API's spec compile adds such a kernel by "
            "itself); elsewhere it changes nothing">,
+    Option<"transposeWarps", "transpose-warps", "int64_t", /*default=*/"0",
+           "FP8: the producer warpgroup's warps that transpose V: 3 (warps "
+           "1 .. 3, warp 0 loading) or 4 (warp 0 too, one fill behind its "
+           "loads, as FlashAttention-3; persistent kernels only: "
+           "hopper-producer-warp-transpose); 0: 3. Not yet measured on the "
+           "GPU (bench/NOTES.md, FP8)">,
   ];
 }
 

@@ -96,6 +96,7 @@ void fa3::hopper::applyConfig(HopperConfigAttr config, KernelConfig &cfg) {
   cfg.packGqa = config.getPackGqa();
   cfg.ctasPerSm = config.getCtasPerSm();
   cfg.minSeqlenQ = config.getMinSeqlenQ();
+  cfg.transposeWarps = config.getTransposeWarps();
 }
 
 HopperConfigAttr fa3::hopper::recordConfig(MLIRContext *ctx,
@@ -104,7 +105,7 @@ HopperConfigAttr fa3::hopper::recordConfig(MLIRContext *ctx,
       ctx, cfg.blockM, cfg.blockN, cfg.stages, cfg.persistent, cfg.qBuffers,
       cfg.lazyRescale, llvm::APFloat(cfg.rescaleThreshold), cfg.clusterM,
       cfg.pingpong, cfg.tmaStore, cfg.splitKv, cfg.packGqa, cfg.ctasPerSm,
-      cfg.minSeqlenQ);
+      cfg.minSeqlenQ, cfg.transposeWarps);
 }
 
 FailureOr<GradKernelConfig>
@@ -227,7 +228,7 @@ HopperConfigAttr fa3::hopper::recordGradConfig(MLIRContext *ctx,
                                /*cluster_m=*/1, /*pingpong=*/false,
                                /*tma_store=*/cfg.dqBulk, /*split_kv=*/false,
                                /*pack_gqa=*/false, /*ctas_per_sm=*/1,
-                               /*min_seqlen_q=*/0);
+                               /*min_seqlen_q=*/0, /*transpose_warps=*/3);
 }
 
 int64_t fa3::hopper::longSequenceFrom(const std::string &dtype,
@@ -431,6 +432,9 @@ void chooseConfig(KernelConfig &cfg, int64_t windowLeft, int64_t windowRight,
   // A third K/V stage where shared memory has room (head dim 128); four
   // at head dim 64, whose O and transposed V are 64 wide (+1-2 % over
   // three, full mask: bench/NOTES.md, FP8), as the bf16 kernel there.
+  // (4 where the kernel cannot take it is refused: checkSupported)
+  if (o.transposeWarps != 0)
+    cfg.transposeWarps = o.transposeWarps;
   if (cfg.isFp8()) {
     // Options the FP8 kernel cannot take are refused, not overridden
     // (checkSupported names them); the rest take the FP8 defaults.
@@ -504,6 +508,8 @@ struct AttnHopperConfigPass
     if (minSeqlenQ < 0 || minSeqlenQ > INT32_MAX)
       return refuse("min-seqlen-q", "0 (any length) to " + Twine(INT32_MAX),
                     Twine(minSeqlenQ));
+    if (transposeWarps != 0 && transposeWarps != 3 && transposeWarps != 4)
+      return refuse("transpose-warps", "0 (3), 3 or 4", Twine(transposeWarps));
     return success();
   }
 
@@ -523,6 +529,7 @@ struct AttnHopperConfigPass
     opts.rescaleThreshold = rescaleThreshold;
     opts.decode = decode;
     opts.minSeqlenQ = minSeqlenQ;
+    opts.transposeWarps = transposeWarps;
     WalkResult result = getOperation()->walk([&](Operation *op) {
       if (auto fixed = dyn_cast<FlashAttentionOp>(op))
         return configure(fixed, opts);

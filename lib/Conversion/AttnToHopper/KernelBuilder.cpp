@@ -52,9 +52,11 @@ using fa3::attn::softcapLog2Scale;
 using fa3::attn::softcapTanhFactor;
 
 namespace {
-/// FP8: warps 1 .. 3 of the producer warpgroup transpose V (warp 0's
-/// thread 0 issues the TMA loads).
-constexpr int64_t kTransposeWarps = 3;
+/// FP8: warps 1 .. 3 of the producer warpgroup run the V transposer's loop
+/// (warp 0's thread 0 issues the TMA loads); with transpose_warps 4 warp 0
+/// is the transposer's worker 0 too, in its own program
+/// (hopper-producer-warp-transpose), and these are workers 1 .. 3.
+constexpr int64_t kTransposeLoopWarps = 3;
 /// The first of them (warp 0 is the producer thread's).
 constexpr int64_t kTransposeFirstWarp = 1;
 /// The transposer's unit (hopper.transpose_stage unit_keys): 128 keys (a
@@ -71,10 +73,11 @@ int64_t transposeUnitKeys(const KernelConfig &cfg) {
   auto units = [&](int64_t keys) {
     return cfg.blockN / keys * (cfg.oCols() / kTransposeUnitCols);
   };
+  const int64_t warps = cfg.transposeWarps;
   auto busiest = [&](int64_t keys) {
-    return (units(keys) + kTransposeWarps - 1) / kTransposeWarps * (keys / 16);
+    return (units(keys) + warps - 1) / warps * (keys / 16);
   };
-  const bool whole = cfg.blockN == 128 && units(128) >= kTransposeWarps &&
+  const bool whole = cfg.blockN == 128 && units(128) >= warps &&
                      busiest(128) <= busiest(64);
   return whole ? 128 : 64;
 }
@@ -899,6 +902,14 @@ std::string fa3::hopper::checkSupported(const KernelConfig &cfg) {
           "tile, no cluster, and stores O directly)";
   else if (cfg.ctasPerSm != 1 && cfg.ctasPerSm != 2)
     os << "ctas_per_sm " << cfg.ctasPerSm << " (1 or 2)";
+  else if (cfg.transposeWarps != 3 && cfg.transposeWarps != 4)
+    os << "transpose_warps " << cfg.transposeWarps << " (3 or 4)";
+  else if (cfg.transposeWarps == 4 && !(cfg.isFp8() && cfg.persistent))
+    os << "transpose_warps 4 "
+       << (cfg.isFp8() ? "with one CTA per tile" : "without FP8")
+       << " (warp 0 transposes V in an FP8 kernel's persistent producer "
+          "program: each slot after its next fill, the last after the end "
+          "of the tiles)";
   else if (cfg.ctasPerSm == 2 && cfg.consumers() != 1)
     os << "two CTAs a SM with block-m " << cfg.blockM << " ("
        << cfg.threads() << " threads then have "
@@ -1040,14 +1051,14 @@ void KernelBuilder::transposer(Value cta, Value worker) {
   auto transposeSlot = [&](Value u) {
     ringOp<RingProducerAcquireOp>(vtRing, u);
     TransposeStageOp::create(b, loc, vRing, u, vtRing, worker,
-                             static_cast<uint64_t>(kTransposeWarps),
+                             static_cast<uint64_t>(cfg.transposeWarps),
                              static_cast<uint64_t>(cfg.blockN),
                              static_cast<uint64_t>(cfg.oCols()),
                              static_cast<uint64_t>(transposeUnitKeys(cfg)));
     ringOp<RingConsumerReleaseOp>(vRing, u);
     NamedBarrierSyncOp::create(b, loc, i32(0), BarrierKind::transpose,
                                static_cast<uint64_t>(cfg.consumers()),
-                               static_cast<uint64_t>(32 * kTransposeWarps));
+                               static_cast<uint64_t>(32 * cfg.transposeWarps));
     // the first transposer warp's lane 0 commits
     Value tid = NVVM::ThreadIdXOp::create(b, loc, i32T);
     Value first = cmpi(CmpIPredicate::eq, tid, i32(32 * kTransposeFirstWarp));
@@ -1465,7 +1476,7 @@ void KernelBuilder::body() {
                          lay.kEmpty, kvEmptyCount(), cfg.clusterM);
   // (FP8: V's consumers are the transposer warps)
   const int64_t vArrivals =
-      cfg.isFp8() ? 32 * kTransposeWarps : kvEmptyCount();
+      cfg.isFp8() ? 32 * cfg.transposeWarps : kvEmptyCount();
   RingType vT = ringType(cfg.stages, lay.vBytes, lay.vOff, lay.vFull,
                          lay.vEmpty, vArrivals, cfg.clusterM);
   qRing = RingCreateOp::create(b, loc, qT, smem);
@@ -1513,8 +1524,14 @@ void KernelBuilder::body() {
     // (hopper-warp-specialize builds the producer thread from the
     // consumers' ring fills)
     if (cfg.isFp8())
-      onProducerWarps(kTransposeFirstWarp, kTransposeWarps,
-                      [&](Value worker) { transposer(cta, worker); });
+      onProducerWarps(kTransposeFirstWarp, kTransposeLoopWarps,
+                      [&](Value warp) {
+                        // (warp 0, when it transposes, is worker 0)
+                        Value worker = warp;
+                        if (cfg.transposeWarps > kTransposeLoopWarps)
+                          worker = bin<arith::AddIOp>(warp, i32(1));
+                        transposer(cta, worker);
+                      });
     WarpSpecializeOp::ensureTerminator(ws.getProducer(), b, loc);
     // ================= consumer warpgroups =================
     Block *cb = b.createBlock(&ws.getConsumer(), {}, {i32T}, {loc});

@@ -83,6 +83,8 @@ struct KernelConfig {
                              // checkSupported: one consumer warpgroup)
   int64_t minSeqlenQ = 0;    // chosen for calls with at least this many
                              // query rows (0: any); a launch fact only
+  int64_t transposeWarps = 3; // FP8: V's transposer warps (4: warp 0 too,
+                             // hopper-producer-warp-transpose)
 
   int64_t consumers() const { return blockM / 64; }
   /// How O leaves the kernel: 4-byte stores from the registers, or staged

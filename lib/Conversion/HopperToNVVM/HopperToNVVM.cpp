@@ -156,18 +156,48 @@ void inlineRole(RoleOp op, Value cond, ConversionPatternRewriter &rewriter,
   rewriter.eraseOp(op);
 }
 
-/// The producer warpgroup's thread 0: scf.if (tid == 0).
+/// The producer warpgroup's thread 0: scf.if (tid == 0); with results,
+/// the scf.if yields thread 0's values (poison in the other lanes), which
+/// a shuffle from lane 0 gives the whole warp.
 struct ProducerThreadLowering : OpConversionPattern<ProducerThreadOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(ProducerThreadOp op, OpAdaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    Value tid = NVVM::ThreadIdXOp::create(rewriter, loc, rewriter.getI32Type());
+    Type i32 = rewriter.getI32Type();
+    Value tid = NVVM::ThreadIdXOp::create(rewriter, loc, i32);
     Value zero = i32Const(rewriter, loc, 0);
     Value isT0 = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
                                        tid, zero);
-    inlineRole(op, isT0, rewriter, [] { return SmallVector<Value>(); });
+    if (op.getNumResults() == 0) {
+      inlineRole(op, isT0, rewriter, [] { return SmallVector<Value>(); });
+      return success();
+    }
+    auto role = scf::IfOp::create(rewriter, loc, op.getResultTypes(), isT0,
+                                  /*withElseRegion=*/true);
+    Block &body = op.getBody().front();
+    auto yield = cast<gpu::YieldOp>(body.getTerminator());
+    SmallVector<Value> values(yield.getOperands());
+    rewriter.setInsertionPointToEnd(role.thenBlock());
+    auto thenYield = scf::YieldOp::create(rewriter, loc, values);
+    rewriter.eraseOp(yield);
+    rewriter.inlineBlockBefore(&body, thenYield);
+    rewriter.setInsertionPointToEnd(role.elseBlock());
+    SmallVector<Value> poison;
+    for (Type t : op.getResultTypes())
+      poison.push_back(LLVM::PoisonOp::create(rewriter, loc, t));
+    scf::YieldOp::create(rewriter, loc, poison);
+    rewriter.setInsertionPointAfter(role);
+    Value all = i32Const(rewriter, loc, -1);
+    Value lane0 = i32Const(rewriter, loc, 0);
+    Value clamp = i32Const(rewriter, loc, 31);
+    SmallVector<Value> shared;
+    for (Value v : role.getResults())
+      shared.push_back(NVVM::ShflOp::create(rewriter, loc, i32, all, v, lane0,
+                                            clamp, NVVM::ShflKind::idx,
+                                            UnitAttr()));
+    rewriter.replaceOp(op, shared);
     return success();
   }
 };

@@ -14,6 +14,12 @@
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config --attn-tile --convert-attn-to-hopper --hopper-warp-specialize --hopper-async-copy --hopper-overlap --hopper-pingpong --convert-hopper-to-nvvm | FileCheck %s --check-prefix=NVVM
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config=persistent=on --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=PERSIST
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config=persistent=on --attn-tile --convert-attn-to-hopper --hopper-warp-specialize | FileCheck %s --check-prefix=PERSIST-WS
+// With transpose-warps=4 warp 0 is the transposer's worker 0 (its program
+// hopper-producer-warp-transpose's), warps 1 .. 3 workers 1 .. 3; V's
+// slots then wait for 128 transposer threads. One CTA per tile refuses it.
+// RUN: fa3-opt %s --split-input-file --attn-hopper-config=transpose-warps=4 --attn-tile --convert-attn-to-hopper --hopper-warp-specialize --hopper-async-copy --hopper-producer-warp-transpose | FileCheck %s --check-prefix=WARP0
+// RUN: not fa3-opt %s --split-input-file --attn-hopper-config="transpose-warps=4 persistent=off" 2>&1 | FileCheck %s --check-prefix=WARP0-TILES
+// WARP0-TILES: error: cannot generate the Hopper kernel: unsupported transpose_warps 4 with one CTA per tile (warp 0 transposes V in an FP8 kernel's persistent producer program: each slot after its next fill, the last after the end of the tiles)
 
 // CONFIG-LABEL: func.func @d128
 // CONFIG: attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 3, persistent = true, q_buffers = 2, lazy_rescale = true, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = true, tma_store = true>
@@ -185,6 +191,16 @@ func.func @d128(%q: memref<?x8x?x128xf8E4M3FN>, %k: memref<?x2x?x128xf8E4M3FN>, 
 // KERNEL: } consumers(%{{.*}} of 2) regs 240 {
 // KERNEL: hopper.wgmma.ss %{{.*}}, %{{.*}} k 256 boxes 16384, 16384 : f8E4M3FN
 // KERNEL: hopper.store_o %{{.*}} bound %{{[a-z0-9_]+}} : !hopper.frag
+// WARP0-LABEL: gpu.func @d256_kernel(
+// WARP0: %[[V:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 2, stage_bytes = 32768, data = 98304, full = {{[0-9]+}}, empty = {{[0-9]+}}, arrivals = 128, cluster = 1>
+// WARP0: hopper.warp_specialize producer regs 24 {
+// WARP0-NEXT: hopper.producer_warps(%{{.*}}) first 0 count 1 {
+// WARP0: hopper.transpose_stage %[[V]][%{{.*}}] to %{{.*}} worker %{{.*}} of 4 rows 128 cols 256 unit_keys 128 :
+// WARP0: hopper.producer_warps(%[[W:.*]]) first 1 count 3 {
+// WARP0-NEXT: %[[W1:.*]] = arith.addi %[[W]], %c1_i32
+// WARP0: hopper.transpose_stage %[[V]][%{{.*}}] to %{{.*}} worker %[[W1]] of 4 rows 128 cols 256 unit_keys 128 :
+// WARP0: hopper.named_barrier.sync transpose[%{{.*}}] of 2 threads 128
+// WARP0: } consumers(%{{.*}} of 2) regs 240 {
 func.func @d256(%q: memref<?x8x?x256xf8E4M3FN>, %k: memref<?x8x?x256xf8E4M3FN>, %v: memref<?x8x?x256xf8E4M3FN>,
                 %o: memref<?x8x?x256xbf16>) {
   attn.flash_attention ins(%q, %k, %v : memref<?x8x?x256xf8E4M3FN>, memref<?x8x?x256xf8E4M3FN>, memref<?x8x?x256xf8E4M3FN>)

@@ -5,7 +5,9 @@
 // with their setmaxnreg; the producer warpgroup's roles become scf.if on
 // thread 0 (producer_thread) and on the warp index (producer_warps: eq for
 // one warp, uge for warps up to the last, both bounds otherwise), the
-// role's warp index warp - first.
+// role's warp index warp - first. A producer_thread with results (inside
+// warp 0's own program) yields thread 0's values from its scf.if (poison in
+// the other lanes) and shuffles them from lane 0 to the warp.
 // RUN: fa3-opt %s --split-input-file --convert-hopper-to-nvvm | FileCheck %s
 
 // CHECK-LABEL: func.func @barriers(
@@ -112,6 +114,39 @@ func.func @producer_roles() {
     }
     hopper.producer_warps(%w) first 1 count 2 {
       llvm.inline_asm has_side_effects asm_dialect = att "pair", "r" %w : (i32) -> ()
+    }
+  } consumers(%c of 2) regs 240 {
+  }
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @producer_thread_results(
+// CHECK-SAME: %[[G:.*]]: !llvm.ptr<1>
+// (thread 0: inside the warp's scf.if on warp 0)
+// CHECK: scf.if
+// CHECK: scf.if
+// CHECK-NEXT: %[[TID:.*]] = nvvm.read.ptx.sreg.tid.x : i32
+// CHECK-NEXT: %[[ZERO:.*]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[IS0:.*]] = arith.cmpi eq, %[[TID]], %[[ZERO]] : i32
+// CHECK-NEXT: %[[R:.*]] = scf.if %[[IS0]] -> (i32) {
+// CHECK-NEXT: %[[X:.*]] = llvm.load %[[G]]
+// CHECK-NEXT: scf.yield %[[X]] : i32
+// CHECK-NEXT: } else {
+// CHECK-NEXT: %[[P:.*]] = llvm.mlir.poison : i32
+// CHECK-NEXT: scf.yield %[[P]] : i32
+// CHECK-NEXT: }
+// CHECK: %[[S:.*]] = nvvm.shfl.sync idx %{{.*}}, %[[R]], %{{.*}}, %{{.*}} : i32 -> i32
+// CHECK-NEXT: llvm.inline_asm has_side_effects asm_dialect = att "use", "r" %[[S]]
+func.func @producer_thread_results(%g: !llvm.ptr<1>) {
+  hopper.warp_specialize producer regs 24 {
+    hopper.producer_warps(%w) first 0 count 1 {
+      %t = hopper.producer_thread -> (i32) {
+        %x = llvm.load %g : !llvm.ptr<1> -> i32
+        gpu.yield %x : i32
+      }
+      llvm.inline_asm has_side_effects asm_dialect = att "use", "r" %t : (i32) -> ()
     }
   } consumers(%c of 2) regs 240 {
   }

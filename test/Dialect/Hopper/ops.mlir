@@ -60,6 +60,69 @@ func.func @producer_roles() {
 
 // -----
 
+// Results: thread 0's, given to its warp, inside warp 0's own program.
+// CHECK-LABEL: func.func @producer_thread_results
+// CHECK: hopper.producer_warps(%{{.*}}) first 0 count 1 {
+// CHECK-NEXT: %[[T:.*]] = hopper.producer_thread -> (i32) {
+// CHECK-NEXT: gpu.yield %{{.*}} : i32
+// CHECK-NEXT: }
+func.func @producer_thread_results(%x: i32) {
+  hopper.warp_specialize producer regs 24 {
+    hopper.producer_warps(%w) first 0 count 1 {
+      %t = hopper.producer_thread -> (i32) {
+        gpu.yield %x : i32
+      }
+    }
+  } consumers(%c of 2) regs 240 {
+  }
+  return
+}
+
+// -----
+
+func.func @producer_thread_results_on_thread_zero(%x: i32) {
+  hopper.warp_specialize producer regs 24 {
+    // expected-error @below {{with results must stand in 'hopper.producer_warps' of warp 0 alone (first 0 count 1): its results go to every lane of thread 0's warp}}
+    %t = hopper.producer_thread -> (i32) {
+      gpu.yield %x : i32
+    }
+  } consumers(%c of 2) regs 240 {
+  }
+  return
+}
+
+// -----
+
+func.func @producer_thread_results_on_other_warps(%x: i32) {
+  hopper.warp_specialize producer regs 24 {
+    hopper.producer_warps(%w) first 0 count 2 {
+      // expected-error @below {{with results must stand in 'hopper.producer_warps' of warp 0 alone}}
+      %t = hopper.producer_thread -> (i32) {
+        gpu.yield %x : i32
+      }
+    }
+  } consumers(%c of 2) regs 240 {
+  }
+  return
+}
+
+// -----
+
+func.func @producer_thread_yields_too_few(%x: i32) {
+  hopper.warp_specialize producer regs 24 {
+    hopper.producer_warps(%w) first 0 count 1 {
+      // expected-error @below {{yields 1 value(s) for 2 result(s) of the same types}}
+      %t:2 = hopper.producer_thread -> (i32, i32) {
+        gpu.yield %x : i32
+      }
+    }
+  } consumers(%c of 2) regs 240 {
+  }
+  return
+}
+
+// -----
+
 func.func @producer_thread_outside() {
   // expected-error @below {{must be inside the producer region of hopper.warp_specialize (it names threads of the producer warpgroup)}}
   hopper.producer_thread {

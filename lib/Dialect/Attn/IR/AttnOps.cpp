@@ -1005,7 +1005,7 @@ HopperConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                          APFloat rescaleThreshold, int64_t clusterM,
                          bool pingpong, bool tmaStore, bool splitKv,
                          bool packGqa, int64_t ctasPerSm,
-                         int64_t minSeqlenQ) {
+                         int64_t minSeqlenQ, int64_t transposeWarps) {
   if (blockM <= 0 || blockN <= 0 || blockM > kMaxBlock || blockN > kMaxBlock)
     return emitError() << "hopper_config: block sizes must be 1 to "
                        << kMaxBlock << ", got " << blockM << " x " << blockN;
@@ -1021,6 +1021,9 @@ HopperConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (ctasPerSm != 1 && ctasPerSm != 2)
     return emitError() << "hopper_config: ctas_per_sm must be 1 or 2, got "
                        << ctasPerSm;
+  if (transposeWarps != 3 && transposeWarps != 4)
+    return emitError() << "hopper_config: transpose_warps must be 3 or 4, got "
+                       << transposeWarps;
   if (minSeqlenQ < 0 || minSeqlenQ > INT32_MAX)
     return emitError() << "hopper_config: min_seqlen_q must be 0 to "
                        << INT32_MAX << ", got " << minSeqlenQ;

@@ -101,7 +101,11 @@ def Attn_HopperConfigAttr : AttrDef<Attn_Dialect, "HopperConfig"> {
     * `min_seqlen_q` (optional, 0): the table chose this configuration for
       calls with at least this many query rows (`attn-hopper-config
       min-seqlen-q`); the launch facts carry it, so that a launcher holding
-      kernels of one attention for different lengths picks by Sq. 0: any.
+      kernels of one attention for different lengths picks by Sq. 0: any;
+    * `transpose_warps` (optional, 3): FP8's V transposer, warps 1 .. 3 of
+      the producer warpgroup, or 4: warp 0 too, its transpose of each slot
+      one fill behind its loads (FlashAttention-3's; a persistent kernel's:
+      `hopper-producer-warp-transpose`).
 
     The verifier checks each value's domain; whether the kernel can take the
     combination for a given attention (head dim, mask, shared memory) is
@@ -121,7 +125,8 @@ def Attn_HopperConfigAttr : AttrDef<Attn_Dialect, "HopperConfig"> {
     Attn_FlagParameter:$split_kv,
     Attn_FlagParameter:$pack_gqa,
     DefaultValuedParameter<"int64_t", "1">:$ctas_per_sm,
-    DefaultValuedParameter<"int64_t", "0">:$min_seqlen_q
+    DefaultValuedParameter<"int64_t", "0">:$min_seqlen_q,
+    DefaultValuedParameter<"int64_t", "3">:$transpose_warps
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;

@@ -199,9 +199,24 @@ def Hopper_ProducerThreadOp : Hopper_Op<"producer_thread", [
       hopper.ring.producer_acquire %k[%u] : ...
     }
     ```
+
+    Inside `hopper.producer_warps ... first 0 count 1` (thread 0's warp
+    running a program of its own, whose one-thread steps this op marks;
+    its control flow is the warp's, alike in every lane) it may yield i32
+    results: thread 0's values, given to every lane of the
+    warp (a shuffle from lane 0), e.g. the tile a claim took.
+
+    ```mlir
+    %tile = hopper.producer_thread -> (i32) {
+      %t = hopper.tile_claim ...
+      gpu.yield %t : i32
+    }
+    ```
   }];
+  let results = (outs Variadic<I32>:$results);
   let regions = (region SizedRegion<1>:$body);
-  let assemblyFormat = "$body attr-dict";
+  let assemblyFormat = "(`->` `(` type($results)^ `)`)? $body attr-dict";
+  let builders = [OpBuilder<(ins), [{ build($_builder, $_state, ::mlir::TypeRange{}); }]>];
   let hasVerifier = 1;
 }
 

@@ -40,6 +40,39 @@ def HopperWarpSpecialize : Pass<"hopper-warp-specialize"> {
   let dependentDialects = ["::mlir::scf::SCFDialect"];
 }
 
+def HopperProducerWarpTranspose : Pass<"hopper-producer-warp-transpose"> {
+  let summary = "Warp 0 transposes V too, one fill behind its loads (FP8)";
+  let description = [{
+    FP8's V transposer runs on warps 1 .. 3 of the producer warpgroup
+    (`hopper.producer_warps ... first 1`). Where its `hopper.transpose_stage`
+    counts one worker more than those warps (the kernel's `transpose_warps
+    4`), warp 0 is worker 0, as in FlashAttention-3, whose four producer
+    warps transpose each slot one stage behind their loads. This pass gives
+    warp 0 its program:
+
+    - the producer thread's program (`hopper.producer_thread`), run by the
+      whole warp (`hopper.producer_warps ... first 0 count 1`): every lane
+      follows its control flow and waits for the slots it acquires; each
+      run of steps one thread must take (tile claims and the counter's
+      reset, a slot's words and commit, TMA loads) is a
+      `hopper.producer_thread` inside it, whose results (the tile a claim
+      took) reach every lane;
+    - after each fill of V's slot u (its commit), for u > 0, the
+      transposer loop's step for slot u - 1 as worker 0: the wait for V's
+      slot, the transposed slot's acquire, the transpose, V's release and
+      the transposer's barrier. In a persistent kernel the last fill is
+      the one that ends the tiles, so every slot is transposed.
+
+    Runs after hopper-async-copy (the loads are TMA transfers by then).
+    A kernel without such a transposer is left as it is. Refused: a
+    transposer that asks for warp 0 beside no producer thread, a step that
+    is not in a loop over V's slots, an op of the producer thread's
+    program that every lane could not run.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def HopperPingPong : Pass<"hopper-pingpong"> {
   let summary = "Order two consumer warpgroups' wgmma issues (ping-pong)";
   let description = [{

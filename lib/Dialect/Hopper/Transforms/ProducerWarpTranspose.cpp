@@ -1,0 +1,346 @@
+//===- ProducerWarpTranspose.cpp - warp 0 transposes V too -----------------===//
+//
+// FP8's V transposer runs on warps 1 .. 3 of the producer warpgroup while
+// warp 0's thread 0 issues the loads. FlashAttention-3 transposes on all
+// four warps, each slot one fill behind the loads. Where the kernel asks
+// for that (a transposer loop on warps 1 .. 3 whose transpose_stage counts
+// four workers), this pass gives warp 0 a program of its own: the producer
+// thread's, run by the whole warp (the steps one thread must take, on
+// thread 0, the tiles it claims shared with the warp), with the
+// transposer's step for slot u - 1 after each fill of V's slot u (the fill
+// that ends the tiles included, so the last slot is transposed too) as
+// worker 0.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fa3/Dialect/Hopper/IR/HopperDialect.h"
+#include "fa3/Dialect/Hopper/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/RegionUtils.h"
+
+namespace fa3::hopper {
+#define GEN_PASS_DEF_HOPPERPRODUCERWARPTRANSPOSE
+#include "fa3/Dialect/Hopper/Transforms/Passes.h.inc"
+} // namespace fa3::hopper
+
+using namespace mlir;
+using namespace fa3::hopper;
+
+namespace {
+
+/// The steps of the producer thread's program that one thread takes: the
+/// tile scheduler's claims and reset, the words and commits of a slot,
+/// the TMA loads.
+bool oneThread(Operation *op) {
+  return isa<TileClaimOp, TileNextOp, TileCounterResetOp, RingPublishOp,
+             RingProducerCommitOp, TmaLoadOp>(op);
+}
+
+/// Why every lane of a warp may not run `op` of the producer thread's
+/// program, or "" (its steps of one thread are marked separately).
+std::string whyNotWarpWide(Operation *op) {
+  if (isa<RingProducerAcquireOp, scf::IfOp, scf::ForOp, scf::WhileOp,
+          scf::YieldOp, scf::ConditionOp, func::CallOp>(op))
+    return "";
+  if (isa<LoadTileOp, LoadPagedTileOp>(op))
+    return "a tile load not yet turned into TMA transfers (run "
+           "hopper-async-copy first)";
+  auto mem = dyn_cast<MemoryEffectOpInterface>(op);
+  if (mem && mem.hasNoEffect())
+    return "";
+  if (mem && mem.onlyHasEffect<MemoryEffects::Read>())
+    return "";
+  return "it may write memory or synchronize, and is not a step the pass "
+         "gives thread 0";
+}
+
+class Merger {
+public:
+  explicit Merger(WarpSpecializeOp ws) : ws(ws) {}
+
+  LogicalResult run() {
+    Block &producer = ws.getProducer().front();
+    ProducerThreadOp thread;
+    for (Operation &op : producer) {
+      if (auto t = dyn_cast<ProducerThreadOp>(op))
+        thread = t;
+      auto warps = dyn_cast<ProducerWarpsOp>(op);
+      if (!warps || warps.getFirst() != 1)
+        continue;
+      warps.walk([&](TransposeStageOp t) {
+        if (t.getWorkers() == warps.getCount() + 1)
+          transpose = t, transposer = warps;
+      });
+    }
+    if (!transpose)
+      return success(); // warp 0 has no part in the transposer
+    if (!thread)
+      return transposer.emitOpError(
+          "leaves worker 0 of its transpose to warp 0, but the producer "
+          "region has no hopper.producer_thread for it to join");
+    if (failed(findStep()))
+      return failure();
+    // warp 0: the producer thread's program, run by the whole warp
+    OpBuilder b(thread);
+    auto warp0 = ProducerWarpsOp::create(b, thread.getLoc(), uint64_t{0},
+                                         uint64_t{1});
+    Block *body = b.createBlock(&warp0.getBody(), {}, {b.getI32Type()},
+                                {thread.getLoc()});
+    ProducerWarpsOp::ensureTerminator(warp0.getBody(), b, thread.getLoc());
+    Block &from = thread.getBody().front();
+    body->getOperations().splice(body->getTerminator()->getIterator(),
+                                 from.getOperations(), from.begin(),
+                                 std::prev(from.end()));
+    thread.erase();
+    WalkResult checked = warp0.walk([&](Operation *op) -> WalkResult {
+      if (op == warp0.getOperation() || oneThread(op) ||
+          op->getParentOfType<ProducerThreadOp>())
+        return WalkResult::advance();
+      std::string why = whyNotWarpWide(op);
+      if (why.empty())
+        return WalkResult::advance();
+      op->emitOpError("cannot run on every lane of warp 0 (its program "
+                      "joins the V transposer): ")
+          << why;
+      return WalkResult::interrupt();
+    });
+    if (checked.wasInterrupted())
+      return failure();
+    SmallVector<Block *> blocks;
+    warp0.walk([&](Block *blk) { blocks.push_back(blk); });
+    for (Block *blk : blocks)
+      markOneThreadRuns(*blk);
+    // worker 0's steps: in the kv loop the previous block's slot after
+    // each fill but the first, the last block's after the loop (a tile's
+    // slots are all transposed before the next tile's Q, which waits for
+    // the consumers to finish this tile); a fill outside loops its own
+    // slot; a words-only fill (the end of the tiles) none
+    SmallVector<RingProducerCommitOp> vFills;
+    warp0.walk([&](RingProducerCommitOp c) {
+      if (c.getRing() == transpose.getSrc() && c.getTx() != 0)
+        vFills.push_back(c);
+    });
+    for (RingProducerCommitOp c : vFills)
+      if (failed(placeSteps(c)))
+        return failure();
+    return success();
+  }
+
+private:
+  WarpSpecializeOp ws;
+  TransposeStageOp transpose;
+  ProducerWarpsOp transposer;
+  /// The transposer loop's step for one slot: its wait for V's slot (an
+  /// scf.while's, in its condition region) and the ops of its body.
+  RingConsumerWaitOp wait;
+  Value slotArg;           // the body's slot (scf.while: its argument)
+  Value waitSlotArg;       // the wait's slot (scf.while: the before arg)
+  SmallVector<Operation *> stepOps;
+
+  LogicalResult findStep() {
+    Operation *loop = transpose->getParentOp();
+    Block *stepBody = transpose->getBlock();
+    if (auto w = dyn_cast<scf::WhileOp>(loop)) {
+      for (Operation &op : w.getBeforeBody()->without_terminator())
+        if (auto cw = dyn_cast<RingConsumerWaitOp>(op);
+            cw && cw.getRing() == transpose.getSrc())
+          wait = cw;
+      if (!wait || wait.getSlot() != w.getBeforeArguments().front() ||
+          transpose.getSlot() != w.getAfterArguments().front())
+        return transpose.emitOpError(
+            "stands in a loop whose first argument is not the slot it and "
+            "its wait for V take");
+      waitSlotArg = w.getBeforeArguments().front();
+      slotArg = w.getAfterArguments().front();
+    } else if (auto f = dyn_cast<scf::ForOp>(loop)) {
+      slotArg = f.getInductionVar();
+      if (transpose.getSlot() != slotArg)
+        return transpose.emitOpError(
+            "stands in a loop whose induction variable is not its slot");
+    } else {
+      return transpose.emitOpError(
+          "is not in an scf.while or scf.for over the slots, which warp 0's "
+          "program would follow");
+    }
+    Operation *terminator = stepBody->getTerminator();
+    for (Operation &op : stepBody->without_terminator()) {
+      // (the next slot's index only feeds the loop)
+      bool onlyNext = isPure(&op) && !op.use_empty() &&
+                      llvm::all_of(op.getUsers(), [&](Operation *u) {
+                        return u == terminator;
+                      });
+      if (!onlyNext)
+        stepOps.push_back(&op);
+    }
+    return success();
+  }
+
+  /// A value the cloned step uses: mapped, defined outside the transposer
+  /// (the rings, constants above the roles), or a pure op of the
+  /// transposer above its loop, cloned.
+  Value materialize(OpBuilder &b, Value v, IRMapping &map) {
+    if (Value m = map.lookupOrNull(v))
+      return m;
+    Operation *def = v.getDefiningOp();
+    if (!def || !transposer->isAncestor(def))
+      return v;
+    assert(isPure(def) && def->getNumRegions() == 0 &&
+           "the step reads a value of the transposer's own");
+    for (Value o : def->getOperands())
+      materialize(b, o, map);
+    Operation *c = b.clone(*def, map);
+    return c->getResult(cast<OpResult>(v).getResultNumber());
+  }
+
+  void emitStep(OpBuilder &b, Value slot) {
+    IRMapping map;
+    // worker 0 (the loop warps' index + 1 is not cloned)
+    map.map(transpose.getWorker(),
+            arith::ConstantIntOp::create(b, transpose.getLoc(), 0, 32));
+    map.map(slotArg, slot);
+    auto cloneWithOperands = [&](Operation *op) {
+      llvm::SetVector<Value> used(op->operand_begin(), op->operand_end());
+      for (Region &r : op->getRegions())
+        getUsedValuesDefinedAbove(r, used);
+      for (Value v : used)
+        materialize(b, v, map);
+      b.clone(*op, map);
+    };
+    if (wait) {
+      map.map(waitSlotArg, slot);
+      cloneWithOperands(wait);
+    }
+    for (Operation *op : stepOps)
+      cloneWithOperands(op);
+  }
+
+  /// Worker 0's steps for the slots V's fill `c` commits.
+  LogicalResult placeSteps(RingProducerCommitOp c) {
+    Operation *run = c->getParentOp(); // its hopper.producer_thread
+    Location loc = c.getLoc();
+    Value u = c.getSlot();
+    OpBuilder b(run->getContext());
+    b.setInsertionPointAfter(run);
+    auto loop = run->getParentOfType<scf::ForOp>();
+    if (!loop || !transposer->getParentRegion()->isAncestor(
+                     loop->getParentRegion()) ||
+        !loop->isProperAncestor(run)) {
+      emitStep(b, u);
+      return success();
+    }
+    // the previous iteration's slot, after every fill but the first
+    Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                        loop.getInductionVar(),
+                                        loop.getLowerBound());
+    auto later = scf::IfOp::create(b, loc, TypeRange{}, first,
+                                   /*withElseRegion=*/false);
+    b.setInsertionPoint(later.thenBlock()->getTerminator());
+    Value one = arith::ConstantIntOp::create(b, loc, 1, 32);
+    emitStep(b, arith::SubIOp::create(b, loc, u, one));
+    // the last iteration's, after the loop: the slot's arithmetic again
+    // with the induction variable at upper bound - step (the loop runs
+    // at least once where ub > lb)
+    b.setInsertionPointAfter(loop);
+    Value ran = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                      loop.getLowerBound(),
+                                      loop.getUpperBound());
+    auto after = scf::IfOp::create(b, loc, TypeRange{}, ran,
+                                   /*withElseRegion=*/false);
+    b.setInsertionPoint(after.thenBlock()->getTerminator());
+    IRMapping map;
+    map.map(loop.getInductionVar(),
+            arith::SubIOp::create(b, loc, loop.getUpperBound(),
+                                  loop.getStep()));
+    FailureOr<Value> last = recompute(b, u, loop, map);
+    if (failed(last))
+      return c.emitOpError("fills a slot of V whose index warp 0 cannot "
+                           "compute again after its loop (it is not "
+                           "arithmetic of the induction variable and values "
+                           "defined before the loop)");
+    emitStep(b, *last);
+    return success();
+  }
+
+  /// `v` (defined in `loop`'s body) computed again after the loop from
+  /// `map`'s induction variable: pure ops of the body whose other operands
+  /// are defined before the loop.
+  FailureOr<Value> recompute(OpBuilder &b, Value v, scf::ForOp loop,
+                             IRMapping &map) {
+    if (Value m = map.lookupOrNull(v))
+      return m;
+    if (!loop->isProperAncestor(v.getParentRegion()->getParentOp()) &&
+        v.getParentRegion() != &loop.getRegion())
+      return v; // defined before the loop
+    Operation *def = v.getDefiningOp();
+    if (!def || !isPure(def) || def->getNumRegions() != 0 ||
+        def->getBlock() != loop.getBody())
+      return failure();
+    for (Value o : def->getOperands())
+      if (failed(recompute(b, o, loop, map)))
+        return failure();
+    Operation *copy = b.clone(*def, map);
+    return copy->getResult(cast<OpResult>(v).getResultNumber());
+  }
+
+  /// Runs of consecutive one-thread steps in `blk` each become a
+  /// hopper.producer_thread, yielding the values used after the run (to
+  /// every lane of the warp).
+  void markOneThreadRuns(Block &blk) {
+    SmallVector<SmallVector<Operation *>> runs;
+    SmallVector<Operation *> cur;
+    for (Operation &op : blk) {
+      if (oneThread(&op)) {
+        cur.push_back(&op);
+        continue;
+      }
+      if (!cur.empty())
+        runs.push_back(cur), cur.clear();
+    }
+    if (!cur.empty())
+      runs.push_back(cur);
+    for (ArrayRef<Operation *> run : runs) {
+      llvm::SmallPtrSet<Operation *, 8> in(run.begin(), run.end());
+      SmallVector<Value> escaping;
+      for (Operation *op : run)
+        for (Value r : op->getResults())
+          if (llvm::any_of(r.getUsers(),
+                           [&](Operation *u) { return !in.contains(u); }))
+            escaping.push_back(r);
+      SmallVector<Type> types;
+      for (Value v : escaping)
+        types.push_back(v.getType());
+      OpBuilder b(run.front());
+      Location loc = run.front()->getLoc();
+      auto role = ProducerThreadOp::create(b, loc, types);
+      Block *body = b.createBlock(&role.getBody());
+      for (Operation *op : run)
+        op->moveBefore(body, body->end());
+      b.setInsertionPointToEnd(body);
+      gpu::YieldOp::create(b, loc, escaping);
+      for (auto [v, r] : llvm::zip(escaping, role.getResults()))
+        v.replaceUsesWithIf(r, [&](OpOperand &use) {
+          return !role->isAncestor(use.getOwner());
+        });
+    }
+  }
+};
+
+struct HopperProducerWarpTransposePass
+    : public fa3::hopper::impl::HopperProducerWarpTransposeBase<
+          HopperProducerWarpTransposePass> {
+  void runOnOperation() override {
+    SmallVector<WarpSpecializeOp> all;
+    getOperation()->walk([&](WarpSpecializeOp ws) { all.push_back(ws); });
+    for (WarpSpecializeOp ws : all)
+      if (failed(Merger(ws).run()))
+        return signalPassFailure();
+  }
+};
+
+} // namespace
