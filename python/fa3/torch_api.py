@@ -1535,8 +1535,9 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
     always packs). ``ctas_per_sm`` (ours, keyword only): 0, as many of the
     kernel's CTAs a SM as fit (two for the decoding kernels of head dim up
     to 128); 1, one, each CTA launched with all the shared memory a block
-    may have (bench/bench_decode.py --ctas-per-sm measures it). Runs on torch.cuda.current_stream(); forward only (inputs
-    that require grad are refused); under torch.compile the call is the
+    may have (bench/bench_decode.py --one-cta-per-sm measures it). Runs
+    on torch.cuda.current_stream(); forward only (inputs that require grad
+    are refused); under torch.compile the call is the
     custom op ``torch.ops.fa3.flash_attn_decode_fwd`` (fa3.torch_ops).
 
     Not supported yet (issue 15's remaining work; NotImplementedError, each

@@ -9,6 +9,9 @@
 #include "mlir/Dialect/SCF/Transforms/Patterns.h"
 #include "mlir/Transforms/DialectConversion.h"
 
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+
 #include <type_traits>
 
 namespace fa3 {
@@ -243,13 +246,49 @@ struct ProducerWarpsLowering : OpConversionPattern<ProducerWarpsOp> {
   }
 };
 
+/// Every V transposer is run by as many warps as it counts workers (a
+/// barrier of 32 x workers threads, and V's slots wait for as many
+/// releases): a transposer left short of warp 0 would hang.
+LogicalResult checkTransposerWarps(Operation *root) {
+  WalkResult r = root->walk([&](WarpSpecializeOp ws) -> WalkResult {
+    // per source ring: the roles that transpose it
+    llvm::MapVector<Value, llvm::SmallSetVector<ProducerWarpsOp, 2>> roles;
+    SmallVector<TransposeStageOp> first;
+    ws.getProducer().walk([&](TransposeStageOp t) {
+      auto role = t->getParentOfType<ProducerWarpsOp>();
+      if (!roles.count(t.getSrc()))
+        first.push_back(t);
+      if (role)
+        roles[t.getSrc()].insert(role);
+      else
+        roles[t.getSrc()];
+    });
+    for (TransposeStageOp t : first) {
+      int64_t warps = 0;
+      for (ProducerWarpsOp role : roles[t.getSrc()])
+        warps += role.getCount();
+      if (warps != static_cast<int64_t>(t.getWorkers())) {
+        t.emitOpError("counts ")
+            << t.getWorkers() << " workers but " << warps
+            << " warp(s) run it: with one worker more than warps 1 .. 3, "
+               "run hopper-producer-warp-transpose first (warp 0 is worker "
+               "0)";
+        return WalkResult::interrupt();
+      }
+    }
+    return WalkResult::advance();
+  });
+  return failure(r.wasInterrupted());
+}
+
 struct ConvertHopperToNVVMPass
     : public fa3::impl::ConvertHopperToNVVMBase<ConvertHopperToNVVMPass> {
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     if (failed(refuseUnmovedFills(getOperation(),
                                   "has no NVVM form: hopper-warp-specialize "
-                                  "moves it into the producer thread")))
+                                  "moves it into the producer thread")) ||
+        failed(checkTransposerWarps(getOperation())))
       return signalPassFailure();
     TypeConverter converter;
     converter.addConversion([](Type t) { return t; });

@@ -195,7 +195,14 @@ func.func @d128(%q: memref<?x8x?x128xf8E4M3FN>, %k: memref<?x2x?x128xf8E4M3FN>, 
 // WARP0: %[[V:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 2, stage_bytes = 32768, data = 98304, full = {{[0-9]+}}, empty = {{[0-9]+}}, arrivals = 128, cluster = 1>
 // WARP0: hopper.warp_specialize producer regs 24 {
 // WARP0-NEXT: hopper.producer_warps(%{{.*}}) first 0 count 1 {
+// Worker 0's steps: the previous block's in the kv loop, the tile's last
+// after it (before the next tile's claim).
+// WARP0: scf.for
 // WARP0: hopper.transpose_stage %[[V]][%{{.*}}] to %{{.*}} worker %{{.*}} of 4 rows 128 cols 256 unit_keys 128 :
+// WARP0: arith.cmpi slt
+// WARP0-NEXT: scf.if
+// WARP0: hopper.transpose_stage %[[V]][%{{.*}}] to %{{.*}} worker %{{.*}} of 4 rows 128 cols 256 unit_keys 128 :
+// WARP0: scf.condition
 // WARP0: hopper.producer_warps(%[[W:.*]]) first 1 count 3 {
 // WARP0-NEXT: %[[W1:.*]] = arith.addi %[[W]], %c1_i32
 // WARP0: hopper.transpose_stage %[[V]][%{{.*}}] to %{{.*}} worker %[[W1]] of 4 rows 128 cols 256 unit_keys 128 :

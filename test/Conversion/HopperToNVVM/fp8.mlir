@@ -9,7 +9,7 @@
 // per group of 16 keys one ldmatrix.x4.trans (lane l: key l % 16 of the
 // group, 16-byte column unit l / 16 of the unit's two), two byte permutes
 // per pair of its matrices, one stmatrix.x4; then the async-proxy fence.
-// RUN: fa3-opt %s --split-input-file --convert-hopper-to-nvvm | FileCheck %s
+// RUN: fa3-opt %s --split-input-file --verify-diagnostics --convert-hopper-to-nvvm | FileCheck %s
 
 // CHECK-LABEL: func.func @trunc(
 // CHECK-SAME: %[[S:[^:]*]]: !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
@@ -191,5 +191,28 @@ func.func @transpose_one_group(%smem: !llvm.ptr<3>, %u: i32, %w: i32) {
   %v = hopper.ring.create %smem : !v
   %vt = hopper.ring.create %smem : !vt
   hopper.transpose_stage %v[%u] to %vt worker %w of 3 rows 128 cols 128 unit_keys 16 : !v, !vt
+  return
+}
+
+// -----
+
+!v = !hopper.ring<stages = 2, stage_bytes = 16384, data = 16384, full = 196624, empty = 196640, arrivals = 128, cluster = 1>
+!vt = !hopper.ring<stages = 2, stage_bytes = 16384, data = 49152, full = 196656, empty = 196672, arrivals = 256, cluster = 1>
+
+// A transposer of four workers on three warps (hopper-producer-warp-transpose
+// not run) would wait forever for the fourth: refused.
+func.func @short_of_warp_zero(%smem: !llvm.ptr<3>, %n: i32, %one: i32) {
+  %c0 = arith.constant 0 : i32
+  %v = hopper.ring.create %smem : !v
+  %vt = hopper.ring.create %smem : !vt
+  hopper.warp_specialize producer regs 24 {
+    hopper.producer_warps(%w) first 1 count 3 {
+      scf.for %s = %c0 to %n step %one : i32 {
+        // expected-error @below {{counts 4 workers but 3 warp(s) run it: with one worker more than warps 1 .. 3, run hopper-producer-warp-transpose first (warp 0 is worker 0)}}
+        hopper.transpose_stage %v[%s] to %vt worker %w of 4 rows 128 cols 128 : !v, !vt
+      }
+    }
+  } consumers(%cw of 2) regs 240 {
+  }
   return
 }

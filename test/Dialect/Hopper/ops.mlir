@@ -82,7 +82,7 @@ func.func @producer_thread_results(%x: i32) {
 
 func.func @producer_thread_results_on_thread_zero(%x: i32) {
   hopper.warp_specialize producer regs 24 {
-    // expected-error @below {{with results must stand in 'hopper.producer_warps' of warp 0 alone (first 0 count 1): its results go to every lane of thread 0's warp}}
+    // expected-error @below {{with results must stand in 'hopper.producer_warps' of warp 0 alone (first 0 count 1), outside another producer_thread: its results go to every lane of thread 0's warp}}
     %t = hopper.producer_thread -> (i32) {
       gpu.yield %x : i32
     }
@@ -116,6 +116,36 @@ func.func @producer_thread_yields_too_few(%x: i32) {
         gpu.yield %x : i32
       }
     }
+  } consumers(%c of 2) regs 240 {
+  }
+  return
+}
+
+// -----
+
+func.func @producer_thread_results_nested(%x: i32) {
+  hopper.warp_specialize producer regs 24 {
+    hopper.producer_warps(%w) first 0 count 1 {
+      hopper.producer_thread {
+        // expected-error @below {{outside another producer_thread}}
+        %t = hopper.producer_thread -> (i32) {
+          gpu.yield %x : i32
+        }
+      }
+    }
+  } consumers(%c of 2) regs 240 {
+  }
+  return
+}
+
+// -----
+
+func.func @producer_thread_yields_without_results(%x: i32) {
+  hopper.warp_specialize producer regs 24 {
+    // expected-error @below {{yields 1 value(s) for 0 result(s) of the same types}}
+    "hopper.producer_thread"() ({
+      "gpu.yield"(%x) : (i32) -> ()
+    }) : () -> ()
   } consumers(%c of 2) regs 240 {
   }
   return

@@ -42,19 +42,24 @@
 // CHECK-NEXT: %[[LATER:.*]] = arith.cmpi ne, %[[I]], %[[LB]]
 // CHECK-NEXT: scf.if %[[LATER]] {
 // CHECK: %[[PREV:.*]] = arith.subi %[[U]], %{{.*}}
-// CHECK: hopper.ring.consumer_wait %[[V]][%[[PREV]]]
+// CHECK-NEXT: %[[W0:.*]] = arith.constant 0 : i32
+// CHECK-NEXT: hopper.ring.consumer_wait %[[V]][%[[PREV]]]
 // CHECK-NEXT: hopper.ring.producer_acquire %[[VT]][%[[PREV]]]
-// CHECK-NEXT: hopper.transpose_stage %[[V]][%[[PREV]]] to %[[VT]] worker %[[W0:.*]] of 4
+// CHECK-NEXT: hopper.transpose_stage %[[V]][%[[PREV]]] to %[[VT]] worker %[[W0]] of 4
 // CHECK-NEXT: hopper.ring.consumer_release %[[V]][%[[PREV]]]
 // CHECK-NEXT: hopper.named_barrier.sync transpose[%{{.*}}] of 2 threads 128
+// (the transposed slot's commit stays warp 1's)
+// CHECK-NOT: hopper.ring.producer_commit %[[VT]]
 // The last block's, after the loop (its slot computed again):
 // CHECK: %[[RAN:.*]] = arith.cmpi slt, %[[LB]], %[[N]]
 // CHECK-NEXT: scf.if %[[RAN]] {
 // CHECK-NEXT: %[[LASTI:.*]] = arith.subi %[[N]], %[[ST]]
 // CHECK-NEXT: %[[LAST:.*]] = arith.addi %[[LASTI]]
-// CHECK: hopper.ring.consumer_wait %[[V]][%[[LAST]]]
+// CHECK-NEXT: %[[W0B:.*]] = arith.constant 0 : i32
+// CHECK-NEXT: hopper.ring.consumer_wait %[[V]][%[[LAST]]]
 // CHECK-NEXT: hopper.ring.producer_acquire %[[VT]][%[[LAST]]]
-// CHECK-NEXT: hopper.transpose_stage %[[V]][%[[LAST]]] to %[[VT]] worker %{{.*}} of 4
+// CHECK-NEXT: hopper.transpose_stage %[[V]][%[[LAST]]] to %[[VT]] worker %[[W0B]] of 4
+// CHECK-NOT: hopper.ring.producer_commit %[[VT]]
 // The words-only fill that ends the tiles: no step after it.
 // CHECK: hopper.ring.producer_acquire %[[V]][%[[N]]]
 // CHECK-NEXT: hopper.producer_thread {
@@ -191,6 +196,98 @@ func.func @not_warp_wide(%smem: !llvm.ptr<3>, %g: !llvm.ptr<1>, %u: i32, %one: i
       scf.for %s = %c0 to %u step %one : i32 {
         hopper.ring.consumer_wait %v[%s] : !v
         hopper.transpose_stage %v[%s] to %vt worker %w of 4 rows 128 cols 128 : !v, !vt
+      }
+    }
+  } consumers(%cw of 2) regs 240 {
+  }
+  return
+}
+
+// -----
+
+!v = !hopper.ring<stages = 2, stage_bytes = 16384, data = 16384, full = 196624, empty = 196640, arrivals = 128, cluster = 1>
+!vt = !hopper.ring<stages = 2, stage_bytes = 16384, data = 49152, full = 196656, empty = 196672, arrivals = 256, cluster = 1>
+
+// A program that branches on the thread (one lane would then be left out
+// of worker 0's step).
+func.func @thread_index(%smem: !llvm.ptr<3>, %u: i32, %one: i32) {
+  %c0 = arith.constant 0 : i32
+  %v = hopper.ring.create %smem : !v
+  %vt = hopper.ring.create %smem : !vt
+  hopper.warp_specialize producer regs 24 {
+    hopper.producer_thread {
+      // expected-error @below {{cannot run on every lane of warp 0 (its program joins the V transposer): it reads the thread's own index}}
+      %tid = nvvm.read.ptx.sreg.tid.x : i32
+      %t0 = arith.cmpi eq, %tid, %c0 : i32
+      scf.if %t0 {
+        hopper.ring.producer_acquire %v[%u] : !v
+        hopper.ring.producer_commit %v[%u] tx 16384 : !v
+      }
+    }
+    hopper.producer_warps(%w) first 1 count 3 {
+      scf.for %s = %c0 to %u step %one : i32 {
+        hopper.ring.consumer_wait %v[%s] : !v
+        hopper.transpose_stage %v[%s] to %vt worker %w of 4 rows 128 cols 128 : !v, !vt
+      }
+    }
+  } consumers(%cw of 2) regs 240 {
+  }
+  return
+}
+
+// -----
+
+!v = !hopper.ring<stages = 2, stage_bytes = 16384, data = 16384, full = 196624, empty = 196640, arrivals = 128, cluster = 1>
+!vt = !hopper.ring<stages = 2, stage_bytes = 16384, data = 49152, full = 196656, empty = 196672, arrivals = 256, cluster = 1>
+
+// Fills of every other slot: one behind would wait for a slot never filled.
+func.func @stride_two(%smem: !llvm.ptr<3>, %n: i32, %one: i32) {
+  %c0 = arith.constant 0 : i32
+  %c2 = arith.constant 2 : i32
+  %v = hopper.ring.create %smem : !v
+  %vt = hopper.ring.create %smem : !vt
+  hopper.warp_specialize producer regs 24 {
+    hopper.producer_thread {
+      scf.for %i = %c0 to %n step %c2 : i32 {
+        hopper.ring.producer_acquire %v[%i] : !v
+        // expected-error @below {{fills V in a loop whose iterations warp 0 cannot follow one behind: it needs the fill in the loop's body, step 1, and the slot the induction variable plus a value from before the loop}}
+        hopper.ring.producer_commit %v[%i] tx 16384 : !v
+      }
+    }
+    hopper.producer_warps(%w) first 1 count 3 {
+      scf.for %s = %c0 to %n step %one : i32 {
+        hopper.ring.consumer_wait %v[%s] : !v
+        hopper.transpose_stage %v[%s] to %vt worker %w of 4 rows 128 cols 128 : !v, !vt
+      }
+    }
+  } consumers(%cw of 2) regs 240 {
+  }
+  return
+}
+
+// -----
+
+!v = !hopper.ring<stages = 2, stage_bytes = 16384, data = 16384, full = 196624, empty = 196640, arrivals = 128, cluster = 1>
+!vt = !hopper.ring<stages = 2, stage_bytes = 16384, data = 49152, full = 196656, empty = 196672, arrivals = 256, cluster = 1>
+
+// A step that reads the transposer warps' own index beyond the worker.
+func.func @own_value(%smem: !llvm.ptr<3>, %n: i32, %one: i32) {
+  %c0 = arith.constant 0 : i32
+  %v = hopper.ring.create %smem : !v
+  %vt = hopper.ring.create %smem : !vt
+  hopper.warp_specialize producer regs 24 {
+    hopper.producer_thread {
+      hopper.ring.producer_acquire %v[%n] : !v
+      hopper.ring.producer_commit %v[%n] tx 16384 : !v
+    }
+    hopper.producer_warps(%w) first 1 count 3 {
+      %worker = arith.addi %w, %one : i32
+      scf.for %s = %c0 to %n step %one : i32 {
+        hopper.ring.consumer_wait %v[%s] : !v
+        // expected-error @below {{has a step that reads a value of the transposer warps' own (their index, a loop value or a result with effects), which warp 0 does not have}}
+        hopper.transpose_stage %v[%s] to %vt worker %worker of 4 rows 128 cols 128 : !v, !vt
+        %other = arith.addi %s, %w : i32
+        hopper.ring.consumer_release %v[%other] : !v
       }
     }
   } consumers(%cw of 2) regs 240 {

@@ -225,21 +225,23 @@ static LogicalResult verifyInProducer(Operation *op) {
 LogicalResult ProducerThreadOp::verify() {
   if (failed(verifyInProducer(*this)))
     return failure();
+  auto yield = cast<gpu::YieldOp>(getBody().front().getTerminator());
+  if (!llvm::equal(yield.getOperandTypes(), getResultTypes()))
+    return emitOpError("yields ")
+           << yield.getNumOperands() << " value(s) for "
+           << getNumResults() << " result(s) of the same types";
   if (getNumResults() == 0)
     return success();
   // Results reach the lanes of thread 0's warp by a shuffle: that warp,
   // and only it, must run the op (its program's control flow is the
   // warp's, every lane alike).
   auto warp = (*this)->getParentOfType<ProducerWarpsOp>();
-  if (!warp || warp.getFirst() != 0 || warp.getCount() != 1)
+  if (!warp || warp.getFirst() != 0 || warp.getCount() != 1 ||
+      (*this)->getParentOfType<ProducerThreadOp>())
     return emitOpError("with results must stand in 'hopper.producer_warps' "
-                       "of warp 0 alone (first 0 count 1): its results go "
-                       "to every lane of thread 0's warp");
-  auto yield = cast<gpu::YieldOp>(getBody().front().getTerminator());
-  if (!llvm::equal(yield.getOperandTypes(), getResultTypes()))
-    return emitOpError("yields ")
-           << yield.getNumOperands() << " value(s) for "
-           << getNumResults() << " result(s) of the same types";
+                       "of warp 0 alone (first 0 count 1), outside another "
+                       "producer_thread: its results go to every lane of "
+                       "thread 0's warp");
   return success();
 }
 

@@ -6,10 +6,11 @@
 // for that (a transposer loop on warps 1 .. 3 whose transpose_stage counts
 // four workers), this pass gives warp 0 a program of its own: the producer
 // thread's, run by the whole warp (the steps one thread must take, on
-// thread 0, the tiles it claims shared with the warp), with the
-// transposer's step for slot u - 1 after each fill of V's slot u (the fill
-// that ends the tiles included, so the last slot is transposed too) as
-// worker 0.
+// thread 0, the tiles it claims shared with the warp), in whose kv loop it
+// runs the transposer's step as worker 0: the previous block's slot after
+// each fill of V but the first, the last block's after the loop (so that a
+// tile's slots are all transposed before the next tile's Q, which waits for
+// the consumers to finish this one).
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,9 +19,13 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
 
@@ -42,12 +47,41 @@ bool oneThread(Operation *op) {
              RingProducerCommitOp, TmaLoadOp>(op);
 }
 
+/// Whether `op` reads which thread or lane runs it: the producer thread's
+/// program reads none (its values are every lane's alike), and a branch on
+/// one would leave lanes out of the warp's steps.
+bool readsThreadIndex(Operation *op) {
+  return isa<NVVM::ThreadIdXOp, NVVM::ThreadIdYOp, NVVM::ThreadIdZOp,
+             NVVM::LaneIdOp, NVVM::WarpIdOp, gpu::ThreadIdOp, gpu::LaneIdOp>(
+      op);
+}
+
 /// Why every lane of a warp may not run `op` of the producer thread's
 /// program, or "" (its steps of one thread are marked separately).
 std::string whyNotWarpWide(Operation *op) {
+  if (readsThreadIndex(op))
+    return "it reads the thread's own index (every lane of warp 0 runs the "
+           "program)";
   if (isa<RingProducerAcquireOp, scf::IfOp, scf::ForOp, scf::WhileOp,
-          scf::YieldOp, scf::ConditionOp, func::CallOp>(op))
+          scf::YieldOp, scf::ConditionOp>(op))
     return "";
+  if (auto call = dyn_cast<func::CallOp>(op)) {
+    auto f = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+        op, call.getCalleeAttr());
+    if (!f || f.isExternal())
+      return "it calls a function without a body";
+    std::string why;
+    f.walk([&](Operation *inner) {
+      if (inner == f.getOperation() || isa<func::ReturnOp>(inner) ||
+          !why.empty())
+        return;
+      if (isa<func::CallOp>(inner))
+        why = "it calls a function that calls another";
+      else
+        why = whyNotWarpWide(inner);
+    });
+    return why;
+  }
   if (isa<LoadTileOp, LoadPagedTileOp>(op))
     return "a tile load not yet turned into TMA transfers (run "
            "hopper-async-copy first)";
@@ -142,10 +176,11 @@ private:
   Value slotArg;           // the body's slot (scf.while: its argument)
   Value waitSlotArg;       // the wait's slot (scf.while: the before arg)
   SmallVector<Operation *> stepOps;
+  Block *stepBody = nullptr; // the loop body holding the transpose
 
   LogicalResult findStep() {
     Operation *loop = transpose->getParentOp();
-    Block *stepBody = transpose->getBlock();
+    stepBody = transpose->getBlock();
     if (auto w = dyn_cast<scf::WhileOp>(loop)) {
       for (Operation &op : w.getBeforeBody()->without_terminator())
         if (auto cw = dyn_cast<RingConsumerWaitOp>(op);
@@ -175,10 +210,50 @@ private:
                       llvm::all_of(op.getUsers(), [&](Operation *u) {
                         return u == terminator;
                       });
-      if (!onlyNext)
+      // (the transposed slot's commit is one thread's of warps 1 .. 3)
+      bool commit = false;
+      if (auto branch = dyn_cast<scf::IfOp>(op))
+        branch.walk([&](RingProducerCommitOp c) {
+          commit |= c.getRing() == transpose.getDst();
+        });
+      if (!onlyNext && !commit)
         stepOps.push_back(&op);
     }
+    // what the step reads of the transposer warps' own is refused here,
+    // not as a dominance error later
+    for (Operation *op : stepOps) {
+      llvm::SetVector<Value> used(op->operand_begin(), op->operand_end());
+      for (Region &r : op->getRegions())
+        getUsedValuesDefinedAbove(r, used);
+      for (Value v : used) {
+        Operation *def = v.getDefiningOp();
+        if (def && def->getBlock() == stepBody)
+          continue; // another op of the step, cloned with it
+        if (ownValue(v))
+          return transpose.emitOpError(
+              "has a step that reads a value of the transposer warps' own "
+              "(their index, a loop value or a result with effects), which "
+              "warp 0 does not have");
+      }
+    }
     return success();
+  }
+
+  /// Whether `v` is the transposer warps' own: their index or another
+  /// argument of their region or loop (not the slot), or computed from one
+  /// or by an op with effects. The worker index is replaced, not read.
+  bool ownValue(Value v) {
+    if (v == transpose.getWorker() || v == slotArg || v == waitSlotArg)
+      return false;
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      return transposer->isAncestor(v.getParentRegion()->getParentOp());
+    if (!transposer->isAncestor(def))
+      return false;
+    if (!isPure(def) || def->getNumRegions() != 0)
+      return true;
+    return llvm::any_of(def->getOperands(),
+                        [&](Value o) { return ownValue(o); });
   }
 
   /// A value the cloned step uses: mapped, defined outside the transposer
@@ -190,8 +265,6 @@ private:
     Operation *def = v.getDefiningOp();
     if (!def || !transposer->isAncestor(def))
       return v;
-    assert(isPure(def) && def->getNumRegions() == 0 &&
-           "the step reads a value of the transposer's own");
     for (Value o : def->getOperands())
       materialize(b, o, map);
     Operation *c = b.clone(*def, map);
@@ -228,17 +301,34 @@ private:
     OpBuilder b(run->getContext());
     b.setInsertionPointAfter(run);
     auto loop = run->getParentOfType<scf::ForOp>();
-    if (!loop || !transposer->getParentRegion()->isAncestor(
-                     loop->getParentRegion()) ||
-        !loop->isProperAncestor(run)) {
+    if (!loop) {
       emitStep(b, u);
       return success();
     }
+    // One behind needs consecutive slots, one a fill of every iteration:
+    // u = iv + (a value of before the loop), step 1, the fill in the
+    // loop's body itself.
+    auto isIv = [&](Value v) { return v == loop.getInductionVar(); };
+    auto before = [&](Value v) {
+      return !loop->isAncestor(v.getParentRegion()->getParentOp());
+    };
+    auto add = u.getDefiningOp<arith::AddIOp>();
+    bool consecutive =
+        isIv(u) || (add && add->getBlock() == loop.getBody() &&
+                    ((isIv(add.getLhs()) && before(add.getRhs())) ||
+                     (isIv(add.getRhs()) && before(add.getLhs()))));
+    std::optional<int64_t> step = getConstantIntValue(loop.getStep());
+    if (run->getBlock() != loop.getBody() || !step || *step != 1 ||
+        !consecutive)
+      return c.emitOpError(
+          "fills V in a loop whose iterations warp 0 cannot follow one "
+          "behind: it needs the fill in the loop's body, step 1, and the "
+          "slot the induction variable plus a value from before the loop");
     // the previous iteration's slot, after every fill but the first
-    Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
-                                        loop.getInductionVar(),
-                                        loop.getLowerBound());
-    auto later = scf::IfOp::create(b, loc, TypeRange{}, first,
+    Value notFirst = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                           loop.getInductionVar(),
+                                           loop.getLowerBound());
+    auto later = scf::IfOp::create(b, loc, TypeRange{}, notFirst,
                                    /*withElseRegion=*/false);
     b.setInsertionPoint(later.thenBlock()->getTerminator());
     Value one = arith::ConstantIntOp::create(b, loc, 1, 32);

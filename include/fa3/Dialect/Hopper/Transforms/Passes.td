@@ -57,17 +57,27 @@ def HopperProducerWarpTranspose : Pass<"hopper-producer-warp-transpose"> {
       reset, a slot's words and commit, TMA loads) is a
       `hopper.producer_thread` inside it, whose results (the tile a claim
       took) reach every lane;
-    - after each fill of V's slot u (its commit), for u > 0, the
-      transposer loop's step for slot u - 1 as worker 0: the wait for V's
-      slot, the transposed slot's acquire, the transpose, V's release and
-      the transposer's barrier. In a persistent kernel the last fill is
-      the one that ends the tiles, so every slot is transposed.
+    - the transposer loop's step as worker 0 (the wait for V's slot, the
+      transposed slot's acquire, the transpose, V's release and the
+      transposer's barrier; the transposed slot's commit stays warp 1's):
+      in the kv loop, after each fill of V but the first, the previous
+      block's slot; after the loop the last block's, so that a tile's
+      slots are all transposed before the next tile's Q (with one Q
+      buffer it waits for the consumers to finish this tile, whose last
+      P V waits for that slot); a fill outside loops, its own slot; a
+      fill that carries words only (`tx 0`: the end of the tiles), none.
 
     Runs after hopper-async-copy (the loads are TMA transfers by then).
-    A kernel without such a transposer is left as it is. Refused: a
-    transposer that asks for warp 0 beside no producer thread, a step that
-    is not in a loop over V's slots, an op of the producer thread's
-    program that every lane could not run.
+    A kernel without such a transposer is left as it is; one that needs
+    it and did not get it is refused by convert-hopper-to-nvvm. Refused
+    here: a transposer that asks for warp 0 beside no producer thread; a
+    step that is not in a loop over V's slots, or reads the transposer
+    warps' own values; a fill of V in a loop warp 0 cannot follow one
+    behind (not in its body, a step other than 1, a slot other than the
+    induction variable plus a value from before the loop); an op of the
+    producer thread's program that every lane could not run (a write, a
+    barrier, a read of the thread's index, a call of a function that does
+    such things).
   }];
   let dependentDialects = ["::mlir::scf::SCFDialect",
                            "::mlir::arith::ArithDialect"];
