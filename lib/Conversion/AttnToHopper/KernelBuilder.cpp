@@ -908,8 +908,8 @@ std::string fa3::hopper::checkSupported(const KernelConfig &cfg) {
     os << "transpose_warps 4 "
        << (cfg.isFp8() ? "with one CTA per tile" : "without FP8")
        << " (warp 0 transposes V in an FP8 kernel's persistent producer "
-          "program: each slot after its next fill, the last after the end "
-          "of the tiles)";
+          "program: each block's slot after the next block's fill, a "
+          "tile's last after its kv loop)";
   else if (cfg.ctasPerSm == 2 && cfg.consumers() != 1)
     os << "two CTAs a SM with block-m " << cfg.blockM << " ("
        << cfg.threads() << " threads then have "

@@ -85,19 +85,22 @@ struct WarpgroupAnyLowering : OpConversionPattern<WarpgroupAnyOp> {
 };
 
 /// Lane 0's value in every lane (shfl.sync.idx, full warp).
+/// Lane 0's i32 `v` in every lane of the warp (shfl.sync.idx, all lanes).
+Value fromLaneZero(OpBuilder &b, Location loc, Value v) {
+  Value all = i32Const(b, loc, -1);
+  Value lane0 = i32Const(b, loc, 0);
+  Value clamp = i32Const(b, loc, 31);
+  return NVVM::ShflOp::create(b, loc, b.getI32Type(), all, v, lane0, clamp,
+                              NVVM::ShflKind::idx, UnitAttr());
+}
+
 struct WarpUniformLowering : OpConversionPattern<WarpUniformOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(WarpUniformOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    Type i32 = rewriter.getI32Type();
-    Value all = i32Const(rewriter, loc, -1);
-    Value lane0 = i32Const(rewriter, loc, 0);
-    Value clamp = i32Const(rewriter, loc, 31);
-    rewriter.replaceOpWithNewOp<NVVM::ShflOp>(
-        op, i32, all, adaptor.getValue(), lane0, clamp, NVVM::ShflKind::idx,
-        UnitAttr());
+    rewriter.replaceOp(op,
+                       fromLaneZero(rewriter, op.getLoc(), adaptor.getValue()));
     return success();
   }
 };
@@ -192,14 +195,9 @@ struct ProducerThreadLowering : OpConversionPattern<ProducerThreadOp> {
       poison.push_back(LLVM::PoisonOp::create(rewriter, loc, t));
     scf::YieldOp::create(rewriter, loc, poison);
     rewriter.setInsertionPointAfter(role);
-    Value all = i32Const(rewriter, loc, -1);
-    Value lane0 = i32Const(rewriter, loc, 0);
-    Value clamp = i32Const(rewriter, loc, 31);
     SmallVector<Value> shared;
     for (Value v : role.getResults())
-      shared.push_back(NVVM::ShflOp::create(rewriter, loc, i32, all, v, lane0,
-                                            clamp, NVVM::ShflKind::idx,
-                                            UnitAttr()));
+      shared.push_back(fromLaneZero(rewriter, loc, v));
     rewriter.replaceOp(op, shared);
     return success();
   }

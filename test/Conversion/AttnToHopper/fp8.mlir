@@ -19,7 +19,7 @@
 // slots then wait for 128 transposer threads. One CTA per tile refuses it.
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config=transpose-warps=4 --attn-tile --convert-attn-to-hopper --hopper-warp-specialize --hopper-async-copy --hopper-producer-warp-transpose | FileCheck %s --check-prefix=WARP0
 // RUN: not fa3-opt %s --split-input-file --attn-hopper-config="transpose-warps=4 persistent=off" 2>&1 | FileCheck %s --check-prefix=WARP0-TILES
-// WARP0-TILES: error: cannot generate the Hopper kernel: unsupported transpose_warps 4 with one CTA per tile (warp 0 transposes V in an FP8 kernel's persistent producer program: each slot after its next fill, the last after the end of the tiles)
+// WARP0-TILES: error: cannot generate the Hopper kernel: unsupported transpose_warps 4 with one CTA per tile (warp 0 transposes V in an FP8 kernel's persistent producer program: each block's slot after the next block's fill, a tile's last after its kv loop)
 
 // CONFIG-LABEL: func.func @d128
 // CONFIG: attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 3, persistent = true, q_buffers = 2, lazy_rescale = true, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = true, tma_store = true>

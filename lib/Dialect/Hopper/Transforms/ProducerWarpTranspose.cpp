@@ -16,17 +16,14 @@
 
 #include "fa3/Dialect/Hopper/IR/HopperDialect.h"
 #include "fa3/Dialect/Hopper/Transforms/Passes.h"
+#include "ThreadIndependent.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
-#include "mlir/IR/SymbolTable.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
 
 namespace fa3::hopper {
@@ -47,17 +44,10 @@ bool oneThread(Operation *op) {
              RingProducerCommitOp, TmaLoadOp>(op);
 }
 
-/// Whether `op` reads which thread or lane runs it: the producer thread's
-/// program reads none (its values are every lane's alike), and a branch on
-/// one would leave lanes out of the warp's steps.
-bool readsThreadIndex(Operation *op) {
-  return isa<NVVM::ThreadIdXOp, NVVM::ThreadIdYOp, NVVM::ThreadIdZOp,
-             NVVM::LaneIdOp, NVVM::WarpIdOp, gpu::ThreadIdOp, gpu::LaneIdOp>(
-      op);
-}
-
 /// Why every lane of a warp may not run `op` of the producer thread's
-/// program, or "" (its steps of one thread are marked separately).
+/// program, or "" (its steps of one thread are marked separately): what
+/// any thread may compute again for itself (hopper-warp-specialize's
+/// rule), the control flow, and the waits for slots.
 std::string whyNotWarpWide(Operation *op) {
   if (readsThreadIndex(op))
     return "it reads the thread's own index (every lane of warp 0 runs the "
@@ -65,31 +55,12 @@ std::string whyNotWarpWide(Operation *op) {
   if (isa<RingProducerAcquireOp, scf::IfOp, scf::ForOp, scf::WhileOp,
           scf::YieldOp, scf::ConditionOp>(op))
     return "";
-  if (auto call = dyn_cast<func::CallOp>(op)) {
-    auto f = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
-        op, call.getCalleeAttr());
-    if (!f || f.isExternal())
-      return "it calls a function without a body";
-    std::string why;
-    f.walk([&](Operation *inner) {
-      if (inner == f.getOperation() || isa<func::ReturnOp>(inner) ||
-          !why.empty())
-        return;
-      if (isa<func::CallOp>(inner))
-        why = "it calls a function that calls another";
-      else
-        why = whyNotWarpWide(inner);
-    });
-    return why;
-  }
   if (isa<LoadTileOp, LoadPagedTileOp>(op))
     return "a tile load not yet turned into TMA transfers (run "
            "hopper-async-copy first)";
-  auto mem = dyn_cast<MemoryEffectOpInterface>(op);
-  if (mem && mem.hasNoEffect())
-    return "";
-  if (mem && mem.onlyHasEffect<MemoryEffects::Read>())
-    return "";
+  std::string why = whyNotRepeatable(op);
+  if (why.empty() || isa<func::CallOp>(op))
+    return why;
   return "it may write memory or synchronize, and is not a step the pass "
          "gives thread 0";
 }
