@@ -1,7 +1,7 @@
 """How a compiled kernel issues its wgmmas, read from `cuobjdump -sass`.
 
-A developer check, not needed to run kernels. Two properties of the
-steady-state loop, both lost silently (correct results, a few per cent
+A developer check, not needed to run kernels. Properties of the
+steady-state loop, each lost silently (correct results, a few per cent
 slower) when ptxas schedules differently:
 
 - It issues S = Q K^T (SS form) and O += P V (RS form, `.tnspB`) back to
@@ -10,6 +10,9 @@ slower) when ptxas schedules differently:
   warp-uniform, it computes it per thread and moves it with R2UR before
   every HGMMA: that cost 1-5 % once (bench/NOTES.md, Log, "mask of
   boundary blocks").
+- No register spills in the kv loop: no LDL / STL between the head of
+  the innermost loop that issues the wgmmas and its back-edge
+  (local_memory_in_wgmma_loops); a spill there costs every kv block.
 - With lazy rescaling (`lazy_rescale 1` in the kernel's facts) the
   softmax's exponentials run while the P V wgmmas do: they sit between the
   loop's wait for S (`WARPGROUP.DEPBAR.LE gsb0, 0x1`) and its wait for
@@ -19,8 +22,9 @@ slower) when ptxas schedules differently:
     python3 -m fa3.sass [--cuobjdump PATH] KERNEL.cubin ...
 
 prints one line per cubin, `OK` or `FAIL`, with the loop's HGMMA count, the
-number of SASS instructions they span and, where the facts ask for it, the
-exponentials issued before the P V wait; exit status 1 if any fails.
+number of SASS instructions they span, where the facts ask for it the
+exponentials issued before the P V wait, and the spill instructions in the
+loop; exit status 1 if any fails.
 """
 
 import argparse
@@ -60,6 +64,55 @@ def wgmma_batches(insts):
     if cur:
         runs.append(cur)
     return runs
+
+
+def addresses(sass_text):
+    """The byte addresses of instructions() (the same lines, in order)."""
+    return [int(line.strip()[2:6], 16)
+            for line in sass_text.splitlines()
+            if line.strip().startswith("/*") and "*/" in line
+            and line.strip()[2:6].strip("0123456789abcdef") == ""
+            and line.split("*/", 1)[1].strip()]
+
+
+def wgmma_loops(insts, addrs):
+    """The innermost loops that issue warpgroup MMAs (a kernel's kv loops):
+    (first, last) instruction indices of each conditional backward branch's
+    range that holds an HGMMA or QGMMA and no smaller such range. (The
+    unconditional backward jumps are ptxas's out-of-line mbarrier retries
+    returning to the code after their wait, not loops.)"""
+    # (a cubin of several functions: each one's addresses start again at 0)
+    fn = [0] * len(addrs)
+    for i in range(1, len(addrs)):
+        fn[i] = fn[i - 1] + (addrs[i] <= addrs[i - 1])
+    where = {(f, a): i for i, (f, a) in enumerate(zip(fn, addrs))}
+    loops = []
+    for i, s in enumerate(insts):
+        words = s.split()
+        if len(words) != 3 or not words[0].startswith("@") or \
+                words[1].split(".")[0] != "BRA" or not words[2].startswith("0x"):
+            continue
+        t = where.get((fn[i], int(words[2], 16)))
+        if t is not None and t <= i and any(
+                "HGMMA" in insts[j] or "QGMMA" in insts[j] for j in range(t, i + 1)):
+            loops.append((t, i))
+    return [(a, b) for a, b in loops
+            if not any((c, d) != (a, b) and a <= c and d <= b for c, d in loops)]
+
+
+def is_local(inst):
+    """Whether an instruction of instructions() reads or writes local
+    memory (LDL, STL: register spills)."""
+    op = inst.split()[1] if inst.startswith("@") else inst.split()[0]
+    return op.startswith(("LDL", "STL"))
+
+
+def local_memory_in_wgmma_loops(insts, addrs):
+    """LDL / STL instructions (spill traffic) inside wgmma_loops: spills
+    there cost every kv block; elsewhere (a tile's prologue, the epilogue)
+    once a tile."""
+    inside = {j for a, b in wgmma_loops(insts, addrs) for j in range(a, b + 1)}
+    return sum(is_local(insts[j]) for j in inside)
 
 
 def _loop_run(insts):
@@ -114,32 +167,35 @@ def run_cuobjdump(cuobjdump, path):
                           env=env)
 
 
-def judge(insts, facts):
-    """Both properties of the loop, for a kernel with these facts: dict with
+def judge(insts, facts, addrs=None):
+    """The loop's properties, for a kernel with these facts: dict with
     batch ((hgmma count, span) or None), tight, exps and need (None unless
-    the facts say lazy_rescale 1) and ok."""
+    the facts say lazy_rescale 1), spills (LDL / STL in the kv loop; None
+    without the instructions' addresses) and ok."""
     batch = loop_batch(insts)
+    spills = None if addrs is None else local_memory_in_wgmma_loops(insts, addrs)
     tight = batch is not None and batch[1] <= MAX_SPAN_PER_HGMMA * batch[0]
     exps = need = None
     if facts.get("lazy_rescale") == "1":
         # each thread exponentiates block_n / 2 scores per kv block
         need = int(facts["block_n"]) // 2
         exps = exps_beside_pv(insts) or 0
-    return dict(batch=batch, tight=tight, exps=exps, need=need,
-                ok=tight and (need is None or exps >= need))
+    return dict(batch=batch, tight=tight, exps=exps, need=need, spills=spills,
+                ok=tight and (need is None or exps >= need) and not spills)
 
 
 def check_cubin(path, cuobjdump):
     p = run_cuobjdump(cuobjdump, path)
     if p.returncode:
         return False, f"cuobjdump failed: {p.stderr.strip()[:200]}"
-    j = judge(instructions(p.stdout), read_facts(path))
+    j = judge(instructions(p.stdout), read_facts(path), addresses(p.stdout))
     if j["batch"] is None:
         return False, "no HGMMA batch with both the SS and the RS form"
     n, span = j["batch"]
     why = f"{n} HGMMA over {span} instructions (limit {MAX_SPAN_PER_HGMMA * n:.0f})"
     if j["need"] is not None:
         why += f"; {j['exps']} exp2 beside P V (need {j['need']})"
+    why += f"; {j['spills']} spill instructions in the kv loop (need 0)"
     return j["ok"], why
 
 

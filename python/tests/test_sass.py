@@ -69,3 +69,73 @@ def test_facts_beside_the_cubin(tmp_path):
     (tmp_path / "k.facts").write_text("fa3-kernel-facts 1\nblock_n 128\nlazy_rescale 1\n")
     assert sass.read_facts(tmp_path / "k.cubin")["lazy_rescale"] == "1"
     assert sass.read_facts(tmp_path / "missing.cubin") == {}
+
+
+def test_addresses_match_instructions():
+    text = fake_sass(["IMAD R0, R1, R2, RZ", SS, "EXIT"])
+    assert len(sass.addresses(text)) == len(sass.instructions(text)) == 3
+    assert sass.addresses(text) == [0x0, 0x10, 0x20]
+
+
+QG = "QGMMA.64x128x32.F32.E4M3.E4M3 R24, gdesc[UR20], R24"
+
+
+def kv_loop_sass():
+    """A kv loop (0x20 .. its back-edge at 0x50) with two spill
+    instructions in it, one before and one after it, and the two backward
+    jumps that are not loops: a retry stub's wait on itself (no wgmma) and
+    its unconditional return into the code."""
+    return fake_sass([
+        "MOV R1, R2",
+        "LDL R3, [R1]",            # before the loop
+        QG,                        # 0x20: the loop's head
+        "STL [R1], R4",
+        "@!P1 LDL R5, [R1+0x4]",
+        "@P0 BRA 0x20",            # the back-edge
+        "BAR.SYNC.DEFER_BLOCKING 0x1, 0x100",
+        "@!P0 BRA 0x70",           # a retry stub spinning on itself
+        "BRA 0x20",                # and returning: not a loop
+        "STL [R1], R6",            # after
+    ])
+
+
+def test_wgmma_loop_is_the_conditional_back_edge():
+    text = kv_loop_sass()
+    insts, addrs = sass.instructions(text), sass.addresses(text)
+    assert sass.wgmma_loops(insts, addrs) == [(2, 5)]
+    assert sass.local_memory_in_wgmma_loops(insts, addrs) == 2
+    assert sum(sass.is_local(i) for i in insts) == 4
+
+
+def test_innermost_wgmma_loop_only():
+    """A tile loop around the kv loop: the kv loop's spills count, the
+    tile loop's other ones not."""
+    text = fake_sass([
+        "MOV R1, R2",              # 0x00: the tile loop's head
+        "STL [R1], R4",            # in the tile loop only
+        QG,                        # 0x20: the kv loop's head
+        "LDL R5, [R1]",
+        "@P0 BRA 0x20",            # kv back-edge
+        "@P1 BRA 0x0",             # tile back-edge
+    ])
+    insts, addrs = sass.instructions(text), sass.addresses(text)
+    assert sass.wgmma_loops(insts, addrs) == [(2, 4)]
+    assert sass.local_memory_in_wgmma_loops(insts, addrs) == 1
+
+
+def test_no_wgmma_no_loop():
+    text = fake_sass(["MOV R1, R2", "LDL R3, [R1]", "@P0 BRA 0x0"])
+    insts, addrs = sass.instructions(text), sass.addresses(text)
+    assert sass.wgmma_loops(insts, addrs) == []
+    assert sass.local_memory_in_wgmma_loops(insts, addrs) == 0
+
+
+def test_loops_stay_in_their_function():
+    """Two functions in one cubin: a branch to 0x20 in the second is the
+    second's loop, not the first's instruction at 0x20."""
+    first = fake_sass(["MOV R1, R2", "LDL R3, [R1]", "STL [R1], R4", "EXIT"])
+    second = fake_sass(["MOV R1, R2", QG, "LDL R5, [R1]", "@P0 BRA 0x10"])
+    text = first + "\n" + second.replace("Function : k", "Function : k2")
+    insts, addrs = sass.instructions(text), sass.addresses(text)
+    assert sass.wgmma_loops(insts, addrs) == [(5, 7)]
+    assert sass.local_memory_in_wgmma_loops(insts, addrs) == 1

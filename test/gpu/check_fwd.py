@@ -417,7 +417,8 @@ def sass_check(kf):
     local = sum(("LDL" in l or "STL" in l) for l in lines)
     # the loop's wgmmas back to back and, with lazy rescaling, the softmax
     # beside the P V wgmmas (fa3.sass)
-    j = fa3sass.judge(fa3sass.instructions(p.stdout), fa3sass.read_facts(kf.cubin_path))
+    j = fa3sass.judge(fa3sass.instructions(p.stdout), fa3sass.read_facts(kf.cubin_path),
+                      fa3sass.addresses(p.stdout))
     batch = j["batch"]
     return dict(hgmma=hg, local_mem_insts=local,
                 loop_batch=None if batch is None else f"{batch[0]} in {batch[1]}",
