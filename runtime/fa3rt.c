@@ -518,22 +518,26 @@ static fa3rt_status check_facts(const fa3rt_facts *f, fa3rt_status st) {
     return fail(st, "facts of kernel '%s': dtype e4m3 needs head_dim_v equal to head_dim, got "
                 "%d and %d (the compiler builds FP8 kernels of equal head dims only)",
                 f->kernel, f->head_dim, f->head_dim_v);
-  /* FP8's descales are per 128-row block of q rows and 128-key kv block
-     (k): tiles of 128 or 192 (head dim 64) rows by 128 keys, each
-     warpgroup's 64 rows inside one of q's blocks; no clusters */
+  /* FP8's descales are per 128-row block of q rows and per kv block (k):
+     tiles of 128 rows by 128, 160, 192 or 224 keys, or 192 rows (head dim
+     64) by 128 or 160, each warpgroup's 64 rows inside one of q's blocks;
+     no clusters (the compiler's tiles; k's descales per 128 keys need 128:
+     check_descale) */
+  const int fp8_keys_ok = f->block_n % 32 == 0 && f->block_n >= 128 &&
+                          f->block_n <= (f->block_m == 192 ? 160 : 224);
   const int fp8_tile_ok =
-      f->block_n == 128 && (f->block_m == 128 || (f->block_m == 192 && f->head_dim == 64));
+      fp8_keys_ok && (f->block_m == 128 || (f->block_m == 192 && f->head_dim == 64));
   if (f->dtype == FA3RT_E4M3 && (!fp8_tile_ok || f->cluster_m != 1)) {
-    char got[96];
+    char got[160];
     if (!fp8_tile_ok)
-      snprintf(got, sizeof got, "block_m 128 (or 192 at head dim 64) and block_n 128, got %d and %d",
-               f->block_m, f->block_n);
+      snprintf(got, sizeof got, "block_m 128 with block_n 128, 160, 192 or 224, or block_m 192 "
+               "(head dim 64) with block_n 128 or 160, got %d and %d", f->block_m, f->block_n);
     else
       snprintf(got, sizeof got, "cluster_m 1, got %d", f->cluster_m);
     return fail(st, "facts of kernel '%s': dtype e4m3 needs %s (the kernel reads q's descale "
-                "per 128-row block and k's per 128-key kv block, and the compiler builds "
-                "e4m3 kernels only with tiles of 128 keys and no cluster; another tile would "
-                "read descales out of bounds)", f->kernel, got);
+                "per 128-row block and k's per kv block, and the compiler builds e4m3 kernels "
+                "only with those tiles and no cluster; another tile would read descales out "
+                "of bounds)", f->kernel, got);
   }
   return FA3RT_OK;
 }
@@ -1251,6 +1255,15 @@ static fa3rt_status check_descale(const fa3rt_facts *f, const fa3rt_fwd_args *a,
                     "the strides of an absent descale must be 0", d[i].sname[j], (long long)s,
                     d[i].name);
     }
+    /* a kernel of wider kv tiles reads k's descale per kv block of
+       block_n keys: one per 128 keys would be read at the wrong blocks */
+    if (i == 1 && d[i].stride[2] && f->block_n != DESCALE_ROWS && d[i].ext[2] > 1)
+      return fail(FA3RT_ERR_INVALID_ARGUMENT, "k_descale_stride_n is %lld but kernel %s takes "
+                  "kv blocks of %d keys, which k's descales per 128 keys (%lld blocks for Skv "
+                  "%lld) do not line up with: give one k descale per (batch, kv head) "
+                  "(k_descale_stride_n 0), or use a kernel of 128-key tiles (fa3-compile "
+                  "--block-n 128, the default)", (long long)d[i].stride[2], f->kernel,
+                  f->block_n, (long long)d[i].ext[2], (long long)Skv);
     const uint64_t p = d[i].ptr;
     if (!p) continue;
     if (p % 4 || p >= ADDR_END)

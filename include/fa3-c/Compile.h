@@ -25,7 +25,9 @@ extern "C" {
 typedef struct Fa3HopperOptions {
   int64_t blockN;       /* 0: per head dim (128 up to 128; at 192, 112
                            full and 96 causal, 128 with Dv 128; 64 at 256;
-                           the decoding kernel of 64 rows: 64 up to 128) */
+                           the decoding kernel of 64 rows: 64 up to 128;
+                           FP8 128, or FA3's wider 160 .. 224: see
+                           fa3-compile --help) */
   int64_t stages;       /* depth of the K/V ring; 0: per head dim (4 for
                            64 with 128-row tiles, else 2) */
   bool pingpong;        /* consumer warpgroups take turns (true) */

@@ -304,24 +304,26 @@ def _parse(data: bytes) -> Tuple[int, dict, dict]:
                              f"equal to head_dim, got {vals['head_dim']} and "
                              f"{vals['head_dim_v']} (the compiler builds FP8 kernels of equal "
                              f"head dims only)")
-        # the descales are per 128-row block of q rows and 128-key kv
-        # block (k): tiles of 128 or 192 (head dim 64) rows by 128 keys, no
-        # clusters (fa3rt.c refuses the same)
-        tile_ok = vals["block_n"] == 128 and (
-            vals["block_m"] == 128 or (vals["block_m"] == 192 and vals["head_dim"] == 64))
+        # the descales are per 128-row block of q rows and per kv block
+        # (k): tiles of 128 rows by 128, 160, 192 or 224 keys, or 192 rows
+        # (head dim 64) by 128 or 160, no clusters (fa3rt.c refuses the
+        # same; k's descales per 128 keys need 128: the runtime's plan)
+        bm, bn = vals["block_m"], vals["block_n"]
+        keys_ok = bn % 32 == 0 and 128 <= bn <= (160 if bm == 192 else 224)
+        tile_ok = keys_ok and (bm == 128 or (bm == 192 and vals["head_dim"] == 64))
         if not tile_ok:
-            need = (f"block_m 128 (or 192 at head dim 64) and block_n 128, got "
-                    f"{vals['block_m']} and {vals['block_n']}")
+            need = (f"block_m 128 with block_n 128, 160, 192 or 224, or block_m 192 (head dim "
+                    f"64) with block_n 128 or 160, got {bm} and {bn}")
         elif vals.get("cluster_m", 1) != 1:
             need = f"cluster_m 1, got {vals['cluster_m']}"
         else:
             need = None
         if need:
             raise FactsError(f"facts of kernel '{vals['kernel']}': dtype e4m3 needs {need} (the "
-                             f"kernel reads q's descale per 128-row block and k's per 128-key "
-                             f"kv block, and the compiler builds e4m3 kernels only with tiles "
-                             f"of 128 keys and no cluster; another tile would read descales "
-                             f"out of bounds)")
+                             f"kernel reads q's descale per 128-row block and k's per kv "
+                             f"block, and the compiler builds e4m3 kernels only with those "
+                             f"tiles and no cluster; another tile would read descales out of "
+                             f"bounds)")
     return version, {**_DEFAULTS, **vals}, extra
 
 

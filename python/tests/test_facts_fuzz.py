@@ -218,9 +218,10 @@ def crafted():
     for extra in (b"varlen 1\n", b"varlen 0\n", b"split_kv 1\n", b"pack_gqa 1\n",
                   b"split_kv 0\npack_gqa 0\n"):
         yield with_line("grid", "grid tiles", FP8_BASE) + extra
-    # an FP8 kernel's tile, grid and clusters (tiles of 128 keys, no cluster)
+    # an FP8 kernel's tile, grid and clusters (128 rows by 128 to 224 keys,
+    # no cluster)
     for bm, bn in ((128, 128), (64, 128), (128, 64), (192, 128), (128, 160), (128, 176),
-                   (256, 128), (64, 64)):
+                   (128, 192), (128, 224), (128, 256), (192, 160), (256, 128), (64, 64)):
         yield with_line("block_n", f"block_n {bn}",
                         with_line("block_m", f"block_m {bm}", FP8_BASE))
     for grid in (b"grid persistent", b"grid tiles"):
@@ -360,7 +361,9 @@ def test_crafted_files_parse_alike(rt):
     persistent = with_line("grid", "grid persistent", FP8_BASE)
     assert same(c_parse(rt, persistent), py_parse(persistent))
     assert py_parse(persistent)["persistent"]
-    for refused in (with_line("block_n", "block_n 160", FP8_BASE),
+    wide = with_line("block_n", "block_n 224", FP8_BASE)
+    assert same(c_parse(rt, wide), py_parse(wide)) and py_parse(wide)["block_n"] == 224
+    for refused in (with_line("block_n", "block_n 176", FP8_BASE),
                     with_line("block_m", "block_m 192", FP8_BASE),
                     with_line("cluster_m", "cluster_m 2", FP8_BASE),
                     with_line("head_dim_v", "head_dim_v 256", FP8_BASE)):

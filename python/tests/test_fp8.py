@@ -43,9 +43,11 @@ def test_fp8_facts():
     assert F.parse_facts(ok256).head_dim == 256
 
 
-FP8_TILE_WHY = (" (the kernel reads q's descale per 128-row block and k's per 128-key kv "
-                "block, and the compiler builds e4m3 kernels only with tiles of 128 keys and "
-                "no cluster; another tile would read descales out of bounds)")
+FP8_TILE_WHY = (" (the kernel reads q's descale per 128-row block and k's per kv block, and "
+                "the compiler builds e4m3 kernels only with those tiles and no cluster; "
+                "another tile would read descales out of bounds)")
+FP8_TILES = ("block_m 128 with block_n 128, 160, 192 or 224, or block_m 192 (head dim 64) "
+             "with block_n 128 or 160, got ")
 
 
 def test_fp8_facts_tile_grid_and_head_dims():
@@ -61,15 +63,13 @@ def test_fp8_facts_tile_grid_and_head_dims():
             "of equal head dims only)",
         FP8_FACTS.replace("head_dim 128", "head_dim 256"): "head_dim_v equal to head_dim, "
                                                            "got 256 and 128",
-        FP8_FACTS.replace("block_n 128", "block_n 160"):
-            "block_m 128 (or 192 at head dim 64) and block_n 128, got 128 and 160"
-            + FP8_TILE_WHY,
+        FP8_FACTS.replace("block_n 128", "block_n 176"):
+            FP8_TILES + "128 and 176" + FP8_TILE_WHY,
+        FP8_FACTS.replace("block_n 128", "block_n 256"): FP8_TILES + "128 and 256",
         FP8_FACTS.replace("block_m 128", "block_m 64"):
-            "block_m 128 (or 192 at head dim 64) and block_n 128, got 64 and 128"
-            + FP8_TILE_WHY,
+            FP8_TILES + "64 and 128" + FP8_TILE_WHY,
         # 192 rows only at head dim 64 (three warpgroups' registers)
-        FP8_FACTS.replace("block_m 128", "block_m 192"):
-            "block_m 128 (or 192 at head dim 64) and block_n 128, got 192 and 128",
+        FP8_FACTS.replace("block_m 128", "block_m 192"): FP8_TILES + "192 and 128",
         FP8_FACTS + "cluster_m 2\n": "cluster_m 1, got 2" + FP8_TILE_WHY,
         FP8_FACTS.replace("grid tiles", "grid persistent") + "cluster_m 2\n":
             "cluster_m 1, got 2",
@@ -78,7 +78,7 @@ def test_fp8_facts_tile_grid_and_head_dims():
                                                                       "block_n 64"):
             "head_dim_v equal to head_dim",
         FP8_FACTS.replace("block_n 128", "block_n 64") + "cluster_m 2\n":
-            "block_m 128 (or 192 at head dim 64) and block_n 128, got 128 and 64",
+            FP8_TILES + "128 and 64",
     }
     for text, msg in bad.items():
         with pytest.raises(F.FactsError, match="^" + re.escape(who + msg)):
@@ -89,14 +89,20 @@ def test_fp8_facts_tile_grid_and_head_dims():
            .replace("head_dim_v 128", "head_dim_v 64")
            .replace("block_m 128", "block_m 192"))
     assert F.parse_facts(d64).block_m == 192
+    # FA3's wider kv tiles: 160, 192 or 224 keys with 128 rows, 160 with 192
+    for bn in (160, 192, 224):
+        assert F.parse_facts(FP8_FACTS.replace("block_n 128", f"block_n {bn}")).block_n == bn
+    assert F.parse_facts(d64.replace("block_n 128", "block_n 160")).block_n == 160
+    with pytest.raises(F.FactsError, match=re.escape(FP8_TILES + "192 and 192")):
+        F.parse_facts(d64.replace("block_n 128", "block_n 192"))
 
 
 def test_fp8_facts_tile_grid_and_head_dims_alike(rt):
     """libfa3rt refuses the same facts with the same message."""
     cases = [
         (FP8_FACTS.replace("head_dim_v 128", "head_dim_v 256"), "head_dim_v equal to head_dim"),
-        (FP8_FACTS.replace("block_n 128", "block_n 160"), "and block_n 128, got 128 and 160"),
-        (FP8_FACTS.replace("block_m 128", "block_m 192"), "and block_n 128, got 192 and 128"),
+        (FP8_FACTS.replace("block_n 128", "block_n 176"), "or 160, got 128 and 176"),
+        (FP8_FACTS.replace("block_m 128", "block_m 192"), "or 160, got 192 and 128"),
         (FP8_FACTS + "cluster_m 2\n", "cluster_m 1, got 2"),
     ]
     for text, msg in cases:

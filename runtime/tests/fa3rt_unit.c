@@ -1658,18 +1658,27 @@ static void test_fp8_facts(void) {
   /* tiles of 128 keys and 128 (or, head dim 64, 192) rows, no cluster: the
      descales' blocks */
 #define FP8_WHY                                                                          \
-  " (the kernel reads q's descale per 128-row block and k's per 128-key kv block, and " \
-  "the compiler builds e4m3 kernels only with tiles of 128 keys and no cluster; another " \
-  "tile would read descales out of bounds)"
-  FP8_ERR("block_n", "block_n 160",
-          "facts of kernel 'fa3_fwd_d128_e4m3_kernel': dtype e4m3 needs block_m 128 (or 192 at "
-          "head dim 64) and block_n 128, got 128 and 160" FP8_WHY);
+  " (the kernel reads q's descale per 128-row block and k's per kv block, and the " \
+  "compiler builds e4m3 kernels only with those tiles and no cluster; another tile would " \
+  "read descales out of bounds)"
+#define FP8_TILES                                                                          \
+  "dtype e4m3 needs block_m 128 with block_n 128, 160, 192 or 224, or block_m 192 (head " \
+  "dim 64) with block_n 128 or 160, got "
+  FP8_ERR("block_n", "block_n 144",
+          "facts of kernel 'fa3_fwd_d128_e4m3_kernel': " FP8_TILES "128 and 144" FP8_WHY);
   FP8_ERR("block_m", "block_m 64",
-          "facts of kernel 'fa3_fwd_d128_e4m3_kernel': dtype e4m3 needs block_m 128 (or 192 at "
-          "head dim 64) and block_n 128, got 64 and 128" FP8_WHY);
+          "facts of kernel 'fa3_fwd_d128_e4m3_kernel': " FP8_TILES "64 and 128" FP8_WHY);
   /* 192 rows only at head dim 64 (three consumer warpgroups' registers) */
-  FP8_ERR("block_m", "block_m 192", "and block_n 128, got 192 and 128");
-  FP8_ERR("block_n", "block_n 64", "and block_n 128, got 128 and 64");
+  FP8_ERR("block_m", "block_m 192", FP8_TILES "192 and 128");
+  FP8_ERR("block_n", "block_n 64", FP8_TILES "128 and 64");
+  FP8_ERR("block_n", "block_n 256", FP8_TILES "128 and 256");
+  /* the wider tiles (FA3's 224 keys at head dim 128, 160 at 64) */
+  for (int bn = 160; bn <= 224; bn += 32) {
+    char line[32];
+    snprintf(line, sizeof line, "block_n %d", bn);
+    t = text_with(kFp8Facts, "block_n", line);
+    EXPECT(fa3rt_facts_parse(t, strlen(t), &f) == FA3RT_OK && f.block_n == bn);
+  }
   FP8_ERR("grid", "grid tiles\ncluster_m 2",
           "facts of kernel 'fa3_fwd_d128_e4m3_kernel': dtype e4m3 needs cluster_m 1, got 2"
           FP8_WHY);
@@ -1685,12 +1694,19 @@ static void test_fp8_facts(void) {
   strcpy(buf, text_with(kFp8Facts, "block_n", "block_n 64"));
   t = text_with(buf, "grid", "grid persistent\ncluster_m 2");
   EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS,
-                "and block_n 128, got 128 and 64"));
+                FP8_TILES "128 and 64"));
   /* head dim 64 takes 192 rows (three consumer warpgroups) */
   strcpy(buf, text_with(kFp8Facts, "head_dim", "head_dim 64"));
   strcpy(buf, text_with(buf, "head_dim_v", "head_dim_v 64"));
   t = text_with(buf, "block_m", "block_m 192");
   EXPECT(fa3rt_facts_parse(t, strlen(t), &f) == FA3RT_OK && f.block_m == 192 && f.head_dim == 64);
+  /* with 160 keys (FA3's 192 x 160), not more */
+  strcpy(buf, t);
+  t = text_with(buf, "block_n", "block_n 160");
+  EXPECT(fa3rt_facts_parse(t, strlen(t), &f) == FA3RT_OK && f.block_n == 160);
+  t = text_with(buf, "block_n", "block_n 192");
+  EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS, FP8_TILES "192 and 192"));
+#undef FP8_TILES
 #undef FP8_WHY
 #undef FP8_ERR
   /* the backward: its own params, dtype e4m3 */
@@ -1715,16 +1731,17 @@ static void test_fp8_facts(void) {
   g = f;
   g.block_n = 176;
   EXPECT(err_is(fa3rt_fwd_plan(&g, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
-                "dtype e4m3 needs block_m 128 (or 192 at head dim 64) and block_n 128, got 128 "
-                "and 176 (the kernel reads q's descale per 128-row block"));
+                "dtype e4m3 needs block_m 128 with block_n 128, 160, 192 or 224, or block_m 192 "
+                "(head dim 64) with block_n 128 or 160, got 128 and 176 (the kernel reads q's "
+                "descale per 128-row block"));
   g = f;
   g.block_m = 64;
   EXPECT(err_is(fa3rt_fwd_plan(&g, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
-                "and block_n 128, got 64 and 128"));
+                "with block_n 128 or 160, got 64 and 128"));
   g = f;
   g.block_m = 192; /* at head dim 128: three warpgroups' registers are too few */
   EXPECT(err_is(fa3rt_fwd_plan(&g, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
-                "and block_n 128, got 192 and 128"));
+                "with block_n 128 or 160, got 192 and 128"));
   g = f;
   g.cluster_m = 2;
   EXPECT(err_is(fa3rt_fwd_plan(&g, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
@@ -1807,6 +1824,26 @@ static void test_fp8_plan(void) {
   a.k_descale_stride_b = 2;
   a.k_descale_stride_h = 1;
   EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK);
+  /* a kernel of 224-key tiles: k's descales per (batch, kv head), not per
+     128 keys, which its kv blocks do not line up with (but where there is
+     one such block) */
+  {
+    fa3rt_facts w = f;
+    w.block_n = 224;
+    EXPECT(fa3rt_fwd_plan(&w, &a, &L) == FA3RT_OK && L.kv_box_rows == 224);
+    a = fp8_args();
+    EXPECT(err_is(fa3rt_fwd_plan(&w, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                  "k_descale_stride_n is 1 but kernel fa3_fwd_d128_e4m3_kernel takes kv blocks "
+                  "of 224 keys, which k's descales per 128 keys (6 blocks for Skv 700) do not "
+                  "line up with: give one k descale per (batch, kv head) (k_descale_stride_n "
+                  "0), or use a kernel of 128-key tiles (fa3-compile --block-n 128, the "
+                  "default)"));
+    a.k.shape[2] = a.v.shape[2] = 128;
+    EXPECT(fa3rt_fwd_plan(&w, &a, &L) == FA3RT_OK);
+    a.k.shape[2] = a.v.shape[2] = 129;
+    EXPECT(err_is(fa3rt_fwd_plan(&w, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                  "(2 blocks for Skv 129)"));
+  }
   /* the largest strides: the last element read at index 2^31-1 */
   a = fp8_args();
   a.q_descale_stride_b = INT32_MAX - 7 * 8 - 7; /* (B-1) sB + (Hq-1) 8 + (8-1) 1 */

@@ -69,7 +69,16 @@ constexpr int64_t kTransposeFirstWarp = 1;
 /// arithmetic (ncu source counters; bench/NOTES.md, FP8). Head dim 128
 /// keeps 64 (3 units of 4 groups against 2 of 8); at 64 a 128-key unit
 /// would leave a warp idle (2 units) and measured 0.97-1.02x.
+/// FP8: the transposed V's boxes of 128 keys (128-byte swizzle rows).
+int64_t vtKeyBoxes(const KernelConfig &cfg) {
+  return (cfg.blockN + kSwizzleBytes - 1) / kSwizzleBytes;
+}
+/// A tile of 160 or 224 keys (FP8's wider tiles) takes 32-key units: the
+/// largest power of two that divides it, so that no unit straddles the
+/// transposed V's two boxes of 128 keys.
 int64_t transposeUnitKeys(const KernelConfig &cfg) {
+  if (cfg.blockN % 64 != 0)
+    return cfg.blockN & -cfg.blockN;
   auto units = [&](int64_t keys) {
     return cfg.blockN / keys * (cfg.oCols() / kTransposeUnitCols);
   };
@@ -93,10 +102,17 @@ int64_t transposeUnitKeys(const KernelConfig &cfg) {
 /// 128 of a consumer's registers, and with 232 (producer 40) ptxas
 /// serialised the consumers' wgmmas for want of registers; with 240 it
 /// does not (some spill stores remain, 48-56 bytes against 52-80), and
-/// the kernels ran 1.04-1.08x faster (bench/NOTES.md, FP8).
+/// the kernels ran 1.04-1.08x faster (bench/NOTES.md, FP8). FP8's tiles
+/// of more than 128 keys take FA3's split, 24 beside two consumer
+/// warpgroups (240 each) and 32 beside three (160): S and P grow with
+/// the keys, and with 48 ptxas serialised the consumers' wgmmas at head
+/// dim 64 and 128; their transposer's 32-key units spill 4-8 bytes (ptxas
+/// -v, bench/NOTES.md, FP8).
 int64_t producerRegs(const KernelConfig &cfg) {
   if (!cfg.isFp8())
     return 24;
+  if (cfg.blockN > 128)
+    return cfg.consumers() == 2 ? 24 : 32;
   if (cfg.oCols() == 128 && !cfg.longestFirst)
     return 32;
   return cfg.tileDv() <= 128 ? 48 : 24;
@@ -753,9 +769,10 @@ SmemLayout fa3::hopper::computeSmemLayout(const KernelConfig &cfg) {
   l.kBytes = cfg.blockN * cfg.tileD() * eb;
   l.vBytes = cfg.blockN * cfg.tileDv() * eb;
   l.oBytes = cfg.tmaStore ? cfg.blockM * cfg.oCols() * cfg.outBytes() : 0;
-  // FP8's transposed V: Dv rows of block_n bytes (a 128-byte swizzle row
-  // at block_n 128), one per stage
-  l.vtBytes = cfg.isFp8() ? cfg.oCols() * cfg.blockN : 0;
+  // FP8's transposed V: Dv rows of block_n bytes in boxes of 128 keys (a
+  // 128-byte swizzle row each; the second of a 160- or 224-key tile partly
+  // used), one per stage
+  l.vtBytes = cfg.isFp8() ? cfg.oCols() * vtKeyBoxes(cfg) * kSwizzleBytes : 0;
   const int64_t nq = cfg.qBuffers;
   if (cfg.persistent)
     l.tileSlotBytes = cfg.varlen ? 32 : 16;
@@ -824,11 +841,15 @@ std::string fa3::hopper::checkSupported(const KernelConfig &cfg) {
        << " in FP8 (the e4m3 kernel takes head dim 64, 128 or 256, value head "
           "dim equal)";
   else if (cfg.isFp8() && ((cfg.blockM != 128 && cfg.blockM != 192) ||
-                           cfg.blockN != 128))
+                           cfg.blockN % 32 != 0 || cfg.blockN < 128 ||
+                           cfg.blockN > (cfg.blockM == 192 ? 160 : 224)))
     os << "tiles " << cfg.blockM << "x" << cfg.blockN
-       << " in FP8 (the e4m3 kernel uses 128 or 192 rows by 128 keys: a "
-          "warpgroup's rows lie in one of the q descales' 128-row blocks, "
-          "and the transposed V is one 128-byte swizzle row wide)";
+       << " in FP8 (the e4m3 kernel uses 128 rows by 128, 160, 192 or 224 "
+          "keys, or 192 rows by 128 or 160: a warpgroup's rows lie in one "
+          "of the q descales' 128-row blocks, a key tile in at most two of "
+          "the transposed V's 128-key boxes, P's k-steps are 32 keys, and "
+          "three consumer warpgroups' 160 registers hold S and P of 160 "
+          "keys at most)";
   else if (cfg.isFp8() && cfg.lazyRescale && cfg.rescaleThreshold > 8.0)
     os << "rescale threshold " << llvm::format("%g", cfg.rescaleThreshold)
        << " in FP8 (with lazy rescaling P reaches 2^threshold, and e4m3 "
@@ -1328,8 +1349,12 @@ void KernelBuilder::consumers(Value tid, Value cta) {
                              static_cast<uint64_t>(cfg.blockN * kSwizzleBytes),
                              et);
   };
+  // (FP8 with more than 128 keys: the transposed V's second box of keys)
+  IntegerAttr pvBoxBytes;
+  if (cfg.isFp8() && vtKeyBoxes(cfg) > 1)
+    pvBoxBytes = b.getI64IntegerAttr(cfg.oCols() * kSwizzleBytes);
   auto issuePV = [&](Value pa, Value descV, Value oacc) -> Value {
-    return WgmmaRSOp::create(b, loc, pa, descV, oacc);
+    return WgmmaRSOp::create(b, loc, pa, descV, oacc, pvBoxBytes);
   };
   auto wgmmaWait = [&](int pending, Value frag) -> Value {
     return WgmmaWaitOp::create(b, loc, static_cast<uint64_t>(pending),

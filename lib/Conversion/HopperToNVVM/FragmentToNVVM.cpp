@@ -293,8 +293,8 @@ std::string rsWgmmaPtx(int64_t n, StringRef et, std::string &constraints) {
 
 /// k-step kk of A B reads A's registers 4 kk .. 4 kk + 3 (its n8 blocks
 /// 2 kk and 2 kk + 1) and B's rows 16 kk ..: 16 rows of 128 bytes further.
-/// FP8: A's n8 blocks 4 kk .. 4 kk + 3, and B (K-major) 32 bytes further
-/// along its rows.
+/// FP8: A's n8 blocks 4 kk .. 4 kk + 3, and B (K-major) byte 32 kk of its
+/// rows: box 32 kk / 128 (b_box_bytes apart), byte 32 kk % 128 of it.
 struct WgmmaRSLowering : OpConversionPattern<WgmmaRSOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -312,8 +312,12 @@ struct WgmmaRSLowering : OpConversionPattern<WgmmaRSOp> {
     Type at = op.getA().getType().getElementType();
     const bool kMajorB = isa<Float8E4M3FNType>(at);
     const int64_t kStep = kStepOf(at);
+    const int64_t boxBytes = static_cast<int64_t>(op.getBBoxBytes().value_or(0));
     for (int64_t kk = 0; kk < op.getA().getType().getColumns() / kStep; ++kk) {
-      int64_t off = kMajorB ? kk * kKStepBytes : kk * kStep * kSwizzleBytes;
+      const int64_t kByte = kk * kKStepBytes;
+      int64_t off = kMajorB ? (kByte / kSwizzleBytes) * boxBytes +
+                                  kByte % kSwizzleBytes
+                            : kk * kStep * kSwizzleBytes;
       Value db = adaptor.getDescB();
       if (off) {
         Value units = i64Const(rewriter, loc, off >> 4);

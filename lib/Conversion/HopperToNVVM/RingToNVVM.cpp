@@ -342,7 +342,8 @@ Value prmt(OpBuilder &b, Location loc, Value a, Value c, Value sel) {
 /// load's key row is 2048 bytes further per group, and a store's swizzled
 /// unit G ^ (column % 8) is the unit's first group's XOR the group's offset
 /// in it (G = G0 + g, G0 a multiple of the unit's groups and g below it:
-/// no carry).
+/// no carry). Keys from 128 on (rows > 128) are stored in the second box
+/// of 128-byte rows, G0's box G0 / 8 and its unit G0 % 8 there.
 struct TransposeStageLowering : OpConversionPattern<TransposeStageOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -436,10 +437,17 @@ struct TransposeStageLowering : OpConversionPattern<TransposeStageOp> {
     Value cu = orv(shl(andc(colBlk, 3), 1), chunk);
     Value srcIn = shl(xorv(cu, rho), 4);
     Value srcBase = add(add(srcBox, keyRow), srcIn);
-    // destination: the column's row, its group's swizzled 16-byte unit
+    // destination: the column's row (in the unit's box of 128 keys, cols
+    // rows of 128 bytes each, where rows exceeds one), its group's
+    // swizzled 16-byte unit
     Value col = add(shl(colBlk, 5), colLane);
     Value dstRow = add(dstOff, mul(col, kSwizzleBytes));
-    Value dstBase = add(dstRow, shl(xorv(g0, colSwz), 4));
+    Value g0InBox = g0;
+    if (rows > kSwizzleBytes) {
+      dstRow = add(dstRow, mul(shr(g0, 3), cols * kSwizzleBytes));
+      g0InBox = andc(g0, 7);
+    }
+    Value dstBase = add(dstRow, shl(xorv(g0InBox, colSwz), 4));
     auto shape = NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8);
     Type four = LLVM::LLVMStructType::getLiteral(ctx, {i32, i32, i32, i32});
     for (int64_t gi = 0; gi < groupsPerUnit; ++gi) {

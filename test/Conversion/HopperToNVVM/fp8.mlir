@@ -46,6 +46,30 @@ func.func @rs(%p: !hopper.frag<64x64xf8E4M3FN>, %d: i64, %o: !hopper.frag<64x16x
 
 // -----
 
+// K = 224 (FA3's 224-key tile): k-steps 0 .. 3 step 32 bytes along B's
+// first box, 4 .. 6 along its second, b_box_bytes (16384 = 1024 units) on.
+// CHECK-LABEL: func.func @rs_two_boxes(
+// CHECK-SAME: %[[D:[^:]*]]: i64
+// CHECK: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3{{.*}} %[[D]],
+// CHECK: arith.constant 2 : i64
+// CHECK: arith.constant 4 : i64
+// CHECK: arith.constant 6 : i64
+// CHECK: %[[B1:.*]] = arith.constant 1024 : i64
+// CHECK-NEXT: %[[D4:.*]] = arith.addi %[[D]], %[[B1]] : i64
+// CHECK: m64n128k32{{.*}} %[[D4]],
+// CHECK: arith.constant 1026 : i64
+// CHECK: %[[B3:.*]] = arith.constant 1028 : i64
+// CHECK-NEXT: %[[D6:.*]] = arith.addi %[[D]], %[[B3]] : i64
+// CHECK: m64n128k32{{.*}} %[[D6]],
+// CHECK-NOT: m64n128k32
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+func.func @rs_two_boxes(%p: !hopper.frag<64x224xf8E4M3FN>, %d: i64, %o: !hopper.frag<64x128xf32>) -> !hopper.frag<64x128xf32> {
+  %o1 = hopper.wgmma.rs %p, %d, %o b_box_bytes 16384 : !hopper.frag<64x224xf8E4M3FN>, !hopper.frag<64x128xf32>
+  return %o1 : !hopper.frag<64x128xf32>
+}
+
+// -----
+
 // Columns 0 .. 255 in boxes of 128 (8192 and 2048 bytes apart): k-step 4
 // starts A's second box (+512 units) and B's (+128).
 // CHECK-LABEL: func.func @ss(
@@ -191,6 +215,48 @@ func.func @transpose_one_group(%smem: !llvm.ptr<3>, %u: i32, %w: i32) {
   %v = hopper.ring.create %smem : !v
   %vt = hopper.ring.create %smem : !vt
   hopper.transpose_stage %v[%u] to %vt worker %w of 3 rows 128 cols 128 unit_keys 16 : !v, !vt
+  return
+}
+
+// -----
+
+// 224 keys in units of 32 (two groups): 7 x 4 units, W, W + 3, ... < 28.
+// A unit's first group G0 = 2 (unit % 7) lies in box G0 / 8 of the
+// transposed V (128 rows of 128 bytes: 16384 bytes each), at 16-byte unit
+// G0 % 8 there; the source's key rows are G0 x 2048 bytes on whatever the
+// box.
+!v = !hopper.ring<stages = 2, stage_bytes = 28672, data = 32768, full = 229376, empty = 229392, arrivals = 96, cluster = 1>
+!vt = !hopper.ring<stages = 2, stage_bytes = 32768, data = 98304, full = 229408, empty = 229424, arrivals = 256, cluster = 1>
+// CHECK-LABEL: func.func @transpose_two_boxes(
+// CHECK: scf.for %[[UN:.*]] = %{{.*}} to %c28_i32{{[_0-9]*}} step %c3_i32{{[_0-9]*}} : i32 {
+// CHECK: %[[CB:.*]] = arith.divui %[[UN]], %c7_i32{{[_0-9]*}} : i32
+// CHECK: %[[G:.*]] = arith.remui %[[UN]], %c7_i32{{[_0-9]*}} : i32
+// CHECK: %[[G0:.*]] = arith.muli %[[G]], %c2_i32{{[_0-9]*}} : i32
+// CHECK: arith.shli %[[G0]], %c11_i32{{[_0-9]*}} : i32
+// CHECK: %[[ROW:.*]] = arith.muli %{{.*}}, %c128_i32{{[_0-9]*}} : i32
+// CHECK: %[[ROWS:.*]] = arith.addi %{{.*}}, %[[ROW]] : i32
+// CHECK: %[[BOX:.*]] = arith.shrui %[[G0]], %c3_i32{{[_0-9]*}} : i32
+// CHECK: %[[BOXOFF:.*]] = arith.muli %[[BOX]], %c16384_i32{{[_0-9]*}} : i32
+// CHECK: %[[ROWB:.*]] = arith.addi %[[ROWS]], %[[BOXOFF]] : i32
+// CHECK: %[[GIN:.*]] = arith.andi %[[G0]], %c7_i32{{[_0-9]*}} : i32
+// CHECK: %[[X:.*]] = arith.xori %[[GIN]], %{{.*}} : i32
+// CHECK: %[[XS:.*]] = arith.shli %[[X]], %c4_i32{{[_0-9]*}} : i32
+// CHECK: arith.addi %[[ROWB]], %[[XS]] : i32
+// CHECK: nvvm.ldmatrix
+// CHECK: nvvm.stmatrix
+// CHECK: arith.constant 2048 : i32
+// CHECK: nvvm.ldmatrix
+// CHECK: arith.constant 16 : i32
+// CHECK-NEXT: arith.xori
+// CHECK: nvvm.stmatrix
+// CHECK-NOT: nvvm.stmatrix
+// CHECK-NOT: nvvm.ldmatrix
+// CHECK: {{^ +}}}{{$}}
+// CHECK-NEXT: nvvm.fence.proxy
+func.func @transpose_two_boxes(%smem: !llvm.ptr<3>, %u: i32, %w: i32) {
+  %v = hopper.ring.create %smem : !v
+  %vt = hopper.ring.create %smem : !vt
+  hopper.transpose_stage %v[%u] to %vt worker %w of 3 rows 224 cols 128 unit_keys 32 : !v, !vt
   return
 }
 

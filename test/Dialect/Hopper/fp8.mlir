@@ -1,6 +1,7 @@
 // FP8's hopper ops print and parse back: 8-bit fragments (k-steps of 32
 // columns), wgmma on e4m3 operands, the f32 -> e4m3 rounding of P, and V
-// transposed from one ring's stage into another's; the verifiers refuse
+// transposed from one ring's stage into another's (in two boxes of keys for
+// tiles of more than 128); the verifiers refuse
 // what FP8 wgmma and the transposer cannot take.
 // RUN: fa3-opt %s --split-input-file --verify-diagnostics | FileCheck %s
 
@@ -13,6 +14,10 @@
 // CHECK: hopper.wgmma.rs %[[P]], %{{.*}}, %{{.*}} : !hopper.frag<64x128xf8E4M3FN>, !hopper.frag<64x128xf32>
 // CHECK: hopper.transpose_stage %{{.*}}[%{{.*}}] to %{{.*}} worker %{{.*}} of 3 rows 128 cols 128 : !hopper.ring<{{.*}}>, !hopper.ring<{{.*}}>
 // CHECK: hopper.transpose_stage %{{.*}}[%{{.*}}] to %{{.*}} worker %{{.*}} of 3 rows 128 cols 128 unit_keys 128 : !hopper.ring<{{.*}}>, !hopper.ring<{{.*}}>
+// CHECK-LABEL: func.func @wide_step
+// CHECK: hopper.wgmma.ss %{{.*}}, %{{.*}} k 128 boxes 16384, 28672 : f8E4M3FN -> !hopper.frag<64x224xf32>
+// CHECK: hopper.wgmma.rs %{{.*}}, %{{.*}}, %{{.*}} b_box_bytes 16384 : !hopper.frag<64x224xf8E4M3FN>, !hopper.frag<64x128xf32>
+// CHECK: hopper.transpose_stage %{{.*}}[%{{.*}}] to %{{.*}} worker %{{.*}} of 3 rows 224 cols 128 unit_keys 32 : !hopper.ring<{{.*}}>, !hopper.ring<{{.*}}>
 func.func @fp8_step(%dq: i64, %dk: i64, %dv: i64, %o: !hopper.frag<64x128xf32>,
                     %smem: !llvm.ptr<3>, %u: i32, %w: i32) -> !hopper.frag<64x128xf32> {
   %s = hopper.wgmma.ss %dq, %dk k 128 boxes 16384, 16384 : f8E4M3FN -> !hopper.frag<64x128xf32>
@@ -22,6 +27,21 @@ func.func @fp8_step(%dq: i64, %dk: i64, %dv: i64, %o: !hopper.frag<64x128xf32>,
   %vt = hopper.ring.create %smem : !vt
   hopper.transpose_stage %v[%u] to %vt worker %w of 3 rows 128 cols 128 : !v, !vt
   hopper.transpose_stage %v[%u] to %vt worker %w of 3 rows 128 cols 128 unit_keys 128 : !v, !vt
+  return %o1 : !hopper.frag<64x128xf32>
+}
+
+// FA3's 224-key tile at head dim 128: the transposed V in two boxes of 128
+// keys (the second 96 used), 16384 bytes apart
+!v224 = !hopper.ring<stages = 2, stage_bytes = 28672, data = 32768, full = 229376, empty = 229392, arrivals = 96, cluster = 1>
+!vt224 = !hopper.ring<stages = 2, stage_bytes = 32768, data = 98304, full = 229408, empty = 229424, arrivals = 256, cluster = 1>
+func.func @wide_step(%dq: i64, %dk: i64, %dv: i64, %o: !hopper.frag<64x128xf32>,
+                     %smem: !llvm.ptr<3>, %u: i32, %w: i32) -> !hopper.frag<64x128xf32> {
+  %s = hopper.wgmma.ss %dq, %dk k 128 boxes 16384, 28672 : f8E4M3FN -> !hopper.frag<64x224xf32>
+  %p = hopper.trunc %s : !hopper.frag<64x224xf32> to !hopper.frag<64x224xf8E4M3FN>
+  %o1 = hopper.wgmma.rs %p, %dv, %o b_box_bytes 16384 : !hopper.frag<64x224xf8E4M3FN>, !hopper.frag<64x128xf32>
+  %v = hopper.ring.create %smem : !v224
+  %vt = hopper.ring.create %smem : !vt224
+  hopper.transpose_stage %v[%u] to %vt worker %w of 3 rows 224 cols 128 unit_keys 32 : !v224, !vt224
   return %o1 : !hopper.frag<64x128xf32>
 }
 
@@ -62,8 +82,8 @@ func.func @trunc_to_e5m2(%s: !hopper.frag<64x64xf32>) {
 func.func @transpose_rows(%smem: !llvm.ptr<3>, %u: i32, %w: i32) {
   %v = hopper.ring.create %smem : !v
   %vt = hopper.ring.create %smem : !vt
-  // expected-error @below {{rows must be 128 (a transposed row is one 128-byte swizzle row), got 64}}
-  hopper.transpose_stage %v[%u] to %vt worker %w of 3 rows 64 cols 128 : !v, !vt
+  // expected-error @below {{rows must be a multiple of 16 up to 256 (groups of 16 keys; a transposed row is one or two 128-byte swizzle boxes), got 72}}
+  hopper.transpose_stage %v[%u] to %vt worker %w of 3 rows 72 cols 128 : !v, !vt
   return
 }
 
@@ -86,7 +106,7 @@ func.func @transpose_cols(%smem: !llvm.ptr<3>, %u: i32, %w: i32) {
 func.func @transpose_unit(%smem: !llvm.ptr<3>, %u: i32, %w: i32) {
   %v = hopper.ring.create %smem : !v
   %vt = hopper.ring.create %smem : !vt
-  // expected-error @below {{unit_keys must be a power of two from 16 to rows (128), got 96}}
+  // expected-error @below {{unit_keys must be a power of two from 16 to 128 that divides rows (128), got 96}}
   hopper.transpose_stage %v[%u] to %vt worker %w of 3 rows 128 cols 128 unit_keys 96 : !v, !vt
   return
 }
@@ -98,8 +118,34 @@ func.func @transpose_unit(%smem: !llvm.ptr<3>, %u: i32, %w: i32) {
 func.func @transpose_unit_rows(%smem: !llvm.ptr<3>, %u: i32, %w: i32) {
   %v = hopper.ring.create %smem : !v
   %vt = hopper.ring.create %smem : !vt
-  // expected-error @below {{unit_keys must be a power of two from 16 to rows (128), got 256}}
+  // expected-error @below {{unit_keys must be a power of two from 16 to 128 that divides rows (128), got 256}}
   hopper.transpose_stage %v[%u] to %vt worker %w of 3 rows 128 cols 128 unit_keys 256 : !v, !vt
+  return
+}
+
+// -----
+
+// (a unit of 64 keys would straddle the 224-key tile's two boxes)
+!v = !hopper.ring<stages = 2, stage_bytes = 28672, data = 32768, full = 229376, empty = 229392, arrivals = 96, cluster = 1>
+!vt = !hopper.ring<stages = 2, stage_bytes = 32768, data = 98304, full = 229408, empty = 229424, arrivals = 256, cluster = 1>
+func.func @transpose_unit_straddles(%smem: !llvm.ptr<3>, %u: i32, %w: i32) {
+  %v = hopper.ring.create %smem : !v
+  %vt = hopper.ring.create %smem : !vt
+  // expected-error @below {{unit_keys must be a power of two from 16 to 128 that divides rows (224), got 64}}
+  hopper.transpose_stage %v[%u] to %vt worker %w of 3 rows 224 cols 128 unit_keys 64 : !v, !vt
+  return
+}
+
+// -----
+
+// (the destination holds whole boxes of 128 keys: 2 x 128 x 128 bytes)
+!v = !hopper.ring<stages = 2, stage_bytes = 28672, data = 32768, full = 229376, empty = 229392, arrivals = 96, cluster = 1>
+!vt = !hopper.ring<stages = 2, stage_bytes = 28672, data = 98304, full = 229408, empty = 229424, arrivals = 256, cluster = 1>
+func.func @transpose_wide_fit(%smem: !llvm.ptr<3>, %u: i32, %w: i32) {
+  %v = hopper.ring.create %smem : !v
+  %vt = hopper.ring.create %smem : !vt
+  // expected-error @below {{a 224x128 tile does not fit the rings' stages (28672 and 28672 bytes)}}
+  hopper.transpose_stage %v[%u] to %vt worker %w of 3 rows 224 cols 128 unit_keys 32 : !v, !vt
   return
 }
 
@@ -130,8 +176,32 @@ func.func @transpose_stages(%smem: !llvm.ptr<3>, %u: i32, %w: i32) {
 // -----
 
 func.func @rs_k256(%p: !hopper.frag<64x256xf8E4M3FN>, %d: i64, %o: !hopper.frag<64x64xf32>) {
-  // expected-error @below {{an 8-bit A takes K up to 128 (B's K-major rows are one 128-byte swizzle row), got 256}}
+  // expected-error @below {{an 8-bit A with K 256 needs b_box_bytes (B's K-major rows are 128-byte boxes; K spans more than one)}}
   %o1 = hopper.wgmma.rs %p, %d, %o : !hopper.frag<64x256xf8E4M3FN>, !hopper.frag<64x64xf32>
+  return
+}
+
+// -----
+
+func.func @rs_box_small(%p: !hopper.frag<64x224xf8E4M3FN>, %d: i64, %o: !hopper.frag<64x128xf32>) {
+  // expected-error @below {{b_box_bytes must be a multiple of 1024 (a swizzle atom) of at least N rows of 128 bytes (16384), got 8192}}
+  %o1 = hopper.wgmma.rs %p, %d, %o b_box_bytes 8192 : !hopper.frag<64x224xf8E4M3FN>, !hopper.frag<64x128xf32>
+  return
+}
+
+// -----
+
+func.func @rs_box_unaligned(%p: !hopper.frag<64x224xf8E4M3FN>, %d: i64, %o: !hopper.frag<64x128xf32>) {
+  // expected-error @below {{b_box_bytes must be a multiple of 1024 (a swizzle atom) of at least N rows of 128 bytes (16384), got 16400}}
+  %o1 = hopper.wgmma.rs %p, %d, %o b_box_bytes 16400 : !hopper.frag<64x224xf8E4M3FN>, !hopper.frag<64x128xf32>
+  return
+}
+
+// -----
+
+func.func @rs_box_16bit(%p: !hopper.frag<64x64xbf16>, %d: i64, %o: !hopper.frag<64x128xf32>) {
+  // expected-error @below {{b_box_bytes is an 8-bit A's (a 16-bit A's B is N-major: its k-steps advance along the rows)}}
+  %o1 = hopper.wgmma.rs %p, %d, %o b_box_bytes 16384 : !hopper.frag<64x64xbf16>, !hopper.frag<64x128xf32>
   return
 }
 

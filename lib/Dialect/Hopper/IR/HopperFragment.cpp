@@ -129,12 +129,24 @@ LogicalResult WgmmaRSOp::verify() {
            << a;
   if (failed(verifyF32Tile(*this, c, "the accumulator")))
     return failure();
-  // An 8-bit A's K-major B is one 128-byte swizzle row of K (the k-steps
-  // advance along it; a second box is not addressed).
-  if (isFp8(a.getElementType()) && a.getColumns() > kSwizzleBytes)
-    return emitOpError("an 8-bit A takes K up to ")
-           << kSwizzleBytes << " (B's K-major rows are one 128-byte swizzle "
-           << "row), got " << a.getColumns();
+  // An 8-bit A's K-major B: 128-byte swizzle rows of K, in boxes of N
+  // rows, b_box_bytes apart where K spans more than one; each box starts
+  // on a 1024-byte swizzle atom and holds its N rows.
+  const bool fp8 = isFp8(a.getElementType());
+  std::optional<uint64_t> box = getBBoxBytes();
+  if (box && !fp8)
+    return emitOpError("b_box_bytes is an 8-bit A's (a 16-bit A's B is "
+                       "N-major: its k-steps advance along the rows)");
+  if (fp8 && a.getColumns() > kSwizzleBytes && !box)
+    return emitOpError("an 8-bit A with K ")
+           << a.getColumns()
+           << " needs b_box_bytes (B's K-major rows are 128-byte boxes; K "
+              "spans more than one)";
+  if (box && (*box % 1024 != 0 ||
+              *box < static_cast<uint64_t>(c.getColumns()) * kSwizzleBytes))
+    return emitOpError("b_box_bytes must be a multiple of 1024 (a swizzle "
+                       "atom) of at least N rows of 128 bytes (")
+           << c.getColumns() * kSwizzleBytes << "), got " << *box;
   // wgmma's N is 8..256 in steps of 8 (f32 accumulate, 16-bit inputs).
   if (c.getColumns() % 8 != 0)
     return emitOpError("N must be a multiple of 8, got ") << c.getColumns();

@@ -182,10 +182,11 @@ LogicalResult LoadPagedTileOp::verify() {
 
 LogicalResult TransposeStageOp::verify() {
   RingType src = getSrc().getType(), dst = getDst().getType();
-  if (getRows() != kSwizzleBytes)
-    return emitOpError("rows must be ")
-           << kSwizzleBytes
-           << " (a transposed row is one 128-byte swizzle row), got "
+  if (getRows() % 16 != 0 || getRows() > 2 * kSwizzleBytes)
+    return emitOpError("rows must be a multiple of 16 up to ")
+           << 2 * kSwizzleBytes
+           << " (groups of 16 keys; a transposed row is one or two 128-byte "
+              "swizzle boxes), got "
            << getRows();
   if (getCols() % kTransposeUnitCols != 0)
     return emitOpError("cols must be a multiple of ")
@@ -193,15 +194,21 @@ LogicalResult TransposeStageOp::verify() {
            << getCols();
   // A unit's groups of 16 keys find their swizzled store column by XOR with
   // the group's index within the unit (no carry into the unit's first):
-  // a power of two of them, at most the 8 of a 128-byte row.
+  // a power of two of them, at most the 8 of a 128-byte row; the units
+  // tile the rows, so none straddles a box of 128 keys.
   const uint64_t unitKeys = getUnitKeys();
-  if (unitKeys < 16 || unitKeys > getRows() || !llvm::isPowerOf2_64(unitKeys))
-    return emitOpError("unit_keys must be a power of two from 16 to rows (")
-           << getRows() << "), got " << unitKeys;
-  // rows is 128 and cols at most a stage's bytes: the products cannot
-  // overflow once cols is checked against the stage. The source holds the
-  // columns' whole TMA boxes (128 columns each).
-  const int64_t bytes = getRows() * getCols();
+  if (unitKeys < 16 || unitKeys > kSwizzleBytes ||
+      !llvm::isPowerOf2_64(unitKeys) || getRows() % unitKeys != 0)
+    return emitOpError("unit_keys must be a power of two from 16 to ")
+           << kSwizzleBytes << " that divides rows (" << getRows()
+           << "), got " << unitKeys;
+  // rows is at most 256 and cols at most a stage's bytes: the products
+  // cannot overflow once cols is checked against the stage. The source
+  // holds the columns' whole TMA boxes (128 columns each), the destination
+  // whole boxes of 128 keys.
+  const int64_t bytes =
+      static_cast<int64_t>(llvm::alignTo(getRows(), kSwizzleBytes)) *
+      static_cast<int64_t>(getCols());
   const int64_t srcBytes =
       getRows() * llvm::alignTo(getCols(), kSwizzleBytes);
   if (getCols() > static_cast<uint64_t>(src.getStageBytes()) ||

@@ -119,7 +119,10 @@ def Hopper_WgmmaRSOp : Hopper_Op<"wgmma.rs", [AllTypesMatch<["c", "d"]>]> {
 
     With an 8-bit A (f8E4M3FN, k-steps of 32), B is K-major, as FP8 wgmma
     requires: N rows of K bytes (one 128-byte swizzle row at K = 128),
-    8-row atoms 1024 bytes apart; each k-step advances it by 32 bytes.
+    8-row atoms 1024 bytes apart; each k-step advances it by 32 bytes. K
+    beyond 128 lies in further boxes of N rows of 128 bytes,
+    `b_box_bytes` apart (FP8's kv tiles of 160 or 224 keys: the
+    transposed V's second box, `hopper.transpose_stage`).
 
     MLIR 22's `nvvm.wgmma.mma_async` has no register-A form and
     `nvvm.inline_ptx` does not tie read-write operands to results, so the
@@ -127,12 +130,22 @@ def Hopper_WgmmaRSOp : Hopper_Op<"wgmma.rs", [AllTypesMatch<["c", "d"]>]> {
 
     ```mlir
     %o2 = hopper.wgmma.rs %p, %descV, %o : !hopper.frag<64x128xbf16>, !hopper.frag<64x128xf32>
+    %o3 = hopper.wgmma.rs %p8, %descVt, %o b_box_bytes 16384
+        : !hopper.frag<64x224xf8E4M3FN>, !hopper.frag<64x128xf32>
     ```
   }];
-  let arguments = (ins Hopper_Tile:$a, I64:$desc_b, Hopper_Tile:$c);
+  let arguments = (ins Hopper_Tile:$a, I64:$desc_b, Hopper_Tile:$c,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$b_box_bytes);
   let results = (outs Hopper_Tile:$d);
+  let builders = [
+    // B in one box (16-bit A, or K up to 128 8-bit columns)
+    OpBuilder<(ins "::mlir::Value":$a, "::mlir::Value":$desc_b, "::mlir::Value":$c), [{
+      build($_builder, $_state, a, desc_b, c, ::mlir::IntegerAttr());
+    }]>
+  ];
   let assemblyFormat = [{
-    $a `,` $desc_b `,` $c attr-dict `:` qualified(type($a)) `,` qualified(type($c))
+    $a `,` $desc_b `,` $c (`b_box_bytes` $b_box_bytes^)? attr-dict `:`
+    qualified(type($a)) `,` qualified(type($c))
   }];
   let hasVerifier = 1;
 }

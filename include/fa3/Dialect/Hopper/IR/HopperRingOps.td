@@ -405,15 +405,18 @@ def Hopper_TransposeStageOp : Hopper_Op<"transpose_stage"> {
     first `cols` (a multiple of 32) columns of a `rows` x 128k tile of
     bytes as TMA loaded it (boxes of 128 columns, rows of 128 bytes, 128B
     swizzle), and write `dst`'s stage of the same slot as `cols` rows of
-    `rows` = 128 bytes, 128B-swizzled: the K-major B
-    operand of O += P V. Position p of a row holds key
+    `rows` bytes, 128B-swizzled: the K-major B operand of O += P V. Rows of
+    more than 128 keys (FP8's 160- or 224-key tiles, as FlashAttention-3's)
+    continue in a second box of `cols` rows of 128 bytes, `cols` x 128
+    bytes on (`hopper.wgmma.rs ... b_box_bytes`), whose bytes past the
+    tile's keys are not written. Position p of a row holds key
     16 (p / 16) + 8 ((p % 4) / 2) + 2 ((p % 16) / 4) + p % 2: the key whose
     score the 8-bit P fragment (`hopper.trunc` to f8E4M3FN) keeps at k
     index p, so that P goes from the S accumulator to the wgmma A operand
     without moving between threads.
 
-    A warp's unit is `unit_keys` keys (64 unless given; 16 to `rows`, a
-    power of two) x 32 columns, groups of 16 keys: per
+    A warp's unit is `unit_keys` keys (64 unless given; a power of two from
+    16 to 128 that divides `rows`) x 32 columns, groups of 16 keys: per
     group one `ldmatrix.x4.trans` of 16-bit elements (keys 0-7 and 8-15
     of two 16-column chunks), four byte permutes (prmt) that make each
     column's word of four keys, and one `stmatrix.x4`, with the rows of
@@ -431,6 +434,8 @@ def Hopper_TransposeStageOp : Hopper_Op<"transpose_stage"> {
         : !hopper.ring<...>, !hopper.ring<...>
     hopper.transpose_stage %v[%u] to %vt worker %w of 3 rows 128 cols 256
         unit_keys 128 : !hopper.ring<...>, !hopper.ring<...>
+    hopper.transpose_stage %v[%u] to %vt worker %w of 3 rows 224 cols 128
+        unit_keys 32 : !hopper.ring<...>, !hopper.ring<...>
     ```
   }];
   let arguments = (ins Hopper_RingType:$src, I32:$slot, Hopper_RingType:$dst,
