@@ -455,7 +455,7 @@ def option_value(rng, name, kind, hostile):
     odd = rng.random() < 0.35  # of the bad ones: malformed rather than boundary
     if kind in ("long", "int", "uint"):
         valid = {"block-m": ["0", "64", "128", "192"],
-                 "block-n": ["0", "16", "64", "128", "176", "256"],
+                 "block-n": ["0", "16", "64", "128", "160", "176", "224", "256"],
                  "stages": ["0", "2", "3", "4"],
                  "q-buffers": ["0", "1", "2"]}.get(name, ["0", "1", "2"])
         if not bad:
