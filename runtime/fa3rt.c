@@ -519,19 +519,22 @@ static fa3rt_status check_facts(const fa3rt_facts *f, fa3rt_status st) {
                 "%d and %d (the compiler builds FP8 kernels of equal head dims only)",
                 f->kernel, f->head_dim, f->head_dim_v);
   /* FP8's descales are per 128-row block of q rows and per kv block (k):
-     tiles of 128 rows by 128, 160, 192 or 224 keys, or 192 rows (head dim
+     tiles of 128 rows by 128, 160, 192 or 224 keys (more than 128 at head
+     dim 64 or 128: 256's shared memory has no room), or 192 rows (head dim
      64) by 128 or 160, each warpgroup's 64 rows inside one of q's blocks;
      no clusters (the compiler's tiles; k's descales per 128 keys need 128:
      check_descale) */
   const int fp8_keys_ok = f->block_n % 32 == 0 && f->block_n >= 128 &&
-                          f->block_n <= (f->block_m == 192 ? 160 : 224);
+                          f->block_n <= (f->block_m == 192 ? 160 : 224) &&
+                          (f->block_n == 128 || f->head_dim <= 128);
   const int fp8_tile_ok =
       fp8_keys_ok && (f->block_m == 128 || (f->block_m == 192 && f->head_dim == 64));
   if (f->dtype == FA3RT_E4M3 && (!fp8_tile_ok || f->cluster_m != 1)) {
-    char got[160];
+    char got[200];
     if (!fp8_tile_ok)
-      snprintf(got, sizeof got, "block_m 128 with block_n 128, 160, 192 or 224, or block_m 192 "
-               "(head dim 64) with block_n 128 or 160, got %d and %d", f->block_m, f->block_n);
+      snprintf(got, sizeof got, "block_m 128 with block_n 128, 160, 192 or 224 (above 128 at "
+               "head dim 64 or 128), or block_m 192 (head dim 64) with block_n 128 or 160, got %d "
+               "and %d", f->block_m, f->block_n);
     else
       snprintf(got, sizeof got, "cluster_m 1, got %d", f->cluster_m);
     return fail(st, "facts of kernel '%s': dtype e4m3 needs %s (the kernel reads q's descale "

@@ -306,14 +306,17 @@ def _parse(data: bytes) -> Tuple[int, dict, dict]:
                              f"head dims only)")
         # the descales are per 128-row block of q rows and per kv block
         # (k): tiles of 128 rows by 128, 160, 192 or 224 keys, or 192 rows
-        # (head dim 64) by 128 or 160, no clusters (fa3rt.c refuses the
-        # same; k's descales per 128 keys need 128: the runtime's plan)
+        # (head dim 64) by 128 or 160, more than 128 keys at head dim 64 or
+        # 128 only, no clusters (fa3rt.c refuses the same; k's descales
+        # per 128 keys need 128: the runtime's plan)
         bm, bn = vals["block_m"], vals["block_n"]
-        keys_ok = bn % 32 == 0 and 128 <= bn <= (160 if bm == 192 else 224)
+        keys_ok = (bn % 32 == 0 and 128 <= bn <= (160 if bm == 192 else 224)
+                   and (bn == 128 or vals["head_dim"] <= 128))
         tile_ok = keys_ok and (bm == 128 or (bm == 192 and vals["head_dim"] == 64))
         if not tile_ok:
-            need = (f"block_m 128 with block_n 128, 160, 192 or 224, or block_m 192 (head dim "
-                    f"64) with block_n 128 or 160, got {bm} and {bn}")
+            need = (f"block_m 128 with block_n 128, 160, 192 or 224 (above 128 at head dim 64 "
+                    f"or 128), or block_m 192 (head dim 64) with block_n 128 or 160, got {bm} "
+                    f"and {bn}")
         elif vals.get("cluster_m", 1) != 1:
             need = f"cluster_m 1, got {vals['cluster_m']}"
         else:

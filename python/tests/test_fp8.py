@@ -46,8 +46,8 @@ def test_fp8_facts():
 FP8_TILE_WHY = (" (the kernel reads q's descale per 128-row block and k's per kv block, and "
                 "the compiler builds e4m3 kernels only with those tiles and no cluster; "
                 "another tile would read descales out of bounds)")
-FP8_TILES = ("block_m 128 with block_n 128, 160, 192 or 224, or block_m 192 (head dim 64) "
-             "with block_n 128 or 160, got ")
+FP8_TILES = ("block_m 128 with block_n 128, 160, 192 or 224 (above 128 at head dim 64 or "
+             "128), or block_m 192 (head dim 64) with block_n 128 or 160, got ")
 
 
 def test_fp8_facts_tile_grid_and_head_dims():
@@ -93,6 +93,10 @@ def test_fp8_facts_tile_grid_and_head_dims():
     for bn in (160, 192, 224):
         assert F.parse_facts(FP8_FACTS.replace("block_n 128", f"block_n {bn}")).block_n == bn
     assert F.parse_facts(d64.replace("block_n 128", "block_n 160")).block_n == 160
+    with pytest.raises(F.FactsError, match=re.escape(FP8_TILES + "128 and 160")):
+        F.parse_facts(FP8_FACTS.replace("head_dim 128", "head_dim 256")
+                      .replace("head_dim_v 128", "head_dim_v 256")
+                      .replace("block_n 128", "block_n 160"))
     with pytest.raises(F.FactsError, match=re.escape(FP8_TILES + "192 and 192")):
         F.parse_facts(d64.replace("block_n 128", "block_n 192"))
 

@@ -1662,8 +1662,8 @@ static void test_fp8_facts(void) {
   "compiler builds e4m3 kernels only with those tiles and no cluster; another tile would " \
   "read descales out of bounds)"
 #define FP8_TILES                                                                          \
-  "dtype e4m3 needs block_m 128 with block_n 128, 160, 192 or 224, or block_m 192 (head " \
-  "dim 64) with block_n 128 or 160, got "
+  "dtype e4m3 needs block_m 128 with block_n 128, 160, 192 or 224 (above 128 at head dim " \
+  "64 or 128), or block_m 192 (head dim 64) with block_n 128 or 160, got "
   FP8_ERR("block_n", "block_n 144",
           "facts of kernel 'fa3_fwd_d128_e4m3_kernel': " FP8_TILES "128 and 144" FP8_WHY);
   FP8_ERR("block_m", "block_m 64",
@@ -1672,6 +1672,11 @@ static void test_fp8_facts(void) {
   FP8_ERR("block_m", "block_m 192", FP8_TILES "192 and 128");
   FP8_ERR("block_n", "block_n 64", FP8_TILES "128 and 64");
   FP8_ERR("block_n", "block_n 256", FP8_TILES "128 and 256");
+  /* wider tiles at head dim 128 and 64 only */
+  strcpy(buf, text_with(kFp8Facts, "head_dim", "head_dim 256"));
+  strcpy(buf, text_with(buf, "head_dim_v", "head_dim_v 256"));
+  t = text_with(buf, "block_n", "block_n 160");
+  EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS, FP8_TILES "128 and 160"));
   /* the wider tiles (FA3's 224 keys at head dim 128, 160 at 64) */
   for (int bn = 160; bn <= 224; bn += 32) {
     char line[32];
@@ -1731,8 +1736,9 @@ static void test_fp8_facts(void) {
   g = f;
   g.block_n = 176;
   EXPECT(err_is(fa3rt_fwd_plan(&g, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
-                "dtype e4m3 needs block_m 128 with block_n 128, 160, 192 or 224, or block_m 192 "
-                "(head dim 64) with block_n 128 or 160, got 128 and 176 (the kernel reads q's "
+                "dtype e4m3 needs block_m 128 with block_n 128, 160, 192 or 224 (above 128 at "
+                "head dim 64 or 128), or block_m 192 (head dim 64) with block_n 128 or 160, got "
+                "128 and 176 (the kernel reads q's "
                 "descale per 128-row block"));
   g = f;
   g.block_m = 64;

@@ -418,7 +418,9 @@ void chooseConfig(KernelConfig &cfg, int64_t windowLeft, int64_t windowRight,
   // 64 keys two a SM streamed 3-7 % slower at B <= 16 (bench/NOTES.md,
   // Decoding).
   // FP8 (e4m3): tiles of 128 keys (the transposed V is one 128-byte
-  // swizzle row of keys wide), no clusters (checkSupported). Persistent
+  // swizzle row of keys wide; FA3's 160 to 224, in two such boxes, are an
+  // option until measured: bench/NOTES.md, FP8), no clusters
+  // (checkSupported). Persistent
   // CTAs at every head dim: 1.07-1.45x one CTA per tile at 512-2k (head
   // dim 128; 1.01-1.11x at 64), within 1-2 % from 8k; at 256, once its
   // transposer took 128-key units, 1.06-1.13x at 512-2k and 1.00-1.03x

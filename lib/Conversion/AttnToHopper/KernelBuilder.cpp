@@ -842,10 +842,14 @@ std::string fa3::hopper::checkSupported(const KernelConfig &cfg) {
           "dim equal)";
   else if (cfg.isFp8() && ((cfg.blockM != 128 && cfg.blockM != 192) ||
                            cfg.blockN % 32 != 0 || cfg.blockN < 128 ||
-                           cfg.blockN > (cfg.blockM == 192 ? 160 : 224)))
-    os << "tiles " << cfg.blockM << "x" << cfg.blockN
+                           cfg.blockN > (cfg.blockM == 192 ? 160 : 224) ||
+                           (cfg.blockN != 128 && cfg.headDim > 128)))
+    os << "tiles " << cfg.blockM << "x" << cfg.blockN << " at head dim "
+       << cfg.headDim
        << " in FP8 (the e4m3 kernel uses 128 rows by 128, 160, 192 or 224 "
-          "keys, or 192 rows by 128 or 160: a warpgroup's rows lie in one "
+          "keys, more than 128 at head dim 64 or 128 only (256's shared "
+          "memory has no room for them), or 192 rows by 128 or 160: a "
+          "warpgroup's rows lie in one "
           "of the q descales' 128-row blocks, a key tile in at most two of "
           "the transposed V's 128-key boxes, P's k-steps are 32 keys, and "
           "three consumer warpgroups' 160 registers hold S and P of 160 "
