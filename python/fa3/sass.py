@@ -4,8 +4,8 @@ A developer check, not needed to run kernels. Properties of the
 steady-state loop, each lost silently (correct results, a few per cent
 slower) when ptxas schedules differently:
 
-- It issues S = Q K^T (SS form) and O += P V (RS form, `.tnspB`) back to
-  back; between two HGMMAs there should be only the few uniform-register
+- It issues S = Q K^T (SS form) and O += P V (RS form: A from registers;
+  `.tnspB` at 16 bits, FP8's QGMMA reads a K-major B) back to back; between two HGMMAs there should be only the few uniform-register
   moves of the next descriptor. When ptxas cannot prove the descriptor math
   warp-uniform, it computes it per thread and moves it with R2UR before
   every HGMMA: that cost 1-5 % once (bench/NOTES.md, Log, "mask of
@@ -115,12 +115,19 @@ def local_memory_in_wgmma_loops(insts, addrs):
     return sum(is_local(insts[j]) for j in inside)
 
 
+def is_rs(inst):
+    """Whether a warpgroup MMA takes its A from registers (P V: `HGMMA ...
+    R88, R180, gdesc[...]`), not from shared memory (`R24, gdesc[...]`)."""
+    ops = inst.split(None, 1)[1].split(",") if " " in inst else []
+    return len(ops) > 1 and ops[1].strip().startswith("R")
+
+
 def _loop_run(insts):
     """Indices of the steady-state batch: the largest run holding both the
     SS and the RS form; None if there is none."""
     best = None
     for run in wgmma_batches(insts):
-        forms = {"tnspB" in insts[i] for i in run}
+        forms = {is_rs(insts[i]) for i in run}
         if forms == {True, False} and (best is None or len(run) > len(best)):
             best = run
     return best
@@ -184,31 +191,36 @@ def judge(insts, facts, addrs=None):
                 ok=tight and (need is None or exps >= need) and not spills)
 
 
-def check_cubin(path, cuobjdump):
+def check_cubin(path, cuobjdump, allow_spills=False):
     p = run_cuobjdump(cuobjdump, path)
     if p.returncode:
         return False, f"cuobjdump failed: {p.stderr.strip()[:200]}"
     j = judge(instructions(p.stdout), read_facts(path), addresses(p.stdout))
+    ok = j["ok"] or (allow_spills and j["batch"] is not None and j["tight"]
+                     and (j["need"] is None or j["exps"] >= j["need"]))
     if j["batch"] is None:
         return False, "no HGMMA batch with both the SS and the RS form"
     n, span = j["batch"]
     why = f"{n} HGMMA over {span} instructions (limit {MAX_SPAN_PER_HGMMA * n:.0f})"
     if j["need"] is not None:
         why += f"; {j['exps']} exp2 beside P V (need {j['need']})"
-    why += f"; {j['spills']} spill instructions in the kv loop (need 0)"
-    return j["ok"], why
+    why += (f"; {j['spills']} spill instructions in the kv loop"
+            + (" (allowed)" if allow_spills else " (need 0)"))
+    return ok, why
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cuobjdump", default=shutil.which("cuobjdump"))
+    ap.add_argument("--allow-spills", action="store_true",
+                    help="report spills in the kv loop without failing on them")
     ap.add_argument("cubins", nargs="+")
     a = ap.parse_args(argv)
     if not a.cuobjdump:
         ap.error("cuobjdump not found (PATH or --cuobjdump)")
     bad = 0
     for c in a.cubins:
-        ok, why = check_cubin(c, a.cuobjdump)
+        ok, why = check_cubin(c, a.cuobjdump, a.allow_spills)
         bad += not ok
         print(f"{'OK' if ok else 'FAIL'} {c}: {why}")
     return 1 if bad else 0

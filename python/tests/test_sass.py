@@ -139,3 +139,14 @@ def test_loops_stay_in_their_function():
     insts, addrs = sass.instructions(text), sass.addresses(text)
     assert sass.wgmma_loops(insts, addrs) == [(5, 7)]
     assert sass.local_memory_in_wgmma_loops(insts, addrs) == 1
+
+
+def test_fp8_loop_batch_by_register_a():
+    """FP8's P V (QGMMA) has no .tnspB: its register A marks the RS form."""
+    qs = "QGMMA.64x128x32.F32.E4M3.E4M3 R24, gdesc[UR20], R24"
+    qr = "QGMMA.64x128x32.F32.E4M3.E4M3 R136, R200, gdesc[UR8], R136"
+    assert not sass.is_rs(qs) and sass.is_rs(qr) and sass.is_rs(RS) and not sass.is_rs(SS)
+    body = ["BAR.SYNC.DEFER_BLOCKING R0, 0x100"] + [qs] * 4 + [qr] * 4
+    assert sass.loop_batch(sass.instructions(fake_sass(body))) == (8, 8)
+    # S alone is no loop batch
+    assert sass.loop_batch(sass.instructions(fake_sass([qs] * 4))) is None

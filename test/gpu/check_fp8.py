@@ -506,13 +506,12 @@ def check_errors(kernels, results):
 
 
 def sass_check(kf):
-    """HGMMA on e4m3 operands (judged); local memory, in the whole kernel
-    and in its kv loop (fa3.sass.local_memory_in_wgmma_loops), reported,
-    not judged: head dim 256's 24 / 240 register split keeps a few spill
-    instructions in the loop and measured 1.04-1.08x faster than a split
-    without them (bench/NOTES.md, FP8). (fa3.sass.judge's loop batch looks
-    for the bf16 kernels' transposed-B P V, which the FP8 kernels do not
-    have.)"""
+    """Judged: HGMMA on e4m3 operands, and fa3.sass.judge's loop (S's and
+    P V's wgmmas back to back, the exponentials beside P V). Reported, not
+    judged: local memory, in the whole kernel and in its kv loop
+    (fa3.sass.local_memory_in_wgmma_loops): head dim 256's 24 / 240
+    register split keeps a few spill instructions in the loop and measured
+    1.04-1.08x faster than a split without them (bench/NOTES.md, FP8)."""
     tool = shutil.which("cuobjdump")
     if not tool:
         return dict(hgmma=None, ok=True, note="cuobjdump not found: skipped")
@@ -527,11 +526,15 @@ def sass_check(kf):
     hg = [i for i in insts if "HGMMA" in i or "QGMMA" in i]
     e4m3 = sum("E4M3" in i for i in hg)
     batches = [len(b) for b in fa3sass.wgmma_batches(insts)]
+    j = fa3sass.judge(insts, fa3sass.read_facts(kf.cubin_path), addrs)
+    loop_ok = j["tight"] and (j["need"] is None or j["exps"] >= j["need"])
     return dict(hgmma=len(hg), hgmma_e4m3=e4m3,
                 local_mem_insts=sum(fa3sass.is_local(i) for i in insts),
-                local_mem_insts_in_kv_loop=fa3sass.local_memory_in_wgmma_loops(insts, addrs),
+                local_mem_insts_in_kv_loop=j["spills"],
+                loop_batch=None if j["batch"] is None else f"{j['batch'][0]} in {j['batch'][1]}",
+                exp2_beside_pv=j["exps"],
                 largest_hgmma_batch=max(batches) if batches else 0,
-                ok=len(hg) > 0 and e4m3 > 0)
+                ok=len(hg) > 0 and e4m3 > 0 and loop_ok)
 
 
 # ------------------------------------------------------------ (b)
