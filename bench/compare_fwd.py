@@ -11,7 +11,8 @@ is how an optimisation is measured before/after in one run (bench/NOTES.md):
         [--hdim 64,128] [--seqlens 512,4096] [--causal 0|1|both] [--results-dir DIR]
 
 With --dtype e4m3 every variant's FP8 kernel gets the same quantized inputs
-(per (batch, head) descales, fa3.quantize's torch path, outside the timing);
+(per (batch, head) descales, or --descale block: one per 128 rows of q and
+k; fa3.quantize's torch path, outside the timing);
 cuDNN still runs the bf16 inputs, as yardstick and reference (error bound
 MAX_ERR["e4m3"]: e4m3's 3 mantissa bits).
 
@@ -63,6 +64,9 @@ def main():
     ap.add_argument("--hdim", default="64,128,256",
                     help="comma list of D or D:Dv (value head dim)")
     ap.add_argument("--dtype", default="bf16", choices=["bf16", "f16", "e4m3"])
+    ap.add_argument("--descale", default="head", choices=["head", "block"],
+                    help="e4m3: per (batch, head) descales (default, FA3's form) or block "
+                         "scales, one per 128 rows of q and k")
     ap.add_argument("--seqlens", default=",".join(map(str, SEQLENS)))
     ap.add_argument("--causal", default="both", choices=["0", "1", "both"])
     ap.add_argument("--warmup", type=int, default=25, help="do_bench warm-up (ms)")
@@ -124,7 +128,8 @@ def main():
                     qt, kt, vt, is_causal=causal)}
                 qkv, ds = (q, k, v), {}
                 if fp8:
-                    r = fq.quantize_qkv_fp8(q, k, v, hadamard=False, block=None,
+                    r = fq.quantize_qkv_fp8(q, k, v, hadamard=False,
+                                            block=128 if a.descale == "block" else None,
                                             backend="torch")
                     qkv, ds = (r.q, r.k, r.v), r.descales
                 for label, found in candidates.items():
@@ -165,6 +170,7 @@ def main():
                 variants={v[0]: v[1] for v in variants},
                 runtimes={r.partition("=")[0]: r.partition("=")[2] for r in a.runtime},
                 dtype=a.dtype, tokens=TOKENS,
+                **({"descale": a.descale} if a.dtype == "e4m3" else {}),
                 hidden=HIDDEN,
                 warmup_ms=a.warmup, rep_ms=a.rep, rounds=a.rounds, seconds=round(time.time() - t_start, 1))
     records.record(a.results_dir, records.new_entry("compare", command, date, meta=meta,

@@ -522,8 +522,8 @@ static fa3rt_status check_facts(const fa3rt_facts *f, fa3rt_status st) {
      tiles of 128 rows by 128, 160, 192 or 224 keys (more than 128 at head
      dim 64 or 128: 256's shared memory has no room), or 192 rows (head dim
      64) by 128 or 160, each warpgroup's 64 rows inside one of q's blocks;
-     no clusters (the compiler's tiles; k's descales per 128 keys need 128:
-     check_descale) */
+     no clusters (the compiler's tiles; with more keys than 128 the kernel
+     scales each column by its key's 128-key block descale) */
   const int fp8_keys_ok = f->block_n % 32 == 0 && f->block_n >= 128 &&
                           f->block_n <= (f->block_m == 192 ? 160 : 224) &&
                           (f->block_n == 128 || f->head_dim <= 128);
@@ -538,7 +538,7 @@ static fa3rt_status check_facts(const fa3rt_facts *f, fa3rt_status st) {
     else
       snprintf(got, sizeof got, "cluster_m 1, got %d", f->cluster_m);
     return fail(st, "facts of kernel '%s': dtype e4m3 needs %s (the kernel reads q's descale "
-                "per 128-row block and k's per kv block, and the compiler builds e4m3 kernels "
+                "per 128-row block and k's per 128 keys, and the compiler builds e4m3 kernels "
                 "only with those tiles and no cluster; another tile would read descales out "
                 "of bounds)", f->kernel, got);
   }
@@ -1258,15 +1258,6 @@ static fa3rt_status check_descale(const fa3rt_facts *f, const fa3rt_fwd_args *a,
                     "the strides of an absent descale must be 0", d[i].sname[j], (long long)s,
                     d[i].name);
     }
-    /* a kernel of wider kv tiles reads k's descale per kv block of
-       block_n keys: one per 128 keys would be read at the wrong blocks */
-    if (i == 1 && d[i].stride[2] && f->block_n != DESCALE_ROWS && d[i].ext[2] > 1)
-      return fail(FA3RT_ERR_INVALID_ARGUMENT, "k_descale_stride_n is %lld but kernel %s takes "
-                  "kv blocks of %d keys, which k's descales per 128 keys (%lld blocks for Skv "
-                  "%lld) do not line up with: give one k descale per (batch, kv head) "
-                  "(k_descale_stride_n 0), or use a kernel of 128-key tiles (fa3-compile "
-                  "--block-n 128, the default)", (long long)d[i].stride[2], f->kernel,
-                  f->block_n, (long long)d[i].ext[2], (long long)Skv);
     const uint64_t p = d[i].ptr;
     if (!p) continue;
     if (p % 4 || p >= ADDR_END)

@@ -323,8 +323,8 @@ def _parse(data: bytes) -> Tuple[int, dict, dict]:
             need = None
         if need:
             raise FactsError(f"facts of kernel '{vals['kernel']}': dtype e4m3 needs {need} (the "
-                             f"kernel reads q's descale per 128-row block and k's per kv "
-                             f"block, and the compiler builds e4m3 kernels only with those "
+                             f"kernel reads q's descale per 128-row block and k's per 128 "
+                             f"keys, and the compiler builds e4m3 kernels only with those "
                              f"tiles and no cluster; another tile would read descales out of "
                              f"bounds)")
     return version, {**_DEFAULTS, **vals}, extra

@@ -43,7 +43,7 @@ def test_fp8_facts():
     assert F.parse_facts(ok256).head_dim == 256
 
 
-FP8_TILE_WHY = (" (the kernel reads q's descale per 128-row block and k's per kv block, and "
+FP8_TILE_WHY = (" (the kernel reads q's descale per 128-row block and k's per 128 keys, and "
                 "the compiler builds e4m3 kernels only with those tiles and no cluster; "
                 "another tile would read descales out of bounds)")
 FP8_TILES = ("block_m 128 with block_n 128, 160, 192 or 224 (above 128 at head dim 64 or "

@@ -21,8 +21,8 @@ FA3's expanded [B, Hkv]; FA3's [B, Hkv] per kv head, q's expanded by the
 API; per q head [B, Hq]; block scales [B, H, ceil(S / 128)] of
 fa3.quantize_qkv_fp8 with and without the Hadamard rotation; block scales
 passed as strided views; a kernel of wider kv tiles, `--block-n 160` to
-224, takes the forms without k's block scales, and must refuse those by
-name); o (bf16) and lse poisoned with NaN; the
+224, scales each column by its key's block descale: every form too); o
+(bf16) and lse poisoned with NaN; the
 reference is float64 attention of the DEQUANTIZED inputs
 (fa3.quantize.dequantize_fp8: what the kernel was given, so quantization
 is not counted as the kernel's error). Criteria per case:
@@ -361,21 +361,9 @@ def run_case(kf, case, mode, seed, scale=None, with_lse=True):
     return (q8, k8, v8, qd, kd, vd), (o, lse), compare(o, lse, ref)
 
 
-def k_blocks_line_up(kf):
-    """Whether k's block descales (one per 128 keys) line up with the
-    kernel's kv blocks: not for FA3's wider FP8 tiles (fa3-compile
-    --block-n 160 .. 224), which the runtime refuses them for."""
-    return kf.block_n == 128
-
-
 def check_kernel(kf, seed0, results, quick=False):
     cases = SANITIZE_CASES if quick else CASES
     modes = SANITIZE_MODES if quick else MODES
-    # a kernel of wider kv tiles takes k's descales per (batch, kv head) or
-    # per tensor: its block modes are the refusal below
-    wide = not k_blocks_line_up(kf)
-    if wide:
-        modes = [m for m in modes if not m.startswith("block")]
 
     def record(label, mode, case, res):
         r = dict(kernel=kf.kernel, case=label, mode=mode, B=case[0], Sq=case[1], Skv=case[2],
@@ -399,26 +387,14 @@ def check_kernel(kf, seed0, results, quick=False):
                 _, _, res = run_case(kf, case, mode, seed)
                 record("random", mode, case, res)
             guarded("random", mode, case, one)
-    c = (2, 1041, 1041, 8, 2)
-    if wide:
-        def refused():
-            try:
-                run_case(kf, c, "block", seed0 + 499)
-                ok, err = False, "block-scaled k was not refused"
-            except Exception as e:
-                err = f"{type(e).__name__}: {e}"[:500]
-                ok = f"takes kv blocks of {kf.block_n} keys" in err
-            record("block-scaled k refused", "block", c, dict(ok=ok, error=err))
-        guarded("block-scaled k refused", "block", c, refused)
     if quick:
         return
-    block_mode = "fa3" if wide else "block"
-    rotated_mode = "tensor" if wide else "block+hadamard"
+    c = (2, 1041, 1041, 8, 2)
 
     def explicit_scale():
-        _, _, res = run_case(kf, c, block_mode, seed0 + 500, scale=0.3)
-        record("softmax_scale=0.3", block_mode, c, res)
-    guarded("softmax_scale=0.3", block_mode, c, explicit_scale)
+        _, _, res = run_case(kf, c, "block", seed0 + 500, scale=0.3)
+        record("softmax_scale=0.3", "block", c, res)
+    guarded("softmax_scale=0.3", "block", c, explicit_scale)
 
     def no_lse():
         _, _, res = run_case(kf, c, "fa3", seed0 + 501, with_lse=False)
@@ -426,7 +402,7 @@ def check_kernel(kf, seed0, results, quick=False):
     guarded("no lse (NULL)", "fa3", c, no_lse)
 
     def repeat():
-        (q8, k8, v8, qd, kd, vd), (o1, l1), res = run_case(kf, c, rotated_mode,
+        (q8, k8, v8, qd, kd, vd), (o1, l1), res = run_case(kf, c, "block+hadamard",
                                                            seed0 + 502)
         kw = dict(q_descale=qd, k_descale=kd, v_descale=vd, return_lse=True, **variant_kw(kf))
         o2, l2 = flash_attn_func(q8, k8, v8, **kw)
@@ -436,9 +412,9 @@ def check_kernel(kf, seed0, results, quick=False):
             o3, l3 = flash_attn_func(q8, k8, v8, **kw)
         torch.cuda.synchronize()
         same = all(torch.equal(a, b) for a, b in ((o1, o2), (l1, l2), (o1, o3), (l1, l3)))
-        record("repeat x3 (2nd stream)", rotated_mode, c,
+        record("repeat x3 (2nd stream)", "block+hadamard", c,
                dict(res, bitwise_repeat=same, ok=res["ok"] and same))
-    guarded("repeat x3 (2nd stream)", rotated_mode, c, repeat)
+    guarded("repeat x3 (2nd stream)", "block+hadamard", c, repeat)
 
     def empty():
         B, Sq, Hq, D = 2, 100, 8, kf.head_dim
@@ -596,8 +572,6 @@ def paper_check(kf, kernel_dir, seed, jit):
         return float((o.double() - ref).pow(2).mean().sqrt())
     rows = []
     for name, fn in paper_methods().items():
-        if name.startswith("fp8 block") and not k_blocks_line_up(kf):
-            continue  # refused by the runtime (check_kernel checks that)
         row = dict(hdim=D, method=name, B=B, H=H, S=S, paper=PAPER_RMSE.get(name))
         try:
             q8, k8, v8, qd, kd, vd = fn(q, k, v)

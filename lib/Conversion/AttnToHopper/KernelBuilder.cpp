@@ -1203,8 +1203,27 @@ void KernelBuilder::consumers(Value tid, Value cta) {
   // The scores of the block: softcap, then the step's mask (on the
   // boundary split's masked side only: an interior block sees every
   // column).
+  // FP8 with kv tiles other than 128 keys: k's block scales (one per 128
+  // keys: kDescaleStrideN != 0) do not line up with the kv blocks, so each
+  // column takes its key's factor (hopper.scale_key_blocks) before the
+  // softmax, a warp-uniform branch at launch; per (batch, kv head) or per
+  // tensor descales fold into the scores' scale as at 128 keys. Set per kv
+  // block by setBlockScale: the block's first key and the factors of the
+  // three 128-key blocks it can reach.
+  const bool keyBlockScales = cfg.isFp8() && cfg.blockN != kSwizzleBytes;
+  Value kBlocked, blockKey0;
+  SmallVector<Value, 3> kdCols;
   auto scoresOf = [&](Value sacc) -> Value {
     Value sc = sacc;
+    if (keyBlockScales) {
+      auto perColumn = ifElse(
+          kBlocked, TypeRange{fragS},
+          [&]() -> SmallVector<Value> {
+            return {ScaleKeyBlocksOp::create(b, loc, sc, blockKey0, kdCols)};
+          },
+          [&]() -> SmallVector<Value> { return {sc}; });
+      sc = perColumn.getResult(0);
+    }
     if (cfg.softcap > 0)
       sc = SoftcapOp::create(b, loc, sc, pre);
     if (!maskedStep)
@@ -1277,9 +1296,32 @@ void KernelBuilder::consumers(Value tid, Value cta) {
   }
   // Block `blk`'s scale of the scores (FP8: q's descale times the block's
   // k descale), into sl2 and, with softcap, pre.
+  const std::array<const char *, 3> kStrides = {
+      "kDescaleStrideB", "kDescaleStrideH", "kDescaleStrideN"};
+  if (keyBlockScales)
+    kBlocked = cmpi(CmpIPredicate::ne, param("kDescaleStrideN"), i32(0));
   auto setBlockScale = [&](Value blk) {
-    Value kd = descale("kDescale", bidx, tileHkv, blk,
-                       {"kDescaleStrideB", "kDescaleStrideH", "kDescaleStrideN"});
+    Value kd;
+    if (keyBlockScales) {
+      // the 128-key blocks of keys blk * block_n ..., the last one
+      // ceil(Skv / 128) - 1 at most (read in range; with a stride of 0 all
+      // three are the head's one descale)
+      blockKey0 = bin<arith::MulIOp>(blk, i32(cfg.blockN));
+      Value first = bin<arith::DivUIOp>(blockKey0, i32(kSwizzleBytes));
+      Value blocks = bin<arith::AddIOp>(skv, i32(kSwizzleBytes - 1));
+      blocks = bin<arith::DivUIOp>(blocks, i32(kSwizzleBytes));
+      Value last = bin<arith::SubIOp>(blocks, i32(1));
+      kdCols.clear();
+      for (int64_t x = 0; x < 3; ++x) {
+        Value kb = bin<arith::AddIOp>(first, i32(x));
+        kb = bin<arith::MinUIOp>(kb, last);
+        kdCols.push_back(descale("kDescale", bidx, tileHkv, kb, kStrides));
+      }
+      // per column where k has block scales, else folded as at 128 keys
+      kd = arith::SelectOp::create(b, loc, kBlocked, f32(1.0), kdCols[0]);
+    } else {
+      kd = descale("kDescale", bidx, tileHkv, blk, kStrides);
+    }
     Value s = bin<arith::MulFOp>(qScaleLog2, kd);
     if (cfg.softcap > 0)
       pre = bin<arith::MulFOp>(s, f32(softcapTanhFactor(cfg.softcap)));

@@ -942,6 +942,47 @@ struct ScaleRowsLowering : OpConversionPattern<ScaleRowsOp> {
   }
 };
 
+/// n8 block j of a thread's registers (4 j .. 4 j + 3: rows i, columns e)
+/// holds columns 8 j .. 8 j + 7 of the tile, keys first + 8 j ..: one
+/// descale block, (first % 128 + 8 j) / 128, for the whole block (first a
+/// multiple of 8), picked from the factors by selects on that uniform
+/// index.
+struct ScaleKeyBlocksLowering : OpConversionPattern<ScaleKeyBlocksOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ScaleKeyBlocksOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    ValueRange f = adaptor.getFactors();
+    Value inBlock = arith::AndIOp::create(b, loc, adaptor.getFirst(),
+                                          i32Const(b, loc, kSwizzleBytes - 1));
+    Value out = LLVM::UndefOp::create(b, loc, adaptor.getTile().getType());
+    const int64_t regs = op.getTile().getType().getRegisters();
+    for (int64_t j = 0; 4 * j < regs; ++j) {
+      Value col = j == 0 ? inBlock
+                         : arith::AddIOp::create(b, loc, inBlock,
+                                                 i32Const(b, loc, 8 * j))
+                               .getResult();
+      Value idx = arith::ShRUIOp::create(b, loc, col, i32Const(b, loc, 7));
+      // the last factor unless an earlier one's index matches
+      Value factor = f.back();
+      for (int64_t x = static_cast<int64_t>(f.size()) - 2; x >= 0; --x) {
+        Value is = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, idx,
+                                         i32Const(b, loc, x));
+        factor = arith::SelectOp::create(b, loc, is, f[x], factor);
+      }
+      for (int64_t r = 4 * j; r < 4 * j + 4; ++r) {
+        Value v = LLVM::ExtractValueOp::create(b, loc, adaptor.getTile(), r);
+        v = arith::MulFOp::create(b, loc, v, factor);
+        out = LLVM::InsertValueOp::create(b, loc, out, v, r);
+      }
+    }
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
 /// 16-bit register r holds f32 registers 2r and 2r + 1 (columns e = 0, 1
 /// of one row): the f32 layout of S is the register-A layout of P V.
 struct TruncLowering : OpConversionPattern<TruncOp> {
@@ -1083,7 +1124,7 @@ void fa3::hopper::populateFragmentToNVVMPatterns(
     const TypeConverter &converter, RewritePatternSet &patterns) {
   patterns.add<WgmmaSSLowering, WgmmaRSLowering, WgmmaWaitLowering,
                SoftcapLowering, MaskLowering, SoftmaxStepLowering,
-               ScaleRowsLowering, TruncLowering, ZeroLowering, FillLowering,
+               ScaleRowsLowering, ScaleKeyBlocksLowering, TruncLowering, ZeroLowering, FillLowering,
                LoadColumnsLowering, StageRowsLowering,
                GradProbsLowering, GradScoresLowering, GradSoftcapLowering,
                StoreSharedLowering, Exp2Lowering, FmaLowering, BandMaskLowering,

@@ -2,7 +2,8 @@
 // at head dim 128 (128 query rows), 160 at 64 (192 rows). K and V come in
 // tiles of block_n rows; the transposed V holds them in two boxes of 128
 // keys (128-byte swizzle rows, Dv x 128 bytes each, the second partly
-// used), which P V's wgmma steps through (b_box_bytes); the transposer's
+// used), which P V's wgmma steps through (b_box_bytes); k's block scales
+// (one per 128 keys) scale each column (hopper.scale_key_blocks); the transposer's
 // units are 32 keys, so that none straddles the boxes; the producer
 // warpgroup keeps 24 registers beside two consumer warpgroups (240 each)
 // and 32 beside three (160), as FA3. A key tile wider than three consumer
@@ -21,7 +22,19 @@
 // W224: hopper.load_tile %arg2[{{.*}}] into %[[V]][{{.*}}] rows 224 cols 128 : f8E4M3FN
 // W224: hopper.transpose_stage %[[V]][{{.*}}] to %[[VT]] worker %{{.*}} of 3 rows 224 cols 128 unit_keys 32 :
 // W224: consumers(%{{.*}} of 2) regs 240
+// k's descale: where it has block scales (kDescaleStrideN, %arg34, not 0),
+// the three 128-key blocks a kv block of 224 keys can reach, the last
+// ceil(Skv / 128) - 1 at most, scale the columns; else folded into the
+// scores' scale.
+// W224: %[[BLOCKED:.*]] = arith.cmpi ne, %arg34, %c0_i32 : i32
+// W224: %[[K0:.*]] = arith.muli %{{.*}}, %c224_i32 : i32
+// W224: arith.minui
+// W224: arith.minui
+// W224: arith.minui
+// W224: arith.select %[[BLOCKED]], %cst{{.*}}, %{{.*}} : f32
 // W224: hopper.wgmma.ss %{{.*}}, %{{.*}} k 128 boxes 16384, 28672 : f8E4M3FN -> !hopper.frag<64x224xf32>
+// W224: scf.if %[[BLOCKED]] -> (!hopper.frag<64x224xf32>) {
+// W224-NEXT: hopper.scale_key_blocks %{{.*}} first %[[K0]] by %{{.*}}, %{{.*}}, %{{.*}} : !hopper.frag<64x224xf32>
 // W224: hopper.wgmma.rs %{{.*}}, %{{.*}}, %{{.*}} b_box_bytes 16384 : !hopper.frag<64x224xf8E4M3FN>, !hopper.frag<64x128xf32>
 // NVVM-LABEL: gpu.func @d128_kernel(
 // NVVM: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 160, k = 32>

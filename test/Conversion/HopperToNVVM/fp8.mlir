@@ -70,6 +70,28 @@ func.func @rs_two_boxes(%p: !hopper.frag<64x224xf8E4M3FN>, %d: i64, %o: !hopper.
 
 // -----
 
+// k's block scales over a tile's columns: n8 block j (registers 4 j ..
+// 4 j + 3) takes factor (first % 128 + 8 j) / 128, one index for all four
+// of its registers.
+// CHECK-LABEL: func.func @scale_key_blocks(
+// CHECK-SAME: %{{[^:]*}}: !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32)>, %[[K0:[^:]*]]: i32, %[[F0:[^:]*]]: f32, %[[F1:[^:]*]]: f32)
+// CHECK: %[[IN:.*]] = arith.andi %[[K0]], %c127_i32 : i32
+// CHECK: %[[IDX:.*]] = arith.shrui %[[IN]], %c7_i32 : i32
+// CHECK: %[[IS0:.*]] = arith.cmpi eq, %[[IDX]], %c0_i32{{[_0-9]*}} : i32
+// CHECK: %[[F:.*]] = arith.select %[[IS0]], %[[F0]], %[[F1]] : f32
+// CHECK-COUNT-4: arith.mulf %{{.*}}, %[[F]] : f32
+// CHECK: %[[C8:.*]] = arith.constant 8 : i32
+// CHECK: arith.addi %[[IN]], %[[C8]] : i32
+// CHECK: arith.select
+// CHECK-COUNT-4: arith.mulf
+// CHECK-NOT: arith.mulf
+func.func @scale_key_blocks(%s: !hopper.frag<64x16xf32>, %k0: i32, %f0: f32, %f1: f32) -> !hopper.frag<64x16xf32> {
+  %s2 = hopper.scale_key_blocks %s first %k0 by %f0, %f1 : !hopper.frag<64x16xf32>
+  return %s2 : !hopper.frag<64x16xf32>
+}
+
+// -----
+
 // Columns 0 .. 255 in boxes of 128 (8192 and 2048 bytes apart): k-step 4
 // starts A's second box (+512 units) and B's (+128).
 // CHECK-LABEL: func.func @ss(

@@ -18,6 +18,7 @@
 // CHECK: hopper.wgmma.ss %{{.*}}, %{{.*}} k 128 boxes 16384, 28672 : f8E4M3FN -> !hopper.frag<64x224xf32>
 // CHECK: hopper.wgmma.rs %{{.*}}, %{{.*}}, %{{.*}} b_box_bytes 16384 : !hopper.frag<64x224xf8E4M3FN>, !hopper.frag<64x128xf32>
 // CHECK: hopper.transpose_stage %{{.*}}[%{{.*}}] to %{{.*}} worker %{{.*}} of 3 rows 224 cols 128 unit_keys 32 : !hopper.ring<{{.*}}>, !hopper.ring<{{.*}}>
+// CHECK: hopper.scale_key_blocks %{{.*}} first %{{.*}} by %{{.*}}, %{{.*}}, %{{.*}} : !hopper.frag<64x224xf32>
 func.func @fp8_step(%dq: i64, %dk: i64, %dv: i64, %o: !hopper.frag<64x128xf32>,
                     %smem: !llvm.ptr<3>, %u: i32, %w: i32) -> !hopper.frag<64x128xf32> {
   %s = hopper.wgmma.ss %dq, %dk k 128 boxes 16384, 16384 : f8E4M3FN -> !hopper.frag<64x128xf32>
@@ -42,7 +43,18 @@ func.func @wide_step(%dq: i64, %dk: i64, %dv: i64, %o: !hopper.frag<64x128xf32>,
   %v = hopper.ring.create %smem : !v224
   %vt = hopper.ring.create %smem : !vt224
   hopper.transpose_stage %v[%u] to %vt worker %w of 3 rows 224 cols 128 unit_keys 32 : !v224, !vt224
+  // k's block scales (one per 128 keys) over the tile's columns
+  %f = arith.constant 1.0 : f32
+  %s2 = hopper.scale_key_blocks %s first %u by %f, %f, %f : !hopper.frag<64x224xf32>
   return %o1 : !hopper.frag<64x128xf32>
+}
+
+// -----
+
+func.func @scale_key_blocks_count(%s: !hopper.frag<64x224xf32>, %k0: i32, %f: f32) {
+  // expected-error @below {{a tile of 224 columns needs 3 factors (the 128-key blocks its keys can reach), got 2}}
+  %s2 = hopper.scale_key_blocks %s first %k0 by %f, %f : !hopper.frag<64x224xf32>
+  return
 }
 
 // -----

@@ -349,6 +349,22 @@ LogicalResult ScaleRowsOp::verify() {
   return verifyF32Tile(*this, getTile().getType(), "the tile");
 }
 
+LogicalResult ScaleKeyBlocksOp::verify() {
+  FragmentType t = getTile().getType();
+  if (failed(verifyF32Tile(*this, t, "the tile")))
+    return failure();
+  // Column c < N of a tile whose first key is k0 % 128 <= 120 lies in block
+  // (k0 % 128 + c) / 128 <= (120 + N - 1) / 128; counted for any k0 % 128
+  // below 128 as (126 + N) / 128.
+  const int64_t need = (126 + t.getColumns()) / kSwizzleBytes + 1;
+  if (static_cast<int64_t>(getFactors().size()) != need)
+    return emitOpError("a tile of ")
+           << t.getColumns() << " columns needs " << need
+           << " factors (the 128-key blocks its keys can reach), got "
+           << getFactors().size();
+  return success();
+}
+
 LogicalResult TruncOp::verify() {
   FragmentType in = getTile().getType(), out = getResult().getType();
   if (!in.getElementType().isF32() ||

@@ -296,6 +296,28 @@ def Hopper_ScaleRowsOp : Hopper_Op<"scale_rows", [Pure, AllTypesMatch<["tile", "
   let hasVerifier = 1;
 }
 
+def Hopper_ScaleKeyBlocksOp : Hopper_Op<"scale_key_blocks", [Pure, AllTypesMatch<["tile", "result"]>]> {
+  let summary = "each column of a score tile times its key's 128-key block factor";
+  let description = [{
+    FP8's k block scales (one descale per 128 keys) in a tile of more keys
+    than 128, or not aligned to them (FlashAttention-3's 160- or 224-key
+    tiles): column c of the tile holds key `first` + c, which lies in the
+    descale block (`first` mod 128 + c) / 128 counted from `first`'s own;
+    the column is multiplied by that factor. `first` must be a multiple of
+    8 (a kv block's first key: tiles of a multiple of 8 keys), so that an
+    n8 block of columns takes one factor; as many factors as a tile of N
+    columns can reach, (126 + N) / 128 + 1.
+
+    ```mlir
+    %s2 = hopper.scale_key_blocks %s first %k0 by %f0, %f1, %f2 : !hopper.frag<64x224xf32>
+    ```
+  }];
+  let arguments = (ins Hopper_Tile:$tile, I32:$first, Variadic<F32>:$factors);
+  let results = (outs Hopper_Tile:$result);
+  let assemblyFormat = "$tile `first` $first `by` $factors attr-dict `:` qualified(type($tile))";
+  let hasVerifier = 1;
+}
+
 def Hopper_TruncOp : Hopper_Op<"trunc", [Pure]> {
   let summary = "an f32 tile rounded to 16- or 8-bit floats, in the same layout";
   let description = [{
