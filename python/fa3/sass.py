@@ -42,13 +42,19 @@ MAX_SPAN_PER_HGMMA = 4.5
 BATCH_GAP = 15
 
 
-def instructions(sass_text):
-    """The instruction lines of `cuobjdump -sass` output, in order."""
-    return [line.split(";")[0].split("*/", 1)[1].strip()
-            for line in sass_text.splitlines()
+def _instruction_lines(sass_text):
+    """The lines of `cuobjdump -sass` output that hold an instruction:
+    `/*ADDR*/  INSTRUCTION ;`."""
+    return [line for line in sass_text.splitlines()
             if line.strip().startswith("/*") and "*/" in line
             and line.strip()[2:6].strip("0123456789abcdef") == ""
             and line.split("*/", 1)[1].strip()]
+
+
+def instructions(sass_text):
+    """The instruction lines of `cuobjdump -sass` output, in order."""
+    return [line.split(";")[0].split("*/", 1)[1].strip()
+            for line in _instruction_lines(sass_text)]
 
 
 def wgmma_batches(insts):
@@ -68,11 +74,7 @@ def wgmma_batches(insts):
 
 def addresses(sass_text):
     """The byte addresses of instructions() (the same lines, in order)."""
-    return [int(line.strip()[2:6], 16)
-            for line in sass_text.splitlines()
-            if line.strip().startswith("/*") and "*/" in line
-            and line.strip()[2:6].strip("0123456789abcdef") == ""
-            and line.split("*/", 1)[1].strip()]
+    return [int(line.strip()[2:6], 16) for line in _instruction_lines(sass_text)]
 
 
 def wgmma_loops(insts, addrs):
@@ -177,8 +179,9 @@ def run_cuobjdump(cuobjdump, path):
 def judge(insts, facts, addrs=None):
     """The loop's properties, for a kernel with these facts: dict with
     batch ((hgmma count, span) or None), tight, exps and need (None unless
-    the facts say lazy_rescale 1), spills (LDL / STL in the kv loop; None
-    without the instructions' addresses) and ok."""
+    the facts say lazy_rescale 1), scheduled (tight, and the exponentials
+    beside P V where needed), spills (LDL / STL in the kv loop; None
+    without the instructions' addresses) and ok (scheduled, no spill)."""
     batch = loop_batch(insts)
     spills = None if addrs is None else local_memory_in_wgmma_loops(insts, addrs)
     tight = batch is not None and batch[1] <= MAX_SPAN_PER_HGMMA * batch[0]
@@ -187,8 +190,9 @@ def judge(insts, facts, addrs=None):
         # each thread exponentiates block_n / 2 scores per kv block
         need = int(facts["block_n"]) // 2
         exps = exps_beside_pv(insts) or 0
-    return dict(batch=batch, tight=tight, exps=exps, need=need, spills=spills,
-                ok=tight and (need is None or exps >= need) and not spills)
+    scheduled = tight and (need is None or exps >= need)
+    return dict(batch=batch, tight=tight, exps=exps, need=need, scheduled=scheduled,
+                spills=spills, ok=scheduled and not spills)
 
 
 def check_cubin(path, cuobjdump, allow_spills=False):
@@ -196,8 +200,7 @@ def check_cubin(path, cuobjdump, allow_spills=False):
     if p.returncode:
         return False, f"cuobjdump failed: {p.stderr.strip()[:200]}"
     j = judge(instructions(p.stdout), read_facts(path), addresses(p.stdout))
-    ok = j["ok"] or (allow_spills and j["batch"] is not None and j["tight"]
-                     and (j["need"] is None or j["exps"] >= j["need"]))
+    ok = j["scheduled"] if allow_spills else j["ok"]
     if j["batch"] is None:
         return False, "no HGMMA batch with both the SS and the RS form"
     n, span = j["batch"]

@@ -503,14 +503,13 @@ def sass_check(kf):
     e4m3 = sum("E4M3" in i for i in hg)
     batches = [len(b) for b in fa3sass.wgmma_batches(insts)]
     j = fa3sass.judge(insts, fa3sass.read_facts(kf.cubin_path), addrs)
-    loop_ok = j["tight"] and (j["need"] is None or j["exps"] >= j["need"])
     return dict(hgmma=len(hg), hgmma_e4m3=e4m3,
                 local_mem_insts=sum(fa3sass.is_local(i) for i in insts),
                 local_mem_insts_in_kv_loop=j["spills"],
                 loop_batch=None if j["batch"] is None else f"{j['batch'][0]} in {j['batch'][1]}",
                 exp2_beside_pv=j["exps"],
                 largest_hgmma_batch=max(batches) if batches else 0,
-                ok=len(hg) > 0 and e4m3 > 0 and loop_ok)
+                ok=len(hg) > 0 and e4m3 > 0 and j["scheduled"])
 
 
 # ------------------------------------------------------------ (b)

@@ -1210,7 +1210,10 @@ void KernelBuilder::consumers(Value tid, Value cta) {
   // tensor descales fold into the scores' scale as at 128 keys. Set per kv
   // block by setBlockScale: the block's first key and the factors of the
   // three 128-key blocks it can reach.
-  const bool keyBlockScales = cfg.isFp8() && cfg.blockN != kSwizzleBytes;
+  constexpr int64_t descaleBlock = fa3::attn::FlashAttentionOp::kDescaleBlock;
+  static_assert(descaleBlock == kScaleKeyBlock,
+                "hopper.scale_key_blocks scales the op's k descale blocks");
+  const bool keyBlockScales = cfg.isFp8() && cfg.blockN != descaleBlock;
   Value kBlocked, blockKey0;
   SmallVector<Value, 3> kdCols;
   auto scoresOf = [&](Value sacc) -> Value {
@@ -1307,9 +1310,9 @@ void KernelBuilder::consumers(Value tid, Value cta) {
       // ceil(Skv / 128) - 1 at most (read in range; with a stride of 0 all
       // three are the head's one descale)
       blockKey0 = bin<arith::MulIOp>(blk, i32(cfg.blockN));
-      Value first = bin<arith::DivUIOp>(blockKey0, i32(kSwizzleBytes));
-      Value blocks = bin<arith::AddIOp>(skv, i32(kSwizzleBytes - 1));
-      blocks = bin<arith::DivUIOp>(blocks, i32(kSwizzleBytes));
+      Value first = bin<arith::DivUIOp>(blockKey0, i32(descaleBlock));
+      Value blocks = bin<arith::AddIOp>(skv, i32(descaleBlock - 1));
+      blocks = bin<arith::DivUIOp>(blocks, i32(descaleBlock));
       Value last = bin<arith::SubIOp>(blocks, i32(1));
       kdCols.clear();
       for (int64_t x = 0; x < 3; ++x) {

@@ -956,7 +956,7 @@ struct ScaleKeyBlocksLowering : OpConversionPattern<ScaleKeyBlocksOp> {
     OpBuilder &b = rewriter;
     ValueRange f = adaptor.getFactors();
     Value inBlock = arith::AndIOp::create(b, loc, adaptor.getFirst(),
-                                          i32Const(b, loc, kSwizzleBytes - 1));
+                                          i32Const(b, loc, kScaleKeyBlock - 1));
     Value out = LLVM::UndefOp::create(b, loc, adaptor.getTile().getType());
     const int64_t regs = op.getTile().getType().getRegisters();
     for (int64_t j = 0; 4 * j < regs; ++j) {
@@ -964,6 +964,7 @@ struct ScaleKeyBlocksLowering : OpConversionPattern<ScaleKeyBlocksOp> {
                          : arith::AddIOp::create(b, loc, inBlock,
                                                  i32Const(b, loc, 8 * j))
                                .getResult();
+      static_assert(kScaleKeyBlock == 1 << 7, "a shift by log2 of the block");
       Value idx = arith::ShRUIOp::create(b, loc, col, i32Const(b, loc, 7));
       // the last factor unless an earlier one's index matches
       Value factor = f.back();

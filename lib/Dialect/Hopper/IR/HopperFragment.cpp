@@ -355,8 +355,8 @@ LogicalResult ScaleKeyBlocksOp::verify() {
     return failure();
   // Column c < N of a tile whose first key is k0 % 128 <= 120 lies in block
   // (k0 % 128 + c) / 128 <= (120 + N - 1) / 128; counted for any k0 % 128
-  // below 128 as (126 + N) / 128.
-  const int64_t need = (126 + t.getColumns()) / kSwizzleBytes + 1;
+  // below 128 as (126 + N) / 128 (128: kScaleKeyBlock).
+  const int64_t need = (kScaleKeyBlock - 2 + t.getColumns()) / kScaleKeyBlock + 1;
   if (static_cast<int64_t>(getFactors().size()) != need)
     return emitOpError("a tile of ")
            << t.getColumns() << " columns needs " << need

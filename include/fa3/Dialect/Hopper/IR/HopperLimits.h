@@ -39,6 +39,9 @@ inline constexpr int64_t launchRegistersPerThread(int64_t threads,
 }
 /// Bytes of a row of a TMA box / wgmma operand under the 128B swizzle.
 inline constexpr int64_t kSwizzleBytes = 128;
+/// Keys that share a factor of hopper.scale_key_blocks (FP8's k block
+/// scales: attn.flash_attention's kDescaleBlock).
+inline constexpr int64_t kScaleKeyBlock = 128;
 /// Columns (bytes) of one unit of hopper.transpose_stage: two 16-byte
 /// chunks, the matrices of one ldmatrix.x4.
 inline constexpr int64_t kTransposeUnitCols = 32;
