@@ -189,6 +189,17 @@ protected:
     return LLVM::GEPOp::create(b, loc, LLVM::LLVMPointerType::get(ctx, 1),
                                b.getI8Type(), base, ValueRange{off});
   }
+  /// Zero as an i64 that neither LLVM nor ptxas folds: the top bit of a
+  /// loop's index (non-negative i32), through an asm. Added in the loop
+  /// body to a wgmma descriptor that does not change from iteration to
+  /// iteration, it keeps ptxas from hoisting the descriptor's k-steps out
+  /// of the loop: ptxas forms each in uniform registers where its wgmma
+  /// issues instead of holding them all in registers across the loop
+  /// (bench/NOTES.md, Log, "Descriptors formed at use").
+  Value opaqueZero(Value index) {
+    return ext64(inlineAsm(i32T, ValueRange{index}, "shr.u32 $0, $1, 31;",
+                           "=r,r"));
+  }
   /// `asm volatile` in AT&T dialect; `res` null for none.
   Value inlineAsm(Type res, ValueRange operands, llvm::StringRef text,
                   llvm::StringRef constraints) {

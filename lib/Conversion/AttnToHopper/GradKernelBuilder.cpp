@@ -71,13 +71,23 @@ private:
                        static_cast<uint64_t>(rows),
                        static_cast<uint64_t>(tileD()), et);
   }
-  /// The descriptor of a ring's stage for slot u (desc0: stage 0's).
+  /// The descriptor of a ring's stage for slot u (desc0: stage 0's); with
+  /// one stage, loop-invariant: re-derived from the step's zero (atStep).
   Value stageDesc(Value r, Value u, Value desc0, int64_t stageBytes) {
+    if (cfg.stages == 1)
+      return atStep(desc0);
     Value st = RingStageOp::create(b, loc, r, u);
     Value off = bin<arith::MulIOp>(st, i32(stageBytes >> 4));
     Value sd = ext64(off);
     return bin<arith::AddIOp>(desc0, sd);
   }
+
+  /// A descriptor that does not change from step to step, re-derived in
+  /// each step (opaqueZero): hoisted, K's, V's and K's for dQ (8 k-steps a
+  /// product at head dim 128) outnumbered the 63 uniform registers and
+  /// spilled 12 to 620 bytes.
+  Value atStep(Value desc) { return bin<arith::AddIOp>(desc, stepZero); }
+  Value stepZero; // opaqueZero of the consumers' step index
 
   /// This CTA's block of keys, kv head and batch (tiles numbered kv block
   /// fastest; deterministic, the last kv block first: the turns' order,
@@ -626,6 +636,11 @@ void GradKernelBuilder::consumers(Value cta) {
     // (built at the loop body's top level: they dominate all of it)
     DenseMap<Value, Value> lowered;
     Value q0 = rebuildIndex(stepOp.getRow0(), leaf, lowered);
+    stepZero = opaqueZero(it);
+    Value descKStep = atStep(descK), descVStep = atStep(descV);
+    SmallVector<Value, 2> descKTStep;
+    for (Value d : descKT)
+      descKTStep.push_back(atStep(d));
     Value descQ = stageDesc(qRing, it, descQ0, lay.qBytes);
     Value descDO = stageDesc(doRing, it, descDO0, lay.doBytes);
     SmallVector<Value, 2> descQT, descDOT;
@@ -641,7 +656,7 @@ void GradKernelBuilder::consumers(Value cta) {
     });
     ringOp<RingConsumerWaitOp>(qRing, it);
     NVVM::WgmmaFenceAlignedOp::create(b, loc);
-    Value s = WgmmaSSOp::create(b, loc, fragS, descK, descQ, /*c=*/Value(),
+    Value s = WgmmaSSOp::create(b, loc, fragS, descKStep, descQ, /*c=*/Value(),
                                 static_cast<uint64_t>(cfg.headDim),
                                 static_cast<uint64_t>(kBox),
                                 static_cast<uint64_t>(qBox), et);
@@ -650,7 +665,7 @@ void GradKernelBuilder::consumers(Value cta) {
     });
     ringOp<RingConsumerWaitOp>(doRing, it);
     NVVM::WgmmaFenceAlignedOp::create(b, loc);
-    Value dp = WgmmaSSOp::create(b, loc, fragS, descV, descDO, /*c=*/Value(),
+    Value dp = WgmmaSSOp::create(b, loc, fragS, descVStep, descDO, /*c=*/Value(),
                                  static_cast<uint64_t>(cfg.headDim),
                                  static_cast<uint64_t>(kBox),
                                  static_cast<uint64_t>(qBox), et);
@@ -766,7 +781,7 @@ void GradKernelBuilder::consumers(Value cta) {
       Value desc = descDS;
       if (u > 0)
         desc = bin<arith::AddIOp>(desc, i64(u * dsBoxBytes / 16));
-      return WgmmaSSOp::create(b, loc, fragQ[p], desc, descKT[p],
+      return WgmmaSSOp::create(b, loc, fragQ[p], desc, descKTStep[p],
                                /*c=*/Value(),
                                static_cast<uint64_t>(cfg.blockN), 0u, 0u, et,
                                /*a_mn_major=*/true, /*b_mn_major=*/true);

@@ -69,9 +69,17 @@
 // CHECK-NEXT: hopper.ring.producer_commit %[[RR]][%{{.*}}] tx 0
 // CHECK: } consumers(%[[CW0:.*]] of 2) regs 240 {
 // CHECK: %[[CW:.*]] = hopper.warp_uniform %[[CW0]] : i32
-// CHECK: %{{.*}}:2 = scf.for {{.*}} -> (!hopper.frag<64x128xf32>, !hopper.frag<64x128xf32>)
-// CHECK: %[[S:.*]] = hopper.wgmma.ss %{{.*}}, %{{.*}} k 128 boxes 16384, 8192 : bf16 -> !hopper.frag<64x64xf32>
-// CHECK: %[[DP:.*]] = hopper.wgmma.ss %{{.*}}, %{{.*}} k 128 boxes 16384, 8192 : bf16 -> !hopper.frag<64x64xf32>
+// CHECK: %{{.*}}:2 = scf.for %[[STEP:[^ ]*]] = {{.*}} -> (!hopper.frag<64x128xf32>, !hopper.frag<64x128xf32>)
+// Each step re-derives the descriptors that do not change (K's and V's as
+// S^T's and dP^T's A, K's as dQ's B) from a zero neither LLVM nor ptxas
+// folds, so that ptxas does not hoist their k-steps out of the loop.
+// CHECK: %[[Z32:.*]] = llvm.inline_asm has_side_effects asm_dialect = att "shr.u32 $0, $1, 31;", "=r,r" %[[STEP]] : (i32) -> i32
+// CHECK-NEXT: %[[Z:.*]] = arith.extui %[[Z32]] : i32 to i64
+// CHECK-NEXT: %[[KDESC:.*]] = arith.addi %{{.*}}, %[[Z]] : i64
+// CHECK-NEXT: %[[VDESC:.*]] = arith.addi %{{.*}}, %[[Z]] : i64
+// CHECK-NEXT: %[[KTDESC:.*]] = arith.addi %{{.*}}, %[[Z]] : i64
+// CHECK: %[[S:.*]] = hopper.wgmma.ss %[[KDESC]], %{{.*}} k 128 boxes 16384, 8192 : bf16 -> !hopper.frag<64x64xf32>
+// CHECK: %[[DP:.*]] = hopper.wgmma.ss %[[VDESC]], %{{.*}} k 128 boxes 16384, 8192 : bf16 -> !hopper.frag<64x64xf32>
 // Head dim 128 with a mask (the table): LSE read where each block of
 // columns is used, D as a whole vector before the rows are released.
 // CHECK: hopper.ring.consumer_wait %[[RR]]
@@ -98,7 +106,7 @@
 // CHECK-NEXT: hopper.store_shared %[[DSA]] to %{{.*}}[%{{.*}}] box_bytes 0 stmatrix :
 // CHECK-NEXT: hopper.named_barrier.sync stage[%{{.*}}] of 2 threads 256
 // CHECK-NEXT: nvvm.wgmma.fence.aligned
-// CHECK-NEXT: %[[DQT:.*]] = hopper.wgmma.ss %{{.*}}, %{{.*}} k 128 boxes 0, 0 {a_mn_major, b_mn_major} : bf16 -> !hopper.frag<64x64xf32>
+// CHECK-NEXT: %[[DQT:.*]] = hopper.wgmma.ss %{{.*}}, %[[KTDESC]] k 128 boxes 0, 0 {a_mn_major, b_mn_major} : bf16 -> !hopper.frag<64x64xf32>
 // CHECK-NEXT: nvvm.wgmma.fence.aligned
 // CHECK-NEXT: %[[DKP:.*]] = hopper.wgmma.rs %[[DSA]], %{{.*}}, %{{.*}} : !hopper.frag<64x64xbf16>, !hopper.frag<64x128xf32>
 // CHECK-NEXT: %[[DVQ:.*]]:2 = hopper.wgmma.wait 1, %[[DVP]], %[[DQT]]
