@@ -26,7 +26,7 @@ namespace {
 constexpr int64_t kElemBytes = 2; // bf16 / f16
 constexpr int64_t kProducerRegs = 24;
 constexpr int64_t kConsumerRegs = 240; // (512 - 24) / 2, as FA3
-constexpr uint32_t kPosInfBits = 0x7F800000u;
+constexpr uint32_t kNegInfBits = 0xFF800000u;
 
 class GradKernelBuilder : BuilderBase {
 public:
@@ -367,7 +367,7 @@ std::string fa3::hopper::checkGradSupported(const GradKernelConfig &cfg) {
 }
 
 /// Warp 2 of the producer warpgroup stages each step's LSE and D (the
-/// queries past Sq: lse = +inf, so p = 0, and D = 0) into the rows ring,
+/// queries past Sq: p = 0 from the staged -inf, and D = 0) into the rows ring,
 /// which the consumers read instead of global memory inside their loop
 /// (their global loads stood at about 10 % of the consumers' stall
 /// samples: bench/NOTES.md, Backward). FA3 loads them by TMA with Q and dO
@@ -381,8 +381,12 @@ void GradKernelBuilder::rowsProducer(Value cta) {
     Value off = rowsStage(it);
     Value dOff = bin<arith::AddIOp>(off, i32(cfg.blockM * 4));
     const uint64_t rows = static_cast<uint64_t>(cfg.blockM);
+    // LSE as -lse log2(e), once a query here rather than in every
+    // consumer thread that reads it (3 instructions a value there: 48 of a
+    // step's 444 at head dim 128); past Sq -inf (p = 0)
     StageRowsOp::create(b, loc, param("LSE"), base, q0, param("Sq"),
-                        f32Bits(kPosInfBits), smemBase, off, rows);
+                        f32Bits(kNegInfBits), smemBase, off, rows,
+                        /*neg_log2=*/true);
     StageRowsOp::create(b, loc, param("delta"), base, q0, param("Sq"),
                         f32(0.0), smemBase, dOff, rows);
     // each lane's arrive releases its own stores (the ring counts 32)
@@ -671,7 +675,7 @@ void GradKernelBuilder::consumers(Value cta) {
                                  static_cast<uint64_t>(qBox), et);
     // The queries' LSE and D, staged by the producer's warp 2: LSE read
     // while the products run, or (lseAtUse) where grad_probs uses each
-    // block of it; past Sq, lse = +inf makes p = 0.
+    // block of it, as -lse log2(e) (past Sq -inf: p = 0).
     ringOp<RingConsumerWaitOp>(rowsRing, it);
     Value rowsOff = rowsStage(it);
     Value colsOff = rowsOff;
@@ -719,9 +723,10 @@ void GradKernelBuilder::consumers(Value cta) {
     } else if (cell.step.masked) {
       s = masked().front();
     }
-    Value p = cfg.lseAtUse
-                  ? GradProbsOp::create(b, loc, s, smemBase, colsOff, probScale)
-                  : GradProbsOp::create(b, loc, s, lse, probScale);
+    Value p = cfg.lseAtUse ? GradProbsOp::create(b, loc, s, smemBase, colsOff,
+                                                 probScale, /*lseNegLog2=*/true)
+                           : GradProbsOp::create(b, loc, s, lse, probScale,
+                                                 /*lseNegLog2=*/true);
     // D once lse is dead (or, deltaAtUse, where grad_scores uses each
     // block of it); dS before P V's and dS Q's register operands exist (at
     // head dim 128, dK and dV hold 128 of the 240 registers). The rows'

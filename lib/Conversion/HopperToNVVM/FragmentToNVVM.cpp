@@ -629,8 +629,24 @@ struct LoadColumnsLowering : OpConversionPattern<LoadColumnsOp> {
   }
 };
 
+/// -lse log2(e), or -inf for an infinite lse: the exponent offset of
+/// p = exp2(s scale_log2 - lse log2(e)) that makes p 0 for a query that
+/// saw no key (lse -inf) or lies past Sq (lse +inf).
+static Value negLog2OrNegInf(OpBuilder &rewriter, Location loc, Value lse) {
+  Value inf = f32Const(rewriter, loc, std::numeric_limits<double>::infinity());
+  Value ninf = f32Const(rewriter, loc, -std::numeric_limits<double>::infinity());
+  Value negLog2e = f32Const(rewriter, loc, -fa3::attn::kLog2e);
+  // (not llvm.intr.fabs: the NVVM conversion takes it for libdevice's)
+  Value pos = arith::CmpFOp::create(rewriter, loc, arith::CmpFPredicate::OEQ, lse, inf);
+  Value neg = arith::CmpFOp::create(rewriter, loc, arith::CmpFPredicate::OEQ, lse, ninf);
+  Value isInf = arith::OrIOp::create(rewriter, loc, pos, neg);
+  Value negMu = arith::MulFOp::create(rewriter, loc, lse, negLog2e);
+  return arith::SelectOp::create(rewriter, loc, isInf, ninf, negMu);
+}
+
 /// Lane l copies rows l, l + 32, ...: a predicated global load (the fill
-/// past the bound), a 4-byte shared store.
+/// past the bound), a 4-byte shared store (neg_log2: the
+/// value transformed first).
 struct StageRowsLowering : OpConversionPattern<StageRowsOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -655,12 +671,24 @@ struct StageRowsLowering : OpConversionPattern<StageRowsOp> {
       Value e = arith::AddIOp::create(rewriter, loc, adaptor.getBase(), row64);
       Value p = LLVM::GEPOp::create(rewriter, loc, gptrT, f32, adaptor.getPtr(),
                                     ValueRange{e});
-      Value v = inlineAsm(rewriter, loc, f32,
-                          ValueRange{inI32, adaptor.getFill(), p},
-                          "{\n.reg .pred p;\nsetp.ne.b32 p, $1, 0;\n"
-                          "mov.f32 $0, $2;\n@p ld.global.nc.f32 $0, [$3];\n}",
-                          "=f,r,f,l", /*sideEffects=*/false)
-                    .getResult(0);
+      Value v;
+      if (op.getNegLog2()) {
+        // -v log2(e), an infinite v -inf; the fill as given
+        v = inlineAsm(rewriter, loc, f32, ValueRange{inI32, p},
+                      "{\n.reg .pred p;\nsetp.ne.b32 p, $1, 0;\n"
+                      "mov.f32 $0, 0f00000000;\n@p ld.global.nc.f32 $0, [$2];\n}",
+                      "=f,r,l", /*sideEffects=*/false)
+                .getResult(0);
+        v = negLog2OrNegInf(rewriter, loc, v);
+        v = arith::SelectOp::create(rewriter, loc, in, v, adaptor.getFill());
+      } else {
+        v = inlineAsm(rewriter, loc, f32,
+                      ValueRange{inI32, adaptor.getFill(), p},
+                      "{\n.reg .pred p;\nsetp.ne.b32 p, $1, 0;\n"
+                      "mov.f32 $0, $2;\n@p ld.global.nc.f32 $0, [$3];\n}",
+                      "=f,r,f,l", /*sideEffects=*/false)
+                .getResult(0);
+      }
       Value c4 = i32Const(rewriter, loc, 4);
       Value bytes = arith::MulIOp::create(rewriter, loc, idx, c4);
       Value at = arith::AddIOp::create(rewriter, loc, adaptor.getOffset(), bytes);
@@ -683,24 +711,15 @@ struct GradProbsLowering : OpConversionPattern<GradProbsOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     SmallVector<Value> s = unpack(rewriter, loc, adaptor.getScores());
-    Value inf = f32Const(rewriter, loc, std::numeric_limits<double>::infinity());
-    Value ninf = f32Const(rewriter, loc, -std::numeric_limits<double>::infinity());
-    Value negLog2e = f32Const(rewriter, loc, -fa3::attn::kLog2e);
     SmallVector<Value> p;
     forEachColumnBlock(
         rewriter, loc, static_cast<int64_t>(s.size()) / 4, adaptor.getLse(),
         adaptor.getSmem(), adaptor.getOffset(),
         [&](int64_t k, ArrayRef<Value> lse) {
           for (int64_t r = 0; r < 4; ++r) {
-            // (not llvm.intr.fabs: the NVVM conversion takes it for
-            // libdevice's)
-            Value pos = arith::CmpFOp::create(
-                rewriter, loc, arith::CmpFPredicate::OEQ, lse[r], inf);
-            Value neg = arith::CmpFOp::create(
-                rewriter, loc, arith::CmpFPredicate::OEQ, lse[r], ninf);
-            Value isInf = arith::OrIOp::create(rewriter, loc, pos, neg);
-            Value negMu = arith::MulFOp::create(rewriter, loc, lse[r], negLog2e);
-            negMu = arith::SelectOp::create(rewriter, loc, isInf, ninf, negMu);
+            Value negMu = op.getLseNegLog2()
+                              ? lse[r]
+                              : negLog2OrNegInf(rewriter, loc, lse[r]);
             p.push_back(fa3::attn::buildSoftmaxProb(
                 rewriter, loc, s[4 * k + r], adaptor.getScaleLog2(), negMu));
           }

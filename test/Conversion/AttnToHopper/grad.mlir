@@ -23,6 +23,7 @@
 // CHECK: func.func private @bwd128_kernel_visible_cols(
 // CHECK: gpu.func @bwd128_kernel(%[[MAPQ:[^:]*]]: !llvm.ptr, %[[MAPK:[^:]*]]: !llvm.ptr, %[[MAPV:[^:]*]]: !llvm.ptr, %[[MAPDO:[^:]*]]: !llvm.ptr, %[[DQ:[^:]*]]: !llvm.ptr<1>, %[[DK:[^:]*]]: !llvm.ptr<1>, %[[DV:[^:]*]]: !llvm.ptr<1>, %[[LSE:[^:]*]]: !llvm.ptr<1>, %[[DELTA:[^:]*]]: !llvm.ptr<1>,
 // CHECK-SAME: attn.launch = {backward = true, block_m = 64 : i64, block_n = 128 : i64, causal = true, dtype = "bf16", dynamic_smem = 198784 : i64, grid = "tiles", head_dim = 128 : i64, head_dim_v = 128 : i64, kernel = "bwd128_kernel", params = ["mapQ", "mapK", "mapV", "mapdO", "dQaccum", "dK", "dV", "LSE", "delta", "B", "Sq", "Skv", "Hq", "Hkv", "dkvStrideB", "dkvStrideS", "dkvStrideH", "scaleLog2"]
+// CHECK: %[[NINF:.*]] = arith.constant 0xFF800000 : f32
 // K and V (one stage each), Q and dO (two stages) rings.
 // CHECK: %[[KR:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 1, stage_bytes = 32768, data = 0,
 // CHECK: %[[VR:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 1, stage_bytes = 32768, data = 32768,
@@ -60,11 +61,12 @@
 // CHECK: nvvm.cp.async.bulk.wait_group 0 {read}
 // CHECK: hopper.named_barrier.arrive reduce_free[%c1_i32] of 2 threads 160
 // CHECK: nvvm.cp.async.bulk.wait_group 0{{$}}
-// Warp 2 stages each step's LSE (+inf past Sq) and D (0 past Sq).
+// Warp 2 stages each step's LSE as -lse log2 e (-inf past Sq: p = 0) and D
+// (0 past Sq).
 // CHECK: hopper.producer_warps(%{{.*}}) first 2 count 1 {
 // CHECK: scf.for
 // CHECK: hopper.ring.producer_acquire %[[RR]]
-// CHECK: hopper.stage_rows %[[LSE]][%{{.*}}] rows %{{.*}} bound %{{.*}} fill %{{.*}} to %{{.*}}[%{{.*}}] count 64
+// CHECK: hopper.stage_rows %[[LSE]][%{{.*}}] rows %{{.*}} bound %{{.*}} fill %[[NINF]] to %{{.*}}[%{{.*}}] count 64 neg_log2{{$}}
 // CHECK: hopper.stage_rows %[[DELTA]][%{{.*}}] rows %{{.*}} bound %{{.*}} fill %cst{{.*}} to %{{.*}}[%{{.*}}] count 64
 // CHECK-NEXT: hopper.ring.producer_commit %[[RR]][%{{.*}}] tx 0
 // CHECK: } consumers(%[[CW0:.*]] of 2) regs 240 {
@@ -90,7 +92,7 @@
 // CHECK: %[[S1:.*]] = hopper.wgmma.wait 1, %[[S]]
 // CHECK: scf.if
 // CHECK: hopper.mask %[[S1]] rows %{{.*}} cols %{{.*}} visible @bwd128_kernel_visible_cols(%{{.*}}, %{{.*}}) transposed
-// CHECK: %[[P:.*]] = hopper.grad_probs %{{.*}}, columns %{{.*}}[%[[ROWS]]] scale %{{.*}}
+// CHECK: %[[P:.*]] = hopper.grad_probs %{{.*}}, columns %{{.*}}[%[[ROWS]]] scale %{{.*}} lse_neg_log2 :
 // CHECK: %[[D:.*]] = hopper.load_columns
 // CHECK: hopper.ring.consumer_release %[[RR]]
 // CHECK: %[[DP1:.*]] = hopper.wgmma.wait 0, %[[DP]]
@@ -242,7 +244,7 @@ func.func @bwd64(%q: memref<?x1x?x64xf16>, %k: memref<?x1x?x64xf16>, %v: memref<
 // CHECK: hopper.band_mask %[[T]] rows %{{.*}} cols %{{.*}} keys %{{.*}} lo %[[LO]] hi %[[HI]] : !hopper.frag<64x64xf32>
 // Head dim 64 (the table): LSE and D read where used, the rows released
 // after D's last read.
-// CHECK: %[[P:.*]] = hopper.grad_probs %{{.*}}, columns %{{.*}}[%[[LOFF:.*]]] scale %[[CAPL2E]] : !hopper.frag<64x64xf32>
+// CHECK: %[[P:.*]] = hopper.grad_probs %{{.*}}, columns %{{.*}}[%[[LOFF:.*]]] scale %[[CAPL2E]] lse_neg_log2 : !hopper.frag<64x64xf32>
 // CHECK: %[[DOFF:.*]] = arith.addi %[[LOFF]], %c256_i32
 // CHECK: %[[DS:.*]] = hopper.grad_scores %[[P]], %{{.*}}, columns %{{.*}}[%[[DOFF]]] : !hopper.frag<64x64xf32>
 // CHECK-NEXT: hopper.ring.consumer_release

@@ -60,6 +60,22 @@ func.func @probs_scores(%s: !hopper.frag<64x16xf32>, %l: !hopper.frag<64x16xf32>
 
 // -----
 
+// lse_neg_log2: the values are -lse log2 e already; p = exp2(s sl2 + value),
+// no comparison, multiply or select before the FMA.
+// CHECK-LABEL: func.func @probs_neg_log2(
+// CHECK-NOT: arith.cmpf
+// CHECK-NOT: arith.select
+// CHECK: %[[X:.*]] = math.fma %{{.*}}, %{{.*}}, %{{.*}} : f32
+// CHECK-NEXT: math.exp2 %[[X]] : f32
+// CHECK-COUNT-7: math.exp2
+// CHECK-NOT: arith.cmpf
+func.func @probs_neg_log2(%s: !hopper.frag<64x16xf32>, %l: !hopper.frag<64x16xf32>, %sl2: f32) -> !hopper.frag<64x16xf32> {
+  %p = hopper.grad_probs %s, %l scale %sl2 lse_neg_log2 : !hopper.frag<64x16xf32>
+  return %p : !hopper.frag<64x16xf32>
+}
+
+// -----
+
 // The band: d = (col0 + colbase) - (row0 + row) in i64; a bound b is
 // clamp(b + d, -512, 512) in i32, compared with register 4k + 2i + e's
 // constant 8 i - 8 k - e (0, -1, 8, 7 for block 0; -8, -9, 0, -1 for
@@ -341,6 +357,26 @@ func.func @store_shared_stmatrix_boxes(%t: !hopper.frag<64x128xbf16>, %smem: !ll
 // CHECK-NOT: llvm.store
 func.func @stage_rows(%p: !llvm.ptr<1>, %b: i64, %r: i32, %n: i32, %f: f32, %smem: !llvm.ptr<3>, %off: i32) {
   hopper.stage_rows %p [%b] rows %r bound %n fill %f to %smem[%off] count 64
+  return
+}
+
+// -----
+
+// neg_log2: the loaded value v becomes -v log2 e, an infinite v -inf, and
+// the fill replaces it past the bound (not transformed).
+// CHECK-LABEL: func.func @stage_rows_neg_log2(
+// CHECK-SAME: %[[F:[^:]*]]: f32
+// CHECK: %[[IN:.*]] = arith.cmpi slt
+// CHECK: %[[V:.*]] = llvm.inline_asm {{.*}}@p ld.global.nc.f32 $0, [$2];
+// CHECK: %[[POS:.*]] = arith.cmpf oeq, %[[V]], %{{.*}} : f32
+// CHECK: %[[NEG:.*]] = arith.cmpf oeq, %[[V]], %{{.*}} : f32
+// CHECK: %[[ISINF:.*]] = arith.ori %[[POS]], %[[NEG]] : i1
+// CHECK: %[[NMU:.*]] = arith.mulf %[[V]], %{{.*}} : f32
+// CHECK: %[[T:.*]] = arith.select %[[ISINF]], %{{.*}}, %[[NMU]] : f32
+// CHECK: %[[OUT:.*]] = arith.select %[[IN]], %[[T]], %[[F]] : f32
+// CHECK: llvm.store %[[OUT]], %{{.*}} {alignment = 4 : i64} : f32, !llvm.ptr<3>
+func.func @stage_rows_neg_log2(%p: !llvm.ptr<1>, %b: i64, %r: i32, %n: i32, %f: f32, %smem: !llvm.ptr<3>, %off: i32) {
+  hopper.stage_rows %p [%b] rows %r bound %n fill %f to %smem[%off] count 32 neg_log2
   return
 }
 

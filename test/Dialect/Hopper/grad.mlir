@@ -11,6 +11,9 @@
 // CHECK: hopper.grad_scores %{{.*}}, %{{.*}}, %{{.*}} : !hopper.frag<64x64xf32>
 // CHECK: hopper.grad_probs %{{.*}}, columns %{{.*}}[%{{.*}}] scale %{{.*}} : !hopper.frag<64x64xf32>
 // CHECK: hopper.grad_scores %{{.*}}, %{{.*}}, columns %{{.*}}[%{{.*}}] : !hopper.frag<64x64xf32>
+// CHECK: hopper.stage_rows %{{.*}}[%{{.*}}] rows %{{.*}} bound %{{.*}} fill %{{.*}} to %{{.*}}[%{{.*}}] count 64 neg_log2{{$}}
+// CHECK: hopper.grad_probs %{{.*}}, columns %{{.*}}[%{{.*}}] scale %{{.*}} lse_neg_log2 : !hopper.frag<64x64xf32>
+// CHECK: hopper.grad_probs %{{.*}}, %{{.*}} scale %{{.*}} lse_neg_log2 : !hopper.frag<64x64xf32>
 // CHECK: hopper.grad_softcap %{{.*}}, %{{.*}} : !hopper.frag<64x64xf32>
 // CHECK: hopper.store_shared %{{.*}} to %{{.*}}[%{{.*}}] box_bytes 0 : !hopper.frag<64x64xbf16>
 // CHECK: hopper.store_shared %{{.*}} to %{{.*}}[%{{.*}}] column %{{.*}} box_bytes 0 : !hopper.frag<64x32xbf16>
@@ -36,6 +39,9 @@ func.func @step(%da: i64, %db: i64, %s: !hopper.frag<64x64xf32>, %dp: !hopper.fr
   %ds = hopper.grad_scores %p, %dp, %l : !hopper.frag<64x64xf32>
   %pc = hopper.grad_probs %m, columns %smem[%off] scale %sl2 : !hopper.frag<64x64xf32>
   %dsc0 = hopper.grad_scores %pc, %dp, columns %smem[%off] : !hopper.frag<64x64xf32>
+  hopper.stage_rows %lse [%base] rows %m0 bound %sq fill %inf to %smem[%off] count 64 neg_log2
+  %pn = hopper.grad_probs %m, columns %smem[%off] scale %sl2 lse_neg_log2 : !hopper.frag<64x64xf32>
+  %pf = hopper.grad_probs %m, %l scale %sl2 lse_neg_log2 : !hopper.frag<64x64xf32>
   %dsc = hopper.grad_softcap %ds, %s : !hopper.frag<64x64xf32>
   %h = hopper.trunc %ds : !hopper.frag<64x64xf32> to !hopper.frag<64x64xbf16>
   hopper.store_shared %h to %smem [%off] box_bytes 0 : !hopper.frag<64x64xbf16>

@@ -348,16 +348,24 @@ def Hopper_StageRowsOp : Hopper_Op<"stage_rows"> {
     queries past Sq lse = +inf (p = 0). Ordering with the readers is the
     caller's (a warp barrier, then a ring commit).
 
+    With `neg_log2`, each value v read is staged as -v log2(e), and an
+    infinite v as -inf (the fill as given): the LSE as the exponent offset
+    of p = exp2(s scale_log2 + staged), which `hopper.grad_probs
+    {lse_neg_log2}` takes, computed once a query by the producer instead
+    of by every consumer thread that reads it (FA3's preprocessing writes
+    its LSE times log2(e) for the same reason).
+
     ```mlir
     hopper.stage_rows %LSE [%base] rows %m0 bound %Sq fill %inf to %smem[%off] count 64
+    hopper.stage_rows %LSE [%base] rows %m0 bound %Sq fill %ninf to %smem[%off] count 64 neg_log2
     ```
   }];
   let arguments = (ins Hopper_GlobalPtr:$ptr, I64:$base, I32:$row0,
                        I32:$bound, F32:$fill, Hopper_SharedPtr:$smem,
-                       I32:$offset, I64Attr:$rows);
+                       I32:$offset, I64Attr:$rows, UnitAttr:$neg_log2);
   let assemblyFormat = [{
     $ptr `[` $base `]` `rows` $row0 `bound` $bound `fill` $fill `to` $smem
-    `[` $offset `]` `count` $rows attr-dict
+    `[` $offset `]` `count` $rows (`neg_log2` $neg_log2^)? attr-dict
   }];
   let hasVerifier = 1;
 }
@@ -403,29 +411,36 @@ def Hopper_GradProbsOp : Hopper_Op<"grad_probs", [AttrSizedOperandSegments,
     block is used, so that no register holds the whole vector (the
     backward's `lse_at_use`, bench/NOTES.md, Backward).
 
+    With `lse_neg_log2` the values read are -lse log2(e) already, infinite
+    ones -inf (`hopper.stage_rows ... neg_log2`): p = exp2(s scale_log2 +
+    value), one FFMA and the exponential a score.
+
     ```mlir
     %p = hopper.grad_probs %s, %lse scale %sl2 : !hopper.frag<64x64xf32>
     %p = hopper.grad_probs %s, columns %smem[%off] scale %sl2 : !hopper.frag<64x64xf32>
+    %p = hopper.grad_probs %s, columns %smem[%off] scale %sl2 lse_neg_log2 : !hopper.frag<64x64xf32>
     ```
   }];
   let arguments = (ins Hopper_Tile:$scores, Optional<Hopper_Tile>:$lse,
                        Optional<Hopper_SharedPtr>:$smem, Optional<I32>:$offset,
-                       F32:$scale_log2);
+                       F32:$scale_log2, UnitAttr:$lse_neg_log2);
   let results = (outs Hopper_Tile:$p);
   let assemblyFormat = [{
     $scores `,` ($lse^)? (`columns` $smem^ `[` $offset `]`)? `scale` $scale_log2
-    attr-dict `:` qualified(type($scores))
+    (`lse_neg_log2` $lse_neg_log2^)? attr-dict `:` qualified(type($scores))
   }];
   let builders = [
     OpBuilder<(ins "::mlir::Value":$scores, "::mlir::Value":$lse,
-                   "::mlir::Value":$scaleLog2), [{
+                   "::mlir::Value":$scaleLog2,
+                   CArg<"bool", "false">:$lseNegLog2), [{
       build($_builder, $_state, scores, lse, ::mlir::Value(), ::mlir::Value(),
-            scaleLog2);
+            scaleLog2, lseNegLog2);
     }]>,
     OpBuilder<(ins "::mlir::Value":$scores, "::mlir::Value":$smem,
-                   "::mlir::Value":$offset, "::mlir::Value":$scaleLog2), [{
+                   "::mlir::Value":$offset, "::mlir::Value":$scaleLog2,
+                   CArg<"bool", "false">:$lseNegLog2), [{
       build($_builder, $_state, scores, ::mlir::Value(), smem, offset,
-            scaleLog2);
+            scaleLog2, lseNegLog2);
     }]>];
   let hasVerifier = 1;
 }
