@@ -93,12 +93,15 @@ def test_backward_kernel_compiles(tmp_path):
     kf = F.parse_facts(f.facts.read_text(), str(f.facts))
     assert f.name == kf.kernel == "fa3_bwd_d64_bf16_causal_kernel"
     assert kf.backward and not kf.varlen and not kf.persistent and kf.cluster_m == 1
+    # (head dim 64: steps of 128 queries, the table's)
     assert (kf.head_dim, kf.head_dim_v, kf.causal, kf.block_m, kf.block_n, kf.threads) == \
-        (64, 64, True, 64, 128, 384)
+        (64, 64, True, 128, 128, 384)
     # head dim 256: both consumer warpgroups on the same 64 keys, one stage
+    # (dQ's bulk reductions)
     f = compile_kernel(tmp_path / "h", head_dim=256, backward=True, emit_cubin=False)[0]
     kf = F.parse_facts(f.facts.read_text(), str(f.facts))
     assert (kf.head_dim, kf.block_m, kf.block_n, kf.threads) == (256, 64, 64, 384)
+    assert "stages 1" in f.facts.read_text().splitlines()
     # head dims 96 and 192: the blocks of 128 and 256 (docs/design.md,
     # "The backward kernel")
     for d, block_n in ((96, 128), (192, 64)):

@@ -132,7 +132,8 @@ fa3::hopper::gradConfig(Value q, Value k, Value v, Value dO, Value dk,
     return failure();
   auto qt = cast<MemRefType>(q.getType());
   GradKernelConfig cfg =
-      gradTable(qt.getShape().back(), hasMask(window), deterministic);
+      gradTable(qt.getShape().back(), hasMask(window), deterministic,
+                softcap > 0);
   cfg.dtype = qt.getElementType().isBF16() ? "bf16" : "f16";
   cfg.headDim = qt.getShape().back();
   int64_t dvDim = cast<MemRefType>(v.getType()).getShape().back();
@@ -164,9 +165,12 @@ fa3::hopper::gradConfig(Value q, Value k, Value v, Value dO, Value dk,
 }
 
 GradKernelConfig fa3::hopper::gradTable(int64_t headDim, bool masked,
-                                        bool deterministic) {
+                                        bool deterministic, bool softcap,
+                                        bool dqBulk) {
   GradKernelConfig cfg;
   cfg.deterministic = deterministic;
+  // tma-store=false: the consumers' atomics instead of the bulk reductions
+  cfg.dqBulk = dqBulk;
   // LSE and D read where used, dS^T by stmatrix: each kernel measured
   // against the other forms, same GPU call, main kernel (bench/NOTES.md,
   // Log, "LSE and D at use, dS^T by stmatrix"). Both vectors at use and
@@ -190,17 +194,26 @@ GradKernelConfig fa3::hopper::gradTable(int64_t headDim, bool masked,
   // bytes), at 256 within 1 %, and in the deterministic kernels at 64 and
   // 192 causal +2 to +6 % (bench/NOTES.md, Log, "S^T's mask as a band").
   cfg.bandMask = !deterministic && (headDim == 64 || headDim == 192);
+  // Head dim 64: steps of 128 queries (FA3's 128 x 128), with dQ's bulk
+  // reductions (as measured), not deterministic (its dQ turns are per
+  // 64-row tile) nor with softcap (its tanh kept across dP's wait: 580-596
+  // bytes of spills). With the descriptors formed
+  // at use they spill nothing in the loop (136 bytes causal before) and
+  // issue 12-13 % fewer loop instructions a query: main kernel -2 to -4 %
+  // against 64-query steps, full and causal, 1k-16k, in two calls
+  // (bench/NOTES.md, Log, "128-query steps at head dim 64, again").
+  if (headDim == 64 && !deterministic && !softcap && cfg.dqBulk)
+    cfg.blockM = 128;
   // Head dims 192 and 256: both warpgroups see 64 keys (64 x D of dK and
-  // dV each would be D registers a thread). At 256 two Q / dO stages fit
-  // only without the dQ staging (K, V, the stages, P^T and dS^T: 231552
-  // bytes), so dQ is added by the consumers' atomics: with one stage every
-  // Q and dO descriptor is loop-invariant, ptxas holds them all and spills
-  // about 500 bytes, and the kernel ran at 0.57-0.60 of the atomics'
-  // (bench/NOTES.md, Backward at head dim 256). The deterministic kernel
-  // needs the dQ writer's ordered bulk reductions: one stage. At 192 the
+  // dV each would be D registers a thread). At 256 the dQ staging fits
+  // beside one Q / dO stage only (two stages: 231552 bytes without it), and
+  // one stage with the dQ writer's bulk reductions beat two with the
+  // consumers' atomics by 11-21 % (main kernel, full and causal, 1k-16k;
+  // deterministic, one stage either way, -29 to -43 %) once its
+  // loop-invariant descriptors no longer spilled (bench/NOTES.md, Log,
+  // "Head dim 256 on one stage with the bulk dQ reductions"). At 192 the
   // staging fits beside two stages, and the bulk reductions measured -12
-  // to -21 % of the main kernel's time against the atomics (bench/NOTES.md,
-  // Log).
+  // to -21 % against the atomics (bench/NOTES.md, Log).
   if (headDim > 128) {
     cfg.blockN = 64;
     GradKernelConfig bulk = cfg;
@@ -209,8 +222,8 @@ GradKernelConfig fa3::hopper::gradTable(int64_t headDim, bool masked,
     bulk.dqBulk = true;
     const bool stagingFits =
         computeGradSmemLayout(bulk).total <= kMaxDynamicSmem;
-    cfg.stages = deterministic && !stagingFits ? 1 : 2;
-    cfg.dqBulk = deterministic || stagingFits;
+    // (the atomics need no staging: two stages)
+    cfg.stages = stagingFits || !cfg.dqBulk ? 2 : 1;
   }
   return cfg;
 }
@@ -570,15 +583,14 @@ struct AttnHopperConfigPass
     // the table, then the options that apply
     GradKernelConfig wanted =
         gradTable(cast<MemRefType>(op.getQuery().getType()).getShape().back(),
-                  hasMask(window), op.getDeterministic());
+                  hasMask(window), op.getDeterministic(),
+                  op.getSoftcap().convertToDouble() > 0, opts.tmaStore);
     if (opts.blockM)
       wanted.blockM = opts.blockM;
     if (opts.blockN)
       wanted.blockN = opts.blockN;
     if (opts.stages)
       wanted.stages = opts.stages;
-    // tma-store=false: the atomics wherever the table has the bulk path
-    wanted.dqBulk = wanted.dqBulk && opts.tmaStore;
     HopperConfigAttr chosen = recordGradConfig(op.getContext(), wanted);
     FailureOr<GradKernelConfig> cfg = gradConfig(
         op.getQuery(), op.getKey(), op.getValue(), op.getGradOut(),

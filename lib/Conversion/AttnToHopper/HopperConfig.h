@@ -35,8 +35,11 @@ KernelConfig attentionFacts(mlir::MemRefType q, mlir::MemRefType v,
 
 /// The backward's table: block sizes, stages, dQ's path and the consumers'
 /// register choices per head dim and mask (`masked`: a causal or window
-/// bound), and for the deterministic kernel, before the options.
-GradKernelConfig gradTable(int64_t headDim, bool masked, bool deterministic);
+/// bound), for softcap and for the deterministic kernel, before the
+/// options; `dqBulk` false (attn-hopper-config tma-store=false): dQ by the
+/// consumers' atomics, and the table's choices for them.
+GradKernelConfig gradTable(int64_t headDim, bool masked, bool deterministic,
+                           bool softcap, bool dqBulk = true);
 
 /// The backward's kernel configuration for memrefs q, k, v, dO, dK, dV
 /// (attn.flash_attention_grad's, or its tiled form's) under the mask

@@ -8,13 +8,14 @@
 // per column through the visibility function (hopper.mask ... transposed).
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config --attn-tile --convert-attn-to-hopper | FileCheck %s
 
-// Head dim 64: LSE and D read where used, dS^T by stmatrix.
+// Head dim 64 (128-query steps: S^T 64 x 128): LSE and D read where used,
+// dS^T by stmatrix.
 // CHECK-LABEL: gpu.module @bwd64_causal_kernels
-// CHECK: hopper.band_mask {{.*}} hi %{{.*}} : !hopper.frag<64x64xf32>
+// CHECK: hopper.band_mask {{.*}} hi %{{.*}} : !hopper.frag<64x128xf32>
 // CHECK-NOT: hopper.load_columns
 // CHECK: hopper.grad_probs %{{.*}}, columns
 // CHECK: hopper.grad_scores %{{.*}}, %{{.*}}, columns
-// CHECK: hopper.store_shared {{.*}} box_bytes 0 stmatrix :
+// CHECK: hopper.store_shared {{.*}} box_bytes 16384 stmatrix :
 func.func @bwd64_causal(%q: memref<?x1x?x64xbf16>, %k: memref<?x1x?x64xbf16>, %v: memref<?x1x?x64xbf16>,
     %o: memref<?x1x?x64xbf16>, %do: memref<?x1x?x64xbf16>, %lse: memref<?x1x?xf32>,
     %dq: memref<?x1x?x64xf32>, %dk: memref<?x1x?x64xbf16>, %dv: memref<?x1x?x64xbf16>) {

@@ -30,7 +30,7 @@
 // CHECK-LABEL: func @d64_causal_fp8(
 // CHECK: #attn.hopper_config<block_m = 192, {{.*}}tma_store = true>}
 // CHECK-LABEL: func @d64_causal_grad(
-// CHECK: #attn.hopper_config<block_m = 64, {{.*}}tma_store = true>}
+// CHECK: #attn.hopper_config<block_m = 128, {{.*}}tma_store = true>}
 
 // The decoding kernel has none either (its option beside this one; the
 // packed batch and FP8 are refused with it, hence `not`).
