@@ -39,8 +39,10 @@ the contiguous call bit for bit.
 With --one-cta-per-sm, each cell also times ours launched one CTA a SM
 (flash_attn_with_kvcache(ctas_per_sm=1): the same kernel given all the
 shared memory a block may have, where the decoding kernel otherwise runs two
-a SM) in the same rounds, reported beside the default launch as its time and
-default / 1-a-SM time; its output must equal the default's bit for bit.
+a SM) in the same rounds, reported beside the default launch (ctas_per_sm
+0, the runtime's choice: one a SM from FA3RT_ONE_CTA_KEYS keys a CTA) as
+its time and default / 1-a-SM time; its output must equal the default's bit
+for bit.
 
 Appends the run to <results-dir>/history.jsonl (kind bench_decode; the full
 grid also rewrites its table in <results-dir>/RESULTS.md: bench/records.py).

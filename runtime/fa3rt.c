@@ -1175,6 +1175,19 @@ int32_t fa3rt_num_splits_heuristic(int64_t tiles, int64_t kv_blocks, int32_t num
   return 1;
 }
 
+/* Whether a forward launch runs one CTA a SM (fa3rt_fwd_args.ctas_per_sm):
+   asked for (1), or the default's choice (0) for a split-KV kernel that two
+   CTAs could share an SM with, where each CTA streams at least
+   FA3RT_ONE_CTA_KEYS keys; 2, or a kernel already taking more than half an
+   SM, as many as fit. */
+static int one_cta_a_sm(const fa3rt_facts *f, const fa3rt_fwd_args *a, int64_t Skv,
+                        int64_t splits) {
+  if (f->dynamic_smem >= FA3RT_WHOLE_SM_SMEM || a->ctas_per_sm == 2) return 0;
+  if (a->ctas_per_sm == 1) return 1;
+  return f->split_kv && 2 * (int64_t)f->dynamic_smem <= FA3RT_WHOLE_SM_SMEM &&
+         Skv / (splits > 0 ? splits : 1) >= FA3RT_ONE_CTA_KEYS;
+}
+
 /* The split-KV fields of a against the kernel: num_splits 0 or 1 for kernels
  * that do not split, 0 to FA3RT_MAX_SPLITS for those that do; num_sms >= 0. */
 static fa3rt_status check_split_args(const fa3rt_facts *f, const fa3rt_fwd_args *a) {
@@ -1302,9 +1315,9 @@ static fa3rt_status plan(const fa3rt_facts *f, const fa3rt_fwd_args *a, fa3rt_fw
   const fa3rt_tensor *q = &a->q, *k = &a->k, *v = &a->v, *o = &a->o;
   if ((st = check_varlen(f, a))) return st;
   if ((st = check_split_args(f, a))) return st;
-  if (a->ctas_per_sm != 0 && a->ctas_per_sm != 1)
-    return fail(FA3RT_ERR_INVALID_ARGUMENT, "ctas_per_sm: %d is out of range (0: as many CTAs "
-                "a SM as fit, 1: one)", (int)a->ctas_per_sm);
+  if (a->ctas_per_sm < 0 || a->ctas_per_sm > 2)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "ctas_per_sm: %d is out of range (0: the runtime's "
+                "choice, 1: one CTA a SM, 2: as many as fit)", (int)a->ctas_per_sm);
   if ((st = check_tensor("q", q, elem, eff[FQ], BY_TMA)) ||
       (st = check_tensor("k", k, elem, eff[FK], BY_TMA)) ||
       (st = check_tensor("v", v, elem, eff[FV], BY_TMA)) ||
@@ -1467,9 +1480,8 @@ static fa3rt_status plan(const fa3rt_facts *f, const fa3rt_fwd_args *a, fa3rt_fw
     L.block[1] = L.block[2] = 1;
     /* one CTA a SM: more shared memory than two CTAs could share (the
        kernel's own bytes are below it: fa3rt_load checks them) */
-    L.dynamic_smem = (unsigned)(a->ctas_per_sm == 1 && f->dynamic_smem < FA3RT_WHOLE_SM_SMEM
-                                    ? FA3RT_WHOLE_SM_SMEM
-                                    : f->dynamic_smem);
+    L.dynamic_smem = (unsigned)(one_cta_a_sm(f, a, Skv, splits) ? FA3RT_WHOLE_SM_SMEM
+                                                                 : f->dynamic_smem);
   }
   if (launch) *launch = L;
   return FA3RT_OK;
@@ -2095,7 +2107,8 @@ fa3rt_status fa3rt_fwd(fa3rt_kernel *k, const fa3rt_fwd_args *a, void *stream) {
   int64_t eff[NFWD][4];
   fa3rt_status st = plan(f, a, &L, eff, k->sms, 1);
   if (st) return in_call(st, "fa3rt_fwd", f);
-  if (a->ctas_per_sm == 1) L.dynamic_smem = (unsigned)k->whole_sm_smem;
+  const int one_cta = one_cta_a_sm(f, a, L.Skv, L.num_splits);
+  if (one_cta) L.dynamic_smem = (unsigned)k->whole_sm_smem;
   if (L.empty && !L.append_grid) return FA3RT_OK;
   char where[512];
   describe(where, f, L.B, L.Sq, L.Skv, L.Hq, L.Hkv);
@@ -2122,7 +2135,7 @@ fa3rt_status fa3rt_fwd(fa3rt_kernel *k, const fa3rt_fwd_args *a, void *stream) {
      (Snew <= Skv) */
   if (L.empty) return launch_append(k, a, &L, eff, cs, where);
   if (L.fill_only) return fill_empty_rows(a, &L, cs, where);
-  if (a->ctas_per_sm == 1) {
+  if (one_cta) {
     /* (a host call, allowed while the stream is captured) */
     CUresult r = CUDA_SUCCESS;
     pthread_mutex_lock(&k->mu);
@@ -2131,7 +2144,7 @@ fa3rt_status fa3rt_fwd(fa3rt_kernel *k, const fa3rt_fwd_args *a, void *stream) {
                              k->whole_sm_smem);
     if (r == CUDA_SUCCESS) k->whole_sm_allowed = 1;
     pthread_mutex_unlock(&k->mu);
-    if (r != CUDA_SUCCESS) return cuda_fail("cuFuncSetAttribute(ctas_per_sm 1)", r, where);
+    if (r != CUDA_SUCCESS) return cuda_fail("cuFuncSetAttribute(one CTA a SM)", r, where);
   }
 
   /* One local per kernel parameter, named and typed as fa3rt_abi.def says. */

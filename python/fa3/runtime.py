@@ -163,7 +163,7 @@ _lib_lock = threading.Lock()
 
 # fa3rt.h's FA3RT_VERSION_MAJOR and _MINOR, whose structs this module mirrors
 # (python/tests/test_runtime.py checks both against the header)
-VERSION = (0, 13)
+VERSION = (0, 14)
 MAX_SPLITS = 128       # FA3RT_MAX_SPLITS
 DEFAULT_SMS = 132      # FA3RT_DEFAULT_SMS: fa3rt_fwd_plan's where num_sms is 0
 
@@ -317,9 +317,10 @@ def fwd_args(q: Tensor, k: Tensor, v: Tensor, o: Tensor, lse_ptr: int = 0,
     (0: 1.0) and their element strides, q's (b, h, per 128 query rows),
     k's (b, h, per 128 key rows), v's (b, h), each 0 to 2^31-1 (0
     broadcasts).
-    ctas_per_sm (fa3rt.h): 0, as many CTAs a SM as the kernel's registers and
-    shared memory let fit; 1, one (the launch given the most dynamic shared
-    memory a block may have)."""
+    ctas_per_sm (fa3rt.h): 0, the runtime's choice (one CTA a SM where a
+    split-KV kernel streams at least FA3RT_ONE_CTA_KEYS keys a CTA); 1, one
+    (the launch given the most dynamic shared memory a block may have); 2,
+    as many as the kernel's registers and shared memory let fit."""
     a = FwdArgs()
     w, E = "fa3.runtime.fwd_args", Fa3ArgumentError
     if o_dtype is not None:
@@ -354,7 +355,7 @@ def fwd_args(q: Tensor, k: Tensor, v: Tensor, o: Tensor, lse_ptr: int = 0,
     a.o_accum = check_int(w, "o_accum", o_accum or 0, *UINT64, error=E)
     a.lse_accum = check_int(w, "lse_accum", lse_accum or 0, *UINT64, error=E)
     a.num_sms = check_int(w, "num_sms", num_sms or 0, 0, 2**31 - 1, error=E)
-    a.ctas_per_sm = check_int(w, "ctas_per_sm", ctas_per_sm or 0, 0, 1, error=E)
+    a.ctas_per_sm = check_int(w, "ctas_per_sm", ctas_per_sm or 0, 0, 2, error=E)
     a.cu_seqlens_q = check_int(w, "cu_seqlens_q", cu_seqlens_q or 0, *UINT64, error=E)
     a.cu_seqlens_k = check_int(w, "cu_seqlens_k", cu_seqlens_k or 0, *UINT64, error=E)
     a.seqused_k = check_int(w, "seqused_k", seqused_k or 0, *UINT64, error=E)

@@ -1107,16 +1107,16 @@ def _eager_varlen(torch, q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_k, max_seq
 
 
 def _ctas_per_sm(fn: str, ctas_per_sm) -> int:
-    """ctas_per_sm as an int 0 (as many CTAs a SM as fit) or 1 (one:
-    fa3rt.h, fa3rt_fwd_args.ctas_per_sm)."""
+    """ctas_per_sm as an int 0 (the runtime's choice), 1 (one CTA a SM) or
+    2 (as many as fit): fa3rt.h, fa3rt_fwd_args.ctas_per_sm."""
     try:
         n = operator.index(ctas_per_sm)
     except TypeError:
         raise TypeError(f"{fn}: ctas_per_sm must be an integer, got "
                         f"{type(ctas_per_sm).__name__}") from None
-    if n not in (0, 1):
-        raise ValueError(f"{fn}: ctas_per_sm must be 0 (as many CTAs a SM as fit) or 1 (one), "
-                         f"got {n}")
+    if n not in (0, 1, 2):
+        raise ValueError(f"{fn}: ctas_per_sm must be 0 (the runtime's choice), 1 (one CTA a "
+                         f"SM) or 2 (as many as fit), got {n}")
     return n
 
 
@@ -1301,7 +1301,7 @@ def _decode(torch, fn, q, k, v, cache_seqlens, softmax_scale, causal, window_siz
     batch's cache_seqlens[b] rows before the attention, which then covers
     cache_seqlens[b] + Snew keys (cache_seqlens required; the op
     torch.ops.fa3.flash_attn_decode_append_fwd, which mutates k and v).
-    ctas_per_sm: 0 or 1 (_ctas_per_sm)."""
+    ctas_per_sm: 0, 1 or 2 (_ctas_per_sm)."""
     n = _num_splits(fn, num_splits)
     _check_inputs(torch, q, k, v, fn=fn if fn != "flash_attn_func" else
                   "flash_attn_func with num_splits != 1 or pack_gqa=True (the decoding kernel)")
@@ -1371,7 +1371,7 @@ def _eager_decode(torch, q, k, v, seqused_k, softmax_scale, causal, window_size,
     seqused_k then required, its values 0 to Skv - Snew): the runtime
     launches the cubin's append before the attention, which reads the
     counts after it from an int32 [B] workspace allocated here.
-    ctas_per_sm: 0 or 1, fa3rt_fwd_args.ctas_per_sm."""
+    ctas_per_sm: 0, 1 or 2, fa3rt_fwd_args.ctas_per_sm."""
     from . import runtime
     fn = "flash_attn_with_kvcache"
     # grad_ok: the public calls refuse grad first; the op's inputs may still

@@ -109,14 +109,15 @@ def test_ctypes_mirrors_match_the_header(tmp_path):
 
 
 @pytest.mark.parametrize("body,why", [
-    ("int fa3rt_version(void) { return 5; }", "is libfa3rt 0.5; these bindings need 0.13"),
-    ("int fa3rt_version(void) { return 6; }", "is libfa3rt 0.6; these bindings need 0.13"),
-    ("int fa3rt_version(void) { return 7; }", "is libfa3rt 0.7; these bindings need 0.13"),
-    ("int fa3rt_version(void) { return 8; }", "is libfa3rt 0.8; these bindings need 0.13"),
-    ("int fa3rt_version(void) { return 9; }", "is libfa3rt 0.9; these bindings need 0.13"),
-    ("int fa3rt_version(void) { return 10; }", "is libfa3rt 0.10; these bindings need 0.13"),
-    ("int fa3rt_version(void) { return 11; }", "is libfa3rt 0.11; these bindings need 0.13"),
-    ("int fa3rt_version(void) { return 12; }", "is libfa3rt 0.12; these bindings need 0.13"),
+    ("int fa3rt_version(void) { return 5; }", "is libfa3rt 0.5; these bindings need 0.14"),
+    ("int fa3rt_version(void) { return 6; }", "is libfa3rt 0.6; these bindings need 0.14"),
+    ("int fa3rt_version(void) { return 7; }", "is libfa3rt 0.7; these bindings need 0.14"),
+    ("int fa3rt_version(void) { return 8; }", "is libfa3rt 0.8; these bindings need 0.14"),
+    ("int fa3rt_version(void) { return 9; }", "is libfa3rt 0.9; these bindings need 0.14"),
+    ("int fa3rt_version(void) { return 10; }", "is libfa3rt 0.10; these bindings need 0.14"),
+    ("int fa3rt_version(void) { return 11; }", "is libfa3rt 0.11; these bindings need 0.14"),
+    ("int fa3rt_version(void) { return 12; }", "is libfa3rt 0.12; these bindings need 0.14"),
+    ("int fa3rt_version(void) { return 13; }", "is libfa3rt 0.13; these bindings need 0.14"),
     ("int fa3rt_other(void) { return 5; }", "older than 0.5 (no fa3rt_version)"),
 ])
 def test_load_library_refuses_another_version(tmp_path, body, why):
@@ -764,17 +765,20 @@ def test_decode_plan_through_ctypes(rt):
     with pytest.raises(rt.Fa3ArgumentError, match="num_sms = -1 is out of range"):
         _dec_args(rt, num_sms=-1)
     # ctas_per_sm 1: the launch takes the most shared memory a block may
-    # have, so that one CTA runs a SM (0: the facts' bytes)
+    # have, so that one CTA runs a SM; 2: the facts' bytes; 0 the runtime's
+    # choice: these facts' 163912 bytes leave no room for a second CTA, so
+    # as 2 (the runtime's unit test covers a kernel two CTAs share)
     assert rt.plan(f, _dec_args(rt, B=64)).dynamic_smem == 163912
+    assert rt.plan(f, _dec_args(rt, B=64, ctas_per_sm=2)).dynamic_smem == 163912
     L = rt.plan(f, _dec_args(rt, B=64, ctas_per_sm=1))
     assert (L.dynamic_smem, L.grid[0], L.num_splits) == (232448, 64 * 8, 1)
-    with pytest.raises(rt.Fa3ArgumentError, match=r"ctas_per_sm = 2 is out of range \(0 to "
-                       r"1\)"):
-        _dec_args(rt, ctas_per_sm=2)
+    with pytest.raises(rt.Fa3ArgumentError, match=r"ctas_per_sm = 3 is out of range \(0 to "
+                       r"2\)"):
+        _dec_args(rt, ctas_per_sm=3)
     bad = _dec_args(rt)
     bad.ctas_per_sm = -1
-    with pytest.raises(rt.Fa3RuntimeError, match=r"ctas_per_sm: -1 is out of range \(0: as "
-                       r"many CTAs a SM as fit, 1: one\)"):
+    with pytest.raises(rt.Fa3RuntimeError, match=r"ctas_per_sm: -1 is out of range \(0: the "
+                       r"runtime's choice, 1: one CTA a SM, 2: as many as fit\)"):
         rt.plan(f, bad)
     # seqused_k (flash_attn_with_kvcache's cache_seqlens): int32 [B], 4-byte
     # aligned, alone of the varlen fields; the splits still come from Skv

@@ -417,8 +417,8 @@ def test_flash_attn_with_kvcache_refuses_what_is_not_built(kw, text):
     ({"num_splits": 2.0}, TypeError, "num_splits must be an integer, got float"),
     ({"sm_margin": -2}, ValueError, "sm_margin must be >= 0"),
     ({"sm_margin": "4"}, TypeError, "sm_margin must be an integer, got str"),
-    ({"ctas_per_sm": 2}, ValueError, "ctas_per_sm must be 0 (as many CTAs a SM as fit) or 1 "
-     "(one), got 2"),
+    ({"ctas_per_sm": 3}, ValueError, "ctas_per_sm must be 0 (the runtime's choice), 1 (one "
+     "CTA a SM) or 2 (as many as fit), got 3"),
     ({"ctas_per_sm": -1}, ValueError, "got -1"),
     ({"ctas_per_sm": 1.0}, TypeError, "ctas_per_sm must be an integer, got float"),
 ])

@@ -82,9 +82,11 @@ extern "C" {
  * launcher's pick among kernels of one attention).
  * 0.13: fa3rt_fwd_args gains ctas_per_sm at its end (0: as many CTAs a SM
  * as fit; 1: one, the launch given FA3RT_WHOLE_SM_SMEM bytes of dynamic
- * shared memory). */
+ * shared memory).
+ * 0.14: ctas_per_sm 0 is the runtime's choice (one a SM for long split-KV
+ * runs, FA3RT_ONE_CTA_KEYS), 2 as many as fit. */
 #define FA3RT_VERSION_MAJOR 0
-#define FA3RT_VERSION_MINOR 13
+#define FA3RT_VERSION_MINOR 14
 /* Highest version of the facts file format this runtime reads. Version 2:
  * a deterministic backward kernel's (`deterministic 1`), whose dq_accum is
  * larger: a version-1 reader, which skips keys it does not know, must
@@ -114,6 +116,11 @@ extern "C" {
  * its facts' dynamic_smem bytes of it; fa3rt_fwd gives it the device's
  * opt-in limit less the kernel's static shared memory. */
 #define FA3RT_WHOLE_SM_SMEM 232448
+/* ctas_per_sm 0 launches a split-KV kernel one CTA a SM where each CTA
+ * streams at least this many keys (Skv / splits): on the H200 one a SM read
+ * 2-4 % faster than two from 16k keys a CTA at B 64 and 128, and 5 % slower
+ * at 1k (bench/NOTES.md, Decoding). */
+#define FA3RT_ONE_CTA_KEYS 16384
 
 typedef enum fa3rt_status {
   FA3RT_OK = 0,
@@ -341,11 +348,15 @@ typedef struct fa3rt_fwd_args {
   int64_t k_descale_stride_b, k_descale_stride_h, k_descale_stride_n;
   int64_t v_descale_stride_b, v_descale_stride_h;
   /* CTAs of the kernel an SM runs at once (docs/runtime.md, CTAs a SM):
-   * 0 = as many as the kernel's registers and shared memory let fit (a
-   * decoding kernel compiled for two, facts `ctas_per_sm 2`, runs two);
+   * 0 = the runtime's choice: one where a split-KV kernel that two CTAs
+   * could share an SM with streams at least FA3RT_ONE_CTA_KEYS keys a CTA
+   * (Skv / splits), else as many as fit;
    * 1 = one: launched with FA3RT_WHOLE_SM_SMEM bytes of dynamic shared
    * memory (fa3rt_fwd_launch.dynamic_smem), so that each CTA has its SM to
-   * itself. Other values are refused. */
+   * itself;
+   * 2 = as many as the kernel's registers and shared memory let fit (a
+   * decoding kernel compiled for two, facts `ctas_per_sm 2`, runs two).
+   * Other values are refused. The result is the same bit for bit. */
   int32_t ctas_per_sm;
 } fa3rt_fwd_args;
 
@@ -356,9 +367,10 @@ typedef struct fa3rt_fwd_launch {
   int fill_only;          /* 1: Skv is 0: o is set to 0 and lse to -inf, no kernel */
   int32_t B, Sq, Skv, Hq, Hkv; /* varlen: sequences, Tq, Tk */
   unsigned grid[3], block[3];
-  unsigned dynamic_smem;  /* the facts' bytes; FA3RT_WHOLE_SM_SMEM where ctas_per_sm
-                             is 1 (fa3rt_fwd: the device's opt-in limit less the
-                             kernel's static shared memory) */
+  unsigned dynamic_smem;  /* the facts' bytes; FA3RT_WHOLE_SM_SMEM where the
+                             launch runs one CTA a SM (ctas_per_sm 1, or 0's
+                             choice; fa3rt_fwd: the device's opt-in limit
+                             less the kernel's static shared memory) */
   int64_t o_stride_b, o_stride_s, o_stride_h; /* elements */
   double scale;           /* the softmax scale used */
   float scale_log2;       /* scale * log2(e), the kernel parameter */

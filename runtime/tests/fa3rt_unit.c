@@ -1487,33 +1487,51 @@ static void test_append_launch(void) {
 
 /* ctas_per_sm: 1 launches with the most dynamic shared memory a block may
    have (no second CTA fits), raising the kernel's limit at the first such
-   launch; 0 keeps the facts' bytes. */
+   launch; 2 keeps the facts' bytes; 0 is 1 where each CTA streams at least
+   FA3RT_ONE_CTA_KEYS keys of a kernel two CTAs could share an SM with,
+   else 2. */
 static void test_ctas_per_sm(void) {
   fa3rt_facts f;
   EXPECT(fa3rt_facts_parse(kDecFacts, strlen(kDecFacts), &f) == FA3RT_OK);
   fa3rt_fwd_launch L;
   fa3rt_fwd_args a = dec_args(64, 1, 32, 8, 16384);
+  /* B 64: one split, 16384 keys a CTA */
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.num_splits == 1 &&
+         L.dynamic_smem == FA3RT_WHOLE_SM_SMEM);
+  a.ctas_per_sm = 2;
   EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.dynamic_smem == 100000);
   a.ctas_per_sm = 1;
   EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.dynamic_smem == FA3RT_WHOLE_SM_SMEM &&
          L.grid[0] == 64 * 8 && L.num_splits == 1);
-  a.ctas_per_sm = 2;
+  /* the default below FA3RT_ONE_CTA_KEYS a CTA: 16383 keys, or 65536 over
+     5 splits (over 4: 16384 a CTA) */
+  fa3rt_fwd_args s = dec_args(64, 1, 32, 8, FA3RT_ONE_CTA_KEYS - 1);
+  EXPECT(fa3rt_fwd_plan(&f, &s, &L) == FA3RT_OK && L.dynamic_smem == 100000);
+  s = dec_args(64, 1, 32, 8, 65536);
+  s.num_splits = 4;
+  EXPECT(fa3rt_fwd_plan(&f, &s, &L) == FA3RT_OK && L.dynamic_smem == FA3RT_WHOLE_SM_SMEM);
+  s.num_splits = 5;
+  EXPECT(fa3rt_fwd_plan(&f, &s, &L) == FA3RT_OK && L.dynamic_smem == 100000);
+  a.ctas_per_sm = 3;
   EXPECT(err_is(fa3rt_fwd_plan(&f, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
-                "ctas_per_sm: 2 is out of range (0: as many CTAs a SM as fit, 1: one)"));
+                "ctas_per_sm: 3 is out of range (0: the runtime's choice, 1: one CTA a SM, "
+                "2: as many as fit)"));
   a.ctas_per_sm = -1;
   EXPECT(err_is(fa3rt_fwd_plan(&f, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
                 "ctas_per_sm: -1 is out of range"));
   fa3rt_kernel *k = fake_load(kDecFacts);
   if (!k) return;
-  a.ctas_per_sm = 0;
+  a.ctas_per_sm = 2;
   EXPECT(fa3rt_fwd(k, &a, NULL) == FA3RT_OK && g_smem == 100000 &&
          g_max_dynamic_smem == 100000);
   /* the fake device: 232448 bytes a block, no static shared memory */
-  a.ctas_per_sm = 1;
+  a.ctas_per_sm = 0;
   EXPECT(fa3rt_fwd(k, &a, NULL) == FA3RT_OK && g_smem == 232448 &&
          g_max_dynamic_smem == 232448 && g_grid[0] == 64 * 8);
-  a.ctas_per_sm = 0;
-  EXPECT(fa3rt_fwd(k, &a, NULL) == FA3RT_OK && g_smem == 100000);
+  a.ctas_per_sm = 1;
+  EXPECT(fa3rt_fwd(k, &a, NULL) == FA3RT_OK && g_smem == 232448);
+  s = dec_args(64, 1, 32, 8, FA3RT_ONE_CTA_KEYS - 1);
+  EXPECT(fa3rt_fwd(k, &s, NULL) == FA3RT_OK && g_smem == 100000);
   a.ctas_per_sm = 3;
   EXPECT(err_is(fa3rt_fwd(k, &a, NULL), FA3RT_ERR_INVALID_ARGUMENT,
                 "ctas_per_sm: 3 is out of range"));

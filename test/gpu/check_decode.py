@@ -21,7 +21,7 @@ its length): every element written, ||o - ref|| / ||ref|| < 1e-2 over rows
 that see a key, max |lse - ref| < 1e-3, rows that see no key exactly 0 and
 -inf (a batch of length 0 included, through the splits' merge); and the
 public call on the same inputs gives bit-identical outputs, also launched
-one CTA a SM (ctas_per_sm=1). The head-dim-128
+one CTA a SM (ctas_per_sm=1) and as many as fit (ctas_per_sm=2). The head-dim-128
 kernels run every case, the others a subset (QUICK_CASES). Paged caches
 (PAGED_CASES: page_table with page sizes 16, 64, 128, 256 and twice
 block_n, those the kernel takes; a pool of the table's pages in a random
@@ -337,12 +337,18 @@ def run_case(kf, case, seed, sms):
     r3 = torch_api.flash_attn_with_kvcache(q, k, v, cache_seqlens=seqlens,
                                            num_splits=num_splits,
                                            return_softmax_lse=with_lse, ctas_per_sm=1, **kw)
+    # and as many a SM as fit (the default's other choice)
+    r4 = torch_api.flash_attn_with_kvcache(q, k, v, cache_seqlens=seqlens,
+                                           num_splits=num_splits,
+                                           return_softmax_lse=with_lse, ctas_per_sm=2, **kw)
     torch.cuda.synchronize()
     o2, lse2 = (r2 if with_lse else (r2, None))
     o3, lse3 = (r3 if with_lse else (r3, None))
+    o4, lse4 = (r4 if with_lse else (r4, None))
     res = compare_batches(kf, q, k, v, L, o, lse)
     same = torch.equal(o, o2) and (lse is None or torch.equal(lse, lse2))
-    one_cta = torch.equal(o, o3) and (lse is None or torch.equal(lse, lse3))
+    one_cta = (torch.equal(o, o3) and (lse is None or torch.equal(lse, lse3))
+               and torch.equal(o, o4) and (lse is None or torch.equal(lse, lse4)))
     res["repeat_identical"] = bool(same)
     res["one_cta_per_sm_identical"] = bool(one_cta)
     res["ok"] = bool(res["ok"] and same and one_cta)
