@@ -46,11 +46,20 @@ struct NamedBarrierLowering : OpConversionPattern<Op> {
     Value id = namedBarrierId(rewriter, loc, op.getKind(), op.getConsumers(),
                               adaptor.getConsumer());
     Value n = i32Const(rewriter, loc, op.getThreads());
-    if constexpr (std::is_same_v<Op, NamedBarrierSyncOp>)
+    constexpr bool sync = std::is_same_v<Op, NamedBarrierSyncOp>;
+    if (op.getDiverged()) {
+      // (nvvm.barrier and nvvm.barrier.arrive are the .aligned forms)
+      LLVM::CallIntrinsicOp::create(
+          rewriter, loc,
+          rewriter.getStringAttr(sync ? "llvm.nvvm.barrier.cta.sync.count"
+                                      : "llvm.nvvm.barrier.cta.arrive.count"),
+          ValueRange{id, n});
+    } else if constexpr (sync) {
       NVVM::BarrierOp::create(rewriter, loc, Type(), id, n,
                               NVVM::BarrierReductionAttr(), Value());
-    else
+    } else {
       NVVM::BarrierArriveOp::create(rewriter, loc, id, n);
+    }
     rewriter.eraseOp(op);
     return success();
   }

@@ -1,5 +1,5 @@
 // convert-hopper-to-nvvm: each named barrier becomes nvvm.barrier(.arrive)
-// on its kind's id (turn 1 + c, epilogue 3 + c, vote 3 + consumers + c);
+// (a diverged one the intrinsics without .aligned) on its kind's id (turn 1 + c, epilogue 3 + c, vote 3 + consumers + c);
 // warpgroup_any becomes bar.red.or on the vote barrier, then vote.any;
 // warp_specialize becomes an scf.if on the warpgroup index whose arms start
 // with their setmaxnreg; the producer warpgroup's roles become scf.if on
@@ -27,6 +27,12 @@ func.func @barriers(%c: i32, %p: i1) -> i1 {
   // CHECK: %[[N128:.*]] = arith.constant 128 : i32
   // CHECK: nvvm.barrier id = %[[EPI]] number_of_threads = %[[N128]]
   hopper.named_barrier.sync epilogue[%c] of 3 threads 128
+  // diverged: the forms without .aligned, which count each thread
+  // CHECK: %[[TR:.*]] = arith.addi %[[C]], %{{.*}} : i32
+  // CHECK: llvm.call_intrinsic "llvm.nvvm.barrier.cta.sync.count"(%[[TR]], %[[N128B:.*]]) : (i32, i32) -> ()
+  hopper.named_barrier.sync transpose[%c] of 3 threads 128 {diverged}
+  // CHECK: llvm.call_intrinsic "llvm.nvvm.barrier.cta.arrive.count"(%{{.*}}, %{{.*}}) : (i32, i32) -> ()
+  hopper.named_barrier.arrive turn[%c] of 2 threads 256 {diverged}
   // vote of 3 consumers: 3 + 3 + c
   // CHECK: %[[IN:.*]] = arith.extui %[[P]] : i1 to i32
   // CHECK: %[[SIX:.*]] = arith.constant 6 : i32

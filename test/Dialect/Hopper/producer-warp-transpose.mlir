@@ -47,7 +47,8 @@
 // CHECK-NEXT: hopper.ring.producer_acquire %[[VT]][%[[PREV]]]
 // CHECK-NEXT: hopper.transpose_stage %[[V]][%[[PREV]]] to %[[VT]] worker %[[W0]] of 4
 // CHECK-NEXT: hopper.ring.consumer_release %[[V]][%[[PREV]]]
-// CHECK-NEXT: hopper.named_barrier.sync transpose[%{{.*}}] of 2 threads 128
+// (warp 0's lane 0 may reach the meeting apart from its other lanes)
+// CHECK-NEXT: hopper.named_barrier.sync transpose[%{{.*}}] of 2 threads 128 {diverged}
 // (the transposed slot's commit stays warp 1's)
 // CHECK-NOT: hopper.ring.producer_commit %[[VT]]
 // The last block's, after the loop (its slot computed again):
@@ -59,6 +60,8 @@
 // CHECK-NEXT: hopper.ring.consumer_wait %[[V]][%[[LAST]]]
 // CHECK-NEXT: hopper.ring.producer_acquire %[[VT]][%[[LAST]]]
 // CHECK-NEXT: hopper.transpose_stage %[[V]][%[[LAST]]] to %[[VT]] worker %[[W0B]] of 4
+// CHECK-NEXT: hopper.ring.consumer_release %[[V]][%[[LAST]]]
+// CHECK-NEXT: hopper.named_barrier.sync transpose[%{{.*}}] of 2 threads 128 {diverged}
 // CHECK-NOT: hopper.ring.producer_commit %[[VT]]
 // The words-only fill that ends the tiles: no step after it.
 // CHECK: hopper.ring.producer_acquire %[[V]][%[[N]]]
@@ -67,9 +70,10 @@
 // CHECK-NEXT: hopper.ring.producer_commit %[[V]][%[[N]]] tx 0
 // CHECK-NEXT: }
 // CHECK-NEXT: }
-// Warps 1 .. 3 keep their loop, workers 1 .. 3.
+// Warps 1 .. 3 keep their loop, workers 1 .. 3, and the .aligned meeting.
 // CHECK-NEXT: hopper.producer_warps(%{{.*}}) first 1 count 3 {
 // CHECK-NOT: hopper.producer_thread
+// CHECK: hopper.named_barrier.sync transpose[%{{.*}}] of 2 threads 128{{$}}
 // CHECK: } consumers
 func.func @merge(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %ctr: !llvm.ptr<1>, %n: i32) {
   %c0 = arith.constant 0 : i32

@@ -10,7 +10,9 @@
 // runs the transposer's step as worker 0: the previous block's slot after
 // each fill of V but the first, the last block's after the loop (so that a
 // tile's slots are all transposed before the next tile's Q, which waits for
-// the consumers to finish this one).
+// the consumers to finish this one). Warp 0's copy of the transposers'
+// named barrier is marked `diverged`: its lane 0 may still be in the
+// producer thread's steps when the other lanes reach it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -254,7 +256,16 @@ private:
         getUsedValuesDefinedAbove(r, used);
       for (Value v : used)
         materialize(b, v, map);
-      b.clone(*op, map);
+      Operation *copy = b.clone(*op, map);
+      // warp 0's lanes part at the producer thread's steps and may reach
+      // the transposers' meeting apart (compute-sanitizer synccheck
+      // reports the .aligned form as a divergent barrier)
+      copy->walk([](Operation *o) {
+        if (auto s = dyn_cast<NamedBarrierSyncOp>(o))
+          s.setDiverged(true);
+        else if (auto a = dyn_cast<NamedBarrierArriveOp>(o))
+          a.setDiverged(true);
+      });
     };
     if (wait) {
       map.map(waitSlotArg, slot);

@@ -101,10 +101,18 @@ class Hopper_NamedBarrierOp<string mnemonic, string what>
     `threads` take part in the barrier (a multiple of 32, up to 1024):
     256 for a turn (128 syncing, 128 arriving), 128 for a warpgroup's own,
     160 for a reduce barrier (the warpgroup and the writer warp).
+
+    `diverged`: the lanes of a warp may reach this barrier apart (warp 0
+    of FP8's producer warpgroup, whose lane 0 also runs the producer
+    thread's steps; hopper-producer-warp-transpose sets it). It lowers to
+    `barrier.sync` / `barrier.arrive` without `.aligned`, which counts
+    each thread as it arrives (PTX ISA, "barrier"); the `.aligned` form
+    requires every lane of a warp to execute the same instruction.
   }] # what;
   let arguments = (ins I32:$consumer, Hopper_BarrierKindAttr:$kind,
                        ConfinedAttr<I64Attr, [IntMinValue<1>, IntMaxValue<3>]>:$consumers,
-                       ConfinedAttr<I64Attr, [IntMinValue<32>, IntMaxValue<1024>]>:$threads);
+                       ConfinedAttr<I64Attr, [IntMinValue<32>, IntMaxValue<1024>]>:$threads,
+                       UnitAttr:$diverged);
   let assemblyFormat = [{
     $kind `[` $consumer `]` `of` $consumers `threads` $threads attr-dict
   }];
