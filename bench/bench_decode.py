@@ -25,7 +25,7 @@ compared with SDPA's output (relative L2 error, reported).
     python3 bench/bench_decode.py --kernel-dir DIR [--rounds 3] [--results-dir bench]
     python3 bench/bench_decode.py --kernel-dir DIR --quick    # a smoke run
     python3 bench/bench_decode.py --kernel-dir DIR --paged 64 # + a paged cache
-    python3 bench/bench_decode.py --kernel-dir DIR --one-cta-per-sm  # + one CTA a SM
+    python3 bench/bench_decode.py --kernel-dir DIR --ctas-per-sm 2  # + two CTAs a SM
 
 With --paged PAGE_SIZE, each cell also times ours on a paged cache
 (flash_attn_with_kvcache's page_table): the same K + V memory seen as a pool
@@ -36,13 +36,13 @@ time and bandwidth are reported beside the contiguous one's (same bytes
 read), and once per cell the paged call with the identity table must equal
 the contiguous call bit for bit.
 
-With --one-cta-per-sm, each cell also times ours launched one CTA a SM
-(flash_attn_with_kvcache(ctas_per_sm=1): the same kernel given all the
-shared memory a block may have, where the decoding kernel otherwise runs two
-a SM) in the same rounds, reported beside the default launch (ctas_per_sm
-0, the runtime's choice: one a SM from FA3RT_ONE_CTA_KEYS keys a CTA) as
-its time and default / 1-a-SM time; its output must equal the default's bit
-for bit.
+With --ctas-per-sm N, each cell also times ours launched with
+flash_attn_with_kvcache(ctas_per_sm=N) in the same rounds: 1 one CTA a SM
+(the same kernel given all the shared memory a block may have), 2 as many
+as fit (two for the decoding kernel), reported beside the default launch
+(ctas_per_sm 0, the runtime's choice: one a SM from FA3RT_ONE_CTA_KEYS keys
+a CTA, else two) as its time and default / N-a-SM time; its output must
+equal the default's bit for bit. --one-cta-per-sm is --ctas-per-sm 1.
 
 Appends the run to <results-dir>/history.jsonl (kind bench_decode; the full
 grid also rewrites its table in <results-dir>/RESULTS.md: bench/records.py).
@@ -152,9 +152,12 @@ def main():
     ap.add_argument("--num-splits", type=int, default=0,
                     help="ours with this many kv splits (0: the runtime's heuristic), to "
                     "measure the heuristic against a fixed count")
-    ap.add_argument("--one-cta-per-sm", action="store_true",
-                    help="also time ours launched one CTA a SM (ctas_per_sm=1) in the same "
-                    "rounds")
+    ap.add_argument("--ctas-per-sm", type=int, default=0, choices=(1, 2), metavar="N",
+                    help="also time ours launched with ctas_per_sm=N (1: one CTA a SM, 2: as "
+                    "many as fit) in the same rounds, beside the default (0: the runtime's "
+                    "choice)")
+    ap.add_argument("--one-cta-per-sm", dest="ctas_per_sm", action="store_const", const=1,
+                    help="--ctas-per-sm 1")
     ap.add_argument("--heads", default=None, metavar="HQ/HKV,...",
                     help="only these head pairs (e.g. 32/8); default 32/8,64/8")
     ap.add_argument("--batches", default=None, metavar="B,...",
@@ -214,12 +217,14 @@ def main():
     print(f"GPU {gpu} ({sms} SMs, L2 {l2 / 2**20:.0f} MB); torch {torch.__version__}; kernel "
           f"{kf.kernel}; {len(cells)} cells, skipped {len(skipped)}", flush=True)
     paged_cols = (f" paged {a.paged} us | paged TB/s | paged/ours |" if a.paged else "")
-    one_cols = " 1/SM us | ours/1-SM |" if a.one_cta_per_sm else ""
+    alt = f"ours {a.ctas_per_sm}/SM"
+    one_cols = (f" {a.ctas_per_sm}/SM us | ours/{a.ctas_per_sm}-SM |" if a.ctas_per_sm
+                else "")
     print("| Hq/Hkv | batch | context | K+V MB | copies | splits | ours us | ours TB/s | "
           "SDPA us (backend) | SDPA TB/s | SDPA/ours | rel err |" + paged_cols + one_cols)
     print("|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|---|" if a.paged
                                                                else "")
-          + ("---|---|" if a.one_cta_per_sm else ""))
+          + ("---|---|" if a.ctas_per_sm else ""))
     rows = []
     t_start = time.time()
     for hq, hkv, B, ctx in cells:
@@ -262,11 +267,11 @@ def main():
         elif a.paged:
             row["errors"]["paged"] = f"context {ctx} is not a multiple of the page size"
         one_fns = []
-        if a.one_cta_per_sm:
+        if a.ctas_per_sm:
             one_fns = [lambda kc=kc, vc=vc: flash_attn_with_kvcache(
-                q, kc, vc, num_splits=a.num_splits, kernel=kf, ctas_per_sm=1)
+                q, kc, vc, num_splits=a.num_splits, kernel=kf, ctas_per_sm=a.ctas_per_sm)
                 for kc, vc in caches]
-            row["one_cta_equal"] = bool(torch.equal(one_fns[0](), ours_fns[0]()))
+            row["alt_equal"] = bool(torch.equal(one_fns[0](), ours_fns[0]()))
 
         def sdpa_fns(name, expand):
             def one(kc, vc):
@@ -290,7 +295,7 @@ def main():
         if paged_fns:
             impls["ours paged"] = paged_fns
         if one_fns:
-            impls["ours 1/SM"] = one_fns
+            impls[alt] = one_fns
         ref_err = None
         o_ours = ours_fns[0]()
         for name in tried:
@@ -336,9 +341,9 @@ def main():
         if "ours paged" in med:
             row["paged_us"] = med["ours paged"]
             row["paged_tbs"] = nbytes / med["ours paged"] / 1e6
-        if "ours 1/SM" in med:
-            row["one_cta_us"] = med["ours 1/SM"]
-        sd = {k: t for k, t in med.items() if k not in ("ours", "ours paged", "ours 1/SM")}
+        if alt in med:
+            row["alt_us"] = med[alt]
+        sd = {k: t for k, t in med.items() if k not in ("ours", "ours paged", alt)}
         if sd:
             best = min(sd, key=sd.get)
             row["sdpa_backend"], row["sdpa_us"] = best, sd[best]
@@ -351,7 +356,7 @@ def main():
             else None
         paged_ratio = row["paged_us"] / row["ours_us"] if "paged_us" in row and \
             "ours_us" in row else None
-        one_ratio = row["ours_us"] / row["one_cta_us"] if "one_cta_us" in row and \
+        one_ratio = row["ours_us"] / row["alt_us"] if "alt_us" in row and \
             "ours_us" in row else None
         print(f"| {hq}/{hkv} | {B} | {ctx // 1024}k | {nbytes / 2**20:.0f} | {n} | {splits} | "
               f"{f(row.get('ours_us'), '.1f')} | {f(row.get('ours_tbs'), '.2f')} | "
@@ -360,8 +365,8 @@ def main():
               f"{f(row.get('rel_err_vs_sdpa'), '.1e')} |" +
               (f" {f(row.get('paged_us'), '.1f')} | {f(row.get('paged_tbs'), '.2f')} | "
                f"{f(paged_ratio, '.2f')} |" if a.paged else "") +
-              (f" {f(row.get('one_cta_us'), '.1f')} | {f(one_ratio, '.3f')} |"
-               if a.one_cta_per_sm else ""), flush=True)
+              (f" {f(row.get('alt_us'), '.1f')} | {f(one_ratio, '.3f')} |"
+               if a.ctas_per_sm else ""), flush=True)
         print(json.dumps(row), flush=True)
         q = qt = caches = ours_fns = impls = o_ours = None  # free before the next cell
         paged_fns = pools = tables = one_fns = None
@@ -372,13 +377,13 @@ def main():
     meta = dict(date=date, gpu=gpu, torch=torch.__version__, kernel_dir=a.kernel_dir,
                 kernel=kf.kernel, dtype="bf16", hdim=D, sms=sms, l2_bytes=l2, rounds=rounds,
                 sdpa_tried=tried, max_gb=a.max_gb, skipped=skipped, paged=a.paged,
-                num_splits=a.num_splits, one_cta_per_sm=a.one_cta_per_sm,
+                num_splits=a.num_splits, alt_ctas_per_sm=a.ctas_per_sm,
                 timer="CUDA-graph replays, CUDA events",
                 seconds=round(time.time() - t_start, 1))
     # the table of record is the shipped configuration's: the heuristic's splits
     full = (not a.quick and set(tried) >= {"cudnn", "flash"} and a.max_gb >= 40.0
             and a.num_splits == 0 and not (a.heads or a.batches or a.contexts)
-            and not a.one_cta_per_sm)
+            and not a.ctas_per_sm)
     entry = records.new_entry("bench_decode", command, date, full=full, meta=meta, rows=rows)
     print(records.render_bench_decode(entry))
     met = [records.decode_target_met(r) for r in rows]
@@ -391,7 +396,7 @@ def main():
               + (f"; rewrote {key} in {Path(a.results_dir) / records.TABLE}" if key else ""))
     bad = [r for r in rows if "ours_us" not in r or (r.get("rel_err_vs_sdpa") or 0) > 2e-2
            or (a.paged and ("paged_us" not in r or not r.get("paged_identity_equal")))
-           or (a.one_cta_per_sm and ("one_cta_us" not in r or not r.get("one_cta_equal")))]
+           or (a.ctas_per_sm and ("alt_us" not in r or not r.get("alt_equal")))]
     return 1 if bad else 0
 
 

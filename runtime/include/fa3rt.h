@@ -118,8 +118,10 @@ extern "C" {
 #define FA3RT_WHOLE_SM_SMEM 232448
 /* ctas_per_sm 0 launches a split-KV kernel one CTA a SM where each CTA
  * streams at least this many keys (Skv / splits): on the H200 one a SM read
- * 2-4 % faster than two from 16k keys a CTA at B 64 and 128, and 5 % slower
- * at 1k (bench/NOTES.md, Decoding). */
+ * 2-3 % faster than two from 16k keys a CTA at B 64 and 128 (the same at
+ * B 16 and at 4k), and 5 % slower at 1k (bench/NOTES.md, Decoding). Skv is
+ * the cache's capacity: a cache filled far less than that (cache_seqlens)
+ * still takes one a SM. */
 #define FA3RT_ONE_CTA_KEYS 16384
 
 typedef enum fa3rt_status {

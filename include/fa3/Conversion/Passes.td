@@ -57,9 +57,9 @@ def AttnHopperConfig : Pass<"attn-hopper-config"> {
            "store (a persistent varlen kernel: 16-byte stores by its "
            "threads); false: 4-byte stores from the accumulator fragment. The "
            "backward: dQ staged in shared memory and added by the producer's "
-           "bulk reductions (the table's choice: at head dim 256 only for "
-           "the deterministic kernel); false: the consumers' vector "
-           "atomics">,
+           "bulk reductions (the table's choice at every head dim); false: "
+           "the consumers' vector atomics (two Q / dO stages at head dim "
+           "256, 64-query steps at 64)">,
     Option<"qBuffers", "q-buffers", "int64_t", /*default=*/"0",
            "Q tiles in shared memory: 2 lets a persistent CTA load the next "
            "tile's Q during the current one; 0: 2 where it fits beside the O "

@@ -208,7 +208,7 @@ GradKernelConfig fa3::hopper::gradTable(int64_t headDim, bool masked,
   // dV each would be D registers a thread). At 256 the dQ staging fits
   // beside one Q / dO stage only (two stages: 231552 bytes without it), and
   // one stage with the dQ writer's bulk reductions beat two with the
-  // consumers' atomics by 11-21 % (main kernel, full and causal, 1k-16k;
+  // consumers' atomics by 10-21 % (main kernel, full and causal, 1k-16k;
   // deterministic, one stage either way, -29 to -43 %) once its
   // loop-invariant descriptors no longer spilled (bench/NOTES.md, Log,
   // "Head dim 256 on one stage with the bulk dQ reductions"). At 192 the
@@ -591,11 +591,26 @@ struct AttnHopperConfigPass
       wanted.blockN = opts.blockN;
     if (opts.stages)
       wanted.stages = opts.stages;
-    HopperConfigAttr chosen = recordGradConfig(op.getContext(), wanted);
-    FailureOr<GradKernelConfig> cfg = gradConfig(
-        op.getQuery(), op.getKey(), op.getValue(), op.getGradOut(),
-        op.getGradKey(), op.getGradValue(), window,
-        op.getSoftcap().convertToDouble(), op.getDeterministic(), chosen, why);
+    auto tryConfig = [&](const GradKernelConfig &c) {
+      why.clear();
+      return gradConfig(op.getQuery(), op.getKey(), op.getValue(),
+                        op.getGradOut(), op.getGradKey(), op.getGradValue(),
+                        window, op.getSoftcap().convertToDouble(),
+                        op.getDeterministic(),
+                        recordGradConfig(op.getContext(), c), why);
+    };
+    FailureOr<GradKernelConfig> cfg = tryConfig(wanted);
+    // The table's 128-query steps (head dim 64) take 128 keys and two
+    // stages only; a block-n or stage count asked for without block-m gets
+    // the 64-query steps that allow it, not a refusal of a block-m nobody
+    // asked for.
+    const int64_t defaultBlockM = GradKernelConfig().blockM;
+    if (failed(cfg) && !opts.blockM && wanted.blockM != defaultBlockM &&
+        (opts.blockN || opts.stages)) {
+      GradKernelConfig narrower = wanted;
+      narrower.blockM = defaultBlockM;
+      cfg = tryConfig(narrower);
+    }
     if (failed(cfg)) {
       mlir::emitError(op.getLoc(), "cannot generate the Hopper kernel: ")
           << (why.rfind("the ", 0) == 0 ? "" : "unsupported ") << why;

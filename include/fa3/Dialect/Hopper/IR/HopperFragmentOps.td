@@ -345,7 +345,8 @@ def Hopper_StageRowsOp : Hopper_Op<"stage_rows"> {
     backward's producer stages each step's LSE and D this way, so that the
     consumers read them from shared memory (`hopper.load_columns`)
     instead of waiting on global loads in their loop; the fill gives the
-    queries past Sq lse = +inf (p = 0). Ordering with the readers is the
+    queries past Sq p = 0 (lse = +inf, or -inf once staged as -lse
+    log2(e) with `neg_log2`). Ordering with the readers is the
     caller's (a warp barrier, then a ring commit).
 
     With `neg_log2`, each value v read is staged as -v log2(e), and an
