@@ -6,6 +6,7 @@
 // dS^T (with shared keys P^T too) stored by stmatrix or by 4-byte stores;
 // and S^T's mask as a band of keys around each query (hopper.band_mask) or
 // per column through the visibility function (hopper.mask ... transposed).
+// In every form the LSE comes staged as -LSE log2(e) (lse_neg_log2).
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config --attn-tile --convert-attn-to-hopper | FileCheck %s
 
 // Head dim 64 (128-query steps: S^T 64 x 128): LSE and D read where used,
@@ -13,7 +14,7 @@
 // CHECK-LABEL: gpu.module @bwd64_causal_kernels
 // CHECK: hopper.band_mask {{.*}} hi %{{.*}} : !hopper.frag<64x128xf32>
 // CHECK-NOT: hopper.load_columns
-// CHECK: hopper.grad_probs %{{.*}}, columns
+// CHECK: hopper.grad_probs %{{.*}}, columns {{.*}} lse_neg_log2 :
 // CHECK: hopper.grad_scores %{{.*}}, %{{.*}}, columns
 // CHECK: hopper.store_shared {{.*}} box_bytes 16384 stmatrix :
 func.func @bwd64_causal(%q: memref<?x1x?x64xbf16>, %k: memref<?x1x?x64xbf16>, %v: memref<?x1x?x64xbf16>,
@@ -30,7 +31,7 @@ func.func @bwd64_causal(%q: memref<?x1x?x64xbf16>, %k: memref<?x1x?x64xbf16>, %v
 // CHECK-LABEL: gpu.module @bwd64_causal_det_kernels
 // CHECK: hopper.load_columns
 // CHECK: hopper.mask {{.*}} transposed
-// CHECK: hopper.grad_probs %{{[0-9]+}}, %{{[0-9]+}} scale
+// CHECK: hopper.grad_probs %{{[0-9]+}}, %{{[0-9]+}} scale %{{.*}} lse_neg_log2 :
 // CHECK: hopper.grad_scores %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}} :
 // CHECK: hopper.store_shared {{.*}} box_bytes 0 :
 func.func @bwd64_causal_det(%q: memref<?x1x?x64xbf16>, %k: memref<?x1x?x64xbf16>, %v: memref<?x1x?x64xbf16>,
@@ -46,7 +47,7 @@ func.func @bwd64_causal_det(%q: memref<?x1x?x64xbf16>, %k: memref<?x1x?x64xbf16>
 // Deterministic, head dim 64 without a mask: as the plain kernel.
 // CHECK-LABEL: gpu.module @bwd64_det_kernels
 // CHECK-NOT: hopper.load_columns
-// CHECK: hopper.grad_probs %{{.*}}, columns
+// CHECK: hopper.grad_probs %{{.*}}, columns {{.*}} lse_neg_log2 :
 // CHECK: hopper.grad_scores %{{.*}}, %{{.*}}, columns
 // CHECK: hopper.store_shared {{.*}} box_bytes 0 stmatrix :
 func.func @bwd64_det(%q: memref<?x1x?x64xbf16>, %k: memref<?x1x?x64xbf16>, %v: memref<?x1x?x64xbf16>,
@@ -62,7 +63,7 @@ func.func @bwd64_det(%q: memref<?x1x?x64xbf16>, %k: memref<?x1x?x64xbf16>, %v: m
 // Head dim 96 without a mask: both at use, stmatrix.
 // CHECK-LABEL: gpu.module @bwd96_kernels
 // CHECK-NOT: hopper.load_columns
-// CHECK: hopper.grad_probs %{{.*}}, columns
+// CHECK: hopper.grad_probs %{{.*}}, columns {{.*}} lse_neg_log2 :
 // CHECK: hopper.grad_scores %{{.*}}, %{{.*}}, columns
 // CHECK: hopper.store_shared {{.*}} box_bytes 0 stmatrix :
 func.func @bwd96(%q: memref<?x1x?x96xbf16>, %k: memref<?x1x?x96xbf16>, %v: memref<?x1x?x96xbf16>,
@@ -79,7 +80,7 @@ func.func @bwd96(%q: memref<?x1x?x96xbf16>, %k: memref<?x1x?x96xbf16>, %v: memre
 // CHECK-LABEL: gpu.module @bwd96_causal_kernels
 // CHECK: hopper.load_columns
 // CHECK: hopper.mask {{.*}} transposed
-// CHECK: hopper.grad_probs %{{[0-9]+}}, %{{[0-9]+}} scale
+// CHECK: hopper.grad_probs %{{[0-9]+}}, %{{[0-9]+}} scale %{{.*}} lse_neg_log2 :
 // CHECK: hopper.grad_scores %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}} :
 // CHECK: hopper.store_shared {{.*}} box_bytes 0 :
 func.func @bwd96_causal(%q: memref<?x1x?x96xbf16>, %k: memref<?x1x?x96xbf16>, %v: memref<?x1x?x96xbf16>,
@@ -95,7 +96,7 @@ func.func @bwd96_causal(%q: memref<?x1x?x96xbf16>, %k: memref<?x1x?x96xbf16>, %v
 // Deterministic, head dim 96: the vectors before, 4-byte stores.
 // CHECK-LABEL: gpu.module @bwd96_det_kernels
 // CHECK: hopper.load_columns
-// CHECK: hopper.grad_probs %{{[0-9]+}}, %{{[0-9]+}} scale
+// CHECK: hopper.grad_probs %{{[0-9]+}}, %{{[0-9]+}} scale %{{.*}} lse_neg_log2 :
 // CHECK: hopper.grad_scores %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}} :
 // CHECK: hopper.store_shared {{.*}} box_bytes 0 :
 func.func @bwd96_det(%q: memref<?x1x?x96xbf16>, %k: memref<?x1x?x96xbf16>, %v: memref<?x1x?x96xbf16>,
@@ -111,7 +112,7 @@ func.func @bwd96_det(%q: memref<?x1x?x96xbf16>, %k: memref<?x1x?x96xbf16>, %v: m
 // Head dim 128 without a mask: both at use, stmatrix.
 // CHECK-LABEL: gpu.module @bwd128_kernels
 // CHECK-NOT: hopper.load_columns
-// CHECK: hopper.grad_probs %{{.*}}, columns
+// CHECK: hopper.grad_probs %{{.*}}, columns {{.*}} lse_neg_log2 :
 // CHECK: hopper.grad_scores %{{.*}}, %{{.*}}, columns
 // CHECK: hopper.store_shared {{.*}} box_bytes 0 stmatrix :
 func.func @bwd128(%q: memref<?x1x?x128xf16>, %k: memref<?x1x?x128xf16>, %v: memref<?x1x?x128xf16>,
@@ -127,7 +128,7 @@ func.func @bwd128(%q: memref<?x1x?x128xf16>, %k: memref<?x1x?x128xf16>, %v: memr
 // Head dim 128 with a mask (a window), deterministic: LSE at use, D before.
 // CHECK-LABEL: gpu.module @bwd128_window_det_kernels
 // CHECK: hopper.mask {{.*}} left_bounded transposed
-// CHECK: hopper.grad_probs %{{.*}}, columns
+// CHECK: hopper.grad_probs %{{.*}}, columns {{.*}} lse_neg_log2 :
 // CHECK: hopper.load_columns
 // CHECK: hopper.grad_scores %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}} :
 // CHECK: hopper.store_shared {{.*}} box_bytes 0 stmatrix :
@@ -145,7 +146,7 @@ func.func @bwd128_window_det(%q: memref<?x1x?x128xbf16>, %k: memref<?x1x?x128xbf
 // CHECK-LABEL: gpu.module @bwd192_kernels
 // CHECK: hopper.load_columns
 // CHECK: hopper.band_mask {{.*}} hi %{{.*}} : !hopper.frag<64x32xf32>
-// CHECK: hopper.grad_probs %{{[0-9]+}}, %{{[0-9]+}} scale
+// CHECK: hopper.grad_probs %{{[0-9]+}}, %{{[0-9]+}} scale %{{.*}} lse_neg_log2 :
 // CHECK: hopper.grad_scores %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}} :
 // CHECK-COUNT-2: hopper.store_shared {{.*}} box_bytes 0 :
 func.func @bwd192(%q: memref<?x1x?x192xbf16>, %k: memref<?x1x?x192xbf16>, %v: memref<?x1x?x192xbf16>,

@@ -270,6 +270,18 @@ func.func @bwd_window_softcap(%q: memref<?x1x?x64xbf16>, %k: memref<?x1x?x64xbf1
 // CHECK: hopper.ring.create %{{.*}} : !hopper.ring<stages = 1, stage_bytes = 32768, data = 65536,
 // CHECK: hopper.ring.create %{{.*}} : !hopper.ring<stages = 1, stage_bytes = 32768, data = 98304,
 // CHECK: hopper.reduce_add_bulk
+// With one stage Q's and dO's descriptors do not change either: all of
+// S^T's and dP^T's operands are formed at the step from the opaque zero.
+// CHECK: scf.for %[[STEP:[^ ]*]] =
+// CHECK: %[[Z32:.*]] = llvm.inline_asm has_side_effects asm_dialect = att "shr.u32 $0, $1, 31;", "=r,r" %[[STEP]] : (i32) -> i32
+// CHECK-NEXT: %[[Z:.*]] = arith.extui %[[Z32]] : i32 to i64
+// CHECK-NEXT: %[[KD:.*]] = arith.addi %{{.*}}, %[[Z]] : i64
+// CHECK-NEXT: %[[VD:.*]] = arith.addi %{{.*}}, %[[Z]] : i64
+// CHECK-NEXT: arith.addi %{{.*}}, %[[Z]] : i64
+// CHECK-NEXT: %[[QD:.*]] = arith.addi %{{.*}}, %[[Z]] : i64
+// CHECK-NEXT: %[[DOD:.*]] = arith.addi %{{.*}}, %[[Z]] : i64
+// CHECK: hopper.wgmma.ss %[[KD]], %[[QD]] k 256 boxes 8192, 8192 : bf16 -> !hopper.frag<64x32xf32>
+// CHECK: hopper.wgmma.ss %[[VD]], %[[DOD]] k 256 boxes 8192, 8192 : bf16 -> !hopper.frag<64x32xf32>
 // CHECK: %[[DQ1:.*]] = hopper.wgmma.wait 0, %{{.*}} : !hopper.frag<64x128xf32>
 // CHECK-NEXT: hopper.named_barrier.sync reduce_free[%{{.*}}] of 2 threads 160
 // CHECK-NEXT: hopper.stage_fragment %[[DQ1]] to
