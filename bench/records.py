@@ -131,9 +131,23 @@ def write_section(directory, key, text):
     return path
 
 
+# The tables of record are the H200's: the issues' targets and the peers'
+# numbers (FA3, cuDNN, FA2) were measured on it. A run on another GPU (the
+# device tool may lend an H100) goes into the history only.
+RECORD_GPU = "H200"
+
+
+def run_gpu(entry):
+    """The GPU an entry names (bench entries in meta, checks at the top), or None."""
+    return entry.get("gpu") or (entry.get("meta") or {}).get("gpu")
+
+
 def section_key(entry):
     """The RESULTS.md section a history line is of record for, or None."""
     kind = entry.get("kind")
+    gpu = run_gpu(entry)
+    if gpu and RECORD_GPU not in gpu:
+        return None
     if kind == "bench" and entry.get("full"):
         return f"bench-{entry.get('meta', {}).get('dtype', 'bf16')}"
     if kind in ("check_fwd", "check_varlen", "check_bwd", "check_decode", "bench_varlen",

@@ -202,6 +202,18 @@ def test_merge_routes_lines_by_kind_and_skips_what_is_there(tmp_path):
     assert len(lines(root / "bench" / "history.jsonl")) == 3
 
 
+def test_a_run_on_another_gpu_is_history_only(tmp_path):
+    """The tables of record are the H200's (records.RECORD_GPU): a full grid
+    run on an H100 is appended but leaves the table as it was."""
+    assert records.record(tmp_path, bench_entry("2026-12-01T010000", 600.0)) == "bench-bf16"
+    h100 = bench_entry("2026-12-02T010000", 550.0)
+    h100["meta"]["gpu"] = "NVIDIA H100 80GB HBM3"
+    assert records.record(tmp_path, h100) is None
+    table = section(tmp_path / "RESULTS.md", "bench-bf16")
+    assert "2026-12-01T010000" in table and "2026-12-02T010000" not in table
+    assert len(lines(tmp_path / "history.jsonl")) == 2
+
+
 @pytest.mark.parametrize("home", ["bench", "test/gpu"])
 def test_repository_histories_and_tables_agree(home):
     """Each line of the repository's history is a JSON object with an id,

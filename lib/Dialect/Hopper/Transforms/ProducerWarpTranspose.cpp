@@ -10,9 +10,10 @@
 // runs the transposer's step as worker 0: the previous block's slot after
 // each fill of V but the first, the last block's after the loop (so that a
 // tile's slots are all transposed before the next tile's Q, which waits for
-// the consumers to finish this one). Warp 0's copy of the transposers'
-// named barrier is marked `diverged`: its lane 0 may still be in the
-// producer thread's steps when the other lanes reach it.
+// the consumers to finish this one). The transposers' named barrier is
+// marked `diverged` in both programs: warp 0 meets warps 1 .. 3 at another
+// instruction, and its lane 0 may still be in the producer thread's steps
+// when its other lanes reach it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -136,6 +137,8 @@ public:
     for (RingProducerCommitOp c : vFills)
       if (failed(placeSteps(c)))
         return failure();
+    for (Operation *op : stepOps)
+      markDiverged(op);
     return success();
   }
 
@@ -256,16 +259,7 @@ private:
         getUsedValuesDefinedAbove(r, used);
       for (Value v : used)
         materialize(b, v, map);
-      Operation *copy = b.clone(*op, map);
-      // warp 0's lanes part at the producer thread's steps and may reach
-      // the transposers' meeting apart (compute-sanitizer synccheck
-      // reports the .aligned form as a divergent barrier)
-      copy->walk([](Operation *o) {
-        if (auto s = dyn_cast<NamedBarrierSyncOp>(o))
-          s.setDiverged(true);
-        else if (auto a = dyn_cast<NamedBarrierArriveOp>(o))
-          a.setDiverged(true);
-      });
+      markDiverged(b.clone(*op, map));
     };
     if (wait) {
       map.map(waitSlotArg, slot);
@@ -273,6 +267,21 @@ private:
     }
     for (Operation *op : stepOps)
       cloneWithOperands(op);
+  }
+
+  /// The transposers' meeting without .aligned, in warp 0's copy of the
+  /// step and in warps 1 .. 3's: an .aligned barrier needs every thread
+  /// that takes part to execute the same instruction (PTX ISA, barrier),
+  /// and warp 0's is another one, which its lanes may also reach apart
+  /// (they part at the producer thread's steps). compute-sanitizer
+  /// synccheck reports either as "divergent thread(s) in block".
+  static void markDiverged(Operation *root) {
+    root->walk([](Operation *o) {
+      if (auto s = dyn_cast<NamedBarrierSyncOp>(o))
+        s.setDiverged(true);
+      else if (auto a = dyn_cast<NamedBarrierArriveOp>(o))
+        a.setDiverged(true);
+    });
   }
 
   /// Worker 0's steps for the slots V's fill `c` commits.

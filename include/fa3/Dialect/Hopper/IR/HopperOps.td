@@ -102,12 +102,14 @@ class Hopper_NamedBarrierOp<string mnemonic, string what>
     256 for a turn (128 syncing, 128 arriving), 128 for a warpgroup's own,
     160 for a reduce barrier (the warpgroup and the writer warp).
 
-    `diverged`: the lanes of a warp may reach this barrier apart (warp 0
-    of FP8's producer warpgroup, whose lane 0 also runs the producer
-    thread's steps; hopper-producer-warp-transpose sets it). It lowers to
-    `barrier.sync` / `barrier.arrive` without `.aligned`, which counts
-    each thread as it arrives (PTX ISA, "barrier"); the `.aligned` form
-    requires every lane of a warp to execute the same instruction.
+    `diverged`: the threads that take part may reach it at different
+    instructions, or the lanes of a warp apart (FP8's four transposer
+    warps: warp 0 meets the others from its own program, and its lane 0
+    also runs the producer thread's steps; hopper-producer-warp-transpose
+    sets it). It lowers to `barrier.sync` / `barrier.arrive` without
+    `.aligned`, which counts each thread as it arrives (PTX ISA,
+    "barrier"); the `.aligned` form requires every thread that takes part
+    to execute the same instruction.
   }] # what;
   let arguments = (ins I32:$consumer, Hopper_BarrierKindAttr:$kind,
                        ConfinedAttr<I64Attr, [IntMinValue<1>, IntMaxValue<3>]>:$consumers,
