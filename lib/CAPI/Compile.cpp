@@ -178,7 +178,7 @@ static Fa3KernelSet *compileHopperModule(MlirModule cmod,
   }
   if (o.transposeWarps != 0 && o.transposeWarps != 3 && o.transposeWarps != 4) {
     emitError(module.getLoc())
-        << "transposeWarps must be 0 (3), 3 or 4, got " << o.transposeWarps;
+        << "transposeWarps must be 0 (the table), 3 or 4, got " << o.transposeWarps;
     return nullptr;
   }
   PassManager pm(module.getContext(), ModuleOp::getOperationName());

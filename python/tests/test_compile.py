@@ -334,15 +334,23 @@ def test_a_ptxas_that_writes_garbage_is_an_error(tmp_path):
 
 def test_transpose_warps(tmp_path):
     """FP8's transposer on four warps reaches the kernel (warp 0's part of
-    it: more ldmatrix in the PTX than with three); other counts, and four
-    where the kernel cannot take it, are the compiler's errors."""
-    three = compile_kernel(tmp_path / "w3", head_dim=256, dtype="e4m3", emit_cubin=False)
+    it: more ldmatrix in the PTX than with three), and is the default at
+    head dim 256; other counts, and four where the kernel cannot take it,
+    are the compiler's errors."""
+    three = compile_kernel(tmp_path / "w3", head_dim=256, dtype="e4m3", emit_cubin=False,
+                           transpose_warps=3)
     four = compile_kernel(tmp_path / "w4", head_dim=256, dtype="e4m3", emit_cubin=False,
                           transpose_warps=4)
+    default = compile_kernel(tmp_path / "w0", head_dim=256, dtype="e4m3", emit_cubin=False)
     n3 = three[0].ptx.read_text().count("ldmatrix")
     n4 = four[0].ptx.read_text().count("ldmatrix")
     assert n4 > n3 > 0
-    with pytest.raises(Fa3Error, match=r"transposeWarps must be 0 \(3\), 3 or 4, got 5"):
+    assert default[0].ptx.read_text() == four[0].ptx.read_text()
+    at128 = compile_kernel(tmp_path / "d128", head_dim=128, dtype="e4m3", emit_cubin=False)
+    three128 = compile_kernel(tmp_path / "t128", head_dim=128, dtype="e4m3", emit_cubin=False,
+                              transpose_warps=3)
+    assert at128[0].ptx.read_text() == three128[0].ptx.read_text()
+    with pytest.raises(Fa3Error, match=r"transposeWarps must be 0 \(the table\), 3 or 4, got 5"):
         compile_kernel(tmp_path / "x", head_dim=256, dtype="e4m3", emit_cubin=False,
                        transpose_warps=5)
     with pytest.raises(Fa3Error, match="transpose_warps 4 without FP8"):

@@ -24,7 +24,7 @@
 // TAUNAN: error: attn-tile: rescale-threshold must be 0 (exact) to 15 (log2 units), got nan
 
 // RUN: not fa3-opt %s "--attn-hopper-pipeline=transpose-warps=2 format=none" 2>&1 | FileCheck %s --check-prefix=TWARPS
-// TWARPS: error: attn-hopper-config: transpose-warps must be 0 (3), 3 or 4, got 2
+// TWARPS: error: attn-hopper-config: transpose-warps must be 0 (the table), 3 or 4, got 2
 
 // RUN: not fa3-opt %s "--attn-hopper-pipeline=features=+ptx89" 2>&1 | FileCheck %s --check-prefix=PTX89
 // RUN: not fa3-opt %s "--attn-hopper-pipeline=features=+ptx95" 2>&1 | FileCheck %s --check-prefix=PTX95

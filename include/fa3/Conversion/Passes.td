@@ -110,8 +110,9 @@ def AttnHopperConfig : Pass<"attn-hopper-config"> {
            "FP8: the producer warpgroup's warps that transpose V: 3 (warps "
            "1 .. 3, warp 0 loading) or 4 (warp 0 too, one fill behind its "
            "loads, as FlashAttention-3; persistent kernels only: "
-           "hopper-producer-warp-transpose); 0: 3. Not yet measured on the "
-           "GPU (bench/NOTES.md, FP8)">,
+           "hopper-producer-warp-transpose); 0: 4 at head dim 256 (persistent), "
+           "else 3, as measured (bench/NOTES.md, Log, four transposer "
+           "warps)">,
   ];
 }
 

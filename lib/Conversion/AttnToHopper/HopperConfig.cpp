@@ -457,6 +457,14 @@ void chooseConfig(KernelConfig &cfg, int64_t windowLeft, int64_t windowRight,
     cfg.blockN = o.blockN != 0 ? o.blockN : 128;
     cfg.pingpong = o.pingpong && cfg.consumers() == 2;
     cfg.persistent = decide(o.persistent, true);
+    // V transposed on all four producer warps (warp 0 one fill behind its
+    // loads, as FA3) at head dim 256, where the transposer sets the pace:
+    // 1.01-1.05x from 1k on the H200 and 0.99-1.05x on an H100 (a causal
+    // 1k cell at 0.77 once, 1.01 in the call before); at 64 and 128 within
+    // 0.95-1.05, 0.79 at 128 full 512: three (bench/NOTES.md, Log, "four
+    // transposer warps").
+    if (o.transposeWarps == 0)
+      cfg.transposeWarps = hd == 256 && cfg.persistent ? 4 : 3;
     cfg.qBuffers = o.qBuffers != 0 ? o.qBuffers : 1;
     cfg.clusterM = o.kvMulticast == Toggle::On ? 2 : 1;
     cfg.lazyRescale = decide(o.lazyRescale, true);
@@ -524,7 +532,7 @@ struct AttnHopperConfigPass
       return refuse("min-seqlen-q", "0 (any length) to " + Twine(INT32_MAX),
                     Twine(minSeqlenQ));
     if (transposeWarps != 0 && transposeWarps != 3 && transposeWarps != 4)
-      return refuse("transpose-warps", "0 (3), 3 or 4", Twine(transposeWarps));
+      return refuse("transpose-warps", "0 (the table), 3 or 4", Twine(transposeWarps));
     return success();
   }
 

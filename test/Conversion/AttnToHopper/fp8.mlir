@@ -11,7 +11,7 @@
 // descale.
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config | FileCheck %s --check-prefix=CONFIG
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config=persistent=off --attn-tile --convert-attn-to-hopper --hopper-warp-specialize | FileCheck %s --check-prefix=KERNEL
-// RUN: fa3-opt %s --split-input-file --attn-hopper-config --attn-tile --convert-attn-to-hopper --hopper-warp-specialize --hopper-async-copy --hopper-overlap --hopper-pingpong --convert-hopper-to-nvvm | FileCheck %s --check-prefix=NVVM
+// RUN: fa3-opt %s --split-input-file --attn-hopper-config --attn-tile --convert-attn-to-hopper --hopper-warp-specialize --hopper-async-copy --hopper-producer-warp-transpose --hopper-overlap --hopper-pingpong --convert-hopper-to-nvvm | FileCheck %s --check-prefix=NVVM
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config=persistent=on --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=PERSIST
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config=persistent=on --attn-tile --convert-attn-to-hopper --hopper-warp-specialize | FileCheck %s --check-prefix=PERSIST-WS
 // With transpose-warps=4 warp 0 is the transposer's worker 0 (its program
@@ -178,7 +178,7 @@ func.func @d128(%q: memref<?x8x?x128xf8E4M3FN>, %k: memref<?x2x?x128xf8E4M3FN>, 
 // -----
 
 // CONFIG-LABEL: func.func @d256
-// CONFIG: attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 2, persistent = true, q_buffers = 1, lazy_rescale = true, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = true, tma_store = false>
+// CONFIG: attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 2, persistent = true, q_buffers = 1, lazy_rescale = true, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = true, tma_store = false, transpose_warps = 4>
 // KERNEL-LABEL: gpu.func @d256_kernel(
 // The producer warpgroup gives up all but 24 registers, as FA3's: with
 // 232 a consumer thread (producer 40) ptxas serialised the wgmmas for want
