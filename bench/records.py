@@ -133,12 +133,13 @@ def write_section(directory, key, text):
 
 # The tables of record are the H200's: the issues' targets and the peers'
 # numbers (FA3, cuDNN, FA2) were measured on it. A run on another GPU (the
-# device tool may lend an H100) goes into the history only.
+# device tool may lend an H100) goes into the history only. Sanitizer runs
+# name no GPU and are of record on any: they judge correctness, not speed.
 RECORD_GPU = "H200"
 
 
 def run_gpu(entry):
-    """The GPU an entry names (bench entries in meta, checks at the top), or None."""
+    """The GPU an entry names (at the top or in meta; sanitizer runs none), or None."""
     return entry.get("gpu") or (entry.get("meta") or {}).get("gpu")
 
 

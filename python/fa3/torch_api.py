@@ -1532,10 +1532,12 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
     SMs less ``sm_margin``; 1: no split; up to 128), whose partial results a
     second kernel merges (their f32 workspaces are allocated here, on the
     current stream). ``pack_gqa`` is taken and changes nothing (the kernel
-    always packs). ``ctas_per_sm`` (ours, keyword only): 0, as many of the
-    kernel's CTAs a SM as fit (two for the decoding kernels of head dim up
-    to 128); 1, one, each CTA launched with all the shared memory a block
-    may have (bench/bench_decode.py --one-cta-per-sm measures it). Runs
+    always packs). ``ctas_per_sm`` (ours, keyword only): 0, the runtime's
+    choice (one a SM where a CTA streams at least 16384 keys, else as many
+    as fit; docs/runtime.md); 1, one, each CTA launched with all the shared
+    memory a block may have; 2, as many of the kernel's CTAs a SM as fit
+    (two for the decoding kernels of head dim up to 128)
+    (bench/bench_decode.py --ctas-per-sm N measures them against 0). Runs
     on torch.cuda.current_stream(); forward only (inputs that require grad
     are refused); under torch.compile the call is the
     custom op ``torch.ops.fa3.flash_attn_decode_fwd`` (fa3.torch_ops).

@@ -459,7 +459,7 @@ void chooseConfig(KernelConfig &cfg, int64_t windowLeft, int64_t windowRight,
     cfg.persistent = decide(o.persistent, true);
     // V transposed on all four producer warps (warp 0 one fill behind its
     // loads, as FA3) at head dim 256, where the transposer sets the pace:
-    // 1.01-1.05x from 1k on the H200 and 0.99-1.05x on an H100 (a causal
+    // 1.00-1.05x from 1k on the H200 and 0.99-1.05x on an H100 (a causal
     // 1k cell at 0.77 once, 1.01 in the call before); at 64 and 128 within
     // 0.95-1.05, 0.79 at 128 full 512: three (bench/NOTES.md, Log, "four
     // transposer warps").
