@@ -218,10 +218,10 @@ def main():
           f"{kf.kernel}; {len(cells)} cells, skipped {len(skipped)}", flush=True)
     paged_cols = (f" paged {a.paged} us | paged TB/s | paged/ours |" if a.paged else "")
     alt = f"ours {a.ctas_per_sm}/SM"
-    one_cols = (f" {a.ctas_per_sm}/SM us | ours/{a.ctas_per_sm}-SM |" if a.ctas_per_sm
+    alt_cols = (f" {a.ctas_per_sm}/SM us | ours/{a.ctas_per_sm}-SM |" if a.ctas_per_sm
                 else "")
     print("| Hq/Hkv | batch | context | K+V MB | copies | splits | ours us | ours TB/s | "
-          "SDPA us (backend) | SDPA TB/s | SDPA/ours | rel err |" + paged_cols + one_cols)
+          "SDPA us (backend) | SDPA TB/s | SDPA/ours | rel err |" + paged_cols + alt_cols)
     print("|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|---|" if a.paged
                                                                else "")
           + ("---|---|" if a.ctas_per_sm else ""))
@@ -266,12 +266,12 @@ def main():
                 ours_fns[0]()))
         elif a.paged:
             row["errors"]["paged"] = f"context {ctx} is not a multiple of the page size"
-        one_fns = []
+        alt_fns = []
         if a.ctas_per_sm:
-            one_fns = [lambda kc=kc, vc=vc: flash_attn_with_kvcache(
+            alt_fns = [lambda kc=kc, vc=vc: flash_attn_with_kvcache(
                 q, kc, vc, num_splits=a.num_splits, kernel=kf, ctas_per_sm=a.ctas_per_sm)
                 for kc, vc in caches]
-            row["alt_equal"] = bool(torch.equal(one_fns[0](), ours_fns[0]()))
+            row["alt_equal"] = bool(torch.equal(alt_fns[0](), ours_fns[0]()))
 
         def sdpa_fns(name, expand):
             def one(kc, vc):
@@ -294,8 +294,8 @@ def main():
         impls = {"ours": ours_fns}
         if paged_fns:
             impls["ours paged"] = paged_fns
-        if one_fns:
-            impls[alt] = one_fns
+        if alt_fns:
+            impls[alt] = alt_fns
         ref_err = None
         o_ours = ours_fns[0]()
         for name in tried:
@@ -356,7 +356,7 @@ def main():
             else None
         paged_ratio = row["paged_us"] / row["ours_us"] if "paged_us" in row and \
             "ours_us" in row else None
-        one_ratio = row["ours_us"] / row["alt_us"] if "alt_us" in row and \
+        alt_ratio = row["ours_us"] / row["alt_us"] if "alt_us" in row and \
             "ours_us" in row else None
         print(f"| {hq}/{hkv} | {B} | {ctx // 1024}k | {nbytes / 2**20:.0f} | {n} | {splits} | "
               f"{f(row.get('ours_us'), '.1f')} | {f(row.get('ours_tbs'), '.2f')} | "
@@ -365,11 +365,11 @@ def main():
               f"{f(row.get('rel_err_vs_sdpa'), '.1e')} |" +
               (f" {f(row.get('paged_us'), '.1f')} | {f(row.get('paged_tbs'), '.2f')} | "
                f"{f(paged_ratio, '.2f')} |" if a.paged else "") +
-              (f" {f(row.get('alt_us'), '.1f')} | {f(one_ratio, '.3f')} |"
+              (f" {f(row.get('alt_us'), '.1f')} | {f(alt_ratio, '.3f')} |"
                if a.ctas_per_sm else ""), flush=True)
         print(json.dumps(row), flush=True)
         q = qt = caches = ours_fns = impls = o_ours = None  # free before the next cell
-        paged_fns = pools = tables = one_fns = None
+        paged_fns = pools = tables = alt_fns = None
         torch.cuda.empty_cache()
 
     date = records.run_id()

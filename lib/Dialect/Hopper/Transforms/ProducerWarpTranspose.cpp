@@ -94,6 +94,9 @@ public:
           "region has no hopper.producer_thread for it to join");
     if (failed(findStep()))
       return failure();
+    // (before warp 0's copies are cloned from them)
+    for (Operation *op : stepOps)
+      markDiverged(op);
     // warp 0: the producer thread's program, run by the whole warp
     OpBuilder b(thread);
     auto warp0 = ProducerWarpsOp::create(b, thread.getLoc(), uint64_t{0},
@@ -137,8 +140,6 @@ public:
     for (RingProducerCommitOp c : vFills)
       if (failed(placeSteps(c)))
         return failure();
-    for (Operation *op : stepOps)
-      markDiverged(op);
     return success();
   }
 
@@ -259,7 +260,7 @@ private:
         getUsedValuesDefinedAbove(r, used);
       for (Value v : used)
         materialize(b, v, map);
-      markDiverged(b.clone(*op, map));
+      b.clone(*op, map);
     };
     if (wait) {
       map.map(waitSlotArg, slot);
