@@ -435,9 +435,12 @@ def flash_attn_func(q, k, v, softmax_scale: Optional[float] = None, causal: bool
                     out=None, lse_out=None, jit: Optional[bool] = None,
                     deterministic: bool = False, num_splits: int = 1,
                     pack_gqa: Optional[bool] = None, q_descale=None, k_descale=None,
-                    v_descale=None):
+                    v_descale=None, return_attn_probs: bool = False):
     """FlashAttention on BSHD tensors, like FA3's ``flash_attn_func``
-    (flash_attn_interface; the arguments it shares with ours have its names).
+    (flash_attn_interface; the arguments it shares with ours have its names;
+    pass them by keyword: the order differs past ``causal``).
+    ``return_attn_probs`` is FA3's name for ``return_lse``: either returns
+    (o, lse), as FA3 does (no probabilities: FA3 returns none either).
 
     q: [B, Sq, Hq, D], k: [B, Skv, Hkv, D], v: [B, Skv, Hkv, Dv] (bf16 or f16,
     one CUDA device, Hq % Hkv == 0). ``softmax_scale`` defaults to the kernel's
@@ -515,6 +518,7 @@ def flash_attn_func(q, k, v, softmax_scale: Optional[float] = None, causal: bool
     Descales given with bf16 or f16 inputs are refused (ValueError).
     """
     import torch
+    return_lse = return_lse or return_attn_probs
     if (q_descale is not None or k_descale is not None or v_descale is not None
             or _any_fp8(torch, q, k, v)):
         return _fp8_fwd(torch, q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal,
@@ -529,6 +533,55 @@ def flash_attn_func(q, k, v, softmax_scale: Optional[float] = None, causal: bool
                        kernel_dir, kernel, out, lse_out, jit, deterministic)
     return _eager_fwd(torch, q, k, v, softmax_scale, causal, window_size, softcap, return_lse,
                       kernel_dir, kernel, out, lse_out, jit)
+
+
+def _packed_heads(shape, num_heads_q) -> Tuple[int, int]:
+    """(Hq, Hkv) of FA3's packed qkv: [B, S, 3, H, D] (num_heads_q None or
+    H), or [B, S, Hq + 2 Hkv, D] with num_heads_q = Hq (GQA/MQA)."""
+    shape = tuple(shape)
+    if len(shape) == 5:
+        if shape[2] != 3:
+            raise ValueError(f"flash_attn_qkvpacked_func: qkv [B, S, 3, H, D] needs 3 at "
+                             f"dim 2, got shape {list(shape)}")
+        if num_heads_q is not None and num_heads_q != shape[3]:
+            raise ValueError(f"flash_attn_qkvpacked_func: num_heads_q {num_heads_q} with a "
+                             f"5-D qkv of {shape[3]} heads (it is for the 4-D form)")
+        return shape[3], shape[3]
+    if len(shape) == 4:
+        if num_heads_q is None:
+            raise ValueError("flash_attn_qkvpacked_func: a 4-D qkv [B, S, Hq + 2 Hkv, D] "
+                             "needs num_heads_q")
+        rest = shape[2] - num_heads_q
+        if num_heads_q < 1 or rest < 2 or rest % 2:
+            raise ValueError(f"flash_attn_qkvpacked_func: {shape[2]} packed heads are not "
+                             f"num_heads_q {num_heads_q} + 2 Hkv with Hkv >= 1")
+        return num_heads_q, rest // 2
+    raise ValueError(f"flash_attn_qkvpacked_func: qkv is [B, S, 3, H, D] or [B, S, Hq + 2 "
+                     f"Hkv, D], got {len(shape)}-D shape {list(shape)}")
+
+
+def flash_attn_qkvpacked_func(qkv, softmax_scale: Optional[float] = None, causal: bool = False,
+                              q_descale=None, k_descale=None, v_descale=None,
+                              window_size=(-1, -1), softcap: float = 0.0,
+                              deterministic: bool = False, num_heads_q: Optional[int] = None,
+                              return_attn_probs: bool = False, kernel_dir=None,
+                              jit: Optional[bool] = None):
+    """FA3's ``flash_attn_qkvpacked_func``: q, k and v stacked in one tensor,
+    qkv [B, S, 3, H, D], or [B, S, Hq + 2 Hkv, D] with ``num_heads_q`` = Hq
+    (GQA/MQA: q's heads, then k's, then v's). Runs flash_attn_func on views
+    of qkv (no copy: the kernels take the strides), so the rest is as there;
+    under autograd the gradient reaches qkv through the views (dq, dk and dv
+    copied into one tensor, where FA3 writes them there directly)."""
+    Hq, Hkv = _packed_heads(qkv.shape, num_heads_q)
+    if qkv.dim() == 5:
+        q, k, v = qkv.unbind(dim=2)
+    else:
+        q, k, v = qkv.split([Hq, Hkv, Hkv], dim=2)
+    return flash_attn_func(q, k, v, softmax_scale=softmax_scale, causal=causal,
+                           window_size=window_size, softcap=softcap,
+                           return_lse=return_attn_probs, kernel_dir=kernel_dir, jit=jit,
+                           deterministic=deterministic, q_descale=q_descale,
+                           k_descale=k_descale, v_descale=v_descale)
 
 
 def _copied_out(o, lse, out, lse_out, return_lse):

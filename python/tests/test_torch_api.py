@@ -762,3 +762,49 @@ def test_append_op_schema_and_fake_shapes():
                     None)
     assert tuple(o.shape) == (2, 1, 8, 32) and o.dtype == torch.bfloat16
     assert tuple(lse.shape) == (2, 8, 1) and lse.dtype == torch.float32
+
+
+# ---- FA3's names: flash_attn_qkvpacked_func, return_attn_probs ----
+
+@pytest.mark.parametrize("shape, nq, heads", [
+    ((2, 10, 3, 4, 64), None, (4, 4)),
+    ((2, 10, 3, 4, 64), 4, (4, 4)),
+    ((2, 10, 12, 64), 8, (8, 2)),       # GQA 8/2
+    ((1, 1, 34, 128), 32, (32, 1)),     # MQA 32/1
+])
+def test_packed_heads(shape, nq, heads):
+    assert torch_api._packed_heads(shape, nq) == heads
+
+
+@pytest.mark.parametrize("shape, nq, text", [
+    ((2, 10, 2, 4, 64), None, "needs 3 at dim 2"),
+    ((2, 10, 3, 4, 64), 8, "num_heads_q 8 with a 5-D qkv of 4 heads"),
+    ((2, 10, 12, 64), None, "needs num_heads_q"),
+    ((2, 10, 12, 64), 9, "12 packed heads are not num_heads_q 9 + 2 Hkv"),
+    ((2, 10, 12, 64), 12, "12 packed heads are not num_heads_q 12 + 2 Hkv"),
+    ((2, 10, 12, 64), 0, "12 packed heads are not num_heads_q 0 + 2 Hkv"),
+    ((10, 12, 64), 4, "got 3-D shape"),
+])
+def test_packed_heads_refuses(shape, nq, text):
+    import re
+    with pytest.raises(ValueError, match=re.escape(text)):
+        torch_api._packed_heads(shape, nq)
+
+
+def test_fa3_names():
+    """FA3's flash_attn_qkvpacked_func (its arguments by its names and
+    defaults, from hopper/flash_attn_interface.py, less the ones ours does
+    not take: attention_chunk, sm_margin) and return_attn_probs on
+    flash_attn_func; both also as fa3.<name>."""
+    import inspect
+    import fa3
+    params = inspect.signature(torch_api.flash_attn_qkvpacked_func).parameters
+    fa3_args = {"qkv": inspect.Parameter.empty, "softmax_scale": None, "causal": False,
+                "q_descale": None, "k_descale": None, "v_descale": None,
+                "window_size": (-1, -1), "softcap": 0.0, "deterministic": False,
+                "num_heads_q": None, "return_attn_probs": False}
+    assert {n: params[n].default for n in fa3_args} == fa3_args
+    assert list(params)[:3] == ["qkv", "softmax_scale", "causal"]
+    assert inspect.signature(torch_api.flash_attn_func).parameters[
+        "return_attn_probs"].default is False
+    assert fa3.flash_attn_qkvpacked_func is torch_api.flash_attn_qkvpacked_func

@@ -19,7 +19,12 @@
    --all --backward [--deterministic]; else recorded as skipped), eager and
    compiled: dq, dk, dv bitwise the same over two eager runs and compiled,
    and within 1e-2 (relative norm) of the plain backward's (the backward's
-   own accuracy: test/gpu/check_bwd.py).
+   own accuracy: test/gpu/check_bwd.py). And
+   flash_attn_qkvpacked_func's two packed forms ([B, S, 3, H, D] and GQA's
+   [B, S, Hq + 2 Hkv, D]): o and lse bitwise those of flash_attn_func on
+   unpacked copies, and with grad (where KERNEL_DIR holds the bf16 head
+   dim 128 causal backward) the packed gradient against the unpacked dq, dk,
+   dv (check_packed).
 2. CUDA graphs: flash_attn_func captured with torch.cuda.graph (persistent
    kernels with the dynamic tile scheduler and one-CTA-per-tile kernels,
    causal and full, GQA) and replayed on fresh inputs copied into the
@@ -226,6 +231,57 @@ def check_graph(kdir, results):
     except Exception as e:  # noqa: BLE001
         record("requires_grad", False, f"{type(e).__name__}: {e}")
     check_deterministic(kdir, record, q, k, v)
+    check_packed(kdir, record)
+
+
+def check_packed(kdir, record):
+    """flash_attn_qkvpacked_func (FA3's), both packed forms: o and lse
+    bitwise those of flash_attn_func on contiguous copies of q, k, v (the
+    same kernel reads the views' strides), o within O_REL_TOL of the fp32
+    reference; with grad, the packed tensor's gradient against the unpacked
+    call's dq, dk, dv (within O_REL_TOL, not bitwise: dQ's atomics add in
+    any order), where KERNEL_DIR holds the bf16 d128 causal backward."""
+    gen = torch.Generator(device="cuda").manual_seed(77)
+    B, S, D = 2, 333, 128
+    kernels, _ = torch_api.available_kernels(kdir)
+    try:
+        fa3facts.select_kernel(kernels, "bf16", D, D, True, (-1, 0), 0.0, backward=True)
+        with_grad = True
+    except LookupError:
+        with_grad = False
+    for form, Hq, Hkv in (("[B, S, 3, H, D]", 4, 4), ("[B, S, Hq + 2 Hkv, D]", 8, 2)):
+        label = f"flash_attn_qkvpacked_func {form}, causal" + (", with grad" if with_grad else "")
+        try:
+            if Hq == Hkv:
+                qkv = torch.randn(B, S, 3, Hq, D, device="cuda", generator=gen)
+            else:
+                qkv = torch.randn(B, S, Hq + 2 * Hkv, D, device="cuda", generator=gen)
+            qkv = qkv.to(torch.bfloat16).requires_grad_(with_grad)
+            o, lse = torch_api.flash_attn_qkvpacked_func(
+                qkv, causal=True, num_heads_q=None if Hq == Hkv else Hq,
+                return_attn_probs=True, kernel_dir=kdir)
+            parts = (qkv.unbind(2) if Hq == Hkv else qkv.split([Hq, Hkv, Hkv], dim=2))
+            leaves = [t.detach().contiguous().requires_grad_(with_grad) for t in parts]
+            o2, lse2 = flash_attn_func(*leaves, causal=True, return_lse=True, kernel_dir=kdir)
+            ref_o, _ = reference(*[t.detach() for t in leaves], True)
+            same = bool(torch.equal(o, o2) and torch.equal(lse, lse2))
+            err = relerr(o, ref_o)
+            ok = same and err < O_REL_TOL
+            detail = f"same as unpacked {same}, rel err o {err:.1e}"
+            if with_grad:
+                dout = torch.randn(o.shape, device="cuda", generator=gen).to(o.dtype)
+                o.backward(dout)
+                o2.backward(dout)
+                torch.cuda.synchronize()
+                g = (qkv.grad.unbind(2) if Hq == Hkv
+                     else qkv.grad.split([Hq, Hkv, Hkv], dim=2))
+                errs = [relerr(a, b.grad) for a, b in zip(g, leaves)]
+                ok = ok and max(errs) < O_REL_TOL
+                detail += "; grad: dq, dk, dv rel diff " + " ".join(f"{e:.1e}" for e in errs)
+            record(label, ok, detail)
+        except Exception as e:  # noqa: BLE001
+            traceback.print_exc()
+            record(label, False, f"{type(e).__name__}: {e}")
 
 
 def check_deterministic(kdir, record, q, k, v):
