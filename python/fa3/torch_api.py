@@ -430,17 +430,20 @@ def _check_out(torch, q, out, lse_out, B, Sq, Hq, Dv, out_dtype=None):
 
 
 def flash_attn_func(q, k, v, softmax_scale: Optional[float] = None, causal: bool = False,
-                    window_size=(-1, -1), softcap: float = 0.0, return_lse: bool = False,
+                    qv=None, q_descale=None, k_descale=None, v_descale=None,
+                    window_size=(-1, -1), attention_chunk: int = 0, softcap: float = 0.0,
+                    num_splits: int = 1, pack_gqa: Optional[bool] = None,
+                    deterministic: bool = False, sm_margin: int = 0,
+                    return_attn_probs: bool = False, *, return_lse: bool = False,
                     kernel_dir=None, kernel: Optional[_facts.KernelFacts] = None,
-                    out=None, lse_out=None, jit: Optional[bool] = None,
-                    deterministic: bool = False, num_splits: int = 1,
-                    pack_gqa: Optional[bool] = None, q_descale=None, k_descale=None,
-                    v_descale=None, return_attn_probs: bool = False):
+                    out=None, lse_out=None, jit: Optional[bool] = None):
     """FlashAttention on BSHD tensors, like FA3's ``flash_attn_func``
-    (flash_attn_interface; the arguments it shares with ours have its names;
-    pass them by keyword: the order differs past ``causal``).
-    ``return_attn_probs`` is FA3's name for ``return_lse``: either returns
-    (o, lse), as FA3 does (no probabilities: FA3 returns none either).
+    (hopper/flash_attn_interface.py: its arguments, names and order; ours
+    after them, by keyword only). ``return_attn_probs`` (FA3's name) or
+    ``return_lse`` returns (o, lse), as FA3's does (no probabilities: FA3
+    returns none either). ``sm_margin`` is taken and changes nothing;
+    ``qv`` and ``attention_chunk`` are refused unless left at their
+    defaults.
 
     q: [B, Sq, Hq, D], k: [B, Skv, Hkv, D], v: [B, Skv, Hkv, Dv] (bf16 or f16,
     one CUDA device, Hq % Hkv == 0). ``softmax_scale`` defaults to the kernel's
@@ -517,6 +520,11 @@ def flash_attn_func(q, k, v, softmax_scale: Optional[float] = None, causal: bool
     torch.compile the call is the op ``torch.ops.fa3.flash_attn_fp8_fwd``.
     Descales given with bf16 or f16 inputs are refused (ValueError).
     """
+    if qv is not None:
+        raise NotImplementedError("qv is not supported: pass None")
+    if attention_chunk:
+        raise NotImplementedError(f"attention_chunk is not supported: pass 0, got "
+                                  f"{attention_chunk}")
     import torch
     return_lse = return_lse or return_attn_probs
     if (q_descale is not None or k_descale is not None or v_descale is not None

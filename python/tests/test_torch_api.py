@@ -805,6 +805,24 @@ def test_fa3_names():
                 "num_heads_q": None, "return_attn_probs": False}
     assert {n: params[n].default for n in fa3_args} == fa3_args
     assert list(params)[:3] == ["qkv", "softmax_scale", "causal"]
-    assert inspect.signature(torch_api.flash_attn_func).parameters[
-        "return_attn_probs"].default is False
+    fa3_order = ["q", "k", "v", "softmax_scale", "causal", "qv", "q_descale", "k_descale",
+                 "v_descale", "window_size", "attention_chunk", "softcap", "num_splits",
+                 "pack_gqa", "deterministic", "sm_margin", "return_attn_probs"]
+    params = inspect.signature(torch_api.flash_attn_func).parameters
+    assert list(params)[:len(fa3_order)] == fa3_order
+    assert params["return_attn_probs"].default is False
+    # ours after FA3's, by keyword only
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY
+               for p in list(params.values())[len(fa3_order):])
+    assert inspect.signature(torch_api.flash_attn_varlen_func).parameters.keys() >= set(
+        fa3_order[3:])
     assert fa3.flash_attn_qkvpacked_func is torch_api.flash_attn_qkvpacked_func
+
+
+@pytest.mark.parametrize("kw, text", [({"qv": object()}, "qv is not supported"),
+                                      ({"attention_chunk": 128}, "attention_chunk is not")])
+def test_flash_attn_func_refuses_fa3_arguments_it_does_not_do(kw, text):
+    """Before torch is needed: FA3's qv and attention_chunk are refused by
+    name, not ignored."""
+    with pytest.raises(NotImplementedError, match=text):
+        torch_api.flash_attn_func(None, None, None, **kw)
