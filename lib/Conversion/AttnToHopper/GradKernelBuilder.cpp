@@ -91,7 +91,8 @@ private:
 
   /// This CTA's block of keys, kv head and batch (tiles numbered kv block
   /// fastest; deterministic, the last kv block first: the turns' order,
-  /// tileTurn), and the m-blocks that see the block (attn.q_range).
+  /// tileTurn; causal, in L2 sections with the kv block slowest), and the
+  /// m-blocks that see the block (attn.q_range).
   struct Work {
     Value col0, hkv, bidx, mLo, nm, iLo, iHi, group;
   };
@@ -99,9 +100,19 @@ private:
     Work w;
     Value numN = bin<arith::AddIOp>(param("Skv"), i32(cfg.blockN - 1));
     numN = bin<arith::DivUIOp>(numN, i32(cfg.blockN));
+    // Causal (not deterministic, whose turns fix the order): sections of
+    // (kv head, batch) pairs whose Q, dO and dQaccum fit in L2, kv block
+    // slowest within one, so that the grid starts on every head's longest
+    // tiles and ends on short ones (FlashAttention-3's causal backward
+    // order).
+    Value sectionPairs, pairs;
+    if (cfg.l2Sections && cfg.rightBounded && !cfg.leftBounded &&
+        !cfg.deterministic) {
+      sectionPairs = l2SectionPairs();
+      pairs = bin<arith::MulIOp>(param("Hkv"), param("B"));
+    }
     auto c = TileCoordsOp::create(b, loc, cta, numN, param("Hkv"),
-                                  /*section_pairs=*/Value(),
-                                  /*pairs=*/Value(),
+                                  sectionPairs, pairs,
                                   static_cast<uint64_t>(cfg.blockN),
                                   /*longest_first=*/cfg.deterministic);
     w.col0 = c.getM0();
@@ -117,6 +128,20 @@ private:
     w.iHi = rng.getResult(3);
     w.group = bin<arith::DivUIOp>(param("Hq"), param("Hkv"));
     return w;
+  }
+  /// The (kv head, batch) pairs of a causal section: as many as have the
+  /// Q and dO of their group's q heads (2 (D + Dv) bytes a query) and its
+  /// dQaccum (4 D) in kL2SectionBytes, at least one.
+  Value l2SectionPairs() {
+    // Q and dO (2-byte elements, Dv = D) and dQaccum (f32)
+    const int64_t perQuery = 2 * 2 * cfg.headDim + 4 * cfg.headDim;
+    Value one = i32(1);
+    Value group = bin<arith::DivUIOp>(param("Hq"), param("Hkv"));
+    Value rows = bin<arith::MulIOp>(param("Sq"), group);
+    rows = bin<arith::MaxUIOp>(rows, one);
+    Value budget = i32(kL2SectionBytes / perQuery);
+    Value n = bin<arith::DivUIOp>(budget, rows);
+    return bin<arith::MaxUIOp>(n, one);
   }
   /// Step `it` of the loop over (q head of the group, m-block): the q head
   /// and the m-block.

@@ -138,6 +138,7 @@ fa3::hopper::gradConfig(Value q, Value k, Value v, Value dO, Value dk,
   cfg.headDim = qt.getShape().back();
   int64_t dvDim = cast<MemRefType>(v.getType()).getShape().back();
   cfg.leftBounded = window[0] >= 0;
+  cfg.rightBounded = window[1] >= 0;
   cfg.softcap = softcap;
   cfg.deterministic = deterministic;
   if (dvDim != cfg.headDim)
@@ -194,6 +195,12 @@ GradKernelConfig fa3::hopper::gradTable(int64_t headDim, bool masked,
   // bytes), at 256 within 1 %, and in the deterministic kernels at 64 and
   // 192 causal +2 to +6 % (bench/NOTES.md, Log, "S^T's mask as a band").
   cfg.bandMask = !deterministic && (headDim == 64 || headDim == 192);
+  // A causal kernel's tiles in L2 sections, kv block slowest (FA3's
+  // SingleTileBwdLPTScheduler), where measured ahead: main kernel at
+  // 2k / 4k / 16k, head dim 128 -4.1 / -4.1 / +1.3 %, 256 -2.2 / -1.4 /
+  // +1.3 %; at 64 +0.9 / -0.4 / +0.8 %, so not there; 96 and 192 not
+  // measured (bench/NOTES.md, Log, "causal backward in L2 sections").
+  cfg.l2Sections = !deterministic && (headDim == 128 || headDim == 256);
   // Head dim 64: steps of 128 queries (FA3's 128 x 128), with dQ's bulk
   // reductions (as measured), not deterministic (its dQ turns are per
   // 64-row tile) nor with softcap (its tanh kept across dP's wait: 580-596

@@ -81,7 +81,8 @@ struct TileCoordsLowering : OpConversionPattern<TileCoordsOp> {
   /// sections have q + 1 pairs, the rest q. Tile t's section starts at
   /// tile `base` (0 or the e large sections' tiles) and pair `first`;
   /// within a section of s pairs, tile r (from the section's first) is
-  /// m-block numM - 1 - r / s of pair first + r % s. (s is at least 1 for
+  /// m-block numM - 1 - r / s (longest_first; else r / s) of pair first +
+  /// r % s. (s is at least 1 for
   /// any hb; a tile past the grid decodes to a pair past hb, which the
   /// callers never use: they check the tile against the grid first.)
   static void lowerSections(TileCoordsOp op, OpAdaptor adaptor,
@@ -116,8 +117,11 @@ struct TileCoordsLowering : OpConversionPattern<TileCoordsOp> {
     Value fromLast = arith::DivUIOp::create(rewriter, loc, r, pairs);
     Value inSection = arith::RemUIOp::create(rewriter, loc, r, pairs);
     Value pair = arith::AddIOp::create(rewriter, loc, first, inSection);
-    Value last = arith::SubIOp::create(rewriter, loc, numM, one);
-    Value mb = arith::SubIOp::create(rewriter, loc, last, fromLast);
+    Value mb = fromLast;
+    if (op.getLongestFirst()) {
+      Value last = arith::SubIOp::create(rewriter, loc, numM, one);
+      mb = arith::SubIOp::create(rewriter, loc, last, fromLast);
+    }
     Value head = arith::RemUIOp::create(rewriter, loc, pair, adaptor.getHq());
     Value batch = arith::DivUIOp::create(rewriter, loc, pair, adaptor.getHq());
     Value bm = i32Const(rewriter, loc, op.getBlockM());

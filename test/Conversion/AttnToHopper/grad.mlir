@@ -14,10 +14,21 @@
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config --attn-tile --convert-attn-to-hopper --hopper-warp-specialize | FileCheck %s
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config=tma-store=false --attn-tile --convert-attn-to-hopper --hopper-warp-specialize | FileCheck %s --check-prefix=ATOMIC
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config --attn-tile --convert-attn-to-hopper --hopper-warp-specialize --hopper-async-copy --convert-hopper-to-nvvm | FileCheck %s --check-prefix=NVVM
+// RUN: fa3-opt %s --split-input-file --attn-hopper-config --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=ORDER
 
 // CONFIG-LABEL: func.func @bwd128
 // CONFIG: attn.flash_attention_grad {{.*}} causal {attn.hopper_config = #attn.hopper_config<block_m = 64, block_n = 128, stages = 2, persistent = false, q_buffers = 1, lazy_rescale = false, rescale_threshold = 0.000000e+00, cluster_m = 1, pingpong = false, tma_store = true>}
 
+// The tiles' order: causal, in L2 sections of (kv head, batch) pairs with
+// the kv block slowest and the first (the longest) first; the rest, and
+// windows, kv block fastest.
+// ORDER-LABEL: gpu.module @bwd128_kernels
+// ORDER: hopper.tile_coords %{{.*}} in %{{.*}}, %{{.*}} block_m 128 sections %{{.*}} of %{{.*}}
+// ORDER-NOT: longest_first
+// ORDER-LABEL: gpu.module @bwd64_kernels
+// ORDER: hopper.tile_coords %{{.*}} in %{{.*}}, %{{.*}} block_m 128{{$}}
+// ORDER-LABEL: gpu.module @bwd_window_softcap_kernels
+// ORDER: hopper.tile_coords %{{.*}} in %{{.*}}, %{{.*}} block_m {{[0-9]+}}{{$}}
 // CHECK-LABEL: gpu.module @bwd128_kernels
 // CHECK: func.func private @bwd128_kernel_q_range(%{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32) -> (i32, i32, i32, i32)
 // CHECK: func.func private @bwd128_kernel_visible_cols(
@@ -363,5 +374,19 @@ func.func @bwd256_full(%q: memref<?x1x?x256xbf16>, %k: memref<?x1x?x256xbf16>, %
                        %dq: memref<?x1x?x256xbf16>, %dk: memref<?x1x?x256xbf16>, %dv: memref<?x1x?x256xbf16>) {
   attn.flash_attention_grad ins(%q, %k, %v, %o, %do, %lse : memref<?x1x?x256xbf16>, memref<?x1x?x256xbf16>, memref<?x1x?x256xbf16>, memref<?x1x?x256xbf16>, memref<?x1x?x256xbf16>, memref<?x1x?xf32>)
       outs(%dq, %dk, %dv : memref<?x1x?x256xbf16>, memref<?x1x?x256xbf16>, memref<?x1x?x256xbf16>)
+  return
+}
+
+// -----
+
+// The sections are the table's at head dims 128 and 256 only (measured
+// even at 64): head dim 64 causal keeps the kv block fastest.
+// ORDER-LABEL: gpu.module @bwd64_causal_kernels
+// ORDER: hopper.tile_coords %{{.*}} in %{{.*}}, %{{.*}} block_m 128{{$}}
+func.func @bwd64_causal(%q: memref<?x1x?x64xbf16>, %k: memref<?x1x?x64xbf16>, %v: memref<?x1x?x64xbf16>,
+                        %o: memref<?x1x?x64xbf16>, %do: memref<?x1x?x64xbf16>, %lse: memref<?x1x?xf32>,
+                        %dq: memref<?x1x?x64xbf16>, %dk: memref<?x1x?x64xbf16>, %dv: memref<?x1x?x64xbf16>) {
+  attn.flash_attention_grad ins(%q, %k, %v, %o, %do, %lse : memref<?x1x?x64xbf16>, memref<?x1x?x64xbf16>, memref<?x1x?x64xbf16>, memref<?x1x?x64xbf16>, memref<?x1x?x64xbf16>, memref<?x1x?xf32>)
+      outs(%dq, %dk, %dv : memref<?x1x?x64xbf16>, memref<?x1x?x64xbf16>, memref<?x1x?x64xbf16>) causal
   return
 }

@@ -92,6 +92,25 @@ func.func @sections(%t: i32, %numM: i32, %hq: i32, %n: i32, %hb: i32) -> (i32, i
   return %m0, %head, %batch : i32, i32, i32
 }
 
+// Without longest_first (the backward's causal kv blocks, the first the
+// longest): the same sections, m-block r / S.
+// CHECK-LABEL: func.func @sections_first_first(
+// CHECK: %[[FROM:.*]] = arith.subi %arg0,
+// CHECK-NEXT: %[[PER:.*]] = arith.muli %[[S:.*]], %arg1 : i32
+// CHECK-NEXT: arith.divui %[[FROM]], %[[PER]]
+// CHECK-NEXT: %[[R:.*]] = arith.remui %[[FROM]], %[[PER]]
+// CHECK: %[[BACK:.*]] = arith.divui %[[R]], %[[S]] : i32
+// CHECK: %[[IN:.*]] = arith.remui %[[R]], %[[S]]
+// CHECK: %[[PAIR:.*]] = arith.addi %{{.*}}, %[[IN]]
+// CHECK-NOT: arith.subi
+// CHECK: %[[HEAD:.*]] = arith.remui %[[PAIR]], %{{.*}}
+// CHECK: %[[M0:.*]] = arith.muli %[[BACK]], %c128_i32
+// CHECK: return %[[M0]], %[[HEAD]]
+func.func @sections_first_first(%t: i32, %numM: i32, %hq: i32, %n: i32, %hb: i32) -> (i32, i32, i32) {
+  %m0, %head, %batch = hopper.tile_coords %t in %numM, %hq block_m 128 sections %n of %hb
+  return %m0, %head, %batch : i32, i32, i32
+}
+
 // CHECK-LABEL: func.func @claim(
 // CHECK-SAME: %[[K:[^:]*]]: i32, %[[FIRST:[^:]*]]: i32, %[[CTR:[^:]*]]: !llvm.ptr<1>)
 // CHECK: %[[N:.*]] = nvvm.read.ptx.sreg.nctaid.x

@@ -6,6 +6,7 @@
 // CHECK: hopper.tile_grid %{{.*}}, %{{.*}}, %{{.*}} block_m 128 pairs
 // CHECK: hopper.tile_coords %{{.*}} in %{{.*}}, %{{.*}} block_m 128 longest_first
 // CHECK: hopper.tile_coords %{{.*}} in %{{.*}}, %{{.*}} block_m 128 longest_first sections %{{.*}} of %{{.*}}
+// CHECK: hopper.tile_coords %{{.*}} in %{{.*}}, %{{.*}} block_m 128 sections %{{.*}} of %{{.*}}
 // CHECK: hopper.tile_next %{{.*}} static
 // CHECK: hopper.tile_next %{{.*}} dynamic counter %{{.*}} : !llvm.ptr<1>
 // CHECK: hopper.tile_counter_reset %{{.*}} : !llvm.ptr<1>
@@ -15,6 +16,7 @@ func.func @schedule(%sq: i32, %hq: i32, %b: i32, %t: i32, %ctr: !llvm.ptr<1>, %k
   %numM, %tiles = hopper.tile_grid %sq, %hq, %b block_m 128 pairs
   %m0, %head, %batch = hopper.tile_coords %t in %numM, %hq block_m 128 longest_first
   %m1, %head1, %batch1 = hopper.tile_coords %t in %numM, %hq block_m 128 longest_first sections %k of %b
+  %m2, %head2, %batch2 = hopper.tile_coords %t in %numM, %hq block_m 128 sections %k of %b
   %n0 = hopper.tile_next %t static
   %n1 = hopper.tile_next %t dynamic counter %ctr : !llvm.ptr<1>
   hopper.tile_counter_reset %ctr : !llvm.ptr<1>
@@ -102,15 +104,6 @@ func.func @next_in_producer_thread(%t: i32, %ctr: !llvm.ptr<1>) {
   } consumers(%cw of 2) regs 240 {
   }
   return
-}
-
-// -----
-
-// Sections order m-blocks last to first across heads: longest_first only.
-func.func @sections_in_order(%t: i32, %numM: i32, %hq: i32, %n: i32, %hb: i32) -> i32 {
-  // expected-error @below {{sections need longest_first}}
-  %m0, %head, %batch = hopper.tile_coords %t in %numM, %hq block_m 128 sections %n of %hb
-  return %m0 : i32
 }
 
 // -----

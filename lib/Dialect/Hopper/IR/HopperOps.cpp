@@ -349,9 +349,6 @@ LogicalResult TileCoordsOp::verify() {
   if (!getSectionPairs() != !getPairs())
     return emitOpError("sections need both the section size and the pair "
                        "count");
-  if (getSectionPairs() && !getLongestFirst())
-    return emitOpError("sections need longest_first (they order the "
-                       "m-blocks last to first across a section's heads)");
   APInt n;
   if (getSectionPairs() && matchPattern(getSectionPairs(), m_ConstantInt(&n)) &&
       n.getSExtValue() < 1)

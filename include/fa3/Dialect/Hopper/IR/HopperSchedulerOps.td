@@ -59,15 +59,18 @@ def Hopper_TileCoordsOp : Hopper_Op<"tile_coords",
     to first: under a right-bounded (causal) mask the last ones see the
     most keys, and starting them first shortens the tail.
 
-    With `sections %n of %pairs` (longest_first only; n >= 1, pairs = the
-    grid's heads x batches) the (head, batch) pairs go in ceil(pairs / n)
-    sections of at most n, as even as they divide (the first pairs % count
-    sections one pair larger), and within a section the m-block is the
-    slower index, last first, heads fastest: a section's tiles run longest
-    first across all its heads, so the grid ends on the shortest tiles of
-    its last section instead of on the long tiles of its last heads
-    (FlashAttention-3's causal order). n is chosen so that a section's K/V
-    fit in L2; n = 1 is the order without sections.
+    With `sections %n of %pairs` (n >= 1, pairs = the grid's heads x
+    batches) the (head, batch) pairs go in ceil(pairs / n) sections of at
+    most n, as even as they divide (the first pairs % count sections one
+    pair larger), and within a section the m-block is the slower index,
+    heads fastest: last first with `longest_first` (the forward under a
+    causal mask), first first without (the backward's kv blocks, of which
+    the first see the most queries under a causal mask). Either way a
+    section's tiles run longest first across all its heads, so the grid
+    ends on the shortest tiles of its last section instead of on the long
+    tiles of its last heads (FlashAttention-3's causal orders, forward and
+    backward). n is chosen so that what a section's tiles share fits in
+    L2; n = 1 is the order without sections.
 
     ```mlir
     %m0, %head, %batch = hopper.tile_coords %tile in %numM, %Hq block_m 128 longest_first
