@@ -429,6 +429,16 @@ def _check_out(torch, q, out, lse_out, B, Sq, Hq, Dv, out_dtype=None):
                          f"{(B, Hq, Sq)} on {q.device}")
 
 
+def _refuse_qv_and_chunks(qv, attention_chunk) -> None:
+    """FA3's qv (an extra query term) and attention_chunk, which no kernel
+    here computes: refused by name unless left at their defaults."""
+    if qv is not None:
+        raise NotImplementedError("qv is not supported: pass None")
+    if attention_chunk:
+        raise NotImplementedError(f"attention_chunk is not supported: pass 0, got "
+                                  f"{attention_chunk}")
+
+
 def flash_attn_func(q, k, v, softmax_scale: Optional[float] = None, causal: bool = False,
                     qv=None, q_descale=None, k_descale=None, v_descale=None,
                     window_size=(-1, -1), attention_chunk: int = 0, softcap: float = 0.0,
@@ -520,11 +530,7 @@ def flash_attn_func(q, k, v, softmax_scale: Optional[float] = None, causal: bool
     torch.compile the call is the op ``torch.ops.fa3.flash_attn_fp8_fwd``.
     Descales given with bf16 or f16 inputs are refused (ValueError).
     """
-    if qv is not None:
-        raise NotImplementedError("qv is not supported: pass None")
-    if attention_chunk:
-        raise NotImplementedError(f"attention_chunk is not supported: pass 0, got "
-                                  f"{attention_chunk}")
+    _refuse_qv_and_chunks(qv, attention_chunk)
     import torch
     return_lse = return_lse or return_attn_probs
     if (q_descale is not None or k_descale is not None or v_descale is not None
@@ -1065,15 +1071,13 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: in
 
     dt = _check_inputs(torch, q, k, v, "3-D [T, H, D] (packed sequences)",
                        "flash_attn_varlen_func")
-    refused = {"seqused_q": seqused_q, "qv": qv, "q_descale": q_descale,
+    refused = {"seqused_q": seqused_q, "q_descale": q_descale,
                "k_descale": k_descale, "v_descale": v_descale}
     for name, value in refused.items():
         if value is not None:
             raise NotImplementedError(f"{name} is not supported: pass None"
                                       + (_FP8_ELSEWHERE if name.endswith("_descale") else ""))
-    if attention_chunk:
-        raise NotImplementedError(f"attention_chunk is not supported: pass 0, got "
-                                  f"{attention_chunk}")
+    _refuse_qv_and_chunks(qv, attention_chunk)
     if num_splits not in (0, 1):
         raise NotImplementedError(f"num_splits is not supported: pass 1 (or 0), got "
                                   f"{num_splits}")

@@ -100,14 +100,11 @@ private:
     Work w;
     Value numN = bin<arith::AddIOp>(param("Skv"), i32(cfg.blockN - 1));
     numN = bin<arith::DivUIOp>(numN, i32(cfg.blockN));
-    // Causal (not deterministic, whose turns fix the order): sections of
-    // (kv head, batch) pairs whose Q, dO and dQaccum fit in L2, kv block
-    // slowest within one, so that the grid starts on every head's longest
-    // tiles and ends on short ones (FlashAttention-3's causal backward
-    // order).
+    // Sections whose Q, dO and dQaccum fit in L2, so that the grid starts
+    // on every head's longest tiles and ends on short ones
+    // (FlashAttention-3's causal backward order).
     Value sectionPairs, pairs;
-    if (cfg.l2Sections && cfg.rightBounded && !cfg.leftBounded &&
-        !cfg.deterministic) {
+    if (cfg.l2Sections) {
       sectionPairs = l2SectionPairs();
       pairs = bin<arith::MulIOp>(param("Hkv"), param("B"));
     }

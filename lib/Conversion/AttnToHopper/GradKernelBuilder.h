@@ -69,8 +69,6 @@ struct GradKernelConfig {
   std::string qRangeFn;   // device func: (col0, Sq, Skv) -> (lo, hi, ilo, ihi)
   std::string visibleColsFn; // device func: (row, Sq, Skv) -> (lo, hi)
   bool leftBounded = false;  // the mask has a lower column bound (window)
-  bool rightBounded = false; // an upper column bound (causal): the first
-                             // kv blocks see the most queries
   double softcap = 0.0;      // scores softcap * tanh(x / softcap); 0: off
   bool dqBulk = true;        // dQ staged in shared memory and added by the
                              // producer's bulk reductions, else
@@ -91,8 +89,10 @@ struct GradKernelConfig {
   // a comparison with a constant per register), else per column of the
   // thread through the visibility function (hopper.mask ... transposed).
   bool bandMask = false;
-  bool l2Sections = false; // causal tiles in L2 sections of (kv head,
-                           // batch) pairs, kv block slowest
+  // A causal mask's tiles in L2 sections of (kv head, batch) pairs, kv
+  // block slowest, the first (which sees the most queries) first; never
+  // deterministic, whose turns fix the order.
+  bool l2Sections = false;
 
   /// Both consumer warpgroups see the block's 64 keys: each computes S^T
   /// and dP^T for half of the step's queries and dK, dV, dQ for half of

@@ -138,7 +138,8 @@ fa3::hopper::gradConfig(Value q, Value k, Value v, Value dO, Value dk,
   cfg.headDim = qt.getShape().back();
   int64_t dvDim = cast<MemRefType>(v.getType()).getShape().back();
   cfg.leftBounded = window[0] >= 0;
-  cfg.rightBounded = window[1] >= 0;
+  // the table's sections order a causal mask's tiles (not a window's)
+  cfg.l2Sections = cfg.l2Sections && window[1] >= 0 && !cfg.leftBounded;
   cfg.softcap = softcap;
   cfg.deterministic = deterministic;
   if (dvDim != cfg.headDim)
