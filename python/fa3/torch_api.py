@@ -576,13 +576,15 @@ def _packed_heads(shape, num_heads_q) -> Tuple[int, int]:
 
 def flash_attn_qkvpacked_func(qkv, softmax_scale: Optional[float] = None, causal: bool = False,
                               q_descale=None, k_descale=None, v_descale=None,
-                              window_size=(-1, -1), softcap: float = 0.0,
-                              deterministic: bool = False, num_heads_q: Optional[int] = None,
-                              return_attn_probs: bool = False, kernel_dir=None,
+                              window_size=(-1, -1), attention_chunk: int = 0,
+                              softcap: float = 0.0, deterministic: bool = False,
+                              num_heads_q: Optional[int] = None, sm_margin: int = 0,
+                              return_attn_probs: bool = False, *, kernel_dir=None,
                               jit: Optional[bool] = None):
     """FA3's ``flash_attn_qkvpacked_func``: q, k and v stacked in one tensor,
     qkv [B, S, 3, H, D], or [B, S, Hq + 2 Hkv, D] with ``num_heads_q`` = Hq
-    (GQA/MQA: q's heads, then k's, then v's). Runs flash_attn_func on views
+    (GQA/MQA: q's heads, then k's, then v's); FA3's arguments in its order,
+    ours after them by keyword only. Runs flash_attn_func on views
     of qkv (no copy: the kernels take the strides), so the rest is as there;
     under autograd the gradient reaches qkv through the views (dq, dk and dv
     copied into one tensor, where FA3 writes them there directly)."""
@@ -592,7 +594,8 @@ def flash_attn_qkvpacked_func(qkv, softmax_scale: Optional[float] = None, causal
     else:
         q, k, v = qkv.split([Hq, Hkv, Hkv], dim=2)
     return flash_attn_func(q, k, v, softmax_scale=softmax_scale, causal=causal,
-                           window_size=window_size, softcap=softcap,
+                           window_size=window_size, attention_chunk=attention_chunk,
+                           softcap=softcap, sm_margin=sm_margin,
                            return_lse=return_attn_probs, kernel_dir=kernel_dir, jit=jit,
                            deterministic=deterministic, q_descale=q_descale,
                            k_descale=k_descale, v_descale=v_descale)

@@ -805,6 +805,11 @@ def test_fa3_names():
                 "num_heads_q": None, "return_attn_probs": False}
     assert {n: params[n].default for n in fa3_args} == fa3_args
     assert list(params)[:3] == ["qkv", "softmax_scale", "causal"]
+    # FA3's order, so that its positional calls mean the same here
+    assert list(params)[:13] == ["qkv", "softmax_scale", "causal", "q_descale", "k_descale",
+                                 "v_descale", "window_size", "attention_chunk", "softcap",
+                                 "deterministic", "num_heads_q", "sm_margin",
+                                 "return_attn_probs"]
     fa3_order = ["q", "k", "v", "softmax_scale", "causal", "qv", "q_descale", "k_descale",
                  "v_descale", "window_size", "attention_chunk", "softcap", "num_splits",
                  "pack_gqa", "deterministic", "sm_margin", "return_attn_probs"]
