@@ -156,17 +156,16 @@ private:
     Value bh = bin<arith::MulIOp>(w.bidx, param("Hq"));
     return bin<arith::AddIOp>(bh, h);
   }
-  /// dQaccum's 64-row tiles a step covers: 1, or 2 with 128-query steps.
-  int64_t tilesPerStep() const { return cfg.blockM / kGradDqRows; }
-  /// dQaccum's tile u of the step at m-block mb (i32): mb * tilesPerStep()
-  /// + u. Only the first is sure to exist; a later one is there where
-  /// dqTiles() exceeds it (tile ceil(Sq / 64) is the next head's first, or
-  /// past dQaccum's end).
-  Value stepTile(Value mb, int64_t u) {
-    if (tilesPerStep() == 1)
+  /// The dQaccum tile that consumer warpgroup c (i32) computes in the
+  /// step at m-block mb: the step's (mb), or (dqByRows) the step's c-th
+  /// 64-row tile, 2 mb + c. The second is there where dqTiles() exceeds
+  /// it (tile ceil(Sq / 64) is the next head's first, or past dQaccum's
+  /// end): secondTileThere.
+  Value consumerTile(Value mb, Value c) {
+    if (!cfg.dqByRows())
       return mb;
-    Value tile = bin<arith::MulIOp>(mb, i32(tilesPerStep()));
-    return u ? bin<arith::AddIOp>(tile, i32(u)) : tile;
+    Value tile = bin<arith::MulIOp>(mb, i32(2));
+    return bin<arith::AddIOp>(tile, c);
   }
   /// dQaccum's 64-row tiles of a (batch, head): ceil(Sq / 64), i32.
   Value dqTiles() {
@@ -431,10 +430,10 @@ void GradKernelBuilder::dqWriter(Value cta) {
   const int64_t n = cfg.consumers();
   const uint64_t threads = kWarpgroupThreads + 32;
   const int64_t wgBytes = lay.dqBytes / n;
-  const int64_t halves = tilesPerStep();
+  const bool byRows = cfg.dqByRows();
   const auto parts = cfg.splitParts();
   // (the turns are per 64-row tile: checkGradSupported refuses the rest)
-  assert((!cfg.deterministic || halves == 1) && "deterministic: 64 queries");
+  assert((!cfg.deterministic || !byRows) && "deterministic: 64 queries");
   Value tid = NVVM::ThreadIdXOp::create(b, loc, i32T);
   Value lane = bin<arith::RemUIOp>(tid, i32(32));
   Value leader = cmpi(CmpIPredicate::eq, lane, i32(0));
@@ -462,31 +461,26 @@ void GradKernelBuilder::dqWriter(Value cta) {
     for (int64_t c = 0; c < n; ++c) {
       NamedBarrierSyncOp::create(b, loc, i32(c), BarrierKind::reduce_full,
                                  static_cast<uint64_t>(n), threads);
-      // the step's tiles, each staged in its part of the buffer; a later
-      // one only where it is there (stepTile); of each, a reduction a
-      // split part, of the floats of the head dim's columns (the first in
-      // accumulator order: dqTile)
-      const int64_t unitBytes = wgBytes / halves;
-      for (int64_t u = 0; u < halves; ++u) {
-        Value tile = stepTile(mb, u);
-        for (size_t p = 0; p < parts.size(); ++p) {
-          Value dst = dqTile(w, h, tile, i32(c), parts[p]);
-          if (cfg.deterministic && c == 0 && p == 0) {
-            ifThen(leader, [&] { WaitTurnOp::create(b, loc, counter, turn); });
-            NVVM::SyncWarpOp::create(b, loc, i32(-1));
-          }
-          Value go = leader;
-          if (u > 0)
-            go = bin<arith::AndIOp>(
-                leader, cmpi(CmpIPredicate::ult, tile, dqTiles()));
-          const int64_t src =
-              lay.dqOff + c * wgBytes + u * unitBytes + partStageBytes(parts, p);
-          const int64_t bytes = kGradDqRows * cfg.validCols(parts[p], c) * 4;
-          ifThen(go, [&] {
-            ReduceAddBulkOp::create(b, loc, smemBase, i32(src), dst,
-                                    static_cast<uint64_t>(bytes));
-          });
+      // the consumer's tile (the second of a step by rows only where it
+      // is there: consumerTile), a reduction a split part, of the floats
+      // of the head dim's columns (the first in accumulator order: dqTile)
+      Value tile = consumerTile(mb, i32(c));
+      Value go = leader;
+      if (byRows && c > 0)
+        go = bin<arith::AndIOp>(leader,
+                                cmpi(CmpIPredicate::ult, tile, dqTiles()));
+      for (size_t p = 0; p < parts.size(); ++p) {
+        Value dst = dqTile(w, h, tile, i32(c), parts[p]);
+        if (cfg.deterministic && c == 0 && p == 0) {
+          ifThen(leader, [&] { WaitTurnOp::create(b, loc, counter, turn); });
+          NVVM::SyncWarpOp::create(b, loc, i32(-1));
         }
+        const int64_t src = lay.dqOff + c * wgBytes + partStageBytes(parts, p);
+        const int64_t bytes = kGradDqRows * cfg.validCols(parts[p], c) * 4;
+        ifThen(go, [&] {
+          ReduceAddBulkOp::create(b, loc, smemBase, i32(src), dst,
+                                  static_cast<uint64_t>(bytes));
+        });
       }
     }
     // (the reductions complete here, so the waits for their reads below
@@ -497,11 +491,11 @@ void GradKernelBuilder::dqWriter(Value cta) {
     Value more = cmpi(CmpIPredicate::slt, next, steps);
     for (int64_t c = 0; c < n; ++c) {
       // consumer c's groups (one a part) and those before it have read
-      // their buffers (two tiles a step, the second possibly skipped: all
-      // of them, once)
-      if (halves == 1 || c == 0) {
+      // their buffers (by rows, the second tile's possibly skipped: all of
+      // them, once)
+      if (!byRows || c == 0) {
         const int64_t pending =
-            halves == 1 ? (n - 1 - c) * static_cast<int64_t>(parts.size()) : 0;
+            byRows ? 0 : (n - 1 - c) * static_cast<int64_t>(parts.size());
         ifThen(leader, [&] {
           NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, pending,
                                                b.getUnitAttr());
@@ -549,7 +543,8 @@ void GradKernelBuilder::consumers(Value cta) {
   // the keys would add each twice; dQ's atomics bound the kernel,
   // bench/NOTES.md "Backward"). Half of 64 columns starts 64 bytes into
   // K's swizzled rows, as a k-step does in a K-major operand; at head dim
-  // 192 each warpgroup's 96 columns are two parts (splitParts).
+  // 192 each warpgroup's 96 columns are two parts (splitParts); with
+  // 128-query steps each takes 64 of the rows instead (dqByRows).
   const auto parts = cfg.splitParts();
   // MN-major B operands (dK += dS^T Q, dV += P^T dO): 64-column boxes one
   // stage's rows apart (the descriptor's leading byte offset); sharedKeys,
@@ -567,7 +562,14 @@ void GradKernelBuilder::consumers(Value cta) {
                                 descConst(qBox, 1024)));
   }
   Value dsOff = bin<arith::AddIOp>(wgOff, i32(lay.dsOff));
-  Value descDS0 = descBase(smemBase, i32(lay.dsOff), descConst(qBox, 1024));
+  // dQ's A operand: dS of the step's queries, or (dqByRows) of this
+  // warpgroup's 64 of them, the second of dS^T's two 64-column boxes (the
+  // block's keys apart)
+  const int64_t dsBoxBytes = cfg.dqByRows() ? kBox : 0;
+  Value dsRows = i32(lay.dsOff);
+  if (cfg.dqByRows())
+    dsRows = bin<arith::AddIOp>(bin<arith::MulIOp>(cw, i32(dsBoxBytes)), dsRows);
+  Value descDS0 = descBase(smemBase, dsRows, descConst(qBox, 1024));
   // sharedKeys: P^T and dS^T as K-major A operands of dV and dK
   Value descP0, descDSA0;
   if (shared) {
@@ -582,8 +584,6 @@ void GradKernelBuilder::consumers(Value cta) {
     descKT.push_back(descBase(smemBase, kColOff, descConst(kBox, 1024)));
     fragQ.push_back(FragmentType::get(ctx, {64, part.cols}, f32T));
   }
-  // dQaccum's 64-row tiles a step covers (128 queries at head dim 64)
-  const int64_t halves = tilesPerStep();
   // this warpgroup's dQ staging buffer (dqBulk)
   Value dqStage = bin<arith::MulIOp>(cw, i32(lay.dqBytes / cfg.consumers()));
   dqStage = bin<arith::AddIOp>(dqStage, i32(lay.dqOff));
@@ -789,10 +789,8 @@ void GradKernelBuilder::consumers(Value cta) {
       dv1[0] = WgmmaRSOp::create(b, loc, pa, descDOT[0], dv[0]);
     }
     // 128 queries: two 64-column boxes of dS^T, the block's keys apart
-    const uint64_t dsBoxBytes =
-        halves > 1 ? static_cast<uint64_t>(cfg.blockN * kSwizzleBytes) : 0u;
-    StoreSharedOp::create(b, loc, dsa, smemBase, dsAt, column, dsBoxBytes,
-                          cfg.dsStmatrix);
+    StoreSharedOp::create(b, loc, dsa, smemBase, dsAt, column,
+                          static_cast<uint64_t>(dsBoxBytes), cfg.dsStmatrix);
     if (shared) {
       Value pAt = bin<arith::AddIOp>(bufOff, i32(lay.pOff));
       StoreSharedOp::create(b, loc, pa, smemBase, pAt, column, 0u,
@@ -802,35 +800,29 @@ void GradKernelBuilder::consumers(Value cta) {
                                static_cast<uint64_t>(cfg.consumers()),
                                static_cast<uint64_t>(128 * cfg.consumers()));
     NVVM::WgmmaFenceAlignedOp::create(b, loc);
-    // dQ = dS K (both MN-major), part p of the step's u-th 64 queries
-    // (dQaccum's tile mb * halves + u)
-    auto dqProduct = [&](int64_t u, size_t p) -> Value {
-      Value desc = descDS;
-      if (u > 0)
-        desc = bin<arith::AddIOp>(desc, i64(u * dsBoxBytes / 16));
-      return WgmmaSSOp::create(b, loc, fragQ[p], desc, descKTStep[p],
+    // dQ = dS K (both MN-major), part p of the warpgroup's 64 queries
+    // (dQaccum's tile consumerTile)
+    auto dqProduct = [&](size_t p) -> Value {
+      return WgmmaSSOp::create(b, loc, fragQ[p], descDS, descKTStep[p],
                                /*c=*/Value(),
                                static_cast<uint64_t>(cfg.blockN), 0u, 0u, et,
                                /*a_mn_major=*/true, /*b_mn_major=*/true);
     };
-    // dQ (u-th 64 queries, then part, fastest) to the dQ writer's staging
-    // buffer once it has read the previous step's (dqBulk), else added by
-    // this warpgroup's atomics (the second tile only where Sq reaches it:
-    // tile ceil(Sq / 64) is the next head's first, or past dQaccum's end)
+    // dQ (a fragment a part) to the dQ writer's staging buffer once it
+    // has read the previous step's (dqBulk), else added by this
+    // warpgroup's atomics (by rows, the second tile only where Sq reaches
+    // it: consumerTile)
     auto dqOut = [&](ValueRange dqs) {
       if (cfg.dqBulk) {
         const uint64_t n = static_cast<uint64_t>(cfg.consumers());
         const uint64_t threads = kWarpgroupThreads + 32;
         NamedBarrierSyncOp::create(b, loc, cw, BarrierKind::reduce_free, n,
                                    threads);
-        for (int64_t u = 0; u < halves; ++u)
-          for (size_t p = 0; p < parts.size(); ++p) {
-            const int64_t off =
-                u * lay.dqBytes / (cfg.consumers() * halves) + partStageBytes(parts, p);
-            Value at = off ? bin<arith::AddIOp>(dqStage, i32(off)) : dqStage;
-            StageFragmentOp::create(b, loc, dqs[u * parts.size() + p],
-                                    smemBase, at);
-          }
+        for (size_t p = 0; p < parts.size(); ++p) {
+          const int64_t off = partStageBytes(parts, p);
+          Value at = off ? bin<arith::AddIOp>(dqStage, i32(off)) : dqStage;
+          StageFragmentOp::create(b, loc, dqs[p], smemBase, at);
+        }
         NamedBarrierArriveOp::create(b, loc, cw, BarrierKind::reduce_full, n,
                                      threads);
         return;
@@ -845,17 +837,14 @@ void GradKernelBuilder::consumers(Value cta) {
                                                  : b.getI64IntegerAttr(n));
         });
       };
-      for (int64_t u = 0; u < halves; ++u) {
-        Value tile = stepTile(mb, u);
-        for (size_t p = 0; p < parts.size(); ++p) {
-          Value dq = dqs[u * parts.size() + p];
-          if (u == 0) {
-            reduceAdd(dq, tile, p);
-            continue;
-          }
-          Value there = cmpi(CmpIPredicate::ult, tile, dqTiles());
-          ifThen(there, [&] { reduceAdd(dq, tile, p); });
+      Value dqTileHere = consumerTile(mb, cw);
+      for (size_t p = 0; p < parts.size(); ++p) {
+        if (!cfg.dqByRows()) {
+          reduceAdd(dqs[p], dqTileHere, p);
+          continue;
         }
+        Value there = cmpi(CmpIPredicate::ult, dqTileHere, dqTiles());
+        ifThen(there, [&] { reduceAdd(dqs[p], dqTileHere, p); });
       }
     };
     if (!shared) {
@@ -863,9 +852,8 @@ void GradKernelBuilder::consumers(Value cta) {
       // dV and dK then dQ with a wait between: head dim 128 -4 to -6 % of
       // the main kernel's time, 64 -3 % (full) or equal (causal).
       SmallVector<Value> first = {dv1[0]};
-      for (int64_t u = 0; u < halves; ++u)
-        for (size_t p = 0; p < parts.size(); ++p)
-          first.push_back(dqProduct(u, p));
+      for (size_t p = 0; p < parts.size(); ++p)
+        first.push_back(dqProduct(p));
       NVVM::WgmmaFenceAlignedOp::create(b, loc);
       dk1[0] = WgmmaRSOp::create(b, loc, dsa, descQT[0], dk[0]);
       auto retired = WgmmaWaitOp::create(b, loc, 1u, ValueRange(first));
@@ -898,7 +886,7 @@ void GradKernelBuilder::consumers(Value cta) {
       SmallVector<Value, 2> dq;
       if (masks) {
         for (size_t p = 0; p < parts.size(); ++p)
-          dq.push_back(dqProduct(0, p));
+          dq.push_back(dqProduct(p));
       }
       SmallVector<Value, 4> acc(dv1);
       acc.append(dk1);
@@ -918,7 +906,7 @@ void GradKernelBuilder::consumers(Value cta) {
       if (!masks) {
         NVVM::WgmmaFenceAlignedOp::create(b, loc);
         for (size_t p = 0; p < parts.size(); ++p)
-          dq.push_back(dqProduct(0, p));
+          dq.push_back(dqProduct(p));
       }
       dqOut(WgmmaWaitOp::create(b, loc, 0u, ValueRange(dq)).getResults());
     }

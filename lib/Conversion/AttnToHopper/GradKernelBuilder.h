@@ -110,6 +110,13 @@ struct GradKernelConfig {
   /// column reads only its own column of B).
   int64_t tileD() const { return (headDim + 63) / 64 * 64; }
 
+  /// With 128-query steps (head dim 64) each consumer warpgroup computes
+  /// dQ for one of the step's two 64-row tiles over the whole head dim
+  /// (FA3's AtomLayoutMdQ = 2), else for the step's rows over its part of
+  /// the columns: at N = 64 a wgmma reads each element of dS^T and K from
+  /// shared memory once, where two 32-column halves read dS^T twice.
+  bool dqByRows() const { return blockM == 128; }
+
   /// A part of the columns each consumer warpgroup holds where the tile's
   /// columns are split between the two (dQ; sharedKeys, dK and dV too):
   /// `cols` columns from tile column base + c * stride for warpgroup c.
@@ -121,7 +128,10 @@ struct GradKernelConfig {
   /// Half the tile each, or at head dim 192 a whole 64-column box (0 or
   /// 128) and half of the middle box (64 or 96): a wgmma's N on an MN-major
   /// operand may start inside a 64-column box only if it stays inside it.
+  /// (dqByRows: all columns for each.)
   llvm::SmallVector<SplitPart, 2> splitParts() const {
+    if (dqByRows())
+      return {{tileD(), 0, 0}};
     if (headDim == 192)
       return {{64, 0, 128}, {32, 64, 32}};
     const int64_t half = tileD() / 2;

@@ -209,7 +209,10 @@ GradKernelConfig fa3::hopper::gradTable(int64_t headDim, bool masked,
   // at use they spill nothing in the loop (136 bytes causal before) and
   // issue 12-13 % fewer loop instructions a query: main kernel -2 to -4 %
   // against 64-query steps, full and causal, 1k-16k, in two calls
-  // (bench/NOTES.md, Log, "128-query steps at head dim 64, again").
+  // (bench/NOTES.md, Log, "128-query steps at head dim 64, again"). Their
+  // dQ by rows (GradKernelConfig::dqByRows) against 32-column halves, same
+  // call: main kernel -4 to -8 % full and -5 to -14 % causal at 1k-16k
+  // (bench/NOTES.md, Log, "dQ by rows").
   if (headDim == 64 && !deterministic && !softcap && cfg.dqBulk)
     cfg.blockM = 128;
   // Head dims 192 and 256: both warpgroups see 64 keys (64 x D of dK and

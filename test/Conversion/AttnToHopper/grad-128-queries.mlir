@@ -1,13 +1,11 @@
 // The backward's steps of 128 queries (`--attn-hopper-config=block-m=128`,
 // fa3-compile --backward --block-m 128; head dim 64 with 128 keys, not
-// deterministic): S^T and dP^T 64 keys x 128 queries a warpgroup, dV and
-// dK over 128 queries from registers, dS^T in two 64-query boxes the
-// block's keys apart, and dQ as two 64-row tiles of dQaccum (its layout
-// unchanged: <kernel>_post as before), staged in two halves of the
-// warpgroup's buffer, the second tile added only where Sq reaches it. Not
-// the table's choice: it measured slower than 64 (bench/NOTES.md, Log,
-// 2026-12-04; ptxas spills 44-136 bytes with LSE and D read at use, the
-// table's choice at head dim 64: 128 of each a step). Refusals:
+// deterministic; the table's choice at head dim 64): S^T and dP^T 64 keys
+// x 128 queries a warpgroup, dV and dK over 128 queries from registers,
+// dS^T in two 64-query boxes the block's keys apart, and dQ by rows: each
+// warpgroup one of the step's two 64-row tiles of dQaccum over all 64
+// columns (its layout unchanged: <kernel>_post as before), the second
+// warpgroup's added only where Sq reaches it. Refusals:
 // grad-128-queries-errors.mlir.
 // RUN: fa3-opt %s --attn-hopper-config=block-m=128 --attn-tile --convert-attn-to-hopper --hopper-warp-specialize | FileCheck %s
 // RUN: fa3-opt %s --attn-hopper-config="block-m=128 tma-store=false" --attn-tile --convert-attn-to-hopper --hopper-warp-specialize | FileCheck %s --check-prefix=ATOMIC
@@ -21,21 +19,20 @@
 // Q and dO: 128 rows (16 KiB) a stage.
 // CHECK: hopper.ring.create %{{.*}} : !hopper.ring<stages = 2, stage_bytes = 16384, data = 32768,
 // CHECK: hopper.ring.create %{{.*}} : !hopper.ring<stages = 2, stage_bytes = 16384, data = 65536,
-// The dQ writer: per consumer, the step's first tile, then the second
-// where it is below ceil(Sq / 64); then it waits for every reduction's
-// read (a skipped one commits no group).
+// The dQ writer: per consumer its tile, one reduction of 64 x 64 floats;
+// consumer 1's (2 mb + 1) only where it is below ceil(Sq / 64); then it
+// waits for every reduction's read (a skipped one commits no group).
 // CHECK: hopper.named_barrier.sync reduce_full[%c0_i32] of 2 threads 160
-// CHECK: hopper.reduce_add_bulk %{{.*}}[%c163840_i32] to %{{.*}} bytes 8192
-// CHECK: %[[THERE:.*]] = arith.cmpi ult, %{{.*}}, %{{.*}} : i32
-// CHECK-NEXT: %[[GO:.*]] = arith.andi %{{.*}}, %[[THERE]] : i1
-// CHECK-NEXT: scf.if %[[GO]] {
-// CHECK-NEXT: hopper.reduce_add_bulk %{{.*}}[%c172032_i32] to %{{.*}} bytes 8192
+// CHECK: %[[T0:.*]] = arith.muli %{{.*}}, %c2_i32 : i32
+// CHECK: scf.if
+// CHECK-NEXT: hopper.reduce_add_bulk %{{.*}}[%c163840_i32] to %{{.*}} bytes 16384
 // CHECK: hopper.named_barrier.sync reduce_full[%c1_i32] of 2 threads 160
-// CHECK: hopper.reduce_add_bulk %{{.*}}[%c180224_i32] to %{{.*}} bytes 8192
-// CHECK: %[[THERE1:.*]] = arith.cmpi ult, %{{.*}}, %{{.*}} : i32
-// CHECK-NEXT: %[[GO1:.*]] = arith.andi %{{.*}}, %[[THERE1]] : i1
-// CHECK-NEXT: scf.if %[[GO1]] {
-// CHECK-NEXT: hopper.reduce_add_bulk %{{.*}}[%c188416_i32] to %{{.*}} bytes 8192
+// CHECK: %[[T1:.*]] = arith.muli %{{.*}}, %c2_i32 : i32
+// CHECK-NEXT: %[[T1B:.*]] = arith.addi %[[T1]], %c1_i32 : i32
+// CHECK: %[[THERE:.*]] = arith.cmpi ult, %[[T1B]], %{{.*}} : i32
+// CHECK-NEXT: %[[GO:.*]] = arith.andi %{{.*}}, %[[THERE]] : i1
+// CHECK: scf.if %[[GO]] {
+// CHECK-NEXT: hopper.reduce_add_bulk %{{.*}}[%c180224_i32] to %{{.*}} bytes 16384
 // CHECK: nvvm.cp.async.bulk.wait_group 0 {read}
 // CHECK-NOT: nvvm.cp.async.bulk.wait_group
 // CHECK: hopper.named_barrier.arrive reduce_free[%c0_i32] of 2 threads 160
@@ -44,7 +41,10 @@
 // LSE and D: 128 rows a step.
 // CHECK: hopper.stage_rows %{{.*}} count 128
 // CHECK: hopper.stage_rows %{{.*}} count 128
-// The consumers.
+// The consumers: dQ's A operand starts at this warpgroup's box of dS^T
+// (16 KiB a warpgroup).
+// CHECK: %[[ROWS:.*]] = arith.muli %[[CW:.*]], %c16384_i32 : i32
+// CHECK-NEXT: arith.addi %[[ROWS]], %c98304_i32 : i32
 // CHECK: hopper.wgmma.ss %{{.*}}, %{{.*}} k 64 boxes 16384, 16384 : bf16 -> !hopper.frag<64x128xf32>
 // CHECK: hopper.wgmma.ss %{{.*}}, %{{.*}} k 64 boxes 16384, 16384 : bf16 -> !hopper.frag<64x128xf32>
 // CHECK: hopper.band_mask %{{.*}} hi %{{.*}} : !hopper.frag<64x128xf32>
@@ -55,31 +55,24 @@
 // CHECK-NEXT: hopper.store_shared %{{.*}} to %{{.*}}[%{{.*}}] box_bytes 16384 stmatrix : !hopper.frag<64x128xbf16>
 // CHECK-NEXT: hopper.named_barrier.sync stage[%{{.*}}] of 2 threads 256
 // CHECK-NEXT: nvvm.wgmma.fence.aligned
-// CHECK-NEXT: %[[DQ0:.*]] = hopper.wgmma.ss %[[DS:.*]], %[[KT:.*]] k 128 boxes 0, 0 {a_mn_major, b_mn_major} : bf16 -> !hopper.frag<64x32xf32>
-// CHECK-NEXT: %[[DS1:.*]] = arith.addi %[[DS]], %c1024_i64 : i64
-// CHECK-NEXT: %[[DQ1:.*]] = hopper.wgmma.ss %[[DS1]], %[[KT]] k 128 boxes 0, 0 {a_mn_major, b_mn_major} : bf16 -> !hopper.frag<64x32xf32>
+// CHECK-NEXT: %[[DQ:.*]] = hopper.wgmma.ss %{{.*}}, %{{.*}} k 128 boxes 0, 0 {a_mn_major, b_mn_major} : bf16 -> !hopper.frag<64x64xf32>
 // CHECK-NEXT: nvvm.wgmma.fence.aligned
 // CHECK-NEXT: %[[DK:.*]] = hopper.wgmma.rs %{{.*}}, %{{.*}}, %{{.*}} : !hopper.frag<64x128xbf16>, !hopper.frag<64x64xf32>
-// CHECK-NEXT: %[[W:.*]]:3 = hopper.wgmma.wait 1, %[[DV]], %[[DQ0]], %[[DQ1]]
-// CHECK-NEXT: hopper.named_barrier.sync reduce_free[%[[CW:.*]]] of 2 threads 160
-// CHECK-NEXT: hopper.stage_fragment %[[W]]#1 to %{{.*}}[%[[AT:.*]]] : !hopper.frag<64x32xf32>
-// CHECK-NEXT: %[[AT1:.*]] = arith.addi %[[AT]], %c8192_i32 : i32
-// CHECK-NEXT: hopper.stage_fragment %[[W]]#2 to %{{.*}}[%[[AT1]]] : !hopper.frag<64x32xf32>
+// CHECK-NEXT: %[[W:.*]]:2 = hopper.wgmma.wait 1, %[[DV]], %[[DQ]]
+// CHECK-NEXT: hopper.named_barrier.sync reduce_free[%[[CW]]] of 2 threads 160
+// CHECK-NEXT: hopper.stage_fragment %[[W]]#1 to %{{.*}}[%{{.*}}] : !hopper.frag<64x64xf32>
 // CHECK-NEXT: hopper.named_barrier.arrive reduce_full[%[[CW]]] of 2 threads 160
 // CHECK-NEXT: hopper.wgmma.wait 0, %[[DK]]
-// The consumers' atomics: the first tile (mb * 2) unguarded, the second
-// (mb * 2 + 1) only where it is there.
+// The consumers' atomics: this warpgroup's tile (mb * 2 + its index),
+// only where it is there.
 // ATOMIC-LABEL: gpu.module @bwd64_m128_kernels
-// ATOMIC: %[[W:.*]]:3 = hopper.wgmma.wait 1
-// ATOMIC-NOT: scf.if
-// ATOMIC: %[[MB2:.*]] = arith.muli %{{.*}}, %c2_i32 : i32
-// ATOMIC-NOT: scf.if
-// ATOMIC: hopper.reduce_add %[[W]]#1 to %{{.*}} : !hopper.frag<64x32xf32>
-// ATOMIC-NEXT: %[[MB2B:.*]] = arith.muli %{{.*}}, %c2_i32 : i32
-// ATOMIC-NEXT: %[[T1:.*]] = arith.addi %[[MB2B]], %c1_i32 : i32
-// ATOMIC: %[[IN:.*]] = arith.cmpi ult, %[[T1]], %{{.*}} : i32
+// ATOMIC: %[[W:.*]]:2 = hopper.wgmma.wait 1
+// ATOMIC-NEXT: %[[MB2:.*]] = arith.muli %{{.*}}, %c2_i32 : i32
+// ATOMIC-NEXT: %[[T:.*]] = arith.addi %[[MB2]], %{{.*}} : i32
+// ATOMIC: %[[IN:.*]] = arith.cmpi ult, %[[T]], %{{.*}} : i32
 // ATOMIC-NEXT: scf.if %[[IN]] {
-// ATOMIC: hopper.reduce_add %[[W]]#2 to %{{.*}} : !hopper.frag<64x32xf32>
+// ATOMIC: hopper.reduce_add %[[W]]#1 to %{{.*}} : !hopper.frag<64x64xf32>
+// ATOMIC-NOT: hopper.reduce_add
 func.func @bwd64_m128(%q: memref<?x1x?x64xbf16>, %k: memref<?x1x?x64xbf16>, %v: memref<?x1x?x64xbf16>,
                       %o: memref<?x1x?x64xbf16>, %do: memref<?x1x?x64xbf16>, %lse: memref<?x1x?xf32>,
                       %dq: memref<?x1x?x64xbf16>, %dk: memref<?x1x?x64xbf16>, %dv: memref<?x1x?x64xbf16>) {

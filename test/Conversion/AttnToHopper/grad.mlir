@@ -201,13 +201,13 @@ func.func @bwd128(%q: memref<?x1x?x128xbf16>, %k: memref<?x1x?x128xbf16>, %v: me
 
 // -----
 
-// Head dim 64: the warpgroups split dQ's columns too (32 each over all
-// 128 keys, one barrier of both).
+// Head dim 64: steps of 128 queries, the warpgroups split dQ's rows (64
+// each, all 64 columns over all 128 keys, one barrier of both).
 // CHECK-LABEL: gpu.module @bwd64_kernels
-// CHECK: attn.launch = {backward = true, {{.*}}causal = false
+// CHECK: attn.launch = {backward = true, block_m = 128 : i64, {{.*}}causal = false
 // CHECK: hopper.named_barrier.sync stage[%{{.*}}] of 2 threads 256
-// CHECK: hopper.wgmma.ss %{{.*}}, %{{.*}} k 128 boxes 0, 0 {a_mn_major, b_mn_major} : f16 -> !hopper.frag<64x32xf32>
-// CHECK: hopper.stage_fragment %{{.*}} to %{{.*}}[%{{.*}}] : !hopper.frag<64x32xf32>
+// CHECK: hopper.wgmma.ss %{{.*}}, %{{.*}} k 128 boxes 0, 0 {a_mn_major, b_mn_major} : f16 -> !hopper.frag<64x64xf32>
+// CHECK: hopper.stage_fragment %{{.*}} to %{{.*}}[%{{.*}}] : !hopper.frag<64x64xf32>
 // Head dim 64, f16: 8 lanes a row, 3 butterflies.
 // CHECK: gpu.func @bwd64_kernel_pre(
 // CHECK: arith.remui %{{.*}}, %c8_i32
