@@ -780,14 +780,17 @@ void GradKernelBuilder::consumers(Value cta) {
     Value bufUnits64 = ext64(bufUnits);
     Value descDS = bin<arith::AddIOp>(descDS0, bufUnits64);
     Value column = shared ? qColOff : Value();
-    // 128 keys: dV += P^T dO first (P^T is in registers, keys as rows), so
-    // that the tensor pipe runs it while dS^T goes to shared memory and
-    // the warpgroups meet (FA3's order; bench/NOTES.md, Backward).
+    // 128 keys: dV += P^T dO (P^T is in registers, keys as rows) before
+    // dQ, so that the tensor pipe runs it while the warpgroups meet: issued
+    // before dS^T's stores, or (dvAfterDs) after them, its issue covering
+    // theirs before the fence (bench/NOTES.md, Backward).
     SmallVector<Value, 4> dk1(dk.begin(), dk.end()), dv1(dv.begin(), dv.end());
-    if (!shared) {
+    auto issueDv = [&] {
       NVVM::WgmmaFenceAlignedOp::create(b, loc);
       dv1[0] = WgmmaRSOp::create(b, loc, pa, descDOT[0], dv[0]);
-    }
+    };
+    if (!shared && !cfg.dvAfterDs)
+      issueDv();
     // 128 queries: two 64-column boxes of dS^T, the block's keys apart
     StoreSharedOp::create(b, loc, dsa, smemBase, dsAt, column,
                           static_cast<uint64_t>(dsBoxBytes), cfg.dsStmatrix);
@@ -796,6 +799,8 @@ void GradKernelBuilder::consumers(Value cta) {
       StoreSharedOp::create(b, loc, pa, smemBase, pAt, column, 0u,
                             cfg.dsStmatrix);
     }
+    if (!shared && cfg.dvAfterDs)
+      issueDv();
     NamedBarrierSyncOp::create(b, loc, i32(0), BarrierKind::stage,
                                static_cast<uint64_t>(cfg.consumers()),
                                static_cast<uint64_t>(128 * cfg.consumers()));

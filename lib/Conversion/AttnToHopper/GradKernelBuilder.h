@@ -85,6 +85,9 @@ struct GradKernelConfig {
   bool lseAtUse = false;
   bool deltaAtUse = false;
   bool dsStmatrix = false;
+  // 128 keys: dV += P^T dO issued after dS^T's stores to shared memory
+  // (FA3's order), else before them (gradTable: measured per mask).
+  bool dvAfterDs = false;
   // The mask of S^T as a band of keys around each query (hopper.band_mask:
   // a comparison with a constant per register), else per column of the
   // thread through the visibility function (hopper.mask ... transposed).

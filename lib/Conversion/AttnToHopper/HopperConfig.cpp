@@ -160,6 +160,8 @@ fa3::hopper::gradConfig(Value q, Value k, Value v, Value dO, Value dk,
       return failure();
     }
   }
+  // (the table's order of dV was measured with its 128-query steps only)
+  cfg.dvAfterDs = cfg.dvAfterDs && cfg.blockM == 128;
   why = checkGradSupported(cfg);
   if (!why.empty())
     return failure();
@@ -215,6 +217,13 @@ GradKernelConfig fa3::hopper::gradTable(int64_t headDim, bool masked,
   // (bench/NOTES.md, Log, "dQ by rows").
   if (headDim == 64 && !deterministic && !softcap && cfg.dqBulk)
     cfg.blockM = 128;
+  // There, without a mask, dV issued after dS^T's stores (FA3's order),
+  // covering them before the fence, where ours had waited more than FA3's
+  // (ncu stall samples, full 4k: 8.3 k against 4.7 k). Same call, main kernel at 1k / 2k / 4k / 16k: full
+  // -4.0 / -5.2 / -8.1 / -1.0 %, causal +3.0 / +3.9 / +5.9 / +3.2 % (its
+  // spill 20 -> 28 bytes), so not there (bench/NOTES.md, Log, "dV after
+  // dS^T's stores").
+  cfg.dvAfterDs = cfg.blockM == 128 && !masked;
   // Head dims 192 and 256: both warpgroups see 64 keys (64 x D of dK and
   // dV each would be D registers a thread). At 256 the dQ staging fits
   // beside one Q / dO stage only (two stages: 231552 bytes without it), and

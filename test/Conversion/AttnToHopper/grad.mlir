@@ -205,7 +205,11 @@ func.func @bwd128(%q: memref<?x1x?x128xbf16>, %k: memref<?x1x?x128xbf16>, %v: me
 // each, all 64 columns over all 128 keys, one barrier of both).
 // CHECK-LABEL: gpu.module @bwd64_kernels
 // CHECK: attn.launch = {backward = true, block_m = 128 : i64, {{.*}}causal = false
-// CHECK: hopper.named_barrier.sync stage[%{{.*}}] of 2 threads 256
+// Without a mask dV's product is issued after dS^T's stores (dvAfterDs).
+// CHECK: hopper.store_shared %{{.*}} to %{{.*}}[%{{.*}}] box_bytes 16384 stmatrix : !hopper.frag<64x128xf16>
+// CHECK-NEXT: nvvm.wgmma.fence.aligned
+// CHECK-NEXT: hopper.wgmma.rs %{{.*}}, %{{.*}}, %{{.*}} : !hopper.frag<64x128xf16>, !hopper.frag<64x64xf32>
+// CHECK-NEXT: hopper.named_barrier.sync stage[%{{.*}}] of 2 threads 256
 // CHECK: hopper.wgmma.ss %{{.*}}, %{{.*}} k 128 boxes 0, 0 {a_mn_major, b_mn_major} : f16 -> !hopper.frag<64x64xf32>
 // CHECK: hopper.stage_fragment %{{.*}} to %{{.*}}[%{{.*}}] : !hopper.frag<64x64xf32>
 // Head dim 64, f16: 8 lanes a row, 3 butterflies.
