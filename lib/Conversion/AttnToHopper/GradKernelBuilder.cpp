@@ -167,6 +167,14 @@ private:
     Value tile = bin<arith::MulIOp>(mb, i32(2));
     return bin<arith::AddIOp>(tile, c);
   }
+  /// The byte offset of step it's dQ staging buffer from the first (i32),
+  /// with two buffers (by the step's parity); else null.
+  Value stagingBuffer(Value it) {
+    if (cfg.dqBuffers == 1)
+      return Value();
+    Value parity = bin<arith::AndIOp>(it, i32(1));
+    return bin<arith::MulIOp>(parity, i32(lay.dqBytes));
+  }
   /// dQaccum's 64-row tiles of a (batch, head): ceil(Sq / 64), i32.
   Value dqTiles() {
     Value n = bin<arith::AddIOp>(param("Sq"), i32(kGradDqRows - 1));
@@ -301,6 +309,11 @@ private:
 } // namespace
 
 GradSmemLayout fa3::hopper::computeGradSmemLayout(const GradKernelConfig &cfg) {
+  // (gradTable and gradConfig give two only with the bulk reductions, not
+  // deterministic)
+  assert((cfg.dqBuffers == 1 ||
+          (cfg.dqBuffers == 2 && cfg.dqBulk && !cfg.deterministic)) &&
+         "one dQ staging buffer, or two for the bulk reductions");
   GradSmemLayout l;
   const int64_t d = cfg.tileD();
   l.kBytes = cfg.blockN * d * kElemBytes;
@@ -322,13 +335,14 @@ GradSmemLayout fa3::hopper::computeGradSmemLayout(const GradKernelConfig &cfg) {
   l.doOff = l.qOff + cfg.stages * l.qBytes;
   l.dsOff = l.doOff + cfg.stages * l.doBytes;
   l.pOff = l.dsOff + dsBuffers * l.dsBytes;
-  // dQ staging: each warpgroup's block-m rows (one or two 64-row tiles)
-  // of its d / 2 columns in f32, in accumulator order (hopper.stage_fragment)
+  // dQ staging: each warpgroup's part of the step's dQ in f32, in
+  // accumulator order (hopper.stage_fragment), in each of cfg.dqBuffers
+  // buffers
   l.dqOff = l.pOff + dsBuffers * l.pBytes;
   l.dqBytes = cfg.dqBulk ? cfg.blockM * d * 4 : 0;
   // a step's LSE and D (blockM f32 each) in a stage of the rows ring (a
   // ring's stages are 1024-aligned)
-  l.rowsOff = l.dqOff + l.dqBytes;
+  l.rowsOff = l.dqOff + cfg.dqBuffers * l.dqBytes;
   l.rowsBytes = 1024;
   assert(2 * cfg.blockM * 4 <= l.rowsBytes && "LSE and D fit a rows stage");
   int64_t end = l.rowsOff + cfg.stages * l.rowsBytes;
@@ -458,6 +472,8 @@ void GradKernelBuilder::dqWriter(Value cta) {
       counter = turnCounter(w, h, mb);
       turn = tileTurn(kvBlock, mb);
     }
+    // the step's staging buffer (two: by the step's parity)
+    Value buffer = stagingBuffer(it);
     for (int64_t c = 0; c < n; ++c) {
       NamedBarrierSyncOp::create(b, loc, i32(c), BarrierKind::reduce_full,
                                  static_cast<uint64_t>(n), threads);
@@ -465,22 +481,37 @@ void GradKernelBuilder::dqWriter(Value cta) {
       // is there: consumerTile), a reduction a split part, of the floats
       // of the head dim's columns (the first in accumulator order: dqTile)
       Value tile = consumerTile(mb, i32(c));
-      Value go = leader;
-      if (byRows && c > 0)
-        go = bin<arith::AndIOp>(leader,
-                                cmpi(CmpIPredicate::ult, tile, dqTiles()));
+      Value there, go = leader;
+      if (byRows && c > 0) {
+        there = cmpi(CmpIPredicate::ult, tile, dqTiles());
+        if (!buffer)
+          go = bin<arith::AndIOp>(leader, there);
+      }
       for (size_t p = 0; p < parts.size(); ++p) {
         Value dst = dqTile(w, h, tile, i32(c), parts[p]);
         if (cfg.deterministic && c == 0 && p == 0) {
           ifThen(leader, [&] { WaitTurnOp::create(b, loc, counter, turn); });
           NVVM::SyncWarpOp::create(b, loc, i32(-1));
         }
-        const int64_t src = lay.dqOff + c * wgBytes + partStageBytes(parts, p);
+        Value src = i32(lay.dqOff + c * wgBytes + partStageBytes(parts, p));
+        if (buffer)
+          src = bin<arith::AddIOp>(buffer, src);
         const int64_t bytes = kGradDqRows * cfg.validCols(parts[p], c) * 4;
-        ifThen(go, [&] {
-          ReduceAddBulkOp::create(b, loc, smemBase, i32(src), dst,
+        auto reduce = [&] {
+          ReduceAddBulkOp::create(b, loc, smemBase, src, dst,
                                   static_cast<uint64_t>(bytes));
-        });
+        };
+        if (!there || !buffer) {
+          ifThen(go, reduce);
+        } else {
+          // a skipped tile commits an empty group, so that every step
+          // commits the same number (the waits below count them)
+          ifThen(leader, [&] {
+            ifThenElse(there, reduce, [&] {
+              NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
+            });
+          });
+        }
       }
     }
     // (the reductions complete here, so the waits for their reads below
@@ -489,13 +520,17 @@ void GradKernelBuilder::dqWriter(Value cta) {
       ifThen(leader, [&] { PassTurnOp::create(b, loc, counter); });
     Value next = bin<arith::AddIOp>(it, i32(1));
     Value more = cmpi(CmpIPredicate::slt, next, steps);
+    const int64_t groups = n * static_cast<int64_t>(parts.size());
     for (int64_t c = 0; c < n; ++c) {
       // consumer c's groups (one a part) and those before it have read
       // their buffers (by rows, the second tile's possibly skipped: all of
-      // them, once)
-      if (!byRows || c == 0) {
-        const int64_t pending =
+      // them, once); with two buffers, those of the step before (this
+      // step's may still read the other buffer)
+      if (buffer || !byRows || c == 0) {
+        int64_t pending =
             byRows ? 0 : (n - 1 - c) * static_cast<int64_t>(parts.size());
+        if (buffer)
+          pending = (n - 1 - c) * static_cast<int64_t>(parts.size()) + groups;
         ifThen(leader, [&] {
           NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, pending,
                                                b.getUnitAttr());
@@ -814,7 +849,8 @@ void GradKernelBuilder::consumers(Value cta) {
                                /*a_mn_major=*/true, /*b_mn_major=*/true);
     };
     // dQ (a fragment a part) to the dQ writer's staging buffer once it
-    // has read the previous step's (dqBulk), else added by this
+    // has read the one staged there before (dqBulk: the previous step's,
+    // or with two buffers the one before that), else added by this
     // warpgroup's atomics (by rows, the second tile only where Sq reaches
     // it: consumerTile)
     auto dqOut = [&](ValueRange dqs) {
@@ -823,9 +859,12 @@ void GradKernelBuilder::consumers(Value cta) {
         const uint64_t threads = kWarpgroupThreads + 32;
         NamedBarrierSyncOp::create(b, loc, cw, BarrierKind::reduce_free, n,
                                    threads);
+        Value stage = dqStage;
+        if (Value buffer = stagingBuffer(it))
+          stage = bin<arith::AddIOp>(stage, buffer);
         for (size_t p = 0; p < parts.size(); ++p) {
           const int64_t off = partStageBytes(parts, p);
-          Value at = off ? bin<arith::AddIOp>(dqStage, i32(off)) : dqStage;
+          Value at = off ? bin<arith::AddIOp>(stage, i32(off)) : stage;
           StageFragmentOp::create(b, loc, dqs[p], smemBase, at);
         }
         NamedBarrierArriveOp::create(b, loc, cw, BarrierKind::reduce_full, n,

@@ -74,6 +74,11 @@ struct GradKernelConfig {
                              // producer's bulk reductions, else
                              // red.global.add.v4.f32 from the consumers'
                              // registers (bench/NOTES.md, Backward)
+  // dQ staging buffers a consumer warpgroup has (dqBulk): with 2 it stages
+  // a step's dQ while the writer's reduction of the step before may still
+  // read the other (by step parity); never deterministic, whose turns wait
+  // for each step's reductions to complete.
+  int64_t dqBuffers = 1;
   bool deterministic = false; // dQ's tiles added in a fixed order of the
                               // kv blocks (turn counters after dQaccum's
                               // tiles: fa3rt_abi.def); needs dqBulk
@@ -151,7 +156,8 @@ struct GradKernelConfig {
 struct GradSmemLayout {
   int64_t kOff, vOff, qOff, doOff, dsOff, pOff, dqOff, rowsOff;
   int64_t kBytes, vBytes, qBytes, doBytes, dsBytes, pBytes, dqBytes,
-      rowsBytes; // dsBytes, pBytes: one buffer (two of each)
+      rowsBytes; // dsBytes, pBytes, dqBytes: one buffer (two of dS^T and
+                 // P^T, cfg.dqBuffers of the dQ staging)
   // mbarriers: K, V full/empty (one stage each), then Q, dO and the rows
   // (LSE and D) full/empty per stage.
   int64_t kFull, kEmpty, vFull, vEmpty, qFull, qEmpty, doFull, doEmpty,

@@ -160,8 +160,17 @@ fa3::hopper::gradConfig(Value q, Value k, Value v, Value dO, Value dk,
       return failure();
     }
   }
-  // (the table's order of dV was measured with its 128-query steps only)
-  cfg.dvAfterDs = cfg.dvAfterDs && cfg.blockM == 128;
+  // (the table's order of dV and, at head dim 64, its second dQ staging
+  // buffer were measured with its 128-query steps only; the buffer needs
+  // the bulk reductions and room beside the stages asked for)
+  if (cfg.blockM != 128) {
+    cfg.dvAfterDs = false;
+    if (cfg.headDim == 64)
+      cfg.dqBuffers = 1;
+  }
+  if (cfg.dqBuffers == 2 &&
+      (!cfg.dqBulk || computeGradSmemLayout(cfg).total > kMaxDynamicSmem))
+    cfg.dqBuffers = 1;
   why = checkGradSupported(cfg);
   if (!why.empty())
     return failure();
@@ -244,6 +253,23 @@ GradKernelConfig fa3::hopper::gradTable(int64_t headDim, bool masked,
         computeGradSmemLayout(bulk).total <= kMaxDynamicSmem;
     // (the atomics need no staging: two stages)
     cfg.stages = stagingFits || !cfg.dqBulk ? 2 : 1;
+  }
+  // Two dQ staging buffers a consumer warpgroup, so that it stages a
+  // step's dQ while the writer's reduction of the step before still reads
+  // the other (ncu: ours waited there, head dim 64 causal 4k), where they
+  // fit and measured ahead. Same call, main kernel at 2k / 4k / 16k: head
+  // dim 64 full -1.4 / -1.2 / -2.8 %, causal -1.3 / -3.5 / +0.5 %; 96 full
+  // -2.2 / -2.5 / -1.2 %; not 96 causal (-0.4 / +1.6 / -1.2 %) nor 128
+  // (full 0.0 / +2.2 / -2.1 %, causal within 0.1 %); 192 and 256 have no
+  // room; softcap not measured (bench/NOTES.md, Log, "two dQ staging
+  // buffers").
+  if (!deterministic && !softcap && cfg.dqBulk &&
+      ((headDim == 64 && cfg.blockM == 128) || (headDim == 96 && !masked))) {
+    GradKernelConfig two = cfg;
+    two.headDim = headDim;
+    two.dqBuffers = 2;
+    if (computeGradSmemLayout(two).total <= kMaxDynamicSmem)
+      cfg.dqBuffers = 2;
   }
   return cfg;
 }

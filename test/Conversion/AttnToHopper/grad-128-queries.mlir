@@ -15,29 +15,38 @@
 // N64: error: cannot generate the Hopper kernel: unsupported block-m 128 for the backward (64: the queries of dQaccum's tiles; 128 at head dim 64 with block-n 128, not deterministic)
 
 // CHECK-LABEL: gpu.module @bwd64_m128_kernels
-// CHECK: attn.launch = {backward = true, block_m = 128 : i64, block_n = 128 : i64, causal = true, {{.*}}dynamic_smem = 198784 : i64
+// CHECK: attn.launch = {backward = true, block_m = 128 : i64, block_n = 128 : i64, causal = true, {{.*}}dynamic_smem = 231552 : i64
 // Q and dO: 128 rows (16 KiB) a stage.
 // CHECK: hopper.ring.create %{{.*}} : !hopper.ring<stages = 2, stage_bytes = 16384, data = 32768,
 // CHECK: hopper.ring.create %{{.*}} : !hopper.ring<stages = 2, stage_bytes = 16384, data = 65536,
-// The dQ writer: per consumer its tile, one reduction of 64 x 64 floats;
-// consumer 1's (2 mb + 1) only where it is below ceil(Sq / 64); then it
-// waits for every reduction's read (a skipped one commits no group).
-// CHECK: hopper.named_barrier.sync reduce_full[%c0_i32] of 2 threads 160
+// The dQ writer: per consumer its tile, one reduction of 64 x 64 floats
+// from the step's staging buffer (two, by the step's parity: 32 KiB
+// apart); consumer 1's (2 mb + 1) only where it is below ceil(Sq / 64),
+// else an empty group, so that each step commits two; then it frees each
+// consumer's buffer of the step before (its group and the two of this
+// step may be pending).
+// CHECK: %[[PAR:.*]] = arith.andi %{{.*}}, %c1_i32 : i32
+// CHECK-NEXT: %[[BUF:.*]] = arith.muli %[[PAR]], %c32768_i32 : i32
+// CHECK-NEXT: hopper.named_barrier.sync reduce_full[%c0_i32] of 2 threads 160
 // CHECK: %[[T0:.*]] = arith.muli %{{.*}}, %c2_i32 : i32
-// CHECK: scf.if
-// CHECK-NEXT: hopper.reduce_add_bulk %{{.*}}[%c163840_i32] to %{{.*}} bytes 16384
+// CHECK: %[[SRC0:.*]] = arith.addi %[[BUF]], %c163840_i32 : i32
+// CHECK-NEXT: scf.if
+// CHECK-NEXT: hopper.reduce_add_bulk %{{.*}}[%[[SRC0]]] to %{{.*}} bytes 16384
 // CHECK: hopper.named_barrier.sync reduce_full[%c1_i32] of 2 threads 160
 // CHECK: %[[T1:.*]] = arith.muli %{{.*}}, %c2_i32 : i32
 // CHECK-NEXT: %[[T1B:.*]] = arith.addi %[[T1]], %c1_i32 : i32
 // CHECK: %[[THERE:.*]] = arith.cmpi ult, %[[T1B]], %{{.*}} : i32
-// CHECK-NEXT: %[[GO:.*]] = arith.andi %{{.*}}, %[[THERE]] : i1
-// CHECK: scf.if %[[GO]] {
-// CHECK-NEXT: hopper.reduce_add_bulk %{{.*}}[%c180224_i32] to %{{.*}} bytes 16384
-// CHECK: nvvm.cp.async.bulk.wait_group 0 {read}
-// CHECK-NOT: nvvm.cp.async.bulk.wait_group
+// CHECK: %[[SRC1:.*]] = arith.addi %[[BUF]], %c180224_i32 : i32
+// CHECK-NEXT: scf.if
+// CHECK-NEXT: scf.if %[[THERE]] {
+// CHECK-NEXT: hopper.reduce_add_bulk %{{.*}}[%[[SRC1]]] to %{{.*}} bytes 16384
+// CHECK-NEXT: } else {
+// CHECK-NEXT: nvvm.cp.async.bulk.commit.group
+// CHECK: nvvm.cp.async.bulk.wait_group 3 {read}
 // CHECK: hopper.named_barrier.arrive reduce_free[%c0_i32] of 2 threads 160
-// CHECK-NOT: nvvm.cp.async.bulk.wait_group
+// CHECK: nvvm.cp.async.bulk.wait_group 2 {read}
 // CHECK: hopper.named_barrier.arrive reduce_free[%c1_i32] of 2 threads 160
+// CHECK: nvvm.cp.async.bulk.wait_group 0
 // LSE and D: 128 rows a step.
 // CHECK: hopper.stage_rows %{{.*}} count 128
 // CHECK: hopper.stage_rows %{{.*}} count 128
@@ -60,7 +69,10 @@
 // CHECK-NEXT: %[[DK:.*]] = hopper.wgmma.rs %{{.*}}, %{{.*}}, %{{.*}} : !hopper.frag<64x128xbf16>, !hopper.frag<64x64xf32>
 // CHECK-NEXT: %[[W:.*]]:2 = hopper.wgmma.wait 1, %[[DV]], %[[DQ]]
 // CHECK-NEXT: hopper.named_barrier.sync reduce_free[%[[CW]]] of 2 threads 160
-// CHECK-NEXT: hopper.stage_fragment %[[W]]#1 to %{{.*}}[%{{.*}}] : !hopper.frag<64x64xf32>
+// CHECK-NEXT: %[[SPAR:.*]] = arith.andi %{{.*}}, %c1_i32 : i32
+// CHECK-NEXT: %[[SBUF:.*]] = arith.muli %[[SPAR]], %c32768_i32 : i32
+// CHECK-NEXT: %[[AT:.*]] = arith.addi %{{.*}}, %[[SBUF]] : i32
+// CHECK-NEXT: hopper.stage_fragment %[[W]]#1 to %{{.*}}[%[[AT]]] : !hopper.frag<64x64xf32>
 // CHECK-NEXT: hopper.named_barrier.arrive reduce_full[%[[CW]]] of 2 threads 160
 // CHECK-NEXT: hopper.wgmma.wait 0, %[[DK]]
 // The consumers' atomics: this warpgroup's tile (mb * 2 + its index),
