@@ -158,9 +158,9 @@ private:
   }
   /// The dQaccum tile that consumer warpgroup c (i32) computes in the
   /// step at m-block mb: the step's (mb), or (dqByRows) the step's c-th
-  /// 64-row tile, 2 mb + c. The second is there where dqTiles() exceeds
-  /// it (tile ceil(Sq / 64) is the next head's first, or past dQaccum's
-  /// end): secondTileThere.
+  /// 64-row tile, 2 mb + c. The second is there only where dqTiles()
+  /// exceeds it (tile ceil(Sq / 64) is the next head's first, or past
+  /// dQaccum's end): its writers check.
   Value consumerTile(Value mb, Value c) {
     if (!cfg.dqByRows())
       return mb;
