@@ -188,3 +188,43 @@ func.func @bwd192(%q: memref<?x1x?x192xbf16>, %k: memref<?x1x?x192xbf16>, %v: me
   return
 }
 
+
+// -----
+
+// Head dim 96 without a mask: two dQ staging buffers a warpgroup
+// (GradKernelConfig::dqBuffers; the causal kernel above has one), 32 KiB
+// apart, taken by the step's parity; the writer frees a warpgroup's buffer
+// once the reduction of the step before has read it (its group, the other
+// warpgroup's after it and this step's two may be pending).
+// CONFIG-LABEL: func.func @bwd96_full
+// CHECK-LABEL: gpu.module @bwd96_full_kernels
+// CHECK: dynamic_smem = 231552 : i64
+// CHECK: %[[PAR:.*]] = arith.andi %{{.*}}, %c1_i32 : i32
+// CHECK-NEXT: %[[BUF:.*]] = arith.muli %[[PAR]], %c32768_i32 : i32
+// CHECK-NEXT: hopper.named_barrier.sync reduce_full[%c0_i32] of 2 threads 160
+// CHECK: %[[SRC0:.*]] = arith.addi %[[BUF]], %c163840_i32 : i32
+// CHECK: hopper.reduce_add_bulk %{{.*}}[%[[SRC0]]] to %{{.*}} bytes 16384
+// CHECK: hopper.named_barrier.sync reduce_full[%c1_i32] of 2 threads 160
+// CHECK: %[[SRC1:.*]] = arith.addi %[[BUF]], %c180224_i32 : i32
+// CHECK: hopper.reduce_add_bulk %{{.*}}[%[[SRC1]]] to %{{.*}} bytes 8192
+// CHECK: nvvm.cp.async.bulk.wait_group 3 {read}
+// CHECK: hopper.named_barrier.arrive reduce_free[%c0_i32] of 2 threads 160
+// CHECK: nvvm.cp.async.bulk.wait_group 2 {read}
+// CHECK: hopper.named_barrier.arrive reduce_free[%c1_i32] of 2 threads 160
+// CHECK: } consumers(
+// CHECK: hopper.named_barrier.sync reduce_free[%[[CW:.*]]] of 2 threads 160
+// CHECK-NEXT: %[[SPAR:.*]] = arith.andi %{{.*}}, %c1_i32 : i32
+// CHECK-NEXT: %[[SBUF:.*]] = arith.muli %[[SPAR]], %c32768_i32 : i32
+// CHECK-NEXT: %[[AT:.*]] = arith.addi %{{.*}}, %[[SBUF]] : i32
+// CHECK-NEXT: hopper.stage_fragment %{{.*}} to %{{.*}}[%[[AT]]] : !hopper.frag<64x64xf32>
+// CHECK-NEXT: hopper.named_barrier.arrive reduce_full[%[[CW]]] of 2 threads 160
+// With the consumers' atomics (tma-store=false) there is no staging.
+// ATOMIC-LABEL: gpu.module @bwd96_full_kernels
+// ATOMIC: dynamic_smem = 166016 : i64
+func.func @bwd96_full(%q: memref<?x1x?x96xbf16>, %k: memref<?x1x?x96xbf16>, %v: memref<?x1x?x96xbf16>,
+                      %o: memref<?x1x?x96xbf16>, %do: memref<?x1x?x96xbf16>, %lse: memref<?x1x?xf32>,
+                      %dq: memref<?x1x?x96xbf16>, %dk: memref<?x1x?x96xbf16>, %dv: memref<?x1x?x96xbf16>) {
+  attn.flash_attention_grad ins(%q, %k, %v, %o, %do, %lse : memref<?x1x?x96xbf16>, memref<?x1x?x96xbf16>, memref<?x1x?x96xbf16>, memref<?x1x?x96xbf16>, memref<?x1x?x96xbf16>, memref<?x1x?xf32>)
+      outs(%dq, %dk, %dv : memref<?x1x?x96xbf16>, memref<?x1x?x96xbf16>, memref<?x1x?x96xbf16>)
+  return
+}
