@@ -520,17 +520,17 @@ void GradKernelBuilder::dqWriter(Value cta) {
       ifThen(leader, [&] { PassTurnOp::create(b, loc, counter); });
     Value next = bin<arith::AddIOp>(it, i32(1));
     Value more = cmpi(CmpIPredicate::slt, next, steps);
-    const int64_t groups = n * static_cast<int64_t>(parts.size());
+    const int64_t perConsumer = static_cast<int64_t>(parts.size());
     for (int64_t c = 0; c < n; ++c) {
       // consumer c's groups (one a part) and those before it have read
       // their buffers (by rows, the second tile's possibly skipped: all of
       // them, once); with two buffers, those of the step before (this
-      // step's may still read the other buffer)
+      // step's n groups a consumer may still read the other buffer)
       if (buffer || !byRows || c == 0) {
-        int64_t pending =
-            byRows ? 0 : (n - 1 - c) * static_cast<int64_t>(parts.size());
-        if (buffer)
-          pending = (n - 1 - c) * static_cast<int64_t>(parts.size()) + groups;
+        const int64_t later = (n - 1 - c) * perConsumer;
+        const int64_t pending = buffer   ? later + n * perConsumer
+                                : byRows ? 0
+                                         : later;
         ifThen(leader, [&] {
           NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, pending,
                                                b.getUnitAttr());

@@ -138,8 +138,6 @@ fa3::hopper::gradConfig(Value q, Value k, Value v, Value dO, Value dk,
   cfg.headDim = qt.getShape().back();
   int64_t dvDim = cast<MemRefType>(v.getType()).getShape().back();
   cfg.leftBounded = window[0] >= 0;
-  // the table's sections order a causal mask's tiles (not a window's)
-  cfg.l2Sections = cfg.l2Sections && window[1] >= 0 && !cfg.leftBounded;
   cfg.softcap = softcap;
   cfg.deterministic = deterministic;
   if (dvDim != cfg.headDim)
@@ -160,17 +158,7 @@ fa3::hopper::gradConfig(Value q, Value k, Value v, Value dO, Value dk,
       return failure();
     }
   }
-  // (the table's order of dV and, at head dim 64, its second dQ staging
-  // buffer were measured with its 128-query steps only; the buffer needs
-  // the bulk reductions and room beside the stages asked for)
-  if (cfg.blockM != 128) {
-    cfg.dvAfterDs = false;
-    if (cfg.headDim == 64)
-      cfg.dqBuffers = 1;
-  }
-  if (cfg.dqBuffers == 2 &&
-      (!cfg.dqBulk || computeGradSmemLayout(cfg).total > kMaxDynamicSmem))
-    cfg.dqBuffers = 1;
+  gradStepForms(cfg, window);
   why = checkGradSupported(cfg);
   if (!why.empty())
     return failure();
@@ -207,12 +195,6 @@ GradKernelConfig fa3::hopper::gradTable(int64_t headDim, bool masked,
   // bytes), at 256 within 1 %, and in the deterministic kernels at 64 and
   // 192 causal +2 to +6 % (bench/NOTES.md, Log, "S^T's mask as a band").
   cfg.bandMask = !deterministic && (headDim == 64 || headDim == 192);
-  // A causal kernel's tiles in L2 sections, kv block slowest (FA3's
-  // SingleTileBwdLPTScheduler), where measured ahead: main kernel at
-  // 2k / 4k / 16k, head dim 128 -4.1 / -4.1 / +1.3 %, 256 -2.2 / -1.4 /
-  // +1.3 %; at 64 +0.9 / -0.4 / +0.8 %, so not there; 96 and 192 not
-  // measured (bench/NOTES.md, Log, "causal backward in L2 sections").
-  cfg.l2Sections = !deterministic && (headDim == 128 || headDim == 256);
   // Head dim 64: steps of 128 queries (FA3's 128 x 128), with dQ's bulk
   // reductions (as measured), not deterministic (its dQ turns are per
   // 64-row tile) nor with softcap (its tanh kept across dP's wait: 580-596
@@ -226,13 +208,6 @@ GradKernelConfig fa3::hopper::gradTable(int64_t headDim, bool masked,
   // (bench/NOTES.md, Log, "dQ by rows").
   if (headDim == 64 && !deterministic && !softcap && cfg.dqBulk)
     cfg.blockM = 128;
-  // There, without a mask, dV issued after dS^T's stores (FA3's order),
-  // covering them before the fence, where ours had waited more than FA3's
-  // (ncu stall samples, full 4k: 8.3 k against 4.7 k). Same call, main kernel at 1k / 2k / 4k / 16k: full
-  // -4.0 / -5.2 / -8.1 / -1.0 %, causal +3.0 / +3.9 / +5.9 / +3.2 % (its
-  // spill 20 -> 28 bytes), so not there (bench/NOTES.md, Log, "dV after
-  // dS^T's stores").
-  cfg.dvAfterDs = cfg.blockM == 128 && !masked;
   // Head dims 192 and 256: both warpgroups see 64 keys (64 x D of dK and
   // dV each would be D registers a thread). At 256 the dQ staging fits
   // beside one Q / dO stage only (two stages: 231552 bytes without it), and
@@ -254,24 +229,48 @@ GradKernelConfig fa3::hopper::gradTable(int64_t headDim, bool masked,
     // (the atomics need no staging: two stages)
     cfg.stages = stagingFits || !cfg.dqBulk ? 2 : 1;
   }
+  return cfg;
+}
+
+void fa3::hopper::gradStepForms(GradKernelConfig &cfg,
+                                ArrayRef<int64_t> window) {
+  const bool masked = hasMask(window);
+  const bool causal = window[0] < 0 && window[1] >= 0;
+  // A causal kernel's tiles in L2 sections, kv block slowest (FA3's
+  // SingleTileBwdLPTScheduler), where measured ahead: main kernel at
+  // 2k / 4k / 16k, head dim 128 -4.1 / -4.1 / +1.3 %, 256 -2.2 / -1.4 /
+  // +1.3 %; not at 64 (+0.9 / -0.4 / +0.8 %, and again +3.9 / +0.2 / +0.6
+  // % with dQ by rows), 96 (-0.3 / -2.4 / +4.6 %) or 192 (+0.8 / -2.0 /
+  // +0.6 %) (bench/NOTES.md, Log, "causal backward in L2 sections", "two
+  // dQ staging buffers").
+  cfg.l2Sections = !cfg.deterministic && causal &&
+                   (cfg.headDim == 128 || cfg.headDim == 256);
+  // 128-query steps (head dim 64) without a mask: dV issued after dS^T's
+  // stores (FA3's order), covering them before the fence, where ours had
+  // waited more than FA3's (ncu stall samples, full 4k: 8.3 k against
+  // 4.7 k). Same call, main kernel at 1k / 2k / 4k / 16k: full -4.0 / -5.2
+  // / -8.1 / -1.0 %, causal +3.0 / +3.9 / +5.9 / +3.2 % (its spill 20 ->
+  // 28 bytes), so not there; at 96 and 128 (64-query steps) +1 to +6 %;
+  // softcap not measured (bench/NOTES.md, Log, "dV after dS^T's stores").
+  cfg.dvAfterDs = cfg.blockM == 128 && !masked && cfg.softcap == 0.0;
   // Two dQ staging buffers a consumer warpgroup, so that it stages a
   // step's dQ while the writer's reduction of the step before still reads
   // the other (ncu: ours waited there, head dim 64 causal 4k), where they
-  // fit and measured ahead. Same call, main kernel at 2k / 4k / 16k: head
-  // dim 64 full -1.4 / -1.2 / -2.8 %, causal -1.3 / -3.5 / +0.5 %; 96 full
-  // -2.2 / -2.5 / -1.2 %; not 96 causal (-0.4 / +1.6 / -1.2 %) nor 128
-  // (full 0.0 / +2.2 / -2.1 %, causal within 0.1 %); 192 and 256 have no
-  // room; softcap not measured (bench/NOTES.md, Log, "two dQ staging
-  // buffers").
-  if (!deterministic && !softcap && cfg.dqBulk &&
-      ((headDim == 64 && cfg.blockM == 128) || (headDim == 96 && !masked))) {
+  // fit beside the stages and measured ahead. Same call, main kernel at
+  // 2k / 4k / 16k: head dim 64 (128-query steps) full -1.4 / -1.2 / -2.8
+  // %, causal -1.3 / -3.5 / +0.5 %; 96 full -2.2 / -2.5 / -1.2 %; not 96
+  // causal (-0.4 / +1.6 / -1.2 %) nor 128 (full 0.0 / +2.2 / -2.1 %,
+  // causal within 0.1 %); 192 and 256 have no room; softcap not measured
+  // (bench/NOTES.md, Log, "two dQ staging buffers").
+  cfg.dqBuffers = 1;
+  if (cfg.dqBulk && !cfg.deterministic && cfg.softcap == 0.0 &&
+      ((cfg.headDim == 64 && cfg.blockM == 128) ||
+       (cfg.headDim == 96 && !masked))) {
     GradKernelConfig two = cfg;
-    two.headDim = headDim;
     two.dqBuffers = 2;
     if (computeGradSmemLayout(two).total <= kMaxDynamicSmem)
       cfg.dqBuffers = 2;
   }
-  return cfg;
 }
 
 HopperConfigAttr fa3::hopper::recordGradConfig(MLIRContext *ctx,

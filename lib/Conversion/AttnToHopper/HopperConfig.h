@@ -41,6 +41,12 @@ KernelConfig attentionFacts(mlir::MemRefType q, mlir::MemRefType v,
 GradKernelConfig gradTable(int64_t headDim, bool masked, bool deterministic,
                            bool softcap, bool dqBulk = true);
 
+/// The backward's choices that follow from its step size, staging and
+/// mask once the options are applied (the table's measurements name the
+/// forms they were taken with): the causal L2 sections, the order of dV,
+/// the dQ staging buffers.
+void gradStepForms(GradKernelConfig &cfg, llvm::ArrayRef<int64_t> window);
+
 /// The backward's kernel configuration for memrefs q, k, v, dO, dK, dV
 /// (attn.flash_attention_grad's, or its tiled form's) under the mask
 /// `window` with `softcap`, dQ's sums `deterministic` or not, `config`
