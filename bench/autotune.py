@@ -124,6 +124,7 @@ def run_step(a):
     tmp = Path(tempfile.mkdtemp(prefix="autotune-"))
     cmd = [sys.executable, str(ROOT / "bench" / "compare_fwd.py"),
            "--hdim", str(meta["head_dim"]), "--causal", "1" if meta["causal"] else "0",
+           "--dtype", meta.get("dtype", "bf16"),
            "--seqlens", a.seqlens, "--results-dir", str(tmp)]
     for c in kept:
         cmd += ["--variant", f"{c['label']}={tune / c['dir']}"]
