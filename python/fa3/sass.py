@@ -4,7 +4,8 @@ A developer check, not needed to run kernels. Properties of the
 steady-state loop, each lost silently (correct results, a few per cent
 slower) when ptxas schedules differently:
 
-- It issues S = Q K^T (SS form) and O += P V (RS form: A from registers;
+- It issues S = Q K^T (SS form; RS from zero with FP8 head dim 128's Q in
+  registers) and O += P V (RS form: A from registers;
   `.tnspB` at 16 bits, FP8's QGMMA reads a K-major B) back to back; between two HGMMAs there should be only the few uniform-register
   moves of the next descriptor. When ptxas cannot prove the descriptor math
   warp-uniform, it computes it per thread and moves it with R2UR before
@@ -124,13 +125,35 @@ def is_rs(inst):
     return len(ops) > 1 and ops[1].strip().startswith("R")
 
 
+def starts_from_zero(inst):
+    """Whether a warpgroup MMA ignores its accumulator (`..., RZ, !UPT`):
+    the first k-step of a product that starts from zero, as S's does."""
+    return inst.rstrip().endswith("RZ, !UPT")
+
+
+def destination(inst):
+    """A warpgroup MMA's first accumulator register (`R24` of `HGMMA ...
+    R24, gdesc[...], ...`)."""
+    return inst.split(None, 1)[1].split(",")[0].strip() if " " in inst else ""
+
+
+def holds_s_and_pv(batch):
+    """Whether a batch of warpgroup MMAs issues both S = Q K^T and P V: S
+    from shared memory (SS) beside P V from registers (RS); or, with Q in
+    registers (FP8 head dim 128), both RS, S's first k-step starting from
+    zero and P V accumulating into other registers."""
+    if {is_rs(i) for i in batch} == {True, False}:
+        return True
+    s_regs = {destination(i) for i in batch if is_rs(i) and starts_from_zero(i)}
+    return bool(s_regs) and any(is_rs(i) and destination(i) not in s_regs for i in batch)
+
+
 def _loop_run(insts):
-    """Indices of the steady-state batch: the largest run holding both the
-    SS and the RS form; None if there is none."""
+    """Indices of the steady-state batch: the largest run holding both S's
+    and P V's wgmmas (holds_s_and_pv); None if there is none."""
     best = None
     for run in wgmma_batches(insts):
-        forms = {is_rs(insts[i]) for i in run}
-        if forms == {True, False} and (best is None or len(run) > len(best)):
+        if holds_s_and_pv([insts[i] for i in run]) and (best is None or len(run) > len(best)):
             best = run
     return best
 
@@ -202,7 +225,7 @@ def check_cubin(path, cuobjdump, allow_spills=False):
     j = judge(instructions(p.stdout), read_facts(path), addresses(p.stdout))
     ok = j["scheduled"] if allow_spills else j["ok"]
     if j["batch"] is None:
-        return False, "no HGMMA batch with both the SS and the RS form"
+        return False, "no HGMMA batch with both S's and P V's wgmmas"
     n, span = j["batch"]
     why = f"{n} HGMMA over {span} instructions (limit {MAX_SPAN_PER_HGMMA * n:.0f})"
     if j["need"] is not None:

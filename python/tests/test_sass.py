@@ -150,3 +150,16 @@ def test_fp8_loop_batch_by_register_a():
     assert sass.loop_batch(sass.instructions(fake_sass(body))) == (8, 8)
     # S alone is no loop batch
     assert sass.loop_batch(sass.instructions(fake_sass([qs] * 4))) is None
+
+
+def test_fp8_q_in_registers_loop_batch():
+    """FP8 head dim 128 with Q in registers: S and P V are both RS; S's
+    first k-step starts from zero (RZ, !UPT), P V accumulates into O."""
+    s0 = "QGMMA.64x128x32.F32.E4M3.E4M3 R24, R164, gdesc[UR20], RZ, !UPT"
+    s1 = "QGMMA.64x128x32.F32.E4M3.E4M3 R24, R160, gdesc[UR24], R24"
+    pv = "QGMMA.64x128x32.F32.E4M3.E4M3 R88, R152, gdesc[UR8], R88"
+    body = ["BAR.SYNC.DEFER_BLOCKING R0, 0x100", s0] + [s1] * 3 + [pv] * 4
+    assert sass.loop_batch(sass.instructions(fake_sass(body))) == (8, 8)
+    # S alone (its four k-steps, all RS) is no loop batch, nor P V alone
+    assert sass.loop_batch(sass.instructions(fake_sass([s0] + [s1] * 3))) is None
+    assert sass.loop_batch(sass.instructions(fake_sass([pv] * 4))) is None

@@ -1391,7 +1391,12 @@ void KernelBuilder::consumers(Value tid, Value cta) {
     }
     ringOp<RingConsumerReleaseOp>(qRing, cq.k);
   };
-  auto issueS = [&](Value descK) -> Value {
+  // Q as S's register A operand (KernelConfig::qInRegisters), loaded at
+  // the tile's start.
+  Value qa;
+  auto issueS = [&](Value descK, Value zeroS) -> Value {
+    if (qa)
+      return WgmmaRSOp::create(b, loc, qa, descK, zeroS);
     return WgmmaSSOp::create(b, loc, fragS, descQ, descK, /*c=*/Value(),
                              static_cast<uint64_t>(cfg.headDim),
                              static_cast<uint64_t>(cfg.blockM * kSwizzleBytes),
@@ -1431,6 +1436,13 @@ void KernelBuilder::consumers(Value tid, Value cta) {
         Value mInit = stateInit(0, fragRows);
         Value lInit = stateInit(1, fragRows);
         Value oInit = stateInit(2, fragO);
+        if (cfg.qInRegisters()) {
+          Value off = bin<arith::AddIOp>(i32(lay.qOff),
+                                         bin<arith::AddIOp>(cq.offBytes, wgOff));
+          auto fragQ = FragmentType::get(b.getContext(), {64, cfg.headDim}, et);
+          qa = LoadSharedOp::create(b, loc, fragQ, smemBase, off,
+                                    static_cast<uint64_t>(cfg.blockM * kSwizzleBytes));
+        }
         Value inits[] = {mInit, lInit, oInit};
         auto lp = scf::ForOp::create(b, loc, i32(0), nblk, i32(1), inits);
         lp->setAttr(kOverlapAttr, b.getUnitAttr());
@@ -1450,8 +1462,9 @@ void KernelBuilder::consumers(Value tid, Value cta) {
           }
           Value descK = stageDesc(kRing, u, descK0, lay.kBytes);
           ringOp<RingConsumerWaitOp>(kRing, u);
+          Value zeroS = qa ? FragmentZeroOp::create(b, loc, fragS) : Value();
           NVVM::WgmmaFenceAlignedOp::create(b, loc);
-          Value sa = issueS(descK);
+          Value sa = issueS(descK, zeroS);
           sa = wgmmaWait(0, sa);
           ringOp<RingConsumerReleaseOp>(kRing, u);
           Value scores = scoresOf(sa);

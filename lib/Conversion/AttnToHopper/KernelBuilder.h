@@ -87,6 +87,13 @@ struct KernelConfig {
                              // hopper-producer-warp-transpose)
 
   int64_t consumers() const { return blockM / 64; }
+  /// FP8 head dim 128: S = Q K^T takes Q as its register A operand, loaded
+  /// once a tile (hopper.load_shared), instead of reading Q's 8 KiB from
+  /// shared memory again for each kv block (bench/NOTES.md, Log, "Q in
+  /// registers"): 16 registers a thread. Not at 256 (32 beside O's 128),
+  /// nor with kv tiles of 224 keys (12 spill instructions in the loop);
+  /// head dim 64 not measured yet.
+  bool qInRegisters() const { return isFp8() && headDim == 128 && blockN <= 192; }
   /// How O leaves the kernel: 4-byte stores from the registers, or staged
   /// in shared memory (tmaStore) and stored from there by TMA, or, in a
   /// persistent packed batch's kernel, copied out by the consumers' threads

@@ -313,6 +313,9 @@ struct WgmmaRSLowering : OpConversionPattern<WgmmaRSOp> {
     const bool kMajorB = isa<Float8E4M3FNType>(at);
     const int64_t kStep = kStepOf(at);
     const int64_t boxBytes = static_cast<int64_t>(op.getBBoxBytes().value_or(0));
+    // An accumulator that is hopper.zero starts the product with scale-d 0:
+    // its registers are not read (undefined inputs, no moves of zeros).
+    const bool fromZero = op.getC().getDefiningOp<FragmentZeroOp>() != nullptr;
     for (int64_t kk = 0; kk < op.getA().getType().getColumns() / kStep; ++kk) {
       const int64_t kByte = kk * kKStepBytes;
       int64_t off = kMajorB ? (kByte / kSwizzleBytes) * boxBytes +
@@ -323,10 +326,16 @@ struct WgmmaRSLowering : OpConversionPattern<WgmmaRSOp> {
         Value units = i64Const(rewriter, loc, off >> 4);
         db = arith::AddIOp::create(rewriter, loc, db, units);
       }
-      SmallVector<Value> operands = unpack(rewriter, loc, acc);
+      const bool zeroStart = fromZero && kk == 0;
+      SmallVector<Value> operands;
+      if (zeroStart)
+        operands.assign(c.getRegisters(),
+                        LLVM::UndefOp::create(rewriter, loc, rewriter.getF32Type()));
+      else
+        operands = unpack(rewriter, loc, acc);
       operands.append(a.begin() + 4 * kk, a.begin() + 4 * kk + 4);
       operands.push_back(db);
-      operands.push_back(i32Const(rewriter, loc, 1));
+      operands.push_back(i32Const(rewriter, loc, zeroStart ? 0 : 1));
       acc = inlineAsm(rewriter, loc, accT, operands, text, constraints,
                       /*sideEffects=*/true)
                 .getResult(0);
@@ -828,19 +837,29 @@ void storeSharedByWords(OpBuilder &b, Location loc, StoreSharedOp op,
 /// it. Block k is 16-byte unit k % 8 (plus column / 8) of the row in box
 /// k / 8, moved by the swizzle to unit ^ (row % 8); the warpgroup's row is
 /// 16 warp + 8 (j % 2) + l % 8.
+/// The byte offset from `offset` of the row lane `sl` addresses in an
+/// ldmatrix / stmatrix .x4 over a warpgroup's 64-row tile of 128-byte rows:
+/// row 16 w + 8 (l / 8 % 2) + l % 8.
+Value matrixRowOffset(OpBuilder &b, Location loc, const ThreadPlace &tp,
+                      const StmatrixLanes &sl, Value offset) {
+  Value c8 = i32Const(b, loc, 8);
+  Value c16 = i32Const(b, loc, 16);
+  Value row = arith::MulIOp::create(b, loc, tp.warp, c16);
+  row = arith::AddIOp::create(b, loc, row, arith::MulIOp::create(b, loc, sl.half, c8));
+  row = arith::AddIOp::create(b, loc, row, sl.rowIn);
+  Value base = arith::MulIOp::create(b, loc, row, i32Const(b, loc, kSwizzleBytes));
+  return arith::AddIOp::create(b, loc, offset, base);
+}
+
 void storeSharedByStmatrix(OpBuilder &b, Location loc, StoreSharedOp op,
                            ArrayRef<Value> regs, Value smem, Value offset,
                            Value column) {
   ThreadPlace tp = threadPlace(b, loc);
   StmatrixLanes sl = stmatrixLanes(b, loc, tp.lane);
-  Value rin = sl.rowIn, half = sl.half, blockHi = sl.blockHi;
+  Value rin = sl.rowIn, blockHi = sl.blockHi;
   Value c8 = i32Const(b, loc, 8);
   Value c16 = i32Const(b, loc, 16);
-  Value row = arith::MulIOp::create(b, loc, tp.warp, c16);
-  row = arith::AddIOp::create(b, loc, row, arith::MulIOp::create(b, loc, half, c8));
-  row = arith::AddIOp::create(b, loc, row, rin);
-  Value base = arith::MulIOp::create(b, loc, row, i32Const(b, loc, kSwizzleBytes));
-  base = arith::AddIOp::create(b, loc, offset, base);
+  Value base = matrixRowOffset(b, loc, tp, sl, offset);
   Value firstUnit = blockHi;
   if (column) {
     Value first = arith::DivUIOp::create(b, loc, column, c8);
@@ -865,6 +884,52 @@ void storeSharedByStmatrix(OpBuilder &b, Location loc, StoreSharedOp op,
                              NVVM::LdStMatrixEltType::B16);
   }
 }
+
+/// One ldmatrix.x4 a warp per 32-byte k-step, at the addresses
+/// storeSharedByStmatrix stores to: lane l gives row l % 16 of the warp's
+/// 16 (8 (l / 8 % 2) + l % 8) and the step's 16-byte unit l / 16, so that
+/// its four registers are the k-step's A operand.
+struct LoadSharedLowering : OpConversionPattern<LoadSharedOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(LoadSharedOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    ThreadPlace tp = threadPlace(b, loc);
+    StmatrixLanes sl = stmatrixLanes(b, loc, tp.lane);
+    Value base = matrixRowOffset(b, loc, tp, sl, adaptor.getOffset());
+    Value c16 = i32Const(b, loc, 16);
+    FragmentType t = op.getTile().getType();
+    const int64_t rowBytes =
+        t.getColumns() * (isa<Float8E4M3FNType>(t.getElementType()) ? 1 : 2);
+    constexpr int64_t unitsPerBox = kSwizzleBytes / 16;
+    Value smem = adaptor.getSmem();
+    auto smemT = cast<LLVM::LLVMPointerType>(smem.getType());
+    auto shape = NVVM::LdStMatrixShapeAttr::get(b.getContext(), 8, 8);
+    Type i32 = b.getI32Type();
+    Type four = LLVM::LLVMStructType::getLiteral(b.getContext(), {i32, i32, i32, i32});
+    SmallVector<Value> regs;
+    for (int64_t u = 0; u < rowBytes / 16; u += 2) {
+      Value unit = sl.blockHi;
+      if (u % unitsPerBox)
+        unit = arith::AddIOp::create(b, loc, unit, i32Const(b, loc, u % unitsPerBox));
+      Value swz = arith::XOrIOp::create(b, loc, unit, sl.rowIn);
+      Value off = arith::AddIOp::create(b, loc, base,
+                                        arith::MulIOp::create(b, loc, swz, c16));
+      if (int64_t box = (u / unitsPerBox) * static_cast<int64_t>(op.getBoxBytes()))
+        off = arith::AddIOp::create(b, loc, off, i32Const(b, loc, box));
+      Value p = LLVM::GEPOp::create(b, loc, smemT, b.getI8Type(), smem,
+                                    ValueRange{off});
+      Value m = NVVM::LdMatrixOp::create(b, loc, four, p, 4, NVVM::MMALayout::row,
+                                         shape, NVVM::LdStMatrixEltType::B16);
+      for (int64_t j = 0; j < 4; ++j)
+        regs.push_back(LLVM::ExtractValueOp::create(b, loc, m, ArrayRef<int64_t>{j}));
+    }
+    rewriter.replaceOp(op, pack(b, loc, getTypeConverter()->convertType(t), regs));
+    return success();
+  }
+};
 
 struct StoreSharedLowering : OpConversionPattern<StoreSharedOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -1147,6 +1212,6 @@ void fa3::hopper::populateFragmentToNVVMPatterns(
                ScaleRowsLowering, ScaleKeyBlocksLowering, TruncLowering, ZeroLowering, FillLowering,
                LoadColumnsLowering, StageRowsLowering,
                GradProbsLowering, GradScoresLowering, GradSoftcapLowering,
-               StoreSharedLowering, Exp2Lowering, FmaLowering, BandMaskLowering,
+               StoreSharedLowering, LoadSharedLowering, Exp2Lowering, FmaLowering, BandMaskLowering,
                FragmentCastLowering>(converter, patterns.getContext());
 }

@@ -37,7 +37,8 @@
 // W224-NEXT: hopper.scale_key_blocks %{{.*}} first %[[K0]] by %{{.*}}, %{{.*}}, %{{.*}} : !hopper.frag<64x224xf32>
 // W224: hopper.wgmma.rs %{{.*}}, %{{.*}}, %{{.*}} b_box_bytes 16384 : !hopper.frag<64x224xf8E4M3FN>, !hopper.frag<64x128xf32>
 // NVVM-LABEL: gpu.func @d128_kernel(
-// NVVM: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 160, k = 32>
+// (S from Q in registers at head dim 128: KernelConfig::qInRegisters.)
+// NVVM: wgmma.mma_async.sync.aligned.m64n160k32.f32.e4m3.e4m3
 // NVVM: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
 // W160-LABEL: gpu.func @d128_kernel(
 // W160: hopper.transpose_stage {{.*}} of 3 rows 160 cols 128 unit_keys 32 :

@@ -142,6 +142,9 @@
 // v's, per kv head.
 // KERNEL: %[[VD:.*]] = scf.if %{{.*}} -> (f32) {
 // KERNEL: llvm.getelementptr %arg28[
+// Q as S's register A operand (KernelConfig::qInRegisters): this
+// warpgroup's 64 rows of Q's buffer, loaded once a tile.
+// KERNEL: %[[QA:.*]] = hopper.load_shared %{{.*}}[%{{.*}}] box_bytes 16384 : !hopper.frag<64x128xf8E4M3FN>
 // Each kv block's k descale times q's, the scores' scale.
 // KERNEL: scf.for %[[T:.*]] = %c0_i32 to
 // KERNEL: %[[BLK:.*]] = arith.addi %{{.*}}#0, %[[T]] : i32
@@ -149,7 +152,10 @@
 // KERNEL: arith.muli %[[BLK]], %arg34 : i32
 // KERNEL: llvm.getelementptr %arg27[
 // KERNEL: %[[SCALE:.*]] = arith.mulf %[[QS]], %[[KD]] : f32
-// KERNEL: hopper.wgmma.ss %{{.*}}, %{{.*}} k 128 boxes 16384, 16384 : f8E4M3FN -> !hopper.frag<64x128xf32>
+// Each kv block's S = Q K^T: a wgmma.rs from zero.
+// KERNEL: %[[ZS:.*]] = hopper.zero : !hopper.frag<64x128xf32>
+// KERNEL-NEXT: nvvm.wgmma.fence.aligned
+// KERNEL-NEXT: hopper.wgmma.rs %[[QA]], %{{.*}}, %[[ZS]] : !hopper.frag<64x128xf8E4M3FN>, !hopper.frag<64x128xf32>
 // KERNEL: hopper.softmax_step %{{.*}} scale %[[SCALE]]
 // KERNEL: %[[P:.*]] = hopper.trunc %p : !hopper.frag<64x128xf32> to !hopper.frag<64x128xf8E4M3FN>
 // KERNEL: hopper.ring.consumer_wait %[[VT]][
@@ -163,9 +169,11 @@
 // The whole pipeline lowers it: e4m3 wgmma, the f8 conversions, the
 // transposer's ldmatrix and byte permutes.
 // NVVM-LABEL: gpu.func @d128_kernel(
-// NVVM: nvvm.ldmatrix
+// NVVM: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<col>
 // NVVM: nvvm.prmt
-// NVVM: nvvm.wgmma.mma_async {{.*}} A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
+// Q by ldmatrix (not transposed), S and P V as register-A wgmmas.
+// NVVM: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<row>
+// NVVM: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
 // NVVM: nvvm.convert.f32x2.to.f8x2
 // NVVM: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
 func.func @d128(%q: memref<?x8x?x128xf8E4M3FN>, %k: memref<?x2x?x128xf8E4M3FN>, %v: memref<?x2x?x128xf8E4M3FN>,
@@ -258,7 +266,7 @@ func.func @d64(%q: memref<?x8x?x64xf8E4M3FN>, %k: memref<?x8x?x64xf8E4M3FN>, %v:
 // CONFIG: descale(%{{.*}}, %{{.*}}, %{{.*}} : memref<?x2xf32>, memref<?x2x?xf32>, memref<?x2xf32>)
 // KERNEL-LABEL: gpu.func @descales_kernel(
 // KERNEL-SAME: dtype = "e4m3"
-// KERNEL: hopper.wgmma.ss %{{.*}}, %{{.*}} k 128 boxes 16384, 16384 : f8E4M3FN
+// KERNEL: hopper.wgmma.rs %{{.*}}, %{{.*}}, %{{.*}} : !hopper.frag<64x128xf8E4M3FN>, !hopper.frag<64x128xf32>
 func.func @descales(%q: memref<?x8x?x128xf8E4M3FN>, %k: memref<?x2x?x128xf8E4M3FN>, %v: memref<?x2x?x128xf8E4M3FN>,
                     %qd: memref<?x2xf32>, %kd: memref<?x2x?xf32>, %vd: memref<?x2xf32>,
                     %o: memref<?x8x?x128xbf16>) {

@@ -46,6 +46,52 @@ func.func @rs(%p: !hopper.frag<64x64xf8E4M3FN>, %d: i64, %o: !hopper.frag<64x16x
 
 // -----
 
+// S = Q K^T with Q in registers: the accumulator is hopper.zero, so the
+// first k-step takes undefined inputs and scale-d 0 ($21 = 0), the next
+// accumulates (1).
+// CHECK-LABEL: func.func @rs_from_zero(
+// CHECK-SAME: %[[D:[^:]*]]: i64
+// CHECK: %[[U:.*]] = llvm.mlir.undef : f32
+// CHECK-NEXT: %[[Z:.*]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[S0:.*]] = llvm.inline_asm has_side_effects {{.*}}setp.ne.b32 p, $21, 0;{{.*}}m64n16k32.f32.e4m3.e4m3{{.*}} %[[U]], %[[U]], %[[U]], %[[U]], %[[U]], %[[U]], %[[U]], %[[U]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[D]], %[[Z]] :
+// CHECK: %[[ONE:.*]] = arith.constant 1 : i32
+// CHECK-NEXT: llvm.inline_asm has_side_effects {{.*}}m64n16k32.f32.e4m3.e4m3{{.*}}, %[[ONE]] :
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+func.func @rs_from_zero(%q: !hopper.frag<64x64xf8E4M3FN>, %d: i64) -> !hopper.frag<64x16xf32> {
+  %z = hopper.zero : !hopper.frag<64x16xf32>
+  %s = hopper.wgmma.rs %q, %d, %z : !hopper.frag<64x64xf8E4M3FN>, !hopper.frag<64x16xf32>
+  return %s : !hopper.frag<64x16xf32>
+}
+
+// -----
+
+// Q loaded as S's A operand: one ldmatrix.x4 (not transposed) a 32-byte
+// k-step; lane l addresses row 16 w + 8 (l / 8 % 2) + l % 8 (128 bytes a
+// row) and 16-byte unit 2 kk + l / 16, swizzled by the row's l % 8.
+// CHECK-LABEL: func.func @load_shared(
+// CHECK-SAME: %[[SMEM:[^:]*]]: !llvm.ptr<3>, %[[OFF:[^:]*]]: i32
+// CHECK: %[[LANE:.*]] = arith.remui %{{.*}}, %c32_i32 : i32
+// CHECK: %[[R8:.*]] = arith.remui %[[LANE]], %c8_i32 : i32
+// CHECK: %[[HI:.*]] = arith.shrui %{{.*}}, %c1_i32 : i32
+// CHECK: %[[ROW:.*]] = arith.addi %{{.*}}, %[[R8]] : i32
+// CHECK: %[[RB:.*]] = arith.muli %[[ROW]], %c128_i32{{.*}} : i32
+// CHECK-NEXT: %[[BASE:.*]] = arith.addi %[[OFF]], %[[RB]] : i32
+// CHECK: %[[X0:.*]] = arith.xori %[[HI]], %[[R8]] : i32
+// CHECK-NEXT: %[[B0:.*]] = arith.muli %[[X0]], %c16_i32{{.*}} : i32
+// CHECK-NEXT: %[[A0:.*]] = arith.addi %[[BASE]], %[[B0]] : i32
+// CHECK-NEXT: %[[P0:.*]] = llvm.getelementptr %[[SMEM]][%[[A0]]]
+// CHECK-NEXT: nvvm.ldmatrix %[[P0]] {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<row>, num = 4 : i32, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>}
+// CHECK: %[[U1:.*]] = arith.addi %[[HI]], %c2_i32{{.*}} : i32
+// CHECK-NEXT: %[[X1:.*]] = arith.xori %[[U1]], %[[R8]] : i32
+// CHECK: nvvm.ldmatrix
+// CHECK-NOT: nvvm.ldmatrix
+func.func @load_shared(%smem: !llvm.ptr<3>, %off: i32) -> !hopper.frag<64x64xf8E4M3FN> {
+  %q = hopper.load_shared %smem [%off] box_bytes 0 : !hopper.frag<64x64xf8E4M3FN>
+  return %q : !hopper.frag<64x64xf8E4M3FN>
+}
+
+// -----
+
 // K = 224 (FA3's 224-key tile): k-steps 0 .. 3 step 32 bytes along B's
 // first box, 4 .. 6 along its second, b_box_bytes (16384 = 1024 units) on.
 // CHECK-LABEL: func.func @rs_two_boxes(

@@ -33,10 +33,11 @@ func.func @ss(%da: i64, %db: i64) -> !llvm.struct<(f32, f32, f32, f32, f32, f32,
 // O += P V with P from registers: inline PTX (no NVVM op has the register-A
 // form) with the accumulators tied, 4 A registers per k-step, B's
 // descriptor 16 rows of 128 bytes (128 units) further each k-step.
+// (O is an argument: an accumulator that is hopper.zero starts from
+// scale-d 0 instead, HopperToNVVM/fp8.mlir.)
 // CHECK-LABEL: func.func @rs(
-// CHECK-SAME: %[[DB:.*]]: i64)
+// CHECK-SAME: %[[O:[^:]*]]: !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32)>, %[[DB:.*]]: i64)
 // CHECK: %[[P:.*]] = llvm.mlir.zero : !llvm.struct<(i32, i32, i32, i32, i32, i32, i32, i32)>
-// CHECK: %[[O:.*]] = llvm.mlir.zero : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32)>
 // CHECK: %[[A0:.*]] = llvm.extractvalue %[[P]][0]
 // CHECK: %[[A3:.*]] = llvm.extractvalue %[[P]][3]
 // CHECK: %[[A4:.*]] = llvm.extractvalue %[[P]][4]
@@ -47,9 +48,8 @@ func.func @ss(%da: i64, %db: i64) -> !llvm.struct<(f32, f32, f32, f32, f32, f32,
 // CHECK-NOT: wgmma.mma_async
 // CHECK: nvvm.wgmma.commit.group.sync.aligned
 gpu.module @k {
-func.func @rs(%db: i64) -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32)> {
+func.func @rs(%o: !hopper.frag<64x16xf32>, %db: i64) -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32)> {
   %p = hopper.zero : !hopper.frag<64x32xf16>
-  %o = hopper.zero : !hopper.frag<64x16xf32>
   %d = hopper.wgmma.rs %p, %db, %o : !hopper.frag<64x32xf16>, !hopper.frag<64x16xf32>
   %r = builtin.unrealized_conversion_cast %d : !hopper.frag<64x16xf32> to !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32)>
   return %r : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32)>

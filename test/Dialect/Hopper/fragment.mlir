@@ -126,3 +126,34 @@ func.func @mask_group_transposed(%s: !hopper.frag<64x64xf32>, %i: i32) {
   %m = hopper.mask %s rows %i group %i cols %i visible @vis(%i, %i) transposed : !hopper.frag<64x64xf32>
   return
 }
+
+// -----
+
+// A wgmma A operand loaded from shared memory: 8-bit (FP8's Q, k-steps of
+// 32 bytes), 16-bit, and K beyond one 128-byte row in boxes.
+// CHECK-LABEL: func.func @load_shared
+// CHECK: hopper.load_shared %{{.*}}[%{{.*}}] box_bytes 16384 : !hopper.frag<64x128xf8E4M3FN>
+// CHECK: hopper.load_shared %{{.*}}[%{{.*}}] box_bytes 0 : !hopper.frag<64x64xbf16>
+// CHECK: hopper.load_shared %{{.*}}[%{{.*}}] box_bytes 16384 : !hopper.frag<64x256xf8E4M3FN>
+func.func @load_shared(%smem: !llvm.ptr<3>, %off: i32) {
+  %q = hopper.load_shared %smem [%off] box_bytes 16384 : !hopper.frag<64x128xf8E4M3FN>
+  %b = hopper.load_shared %smem [%off] box_bytes 0 : !hopper.frag<64x64xbf16>
+  %w = hopper.load_shared %smem [%off] box_bytes 16384 : !hopper.frag<64x256xf8E4M3FN>
+  return
+}
+
+// -----
+
+func.func @load_shared_f32(%smem: !llvm.ptr<3>, %off: i32) {
+  // expected-error @below {{loads a bf16, f16 or f8E4M3FN tile (a wgmma A operand), got '!hopper.frag<64x64xf32>'}}
+  %q = hopper.load_shared %smem [%off] box_bytes 0 : !hopper.frag<64x64xf32>
+  return
+}
+
+// -----
+
+func.func @load_shared_boxes(%smem: !llvm.ptr<3>, %off: i32) {
+  // expected-error @below {{a tile wider than 128 bytes lies in boxes at least 8192 bytes apart, on 1024-byte swizzle atoms; got box_bytes 4096}}
+  %q = hopper.load_shared %smem [%off] box_bytes 4096 : !hopper.frag<64x256xf8E4M3FN>
+  return
+}

@@ -702,3 +702,68 @@ func.func @no_slot(%smem: !llvm.ptr<3>, %dq: i64, %dk0: i64, %dv0: i64, %n: i32,
   }
   return %res#0, %res#1, %res#2 : !r, !r, !s
 }
+
+// -----
+
+// S = Q K^T with Q in registers (FP8 head dim 128) is a wgmma.rs too, from
+// hopper.zero: the P V product is the one that accumulates, and it joins
+// S's window as before.
+!ring = !hopper.ring<stages = 2, stage_bytes = 16384, data = 0, full = 65536, empty = 65552, arrivals = 128, cluster = 1>
+!s = !hopper.frag<64x128xf32>
+!q = !hopper.frag<64x128xf8E4M3FN>
+!r = !hopper.frag<64xf32>
+// CHECK-LABEL: func.func @s_from_registers
+// CHECK: scf.for
+// CHECK: %[[Z:.*]] = hopper.zero : !hopper.frag<64x128xf32>
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK-NEXT: %[[S:.*]] = hopper.wgmma.rs %{{.*}}, %{{.*}}, %[[Z]] : !hopper.frag<64x128xf8E4M3FN>, !hopper.frag<64x128xf32>
+// CHECK-NEXT: %[[O:.*]] = hopper.wgmma.rs %{{.*}}, %{{.*}}, %{{.*}} : !hopper.frag<64x128xf8E4M3FN>, !hopper.frag<64x128xf32>
+// CHECK-NEXT: hopper.wgmma.wait 1, %[[S]]
+// CHECK: hopper.wgmma.wait 0, %[[O]]
+func.func @s_from_registers(%smem: !llvm.ptr<3>, %qa: !q, %dk0: i64, %dv0: i64, %n: i32, %g: i32, %sl2: f32) -> (!r, !r, !s) {
+  %k = hopper.ring.create %smem : !ring
+  %v = hopper.ring.create %smem : !ring
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c1024 = arith.constant 1024 : i32
+  %ninf = arith.constant 0xFF800000 : f32
+  %nz = arith.cmpi sgt, %n, %c0 : i32
+  %res:3 = scf.if %nz -> (!r, !r, !s) {
+    %m0 = hopper.fill %ninf : f32 to !r
+    %l0 = hopper.zero : !r
+    %o0 = hopper.zero : !s
+    %f:3 = scf.for %t = %c0 to %n step %c1 iter_args(%m = %m0, %l = %l0, %o = %o0) -> (!r, !r, !s) : i32 {
+      %u = arith.addi %g, %t : i32
+      %ks = hopper.ring.stage %k[%u] : !ring
+      %ko = arith.muli %ks, %c1024 : i32
+      %ko64 = arith.extui %ko : i32 to i64
+      %dk = arith.addi %dk0, %ko64 : i64
+      hopper.ring.consumer_wait %k[%u] : !ring
+      %zs = hopper.zero : !s
+      nvvm.wgmma.fence.aligned
+      %s = hopper.wgmma.rs %qa, %dk, %zs : !q, !s
+      %sr = hopper.wgmma.wait 0, %s : !s
+      hopper.ring.consumer_release %k[%u] : !ring
+      %p, %m1, %l1, %alpha, %up = hopper.softmax_step %sr scale %sl2 state(%m, %l) : !s, !r
+      %pa = hopper.trunc %p : !s to !q
+      %oa = hopper.scale_rows %o, %alpha : !s, !r
+      %vs = hopper.ring.stage %v[%u] : !ring
+      %vo = arith.muli %vs, %c1024 : i32
+      %vo64 = arith.extui %vo : i32 to i64
+      %dv = arith.addi %dv0, %vo64 : i64
+      hopper.ring.consumer_wait %v[%u] : !ring
+      nvvm.wgmma.fence.aligned
+      %o1 = hopper.wgmma.rs %pa, %dv, %oa : !q, !s
+      %o2 = hopper.wgmma.wait 0, %o1 : !s
+      hopper.ring.consumer_release %v[%u] : !ring
+      scf.yield %m1, %l1, %o2 : !r, !r, !s
+    } {hopper.overlap}
+    scf.yield %f#0, %f#1, %f#2 : !r, !r, !s
+  } else {
+    %m0 = hopper.fill %ninf : f32 to !r
+    %l0 = hopper.zero : !r
+    %o0 = hopper.zero : !s
+    scf.yield %m0, %l0, %o0 : !r, !r, !s
+  }
+  return %res#0, %res#1, %res#2 : !r, !r, !s
+}

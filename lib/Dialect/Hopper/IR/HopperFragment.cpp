@@ -274,6 +274,24 @@ LogicalResult StoreSharedOp::verify() {
   return success();
 }
 
+LogicalResult LoadSharedOp::verify() {
+  FragmentType t = getTile().getType();
+  Type et = t.getElementType();
+  if (!is16Bit(et) && !isFp8(et))
+    return emitOpError("loads a bf16, f16 or f8E4M3FN tile (a wgmma A "
+                       "operand), got ")
+           << t;
+  // (The type's N makes whole 32-byte k-steps, one ldmatrix.x4 each.)
+  // Boxes of 64 rows x 128 bytes.
+  const int64_t rowBytes = t.getColumns() * (isFp8(et) ? 1 : 2);
+  if (rowBytes > 128 && (getBoxBytes() < 64 * 128 || getBoxBytes() % 1024 != 0))
+    return emitOpError("a tile wider than 128 bytes lies in boxes at least "
+                       "8192 bytes apart, on 1024-byte swizzle atoms; got "
+                       "box_bytes ")
+           << getBoxBytes();
+  return success();
+}
+
 LogicalResult SoftmaxStepOp::verify() {
   FragmentType s = getScores().getType();
   if (failed(verifyF32Tile(*this, s, "the scores")))

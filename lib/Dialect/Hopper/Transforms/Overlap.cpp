@@ -83,10 +83,15 @@ FailureOr<Stages> analyze(scf::ForOp loop) {
   auto fail = [&](const Twine &why) {
     return loop.emitOpError("cannot overlap this loop: ") << why;
   };
-  auto mmas = llvm::to_vector(body->getOps<WgmmaRSOp>());
+  // The P V product accumulates into O; an S = Q K^T with Q in registers
+  // is a wgmma.rs too, but starts from hopper.zero.
+  auto mmas = llvm::to_vector(llvm::make_filter_range(
+      body->getOps<WgmmaRSOp>(), [](WgmmaRSOp op) {
+        return !op.getC().getDefiningOp<FragmentZeroOp>();
+      }));
   if (mmas.size() != 1)
-    return fail("its body must hold one hopper.wgmma.rs (the P V product), "
-                "has ")
+    return fail("its body must hold one accumulating hopper.wgmma.rs (the "
+                "P V product), has ")
            << mmas.size();
   s.mma = mmas.front();
   s.fence = dyn_cast_or_null<Fence>(s.mma->getPrevNode());

@@ -31,7 +31,9 @@ def Hopper_FragmentType : TypeDef<Hopper_Dialect, "Fragment"> {
     tile's columns 32c + 16h + 8 {0, 1} + 2 (l % 4) + {0, 1}, lowest byte
     first. wgmma reads the register as the k indices 32c + 16h + 4 (l % 4)
     + {0 .. 3}; the B operand (V transposed, `hopper.transpose_stage`) holds
-    its rows in that order, so the product is P V.
+    its rows in that order, so the product is P V. (`hopper.load_shared`
+    leaves an 8-bit tile in wgmma's own k order instead, for a B in
+    natural order.)
 
     `!hopper.frag<64xf32>`: one value per row of such a tile, held by the
     four threads of the row's quad (two rows a thread). Row maxima are the
@@ -123,6 +125,11 @@ def Hopper_WgmmaRSOp : Hopper_Op<"wgmma.rs", [AllTypesMatch<["c", "d"]>]> {
     beyond 128 lies in further boxes of N rows of 128 bytes,
     `b_box_bytes` apart (FP8's kv tiles of 160 or 224 keys: the
     transposed V's second box, `hopper.transpose_stage`).
+
+    A `c` that is `hopper.zero` starts the product from zero (scale-d 0
+    on the first k-step; the zeros are never moved into registers): FP8's
+    S = Q K^T with Q in registers (`hopper.load_shared`), K as the K-major
+    B.
 
     MLIR 22's `nvvm.wgmma.mma_async` has no register-A form and
     `nvvm.inline_ptx` does not tie read-write operands to results, so the
@@ -531,6 +538,36 @@ def Hopper_StoreSharedOp : Hopper_Op<"store_shared"> {
   let assemblyFormat = [{
     $tile `to` $smem `[` $offset `]` (`column` $column^)? `box_bytes` $box_bytes
     (`stmatrix` $stmatrix^)? attr-dict `:` qualified(type($tile))
+  }];
+  let hasVerifier = 1;
+}
+
+def Hopper_LoadSharedOp : Hopper_Op<"load_shared", [MemoryEffects<[MemRead]>]> {
+  let summary = "a wgmma register A operand loaded from a 128B-swizzled K-major tile";
+  let description = [{
+    Reads the warpgroup's 64 x K tile at `offset` bytes from `smem`, stored
+    as TMA loads it for a wgmma descriptor: rows of 128 bytes with the
+    128-byte swizzle (16-byte unit u of row r at u ^ (r % 8)), K beyond
+    one row in boxes `box_bytes` apart; `offset` is a multiple of 1024
+    (the caller's promise). One `ldmatrix.x4` a warp per 32 bytes of K
+    (a wgmma k-step): lane l addresses row l % 16 of the warp's 16 and
+    the step's 16-byte unit l / 16, so the registers come back as a
+    wgmma A operand reads them.
+
+    A 16-bit tile is then in its type's layout. An 8-bit one holds, for
+    k-step c, the k indices 32c + 16h + 4 (l % 4) + {0 .. 3} in register
+    4c + 2h + i: the order wgmma reads, not `hopper.trunc`'s; its use is
+    the A of a `hopper.wgmma.rs` whose K-major B holds its k in natural
+    order (FP8's S = Q K^T with Q in registers).
+
+    ```mlir
+    %q = hopper.load_shared %smem [%off] box_bytes 16384 : !hopper.frag<64x128xf8E4M3FN>
+    ```
+  }];
+  let arguments = (ins Hopper_SharedPtr:$smem, I32:$offset, I64Attr:$box_bytes);
+  let results = (outs Hopper_Tile:$tile);
+  let assemblyFormat = [{
+    $smem `[` $offset `]` `box_bytes` $box_bytes attr-dict `:` qualified(type($tile))
   }];
   let hasVerifier = 1;
 }
