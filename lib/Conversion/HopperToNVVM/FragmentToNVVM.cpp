@@ -830,65 +830,73 @@ void storeSharedByWords(OpBuilder &b, Location loc, StoreSharedOp op,
   }
 }
 
-/// With stmatrix: n8 blocks k, k + 1 by one stmatrix.x4 (FA3's copy of dS
-/// and P^T). Lane l gives the address of row l % 8 of matrix l / 8: matrix
-/// j holds rows 8 (j % 2) .. of the warp's 16 and the columns of n8 block
-/// k + j / 2, whose register 2 (k + j / 2) + j % 2 is the thread's part of
-/// it. Block k is 16-byte unit k % 8 (plus column / 8) of the row in box
-/// k / 8, moved by the swizzle to unit ^ (row % 8); the warpgroup's row is
-/// 16 warp + 8 (j % 2) + l % 8.
-/// The byte offset from `offset` of the row lane `sl` addresses in an
-/// ldmatrix / stmatrix .x4 over a warpgroup's 64-row tile of 128-byte rows:
-/// row 16 w + 8 (l / 8 % 2) + l % 8.
-Value matrixRowOffset(OpBuilder &b, Location loc, const ThreadPlace &tp,
-                      const StmatrixLanes &sl, Value offset) {
-  Value c8 = i32Const(b, loc, 8);
-  Value c16 = i32Const(b, loc, 16);
-  Value row = arith::MulIOp::create(b, loc, tp.warp, c16);
-  row = arith::AddIOp::create(b, loc, row, arith::MulIOp::create(b, loc, sl.half, c8));
-  row = arith::AddIOp::create(b, loc, row, sl.rowIn);
-  Value base = arith::MulIOp::create(b, loc, row, i32Const(b, loc, kSwizzleBytes));
-  return arith::AddIOp::create(b, loc, offset, base);
-}
+/// Where a lane of an ldmatrix / stmatrix .x4 over a warpgroup's 64-row
+/// tile of 128-byte rows (128B swizzle, `offset` a multiple of 1024) points:
+/// lane l gives the address of row l % 8 of matrix l / 8, matrix j being
+/// rows 8 (j % 2) .. of the warp's 16 (the warpgroup's row 16 w + 8 (j % 2)
+/// + l % 8) and 16-byte unit firstUnit + j / 2 of the pair the instruction
+/// takes. Pair u (units u, u + 1) is unit u % 8 of the row in box u / 8
+/// (`boxBytes` apart), moved by the swizzle to unit ^ (row % 8).
+struct MatrixLaneAddress {
+  Value smem, base, firstUnit, rowIn, c16;
 
+  /// `column` (a multiple of 8, optional): the 16-bit tile starts that many
+  /// columns into its box.
+  MatrixLaneAddress(OpBuilder &b, Location loc, Value smem, Value offset,
+                    Value column = Value())
+      : smem(smem) {
+    ThreadPlace tp = threadPlace(b, loc);
+    StmatrixLanes sl = stmatrixLanes(b, loc, tp.lane);
+    Value c8 = i32Const(b, loc, 8);
+    c16 = i32Const(b, loc, 16);
+    Value row = arith::MulIOp::create(b, loc, tp.warp, c16);
+    row = arith::AddIOp::create(b, loc, row, arith::MulIOp::create(b, loc, sl.half, c8));
+    row = arith::AddIOp::create(b, loc, row, sl.rowIn);
+    base = arith::MulIOp::create(b, loc, row, i32Const(b, loc, kSwizzleBytes));
+    base = arith::AddIOp::create(b, loc, offset, base);
+    rowIn = sl.rowIn;
+    firstUnit = sl.blockHi;
+    if (column) {
+      Value first = arith::DivUIOp::create(b, loc, column, c8);
+      firstUnit = arith::AddIOp::create(b, loc, first, sl.blockHi);
+    }
+  }
+
+  Value at(OpBuilder &b, Location loc, int64_t u, int64_t boxBytes) const {
+    constexpr int64_t unitsPerBox = kSwizzleBytes / 16;
+    Value unit = firstUnit;
+    if (u % unitsPerBox)
+      unit = arith::AddIOp::create(b, loc, unit, i32Const(b, loc, u % unitsPerBox));
+    Value swz = arith::XOrIOp::create(b, loc, unit, rowIn);
+    Value off = arith::AddIOp::create(b, loc, base,
+                                      arith::MulIOp::create(b, loc, swz, c16));
+    if (int64_t box = (u / unitsPerBox) * boxBytes)
+      off = arith::AddIOp::create(b, loc, off, i32Const(b, loc, box));
+    auto smemT = cast<LLVM::LLVMPointerType>(smem.getType());
+    return LLVM::GEPOp::create(b, loc, smemT, b.getI8Type(), smem, ValueRange{off});
+  }
+};
+
+/// With stmatrix: n8 blocks k, k + 1 (16-byte units k, k + 1) by one
+/// stmatrix.x4 (FA3's copy of dS and P^T); matrix j's register is
+/// 2 (k + j / 2) + j % 2, the thread's part of it.
 void storeSharedByStmatrix(OpBuilder &b, Location loc, StoreSharedOp op,
                            ArrayRef<Value> regs, Value smem, Value offset,
                            Value column) {
-  ThreadPlace tp = threadPlace(b, loc);
-  StmatrixLanes sl = stmatrixLanes(b, loc, tp.lane);
-  Value rin = sl.rowIn, blockHi = sl.blockHi;
-  Value c8 = i32Const(b, loc, 8);
-  Value c16 = i32Const(b, loc, 16);
-  Value base = matrixRowOffset(b, loc, tp, sl, offset);
-  Value firstUnit = blockHi;
-  if (column) {
-    Value first = arith::DivUIOp::create(b, loc, column, c8);
-    firstUnit = arith::AddIOp::create(b, loc, first, blockHi);
-  }
-  auto smemT = cast<LLVM::LLVMPointerType>(smem.getType());
+  MatrixLaneAddress addr(b, loc, smem, offset, column);
   auto shape = NVVM::LdStMatrixShapeAttr::get(b.getContext(), 8, 8);
   const int64_t blocks = op.getTile().getType().getColumns() / 8;
-  for (int64_t k = 0; k < blocks; k += 2) {
-    Value unit = firstUnit;
-    if (k % 8)
-      unit = arith::AddIOp::create(b, loc, unit, i32Const(b, loc, k % 8));
-    Value swz = arith::XOrIOp::create(b, loc, unit, rin);
-    Value off = arith::AddIOp::create(b, loc, base,
-                                      arith::MulIOp::create(b, loc, swz, c16));
-    if (int64_t box = (k / 8) * op.getBoxBytes())
-      off = arith::AddIOp::create(b, loc, off, i32Const(b, loc, box));
-    Value p = LLVM::GEPOp::create(b, loc, smemT, b.getI8Type(), smem,
-                                  ValueRange{off});
-    NVVM::StMatrixOp::create(b, loc, p, regs.slice(2 * k, 4),
-                             NVVM::MMALayout::row, shape,
+  for (int64_t k = 0; k < blocks; k += 2)
+    NVVM::StMatrixOp::create(b, loc,
+                             addr.at(b, loc, k, static_cast<int64_t>(op.getBoxBytes())),
+                             regs.slice(2 * k, 4), NVVM::MMALayout::row, shape,
                              NVVM::LdStMatrixEltType::B16);
-  }
 }
 
-/// One ldmatrix.x4 a warp per 32-byte k-step, at the addresses
-/// storeSharedByStmatrix stores to: lane l gives row l % 16 of the warp's
-/// 16 (8 (l / 8 % 2) + l % 8) and the step's 16-byte unit l / 16, so that
-/// its four registers are the k-step's A operand.
+/// One ldmatrix.x4 a warp per 32-byte k-step (16-byte units 2 kk, 2 kk + 1),
+/// at the addresses storeSharedByStmatrix stores to: matrices 0 .. 3 are
+/// rows 0-7 and 8-15 of unit 2 kk, then of unit 2 kk + 1, the k-step's A
+/// operand registers in order.
 struct LoadSharedLowering : OpConversionPattern<LoadSharedOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -896,31 +904,16 @@ struct LoadSharedLowering : OpConversionPattern<LoadSharedOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     OpBuilder &b = rewriter;
-    ThreadPlace tp = threadPlace(b, loc);
-    StmatrixLanes sl = stmatrixLanes(b, loc, tp.lane);
-    Value base = matrixRowOffset(b, loc, tp, sl, adaptor.getOffset());
-    Value c16 = i32Const(b, loc, 16);
+    MatrixLaneAddress addr(b, loc, adaptor.getSmem(), adaptor.getOffset());
     FragmentType t = op.getTile().getType();
     const int64_t rowBytes =
         t.getColumns() * (isa<Float8E4M3FNType>(t.getElementType()) ? 1 : 2);
-    constexpr int64_t unitsPerBox = kSwizzleBytes / 16;
-    Value smem = adaptor.getSmem();
-    auto smemT = cast<LLVM::LLVMPointerType>(smem.getType());
     auto shape = NVVM::LdStMatrixShapeAttr::get(b.getContext(), 8, 8);
     Type i32 = b.getI32Type();
     Type four = LLVM::LLVMStructType::getLiteral(b.getContext(), {i32, i32, i32, i32});
     SmallVector<Value> regs;
     for (int64_t u = 0; u < rowBytes / 16; u += 2) {
-      Value unit = sl.blockHi;
-      if (u % unitsPerBox)
-        unit = arith::AddIOp::create(b, loc, unit, i32Const(b, loc, u % unitsPerBox));
-      Value swz = arith::XOrIOp::create(b, loc, unit, sl.rowIn);
-      Value off = arith::AddIOp::create(b, loc, base,
-                                        arith::MulIOp::create(b, loc, swz, c16));
-      if (int64_t box = (u / unitsPerBox) * static_cast<int64_t>(op.getBoxBytes()))
-        off = arith::AddIOp::create(b, loc, off, i32Const(b, loc, box));
-      Value p = LLVM::GEPOp::create(b, loc, smemT, b.getI8Type(), smem,
-                                    ValueRange{off});
+      Value p = addr.at(b, loc, u, static_cast<int64_t>(op.getBoxBytes()));
       Value m = NVVM::LdMatrixOp::create(b, loc, four, p, 4, NVVM::MMALayout::row,
                                          shape, NVVM::LdStMatrixEltType::B16);
       for (int64_t j = 0; j < 4; ++j)
