@@ -219,7 +219,10 @@ def judge(insts, facts, addrs=None):
 
 
 def check_cubin(path, cuobjdump, allow_spills=False):
-    p = run_cuobjdump(cuobjdump, path)
+    try:
+        p = run_cuobjdump(cuobjdump, path)
+    except OSError as e:
+        return False, f"cannot run cuobjdump {cuobjdump!r}: {e.strerror}"
     if p.returncode:
         return False, f"cuobjdump failed: {p.stderr.strip()[:200]}"
     j = judge(instructions(p.stdout), read_facts(path), addresses(p.stdout))

@@ -163,3 +163,13 @@ def test_fp8_q_in_registers_loop_batch():
     # S alone (its four k-steps, all RS) is no loop batch, nor P V alone
     assert sass.loop_batch(sass.instructions(fake_sass([s0] + [s1] * 3))) is None
     assert sass.loop_batch(sass.instructions(fake_sass([pv] * 4))) is None
+
+
+def test_cuobjdump_that_cannot_run_is_a_failure_line(tmp_path, capsys):
+    """A --cuobjdump that is not an executable (a cubin given in its place, a
+    wrong path): a FAIL line naming it, exit status 1, no traceback."""
+    cubin = tmp_path / "k.cubin"
+    cubin.write_bytes(b"\x7fELF")
+    assert sass.main(["--cuobjdump", str(tmp_path / "none"), str(cubin)]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith(f"FAIL {cubin}: cannot run cuobjdump") and "none" in out

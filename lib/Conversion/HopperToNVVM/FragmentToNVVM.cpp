@@ -166,7 +166,8 @@ Value reduceRow(OpBuilder &b, Location loc, ArrayRef<Value> regs, int64_t i,
       next.push_back(vals.back());
     vals = next;
   }
-  return vals[0];
+  // (every row of a fragment has registers in every thread: rowOf)
+  return vals.empty() ? Value() : vals.front();
 }
 
 /// The max of the thread's registers of row i, then of the row's quad
