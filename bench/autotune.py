@@ -7,7 +7,8 @@ Two steps, since the GPU machine has no MLIR:
   1. here (CPU):   python3 bench/autotune.py compile --head-dim 128 [--causal]
                        -o gpu-kernels/tune-d128
      compiles every combination of --block-m, --block-n, --stages,
-     --pingpong, --q-buffers and --lazy-rescale with build/bin/fa3-compile
+     --pingpong, --q-buffers, --lazy-rescale and (FP8) --transpose-warps
+     with build/bin/fa3-compile
      into one directory per candidate, and keeps those that compile, fit in
      shared memory, assemble with no spills (ptxas -v, when ptxas is found)
      and differ from every candidate kept before (an option that does not
@@ -66,20 +67,26 @@ def compile_step(a):
     bad = set(lazy) - set(LAZY_FLAGS)
     if bad:
         sys.exit(f"autotune: --lazy-rescale takes auto, on, off; got {','.join(sorted(bad))}")
+    transposers = parse_list(a.transpose_warps)
+    if set(transposers) - {0, 3, 4}:
+        sys.exit(f"autotune: --transpose-warps takes 0, 3, 4; got {a.transpose_warps}")
+    if transposers != [0] and a.dtype != "e4m3":
+        sys.exit("autotune: --transpose-warps applies to FP8 (--dtype e4m3) only")
     space = itertools.product(parse_list(a.block_m), parse_list(a.block_n),
                               parse_list(a.stages), parse_list(a.pingpong),
-                              parse_list(a.q_buffers), lazy)
+                              parse_list(a.q_buffers), lazy, transposers)
     kept, rejected = [], []
     seen = {}  # PTX digest -> label of the candidate kept with it
-    for bm, bn, st, pp, qb, lr in space:
+    for bm, bn, st, pp, qb, lr, tw in space:
         label = (f"m{bm}_" if bm else "") + f"n{bn}_s{st}_pp{pp}_q{qb}" \
-            + ("" if lr == "auto" else f"_lr{lr}")
+            + ("" if lr == "auto" else f"_lr{lr}") + (f"_t{tw}" if tw else "")
         d = out / label
         if d.exists():
             shutil.rmtree(d)
         cmd = [compiler, *base, "--block-m", str(bm), "--block-n", str(bn),
                "--stages", str(st), "--q-buffers", str(qb)] \
-            + ([] if pp else ["--no-pingpong"]) + LAZY_FLAGS[lr] + ["-o", str(d)]
+            + ([] if pp else ["--no-pingpong"]) + LAZY_FLAGS[lr] \
+            + (["--transpose-warps", str(tw)] if tw else []) + ["-o", str(d)]
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0:
             why = next((l for l in p.stderr.splitlines() if "error" in l), p.stderr.strip())
@@ -104,7 +111,8 @@ def compile_step(a):
             shutil.rmtree(d, ignore_errors=True)
             continue
         kept.append(dict(label=label, dir=label, block_m=bm, block_n=bn, stages=st,
-                         pingpong=bool(pp), q_buffers=qb, lazy_rescale=lr))
+                         pingpong=bool(pp), q_buffers=qb, lazy_rescale=lr,
+                         transpose_warps=tw))
     meta = dict(head_dim=a.head_dim, dtype=a.dtype, causal=a.causal,
                 command="python3 " + " ".join(sys.argv), spills_checked=bool(ptxas))
     (out / "candidates.json").write_text(json.dumps(dict(meta=meta, candidates=kept,
@@ -188,6 +196,8 @@ def main(argv=None):
     c.add_argument("--pingpong", default="1", help="1, 0 or 1,0")
     c.add_argument("--q-buffers", default="0", help="0 (per head dim), 1, 2")
     c.add_argument("--lazy-rescale", default="auto", help="auto (per head dim), on, off")
+    c.add_argument("--transpose-warps", default="0",
+                   help="FP8: V's transposer warps, 0 (per head dim), 3, 4 or a list")
     c.add_argument("--fa3-compile", default=None, help="default: build/bin/fa3-compile")
     c.add_argument("-o", "--out", required=True)
     r = sub.add_parser("run", help="time the candidates (GPU machine)")

@@ -60,6 +60,23 @@ def test_lazy_rescale_is_a_dimension(tmp_path):
 
 
 @pytest.mark.skipif(not TOOL.exists(), reason="fa3-compile not built")
+def test_transpose_warps_is_an_fp8_dimension(tmp_path):
+    out = tmp_path / "tune"
+    cand = candidates(out, "--head-dim", "128", "--dtype", "e4m3", "--block-n", "128",
+                      "--stages", "2", "--transpose-warps", "0,3,4")
+    kept = {c["label"]: c for c in cand["candidates"]}
+    # head dim 128 takes 3 by default: _t3 is the same kernel as the default's
+    assert set(kept) == {"n128_s2_pp1_q0", "n128_s2_pp1_q0_t4"}
+    assert kept["n128_s2_pp1_q0_t4"]["transpose_warps"] == 4
+    rejected = {r["label"]: r["why"] for r in cand["rejected"]}
+    assert rejected == {"n128_s2_pp1_q0_t3": "the same kernel as n128_s2_pp1_q0"}
+    for args, why in ((["--transpose-warps", "5"], "--transpose-warps takes 0, 3, 4"),
+                      (["--dtype", "bf16", "--transpose-warps", "4"], "FP8 (--dtype e4m3) only")):
+        bad = autotune_compile("--head-dim", "128", *args, "-o", str(out))
+        assert bad.returncode != 0 and why in bad.stderr
+
+
+@pytest.mark.skipif(not TOOL.exists(), reason="fa3-compile not built")
 def test_block_m_is_a_dimension_and_twins_are_dropped(tmp_path):
     out = tmp_path / "tune"
     cand = candidates(out, "--head-dim", "64", "--block-m", "128,192", "--block-n", "128",
