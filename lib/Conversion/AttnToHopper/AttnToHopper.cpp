@@ -283,6 +283,35 @@ void buildVisibleColsFn(OpBuilder &b, Location loc, StringRef name,
   func::ReturnOp::create(fb, loc, ValueRange{toI32(fb, loc, lo), toI32(fb, loc, hi)});
 }
 
+/// The kernel is a PTX symbol named after the function: refused where the
+/// function's name is not a C identifier.
+LogicalResult checkKernelName(func::FuncOp func,
+                              function_ref<InFlightDiagnostic(const Twine &)> fail) {
+  if (isCIdentifier(func.getName()))
+    return success();
+  return fail("its kernel is named after @\"" + func.getName().str() +
+              "\", which is not a C identifier (letters, digits and '_', "
+              "not starting with a digit) as PTX symbols must be: rename "
+              "the function");
+}
+
+/// The kernel's launch takes the function's arguments as its tensors: an
+/// operand computed in the function would be lost with the function.
+/// `exception` (a packed batch's views) is added to the message.
+LogicalResult checkTensorsAreArguments(
+    func::FuncOp func, ArrayRef<Value> tensors, StringRef exception,
+    function_ref<InFlightDiagnostic(const Twine &)> fail) {
+  Block *entry = &func.getBody().front();
+  for (Value v : tensors) {
+    auto arg = dyn_cast_or_null<BlockArgument>(v);
+    if (v && !(arg && arg.getOwner() == entry))
+      return fail("its tensors must be arguments of @" + func.getName().str() +
+                  ", which the kernel's launch takes; one is computed in the "
+                  "function" + exception);
+  }
+  return success();
+}
+
 /// The gpu.module @<base>_kernels that holds one attention's kernel, at
 /// the end of `module` (`mb`'s insertion point); refused where the symbol
 /// is taken.
@@ -329,16 +358,11 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
     return mlir::emitError(t.grid.getLoc(), "cannot generate the Hopper kernel: ")
            << why;
   };
-  // The kernel is a PTX symbol named after the function.
-  if (!isCIdentifier(func.getName()))
-    return fail("its kernel is named after @\"" + func.getName().str() +
-                "\", which is not a C identifier (letters, digits and '_', "
-                "not starting with a digit) as PTX symbols must be: rename "
-                "the function");
-  // The kernel's launch takes the function's arguments as its tensors: an
-  // operand computed in the function would be lost with the function. The
-  // exception is a packed variable-length batch's per-sequence views, whose
-  // rows the kernel reads from the same cu_seqlens arrays.
+  if (failed(checkKernelName(func, fail)))
+    return failure();
+  // The tensors are the function's arguments, except a packed
+  // variable-length batch's per-sequence views, whose rows the kernel reads
+  // from the same cu_seqlens arrays.
   Block *entry = &func.getBody().front();
   std::string why;
   FailureOr<bool> varlen = matchVarlen(t, entry, why);
@@ -346,15 +370,13 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
     return fail(why);
   Value tensors[] = {u.getQuery(), u.getKey(), u.getValue(),
                      t.finalize.getOut(), t.finalize.getLse()};
-  for (Value v : tensors) {
-    auto arg = dyn_cast_or_null<BlockArgument>(v);
-    if (v && !*varlen && !(arg && arg.getOwner() == entry))
-      return fail("its tensors must be arguments of @" +
-                  func.getName().str() +
-                  ", which the kernel's launch takes; one is computed in the "
-                  "function (of views, the kernel takes only those of a "
-                  "packed variable-length batch)");
-  }
+  if (!*varlen &&
+      failed(checkTensorsAreArguments(
+          func, tensors,
+          " (of views, the kernel takes only those of a packed "
+          "variable-length batch)",
+          fail)))
+    return failure();
   auto recorded =
       t.range->getAttrOfType<HopperConfigAttr>(HopperConfigAttr::kAttrName);
   if (!recorded)
@@ -488,23 +510,13 @@ LogicalResult convertGrad(ModuleOp module, func::FuncOp func, TiledGrad t,
                            "cannot generate the Hopper kernel: ")
            << why;
   };
-  if (!isCIdentifier(func.getName()))
-    return fail("its kernel is named after @\"" + func.getName().str() +
-                "\", which is not a C identifier (letters, digits and '_', "
-                "not starting with a digit) as PTX symbols must be: rename "
-                "the function");
-  Block *entry = &func.getBody().front();
+  if (failed(checkKernelName(func, fail)))
+    return failure();
   Value tensors[] = {u.getQuery(), u.getKey(), u.getValue(), u.getGradOut(),
                      u.getLse(), t.finalize.getGradKey(),
                      t.finalize.getGradValue()};
-  for (Value v : tensors) {
-    auto arg = dyn_cast<BlockArgument>(v);
-    if (!(arg && arg.getOwner() == entry))
-      return fail("its tensors must be arguments of @" +
-                  func.getName().str() +
-                  ", which the kernel's launch takes; one is computed in the "
-                  "function");
-  }
+  if (failed(checkTensorsAreArguments(func, tensors, "", fail)))
+    return failure();
   auto recorded =
       t.range->getAttrOfType<HopperConfigAttr>(HopperConfigAttr::kAttrName);
   if (!recorded)

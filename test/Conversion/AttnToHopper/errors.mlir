@@ -76,3 +76,36 @@ func.func @"x() {}"(%q: memref<1x2x64x64xbf16>, %o: memref<1x2x64x64xbf16>) {
   attn.flash_attention ins(%q, %q, %q : memref<1x2x64x64xbf16>, memref<1x2x64x64xbf16>, memref<1x2x64x64xbf16>) outs(%o : memref<1x2x64x64xbf16>)
   return
 }
+
+// -----
+
+// The kernel's launch takes the function's arguments: a tensor computed in
+// the function is refused.
+func.func @computed_key(%q: memref<1x2x64x64xbf16>, %o: memref<1x2x64x64xbf16>) {
+  %k = memref.alloc() : memref<1x2x64x64xbf16>
+  // expected-error @+1 {{cannot generate the Hopper kernel: its tensors must be arguments of @computed_key, which the kernel's launch takes; one is computed in the function (of views, the kernel takes only those of a packed variable-length batch)}}
+  attn.flash_attention ins(%q, %k, %q : memref<1x2x64x64xbf16>, memref<1x2x64x64xbf16>, memref<1x2x64x64xbf16>) outs(%o : memref<1x2x64x64xbf16>)
+  return
+}
+
+// -----
+
+// The backward's kernels too: named after the function, from its arguments.
+func.func @"grad()"(%q: memref<?x1x?x64xbf16>, %o: memref<?x1x?x64xbf16>, %lse: memref<?x1x?xf32>,
+    %dq: memref<?x1x?x64xf32>, %dk: memref<?x1x?x64xbf16>, %dv: memref<?x1x?x64xbf16>) {
+  // expected-error @+1 {{cannot generate the Hopper kernel: its kernel is named after @"grad()", which is not a C identifier}}
+  attn.flash_attention_grad ins(%q, %q, %q, %o, %o, %lse : memref<?x1x?x64xbf16>, memref<?x1x?x64xbf16>, memref<?x1x?x64xbf16>, memref<?x1x?x64xbf16>, memref<?x1x?x64xbf16>, memref<?x1x?xf32>)
+      outs(%dq, %dk, %dv : memref<?x1x?x64xf32>, memref<?x1x?x64xbf16>, memref<?x1x?x64xbf16>)
+  return
+}
+
+// -----
+
+func.func @grad_computed_out(%q: memref<?x1x?x64xbf16>, %lse: memref<?x1x?xf32>,
+    %dq: memref<?x1x?x64xf32>, %dk: memref<?x1x?x64xbf16>, %dv: memref<?x1x?x64xbf16>, %n: index) {
+  %o = memref.alloc(%n, %n) : memref<?x1x?x64xbf16>
+  // expected-error @+1 {{cannot generate the Hopper kernel: its tensors must be arguments of @grad_computed_out, which the kernel's launch takes; one is computed in the function}}
+  attn.flash_attention_grad ins(%q, %q, %q, %o, %o, %lse : memref<?x1x?x64xbf16>, memref<?x1x?x64xbf16>, memref<?x1x?x64xbf16>, memref<?x1x?x64xbf16>, memref<?x1x?x64xbf16>, memref<?x1x?xf32>)
+      outs(%dq, %dk, %dv : memref<?x1x?x64xf32>, memref<?x1x?x64xbf16>, memref<?x1x?x64xbf16>)
+  return
+}
