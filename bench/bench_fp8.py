@@ -123,6 +123,7 @@ def main():
                 print(f"no e4m3 kernel for hdim {D} causal={causal}: skipped")
                 continue
             for S in seqlens:
+                kf = find("e4m3", D, causal, S)   # the kernel for this length
                 kb = None if a.no_bf16 else find("bf16", D, causal, S)
                 B, H, q, k, v, flops = paper_inputs(D, S, causal, "bf16")
                 live = fa3 is not None and a.descale != "block"  # FA3 takes [B, H] descales

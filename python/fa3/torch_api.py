@@ -829,7 +829,7 @@ def _eager_fp8(torch, q, k, v, q_descale, k_descale, v_descale, softmax_scale, c
                                  Hq, Hkv)
     dev = q.device.index if q.device.index is not None else torch.cuda.current_device()
     kobj = _launchable_kernel(kernel, "e4m3", D, Dv, causal, window_size, softcap, kernel_dir,
-                              jit, dev, torch.cuda.device)
+                              jit, dev, torch.cuda.device, seqlen_q=Sq)
     # TMA reads rows of D contiguous elements: make the last dim contiguous
     q, k, v = [t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v)]
     _check_out(torch, q, out, lse_out, B, Sq, Hq, Dv, torch.bfloat16)

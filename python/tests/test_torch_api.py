@@ -339,6 +339,33 @@ def test_autograd_hands_window_and_softcap_to_the_backward(monkeypatch):
     assert seen == [(True, [100, 0], 30.0, "/kernels", True)]
 
 
+def test_fp8_launch_asks_for_the_kernel_of_its_length(monkeypatch):
+    """The FP8 forward asks for the kernel of its Sq, as the bf16 one does
+    (an FP8 variant's long-sequence kernel, facts min_seqlen_q, is taken
+    from that length: fa3-compile's <name>_long_kernel)."""
+    from types import SimpleNamespace
+    asked = []
+
+    class Picked(Exception):
+        pass
+
+    def launchable(*args, **kw):
+        asked.append(kw.get("seqlen_q", 0))
+        raise Picked
+    monkeypatch.setattr(torch_api, "_launchable_kernel", launchable)
+    for sq in (100, 9000):
+        monkeypatch.setattr(torch_api, "_check_fp8",
+                            lambda *a, sq=sq, **k: (2, sq, 8, 128, 9100, 8, 128))
+        monkeypatch.setattr(torch_api, "_fp8_descales", lambda *a, **k: ({}, ()))
+        fake_torch = SimpleNamespace(cuda=SimpleNamespace(device=object,
+                                                          current_device=lambda: 0))
+        q = SimpleNamespace(device=SimpleNamespace(index=0))
+        with pytest.raises(Picked):
+            torch_api._eager_fp8(fake_torch, q, q, q, None, None, None, None, True, (-1, -1),
+                                 0.0, False, "dir", None, None, None, None)
+    assert asked == [100, 9000]
+
+
 def test_backward_default_scale_is_the_forwards(monkeypatch):
     """softmax_scale=None in the backward takes the forward kernel's default
     scale (a forward compiled with --scale X and a default backward must
