@@ -795,36 +795,43 @@ def _check_fp8(torch, q, k, v, q_descale, k_descale, v_descale, num_splits=1, pa
 def _fp8_fwd(torch, q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal,
              window_size, softcap, return_lse, kernel_dir, kernel, out, lse_out, jit,
              num_splits=1, pack_gqa=None):
-    """flash_attn_func on FP8 inputs: the checks, then the custom op as
-    Dynamo traces it (torch.ops.fa3.flash_attn_fp8_fwd), else the eager
-    launch."""
+    """flash_attn_func on FP8 inputs: the eager launch, or under
+    torch.compile the checks, then the custom op as Dynamo traces it
+    (torch.ops.fa3.flash_attn_fp8_fwd)."""
+    if not torch.compiler.is_compiling():
+        return _eager_fp8(torch, q, k, v, q_descale, k_descale, v_descale, softmax_scale,
+                          causal, window_size, softcap, return_lse, kernel_dir, kernel, out,
+                          lse_out, jit, grad_check=True, num_splits=num_splits,
+                          pack_gqa=pack_gqa)
     B, Sq, Hq, D, Skv, Hkv, Dv = _check_fp8(torch, q, k, v, q_descale, k_descale, v_descale,
                                             num_splits, pack_gqa)
     window_size = _window(window_size)
     _check_out(torch, q, out, lse_out, B, Sq, Hq, Dv, torch.bfloat16)
-    # the descales' shapes, dtypes and devices, before any kernel is chosen
-    # (their strides are taken at launch)
+    # the descales' shapes, dtypes and devices, before the op (their strides
+    # are taken at launch)
     _fp8_descales(torch, q_descale, k_descale, v_descale, q.device, B, Sq, Skv, Hq, Hkv,
                   check_only=True)
-    if torch.compiler.is_compiling():
-        from . import torch_ops  # noqa: F401  (registers torch.ops.fa3.flash_attn_fp8_fwd)
-        o, lse = torch.ops.fa3.flash_attn_fp8_fwd.default(
-            q, k, v, q_descale, k_descale, v_descale,
-            None if softmax_scale is None else float(softmax_scale), bool(causal),
-            list(window_size), float(softcap), _op_path(kernel_dir),
-            None if kernel is None else _op_path(kernel.facts_path), jit)
-        return _copied_out(o, lse, out, lse_out, return_lse)
-    return _eager_fp8(torch, q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal,
-                      window_size, softcap, return_lse, kernel_dir, kernel, out, lse_out, jit)
+    from . import torch_ops  # noqa: F401  (registers torch.ops.fa3.flash_attn_fp8_fwd)
+    o, lse = torch.ops.fa3.flash_attn_fp8_fwd.default(
+        q, k, v, q_descale, k_descale, v_descale,
+        None if softmax_scale is None else float(softmax_scale), bool(causal),
+        list(window_size), float(softcap), _op_path(kernel_dir),
+        None if kernel is None else _op_path(kernel.facts_path), jit)
+    return _copied_out(o, lse, out, lse_out, return_lse)
 
 
 def _eager_fp8(torch, q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal,
-               window_size, softcap, return_lse, kernel_dir, kernel, out, lse_out, jit):
-    """The FP8 kernel's launch (and the op's, fa3.torch_ops): o bfloat16."""
+               window_size, softcap, return_lse, kernel_dir, kernel, out, lse_out, jit,
+               grad_check=False, num_splits=1, pack_gqa=None):
+    """The FP8 kernel's launch, every check once (a short call's time is
+    mostly this host work): flash_attn_func's (grad_check, num_splits,
+    pack_gqa: its arguments) and the op's (fa3.torch_ops, below the autograd
+    layer: the defaults). o bfloat16."""
     from . import runtime
     B, Sq, Hq, D, Skv, Hkv, Dv = _check_fp8(torch, q, k, v, q_descale, k_descale, v_descale,
-                                            grad_check=False)
+                                            num_splits, pack_gqa, grad_check=grad_check)
     window_size = _window(window_size)
+    _check_out(torch, q, out, lse_out, B, Sq, Hq, Dv, torch.bfloat16)
     fields, keep = _fp8_descales(torch, q_descale, k_descale, v_descale, q.device, B, Sq, Skv,
                                  Hq, Hkv)
     dev = q.device.index if q.device.index is not None else torch.cuda.current_device()
@@ -832,7 +839,6 @@ def _eager_fp8(torch, q, k, v, q_descale, k_descale, v_descale, softmax_scale, c
                               jit, dev, torch.cuda.device, seqlen_q=Sq)
     # TMA reads rows of D contiguous elements: make the last dim contiguous
     q, k, v = [t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v)]
-    _check_out(torch, q, out, lse_out, B, Sq, Hq, Dv, torch.bfloat16)
     o, lse, return_lse = _outputs(torch, q, (B, Sq, Hq, Dv), (B, Hq, Sq), out, lse_out,
                                   return_lse, torch.bfloat16)
     counter = _graph_tile_counter(torch, kobj, q.device)
