@@ -38,7 +38,8 @@
    a variant first called inside a capture is refused with a message.
 3. Per-call overhead, B=1 S=128 H=1 D=128 bf16: median wall time of a call
    (time.perf_counter around N calls, then synchronize) for eager
-   flash_attn_func, the compiled function calling it, and
+   flash_attn_func (and on e4m3 inputs with descales, where the directory
+   has the FP8 kernel), the compiled function calling it, and
    F.scaled_dot_product_attention eager and compiled; and of a CUDA-graph
    replay of one call, ours and SDPA's.
 
@@ -542,6 +543,16 @@ def overhead(kdir):
     op = torch.ops.fa3.flash_attn_fwd.default
     rows.insert(1, ("torch.ops.fa3.flash_attn_fwd, eager",
                     lambda: op(q, k, v, None, False, [-1, -1], 0.0, kdir, None, None)))
+    # FP8 (e4m3 q, k, v with FA3's [B, Hkv] descales), where the directory
+    # has the head dim 128 kernel: its eager path checks the descales too
+    q8, k8, v8 = (t.to(torch.float8_e4m3fn) for t in (q, k, v))
+    ds = torch.ones(B, H, device="cuda")
+    fp8 = [kf for kf in torch_api.available_kernels(kdir)[0]
+           if kf.dtype == "e4m3" and kf.head_dim == D and not kf.causal]
+    if fp8:
+        rows.insert(2, ("fa3 flash_attn_func FP8 [B, Hkv] descales, eager",
+                        lambda: flash_attn_func(q8, k8, v8, q_descale=ds, k_descale=ds,
+                                                v_descale=ds, kernel_dir=kdir)))
     with torch.no_grad():
         out = [(name, per_call(f)) for name, f in rows]
     print(f"\nper-call wall time, B={B} S={S} H={H} D={D} bf16 (median of 5 x 2000 calls, "
