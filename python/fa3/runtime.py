@@ -327,16 +327,20 @@ def fwd_args(q: Tensor, k: Tensor, v: Tensor, o: Tensor, lse_ptr: int = 0,
         if o_dtype not in DTYPES:
             raise ValueError(f"o_dtype must be None or one of {sorted(DTYPES)}, got {o_dtype!r}")
         a.o_dtype = DTYPES[o_dtype]
+    # (a field left 0, the struct's own value, is not checked: a call's host
+    # time matters for short attentions, and most of these are 0)
     for name, ptr, strides, n, axes in (("q_descale", q_descale, q_descale_strides, 3, "bhm"),
                                         ("k_descale", k_descale, k_descale_strides, 3, "bhn"),
                                         ("v_descale", v_descale, v_descale_strides, 2, "bh")):
-        setattr(a, name, check_int(w, name, ptr or 0, *UINT64, error=E))
+        if ptr:
+            setattr(a, name, check_int(w, name, ptr, *UINT64, error=E))
         if len(strides) != n:
             raise E(f"{w}: {name}_strides must have {n} entries ({', '.join(axes)}), got "
                     f"{len(strides)}")
         for axis, st in zip(axes, strides):
-            setattr(a, f"{name}_stride_{axis}",
-                    check_int(w, f"{name}_strides[{axis}]", st, 0, 2**31 - 1, error=E))
+            if st:
+                setattr(a, f"{name}_stride_{axis}",
+                        check_int(w, f"{name}_strides[{axis}]", st, 0, 2**31 - 1, error=E))
     for name, t in (("k_new", k_new), ("v_new", v_new)):
         if t is not None and not isinstance(t, Tensor):
             raise E(f"{w}: {name} must be a fa3.runtime.Tensor (fa3.runtime.tensor) or None, "
@@ -345,27 +349,21 @@ def fwd_args(q: Tensor, k: Tensor, v: Tensor, o: Tensor, lse_ptr: int = 0,
         a.k_new = k_new
     if v_new is not None:
         a.v_new = v_new
-    a.seqlens_out = check_int(w, "seqlens_out", seqlens_out or 0, *UINT64, error=E)
-    a.page_table = check_int(w, "page_table", page_table or 0, *UINT64, error=E)
-    a.page_table_stride = check_int(w, "page_table_stride", page_table_stride or 0, 0,
-                                    2**31 - 1, error=E)
-    a.paged_seqlen_k = check_int(w, "paged_seqlen_k", paged_seqlen_k or 0, 0, 2**31 - 1,
-                                 error=E)
-    a.num_splits = check_int(w, "num_splits", num_splits or 0, 0, MAX_SPLITS, error=E)
-    a.o_accum = check_int(w, "o_accum", o_accum or 0, *UINT64, error=E)
-    a.lse_accum = check_int(w, "lse_accum", lse_accum or 0, *UINT64, error=E)
-    a.num_sms = check_int(w, "num_sms", num_sms or 0, 0, 2**31 - 1, error=E)
-    a.ctas_per_sm = check_int(w, "ctas_per_sm", ctas_per_sm or 0, 0, 2, error=E)
-    a.cu_seqlens_q = check_int(w, "cu_seqlens_q", cu_seqlens_q or 0, *UINT64, error=E)
-    a.cu_seqlens_k = check_int(w, "cu_seqlens_k", cu_seqlens_k or 0, *UINT64, error=E)
-    a.seqused_k = check_int(w, "seqused_k", seqused_k or 0, *UINT64, error=E)
-    a.varlen_batch = check_int(w, "varlen_batch", varlen_batch or 0, 0, 2**31 - 1, error=E)
-    a.max_seqlen_q = check_int(w, "max_seqlen_q", max_seqlen_q or 0, 0, 2**31 - 1, error=E)
+    i31 = (0, 2**31 - 1)
+    for name, value, (lo, hi) in (
+            ("seqlens_out", seqlens_out, UINT64), ("page_table", page_table, UINT64),
+            ("page_table_stride", page_table_stride, i31),
+            ("paged_seqlen_k", paged_seqlen_k, i31), ("num_splits", num_splits, (0, MAX_SPLITS)),
+            ("o_accum", o_accum, UINT64), ("lse_accum", lse_accum, UINT64),
+            ("num_sms", num_sms, i31), ("ctas_per_sm", ctas_per_sm, (0, 2)),
+            ("cu_seqlens_q", cu_seqlens_q, UINT64), ("cu_seqlens_k", cu_seqlens_k, UINT64),
+            ("seqused_k", seqused_k, UINT64), ("varlen_batch", varlen_batch, i31),
+            ("max_seqlen_q", max_seqlen_q, i31), ("lse", lse_ptr, UINT64),
+            ("tile_counter", tile_counter, UINT64)):
+        if value:
+            setattr(a, name, check_int(w, "lse_ptr" if name == "lse" else name, value, lo, hi,
+                                       error=E))
     a.q, a.k, a.v, a.o = q, k, v, o
-    a.lse = check_int("fa3.runtime.fwd_args", "lse_ptr", lse_ptr or 0, *UINT64,
-                      error=Fa3ArgumentError)
-    a.tile_counter = check_int("fa3.runtime.fwd_args", "tile_counter", tile_counter or 0,
-                               *UINT64, error=Fa3ArgumentError)
     a.softmax_scale = math.nan if softmax_scale is None else float(softmax_scale)
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}")

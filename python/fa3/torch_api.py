@@ -705,17 +705,22 @@ def _fp8_descale(torch, name, t, device, B, H, rows, Hq=None, check_only=False):
     if t is None:
         return None, 0, (0,) * n
     blocks = None if rows is None else -(-rows // DESCALE_ROWS)
-    forms = [f"{(B, H)}"] + ([] if blocks is None else [f"{(B, H, blocks)}"])
-    if Hq is not None and Hq != H:
-        forms = [f"{(B, Hq)}", f"{(B, Hq, blocks)}", f"{(B, H)} (FA3's, per kv head)",
-                 f"{(B, H, blocks)}"]
-    want = (f"a float32 tensor on {device}: 0-d (one factor), or of shape "
-            + (", ".join(forms[:-1]) + " or " if len(forms) > 1 else "") + forms[-1])
+
+    def want():
+        """What the descale must be (messages only: a call's host time
+        matters for short attentions)."""
+        forms = [f"{(B, H)}"] + ([] if blocks is None else [f"{(B, H, blocks)}"])
+        if Hq is not None and Hq != H:
+            forms = [f"{(B, Hq)}", f"{(B, Hq, blocks)}", f"{(B, H)} (FA3's, per kv head)",
+                     f"{(B, H, blocks)}"]
+        return (f"a float32 tensor on {device}: 0-d (one factor), or of shape "
+                + (", ".join(forms[:-1]) + " or " if len(forms) > 1 else "") + forms[-1])
     if not isinstance(t, torch.Tensor):
-        raise TypeError(f"flash_attn_func: {name} must be None or {want}, got "
+        raise TypeError(f"flash_attn_func: {name} must be None or {want()}, got "
                         f"{type(t).__name__}")
     if t.dtype != torch.float32 or t.device != device:
-        raise ValueError(f"flash_attn_func: {name} must be {want}, got {t.dtype} on {t.device}")
+        raise ValueError(f"flash_attn_func: {name} must be {want()}, got {t.dtype} on "
+                         f"{t.device}")
     shape = tuple(t.shape)
     if shape == ():
         return t, 0 if check_only else t.data_ptr(), (0,) * n
@@ -723,7 +728,7 @@ def _fp8_descale(torch, name, t, device, B, H, rows, Hq=None, check_only=False):
     ok = shape[:1] == (B,) and len(shape) in ((2, 3) if n == 3 else (2,)) and \
         shape[1:2] in [(h,) for h in heads] and (len(shape) == 2 or shape[2] == blocks)
     if not ok:
-        raise ValueError(f"flash_attn_func: {name} must be {want}, got shape {shape}"
+        raise ValueError(f"flash_attn_func: {name} must be {want()}, got shape {shape}"
                          + (f" (ceil({rows} / {DESCALE_ROWS}) = {blocks} blocks of "
                             f"{DESCALE_ROWS} rows)" if len(shape) == 3 and rows is not None
                             else ""))
