@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""The host work of one eager fa3.torch_api.flash_attn_func call, on the CPU.
+
+A short attention's time under do_bench is host work beyond what its L2
+flush hides (~55 us on the H200), so the Python path's cost is a number to
+keep down. This times it without a GPU: torch's FakeTensorMode gives CUDA
+tensors without data, and the kernel lookup, the launch and the CUDA calls
+(device guard, stream, capture query) are stubbed, so what is timed is our
+checks and argument building (plus the fake tensors' own dispatch: real
+tensors cost less). On the GPU machine, test/gpu/check_torch.py
+--overhead-only times the real call.
+
+  python3 bench/host_overhead.py [--dtype bf16|e4m3] [--calls N] [--profile]
+
+Prints the mean microseconds a call (best of 3 batches) and how many calls
+reached the (stubbed) launch; --profile adds cProfile's top functions by own
+time. Needs torch (no GPU).
+"""
+import argparse
+import contextlib
+import cProfile
+import pstats
+import sys
+import time
+import types
+import warnings
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "python"))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dtype", default="bf16", choices=["bf16", "f16", "e4m3"])
+    ap.add_argument("--calls", type=int, default=2000)
+    ap.add_argument("--profile", action="store_true")
+    a = ap.parse_args(argv)
+    try:
+        import torch
+        from torch._subclasses.fake_tensor import FakeTensorMode
+    except ImportError:
+        sys.exit("host_overhead: needs torch (pip install torch; no GPU needed)")
+    from fa3 import torch_api
+
+    class Kernel:  # a loaded kernel that launches nothing (and counts the calls)
+        facts = types.SimpleNamespace(persistent=True)
+        launches = 0
+
+        def fwd(self, args, stream):
+            Kernel.launches += 1
+    kernel = Kernel()
+    stubs = {(torch_api, "_launchable_kernel"): lambda *args, **kw: kernel,
+             (torch.cuda, "device"): lambda dev: contextlib.nullcontext(),
+             (torch.cuda, "current_stream"): lambda dev=None: types.SimpleNamespace(
+                 cuda_stream=0),
+             (torch.cuda, "is_current_stream_capturing"): lambda: False,
+             (torch.cuda, "current_device"): lambda: 0}
+    saved = {key: getattr(*key) for key in stubs}
+    for (mod, name), fn in stubs.items():
+        setattr(mod, name, fn)
+    warnings.filterwarnings("ignore", message=".*data pointer of FakeTensor")
+    try:
+        with FakeTensorMode(), torch.no_grad():
+            B, S, H, D = 1, 128, 1, 128
+            dt = {"bf16": torch.bfloat16, "f16": torch.float16,
+                  "e4m3": torch.float8_e4m3fn}[a.dtype]
+            q, k, v = (torch.empty(B, S, H, D, device="cuda", dtype=dt) for _ in range(3))
+            o = torch.empty(B, S, H, D, device="cuda",
+                            dtype=torch.bfloat16 if a.dtype == "e4m3" else dt)
+            kw = {}
+            if a.dtype == "e4m3":  # FA3's per (batch, kv head) descales
+                ds = torch.ones(B, H, device="cuda")
+                kw = dict(q_descale=ds, k_descale=ds, v_descale=ds)
+
+            def call():
+                torch_api.flash_attn_func(q, k, v, out=o, **kw)
+            for _ in range(100):
+                call()
+            best = float("inf")
+            for _ in range(3):
+                t0 = time.perf_counter()
+                for _ in range(a.calls):
+                    call()
+                best = min(best, (time.perf_counter() - t0) / a.calls * 1e6)
+            print(f"{a.dtype} flash_attn_func, eager, B={B} S={S} H={H} D={D}: "
+                  f"{best:.1f} us a call (host work on fake tensors; best of 3 x {a.calls}; "
+                  f"{Kernel.launches} launches reached)")
+            if a.profile:
+                pr = cProfile.Profile()
+                pr.enable()
+                for _ in range(a.calls):
+                    call()
+                pr.disable()
+                pstats.Stats(pr).sort_stats("tottime").print_stats(15)
+    finally:
+        for (mod, name), fn in saved.items():
+            setattr(mod, name, fn)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
