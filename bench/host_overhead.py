@@ -10,7 +10,13 @@ checks and argument building (plus the fake tensors' own dispatch: real
 tensors cost less). On the GPU machine, test/gpu/check_torch.py
 --overhead-only times the real call.
 
-  python3 bench/host_overhead.py [--dtype bf16|e4m3] [--calls N] [--profile]
+  python3 bench/host_overhead.py [--call func|kvcache] [--dtype bf16|e4m3]
+                                 [--calls N] [--profile]
+
+func: flash_attn_func, B=1 S=128 H=1 D=128 (e4m3 with FA3's [B, Hkv]
+descales); kvcache: flash_attn_with_kvcache, a decoding step (B=1, one
+query row, 32 q heads over 8 kv heads, D=128, a 4096-row cache with int32
+cache_seqlens).
 
 Prints the mean microseconds a call (best of 3 batches) and how many calls
 reached the (stubbed) launch; --profile adds cProfile's top functions by own
@@ -32,10 +38,13 @@ sys.path.insert(0, str(ROOT / "python"))
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--call", default="func", choices=["func", "kvcache"])
     ap.add_argument("--dtype", default="bf16", choices=["bf16", "f16", "e4m3"])
     ap.add_argument("--calls", type=int, default=2000)
     ap.add_argument("--profile", action="store_true")
     a = ap.parse_args(argv)
+    if a.call == "kvcache" and a.dtype == "e4m3":
+        ap.error("--call kvcache takes bf16 or f16 (the decoding kernel has no FP8 form)")
     try:
         import torch
         from torch._subclasses.fake_tensor import FakeTensorMode
@@ -44,8 +53,11 @@ def main(argv=None):
     from fa3 import torch_api
 
     class Kernel:  # a loaded kernel that launches nothing (and counts the calls)
-        facts = types.SimpleNamespace(persistent=True)
+        facts = types.SimpleNamespace(persistent=True, block_n=64)
         launches = 0
+
+        def plan(self, args):  # one split: no workspace
+            return types.SimpleNamespace(num_splits=1, o_accum_bytes=0, lse_accum_bytes=0)
 
         def fwd(self, args, stream):
             Kernel.launches += 1
@@ -59,22 +71,35 @@ def main(argv=None):
     saved = {key: getattr(*key) for key in stubs}
     for (mod, name), fn in stubs.items():
         setattr(mod, name, fn)
+    torch_api._device_sms[0] = 132   # (the device's SMs, read once a device)
     warnings.filterwarnings("ignore", message=".*data pointer of FakeTensor")
     try:
         with FakeTensorMode(), torch.no_grad():
-            B, S, H, D = 1, 128, 1, 128
             dt = {"bf16": torch.bfloat16, "f16": torch.float16,
                   "e4m3": torch.float8_e4m3fn}[a.dtype]
-            q, k, v = (torch.empty(B, S, H, D, device="cuda", dtype=dt) for _ in range(3))
-            o = torch.empty(B, S, H, D, device="cuda",
-                            dtype=torch.bfloat16 if a.dtype == "e4m3" else dt)
-            kw = {}
-            if a.dtype == "e4m3":  # FA3's per (batch, kv head) descales
-                ds = torch.ones(B, H, device="cuda")
-                kw = dict(q_descale=ds, k_descale=ds, v_descale=ds)
+            if a.call == "func":
+                B, S, H, D = 1, 128, 1, 128
+                shape = f"B={B} S={S} H={H} D={D}"
+                q, k, v = (torch.empty(B, S, H, D, device="cuda", dtype=dt) for _ in range(3))
+                o = torch.empty(B, S, H, D, device="cuda",
+                                dtype=torch.bfloat16 if a.dtype == "e4m3" else dt)
+                kw = {}
+                if a.dtype == "e4m3":  # FA3's per (batch, kv head) descales
+                    ds = torch.ones(B, H, device="cuda")
+                    kw = dict(q_descale=ds, k_descale=ds, v_descale=ds)
 
-            def call():
-                torch_api.flash_attn_func(q, k, v, out=o, **kw)
+                def call():
+                    torch_api.flash_attn_func(q, k, v, out=o, **kw)
+            else:
+                B, Skv, Hq, Hkv, D = 1, 4096, 32, 8, 128
+                shape = f"B={B} Sq=1 Hq/Hkv={Hq}/{Hkv} D={D} cache {Skv}"
+                q = torch.empty(B, 1, Hq, D, device="cuda", dtype=dt)
+                kc, vc = (torch.empty(B, Skv, Hkv, D, device="cuda", dtype=dt)
+                          for _ in range(2))
+                lens = torch.empty(B, device="cuda", dtype=torch.int32)
+
+                def call():
+                    torch_api.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=lens)
             for _ in range(100):
                 call()
             best = float("inf")
@@ -83,7 +108,8 @@ def main(argv=None):
                 for _ in range(a.calls):
                     call()
                 best = min(best, (time.perf_counter() - t0) / a.calls * 1e6)
-            print(f"{a.dtype} flash_attn_func, eager, B={B} S={S} H={H} D={D}: "
+            name = "flash_attn_func" if a.call == "func" else "flash_attn_with_kvcache"
+            print(f"{a.dtype} {name}, eager, {shape}: "
                   f"{best:.1f} us a call (host work on fake tensors; best of 3 x {a.calls}; "
                   f"{Kernel.launches} launches reached)")
             if a.profile:

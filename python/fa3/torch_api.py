@@ -1382,12 +1382,14 @@ def _decode(torch, fn, q, k, v, cache_seqlens, softmax_scale, causal, window_siz
     torch.ops.fa3.flash_attn_decode_append_fwd, which mutates k and v).
     ctas_per_sm: 0, 1 or 2 (_ctas_per_sm)."""
     n = _num_splits(fn, num_splits)
-    _check_inputs(torch, q, k, v, fn=fn if fn != "flash_attn_func" else
-                  "flash_attn_func with num_splits != 1 or pack_gqa=True (the decoding kernel)")
+    dt = _check_inputs(torch, q, k, v, fn=fn if fn != "flash_attn_func" else
+                       "flash_attn_func with num_splits != 1 or pack_gqa=True (the decoding "
+                       "kernel)")
+    pt_stride = 0
     if page_table is None:
         dims = _check_shapes(q.shape, k.shape, v.shape)
     else:
-        page_table, _ = _check_page_table(torch, fn, page_table, q.device, q.shape[0])
+        page_table, pt_stride = _check_page_table(torch, fn, page_table, q.device, q.shape[0])
         dims = _check_paged_shapes(fn, q.shape, k.shape, v.shape, page_table.shape)
     B, Sq, Hq, D, Skv, Hkv, Dv = dims
     window_size = _window(window_size)
@@ -1422,7 +1424,8 @@ def _decode(torch, fn, q, k, v, cache_seqlens, softmax_scale, causal, window_siz
         return _copied_out(o, lse, out, lse_out, return_lse)
     return _eager_decode(torch, q, k, v, seqused_k, softmax_scale, causal, window_size, softcap,
                          n, sm_margin, return_lse, kernel_dir, kernel, jit, out, lse_out,
-                         page_table, k_new, v_new, ctas_per_sm)
+                         page_table, k_new, v_new, ctas_per_sm,
+                         checked=(dt, dims, pt_stride, snew))
 
 
 def _append_needs(fn, k_new, v_new, cache_seqlens) -> str:
@@ -1438,7 +1441,8 @@ def _append_needs(fn, k_new, v_new, cache_seqlens) -> str:
 
 def _eager_decode(torch, q, k, v, seqused_k, softmax_scale, causal, window_size, softcap,
                   num_splits, sm_margin, return_lse, kernel_dir, kernel, jit, out=None,
-                  lse_out=None, page_table=None, k_new=None, v_new=None, ctas_per_sm=0):
+                  lse_out=None, page_table=None, k_new=None, v_new=None, ctas_per_sm=0,
+                  checked=None):
     """The decoding kernel's launch (and the ops', fa3.torch_ops): planned
     with the device's SMs less sm_margin, the f32 workspaces of a split
     launch allocated on the stream it runs on (the caching allocator keeps
@@ -1450,24 +1454,32 @@ def _eager_decode(torch, q, k, v, seqused_k, softmax_scale, causal, window_size,
     seqused_k then required, its values 0 to Skv - Snew): the runtime
     launches the cubin's append before the attention, which reads the
     counts after it from an int32 [B] workspace allocated here.
-    ctas_per_sm: 0, 1 or 2, fa3rt_fwd_args.ctas_per_sm."""
+    ctas_per_sm: 0, 1 or 2, fa3rt_fwd_args.ctas_per_sm.
+    checked: None (the ops' launch: every check here), or what _decode's
+    checks found, (dtype name, dims, page table stride, Snew), so that an
+    eager call checks once (its host time is a decoding step's latency)."""
     from . import runtime
     fn = "flash_attn_with_kvcache"
-    # grad_ok: the public calls refuse grad first; the op's inputs may still
-    # say requires_grad below the autograd layer
-    dt = _check_inputs(torch, q, k, v, fn=fn, grad_ok=True)
-    pt_stride = 0
-    if page_table is None:
-        dims = _check_shapes(q.shape, k.shape, v.shape)
+    if checked is None:
+        # grad_ok: the public calls refuse grad first; the op's inputs may
+        # still say requires_grad below the autograd layer
+        dt = _check_inputs(torch, q, k, v, fn=fn, grad_ok=True)
+        pt_stride = 0
+        if page_table is None:
+            dims = _check_shapes(q.shape, k.shape, v.shape)
+        else:
+            page_table, pt_stride = _check_page_table(torch, fn, page_table, q.device,
+                                                      q.shape[0])
+            dims = _check_paged_shapes(fn, q.shape, k.shape, v.shape, page_table.shape)
     else:
-        page_table, pt_stride = _check_page_table(torch, fn, page_table, q.device, q.shape[0])
-        dims = _check_paged_shapes(fn, q.shape, k.shape, v.shape, page_table.shape)
+        dt, dims, pt_stride, snew = checked
     B, Sq, Hq, D, Skv, Hkv, Dv = dims
     appending = k_new is not None or v_new is not None
     if appending:
-        if k_new is None or v_new is None or seqused_k is None:
-            raise ValueError(_append_needs(fn, k_new, v_new, seqused_k))
-        snew = _check_append(torch, fn, q, k, v, k_new, v_new, dims)
+        if checked is None:
+            if k_new is None or v_new is None or seqused_k is None:
+                raise ValueError(_append_needs(fn, k_new, v_new, seqused_k))
+            snew = _check_append(torch, fn, q, k, v, k_new, v_new, dims)
         # the append copies 16-byte chunks of rows: a copy where they are not
         k_new, v_new = _tma_ready(k_new), _tma_ready(v_new)
     window_size = _window(window_size)
@@ -1486,7 +1498,8 @@ def _eager_decode(torch, q, k, v, seqused_k, softmax_scale, causal, window_size,
     # TMA reads rows of D contiguous elements: make the last dim contiguous
     # (the caches that take new rows have one: _check_append)
     q, k, v = [t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v)]
-    _check_out(torch, q, out, lse_out, B, Sq, Hq, Dv)
+    if checked is None:
+        _check_out(torch, q, out, lse_out, B, Sq, Hq, Dv)
     o, lse, return_lse = _outputs(torch, q, (B, Sq, Hq, Dv), (B, Hq, Sq), out, lse_out,
                                   return_lse)
     append = {}
