@@ -358,12 +358,12 @@ def fwd_args(q: Tensor, k: Tensor, v: Tensor, o: Tensor, lse_ptr: int = 0,
             ("num_sms", num_sms, i31), ("ctas_per_sm", ctas_per_sm, (0, 2)),
             ("cu_seqlens_q", cu_seqlens_q, UINT64), ("cu_seqlens_k", cu_seqlens_k, UINT64),
             ("seqused_k", seqused_k, UINT64), ("varlen_batch", varlen_batch, i31),
-            ("max_seqlen_q", max_seqlen_q, i31), ("lse", lse_ptr, UINT64),
-            ("tile_counter", tile_counter, UINT64)):
+            ("max_seqlen_q", max_seqlen_q, i31), ("tile_counter", tile_counter, UINT64)):
         if value:
-            setattr(a, name, check_int(w, "lse_ptr" if name == "lse" else name, value, lo, hi,
-                                       error=E))
+            setattr(a, name, check_int(w, name, value, lo, hi, error=E))
     a.q, a.k, a.v, a.o = q, k, v, o
+    if lse_ptr:
+        a.lse = check_int(w, "lse_ptr", lse_ptr, *UINT64, error=E)
     a.softmax_scale = math.nan if softmax_scale is None else float(softmax_scale)
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
