@@ -7,16 +7,18 @@ keep down. This times it without a GPU: torch's FakeTensorMode gives CUDA
 tensors without data, and the kernel lookup, the launch and the CUDA calls
 (device guard, stream, capture query) are stubbed, so what is timed is our
 checks and argument building (plus the fake tensors' own dispatch: real
-tensors cost less). On the GPU machine, test/gpu/check_torch.py
+tensors cost less, and a fake allocation costs far more than a real one,
+so the allocating calls, the backward's five tensors above all, read high). On the GPU machine, test/gpu/check_torch.py
 --overhead-only times the real call.
 
-  python3 bench/host_overhead.py [--call func|kvcache] [--dtype bf16|e4m3]
+  python3 bench/host_overhead.py [--call func|kvcache|backward] [--dtype bf16|e4m3]
                                  [--calls N] [--profile]
 
 func: flash_attn_func, B=1 S=128 H=1 D=128 (e4m3 with FA3's [B, Hkv]
 descales); kvcache: flash_attn_with_kvcache, a decoding step (B=1, one
 query row, 32 q heads over 8 kv heads, D=128, a 4096-row cache with int32
-cache_seqlens).
+cache_seqlens); backward: flash_attn_backward at func's shape (its three
+kernels one launch).
 
 Prints the mean microseconds a call (best of 3 batches) and how many calls
 reached the (stubbed) launch; --profile adds cProfile's top functions by own
@@ -38,13 +40,13 @@ sys.path.insert(0, str(ROOT / "python"))
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--call", default="func", choices=["func", "kvcache"])
+    ap.add_argument("--call", default="func", choices=["func", "kvcache", "backward"])
     ap.add_argument("--dtype", default="bf16", choices=["bf16", "f16", "e4m3"])
     ap.add_argument("--calls", type=int, default=2000)
     ap.add_argument("--profile", action="store_true")
     a = ap.parse_args(argv)
-    if a.call == "kvcache" and a.dtype == "e4m3":
-        ap.error("--call kvcache takes bf16 or f16 (the decoding kernel has no FP8 form)")
+    if a.call != "func" and a.dtype == "e4m3":
+        ap.error(f"--call {a.call} takes bf16 or f16 (FP8 is a forward kernel only)")
     try:
         import torch
         from torch._subclasses.fake_tensor import FakeTensorMode
@@ -53,8 +55,11 @@ def main(argv=None):
     from fa3 import torch_api
 
     class Kernel:  # a loaded kernel that launches nothing (and counts the calls)
-        facts = types.SimpleNamespace(persistent=True, block_n=64)
+        facts = types.SimpleNamespace(persistent=True, block_n=64, scale=0.125)
         launches = 0
+
+        def bwd(self, args, stream):
+            Kernel.launches += 1
 
         def plan(self, args):  # one split: no workspace
             return types.SimpleNamespace(num_splits=1, o_accum_bytes=0, lse_accum_bytes=0)
@@ -90,6 +95,15 @@ def main(argv=None):
 
                 def call():
                     torch_api.flash_attn_func(q, k, v, out=o, **kw)
+            elif a.call == "backward":
+                B, S, H, D = 1, 128, 1, 128
+                shape = f"B={B} S={S} H={H} D={D}"
+                q, k, v, o, do = (torch.empty(B, S, H, D, device="cuda", dtype=dt)
+                                  for _ in range(5))
+                lse = torch.empty(B, H, S, device="cuda")
+
+                def call():
+                    torch_api.flash_attn_backward(do, q, k, v, o, lse)
             else:
                 B, Skv, Hq, Hkv, D = 1, 4096, 32, 8, 128
                 shape = f"B={B} Sq=1 Hq/Hkv={Hq}/{Hkv} D={D} cache {Skv}"
@@ -108,7 +122,8 @@ def main(argv=None):
                 for _ in range(a.calls):
                     call()
                 best = min(best, (time.perf_counter() - t0) / a.calls * 1e6)
-            name = "flash_attn_func" if a.call == "func" else "flash_attn_with_kvcache"
+            name = {"func": "flash_attn_func", "kvcache": "flash_attn_with_kvcache",
+                    "backward": "flash_attn_backward"}[a.call]
             print(f"{a.dtype} {name}, eager, {shape}: "
                   f"{best:.1f} us a call (host work on fake tensors; best of 3 x {a.calls}; "
                   f"{Kernel.launches} launches reached)")

@@ -865,14 +865,16 @@ def test_flash_attn_func_refuses_fa3_arguments_it_does_not_do(kw, text):
 
 
 @pytest.mark.skipif(not HAVE_TORCH, reason="needs torch")
-@pytest.mark.parametrize("dtype", ["bf16", "e4m3"])
-def test_host_overhead_times_calls_that_reach_the_launch(dtype):
+@pytest.mark.parametrize("call,dtype", [("func", "bf16"), ("func", "e4m3"),
+                                        ("kvcache", "bf16"), ("backward", "bf16")])
+def test_host_overhead_times_calls_that_reach_the_launch(call, dtype):
     """bench/host_overhead.py times the whole eager path: every timed call
     (100 warm-up, 3 batches of --calls) reaches the stubbed launch, none
     stops at a check."""
     import re
     tool = PYDIR.parent / "bench" / "host_overhead.py"
-    p = subprocess.run([sys.executable, str(tool), "--dtype", dtype, "--calls", "20"],
+    p = subprocess.run([sys.executable, str(tool), "--call", call, "--dtype", dtype,
+                        "--calls", "20"],
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     m = re.search(r"([0-9.]+) us a call .* (\d+) launches reached", p.stdout)
