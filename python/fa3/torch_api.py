@@ -1540,14 +1540,72 @@ def _eager_decode(torch, q, k, v, seqused_k, softmax_scale, causal, window_size,
     return (o, lse) if return_lse else o
 
 
-# flash_attn_with_kvcache's serving arguments that are issue 15's remaining
-# work (a contiguous or paged cache, new keys and values appended to it, is
-# what runs today)
+# flash_attn_with_kvcache's serving arguments not built (a contiguous or
+# paged cache, new keys and values appended to it, rotary embedding of the
+# new keys and the queries are)
 _KVCACHE_LATER = {
-    "rotary_cos": "rotary embedding", "rotary_sin": "rotary embedding",
     "cache_batch_idx": "indexing the cache's batch",
     "cache_leftpad": "left-padded caches",
 }
+
+
+def _rotary_positions(torch, base, B, S, device, consecutive):
+    """The rotary positions [B, S] (int64) of S rows a batch starting at
+    `base` (an int, or an int32 [B] tensor on `device`): base[b] + i, or
+    base[b] for every row where not `consecutive`."""
+    if isinstance(base, torch.Tensor):
+        start = base.to(torch.int64).reshape(B, 1)
+    else:
+        start = torch.full((B, 1), int(base), dtype=torch.int64, device=device)
+    if not consecutive:
+        return start.expand(B, S)
+    return start + torch.arange(S, dtype=torch.int64, device=device).reshape(1, S)
+
+
+def _apply_rotary(torch, x, cos, sin, pos, interleaved):
+    """x [B, S, H, D] with its first rotary_dim = 2 * cos.shape[1] dims
+    rotated by the angles of rows `pos` [B, S] of cos and sin
+    ([seqlen_ro, rotary_dim / 2]; positions clamped to them: a position
+    past the table is the caller's error, not a device fault), pairs (0, 1),
+    (2, 3) ... when `interleaved` (GPT-J), else (i, i + rotary_dim / 2)
+    (GPT-NeoX), as FlashAttention's rotary: in float32, then x's dtype."""
+    rd = 2 * cos.shape[1]
+    idx = pos.clamp(0, cos.shape[0] - 1)
+    c = cos[idx].float().unsqueeze(2)       # [B, S, 1, rd / 2]
+    s = sin[idx].float().unsqueeze(2)
+    xr = x[..., :rd].float()
+    if interleaved:
+        x1, x2 = xr[..., 0::2], xr[..., 1::2]
+        out = torch.stack((x1 * c - x2 * s, x1 * s + x2 * c), dim=-1).flatten(-2)
+    else:
+        x1, x2 = xr[..., :rd // 2], xr[..., rd // 2:]
+        out = torch.cat((x1 * c - x2 * s, x1 * s + x2 * c), dim=-1)
+    return torch.cat((out.to(x.dtype), x[..., rd:]), dim=-1)
+
+
+def _check_rotary(torch, fn, cos, sin, q, k, rotary_seqlens):
+    """rotary_cos and rotary_sin given together, with the new rows k (FA3:
+    only with k and v), [seqlen_ro, rotary_dim / 2] of one floating dtype on
+    q's device, rotary_dim even and at most the head dim; rotary_seqlens
+    None or an int32 [B] tensor there."""
+    if cos is None or sin is None:
+        raise ValueError(f"{fn}: rotary_cos and rotary_sin go together: pass both or neither")
+    if k is None:
+        raise ValueError(f"{fn}: rotary_cos and rotary_sin rotate the new keys k (and the "
+                         f"queries): pass k and v, the rows appended to the cache, as in "
+                         f"FlashAttention-3")
+    D = q.shape[-1]
+    for name, t in (("rotary_cos", cos), ("rotary_sin", sin)):
+        if (not isinstance(t, torch.Tensor) or t.dim() != 2 or not t.is_floating_point()
+                or t.device != q.device or tuple(t.shape) != tuple(cos.shape)
+                or not 1 <= t.shape[0] or not 1 <= t.shape[1] <= D // 2):
+            got = (f"{t.dtype} {tuple(t.shape)} on {t.device}" if isinstance(t, torch.Tensor)
+                   else type(t).__name__)
+            raise ValueError(f"{fn}: {name} must be a floating tensor [seqlen_ro, rotary_dim / "
+                             f"2] on {q.device}, rotary_dim even, 2 to the head dim {D} "
+                             f"(rotary_cos's shape for both), got {got}")
+    if rotary_seqlens is not None:
+        _check_seqlens(torch, f"{fn}: rotary_seqlens", rotary_seqlens, q.device, q.shape[0])
 
 
 def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary_cos=None,
@@ -1634,30 +1692,43 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
     are refused); under torch.compile the call is the
     custom op ``torch.ops.fa3.flash_attn_decode_fwd`` (fa3.torch_ops).
 
-    Not supported yet (issue 15's remaining work; NotImplementedError, each
-    named): rotary embedding (``rotary_cos``/``rotary_sin``),
-    ``cache_batch_idx``, ``cache_leftpad``.
+    Rotary embedding (FA3's ``rotary_cos``, ``rotary_sin``,
+    ``rotary_interleaved``, ``rotary_seqlens``; with k and v only, as in
+    FA3): cos and sin [seqlen_ro, rotary_dim / 2] (any floating dtype, q's
+    device; rotary_dim even, up to the head dim) rotate the first
+    rotary_dim dims of the new keys k at positions p[b], p[b] + 1, ...,
+    and of q at the same positions if causal or with a window, else all of
+    q's rows at p[b]; p is ``rotary_seqlens`` (int32 [B]) or else
+    cache_seqlens. Pairs (0, 1), (2, 3), ... (``rotary_interleaved``, the
+    default) or (i, i + rotary_dim / 2) (GPT-NeoX), computed in float32.
+    The rotation runs as torch operations before the kernel (not fused into
+    it: for a decoding step's few rows, a few small kernels); the cache
+    receives the rotated keys. Positions past seqlen_ro take its last row
+    (a tensor's values are not read on the host).
+
+    Not supported yet (NotImplementedError, each named): ``cache_batch_idx``,
+    ``cache_leftpad``.
     FA3's other arguments (``qv``,
     ``cu_seqlens_q``, ``cu_seqlens_k_new``, ``max_seqlen_q``,
-    ``rotary_seqlens``, the FP8 descales, ``scheduler_metadata``,
+    the FP8 descales, ``scheduler_metadata``,
     ``attention_chunk``) are refused unless left at their defaults;
-    ``rotary_interleaved`` matters only with rotary embedding.
+    ``rotary_interleaved`` and ``rotary_seqlens`` matter only with rotary
+    embedding.
     """
     fn = "flash_attn_with_kvcache"
     # refused before anything else (no torch needed to say so)
-    given = {"rotary_cos": rotary_cos, "rotary_sin": rotary_sin,
-             "cache_batch_idx": cache_batch_idx, "cache_leftpad": cache_leftpad}
+    given = {"cache_batch_idx": cache_batch_idx, "cache_leftpad": cache_leftpad}
     for name, value in given.items():
         if value is not None:
             raise NotImplementedError(
-                f"{fn}: {name} is not supported yet ({_KVCACHE_LATER[name]}: issue 15's "
-                f"remaining work); pass None: k_cache and v_cache (contiguous, or paged with "
-                f"page_table) are attended, each batch's first cache_seqlens[b] keys (and its "
-                f"new rows of k and v, appended where given)")
+                f"{fn}: {name} is not supported yet ({_KVCACHE_LATER[name]}); pass None: "
+                f"k_cache and v_cache (contiguous, or paged with page_table) are attended, "
+                f"each batch's first cache_seqlens[b] keys (and its new rows of k and v, "
+                f"appended where given)")
     if (k is not None or v is not None) and (k is None or v is None or cache_seqlens is None):
         raise ValueError(_append_needs(fn, k, v, cache_seqlens))
     refused = {"qv": qv, "cu_seqlens_q": cu_seqlens_q, "cu_seqlens_k_new": cu_seqlens_k_new,
-               "max_seqlen_q": max_seqlen_q, "rotary_seqlens": rotary_seqlens,
+               "max_seqlen_q": max_seqlen_q,
                "q_descale": q_descale, "k_descale": k_descale, "v_descale": v_descale,
                "scheduler_metadata": scheduler_metadata}
     for name, value in refused.items():
@@ -1678,7 +1749,29 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
         raise ValueError(f"{fn}: sm_margin must be >= 0 (SMs the heuristic leaves free), got "
                          f"{sm_margin}")
     _cache_seqlens_int(fn, cache_seqlens)
+    rotary = rotary_cos is not None or rotary_sin is not None
+    if rotary_seqlens is not None and not rotary:
+        raise ValueError(f"{fn}: rotary_seqlens gives the rotary embedding's positions: pass "
+                         f"it with rotary_cos and rotary_sin, or pass None")
     import torch
+    if rotary:
+        _check_rotary(torch, fn, rotary_cos, rotary_sin, q, k, rotary_seqlens)
+        # checked as the kernel's call checks them (before any rotation)
+        _check_inputs(torch, q, k_cache, v_cache, fn=fn)
+        if k.dim() != 4 or k.shape[0] != q.shape[0] or k.shape[-1] != q.shape[-1]:
+            raise ValueError(f"{fn}: k must be [B, Snew, Hkv, D] with q's B and D, got "
+                             f"{tuple(k.shape)}")
+        base = rotary_seqlens if rotary_seqlens is not None else cache_seqlens
+        if base is None:
+            raise ValueError(_append_needs(fn, k, v, cache_seqlens))
+        B = q.shape[0]
+        local = causal or _window(window_size) != (-1, -1)
+        q = _apply_rotary(torch, q, rotary_cos, rotary_sin,
+                          _rotary_positions(torch, base, B, q.shape[1], q.device, local),
+                          rotary_interleaved)
+        k = _apply_rotary(torch, k, rotary_cos, rotary_sin,
+                          _rotary_positions(torch, base, B, k.shape[1], q.device, True),
+                          rotary_interleaved)
     return _decode(torch, fn, q, k_cache, v_cache, cache_seqlens, softmax_scale, causal,
                    window_size, softcap, num_splits, sm_margin, return_softmax_lse, kernel_dir,
                    kernel, None, None, jit, page_table, k, v, ctas_per_sm)

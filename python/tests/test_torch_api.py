@@ -423,11 +423,8 @@ def test_flash_attn_with_kvcache_signature():
 
 
 @pytest.mark.parametrize("kw,text", [
-    ({"rotary_cos": 1}, "rotary_cos is not supported yet (rotary embedding: issue 15's "
-     "remaining work); pass None"),
-    ({"rotary_cos": 1, "k": 1, "v": 1, "cache_seqlens": 3}, "rotary_cos is not supported yet"),
-    ({"rotary_sin": 1}, "rotary_sin is not supported yet"),
-    ({"cache_batch_idx": 1}, "cache_batch_idx is not supported yet"),
+    ({"cache_batch_idx": 1}, "cache_batch_idx is not supported yet (indexing the cache's "
+     "batch); pass None"),
     ({"cache_leftpad": 1}, "cache_leftpad is not supported yet (left-padded caches"),
     ({"qv": 1}, "qv is not supported: pass None"),
     ({"cu_seqlens_q": 1}, "cu_seqlens_q is not supported: pass None"),
@@ -497,8 +494,8 @@ def test_page_table_is_no_longer_refused():
     NotImplementedError; the other serving arguments still are, by name."""
     assert "page_table" not in torch_api._KVCACHE_LATER
     with pytest.raises(NotImplementedError) as e:
-        torch_api.flash_attn_with_kvcache(None, None, None, page_table=1, rotary_sin=1)
-    assert "rotary_sin is not supported yet" in str(e.value)
+        torch_api.flash_attn_with_kvcache(None, None, None, page_table=1, cache_leftpad=1)
+    assert "cache_leftpad is not supported yet" in str(e.value)
     assert "(contiguous, or paged with page_table)" in str(e.value)
 
 
@@ -879,3 +876,129 @@ def test_host_overhead_times_calls_that_reach_the_launch(call, dtype):
     assert p.returncode == 0, p.stderr
     m = re.search(r"([0-9.]+) us a call .* (\d+) launches reached", p.stdout)
     assert m and float(m.group(1)) > 0 and int(m.group(2)) == 100 + 3 * 20, p.stdout
+
+
+# ---- rotary embedding in flash_attn_with_kvcache ----
+
+def _rotary_reference(x, cos, sin, pos, interleaved):
+    """FlashAttention's rotary on float64 numbers, element by element: x [B,
+    S, H, D], cos/sin [seqlen_ro, rd / 2], pos [B][S] positions."""
+    B, S, H, D = x.shape
+    rd = 2 * cos.shape[1]
+    out = x.double().clone()
+    for b in range(B):
+        for i in range(S):
+            p = pos[b][i]
+            for h in range(H):
+                for j in range(rd // 2):
+                    c, sn = float(cos[p, j]), float(sin[p, j])
+                    a, o = (2 * j, 2 * j + 1) if interleaved else (j, j + rd // 2)
+                    x1, x2 = float(x[b, i, h, a]), float(x[b, i, h, o])
+                    out[b, i, h, a] = x1 * c - x2 * sn
+                    out[b, i, h, o] = x1 * sn + x2 * c
+    return out
+
+
+@pytest.mark.skipif(not HAVE_TORCH, reason="needs torch")
+@pytest.mark.parametrize("interleaved", [True, False])
+def test_apply_rotary_matches_a_float64_reference(interleaved):
+    """Both pair layouts, a rotary_dim (8) below the head dim (16: the rest
+    passes through), per-batch positions; float32 in, so the only error is
+    float32 arithmetic (tolerance 1e-5 absolute on values of about 1)."""
+    import torch
+    g = torch.Generator().manual_seed(7)
+    x = torch.randn(2, 3, 2, 16, generator=g)
+    ang = torch.rand(10, 4, generator=g, dtype=torch.float64) * 6.3
+    cos, sin = ang.cos().float(), ang.sin().float()
+    pos = torch.tensor([[0, 4, 9], [7, 7, 2]])
+    got = torch_api._apply_rotary(torch, x, cos, sin, pos, interleaved)
+    want = _rotary_reference(x, cos, sin, pos.tolist(), interleaved)
+    assert got.dtype == x.dtype and (got.double() - want).abs().max() < 1e-5
+    assert torch.equal(got[..., 8:], x[..., 8:])
+    # bf16 in, bf16 out: computed in float32, rounded once
+    xb = x.bfloat16()
+    gb = torch_api._apply_rotary(torch, xb, cos, sin, pos, interleaved)
+    wb = _rotary_reference(xb.float(), cos, sin, pos.tolist(), interleaved)
+    assert gb.dtype == torch.bfloat16 and (gb.double() - wb).abs().max() < 2e-2
+
+
+@pytest.mark.skipif(not HAVE_TORCH, reason="needs torch")
+def test_rotary_positions():
+    import torch
+    lens = torch.tensor([5, 0, 9], dtype=torch.int32)
+    assert torch_api._rotary_positions(torch, lens, 3, 2, "cpu", True).tolist() == \
+        [[5, 6], [0, 1], [9, 10]]
+    assert torch_api._rotary_positions(torch, lens, 3, 2, "cpu", False).tolist() == \
+        [[5, 5], [0, 0], [9, 9]]
+    assert torch_api._rotary_positions(torch, 4, 2, 3, "cpu", True).tolist() == \
+        [[4, 5, 6], [4, 5, 6]]
+
+
+@pytest.mark.skipif(not HAVE_TORCH, reason="needs torch")
+@pytest.mark.parametrize("causal,window,interleaved,by_rotary_seqlens", [
+    (True, (-1, -1), True, False), (False, (-1, -1), False, False),
+    (False, (64, 0), True, True)])
+def test_kvcache_rotary_rotates_q_and_the_new_keys(monkeypatch, causal, window, interleaved,
+                                                   by_rotary_seqlens):
+    """FA3's positions: the new keys at p[b], p[b] + 1, ...; q at the same
+    positions if causal or with a window, else every row of q at p[b]; p
+    is rotary_seqlens where given, else cache_seqlens. What reaches the
+    kernel's call (_decode, stubbed) is q and k rotated so; the cache and v
+    are untouched (CPU tensors: the CUDA checks stubbed)."""
+    import torch
+    g = torch.Generator().manual_seed(11)
+    B, Sq, Hq, Hkv, D, Skv, Snew = 2, 2, 4, 2, 16, 32, 2
+    q = torch.randn(B, Sq, Hq, D, generator=g)
+    kc, vc = torch.zeros(B, Skv, Hkv, D), torch.zeros(B, Skv, Hkv, D)
+    k, v = torch.randn(B, Snew, Hkv, D, generator=g), torch.randn(B, Snew, Hkv, D, generator=g)
+    ang = torch.rand(40, 6, generator=g, dtype=torch.float64) * 6.3
+    cos, sin = ang.cos().float(), ang.sin().float()
+    lens = torch.tensor([3, 17], dtype=torch.int32)
+    rot = torch.tensor([20, 1], dtype=torch.int32)
+    seen = {}
+
+    def decode(torch_, fn, q_, k_cache, v_cache, cache_seqlens, *args):
+        seen.update(q=q_, k=args[-3], v=args[-2], kc=k_cache, lens=cache_seqlens)
+        return "o"
+    monkeypatch.setattr(torch_api, "_decode", decode)
+    monkeypatch.setattr(torch_api, "_check_inputs", lambda *a, **kw: "bf16")
+    out = torch_api.flash_attn_with_kvcache(
+        q, kc, vc, k=k, v=v, rotary_cos=cos, rotary_sin=sin, cache_seqlens=lens,
+        rotary_seqlens=rot if by_rotary_seqlens else None, causal=causal,
+        window_size=window, rotary_interleaved=interleaved)
+    assert out == "o" and seen["kc"] is kc and seen["v"] is v and seen["lens"] is lens
+    p = (rot if by_rotary_seqlens else lens).tolist()
+    consecutive = causal or window != (-1, -1)
+    q_pos = [[p[b] + (i if consecutive else 0) for i in range(Sq)] for b in range(B)]
+    k_pos = [[p[b] + i for i in range(Snew)] for b in range(B)]
+    assert (seen["q"].double() - _rotary_reference(q, cos, sin, q_pos, interleaved)).abs().max() < 1e-5
+    assert (seen["k"].double() - _rotary_reference(k, cos, sin, k_pos, interleaved)).abs().max() < 1e-5
+
+
+@pytest.mark.skipif(not HAVE_TORCH, reason="needs torch")
+def test_kvcache_rotary_refusals(monkeypatch):
+    import torch
+    monkeypatch.setattr(torch_api, "_check_inputs", lambda *a, **kw: "bf16")
+    q = torch.zeros(2, 1, 4, 16)
+    kc = vc = torch.zeros(2, 8, 2, 16)
+    k = v = torch.zeros(2, 1, 2, 16)
+    cs = torch.zeros(8, 4)
+    f = torch_api.flash_attn_with_kvcache
+    cases = [
+        (dict(rotary_cos=cs), ValueError, "rotary_cos and rotary_sin go together"),
+        (dict(rotary_cos=cs, rotary_sin=cs), ValueError,
+         r"rotate the new keys k \(and the queries\): pass k and v"),
+        (dict(k=k, v=v, cache_seqlens=2, rotary_cos=torch.zeros(8, 9), rotary_sin=torch.zeros(8, 9)),
+         ValueError, r"rotary_cos must be a floating tensor \[seqlen_ro, rotary_dim / 2\] on "
+         r"cpu, rotary_dim even, 2 to the head dim 16"),
+        (dict(k=k, v=v, cache_seqlens=2, rotary_cos=cs, rotary_sin=torch.zeros(8, 2)),
+         ValueError, r"rotary_sin must be .*got torch.float32 \(8, 2\)"),
+        (dict(k=k, v=v, cache_seqlens=2, rotary_cos=cs, rotary_sin=cs,
+              rotary_seqlens=torch.zeros(3, dtype=torch.int32)), ValueError,
+         "flash_attn_with_kvcache: rotary_seqlens must have 2 entries"),
+        (dict(k=k, v=v, cache_seqlens=2, rotary_seqlens=torch.zeros(2, dtype=torch.int32)),
+         ValueError, "rotary_seqlens gives the rotary embedding's positions"),
+    ]
+    for kw, err, text in cases:
+        with pytest.raises(err, match=text):
+            f(q, kc, vc, **kw)

@@ -587,6 +587,81 @@ def run_append_case(kf, case, seed, sms):
                 splits=splits, cache_seqlens=lens, **res)
 
 
+# Rotary embedding in the call (flash_attn_with_kvcache(rotary_cos=,
+# rotary_sin=), with new rows): label, B, Sq, Hq, Hkv, Skv, num_splits,
+# cache_seqlens, Snew, rotary_dim, interleaved, by rotary_seqlens.
+ROTARY_CASES = [
+    ("rotary 64 of 128, interleaved: ragged GQA 32/8, Snew 1", 3, 1, 32, 8, 1023, 0,
+     [0, 17, 1000], 1, 64, True, False),
+    ("rotary 128, GPT-NeoX, rotary_seqlens: Sq 3 Snew 3 GQA 16/2, 3 splits", 2, 3, 16, 2, 300,
+     3, [5, 290], 3, 128, False, True),
+]
+
+
+def rotated_ref(x, cos, sin, pos, interleaved):
+    """x [B, S, H, D] rotated in float64 at positions pos [B, S] (cos, sin
+    [seqlen_ro, rd / 2]), FlashAttention's pairs; then x's dtype."""
+    import torch
+    rd = 2 * cos.shape[1]
+    c = cos.double()[pos].unsqueeze(2)
+    s = sin.double()[pos].unsqueeze(2)
+    xr = x[..., :rd].double()
+    if interleaved:
+        a, b = xr[..., 0::2], xr[..., 1::2]
+        out = torch.stack((a * c - b * s, a * s + b * c), -1).flatten(-2)
+    else:
+        a, b = xr[..., :rd // 2], xr[..., rd // 2:]
+        out = torch.cat((a * c - b * s, a * s + b * c), -1)
+    return torch.cat((out.to(x.dtype), x[..., rd:]), -1)
+
+
+def run_rotary_case(kf, case, seed, sms):
+    """q and the new keys rotated in the call: per batch the fp32 reference
+    on q and k rotated in float64 (k at p[b] + i, q there too if causal or
+    windowed, else every row at p[b]; p = rotary_seqlens or cache_seqlens)
+    over the cache with the rotated rows appended; the cache's new rows
+    within one bf16/f16 rounding of the float64 rotation (ours rotates in
+    float32), every other element untouched."""
+    import torch
+    import check_fwd
+    from fa3 import torch_api
+    label, B, Sq, Hq, Hkv, cap, num_splits, lens, snew, rd, inter, by_rot = case
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    q, k, v, kn, vn, table, Skv = append_inputs(
+        kf, (label, B, Sq, Hq, Hkv, cap, num_splits, lens, snew, True, None), gen)
+    ang = torch.rand(cap + 8, rd // 2, generator=gen, device="cuda", dtype=torch.float64) * 6.3
+    cos, sin = ang.cos().float(), ang.sin().float()
+    rot = [n + 3 for n in lens]
+    p = rot if by_rot else lens
+    consecutive = kf.causal or (kf.window_left, kf.window_right) != (-1, -1)
+    qpos = torch.tensor([[n + (i if consecutive else 0) for i in range(Sq)] for n in p],
+                        device="cuda")
+    kpos = torch.tensor([[n + i for i in range(snew)] for n in p], device="cuda")
+    qr, knr = rotated_ref(q, cos, sin, qpos, inter), rotated_ref(kn, cos, sin, kpos, inter)
+    ek, ev = appended(k, v, knr, vn, lens, None, None, Skv)
+    k0 = k.clone()
+    o, lse = torch_api.flash_attn_with_kvcache(
+        q, k, v, k=kn, v=vn, rotary_cos=cos, rotary_sin=sin,
+        cache_seqlens=seqlens_arg(lens),
+        rotary_seqlens=seqlens_arg(rot) if by_rot else None, rotary_interleaved=inter,
+        causal=kf.causal, window_size=(kf.window_left, kf.window_right), softcap=kf.softcap,
+        kernel=kf, num_splits=num_splits, return_softmax_lse=True)
+    torch.cuda.synchronize()
+    L = [clamped(n + snew, Skv) for n in lens]
+    res = compare_batches(kf, qr, ek, ev, L, o, lse)
+    new_rows = torch.zeros_like(k, dtype=torch.bool)
+    for b, n in enumerate(lens):
+        new_rows[b, n:n + snew] = True
+    ulp = 2.0 ** -7 if kf.dtype == "bf16" else 2.0 ** -10
+    diff = (k.double() - ek.double()).abs()
+    new_ok = bool((diff[new_rows] <= ulp * ek.double().abs()[new_rows] + 1e-6).all())
+    rest_ok = torch.equal(k[~new_rows], k0[~new_rows]) and torch.equal(v, ev)
+    res.update(new_rows_within_one_rounding=new_ok, rest_of_cache_untouched=bool(rest_ok))
+    res["ok"] = bool(res["ok"] and new_ok and rest_ok)
+    return dict(kernel=kf.kernel, case=label, B=B, Sq=Sq, Hq=Hq, Hkv=Hkv, Skv=Skv, Snew=snew,
+                rotary_dim=rd, interleaved=inter, cache_seqlens=lens, **res)
+
+
 def check_bad_page_entries(kf, seed):
     """Page-table entries outside the pool (the caller's contract broken):
     the pool's page count and -1, in pages that the append writes and the
@@ -1144,6 +1219,10 @@ def main():
         for j, case in enumerate(append_cases(kf, a.sanitize)):
             guarded(kf, case[0], lambda case=case, j=j: run_append_case(
                 kf, case, a.seed + 1000 * i + 800 + j, sms))
+        if kf.head_dim == 128 and not a.sanitize:
+            for j, case in enumerate(ROTARY_CASES):
+                guarded(kf, case[0], lambda case=case, j=j: run_rotary_case(
+                    kf, case, a.seed + 1000 * i + 900 + j, sms))
         if not a.sanitize:
             sass[kf.kernel] = check_fwd.sass_check(kf)
             print(f"SASS {kf.kernel}: {sass[kf.kernel]}", flush=True)
