@@ -1542,9 +1542,8 @@ def _eager_decode(torch, q, k, v, seqused_k, softmax_scale, causal, window_size,
 
 # flash_attn_with_kvcache's serving arguments not built (a contiguous or
 # paged cache, new keys and values appended to it, rotary embedding of the
-# new keys and the queries are)
+# new keys and the queries, a cache indexed by cache_batch_idx are)
 _KVCACHE_LATER = {
-    "cache_batch_idx": "indexing the cache's batch",
     "cache_leftpad": "left-padded caches",
 }
 
@@ -1706,8 +1705,15 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
     receives the rotated keys. Positions past seqlen_ro take its last row
     (a tensor's values are not read on the host).
 
-    Not supported yet (NotImplementedError, each named): ``cache_batch_idx``,
-    ``cache_leftpad``.
+    ``cache_batch_idx`` (FA3's, int32 [B] on q's device): batch b attends
+    (and appends to) row cache_batch_idx[b] of a contiguous k_cache /
+    v_cache [B_cache, Skv, Hkv, D], run as a page table of one page a batch
+    over the caches' rows (so Skv must be a multiple of 8 that the kernel's
+    block_n divides or that divides it; not with page_table). Duplicate
+    indices with k and v appended: either batch's rows may land, as in FA3;
+    an index outside 0 .. B_cache - 1 reads no keys and writes nothing.
+
+    Not supported yet (NotImplementedError, named): ``cache_leftpad``.
     FA3's other arguments (``qv``,
     ``cu_seqlens_q``, ``cu_seqlens_k_new``, ``max_seqlen_q``,
     the FP8 descales, ``scheduler_metadata``,
@@ -1717,7 +1723,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
     """
     fn = "flash_attn_with_kvcache"
     # refused before anything else (no torch needed to say so)
-    given = {"cache_batch_idx": cache_batch_idx, "cache_leftpad": cache_leftpad}
+    given = {"cache_leftpad": cache_leftpad}
     for name, value in given.items():
         if value is not None:
             raise NotImplementedError(
@@ -1754,6 +1760,22 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
         raise ValueError(f"{fn}: rotary_seqlens gives the rotary embedding's positions: pass "
                          f"it with rotary_cos and rotary_sin, or pass None")
     import torch
+    if cache_batch_idx is not None:
+        # batch b's keys: row cache_batch_idx[b] of the caches, as a page
+        # table of one page a batch (a page: a whole row of Skv keys)
+        if page_table is not None:
+            raise ValueError(f"{fn}: cache_batch_idx indexes a contiguous cache's rows; with "
+                             f"page_table the table already says where each batch's keys are: "
+                             f"pass one of them")
+        if not isinstance(q, torch.Tensor) or not isinstance(k_cache, torch.Tensor):
+            raise TypeError(f"{fn}: q and k_cache must be torch.Tensors")
+        idx = _check_seqlens(torch, f"{fn}: cache_batch_idx", cache_batch_idx, q.device,
+                             q.shape[0] if q.dim() == 4 else None)
+        if k_cache.dim() != 4 or k_cache.shape[1] < 8 or k_cache.shape[1] % 8:
+            raise ValueError(f"{fn}: with cache_batch_idx, k_cache [B_cache, Skv, Hkv, D] is "
+                             f"read as one page a batch row: Skv must be a multiple of 8, got "
+                             f"shape {tuple(k_cache.shape)}")
+        page_table = idx.reshape(-1, 1)
     if rotary:
         _check_rotary(torch, fn, rotary_cos, rotary_sin, q, k, rotary_seqlens)
         # checked as the kernel's call checks them (before any rotation)

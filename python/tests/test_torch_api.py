@@ -423,8 +423,6 @@ def test_flash_attn_with_kvcache_signature():
 
 
 @pytest.mark.parametrize("kw,text", [
-    ({"cache_batch_idx": 1}, "cache_batch_idx is not supported yet (indexing the cache's "
-     "batch); pass None"),
     ({"cache_leftpad": 1}, "cache_leftpad is not supported yet (left-padded caches"),
     ({"qv": 1}, "qv is not supported: pass None"),
     ({"cu_seqlens_q": 1}, "cu_seqlens_q is not supported: pass None"),
@@ -479,9 +477,9 @@ def test_flash_attn_with_kvcache_checks_an_int_cache_seqlens(value, err, text):
 
 def test_cache_seqlens_is_no_longer_refused():
     """cache_seqlens is the kernel's seqUsedK now: no NotImplementedError,
-    and cache_batch_idx still is one (checked first)."""
-    with pytest.raises(NotImplementedError, match="cache_batch_idx is not supported yet"):
-        torch_api.flash_attn_with_kvcache(None, None, None, cache_seqlens=5, cache_batch_idx=1)
+    and cache_leftpad still is one (checked first)."""
+    with pytest.raises(NotImplementedError, match="cache_leftpad is not supported yet"):
+        torch_api.flash_attn_with_kvcache(None, None, None, cache_seqlens=5, cache_leftpad=1)
     assert "cache_seqlens" not in torch_api._KVCACHE_LATER
     assert torch_api._cache_seqlens_int("f", 0) == 0
     assert torch_api._cache_seqlens_int("f", 2**31 - 1) == 2**31 - 1
@@ -1002,3 +1000,38 @@ def test_kvcache_rotary_refusals(monkeypatch):
     for kw, err, text in cases:
         with pytest.raises(err, match=text):
             f(q, kc, vc, **kw)
+
+
+@pytest.mark.skipif(not HAVE_TORCH, reason="needs torch")
+def test_kvcache_cache_batch_idx_is_a_page_table_of_whole_rows(monkeypatch):
+    """cache_batch_idx (FA3's): batch b's keys are row idx[b] of the
+    contiguous caches, which the kernel's call gets as a page table of one
+    page a batch over the caches' rows (the pool: the caches as they are).
+    Refused: with a page table, not int32 [B], Skv not a multiple of 8."""
+    import torch
+    seen = {}
+
+    def decode(torch_, fn, q_, k_cache, v_cache, cache_seqlens, *args):
+        seen.update(kc=k_cache, vc=v_cache, table=args[-4])
+        return "o"
+    monkeypatch.setattr(torch_api, "_decode", decode)
+    monkeypatch.setattr(torch_api, "_check_inputs", lambda *a, **kw: "bf16")
+    q = torch.zeros(3, 1, 4, 16)
+    kc, vc = torch.zeros(5, 64, 2, 16), torch.zeros(5, 64, 2, 16)
+    idx = torch.tensor([4, 0, 2], dtype=torch.int32)
+    f = torch_api.flash_attn_with_kvcache
+    assert f(q, kc, vc, cache_batch_idx=idx, cache_seqlens=7) == "o"
+    assert seen["kc"] is kc and seen["vc"] is vc
+    assert seen["table"].tolist() == [[4], [0], [2]] and seen["table"].dtype == torch.int32
+    cases = [
+        (dict(cache_batch_idx=idx, page_table=idx.reshape(3, 1)), ValueError,
+         "cache_batch_idx indexes a contiguous cache's rows; with page_table"),
+        (dict(cache_batch_idx=idx.long()), ValueError,
+         "flash_attn_with_kvcache: cache_batch_idx must be a 1-D torch.int32 tensor"),
+        (dict(cache_batch_idx=idx[:2]), ValueError, "cache_batch_idx must have 3 entries"),
+    ]
+    for kw, err, text in cases:
+        with pytest.raises(err, match=text):
+            f(q, kc, vc, **kw)
+    with pytest.raises(ValueError, match=r"Skv must be a multiple of 8, got shape \(5, 60, 2, 16\)"):
+        f(q, torch.zeros(5, 60, 2, 16), torch.zeros(5, 60, 2, 16), cache_batch_idx=idx)

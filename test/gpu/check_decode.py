@@ -47,8 +47,9 @@ attention alone over the appended cache. Once per run: misuse refused
 with its message (a GQA group that does not divide block_m,
 cache_seqlens of the wrong dtype, count, device or value, page sizes 24
 and 12 and bad page tables, appends without cache_seqlens, without room,
-of the wrong shape, dtype or device or into a strided cache, the unbuilt
-serving arguments, grad), no keys at all (Skv = 0), a CUDA-graph capture
+of the wrong shape, dtype or device or into a strided cache, rotary
+embedding without new rows or too wide, cache_batch_idx with a page
+table, cache_leftpad (not built), grad), no keys at all (Skv = 0), a CUDA-graph capture
 of a split call replayed on new inputs (q and cache_seqlens changed in
 place) equal to eager calls, the same for a paged call (the page table
 changed in place), torch.compile(fullgraph=True) equal to eager,
@@ -61,7 +62,11 @@ eager (the caches written alike, the read seeing the new rows; contiguous
 and paged). Once per run, under compute-sanitizer too: page-table entries
 outside the pool (its page count, -1) where the append writes and the
 attention reads: nothing written there (guard pages past the pool, in the
-same allocation, unchanged), those pages read as zeros. With --out:
+same allocation, unchanged), those pages read as zeros. On the head dim
+128 kernels: rotary embedding (ROTARY_CASES: q and the new keys against
+a float64 rotation, the cache's new rows within one rounding of it) and
+cache_batch_idx (BATCH_IDX_CASES: each batch over its row of the caches,
+with and without an append). With --out:
 appends the run to OUT/history.jsonl (kind check_decode; a full run also
 rewrites its table in OUT/RESULTS.md). Exit status 1 on any failure.
 """
@@ -662,6 +667,58 @@ def run_rotary_case(kf, case, seed, sms):
                 rotary_dim=rd, interleaved=inter, cache_seqlens=lens, **res)
 
 
+# cache_batch_idx (FA3's): batch b attends row idx[b] of the caches
+# [B_cache, Skv, Hkv, D]: label, idx, B_cache, Sq, Hq, Hkv, Skv, num_splits,
+# cache_seqlens, Snew (0: no append).
+BATCH_IDX_CASES = [
+    ("cache_batch_idx [4, 0, 2] of 5: ragged GQA 32/8, heuristic", [4, 0, 2], 5, 1, 32, 8,
+     1024, 0, [0, 17, 1000], 0),
+    ("cache_batch_idx [1, 0] of 2, appending Snew 2: Sq 2 GQA 16/2, 3 splits", [1, 0], 2, 2,
+     16, 2, 512, 3, [30, 500], 2),
+]
+
+
+def run_batch_idx_case(kf, case, seed, sms):
+    """Per batch the fp32 reference over row idx[b] of the caches (after
+    torch's append of the new rows there, where given); every other row of
+    the caches untouched."""
+    import torch
+    import check_fwd
+    from fa3 import torch_api
+    label, idx, Bc, Sq, Hq, Hkv, Skv, num_splits, lens, snew = case
+    B = len(idx)
+    dt = check_fwd.TORCH_DTYPE[kf.dtype]
+    D, Dv = kf.head_dim, kf.head_dim_v
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    q = check_fwd.rand((B, Sq, Hq, D), dt, gen)
+    k = check_fwd.rand((Bc, Skv, Hkv, D), dt, gen)
+    v = check_fwd.rand((Bc, Skv, Hkv, Dv), dt, gen)
+    for b, n in enumerate(lens):
+        k[idx[b], n + snew:] = 8.0
+        v[idx[b], n + snew:] = 100.0
+    kw = dict(causal=kf.causal, window_size=(kf.window_left, kf.window_right),
+              softcap=kf.softcap, kernel=kf, num_splits=num_splits, return_softmax_lse=True)
+    ek, ev = k.clone(), v.clone()
+    if snew:
+        kn = check_fwd.rand((B, snew, Hkv, D), dt, gen)
+        vn = check_fwd.rand((B, snew, Hkv, Dv), dt, gen)
+        for b, n in enumerate(lens):
+            ek[idx[b], n:n + snew], ev[idx[b], n:n + snew] = kn[b], vn[b]
+        kw.update(k=kn, v=vn)
+    o, lse = torch_api.flash_attn_with_kvcache(
+        q, k, v, cache_seqlens=seqlens_arg(lens),
+        cache_batch_idx=torch.tensor(idx, dtype=torch.int32, device="cuda"), **kw)
+    torch.cuda.synchronize()
+    rows = torch.tensor(idx, device="cuda", dtype=torch.long)
+    L = [n + snew for n in lens]
+    res = compare_batches(kf, q, ek[rows], ev[rows], L, o, lse)
+    cache_ok = torch.equal(k, ek) and torch.equal(v, ev)
+    res.update(cache_exact=bool(cache_ok))
+    res["ok"] = bool(res["ok"] and cache_ok)
+    return dict(kernel=kf.kernel, case=label, B=B, B_cache=Bc, Sq=Sq, Hq=Hq, Hkv=Hkv, Skv=Skv,
+                Snew=snew, cache_seqlens=lens, **res)
+
+
 def check_bad_page_entries(kf, seed):
     """Page-table entries outside the pool (the caller's contract broken):
     the pool's page count and -1, in pages that the append writes and the
@@ -954,13 +1011,24 @@ def check_errors(kf):
          lambda: flash_attn_with_kvcache(q, kc, vc, k=kn, v=vn.clone().requires_grad_(),
                                          cache_seqlens=lens, **kw),
          NotImplementedError, "is forward-only"),
-        ("append: rotary embedding still refused",
-         lambda: flash_attn_with_kvcache(q, kc, vc, k=kn, v=vn, rotary_cos=kn,
-                                         rotary_sin=kn, cache_seqlens=lens, **kw),
-         NotImplementedError, "rotary_cos is not supported yet (rotary embedding"),
-        ("cache_batch_idx",
-         lambda: flash_attn_with_kvcache(q, kc, vc, cache_batch_idx=lens, **kw),
-         NotImplementedError, "cache_batch_idx is not supported yet"),
+        ("rotary embedding without new rows",
+         lambda: flash_attn_with_kvcache(q, kc, vc, rotary_cos=torch.zeros(8, 4, device="cuda"),
+                                         rotary_sin=torch.zeros(8, 4, device="cuda"),
+                                         cache_seqlens=lens, **kw),
+         ValueError, "rotary_cos and rotary_sin rotate the new keys k"),
+        ("rotary_cos wider than the head dim allows",
+         lambda: flash_attn_with_kvcache(q, kc, vc, k=kn, v=vn,
+                                         rotary_cos=torch.zeros(8, D, device="cuda"),
+                                         rotary_sin=torch.zeros(8, D, device="cuda"),
+                                         cache_seqlens=lens, **kw),
+         ValueError, "rotary_cos must be a floating tensor [seqlen_ro, rotary_dim / 2]"),
+        ("cache_batch_idx with a page table",
+         lambda: flash_attn_with_kvcache(q, kc, vc, cache_batch_idx=lens,
+                                         page_table=lens.reshape(2, 1), **kw),
+         ValueError, "cache_batch_idx indexes a contiguous cache's rows"),
+        ("cache_leftpad",
+         lambda: flash_attn_with_kvcache(q, kc, vc, cache_leftpad=lens, **kw),
+         NotImplementedError, "cache_leftpad is not supported yet"),
         ("num_splits 129",
          lambda: flash_attn_with_kvcache(q, kc, vc, num_splits=129, **kw),
          ValueError, "num_splits must be 0 (the heuristic) to 128, got 129"),
@@ -1223,6 +1291,9 @@ def main():
             for j, case in enumerate(ROTARY_CASES):
                 guarded(kf, case[0], lambda case=case, j=j: run_rotary_case(
                     kf, case, a.seed + 1000 * i + 900 + j, sms))
+            for j, case in enumerate(BATCH_IDX_CASES):
+                guarded(kf, case[0], lambda case=case, j=j: run_batch_idx_case(
+                    kf, case, a.seed + 1000 * i + 950 + j, sms))
         if not a.sanitize:
             sass[kf.kernel] = check_fwd.sass_check(kf)
             print(f"SASS {kf.kernel}: {sass[kf.kernel]}", flush=True)
