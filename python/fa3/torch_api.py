@@ -1787,6 +1787,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
         if base is None:
             raise ValueError(_append_needs(fn, k, v, cache_seqlens))
         B = q.shape[0]
+        if isinstance(base, torch.Tensor):   # (positions read on the GPU)
+            base = _check_seqlens(torch, f"{fn}: cache_seqlens", base, q.device, B)
         local = causal or _window(window_size) != (-1, -1)
         q = _apply_rotary(torch, q, rotary_cos, rotary_sin,
                           _rotary_positions(torch, base, B, q.shape[1], q.device, local),

@@ -996,6 +996,9 @@ def test_kvcache_rotary_refusals(monkeypatch):
          "flash_attn_with_kvcache: rotary_seqlens must have 2 entries"),
         (dict(k=k, v=v, cache_seqlens=2, rotary_seqlens=torch.zeros(2, dtype=torch.int32)),
          ValueError, "rotary_seqlens gives the rotary embedding's positions"),
+        (dict(k=k, v=v, cache_seqlens=torch.zeros(2, dtype=torch.int64), rotary_cos=cs,
+              rotary_sin=cs), ValueError,
+         "flash_attn_with_kvcache: cache_seqlens must be a 1-D torch.int32 tensor"),
     ]
     for kw, err, text in cases:
         with pytest.raises(err, match=text):
