@@ -1471,8 +1471,16 @@ void KernelBuilder::consumers(Value tid, Value cta) {
           auto sm = softmaxStep(
               scores, m, l, threshold ? *threshold : 0.0);
           // Rounded right after the exponentials (the conversions issue
-          // in their latency's shadow).
-          Value a = TruncOp::create(b, loc, fragP, sm.getP());
+          // in their latency's shadow); FP8's with two consumer
+          // warpgroups after the previous P V's wait, straight into P's
+          // registers, which that wgmma reads until then (rounded before,
+          // the e4m3 pairs are packed into them after the wait: 16 PRMT a
+          // 128-key block). With three (160 registers a thread) P's f32
+          // values live too long: 160-key tiles spill.
+          const bool truncAfterWait = cfg.isFp8() && cfg.consumers() == 2;
+          Value a;
+          if (!truncAfterWait)
+            a = TruncOp::create(b, loc, fragP, sm.getP());
           auto rescaled = [&]() -> Value {
             return ScaleRowsOp::create(b, loc, acc, sm.getAlpha());
           };
@@ -1494,6 +1502,8 @@ void KernelBuilder::consumers(Value tid, Value cta) {
           } else {
             oacc = rescaled();
           }
+          if (!a)
+            a = TruncOp::create(b, loc, fragP, sm.getP());
           Value descV = stageDesc(pvRing, u, descV0, pvBytes);
           ringOp<RingConsumerWaitOp>(pvRing, u);
           NVVM::WgmmaFenceAlignedOp::create(b, loc);

@@ -157,6 +157,11 @@
 // KERNEL-NEXT: nvvm.wgmma.fence.aligned
 // KERNEL-NEXT: hopper.wgmma.rs %[[QA]], %{{.*}}, %[[ZS]] : !hopper.frag<64x128xf8E4M3FN>, !hopper.frag<64x128xf32>
 // KERNEL: hopper.softmax_step %{{.*}} scale %[[SCALE]]
+// P rounded to e4m3 after the lazy rescale's branch, whose arms wait for
+// the previous P V (two consumer warpgroups: straight into P's registers).
+// KERNEL-NEXT: hopper.warpgroup_any %raised
+// KERNEL-NEXT: scf.if
+// KERNEL-NEXT: hopper.scale_rows
 // KERNEL: %[[P:.*]] = hopper.trunc %p : !hopper.frag<64x128xf32> to !hopper.frag<64x128xf8E4M3FN>
 // KERNEL: hopper.ring.consumer_wait %[[VT]][
 // KERNEL: hopper.wgmma.rs %[[P]], %{{.*}}, %{{.*}} : !hopper.frag<64x128xf8E4M3FN>, !hopper.frag<64x128xf32>
