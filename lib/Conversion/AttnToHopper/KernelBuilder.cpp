@@ -1478,9 +1478,10 @@ void KernelBuilder::consumers(Value tid, Value cta) {
           // 128-key block). With three (160 registers a thread) P's f32
           // values live too long: 160-key tiles spill.
           const bool truncAfterWait = cfg.isFp8() && cfg.consumers() == 2;
-          Value a;
-          if (!truncAfterWait)
-            a = TruncOp::create(b, loc, fragP, sm.getP());
+          auto truncP = [&]() -> Value {
+            return TruncOp::create(b, loc, fragP, sm.getP());
+          };
+          Value a = truncAfterWait ? Value() : truncP();
           auto rescaled = [&]() -> Value {
             return ScaleRowsOp::create(b, loc, acc, sm.getAlpha());
           };
@@ -1502,8 +1503,8 @@ void KernelBuilder::consumers(Value tid, Value cta) {
           } else {
             oacc = rescaled();
           }
-          if (!a)
-            a = TruncOp::create(b, loc, fragP, sm.getP());
+          if (truncAfterWait)
+            a = truncP();
           Value descV = stageDesc(pvRing, u, descV0, pvBytes);
           ringOp<RingConsumerWaitOp>(pvRing, u);
           NVVM::WgmmaFenceAlignedOp::create(b, loc);

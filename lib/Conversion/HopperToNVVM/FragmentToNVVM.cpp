@@ -908,7 +908,7 @@ struct LoadSharedLowering : OpConversionPattern<LoadSharedOp> {
     MatrixLaneAddress addr(b, loc, adaptor.getSmem(), adaptor.getOffset());
     FragmentType t = op.getTile().getType();
     const int64_t rowBytes =
-        t.getColumns() * (isa<Float8E4M3FNType>(t.getElementType()) ? 1 : 2);
+        t.getColumns() * t.getElementType().getIntOrFloatBitWidth() / 8;
     auto shape = NVVM::LdStMatrixShapeAttr::get(b.getContext(), 8, 8);
     Type i32 = b.getI32Type();
     Type four = LLVM::LLVMStructType::getLiteral(b.getContext(), {i32, i32, i32, i32});

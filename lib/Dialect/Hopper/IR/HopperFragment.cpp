@@ -283,7 +283,7 @@ LogicalResult LoadSharedOp::verify() {
            << t;
   // (The type's N makes whole 32-byte k-steps, one ldmatrix.x4 each.)
   // Boxes of 64 rows x 128 bytes.
-  const int64_t rowBytes = t.getColumns() * (isFp8(et) ? 1 : 2);
+  const int64_t rowBytes = t.getColumns() * et.getIntOrFloatBitWidth() / 8;
   if (rowBytes > 128 && (getBoxBytes() < 64 * 128 || getBoxBytes() % 1024 != 0))
     return emitOpError("a tile wider than 128 bytes lies in boxes at least "
                        "8192 bytes apart, on 1024-byte swizzle atoms; got "
