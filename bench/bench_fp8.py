@@ -111,9 +111,11 @@ def main():
 
     def find(dtype, D, causal, S=0):
         """The kernel flash_attn_func takes for a call of S query rows (facts
-        min_seqlen_q), or None."""
+        min_seqlen_q; FP8 with block descales: of whole descale blocks), or
+        None."""
         found = [k for k in kernels if fa3facts.matches(k, dtype, D, D, causal, (-1, -1), 0.0)]
-        return fa3facts.by_length(found, S) if found else None
+        return fa3facts.by_length(found, S, dtype == "e4m3" and a.descale == "block") \
+            if found else None
     rows = []
     t_start = time.time()
     for D in hdims:

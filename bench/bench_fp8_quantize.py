@@ -70,8 +70,9 @@ def main():
             if not k8s:
                 continue
             for S in (int(x) for x in a.seqlens.split(",")):
-                # the kernels flash_attn_func takes at this length
-                k8 = fa3facts.by_length(k8s, S)
+                # the kernels flash_attn_func takes at this length (block
+                # descales: of whole descale blocks)
+                k8 = fa3facts.by_length(k8s, S, k_block_descales=True)
                 kb = fa3facts.by_length(kbs, S) if kbs else None
                 _, _, q, k, v, _ = paper_inputs(D, S, causal)
                 kd = a.kernel_dir

@@ -134,8 +134,8 @@ def main():
                     qkv, ds = (r.q, r.k, r.v), r.descales
                 for label, found in candidates.items():
                     # the kernel flash_attn_func takes for this length (facts
-                    # min_seqlen_q)
-                    kf = fa3facts.by_length(found, S)
+                    # min_seqlen_q; FP8 block descales: whole descale blocks)
+                    kf = fa3facts.by_length(found, S, fp8 and a.descale == "block")
                     o = torch.full_like(v, float("nan"))  # [B, S, H, Dv], as o
 
                     def ours(kf=kf, o=o):

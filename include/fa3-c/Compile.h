@@ -71,7 +71,9 @@ typedef struct Fa3HopperOptions {
                            this many query rows (0 to 2^31-1; 0: any
                            length): where the table has an entry for long
                            sequences (head dim 64 causal: 192 rows from
-                           6144) and this reaches it, that entry applies,
+                           6144; FP8 head dim 128 full or causal: 192
+                           keys from 8192) and this reaches it, that
+                           entry applies,
                            and the facts say `min_seqlen_q`. Appended in
                            this position: callers built against an older
                            header must be rebuilt */

@@ -423,21 +423,36 @@ def select_kernel(kernels: List[KernelFacts], dtype: str, head_dim: int, head_di
                   kernel_dir: str = "?", skipped: Optional[List[str]] = None,
                   varlen: bool = False, backward: bool = False,
                   decode: bool = False, deterministic: bool = False,
-                  seqlen_q: int = 0) -> KernelFacts:
+                  seqlen_q: int = 0, k_block_descales: bool = False) -> KernelFacts:
     """The kernel for the requested variant and a call with `seqlen_q` query
-    rows (by_length's pick among select_kernels'), or a LookupError that
-    lists what the directory holds."""
+    rows (by_length's pick among select_kernels', `k_block_descales` as
+    there), or a LookupError that lists what the directory holds."""
     return by_length(select_kernels(kernels, dtype, head_dim, head_dim_v, causal, window,
                                     softcap, kernel_dir, skipped, varlen, backward, decode,
-                                    deterministic), seqlen_q)
+                                    deterministic), seqlen_q, k_block_descales)
 
 
-def by_length(candidates: List[KernelFacts], seqlen_q: int) -> KernelFacts:
+#: FP8 block descales' rows (fa3.torch_api's DESCALE_ROWS: q's and k's
+#: descales per this many rows)
+DESCALE_BLOCK = 128
+
+
+def by_length(candidates: List[KernelFacts], seqlen_q: int,
+              k_block_descales: bool = False) -> KernelFacts:
     """Of kernels that compute one variant (select_kernels' order), the one
     for a call with `seqlen_q` query rows: the first with the largest
     min_seqlen_q <= seqlen_q, or where every one asks for more (a directory
     holding only long-sequence kernels), the first with the smallest; each
-    computes every length, min_seqlen_q only says which is faster."""
+    computes every length, min_seqlen_q only says which is faster.
+    `k_block_descales`: an FP8 call's k descales are per 128 keys; kernels
+    whose kv tiles straddle those blocks (block_n not a multiple of 128:
+    S is scaled column by column) are passed over where another computes
+    the variant (FP8 head dim 128's 192-key long kernel ran at 0.93-0.99x
+    the 128-key one there, 1.01-1.07x with per-head descales:
+    bench/NOTES.md, Log, "FP8 head dim 128 on the branches")."""
+    if k_block_descales:
+        whole = [k for k in candidates if k.block_n % DESCALE_BLOCK == 0]
+        candidates = whole or candidates
     fits = [k for k in candidates if k.min_seqlen_q <= seqlen_q]
     if fits:
         return max(fits, key=lambda k: k.min_seqlen_q)   # max keeps the first of equals

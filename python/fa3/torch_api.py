@@ -118,7 +118,7 @@ def select_kernel(dtype: str, head_dim: int, head_dim_v: int, causal: bool = Fal
                   kernel_dir=None, jit: Optional[bool] = None,
                   varlen: bool = False, backward: bool = False,
                   decode: bool = False, deterministic: bool = False,
-                  seqlen_q: int = 0) -> _facts.KernelFacts:
+                  seqlen_q: int = 0, k_block_descales: bool = False) -> _facts.KernelFacts:
     """The kernel that computes the variant: from `kernel_dir` (default
     $FA3_KERNEL_DIR) if one there matches, else compiled on first use into
     the JIT cache (fa3.cache) when `jit` (None: unless FA3_JIT=0) and
@@ -134,10 +134,12 @@ def select_kernel(dtype: str, head_dim: int, head_dim_v: int, causal: bool = Fal
     decoding kernel (split-KV and GQA packing: flash_attn_with_kvcache).
     `seqlen_q`: the call's query rows; where the compiler configured the
     variant for long sequences too (facts min_seqlen_q: the compile adds
-    <name>_long_kernel), the kernel for that length (fa3.facts.by_length)."""
+    <name>_long_kernel), the kernel for that length (fa3.facts.by_length);
+    `k_block_descales`: an FP8 call's k descales are per 128 keys (the
+    long kernel's 192-key tiles would straddle them: the first kernel)."""
     return _facts.by_length(_candidates(dtype, head_dim, head_dim_v, causal, window_size,
                                         softcap, kernel_dir, jit, varlen, backward, decode,
-                                        deterministic), seqlen_q)
+                                        deterministic), seqlen_q, k_block_descales)
 
 
 def _candidates(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_dir, jit,
@@ -263,9 +265,10 @@ def _pick(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit=None,
 
 def _launchable_kernel(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit, dev,
                        device, varlen=False, backward=False, decode=False,
-                       deterministic=False, seqlen_q=0):
+                       deterministic=False, seqlen_q=0, k_block_descales=False):
     """The loaded runtime.Kernel for a call on device `dev` (`device`: see
-    _load) with `seqlen_q` query rows (select_kernel). A variant looked up
+    _load) with `seqlen_q` query rows (select_kernel; `k_block_descales`:
+    fa3.facts.by_length's). A variant looked up
     before costs a dict lookup and a pass over its one or two kernels; an
     explicit `kernel` is checked against the request and found by its
     cubin's stat."""
@@ -285,7 +288,7 @@ def _launchable_kernel(kernel, dt, D, Dv, causal, window_size, softcap, kernel_d
         with _lock:
             _launchable[req] = slots
     kfs, loaded = slots
-    picked = _facts.by_length(kfs, seqlen_q)
+    picked = _facts.by_length(kfs, seqlen_q, k_block_descales)
     return loaded[next(i for i, kf in enumerate(kfs) if kf is picked)]
 
 
@@ -685,7 +688,7 @@ _FP8_ELSEWHERE = (" (the FP8 kernels are fixed-length forward kernels: flash_att
 # head dims of the FP8 kernels (fa3rt.h: fa3rt_dtype, FA3RT_E4M3)
 FP8_HEAD_DIMS = (64, 128, 256)
 # rows a q or k descale covers (fa3rt_abi.def, FP8 kernels)
-DESCALE_ROWS = 128
+DESCALE_ROWS = _facts.DESCALE_BLOCK
 
 
 def _any_fp8(torch, *ts) -> bool:
@@ -840,8 +843,10 @@ def _eager_fp8(torch, q, k, v, q_descale, k_descale, v_descale, softmax_scale, c
     fields, keep = _fp8_descales(torch, q_descale, k_descale, v_descale, q.device, B, Sq, Skv,
                                  Hq, Hkv)
     dev = q.device.index if q.device.index is not None else torch.cuda.current_device()
+    # (k's descales per 128 keys: a kernel of whole descale blocks)
     kobj = _launchable_kernel(kernel, "e4m3", D, Dv, causal, window_size, softcap, kernel_dir,
-                              jit, dev, torch.cuda.device, seqlen_q=Sq)
+                              jit, dev, torch.cuda.device, seqlen_q=Sq,
+                              k_block_descales=fields["k_descale_strides"][2] != 0)
     # TMA reads rows of D contiguous elements: make the last dim contiguous
     q, k, v = [t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v)]
     o, lse, return_lse = _outputs(torch, q, (B, Sq, Hq, Dv), (B, Hq, Sq), out, lse_out,
@@ -1368,7 +1373,7 @@ def _check_append(torch, fn, q, k_cache, v_cache, k_new, v_new, dims) -> int:
 
 def _decode(torch, fn, q, k, v, cache_seqlens, softmax_scale, causal, window_size, softcap,
             num_splits, sm_margin, return_lse, kernel_dir, kernel, out, lse_out, jit,
-            page_table=None, k_new=None, v_new=None, ctas_per_sm=0):
+            page_table=None, k_new=None, v_new=None, ctas_per_sm=0, rotary=None):
     """A call of the decoding kernel (flash_attn_with_kvcache, and
     flash_attn_func with num_splits != 1 or pack_gqa): the checks, then the
     custom op as Dynamo traces it, else the eager launch. Forward only.
@@ -1380,7 +1385,9 @@ def _decode(torch, fn, q, k, v, cache_seqlens, softmax_scale, causal, window_siz
     batch's cache_seqlens[b] rows before the attention, which then covers
     cache_seqlens[b] + Snew keys (cache_seqlens required; the op
     torch.ops.fa3.flash_attn_decode_append_fwd, which mutates k and v).
-    ctas_per_sm: 0, 1 or 2 (_ctas_per_sm)."""
+    ctas_per_sm: 0, 1 or 2 (_ctas_per_sm). rotary: None, or (cos, sin,
+    interleaved, rotary_seqlens), flash_attn_with_kvcache's rotary
+    embedding: q and k_new rotated (_rotate) once the call is checked."""
     n = _num_splits(fn, num_splits)
     dt = _check_inputs(torch, q, k, v, fn=fn if fn != "flash_attn_func" else
                        "flash_attn_func with num_splits != 1 or pack_gqa=True (the decoding "
@@ -1400,10 +1407,20 @@ def _decode(torch, fn, q, k, v, cache_seqlens, softmax_scale, causal, window_siz
         if k_new is None or v_new is None or cache_seqlens is None:
             raise ValueError(_append_needs(fn, k_new, v_new, cache_seqlens))
         snew = _check_append(torch, fn, q, k, v, k_new, v_new, dims)
-        if snew == 0:
-            # no rows to append: the attention alone, on cache_seqlens
-            appending, k_new, v_new = False, None, None
+    if rotary is not None:
+        cos, sin, interleaved, rotary_seqlens = rotary
+        rotary_seqlens = _check_rotary(torch, fn, cos, sin, q, k_new, rotary_seqlens)
+    if appending and snew == 0:
+        # no rows to append: the attention alone, on cache_seqlens
+        appending, k_new, v_new = False, None, None
     seqused_k = _check_cache_seqlens(torch, fn, cache_seqlens, q.device, B, Skv, snew)
+    if rotary is not None:
+        # positions from rotary_seqlens, else cache_seqlens (an int as given,
+        # a tensor as checked)
+        base = (rotary_seqlens if rotary_seqlens is not None
+                else seqused_k if isinstance(cache_seqlens, torch.Tensor) else cache_seqlens)
+        q, k_new = _rotate(torch, q, k_new, cos, sin, interleaved, base,
+                           causal or window_size != (-1, -1))
     scale = None if softmax_scale is None else float(softmax_scale)
     facts_path = None if kernel is None else _op_path(kernel.facts_path)
     if torch.compiler.is_compiling():
@@ -1586,7 +1603,7 @@ def _check_rotary(torch, fn, cos, sin, q, k, rotary_seqlens):
     """rotary_cos and rotary_sin given together, with the new rows k (FA3:
     only with k and v), [seqlen_ro, rotary_dim / 2] of one floating dtype on
     q's device, rotary_dim even and at most the head dim; rotary_seqlens
-    None or an int32 [B] tensor there."""
+    None or an int32 [B] tensor there. Returns rotary_seqlens (contiguous)."""
     if cos is None or sin is None:
         raise ValueError(f"{fn}: rotary_cos and rotary_sin go together: pass both or neither")
     if k is None:
@@ -1604,7 +1621,25 @@ def _check_rotary(torch, fn, cos, sin, q, k, rotary_seqlens):
                              f"2] on {q.device}, rotary_dim even, 2 to the head dim {D} "
                              f"(rotary_cos's shape for both), got {got}")
     if rotary_seqlens is not None:
-        _check_seqlens(torch, f"{fn}: rotary_seqlens", rotary_seqlens, q.device, q.shape[0])
+        return _check_seqlens(torch, f"{fn}: rotary_seqlens", rotary_seqlens, q.device,
+                              q.shape[0])
+    return None
+
+
+def _rotate(torch, q, k_new, cos, sin, interleaved, base, local):
+    """q and the new keys k_new (None: Snew = 0) rotated by the rotary
+    embedding, FA3's positions: the keys at base[b], base[b] + 1, ...; q's
+    rows there too where `local` (causal or a window), else all at base[b]
+    (base: an int, or an int32 [B] tensor on q's device)."""
+    B = q.shape[0]
+    q = _apply_rotary(torch, q, cos, sin,
+                      _rotary_positions(torch, base, B, q.shape[1], q.device, local),
+                      interleaved)
+    if k_new is not None:
+        k_new = _apply_rotary(torch, k_new, cos, sin,
+                              _rotary_positions(torch, base, B, k_new.shape[1], q.device, True),
+                              interleaved)
+    return q, k_new
 
 
 def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary_cos=None,
@@ -1776,29 +1811,11 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
                              f"read as one page a batch row: Skv must be a multiple of 8, got "
                              f"shape {tuple(k_cache.shape)}")
         page_table = idx.reshape(-1, 1)
-    if rotary:
-        _check_rotary(torch, fn, rotary_cos, rotary_sin, q, k, rotary_seqlens)
-        # checked as the kernel's call checks them (before any rotation)
-        _check_inputs(torch, q, k_cache, v_cache, fn=fn)
-        if k.dim() != 4 or k.shape[0] != q.shape[0] or k.shape[-1] != q.shape[-1]:
-            raise ValueError(f"{fn}: k must be [B, Snew, Hkv, D] with q's B and D, got "
-                             f"{tuple(k.shape)}")
-        base = rotary_seqlens if rotary_seqlens is not None else cache_seqlens
-        if base is None:
-            raise ValueError(_append_needs(fn, k, v, cache_seqlens))
-        B = q.shape[0]
-        if isinstance(base, torch.Tensor):   # (positions read on the GPU)
-            base = _check_seqlens(torch, f"{fn}: cache_seqlens", base, q.device, B)
-        local = causal or _window(window_size) != (-1, -1)
-        q = _apply_rotary(torch, q, rotary_cos, rotary_sin,
-                          _rotary_positions(torch, base, B, q.shape[1], q.device, local),
-                          rotary_interleaved)
-        k = _apply_rotary(torch, k, rotary_cos, rotary_sin,
-                          _rotary_positions(torch, base, B, k.shape[1], q.device, True),
-                          rotary_interleaved)
     return _decode(torch, fn, q, k_cache, v_cache, cache_seqlens, softmax_scale, causal,
                    window_size, softcap, num_splits, sm_margin, return_softmax_lse, kernel_dir,
-                   kernel, None, None, jit, page_table, k, v, ctas_per_sm)
+                   kernel, None, None, jit, page_table, k, v, ctas_per_sm,
+                   rotary=(rotary_cos, rotary_sin, bool(rotary_interleaved), rotary_seqlens)
+                   if rotary else None)
 
 
 def flash_attn_bhsd(q, k, v, o=None, lse=None, softmax_scale=None, causal=False,

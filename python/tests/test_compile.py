@@ -188,7 +188,8 @@ def test_bad_option_is_refused(tmp_path):
 
 def test_kernels_by_length(tmp_path):
     """Head dim 64 causal: the kernel for any length and the table's for long
-    sequences (192 rows from 6144, facts min_seqlen_q); options that fix the
+    sequences (192 rows from 6144, facts min_seqlen_q), FP8 head dim 128
+    too (192 keys from 8192); options that fix the
     rows or the length give one kernel, the option's; a length out of range
     is refused by name (C API) or before the call (ctypes)."""
     both = compile_kernel(tmp_path / "a", head_dim=64, causal=True, emit_cubin=False)
@@ -221,6 +222,22 @@ def test_kernels_by_length(tmp_path):
                                         "fa3_fwd_d64_bf16_causal_varlen_long_kernel"]
     k = F.parse_facts(packed[1].facts.read_text())
     assert (k.block_m, k.min_seqlen_q, k.varlen) == (192, 6144, True)
+    # FP8 head dim 128, full or causal: 192-key tiles on two stages from
+    # 8192; windows and other head dims have no entry
+    for causal in (False, True):
+        fp8 = compile_kernel(tmp_path / f"h{int(causal)}", head_dim=128, dtype="e4m3",
+                             causal=causal, emit_cubin=False)
+        assert [f.name for f in fp8] == [f"fa3_fwd_d128_e4m3{'_causal' if causal else ''}"
+                                         f"{sfx}_kernel" for sfx in ("", "_long")]
+        short, long = (dict(l.split(" ", 1) for l in f.facts.read_text().splitlines())
+                       for f in fp8)
+        key = ("block_m", "block_n", "stages", "min_seqlen_q")
+        assert [short.get(k) for k in key] == ["128", "128", "3", None]
+        assert [long.get(k) for k in key] == ["128", "192", "2", "8192"]
+    for kw in (dict(head_dim=128, window=(256, 0)), dict(head_dim=256, causal=True),
+               dict(head_dim=64, causal=True)):
+        one = compile_kernel(tmp_path / "i", dtype="e4m3", emit_cubin=False, **kw)
+        assert len(one) == 1 and "min_seqlen_q" not in one[0].facts.read_text(), kw
     with pytest.raises(Fa3Error, match="minSeqlenQ must be 0 .any length. to 2147483647, got -1"):
         compile_kernel(tmp_path / "f", head_dim=64, min_seqlen_q=-1, emit_cubin=False)
     with pytest.raises(ValueError, match="min_seqlen_q"):

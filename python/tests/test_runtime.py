@@ -573,6 +573,24 @@ def test_select_kernel_by_length(tmp_path):
         "a_causal", "a_causal", "a_causal", "a_causal_long", "a_causal_long",
         "a_causal_longer", "a_causal_longer"]
     assert F.by_length(ks[1:], 100).kernel == "a_causal_long"   # no kernel for any length
+    # FP8 k descales per 128 keys: kernels whose kv tiles are whole descale
+    # blocks only, while one computes the variant
+    fp8 = tmp_path / "fp8"
+    fp8.mkdir()
+    _write_kernel(fp8, "e_causal", dtype="e4m3")
+    _write_kernel(fp8, "e_causal_long", dtype="e4m3", block_n=192, min_seqlen_q=8192)
+    _write_kernel(fp8, "e_causal_longer", dtype="e4m3", min_seqlen_q=16384)
+    es, _ = F.scan_kernel_dir(fp8)
+
+    def pick(sq, blocks, among=es):
+        return F.by_length(among, sq, k_block_descales=blocks).kernel
+    assert [pick(sq, False) for sq in (100, 8192, 16384)] == [
+        "e_causal", "e_causal_long", "e_causal_longer"]
+    assert [pick(sq, True) for sq in (100, 8192, 16384)] == [
+        "e_causal", "e_causal", "e_causal_longer"]
+    assert pick(8192, True, es[1:2]) == "e_causal_long"    # the only one: still taken
+    assert F.select_kernel(es, "e4m3", 128, 128, True, (-1, -1), 0.0, seqlen_q=9000,
+                           k_block_descales=True).kernel == "e_causal"
     assert F.select_kernel(ks, "bf16", 128, 128, True, (-1, -1), 0.0).kernel == "a_causal"
     from fa3 import torch_api
     torch_api.clear_caches()

@@ -345,7 +345,9 @@ def test_autograd_hands_window_and_softcap_to_the_backward(monkeypatch):
 def test_fp8_launch_asks_for_the_kernel_of_its_length(monkeypatch):
     """The FP8 forward asks for the kernel of its Sq, as the bf16 one does
     (an FP8 variant's long-sequence kernel, facts min_seqlen_q, is taken
-    from that length: fa3-compile's <name>_long_kernel)."""
+    from that length: fa3-compile's <name>_long_kernel), and says whether
+    k's descales are per 128 keys (by_length then keeps to kernels of
+    whole descale blocks): a block stride of 0 is per head or one factor."""
     from types import SimpleNamespace
     asked = []
 
@@ -353,13 +355,14 @@ def test_fp8_launch_asks_for_the_kernel_of_its_length(monkeypatch):
         pass
 
     def launchable(*args, **kw):
-        asked.append(kw.get("seqlen_q", 0))
+        asked.append((kw.get("seqlen_q", 0), kw.get("k_block_descales", False)))
         raise Picked
     monkeypatch.setattr(torch_api, "_launchable_kernel", launchable)
-    for sq in (100, 9000):
+    for sq, k_strides in ((100, (0, 0, 0)), (9000, (8, 1, 0)), (9000, (568, 71, 1))):
         monkeypatch.setattr(torch_api, "_check_fp8",
                             lambda *a, sq=sq, **k: (2, sq, 8, 128, 9100, 8, 128))
-        monkeypatch.setattr(torch_api, "_fp8_descales", lambda *a, **k: ({}, ()))
+        monkeypatch.setattr(torch_api, "_fp8_descales",
+                            lambda *a, ks=k_strides, **k: ({"k_descale_strides": ks}, ()))
         fake_torch = SimpleNamespace(bfloat16="bf16", float32="f32",
                                      cuda=SimpleNamespace(device=object,
                                                           current_device=lambda: 0))
@@ -367,7 +370,7 @@ def test_fp8_launch_asks_for_the_kernel_of_its_length(monkeypatch):
         with pytest.raises(Picked):
             torch_api._eager_fp8(fake_torch, q, q, q, None, None, None, None, True, (-1, -1),
                                  0.0, False, "dir", None, None, None, None)
-    assert asked == [100, 9000]
+    assert asked == [(100, False), (9000, False), (9000, True)]
 
 
 def test_backward_default_scale_is_the_forwards(monkeypatch):
@@ -941,8 +944,9 @@ def test_kvcache_rotary_rotates_q_and_the_new_keys(monkeypatch, causal, window, 
     """FA3's positions: the new keys at p[b], p[b] + 1, ...; q at the same
     positions if causal or with a window, else every row of q at p[b]; p
     is rotary_seqlens where given, else cache_seqlens. What reaches the
-    kernel's call (_decode, stubbed) is q and k rotated so; the cache and v
-    are untouched (CPU tensors: the CUDA checks stubbed)."""
+    launch (_eager_decode, stubbed, after the call's checks) is q and k
+    rotated so; the cache and v are untouched (CPU tensors: the CUDA checks
+    stubbed)."""
     import torch
     g = torch.Generator().manual_seed(11)
     B, Sq, Hq, Hkv, D, Skv, Snew = 2, 2, 4, 2, 16, 32, 2
@@ -955,16 +959,17 @@ def test_kvcache_rotary_rotates_q_and_the_new_keys(monkeypatch, causal, window, 
     rot = torch.tensor([20, 1], dtype=torch.int32)
     seen = {}
 
-    def decode(torch_, fn, q_, k_cache, v_cache, cache_seqlens, *args):
-        seen.update(q=q_, k=args[-3], v=args[-2], kc=k_cache, lens=cache_seqlens)
+    def eager(torch_, q_, k_cache, v_cache, seqused_k, *args, **kw):
+        seen.update(q=q_, k=args[-3], v=args[-2], kc=k_cache, lens=seqused_k)
         return "o"
-    monkeypatch.setattr(torch_api, "_decode", decode)
+    monkeypatch.setattr(torch_api, "_eager_decode", eager)
     monkeypatch.setattr(torch_api, "_check_inputs", lambda *a, **kw: "bf16")
     out = torch_api.flash_attn_with_kvcache(
         q, kc, vc, k=k, v=v, rotary_cos=cos, rotary_sin=sin, cache_seqlens=lens,
         rotary_seqlens=rot if by_rotary_seqlens else None, causal=causal,
         window_size=window, rotary_interleaved=interleaved)
-    assert out == "o" and seen["kc"] is kc and seen["v"] is v and seen["lens"] is lens
+    assert out == "o" and seen["kc"] is kc and seen["v"] is v
+    assert seen["lens"].tolist() == lens.tolist()
     p = (rot if by_rotary_seqlens else lens).tolist()
     consecutive = causal or window != (-1, -1)
     q_pos = [[p[b] + (i if consecutive else 0) for i in range(Sq)] for b in range(B)]
@@ -1014,7 +1019,7 @@ def test_kvcache_cache_batch_idx_is_a_page_table_of_whole_rows(monkeypatch):
     import torch
     seen = {}
 
-    def decode(torch_, fn, q_, k_cache, v_cache, cache_seqlens, *args):
+    def decode(torch_, fn, q_, k_cache, v_cache, cache_seqlens, *args, **kw):
         seen.update(kc=k_cache, vc=v_cache, table=args[-4])
         return "o"
     monkeypatch.setattr(torch_api, "_decode", decode)

@@ -34,7 +34,8 @@ def AttnHopperConfig : Pass<"attn-hopper-config"> {
            "min-seqlen-q from 6144 for 64 causal; else 128; 64 with "
            "decode)">,
     Option<"blockN", "block-n", "int64_t", /*default=*/"0",
-           "Rows of K/V per tile (0: per head dim: 128 up to head dim 128, "
+           "Rows of K/V per tile (0: per head dim: 128 up to head dim 128 "
+           "(FP8 128 with min-seqlen-q from 8192: 192), "
            "112 at 192 (96 with a mask), 64 at 256; with decode and 64 rows, "
            "64 up to head dim 128, two CTAs a SM where three stages fit)">,
     Option<"stages", "stages", "int64_t", /*default=*/"0",
@@ -101,7 +102,8 @@ def AttnHopperConfig : Pass<"attn-hopper-config"> {
     Option<"minSeqlenQ", "min-seqlen-q", "int64_t", /*default=*/"0",
            "Configure the forward for calls with at least this many query "
            "rows (0: any length). Where the table has an entry for long "
-           "sequences (head dim 64 causal: 192 query rows from 6144) and "
+           "sequences (head dim 64 causal: 192 query rows from 6144; FP8 "
+           "head dim 128 full or causal: 192-key tiles from 8192) and "
            "this reaches it, that entry applies, and min_seqlen_q in the "
            "launch facts tells a launcher to take the kernel from that "
            "length on (the C API's spec compile adds such a kernel by "

@@ -306,9 +306,21 @@ int64_t fa3::hopper::longSequenceFrom(const std::string &dtype,
   // varlen >= 0.95 x fixed; bench/NOTES.md, Variable lengths). Windows and
   // decoding steps were not measured with it; FP8 takes 192 rows at head
   // dim 64 at every length already.
+  // FP8 head dim 128, full or causal: 192-key tiles from 8192 (two
+  // stages, two Q buffers; chooseConfig). Same call against the 128-key
+  // kernel, per-head descales: full 1.06 / 1.01-1.03, causal 1.04-1.06 /
+  // 1.06-1.07 at 8k / 16k (an H100; bench/NOTES.md, Log, "FP8 head dim 128
+  // on the branches"); autotune put 192 keys at -6-8 % at 1k, hence the
+  // length. With per-128-key k descales its tiles straddle the descale
+  // blocks (S scaled column by column): 0.93-0.99, so launchers pass it
+  // over there (fa3.facts.by_length's k_block_descales).
   const bool causal = windowLeft < 0 && windowRight == 0;
+  const bool fullMask = windowLeft < 0 && windowRight < 0;
   if (dtype != "e4m3" && headDim == 64 && headDimV == 64 && causal && !decode)
     return 6144;
+  if (dtype == "e4m3" && headDim == 128 && headDimV == 128 &&
+      (causal || fullMask) && !decode)
+    return 8192;
   return 0;
 }
 
@@ -499,7 +511,8 @@ void chooseConfig(KernelConfig &cfg, int64_t windowLeft, int64_t windowRight,
     // Options the FP8 kernel cannot take are refused, not overridden
     // (checkSupported names them); the rest take the FP8 defaults.
     cfg.blockM = o.blockM != 0 ? o.blockM : hd == 64 ? 192 : 128;
-    cfg.blockN = o.blockN != 0 ? o.blockN : 128;
+    // (192 keys for long sequences at head dim 128: longSequenceFrom)
+    cfg.blockN = o.blockN != 0 ? o.blockN : longRows ? 192 : 128;
     cfg.pingpong = o.pingpong && cfg.consumers() == 2;
     cfg.persistent = decide(o.persistent, true);
     // V transposed on all four producer warps (warp 0 one fill behind its
@@ -513,8 +526,13 @@ void chooseConfig(KernelConfig &cfg, int64_t windowLeft, int64_t windowRight,
     cfg.qBuffers = o.qBuffers != 0 ? o.qBuffers : 1;
     cfg.clusterM = o.kvMulticast == Toggle::On ? 2 : 1;
     cfg.lazyRescale = decide(o.lazyRescale, true);
+    // (192-key tiles: two stages, which leave room for two Q buffers;
+    // autotune's winner, bench/NOTES.md, Log, "FP8 head dim 128's tiles
+    // again by autotune")
     if (o.stages == 0)
-      deepestFittingStages(cfg, cfg.oCols() <= 64 ? 4 : 3);
+      deepestFittingStages(cfg, longRows          ? 2
+                                : cfg.oCols() <= 64 ? 4
+                                                    : 3);
     // The stages first, then a second Q buffer where it fits beside them
     // (head dim 128; at 64 the 192-row Q and four stages fill shared
     // memory).

@@ -1,6 +1,7 @@
 // attn-hopper-config min-seqlen-q: the table's entries for calls with at
 // least that many query rows (longSequenceFrom: head dim 64 causal takes
-// 192 rows from 6144), recorded as hopper_config's min_seqlen_q and carried
+// 192 rows from 6144, FP8 head dim 128 full or causal 192-key tiles from
+// 8192), recorded as hopper_config's min_seqlen_q and carried
 // into the launch facts; everywhere else, and below the entry's length, the
 // configuration of any length, without the key.
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config=min-seqlen-q=6144 | FileCheck %s
@@ -31,6 +32,13 @@
 // CHECK: #attn.hopper_config<block_m = 192, {{.*}}tma_store = true>}
 // CHECK-LABEL: func @d64_causal_grad(
 // CHECK: #attn.hopper_config<block_m = 128, {{.*}}tma_store = true>}
+// FP8 head dim 128's entry starts at 8192: none at 6144.
+// CHECK-LABEL: func @d128_fp8(
+// CHECK: #attn.hopper_config<block_m = 128, block_n = 128, stages = 3, {{.*}}tma_store = true>}
+// CHECK-LABEL: func @d128_causal_fp8(
+// CHECK: #attn.hopper_config<block_m = 128, block_n = 128, stages = 3, {{.*}}tma_store = true>}
+// CHECK-LABEL: func @d128_window_fp8(
+// CHECK: #attn.hopper_config<block_m = 128, block_n = 128, stages = 3, {{.*}}tma_store = true>}
 
 // The decoding kernel has none either (its option beside this one; the
 // packed batch and FP8 are refused with it, hence `not`).
@@ -42,6 +50,14 @@
 // and longer).
 // LONGER-LABEL: func @d64_causal(
 // LONGER: #attn.hopper_config<block_m = 192, {{.*}}, min_seqlen_q = 16384>
+// From 8192, FP8 head dim 128 full or causal: 192 keys, two stages, two
+// Q buffers; a window keeps the kernel of any length.
+// LONGER-LABEL: func @d128_fp8(
+// LONGER: #attn.hopper_config<block_m = 128, block_n = 192, stages = 2, persistent = true, q_buffers = 2, {{.*}}min_seqlen_q = 16384>
+// LONGER-LABEL: func @d128_causal_fp8(
+// LONGER: #attn.hopper_config<block_m = 128, block_n = 192, stages = 2, persistent = true, q_buffers = 2, {{.*}}min_seqlen_q = 16384>
+// LONGER-LABEL: func @d128_window_fp8(
+// LONGER: #attn.hopper_config<block_m = 128, block_n = 128, stages = 3, {{.*}}tma_store = true>}
 
 // Below the entry's length: the configuration of any length.
 // SHORT-LABEL: func @d64_causal(
@@ -125,5 +141,29 @@ func.func @d64_causal_grad(%q: memref<?x1x?x64xbf16>, %k: memref<?x1x?x64xbf16>,
     %dq: memref<?x1x?x64xf32>, %dk: memref<?x1x?x64xbf16>, %dv: memref<?x1x?x64xbf16>) {
   attn.flash_attention_grad ins(%q, %k, %v, %o, %do, %lse : memref<?x1x?x64xbf16>, memref<?x1x?x64xbf16>, memref<?x1x?x64xbf16>, memref<?x1x?x64xbf16>, memref<?x1x?x64xbf16>, memref<?x1x?xf32>)
       outs(%dq, %dk, %dv : memref<?x1x?x64xf32>, memref<?x1x?x64xbf16>, memref<?x1x?x64xbf16>) causal
+  return
+}
+
+// -----
+
+func.func @d128_fp8(%q: memref<?x2x?x128xf8E4M3FN>, %o: memref<?x2x?x128xbf16>, %lse: memref<?x2x?xf32>) {
+  attn.flash_attention ins(%q, %q, %q : memref<?x2x?x128xf8E4M3FN>, memref<?x2x?x128xf8E4M3FN>, memref<?x2x?x128xf8E4M3FN>)
+    outs(%o, %lse : memref<?x2x?x128xbf16>, memref<?x2x?xf32>)
+  return
+}
+
+// -----
+
+func.func @d128_causal_fp8(%q: memref<?x2x?x128xf8E4M3FN>, %o: memref<?x2x?x128xbf16>, %lse: memref<?x2x?xf32>) {
+  attn.flash_attention ins(%q, %q, %q : memref<?x2x?x128xf8E4M3FN>, memref<?x2x?x128xf8E4M3FN>, memref<?x2x?x128xf8E4M3FN>)
+    outs(%o, %lse : memref<?x2x?x128xbf16>, memref<?x2x?xf32>) causal
+  return
+}
+
+// -----
+
+func.func @d128_window_fp8(%q: memref<?x2x?x128xf8E4M3FN>, %o: memref<?x2x?x128xbf16>, %lse: memref<?x2x?xf32>) {
+  attn.flash_attention ins(%q, %q, %q : memref<?x2x?x128xf8E4M3FN>, memref<?x2x?x128xf8E4M3FN>, memref<?x2x?x128xf8E4M3FN>)
+    outs(%o, %lse : memref<?x2x?x128xbf16>, memref<?x2x?xf32>) window(256, 0)
   return
 }
