@@ -29,7 +29,8 @@ typedef struct Fa3HopperOptions {
                            FP8 128, or FA3's wider 160 .. 224: see
                            fa3-compile --help) */
   int64_t stages;       /* depth of the K/V ring; 0: per head dim (4 for
-                           64 with 128-row tiles, else 2) */
+                           64 with 128-row tiles, else 2; FP8 3 at 64,
+                           else 2) */
   bool pingpong;        /* consumer warpgroups take turns (true) */
   int persistent;       /* CTAs loop over tiles: 1 on, -1 off, 0 auto (on
                            where measured faster: head dim up to 128) */

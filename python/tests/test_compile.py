@@ -232,7 +232,7 @@ def test_kernels_by_length(tmp_path):
         short, long = (dict(l.split(" ", 1) for l in f.facts.read_text().splitlines())
                        for f in fp8)
         key = ("block_m", "block_n", "stages", "min_seqlen_q")
-        assert [short.get(k) for k in key] == ["128", "128", "3", None]
+        assert [short.get(k) for k in key] == ["128", "128", "2", None]
         assert [long.get(k) for k in key] == ["128", "192", "2", "8192"]
     for kw in (dict(head_dim=128, window=(256, 0)), dict(head_dim=256, causal=True),
                dict(head_dim=64, causal=True)):

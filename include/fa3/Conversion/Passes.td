@@ -41,7 +41,7 @@ def AttnHopperConfig : Pass<"attn-hopper-config"> {
     Option<"stages", "stages", "int64_t", /*default=*/"0",
            "Depth of the K/V shared-memory ring (0: per head dim, as measured "
            "on the H200: 4 for head dim 64 with 128-row tiles, else 2; FP8: "
-           "the deepest that fits up to 4 at head dim 64, 3 above)">,
+           "3 at head dim 64, where two Q buffers fit beside them, else 2)">,
     Option<"pingpong", "pingpong", "bool", /*default=*/"true",
            "Alternate the consumer warpgroups' GEMMs with named barriers">,
     Option<"persistent", "persistent", "::fa3::Toggle", /*default=*/"::fa3::Toggle::Auto",

@@ -310,8 +310,9 @@ int64_t fa3::hopper::longSequenceFrom(const std::string &dtype,
   // stages, two Q buffers; chooseConfig). Same call against the 128-key
   // kernel, per-head descales: full 1.06 / 1.01-1.03, causal 1.04-1.06 /
   // 1.06-1.07 at 8k / 16k (an H100; bench/NOTES.md, Log, "FP8 head dim 128
-  // on the branches"); autotune put 192 keys at -6-8 % at 1k, hence the
-  // length. With per-128-key k descales its tiles straddle the descale
+  // on the branches"), and +5-9 % in the merged launcher's A/B (both then
+  // against three stages; against today's two, +2-8 %); autotune put 192
+  // keys at -6-10 % at 1k, hence the length. With per-128-key k descales its tiles straddle the descale
   // blocks (S scaled column by column): 0.93-0.99, so launchers pass it
   // over there (fa3.facts.by_length's k_block_descales).
   const bool causal = windowLeft < 0 && windowRight == 0;
@@ -501,10 +502,14 @@ void chooseConfig(KernelConfig &cfg, int64_t windowLeft, int64_t windowRight,
   // more of them: 1.19-1.27x from 2k, 0.97-1.06x at 512 (bench/NOTES.md,
   // FP8). A warpgroup's 64 rows lie in one of the q descales' 128-row
   // blocks either way.
-  // A third K/V stage where shared memory has room (head dim 128); four
-  // at head dim 64, whose O and transposed V are 64 wide (+1-2 % over
-  // three, full mask: bench/NOTES.md, FP8), as the bf16 kernel there.
-  // (4 where the kernel cannot take it is refused: checkSupported)
+  // Three K/V stages at head dim 64, which leave room for a second Q
+  // buffer beside the 192-row Q (four filled shared memory with one:
+  // three measured 1.18-1.20x at 512, 1.09-1.13x at 1k, 1.05-1.11x at 2k,
+  // 0.99-1.04x from 8k, twice in one call on an H100); two at 128 and 256
+  // (at 128 two measured 1.02-1.04x three, full and causal, but 0.97-0.99x
+  // at full 8k, where the long kernel serves; 256 fits no more)
+  // (bench/NOTES.md, Log, "FP8 K/V stages again"). (More stages where the
+  // kernel cannot take them are refused: checkSupported)
   if (o.transposeWarps != 0)
     cfg.transposeWarps = o.transposeWarps;
   if (cfg.isFp8()) {
@@ -526,16 +531,12 @@ void chooseConfig(KernelConfig &cfg, int64_t windowLeft, int64_t windowRight,
     cfg.qBuffers = o.qBuffers != 0 ? o.qBuffers : 1;
     cfg.clusterM = o.kvMulticast == Toggle::On ? 2 : 1;
     cfg.lazyRescale = decide(o.lazyRescale, true);
-    // (192-key tiles: two stages, which leave room for two Q buffers;
-    // autotune's winner, bench/NOTES.md, Log, "FP8 head dim 128's tiles
-    // again by autotune")
+    // (the long kernel's 192-key tiles: two stages too, autotune's winner,
+    // bench/NOTES.md, Log, "FP8 head dim 128's tiles again by autotune")
     if (o.stages == 0)
-      deepestFittingStages(cfg, longRows          ? 2
-                                : cfg.oCols() <= 64 ? 4
-                                                    : 3);
+      deepestFittingStages(cfg, cfg.oCols() <= 64 ? 3 : 2);
     // The stages first, then a second Q buffer where it fits beside them
-    // (head dim 128; at 64 the 192-row Q and four stages fill shared
-    // memory).
+    // (head dim 64 and 128; not 256).
     if (o.qBuffers == 0)
       qBuffersThatFit(cfg);
     // Head dim 256: Q, two stages of K, V and V transposed (224 KiB) leave

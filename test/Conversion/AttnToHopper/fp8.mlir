@@ -1,5 +1,5 @@
 // The FP8 kernel (e4m3 q, k, v with descales at launch, o bf16). Its
-// configuration, checked as CONFIG, is 128 x 128 tiles, 3 stages and
+// configuration, checked as CONFIG, is 128 x 128 tiles, 2 stages and
 // persistent CTAs with two Q buffers at head dim 128; at 256 persistent
 // with one Q buffer, O stored directly (its staging buffer does not fit),
 // the transposer in units of 128 keys. Its kernel
@@ -22,7 +22,7 @@
 // WARP0-TILES: error: cannot generate the Hopper kernel: unsupported transpose_warps 4 with one CTA per tile (warp 0 transposes V in an FP8 kernel's persistent producer program: each block's slot after the next block's fill, a tile's last after its kv loop)
 
 // CONFIG-LABEL: func.func @d128
-// CONFIG: attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 3, persistent = true, q_buffers = 2, lazy_rescale = true, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = true, tma_store = true>
+// CONFIG: attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 2, persistent = true, q_buffers = 2, lazy_rescale = true, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = true, tma_store = true>
 
 // Persistent CTAs (as an option): two Q buffers; the consumers' tile loop
 // claims each tile in Q's fill (as bf16's); after it, V's next slot u
@@ -36,21 +36,20 @@
 // stage's flag is read before the stage is released and written after it
 // is acquired again.)
 // PERSIST: %[[Q:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 2, stage_bytes = 16384, data = 0,
-// PERSIST: %[[V:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 3, stage_bytes = 16384, data = 81920, {{.*}} arrivals = 96
-// PERSIST: %[[VT:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 3, stage_bytes = 16384, data = 131072,
+// PERSIST: %[[V:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 2, stage_bytes = 16384, data = 65536, {{.*}} arrivals = 96
+// PERSIST: %[[VT:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 2, stage_bytes = 16384, data = 98304,
 // PERSIST: nvvm.prefetch tensormap
-// PERSIST: %[[F0:.*]] = llvm.getelementptr %{{.*}}[213200]
+// PERSIST: %[[F0:.*]] = llvm.getelementptr %{{.*}}[164000]
 // PERSIST-NEXT: llvm.store %c0_i32, %[[F0]]
-// PERSIST-NEXT: %[[F1:.*]] = llvm.getelementptr %{{.*}}[213204]
+// PERSIST-NEXT: %[[F1:.*]] = llvm.getelementptr %{{.*}}[164004]
 // PERSIST-NEXT: llvm.store %c0_i32, %[[F1]]
-// PERSIST-NEXT: %[[F2:.*]] = llvm.getelementptr %{{.*}}[213208]
-// PERSIST-NEXT: llvm.store %c0_i32, %[[F2]]
+// PERSIST-NEXT: }
 // PERSIST: hopper.warp_specialize producer regs 48 {
 // PERSIST-NEXT: hopper.producer_warps(%{{.*}}) first 1 count 3 {
 // PERSIST-NEXT: scf.while (%[[U:.*]] = %c0_i32) : (i32) -> i32 {
 // PERSIST-NEXT: hopper.ring.consumer_wait %[[V]][%[[U]]]
 // PERSIST-NEXT: %[[ST:.*]] = hopper.ring.stage %[[V]][%[[U]]]
-// PERSIST: %[[FLAGS:.*]] = llvm.getelementptr %{{.*}}[213200]
+// PERSIST: %[[FLAGS:.*]] = llvm.getelementptr %{{.*}}[164000]
 // PERSIST: %[[FLAG:.*]] = hopper.ring.published %[[V]][%[[U]]] word 0 at
 // PERSIST-NEXT: %[[MORE:.*]] = arith.cmpi eq, %[[FLAG]], %c0_i32
 // PERSIST-NEXT: scf.condition(%[[MORE]]) %[[U]]
@@ -97,9 +96,9 @@
 // The rings: Q, K, V (released by the 96 transposer threads), V transposed
 // (by the 256 consumer threads).
 // KERNEL: %[[Q:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 1, stage_bytes = 16384, data = 0,
-// KERNEL: %[[K:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 3, stage_bytes = 16384, data = 16384, {{.*}} arrivals = 256, cluster = 1>
-// KERNEL: %[[V:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 3, stage_bytes = 16384, data = 65536, {{.*}} arrivals = 96, cluster = 1>
-// KERNEL: %[[VT:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 3, stage_bytes = 16384, data = 114688, {{.*}} arrivals = 256, cluster = 1>
+// KERNEL: %[[K:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 2, stage_bytes = 16384, data = 16384, {{.*}} arrivals = 256, cluster = 1>
+// KERNEL: %[[V:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 2, stage_bytes = 16384, data = 49152, {{.*}} arrivals = 96, cluster = 1>
+// KERNEL: %[[VT:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 2, stage_bytes = 16384, data = 81920, {{.*}} arrivals = 256, cluster = 1>
 // KERNEL: hopper.warp_specialize producer regs 48 {
 // KERNEL-NEXT: hopper.producer_thread {
 // KERNEL: hopper.load_tile %arg0[{{.*}}] into %[[Q]][{{.*}}] rows 128 cols 128 : f8E4M3FN
@@ -232,15 +231,16 @@ func.func @d256(%q: memref<?x8x?x256xf8E4M3FN>, %k: memref<?x8x?x256xf8E4M3FN>, 
 
 // Head dim 64: V's 8-bit TMA box is 128 columns (64 of them TMA's zeros),
 // but O and V transposed are 64 wide: the transposer does 64 columns, P V
-// is N = 64, O's staging is one 64-column box; four stages; 192 query rows,
+// is N = 64, O's staging is one 64-column box; three stages (room for a
+// second Q buffer, persistent); 192 query rows,
 // three consumer warpgroups (no ping-pong), each reading the q descale of
 // the 128-row block its 64 rows lie in: min(m0 + 64 c, Sq - 1) / 128.
 // CONFIG-LABEL: func.func @d64
-// CONFIG: attn.hopper_config = #attn.hopper_config<block_m = 192, block_n = 128, stages = 4, persistent = true, q_buffers = 1, lazy_rescale = true, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = false, tma_store = true>
+// CONFIG: attn.hopper_config = #attn.hopper_config<block_m = 192, block_n = 128, stages = 3, persistent = true, q_buffers = 2, lazy_rescale = true, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = false, tma_store = true>
 // KERNEL-LABEL: gpu.func @d64_kernel(
 // KERNEL: hopper.ring.create %{{.*}} : !hopper.ring<stages = 1, stage_bytes = 24576, data = 0,
-// KERNEL: %[[V:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 4, stage_bytes = 16384, data = 90112,
-// KERNEL: %[[VT:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 4, stage_bytes = 8192, data = 155648,
+// KERNEL: %[[V:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 3, stage_bytes = 16384, data = 73728,
+// KERNEL: %[[VT:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 3, stage_bytes = 8192, data = 122880,
 // KERNEL: hopper.load_tile %arg2[{{.*}}] into %[[V]][{{.*}}] rows 128 cols 128 : f8E4M3FN
 // KERNEL: hopper.transpose_stage %[[V]][{{.*}}] to %[[VT]] worker %{{.*}} of 3 rows 128 cols 64 :
 // KERNEL: consumers(%[[CW:.*]] of 3) regs 152

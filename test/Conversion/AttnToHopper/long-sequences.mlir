@@ -34,11 +34,11 @@
 // CHECK: #attn.hopper_config<block_m = 128, {{.*}}tma_store = true>}
 // FP8 head dim 128's entry starts at 8192: none at 6144.
 // CHECK-LABEL: func @d128_fp8(
-// CHECK: #attn.hopper_config<block_m = 128, block_n = 128, stages = 3, {{.*}}tma_store = true>}
+// CHECK: #attn.hopper_config<block_m = 128, block_n = 128, stages = 2, {{.*}}tma_store = true>}
 // CHECK-LABEL: func @d128_causal_fp8(
-// CHECK: #attn.hopper_config<block_m = 128, block_n = 128, stages = 3, {{.*}}tma_store = true>}
+// CHECK: #attn.hopper_config<block_m = 128, block_n = 128, stages = 2, {{.*}}tma_store = true>}
 // CHECK-LABEL: func @d128_window_fp8(
-// CHECK: #attn.hopper_config<block_m = 128, block_n = 128, stages = 3, {{.*}}tma_store = true>}
+// CHECK: #attn.hopper_config<block_m = 128, block_n = 128, stages = 2, {{.*}}tma_store = true>}
 
 // The decoding kernel has none either (its option beside this one; the
 // packed batch and FP8 are refused with it, hence `not`).
@@ -57,7 +57,7 @@
 // LONGER-LABEL: func @d128_causal_fp8(
 // LONGER: #attn.hopper_config<block_m = 128, block_n = 192, stages = 2, persistent = true, q_buffers = 2, {{.*}}min_seqlen_q = 16384>
 // LONGER-LABEL: func @d128_window_fp8(
-// LONGER: #attn.hopper_config<block_m = 128, block_n = 128, stages = 3, {{.*}}tma_store = true>}
+// LONGER: #attn.hopper_config<block_m = 128, block_n = 128, stages = 2, {{.*}}tma_store = true>}
 
 // Below the entry's length: the configuration of any length.
 // SHORT-LABEL: func @d64_causal(
