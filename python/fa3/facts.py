@@ -432,9 +432,8 @@ def select_kernel(kernels: List[KernelFacts], dtype: str, head_dim: int, head_di
                                     deterministic), seqlen_q, k_block_descales)
 
 
-#: FP8 block descales' rows (fa3.torch_api's DESCALE_ROWS: q's and k's
-#: descales per this many rows)
-DESCALE_BLOCK = 128
+#: rows a q or k descale block covers (fa3rt_abi.def, FP8 kernels)
+DESCALE_ROWS = 128
 
 
 def by_length(candidates: List[KernelFacts], seqlen_q: int,
@@ -451,7 +450,7 @@ def by_length(candidates: List[KernelFacts], seqlen_q: int,
     the 128-key one there, 1.01-1.07x with per-head descales:
     bench/NOTES.md, Log, "FP8 head dim 128 on the branches")."""
     if k_block_descales:
-        whole = [k for k in candidates if k.block_n % DESCALE_BLOCK == 0]
+        whole = [k for k in candidates if k.block_n % DESCALE_ROWS == 0]
         candidates = whole or candidates
     fits = [k for k in candidates if k.min_seqlen_q <= seqlen_q]
     if fits:

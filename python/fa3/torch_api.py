@@ -687,8 +687,6 @@ _FP8_ELSEWHERE = (" (the FP8 kernels are fixed-length forward kernels: flash_att
 
 # head dims of the FP8 kernels (fa3rt.h: fa3rt_dtype, FA3RT_E4M3)
 FP8_HEAD_DIMS = (64, 128, 256)
-# rows a q or k descale covers (fa3rt_abi.def, FP8 kernels)
-DESCALE_ROWS = _facts.DESCALE_BLOCK
 
 
 def _any_fp8(torch, *ts) -> bool:
@@ -707,7 +705,8 @@ def _fp8_descale(torch, name, t, device, B, H, rows, Hq=None, check_only=False):
     n = 2 if rows is None else 3
     if t is None:
         return None, 0, (0,) * n
-    blocks = None if rows is None else -(-rows // DESCALE_ROWS)
+    per = _facts.DESCALE_ROWS
+    blocks = None if rows is None else -(-rows // per)
 
     def want():
         """What the descale must be (messages only: a call's host time
@@ -732,9 +731,8 @@ def _fp8_descale(torch, name, t, device, B, H, rows, Hq=None, check_only=False):
         shape[1:2] in [(h,) for h in heads] and (len(shape) == 2 or shape[2] == blocks)
     if not ok:
         raise ValueError(f"flash_attn_func: {name} must be {want()}, got shape {shape}"
-                         + (f" (ceil({rows} / {DESCALE_ROWS}) = {blocks} blocks of "
-                            f"{DESCALE_ROWS} rows)" if len(shape) == 3 and rows is not None
-                            else ""))
+                         + (f" (ceil({rows} / {per}) = {blocks} blocks of {per} rows)"
+                            if len(shape) == 3 and rows is not None else ""))
     if check_only:
         return t, 0, (0,) * n
     if Hq is not None and shape[1] != Hq:

@@ -312,9 +312,10 @@ int64_t fa3::hopper::longSequenceFrom(const std::string &dtype,
   // 1.06-1.07 at 8k / 16k (an H100; bench/NOTES.md, Log, "FP8 head dim 128
   // on the branches"), and +5-9 % in the merged launcher's A/B (both then
   // against three stages; against today's two, +2-8 %); autotune put 192
-  // keys at -6-10 % at 1k, hence the length. With per-128-key k descales its tiles straddle the descale
-  // blocks (S scaled column by column): 0.93-0.99, so launchers pass it
-  // over there (fa3.facts.by_length's k_block_descales).
+  // keys at -6-10 % at 1k, hence the length. With per-128-key k descales
+  // its tiles straddle the descale blocks (S scaled column by column):
+  // 0.93-0.99, so launchers pass it over there (fa3.facts.by_length's
+  // k_block_descales).
   const bool causal = windowLeft < 0 && windowRight == 0;
   const bool fullMask = windowLeft < 0 && windowRight < 0;
   if (dtype != "e4m3" && headDim == 64 && headDimV == 64 && causal && !decode)
