@@ -1037,6 +1037,42 @@ static int overlaps(uint64_t p, uint64_t pn, uint64_t q, uint64_t qn) {
   return pn && qn && p < q + qn && q < p + pn;
 }
 
+/* A left-padded cache (FlashAttention's cache_leftpad): 0, or, for a
+ * split_kv kernel, int32 [B] on the device, 4-byte aligned, below 2^63,
+ * apart from seqlens_out (which the append writes while the attention reads
+ * both). Batch b's keys are then rows leftpad_k[b] .. seqused_k[b] - 1 of
+ * its cache: an offset of the kernel's K/V rows, which a paged cache's
+ * pages would have to be aligned to, so with a page table only where every
+ * batch's keys lie in its first page (paged_seqlen_k at most the page size:
+ * FlashAttention's cache_batch_idx, a page of the whole cache a batch).
+ * The values, 0 to seqused_k[b], are read on the GPU only (the caller's
+ * contract; the kernel clamps them into it). */
+static fa3rt_status check_leftpad_k(const fa3rt_facts *f, const fa3rt_fwd_args *a, int64_t B,
+                                    int64_t skv) {
+  const uint64_t p = a->leftpad_k;
+  if (!p) return FA3RT_OK;
+  if (!f->split_kv)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "kernel %s takes no leftpad_k (facts split_kv 0): "
+                "a left-padded KV cache needs a decoding kernel (facts split_kv 1: fa3-compile "
+                "--decode, Fa3AttentionSpec.decode)", f->kernel);
+  if (p % 4 || p >= ADDR_END - 4 * (uint64_t)B)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "leftpad_k pointer 0x%llx is not a 4-byte aligned "
+                "device address of %lld int32 (one per batch) below 2^63",
+                (unsigned long long)p, (long long)B);
+  if (a->page_table && skv > a->k.shape[2])
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "leftpad_k with a page table whose batches span "
+                "pages (logical Skv %lld > page_size %lld): a left-padded cache's blocks of "
+                "keys start at any row, which only one page a batch holds whole (as "
+                "FlashAttention-3, which takes no cache_leftpad with a paged cache); give a "
+                "contiguous cache, or pages of the whole cache", (long long)skv,
+                (long long)a->k.shape[2]);
+  if (a->seqlens_out && overlaps(p, 4 * (uint64_t)B, a->seqlens_out, 4 * (uint64_t)B))
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "leftpad_k (0x%llx) overlaps seqlens_out (0x%llx), "
+                "which the append writes while the attention reads leftpad_k; give it memory of "
+                "its own", (unsigned long long)p, (unsigned long long)a->seqlens_out);
+  return FA3RT_OK;
+}
+
 /* New keys and values to append (k_new, v_new, seqlens_out: all zero, no
  * append; FlashAttention's flash_attn_with_kvcache(k=, v=)): for a split_kv
  * kernel (whose cubin holds <kernel>_append), k_new [B, Hkv, Snew, D] and
@@ -1332,6 +1368,7 @@ static fa3rt_status plan(const fa3rt_facts *f, const fa3rt_fwd_args *a, fa3rt_fw
   /* the logical key length: k's rows, or a paged cache's declared one */
   int64_t Skv = k->shape[2];
   if ((st = check_paged(f, a, B, &Skv))) return st;
+  if ((st = check_leftpad_k(f, a, B, Skv))) return st;
   /* new keys and values for the cache (its rows, in the same call) */
   int64_t snew = 0;
   if ((st = check_append(f, a, B, Hkv, Skv, eff, &snew))) return st;
@@ -2199,6 +2236,8 @@ fa3rt_status fa3rt_fwd(fa3rt_kernel *k, const fa3rt_fwd_args *a, void *stream) {
   kDescaleStrideN = (int32_t)a->k_descale_stride_n;
   vDescaleStrideB = (int32_t)a->v_descale_stride_b;
   vDescaleStrideH = (int32_t)a->v_descale_stride_h;
+  /* a left-padded cache's first rows (plan: split_kv kernels only) */
+  leftPadK = (CUdeviceptr)a->leftpad_k;
   void *params[] = {
 #define FA3RT_KERNEL_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning) &name,
 #include "fa3rt_abi.def"

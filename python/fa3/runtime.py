@@ -70,7 +70,7 @@ class FwdArgs(ctypes.Structure):
                 ("q_descale_stride_m", ctypes.c_int64), ("k_descale_stride_b", ctypes.c_int64),
                 ("k_descale_stride_h", ctypes.c_int64), ("k_descale_stride_n", ctypes.c_int64),
                 ("v_descale_stride_b", ctypes.c_int64), ("v_descale_stride_h", ctypes.c_int64),
-                ("ctas_per_sm", ctypes.c_int32)]
+                ("ctas_per_sm", ctypes.c_int32), ("leftpad_k", ctypes.c_uint64)]
 
 
 class QuantizeArgs(ctypes.Structure):
@@ -163,7 +163,7 @@ _lib_lock = threading.Lock()
 
 # fa3rt.h's FA3RT_VERSION_MAJOR and _MINOR, whose structs this module mirrors
 # (python/tests/test_runtime.py checks both against the header)
-VERSION = (0, 14)
+VERSION = (0, 15)
 MAX_SPLITS = 128       # FA3RT_MAX_SPLITS
 DEFAULT_SMS = 132      # FA3RT_DEFAULT_SMS: fa3rt_fwd_plan's where num_sms is 0
 
@@ -292,7 +292,8 @@ def fwd_args(q: Tensor, k: Tensor, v: Tensor, o: Tensor, lse_ptr: int = 0,
              o_dtype: Optional[str] = None, q_descale: int = 0,
              q_descale_strides: Sequence[int] = (0, 0, 0), k_descale: int = 0,
              k_descale_strides: Sequence[int] = (0, 0, 0), v_descale: int = 0,
-             v_descale_strides: Sequence[int] = (0, 0), ctas_per_sm: int = 0) -> FwdArgs:
+             v_descale_strides: Sequence[int] = (0, 0), ctas_per_sm: int = 0,
+             leftpad_k: int = 0) -> FwdArgs:
     """softmax_scale None: the kernel's (facts) scale; else 0 < scale <= 1e30.
     tile_counter: 0, or the address of 8 zeroed bytes of device memory for
     the persistent scheduler (fa3rt.h: fa3rt_fwd_args.tile_counter).
@@ -320,7 +321,9 @@ def fwd_args(q: Tensor, k: Tensor, v: Tensor, o: Tensor, lse_ptr: int = 0,
     ctas_per_sm (fa3rt.h): 0, the runtime's choice (one CTA a SM where a
     split-KV kernel streams at least FA3RT_ONE_CTA_KEYS keys a CTA); 1, one
     (the launch given the most dynamic shared memory a block may have); 2,
-    as many as the kernel's registers and shared memory let fit."""
+    as many as the kernel's registers and shared memory let fit.
+    leftpad_k (fa3rt.h): a split_kv kernel's left-padded cache, the device
+    address of int32 [B], batch b's first key row (0: none)."""
     a = FwdArgs()
     w, E = "fa3.runtime.fwd_args", Fa3ArgumentError
     if o_dtype is not None:
@@ -358,7 +361,8 @@ def fwd_args(q: Tensor, k: Tensor, v: Tensor, o: Tensor, lse_ptr: int = 0,
             ("num_sms", num_sms, i31), ("ctas_per_sm", ctas_per_sm, (0, 2)),
             ("cu_seqlens_q", cu_seqlens_q, UINT64), ("cu_seqlens_k", cu_seqlens_k, UINT64),
             ("seqused_k", seqused_k, UINT64), ("varlen_batch", varlen_batch, i31),
-            ("max_seqlen_q", max_seqlen_q, i31), ("tile_counter", tile_counter, UINT64)):
+            ("max_seqlen_q", max_seqlen_q, i31), ("tile_counter", tile_counter, UINT64),
+            ("leftpad_k", leftpad_k, UINT64)):
         if value:
             setattr(a, name, check_int(w, name, value, lo, hi, error=E))
     a.q, a.k, a.v, a.o = q, k, v, o

@@ -1274,6 +1274,27 @@ def _check_cache_seqlens(torch, fn, cache_seqlens, device, B, Skv, snew=0):
     return cache_seqlens.contiguous()
 
 
+def _check_leftpad(torch, fn, cache_leftpad, device, B, page_table):
+    """flash_attn_with_kvcache's cache_leftpad as the kernel's leftPadK: an
+    int32 [B] CUDA tensor on q's device (FA3's; contiguous: a copy where it
+    is not), batch b's first key row of its cache. Its values, 0 to
+    cache_seqlens[b], are read on the GPU only (the caller's contract, as
+    in FA3; the kernel clamps one outside it). A page table whose batches
+    span pages is refused (a block of keys then starts at any row of a
+    page; FA3 refuses leftpad with a paged cache too); one page a batch
+    (cache_batch_idx's) is taken."""
+    t = _check_seqlens(torch, f"{fn}: cache_leftpad", cache_leftpad, device, B)
+    if t.requires_grad:
+        raise ValueError(f"{fn}: cache_leftpad must not require grad")
+    if page_table is not None and page_table.shape[1] > 1:
+        raise NotImplementedError(
+            f"{fn}: cache_leftpad with a paged cache of {page_table.shape[1]} pages a batch "
+            f"(page_table) is not supported (nor in FA3): its blocks of keys would start "
+            f"inside pages; pass a contiguous k_cache [B, Skv, Hkv, D] (or cache_batch_idx's "
+            f"rows) instead")
+    return t
+
+
 def _check_page_table(torch, fn, page_table, device, B):
     """page_table as the kernel's: an int32 [B, max_pages_per_seq] tensor on
     q's device with at least one column (FA3's; its entries, pages of the
@@ -1371,7 +1392,8 @@ def _check_append(torch, fn, q, k_cache, v_cache, k_new, v_new, dims) -> int:
 
 def _decode(torch, fn, q, k, v, cache_seqlens, softmax_scale, causal, window_size, softcap,
             num_splits, sm_margin, return_lse, kernel_dir, kernel, out, lse_out, jit,
-            page_table=None, k_new=None, v_new=None, ctas_per_sm=0, rotary=None):
+            page_table=None, k_new=None, v_new=None, ctas_per_sm=0, rotary=None,
+            leftpad=None):
     """A call of the decoding kernel (flash_attn_with_kvcache, and
     flash_attn_func with num_splits != 1 or pack_gqa): the checks, then the
     custom op as Dynamo traces it, else the eager launch. Forward only.
@@ -1385,7 +1407,9 @@ def _decode(torch, fn, q, k, v, cache_seqlens, softmax_scale, causal, window_siz
     torch.ops.fa3.flash_attn_decode_append_fwd, which mutates k and v).
     ctas_per_sm: 0, 1 or 2 (_ctas_per_sm). rotary: None, or (cos, sin,
     interleaved, rotary_seqlens), flash_attn_with_kvcache's rotary
-    embedding: q and k_new rotated (_rotate) once the call is checked."""
+    embedding: q and k_new rotated (_rotate) once the call is checked.
+    leftpad: None, or flash_attn_with_kvcache's cache_leftpad, an int32 [B]
+    tensor (_check_leftpad): each batch's keys start at that row."""
     n = _num_splits(fn, num_splits)
     dt = _check_inputs(torch, q, k, v, fn=fn if fn != "flash_attn_func" else
                        "flash_attn_func with num_splits != 1 or pack_gqa=True (the decoding "
@@ -1412,6 +1436,8 @@ def _decode(torch, fn, q, k, v, cache_seqlens, softmax_scale, causal, window_siz
         # no rows to append: the attention alone, on cache_seqlens
         appending, k_new, v_new = False, None, None
     seqused_k = _check_cache_seqlens(torch, fn, cache_seqlens, q.device, B, Skv, snew)
+    if leftpad is not None:
+        leftpad = _check_leftpad(torch, fn, leftpad, q.device, B, page_table)
     if rotary is not None:
         # positions from rotary_seqlens, else cache_seqlens (an int as given,
         # a tensor as checked)
@@ -1430,16 +1456,16 @@ def _decode(torch, fn, q, k, v, cache_seqlens, softmax_scale, causal, window_siz
             o, lse = torch.ops.fa3.flash_attn_decode_append_fwd.default(
                 q, k, v, k_new, v_new, seqused_k, page_table, scale, bool(causal),
                 list(window_size), float(softcap), n, int(sm_margin), _op_path(kernel_dir),
-                facts_path, jit, ctas_per_sm)
+                facts_path, jit, ctas_per_sm, leftpad)
         else:
             o, lse = torch.ops.fa3.flash_attn_decode_fwd.default(
                 q, k, v, seqused_k, page_table, scale, bool(causal), list(window_size),
                 float(softcap), n, int(sm_margin), _op_path(kernel_dir), facts_path, jit,
-                ctas_per_sm)
+                ctas_per_sm, leftpad)
         return _copied_out(o, lse, out, lse_out, return_lse)
     return _eager_decode(torch, q, k, v, seqused_k, softmax_scale, causal, window_size, softcap,
                          n, sm_margin, return_lse, kernel_dir, kernel, jit, out, lse_out,
-                         page_table, k_new, v_new, ctas_per_sm,
+                         page_table, k_new, v_new, ctas_per_sm, leftpad=leftpad,
                          checked=(dt, dims, pt_stride, snew))
 
 
@@ -1457,7 +1483,7 @@ def _append_needs(fn, k_new, v_new, cache_seqlens) -> str:
 def _eager_decode(torch, q, k, v, seqused_k, softmax_scale, causal, window_size, softcap,
                   num_splits, sm_margin, return_lse, kernel_dir, kernel, jit, out=None,
                   lse_out=None, page_table=None, k_new=None, v_new=None, ctas_per_sm=0,
-                  checked=None):
+                  leftpad=None, checked=None):
     """The decoding kernel's launch (and the ops', fa3.torch_ops): planned
     with the device's SMs less sm_margin, the f32 workspaces of a split
     launch allocated on the stream it runs on (the caching allocator keeps
@@ -1469,7 +1495,9 @@ def _eager_decode(torch, q, k, v, seqused_k, softmax_scale, causal, window_size,
     seqused_k then required, its values 0 to Skv - Snew): the runtime
     launches the cubin's append before the attention, which reads the
     counts after it from an int32 [B] workspace allocated here.
-    ctas_per_sm: 0, 1 or 2, fa3rt_fwd_args.ctas_per_sm.
+    ctas_per_sm: 0, 1 or 2, fa3rt_fwd_args.ctas_per_sm. leftpad: None or a
+    checked int32 [B] tensor on q's device (_check_leftpad),
+    fa3rt_fwd_args.leftpad_k.
     checked: None (the ops' launch: every check here), or what _decode's
     checks found, (dtype name, dims, page table stride, Snew), so that an
     eager call checks once (its host time is a decoding step's latency)."""
@@ -1541,7 +1569,9 @@ def _eager_decode(torch, q, k, v, seqused_k, softmax_scale, causal, window_size,
                             page_table=page_table.data_ptr() if page_table is not None else 0,
                             page_table_stride=pt_stride,
                             paged_seqlen_k=Skv if page_table is not None else 0,
-                            ctas_per_sm=ctas_per_sm, **append)
+                            ctas_per_sm=ctas_per_sm,
+                            leftpad_k=leftpad.data_ptr() if leftpad is not None else 0,
+                            **append)
     plan = kobj.plan(args)
     args.num_splits = plan.num_splits   # what the workspace is sized for
     if plan.o_accum_bytes:
@@ -1554,13 +1584,6 @@ def _eager_decode(torch, q, k, v, seqused_k, softmax_scale, causal, window_size,
         kobj.fwd(args, torch.cuda.current_stream(dev).cuda_stream)
     return (o, lse) if return_lse else o
 
-
-# flash_attn_with_kvcache's serving arguments not built (a contiguous or
-# paged cache, new keys and values appended to it, rotary embedding of the
-# new keys and the queries, a cache indexed by cache_batch_idx are)
-_KVCACHE_LATER = {
-    "cache_leftpad": "left-padded caches",
-}
 
 
 def _rotary_positions(torch, base, B, S, device, consecutive):
@@ -1746,7 +1769,16 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
     indices with k and v appended: either batch's rows may land, as in FA3;
     an index outside 0 .. B_cache - 1 reads no keys and writes nothing.
 
-    Not supported yet (NotImplementedError, named): ``cache_leftpad``.
+    ``cache_leftpad`` (FA3's, int32 [B] on q's device): batch b's keys are
+    rows cache_leftpad[b] .. cache_seqlens[b] - 1 of its cache (and its
+    appended rows, written at cache_seqlens[b] as without it): a
+    left-padded batch. Causal and windows are bottom-right aligned to the
+    keys' count, cache_seqlens[b] - cache_leftpad[b] (+ Snew); rotary
+    positions stay cache_seqlens[b] (FA3's). Values 0 to cache_seqlens[b]
+    are the caller's contract, read on the GPU only (one outside is clamped
+    into it). Not with a paged cache (NotImplementedError, as in FA3); with
+    cache_batch_idx, yes.
+
     FA3's other arguments (``qv``,
     ``cu_seqlens_q``, ``cu_seqlens_k_new``, ``max_seqlen_q``,
     the FP8 descales, ``scheduler_metadata``,
@@ -1755,15 +1787,6 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
     embedding.
     """
     fn = "flash_attn_with_kvcache"
-    # refused before anything else (no torch needed to say so)
-    given = {"cache_leftpad": cache_leftpad}
-    for name, value in given.items():
-        if value is not None:
-            raise NotImplementedError(
-                f"{fn}: {name} is not supported yet ({_KVCACHE_LATER[name]}); pass None: "
-                f"k_cache and v_cache (contiguous, or paged with page_table) are attended, "
-                f"each batch's first cache_seqlens[b] keys (and its new rows of k and v, "
-                f"appended where given)")
     if (k is not None or v is not None) and (k is None or v is None or cache_seqlens is None):
         raise ValueError(_append_needs(fn, k, v, cache_seqlens))
     refused = {"qv": qv, "cu_seqlens_q": cu_seqlens_q, "cu_seqlens_k_new": cu_seqlens_k_new,
@@ -1813,7 +1836,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
                    window_size, softcap, num_splits, sm_margin, return_softmax_lse, kernel_dir,
                    kernel, None, None, jit, page_table, k, v, ctas_per_sm,
                    rotary=(rotary_cos, rotary_sin, bool(rotary_interleaved), rotary_seqlens)
-                   if rotary else None)
+                   if rotary else None, leftpad=cache_leftpad)
 
 
 def flash_attn_bhsd(q, k, v, o=None, lse=None, softmax_scale=None, causal=False,

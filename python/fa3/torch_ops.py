@@ -237,12 +237,13 @@ DECODE_OP_NAME = "fa3::flash_attn_decode_fwd"
 DECODE_SCHEMA = ("flash_attn_decode_fwd(Tensor q, Tensor k, Tensor v, Tensor? seqused_k, "
                  "Tensor? page_table, float? softmax_scale, bool causal, int[] window_size, "
                  "float softcap, int num_splits, int sm_margin, str? kernel_dir, "
-                 "str? kernel_facts, bool? jit, int ctas_per_sm=0) -> (Tensor out, Tensor lse)")
+                 "str? kernel_facts, bool? jit, int ctas_per_sm=0, Tensor? leftpad_k=None) "
+                 "-> (Tensor out, Tensor lse)")
 
 
 def flash_attn_decode_fwd(q, k, v, seqused_k, page_table, softmax_scale, causal, window_size,
                           softcap, num_splits, sm_margin, kernel_dir, kernel_facts, jit,
-                          ctas_per_sm=0):
+                          ctas_per_sm=0, leftpad_k=None):
     """The CUDA implementation: the decoding kernel's eager path, lse
     computed."""
     from . import torch_api
@@ -252,16 +253,20 @@ def flash_attn_decode_fwd(q, k, v, seqused_k, page_table, softmax_scale, causal,
         skv = k.shape[1] if page_table is None else page_table.shape[-1] * k.shape[1]
         seqused_k = torch_api._check_cache_seqlens(torch, fn, seqused_k, q.device, q.shape[0],
                                                    skv)
+    if leftpad_k is not None:
+        leftpad_k = torch_api._check_leftpad(torch, fn, leftpad_k, q.device, q.shape[0],
+                                             page_table)
     return torch_api._eager_decode(torch, q, k, v, seqused_k, softmax_scale, causal,
                                    window_size, softcap, torch_api._num_splits(fn, num_splits),
                                    sm_margin, True, kernel_dir,
                                    _kernel_from_facts(kernel_facts), jit, page_table=page_table,
-                                   ctas_per_sm=torch_api._ctas_per_sm(fn, ctas_per_sm))
+                                   ctas_per_sm=torch_api._ctas_per_sm(fn, ctas_per_sm),
+                                   leftpad=leftpad_k)
 
 
 def _flash_attn_decode_fwd_fake(q, k, v, seqused_k, page_table, softmax_scale, causal,
                                 window_size, softcap, num_splits, sm_margin, kernel_dir,
-                                kernel_facts, jit, ctas_per_sm=0):
+                                kernel_facts, jit, ctas_per_sm=0, leftpad_k=None):
     # flash_attn_fwd's shapes: the workspaces are the implementation's own
     return _flash_attn_fwd_fake(q, k, v, softmax_scale, causal, window_size, softcap,
                                 kernel_dir, kernel_facts, jit)
@@ -272,12 +277,14 @@ APPEND_SCHEMA = ("flash_attn_decode_append_fwd(Tensor q, Tensor(a!) k_cache, "
                  "Tensor(b!) v_cache, Tensor k_new, Tensor v_new, Tensor seqused_k, "
                  "Tensor? page_table, float? softmax_scale, bool causal, int[] window_size, "
                  "float softcap, int num_splits, int sm_margin, str? kernel_dir, "
-                 "str? kernel_facts, bool? jit, int ctas_per_sm=0) -> (Tensor out, Tensor lse)")
+                 "str? kernel_facts, bool? jit, int ctas_per_sm=0, Tensor? leftpad_k=None) "
+                 "-> (Tensor out, Tensor lse)")
 
 
 def flash_attn_decode_append_fwd(q, k_cache, v_cache, k_new, v_new, seqused_k, page_table,
                                  softmax_scale, causal, window_size, softcap, num_splits,
-                                 sm_margin, kernel_dir, kernel_facts, jit, ctas_per_sm=0):
+                                 sm_margin, kernel_dir, kernel_facts, jit, ctas_per_sm=0,
+                                 leftpad_k=None):
     """The CUDA implementation: the decoding kernel's eager path with the
     append (k_cache and v_cache written in place), lse computed."""
     from . import torch_api
@@ -290,18 +297,22 @@ def flash_attn_decode_append_fwd(q, k_cache, v_cache, k_new, v_new, seqused_k, p
     snew = torch_api._check_append(torch, fn, q, k_cache, v_cache, k_new, v_new, dims)
     seqused_k = torch_api._check_cache_seqlens(torch, fn, seqused_k, q.device, q.shape[0],
                                                dims[4], snew)
+    if leftpad_k is not None:
+        leftpad_k = torch_api._check_leftpad(torch, fn, leftpad_k, q.device, q.shape[0],
+                                             page_table)
     return torch_api._eager_decode(torch, q, k_cache, v_cache, seqused_k, softmax_scale, causal,
                                    window_size, softcap, torch_api._num_splits(fn, num_splits),
                                    sm_margin, True, kernel_dir,
                                    _kernel_from_facts(kernel_facts), jit, page_table=page_table,
                                    k_new=k_new, v_new=v_new,
-                                   ctas_per_sm=torch_api._ctas_per_sm(fn, ctas_per_sm))
+                                   ctas_per_sm=torch_api._ctas_per_sm(fn, ctas_per_sm),
+                                   leftpad=leftpad_k)
 
 
 def _flash_attn_decode_append_fwd_fake(q, k_cache, v_cache, k_new, v_new, seqused_k,
                                        page_table, softmax_scale, causal, window_size, softcap,
                                        num_splits, sm_margin, kernel_dir, kernel_facts, jit,
-                                       ctas_per_sm=0):
+                                       ctas_per_sm=0, leftpad_k=None):
     # the outputs alone (the caches are written in place, as the schema says)
     return _flash_attn_fwd_fake(q, k_cache, v_cache, softmax_scale, causal, window_size,
                                 softcap, kernel_dir, kernel_facts, jit)

@@ -426,7 +426,6 @@ def test_flash_attn_with_kvcache_signature():
 
 
 @pytest.mark.parametrize("kw,text", [
-    ({"cache_leftpad": 1}, "cache_leftpad is not supported yet (left-padded caches"),
     ({"qv": 1}, "qv is not supported: pass None"),
     ({"cu_seqlens_q": 1}, "cu_seqlens_q is not supported: pass None"),
     ({"scheduler_metadata": 1}, "scheduler_metadata is not supported"),
@@ -478,26 +477,13 @@ def test_flash_attn_with_kvcache_checks_an_int_cache_seqlens(value, err, text):
     assert str(e.value).startswith("flash_attn_with_kvcache: ") and text in str(e.value)
 
 
-def test_cache_seqlens_is_no_longer_refused():
-    """cache_seqlens is the kernel's seqUsedK now: no NotImplementedError,
-    and cache_leftpad still is one (checked first)."""
-    with pytest.raises(NotImplementedError, match="cache_leftpad is not supported yet"):
-        torch_api.flash_attn_with_kvcache(None, None, None, cache_seqlens=5, cache_leftpad=1)
-    assert "cache_seqlens" not in torch_api._KVCACHE_LATER
+def test_cache_seqlens_int():
+    """An int cache_seqlens passes its range check before torch is needed;
+    anything else passes on to the tensor checks."""
     assert torch_api._cache_seqlens_int("f", 0) == 0
     assert torch_api._cache_seqlens_int("f", 2**31 - 1) == 2**31 - 1
     marker = object()   # a tensor, say: checked with torch
     assert torch_api._cache_seqlens_int("f", marker) is marker
-
-
-def test_page_table_is_no_longer_refused():
-    """page_table (a paged cache) is the kernel's pageTable now: no
-    NotImplementedError; the other serving arguments still are, by name."""
-    assert "page_table" not in torch_api._KVCACHE_LATER
-    with pytest.raises(NotImplementedError) as e:
-        torch_api.flash_attn_with_kvcache(None, None, None, page_table=1, cache_leftpad=1)
-    assert "cache_leftpad is not supported yet" in str(e.value)
-    assert "(contiguous, or paged with page_table)" in str(e.value)
 
 
 def test_k_and_v_are_appended_not_refused():
@@ -505,7 +491,6 @@ def test_k_and_v_are_appended_not_refused():
     attention, FA3's) are taken now: not in the refused list, and what FA3
     refuses about them is refused before torch (v alone, which FA3 ignores,
     too): they go together, and with cache_seqlens."""
-    assert "k" not in torch_api._KVCACHE_LATER and "v" not in torch_api._KVCACHE_LATER
     cases = [
         ({"k": 1}, "flash_attn_with_kvcache: k and v (the new keys and values to append to the "
          "cache) must be given together, got k alone"),
@@ -656,8 +641,9 @@ def test_decode_op_schema_and_fake_shapes():
     args = [a.name for a in op._schema.arguments]
     assert args == ["q", "k", "v", "seqused_k", "page_table", "softmax_scale", "causal",
                     "window_size", "softcap", "num_splits", "sm_margin", "kernel_dir",
-                    "kernel_facts", "jit", "ctas_per_sm"]
-    assert op._schema.arguments[-1].default_value == 0
+                    "kernel_facts", "jit", "ctas_per_sm", "leftpad_k"]
+    assert op._schema.arguments[-2].default_value == 0
+    assert op._schema.arguments[-1].default_value is None
     with FakeTensorMode():
         q = torch.empty(2, 1, 8, 64, dtype=torch.bfloat16, device="cuda")
         k = torch.empty(2, 4096, 2, 64, dtype=torch.bfloat16, device="cuda")
@@ -775,7 +761,7 @@ def test_append_op_schema_and_fake_shapes():
     assert [a.name for a in args] == [
         "q", "k_cache", "v_cache", "k_new", "v_new", "seqused_k", "page_table", "softmax_scale",
         "causal", "window_size", "softcap", "num_splits", "sm_margin", "kernel_dir",
-        "kernel_facts", "jit", "ctas_per_sm"]
+        "kernel_facts", "jit", "ctas_per_sm", "leftpad_k"]
     written = [a.name for a in args if a.alias_info is not None and a.alias_info.is_write]
     assert written == ["k_cache", "v_cache"]
     assert op._schema.is_mutable
@@ -1008,6 +994,67 @@ def test_kvcache_rotary_refusals(monkeypatch):
     for kw, err, text in cases:
         with pytest.raises(err, match=text):
             f(q, kc, vc, **kw)
+
+
+@pytest.mark.skipif(not HAVE_TORCH, reason="needs torch")
+@pytest.mark.parametrize("with_batch_idx", [False, True])
+def test_kvcache_leftpad_reaches_the_launch(monkeypatch, with_batch_idx):
+    """cache_leftpad (FA3's) reaches the launch (_eager_decode, stubbed,
+    after the call's checks) as the checked int32 [B] tensor, beside
+    cache_seqlens unchanged and, with cache_batch_idx, its one-column
+    page table (CPU tensors: the CUDA checks stubbed)."""
+    import torch
+    seen = {}
+
+    def eager(torch_, q_, k_cache, v_cache, seqused_k, *args, **kw):
+        seen.update(lens=seqused_k, table=args[-4], leftpad=kw.get("leftpad"))
+        return "o"
+    monkeypatch.setattr(torch_api, "_eager_decode", eager)
+    monkeypatch.setattr(torch_api, "_check_inputs", lambda *a, **kw: "bf16")
+    q = torch.zeros(2, 1, 4, 16)
+    kc = vc = torch.zeros(2, 64, 2, 16)
+    lens = torch.tensor([30, 64], dtype=torch.int32)
+    # a strided view: the launch gets a contiguous copy of its values
+    pad = torch.tensor([[3, 0], [60, 0]], dtype=torch.int32)[:, 0]
+    kw = dict(cache_batch_idx=torch.tensor([1, 0], dtype=torch.int32)) if with_batch_idx else {}
+    assert torch_api.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=lens, cache_leftpad=pad,
+                                             **kw) == "o"
+    assert seen["leftpad"].tolist() == [3, 60] and seen["leftpad"].is_contiguous()
+    assert seen["lens"].tolist() == [30, 64]
+    assert (seen["table"] is None) != with_batch_idx
+
+
+@pytest.mark.skipif(not HAVE_TORCH, reason="needs torch")
+def test_kvcache_leftpad_refusals(monkeypatch):
+    """cache_leftpad must be int32 [B] on q's device without grad; not with
+    a page table of several pages a batch (a block of keys would start
+    inside a page: FA3 refuses leftpad with a paged cache too)."""
+    import torch
+    monkeypatch.setattr(torch_api, "_check_inputs", lambda *a, **kw: "bf16")
+    q = torch.zeros(2, 1, 4, 16)
+    kc = vc = torch.zeros(2, 64, 2, 16)
+    pad = torch.tensor([1, 2], dtype=torch.int32)
+    f = torch_api.flash_attn_with_kvcache
+    cases = [
+        (dict(cache_leftpad=pad.long()), ValueError,
+         r"^flash_attn_with_kvcache: cache_leftpad must be a 1-D torch.int32 tensor on cpu, "
+         r"got torch.int64"),
+        (dict(cache_leftpad=pad[:1]), ValueError, "cache_leftpad must have 2 entries"),
+        (dict(cache_leftpad=[1, 2]), TypeError, "cache_leftpad must be a torch.Tensor, got list"),
+        (dict(cache_leftpad=pad.float().requires_grad_().int()), None, None),
+        (dict(cache_leftpad=pad, page_table=torch.zeros(2, 4, dtype=torch.int32)),
+         NotImplementedError, "cache_leftpad with a paged cache of 4 pages a batch "
+         r"\(page_table\) is not supported \(nor in FA3\)"),
+    ]
+    monkeypatch.setattr(torch_api, "_eager_decode", lambda *a, **kw: "o")
+    for kw, err, text in cases:
+        if err is None:   # an int tensor cannot require grad: taken
+            assert f(q, kc, vc, **kw) == "o"
+            continue
+        paged = "page_table" in kw
+        with pytest.raises(err, match=text):
+            f(q, torch.zeros(9, 16, 2, 16) if paged else kc,
+              torch.zeros(9, 16, 2, 16) if paged else vc, **kw)
 
 
 @pytest.mark.skipif(not HAVE_TORCH, reason="needs torch")

@@ -84,9 +84,13 @@ extern "C" {
  * as fit; 1: one, the launch given FA3RT_WHOLE_SM_SMEM bytes of dynamic
  * shared memory).
  * 0.14: ctas_per_sm 0 is the runtime's choice (one a SM for long split-KV
- * runs, FA3RT_ONE_CTA_KEYS), 2 as many as fit. */
+ * runs, FA3RT_ONE_CTA_KEYS), 2 as many as fit.
+ * 0.15: a left-padded cache (FlashAttention's cache_leftpad): the forward
+ * kernel takes leftPadK last (fa3rt_abi.def; facts `params` lists it:
+ * older facts and cubins are refused), fa3rt_fwd_args gains leftpad_k at
+ * its end. */
 #define FA3RT_VERSION_MAJOR 0
-#define FA3RT_VERSION_MINOR 14
+#define FA3RT_VERSION_MINOR 15
 /* Highest version of the facts file format this runtime reads. Version 2:
  * a deterministic backward kernel's (`deterministic 1`), whose dq_accum is
  * larger: a version-1 reader, which skips keys it does not know, must
@@ -360,6 +364,18 @@ typedef struct fa3rt_fwd_args {
    * decoding kernel compiled for two, facts `ctas_per_sm 2`, runs two).
    * Other values are refused. The result is the same bit for bit. */
   int32_t ctas_per_sm;
+  /* A left-padded KV cache (FlashAttention's cache_leftpad), for split_kv
+   * kernels: int32 [B] on the device, 4-byte aligned, below 2^63, or 0.
+   * Batch b attends rows leftpad_k[b] .. seqused_k[b] - 1 of its cache
+   * (seqused_k absent: .. Skv - 1; with appended rows, .. seqused_k[b] +
+   * Snew - 1, the append writing at seqused_k[b] as without it): its
+   * key count is the difference, to which causal and window masks are
+   * bottom-right aligned. Values 0 to seqused_k[b] are the caller's
+   * contract, read on the GPU only (the kernel clamps one outside into
+   * it). With a page table only where the logical Skv is at most the page
+   * size (every batch's keys in its first page: FlashAttention's
+   * cache_batch_idx); FlashAttention-3 takes none with a paged cache. */
+  uint64_t leftpad_k;
 } fa3rt_fwd_args;
 
 /* What fa3rt_fwd_plan() derived from valid arguments. */

@@ -61,7 +61,7 @@ static const char *kFacts =
     "scale 0.08838834764831845\n"
     "some_future_key whatever it says\n"
     "params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv   oStrideB oStrideS oStrideH scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK maxSeqlenQ numSplits oAccum lseAccum pageTable pageTableStride pageSize "
-    "qDescale kDescale vDescale qDescaleStrideB qDescaleStrideH qDescaleStrideM kDescaleStrideB kDescaleStrideH kDescaleStrideN vDescaleStrideB vDescaleStrideH\n"
+    "qDescale kDescale vDescale qDescaleStrideB qDescaleStrideH qDescaleStrideM kDescaleStrideB kDescaleStrideH kDescaleStrideN vDescaleStrideB vDescaleStrideH leftPadK\n"
     "grid tiles\n";
 
 /* A decoding kernel's facts (Fa3AttentionSpec.decode): split-KV and GQA
@@ -83,7 +83,7 @@ static const char *kDecFacts =
     "scale 0.08838834764831845\n"
     "params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv oStrideB oStrideS oStrideH "
     "scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK maxSeqlenQ numSplits oAccum lseAccum pageTable pageTableStride pageSize "
-    "qDescale kDescale vDescale qDescaleStrideB qDescaleStrideH qDescaleStrideM kDescaleStrideB kDescaleStrideH kDescaleStrideN vDescaleStrideB vDescaleStrideH\n"
+    "qDescale kDescale vDescale qDescaleStrideB qDescaleStrideH qDescaleStrideM kDescaleStrideB kDescaleStrideH kDescaleStrideN vDescaleStrideB vDescaleStrideH leftPadK\n"
     "grid tiles\n"
     "cluster_m 1\n"
     "varlen 0\n"
@@ -1584,7 +1584,7 @@ static const char *kFp8Facts =
     "scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK maxSeqlenQ numSplits oAccum lseAccum pageTable "
     "pageTableStride pageSize qDescale kDescale vDescale qDescaleStrideB qDescaleStrideH "
     "qDescaleStrideM kDescaleStrideB kDescaleStrideH kDescaleStrideN vDescaleStrideB "
-    "vDescaleStrideH\n"
+    "vDescaleStrideH leftPadK\n"
     "grid tiles\n";
 
 /* the forward ABI's names in order, from the .def (as the runtime's) */
@@ -1612,12 +1612,12 @@ static void test_fp8_facts(void) {
   EXPECT(fa3rt_facts_parse(t, strlen(t), &f) == FA3RT_OK && f.cluster_m == 1);
   /* the 11 descale parameters end the forward list: facts of the ABI
      before them (0.6's 26 names) are refused by their params */
-  EXPECT(NFWDPARAMS == 37);
+  EXPECT(NFWDPARAMS == 38);
   static const char *const added[11] = {
       "qDescale", "kDescale", "vDescale", "qDescaleStrideB", "qDescaleStrideH",
       "qDescaleStrideM", "kDescaleStrideB", "kDescaleStrideH", "kDescaleStrideN",
       "vDescaleStrideB", "vDescaleStrideH"};
-  for (int i = 0; i < 11 && NFWDPARAMS == 37; i++)
+  for (int i = 0; i < 11 && NFWDPARAMS == 38; i++)
     EXPECT(!strcmp(kFwdParamNames[26 + i], added[i]));
   EXPECT(!strcmp(kFwdParamNames[25], "pageSize"));
   t = text_with(kFp8Facts, "params",
@@ -1631,7 +1631,7 @@ static void test_fp8_facts(void) {
                 "cuSeqlensQ cuSeqlensK seqUsedK maxSeqlenQ numSplits oAccum lseAccum pageTable "
                 "pageTableStride pageSize qDescale kDescale vDescale qDescaleStrideB "
                 "qDescaleStrideH qDescaleStrideM kDescaleStrideB kDescaleStrideH "
-                "kDescaleStrideN vDescaleStrideB vDescaleStrideH'") != NULL);
+                "kDescaleStrideN vDescaleStrideB vDescaleStrideH leftPadK'") != NULL);
   /* the new names out of order */
   t = text_with(kFp8Facts, "params",
                 "params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv oStrideB oStrideS "
@@ -2300,6 +2300,74 @@ static void test_no_gpu(void) {
   EXPECT((st == FA3RT_ERR_CUDA || st == FA3RT_ERR_UNSUPPORTED_DEVICE) && k == NULL);
 }
 
+/* A left-padded cache (FlashAttention's cache_leftpad): leftpad_k, int32
+   [B] on the device, reaches the kernel as leftPadK (the .def's last
+   parameter) for split_kv kernels, beside seqused_k or alone, with an
+   append, and with pages that hold a batch's whole cache; refused by the
+   other kernels, misaligned, with pages a batch spans, or overlapping
+   seqlens_out. */
+static void test_leftpad(void) {
+  fa3rt_facts f;
+  EXPECT(fa3rt_facts_parse(kDecFacts, strlen(kDecFacts), &f) == FA3RT_OK);
+  fa3rt_fwd_launch L;
+  fa3rt_fwd_args a = dec_args(3, 1, 32, 8, 4096);
+  a.leftpad_k = 0xd00000;
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK);
+  a.seqused_k = 0x800000;
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK);
+  a.leftpad_k = 0xd00004; /* 4 bytes suffice */
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK);
+  a.leftpad_k = 0xd00002;
+  EXPECT(err_is(fa3rt_fwd_plan(&f, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "leftpad_k pointer 0xd00002 is not a 4-byte aligned device address of 3 int32 "
+                "(one per batch) below 2^63"));
+  a.leftpad_k = (1ULL << 63) - 8; /* 3 int32 do not fit below 2^63 */
+  EXPECT(err_is(fa3rt_fwd_plan(&f, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "leftpad_k pointer 0x7ffffffffffffff8"));
+  /* with an append: apart from seqlens_out, which the append writes */
+  a = append_args(3, 5);
+  a.leftpad_k = 0xd00000;
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK);
+  a.leftpad_k = 0xc00008; /* seqlens_out's third entry */
+  EXPECT(err_is(fa3rt_fwd_plan(&f, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "leftpad_k (0xc00008) overlaps seqlens_out (0xc00000)"));
+  a.leftpad_k = 0xc0000c; /* just past it */
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK);
+  /* pages: each batch's keys in its first page (cache_batch_idx's one page
+     a batch), not a table whose batches span pages */
+  a = paged_args(3, 32, 8, 5, 1024, 1);
+  a.leftpad_k = 0xd00000;
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.Skv == 1024);
+  a = paged_args(3, 32, 8, 40, 64, 16);
+  a.leftpad_k = 0xd00000;
+  EXPECT(err_is(fa3rt_fwd_plan(&f, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "leftpad_k with a page table whose batches span pages (logical Skv 1024 > "
+                "page_size 64)"));
+  a.paged_seqlen_k = 64; /* one page a batch after all */
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK);
+  /* a kernel without split_kv */
+  fa3rt_facts fwd;
+  EXPECT(fa3rt_facts_parse(kFacts, strlen(kFacts), &fwd) == FA3RT_OK);
+  a = good_args();
+  a.leftpad_k = 0xd00000;
+  EXPECT(err_is(fa3rt_fwd_plan(&fwd, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "kernel fa3_fwd_d128_bf16_causal takes no leftpad_k (facts split_kv 0): a "
+                "left-padded KV cache needs a decoding kernel"));
+  /* the launch: the .def's last parameter, and NULL without it */
+  fa3rt_kernel *k = fake_load(kDecFacts);
+  if (!k) return;
+  a = dec_args(3, 1, 32, 8, 4096);
+  a.num_splits = 1;
+  a.leftpad_k = 0xd00000;
+  EXPECT(fa3rt_fwd(k, &a, NULL) == FA3RT_OK && g_fwd.leftPadK == 0xd00000);
+  EXPECT(NFWDPARAMS - 1 < (int)FAKE_NPARAMS && g_raw[NFWDPARAMS - 1] == 0xd00000 &&
+         !strcmp(kFwdParamNames[NFWDPARAMS - 1], "leftPadK"));
+  a.leftpad_k = 0;
+  EXPECT(fa3rt_fwd(k, &a, NULL) == FA3RT_OK && g_fwd.leftPadK == 0);
+  fa3rt_kernel_destroy(k);
+  fake_reset(0);
+}
+
 int main(void) {
   test_facts();
   test_facts_grammar();
@@ -2315,6 +2383,7 @@ int main(void) {
   test_paged_plan();
   test_append_plan();
   test_append_launch();
+  test_leftpad();
   test_ctas_per_sm();
   test_fp8_facts();
   test_fp8_plan();

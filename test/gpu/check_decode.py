@@ -49,7 +49,8 @@ cache_seqlens of the wrong dtype, count, device or value, page sizes 24
 and 12 and bad page tables, appends without cache_seqlens, without room,
 of the wrong shape, dtype or device or into a strided cache, rotary
 embedding without new rows or too wide, cache_batch_idx with a page
-table, cache_leftpad (not built), grad), no keys at all (Skv = 0), a CUDA-graph capture
+table, cache_leftpad with a multi-page table or of the wrong dtype or
+count, grad), no keys at all (Skv = 0), a CUDA-graph capture
 of a split call replayed on new inputs (q and cache_seqlens changed in
 place) equal to eager calls, the same for a paged call (the page table
 changed in place), torch.compile(fullgraph=True) equal to eager,
@@ -66,7 +67,12 @@ same allocation, unchanged), those pages read as zeros. On the head dim
 128 kernels: rotary embedding (ROTARY_CASES: q and the new keys against
 a float64 rotation, the cache's new rows within one rounding of it) and
 cache_batch_idx (BATCH_IDX_CASES: each batch over its row of the caches,
-with and without an append). With --out:
+with and without an append). On every kernel, also under --sanitize:
+cache_leftpad (LEFTPAD_CASES: ragged pads, without cache_seqlens, out of
+range (clamped), appending, with cache_batch_idx (pages of the whole cache,
+a cache shorter than block_n too), the rows outside each batch's keys large
+finite values; per batch against the fp32 reference over its keys alone;
+one case also through torch.compile). With --out:
 appends the run to OUT/history.jsonl (kind check_decode; a full run also
 rewrites its table in OUT/RESULTS.md). Exit status 1 on any failure.
 """
@@ -719,6 +725,101 @@ def run_batch_idx_case(kf, case, seed, sms):
                 Snew=snew, cache_seqlens=lens, **res)
 
 
+# cache_leftpad (FA3's): batch b attends rows pad[b] .. cache_seqlens[b] (+
+# Snew) - 1 of its cache: label, B, Sq, Hq, Hkv, Skv, num_splits,
+# cache_seqlens (None: Skv), pads, Snew (0: no append), cache_batch_idx
+# (None, or (idx, B_cache)).
+LEFTPAD_CASES = [
+    ("cache_leftpad ragged (keys 1000, 2224, 0, 1): GQA 32/8, heuristic", 4, 1, 32, 8, 4224, 0,
+     [1000, 4224, 17, 300], [0, 2000, 17, 299], 0, None),
+    ("cache_leftpad without cache_seqlens (keys 1018, 23, 0): Sq 4 GQA 64/8, 3 splits", 3, 4,
+     64, 8, 1023, 3, None, [5, 1000, 1023], 0, None),
+    ("cache_leftpad out of range (-5, 2000 of 1000: clamped): GQA 32/8, 1 split", 2, 1, 32, 8,
+     1024, 1, [100, 1000], [-5, 2000], 0, None),
+    ("cache_leftpad appending Snew 3: Sq 3 GQA 16/2, 128 splits", 2, 3, 16, 2, 512, 128,
+     [100, 500], [37, 499], 3, None),
+    ("cache_leftpad with cache_batch_idx [2, 0] of 3: GQA 32/8, heuristic", 2, 1, 32, 8, 1024,
+     0, [700, 1024], [129, 1], 0, ([2, 0], 3)),
+    ("cache_leftpad with cache_batch_idx [1, 0] of 2, Skv 64, appending Snew 2: MQA 16/1", 2, 2,
+     16, 1, 64, 0, [10, 40], [3, 39], 2, ([1, 0], 2)),
+]
+
+
+def run_leftpad_case(kf, case, seed, sms, compiled=False):
+    """Per batch the fp32 reference over its keys pad[b] .. end (the pad
+    and the end clamped as the kernel does: end = cache_seqlens[b] + Snew
+    into 0 .. Skv, the pad into 0 .. end), the rows before and after them
+    large finite values that must be masked out; the outputs poisoned; the
+    caches after an append equal to torch's; the public call bit-identical
+    (and, with `compiled`, torch.compile(fullgraph=True) of it)."""
+    import torch
+    import check_fwd
+    from fa3 import torch_api
+    label, B, Sq, Hq, Hkv, Skv, num_splits, lens, pads, snew, bidx = case
+    dt = check_fwd.TORCH_DTYPE[kf.dtype]
+    D, Dv = kf.head_dim, kf.head_dim_v
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    idx, Bc = bidx if bidx else (list(range(B)), B)
+    q = check_fwd.rand((B, Sq, Hq, D), dt, gen)
+    k = check_fwd.rand((Bc, Skv, Hkv, D), dt, gen)
+    v = check_fwd.rand((Bc, Skv, Hkv, Dv), dt, gen)
+    used = [Skv] * B if lens is None else [clamped(n, Skv) for n in lens]
+    end = [clamped(n + snew, Skv) for n in used]
+    first = [min(max(p, 0), e) for p, e in zip(pads, end)]
+    for b in range(B):
+        # outside the batch's keys: large finite values (masked, or the
+        # scores and o would be far off)
+        k[idx[b], :first[b]] = 8.0
+        v[idx[b], :first[b]] = 100.0
+        k[idx[b], end[b]:] = 8.0
+        v[idx[b], end[b]:] = 100.0
+    ek, ev = k.clone(), v.clone()
+    kw = dict(causal=kf.causal, window_size=(kf.window_left, kf.window_right),
+              softcap=kf.softcap, kernel=kf, num_splits=num_splits, return_softmax_lse=True)
+    extra = {}
+    if snew:
+        kn = check_fwd.rand((B, snew, Hkv, D), dt, gen)
+        vn = check_fwd.rand((B, snew, Hkv, Dv), dt, gen)
+        for b, n in enumerate(used):
+            ek[idx[b], n:n + snew], ev[idx[b], n:n + snew] = kn[b], vn[b]
+        extra.update(k=kn, v=vn)
+    seqlens = None if lens is None else seqlens_arg(lens)
+    pad_t = seqlens_arg(pads)
+    table = torch.tensor(idx, dtype=torch.int32, device="cuda").reshape(-1, 1) if bidx else None
+    o = torch.full((B, Sq, Hq, Dv), float("nan"), dtype=dt, device="cuda")
+    lse = torch.full((B, Hq, Sq), float("nan"), device="cuda")
+    torch_api._decode(torch, "flash_attn_with_kvcache", q, k, v, seqlens, None, kw["causal"],
+                      kw["window_size"], kw["softcap"], num_splits, 0, True, None, kf, o, lse,
+                      None, page_table=table, k_new=extra.get("k"), v_new=extra.get("v"),
+                      leftpad=pad_t)
+    torch.cuda.synchronize()
+    cache_ok = torch.equal(k, ek) and torch.equal(v, ev)
+    if bidx:
+        extra["cache_batch_idx"] = table.reshape(-1)
+    pub = torch_api.flash_attn_with_kvcache(q, k, v, cache_seqlens=seqlens,
+                                            cache_leftpad=pad_t, **extra, **kw)
+    torch.cuda.synchronize()
+    same = torch.equal(o, pub[0]) and torch.equal(lse, pub[1])
+    if compiled:
+        f = torch.compile(lambda *a: torch_api.flash_attn_with_kvcache(
+            *a, cache_seqlens=seqlens, cache_leftpad=pad_t, **extra, **kw), fullgraph=True)
+        co, clse = f(q, k, v)
+        torch.cuda.synchronize()
+        same = same and torch.equal(o, co) and torch.equal(lse, clse)
+    L = [e - f0 for e, f0 in zip(end, first)]
+    kk = torch.zeros((B, max(L + [1]), Hkv, D), dtype=dt, device="cuda")
+    vv = torch.zeros((B, max(L + [1]), Hkv, Dv), dtype=dt, device="cuda")
+    for b in range(B):
+        kk[b, :L[b]] = ek[idx[b], first[b]:end[b]]
+        vv[b, :L[b]] = ev[idx[b], first[b]:end[b]]
+    res = compare_batches(kf, q, kk, vv, L, o, lse)
+    res.update(cache_exact=bool(cache_ok), repeat_identical=bool(same))
+    res["ok"] = bool(res["ok"] and cache_ok and same)
+    return dict(kernel=kf.kernel, case=label + (", torch.compile" if compiled else ""), B=B,
+                Sq=Sq, Hq=Hq, Hkv=Hkv, Skv=Skv, Snew=snew, cache_seqlens=lens, cache_leftpad=pads,
+                keys=L, **res)
+
+
 def check_bad_page_entries(kf, seed):
     """Page-table entries outside the pool (the caller's contract broken):
     the pool's page count and -1, in pages that the append writes and the
@@ -1026,9 +1127,17 @@ def check_errors(kf):
          lambda: flash_attn_with_kvcache(q, kc, vc, cache_batch_idx=lens,
                                          page_table=lens.reshape(2, 1), **kw),
          ValueError, "cache_batch_idx indexes a contiguous cache's rows"),
-        ("cache_leftpad",
-         lambda: flash_attn_with_kvcache(q, kc, vc, cache_leftpad=lens, **kw),
-         NotImplementedError, "cache_leftpad is not supported yet"),
+        ("cache_leftpad with a paged cache of several pages a batch",
+         lambda: flash_attn_with_kvcache(q, pool(16), pool(16), cache_leftpad=lens,
+                                         page_table=torch.zeros(2, 4, dtype=torch.int32,
+                                                                device="cuda"), **kw),
+         NotImplementedError, "cache_leftpad with a paged cache of 4 pages a batch"),
+        ("cache_leftpad of the wrong dtype",
+         lambda: flash_attn_with_kvcache(q, kc, vc, cache_leftpad=lens.long(), **kw),
+         ValueError, "cache_leftpad must be a 1-D torch.int32 tensor on cuda:0"),
+        ("cache_leftpad of the wrong count",
+         lambda: flash_attn_with_kvcache(q, kc, vc, cache_leftpad=lens[:1], **kw),
+         ValueError, "cache_leftpad must have 2 entries"),
         ("num_splits 129",
          lambda: flash_attn_with_kvcache(q, kc, vc, num_splits=129, **kw),
          ValueError, "num_splits must be 0 (the heuristic) to 128, got 129"),
@@ -1294,6 +1403,12 @@ def main():
             for j, case in enumerate(BATCH_IDX_CASES):
                 guarded(kf, case[0], lambda case=case, j=j: run_batch_idx_case(
                     kf, case, a.seed + 1000 * i + 950 + j, sms))
+        # every kernel (small cases, also under compute-sanitizer); once
+        # through torch.compile on the lead kernel
+        for j, case in enumerate(LEFTPAD_CASES):
+            guarded(kf, case[0], lambda case=case, j=j: run_leftpad_case(
+                kf, case, a.seed + 1000 * i + 970 + j, sms,
+                compiled=kf is lead and j == 3 and not a.sanitize))
         if not a.sanitize:
             sass[kf.kernel] = check_fwd.sass_check(kf)
             print(f"SASS {kf.kernel}: {sass[kf.kernel]}", flush=True)

@@ -613,8 +613,14 @@ private:
     } else if (cfg.splitKv) {
       // The decoding kernel reads a KV cache filled to seqused_k[b] of its
       // Skv rows where the launch gives one (FlashAttention's
-      // cache_seqlens); masks and the schedule then see that many keys.
-      t.skv = usedKeys(c.bidx, param("Skv"), warpUniform);
+      // cache_seqlens), from row leftPadK[b] where given (its
+      // cache_leftpad; clamped into 0 .. the fill, as the fill is into the
+      // cache); masks and the schedule then see the keys between.
+      Value used = usedKeys(c.bidx, param("Skv"), warpUniform);
+      Value pad = loadOptional(
+          "leftPadK", i32T, [&] { return c.bidx; }, i32(0), warpUniform);
+      t.k0 = fa3::attn::clampUsedKeys(b, loc, pad, used);
+      t.skv = bin<arith::SubIOp>(used, t.k0);
     }
     // the schedule of this m-block (attn.kv_range). With GQA packing the
     // tile's queries m0 / g .. (m0 + block_m - 1) / g lie inside the
@@ -1335,6 +1341,8 @@ void KernelBuilder::consumers(Value tid, Value cta) {
   // hopper-warp-specialize gives them to the producer thread.
   Value tileBatch = packedBatch(bidx);
   Value tilePages = cfg.splitKv ? pageTableRow(bidx) : Value();
+  // a paged cache's rows end at the tile's last key (its row in the cache)
+  Value kvBound = tilePages ? packedRow(seqK0, skv) : skv;
   if (!cfg.persistent) {
     fill(qRing, cq.k, [&] {
       TileCoords tc{m0, head, bidx, split};
@@ -1352,11 +1360,11 @@ void KernelBuilder::consumers(Value tid, Value cta) {
     kvrow = packedRow(seqK0, kvrow);
     fill(kRing, u, [&] {
       loadKv(param("mapK"), kvrow, tileHkv, tileBatch, kRing, u, cfg.tileD(),
-             tilePages, skv);
+             tilePages, kvBound);
     });
     fill(vRing, u, [&] {
       loadKv(param("mapV"), kvrow, tileHkv, tileBatch, vRing, u,
-             cfg.tileDv(), tilePages, skv);
+             cfg.tileDv(), tilePages, kvBound);
     });
   };
   // This tile's Q buffer for the S = Q K^T descriptors.

@@ -61,7 +61,17 @@
 // KERNEL: scf.yield %arg9 : i32
 // ... clamped to 0 .. Skv (a count past the cache reads none of it) ...
 // KERNEL: %[[USED0:.*]] = arith.maxsi %[[USED]], %c0_i32{{(_[0-9]+)?}} : i32
-// KERNEL-NEXT: %[[SKV:.*]] = arith.minsi %[[USED0]], %arg9 : i32
+// KERNEL-NEXT: %[[END:.*]] = arith.minsi %[[USED0]], %arg9 : i32
+// ... from leftPadK[b] where given (a left-padded cache's first row), else
+// 0, clamped to 0 .. the fill: the keys between ...
+// KERNEL: %[[PGIVEN0:.*]] = llvm.icmp "ne" %arg37, %{{.*}} : !llvm.ptr<1>
+// KERNEL: %[[PAD:.*]] = scf.if %[[PGIVEN0]] -> (i32) {
+// KERNEL: llvm.getelementptr %arg37[%[[BATCH]]]
+// KERNEL: } else {
+// KERNEL: scf.yield %c0_i32{{(_[0-9]+)?}} : i32
+// KERNEL: %[[PAD0:.*]] = arith.maxsi %[[PAD]], %c0_i32{{(_[0-9]+)?}} : i32
+// KERNEL-NEXT: %[[K0:.*]] = arith.minsi %[[PAD0]], %[[END]] : i32
+// KERNEL-NEXT: %[[SKV:.*]] = arith.subi %[[END]], %[[K0]] : i32
 // ... and the schedule of the tile's first query (packed row m0 / g) ...
 // KERNEL: %[[Q0:.*]] = arith.divui %m0, %{{.*}} : i32
 // KERNEL: %[[RNG:.*]]:4 = func.call @attn_kernel_kv_range(%[[Q0]], %arg8, %[[SKV]])
@@ -76,26 +86,30 @@
 // KERNEL: %[[SPAN:.*]] = arith.minsi %[[LEFT]], %[[PER]] : i32
 // KERNEL: arith.maxsi %[[SPAN]], %c0_i32 : i32
 // K and V: from a paged cache where the launch gives a page table (this
-// batch's row of it, pageTableStride entries a row; the bound is the
-// batch's keys), else tiles of the contiguous cache.
+// batch's row of it, pageTableStride entries a row; the bound is the row
+// past the batch's last key), else tiles of the contiguous cache; their
+// rows from the first key's.
 // KERNEL: %[[PSTRIDE:.*]] = arith.extui %arg24 : i32 to i64
 // KERNEL: %[[POFF:.*]] = arith.muli %{{.*}}, %[[PSTRIDE]] : i64
 // KERNEL: %[[PROW:.*]] = llvm.getelementptr %arg23[%[[POFF]]] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i32
 // KERNEL: %[[PGIVEN:.*]] = llvm.icmp "ne" %arg23, %{{.*}} : !llvm.ptr<1>
 // KERNEL: %[[PAGES:.*]] = llvm.select %[[PGIVEN]], %[[PROW]], %{{.*}} : i1, !llvm.ptr<1>
+// KERNEL: %[[BOUND:.*]] = arith.addi %[[K0]], %[[SKV]] : i32
 // Q: the tile's g heads x 64 / g queries, from q head kv head x g.
 // KERNEL: hopper.ring.fill
 // KERNEL: %[[QH:.*]] = arith.muli %{{.*}}, %{{.*}} : i32
 // KERNEL: hopper.load_tile %arg0[%{{.*}}, %[[QH]], %[[BATCH]]] into %{{.*}} rows 64 cols 128 : bf16
 // KERNEL: scf.for
+// KERNEL: %[[COL:.*]] = arith.muli %{{.*}}, %c64_i32 : i32
+// KERNEL-NEXT: %[[ROW:.*]] = arith.addi %[[K0]], %[[COL]] : i32
 // KERNEL: hopper.ring.fill
 // KERNEL: %[[PAGED:.*]] = llvm.icmp "ne" %[[PAGES]], %{{.*}} : !llvm.ptr<1>
 // KERNEL: scf.if %[[PAGED]] {
-// KERNEL-NEXT: hopper.load_paged_tile %arg1[%{{.*}}, %head] pages %[[PAGES]] page_size %arg25 bound %[[SKV]] into
+// KERNEL-NEXT: hopper.load_paged_tile %arg1[%[[ROW]], %head] pages %[[PAGES]] page_size %arg25 bound %[[BOUND]] into
 // KERNEL-NEXT: } else {
-// KERNEL-NEXT: hopper.load_tile %arg1[%{{.*}}, %head, %[[BATCH]]] into
-// KERNEL: hopper.load_paged_tile %arg2[%{{.*}}, %head] pages %[[PAGES]] page_size %arg25 bound %[[SKV]] into
-// KERNEL: hopper.load_tile %arg2[%{{.*}}, %head, %[[BATCH]]] into
+// KERNEL-NEXT: hopper.load_tile %arg1[%[[ROW]], %head, %[[BATCH]]] into
+// KERNEL: hopper.load_paged_tile %arg2[%[[ROW]], %head] pages %[[PAGES]] page_size %arg25 bound %[[BOUND]] into
+// KERNEL: hopper.load_tile %arg2[%[[ROW]], %head, %[[BATCH]]] into
 // The mask's rows are packed (query = row / g) ...
 // KERNEL: hopper.mask %{{.*}} rows %{{.*}} group %{{.*}} cols
 // ... numSplits > 1: this split's O (f32) and LSE at (split, batch) of the
