@@ -4,8 +4,9 @@ libfa3rt.so (the runtime), inside the installed package (fa3/_lib, from
 fa3.torch_api.flash_attn_func runs attention on PyTorch tensors, compiling a
 missing variant on first use into the JIT cache (fa3.cache);
 flash_attn_varlen_func takes packed variable-length batches and
-flash_attn_with_kvcache decodes over a KV cache (split-KV);
-flash_attn_qkvpacked_func takes q, k, v stacked in one tensor. The four are
+flash_attn_with_kvcache decodes over a KV cache (split-KV; FA3's
+get_scheduler_metadata beside it returns None, which it takes);
+flash_attn_qkvpacked_func takes q, k, v stacked in one tensor. These are
 also fa3.flash_attn_func etc., imported on first use (torch only when
 called). flash_attn_func also takes FP8 (torch.float8_e4m3fn) q, k, v with
 their descales; fa3.quantize makes them (quantize_fp8, quantize_qkv_fp8:
@@ -28,7 +29,7 @@ from .quantize import (dequantize_fp8, hadamard_matrix, quantize_fp8,  # noqa: E
 # the PyTorch entry points, imported on first use: `import fa3` stays as
 # light as it was (fa3.torch_api reads the kernel ABI's definition)
 _TORCH_API = ("flash_attn_func", "flash_attn_qkvpacked_func", "flash_attn_varlen_func",
-              "flash_attn_with_kvcache")
+              "flash_attn_with_kvcache", "get_scheduler_metadata")
 
 
 def __getattr__(name):

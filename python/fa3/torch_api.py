@@ -1781,8 +1781,9 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
 
     FA3's other arguments (``qv``,
     ``cu_seqlens_q``, ``cu_seqlens_k_new``, ``max_seqlen_q``,
-    the FP8 descales, ``scheduler_metadata``,
-    ``attention_chunk``) are refused unless left at their defaults;
+    the FP8 descales, ``scheduler_metadata`` (get_scheduler_metadata
+    returns None: there is none to pass), ``attention_chunk``) are refused
+    unless left at their defaults;
     ``rotary_interleaved`` and ``rotary_seqlens`` matter only with rotary
     embedding.
     """
@@ -1837,6 +1838,44 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
                    kernel, None, None, jit, page_table, k, v, ctas_per_sm,
                    rotary=(rotary_cos, rotary_sin, bool(rotary_interleaved), rotary_seqlens)
                    if rotary else None, leftpad=cache_leftpad)
+
+
+def get_scheduler_metadata(batch_size, max_seqlen_q, max_seqlen_k, num_heads_q, num_heads_kv,
+                           headdim, cache_seqlens, qkv_dtype=None, headdim_v=None,
+                           cu_seqlens_q=None, cu_seqlens_k_new=None, cache_leftpad=None,
+                           page_size: Optional[int] = None, max_seqlen_k_new: int = 0,
+                           causal: bool = False, window_size=(-1, -1), attention_chunk: int = 0,
+                           has_softcap: bool = False, num_splits: int = 0, pack_gqa=None,
+                           sm_margin: int = 0):
+    """FA3's ``get_scheduler_metadata`` (flash_attn_interface), its arguments
+    in its order, for code that computes it once and passes it to every
+    ``flash_attn_with_kvcache(scheduler_metadata=...)`` (a serving engine's
+    CUDA-graph path). Returns None, which flash_attn_with_kvcache takes:
+    here the split count is the runtime's host-side heuristic over the
+    cache's capacity and the device's SMs (docs/runtime.md, Split-KV
+    decoding), not over cache_seqlens' values, so it is the same at every
+    replay and there is no device-side schedule to precompute. What the
+    decoding call would refuse is refused here too, by the same names
+    (cu_seqlens_q, cu_seqlens_k_new, attention_chunk; num_splits and
+    sm_margin by their ranges)."""
+    fn = "get_scheduler_metadata"
+    for name, value in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k_new", cu_seqlens_k_new)):
+        if value is not None:
+            raise NotImplementedError(f"{fn}: {name} is not supported: pass None (as to "
+                                      f"flash_attn_with_kvcache)")
+    if attention_chunk:
+        raise NotImplementedError(f"{fn}: attention_chunk is not supported: pass 0, got "
+                                  f"{attention_chunk}")
+    _num_splits(fn, num_splits)
+    try:
+        sm_margin = operator.index(sm_margin)
+    except TypeError:
+        raise TypeError(f"{fn}: sm_margin must be an integer, got "
+                        f"{type(sm_margin).__name__}") from None
+    if sm_margin < 0:
+        raise ValueError(f"{fn}: sm_margin must be >= 0 (SMs the heuristic leaves free), got "
+                         f"{sm_margin}")
+    return None
 
 
 def flash_attn_bhsd(q, k, v, o=None, lse=None, softmax_scale=None, causal=False,

@@ -439,6 +439,34 @@ def test_flash_attn_with_kvcache_refuses_what_is_not_built(kw, text):
     assert text in str(e.value) and str(e.value).startswith("flash_attn_with_kvcache: ")
 
 
+def test_get_scheduler_metadata():
+    """FA3's get_scheduler_metadata, its arguments in its order: None (the
+    split count is the runtime's host-side choice over the cache's
+    capacity: nothing to precompute), which flash_attn_with_kvcache takes;
+    what the decoding call refuses is refused here by the same names."""
+    import inspect
+    import fa3
+    f = torch_api.get_scheduler_metadata
+    assert fa3.get_scheduler_metadata is f
+    assert list(inspect.signature(f).parameters) == [
+        "batch_size", "max_seqlen_q", "max_seqlen_k", "num_heads_q", "num_heads_kv", "headdim",
+        "cache_seqlens", "qkv_dtype", "headdim_v", "cu_seqlens_q", "cu_seqlens_k_new",
+        "cache_leftpad", "page_size", "max_seqlen_k_new", "causal", "window_size",
+        "attention_chunk", "has_softcap", "num_splits", "pack_gqa", "sm_margin"]
+    assert f(4, 1, 4096, 32, 8, 128, None, causal=True, page_size=64, num_splits=3) is None
+    cases = [
+        (dict(cu_seqlens_q=1), NotImplementedError, "cu_seqlens_q is not supported"),
+        (dict(cu_seqlens_k_new=1), NotImplementedError, "cu_seqlens_k_new is not supported"),
+        (dict(attention_chunk=8), NotImplementedError, "attention_chunk is not supported"),
+        (dict(num_splits=129), ValueError, "num_splits must be 0 (the heuristic) to 128"),
+        (dict(sm_margin=-1), ValueError, "sm_margin must be >= 0"),
+    ]
+    for kw, err, text in cases:
+        with pytest.raises(err) as e:
+            f(1, 1, 64, 8, 8, 128, None, **kw)
+        assert str(e.value).startswith("get_scheduler_metadata: ") and text in str(e.value)
+
+
 @pytest.mark.parametrize("kw,err,text", [
     ({"num_splits": 129}, ValueError, "num_splits must be 0 (the heuristic) to 128, got 129"),
     ({"num_splits": -1}, ValueError, "got -1"),
