@@ -685,6 +685,10 @@ def test_decode_op_schema_and_fake_shapes():
         table = torch.empty(2, 64, dtype=torch.int32, device="cuda")
         o3, lse3 = op(q, kp, vp, used, table, None, False, [-1, -1], 0.0, 0, 0, None, None,
                       None)
+        # a left-padded cache (cache_leftpad): the op's last argument
+        o4, lse4 = op(q, k, v, used, None, None, True, [-1, 0], 0.0, 0, 0, None, None, None, 0,
+                      used)
+    assert tuple(o4.shape) == (2, 1, 8, 32) and tuple(lse4.shape) == (2, 8, 1)
     assert tuple(o.shape) == (2, 1, 8, 32) and o.dtype == torch.bfloat16
     assert tuple(lse.shape) == (2, 8, 1) and lse.dtype == torch.float32
     assert tuple(o2.shape) == (2, 1, 8, 32) and tuple(lse2.shape) == (2, 8, 1)
