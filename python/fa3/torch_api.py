@@ -1202,6 +1202,19 @@ def _ctas_per_sm(fn: str, ctas_per_sm) -> int:
     return n
 
 
+def _sm_margin(fn: str, sm_margin) -> int:
+    """FA3's sm_margin: SMs the split heuristic leaves free, an integer >= 0."""
+    try:
+        sm_margin = operator.index(sm_margin)
+    except TypeError:
+        raise TypeError(f"{fn}: sm_margin must be an integer, got "
+                        f"{type(sm_margin).__name__}") from None
+    if sm_margin < 0:
+        raise ValueError(f"{fn}: sm_margin must be >= 0 (SMs the heuristic leaves free), got "
+                         f"{sm_margin}")
+    return sm_margin
+
+
 def _num_splits(fn: str, num_splits) -> int:
     """num_splits as an int 0 (the heuristic) to 128 (fa3rt.h:
     FA3RT_MAX_SPLITS)."""
@@ -1284,8 +1297,6 @@ def _check_leftpad(torch, fn, cache_leftpad, device, B, page_table):
     page; FA3 refuses leftpad with a paged cache too); one page a batch
     (cache_batch_idx's) is taken."""
     t = _check_seqlens(torch, f"{fn}: cache_leftpad", cache_leftpad, device, B)
-    if t.requires_grad:
-        raise ValueError(f"{fn}: cache_leftpad must not require grad")
     if page_table is not None and page_table.shape[1] > 1:
         raise NotImplementedError(
             f"{fn}: cache_leftpad with a paged cache of {page_table.shape[1]} pages a batch "
@@ -1803,14 +1814,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
                                   f"{attention_chunk}")
     _num_splits(fn, num_splits)
     ctas_per_sm = _ctas_per_sm(fn, ctas_per_sm)
-    try:
-        sm_margin = operator.index(sm_margin)
-    except TypeError:
-        raise TypeError(f"{fn}: sm_margin must be an integer, got "
-                        f"{type(sm_margin).__name__}") from None
-    if sm_margin < 0:
-        raise ValueError(f"{fn}: sm_margin must be >= 0 (SMs the heuristic leaves free), got "
-                         f"{sm_margin}")
+    sm_margin = _sm_margin(fn, sm_margin)
     _cache_seqlens_int(fn, cache_seqlens)
     rotary = rotary_cos is not None or rotary_sin is not None
     if rotary_seqlens is not None and not rotary:
@@ -1867,14 +1871,7 @@ def get_scheduler_metadata(batch_size, max_seqlen_q, max_seqlen_k, num_heads_q, 
         raise NotImplementedError(f"{fn}: attention_chunk is not supported: pass 0, got "
                                   f"{attention_chunk}")
     _num_splits(fn, num_splits)
-    try:
-        sm_margin = operator.index(sm_margin)
-    except TypeError:
-        raise TypeError(f"{fn}: sm_margin must be an integer, got "
-                        f"{type(sm_margin).__name__}") from None
-    if sm_margin < 0:
-        raise ValueError(f"{fn}: sm_margin must be >= 0 (SMs the heuristic leaves free), got "
-                         f"{sm_margin}")
+    _sm_margin(fn, sm_margin)
     return None
 
 
