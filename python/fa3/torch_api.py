@@ -1790,25 +1790,46 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
     into it). Not with a paged cache (NotImplementedError, as in FA3); with
     cache_batch_idx, yes.
 
-    FA3's other arguments (``qv``,
-    ``cu_seqlens_q``, ``cu_seqlens_k_new``, ``max_seqlen_q``,
-    the FP8 descales, ``scheduler_metadata`` (get_scheduler_metadata
-    returns None: there is none to pass), ``attention_chunk``) are refused
-    unless left at their defaults;
-    ``rotary_interleaved`` and ``rotary_seqlens`` matter only with rotary
-    embedding.
+    Packed queries (``cu_seqlens_q`` and ``max_seqlen_q``, FA3's, as a
+    serving engine's prefill and decoding steps pass them): q [total_q, Hq,
+    D], sequence b's queries rows cu_seqlens_q[b] .. cu_seqlens_q[b + 1] -
+    1 (int32 [B + 1] on q's device; total_q = cu_seqlens_q[B], no sequence
+    longer than max_seqlen_q: the caller's contract, as in FA3, not read on
+    the host); returns o [total_q, Hq, Dv] and lse [Hq, total_q]. Where
+    total_q = B * max_seqlen_q every sequence has max_seqlen_q queries and
+    the call is the decoding kernel's above, with all it takes; otherwise
+    (ragged) the variable-length kernel's (fa3-compile --varlen) over a
+    contiguous cache, batch b's keys its first cache_seqlens[b] rows, masks
+    bottom-right aligned per sequence, and a paged cache, cache_batch_idx,
+    cache_leftpad, appending and rotary embedding are refused
+    (NotImplementedError). ``cu_seqlens_k_new`` describes the rows of k
+    and v only (as in FA3): taken and unused without them, refused with
+    them.
+
+    FA3's other arguments (``qv``, the FP8 descales,
+    ``scheduler_metadata`` (get_scheduler_metadata returns None: there is
+    none to pass), ``attention_chunk``) are refused unless left at their
+    defaults; ``rotary_interleaved`` and ``rotary_seqlens`` matter only with
+    rotary embedding.
     """
     fn = "flash_attn_with_kvcache"
     if (k is not None or v is not None) and (k is None or v is None or cache_seqlens is None):
         raise ValueError(_append_needs(fn, k, v, cache_seqlens))
-    refused = {"qv": qv, "cu_seqlens_q": cu_seqlens_q, "cu_seqlens_k_new": cu_seqlens_k_new,
-               "max_seqlen_q": max_seqlen_q,
+    # (cu_seqlens_k_new describes the rows of k and v, FA3's only there)
+    refused = {"qv": qv, "cu_seqlens_k_new": cu_seqlens_k_new if k is not None else None,
                "q_descale": q_descale, "k_descale": k_descale, "v_descale": v_descale,
                "scheduler_metadata": scheduler_metadata}
     for name, value in refused.items():
         if value is not None:
             raise NotImplementedError(f"{fn}: {name} is not supported: pass None"
                                       + (_FP8_ELSEWHERE if name.endswith("_descale") else ""))
+    if cu_seqlens_q is not None:
+        return _kvcache_packed_q(
+            q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens,
+            cache_batch_idx, cache_leftpad, page_table, cu_seqlens_q, max_seqlen_q,
+            rotary_seqlens, softmax_scale, causal, window_size, attention_chunk, softcap,
+            rotary_interleaved, num_splits, sm_margin, return_softmax_lse, kernel_dir,
+            kernel, jit, ctas_per_sm)
     if attention_chunk:
         raise NotImplementedError(f"{fn}: attention_chunk is not supported: pass 0, got "
                                   f"{attention_chunk}")
@@ -1844,6 +1865,125 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
                    if rotary else None, leftpad=cache_leftpad)
 
 
+def _kvcache_packed_q(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens,
+                      cache_batch_idx, cache_leftpad, page_table, cu_seqlens_q, max_seqlen_q,
+                      rotary_seqlens, softmax_scale, causal, window_size, attention_chunk,
+                      softcap, rotary_interleaved, num_splits, sm_margin, return_lse,
+                      kernel_dir, kernel, jit, ctas_per_sm):
+    """flash_attn_with_kvcache with ``cu_seqlens_q``: q packed [Tq, Hq, D],
+    sequence b's queries rows cu_seqlens_q[b] .. cu_seqlens_q[b + 1] - 1
+    (FA3's). Two routes, chosen on the host without reading the array:
+
+    - Tq = B * max_seqlen_q: every sequence has max_seqlen_q rows (FA3's
+      contract: q holds cu_seqlens_q[B] rows, none of them past
+      max_seqlen_q), so q is the fixed-length [B, max_seqlen_q, Hq, D] of
+      the decoding kernel, with everything that takes (a paged cache,
+      appending, rotary, cache_batch_idx, cache_leftpad): a serving
+      engine's decoding or speculative step.
+    - otherwise (ragged queries): the variable-length kernel over the
+      contiguous cache's rows, sequence b's keys rows b * S' .. of the
+      cache seen as one packed [T, Hkv, D] tensor (S' its batch stride in
+      rows), cache_seqlens[b] of them (its seqused_k). The decoding
+      kernel's extras are refused there by name (NotImplementedError).
+
+    Returns o [Tq, Hq, Dv] and, with return_softmax_lse, lse [Hq, Tq] (FA3's
+    varlen layouts)."""
+    import torch
+    fn = "flash_attn_with_kvcache"
+    if max_seqlen_q is None:
+        raise ValueError(f"{fn}: max_seqlen_q must be given with cu_seqlens_q (the longest "
+                         f"sequence's query rows; FA3 requires it too)")
+    try:
+        max_seqlen_q = operator.index(max_seqlen_q)
+    except TypeError:
+        raise TypeError(f"{fn}: max_seqlen_q must be an integer, got "
+                        f"{type(max_seqlen_q).__name__}") from None
+    if not 0 <= max_seqlen_q <= 2**31 - 1:
+        raise ValueError(f"{fn}: max_seqlen_q must be 0 to 2^31-1, got {max_seqlen_q}")
+    if not isinstance(q, torch.Tensor) or q.dim() != 3:
+        raise ValueError(f"{fn}: with cu_seqlens_q, q must be a 3-D [total_q, Hq, D] tensor "
+                         f"(the sequences' queries packed), got "
+                         f"{tuple(q.shape) if isinstance(q, torch.Tensor) else type(q).__name__}")
+    cu_seqlens_q = _check_seqlens(torch, f"{fn}: cu_seqlens_q", cu_seqlens_q, q.device)
+    if cu_seqlens_q.numel() < 1:
+        raise ValueError(f"{fn}: cu_seqlens_q must have B + 1 >= 1 entries, got 0")
+    B = cu_seqlens_q.numel() - 1
+    Tq, Hq, D = q.shape
+    if Tq == B * max_seqlen_q and B > 0:
+        q4 = q.unflatten(0, (B, max_seqlen_q))
+        r = flash_attn_with_kvcache(
+            q4, k_cache, v_cache, k=k, v=v, rotary_cos=rotary_cos, rotary_sin=rotary_sin,
+            cache_seqlens=cache_seqlens, cache_batch_idx=cache_batch_idx,
+            cache_leftpad=cache_leftpad, page_table=page_table,
+            rotary_seqlens=rotary_seqlens, softmax_scale=softmax_scale, causal=causal,
+            window_size=window_size, attention_chunk=attention_chunk, softcap=softcap,
+            rotary_interleaved=rotary_interleaved, num_splits=num_splits,
+            sm_margin=sm_margin, return_softmax_lse=return_lse, kernel_dir=kernel_dir,
+            kernel=kernel, jit=jit, ctas_per_sm=ctas_per_sm)
+        o, lse = r if return_lse else (r, None)
+        o = o.flatten(0, 1)
+        if not return_lse:
+            return o
+        # [B, Hq, Sq] -> [Hq, B * Sq]: the packed rows' order
+        return o, lse.transpose(0, 1).reshape(Hq, Tq)
+    extras = {"k and v (appending)": k if k is not None else v,
+              "page_table": page_table, "cache_batch_idx": cache_batch_idx,
+              "cache_leftpad": cache_leftpad, "rotary_cos": rotary_cos}
+    for name, value in extras.items():
+        if value is not None:
+            raise NotImplementedError(
+                f"{fn}: {name} with cu_seqlens_q whose sequences differ in length (q has "
+                f"{Tq} rows, not B {B} * max_seqlen_q {max_seqlen_q}) is not supported: the "
+                f"variable-length kernel takes a contiguous cache's keys only (with every "
+                f"sequence max_seqlen_q long, the decoding kernel takes it)")
+    if attention_chunk:
+        raise NotImplementedError(f"{fn}: attention_chunk is not supported: pass 0, got "
+                                  f"{attention_chunk}")
+    _num_splits(fn, num_splits)
+    _ctas_per_sm(fn, ctas_per_sm)
+    _sm_margin(fn, sm_margin)
+    # (q as one batch of its rows: the checks of the caches' rank, device,
+    # dtype and grad)
+    _check_inputs(torch, q.unsqueeze(0), k_cache, v_cache, fn=fn)
+    Bc, Skv, Hkv, _ = k_cache.shape
+    if Bc != B or v_cache.shape[0] != B or v_cache.shape[1] != Skv:
+        raise ValueError(f"{fn}: k_cache {tuple(k_cache.shape)} and v_cache "
+                         f"{tuple(v_cache.shape)} must hold B = {B} batches (cu_seqlens_q's "
+                         f"entries - 1) of one Skv")
+    # the caches as one packed tensor: batch b's row r is packed row
+    # b * rows + r, rows the batch stride in rows (>= Skv)
+    rows = None
+    for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
+        s0, s1 = t.stride(0), t.stride(1)
+        if t.stride(3) != 1 and t.shape[3] > 1:
+            raise ValueError(f"{fn}: {name} must have a contiguous last dim (it is read in "
+                             f"place), got strides {tuple(t.stride())}")
+        if B > 1 and (s1 <= 0 or s0 % s1 or s0 // s1 < Skv
+                      or (rows is not None and s0 // s1 != rows)):
+            raise ValueError(
+                f"{fn}: with cu_seqlens_q, k_cache and v_cache are read as packed rows: each "
+                f"one's batch stride must be one whole number of its row stride (>= Skv = "
+                f"{Skv}), the same for both; {name} has strides {tuple(t.stride())}")
+        rows = s0 // s1 if B > 1 else Skv
+    if cache_seqlens is None and rows == Skv:
+        seqused_k = None
+    else:
+        seqused_k = _check_cache_seqlens(torch, fn, Skv if cache_seqlens is None
+                                         else cache_seqlens, q.device, B, Skv)
+        if seqused_k is None:   # an int equal to Skv, with rows > Skv
+            seqused_k = torch.full((B,), Skv, dtype=torch.int32, device=q.device)
+    T = (B - 1) * rows + Skv if B else 0
+
+    def packed(t):
+        return t.as_strided((T, t.shape[2], t.shape[3]), (t.stride(1), t.stride(2), 1))
+    cu_seqlens_k = torch.arange(B + 1, dtype=torch.int32, device=q.device) * rows
+    return flash_attn_varlen_func(
+        q, packed(k_cache), packed(v_cache), cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+        seqused_k=seqused_k, softmax_scale=softmax_scale, causal=causal,
+        window_size=window_size, softcap=softcap, return_attn_probs=return_lse,
+        kernel_dir=kernel_dir, kernel=kernel, jit=jit)
+
+
 def get_scheduler_metadata(batch_size, max_seqlen_q, max_seqlen_k, num_heads_q, num_heads_kv,
                            headdim, cache_seqlens, qkv_dtype=None, headdim_v=None,
                            cu_seqlens_q=None, cu_seqlens_k_new=None, cache_leftpad=None,
@@ -1860,13 +2000,13 @@ def get_scheduler_metadata(batch_size, max_seqlen_q, max_seqlen_k, num_heads_q, 
     decoding), not over cache_seqlens' values, so it is the same at every
     replay and there is no device-side schedule to precompute. What the
     decoding call would refuse is refused here too, by the same names
-    (cu_seqlens_q, cu_seqlens_k_new, attention_chunk; num_splits and
+    (cu_seqlens_k_new with new rows, attention_chunk; num_splits and
     sm_margin by their ranges)."""
     fn = "get_scheduler_metadata"
-    for name, value in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k_new", cu_seqlens_k_new)):
-        if value is not None:
-            raise NotImplementedError(f"{fn}: {name} is not supported: pass None (as to "
-                                      f"flash_attn_with_kvcache)")
+    if cu_seqlens_k_new is not None and max_seqlen_k_new:
+        raise NotImplementedError(f"{fn}: cu_seqlens_k_new with new rows (max_seqlen_k_new "
+                                  f"{max_seqlen_k_new}) is not supported: pass None (as to "
+                                  f"flash_attn_with_kvcache with k and v)")
     if attention_chunk:
         raise NotImplementedError(f"{fn}: attention_chunk is not supported: pass 0, got "
                                   f"{attention_chunk}")

@@ -427,7 +427,8 @@ def test_flash_attn_with_kvcache_signature():
 
 @pytest.mark.parametrize("kw,text", [
     ({"qv": 1}, "qv is not supported: pass None"),
-    ({"cu_seqlens_q": 1}, "cu_seqlens_q is not supported: pass None"),
+    ({"k": 1, "v": 1, "cache_seqlens": 1, "cu_seqlens_k_new": 1},
+     "cu_seqlens_k_new is not supported: pass None"),
     ({"scheduler_metadata": 1}, "scheduler_metadata is not supported"),
     ({"k_descale": 1}, "k_descale is not supported"),
     ({"attention_chunk": 128}, "attention_chunk is not supported: pass 0, got 128"),
@@ -454,9 +455,12 @@ def test_get_scheduler_metadata():
         "cache_leftpad", "page_size", "max_seqlen_k_new", "causal", "window_size",
         "attention_chunk", "has_softcap", "num_splits", "pack_gqa", "sm_margin"]
     assert f(4, 1, 4096, 32, 8, 128, None, causal=True, page_size=64, num_splits=3) is None
+    # packed queries are taken (flash_attn_with_kvcache's cu_seqlens_q), and
+    # cu_seqlens_k_new without new rows (unused, as in FA3)
+    assert f(4, 1, 4096, 32, 8, 128, None, cu_seqlens_q=1, cu_seqlens_k_new=1) is None
     cases = [
-        (dict(cu_seqlens_q=1), NotImplementedError, "cu_seqlens_q is not supported"),
-        (dict(cu_seqlens_k_new=1), NotImplementedError, "cu_seqlens_k_new is not supported"),
+        (dict(cu_seqlens_k_new=1, max_seqlen_k_new=4), NotImplementedError,
+         "cu_seqlens_k_new with new rows (max_seqlen_k_new 4) is not supported"),
         (dict(attention_chunk=8), NotImplementedError, "attention_chunk is not supported"),
         (dict(num_splits=129), ValueError, "num_splits must be 0 (the heuristic) to 128"),
         (dict(sm_margin=-1), ValueError, "sm_margin must be >= 0"),
@@ -1122,3 +1126,163 @@ def test_kvcache_cache_batch_idx_is_a_page_table_of_whole_rows(monkeypatch):
             f(q, kc, vc, **kw)
     with pytest.raises(ValueError, match=r"Skv must be a multiple of 8, got shape \(5, 60, 2, 16\)"):
         f(q, torch.zeros(5, 60, 2, 16), torch.zeros(5, 60, 2, 16), cache_batch_idx=idx)
+
+
+def _attention_ref(torch, q, k, v, scale, causal):
+    """One sequence's attention in float64 (q [s, Hq, D], k and v [t, Hkv,
+    D]; GQA by repeating the kv heads), causal bottom-right aligned: o [s,
+    Hq, Dv] and lse [Hq, s]; a row that sees no key has o 0 and lse -inf
+    (the kernels' contract)."""
+    s, Hq, _ = q.shape
+    t, Hkv, _ = k.shape
+    g = Hq // Hkv
+    kk = k.double().repeat_interleave(g, dim=1)
+    vv = v.double().repeat_interleave(g, dim=1)
+    sc = torch.einsum("shd,thd->hst", q.double(), kk) * scale
+    if causal:
+        i = torch.arange(s).reshape(s, 1)
+        j = torch.arange(t).reshape(1, t)
+        sc = sc.masked_fill(j > i + (t - s), float("-inf"))
+    lse = torch.logsumexp(sc, dim=-1)
+    p = torch.exp(sc - lse.unsqueeze(-1)).nan_to_num(0.0)
+    return torch.einsum("hst,thd->shd", p, vv), lse
+
+
+def _stub_kernels(monkeypatch, torch, seen):
+    """The two launches flash_attn_with_kvcache's packed queries take,
+    stubbed with _attention_ref over what the kernels are given (the
+    decoding kernel: [B, Sq] queries over each batch's first seqused_k[b]
+    cache rows; the variable-length kernel: packed rows by cu_seqlens_q /
+    cu_seqlens_k, seqused_k[b] keys where given), so that a test checks
+    the routing's views and layouts, not the kernels."""
+    monkeypatch.setattr(torch_api, "_check_inputs", lambda *a, **kw: "bf16")
+
+    def decode(torch_, q, k, v, seqused_k, scale, causal, *a, **kw):
+        seen.append("decode")
+        B, Sq, Hq, _ = q.shape
+        o = torch.zeros(B, Sq, Hq, v.shape[3], dtype=torch.float64)
+        lse = torch.full((B, Hq, Sq), float("-inf"), dtype=torch.float64)
+        for b in range(B):
+            n = k.shape[1] if seqused_k is None else int(seqused_k[b])
+            o[b], lse[b] = _attention_ref(torch, q[b], k[b, :n], v[b, :n], scale, causal)
+        return (o, lse) if a[4] else o
+
+    def varlen(torch_, q, k, v, cu_q, cu_k, seqused_k, max_seqlen_q, scale, causal, window,
+               softcap, return_lse, *a):
+        seen.append("varlen")
+        o = torch.zeros(q.shape[0], q.shape[1], v.shape[2], dtype=torch.float64)
+        lse = torch.full((q.shape[1], q.shape[0]), float("-inf"), dtype=torch.float64)
+        for b in range(cu_q.numel() - 1):
+            q0, q1, k0 = int(cu_q[b]), int(cu_q[b + 1]), int(cu_k[b])
+            assert q1 - q0 <= max_seqlen_q
+            n = int(cu_k[b + 1]) - k0 if seqused_k is None else int(seqused_k[b])
+            o[q0:q1], lse[:, q0:q1] = _attention_ref(torch, q[q0:q1], k[k0:k0 + n],
+                                                     v[k0:k0 + n], scale, causal)
+        return (o, lse) if return_lse else o
+    monkeypatch.setattr(torch_api, "_eager_decode", decode)
+    monkeypatch.setattr(torch_api, "_eager_varlen", varlen)
+
+
+@pytest.mark.skipif(not HAVE_TORCH, reason="needs torch")
+@pytest.mark.parametrize("lens_q,causal,sliced,lens", [
+    ([2, 2, 2], True, False, [5, 40, 17]),        # every sequence max_seqlen_q long
+    ([1, 1, 1, 1], False, True, None),            # a decoding step, a sliced cache
+    ([1, 3, 0, 5], True, True, [7, 40, 0, 12]),   # ragged: the variable-length kernel
+    ([1, 3, 0, 5], False, False, [7, 40, 3, 12]),
+    ([4, 1], True, True, None),                   # ragged, every key of a sliced cache
+    ([3, 2], False, False, 9),                    # ragged, an int cache_seqlens
+])
+def test_kvcache_packed_queries(monkeypatch, lens_q, causal, sliced, lens):
+    """flash_attn_with_kvcache(cu_seqlens_q=, max_seqlen_q=) on packed q
+    [total_q, Hq, D] (FA3's, a serving engine's prefill and decoding
+    steps) against each sequence's attention over its cache rows in float64
+    (fresh random inputs; the same float64 reference inside the stubbed
+    launches, so the tolerance 1e-12 is rounding only): every sequence
+    max_seqlen_q long takes the decoding kernel ([B, Sq] queries), a ragged
+    batch the variable-length kernel over the cache as packed rows (a
+    sliced cache's batch stride 50 rows, not Skv 40); o [total_q, Hq, Dv]
+    and lse [Hq, total_q] in FA3's varlen layouts."""
+    import torch
+    seen = []
+    _stub_kernels(monkeypatch, torch, seen)
+    gen = torch.Generator().manual_seed(sum(lens_q) * 7 + causal)
+    B, Hq, Hkv, D, Dv, Skv = len(lens_q), 4, 2, 16, 8, 40
+    Tq, Sq = sum(lens_q), max(lens_q)
+    q = torch.randn(Tq, Hq, D, generator=gen)
+    kc = torch.randn(B, 50 if sliced else Skv, Hkv, D, generator=gen)[:, :Skv]
+    vc = torch.randn(B, 50 if sliced else Skv, Hkv, Dv, generator=gen)[:, :Skv]
+    cu_q = torch.tensor([0] + lens_q, dtype=torch.int32).cumsum(0, dtype=torch.int32)
+    cache_seqlens = torch.tensor(lens, dtype=torch.int32) if isinstance(lens, list) else lens
+    o, lse = torch_api.flash_attn_with_kvcache(
+        q, kc, vc, cache_seqlens=cache_seqlens, cu_seqlens_q=cu_q, max_seqlen_q=Sq,
+        softmax_scale=0.3, causal=causal, return_softmax_lse=True)
+    assert seen == ["decode" if Tq == B * Sq else "varlen"]
+    assert tuple(o.shape) == (Tq, Hq, Dv) and tuple(lse.shape) == (Hq, Tq)
+    for b in range(B):
+        q0, q1 = int(cu_q[b]), int(cu_q[b + 1])
+        n = Skv if lens is None else lens if isinstance(lens, int) else lens[b]
+        want_o, want_lse = _attention_ref(torch, q[q0:q1], kc[b, :n], vc[b, :n], 0.3, causal)
+        torch.testing.assert_close(o[q0:q1], want_o, rtol=0, atol=1e-12)
+        torch.testing.assert_close(lse[:, q0:q1], want_lse, rtol=0, atol=1e-12)
+    # o alone without return_softmax_lse
+    seen.clear()
+    o2 = torch_api.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=cache_seqlens,
+                                           cu_seqlens_q=cu_q, max_seqlen_q=Sq,
+                                           softmax_scale=0.3, causal=causal)
+    torch.testing.assert_close(o2, o, rtol=0, atol=0)
+
+
+@pytest.mark.skipif(not HAVE_TORCH, reason="needs torch")
+def test_kvcache_packed_queries_refusals(monkeypatch):
+    """What packed queries refuse, by name: max_seqlen_q missing, q not
+    3-D, and for a ragged batch what only the decoding kernel takes (a
+    paged cache, appending, cache_batch_idx, cache_leftpad, rotary) and
+    caches whose batches are not whole numbers of rows apart."""
+    import torch
+    _stub_kernels(monkeypatch, torch, [])
+    q = torch.zeros(5, 4, 16)
+    kc = vc = torch.zeros(2, 16, 2, 16)
+    cu = torch.tensor([0, 2, 5], dtype=torch.int32)
+    lens = torch.tensor([3, 16], dtype=torch.int32)
+    f = torch_api.flash_attn_with_kvcache
+    i32 = dict(dtype=torch.int32)
+    cases = [
+        (dict(cu_seqlens_q=cu), ValueError, "max_seqlen_q must be given with cu_seqlens_q"),
+        (dict(cu_seqlens_q=cu, max_seqlen_q=2.5), TypeError, "max_seqlen_q must be an integer"),
+        (dict(cu_seqlens_q=cu, max_seqlen_q=-1), ValueError, r"max_seqlen_q must be 0 to 2\^31-1"),
+        (dict(cu_seqlens_q=cu.long(), max_seqlen_q=3), ValueError,
+         "cu_seqlens_q must be a 1-D torch.int32 tensor"),
+        (dict(cu_seqlens_q=cu, max_seqlen_q=3, page_table=torch.zeros(2, 1, **i32)),
+         NotImplementedError, r"page_table with cu_seqlens_q whose sequences differ in length "
+         r"\(q has 5 rows, not B 2 \* max_seqlen_q 3\) is not supported"),
+        (dict(cu_seqlens_q=cu, max_seqlen_q=3, k=torch.zeros(2, 1, 2, 16),
+              v=torch.zeros(2, 1, 2, 16), cache_seqlens=lens), NotImplementedError,
+         r"k and v \(appending\) with cu_seqlens_q"),
+        (dict(cu_seqlens_q=cu, max_seqlen_q=3, cache_batch_idx=torch.zeros(2, **i32)),
+         NotImplementedError, "cache_batch_idx with cu_seqlens_q"),
+        (dict(cu_seqlens_q=cu, max_seqlen_q=3, cache_leftpad=torch.zeros(2, **i32)),
+         NotImplementedError, "cache_leftpad with cu_seqlens_q"),
+        (dict(cu_seqlens_q=cu, max_seqlen_q=3, rotary_cos=torch.zeros(4, 4),
+              rotary_sin=torch.zeros(4, 4), k=torch.zeros(2, 1, 2, 16),
+              v=torch.zeros(2, 1, 2, 16), cache_seqlens=lens), NotImplementedError,
+         "with cu_seqlens_q"),
+        (dict(cu_seqlens_q=torch.tensor([0, 2, 5, 5], **i32), max_seqlen_q=3), ValueError,
+         r"must hold B = 3 batches \(cu_seqlens_q's entries - 1\)"),
+        (dict(cu_seqlens_q=cu, max_seqlen_q=3, cache_seqlens=lens[:1]), ValueError,
+         "cache_seqlens must have 2 entries"),
+    ]
+    for kw, err, text in cases:
+        with pytest.raises(err, match=text) as e:
+            f(q, kc, vc, **kw)
+        assert str(e.value).startswith("flash_attn_with_kvcache: ")
+    with pytest.raises(ValueError, match=r"q must be a 3-D \[total_q, Hq, D\] tensor"):
+        f(q.unsqueeze(0), kc, vc, cu_seqlens_q=cu, max_seqlen_q=3)
+    # batches 16 rows apart in k, 24 in v: not one packed tensor of rows
+    vbig = torch.zeros(2, 24, 2, 16)[:, :16]
+    with pytest.raises(ValueError, match=r"batch stride must be one whole number of its row "
+                       r"stride \(>= Skv = 16\), the same for both; v_cache has strides"):
+        f(q, kc, vbig, cu_seqlens_q=cu, max_seqlen_q=3)
+    # a cache whose rows interleave its batches ([Skv, B] storage)
+    kt = torch.zeros(16, 2, 2, 16).transpose(0, 1)
+    with pytest.raises(ValueError, match="k_cache has strides"):
+        f(q, kt, kt, cu_seqlens_q=cu, max_seqlen_q=3)

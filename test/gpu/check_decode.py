@@ -77,6 +77,7 @@ appends the run to OUT/history.jsonl (kind check_decode; a full run also
 rewrites its table in OUT/RESULTS.md). Exit status 1 on any failure.
 """
 import datetime
+import itertools
 import math
 import sys
 import time
@@ -820,6 +821,99 @@ def run_leftpad_case(kf, case, seed, sms, compiled=False):
                 keys=L, **res)
 
 
+# flash_attn_with_kvcache with packed queries (cu_seqlens_q, max_seqlen_q;
+# a serving engine's form): (label, queries per sequence, Hq, Hkv, Skv,
+# cache_seqlens, page size (0: contiguous), the contiguous cache's batch
+# stride in rows (None: Skv)). Every sequence max_seqlen_q long runs the
+# decoding kernel; a ragged batch the variable-length kernel of the same
+# variant, found in the same kernel directory (fa3-compile --varlen).
+PACKED_Q_CASES = [
+    ("packed q, one query a sequence, paged 64: GQA 32/8", [1] * 6, 32, 8, 4096,
+     [4096, 1, 0, 2000, 17, 3000], 64, None),
+    ("packed q, 4 queries a sequence, sliced cache: GQA 16/2", [4] * 3, 16, 2, 1000,
+     [1000, 4, 513], 0, 1200),
+    ("packed q ragged (1, 17, 0, 300), sliced cache: GQA 32/8", [1, 17, 0, 300], 32, 8, 4224,
+     [1000, 64, 5, 4224], 0, 4300),
+    ("packed q ragged (113, 1), no cache_seqlens: MQA 8/1", [113, 1], 8, 1, 203, None, 0, None),
+]
+
+
+def run_packed_q_case(kf, case, seed, kernel_dir):
+    """flash_attn_with_kvcache(cu_seqlens_q=, max_seqlen_q=) as a serving
+    engine calls it (the kernels looked up by variant in kernel_dir): per
+    sequence, check_fwd's criteria against the fp32 reference over its
+    cache rows (masks bottom-right aligned per sequence), o [total_q, Hq,
+    Dv] and lse [Hq, total_q] poisoned first (every row a sequence owns
+    written: the allocator's blocks for them poisoned); the call repeated
+    bit-identical."""
+    import torch
+    import check_fwd
+    from fa3 import torch_api
+    label, lens_q, Hq, Hkv, Skv, lens, ps, rows = case
+    dt = check_fwd.TORCH_DTYPE[kf.dtype]
+    D, Dv = kf.head_dim, kf.head_dim_v
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    B, Tq, Sq = len(lens_q), sum(lens_q), max(lens_q)
+    q = check_fwd.rand((Tq, Hq, D), dt, gen)
+    used = [Skv] * B if lens is None else lens
+    kw = dict(causal=kf.causal, window_size=(kf.window_left, kf.window_right),
+              softcap=kf.softcap, kernel_dir=kernel_dir, return_softmax_lse=True,
+              cache_seqlens=None if lens is None else seqlens_arg(lens),
+              cu_seqlens_q=seqlens_arg([0] + list(itertools.accumulate(lens_q))),
+              max_seqlen_q=Sq)
+    k = check_fwd.rand((B, rows or Skv, Hkv, D), dt, gen)[:, :Skv]
+    v = check_fwd.rand((B, rows or Skv, Hkv, Dv), dt, gen)[:, :Skv]
+    for b in range(B):   # past each batch's keys: large finite values, masked
+        k[b, used[b]:] = 8.0
+        v[b, used[b]:] = 100.0
+    if ps:
+        kc, vc, table = paged_inputs_from(k, v, ps, gen)
+        kw["page_table"] = table
+    else:
+        kc, vc = k, v
+    # the public call allocates its outputs: poison the blocks the caching
+    # allocator hands out next for their sizes (freed NaN tensors of the
+    # same shapes), so that a row left unwritten reads NaN
+    poison = [torch.full((Tq, Hq, Dv), float("nan"), dtype=dt, device="cuda"),
+              torch.full((Hq, Tq), float("nan"), device="cuda")]
+    del poison
+    o, lse = torch_api.flash_attn_with_kvcache(q, kc, vc, **kw)
+    o2, lse2 = torch_api.flash_attn_with_kvcache(q, kc, vc, **kw)
+    torch.cuda.synchronize()
+    same = torch.equal(o, o2) and torch.equal(lse, lse2)
+    res = {"unwritten": 0, "rel_err_o": 0.0, "max_abs_err_lse": 0.0, "ok": True}
+    q0 = 0
+    for b, n in enumerate(lens_q):
+        if n:
+            c = compare_batches(kf, q[q0:q0 + n].unsqueeze(0), k[b:b + 1], v[b:b + 1],
+                                [used[b]], o[q0:q0 + n].unsqueeze(0),
+                                lse[:, q0:q0 + n].unsqueeze(0))
+            res["unwritten"] += c["unwritten"]
+            res["rel_err_o"] = max(res["rel_err_o"], c["rel_err_o"])
+            res["max_abs_err_lse"] = max(res["max_abs_err_lse"], c["max_abs_err_lse"])
+            res["ok"] &= c["ok"]
+        q0 += n
+    shapes = tuple(o.shape) == (Tq, Hq, Dv) and tuple(lse.shape) == (Hq, Tq)
+    res.update(repeat_identical=bool(same), shapes_ok=shapes)
+    res["ok"] = bool(res["ok"] and same and shapes)
+    return dict(kernel=kf.kernel, case=label, lens_q=lens_q, Skv=Skv, cache_seqlens=lens,
+                page_size=ps, route="decode" if Tq == B * Sq else "varlen", **res)
+
+
+def paged_inputs_from(k, v, ps, gen):
+    """Contiguous caches k, v [B, Skv, Hkv, D] (Skv a multiple of ps) as a
+    page pool in a shuffled order and its page table."""
+    import torch
+    B, Skv, Hkv, D = k.shape
+    n = Skv // ps
+    perm = torch.randperm(B * n, generator=gen, device="cuda")
+    kc = torch.empty((B * n, ps, Hkv, D), dtype=k.dtype, device="cuda")
+    vc = torch.empty((B * n, ps, Hkv, v.shape[3]), dtype=v.dtype, device="cuda")
+    kc[perm] = k.reshape(B * n, ps, Hkv, D)
+    vc[perm] = v.reshape(B * n, ps, Hkv, v.shape[3])
+    return kc, vc, perm.to(torch.int32).reshape(B, n)
+
+
 def check_bad_page_entries(kf, seed):
     """Page-table entries outside the pool (the caller's contract broken):
     the pool's page count and -1, in pages that the append writes and the
@@ -1411,6 +1505,10 @@ def main():
             guarded(kf, case[0], lambda case=case, j=j: run_leftpad_case(
                 kf, case, a.seed + 1000 * i + 970 + j, sms,
                 compiled=kf is lead and j == 3 and not a.sanitize))
+        if kf.head_dim == 128 and not a.sanitize:
+            for j, case in enumerate(PACKED_Q_CASES):
+                guarded(kf, case[0], lambda case=case, j=j: run_packed_q_case(
+                    kf, case, a.seed + 1000 * i + 990 + j, a.kernel_dir))
         if not a.sanitize:
             sass[kf.kernel] = check_fwd.sass_check(kf)
             print(f"SASS {kf.kernel}: {sass[kf.kernel]}", flush=True)
