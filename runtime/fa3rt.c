@@ -499,6 +499,12 @@ static fa3rt_status check_facts(const fa3rt_facts *f, fa3rt_status st) {
                 f->split_kv ? "split_kv" : "pack_gqa",
                 f->backward ? "backward 0" : f->varlen ? "varlen 0"
                 : f->cluster_m != 1 ? "cluster_m 1" : "grid tiles");
+  /* a paged packed batch's kernel: one CTA per tile over a varlen batch */
+  if (f->paged_kv && (!f->varlen || f->split_kv || f->pack_gqa || f->persistent))
+    return fail(st, "facts of kernel '%s': paged_kv 1 needs %s (a packed batch's kernel that "
+                "reads its page table one CTA per tile)", f->kernel,
+                !f->varlen ? "varlen 1" : f->persistent ? "grid tiles"
+                                                        : "split_kv 0 and pack_gqa 0");
   /* FP8: the compiler builds fixed-length forward kernels of head dims 128
      and 256 only */
   if (f->dtype == FA3RT_E4M3 && (f->backward || f->varlen || f->split_kv || f->pack_gqa))
@@ -855,9 +861,10 @@ static fa3rt_status check_varlen(const fa3rt_facts *f, const fa3rt_fwd_args *a) 
                   "device address of %llu int32 below 2^63", arrays[i].name,
                   (unsigned long long)p, (unsigned long long)n);
   }
-  const fa3rt_tensor *ts[4] = {&a->q, &a->k, &a->v, &a->o};
-  const char *names[4] = {"q", "k", "v", "o"};
-  for (int i = 0; i < 4; i++)
+  /* (with a page table k and v are the page pool: check_paged) */
+  const fa3rt_tensor *ts[4] = {&a->q, &a->o, &a->k, &a->v};
+  const char *names[4] = {"q", "o", "k", "v"};
+  for (int i = 0; i < (a->page_table ? 2 : 4); i++)
     if (ts[i]->shape[0] != 1)
       return fail(FA3RT_ERR_INVALID_ARGUMENT, "%s.shape[0] is %lld; a packed batch's tensors "
                   "are [1, H, T, D] (FlashAttention's [T, H, D])", names[i],
@@ -895,10 +902,12 @@ static fa3rt_status check_paged(const fa3rt_facts *f, const fa3rt_fwd_args *a, i
                   (int)a->page_table_stride, (int)a->paged_seqlen_k);
     return FA3RT_OK;
   }
-  if (!f->split_kv)
-    return fail(FA3RT_ERR_INVALID_ARGUMENT, "kernel %s takes no page table (facts split_kv 0): "
-                "a paged KV cache needs a decoding kernel (facts split_kv 1: fa3-compile "
-                "--decode, Fa3AttentionSpec.decode)", f->kernel);
+  if (!f->split_kv && !f->paged_kv)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "kernel %s takes no page table (facts split_kv 0, "
+                "paged_kv 0): a paged KV cache needs a decoding kernel (facts split_kv 1: "
+                "fa3-compile --decode, Fa3AttentionSpec.decode) or, for a packed batch, a "
+                "paged varlen kernel (facts paged_kv 1: fa3-compile --varlen --paged, "
+                "Fa3AttentionSpec.pagedKv)", f->kernel);
   const int64_t ps = a->k.shape[2], pages = a->k.shape[0], bn = f->block_n;
   if (ps < 8 || ps % 8 || (bn % ps && ps % bn))
     return fail(FA3RT_ERR_INVALID_ARGUMENT, "page size %lld (k.shape[2]: the rows of a page of "
@@ -916,6 +925,16 @@ static fa3rt_status check_paged(const fa3rt_facts *f, const fa3rt_fwd_args *a, i
                 "2^31-1: the entries from one batch's row of the page table to the next)",
                 (long long)stride);
   const int64_t most = stride * ps; /* below 2^31 * 2^31 */
+  /* a packed batch: the table's varlen_batch rows of pages are one list,
+     whose rows (the packed rows of k and v) the kernel counts in i32 */
+  if (f->varlen && a->paged_seqlen_k)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "paged_seqlen_k: %d must be 0 for a packed batch "
+                "(kernel %s: its sequences' keys are cu_seqlens_k / seqused_k's)",
+                (int)a->paged_seqlen_k, f->kernel);
+  if (f->varlen && (double)B * (double)most > (double)INT32_MAX)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "varlen_batch %lld * page_table_stride %lld * "
+                "page_size %lld rows of pages is out of range (at most 2^31-1: the kernel's "
+                "i32 row index)", (long long)B, (long long)stride, (long long)ps);
   int64_t n = a->paged_seqlen_k;
   if (n < 0 || n > most || n > INT32_MAX)
     return fail(FA3RT_ERR_INVALID_ARGUMENT, "paged_seqlen_k: %lld is out of range (0: "
@@ -932,7 +951,8 @@ static fa3rt_status check_paged(const fa3rt_facts *f, const fa3rt_fwd_args *a, i
     return fail(FA3RT_ERR_INVALID_ARGUMENT, "page_table pointer 0x%llx is not a 4-byte aligned "
                 "device address of B %lld * page_table_stride %lld int32 below 2^63",
                 (unsigned long long)p, (long long)B, (long long)stride);
-  *skv = n;
+  /* (a packed batch's Skv: its packed rows, Tk) */
+  *skv = f->varlen ? B * most : n;
   return FA3RT_OK;
 }
 
@@ -1367,7 +1387,7 @@ static fa3rt_status plan(const fa3rt_facts *f, const fa3rt_fwd_args *a, fa3rt_fw
   if ((st = check_seqused_k(f, a, B))) return st;
   /* the logical key length: k's rows, or a paged cache's declared one */
   int64_t Skv = k->shape[2];
-  if ((st = check_paged(f, a, B, &Skv))) return st;
+  if ((st = check_paged(f, a, f->varlen ? a->varlen_batch : B, &Skv))) return st;
   if ((st = check_leftpad_k(f, a, B, Skv))) return st;
   /* new keys and values for the cache (its rows, in the same call) */
   int64_t snew = 0;

@@ -96,7 +96,8 @@ typedef struct Fa3AttentionSpec {
   const char *name;    /* kernel base name: a C identifier of 1 to 200
                           characters; NULL:
                           fa3_<fwd|bwd>_d<D>[v<Dv>]_<dtype>[_causal]
-                          [_w<L>_<R>][_softcap][_varlen][_decode][_det],
+                          [_w<L>_<R>][_softcap][_varlen][_paged][_decode]
+                          [_det],
                           an unbounded window side written "inf", v<Dv>
                           where Dv differs from D */
   const char *dtype;   /* "bf16" or "f16" (q, k, v and o), or "e4m3" (FP8:
@@ -137,6 +138,12 @@ typedef struct Fa3AttentionSpec {
                           kv blocks; facts `deterministic 1`, a larger
                           dq_accum workspace), name suffix _det; needs the
                           bulk dQ path (tmaStore). Appended likewise */
+  bool pagedKv;        /* with varlen: k and v also through a launch-time
+                          page table (a paged KV cache, FlashAttention's
+                          flash_attn_with_kvcache with cu_seqlens_q and
+                          page_table; facts `paged_kv 1`: the table's pages
+                          in order are the packed rows of k and v), one CTA
+                          per tile; name suffix _paged. Appended likewise */
 } Fa3AttentionSpec;
 
 MLIR_CAPI_EXPORTED Fa3AttentionSpec fa3AttentionSpecDefault(void);

@@ -85,6 +85,7 @@ Fa3AttentionSpec fa3AttentionSpecDefault(void) {
   s.backward = false;
   s.decode = false;
   s.deterministic = false;
+  s.pagedKv = false;
   return s;
 }
 
@@ -160,7 +161,7 @@ constexpr int64_t kDefaultPtxasTimeout = 600;
 /// fa3CompileHopperModule without the error contract (compileChecked).
 static Fa3KernelSet *compileHopperModule(MlirModule cmod,
                                          const Fa3HopperOptions *options,
-                                         bool decode) {
+                                         bool decode, bool pagedKv) {
   fa3RegisterAllPasses();
   ModuleOp module = unwrap(cmod);
   Fa3HopperOptions o = options ? *options : fa3HopperOptionsDefault();
@@ -183,7 +184,8 @@ static Fa3KernelSet *compileHopperModule(MlirModule cmod,
   }
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
   fa3::HopperPipelineOptions po = pipelineOptions(o);
-  po.config.decode = decode; // a spec's variant, not a tuning option
+  po.config.decode = decode; // a spec's variants, not tuning options
+  po.config.pagedKv = pagedKv;
   fa3::addHopperPipeline(pm, po);
   if (failed(pm.run(module)))
     return nullptr;
@@ -236,7 +238,7 @@ static Fa3KernelSet *compileHopperModule(MlirModule cmod,
 }
 
 /// fa3_<fwd|bwd>_d<D>[v<Dv>]_<dtype>[_causal][_w<L>_<R>][_softcap][_varlen]
-/// [_decode][_det]:
+/// [_paged][_decode][_det]:
 /// the name a spec without one gets (an unbounded side of a window is
 /// "inf"; v<Dv> where the value head dim differs).
 static std::string variantName(const Fa3AttentionSpec &s, const std::string &et) {
@@ -254,6 +256,8 @@ static std::string variantName(const Fa3AttentionSpec &s, const std::string &et)
     n += "_softcap";
   if (s.varlen)
     n += "_varlen";
+  if (s.pagedKv)
+    n += "_paged";
   if (s.decode)
     n += "_decode";
   if (s.deterministic)
@@ -313,12 +317,13 @@ static bool checkSet(const char *fn, const Fa3KernelSet *set) {
 /// in the last error, and the set is registered as live.
 static Fa3KernelSet *compileChecked(const char *fn, ModuleOp module,
                                     const Fa3HopperOptions *options,
-                                    bool decode = false) {
+                                    bool decode = false, bool pagedKv = false) {
   FirstError firstError(module.getContext());
   // The passes assume verified input; IR built through the C API may not be.
-  Fa3KernelSet *set = succeeded(verify(module))
-                          ? compileHopperModule(wrap(module), options, decode)
-                          : nullptr;
+  Fa3KernelSet *set =
+      succeeded(verify(module))
+          ? compileHopperModule(wrap(module), options, decode, pagedKv)
+          : nullptr;
   if (!set) {
     firstError.failed(fn);
     return nullptr;
@@ -411,6 +416,9 @@ static std::string checkSpec(const Fa3AttentionSpec &s) {
   } else if (s.decode && (s.backward || s.varlen)) {
     os << "decode: not with " << (s.backward ? "backward" : "varlen")
        << " (the decoding kernel is a fixed-length forward)";
+  } else if (s.pagedKv && !s.varlen) {
+    os << "pagedKv: only with varlen (a packed batch's page table; the "
+          "decoding kernel, decode, takes one by itself)";
   } else if (s.deterministic && !s.backward) {
     os << "deterministic: only with backward (the forward kernels sum in a "
           "fixed order already; the backward's dq is what needs it)";
@@ -517,7 +525,7 @@ Fa3KernelSet *fa3CompileHopperSpec(MlirContext ctx, const Fa3AttentionSpec *spec
   // ("see current operation", dozens of lines) would only bury the reason.
   bool printOp = c->shouldPrintOpOnDiagnostic();
   c->printOpOnDiagnostic(false);
-  Fa3KernelSet *set = compileChecked(fn, *module, options, s.decode);
+  Fa3KernelSet *set = compileChecked(fn, *module, options, s.decode, s.pagedKv);
   // The table's kernel for long sequences beside it, unless the options
   // fixed the tile (rows, keys, ring, Q buffers: a ring that fits 128 rows
   // may not fit 192) or the length themselves.
@@ -527,7 +535,8 @@ Fa3KernelSet *fa3CompileHopperSpec(MlirContext ctx, const Fa3AttentionSpec *spec
       s.windowLeft, s.causal ? 0 : s.windowRight, s.decode);
   const bool tableTile = o.blockM == 0 && o.blockN == 0 && o.stages == 0 &&
                          o.qBuffers == 0 && o.minSeqlenQ == 0;
-  if (set && !s.backward && longFrom > 0 && tableTile) {
+  // (not for a paged packed batch: its one kernel runs one CTA per tile)
+  if (set && !s.backward && !s.pagedKv && longFrom > 0 && tableTile) {
     o.minSeqlenQ = longFrom;
     OwningOpRef<ModuleOp> longModule =
         buildSpecModule(c, s, specName(s) + "_long");

@@ -280,6 +280,12 @@ struct HopperPipelineCLOptions
       llvm::cl::desc("The decoding kernel: split-KV and GQA packing (one CTA "
                      "per tile, O stored directly; fixed-length forward)"),
       llvm::cl::init(false)};
+  Option<bool> pagedKv{
+      *this, "paged-kv",
+      llvm::cl::desc("A packed variable-length batch's kernel that also "
+                     "reads k and v through a launch-time page table (one "
+                     "CTA per tile; variable-length forward)"),
+      llvm::cl::init(false)};
   Option<int64_t> minSeqlenQ{
       *this, "min-seqlen-q",
       llvm::cl::desc("Configure the forward for calls with at least this "
@@ -330,6 +336,7 @@ struct HopperPipelineCLOptions
     o.config.rescaleThreshold = rescaleThreshold;
     o.config.kvMulticast = kvMulticast;
     o.config.decode = decode;
+    o.config.pagedKv = pagedKv;
     o.config.minSeqlenQ = minSeqlenQ;
     o.config.transposeWarps = transposeWarps;
     o.format = format;

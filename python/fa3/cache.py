@@ -200,7 +200,7 @@ def entry_name(variant: Variant, key: str) -> str:
     dv = "" if variant.head_dim_v == variant.head_dim else f"v{variant.head_dim_v}"
     options = dict(variant.options)
     kind = ("-bwd-det" if options.get("deterministic") else "-bwd") if options.get("backward") \
-        else "-dec" if options.get("decode") else ""
+        else "-dec" if options.get("decode") else "-paged" if options.get("paged") else ""
     return f"{variant.dtype}-d{variant.head_dim}{dv}{kind}-{key}"
 
 
@@ -222,7 +222,8 @@ def _matches(kf: _facts.KernelFacts, v: Variant) -> bool:
                           bool(options.get("varlen", False)),
                           bool(options.get("backward", False)),
                           bool(options.get("decode", False)),
-                          bool(options.get("deterministic", False)))
+                          bool(options.get("deterministic", False)),
+                          bool(options.get("paged", False)))
 
 
 def _read_entry(d: Path, key: str, v: Variant) -> Optional[_facts.KernelFacts]:

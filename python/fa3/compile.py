@@ -28,7 +28,8 @@ class _Spec(ctypes.Structure):
                 ("softcap", ctypes.c_float), ("hasScale", ctypes.c_bool),
                 ("scale", ctypes.c_float), ("headDimV", ctypes.c_int64),
                 ("varlen", ctypes.c_bool), ("backward", ctypes.c_bool),
-                ("decode", ctypes.c_bool), ("deterministic", ctypes.c_bool)]
+                ("decode", ctypes.c_bool), ("deterministic", ctypes.c_bool),
+                ("pagedKv", ctypes.c_bool)]
 
 
 class _Options(ctypes.Structure):
@@ -91,7 +92,7 @@ def find_ptxas(toolkit: Optional[str] = None) -> Optional[str]:
 
 
 def _spec(w, name, head_dim, dtype, causal, window, softcap, scale, head_dim_v, varlen,
-          backward, decode=False, deterministic=False) -> _Spec:
+          backward, decode=False, deterministic=False, paged=False) -> _Spec:
     """The C API's Fa3AttentionSpec; only what ctypes would wrap, round or
     cut is checked here (the compiler diagnoses the rest)."""
     if len(window) != 2:
@@ -105,20 +106,20 @@ def _spec(w, name, head_dim, dtype, causal, window, softcap, scale, head_dim_v, 
                  i64("window[1]", window[1]), check_f32(w, "softcap", softcap),
                  scale is not None, 0.0 if scale is None else check_f32(w, "scale", scale),
                  0 if head_dim_v is None else i64("head_dim_v", head_dim_v), bool(varlen),
-                 bool(backward), bool(decode), bool(deterministic))
+                 bool(backward), bool(decode), bool(deterministic), bool(paged))
 
 
 def kernel_name(head_dim: int = 128, dtype: str = "bf16", causal: bool = False,
                 window: Tuple[int, int] = (-1, -1), softcap: float = 0.0,
                 head_dim_v: Optional[int] = None, varlen: bool = False,
                 backward: bool = False, decode: bool = False,
-                deterministic: bool = False) -> str:
+                deterministic: bool = False, paged: bool = False) -> str:
     """The kernel base name the compiler derives for a variant
     (fa3AttentionSpecName: fa3_<fwd|bwd>_d<D>[v<Dv>]_<dtype>[_causal]...
-    [_decode][_det]; the kernel function in the cubin is this name +
-    "_kernel")."""
+    [_varlen][_paged][_decode][_det]; the kernel function in the cubin is
+    this name + "_kernel")."""
     spec = _spec("kernel_name", None, head_dim, dtype, causal, window, softcap, None,
-                 head_dim_v, varlen, backward, decode, deterministic)
+                 head_dim_v, varlen, backward, decode, deterministic, paged)
     lib = _declare(_capi.lib())
     n = lib.fa3AttentionSpecName(ctypes.byref(spec), None, 0)
     buf = ctypes.create_string_buffer(n + 1)
@@ -140,7 +141,8 @@ def compile_kernel(out_dir, head_dim: int = 128, dtype: str = "bf16",
                    ptxas_timeout: int = 0, emit_cubin: bool = True,
                    head_dim_v: Optional[int] = None,
                    varlen: bool = False, backward: bool = False,
-                   decode: bool = False, deterministic: bool = False) -> List[KernelFiles]:
+                   decode: bool = False, deterministic: bool = False,
+                   paged: bool = False) -> List[KernelFiles]:
     """Compiles one variant and writes <kernel>.ptx/.cubin/.facts to out_dir.
     `head_dim` is that of q and k, `head_dim_v` that of v and o (None: the
     same). `varlen`: the kernel of a packed variable-length batch
@@ -154,6 +156,9 @@ def compile_kernel(out_dir, head_dim: int = 128, dtype: str = "bf16",
     `decode`: the variant's decoding kernel (flash_attn_with_kvcache:
     split-KV with its <kernel>_combine and GQA packing, facts `split_kv 1`
     and `pack_gqa 1`, named ..._decode; no varlen or backward).
+    `paged` (with `varlen`): the packed batch's kernel that also takes a
+    page table (flash_attn_with_kvcache with cu_seqlens_q and page_table;
+    facts `paged_kv 1`, named ..._varlen_paged; one CTA per tile).
     `min_seqlen_q`: configure the forward for calls with at least that many
     query rows (the table's long-sequence entries; facts min_seqlen_q).
     With it and block_m at 0, a variant the table configures differently
@@ -183,7 +188,7 @@ def compile_kernel(out_dir, head_dim: int = 128, dtype: str = "bf16",
         return check_int(w, name, value, *INT64)
 
     spec = _spec(w, name, head_dim, dtype, causal, window, softcap, scale, head_dim_v, varlen,
-                 backward, decode, deterministic)
+                 backward, decode, deterministic, paged)
     opts = _Options(i64("block_n", block_n), i64("stages", stages), pingpong,
                     _AUTO_ON_OFF[persistent], tma_store, b"sm_90a", b"+ptx81",
                     check_str(w, "toolkit", toolkit or None), bool(emit_cubin),

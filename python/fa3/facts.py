@@ -108,7 +108,7 @@ def _facts_keys(text: str) -> dict:
 
 _KEYS = _facts_keys(_ABI)
 _DEFAULTS = {"cluster_m": 1, "cubin": "", "varlen": 0, "backward": 0, "split_kv": 0,
-             "pack_gqa": 0, "deterministic": 0, "min_seqlen_q": 0}
+             "pack_gqa": 0, "deterministic": 0, "min_seqlen_q": 0, "paged_kv": 0}
 
 
 class FactsError(ValueError):
@@ -143,6 +143,7 @@ class KernelFacts:
     pack_gqa: bool = False  # optional key: the q heads of a kv head share a tile
     deterministic: bool = False  # optional key: a backward whose dq is bitwise reproducible
     min_seqlen_q: int = 0   # optional key: chosen for calls with Sq >= this (0: any)
+    paged_kv: bool = False  # optional key: a varlen kernel that takes a page table
 
     @property
     def decode(self) -> bool:
@@ -161,7 +162,8 @@ class KernelFacts:
                 + (" deterministic" if self.deterministic else "")
                 + (" split_kv" if self.split_kv else "")
                 + (" pack_gqa" if self.pack_gqa else "")
-                + (f" min_seqlen_q={self.min_seqlen_q}" if self.min_seqlen_q else ""))
+                + (f" min_seqlen_q={self.min_seqlen_q}" if self.min_seqlen_q else "")
+                + (" paged_kv" if self.paged_kv else ""))
 
 
 def _value(key: str, val: str, lineno: int):
@@ -361,7 +363,7 @@ def parse_facts(text: Union[str, bytes], path: Optional[str] = None) -> KernelFa
                        cubin=v["cubin"], varlen=bool(v["varlen"]),
                        backward=bool(v["backward"]), split_kv=bool(v["split_kv"]),
                        pack_gqa=bool(v["pack_gqa"]), deterministic=bool(v["deterministic"]),
-                       min_seqlen_q=v["min_seqlen_q"])
+                       min_seqlen_q=v["min_seqlen_q"], paged_kv=bool(v["paged_kv"]))
 
 
 def load_facts(path) -> KernelFacts:
@@ -404,17 +406,17 @@ def normalize_window(causal: bool, window_left: int, window_right: int) -> Tuple
 def matches(kf: KernelFacts, dtype: str, head_dim: int, head_dim_v: int, causal: bool,
             window: Tuple[int, int], softcap: float, varlen: bool = False,
             backward: bool = False, decode: bool = False,
-            deterministic: bool = False) -> bool:
+            deterministic: bool = False, paged: bool = False) -> bool:
     """Whether kf computes the variant. Each kind of kernel (varlen,
-    backward, deterministic backward, decode: split_kv or pack_gqa) serves
-    its own requests only."""
+    backward, deterministic backward, decode: split_kv or pack_gqa, a paged
+    varlen kernel: paged_kv) serves its own requests only."""
     want = normalize_window(causal, *window)
     have = normalize_window(kf.causal, kf.window_left, kf.window_right)
     sc = float(softcap or 0.0)
     return (kf.dtype == dtype and kf.head_dim == head_dim and kf.head_dim_v == head_dim_v
             and want == have and kf.varlen == bool(varlen)
             and kf.backward == bool(backward) and kf.decode == bool(decode)
-            and kf.deterministic == bool(deterministic)
+            and kf.deterministic == bool(deterministic) and kf.paged_kv == bool(paged)
             and abs(kf.softcap - sc) <= 1e-6 * max(1.0, abs(sc)))
 
 
@@ -423,13 +425,14 @@ def select_kernel(kernels: List[KernelFacts], dtype: str, head_dim: int, head_di
                   kernel_dir: str = "?", skipped: Optional[List[str]] = None,
                   varlen: bool = False, backward: bool = False,
                   decode: bool = False, deterministic: bool = False,
-                  seqlen_q: int = 0, k_block_descales: bool = False) -> KernelFacts:
+                  seqlen_q: int = 0, k_block_descales: bool = False,
+                  paged: bool = False) -> KernelFacts:
     """The kernel for the requested variant and a call with `seqlen_q` query
     rows (by_length's pick among select_kernels', `k_block_descales` as
     there), or a LookupError that lists what the directory holds."""
     return by_length(select_kernels(kernels, dtype, head_dim, head_dim_v, causal, window,
                                     softcap, kernel_dir, skipped, varlen, backward, decode,
-                                    deterministic), seqlen_q, k_block_descales)
+                                    deterministic, paged), seqlen_q, k_block_descales)
 
 
 #: rows a q or k descale block covers (fa3rt_abi.def, FP8 kernels)
@@ -462,17 +465,19 @@ def select_kernels(kernels: List[KernelFacts], dtype: str, head_dim: int, head_d
                    causal: bool, window: Tuple[int, int], softcap: float,
                    kernel_dir: str = "?", skipped: Optional[List[str]] = None,
                    varlen: bool = False, backward: bool = False,
-                   decode: bool = False, deterministic: bool = False) -> List[KernelFacts]:
+                   decode: bool = False, deterministic: bool = False,
+                   paged: bool = False) -> List[KernelFacts]:
     """Every kernel (by file name) that computes the requested variant, or a
     LookupError that lists what the directory holds. `backward`: the
     variant's backward kernel (facts backward 1), with `deterministic` its
     deterministic one (facts deterministic 1; a plain request takes a plain
-    kernel); `decode`: its decoding kernel (facts split_kv 1 / pack_gqa 1).
+    kernel); `decode`: its decoding kernel (facts split_kv 1 / pack_gqa 1);
+    `paged` (with `varlen`): its paged varlen kernel (facts paged_kv 1).
     Several where the compiler configured the variant for different
     lengths (facts min_seqlen_q): by_length picks."""
     found = [kf for kf in kernels
              if matches(kf, dtype, head_dim, head_dim_v, causal, window, softcap, varlen,
-                        backward, decode, deterministic)]
+                        backward, decode, deterministic, paged)]
     if found:
         return found
     l, r = normalize_window(causal, *window)
@@ -480,7 +485,8 @@ def select_kernels(kernels: List[KernelFacts], dtype: str, head_dim: int, head_d
             + (f" head_dim_v={head_dim_v}" if head_dim_v != head_dim else "")
             + f" causal={int(causal)} window=({l},{r}) softcap={float(softcap or 0):g}"
             + (" varlen" if varlen else "") + (" backward" if backward else "")
-            + (" deterministic" if deterministic else "") + (" decode" if decode else ""))
+            + (" deterministic" if deterministic else "") + (" decode" if decode else "")
+            + (" paged_kv" if paged else ""))
     lines = [f"no compiled FA3 kernel in '{kernel_dir}' matches {want}."]
     if kernels:
         lines.append("Available:")

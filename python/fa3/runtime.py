@@ -92,7 +92,7 @@ class Facts(ctypes.Structure):
                 ("cubin", ctypes.c_char * 256), ("varlen", ctypes.c_int),
                 ("backward", ctypes.c_int), ("split_kv", ctypes.c_int),
                 ("pack_gqa", ctypes.c_int), ("deterministic", ctypes.c_int),
-                ("min_seqlen_q", ctypes.c_int)]
+                ("min_seqlen_q", ctypes.c_int), ("paged_kv", ctypes.c_int)]
 
 
 class FwdLaunch(ctypes.Structure):
@@ -163,7 +163,7 @@ _lib_lock = threading.Lock()
 
 # fa3rt.h's FA3RT_VERSION_MAJOR and _MINOR, whose structs this module mirrors
 # (python/tests/test_runtime.py checks both against the header)
-VERSION = (0, 15)
+VERSION = (0, 16)
 MAX_SPLITS = 128       # FA3RT_MAX_SPLITS
 DEFAULT_SMS = 132      # FA3RT_DEFAULT_SMS: fa3rt_fwd_plan's where num_sms is 0
 

@@ -104,13 +104,13 @@ def available_kernels(kernel_dir=None) -> Tuple[List[_facts.KernelFacts], List[s
 
 
 def _request(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_dir, jit,
-             varlen=False, backward=False, decode=False, deterministic=False):
+             varlen=False, backward=False, decode=False, deterministic=False, paged=False):
     """The memo key of a lookup: its arguments (the environment is read on a
     miss only: reading os.environ costs 1-2 us a variable)."""
     return (dtype, head_dim, head_dim_v, bool(causal),
             tuple(window_size) if window_size is not None else (-1, -1),
             softcap, kernel_dir, jit, bool(varlen), bool(backward), bool(decode),
-            bool(deterministic))
+            bool(deterministic), bool(paged))
 
 
 def select_kernel(dtype: str, head_dim: int, head_dim_v: int, causal: bool = False,
@@ -118,7 +118,8 @@ def select_kernel(dtype: str, head_dim: int, head_dim_v: int, causal: bool = Fal
                   kernel_dir=None, jit: Optional[bool] = None,
                   varlen: bool = False, backward: bool = False,
                   decode: bool = False, deterministic: bool = False,
-                  seqlen_q: int = 0, k_block_descales: bool = False) -> _facts.KernelFacts:
+                  seqlen_q: int = 0, k_block_descales: bool = False,
+                  paged: bool = False) -> _facts.KernelFacts:
     """The kernel that computes the variant: from `kernel_dir` (default
     $FA3_KERNEL_DIR) if one there matches, else compiled on first use into
     the JIT cache (fa3.cache) when `jit` (None: unless FA3_JIT=0) and
@@ -131,7 +132,9 @@ def select_kernel(dtype: str, head_dim: int, head_dim_v: int, causal: bool = Fal
     variant's backward kernel (flash_attn_backward), with `deterministic`
     its deterministic one (facts deterministic 1: dq bitwise the same from
     run to run; a plain request takes a plain kernel); `decode`: its
-    decoding kernel (split-KV and GQA packing: flash_attn_with_kvcache).
+    decoding kernel (split-KV and GQA packing: flash_attn_with_kvcache);
+    `paged` (with `varlen`): its paged varlen kernel (facts paged_kv 1:
+    flash_attn_with_kvcache with cu_seqlens_q and page_table).
     `seqlen_q`: the call's query rows; where the compiler configured the
     variant for long sequences too (facts min_seqlen_q: the compile adds
     <name>_long_kernel), the kernel for that length (fa3.facts.by_length);
@@ -139,26 +142,26 @@ def select_kernel(dtype: str, head_dim: int, head_dim_v: int, causal: bool = Fal
     long kernel's 192-key tiles would straddle them: the first kernel)."""
     return _facts.by_length(_candidates(dtype, head_dim, head_dim_v, causal, window_size,
                                         softcap, kernel_dir, jit, varlen, backward, decode,
-                                        deterministic), seqlen_q, k_block_descales)
+                                        deterministic, paged), seqlen_q, k_block_descales)
 
 
 def _candidates(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_dir, jit,
-                varlen=False, backward=False, decode=False, deterministic=False):
+                varlen=False, backward=False, decode=False, deterministic=False, paged=False):
     """Every kernel that computes the variant (one, or one per length the
     compiler configured it for), memoized by the request."""
     req = _request(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_dir, jit,
-                   varlen, backward, decode, deterministic)
+                   varlen, backward, decode, deterministic, paged)
     kfs = _selected.get(req)
     if kfs is None:
         kfs = _select(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_dir,
-                      jit, varlen, backward, decode, deterministic)
+                      jit, varlen, backward, decode, deterministic, paged)
         with _lock:
             _selected[req] = kfs
     return kfs
 
 
 def _select(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_dir, jit,
-            varlen=False, backward=False, decode=False, deterministic=False):
+            varlen=False, backward=False, decode=False, deterministic=False, paged=False):
     """select_kernels' list for the request, from the directory or the JIT."""
     window_size = (-1, -1) if window_size is None else tuple(window_size)
     given = kernel_dir if kernel_dir is not None else os.environ.get("FA3_KERNEL_DIR")
@@ -171,7 +174,7 @@ def _select(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_di
             return _facts.select_kernels(kernels, dtype, head_dim, head_dim_v, causal,
                                          window_size, softcap, kernel_dir=d, skipped=skipped,
                                          varlen=varlen, backward=backward, decode=decode,
-                                         deterministic=deterministic)
+                                         deterministic=deterministic, paged=paged)
         except LookupError as e:
             if not use_jit:
                 raise
@@ -193,13 +196,15 @@ def _select(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_di
             options["deterministic"] = True
         if decode:
             options["decode"] = True
+        if paged:
+            options["paged"] = True
         kf = cache.get_kernel(dtype, head_dim, head_dim_v, causal, window_size, softcap,
                               **options)
         # the entry holds the variant's kernels for longer sequences too
         entry, _ = _facts.scan_kernel_dir(cache.entry_dir(kf))
         return _facts.select_kernels(entry, dtype, head_dim, head_dim_v, causal, window_size,
                                      softcap, varlen=varlen, backward=backward, decode=decode,
-                                     deterministic=deterministic)
+                                     deterministic=deterministic, paged=paged)
     except (Fa3Error, LookupError) as e:
         where = f"in '{_resolve_dir(kernel_dir)}' " if given else ""
         raise LookupError(f"no precompiled FA3 kernel {where}computes dtype={dtype} "
@@ -207,7 +212,8 @@ def _select(dtype, head_dim, head_dim_v, causal, window_size, softcap, kernel_di
                           f" window={window_size} softcap={softcap}"
                           f"{' varlen' if varlen else ''}{' backward' if backward else ''}"
                           f"{' deterministic' if deterministic else ''}"
-                          f"{' decode' if decode else ''}, and the JIT compile "
+                          f"{' decode' if decode else ''}{' paged_kv' if paged else ''}, "
+                          f"and the JIT compile "
                           f"failed: {e}") from e
 
 
@@ -248,24 +254,24 @@ def _bhsd(t):
 
 
 def _pick(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit=None, varlen=False,
-          backward=False, decode=False, deterministic=False):
+          backward=False, decode=False, deterministic=False, paged=False):
     if kernel is None:
         return select_kernel(dt, D, Dv, bool(causal), tuple(window_size), softcap, kernel_dir,
-                             jit, varlen, backward, decode, deterministic)
+                             jit, varlen, backward, decode, deterministic, paged=paged)
     if not _facts.matches(kernel, dt, D, Dv, bool(causal), tuple(window_size), softcap, varlen,
-                          backward, decode, deterministic):
+                          backward, decode, deterministic, paged):
         raise ValueError(f"kernel {kernel.describe()} does not compute dtype={dt} head_dim={D} "
                          f"head_dim_v={Dv} causal={int(bool(causal))} window={tuple(window_size)} "
                          f"softcap={softcap}{' varlen' if varlen else ''}"
                          f"{' backward' if backward else ''}"
                          f"{' deterministic' if deterministic else ''}"
-                         f"{' decode' if decode else ''}")
+                         f"{' decode' if decode else ''}{' paged_kv' if paged else ''}")
     return kernel
 
 
 def _launchable_kernel(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit, dev,
                        device, varlen=False, backward=False, decode=False,
-                       deterministic=False, seqlen_q=0, k_block_descales=False):
+                       deterministic=False, seqlen_q=0, k_block_descales=False, paged=False):
     """The loaded runtime.Kernel for a call on device `dev` (`device`: see
     _load) with `seqlen_q` query rows (select_kernel; `k_block_descales`:
     fa3.facts.by_length's). A variant looked up
@@ -275,13 +281,13 @@ def _launchable_kernel(kernel, dt, D, Dv, causal, window_size, softcap, kernel_d
     if kernel is not None:
         return _load(_pick(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir,
                            varlen=varlen, backward=backward, decode=decode,
-                           deterministic=deterministic), dev, device)
+                           deterministic=deterministic, paged=paged), dev, device)
     req = (dev, dt, D, Dv, bool(causal), tuple(window_size), softcap, kernel_dir, jit,
-           bool(varlen), bool(backward), bool(decode), bool(deterministic))
+           bool(varlen), bool(backward), bool(decode), bool(deterministic), bool(paged))
     slots = _launchable.get(req)
     if slots is None:
         kfs = _candidates(dt, D, Dv, bool(causal), tuple(window_size), softcap, kernel_dir, jit,
-                          varlen, backward, decode, deterministic)
+                          varlen, backward, decode, deterministic, paged)
         # each loaded now: a CUDA graph captured at another length than the
         # warm-up finds its kernel loaded
         slots = (kfs, [_load(kf, dev, device) for kf in kfs])
@@ -1151,19 +1157,27 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: in
 
 def _eager_varlen(torch, q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_k, max_seqlen_q,
                   softmax_scale, causal, window_size, softcap, return_lse, kernel_dir, kernel,
-                  jit, out, lse_out):
-    """flash_attn_varlen_func's launch on checked arguments."""
+                  jit, out, lse_out, page_table=None):
+    """flash_attn_varlen_func's launch on checked arguments. page_table: None,
+    or (flash_attn_with_kvcache's packed queries over a paged cache) a
+    checked int32 [B, max_pages] table over the page pools k and v
+    [num_pages, page_size, Hkv, D]: the paged varlen kernel (facts
+    paged_kv 1) reads packed row r of k and v as row r % page_size of page
+    table.flatten()[r / page_size]."""
     from . import runtime
     dt = _dtype_name(torch, q.dtype)
     Tq, Hq, D = q.shape
-    Tk, Dv = k.shape[0], v.shape[2]
+    Tk, Dv = k.shape[0], v.shape[-1]
     B = cu_seqlens_q.numel() - 1
     dev = q.device.index if q.device.index is not None else torch.cuda.current_device()
+    paged = page_table is not None
     # the kernel for the batch's mean query length (facts min_seqlen_q:
     # select_kernel), what sets how full its tiles are
     kobj = _launchable_kernel(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit,
                               dev, torch.cuda.device, varlen=True,
-                              seqlen_q=Tq // B if B else 0)
+                              seqlen_q=Tq // B if B else 0, paged=paged)
+    if paged:
+        _check_page_size("flash_attn_with_kvcache", kobj, k.shape[1])
     o, lse, return_lse = _outputs(torch, q, (Tq, Hq, Dv), (Hq, Tq), out, lse_out, return_lse)
     if B and Tq and max_seqlen_q and not Tk:
         # No keys at all: every row sees none (o = 0, lse = -inf); the
@@ -1175,14 +1189,22 @@ def _eager_varlen(torch, q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_k, max_seq
     # TMA reads rows of D contiguous elements: make the last dim contiguous
     q, k, v = [t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v)]
     counter = _graph_tile_counter(torch, kobj, q.device)
-    args = runtime.fwd_args(_packed(runtime, q, "q"), _packed(runtime, k, "k"),
-                            _packed(runtime, v, "v"), _packed(runtime, o, "o"),
+    if paged:
+        # the pools [num_pages, page_size, Hkv, D] as [num_pages, Hkv,
+        # page_size, D] (fa3rt_fwd_args.page_table), the table's row stride
+        t = runtime.tensor
+        kt, vt = t(k.data_ptr(), *_bhsd(k), name="k"), t(v.data_ptr(), *_bhsd(v), name="v")
+        table = dict(page_table=page_table.data_ptr(),
+                     page_table_stride=page_table.stride(0) if B > 1 else page_table.shape[1])
+    else:
+        kt, vt, table = _packed(runtime, k, "k"), _packed(runtime, v, "v"), {}
+    args = runtime.fwd_args(_packed(runtime, q, "q"), kt, vt, _packed(runtime, o, "o"),
                             lse.data_ptr() if lse is not None else 0, softmax_scale, dt,
                             counter.data_ptr() if counter is not None else 0,
                             cu_seqlens_q=cu_seqlens_q.data_ptr(),
                             cu_seqlens_k=cu_seqlens_k.data_ptr(),
                             seqused_k=seqused_k.data_ptr() if seqused_k is not None else 0,
-                            varlen_batch=B, max_seqlen_q=max_seqlen_q)
+                            varlen_batch=B, max_seqlen_q=max_seqlen_q, **table)
     with torch.cuda.device(dev):
         kobj.fwd(args, torch.cuda.current_stream(dev).cuda_stream)
     return (o, lse) if return_lse else o
@@ -1480,6 +1502,19 @@ def _decode(torch, fn, q, k, v, cache_seqlens, softmax_scale, causal, window_siz
                          checked=(dt, dims, pt_stride, snew))
 
 
+def _check_page_size(fn, kobj, ps):
+    """A ValueError before the launch where the kernel's blocks cannot load
+    pages of ps rows whole (the runtime's check, named by the call)."""
+    bn = kobj.facts.block_n
+    if ps < 8 or ps % 8 or (bn % ps and ps % bn):
+        raise ValueError(
+            f"{fn}: page size {ps} (k_cache.shape[1]) must be a multiple of 8 that divides "
+            f"the kernel's block_n {bn} or that block_n divides: kernel "
+            f"{kobj.facts.kernel.decode()} loads each block of {bn} keys as pages of "
+            f"min(page_size, {bn}) rows (16 to 256 powers of two divide or are divided "
+            f"by a power-of-two block_n)")
+
+
 def _append_needs(fn, k_new, v_new, cache_seqlens) -> str:
     """The message refusing an append without its partner or its lengths
     (FA3 refuses them too: "If k_new is supplied, v_new must also be passed
@@ -1541,14 +1576,7 @@ def _eager_decode(torch, q, k, v, seqused_k, softmax_scale, causal, window_size,
     kobj = _launchable_kernel(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit,
                               dev, torch.cuda.device, decode=True)
     if page_table is not None:
-        ps, bn = k.shape[1], kobj.facts.block_n
-        if ps < 8 or ps % 8 or (bn % ps and ps % bn):
-            raise ValueError(
-                f"{fn}: page size {ps} (k_cache.shape[1]) must be a multiple of 8 that divides "
-                f"the kernel's block_n {bn} or that block_n divides: kernel "
-                f"{kobj.facts.kernel.decode()} loads each block of {bn} keys as pages of "
-                f"min(page_size, {bn}) rows (16 to 256 powers of two divide or are divided "
-                f"by a power-of-two block_n)")
+        _check_page_size(fn, kobj, k.shape[1])
     # TMA reads rows of D contiguous elements: make the last dim contiguous
     # (the caches that take new rows have one: _check_append)
     q, k, v = [t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v)]
@@ -1927,15 +1955,15 @@ def _kvcache_packed_q(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_s
         # [B, Hq, Sq] -> [Hq, B * Sq]: the packed rows' order
         return o, lse.transpose(0, 1).reshape(Hq, Tq)
     extras = {"k and v (appending)": k if k is not None else v,
-              "page_table": page_table, "cache_batch_idx": cache_batch_idx,
-              "cache_leftpad": cache_leftpad, "rotary_cos": rotary_cos}
+              "cache_batch_idx": cache_batch_idx, "cache_leftpad": cache_leftpad,
+              "rotary_cos": rotary_cos}
     for name, value in extras.items():
         if value is not None:
             raise NotImplementedError(
                 f"{fn}: {name} with cu_seqlens_q whose sequences differ in length (q has "
                 f"{Tq} rows, not B {B} * max_seqlen_q {max_seqlen_q}) is not supported: the "
-                f"variable-length kernel takes a contiguous cache's keys only (with every "
-                f"sequence max_seqlen_q long, the decoding kernel takes it)")
+                f"variable-length kernel reads a cache's keys only (with every sequence "
+                f"max_seqlen_q long, the decoding kernel takes it)")
     if attention_chunk:
         raise NotImplementedError(f"{fn}: attention_chunk is not supported: pass 0, got "
                                   f"{attention_chunk}")
@@ -1945,6 +1973,11 @@ def _kvcache_packed_q(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_s
     # (q as one batch of its rows: the checks of the caches' rank, device,
     # dtype and grad)
     _check_inputs(torch, q.unsqueeze(0), k_cache, v_cache, fn=fn)
+    if page_table is not None:
+        return _kvcache_paged_ragged(torch, fn, q, k_cache, v_cache, cache_seqlens,
+                                     page_table, cu_seqlens_q, max_seqlen_q, softmax_scale,
+                                     causal, window_size, softcap, return_lse, kernel_dir,
+                                     kernel, jit)
     Bc, Skv, Hkv, _ = k_cache.shape
     if Bc != B or v_cache.shape[0] != B or v_cache.shape[1] != Skv:
         raise ValueError(f"{fn}: k_cache {tuple(k_cache.shape)} and v_cache "
@@ -1982,6 +2015,45 @@ def _kvcache_packed_q(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_s
         seqused_k=seqused_k, softmax_scale=softmax_scale, causal=causal,
         window_size=window_size, softcap=softcap, return_attn_probs=return_lse,
         kernel_dir=kernel_dir, kernel=kernel, jit=jit)
+
+
+def _kvcache_paged_ragged(torch, fn, q, k_cache, v_cache, cache_seqlens, page_table,
+                          cu_seqlens_q, max_seqlen_q, softmax_scale, causal, window_size,
+                          softcap, return_lse, kernel_dir, kernel, jit):
+    """_kvcache_packed_q's ragged batch over a paged cache: the paged
+    variable-length kernel (fa3-compile --varlen --paged, facts paged_kv 1),
+    which reads packed row r of k and v as row r % page_size of page
+    page_table.flatten()[r // page_size] (its rows R entries apart), so that
+    sequence b's keys, from row b * R * page_size (cu_seqlens_k), are its row
+    of the table, cache_seqlens[b] of them (seqused_k; without it all
+    max_pages * page_size)."""
+    B = cu_seqlens_q.numel() - 1
+    Tq, Hq, D = q.shape
+    page_table, stride = _check_page_table(torch, fn, page_table, q.device, B)
+    _, _, _, _, Skv, _, _ = _check_paged_shapes(fn, (B, 0, Hq, D), k_cache.shape,
+                                                v_cache.shape, page_table.shape)
+    ps = k_cache.shape[1]
+    if B * stride * ps > 2**31 - 1:
+        raise ValueError(f"{fn}: B {B} * the page table's row stride {stride} * page_size {ps} "
+                         f"rows of pages is out of range (at most 2^31-1: the kernel's i32 "
+                         f"row index)")
+    seqused_k = _check_cache_seqlens(torch, fn, cache_seqlens, q.device, B, Skv)
+    if seqused_k is None and stride != page_table.shape[1]:
+        # a column slice of a wider table: a sequence's keys end at its columns
+        seqused_k = torch.full((B,), Skv, dtype=torch.int32, device=q.device)
+    cu_seqlens_k = torch.arange(B + 1, dtype=torch.int32, device=q.device) * (stride * ps)
+    window_size = _window(window_size)
+    if torch.compiler.is_compiling():
+        from . import torch_ops  # noqa: F401  (registers torch.ops.fa3.flash_attn_varlen_fwd)
+        o, lse = torch.ops.fa3.flash_attn_varlen_fwd.default(
+            q, k_cache, v_cache, cu_seqlens_q, cu_seqlens_k, seqused_k, max_seqlen_q,
+            None if softmax_scale is None else float(softmax_scale), bool(causal),
+            list(window_size), float(softcap), _op_path(kernel_dir),
+            None if kernel is None else _op_path(kernel.facts_path), jit, page_table)
+        return (o, lse) if return_lse else o
+    return _eager_varlen(torch, q, k_cache, v_cache, cu_seqlens_q, cu_seqlens_k, seqused_k,
+                         max_seqlen_q, softmax_scale, causal, window_size, softcap, return_lse,
+                         kernel_dir, kernel, jit, None, None, page_table=page_table)
 
 
 def get_scheduler_metadata(batch_size, max_seqlen_q, max_seqlen_k, num_heads_q, num_heads_kv,

@@ -18,11 +18,15 @@ path) at run time.
 
     torch.ops.fa3.flash_attn_varlen_fwd(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_k,
                                         max_seqlen_q, softmax_scale, causal, window_size,
-                                        softcap, kernel_dir, kernel_facts, jit) -> (out, lse)
+                                        softcap, kernel_dir, kernel_facts, jit,
+                                        page_table=None) -> (out, lse)
 
 is flash_attn_varlen_func's: packed q [Tq, Hq, D], k [Tk, Hkv, D], v [Tk,
 Hkv, Dv], int32 cu_seqlens [B + 1] and seqused_k [B] or None; out [Tq, Hq,
-Dv], lse [Hq, Tq] float32.
+Dv], lse [Hq, Tq] float32. Its last argument, page_table=None, is
+flash_attn_with_kvcache's over a paged cache with packed queries: an int32
+[B, max_pages] table, k and v the page pools [num_pages, page_size, Hkv,
+D], run by the paged varlen kernel (facts paged_kv 1).
 
     torch.ops.fa3.flash_attn_bwd(dout, q, k, v, out, lse, softmax_scale, causal,
                                  window_size, softcap, kernel_dir, kernel_facts,
@@ -210,26 +214,33 @@ VARLEN_OP_NAME = "fa3::flash_attn_varlen_fwd"
 VARLEN_SCHEMA = ("flash_attn_varlen_fwd(Tensor q, Tensor k, Tensor v, Tensor cu_seqlens_q, "
                  "Tensor cu_seqlens_k, Tensor? seqused_k, int max_seqlen_q, "
                  "float? softmax_scale, bool causal, int[] window_size, float softcap, "
-                 "str? kernel_dir, str? kernel_facts, bool? jit) -> (Tensor out, Tensor lse)")
+                 "str? kernel_dir, str? kernel_facts, bool? jit, Tensor? page_table=None) "
+                 "-> (Tensor out, Tensor lse)")
 
 
 def flash_attn_varlen_fwd(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_k, max_seqlen_q,
                           softmax_scale, causal, window_size, softcap, kernel_dir,
-                          kernel_facts, jit):
+                          kernel_facts, jit, page_table=None):
     """The CUDA implementation: flash_attn_varlen_func's eager path, lse
-    computed."""
+    computed; with page_table (flash_attn_with_kvcache's packed queries
+    over a paged cache) k and v are the page pools, the table checked
+    again (its rows are the batch's)."""
     from . import torch_api
+    if page_table is not None:
+        page_table, _ = torch_api._check_page_table(torch, "flash_attn_with_kvcache",
+                                                    page_table, q.device,
+                                                    cu_seqlens_q.numel() - 1)
     return torch_api._eager_varlen(torch, q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_k,
                                    max_seqlen_q, softmax_scale, causal, window_size, softcap,
                                    True, kernel_dir, _kernel_from_facts(kernel_facts), jit,
-                                   None, None)
+                                   None, None, page_table=page_table)
 
 
 def _flash_attn_varlen_fwd_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_k, max_seqlen_q,
                                 softmax_scale, causal, window_size, softcap, kernel_dir,
-                                kernel_facts, jit):
+                                kernel_facts, jit, page_table=None):
     Tq, Hq, _ = q.shape
-    Dv = v.shape[2]
+    Dv = v.shape[-1]
     return (q.new_empty((Tq, Hq, Dv)), q.new_empty((Hq, Tq), dtype=torch.float32))
 
 

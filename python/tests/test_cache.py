@@ -116,6 +116,23 @@ def test_deterministic_is_its_own_key():
     assert cache._matches(plain, bwd) and not cache._matches(plain, det)
 
 
+def test_paged_varlen_is_its_own_key():
+    """A paged varlen kernel (paged_kv) is keyed and named apart from the
+    plain varlen one, and only a paged_kv kernel matches it."""
+    vl = cache.make_variant("bf16", 128, varlen=True)
+    pg = cache.make_variant("bf16", 128, varlen=True, paged=True)
+    assert cache.variant_key(vl, "v1") != cache.variant_key(pg, "v1")
+    assert cache.entry_name(pg, "k") == "bf16-d128-paged-k"
+    text = ("fa3-kernel-facts 1\nkernel d\ndtype bf16\nhead_dim 128\nhead_dim_v 128\n"
+            "block_m 128\nblock_n 128\nthreads 384\ndynamic_smem 1\ncausal 0\nwindow_left -1\n"
+            f"window_right -1\nsoftcap 0\nscale 0.1\nparams {F.KERNEL_PARAMS}\ngrid tiles\n"
+            "varlen 1\n")
+    kf = F.parse_facts(text + "paged_kv 1\n")
+    assert kf.paged_kv and cache._matches(kf, pg) and not cache._matches(kf, vl)
+    plain = F.parse_facts(text)
+    assert cache._matches(plain, vl) and not cache._matches(plain, pg)
+
+
 def test_decode_is_its_own_key():
     """The decoding kernel of a variant (split-KV, GQA packing) is keyed and
     named apart from its forward, and only a split_kv / pack_gqa kernel

@@ -78,6 +78,26 @@ def test_decode_kernel_compiles(tmp_path):
     assert ".minnctapersm 2" in entry[:entry.index("{")]
 
 
+def test_paged_varlen_kernel(tmp_path):
+    """compile_kernel(varlen=True, paged=True): a packed batch's kernel that
+    also takes a page table (Fa3AttentionSpec.pagedKv, appended last; facts
+    paged_kv 1, one CTA per tile, named _varlen_paged), whose producer
+    loads K and V through the table; paged alone is refused by the spec
+    check."""
+    from fa3.compile import kernel_name
+    assert kernel_name(128, causal=True, varlen=True, paged=True) == \
+        "fa3_fwd_d128_bf16_causal_varlen_paged"
+    f = compile_kernel(tmp_path, head_dim=128, causal=True, varlen=True, paged=True,
+                       emit_cubin=False)
+    assert len(f) == 1   # no long-sequence kernel beside it
+    kf = F.parse_facts(f[0].facts.read_text(), str(f[0].facts))
+    assert kf.paged_kv and kf.varlen and not kf.persistent and not kf.decode
+    assert F.matches(kf, "bf16", 128, 128, True, (-1, 0), 0.0, varlen=True, paged=True)
+    assert not F.matches(kf, "bf16", 128, 128, True, (-1, 0), 0.0, varlen=True)
+    with pytest.raises(Fa3Error, match="pagedKv: only with varlen"):
+        compile_kernel(tmp_path, head_dim=128, paged=True, emit_cubin=False)
+
+
 def test_backward_kernel_default_name():
     """The backward kernel's default name: fa3_bwd_d<D>_<dtype>[_causal]
     (Fa3AttentionSpec.backward, appended last to the C struct)."""

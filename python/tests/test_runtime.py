@@ -109,16 +109,17 @@ def test_ctypes_mirrors_match_the_header(tmp_path):
 
 
 @pytest.mark.parametrize("body,why", [
-    ("int fa3rt_version(void) { return 5; }", "is libfa3rt 0.5; these bindings need 0.15"),
-    ("int fa3rt_version(void) { return 6; }", "is libfa3rt 0.6; these bindings need 0.15"),
-    ("int fa3rt_version(void) { return 7; }", "is libfa3rt 0.7; these bindings need 0.15"),
-    ("int fa3rt_version(void) { return 8; }", "is libfa3rt 0.8; these bindings need 0.15"),
-    ("int fa3rt_version(void) { return 9; }", "is libfa3rt 0.9; these bindings need 0.15"),
-    ("int fa3rt_version(void) { return 10; }", "is libfa3rt 0.10; these bindings need 0.15"),
-    ("int fa3rt_version(void) { return 11; }", "is libfa3rt 0.11; these bindings need 0.15"),
-    ("int fa3rt_version(void) { return 12; }", "is libfa3rt 0.12; these bindings need 0.15"),
-    ("int fa3rt_version(void) { return 13; }", "is libfa3rt 0.13; these bindings need 0.15"),
-    ("int fa3rt_version(void) { return 14; }", "is libfa3rt 0.14; these bindings need 0.15"),
+    ("int fa3rt_version(void) { return 5; }", "is libfa3rt 0.5; these bindings need 0.16"),
+    ("int fa3rt_version(void) { return 6; }", "is libfa3rt 0.6; these bindings need 0.16"),
+    ("int fa3rt_version(void) { return 7; }", "is libfa3rt 0.7; these bindings need 0.16"),
+    ("int fa3rt_version(void) { return 8; }", "is libfa3rt 0.8; these bindings need 0.16"),
+    ("int fa3rt_version(void) { return 9; }", "is libfa3rt 0.9; these bindings need 0.16"),
+    ("int fa3rt_version(void) { return 10; }", "is libfa3rt 0.10; these bindings need 0.16"),
+    ("int fa3rt_version(void) { return 11; }", "is libfa3rt 0.11; these bindings need 0.16"),
+    ("int fa3rt_version(void) { return 12; }", "is libfa3rt 0.12; these bindings need 0.16"),
+    ("int fa3rt_version(void) { return 13; }", "is libfa3rt 0.13; these bindings need 0.16"),
+    ("int fa3rt_version(void) { return 14; }", "is libfa3rt 0.14; these bindings need 0.16"),
+    ("int fa3rt_version(void) { return 15; }", "is libfa3rt 0.15; these bindings need 0.16"),
     ("int fa3rt_other(void) { return 5; }", "older than 0.5 (no fa3rt_version)"),
 ])
 def test_load_library_refuses_another_version(tmp_path, body, why):
@@ -850,7 +851,7 @@ def test_paged_plan_through_ctypes(rt):
         rt.plan(f, paged(ps=256, stride=8, paged_seqlen_k=2049))
     with pytest.raises(rt.Fa3RuntimeError, match=r"page_table pointer 0x900002 is not a 4-byte"):
         rt.plan(f, paged(page_table=(9 << 20) + 2))
-    with pytest.raises(rt.Fa3RuntimeError, match=r"takes no page table \(facts split_kv 0\)"):
+    with pytest.raises(rt.Fa3RuntimeError, match=r"takes no page table \(facts split_kv 0, paged_kv 0\)"):
         rt.plan(rt.parse_facts_c(FACTS), paged())
     with pytest.raises(rt.Fa3RuntimeError, match=r"page_table_stride 4 and paged_seqlen_k 0 must "
                        r"be 0 without a page_table"):

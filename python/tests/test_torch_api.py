@@ -1160,6 +1160,10 @@ def _stub_kernels(monkeypatch, torch, seen):
     def decode(torch_, q, k, v, seqused_k, scale, causal, *a, **kw):
         seen.append("decode")
         B, Sq, Hq, _ = q.shape
+        table = a[10]
+        if table is not None:   # batch b's keys: its row of pages
+            k = k[table.long()].flatten(1, 2)
+            v = v[table.long()].flatten(1, 2)
         o = torch.zeros(B, Sq, Hq, v.shape[3], dtype=torch.float64)
         lse = torch.full((B, Hq, Sq), float("-inf"), dtype=torch.float64)
         for b in range(B):
@@ -1168,8 +1172,17 @@ def _stub_kernels(monkeypatch, torch, seen):
         return (o, lse) if a[4] else o
 
     def varlen(torch_, q, k, v, cu_q, cu_k, seqused_k, max_seqlen_q, scale, causal, window,
-               softcap, return_lse, *a):
-        seen.append("varlen")
+               softcap, return_lse, *a, page_table=None):
+        seen.append("varlen" if page_table is None else "paged varlen")
+        if page_table is not None:
+            # the table's pages in order, as the kernel reads its memory
+            # (rows page_table.stride(0) entries apart), are the packed rows
+            # (fa3rt.h)
+            B, cols = page_table.shape
+            n = B * (page_table.stride(0) if B > 1 else cols)
+            pages = page_table.as_strided((n,), (1,)).long()
+            k = k[pages].flatten(0, 1)
+            v = v[pages].flatten(0, 1)
         o = torch.zeros(q.shape[0], q.shape[1], v.shape[2], dtype=torch.float64)
         lse = torch.full((q.shape[1], q.shape[0]), float("-inf"), dtype=torch.float64)
         for b in range(cu_q.numel() - 1):
@@ -1233,6 +1246,50 @@ def test_kvcache_packed_queries(monkeypatch, lens_q, causal, sliced, lens):
 
 
 @pytest.mark.skipif(not HAVE_TORCH, reason="needs torch")
+@pytest.mark.parametrize("lens_q,causal,ps,lens,columns", [
+    ([1, 3, 0, 5], True, 16, [7, 40, 0, 12], 3),     # ragged over pages of 16
+    ([4, 1, 2], False, 8, None, 4),                  # every key of the table's rows
+    ([2, 2], True, 16, [30, 17], 2),                 # max_seqlen_q each: the decoding kernel
+    ([5, 1], True, 16, [9, 32], 2),                  # a column slice of a wider table
+])
+def test_kvcache_packed_queries_paged(monkeypatch, lens_q, causal, ps, lens, columns):
+    """Packed queries over a paged cache (SGLang's FA3 call): a ragged batch
+    runs the paged variable-length kernel, which reads the table's pages
+    in order as packed rows (sequence b's from b * row stride * page_size),
+    cache_seqlens[b] of them; against each sequence's attention over its
+    pages' rows in float64 (fresh random inputs, a shuffled pool; the
+    stubbed launches compute the same float64 reference: tolerance 1e-12,
+    rounding only)."""
+    import torch
+    seen = []
+    _stub_kernels(monkeypatch, torch, seen)
+    gen = torch.Generator().manual_seed(sum(lens_q) * 11 + ps)
+    B, Hq, Hkv, D, Dv = len(lens_q), 4, 2, 16, 8
+    Tq, Sq = sum(lens_q), max(lens_q)
+    pool = 3 * B * columns
+    q = torch.randn(Tq, Hq, D, generator=gen)
+    kc = torch.randn(pool, ps, Hkv, D, generator=gen)
+    vc = torch.randn(pool, ps, Hkv, Dv, generator=gen)
+    wide = torch.randperm(pool, generator=gen).to(torch.int32).reshape(B, 3 * columns)
+    sliced = lens_q == [5, 1]
+    table = wide[:, :columns] if sliced else wide[:, :columns].contiguous()
+    cu_q = torch.tensor([0] + lens_q, dtype=torch.int32).cumsum(0, dtype=torch.int32)
+    cache_seqlens = None if lens is None else torch.tensor(lens, dtype=torch.int32)
+    o, lse = torch_api.flash_attn_with_kvcache(
+        q, kc, vc, cache_seqlens=cache_seqlens, page_table=table, cu_seqlens_q=cu_q,
+        max_seqlen_q=Sq, softmax_scale=0.3, causal=causal, return_softmax_lse=True)
+    assert seen == ["decode" if Tq == B * Sq else "paged varlen"]
+    for b in range(B):
+        q0, q1 = int(cu_q[b]), int(cu_q[b + 1])
+        n = columns * ps if lens is None else lens[b]
+        keys = kc[table[b].long()].flatten(0, 1)[:n]
+        vals = vc[table[b].long()].flatten(0, 1)[:n]
+        want_o, want_lse = _attention_ref(torch, q[q0:q1], keys, vals, 0.3, causal)
+        torch.testing.assert_close(o[q0:q1], want_o, rtol=0, atol=1e-12)
+        torch.testing.assert_close(lse[:, q0:q1], want_lse, rtol=0, atol=1e-12)
+
+
+@pytest.mark.skipif(not HAVE_TORCH, reason="needs torch")
 def test_kvcache_packed_queries_refusals(monkeypatch):
     """What packed queries refuse, by name: max_seqlen_q missing, q not
     3-D, and for a ragged batch what only the decoding kernel takes (a
@@ -1252,9 +1309,12 @@ def test_kvcache_packed_queries_refusals(monkeypatch):
         (dict(cu_seqlens_q=cu, max_seqlen_q=-1), ValueError, r"max_seqlen_q must be 0 to 2\^31-1"),
         (dict(cu_seqlens_q=cu.long(), max_seqlen_q=3), ValueError,
          "cu_seqlens_q must be a 1-D torch.int32 tensor"),
-        (dict(cu_seqlens_q=cu, max_seqlen_q=3, page_table=torch.zeros(2, 1, **i32)),
-         NotImplementedError, r"page_table with cu_seqlens_q whose sequences differ in length "
-         r"\(q has 5 rows, not B 2 \* max_seqlen_q 3\) is not supported"),
+        (dict(cu_seqlens_q=cu, max_seqlen_q=3, page_table=torch.zeros(3, 1, **i32)),
+         ValueError, "page_table must have 2 rows"),
+        (dict(cu_seqlens_q=cu, max_seqlen_q=3, cache_batch_idx=torch.zeros(2, **i32),
+              page_table=torch.zeros(2, 1, **i32)), NotImplementedError,
+         r"cache_batch_idx with cu_seqlens_q whose sequences differ in length \(q has 5 "
+         r"rows, not B 2 \* max_seqlen_q 3\) is not supported"),
         (dict(cu_seqlens_q=cu, max_seqlen_q=3, k=torch.zeros(2, 1, 2, 16),
               v=torch.zeros(2, 1, 2, 16), cache_seqlens=lens), NotImplementedError,
          r"k and v \(appending\) with cu_seqlens_q"),

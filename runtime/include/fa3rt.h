@@ -88,9 +88,13 @@ extern "C" {
  * 0.15: a left-padded cache (FlashAttention's cache_leftpad): the forward
  * kernel takes leftPadK last (fa3rt_abi.def; facts `params` lists it:
  * older facts and cubins are refused), fa3rt_fwd_args gains leftpad_k at
- * its end. */
+ * its end.
+ * 0.16: paged packed batches (facts `paged_kv 1`: flash_attn_with_kvcache's
+ * cu_seqlens_q with a page table): fa3rt_facts gains paged_kv at its end;
+ * such a varlen kernel takes page_table (docs/runtime.md, Paged packed
+ * batches). */
 #define FA3RT_VERSION_MAJOR 0
-#define FA3RT_VERSION_MINOR 15
+#define FA3RT_VERSION_MINOR 16
 /* Highest version of the facts file format this runtime reads. Version 2:
  * a deterministic backward kernel's (`deterministic 1`), whose dq_accum is
  * larger: a version-1 reader, which skips keys it does not know, must
@@ -200,6 +204,11 @@ typedef struct fa3rt_facts {
                              attention takes, for a call, the one with the
                              largest min_seqlen_q <= Sq, for a packed batch
                              its mean query length (fa3.torch_api does) */
+  int paged_kv;           /* optional key (0): 1 = a varlen kernel that also
+                             reads k and v through fa3rt_fwd_args.page_table
+                             (a paged KV cache: the table's pages in order
+                             are the packed rows); needs varlen 1, split_kv 0,
+                             grid tiles */
 } fa3rt_facts;
 
 /* A tensor in device memory: 4 dims in LOGICAL order [B, H, S, D], strides in
@@ -276,7 +285,8 @@ typedef struct fa3rt_fwd_args {
                              kernel's device's, fa3rt_fwd_plan:
                              FA3RT_DEFAULT_SMS; else 1 to 2^31-1 */
   /* A paged KV cache (FlashAttention's page_table), for split_kv kernels
-   * only (docs/runtime.md, Paged KV cache). With page_table set, k and v
+   * and paged_kv varlen kernels (docs/runtime.md, Paged KV cache; a packed
+   * batch's below). With page_table set, k and v
    * are the page pool, FlashAttention's [num_pages, page_size, Hkv, D] as
    * the logical [B, H, S, D] = [num_pages, Hkv, page_size, D] (their shape[0]
    * is the pool's pages, not q's B; shape[2] the page size: a multiple of
@@ -290,7 +300,17 @@ typedef struct fa3rt_fwd_args {
    * the caller's contract, read on the GPU only, and only those of a
    * batch's first ceil(seqused_k[b] / page_size) pages (all
    * ceil(Skv / page_size) without seqused_k); all three fields 0: k and v
-   * are the usual [B, Hkv, Skv, D] caches. */
+   * are the usual [B, Hkv, Skv, D] caches. A paged_kv varlen kernel reads
+   * the packed rows of k and v through the table read as one list of
+   * varlen_batch * page_table_stride pages: packed row r is row
+   * r % page_size of page page_table[r / page_size], so that sequence s's
+   * keys, from row cu_seqlens_k[s] (seqused_k[s] of them, or up to
+   * cu_seqlens_k[s + 1]), are its row of the table where cu_seqlens_k[s] =
+   * s * page_table_stride * page_size (FlashAttention's layout); each
+   * cu_seqlens_k[s] a multiple of min(page_size, block_n) (a block of keys
+   * then lies in whole pages) and below varlen_batch * page_table_stride *
+   * page_size, which must fit in 2^31-1 (the caller's contract for the
+   * values, read on the GPU only); paged_seqlen_k 0. */
   uint64_t page_table;       /* int32 [B, page_table_stride] on the device,
                                 4-byte aligned (B * page_table_stride int32
                                 below 2^63), or 0 */

@@ -1115,6 +1115,107 @@ static fa3rt_fwd_args paged_args(long B, long Hq, long Hkv, long pages, long ps,
   return a;
 }
 
+/* A paged packed batch (facts `paged_kv 1`, fa3-compile --varlen --paged:
+   flash_attn_with_kvcache's cu_seqlens_q with a page table): q and o the
+   packed [1, Hq, Tq, D], k and v the page pool, the table's varlen_batch
+   rows of pages one list of packed rows. */
+/* A copy of text_with's result, which its next call overwrites. */
+static char *copied(const char *text) {
+  char *c = malloc(strlen(text) + 1);
+  if (c) strcpy(c, text);
+  return c;
+}
+
+static char *paged_varlen_facts(void) {
+  char *t = copied(text_with(kDecFacts, "varlen", "varlen 1"));
+  char *u = copied(text_with(t, "split_kv", "split_kv 0"));
+  char *w = copied(text_with(u, "pack_gqa", "paged_kv 1"));
+  free(t);
+  free(u);
+  return w;
+}
+
+static fa3rt_fwd_args paged_varlen_args(long seqs, long Tq, long pages, long ps, long stride) {
+  fa3rt_fwd_args a = dec_args(1, Tq, 32, 8, 1);
+  a.k = bshd(0x200000, pages, ps, 8, 128);
+  a.v = bshd(0x300000, pages, ps, 8, 128);
+  a.cu_seqlens_q = 0x600000;
+  a.cu_seqlens_k = 0x700000;
+  a.seqused_k = 0x800000;
+  a.varlen_batch = (int32_t)seqs;
+  a.max_seqlen_q = (int32_t)Tq;
+  a.page_table = 0x900000;
+  a.page_table_stride = (int32_t)stride;
+  return a;
+}
+
+static void test_paged_varlen_plan(void) {
+  char *text = paged_varlen_facts();
+  fa3rt_facts f;
+  EXPECT(fa3rt_facts_parse(text, strlen(text), &f) == FA3RT_OK && f.paged_kv == 1 &&
+         f.varlen == 1 && !f.split_kv && !f.pack_gqa);
+  fa3rt_fwd_launch L;
+  /* 3 sequences of 4 pages of 64 rows a row of the table: the packed rows
+     are the table's 12 pages, 768 rows (the launch's Skv) */
+  fa3rt_fwd_args a = paged_varlen_args(3, 300, 20, 64, 4);
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.B == 3 && L.Skv == 768 &&
+         L.page_size == 64 && L.kv_box_rows == 64 && L.num_splits == 1);
+  /* pages larger than the blocks: a box of block_n rows; without
+     seqused_k the sequences' keys are cu_seqlens_k's */
+  a = paged_varlen_args(2, 50, 5, 256, 2);
+  a.seqused_k = 0;
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.Skv == 1024 && L.page_size == 256 &&
+         L.kv_box_rows == 128);
+  /* without a table: the plain packed batch */
+  a = paged_varlen_args(3, 300, 20, 64, 4);
+  a.page_table = 0, a.page_table_stride = 0;
+  a.k = bshd(0x200000, 1, 500, 8, 128);
+  a.v = bshd(0x300000, 1, 500, 8, 128);
+  EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.Skv == 500 && L.page_size == 0);
+  /* the table's rows counted in i32; paged_seqlen_k is a decoding
+     kernel's */
+  a = paged_varlen_args(1024, 300, 20, 256, 8192);
+  EXPECT(err_is(fa3rt_fwd_plan(&f, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "varlen_batch 1024 * page_table_stride 8192 * page_size 256 rows of pages is "
+                "out of range (at most 2^31-1: the kernel's i32 row index)"));
+  a = paged_varlen_args(3, 300, 20, 64, 4);
+  a.paged_seqlen_k = 100;
+  EXPECT(err_is(fa3rt_fwd_plan(&f, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "paged_seqlen_k: 100 must be 0 for a packed batch"));
+  /* q and o stay packed; a page size the blocks cannot load whole */
+  a = paged_varlen_args(3, 300, 20, 64, 4);
+  a.q = bshd(0x100000, 2, 150, 32, 128);
+  EXPECT(err_is(fa3rt_fwd_plan(&f, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "q.shape[0] is 2; a packed batch's tensors are [1, H, T, D]"));
+  a = paged_varlen_args(3, 300, 20, 24, 4);
+  EXPECT(err_is(fa3rt_fwd_plan(&f, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "page size 24 (k.shape[2]"));
+  /* a left pad and appending stay the decoding kernel's */
+  a = paged_varlen_args(3, 300, 20, 64, 4);
+  a.leftpad_k = 0xa00000;
+  EXPECT(err_is(fa3rt_fwd_plan(&f, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "takes no leftpad_k (facts split_kv 0)"));
+  /* a varlen kernel without paged_kv takes no table, naming the one that does */
+  char *plain = copied(text_with(text, "paged_kv", "pack_gqa 0"));
+  fa3rt_facts g;
+  EXPECT(fa3rt_facts_parse(plain, strlen(plain), &g) == FA3RT_OK && !g.paged_kv);
+  a = paged_varlen_args(3, 300, 20, 64, 4);
+  EXPECT(err_is(fa3rt_fwd_plan(&g, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                "takes no page table (facts split_kv 0, paged_kv 0): a paged KV cache needs a "
+                "decoding kernel (facts split_kv 1: fa3-compile --decode, "
+                "Fa3AttentionSpec.decode) or, for a packed batch, a paged varlen kernel (facts "
+                "paged_kv 1: fa3-compile --varlen --paged, Fa3AttentionSpec.pagedKv)"));
+  /* paged_kv's facts: a varlen kernel of one CTA per tile */
+  const char *bad = text_with(text, "varlen", "varlen 0");
+  EXPECT(err_is(fa3rt_facts_parse(bad, strlen(bad), &g), FA3RT_ERR_FACTS,
+                "paged_kv 1 needs varlen 1"));
+  bad = text_with(text, "grid", "grid persistent");
+  EXPECT(err_is(fa3rt_facts_parse(bad, strlen(bad), &g), FA3RT_ERR_FACTS,
+                "paged_kv 1 needs grid tiles"));
+  free(plain);
+  free(text);
+}
+
 static void test_paged_plan(void) {
   fa3rt_facts f;
   EXPECT(fa3rt_facts_parse(kDecFacts, strlen(kDecFacts), &f) == FA3RT_OK);
@@ -1250,7 +1351,8 @@ static void test_paged_plan(void) {
   pack_only.split_kv = 0;
   a = paged_args(2, 32, 8, 100, 64, 32);
   EXPECT(err_is(fa3rt_fwd_plan(&pack_only, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
-                "kernel fa3_fwd_d128_bf16_decode_kernel takes no page table (facts split_kv 0): "
+                "kernel fa3_fwd_d128_bf16_decode_kernel takes no page table (facts split_kv 0, "
+                "paged_kv 0): "
                 "a paged KV cache needs a decoding kernel (facts split_kv 1: fa3-compile "
                 "--decode, Fa3AttentionSpec.decode)"));
   fa3rt_facts fwd;
@@ -1260,7 +1362,7 @@ static void test_paged_plan(void) {
   a.page_table = 0x900000;
   a.page_table_stride = 8;
   EXPECT(err_is(fa3rt_fwd_plan(&fwd, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
-                "kernel fa3_fwd_d128_bf16_causal takes no page table (facts split_kv 0)"));
+                "kernel fa3_fwd_d128_bf16_causal takes no page table (facts split_kv 0, paged_kv 0)"));
   a = good_args();
   a.page_table_stride = 8;
   EXPECT(err_is(fa3rt_fwd_plan(&fwd, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
@@ -2381,6 +2483,7 @@ int main(void) {
   test_split_heuristic();
   test_decode_plan();
   test_paged_plan();
+  test_paged_varlen_plan();
   test_append_plan();
   test_append_launch();
   test_leftpad();

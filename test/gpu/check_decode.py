@@ -835,17 +835,28 @@ PACKED_Q_CASES = [
     ("packed q ragged (1, 17, 0, 300), sliced cache: GQA 32/8", [1, 17, 0, 300], 32, 8, 4224,
      [1000, 64, 5, 4224], 0, 4300),
     ("packed q ragged (113, 1), no cache_seqlens: MQA 8/1", [113, 1], 8, 1, 203, None, 0, None),
+    # a ragged batch over a paged cache: the paged varlen kernel
+    # (fa3-compile --varlen --paged), the table's pages in order the rows
+    ("packed q ragged (1, 17, 0, 300), paged 16: GQA 32/8", [1, 17, 0, 300], 32, 8, 4224,
+     [1000, 64, 5, 4224], 16, None),
+    ("packed q ragged (129, 1, 7), paged 256: GQA 16/2", [129, 1, 7], 16, 2, 4096,
+     [4096, 300, 0], 256, None),
+    ("packed q ragged (113, 1), paged 64, no cache_seqlens: MQA 8/1", [113, 1], 8, 1, 256,
+     None, 64, None),
 ]
+# small ones, also under compute-sanitizer
+PACKED_Q_SANITIZE = ["packed q ragged (113, 1), no cache_seqlens: MQA 8/1",
+                     "packed q ragged (113, 1), paged 64, no cache_seqlens: MQA 8/1"]
 
 
-def run_packed_q_case(kf, case, seed, kernel_dir):
+def run_packed_q_case(kf, case, seed, kernel_dir, compiled=False):
     """flash_attn_with_kvcache(cu_seqlens_q=, max_seqlen_q=) as a serving
     engine calls it (the kernels looked up by variant in kernel_dir): per
     sequence, check_fwd's criteria against the fp32 reference over its
     cache rows (masks bottom-right aligned per sequence), o [total_q, Hq,
     Dv] and lse [Hq, total_q] poisoned first (every row a sequence owns
     written: the allocator's blocks for them poisoned); the call repeated
-    bit-identical."""
+    bit-identical (with `compiled`, through torch.compile(fullgraph=True))."""
     import torch
     import check_fwd
     from fa3 import torch_api
@@ -878,7 +889,12 @@ def run_packed_q_case(kf, case, seed, kernel_dir):
               torch.full((Hq, Tq), float("nan"), device="cuda")]
     del poison
     o, lse = torch_api.flash_attn_with_kvcache(q, kc, vc, **kw)
-    o2, lse2 = torch_api.flash_attn_with_kvcache(q, kc, vc, **kw)
+    if compiled:   # the op Dynamo traces (the varlen op's page_table argument)
+        f = torch.compile(lambda *t: torch_api.flash_attn_with_kvcache(*t, **kw),
+                          fullgraph=True)
+        o2, lse2 = f(q, kc, vc)
+    else:
+        o2, lse2 = torch_api.flash_attn_with_kvcache(q, kc, vc, **kw)
     torch.cuda.synchronize()
     same = torch.equal(o, o2) and torch.equal(lse, lse2)
     res = {"unwritten": 0, "rel_err_o": 0.0, "max_abs_err_lse": 0.0, "ok": True}
@@ -896,8 +912,10 @@ def run_packed_q_case(kf, case, seed, kernel_dir):
     shapes = tuple(o.shape) == (Tq, Hq, Dv) and tuple(lse.shape) == (Hq, Tq)
     res.update(repeat_identical=bool(same), shapes_ok=shapes)
     res["ok"] = bool(res["ok"] and same and shapes)
-    return dict(kernel=kf.kernel, case=label, lens_q=lens_q, Skv=Skv, cache_seqlens=lens,
-                page_size=ps, route="decode" if Tq == B * Sq else "varlen", **res)
+    route = "decode" if Tq == B * Sq else "paged varlen" if ps else "varlen"
+    return dict(kernel=kf.kernel, case=label + (", torch.compile" if compiled else ""),
+                lens_q=lens_q, Skv=Skv, cache_seqlens=lens,
+                page_size=ps, route=route, **res)
 
 
 def paged_inputs_from(k, v, ps, gen):
@@ -1505,10 +1523,13 @@ def main():
             guarded(kf, case[0], lambda case=case, j=j: run_leftpad_case(
                 kf, case, a.seed + 1000 * i + 970 + j, sms,
                 compiled=kf is lead and j == 3 and not a.sanitize))
-        if kf.head_dim == 128 and not a.sanitize:
+        if kf.head_dim == 128:
             for j, case in enumerate(PACKED_Q_CASES):
+                if a.sanitize and case[0] not in PACKED_Q_SANITIZE:
+                    continue
                 guarded(kf, case[0], lambda case=case, j=j: run_packed_q_case(
-                    kf, case, a.seed + 1000 * i + 990 + j, a.kernel_dir))
+                    kf, case, a.seed + 1000 * i + 990 + j, a.kernel_dir,
+                    compiled=kf is lead and bool(case[6]) and not a.sanitize))
         if not a.sanitize:
             sass[kf.kernel] = check_fwd.sass_check(kf)
             print(f"SASS {kf.kernel}: {sass[kf.kernel]}", flush=True)

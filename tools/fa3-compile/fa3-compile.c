@@ -67,6 +67,11 @@ static const char *kUsage =
     "  --varlen             a packed variable-length batch (FlashAttention's\n"
     "                       flash_attn_varlen_func: cu_seqlens at launch);\n"
     "                       no clusters (also with --all)\n"
+    "  --paged              with --varlen: k and v also through a page table\n"
+    "                       given at launch (a paged KV cache:\n"
+    "                       flash_attn_with_kvcache with cu_seqlens_q and\n"
+    "                       page_table), one CTA per tile; name suffix\n"
+    "                       _paged (also with --all --varlen)\n"
     "  --backward           the backward (dQ, dK, dV from dO: FlashAttention's\n"
     "                       training step; fa3rt_bwd): head dim 64, 96, 128,\n"
     "                       192 or 256 (value head dim the same), with the\n"
@@ -399,7 +404,7 @@ int main(int argc, char **argv) {
       "--ptx-only",       "--no-pingpong",  "--lazy-rescale",
       "--no-lazy-rescale", "--kv-multicast", "--no-kv-multicast",
       "--varlen",         "--backward",     "--decode",
-      "--fp8",            "--deterministic"};
+      "--fp8",            "--deterministic", "--paged"};
   enum { kNumValued = sizeof kValued / sizeof kValued[0] };
   enum { kNumFlags = sizeof kFlags / sizeof kFlags[0] };
   bool given[kNumValued] = {false};
@@ -502,6 +507,8 @@ int main(int argc, char **argv) {
       spec.decode = true; /* likewise */
     } else if (!strcmp(a, "--deterministic")) {
       spec.deterministic = true; /* likewise */
+    } else if (!strcmp(a, "--paged")) {
+      spec.pagedKv = true; /* likewise */
     } else if (!strcmp(a, "--causal")) {
       spec.causal = true;
       variantOption = variantOption ? variantOption : a;
@@ -608,6 +615,12 @@ int main(int argc, char **argv) {
   if (spec.deterministic && !spec.backward)
     return fail("--deterministic is the backward's: give --backward too",
                 NULL);
+  if (input && spec.pagedKv)
+    return fail("--paged describes a variant; for an input file run "
+                "fa3-opt --attn-hopper-pipeline=\"paged-kv=true\"", NULL);
+  if (spec.pagedKv && !spec.varlen)
+    return fail("--paged is a packed batch's page table: give --varlen too "
+                "(the decoding kernel, --decode, takes one by itself)", NULL);
   if (fp8Set && !all)
     return fail("--fp8 selects the FP8 set of --all; for one variant give "
                 "--dtype e4m3", NULL);
@@ -689,6 +702,7 @@ int main(int argc, char **argv) {
         s.backward = spec.backward;
         s.decode = spec.decode;
         s.deterministic = spec.deterministic;
+        s.pagedKv = spec.pagedKv;
       }
       s.name = all ? NULL : name; /* NULL: the C API derives the name */
       double t0 = now();

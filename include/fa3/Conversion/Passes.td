@@ -99,6 +99,12 @@ def AttnHopperConfig : Pass<"attn-hopper-config"> {
            "kv head share one tile, so K and V are read once), one CTA per "
            "tile, 64-row tiles, O stored directly. Fixed-length forward "
            "only">,
+    Option<"pagedKv", "paged-kv", "bool", /*default=*/"false",
+           "A packed variable-length batch's kernel that also reads k and v "
+           "through a launch-time page table (a paged KV cache: the "
+           "table's pages in order are the packed rows, each sequence's "
+           "from cu_seqlens_k), one CTA per tile. Variable-length forward "
+           "only (the decoding kernel takes a page table by itself)">,
     Option<"minSeqlenQ", "min-seqlen-q", "int64_t", /*default=*/"0",
            "Configure the forward for calls with at least this many query "
            "rows (0: any length). Where the table has an entry for long "

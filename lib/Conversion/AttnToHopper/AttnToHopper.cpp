@@ -476,13 +476,16 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
   SmallVector<NamedAttribute> all(std::begin(facts), std::end(facts));
   // Optional keys (0 when absent): a packed variable-length batch's
   // kernel; the decoding kernel's split-KV (with <kernel>_combine beside
-  // it) and GQA packing; CTAs resident a SM (1 when absent).
+  // it) and GQA packing; a packed batch's page table; CTAs resident a SM
+  // (1 when absent).
   if (cfg.varlen)
     all.push_back(b.getNamedAttr("varlen", b.getBoolAttr(true)));
   if (cfg.splitKv)
     all.push_back(b.getNamedAttr("split_kv", b.getBoolAttr(true)));
   if (cfg.packGqa)
     all.push_back(b.getNamedAttr("pack_gqa", b.getBoolAttr(true)));
+  if (cfg.pagedKv)
+    all.push_back(b.getNamedAttr("paged_kv", b.getBoolAttr(true)));
   if (cfg.ctasPerSm != 1)
     all.push_back(b.getNamedAttr("ctas_per_sm",
                                  b.getI64IntegerAttr(cfg.ctasPerSm)));

@@ -97,6 +97,7 @@ void fa3::hopper::applyConfig(HopperConfigAttr config, KernelConfig &cfg) {
   cfg.ctasPerSm = config.getCtasPerSm();
   cfg.minSeqlenQ = config.getMinSeqlenQ();
   cfg.transposeWarps = config.getTransposeWarps();
+  cfg.pagedKv = config.getPagedKv();
 }
 
 HopperConfigAttr fa3::hopper::recordConfig(MLIRContext *ctx,
@@ -105,7 +106,7 @@ HopperConfigAttr fa3::hopper::recordConfig(MLIRContext *ctx,
       ctx, cfg.blockM, cfg.blockN, cfg.stages, cfg.persistent, cfg.qBuffers,
       cfg.lazyRescale, llvm::APFloat(cfg.rescaleThreshold), cfg.clusterM,
       cfg.pingpong, cfg.tmaStore, cfg.splitKv, cfg.packGqa, cfg.ctasPerSm,
-      cfg.minSeqlenQ, cfg.transposeWarps);
+      cfg.minSeqlenQ, cfg.transposeWarps, cfg.pagedKv);
 }
 
 FailureOr<GradKernelConfig>
@@ -286,7 +287,8 @@ HopperConfigAttr fa3::hopper::recordGradConfig(MLIRContext *ctx,
                                /*cluster_m=*/1, /*pingpong=*/false,
                                /*tma_store=*/cfg.dqBulk, /*split_kv=*/false,
                                /*pack_gqa=*/false, /*ctas_per_sm=*/1,
-                               /*min_seqlen_q=*/0, /*transpose_warps=*/3);
+                               /*min_seqlen_q=*/0, /*transpose_warps=*/3,
+                               /*paged_kv=*/false);
 }
 
 int64_t fa3::hopper::longSequenceFrom(const std::string &dtype,
@@ -407,7 +409,11 @@ void chooseConfig(KernelConfig &cfg, int64_t windowLeft, int64_t windowRight,
   // 16k; at head dim 256, O is staged in Q's buffer, so the next tile's Q
   // waits for the O store: 0-4 % slower everywhere
   // (bench/NOTES.md, Defaults: persistent).
-  cfg.persistent = decide(o.persistent, hd <= 128);
+  // A paged packed batch's kernel runs one CTA per tile: the persistent
+  // producer thread's 24 registers spill 44-84 bytes beside the page walk
+  // (ptxas -v), which one tile's producer holds (as the decoding kernel's).
+  cfg.persistent = !o.pagedKv && decide(o.persistent, hd <= 128);
+  cfg.pagedKv = o.pagedKv;
   // A packed variable-length batch's kernel cannot store a whole TMA box
   // where it crosses its sequence's end (it would write the next
   // sequence's rows). With one CTA per tile (head dim 192, 256) it stores
@@ -616,6 +622,7 @@ struct AttnHopperConfigPass
     opts.kvMulticast = kvMulticast;
     opts.rescaleThreshold = rescaleThreshold;
     opts.decode = decode;
+    opts.pagedKv = pagedKv;
     opts.minSeqlenQ = minSeqlenQ;
     opts.transposeWarps = transposeWarps;
     WalkResult result = getOperation()->walk([&](Operation *op) {
@@ -722,6 +729,13 @@ struct AttnHopperConfigPass
     if (opts.decode && cfg.varlen)
       return fail("unsupported decode with a packed variable-length batch "
                   "(the decoding kernel takes a fixed-length batch)");
+    if (opts.pagedKv && !cfg.varlen)
+      return fail("unsupported paged-kv with a fixed-length batch (an "
+                  "option of packed variable-length batches; the decoding "
+                  "kernel, decode=true, takes a page table by itself)");
+    if (opts.pagedKv && opts.persistent == Toggle::On)
+      return fail("unsupported paged-kv with persistent=on (a paged packed "
+                  "batch's kernel runs one CTA per tile)");
     chooseConfig(cfg, left, right, opts);
     why = checkSupported(cfg);
     if (!why.empty())

@@ -1340,7 +1340,12 @@ void KernelBuilder::consumers(Value tid, Value cta) {
   // The tile's loads stand where the consumers use them (hopper.ring.fill);
   // hopper-warp-specialize gives them to the producer thread.
   Value tileBatch = packedBatch(bidx);
-  Value tilePages = cfg.splitKv ? pageTableRow(bidx) : Value();
+  // A paged cache: the decoding kernel's batch row of the page table; a
+  // paged packed batch's whole table, whose pages in order are the packed
+  // rows of k and v (sequence s's from cu_seqlens_k[s]).
+  Value tilePages = cfg.splitKv   ? pageTableRow(bidx)
+                    : cfg.pagedKv ? param("pageTable")
+                                  : Value();
   // a paged cache's rows end at the tile's last key (its row in the cache)
   Value kvBound = tilePages ? packedRow(seqK0, skv) : skv;
   if (!cfg.persistent) {

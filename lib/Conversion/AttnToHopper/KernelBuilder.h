@@ -85,6 +85,9 @@ struct KernelConfig {
                              // query rows (0: any); a launch fact only
   int64_t transposeWarps = 3; // FP8: V's transposer warps (4: warp 0 too,
                              // hopper-producer-warp-transpose)
+  bool pagedKv = false;      // a packed batch's k and v also through a
+                             // launch-time page table (its pages in order
+                             // are the packed rows); one CTA per tile
 
   int64_t consumers() const { return blockM / 64; }
   /// FP8 head dim 128: S = Q K^T takes Q as its register A operand, loaded

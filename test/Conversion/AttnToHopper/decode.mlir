@@ -12,6 +12,9 @@
 // RUN: sed -e 's/x128xbf16/x256xbf16/g' %s | fa3-opt --attn-hopper-config="decode=true" | FileCheck %s --check-prefix=CONFIG256
 // RUN: fa3-opt %s --attn-hopper-config="decode=true" --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=KERNEL
 // RUN: fa3-opt %s --attn-hopper-config="decode=true" --attn-tile --convert-attn-to-hopper --hopper-warp-specialize --hopper-async-copy --hopper-overlap --hopper-pingpong --convert-hopper-to-nvvm | FileCheck %s --check-prefix=COMBINE
+// paged-kv is a packed batch's option (this kernel takes a page table by itself):
+// RUN: not fa3-opt %s --attn-hopper-config="paged-kv=true" 2>&1 | FileCheck %s --check-prefix=PAGEDFIXED
+// PAGEDFIXED: error: cannot generate the Hopper kernel: unsupported paged-kv with a fixed-length batch (an option of packed variable-length batches; the decoding kernel, decode=true, takes a page table by itself)
 
 // One CTA per tile of 64 packed rows (one consumer warpgroup, so no
 // ping-pong), no cluster, O stored directly (the decoding kernel's own

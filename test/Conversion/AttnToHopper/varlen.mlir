@@ -28,6 +28,13 @@
 // q's: refused.
 // RUN: fa3-opt %s --attn-hopper-config --attn-tile | sed -e 's/\(memref.subview %%transpose_[49]\[0, 0, %7, 0\] \[1, 2, \)%10/\1%11/' | not fa3-opt --convert-attn-to-hopper 2>&1 | FileCheck %s --check-prefix=FORM
 // RUN: not fa3-opt %s --attn-hopper-config --convert-attn-to-hopper 2>&1 | FileCheck %s --check-prefix=UNTILED
+// A paged packed batch (paged-kv: flash_attn_with_kvcache's cu_seqlens_q
+// over a page table): one CTA per tile, the producer's K/V loads through
+// the whole table when the launch gives one; refused for a fixed-length
+// with persistent=on (and for a fixed-length batch: decode.mlir).
+// RUN: fa3-opt %s --attn-hopper-config="paged-kv=true" | FileCheck %s --check-prefix=CONFIGPAGED
+// RUN: fa3-opt %s --attn-hopper-config="paged-kv=true" --attn-tile --convert-attn-to-hopper --hopper-warp-specialize | FileCheck %s --check-prefix=PAGED
+// RUN: not fa3-opt %s --attn-hopper-config="paged-kv=true persistent=on" 2>&1 | FileCheck %s --check-prefix=PAGEDPERSIST
 
 // CONFIG: attn.flash_attention_varlen {{.*}}attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 2, persistent = true, q_buffers = 2, lazy_rescale = true, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = true, tma_store = true>
 
@@ -146,6 +153,29 @@
 // PERSIST192: hopper.store_o %{{.*}} bound %{{[0-9]+}} staging %{{.*}} consumer[%{{.*}}] of 3 wait_previous : !hopper.frag<64x64xf32>
 // TILES192: o_store = "direct"
 // TILES192: hopper.store_o %{{.*}} bound %{{[0-9]+}} : !hopper.frag<64x64xf32>
+
+// CONFIGPAGED: attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 2, persistent = false, q_buffers = 1, {{.*}}, cluster_m = 1, {{.*}}, paged_kv = true>
+// PAGEDPERSIST: error: cannot generate the Hopper kernel: unsupported paged-kv with persistent=on (a paged packed batch's kernel runs one CTA per tile)
+
+// The facts say paged_kv; the producer loads K and V through the table
+// (%arg23, its pages in order the packed rows) where the launch gives one,
+// the sequence's rows ending at k0 + its keys; else the packed tensors.
+// PAGED: gpu.func @varlen_kernel(
+// PAGED-SAME: paged_kv = true
+// PAGED: hopper.warp_specialize producer
+// PAGED: %[[PK0:.*]] = llvm.getelementptr %arg17[
+// PAGED-NEXT: %[[K0:.*]] = llvm.load %[[PK0]] : !llvm.ptr<1> -> i32
+// PAGED: %[[KEND:.*]] = arith.addi %[[K0]], %{{.*}} : i32
+// PAGED: scf.for
+// PAGED:   %[[KVROW:.*]] = arith.addi %[[K0]], %{{.*}} : i32
+// PAGED:   %[[GIVEN:.*]] = llvm.icmp "ne" %arg23, %{{.*}} : !llvm.ptr<1>
+// PAGED:   scf.if %[[GIVEN]] {
+// PAGED:     hopper.load_paged_tile %arg1[%[[KVROW]], %{{.*}}] pages %arg23 page_size %arg25 bound %[[KEND]] into
+// PAGED:   } else {
+// PAGED:     hopper.load_tile %arg1[%[[KVROW]], %{{.*}}, %c0_i32]
+// PAGED:   hopper.load_paged_tile %arg2[%[[KVROW]], %{{.*}}] pages %arg23 page_size %arg25 bound %[[KEND]] into
+// PAGED:     hopper.load_tile %arg2[%[[KVROW]], %{{.*}}, %c0_i32]
+// PAGED: } consumers
 
 // FORM: error: cannot generate the Hopper kernel: its tensors are views of a packed variable-length batch in a form the kernel does not take
 func.func @varlen(%q: memref<?x8x128xbf16>, %k: memref<?x2x128xbf16>, %v: memref<?x2x128xbf16>,

@@ -422,6 +422,22 @@ func.func @split_persistent(%q: memref<1x2x64x128xbf16>, %o: memref<1x2x64x128xb
 
 // -----
 
+func.func @paged_persistent(%q: memref<1x2x64x128xbf16>, %o: memref<1x2x64x128xbf16>) {
+  // expected-error @+1 {{hopper_config: paged_kv takes one CTA per tile (persistent = false, cluster_m = 1) and no split_kv or pack_gqa (the decoding kernel reads its page table without it)}}
+  attn.flash_attention ins(%q, %q, %q : memref<1x2x64x128xbf16>, memref<1x2x64x128xbf16>, memref<1x2x64x128xbf16>) outs(%o : memref<1x2x64x128xbf16>) {attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 2, persistent = true, q_buffers = 1, lazy_rescale = true, rescale_threshold = 8.0, cluster_m = 1, pingpong = true, tma_store = false, paged_kv = true>}
+  return
+}
+
+// -----
+
+func.func @paged_split(%q: memref<1x2x64x128xbf16>, %o: memref<1x2x64x128xbf16>) {
+  // expected-error @+1 {{hopper_config: paged_kv takes one CTA per tile}}
+  attn.flash_attention ins(%q, %q, %q : memref<1x2x64x128xbf16>, memref<1x2x64x128xbf16>, memref<1x2x64x128xbf16>) outs(%o : memref<1x2x64x128xbf16>) {attn.hopper_config = #attn.hopper_config<block_m = 64, block_n = 128, stages = 2, persistent = false, q_buffers = 1, lazy_rescale = true, rescale_threshold = 8.0, cluster_m = 1, pingpong = false, tma_store = false, split_kv = true, pack_gqa = true, paged_kv = true>}
+  return
+}
+
+// -----
+
 func.func @f(%q: memref<1x2x64x128xbf16>, %o: memref<1x2x64x128xbf16>) {
   // expected-error @+1 {{hopper_config: block sizes must be 1 to 1024, got 0 x 128}}
   attn.flash_attention ins(%q, %q, %q : memref<1x2x64x128xbf16>, memref<1x2x64x128xbf16>, memref<1x2x64x128xbf16>) outs(%o : memref<1x2x64x128xbf16>) {attn.hopper_config = #attn.hopper_config<block_m = 0, block_n = 128, stages = 2, persistent = true, q_buffers = 2, lazy_rescale = true, rescale_threshold = 8.0, cluster_m = 1, pingpong = true, tma_store = true>}

@@ -1005,7 +1005,8 @@ HopperConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                          APFloat rescaleThreshold, int64_t clusterM,
                          bool pingpong, bool tmaStore, bool splitKv,
                          bool packGqa, int64_t ctasPerSm,
-                         int64_t minSeqlenQ, int64_t transposeWarps) {
+                         int64_t minSeqlenQ, int64_t transposeWarps,
+                         bool pagedKv) {
   if (blockM <= 0 || blockN <= 0 || blockM > kMaxBlock || blockN > kMaxBlock)
     return emitError() << "hopper_config: block sizes must be 1 to "
                        << kMaxBlock << ", got " << blockM << " x " << blockN;
@@ -1030,6 +1031,11 @@ HopperConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if ((splitKv || packGqa) && (persistent || clusterM != 1))
     return emitError() << "hopper_config: split_kv and pack_gqa take one CTA "
                           "per tile (persistent = false, cluster_m = 1)";
+  if (pagedKv && (persistent || clusterM != 1 || splitKv || packGqa))
+    return emitError() << "hopper_config: paged_kv takes one CTA per tile "
+                          "(persistent = false, cluster_m = 1) and no "
+                          "split_kv or pack_gqa (the decoding kernel reads "
+                          "its page table without it)";
   double threshold = rescaleThreshold.convertToDouble();
   if (!(threshold >= 0.0 && threshold <= kMaxRescaleThreshold)) {
     std::string range;

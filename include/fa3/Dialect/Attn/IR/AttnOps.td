@@ -105,7 +105,11 @@ def Attn_HopperConfigAttr : AttrDef<Attn_Dialect, "HopperConfig"> {
     * `transpose_warps` (optional, 3): FP8's V transposer, warps 1 .. 3 of
       the producer warpgroup, or 4: warp 0 too, its transpose of each slot
       one fill behind its loads (FlashAttention-3's; a persistent kernel's:
-      `hopper-producer-warp-transpose`).
+      `hopper-producer-warp-transpose`);
+    * `paged_kv` (optional, false): a packed variable-length batch's kernel
+      that also reads k and v through a launch-time page table (a paged KV
+      cache), one CTA per tile (its producer thread's 24 registers
+      cannot hold the page walk beside a persistent tile loop).
 
     The verifier checks each value's domain; whether the kernel can take the
     combination for a given attention (head dim, mask, shared memory) is
@@ -126,7 +130,8 @@ def Attn_HopperConfigAttr : AttrDef<Attn_Dialect, "HopperConfig"> {
     Attn_FlagParameter:$pack_gqa,
     DefaultValuedParameter<"int64_t", "1">:$ctas_per_sm,
     DefaultValuedParameter<"int64_t", "0">:$min_seqlen_q,
-    DefaultValuedParameter<"int64_t", "3">:$transpose_warps
+    DefaultValuedParameter<"int64_t", "3">:$transpose_warps,
+    Attn_FlagParameter:$paged_kv
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
