@@ -11,6 +11,12 @@ same process, in turn each round (median round of --rounds):
   ragged  flash_attn_varlen_func on sequences of random lengths in
           [S/2, 3S/2) (seeded) filling the same 16384 tokens: what a serving
           batch looks like.
+With --paged P also
+  paged   flash_attn_with_kvcache(cu_seqlens_q=, page_table=) on the ragged
+          batch with its keys in a shuffled pool of P-row pages (a serving
+          engine's prefill over a paged cache: the paged varlen kernel,
+          fa3-compile --varlen --paged, in the varlen directory), compared
+          with ragged's output.
 TFLOP/s = 4 * H * D * sum over sequences of Sq * Skv (half for causal) / t;
 time: triton.testing.do_bench's median (ms). Each varlen output is compared
 with the fixed-length kernel's on the same tokens (relative L2 error). The
@@ -34,7 +40,8 @@ import torch  # noqa: E402
 
 import records  # noqa: E402
 from bench_fwd import HIDDEN, SEQLENS, TOKENS, rel, timeit  # noqa: E402
-from fa3.torch_api import flash_attn_func, flash_attn_varlen_func  # noqa: E402
+from fa3.torch_api import (flash_attn_func, flash_attn_varlen_func,  # noqa: E402
+                           flash_attn_with_kvcache)
 
 
 def ragged_lengths(S, seed):
@@ -52,6 +59,26 @@ def flops(lengths, H, D, causal):
     return 4.0 * H * D * sum(n * n for n in lengths) * (0.5 if causal else 1.0)
 
 
+def paged_cache(kp, vp, lens, ps, seed):
+    """The ragged batch's packed keys and values as a pool of ps-row pages in
+    a shuffled order and its int32 page table, one row a sequence."""
+    cols = -(-max(lens) // ps)
+    n = len(lens)
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    table = torch.randperm(n * cols, generator=g, device="cuda").to(torch.int32).view(n, cols)
+    H, D = kp.shape[1], kp.shape[2]
+    kpool = torch.zeros(n * cols, ps, H, D, device="cuda", dtype=kp.dtype)
+    vpool = torch.zeros_like(kpool)
+    start = 0
+    for b, m in enumerate(lens):
+        rows = torch.zeros(cols * ps, H, D, device="cuda", dtype=kp.dtype)
+        for pool, src in ((kpool, kp), (vpool, vp)):
+            rows[:m] = src[start:start + m]
+            pool[table[b].long()] = rows.view(cols, ps, H, D)
+        start += m
+    return kpool, vpool, table
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--kernel-dir", required=True, help="the fixed-length kernels")
@@ -61,11 +88,16 @@ def main():
     ap.add_argument("--causal", default="both", choices=["0", "1", "both"])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--results-dir", default=None)
+    ap.add_argument("--paged", type=int, default=0, metavar="PAGE_SIZE",
+                    help="also time the ragged batch over a paged cache of PAGE_SIZE-row "
+                         "pages (flash_attn_with_kvcache with cu_seqlens_q; 0: not)")
     a = ap.parse_args()
     rows = []
     causals = [False, True] if a.causal == "both" else [a.causal == "1"]
-    print("| mask | hdim | seqlen | fixed | varlen | ragged (seqs) | varlen/fixed | rel err |")
-    print("|---|---|---|---|---|---|---|---|")
+    paged_cols = " paged | paged/ragged | rel err paged |" if a.paged else ""
+    print("| mask | hdim | seqlen | fixed | varlen | ragged (seqs) | varlen/fixed | rel err |"
+          + paged_cols)
+    print("|---|---|---|---|---|---|---|---|" + "---|---|---|" * bool(a.paged))
     for D in map(int, a.hdim.split(",")):
         H = HIDDEN // D
         for causal in causals:
@@ -87,9 +119,19 @@ def main():
                 rag = lambda: flash_attn_varlen_func(qp, kp, vp, cur, cur, max(lens), max(lens),
                                                      kernel_dir=a.varlen_dir, jit=False, **kw)
                 err = rel(var().reshape(B, S, H, D), fixed())
-                times = {"fixed": [], "varlen": [], "ragged": []}
+                fns = [("fixed", fixed), ("varlen", var), ("ragged", rag)]
+                if a.paged:
+                    kpool, vpool, table = paged_cache(kp, vp, lens, a.paged, S + D)
+                    used = torch.tensor(lens, dtype=torch.int32, device="cuda")
+                    pag = lambda: flash_attn_with_kvcache(  # noqa: E731
+                        qp, kpool, vpool, cache_seqlens=used, page_table=table,
+                        cu_seqlens_q=cur, max_seqlen_q=max(lens), kernel_dir=a.varlen_dir,
+                        jit=False, **kw)
+                    err_paged = rel(pag(), rag())
+                    fns.append(("paged", pag))
+                times = {name: [] for name, _ in fns}
                 for _ in range(a.rounds):
-                    for name, fn in (("fixed", fixed), ("varlen", var), ("ragged", rag)):
+                    for name, fn in fns:
                         times[name].append(timeit(fn, 25, 100))
                 t = {n: sorted(ts)[len(ts) // 2] for n, ts in times.items()}
                 f_eq = flops([S] * B, H, D, causal)
@@ -98,12 +140,19 @@ def main():
                 row = dict(hdim=D, causal=causal, seqlen=S, batch=B, heads=H,
                            ragged_seqs=len(lens), ms=t, tflops=tf, rel_err_varlen=err,
                            ratio=tf["varlen"] / tf["fixed"])
+                extra = ""
+                if a.paged:
+                    tf["paged"] = flops(lens, H, D, causal) / t["paged"] / 1e9
+                    row.update(page_size=a.paged, rel_err_paged=err_paged,
+                               paged_ratio=tf["paged"] / tf["ragged"])
+                    extra = (f" {tf['paged']:.0f} | {row['paged_ratio']:.2f} | "
+                             f"{err_paged:.1e} |")
                 rows.append(row)
                 print(f"| {'causal' if causal else 'full'} | {D} | {S} | {tf['fixed']:.0f} | "
                       f"{tf['varlen']:.0f} | {tf['ragged']:.0f} ({len(lens)}) | "
-                      f"{row['ratio']:.2f} | {err:.1e} |", flush=True)
+                      f"{row['ratio']:.2f} | {err:.1e} |" + extra, flush=True)
     if a.results_dir:
-        full = (a.hdim == "64,128,256" and a.causal == "both"
+        full = (a.hdim == "64,128,256" and a.causal == "both" and not a.paged
                 and a.seqlens == ",".join(map(str, SEQLENS)))
         entry = records.new_entry("bench_varlen", "python3 " + " ".join(sys.argv),
                                   gpu=torch.cuda.get_device_name(), rows=rows, full=full)
