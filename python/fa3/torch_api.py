@@ -438,14 +438,30 @@ def _check_out(torch, q, out, lse_out, B, Sq, Hq, Dv, out_dtype=None):
                          f"{(B, Hq, Sq)} on {q.device}")
 
 
-def _refuse_qv_and_chunks(qv, attention_chunk) -> None:
+def _refuse_qv_and_chunks(qv, attention_chunk, fn: str = "") -> None:
     """FA3's qv (an extra query term) and attention_chunk, which no kernel
-    here computes: refused by name unless left at their defaults."""
+    here computes: refused by name unless left at their defaults (the
+    message prefixed with `fn`: where given)."""
+    at = f"{fn}: " if fn else ""
     if qv is not None:
-        raise NotImplementedError("qv is not supported: pass None")
+        raise NotImplementedError(f"{at}qv is not supported: pass None")
     if attention_chunk:
-        raise NotImplementedError(f"attention_chunk is not supported: pass 0, got "
+        raise NotImplementedError(f"{at}attention_chunk is not supported: pass 0, got "
                                   f"{attention_chunk}")
+
+
+def _max_seqlen_q(value, fn: str = "") -> int:
+    """A packed batch's max_seqlen_q as an int 0 to 2^31-1 (the tile grid's
+    rows; the message prefixed with `fn`: where given)."""
+    at = f"{fn}: " if fn else ""
+    try:
+        n = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{at}max_seqlen_q must be an integer, got "
+                        f"{type(value).__name__}") from None
+    if not 0 <= n <= 2**31 - 1:
+        raise ValueError(f"{at}max_seqlen_q must be 0 to 2^31-1, got {n}")
+    return n
 
 
 def flash_attn_func(q, k, v, softmax_scale: Optional[float] = None, causal: bool = False,
@@ -1122,13 +1138,7 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: in
     cu_seqlens_k = _check_seqlens(torch, "cu_seqlens_k", cu_seqlens_k, q.device, B + 1)
     if seqused_k is not None:
         seqused_k = _check_seqlens(torch, "seqused_k", seqused_k, q.device, B)
-    try:
-        max_seqlen_q = operator.index(max_seqlen_q)
-    except TypeError:
-        raise TypeError(f"max_seqlen_q must be an integer, got {type(max_seqlen_q).__name__}") \
-            from None
-    if not 0 <= max_seqlen_q <= 2**31 - 1:
-        raise ValueError(f"max_seqlen_q must be 0 to 2^31-1, got {max_seqlen_q}")
+    max_seqlen_q = _max_seqlen_q(max_seqlen_q)
     window_size = _window(window_size)
     if out is not None and (tuple(out.shape) != (Tq, Hq, Dv) or out.dtype != q.dtype
                             or out.device != q.device or out.stride(-1) != 1):
@@ -1858,9 +1868,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
             rotary_seqlens, softmax_scale, causal, window_size, attention_chunk, softcap,
             rotary_interleaved, num_splits, sm_margin, return_softmax_lse, kernel_dir,
             kernel, jit, ctas_per_sm)
-    if attention_chunk:
-        raise NotImplementedError(f"{fn}: attention_chunk is not supported: pass 0, got "
-                                  f"{attention_chunk}")
+    _refuse_qv_and_chunks(None, attention_chunk, fn)
     _num_splits(fn, num_splits)
     ctas_per_sm = _ctas_per_sm(fn, ctas_per_sm)
     sm_margin = _sm_margin(fn, sm_margin)
@@ -1921,13 +1929,7 @@ def _kvcache_packed_q(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_s
     if max_seqlen_q is None:
         raise ValueError(f"{fn}: max_seqlen_q must be given with cu_seqlens_q (the longest "
                          f"sequence's query rows; FA3 requires it too)")
-    try:
-        max_seqlen_q = operator.index(max_seqlen_q)
-    except TypeError:
-        raise TypeError(f"{fn}: max_seqlen_q must be an integer, got "
-                        f"{type(max_seqlen_q).__name__}") from None
-    if not 0 <= max_seqlen_q <= 2**31 - 1:
-        raise ValueError(f"{fn}: max_seqlen_q must be 0 to 2^31-1, got {max_seqlen_q}")
+    max_seqlen_q = _max_seqlen_q(max_seqlen_q, fn)
     if not isinstance(q, torch.Tensor) or q.dim() != 3:
         raise ValueError(f"{fn}: with cu_seqlens_q, q must be a 3-D [total_q, Hq, D] tensor "
                          f"(the sequences' queries packed), got "
@@ -1964,9 +1966,7 @@ def _kvcache_packed_q(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_s
                 f"{Tq} rows, not B {B} * max_seqlen_q {max_seqlen_q}) is not supported: the "
                 f"variable-length kernel reads a cache's keys only (with every sequence "
                 f"max_seqlen_q long, the decoding kernel takes it)")
-    if attention_chunk:
-        raise NotImplementedError(f"{fn}: attention_chunk is not supported: pass 0, got "
-                                  f"{attention_chunk}")
+    _refuse_qv_and_chunks(None, attention_chunk, fn)
     _num_splits(fn, num_splits)
     _ctas_per_sm(fn, ctas_per_sm)
     _sm_margin(fn, sm_margin)
@@ -2079,9 +2079,7 @@ def get_scheduler_metadata(batch_size, max_seqlen_q, max_seqlen_k, num_heads_q, 
         raise NotImplementedError(f"{fn}: cu_seqlens_k_new with new rows (max_seqlen_k_new "
                                   f"{max_seqlen_k_new}) is not supported: pass None (as to "
                                   f"flash_attn_with_kvcache with k and v)")
-    if attention_chunk:
-        raise NotImplementedError(f"{fn}: attention_chunk is not supported: pass 0, got "
-                                  f"{attention_chunk}")
+    _refuse_qv_and_chunks(None, attention_chunk, fn)
     _num_splits(fn, num_splits)
     _sm_margin(fn, sm_margin)
     return None
