@@ -499,12 +499,12 @@ static fa3rt_status check_facts(const fa3rt_facts *f, fa3rt_status st) {
                 f->split_kv ? "split_kv" : "pack_gqa",
                 f->backward ? "backward 0" : f->varlen ? "varlen 0"
                 : f->cluster_m != 1 ? "cluster_m 1" : "grid tiles");
-  /* a paged packed batch's kernel: one CTA per tile over a varlen batch */
-  if (f->paged_kv && (!f->varlen || f->split_kv || f->pack_gqa || f->persistent))
+  /* a paged packed batch's kernel: one CTA per tile over a varlen batch
+     (with varlen 1, split_kv and pack_gqa are refused above) */
+  if (f->paged_kv && (!f->varlen || f->persistent))
     return fail(st, "facts of kernel '%s': paged_kv 1 needs %s (a packed batch's kernel that "
                 "reads its page table one CTA per tile)", f->kernel,
-                !f->varlen ? "varlen 1" : f->persistent ? "grid tiles"
-                                                        : "split_kv 0 and pack_gqa 0");
+                !f->varlen ? "varlen 1" : "grid tiles");
   /* FP8: the compiler builds fixed-length forward kernels of head dims 128
      and 256 only */
   if (f->dtype == FA3RT_E4M3 && (f->backward || f->varlen || f->split_kv || f->pack_gqa))

@@ -286,6 +286,11 @@ def _parse(data: bytes) -> Tuple[int, dict, dict]:
                          f"{'split_kv' if vals.get('split_kv') else 'pack_gqa'} 1 needs {need} "
                          f"(a decoding kernel runs one CTA per tile and split over "
                          f"fixed-length batches)")
+    # (with varlen 1 split_kv and pack_gqa are refused above)
+    if vals.get("paged_kv") and (not vals.get("varlen") or vals["grid"] != "tiles"):
+        need = "varlen 1" if not vals.get("varlen") else "grid tiles"
+        raise FactsError(f"facts of kernel '{vals['kernel']}': paged_kv 1 needs {need} (a "
+                         f"packed batch's kernel that reads its page table one CTA per tile)")
     if vals["dtype"] == "e4m3":
         # FP8: the compiler builds fixed-length forward kernels of head dims
         # 128 and 256 only (fa3rt.c refuses the same)

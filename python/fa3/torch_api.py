@@ -1173,7 +1173,7 @@ def _eager_varlen(torch, q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_k, max_seq
     checked int32 [B, max_pages] table over the page pools k and v
     [num_pages, page_size, Hkv, D]: the paged varlen kernel (facts
     paged_kv 1) reads packed row r of k and v as row r % page_size of page
-    table.flatten()[r / page_size]."""
+    table.flatten()[r / page_size] (the table made contiguous)."""
     from . import runtime
     dt = _dtype_name(torch, q.dtype)
     Tq, Hq, D = q.shape
@@ -1201,11 +1201,12 @@ def _eager_varlen(torch, q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_k, max_seq
     counter = _graph_tile_counter(torch, kobj, q.device)
     if paged:
         # the pools [num_pages, page_size, Hkv, D] as [num_pages, Hkv,
-        # page_size, D] (fa3rt_fwd_args.page_table), the table's row stride
+        # page_size, D] (fa3rt_fwd_args.page_table); the table contiguous,
+        # as the caller's cu_seqlens_k counted its rows
         t = runtime.tensor
         kt, vt = t(k.data_ptr(), *_bhsd(k), name="k"), t(v.data_ptr(), *_bhsd(v), name="v")
-        table = dict(page_table=page_table.data_ptr(),
-                     page_table_stride=page_table.stride(0) if B > 1 else page_table.shape[1])
+        page_table = page_table.contiguous()
+        table = dict(page_table=page_table.data_ptr(), page_table_stride=page_table.shape[1])
     else:
         kt, vt, table = _packed(runtime, k, "k"), _packed(runtime, v, "v"), {}
     args = runtime.fwd_args(_packed(runtime, q, "q"), kt, vt, _packed(runtime, o, "o"),
@@ -1831,18 +1832,20 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
     Packed queries (``cu_seqlens_q`` and ``max_seqlen_q``, FA3's, as a
     serving engine's prefill and decoding steps pass them): q [total_q, Hq,
     D], sequence b's queries rows cu_seqlens_q[b] .. cu_seqlens_q[b + 1] -
-    1 (int32 [B + 1] on q's device; total_q = cu_seqlens_q[B], no sequence
-    longer than max_seqlen_q: the caller's contract, as in FA3, not read on
-    the host); returns o [total_q, Hq, Dv] and lse [Hq, total_q]. Where
-    total_q = B * max_seqlen_q every sequence has max_seqlen_q queries and
-    the call is the decoding kernel's above, with all it takes; otherwise
-    (ragged) the variable-length kernel's (fa3-compile --varlen) over a
-    contiguous cache, batch b's keys its first cache_seqlens[b] rows, masks
-    bottom-right aligned per sequence, and a paged cache, cache_batch_idx,
-    cache_leftpad, appending and rotary embedding are refused
-    (NotImplementedError). ``cu_seqlens_k_new`` describes the rows of k
-    and v only (as in FA3): taken and unused without them, refused with
-    them.
+    1 (int32 [B + 1] on q's device; q must hold exactly cu_seqlens_q[B]
+    rows, no padding rows after them, and no sequence be longer than
+    max_seqlen_q: the caller's contract, not read on the host); returns o
+    [total_q, Hq, Dv] and lse [Hq, total_q]. Where total_q = B *
+    max_seqlen_q every sequence has max_seqlen_q queries and the call is the
+    decoding kernel's above, with all it takes; otherwise (ragged) the
+    variable-length kernel's (fa3-compile --varlen) over a contiguous
+    cache, or over a paged cache the paged varlen kernel's (fa3-compile
+    --varlen --paged; the table is made contiguous), batch b's keys its
+    first cache_seqlens[b] rows, masks bottom-right aligned per sequence;
+    there cache_batch_idx, cache_leftpad, appending and rotary embedding
+    are refused (NotImplementedError). ``kernel`` then names the kernel of
+    the route taken. ``cu_seqlens_k_new`` describes the rows of k and v
+    only (as in FA3): taken and unused without them, refused with them.
 
     FA3's other arguments (``qv``, the FP8 descales,
     ``scheduler_metadata`` (get_scheduler_metadata returns None: there is
@@ -1910,16 +1913,17 @@ def _kvcache_packed_q(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_s
     sequence b's queries rows cu_seqlens_q[b] .. cu_seqlens_q[b + 1] - 1
     (FA3's). Two routes, chosen on the host without reading the array:
 
-    - Tq = B * max_seqlen_q: every sequence has max_seqlen_q rows (FA3's
-      contract: q holds cu_seqlens_q[B] rows, none of them past
-      max_seqlen_q), so q is the fixed-length [B, max_seqlen_q, Hq, D] of
-      the decoding kernel, with everything that takes (a paged cache,
+    - Tq = B * max_seqlen_q: every sequence has max_seqlen_q rows (the
+      contract: q holds exactly cu_seqlens_q[B] rows, no sequence longer
+      than max_seqlen_q), so q is the fixed-length [B, max_seqlen_q, Hq, D]
+      of the decoding kernel, with everything that takes (a paged cache,
       appending, rotary, cache_batch_idx, cache_leftpad): a serving
       engine's decoding or speculative step.
     - otherwise (ragged queries): the variable-length kernel over the
       contiguous cache's rows, sequence b's keys rows b * S' .. of the
       cache seen as one packed [T, Hkv, D] tensor (S' its batch stride in
-      rows), cache_seqlens[b] of them (its seqused_k). The decoding
+      rows), cache_seqlens[b] of them (its seqused_k); over a paged cache
+      the paged varlen kernel (_kvcache_paged_ragged). The decoding
       kernel's extras are refused there by name (NotImplementedError).
 
     Returns o [Tq, Hq, Dv] and, with return_softmax_lse, lse [Hq, Tq] (FA3's
@@ -1958,7 +1962,8 @@ def _kvcache_packed_q(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_s
         return o, lse.transpose(0, 1).reshape(Hq, Tq)
     extras = {"k and v (appending)": k if k is not None else v,
               "cache_batch_idx": cache_batch_idx, "cache_leftpad": cache_leftpad,
-              "rotary_cos": rotary_cos}
+              "rotary embedding (rotary_cos, rotary_sin)":
+                  rotary_cos if rotary_cos is not None else rotary_sin}
     for name, value in extras.items():
         if value is not None:
             raise NotImplementedError(
@@ -2023,25 +2028,26 @@ def _kvcache_paged_ragged(torch, fn, q, k_cache, v_cache, cache_seqlens, page_ta
     """_kvcache_packed_q's ragged batch over a paged cache: the paged
     variable-length kernel (fa3-compile --varlen --paged, facts paged_kv 1),
     which reads packed row r of k and v as row r % page_size of page
-    page_table.flatten()[r // page_size] (its rows R entries apart), so that
-    sequence b's keys, from row b * R * page_size (cu_seqlens_k), are its row
-    of the table, cache_seqlens[b] of them (seqused_k; without it all
-    max_pages * page_size)."""
+    page_table.flatten()[r // page_size] (the table made contiguous), so
+    that sequence b's keys, from row b * max_pages * page_size
+    (cu_seqlens_k), are its row of the table, cache_seqlens[b] of them
+    (seqused_k; without it all max_pages * page_size)."""
     B = cu_seqlens_q.numel() - 1
     Tq, Hq, D = q.shape
-    page_table, stride = _check_page_table(torch, fn, page_table, q.device, B)
+    page_table, _ = _check_page_table(torch, fn, page_table, q.device, B)
+    # contiguous: the rows of pages are then max_pages apart here and in the
+    # op, whatever layout torch.compile gives its input (a column slice of
+    # a wider table is copied: B * max_pages int32)
+    page_table = page_table.contiguous()
     _, _, _, _, Skv, _, _ = _check_paged_shapes(fn, (B, 0, Hq, D), k_cache.shape,
                                                 v_cache.shape, page_table.shape)
     ps = k_cache.shape[1]
-    if B * stride * ps > 2**31 - 1:
-        raise ValueError(f"{fn}: B {B} * the page table's row stride {stride} * page_size {ps} "
-                         f"rows of pages is out of range (at most 2^31-1: the kernel's i32 "
-                         f"row index)")
+    if B * Skv > 2**31 - 1:
+        raise ValueError(f"{fn}: B {B} * max_pages_per_seq {page_table.shape[1]} * page_size "
+                         f"{ps} rows of pages is out of range (at most 2^31-1: the kernel's "
+                         f"i32 row index)")
     seqused_k = _check_cache_seqlens(torch, fn, cache_seqlens, q.device, B, Skv)
-    if seqused_k is None and stride != page_table.shape[1]:
-        # a column slice of a wider table: a sequence's keys end at its columns
-        seqused_k = torch.full((B,), Skv, dtype=torch.int32, device=q.device)
-    cu_seqlens_k = torch.arange(B + 1, dtype=torch.int32, device=q.device) * (stride * ps)
+    cu_seqlens_k = torch.arange(B + 1, dtype=torch.int32, device=q.device) * Skv
     window_size = _window(window_size)
     if torch.compiler.is_compiling():
         from . import torch_ops  # noqa: F401  (registers torch.ops.fa3.flash_attn_varlen_fwd)

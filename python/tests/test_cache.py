@@ -129,6 +129,11 @@ def test_paged_varlen_is_its_own_key():
             "varlen 1\n")
     kf = F.parse_facts(text + "paged_kv 1\n")
     assert kf.paged_kv and cache._matches(kf, pg) and not cache._matches(kf, vl)
+    # paged_kv's facts: a varlen kernel of one CTA per tile (fa3rt.c's rule)
+    with pytest.raises(F.FactsError, match="paged_kv 1 needs varlen 1"):
+        F.parse_facts(text.replace("varlen 1", "varlen 0") + "paged_kv 1\n")
+    with pytest.raises(F.FactsError, match="paged_kv 1 needs grid tiles"):
+        F.parse_facts(text.replace("grid tiles", "grid persistent") + "paged_kv 1\n")
     plain = F.parse_facts(text)
     assert cache._matches(plain, vl) and not cache._matches(plain, pg)
 

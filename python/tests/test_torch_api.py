@@ -1311,6 +1311,8 @@ def test_kvcache_packed_queries_refusals(monkeypatch):
          "cu_seqlens_q must be a 1-D torch.int32 tensor"),
         (dict(cu_seqlens_q=cu, max_seqlen_q=3, page_table=torch.zeros(3, 1, **i32)),
          ValueError, "page_table must have 2 rows"),
+        (dict(cu_seqlens_q=cu, max_seqlen_q=3, rotary_sin=torch.zeros(4, 4)),
+         NotImplementedError, r"rotary embedding \(rotary_cos, rotary_sin\) with cu_seqlens_q"),
         (dict(cu_seqlens_q=cu, max_seqlen_q=3, cache_batch_idx=torch.zeros(2, **i32),
               page_table=torch.zeros(2, 1, **i32)), NotImplementedError,
          r"cache_batch_idx with cu_seqlens_q whose sequences differ in length \(q has 5 "
@@ -1335,6 +1337,11 @@ def test_kvcache_packed_queries_refusals(monkeypatch):
         with pytest.raises(err, match=text) as e:
             f(q, kc, vc, **kw)
         assert str(e.value).startswith("flash_attn_with_kvcache: ")
+    # the packed rows of a paged table's pages in i32: B * max_pages * page_size
+    big = torch.zeros(1, 1, 2, 16).expand(1, 2**20, 2, 16)
+    with pytest.raises(ValueError, match=r"B 2 \* max_pages_per_seq 1024 \* page_size 1048576 "
+                       r"rows of pages is out of range \(at most 2\^31-1"):
+        f(q, big, big, cu_seqlens_q=cu, max_seqlen_q=3, page_table=torch.zeros(2, 1024, **i32))
     with pytest.raises(ValueError, match=r"q must be a 3-D \[total_q, Hq, D\] tensor"):
         f(q.unsqueeze(0), kc, vc, cu_seqlens_q=cu, max_seqlen_q=3)
     # batches 16 rows apart in k, 24 in v: not one packed tensor of rows
