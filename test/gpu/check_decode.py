@@ -824,7 +824,8 @@ def run_leftpad_case(kf, case, seed, sms, compiled=False):
 # flash_attn_with_kvcache with packed queries (cu_seqlens_q, max_seqlen_q;
 # a serving engine's form): (label, queries per sequence, Hq, Hkv, Skv,
 # cache_seqlens, page size (0: contiguous), the contiguous cache's batch
-# stride in rows (None: Skv)). Every sequence max_seqlen_q long runs the
+# stride in rows (None: Skv; "sliced table": the page table a column slice
+# of a wider one)). Every sequence max_seqlen_q long runs the
 # decoding kernel; a ragged batch the variable-length kernel of the same
 # variant, found in the same kernel directory (fa3-compile --varlen).
 PACKED_Q_CASES = [
@@ -843,6 +844,10 @@ PACKED_Q_CASES = [
      [4096, 300, 0], 256, None),
     ("packed q ragged (113, 1), paged 64, no cache_seqlens: MQA 8/1", [113, 1], 8, 1, 256,
      None, 64, None),
+    # a column slice of a wider table (a serving engine's block table), made
+    # contiguous by the call
+    ("packed q ragged (300, 2), paged 16, a table's column slice: GQA 32/8", [300, 2], 32, 8,
+     1024, [1000, 77], 16, "sliced table"),
 ]
 # small ones, also under compute-sanitizer
 PACKED_Q_SANITIZE = ["packed q ragged (113, 1), no cache_seqlens: MQA 8/1",
@@ -872,6 +877,8 @@ def run_packed_q_case(kf, case, seed, kernel_dir, compiled=False):
               cache_seqlens=None if lens is None else seqlens_arg(lens),
               cu_seqlens_q=seqlens_arg([0] + list(itertools.accumulate(lens_q))),
               max_seqlen_q=Sq)
+    sliced_table = rows == "sliced table"
+    rows = None if sliced_table else rows
     k = check_fwd.rand((B, rows or Skv, Hkv, D), dt, gen)[:, :Skv]
     v = check_fwd.rand((B, rows or Skv, Hkv, Dv), dt, gen)[:, :Skv]
     for b in range(B):   # past each batch's keys: large finite values, masked
@@ -879,6 +886,10 @@ def run_packed_q_case(kf, case, seed, kernel_dir, compiled=False):
         v[b, used[b]:] = 100.0
     if ps:
         kc, vc, table = paged_inputs_from(k, v, ps, gen)
+        if sliced_table:   # the same entries, rows 3 x wider apart
+            wide = torch.full((B, 3 * table.shape[1]), -1, dtype=torch.int32, device="cuda")
+            wide[:, :table.shape[1]] = table
+            table = wide[:, :table.shape[1]]
         kw["page_table"] = table
     else:
         kc, vc = k, v
