@@ -450,15 +450,21 @@ def _refuse_qv_and_chunks(qv, attention_chunk, fn: str = "") -> None:
                                   f"{attention_chunk}")
 
 
+def _integer(fn: str, name: str, value) -> int:
+    """value as an int (operator.index), else a TypeError naming the
+    argument (prefixed with `fn`: where given); the callers check ranges."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{fn + ': ' if fn else ''}{name} must be an integer, got "
+                        f"{type(value).__name__}") from None
+
+
 def _max_seqlen_q(value, fn: str = "") -> int:
     """A packed batch's max_seqlen_q as an int 0 to 2^31-1 (the tile grid's
     rows; the message prefixed with `fn`: where given)."""
     at = f"{fn}: " if fn else ""
-    try:
-        n = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{at}max_seqlen_q must be an integer, got "
-                        f"{type(value).__name__}") from None
+    n = _integer(fn, "max_seqlen_q", value)
     if not 0 <= n <= 2**31 - 1:
         raise ValueError(f"{at}max_seqlen_q must be 0 to 2^31-1, got {n}")
     return n
@@ -1224,11 +1230,7 @@ def _eager_varlen(torch, q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_k, max_seq
 def _ctas_per_sm(fn: str, ctas_per_sm) -> int:
     """ctas_per_sm as an int 0 (the runtime's choice), 1 (one CTA a SM) or
     2 (as many as fit): fa3rt.h, fa3rt_fwd_args.ctas_per_sm."""
-    try:
-        n = operator.index(ctas_per_sm)
-    except TypeError:
-        raise TypeError(f"{fn}: ctas_per_sm must be an integer, got "
-                        f"{type(ctas_per_sm).__name__}") from None
+    n = _integer(fn, "ctas_per_sm", ctas_per_sm)
     if n not in (0, 1, 2):
         raise ValueError(f"{fn}: ctas_per_sm must be 0 (the runtime's choice), 1 (one CTA a "
                          f"SM) or 2 (as many as fit), got {n}")
@@ -1237,11 +1239,7 @@ def _ctas_per_sm(fn: str, ctas_per_sm) -> int:
 
 def _sm_margin(fn: str, sm_margin) -> int:
     """FA3's sm_margin: SMs the split heuristic leaves free, an integer >= 0."""
-    try:
-        sm_margin = operator.index(sm_margin)
-    except TypeError:
-        raise TypeError(f"{fn}: sm_margin must be an integer, got "
-                        f"{type(sm_margin).__name__}") from None
+    sm_margin = _integer(fn, "sm_margin", sm_margin)
     if sm_margin < 0:
         raise ValueError(f"{fn}: sm_margin must be >= 0 (SMs the heuristic leaves free), got "
                          f"{sm_margin}")
@@ -1251,11 +1249,7 @@ def _sm_margin(fn: str, sm_margin) -> int:
 def _num_splits(fn: str, num_splits) -> int:
     """num_splits as an int 0 (the heuristic) to 128 (fa3rt.h:
     FA3RT_MAX_SPLITS)."""
-    try:
-        n = operator.index(num_splits)
-    except TypeError:
-        raise TypeError(f"{fn}: num_splits must be an integer, got "
-                        f"{type(num_splits).__name__}") from None
+    n = _integer(fn, "num_splits", num_splits)
     if not 0 <= n <= _MAX_SPLITS:
         raise ValueError(f"{fn}: num_splits must be 0 (the heuristic) to {_MAX_SPLITS}, got {n}")
     return n

@@ -481,8 +481,7 @@ def append_inputs(kf, case, gen):
     dt = check_fwd.TORCH_DTYPE[kf.dtype]
     D, Dv = kf.head_dim, kf.head_dim_v
     q = check_fwd.rand((B, Sq, Hq, D), dt, gen)
-    kn = check_fwd.rand((B, snew, Hkv, D), dt, gen)
-    vn = check_fwd.rand((B, snew, Hkv, Dv), dt, gen)
+    kn, vn = new_rows(kf, B, snew, Hkv, gen)
     if ps is None:
         Skv, table = cap, None
         k = check_fwd.rand((B, Skv, Hkv, D), dt, gen)
@@ -494,6 +493,23 @@ def append_inputs(kf, case, gen):
         Skv = -(-cap // ps) * ps
         k, v, table, _, _ = paged_inputs(kf, B, Hkv, Skv, ps, lens, gen)
     return q, k, v, kn, vn, table, Skv
+
+
+def new_rows(kf, B, snew, Hkv, gen):
+    """Fresh new keys and values [B, Snew, Hkv, D / Dv] (kf's dtype) to
+    append to a cache."""
+    import check_fwd
+    dt = check_fwd.TORCH_DTYPE[kf.dtype]
+    return (check_fwd.rand((B, snew, Hkv, kf.head_dim), dt, gen),
+            check_fwd.rand((B, snew, Hkv, kf.head_dim_v), dt, gen))
+
+
+def write_rows(ek, ev, kn, vn, idx, lens):
+    """The expected contiguous caches ek, ev after an append: batch b's new
+    rows at rows lens[b] .. of cache row idx[b]."""
+    snew = kn.shape[1]
+    for b, n in enumerate(lens):
+        ek[idx[b], n:n + snew], ev[idx[b], n:n + snew] = kn[b], vn[b]
 
 
 def appended(k, v, kn, vn, lens, table, ps, Skv):
@@ -707,10 +723,8 @@ def run_batch_idx_case(kf, case, seed, sms):
               softcap=kf.softcap, kernel=kf, num_splits=num_splits, return_softmax_lse=True)
     ek, ev = k.clone(), v.clone()
     if snew:
-        kn = check_fwd.rand((B, snew, Hkv, D), dt, gen)
-        vn = check_fwd.rand((B, snew, Hkv, Dv), dt, gen)
-        for b, n in enumerate(lens):
-            ek[idx[b], n:n + snew], ev[idx[b], n:n + snew] = kn[b], vn[b]
+        kn, vn = new_rows(kf, B, snew, Hkv, gen)
+        write_rows(ek, ev, kn, vn, idx, lens)
         kw.update(k=kn, v=vn)
     o, lse = torch_api.flash_attn_with_kvcache(
         q, k, v, cache_seqlens=seqlens_arg(lens),
@@ -779,10 +793,8 @@ def run_leftpad_case(kf, case, seed, sms, compiled=False):
               softcap=kf.softcap, kernel=kf, num_splits=num_splits, return_softmax_lse=True)
     extra = {}
     if snew:
-        kn = check_fwd.rand((B, snew, Hkv, D), dt, gen)
-        vn = check_fwd.rand((B, snew, Hkv, Dv), dt, gen)
-        for b, n in enumerate(used):
-            ek[idx[b], n:n + snew], ev[idx[b], n:n + snew] = kn[b], vn[b]
+        kn, vn = new_rows(kf, B, snew, Hkv, gen)
+        write_rows(ek, ev, kn, vn, idx, used)
         extra.update(k=kn, v=vn)
     seqlens = None if lens is None else seqlens_arg(lens)
     pad_t = seqlens_arg(pads)
@@ -973,8 +985,7 @@ def check_bad_page_entries(kf, seed):
     table[0, 1] = pages
     table[1, 2] = -1
     q = check_fwd.rand((B, Sq, Hq, D), dt, gen)
-    kn = check_fwd.rand((B, snew, Hkv, D), dt, gen)
-    vn = check_fwd.rand((B, snew, Hkv, Dv), dt, gen)
+    kn, vn = new_rows(kf, B, snew, Hkv, gen)
     ek, ev = appended(k, v, kn, vn, lens, table, ps, P * ps)
     o = torch.full((B, Sq, Hq, Dv), float("nan"), dtype=dt, device="cuda")
     lse = torch.full((B, Hq, Sq), float("nan"), device="cuda")
@@ -1013,8 +1024,7 @@ def check_graph_append(kf, sms, paged):
     B, Sq, Hq, Hkv, Skv, snew, ps = 3, 1, 32, 8, 16384, 2, 64
     D, Dv = kf.head_dim, kf.head_dim_v
     q = check_fwd.rand((B, Sq, Hq, D), dt, gen)
-    kn = check_fwd.rand((B, snew, Hkv, D), dt, gen)
-    vn = check_fwd.rand((B, snew, Hkv, Dv), dt, gen)
+    kn, vn = new_rows(kf, B, snew, Hkv, gen)
     if paged:
         k, v, table, _, _ = paged_inputs(kf, B, Hkv, Skv, ps, [Skv] * B, gen, fill=False)
     else:
@@ -1086,8 +1096,7 @@ def check_compiled_append(kf, paged):
     B, Hkv, Skv, snew, ps = 2, 8, 4096, 2, 64
     D, Dv = kf.head_dim, kf.head_dim_v
     q = check_fwd.rand((B, 1, 32, D), dt, gen)
-    kn = check_fwd.rand((B, snew, Hkv, D), dt, gen)
-    vn = check_fwd.rand((B, snew, Hkv, Dv), dt, gen)
+    kn, vn = new_rows(kf, B, snew, Hkv, gen)
     if paged:
         k, v, table, _, _ = paged_inputs(kf, B, Hkv, Skv, ps, [Skv] * B, gen, fill=False)
     else:
