@@ -10,7 +10,7 @@ rewrites (the rest of the file is left as it is). In the repository:
                                                  bench_varlen, bench_bwd,
                                                  bench_decode, bench_fp8
     test/gpu/history.jsonl, test/gpu/RESULTS.md  check_fwd, check_varlen,
-                                                 check_bwd, check_decode,
+                                                 check_bwd, check_decode, check_chunk,
                                                  check_fp8, check_quantize, memcheck,
                                                  racecheck, synccheck
 
@@ -50,6 +50,7 @@ HOME = {"bench": "bench", "compare": "bench", "autotune": "bench", "ncu": "bench
         "bench_varlen": "bench", "bench_bwd": "bench", "bench_decode": "bench",
         "bench_fp8": "bench", "check_fp8": "test/gpu", "check_quantize": "test/gpu",
         "check_fwd": "test/gpu", "check_varlen": "test/gpu", "check_decode": "test/gpu",
+        "check_chunk": "test/gpu",
         "check_bwd": "test/gpu", **{t: "test/gpu" for t in SANITIZERS}}
 TABLE_HEADER = ("# Results of record\n\n"
                 "The latest run of record of each kind, rewritten by the script that ran it\n"
@@ -151,7 +152,8 @@ def section_key(entry):
         return None
     if kind == "bench" and entry.get("full"):
         return f"bench-{entry.get('meta', {}).get('dtype', 'bf16')}"
-    if kind in ("check_fwd", "check_varlen", "check_bwd", "check_decode", "bench_varlen",
+    if kind in ("check_fwd", "check_varlen", "check_bwd", "check_decode", "check_chunk",
+                "bench_varlen",
                 "bench_bwd", "bench_decode", "check_fp8", "bench_fp8",
                 "check_quantize") and entry.get("full"):
         return kind
@@ -164,7 +166,7 @@ def render(entry):
     kind = entry["kind"]
     if kind == "bench":
         return render_bench(entry)
-    if kind in ("check_fwd", "check_varlen", "check_decode"):
+    if kind in ("check_fwd", "check_varlen", "check_decode", "check_chunk"):
         return render_check(entry)
     if kind == "check_bwd":
         return render_check_bwd(entry)

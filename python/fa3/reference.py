@@ -8,8 +8,11 @@ k [B, Hkv, Skv, D], v [B, Hkv, Skv, Dv] -> o [B, Hq, Sq, Dv], lse [B, Hq, Sq].
 import numpy as np
 
 
-def visible_mask(sq, skv, causal=False, window=(-1, -1)):
-    """[Sq, Skv] bool: key j visible to query i (bottom-right aligned)."""
+def visible_mask(sq, skv, causal=False, window=(-1, -1), chunk=0):
+    """[Sq, Skv] bool: key j visible to query i (bottom-right aligned: i sits
+    at key position p = i + Skv - Sq). chunk > 0 (FlashAttention-3's
+    attention_chunk): also only the keys floor(p / chunk) * chunk .. + chunk
+    - 1 (none for p < 0)."""
     left, right = window
     if causal:
         right = 0
@@ -21,10 +24,13 @@ def visible_mask(sq, skv, causal=False, window=(-1, -1)):
         ok &= j >= diag - left
     if right >= 0:
         ok &= j <= diag + right
+    if chunk > 0:
+        start = np.floor_divide(diag, chunk) * chunk
+        ok &= (j >= start) & (j < start + chunk)
     return ok
 
 
-def _scores(q, k, v, scale, causal, window, softcap):
+def _scores(q, k, v, scale, causal, window, softcap, chunk=0):
     """What forward and backward share: k and v repeated over the q heads of
     their group (GQA), x = scale q k^T, the softcapped scores s and the
     visibility mask, all float64."""
@@ -36,12 +42,12 @@ def _scores(q, k, v, scale, causal, window, softcap):
     kr, vr = np.repeat(k, g, axis=1), np.repeat(v, g, axis=1)
     x = np.einsum("bhid,bhjd->bhij", q, kr) * scale
     s = softcap * np.tanh(x / softcap) if softcap > 0 else x
-    return kr, vr, scale, x, s, visible_mask(sq, skv, causal, window)
+    return kr, vr, scale, x, s, visible_mask(sq, skv, causal, window, chunk)
 
 
-def attention(q, k, v, scale=None, causal=False, window=(-1, -1), softcap=0.0):
-    """Returns (o, lse) in float64."""
-    _, v, _, _, s, mask = _scores(q, k, v, scale, causal, window, softcap)
+def attention(q, k, v, scale=None, causal=False, window=(-1, -1), softcap=0.0, chunk=0):
+    """Returns (o, lse) in float64 (chunk: visible_mask's)."""
+    _, v, _, _, s, mask = _scores(q, k, v, scale, causal, window, softcap, chunk)
     s = np.where(mask, s, -np.inf)
     m = s.max(axis=-1, keepdims=True, initial=-np.inf)  # Skv = 0: -inf
     any_visible = np.isfinite(m)

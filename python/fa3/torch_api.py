@@ -34,6 +34,7 @@ import operator
 import threading
 from typing import Dict, List, Optional, Tuple
 
+from . import chunks as _chunks
 from . import facts as _facts
 
 _scan_cache: Dict[str, Tuple[int, list, list]] = {}
@@ -438,16 +439,12 @@ def _check_out(torch, q, out, lse_out, B, Sq, Hq, Dv, out_dtype=None):
                          f"{(B, Hq, Sq)} on {q.device}")
 
 
-def _refuse_qv_and_chunks(qv, attention_chunk, fn: str = "") -> None:
-    """FA3's qv (an extra query term) and attention_chunk, which no kernel
-    here computes: refused by name unless left at their defaults (the
-    message prefixed with `fn`: where given)."""
-    at = f"{fn}: " if fn else ""
+def _refuse_qv(qv, fn: str = "") -> None:
+    """FA3's qv (an extra query term), which no kernel here computes:
+    refused by name unless None (the message prefixed with `fn`: where
+    given)."""
     if qv is not None:
-        raise NotImplementedError(f"{at}qv is not supported: pass None")
-    if attention_chunk:
-        raise NotImplementedError(f"{at}attention_chunk is not supported: pass 0, got "
-                                  f"{attention_chunk}")
+        raise NotImplementedError(f"{fn + ': ' if fn else ''}qv is not supported: pass None")
 
 
 def _integer(fn: str, name: str, value) -> int:
@@ -470,6 +467,18 @@ def _max_seqlen_q(value, fn: str = "") -> int:
     return n
 
 
+def _max_seqlen_k(value, fn: str, chunk: int) -> int:
+    """max_seqlen_k as attention_chunk needs it: an int 0 to 2^31-1, the
+    bound of every sequence's keys that sizes its chunks."""
+    if value is None:
+        raise ValueError(f"{fn}: attention_chunk {chunk} needs max_seqlen_k (at least every "
+                         f"sequence's key count: it sets how many chunks a sequence spans)")
+    n = _integer(fn, "max_seqlen_k", value)
+    if not 0 <= n <= 2**31 - 1:
+        raise ValueError(f"{fn}: max_seqlen_k must be 0 to 2^31-1, got {n}")
+    return n
+
+
 def flash_attn_func(q, k, v, softmax_scale: Optional[float] = None, causal: bool = False,
                     qv=None, q_descale=None, k_descale=None, v_descale=None,
                     window_size=(-1, -1), attention_chunk: int = 0, softcap: float = 0.0,
@@ -483,8 +492,17 @@ def flash_attn_func(q, k, v, softmax_scale: Optional[float] = None, causal: bool
     after them, by keyword only). ``return_attn_probs`` (FA3's name) or
     ``return_lse`` returns (o, lse), as FA3's does (no probabilities: FA3
     returns none either). ``sm_margin`` is taken and changes nothing;
-    ``qv`` and ``attention_chunk`` are refused unless left at their
-    defaults.
+    ``qv`` is refused unless None.
+
+    ``attention_chunk`` c > 0 (FA3's; Llama 4's chunked local attention):
+    query row i, at key position p = i + Skv - Sq, sees only the keys
+    floor(p / c) * c .. floor(p / c) * c + c - 1 (with causal or the window
+    on top; none where p < 0), run as virtual batches of the existing
+    kernels (fa3.chunks): with Sq == Skv a multiple of c the batch folded
+    into B * Skv / c batches of c rows (every route: autograd with the
+    backward kernel, FP8, num_splits), otherwise the variable-length
+    kernel over each (batch, chunk) pair (bf16/f16, forward only; FA3's
+    backward has no attention_chunk at all).
 
     q: [B, Sq, Hq, D], k: [B, Skv, Hkv, D], v: [B, Skv, Hkv, Dv] (bf16 or f16,
     one CUDA device, Hq % Hkv == 0). ``softmax_scale`` defaults to the kernel's
@@ -561,9 +579,16 @@ def flash_attn_func(q, k, v, softmax_scale: Optional[float] = None, causal: bool
     torch.compile the call is the op ``torch.ops.fa3.flash_attn_fp8_fwd``.
     Descales given with bf16 or f16 inputs are refused (ValueError).
     """
-    _refuse_qv_and_chunks(qv, attention_chunk)
+    _refuse_qv(qv)
     import torch
     return_lse = return_lse or return_attn_probs
+    chunk = _chunks.check_chunk("flash_attn_func", attention_chunk)
+    if chunk and all(isinstance(t, torch.Tensor) and t.dim() == 4 for t in (q, k, v)) \
+            and not _chunks.changes_nothing(chunk, q.shape[1], k.shape[1]):
+        return _chunked_func(torch, chunk, q, k, v, softmax_scale, causal, q_descale,
+                             k_descale, v_descale, window_size, softcap, num_splits, pack_gqa,
+                             deterministic, sm_margin, return_lse, kernel_dir, kernel, out,
+                             lse_out, jit)
     if (q_descale is not None or k_descale is not None or v_descale is not None
             or _any_fp8(torch, q, k, v)):
         return _fp8_fwd(torch, q, k, v, q_descale, k_descale, v_descale, softmax_scale, causal,
@@ -578,6 +603,69 @@ def flash_attn_func(q, k, v, softmax_scale: Optional[float] = None, causal: bool
                        kernel_dir, kernel, out, lse_out, jit, deterministic)
     return _eager_fwd(torch, q, k, v, softmax_scale, causal, window_size, softcap, return_lse,
                       kernel_dir, kernel, out, lse_out, jit)
+
+
+def _chunked_func(torch, c, q, k, v, softmax_scale, causal, q_descale, k_descale, v_descale,
+                  window_size, softcap, num_splits, pack_gqa, deterministic, sm_margin,
+                  return_lse, kernel_dir, kernel, out, lse_out, jit):
+    """flash_attn_func with attention_chunk c that masks something
+    (fa3.chunks): Sq == Skv a multiple of c folds the batch into chunks
+    (any route: autograd, FP8, decoding kernel); otherwise the
+    variable-length kernel over the (batch, chunk) virtual sequences
+    (bf16/f16, forward only; num_splits and pack_gqa, speed hints, do not
+    apply there)."""
+    fn = "flash_attn_func"
+    B, Sq, Hq, D, Skv, Hkv, Dv = _check_shapes(q.shape, k.shape, v.shape)
+    want_lse = return_lse or lse_out is not None
+    _check_out(torch, q, out, lse_out, B, Sq, Hq, Dv,
+               torch.bfloat16 if _any_fp8(torch, q, k, v) else None)
+    n = _chunks.folds(c, Sq, Skv)
+    if n:
+        f = _chunks.fold
+        rows = _facts.DESCALE_ROWS
+        of = None if out is None else f(out, n)
+        if of is not None and of.data_ptr() != out.data_ptr():
+            of = None    # not a view of out: copied below
+        r = flash_attn_func(
+            f(q, n), f(k, n), f(v, n), softmax_scale=softmax_scale, causal=causal,
+            q_descale=_chunks.fold_descale(torch, "q_descale", q_descale, B, n, c, rows),
+            k_descale=_chunks.fold_descale(torch, "k_descale", k_descale, B, n, c, rows),
+            v_descale=_chunks.fold_descale(torch, "v_descale", v_descale, B, n, c, rows),
+            window_size=window_size, softcap=softcap, num_splits=num_splits,
+            pack_gqa=pack_gqa, deterministic=deterministic, sm_margin=sm_margin,
+            return_lse=want_lse, kernel_dir=kernel_dir, kernel=kernel, out=of, jit=jit)
+        o, lse = r if want_lse else (r, None)
+        o = out if of is not None else o.unflatten(0, (B, n)).flatten(1, 2)
+        if lse is not None:
+            lse = _chunks.unfold_lse(lse, B, n)
+        return _copied_out(o, lse, out if of is None else None, lse_out, return_lse)
+    if _needs_grad(torch, q, k, v):
+        raise NotImplementedError(
+            f"fa3 {fn}: attention_chunk {c} under autograd needs Sq == Skv, a multiple of the "
+            f"chunk (the batch folded into chunks runs the backward kernel), got Sq {Sq}, Skv "
+            f"{Skv}; FA3's backward has no attention_chunk either")
+    if _any_fp8(torch, q, k, v):
+        raise NotImplementedError(
+            f"fa3 {fn}: attention_chunk {c} with FP8 inputs needs Sq == Skv, a multiple of the "
+            f"chunk (got Sq {Sq}, Skv {Skv}): other shapes run the variable-length kernel, "
+            f"which has no FP8 form")
+    if kernel is not None and not kernel.varlen:
+        raise ValueError(
+            f"{fn}: attention_chunk {c} with Sq {Sq}, Skv {Skv} (not one multiple of the "
+            f"chunk) runs the variable-length kernel over the chunks; kernel= names "
+            f"{kernel.kernel}, a fixed-length one: pass a --varlen kernel or none")
+    dev = q.device
+    cu_q = torch.arange(B + 1, dtype=torch.int32, device=dev) * Sq
+    cu_k = torch.arange(B + 1, dtype=torch.int32, device=dev) * Skv
+    seg_q, seg_k, used, max_q = _chunks.segments(torch, cu_q, cu_k, None, c, Sq, Skv,
+                                                 max_behind=Sq - Skv)
+    o, lse = flash_attn_varlen_func(
+        q.flatten(0, 1), k.flatten(0, 1), v.flatten(0, 1), seg_q, seg_k, max_q, Skv,
+        seqused_k=used, softmax_scale=softmax_scale, causal=causal, window_size=window_size,
+        softcap=softcap, return_attn_probs=True, kernel_dir=kernel_dir, kernel=kernel, jit=jit)
+    o = o.unflatten(0, (B, Sq))
+    lse = lse.unflatten(1, (B, Sq)).transpose(0, 1).contiguous() if want_lse else None
+    return _copied_out(o, lse, out, lse_out, return_lse)
 
 
 def _packed_heads(shape, num_heads_q) -> Tuple[int, int]:
@@ -1103,8 +1191,11 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: in
 
     Of FA3's other arguments, ``pack_gqa``, ``deterministic`` (the forward
     is deterministic), ``sm_margin`` and ``num_splits`` 0 or 1 are taken and
-    change nothing; ``seqused_q``, ``qv``, the FP8 descales and
-    ``attention_chunk`` are refused unless left at their defaults.
+    change nothing; ``seqused_q``, ``qv`` and the FP8 descales are refused
+    unless left at their defaults. ``attention_chunk`` (as in
+    flash_attn_func) runs the (sequence, chunk) pairs as sequences of their
+    own (fa3.chunks.segments, built on the device) and needs
+    ``max_seqlen_k``, at least every sequence's key count.
     The kernel is looked up as flash_attn_func's (``kernel_dir``,
     ``kernel``, ``jit``), among the variable-length kernels (fa3-compile
     --varlen). ``out`` ([Tq, Hq, Dv], a contiguous last dim) and ``lse_out``
@@ -1122,7 +1213,8 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: in
         if value is not None:
             raise NotImplementedError(f"{name} is not supported: pass None"
                                       + (_FP8_ELSEWHERE if name.endswith("_descale") else ""))
-    _refuse_qv_and_chunks(qv, attention_chunk)
+    _refuse_qv(qv)
+    chunk = _chunks.check_chunk("flash_attn_varlen_func", attention_chunk)
     if num_splits not in (0, 1):
         raise NotImplementedError(f"num_splits is not supported: pass 1 (or 0), got "
                                   f"{num_splits}")
@@ -1155,6 +1247,12 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: in
                                 or lse_out.device != q.device or not lse_out.is_contiguous()):
         raise ValueError(f"lse_out must be a contiguous float32 tensor of shape {(Hq, Tq)} "
                          f"on {q.device}")
+    if chunk:
+        # the (sequence, chunk) virtual sequences (fa3.chunks), in row order:
+        # o and lse keep their layouts
+        cu_seqlens_q, cu_seqlens_k, seqused_k, max_seqlen_q = _chunks.segments(
+            torch, cu_seqlens_q, cu_seqlens_k, seqused_k, chunk, max_seqlen_q,
+            _max_seqlen_k(max_seqlen_k, "flash_attn_varlen_func", chunk))
 
     if torch.compiler.is_compiling():
         # Dynamo traces the custom op (fa3.torch_ops), which runs the eager
@@ -1841,11 +1939,21 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
     the route taken. ``cu_seqlens_k_new`` describes the rows of k and v
     only (as in FA3): taken and unused without them, refused with them.
 
+    ``attention_chunk`` (as in flash_attn_func, positions counted from
+    cache_leftpad): a decoding step (one query row a batch) runs the
+    decoding kernel from the first key of the row's chunk (cache_leftpad
+    moved there; over a paged cache the table shifted by whole pages,
+    which needs the chunk a multiple of the page size and at most one new
+    row); several query rows a batch, and packed queries, run the
+    variable-length kernel over the (batch, chunk) pairs, reading the
+    cache's keys only (appending, rotary, cache_batch_idx and cache_leftpad
+    refused there).
+
     FA3's other arguments (``qv``, the FP8 descales,
     ``scheduler_metadata`` (get_scheduler_metadata returns None: there is
-    none to pass), ``attention_chunk``) are refused unless left at their
-    defaults; ``rotary_interleaved`` and ``rotary_seqlens`` matter only with
-    rotary embedding.
+    none to pass)) are refused unless left at their defaults;
+    ``rotary_interleaved`` and ``rotary_seqlens`` matter only with rotary
+    embedding.
     """
     fn = "flash_attn_with_kvcache"
     if (k is not None or v is not None) and (k is None or v is None or cache_seqlens is None):
@@ -1858,14 +1966,14 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
         if value is not None:
             raise NotImplementedError(f"{fn}: {name} is not supported: pass None"
                                       + (_FP8_ELSEWHERE if name.endswith("_descale") else ""))
+    chunk = _chunks.check_chunk(fn, attention_chunk)
     if cu_seqlens_q is not None:
         return _kvcache_packed_q(
             q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens,
             cache_batch_idx, cache_leftpad, page_table, cu_seqlens_q, max_seqlen_q,
-            rotary_seqlens, softmax_scale, causal, window_size, attention_chunk, softcap,
+            rotary_seqlens, softmax_scale, causal, window_size, chunk, softcap,
             rotary_interleaved, num_splits, sm_margin, return_softmax_lse, kernel_dir,
             kernel, jit, ctas_per_sm)
-    _refuse_qv_and_chunks(None, attention_chunk, fn)
     _num_splits(fn, num_splits)
     ctas_per_sm = _ctas_per_sm(fn, ctas_per_sm)
     sm_margin = _sm_margin(fn, sm_margin)
@@ -1891,11 +1999,98 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
                              f"read as one page a batch row: Skv must be a multiple of 8, got "
                              f"shape {tuple(k_cache.shape)}")
         page_table = idx.reshape(-1, 1)
+    if chunk and isinstance(q, torch.Tensor) and q.dim() == 4 and isinstance(
+            k_cache, torch.Tensor) and k_cache.dim() == 4 and (
+            page_table is None or isinstance(page_table, torch.Tensor)):
+        # (anything else: _decode's checks refuse it by name)
+        Sq = q.shape[1]
+        Skv = k_cache.shape[1] * (1 if page_table is None else page_table.shape[-1])
+        if Sq > 1 and not (causal and chunk >= Skv):
+            return _kvcache_chunked_rows(torch, fn, chunk, q, k_cache, v_cache, k, rotary,
+                                         cache_seqlens, cache_batch_idx, cache_leftpad,
+                                         page_table, softmax_scale, causal, window_size,
+                                         softcap, return_softmax_lse, kernel_dir, kernel, jit)
+        if Sq == 1 and chunk < Skv:
+            cache_seqlens, cache_leftpad, page_table, rotary_seqlens = _kvcache_chunk_start(
+                torch, fn, chunk, q, k_cache, k, cache_seqlens, cache_leftpad, page_table,
+                rotary, rotary_seqlens)
     return _decode(torch, fn, q, k_cache, v_cache, cache_seqlens, softmax_scale, causal,
                    window_size, softcap, num_splits, sm_margin, return_softmax_lse, kernel_dir,
                    kernel, None, None, jit, page_table, k, v, ctas_per_sm,
                    rotary=(rotary_cos, rotary_sin, bool(rotary_interleaved), rotary_seqlens)
                    if rotary else None, leftpad=cache_leftpad)
+
+
+def _kvcache_chunk_start(torch, fn, c, q, k_cache, k_new, cache_seqlens, cache_leftpad,
+                         page_table, rotary, rotary_seqlens):
+    """A decoding step (one query row a batch) under attention_chunk c: its
+    chunk is the keys from fa3.chunks.decode_start on, so the decoding
+    kernel runs with its first key moved there: cache_leftpad for a
+    contiguous cache (or cache_batch_idx's one page a batch); a page table
+    of several pages a batch shifted left by whole pages (c a multiple of
+    the page size; one new row at most, whose chunk then starts at or before
+    it), cache_seqlens less the rows shifted out (the append still lands
+    where it did; the rotary positions stay cache_seqlens'). Returns
+    (cache_seqlens, cache_leftpad, page_table, rotary_seqlens)."""
+    B = q.shape[0]
+    snew = 0 if k_new is None else k_new.shape[1]
+    paged = page_table is not None and page_table.shape[-1] > 1
+    ps = k_cache.shape[1]
+    Skv = ps * (page_table.shape[-1] if paged else 1)
+    used = _check_cache_seqlens(torch, fn, cache_seqlens, q.device, B, Skv, snew)
+    if used is None:
+        used = torch.full((B,), Skv, dtype=torch.int32, device=q.device)
+    keys = used.to(torch.int64) + snew
+    if not paged:
+        lp = None if cache_leftpad is None else _check_seqlens(
+            torch, f"{fn}: cache_leftpad", cache_leftpad, q.device, B)
+        return used, _chunks.decode_start(torch, c, keys, lp), page_table, rotary_seqlens
+    if c % ps:
+        raise NotImplementedError(
+            f"{fn}: attention_chunk {c} over a paged cache of pages of {ps} rows: the chunk "
+            f"must be a multiple of the page size (a decoding step's keys then start at a "
+            f"page, the table shifted by whole pages)")
+    if snew > 1:
+        raise NotImplementedError(
+            f"{fn}: attention_chunk {c} over a paged cache with {snew} new rows of k and v: "
+            f"at most one (the chunk of the step's query may start past the cache's rows)")
+    table, _ = _check_page_table(torch, fn, page_table, q.device, B)
+    shift = _chunks.decode_start(torch, c, keys, None).to(torch.int64) // ps
+    cols = table.shape[1]
+    idx = (torch.arange(cols, device=q.device).unsqueeze(0) + shift.unsqueeze(1)).clamp(
+        max=cols - 1)
+    if rotary and rotary_seqlens is None:
+        rotary_seqlens = used
+    return ((used.to(torch.int64) - shift * ps).to(torch.int32), cache_leftpad,
+            table.gather(1, idx), rotary_seqlens)
+
+
+def _kvcache_chunked_rows(torch, fn, c, q, k_cache, v_cache, k_new, rotary, cache_seqlens,
+                          cache_batch_idx, cache_leftpad, page_table, softmax_scale, causal,
+                          window_size, softcap, return_lse, kernel_dir, kernel, jit):
+    """flash_attn_with_kvcache with Sq > 1 query rows a batch under
+    attention_chunk c: the rows may span two chunks, so the call runs as
+    the ragged route's virtual sequences (_kvcache_ragged over q's rows
+    packed, B sequences of Sq), which reads a cache's keys only."""
+    extras = {"k and v (appending)": k_new, "rotary embedding": True if rotary else None,
+              "cache_batch_idx": cache_batch_idx, "cache_leftpad": cache_leftpad}
+    for name, value in extras.items():
+        if value is not None:
+            raise NotImplementedError(
+                f"{fn}: attention_chunk {c} with {q.shape[1]} query rows a batch and {name} is "
+                f"not supported: the rows may span two chunks, which runs the "
+                f"variable-length kernel over the chunks, and it reads a cache's keys only "
+                f"(one query row a batch, a decoding step, takes {name})")
+    B, Sq, Hq, _ = q.shape
+    cu_q = torch.arange(B + 1, dtype=torch.int32, device=q.device) * Sq
+    r = _kvcache_ragged(torch, fn, q.flatten(0, 1), k_cache, v_cache, cache_seqlens,
+                        page_table, cu_q, Sq, softmax_scale, causal, window_size, c, softcap,
+                        True, kernel_dir, kernel, jit)
+    o, lse = r
+    o = o.unflatten(0, (B, Sq))
+    if not return_lse:
+        return o
+    return o, lse.unflatten(1, (B, Sq)).transpose(0, 1).contiguous()
 
 
 def _kvcache_packed_q(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens,
@@ -1965,10 +2160,22 @@ def _kvcache_packed_q(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_s
                 f"{Tq} rows, not B {B} * max_seqlen_q {max_seqlen_q}) is not supported: the "
                 f"variable-length kernel reads a cache's keys only (with every sequence "
                 f"max_seqlen_q long, the decoding kernel takes it)")
-    _refuse_qv_and_chunks(None, attention_chunk, fn)
     _num_splits(fn, num_splits)
     _ctas_per_sm(fn, ctas_per_sm)
     _sm_margin(fn, sm_margin)
+    return _kvcache_ragged(torch, fn, q, k_cache, v_cache, cache_seqlens, page_table,
+                           cu_seqlens_q, max_seqlen_q, softmax_scale, causal, window_size,
+                           attention_chunk, softcap, return_lse, kernel_dir, kernel, jit)
+
+
+def _kvcache_ragged(torch, fn, q, k_cache, v_cache, cache_seqlens, page_table, cu_seqlens_q,
+                    max_seqlen_q, softmax_scale, causal, window_size, chunk, softcap,
+                    return_lse, kernel_dir, kernel, jit):
+    """Packed queries q [Tq, Hq, D] (checked cu_seqlens_q, max_seqlen_q)
+    over a cache's keys, the variable-length kernel: over the contiguous
+    cache as packed rows, or the paged one (_kvcache_paged_ragged);
+    attention_chunk `chunk` (0: off) as its virtual sequences."""
+    B = cu_seqlens_q.numel() - 1
     # (q as one batch of its rows: the checks of the caches' rank, device,
     # dtype and grad)
     _check_inputs(torch, q.unsqueeze(0), k_cache, v_cache, fn=fn)
@@ -1976,7 +2183,7 @@ def _kvcache_packed_q(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_s
         return _kvcache_paged_ragged(torch, fn, q, k_cache, v_cache, cache_seqlens,
                                      page_table, cu_seqlens_q, max_seqlen_q, softmax_scale,
                                      causal, window_size, softcap, return_lse, kernel_dir,
-                                     kernel, jit)
+                                     kernel, jit, chunk)
     Bc, Skv, Hkv, _ = k_cache.shape
     if Bc != B or v_cache.shape[0] != B or v_cache.shape[1] != Skv:
         raise ValueError(f"{fn}: k_cache {tuple(k_cache.shape)} and v_cache "
@@ -2010,15 +2217,15 @@ def _kvcache_packed_q(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_s
         return t.as_strided((T, t.shape[2], t.shape[3]), (t.stride(1), t.stride(2), 1))
     cu_seqlens_k = torch.arange(B + 1, dtype=torch.int32, device=q.device) * rows
     return flash_attn_varlen_func(
-        q, packed(k_cache), packed(v_cache), cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+        q, packed(k_cache), packed(v_cache), cu_seqlens_q, cu_seqlens_k, max_seqlen_q, Skv,
         seqused_k=seqused_k, softmax_scale=softmax_scale, causal=causal,
-        window_size=window_size, softcap=softcap, return_attn_probs=return_lse,
-        kernel_dir=kernel_dir, kernel=kernel, jit=jit)
+        window_size=window_size, attention_chunk=chunk, softcap=softcap,
+        return_attn_probs=return_lse, kernel_dir=kernel_dir, kernel=kernel, jit=jit)
 
 
 def _kvcache_paged_ragged(torch, fn, q, k_cache, v_cache, cache_seqlens, page_table,
                           cu_seqlens_q, max_seqlen_q, softmax_scale, causal, window_size,
-                          softcap, return_lse, kernel_dir, kernel, jit):
+                          softcap, return_lse, kernel_dir, kernel, jit, chunk=0):
     """_kvcache_packed_q's ragged batch over a paged cache: the paged
     variable-length kernel (fa3-compile --varlen --paged, facts paged_kv 1),
     which reads packed row r of k and v as row r % page_size of page
@@ -2043,6 +2250,9 @@ def _kvcache_paged_ragged(torch, fn, q, k_cache, v_cache, cache_seqlens, page_ta
     seqused_k = _check_cache_seqlens(torch, fn, cache_seqlens, q.device, B, Skv)
     cu_seqlens_k = torch.arange(B + 1, dtype=torch.int32, device=q.device) * Skv
     window_size = _window(window_size)
+    if chunk:
+        cu_seqlens_q, cu_seqlens_k, seqused_k, max_seqlen_q = _chunks.segments(
+            torch, cu_seqlens_q, cu_seqlens_k, seqused_k, chunk, max_seqlen_q, Skv)
     if torch.compiler.is_compiling():
         from . import torch_ops  # noqa: F401  (registers torch.ops.fa3.flash_attn_varlen_fwd)
         o, lse = torch.ops.fa3.flash_attn_varlen_fwd.default(
@@ -2072,14 +2282,14 @@ def get_scheduler_metadata(batch_size, max_seqlen_q, max_seqlen_k, num_heads_q, 
     decoding), not over cache_seqlens' values, so it is the same at every
     replay and there is no device-side schedule to precompute. What the
     decoding call would refuse is refused here too, by the same names
-    (cu_seqlens_k_new with new rows, attention_chunk; num_splits and
+    (cu_seqlens_k_new with new rows; attention_chunk, num_splits and
     sm_margin by their ranges)."""
     fn = "get_scheduler_metadata"
     if cu_seqlens_k_new is not None and max_seqlen_k_new:
         raise NotImplementedError(f"{fn}: cu_seqlens_k_new with new rows (max_seqlen_k_new "
                                   f"{max_seqlen_k_new}) is not supported: pass None (as to "
                                   f"flash_attn_with_kvcache with k and v)")
-    _refuse_qv_and_chunks(None, attention_chunk, fn)
+    _chunks.check_chunk(fn, attention_chunk)
     _num_splits(fn, num_splits)
     _sm_margin(fn, sm_margin)
     return None

@@ -431,7 +431,6 @@ def test_flash_attn_with_kvcache_signature():
      "cu_seqlens_k_new is not supported: pass None"),
     ({"scheduler_metadata": 1}, "scheduler_metadata is not supported"),
     ({"k_descale": 1}, "k_descale is not supported"),
-    ({"attention_chunk": 128}, "attention_chunk is not supported: pass 0, got 128"),
 ])
 def test_flash_attn_with_kvcache_refuses_what_is_not_built(kw, text):
     """Refused by name before anything else (no torch, no GPU needed)."""
@@ -461,7 +460,7 @@ def test_get_scheduler_metadata():
     cases = [
         (dict(cu_seqlens_k_new=1, max_seqlen_k_new=4), NotImplementedError,
          "cu_seqlens_k_new with new rows (max_seqlen_k_new 4) is not supported"),
-        (dict(attention_chunk=8), NotImplementedError, "attention_chunk is not supported"),
+        (dict(attention_chunk=-8), ValueError, "attention_chunk must be 0 (off) to 2^31-1"),
         (dict(num_splits=129), ValueError, "num_splits must be 0 (the heuristic) to 128"),
         (dict(sm_margin=-1), ValueError, "sm_margin must be >= 0"),
     ]
@@ -875,11 +874,10 @@ def test_fa3_names():
     assert fa3.flash_attn_qkvpacked_func is torch_api.flash_attn_qkvpacked_func
 
 
-@pytest.mark.parametrize("kw, text", [({"qv": object()}, "qv is not supported"),
-                                      ({"attention_chunk": 128}, "attention_chunk is not")])
+@pytest.mark.parametrize("kw, text", [({"qv": object()}, "qv is not supported")])
 def test_flash_attn_func_refuses_fa3_arguments_it_does_not_do(kw, text):
-    """Before torch is needed: FA3's qv and attention_chunk are refused by
-    name, not ignored."""
+    """Before torch is needed: FA3's qv is refused by name, not ignored
+    (attention_chunk's bad values: test_attention_chunk)."""
     with pytest.raises(NotImplementedError, match=text):
         torch_api.flash_attn_func(None, None, None, **kw)
 

@@ -86,9 +86,10 @@ def reference(q, k, v, scale, kf):
     s = torch.matmul(qf, kf_.transpose(-1, -2)) * scale
     if kf.softcap > 0:
         s = kf.softcap * torch.tanh(s / kf.softcap)
-    # the mask of the NumPy oracle (python/fa3/reference.py)
-    vis = torch.from_numpy(visible_mask(Sq, Skv, kf.causal,
-                                        (kf.window_left, kf.window_right))).to(q.device)
+    # the mask of the NumPy oracle (python/fa3/reference.py); kf.chunk where
+    # present: attention_chunk's (check_chunk.py)
+    vis = torch.from_numpy(visible_mask(Sq, Skv, kf.causal, (kf.window_left, kf.window_right),
+                                        getattr(kf, "chunk", 0))).to(q.device)
     s = s.masked_fill(~vis, float("-inf"))
     lse = torch.logsumexp(s, dim=-1)
     p = torch.softmax(s, dim=-1)
