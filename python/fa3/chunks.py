@@ -25,6 +25,9 @@ batches"). Three forms:
 * a decoding step (one query row a batch): the row's chunk is a suffix of
   the keys, so the decoding kernel runs with its first key moved to the
   chunk's start (cache_leftpad, or the page table shifted by whole pages).
+
+FA3's seqused_q is a virtual batch too (used_queries): each sequence's used
+rows, then its unused rows as a sequence of no keys.
 """
 from __future__ import annotations
 
@@ -130,6 +133,26 @@ def segments(torch, cu_q, cu_k, used_k, c: int, max_q: int, max_k: int,
     seg_k = torch.cat(((k0.unsqueeze(1) + k_lo).flatten(), cu_k[B:].to(i64))).to(i32)
     used = (k_hi - k_lo).flatten().to(i32)
     return seg_q, seg_k, used, min(max_q, c)
+
+
+def used_queries(torch, cu_q, cu_k, used_k, used_q):
+    """FA3's seqused_q as virtual sequences: sequence b's first used_q[b]
+    query rows (clamped to 0 .. its rows) against its keys, then its
+    remaining rows as a sequence of no keys (their o 0 and lse -inf: FA3
+    leaves them unwritten, "not used"). Returns (cu_seqlens_q,
+    cu_seqlens_k, seqused_k) of 2 B sequences; bottom-right alignment then
+    counts the used rows, as FA3's seqlen_q = seqused_q[b]."""
+    B = cu_q.numel() - 1
+    i64 = torch.int64
+    q0, k0 = cu_q[:-1].to(i64), cu_k[:-1].to(i64)
+    rows = cu_q[1:].to(i64) - q0
+    cap = cu_k[1:].to(i64) - k0
+    n = torch.minimum(used_q.to(i64).clamp(min=0), rows)
+    keys = cap if used_k is None else used_k.to(i64)
+    seq_q = torch.cat((torch.stack((q0, q0 + n), 1).flatten(), cu_q[B:].to(i64)))
+    seq_k = torch.cat((torch.stack((k0, cu_k[1:].to(i64)), 1).flatten(), cu_k[B:].to(i64)))
+    used = torch.stack((keys, torch.zeros_like(keys)), 1).flatten()
+    return seq_q.to(torch.int32), seq_k.to(torch.int32), used.to(torch.int32)
 
 
 def segment_count(B: int, c: int, max_q: int, max_k: int,

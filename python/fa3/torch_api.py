@@ -1191,8 +1191,11 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: in
 
     Of FA3's other arguments, ``pack_gqa``, ``deterministic`` (the forward
     is deterministic), ``sm_margin`` and ``num_splits`` 0 or 1 are taken and
-    change nothing; ``seqused_q``, ``qv`` and the FP8 descales are refused
-    unless left at their defaults. ``attention_chunk`` (as in
+    change nothing; ``qv`` and the FP8 descales are refused unless left at
+    their defaults. ``seqused_q`` (int32 [B]): sequence s uses its first
+    seqused_q[s] query rows (clamped to its rows; causal and windows
+    aligned to them, as in FA3), its other rows get o = 0 and lse = -inf
+    (FA3 leaves them unwritten: "not used"). ``attention_chunk`` (as in
     flash_attn_func) runs the (sequence, chunk) pairs as sequences of their
     own (fa3.chunks.segments, built on the device) and needs
     ``max_seqlen_k``, at least every sequence's key count.
@@ -1207,8 +1210,7 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: in
 
     dt = _check_inputs(torch, q, k, v, "3-D [T, H, D] (packed sequences)",
                        "flash_attn_varlen_func")
-    refused = {"seqused_q": seqused_q, "q_descale": q_descale,
-               "k_descale": k_descale, "v_descale": v_descale}
+    refused = {"q_descale": q_descale, "k_descale": k_descale, "v_descale": v_descale}
     for name, value in refused.items():
         if value is not None:
             raise NotImplementedError(f"{name} is not supported: pass None"
@@ -1247,6 +1249,12 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: in
                                 or lse_out.device != q.device or not lse_out.is_contiguous()):
         raise ValueError(f"lse_out must be a contiguous float32 tensor of shape {(Hq, Tq)} "
                          f"on {q.device}")
+    if seqused_q is not None:
+        # each sequence's used rows, then its unused ones as a sequence of
+        # no keys (fa3.chunks.used_queries)
+        seqused_q = _check_seqlens(torch, "seqused_q", seqused_q, q.device, B)
+        cu_seqlens_q, cu_seqlens_k, seqused_k = _chunks.used_queries(
+            torch, cu_seqlens_q, cu_seqlens_k, seqused_k, seqused_q)
     if chunk:
         # the (sequence, chunk) virtual sequences (fa3.chunks), in row order:
         # o and lse keep their layouts

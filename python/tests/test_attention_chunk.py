@@ -471,3 +471,40 @@ def test_kvcache_chunk_refusals(monkeypatch):
     for kw, text in cases:
         with pytest.raises(NotImplementedError, match=text):
             f(**kw)
+
+
+@needs_torch
+@pytest.mark.parametrize("c,causal", [(0, True), (0, False), (16, True), (7, False)])
+def test_flash_attn_varlen_func_seqused_q(monkeypatch, c, causal):
+    """seqused_q (FA3's): sequence s's first seqused_q[s] rows (clamped to
+    its rows) against its keys, bottom-right aligned to those rows, with
+    and without attention_chunk; its other rows o = 0 and lse = -inf; the
+    rows after the last sequence untouched."""
+    import torch
+    seen = []
+    _stub(monkeypatch, seen)
+    gen = torch.Generator().manual_seed(c * 5 + causal)
+    lq, lk, uq = [17, 0, 6, 40], [30, 5, 1, 64], [9, 0, 10, 0]
+    Hq, Hkv, D = 2, 1, 16
+    Tq, Tk = sum(lq) + 2, sum(lk)
+    q = torch.randn(Tq, Hq, D, generator=gen, dtype=torch.float64)
+    k = torch.randn(Tk, Hkv, D, generator=gen, dtype=torch.float64)
+    v = torch.randn(Tk, Hkv, D, generator=gen, dtype=torch.float64)
+    cu_q = torch.tensor(np.concatenate(([0], np.cumsum(lq))), dtype=torch.int32)
+    cu_k = torch.tensor(np.concatenate(([0], np.cumsum(lk))), dtype=torch.int32)
+    out = torch.full((Tq, Hq, D), float("nan"), dtype=torch.float64)
+    o, lse = torch_api.flash_attn_varlen_func(
+        q, k, v, cu_q, cu_k, max(lq), max(lk), seqused_q=torch.tensor(uq, dtype=torch.int32),
+        softmax_scale=0.3, causal=causal, attention_chunk=c, return_attn_probs=True, out=out)
+    for b, rows in enumerate(lq):
+        q0, k0, n = int(cu_q[b]), int(cu_k[b]), min(uq[b], rows)
+        want_o, want_lse = _ref(q[q0:q0 + n], k[k0:k0 + lk[b]], v[k0:k0 + lk[b]], 0.3, causal,
+                                (-1, -1), c)
+        _close(o[q0:q0 + n], want_o)
+        _close(lse[:, q0:q0 + n], want_lse)
+        assert (o[q0 + n:q0 + rows] == 0).all()
+        assert (lse[:, q0 + n:q0 + rows] == float("-inf")).all()
+    assert torch.isnan(o[sum(lq):]).all()
+    with pytest.raises(ValueError, match="seqused_q must have 4 entries"):
+        torch_api.flash_attn_varlen_func(q, k, v, cu_q, cu_k, max(lq),
+                                         seqused_q=torch.zeros(3, dtype=torch.int32))

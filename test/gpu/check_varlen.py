@@ -8,8 +8,9 @@
 
 For every varlen kernel of the directory and every case (ragged batches with
 lengths 0, 1, 17, 1000 and 4096, queries shorter and longer than keys, GQA
-and MQA, seqused_k over a padded cache, rows past the last sequence): fresh
-random inputs, o and lse poisoned with NaN, then per sequence check_fwd's
+and MQA, seqused_k over a padded cache, seqused_q, rows past the last
+sequence): fresh random inputs, o and lse poisoned with NaN, then per
+sequence check_fwd's
 criteria against its fp32 reference on that sequence alone (the mask
 bottom-right aligned per sequence): every owned element written,
 ||o - ref|| / ||ref|| < 1e-2 over rows that see a key, max |lse - ref| <
@@ -47,7 +48,9 @@ from fa3.torch_api import flash_attn_varlen_func  # noqa: E402
 # capacity, "pad" = rows past the last sequence, "over" = max_seqlen_q
 # larger than the packed rows (FlashAttention takes an over-estimate),
 # "clamp" = seqused_k outside 0 .. the sequence's keys (against the
-# caller's contract: the kernel clamps it, reading no other sequence's keys)
+# caller's contract: the kernel clamps it, reading no other sequence's keys),
+# "usedq" = seqused_q: about half of each sequence's rows used (one beyond
+# its rows: clamped), the rest o = 0, lse = -inf
 CASES = [
     ("ragged self", [0, 1, 17, 1000, 4096], None, 4, 2, ""),
     ("ragged cross", [1, 17, 1000, 4096, 0, 5], [4096, 1000, 17, 1, 5, 0], 4, 2, ""),
@@ -55,11 +58,13 @@ CASES = [
     ("GQA seqused_k", [64, 200, 1, 333], [500, 17, 64, 1000], 4, 4, "used"),
     ("max_seqlen_q over Tq", [300, 17, 129], None, 4, 1, "over"),
     ("seqused_k out of range: clamped", [64, 200, 1, 333], [500, 17, 64, 1000], 4, 2, "clamp"),
+    ("seqused_q", [64, 200, 1, 1000, 17], [500, 17, 64, 1000, 0], 4, 2, "usedq"),
 ]
 SANITIZE_CASES = [
     ("small ragged", [0, 1, 17, 200], [5, 130, 17, 0], 2, 1, "pad"),
     ("small used", [70, 3], [200, 90], 2, 2, "used"),
     ("small seqused_k out of range", [70, 3], [200, 90], 2, 2, "clamp"),
+    ("small seqused_q", [70, 3], [200, 90], 2, 2, "usedq"),
 ]
 
 
@@ -90,6 +95,11 @@ def run_case(kf, case, seed):
     ck = torch.tensor(cu_k, dtype=torch.int32, device=dev)
     used = (torch.tensor(given, dtype=torch.int32, device=dev)
             if extra in ("used", "clamp") else None)
+    # seqused_q: half of each sequence's rows, the last one past its rows
+    rows_used = [n // 2 for n in lq[:-1]] + [lq[-1] + 5] if extra == "usedq" else list(lq)
+    used_q = (torch.tensor(rows_used, dtype=torch.int32, device=dev)
+              if extra == "usedq" else None)
+    rows_used = [min(u, n) for u, n in zip(rows_used, lq)]
 
     def call():
         # the outputs poisoned: an element not written stays NaN
@@ -97,7 +107,7 @@ def run_case(kf, case, seed):
         lse = torch.full((Hq, Tq), float("nan"), device=dev)
         mq = 3 * Tq + 7 if extra == "over" else max(lq)
         r = flash_attn_varlen_func(q, k, v, cq, ck, mq, max(lk), seqused_k=used,
-                                   causal=kf.causal,
+                                   seqused_q=used_q, causal=kf.causal,
                                    window_size=(kf.window_left, kf.window_right),
                                    softcap=kf.softcap, kernel=kf, out=o, lse_out=lse)
         assert r[0] is o and r[1] is lse
@@ -107,10 +117,17 @@ def run_case(kf, case, seed):
     o, lse = call()
     res = {"unwritten": 0, "rel_err_o": 0.0, "max_abs_err_lse": 0.0, "empty_rows": 0,
            "empty_rows_ok": True, "ok": True}
-    for s, (n, m) in enumerate(zip(lq, lk)):
+    for s, (rows, m) in enumerate(zip(lq, lk)):
+        n = rows_used[s]
+        q0, k0 = cu_q[s], cu_k[s]
+        if rows > n:     # rows past seqused_q: o = 0, lse = -inf
+            tail_o, tail_lse = o[q0 + n:q0 + rows].float(), lse[:, q0 + n:q0 + rows]
+            tail_ok = bool((tail_o == 0).all().item()) and bool(
+                (torch.isinf(tail_lse) & (tail_lse < 0)).all().item())
+            res["unused_rows_ok"] = res.get("unused_rows_ok", True) and tail_ok
+            res["ok"] &= tail_ok
         if n == 0:
             continue
-        q0, k0 = cu_q[s], cu_k[s]
         ref_o, ref_lse, empty = check_fwd.reference(
             q[q0:q0 + n].unsqueeze(0), k[k0:k0 + m].unsqueeze(0), v[k0:k0 + m].unsqueeze(0),
             kf.scale, kf)
@@ -151,8 +168,9 @@ def check_errors(kf):
          ValueError, "cu_seqlens_q must be a 1-D torch.int32 tensor"),
         ("short cu_seqlens_k", lambda: flash_attn_varlen_func(q, k, v, cu, cu[:2], 6, **kw),
          ValueError, "cu_seqlens_k must have 3 entries"),
-        ("seqused_q", lambda: flash_attn_varlen_func(q, k, v, cu, cu, 6, seqused_q=cu, **kw),
-         NotImplementedError, "seqused_q is not supported"),
+        ("seqused_q of B + 1 entries",
+         lambda: flash_attn_varlen_func(q, k, v, cu, cu, 6, seqused_q=cu, **kw),
+         ValueError, "seqused_q must have 2 entries"),
         ("q_descale (FP8)", lambda: flash_attn_varlen_func(q, k, v, cu, cu, 6, q_descale=cu,
                                                            **kw),
          NotImplementedError, "q_descale is not supported"),
