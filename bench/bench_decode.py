@@ -36,6 +36,11 @@ time and bandwidth are reported beside the contiguous one's (same bytes
 read), and once per cell the paged call with the identity table must equal
 the contiguous call bit for bit.
 
+With --chunk C, each cell also times attention_chunk=C (the decoding step
+from its chunk's first key: cache_leftpad moved there) and the same call
+given cache_leftpad zeros, in the same rounds; their outputs' relative
+difference is recorded (0 expected).
+
 With --ctas-per-sm N, each cell also times ours launched with
 flash_attn_with_kvcache(ctas_per_sm=N) in the same rounds: 1 one CTA a SM
 (the same kernel given all the shared memory a block may have), 2 as many
@@ -158,6 +163,10 @@ def main():
                     "choice)")
     ap.add_argument("--one-cta-per-sm", dest="ctas_per_sm", action="store_const", const=1,
                     help="--ctas-per-sm 1")
+    ap.add_argument("--chunk", type=int, default=0, metavar="C",
+                    help="also time ours with attention_chunk=C and, in the same rounds, "
+                    "the same call given cache_leftpad zeros (the same route: a check that "
+                    "a given leftpad costs nothing)")
     ap.add_argument("--heads", default=None, metavar="HQ/HKV,...",
                     help="only these head pairs (e.g. 32/8); default 32/8,64/8")
     ap.add_argument("--batches", default=None, metavar="B,...",
@@ -221,10 +230,11 @@ def main():
     alt_cols = (f" {a.ctas_per_sm}/SM us | ours/{a.ctas_per_sm}-SM |" if a.ctas_per_sm
                 else "")
     print("| Hq/Hkv | batch | context | K+V MB | copies | splits | ours us | ours TB/s | "
-          "SDPA us (backend) | SDPA TB/s | SDPA/ours | rel err |" + paged_cols + alt_cols)
+          "SDPA us (backend) | SDPA TB/s | SDPA/ours | rel err |" + paged_cols + alt_cols
+          + (f" chunk {a.chunk} us | chunk by leftpad us |" if a.chunk else ""))
     print("|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|---|" if a.paged
                                                                else "")
-          + ("---|---|" if a.ctas_per_sm else ""))
+          + ("---|---|" if a.ctas_per_sm else "") + ("---|---|" if a.chunk else ""))
     rows = []
     t_start = time.time()
     for hq, hkv, B, ctx in cells:
@@ -266,6 +276,18 @@ def main():
                 ours_fns[0]()))
         elif a.paged:
             row["errors"]["paged"] = f"context {ctx} is not a multiple of the page size"
+        chunk_fns = {}
+        if a.chunk:
+            zeros = torch.zeros(B, dtype=torch.int32, device="cuda")
+            chunk_fns = {
+                "ours chunk": [lambda kc=kc, vc=vc: flash_attn_with_kvcache(
+                    q, kc, vc, attention_chunk=a.chunk, kernel=kf) for kc, vc in caches],
+                "ours chunk leftpad": [lambda kc=kc, vc=vc: flash_attn_with_kvcache(
+                    q, kc, vc, cache_leftpad=zeros, attention_chunk=a.chunk, kernel=kf)
+                    for kc, vc in caches]}
+            row["chunk"] = a.chunk
+            row["chunk_routes_rel"] = rel(chunk_fns["ours chunk"][0](),
+                                          chunk_fns["ours chunk leftpad"][0]())
         alt_fns = []
         if a.ctas_per_sm:
             alt_fns = [lambda kc=kc, vc=vc: flash_attn_with_kvcache(
@@ -296,6 +318,7 @@ def main():
             impls["ours paged"] = paged_fns
         if alt_fns:
             impls[alt] = alt_fns
+        impls.update(chunk_fns)
         ref_err = None
         o_ours = ours_fns[0]()
         for name in tried:
@@ -343,7 +366,11 @@ def main():
             row["paged_tbs"] = nbytes / med["ours paged"] / 1e6
         if alt in med:
             row["alt_us"] = med[alt]
-        sd = {k: t for k, t in med.items() if k not in ("ours", "ours paged", alt)}
+        for name in chunk_fns:
+            if name in med:
+                row[name.replace(" ", "_") + "_us"] = med[name]
+        sd = {k: t for k, t in med.items()
+              if k not in ("ours", "ours paged", alt) and k not in chunk_fns}
         if sd:
             best = min(sd, key=sd.get)
             row["sdpa_backend"], row["sdpa_us"] = best, sd[best]
@@ -366,10 +393,13 @@ def main():
               (f" {f(row.get('paged_us'), '.1f')} | {f(row.get('paged_tbs'), '.2f')} | "
                f"{f(paged_ratio, '.2f')} |" if a.paged else "") +
               (f" {f(row.get('alt_us'), '.1f')} | {f(alt_ratio, '.3f')} |"
-               if a.ctas_per_sm else ""), flush=True)
+               if a.ctas_per_sm else "") +
+              (f" {f(row.get('ours_chunk_us'), '.1f')} | "
+               f"{f(row.get('ours_chunk_leftpad_us'), '.1f')} |" if a.chunk else ""),
+              flush=True)
         print(json.dumps(row), flush=True)
         q = qt = caches = ours_fns = impls = o_ours = None  # free before the next cell
-        paged_fns = pools = tables = alt_fns = None
+        paged_fns = pools = tables = alt_fns = chunk_fns = None
         torch.cuda.empty_cache()
 
     date = records.run_id()
@@ -377,7 +407,7 @@ def main():
     meta = dict(date=date, gpu=gpu, torch=torch.__version__, kernel_dir=a.kernel_dir,
                 kernel=kf.kernel, dtype="bf16", hdim=D, sms=sms, l2_bytes=l2, rounds=rounds,
                 sdpa_tried=tried, max_gb=a.max_gb, skipped=skipped, paged=a.paged,
-                num_splits=a.num_splits, alt_ctas_per_sm=a.ctas_per_sm,
+                num_splits=a.num_splits, alt_ctas_per_sm=a.ctas_per_sm, chunk=a.chunk,
                 timer="CUDA-graph replays, CUDA events",
                 seconds=round(time.time() - t_start, 1))
     # the table of record is the shipped configuration's: the heuristic's splits

@@ -23,8 +23,8 @@ batches"). Three forms:
   the virtual sequences, built on the device (no host sync: CUDA graphs and
   torch.compile see tensor arithmetic);
 * a decoding step (one query row a batch): the row's chunk is a suffix of
-  the keys, so the decoding kernel runs with its first key moved to the
-  chunk's start (cache_leftpad, or the page table shifted by whole pages).
+  the keys, so the decoding kernel runs from the chunk's first key
+  (cache_leftpad moved there, or the page table shifted by whole pages).
 
 FA3's seqused_q is a virtual batch too (used_queries): each sequence's used
 rows, then its unused rows as a sequence of no keys.

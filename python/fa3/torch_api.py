@@ -2019,9 +2019,10 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
                                          page_table, softmax_scale, causal, window_size,
                                          softcap, return_softmax_lse, kernel_dir, kernel, jit)
         if Sq == 1 and chunk < Skv:
-            cache_seqlens, cache_leftpad, page_table, rotary_seqlens = _kvcache_chunk_start(
-                torch, fn, chunk, q, k_cache, k, cache_seqlens, cache_leftpad, page_table,
-                rotary, rotary_seqlens)
+            (k_cache, v_cache, cache_seqlens, cache_leftpad, page_table,
+             rotary_seqlens) = _kvcache_chunk_start(torch, fn, chunk, q, k_cache, v_cache, k,
+                                                    cache_seqlens, cache_leftpad, page_table,
+                                                    rotary, rotary_seqlens)
     return _decode(torch, fn, q, k_cache, v_cache, cache_seqlens, softmax_scale, causal,
                    window_size, softcap, num_splits, sm_margin, return_softmax_lse, kernel_dir,
                    kernel, None, None, jit, page_table, k, v, ctas_per_sm,
@@ -2029,17 +2030,20 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
                    if rotary else None, leftpad=cache_leftpad)
 
 
-def _kvcache_chunk_start(torch, fn, c, q, k_cache, k_new, cache_seqlens, cache_leftpad,
-                         page_table, rotary, rotary_seqlens):
+def _kvcache_chunk_start(torch, fn, c, q, k_cache, v_cache, k_new, cache_seqlens,
+                         cache_leftpad, page_table, rotary, rotary_seqlens):
     """A decoding step (one query row a batch) under attention_chunk c: its
     chunk is the keys from fa3.chunks.decode_start on, so the decoding
-    kernel runs with its first key moved there: cache_leftpad for a
-    contiguous cache (or cache_batch_idx's one page a batch); a page table
-    of several pages a batch shifted left by whole pages (c a multiple of
-    the page size; one new row at most, whose chunk then starts at or before
-    it), cache_seqlens less the rows shifted out (the append still lands
-    where it did; the rotary positions stay cache_seqlens'). Returns
-    (cache_seqlens, cache_leftpad, page_table, rotary_seqlens)."""
+    kernel runs from there: cache_leftpad moved to it on a contiguous cache
+    (or cache_batch_idx's one page a batch); a paged table shifted left by
+    whole pages (c a multiple of the page size; one new row at most, whose
+    chunk then starts at or before it) and cut to the chunk's ceil(c /
+    page_size) pages, cache_seqlens less the rows shifted out (the append
+    still lands where it did; the rotary positions stay cache_seqlens').
+    (Reading a contiguous cache as such a table instead, so that the
+    split-KV plan covers the chunk and not the whole cache, was 1.04-1.7x
+    slower: bench/NOTES.md, Log.) Returns (k_cache, v_cache, cache_seqlens,
+    cache_leftpad, page_table, rotary_seqlens)."""
     B = q.shape[0]
     snew = 0 if k_new is None else k_new.shape[1]
     paged = page_table is not None and page_table.shape[-1] > 1
@@ -2052,7 +2056,8 @@ def _kvcache_chunk_start(torch, fn, c, q, k_cache, k_new, cache_seqlens, cache_l
     if not paged:
         lp = None if cache_leftpad is None else _check_seqlens(
             torch, f"{fn}: cache_leftpad", cache_leftpad, q.device, B)
-        return used, _chunks.decode_start(torch, c, keys, lp), page_table, rotary_seqlens
+        return (k_cache, v_cache, used, _chunks.decode_start(torch, c, keys, lp), page_table,
+                rotary_seqlens)
     if c % ps:
         raise NotImplementedError(
             f"{fn}: attention_chunk {c} over a paged cache of pages of {ps} rows: the chunk "
@@ -2065,12 +2070,14 @@ def _kvcache_chunk_start(torch, fn, c, q, k_cache, k_new, cache_seqlens, cache_l
     table, _ = _check_page_table(torch, fn, page_table, q.device, B)
     shift = _chunks.decode_start(torch, c, keys, None).to(torch.int64) // ps
     cols = table.shape[1]
-    idx = (torch.arange(cols, device=q.device).unsqueeze(0) + shift.unsqueeze(1)).clamp(
-        max=cols - 1)
+    # the chunk's keys (at most c from its first page) and the append's rows
+    # fit ceil(c / ps) pages: the kernel's capacity, which sizes its splits
+    idx = (torch.arange(min(cols, -(-c // ps)), device=q.device).unsqueeze(0)
+           + shift.unsqueeze(1)).clamp(max=cols - 1)
     if rotary and rotary_seqlens is None:
         rotary_seqlens = used
-    return ((used.to(torch.int64) - shift * ps).to(torch.int32), cache_leftpad,
-            table.gather(1, idx), rotary_seqlens)
+    return (k_cache, v_cache, (used.to(torch.int64) - shift * ps).to(torch.int32),
+            cache_leftpad, table.gather(1, idx), rotary_seqlens)
 
 
 def _kvcache_chunked_rows(torch, fn, c, q, k_cache, v_cache, k_new, rotary, cache_seqlens,

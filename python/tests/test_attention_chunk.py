@@ -82,6 +82,8 @@ def _stub(monkeypatch, seen):
                return_lse, kernel_dir, kernel, jit, out, lse_out, table, k_new, v_new,
                ctas_per_sm, leftpad=None, checked=None):
         seen.append(("decode", tuple(q.shape)))
+        seen.append(("table columns", None if table is None else table.shape[1],
+                     "leftpad", leftpad is not None))
         B, Sq, Hq, _ = q.shape
         if table is not None:     # batch b's rows: its pages in order (views of the pool)
             rows = [k[table[b].long()].flatten(0, 1) for b in range(B)]
@@ -345,17 +347,18 @@ def test_flash_attn_varlen_func_chunks(monkeypatch, c, causal, window):
 
 
 @needs_torch
-@pytest.mark.parametrize("paged,snew,leftpad,causal", [
-    (False, 0, False, False),
-    (False, 1, True, True),       # an append, cache_leftpad: the chunk from leftpad
-    (False, 3, False, True),
-    (True, 1, False, True),       # pages of 8, chunks of 16: the table shifted
-    (True, 0, False, False),
+@pytest.mark.parametrize("paged,snew,leftpad,causal,route", [
+    (False, 0, False, False, ("table columns", None, "leftpad", True)),  # leftpad moved
+    (False, 1, True, True, ("table columns", None, "leftpad", True)),   # from cache_leftpad
+    (False, 3, False, True, ("table columns", None, "leftpad", True)),
+    (True, 1, False, True, ("table columns", 2, "leftpad", False)),    # pages of 8, shifted
+    (True, 0, False, False, ("table columns", 2, "leftpad", False)),
 ])
-def test_kvcache_decoding_step_chunks(monkeypatch, paged, snew, leftpad, causal):
+def test_kvcache_decoding_step_chunks(monkeypatch, paged, snew, leftpad, causal, route):
     """A decoding step (one query row a batch) under attention_chunk 16:
-    the decoding kernel with its first key at the chunk's start, against
-    the chunk-masked oracle over the batch's keys after the append (from
+    the decoding kernel from the chunk's first key (cache_leftpad moved
+    there; a paged table shifted and cut to the chunk's 2 pages), against the
+    chunk-masked oracle over the batch's keys after the append (from
     cache_leftpad[b]); the appended rows land in the caller's cache."""
     import torch
     seen = []
@@ -386,7 +389,7 @@ def test_kvcache_decoding_step_chunks(monkeypatch, paged, snew, leftpad, causal)
         q, kc, vc, cache_seqlens=cs, page_table=table, softmax_scale=0.3, causal=causal,
         attention_chunk=c, return_softmax_lse=True,
         cache_leftpad=torch.tensor(lp, dtype=torch.int32) if leftpad else None, **kw)
-    assert seen == [("decode", (B, 1, Hq, D))]
+    assert seen == [("decode", (B, 1, Hq, D)), route]
     for b in range(B):
         keys, vals = before_k[b], before_v[b]
         if snew:
