@@ -623,9 +623,10 @@ def _chunked_func(torch, c, q, k, v, softmax_scale, causal, q_descale, k_descale
     if n:
         f = _chunks.fold
         rows = _facts.DESCALE_ROWS
-        of = None if out is None else f(out, n)
-        if of is not None and of.data_ptr() != out.data_ptr():
-            of = None    # not a view of out: copied below
+        # out folded where that is a view (its batch stride Sq rows), else
+        # written by a copy below
+        of = (f(out, n) if out is not None and (B == 1 or out.stride(0) == Sq * out.stride(1))
+              else None)
         r = flash_attn_func(
             f(q, n), f(k, n), f(v, n), softmax_scale=softmax_scale, causal=causal,
             q_descale=_chunks.fold_descale(torch, "q_descale", q_descale, B, n, c, rows),

@@ -44,14 +44,8 @@ def _stub(monkeypatch, seen):
         lse = torch.full((B, Hq, Sq), float("nan"), dtype=torch.float64)
         for b in range(B):
             o[b], lse[b] = _ref(q[b], k[b], v[b], scale, causal, window)
-        out, lse_out = a[2], a[3]
-        if out is not None:
-            out.copy_(o)
-            o = out
-        if lse_out is not None:
-            lse_out.copy_(lse)
-            lse, return_lse = lse_out, True
-        return (o, lse) if return_lse else o
+        # into out / lse_out where given, as the launch writes them
+        return torch_api._copied_out(o, lse, a[2], a[3], return_lse)
 
     def varlen(torch_, q, k, v, cu_q, cu_k, used, max_q, scale, causal, window, softcap,
                return_lse, kernel_dir, kernel, jit, out=None, lse_out=None, page_table=None):
@@ -70,13 +64,7 @@ def _stub(monkeypatch, seen):
             if q1 > q0:
                 o[q0:q1], lse[:, q0:q1] = _ref(q[q0:q1], k[k0:k0 + n], v[k0:k0 + n], scale,
                                                causal, window)
-        if out is not None:
-            out.copy_(o)
-            o = out
-        if lse_out is not None:
-            lse_out.copy_(lse)
-            lse, return_lse = lse_out, True
-        return (o, lse) if return_lse else o
+        return torch_api._copied_out(o, lse, out, lse_out, return_lse)
 
     def decode(torch_, q, k, v, used, scale, causal, window, softcap, n, sm_margin,
                return_lse, kernel_dir, kernel, jit, out, lse_out, table, k_new, v_new,
