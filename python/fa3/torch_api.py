@@ -1535,6 +1535,88 @@ def _check_append(torch, fn, q, k_cache, v_cache, k_new, v_new, dims) -> int:
     return Snew
 
 
+def _append_packed(torch, fn, q, cu_seqlens_q, k_cache, v_cache, k_new, v_new, cu_new,
+                   cache_seqlens, page_table, cache_batch_idx):
+    """FA3's packed new rows: k_new [T_new, Hkv, D], v_new [T_new, Hkv, Dv],
+    batch b's rows cu_new[b] .. cu_new[b + 1] - 1 written into its cache
+    rows from cache_seqlens[b] on (through page_table, or row
+    cache_batch_idx[b] of a contiguous cache), by torch's index_put_ on the
+    device (no host sync). Rows past the batch's Skv keys are not written
+    (the caller's contract broken, as in FA3): they rewrite the bits the
+    batch's last row gets anyway, so the result does not depend on the
+    order of the writes. Returns the key counts after it, min(cache_seqlens
+    + new rows, Skv), int32 [B]."""
+    if q is None or not isinstance(q, torch.Tensor):
+        raise TypeError(f"{fn}: q must be a torch.Tensor, got {type(q).__name__}")
+    B = (cu_seqlens_q.numel() - 1 if isinstance(cu_seqlens_q, torch.Tensor)
+         else q.shape[0])
+    for name, t in (("k_cache", k_cache), ("v_cache", v_cache), ("k", k_new), ("v", v_new)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{fn}: {name} must be a torch.Tensor, got {type(t).__name__}")
+    if k_cache.dim() != 4 or v_cache.dim() != 4:
+        raise ValueError(f"{fn}: k_cache and v_cache must be 4-D, got shapes "
+                         f"{tuple(k_cache.shape)} and {tuple(v_cache.shape)}")
+    _, ps, Hkv, D = k_cache.shape
+    Dv = v_cache.shape[3]
+    T = k_new.shape[0] if k_new.dim() == 3 else -1
+    if tuple(k_new.shape) != (T, Hkv, D) or tuple(v_new.shape) != (T, Hkv, Dv):
+        raise ValueError(f"{fn}: with cu_seqlens_k_new, k and v are the packed new rows [T_new, "
+                         f"Hkv, D] = [T_new, {Hkv}, {D}] and [T_new, {Hkv}, {Dv}] (the caches' "
+                         f"heads and head dims), got {tuple(k_new.shape)} and "
+                         f"{tuple(v_new.shape)}")
+    for name, t in (("k", k_new), ("v", v_new), ("k_cache", k_cache), ("v_cache", v_cache)):
+        if t.device != q.device or t.dtype != q.dtype:
+            raise ValueError(f"{fn}: {name} must be {q.dtype} on q's device {q.device}, got "
+                             f"{t.dtype} on {t.device}")
+    if _needs_grad(torch, k_new, v_new, None):
+        raise NotImplementedError(f"fa3 {fn} is forward-only (no backward yet): call it "
+                                  "under torch.no_grad() or on detached tensors")
+    cu_new = _check_seqlens(torch, f"{fn}: cu_seqlens_k_new", cu_new, q.device, B + 1)
+    dev = q.device
+    if cache_batch_idx is not None:    # one page a batch: its row of the cache
+        if page_table is not None:
+            raise ValueError(f"{fn}: cache_batch_idx indexes a contiguous cache's rows; with "
+                             f"page_table the table already says where each batch's keys are: "
+                             f"pass one of them")
+        page_table = _check_seqlens(torch, f"{fn}: cache_batch_idx", cache_batch_idx, dev,
+                                    B).reshape(B, 1)
+    if page_table is not None:
+        page_table, _ = _check_page_table(torch, fn, page_table, dev, B)
+        Skv = ps * page_table.shape[1]
+    else:
+        if k_cache.shape[0] != B or v_cache.shape[0] != B:
+            raise ValueError(f"{fn}: k_cache and v_cache must hold B = {B} batches, got "
+                             f"{tuple(k_cache.shape)} and {tuple(v_cache.shape)}")
+        Skv = ps
+    used = _check_cache_seqlens(torch, fn, cache_seqlens, dev, B, Skv)
+    if used is None:
+        used = torch.full((B,), Skv, dtype=torch.int32, device=dev)
+    i64 = torch.int64
+    # (values outside 0 .. Skv, against the contract, clamped as the kernel
+    # clamps seqused_k)
+    cs, starts = used.to(i64).clamp(0, Skv), cu_new.to(i64)
+    r = torch.arange(T, dtype=i64, device=dev)
+    b = torch.searchsorted(starts[1:], r, right=True).clamp(max=max(B - 1, 0))
+    pos = cs[b] + r - starts[b]
+    valid = pos < Skv
+    last = Skv - 1
+    # a row past the cache writes the batch's last row with what that row
+    # gets anyway: its new row where there is one, else its current value
+    src = torch.where(valid, r, starts[b] + last - cs[b]).clamp(0, max(T - 1, 0))
+    from_new = valid | (cs[b] <= last)
+    tgt = torch.where(valid, pos, torch.full_like(pos, last))
+    if page_table is not None:
+        page = page_table.to(i64)[b, tgt // ps]
+        idx = (page, tgt % ps)
+    else:
+        idx = (b, tgt)
+    for cache, new in ((k_cache, k_new), (v_cache, v_new)):
+        vals = torch.where(from_new.view(T, 1, 1), new[src], cache[idx])
+        cache.index_put_(idx, vals)
+    return torch.minimum(cs + (starts[1:] - starts[:-1]), torch.full_like(cs, Skv)).to(
+        torch.int32)
+
+
 def _decode(torch, fn, q, k, v, cache_seqlens, softmax_scale, causal, window_size, softcap,
             num_splits, sm_margin, return_lse, kernel_dir, kernel, out, lse_out, jit,
             page_table=None, k_new=None, v_new=None, ctas_per_sm=0, rotary=None,
@@ -1945,8 +2027,13 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
     first cache_seqlens[b] rows, masks bottom-right aligned per sequence;
     there cache_batch_idx, cache_leftpad, appending and rotary embedding
     are refused (NotImplementedError). ``kernel`` then names the kernel of
-    the route taken. ``cu_seqlens_k_new`` describes the rows of k and v
-    only (as in FA3): taken and unused without them, refused with them.
+    the route taken. ``cu_seqlens_k_new`` (int32 [B + 1], FA3's) makes k
+    and v packed new rows [T_new, Hkv, D] / [T_new, Hkv, Dv], batch b's
+    rows cu_seqlens_k_new[b] .. [b + 1] - 1, written into its cache rows
+    from cache_seqlens[b] on by torch on the device (_append_packed; no
+    rotary embedding with them), then the attention over cache_seqlens[b]
+    + its new rows, by either route above (a ragged batch of packed queries
+    included); without k and v it is taken and unused, as in FA3.
 
     ``attention_chunk`` (as in flash_attn_func, positions counted from
     cache_leftpad): a decoding step (one query row a batch) runs the
@@ -1967,15 +2054,26 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
     fn = "flash_attn_with_kvcache"
     if (k is not None or v is not None) and (k is None or v is None or cache_seqlens is None):
         raise ValueError(_append_needs(fn, k, v, cache_seqlens))
-    # (cu_seqlens_k_new describes the rows of k and v, FA3's only there)
-    refused = {"qv": qv, "cu_seqlens_k_new": cu_seqlens_k_new if k is not None else None,
-               "q_descale": q_descale, "k_descale": k_descale, "v_descale": v_descale,
-               "scheduler_metadata": scheduler_metadata}
+    refused = {"qv": qv, "q_descale": q_descale, "k_descale": k_descale,
+               "v_descale": v_descale, "scheduler_metadata": scheduler_metadata}
     for name, value in refused.items():
         if value is not None:
             raise NotImplementedError(f"{fn}: {name} is not supported: pass None"
                                       + (_FP8_ELSEWHERE if name.endswith("_descale") else ""))
     chunk = _chunks.check_chunk(fn, attention_chunk)
+    if k is not None and cu_seqlens_k_new is not None:
+        # packed new rows (FA3's cu_seqlens_k_new with k and v): written
+        # here, then the attention over the caches as they are after it
+        if rotary_cos is not None or rotary_sin is not None:
+            raise NotImplementedError(
+                f"{fn}: rotary embedding with packed new rows (cu_seqlens_k_new) is not "
+                f"supported: pass k and v as [B, Snew, Hkv, D] (the decoding kernel rotates "
+                f"and appends them) or rotate them first")
+        import torch
+        cache_seqlens = _append_packed(torch, fn, q, cu_seqlens_q, k_cache, v_cache, k, v,
+                                       cu_seqlens_k_new, cache_seqlens, page_table,
+                                       cache_batch_idx)
+        k = v = None
     if cu_seqlens_q is not None:
         return _kvcache_packed_q(
             q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens,
@@ -2298,13 +2396,8 @@ def get_scheduler_metadata(batch_size, max_seqlen_q, max_seqlen_k, num_heads_q, 
     decoding), not over cache_seqlens' values, so it is the same at every
     replay and there is no device-side schedule to precompute. What the
     decoding call would refuse is refused here too, by the same names
-    (cu_seqlens_k_new with new rows; attention_chunk, num_splits and
-    sm_margin by their ranges)."""
+    (attention_chunk, num_splits and sm_margin by their ranges)."""
     fn = "get_scheduler_metadata"
-    if cu_seqlens_k_new is not None and max_seqlen_k_new:
-        raise NotImplementedError(f"{fn}: cu_seqlens_k_new with new rows (max_seqlen_k_new "
-                                  f"{max_seqlen_k_new}) is not supported: pass None (as to "
-                                  f"flash_attn_with_kvcache with k and v)")
     _chunks.check_chunk(fn, attention_chunk)
     _num_splits(fn, num_splits)
     _sm_margin(fn, sm_margin)

@@ -427,8 +427,6 @@ def test_flash_attn_with_kvcache_signature():
 
 @pytest.mark.parametrize("kw,text", [
     ({"qv": 1}, "qv is not supported: pass None"),
-    ({"k": 1, "v": 1, "cache_seqlens": 1, "cu_seqlens_k_new": 1},
-     "cu_seqlens_k_new is not supported: pass None"),
     ({"scheduler_metadata": 1}, "scheduler_metadata is not supported"),
     ({"k_descale": 1}, "k_descale is not supported"),
 ])
@@ -455,11 +453,10 @@ def test_get_scheduler_metadata():
         "attention_chunk", "has_softcap", "num_splits", "pack_gqa", "sm_margin"]
     assert f(4, 1, 4096, 32, 8, 128, None, causal=True, page_size=64, num_splits=3) is None
     # packed queries are taken (flash_attn_with_kvcache's cu_seqlens_q), and
-    # cu_seqlens_k_new without new rows (unused, as in FA3)
+    # cu_seqlens_k_new, with max_seqlen_k_new new rows or without (then unused, as in FA3)
     assert f(4, 1, 4096, 32, 8, 128, None, cu_seqlens_q=1, cu_seqlens_k_new=1) is None
+    assert f(4, 1, 4096, 32, 8, 128, None, cu_seqlens_k_new=1, max_seqlen_k_new=4) is None
     cases = [
-        (dict(cu_seqlens_k_new=1, max_seqlen_k_new=4), NotImplementedError,
-         "cu_seqlens_k_new with new rows (max_seqlen_k_new 4) is not supported"),
         (dict(attention_chunk=-8), ValueError, "attention_chunk must be 0 (off) to 2^31-1"),
         (dict(num_splits=129), ValueError, "num_splits must be 0 (the heuristic) to 128"),
         (dict(sm_margin=-1), ValueError, "sm_margin must be >= 0"),
@@ -1351,3 +1348,82 @@ def test_kvcache_packed_queries_refusals(monkeypatch):
     kt = torch.zeros(16, 2, 2, 16).transpose(0, 1)
     with pytest.raises(ValueError, match="k_cache has strides"):
         f(q, kt, kt, cu_seqlens_q=cu, max_seqlen_q=3)
+
+
+@pytest.mark.skipif(not HAVE_TORCH, reason="needs torch")
+@pytest.mark.parametrize("layout,lens,new,packed_q", [
+    ("contiguous", [5, 0, 30], [2, 0, 10], None),      # one query a batch: decoding kernel
+    ("contiguous", [5, 0, 38], [2, 3, 10], [1, 2, 0]),  # batch 2 past Skv 40: rows dropped
+    ("paged", [5, 0, 30], [2, 1, 10], None),
+    ("paged", [40, 33, 0], [4, 7, 1], [3, 1, 2]),       # a full cache, one past its end
+    ("batch_idx", [7, 12, 0], [1, 5, 2], None),
+])
+def test_kvcache_packed_new_rows(monkeypatch, layout, lens, new, packed_q):
+    """flash_attn_with_kvcache(k, v, cu_seqlens_k_new=) (FA3's packed new
+    rows [T_new, Hkv, D]): batch b's rows land in its cache from
+    cache_seqlens[b] on (through the page table, or cache_batch_idx's row),
+    rows past Skv are dropped (the rest of the cache untouched), and the
+    attention covers min(cache_seqlens[b] + new rows, Skv) keys, against
+    the float64 reference over the expected cache (fresh random inputs;
+    stubbed launches: tolerance 1e-12, rounding only)."""
+    import torch
+    seen = []
+    _stub_kernels(monkeypatch, torch, seen)
+    gen = torch.Generator().manual_seed(sum(lens) + 3 * sum(new) + len(layout))
+    B, Hq, Hkv, D, Skv, ps = 3, 4, 2, 16, 40, 8
+    rows_of = {"contiguous": lambda t, b: t[b], "batch_idx": lambda t, b: t[[2, 0, 1][b]]}
+    kw = {}
+    if layout == "paged":
+        pool = 4 * B * (Skv // ps)
+        kc = torch.randn(pool, ps, Hkv, D, generator=gen, dtype=torch.float64)
+        vc = torch.randn(pool, ps, Hkv, D, generator=gen, dtype=torch.float64)
+        table = torch.randperm(pool, generator=gen)[:B * (Skv // ps)].to(torch.int32)
+        table = table.reshape(B, Skv // ps)
+        kw["page_table"] = table
+        rows_of["paged"] = lambda t, b: t[table[b].long()].flatten(0, 1)
+    else:
+        kc = torch.randn(B, Skv, Hkv, D, generator=gen, dtype=torch.float64)
+        vc = torch.randn(B, Skv, Hkv, D, generator=gen, dtype=torch.float64)
+        if layout == "batch_idx":
+            kw["cache_batch_idx"] = torch.tensor([2, 0, 1], dtype=torch.int32)
+    rows = rows_of[layout]
+    want_k = [rows(kc, b).clone() for b in range(B)]
+    want_v = [rows(vc, b).clone() for b in range(B)]
+    kn = torch.randn(sum(new), Hkv, D, generator=gen, dtype=torch.float64)
+    vn = torch.randn(sum(new), Hkv, D, generator=gen, dtype=torch.float64)
+    cu_new = torch.tensor([0] + new, dtype=torch.int32).cumsum(0, dtype=torch.int32)
+    keys = []
+    for b in range(B):
+        n = min(new[b], Skv - lens[b])
+        r0 = int(cu_new[b])
+        want_k[b][lens[b]:lens[b] + n] = kn[r0:r0 + n]
+        want_v[b][lens[b]:lens[b] + n] = vn[r0:r0 + n]
+        keys.append(lens[b] + n)
+    if packed_q is None:
+        q = torch.randn(B, 1, Hq, D, generator=gen, dtype=torch.float64)
+        qs = [q[b] for b in range(B)]
+    else:
+        q = torch.randn(sum(packed_q), Hq, D, generator=gen, dtype=torch.float64)
+        cu_q = torch.tensor([0] + packed_q, dtype=torch.int32).cumsum(0, dtype=torch.int32)
+        kw.update(cu_seqlens_q=cu_q, max_seqlen_q=max(packed_q))
+        qs = [q[int(cu_q[b]):int(cu_q[b + 1])] for b in range(B)]
+    o, lse = torch_api.flash_attn_with_kvcache(
+        q, kc, vc, k=kn, v=vn, cu_seqlens_k_new=cu_new,
+        cache_seqlens=torch.tensor(lens, dtype=torch.int32), softmax_scale=0.3, causal=True,
+        return_softmax_lse=True, **kw)
+    for b in range(B):
+        assert torch.equal(rows(kc, b), want_k[b]) and torch.equal(rows(vc, b), want_v[b])
+        want_o, want_lse = _attention_ref(torch, qs[b], want_k[b][:keys[b]],
+                                          want_v[b][:keys[b]], 0.3, True)
+        got_o = o[b] if packed_q is None else o[int(cu_q[b]):int(cu_q[b + 1])]
+        got_lse = lse[b] if packed_q is None else lse[:, int(cu_q[b]):int(cu_q[b + 1])]
+        torch.testing.assert_close(got_o, want_o, rtol=0, atol=1e-12)
+        torch.testing.assert_close(got_lse, want_lse, rtol=0, atol=1e-12)
+    with pytest.raises(NotImplementedError, match="rotary embedding with packed new rows"):
+        torch_api.flash_attn_with_kvcache(q, kc, vc, k=kn, v=vn, cu_seqlens_k_new=cu_new,
+                                          cache_seqlens=torch.tensor(lens, dtype=torch.int32),
+                                          rotary_cos=torch.zeros(64, 4),
+                                          rotary_sin=torch.zeros(64, 4), **kw)
+    with pytest.raises(ValueError, match=r"k and v are the packed new rows \[T_new, Hkv, D\]"):
+        torch_api.flash_attn_with_kvcache(q, kc, vc, k=kn[None], v=vn[None],
+                                          cu_seqlens_k_new=cu_new, cache_seqlens=1, **kw)

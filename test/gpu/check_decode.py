@@ -72,7 +72,12 @@ cache_leftpad (LEFTPAD_CASES: ragged pads, without cache_seqlens, out of
 range (clamped), appending, with cache_batch_idx (pages of the whole cache,
 a cache shorter than block_n too), the rows outside each batch's keys large
 finite values; per batch against the fp32 reference over its keys alone;
-one case also through torch.compile). With --out:
+one case also through torch.compile). On the head dim 128 kernels, FA3's
+packed new rows (PACKED_APPEND_CASES: k, v [T_new, Hkv, D] with
+cu_seqlens_k_new, [B, 1] and packed ragged queries, contiguous and paged
+caches, a batch whose rows run past Skv): the caches after the call equal
+to the expected append (rows past Skv dropped), o and lse per batch
+against the reference over the appended keys. With --out:
 appends the run to OUT/history.jsonl (kind check_decode; a full run also
 rewrites its table in OUT/RESULTS.md). Exit status 1 on any failure.
 """
@@ -941,6 +946,91 @@ def run_packed_q_case(kf, case, seed, kernel_dir, compiled=False):
                 page_size=ps, route=route, **res)
 
 
+# FA3's packed new rows (cu_seqlens_k_new with k and v): (label, cache
+# lengths, new rows a batch, packed query lengths or None ([B, 1] queries),
+# Hq, Hkv, Skv, page size (0: contiguous)); a batch past Skv drops its last
+# rows
+PACKED_APPEND_CASES = [
+    ("packed new rows, decoding step, contiguous: GQA 32/8", [4000, 0, 17, 100], [1, 3, 0, 96],
+     None, 32, 8, 4096, 0),
+    ("packed new rows, ragged q, paged 64: GQA 16/2", [1000, 4090, 0], [5, 9, 300],
+     [5, 1, 300], 16, 2, 4096, 64),
+    ("packed new rows, one query, paged 16: MQA 8/1", [63, 200, 250], [1, 2, 1], None, 8, 1,
+     256, 16),
+]
+PACKED_APPEND_SANITIZE = ["packed new rows, one query, paged 16: MQA 8/1"]
+
+
+def run_packed_append_case(kf, case, seed, kernel_dir):
+    """flash_attn_with_kvcache(k, v, cu_seqlens_k_new=): every new row in
+    its batch's cache rows from cache_seqlens[b] on (through the table), the
+    rows past Skv dropped and the rest of the cache unchanged, then per
+    batch check_fwd's criteria against the fp32 reference over the expected
+    cache's first min(cache_seqlens[b] + new rows, Skv) keys."""
+    import torch
+    import check_fwd
+    from fa3 import torch_api
+    label, lens, new, lens_q, Hq, Hkv, Skv, ps = case
+    dt = check_fwd.TORCH_DTYPE[kf.dtype]
+    D, Dv = kf.head_dim, kf.head_dim_v
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    B = len(lens)
+    k = check_fwd.rand((B, Skv, Hkv, D), dt, gen)
+    v = check_fwd.rand((B, Skv, Hkv, Dv), dt, gen)
+    kn = check_fwd.rand((sum(new), Hkv, D), dt, gen)
+    vn = check_fwd.rand((sum(new), Hkv, Dv), dt, gen)
+    want_k, want_v, keys, r0 = k.clone(), v.clone(), [], 0
+    for b in range(B):
+        n = min(new[b], Skv - lens[b])
+        want_k[b, lens[b]:lens[b] + n] = kn[r0:r0 + n]
+        want_v[b, lens[b]:lens[b] + n] = vn[r0:r0 + n]
+        keys.append(lens[b] + n)
+        r0 += new[b]
+    kw = dict(causal=kf.causal, window_size=(kf.window_left, kf.window_right),
+              softcap=kf.softcap, kernel_dir=kernel_dir, return_softmax_lse=True,
+              cache_seqlens=seqlens_arg(lens),
+              cu_seqlens_k_new=seqlens_arg([0] + list(itertools.accumulate(new))))
+    if ps:
+        kc, vc, table = paged_inputs_from(k, v, ps, gen)
+        kw["page_table"] = table
+
+        def rows(t):
+            return t[table.long()].flatten(1, 2)
+    else:
+        kc, vc = k, v
+
+        def rows(t):
+            return t
+    if lens_q is None:
+        q = check_fwd.rand((B, 1, Hq, D), dt, gen)
+    else:
+        q = check_fwd.rand((sum(lens_q), Hq, D), dt, gen)
+        kw.update(cu_seqlens_q=seqlens_arg([0] + list(itertools.accumulate(lens_q))),
+                  max_seqlen_q=max(lens_q))
+    o, lse = torch_api.flash_attn_with_kvcache(q, kc, vc, k=kn, v=vn, **kw)
+    torch.cuda.synchronize()
+    landed = bool(torch.equal(rows(kc), want_k) and torch.equal(rows(vc), want_v))
+    if lens_q is None:
+        res = compare_batches(kf, q, want_k, want_v, keys, o, lse)
+    else:
+        res = {"unwritten": 0, "rel_err_o": 0.0, "max_abs_err_lse": 0.0, "ok": True}
+        q0 = 0
+        for b, n in enumerate(lens_q):
+            if n:
+                c = compare_batches(kf, q[q0:q0 + n].unsqueeze(0), want_k[b:b + 1],
+                                    want_v[b:b + 1], [keys[b]], o[q0:q0 + n].unsqueeze(0),
+                                    lse[:, q0:q0 + n].unsqueeze(0))
+                for key in ("rel_err_o", "max_abs_err_lse"):
+                    res[key] = max(res[key], c[key])
+                res["unwritten"] += c["unwritten"]
+                res["ok"] &= c["ok"]
+            q0 += n
+    res["cache_rows_as_expected"] = landed
+    res["ok"] = bool(res["ok"] and landed)
+    return dict(kernel=kf.kernel, case=label, cache_seqlens=lens, new_rows=new,
+                page_size=ps, **res)
+
+
 def paged_inputs_from(k, v, ps, gen):
     """Contiguous caches k, v [B, Skv, Hkv, D] (Skv a multiple of ps) as a
     page pool in a shuffled order and its page table."""
@@ -1550,6 +1640,11 @@ def main():
                 guarded(kf, case[0], lambda case=case, j=j: run_packed_q_case(
                     kf, case, a.seed + 1000 * i + 990 + j, a.kernel_dir,
                     compiled=kf is lead and bool(case[6]) and not a.sanitize))
+            for j, case in enumerate(PACKED_APPEND_CASES):
+                if a.sanitize and case[0] not in PACKED_APPEND_SANITIZE:
+                    continue
+                guarded(kf, case[0], lambda case=case, j=j: run_packed_append_case(
+                    kf, case, a.seed + 1000 * i + 970 + j, a.kernel_dir))
         if not a.sanitize:
             sass[kf.kernel] = check_fwd.sass_check(kf)
             print(f"SASS {kf.kernel}: {sass[kf.kernel]}", flush=True)
