@@ -17,7 +17,10 @@ not a multiple); flash_attn_varlen_func on ragged batches with lengths 0,
 1, 17, 1000, 700, seqused_k, more queries than keys; flash_attn_with_kvcache
 decoding steps on contiguous (cache_leftpad too) and paged caches (pages of
 64, shuffled), with one appended row, and several query rows a batch (the
-varlen route) and packed queries. Outputs poisoned with NaN; per sequence
+varlen route) and packed queries; decoding steps captured in CUDA graphs
+(chunked, contiguous and paged, and FA3's packed new rows with and
+without a chunk) replayed on new inputs bit-identical to eager calls.
+Outputs poisoned with NaN; per sequence
 against the fp32 reference with the chunk mask applied directly
 (fa3.reference.visible_mask): check_fwd's bounds (||o - ref|| / ||ref|| <
 1e-2, max |lse - ref| < 1e-3, every owned element written, rows that see no
@@ -207,6 +210,54 @@ def kvcache_case(kdir, causal, B, Skv, ps, lens, chunk, gen, snew=0, leftpad=Non
     return res
 
 
+def graph_case(kdir, causal, gen, ps, chunk, packed_new=False):
+    """A decoding step with one appended row a batch (chunk > 0: under
+    attention_chunk; packed_new: the row passed packed, cu_seqlens_k_new)
+    captured in a CUDA graph, replayed twice, the second time after q, the
+    new rows and cache_seqlens (advanced by one) change in place: each
+    replay's o, lse and caches bit-identical to an eager call on copies of
+    the caches as they were (the device-built metadata is in the graph:
+    nothing is read on the host)."""
+    B, Skv = 3, 2048
+    kc, vc, table, _ = cache(B, Skv, ps, gen)
+    i32 = dict(dtype=torch.int32, device="cuda")
+    lens = torch.tensor([700, 0, 1535], **i32)
+    q = rand((B, 1, HQ, D), gen)
+    kn = rand((B, 1, HKV, D), gen)
+    vn = rand((B, 1, HKV, D), gen)
+    kw = dict(page_table=table, softmax_scale=SCALE, causal=causal, attention_chunk=chunk,
+              kernel_dir=kdir, jit=False, return_softmax_lse=True)
+    if packed_new:
+        kw["cu_seqlens_k_new"] = torch.arange(B + 1, **i32)
+
+    def call(kc_, vc_):
+        k_, v_ = (kn.flatten(0, 1), vn.flatten(0, 1)) if packed_new else (kn, vn)
+        return flash_attn_with_kvcache(q, kc_, vc_, k=k_, v=v_, cache_seqlens=lens, **kw)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):      # loads the kernels, warms the allocator (on copies)
+        call(kc.clone(), vc.clone())
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        og, lg = call(kc, vc)
+    ok = True
+    for step in range(2):
+        if step:
+            q.copy_(rand(tuple(q.shape), gen))
+            kn.copy_(rand(tuple(kn.shape), gen))
+            vn.copy_(rand(tuple(vn.shape), gen))
+            lens.add_(1)
+        k0, v0 = kc.clone(), vc.clone()
+        graph.replay()
+        oe, le = call(k0, v0)
+        torch.cuda.synchronize()
+        ok &= bool(torch.equal(og, oe) and torch.equal(lg, le) and torch.equal(kc, k0)
+                   and torch.equal(vc, v0))
+    return dict(replays_equal_eager=ok, ok=ok)
+
+
 def cases(sanitize):
     """(label, fn(kdir, causal, gen) -> result fields) of a run."""
     if sanitize:
@@ -250,6 +301,14 @@ def cases(sanitize):
         ("kvcache packed q contiguous / 512 (varlen)",
          lambda d, c, g: kvcache_case(d, c, 3, 2048, 0, [600, 2048, 9], 512, g,
                                       packed=[5, 300, 1])),
+        ("kvcache CUDA graph: step contiguous + 1 row / 512",
+         lambda d, c, g: graph_case(d, c, g, 0, 512)),
+        ("kvcache CUDA graph: step paged 64 + 1 row / 512",
+         lambda d, c, g: graph_case(d, c, g, 64, 512)),
+        ("kvcache CUDA graph: packed new rows, paged 64 / 512",
+         lambda d, c, g: graph_case(d, c, g, 64, 512, packed_new=True)),
+        ("kvcache CUDA graph: packed new rows, contiguous, no chunk",
+         lambda d, c, g: graph_case(d, c, g, 0, 0, packed_new=True)),
     ]
 
 
