@@ -50,10 +50,11 @@ def check_chunk(fn: str, value) -> int:
     return c
 
 
-def changes_nothing(c: int, Sq: int, Skv: int) -> bool:
-    """Whether a chunk of c keys masks nothing: every key in chunk 0 and no
-    query before the first key (Sq <= Skv)."""
-    return c == 0 or (c >= Skv and Sq <= Skv)
+def changes_nothing(c: int, Sq: int, Skv: int, right_closed: bool = False) -> bool:
+    """Whether a chunk of c keys masks nothing: every key in chunk 0, and no
+    query before the first key (Sq <= Skv) or none that sees a key anyway
+    (right_closed: causal, or a window's right bound 0)."""
+    return c == 0 or (c >= Skv and (Sq <= Skv or right_closed))
 
 
 def folds(c: int, Sq: int, Skv: int) -> int:

@@ -584,7 +584,8 @@ def flash_attn_func(q, k, v, softmax_scale: Optional[float] = None, causal: bool
     return_lse = return_lse or return_attn_probs
     chunk = _chunks.check_chunk("flash_attn_func", attention_chunk)
     if chunk and all(isinstance(t, torch.Tensor) and t.dim() == 4 for t in (q, k, v)) \
-            and not _chunks.changes_nothing(chunk, q.shape[1], k.shape[1]):
+            and not _chunks.changes_nothing(chunk, q.shape[1], k.shape[1],
+                                            causal or _window(window_size)[1] == 0):
         return _chunked_func(torch, chunk, q, k, v, softmax_scale, causal, q_descale,
                              k_descale, v_descale, window_size, softcap, num_splits, pack_gqa,
                              deterministic, sm_margin, return_lse, kernel_dir, kernel, out,
@@ -640,6 +641,9 @@ def _chunked_func(torch, c, q, k, v, softmax_scale, causal, q_descale, k_descale
         if lse is not None:
             lse = _chunks.unfold_lse(lse, B, n)
         return _copied_out(o, lse, out if of is None else None, lse_out, return_lse)
+    if q_descale is not None or k_descale is not None or v_descale is not None:
+        # bf16/f16 inputs with descales: refused by name (FP8 ones below)
+        _check_fp8(torch, q, k, v, q_descale, k_descale, v_descale, grad_check=False)
     if _needs_grad(torch, q, k, v):
         raise NotImplementedError(
             f"fa3 {fn}: attention_chunk {c} under autograd needs Sq == Skv, a multiple of the "
@@ -1535,6 +1539,35 @@ def _check_append(torch, fn, q, k_cache, v_cache, k_new, v_new, dims) -> int:
     return Snew
 
 
+def _refuse_before_append(torch, fn, q, cu_seqlens_q, max_seqlen_q, chunk, cache_batch_idx,
+                          cache_leftpad, num_splits, ctas_per_sm, sm_margin):
+    """What the attention after packed new rows would refuse by its
+    arguments alone, refused before a row is written: the launch options'
+    ranges, and cache_batch_idx / cache_leftpad where the call runs the
+    variable-length kernel (ragged packed queries, or attention_chunk over
+    several query rows a batch). (Later failures, such as no kernel for the
+    variant, leave the rows written past cache_seqlens: slots the cache's
+    lengths do not count, written again alike by a retry.)"""
+    _num_splits(fn, num_splits)
+    _ctas_per_sm(fn, ctas_per_sm)
+    _sm_margin(fn, sm_margin)
+    if not isinstance(q, torch.Tensor) or (cache_batch_idx is None and cache_leftpad is None):
+        return
+    if cu_seqlens_q is not None and isinstance(cu_seqlens_q, torch.Tensor):
+        varlen = not (isinstance(max_seqlen_q, int) and q.shape[0] == (
+            cu_seqlens_q.numel() - 1) * max_seqlen_q)
+        why = "ragged packed queries (cu_seqlens_q)"
+    else:
+        varlen = bool(chunk) and q.dim() == 4 and q.shape[1] > 1
+        why = f"attention_chunk {chunk} over {q.shape[1] if q.dim() == 4 else '?'} query rows"
+    if varlen:
+        name = "cache_batch_idx" if cache_batch_idx is not None else "cache_leftpad"
+        raise NotImplementedError(
+            f"{fn}: {name} with packed new rows and {why} is not supported: that call runs the "
+            f"variable-length kernel, which reads a cache's keys only (refused before any row "
+            f"is written)")
+
+
 def _append_packed(torch, fn, q, cu_seqlens_q, k_cache, v_cache, k_new, v_new, cu_new,
                    cache_seqlens, page_table, cache_batch_idx):
     """FA3's packed new rows: k_new [T_new, Hkv, D], v_new [T_new, Hkv, Dv],
@@ -1542,10 +1575,10 @@ def _append_packed(torch, fn, q, cu_seqlens_q, k_cache, v_cache, k_new, v_new, c
     rows from cache_seqlens[b] on (through page_table, or row
     cache_batch_idx[b] of a contiguous cache), by torch's index_put_ on the
     device (no host sync). Rows past the batch's Skv keys are not written
-    (the caller's contract broken, as in FA3): they rewrite the bits the
-    batch's last row gets anyway, so the result does not depend on the
-    order of the writes. Returns the key counts after it, min(cache_seqlens
-    + new rows, Skv), int32 [B]."""
+    (the caller's contract broken, as in FA3), and so are rows outside
+    cu_new[0] .. cu_new[B] and rows on table entries outside the pool.
+    Returns the key counts after it, min(cache_seqlens + new rows, Skv),
+    int32 [B]."""
     if q is None or not isinstance(q, torch.Tensor):
         raise TypeError(f"{fn}: q must be a torch.Tensor, got {type(q).__name__}")
     B = (cu_seqlens_q.numel() - 1 if isinstance(cu_seqlens_q, torch.Tensor)
@@ -1553,9 +1586,9 @@ def _append_packed(torch, fn, q, cu_seqlens_q, k_cache, v_cache, k_new, v_new, c
     for name, t in (("k_cache", k_cache), ("v_cache", v_cache), ("k", k_new), ("v", v_new)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{fn}: {name} must be a torch.Tensor, got {type(t).__name__}")
-    if k_cache.dim() != 4 or v_cache.dim() != 4:
-        raise ValueError(f"{fn}: k_cache and v_cache must be 4-D, got shapes "
-                         f"{tuple(k_cache.shape)} and {tuple(v_cache.shape)}")
+    if k_cache.dim() != 4 or v_cache.dim() != 4 or k_cache.shape[:3] != v_cache.shape[:3]:
+        raise ValueError(f"{fn}: k_cache and v_cache must be 4-D and agree but in the last "
+                         f"dim, got shapes {tuple(k_cache.shape)} and {tuple(v_cache.shape)}")
     _, ps, Hkv, D = k_cache.shape
     Dv = v_cache.shape[3]
     T = k_new.shape[0] if k_new.dim() == 3 else -1
@@ -1595,26 +1628,35 @@ def _append_packed(torch, fn, q, cu_seqlens_q, k_cache, v_cache, k_new, v_new, c
     # (values outside 0 .. Skv, against the contract, clamped as the kernel
     # clamps seqused_k)
     cs, starts = used.to(i64).clamp(0, Skv), cu_new.to(i64)
+    after = torch.minimum(cs + (starts[1:] - starts[:-1]).clamp(min=0),
+                          torch.full_like(cs, Skv)).to(torch.int32)
+    if T == 0 or B == 0 or k_cache.shape[0] == 0 or Skv == 0:
+        return after
     r = torch.arange(T, dtype=i64, device=dev)
-    b = torch.searchsorted(starts[1:], r, right=True).clamp(max=max(B - 1, 0))
+    b = torch.searchsorted(starts[1:], r, right=True).clamp(max=B - 1)
     pos = cs[b] + r - starts[b]
-    valid = pos < Skv
-    last = Skv - 1
-    # a row past the cache writes the batch's last row with what that row
-    # gets anyway: its new row where there is one, else its current value
-    src = torch.where(valid, r, starts[b] + last - cs[b]).clamp(0, max(T - 1, 0))
-    from_new = valid | (cs[b] <= last)
-    tgt = torch.where(valid, pos, torch.full_like(pos, last))
+    # a row is written where it is batch b's (cu_seqlens_k_new's rows only)
+    # and lands inside the batch's Skv rows, on a page of the pool
+    valid = (r >= starts[0]) & (r < starts[B]) & (pos >= 0) & (pos < Skv)
+    at = pos.clamp(0, Skv - 1)
     if page_table is not None:
-        page = page_table.to(i64)[b, tgt // ps]
-        idx = (page, tgt % ps)
+        page = page_table.to(i64)[b, at // ps]
+        valid &= (page >= 0) & (page < k_cache.shape[0])
+        idx = (page.clamp(0, k_cache.shape[0] - 1), at % ps)
     else:
-        idx = (b, tgt)
+        idx = (b, at)
+    # every other row repeats the first valid row's write (the same bits to
+    # the same place), or with none rewrites the pool's first row as it is:
+    # the result does not depend on the order of the writes
+    j = torch.argmax(valid.to(torch.int8))
+    any_valid = valid[j]
+    zero = torch.zeros_like(r)
+    idx = tuple(torch.where(valid, t, torch.where(any_valid, t[j], zero)) for t in idx)
+    src = torch.where(valid, r, j)
     for cache, new in ((k_cache, k_new), (v_cache, v_new)):
-        vals = torch.where(from_new.view(T, 1, 1), new[src], cache[idx])
+        vals = torch.where((valid | any_valid).view(T, 1, 1), new[src], cache[idx])
         cache.index_put_(idx, vals)
-    return torch.minimum(cs + (starts[1:] - starts[:-1]), torch.full_like(cs, Skv)).to(
-        torch.int32)
+    return after
 
 
 def _decode(torch, fn, q, k, v, cache_seqlens, softmax_scale, causal, window_size, softcap,
@@ -2070,6 +2112,9 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
                 f"supported: pass k and v as [B, Snew, Hkv, D] (the decoding kernel rotates "
                 f"and appends them) or rotate them first")
         import torch
+        _refuse_before_append(torch, fn, q, cu_seqlens_q, max_seqlen_q, chunk,
+                              cache_batch_idx, cache_leftpad, num_splits, ctas_per_sm,
+                              sm_margin)
         cache_seqlens = _append_packed(torch, fn, q, cu_seqlens_q, k_cache, v_cache, k, v,
                                        cu_seqlens_k_new, cache_seqlens, page_table,
                                        cache_batch_idx)
@@ -2144,7 +2189,8 @@ def _kvcache_chunk_start(torch, fn, c, q, k_cache, v_cache, k_new, cache_seqlens
     slower: bench/NOTES.md, Log.) Returns (k_cache, v_cache, cache_seqlens,
     cache_leftpad, page_table, rotary_seqlens)."""
     B = q.shape[0]
-    snew = 0 if k_new is None else k_new.shape[1]
+    # (k_new checked by _decode: one that is not [B, Snew, Hkv, D] is refused there)
+    snew = k_new.shape[1] if isinstance(k_new, torch.Tensor) and k_new.dim() == 4 else 0
     paged = page_table is not None and page_table.shape[-1] > 1
     ps = k_cache.shape[1]
     Skv = ps * (page_table.shape[-1] if paged else 1)
@@ -2167,6 +2213,8 @@ def _kvcache_chunk_start(torch, fn, c, q, k_cache, v_cache, k_new, cache_seqlens
             f"{fn}: attention_chunk {c} over a paged cache with {snew} new rows of k and v: "
             f"at most one (the chunk of the step's query may start past the cache's rows)")
     table, _ = _check_page_table(torch, fn, page_table, q.device, B)
+    if cache_leftpad is not None:   # refused with a table of several pages
+        _check_leftpad(torch, fn, cache_leftpad, q.device, B, table)
     shift = _chunks.decode_start(torch, c, keys, None).to(torch.int64) // ps
     cols = table.shape[1]
     # the chunk's keys (at most c from its first page) and the append's rows

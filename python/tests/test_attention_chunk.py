@@ -141,11 +141,11 @@ def test_segments_cover_every_row_once():
                                            int(cap.max()))
         assert sq_.numel() - 1 == chunks.segment_count(B, c, int(sq.max()), int(cap.max()))
         assert mq == min(int(sq.max()), c)
-        owner = np.full(int(cu_q[-1]), -1)
+        claims = np.zeros(int(cu_q[-1]), dtype=int)
         for s in range(sq_.numel() - 1):
             q0, q1, k0, n = int(sq_[s]), int(sq_[s + 1]), int(sk_[s]), int(su[s])
             assert 0 <= q1 - q0 <= mq
-            owner[q0:q1] = np.where(owner[q0:q1] < 0, s, -2)    # -2: claimed twice
+            claims[q0:q1] += 1
             if q1 == q0:
                 continue
             b = int(np.searchsorted(cu_q.numpy(), q0, side="right")) - 1
@@ -158,7 +158,7 @@ def test_segments_cover_every_row_once():
             assert k0 - int(cu_k[b]) == first // c * c and n == min(c, int(sk[b]) - k0 + int(
                 cu_k[b]))
             assert k0 + n - 1 - int(cu_k[b]) == first, "its last query is not at its last key"
-        assert (owner >= 0).all()
+        assert (claims == 1).all()
 
 
 @needs_torch
@@ -271,6 +271,25 @@ def test_flash_attn_func_chunk_refusals(monkeypatch):
                            scale=0.25)
     with pytest.raises(ValueError, match="kernel= names fa3_fwd_x, a fixed-length one"):
         torch_api.flash_attn_func(q.detach(), k, k, attention_chunk=16, kernel=kf)
+    with pytest.raises(ValueError, match="descales are for FP8 inputs"):
+        torch_api.flash_attn_func(q.detach().bfloat16(), k.bfloat16(), k.bfloat16(),
+                                  attention_chunk=16, q_descale=torch.ones(()))
+
+
+def test_changes_nothing():
+    """A chunk of at least Skv keys masks nothing where no query sits before
+    the first key, or where those queries see no key anyway (causal, or a
+    window closed on the right): checked against the oracle's masks."""
+    for sq in range(1, 12):
+        for skv in range(0, 12):
+            for c in (1, 3, 8, 12, 20):
+                for causal, window in ((False, (-1, -1)), (True, (-1, -1)), (False, (2, 0)),
+                                       (False, (-1, 1))):
+                    same = np.array_equal(reference.visible_mask(sq, skv, causal, window),
+                                          reference.visible_mask(sq, skv, causal, window, c))
+                    claim = chunks.changes_nothing(c, sq, skv, causal or window[1] == 0)
+                    assert not claim or same, (sq, skv, c, causal, window)
+    assert chunks.changes_nothing(16, 20, 10, True) and not chunks.changes_nothing(16, 20, 10)
 
 
 def test_fold_descale():
@@ -453,6 +472,10 @@ def test_kvcache_chunk_refusals(monkeypatch):
     cases = [
         (dict(q=q1, k_cache=pool, v_cache=pool, page_table=table, cache_seqlens=cs,
               attention_chunk=12), "the chunk must be a multiple of the page size"),
+        # the table cut to the chunk's one page must not let cache_leftpad in
+        (dict(q=q1, k_cache=pool, v_cache=pool, page_table=table, cache_seqlens=cs,
+              cache_leftpad=torch.tensor([1, 2], dtype=torch.int32), attention_chunk=8),
+         "cache_leftpad with a paged cache of 8 pages a batch"),
         (dict(q=q1, k_cache=pool, v_cache=pool, page_table=table, cache_seqlens=cs,
               k=kn, v=kn, attention_chunk=16), "with 2 new rows of k and v: at most one"),
         (dict(q=q3, k_cache=torch.zeros(2, 64, 2, 16), v_cache=torch.zeros(2, 64, 2, 16),

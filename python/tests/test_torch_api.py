@@ -1427,3 +1427,52 @@ def test_kvcache_packed_new_rows(monkeypatch, layout, lens, new, packed_q):
     with pytest.raises(ValueError, match=r"k and v are the packed new rows \[T_new, Hkv, D\]"):
         torch_api.flash_attn_with_kvcache(q, kc, vc, k=kn[None], v=vn[None],
                                           cu_seqlens_k_new=cu_new, cache_seqlens=1, **kw)
+
+
+@pytest.mark.skipif(not HAVE_TORCH, reason="needs torch")
+def test_kvcache_packed_new_rows_write_only_their_slots(monkeypatch):
+    """Packed new rows write nothing but their batches' slots: rows of k
+    before cu_seqlens_k_new[0] and after cu_seqlens_k_new[B] (a padded
+    buffer), rows past Skv, and rows whose cache_batch_idx or page-table
+    entry lies outside the cache leave it as it was; a call refused by the
+    attention's route (ragged packed queries with cache_leftpad) writes
+    nothing at all."""
+    import torch
+    _stub_kernels(monkeypatch, torch, [])
+    # the writes are what is checked here (the attention after them: the test above)
+    monkeypatch.setattr(torch_api, "_eager_decode", lambda *a, **kw: None)
+    gen = torch.Generator().manual_seed(5)
+    B, Hq, Hkv, D, Skv = 2, 2, 1, 8, 8
+    q = torch.randn(B, 1, Hq, D, generator=gen, dtype=torch.float64)
+    kn = torch.randn(7, Hkv, D, generator=gen, dtype=torch.float64)
+    f = torch_api.flash_attn_with_kvcache
+    lens = torch.tensor([3, 6], dtype=torch.int32)
+
+    def caches(n=B):
+        return (torch.randn(n, Skv, Hkv, D, generator=gen, dtype=torch.float64),
+                torch.randn(n, Skv, Hkv, D, generator=gen, dtype=torch.float64))
+    # rows 1-2 batch 0's, rows 3-5 batch 1's (one past Skv); rows 0 and 6 no batch's
+    cu = torch.tensor([1, 3, 6], dtype=torch.int32)
+    kc, vc = caches()
+    want = kc.clone()
+    want[0, 3:5] = kn[1:3]
+    want[1, 6:8] = kn[3:5]
+    f(q, kc, vc, k=kn, v=kn.clone(), cu_seqlens_k_new=cu, cache_seqlens=lens)
+    assert torch.equal(kc, want)
+    # cache_batch_idx: batch 1's row is outside the cache (3 rows): not written
+    kc, vc = caches(3)
+    want = kc.clone()
+    want[2, 3:5] = kn[1:3]
+    f(q, kc, vc, k=kn, v=kn.clone(), cu_seqlens_k_new=cu, cache_seqlens=lens,
+      cache_batch_idx=torch.tensor([2, 7], dtype=torch.int32))
+    assert torch.equal(kc, want)
+    # refused by the route after it: nothing written
+    kc, vc = caches()
+    before = kc.clone()
+    with pytest.raises(NotImplementedError, match="cache_leftpad with packed new rows and "
+                                                  "ragged packed queries"):
+        f(q.reshape(2, Hq, D)[:2].repeat(2, 1, 1)[:3], kc, vc, k=kn, v=kn.clone(),
+          cu_seqlens_k_new=cu, cache_seqlens=lens,
+          cache_leftpad=torch.zeros(B, dtype=torch.int32),
+          cu_seqlens_q=torch.tensor([0, 1, 3], dtype=torch.int32), max_seqlen_q=2)
+    assert torch.equal(kc, before)
