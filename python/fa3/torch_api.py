@@ -1648,10 +1648,13 @@ def _append_packed(torch, fn, q, cu_seqlens_q, k_cache, v_cache, k_new, v_new, c
     # every other row repeats the first valid row's write (the same bits to
     # the same place), or with none rewrites the pool's first row as it is:
     # the result does not depend on the order of the writes
-    j = torch.argmax(valid.to(torch.int8))
-    any_valid = valid[j]
+    # (index_select, not t[j]: a 0-d index tensor is read on the host, which
+    # a CUDA graph's capture cannot do)
+    j = torch.argmax(valid.to(torch.int8)).view(1)
+    any_valid = valid.index_select(0, j)
     zero = torch.zeros_like(r)
-    idx = tuple(torch.where(valid, t, torch.where(any_valid, t[j], zero)) for t in idx)
+    idx = tuple(torch.where(valid, t, torch.where(any_valid, t.index_select(0, j), zero))
+                for t in idx)
     src = torch.where(valid, r, j)
     for cache, new in ((k_cache, k_new), (v_cache, v_new)):
         vals = torch.where((valid | any_valid).view(T, 1, 1), new[src], cache[idx])
