@@ -599,3 +599,37 @@ def test_sanitizer_log_of_check_varlen():
     assert not records.sanitizer_clean(e)
     e = records.sanitizer_entry("memcheck", VARLEN_LOG.replace("FAIL", "PASS"))
     assert records.sanitizer_clean(e)
+
+
+def test_gpu_checks_write_their_runs(tmp_path):
+    """The GPU checks' shared run record (test/gpu/check_fwd.py run_meta and
+    write_report, used by check_fwd, check_varlen, check_decode and
+    check_chunk): the history line of the given kind with the run's meta
+    and results, and on the GPU of record its table in RESULTS.md."""
+    import importlib.util
+    from types import SimpleNamespace
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("needs torch")
+    root = Path(__file__).resolve().parents[2]
+    for sub in ("test/gpu", "bench"):
+        if str(root / sub) not in sys.path:
+            sys.path.insert(0, str(root / sub))
+    import check_fwd
+    now = datetime.datetime(2026, 12, 6, 8, 0, 0)
+    a = SimpleNamespace(kernel_dir="K", seed=7)
+    meta = check_fwd.run_meta(a, now, gpu="NVIDIA H200", sms=132)
+    assert (meta["date"], meta["gpu"], meta["kernel_dir"], meta["seed"], meta["sms"]) == \
+        ("2026-12-06T08:00:00", "NVIDIA H200", "K", 7, 132)
+    assert meta["o_rel_tol"] == check_fwd.O_REL_TOL and meta["command"].startswith("python3 ")
+    results = [dict(kernel="kvcache", case="causal, x", ok=True, rel_err_o=2e-3,
+                    max_abs_err_lse=1e-6),
+               dict(kernel="kvcache", case="full, y", ok=False, error="boom")]
+    check_fwd.write_report(str(tmp_path), "2026-12-06T080000", meta, results, {},
+                           kind="check_chunk")
+    lines = (tmp_path / "history.jsonl").read_text().splitlines()
+    entry = json.loads(lines[-1])
+    assert entry["kind"] == "check_chunk" and entry["results"] == results
+    assert entry["meta"]["sms"] == 132 and entry["id"] == "2026-12-06T080000"
+    table = (tmp_path / "RESULTS.md").read_text()
+    assert "## GPU correctness (check_chunk, 2026-12-06T080000)" in table
+    assert "**1/2 cases passed; 1 failure(s) in total**" in table and "boom" in table

@@ -426,10 +426,21 @@ def sass_check(kf):
                 exp2_beside_pv=j["exps"], ok=hg > 0 and local == 0 and j["ok"])
 
 
-def write_report(out, run_id, meta, results, sass, full=True):
-    """Appends the run to OUT/history.jsonl; a full run (no --only) also
-    rewrites the check_fwd table of OUT/RESULTS.md."""
-    entry = records.new_entry("check_fwd", meta["command"], run_id, full=full, meta=meta,
+def run_meta(a, now, gpu=None, **extra):
+    """A check run's meta for its history line: date, GPU (default: the
+    current device's name), torch, the kernel directory, seed, command and
+    the bounds, then `extra`."""
+    return dict(date=now.isoformat(timespec="seconds"),
+                gpu=torch.cuda.get_device_name() if gpu is None else gpu,
+                torch=torch.__version__, kernel_dir=a.kernel_dir, seed=a.seed,
+                command="python3 " + " ".join(sys.argv),
+                o_rel_tol=O_REL_TOL, lse_abs_tol=LSE_ABS_TOL, **extra)
+
+
+def write_report(out, run_id, meta, results, sass, full=True, kind="check_fwd"):
+    """Appends the run to OUT/history.jsonl (a line of `kind`); a full run
+    (no --only) also rewrites its table in OUT/RESULTS.md."""
+    entry = records.new_entry(kind, meta["command"], run_id, full=full, meta=meta,
                               sass=sass, results=results)
     key = records.record(out, entry)
     print(records.render_check(entry))
@@ -505,12 +516,8 @@ def main():
           f"passed, {nfail} failure(s), {time.time() - t0:.1f} s")
     if a.out and not a.sanitize:
         now = datetime.datetime.now()
-        meta = dict(date=now.isoformat(timespec="seconds"),
-                    gpu=torch.cuda.get_device_name(), torch=torch.__version__,
-                    kernel_dir=a.kernel_dir, seed=a.seed,
-                    command="python3 " + " ".join(sys.argv),
-                    o_rel_tol=O_REL_TOL, lse_abs_tol=LSE_ABS_TOL, skipped_files=skipped)
-        write_report(a.out, records.run_id(now), meta, results, sass, full=not a.only)
+        write_report(a.out, records.run_id(now), run_meta(a, now, skipped_files=skipped),
+                     results, sass, full=not a.only)
     return 1 if nfail else 0
 
 

@@ -332,16 +332,8 @@ def main():
           f"cases passed, {nfail} failure(s), {time.time() - t0:.1f} s")
     if a.out and not a.sanitize:
         now = datetime.datetime.now()
-        meta = dict(date=now.isoformat(timespec="seconds"), gpu=torch.cuda.get_device_name(),
-                    torch=torch.__version__, kernel_dir=a.kernel_dir, seed=a.seed,
-                    command="python3 " + " ".join(sys.argv),
-                    o_rel_tol=check_fwd.O_REL_TOL, lse_abs_tol=check_fwd.LSE_ABS_TOL)
-        entry = records.new_entry("check_varlen", meta["command"], records.run_id(now),
-                                  full=not a.only, meta=meta, sass=sass, results=results)
-        key = records.record(a.out, entry)
-        print(records.render_check(entry))
-        print(f"appended to {Path(a.out) / records.HISTORY}"
-              + (f"; rewrote {key} in {Path(a.out) / records.TABLE}" if key else ""))
+        check_fwd.write_report(a.out, records.run_id(now), check_fwd.run_meta(a, now), results,
+                               sass, full=not a.only, kind="check_varlen")
     return 1 if nfail else 0
 
 
