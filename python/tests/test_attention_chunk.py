@@ -522,3 +522,52 @@ def test_flash_attn_varlen_func_seqused_q(monkeypatch, c, causal):
     with pytest.raises(ValueError, match="seqused_q must have 4 entries"):
         torch_api.flash_attn_varlen_func(q, k, v, cu_q, cu_k, max(lq),
                                          seqused_q=torch.zeros(3, dtype=torch.int32))
+
+
+@needs_torch
+@pytest.mark.parametrize("seed", range(6))
+def test_hostile_values_get_clear_errors(monkeypatch, seed):
+    """The new arguments (attention_chunk, max_seqlen_k with it, seqused_q,
+    cu_seqlens_k_new with k and v) given hostile values — wrong types,
+    dtypes, ranks, counts, devices' worth of shapes, huge or negative
+    numbers — end in TypeError, ValueError or NotImplementedError naming
+    the call, never in another exception from deeper down (seeded)."""
+    import random
+    import torch
+    _stub(monkeypatch, [])
+    rng = random.Random(seed)
+    i32 = torch.int32
+    bad = [None, "8", 2.5, True, -3, 2**40, torch.zeros(3, dtype=torch.int64),
+           torch.zeros(2, 2, dtype=i32), torch.zeros(7, dtype=i32), torch.zeros((), dtype=i32),
+           torch.tensor([0, 5, 2], dtype=i32), [0, 1, 2]]
+    q4, k4 = torch.zeros(2, 3, 2, 16), torch.zeros(2, 8, 1, 16)
+    qp, kp = torch.zeros(6, 2, 16), torch.zeros(10, 1, 16)
+    cu = torch.tensor([0, 3, 6], dtype=i32)
+    cuk = torch.tensor([0, 4, 10], dtype=i32)
+    pool, table = torch.zeros(6, 8, 1, 16), torch.arange(6, dtype=i32).reshape(2, 3)
+    calls = [
+        lambda x: torch_api.flash_attn_func(q4, k4, k4, attention_chunk=x),
+        lambda x: torch_api.flash_attn_varlen_func(qp, kp, kp, cu, cuk, 3, x,
+                                                   attention_chunk=4),
+        lambda x: torch_api.flash_attn_varlen_func(qp, kp, kp, cu, cuk, 3, 6, seqused_q=x),
+        lambda x: torch_api.flash_attn_with_kvcache(q4, torch.zeros(2, 16, 1, 16),
+                                                    torch.zeros(2, 16, 1, 16),
+                                                    cache_seqlens=2, attention_chunk=x),
+        lambda x: torch_api.flash_attn_with_kvcache(
+            q4[:, :1], pool, pool, k=torch.zeros(3, 1, 16), v=torch.zeros(3, 1, 16),
+            cache_seqlens=torch.tensor([1, 2], dtype=i32), page_table=table,
+            cu_seqlens_k_new=x),
+        lambda x: torch_api.flash_attn_with_kvcache(
+            q4[:, :1], pool, pool, k=x, v=torch.zeros(3, 1, 16),
+            cache_seqlens=torch.tensor([1, 2], dtype=i32), page_table=table,
+            cu_seqlens_k_new=torch.tensor([0, 1, 3], dtype=i32), attention_chunk=8),
+    ]
+    fine = (TypeError, ValueError, NotImplementedError)
+    for _ in range(20):
+        call, x = rng.choice(calls), rng.choice(bad)
+        try:
+            call(x)
+        except fine:
+            pass
+        except Exception as e:  # noqa: BLE001  (the failure this test looks for)
+            pytest.fail(f"{type(e).__name__} from a hostile value {x!r}: {e}")
