@@ -457,26 +457,27 @@ def _integer(fn: str, name: str, value) -> int:
                         f"{type(value).__name__}") from None
 
 
-def _max_seqlen_q(value, fn: str = "") -> int:
-    """A packed batch's max_seqlen_q as an int 0 to 2^31-1 (the tile grid's
-    rows; the message prefixed with `fn`: where given)."""
+def _max_seqlen(value, fn: str = "", name: str = "max_seqlen_q") -> int:
+    """A packed batch's max_seqlen_q (the tile grid's rows) or max_seqlen_k
+    as an int 0 to 2^31-1 (the message prefixed with `fn`: where given)."""
     at = f"{fn}: " if fn else ""
-    n = _integer(fn, "max_seqlen_q", value)
+    n = _integer(fn, name, value)
     if not 0 <= n <= 2**31 - 1:
-        raise ValueError(f"{at}max_seqlen_q must be 0 to 2^31-1, got {n}")
+        raise ValueError(f"{at}{name} must be 0 to 2^31-1, got {n}")
     return n
+
+
+def _max_seqlen_q(value, fn: str = "") -> int:
+    return _max_seqlen(value, fn)
 
 
 def _max_seqlen_k(value, fn: str, chunk: int) -> int:
-    """max_seqlen_k as attention_chunk needs it: an int 0 to 2^31-1, the
-    bound of every sequence's keys that sizes its chunks."""
+    """max_seqlen_k as attention_chunk needs it: the bound of every
+    sequence's keys that sizes its chunks."""
     if value is None:
         raise ValueError(f"{fn}: attention_chunk {chunk} needs max_seqlen_k (at least every "
                          f"sequence's key count: it sets how many chunks a sequence spans)")
-    n = _integer(fn, "max_seqlen_k", value)
-    if not 0 <= n <= 2**31 - 1:
-        raise ValueError(f"{fn}: max_seqlen_k must be 0 to 2^31-1, got {n}")
-    return n
+    return _max_seqlen(value, fn, "max_seqlen_k")
 
 
 def flash_attn_func(q, k, v, softmax_scale: Optional[float] = None, causal: bool = False,
@@ -1539,6 +1540,15 @@ def _check_append(torch, fn, q, k_cache, v_cache, k_new, v_new, dims) -> int:
     return Snew
 
 
+def _uniform_packed(q, B: int, max_seqlen_q) -> bool:
+    """Whether packed queries q [Tq, Hq, D] of B sequences are all
+    max_seqlen_q long (Tq = B * max_seqlen_q, the contract that q holds
+    exactly cu_seqlens_q[B] rows): the decoding kernel's route, decided on
+    the host without reading cu_seqlens_q; else the variable-length one."""
+    return (B > 0 and isinstance(max_seqlen_q, int) and q.dim() == 3
+            and q.shape[0] == B * max_seqlen_q)
+
+
 def _refuse_before_append(torch, fn, q, cu_seqlens_q, max_seqlen_q, chunk, cache_batch_idx,
                           cache_leftpad, num_splits, ctas_per_sm, sm_margin):
     """What the attention after packed new rows would refuse by its
@@ -1554,8 +1564,7 @@ def _refuse_before_append(torch, fn, q, cu_seqlens_q, max_seqlen_q, chunk, cache
     if not isinstance(q, torch.Tensor) or (cache_batch_idx is None and cache_leftpad is None):
         return
     if cu_seqlens_q is not None and isinstance(cu_seqlens_q, torch.Tensor):
-        varlen = not (isinstance(max_seqlen_q, int) and q.shape[0] == (
-            cu_seqlens_q.numel() - 1) * max_seqlen_q)
+        varlen = not _uniform_packed(q, cu_seqlens_q.numel() - 1, max_seqlen_q)
         why = "ragged packed queries (cu_seqlens_q)"
     else:
         varlen = bool(chunk) and q.dim() == 4 and q.shape[1] > 1
@@ -2166,10 +2175,9 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
                                          page_table, softmax_scale, causal, window_size,
                                          softcap, return_softmax_lse, kernel_dir, kernel, jit)
         if Sq == 1 and chunk < Skv:
-            (k_cache, v_cache, cache_seqlens, cache_leftpad, page_table,
-             rotary_seqlens) = _kvcache_chunk_start(torch, fn, chunk, q, k_cache, v_cache, k,
-                                                    cache_seqlens, cache_leftpad, page_table,
-                                                    rotary, rotary_seqlens)
+            cache_seqlens, cache_leftpad, page_table, rotary_seqlens = _kvcache_chunk_start(
+                torch, fn, chunk, q, k_cache, k, cache_seqlens, cache_leftpad, page_table,
+                rotary, rotary_seqlens)
     return _decode(torch, fn, q, k_cache, v_cache, cache_seqlens, softmax_scale, causal,
                    window_size, softcap, num_splits, sm_margin, return_softmax_lse, kernel_dir,
                    kernel, None, None, jit, page_table, k, v, ctas_per_sm,
@@ -2177,8 +2185,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
                    if rotary else None, leftpad=cache_leftpad)
 
 
-def _kvcache_chunk_start(torch, fn, c, q, k_cache, v_cache, k_new, cache_seqlens,
-                         cache_leftpad, page_table, rotary, rotary_seqlens):
+def _kvcache_chunk_start(torch, fn, c, q, k_cache, k_new, cache_seqlens, cache_leftpad,
+                         page_table, rotary, rotary_seqlens):
     """A decoding step (one query row a batch) under attention_chunk c: its
     chunk is the keys from fa3.chunks.decode_start on, so the decoding
     kernel runs from there: cache_leftpad moved to it on a contiguous cache
@@ -2189,8 +2197,8 @@ def _kvcache_chunk_start(torch, fn, c, q, k_cache, v_cache, k_new, cache_seqlens
     still lands where it did; the rotary positions stay cache_seqlens').
     (Reading a contiguous cache as such a table instead, so that the
     split-KV plan covers the chunk and not the whole cache, was 1.04-1.7x
-    slower: bench/NOTES.md, Log.) Returns (k_cache, v_cache, cache_seqlens,
-    cache_leftpad, page_table, rotary_seqlens)."""
+    slower: bench/NOTES.md, Log.) Returns (cache_seqlens, cache_leftpad,
+    page_table, rotary_seqlens)."""
     B = q.shape[0]
     # (k_new checked by _decode: one that is not [B, Snew, Hkv, D] is refused there)
     snew = k_new.shape[1] if isinstance(k_new, torch.Tensor) and k_new.dim() == 4 else 0
@@ -2204,8 +2212,7 @@ def _kvcache_chunk_start(torch, fn, c, q, k_cache, v_cache, k_new, cache_seqlens
     if not paged:
         lp = None if cache_leftpad is None else _check_seqlens(
             torch, f"{fn}: cache_leftpad", cache_leftpad, q.device, B)
-        return (k_cache, v_cache, used, _chunks.decode_start(torch, c, keys, lp), page_table,
-                rotary_seqlens)
+        return used, _chunks.decode_start(torch, c, keys, lp), page_table, rotary_seqlens
     if c % ps:
         raise NotImplementedError(
             f"{fn}: attention_chunk {c} over a paged cache of pages of {ps} rows: the chunk "
@@ -2226,8 +2233,8 @@ def _kvcache_chunk_start(torch, fn, c, q, k_cache, v_cache, k_new, cache_seqlens
            + shift.unsqueeze(1)).clamp(max=cols - 1)
     if rotary and rotary_seqlens is None:
         rotary_seqlens = used
-    return (k_cache, v_cache, (used.to(torch.int64) - shift * ps).to(torch.int32),
-            cache_leftpad, table.gather(1, idx), rotary_seqlens)
+    return ((used.to(torch.int64) - shift * ps).to(torch.int32), cache_leftpad,
+            table.gather(1, idx), rotary_seqlens)
 
 
 def _kvcache_chunked_rows(torch, fn, c, q, k_cache, v_cache, k_new, rotary, cache_seqlens,
@@ -2297,7 +2304,7 @@ def _kvcache_packed_q(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_s
         raise ValueError(f"{fn}: cu_seqlens_q must have B + 1 >= 1 entries, got 0")
     B = cu_seqlens_q.numel() - 1
     Tq, Hq, D = q.shape
-    if Tq == B * max_seqlen_q and B > 0:
+    if _uniform_packed(q, B, max_seqlen_q):
         q4 = q.unflatten(0, (B, max_seqlen_q))
         r = flash_attn_with_kvcache(
             q4, k_cache, v_cache, k=k, v=v, rotary_cos=rotary_cos, rotary_sin=rotary_sin,
