@@ -6,13 +6,16 @@ takes it, through fa3.torch_api (run on an H100/H200).
     python3 test/gpu/check_chunk.py KERNEL_DIR --sanitize   # small cases, for
         `compute-sanitizer --tool memcheck|racecheck python3 ...`
 
-KERNEL_DIR holds head dim 128 bf16 kernels, causal and not: the forward,
-backward, varlen, paged varlen and decoding ones (fa3-compile --head-dim 128
-[--causal] [--backward | --varlen [--paged] | --decode]); no JIT.
+KERNEL_DIR holds head dim 128 kernels, causal and not: the bf16 forward,
+backward, varlen, paged varlen and decoding ones and the FP8 forward
+(fa3-compile --head-dim 128 [--causal] [--backward | --varlen [--paged] |
+--decode | --dtype e4m3]); no JIT.
 
-Cases (chunks of 128, 256 and 257 keys; GQA 8/2; fresh random inputs):
+Cases (chunks of 8 to 1024 keys; GQA 8/2; fresh random inputs):
 flash_attn_func folded (Sq == Skv a multiple of the chunk) forward and
-backward, and on segments (the variable-length kernel; Sq != Skv, lengths
+backward, FP8 (o bit-identical to each chunk called alone with its
+descales, and within check_fp8's tolerance of the dequantized inputs'
+reference) and with num_splits (the decoding kernel), and on segments (the variable-length kernel; Sq != Skv, lengths
 not a multiple); flash_attn_varlen_func on ragged batches with lengths 0,
 1, 17, 1000, 700, seqused_k, more queries than keys; flash_attn_with_kvcache
 decoding steps on contiguous (cache_leftpad too) and paged caches (pages of
@@ -44,8 +47,10 @@ sys.path.insert(0, str(ROOT / "test" / "gpu"))
 import torch  # noqa: E402
 
 import check_fwd  # noqa: E402  (reference, compare, bounds)
+import check_fp8  # noqa: E402  (O_REL_TOL)
 import records  # noqa: E402
 from fa3 import facts as fa3facts  # noqa: E402
+from fa3 import quantize as fq  # noqa: E402
 from fa3.reference import visible_mask  # noqa: E402
 from fa3.torch_api import (flash_attn_func, flash_attn_varlen_func,  # noqa: E402
                            flash_attn_with_kvcache)
@@ -110,6 +115,50 @@ def func_case(kdir, causal, B, Sq, Skv, chunk, gen, grad):
             err_pt = (p.float() - r).abs().max().item()
             res[f"{name}_err"], res[f"{name}_err_pt"] = err, err_pt
             res["ok"] = res["ok"] and err <= 2 * err_pt + BWD_ATOL
+    return res
+
+
+def fp8_fold_case(kdir, causal, B, S, chunk, block, gen):
+    """flash_attn_func on e4m3 inputs folded by the chunk (descales per head,
+    block None, or per 128 rows, block 128): o bit-identical to each chunk
+    called alone with its slice of the descales (the fold's descale mapping),
+    and within check_fp8's O_REL_TOL of the fp32 reference on the
+    dequantized inputs."""
+    q, k, v = rand((B, S, HQ, D), gen), rand((B, S, HKV, D), gen), rand((B, S, HKV, D), gen)
+    (q8, qd), (k8, kd), (v8, vd) = (fq.quantize_fp8(t, block=blk, backend="torch")
+                                    for t, blk in ((q, block), (k, block), (v, None)))
+    o = nan((B, S, HQ, D))
+    flash_attn_func(q8, k8, v8, q_descale=qd, k_descale=kd, v_descale=vd, softmax_scale=SCALE,
+                    causal=causal, attention_chunk=chunk, kernel_dir=kdir, jit=False, out=o)
+    alone = torch.empty_like(o)
+    per = chunk // 128 if block else 0
+    for b in range(B):
+        for j in range(S // chunk):
+            rows = slice(j * chunk, (j + 1) * chunk)
+            cut = [d[b:b + 1, :, j * per:(j + 1) * per] if d.dim() == 3 else d[b:b + 1]
+                   for d in (qd, kd)]
+            alone[b:b + 1, rows] = flash_attn_func(
+                q8[b:b + 1, rows], k8[b:b + 1, rows], v8[b:b + 1, rows], q_descale=cut[0],
+                k_descale=cut[1], v_descale=vd[b:b + 1], softmax_scale=SCALE, causal=causal,
+                kernel_dir=kdir, jit=False)
+    deq = [fq.dequantize_fp8(t, d) for t, d in ((q8, qd), (k8, kd), (v8, vd))]
+    ref, _, _ = check_fwd.reference(*deq, SCALE, mask(causal, chunk))
+    rel = ((o.float() - ref).norm() / ref.norm()).item()
+    same = bool(torch.equal(o, alone))
+    # (its own key: the report's rel. error column holds check_fwd's bound)
+    return dict(bit_identical_to_chunks_alone=same, fp8_rel_err_o=rel,
+                ok=same and rel < check_fp8.O_REL_TOL)
+
+
+def splits_fold_case(kdir, causal, B, Sq, Skv, chunk, num_splits, gen):
+    """flash_attn_func with num_splits (the split-KV decoding kernel) under
+    attention_chunk, against the chunk-masked fp32 reference."""
+    q, k, v = rand((B, Sq, HQ, D), gen), rand((B, Skv, HKV, D), gen), rand((B, Skv, HKV, D), gen)
+    o, lse = flash_attn_func(q, k, v, softmax_scale=SCALE, causal=causal, attention_chunk=chunk,
+                             num_splits=num_splits, kernel_dir=kdir, jit=False, return_lse=True)
+    res = {}
+    for b in range(B):
+        check_seq(res, o[b], lse[b].contiguous(), q[b], k[b], v[b], causal, chunk)
     return res
 
 
@@ -276,6 +325,14 @@ def cases(sanitize):
          lambda d, c, g: func_case(d, c, 2, 4096, 4096, 256, g, True)),
         ("func fold 1024 / 128 fwd+bwd",
          lambda d, c, g: func_case(d, c, 2, 1024, 1024, 128, g, True)),
+        ("func fold FP8 2048 / 512, descales per head",
+         lambda d, c, g: fp8_fold_case(d, c, 2, 2048, 512, None, g)),
+        ("func fold FP8 1024 / 256, descales per 128 rows",
+         lambda d, c, g: fp8_fold_case(d, c, 2, 1024, 256, 128, g)),
+        ("func fold num_splits 4, 64 / 64",
+         lambda d, c, g: splits_fold_case(d, c, 3, 256, 256, 64, 4, g)),
+        ("func fold num_splits 0, 8 / 8",
+         lambda d, c, g: splits_fold_case(d, c, 2, 64, 64, 8, 0, g)),
         ("func segments 1000 / 257",
          lambda d, c, g: func_case(d, c, 2, 1000, 1000, 257, g, False)),
         ("func segments 300 x 2000 / 256",
