@@ -1578,7 +1578,7 @@ def _refuse_before_append(torch, fn, q, cu_seqlens_q, max_seqlen_q, chunk, cache
 
 
 def _append_packed(torch, fn, q, cu_seqlens_q, k_cache, v_cache, k_new, v_new, cu_new,
-                   cache_seqlens, page_table, cache_batch_idx):
+                   cache_seqlens, page_table, cache_batch_idx, rotary=None):
     """FA3's packed new rows: k_new [T_new, Hkv, D], v_new [T_new, Hkv, Dv],
     batch b's rows cu_new[b] .. cu_new[b + 1] - 1 written into its cache
     rows from cache_seqlens[b] on (through page_table, or row
@@ -1586,8 +1586,11 @@ def _append_packed(torch, fn, q, cu_seqlens_q, k_cache, v_cache, k_new, v_new, c
     device (no host sync). Rows past the batch's Skv keys are not written
     (the caller's contract broken, as in FA3), and so are rows outside
     cu_new[0] .. cu_new[B] and rows on table entries outside the pool.
-    Returns the key counts after it, min(cache_seqlens + new rows, Skv),
-    int32 [B]."""
+    rotary: None, or (cos, sin, interleaved, rotary_seqlens, local): the
+    new rows are rotated before they are written, batch b's i-th at p[b] +
+    i (p: rotary_seqlens, else cache_seqlens), and q too (_rotate_queries).
+    Returns (the key counts after it, min(cache_seqlens + new rows, Skv),
+    int32 [B]; q, rotated where rotary is given)."""
     if q is None or not isinstance(q, torch.Tensor):
         raise TypeError(f"{fn}: q must be a torch.Tensor, got {type(q).__name__}")
     B = (cu_seqlens_q.numel() - 1 if isinstance(cu_seqlens_q, torch.Tensor)
@@ -1615,6 +1618,9 @@ def _append_packed(torch, fn, q, cu_seqlens_q, k_cache, v_cache, k_new, v_new, c
                                   "under torch.no_grad() or on detached tensors")
     cu_new = _check_seqlens(torch, f"{fn}: cu_seqlens_k_new", cu_new, q.device, B + 1)
     dev = q.device
+    if rotary is not None:
+        cos, sin, interleaved, rotary_seqlens, local = rotary
+        rotary_seqlens = _check_rotary(torch, fn, cos, sin, q, k_new, rotary_seqlens, B)
     if cache_batch_idx is not None:    # one page a batch: its row of the cache
         if page_table is not None:
             raise ValueError(f"{fn}: cache_batch_idx indexes a contiguous cache's rows; with "
@@ -1633,6 +1639,11 @@ def _append_packed(torch, fn, q, cu_seqlens_q, k_cache, v_cache, k_new, v_new, c
     used = _check_cache_seqlens(torch, fn, cache_seqlens, dev, B, Skv)
     if used is None:
         used = torch.full((B,), Skv, dtype=torch.int32, device=dev)
+    if rotary is not None:
+        # FA3's positions: from rotary_seqlens, else cache_seqlens as given
+        base = used if rotary_seqlens is None else rotary_seqlens
+        k_new = _rotate_rows(torch, k_new, cu_new, cos, sin, interleaved, base, True)
+        q = _rotate_queries(torch, fn, q, cu_seqlens_q, cos, sin, interleaved, base, local)
     i64 = torch.int64
     # (values outside 0 .. Skv, against the contract, clamped as the kernel
     # clamps seqused_k)
@@ -1640,7 +1651,7 @@ def _append_packed(torch, fn, q, cu_seqlens_q, k_cache, v_cache, k_new, v_new, c
     after = torch.minimum(cs + (starts[1:] - starts[:-1]).clamp(min=0),
                           torch.full_like(cs, Skv)).to(torch.int32)
     if T == 0 or B == 0 or k_cache.shape[0] == 0 or Skv == 0:
-        return after
+        return after, q
     r = torch.arange(T, dtype=i64, device=dev)
     b = torch.searchsorted(starts[1:], r, right=True).clamp(max=B - 1)
     pos = cs[b] + r - starts[b]
@@ -1668,7 +1679,41 @@ def _append_packed(torch, fn, q, cu_seqlens_q, k_cache, v_cache, k_new, v_new, c
     for cache, new in ((k_cache, k_new), (v_cache, v_new)):
         vals = torch.where((valid | any_valid).view(T, 1, 1), new[src], cache[idx])
         cache.index_put_(idx, vals)
-    return after
+    return after, q
+
+
+def _rotate_rows(torch, x, cu, cos, sin, interleaved, base, consecutive):
+    """Packed rows x [T, H, D], sequence b's rows cu[b] .. cu[b + 1] - 1
+    (cu int32 [B + 1], B >= 1), rotated (_apply_rotary) at positions base[b]
+    + i for a sequence's i-th row, or base[b] for all of its rows where not
+    `consecutive` (base: an int, or an int32 [B] tensor on x's device). Rows
+    outside cu[0] .. cu[B] take a neighbour's positions (no sequence's: what
+    they hold is not read)."""
+    B, i64 = cu.numel() - 1, torch.int64
+    if x.shape[0] == 0 or B < 1:
+        return x
+    r = torch.arange(x.shape[0], dtype=i64, device=x.device)
+    starts = cu.to(i64)
+    b = torch.searchsorted(starts[1:], r, right=True).clamp(max=B - 1)
+    start = (base.to(i64)[b] if isinstance(base, torch.Tensor)
+             else torch.full_like(r, int(base)))
+    pos = start + (r - starts[b]).clamp(min=0) if consecutive else start
+    return _apply_rotary(torch, x.unsqueeze(0), cos, sin, pos.unsqueeze(0), interleaved)[0]
+
+
+def _rotate_queries(torch, fn, q, cu_seqlens_q, cos, sin, interleaved, base, local):
+    """q rotated as flash_attn_with_kvcache's rotary embedding rotates it: a
+    batch's rows at base[b], base[b] + 1, ... where `local` (causal or a
+    window), else all at base[b]; q [B, Sq, Hq, D], or packed [total_q, Hq,
+    D] with cu_seqlens_q (a row's index counted in its sequence)."""
+    if q.dim() != (4 if cu_seqlens_q is None else 3):
+        raise ValueError(f"{fn}: q must be " + ("[B, Sq, Hq, D]" if cu_seqlens_q is None else
+                                                "the packed queries [total_q, Hq, D] with "
+                                                "cu_seqlens_q") + f", got shape {tuple(q.shape)}")
+    if cu_seqlens_q is None:
+        return _rotate(torch, q, None, cos, sin, interleaved, base, local)[0]
+    cu = _check_seqlens(torch, f"{fn}: cu_seqlens_q", cu_seqlens_q, q.device)
+    return _rotate_rows(torch, q, cu, cos, sin, interleaved, base, local)
 
 
 def _decode(torch, fn, q, k, v, cache_seqlens, softmax_scale, causal, window_size, softcap,
@@ -1907,11 +1952,12 @@ def _apply_rotary(torch, x, cos, sin, pos, interleaved):
     return torch.cat((out.to(x.dtype), x[..., rd:]), dim=-1)
 
 
-def _check_rotary(torch, fn, cos, sin, q, k, rotary_seqlens):
+def _check_rotary(torch, fn, cos, sin, q, k, rotary_seqlens, B=None):
     """rotary_cos and rotary_sin given together, with the new rows k (FA3:
     only with k and v), [seqlen_ro, rotary_dim / 2] of one floating dtype on
     q's device, rotary_dim even and at most the head dim; rotary_seqlens
-    None or an int32 [B] tensor there. Returns rotary_seqlens (contiguous)."""
+    None or an int32 [B] tensor there (B: q.shape[0] unless given). Returns
+    rotary_seqlens (contiguous)."""
     if cos is None or sin is None:
         raise ValueError(f"{fn}: rotary_cos and rotary_sin go together: pass both or neither")
     if k is None:
@@ -1930,7 +1976,7 @@ def _check_rotary(torch, fn, cos, sin, q, k, rotary_seqlens):
                              f"(rotary_cos's shape for both), got {got}")
     if rotary_seqlens is not None:
         return _check_seqlens(torch, f"{fn}: rotary_seqlens", rotary_seqlens, q.device,
-                              q.shape[0])
+                              q.shape[0] if B is None else B)
     return None
 
 
@@ -2084,10 +2130,12 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
     the route taken. ``cu_seqlens_k_new`` (int32 [B + 1], FA3's) makes k
     and v packed new rows [T_new, Hkv, D] / [T_new, Hkv, Dv], batch b's
     rows cu_seqlens_k_new[b] .. [b + 1] - 1, written into its cache rows
-    from cache_seqlens[b] on by torch on the device (_append_packed; no
-    rotary embedding with them), then the attention over cache_seqlens[b]
-    + its new rows, by either route above (a ragged batch of packed queries
-    included); without k and v it is taken and unused, as in FA3.
+    from cache_seqlens[b] on by torch on the device (_append_packed; with
+    rotary embedding, batch b's i-th new row rotated at p[b] + i and q as
+    above, a packed query's row counted in its sequence), then the
+    attention over cache_seqlens[b] + its new rows, by either route above
+    (a ragged batch of packed queries included: the rotation done before
+    it); without k and v it is taken and unused, as in FA3.
 
     ``attention_chunk`` (as in flash_attn_func, positions counted from
     cache_leftpad): a decoding step (one query row a batch) runs the
@@ -2118,19 +2166,23 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
     if k is not None and cu_seqlens_k_new is not None:
         # packed new rows (FA3's cu_seqlens_k_new with k and v): written
         # here, then the attention over the caches as they are after it
-        if rotary_cos is not None or rotary_sin is not None:
-            raise NotImplementedError(
-                f"{fn}: rotary embedding with packed new rows (cu_seqlens_k_new) is not "
-                f"supported: pass k and v as [B, Snew, Hkv, D] (the decoding kernel rotates "
-                f"and appends them) or rotate them first")
+        # (with rotary embedding: the rows and q rotated first, so every
+        # route after it runs on rotated queries, none rotating again)
         import torch
         _refuse_before_append(torch, fn, q, cu_seqlens_q, max_seqlen_q, chunk,
                               cache_batch_idx, cache_leftpad, num_splits, ctas_per_sm,
                               sm_margin)
-        cache_seqlens = _append_packed(torch, fn, q, cu_seqlens_q, k_cache, v_cache, k, v,
-                                       cu_seqlens_k_new, cache_seqlens, page_table,
-                                       cache_batch_idx)
-        k = v = None
+        rotary = None
+        if rotary_cos is not None or rotary_sin is not None:
+            rotary = (rotary_cos, rotary_sin, bool(rotary_interleaved), rotary_seqlens,
+                      bool(causal) or _window(window_size) != (-1, -1))
+        elif rotary_seqlens is not None:
+            raise ValueError(f"{fn}: rotary_seqlens gives the rotary embedding's positions: "
+                             f"pass it with rotary_cos and rotary_sin, or pass None")
+        cache_seqlens, q = _append_packed(torch, fn, q, cu_seqlens_q, k_cache, v_cache, k, v,
+                                          cu_seqlens_k_new, cache_seqlens, page_table,
+                                          cache_batch_idx, rotary)
+        k = v = rotary_cos = rotary_sin = rotary_seqlens = None
     if cu_seqlens_q is not None:
         return _kvcache_packed_q(
             q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens,

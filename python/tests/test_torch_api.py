@@ -1366,6 +1366,33 @@ def test_kvcache_packed_new_rows(monkeypatch, layout, lens, new, packed_q):
     attention covers min(cache_seqlens[b] + new rows, Skv) keys, against
     the float64 reference over the expected cache (fresh random inputs;
     stubbed launches: tolerance 1e-12, rounding only)."""
+    _packed_new_rows_case(monkeypatch, layout, lens, new, packed_q)
+
+
+@pytest.mark.skipif(not HAVE_TORCH, reason="needs torch")
+@pytest.mark.parametrize("layout,lens,new,packed_q,causal,interleaved,rot", [
+    ("contiguous", [5, 0, 30], [2, 0, 10], None, True, True, None),
+    ("contiguous", [5, 0, 38], [2, 3, 10], [1, 2, 0], True, False, [9, 0, 3]),
+    ("paged", [5, 0, 30], [2, 1, 10], None, False, True, [1, 2, 3]),
+    ("paged", [40, 33, 0], [4, 7, 1], [3, 1, 2], True, True, None),   # ragged packed q
+    ("paged", [4, 17, 0], [2, 2, 2], [2, 2, 2], False, False, None),  # uniform packed q
+    ("batch_idx", [7, 12, 0], [1, 5, 2], None, False, False, [30, 0, 7]),
+])
+def test_kvcache_packed_new_rows_rotary(monkeypatch, layout, lens, new, packed_q, causal,
+                                        interleaved, rot):
+    """Packed new rows with rotary embedding (FA3's positions): batch b's
+    i-th new row rotated at p[b] + i before it is written, q's rows of a
+    batch (a sequence's, where packed) at p[b] + i if causal else all at
+    p[b]; p is rotary_seqlens where given, else cache_seqlens. Against the
+    float64 rotation (_rotary_reference) and attention over the expected
+    cache; tolerance 1e-5 (the rotation runs in float32, as FA3's)."""
+    _packed_new_rows_case(monkeypatch, layout, lens, new, packed_q, causal,
+                          rotary=(interleaved, rot))
+
+
+def _packed_new_rows_case(monkeypatch, layout, lens, new, packed_q, causal=True, rotary=None):
+    """The checks of the two tests above; rotary: None, or (interleaved,
+    rotary_seqlens as a list or None)."""
     import torch
     seen = []
     _stub_kernels(monkeypatch, torch, seen)
@@ -1392,13 +1419,6 @@ def test_kvcache_packed_new_rows(monkeypatch, layout, lens, new, packed_q):
     kn = torch.randn(sum(new), Hkv, D, generator=gen, dtype=torch.float64)
     vn = torch.randn(sum(new), Hkv, D, generator=gen, dtype=torch.float64)
     cu_new = torch.tensor([0] + new, dtype=torch.int32).cumsum(0, dtype=torch.int32)
-    keys = []
-    for b in range(B):
-        n = min(new[b], Skv - lens[b])
-        r0 = int(cu_new[b])
-        want_k[b][lens[b]:lens[b] + n] = kn[r0:r0 + n]
-        want_v[b][lens[b]:lens[b] + n] = vn[r0:r0 + n]
-        keys.append(lens[b] + n)
     if packed_q is None:
         q = torch.randn(B, 1, Hq, D, generator=gen, dtype=torch.float64)
         qs = [q[b] for b in range(B)]
@@ -1407,23 +1427,49 @@ def test_kvcache_packed_new_rows(monkeypatch, layout, lens, new, packed_q):
         cu_q = torch.tensor([0] + packed_q, dtype=torch.int32).cumsum(0, dtype=torch.int32)
         kw.update(cu_seqlens_q=cu_q, max_seqlen_q=max(packed_q))
         qs = [q[int(cu_q[b]):int(cu_q[b + 1])] for b in range(B)]
+    kn_want, tol = kn, 1e-12
+    if rotary is not None:
+        interleaved, rot = rotary
+        ang = torch.rand(64, 6, generator=gen, dtype=torch.float64) * 6.3
+        cos, sin = ang.cos(), ang.sin()
+        kw.update(rotary_cos=cos, rotary_sin=sin, rotary_interleaved=interleaved)
+        if rot is not None:
+            kw["rotary_seqlens"] = torch.tensor(rot, dtype=torch.int32)
+        p = rot if rot is not None else lens
+        kn_want = torch.cat([_rotary_reference(
+            kn[int(cu_new[b]):int(cu_new[b + 1])][None], cos, sin,
+            [[p[b] + i for i in range(new[b])]], interleaved)[0] for b in range(B)])
+        qs = [_rotary_reference(qs[b][None], cos, sin,
+                                [[p[b] + (i if causal else 0) for i in range(qs[b].shape[0])]],
+                                interleaved)[0] for b in range(B)]
+        tol = 1e-5
+    keys = []
+    for b in range(B):
+        n = min(new[b], Skv - lens[b])
+        r0 = int(cu_new[b])
+        want_k[b][lens[b]:lens[b] + n] = kn_want[r0:r0 + n]
+        want_v[b][lens[b]:lens[b] + n] = vn[r0:r0 + n]
+        keys.append(lens[b] + n)
     o, lse = torch_api.flash_attn_with_kvcache(
         q, kc, vc, k=kn, v=vn, cu_seqlens_k_new=cu_new,
-        cache_seqlens=torch.tensor(lens, dtype=torch.int32), softmax_scale=0.3, causal=True,
+        cache_seqlens=torch.tensor(lens, dtype=torch.int32), softmax_scale=0.3, causal=causal,
         return_softmax_lse=True, **kw)
     for b in range(B):
-        assert torch.equal(rows(kc, b), want_k[b]) and torch.equal(rows(vc, b), want_v[b])
+        torch.testing.assert_close(rows(kc, b), want_k[b], rtol=0, atol=tol)
+        assert torch.equal(rows(vc, b), want_v[b])
         want_o, want_lse = _attention_ref(torch, qs[b], want_k[b][:keys[b]],
-                                          want_v[b][:keys[b]], 0.3, True)
+                                          want_v[b][:keys[b]], 0.3, causal)
         got_o = o[b] if packed_q is None else o[int(cu_q[b]):int(cu_q[b + 1])]
         got_lse = lse[b] if packed_q is None else lse[:, int(cu_q[b]):int(cu_q[b + 1])]
-        torch.testing.assert_close(got_o, want_o, rtol=0, atol=1e-12)
-        torch.testing.assert_close(got_lse, want_lse, rtol=0, atol=1e-12)
-    with pytest.raises(NotImplementedError, match="rotary embedding with packed new rows"):
+        torch.testing.assert_close(got_o, want_o, rtol=0, atol=tol)
+        torch.testing.assert_close(got_lse, want_lse, rtol=0, atol=tol)
+    if rotary is not None:
+        return
+    with pytest.raises(ValueError, match="rotary_seqlens gives the rotary embedding's positions"):
         torch_api.flash_attn_with_kvcache(q, kc, vc, k=kn, v=vn, cu_seqlens_k_new=cu_new,
                                           cache_seqlens=torch.tensor(lens, dtype=torch.int32),
-                                          rotary_cos=torch.zeros(64, 4),
-                                          rotary_sin=torch.zeros(64, 4), **kw)
+                                          rotary_seqlens=torch.tensor(lens, dtype=torch.int32),
+                                          **kw)
     with pytest.raises(ValueError, match=r"k and v are the packed new rows \[T_new, Hkv, D\]"):
         torch_api.flash_attn_with_kvcache(q, kc, vc, k=kn[None], v=vn[None],
                                           cu_seqlens_k_new=cu_new, cache_seqlens=1, **kw)

@@ -75,9 +75,11 @@ finite values; per batch against the fp32 reference over its keys alone;
 one case also through torch.compile). On the head dim 128 kernels, FA3's
 packed new rows (PACKED_APPEND_CASES: k, v [T_new, Hkv, D] with
 cu_seqlens_k_new, [B, 1] and packed ragged queries, contiguous and paged
-caches, a batch whose rows run past Skv): the caches after the call equal
-to the expected append (rows past Skv dropped), o and lse per batch
-against the reference over the appended keys. With --out:
+caches, a batch whose rows run past Skv, with and without rotary
+embedding): the caches after the call equal to the expected append (rows
+past Skv dropped; rotated rows within one rounding of the float64
+rotation), o and lse per batch against the reference over the appended
+keys. With --out:
 appends the run to OUT/history.jsonl (kind check_decode; a full run also
 rewrites its table in OUT/RESULTS.md). Exit status 1 on any failure.
 """
@@ -957,6 +959,12 @@ PACKED_APPEND_CASES = [
      [5, 1, 300], 16, 2, 4096, 64),
     ("packed new rows, one query, paged 16: MQA 8/1", [63, 200, 250], [1, 2, 1], None, 8, 1,
      256, 16),
+    # rotary embedding (rotary_dim, interleaved, by rotary_seqlens): the rows
+    # and q rotated before the append, every route after it
+    ("packed new rows + rotary 64 of 128, ragged q, paged 64: GQA 16/2", [1000, 4090, 0],
+     [5, 9, 300], [5, 1, 300], 16, 2, 4096, 64, (64, True, False)),
+    ("packed new rows + rotary 128 GPT-NeoX, rotary_seqlens, decoding step: GQA 32/8",
+     [4000, 0, 17, 100], [1, 3, 0, 96], None, 32, 8, 4096, 0, (128, False, True)),
 ]
 PACKED_APPEND_SANITIZE = ["packed new rows, one query, paged 16: MQA 8/1"]
 
@@ -966,11 +974,17 @@ def run_packed_append_case(kf, case, seed, kernel_dir):
     its batch's cache rows from cache_seqlens[b] on (through the table), the
     rows past Skv dropped and the rest of the cache unchanged, then per
     batch check_fwd's criteria against the fp32 reference over the expected
-    cache's first min(cache_seqlens[b] + new rows, Skv) keys."""
+    cache's first min(cache_seqlens[b] + new rows, Skv) keys. With rotary
+    embedding (the case's last entry: rotary_dim, interleaved, by
+    rotary_seqlens): the new rows expected rotated in float64 at p[b] + i
+    (run_rotary_case's bound: within one rounding in the cache), the
+    reference's q rotated at p[b] + i (causal or windowed) or p[b], i
+    counted in q's sequence."""
     import torch
     import check_fwd
     from fa3 import torch_api
-    label, lens, new, lens_q, Hq, Hkv, Skv, ps = case
+    label, lens, new, lens_q, Hq, Hkv, Skv, ps = case[:8]
+    rotary = case[8] if len(case) > 8 else None
     dt = check_fwd.TORCH_DTYPE[kf.dtype]
     D, Dv = kf.head_dim, kf.head_dim_v
     gen = torch.Generator(device="cuda").manual_seed(seed)
@@ -979,14 +993,42 @@ def run_packed_append_case(kf, case, seed, kernel_dir):
     v = check_fwd.rand((B, Skv, Hkv, Dv), dt, gen)
     kn = check_fwd.rand((sum(new), Hkv, D), dt, gen)
     vn = check_fwd.rand((sum(new), Hkv, Dv), dt, gen)
+    kw = {}
+    if lens_q is None:
+        q = check_fwd.rand((B, 1, Hq, D), dt, gen)
+    else:
+        q = check_fwd.rand((sum(lens_q), Hq, D), dt, gen)
+        kw.update(cu_seqlens_q=seqlens_arg([0] + list(itertools.accumulate(lens_q))),
+                  max_seqlen_q=max(lens_q))
+    kn_want, q_ref = kn, q
+    if rotary is not None:
+        rd, inter, by_rot = rotary
+        ang = torch.rand(Skv + 8, rd // 2, generator=gen, device="cuda",
+                         dtype=torch.float64) * 6.3
+        cos, sin = ang.cos().float(), ang.sin().float()
+        rot = [n + 3 for n in lens]
+        p = rot if by_rot else lens
+        kw.update(rotary_cos=cos, rotary_sin=sin, rotary_interleaved=inter,
+                  rotary_seqlens=seqlens_arg(rot) if by_rot else None)
+        local = kf.causal or (kf.window_left, kf.window_right) != (-1, -1)
+        kpos = torch.tensor([p[b] + i for b in range(B) for i in range(new[b])],
+                            device="cuda")
+        kn_want = rotated_ref(kn[None], cos, sin, kpos[None], inter)[0]
+        sq = [1] * B if lens_q is None else lens_q
+        qpos = torch.tensor([p[b] + (i if local else 0) for b in range(B) for i in range(sq[b])],
+                            device="cuda")
+        q_ref = rotated_ref(q.reshape(1, sum(sq), Hq, D), cos, sin, qpos[None],
+                            inter).reshape(q.shape)
     want_k, want_v, keys, r0 = k.clone(), v.clone(), [], 0
+    new_rows = torch.zeros(k.shape[:2], dtype=torch.bool, device="cuda")
     for b in range(B):
         n = min(new[b], Skv - lens[b])
-        want_k[b, lens[b]:lens[b] + n] = kn[r0:r0 + n]
+        new_rows[b, lens[b]:lens[b] + n] = True
+        want_k[b, lens[b]:lens[b] + n] = kn_want[r0:r0 + n]
         want_v[b, lens[b]:lens[b] + n] = vn[r0:r0 + n]
         keys.append(lens[b] + n)
         r0 += new[b]
-    kw = dict(causal=kf.causal, window_size=(kf.window_left, kf.window_right),
+    kw.update(causal=kf.causal, window_size=(kf.window_left, kf.window_right),
               softcap=kf.softcap, kernel_dir=kernel_dir, return_softmax_lse=True,
               cache_seqlens=seqlens_arg(lens),
               cu_seqlens_k_new=seqlens_arg([0] + list(itertools.accumulate(new))))
@@ -1001,15 +1043,19 @@ def run_packed_append_case(kf, case, seed, kernel_dir):
 
         def rows(t):
             return t
-    if lens_q is None:
-        q = check_fwd.rand((B, 1, Hq, D), dt, gen)
-    else:
-        q = check_fwd.rand((sum(lens_q), Hq, D), dt, gen)
-        kw.update(cu_seqlens_q=seqlens_arg([0] + list(itertools.accumulate(lens_q))),
-                  max_seqlen_q=max(lens_q))
     o, lse = torch_api.flash_attn_with_kvcache(q, kc, vc, k=kn, v=vn, **kw)
     torch.cuda.synchronize()
-    landed = bool(torch.equal(rows(kc), want_k) and torch.equal(rows(vc), want_v))
+    if rotary is None:
+        landed = bool(torch.equal(rows(kc), want_k) and torch.equal(rows(vc), want_v))
+    else:
+        ulp = 2.0 ** -7 if kf.dtype == "bf16" else 2.0 ** -10
+        got = rows(kc)
+        diff = (got.double() - want_k.double()).abs()[new_rows]
+        landed = bool((diff <= ulp * want_k.double().abs()[new_rows] + 1e-6).all()
+                      and torch.equal(got[~new_rows], want_k[~new_rows])
+                      and torch.equal(rows(vc), want_v))
+        want_k = got     # the reference attends over the rows as written
+    q = q_ref
     if lens_q is None:
         res = compare_batches(kf, q, want_k, want_v, keys, o, lse)
     else:
