@@ -40,6 +40,11 @@ With --chunk C, each cell also times attention_chunk=C (the decoding step
 from its chunk's first key: cache_leftpad moved there) in the same rounds,
 beside the same step over the whole cache.
 
+With --fp8, each cell also times ours on an e4m3 copy of the caches and
+q (the FP8 decoding kernel, fa3-compile --dtype e4m3 --decode; FA3's [B,
+Hkv] descales, here 1.0) in the same rounds: its time, its bandwidth in
+its own bytes (half of bf16's), and bf16 / FP8 time.
+
 With --ctas-per-sm N, each cell also times ours launched with
 flash_attn_with_kvcache(ctas_per_sm=N) in the same rounds: 1 one CTA a SM
 (the same kernel given all the shared memory a block may have), 2 as many
@@ -162,6 +167,8 @@ def main():
                     "choice)")
     ap.add_argument("--one-cta-per-sm", dest="ctas_per_sm", action="store_const", const=1,
                     help="--ctas-per-sm 1")
+    ap.add_argument("--fp8", action="store_true",
+                    help="also time ours on e4m3 q and caches (the FP8 decoding kernel)")
     ap.add_argument("--chunk", type=int, default=0, metavar="C",
                     help="also time ours with attention_chunk=C in the same rounds")
     ap.add_argument("--heads", default=None, metavar="HQ/HKV,...",
@@ -216,6 +223,14 @@ def main():
     except StopIteration:
         print(f"no bf16 head-dim-{D} decoding kernel (fa3-compile --decode) in {a.kernel_dir}")
         return 1
+    kf8 = None
+    if a.fp8:
+        kf8 = next((k for k in kernels if fa3facts.matches(k, "e4m3", D, D, False, (-1, -1),
+                                                            0.0, decode=True)), None)
+        if kf8 is None:
+            print(f"--fp8: no e4m3 head-dim-{D} decoding kernel (fa3-compile --dtype e4m3 "
+                  f"--decode) in {a.kernel_dir}")
+            return 1
     props = torch.cuda.get_device_properties(0)
     sms = props.multi_processor_count
     l2 = getattr(props, "L2_cache_size", 50 * 2**20) or 50 * 2**20
@@ -228,10 +243,12 @@ def main():
                 else "")
     print("| Hq/Hkv | batch | context | K+V MB | copies | splits | ours us | ours TB/s | "
           "SDPA us (backend) | SDPA TB/s | SDPA/ours | rel err |" + paged_cols + alt_cols
-          + (f" chunk {a.chunk} us |" if a.chunk else ""))
+          + (f" chunk {a.chunk} us |" if a.chunk else "")
+          + (" fp8 us | fp8 TB/s | ours/fp8 |" if a.fp8 else ""))
     print("|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|---|" if a.paged
                                                                else "")
-          + ("---|---|" if a.ctas_per_sm else "") + ("---|" if a.chunk else ""))
+          + ("---|---|" if a.ctas_per_sm else "") + ("---|" if a.chunk else "")
+          + ("---|---|---|" if a.fp8 else ""))
     rows = []
     t_start = time.time()
     for hq, hkv, B, ctx in cells:
@@ -278,6 +295,14 @@ def main():
             chunk_fns = {"ours chunk": [lambda kc=kc, vc=vc: flash_attn_with_kvcache(
                 q, kc, vc, attention_chunk=a.chunk, kernel=kf) for kc, vc in caches]}
             row["chunk"] = a.chunk
+        if a.fp8:
+            f8 = torch.float8_e4m3fn
+            q8, one = q.to(f8), torch.ones(B, hkv, device="cuda")
+            caches8 = [(kc.to(f8), vc.to(f8)) for kc, vc in caches]
+            chunk_fns["ours fp8"] = [lambda k8=k8, v8=v8: flash_attn_with_kvcache(
+                q8, k8, v8, q_descale=one, k_descale=one, v_descale=one,
+                num_splits=a.num_splits, kernel=kf8) for k8, v8 in caches8]
+            row["fp8_kernel"] = kf8.kernel
         alt_fns = []
         if a.ctas_per_sm:
             alt_fns = [lambda kc=kc, vc=vc: flash_attn_with_kvcache(
@@ -375,6 +400,10 @@ def main():
             "ours_us" in row else None
         alt_ratio = row["ours_us"] / row["alt_us"] if "alt_us" in row and \
             "ours_us" in row else None
+        # FP8's bandwidth in its own bytes (one byte an element)
+        fp8_tbs = nbytes / 2 / row["ours_fp8_us"] / 1e6 if "ours_fp8_us" in row else None
+        fp8_ratio = row["ours_us"] / row["ours_fp8_us"] if "ours_fp8_us" in row and \
+            "ours_us" in row else None
         print(f"| {hq}/{hkv} | {B} | {ctx // 1024}k | {nbytes / 2**20:.0f} | {n} | {splits} | "
               f"{f(row.get('ours_us'), '.1f')} | {f(row.get('ours_tbs'), '.2f')} | "
               f"{f(row.get('sdpa_us'), '.1f')} ({row.get('sdpa_backend', '-')}) | "
@@ -384,11 +413,13 @@ def main():
                f"{f(paged_ratio, '.2f')} |" if a.paged else "") +
               (f" {f(row.get('alt_us'), '.1f')} | {f(alt_ratio, '.3f')} |"
                if a.ctas_per_sm else "") +
-              (f" {f(row.get('ours_chunk_us'), '.1f')} |" if a.chunk else ""),
+              (f" {f(row.get('ours_chunk_us'), '.1f')} |" if a.chunk else "") +
+              (f" {f(row.get('ours_fp8_us'), '.1f')} | {f(fp8_tbs, '.2f')} | "
+               f"{f(fp8_ratio, '.2f')} |" if a.fp8 else ""),
               flush=True)
         print(json.dumps(row), flush=True)
         q = qt = caches = ours_fns = impls = o_ours = None  # free before the next cell
-        paged_fns = pools = tables = alt_fns = chunk_fns = None
+        paged_fns = pools = tables = alt_fns = chunk_fns = caches8 = q8 = None
         torch.cuda.empty_cache()
 
     date = records.run_id()
@@ -397,12 +428,13 @@ def main():
                 kernel=kf.kernel, dtype="bf16", hdim=D, sms=sms, l2_bytes=l2, rounds=rounds,
                 sdpa_tried=tried, max_gb=a.max_gb, skipped=skipped, paged=a.paged,
                 num_splits=a.num_splits, alt_ctas_per_sm=a.ctas_per_sm, chunk=a.chunk,
+                fp8=a.fp8,
                 timer="CUDA-graph replays, CUDA events",
                 seconds=round(time.time() - t_start, 1))
     # the table of record is the shipped configuration's: the heuristic's splits
     full = (not a.quick and set(tried) >= {"cudnn", "flash"} and a.max_gb >= 40.0
             and a.num_splits == 0 and not (a.heads or a.batches or a.contexts)
-            and not a.ctas_per_sm)
+            and not a.ctas_per_sm and not a.fp8)
     entry = records.new_entry("bench_decode", command, date, full=full, meta=meta, rows=rows)
     print(records.render_bench_decode(entry))
     met = [records.decode_target_met(r) for r in rows]

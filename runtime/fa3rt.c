@@ -505,15 +505,16 @@ static fa3rt_status check_facts(const fa3rt_facts *f, fa3rt_status st) {
     return fail(st, "facts of kernel '%s': paged_kv 1 needs %s (a packed batch's kernel that "
                 "reads its page table one CTA per tile)", f->kernel,
                 !f->varlen ? "varlen 1" : "grid tiles");
-  /* FP8: the compiler builds fixed-length forward kernels of head dims 128
-     and 256 only */
-  if (f->dtype == FA3RT_E4M3 && (f->backward || f->varlen || f->split_kv || f->pack_gqa))
+  /* FP8: the compiler builds the fixed-length forward and the decoding
+     kernel (split_kv, pack_gqa; head dim 64 or 128) */
+  if (f->dtype == FA3RT_E4M3 && (f->backward || f->varlen))
     return fail(st, "facts of kernel '%s': dtype e4m3 needs %s 0 (the compiler builds no FP8 "
-                "%s yet)", f->kernel,
-                f->backward ? "backward" : f->varlen ? "varlen" : f->split_kv ? "split_kv"
-                                                                               : "pack_gqa",
-                f->backward ? "backward" : f->varlen ? "varlen kernel"
-                                                     : "decoding kernel (split_kv, pack_gqa)");
+                "%s yet)", f->kernel, f->backward ? "backward" : "varlen",
+                f->backward ? "backward" : "varlen kernel");
+  if (f->dtype == FA3RT_E4M3 && f->split_kv && f->head_dim > 128)
+    return fail(st, "facts of kernel '%s': dtype e4m3 with split_kv 1 needs head_dim 64 or 128, "
+                "got %d (the compiler builds FP8 decoding kernels of those head dims only)",
+                f->kernel, f->head_dim);
   if (f->dtype == FA3RT_E4M3 &&
       ((f->head_dim != 64 && f->head_dim != 128 && f->head_dim != 256) ||
        (f->head_dim_v != 64 && f->head_dim_v != 128 && f->head_dim_v != 256)))
@@ -1282,6 +1283,18 @@ static fa3rt_status check_o_dtype(const fa3rt_facts *f, fa3rt_dtype given) {
  * descale they would ignore is refused). Skv: the logical key length. */
 static fa3rt_status check_descale(const fa3rt_facts *f, const fa3rt_fwd_args *a, int64_t B,
                                   int64_t Hq, int64_t Hkv, int64_t Sq, int64_t Skv) {
+  /* a GQA-packed tile holds the g q heads of one kv head, its 128-row
+     blocks mixing them: q's descale is per (batch, kv head), FA3's form */
+  if (f->dtype == FA3RT_E4M3 && f->pack_gqa) {
+    if (a->q_descale_stride_m)
+      return fail(FA3RT_ERR_INVALID_ARGUMENT, "q_descale_stride_m is %lld but kernel %s packs "
+                  "the q heads of each kv head into its tiles (facts pack_gqa 1): its q descale "
+                  "is one per (batch, kv head), FlashAttention-3's [B, Hkv] (stride_h 1 for kv "
+                  "head hkv), so stride_m must be 0", (long long)a->q_descale_stride_m,
+                  f->kernel);
+    Hq = Hkv;
+    Sq = 1;
+  }
   const struct {
     const char *name;
     uint64_t ptr;

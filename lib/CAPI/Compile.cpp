@@ -375,10 +375,10 @@ static std::string checkSpec(const Fa3AttentionSpec &s) {
     os << "dtype: \"";
     llvm::printEscapedString(StringRef(s.dtype, strnlen(s.dtype, 64)), os);
     os << "\" is not supported (bf16, f16 or e4m3)";
-  } else if (fp8 && (s.backward || s.varlen || s.decode)) {
-    os << "dtype: e4m3 with "
-       << (s.backward ? "backward" : s.varlen ? "varlen" : "decode")
-       << " (the FP8 kernel is a fixed-length forward)";
+  } else if (fp8 && (s.backward || s.varlen)) {
+    os << "dtype: e4m3 with " << (s.backward ? "backward" : "varlen")
+       << " (the FP8 kernels are the fixed-length forward and the decoding "
+          "kernel)";
   } else if (fp8 && ((s.headDim != 64 && s.headDim != 128 &&
                       s.headDim != 256) ||
                      (s.headDimV != 0 && s.headDimV != s.headDim))) {

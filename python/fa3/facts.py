@@ -292,15 +292,18 @@ def _parse(data: bytes) -> Tuple[int, dict, dict]:
         raise FactsError(f"facts of kernel '{vals['kernel']}': paged_kv 1 needs {need} (a "
                          f"packed batch's kernel that reads its page table one CTA per tile)")
     if vals["dtype"] == "e4m3":
-        # FP8: the compiler builds fixed-length forward kernels of head dims
-        # 128 and 256 only (fa3rt.c refuses the same)
-        kind = next((k for k in ("backward", "varlen", "split_kv", "pack_gqa") if vals.get(k)),
-                    None)
+        # FP8: the compiler builds the fixed-length forward and the
+        # decoding kernel (split_kv, pack_gqa; head dim 64 or 128) (fa3rt.c
+        # refuses the same)
+        kind = next((k for k in ("backward", "varlen") if vals.get(k)), None)
         if kind:
-            what = {"backward": "backward", "varlen": "varlen kernel"}.get(
-                kind, "decoding kernel (split_kv, pack_gqa)")
+            what = {"backward": "backward", "varlen": "varlen kernel"}[kind]
             raise FactsError(f"facts of kernel '{vals['kernel']}': dtype e4m3 needs {kind} 0 "
                              f"(the compiler builds no FP8 {what} yet)")
+        if vals.get("split_kv") and vals["head_dim"] > 128:
+            raise FactsError(f"facts of kernel '{vals['kernel']}': dtype e4m3 with split_kv 1 "
+                             f"needs head_dim 64 or 128, got {vals['head_dim']} (the compiler "
+                             f"builds FP8 decoding kernels of those head dims only)")
         if vals["head_dim"] not in (64, 128, 256) or vals["head_dim_v"] not in (64, 128, 256):
             raise FactsError(f"facts of kernel '{vals['kernel']}': dtype e4m3 needs head_dim "
                              f"and head_dim_v 64, 128 or 256, got {vals['head_dim']} and "

@@ -370,10 +370,10 @@ def _check_inputs(torch, q, k, v, layout="4-D [B, S, H, D] (BSHD)", fn="flash_at
                          f"{'; torch.float8_e4m3fn with descales' if fp8_ok else ''})")
     if dt == "e4m3" and not fp8_ok:
         raise NotImplementedError(
-            f"fa3 {fn}: FP8 (torch.float8_e4m3fn) inputs are taken by flash_attn_func only: "
-            "the FP8 kernels are fixed-length forward kernels (no packed variable-length "
-            "batches, no decoding or KV cache, no backward, no SDPA layout); use bf16 or f16 "
-            "here")
+            f"fa3 {fn}: FP8 (torch.float8_e4m3fn) inputs are taken by flash_attn_func and "
+            "flash_attn_with_kvcache only: the FP8 kernels are the fixed-length forward and "
+            "the decoding kernel (no packed variable-length batches, no backward, no SDPA "
+            "layout); use bf16 or f16 here")
     if not grad_ok and _needs_grad(torch, q, k, v):
         raise NotImplementedError(f"fa3 {fn} is forward-only (no backward yet): call it "
                                   "under torch.no_grad() or on detached tensors")
@@ -804,11 +804,14 @@ def _eager_fwd(torch, q, k, v, softmax_scale, causal, window_size, softcap, retu
 
 # ---- FP8 (facts dtype e4m3) ----
 
-_FP8_ELSEWHERE = (" (the FP8 kernels are fixed-length forward kernels: flash_attn_func takes "
-                  "torch.float8_e4m3fn q, k, v with their descales)")
+_FP8_ELSEWHERE = (" (the FP8 kernels are the fixed-length forward and the decoding kernel: "
+                  "flash_attn_func and flash_attn_with_kvcache take torch.float8_e4m3fn q, k, "
+                  "v with their descales)")
 
-# head dims of the FP8 kernels (fa3rt.h: fa3rt_dtype, FA3RT_E4M3)
+# head dims of the FP8 kernels (fa3rt.h: fa3rt_dtype, FA3RT_E4M3), and of
+# the FP8 decoding kernel's
 FP8_HEAD_DIMS = (64, 128, 256)
+FP8_DECODE_HEAD_DIMS = (64, 128)
 
 
 def _any_fp8(torch, *ts) -> bool:
@@ -816,7 +819,8 @@ def _any_fp8(torch, *ts) -> bool:
     return any(_dtype_name(torch, getattr(t, "dtype", None)) == "e4m3" for t in ts)
 
 
-def _fp8_descale(torch, name, t, device, B, H, rows, Hq=None, check_only=False):
+def _fp8_descale(torch, name, t, device, B, H, rows, Hq=None, check_only=False,
+                 fn="flash_attn_func"):
     """One descale as the runtime takes it: (tensor or None, pointer,
     strides [b, h(, block)]). t None: 1.0 (pointer 0, strides 0). A 0-d
     tensor: one factor (strides 0). [B, H]: per batch and head (block
@@ -840,10 +844,10 @@ def _fp8_descale(torch, name, t, device, B, H, rows, Hq=None, check_only=False):
         return (f"a float32 tensor on {device}: 0-d (one factor), or of shape "
                 + (", ".join(forms[:-1]) + " or " if len(forms) > 1 else "") + forms[-1])
     if not isinstance(t, torch.Tensor):
-        raise TypeError(f"flash_attn_func: {name} must be None or {want()}, got "
+        raise TypeError(f"{fn}: {name} must be None or {want()}, got "
                         f"{type(t).__name__}")
     if t.dtype != torch.float32 or t.device != device:
-        raise ValueError(f"flash_attn_func: {name} must be {want()}, got {t.dtype} on "
+        raise ValueError(f"{fn}: {name} must be {want()}, got {t.dtype} on "
                          f"{t.device}")
     shape = tuple(t.shape)
     if shape == ():
@@ -852,7 +856,7 @@ def _fp8_descale(torch, name, t, device, B, H, rows, Hq=None, check_only=False):
     ok = shape[:1] == (B,) and len(shape) in ((2, 3) if n == 3 else (2,)) and \
         shape[1:2] in [(h,) for h in heads] and (len(shape) == 2 or shape[2] == blocks)
     if not ok:
-        raise ValueError(f"flash_attn_func: {name} must be {want()}, got shape {shape}"
+        raise ValueError(f"{fn}: {name} must be {want()}, got shape {shape}"
                          + (f" (ceil({rows} / {per}) = {blocks} blocks of {per} rows)"
                             if len(shape) == 3 and rows is not None else ""))
     if check_only:
@@ -882,6 +886,21 @@ def _fp8_descales(torch, q_descale, k_descale, v_descale, device, B, Sq, Skv, Hq
     vt, vp, vs = _fp8_descale(torch, "v_descale", v_descale, device, B, Hkv, None, None, c)
     return (dict(q_descale=qp, q_descale_strides=qs, k_descale=kp, k_descale_strides=ks,
                  v_descale=vp, v_descale_strides=vs), (qt, kt, vt))
+
+
+def _fp8_decode_descales(torch, fn, q_descale, k_descale, v_descale, device, B, Hkv):
+    """The FP8 decoding kernel's descales (fwd_args' keywords) and the
+    tensors to keep until the launch: each None (1.0), 0-d (one factor) or
+    FA3's [B, Hkv], q's too (a GQA-packed tile mixes the q heads of a kv
+    head, so q's descale is per kv head: fa3rt.h)."""
+    fields, keep = {}, []
+    for name, t in (("q_descale", q_descale), ("k_descale", k_descale),
+                    ("v_descale", v_descale)):
+        kt, ptr, strides = _fp8_descale(torch, name, t, device, B, Hkv, None, fn=fn)
+        fields[name] = ptr
+        fields[name + "_strides"] = strides if name == "v_descale" else strides + (0,)
+        keep.append(kt)
+    return fields, keep
 
 
 def _check_fp8(torch, q, k, v, q_descale, k_descale, v_descale, num_splits=1, pack_gqa=None,
@@ -1677,6 +1696,9 @@ def _append_packed(torch, fn, q, cu_seqlens_q, k_cache, v_cache, k_new, v_new, c
                 for t in idx)
     src = torch.where(valid, r, j)
     for cache, new in ((k_cache, k_new), (v_cache, v_new)):
+        if cache.element_size() == 1:
+            # e4m3 rows moved as bytes (torch's float8 types lack some ops)
+            cache, new = cache.view(torch.uint8), new.view(torch.uint8)
         vals = torch.where((valid | any_valid).view(T, 1, 1), new[src], cache[idx])
         cache.index_put_(idx, vals)
     return after, q
@@ -1719,7 +1741,7 @@ def _rotate_queries(torch, fn, q, cu_seqlens_q, cos, sin, interleaved, base, loc
 def _decode(torch, fn, q, k, v, cache_seqlens, softmax_scale, causal, window_size, softcap,
             num_splits, sm_margin, return_lse, kernel_dir, kernel, out, lse_out, jit,
             page_table=None, k_new=None, v_new=None, ctas_per_sm=0, rotary=None,
-            leftpad=None):
+            leftpad=None, fp8=None):
     """A call of the decoding kernel (flash_attn_with_kvcache, and
     flash_attn_func with num_splits != 1 or pack_gqa): the checks, then the
     custom op as Dynamo traces it, else the eager launch. Forward only.
@@ -1735,11 +1757,19 @@ def _decode(torch, fn, q, k, v, cache_seqlens, softmax_scale, causal, window_siz
     interleaved, rotary_seqlens), flash_attn_with_kvcache's rotary
     embedding: q and k_new rotated (_rotate) once the call is checked.
     leftpad: None, or flash_attn_with_kvcache's cache_leftpad, an int32 [B]
-    tensor (_check_leftpad): each batch's keys start at that row."""
+    tensor (_check_leftpad): each batch's keys start at that row. fp8:
+    None, or flash_attn_with_kvcache's (q_descale, k_descale, v_descale)
+    for torch.float8_e4m3fn q and caches (the FP8 decoding kernel; o
+    bfloat16)."""
     n = _num_splits(fn, num_splits)
     dt = _check_inputs(torch, q, k, v, fn=fn if fn != "flash_attn_func" else
                        "flash_attn_func with num_splits != 1 or pack_gqa=True (the decoding "
-                       "kernel)")
+                       "kernel)", fp8_ok=fp8 is not None)
+    if fp8 is not None and dt != "e4m3":
+        given = ", ".join(n for n, t in zip(("q_descale", "k_descale", "v_descale"), fp8)
+                          if t is not None)
+        raise ValueError(f"{fn}: {given} given with {q.dtype} inputs: descales are for FP8 q "
+                         f"and caches (torch.float8_e4m3fn); pass None")
     pt_stride = 0
     if page_table is None:
         dims = _check_shapes(q.shape, k.shape, v.shape)
@@ -1748,7 +1778,24 @@ def _decode(torch, fn, q, k, v, cache_seqlens, softmax_scale, causal, window_siz
         dims = _check_paged_shapes(fn, q.shape, k.shape, v.shape, page_table.shape)
     B, Sq, Hq, D, Skv, Hkv, Dv = dims
     window_size = _window(window_size)
-    _check_out(torch, q, out, lse_out, B, Sq, Hq, Dv)
+    fp8_fields = None
+    if dt == "e4m3":
+        if D != Dv or D not in FP8_DECODE_HEAD_DIMS:
+            raise NotImplementedError(
+                f"{fn}: the FP8 decoding kernel takes head dim 64 or 128 (value head dim the "
+                f"same), got {D}" + (f" and {Dv}" if Dv != D else ""))
+        if rotary is not None:
+            raise NotImplementedError(
+                f"{fn}: rotary embedding with FP8 q and caches is not supported: rotate q and "
+                f"the new rows before quantizing them")
+        if torch.compiler.is_compiling():
+            raise NotImplementedError(
+                f"{fn}: FP8 q and caches under torch.compile are not supported yet (the "
+                f"decoding ops take no descales): call it outside the compiled region "
+                f"(torch.compiler.disable)")
+        fp8_fields = _fp8_decode_descales(torch, fn, *fp8, q.device, B, Hkv)
+    _check_out(torch, q, out, lse_out, B, Sq, Hq, Dv,
+               torch.bfloat16 if dt == "e4m3" else None)
     appending = k_new is not None or v_new is not None
     snew = 0
     if appending:
@@ -1792,7 +1839,7 @@ def _decode(torch, fn, q, k, v, cache_seqlens, softmax_scale, causal, window_siz
     return _eager_decode(torch, q, k, v, seqused_k, softmax_scale, causal, window_size, softcap,
                          n, sm_margin, return_lse, kernel_dir, kernel, jit, out, lse_out,
                          page_table, k_new, v_new, ctas_per_sm, leftpad=leftpad,
-                         checked=(dt, dims, pt_stride, snew))
+                         checked=(dt, dims, pt_stride, snew), fp8_fields=fp8_fields)
 
 
 def _check_page_size(fn, kobj, ps):
@@ -1822,7 +1869,7 @@ def _append_needs(fn, k_new, v_new, cache_seqlens) -> str:
 def _eager_decode(torch, q, k, v, seqused_k, softmax_scale, causal, window_size, softcap,
                   num_splits, sm_margin, return_lse, kernel_dir, kernel, jit, out=None,
                   lse_out=None, page_table=None, k_new=None, v_new=None, ctas_per_sm=0,
-                  leftpad=None, checked=None):
+                  leftpad=None, checked=None, fp8_fields=None):
     """The decoding kernel's launch (and the ops', fa3.torch_ops): planned
     with the device's SMs less sm_margin, the f32 workspaces of a split
     launch allocated on the stream it runs on (the caching allocator keeps
@@ -1839,7 +1886,9 @@ def _eager_decode(torch, q, k, v, seqused_k, softmax_scale, causal, window_size,
     fa3rt_fwd_args.leftpad_k.
     checked: None (the ops' launch: every check here), or what _decode's
     checks found, (dtype name, dims, page table stride, Snew), so that an
-    eager call checks once (its host time is a decoding step's latency)."""
+    eager call checks once (its host time is a decoding step's latency).
+    fp8_fields: an FP8 call's (_fp8_decode_descales: fwd_args' descale
+    keywords, the tensors to keep until the launch); o bfloat16."""
     from . import runtime
     fn = "flash_attn_with_kvcache"
     if checked is None:
@@ -1875,8 +1924,12 @@ def _eager_decode(torch, q, k, v, seqused_k, softmax_scale, causal, window_size,
     q, k, v = [t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v)]
     if checked is None:
         _check_out(torch, q, out, lse_out, B, Sq, Hq, Dv)
+    fp8 = {}
+    if fp8_fields is not None:
+        fp8, _keep = fp8_fields
+        fp8 = dict(fp8, o_dtype="bf16")
     o, lse, return_lse = _outputs(torch, q, (B, Sq, Hq, Dv), (B, Hq, Sq), out, lse_out,
-                                  return_lse)
+                                  return_lse, torch.bfloat16 if fp8 else None)
     append = {}
     if appending:
         t = runtime.tensor
@@ -1903,7 +1956,7 @@ def _eager_decode(torch, q, k, v, seqused_k, softmax_scale, causal, window_size,
                             paged_seqlen_k=Skv if page_table is not None else 0,
                             ctas_per_sm=ctas_per_sm,
                             leftpad_k=leftpad.data_ptr() if leftpad is not None else 0,
-                            **append)
+                            **append, **fp8)
     plan = kobj.plan(args)
     args.num_splits = plan.num_splits   # what the workspace is sized for
     if plan.o_accum_bytes:
@@ -2147,21 +2200,33 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
     cache's keys only (appending, rotary, cache_batch_idx and cache_leftpad
     refused there).
 
-    FA3's other arguments (``qv``, the FP8 descales,
-    ``scheduler_metadata`` (get_scheduler_metadata returns None: there is
-    none to pass)) are refused unless left at their defaults;
+    An FP8 KV cache (FA3's ``q_descale``, ``k_descale``, ``v_descale``):
+    q, the caches and any new rows torch.float8_e4m3fn, each descale None
+    (1.0), a 0-d float32 tensor or FA3's [B, Hkv] (q's one per kv head: the
+    decoding kernel's tiles pack a kv head's q heads), head dim 64 or 128
+    (fa3-compile --dtype e4m3 --decode); o bfloat16; paged caches,
+    appending (k and v, or packed new rows), cache_batch_idx,
+    cache_leftpad, num_splits and decoding steps under attention_chunk as
+    in bf16. Not with rotary embedding (rotate before quantizing), ragged
+    packed queries or several query rows under attention_chunk (the
+    variable-length kernel has no FP8 variant), nor under torch.compile
+    (NotImplementedError each).
+
+    FA3's other arguments (``qv``, ``scheduler_metadata``
+    (get_scheduler_metadata returns None: there is none to pass)) are
+    refused unless left at their defaults;
     ``rotary_interleaved`` and ``rotary_seqlens`` matter only with rotary
     embedding.
     """
     fn = "flash_attn_with_kvcache"
     if (k is not None or v is not None) and (k is None or v is None or cache_seqlens is None):
         raise ValueError(_append_needs(fn, k, v, cache_seqlens))
-    refused = {"qv": qv, "q_descale": q_descale, "k_descale": k_descale,
-               "v_descale": v_descale, "scheduler_metadata": scheduler_metadata}
+    refused = {"qv": qv, "scheduler_metadata": scheduler_metadata}
     for name, value in refused.items():
         if value is not None:
-            raise NotImplementedError(f"{fn}: {name} is not supported: pass None"
-                                      + (_FP8_ELSEWHERE if name.endswith("_descale") else ""))
+            raise NotImplementedError(f"{fn}: {name} is not supported: pass None")
+    # FP8 (an e4m3 KV cache, FA3's descales): the FP8 decoding kernel
+    fp8 = _kvcache_fp8(q, k_cache, v_cache, q_descale, k_descale, v_descale)
     chunk = _chunks.check_chunk(fn, attention_chunk)
     if k is not None and cu_seqlens_k_new is not None:
         # packed new rows (FA3's cu_seqlens_k_new with k and v): written
@@ -2179,6 +2244,10 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
         elif rotary_seqlens is not None:
             raise ValueError(f"{fn}: rotary_seqlens gives the rotary embedding's positions: "
                              f"pass it with rotary_cos and rotary_sin, or pass None")
+        if rotary is not None and fp8 is not None:
+            raise NotImplementedError(
+                f"{fn}: rotary embedding with FP8 q and caches is not supported: rotate q and "
+                f"the new rows before quantizing them")
         cache_seqlens, q = _append_packed(torch, fn, q, cu_seqlens_q, k_cache, v_cache, k, v,
                                           cu_seqlens_k_new, cache_seqlens, page_table,
                                           cache_batch_idx, rotary)
@@ -2189,7 +2258,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
             cache_batch_idx, cache_leftpad, page_table, cu_seqlens_q, max_seqlen_q,
             rotary_seqlens, softmax_scale, causal, window_size, chunk, softcap,
             rotary_interleaved, num_splits, sm_margin, return_softmax_lse, kernel_dir,
-            kernel, jit, ctas_per_sm)
+            kernel, jit, ctas_per_sm, fp8)
     _num_splits(fn, num_splits)
     ctas_per_sm = _ctas_per_sm(fn, ctas_per_sm)
     sm_margin = _sm_margin(fn, sm_margin)
@@ -2222,6 +2291,12 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
         Sq = q.shape[1]
         Skv = k_cache.shape[1] * (1 if page_table is None else page_table.shape[-1])
         if Sq > 1 and not (causal and chunk >= Skv):
+            if fp8 is not None:
+                raise NotImplementedError(
+                    f"{fn}: attention_chunk {chunk} with {Sq} query rows a batch and FP8 q and "
+                    f"caches is not supported: the rows may span two chunks, which runs the "
+                    f"variable-length kernel, which has no FP8 variant (one query row a "
+                    f"batch, a decoding step, takes it)")
             return _kvcache_chunked_rows(torch, fn, chunk, q, k_cache, v_cache, k, rotary,
                                          cache_seqlens, cache_batch_idx, cache_leftpad,
                                          page_table, softmax_scale, causal, window_size,
@@ -2234,7 +2309,18 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
                    window_size, softcap, num_splits, sm_margin, return_softmax_lse, kernel_dir,
                    kernel, None, None, jit, page_table, k, v, ctas_per_sm,
                    rotary=(rotary_cos, rotary_sin, bool(rotary_interleaved), rotary_seqlens)
-                   if rotary else None, leftpad=cache_leftpad)
+                   if rotary else None, leftpad=cache_leftpad, fp8=fp8)
+
+
+def _kvcache_fp8(q, k_cache, v_cache, q_descale, k_descale, v_descale):
+    """flash_attn_with_kvcache's descales as _decode's `fp8` where the call
+    is FP8 (a descale given, or q or a cache torch.float8_e4m3fn), else
+    None."""
+    import torch
+    descales = (q_descale, k_descale, v_descale)
+    if any(d is not None for d in descales) or _any_fp8(torch, q, k_cache, v_cache):
+        return descales
+    return None
 
 
 def _kvcache_chunk_start(torch, fn, c, q, k_cache, k_new, cache_seqlens, cache_leftpad,
@@ -2321,7 +2407,7 @@ def _kvcache_packed_q(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_s
                       cache_batch_idx, cache_leftpad, page_table, cu_seqlens_q, max_seqlen_q,
                       rotary_seqlens, softmax_scale, causal, window_size, attention_chunk,
                       softcap, rotary_interleaved, num_splits, sm_margin, return_lse,
-                      kernel_dir, kernel, jit, ctas_per_sm):
+                      kernel_dir, kernel, jit, ctas_per_sm, fp8=None):
     """flash_attn_with_kvcache with ``cu_seqlens_q``: q packed [Tq, Hq, D],
     sequence b's queries rows cu_seqlens_q[b] .. cu_seqlens_q[b + 1] - 1
     (FA3's). Two routes, chosen on the host without reading the array:
@@ -2340,7 +2426,8 @@ def _kvcache_packed_q(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_s
       kernel's extras are refused there by name (NotImplementedError).
 
     Returns o [Tq, Hq, Dv] and, with return_softmax_lse, lse [Hq, Tq] (FA3's
-    varlen layouts)."""
+    varlen layouts). fp8: None, or the call's descales (_kvcache_fp8): the
+    decoding kernel's route only."""
     import torch
     fn = "flash_attn_with_kvcache"
     if max_seqlen_q is None:
@@ -2366,7 +2453,8 @@ def _kvcache_packed_q(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_s
             window_size=window_size, attention_chunk=attention_chunk, softcap=softcap,
             rotary_interleaved=rotary_interleaved, num_splits=num_splits,
             sm_margin=sm_margin, return_softmax_lse=return_lse, kernel_dir=kernel_dir,
-            kernel=kernel, jit=jit, ctas_per_sm=ctas_per_sm)
+            kernel=kernel, jit=jit, ctas_per_sm=ctas_per_sm,
+            **dict(zip(("q_descale", "k_descale", "v_descale"), fp8 or (None,) * 3)))
         o, lse = r if return_lse else (r, None)
         o = o.flatten(0, 1)
         if not return_lse:
@@ -2376,7 +2464,8 @@ def _kvcache_packed_q(q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_s
     extras = {"k and v (appending)": k if k is not None else v,
               "cache_batch_idx": cache_batch_idx, "cache_leftpad": cache_leftpad,
               "rotary embedding (rotary_cos, rotary_sin)":
-                  rotary_cos if rotary_cos is not None else rotary_sin}
+                  rotary_cos if rotary_cos is not None else rotary_sin,
+              "FP8 q and caches (the variable-length kernel has no FP8 variant)": fp8}
     for name, value in extras.items():
         if value is not None:
             raise NotImplementedError(

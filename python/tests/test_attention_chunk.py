@@ -68,7 +68,7 @@ def _stub(monkeypatch, seen):
 
     def decode(torch_, q, k, v, used, scale, causal, window, softcap, n, sm_margin,
                return_lse, kernel_dir, kernel, jit, out, lse_out, table, k_new, v_new,
-               ctas_per_sm, leftpad=None, checked=None):
+               ctas_per_sm, leftpad=None, checked=None, fp8_fields=None):
         seen.append(("decode", tuple(q.shape)))
         seen.append(("table columns", None if table is None else table.shape[1],
                      "leftpad", leftpad is not None))

@@ -30,8 +30,9 @@ def test_fp8_facts():
         FP8_FACTS.replace("head_dim 128", "head_dim 96"): "head_dim and head_dim_v 64, 128 or 256",
         FP8_FACTS.replace("head_dim_v 128", "head_dim_v 192"): "got 128 and 192",
         FP8_FACTS + "varlen 1\n": "dtype e4m3 needs varlen 0",
-        FP8_FACTS + "split_kv 1\n": "dtype e4m3 needs split_kv 0",
-        FP8_FACTS + "pack_gqa 1\n": "needs pack_gqa 0 .*decoding kernel",
+        FP8_FACTS.replace("head_dim 128", "head_dim 256").replace(
+            "head_dim_v 128", "head_dim_v 256") + "split_kv 1\npack_gqa 1\n":
+            "dtype e4m3 with split_kv 1 needs head_dim 64 or 128, got 256",
         FP8_FACTS.replace("dtype e4m3", "dtype e5m2"): r"dtype 'e5m2' is not supported "
                                                        r"\(bf16, f16 or e4m3",
     }
@@ -41,6 +42,9 @@ def test_fp8_facts():
     ok256 = FP8_FACTS.replace("head_dim 128", "head_dim 256").replace("head_dim_v 128",
                                                                       "head_dim_v 256")
     assert F.parse_facts(ok256).head_dim == 256
+    # the FP8 decoding kernel (head dim 64 or 128)
+    dec = F.parse_facts(FP8_FACTS + "split_kv 1\npack_gqa 1\n")
+    assert dec.decode and dec.dtype == "e4m3"
 
 
 FP8_TILE_WHY = (" (the kernel reads q's descale per 128-row block and k's per 128 keys, and "
@@ -245,17 +249,34 @@ def test_fp8_refusals(fake):
                                                           dtype=torch.float8_e4m3fn)),
          ValueError, "out must be a torch.bfloat16 tensor"),
         (lambda: flash_attn_varlen_func(q[0], k[0], v[0], cu, cu, 10), NotImplementedError,
-         "taken by flash_attn_func only"),
+         "taken by flash_attn_func and flash_attn_with_kvcache only"),
         (lambda: flash_attn_varlen_func(qb[0], kb[0], vb[0], cu, cu, 10, q_descale=f32(2, 2)),
-         NotImplementedError, "q_descale is not supported.*flash_attn_func takes"),
-        (lambda: flash_attn_with_kvcache(q, k, v), NotImplementedError,
-         "taken by flash_attn_func only"),
-        (lambda: flash_attn_with_kvcache(qb, kb, vb, k_descale=f32(2, 2)), NotImplementedError,
-         "k_descale is not supported"),
+         NotImplementedError, "q_descale is not supported.*flash_attn_func and "
+         "flash_attn_with_kvcache take"),
+        # the FP8 decoding kernel: FA3's descales, head dim 64 or 128, no rotary
+        (lambda: flash_attn_with_kvcache(q, k, v, q_descale=f32(2, 8)), ValueError,
+         r"flash_attn_with_kvcache: q_descale must be a float32 tensor on cuda:0: 0-d \(one "
+         r"factor\), or of shape \(2, 2\), got shape \(2, 8\)"),
+        (lambda: flash_attn_with_kvcache(q, k, v, k_descale=1.0), TypeError,
+         "flash_attn_with_kvcache: k_descale must be None or a float32 tensor"),
+        (lambda: flash_attn_with_kvcache(q, k, v, k_descale=f32(2, 2, 9)), ValueError,
+         r"k_descale must be .* \(2, 2\), got shape \(2, 2, 9\)"),
+        (lambda: flash_attn_with_kvcache(qb, kb, vb, k_descale=f32(2, 2)), ValueError,
+         "flash_attn_with_kvcache: k_descale given with torch.bfloat16 inputs: descales are "
+         "for FP8 q and caches"),
+        (lambda: flash_attn_with_kvcache(*_qkv(torch, D=256)), NotImplementedError,
+         "the FP8 decoding kernel takes head dim 64 or 128 .*got 256"),
+        (lambda: flash_attn_with_kvcache(q[:, :1], k, v, k=k[:, :1], v=v[:, :1],
+                                         cache_seqlens=3, rotary_cos=f32(64, 8),
+                                         rotary_sin=f32(64, 8)), NotImplementedError,
+         "rotary embedding with FP8 q and caches is not supported"),
+        (lambda: flash_attn_with_kvcache(q[0], k, v, cu_seqlens_q=torch.tensor(
+            [0, 100, 300], dtype=torch.int32, device="cuda"), max_seqlen_q=200),
+         NotImplementedError, "FP8 q and caches .*with cu_seqlens_q whose sequences differ"),
         (lambda: flash_attn_bhsd(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)),
          NotImplementedError, "FP8 .* go through flash_attn_func"),
         (lambda: flash_attn_backward(qb, q, k, v, qb, f32(2, 8, 300)), NotImplementedError,
-         "taken by flash_attn_func only"),
+         "taken by flash_attn_func and flash_attn_with_kvcache only"),
     ]
     for fn, exc, text in cases:
         with pytest.raises(exc, match=text):
@@ -387,3 +408,96 @@ def test_fp8_compiles_and_captures(rt, monkeypatch):
     with torch.cuda.graph(g):
         o = f(q, k, qd, kd)
     assert len(seen) == n + 2 and seen[-1][:2] == (0, 1)
+
+
+# ------------------------------------------------- FP8 decoding (kv cache)
+
+FP8_DECODE_FACTS = (FP8_FACTS.replace("fa3_fwd_d128_e4m3_causal_kernel",
+                                      "fa3_fwd_d128_e4m3_causal_decode_kernel")
+                    + "split_kv 1\npack_gqa 1\n")
+
+
+@pytest.mark.filterwarnings("ignore:Accessing the data pointer of FakeTensor")
+def test_fp8_kvcache_args_reach_the_runtime(fake, rt, monkeypatch):
+    """flash_attn_with_kvcache on e4m3 q and caches with FA3's [B, Hkv]
+    descales: the decoding kernel's launch planned by libfa3rt against FP8
+    decoding facts (CUDA tensors without a GPU, the CUDA calls stubbed): o
+    bfloat16, dtype e4m3 / o_dtype bf16, q's descale per kv head as given
+    (not expanded over the q heads: a GQA-packed tile's rows mix them), the
+    new rows appended by the kernel (e4m3, 1-byte rows), and packed new
+    rows written by torch on bytes."""
+    import contextlib
+    from types import SimpleNamespace
+    from fa3 import torch_api as T
+    torch = fake
+    facts = rt.parse_facts_c(FP8_DECODE_FACTS)
+    seen = []
+
+    class Kernel:
+        facts = SimpleNamespace(block_n=128, persistent=False)
+
+        def plan(self, args):
+            # fake tensors' data pointers are 0: planned on a copy with
+            # addresses where the runtime needs them
+            a = type(args).from_buffer_copy(args)
+            for i, name in enumerate(("q", "k", "v", "o", "k_new", "v_new")):
+                t = getattr(a, name)
+                if t.shape[0] and not t.ptr:
+                    t.ptr = (i + 1) << 24
+            a.lse = a.lse or 7 << 24
+            a.seqused_k = 6 << 24       # cache_seqlens (a tensor) given
+            if a.k_new.shape[0]:
+                a.seqlens_out = 8 << 24
+            for i, d in enumerate(("q", "k", "v")):
+                if any(getattr(a, f"{d}_descale_stride_{x}", 0) for x in "bhmn"):
+                    setattr(a, f"{d}_descale", (9 + i) << 24)
+            L = rt.plan(facts, a)
+            seen.append((args, L, a))
+            return L
+
+        def fwd(self, args, stream):
+            pass
+    monkeypatch.setattr(T, "_launchable_kernel", lambda *a, **k: Kernel())
+    monkeypatch.setattr(torch.cuda, "device", lambda dev: contextlib.nullcontext())
+    monkeypatch.setattr(torch.cuda, "current_stream",
+                        lambda dev=None: SimpleNamespace(cuda_stream=0))
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setitem(T._device_sms, 0, 132)
+    B, Skv, Hq, Hkv, D = 3, 4096, 32, 8, 128
+    f8 = torch.float8_e4m3fn
+    q = torch.empty(B, 1, Hq, D, device="cuda", dtype=f8)
+    kc = torch.empty(B, Skv, Hkv, D, device="cuda", dtype=f8)
+    vc = torch.empty(B, Skv, Hkv, D, device="cuda", dtype=f8)
+    lens = torch.empty(B, device="cuda", dtype=torch.int32)
+    qd, kd = torch.empty(B, Hkv, device="cuda"), torch.empty(B, Hkv, device="cuda")
+    o, lse = T.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=lens, q_descale=qd,
+                                       k_descale=kd, v_descale=torch.empty((), device="cuda"),
+                                       causal=True, return_softmax_lse=True)
+    args, L, _ = seen[-1]
+    assert o.dtype == torch.bfloat16 and tuple(o.shape) == (B, 1, Hq, D)
+    assert tuple(lse.shape) == (B, Hq, 1)
+    assert args.dtype == 3 and args.o_dtype == 1 and (L.B, L.Hq, L.Hkv) == (B, Hq, Hkv)
+    assert (args.q_descale_stride_b, args.q_descale_stride_h, args.q_descale_stride_m) == \
+        (Hkv, 1, 0)
+    assert (args.k_descale_stride_b, args.k_descale_stride_h, args.k_descale_stride_n) == \
+        (Hkv, 1, 0)
+    assert (args.v_descale_stride_b, args.v_descale_stride_h) == (0, 0)
+    assert args.k.strides[2] == Hkv * D                  # elements of 1 byte
+    # two new rows a batch: the kernel's append, e4m3 rows
+    kn = torch.empty(B, 2, Hkv, D, device="cuda", dtype=f8)
+    T.flash_attn_with_kvcache(q, kc, vc, k=kn, v=kn, cache_seqlens=lens, q_descale=qd)
+    args, L, _ = seen[-1]
+    assert args.k_new.shape[2] == 2 and args.q_descale_stride_h == 1
+    # packed new rows: written by torch (on bytes), then the decoding kernel
+    T.flash_attn_with_kvcache(q, kc, vc, k=kn.flatten(0, 1), v=kn.flatten(0, 1),
+                              cu_seqlens_k_new=torch.empty(B + 1, device="cuda",
+                                                           dtype=torch.int32),
+                              cache_seqlens=lens, k_descale=kd)
+    args, L, planned = seen[-1]
+    assert args.dtype == 3 and not args.k_new.shape[0] and args.k_descale_stride_b == Hkv
+    # a q descale of the per-q-head form is refused by the runtime too
+    planned.q_descale = 9 << 24
+    planned.q_descale_stride_m = 1
+    with pytest.raises(Exception, match="q_descale_stride_m is 1 but kernel "
+                                        "fa3_fwd_d128_e4m3_causal_decode_kernel packs"):
+        rt.plan(facts, planned)

@@ -352,7 +352,10 @@ typedef struct fa3rt_fwd_args {
    * descale factors read from device memory: q_descale[b * stride_b + hq *
    * stride_h + (m / 128) * stride_m] for query row m of q head hq,
    * k_descale[b * stride_b + hkv * stride_h + (n / 128) * stride_n] for
-   * key row n, v_descale[b * stride_b + hkv * stride_h]. Each pointer 0:
+   * key row n, v_descale[b * stride_b + hkv * stride_h]. A GQA-packed
+   * (decoding) kernel's q descale is per (batch, kv head), FA3's form:
+   * q_descale[b * stride_b + hkv * stride_h], stride_m 0 (its 128-row
+   * blocks mix the g q heads of a kv head). Each pointer 0:
    * 1.0 (its strides must then be 0); else f32 on the device, 4-byte
    * aligned, below 2^63. Strides in elements, 0 to 2^31-1 (0 broadcasts:
    * FlashAttention-3's (B, Hkv) descale is stride_b Hkv, stride_h 1,

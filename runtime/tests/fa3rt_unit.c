@@ -1754,12 +1754,18 @@ static void test_fp8_facts(void) {
   FP8_ERR("grid", "grid tiles\nvarlen 1",
           "facts of kernel 'fa3_fwd_d128_e4m3_kernel': dtype e4m3 needs varlen 0 (the compiler "
           "builds no FP8 varlen kernel yet)");
-  FP8_ERR("grid", "grid tiles\nsplit_kv 1",
-          "facts of kernel 'fa3_fwd_d128_e4m3_kernel': dtype e4m3 needs split_kv 0 (the compiler "
-          "builds no FP8 decoding kernel (split_kv, pack_gqa) yet)");
-  FP8_ERR("grid", "grid tiles\npack_gqa 1",
-          "dtype e4m3 needs pack_gqa 0 (the compiler builds no FP8 decoding kernel (split_kv, "
-          "pack_gqa) yet)");
+  /* the FP8 decoding kernel: head dim 64 or 128 */
+  t = text_with(kFp8Facts, "grid", "grid tiles\nsplit_kv 1\npack_gqa 1");
+  EXPECT(fa3rt_facts_parse(t, strlen(t), &f) == FA3RT_OK && f.split_kv && f.pack_gqa);
+  {
+    char dec[4096];
+    strcpy(dec, text_with(kFp8Facts, "head_dim", "head_dim 256"));
+    t = text_with(dec, "head_dim_v", "head_dim_v 256\nsplit_kv 1\npack_gqa 1");
+    EXPECT(err_is(fa3rt_facts_parse(t, strlen(t), &f), FA3RT_ERR_FACTS,
+                  "facts of kernel 'fa3_fwd_d128_e4m3_kernel': dtype e4m3 with split_kv 1 needs "
+                  "head_dim 64 or 128, got 256 (the compiler builds FP8 decoding kernels of "
+                  "those head dims only)"));
+  }
   FP8_ERR("head_dim", "head_dim 192",
           "facts of kernel 'fa3_fwd_d128_e4m3_kernel': dtype e4m3 needs head_dim and head_dim_v "
           "64, 128 or 256, got 192 and 128 (the compiler builds FP8 kernels of those head dims "
@@ -1878,14 +1884,11 @@ static void test_fp8_facts(void) {
                 "dtype e4m3 needs varlen 0"));
   g = f;
   g.split_kv = 1;
-  g.persistent = 0;
-  EXPECT(err_is(fa3rt_fwd_plan(&g, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
-                "dtype e4m3 needs split_kv 0"));
-  g = f;
   g.pack_gqa = 1;
   g.persistent = 0;
+  g.head_dim = g.head_dim_v = 256;
   EXPECT(err_is(fa3rt_fwd_plan(&g, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
-                "dtype e4m3 needs pack_gqa 0"));
+                "dtype e4m3 with split_kv 1 needs head_dim 64 or 128, got 256"));
   g = f;
   g.backward = 1;
   g.persistent = 0;
@@ -2006,6 +2009,22 @@ static void test_fp8_plan(void) {
     EXPECT(err_is(fa3rt_fwd_plan(&f, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
                   "q head dim (shape[3]) is 256 but kernel fa3_fwd_d128_e4m3_kernel has "
                   "head_dim 128"));
+  }
+  /* the FP8 decoding kernel (GQA-packed): q's descale per (batch, kv head),
+     its 128-row blocks mixing q heads */
+  {
+    const char *t = text_with(kFp8Facts, "grid", "grid tiles\nsplit_kv 1\npack_gqa 1");
+    fa3rt_facts fd;
+    EXPECT(fa3rt_facts_parse(t, strlen(t), &fd) == FA3RT_OK);
+    a = fp8_args();
+    a.q_descale_stride_b = 2, a.q_descale_stride_h = 1, a.q_descale_stride_m = 0;
+    EXPECT(fa3rt_fwd_plan(&fd, &a, &L) == FA3RT_OK);
+    a.q_descale_stride_m = 1;
+    EXPECT(err_is(fa3rt_fwd_plan(&fd, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                  "q_descale_stride_m is 1 but kernel fa3_fwd_d128_e4m3_kernel packs the q heads "
+                  "of each kv head into its tiles (facts pack_gqa 1): its q descale is one per "
+                  "(batch, kv head), FlashAttention-3's [B, Hkv] (stride_h 1 for kv head hkv), "
+                  "so stride_m must be 0"));
   }
   /* strides and alignment in bytes: 1 for q, k, v, 2 for o. A row of 1032
      elements is 1032 bytes of e4m3 (not a multiple of 16) but 2064 of bf16;

@@ -397,7 +397,7 @@ static void specCases(MlirContext ctx, Fa3DiagnosticLog *log) {
   // CHECK: spec/scale-inf: fa3CompileHopperSpec: invalid attention spec: scale: inf is out of range
   // CHECK: spec/scale-huge: fa3CompileHopperSpec: invalid attention spec: scale: 3e+38 is out of range
   // CHECK: spec/causal-window: fa3CompileHopperSpec: invalid attention spec: windowRight: 5 with causal (causal attention has windowRight 0; give 0 or -1)
-  // CHECK: spec/fp8-backward: fa3CompileHopperSpec: invalid attention spec: dtype: e4m3 with backward (the FP8 kernel is a fixed-length forward)
+  // CHECK: spec/fp8-backward: fa3CompileHopperSpec: invalid attention spec: dtype: e4m3 with backward (the FP8 kernels are the fixed-length forward and the decoding kernel)
   // CHECK: spec/fp8-head-dim: fa3CompileHopperSpec: invalid attention spec: headDim: 96 in FP8 (dtype e4m3 takes head dim 64, 128 or 256, headDimV 0 or equal)
   // CHECK: spec/fp8-head-dim-v: fa3CompileHopperSpec: invalid attention spec: headDim: 128 with headDimV 192 in FP8
   // CHECK: spec/deterministic-forward: fa3CompileHopperSpec: invalid attention spec: deterministic: only with backward

@@ -79,7 +79,12 @@ caches, a batch whose rows run past Skv, with and without rotary
 embedding): the caches after the call equal to the expected append (rows
 past Skv dropped; rotated rows within one rounding of the float64
 rotation), o and lse per batch against the reference over the appended
-keys. With --out:
+keys. The FP8 decoding kernels (dtype e4m3: an FP8 KV cache) take
+FP8_CASES only (also under --sanitize, one case): e4m3 q and caches with
+FA3's [B, Hkv] descales (q's one per kv head), contiguous and paged,
+split, several query rows, the append kernel and packed new rows; o and
+lse against the fp32 reference on the dequantized inputs by check_fp8's
+bounds, new rows in the cache bit for bit. With --out:
 appends the run to OUT/history.jsonl (kind check_decode; a full run also
 rewrites its table in OUT/RESULTS.md). Exit status 1 on any failure.
 """
@@ -1077,6 +1082,126 @@ def run_packed_append_case(kf, case, seed, kernel_dir):
                 page_size=ps, **res)
 
 
+# FP8 decoding (an e4m3 KV cache; FA3's [B, Hkv] descales, q's per kv
+# head): label, B, Sq, Hq, Hkv, Skv, page size (0: contiguous), num_splits,
+# cache_seqlens, new rows (0: none; "packed": one or two a batch through
+# cu_seqlens_k_new)
+FP8_CASES = [
+    ("FP8 decoding step, contiguous ragged: GQA 32/8, heuristic", 3, 1, 32, 8, 4096, 0, 0,
+     [4000, 0, 17], 0),
+    ("FP8 decoding step, paged 64 shuffled, 3 splits: GQA 16/2", 2, 1, 16, 2, 2048, 64, 3,
+     [1000, 300], 0),
+    ("FP8 4 query rows, contiguous: GQA 32/8", 2, 4, 32, 8, 1024, 0, 0, [700, 1024], 0),
+    ("FP8 + 2 new rows (the append kernel), contiguous: MHA 8/8", 2, 2, 8, 8, 3072, 0, 0,
+     [100, 3000], 2),
+    ("FP8 + packed new rows, paged 128: GQA 16/4", 3, 1, 16, 4, 1024, 128, 0,
+     [5, 1000, 0], "packed"),
+]
+FP8_SANITIZE = ["FP8 decoding step, paged 64 shuffled, 3 splits: GQA 16/2"]
+
+
+def quantize_heads(x, per):
+    """x [B, S, H, D] float32 as e4m3 with one descale per (batch, group of
+    `per` consecutive heads): (x_e4m3, descale [B, H / per])."""
+    import torch
+    B, S, H, D = x.shape
+    amax = x.abs().reshape(B, S, H // per, per, D).amax(dim=(1, 3, 4)).clamp(min=1e-12)
+    d = amax / 448.0
+    xq = (x / d.repeat_interleave(per, 1)[:, None, :, None]).to(torch.float8_e4m3fn)
+    return xq, d
+
+
+def run_fp8_case(kf, case, seed, kernel_dir):
+    """flash_attn_with_kvcache on e4m3 q and caches with FA3's descales
+    ([B, Hkv] each, q's one per kv head): o (bf16, poisoned first) and lse
+    per batch against the fp32 reference on the dequantized inputs, by
+    check_fp8's bounds (rel. error of o < O_REL_TOL, |lse - ref| <
+    LSE_ABS_TOL; rows of no keys 0 and -inf); new rows found in the cache
+    bit for bit."""
+    import torch
+    import check_fwd
+    import check_fp8
+    from fa3 import torch_api
+    label, B, Sq, Hq, Hkv, Skv, ps, num_splits, lens, new = case
+    D = kf.head_dim
+    g = Hq // Hkv
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    randn = lambda *shape: torch.randn(*shape, device="cuda", generator=gen)  # noqa: E731
+    q8, qd = quantize_heads(randn(B, Sq, Hq, D), g)
+    k8, kd = quantize_heads(randn(B, Skv, Hkv, D), 1)
+    v8, vd = quantize_heads(randn(B, Skv, Hkv, D), 1)
+    kw = dict(causal=kf.causal, window_size=(kf.window_left, kf.window_right),
+              softcap=kf.softcap, kernel_dir=kernel_dir, num_splits=num_splits,
+              cache_seqlens=seqlens_arg(lens), q_descale=qd, k_descale=kd, v_descale=vd)
+    nnew = [0] * B
+    if new:
+        nnew = [1 + b % 2 for b in range(B)] if new == "packed" else [new] * B
+        kn = (randn(sum(nnew), Hkv, D) / kd.repeat_interleave(torch.tensor(
+            nnew, device="cuda"), 0)[:, :, None]).to(torch.float8_e4m3fn)
+        vn = (randn(sum(nnew), Hkv, D) / vd.repeat_interleave(torch.tensor(
+            nnew, device="cuda"), 0)[:, :, None]).to(torch.float8_e4m3fn)
+        if new == "packed":
+            kw.update(k=kn, v=vn, cu_seqlens_k_new=seqlens_arg(
+                [0] + list(itertools.accumulate(nnew))))
+        else:
+            kw.update(k=kn.reshape(B, new, Hkv, D), v=vn.reshape(B, new, Hkv, D))
+    want_k, want_v, r0 = k8.clone(), v8.clone(), 0
+    for b in range(B):
+        if nnew[b]:
+            want_k[b, lens[b]:lens[b] + nnew[b]] = kn[r0:r0 + nnew[b]]
+            want_v[b, lens[b]:lens[b] + nnew[b]] = vn[r0:r0 + nnew[b]]
+        r0 += nnew[b]
+    if ps:
+        kc, vc, table = paged_inputs_from(k8, v8, ps, gen)
+        kw["page_table"] = table
+
+        def rows(t):
+            return t[table.long()].flatten(1, 2)
+    else:
+        kc, vc = k8, v8
+
+        def rows(t):
+            return t
+    # the public call allocates its outputs: poison the blocks the caching
+    # allocator hands out next for their sizes (check_decode's packed cases)
+    poison = [torch.full((B, Sq, Hq, D), float("nan"), device="cuda", dtype=torch.bfloat16),
+              torch.full((B, Hq, Sq), float("nan"), device="cuda")]
+    del poison
+    o, lse = torch_api.flash_attn_with_kvcache(q8, kc, vc, return_softmax_lse=True, **kw)
+    torch.cuda.synchronize()
+    landed = bool(torch.equal(rows(kc).view(torch.uint8), want_k.view(torch.uint8))
+                  and torch.equal(rows(vc).view(torch.uint8), want_v.view(torch.uint8)))
+    qf = q8.float() * qd.repeat_interleave(g, 1)[:, None, :, None]
+    kf_ = want_k.float() * kd[:, None, :, None]
+    vf = want_v.float() * vd[:, None, :, None]
+    res = {"unwritten": 0, "rel_err_o": 0.0, "max_abs_err_lse": 0.0, "empty_rows": 0,
+           "ok": True}
+    for b in range(B):
+        n = min(lens[b] + nnew[b], Skv)
+        if n:
+            ref_o, ref_lse, empty = check_fwd.reference(qf[b:b + 1], kf_[b:b + 1, :n],
+                                                        vf[b:b + 1, :n], kf.scale, kf)
+        else:
+            ref_o = torch.zeros(1, Sq, Hq, D, device="cuda")
+            ref_lse = torch.full((1, Hq, Sq), float("-inf"), device="cuda")
+            empty = torch.ones(Sq, dtype=torch.bool, device="cuda")
+        c = check_fwd.compare(o[b:b + 1], lse[b:b + 1], ref_o, ref_lse, empty)
+        res["unwritten"] += c["unwritten"]
+        res["empty_rows"] += c["empty_rows"]
+        for key in ("rel_err_o", "max_abs_err_lse"):
+            res[key] = max(res[key], c.get(key, 0.0))
+        res["ok"] &= c["empty_rows_ok"]
+    # (its own keys: the report's columns hold check_fwd's bounds)
+    res["fp8_rel_err_o"] = res.pop("rel_err_o")
+    res["fp8_max_abs_err_lse"] = res.pop("max_abs_err_lse")
+    res["cache_rows_as_expected"] = landed
+    res["ok"] = bool(res["ok"] and landed and res["unwritten"] == 0
+                     and math.isfinite(res["fp8_rel_err_o"])
+                     and res["fp8_rel_err_o"] < check_fp8.O_REL_TOL
+                     and res["fp8_max_abs_err_lse"] < check_fp8.LSE_ABS_TOL)
+    return dict(kernel=kf.kernel, case=label, cache_seqlens=lens, page_size=ps, **res)
+
+
 def paged_inputs_from(k, v, ps, gen):
     """Contiguous caches k, v [B, Skv, Hkv, D] (Skv a multiple of ps) as a
     page pool in a shuffled order and its page table."""
@@ -1617,8 +1742,12 @@ def main():
     if not kernels:
         print(f"no decoding kernels (facts split_kv 1: fa3-compile --decode) in {a.kernel_dir}")
         return 1
+    # the FP8 decoding kernels (e4m3 caches) take FP8_CASES only
+    fp8_kernels = [k for k in kernels if k.dtype == "e4m3"]
+    kernels = [k for k in kernels if k.dtype != "e4m3"]
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    print(f"seed {a.seed}; {len(kernels)} kernel(s): " + ", ".join(k.kernel for k in kernels))
+    print(f"seed {a.seed}; {len(kernels) + len(fp8_kernels)} kernel(s): "
+          + ", ".join(k.kernel for k in kernels + fp8_kernels))
     results, sass = [], {}
     t0 = time.time()
 
@@ -1638,10 +1767,18 @@ def main():
         for r in rs if isinstance(rs, list) else [rs]:
             show(r)
 
-    lead = lead_kernel(kernels)
-    guarded(lead, "paged: table entries outside the pool",
-            lambda: check_bad_page_entries(lead, a.seed + 999))
-    if not a.sanitize:
+    for i, kf in enumerate(fp8_kernels):
+        print(f"== {kf.describe()}", flush=True)
+        for j, case in enumerate(FP8_CASES):
+            if a.sanitize and case[0] not in FP8_SANITIZE:
+                continue
+            guarded(kf, case[0], lambda case=case, j=j, kf=kf: run_fp8_case(
+                kf, case, a.seed + 1000 * i + 600 + j, a.kernel_dir))
+    lead = lead_kernel(kernels) if kernels else None
+    if lead is not None:
+        guarded(lead, "paged: table entries outside the pool",
+                lambda: check_bad_page_entries(lead, a.seed + 999))
+    if not a.sanitize and lead is not None:
         print(f"== once per run, on {lead.kernel}", flush=True)
         guarded(lead, "torch.compile", lambda: check_compiled(lead))
         guarded(lead, "CUDA graph", lambda: check_graph(lead, sms))

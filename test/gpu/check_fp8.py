@@ -751,7 +751,7 @@ def main():
     all_kernels, skipped = fa3facts.scan_kernel_dir(a.kernel_dir)
     for s in skipped:
         print(f"SKIPPED FILE {s}")
-    kernels = [k for k in all_kernels if k.dtype == "e4m3"]
+    kernels = [k for k in all_kernels if k.dtype == "e4m3" and not k.split_kv]
     if a.only:
         kernels = [k for k in kernels if a.only in k.kernel]
     if not kernels:

@@ -43,7 +43,9 @@ static const char *kUsage =
     "                       256: 20 kernels);\n"
     "                       with --fp8, the FP8 forward's (e4m3, head dim\n"
     "                       64, 128 and 256 x causal or not: 6 kernels,\n"
-    "                       and head dim 128's two long-sequence kernels)\n"
+    "                       and head dim 128's two long-sequence kernels),\n"
+    "                       with --fp8 --decode the FP8 decoding kernels\n"
+    "                       (head dim 64 and 128 x causal or not)\n"
     "  --fp8                with --all: the FP8 forward set (for one\n"
     "                       variant, --dtype e4m3)\n"
     "\n"
@@ -54,7 +56,8 @@ static const char *kUsage =
     "  --dtype T            bf16 (default), f16, or e4m3 (FP8: q, k, v\n"
     "                       float8_e4m3fn with descales given at launch, o\n"
     "                       bf16; head dim 64, 128 or 256, a fixed-length\n"
-    "                       forward; its cubin also holds <kernel>_quantize,\n"
+    "                       forward, or with --decode 64 or 128 (an FP8 KV\n"
+    "                       cache); its cubin also holds <kernel>_quantize,\n"
     "                       bf16/f16 to e4m3 with block scales and the\n"
     "                       Hadamard rotation: fa3rt_quantize)\n"
 
@@ -624,9 +627,9 @@ int main(int argc, char **argv) {
   if (fp8Set && !all)
     return fail("--fp8 selects the FP8 set of --all; for one variant give "
                 "--dtype e4m3", NULL);
-  if (fp8Set && (spec.backward || spec.varlen || spec.decode))
-    return fail("--fp8 is a fixed-length forward: not with --backward, "
-                "--varlen or --decode", NULL);
+  if (fp8Set && (spec.backward || spec.varlen))
+    return fail("--fp8 is the fixed-length forward or (with --decode) the "
+                "decoding kernel: not with --backward or --varlen", NULL);
   if (all && spec.backward && spec.varlen)
     return fail("--backward takes fixed-length batches, not --varlen", NULL);
   if (all && spec.decode && (spec.backward || spec.varlen))
@@ -680,8 +683,10 @@ int main(int argc, char **argv) {
     /* the FP8 forward's: head dims 64, 128 and 256 */
     const int64_t fp8Dims[][2] = {{64, 64}, {128, 128}, {256, 256}};
     const char *types[] = {"bf16", "f16"};
+    /* the FP8 decoding kernel's: head dims 64 and 128 */
+    const int nFp8Dims = spec.decode ? 2 : (int)(sizeof fp8Dims / sizeof fp8Dims[0]);
     int n = !all ? 1
-            : fp8Set ? 2 * (int)(sizeof fp8Dims / sizeof fp8Dims[0])
+            : fp8Set ? 2 * nFp8Dims
             : spec.backward ? 4 * (int)(sizeof gradDims / sizeof gradDims[0])
                             : 4 * (int)(sizeof dims / sizeof dims[0]);
     for (int i = 0; i < n; ++i) {
@@ -691,6 +696,7 @@ int main(int argc, char **argv) {
         s.headDim = s.headDimV = fp8Dims[i / 2][0];
         s.dtype = "e4m3";
         s.causal = i % 2;
+        s.decode = spec.decode;
       } else if (all) {
         const int64_t *d = spec.backward ? gradDims[i / 4] : dims[i / 4];
         s = fa3AttentionSpecDefault();

@@ -429,7 +429,8 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
     hopper::buildSplitCombineKernel(mb, loc, gpuModule, cfg.name + "_combine",
                                     cfg.dtype, cfg.headDimV);
     hopper::buildCacheAppendKernel(mb, loc, gpuModule, cfg.name + "_append",
-                                   cfg.headDim, cfg.headDimV);
+                                   cfg.headDim, cfg.headDimV,
+                                   cfg.isFp8() ? 1 : 2);
   }
   // FP8 kernels carry the quantization that feeds them (attn.quantize's
   // GPU form): launched through the same loaded kernel, whose head dim it

@@ -1,7 +1,7 @@
 //===- CacheAppendKernel.cpp - new keys and values into a KV cache --------===//
 //
 // (CacheAppendKernel.h.) A copy: each thread moves 16 bytes (8 elements of
-// a row) per step, blocks striding over the rows of k_new, then v_new,
+// a 16-bit row, 16 of an e4m3 row) per step, blocks striding over the rows of k_new, then v_new,
 // then the lengths. The destination row of batch b's new row s is
 // cache_seqlens[b] + s; with a page table, row r lives in page
 // table[b][r / page_size] at row r % page_size. A row past the cache, or
@@ -27,7 +27,8 @@ public:
   CacheAppendBuilder(OpBuilder &b, Location loc) : BuilderBase(b, loc) {}
 
   void build(gpu::GPUModuleOp m, const std::string &name, int64_t headDim,
-             int64_t headDimV) {
+             int64_t headDimV, int64_t elemBytes) {
+    elem = elemBytes;
     gpu::GPUFuncOp fn =
         openKernel(m, name, kCacheAppendParams, kCacheAppendThreads);
     Value tid = NVVM::ThreadIdXOp::create(b, loc, i32T);
@@ -56,11 +57,12 @@ public:
 
 private:
   Value start, stride;
+  int64_t elem = 2; // bytes of an element of the caches
 
 
   /// <src>[b, s, h, :] into <dst> at batch b's row cache_seqlens[b] + s.
   void copyRows(const std::string &src, const std::string &dst, int64_t dim) {
-    const int64_t per = dim / 8; // 16-byte chunks a row
+    const int64_t per = dim * elem / 16; // 16-byte chunks a row
     Value hkv = ext64(param("Hkv")), snew = ext64(param("Snew"));
     Value items = bin<arith::MulIOp>(ext64(param("B")), snew);
     items = bin<arith::MulIOp>(items, hkv);
@@ -75,7 +77,7 @@ private:
     t = bin<arith::DivUIOp>(t, hkv);
     Value s = bin<arith::RemUIOp>(t, snew);
     Value bi = bin<arith::DivUIOp>(t, snew);
-    Value col = bin<arith::MulIOp>(chunk, i64(8));
+    Value col = bin<arith::MulIOp>(chunk, i64(16 / elem));
     // the source row
     Value e = bin<arith::MulIOp>(bi, param(src + "StrideB"));
     Value es = bin<arith::MulIOp>(s, param(src + "StrideS"));
@@ -84,7 +86,7 @@ private:
     e = bin<arith::AddIOp>(e, eh);
     e = bin<arith::AddIOp>(e, col);
     auto v4 = VectorType::get({4}, i32T);
-    Value data = LLVM::LoadOp::create(b, loc, v4, globalAt(param(src), e, 2),
+    Value data = LLVM::LoadOp::create(b, loc, v4, globalAt(param(src), e, elem),
                                       /*alignment=*/16);
     // the destination row: cache_seqlens[b] + s, through the page table
     Value n = LLVM::LoadOp::create(b, loc, i32T,
@@ -126,7 +128,7 @@ private:
     Value dh = bin<arith::MulIOp>(h, param(dst + "StrideH"));
     d = bin<arith::AddIOp>(d, dh);
     d = bin<arith::AddIOp>(d, col);
-    LLVM::StoreOp::create(b, loc, data, globalAt(param(dst), d, 2),
+    LLVM::StoreOp::create(b, loc, data, globalAt(param(dst), d, elem),
                           /*alignment=*/16);
   }
 };
@@ -136,8 +138,9 @@ private:
 void fa3::hopper::buildCacheAppendKernel(OpBuilder &b, Location loc,
                                          gpu::GPUModuleOp module,
                                          const std::string &name,
-                                         int64_t headDim, int64_t headDimV) {
+                                         int64_t headDim, int64_t headDimV,
+                                         int64_t elemBytes) {
   OpBuilder::InsertionGuard g(b);
   CacheAppendBuilder append(b, loc);
-  append.build(module, name, headDim, headDimV);
+  append.build(module, name, headDim, headDimV, elemBytes);
 }

@@ -20,11 +20,12 @@
 namespace fa3::hopper {
 
 /// Builds `name` at the end of `module` for head dims `headDim` (k) and
-/// `headDimV` (v), multiples of 8 (16-byte copies of 16-bit elements).
+/// `headDimV` (v) of elements of `elemBytes` bytes (2: bf16 / f16, 1:
+/// e4m3), whole 16-byte copies a row.
 void buildCacheAppendKernel(mlir::OpBuilder &b, mlir::Location loc,
                             mlir::gpu::GPUModuleOp module,
                             const std::string &name, int64_t headDim,
-                            int64_t headDimV);
+                            int64_t headDimV, int64_t elemBytes);
 
 } // namespace fa3::hopper
 

@@ -554,12 +554,21 @@ void chooseConfig(KernelConfig &cfg, int64_t windowLeft, int64_t windowRight,
   }
   if (o.decode) {
     cfg.splitKv = cfg.packGqa = true;
-    cfg.blockM = o.blockM != 0 ? o.blockM : 64;
+    // FP8 (an e4m3 KV cache) keeps its 128 x 128 tiles: two consumer
+    // warpgroups, each one 64-row half of a q descale block, and the V
+    // transposer's 128-key boxes; bf16 and f16 one warpgroup of 64 rows
+    // (a decoding step's few packed rows) and, to head dim 128, 64 keys.
+    cfg.blockM = o.blockM != 0 ? o.blockM : cfg.isFp8() ? 128 : 64;
     cfg.pingpong = o.pingpong && cfg.consumers() == 2;
     cfg.persistent = false;
     cfg.qBuffers = 1;
     cfg.clusterM = 1;
     cfg.tmaStore = false;
+    if (cfg.isFp8() && o.blockN == 0)
+      cfg.blockN = 128;
+    // (four transposer warps are the persistent kernel's)
+    if (cfg.isFp8() && o.transposeWarps == 0)
+      cfg.transposeWarps = 3;
     if (o.blockN == 0 && hd <= 128 && cfg.blockM == 64)
       cfg.blockN = 64;
     if (o.stages == 0)

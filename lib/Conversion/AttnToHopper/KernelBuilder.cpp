@@ -107,10 +107,15 @@ int64_t transposeUnitKeys(const KernelConfig &cfg) {
 /// warpgroups (240 each) and 32 beside three (160): S and P grow with
 /// the keys, and with 48 ptxas serialised the consumers' wgmmas at head
 /// dim 64 and 128; their transposer's 32-key units spill 4-8 bytes (ptxas
-/// -v, bench/NOTES.md, FP8).
+/// -v, bench/NOTES.md, FP8). The FP8 decoding kernel's producer also walks
+/// the page table and the split's kv range: 48 to head dim 128 (32
+/// spilled 4 bytes; a memory-bound kernel, whose consumers do not miss the
+/// 8 registers).
 int64_t producerRegs(const KernelConfig &cfg) {
   if (!cfg.isFp8())
     return 24;
+  if (cfg.splitKv)
+    return cfg.tileDv() <= 128 ? 48 : 24;
   if (cfg.blockN > 128)
     return cfg.consumers() == 2 ? 24 : 32;
   if (cfg.oCols() == 128 && !cfg.longestFirst)
@@ -864,13 +869,16 @@ std::string fa3::hopper::checkSupported(const KernelConfig &cfg) {
     os << "rescale threshold " << llvm::format("%g", cfg.rescaleThreshold)
        << " in FP8 (with lazy rescaling P reaches 2^threshold, and e4m3 "
           "saturates at 448: at most 8)";
-  else if (cfg.isFp8() &&
-           (cfg.clusterM != 1 || cfg.varlen || cfg.splitKv || cfg.packGqa))
+  else if (cfg.isFp8() && cfg.splitKv && cfg.tileDv() > 128)
+    os << "FP8 split-KV at head dim " << headDimsOf(cfg)
+       << " (the FP8 decoding kernel takes head dim 64 or 128: at 256 its "
+          "consumers' O and its producer's page walk do not fit the "
+          "registers, ptxas spilling 100-128 bytes)";
+  else if (cfg.isFp8() && (cfg.clusterM != 1 || cfg.varlen))
     os << "FP8 with "
-       << (cfg.clusterM != 1  ? "K/V multicast"
-           : cfg.varlen       ? "a packed variable-length batch"
-                              : "split-KV or GQA packing")
-       << " (the e4m3 kernel takes a fixed-length batch, no cluster: its V "
+       << (cfg.clusterM != 1 ? "K/V multicast"
+                             : "a packed variable-length batch")
+       << " (the e4m3 kernels take a fixed-length batch, no cluster: the V "
           "transposer is one CTA's)";
   else if (!isSupportedHeadDim(cfg.headDim))
     os << "head dim " << cfg.headDim << " (the Hopper kernel takes "

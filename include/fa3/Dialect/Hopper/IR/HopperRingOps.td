@@ -374,7 +374,7 @@ def Hopper_LoadPagedTileOp : Hopper_Op<"load_paged_tile"> {
                        Hopper_RingType:$ring, I32:$slot,
                        ConfinedAttr<I64Attr, [IntPositive]>:$rows,
                        ConfinedAttr<I64Attr, [IntPositive]>:$cols,
-                       TypeAttrOf<AnyTypeOf<[BF16, F16]>>:$element);
+                       TypeAttrOf<AnyTypeOf<[BF16, F16, F8E4M3FN]>>:$element);
   let assemblyFormat = [{
     $map `[` $row `,` $head `]` `pages` $pages `page_size` $page_size
     `bound` $bound `into` $ring `[` $slot `]` `rows` $rows `cols` $cols
