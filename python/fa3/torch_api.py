@@ -1788,12 +1788,11 @@ def _decode(torch, fn, q, k, v, cache_seqlens, softmax_scale, causal, window_siz
             raise NotImplementedError(
                 f"{fn}: rotary embedding with FP8 q and caches is not supported: rotate q and "
                 f"the new rows before quantizing them")
-        if torch.compiler.is_compiling():
-            raise NotImplementedError(
-                f"{fn}: FP8 q and caches under torch.compile are not supported yet (the "
-                f"decoding ops take no descales): call it outside the compiled region "
-                f"(torch.compiler.disable)")
-        fp8_fields = _fp8_decode_descales(torch, fn, *fp8, q.device, B, Hkv)
+        if torch.compiler.is_compiling():   # (the op takes them: checks only, no pointers)
+            for name, t in zip(("q_descale", "k_descale", "v_descale"), fp8):
+                _fp8_descale(torch, name, t, q.device, B, Hkv, None, check_only=True, fn=fn)
+        else:
+            fp8_fields = _fp8_decode_descales(torch, fn, *fp8, q.device, B, Hkv)
     _check_out(torch, q, out, lse_out, B, Sq, Hq, Dv,
                torch.bfloat16 if dt == "e4m3" else None)
     appending = k_new is not None or v_new is not None
@@ -1829,12 +1828,12 @@ def _decode(torch, fn, q, k, v, cache_seqlens, softmax_scale, causal, window_siz
             o, lse = torch.ops.fa3.flash_attn_decode_append_fwd.default(
                 q, k, v, k_new, v_new, seqused_k, page_table, scale, bool(causal),
                 list(window_size), float(softcap), n, int(sm_margin), _op_path(kernel_dir),
-                facts_path, jit, ctas_per_sm, leftpad)
+                facts_path, jit, ctas_per_sm, leftpad, *(fp8 or (None,) * 3))
         else:
             o, lse = torch.ops.fa3.flash_attn_decode_fwd.default(
                 q, k, v, seqused_k, page_table, scale, bool(causal), list(window_size),
                 float(softcap), n, int(sm_margin), _op_path(kernel_dir), facts_path, jit,
-                ctas_per_sm, leftpad)
+                ctas_per_sm, leftpad, *(fp8 or (None,) * 3))
         return _copied_out(o, lse, out, lse_out, return_lse)
     return _eager_decode(torch, q, k, v, seqused_k, softmax_scale, causal, window_size, softcap,
                          n, sm_margin, return_lse, kernel_dir, kernel, jit, out, lse_out,
@@ -1894,7 +1893,7 @@ def _eager_decode(torch, q, k, v, seqused_k, softmax_scale, causal, window_size,
     if checked is None:
         # grad_ok: the public calls refuse grad first; the op's inputs may
         # still say requires_grad below the autograd layer
-        dt = _check_inputs(torch, q, k, v, fn=fn, grad_ok=True)
+        dt = _check_inputs(torch, q, k, v, fn=fn, grad_ok=True, fp8_ok=fp8_fields is not None)
         pt_stride = 0
         if page_table is None:
             dims = _check_shapes(q.shape, k.shape, v.shape)
@@ -2207,10 +2206,10 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
     (fa3-compile --dtype e4m3 --decode); o bfloat16; paged caches,
     appending (k and v, or packed new rows), cache_batch_idx,
     cache_leftpad, num_splits and decoding steps under attention_chunk as
-    in bf16. Not with rotary embedding (rotate before quantizing), ragged
-    packed queries or several query rows under attention_chunk (the
-    variable-length kernel has no FP8 variant), nor under torch.compile
-    (NotImplementedError each).
+    in bf16, also under torch.compile (the decoding ops take the descales).
+    Not with rotary embedding (rotate before quantizing), ragged packed
+    queries or several query rows under attention_chunk (the
+    variable-length kernel has no FP8 variant): NotImplementedError each.
 
     FA3's other arguments (``qv``, ``scheduler_metadata``
     (get_scheduler_metadata returns None: there is none to pass)) are

@@ -39,7 +39,8 @@ None): dq, dk, dv of q's, k's and v's shapes and dtype, contiguous.
     torch.ops.fa3.flash_attn_decode_fwd(q, k, v, seqused_k, page_table, softmax_scale,
                                         causal, window_size, softcap, num_splits,
                                         sm_margin, kernel_dir, kernel_facts, jit,
-                                        ctas_per_sm=0) -> (out, lse)
+                                        ctas_per_sm=0, leftpad_k=None, q_descale=None,
+                                        k_descale=None, v_descale=None) -> (out, lse)
 
 is the decoding kernel's (flash_attn_with_kvcache, and flash_attn_func with
 num_splits != 1 or pack_gqa): flash_attn_fwd's tensors, seqused_k None or
@@ -47,16 +48,20 @@ int32 [B] (flash_attn_with_kvcache's cache_seqlens: each batch's valid keys
 of the cache), page_table None or int32 [B, max_pages] (a paged cache: k and
 v are then the page pools [num_pages, page_size, Hkv, D]), num_splits 0 (the
 heuristic) to 128, sm_margin the SMs the heuristic leaves free,
-ctas_per_sm 0 (as many CTAs a SM as fit) or 1 (one); the split
-workspaces are allocated inside. No autograd (its callers refuse inputs that
-require grad).
+ctas_per_sm 0 (as many CTAs a SM as fit) or 1 (one), leftpad_k None or
+int32 [B] (cache_leftpad); with e4m3 q, k and v (an FP8 KV cache: the FP8
+decoding kernel) the descales None, 0-d or [B, Hkv] each and out bf16;
+the split workspaces are allocated inside. No autograd (its callers refuse
+inputs that require grad).
 
     torch.ops.fa3.flash_attn_decode_append_fwd(q, k_cache(a!), v_cache(b!), k_new,
                                                v_new, seqused_k, page_table,
                                                softmax_scale, causal, window_size,
                                                softcap, num_splits, sm_margin,
                                                kernel_dir, kernel_facts, jit,
-                                               ctas_per_sm=0) -> (out, lse)
+                                               ctas_per_sm=0, leftpad_k=None,
+                                               q_descale=None, k_descale=None,
+                                               v_descale=None) -> (out, lse)
 
 is the same with new keys and values appended (flash_attn_with_kvcache's k
 and v): k_new [B, Snew, Hkv, D] and v_new [B, Snew, Hkv, Dv] are written
@@ -248,15 +253,33 @@ DECODE_OP_NAME = "fa3::flash_attn_decode_fwd"
 DECODE_SCHEMA = ("flash_attn_decode_fwd(Tensor q, Tensor k, Tensor v, Tensor? seqused_k, "
                  "Tensor? page_table, float? softmax_scale, bool causal, int[] window_size, "
                  "float softcap, int num_splits, int sm_margin, str? kernel_dir, "
-                 "str? kernel_facts, bool? jit, int ctas_per_sm=0, Tensor? leftpad_k=None) "
+                 "str? kernel_facts, bool? jit, int ctas_per_sm=0, Tensor? leftpad_k=None, "
+                 "Tensor? q_descale=None, Tensor? k_descale=None, Tensor? v_descale=None) "
                  "-> (Tensor out, Tensor lse)")
+
+
+def _fp8_fields(fn, q, k, q_descale, k_descale, v_descale):
+    """The decoding ops' FP8 descales (an e4m3 q: the FP8 decoding kernel)
+    as _eager_decode's fp8_fields, else None (descales with 16-bit inputs
+    refused by name)."""
+    from . import torch_api
+    if q.dtype != torch.float8_e4m3fn:
+        given = [n for n, t in (("q_descale", q_descale), ("k_descale", k_descale),
+                                ("v_descale", v_descale)) if t is not None]
+        if given:
+            raise ValueError(f"{fn}: {', '.join(given)} given with {q.dtype} inputs: descales "
+                             f"are for FP8 q and caches (torch.float8_e4m3fn); pass None")
+        return None
+    return torch_api._fp8_decode_descales(torch, fn, q_descale, k_descale, v_descale, q.device,
+                                          q.shape[0], k.shape[2])
 
 
 def flash_attn_decode_fwd(q, k, v, seqused_k, page_table, softmax_scale, causal, window_size,
                           softcap, num_splits, sm_margin, kernel_dir, kernel_facts, jit,
-                          ctas_per_sm=0, leftpad_k=None):
+                          ctas_per_sm=0, leftpad_k=None, q_descale=None, k_descale=None,
+                          v_descale=None):
     """The CUDA implementation: the decoding kernel's eager path, lse
-    computed."""
+    computed (the FP8 decoding kernel's where q is e4m3)."""
     from . import torch_api
     fn = "flash_attn_decode_fwd"
     if seqused_k is not None:
@@ -272,15 +295,25 @@ def flash_attn_decode_fwd(q, k, v, seqused_k, page_table, softmax_scale, causal,
                                    sm_margin, True, kernel_dir,
                                    _kernel_from_facts(kernel_facts), jit, page_table=page_table,
                                    ctas_per_sm=torch_api._ctas_per_sm(fn, ctas_per_sm),
-                                   leftpad=leftpad_k)
+                                   leftpad=leftpad_k,
+                                   fp8_fields=_fp8_fields(fn, q, k, q_descale, k_descale,
+                                                          v_descale))
+
+
+def _decode_fake(q, v):
+    """A decoding op's outputs: o of q's dtype (bf16 for e4m3 q), lse f32
+    (the workspaces are the implementation's own)."""
+    B, Sq, Hq, _ = q.shape
+    dt = torch.bfloat16 if q.dtype == torch.float8_e4m3fn else q.dtype
+    return (q.new_empty((B, Sq, Hq, v.shape[3]), dtype=dt),
+            q.new_empty((B, Hq, Sq), dtype=torch.float32))
 
 
 def _flash_attn_decode_fwd_fake(q, k, v, seqused_k, page_table, softmax_scale, causal,
                                 window_size, softcap, num_splits, sm_margin, kernel_dir,
-                                kernel_facts, jit, ctas_per_sm=0, leftpad_k=None):
-    # flash_attn_fwd's shapes: the workspaces are the implementation's own
-    return _flash_attn_fwd_fake(q, k, v, softmax_scale, causal, window_size, softcap,
-                                kernel_dir, kernel_facts, jit)
+                                kernel_facts, jit, ctas_per_sm=0, leftpad_k=None,
+                                q_descale=None, k_descale=None, v_descale=None):
+    return _decode_fake(q, v)
 
 
 APPEND_OP_NAME = "fa3::flash_attn_decode_append_fwd"
@@ -288,14 +321,16 @@ APPEND_SCHEMA = ("flash_attn_decode_append_fwd(Tensor q, Tensor(a!) k_cache, "
                  "Tensor(b!) v_cache, Tensor k_new, Tensor v_new, Tensor seqused_k, "
                  "Tensor? page_table, float? softmax_scale, bool causal, int[] window_size, "
                  "float softcap, int num_splits, int sm_margin, str? kernel_dir, "
-                 "str? kernel_facts, bool? jit, int ctas_per_sm=0, Tensor? leftpad_k=None) "
+                 "str? kernel_facts, bool? jit, int ctas_per_sm=0, Tensor? leftpad_k=None, "
+                 "Tensor? q_descale=None, Tensor? k_descale=None, Tensor? v_descale=None) "
                  "-> (Tensor out, Tensor lse)")
 
 
 def flash_attn_decode_append_fwd(q, k_cache, v_cache, k_new, v_new, seqused_k, page_table,
                                  softmax_scale, causal, window_size, softcap, num_splits,
                                  sm_margin, kernel_dir, kernel_facts, jit, ctas_per_sm=0,
-                                 leftpad_k=None):
+                                 leftpad_k=None, q_descale=None, k_descale=None,
+                                 v_descale=None):
     """The CUDA implementation: the decoding kernel's eager path with the
     append (k_cache and v_cache written in place), lse computed."""
     from . import torch_api
@@ -317,16 +352,18 @@ def flash_attn_decode_append_fwd(q, k_cache, v_cache, k_new, v_new, seqused_k, p
                                    _kernel_from_facts(kernel_facts), jit, page_table=page_table,
                                    k_new=k_new, v_new=v_new,
                                    ctas_per_sm=torch_api._ctas_per_sm(fn, ctas_per_sm),
-                                   leftpad=leftpad_k)
+                                   leftpad=leftpad_k,
+                                   fp8_fields=_fp8_fields(fn, q, k_cache, q_descale, k_descale,
+                                                          v_descale))
 
 
 def _flash_attn_decode_append_fwd_fake(q, k_cache, v_cache, k_new, v_new, seqused_k,
                                        page_table, softmax_scale, causal, window_size, softcap,
                                        num_splits, sm_margin, kernel_dir, kernel_facts, jit,
-                                       ctas_per_sm=0, leftpad_k=None):
+                                       ctas_per_sm=0, leftpad_k=None, q_descale=None,
+                                       k_descale=None, v_descale=None):
     # the outputs alone (the caches are written in place, as the schema says)
-    return _flash_attn_fwd_fake(q, k_cache, v_cache, softmax_scale, causal, window_size,
-                                softcap, kernel_dir, kernel_facts, jit)
+    return _decode_fake(q, v_cache)
 
 
 FP8_OP_NAME = "fa3::flash_attn_fp8_fwd"

@@ -668,9 +668,10 @@ def test_decode_op_schema_and_fake_shapes():
     args = [a.name for a in op._schema.arguments]
     assert args == ["q", "k", "v", "seqused_k", "page_table", "softmax_scale", "causal",
                     "window_size", "softcap", "num_splits", "sm_margin", "kernel_dir",
-                    "kernel_facts", "jit", "ctas_per_sm", "leftpad_k"]
-    assert op._schema.arguments[-2].default_value == 0
-    assert op._schema.arguments[-1].default_value is None
+                    "kernel_facts", "jit", "ctas_per_sm", "leftpad_k", "q_descale",
+                    "k_descale", "v_descale"]
+    assert op._schema.arguments[-5].default_value == 0
+    assert all(a.default_value is None for a in op._schema.arguments[-4:])
     with FakeTensorMode():
         q = torch.empty(2, 1, 8, 64, dtype=torch.bfloat16, device="cuda")
         k = torch.empty(2, 4096, 2, 64, dtype=torch.bfloat16, device="cuda")
@@ -687,6 +688,13 @@ def test_decode_op_schema_and_fake_shapes():
         # a left-padded cache (cache_leftpad): the op's last argument
         o4, lse4 = op(q, k, v, used, None, None, True, [-1, 0], 0.0, 0, 0, None, None, None, 0,
                       used)
+        # an FP8 KV cache (e4m3 q, k, v, FA3's [B, Hkv] descales): o bf16
+        f8 = torch.float8_e4m3fn
+        d = torch.empty(2, 2, device="cuda")
+        o5, lse5 = op(q.to(f8), k.to(f8), k.to(f8), used, None, None, True, [-1, 0], 0.0, 0, 0,
+                      None, None, None, 0, None, d, d, d)
+    assert o5.dtype == torch.bfloat16 and tuple(o5.shape) == (2, 1, 8, 64)
+    assert tuple(lse5.shape) == (2, 8, 1)
     assert tuple(o4.shape) == (2, 1, 8, 32) and tuple(lse4.shape) == (2, 8, 1)
     assert tuple(o.shape) == (2, 1, 8, 32) and o.dtype == torch.bfloat16
     assert tuple(lse.shape) == (2, 8, 1) and lse.dtype == torch.float32
@@ -792,7 +800,8 @@ def test_append_op_schema_and_fake_shapes():
     assert [a.name for a in args] == [
         "q", "k_cache", "v_cache", "k_new", "v_new", "seqused_k", "page_table", "softmax_scale",
         "causal", "window_size", "softcap", "num_splits", "sm_margin", "kernel_dir",
-        "kernel_facts", "jit", "ctas_per_sm", "leftpad_k"]
+        "kernel_facts", "jit", "ctas_per_sm", "leftpad_k", "q_descale", "k_descale",
+        "v_descale"]
     written = [a.name for a in args if a.alias_info is not None and a.alias_info.is_write]
     assert written == ["k_cache", "v_cache"]
     assert op._schema.is_mutable

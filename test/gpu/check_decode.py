@@ -84,7 +84,9 @@ FP8_CASES only (also under --sanitize, one case): e4m3 q and caches with
 FA3's [B, Hkv] descales (q's one per kv head), contiguous and paged,
 split, several query rows, the append kernel and packed new rows; o and
 lse against the fp32 reference on the dequantized inputs by check_fp8's
-bounds, new rows in the cache bit for bit. With --out:
+bounds, new rows in the cache bit for bit; the cases without new rows
+also through torch.compile(fullgraph=True) and a CUDA graph, bit-identical
+to the eager call. With --out:
 appends the run to OUT/history.jsonl (kind check_decode; a full run also
 rewrites its table in OUT/RESULTS.md). Exit status 1 on any failure.
 """
@@ -1169,6 +1171,26 @@ def run_fp8_case(kf, case, seed, kernel_dir):
     del poison
     o, lse = torch_api.flash_attn_with_kvcache(q8, kc, vc, return_softmax_lse=True, **kw)
     torch.cuda.synchronize()
+    extra = {}
+    if not new:
+        # the same call through torch.compile (the decoding op with its
+        # descales) and captured in a CUDA graph: bit-identical to eager
+        def call(q_):
+            return torch_api.flash_attn_with_kvcache(q_, kc, vc, return_softmax_lse=True, **kw)
+        torch._dynamo.reset()     # (a fresh compile a case: `call` closes over its inputs)
+        oc, lc = torch.compile(call, fullgraph=True, dynamic=False)(q8)
+        s_ = torch.cuda.Stream()
+        s_.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s_):
+            call(q8)
+        torch.cuda.current_stream().wait_stream(s_)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            og, lg = call(q8)
+        graph.replay()
+        torch.cuda.synchronize()
+        extra = dict(compiled_equal=bool(torch.equal(oc, o) and torch.equal(lc, lse)),
+                     graph_equal=bool(torch.equal(og, o) and torch.equal(lg, lse)))
     landed = bool(torch.equal(rows(kc).view(torch.uint8), want_k.view(torch.uint8))
                   and torch.equal(rows(vc).view(torch.uint8), want_v.view(torch.uint8)))
     qf = q8.float() * qd.repeat_interleave(g, 1)[:, None, :, None]
@@ -1195,7 +1217,8 @@ def run_fp8_case(kf, case, seed, kernel_dir):
     res["fp8_rel_err_o"] = res.pop("rel_err_o")
     res["fp8_max_abs_err_lse"] = res.pop("max_abs_err_lse")
     res["cache_rows_as_expected"] = landed
-    res["ok"] = bool(res["ok"] and landed and res["unwritten"] == 0
+    res.update(extra)
+    res["ok"] = bool(res["ok"] and landed and res["unwritten"] == 0 and all(extra.values())
                      and math.isfinite(res["fp8_rel_err_o"])
                      and res["fp8_rel_err_o"] < check_fp8.O_REL_TOL
                      and res["fp8_max_abs_err_lse"] < check_fp8.LSE_ABS_TOL)
