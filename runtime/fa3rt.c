@@ -1295,6 +1295,14 @@ static fa3rt_status check_descale(const fa3rt_facts *f, const fa3rt_fwd_args *a,
     Hq = Hkv;
     Sq = 1;
   }
+  /* a left-padded batch's kv blocks count from its first key, leftpad_k[b],
+     not from row 0 of the cache: per-128-key k descales would be read for
+     the wrong rows */
+  if (f->dtype == FA3RT_E4M3 && f->split_kv && a->k_descale_stride_n && a->leftpad_k)
+    return fail(FA3RT_ERR_INVALID_ARGUMENT, "k_descale_stride_n is %lld (k descales per 128 "
+                "keys) with leftpad_k: kernel %s counts a left-padded batch's kv blocks from "
+                "its first key, not from the cache's row 0, so its k descales must be one per "
+                "(batch, kv head) (stride_n 0)", (long long)a->k_descale_stride_n, f->kernel);
   const struct {
     const char *name;
     uint64_t ptr;

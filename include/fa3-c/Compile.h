@@ -103,7 +103,8 @@ typedef struct Fa3AttentionSpec {
   const char *dtype;   /* "bf16" or "f16" (q, k, v and o), or "e4m3" (FP8:
                           q, k, v float8_e4m3fn with descales at launch, o
                           bf16; head dim 64, 128 or 256, a fixed-length
-                          forward); NULL: bf16 */
+                          forward, or with decode 64 or 128: an FP8 KV
+                          cache); NULL: bf16 */
   int64_t headDim;     /* of q and k: 64, 96, 128, 192 or 256 */
   bool causal;         /* needs windowRight 0 or -1 */
   int64_t windowLeft;  /* -1 = unbounded, else 0 to 2^31-1 */

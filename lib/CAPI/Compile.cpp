@@ -375,6 +375,10 @@ static std::string checkSpec(const Fa3AttentionSpec &s) {
     os << "dtype: \"";
     llvm::printEscapedString(StringRef(s.dtype, strnlen(s.dtype, 64)), os);
     os << "\" is not supported (bf16, f16 or e4m3)";
+  } else if (fp8 && s.decode && s.headDim > 128) {
+    os << "headDim: " << s.headDim
+       << " in the FP8 decoding kernel (dtype e4m3 with decode takes head "
+          "dim 64 or 128)";
   } else if (fp8 && (s.backward || s.varlen)) {
     os << "dtype: e4m3 with " << (s.backward ? "backward" : "varlen")
        << " (the FP8 kernels are the fixed-length forward and the decoding "

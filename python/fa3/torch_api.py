@@ -346,8 +346,8 @@ def _check_inputs(torch, q, k, v, layout="4-D [B, S, H, D] (BSHD)", fn="flash_at
                   grad_ok=False, fp8_ok=False):
     """The checks of every call (traced by Dynamo on the compiled path):
     q, k, v CUDA tensors of the `layout`'s rank, of one device and dtype
-    (bf16 or f16; with `fp8_ok` also torch.float8_e4m3fn: flash_attn_func's
-    FP8 path), not requiring grad where grad is on unless `grad_ok` (a
+    (bf16 or f16; with `fp8_ok` also torch.float8_e4m3fn: the FP8 paths of
+    flash_attn_func and flash_attn_with_kvcache), not requiring grad where grad is on unless `grad_ok` (a
     call with a backward). Returns the dtype name."""
     rank = int(layout[0])
     for name, t in (("q", q), ("k", k), ("v", v)):
@@ -923,10 +923,10 @@ def _check_fp8(torch, q, k, v, q_descale, k_descale, v_descale, num_splits=1, pa
                                   "backward): call it under torch.no_grad() or on detached "
                                   "tensors")
     if num_splits != 1 or pack_gqa:
-        raise NotImplementedError(f"fa3 {fn}: FP8 inputs run the FP8 forward kernel, which has "
-                                  f"no split-KV or GQA-packed (decoding) variant: pass "
-                                  f"num_splits=1 and pack_gqa=None (got {num_splits}, "
-                                  f"{pack_gqa})")
+        raise NotImplementedError(f"fa3 {fn}: FP8 inputs run the FP8 forward kernel here, "
+                                  f"not split-KV or GQA-packed (the FP8 decoding kernel is "
+                                  f"flash_attn_with_kvcache's): pass num_splits=1 and "
+                                  f"pack_gqa=None (got {num_splits}, {pack_gqa})")
     dims = _check_shapes(q.shape, k.shape, v.shape)
     D, Dv = dims[3], dims[6]
     if D not in FP8_HEAD_DIMS or Dv not in FP8_HEAD_DIMS:
@@ -1569,26 +1569,37 @@ def _uniform_packed(q, B: int, max_seqlen_q) -> bool:
 
 
 def _refuse_before_append(torch, fn, q, cu_seqlens_q, max_seqlen_q, chunk, cache_batch_idx,
-                          cache_leftpad, num_splits, ctas_per_sm, sm_margin):
+                          cache_leftpad, num_splits, ctas_per_sm, sm_margin, fp8=None):
     """What the attention after packed new rows would refuse by its
     arguments alone, refused before a row is written: the launch options'
-    ranges, and cache_batch_idx / cache_leftpad where the call runs the
-    variable-length kernel (ragged packed queries, or attention_chunk over
-    several query rows a batch). (Later failures, such as no kernel for the
-    variant, leave the rows written past cache_seqlens: slots the cache's
-    lengths do not count, written again alike by a retry.)"""
+    ranges, and cache_batch_idx / cache_leftpad (or, fp8 not None, FP8 q and
+    caches) where the call runs the variable-length kernel (ragged packed
+    queries, or attention_chunk over several query rows a batch), and an FP8
+    head dim the decoding kernel does not take. (Later failures, such as no
+    kernel for the variant, leave the rows written past cache_seqlens: slots
+    the cache's lengths do not count, written again alike by a retry.)"""
     _num_splits(fn, num_splits)
     _ctas_per_sm(fn, ctas_per_sm)
     _sm_margin(fn, sm_margin)
-    if not isinstance(q, torch.Tensor) or (cache_batch_idx is None and cache_leftpad is None):
+    if not isinstance(q, torch.Tensor) or (cache_batch_idx is None and cache_leftpad is None
+                                           and fp8 is None):
         return
+    if fp8 is not None and q.shape[-1] not in FP8_DECODE_HEAD_DIMS:
+        raise NotImplementedError(
+            f"{fn}: the FP8 decoding kernel takes head dim 64 or 128, got {q.shape[-1]} "
+            f"(refused before any row is written)")
     if cu_seqlens_q is not None and isinstance(cu_seqlens_q, torch.Tensor):
         varlen = not _uniform_packed(q, cu_seqlens_q.numel() - 1, max_seqlen_q)
         why = "ragged packed queries (cu_seqlens_q)"
     else:
         varlen = bool(chunk) and q.dim() == 4 and q.shape[1] > 1
         why = f"attention_chunk {chunk} over {q.shape[1] if q.dim() == 4 else '?'} query rows"
-    if varlen:
+    if varlen and fp8 is not None:
+        raise NotImplementedError(
+            f"{fn}: FP8 q and caches with packed new rows and {why} are not supported: that "
+            f"call runs the variable-length kernel, which has no FP8 variant (refused before "
+            f"any row is written)")
+    if varlen and (cache_batch_idx is not None or cache_leftpad is not None):
         name = "cache_batch_idx" if cache_batch_idx is not None else "cache_leftpad"
         raise NotImplementedError(
             f"{fn}: {name} with packed new rows and {why} is not supported: that call runs the "
@@ -2066,7 +2077,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
 
     q: [B, Sq, Hq, D] (Sq = 1 for a decoding step; more for speculative or
     chunked steps), k_cache: [B, Skv, Hkv, D], v_cache: [B, Skv, Hkv, Dv]
-    (bf16 or f16, one CUDA device, Hq % Hkv == 0; any strides with a
+    (bf16 or f16, or e4m3 with descales: below; one CUDA device, Hq % Hkv
+    == 0; any strides with a
     contiguous last dim, 16-byte multiples). ``cache_seqlens``: each batch's
     number of valid keys, the first cache_seqlens[b] rows of its Skv (an
     int32 [B] tensor on q's device, or an int for every batch, as in FA3;
@@ -2126,7 +2138,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
     choice (one a SM where a CTA streams at least 16384 keys, else as many
     as fit; docs/runtime.md); 1, one, each CTA launched with all the shared
     memory a block may have; 2, as many of the kernel's CTAs a SM as fit
-    (two for the decoding kernels of head dim up to 128)
+    (two for the bf16 / f16 decoding kernels of head dim up to 128; the FP8
+    one's two consumer warpgroups fill an SM's registers: one)
     (bench/bench_decode.py --ctas-per-sm N measures them against 0). Runs
     on torch.cuda.current_stream(); forward only (inputs that require grad
     are refused); under torch.compile the call is the
@@ -2137,8 +2150,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
     FA3): cos and sin [seqlen_ro, rotary_dim / 2] (any floating dtype, q's
     device; rotary_dim even, up to the head dim) rotate the first
     rotary_dim dims of the new keys k at positions p[b], p[b] + 1, ...,
-    and of q at the same positions if causal or with a window, else all of
-    q's rows at p[b]; p is ``rotary_seqlens`` (int32 [B]) or else
+    and of q at the same positions if causal or local (a window, or
+    attention_chunk: FA3's is_local), else all of q's rows at p[b]; p is ``rotary_seqlens`` (int32 [B]) or else
     cache_seqlens. Pairs (0, 1), (2, 3), ... (``rotary_interleaved``, the
     default) or (i, i + rotary_dim / 2) (GPT-NeoX), computed in float32.
     The rotation runs as torch operations before the kernel (not fused into
@@ -2235,11 +2248,13 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
         import torch
         _refuse_before_append(torch, fn, q, cu_seqlens_q, max_seqlen_q, chunk,
                               cache_batch_idx, cache_leftpad, num_splits, ctas_per_sm,
-                              sm_margin)
+                              sm_margin, fp8)
         rotary = None
         if rotary_cos is not None or rotary_sin is not None:
+            # q's rows at consecutive positions where causal or local (FA3:
+            # a window or attention_chunk), else all at the batch's position
             rotary = (rotary_cos, rotary_sin, bool(rotary_interleaved), rotary_seqlens,
-                      bool(causal) or _window(window_size) != (-1, -1))
+                      bool(causal) or _window(window_size) != (-1, -1) or bool(chunk))
         elif rotary_seqlens is not None:
             raise ValueError(f"{fn}: rotary_seqlens gives the rotary embedding's positions: "
                              f"pass it with rotary_cos and rotary_sin, or pass None")
@@ -2313,12 +2328,18 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
 
 def _kvcache_fp8(q, k_cache, v_cache, q_descale, k_descale, v_descale):
     """flash_attn_with_kvcache's descales as _decode's `fp8` where the call
-    is FP8 (a descale given, or q or a cache torch.float8_e4m3fn), else
-    None."""
+    is FP8 (q or a cache torch.float8_e4m3fn), else None; descales given
+    with 16-bit tensors are refused here, before any route is taken."""
     import torch
     descales = (q_descale, k_descale, v_descale)
-    if any(d is not None for d in descales) or _any_fp8(torch, q, k_cache, v_cache):
+    if _any_fp8(torch, q, k_cache, v_cache):
         return descales
+    given = [n for n, d in zip(("q_descale", "k_descale", "v_descale"), descales)
+             if d is not None]
+    if given:
+        raise ValueError(f"flash_attn_with_kvcache: {', '.join(given)} given with "
+                         f"{getattr(q, 'dtype', type(q).__name__)} inputs: descales are for "
+                         f"FP8 q and caches (torch.float8_e4m3fn); pass None")
     return None
 
 

@@ -221,7 +221,7 @@ def test_fp8_refusals(fake):
         (lambda: flash_attn_func(q, k, v, k_descale=f32(2, 2).requires_grad_()),
          NotImplementedError, "forward-only"),
         (lambda: flash_attn_func(q, k, v, num_splits=2), NotImplementedError,
-         "no split-KV or GQA-packed"),
+         "not split-KV or GQA-packed \\(the FP8 decoding kernel is flash_attn_with_kvcache's\\)"),
         (lambda: flash_attn_func(q, k, v, pack_gqa=True), NotImplementedError, "num_splits=1"),
         (lambda: flash_attn_func(*_qkv(torch, D=96)), NotImplementedError,
          "head dims 64, 128 and 256, got head_dim 96"),
@@ -273,6 +273,27 @@ def test_fp8_refusals(fake):
         (lambda: flash_attn_with_kvcache(q[0], k, v, cu_seqlens_q=torch.tensor(
             [0, 100, 300], dtype=torch.int32, device="cuda"), max_seqlen_q=200),
          NotImplementedError, "FP8 q and caches .*with cu_seqlens_q whose sequences differ"),
+        # refused before packed new rows are written: the ragged route, the
+        # head dim, and descales with 16-bit tensors (before any route)
+        (lambda: flash_attn_with_kvcache(
+            q[0], k, v, k=k[0, :4], v=v[0, :4], cache_seqlens=3,
+            cu_seqlens_k_new=torch.tensor([0, 2, 4], dtype=torch.int32, device="cuda"),
+            cu_seqlens_q=torch.tensor([0, 100, 300], dtype=torch.int32, device="cuda"),
+            max_seqlen_q=200), NotImplementedError,
+         "FP8 q and caches with packed new rows and ragged packed queries .*refused before "
+         "any row is written"),
+        (lambda: flash_attn_with_kvcache(
+            *_qkv(torch, D=256), k=_qkv(torch, D=256)[1][0, :4], v=_qkv(torch, D=256)[1][0, :4],
+            cache_seqlens=3, cu_seqlens_k_new=torch.tensor([0, 2, 4], dtype=torch.int32,
+                                                           device="cuda")),
+         NotImplementedError, "FP8 decoding kernel takes head dim 64 or 128, got 256 "
+         r"\(refused before any row is written\)"),
+        (lambda: flash_attn_with_kvcache(qb[0], kb, vb, v_descale=f32(2, 2),
+                                         cu_seqlens_q=torch.tensor([0, 100, 300],
+                                                                   dtype=torch.int32,
+                                                                   device="cuda"),
+                                         max_seqlen_q=200), ValueError,
+         "flash_attn_with_kvcache: v_descale given with torch.bfloat16 inputs"),
         (lambda: flash_attn_bhsd(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)),
          NotImplementedError, "FP8 .* go through flash_attn_func"),
         (lambda: flash_attn_backward(qb, q, k, v, qb, f32(2, 8, 300)), NotImplementedError,

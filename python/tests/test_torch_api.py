@@ -1530,3 +1530,34 @@ def test_kvcache_packed_new_rows_write_only_their_slots(monkeypatch):
           cache_leftpad=torch.zeros(B, dtype=torch.int32),
           cu_seqlens_q=torch.tensor([0, 1, 3], dtype=torch.int32), max_seqlen_q=2)
     assert torch.equal(kc, before)
+
+
+@pytest.mark.skipif(not HAVE_TORCH, reason="needs torch")
+@pytest.mark.parametrize("causal,window,chunk,local", [
+    (False, (-1, -1), 0, False), (True, (-1, -1), 0, True), (False, (8, 8), 0, True),
+    (False, (-1, -1), 16, True)])
+def test_packed_new_rows_rotary_q_positions(monkeypatch, causal, window, chunk, local):
+    """q's rows rotated at consecutive positions where FA3 does: causal, or
+    local (a window, or attention_chunk: FA3's is_local), else all at the
+    batch's position (the rotation's `local`, seen before any route)."""
+    import torch
+    seen = []
+
+    class Stop(Exception):
+        pass
+
+    def spy(torch_, fn, q, cu, cos, sin, interleaved, base, local_):
+        seen.append(local_)
+        raise Stop
+    monkeypatch.setattr(torch_api, "_rotate_queries", spy)
+    B, Hq, Hkv, D = 2, 4, 2, 16
+    kc = torch.zeros(B, 32, Hkv, D, dtype=torch.float64)
+    kn = torch.zeros(3, Hkv, D, dtype=torch.float64)
+    with pytest.raises(Stop):
+        torch_api.flash_attn_with_kvcache(
+            torch.zeros(B, 2, Hq, D, dtype=torch.float64), kc, kc.clone(), k=kn, v=kn.clone(),
+            cu_seqlens_k_new=torch.tensor([0, 1, 3], dtype=torch.int32),
+            cache_seqlens=torch.tensor([3, 5], dtype=torch.int32), rotary_cos=torch.zeros(64, 4),
+            rotary_sin=torch.zeros(64, 4), causal=causal, window_size=window,
+            attention_chunk=chunk)
+    assert seen == [local]

@@ -2025,6 +2025,17 @@ static void test_fp8_plan(void) {
                   "of each kv head into its tiles (facts pack_gqa 1): its q descale is one per "
                   "(batch, kv head), FlashAttention-3's [B, Hkv] (stride_h 1 for kv head hkv), "
                   "so stride_m must be 0"));
+    /* per-128-key k descales with a left-padded cache: refused */
+    a.q_descale_stride_m = 0;
+    a.leftpad_k = 0x900000;
+    EXPECT(a.k_descale_stride_n != 0 &&
+           err_is(fa3rt_fwd_plan(&fd, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
+                  "k_descale_stride_n is 1 (k descales per 128 keys) with leftpad_k: kernel "
+                  "fa3_fwd_d128_e4m3_kernel counts a left-padded batch's kv blocks from its "
+                  "first key"));
+    a.k_descale_stride_n = 0;
+    a.k_descale_stride_h = 1, a.k_descale_stride_b = 2;
+    EXPECT(fa3rt_fwd_plan(&fd, &a, &L) == FA3RT_OK);
   }
   /* strides and alignment in bytes: 1 for q, k, v, 2 for o. A row of 1032
      elements is 1032 bytes of e4m3 (not a multiple of 16) but 2064 of bf16;

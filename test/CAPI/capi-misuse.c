@@ -342,7 +342,7 @@ static void specCases(MlirContext ctx, Fa3DiagnosticLog *log) {
   struct {
     const char *what;
     Fa3AttentionSpec spec;
-  } cases[24];
+  } cases[32];
   int n = 0;
 #define SPEC_CASE(label, field, value)                                         \
   do {                                                                         \
@@ -374,6 +374,9 @@ static void specCases(MlirContext ctx, Fa3DiagnosticLog *log) {
   cases[n - 1].spec.windowRight = 5;
   SPEC_CASE("spec/fp8-backward", dtype, "e4m3");
   cases[n - 1].spec.backward = true;
+  SPEC_CASE("spec/fp8-decode-256", dtype, "e4m3");
+  cases[n - 1].spec.decode = true;
+  cases[n - 1].spec.headDim = 256;
   SPEC_CASE("spec/fp8-head-dim", dtype, "e4m3");
   cases[n - 1].spec.headDim = 96;
   SPEC_CASE("spec/fp8-head-dim-v", dtype, "e4m3");
@@ -398,6 +401,7 @@ static void specCases(MlirContext ctx, Fa3DiagnosticLog *log) {
   // CHECK: spec/scale-huge: fa3CompileHopperSpec: invalid attention spec: scale: 3e+38 is out of range
   // CHECK: spec/causal-window: fa3CompileHopperSpec: invalid attention spec: windowRight: 5 with causal (causal attention has windowRight 0; give 0 or -1)
   // CHECK: spec/fp8-backward: fa3CompileHopperSpec: invalid attention spec: dtype: e4m3 with backward (the FP8 kernels are the fixed-length forward and the decoding kernel)
+  // CHECK: spec/fp8-decode-256: fa3CompileHopperSpec: invalid attention spec: headDim: 256 in the FP8 decoding kernel (dtype e4m3 with decode takes head dim 64 or 128)
   // CHECK: spec/fp8-head-dim: fa3CompileHopperSpec: invalid attention spec: headDim: 96 in FP8 (dtype e4m3 takes head dim 64, 128 or 256, headDimV 0 or equal)
   // CHECK: spec/fp8-head-dim-v: fa3CompileHopperSpec: invalid attention spec: headDim: 128 with headDimV 192 in FP8
   // CHECK: spec/deterministic-forward: fa3CompileHopperSpec: invalid attention spec: deterministic: only with backward

@@ -82,7 +82,9 @@ rotation), o and lse per batch against the reference over the appended
 keys. The FP8 decoding kernels (dtype e4m3: an FP8 KV cache) take
 FP8_CASES only (also under --sanitize, one case): e4m3 q and caches with
 FA3's [B, Hkv] descales (q's one per kv head), contiguous and paged,
-split, several query rows, the append kernel and packed new rows; o and
+split, several query rows, the append kernel and packed new rows, and
+(FP8_ROUTE_CASES) cache_leftpad, cache_batch_idx, a decoding step under
+attention_chunk and uniform packed queries; o and
 lse against the fp32 reference on the dequantized inputs by check_fp8's
 bounds, new rows in the cache bit for bit; the cases without new rows
 also through torch.compile(fullgraph=True) and a CUDA graph, bit-identical
@@ -1225,6 +1227,86 @@ def run_fp8_case(kf, case, seed, kernel_dir):
     return dict(kernel=kf.kernel, case=label, cache_seqlens=lens, page_size=ps, **res)
 
 
+# FP8 through the decoding kernel's other routes: label, B, Sq, Hq, Hkv,
+# Skv, cache_seqlens, options (leftpad, batch_idx with cache_rows, chunk,
+# packed: q passed packed with cu_seqlens_q, every sequence Sq rows)
+FP8_ROUTE_CASES = [
+    ("FP8 cache_leftpad: GQA 32/8", 3, 1, 32, 8, 2048, [2000, 300, 17],
+     dict(leftpad=[100, 0, 16])),
+    ("FP8 cache_batch_idx: GQA 16/2", 2, 1, 16, 2, 1024, [900, 1000],
+     dict(batch_idx=[2, 0], cache_rows=3)),
+    ("FP8 attention_chunk 256, decoding step: GQA 32/8", 2, 1, 32, 8, 4096, [4000, 300],
+     dict(chunk=256)),
+    ("FP8 packed q, 2 rows a sequence: GQA 32/8", 2, 2, 32, 8, 1024, [700, 1024],
+     dict(packed=True)),
+]
+
+
+def run_fp8_route_case(kf, case, seed, kernel_dir):
+    """FP8 q and caches through cache_leftpad, cache_batch_idx (k and v
+    quantized per cache row, the descales given per batch: its row's), a
+    decoding step under attention_chunk and uniform packed queries: per
+    batch against the fp32 reference on the dequantized keys it attends (its
+    cache row's, from its pad or its chunk's first key to cache_seqlens[b]),
+    by check_fp8's bounds; outputs poisoned first."""
+    import torch
+    import check_fwd
+    import check_fp8
+    from fa3 import torch_api
+    label, B, Sq, Hq, Hkv, Skv, lens, opts = case
+    D, g = kf.head_dim, Hq // Hkv
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    randn = lambda *shape: torch.randn(*shape, device="cuda", generator=gen)  # noqa: E731
+    rows_n = opts.get("cache_rows", B)
+    idx = opts.get("batch_idx", list(range(B)))
+    q8, qd = quantize_heads(randn(B, Sq, Hq, D), g)
+    k8, kd_rows = quantize_heads(randn(rows_n, Skv, Hkv, D), 1)
+    v8, vd_rows = quantize_heads(randn(rows_n, Skv, Hkv, D), 1)
+    ix = torch.tensor(idx, device="cuda")
+    kd, vd = kd_rows[ix], vd_rows[ix]          # batch b's: its cache row's
+    kw = dict(causal=kf.causal, window_size=(kf.window_left, kf.window_right),
+              softcap=kf.softcap, kernel_dir=kernel_dir, cache_seqlens=seqlens_arg(lens),
+              q_descale=qd, k_descale=kd, v_descale=vd, return_softmax_lse=True)
+    starts = [0] * B
+    if "leftpad" in opts:
+        kw["cache_leftpad"] = seqlens_arg(opts["leftpad"])
+        starts = opts["leftpad"]
+    if "batch_idx" in opts:
+        kw["cache_batch_idx"] = seqlens_arg(idx)
+    if "chunk" in opts:
+        c = opts["chunk"]
+        kw["attention_chunk"] = c
+        starts = [(n - 1) // c * c if n else 0 for n in lens]
+    poison = [torch.full((B * Sq, Hq, D), float("nan"), device="cuda", dtype=torch.bfloat16),
+              torch.full((B * Sq * Hq,), float("nan"), device="cuda")]
+    del poison
+    if opts.get("packed"):
+        kw.update(cu_seqlens_q=seqlens_arg([b * Sq for b in range(B + 1)]), max_seqlen_q=Sq)
+        o, lse = torch_api.flash_attn_with_kvcache(q8.flatten(0, 1), k8, v8, **kw)
+        o = o.unflatten(0, (B, Sq))
+        lse = lse.unflatten(1, (B, Sq)).transpose(0, 1)
+    else:
+        o, lse = torch_api.flash_attn_with_kvcache(q8, k8, v8, **kw)
+    torch.cuda.synchronize()
+    qf = q8.float() * qd.repeat_interleave(g, 1)[:, None, :, None]
+    res = {"unwritten": 0, "fp8_rel_err_o": 0.0, "fp8_max_abs_err_lse": 0.0, "ok": True}
+    for b in range(B):
+        r, lo, hi = idx[b], starts[b], lens[b]
+        kf_ = k8[r:r + 1, lo:hi].float() * kd_rows[r][None, None, :, None]
+        vf = v8[r:r + 1, lo:hi].float() * vd_rows[r][None, None, :, None]
+        ref_o, ref_lse, empty = check_fwd.reference(qf[b:b + 1], kf_, vf, kf.scale, kf)
+        c = check_fwd.compare(o[b:b + 1], lse[b:b + 1].contiguous(), ref_o, ref_lse, empty)
+        res["unwritten"] += c["unwritten"]
+        res["fp8_rel_err_o"] = max(res["fp8_rel_err_o"], c["rel_err_o"])
+        res["fp8_max_abs_err_lse"] = max(res["fp8_max_abs_err_lse"], c.get("max_abs_err_lse", 0))
+        res["ok"] &= c["empty_rows_ok"]
+    res["ok"] = bool(res["ok"] and res["unwritten"] == 0
+                     and math.isfinite(res["fp8_rel_err_o"])
+                     and res["fp8_rel_err_o"] < check_fp8.O_REL_TOL
+                     and res["fp8_max_abs_err_lse"] < check_fp8.LSE_ABS_TOL)
+    return dict(kernel=kf.kernel, case=label, cache_seqlens=lens, **res)
+
+
 def paged_inputs_from(k, v, ps, gen):
     """Contiguous caches k, v [B, Skv, Hkv, D] (Skv a multiple of ps) as a
     page pool in a shuffled order and its page table."""
@@ -1797,6 +1879,9 @@ def main():
                 continue
             guarded(kf, case[0], lambda case=case, j=j, kf=kf: run_fp8_case(
                 kf, case, a.seed + 1000 * i + 600 + j, a.kernel_dir))
+        for j, case in enumerate(FP8_ROUTE_CASES if not a.sanitize else []):
+            guarded(kf, case[0], lambda case=case, j=j, kf=kf: run_fp8_route_case(
+                kf, case, a.seed + 1000 * i + 650 + j, a.kernel_dir))
     lead = lead_kernel(kernels) if kernels else None
     if lead is not None:
         guarded(lead, "paged: table entries outside the pool",
