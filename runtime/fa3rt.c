@@ -910,13 +910,13 @@ static fa3rt_status check_paged(const fa3rt_facts *f, const fa3rt_fwd_args *a, i
                 "paged varlen kernel (facts paged_kv 1: fa3-compile --varlen --paged, "
                 "Fa3AttentionSpec.pagedKv)", f->kernel);
   const int64_t ps = a->k.shape[2], pages = a->k.shape[0], bn = f->block_n;
-  if (ps < 8 || ps % 8 || (bn % ps && ps % bn))
+  if (ps < 1 || (bn % ps && ps % bn))
     return fail(FA3RT_ERR_INVALID_ARGUMENT, "page size %lld (k.shape[2]: the rows of a page of "
-                "the pool [num_pages, Hkv, page_size, D]) must be a multiple of 8 that divides "
-                "block_n %lld or that block_n divides: kernel %s loads each block of %lld keys "
-                "as pages of min(page_size, %lld) rows (16 to 256 powers of two divide or are "
-                "divided by a power-of-two block_n)", (long long)ps, (long long)bn, f->kernel,
-                (long long)bn, (long long)bn);
+                "the pool [num_pages, Hkv, page_size, D]) must divide block_n %lld or be a "
+                "multiple of it: kernel %s loads each block of %lld keys as pages of "
+                "min(page_size, %lld) rows (1 to 256 powers of two divide or are divided by a "
+                "power-of-two block_n)", (long long)ps, (long long)bn, f->kernel, (long long)bn,
+                (long long)bn);
   if (pages == 0)
     return fail(FA3RT_ERR_INVALID_ARGUMENT, "k and v have no pages (k.shape[0] = 0): a page "
                 "table needs a pool of at least one page");

@@ -1506,11 +1506,10 @@ def _check_paged_shapes(fn, q_shape, k_shape, v_shape, pt_shape):
     if P == 0:
         raise ValueError(f"{fn}: k_cache and v_cache have no pages (shape "
                          f"{tuple(k_shape)}): a page table needs a pool of at least one page")
-    # checked before any kernel is chosen (or compiled); whether block_n
-    # and the page size divide one another is the kernel's to say
-    if ps < 8 or ps % 8:
-        raise ValueError(f"{fn}: page size {ps} (k_cache.shape[1]) must be a multiple of 8 "
-                         "(the TMA boxes' swizzle atoms are 8 rows)")
+    # (pages of fewer than 8 rows: TMA boxes of part of a 128-byte swizzle
+    # atom, which TMA swizzles by the shared-memory address, so a box lands
+    # in its rows of the atom; whether block_n and the page size divide one
+    # another is the kernel's to say, once it is chosen)
     Skv = pt_shape[1] * ps
     if Skv > 2**31 - 1:
         raise ValueError(f"{fn}: max_pages_per_seq {pt_shape[1]} * page_size {ps} = {Skv} keys "
@@ -1856,13 +1855,12 @@ def _check_page_size(fn, kobj, ps):
     """A ValueError before the launch where the kernel's blocks cannot load
     pages of ps rows whole (the runtime's check, named by the call)."""
     bn = kobj.facts.block_n
-    if ps < 8 or ps % 8 or (bn % ps and ps % bn):
+    if ps < 1 or (bn % ps and ps % bn):
         raise ValueError(
-            f"{fn}: page size {ps} (k_cache.shape[1]) must be a multiple of 8 that divides "
-            f"the kernel's block_n {bn} or that block_n divides: kernel "
-            f"{kobj.facts.kernel.decode()} loads each block of {bn} keys as pages of "
-            f"min(page_size, {bn}) rows (16 to 256 powers of two divide or are divided "
-            f"by a power-of-two block_n)")
+            f"{fn}: page size {ps} (k_cache.shape[1]) must divide the kernel's block_n "
+            f"{bn} or be a multiple of it: kernel {kobj.facts.kernel.decode()} loads each "
+            f"block of {bn} keys as pages of min(page_size, {bn}) rows (1 to 256 powers of "
+            f"two divide or are divided by a power-of-two block_n)")
 
 
 def _append_needs(fn, k_new, v_new, cache_seqlens) -> str:
@@ -2101,9 +2099,10 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
     batch b's key r is row r % page_size of page page_table[b, r //
     page_size]. The logical Skv (cache_seqlens' bound; every batch's length
     without cache_seqlens) is max_pages_per_seq * page_size, as in FA3. The
-    page size must be a multiple of 8 that divides the kernel's block_n or
-    that block_n divides (16 to 256 powers of two at block_n 128 or 64; a
-    ValueError names it otherwise). The entries (0 to num_pages - 1) are read
+    page size must divide the kernel's block_n or be a multiple of it (1 to
+    256 powers of two at block_n 128 or 64; a ValueError names it
+    otherwise); pages of fewer than 16 rows are slower (one TMA box a page:
+    docs/runtime.md, Paged KV cache). The entries (0 to num_pages - 1) are read
     on the GPU only, those of a batch's first ceil(cache_seqlens[b] /
     page_size) pages (the caller's contract, as in FlashAttention); the rows
     of a batch's last page past its length are read (masked, so finite).

@@ -844,9 +844,12 @@ def test_paged_plan_through_ctypes(rt):
     L = rt.plan(f, _dec_args(rt))
     assert (L.page_size, L.kv_box_rows) == (0, 128)
     with pytest.raises(rt.Fa3RuntimeError, match=r"page size 24 \(k.shape\[2\]: the rows of a "
-                       r"page of the pool \[num_pages, Hkv, page_size, D\]\) must be a multiple "
-                       r"of 8 that divides block_n 128 or that block_n divides"):
+                       r"page of the pool \[num_pages, Hkv, page_size, D\]\) must divide "
+                       r"block_n 128 or be a multiple of it"):
         rt.plan(f, paged(ps=24, stride=8))
+    # pages of fewer than 8 rows: boxes of that many rows
+    L = rt.plan(f, paged(ps=1, stride=8, paged_seqlen_k=8))
+    assert (L.page_size, L.kv_box_rows) == (1, 1)
     with pytest.raises(rt.Fa3RuntimeError, match=r"paged_seqlen_k: 2049 is out of range"):
         rt.plan(f, paged(ps=256, stride=8, paged_seqlen_k=2049))
     with pytest.raises(rt.Fa3RuntimeError, match=r"page_table pointer 0x900002 is not a 4-byte"):

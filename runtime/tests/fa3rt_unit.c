@@ -1285,13 +1285,18 @@ static void test_paged_plan(void) {
   /* page sizes the kernel's blocks cannot load whole */
   BAD_PAGED((a.k = bshd(0x200000, 100, 24, 8, 128), a.v = bshd(0x300000, 100, 24, 8, 128)),
             "page size 24 (k.shape[2]: the rows of a page of the pool [num_pages, Hkv, "
-            "page_size, D]) must be a multiple of 8 that divides block_n 128 or that block_n "
-            "divides: kernel fa3_fwd_d128_bf16_decode_kernel loads each block of 128 keys as "
-            "pages of min(page_size, 128) rows");
+            "page_size, D]) must divide block_n 128 or be a multiple of it: kernel "
+            "fa3_fwd_d128_bf16_decode_kernel loads each block of 128 keys as pages of "
+            "min(page_size, 128) rows");
   BAD_PAGED((a.k = bshd(0x200000, 100, 12, 8, 128), a.v = bshd(0x300000, 100, 12, 8, 128)),
             "page size 12 (k.shape[2]");
-  BAD_PAGED((a.k = bshd(0x200000, 100, 4, 8, 128), a.v = bshd(0x300000, 100, 4, 8, 128)),
-            "page size 4 (k.shape[2]");
+  BAD_PAGED((a.k = bshd(0x200000, 100, 3, 8, 128), a.v = bshd(0x300000, 100, 3, 8, 128)),
+            "page size 3 (k.shape[2]");
+  /* pages of fewer than 8 rows: boxes of 1, 2 or 4 rows */
+  for (int ps = 1; ps <= 4; ps *= 2) {
+    a = paged_args(2, 32, 8, 100, ps, 32);
+    EXPECT(fa3rt_fwd_plan(&f, &a, &L) == FA3RT_OK && L.kv_box_rows == ps);
+  }
   BAD_PAGED((a.k = bshd(0x200000, 100, 192, 8, 128), a.v = bshd(0x300000, 100, 192, 8, 128)),
             "page size 192 (k.shape[2]");
   BAD_PAGED((a.k = bshd(0x200000, 100, 0, 8, 128), a.v = bshd(0x300000, 100, 0, 8, 128)),
@@ -1339,8 +1344,7 @@ static void test_paged_plan(void) {
   a = paged_args(2, 32, 8, 100, 64, 32);
   EXPECT(err_is(fa3rt_fwd_plan(&f96, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
                 "page size 64 (k.shape[2]: the rows of a page of the pool [num_pages, Hkv, "
-                "page_size, D]) must be a multiple of 8 that divides block_n 96 or that block_n "
-                "divides"));
+                "page_size, D]) must divide block_n 96 or be a multiple of it"));
   /* block_n 64 (head dim 256): 128 and 256 a whole block each */
   fa3rt_facts f64 = f;
   f64.block_n = 64;

@@ -23,7 +23,7 @@ that see a key, max |lse - ref| < 1e-3, rows that see no key exactly 0 and
 public call on the same inputs gives bit-identical outputs, also launched
 one CTA a SM (ctas_per_sm=1) and as many as fit (ctas_per_sm=2). The head-dim-128
 kernels run every case, the others a subset (QUICK_CASES). Paged caches
-(PAGED_CASES: page_table with page sizes 16, 64, 128, 256 and twice
+(PAGED_CASES: page_table with page sizes 1, 2, 4, 16, 64, 128, 256 and twice
 block_n, those the kernel takes; a pool of the table's pages in a random
 order plus unused ones, every row that is no batch's key large finite
 values; ragged, int and no cache_seqlens; Sq 1 and 4; GQA 32/8 and 64/8;
@@ -177,15 +177,25 @@ PAGED_CASES += [
      None),
     ("paged 256: 128k ragged GQA 64/8, heuristic", 2, 1, 64, 8, LONG, 0, [4096, LONG - 1], True,
      256, None),
+    # pages of fewer than 8 rows (SGLang's 1): boxes of part of a swizzle atom
+    ("paged 1: ragged GQA 32/8, heuristic", 5, 1, 32, 8, 2048, 0, RAGGED[:4] + [2048], True, 1,
+     None),
+    ("paged 2: ragged Sq 4 GQA 64/8, 3 splits", 5, 4, 64, 8, 1056, 3, [0, 1, 17, 1000, 1056],
+     True, 2, None),
+    ("paged 4: ragged GQA 32/8, heuristic", 6, 1, 32, 8, 4096, 0, RAGGED + [4096], True, 4,
+     None),
 ]
 # the head dims other than 128 and 256 (whose block_n is 128 or 64, like
 # theirs): page size 16 and twice block_n (those that it takes)
 PAGED_QUICK = ["paged 16: ragged GQA 32/8, heuristic", "paged 16: ragged Sq 4 GQA 64/8, 3 splits",
                "paged 2bn: ragged Sq 4 GQA 64/8, 3 splits",
-               "paged 64: every key (no cache_seqlens) GQA 32/8, 3 splits"]
+               "paged 64: every key (no cache_seqlens) GQA 32/8, 3 splits",
+               "paged 1: ragged GQA 32/8, heuristic"]
 PAGED_SANITIZE_CASES = [
     ("small paged 16: ragged Sq 4 GQA 16/2, 3 splits", 3, 4, 16, 2, 300, 3, [0, 1, 300], True,
      16, None),
+    ("small paged 2: ragged GQA 16/2, 3 splits", 3, 1, 16, 2, 300, 3, [0, 1, 300], True, 2,
+     None),
     ("small paged 2bn: GQA 32/8, 128 splits", 1, 1, 32, 8, 1023, 128, [517], False, "2bn",
      "slice"),
 ]
@@ -245,9 +255,9 @@ def page_size_of(kf, case):
 
 
 def takes_page_size(kf, ps):
-    """Whether the kernel takes this page size (fa3rt: a multiple of 8 that
-    divides block_n or that block_n divides)."""
-    return ps >= 8 and ps % 8 == 0 and (kf.block_n % ps == 0 or ps % kf.block_n == 0)
+    """Whether the kernel takes this page size (fa3rt: one that divides
+    block_n or that block_n divides)."""
+    return ps >= 1 and (kf.block_n % ps == 0 or ps % kf.block_n == 0)
 
 
 def paged_cases(kf, sanitize=False):
@@ -872,6 +882,8 @@ PACKED_Q_CASES = [
      [4096, 300, 0], 256, None),
     ("packed q ragged (113, 1), paged 64, no cache_seqlens: MQA 8/1", [113, 1], 8, 1, 256,
      None, 64, None),
+    ("packed q ragged (1, 17, 0, 300), paged 2: GQA 32/8", [1, 17, 0, 300], 32, 8, 1024,
+     [1000, 64, 5, 1024], 2, None),
     # a column slice of a wider table (a serving engine's block table), made
     # contiguous by the call
     ("packed q ragged (300, 2), paged 16, a table's column slice: GQA 32/8", [300, 2], 32, 8,
@@ -1548,12 +1560,12 @@ def check_errors(kf):
         ("paged: page size 24",
          lambda: flash_attn_with_kvcache(q, pool(24), pool(24, Dv), cache_seqlens=lens,
                                          page_table=table, **kw),
-         ValueError, f"page size 24 (k_cache.shape[1]) must be a multiple of 8 that divides "
-         f"the kernel's block_n {kf.block_n} or that block_n divides"),
+         ValueError, f"page size 24 (k_cache.shape[1]) must divide the kernel's block_n "
+         f"{kf.block_n} or be a multiple of it"),
         ("paged: page size 12",
          lambda: flash_attn_with_kvcache(q, pool(12), pool(12, Dv), cache_seqlens=lens,
                                          page_table=table, **kw),
-         ValueError, "page size 12 (k_cache.shape[1]) must be a multiple of 8"),
+         ValueError, "page size 12 (k_cache.shape[1]) must divide the kernel's block_n"),
         ("paged: int64 page_table",
          lambda: flash_attn_with_kvcache(q, pool(64), pool(64, Dv), page_table=table.long(),
                                          **kw),
