@@ -357,7 +357,9 @@ def Hopper_LoadPagedTileOp : Hopper_Op<"load_paged_tile"> {
     rows) take the page of row `bound` - 1 (whose entry the table has):
     their values are the caller's to mask. `bound` must be at least 1 (a
     sequence without keys has no tiles to load). `page_size` must divide `rows`
-    or be a multiple of it, and be a multiple of 8 (swizzle atoms).
+    or be a multiple of it (a chunk of fewer than 8 rows is part of a
+    128-byte swizzle atom: TMA swizzles by the shared-memory address, so
+    its box lands in its rows of the atom).
 
     `hopper-async-copy` writes the commit of the tile's bytes and, per
     min(page_size, rows) rows (a chunk in one page), the page index's load
