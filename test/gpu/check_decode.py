@@ -1053,17 +1053,7 @@ def run_packed_append_case(kf, case, seed, kernel_dir):
               softcap=kf.softcap, kernel_dir=kernel_dir, return_softmax_lse=True,
               cache_seqlens=seqlens_arg(lens),
               cu_seqlens_k_new=seqlens_arg([0] + list(itertools.accumulate(new))))
-    if ps:
-        kc, vc, table = paged_inputs_from(k, v, ps, gen)
-        kw["page_table"] = table
-
-        def rows(t):
-            return t[table.long()].flatten(1, 2)
-    else:
-        kc, vc = k, v
-
-        def rows(t):
-            return t
+    kc, vc, rows = cache_layout(k, v, ps, gen, kw)
     o, lse = torch_api.flash_attn_with_kvcache(q, kc, vc, k=kn, v=vn, **kw)
     torch.cuda.synchronize()
     if rotary is None:
@@ -1167,17 +1157,7 @@ def run_fp8_case(kf, case, seed, kernel_dir):
             want_k[b, lens[b]:lens[b] + nnew[b]] = kn[r0:r0 + nnew[b]]
             want_v[b, lens[b]:lens[b] + nnew[b]] = vn[r0:r0 + nnew[b]]
         r0 += nnew[b]
-    if ps:
-        kc, vc, table = paged_inputs_from(k8, v8, ps, gen)
-        kw["page_table"] = table
-
-        def rows(t):
-            return t[table.long()].flatten(1, 2)
-    else:
-        kc, vc = k8, v8
-
-        def rows(t):
-            return t
+    kc, vc, rows = cache_layout(k8, v8, ps, gen, kw)
     # the public call allocates its outputs: poison the blocks the caching
     # allocator hands out next for their sizes (check_decode's packed cases)
     poison = [torch.full((B, Sq, Hq, D), float("nan"), device="cuda", dtype=torch.bfloat16),
@@ -1317,6 +1297,18 @@ def run_fp8_route_case(kf, case, seed, kernel_dir):
                      and res["fp8_rel_err_o"] < check_fp8.O_REL_TOL
                      and res["fp8_max_abs_err_lse"] < check_fp8.LSE_ABS_TOL)
     return dict(kernel=kf.kernel, case=label, cache_seqlens=lens, **res)
+
+
+def cache_layout(k, v, ps, gen, kw):
+    """The caches a call gets for contiguous k, v [B, Skv, Hkv, D]: those
+    (ps 0), or page pools of ps rows with a shuffled table (paged_inputs_from,
+    put in kw as page_table); and rows(t), the caches' rows as [B, Skv, ...]
+    again."""
+    if not ps:
+        return k, v, lambda t: t
+    kc, vc, table = paged_inputs_from(k, v, ps, gen)
+    kw["page_table"] = table
+    return kc, vc, lambda t: t[table.long()].flatten(1, 2)
 
 
 def paged_inputs_from(k, v, ps, gen):
