@@ -535,7 +535,8 @@ static fa3rt_status check_facts(const fa3rt_facts *f, fa3rt_status st) {
                           f->block_n <= (f->block_m == 192 ? 160 : 224) &&
                           (f->block_n == 128 || f->head_dim <= 128);
   const int fp8_tile_ok =
-      fp8_keys_ok && (f->block_m == 128 || (f->block_m == 192 && f->head_dim == 64));
+      fp8_keys_ok && (f->block_m == 128 || (f->block_m == 192 && f->head_dim == 64) ||
+                      (f->block_m == 64 && f->pack_gqa));
   if (f->dtype == FA3RT_E4M3 && (!fp8_tile_ok || f->cluster_m != 1)) {
     char got[200];
     if (!fp8_tile_ok)

@@ -322,7 +322,8 @@ def _parse(data: bytes) -> Tuple[int, dict, dict]:
         bm, bn = vals["block_m"], vals["block_n"]
         keys_ok = (bn % 32 == 0 and 128 <= bn <= (160 if bm == 192 else 224)
                    and (bn == 128 or vals["head_dim"] <= 128))
-        tile_ok = keys_ok and (bm == 128 or (bm == 192 and vals["head_dim"] == 64))
+        tile_ok = keys_ok and (bm == 128 or (bm == 192 and vals["head_dim"] == 64)
+                               or (bm == 64 and vals.get("pack_gqa")))
         if not tile_ok:
             need = (f"block_m 128 with block_n 128, 160, 192 or 224 (above 128 at head dim 64 "
                     f"or 128), or block_m 192 (head dim 64) with block_n 128 or 160, got {bm} "

@@ -2137,8 +2137,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary
     choice (one a SM where a CTA streams at least 16384 keys, else as many
     as fit; docs/runtime.md); 1, one, each CTA launched with all the shared
     memory a block may have; 2, as many of the kernel's CTAs a SM as fit
-    (two for the bf16 / f16 decoding kernels of head dim up to 128; the FP8
-    one's two consumer warpgroups fill an SM's registers: one)
+    (two for the decoding kernels of head dim up to 128)
     (bench/bench_decode.py --ctas-per-sm N measures them against 0). Runs
     on torch.cuda.current_stream(); forward only (inputs that require grad
     are refused); under torch.compile the call is the

@@ -45,6 +45,11 @@ def test_fp8_facts():
     # the FP8 decoding kernel (head dim 64 or 128)
     dec = F.parse_facts(FP8_FACTS + "split_kv 1\npack_gqa 1\n")
     assert dec.decode and dec.dtype == "e4m3"
+    # 64-row tiles: the GQA-packed decoding kernel's only (one q descale a kv head)
+    rows64 = FP8_FACTS.replace("block_m 128", "block_m 64")
+    assert F.parse_facts(rows64 + "split_kv 1\npack_gqa 1\n").block_m == 64
+    with pytest.raises(F.FactsError, match="dtype e4m3 needs block_m 128 with block_n"):
+        F.parse_facts(rows64)
 
 
 FP8_TILE_WHY = (" (the kernel reads q's descale per 128-row block and k's per 128 keys, and "

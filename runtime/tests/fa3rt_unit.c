@@ -1758,9 +1758,18 @@ static void test_fp8_facts(void) {
   FP8_ERR("grid", "grid tiles\nvarlen 1",
           "facts of kernel 'fa3_fwd_d128_e4m3_kernel': dtype e4m3 needs varlen 0 (the compiler "
           "builds no FP8 varlen kernel yet)");
-  /* the FP8 decoding kernel: head dim 64 or 128 */
+  /* the FP8 decoding kernel: head dim 64 or 128, 64-row tiles (GQA-packed
+     only: one q descale a kv head) */
   t = text_with(kFp8Facts, "grid", "grid tiles\nsplit_kv 1\npack_gqa 1");
   EXPECT(fa3rt_facts_parse(t, strlen(t), &f) == FA3RT_OK && f.split_kv && f.pack_gqa);
+  {
+    char rows64[4096];
+    strcpy(rows64, text_with(kFp8Facts, "block_m", "block_m 64"));
+    t = text_with(rows64, "grid", "grid tiles\nsplit_kv 1\npack_gqa 1");
+    EXPECT(fa3rt_facts_parse(t, strlen(t), &f) == FA3RT_OK && f.block_m == 64);
+    EXPECT(err_is(fa3rt_facts_parse(rows64, strlen(rows64), &f), FA3RT_ERR_FACTS,
+                  "dtype e4m3 needs block_m 128 with block_n"));
+  }
   {
     char dec[4096];
     strcpy(dec, text_with(kFp8Facts, "head_dim", "head_dim 256"));

@@ -554,11 +554,14 @@ void chooseConfig(KernelConfig &cfg, int64_t windowLeft, int64_t windowRight,
   }
   if (o.decode) {
     cfg.splitKv = cfg.packGqa = true;
-    // FP8 (an e4m3 KV cache) keeps its 128 x 128 tiles: two consumer
-    // warpgroups, each one 64-row half of a q descale block, and the V
-    // transposer's 128-key boxes; bf16 and f16 one warpgroup of 64 rows
-    // (a decoding step's few packed rows) and, to head dim 128, 64 keys.
-    cfg.blockM = o.blockM != 0 ? o.blockM : cfg.isFp8() ? 128 : 64;
+    // One consumer warpgroup of 64 rows (a decoding step's few packed
+    // rows). bf16 and f16: 64 keys to head dim 128, three stages, two CTAs
+    // a SM where they fit. FP8 (an e4m3 KV cache): 128 keys (P's k-steps,
+    // the V transposer's 128-key boxes; its q descale is per kv head, one
+    // for all the tile's rows) and two stages, which two CTAs a SM fit:
+    // 1.03-1.16x the 128 x 128 tile of three stages, one CTA a SM
+    // (bench/NOTES.md, Log, "FP8 decoding with 64-row tiles").
+    cfg.blockM = o.blockM != 0 ? o.blockM : 64;
     cfg.pingpong = o.pingpong && cfg.consumers() == 2;
     cfg.persistent = false;
     cfg.qBuffers = 1;
@@ -566,14 +569,15 @@ void chooseConfig(KernelConfig &cfg, int64_t windowLeft, int64_t windowRight,
     cfg.tmaStore = false;
     if (cfg.isFp8() && o.blockN == 0)
       cfg.blockN = 128;
+    else if (o.blockN == 0 && hd <= 128 && cfg.blockM == 64)
+      cfg.blockN = 64;
     // (four transposer warps are the persistent kernel's)
     if (cfg.isFp8() && o.transposeWarps == 0)
       cfg.transposeWarps = 3;
-    if (o.blockN == 0 && hd <= 128 && cfg.blockM == 64)
-      cfg.blockN = 64;
+    const bool fp8Rows64 = cfg.isFp8() && cfg.blockM == 64;
     if (o.stages == 0)
-      deepestFittingStages(cfg, 3);
-    if (hd <= 128 && cfg.stages >= 3)
+      deepestFittingStages(cfg, fp8Rows64 ? 2 : 3);
+    if (hd <= 128 && (cfg.stages >= 3 || fp8Rows64))
       ctasPerSmThatFit(cfg);
   }
 }

@@ -851,7 +851,8 @@ std::string fa3::hopper::checkSupported(const KernelConfig &cfg) {
     os << "head dim " << headDimsOf(cfg)
        << " in FP8 (the e4m3 kernel takes head dim 64, 128 or 256, value head "
           "dim equal)";
-  else if (cfg.isFp8() && ((cfg.blockM != 128 && cfg.blockM != 192) ||
+  else if (cfg.isFp8() && ((cfg.blockM != 128 && cfg.blockM != 192 &&
+                            !(cfg.blockM == 64 && cfg.packGqa)) ||
                            cfg.blockN % 32 != 0 || cfg.blockN < 128 ||
                            cfg.blockN > (cfg.blockM == 192 ? 160 : 224) ||
                            (cfg.blockN != 128 && cfg.headDim > 128)))
@@ -864,7 +865,8 @@ std::string fa3::hopper::checkSupported(const KernelConfig &cfg) {
           "of the q descales' 128-row blocks, a key tile in at most two of "
           "the transposed V's 128-key boxes, P's k-steps are 32 keys, and "
           "three consumer warpgroups' 160 registers hold S and P of 160 "
-          "keys at most)";
+          "keys at most; the GQA-packed decoding kernel also 64 rows by 128, "
+          "its q descale one a kv head)";
   else if (cfg.isFp8() && cfg.lazyRescale && cfg.rescaleThreshold > 8.0)
     os << "rescale threshold " << llvm::format("%g", cfg.rescaleThreshold)
        << " in FP8 (with lazy rescaling P reaches 2^threshold, and e4m3 "

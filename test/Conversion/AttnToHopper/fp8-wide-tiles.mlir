@@ -53,7 +53,7 @@ func.func @d128(%q: memref<?x8x?x128xf8E4M3FN>, %k: memref<?x2x?x128xf8E4M3FN>, 
 
 // -----
 
-// W224-ERR: error: cannot generate the Hopper kernel: unsupported tiles 192x224 at head dim 64 in FP8 (the e4m3 kernel uses 128 rows by 128, 160, 192 or 224 keys, {{.*}} three consumer warpgroups' 160 registers hold S and P of 160 keys at most)
+// W224-ERR: error: cannot generate the Hopper kernel: unsupported tiles 192x224 at head dim 64 in FP8 (the e4m3 kernel uses 128 rows by 128, 160, 192 or 224 keys, {{.*}} three consumer warpgroups' 160 registers hold S and P of 160 keys at most; the GQA-packed decoding kernel also 64 rows by 128, its q descale one a kv head)
 // W160-LABEL: gpu.func @d64_kernel(
 // W160: %[[VT:.*]] = hopper.ring.create %{{.*}} : !hopper.ring<stages = 3, stage_bytes = 16384,
 // W160: hopper.warp_specialize producer regs 32 {
