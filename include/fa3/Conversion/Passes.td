@@ -32,13 +32,13 @@ def AttnHopperConfig : Pass<"attn-hopper-config"> {
            "no ping-pong), with decode also 64 (one); 0: per head dim (192 "
            "for 64 with a full mask and for FP8 at 64, and with "
            "min-seqlen-q from 6144 for 64 causal; else 128; 64 with "
-           "decode, 128 with decode in FP8)">,
+           "decode)">,
     Option<"blockN", "block-n", "int64_t", /*default=*/"0",
            "Rows of K/V per tile (0: per head dim: 128 up to head dim 128 "
            "(FP8 128 with min-seqlen-q from 8192: 192), "
            "112 at 192 (96 with a mask), 64 at 256; with decode and 64 rows, "
            "64 up to head dim 128, two CTAs a SM where three stages fit; "
-           "with decode in FP8 128)">,
+           "with decode in FP8 128 keys, two stages, two CTAs a SM)">,
     Option<"stages", "stages", "int64_t", /*default=*/"0",
            "Depth of the K/V shared-memory ring (0: per head dim, as measured "
            "on the H200: 4 for head dim 64 with 128-row tiles, else 2; FP8: "
@@ -98,7 +98,7 @@ def AttnHopperConfig : Pass<"attn-hopper-config"> {
            "of a tile split over a launch-time number of CTAs, merged by a "
            "generated <kernel>_combine) and GQA packing (the q heads of a "
            "kv head share one tile, so K and V are read once), one CTA per "
-           "tile, 64-row tiles (FP8: 128), O stored directly. Fixed-length "
+           "tile, 64-row tiles, O stored directly. Fixed-length "
            "forward only">,
     Option<"pagedKv", "paged-kv", "bool", /*default=*/"false",
            "A packed variable-length batch's kernel that also reads k and v "
