@@ -1775,11 +1775,6 @@ def _decode(torch, fn, q, k, v, cache_seqlens, softmax_scale, causal, window_siz
     dt = _check_inputs(torch, q, k, v, fn=fn if fn != "flash_attn_func" else
                        "flash_attn_func with num_splits != 1 or pack_gqa=True (the decoding "
                        "kernel)", fp8_ok=fp8 is not None)
-    if fp8 is not None and dt != "e4m3":
-        given = ", ".join(n for n, t in zip(("q_descale", "k_descale", "v_descale"), fp8)
-                          if t is not None)
-        raise ValueError(f"{fn}: {given} given with {q.dtype} inputs: descales are for FP8 q "
-                         f"and caches (torch.float8_e4m3fn); pass None")
     pt_stride = 0
     if page_table is None:
         dims = _check_shapes(q.shape, k.shape, v.shape)
@@ -2332,13 +2327,19 @@ def _kvcache_fp8(q, k_cache, v_cache, q_descale, k_descale, v_descale):
     descales = (q_descale, k_descale, v_descale)
     if _any_fp8(torch, q, k_cache, v_cache):
         return descales
+    _refuse_decode_descales("flash_attn_with_kvcache",
+                            getattr(q, "dtype", type(q).__name__), descales)
+    return None
+
+
+def _refuse_decode_descales(fn, dtype, descales):
+    """A ValueError naming the descales given (q_descale, k_descale,
+    v_descale) to a decoding call on 16-bit tensors of `dtype`."""
     given = [n for n, d in zip(("q_descale", "k_descale", "v_descale"), descales)
              if d is not None]
     if given:
-        raise ValueError(f"flash_attn_with_kvcache: {', '.join(given)} given with "
-                         f"{getattr(q, 'dtype', type(q).__name__)} inputs: descales are for "
-                         f"FP8 q and caches (torch.float8_e4m3fn); pass None")
-    return None
+        raise ValueError(f"{fn}: {', '.join(given)} given with {dtype} inputs: descales are "
+                         f"for FP8 q and caches (torch.float8_e4m3fn); pass None")
 
 
 def _kvcache_chunk_start(torch, fn, c, q, k_cache, k_new, cache_seqlens, cache_leftpad,

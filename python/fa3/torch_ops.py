@@ -264,11 +264,7 @@ def _fp8_fields(fn, q, k, q_descale, k_descale, v_descale):
     refused by name)."""
     from . import torch_api
     if q.dtype != torch.float8_e4m3fn:
-        given = [n for n, t in (("q_descale", q_descale), ("k_descale", k_descale),
-                                ("v_descale", v_descale)) if t is not None]
-        if given:
-            raise ValueError(f"{fn}: {', '.join(given)} given with {q.dtype} inputs: descales "
-                             f"are for FP8 q and caches (torch.float8_e4m3fn); pass None")
+        torch_api._refuse_decode_descales(fn, q.dtype, (q_descale, k_descale, v_descale))
         return None
     return torch_api._fp8_decode_descales(torch, fn, q_descale, k_descale, v_descale, q.device,
                                           q.shape[0], k.shape[2])

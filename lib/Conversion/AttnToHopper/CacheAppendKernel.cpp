@@ -1,9 +1,9 @@
 //===- CacheAppendKernel.cpp - new keys and values into a KV cache --------===//
 //
 // (CacheAppendKernel.h.) A copy: each thread moves 16 bytes (8 elements of
-// a 16-bit row, 16 of an e4m3 row) per step, blocks striding over the rows of k_new, then v_new,
-// then the lengths. The destination row of batch b's new row s is
-// cache_seqlens[b] + s; with a page table, row r lives in page
+// a 16-bit row, 16 of an e4m3 row) per step, blocks striding over the rows
+// of k_new, then v_new, then the lengths. The destination row of batch b's
+// new row s is cache_seqlens[b] + s; with a page table, row r lives in page
 // table[b][r / page_size] at row r % page_size. A row past the cache, or
 // in a page the pool does not have (an entry at or past numPages, or
 // negative), is not written: a bad length or table entry, read on the GPU

@@ -114,8 +114,8 @@ int64_t transposeUnitKeys(const KernelConfig &cfg) {
 int64_t producerRegs(const KernelConfig &cfg) {
   if (!cfg.isFp8())
     return 24;
-  if (cfg.splitKv)
-    return cfg.tileDv() <= 128 ? 48 : 24;
+  if (cfg.splitKv) // (head dim 64 or 128: checkSupported)
+    return 48;
   if (cfg.blockN > 128)
     return cfg.consumers() == 2 ? 24 : 32;
   if (cfg.oCols() == 128 && !cfg.longestFirst)
