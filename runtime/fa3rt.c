@@ -2178,6 +2178,30 @@ static fa3rt_status launch_append(const fa3rt_kernel *k, const fa3rt_fwd_args *a
   return r == CUDA_SUCCESS ? FA3RT_OK : cuda_fail("cuLaunchKernel(_append)", r, where);
 }
 
+/* Pages of fewer rows than the decoding kernel's kv tile: its producer
+ * warp copies their rows 16 bytes a lane (cp.async, FlashAttention-3's
+ * path for such pages) where K's and V's pools share their strides and span
+ * at most 2^36 bytes (the kernel holds a row's offset in 16-byte units);
+ * else, and for larger pages, TMA boxes of each page's rows. Fills the
+ * byte strides (page, row, head) and returns 1 where the kernel copies. */
+static int paged_copy(const fa3rt_facts *f, const fa3rt_fwd_args *a, const fa3rt_fwd_launch *L,
+                      int64_t eff[NFWD][4], int64_t strides[3]) {
+  if (!f->split_kv || !a->page_table || L->page_size >= f->block_n) return 0;
+  const int64_t *ks = eff[FK], *vs = eff[FV];
+  if (ks[0] != vs[0] || ks[1] != vs[1] || ks[2] != vs[2]) return 0;
+  const uint64_t e = (uint64_t)elem_bytes(f->dtype);
+  const uint64_t d = (uint64_t)(a->k.shape[3] > a->v.shape[3] ? a->k.shape[3] : a->v.shape[3]);
+  /* (plan checked the shapes and strides: each product below 2^62) */
+  const uint64_t last = (uint64_t)(a->k.shape[0] - 1) * (uint64_t)ks[0] +
+                        (uint64_t)(a->k.shape[1] - 1) * (uint64_t)ks[1] +
+                        (uint64_t)(L->page_size - 1) * (uint64_t)ks[2] + d;
+  if (last * e > ((uint64_t)1 << 36)) return 0;
+  strides[0] = ks[0] * (int64_t)e;
+  strides[1] = ks[2] * (int64_t)e;
+  strides[2] = ks[1] * (int64_t)e;
+  return 1;
+}
+
 fa3rt_status fa3rt_fwd(fa3rt_kernel *k, const fa3rt_fwd_args *a, void *stream) {
   clear_error();
   if (!k || !a) return fail(FA3RT_ERR_INVALID_ARGUMENT, "fa3rt_fwd: NULL kernel or args");
@@ -2280,6 +2304,15 @@ fa3rt_status fa3rt_fwd(fa3rt_kernel *k, const fa3rt_fwd_args *a, void *stream) {
   vDescaleStrideH = (int32_t)a->v_descale_stride_h;
   /* a left-padded cache's first rows (plan: split_kv kernels only) */
   leftPadK = (CUdeviceptr)a->leftpad_k;
+  /* small pages: copied by the producer warp's lanes (paged_copy) */
+  int64_t copy_strides[3] = {0, 0, 0};
+  const int copies = paged_copy(f, a, &L, eff, copy_strides);
+  pagedK = copies ? (CUdeviceptr)a->k.ptr : 0;
+  pagedV = copies ? (CUdeviceptr)a->v.ptr : 0;
+  pagedStridePage = copy_strides[0];
+  pagedStrideRow = copy_strides[1];
+  pagedStrideHead = copy_strides[2];
+  pagedPages = copies ? (int32_t)(a->k.shape[0] < INT32_MAX ? a->k.shape[0] : INT32_MAX) : 0;
   void *params[] = {
 #define FA3RT_KERNEL_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning) &name,
 #include "fa3rt_abi.def"

@@ -152,6 +152,7 @@ void fa3::addHopperPipeline(OpPassManager &pm, const HopperPipelineOptions &o) {
   pm.addPass(attn::createAttnTile());
   pm.addPass(createConvertAttnToHopper());
   pm.addPass(hopper::createHopperWarpSpecialize());
+  pm.addPass(hopper::createHopperWarpCopy());
   pm.addPass(hopper::createHopperAsyncCopy());
   pm.addPass(hopper::createHopperProducerWarpTranspose());
   pm.addPass(hopper::createHopperOverlap());

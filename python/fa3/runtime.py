@@ -163,7 +163,7 @@ _lib_lock = threading.Lock()
 
 # fa3rt.h's FA3RT_VERSION_MAJOR and _MINOR, whose structs this module mirrors
 # (python/tests/test_runtime.py checks both against the header)
-VERSION = (0, 16)
+VERSION = (0, 17)
 MAX_SPLITS = 128       # FA3RT_MAX_SPLITS
 DEFAULT_SMS = 132      # FA3RT_DEFAULT_SMS: fa3rt_fwd_plan's where num_sms is 0
 

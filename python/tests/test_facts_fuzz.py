@@ -37,7 +37,7 @@ window_left -1
 window_right 0
 softcap 0
 scale 0.088388347648318447
-params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv oStrideB oStrideS oStrideH scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK maxSeqlenQ numSplits oAccum lseAccum pageTable pageTableStride pageSize qDescale kDescale vDescale qDescaleStrideB qDescaleStrideH qDescaleStrideM kDescaleStrideB kDescaleStrideH kDescaleStrideN vDescaleStrideB vDescaleStrideH leftPadK
+params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv oStrideB oStrideS oStrideH scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK maxSeqlenQ numSplits oAccum lseAccum pageTable pageTableStride pageSize qDescale kDescale vDescale qDescaleStrideB qDescaleStrideH qDescaleStrideM kDescaleStrideB kDescaleStrideH kDescaleStrideN vDescaleStrideB vDescaleStrideH leftPadK pagedK pagedV pagedStridePage pagedStrideRow pagedStrideHead pagedPages
 cubin fa3_fwd_d128_bf16_causal_kernel.cubin
 """
 
@@ -59,7 +59,7 @@ window_left -1
 window_right -1
 softcap 0
 scale 0.088388347648318447
-params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv oStrideB oStrideS oStrideH scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK maxSeqlenQ numSplits oAccum lseAccum pageTable pageTableStride pageSize qDescale kDescale vDescale qDescaleStrideB qDescaleStrideH qDescaleStrideM kDescaleStrideB kDescaleStrideH kDescaleStrideN vDescaleStrideB vDescaleStrideH leftPadK
+params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv oStrideB oStrideS oStrideH scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK maxSeqlenQ numSplits oAccum lseAccum pageTable pageTableStride pageSize qDescale kDescale vDescale qDescaleStrideB qDescaleStrideH qDescaleStrideM kDescaleStrideB kDescaleStrideH kDescaleStrideN vDescaleStrideB vDescaleStrideH leftPadK pagedK pagedV pagedStridePage pagedStrideRow pagedStrideHead pagedPages
 varlen 0
 split_kv 1
 pack_gqa 1
@@ -98,7 +98,8 @@ FP8_BASE = (BASE.replace(b"dtype bf16", b"dtype e4m3")
             .replace(b"fa3_fwd_d128_bf16_causal", b"fa3_fwd_d128_e4m3_causal")
             .replace(b"grid persistent", b"grid tiles"))
 FP8_PARAMS = (" qDescale kDescale vDescale qDescaleStrideB qDescaleStrideH qDescaleStrideM"
-              " kDescaleStrideB kDescaleStrideH kDescaleStrideN vDescaleStrideB vDescaleStrideH leftPadK")
+              " kDescaleStrideB kDescaleStrideH kDescaleStrideN vDescaleStrideB vDescaleStrideH leftPadK"
+              " pagedK pagedV pagedStridePage pagedStrideRow pagedStrideHead pagedPages")
 
 FIELDS = ("version", "kernel", "dtype", "head_dim", "head_dim_v", "block_m", "block_n",
           "threads", "dynamic_smem", "causal", "window_left", "window_right", "softcap",

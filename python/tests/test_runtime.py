@@ -36,7 +36,7 @@ window_left -1
 window_right 0
 softcap 0
 scale 0.08838834764831845
-params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv oStrideB oStrideS oStrideH scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK maxSeqlenQ numSplits oAccum lseAccum pageTable pageTableStride pageSize qDescale kDescale vDescale qDescaleStrideB qDescaleStrideH qDescaleStrideM kDescaleStrideB kDescaleStrideH kDescaleStrideN vDescaleStrideB vDescaleStrideH leftPadK
+params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv oStrideB oStrideS oStrideH scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK maxSeqlenQ numSplits oAccum lseAccum pageTable pageTableStride pageSize qDescale kDescale vDescale qDescaleStrideB qDescaleStrideH qDescaleStrideM kDescaleStrideB kDescaleStrideH kDescaleStrideN vDescaleStrideB vDescaleStrideH leftPadK pagedK pagedV pagedStridePage pagedStrideRow pagedStrideHead pagedPages
 grid tiles
 """
 
@@ -109,17 +109,18 @@ def test_ctypes_mirrors_match_the_header(tmp_path):
 
 
 @pytest.mark.parametrize("body,why", [
-    ("int fa3rt_version(void) { return 5; }", "is libfa3rt 0.5; these bindings need 0.16"),
-    ("int fa3rt_version(void) { return 6; }", "is libfa3rt 0.6; these bindings need 0.16"),
-    ("int fa3rt_version(void) { return 7; }", "is libfa3rt 0.7; these bindings need 0.16"),
-    ("int fa3rt_version(void) { return 8; }", "is libfa3rt 0.8; these bindings need 0.16"),
-    ("int fa3rt_version(void) { return 9; }", "is libfa3rt 0.9; these bindings need 0.16"),
-    ("int fa3rt_version(void) { return 10; }", "is libfa3rt 0.10; these bindings need 0.16"),
-    ("int fa3rt_version(void) { return 11; }", "is libfa3rt 0.11; these bindings need 0.16"),
-    ("int fa3rt_version(void) { return 12; }", "is libfa3rt 0.12; these bindings need 0.16"),
-    ("int fa3rt_version(void) { return 13; }", "is libfa3rt 0.13; these bindings need 0.16"),
-    ("int fa3rt_version(void) { return 14; }", "is libfa3rt 0.14; these bindings need 0.16"),
-    ("int fa3rt_version(void) { return 15; }", "is libfa3rt 0.15; these bindings need 0.16"),
+    ("int fa3rt_version(void) { return 5; }", "is libfa3rt 0.5; these bindings need 0.17"),
+    ("int fa3rt_version(void) { return 6; }", "is libfa3rt 0.6; these bindings need 0.17"),
+    ("int fa3rt_version(void) { return 7; }", "is libfa3rt 0.7; these bindings need 0.17"),
+    ("int fa3rt_version(void) { return 8; }", "is libfa3rt 0.8; these bindings need 0.17"),
+    ("int fa3rt_version(void) { return 9; }", "is libfa3rt 0.9; these bindings need 0.17"),
+    ("int fa3rt_version(void) { return 10; }", "is libfa3rt 0.10; these bindings need 0.17"),
+    ("int fa3rt_version(void) { return 11; }", "is libfa3rt 0.11; these bindings need 0.17"),
+    ("int fa3rt_version(void) { return 12; }", "is libfa3rt 0.12; these bindings need 0.17"),
+    ("int fa3rt_version(void) { return 13; }", "is libfa3rt 0.13; these bindings need 0.17"),
+    ("int fa3rt_version(void) { return 14; }", "is libfa3rt 0.14; these bindings need 0.17"),
+    ("int fa3rt_version(void) { return 15; }", "is libfa3rt 0.15; these bindings need 0.17"),
+    ("int fa3rt_version(void) { return 16; }", "is libfa3rt 0.16; these bindings need 0.17"),
     ("int fa3rt_other(void) { return 5; }", "older than 0.5 (no fa3rt_version)"),
 ])
 def test_load_library_refuses_another_version(tmp_path, body, why):
@@ -710,9 +711,10 @@ def test_decode_facts(rt):
     assert F.FWD_COMBINE_PARAMS.split() == ["oAccum", "lseAccum", "O", "oStrideB", "oStrideS",
                                             "oStrideH", "LSE", "B", "Sq", "Hq", "numSplits"]
     assert F.FWD_COMBINE_THREADS == 256
-    assert F.KERNEL_PARAMS.split()[-18:-12] == ["numSplits", "oAccum", "lseAccum", "pageTable",
+    assert F.KERNEL_PARAMS.split()[-24:-18] == ["numSplits", "oAccum", "lseAccum", "pageTable",
                                                 "pageTableStride", "pageSize"]
-    assert F.KERNEL_PARAMS.split()[-1] == "leftPadK"
+    assert F.KERNEL_PARAMS.split()[-7:] == ["leftPadK", "pagedK", "pagedV", "pagedStridePage",
+                                            "pagedStrideRow", "pagedStrideHead", "pagedPages"]
     assert "oStrideB" not in F.BWD_KERNEL_PARAMS
     c, p = rt.parse_facts_c(DEC_FACTS), F.parse_facts(DEC_FACTS)
     assert c.split_kv == 1 and c.pack_gqa == 1 and p.split_kv and p.pack_gqa and p.decode

@@ -92,9 +92,14 @@ extern "C" {
  * 0.16: paged packed batches (facts `paged_kv 1`: flash_attn_with_kvcache's
  * cu_seqlens_q with a page table): fa3rt_facts gains paged_kv at its end;
  * such a varlen kernel takes page_table (docs/runtime.md, Paged packed
- * batches). */
+ * batches).
+ * 0.17: pages of fewer rows than a decoding kernel's kv tile are copied by
+ * its producer warp (cp.async): the forward kernel takes pagedK, pagedV,
+ * their three byte strides and pagedPages last (fa3rt_abi.def; facts
+ * `params` lists them: older facts and cubins are refused); no field of
+ * the structs changes. */
 #define FA3RT_VERSION_MAJOR 0
-#define FA3RT_VERSION_MINOR 16
+#define FA3RT_VERSION_MINOR 17
 /* Highest version of the facts file format this runtime reads. Version 2:
  * a deterministic backward kernel's (`deterministic 1`), whose dq_accum is
  * larger: a version-1 reader, which skips keys it does not know, must

@@ -61,7 +61,8 @@ static const char *kFacts =
     "scale 0.08838834764831845\n"
     "some_future_key whatever it says\n"
     "params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv   oStrideB oStrideS oStrideH scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK maxSeqlenQ numSplits oAccum lseAccum pageTable pageTableStride pageSize "
-    "qDescale kDescale vDescale qDescaleStrideB qDescaleStrideH qDescaleStrideM kDescaleStrideB kDescaleStrideH kDescaleStrideN vDescaleStrideB vDescaleStrideH leftPadK\n"
+    "qDescale kDescale vDescale qDescaleStrideB qDescaleStrideH qDescaleStrideM kDescaleStrideB kDescaleStrideH kDescaleStrideN vDescaleStrideB vDescaleStrideH leftPadK"
+    " pagedK pagedV pagedStridePage pagedStrideRow pagedStrideHead pagedPages\n"
     "grid tiles\n";
 
 /* A decoding kernel's facts (Fa3AttentionSpec.decode): split-KV and GQA
@@ -83,7 +84,8 @@ static const char *kDecFacts =
     "scale 0.08838834764831845\n"
     "params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv oStrideB oStrideS oStrideH "
     "scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK maxSeqlenQ numSplits oAccum lseAccum pageTable pageTableStride pageSize "
-    "qDescale kDescale vDescale qDescaleStrideB qDescaleStrideH qDescaleStrideM kDescaleStrideB kDescaleStrideH kDescaleStrideN vDescaleStrideB vDescaleStrideH leftPadK\n"
+    "qDescale kDescale vDescale qDescaleStrideB qDescaleStrideH qDescaleStrideM kDescaleStrideB kDescaleStrideH kDescaleStrideN vDescaleStrideB vDescaleStrideH leftPadK"
+    " pagedK pagedV pagedStridePage pagedStrideRow pagedStrideHead pagedPages\n"
     "grid tiles\n"
     "cluster_m 1\n"
     "varlen 0\n"
@@ -1690,7 +1692,8 @@ static const char *kFp8Facts =
     "scaleLog2 cuSeqlensQ cuSeqlensK seqUsedK maxSeqlenQ numSplits oAccum lseAccum pageTable "
     "pageTableStride pageSize qDescale kDescale vDescale qDescaleStrideB qDescaleStrideH "
     "qDescaleStrideM kDescaleStrideB kDescaleStrideH kDescaleStrideN vDescaleStrideB "
-    "vDescaleStrideH leftPadK\n"
+    "vDescaleStrideH leftPadK"
+    " pagedK pagedV pagedStridePage pagedStrideRow pagedStrideHead pagedPages\n"
     "grid tiles\n";
 
 /* the forward ABI's names in order, from the .def (as the runtime's) */
@@ -1716,14 +1719,14 @@ static void test_fp8_facts(void) {
          f.head_dim_v == 256);
   t = text_with(kFp8Facts, "grid", "grid tiles\ncluster_m 1");
   EXPECT(fa3rt_facts_parse(t, strlen(t), &f) == FA3RT_OK && f.cluster_m == 1);
-  /* the 11 descale parameters end the forward list: facts of the ABI
-     before them (0.6's 26 names) are refused by their params */
-  EXPECT(NFWDPARAMS == 38);
+  /* the 11 descale parameters follow pageSize: facts of the ABI before
+     them (0.6's 26 names) are refused by their params */
+  EXPECT(NFWDPARAMS == 44);
   static const char *const added[11] = {
       "qDescale", "kDescale", "vDescale", "qDescaleStrideB", "qDescaleStrideH",
       "qDescaleStrideM", "kDescaleStrideB", "kDescaleStrideH", "kDescaleStrideN",
       "vDescaleStrideB", "vDescaleStrideH"};
-  for (int i = 0; i < 11 && NFWDPARAMS == 38; i++)
+  for (int i = 0; i < 11 && NFWDPARAMS == 44; i++)
     EXPECT(!strcmp(kFwdParamNames[26 + i], added[i]));
   EXPECT(!strcmp(kFwdParamNames[25], "pageSize"));
   t = text_with(kFp8Facts, "params",
@@ -1737,7 +1740,8 @@ static void test_fp8_facts(void) {
                 "cuSeqlensQ cuSeqlensK seqUsedK maxSeqlenQ numSplits oAccum lseAccum pageTable "
                 "pageTableStride pageSize qDescale kDescale vDescale qDescaleStrideB "
                 "qDescaleStrideH qDescaleStrideM kDescaleStrideB kDescaleStrideH "
-                "kDescaleStrideN vDescaleStrideB vDescaleStrideH leftPadK'") != NULL);
+                "kDescaleStrideN vDescaleStrideB vDescaleStrideH leftPadK pagedK pagedV "
+                "pagedStridePage pagedStrideRow pagedStrideHead pagedPages'") != NULL);
   /* the new names out of order */
   t = text_with(kFp8Facts, "params",
                 "params mapQ mapK mapV mapO O LSE tileCounter B Sq Skv Hq Hkv oStrideB oStrideS "
@@ -2445,9 +2449,56 @@ static void test_no_gpu(void) {
   EXPECT((st == FA3RT_ERR_CUDA || st == FA3RT_ERR_UNSUPPORTED_DEVICE) && k == NULL);
 }
 
+/* Pages smaller than the kernel's kv tile: the launch gives the decoding
+   kernel the pools' bases, byte strides and page count (its producer warp
+   copies such pages by cp.async); NULL for pages of a tile or more, where
+   K's and V's strides differ, and for a pool of more than 2^36 bytes. */
+static void test_paged_copy(void) {
+  fa3rt_kernel *k = fake_load(kDecFacts); /* block_n 128 */
+  if (!k) return;
+  fa3rt_fwd_args a = paged_args(1, 32, 8, 64, 16, 64);
+  a.num_splits = 1;
+  /* pool [64 pages, 16 rows, 8 heads, 128] bf16: 32768-byte pages */
+  EXPECT(fa3rt_fwd(k, &a, NULL) == FA3RT_OK && g_fwd.pagedK == 0x200000 &&
+         g_fwd.pagedV == 0x300000 && g_fwd.pagedStridePage == 32768 &&
+         g_fwd.pagedStrideRow == 2048 && g_fwd.pagedStrideHead == 256 &&
+         g_fwd.pagedPages == 64 && g_fwd.pageSize == 16);
+  EXPECT(!strcmp(kFwdParamNames[NFWDPARAMS - 1], "pagedPages") &&
+         g_raw[NFWDPARAMS - 1] == 64 && g_raw[NFWDPARAMS - 6] == 0x200000);
+  a = paged_args(1, 32, 8, 64, 1, 1024); /* SGLang's pages of one row */
+  a.num_splits = 1;
+  EXPECT(fa3rt_fwd(k, &a, NULL) == FA3RT_OK && g_fwd.pagedK == 0x200000 &&
+         g_fwd.pagedStridePage == 2048 && g_fwd.pageSize == 1);
+  /* a page of a whole tile: TMA boxes */
+  a = paged_args(1, 32, 8, 64, 128, 8);
+  a.num_splits = 1;
+  EXPECT(fa3rt_fwd(k, &a, NULL) == FA3RT_OK && g_fwd.pagedK == 0 && g_fwd.pagedV == 0 &&
+         g_fwd.pagedStridePage == 0 && g_fwd.pagedPages == 0 && g_fwd.pageSize == 128);
+  /* V's rows laid out otherwise than K's */
+  a = paged_args(1, 32, 8, 64, 16, 64);
+  a.num_splits = 1;
+  a.v.strides[0] *= 2;
+  EXPECT(fa3rt_fwd(k, &a, NULL) == FA3RT_OK && g_fwd.pagedK == 0 && g_fwd.pageSize == 16);
+  /* a pool of 2^22 pages of 32 KiB (2^37 bytes): past 16-byte offsets in
+     32 bits */
+  a = paged_args(1, 32, 8, 1L << 22, 16, 64);
+  a.num_splits = 1;
+  EXPECT(fa3rt_fwd(k, &a, NULL) == FA3RT_OK && g_fwd.pagedK == 0);
+  a = paged_args(1, 32, 8, 1L << 21, 16, 64); /* 2^36 bytes: copied */
+  a.num_splits = 1;
+  EXPECT(fa3rt_fwd(k, &a, NULL) == FA3RT_OK && g_fwd.pagedK == 0x200000 &&
+         g_fwd.pagedPages == 1 << 21);
+  /* a contiguous cache */
+  a = dec_args(3, 1, 32, 8, 4096);
+  a.num_splits = 1;
+  EXPECT(fa3rt_fwd(k, &a, NULL) == FA3RT_OK && g_fwd.pagedK == 0 && g_fwd.pageSize == 0);
+  fa3rt_kernel_destroy(k);
+  fake_reset(0);
+}
+
 /* A left-padded cache (FlashAttention's cache_leftpad): leftpad_k, int32
-   [B] on the device, reaches the kernel as leftPadK (the .def's last
-   parameter) for split_kv kernels, beside seqused_k or alone, with an
+   [B] on the device, reaches the kernel as leftPadK (the .def's
+   parameter before the small pages') for split_kv kernels, beside seqused_k or alone, with an
    append, and with pages that hold a batch's whole cache; refused by the
    other kernels, misaligned, with pages a batch spans, or overlapping
    seqlens_out. */
@@ -2498,15 +2549,15 @@ static void test_leftpad(void) {
   EXPECT(err_is(fa3rt_fwd_plan(&fwd, &a, &L), FA3RT_ERR_INVALID_ARGUMENT,
                 "kernel fa3_fwd_d128_bf16_causal takes no leftpad_k (facts split_kv 0): a "
                 "left-padded KV cache needs a decoding kernel"));
-  /* the launch: the .def's last parameter, and NULL without it */
+  /* the launch: its parameter, and NULL without it */
   fa3rt_kernel *k = fake_load(kDecFacts);
   if (!k) return;
   a = dec_args(3, 1, 32, 8, 4096);
   a.num_splits = 1;
   a.leftpad_k = 0xd00000;
   EXPECT(fa3rt_fwd(k, &a, NULL) == FA3RT_OK && g_fwd.leftPadK == 0xd00000);
-  EXPECT(NFWDPARAMS - 1 < (int)FAKE_NPARAMS && g_raw[NFWDPARAMS - 1] == 0xd00000 &&
-         !strcmp(kFwdParamNames[NFWDPARAMS - 1], "leftPadK"));
+  EXPECT(NFWDPARAMS - 7 < (int)FAKE_NPARAMS && g_raw[NFWDPARAMS - 7] == 0xd00000 &&
+         !strcmp(kFwdParamNames[NFWDPARAMS - 7], "leftPadK"));
   a.leftpad_k = 0;
   EXPECT(fa3rt_fwd(k, &a, NULL) == FA3RT_OK && g_fwd.leftPadK == 0);
   fa3rt_kernel_destroy(k);
@@ -2530,6 +2581,7 @@ int main(void) {
   test_append_plan();
   test_append_launch();
   test_leftpad();
+  test_paged_copy();
   test_ctas_per_sm();
   test_fp8_facts();
   test_fp8_plan();

@@ -107,15 +107,18 @@ int64_t transposeUnitKeys(const KernelConfig &cfg) {
 /// warpgroups (240 each) and 32 beside three (160): S and P grow with
 /// the keys, and with 48 ptxas serialised the consumers' wgmmas at head
 /// dim 64 and 128; their transposer's 32-key units spill 4-8 bytes (ptxas
-/// -v, bench/NOTES.md, FP8). The FP8 decoding kernel's producer also walks
-/// the page table and the split's kv range: 48 to head dim 128 (32
-/// spilled 4 bytes; a memory-bound kernel, whose consumers do not miss the
-/// 8 registers).
+/// -v, bench/NOTES.md, FP8). The decoding kernels' producer warp copies
+/// small pages too (below; a memory-bound kernel, whose one consumer
+/// warpgroup keeps 192-200 registers).
 int64_t producerRegs(const KernelConfig &cfg) {
+  // The decoding kernel's producer warp also copies small pages by its
+  // lanes (hopper.copy_paged_tile: each lane holds its rows' offsets and
+  // its pieces' addresses): 56, FP8's (beside the transposer) 64, the
+  // fewest without a spill (40 and 48 spilled 8 and 44 bytes, ptxas -v).
+  if (cfg.splitKv) // (FP8: head dim 64 or 128, checkSupported)
+    return cfg.isFp8() ? 64 : 56;
   if (!cfg.isFp8())
     return 24;
-  if (cfg.splitKv) // (head dim 64 or 128: checkSupported)
-    return 48;
   if (cfg.blockN > 128)
     return cfg.consumers() == 2 ? 24 : 32;
   if (cfg.oCols() == 128 && !cfg.longestFirst)
@@ -584,23 +587,47 @@ private:
   /// a paged cache where `pages` (the batch's page-table row) is not null
   /// (hopper.load_paged_tile: the map is over pages; rows past `bound`,
   /// the batch's keys, read its last row's page), else a tile of the map.
+  /// The decoding kernel copies pages smaller than its tiles by the
+  /// producer warp's lanes where the launch gives `copyBase`
+  /// (hopper.copy_paged_tile; the parameter pagedK or pagedV).
   void loadKv(Value map, Value row, Value head, Value batch, Value r, Value u,
-              int64_t cols, Value pages, Value bound) {
+              int64_t cols, Value pages, Value bound, Value copyBase) {
     if (!pages) {
       loadTile(map, row, head, batch, r, u, cfg.blockN, cols);
       return;
     }
-    Value paged = isGiven(pages);
-    auto which = scf::IfOp::create(b, loc, TypeRange{}, paged,
-                                   /*withElseRegion=*/true);
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPoint(which.thenBlock()->getTerminator());
-    LoadPagedTileOp::create(b, loc, map, row, head, pages,
-                            param("pageSize"), bound, r, u,
-                            static_cast<uint64_t>(cfg.blockN),
-                            static_cast<uint64_t>(cols), et);
-    b.setInsertionPoint(which.elseBlock()->getTerminator());
-    loadTile(map, row, head, batch, r, u, cfg.blockN, cols);
+    auto branch = [&](Value cond, auto then, auto otherwise) {
+      auto which = scf::IfOp::create(b, loc, TypeRange{}, cond,
+                                     /*withElseRegion=*/true);
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPoint(which.thenBlock()->getTerminator());
+      then();
+      b.setInsertionPoint(which.elseBlock()->getTerminator());
+      otherwise();
+    };
+    auto boxes = [&] {
+      LoadPagedTileOp::create(b, loc, map, row, head, pages,
+                              param("pageSize"), bound, r, u,
+                              static_cast<uint64_t>(cfg.blockN),
+                              static_cast<uint64_t>(cols), et);
+    };
+    auto paged = [&] {
+      if (!copyBase)
+        return boxes();
+      branch(
+          isGiven(copyBase),
+          [&] {
+            CopyPagedTileOp::create(
+                b, loc, copyBase, param("pagedStridePage"),
+                param("pagedStrideRow"), param("pagedStrideHead"), row, head,
+                pages, param("pageSize"), param("pagedPages"), bound, r, u,
+                static_cast<uint64_t>(cfg.blockN),
+                static_cast<uint64_t>(cols), et);
+          },
+          boxes);
+    };
+    branch(isGiven(pages), paged,
+           [&] { loadTile(map, row, head, batch, r, u, cfg.blockN, cols); });
   }
   /// `warpUniform`: see sequence. `published`: a packed batch's sequence
   /// bounds where the producer published them with the tile (else read
@@ -1375,11 +1402,12 @@ void KernelBuilder::consumers(Value tid, Value cta) {
     kvrow = packedRow(seqK0, kvrow);
     fill(kRing, u, [&] {
       loadKv(param("mapK"), kvrow, tileHkv, tileBatch, kRing, u, cfg.tileD(),
-             tilePages, kvBound);
+             tilePages, kvBound, cfg.splitKv ? param("pagedK") : Value());
     });
     fill(vRing, u, [&] {
       loadKv(param("mapV"), kvrow, tileHkv, tileBatch, vRing, u,
-             cfg.tileDv(), tilePages, kvBound);
+             cfg.tileDv(), tilePages, kvBound,
+             cfg.splitKv ? param("pagedV") : Value());
     });
   };
   // This tile's Q buffer for the S = Q K^T descriptors.

@@ -288,6 +288,26 @@ LogicalResult checkTransposerWarps(Operation *root) {
   return failure(r.wasInterrupted());
 }
 
+/// A paged tile copied by a warp's lanes takes the whole warp (its last
+/// step is the warp's barrier): warp 0's program, which hopper-warp-copy
+/// gives it, not one thread's.
+LogicalResult checkWarpCopies(Operation *root) {
+  WalkResult r = root->walk([&](CopyPagedTileOp c) -> WalkResult {
+    auto warp = c->getParentOfType<ProducerWarpsOp>();
+    if (warp && warp.getCount() == 1 &&
+        !c->getParentOfType<ProducerThreadOp>())
+      return WalkResult::advance();
+    c.emitOpError("is copied by every lane of one warp, but stands in ")
+        << (c->getParentOfType<ProducerThreadOp>()
+                ? "one thread's program"
+                : "no single warp's program")
+        << ": run hopper-warp-copy first (warp 0 then runs the producer's "
+           "program)";
+    return WalkResult::interrupt();
+  });
+  return failure(r.wasInterrupted());
+}
+
 struct ConvertHopperToNVVMPass
     : public fa3::impl::ConvertHopperToNVVMBase<ConvertHopperToNVVMPass> {
   void runOnOperation() override {
@@ -295,7 +315,8 @@ struct ConvertHopperToNVVMPass
     if (failed(refuseUnmovedFills(getOperation(),
                                   "has no NVVM form: hopper-warp-specialize "
                                   "moves it into the producer thread")) ||
-        failed(checkTransposerWarps(getOperation())))
+        failed(checkTransposerWarps(getOperation())) ||
+        failed(checkWarpCopies(getOperation())))
       return signalPassFailure();
     TypeConverter converter;
     converter.addConversion([](Type t) { return t; });

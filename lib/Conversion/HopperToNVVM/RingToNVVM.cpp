@@ -311,6 +311,116 @@ struct TmaLoadLowering : OpConversionPattern<TmaLoadOp> {
   }
 };
 
+/// Each lane: the offsets in the pool of rows lane + 32 j (their pages
+/// loaded once, clamped into the pool), then one cp.async of 16 bytes a
+/// pass, row first + q (q = lane / pieces) of the pass, piece lane %
+/// pieces, its offset shuffled from the lane that loaded that row's
+/// page. The stage's layout
+/// is TMA's: piece p of row r at byte (p / 8) rows 128 + 128 r + 16 ((p %
+/// 8) ^ (r % 8)) (the 128-byte swizzle by address). Then the slot's
+/// commit: each lane's cp.async.mbarrier.arrive (without .noinc: PTX ISA,
+/// cp.async.mbarrier.arrive: the pending count rises by one until the
+/// lane's copies land, so the phase waits for them and still expects the
+/// one arrival it counts), the warp's barrier (every lane's arrive before
+/// lane 0's), lane 0's arrive.
+struct CopyPagedTileLowering : OpConversionPattern<CopyPagedTileOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(CopyPagedTileOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    RingSlot slot = slotOf(op, adaptor, b);
+    Type i32 = b.getI32Type(), i64 = b.getI64Type(), i8 = b.getI8Type();
+    auto c32 = [&](int64_t v) { return i32Const(b, loc, v); };
+    auto add = [&](Value x, Value y) -> Value {
+      return arith::AddIOp::create(b, loc, x, y);
+    };
+    auto mul = [&](Value x, Value y) -> Value {
+      return arith::MulIOp::create(b, loc, x, y);
+    };
+    auto ext = [&](Value x) -> Value {
+      return arith::ExtUIOp::create(b, loc, i64, x);
+    };
+    const int64_t rows = op.getRows(), pieces = op.getPiecesPerRow(),
+                  perPass = op.getRowsPerPass();
+    Value lane = NVVM::LaneIdOp::create(b, loc, i32);
+    Value piece = arith::AndIOp::create(b, loc, lane, c32(pieces - 1));
+    Value q = arith::ShRUIOp::create(b, loc, lane,
+                                     c32(llvm::Log2_64(pieces)));
+    // the offsets of rows lane + 32 j in 16-byte units (the pool's pieces:
+    // the launch gives a pool of at most 2^32 of them, 64 GiB)
+    Value last = arith::SubIOp::create(b, loc, adaptor.getBound(), c32(1));
+    Value ps = adaptor.getPageSize();
+    Type gptr = adaptor.getBase().getType();
+    auto units = [&](Value bytes) -> Value {
+      Value u = arith::ShRUIOp::create(b, loc, bytes, i64Const(b, loc, 4));
+      return arith::TruncIOp::create(b, loc, i32, u);
+    };
+    Value lastPage =
+        arith::SubIOp::create(b, loc, adaptor.getPoolPages(), c32(1));
+    Value pageUnits = units(adaptor.getStridePage());
+    Value rowUnits = units(adaptor.getStrideRow());
+    SmallVector<Value> offsets;
+    for (int64_t j = 0; j < rows / 32; ++j) {
+      Value r = add(adaptor.getRow(), add(lane, c32(32 * j)));
+      r = arith::MinUIOp::create(b, loc, r, last);
+      Value entry = arith::DivUIOp::create(b, loc, r, ps);
+      Value inPage = arith::RemUIOp::create(b, loc, r, ps);
+      Value ep = LLVM::GEPOp::create(b, loc, gptr, i32, adaptor.getPages(),
+                                     ValueRange{entry});
+      Value page = LLVM::LoadOp::create(b, loc, i32, ep);
+      page = arith::MinUIOp::create(b, loc, page, lastPage);
+      offsets.push_back(add(mul(page, pageUnits), mul(inPage, rowUnits)));
+    }
+    // this lane's piece of its head's row, and of the stage's rows
+    Value lead = add(mul(ext(adaptor.getHead()), adaptor.getStrideHead()),
+                     ext(arith::ShLIOp::create(b, loc, piece, c32(4))));
+    Value laneBase = LLVM::GEPOp::create(b, loc, gptr, i8, adaptor.getBase(),
+                                         ValueRange{lead});
+    Value box = arith::ShRUIOp::create(b, loc, piece, c32(3));
+    Value unit = arith::AndIOp::create(b, loc, piece, c32(7));
+    Value laneDst = slot.data(mul(box, c32(rows * kSwizzleBytes)));
+    Value all = c32(-1), clamp = c32(31);
+    auto shfl = [&](Value v, Value from) -> Value {
+      return NVVM::ShflOp::create(b, loc, i32, all, v, from, clamp,
+                                  NVVM::ShflKind::idx, UnitAttr());
+    };
+    // per 32 rows (lane + 32 j's offsets), a loop over its passes: an
+    // unrolled copy of all of them holds more addresses than the
+    // producer's registers
+    for (int64_t j = 0; j < rows / 32; ++j) {
+      auto passes = scf::ForOp::create(b, loc, c32(0), c32(32 / perPass),
+                                       c32(1));
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPoint(passes.getBody()->getTerminator());
+      Value from = add(mul(passes.getInductionVar(), c32(perPass)), q);
+      Value r = add(from, c32(32 * j));
+      Value off = arith::ShLIOp::create(b, loc, ext(shfl(offsets[j], from)),
+                                        i64Const(b, loc, 4));
+      Value src = LLVM::GEPOp::create(b, loc, gptr, i8, laneBase,
+                                      ValueRange{off});
+      Value swz = arith::XOrIOp::create(
+          b, loc, unit, arith::AndIOp::create(b, loc, r, c32(7)));
+      Value at = add(mul(r, c32(kSwizzleBytes)),
+                     arith::ShLIOp::create(b, loc, swz, c32(4)));
+      Value dst = LLVM::GEPOp::create(b, loc, laneDst.getType(), i8, laneDst,
+                                      ValueRange{at});
+      NVVM::CpAsyncOp::create(b, loc, dst, src, uint32_t{16},
+                              NVVM::LoadCacheModifierKind::CG, Value());
+    }
+    Value full = slot.barrier(slot.ring.getFull());
+    NVVM::CpAsyncMBarrierArriveOp::create(b, loc, full, /*noinc=*/false);
+    NVVM::SyncWarpOp::create(b, loc, all);
+    Value addr = LLVM::PtrToIntOp::create(b, loc, i32, full);
+    inlineAsm(b, loc, Type(), ValueRange{addr, lane},
+              "{\n.reg .pred p;\nsetp.eq.u32 p, $1, 0;\n"
+              "@p mbarrier.arrive.shared::cta.b64 _, [$0];\n}",
+              "r,r", /*sideEffects=*/true);
+    b.eraseOp(op);
+    return success();
+  }
+};
+
 /// prmt.b32: the bytes of {a, c} (a's 0-3, c's 4-7) picked by the
 /// selector's nibbles.
 Value prmt(OpBuilder &b, Location loc, Value a, Value c, Value sel) {
@@ -487,6 +597,7 @@ void fa3::hopper::populateRingToNVVMPatterns(TypeConverter &converter,
                ProducerCommitLowering, ConsumerWaitLowering,
                ConsumerReleaseLowering, RingPublishLowering,
                RingPublishedLowering, RingStageLowering, TmaLoadLowering,
+               CopyPagedTileLowering,
                TransposeStageLowering>(
       converter, patterns.getContext());
 }

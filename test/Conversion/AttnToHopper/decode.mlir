@@ -11,7 +11,7 @@
 // RUN: fa3-opt %s --attn-hopper-config="decode=true stages=2" | FileCheck %s --check-prefix=CONFIGS2
 // RUN: sed -e 's/x128xbf16/x256xbf16/g' %s | fa3-opt --attn-hopper-config="decode=true" | FileCheck %s --check-prefix=CONFIG256
 // RUN: fa3-opt %s --attn-hopper-config="decode=true" --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=KERNEL
-// RUN: fa3-opt %s --attn-hopper-config="decode=true" --attn-tile --convert-attn-to-hopper --hopper-warp-specialize --hopper-async-copy --hopper-overlap --hopper-pingpong --convert-hopper-to-nvvm | FileCheck %s --check-prefix=COMBINE
+// RUN: fa3-opt %s --attn-hopper-config="decode=true" --attn-tile --convert-attn-to-hopper --hopper-warp-specialize --hopper-warp-copy --hopper-async-copy --hopper-overlap --hopper-pingpong --convert-hopper-to-nvvm | FileCheck %s --check-prefix=COMBINE
 // paged-kv is a packed batch's option (this kernel takes a page table by itself):
 // RUN: not fa3-opt %s --attn-hopper-config="paged-kv=true" 2>&1 | FileCheck %s --check-prefix=PAGEDFIXED
 // PAGEDFIXED: error: cannot generate the Hopper kernel: unsupported paged-kv with a fixed-length batch (an option of packed variable-length batches; the decoding kernel, decode=true, takes a page table by itself)
@@ -40,14 +40,15 @@
 // KERNEL-SAME: threads = 256
 // KERNEL-SAME: nvvm.minctasm = 2 : i32
 
-// Consumers: one warpgroup with the 232 registers a thread that the 24 of
-// the producer's leave of a CTA's 128 at launch, two CTAs a SM
-// (nvvm.minctasm); the kernel pass writes their program, with the
-// ring fills that hopper-warp-specialize gives to the producer thread.
+// Consumers: one warpgroup with the 200 registers a thread that the 56 of
+// the producer's (whose warp copies small pages) leave of a CTA's 128 at
+// launch, two CTAs a SM (nvvm.minctasm); the kernel pass writes their
+// program, with the ring fills that hopper-warp-specialize gives to the
+// producer.
 // The grid is Sq x (Hq / Hkv) packed rows, Hkv heads and B x numSplits
 // batches; a tile's batch coordinate is (split, batch).
-// KERNEL: hopper.warp_specialize producer
-// KERNEL: } consumers(%{{.*}} of 1) regs 232 {
+// KERNEL: hopper.warp_specialize producer regs 56 {
+// KERNEL: } consumers(%{{.*}} of 1) regs 200 {
 // KERNEL: %[[G:.*]] = arith.divui %[[HQ:.*]], %[[HKV:[^ ]*]] : i32
 // KERNEL: %[[ROWS:.*]] = arith.muli %{{.*}}, %[[G]] : i32
 // KERNEL: %[[BS:.*]] = arith.muli %[[B:[^ ]*]], %[[NS:[^ ]*]] : i32
@@ -105,12 +106,21 @@
 // KERNEL: scf.for
 // KERNEL: %[[COL:.*]] = arith.muli %{{.*}}, %c64_i32 : i32
 // KERNEL-NEXT: %[[ROW:.*]] = arith.addi %[[K0]], %[[COL]] : i32
+// Pages of fewer rows than a tile: the launch gives the pools (pagedK,
+// pagedV, their byte strides and page count), copied by the producer
+// warp's lanes; else one TMA box a page's rows.
 // KERNEL: hopper.ring.fill
 // KERNEL: %[[PAGED:.*]] = llvm.icmp "ne" %[[PAGES]], %{{.*}} : !llvm.ptr<1>
 // KERNEL: scf.if %[[PAGED]] {
+// KERNEL: %[[KGIVEN:.*]] = llvm.icmp "ne" %arg38, %{{.*}} : !llvm.ptr<1>
+// KERNEL-NEXT: scf.if %[[KGIVEN]] {
+// KERNEL-NEXT: hopper.copy_paged_tile %arg38[%[[ROW]], %head] strides %arg40, %arg41, %arg42 pages %[[PAGES]] page_size %arg25 pool %arg43 bound %[[BOUND]] into %{{.*}} rows 64 cols 128 : bf16
+// KERNEL-NEXT: } else {
 // KERNEL-NEXT: hopper.load_paged_tile %arg1[%[[ROW]], %head] pages %[[PAGES]] page_size %arg25 bound %[[BOUND]] into
+// KERNEL-NEXT: }
 // KERNEL-NEXT: } else {
 // KERNEL-NEXT: hopper.load_tile %arg1[%[[ROW]], %head, %[[BATCH]]] into
+// KERNEL: hopper.copy_paged_tile %arg39[%[[ROW]], %head] strides %arg40, %arg41, %arg42 pages %[[PAGES]] page_size %arg25 pool %arg43 bound %[[BOUND]] into
 // KERNEL: hopper.load_paged_tile %arg2[%[[ROW]], %head] pages %[[PAGES]] page_size %arg25 bound %[[BOUND]] into
 // KERNEL: hopper.load_tile %arg2[%[[ROW]], %head, %[[BATCH]]] into
 // The mask's rows are packed (query = row / g) ...

@@ -21,8 +21,10 @@ gpu.module @m {
                %pages: !llvm.ptr<1>, %pstride: i32, %psize: i32,
                %qd: !llvm.ptr<1>, %kd: !llvm.ptr<1>, %vd: !llvm.ptr<1>,
                %qdb: i32, %qdh: i32, %qdm: i32, %kdb: i32, %kdh: i32, %kdn: i32,
-               %vdb: i32, %vdh: i32, %leftpad: !llvm.ptr<1>)
-      attributes {nvvm.kernel, attn.launch = {params = ["mapQ", "mapK", "mapV", "mapO", "O", "LSE", "tileCounter", "B", "Sq", "Skv", "Hq", "Hkv", "oStrideB", "oStrideS", "oStrideH", "scaleLog2", "cuSeqlensQ", "cuSeqlensK", "seqUsedK", "maxSeqlenQ", "numSplits", "oAccum", "lseAccum", "pageTable", "pageTableStride", "pageSize", "qDescale", "kDescale", "vDescale", "qDescaleStrideB", "qDescaleStrideH", "qDescaleStrideM", "kDescaleStrideB", "kDescaleStrideH", "kDescaleStrideN", "vDescaleStrideB", "vDescaleStrideH", "leftPadK"]}} {
+               %vdb: i32, %vdh: i32, %leftpad: !llvm.ptr<1>,
+               %pk: !llvm.ptr<1>, %pv: !llvm.ptr<1>, %psp: i64, %psr: i64, %psh: i64,
+               %ppages: i32)
+      attributes {nvvm.kernel, attn.launch = {params = ["mapQ", "mapK", "mapV", "mapO", "O", "LSE", "tileCounter", "B", "Sq", "Skv", "Hq", "Hkv", "oStrideB", "oStrideS", "oStrideH", "scaleLog2", "cuSeqlensQ", "cuSeqlensK", "seqUsedK", "maxSeqlenQ", "numSplits", "oAccum", "lseAccum", "pageTable", "pageTableStride", "pageSize", "qDescale", "kDescale", "vDescale", "qDescaleStrideB", "qDescaleStrideH", "qDescaleStrideM", "kDescaleStrideB", "kDescaleStrideH", "kDescaleStrideN", "vDescaleStrideB", "vDescaleStrideH", "leftPadK", "pagedK", "pagedV", "pagedStridePage", "pagedStrideRow", "pagedStrideHead", "pagedPages"]}} {
     nvvm.prefetch tensormap, %mapQ : !llvm.ptr
     llvm.return
   }
@@ -62,8 +64,10 @@ gpu.module @m {
                %pages: !llvm.ptr<1>, %pstride: i32, %psize: i32,
                %qd: !llvm.ptr<1>, %kd: !llvm.ptr<1>, %vd: !llvm.ptr<1>,
                %qdb: i32, %qdh: i32, %qdm: i32, %kdb: i32, %kdh: i32, %kdn: i32,
-               %vdb: i32, %vdh: i32, %leftpad: !llvm.ptr<1>)
-      attributes {nvvm.kernel, attn.launch = {params = ["mapQ", "mapK", "mapV", "mapO", "O", "LSE", "tileCounter", "B", "Sq", "Skv", "Hq", "Hkv", "oStrideB", "oStrideS", "oStrideH", "scaleLog2", "cuSeqlensQ", "cuSeqlensK", "seqUsedK", "maxSeqlenQ", "numSplits", "oAccum", "lseAccum", "pageTable", "pageTableStride", "pageSize", "qDescale", "kDescale", "vDescale", "qDescaleStrideB", "qDescaleStrideH", "qDescaleStrideM", "kDescaleStrideB", "kDescaleStrideH", "kDescaleStrideN", "vDescaleStrideB", "vDescaleStrideH", "leftPadK"]}} {
+               %vdb: i32, %vdh: i32, %leftpad: !llvm.ptr<1>,
+               %pk: !llvm.ptr<1>, %pv: !llvm.ptr<1>, %psp: i64, %psr: i64, %psh: i64,
+               %ppages: i32)
+      attributes {nvvm.kernel, attn.launch = {params = ["mapQ", "mapK", "mapV", "mapO", "O", "LSE", "tileCounter", "B", "Sq", "Skv", "Hq", "Hkv", "oStrideB", "oStrideS", "oStrideH", "scaleLog2", "cuSeqlensQ", "cuSeqlensK", "seqUsedK", "maxSeqlenQ", "numSplits", "oAccum", "lseAccum", "pageTable", "pageTableStride", "pageSize", "qDescale", "kDescale", "vDescale", "qDescaleStrideB", "qDescaleStrideH", "qDescaleStrideM", "kDescaleStrideB", "kDescaleStrideH", "kDescaleStrideN", "vDescaleStrideB", "vDescaleStrideH", "leftPadK", "pagedK", "pagedV", "pagedStridePage", "pagedStrideRow", "pagedStrideHead", "pagedPages"]}} {
     llvm.return
   }
 }

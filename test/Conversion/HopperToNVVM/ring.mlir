@@ -6,7 +6,7 @@
 // constants and the phase is u & 1. A consumer's release in a ring of a
 // 2-CTA cluster also arrives, from lane 0 of each warp, on the peer CTA's
 // barrier.
-// RUN: fa3-opt %s --split-input-file --convert-hopper-to-nvvm | FileCheck %s
+// RUN: fa3-opt %s --split-input-file --verify-diagnostics --convert-hopper-to-nvvm | FileCheck %s
 
 !k = !hopper.ring<stages = 2, stage_bytes = 32768, data = 65536, full = 229408, empty = 229440, arrivals = 264, cluster = 2>
 
@@ -272,6 +272,71 @@ func.func @publish(%smem: !llvm.ptr<3>, %k: i32, %addr: i32, %a: i32, %b: i32) {
     %w0 = hopper.ring.published %q[%k] word 0 at %addr : !q
     %w2 = hopper.ring.published %q[%k] word 2 at %addr : !q
     llvm.inline_asm has_side_effects asm_dialect = att "use", "r,r" %w0, %w2 : (i32, i32) -> ()
+  }
+  return
+}
+
+// -----
+
+!k = !hopper.ring<stages = 3, stage_bytes = 16384, data = 16384, full = 114704, empty = 114752, arrivals = 128, cluster = 1>
+
+// A paged tile copied by warp 0's lanes (64 rows of 256 bytes: 16 pieces a
+// row, two rows a pass of the warp): each lane loads the pages of rows
+// lane and lane + 32 (clamped to the sequence's last row, and into the
+// pool), their offsets in 16-byte units; then per pass one shuffle from
+// the lane that loaded the row and one 16-byte cp.async.cg into the
+// 128-byte swizzled stage; then every lane's cp.async.mbarrier.arrive
+// (without .noinc), the warp's barrier and lane 0's arrive on the slot's
+// full barrier.
+// CHECK-LABEL: func.func @copy_paged(
+// CHECK: nvvm.read.ptx.sreg.laneid
+// CHECK: %[[E:.*]] = arith.divui %{{.*}}, %[[PS:[^ ]*]] : i32
+// CHECK-NEXT: %[[IN:.*]] = arith.remui %{{.*}}, %[[PS]] : i32
+// CHECK-NEXT: %[[EP:.*]] = llvm.getelementptr %{{.*}}[%[[E]]] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32
+// CHECK-NEXT: %[[PAGE:.*]] = llvm.load %[[EP]] : !llvm.ptr<1> -> i32
+// CHECK-NEXT: arith.minui %[[PAGE]], %{{.*}} : i32
+// CHECK: llvm.load
+// CHECK: scf.for
+// CHECK: nvvm.shfl.sync idx
+// CHECK: nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 16, cache = cg
+// CHECK: scf.for
+// CHECK: nvvm.shfl.sync idx
+// CHECK: nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 16, cache = cg
+// CHECK: nvvm.cp.async.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
+// CHECK-NEXT: nvvm.bar.warp.sync
+// CHECK: setp.eq.u32 p, $1, 0;\0A@p mbarrier.arrive.shared::cta.b64 _, [$0];
+// CHECK-NOT: nvvm.cp.async.shared.global
+func.func @copy_paged(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !llvm.ptr<1>,
+                      %u: i32, %row: i32, %head: i32, %ps: i32, %pages: i32, %len: i32,
+                      %sp: i64, %sr: i64, %sh: i64) {
+  %k = hopper.ring.create %smem : !k
+  hopper.warp_specialize producer regs 56 {
+    hopper.producer_warps(%w) first 0 count 1 {
+      hopper.ring.producer_acquire %k[%u] : !k
+      hopper.copy_paged_tile %pool[%row, %head] strides %sp, %sr, %sh pages %table
+          page_size %ps pool %pages bound %len into %k[%u] rows 64 cols 128 : bf16, !k
+    }
+  } consumers(%cw of 1) regs 200 {
+  }
+  return
+}
+
+// -----
+
+!k = !hopper.ring<stages = 3, stage_bytes = 16384, data = 16384, full = 114704, empty = 114752, arrivals = 128, cluster = 1>
+
+// Left in the producer thread's program (hopper-warp-copy not run), the
+// copy would wait at the warp's barrier for lanes that never come.
+func.func @copy_in_one_thread(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !llvm.ptr<1>,
+                              %x: i32, %s: i64) {
+  %k = hopper.ring.create %smem : !k
+  hopper.warp_specialize producer regs 56 {
+    hopper.producer_thread {
+      // expected-error @below {{is copied by every lane of one warp, but stands in one thread's program: run hopper-warp-copy first (warp 0 then runs the producer's program)}}
+      hopper.copy_paged_tile %pool[%x, %x] strides %s, %s, %s pages %table
+          page_size %x pool %x bound %x into %k[%x] rows 64 cols 128 : bf16, !k
+    }
+  } consumers(%cw of 1) regs 200 {
   }
   return
 }

@@ -306,3 +306,54 @@ func.func @published_other_slot(%smem: !llvm.ptr<3>, %k: i32, %j: i32, %addr: i3
   }
   return
 }
+
+// -----
+
+// hopper.copy_paged_tile round-trips; its tile is the TMA tile's layout
+// (whole 128-byte boxes), copied in passes of whole rows by 32 lanes.
+!k = !hopper.ring<stages = 3, stage_bytes = 16384, data = 16384, full = 114704, empty = 114752, arrivals = 128, cluster = 1>
+// CHECK-LABEL: func.func @copy_paged(
+// CHECK: hopper.copy_paged_tile %{{.*}}[%{{.*}}, %{{.*}}] strides %{{.*}}, %{{.*}}, %{{.*}} pages %{{.*}} page_size %{{.*}} pool %{{.*}} bound %{{.*}} into %{{.*}}[%{{.*}}] rows 64 cols 128 : bf16
+func.func @copy_paged(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !llvm.ptr<1>, %x: i32,
+                      %s: i64) {
+  %k = hopper.ring.create %smem : !k
+  hopper.copy_paged_tile %pool[%x, %x] strides %s, %s, %s pages %table page_size %x
+      pool %x bound %x into %k[%x] rows 64 cols 128 : bf16, !k
+  return
+}
+
+// -----
+
+!k = !hopper.ring<stages = 3, stage_bytes = 16384, data = 16384, full = 114704, empty = 114752, arrivals = 128, cluster = 1>
+func.func @copy_paged_rows(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !llvm.ptr<1>,
+                           %x: i32, %s: i64) {
+  %k = hopper.ring.create %smem : !k
+  // expected-error @below {{rows must be a multiple of 32 (each lane loads the page of every 32nd row), got 48}}
+  hopper.copy_paged_tile %pool[%x, %x] strides %s, %s, %s pages %table page_size %x
+      pool %x bound %x into %k[%x] rows 48 cols 128 : bf16, !k
+  return
+}
+
+// -----
+
+!k = !hopper.ring<stages = 2, stage_bytes = 49152, data = 0, full = 98304, empty = 98320, arrivals = 128, cluster = 1>
+func.func @copy_paged_wide(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !llvm.ptr<1>,
+                           %x: i32, %s: i64) {
+  %k = hopper.ring.create %smem : !k
+  // expected-error @below {{a row's 16-byte pieces must be a power of two up to 32 (one pass of the warp's lanes copies whole rows), got 48}}
+  hopper.copy_paged_tile %pool[%x, %x] strides %s, %s, %s pages %table page_size %x
+      pool %x bound %x into %k[%x] rows 64 cols 384 : bf16, !k
+  return
+}
+
+// -----
+
+!k = !hopper.ring<stages = 2, stage_bytes = 32768, data = 65536, full = 229408, empty = 229440, arrivals = 264, cluster = 2>
+func.func @copy_paged_cluster(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !llvm.ptr<1>,
+                              %x: i32, %s: i64) {
+  %k = hopper.ring.create %smem : !k
+  // expected-error @below {{a paged tile loads into a ring of one CTA (cluster = 1), got cluster 2}}
+  hopper.copy_paged_tile %pool[%x, %x] strides %s, %s, %s pages %table page_size %x
+      pool %x bound %x into %k[%x] rows 64 cols 128 : bf16, !k
+  return
+}

@@ -283,7 +283,7 @@ func.func @no_load(%smem: !llvm.ptr<3>, %u: i32) {
   %q = hopper.ring.create %smem : !q
   hopper.warp_specialize producer regs 24 {
   } consumers(%cw of 2) regs 240 {
-    // expected-error @+1 {{holds no load of its slot (hopper.load_tile or hopper.load_paged_tile) and publishes nothing}}
+    // expected-error @+1 {{holds no load of its slot (hopper.load_tile, hopper.load_paged_tile or hopper.copy_paged_tile) and publishes nothing}}
     hopper.ring.fill %q[%u] : !q {
     }
   }

@@ -180,6 +180,27 @@ LogicalResult LoadPagedTileOp::verify() {
   return success();
 }
 
+LogicalResult CopyPagedTileOp::verify() {
+  if (failed(verifyTileLoad(*this)))
+    return failure();
+  if (getRing().getType().getCluster() != 1)
+    return emitOpError("a paged tile loads into a ring of one CTA "
+                       "(cluster = 1), got cluster ")
+           << getRing().getType().getCluster();
+  // (cols is a multiple of a 128-byte box: whole 16-byte pieces)
+  const int64_t pieces = getPiecesPerRow();
+  if (pieces > 32 || !llvm::isPowerOf2_64(pieces))
+    return emitOpError("a row's 16-byte pieces must be a power of two up "
+                       "to 32 (one pass of the warp's lanes copies whole "
+                       "rows), got ")
+           << pieces;
+  if (getRows() % 32 != 0)
+    return emitOpError("rows must be a multiple of 32 (each lane loads the "
+                       "page of every 32nd row), got ")
+           << getRows();
+  return success();
+}
+
 LogicalResult TransposeStageOp::verify() {
   RingType src = getSrc().getType(), dst = getDst().getType();
   if (getRows() % 16 != 0 || getRows() > 2 * kSwizzleBytes)
@@ -241,7 +262,8 @@ LogicalResult fa3::hopper::refuseUnmovedFills(Operation *root,
 }
 
 bool fa3::hopper::arrivesOnSlot(Operation *op) {
-  return isa<LoadTileOp, LoadPagedTileOp, RingProducerCommitOp>(op);
+  return isa<LoadTileOp, LoadPagedTileOp, CopyPagedTileOp,
+             RingProducerCommitOp>(op);
 }
 
 /// The arrives on a fill's slot (each load's commit, or a plain `tx 0`
@@ -287,6 +309,8 @@ LogicalResult RingFillOp::verify() {
     if (auto l = dyn_cast<LoadTileOp>(op))
       ring = l.getRing(), slot = l.getSlot();
     else if (auto l = dyn_cast<LoadPagedTileOp>(op))
+      ring = l.getRing(), slot = l.getSlot();
+    else if (auto l = dyn_cast<CopyPagedTileOp>(op))
       ring = l.getRing(), slot = l.getSlot();
     else if (auto c = dyn_cast<RingProducerCommitOp>(op)) {
       // a path that loads nothing still completes the slot: the producer
@@ -335,8 +359,9 @@ LogicalResult RingFillOp::verify() {
   // A slot without a load carries words only (e.g. an end-of-work flag):
   // the producer publishes them and completes the slot itself.
   if (loads == 0 && !publish)
-    return emitOpError("holds no load of its slot (hopper.load_tile or "
-                       "hopper.load_paged_tile) and publishes nothing");
+    return emitOpError("holds no load of its slot (hopper.load_tile, "
+                       "hopper.load_paged_tile or hopper.copy_paged_tile) "
+                       "and publishes nothing");
   if (loads == 0 && !commits)
     return emitOpError("loads nothing and never commits its slot (a "
                        "'producer_commit ... tx 0' completes it)");

@@ -19,6 +19,7 @@
 
 #include "fa3/Dialect/Hopper/IR/HopperDialect.h"
 #include "fa3/Dialect/Hopper/Transforms/Passes.h"
+#include "ProducerWarp.h"
 #include "ThreadIndependent.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -98,42 +99,17 @@ public:
     for (Operation *op : stepOps)
       markDiverged(op);
     // warp 0: the producer thread's program, run by the whole warp
-    OpBuilder b(thread);
-    auto warp0 = ProducerWarpsOp::create(b, thread.getLoc(), uint64_t{0},
-                                         uint64_t{1});
-    Block *body = b.createBlock(&warp0.getBody(), {}, {b.getI32Type()},
-                                {thread.getLoc()});
-    ProducerWarpsOp::ensureTerminator(warp0.getBody(), b, thread.getLoc());
-    Block &from = thread.getBody().front();
-    body->getOperations().splice(body->getTerminator()->getIterator(),
-                                 from.getOperations(), from.begin(),
-                                 std::prev(from.end()));
-    thread.erase();
-    WalkResult checked = warp0.walk([&](Operation *op) -> WalkResult {
-      if (op == warp0.getOperation() || oneThread(op) ||
-          op->getParentOfType<ProducerThreadOp>())
-        return WalkResult::advance();
-      std::string why = whyNotWarpWide(op);
-      if (why.empty())
-        return WalkResult::advance();
-      op->emitOpError("cannot run on every lane of warp 0 (its program "
-                      "joins the V transposer): ")
-          << why;
-      return WalkResult::interrupt();
-    });
-    if (checked.wasInterrupted())
+    FailureOr<ProducerWarpsOp> warp0 = runOnWarpZero(
+        thread, oneThread, whyNotWarpWide, "joins the V transposer");
+    if (failed(warp0))
       return failure();
-    SmallVector<Block *> blocks;
-    warp0.walk([&](Block *blk) { blocks.push_back(blk); });
-    for (Block *blk : blocks)
-      markOneThreadRuns(*blk);
     // worker 0's steps: in the kv loop the previous block's slot after
     // each fill but the first, the last block's after the loop (a tile's
     // slots are all transposed before the next tile's Q, which waits for
     // the consumers to finish this tile); a fill outside loops its own
     // slot; a words-only fill (the end of the tiles) none
     SmallVector<RingProducerCommitOp> vFills;
-    warp0.walk([&](RingProducerCommitOp c) {
+    warp0->walk([&](RingProducerCommitOp c) {
       if (c.getRing() == transpose.getSrc() && c.getTx() != 0)
         vFills.push_back(c);
     });
@@ -368,48 +344,6 @@ private:
         return failure();
     Operation *copy = b.clone(*def, map);
     return copy->getResult(cast<OpResult>(v).getResultNumber());
-  }
-
-  /// Runs of consecutive one-thread steps in `blk` each become a
-  /// hopper.producer_thread, yielding the values used after the run (to
-  /// every lane of the warp).
-  void markOneThreadRuns(Block &blk) {
-    SmallVector<SmallVector<Operation *>> runs;
-    SmallVector<Operation *> cur;
-    for (Operation &op : blk) {
-      if (oneThread(&op)) {
-        cur.push_back(&op);
-        continue;
-      }
-      if (!cur.empty())
-        runs.push_back(cur), cur.clear();
-    }
-    if (!cur.empty())
-      runs.push_back(cur);
-    for (ArrayRef<Operation *> run : runs) {
-      llvm::SmallPtrSet<Operation *, 8> in(run.begin(), run.end());
-      SmallVector<Value> escaping;
-      for (Operation *op : run)
-        for (Value r : op->getResults())
-          if (llvm::any_of(r.getUsers(),
-                           [&](Operation *u) { return !in.contains(u); }))
-            escaping.push_back(r);
-      SmallVector<Type> types;
-      for (Value v : escaping)
-        types.push_back(v.getType());
-      OpBuilder b(run.front());
-      Location loc = run.front()->getLoc();
-      auto role = ProducerThreadOp::create(b, loc, types);
-      Block *body = b.createBlock(&role.getBody());
-      for (Operation *op : run)
-        op->moveBefore(body, body->end());
-      b.setInsertionPointToEnd(body);
-      gpu::YieldOp::create(b, loc, escaping);
-      for (auto [v, r] : llvm::zip(escaping, role.getResults()))
-        v.replaceUsesWithIf(r, [&](OpOperand &use) {
-          return !role->isAncestor(use.getOwner());
-        });
-    }
   }
 };
 

@@ -1,6 +1,7 @@
 //===- ThreadIndependent.h - what another thread may compute again -*- C++ -*-===//
 //
-// Shared by hopper-warp-specialize and hopper-producer-warp-transpose.
+// Shared by hopper-warp-specialize, hopper-producer-warp-transpose and
+// hopper-warp-copy.
 //
 //===----------------------------------------------------------------------===//
 

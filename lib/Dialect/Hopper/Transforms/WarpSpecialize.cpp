@@ -228,7 +228,7 @@ private:
       // between them, run by the producer thread as they stand (with the
       // tile scheduler's claims, which only the producer makes)
       WalkResult body = f.getBody().walk([&](Operation *op) -> WalkResult {
-        if (isa<LoadTileOp, LoadPagedTileOp, RingPublishOp,
+        if (isa<LoadTileOp, LoadPagedTileOp, CopyPagedTileOp, RingPublishOp,
                 RingProducerCommitOp, TileClaimOp, TileNextOp,
                 TileCounterResetOp, scf::IfOp, scf::ForOp, scf::WhileOp,
                 scf::YieldOp, scf::ConditionOp, gpu::YieldOp>(op))

@@ -392,6 +392,66 @@ def Hopper_LoadPagedTileOp : Hopper_Op<"load_paged_tile"> {
   let hasVerifier = 1;
 }
 
+def Hopper_CopyPagedTileOp : Hopper_Op<"copy_paged_tile"> {
+  let summary = "a paged tile copied by the lanes of the warp that runs it";
+  let description = [{
+    `hopper.load_paged_tile`'s tile, for pages of a few rows: every lane of
+    the warp that runs it (hopper-warp-copy gives warp 0 the producer's
+    program for it) copies 16-byte pieces by `cp.async`, FlashAttention-3's
+    path for pages TMA cannot box whole; a box a row, the TMA path for such
+    pages, issues too slowly. Row r of the sequence lies at byte
+    `pages`[r / `page_size`] * `stride_page` + (r % `page_size`) *
+    `stride_row` + `head` * `stride_head` of `base`; rows at or past
+    `bound` read row `bound` - 1 (theirs to mask), and a page index at or
+    past `pool_pages` (or negative) reads page `pool_pages` - 1, so that a
+    wrong page table reads inside the pool. The offsets are held in
+    16-byte units (32 bits): the pool's pages span at most 2^36 bytes. The stage's layout is
+    the TMA tile's (128-byte swizzle rows, box c of columns at byte c *
+    rows * 128): a piece's 16-byte unit within its row is XORed with the
+    row's index mod 8, as the 128-byte swizzle does by address.
+
+    Each lane loads the page of rows lane, lane + 32, ... and hands the
+    byte offsets to the lanes that copy those rows (shuffles), so `rows`
+    is a multiple of 32 and a row's pieces (cols x element bytes / 16) a
+    power of two up to 32. It completes the slot: every lane's
+    `cp.async.mbarrier.arrive` (without .noinc: the barrier waits for the
+    lane's copies but expects no more arrivals), then, after the warp's
+    barrier, lane 0's plain arrive on the slot's full barrier.
+
+    ```mlir
+    hopper.copy_paged_tile %kcache[%row, %head] strides %sp, %sr, %sh
+        pages %table page_size %ps pool %n bound %len into %k[%u] rows 64
+        cols 128 : bf16, !hopper.ring<...>
+    ```
+  }];
+  let arguments = (ins Hopper_GlobalPtr:$base, I64:$stride_page,
+                       I64:$stride_row, I64:$stride_head, I32:$row, I32:$head,
+                       Hopper_GlobalPtr:$pages, I32:$page_size,
+                       I32:$pool_pages, I32:$bound,
+                       Hopper_RingType:$ring, I32:$slot,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$rows,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$cols,
+                       TypeAttrOf<AnyTypeOf<[BF16, F16, F8E4M3FN]>>:$element);
+  let assemblyFormat = [{
+    $base `[` $row `,` $head `]` `strides` $stride_page `,` $stride_row `,`
+    $stride_head `pages` $pages `page_size` $page_size `pool` $pool_pages
+    `bound` $bound `into`
+    $ring `[` $slot `]` `rows` $rows `cols` $cols attr-dict `:` $element `,`
+    qualified(type($ring))
+  }];
+  let extraClassDeclaration = [{
+    int64_t getElementBytes() { return getElement().getIntOrFloatBitWidth() / 8; }
+    int64_t getBoxCols() { return kSwizzleBytes / getElementBytes(); }
+    int64_t getBoxBytes() { return getRows() * kSwizzleBytes; }
+    int64_t getBoxes() { return getCols() / getBoxCols(); }
+    int64_t getTileBytes() { return getBoxes() * getBoxBytes(); }
+    /// 16-byte pieces of a row, and rows a pass of the warp's 32 lanes.
+    int64_t getPiecesPerRow() { return getCols() * getElementBytes() / 16; }
+    int64_t getRowsPerPass() { return 32 / getPiecesPerRow(); }
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // FP8: V transposed in shared memory
 //===----------------------------------------------------------------------===//

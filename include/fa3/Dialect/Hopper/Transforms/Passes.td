@@ -40,6 +40,32 @@ def HopperWarpSpecialize : Pass<"hopper-warp-specialize"> {
   let dependentDialects = ["::mlir::scf::SCFDialect"];
 }
 
+def HopperWarpCopy : Pass<"hopper-warp-copy"> {
+  let summary = "Warp 0 runs the producer's program where its copies take "
+                "every lane (small pages)";
+  let description = [{
+    `hopper.copy_paged_tile` (the decoding kernel's path for pages of fewer
+    rows than its kv tile, FlashAttention-3's cp.async producer) is copied
+    by every lane of the warp that runs it. Where the producer thread's
+    program (`hopper.producer_thread`) holds one, this pass gives that
+    program to the whole of warp 0 (`hopper.producer_warps ... first 0
+    count 1`): every lane follows its control flow and waits for the slots
+    it acquires, and each run of steps one thread must take (tile claims,
+    a slot's words and commit, `hopper.load_tile` and
+    `hopper.load_paged_tile`, which hopper-async-copy then turns into one
+    thread's TMA transfers) is a `hopper.producer_thread` inside it, whose
+    results reach every lane.
+
+    Runs after hopper-warp-specialize and before hopper-async-copy. A
+    program without such copies is left as it is; a copy left outside warp
+    0's program is refused by convert-hopper-to-nvvm. Refused here: an op
+    of the program that every lane could not run (a write, a barrier, a
+    read of the thread's index, a TMA transfer already written, a call of a
+    function that does such things).
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
 def HopperProducerWarpTranspose : Pass<"hopper-producer-warp-transpose"> {
   let summary = "Warp 0 transposes V too, one fill behind its loads (FP8)";
   let description = [{

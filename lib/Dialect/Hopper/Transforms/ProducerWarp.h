@@ -1,0 +1,34 @@
+//===- ProducerWarp.h - the producer thread's program on warp 0 -*- C++ -*-===//
+//
+// Shared by hopper-producer-warp-transpose and hopper-warp-copy, which both
+// give warp 0 the producer thread's program: the first for the V
+// transposer's worker 0, the second for copies that take every lane.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA3_DIALECT_HOPPER_TRANSFORMS_PRODUCERWARP_H
+#define FA3_DIALECT_HOPPER_TRANSFORMS_PRODUCERWARP_H
+
+#include "fa3/Dialect/Hopper/IR/HopperDialect.h"
+
+#include "mlir/Support/LLVM.h"
+
+#include <string>
+
+namespace fa3::hopper {
+
+/// The producer thread's program `thread` run by every lane of warp 0: a
+/// hopper.producer_warps of warp 0 takes its place and body, in which each
+/// run of consecutive steps that `oneThread` names (in any block) becomes a
+/// hopper.producer_thread again, its results shared with the warp. An op
+/// outside those for which `whyNotWarpWide` gives a reason is refused,
+/// "cannot run on every lane of warp 0 (its program <purpose>): <why>".
+mlir::FailureOr<ProducerWarpsOp>
+runOnWarpZero(ProducerThreadOp thread,
+              llvm::function_ref<bool(mlir::Operation *)> oneThread,
+              llvm::function_ref<std::string(mlir::Operation *)> whyNotWarpWide,
+              llvm::StringRef purpose);
+
+} // namespace fa3::hopper
+
+#endif
