@@ -113,9 +113,10 @@ int64_t transposeUnitKeys(const KernelConfig &cfg) {
 int64_t producerRegs(const KernelConfig &cfg) {
   // The decoding kernel's producer warp also copies small pages by its
   // lanes (hopper.copy_paged_tile: each lane holds its rows' offsets and
-  // its pieces' addresses): 56, FP8's (beside the transposer) 64, the
-  // fewest without a spill (40 and 48 spilled 8 and 44 bytes, ptxas -v).
-  if (cfg.splitKv) // (FP8: head dim 64 or 128, checkSupported)
+  // its pieces' addresses): 56, FP8's (beside the transposer; head dim 64
+  // or 128, checkSupported, always copies) 64, the fewest without a spill
+  // (40 and 48 spilled 8 and 44 bytes, ptxas -v).
+  if (cfg.copiesSmallPages())
     return cfg.isFp8() ? 64 : 56;
   if (!cfg.isFp8())
     return 24;
@@ -1402,12 +1403,13 @@ void KernelBuilder::consumers(Value tid, Value cta) {
     kvrow = packedRow(seqK0, kvrow);
     fill(kRing, u, [&] {
       loadKv(param("mapK"), kvrow, tileHkv, tileBatch, kRing, u, cfg.tileD(),
-             tilePages, kvBound, cfg.splitKv ? param("pagedK") : Value());
+             tilePages, kvBound,
+             cfg.copiesSmallPages() ? param("pagedK") : Value());
     });
     fill(vRing, u, [&] {
       loadKv(param("mapV"), kvrow, tileHkv, tileBatch, vRing, u,
              cfg.tileDv(), tilePages, kvBound,
-             cfg.splitKv ? param("pagedV") : Value());
+             cfg.copiesSmallPages() ? param("pagedV") : Value());
     });
   };
   // This tile's Q buffer for the S = Q K^T descriptors.

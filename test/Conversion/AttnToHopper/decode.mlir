@@ -11,6 +11,7 @@
 // RUN: fa3-opt %s --attn-hopper-config="decode=true stages=2" | FileCheck %s --check-prefix=CONFIGS2
 // RUN: sed -e 's/x128xbf16/x256xbf16/g' %s | fa3-opt --attn-hopper-config="decode=true" | FileCheck %s --check-prefix=CONFIG256
 // RUN: fa3-opt %s --attn-hopper-config="decode=true" --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=KERNEL
+// RUN: sed -e 's/x128xbf16/x192xbf16/g' %s | fa3-opt --attn-hopper-config="decode=true" --attn-tile --convert-attn-to-hopper | FileCheck %s --check-prefix=KERNEL192
 // RUN: fa3-opt %s --attn-hopper-config="decode=true" --attn-tile --convert-attn-to-hopper --hopper-warp-specialize --hopper-warp-copy --hopper-async-copy --hopper-overlap --hopper-pingpong --convert-hopper-to-nvvm | FileCheck %s --check-prefix=COMBINE
 // paged-kv is a packed batch's option (this kernel takes a page table by itself):
 // RUN: not fa3-opt %s --attn-hopper-config="paged-kv=true" 2>&1 | FileCheck %s --check-prefix=PAGEDFIXED
@@ -123,6 +124,13 @@
 // KERNEL: hopper.copy_paged_tile %arg39[%[[ROW]], %head] strides %arg40, %arg41, %arg42 pages %[[PAGES]] page_size %arg25 pool %arg43 bound %[[BOUND]] into
 // KERNEL: hopper.load_paged_tile %arg2[%[[ROW]], %head] pages %[[PAGES]] page_size %arg25 bound %[[BOUND]] into
 // KERNEL: hopper.load_tile %arg2[%[[ROW]], %head, %[[BATCH]]] into
+// Head dim 192's rows are 24 pieces of 16 bytes, not whole passes of the
+// warp's 32 lanes: TMA boxes for every page size, and the producer's 24
+// registers.
+// KERNEL192: hopper.warp_specialize producer regs 24 {
+// KERNEL192-NOT: hopper.copy_paged_tile
+// KERNEL192: hopper.load_paged_tile
+// KERNEL192-NOT: hopper.copy_paged_tile
 // The mask's rows are packed (query = row / g) ...
 // KERNEL: hopper.mask %{{.*}} rows %{{.*}} group %{{.*}} cols
 // ... numSplits > 1: this split's O (f32) and LSE at (split, batch) of the
