@@ -63,7 +63,9 @@ eager (the caches written alike, the read seeing the new rows; contiguous
 and paged). Once per run, under compute-sanitizer too: page-table entries
 outside the pool (its page count, -1) where the append writes and the
 attention reads: nothing written there (guard pages past the pool, in the
-same allocation, unchanged), those pages read as zeros. On the head dim
+same allocation, unchanged), those pages read as zeros (TMA boxes) or,
+with pages of 16 rows that the producer warp copies, as the pool's last
+page (the entry clamped into the pool). On the head dim
 128 kernels: rotary embedding (ROTARY_CASES: q and the new keys against
 a float64 rotation, the cache's new rows within one rounding of it) and
 cache_batch_idx (BATCH_IDX_CASES: each batch over its row of the caches,
@@ -1327,19 +1329,39 @@ def paged_inputs_from(k, v, ps, gen):
     return kc, vc, perm.to(torch.int32).reshape(B, n)
 
 
-def check_bad_page_entries(kf, seed):
+def copies_small_pages(kf, ps):
+    """Whether the kernel's producer warp copies pages of ps rows (cp.async)
+    rather than boxing them by TMA: pages smaller than block_n, whose rows
+    (D and Dv rounded up to whole 128-byte boxes) are a power of two of
+    16-byte pieces up to 32 (KernelConfig::copiesSmallPages; the runtime's
+    other conditions, equal K and V strides and a pool of at most 2^36
+    bytes, hold for these tests' caches)."""
+    elem = 1 if kf.dtype == "e4m3" else 2
+    box = 128 // elem
+
+    def whole_passes(d):
+        pieces = -(-d // box) * box * elem // 16
+        return pieces <= 32 and pieces & (pieces - 1) == 0
+    return (ps < kf.block_n and kf.block_n % 32 == 0 and whole_passes(kf.head_dim)
+            and whole_passes(kf.head_dim_v))
+
+
+def check_bad_page_entries(kf, seed, ps=None):
     """Page-table entries outside the pool (the caller's contract broken):
     the pool's page count and -1, in pages that the append writes and the
     attention reads. The append writes nothing there: the pool is the front
     of a larger allocation, whose guard pages past it stay as they were,
     and the pool's other rows are torch's append; the attention reads such
-    a page as zeros (the tensor map's out-of-bounds fill), so its reference
-    is the cache with zero keys and values there. Outputs poisoned first;
+    a page as zeros (the tensor map's out-of-bounds fill), or, where the
+    producer warp copies small pages (`ps` below block_n), as the pool's
+    last page (the kernel clamps the entry into the pool), so its reference
+    is the cache with those keys and values there. Outputs poisoned first;
     under compute-sanitizer, memcheck sees any access outside the tensors."""
     import torch
     import check_fwd
     from fa3 import torch_api
-    ps = next(p for p in (64, 16, 128, 256, 8) if takes_page_size(kf, p))
+    if ps is None:
+        ps = next(p for p in (64, 16, 128, 256, 8) if takes_page_size(kf, p))
     B, Sq, Hq, Hkv, P, snew, guard = 2, 1, 16, 2, 4, 5, 3
     D, Dv = kf.head_dim, kf.head_dim_v
     dt = check_fwd.TORCH_DTYPE[kf.dtype]
@@ -1369,10 +1391,14 @@ def check_bad_page_entries(kf, seed):
                   torch.equal(big_v[pages:], before_v[pages:]))
     wrong = (wrong_rows(k, ek), wrong_rows(v, ev))
     # the reference: a zero page where the table points outside the pool
-    zk = torch.cat([ek, torch.zeros_like(ek[:1])])
-    zv = torch.cat([ev, torch.zeros_like(ev[:1])])
+    # (TMA boxes), the pool's last page (the producer warp's copies)
     bad = (table < 0) | (table >= pages)
-    kc, vc = gathered(zk, zv, torch.where(bad, pages, table))
+    if copies_small_pages(kf, ps):
+        kc, vc = gathered(ek, ev, torch.where(bad, pages - 1, table))
+    else:
+        zk = torch.cat([ek, torch.zeros_like(ek[:1])])
+        zv = torch.cat([ev, torch.zeros_like(ev[:1])])
+        kc, vc = gathered(zk, zv, torch.where(bad, pages, table))
     res = compare_batches(kf, q, kc, vc, [n + snew for n in lens], o, lse)
     res.update(guard_pages_kept=bool(guard_kept), pool_rows_wrong=str(wrong))
     res["ok"] = bool(res["ok"] and guard_kept and wrong == (0, 0))
@@ -1892,6 +1918,9 @@ def main():
     if lead is not None:
         guarded(lead, "paged: table entries outside the pool",
                 lambda: check_bad_page_entries(lead, a.seed + 999))
+        if copies_small_pages(lead, 16):
+            guarded(lead, "paged 16: table entries outside the pool",
+                    lambda: check_bad_page_entries(lead, a.seed + 998, ps=16))
     if not a.sanitize and lead is not None:
         print(f"== once per run, on {lead.kernel}", flush=True)
         guarded(lead, "torch.compile", lambda: check_compiled(lead))

@@ -597,15 +597,6 @@ private:
       loadTile(map, row, head, batch, r, u, cfg.blockN, cols);
       return;
     }
-    auto branch = [&](Value cond, auto then, auto otherwise) {
-      auto which = scf::IfOp::create(b, loc, TypeRange{}, cond,
-                                     /*withElseRegion=*/true);
-      OpBuilder::InsertionGuard g(b);
-      b.setInsertionPoint(which.thenBlock()->getTerminator());
-      then();
-      b.setInsertionPoint(which.elseBlock()->getTerminator());
-      otherwise();
-    };
     auto boxes = [&] {
       LoadPagedTileOp::create(b, loc, map, row, head, pages,
                               param("pageSize"), bound, r, u,
@@ -615,7 +606,7 @@ private:
     auto paged = [&] {
       if (!copyBase)
         return boxes();
-      branch(
+      ifThenElse(
           isGiven(copyBase),
           [&] {
             CopyPagedTileOp::create(
@@ -627,8 +618,9 @@ private:
           },
           boxes);
     };
-    branch(isGiven(pages), paged,
-           [&] { loadTile(map, row, head, batch, r, u, cfg.blockN, cols); });
+    ifThenElse(isGiven(pages), paged, [&] {
+      loadTile(map, row, head, batch, r, u, cfg.blockN, cols);
+    });
   }
   /// `warpUniform`: see sequence. `published`: a packed batch's sequence
   /// bounds where the producer published them with the tile (else read

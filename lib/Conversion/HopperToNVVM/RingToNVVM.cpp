@@ -323,6 +323,9 @@ struct TmaLoadLowering : OpConversionPattern<TmaLoadOp> {
 /// lane's copies land, so the phase waits for them and still expects the
 /// one arrival it counts), the warp's barrier (every lane's arrive before
 /// lane 0's), lane 0's arrive.
+/// (One op-building call a statement where two would be arguments of one
+/// call: C++ leaves their order to the compiler, and GCC's and clang's
+/// kernels must be the same.)
 struct CopyPagedTileLowering : OpConversionPattern<CopyPagedTileOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -370,11 +373,14 @@ struct CopyPagedTileLowering : OpConversionPattern<CopyPagedTileOp> {
                                      ValueRange{entry});
       Value page = LLVM::LoadOp::create(b, loc, i32, ep);
       page = arith::MinUIOp::create(b, loc, page, lastPage);
-      offsets.push_back(add(mul(page, pageUnits), mul(inPage, rowUnits)));
+      Value pageOff = mul(page, pageUnits);
+      Value rowOff = mul(inPage, rowUnits);
+      offsets.push_back(add(pageOff, rowOff));
     }
     // this lane's piece of its head's row, and of the stage's rows
-    Value lead = add(mul(ext(adaptor.getHead()), adaptor.getStrideHead()),
-                     ext(arith::ShLIOp::create(b, loc, piece, c32(4))));
+    Value headOff = mul(ext(adaptor.getHead()), adaptor.getStrideHead());
+    Value pieceOff = ext(arith::ShLIOp::create(b, loc, piece, c32(4)));
+    Value lead = add(headOff, pieceOff);
     Value laneBase = LLVM::GEPOp::create(b, loc, gptr, i8, adaptor.getBase(),
                                          ValueRange{lead});
     Value box = arith::ShRUIOp::create(b, loc, piece, c32(3));
@@ -389,20 +395,24 @@ struct CopyPagedTileLowering : OpConversionPattern<CopyPagedTileOp> {
     // unrolled copy of all of them holds more addresses than the
     // producer's registers
     for (int64_t j = 0; j < rows / 32; ++j) {
-      auto passes = scf::ForOp::create(b, loc, c32(0), c32(32 / perPass),
-                                       c32(1));
+      Value zero = c32(0);
+      Value end = c32(32 / perPass);
+      Value one = c32(1);
+      auto passes = scf::ForOp::create(b, loc, zero, end, one);
       OpBuilder::InsertionGuard g(b);
       b.setInsertionPoint(passes.getBody()->getTerminator());
       Value from = add(mul(passes.getInductionVar(), c32(perPass)), q);
       Value r = add(from, c32(32 * j));
-      Value off = arith::ShLIOp::create(b, loc, ext(shfl(offsets[j], from)),
-                                        i64Const(b, loc, 4));
+      Value units16 = ext(shfl(offsets[j], from));
+      Value four = i64Const(b, loc, 4);
+      Value off = arith::ShLIOp::create(b, loc, units16, four);
       Value src = LLVM::GEPOp::create(b, loc, gptr, i8, laneBase,
                                       ValueRange{off});
       Value swz = arith::XOrIOp::create(
           b, loc, unit, arith::AndIOp::create(b, loc, r, c32(7)));
-      Value at = add(mul(r, c32(kSwizzleBytes)),
-                     arith::ShLIOp::create(b, loc, swz, c32(4)));
+      Value rowAt = mul(r, c32(kSwizzleBytes));
+      Value unitAt = arith::ShLIOp::create(b, loc, swz, c32(4));
+      Value at = add(rowAt, unitAt);
       Value dst = LLVM::GEPOp::create(b, loc, laneDst.getType(), i8, laneDst,
                                       ValueRange{at});
       NVVM::CpAsyncOp::create(b, loc, dst, src, uint32_t{16},

@@ -1,8 +1,11 @@
 //===- ProducerWarp.cpp - the producer thread's program on warp 0 ---------===//
 
 #include "ProducerWarp.h"
+#include "ThreadIndependent.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 
 using namespace mlir;
@@ -52,11 +55,30 @@ void markOneThreadRuns(Block &blk, function_ref<bool(Operation *)> oneThread) {
   }
 }
 
+/// Why every lane of warp 0 may not run `op`, or "".
+std::string
+whyNotWarpWide(Operation *op,
+               function_ref<std::optional<std::string>(Operation *)> passRule) {
+  if (readsThreadIndex(op))
+    return "it reads the thread's own index (every lane of warp 0 runs the "
+           "program)";
+  if (isa<RingProducerAcquireOp, scf::IfOp, scf::ForOp, scf::WhileOp,
+          scf::YieldOp, scf::ConditionOp>(op))
+    return "";
+  if (std::optional<std::string> why = passRule(op))
+    return *why;
+  std::string why = whyNotRepeatable(op);
+  if (why.empty() || isa<func::CallOp>(op))
+    return why;
+  return "it may write memory or synchronize, and is not a step the pass "
+         "gives thread 0";
+}
+
 } // namespace
 
 FailureOr<ProducerWarpsOp>
 runOnWarpZero(ProducerThreadOp thread, function_ref<bool(Operation *)> oneThread,
-              function_ref<std::string(Operation *)> whyNotWarpWide,
+              function_ref<std::optional<std::string>(Operation *)> passRule,
               StringRef purpose) {
   OpBuilder b(thread);
   auto warp0 = ProducerWarpsOp::create(b, thread.getLoc(), uint64_t{0},
@@ -73,7 +95,7 @@ runOnWarpZero(ProducerThreadOp thread, function_ref<bool(Operation *)> oneThread
     if (op == warp0.getOperation() || oneThread(op) ||
         op->getParentOfType<ProducerThreadOp>())
       return WalkResult::advance();
-    std::string why = whyNotWarpWide(op);
+    std::string why = whyNotWarpWide(op, passRule);
     if (why.empty())
       return WalkResult::advance();
     op->emitOpError("cannot run on every lane of warp 0 (its program ")

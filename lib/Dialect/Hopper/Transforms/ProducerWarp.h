@@ -13,6 +13,7 @@
 
 #include "mlir/Support/LLVM.h"
 
+#include <optional>
 #include <string>
 
 namespace fa3::hopper {
@@ -20,14 +21,18 @@ namespace fa3::hopper {
 /// The producer thread's program `thread` run by every lane of warp 0: a
 /// hopper.producer_warps of warp 0 takes its place and body, in which each
 /// run of consecutive steps that `oneThread` names (in any block) becomes a
-/// hopper.producer_thread again, its results shared with the warp. An op
-/// outside those for which `whyNotWarpWide` gives a reason is refused,
+/// hopper.producer_thread again, its results shared with the warp. Every
+/// other op must be one every lane may run: control flow, the waits for
+/// slots, what any thread may compute again for itself
+/// (hopper-warp-specialize's rule), and what `passRule` allows (""); it
+/// refuses, with a reason, what the pass must not find. Else
 /// "cannot run on every lane of warp 0 (its program <purpose>): <why>".
-mlir::FailureOr<ProducerWarpsOp>
-runOnWarpZero(ProducerThreadOp thread,
-              llvm::function_ref<bool(mlir::Operation *)> oneThread,
-              llvm::function_ref<std::string(mlir::Operation *)> whyNotWarpWide,
-              llvm::StringRef purpose);
+mlir::FailureOr<ProducerWarpsOp> runOnWarpZero(
+    ProducerThreadOp thread,
+    llvm::function_ref<bool(mlir::Operation *)> oneThread,
+    llvm::function_ref<std::optional<std::string>(mlir::Operation *)>
+        passRule,
+    llvm::StringRef purpose);
 
 } // namespace fa3::hopper
 

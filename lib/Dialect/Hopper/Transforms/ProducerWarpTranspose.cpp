@@ -20,10 +20,8 @@
 #include "fa3/Dialect/Hopper/IR/HopperDialect.h"
 #include "fa3/Dialect/Hopper/Transforms/Passes.h"
 #include "ProducerWarp.h"
-#include "ThreadIndependent.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
@@ -48,25 +46,13 @@ bool oneThread(Operation *op) {
              RingProducerCommitOp, TmaLoadOp>(op);
 }
 
-/// Why every lane of a warp may not run `op` of the producer thread's
-/// program, or "" (its steps of one thread are marked separately): what
-/// any thread may compute again for itself (hopper-warp-specialize's
-/// rule), the control flow, and the waits for slots.
-std::string whyNotWarpWide(Operation *op) {
-  if (readsThreadIndex(op))
-    return "it reads the thread's own index (every lane of warp 0 runs the "
-           "program)";
-  if (isa<RingProducerAcquireOp, scf::IfOp, scf::ForOp, scf::WhileOp,
-          scf::YieldOp, scf::ConditionOp>(op))
-    return "";
+/// This pass's op of the producer thread's program: a tile load still to
+/// be written as TMA transfers (the pass runs after hopper-async-copy).
+std::optional<std::string> passRule(Operation *op) {
   if (isa<LoadTileOp, LoadPagedTileOp>(op))
-    return "a tile load not yet turned into TMA transfers (run "
-           "hopper-async-copy first)";
-  std::string why = whyNotRepeatable(op);
-  if (why.empty() || isa<func::CallOp>(op))
-    return why;
-  return "it may write memory or synchronize, and is not a step the pass "
-         "gives thread 0";
+    return std::string("a tile load not yet turned into TMA transfers (run "
+                       "hopper-async-copy first)");
+  return std::nullopt;
 }
 
 class Merger {
@@ -100,7 +86,7 @@ public:
       markDiverged(op);
     // warp 0: the producer thread's program, run by the whole warp
     FailureOr<ProducerWarpsOp> warp0 = runOnWarpZero(
-        thread, oneThread, whyNotWarpWide, "joins the V transposer");
+        thread, oneThread, passRule, "joins the V transposer");
     if (failed(warp0))
       return failure();
     // worker 0's steps: in the kv loop the previous block's slot after

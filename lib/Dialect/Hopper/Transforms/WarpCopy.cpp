@@ -12,10 +12,6 @@
 #include "fa3/Dialect/Hopper/IR/HopperDialect.h"
 #include "fa3/Dialect/Hopper/Transforms/Passes.h"
 #include "ProducerWarp.h"
-#include "ThreadIndependent.h"
-
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
 
 namespace fa3::hopper {
 #define GEN_PASS_DEF_HOPPERWARPCOPY
@@ -35,23 +31,18 @@ bool oneThread(Operation *op) {
              RingProducerCommitOp, LoadTileOp, LoadPagedTileOp>(op);
 }
 
-/// Why every lane of warp 0 may not run `op`, or "".
-std::string whyNotWarpWide(Operation *op) {
-  if (readsThreadIndex(op))
-    return "it reads the thread's own index (every lane of warp 0 runs the "
-           "program)";
-  if (isa<RingProducerAcquireOp, CopyPagedTileOp, scf::IfOp, scf::ForOp,
-          scf::WhileOp, scf::YieldOp, scf::ConditionOp>(op))
-    return "";
+/// This pass's ops of the program: its copies (every lane's), and a TMA
+/// transfer already written (one thread's, and a sign the passes ran out
+/// of order).
+std::optional<std::string> passRule(Operation *op) {
+  if (isa<CopyPagedTileOp>(op))
+    return std::string();
   if (isa<TmaLoadOp>(op))
-    return "a TMA transfer already written (run hopper-warp-copy before "
-           "hopper-async-copy, which writes tile loads as one thread's "
-           "transfers)";
-  std::string why = whyNotRepeatable(op);
-  if (why.empty() || isa<func::CallOp>(op))
-    return why;
-  return "it may write memory or synchronize, and is not a step the pass "
-         "gives lane 0";
+    return std::string(
+        "a TMA transfer already written (run hopper-warp-copy before "
+        "hopper-async-copy, which writes tile loads as one thread's "
+        "transfers)");
+  return std::nullopt;
 }
 
 struct HopperWarpCopyPass
@@ -70,7 +61,7 @@ struct HopperWarpCopyPass
       }
     });
     for (ProducerThreadOp thread : programs)
-      if (failed(runOnWarpZero(thread, oneThread, whyNotWarpWide,
+      if (failed(runOnWarpZero(thread, oneThread, passRule,
                                "copies pages with every lane")))
         return signalPassFailure();
   }
