@@ -114,10 +114,14 @@ int64_t producerRegs(const KernelConfig &cfg) {
   // The decoding kernel's producer warp also copies small pages by its
   // lanes (hopper.copy_paged_tile: each lane holds its rows' offsets and
   // its pieces' addresses): 56, FP8's (beside the transposer; head dim 64
-  // or 128, checkSupported, always copies) 64, the fewest without a spill
-  // (40 and 48 spilled 8 and 44 bytes, ptxas -v).
-  if (cfg.copiesSmallPages())
-    return cfg.isFp8() ? 64 : 56;
+  // or 128, checkSupported, always copies) 64, and 72 at FP8 head dim 64
+  // (its zero-filled pieces' sizes), the fewest without a spill (ptxas -v:
+  // 40 and 48 spilled 8 and 44 bytes, 64 at FP8 64 4 bytes).
+  if (cfg.copiesSmallPages()) {
+    if (!cfg.isFp8())
+      return 56;
+    return cfg.tileD() > cfg.headDim ? 72 : 64;
+  }
   if (!cfg.isFp8())
     return 24;
   if (cfg.blockN > 128)
@@ -590,9 +594,11 @@ private:
   /// the batch's keys, read its last row's page), else a tile of the map.
   /// The decoding kernel copies pages smaller than its tiles by the
   /// producer warp's lanes where the launch gives `copyBase`
-  /// (hopper.copy_paged_tile; the parameter pagedK or pagedV).
+  /// (hopper.copy_paged_tile; the parameter pagedK or pagedV), the
+  /// tensor's `tensorCols` columns of the tile's `cols`.
   void loadKv(Value map, Value row, Value head, Value batch, Value r, Value u,
-              int64_t cols, Value pages, Value bound, Value copyBase) {
+              int64_t cols, int64_t tensorCols, Value pages, Value bound,
+              Value copyBase) {
     if (!pages) {
       loadTile(map, row, head, batch, r, u, cfg.blockN, cols);
       return;
@@ -609,12 +615,17 @@ private:
       ifThenElse(
           isGiven(copyBase),
           [&] {
+            // (head dim 96's 128-column tile, FP8 head dim 64's box of
+            // 128: the pieces past the tensor's row are zero-filled)
+            IntegerAttr valid;
+            if (tensorCols < cols)
+              valid = b.getI64IntegerAttr(tensorCols);
             CopyPagedTileOp::create(
                 b, loc, copyBase, param("pagedStridePage"),
                 param("pagedStrideRow"), param("pagedStrideHead"), row, head,
                 pages, param("pageSize"), param("pagedPages"), bound, r, u,
-                static_cast<uint64_t>(cfg.blockN),
-                static_cast<uint64_t>(cols), et);
+                b.getI64IntegerAttr(cfg.blockN), b.getI64IntegerAttr(cols),
+                valid, TypeAttr::get(et));
           },
           boxes);
     };
@@ -1395,12 +1406,12 @@ void KernelBuilder::consumers(Value tid, Value cta) {
     kvrow = packedRow(seqK0, kvrow);
     fill(kRing, u, [&] {
       loadKv(param("mapK"), kvrow, tileHkv, tileBatch, kRing, u, cfg.tileD(),
-             tilePages, kvBound,
+             cfg.headDim, tilePages, kvBound,
              cfg.copiesSmallPages() ? param("pagedK") : Value());
     });
     fill(vRing, u, [&] {
       loadKv(param("mapV"), kvrow, tileHkv, tileBatch, vRing, u,
-             cfg.tileDv(), tilePages, kvBound,
+             cfg.tileDv(), cfg.headDimV, tilePages, kvBound,
              cfg.copiesSmallPages() ? param("pagedV") : Value());
     });
   };

@@ -322,7 +322,10 @@ struct TmaLoadLowering : OpConversionPattern<TmaLoadOp> {
 /// cp.async.mbarrier.arrive: the pending count rises by one until the
 /// lane's copies land, so the phase waits for them and still expects the
 /// one arrival it counts), the warp's barrier (every lane's arrive before
-/// lane 0's), lane 0's arrive.
+/// lane 0's), lane 0's arrive. (FlashAttention-3 has each producer thread
+/// arrive after its own cp.async arrive, the barrier counting them all;
+/// here the converged warp's barrier orders the lanes' increments before
+/// the one arrive, so the ring keeps TMA's count of one.)
 /// (One op-building call a statement where two would be arguments of one
 /// call: C++ leaves their order to the compiler, and GCC's and clang's
 /// kernels must be the same.)
@@ -383,6 +386,15 @@ struct CopyPagedTileLowering : OpConversionPattern<CopyPagedTileOp> {
     Value lead = add(headOff, pieceOff);
     Value laneBase = LLVM::GEPOp::create(b, loc, gptr, i8, adaptor.getBase(),
                                          ValueRange{lead});
+    // pieces past the tensor's row read nothing and land as zeros
+    Value size;
+    if (op.getValidPieces() < pieces) {
+      Value inRow = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                          piece, c32(op.getValidPieces()));
+      Value full16 = c32(16);
+      Value none = c32(0);
+      size = arith::SelectOp::create(b, loc, inRow, full16, none);
+    }
     Value box = arith::ShRUIOp::create(b, loc, piece, c32(3));
     Value unit = arith::AndIOp::create(b, loc, piece, c32(7));
     Value laneDst = slot.data(mul(box, c32(rows * kSwizzleBytes)));
@@ -416,7 +428,7 @@ struct CopyPagedTileLowering : OpConversionPattern<CopyPagedTileOp> {
       Value dst = LLVM::GEPOp::create(b, loc, laneDst.getType(), i8, laneDst,
                                       ValueRange{at});
       NVVM::CpAsyncOp::create(b, loc, dst, src, uint32_t{16},
-                              NVVM::LoadCacheModifierKind::CG, Value());
+                              NVVM::LoadCacheModifierKind::CG, size);
     }
     Value full = slot.barrier(slot.ring.getFull());
     NVVM::CpAsyncMBarrierArriveOp::create(b, loc, full, /*noinc=*/false);

@@ -325,6 +325,33 @@ func.func @copy_paged(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !llvm.pt
 
 !k = !hopper.ring<stages = 3, stage_bytes = 16384, data = 16384, full = 114704, empty = 114752, arrivals = 128, cluster = 1>
 
+// Head dim 96 in a 128-column tile: a lane's pieces past the row's 12
+// (192 bytes) copy 0 source bytes (zero-filled, nothing read), as TMA
+// fills a box past the tensor.
+// CHECK-LABEL: func.func @copy_paged_narrow(
+// CHECK: %[[LANE:.*]] = nvvm.read.ptx.sreg.laneid
+// CHECK: %[[PIECE:.*]] = arith.andi %[[LANE]], %c15_i32
+// CHECK: %[[IN:.*]] = arith.cmpi ult, %[[PIECE]], %c12_i32
+// CHECK: %[[SIZE:.*]] = arith.select %[[IN]], %c16_i32, %c0_i32
+// CHECK: nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 16, cache = cg, %[[SIZE]]
+func.func @copy_paged_narrow(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !llvm.ptr<1>,
+                             %u: i32, %x: i32, %s: i64) {
+  %k = hopper.ring.create %smem : !k
+  hopper.warp_specialize producer regs 56 {
+    hopper.producer_warps(%w) first 0 count 1 {
+      hopper.ring.producer_acquire %k[%u] : !k
+      hopper.copy_paged_tile %pool[%x, %x] strides %s, %s, %s pages %table
+          page_size %x pool %x bound %x into %k[%u] rows 64 cols 128 valid 96 : bf16, !k
+    }
+  } consumers(%cw of 1) regs 200 {
+  }
+  return
+}
+
+// -----
+
+!k = !hopper.ring<stages = 3, stage_bytes = 16384, data = 16384, full = 114704, empty = 114752, arrivals = 128, cluster = 1>
+
 // Left in the producer thread's program (hopper-warp-copy not run), the
 // copy would wait at the warp's barrier for lanes that never come.
 func.func @copy_in_one_thread(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !llvm.ptr<1>,

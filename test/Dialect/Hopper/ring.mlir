@@ -357,3 +357,27 @@ func.func @copy_paged_cluster(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: 
       pool %x bound %x into %k[%x] rows 64 cols 128 : bf16, !k
   return
 }
+
+// -----
+
+!k = !hopper.ring<stages = 3, stage_bytes = 16384, data = 16384, full = 114704, empty = 114752, arrivals = 128, cluster = 1>
+func.func @copy_paged_valid(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !llvm.ptr<1>,
+                            %x: i32, %s: i64) {
+  %k = hopper.ring.create %smem : !k
+  // expected-error @below {{valid columns must be whole 16-byte pieces of the tile's 128, got 100}}
+  hopper.copy_paged_tile %pool[%x, %x] strides %s, %s, %s pages %table page_size %x
+      pool %x bound %x into %k[%x] rows 64 cols 128 valid 100 : bf16, !k
+  return
+}
+
+// -----
+
+!k = !hopper.ring<stages = 3, stage_bytes = 16384, data = 16384, full = 114704, empty = 114752, arrivals = 128, cluster = 1, producers = 2>
+func.func @copy_paged_producers(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !llvm.ptr<1>,
+                                %x: i32, %s: i64) {
+  %k = hopper.ring.create %smem : !k
+  // expected-error @below {{completes its slot by one arrive (lane 0's), but the ring's full barrier counts 2 producers}}
+  hopper.copy_paged_tile %pool[%x, %x] strides %s, %s, %s pages %table page_size %x
+      pool %x bound %x into %k[%x] rows 64 cols 128 : bf16, !k
+  return
+}

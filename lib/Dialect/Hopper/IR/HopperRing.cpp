@@ -198,6 +198,16 @@ LogicalResult CopyPagedTileOp::verify() {
     return emitOpError("rows must be a multiple of 32 (each lane loads the "
                        "page of every 32nd row), got ")
            << getRows();
+  if (std::optional<uint64_t> valid = getValid();
+      valid && (*valid > getCols() || *valid * getElementBytes() % 16 != 0))
+    return emitOpError("valid columns must be whole 16-byte pieces of the "
+                       "tile's ")
+           << getCols() << ", got " << *valid;
+  // lane 0's one arrive completes the phase only of a ring of one producer
+  if (getRing().getType().getProducers() != 1)
+    return emitOpError("completes its slot by one arrive (lane 0's), but "
+                       "the ring's full barrier counts ")
+           << getRing().getType().getProducers() << " producers";
   return success();
 }
 

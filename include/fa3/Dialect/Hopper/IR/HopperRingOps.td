@@ -405,10 +405,14 @@ def Hopper_CopyPagedTileOp : Hopper_Op<"copy_paged_tile"> {
     `bound` read row `bound` - 1 (theirs to mask), and a page index at or
     past `pool_pages` (or negative) reads page `pool_pages` - 1, so that a
     wrong page table reads inside the pool. The offsets are held in
-    16-byte units (32 bits): the pool's pages span at most 2^36 bytes. The stage's layout is
-    the TMA tile's (128-byte swizzle rows, box c of columns at byte c *
-    rows * 128): a piece's 16-byte unit within its row is XORed with the
-    row's index mod 8, as the 128-byte swizzle does by address.
+    16-byte units (32 bits): the pool's pages span at most 2^36 bytes. The
+    stage's layout is the TMA tile's (128-byte swizzle rows, box c of
+    columns at byte c * rows * 128): a piece's 16-byte unit within its row
+    is XORed with the row's index mod 8, as the 128-byte swizzle does by
+    address. Where the tensor's rows are narrower than the tile (`valid`
+    columns: head dim 96 in a 128-column tile, FP8 head dim 64 in a box of
+    128), the pieces past them are zero-filled and read nothing
+    (cp.async's source size 0), as TMA fills a box past the tensor.
 
     Each lane loads the page of rows lane, lane + 32, ... and hands the
     byte offsets to the lanes that copy those rows (shuffles), so `rows`
@@ -416,7 +420,8 @@ def Hopper_CopyPagedTileOp : Hopper_Op<"copy_paged_tile"> {
     power of two up to 32. It completes the slot: every lane's
     `cp.async.mbarrier.arrive` (without .noinc: the barrier waits for the
     lane's copies but expects no more arrivals), then, after the warp's
-    barrier, lane 0's plain arrive on the slot's full barrier.
+    barrier, lane 0's plain arrive on the slot's full barrier, which
+    counts that one arrival (a ring of one producer).
 
     ```mlir
     hopper.copy_paged_tile %kcache[%row, %head] strides %sp, %sr, %sh
@@ -431,13 +436,14 @@ def Hopper_CopyPagedTileOp : Hopper_Op<"copy_paged_tile"> {
                        Hopper_RingType:$ring, I32:$slot,
                        ConfinedAttr<I64Attr, [IntPositive]>:$rows,
                        ConfinedAttr<I64Attr, [IntPositive]>:$cols,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$valid,
                        TypeAttrOf<AnyTypeOf<[BF16, F16, F8E4M3FN]>>:$element);
   let assemblyFormat = [{
     $base `[` $row `,` $head `]` `strides` $stride_page `,` $stride_row `,`
     $stride_head `pages` $pages `page_size` $page_size `pool` $pool_pages
     `bound` $bound `into`
-    $ring `[` $slot `]` `rows` $rows `cols` $cols attr-dict `:` $element `,`
-    qualified(type($ring))
+    $ring `[` $slot `]` `rows` $rows `cols` $cols (`valid` $valid^)?
+    attr-dict `:` $element `,` qualified(type($ring))
   }];
   let extraClassDeclaration = [{
     int64_t getElementBytes() { return getElement().getIntOrFloatBitWidth() / 8; }
@@ -448,6 +454,10 @@ def Hopper_CopyPagedTileOp : Hopper_Op<"copy_paged_tile"> {
     /// 16-byte pieces of a row, and rows a pass of the warp's 32 lanes.
     int64_t getPiecesPerRow() { return getCols() * getElementBytes() / 16; }
     int64_t getRowsPerPass() { return 32 / getPiecesPerRow(); }
+    /// The pieces of the tensor's row (the rest are zero-filled).
+    int64_t getValidPieces() {
+      return getValid().value_or(getCols()) * getElementBytes() / 16;
+    }
   }];
   let hasVerifier = 1;
 }
