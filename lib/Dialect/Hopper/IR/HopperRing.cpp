@@ -168,25 +168,24 @@ template <typename OpT> static LogicalResult verifyTileLoad(OpT op) {
 
 LogicalResult LoadTileOp::verify() { return verifyTileLoad(*this); }
 
-LogicalResult LoadPagedTileOp::verify() {
-  if (failed(verifyTileLoad(*this)))
+/// What both paged loads check: a tile load's rules, into a ring of one
+/// CTA (each page comes from the loader's own table load: no multicast of
+/// another CTA's pages).
+template <typename OpT> static LogicalResult verifyPagedTileLoad(OpT op) {
+  if (failed(verifyTileLoad(op)))
     return failure();
-  // Each chunk's page comes from the producer's own table load: no
-  // multicast of another CTA's pages.
-  if (getRing().getType().getCluster() != 1)
-    return emitOpError("a paged tile loads into a ring of one CTA "
-                       "(cluster = 1), got cluster ")
-           << getRing().getType().getCluster();
+  if (op.getRing().getType().getCluster() != 1)
+    return op.emitOpError("a paged tile loads into a ring of one CTA "
+                          "(cluster = 1), got cluster ")
+           << op.getRing().getType().getCluster();
   return success();
 }
 
+LogicalResult LoadPagedTileOp::verify() { return verifyPagedTileLoad(*this); }
+
 LogicalResult CopyPagedTileOp::verify() {
-  if (failed(verifyTileLoad(*this)))
+  if (failed(verifyPagedTileLoad(*this)))
     return failure();
-  if (getRing().getType().getCluster() != 1)
-    return emitOpError("a paged tile loads into a ring of one CTA "
-                       "(cluster = 1), got cluster ")
-           << getRing().getType().getCluster();
   // (cols is a multiple of a 128-byte box: whole 16-byte pieces)
   const int64_t pieces = getPiecesPerRow();
   if (pieces > 32 || !llvm::isPowerOf2_64(pieces))

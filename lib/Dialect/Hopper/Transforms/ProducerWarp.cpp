@@ -77,9 +77,15 @@ whyNotWarpWide(Operation *op,
 } // namespace
 
 FailureOr<ProducerWarpsOp>
-runOnWarpZero(ProducerThreadOp thread, function_ref<bool(Operation *)> oneThread,
+runOnWarpZero(ProducerThreadOp thread,
+              function_ref<bool(Operation *)> oneThreadLoad,
               function_ref<std::optional<std::string>(Operation *)> passRule,
               StringRef purpose) {
+  auto oneThread = [&](Operation *op) {
+    return isa<TileClaimOp, TileNextOp, TileCounterResetOp, RingPublishOp,
+               RingProducerCommitOp>(op) ||
+           oneThreadLoad(op);
+  };
   OpBuilder b(thread);
   auto warp0 = ProducerWarpsOp::create(b, thread.getLoc(), uint64_t{0},
                                        uint64_t{1});

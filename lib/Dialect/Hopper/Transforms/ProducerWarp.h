@@ -20,8 +20,11 @@ namespace fa3::hopper {
 
 /// The producer thread's program `thread` run by every lane of warp 0: a
 /// hopper.producer_warps of warp 0 takes its place and body, in which each
-/// run of consecutive steps that `oneThread` names (in any block) becomes a
-/// hopper.producer_thread again, its results shared with the warp. Every
+/// run of consecutive steps of one thread (in any block) becomes a
+/// hopper.producer_thread again, its results shared with the warp: the
+/// tile scheduler's claims and reset, a slot's words and commit, and the
+/// loads that `oneThreadLoad` names (tile loads before hopper-async-copy,
+/// TMA transfers after it). Every
 /// other op must be one every lane may run: control flow, the waits for
 /// slots, what any thread may compute again for itself
 /// (hopper-warp-specialize's rule), and what `passRule` allows (""); it
@@ -29,7 +32,7 @@ namespace fa3::hopper {
 /// "cannot run on every lane of warp 0 (its program <purpose>): <why>".
 mlir::FailureOr<ProducerWarpsOp> runOnWarpZero(
     ProducerThreadOp thread,
-    llvm::function_ref<bool(mlir::Operation *)> oneThread,
+    llvm::function_ref<bool(mlir::Operation *)> oneThreadLoad,
     llvm::function_ref<std::optional<std::string>(mlir::Operation *)>
         passRule,
     llvm::StringRef purpose);

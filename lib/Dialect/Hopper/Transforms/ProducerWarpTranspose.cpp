@@ -38,13 +38,9 @@ using namespace fa3::hopper;
 
 namespace {
 
-/// The steps of the producer thread's program that one thread takes: the
-/// tile scheduler's claims and reset, the words and commits of a slot,
-/// the TMA loads.
-bool oneThread(Operation *op) {
-  return isa<TileClaimOp, TileNextOp, TileCounterResetOp, RingPublishOp,
-             RingProducerCommitOp, TmaLoadOp>(op);
-}
+/// The loads of the producer thread's program that one thread takes: the
+/// TMA transfers (the pass runs after hopper-async-copy).
+bool oneThreadLoad(Operation *op) { return isa<TmaLoadOp>(op); }
 
 /// This pass's op of the producer thread's program: a tile load still to
 /// be written as TMA transfers (the pass runs after hopper-async-copy).
@@ -86,7 +82,7 @@ public:
       markDiverged(op);
     // warp 0: the producer thread's program, run by the whole warp
     FailureOr<ProducerWarpsOp> warp0 = runOnWarpZero(
-        thread, oneThread, passRule, "joins the V transposer");
+        thread, oneThreadLoad, passRule, "joins the V transposer");
     if (failed(warp0))
       return failure();
     // worker 0's steps: in the kv loop the previous block's slot after

@@ -23,12 +23,10 @@ using namespace fa3::hopper;
 
 namespace {
 
-/// The producer's steps that one thread takes: the tile scheduler's claims
-/// and reset, the words and commits of a slot, the tile loads (one
-/// thread's TMA transfers once hopper-async-copy has written them).
-bool oneThread(Operation *op) {
-  return isa<TileClaimOp, TileNextOp, TileCounterResetOp, RingPublishOp,
-             RingProducerCommitOp, LoadTileOp, LoadPagedTileOp>(op);
+/// The loads one thread takes: the tile loads (one thread's TMA transfers
+/// once hopper-async-copy has written them).
+bool oneThreadLoad(Operation *op) {
+  return isa<LoadTileOp, LoadPagedTileOp>(op);
 }
 
 /// This pass's ops of the program: its copies (every lane's), and a TMA
@@ -61,7 +59,7 @@ struct HopperWarpCopyPass
       }
     });
     for (ProducerThreadOp thread : programs)
-      if (failed(runOnWarpZero(thread, oneThread, passRule,
+      if (failed(runOnWarpZero(thread, oneThreadLoad, passRule,
                                "copies pages with every lane")))
         return signalPassFailure();
   }
