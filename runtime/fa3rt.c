@@ -505,6 +505,10 @@ static fa3rt_status check_facts(const fa3rt_facts *f, fa3rt_status st) {
     return fail(st, "facts of kernel '%s': paged_kv 1 needs %s (a packed batch's kernel that "
                 "reads its page table one CTA per tile)", f->kernel,
                 !f->varlen ? "varlen 1" : "grid tiles");
+  /* the producer warp's copies of small pages are the decoding kernel's */
+  if (f->paged_copy && !f->split_kv)
+    return fail(st, "facts of kernel '%s': paged_copy 1 needs split_kv 1 (the decoding "
+                "kernel's producer warp copies small pages)", f->kernel);
   /* FP8: the compiler builds the fixed-length forward and the decoding
      kernel (split_kv, pack_gqa; head dim 64 or 128) */
   if (f->dtype == FA3RT_E4M3 && (f->backward || f->varlen))
@@ -2178,15 +2182,16 @@ static fa3rt_status launch_append(const fa3rt_kernel *k, const fa3rt_fwd_args *a
   return r == CUDA_SUCCESS ? FA3RT_OK : cuda_fail("cuLaunchKernel(_append)", r, where);
 }
 
-/* Pages of fewer rows than the decoding kernel's kv tile: its producer
- * warp copies their rows 16 bytes a lane (cp.async, FlashAttention-3's
- * path for such pages) where K's and V's pools share their strides and span
- * at most 2^36 bytes (the kernel holds a row's offset in 16-byte units);
- * else, and for larger pages, TMA boxes of each page's rows. Fills the
- * byte strides (page, row, head) and returns 1 where the kernel copies. */
+/* Pages of fewer rows than the decoding kernel's kv tile: a kernel built
+ * to (facts paged_copy 1) has its producer warp copy their rows 16 bytes a
+ * lane (cp.async, FlashAttention-3's path for such pages) where K's and V's
+ * pools share their strides and span at most 2^36 bytes (the kernel holds
+ * a row's offset in 16-byte units); else, and for larger pages, TMA boxes
+ * of each page's rows. Fills the byte strides (page, row, head) and
+ * returns 1 where the kernel copies. */
 static int paged_copy(const fa3rt_facts *f, const fa3rt_fwd_args *a, const fa3rt_fwd_launch *L,
                       int64_t eff[NFWD][4], int64_t strides[3]) {
-  if (!f->split_kv || !a->page_table || L->page_size >= f->block_n) return 0;
+  if (!f->paged_copy || !a->page_table || L->page_size >= f->block_n) return 0;
   const int64_t *ks = eff[FK], *vs = eff[FV];
   if (ks[0] != vs[0] || ks[1] != vs[1] || ks[2] != vs[2]) return 0;
   const uint64_t e = (uint64_t)elem_bytes(f->dtype);

@@ -108,7 +108,8 @@ def _facts_keys(text: str) -> dict:
 
 _KEYS = _facts_keys(_ABI)
 _DEFAULTS = {"cluster_m": 1, "cubin": "", "varlen": 0, "backward": 0, "split_kv": 0,
-             "pack_gqa": 0, "deterministic": 0, "min_seqlen_q": 0, "paged_kv": 0}
+             "pack_gqa": 0, "deterministic": 0, "min_seqlen_q": 0, "paged_kv": 0,
+             "paged_copy": 0}
 
 
 class FactsError(ValueError):
@@ -144,6 +145,7 @@ class KernelFacts:
     deterministic: bool = False  # optional key: a backward whose dq is bitwise reproducible
     min_seqlen_q: int = 0   # optional key: chosen for calls with Sq >= this (0: any)
     paged_kv: bool = False  # optional key: a varlen kernel that takes a page table
+    paged_copy: bool = False  # optional key: its producer warp copies small pages (decoding)
 
     @property
     def decode(self) -> bool:
@@ -163,7 +165,8 @@ class KernelFacts:
                 + (" split_kv" if self.split_kv else "")
                 + (" pack_gqa" if self.pack_gqa else "")
                 + (f" min_seqlen_q={self.min_seqlen_q}" if self.min_seqlen_q else "")
-                + (" paged_kv" if self.paged_kv else ""))
+                + (" paged_kv" if self.paged_kv else "")
+                + (" paged_copy" if self.paged_copy else ""))
 
 
 def _value(key: str, val: str, lineno: int):
@@ -291,6 +294,9 @@ def _parse(data: bytes) -> Tuple[int, dict, dict]:
         need = "varlen 1" if not vals.get("varlen") else "grid tiles"
         raise FactsError(f"facts of kernel '{vals['kernel']}': paged_kv 1 needs {need} (a "
                          f"packed batch's kernel that reads its page table one CTA per tile)")
+    if vals.get("paged_copy") and not vals.get("split_kv"):
+        raise FactsError(f"facts of kernel '{vals['kernel']}': paged_copy 1 needs split_kv 1 (the "
+                         f"decoding kernel's producer warp copies small pages)")
     if vals["dtype"] == "e4m3":
         # FP8: the compiler builds the fixed-length forward and the
         # decoding kernel (split_kv, pack_gqa; head dim 64 or 128) (fa3rt.c
@@ -372,7 +378,8 @@ def parse_facts(text: Union[str, bytes], path: Optional[str] = None) -> KernelFa
                        cubin=v["cubin"], varlen=bool(v["varlen"]),
                        backward=bool(v["backward"]), split_kv=bool(v["split_kv"]),
                        pack_gqa=bool(v["pack_gqa"]), deterministic=bool(v["deterministic"]),
-                       min_seqlen_q=v["min_seqlen_q"], paged_kv=bool(v["paged_kv"]))
+                       min_seqlen_q=v["min_seqlen_q"], paged_kv=bool(v["paged_kv"]),
+                       paged_copy=bool(v["paged_copy"]))
 
 
 def load_facts(path) -> KernelFacts:

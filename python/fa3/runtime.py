@@ -92,7 +92,8 @@ class Facts(ctypes.Structure):
                 ("cubin", ctypes.c_char * 256), ("varlen", ctypes.c_int),
                 ("backward", ctypes.c_int), ("split_kv", ctypes.c_int),
                 ("pack_gqa", ctypes.c_int), ("deterministic", ctypes.c_int),
-                ("min_seqlen_q", ctypes.c_int), ("paged_kv", ctypes.c_int)]
+                ("min_seqlen_q", ctypes.c_int), ("paged_kv", ctypes.c_int),
+                ("paged_copy", ctypes.c_int)]
 
 
 class FwdLaunch(ctypes.Structure):

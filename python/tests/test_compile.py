@@ -78,6 +78,23 @@ def test_decode_kernel_compiles(tmp_path):
     assert ".minnctapersm 2" in entry[:entry.index("{")]
 
 
+def test_decode_paged_copy_facts(tmp_path):
+    """The decoding kernels whose producer warp copies small pages say so
+    (facts paged_copy 1, cp.async in the PTX); head dim 192's rows, 24
+    pieces of 16 bytes, keep TMA boxes (no paged_copy, no cp.async); and
+    the key belongs to split_kv kernels only (fa3rt.c refuses the same)."""
+    got = {}
+    for d in (128, 192):
+        f = compile_kernel(tmp_path / str(d), head_dim=d, decode=True, emit_cubin=False)[0]
+        kf = F.parse_facts(f.facts.read_text(), str(f.facts))
+        got[d] = (kf.paged_copy, "cp.async.cg.shared.global" in f.ptx.read_text())
+    assert got == {128: (True, True), 192: (False, False)}
+    text = f.facts.read_text().replace("split_kv 1", "split_kv 0").replace(
+        "pack_gqa 1", "pack_gqa 0") + "paged_copy 1\n"
+    with pytest.raises(F.FactsError, match="paged_copy 1 needs split_kv 1"):
+        F.parse_facts(text)
+
+
 def test_paged_varlen_kernel(tmp_path):
     """compile_kernel(varlen=True, paged=True): a packed batch's kernel that
     also takes a page table (Fa3AttentionSpec.pagedKv, appended last; facts

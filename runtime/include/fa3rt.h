@@ -96,8 +96,9 @@ extern "C" {
  * 0.17: pages of fewer rows than a decoding kernel's kv tile are copied by
  * its producer warp (cp.async): the forward kernel takes pagedK, pagedV,
  * their three byte strides and pagedPages last (fa3rt_abi.def; facts
- * `params` lists them: older facts and cubins are refused); no field of
- * the structs changes. */
+ * `params` lists them: older facts and cubins are refused); fa3rt_facts
+ * gains paged_copy at its end (facts `paged_copy 1`: the kernels that
+ * copy; the runtime passes the copy's parameters to those only). */
 #define FA3RT_VERSION_MAJOR 0
 #define FA3RT_VERSION_MINOR 17
 /* Highest version of the facts file format this runtime reads. Version 2:
@@ -214,6 +215,11 @@ typedef struct fa3rt_facts {
                              (a paged KV cache: the table's pages in order
                              are the packed rows); needs varlen 1, split_kv 0,
                              grid tiles */
+  int paged_copy;         /* optional key (0): 1 = a decoding kernel whose
+                             producer warp copies pages of fewer rows than
+                             block_n by cp.async (fa3rt_abi.def's pagedK ...
+                             pagedPages); 0 = TMA boxes of every page's rows.
+                             Needs split_kv 1 */
 } fa3rt_facts;
 
 /* A tensor in device memory: 4 dims in LOGICAL order [B, H, S, D], strides in

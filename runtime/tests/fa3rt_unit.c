@@ -2449,14 +2449,36 @@ static void test_no_gpu(void) {
   EXPECT((st == FA3RT_ERR_CUDA || st == FA3RT_ERR_UNSUPPORTED_DEVICE) && k == NULL);
 }
 
-/* Pages smaller than the kernel's kv tile: the launch gives the decoding
-   kernel the pools' bases, byte strides and page count (its producer warp
-   copies such pages by cp.async); NULL for pages of a tile or more, where
-   K's and V's strides differ, and for a pool of more than 2^36 bytes. */
+/* Pages smaller than the kernel's kv tile: the launch gives a decoding
+   kernel built to copy them (facts paged_copy 1) the pools' bases, byte
+   strides and page count (its producer warp copies such pages by
+   cp.async); NULL to other kernels, for pages of a tile or more, where K's
+   and V's strides differ, and for a pool of more than 2^36 bytes. */
 static void test_paged_copy(void) {
-  fa3rt_kernel *k = fake_load(kDecFacts); /* block_n 128 */
+  char copying[4096];
+  snprintf(copying, sizeof copying, "%spaged_copy 1\n", kDecFacts);
+  fa3rt_facts f;
+  EXPECT(fa3rt_facts_parse(copying, strlen(copying), &f) == FA3RT_OK && f.paged_copy == 1);
+  EXPECT(fa3rt_facts_parse(kDecFacts, strlen(kDecFacts), &f) == FA3RT_OK && f.paged_copy == 0);
+  /* the copies are the decoding kernel's */
+  char *plain = copied(text_with(copying, "split_kv", "split_kv 0"));
+  char *plainer = plain ? copied(text_with(plain, "pack_gqa", "pack_gqa 0")) : NULL;
+  EXPECT(plainer && err_is(fa3rt_facts_parse(plainer, strlen(plainer), &f), FA3RT_ERR_FACTS,
+                          "paged_copy 1 needs split_kv 1"));
+  free(plain);
+  free(plainer);
+  /* a kernel built without the copies (facts without paged_copy: head dim
+     192's, or one older than them) gets TMA boxes of any page */
+  fa3rt_kernel *k = fake_load(kDecFacts);
   if (!k) return;
   fa3rt_fwd_args a = paged_args(1, 32, 8, 64, 16, 64);
+  a.num_splits = 1;
+  EXPECT(fa3rt_fwd(k, &a, NULL) == FA3RT_OK && g_fwd.pagedK == 0 && g_fwd.pagedV == 0 &&
+         g_fwd.pagedStridePage == 0 && g_fwd.pagedPages == 0 && g_fwd.pageSize == 16);
+  fa3rt_kernel_destroy(k);
+  k = fake_load(copying); /* block_n 128 */
+  if (!k) return;
+  a = paged_args(1, 32, 8, 64, 16, 64);
   a.num_splits = 1;
   /* pool [64 pages, 16 rows, 8 heads, 128] bf16: 32768-byte pages */
   EXPECT(fa3rt_fwd(k, &a, NULL) == FA3RT_OK && g_fwd.pagedK == 0x200000 &&

@@ -1331,19 +1331,11 @@ def paged_inputs_from(k, v, ps, gen):
 
 def copies_small_pages(kf, ps):
     """Whether the kernel's producer warp copies pages of ps rows (cp.async)
-    rather than boxing them by TMA: pages smaller than block_n, whose rows
-    (D and Dv rounded up to whole 128-byte boxes) are a power of two of
-    16-byte pieces up to 32 (KernelConfig::copiesSmallPages; the runtime's
-    other conditions, equal K and V strides and a pool of at most 2^36
-    bytes, hold for these tests' caches)."""
-    elem = 1 if kf.dtype == "e4m3" else 2
-    box = 128 // elem
-
-    def whole_passes(d):
-        pieces = -(-d // box) * box * elem // 16
-        return pieces <= 32 and pieces & (pieces - 1) == 0
-    return (ps < kf.block_n and kf.block_n % 32 == 0 and whole_passes(kf.head_dim)
-            and whole_passes(kf.head_dim_v))
+    rather than boxing them by TMA: a kernel built to (facts paged_copy 1)
+    given pages smaller than block_n (the runtime's other conditions, equal
+    K and V strides and a pool of at most 2^36 bytes, hold for these tests'
+    caches)."""
+    return kf.paged_copy and ps < kf.block_n
 
 
 def check_bad_page_entries(kf, seed, ps=None):

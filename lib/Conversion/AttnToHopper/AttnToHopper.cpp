@@ -477,8 +477,8 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
   SmallVector<NamedAttribute> all(std::begin(facts), std::end(facts));
   // Optional keys (0 when absent): a packed variable-length batch's
   // kernel; the decoding kernel's split-KV (with <kernel>_combine beside
-  // it) and GQA packing; a packed batch's page table; CTAs resident a SM
-  // (1 when absent).
+  // it) and GQA packing; a packed batch's page table; the small pages'
+  // copies; CTAs resident a SM (1 when absent).
   if (cfg.varlen)
     all.push_back(b.getNamedAttr("varlen", b.getBoolAttr(true)));
   if (cfg.splitKv)
@@ -487,6 +487,10 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
     all.push_back(b.getNamedAttr("pack_gqa", b.getBoolAttr(true)));
   if (cfg.pagedKv)
     all.push_back(b.getNamedAttr("paged_kv", b.getBoolAttr(true)));
+  // The decoding kernel whose producer warp copies pages of fewer rows than
+  // block_n (the runtime passes pagedK ... pagedPages to it only).
+  if (cfg.copiesSmallPages())
+    all.push_back(b.getNamedAttr("paged_copy", b.getBoolAttr(true)));
   if (cfg.ctasPerSm != 1)
     all.push_back(b.getNamedAttr("ctas_per_sm",
                                  b.getI64IntegerAttr(cfg.ctasPerSm)));

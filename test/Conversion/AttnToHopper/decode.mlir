@@ -32,11 +32,13 @@
 // CONFIGN128: attn.hopper_config = #attn.hopper_config<block_m = 64, block_n = 128, stages = 3, persistent = false, q_buffers = 1, lazy_rescale = true, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = false, tma_store = false, split_kv = true, pack_gqa = true>}
 // CONFIG128: attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 3, persistent = false, q_buffers = 1, lazy_rescale = true, rescale_threshold = 8.000000e+00, cluster_m = 1, pingpong = true, tma_store = false, split_kv = true, pack_gqa = true>
 
-// The launch facts name both choices.
+// The launch facts name both choices, and that the producer copies small
+// pages (paged_copy: the runtime passes the copy's parameters on).
 // KERNEL: gpu.func @attn_kernel(
 // KERNEL-SAME: ctas_per_sm = 2
 // KERNEL-SAME: o_store = "direct"
 // KERNEL-SAME: pack_gqa = true
+// KERNEL-SAME: paged_copy = true
 // KERNEL-SAME: split_kv = true
 // KERNEL-SAME: threads = 256
 // KERNEL-SAME: nvvm.minctasm = 2 : i32
@@ -126,7 +128,9 @@
 // KERNEL: hopper.load_tile %arg2[%[[ROW]], %head, %[[BATCH]]] into
 // Head dim 192's rows are 24 pieces of 16 bytes, not whole passes of the
 // warp's 32 lanes: TMA boxes for every page size, and the producer's 24
-// registers.
+// registers; the facts say no paged_copy.
+// KERNEL192: gpu.func @attn_kernel(
+// KERNEL192-NOT: paged_copy
 // KERNEL192: hopper.warp_specialize producer regs 24 {
 // KERNEL192-NOT: hopper.copy_paged_tile
 // KERNEL192: hopper.load_paged_tile
