@@ -137,6 +137,11 @@ extern "C" {
  * the cache's capacity: a cache filled far less than that (cache_seqlens)
  * still takes one a SM. */
 #define FA3RT_ONE_CTA_KEYS 16384
+/* A decoding kernel built to copy small pages by its producer warp (facts
+ * paged_copy 1) copies those of which a kv tile spans at least this many
+ * (page_size * FA3RT_COPY_PAGES <= block_n); larger pages go by TMA boxes,
+ * faster there (bench/NOTES.md, Log, "the producer warp's copies"). */
+#define FA3RT_COPY_PAGES 8
 
 typedef enum fa3rt_status {
   FA3RT_OK = 0,

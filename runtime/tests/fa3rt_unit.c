@@ -2449,11 +2449,11 @@ static void test_no_gpu(void) {
   EXPECT((st == FA3RT_ERR_CUDA || st == FA3RT_ERR_UNSUPPORTED_DEVICE) && k == NULL);
 }
 
-/* Pages smaller than the kernel's kv tile: the launch gives a decoding
-   kernel built to copy them (facts paged_copy 1) the pools' bases, byte
-   strides and page count (its producer warp copies such pages by
-   cp.async); NULL to other kernels, for pages of a tile or more, where K's
-   and V's strides differ, and for a pool of more than 2^36 bytes. */
+/* Pages of which the kernel's kv tile spans at least FA3RT_COPY_PAGES: the
+   launch gives a decoding kernel built to copy them (facts paged_copy 1)
+   the pools' bases, byte strides and page count (its producer warp copies
+   such pages by cp.async); NULL to other kernels, for larger pages, where
+   K's and V's strides differ, and for a pool of more than 2^36 bytes. */
 static void test_paged_copy(void) {
   char copying[4096];
   snprintf(copying, sizeof copying, "%spaged_copy 1\n", kDecFacts);
@@ -2491,6 +2491,12 @@ static void test_paged_copy(void) {
   a.num_splits = 1;
   EXPECT(fa3rt_fwd(k, &a, NULL) == FA3RT_OK && g_fwd.pagedK == 0x200000 &&
          g_fwd.pagedStridePage == 2048 && g_fwd.pageSize == 1);
+  /* a tile of 4 pages (fewer than FA3RT_COPY_PAGES): TMA boxes, faster
+     there */
+  a = paged_args(1, 32, 8, 64, 32, 32);
+  a.num_splits = 1;
+  EXPECT(fa3rt_fwd(k, &a, NULL) == FA3RT_OK && g_fwd.pagedK == 0 && g_fwd.pagedPages == 0 &&
+         g_fwd.pageSize == 32);
   /* a page of a whole tile: TMA boxes */
   a = paged_args(1, 32, 8, 64, 128, 8);
   a.num_splits = 1;

@@ -64,7 +64,7 @@ and paged). Once per run, under compute-sanitizer too: page-table entries
 outside the pool (its page count, -1) where the append writes and the
 attention reads: nothing written there (guard pages past the pool, in the
 same allocation, unchanged), those pages read as zeros (TMA boxes) or,
-with pages of 16 rows that the producer warp copies, as the pool's last
+with pages of 8 rows that the producer warp copies, as the pool's last
 page (the entry clamped into the pool). On the head dim
 128 kernels: rotary embedding (ROTARY_CASES: q and the new keys against
 a float64 rotation, the cache's new rows within one rounding of it) and
@@ -1332,10 +1332,11 @@ def paged_inputs_from(k, v, ps, gen):
 def copies_small_pages(kf, ps):
     """Whether the kernel's producer warp copies pages of ps rows (cp.async)
     rather than boxing them by TMA: a kernel built to (facts paged_copy 1)
-    given pages smaller than block_n (the runtime's other conditions, equal
-    K and V strides and a pool of at most 2^36 bytes, hold for these tests'
+    given pages of which a kv tile spans at least 8 (fa3rt.h's
+    FA3RT_COPY_PAGES; the runtime's other conditions, equal K and V
+    strides and a pool of at most 2^36 bytes, hold for these tests'
     caches)."""
-    return kf.paged_copy and ps < kf.block_n
+    return kf.paged_copy and ps * 8 <= kf.block_n
 
 
 def check_bad_page_entries(kf, seed, ps=None):
@@ -1345,7 +1346,7 @@ def check_bad_page_entries(kf, seed, ps=None):
     of a larger allocation, whose guard pages past it stay as they were,
     and the pool's other rows are torch's append; the attention reads such
     a page as zeros (the tensor map's out-of-bounds fill), or, where the
-    producer warp copies small pages (`ps` below block_n), as the pool's
+    producer warp copies small pages (`ps` at most block_n / 8), as the pool's
     last page (the kernel clamps the entry into the pool), so its reference
     is the cache with those keys and values there. Outputs poisoned first;
     under compute-sanitizer, memcheck sees any access outside the tensors."""
@@ -1910,9 +1911,9 @@ def main():
     if lead is not None:
         guarded(lead, "paged: table entries outside the pool",
                 lambda: check_bad_page_entries(lead, a.seed + 999))
-        if copies_small_pages(lead, 16):
-            guarded(lead, "paged 16: table entries outside the pool",
-                    lambda: check_bad_page_entries(lead, a.seed + 998, ps=16))
+        if copies_small_pages(lead, 8):
+            guarded(lead, "paged 8: table entries outside the pool",
+                    lambda: check_bad_page_entries(lead, a.seed + 998, ps=8))
     if not a.sanitize and lead is not None:
         print(f"== once per run, on {lead.kernel}", flush=True)
         guarded(lead, "torch.compile", lambda: check_compiled(lead))
