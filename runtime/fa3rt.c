@@ -2136,6 +2136,13 @@ static fa3rt_status launch_combine(const fa3rt_kernel *k, const fa3rt_fwd_args *
  * order: k_new and v_new into the cache (or its page pool) at rows
  * seqused_k[b] + s, seqlens_out[b] = seqused_k[b] + Snew; nothing
  * otherwise. */
+/* A page pool's page count (k [num_pages, Hkv, page_size, D]) as the
+   kernels' i32 parameters take it (numPages, pagedPages): entries at or
+   past it read or write no page of the pool. */
+static int32_t pool_pages(const fa3rt_fwd_args *a) {
+  return (int32_t)(a->k.shape[0] < INT32_MAX ? a->k.shape[0] : INT32_MAX);
+}
+
 static fa3rt_status launch_append(const fa3rt_kernel *k, const fa3rt_fwd_args *a,
                                   const fa3rt_fwd_launch *L, const int64_t eff[NFWD][4],
                                   CUstream cs, const char *where) {
@@ -2165,8 +2172,7 @@ static fa3rt_status launch_append(const fa3rt_kernel *k, const fa3rt_fwd_args *a
   pageSize = L->page_size;
   /* the pool's pages (k [num_pages, Hkv, page_size, D]); a contiguous
      cache ignores it */
-  numPages = a->page_table ? (int32_t)(a->k.shape[0] < INT32_MAX ? a->k.shape[0] : INT32_MAX)
-                           : 0;
+  numPages = a->page_table ? pool_pages(a) : 0;
   cacheSeqlens = (CUdeviceptr)a->seqused_k;
   seqlensOut = (CUdeviceptr)a->seqlens_out;
   B = L->B;
@@ -2322,7 +2328,7 @@ fa3rt_status fa3rt_fwd(fa3rt_kernel *k, const fa3rt_fwd_args *a, void *stream) {
   pagedStridePage = copy_strides[0];
   pagedStrideRow = copy_strides[1];
   pagedStrideHead = copy_strides[2];
-  pagedPages = copies ? (int32_t)(a->k.shape[0] < INT32_MAX ? a->k.shape[0] : INT32_MAX) : 0;
+  pagedPages = copies ? pool_pages(a) : 0;
   void *params[] = {
 #define FA3RT_KERNEL_PARAM(name, c_type, mlir_type, value_bytes, value_align, meaning) &name,
 #include "fa3rt_abi.def"

@@ -93,8 +93,9 @@ extern "C" {
  * cu_seqlens_q with a page table): fa3rt_facts gains paged_kv at its end;
  * such a varlen kernel takes page_table (docs/runtime.md, Paged packed
  * batches).
- * 0.17: pages of fewer rows than a decoding kernel's kv tile are copied by
- * its producer warp (cp.async): the forward kernel takes pagedK, pagedV,
+ * 0.17: small pages (a kv tile spans at least FA3RT_COPY_PAGES) are copied
+ * by a decoding kernel's producer warp (cp.async): the forward kernel takes
+ * pagedK, pagedV,
  * their three byte strides and pagedPages last (fa3rt_abi.def; facts
  * `params` lists them: older facts and cubins are refused); fa3rt_facts
  * gains paged_copy at its end (facts `paged_copy 1`: the kernels that
@@ -221,10 +222,12 @@ typedef struct fa3rt_facts {
                              are the packed rows); needs varlen 1, split_kv 0,
                              grid tiles */
   int paged_copy;         /* optional key (0): 1 = a decoding kernel whose
-                             producer warp copies pages of fewer rows than
+                             producer warp can copy pages of fewer rows than
                              block_n by cp.async (fa3rt_abi.def's pagedK ...
-                             pagedPages); 0 = TMA boxes of every page's rows.
-                             Needs split_kv 1 */
+                             pagedPages; fa3rt_fwd gives them for pages of
+                             at most block_n / FA3RT_COPY_PAGES rows); 0 =
+                             TMA boxes of every page's rows. Needs
+                             split_kv 1 */
 } fa3rt_facts;
 
 /* A tensor in device memory: 4 dims in LOGICAL order [B, H, S, D], strides in
