@@ -624,8 +624,9 @@ private:
                 b, loc, copyBase, param("pagedStridePage"),
                 param("pagedStrideRow"), param("pagedStrideHead"), row, head,
                 pages, param("pageSize"), param("pagedPages"), bound, r, u,
-                b.getI64IntegerAttr(cfg.blockN), b.getI64IntegerAttr(cols),
-                valid, TypeAttr::get(et));
+                /*warp=*/Value(), b.getI64IntegerAttr(cfg.blockN),
+                b.getI64IntegerAttr(cols), valid,
+                b.getI64IntegerAttr(cfg.copyWarps()), TypeAttr::get(et));
           },
           boxes);
     };

@@ -151,6 +151,10 @@ struct KernelConfig {
     return splitKv && blockN % 32 == 0 && rowFits(tileD()) &&
            rowFits(tileDv());
   }
+  /// The producer warps that copy small pages: all four, as
+  /// FlashAttention-3 (a warp's lanes fetch about 2 TB/s, bench/NOTES.md),
+  /// but warp 0 alone in FP8, whose warps 1 .. 3 transpose V.
+  int64_t copyWarps() const { return isFp8() ? 1 : 4; }
 };
 
 /// One kernel parameter: its name (also the SSA name in the kernel), MLIR

@@ -288,21 +288,28 @@ LogicalResult checkTransposerWarps(Operation *root) {
   return failure(r.wasInterrupted());
 }
 
-/// A paged tile copied by a warp's lanes takes the whole warp (its last
-/// step is the warp's barrier): warp 0's program, which hopper-warp-copy
-/// gives it, not one thread's.
+/// A paged tile copied by warps' lanes takes the whole of its warps (its
+/// last step is their barrier): the program of warps 0 .. warps - 1, which
+/// hopper-warp-copy gives them, not one thread's, each copy knowing its
+/// warp's index where several share it.
 LogicalResult checkWarpCopies(Operation *root) {
   WalkResult r = root->walk([&](CopyPagedTileOp c) -> WalkResult {
     auto warp = c->getParentOfType<ProducerWarpsOp>();
-    if (warp && warp.getCount() == 1 &&
-        !c->getParentOfType<ProducerThreadOp>())
+    const uint64_t n = c.getWarps();
+    if (warp && warp.getFirst() == 0 && warp.getCount() == n &&
+        !c->getParentOfType<ProducerThreadOp>() &&
+        (n == 1 || c.getWarp()))
       return WalkResult::advance();
-    c.emitOpError("is copied by every lane of one warp, but stands in ")
-        << (c->getParentOfType<ProducerThreadOp>()
-                ? "one thread's program"
-                : "no single warp's program")
-        << ": run hopper-warp-copy first (warp 0 then runs the producer's "
-           "program)";
+    InFlightDiagnostic d = c.emitOpError("is copied by every lane of ")
+                           << n << " warp(s), but stands in ";
+    if (c->getParentOfType<ProducerThreadOp>())
+      d << "one thread's program";
+    else if (!warp || warp.getFirst() != 0 || warp.getCount() != n)
+      d << "no program of warps 0 .. " << n - 1;
+    else
+      d << "their program without its warp's index";
+    d << ": run hopper-warp-copy first (warps 0 .. " << n - 1
+      << " then run the producer's program)";
     return WalkResult::interrupt();
   });
   return failure(r.wasInterrupted());

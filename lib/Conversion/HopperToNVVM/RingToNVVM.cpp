@@ -311,21 +311,23 @@ struct TmaLoadLowering : OpConversionPattern<TmaLoadOp> {
   }
 };
 
-/// Each lane: the offsets in the pool of rows lane + 32 j (their pages
-/// loaded once, clamped into the pool), then one cp.async of 16 bytes a
-/// pass, row first + q (q = lane / pieces) of the pass, piece lane %
-/// pieces, its offset shuffled from the lane that loaded that row's
-/// page. The stage's layout
-/// is TMA's: piece p of row r at byte (p / 8) rows 128 + 128 r + 16 ((p %
-/// 8) ^ (r % 8)) (the 128-byte swizzle by address). Then the slot's
-/// commit: each lane's cp.async.mbarrier.arrive (without .noinc: PTX ISA,
+/// Warp w of the copy's warps takes the tile's rows w R .. w R + R - 1 (R
+/// = rows / warps). Each lane: the offsets in the pool of its warp's rows
+/// lane + 32 j (their pages loaded once, clamped into the pool), then one
+/// cp.async of 16 bytes a pass, row first + q (q = lane / pieces) of the
+/// pass, piece lane % pieces, its offset shuffled from the lane that
+/// loaded that row's page. The stage's layout is TMA's: piece p of row r
+/// at byte (p / 8) rows 128 + 128 r + 16 ((p % 8) ^ (r % 8)) (the 128-byte
+/// swizzle by address). Then the slot's commit: each lane's
+/// cp.async.mbarrier.arrive (without .noinc: PTX ISA,
 /// cp.async.mbarrier.arrive: the pending count rises by one until the
 /// lane's copies land, so the phase waits for them and still expects the
-/// one arrival it counts), the warp's barrier (every lane's arrive before
-/// lane 0's), lane 0's arrive. (FlashAttention-3 has each producer thread
-/// arrive after its own cp.async arrive, the barrier counting them all;
-/// here the converged warp's barrier orders the lanes' increments before
-/// the one arrive, so the ring keeps TMA's count of one.)
+/// one arrival it counts), the warps' barrier (every lane's arrive before
+/// the last one; the `copy` named barrier, not .aligned, where several
+/// warps copy), warp 0's lane 0's arrive. (FlashAttention-3 has each
+/// producer thread arrive after its own cp.async arrive, the barrier
+/// counting them all; here the barrier orders the lanes' increments
+/// before the one arrive, so the ring keeps TMA's count of one.)
 /// (One op-building call a statement where two would be arguments of one
 /// call: C++ leaves their order to the compiler, and GCC's and clang's
 /// kernels must be the same.)
@@ -336,7 +338,7 @@ struct CopyPagedTileLowering : OpConversionPattern<CopyPagedTileOp> {
                   ConversionPatternRewriter &b) const override {
     Location loc = op.getLoc();
     RingSlot slot = slotOf(op, adaptor, b);
-    Type i32 = b.getI32Type(), i64 = b.getI64Type(), i8 = b.getI8Type();
+    Type i32 = b.getI32Type(), i8 = b.getI8Type();
     auto c32 = [&](int64_t v) { return i32Const(b, loc, v); };
     auto add = [&](Value x, Value y) -> Value {
       return arith::AddIOp::create(b, loc, x, y);
@@ -345,14 +347,17 @@ struct CopyPagedTileLowering : OpConversionPattern<CopyPagedTileOp> {
       return arith::MulIOp::create(b, loc, x, y);
     };
     auto ext = [&](Value x) -> Value {
-      return arith::ExtUIOp::create(b, loc, i64, x);
+      return arith::ExtUIOp::create(b, loc, b.getI64Type(), x);
     };
-    const int64_t rows = op.getRows(), pieces = op.getPiecesPerRow(),
-                  perPass = op.getRowsPerPass();
+    const int64_t pieces = op.getPiecesPerRow(), perPass = op.getRowsPerPass(),
+                  warps = op.getWarps(), perWarp = op.getRowsPerWarp();
     Value lane = NVVM::LaneIdOp::create(b, loc, i32);
     Value piece = arith::AndIOp::create(b, loc, lane, c32(pieces - 1));
     Value q = arith::ShRUIOp::create(b, loc, lane,
                                      c32(llvm::Log2_64(pieces)));
+    // the warp's first row of the tile
+    Value warp = warps > 1 ? adaptor.getWarp() : Value();
+    Value first = warp ? mul(warp, c32(perWarp)) : Value();
     // the offsets of rows lane + 32 j in 16-byte units (the pool's pieces:
     // the launch gives a pool of at most 2^32 of them, 64 GiB)
     Value last = arith::SubIOp::create(b, loc, adaptor.getBound(), c32(1));
@@ -366,9 +371,10 @@ struct CopyPagedTileLowering : OpConversionPattern<CopyPagedTileOp> {
         arith::SubIOp::create(b, loc, adaptor.getPoolPages(), c32(1));
     Value pageUnits = units(adaptor.getStridePage());
     Value rowUnits = units(adaptor.getStrideRow());
+    Value warpRow = warp ? add(adaptor.getRow(), first) : adaptor.getRow();
     SmallVector<Value> offsets;
-    for (int64_t j = 0; j < rows / 32; ++j) {
-      Value r = add(adaptor.getRow(), add(lane, c32(32 * j)));
+    for (int64_t j = 0; j * 32 < perWarp; ++j) {
+      Value r = add(warpRow, add(lane, c32(32 * j)));
       r = arith::MinUIOp::create(b, loc, r, last);
       Value entry = arith::DivUIOp::create(b, loc, r, ps);
       Value inPage = arith::RemUIOp::create(b, loc, r, ps);
@@ -397,7 +403,8 @@ struct CopyPagedTileLowering : OpConversionPattern<CopyPagedTileOp> {
     }
     Value box = arith::ShRUIOp::create(b, loc, piece, c32(3));
     Value unit = arith::AndIOp::create(b, loc, piece, c32(7));
-    Value laneDst = slot.data(mul(box, c32(rows * kSwizzleBytes)));
+    Value boxAt = mul(box, c32(op.getRows() * kSwizzleBytes));
+    Value laneDst = slot.data(boxAt);
     Value all = c32(-1), clamp = c32(31);
     auto shfl = [&](Value v, Value from) -> Value {
       return NVVM::ShflOp::create(b, loc, i32, all, v, from, clamp,
@@ -406,15 +413,17 @@ struct CopyPagedTileLowering : OpConversionPattern<CopyPagedTileOp> {
     // per 32 rows (lane + 32 j's offsets), a loop over its passes: an
     // unrolled copy of all of them holds more addresses than the
     // producer's registers
-    for (int64_t j = 0; j < rows / 32; ++j) {
+    for (int64_t j = 0; j * 32 < perWarp; ++j) {
       Value zero = c32(0);
-      Value end = c32(32 / perPass);
+      Value end = c32(std::min<int64_t>(32, perWarp - 32 * j) / perPass);
       Value one = c32(1);
       auto passes = scf::ForOp::create(b, loc, zero, end, one);
       OpBuilder::InsertionGuard g(b);
       b.setInsertionPoint(passes.getBody()->getTerminator());
       Value from = add(mul(passes.getInductionVar(), c32(perPass)), q);
       Value r = add(from, c32(32 * j));
+      if (warp)
+        r = add(r, first);
       Value units16 = ext(shfl(offsets[j], from));
       Value four = i64Const(b, loc, 4);
       Value off = arith::ShLIOp::create(b, loc, units16, four);
@@ -432,9 +441,21 @@ struct CopyPagedTileLowering : OpConversionPattern<CopyPagedTileOp> {
     }
     Value full = slot.barrier(slot.ring.getFull());
     NVVM::CpAsyncMBarrierArriveOp::create(b, loc, full, /*noinc=*/false);
-    NVVM::SyncWarpOp::create(b, loc, all);
+    Value arriver = lane;
+    if (!warp) {
+      NVVM::SyncWarpOp::create(b, loc, all);
+    } else {
+      // (nvvm.barrier is the .aligned form; the warps' lanes all come
+      // here, but warp 0's lane 0 may have run one-thread steps apart)
+      Value id = c32(namedBarrierBase(BarrierKind::copy, 1));
+      Value threads = c32(32 * warps);
+      LLVM::CallIntrinsicOp::create(
+          b, loc, b.getStringAttr("llvm.nvvm.barrier.cta.sync.count"),
+          ValueRange{id, threads});
+      arriver = arith::OrIOp::create(b, loc, lane, warp);
+    }
     Value addr = LLVM::PtrToIntOp::create(b, loc, i32, full);
-    inlineAsm(b, loc, Type(), ValueRange{addr, lane},
+    inlineAsm(b, loc, Type(), ValueRange{addr, arriver},
               "{\n.reg .pred p;\nsetp.eq.u32 p, $1, 0;\n"
               "@p mbarrier.arrive.shared::cta.b64 _, [$0];\n}",
               "r,r", /*sideEffects=*/true);

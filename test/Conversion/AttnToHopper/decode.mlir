@@ -110,14 +110,14 @@
 // KERNEL: %[[COL:.*]] = arith.muli %{{.*}}, %c64_i32 : i32
 // KERNEL-NEXT: %[[ROW:.*]] = arith.addi %[[K0]], %[[COL]] : i32
 // Pages of fewer rows than a tile: the launch gives the pools (pagedK,
-// pagedV, their byte strides and page count), copied by the producer
-// warp's lanes; else one TMA box a page's rows.
+// pagedV, their byte strides and page count), copied by the lanes of the
+// four producer warps; else one TMA box a page's rows.
 // KERNEL: hopper.ring.fill
 // KERNEL: %[[PAGED:.*]] = llvm.icmp "ne" %[[PAGES]], %{{.*}} : !llvm.ptr<1>
 // KERNEL: scf.if %[[PAGED]] {
 // KERNEL: %[[KGIVEN:.*]] = llvm.icmp "ne" %arg38, %{{.*}} : !llvm.ptr<1>
 // KERNEL-NEXT: scf.if %[[KGIVEN]] {
-// KERNEL-NEXT: hopper.copy_paged_tile %arg38[%[[ROW]], %head] strides %arg40, %arg41, %arg42 pages %[[PAGES]] page_size %arg25 pool %arg43 bound %[[BOUND]] into %{{.*}} rows 64 cols 128 : bf16
+// KERNEL-NEXT: hopper.copy_paged_tile %arg38[%[[ROW]], %head] strides %arg40, %arg41, %arg42 pages %[[PAGES]] page_size %arg25 pool %arg43 bound %[[BOUND]] into %{{.*}} rows 64 cols 128 warps 4 : bf16
 // KERNEL-NEXT: } else {
 // KERNEL-NEXT: hopper.load_paged_tile %arg1[%[[ROW]], %head] pages %[[PAGES]] page_size %arg25 bound %[[BOUND]] into
 // KERNEL-NEXT: }

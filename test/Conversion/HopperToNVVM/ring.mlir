@@ -325,6 +325,46 @@ func.func @copy_paged(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !llvm.pt
 
 !k = !hopper.ring<stages = 3, stage_bytes = 16384, data = 16384, full = 114704, empty = 114752, arrivals = 128, cluster = 1>
 
+// The same tile copied by the four producer warps (FlashAttention-3's
+// split): warp w takes rows 16 w .. 16 w + 15, so each lane loads one page
+// (of row 16 w + lane) and one loop of 8 passes copies the warp's rows into
+// the stage's rows 16 w on; the warps meet at the `copy` named barrier (id
+// 15, 128 threads, not .aligned) before warp 0's lane 0 arrives.
+// CHECK-LABEL: func.func @copy_paged_warps(
+// CHECK: %[[LANE:.*]] = nvvm.read.ptx.sreg.laneid
+// CHECK: %[[FIRST:.*]] = arith.muli %[[W:.*]], %c16_i32 : i32
+// CHECK: %[[WROW:.*]] = arith.addi %{{.*}}, %[[FIRST]] : i32
+// CHECK: arith.addi %[[WROW]], %{{.*}} : i32
+// CHECK: llvm.load
+// CHECK-NOT: llvm.load
+// CHECK: scf.for %{{.*}} = %c0_i32{{[_0-9]*}} to %c8_i32{{[_0-9]*}} step
+// CHECK: arith.addi %{{.*}}, %[[FIRST]] : i32
+// CHECK: nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 16, cache = cg
+// CHECK-NOT: scf.for
+// CHECK: nvvm.cp.async.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
+// CHECK: llvm.call_intrinsic "llvm.nvvm.barrier.cta.sync.count"(%c15_i32{{[_0-9]*}}, %c128_i32{{[_0-9]*}})
+// CHECK-NEXT: %[[WHO:.*]] = arith.ori %[[LANE]], %[[W]] : i32
+// CHECK: setp.eq.u32 p, $1, 0;\0A@p mbarrier.arrive.shared::cta.b64 _, [$0];{{.*}} %{{.*}}, %[[WHO]]
+func.func @copy_paged_warps(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !llvm.ptr<1>,
+                            %u: i32, %row: i32, %head: i32, %ps: i32, %pages: i32, %len: i32,
+                            %sp: i64, %sr: i64, %sh: i64) {
+  %k = hopper.ring.create %smem : !k
+  hopper.warp_specialize producer regs 56 {
+    hopper.producer_warps(%w) first 0 count 4 {
+      hopper.ring.producer_acquire %k[%u] : !k
+      hopper.copy_paged_tile %pool[%row, %head] strides %sp, %sr, %sh pages %table
+          page_size %ps pool %pages bound %len into %k[%u] rows 64 cols 128 warps 4
+          warp %w : bf16, !k
+    }
+  } consumers(%cw of 1) regs 200 {
+  }
+  return
+}
+
+// -----
+
+!k = !hopper.ring<stages = 3, stage_bytes = 16384, data = 16384, full = 114704, empty = 114752, arrivals = 128, cluster = 1>
+
 // Head dim 96 in a 128-column tile: a lane's pieces past the row's 12
 // (192 bytes) copy 0 source bytes (zero-filled, nothing read), as TMA
 // fills a box past the tensor.
@@ -359,9 +399,30 @@ func.func @copy_in_one_thread(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: 
   %k = hopper.ring.create %smem : !k
   hopper.warp_specialize producer regs 56 {
     hopper.producer_thread {
-      // expected-error @below {{is copied by every lane of one warp, but stands in one thread's program: run hopper-warp-copy first (warp 0 then runs the producer's program)}}
+      // expected-error @below {{is copied by every lane of 1 warp(s), but stands in one thread's program: run hopper-warp-copy first (warps 0 .. 0 then run the producer's program)}}
       hopper.copy_paged_tile %pool[%x, %x] strides %s, %s, %s pages %table
           page_size %x pool %x bound %x into %k[%x] rows 64 cols 128 : bf16, !k
+    }
+  } consumers(%cw of 1) regs 200 {
+  }
+  return
+}
+
+// -----
+
+!k = !hopper.ring<stages = 3, stage_bytes = 16384, data = 16384, full = 114704, empty = 114752, arrivals = 128, cluster = 1>
+
+// A copy of four warps run by warp 0 alone would wait at the warps'
+// barrier for three that never come.
+func.func @copy_short_of_warps(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !llvm.ptr<1>,
+                               %x: i32, %s: i64) {
+  %k = hopper.ring.create %smem : !k
+  hopper.warp_specialize producer regs 56 {
+    hopper.producer_warps(%w) first 0 count 1 {
+      // expected-error @below {{is copied by every lane of 4 warp(s), but stands in no program of warps 0 .. 3: run hopper-warp-copy first (warps 0 .. 3 then run the producer's program)}}
+      hopper.copy_paged_tile %pool[%x, %x] strides %s, %s, %s pages %table
+          page_size %x pool %x bound %x into %k[%x] rows 64 cols 128 warps 4
+          warp %w : bf16, !k
     }
   } consumers(%cw of 1) regs 200 {
   }

@@ -310,15 +310,19 @@ func.func @published_other_slot(%smem: !llvm.ptr<3>, %k: i32, %j: i32, %addr: i3
 // -----
 
 // hopper.copy_paged_tile round-trips; its tile is the TMA tile's layout
-// (whole 128-byte boxes), copied in passes of whole rows by 32 lanes.
+// (whole 128-byte boxes), copied in passes of whole rows by 32 lanes, of
+// one warp (the default, not printed) or of several, each with its index.
 !k = !hopper.ring<stages = 3, stage_bytes = 16384, data = 16384, full = 114704, empty = 114752, arrivals = 128, cluster = 1>
 // CHECK-LABEL: func.func @copy_paged(
 // CHECK: hopper.copy_paged_tile %{{.*}}[%{{.*}}, %{{.*}}] strides %{{.*}}, %{{.*}}, %{{.*}} pages %{{.*}} page_size %{{.*}} pool %{{.*}} bound %{{.*}} into %{{.*}}[%{{.*}}] rows 64 cols 128 : bf16
+// CHECK: hopper.copy_paged_tile {{.*}} rows 48 cols 128 warps 4 warp %{{.*}} : bf16
 func.func @copy_paged(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !llvm.ptr<1>, %x: i32,
                       %s: i64) {
   %k = hopper.ring.create %smem : !k
   hopper.copy_paged_tile %pool[%x, %x] strides %s, %s, %s pages %table page_size %x
-      pool %x bound %x into %k[%x] rows 64 cols 128 : bf16, !k
+      pool %x bound %x into %k[%x] rows 64 cols 128 warps 1 : bf16, !k
+  hopper.copy_paged_tile %pool[%x, %x] strides %s, %s, %s pages %table page_size %x
+      pool %x bound %x into %k[%x] rows 48 cols 128 warps 4 warp %x : bf16, !k
   return
 }
 
@@ -328,9 +332,33 @@ func.func @copy_paged(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !llvm.pt
 func.func @copy_paged_rows(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !llvm.ptr<1>,
                            %x: i32, %s: i64) {
   %k = hopper.ring.create %smem : !k
-  // expected-error @below {{rows must be a multiple of 32 (each lane loads the page of every 32nd row), got 48}}
+  // expected-error @below {{rows must split into whole passes of 4 rows over 4 warp(s) (a pass copies whole rows), got 40}}
   hopper.copy_paged_tile %pool[%x, %x] strides %s, %s, %s pages %table page_size %x
-      pool %x bound %x into %k[%x] rows 48 cols 128 : bf16, !k
+      pool %x bound %x into %k[%x] rows 40 cols 64 warps 4 warp %x : bf16, !k
+  return
+}
+
+// -----
+
+!k = !hopper.ring<stages = 3, stage_bytes = 16384, data = 16384, full = 114704, empty = 114752, arrivals = 128, cluster = 1>
+func.func @copy_paged_warps(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !llvm.ptr<1>,
+                            %x: i32, %s: i64) {
+  %k = hopper.ring.create %smem : !k
+  // expected-error @below {{warps must be 1, 2 or 4 (of the producer warpgroup's four), got 3}}
+  hopper.copy_paged_tile %pool[%x, %x] strides %s, %s, %s pages %table page_size %x
+      pool %x bound %x into %k[%x] rows 48 cols 128 warps 3 warp %x : bf16, !k
+  return
+}
+
+// -----
+
+!k = !hopper.ring<stages = 3, stage_bytes = 16384, data = 16384, full = 114704, empty = 114752, arrivals = 128, cluster = 1>
+func.func @copy_paged_one_warp(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !llvm.ptr<1>,
+                               %x: i32, %s: i64) {
+  %k = hopper.ring.create %smem : !k
+  // expected-error @below {{names a warp index with one warp}}
+  hopper.copy_paged_tile %pool[%x, %x] strides %s, %s, %s pages %table page_size %x
+      pool %x bound %x into %k[%x] rows 64 cols 128 warp %x : bf16, !k
   return
 }
 

@@ -1,11 +1,12 @@
 // hopper-warp-copy: where the producer thread's program holds a
-// hopper.copy_paged_tile (small pages, copied by every lane of a warp), warp
-// 0 runs the program as a whole warp: every lane follows its loops and
-// branches and waits for the slots, the copy stays warp-wide, and each run
-// of one thread's steps (tile loads, which hopper-async-copy then writes as
-// TMA transfers, a slot's words and commits) is lane 0's
+// hopper.copy_paged_tile (small pages, copied by every lane of its warps),
+// the warps its copies name (warp 0, or warps 0 .. 3) run the program:
+// every lane follows its loops and branches and waits for the slots, the
+// copy stays warp-wide (with the warp's index where several share it),
+// and each run of one thread's steps (tile loads, which hopper-async-copy
+// then writes as TMA transfers, a slot's words and commits) is thread 0's
 // hopper.producer_thread. Programs without such copies are left as they
-// are; what the warp cannot run is refused.
+// are; what the warps cannot run is refused.
 // RUN: fa3-opt %s --split-input-file --verify-diagnostics --hopper-warp-copy | FileCheck %s
 
 !q = !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 114688, empty = 114696, arrivals = 128, cluster = 1>
@@ -131,6 +132,97 @@ func.func @thread_index(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !llvm.
       hopper.ring.producer_acquire %k[%tid] : !k
       hopper.copy_paged_tile %pool[%c0, %c0] strides %stride, %stride, %stride
           pages %table page_size %ps pool %pages bound %len into %k[%tid] rows 64
+          cols 128 : bf16, !k
+    }
+  } consumers(%cw of 1) regs 200 {
+  }
+  return
+}
+
+// -----
+
+!q = !hopper.ring<stages = 1, stage_bytes = 16384, data = 0, full = 114688, empty = 114696, arrivals = 128, cluster = 1>
+!k = !hopper.ring<stages = 3, stage_bytes = 16384, data = 16384, full = 114704, empty = 114752, arrivals = 128, cluster = 1>
+
+// Copies of four warps (FlashAttention-3's split of the rows): warps 0 .. 3
+// run the program, each copy takes the warp's index, and Q's load stays
+// thread 0's.
+// CHECK-LABEL: func.func @four_warps(
+// CHECK: hopper.warp_specialize producer regs 56 {
+// CHECK-NEXT: hopper.producer_warps(%[[W:.*]]) first 0 count 4 {
+// CHECK-NEXT: hopper.ring.producer_acquire
+// CHECK-NEXT: hopper.producer_thread {
+// CHECK-NEXT: hopper.load_tile
+// CHECK-NEXT: }
+// CHECK-NEXT: scf.for
+// CHECK-NEXT: hopper.ring.producer_acquire
+// CHECK-NEXT: hopper.copy_paged_tile {{.*}} rows 64 cols 128 warps 4 warp %[[W]] : bf16
+func.func @four_warps(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %pool: !llvm.ptr<1>, %table: !llvm.ptr<1>,
+                      %n: i32, %head: i32, %ps: i32, %pages: i32, %len: i32, %stride: i64) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %q = hopper.ring.create %smem : !q
+  %k = hopper.ring.create %smem : !k
+  hopper.warp_specialize producer regs 56 {
+    hopper.producer_thread {
+      hopper.ring.producer_acquire %q[%c0] : !q
+      hopper.load_tile %map[%c0, %head, %c0] into %q[%c0] rows 64 cols 128 : bf16, !q
+      scf.for %i = %c0 to %n step %c1 : i32 {
+        hopper.ring.producer_acquire %k[%i] : !k
+        hopper.copy_paged_tile %pool[%i, %head] strides %stride, %stride, %stride
+            pages %table page_size %ps pool %pages bound %len into %k[%i] rows 64
+            cols 128 warps 4 : bf16, !k
+      }
+    }
+  } consumers(%cw of 1) regs 200 {
+  }
+  return
+}
+
+// -----
+
+!k = !hopper.ring<stages = 3, stage_bytes = 16384, data = 16384, full = 114704, empty = 114752, arrivals = 128, cluster = 1>
+
+// A value of one thread's step (a claimed tile) reaches the lanes of its
+// own warp by a shuffle, not warps 1 .. 3.
+func.func @four_warps_claim(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !llvm.ptr<1>,
+                            %ctr: !llvm.ptr<1>, %ps: i32, %pages: i32, %len: i32,
+                            %stride: i64) {
+  %c0 = arith.constant 0 : i32
+  %k = hopper.ring.create %smem : !k
+  hopper.warp_specialize producer regs 56 {
+    hopper.producer_thread {
+      // expected-error @+1 {{cannot run on every lane of warps 0 .. 3 (its program copies pages with every lane): its value is one thread's, and a shuffle gives it to its own warp only}}
+      %t = hopper.tile_claim %c0 first %c0 dynamic counter %ctr : !llvm.ptr<1>
+      hopper.ring.producer_acquire %k[%t] : !k
+      hopper.copy_paged_tile %pool[%t, %c0] strides %stride, %stride, %stride
+          pages %table page_size %ps pool %pages bound %len into %k[%t] rows 64
+          cols 128 warps 4 : bf16, !k
+    }
+  } consumers(%cw of 1) regs 200 {
+  }
+  return
+}
+
+// -----
+
+!k = !hopper.ring<stages = 3, stage_bytes = 16384, data = 16384, full = 114704, empty = 114752, arrivals = 128, cluster = 1>
+
+// The copies of one program name the same warps.
+func.func @mixed_warps(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !llvm.ptr<1>,
+                       %ps: i32, %pages: i32, %len: i32, %stride: i64) {
+  %c0 = arith.constant 0 : i32
+  %k = hopper.ring.create %smem : !k
+  hopper.warp_specialize producer regs 56 {
+    hopper.producer_thread {
+      hopper.ring.producer_acquire %k[%c0] : !k
+      hopper.copy_paged_tile %pool[%c0, %c0] strides %stride, %stride, %stride
+          pages %table page_size %ps pool %pages bound %len into %k[%c0] rows 64
+          cols 128 warps 4 : bf16, !k
+      hopper.ring.producer_acquire %k[%c0] : !k
+      // expected-error @+1 {{is copied by 1 warp(s), another copy of the program by 4: one program runs on one set of warps}}
+      hopper.copy_paged_tile %pool[%c0, %c0] strides %stride, %stride, %stride
+          pages %table page_size %ps pool %pages bound %len into %k[%c0] rows 64
           cols 128 : bf16, !k
     }
   } consumers(%cw of 1) regs 200 {

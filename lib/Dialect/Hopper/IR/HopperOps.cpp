@@ -42,7 +42,9 @@ int64_t fa3::hopper::namedBarrierBase(BarrierKind kind, int64_t consumers) {
   // 0 is the CTA barrier; the turns of the two ping-pong consumers come
   // first, then one epilogue, one vote and one stage barrier per consumer,
   // then FP8's transposer barrier, then the backward's dQ staging: one
-  // free and one full barrier per consumer.
+  // free and one full barrier per consumer. The producer warps' copy
+  // barrier takes the last id, which the others reach at no count of
+  // consumers (reduce_full's last is 13 with two).
   constexpr int64_t kTurns = 2;
   switch (kind) {
   case BarrierKind::turn: return 1;
@@ -52,6 +54,7 @@ int64_t fa3::hopper::namedBarrierBase(BarrierKind kind, int64_t consumers) {
   case BarrierKind::transpose: return 1 + kTurns + 3 * consumers;
   case BarrierKind::reduce_free: return 2 + kTurns + 3 * consumers;
   case BarrierKind::reduce_full: return 2 + kTurns + 4 * consumers;
+  case BarrierKind::copy: return kLastNamedBarrier;
   }
   llvm_unreachable("unknown barrier kind");
 }
@@ -83,7 +86,10 @@ LogicalResult verifyNamedBarrier(Op op) {
   if (op.getThreads() % 32 != 0)
     return op.emitOpError("threads must be a multiple of 32 (whole warps), got ")
            << op.getThreads();
-  const int64_t perConsumer = op.getKind() == BarrierKind::transpose ? 1 : consumers;
+  const int64_t perConsumer = op.getKind() == BarrierKind::transpose ||
+                                      op.getKind() == BarrierKind::copy
+                                  ? 1
+                                  : consumers;
   const int64_t last = namedBarrierBase(op.getKind(), consumers) + perConsumer - 1;
   if (last > kLastNamedBarrier)
     return op.emitOpError("barrier kind ")

@@ -193,10 +193,18 @@ LogicalResult CopyPagedTileOp::verify() {
                        "to 32 (one pass of the warp's lanes copies whole "
                        "rows), got ")
            << pieces;
-  if (getRows() % 32 != 0)
-    return emitOpError("rows must be a multiple of 32 (each lane loads the "
-                       "page of every 32nd row), got ")
-           << getRows();
+  // the producer warpgroup's warps, each of them whole passes of rows
+  const int64_t warps = getWarps();
+  if (warps != 1 && warps != 2 && warps != 4)
+    return emitOpError("warps must be 1, 2 or 4 (of the producer "
+                       "warpgroup's four), got ")
+           << warps;
+  if (getRows() % (warps * getRowsPerPass()) != 0)
+    return emitOpError("rows must split into whole passes of ")
+           << getRowsPerPass() << " rows over " << warps
+           << " warp(s) (a pass copies whole rows), got " << getRows();
+  if (getWarp() && warps == 1)
+    return emitOpError("names a warp index with one warp");
   if (std::optional<uint64_t> valid = getValid();
       valid && (*valid > getCols() || *valid * getElementBytes() % 16 != 0))
     return emitOpError("valid columns must be whole 16-byte pieces of the "

@@ -1,4 +1,4 @@
-//===- ProducerWarp.cpp - the producer thread's program on warp 0 ---------===//
+//===- ProducerWarp.cpp - the producer program on whole warps ---------===//
 
 #include "ProducerWarp.h"
 #include "ThreadIndependent.h"
@@ -15,8 +15,12 @@ namespace {
 
 /// Runs of consecutive one-thread steps in `blk` each become a
 /// hopper.producer_thread, yielding the values used after the run (to
-/// every lane of the warp).
-void markOneThreadRuns(Block &blk, function_ref<bool(Operation *)> oneThread) {
+/// every lane of the warp: a shuffle, so only where one warp runs the
+/// program; `who` names the warps for the refusal).
+LogicalResult markOneThreadRuns(Block &blk,
+                                function_ref<bool(Operation *)> oneThread,
+                                int64_t warps, StringRef who,
+                                StringRef purpose) {
   SmallVector<SmallVector<Operation *>> runs;
   SmallVector<Operation *> cur;
   for (Operation &op : blk) {
@@ -37,6 +41,12 @@ void markOneThreadRuns(Block &blk, function_ref<bool(Operation *)> oneThread) {
         if (llvm::any_of(r.getUsers(),
                          [&](Operation *u) { return !in.contains(u); }))
           escaping.push_back(r);
+    if (!escaping.empty() && warps > 1)
+      return escaping.front().getDefiningOp()->emitOpError(
+                 "cannot run on every lane of ")
+             << who << " (its program " << purpose
+             << "): its value is one thread's, and a shuffle gives it to "
+                "its own warp only";
     SmallVector<Type> types;
     for (Value v : escaping)
       types.push_back(v.getType());
@@ -53,15 +63,17 @@ void markOneThreadRuns(Block &blk, function_ref<bool(Operation *)> oneThread) {
         return !role->isAncestor(use.getOwner());
       });
   }
+  return success();
 }
 
-/// Why every lane of warp 0 may not run `op`, or "".
+/// Why every lane of the warps `who` may not run `op`, or "".
 std::string
-whyNotWarpWide(Operation *op,
+whyNotWarpWide(Operation *op, StringRef who,
                function_ref<std::optional<std::string>(Operation *)> passRule) {
   if (readsThreadIndex(op))
-    return "it reads the thread's own index (every lane of warp 0 runs the "
-           "program)";
+    return ("it reads the thread's own index (every lane of " + who +
+            " runs the program)")
+        .str();
   if (isa<RingProducerAcquireOp, scf::IfOp, scf::ForOp, scf::WhileOp,
           scf::YieldOp, scf::ConditionOp>(op))
     return "";
@@ -77,44 +89,48 @@ whyNotWarpWide(Operation *op,
 } // namespace
 
 FailureOr<ProducerWarpsOp>
-runOnWarpZero(ProducerThreadOp thread,
-              function_ref<bool(Operation *)> oneThreadLoad,
-              function_ref<std::optional<std::string>(Operation *)> passRule,
-              StringRef purpose) {
+runOnWarps(ProducerThreadOp thread, int64_t warps,
+           function_ref<bool(Operation *)> oneThreadLoad,
+           function_ref<std::optional<std::string>(Operation *)> passRule,
+           StringRef purpose) {
   auto oneThread = [&](Operation *op) {
     return isa<TileClaimOp, TileNextOp, TileCounterResetOp, RingPublishOp,
                RingProducerCommitOp>(op) ||
            oneThreadLoad(op);
   };
+  const std::string who =
+      warps == 1 ? std::string("warp 0")
+                 : "warps 0 .. " + std::to_string(warps - 1);
   OpBuilder b(thread);
-  auto warp0 = ProducerWarpsOp::create(b, thread.getLoc(), uint64_t{0},
-                                       uint64_t{1});
-  Block *body = b.createBlock(&warp0.getBody(), {}, {b.getI32Type()},
+  auto role = ProducerWarpsOp::create(b, thread.getLoc(), uint64_t{0},
+                                      static_cast<uint64_t>(warps));
+  Block *body = b.createBlock(&role.getBody(), {}, {b.getI32Type()},
                               {thread.getLoc()});
-  ProducerWarpsOp::ensureTerminator(warp0.getBody(), b, thread.getLoc());
+  ProducerWarpsOp::ensureTerminator(role.getBody(), b, thread.getLoc());
   Block &from = thread.getBody().front();
   body->getOperations().splice(body->getTerminator()->getIterator(),
                                from.getOperations(), from.begin(),
                                std::prev(from.end()));
   thread.erase();
-  WalkResult checked = warp0.walk([&](Operation *op) -> WalkResult {
-    if (op == warp0.getOperation() || oneThread(op) ||
+  WalkResult checked = role.walk([&](Operation *op) -> WalkResult {
+    if (op == role.getOperation() || oneThread(op) ||
         op->getParentOfType<ProducerThreadOp>())
       return WalkResult::advance();
-    std::string why = whyNotWarpWide(op, passRule);
+    std::string why = whyNotWarpWide(op, who, passRule);
     if (why.empty())
       return WalkResult::advance();
-    op->emitOpError("cannot run on every lane of warp 0 (its program ")
-        << purpose << "): " << why;
+    op->emitOpError("cannot run on every lane of ")
+        << who << " (its program " << purpose << "): " << why;
     return WalkResult::interrupt();
   });
   if (checked.wasInterrupted())
     return failure();
   SmallVector<Block *> blocks;
-  warp0.walk([&](Block *blk) { blocks.push_back(blk); });
+  role.walk([&](Block *blk) { blocks.push_back(blk); });
   for (Block *blk : blocks)
-    markOneThreadRuns(*blk, oneThread);
-  return warp0;
+    if (failed(markOneThreadRuns(*blk, oneThread, warps, who, purpose)))
+      return failure();
+  return role;
 }
 
 } // namespace fa3::hopper

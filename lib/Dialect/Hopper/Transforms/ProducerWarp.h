@@ -1,8 +1,9 @@
-//===- ProducerWarp.h - the producer thread's program on warp 0 -*- C++ -*-===//
+//===- ProducerWarp.h - the producer program on whole warps -*- C++ -*-===//
 //
 // Shared by hopper-producer-warp-transpose and hopper-warp-copy, which both
-// give warp 0 the producer thread's program: the first for the V
-// transposer's worker 0, the second for copies that take every lane.
+// give whole warps the producer thread's program: the first warp 0, for
+// the V transposer's worker 0, the second the warps that copy a paged tile
+// with every lane.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,20 +19,21 @@
 
 namespace fa3::hopper {
 
-/// The producer thread's program `thread` run by every lane of warp 0: a
-/// hopper.producer_warps of warp 0 takes its place and body, in which each
-/// run of consecutive steps of one thread (in any block) becomes a
-/// hopper.producer_thread again, its results shared with the warp: the
-/// tile scheduler's claims and reset, a slot's words and commit, and the
-/// loads that `oneThreadLoad` names (tile loads before hopper-async-copy,
-/// TMA transfers after it). Every
-/// other op must be one every lane may run: control flow, the waits for
-/// slots, what any thread may compute again for itself
-/// (hopper-warp-specialize's rule), and what `passRule` allows (""); it
-/// refuses, with a reason, what the pass must not find. Else
-/// "cannot run on every lane of warp 0 (its program <purpose>): <why>".
-mlir::FailureOr<ProducerWarpsOp> runOnWarpZero(
-    ProducerThreadOp thread,
+/// The producer thread's program `thread` run by every lane of warps 0 ..
+/// `warps` - 1: a hopper.producer_warps first 0 count `warps` takes its
+/// place and body, in which each run of consecutive steps of one thread
+/// (in any block) becomes a hopper.producer_thread again, its results
+/// shared with the warp (one warp only: a shuffle from lane 0; with more,
+/// a result is refused): the tile scheduler's claims and reset, a slot's
+/// words and commit, and the loads that `oneThreadLoad` names (tile loads
+/// before hopper-async-copy, TMA transfers after it). Every other op must
+/// be one every lane may run: control flow, the waits for slots, what any
+/// thread may compute again for itself (hopper-warp-specialize's rule),
+/// and what `passRule` allows (""); it refuses, with a reason, what the
+/// pass must not find. Else "cannot run on every lane of warp 0 (its
+/// program <purpose>): <why>" (warps 0 .. N for several).
+mlir::FailureOr<ProducerWarpsOp> runOnWarps(
+    ProducerThreadOp thread, int64_t warps,
     llvm::function_ref<bool(mlir::Operation *)> oneThreadLoad,
     llvm::function_ref<std::optional<std::string>(mlir::Operation *)>
         passRule,

@@ -81,8 +81,8 @@ public:
     for (Operation *op : stepOps)
       markDiverged(op);
     // warp 0: the producer thread's program, run by the whole warp
-    FailureOr<ProducerWarpsOp> warp0 = runOnWarpZero(
-        thread, oneThreadLoad, passRule, "joins the V transposer");
+    FailureOr<ProducerWarpsOp> warp0 = runOnWarps(
+        thread, 1, oneThreadLoad, passRule, "joins the V transposer");
     if (failed(warp0))
       return failure();
     // worker 0's steps: in the kv loop the previous block's slot after

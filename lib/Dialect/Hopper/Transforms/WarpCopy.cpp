@@ -1,11 +1,13 @@
-//===- WarpCopy.cpp - warp 0 runs the producer's program for warp copies ---===//
+//===- WarpCopy.cpp - whole warps run the producer's program for copies --===//
 //
 // hopper.copy_paged_tile (pages of fewer rows than a kv tile, copied 16
 // bytes a lane by cp.async, FlashAttention-3's path for such pages) takes
-// every lane of the warp that runs it. This pass gives the producer
-// thread's program that holds one to the whole of warp 0; the steps of one
+// every lane of the warps that run it: as many as its `warps` say (four,
+// as FlashAttention-3, or warp 0 alone where warps 1 .. 3 transpose FP8's
+// V). This pass gives the producer thread's program that holds one to
+// warps 0 .. warps - 1, each copy its warp's index; the steps of one
 // thread (tile loads, which hopper-async-copy then writes as TMA
-// transfers, claims, words and commits) stay lane 0's.
+// transfers, claims, words and commits) stay thread 0's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -59,9 +61,28 @@ struct HopperWarpCopyPass
       }
     });
     for (ProducerThreadOp thread : programs)
-      if (failed(runOnWarpZero(thread, oneThreadLoad, passRule,
-                               "copies pages with every lane")))
+      if (failed(runCopies(thread)))
         return signalPassFailure();
+  }
+
+  /// The program on as many warps as its copies name (alike in all).
+  LogicalResult runCopies(ProducerThreadOp thread) {
+    SmallVector<CopyPagedTileOp> copies;
+    thread.walk([&](CopyPagedTileOp c) { copies.push_back(c); });
+    const uint64_t warps = copies.front().getWarps();
+    for (CopyPagedTileOp c : copies)
+      if (c.getWarps() != warps)
+        return c.emitOpError("is copied by ")
+               << c.getWarps() << " warp(s), another copy of the program by "
+               << warps << ": one program runs on one set of warps";
+    FailureOr<ProducerWarpsOp> role = runOnWarps(
+        thread, warps, oneThreadLoad, passRule, "copies pages with every lane");
+    if (failed(role))
+      return failure();
+    if (warps > 1)
+      for (CopyPagedTileOp c : copies)
+        c.getWarpMutable().assign(role->getBody().getArgument(0));
+    return success();
   }
 };
 

@@ -56,11 +56,12 @@ def Hopper_BarrierStage : I32EnumAttrCase<"stage", 3>;
 def Hopper_BarrierTranspose : I32EnumAttrCase<"transpose", 4>;
 def Hopper_BarrierReduceFree : I32EnumAttrCase<"reduce_free", 5>;
 def Hopper_BarrierReduceFull : I32EnumAttrCase<"reduce_full", 6>;
+def Hopper_BarrierCopy : I32EnumAttrCase<"copy", 7>;
 def Hopper_BarrierKind : I32EnumAttr<"BarrierKind",
     "what a consumer warpgroup's named barrier is for",
     [Hopper_BarrierTurn, Hopper_BarrierEpilogue, Hopper_BarrierVote,
      Hopper_BarrierStage, Hopper_BarrierTranspose, Hopper_BarrierReduceFree,
-     Hopper_BarrierReduceFull]> {
+     Hopper_BarrierReduceFull, Hopper_BarrierCopy]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::fa3::hopper";
 }
@@ -94,6 +95,12 @@ class Hopper_NamedBarrierOp<string mnemonic, string what>
                                        staged dQ (hopper.reduce_add_bulk)
       reduce_full 4 + 4 consumers + c  the warpgroup has staged its dQ
                                        (hopper.stage_fragment)
+      copy      15                     the producer warps that copy a
+                                       paged tile together
+                                       (hopper.copy_paged_tile with
+                                       warps > 1) before one arrives on
+                                       the slot (consumer index 0; the
+                                       last id, past every other kind's)
 
     Ids past 15 (the hardware has 16) are refused: the reduce barriers
     exist for up to two consumer warpgroups.

@@ -414,19 +414,25 @@ def Hopper_CopyPagedTileOp : Hopper_Op<"copy_paged_tile"> {
     128), the pieces past them are zero-filled and read nothing
     (cp.async's source size 0), as TMA fills a box past the tensor.
 
-    Each lane loads the page of rows lane, lane + 32, ... and hands the
-    byte offsets to the lanes that copy those rows (shuffles), so `rows`
-    is a multiple of 32 and a row's pieces (cols x element bytes / 16) a
-    power of two up to 32. It completes the slot: every lane's
+    `warps` warps share the copy (FlashAttention-3 copies by all four
+    producer warps), warp `warp` (0 .. warps - 1, absent for one) taking
+    the tile's rows warp x rows / warps onward: the warps of a
+    `hopper.producer_warps` first 0 count `warps` (hopper-warp-copy reads
+    `warps` and gives each copy its warp index). Within a warp, each lane
+    loads the page of its rows lane, lane + 32, ... and hands the offsets
+    to the lanes that copy those rows (shuffles), so a warp's rows are
+    whole passes and a row's pieces (cols x element bytes / 16) a power of
+    two up to 32. It completes the slot: every lane's
     `cp.async.mbarrier.arrive` (without .noinc: the barrier waits for the
     lane's copies but expects no more arrivals), then, after the warp's
-    barrier, lane 0's plain arrive on the slot's full barrier, which
-    counts that one arrival (a ring of one producer).
+    barrier (several warps': the `copy` named barrier), warp 0's lane 0's
+    plain arrive on the slot's full barrier, which counts that one arrival
+    (a ring of one producer).
 
     ```mlir
     hopper.copy_paged_tile %kcache[%row, %head] strides %sp, %sr, %sh
         pages %table page_size %ps pool %n bound %len into %k[%u] rows 64
-        cols 128 : bf16, !hopper.ring<...>
+        cols 128 warps 4 warp %w : bf16, !hopper.ring<...>
     ```
   }];
   let arguments = (ins Hopper_GlobalPtr:$base, I64:$stride_page,
@@ -434,15 +440,18 @@ def Hopper_CopyPagedTileOp : Hopper_Op<"copy_paged_tile"> {
                        Hopper_GlobalPtr:$pages, I32:$page_size,
                        I32:$pool_pages, I32:$bound,
                        Hopper_RingType:$ring, I32:$slot,
+                       Optional<I32>:$warp,
                        ConfinedAttr<I64Attr, [IntPositive]>:$rows,
                        ConfinedAttr<I64Attr, [IntPositive]>:$cols,
                        OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$valid,
+                       DefaultValuedAttr<ConfinedAttr<I64Attr, [IntPositive]>, "1">:$warps,
                        TypeAttrOf<AnyTypeOf<[BF16, F16, F8E4M3FN]>>:$element);
   let assemblyFormat = [{
     $base `[` $row `,` $head `]` `strides` $stride_page `,` $stride_row `,`
     $stride_head `pages` $pages `page_size` $page_size `pool` $pool_pages
     `bound` $bound `into`
     $ring `[` $slot `]` `rows` $rows `cols` $cols (`valid` $valid^)?
+    (`warps` $warps^)? (`warp` $warp^)?
     attr-dict `:` $element `,` qualified(type($ring))
   }];
   let extraClassDeclaration = [{
@@ -451,9 +460,11 @@ def Hopper_CopyPagedTileOp : Hopper_Op<"copy_paged_tile"> {
     int64_t getBoxBytes() { return getRows() * kSwizzleBytes; }
     int64_t getBoxes() { return getCols() / getBoxCols(); }
     int64_t getTileBytes() { return getBoxes() * getBoxBytes(); }
-    /// 16-byte pieces of a row, and rows a pass of the warp's 32 lanes.
+    /// 16-byte pieces of a row, rows a pass of the warp's 32 lanes, and
+    /// rows a warp copies.
     int64_t getPiecesPerRow() { return getCols() * getElementBytes() / 16; }
     int64_t getRowsPerPass() { return 32 / getPiecesPerRow(); }
+    int64_t getRowsPerWarp() { return getRows() / getWarps(); }
     /// The pieces of the tensor's row (the rest are zero-filled).
     int64_t getValidPieces() {
       return getValid().value_or(getCols()) * getElementBytes() / 16;
