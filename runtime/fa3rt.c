@@ -505,10 +505,10 @@ static fa3rt_status check_facts(const fa3rt_facts *f, fa3rt_status st) {
     return fail(st, "facts of kernel '%s': paged_kv 1 needs %s (a packed batch's kernel that "
                 "reads its page table one CTA per tile)", f->kernel,
                 !f->varlen ? "varlen 1" : "grid tiles");
-  /* the producer warp's copies of small pages are the decoding kernel's */
-  if (f->paged_copy && !f->split_kv)
-    return fail(st, "facts of kernel '%s': paged_copy 1 needs split_kv 1 (the decoding "
-                "kernel's producer warp copies small pages)", f->kernel);
+  /* the producer warps' copies of small pages are paged kernels' */
+  if (f->paged_copy && !f->split_kv && !f->paged_kv)
+    return fail(st, "facts of kernel '%s': paged_copy 1 needs split_kv 1 or paged_kv 1 (the "
+                "paged kernels' producer warps copy small pages)", f->kernel);
   /* FP8: the compiler builds the fixed-length forward and the decoding
      kernel (split_kv, pack_gqa; head dim 64 or 128) */
   if (f->dtype == FA3RT_E4M3 && (f->backward || f->varlen))

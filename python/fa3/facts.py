@@ -294,9 +294,9 @@ def _parse(data: bytes) -> Tuple[int, dict, dict]:
         need = "varlen 1" if not vals.get("varlen") else "grid tiles"
         raise FactsError(f"facts of kernel '{vals['kernel']}': paged_kv 1 needs {need} (a "
                          f"packed batch's kernel that reads its page table one CTA per tile)")
-    if vals.get("paged_copy") and not vals.get("split_kv"):
-        raise FactsError(f"facts of kernel '{vals['kernel']}': paged_copy 1 needs split_kv 1 (the "
-                         f"decoding kernel's producer warp copies small pages)")
+    if vals.get("paged_copy") and not vals.get("split_kv") and not vals.get("paged_kv"):
+        raise FactsError(f"facts of kernel '{vals['kernel']}': paged_copy 1 needs split_kv 1 or "
+                         f"paged_kv 1 (the paged kernels' producer warps copy small pages)")
     if vals["dtype"] == "e4m3":
         # FP8: the compiler builds the fixed-length forward and the
         # decoding kernel (split_kv, pack_gqa; head dim 64 or 128) (fa3rt.c

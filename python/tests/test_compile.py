@@ -79,10 +79,10 @@ def test_decode_kernel_compiles(tmp_path):
 
 
 def test_decode_paged_copy_facts(tmp_path):
-    """The decoding kernels whose producer warp copies small pages say so
+    """The decoding kernels whose producer warps copy small pages say so
     (facts paged_copy 1, cp.async in the PTX); head dim 192's rows, 24
     pieces of 16 bytes, keep TMA boxes (no paged_copy, no cp.async); and
-    the key belongs to split_kv kernels only (fa3rt.c refuses the same)."""
+    the key belongs to paged kernels only (fa3rt.c refuses the same)."""
     got = {}
     for d in (128, 192):
         f = compile_kernel(tmp_path / str(d), head_dim=d, decode=True, emit_cubin=False)[0]
@@ -91,7 +91,7 @@ def test_decode_paged_copy_facts(tmp_path):
     assert got == {128: (True, True), 192: (False, False)}
     text = f.facts.read_text().replace("split_kv 1", "split_kv 0").replace(
         "pack_gqa 1", "pack_gqa 0") + "paged_copy 1\n"
-    with pytest.raises(F.FactsError, match="paged_copy 1 needs split_kv 1"):
+    with pytest.raises(F.FactsError, match="paged_copy 1 needs split_kv 1 or paged_kv 1"):
         F.parse_facts(text)
 
 
@@ -109,6 +109,9 @@ def test_paged_varlen_kernel(tmp_path):
     assert len(f) == 1   # no long-sequence kernel beside it
     kf = F.parse_facts(f[0].facts.read_text(), str(f[0].facts))
     assert kf.paged_kv and kf.varlen and not kf.persistent and not kf.decode
+    # its four producer warps copy small pages (cp.async), as the decoding
+    # kernel's
+    assert kf.paged_copy and "cp.async.cg.shared.global" in f[0].ptx.read_text()
     assert F.matches(kf, "bf16", 128, 128, True, (-1, 0), 0.0, varlen=True, paged=True)
     assert not F.matches(kf, "bf16", 128, 128, True, (-1, 0), 0.0, varlen=True)
     with pytest.raises(Fa3Error, match="pagedKv: only with varlen"):

@@ -94,8 +94,8 @@ extern "C" {
  * such a varlen kernel takes page_table (docs/runtime.md, Paged packed
  * batches).
  * 0.17: small pages (a kv tile spans at least FA3RT_COPY_PAGES) are copied
- * by a decoding kernel's producer warp (cp.async): the forward kernel takes
- * pagedK, pagedV,
+ * by a paged kernel's producer warps (cp.async; the decoding kernel's,
+ * and a paged packed batch's): the forward kernel takes pagedK, pagedV,
  * their three byte strides and pagedPages last (fa3rt_abi.def; facts
  * `params` lists them: older facts and cubins are refused); fa3rt_facts
  * gains paged_copy at its end (facts `paged_copy 1`: the kernels that
@@ -138,7 +138,7 @@ extern "C" {
  * the cache's capacity: a cache filled far less than that (cache_seqlens)
  * still takes one a SM. */
 #define FA3RT_ONE_CTA_KEYS 16384
-/* A decoding kernel built to copy small pages by its producer warp (facts
+/* A paged kernel built to copy small pages by its producer warps (facts
  * paged_copy 1) copies those of which a kv tile spans at least this many
  * (page_size * FA3RT_COPY_PAGES <= block_n); larger pages go by TMA boxes,
  * faster there (bench/NOTES.md, Log, "the producer warp's copies"). */
@@ -221,13 +221,13 @@ typedef struct fa3rt_facts {
                              (a paged KV cache: the table's pages in order
                              are the packed rows); needs varlen 1, split_kv 0,
                              grid tiles */
-  int paged_copy;         /* optional key (0): 1 = a decoding kernel whose
-                             producer warp can copy pages of fewer rows than
-                             block_n by cp.async (fa3rt_abi.def's pagedK ...
-                             pagedPages; fa3rt_fwd gives them for pages of
-                             at most block_n / FA3RT_COPY_PAGES rows); 0 =
-                             TMA boxes of every page's rows. Needs
-                             split_kv 1 */
+  int paged_copy;         /* optional key (0): 1 = a paged kernel whose
+                             producer warps can copy pages of fewer rows
+                             than block_n by cp.async (fa3rt_abi.def's
+                             pagedK ... pagedPages; fa3rt_fwd gives them
+                             for pages of at most block_n /
+                             FA3RT_COPY_PAGES rows); 0 = TMA boxes of every
+                             page's rows. Needs split_kv 1 or paged_kv 1 */
 } fa3rt_facts;
 
 /* A tensor in device memory: 4 dims in LOGICAL order [B, H, S, D], strides in

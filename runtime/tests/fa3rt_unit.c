@@ -2450,23 +2450,44 @@ static void test_no_gpu(void) {
 }
 
 /* Pages of which the kernel's kv tile spans at least FA3RT_COPY_PAGES: the
-   launch gives a decoding kernel built to copy them (facts paged_copy 1)
-   the pools' bases, byte strides and page count (its producer warp copies
-   such pages by cp.async); NULL to other kernels, for larger pages, where
-   K's and V's strides differ, and for a pool of more than 2^36 bytes. */
+   launch gives a paged kernel built to copy them (facts paged_copy 1: the
+   decoding kernel's, a paged packed batch's) the pools' bases, byte
+   strides and page count (its producer warps copy such pages by
+   cp.async); NULL to other kernels, for larger pages, where K's and V's
+   strides differ, and for a pool of more than 2^36 bytes. */
 static void test_paged_copy(void) {
   char copying[4096];
   snprintf(copying, sizeof copying, "%spaged_copy 1\n", kDecFacts);
   fa3rt_facts f;
   EXPECT(fa3rt_facts_parse(copying, strlen(copying), &f) == FA3RT_OK && f.paged_copy == 1);
   EXPECT(fa3rt_facts_parse(kDecFacts, strlen(kDecFacts), &f) == FA3RT_OK && f.paged_copy == 0);
-  /* the copies are the decoding kernel's */
+  /* the copies are the paged kernels' */
   char *plain = copied(text_with(copying, "split_kv", "split_kv 0"));
   char *plainer = plain ? copied(text_with(plain, "pack_gqa", "pack_gqa 0")) : NULL;
   EXPECT(plainer && err_is(fa3rt_facts_parse(plainer, strlen(plainer), &f), FA3RT_ERR_FACTS,
-                          "paged_copy 1 needs split_kv 1"));
+                          "paged_copy 1 needs split_kv 1 or paged_kv 1"));
   free(plain);
   free(plainer);
+  /* a paged packed batch's kernel (block_n 128) copies pages of 16 rows
+     of its one list of pages, boxes those of 32 */
+  char *varlen = paged_varlen_facts();
+  char packed[4096];
+  snprintf(packed, sizeof packed, "%spaged_copy 1\n", varlen ? varlen : "");
+  free(varlen);
+  EXPECT(fa3rt_facts_parse(packed, strlen(packed), &f) == FA3RT_OK && f.paged_copy == 1 &&
+         f.paged_kv == 1);
+  fa3rt_kernel *pk = fake_load(packed);
+  if (pk) {
+    fa3rt_fwd_args pa = paged_varlen_args(3, 300, 40, 16, 8);
+    EXPECT(fa3rt_fwd(pk, &pa, NULL) == FA3RT_OK && g_fwd.pagedK == 0x200000 &&
+           g_fwd.pagedV == 0x300000 && g_fwd.pagedStridePage == 32768 &&
+           g_fwd.pagedStrideRow == 2048 && g_fwd.pagedStrideHead == 256 &&
+           g_fwd.pagedPages == 40 && g_fwd.pageSize == 16);
+    pa = paged_varlen_args(3, 300, 20, 32, 4);
+    EXPECT(fa3rt_fwd(pk, &pa, NULL) == FA3RT_OK && g_fwd.pagedK == 0 &&
+           g_fwd.pagedPages == 0 && g_fwd.pageSize == 32);
+    fa3rt_kernel_destroy(pk);
+  }
   /* a kernel built without the copies (facts without paged_copy: head dim
      192's, or one older than them) gets TMA boxes of any page */
   fa3rt_kernel *k = fake_load(kDecFacts);

@@ -81,8 +81,13 @@ caches, a batch whose rows run past Skv, with and without rotary
 embedding): the caches after the call equal to the expected append (rows
 past Skv dropped; rotated rows within one rounding of the float64
 rotation), o and lse per batch against the reference over the appended
-keys. The FP8 decoding kernels (dtype e4m3: an FP8 KV cache) take
-FP8_CASES only (also under --sanitize, one case): e4m3 q and caches with
+keys. Packed queries (PACKED_Q_CASES: flash_attn_with_kvcache with
+cu_seqlens_q; ragged ones through the varlen and paged varlen kernels of
+the same variant, which the directory must hold: fa3-compile --all
+--varlen, and --varlen --paged) on the head dim 128 kernels, their paged
+cases (pages of 2 and 16 copied by the producer warps, 64 and 256 boxed)
+also at head dims 64, 96 and 256. The FP8 decoding kernels (dtype e4m3:
+an FP8 KV cache) take FP8_CASES only (also under --sanitize, one case): e4m3 q and caches with
 FA3's [B, Hkv] descales (q's one per kv head), contiguous and paged,
 split, several query rows, the append kernel and packed new rows, and
 (FP8_ROUTE_CASES) cache_leftpad, cache_batch_idx, a decoding step under
@@ -893,7 +898,8 @@ PACKED_Q_CASES = [
 ]
 # small ones, also under compute-sanitizer
 PACKED_Q_SANITIZE = ["packed q ragged (113, 1), no cache_seqlens: MQA 8/1",
-                     "packed q ragged (113, 1), paged 64, no cache_seqlens: MQA 8/1"]
+                     "packed q ragged (113, 1), paged 64, no cache_seqlens: MQA 8/1",
+                     "packed q ragged (1, 17, 0, 300), paged 2: GQA 32/8"]
 
 
 def run_packed_q_case(kf, case, seed, kernel_dir, compiled=False):
@@ -1956,14 +1962,22 @@ def main():
             guarded(kf, case[0], lambda case=case, j=j: run_leftpad_case(
                 kf, case, a.seed + 1000 * i + 970 + j, sms,
                 compiled=kf is lead and j == 3 and not a.sanitize))
-        if kf.head_dim == 128:
+        # packed queries: every case on the head dim 128 kernels; the paged
+        # ones also at the other head dims whose paged packed-batch kernel
+        # copies small pages (64, 96, 256: their copies' row layouts differ)
+        packed_paged = kf.paged_copy and kf.dtype != "e4m3"
+        if kf.head_dim == 128 or packed_paged:
             for j, case in enumerate(PACKED_Q_CASES):
                 if a.sanitize and case[0] not in PACKED_Q_SANITIZE:
+                    continue
+                if kf.head_dim != 128 and not case[6]:
                     continue
                 guarded(kf, case[0], lambda case=case, j=j: run_packed_q_case(
                     kf, case, a.seed + 1000 * i + 990 + j, a.kernel_dir,
                     compiled=kf is lead and bool(case[6]) and not a.sanitize))
             for j, case in enumerate(PACKED_APPEND_CASES):
+                if kf.head_dim != 128:
+                    break
                 if a.sanitize and case[0] not in PACKED_APPEND_SANITIZE:
                     continue
                 guarded(kf, case[0], lambda case=case, j=j: run_packed_append_case(

@@ -107,17 +107,20 @@ int64_t transposeUnitKeys(const KernelConfig &cfg) {
 /// warpgroups (240 each) and 32 beside three (160): S and P grow with
 /// the keys, and with 48 ptxas serialised the consumers' wgmmas at head
 /// dim 64 and 128; their transposer's 32-key units spill 4-8 bytes (ptxas
-/// -v, bench/NOTES.md, FP8). The decoding kernels' producer warp copies
+/// -v, bench/NOTES.md, FP8). The decoding kernels' producer warps copy
 /// small pages too (below; a memory-bound kernel, whose one consumer
-/// warpgroup keeps 192-200 registers).
+/// warpgroup keeps 192-200 registers); a paged packed batch's four copy
+/// within the 24 (their passes interleaved, so that a lane's destinations
+/// differ by constants: RingToNVVM.cpp).
 int64_t producerRegs(const KernelConfig &cfg) {
-  // The decoding kernel's producer warp also copies small pages by its
+  // The decoding kernel's producer warps also copy small pages by their
   // lanes (hopper.copy_paged_tile: each lane holds its rows' offsets and
-  // its pieces' addresses): 56, FP8's (beside the transposer; head dim 64
-  // or 128, checkSupported, always copies) 64, and 72 at FP8 head dim 64
-  // (its zero-filled pieces' sizes), the fewest without a spill (ptxas -v:
-  // 40 and 48 spilled 8 and 44 bytes, 64 at FP8 64 4 bytes).
-  if (cfg.copiesSmallPages()) {
+  // its pieces' addresses): 56, FP8's (warp 0 beside the transposer; head
+  // dim 64 or 128, checkSupported, always copies) 64, and 72 at FP8 head
+  // dim 64 (its zero-filled pieces' sizes), the fewest without a spill
+  // with warp 0 alone (ptxas -v: 40 and 48 spilled 8 and 44 bytes, 64 at
+  // FP8 64 4 bytes).
+  if (cfg.copiesSmallPages() && cfg.splitKv) {
     if (!cfg.isFp8())
       return 56;
     return cfg.tileD() > cfg.headDim ? 72 : 64;
@@ -592,8 +595,8 @@ private:
   /// a paged cache where `pages` (the batch's page-table row) is not null
   /// (hopper.load_paged_tile: the map is over pages; rows past `bound`,
   /// the batch's keys, read its last row's page), else a tile of the map.
-  /// The decoding kernel copies pages smaller than its tiles by the
-  /// producer warp's lanes where the launch gives `copyBase`
+  /// A paged kernel copies pages smaller than its tiles by the producer
+  /// warps' lanes where the launch gives `copyBase`
   /// (hopper.copy_paged_tile; the parameter pagedK or pagedV), the
   /// tensor's `tensorCols` columns of the tile's `cols`.
   void loadKv(Value map, Value row, Value head, Value batch, Value r, Value u,

@@ -138,17 +138,18 @@ struct KernelConfig {
     return isFp8() ? (headDimV + 63) / 64 * 64 : tileDv();
   }
   int64_t threads() const { return 128 * (1 + consumers()); }
-  /// Whether the decoding kernel's producer warp copies pages of fewer rows
-  /// than a tile (hopper.copy_paged_tile): its passes of 32 lanes copy
-  /// whole rows, so a K and a V row are a power of two of 16-byte pieces
-  /// up to 32 (not head dim 192's 24: TMA boxes there) and block_n is
-  /// whole 32-row groups.
+  /// Whether a paged kernel's producer warps (the decoding kernel's, a
+  /// paged packed batch's) copy pages of fewer rows than a tile
+  /// (hopper.copy_paged_tile): its passes of 32 lanes copy whole rows, so
+  /// a K and a V row are a power of two of 16-byte pieces up to 32 (not
+  /// head dim 192's 24: TMA boxes there) and block_n is whole 32-row
+  /// groups.
   bool copiesSmallPages() const {
     auto rowFits = [&](int64_t cols) {
       const int64_t pieces = cols * elemBytes() / 16;
       return pieces <= 32 && llvm::isPowerOf2_64(pieces);
     };
-    return splitKv && blockN % 32 == 0 && rowFits(tileD()) &&
+    return (splitKv || pagedKv) && blockN % 32 == 0 && rowFits(tileD()) &&
            rowFits(tileDv());
   }
   /// The producer warps that copy small pages: all four, as

@@ -311,14 +311,20 @@ struct TmaLoadLowering : OpConversionPattern<TmaLoadOp> {
   }
 };
 
-/// Warp w of the copy's warps takes the tile's rows w R .. w R + R - 1 (R
-/// = rows / warps). Each lane: the offsets in the pool of its warp's rows
-/// lane + 32 j (their pages loaded once, clamped into the pool), then one
-/// cp.async of 16 bytes a pass, row first + q (q = lane / pieces) of the
-/// pass, piece lane % pieces, its offset shuffled from the lane that
-/// loaded that row's page. The stage's layout is TMA's: piece p of row r
-/// at byte (p / 8) rows 128 + 128 r + 16 ((p % 8) ^ (r % 8)) (the 128-byte
-/// swizzle by address). Then the slot's commit: each lane's
+/// Each lane: the offsets in the pool of its warp's rows i = lane + 32 j
+/// (their pages loaded once, clamped into the pool), then one cp.async of
+/// 16 bytes a pass, the warp's row p x perPass + q of pass p (q = lane /
+/// pieces), piece lane % pieces, its offset shuffled from the lane that
+/// loaded that row's page. With one warp, its row i is the tile's row i.
+/// With several, their passes interleave (FlashAttention-3's thread
+/// layout): the warp's row i is the tile's (i / perPass) x warps x perPass
+/// + w x perPass + i % perPass, so that where warps x perPass rows are a
+/// multiple of 8, a lane's rows differ by multiples of 8, share their
+/// swizzle, and its destinations differ by constants (held in no register:
+/// ptxas spilled the per-pass destinations of 32 contiguous rows a warp at
+/// 24 registers). The stage's layout is TMA's: piece p of row r at byte (p
+/// / 8) rows 128 + 128 r + 16 ((p % 8) ^ (r % 8)) (the 128-byte swizzle by
+/// address). Then the slot's commit: each lane's
 /// cp.async.mbarrier.arrive (without .noinc: PTX ISA,
 /// cp.async.mbarrier.arrive: the pending count rises by one until the
 /// lane's copies land, so the phase waits for them and still expects the
@@ -346,20 +352,38 @@ struct CopyPagedTileLowering : OpConversionPattern<CopyPagedTileOp> {
     auto mul = [&](Value x, Value y) -> Value {
       return arith::MulIOp::create(b, loc, x, y);
     };
+    auto andc = [&](Value x, int64_t m) -> Value {
+      Value mask = c32(m);
+      return arith::AndIOp::create(b, loc, x, mask);
+    };
+    auto shr = [&](Value x, int64_t n) -> Value {
+      Value by = c32(n);
+      return arith::ShRUIOp::create(b, loc, x, by);
+    };
     auto ext = [&](Value x) -> Value {
       return arith::ExtUIOp::create(b, loc, b.getI64Type(), x);
     };
     const int64_t pieces = op.getPiecesPerRow(), perPass = op.getRowsPerPass(),
                   warps = op.getWarps(), perWarp = op.getRowsPerWarp();
+    const int64_t logPerPass = llvm::Log2_64(perPass);
     Value lane = NVVM::LaneIdOp::create(b, loc, i32);
-    Value piece = arith::AndIOp::create(b, loc, lane, c32(pieces - 1));
-    Value q = arith::ShRUIOp::create(b, loc, lane,
-                                     c32(llvm::Log2_64(pieces)));
-    // the warp's first row of the tile
+    Value piece = andc(lane, pieces - 1);
+    Value q = shr(lane, llvm::Log2_64(pieces));
+    // several warps: the warp's rows are w perPass + (i / perPass) warps
+    // perPass + i % perPass; a lane's rows in its passes are w perPass + q
+    // onward (`lead`), by warps perPass rows a pass
     Value warp = warps > 1 ? adaptor.getWarp() : Value();
-    Value first = warp ? mul(warp, c32(perWarp)) : Value();
-    // the offsets of rows lane + 32 j in 16-byte units (the pool's pieces:
-    // the launch gives a pool of at most 2^32 of them, 64 GiB)
+    Value warpLead = warp ? mul(warp, c32(perPass)) : Value();
+    auto tileRow = [&](Value i) -> Value {
+      if (!warp)
+        return i;
+      Value group = mul(shr(i, logPerPass), c32(warps * perPass));
+      Value within = add(warpLead, andc(i, perPass - 1));
+      return add(group, within);
+    };
+    // the offsets of the warp's rows lane + 32 j in 16-byte units (the
+    // pool's pieces: the launch gives a pool of at most 2^32 of them, 64
+    // GiB)
     Value last = arith::SubIOp::create(b, loc, adaptor.getBound(), c32(1));
     Value ps = adaptor.getPageSize();
     Type gptr = adaptor.getBase().getType();
@@ -371,10 +395,10 @@ struct CopyPagedTileLowering : OpConversionPattern<CopyPagedTileOp> {
         arith::SubIOp::create(b, loc, adaptor.getPoolPages(), c32(1));
     Value pageUnits = units(adaptor.getStridePage());
     Value rowUnits = units(adaptor.getStrideRow());
-    Value warpRow = warp ? add(adaptor.getRow(), first) : adaptor.getRow();
     SmallVector<Value> offsets;
     for (int64_t j = 0; j * 32 < perWarp; ++j) {
-      Value r = add(warpRow, add(lane, c32(32 * j)));
+      Value i = add(lane, c32(32 * j));
+      Value r = add(adaptor.getRow(), tileRow(i));
       r = arith::MinUIOp::create(b, loc, r, last);
       Value entry = arith::DivUIOp::create(b, loc, r, ps);
       Value inPage = arith::RemUIOp::create(b, loc, r, ps);
@@ -405,14 +429,27 @@ struct CopyPagedTileLowering : OpConversionPattern<CopyPagedTileOp> {
     Value unit = arith::AndIOp::create(b, loc, piece, c32(7));
     Value boxAt = mul(box, c32(op.getRows() * kSwizzleBytes));
     Value laneDst = slot.data(boxAt);
+    // a lane's swizzle, where its rows share it: its first row's
+    auto swizzled = [&](Value r) -> Value {
+      Value swz = arith::XOrIOp::create(b, loc, unit, andc(r, 7));
+      Value rowAt = mul(r, c32(kSwizzleBytes));
+      Value unitAt = arith::ShLIOp::create(b, loc, swz, c32(4));
+      return add(rowAt, unitAt);
+    };
+    const bool sharedSwizzle = warp && warps * perPass % 8 == 0;
+    if (sharedSwizzle) {
+      Value firstAt = swizzled(add(warpLead, q));
+      laneDst = LLVM::GEPOp::create(b, loc, laneDst.getType(), i8, laneDst,
+                                    ValueRange{firstAt});
+    }
     Value all = c32(-1), clamp = c32(31);
     auto shfl = [&](Value v, Value from) -> Value {
       return NVVM::ShflOp::create(b, loc, i32, all, v, from, clamp,
                                   NVVM::ShflKind::idx, UnitAttr());
     };
-    // per 32 rows (lane + 32 j's offsets), a loop over its passes: an
-    // unrolled copy of all of them holds more addresses than the
-    // producer's registers
+    // per 32 of the warp's rows (lane + 32 j's offsets), a loop over its
+    // passes: an unrolled copy of all of them holds more addresses than
+    // the producer's registers
     for (int64_t j = 0; j * 32 < perWarp; ++j) {
       Value zero = c32(0);
       Value end = c32(std::min<int64_t>(32, perWarp - 32 * j) / perPass);
@@ -421,19 +458,19 @@ struct CopyPagedTileLowering : OpConversionPattern<CopyPagedTileOp> {
       OpBuilder::InsertionGuard g(b);
       b.setInsertionPoint(passes.getBody()->getTerminator());
       Value from = add(mul(passes.getInductionVar(), c32(perPass)), q);
-      Value r = add(from, c32(32 * j));
-      if (warp)
-        r = add(r, first);
       Value units16 = ext(shfl(offsets[j], from));
       Value four = i64Const(b, loc, 4);
       Value off = arith::ShLIOp::create(b, loc, units16, four);
       Value src = LLVM::GEPOp::create(b, loc, gptr, i8, laneBase,
                                       ValueRange{off});
-      Value swz = arith::XOrIOp::create(
-          b, loc, unit, arith::AndIOp::create(b, loc, r, c32(7)));
-      Value rowAt = mul(r, c32(kSwizzleBytes));
-      Value unitAt = arith::ShLIOp::create(b, loc, swz, c32(4));
-      Value at = add(rowAt, unitAt);
+      Value at;
+      if (sharedSwizzle) {
+        // pass p of batch j: warps perPass (32 j / perPass + p) rows on
+        Value p = add(passes.getInductionVar(), c32(32 * j / perPass));
+        at = mul(p, c32(warps * perPass * kSwizzleBytes));
+      } else {
+        at = swizzled(tileRow(add(from, c32(32 * j))));
+      }
       Value dst = LLVM::GEPOp::create(b, loc, laneDst.getType(), i8, laneDst,
                                       ValueRange{at});
       NVVM::CpAsyncOp::create(b, loc, dst, src, uint32_t{16},

@@ -30,8 +30,9 @@
 // RUN: not fa3-opt %s --attn-hopper-config --convert-attn-to-hopper 2>&1 | FileCheck %s --check-prefix=UNTILED
 // A paged packed batch (paged-kv: flash_attn_with_kvcache's cu_seqlens_q
 // over a page table): one CTA per tile, the producer's K/V loads through
-// the whole table when the launch gives one; refused for a fixed-length
-// with persistent=on (and for a fixed-length batch: decode.mlir).
+// the whole table when the launch gives one (small pages copied by the
+// producer warps); refused with persistent=on (and for a fixed-length
+// batch: decode.mlir).
 // RUN: fa3-opt %s --attn-hopper-config="paged-kv=true" | FileCheck %s --check-prefix=CONFIGPAGED
 // RUN: fa3-opt %s --attn-hopper-config="paged-kv=true" --attn-tile --convert-attn-to-hopper --hopper-warp-specialize | FileCheck %s --check-prefix=PAGED
 // RUN: not fa3-opt %s --attn-hopper-config="paged-kv=true persistent=on" 2>&1 | FileCheck %s --check-prefix=PAGEDPERSIST
@@ -157,12 +158,15 @@
 // CONFIGPAGED: attn.hopper_config = #attn.hopper_config<block_m = 128, block_n = 128, stages = 2, persistent = false, q_buffers = 1, {{.*}}, cluster_m = 1, {{.*}}, paged_kv = true>
 // PAGEDPERSIST: error: cannot generate the Hopper kernel: unsupported paged-kv with persistent=on (a paged packed batch's kernel runs one CTA per tile)
 
-// The facts say paged_kv; the producer loads K and V through the table
-// (%arg23, its pages in order the packed rows) where the launch gives one,
-// the sequence's rows ending at k0 + its keys; else the packed tensors.
+// The facts say paged_kv and paged_copy; the producer loads K and V
+// through the table (%arg23, its pages in order the packed rows) where the
+// launch gives one, the sequence's rows ending at k0 + its keys: copied by
+// the four producer warps where the launch gives the pool (%arg38, pages
+// of at most 16 rows), else TMA boxes; without a table the packed tensors.
 // PAGED: gpu.func @varlen_kernel(
+// PAGED-SAME: paged_copy = true
 // PAGED-SAME: paged_kv = true
-// PAGED: hopper.warp_specialize producer
+// PAGED: hopper.warp_specialize producer regs 24
 // PAGED: %[[PK0:.*]] = llvm.getelementptr %arg17[
 // PAGED-NEXT: %[[K0:.*]] = llvm.load %[[PK0]] : !llvm.ptr<1> -> i32
 // PAGED: %[[KEND:.*]] = arith.addi %[[K0]], %{{.*}} : i32
@@ -170,6 +174,10 @@
 // PAGED:   %[[KVROW:.*]] = arith.addi %[[K0]], %{{.*}} : i32
 // PAGED:   %[[GIVEN:.*]] = llvm.icmp "ne" %arg23, %{{.*}} : !llvm.ptr<1>
 // PAGED:   scf.if %[[GIVEN]] {
+// PAGED:     %[[POOL:.*]] = llvm.icmp "ne" %arg38, %{{.*}} : !llvm.ptr<1>
+// PAGED-NEXT: scf.if %[[POOL]] {
+// PAGED-NEXT:  hopper.copy_paged_tile %arg38[%[[KVROW]], %{{.*}}] strides %arg40, %arg41, %arg42 pages %arg23 page_size %arg25 pool %arg43 bound %[[KEND]] into %{{.*}} rows 128 cols 128 warps 4 : bf16
+// PAGED-NEXT: } else {
 // PAGED:     hopper.load_paged_tile %arg1[%[[KVROW]], %{{.*}}] pages %arg23 page_size %arg25 bound %[[KEND]] into
 // PAGED:   } else {
 // PAGED:     hopper.load_tile %arg1[%[[KVROW]], %{{.*}}, %c0_i32]

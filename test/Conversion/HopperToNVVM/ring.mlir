@@ -326,24 +326,38 @@ func.func @copy_paged(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !llvm.pt
 !k = !hopper.ring<stages = 3, stage_bytes = 16384, data = 16384, full = 114704, empty = 114752, arrivals = 128, cluster = 1>
 
 // The same tile copied by the four producer warps (FlashAttention-3's
-// split): warp w takes rows 16 w .. 16 w + 15, so each lane loads one page
-// (of row 16 w + lane) and one loop of 8 passes copies the warp's rows into
-// the stage's rows 16 w on; the warps meet at the `copy` named barrier (id
-// 15, 128 threads, not .aligned) before warp 0's lane 0 arrives.
+// split): their passes interleave, warp w's row i being the tile's (i / 2)
+// 8 + 2 w + i % 2, so that each lane loads one page (of its warp's row
+// lane) and its rows in the warp's 8 passes lie 8 apart: one swizzled
+// destination (row 2 w + q's), then 1024 bytes a pass; the warps meet at
+// the `copy` named barrier (id 15, 128 threads, not .aligned) before warp
+// 0's lane 0 arrives.
 // CHECK-LABEL: func.func @copy_paged_warps(
 // CHECK: %[[LANE:.*]] = nvvm.read.ptx.sreg.laneid
-// CHECK: %[[FIRST:.*]] = arith.muli %[[W:.*]], %c16_i32 : i32
-// CHECK: %[[WROW:.*]] = arith.addi %{{.*}}, %[[FIRST]] : i32
-// CHECK: arith.addi %[[WROW]], %{{.*}} : i32
+// CHECK: %[[Q:.*]] = arith.shrui %[[LANE]], %c4_i32
+// CHECK: %[[LEAD:.*]] = arith.muli %[[W:.*]], %c2_i32 : i32
+// CHECK: %[[I:.*]] = arith.addi %[[LANE]], %c0_i32{{[_0-9]*}} : i32
+// CHECK: %[[PAIR:.*]] = arith.shrui %[[I]], %c1_i32{{[_0-9]*}} : i32
+// CHECK: %[[GROUP:.*]] = arith.muli %[[PAIR]], %c8_i32{{[_0-9]*}} : i32
+// CHECK: %[[ODD:.*]] = arith.andi %[[I]], %c1_i32{{[_0-9]*}} : i32
+// CHECK: %[[WITHIN:.*]] = arith.addi %[[LEAD]], %[[ODD]] : i32
+// CHECK: %[[ROW:.*]] = arith.addi %[[GROUP]], %[[WITHIN]] : i32
+// CHECK: arith.addi %{{.*}}, %[[ROW]] : i32
 // CHECK: llvm.load
 // CHECK-NOT: llvm.load
-// CHECK: scf.for %{{.*}} = %c0_i32{{[_0-9]*}} to %c8_i32{{[_0-9]*}} step
-// CHECK: arith.addi %{{.*}}, %[[FIRST]] : i32
-// CHECK: nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 16, cache = cg
+// CHECK: %[[FIRST:.*]] = arith.addi %[[LEAD]], %[[Q]] : i32
+// CHECK: %[[R7:.*]] = arith.andi %[[FIRST]], %c7_i32{{[_0-9]*}} : i32
+// CHECK: arith.xori %{{.*}}, %[[R7]] : i32
+// CHECK: %[[DST0:.*]] = llvm.getelementptr
+// CHECK: scf.for %[[P:.*]] = %c0_i32{{[_0-9]*}} to %c8_i32{{[_0-9]*}} step
+// CHECK: nvvm.shfl.sync idx
+// CHECK: %[[AT:.*]] = arith.muli %{{.*}}, %c1024_i32 : i32
+// CHECK: %[[DST:.*]] = llvm.getelementptr %[[DST0]][%[[AT]]]
+// CHECK: nvvm.cp.async.shared.global %[[DST]], %{{.*}}, 16, cache = cg
 // CHECK-NOT: scf.for
 // CHECK: nvvm.cp.async.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
 // CHECK: llvm.call_intrinsic "llvm.nvvm.barrier.cta.sync.count"(%c15_i32{{[_0-9]*}}, %c128_i32{{[_0-9]*}})
-// CHECK-NEXT: %[[WHO:.*]] = arith.ori %[[LANE]], %[[W]] : i32
+// CHECK: %[[WHO:.*]] = arith.ori %[[LANE]], %[[W]] : i32
 // CHECK: setp.eq.u32 p, $1, 0;\0A@p mbarrier.arrive.shared::cta.b64 _, [$0];{{.*}} %{{.*}}, %[[WHO]]
 func.func @copy_paged_warps(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !llvm.ptr<1>,
                             %u: i32, %row: i32, %head: i32, %ps: i32, %pages: i32, %len: i32,
