@@ -2188,20 +2188,18 @@ static fa3rt_status launch_append(const fa3rt_kernel *k, const fa3rt_fwd_args *a
   return r == CUDA_SUCCESS ? FA3RT_OK : cuda_fail("cuLaunchKernel(_append)", r, where);
 }
 
-/* Pages of at most an eighth of the decoding kernel's kv tile: a kernel
- * built to (facts paged_copy 1) has its producer warp copy their rows 16
- * bytes a lane (cp.async, FlashAttention-3's path for such pages) where K's
- * and V's pools share their strides and span at most 2^36 bytes (the
- * kernel holds a row's offset in 16-byte units); else TMA boxes of each
- * page's rows. The warp's copies stream at 0.63-0.67 of the contiguous
- * cache whatever the page size; the boxes at 0.04-0.49 where a tile spans
- * more than 8 pages, 0.52-0.82 at 8 and 0.87-1.01 at 4 or fewer (B 16 x
- * 16k keys, H100; bench/NOTES.md, Log, "the producer warp's copies"):
- * hence copies from 8 pages a tile. Fills the byte strides (page, row,
- * head) and returns 1 where the kernel copies. */
+/* Pages of at most FA3RT_COPY_ROWS rows, fewer than the kernel's kv tile:
+ * a kernel built to (facts paged_copy 1) has its producer warps copy their
+ * rows 16 bytes a lane (cp.async, FlashAttention-3's path for such pages)
+ * where K's and V's pools share their strides and span at most 2^36 bytes
+ * (the kernel holds a row's offset in 16-byte units); else TMA boxes of
+ * each page's rows, which stream at full speed from 32 rows a box and
+ * slowly below (fa3rt.h). Fills the byte strides (page, row, head) and
+ * returns 1 where the kernel copies. */
 static int paged_copy(const fa3rt_facts *f, const fa3rt_fwd_args *a, const fa3rt_fwd_launch *L,
                       int64_t eff[NFWD][4], int64_t strides[3]) {
-  if (!f->paged_copy || !a->page_table || (int64_t)L->page_size * FA3RT_COPY_PAGES > f->block_n)
+  if (!f->paged_copy || !a->page_table || L->page_size > FA3RT_COPY_ROWS ||
+      L->page_size >= f->block_n)
     return 0;
   const int64_t *ks = eff[FK], *vs = eff[FV];
   if (ks[0] != vs[0] || ks[1] != vs[1] || ks[2] != vs[2]) return 0;

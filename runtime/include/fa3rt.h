@@ -93,7 +93,7 @@ extern "C" {
  * cu_seqlens_q with a page table): fa3rt_facts gains paged_kv at its end;
  * such a varlen kernel takes page_table (docs/runtime.md, Paged packed
  * batches).
- * 0.17: small pages (a kv tile spans at least FA3RT_COPY_PAGES) are copied
+ * 0.17: small pages (of at most FA3RT_COPY_ROWS rows) are copied
  * by a paged kernel's producer warps (cp.async; the decoding kernel's,
  * and a paged packed batch's): the forward kernel takes pagedK, pagedV,
  * their three byte strides and pagedPages last (fa3rt_abi.def; facts
@@ -139,10 +139,16 @@ extern "C" {
  * still takes one a SM. */
 #define FA3RT_ONE_CTA_KEYS 16384
 /* A paged kernel built to copy small pages by its producer warps (facts
- * paged_copy 1) copies those of which a kv tile spans at least this many
- * (page_size * FA3RT_COPY_PAGES <= block_n); larger pages go by TMA boxes,
- * faster there (bench/NOTES.md, Log, "the producer warp's copies"). */
-#define FA3RT_COPY_PAGES 8
+ * paged_copy 1) copies those of at most this many rows (and fewer than its
+ * block_n); larger pages go by TMA boxes, as fast or faster there: H100, B
+ * 16 x 16k keys decoding (bf16 block_n 64, four warps copying) pages of 1-8
+ * / 16 / 32 / 64 rows copied at 0.89-0.90 / 0.98 / 0.98 / 0.99 of the
+ * contiguous cache, boxed at 0.08-0.49 / 0.81 / 0.98 / 0.99 (e4m3, warp 0
+ * copying, 1-16 0.62-0.65, 32 0.69 against the boxes' 0.88); a paged
+ * packed-batch prefill (block_n 128) at 16 / 32 / 64 copied 0.67-0.78 /
+ * 0.68-0.78 / 0.69-0.79 of the contiguous varlen kernel, boxed 0.56-0.61
+ * / 0.70-0.83 / 0.75-0.94 (bench/NOTES.md, Log, "four producer warps"). */
+#define FA3RT_COPY_ROWS 16
 
 typedef enum fa3rt_status {
   FA3RT_OK = 0,
@@ -225,8 +231,8 @@ typedef struct fa3rt_facts {
                              producer warps can copy pages of fewer rows
                              than block_n by cp.async (fa3rt_abi.def's
                              pagedK ... pagedPages; fa3rt_fwd gives them
-                             for pages of at most block_n /
-                             FA3RT_COPY_PAGES rows); 0 = TMA boxes of every
+                             for pages of at most FA3RT_COPY_ROWS rows,
+                             fewer than block_n); 0 = TMA boxes of every
                              page's rows. Needs split_kv 1 or paged_kv 1 */
 } fa3rt_facts;
 

@@ -2449,8 +2449,8 @@ static void test_no_gpu(void) {
   EXPECT((st == FA3RT_ERR_CUDA || st == FA3RT_ERR_UNSUPPORTED_DEVICE) && k == NULL);
 }
 
-/* Pages of which the kernel's kv tile spans at least FA3RT_COPY_PAGES: the
-   launch gives a paged kernel built to copy them (facts paged_copy 1: the
+/* Pages of at most FA3RT_COPY_ROWS rows, fewer than the kernel's kv tile:
+   the launch gives a paged kernel built to copy them (facts paged_copy 1: the
    decoding kernel's, a paged packed batch's) the pools' bases, byte
    strides and page count (its producer warps copy such pages by
    cp.async); NULL to other kernels, for larger pages, where K's and V's
@@ -2512,12 +2512,25 @@ static void test_paged_copy(void) {
   a.num_splits = 1;
   EXPECT(fa3rt_fwd(k, &a, NULL) == FA3RT_OK && g_fwd.pagedK == 0x200000 &&
          g_fwd.pagedStridePage == 2048 && g_fwd.pageSize == 1);
-  /* a tile of 4 pages (fewer than FA3RT_COPY_PAGES): TMA boxes, faster
-     there */
+  /* pages of 32 rows (more than FA3RT_COPY_ROWS): TMA boxes, as fast or
+     faster there */
   a = paged_args(1, 32, 8, 64, 32, 32);
   a.num_splits = 1;
   EXPECT(fa3rt_fwd(k, &a, NULL) == FA3RT_OK && g_fwd.pagedK == 0 && g_fwd.pagedPages == 0 &&
          g_fwd.pageSize == 32);
+  /* a decoding kernel of 64-key tiles copies pages of 16 rows too (a
+     quarter of its tile), boxes pages of a whole tile */
+  fa3rt_kernel *k64 = fake_load(text_with(copying, "block_n", "block_n 64"));
+  if (k64) {
+    a = paged_args(1, 32, 8, 64, 16, 64);
+    a.num_splits = 1;
+    EXPECT(fa3rt_fwd(k64, &a, NULL) == FA3RT_OK && g_fwd.pagedK == 0x200000 &&
+           g_fwd.pagedPages == 64 && g_fwd.pageSize == 16);
+    a = paged_args(1, 32, 8, 64, 64, 16);
+    a.num_splits = 1;
+    EXPECT(fa3rt_fwd(k64, &a, NULL) == FA3RT_OK && g_fwd.pagedK == 0 && g_fwd.pageSize == 64);
+    fa3rt_kernel_destroy(k64);
+  }
   /* a page of a whole tile: TMA boxes */
   a = paged_args(1, 32, 8, 64, 128, 8);
   a.num_splits = 1;

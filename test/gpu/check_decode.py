@@ -1335,18 +1335,18 @@ def paged_inputs_from(k, v, ps, gen):
     return kc, vc, perm.to(torch.int32).reshape(B, n)
 
 
-# fa3rt.h's FA3RT_COPY_PAGES: the runtime has the producer warp copy pages
-# of which a kv tile spans at least this many
-COPY_PAGES = 8
+# fa3rt.h's FA3RT_COPY_ROWS: the runtime has the producer warps copy pages
+# of at most this many rows (fewer than block_n)
+COPY_ROWS = 16
 
 
 def copies_small_pages(kf, ps):
-    """Whether the kernel's producer warp copies pages of ps rows (cp.async)
+    """Whether the kernel's producer warps copy pages of ps rows (cp.async)
     rather than boxing them by TMA: a kernel built to (facts paged_copy 1)
-    given pages of which a kv tile spans at least COPY_PAGES (the
+    given pages of at most COPY_ROWS rows, fewer than its block_n (the
     runtime's other conditions, equal K and V strides and a pool of at most
     2^36 bytes, hold for these tests' caches)."""
-    return kf.paged_copy and ps * COPY_PAGES <= kf.block_n
+    return kf.paged_copy and ps <= COPY_ROWS and ps < kf.block_n
 
 
 def check_bad_page_entries(kf, seed, ps=None):

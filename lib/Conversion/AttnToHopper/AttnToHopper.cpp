@@ -489,7 +489,7 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
     all.push_back(b.getNamedAttr("paged_kv", b.getBoolAttr(true)));
   // A paged kernel whose producer warps can copy pages of fewer rows than
   // block_n (the runtime passes pagedK ... pagedPages to it only, for the
-  // pages it copies: fa3rt.h, FA3RT_COPY_PAGES).
+  // pages it copies: fa3rt.h, FA3RT_COPY_ROWS).
   if (cfg.copiesSmallPages())
     all.push_back(b.getNamedAttr("paged_copy", b.getBoolAttr(true)));
   if (cfg.ctasPerSm != 1)
