@@ -229,3 +229,27 @@ func.func @mixed_warps(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !llvm.p
   }
   return
 }
+
+// -----
+
+!k = !hopper.ring<stages = 3, stage_bytes = 16384, data = 16384, full = 114704, empty = 114752, arrivals = 128, cluster = 1>
+
+// Warps 1 .. 3 running another role (FP8's V transposer) cannot also copy.
+func.func @warps_taken(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !llvm.ptr<1>,
+                       %ps: i32, %pages: i32, %len: i32, %stride: i64) {
+  %c0 = arith.constant 0 : i32
+  %k = hopper.ring.create %smem : !k
+  hopper.warp_specialize producer regs 56 {
+    hopper.producer_thread {
+      hopper.ring.producer_acquire %k[%c0] : !k
+      // expected-error @+1 {{is copied by 4 warp(s), but warps 1 .. 3 run another role}}
+      hopper.copy_paged_tile %pool[%c0, %c0] strides %stride, %stride, %stride
+          pages %table page_size %ps pool %pages bound %len into %k[%c0] rows 64
+          cols 128 warps 4 : bf16, !k
+    }
+    hopper.producer_warps(%w) first 1 count 3 {
+    }
+  } consumers(%cw of 1) regs 200 {
+  }
+  return
+}

@@ -75,6 +75,15 @@ struct HopperWarpCopyPass
         return c.emitOpError("is copied by ")
                << c.getWarps() << " warp(s), another copy of the program by "
                << warps << ": one program runs on one set of warps";
+    // warps of another role (FP8's V transposer on warps 1 .. 3) cannot
+    // also run this program
+    for (Operation &op : thread->getBlock()->getOperations())
+      if (auto other = dyn_cast<ProducerWarpsOp>(op);
+          other && other.getFirst() < warps)
+        return copies.front().emitOpError("is copied by ")
+               << warps << " warp(s), but warps " << other.getFirst()
+               << " .. " << other.getFirst() + other.getCount() - 1
+               << " run another role";
     FailureOr<ProducerWarpsOp> role = runOnWarps(
         thread, warps, oneThreadLoad, passRule, "copies pages with every lane");
     if (failed(role))
