@@ -377,7 +377,8 @@ struct CopyPagedTileLowering : OpConversionPattern<CopyPagedTileOp> {
     auto tileRow = [&](Value i) -> Value {
       if (!warp)
         return i;
-      Value group = mul(shr(i, logPerPass), c32(warps * perPass));
+      Value pass = shr(i, logPerPass);
+      Value group = mul(pass, c32(warps * perPass));
       Value within = add(warpLead, andc(i, perPass - 1));
       return add(group, within);
     };
