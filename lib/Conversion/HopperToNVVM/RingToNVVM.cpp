@@ -483,13 +483,13 @@ struct CopyPagedTileLowering : OpConversionPattern<CopyPagedTileOp> {
     if (!warp) {
       NVVM::SyncWarpOp::create(b, loc, all);
     } else {
-      // (nvvm.barrier is the .aligned form; the warps' lanes all come
-      // here, but warp 0's lane 0 may have run one-thread steps apart)
-      Value id = c32(namedBarrierBase(BarrierKind::copy, 1));
-      Value threads = c32(32 * warps);
-      LLVM::CallIntrinsicOp::create(
-          b, loc, b.getStringAttr("llvm.nvvm.barrier.cta.sync.count"),
-          ValueRange{id, threads});
+      // the warps' `copy` barrier, diverged: the warps' lanes all come
+      // here, but warp 0's lane 0 may have run one-thread steps apart
+      Value none = c32(0);
+      auto meet = NamedBarrierSyncOp::create(
+          b, loc, none, BarrierKind::copy, uint64_t{1},
+          static_cast<uint64_t>(32 * warps));
+      meet.setDiverged(true);
       arriver = arith::OrIOp::create(b, loc, lane, warp);
     }
     Value addr = LLVM::PtrToIntOp::create(b, loc, i32, full);

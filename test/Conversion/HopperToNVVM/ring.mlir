@@ -356,7 +356,8 @@ func.func @copy_paged(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !llvm.pt
 // CHECK: nvvm.cp.async.shared.global %[[DST]], %{{.*}}, 16, cache = cg
 // CHECK-NOT: scf.for
 // CHECK: nvvm.cp.async.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
-// CHECK: llvm.call_intrinsic "llvm.nvvm.barrier.cta.sync.count"(%c15_i32{{[_0-9]*}}, %c128_i32{{[_0-9]*}})
+// CHECK: %[[ID:.*]] = arith.addi %c0_i32{{[_0-9]*}}, %c15_i32{{[_0-9]*}} : i32
+// CHECK: llvm.call_intrinsic "llvm.nvvm.barrier.cta.sync.count"(%[[ID]], %c128_i32{{[_0-9]*}})
 // CHECK: %[[WHO:.*]] = arith.ori %[[LANE]], %[[W]] : i32
 // CHECK: setp.eq.u32 p, $1, 0;\0A@p mbarrier.arrive.shared::cta.b64 _, [$0];{{.*}} %{{.*}}, %[[WHO]]
 func.func @copy_paged_warps(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !llvm.ptr<1>,
