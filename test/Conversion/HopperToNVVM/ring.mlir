@@ -380,6 +380,51 @@ func.func @copy_paged_warps(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !l
 
 !k = !hopper.ring<stages = 3, stage_bytes = 16384, data = 16384, full = 114704, empty = 114752, arrivals = 128, cluster = 1>
 
+// The offsets apart (hopper-copy-offsets): the page-table loads, the four
+// warps' rows as above, behind a branch on the table (a null table reads
+// nothing: zeros), before the slot's wait; the copy takes them and loads
+// none.
+// CHECK-LABEL: func.func @copy_paged_offsets(
+// CHECK: %[[GIVEN:.*]] = llvm.icmp "ne" %{{.*}}, %{{.*}} : !llvm.ptr<1>
+// CHECK-NEXT: %[[O:.*]] = scf.if %[[GIVEN]] -> (i32) {
+// CHECK: %[[LEAD:.*]] = arith.muli %{{.*}}, %c2_i32{{[_0-9]*}} : i32
+// CHECK: arith.muli %{{.*}}, %c8_i32{{[_0-9]*}} : i32
+// CHECK: arith.addi %[[LEAD]], %{{.*}} : i32
+// CHECK: arith.divui
+// CHECK: %[[PAGE:.*]] = llvm.load %{{.*}} : !llvm.ptr<1> -> i32
+// CHECK: arith.minui %[[PAGE]]
+// CHECK: scf.yield %{{.*}} : i32
+// CHECK-NEXT: } else {
+// CHECK-NEXT: %[[Z:.*]] = arith.constant 0 : i32
+// CHECK-NEXT: scf.yield %[[Z]] : i32
+// CHECK-NEXT: }
+// CHECK: mbarrier.try_wait
+// CHECK-NOT: llvm.load
+// CHECK: scf.for
+// CHECK: nvvm.shfl.sync idx %{{.*}}, %[[O]],
+// CHECK: nvvm.cp.async.shared.global
+func.func @copy_paged_offsets(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !llvm.ptr<1>,
+                              %u: i32, %row: i32, %head: i32, %ps: i32, %pages: i32,
+                              %len: i32, %sp: i64, %sr: i64, %sh: i64) {
+  %k = hopper.ring.create %smem : !k
+  hopper.warp_specialize producer regs 56 {
+    hopper.producer_warps(%w) first 0 count 4 {
+      %o = hopper.paged_offsets %table[%row] page_size %ps pool %pages bound %len
+          strides %sp, %sr rows 64 per_pass 2 warps 4 warp %w : i32
+      hopper.ring.producer_acquire %k[%u] : !k
+      hopper.copy_paged_tile %pool[%row, %head] strides %sp, %sr, %sh pages %table
+          page_size %ps pool %pages bound %len into %k[%u] rows 64 cols 128 warps 4
+          warp %w offsets %o : bf16, !k
+    }
+  } consumers(%cw of 1) regs 200 {
+  }
+  return
+}
+
+// -----
+
+!k = !hopper.ring<stages = 3, stage_bytes = 16384, data = 16384, full = 114704, empty = 114752, arrivals = 128, cluster = 1>
+
 // Head dim 96 in a 128-column tile: a lane's pieces past the row's 12
 // (192 bytes) copy 0 source bytes (zero-filled, nothing read), as TMA
 // fills a box past the tensor.
@@ -414,9 +459,25 @@ func.func @copy_in_one_thread(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: 
   %k = hopper.ring.create %smem : !k
   hopper.warp_specialize producer regs 56 {
     hopper.producer_thread {
-      // expected-error @below {{is copied by every lane of 1 warp(s), but stands in one thread's program: run hopper-warp-copy first (warps 0 .. 0 then run the producer's program)}}
+      // expected-error @below {{is run by every lane of 1 warp(s), but stands in one thread's program: run hopper-warp-copy first (warps 0 .. 0 then run the producer's program)}}
       hopper.copy_paged_tile %pool[%x, %x] strides %s, %s, %s pages %table
           page_size %x pool %x bound %x into %k[%x] rows 64 cols 128 : bf16, !k
+    }
+  } consumers(%cw of 1) regs 200 {
+  }
+  return
+}
+
+// -----
+
+// Offsets of four warps' rows outside their program: warp 0 alone would
+// load only its own rows' pages.
+func.func @offsets_short_of_warps(%table: !llvm.ptr<1>, %x: i32, %s: i64) {
+  hopper.warp_specialize producer regs 56 {
+    hopper.producer_warps(%w) first 0 count 1 {
+      // expected-error @below {{is run by every lane of 4 warp(s), but stands in no program of warps 0 .. 3: run hopper-warp-copy first (warps 0 .. 3 then run the producer's program)}}
+      %o = hopper.paged_offsets %table[%x] page_size %x pool %x bound %x strides %s, %s
+          rows 64 per_pass 2 warps 4 warp %w : i32
     }
   } consumers(%cw of 1) regs 200 {
   }
@@ -434,7 +495,7 @@ func.func @copy_short_of_warps(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table:
   %k = hopper.ring.create %smem : !k
   hopper.warp_specialize producer regs 56 {
     hopper.producer_warps(%w) first 0 count 1 {
-      // expected-error @below {{is copied by every lane of 4 warp(s), but stands in no program of warps 0 .. 3: run hopper-warp-copy first (warps 0 .. 3 then run the producer's program)}}
+      // expected-error @below {{is run by every lane of 4 warp(s), but stands in no program of warps 0 .. 3: run hopper-warp-copy first (warps 0 .. 3 then run the producer's program)}}
       hopper.copy_paged_tile %pool[%x, %x] strides %s, %s, %s pages %table
           page_size %x pool %x bound %x into %k[%x] rows 64 cols 128 warps 4
           warp %w : bf16, !k
