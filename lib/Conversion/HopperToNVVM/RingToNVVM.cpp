@@ -377,8 +377,9 @@ SmallVector<Value> pagedRowOffsets(OpBuilder &b, Location loc,
   return offsets;
 }
 
-/// hopper.paged_offsets: pagedRowOffsets where the page table is given,
-/// zeros where it is null (a contiguous cache at the launch: nothing read).
+/// hopper.paged_offsets: pagedRowOffsets where the page table is given and
+/// the sequence has rows, else zeros (nothing read: a contiguous cache at
+/// the launch, or offsets loaded ahead of a loop that runs no iteration).
 struct PagedOffsetsLowering : OpConversionPattern<PagedOffsetsOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -387,8 +388,12 @@ struct PagedOffsetsLowering : OpConversionPattern<PagedOffsetsOp> {
     Location loc = op.getLoc();
     Value pages = adaptor.getPages();
     Value null = LLVM::ZeroOp::create(b, loc, pages.getType());
-    Value given = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne,
+    Value table = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne,
                                        pages, null);
+    Value none = i32Const(b, loc, 0);
+    Value rows = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                       adaptor.getBound(), none);
+    Value given = arith::AndIOp::create(b, loc, table, rows);
     auto branch = scf::IfOp::create(b, loc, op.getResultTypes(), given,
                                     /*withElseRegion=*/true);
     {

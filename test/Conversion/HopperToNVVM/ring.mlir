@@ -381,11 +381,13 @@ func.func @copy_paged_warps(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !l
 !k = !hopper.ring<stages = 3, stage_bytes = 16384, data = 16384, full = 114704, empty = 114752, arrivals = 128, cluster = 1>
 
 // The offsets apart (hopper-copy-offsets): the page-table loads, the four
-// warps' rows as above, behind a branch on the table (a null table reads
-// nothing: zeros), before the slot's wait; the copy takes them and loads
+// warps' rows as above, behind a branch on the table and the rows (a null
+// table or no rows read nothing: zeros), before the slot's wait; the copy takes them and loads
 // none.
 // CHECK-LABEL: func.func @copy_paged_offsets(
-// CHECK: %[[GIVEN:.*]] = llvm.icmp "ne" %{{.*}}, %{{.*}} : !llvm.ptr<1>
+// CHECK: %[[TABLE:.*]] = llvm.icmp "ne" %{{.*}}, %{{.*}} : !llvm.ptr<1>
+// CHECK: %[[ROWS:.*]] = arith.cmpi ne, %{{.*}}, %c0_i32{{[_0-9]*}} : i32
+// CHECK-NEXT: %[[GIVEN:.*]] = arith.andi %[[TABLE]], %[[ROWS]] : i1
 // CHECK-NEXT: %[[O:.*]] = scf.if %[[GIVEN]] -> (i32) {
 // CHECK: %[[LEAD:.*]] = arith.muli %{{.*}}, %c2_i32{{[_0-9]*}} : i32
 // CHECK: arith.muli %{{.*}}, %c8_i32{{[_0-9]*}} : i32

@@ -6,6 +6,8 @@
 // it, or an operand computed after the acquire. Different rows or strides
 // keep their own loads.
 // RUN: fa3-opt %s --split-input-file --hopper-copy-offsets | FileCheck %s
+// With ahead, a loop's offsets are loaded one iteration early:
+// RUN: fa3-opt %s --split-input-file --hopper-copy-offsets="ahead=true" | FileCheck %s --check-prefix=AHEAD
 
 !k = !hopper.ring<stages = 3, stage_bytes = 16384, data = 16384, full = 114704, empty = 114752, arrivals = 128, cluster = 1>
 !v = !hopper.ring<stages = 3, stage_bytes = 16384, data = 65536, full = 114728, empty = 114776, arrivals = 128, cluster = 1>
@@ -25,6 +27,21 @@
 // CHECK-NOT: hopper.paged_offsets
 // CHECK: hopper.ring.producer_acquire %{{.*}}[%[[I]]] : !hopper.ring<{{.*}}data = 65536
 // CHECK: hopper.copy_paged_tile %[[VP]][%[[ROW]], %{{.*}} warps 4 warp %[[W]] offsets %[[O]] : bf16
+// The first block's offsets before the loop (row 0 x 64), the next
+// block's where this block's stood ((i + 1) x 64), carried by the loop.
+// AHEAD-LABEL: func.func @k_and_v(
+// AHEAD: hopper.producer_warps(%[[W:.*]]) first 0 count 4 {
+// AHEAD-NEXT: %[[ROW0:.*]] = arith.muli %c0_i32, %c64_i32
+// AHEAD-NEXT: %[[O0:.*]] = hopper.paged_offsets %{{.*}}[%[[ROW0]]] {{.*}} warp %[[W]] : i32
+// AHEAD-NEXT: scf.for %[[I:[^ ]*]] = {{.*}} iter_args(%[[O:.*]] = %[[O0]]) -> (i32)
+// AHEAD-NEXT: %[[ROW:.*]] = arith.muli %[[I]], %c64_i32
+// AHEAD-NEXT: %[[NEXT:.*]] = arith.addi %[[I]], %c1_i32
+// AHEAD-NEXT: %[[ROWN:.*]] = arith.muli %[[NEXT]], %c64_i32
+// AHEAD-NEXT: %[[ON:.*]] = hopper.paged_offsets %{{.*}}[%[[ROWN]]] {{.*}} warp %[[W]] : i32
+// AHEAD-NEXT: hopper.ring.producer_acquire
+// AHEAD: hopper.copy_paged_tile %{{.*}}[%[[ROW]], {{.*}} offsets %[[O]] : bf16
+// AHEAD: hopper.copy_paged_tile %{{.*}}[%[[ROW]], {{.*}} offsets %[[O]] : bf16
+// AHEAD: scf.yield %[[ON]] : i32
 func.func @k_and_v(%kpool: !llvm.ptr<1>, %vpool: !llvm.ptr<1>, %table: !llvm.ptr<1>,
                    %smem: !llvm.ptr<3>, %map: !llvm.ptr, %n: i32, %head: i32, %ps: i32,
                    %pages: i32, %len: i32, %stride: i64) {

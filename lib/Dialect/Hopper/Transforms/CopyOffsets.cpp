@@ -14,7 +14,11 @@
 #include "fa3/Dialect/Hopper/IR/HopperDialect.h"
 #include "fa3/Dialect/Hopper/Transforms/Passes.h"
 
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Dominance.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace fa3::hopper {
 #define GEN_PASS_DEF_HOPPERCOPYOFFSETS
@@ -47,6 +51,7 @@ bool sameOffsets(PagedOffsetsOp a, PagedOffsetsOp b) {
 
 struct HopperCopyOffsetsPass
     : public fa3::hopper::impl::HopperCopyOffsetsBase<HopperCopyOffsetsPass> {
+  using Base::Base;
   void runOnOperation() override {
     SmallVector<CopyPagedTileOp> copies;
     getOperation()->walk([&](CopyPagedTileOp c) {
@@ -55,6 +60,77 @@ struct HopperCopyOffsetsPass
     });
     for (CopyPagedTileOp c : copies)
       split(c);
+    if (!ahead)
+      return;
+    SmallVector<PagedOffsetsOp> offsets;
+    getOperation()->walk([&](PagedOffsetsOp o) { offsets.push_back(o); });
+    for (PagedOffsetsOp o : offsets)
+      loadAhead(o);
+  }
+
+  /// The ops of `loop`'s body that compute `v` from its induction variable
+  /// and values defined outside it, in order; none if another value (a
+  /// loop-carried one, an op with effects or regions) enters.
+  static bool sliceOf(scf::ForOp loop, Value v,
+                      llvm::SetVector<Operation *> &slice) {
+    if (loop.isDefinedOutsideOfLoop(v) || v == loop.getInductionVar())
+      return true;
+    Operation *def = v.getDefiningOp();
+    if (!def || def->getBlock() != loop.getBody() ||
+        def->getNumRegions() != 0 || !isMemoryEffectFree(def))
+      return false;
+    if (slice.contains(def))
+      return true;
+    for (Value operand : def->getOperands())
+      if (!sliceOf(loop, operand, slice))
+        return false;
+    slice.insert(def);
+    return true;
+  }
+
+  /// Offsets in a loop's body, from its induction variable: the next
+  /// iteration's loaded where this one's were, carried into it, and the
+  /// first iteration's before the loop (a loop-carried value a lane).
+  void loadAhead(PagedOffsetsOp offsets) {
+    auto loop = dyn_cast<scf::ForOp>(offsets->getParentOp());
+    if (!loop)
+      return;
+    llvm::SetVector<Operation *> slice;
+    for (OpOperand &operand : offsets->getOpOperands())
+      if (operand.get() != offsets.getRow() &&
+          !loop.isDefinedOutsideOfLoop(operand.get()))
+        return;
+    if (!sliceOf(loop, offsets.getRow(), slice))
+      return;
+    // the first iteration's, before the loop
+    OpBuilder b(loop);
+    IRMapping first;
+    first.map(loop.getInductionVar(), loop.getLowerBound());
+    for (Operation *op : slice)
+      b.clone(*op, first);
+    Operation *firstOffsets = b.clone(*offsets, first);
+    IRRewriter rewriter(loop.getContext());
+    FailureOr<LoopLikeOpInterface> carried = loop.replaceWithAdditionalYields(
+        rewriter, firstOffsets->getResults(),
+        /*replaceInitOperandUsesInLoop=*/false,
+        [&](OpBuilder &, Location loc,
+            ArrayRef<BlockArgument> args) -> SmallVector<Value> {
+          // the next iteration's, where this one's stood
+          OpBuilder at(offsets);
+          auto body = cast<scf::ForOp>(offsets->getParentOp());
+          Value next = arith::AddIOp::create(at, loc, body.getInductionVar(),
+                                             body.getStep());
+          IRMapping ahead;
+          ahead.map(body.getInductionVar(), next);
+          for (Operation *op : slice)
+            at.clone(*op, ahead);
+          Operation *nextOffsets = at.clone(*offsets, ahead);
+          for (auto [old, arg] : llvm::zip(offsets->getResults(), args))
+            old.replaceAllUsesWith(arg);
+          return SmallVector<Value>(nextOffsets->getResults());
+        });
+    if (succeeded(carried))
+      offsets->erase();
   }
 
   void split(CopyPagedTileOp copy) {

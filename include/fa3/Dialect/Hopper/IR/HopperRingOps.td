@@ -405,9 +405,10 @@ def Hopper_PagedOffsetsOp : Hopper_Op<"paged_offsets",
     (r % `page_size`) * `stride_row` for r = `row` + the tile's row that
     lane + 32 j of the warp copies (the copy's interleaving of its warps'
     passes of `rows_per_pass` rows), with r clamped to `bound` - 1 and the
-    page index to `pool_pages` - 1 as the copy does. A null `pages` reads
-    nothing and gives zeros (a kernel whose cache is contiguous at the
-    launch, where the offsets are computed but not used). The page table
+    page index to `pool_pages` - 1 as the copy does. A null `pages`, or a
+    `bound` of 0, reads nothing and gives zeros (a kernel whose cache is
+    contiguous at the launch, where the offsets are computed but not used;
+    offsets loaded ahead of a loop that runs no iteration). The page table
     does not change while a kernel runs, which is what lets two of these
     with the same operands be one.
 

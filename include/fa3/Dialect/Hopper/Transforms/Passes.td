@@ -89,7 +89,16 @@ def HopperCopyOffsets : Pass<"hopper-copy-offsets"> {
     The offsets now run where the page table is given though the launch
     boxes the pages (the copy then skipped by its branch): a load a lane
     of a block's entries, while the producer waits.
+
+    With `ahead`, offsets in an scf.for's body whose row follows from the
+    induction variable (and whose other operands come from outside the
+    loop) are loaded one iteration early: the next iteration's where this
+    one's stood, carried into it, the first iteration's before the loop.
   }];
+  let options = [
+    Option<"ahead", "ahead", "bool", /*default=*/"false",
+           "load a loop's offsets one iteration ahead">,
+  ];
 }
 
 def HopperProducerWarpTranspose : Pass<"hopper-producer-warp-transpose"> {
