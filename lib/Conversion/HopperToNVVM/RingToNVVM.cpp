@@ -337,39 +337,52 @@ struct CopyRows {
   }
 };
 
-/// Each lane's offsets in the pool, in 16-byte units, of its warp's rows i
-/// = lane + 32 j (their pages loaded once, clamped into the pool; the
-/// launch gives a pool of at most 2^32 units, 64 GiB).
-SmallVector<Value> pagedRowOffsets(OpBuilder &b, Location loc,
-                                   const CopyRows &rows, Value lane,
-                                   Value row, Value pages, Value pageSize,
-                                   Value poolPages, Value bound,
-                                   Value stridePage, Value strideRow) {
+/// Each lane's page entries (as loaded) and rows within their pages of its
+/// warp's rows i = lane + 32 j, the rows clamped to the sequence's last.
+struct PageEntries {
+  SmallVector<Value> pages, inPage;
+};
+PageEntries pageEntries(OpBuilder &b, Location loc, const CopyRows &rows,
+                        Value lane, Value row, Value pages, Value pageSize,
+                        Value bound) {
   Type i32 = b.getI32Type();
-  auto c32 = [&](int64_t v) { return i32Const(b, loc, v); };
-  auto units = [&](Value bytes) -> Value {
-    Value four = i64Const(b, loc, 4);
-    Value u = arith::ShRUIOp::create(b, loc, bytes, four);
-    return arith::TruncIOp::create(b, loc, i32, u);
-  };
-  Value one = c32(1);
+  Value one = i32Const(b, loc, 1);
   Value last = arith::SubIOp::create(b, loc, bound, one);
-  Value lastPage = arith::SubIOp::create(b, loc, poolPages, one);
-  Value pageUnits = units(stridePage);
-  Value rowUnits = units(strideRow);
-  SmallVector<Value> offsets;
+  PageEntries e;
   for (int64_t j = 0; j * 32 < rows.perWarp; ++j) {
-    Value batch = c32(32 * j);
+    Value batch = i32Const(b, loc, 32 * j);
     Value i = arith::AddIOp::create(b, loc, lane, batch);
     Value t = rows.tileRow(b, loc, i);
     Value r = arith::AddIOp::create(b, loc, row, t);
     r = arith::MinUIOp::create(b, loc, r, last);
     Value entry = arith::DivUIOp::create(b, loc, r, pageSize);
-    Value inPage = arith::RemUIOp::create(b, loc, r, pageSize);
+    e.inPage.push_back(arith::RemUIOp::create(b, loc, r, pageSize));
     Value ep = LLVM::GEPOp::create(b, loc, pages.getType(), i32, pages,
                                    ValueRange{entry});
-    Value page = LLVM::LoadOp::create(b, loc, i32, ep);
-    page = arith::MinUIOp::create(b, loc, page, lastPage);
+    e.pages.push_back(LLVM::LoadOp::create(b, loc, i32, ep));
+  }
+  return e;
+}
+
+/// The offsets in the pool, in 16-byte units, of rows given by their page
+/// entries (clamped into the pool) and rows within the pages (the launch
+/// gives a pool of at most 2^32 units, 64 GiB).
+SmallVector<Value> pagedRowOffsets(OpBuilder &b, Location loc,
+                                   const PageEntries &e, Value poolPages,
+                                   Value stridePage, Value strideRow) {
+  Type i32 = b.getI32Type();
+  auto units = [&](Value bytes) -> Value {
+    Value four = i64Const(b, loc, 4);
+    Value u = arith::ShRUIOp::create(b, loc, bytes, four);
+    return arith::TruncIOp::create(b, loc, i32, u);
+  };
+  Value one = i32Const(b, loc, 1);
+  Value lastPage = arith::SubIOp::create(b, loc, poolPages, one);
+  Value pageUnits = units(stridePage);
+  Value rowUnits = units(strideRow);
+  SmallVector<Value> offsets;
+  for (auto [entry, inPage] : llvm::zip(e.pages, e.inPage)) {
+    Value page = arith::MinUIOp::create(b, loc, entry, lastPage);
     Value pageOff = arith::MulIOp::create(b, loc, page, pageUnits);
     Value rowOff = arith::MulIOp::create(b, loc, inPage, rowUnits);
     offsets.push_back(arith::AddIOp::create(b, loc, pageOff, rowOff));
@@ -377,7 +390,7 @@ SmallVector<Value> pagedRowOffsets(OpBuilder &b, Location loc,
   return offsets;
 }
 
-/// hopper.paged_offsets: pagedRowOffsets where the page table is given and
+/// hopper.paged_offsets: pageEntries where the page table is given and
 /// the sequence has rows, else zeros (nothing read: a contiguous cache at
 /// the launch, or offsets loaded ahead of a loop that runs no iteration).
 struct PagedOffsetsLowering : OpConversionPattern<PagedOffsetsOp> {
@@ -408,11 +421,12 @@ struct PagedOffsetsLowering : OpConversionPattern<PagedOffsetsOp> {
       }
       CopyRows rows{perPass, static_cast<int64_t>(op.getWarps()),
                     op.getRowsPerWarp(), lead};
-      SmallVector<Value> offsets = pagedRowOffsets(
-          b, loc, rows, lane, adaptor.getRow(), pages, adaptor.getPageSize(),
-          adaptor.getPoolPages(), adaptor.getBound(), adaptor.getStridePage(),
-          adaptor.getStrideRow());
-      scf::YieldOp::create(b, loc, offsets);
+      PageEntries e =
+          pageEntries(b, loc, rows, lane, adaptor.getRow(), pages,
+                      adaptor.getPageSize(), adaptor.getBound());
+      SmallVector<Value> entries(e.pages);
+      entries.append(e.inPage);
+      scf::YieldOp::create(b, loc, entries);
       b.setInsertionPointToStart(branch.elseBlock());
       Value zero = i32Const(b, loc, 0);
       SmallVector<Value> zeros(op.getNumResults(), zero);
@@ -479,13 +493,23 @@ struct CopyPagedTileLowering : OpConversionPattern<CopyPagedTileOp> {
     Value warpLead = warp ? mul(warp, c32(perPass)) : Value();
     CopyRows rows{perPass, warps, perWarp, warpLead};
     Type gptr = adaptor.getBase().getType();
-    SmallVector<Value> offsets(adaptor.getOffsets());
-    if (offsets.empty())
-      offsets = pagedRowOffsets(b, loc, rows, lane, adaptor.getRow(),
-                                adaptor.getPages(), adaptor.getPageSize(),
-                                adaptor.getPoolPages(), adaptor.getBound(),
-                                adaptor.getStridePage(),
-                                adaptor.getStrideRow());
+    PageEntries e;
+    if (ValueRange given = adaptor.getOffsets(); !given.empty()) {
+      // each entry through an opaque copy (volatile, so after the slot's
+      // wait): LLVM hoisted the clamp to the load, ahead of the wait
+      const size_t n = given.size() / 2;
+      for (Value entry : given.take_front(n))
+        e.pages.push_back(inlineAsm(b, loc, i32, entry, "mov.b32 $0, $1;",
+                                    "=r,r", /*sideEffects=*/true)
+                              .getResult(0));
+      e.inPage.assign(given.begin() + n, given.end());
+    } else {
+      e = pageEntries(b, loc, rows, lane, adaptor.getRow(), adaptor.getPages(),
+                      adaptor.getPageSize(), adaptor.getBound());
+    }
+    SmallVector<Value> offsets =
+        pagedRowOffsets(b, loc, e, adaptor.getPoolPages(),
+                        adaptor.getStridePage(), adaptor.getStrideRow());
     // this lane's piece of its head's row, and of the stage's rows
     Value headOff = mul(ext(adaptor.getHead()), adaptor.getStrideHead());
     Value pieceOff = ext(arith::ShLIOp::create(b, loc, piece, c32(4)));

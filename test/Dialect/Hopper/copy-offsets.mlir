@@ -21,27 +21,27 @@
 // CHECK-NEXT: scf.for %[[I:[^ ]*]] =
 // CHECK-NEXT: %[[ROW:.*]] = arith.muli %[[I]]
 // One load of the entries a block, before K's wait.
-// CHECK-NEXT: %[[O:.*]] = hopper.paged_offsets %[[TABLE]][%[[ROW]]] page_size %{{.*}} pool %{{.*}} bound %{{.*}} strides %{{.*}}, %{{.*}} rows 64 per_pass 2 warps 4 warp %[[W]] : i32
+// CHECK-NEXT: %[[O:[^:]*]]:2 = hopper.paged_offsets %[[TABLE]][%[[ROW]]] page_size %{{.*}} pool %{{.*}} bound %{{.*}} strides %{{.*}}, %{{.*}} rows 64 per_pass 2 warps 4 warp %[[W]] : i32, i32
 // CHECK-NEXT: hopper.ring.producer_acquire %{{.*}}[%[[I]]] : !hopper.ring<{{.*}}data = 16384
-// CHECK: hopper.copy_paged_tile %[[KP]][%[[ROW]], %{{.*}} warps 4 warp %[[W]] offsets %[[O]] : bf16
+// CHECK: hopper.copy_paged_tile %[[KP]][%[[ROW]], %{{.*}} warps 4 warp %[[W]] offsets %[[O]]#0, %[[O]]#1 : bf16
 // CHECK-NOT: hopper.paged_offsets
 // CHECK: hopper.ring.producer_acquire %{{.*}}[%[[I]]] : !hopper.ring<{{.*}}data = 65536
-// CHECK: hopper.copy_paged_tile %[[VP]][%[[ROW]], %{{.*}} warps 4 warp %[[W]] offsets %[[O]] : bf16
+// CHECK: hopper.copy_paged_tile %[[VP]][%[[ROW]], %{{.*}} warps 4 warp %[[W]] offsets %[[O]]#0, %[[O]]#1 : bf16
 // The first block's offsets before the loop (row 0 x 64), the next
 // block's where this block's stood ((i + 1) x 64), carried by the loop.
 // AHEAD-LABEL: func.func @k_and_v(
 // AHEAD: hopper.producer_warps(%[[W:.*]]) first 0 count 4 {
 // AHEAD-NEXT: %[[ROW0:.*]] = arith.muli %c0_i32, %c64_i32
-// AHEAD-NEXT: %[[O0:.*]] = hopper.paged_offsets %{{.*}}[%[[ROW0]]] {{.*}} warp %[[W]] : i32
-// AHEAD-NEXT: scf.for %[[I:[^ ]*]] = {{.*}} iter_args(%[[O:.*]] = %[[O0]]) -> (i32)
+// AHEAD-NEXT: %[[O0:[^:]*]]:2 = hopper.paged_offsets %{{.*}}[%[[ROW0]]] {{.*}} warp %[[W]] : i32, i32
+// AHEAD-NEXT: scf.for %[[I:[^ ]*]] = {{.*}} iter_args(%[[E:[^ ]*]] = %[[O0]]#0, %[[R:[^ ]*]] = %[[O0]]#1) -> (i32, i32)
 // AHEAD-NEXT: %[[ROW:.*]] = arith.muli %[[I]], %c64_i32
 // AHEAD-NEXT: %[[NEXT:.*]] = arith.addi %[[I]], %c1_i32
 // AHEAD-NEXT: %[[ROWN:.*]] = arith.muli %[[NEXT]], %c64_i32
-// AHEAD-NEXT: %[[ON:.*]] = hopper.paged_offsets %{{.*}}[%[[ROWN]]] {{.*}} warp %[[W]] : i32
+// AHEAD-NEXT: %[[ON:[^:]*]]:2 = hopper.paged_offsets %{{.*}}[%[[ROWN]]] {{.*}} warp %[[W]] : i32, i32
 // AHEAD-NEXT: hopper.ring.producer_acquire
-// AHEAD: hopper.copy_paged_tile %{{.*}}[%[[ROW]], {{.*}} offsets %[[O]] : bf16
-// AHEAD: hopper.copy_paged_tile %{{.*}}[%[[ROW]], {{.*}} offsets %[[O]] : bf16
-// AHEAD: scf.yield %[[ON]] : i32
+// AHEAD: hopper.copy_paged_tile %{{.*}}[%[[ROW]], {{.*}} offsets %[[E]], %[[R]] : bf16
+// AHEAD: hopper.copy_paged_tile %{{.*}}[%[[ROW]], {{.*}} offsets %[[E]], %[[R]] : bf16
+// AHEAD: scf.yield %[[ON]]#0, %[[ON]]#1 : i32, i32
 func.func @k_and_v(%kpool: !llvm.ptr<1>, %vpool: !llvm.ptr<1>, %table: !llvm.ptr<1>,
                    %smem: !llvm.ptr<3>, %map: !llvm.ptr, %n: i32, %head: i32, %ps: i32,
                    %pages: i32, %len: i32, %stride: i64) {
@@ -96,14 +96,14 @@ func.func @k_and_v(%kpool: !llvm.ptr<1>, %vpool: !llvm.ptr<1>, %table: !llvm.ptr
 // CHECK-LABEL: func.func @stays(
 // CHECK: hopper.ring.producer_acquire %{{.*}}[%{{.*}}] : !hopper.ring<{{.*}}data = 16384
 // CHECK-NEXT: %[[ROW:.*]] = arith.muli
-// CHECK-NEXT: %[[O:[^:]*]]:2 = hopper.paged_offsets %{{.*}}[%[[ROW]]] {{.*}} rows 64 per_pass 2 : i32, i32
-// CHECK-NEXT: hopper.copy_paged_tile {{.*}} offsets %[[O]]#0, %[[O]]#1 : bf16
-// CHECK-NEXT: %[[O2:[^:]*]]:2 = hopper.paged_offsets %{{.*}}[%{{.*}}] {{.*}} rows 64 per_pass 2 : i32, i32
+// CHECK-NEXT: %[[O:[^:]*]]:4 = hopper.paged_offsets %{{.*}}[%[[ROW]]] {{.*}} rows 64 per_pass 2 : i32, i32, i32, i32
+// CHECK-NEXT: hopper.copy_paged_tile {{.*}} offsets %[[O]]#0, %[[O]]#1, %[[O]]#2, %[[O]]#3 : bf16
+// CHECK-NEXT: %[[O2:[^:]*]]:4 = hopper.paged_offsets %{{.*}}[%{{.*}}] {{.*}} rows 64 per_pass 2 : i32, i32, i32, i32
 // CHECK-NEXT: hopper.ring.producer_acquire %{{.*}}[%{{.*}}] : !hopper.ring<{{.*}}data = 65536
-// CHECK-NEXT: hopper.copy_paged_tile {{.*}} offsets %[[O2]]#0, %[[O2]]#1 : bf16
-// CHECK-NEXT: %[[O3:[^:]*]]:2 = hopper.paged_offsets {{.*}} strides %{{.*}}, %[[SR:[^ ]*]] rows 64 per_pass 2 : i32, i32
+// CHECK-NEXT: hopper.copy_paged_tile {{.*}} offsets %[[O2]]#0, %[[O2]]#1, %[[O2]]#2, %[[O2]]#3 : bf16
+// CHECK-NEXT: %[[O3:[^:]*]]:4 = hopper.paged_offsets {{.*}} strides %{{.*}}, %[[SR:[^ ]*]] rows 64 per_pass 2 : i32, i32, i32, i32
 // CHECK-NEXT: hopper.ring.producer_acquire %{{.*}}[%{{.*}}] : !hopper.ring<{{.*}}data = 65536
-// CHECK-NEXT: hopper.copy_paged_tile {{.*}} offsets %[[O3]]#0, %[[O3]]#1 : bf16
+// CHECK-NEXT: hopper.copy_paged_tile {{.*}} offsets %[[O3]]#0, %[[O3]]#1, %[[O3]]#2, %[[O3]]#3 : bf16
 // Outside a warps' program (hopper-warp-copy has not run): left alone.
 // CHECK: hopper.producer_thread {
 // CHECK-NOT: hopper.paged_offsets

@@ -209,9 +209,10 @@ LogicalResult PagedOffsetsOp::verify() {
            << perPass;
   if (failed(verifyCopyWarps(*this, getRows(), perPass)))
     return failure();
-  const int64_t want = offsetsFor(getRowsPerWarp());
+  const int64_t want = 2 * offsetsFor(getRowsPerWarp());
   if (static_cast<int64_t>(getOffsets().size()) != want)
-    return emitOpError("gives one offset per 32 of a warp's ")
+    return emitOpError("gives a page entry and a row in its page per 32 of a "
+                       "warp's ")
            << getRowsPerWarp() << " rows (" << want << "), got "
            << getOffsets().size();
   return success();
@@ -231,9 +232,10 @@ LogicalResult CopyPagedTileOp::verify() {
   if (failed(verifyCopyWarps(*this, getRows(), getRowsPerPass())))
     return failure();
   if (!getOffsets().empty()) {
-    const int64_t want = PagedOffsetsOp::offsetsFor(getRowsPerWarp());
+    const int64_t want = 2 * PagedOffsetsOp::offsetsFor(getRowsPerWarp());
     if (static_cast<int64_t>(getOffsets().size()) != want)
-      return emitOpError("takes one offset per 32 of a warp's ")
+      return emitOpError("takes a page entry and a row in its page per 32 of "
+                         "a warp's ")
              << getRowsPerWarp() << " rows (" << want << "), got "
              << getOffsets().size();
     // offsets of another layout would copy the wrong rows

@@ -136,7 +136,7 @@ struct HopperCopyOffsetsPass
   void split(CopyPagedTileOp copy) {
     auto role = copy->getParentOfType<ProducerWarpsOp>();
     OpBuilder b(copy);
-    SmallVector<Type> types(PagedOffsetsOp::offsetsFor(copy.getRowsPerWarp()),
+    SmallVector<Type> types(2 * PagedOffsetsOp::offsetsFor(copy.getRowsPerWarp()),
                             b.getI32Type());
     auto offsets = PagedOffsetsOp::create(
         b, copy.getLoc(), types, copy.getPages(), copy.getRow(),
