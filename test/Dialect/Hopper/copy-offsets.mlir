@@ -4,10 +4,11 @@
 // where their operands allow, and a block's V takes its K's offsets (same
 // rows, page table and strides). Left beside the copy: no acquire before
 // it, or an operand computed after the acquire. Different rows or strides
-// keep their own loads.
-// RUN: fa3-opt %s --split-input-file --hopper-copy-offsets | FileCheck %s
-// With ahead, a loop's offsets are loaded one iteration early:
-// RUN: fa3-opt %s --split-input-file --hopper-copy-offsets="ahead=true" | FileCheck %s --check-prefix=AHEAD
+// keep their own loads. Copies of more than 32 rows a warp (more than one
+// entry a lane) are left whole.
+// RUN: fa3-opt %s --split-input-file --hopper-copy-offsets="ahead=false" | FileCheck %s
+// With ahead (the default), a loop's offsets are loaded one iteration early:
+// RUN: fa3-opt %s --split-input-file --hopper-copy-offsets | FileCheck %s --check-prefix=AHEAD
 
 !k = !hopper.ring<stages = 3, stage_bytes = 16384, data = 16384, full = 114704, empty = 114752, arrivals = 128, cluster = 1>
 !v = !hopper.ring<stages = 3, stage_bytes = 16384, data = 65536, full = 114728, empty = 114776, arrivals = 128, cluster = 1>
@@ -96,14 +97,19 @@ func.func @k_and_v(%kpool: !llvm.ptr<1>, %vpool: !llvm.ptr<1>, %table: !llvm.ptr
 // CHECK-LABEL: func.func @stays(
 // CHECK: hopper.ring.producer_acquire %{{.*}}[%{{.*}}] : !hopper.ring<{{.*}}data = 16384
 // CHECK-NEXT: %[[ROW:.*]] = arith.muli
-// CHECK-NEXT: %[[O:[^:]*]]:4 = hopper.paged_offsets %{{.*}}[%[[ROW]]] {{.*}} rows 64 per_pass 2 : i32, i32, i32, i32
-// CHECK-NEXT: hopper.copy_paged_tile {{.*}} offsets %[[O]]#0, %[[O]]#1, %[[O]]#2, %[[O]]#3 : bf16
-// CHECK-NEXT: %[[O2:[^:]*]]:4 = hopper.paged_offsets %{{.*}}[%{{.*}}] {{.*}} rows 64 per_pass 2 : i32, i32, i32, i32
+// CHECK-NEXT: %[[O:[^:]*]]:2 = hopper.paged_offsets %{{.*}}[%[[ROW]]] {{.*}} rows 32 per_pass 2 : i32, i32
+// CHECK-NEXT: hopper.copy_paged_tile {{.*}} offsets %[[O]]#0, %[[O]]#1 : bf16
+// CHECK-NEXT: %[[O2:[^:]*]]:2 = hopper.paged_offsets %{{.*}}[%{{.*}}] {{.*}} rows 32 per_pass 2 : i32, i32
 // CHECK-NEXT: hopper.ring.producer_acquire %{{.*}}[%{{.*}}] : !hopper.ring<{{.*}}data = 65536
-// CHECK-NEXT: hopper.copy_paged_tile {{.*}} offsets %[[O2]]#0, %[[O2]]#1, %[[O2]]#2, %[[O2]]#3 : bf16
-// CHECK-NEXT: %[[O3:[^:]*]]:4 = hopper.paged_offsets {{.*}} strides %{{.*}}, %[[SR:[^ ]*]] rows 64 per_pass 2 : i32, i32, i32, i32
+// CHECK-NEXT: hopper.copy_paged_tile {{.*}} offsets %[[O2]]#0, %[[O2]]#1 : bf16
+// CHECK-NEXT: %[[O3:[^:]*]]:2 = hopper.paged_offsets {{.*}} strides %{{.*}}, %[[SR:[^ ]*]] rows 32 per_pass 2 : i32, i32
 // CHECK-NEXT: hopper.ring.producer_acquire %{{.*}}[%{{.*}}] : !hopper.ring<{{.*}}data = 65536
-// CHECK-NEXT: hopper.copy_paged_tile {{.*}} offsets %[[O3]]#0, %[[O3]]#1, %[[O3]]#2, %[[O3]]#3 : bf16
+// CHECK-NEXT: hopper.copy_paged_tile {{.*}} offsets %[[O3]]#0, %[[O3]]#1 : bf16
+// 64 rows by one warp, two entries a lane: left whole.
+// CHECK-NEXT: hopper.ring.producer_acquire
+// CHECK-NEXT: hopper.copy_paged_tile {{.*}} rows 64
+// CHECK-NOT: offsets
+// CHECK-SAME: : bf16
 // Outside a warps' program (hopper-warp-copy has not run): left alone.
 // CHECK: hopper.producer_thread {
 // CHECK-NOT: hopper.paged_offsets
@@ -121,16 +127,20 @@ func.func @stays(%pool: !llvm.ptr<1>, %table: !llvm.ptr<1>, %smem: !llvm.ptr<3>,
       hopper.ring.producer_acquire %k[%i] : !k
       %row = arith.muli %i, %c64 : i32
       hopper.copy_paged_tile %pool[%row, %head] strides %stride, %stride, %stride
-          pages %table page_size %ps pool %pages bound %len into %k[%i] rows 64
+          pages %table page_size %ps pool %pages bound %len into %k[%i] rows 32
           cols 128 : bf16, !k
       hopper.ring.producer_acquire %v[%i] : !v
       hopper.copy_paged_tile %pool[%i, %head] strides %stride, %stride, %stride
-          pages %table page_size %ps pool %pages bound %len into %v[%i] rows 64
+          pages %table page_size %ps pool %pages bound %len into %v[%i] rows 32
           cols 128 : bf16, !v
       hopper.ring.producer_acquire %v[%c0] : !v
       hopper.copy_paged_tile %pool[%i, %head] strides %stride, %other, %stride
-          pages %table page_size %ps pool %pages bound %len into %v[%c0] rows 64
+          pages %table page_size %ps pool %pages bound %len into %v[%c0] rows 32
           cols 128 : bf16, !v
+      hopper.ring.producer_acquire %k[%c0] : !k
+      hopper.copy_paged_tile %pool[%i, %head] strides %stride, %stride, %stride
+          pages %table page_size %ps pool %pages bound %len into %k[%c0] rows 64
+          cols 128 : bf16, !k
     }
     hopper.producer_thread {
       hopper.ring.producer_acquire %k[%i] : !k

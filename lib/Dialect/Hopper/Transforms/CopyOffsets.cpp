@@ -7,7 +7,14 @@
 // loaded entry. This pass splits each copy into hopper.paged_offsets and
 // the copy of those offsets, moves the offsets before the acquire where
 // their operands allow, and lets a block's V take its K's offsets (the
-// same rows of the same page table, under the same strides).
+// same rows of the same page table, under the same strides). Before the
+// wait alone gained nothing (the slot is mostly free: the load's latency
+// still stood before the copy); one block ahead (the default) lifted bf16
+// decoding at pages of 1-8 rows from 0.87-0.88 to 0.95-0.96 of the
+// contiguous cache (bench/NOTES.md, Log). Only copies whose lanes each
+// load one entry are split: FP8's copies by warp 0 alone (four entries a
+// lane) spilled 64 bytes in its producer with them carried and ran at 0.47
+// of the contiguous cache against 0.62.
 //
 //===----------------------------------------------------------------------===//
 
@@ -55,7 +62,8 @@ struct HopperCopyOffsetsPass
   void runOnOperation() override {
     SmallVector<CopyPagedTileOp> copies;
     getOperation()->walk([&](CopyPagedTileOp c) {
-      if (c.getOffsets().empty() && c->getParentOfType<ProducerWarpsOp>())
+      if (c.getOffsets().empty() && c->getParentOfType<ProducerWarpsOp>() &&
+          PagedOffsetsOp::offsetsFor(c.getRowsPerWarp()) == 1)
         copies.push_back(c);
     });
     for (CopyPagedTileOp c : copies)
@@ -120,11 +128,11 @@ struct HopperCopyOffsetsPass
           auto body = cast<scf::ForOp>(offsets->getParentOp());
           Value next = arith::AddIOp::create(at, loc, body.getInductionVar(),
                                              body.getStep());
-          IRMapping ahead;
-          ahead.map(body.getInductionVar(), next);
+          IRMapping toNext;
+          toNext.map(body.getInductionVar(), next);
           for (Operation *op : slice)
-            at.clone(*op, ahead);
-          Operation *nextOffsets = at.clone(*offsets, ahead);
+            at.clone(*op, toNext);
+          Operation *nextOffsets = at.clone(*offsets, toNext);
           for (auto [old, arg] : llvm::zip(offsets->getResults(), args))
             old.replaceAllUsesWith(arg);
           return SmallVector<Value>(nextOffsets->getResults());

@@ -88,16 +88,24 @@ def HopperCopyOffsets : Pass<"hopper-copy-offsets"> {
     offsets stay just before the copy (the copy's own loads, split off).
     The offsets now run where the page table is given though the launch
     boxes the pages (the copy then skipped by its branch): a load a lane
-    of a block's entries, while the producer waits.
+    of a block's entries, while the producer waits. Only copies whose
+    lanes load one entry each (at most 32 rows a warp) are split: with
+    more, the carried entries cost the producer's few registers (FP8's
+    copies by warp 0 alone, four a lane, spilled and ran slower).
 
-    With `ahead`, offsets in an scf.for's body whose row follows from the
-    induction variable (and whose other operands come from outside the
-    loop) are loaded one iteration early: the next iteration's where this
-    one's stood, carried into it, the first iteration's before the loop.
+    With `ahead` (the default), offsets in an scf.for's body whose row
+    follows from the induction variable (and whose other operands come
+    from outside the loop) are loaded one iteration early: the next
+    iteration's where this one's stood, carried into it, the first
+    iteration's before the loop. Before the wait alone did not speed the
+    copies up (the slot is mostly free, so the load's latency still stood
+    before the copy); one iteration ahead did (bench/NOTES.md, Log, "Page-
+    table loads one block ahead").
   }];
   let options = [
-    Option<"ahead", "ahead", "bool", /*default=*/"false",
-           "load a loop's offsets one iteration ahead">,
+    Option<"ahead", "ahead", "bool", /*default=*/"true",
+           "load a loop's offsets one iteration ahead (false: just before "
+           "the slot's wait)">,
   ];
 }
 
