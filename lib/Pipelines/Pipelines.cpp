@@ -153,6 +153,7 @@ void fa3::addHopperPipeline(OpPassManager &pm, const HopperPipelineOptions &o) {
   pm.addPass(createConvertAttnToHopper());
   pm.addPass(hopper::createHopperWarpSpecialize());
   pm.addPass(hopper::createHopperWarpCopy());
+  pm.addPass(hopper::createHopperCopyOffsets());
   pm.addPass(hopper::createHopperAsyncCopy());
   pm.addPass(hopper::createHopperProducerWarpTranspose());
   pm.addPass(hopper::createHopperOverlap());

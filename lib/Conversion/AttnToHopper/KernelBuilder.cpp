@@ -627,7 +627,8 @@ private:
                 b, loc, copyBase, param("pagedStridePage"),
                 param("pagedStrideRow"), param("pagedStrideHead"), row, head,
                 pages, param("pageSize"), param("pagedPages"), bound, r, u,
-                /*warp=*/Value(), b.getI64IntegerAttr(cfg.blockN),
+                /*warp=*/Value(), /*offsets=*/ValueRange(),
+                b.getI64IntegerAttr(cfg.blockN),
                 b.getI64IntegerAttr(cols), valid,
                 b.getI64IntegerAttr(cfg.copyWarps()), TypeAttr::get(et));
           },

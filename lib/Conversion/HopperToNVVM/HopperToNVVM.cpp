@@ -293,16 +293,25 @@ LogicalResult checkTransposerWarps(Operation *root) {
 /// hopper-warp-copy gives them, not one thread's, each copy knowing its
 /// warp's index where several share it.
 LogicalResult checkWarpCopies(Operation *root) {
-  WalkResult r = root->walk([&](CopyPagedTileOp c) -> WalkResult {
-    auto warp = c->getParentOfType<ProducerWarpsOp>();
-    const uint64_t n = c.getWarps();
-    if (warp && warp.getFirst() == 0 && warp.getCount() == n &&
-        !c->getParentOfType<ProducerThreadOp>() &&
-        (n == 1 || c.getWarp()))
+  WalkResult r = root->walk([&](Operation *op) -> WalkResult {
+    uint64_t n;
+    bool indexed;
+    if (auto c = dyn_cast<CopyPagedTileOp>(op)) {
+      n = c.getWarps();
+      indexed = c.getWarp() != nullptr;
+    } else if (auto o = dyn_cast<PagedOffsetsOp>(op)) {
+      n = o.getWarps();
+      indexed = o.getWarp() != nullptr;
+    } else {
       return WalkResult::advance();
-    InFlightDiagnostic d = c.emitOpError("is copied by every lane of ")
+    }
+    auto warp = op->getParentOfType<ProducerWarpsOp>();
+    if (warp && warp.getFirst() == 0 && warp.getCount() == n &&
+        !op->getParentOfType<ProducerThreadOp>() && (n == 1 || indexed))
+      return WalkResult::advance();
+    InFlightDiagnostic d = op->emitOpError("is run by every lane of ")
                            << n << " warp(s), but stands in ";
-    if (c->getParentOfType<ProducerThreadOp>())
+    if (op->getParentOfType<ProducerThreadOp>())
       d << "one thread's program";
     else if (!warp || warp.getFirst() != 0 || warp.getCount() != n)
       d << "no program of warps 0 .. " << n - 1;

@@ -311,19 +311,138 @@ struct TmaLoadLowering : OpConversionPattern<TmaLoadOp> {
   }
 };
 
-/// Each lane: the offsets in the pool of its warp's rows i = lane + 32 j
-/// (their pages loaded once, clamped into the pool), then one cp.async of
-/// 16 bytes a pass, the warp's row p x perPass + q of pass p (q = lane /
-/// pieces), piece lane % pieces, its offset shuffled from the lane that
-/// loaded that row's page. With one warp, its row i is the tile's row i.
-/// With several, their passes interleave (FlashAttention-3's thread
-/// layout): the warp's row i is the tile's (i / perPass) x warps x perPass
-/// + w x perPass + i % perPass, so that where warps x perPass rows are a
-/// multiple of 8, a lane's rows differ by multiples of 8, share their
-/// swizzle, and its destinations differ by constants (held in no register:
-/// ptxas spilled the per-pass destinations of 32 contiguous rows a warp at
-/// 24 registers). The stage's layout is TMA's: piece p of row r at byte (p
-/// / 8) rows 128 + 128 r + 16 ((p % 8) ^ (r % 8)) (the 128-byte swizzle by
+/// A paged copy's rows over its warps and passes: with one warp, its row i
+/// is the tile's row i; with several, their passes interleave
+/// (FlashAttention-3's thread layout): the warp's row i is the tile's (i /
+/// perPass) x warps x perPass + w x perPass + i % perPass, so that where
+/// warps x perPass rows are a multiple of 8, a lane's rows differ by
+/// multiples of 8, share their swizzle, and its destinations differ by
+/// constants (held in no register: ptxas spilled the per-pass destinations
+/// of 32 contiguous rows a warp at 24 registers).
+struct CopyRows {
+  int64_t perPass, warps, perWarp;
+  /// (several warps) this warp's first row, w x perPass
+  Value lead;
+  Value tileRow(OpBuilder &b, Location loc, Value i) const {
+    if (!lead)
+      return i;
+    Value byPass = i32Const(b, loc, llvm::Log2_64(perPass));
+    Value pass = arith::ShRUIOp::create(b, loc, i, byPass);
+    Value groupRows = i32Const(b, loc, warps * perPass);
+    Value group = arith::MulIOp::create(b, loc, pass, groupRows);
+    Value inPassMask = i32Const(b, loc, perPass - 1);
+    Value inPass = arith::AndIOp::create(b, loc, i, inPassMask);
+    Value within = arith::AddIOp::create(b, loc, lead, inPass);
+    return arith::AddIOp::create(b, loc, group, within);
+  }
+};
+
+/// Each lane's page entries (as loaded) and rows within their pages of its
+/// warp's rows i = lane + 32 j, the rows clamped to the sequence's last.
+struct PageEntries {
+  SmallVector<Value> pages, inPage;
+};
+PageEntries pageEntries(OpBuilder &b, Location loc, const CopyRows &rows,
+                        Value lane, Value row, Value pages, Value pageSize,
+                        Value bound) {
+  Type i32 = b.getI32Type();
+  Value one = i32Const(b, loc, 1);
+  Value last = arith::SubIOp::create(b, loc, bound, one);
+  PageEntries e;
+  for (int64_t j = 0; j * 32 < rows.perWarp; ++j) {
+    Value batch = i32Const(b, loc, 32 * j);
+    Value i = arith::AddIOp::create(b, loc, lane, batch);
+    Value t = rows.tileRow(b, loc, i);
+    Value r = arith::AddIOp::create(b, loc, row, t);
+    r = arith::MinUIOp::create(b, loc, r, last);
+    Value entry = arith::DivUIOp::create(b, loc, r, pageSize);
+    e.inPage.push_back(arith::RemUIOp::create(b, loc, r, pageSize));
+    Value ep = LLVM::GEPOp::create(b, loc, pages.getType(), i32, pages,
+                                   ValueRange{entry});
+    e.pages.push_back(LLVM::LoadOp::create(b, loc, i32, ep));
+  }
+  return e;
+}
+
+/// The offsets in the pool, in 16-byte units, of rows given by their page
+/// entries (clamped into the pool) and rows within the pages (the launch
+/// gives a pool of at most 2^32 units, 64 GiB).
+SmallVector<Value> pagedRowOffsets(OpBuilder &b, Location loc,
+                                   const PageEntries &e, Value poolPages,
+                                   Value stridePage, Value strideRow) {
+  Type i32 = b.getI32Type();
+  auto units = [&](Value bytes) -> Value {
+    Value four = i64Const(b, loc, 4);
+    Value u = arith::ShRUIOp::create(b, loc, bytes, four);
+    return arith::TruncIOp::create(b, loc, i32, u);
+  };
+  Value one = i32Const(b, loc, 1);
+  Value lastPage = arith::SubIOp::create(b, loc, poolPages, one);
+  Value pageUnits = units(stridePage);
+  Value rowUnits = units(strideRow);
+  SmallVector<Value> offsets;
+  for (auto [entry, inPage] : llvm::zip(e.pages, e.inPage)) {
+    Value page = arith::MinUIOp::create(b, loc, entry, lastPage);
+    Value pageOff = arith::MulIOp::create(b, loc, page, pageUnits);
+    Value rowOff = arith::MulIOp::create(b, loc, inPage, rowUnits);
+    offsets.push_back(arith::AddIOp::create(b, loc, pageOff, rowOff));
+  }
+  return offsets;
+}
+
+/// hopper.paged_offsets: pageEntries where the page table is given and
+/// the sequence has rows, else zeros (nothing read: a contiguous cache at
+/// the launch, or offsets loaded ahead of a loop that runs no iteration).
+struct PagedOffsetsLowering : OpConversionPattern<PagedOffsetsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(PagedOffsetsOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    Value pages = adaptor.getPages();
+    Value null = LLVM::ZeroOp::create(b, loc, pages.getType());
+    Value table = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne,
+                                       pages, null);
+    Value none = i32Const(b, loc, 0);
+    Value rows = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                       adaptor.getBound(), none);
+    Value given = arith::AndIOp::create(b, loc, table, rows);
+    auto branch = scf::IfOp::create(b, loc, op.getResultTypes(), given,
+                                    /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(branch.thenBlock());
+      Value lane = NVVM::LaneIdOp::create(b, loc, b.getI32Type());
+      const int64_t perPass = op.getPerPass();
+      Value lead;
+      if (Value warp = adaptor.getWarp()) {
+        Value passRows = i32Const(b, loc, perPass);
+        lead = arith::MulIOp::create(b, loc, warp, passRows);
+      }
+      CopyRows rows{perPass, static_cast<int64_t>(op.getWarps()),
+                    op.getRowsPerWarp(), lead};
+      PageEntries e =
+          pageEntries(b, loc, rows, lane, adaptor.getRow(), pages,
+                      adaptor.getPageSize(), adaptor.getBound());
+      SmallVector<Value> entries(e.pages);
+      entries.append(e.inPage);
+      scf::YieldOp::create(b, loc, entries);
+      b.setInsertionPointToStart(branch.elseBlock());
+      Value zero = i32Const(b, loc, 0);
+      SmallVector<Value> zeros(op.getNumResults(), zero);
+      scf::YieldOp::create(b, loc, zeros);
+    }
+    b.replaceOp(op, branch.getResults());
+    return success();
+  }
+};
+
+/// Each lane: its rows' offsets (hopper.paged_offsets's, given or loaded
+/// here), then one cp.async of 16 bytes a pass, the warp's row p x perPass
+/// + q of pass p (q = lane / pieces, the tile's row by CopyRows), piece
+/// lane % pieces, its offset shuffled from the lane that loaded that row's
+/// page. The stage's layout is TMA's: piece p of row r at byte (p / 8)
+/// rows 128 + 128 r + 16 ((p % 8) ^ (r % 8)) (the 128-byte swizzle by
 /// address). Then the slot's commit: each lane's
 /// cp.async.mbarrier.arrive (without .noinc: PTX ISA,
 /// cp.async.mbarrier.arrive: the pending count rises by one until the
@@ -365,52 +484,32 @@ struct CopyPagedTileLowering : OpConversionPattern<CopyPagedTileOp> {
     };
     const int64_t pieces = op.getPiecesPerRow(), perPass = op.getRowsPerPass(),
                   warps = op.getWarps(), perWarp = op.getRowsPerWarp();
-    const int64_t logPerPass = llvm::Log2_64(perPass);
     Value lane = NVVM::LaneIdOp::create(b, loc, i32);
     Value piece = andc(lane, pieces - 1);
     Value q = shr(lane, llvm::Log2_64(pieces));
-    // several warps: the warp's rows are w perPass + (i / perPass) warps
-    // perPass + i % perPass; a lane's rows in its passes are w perPass + q
-    // onward (`lead`), by warps perPass rows a pass
+    // several warps: a lane's rows in its passes are w perPass + q onward
+    // (`warpLead`), by warps perPass rows a pass
     Value warp = warps > 1 ? adaptor.getWarp() : Value();
     Value warpLead = warp ? mul(warp, c32(perPass)) : Value();
-    auto tileRow = [&](Value i) -> Value {
-      if (!warp)
-        return i;
-      Value pass = shr(i, logPerPass);
-      Value group = mul(pass, c32(warps * perPass));
-      Value within = add(warpLead, andc(i, perPass - 1));
-      return add(group, within);
-    };
-    // the offsets of the warp's rows lane + 32 j in 16-byte units (the
-    // pool's pieces: the launch gives a pool of at most 2^32 of them, 64
-    // GiB)
-    Value last = arith::SubIOp::create(b, loc, adaptor.getBound(), c32(1));
-    Value ps = adaptor.getPageSize();
+    CopyRows rows{perPass, warps, perWarp, warpLead};
     Type gptr = adaptor.getBase().getType();
-    auto units = [&](Value bytes) -> Value {
-      Value u = arith::ShRUIOp::create(b, loc, bytes, i64Const(b, loc, 4));
-      return arith::TruncIOp::create(b, loc, i32, u);
-    };
-    Value lastPage =
-        arith::SubIOp::create(b, loc, adaptor.getPoolPages(), c32(1));
-    Value pageUnits = units(adaptor.getStridePage());
-    Value rowUnits = units(adaptor.getStrideRow());
-    SmallVector<Value> offsets;
-    for (int64_t j = 0; j * 32 < perWarp; ++j) {
-      Value i = add(lane, c32(32 * j));
-      Value r = add(adaptor.getRow(), tileRow(i));
-      r = arith::MinUIOp::create(b, loc, r, last);
-      Value entry = arith::DivUIOp::create(b, loc, r, ps);
-      Value inPage = arith::RemUIOp::create(b, loc, r, ps);
-      Value ep = LLVM::GEPOp::create(b, loc, gptr, i32, adaptor.getPages(),
-                                     ValueRange{entry});
-      Value page = LLVM::LoadOp::create(b, loc, i32, ep);
-      page = arith::MinUIOp::create(b, loc, page, lastPage);
-      Value pageOff = mul(page, pageUnits);
-      Value rowOff = mul(inPage, rowUnits);
-      offsets.push_back(add(pageOff, rowOff));
+    PageEntries e;
+    if (ValueRange given = adaptor.getOffsets(); !given.empty()) {
+      // each entry through an opaque copy (volatile, so after the slot's
+      // wait): LLVM hoisted the clamp to the load, ahead of the wait
+      const size_t n = given.size() / 2;
+      for (Value entry : given.take_front(n))
+        e.pages.push_back(inlineAsm(b, loc, i32, entry, "mov.b32 $0, $1;",
+                                    "=r,r", /*sideEffects=*/true)
+                              .getResult(0));
+      e.inPage.assign(given.begin() + n, given.end());
+    } else {
+      e = pageEntries(b, loc, rows, lane, adaptor.getRow(), adaptor.getPages(),
+                      adaptor.getPageSize(), adaptor.getBound());
     }
+    SmallVector<Value> offsets =
+        pagedRowOffsets(b, loc, e, adaptor.getPoolPages(),
+                        adaptor.getStridePage(), adaptor.getStrideRow());
     // this lane's piece of its head's row, and of the stage's rows
     Value headOff = mul(ext(adaptor.getHead()), adaptor.getStrideHead());
     Value pieceOff = ext(arith::ShLIOp::create(b, loc, piece, c32(4)));
@@ -470,7 +569,8 @@ struct CopyPagedTileLowering : OpConversionPattern<CopyPagedTileOp> {
         Value p = add(passes.getInductionVar(), c32(32 * j / perPass));
         at = mul(p, c32(warps * perPass * kSwizzleBytes));
       } else {
-        at = swizzled(tileRow(add(from, c32(32 * j))));
+        Value batch = add(from, c32(32 * j));
+        at = swizzled(rows.tileRow(b, loc, batch));
       }
       Value dst = LLVM::GEPOp::create(b, loc, laneDst.getType(), i8, laneDst,
                                       ValueRange{at});
@@ -678,7 +778,7 @@ void fa3::hopper::populateRingToNVVMPatterns(TypeConverter &converter,
                ProducerCommitLowering, ConsumerWaitLowering,
                ConsumerReleaseLowering, RingPublishLowering,
                RingPublishedLowering, RingStageLowering, TmaLoadLowering,
-               CopyPagedTileLowering,
+               PagedOffsetsLowering, CopyPagedTileLowering,
                TransposeStageLowering>(
       converter, patterns.getContext());
 }

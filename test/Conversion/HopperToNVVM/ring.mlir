@@ -294,8 +294,9 @@ func.func @publish(%smem: !llvm.ptr<3>, %k: i32, %addr: i32, %a: i32, %b: i32) {
 // CHECK-NEXT: %[[IN:.*]] = arith.remui %{{.*}}, %[[PS]] : i32
 // CHECK-NEXT: %[[EP:.*]] = llvm.getelementptr %{{.*}}[%[[E]]] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32
 // CHECK-NEXT: %[[PAGE:.*]] = llvm.load %[[EP]] : !llvm.ptr<1> -> i32
-// CHECK-NEXT: arith.minui %[[PAGE]], %{{.*}} : i32
-// CHECK: llvm.load
+// CHECK: %[[PAGE2:.*]] = llvm.load
+// CHECK: arith.minui %[[PAGE]], %{{.*}} : i32
+// CHECK: arith.minui %[[PAGE2]], %{{.*}} : i32
 // CHECK: scf.for
 // CHECK: nvvm.shfl.sync idx
 // CHECK: nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 16, cache = cg
@@ -380,6 +381,60 @@ func.func @copy_paged_warps(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !l
 
 !k = !hopper.ring<stages = 3, stage_bytes = 16384, data = 16384, full = 114704, empty = 114752, arrivals = 128, cluster = 1>
 
+// The offsets apart (hopper-copy-offsets): the page-table loads, the four
+// warps' rows as above, behind a branch on the table and the rows (a null
+// table or no rows read nothing: zeros), before the slot's wait, giving
+// each row's page entry as loaded and its row in the page; after the wait
+// the copy clamps the entry (through an opaque copy, which keeps LLVM from
+// moving that first use of the load ahead of the wait) and forms the
+// offset, and loads nothing itself.
+// CHECK-LABEL: func.func @copy_paged_offsets(
+// CHECK: %[[TABLE:.*]] = llvm.icmp "ne" %{{.*}}, %{{.*}} : !llvm.ptr<1>
+// CHECK: %[[ROWS:.*]] = arith.cmpi ne, %{{.*}}, %c0_i32{{[_0-9]*}} : i32
+// CHECK-NEXT: %[[GIVEN:.*]] = arith.andi %[[TABLE]], %[[ROWS]] : i1
+// CHECK-NEXT: %[[O:.*]]:2 = scf.if %[[GIVEN]] -> (i32, i32) {
+// CHECK: %[[LEAD:.*]] = arith.muli %{{.*}}, %c2_i32{{[_0-9]*}} : i32
+// CHECK: arith.muli %{{.*}}, %c8_i32{{[_0-9]*}} : i32
+// CHECK: arith.addi %[[LEAD]], %{{.*}} : i32
+// CHECK: arith.divui
+// CHECK: %[[IN:.*]] = arith.remui
+// CHECK: %[[PAGE:.*]] = llvm.load %{{.*}} : !llvm.ptr<1> -> i32
+// CHECK-NEXT: scf.yield %[[PAGE]], %[[IN]] : i32, i32
+// CHECK-NEXT: } else {
+// CHECK-NEXT: %[[Z:.*]] = arith.constant 0 : i32
+// CHECK-NEXT: scf.yield %[[Z]], %[[Z]] : i32, i32
+// CHECK-NEXT: }
+// CHECK: mbarrier.try_wait
+// CHECK-NOT: llvm.load
+// CHECK: %[[E:.*]] = llvm.inline_asm has_side_effects {{.*}}"mov.b32 $0, $1;", "=r,r" %[[O]]#0
+// CHECK: %[[CLAMPED:.*]] = arith.minui %[[E]], %{{.*}} : i32
+// CHECK: arith.muli %[[CLAMPED]]
+// CHECK: arith.muli %[[O]]#1
+// CHECK: scf.for
+// CHECK: nvvm.shfl.sync idx
+// CHECK: nvvm.cp.async.shared.global
+func.func @copy_paged_offsets(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !llvm.ptr<1>,
+                              %u: i32, %row: i32, %head: i32, %ps: i32, %pages: i32,
+                              %len: i32, %sp: i64, %sr: i64, %sh: i64) {
+  %k = hopper.ring.create %smem : !k
+  hopper.warp_specialize producer regs 56 {
+    hopper.producer_warps(%w) first 0 count 4 {
+      %o:2 = hopper.paged_offsets %table[%row] page_size %ps pool %pages bound %len
+          strides %sp, %sr rows 64 per_pass 2 warps 4 warp %w : i32, i32
+      hopper.ring.producer_acquire %k[%u] : !k
+      hopper.copy_paged_tile %pool[%row, %head] strides %sp, %sr, %sh pages %table
+          page_size %ps pool %pages bound %len into %k[%u] rows 64 cols 128 warps 4
+          warp %w offsets %o#0, %o#1 : bf16, !k
+    }
+  } consumers(%cw of 1) regs 200 {
+  }
+  return
+}
+
+// -----
+
+!k = !hopper.ring<stages = 3, stage_bytes = 16384, data = 16384, full = 114704, empty = 114752, arrivals = 128, cluster = 1>
+
 // Head dim 96 in a 128-column tile: a lane's pieces past the row's 12
 // (192 bytes) copy 0 source bytes (zero-filled, nothing read), as TMA
 // fills a box past the tensor.
@@ -414,9 +469,25 @@ func.func @copy_in_one_thread(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: 
   %k = hopper.ring.create %smem : !k
   hopper.warp_specialize producer regs 56 {
     hopper.producer_thread {
-      // expected-error @below {{is copied by every lane of 1 warp(s), but stands in one thread's program: run hopper-warp-copy first (warps 0 .. 0 then run the producer's program)}}
+      // expected-error @below {{is run by every lane of 1 warp(s), but stands in one thread's program: run hopper-warp-copy first (warps 0 .. 0 then run the producer's program)}}
       hopper.copy_paged_tile %pool[%x, %x] strides %s, %s, %s pages %table
           page_size %x pool %x bound %x into %k[%x] rows 64 cols 128 : bf16, !k
+    }
+  } consumers(%cw of 1) regs 200 {
+  }
+  return
+}
+
+// -----
+
+// Offsets of four warps' rows outside their program: warp 0 alone would
+// load only its own rows' pages.
+func.func @offsets_short_of_warps(%table: !llvm.ptr<1>, %x: i32, %s: i64) {
+  hopper.warp_specialize producer regs 56 {
+    hopper.producer_warps(%w) first 0 count 1 {
+      // expected-error @below {{is run by every lane of 4 warp(s), but stands in no program of warps 0 .. 3: run hopper-warp-copy first (warps 0 .. 3 then run the producer's program)}}
+      %o:2 = hopper.paged_offsets %table[%x] page_size %x pool %x bound %x strides %s, %s
+          rows 64 per_pass 2 warps 4 warp %w : i32, i32
     }
   } consumers(%cw of 1) regs 200 {
   }
@@ -434,7 +505,7 @@ func.func @copy_short_of_warps(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table:
   %k = hopper.ring.create %smem : !k
   hopper.warp_specialize producer regs 56 {
     hopper.producer_warps(%w) first 0 count 1 {
-      // expected-error @below {{is copied by every lane of 4 warp(s), but stands in no program of warps 0 .. 3: run hopper-warp-copy first (warps 0 .. 3 then run the producer's program)}}
+      // expected-error @below {{is run by every lane of 4 warp(s), but stands in no program of warps 0 .. 3: run hopper-warp-copy first (warps 0 .. 3 then run the producer's program)}}
       hopper.copy_paged_tile %pool[%x, %x] strides %s, %s, %s pages %table
           page_size %x pool %x bound %x into %k[%x] rows 64 cols 128 warps 4
           warp %w : bf16, !k

@@ -328,6 +328,83 @@ func.func @copy_paged(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !llvm.pt
 
 // -----
 
+// hopper.paged_offsets round-trips (per 32 of a warp's rows a page entry,
+// then a row in its page), and a copy takes them.
+!k = !hopper.ring<stages = 3, stage_bytes = 16384, data = 16384, full = 114704, empty = 114752, arrivals = 128, cluster = 1>
+// CHECK-LABEL: func.func @paged_offsets(
+// CHECK: %[[O:.*]]:4 = hopper.paged_offsets %{{.*}}[%{{.*}}] page_size %{{.*}} pool %{{.*}} bound %{{.*}} strides %{{.*}}, %{{.*}} rows 64 per_pass 4 : i32, i32, i32, i32
+// CHECK: %[[P:.*]]:2 = hopper.paged_offsets {{.*}} rows 64 per_pass 2 warps 4 warp %{{.*}} : i32, i32
+// CHECK: hopper.copy_paged_tile {{.*}} rows 64 cols 64 offsets %[[O]]#0, %[[O]]#1, %[[O]]#2, %[[O]]#3 : bf16
+// CHECK: hopper.copy_paged_tile {{.*}} rows 64 cols 128 warps 4 warp %{{.*}} offsets %[[P]]#0, %[[P]]#1 : bf16
+func.func @paged_offsets(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !llvm.ptr<1>,
+                         %x: i32, %s: i64) {
+  %k = hopper.ring.create %smem : !k
+  %o:4 = hopper.paged_offsets %table[%x] page_size %x pool %x bound %x strides %s, %s
+      rows 64 per_pass 4 : i32, i32, i32, i32
+  %p:2 = hopper.paged_offsets %table[%x] page_size %x pool %x bound %x strides %s, %s
+      rows 64 per_pass 2 warps 4 warp %x : i32, i32
+  hopper.copy_paged_tile %pool[%x, %x] strides %s, %s, %s pages %table page_size %x
+      pool %x bound %x into %k[%x] rows 64 cols 64 offsets %o#0, %o#1, %o#2, %o#3 : bf16, !k
+  hopper.copy_paged_tile %pool[%x, %x] strides %s, %s, %s pages %table page_size %x
+      pool %x bound %x into %k[%x] rows 64 cols 128 warps 4 warp %x offsets %p#0, %p#1 : bf16, !k
+  return
+}
+
+// -----
+
+func.func @paged_offsets_count(%table: !llvm.ptr<1>, %x: i32, %s: i64) {
+  // expected-error @below {{gives a page entry and a row in its page per 32 of a warp's 64 rows (4), got 1}}
+  %o = hopper.paged_offsets %table[%x] page_size %x pool %x bound %x strides %s, %s
+      rows 64 per_pass 4 : i32
+  return
+}
+
+// -----
+
+func.func @paged_offsets_pass(%table: !llvm.ptr<1>, %x: i32, %s: i64) {
+  // expected-error @below {{per_pass must be a power of two up to 32 (a pass of the warp's lanes copies whole rows), got 3}}
+  %o:4 = hopper.paged_offsets %table[%x] page_size %x pool %x bound %x strides %s, %s
+      rows 48 per_pass 3 : i32, i32, i32, i32
+  return
+}
+
+// -----
+
+func.func @paged_offsets_warps(%table: !llvm.ptr<1>, %x: i32, %s: i64) {
+  // expected-error @below {{rows must split into whole passes of 8 rows over 4 warp(s) (a pass copies whole rows), got 16}}
+  %o:2 = hopper.paged_offsets %table[%x] page_size %x pool %x bound %x strides %s, %s
+      rows 16 per_pass 8 warps 4 warp %x : i32, i32
+  return
+}
+
+// -----
+
+!k = !hopper.ring<stages = 3, stage_bytes = 16384, data = 16384, full = 114704, empty = 114752, arrivals = 128, cluster = 1>
+func.func @copy_offsets_count(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !llvm.ptr<1>,
+                              %x: i32, %s: i64) {
+  %k = hopper.ring.create %smem : !k
+  // expected-error @below {{takes a page entry and a row in its page per 32 of a warp's 64 rows (4), got 1}}
+  hopper.copy_paged_tile %pool[%x, %x] strides %s, %s, %s pages %table page_size %x
+      pool %x bound %x into %k[%x] rows 64 cols 128 offsets %x : bf16, !k
+  return
+}
+
+// -----
+
+!k = !hopper.ring<stages = 3, stage_bytes = 16384, data = 16384, full = 114704, empty = 114752, arrivals = 128, cluster = 1>
+func.func @copy_offsets_layout(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !llvm.ptr<1>,
+                               %x: i32, %s: i64) {
+  %k = hopper.ring.create %smem : !k
+  %o:2 = hopper.paged_offsets %table[%x] page_size %x pool %x bound %x strides %s, %s
+      rows 64 per_pass 2 warps 2 warp %x : i32, i32
+  // expected-error @below {{takes the offsets of 64 rows in passes of 2 over 2 warp(s), but copies 64 in passes of 2 over 4}}
+  hopper.copy_paged_tile %pool[%x, %x] strides %s, %s, %s pages %table page_size %x
+      pool %x bound %x into %k[%x] rows 64 cols 128 warps 4 warp %x offsets %o#0, %o#1 : bf16, !k
+  return
+}
+
+// -----
+
 !k = !hopper.ring<stages = 3, stage_bytes = 16384, data = 16384, full = 114704, empty = 114752, arrivals = 128, cluster = 1>
 func.func @copy_paged_rows(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !llvm.ptr<1>,
                            %x: i32, %s: i64) {

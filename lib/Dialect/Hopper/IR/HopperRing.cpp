@@ -183,6 +183,41 @@ template <typename OpT> static LogicalResult verifyPagedTileLoad(OpT op) {
 
 LogicalResult LoadPagedTileOp::verify() { return verifyPagedTileLoad(*this); }
 
+/// A paged copy's warps and passes (hopper.copy_paged_tile and its
+/// offsets alike).
+template <typename OpT>
+static LogicalResult verifyCopyWarps(OpT op, int64_t rows, int64_t perPass) {
+  const int64_t warps = op.getWarps();
+  if (warps != 1 && warps != 2 && warps != 4)
+    return op.emitOpError("warps must be 1, 2 or 4 (of the producer "
+                          "warpgroup's four), got ")
+           << warps;
+  if (rows % (warps * perPass) != 0)
+    return op.emitOpError("rows must split into whole passes of ")
+           << perPass << " rows over " << warps
+           << " warp(s) (a pass copies whole rows), got " << rows;
+  if (op.getWarp() && warps == 1)
+    return op.emitOpError("names a warp index with one warp");
+  return success();
+}
+
+LogicalResult PagedOffsetsOp::verify() {
+  const int64_t perPass = getPerPass();
+  if (perPass > 32 || !llvm::isPowerOf2_64(perPass))
+    return emitOpError("per_pass must be a power of two up to 32 (a pass "
+                       "of the warp's lanes copies whole rows), got ")
+           << perPass;
+  if (failed(verifyCopyWarps(*this, getRows(), perPass)))
+    return failure();
+  const int64_t want = 2 * offsetsFor(getRowsPerWarp());
+  if (static_cast<int64_t>(getOffsets().size()) != want)
+    return emitOpError("gives a page entry and a row in its page per 32 of a "
+                       "warp's ")
+           << getRowsPerWarp() << " rows (" << want << "), got "
+           << getOffsets().size();
+  return success();
+}
+
 LogicalResult CopyPagedTileOp::verify() {
   if (failed(verifyPagedTileLoad(*this)))
     return failure();
@@ -194,17 +229,26 @@ LogicalResult CopyPagedTileOp::verify() {
                        "rows), got ")
            << pieces;
   // the producer warpgroup's warps, each of them whole passes of rows
-  const int64_t warps = getWarps();
-  if (warps != 1 && warps != 2 && warps != 4)
-    return emitOpError("warps must be 1, 2 or 4 (of the producer "
-                       "warpgroup's four), got ")
-           << warps;
-  if (getRows() % (warps * getRowsPerPass()) != 0)
-    return emitOpError("rows must split into whole passes of ")
-           << getRowsPerPass() << " rows over " << warps
-           << " warp(s) (a pass copies whole rows), got " << getRows();
-  if (getWarp() && warps == 1)
-    return emitOpError("names a warp index with one warp");
+  if (failed(verifyCopyWarps(*this, getRows(), getRowsPerPass())))
+    return failure();
+  if (!getOffsets().empty()) {
+    const int64_t want = 2 * PagedOffsetsOp::offsetsFor(getRowsPerWarp());
+    if (static_cast<int64_t>(getOffsets().size()) != want)
+      return emitOpError("takes a page entry and a row in its page per 32 of "
+                         "a warp's ")
+             << getRowsPerWarp() << " rows (" << want << "), got "
+             << getOffsets().size();
+    // offsets of another layout would copy the wrong rows
+    if (auto from = getOffsets().front().getDefiningOp<PagedOffsetsOp>();
+        from && (from.getRows() != getRows() ||
+                 static_cast<int64_t>(from.getPerPass()) != getRowsPerPass() ||
+                 from.getWarps() != getWarps()))
+      return emitOpError("takes the offsets of ")
+             << from.getRows() << " rows in passes of " << from.getPerPass()
+             << " over " << from.getWarps() << " warp(s), but copies "
+             << getRows() << " in passes of " << getRowsPerPass() << " over "
+             << getWarps();
+  }
   if (std::optional<uint64_t> valid = getValid();
       valid && (*valid > getCols() || *valid * getElementBytes() % 16 != 0))
     return emitOpError("valid columns must be whole 16-byte pieces of the "

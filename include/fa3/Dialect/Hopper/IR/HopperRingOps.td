@@ -392,7 +392,55 @@ def Hopper_LoadPagedTileOp : Hopper_Op<"load_paged_tile"> {
   let hasVerifier = 1;
 }
 
-def Hopper_CopyPagedTileOp : Hopper_Op<"copy_paged_tile"> {
+def Hopper_PagedOffsetsOp : Hopper_Op<"paged_offsets",
+    [MemoryEffects<[MemRead]>]> {
+  let summary = "where a paged copy's rows lie, a lane's, from the page table";
+  let description = [{
+    The first half of `hopper.copy_paged_tile`, on its own so that it can
+    stand apart from the copy (hopper-copy-offsets: before the slot's wait,
+    and once for a block's K and V, whose caches share their strides and
+    page table). Each lane of the warps that run it (`warps`, this warp
+    `warp`, as the copy's) loads the page of its rows of the tile: result
+    j is, in 16-byte units, `pages`[r / `page_size`] * `stride_page` +
+    (r % `page_size`) * `stride_row` for r = `row` + the tile's row that
+    lane + 32 j of the warp copies (the copy's interleaving of its warps'
+    passes of `rows_per_pass` rows), with r clamped to `bound` - 1 and the
+    page index to `pool_pages` - 1 as the copy does. A null `pages`, or a
+    `bound` of 0, reads nothing and gives zeros (a kernel whose cache is
+    contiguous at the launch, where the offsets are computed but not used;
+    offsets loaded ahead of a loop that runs no iteration). The page table
+    does not change while a kernel runs, which is what lets two of these
+    with the same operands be one.
+
+    ```mlir
+    %o = hopper.paged_offsets %table[%row] page_size %ps pool %n bound %len
+        strides %sp, %sr rows 64 per_pass 4 warps 4 warp %w : i32
+    ```
+  }];
+  let arguments = (ins Hopper_GlobalPtr:$pages, I32:$row, I32:$page_size,
+                       I32:$pool_pages, I32:$bound, I64:$stride_page,
+                       I64:$stride_row, Optional<I32>:$warp,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$rows,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$per_pass,
+                       DefaultValuedAttr<ConfinedAttr<I64Attr, [IntPositive]>, "1">:$warps);
+  let results = (outs Variadic<I32>:$offsets);
+  let assemblyFormat = [{
+    $pages `[` $row `]` `page_size` $page_size `pool` $pool_pages `bound`
+    $bound `strides` $stride_page `,` $stride_row `rows` $rows `per_pass`
+    $per_pass (`warps` $warps^)? (`warp` $warp^)? attr-dict `:` type($offsets)
+  }];
+  let extraClassDeclaration = [{
+    int64_t getRowsPerWarp() { return getRows() / getWarps(); }
+    /// The results: one per 32 of a warp's rows.
+    static int64_t offsetsFor(int64_t rowsPerWarp) {
+      return (rowsPerWarp + 31) / 32;
+    }
+  }];
+  let hasVerifier = 1;
+}
+
+def Hopper_CopyPagedTileOp : Hopper_Op<"copy_paged_tile",
+    [AttrSizedOperandSegments]> {
   let summary = "a paged tile copied by the lanes of the warp that runs it";
   let description = [{
     `hopper.load_paged_tile`'s tile, for pages of a few rows: every lane of
@@ -412,7 +460,9 @@ def Hopper_CopyPagedTileOp : Hopper_Op<"copy_paged_tile"> {
     address. Where the tensor's rows are narrower than the tile (`valid`
     columns: head dim 96 in a 128-column tile, FP8 head dim 64 in a box of
     128), the pieces past them are zero-filled and read nothing
-    (cp.async's source size 0), as TMA fills a box past the tensor.
+    (cp.async's source size 0), as TMA fills a box past the tensor. The
+    rows' offsets are `offsets` where given (`hopper.paged_offsets` of the
+    same rows, warps and passes), else loaded here.
 
     `warps` warps share the copy (FlashAttention-3 copies by all four
     producer warps), warp `warp` (0 .. warps - 1, absent for one) taking
@@ -440,7 +490,7 @@ def Hopper_CopyPagedTileOp : Hopper_Op<"copy_paged_tile"> {
                        Hopper_GlobalPtr:$pages, I32:$page_size,
                        I32:$pool_pages, I32:$bound,
                        Hopper_RingType:$ring, I32:$slot,
-                       Optional<I32>:$warp,
+                       Optional<I32>:$warp, Variadic<I32>:$offsets,
                        ConfinedAttr<I64Attr, [IntPositive]>:$rows,
                        ConfinedAttr<I64Attr, [IntPositive]>:$cols,
                        OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$valid,
@@ -451,7 +501,7 @@ def Hopper_CopyPagedTileOp : Hopper_Op<"copy_paged_tile"> {
     $stride_head `pages` $pages `page_size` $page_size `pool` $pool_pages
     `bound` $bound `into`
     $ring `[` $slot `]` `rows` $rows `cols` $cols (`valid` $valid^)?
-    (`warps` $warps^)? (`warp` $warp^)?
+    (`warps` $warps^)? (`warp` $warp^)? (`offsets` $offsets^)?
     attr-dict `:` $element `,` qualified(type($ring))
   }];
   let extraClassDeclaration = [{

@@ -41,15 +41,17 @@ def HopperWarpSpecialize : Pass<"hopper-warp-specialize"> {
 }
 
 def HopperWarpCopy : Pass<"hopper-warp-copy"> {
-  let summary = "Warp 0 runs the producer's program where its copies take "
-                "every lane (small pages)";
+  let summary = "The copies' warps run the producer's program where its "
+                "copies take every lane (small pages)";
   let description = [{
     `hopper.copy_paged_tile` (the decoding kernel's path for pages of fewer
     rows than its kv tile, FlashAttention-3's cp.async producer) is copied
-    by every lane of the warp that runs it. Where the producer thread's
-    program (`hopper.producer_thread`) holds one, this pass gives that
-    program to the whole of warp 0 (`hopper.producer_warps ... first 0
-    count 1`): every lane follows its control flow and waits for the slots
+    by every lane of the warps that run it (its `warps`: four, as
+    FlashAttention-3, or warp 0 alone where FP8's warps 1 .. 3 transpose
+    V). Where the producer thread's program (`hopper.producer_thread`)
+    holds one, this pass gives that program to those warps
+    (`hopper.producer_warps ... first 0 count N`, each copy its warp's
+    index): every lane follows its control flow and waits for the slots
     it acquires, and each run of steps one thread must take (tile claims,
     a slot's words and commit, `hopper.load_tile` and
     `hopper.load_paged_tile`, which hopper-async-copy then turns into one
@@ -57,13 +59,54 @@ def HopperWarpCopy : Pass<"hopper-warp-copy"> {
     results reach every lane.
 
     Runs after hopper-warp-specialize and before hopper-async-copy. A
-    program without such copies is left as it is; a copy left outside warp
-    0's program is refused by convert-hopper-to-nvvm. Refused here: an op
+    program without such copies is left as it is; a copy left outside its
+    warps' program is refused by convert-hopper-to-nvvm. Refused here: an op
     of the program that every lane could not run (a write, a barrier, a
     read of the thread's index, a TMA transfer already written, a call of a
     function that does such things).
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
+def HopperCopyOffsets : Pass<"hopper-copy-offsets"> {
+  let summary = "Load a paged copy's page-table entries before its slot's "
+                "wait, once for a block's K and V";
+  let description = [{
+    `hopper.copy_paged_tile` loads the page-table entries of its rows, then
+    copies them: where it stands, right after its slot's
+    `hopper.ring.producer_acquire`, every copy waits first for the empty
+    slot and then for those loads. This pass splits each copy of a warps'
+    program (after hopper-warp-copy) into `hopper.paged_offsets` and the
+    copy of those offsets, and moves the offsets before the acquire of the
+    copy's ring and slot that precedes it (in its block or an enclosing
+    one, up to the program), where all its operands are available: the
+    loads then run while the producer waits for the slot. A later offsets
+    op in the same block with the same operands (a block's V after its K:
+    the caches share the page table and strides) takes the earlier one's
+    results: the page table does not change while the kernel runs. Where
+    no acquire precedes the copy, or an operand is computed after it, the
+    offsets stay just before the copy (the copy's own loads, split off).
+    The offsets now run where the page table is given though the launch
+    boxes the pages (the copy then skipped by its branch): a load a lane
+    of a block's entries, while the producer waits. Only copies whose
+    lanes load one entry each (at most 32 rows a warp) are split: with
+    more, the carried entries cost the producer's few registers (FP8's
+    copies by warp 0 alone, four a lane, spilled and ran slower).
+
+    With `ahead` (the default), offsets in an scf.for's body whose row
+    follows from the induction variable (and whose other operands come
+    from outside the loop) are loaded one iteration early: the next
+    iteration's where this one's stood, carried into it, the first
+    iteration's before the loop. Before the wait alone did not speed the
+    copies up (the slot is mostly free, so the load's latency still stood
+    before the copy); one iteration ahead did (bench/NOTES.md, Log, "Page-
+    table loads one block ahead").
+  }];
+  let options = [
+    Option<"ahead", "ahead", "bool", /*default=*/"true",
+           "load a loop's offsets one iteration ahead (false: just before "
+           "the slot's wait)">,
+  ];
 }
 
 def HopperProducerWarpTranspose : Pass<"hopper-producer-warp-transpose"> {
