@@ -12,7 +12,10 @@ with --paged PAGE_SIZE, a pool of PAGE_SIZE-row pages in a shuffled order
 where pages of up to block_n / 8 rows are copied by the producer warp
 and larger ones boxed by TMA (docs/runtime.md, Paged KV cache), the
 profile of each beside the contiguous cache's. --num-splits fixes the
-kv splits (0: the runtime's heuristic).
+kv splits (0: the runtime's heuristic). --sdpa BACKEND runs PyTorch's
+scaled_dot_product_attention with that backend (cudnn, flash, efficient) on
+the same contiguous cache instead (BHSD views, enable_gqa=True: bench_decode's
+peer call), for a profile of the peer's kernel (ncu -k regex:. there).
 """
 import argparse
 import sys
@@ -37,7 +40,11 @@ def main():
     ap.add_argument("--num-splits", type=int, default=0)
     ap.add_argument("--launches", type=int, default=4)
     ap.add_argument("--dtype", default="bf16", choices=["bf16", "e4m3"])
+    ap.add_argument("--sdpa", default="", choices=["", "cudnn", "flash", "efficient"],
+                    help="profile SDPA with this backend instead of ours (contiguous, bf16)")
     a = ap.parse_args()
+    if a.sdpa and (a.paged or a.dtype != "bf16"):
+        ap.error("--sdpa: a contiguous bf16 cache (no --paged, no --dtype e4m3)")
     try:
         hq, hkv = (int(x) for x in a.heads.split("/"))
     except ValueError:
@@ -61,10 +68,21 @@ def main():
         pool_k[table.view(-1).long()] = k.reshape(B * P, ps, hkv, D)
         pool_v[table.view(-1).long()] = v.reshape(B * P, ps, hkv, D)
         k, v, kw["page_table"] = pool_k, pool_v, table
-    for _ in range(a.launches):
-        flash_attn_with_kvcache(q, k, v, kernel_dir=a.kernel_dir, num_splits=a.num_splits, **kw)
+    if a.sdpa:
+        import torch.nn.functional as F
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        backend = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION,
+                   "efficient": SDPBackend.EFFICIENT_ATTENTION}[a.sdpa]
+        qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
+        with sdpa_kernel(backend):
+            for _ in range(a.launches):
+                F.scaled_dot_product_attention(qt, kt, vt, enable_gqa=True)
+    else:
+        for _ in range(a.launches):
+            flash_attn_with_kvcache(q, k, v, kernel_dir=a.kernel_dir, num_splits=a.num_splits,
+                                   **kw)
     torch.cuda.synchronize()
-    print(f"ran {a.launches} decoding steps: B {B} keys {S} heads {hq}/{hkv} {a.dtype} "
+    print(f"{'SDPA ' + a.sdpa if a.sdpa else 'ours'}: ran {a.launches} decoding steps: B {B} keys {S} heads {hq}/{hkv} {a.dtype} "
           f"{f'pages of {a.paged}' if a.paged else 'contiguous'} splits {a.num_splits or 'heuristic'}")
 
 

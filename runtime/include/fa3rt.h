@@ -141,10 +141,11 @@ extern "C" {
 /* A paged kernel built to copy small pages by its producer warps (facts
  * paged_copy 1) copies those of at most this many rows (and fewer than its
  * block_n); larger pages go by TMA boxes, as fast or faster there: H100, B
- * 16 x 16k keys decoding (bf16 block_n 64, four warps copying) pages of 1-8
- * / 16 / 32 / 64 rows copied at 0.89-0.90 / 0.98 / 0.98 / 0.99 of the
- * contiguous cache, boxed at 0.08-0.49 / 0.81 / 0.98 / 0.99 (e4m3, warp 0
- * copying, 1-16 0.62-0.65, 32 0.69 against the boxes' 0.88); a paged
+ * 16 x 16k keys decoding (bf16 block_n 64, four warps copying, the page
+ * entries loaded a kv block ahead) pages of 1-8 / 16 rows copied at
+ * 0.95-0.96 / 0.96-0.97 of the contiguous cache, boxed at 0.08-0.49 /
+ * 0.81-0.84, 32 / 64 rows boxed 0.97-0.98 (e4m3, warp 0 copying, 1-16
+ * 0.62-0.65, boxed 16 0.56, 32 0.69 against the boxes' 0.88-0.90); a paged
  * packed-batch prefill (block_n 128) at 16 / 32 / 64 copied 0.67-0.78 /
  * 0.68-0.78 / 0.69-0.79 of the contiguous varlen kernel, boxed 0.56-0.61
  * / 0.70-0.83 / 0.75-0.94 (bench/NOTES.md, Log, "four producer warps"). */
