@@ -413,14 +413,14 @@ struct PagedOffsetsLowering : OpConversionPattern<PagedOffsetsOp> {
       OpBuilder::InsertionGuard g(b);
       b.setInsertionPointToStart(branch.thenBlock());
       Value lane = NVVM::LaneIdOp::create(b, loc, b.getI32Type());
-      const int64_t perPass = op.getPerPass();
+      const int64_t perPass = op.getPerPass(), warps = op.getWarps();
+      // several warps: this warp's first row (as the copy's lowering)
       Value lead;
-      if (Value warp = adaptor.getWarp()) {
+      if (warps > 1) {
         Value passRows = i32Const(b, loc, perPass);
-        lead = arith::MulIOp::create(b, loc, warp, passRows);
+        lead = arith::MulIOp::create(b, loc, adaptor.getWarp(), passRows);
       }
-      CopyRows rows{perPass, static_cast<int64_t>(op.getWarps()),
-                    op.getRowsPerWarp(), lead};
+      CopyRows rows{perPass, warps, op.getRowsPerWarp(), lead};
       PageEntries e =
           pageEntries(b, loc, rows, lane, adaptor.getRow(), pages,
                       adaptor.getPageSize(), adaptor.getBound());

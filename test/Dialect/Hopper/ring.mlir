@@ -370,6 +370,15 @@ func.func @paged_offsets_pass(%table: !llvm.ptr<1>, %x: i32, %s: i64) {
 
 // -----
 
+func.func @paged_offsets_no_warp(%table: !llvm.ptr<1>, %x: i32, %s: i64) {
+  // expected-error @below {{loads the rows of 4 warps, so it needs its warp's index (`warp`)}}
+  %o:2 = hopper.paged_offsets %table[%x] page_size %x pool %x bound %x strides %s, %s
+      rows 64 per_pass 2 warps 4 : i32, i32
+  return
+}
+
+// -----
+
 func.func @paged_offsets_warps(%table: !llvm.ptr<1>, %x: i32, %s: i64) {
   // expected-error @below {{rows must split into whole passes of 8 rows over 4 warp(s) (a pass copies whole rows), got 16}}
   %o:2 = hopper.paged_offsets %table[%x] page_size %x pool %x bound %x strides %s, %s

@@ -209,6 +209,11 @@ LogicalResult PagedOffsetsOp::verify() {
            << perPass;
   if (failed(verifyCopyWarps(*this, getRows(), perPass)))
     return failure();
+  // (a copy names its warp once hopper-warp-copy runs its program on the
+  // warps; these offsets exist only there, made from such a copy)
+  if (getWarps() > 1 && !getWarp())
+    return emitOpError("loads the rows of ")
+           << getWarps() << " warps, so it needs its warp's index (`warp`)";
   const int64_t want = 2 * offsetsFor(getRowsPerWarp());
   if (static_cast<int64_t>(getOffsets().size()) != want)
     return emitOpError("gives a page entry and a row in its page per 32 of a "
