@@ -69,8 +69,8 @@ def HopperWarpCopy : Pass<"hopper-warp-copy"> {
 }
 
 def HopperCopyOffsets : Pass<"hopper-copy-offsets"> {
-  let summary = "Load a paged copy's page-table entries before its slot's "
-                "wait, once for a block's K and V";
+  let summary = "Load a paged copy's page-table entries one kv block "
+                "ahead, once for a block's K and V";
   let description = [{
     `hopper.copy_paged_tile` loads the page-table entries of its rows, then
     copies them: where it stands, right after its slot's
