@@ -323,6 +323,18 @@ struct CopyRows {
   int64_t perPass, warps, perWarp;
   /// (several warps) this warp's first row, w x perPass
   Value lead;
+  /// The rows of a copy (or its offsets) of `warps` warps, `warp` the
+  /// index of this one (read only where there are several; a copy that
+  /// hopper-warp-copy did not give one is lowered as one warp's rows).
+  static CopyRows of(OpBuilder &b, Location loc, int64_t perPass,
+                     int64_t warps, int64_t perWarp, Value warp) {
+    Value lead;
+    if (warps > 1 && warp) {
+      Value passRows = i32Const(b, loc, perPass);
+      lead = arith::MulIOp::create(b, loc, warp, passRows);
+    }
+    return {perPass, warps, perWarp, lead};
+  }
   Value tileRow(OpBuilder &b, Location loc, Value i) const {
     if (!lead)
       return i;
@@ -413,14 +425,8 @@ struct PagedOffsetsLowering : OpConversionPattern<PagedOffsetsOp> {
       OpBuilder::InsertionGuard g(b);
       b.setInsertionPointToStart(branch.thenBlock());
       Value lane = NVVM::LaneIdOp::create(b, loc, b.getI32Type());
-      const int64_t perPass = op.getPerPass(), warps = op.getWarps();
-      // several warps: this warp's first row (as the copy's lowering)
-      Value lead;
-      if (warps > 1) {
-        Value passRows = i32Const(b, loc, perPass);
-        lead = arith::MulIOp::create(b, loc, adaptor.getWarp(), passRows);
-      }
-      CopyRows rows{perPass, warps, op.getRowsPerWarp(), lead};
+      CopyRows rows = CopyRows::of(b, loc, op.getPerPass(), op.getWarps(),
+                                   op.getRowsPerWarp(), adaptor.getWarp());
       PageEntries e =
           pageEntries(b, loc, rows, lane, adaptor.getRow(), pages,
                       adaptor.getPageSize(), adaptor.getBound());
@@ -488,10 +494,9 @@ struct CopyPagedTileLowering : OpConversionPattern<CopyPagedTileOp> {
     Value piece = andc(lane, pieces - 1);
     Value q = shr(lane, llvm::Log2_64(pieces));
     // several warps: a lane's rows in its passes are w perPass + q onward
-    // (`warpLead`), by warps perPass rows a pass
+    // (`rows.lead`), by warps perPass rows a pass
     Value warp = warps > 1 ? adaptor.getWarp() : Value();
-    Value warpLead = warp ? mul(warp, c32(perPass)) : Value();
-    CopyRows rows{perPass, warps, perWarp, warpLead};
+    CopyRows rows = CopyRows::of(b, loc, perPass, warps, perWarp, warp);
     Type gptr = adaptor.getBase().getType();
     PageEntries e;
     if (ValueRange given = adaptor.getOffsets(); !given.empty()) {
@@ -536,9 +541,9 @@ struct CopyPagedTileLowering : OpConversionPattern<CopyPagedTileOp> {
       Value unitAt = arith::ShLIOp::create(b, loc, swz, c32(4));
       return add(rowAt, unitAt);
     };
-    const bool sharedSwizzle = warp && warps * perPass % 8 == 0;
+    const bool sharedSwizzle = rows.lead && warps * perPass % 8 == 0;
     if (sharedSwizzle) {
-      Value firstAt = swizzled(add(warpLead, q));
+      Value firstAt = swizzled(add(rows.lead, q));
       laneDst = LLVM::GEPOp::create(b, loc, laneDst.getType(), i8, laneDst,
                                     ValueRange{firstAt});
     }

@@ -214,7 +214,7 @@ LogicalResult PagedOffsetsOp::verify() {
   if (getWarps() > 1 && !getWarp())
     return emitOpError("loads the rows of ")
            << getWarps() << " warps, so it needs its warp's index (`warp`)";
-  const int64_t want = 2 * offsetsFor(getRowsPerWarp());
+  const int64_t want = resultsFor(getRowsPerWarp());
   if (static_cast<int64_t>(getOffsets().size()) != want)
     return emitOpError("gives a page entry and a row in its page per 32 of a "
                        "warp's ")
@@ -237,7 +237,7 @@ LogicalResult CopyPagedTileOp::verify() {
   if (failed(verifyCopyWarps(*this, getRows(), getRowsPerPass())))
     return failure();
   if (!getOffsets().empty()) {
-    const int64_t want = 2 * PagedOffsetsOp::offsetsFor(getRowsPerWarp());
+    const int64_t want = PagedOffsetsOp::resultsFor(getRowsPerWarp());
     if (static_cast<int64_t>(getOffsets().size()) != want)
       return emitOpError("takes a page entry and a row in its page per 32 of "
                          "a warp's ")

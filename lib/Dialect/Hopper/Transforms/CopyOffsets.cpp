@@ -63,7 +63,7 @@ struct HopperCopyOffsetsPass
     SmallVector<CopyPagedTileOp> copies;
     getOperation()->walk([&](CopyPagedTileOp c) {
       if (c.getOffsets().empty() && c->getParentOfType<ProducerWarpsOp>() &&
-          PagedOffsetsOp::offsetsFor(c.getRowsPerWarp()) == 1)
+          PagedOffsetsOp::entriesFor(c.getRowsPerWarp()) == 1)
         copies.push_back(c);
     });
     for (CopyPagedTileOp c : copies)
@@ -144,7 +144,7 @@ struct HopperCopyOffsetsPass
   void split(CopyPagedTileOp copy) {
     auto role = copy->getParentOfType<ProducerWarpsOp>();
     OpBuilder b(copy);
-    SmallVector<Type> types(2 * PagedOffsetsOp::offsetsFor(copy.getRowsPerWarp()),
+    SmallVector<Type> types(PagedOffsetsOp::resultsFor(copy.getRowsPerWarp()),
                             b.getI32Type());
     auto offsets = PagedOffsetsOp::create(
         b, copy.getLoc(), types, copy.getPages(), copy.getRow(),

@@ -431,9 +431,13 @@ def Hopper_PagedOffsetsOp : Hopper_Op<"paged_offsets",
   }];
   let extraClassDeclaration = [{
     int64_t getRowsPerWarp() { return getRows() / getWarps(); }
-    /// The results: one per 32 of a warp's rows.
-    static int64_t offsetsFor(int64_t rowsPerWarp) {
+    /// The rows whose page entries a lane loads: one per 32 of a warp's.
+    static int64_t entriesFor(int64_t rowsPerWarp) {
       return (rowsPerWarp + 31) / 32;
+    }
+    /// The results: each of those rows' entry, then its row in its page.
+    static int64_t resultsFor(int64_t rowsPerWarp) {
+      return 2 * entriesFor(rowsPerWarp);
     }
   }];
   let hasVerifier = 1;
