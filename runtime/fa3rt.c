@@ -2345,9 +2345,10 @@ fa3rt_status fa3rt_fwd(fa3rt_kernel *k, const fa3rt_fwd_args *a, void *stream) {
 
   /* The caller's counters, or a captured launch's own: no bookkeeping. Only
      the dynamic scheduler (persistent, one CTA per cluster) reads them; the
-     other kernels get the first slot's, untouched. */
-  if (a->tile_counter || capturing) {
-    const int dynamic = f->persistent && f->cluster_m == 1;
+     other kernels get the first slot's, untouched, and no event (a
+     cuEventRecord a launch, for nothing they read). */
+  const int dynamic = f->persistent && f->cluster_m == 1;
+  if (a->tile_counter || capturing || !dynamic) {
     int taken = -1;
     if (a->tile_counter) {
       tileCounter = (CUdeviceptr)a->tile_counter;

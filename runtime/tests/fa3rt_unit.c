@@ -2190,6 +2190,32 @@ static void test_fp8_plan(void) {
                 "kernel fa3_fwd_d128_e4m3_kernel is a forward kernel (facts backward 0)"));
 }
 
+/* The tile counters a launch passes: only the dynamic scheduler (grid
+   persistent, cluster_m 1) reads them, so only its launches take a slot and
+   record the slot's event; launches on one stream share a slot, another
+   stream takes the next. */
+static void test_tile_counter_slots(void) {
+  const CUdeviceptr base = 0x7f0000000000ULL; /* the fake cuMemAlloc's */
+  fa3rt_kernel *k = fake_load(kFacts); /* grid tiles */
+  if (!k) return;
+  fa3rt_fwd_args a = good_args();
+  EXPECT(fa3rt_fwd(k, &a, NULL) == FA3RT_OK && fa3rt_fwd(k, &a, (void *)0x1234) == FA3RT_OK);
+  EXPECT(g_launches[H_MAIN] == 2 && g_event_records == 0 && g_fwd.tileCounter == base);
+  fa3rt_kernel_destroy(k);
+  k = fake_load(facts_with("grid", "grid persistent"));
+  if (!k) return;
+  a = good_args();
+  EXPECT(fa3rt_fwd(k, &a, NULL) == FA3RT_OK && g_event_records == 1 && g_fwd.tileCounter == base);
+  EXPECT(fa3rt_fwd(k, &a, NULL) == FA3RT_OK && g_event_records == 2 && g_fwd.tileCounter == base);
+  EXPECT(fa3rt_fwd(k, &a, (void *)0x1234) == FA3RT_OK && g_event_records == 3 &&
+         g_fwd.tileCounter == base + 2 * sizeof(uint32_t));
+  /* the caller's counters: no slot, no event */
+  a.tile_counter = 0x60000;
+  EXPECT(fa3rt_fwd(k, &a, NULL) == FA3RT_OK && g_event_records == 3 &&
+         g_fwd.tileCounter == 0x60000);
+  fa3rt_kernel_destroy(k);
+}
+
 /* fa3rt_fwd against the fake driver: the tensor maps it encodes and the
    parameters it launches with, by the names of fa3rt_abi.def and at the
    positions the .def gives them. */
@@ -2649,6 +2675,7 @@ int main(void) {
   test_fp8_plan();
   test_no_gpu();
   test_fwd_launch_array();
+  test_tile_counter_slots();
   test_quantize();
   printf("%d checks, %d failed\n", g_n, g_fail);
   return g_fail ? 1 : 0;

@@ -55,6 +55,7 @@ static unsigned g_q_grid[3], g_q_block[3];
 /* the last cuMemsetD32Async's value and count */
 static unsigned g_memset32_value;
 static size_t g_memset32_count;
+static int g_event_records; /* cuEventRecord calls */
 static int g_launches[NH];
 static unsigned g_grids[NH];  /* each handle's last grid (x) */
 static int g_main_is_bwd;     /* the main kernel takes the backward's params */
@@ -103,6 +104,7 @@ static void fake_reset(int gpu) {
   g_main_is_bwd = 0;
   memset(g_quantize, 0, sizeof g_quantize);
   g_memset32_value = 0, g_memset32_count = 0;
+  g_event_records = 0;
   g_missing = NULL;
 }
 
@@ -254,6 +256,7 @@ CUresult CUDAAPI cuEventSynchronize(CUevent hEvent) {
 CUresult CUDAAPI cuEventRecord(CUevent hEvent, CUstream hStream) {
   (void)hEvent, (void)hStream;
   FAKE_ON();
+  g_event_records++;
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus) {
