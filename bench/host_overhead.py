@@ -5,7 +5,7 @@ A short attention's time under do_bench is host work beyond what its L2
 flush hides (~55 us on the H200), so the Python path's cost is a number to
 keep down. This times it without a GPU: torch's FakeTensorMode gives CUDA
 tensors without data, and the kernel lookup, the launch and the CUDA calls
-(device guard, stream, capture query) are stubbed, so what is timed is our
+(device guard and stream, torch_api._launch; capture query) are stubbed, so what is timed is our
 checks and argument building (plus the fake tensors' own dispatch: real
 tensors cost less, and a fake allocation costs far more than a real one,
 so the allocating calls, the backward's five tensors above all, read high;
@@ -17,7 +17,7 @@ cost (bench/NOTES.md, Next item 9). On the GPU machine,
 test/gpu/check_torch.py --overhead-only times the real call.
 
   python3 bench/host_overhead.py [--call func|kvcache|backward] [--dtype bf16|e4m3]
-                                 [--calls N] [--profile]
+                                 [--calls N] [--profile] [--unplanned]
 
 func: flash_attn_func, B=1 S=128 H=1 D=128 (e4m3 with FA3's [B, Hkv]
 descales); kvcache: flash_attn_with_kvcache, a decoding step (B=1, one
@@ -25,12 +25,15 @@ query row, 32 q heads over 8 kv heads, D=128, a 4096-row cache with int32
 cache_seqlens); backward: flash_attn_backward at func's shape (its three
 kernels one launch).
 
+A repeated eager flash_attn_func call runs from its launch plan
+(torch_api._plans: the checks and the argument building skipped);
+--unplanned forgets the plans before each call, to time those.
+
 Prints the mean microseconds a call (best of 3 batches) and how many calls
 reached the (stubbed) launch; --profile adds cProfile's top functions by own
 time. Needs torch (no GPU).
 """
 import argparse
-import contextlib
 import cProfile
 import pstats
 import sys
@@ -49,6 +52,8 @@ def main(argv=None):
     ap.add_argument("--dtype", default="bf16", choices=["bf16", "f16", "e4m3"])
     ap.add_argument("--calls", type=int, default=2000)
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--unplanned", action="store_true",
+                    help="forget the launch plans before each call (times the checks)")
     a = ap.parse_args(argv)
     if a.call != "func" and a.dtype == "e4m3":
         ap.error(f"--call {a.call} takes bf16 or f16 (FP8 is a forward kernel only)")
@@ -73,9 +78,7 @@ def main(argv=None):
             Kernel.launches += 1
     kernel = Kernel()
     stubs = {(torch_api, "_launchable_kernel"): lambda *args, **kw: kernel,
-             (torch.cuda, "device"): lambda dev: contextlib.nullcontext(),
-             (torch.cuda, "current_stream"): lambda dev=None: types.SimpleNamespace(
-                 cuda_stream=0),
+             (torch_api, "_launch"): lambda torch, dev, run, args: run(args, 0),
              (torch.cuda, "is_current_stream_capturing"): lambda: False,
              (torch.cuda, "current_device"): lambda: 0}
     saved = {key: getattr(*key) for key in stubs}
@@ -119,6 +122,12 @@ def main(argv=None):
 
                 def call():
                     torch_api.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=lens)
+            if a.unplanned:
+                planned = call
+
+                def call():
+                    torch_api._plans.clear()
+                    planned()
             for _ in range(100):
                 call()
             best = float("inf")

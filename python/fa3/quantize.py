@@ -278,7 +278,7 @@ def _quantize_kernel(torch, fp8, x, block, seed, kernel_dir, jit, out=None):
     rotation's seed. `out`: (x8, descale, workspace) to write instead of new
     tensors (the GPU check poisons them first)."""
     from . import runtime
-    from .torch_api import _launchable_kernel, _tma_ready
+    from .torch_api import _launch, _launchable_kernel, _tma_ready
     B, S, H, D = x.shape
     device = x.device
     dev = device.index if device.index is not None else torch.cuda.current_device()
@@ -311,8 +311,7 @@ def _quantize_kernel(torch, fp8, x, block, seed, kernel_dir, jit, out=None):
     a.signs = signs.data_ptr() if signs is not None else 0
     a.per_head = 0 if block else 1
     a.workspace = work.data_ptr() if work is not None and work.numel() else 0
-    with torch.cuda.device(dev):
-        kobj.quantize(a, torch.cuda.current_stream(dev).cuda_stream)
+    _launch(torch, dev, kobj.quantize, a)
     return y, descale
 
 

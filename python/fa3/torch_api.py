@@ -41,6 +41,8 @@ _scan_cache: Dict[str, Tuple[int, list, list]] = {}
 _kernel_cache: Dict[tuple, object] = {}
 _selected: Dict[tuple, List[_facts.KernelFacts]] = {}  # request -> its kernels (_candidates)
 _launchable: Dict[tuple, tuple] = {}  # (device, request) -> (kernels, loaded) (_launchable_kernel)
+_plans: Dict[tuple, tuple] = {}  # an eager call's metadata -> its launch plan (_plan_key)
+_PLANS_MAX = 1024  # plans kept (a new one past this forgets them all)
 _lock = threading.Lock()
 _OFF = ("0", "off", "false", "no")
 
@@ -54,6 +56,7 @@ def clear_caches() -> None:
         _scan_cache.clear()
         _selected.clear()
         _launchable.clear()
+        _plans.clear()
     cache.clear_memory()
 
 
@@ -252,6 +255,88 @@ def _bhsd(t):
     b, s, h, d = t.shape
     sb, ss, sh, sd = t.stride()
     return (b, h, s, d), (sb, sh, ss, sd)
+
+
+def _launch(torch, dev: int, run, args):
+    """run(args, stream): a loaded kernel's fwd, bwd or quantize, on torch's
+    current stream of device `dev`, with `dev` current during the call (its
+    context is the one the kernel was loaded in). torch._C's raw stream
+    handle and device index cost a fraction of a microsecond where
+    torch.cuda.current_stream (a Stream object) and the torch.cuda.device
+    guard (two device exchanges) cost microseconds, and a short
+    attention's time is mostly such host work; the guard is entered only
+    where another device is current (c10's device exchange is a no-op
+    then anyway)."""
+    C = torch._C
+    raw = getattr(C, "_cuda_getCurrentRawStream", None)
+    if raw is not None and C._cuda_getDevice() == dev:
+        return run(args, raw(dev))
+    with torch.cuda.device(dev):
+        return run(args, raw(dev) if raw is not None
+                   else torch.cuda.current_stream(dev).cuda_stream)
+
+
+def _meta(t):
+    """What of a tensor (None: nothing) a launch plan depends on: all but its
+    data and address."""
+    return None if t is None else (t.shape, t.stride(), t.dtype, t.device)
+
+
+def _plan_key(kind, q, k, v, out, lse_out, scalars, kernel, tensors=()):
+    """The key of an eager call's launch plan (_plans), or None for a call
+    planned anew each time. A plan holds what the checks, the kernel lookup
+    and fwd_args made of the call's metadata (the shapes, strides, dtypes
+    and devices of q, k, v, out, lse_out and `tensors`, and its other
+    arguments), so a call repeated with new tensors of the same metadata
+    (a model's layers, a benchmark's loop) skips them: they cost more host
+    time than the launch (bench/NOTES.md, Next item 9). Only values hashed
+    by value are keyed (`scalars`: None, bool, int, float, str and tuples
+    of ints); an explicit `kernel` by identity (its plan keeps it alive).
+    Like the kernel lookups, plans last until clear_caches()."""
+    for x in scalars:
+        if x is not None and type(x) not in _KEYED and not (
+                type(x) is tuple and all(type(e) is int for e in x)):
+            return None
+    try:
+        return (kind, _meta(q), _meta(k), _meta(v), _meta(out), _meta(lse_out), scalars,
+                None if kernel is None else id(kernel), tuple(_meta(t) for t in tensors))
+    except (AttributeError, TypeError):
+        return None     # not tensors: the unplanned path names what is wrong
+
+
+_KEYED = (bool, int, float, str)
+
+
+def _remember(key, plan) -> None:
+    """Stores a launch plan (all of them forgotten past _PLANS_MAX)."""
+    if key is None:
+        return
+    with _lock:
+        if len(_plans) >= _PLANS_MAX:
+            _plans.clear()
+        _plans[key] = plan
+
+
+def _run_plan(torch, plan, q, k, v, out, lse_out, descales=()):
+    """A planned eager launch: its outputs allocated (or the given ones), the
+    plan's arguments with this call's addresses, the launch. None where an
+    address is not 16-byte aligned (the unplanned path then says so)."""
+    kobj, dev, template, o_shape, o_dtype, lse_shape, return_lse, _, descaled = plan
+    o = torch.empty(o_shape, dtype=o_dtype, device=q.device) if out is None else out
+    lse = lse_out if lse_out is not None else (
+        torch.empty(lse_shape, dtype=torch.float32, device=q.device) if return_lse else None)
+    qp, kp, vp, op = q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr()
+    if (qp | kp | vp | op) & 15:
+        return None
+    a = type(template).from_buffer_copy(template)
+    a.q.ptr, a.k.ptr, a.v.ptr, a.o.ptr = qp, kp, vp, op
+    a.lse = 0 if lse is None else lse.data_ptr()
+    counter = _graph_tile_counter(torch, kobj, q.device)
+    a.tile_counter = 0 if counter is None else counter.data_ptr()
+    for name, t, used in zip(("q_descale", "k_descale", "v_descale"), descales, descaled):
+        setattr(a, name, t.data_ptr() if used else 0)
+    _launch(torch, dev, kobj.fwd, a)
+    return (o, lse) if return_lse else o
 
 
 def _pick(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit=None, varlen=False,
@@ -771,6 +856,14 @@ def _op_fwd(torch, q, k, v, softmax_scale, causal, window_size, softcap, return_
 
 def _eager_fwd(torch, q, k, v, softmax_scale, causal, window_size, softcap, return_lse,
                kernel_dir, kernel, out, lse_out, jit):
+    key = _plan_key("fwd", q, k, v, out, lse_out,
+                    (softmax_scale, causal, window_size, softcap, return_lse, kernel_dir, jit),
+                    kernel)
+    plan = _plans.get(key) if key is not None else None
+    if plan is not None:
+        done = _run_plan(torch, plan, q, k, v, out, lse_out)
+        if done is not None:
+            return done
     from . import runtime
 
     # grad_ok: flash_attn_func comes here without grad, and so does the op's
@@ -784,7 +877,10 @@ def _eager_fwd(torch, q, k, v, softmax_scale, causal, window_size, softcap, retu
                               dev, torch.cuda.device, seqlen_q=Sq)
 
     # TMA reads rows of D contiguous elements: make the last dim contiguous
-    q, k, v = [t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v)]
+    # (a call that copies is not planned)
+    if q.stride(-1) != 1 or k.stride(-1) != 1 or v.stride(-1) != 1:
+        key = None
+        q, k, v = [t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v)]
     _check_out(torch, q, out, lse_out, B, Sq, Hq, Dv)
     o, lse, return_lse = _outputs(torch, q, (B, Sq, Hq, Dv), (B, Hq, Sq), out, lse_out,
                                   return_lse)
@@ -797,8 +893,9 @@ def _eager_fwd(torch, q, k, v, softmax_scale, causal, window_size, softcap, retu
                             lse.data_ptr() if lse is not None else 0,
                             softmax_scale, dt,
                             counter.data_ptr() if counter is not None else 0)
-    with torch.cuda.device(dev):
-        kobj.fwd(args, torch.cuda.current_stream(dev).cuda_stream)
+    _launch(torch, dev, kobj.fwd, args)
+    _remember(key, (kobj, dev, args, tuple(o.shape), o.dtype, (B, Hq, Sq), return_lse, kernel,
+                    ()))
     return (o, lse) if return_lse else o
 
 
@@ -974,6 +1071,16 @@ def _eager_fp8(torch, q, k, v, q_descale, k_descale, v_descale, softmax_scale, c
     mostly this host work): flash_attn_func's (grad_check, num_splits,
     pack_gqa: its arguments) and the op's (fa3.torch_ops, below the autograd
     layer: the defaults). o bfloat16."""
+    descales = (q_descale, k_descale, v_descale)
+    key = _plan_key("fp8", q, k, v, out, lse_out,
+                    (softmax_scale, causal, window_size, softcap, return_lse, kernel_dir, jit,
+                     num_splits, pack_gqa), kernel, descales)
+    plan = _plans.get(key) if key is not None else None
+    if plan is not None and not (grad_check and torch.is_grad_enabled() and any(
+            t is not None and t.requires_grad for t in (q, k, v) + descales)):
+        done = _run_plan(torch, plan, q, k, v, out, lse_out, descales)
+        if done is not None:
+            return done
     from . import runtime
     B, Sq, Hq, D, Skv, Hkv, Dv = _check_fp8(torch, q, k, v, q_descale, k_descale, v_descale,
                                             num_splits, pack_gqa, grad_check=grad_check)
@@ -987,7 +1094,11 @@ def _eager_fp8(torch, q, k, v, q_descale, k_descale, v_descale, softmax_scale, c
                               jit, dev, torch.cuda.device, seqlen_q=Sq,
                               k_block_descales=fields["k_descale_strides"][2] != 0)
     # TMA reads rows of D contiguous elements: make the last dim contiguous
-    q, k, v = [t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v)]
+    # (a call that copies, or expands a descale, is not planned)
+    if q.stride(-1) != 1 or k.stride(-1) != 1 or v.stride(-1) != 1 or any(
+            t is not given for t, given in zip(keep, descales)):
+        key = None
+        q, k, v = [t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v)]
     o, lse, return_lse = _outputs(torch, q, (B, Sq, Hq, Dv), (B, Hq, Sq), out, lse_out,
                                   return_lse, torch.bfloat16)
     counter = _graph_tile_counter(torch, kobj, q.device)
@@ -999,9 +1110,10 @@ def _eager_fp8(torch, q, k, v, q_descale, k_descale, v_descale, softmax_scale, c
                             lse.data_ptr() if lse is not None else 0, softmax_scale, "e4m3",
                             counter.data_ptr() if counter is not None else 0,
                             o_dtype="bf16", **fields)
-    with torch.cuda.device(dev):
-        kobj.fwd(args, torch.cuda.current_stream(dev).cuda_stream)
+    _launch(torch, dev, kobj.fwd, args)
     del keep    # (expanded descales: freed after the launch, stream-ordered)
+    _remember(key, (kobj, dev, args, tuple(o.shape), o.dtype, (B, Hq, Sq), return_lse, kernel,
+                    tuple(bool(fields[n]) for n in ("q_descale", "k_descale", "v_descale"))))
     return (o, lse) if return_lse else o
 
 
@@ -1145,8 +1257,7 @@ def _eager_bwd(torch, dout, q, k, v, out, lse, softmax_scale, causal, window_siz
                             t(dq_out.data_ptr(), *_bhsd(dq_out), name="dq"),
                             t(dk.data_ptr(), *_bhsd(dk), name="dk"),
                             t(dv.data_ptr(), *_bhsd(dv), name="dv"), scale, dt)
-    with torch.cuda.device(dev):
-        kobj.bwd(args, torch.cuda.current_stream(dev).cuda_stream)
+    _launch(torch, dev, kobj.bwd, args)
     if dq_out is not dq:
         dq.copy_(dq_out)
     return dq, dk, dv
@@ -1353,8 +1464,7 @@ def _eager_varlen(torch, q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_k, max_seq
                             cu_seqlens_k=cu_seqlens_k.data_ptr(),
                             seqused_k=seqused_k.data_ptr() if seqused_k is not None else 0,
                             varlen_batch=B, max_seqlen_q=max_seqlen_q, **table)
-    with torch.cuda.device(dev):
-        kobj.fwd(args, torch.cuda.current_stream(dev).cuda_stream)
+    _launch(torch, dev, kobj.fwd, args)
     return (o, lse) if return_lse else o
 
 
@@ -1968,8 +2078,7 @@ def _eager_decode(torch, q, k, v, seqused_k, softmax_scale, causal, window_size,
         lse_accum = torch.empty(plan.lse_accum_bytes // 4, dtype=torch.float32,
                                 device=q.device)
         args.o_accum, args.lse_accum = o_accum.data_ptr(), lse_accum.data_ptr()
-    with torch.cuda.device(dev):
-        kobj.fwd(args, torch.cuda.current_stream(dev).cuda_stream)
+    _launch(torch, dev, kobj.fwd, args)
     return (o, lse) if return_lse else o
 
 
@@ -2661,6 +2770,5 @@ def flash_attn_bhsd(q, k, v, o=None, lse=None, softmax_scale=None, causal=False,
                               for n, t in zip("qkvo", (q, k, v, o))],
                             lse.data_ptr() if lse is not None else 0, softmax_scale, dt,
                             counter.data_ptr() if counter is not None else 0)
-    with torch.cuda.device(dev):
-        kobj.fwd(args, torch.cuda.current_stream(dev).cuda_stream)
+    _launch(torch, dev, kobj.fwd, args)
     return o

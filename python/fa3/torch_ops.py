@@ -151,9 +151,10 @@ def flash_attn_fwd(q, k, v, softmax_scale, causal, window_size, softcap, kernel_
     """The CUDA implementation: flash_attn_func's eager path, lse computed
     (deterministic: the backward's only)."""
     from . import torch_api
-    return torch_api._eager_fwd(torch, q, k, v, softmax_scale, causal, window_size, softcap,
-                                True, kernel_dir, _kernel_from_facts(kernel_facts), None,
-                                None, jit)
+    # (window_size a tuple: the schema's int[] is a list, which no plan keys)
+    return torch_api._eager_fwd(torch, q, k, v, softmax_scale, causal, tuple(window_size),
+                                softcap, True, kernel_dir, _kernel_from_facts(kernel_facts),
+                                None, None, jit)
 
 
 def _flash_attn_fwd_fake(q, k, v, softmax_scale, causal, window_size, softcap, kernel_dir,
@@ -375,7 +376,7 @@ def flash_attn_fp8_fwd(q, k, v, q_descale, k_descale, v_descale, softmax_scale, 
     computed."""
     from . import torch_api
     return torch_api._eager_fp8(torch, q, k, v, q_descale, k_descale, v_descale, softmax_scale,
-                                causal, window_size, softcap, True, kernel_dir,
+                                causal, tuple(window_size), softcap, True, kernel_dir,
                                 _kernel_from_facts(kernel_facts), None, None, jit)
 
 

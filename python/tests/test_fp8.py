@@ -452,7 +452,6 @@ def test_fp8_kvcache_args_reach_the_runtime(fake, rt, monkeypatch):
     (not expanded over the q heads: a GQA-packed tile's rows mix them), the
     new rows appended by the kernel (e4m3, 1-byte rows), and packed new
     rows written by torch on bytes."""
-    import contextlib
     from types import SimpleNamespace
     from fa3 import torch_api as T
     torch = fake
@@ -484,9 +483,7 @@ def test_fp8_kvcache_args_reach_the_runtime(fake, rt, monkeypatch):
         def fwd(self, args, stream):
             pass
     monkeypatch.setattr(T, "_launchable_kernel", lambda *a, **k: Kernel())
-    monkeypatch.setattr(torch.cuda, "device", lambda dev: contextlib.nullcontext())
-    monkeypatch.setattr(torch.cuda, "current_stream",
-                        lambda dev=None: SimpleNamespace(cuda_stream=0))
+    monkeypatch.setattr(T, "_launch", lambda torch, dev, run, args: run(args, 0))
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     monkeypatch.setitem(T._device_sms, 0, 132)
     B, Skv, Hq, Hkv, D = 3, 4096, 32, 8, 128
