@@ -32,7 +32,7 @@ import contextlib
 import os
 import operator
 import threading
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from . import chunks as _chunks
 from . import facts as _facts
@@ -317,26 +317,52 @@ def _remember(key, plan) -> None:
         _plans[key] = plan
 
 
-def _run_plan(torch, plan, q, k, v, out, lse_out, descales=()):
+class _Plan(NamedTuple):
+    """What an eager launch keeps of its checked path (_plan_key)."""
+    kernel: object              # the loaded runtime.Kernel
+    device: int
+    args: object                # its fa3rt_fwd_args (addresses replaced per call)
+    o_shape: tuple
+    o_dtype: object
+    lse_shape: tuple
+    return_lse: bool
+    keep: object                # an explicit KernelFacts keyed by id: kept alive
+    # per tensor of the call's `tensors` (_plan_key's), the fwd_args field
+    # that takes its address ("": none; "k_new"/"v_new": that Tensor's ptr)
+    addresses: tuple = ()
+    # allocated per call: (field, elements, dtype), e.g. split workspaces
+    workspaces: tuple = ()
+
+
+def _run_plan(torch, plan, q, k, v, out, lse_out, tensors=()):
     """A planned eager launch: its outputs allocated (or the given ones), the
     plan's arguments with this call's addresses, the launch. None where an
     address is not 16-byte aligned (the unplanned path then says so)."""
-    kobj, dev, template, o_shape, o_dtype, lse_shape, return_lse, _, descaled = plan
-    o = torch.empty(o_shape, dtype=o_dtype, device=q.device) if out is None else out
+    o = torch.empty(plan.o_shape, dtype=plan.o_dtype, device=q.device) if out is None else out
     lse = lse_out if lse_out is not None else (
-        torch.empty(lse_shape, dtype=torch.float32, device=q.device) if return_lse else None)
+        torch.empty(plan.lse_shape, dtype=torch.float32, device=q.device)
+        if plan.return_lse else None)
     qp, kp, vp, op = q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr()
     if (qp | kp | vp | op) & 15:
         return None
-    a = type(template).from_buffer_copy(template)
+    a = type(plan.args).from_buffer_copy(plan.args)
     a.q.ptr, a.k.ptr, a.v.ptr, a.o.ptr = qp, kp, vp, op
     a.lse = 0 if lse is None else lse.data_ptr()
-    counter = _graph_tile_counter(torch, kobj, q.device)
+    for field, t in zip(plan.addresses, tensors):
+        if field == "k_new" or field == "v_new":
+            p = t.data_ptr()
+            if p & 15:
+                return None
+            getattr(a, field).ptr = p
+        elif field:
+            setattr(a, field, t.data_ptr())
+    work = [torch.empty(n, dtype=dtype, device=q.device) for _, n, dtype in plan.workspaces]
+    for (field, _, _), t in zip(plan.workspaces, work):
+        setattr(a, field, t.data_ptr())
+    counter = _graph_tile_counter(torch, plan.kernel, q.device)
     a.tile_counter = 0 if counter is None else counter.data_ptr()
-    for name, t, used in zip(("q_descale", "k_descale", "v_descale"), descales, descaled):
-        setattr(a, name, t.data_ptr() if used else 0)
-    _launch(torch, dev, kobj.fwd, a)
-    return (o, lse) if return_lse else o
+    _launch(torch, plan.device, plan.kernel.fwd, a)
+    return (o, lse) if plan.return_lse else o
 
 
 def _pick(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit=None, varlen=False,
@@ -894,8 +920,8 @@ def _eager_fwd(torch, q, k, v, softmax_scale, causal, window_size, softcap, retu
                             softmax_scale, dt,
                             counter.data_ptr() if counter is not None else 0)
     _launch(torch, dev, kobj.fwd, args)
-    _remember(key, (kobj, dev, args, tuple(o.shape), o.dtype, (B, Hq, Sq), return_lse, kernel,
-                    ()))
+    _remember(key, _Plan(kobj, dev, args, tuple(o.shape), o.dtype, (B, Hq, Sq), return_lse,
+                         kernel))
     return (o, lse) if return_lse else o
 
 
@@ -1112,8 +1138,9 @@ def _eager_fp8(torch, q, k, v, q_descale, k_descale, v_descale, softmax_scale, c
                             o_dtype="bf16", **fields)
     _launch(torch, dev, kobj.fwd, args)
     del keep    # (expanded descales: freed after the launch, stream-ordered)
-    _remember(key, (kobj, dev, args, tuple(o.shape), o.dtype, (B, Hq, Sq), return_lse, kernel,
-                    tuple(bool(fields[n]) for n in ("q_descale", "k_descale", "v_descale"))))
+    _remember(key, _Plan(kobj, dev, args, tuple(o.shape), o.dtype, (B, Hq, Sq), return_lse,
+                         kernel, tuple(n if fields[n] else "" for n in
+                                       ("q_descale", "k_descale", "v_descale"))))
     return (o, lse) if return_lse else o
 
 
@@ -2001,7 +2028,20 @@ def _eager_decode(torch, q, k, v, seqused_k, softmax_scale, causal, window_size,
     checks found, (dtype name, dims, page table stride, Snew), so that an
     eager call checks once (its host time is a decoding step's latency).
     fp8_fields: an FP8 call's (_fp8_decode_descales: fwd_args' descale
-    keywords, the tensors to keep until the launch); o bfloat16."""
+    keywords, the tensors to keep until the launch); o bfloat16.
+    A call repeated with the same metadata runs from its launch plan
+    (_plan_key)."""
+    given = (seqused_k, page_table, leftpad, k_new, v_new) + (
+        tuple(fp8_fields[1]) if fp8_fields is not None else (None, None, None))
+    key = _plan_key("decode", q, k, v, out, lse_out,
+                    (softmax_scale, causal, window_size, softcap, num_splits, sm_margin,
+                     return_lse, kernel_dir, jit, ctas_per_sm, fp8_fields is not None),
+                    kernel, given)
+    plan = _plans.get(key) if key is not None else None
+    if plan is not None:
+        done = _run_plan(torch, plan, q, k, v, out, lse_out, given)
+        if done is not None:
+            return done
     from . import runtime
     fn = "flash_attn_with_kvcache"
     if checked is None:
@@ -2033,8 +2073,12 @@ def _eager_decode(torch, q, k, v, seqused_k, softmax_scale, causal, window_size,
     if page_table is not None:
         _check_page_size(fn, kobj, k.shape[1])
     # TMA reads rows of D contiguous elements: make the last dim contiguous
-    # (the caches that take new rows have one: _check_append)
-    q, k, v = [t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v)]
+    # (the caches that take new rows have one: _check_append); a call that
+    # copies is not planned
+    if q.stride(-1) != 1 or k.stride(-1) != 1 or v.stride(-1) != 1 or any(
+            t is not g for t, g in zip((seqused_k, page_table, leftpad, k_new, v_new), given)):
+        key = None
+        q, k, v = [t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v)]
     if checked is None:
         _check_out(torch, q, out, lse_out, B, Sq, Hq, Dv)
     fp8 = {}
@@ -2070,15 +2114,26 @@ def _eager_decode(torch, q, k, v, seqused_k, softmax_scale, causal, window_size,
                             ctas_per_sm=ctas_per_sm,
                             leftpad_k=leftpad.data_ptr() if leftpad is not None else 0,
                             **append, **fp8)
-    plan = kobj.plan(args)
-    args.num_splits = plan.num_splits   # what the workspace is sized for
-    if plan.o_accum_bytes:
+    launch = kobj.plan(args)
+    args.num_splits = launch.num_splits   # what the workspace is sized for
+    workspaces = []
+    if appending and snew and B:
+        workspaces.append(("seqlens_out", B, torch.int32))
+    if launch.o_accum_bytes:
         # fresh allocations are 16-byte aligned; the words, not the bytes
-        o_accum = torch.empty(plan.o_accum_bytes // 4, dtype=torch.float32, device=q.device)
-        lse_accum = torch.empty(plan.lse_accum_bytes // 4, dtype=torch.float32,
+        o_accum = torch.empty(launch.o_accum_bytes // 4, dtype=torch.float32, device=q.device)
+        lse_accum = torch.empty(launch.lse_accum_bytes // 4, dtype=torch.float32,
                                 device=q.device)
         args.o_accum, args.lse_accum = o_accum.data_ptr(), lse_accum.data_ptr()
+        workspaces += [("o_accum", launch.o_accum_bytes // 4, torch.float32),
+                       ("lse_accum", launch.lse_accum_bytes // 4, torch.float32)]
     _launch(torch, dev, kobj.fwd, args)
+    fields = ("seqused_k", "page_table", "leftpad_k", "k_new", "v_new", "q_descale",
+              "k_descale", "v_descale")
+    _remember(key, _Plan(kobj, dev, args, tuple(o.shape), o.dtype, (B, Hq, Sq), return_lse,
+                         kernel, tuple(f if t is not None and getattr(args, f, 1) else ""
+                                       for f, t in zip(fields, given)),
+                         tuple(workspaces)))
     return (o, lse) if return_lse else o
 
 

@@ -218,3 +218,105 @@ def test_plans_are_bounded(launches, monkeypatch):
             T.flash_attn_func(q, q, q)
     assert 1 <= len(T._plans) <= 3
     assert ctypes.sizeof(runtime.FwdArgs) == len(launches.args[-1])
+
+
+# ---- the decoding kernel (flash_attn_with_kvcache) ----
+
+_DECODE_ADDRESSES = ("lse", "seqused_k", "page_table", "leftpad_k", "seqlens_out", "o_accum",
+                     "lse_accum", "q_descale", "k_descale", "v_descale")
+
+
+def _decode_without_addresses(raw):
+    a = _args(raw)
+    for name in ("q", "k", "v", "o", "k_new", "v_new"):
+        getattr(a, name).ptr = 0
+    for name in _DECODE_ADDRESSES:
+        setattr(a, name, 0)
+    return bytes(a)
+
+
+@pytest.fixture
+def decode_launches(launches, monkeypatch):
+    """launches, the stub kernel also planning a split launch (three
+    splits, their workspaces) with 64-key blocks."""
+    kernel = T._launchable_kernel()
+    launches.lookups -= 1
+    kernel.facts = SimpleNamespace(persistent=False, block_n=64, kernel=b"stub")
+    kernel.plan = lambda args: SimpleNamespace(num_splits=3, o_accum_bytes=4096,
+                                               lse_accum_bytes=256)
+    monkeypatch.setitem(T._device_sms, 0, 132)
+    return launches
+
+
+def _decode_calls():
+    f8 = torch.float8_e4m3fn
+    B, Hq, Hkv, D = 2, 8, 2, 128
+
+    def contiguous(dtype=torch.bfloat16):
+        return dict(q=_aligned(B, 1, Hq, D, dtype=dtype),
+                    k_cache=_aligned(B, 256, Hkv, D, dtype=dtype),
+                    v_cache=_aligned(B, 256, Hkv, D, dtype=dtype),
+                    cache_seqlens=torch.tensor([100, 7], dtype=torch.int32))
+
+    def paged():
+        return dict(q=_aligned(B, 1, Hq, D), k_cache=_aligned(12, 16, Hkv, D),
+                    v_cache=_aligned(12, 16, Hkv, D),
+                    page_table=torch.randperm(12, dtype=torch.int32)[:10].view(B, 5),
+                    cache_seqlens=torch.tensor([80, 3], dtype=torch.int32))
+
+    def appending():
+        return dict(contiguous(), k=_aligned(B, 2, Hkv, D), v=_aligned(B, 2, Hkv, D))
+
+    def fp8():
+        return dict(contiguous(f8), q_descale=torch.rand(B, Hkv) + 0.5,
+                    k_descale=torch.rand(B, Hkv) + 0.5)
+    return [("contiguous", contiguous, {}), ("paged", paged, {"return_softmax_lse": True}),
+            ("appending", appending, {}), ("fp8", fp8, {"causal": True})]
+
+
+@pytest.mark.parametrize("name,make,kw", _decode_calls(), ids=[c[0] for c in _decode_calls()])
+def test_a_planned_decoding_step_launches_what_the_checked_path_builds(decode_launches, name,
+                                                                      make, kw):
+    seen = decode_launches
+    with torch.no_grad():
+        T.flash_attn_with_kvcache(**make(), **kw)
+        inputs = make()
+        out = T.flash_attn_with_kvcache(**inputs, **kw)
+        assert seen.lookups == 1 and len(seen.args) == 2
+        planned = seen.args[-1]
+        a = _args(planned)
+        o = out[0] if isinstance(out, tuple) else out
+        assert (a.q.ptr, a.k.ptr, a.v.ptr, a.o.ptr) == tuple(
+            t.data_ptr() for t in (inputs["q"], inputs["k_cache"], inputs["v_cache"], o))
+        assert a.seqused_k == inputs["cache_seqlens"].data_ptr()
+        assert a.num_splits == 3 and a.o_accum and a.lse_accum and a.o_accum != a.lse_accum
+        if "page_table" in inputs:
+            assert a.page_table == inputs["page_table"].data_ptr()
+        # allocated per call: the split workspaces and, appending, the key
+        # counts after the append
+        (plan,) = T._plans.values()
+        assert [w[0] for w in plan.workspaces] == (["seqlens_out"] if "k" in inputs else []) + [
+            "o_accum", "lse_accum"]
+        if "k" in inputs:
+            assert a.k_new.ptr == inputs["k"].data_ptr() and a.seqlens_out
+        if "q_descale" in inputs:
+            assert (a.q_descale, a.k_descale, a.v_descale) == (
+                inputs["q_descale"].data_ptr(), inputs["k_descale"].data_ptr(), 0)
+        T.clear_caches()
+        T.flash_attn_with_kvcache(**inputs, **kw)
+        assert seen.lookups == 2
+        assert _decode_without_addresses(seen.args[-1]) == _decode_without_addresses(planned)
+
+
+def test_a_decoding_step_that_differs_is_planned_anew(decode_launches):
+    seen = decode_launches
+    B, D = 2, 128
+    q = _aligned(B, 1, 8, D)
+    kc, vc = _aligned(B, 256, 2, D), _aligned(B, 256, 2, D)
+    lens = torch.tensor([100, 7], dtype=torch.int32)
+    with torch.no_grad():
+        for kw in ({}, {}, {"num_splits": 2}, {"cache_seqlens": lens}, {"cache_seqlens": lens},
+                   {"cache_seqlens": lens, "cache_leftpad": lens}):
+            T.flash_attn_with_kvcache(q, kc, vc, **kw)
+    assert seen.lookups == 4
+    assert _args(seen.args[-1]).leftpad_k == lens.data_ptr()
