@@ -478,7 +478,7 @@ def check_errors(kernels, results):
            LookupError, "Available:")
     expect("FP8 with num_splits", lambda: flash_attn_func(q, k, v, num_splits=2,
                                                          **variant_kw(kf)),
-           NotImplementedError, "no split-KV")
+           NotImplementedError, "not split-KV")
 
 
 def sass_check(kf):
