@@ -5,15 +5,14 @@ A short attention's time under do_bench is host work beyond what its L2
 flush hides (~55 us on the H200), so the Python path's cost is a number to
 keep down. This times it without a GPU: torch's FakeTensorMode gives CUDA
 tensors without data, and the kernel lookup, the launch and the CUDA calls
-(device guard and stream, torch_api._launch; capture query) are stubbed, so what is timed is our
-checks and argument building (plus the fake tensors' own dispatch: real
-tensors cost less, and a fake allocation costs far more than a real one,
-so the allocating calls, the backward's five tensors above all, read high;
-a fake tensor's `is_cuda` alone costs ~10 us, a real one's 0.07). Its
-total happened to match the real call's (bf16 44.5 against 43.4 us on an
-H100), whose time goes to the launch path stubbed here instead: use it to
-compare the Python checks before and after a change, not as the call's
-cost (bench/NOTES.md, Next item 9). On the GPU machine,
+(device guard and stream, torch_api._launch; capture query) are stubbed,
+so what is timed is our checks and argument building (plus the fake
+tensors' own dispatch: real tensors cost less, and a fake allocation costs
+far more than a real one, so the allocating calls, the backward's five
+tensors above all, read high; a fake tensor's `is_cuda` alone costs ~10
+us, a real one's 0.07). Use it to compare the Python work before and
+after a change, not as the call's cost, which includes the launch path
+stubbed here (bench/NOTES.md, Next item 9). On the GPU machine,
 test/gpu/check_torch.py --overhead-only times the real call.
 
   python3 bench/host_overhead.py [--call func|kvcache|backward] [--dtype bf16|e4m3]
