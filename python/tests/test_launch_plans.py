@@ -320,3 +320,28 @@ def test_a_decoding_step_that_differs_is_planned_anew(decode_launches):
             T.flash_attn_with_kvcache(q, kc, vc, **kw)
     assert seen.lookups == 4
     assert _args(seen.args[-1]).leftpad_k == lens.data_ptr()
+
+
+def test_launch_takes_the_raw_stream_and_guards_only_another_device():
+    """_launch: torch's current stream of the device as a raw handle; the
+    device guard entered only where another device is current (and the
+    Stream object's handle where torch has no raw-stream call)."""
+    import contextlib
+    entered = []
+
+    @contextlib.contextmanager
+    def guard(dev):
+        entered.append(dev)
+        yield
+
+    def fake(current, raw=True):
+        C = SimpleNamespace(_cuda_getDevice=lambda: current)
+        if raw:
+            C._cuda_getCurrentRawStream = lambda dev: 1000 + dev
+        cuda = SimpleNamespace(device=guard, current_stream=lambda dev: SimpleNamespace(
+            cuda_stream=2000 + dev))
+        return SimpleNamespace(_C=C, cuda=cuda)
+    run = lambda args, stream: (args, stream)   # noqa: E731
+    assert T._launch(fake(0), 0, run, "a") == ("a", 1000) and entered == []
+    assert T._launch(fake(0), 1, run, "b") == ("b", 1001) and entered == [1]
+    assert T._launch(fake(1, raw=False), 1, run, "c") == ("c", 2001) and entered == [1, 1]
