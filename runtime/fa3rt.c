@@ -52,7 +52,9 @@
 
 #define NMAPS 4 /* q, k, v, o */
 /* Tile-counter pairs (2 x u32, zero between launches: the kernel's last CTA
- * zeroes them) per kernel object. Launches on one stream share a pair; a
+ * zeroes them) per kernel object, read by the dynamic scheduler alone (a
+ * persistent kernel of one CTA a cluster; the others get slot 0's,
+ * untouched, and take no slot). Its launches on one stream share a pair; a
  * launch on another stream takes the next of NSLOTS, waiting (host side) for
  * the launch that last used it. A captured launch of a kernel with the
  * dynamic scheduler keeps a pair of its own, one of NCAPTURED, for the

@@ -282,6 +282,10 @@ def _meta(t):
     return None if t is None else (t.shape, t.stride(), t.dtype, t.device)
 
 
+_KEYED = (bool, int, float, str)  # the scalar types a plan key takes (by value)
+_DESCALES = ("q_descale", "k_descale", "v_descale")  # fwd_args' descale addresses
+
+
 def _plan_key(kind, q, k, v, out, lse_out, scalars, kernel, tensors=()):
     """The key of an eager call's launch plan (_plans), or None for a call
     planned anew each time. A plan holds what the checks, the kernel lookup
@@ -302,9 +306,6 @@ def _plan_key(kind, q, k, v, out, lse_out, scalars, kernel, tensors=()):
                 None if kernel is None else id(kernel), tuple(_meta(t) for t in tensors))
     except (AttributeError, TypeError):
         return None     # not tensors: the unplanned path names what is wrong
-
-
-_KEYED = (bool, int, float, str)
 
 
 def _remember(key, plan) -> None:
@@ -338,10 +339,8 @@ def _run_plan(torch, plan, q, k, v, out, lse_out, tensors=()):
     """A planned eager launch: its outputs allocated (or the given ones), the
     plan's arguments with this call's addresses, the launch. None where an
     address is not 16-byte aligned (the unplanned path then says so)."""
-    o = torch.empty(plan.o_shape, dtype=plan.o_dtype, device=q.device) if out is None else out
-    lse = lse_out if lse_out is not None else (
-        torch.empty(plan.lse_shape, dtype=torch.float32, device=q.device)
-        if plan.return_lse else None)
+    o, lse, return_lse = _outputs(torch, q, plan.o_shape, plan.lse_shape, out, lse_out,
+                                  plan.return_lse, plan.o_dtype)
     qp, kp, vp, op = q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr()
     if (qp | kp | vp | op) & 15:
         return None
@@ -362,7 +361,22 @@ def _run_plan(torch, plan, q, k, v, out, lse_out, tensors=()):
     counter = _graph_tile_counter(torch, plan.kernel, q.device)
     a.tile_counter = 0 if counter is None else counter.data_ptr()
     _launch(torch, plan.device, plan.kernel.fwd, a)
-    return (o, lse) if plan.return_lse else o
+    return (o, lse) if return_lse else o
+
+
+def _from_plan(torch, key, q, k, v, out, lse_out, tensors=()):
+    """The call's result launched from its plan (_plan_key's `key`), or None
+    where it has none or cannot take it (_run_plan): the checked path then
+    runs."""
+    plan = _plans.get(key) if key is not None else None
+    return None if plan is None else _run_plan(torch, plan, q, k, v, out, lse_out, tensors)
+
+
+def _descale_addresses(fields) -> tuple:
+    """A plan's addresses for the FP8 descales (_Plan.addresses) from the
+    fwd_args keywords the checked path gave them: a field it left 0 (no
+    descale, or one of no elements) stays 0."""
+    return tuple(n if fields.get(n) else "" for n in _DESCALES)
 
 
 def _pick(kernel, dt, D, Dv, causal, window_size, softcap, kernel_dir, jit=None, varlen=False,
@@ -885,11 +899,9 @@ def _eager_fwd(torch, q, k, v, softmax_scale, causal, window_size, softcap, retu
     key = _plan_key("fwd", q, k, v, out, lse_out,
                     (softmax_scale, causal, window_size, softcap, return_lse, kernel_dir, jit),
                     kernel)
-    plan = _plans.get(key) if key is not None else None
-    if plan is not None:
-        done = _run_plan(torch, plan, q, k, v, out, lse_out)
-        if done is not None:
-            return done
+    done = _from_plan(torch, key, q, k, v, out, lse_out)
+    if done is not None:
+        return done
     from . import runtime
 
     # grad_ok: flash_attn_func comes here without grad, and so does the op's
@@ -1101,10 +1113,11 @@ def _eager_fp8(torch, q, k, v, q_descale, k_descale, v_descale, softmax_scale, c
     key = _plan_key("fp8", q, k, v, out, lse_out,
                     (softmax_scale, causal, window_size, softcap, return_lse, kernel_dir, jit,
                      num_splits, pack_gqa), kernel, descales)
-    plan = _plans.get(key) if key is not None else None
-    if plan is not None and not (grad_check and torch.is_grad_enabled() and any(
+    # (a plan cannot stand for the grad check: made each call; a key means
+    # tensors or None)
+    if key is not None and not (grad_check and torch.is_grad_enabled() and any(
             t is not None and t.requires_grad for t in (q, k, v) + descales)):
-        done = _run_plan(torch, plan, q, k, v, out, lse_out, descales)
+        done = _from_plan(torch, key, q, k, v, out, lse_out, descales)
         if done is not None:
             return done
     from . import runtime
@@ -1139,8 +1152,7 @@ def _eager_fp8(torch, q, k, v, q_descale, k_descale, v_descale, softmax_scale, c
     _launch(torch, dev, kobj.fwd, args)
     del keep    # (expanded descales: freed after the launch, stream-ordered)
     _remember(key, _Plan(kobj, dev, args, tuple(o.shape), o.dtype, (B, Hq, Sq), return_lse,
-                         kernel, tuple(n if fields[n] else "" for n in
-                                       ("q_descale", "k_descale", "v_descale"))))
+                         kernel, _descale_addresses(fields)))
     return (o, lse) if return_lse else o
 
 
@@ -2037,11 +2049,9 @@ def _eager_decode(torch, q, k, v, seqused_k, softmax_scale, causal, window_size,
                     (softmax_scale, causal, window_size, softcap, num_splits, sm_margin,
                      return_lse, kernel_dir, jit, ctas_per_sm, fp8_fields is not None),
                     kernel, given)
-    plan = _plans.get(key) if key is not None else None
-    if plan is not None:
-        done = _run_plan(torch, plan, q, k, v, out, lse_out, given)
-        if done is not None:
-            return done
+    done = _from_plan(torch, key, q, k, v, out, lse_out, given)
+    if done is not None:
+        return done
     from . import runtime
     fn = "flash_attn_with_kvcache"
     if checked is None:
@@ -2128,12 +2138,10 @@ def _eager_decode(torch, q, k, v, seqused_k, softmax_scale, causal, window_size,
         workspaces += [("o_accum", launch.o_accum_bytes // 4, torch.float32),
                        ("lse_accum", launch.lse_accum_bytes // 4, torch.float32)]
     _launch(torch, dev, kobj.fwd, args)
-    fields = ("seqused_k", "page_table", "leftpad_k", "k_new", "v_new", "q_descale",
-              "k_descale", "v_descale")
+    given_at = ("seqused_k", "page_table", "leftpad_k", "k_new", "v_new")
+    addresses = tuple(f if t is not None else "" for f, t in zip(given_at, given))
     _remember(key, _Plan(kobj, dev, args, tuple(o.shape), o.dtype, (B, Hq, Sq), return_lse,
-                         kernel, tuple(f if t is not None and getattr(args, f, 1) else ""
-                                       for f, t in zip(fields, given)),
-                         tuple(workspaces)))
+                         kernel, addresses + _descale_addresses(fp8), tuple(workspaces)))
     return (o, lse) if return_lse else o
 
 
