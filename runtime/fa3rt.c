@@ -511,6 +511,9 @@ static fa3rt_status check_facts(const fa3rt_facts *f, fa3rt_status st) {
   if (f->paged_copy && !f->split_kv && !f->paged_kv)
     return fail(st, "facts of kernel '%s': paged_copy 1 needs split_kv 1 or paged_kv 1 (the "
                 "paged kernels' producer warps copy small pages)", f->kernel);
+  if (f->copy_rows && !f->paged_copy)
+    return fail(st, "facts of kernel '%s': copy_rows %d needs paged_copy 1 (the most rows "
+                "of a page its producer warps copy)", f->kernel, f->copy_rows);
   /* FP8: the compiler builds the fixed-length forward and the decoding
      kernel (split_kv, pack_gqa; head dim 64 or 128) */
   if (f->dtype == FA3RT_E4M3 && (f->backward || f->varlen))
@@ -2190,7 +2193,8 @@ static fa3rt_status launch_append(const fa3rt_kernel *k, const fa3rt_fwd_args *a
   return r == CUDA_SUCCESS ? FA3RT_OK : cuda_fail("cuLaunchKernel(_append)", r, where);
 }
 
-/* Pages of at most FA3RT_COPY_ROWS rows, fewer than the kernel's kv tile:
+/* Pages of at most FA3RT_COPY_ROWS rows (the kernel's facts copy_rows where
+ * given), fewer than the kernel's kv tile:
  * a kernel built to (facts paged_copy 1) has its producer warps copy their
  * rows 16 bytes a lane (cp.async, FlashAttention-3's path for such pages)
  * where K's and V's pools share their strides and span at most 2^36 bytes
@@ -2200,8 +2204,8 @@ static fa3rt_status launch_append(const fa3rt_kernel *k, const fa3rt_fwd_args *a
  * returns 1 where the kernel copies. */
 static int paged_copy(const fa3rt_facts *f, const fa3rt_fwd_args *a, const fa3rt_fwd_launch *L,
                       int64_t eff[NFWD][4], int64_t strides[3]) {
-  if (!f->paged_copy || !a->page_table || L->page_size > FA3RT_COPY_ROWS ||
-      L->page_size >= f->block_n)
+  const int rows = f->copy_rows ? f->copy_rows : FA3RT_COPY_ROWS;
+  if (!f->paged_copy || !a->page_table || L->page_size > rows || L->page_size >= f->block_n)
     return 0;
   const int64_t *ks = eff[FK], *vs = eff[FV];
   if (ks[0] != vs[0] || ks[1] != vs[1] || ks[2] != vs[2]) return 0;

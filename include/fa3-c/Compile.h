@@ -81,9 +81,10 @@ typedef struct Fa3HopperOptions {
   int64_t transposeWarps; /* FP8: V's transposer warps, 3 (warps 1 .. 3
                            of the producer warpgroup) or 4 (warp 0 too,
                            one fill behind its loads, as FlashAttention-3;
-                           persistent kernels only); 0: the table's
-                           (4 at head dim 256, else 3). Appended
-                           likewise */
+                           persistent kernels, and decoding kernels, whose
+                           four warps also copy small pages); 0: the
+                           table's (4 at head dim 256 and for decoding,
+                           else 3). Appended likewise */
 } Fa3HopperOptions;
 
 MLIR_CAPI_EXPORTED Fa3HopperOptions fa3HopperOptionsDefault(void);

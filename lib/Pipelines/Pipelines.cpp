@@ -299,7 +299,8 @@ struct HopperPipelineCLOptions
       *this, "transpose-warps",
       llvm::cl::desc("FP8: V's transposer warps, 3 (warps 1 .. 3) or 4 "
                      "(warp 0 too, one fill behind its loads; persistent "
-                     "kernels); 0: 4 at head dim 256 (persistent), else 3"),
+                     "and decoding kernels); 0: 4 at head dim 256 "
+                     "(persistent) and for decoding, else 3"),
       llvm::cl::init(0)};
   Option<fa3::BinaryFormat> format{
       *this, "format",

@@ -109,7 +109,7 @@ def _facts_keys(text: str) -> dict:
 _KEYS = _facts_keys(_ABI)
 _DEFAULTS = {"cluster_m": 1, "cubin": "", "varlen": 0, "backward": 0, "split_kv": 0,
              "pack_gqa": 0, "deterministic": 0, "min_seqlen_q": 0, "paged_kv": 0,
-             "paged_copy": 0}
+             "paged_copy": 0, "copy_rows": 0}
 
 
 class FactsError(ValueError):
@@ -146,6 +146,7 @@ class KernelFacts:
     min_seqlen_q: int = 0   # optional key: chosen for calls with Sq >= this (0: any)
     paged_kv: bool = False  # optional key: a varlen kernel that takes a page table
     paged_copy: bool = False  # optional key: its producer warp copies small pages (decoding)
+    copy_rows: int = 0      # optional key: with paged_copy, the most rows of a page it copies (0: 16)
 
     @property
     def decode(self) -> bool:
@@ -166,7 +167,8 @@ class KernelFacts:
                 + (" pack_gqa" if self.pack_gqa else "")
                 + (f" min_seqlen_q={self.min_seqlen_q}" if self.min_seqlen_q else "")
                 + (" paged_kv" if self.paged_kv else "")
-                + (" paged_copy" if self.paged_copy else ""))
+                + (" paged_copy" if self.paged_copy else "")
+                + (f" copy_rows={self.copy_rows}" if self.copy_rows else ""))
 
 
 def _value(key: str, val: str, lineno: int):
@@ -297,6 +299,9 @@ def _parse(data: bytes) -> Tuple[int, dict, dict]:
     if vals.get("paged_copy") and not vals.get("split_kv") and not vals.get("paged_kv"):
         raise FactsError(f"facts of kernel '{vals['kernel']}': paged_copy 1 needs split_kv 1 or "
                          f"paged_kv 1 (the paged kernels' producer warps copy small pages)")
+    if vals.get("copy_rows") and not vals.get("paged_copy"):
+        raise FactsError(f"facts of kernel '{vals['kernel']}': copy_rows {vals['copy_rows']} "
+                         f"needs paged_copy 1 (the most rows of a page its producer warps copy)")
     if vals["dtype"] == "e4m3":
         # FP8: the compiler builds the fixed-length forward and the
         # decoding kernel (split_kv, pack_gqa; head dim 64 or 128) (fa3rt.c
@@ -379,7 +384,7 @@ def parse_facts(text: Union[str, bytes], path: Optional[str] = None) -> KernelFa
                        backward=bool(v["backward"]), split_kv=bool(v["split_kv"]),
                        pack_gqa=bool(v["pack_gqa"]), deterministic=bool(v["deterministic"]),
                        min_seqlen_q=v["min_seqlen_q"], paged_kv=bool(v["paged_kv"]),
-                       paged_copy=bool(v["paged_copy"]))
+                       paged_copy=bool(v["paged_copy"]), copy_rows=v["copy_rows"])
 
 
 def load_facts(path) -> KernelFacts:

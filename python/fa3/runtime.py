@@ -93,7 +93,7 @@ class Facts(ctypes.Structure):
                 ("backward", ctypes.c_int), ("split_kv", ctypes.c_int),
                 ("pack_gqa", ctypes.c_int), ("deterministic", ctypes.c_int),
                 ("min_seqlen_q", ctypes.c_int), ("paged_kv", ctypes.c_int),
-                ("paged_copy", ctypes.c_int)]
+                ("paged_copy", ctypes.c_int), ("copy_rows", ctypes.c_int)]
 
 
 class FwdLaunch(ctypes.Structure):
@@ -164,7 +164,7 @@ _lib_lock = threading.Lock()
 
 # fa3rt.h's FA3RT_VERSION_MAJOR and _MINOR, whose structs this module mirrors
 # (python/tests/test_runtime.py checks both against the header)
-VERSION = (0, 17)
+VERSION = (0, 18)
 MAX_SPLITS = 128       # FA3RT_MAX_SPLITS
 DEFAULT_SMS = 132      # FA3RT_DEFAULT_SMS: fa3rt_fwd_plan's where num_sms is 0
 

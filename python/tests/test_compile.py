@@ -95,6 +95,29 @@ def test_decode_paged_copy_facts(tmp_path):
         F.parse_facts(text)
 
 
+def test_fp8_decode_copying_transposers(tmp_path):
+    """The FP8 decoding kernel: its four producer warps copy small pages and
+    transpose V (transpose_warps 4 by default), and its facts ask the
+    runtime to copy every page below the tile (copy_rows 64 of block_n
+    128); with three transposer warps (warp 0 copying alone) the runtime's
+    own limit stands (no copy_rows). copy_rows without paged_copy is
+    refused (fa3rt.c likewise)."""
+    got = {}
+    for tw in (0, 3):
+        f = compile_kernel(tmp_path / str(tw), head_dim=128, dtype="e4m3", decode=True,
+                           transpose_warps=tw, emit_cubin=False)[0]
+        kf = F.parse_facts(f.facts.read_text(), str(f.facts))
+        got[tw] = (kf.paged_copy, kf.copy_rows)
+        if tw == 0:
+            text = f.facts.read_text()
+    assert got == {0: (True, 64), 3: (True, 0)}
+    assert "copy_rows=64" in F.parse_facts(text).describe()
+    with pytest.raises(F.FactsError, match="copy_rows 64 needs paged_copy 1"):
+        F.parse_facts(text.replace("paged_copy 1", "paged_copy 0"))
+    with pytest.raises(F.FactsError, match="copy_rows"):
+        F.parse_facts(text.replace("copy_rows 64", "copy_rows 300"))
+
+
 def test_paged_varlen_kernel(tmp_path):
     """compile_kernel(varlen=True, paged=True): a packed batch's kernel that
     also takes a page table (Fa3AttentionSpec.pagedKv, appended last; facts

@@ -109,18 +109,19 @@ def test_ctypes_mirrors_match_the_header(tmp_path):
 
 
 @pytest.mark.parametrize("body,why", [
-    ("int fa3rt_version(void) { return 5; }", "is libfa3rt 0.5; these bindings need 0.17"),
-    ("int fa3rt_version(void) { return 6; }", "is libfa3rt 0.6; these bindings need 0.17"),
-    ("int fa3rt_version(void) { return 7; }", "is libfa3rt 0.7; these bindings need 0.17"),
-    ("int fa3rt_version(void) { return 8; }", "is libfa3rt 0.8; these bindings need 0.17"),
-    ("int fa3rt_version(void) { return 9; }", "is libfa3rt 0.9; these bindings need 0.17"),
-    ("int fa3rt_version(void) { return 10; }", "is libfa3rt 0.10; these bindings need 0.17"),
-    ("int fa3rt_version(void) { return 11; }", "is libfa3rt 0.11; these bindings need 0.17"),
-    ("int fa3rt_version(void) { return 12; }", "is libfa3rt 0.12; these bindings need 0.17"),
-    ("int fa3rt_version(void) { return 13; }", "is libfa3rt 0.13; these bindings need 0.17"),
-    ("int fa3rt_version(void) { return 14; }", "is libfa3rt 0.14; these bindings need 0.17"),
-    ("int fa3rt_version(void) { return 15; }", "is libfa3rt 0.15; these bindings need 0.17"),
-    ("int fa3rt_version(void) { return 16; }", "is libfa3rt 0.16; these bindings need 0.17"),
+    ("int fa3rt_version(void) { return 5; }", "is libfa3rt 0.5; these bindings need 0.18"),
+    ("int fa3rt_version(void) { return 6; }", "is libfa3rt 0.6; these bindings need 0.18"),
+    ("int fa3rt_version(void) { return 7; }", "is libfa3rt 0.7; these bindings need 0.18"),
+    ("int fa3rt_version(void) { return 8; }", "is libfa3rt 0.8; these bindings need 0.18"),
+    ("int fa3rt_version(void) { return 9; }", "is libfa3rt 0.9; these bindings need 0.18"),
+    ("int fa3rt_version(void) { return 10; }", "is libfa3rt 0.10; these bindings need 0.18"),
+    ("int fa3rt_version(void) { return 11; }", "is libfa3rt 0.11; these bindings need 0.18"),
+    ("int fa3rt_version(void) { return 12; }", "is libfa3rt 0.12; these bindings need 0.18"),
+    ("int fa3rt_version(void) { return 13; }", "is libfa3rt 0.13; these bindings need 0.18"),
+    ("int fa3rt_version(void) { return 14; }", "is libfa3rt 0.14; these bindings need 0.18"),
+    ("int fa3rt_version(void) { return 15; }", "is libfa3rt 0.15; these bindings need 0.18"),
+    ("int fa3rt_version(void) { return 16; }", "is libfa3rt 0.16; these bindings need 0.18"),
+    ("int fa3rt_version(void) { return 17; }", "is libfa3rt 0.17; these bindings need 0.18"),
     ("int fa3rt_other(void) { return 5; }", "older than 0.5 (no fa3rt_version)"),
 ])
 def test_load_library_refuses_another_version(tmp_path, body, why):

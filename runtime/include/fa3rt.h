@@ -100,8 +100,11 @@ extern "C" {
  * `params` lists them: older facts and cubins are refused); fa3rt_facts
  * gains paged_copy at its end (facts `paged_copy 1`: the kernels that
  * copy; the runtime passes the copy's parameters to those only). */
+/* 0.18: fa3rt_facts gains copy_rows at its end (facts `copy_rows N`: a
+ * copying kernel's own page-size limit in place of FA3RT_COPY_ROWS; an
+ * older runtime skips the key and keeps its 16 rows). */
 #define FA3RT_VERSION_MAJOR 0
-#define FA3RT_VERSION_MINOR 17
+#define FA3RT_VERSION_MINOR 18
 /* Highest version of the facts file format this runtime reads. Version 2:
  * a deterministic backward kernel's (`deterministic 1`), whose dq_accum is
  * larger: a version-1 reader, which skips keys it does not know, must
@@ -140,12 +143,15 @@ extern "C" {
 #define FA3RT_ONE_CTA_KEYS 16384
 /* A paged kernel built to copy small pages by its producer warps (facts
  * paged_copy 1) copies those of at most this many rows (and fewer than its
- * block_n); larger pages go by TMA boxes, as fast or faster there: H100, B
+ * block_n) unless its facts say otherwise (`copy_rows`); larger pages go
+ * by TMA boxes, as fast or faster there: H100, B
  * 16 x 16k keys decoding (bf16 block_n 64, four warps copying, the page
  * entries loaded a kv block ahead) pages of 1-8 / 16 rows copied at
  * 0.95-0.96 / 0.96-0.97 of the contiguous cache, boxed at 0.08-0.49 /
- * 0.81-0.84, 32 / 64 rows boxed 0.97-0.98 (e4m3, warp 0 copying, 1-16
- * 0.62-0.65, boxed 16 0.56, 32 0.69 against the boxes' 0.88-0.90); a paged
+ * 0.81-0.84, 32 / 64 rows boxed 0.97-0.98 (e4m3 with warp 0 copying, 1-16
+ * 0.62-0.65, boxed 16 0.56, 32 0.69 against the boxes' 0.88-0.90; with
+ * its four warps copying and transposing, facts copy_rows 64, 1-16 0.91-0.92,
+ * 32 / 64 copied 0.94 / 0.95 against boxes' 0.71 / 0.92); a paged
  * packed-batch prefill (block_n 128) at 16 / 32 / 64 copied 0.67-0.78 /
  * 0.68-0.78 / 0.69-0.79 of the contiguous varlen kernel, boxed 0.56-0.61
  * / 0.70-0.83 / 0.75-0.94 (bench/NOTES.md, Log, "four producer warps"). */
@@ -235,6 +241,12 @@ typedef struct fa3rt_facts {
                              for pages of at most FA3RT_COPY_ROWS rows,
                              fewer than block_n); 0 = TMA boxes of every
                              page's rows. Needs split_kv 1 or paged_kv 1 */
+  int copy_rows;          /* optional key (0): with paged_copy 1, the most
+                             rows a page may have for fa3rt_fwd to copy it
+                             (still fewer than block_n); 0 = FA3RT_COPY_ROWS.
+                             The compiler writes it where its copies beat
+                             boxes of larger pages (FP8 decoding, whose four
+                             producer warps copy and transpose: 64) */
 } fa3rt_facts;
 
 /* A tensor in device memory: 4 dims in LOGICAL order [B, H, S, D], strides in

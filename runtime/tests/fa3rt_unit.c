@@ -2475,7 +2475,8 @@ static void test_no_gpu(void) {
   EXPECT((st == FA3RT_ERR_CUDA || st == FA3RT_ERR_UNSUPPORTED_DEVICE) && k == NULL);
 }
 
-/* Pages of at most FA3RT_COPY_ROWS rows, fewer than the kernel's kv tile:
+/* Pages of at most FA3RT_COPY_ROWS rows (facts copy_rows where given),
+   fewer than the kernel's kv tile:
    the launch gives a paged kernel built to copy them (facts paged_copy 1: the
    decoding kernel's, a paged packed batch's) the pools' bases, byte
    strides and page count (its producer warps copy such pages by
@@ -2581,6 +2582,33 @@ static void test_paged_copy(void) {
   a.num_splits = 1;
   EXPECT(fa3rt_fwd(k, &a, NULL) == FA3RT_OK && g_fwd.pagedK == 0 && g_fwd.pageSize == 0);
   fa3rt_kernel_destroy(k);
+  /* facts copy_rows (FP8 decoding's four copying warps: 64): pages of up
+     to that many rows copied, still fewer than block_n; only beside
+     paged_copy 1, in range */
+  char rows64[4096 + 16];
+  snprintf(rows64, sizeof rows64, "%scopy_rows 64\n", copying);
+  EXPECT(fa3rt_facts_parse(rows64, strlen(rows64), &f) == FA3RT_OK && f.copy_rows == 64);
+  EXPECT(fa3rt_facts_parse(copying, strlen(copying), &f) == FA3RT_OK && f.copy_rows == 0);
+  char *alone = copied(text_with(rows64, "paged_copy", "paged_copy 0"));
+  EXPECT(alone && err_is(fa3rt_facts_parse(alone, strlen(alone), &f), FA3RT_ERR_FACTS,
+                         "copy_rows 64 needs paged_copy 1"));
+  free(alone);
+  char *wide = copied(text_with(rows64, "copy_rows", "copy_rows 257"));
+  EXPECT(wide && err_is(fa3rt_facts_parse(wide, strlen(wide), &f), FA3RT_ERR_FACTS,
+                        "copy_rows"));
+  free(wide);
+  k = fake_load(rows64); /* block_n 128 */
+  if (k) {
+    const long sizes[] = {16, 32, 64, 128};
+    for (int i = 0; i < 4; ++i) {
+      a = paged_args(1, 32, 8, 4096 / sizes[i], sizes[i], 1024 / sizes[i]);
+      a.num_splits = 1;
+      const int copies = sizes[i] <= 64;
+      EXPECT(fa3rt_fwd(k, &a, NULL) == FA3RT_OK && (g_fwd.pagedK == 0x200000) == copies &&
+             g_fwd.pagedPages == (copies ? 4096 / sizes[i] : 0) && g_fwd.pageSize == sizes[i]);
+    }
+    fa3rt_kernel_destroy(k);
+  }
   fake_reset(0);
 }
 

@@ -1343,10 +1343,11 @@ COPY_ROWS = 16
 def copies_small_pages(kf, ps):
     """Whether the kernel's producer warps copy pages of ps rows (cp.async)
     rather than boxing them by TMA: a kernel built to (facts paged_copy 1)
-    given pages of at most COPY_ROWS rows, fewer than its block_n (the
-    runtime's other conditions, equal K and V strides and a pool of at most
-    2^36 bytes, hold for these tests' caches)."""
-    return kf.paged_copy and ps <= COPY_ROWS and ps < kf.block_n
+    given pages of at most COPY_ROWS rows (its facts' copy_rows where
+    given), fewer than its block_n (the runtime's other conditions, equal K
+    and V strides and a pool of at most 2^36 bytes, hold for these tests'
+    caches)."""
+    return kf.paged_copy and ps <= (kf.copy_rows or COPY_ROWS) and ps < kf.block_n
 
 
 def check_bad_page_entries(kf, seed, ps=None):

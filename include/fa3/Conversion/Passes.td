@@ -118,10 +118,11 @@ def AttnHopperConfig : Pass<"attn-hopper-config"> {
     Option<"transposeWarps", "transpose-warps", "int64_t", /*default=*/"0",
            "FP8: the producer warpgroup's warps that transpose V: 3 (warps "
            "1 .. 3, warp 0 loading) or 4 (warp 0 too, one fill behind its "
-           "loads, as FlashAttention-3; persistent kernels only: "
-           "hopper-producer-warp-transpose); 0: 4 at head dim 256 (persistent), "
-           "else 3, as measured (bench/NOTES.md, Log, four transposer "
-           "warps)">,
+           "loads, as FlashAttention-3; persistent kernels, and decoding "
+           "kernels, whose four warps also copy small pages: "
+           "hopper-producer-warp-transpose); 0: 4 at head dim 256 "
+           "(persistent) and for decoding, else 3, as measured "
+           "(bench/NOTES.md, Log, four transposer warps)">,
   ];
 }
 

@@ -492,6 +492,9 @@ LogicalResult convert(ModuleOp module, func::FuncOp func, TiledAttention t,
   // pages it copies: fa3rt.h, FA3RT_COPY_ROWS).
   if (cfg.copiesSmallPages())
     all.push_back(b.getNamedAttr("paged_copy", b.getBoolAttr(true)));
+  // ... and the most rows of a page it copies, where not the runtime's 16
+  if (int64_t rows = cfg.copyRows())
+    all.push_back(b.getNamedAttr("copy_rows", b.getI64IntegerAttr(rows)));
   if (cfg.ctasPerSm != 1)
     all.push_back(b.getNamedAttr("ctas_per_sm",
                                  b.getI64IntegerAttr(cfg.ctasPerSm)));

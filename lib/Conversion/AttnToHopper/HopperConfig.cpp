@@ -571,9 +571,12 @@ void chooseConfig(KernelConfig &cfg, int64_t windowLeft, int64_t windowRight,
       cfg.blockN = 128;
     else if (o.blockN == 0 && hd <= 128 && cfg.blockM == 64)
       cfg.blockN = 64;
-    // (four transposer warps are the persistent kernel's)
+    // FP8: V transposed by the four producer warps that copy small pages
+    // (FA3's way, each slot one fill behind their copies), where warp 0
+    // alone copied beside three transposers at 0.62-0.64x the contiguous
+    // cache (bench/NOTES.md, Log, "FP8 decoding's four copying warps").
     if (cfg.isFp8() && o.transposeWarps == 0)
-      cfg.transposeWarps = 3;
+      cfg.transposeWarps = 4;
     const bool fp8Rows64 = cfg.isFp8() && cfg.blockM == 64;
     if (o.stages == 0)
       deepestFittingStages(cfg, fp8Rows64 ? 2 : 3);

@@ -981,12 +981,15 @@ std::string fa3::hopper::checkSupported(const KernelConfig &cfg) {
     os << "ctas_per_sm " << cfg.ctasPerSm << " (1 or 2)";
   else if (cfg.transposeWarps != 3 && cfg.transposeWarps != 4)
     os << "transpose_warps " << cfg.transposeWarps << " (3 or 4)";
-  else if (cfg.transposeWarps == 4 && !(cfg.isFp8() && cfg.persistent))
+  else if (cfg.transposeWarps == 4 &&
+           !(cfg.isFp8() &&
+             (cfg.persistent || (cfg.splitKv && cfg.copiesSmallPages()))))
     os << "transpose_warps 4 "
        << (cfg.isFp8() ? "with one CTA per tile" : "without FP8")
-       << " (warp 0 transposes V in an FP8 kernel's persistent producer "
-          "program: each block's slot after the next block's fill, a "
-          "tile's last after its kv loop)";
+       << " (warp 0 transposes V in a persistent FP8 kernel's producer "
+          "program, and the four warps copying a decoding kernel's pages "
+          "do: each block's slot after the next block's fill, a tile's "
+          "last after its kv loop)";
   else if (cfg.ctasPerSm == 2 && cfg.consumers() != 1)
     os << "two CTAs a SM with block-m " << cfg.blockM << " ("
        << cfg.threads() << " threads then have "

@@ -154,8 +154,21 @@ struct KernelConfig {
   }
   /// The producer warps that copy small pages: all four, as
   /// FlashAttention-3 (a warp's lanes fetch about 2 TB/s, bench/NOTES.md),
-  /// but warp 0 alone in FP8, whose warps 1 .. 3 transpose V.
-  int64_t copyWarps() const { return isFp8() ? 1 : 4; }
+  /// FP8's too where they are also V's four transposers (each slot one
+  /// fill behind their copies: hopper-producer-warp-transpose), else warp
+  /// 0 alone beside the transposer's warps 1 .. 3.
+  int64_t copyWarps() const {
+    return isFp8() && transposeWarps != 4 ? 1 : 4;
+  }
+  /// The most rows of a page the runtime should copy rather than box (facts
+  /// `copy_rows`; 0: its default, 16). FP8 decoding with four copying
+  /// warps: every page smaller than the tile, since its transposers wait
+  /// behind each fill's page walk where pages go by boxes (H100, B 16 x 16k
+  /// keys: pages of 32 / 64 rows copied 0.94 / 0.95 of the contiguous
+  /// cache, boxed 0.71 / 0.92; bench/NOTES.md, Log).
+  int64_t copyRows() const {
+    return copiesSmallPages() && isFp8() && copyWarps() == 4 ? blockN / 2 : 0;
+  }
 };
 
 /// One kernel parameter: its name (also the SSA name in the kernel), MLIR

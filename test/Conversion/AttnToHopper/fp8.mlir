@@ -19,15 +19,26 @@
 // slots then wait for 128 transposer threads. One CTA per tile refuses it.
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config=transpose-warps=4 --attn-tile --convert-attn-to-hopper --hopper-warp-specialize --hopper-async-copy --hopper-producer-warp-transpose | FileCheck %s --check-prefix=WARP0
 // RUN: not fa3-opt %s --split-input-file --attn-hopper-config="transpose-warps=4 persistent=off" 2>&1 | FileCheck %s --check-prefix=WARP0-TILES
-// WARP0-TILES: error: cannot generate the Hopper kernel: unsupported transpose_warps 4 with one CTA per tile (warp 0 transposes V in an FP8 kernel's persistent producer program: each block's slot after the next block's fill, a tile's last after its kv loop)
+// WARP0-TILES: error: cannot generate the Hopper kernel: unsupported transpose_warps 4 with one CTA per tile (warp 0 transposes V in a persistent FP8 kernel's producer program, and the four warps copying a decoding kernel's pages do: each block's slot after the next block's fill, a tile's last after its kv loop)
 // The FP8 decoding kernel (an e4m3 KV cache): 64 x 128 tiles (one
 // consumer warpgroup, q's descale one a kv head under GQA packing), two
-// stages, two CTAs a SM, split-KV and GQA packing, one CTA per tile; head
-// dim 256 refused.
+// stages, two CTAs a SM, split-KV and GQA packing, one CTA per tile, V
+// transposed by the four producer warps that also copy its small pages
+// (their one program, each slot one fill behind its copies, the
+// transposer's own loop gone); head dim 256 refused.
+// RUN: not fa3-opt %s --split-input-file --attn-hopper-config=decode=true --attn-tile --convert-attn-to-hopper --hopper-warp-specialize --hopper-warp-copy --hopper-copy-offsets --hopper-async-copy --hopper-producer-warp-transpose 2>/dev/null | FileCheck %s --check-prefix=DECODE-WARPS
+// DECODE-WARPS-LABEL: gpu.func @d128_kernel(
+// DECODE-WARPS: hopper.producer_warps(%[[W:.*]]) first 0 count 4 {
+// DECODE-WARPS: hopper.copy_paged_tile {{.*}} warps 4 warp %[[W]]
+// DECODE-WARPS: hopper.copy_paged_tile {{.*}} warps 4 warp %[[W]]
+// DECODE-WARPS: hopper.transpose_stage {{.*}} worker %[[W]] of 4 rows 128 cols 128 unit_keys 128
+// DECODE-WARPS: hopper.transpose_stage {{.*}} worker %[[W]] of 4 rows 128 cols 128 unit_keys 128
+// DECODE-WARPS-NOT: first 1 count 3
+// DECODE-WARPS: } consumers
 // RUN: not fa3-opt %s --split-input-file --attn-hopper-config=decode=true 2>/dev/null | FileCheck %s --check-prefix=DECODE
 // RUN: not fa3-opt %s --split-input-file --attn-hopper-config=decode=true 2>&1 >/dev/null | FileCheck %s --check-prefix=DECODE256
 // DECODE-LABEL: func.func @d128
-// DECODE: block_m = 64, block_n = 128, stages = 2, persistent = false, q_buffers = 1, {{.*}} pingpong = false, tma_store = false, split_kv = true, pack_gqa = true, ctas_per_sm = 2>
+// DECODE: block_m = 64, block_n = 128, stages = 2, persistent = false, q_buffers = 1, {{.*}} pingpong = false, tma_store = false, split_kv = true, pack_gqa = true, ctas_per_sm = 2, transpose_warps = 4>
 // DECODE256: error: cannot generate the Hopper kernel: unsupported FP8 split-KV at head dim 256 (the FP8 decoding kernel takes head dim 64 or 128
 
 // CONFIG-LABEL: func.func @d128

@@ -255,7 +255,7 @@ func.func @stride_two(%smem: !llvm.ptr<3>, %n: i32, %one: i32) {
     hopper.producer_thread {
       scf.for %i = %c0 to %n step %c2 : i32 {
         hopper.ring.producer_acquire %v[%i] : !v
-        // expected-error @below {{fills V in a loop whose iterations warp 0 cannot follow one behind: it needs the fill in the loop's body, step 1, and the slot the induction variable plus a value from before the loop}}
+        // expected-error @below {{fills V in a loop whose iterations the transposer's step cannot follow one behind: it needs step 1 and the slot the induction variable plus a value from before the loop}}
         hopper.ring.producer_commit %v[%i] tx 16384 : !v
       }
     }
@@ -293,6 +293,161 @@ func.func @own_value(%smem: !llvm.ptr<3>, %n: i32, %one: i32) {
         hopper.transpose_stage %v[%s] to %vt worker %worker of 4 rows 128 cols 128 : !v, !vt
         %other = arith.addi %s, %w : i32
         hopper.ring.consumer_release %v[%other] : !v
+      }
+    }
+  } consumers(%cw of 2) regs 240 {
+  }
+  return
+}
+
+// -----
+
+!v = !hopper.ring<stages = 2, stage_bytes = 16384, data = 16384, full = 196624, empty = 196640, arrivals = 128, cluster = 1>
+!vt = !hopper.ring<stages = 2, stage_bytes = 16384, data = 49152, full = 196656, empty = 196672, arrivals = 128, cluster = 1>
+
+// The decoding kernel's program of warps 0 .. 3 (hopper-warp-copy's: they
+// copy small pages), beside a transposer counting four workers: the four
+// copying warps are the workers, each its own warp's index. The step
+// follows the loop body's op that holds V's fills (its paths: copied
+// pages, a TMA box), the previous block's slot after every fill but the
+// first, the last block's after the loop; the transposed slot's commit
+// (thread 32, warp 1's lane 0) comes with the step, and the loop of warps
+// 1 .. 3 is erased.
+// CHECK-LABEL: func.func @copiers(
+// CHECK-SAME: %[[SMEM:[^:]*]]: !llvm.ptr<3>, %[[MAP:[^:]*]]: !llvm.ptr, %[[POOL:[^:]*]]: !llvm.ptr<1>
+// CHECK: %[[V:.*]] = hopper.ring.create
+// CHECK: %[[VT:.*]] = hopper.ring.create
+// CHECK: hopper.warp_specialize producer regs 64 {
+// CHECK-NEXT: hopper.producer_warps(%[[W:.*]]) first 0 count 4 {
+// CHECK-NEXT: scf.for %[[I:.*]] = %[[LB:[^ ]*]] to %[[N:[^ ]*]] step %{{.*}} : i32 {
+// CHECK-NEXT: hopper.ring.producer_acquire %[[V]][%[[I]]]
+// CHECK-NEXT: scf.if
+// CHECK-NEXT: hopper.copy_paged_tile %[[POOL]]{{.*}} into %[[V]][%[[I]]] {{.*}} warps 4 warp %[[W]]
+// CHECK-NEXT: } else {
+// CHECK-NEXT: hopper.producer_thread {
+// CHECK-NEXT: hopper.ring.producer_commit %[[V]][%[[I]]] tx 16384
+// CHECK-NEXT: hopper.tma_load
+// CHECK-NEXT: }
+// CHECK-NEXT: }
+// One step after both paths:
+// CHECK-NEXT: %[[LATER:.*]] = arith.cmpi ne, %[[I]], %[[LB]]
+// CHECK-NEXT: scf.if %[[LATER]] {
+// CHECK: %[[PREV:.*]] = arith.subi %[[I]], %{{.*}}
+// CHECK-NEXT: hopper.ring.consumer_wait %[[V]][%[[PREV]]]
+// CHECK-NEXT: hopper.ring.producer_acquire %[[VT]][%[[PREV]]]
+// CHECK-NEXT: hopper.transpose_stage %[[V]][%[[PREV]]] to %[[VT]] worker %[[W]] of 4
+// CHECK-NEXT: hopper.ring.consumer_release %[[V]][%[[PREV]]]
+// CHECK-NEXT: hopper.named_barrier.sync transpose[%{{.*}}] of 1 threads 128 {diverged}
+// CHECK-NEXT: %[[TID:.*]] = nvvm.read.ptx.sreg.tid.x
+// CHECK-NEXT: %[[C:.*]] = arith.cmpi eq, %[[TID]]
+// CHECK-NEXT: scf.if %[[C]] {
+// CHECK-NEXT: hopper.ring.producer_commit %[[VT]][%[[PREV]]] tx 0
+// CHECK-NEXT: }
+// CHECK-NEXT: }
+// CHECK-NEXT: }
+// CHECK-NEXT: %[[RAN:.*]] = arith.cmpi slt, %[[LB]], %[[N]]
+// CHECK-NEXT: scf.if %[[RAN]] {
+// CHECK: hopper.transpose_stage %{{.*}} to %[[VT]] worker %[[W]] of 4
+// CHECK: hopper.ring.producer_commit %[[VT]]
+// CHECK: } consumers
+// CHECK-NOT: first 1 count 3
+func.func @copiers(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %pool: !llvm.ptr<1>, %table: !llvm.ptr<1>,
+                   %n: i32, %ps: i32, %pages: i32, %len: i32, %stride: i64, %small: i1) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c32 = arith.constant 32 : i32
+  %v = hopper.ring.create %smem : !v
+  %vt = hopper.ring.create %smem : !vt
+  hopper.warp_specialize producer regs 64 {
+    hopper.producer_warps(%w) first 0 count 4 {
+      scf.for %i = %c0 to %n step %c1 : i32 {
+        hopper.ring.producer_acquire %v[%i] : !v
+        scf.if %small {
+          hopper.copy_paged_tile %pool[%i, %c0] strides %stride, %stride, %stride
+              pages %table page_size %ps pool %pages bound %len into %v[%i] rows 128
+              cols 128 warps 4 warp %w : f8E4M3FN, !v
+        } else {
+          hopper.producer_thread {
+            hopper.ring.producer_commit %v[%i] tx 16384 : !v
+            hopper.tma_load %map[%c0, %c0, %i, %c0] into %v[%i] at %c0 : !v
+          }
+        }
+      }
+    }
+    hopper.producer_warps(%w) first 1 count 3 {
+      %worker = arith.addi %w, %c1 : i32
+      scf.for %s = %c0 to %n step %c1 : i32 {
+        hopper.ring.consumer_wait %v[%s] : !v
+        hopper.ring.producer_acquire %vt[%s] : !vt
+        hopper.transpose_stage %v[%s] to %vt worker %worker of 4 rows 128 cols 128 : !v, !vt
+        hopper.ring.consumer_release %v[%s] : !v
+        hopper.named_barrier.sync transpose[%c0] of 1 threads 128
+        %tid = nvvm.read.ptx.sreg.tid.x : i32
+        %first = arith.cmpi eq, %tid, %c32 : i32
+        scf.if %first {
+          hopper.ring.producer_commit %vt[%s] tx 0 : !vt
+        }
+      }
+    }
+  } consumers(%cw of 1) regs 192 {
+  }
+  return
+}
+
+// -----
+
+!v = !hopper.ring<stages = 2, stage_bytes = 16384, data = 16384, full = 196624, empty = 196640, arrivals = 128, cluster = 1>
+!vt = !hopper.ring<stages = 2, stage_bytes = 16384, data = 49152, full = 196656, empty = 196672, arrivals = 128, cluster = 1>
+
+// Copying warps neither warp 0 alone nor all of the workers.
+func.func @two_copiers(%smem: !llvm.ptr<3>, %n: i32, %one: i32) {
+  %c0 = arith.constant 0 : i32
+  %v = hopper.ring.create %smem : !v
+  %vt = hopper.ring.create %smem : !vt
+  hopper.warp_specialize producer regs 64 {
+    hopper.producer_warps(%w) first 0 count 2 {
+      hopper.ring.producer_acquire %v[%n] : !v
+    }
+    // expected-error @below {{transposes V on 4 workers, but warps 0 .. 1 fill it: warp 0 alone joins the transposer as worker 0, or the fillers are all its workers}}
+    hopper.producer_warps(%w) first 1 count 3 {
+      scf.for %s = %c0 to %n step %one : i32 {
+        hopper.ring.consumer_wait %v[%s] : !v
+        hopper.transpose_stage %v[%s] to %vt worker %w of 4 rows 128 cols 128 : !v, !vt
+      }
+    }
+  } consumers(%cw of 1) regs 192 {
+  }
+  return
+}
+
+// -----
+
+!v = !hopper.ring<stages = 2, stage_bytes = 16384, data = 16384, full = 196624, empty = 196640, arrivals = 128, cluster = 1>
+!vt = !hopper.ring<stages = 2, stage_bytes = 16384, data = 49152, full = 196656, empty = 196672, arrivals = 256, cluster = 1>
+
+// Two paths of one loop-body op filling different slots: one step cannot
+// follow both.
+func.func @paths_apart(%smem: !llvm.ptr<3>, %n: i32, %one: i32, %c: i1) {
+  %c0 = arith.constant 0 : i32
+  %v = hopper.ring.create %smem : !v
+  %vt = hopper.ring.create %smem : !vt
+  hopper.warp_specialize producer regs 24 {
+    hopper.producer_thread {
+      scf.for %i = %c0 to %n step %one : i32 {
+        %j = arith.addi %i, %one : i32
+        hopper.ring.producer_acquire %v[%i] : !v
+        scf.if %c {
+          hopper.ring.producer_commit %v[%i] tx 16384 : !v
+        } else {
+          // expected-error @below {{fills another slot of V than a fill beside it (another path of the same op of the loop body), whose one step follows both}}
+          hopper.ring.producer_commit %v[%j] tx 16384 : !v
+        }
+      }
+    }
+    hopper.producer_warps(%w) first 1 count 3 {
+      scf.for %s = %c0 to %n step %one : i32 {
+        hopper.ring.consumer_wait %v[%s] : !v
+        hopper.transpose_stage %v[%s] to %vt worker %w of 4 rows 128 cols 128 : !v, !vt
       }
     }
   } consumers(%cw of 2) regs 240 {

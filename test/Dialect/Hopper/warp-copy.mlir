@@ -234,7 +234,8 @@ func.func @mixed_warps(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !llvm.p
 
 !k = !hopper.ring<stages = 3, stage_bytes = 16384, data = 16384, full = 114704, empty = 114752, arrivals = 128, cluster = 1>
 
-// Warps 1 .. 3 running another role (FP8's V transposer) cannot also copy.
+// Warps 1 .. 3 running another role (FP8's V transposer of three
+// workers) cannot also copy.
 func.func @warps_taken(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !llvm.ptr<1>,
                        %ps: i32, %pages: i32, %len: i32, %stride: i64) {
   %c0 = arith.constant 0 : i32
@@ -248,8 +249,43 @@ func.func @warps_taken(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !llvm.p
           cols 128 warps 4 : bf16, !k
     }
     hopper.producer_warps(%w) first 1 count 3 {
+      hopper.ring.consumer_wait %k[%c0] : !k
+      hopper.transpose_stage %k[%c0] to %k worker %w of 3 rows 128 cols 128 : !k, !k
     }
   } consumers(%cw of 1) regs 200 {
+  }
+  return
+}
+
+// -----
+
+!v = !hopper.ring<stages = 2, stage_bytes = 16384, data = 16384, full = 196624, empty = 196640, arrivals = 128, cluster = 1>
+!vt = !hopper.ring<stages = 2, stage_bytes = 16384, data = 49152, full = 196656, empty = 196672, arrivals = 128, cluster = 1>
+
+// FP8's V transposer on warps 1 .. 3 counting four workers: the four
+// copying warps are its workers (hopper-producer-warp-transpose moves its
+// step into their program), so they take warps 0 .. 3.
+// CHECK-LABEL: func.func @transposers_join(
+// CHECK: hopper.producer_warps(%[[W:.*]]) first 0 count 4 {
+// CHECK: hopper.copy_paged_tile {{.*}} warps 4 warp %[[W]]
+// CHECK: hopper.producer_warps(%{{.*}}) first 1 count 3 {
+// CHECK-NEXT: hopper.transpose_stage {{.*}} of 4
+func.func @transposers_join(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !llvm.ptr<1>,
+                            %ps: i32, %pages: i32, %len: i32, %stride: i64) {
+  %c0 = arith.constant 0 : i32
+  %v = hopper.ring.create %smem : !v
+  %vt = hopper.ring.create %smem : !vt
+  hopper.warp_specialize producer regs 64 {
+    hopper.producer_thread {
+      hopper.ring.producer_acquire %v[%c0] : !v
+      hopper.copy_paged_tile %pool[%c0, %c0] strides %stride, %stride, %stride
+          pages %table page_size %ps pool %pages bound %len into %v[%c0] rows 128
+          cols 128 warps 4 : f8E4M3FN, !v
+    }
+    hopper.producer_warps(%w) first 1 count 3 {
+      hopper.transpose_stage %v[%c0] to %vt worker %w of 4 rows 128 cols 128 : !v, !vt
+    }
+  } consumers(%cw of 1) regs 192 {
   }
   return
 }

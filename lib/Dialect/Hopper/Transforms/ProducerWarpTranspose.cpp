@@ -1,19 +1,29 @@
-//===- ProducerWarpTranspose.cpp - warp 0 transposes V too -----------------===//
+//===- ProducerWarpTranspose.cpp - V's fillers transpose V too -------------===//
 //
 // FP8's V transposer runs on warps 1 .. 3 of the producer warpgroup while
 // warp 0's thread 0 issues the loads. FlashAttention-3 transposes on all
 // four warps, each slot one fill behind the loads. Where the kernel asks
 // for that (a transposer loop on warps 1 .. 3 whose transpose_stage counts
-// four workers), this pass gives warp 0 a program of its own: the producer
-// thread's, run by the whole warp (the steps one thread must take, on
-// thread 0, the tiles it claims shared with the warp), in whose kv loop it
-// runs the transposer's step as worker 0: the previous block's slot after
-// each fill of V but the first, the last block's after the loop (so that a
-// tile's slots are all transposed before the next tile's Q, which waits for
-// the consumers to finish this one). The transposers' named barrier is
-// marked `diverged` in both programs: warp 0 meets warps 1 .. 3 at another
-// instruction, and its lane 0 may still be in the producer thread's steps
-// when its other lanes reach it.
+// four workers), this pass gives the warps of the program that fills V the
+// transposer's step: the previous block's slot after each fill of V but
+// the first, the last block's after the loop (so that a tile's slots are
+// all transposed before the next tile's Q, which waits for the consumers
+// to finish this one).
+//
+// - The producer thread's program (TMA loads): warp 0 runs it as a whole
+//   warp (the steps one thread must take on thread 0, the tiles it claims
+//   shared with the warp) and is worker 0; warps 1 .. 3 keep their loop.
+// - The program of warps 0 .. 3 that copy small pages (hopper-warp-copy):
+//   its four warps are the four workers, each its own warp's index, and
+//   the transposed slot's commit (warp 1's lane 0) goes with the step; the
+//   loop of warps 1 .. 3 is erased.
+//
+// A fill is where V's slot is filled in the kv loop's body, or in a branch
+// of it (the decoding kernel's paths: copied pages, a box a page, the
+// contiguous cache): the step follows the loop body's op that holds it.
+// The transposers' named barrier is marked `diverged` in the programs:
+// warp 0 may meet warps 1 .. 3 at another instruction, and its lane 0 may
+// still be in the producer thread's steps when its other lanes reach it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -58,10 +68,13 @@ public:
   LogicalResult run() {
     Block &producer = ws.getProducer().front();
     ProducerThreadOp thread;
+    ProducerWarpsOp copier; // warps 0 .. n - 1 copying pages (warp-copy)
     for (Operation &op : producer) {
       if (auto t = dyn_cast<ProducerThreadOp>(op))
         thread = t;
       auto warps = dyn_cast<ProducerWarpsOp>(op);
+      if (warps && warps.getFirst() == 0)
+        copier = warps;
       if (!warps || warps.getFirst() != 1)
         continue;
       warps.walk([&](TransposeStageOp t) {
@@ -71,33 +84,68 @@ public:
     }
     if (!transpose)
       return success(); // warp 0 has no part in the transposer
-    if (!thread)
+    // the program that fills V, and whether its warps are all the workers
+    ProducerWarpsOp program;
+    if (copier) {
+      if (copier.getCount() != 1 &&
+          copier.getCount() != transpose.getWorkers())
+        return transposer.emitOpError("transposes V on ")
+               << transpose.getWorkers() << " workers, but warps 0 .. "
+               << copier.getCount() - 1
+               << " fill it: warp 0 alone joins the transposer as worker 0, "
+                  "or the fillers are all its workers";
+      program = copier;
+      allWorkers = copier.getCount() != 1;
+    } else if (!thread) {
       return transposer.emitOpError(
           "leaves worker 0 of its transpose to warp 0, but the producer "
           "region has no hopper.producer_thread for it to join");
+    }
     if (failed(findStep()))
       return failure();
     // (before warp 0's copies are cloned from them)
     for (Operation *op : stepOps)
       markDiverged(op);
-    // warp 0: the producer thread's program, run by the whole warp
-    FailureOr<ProducerWarpsOp> warp0 = runOnWarps(
-        thread, 1, oneThreadLoad, passRule, "joins the V transposer");
-    if (failed(warp0))
-      return failure();
-    // worker 0's steps: in the kv loop the previous block's slot after
-    // each fill but the first, the last block's after the loop (a tile's
-    // slots are all transposed before the next tile's Q, which waits for
-    // the consumers to finish this tile); a fill outside loops its own
-    // slot; a words-only fill (the end of the tiles) none
-    SmallVector<RingProducerCommitOp> vFills;
-    warp0->walk([&](RingProducerCommitOp c) {
-      if (c.getRing() == transpose.getSrc() && c.getTx() != 0)
-        vFills.push_back(c);
-    });
-    for (RingProducerCommitOp c : vFills)
-      if (failed(placeSteps(c)))
+    if (!program) {
+      // warp 0: the producer thread's program, run by the whole warp
+      FailureOr<ProducerWarpsOp> warp0 = runOnWarps(
+          thread, 1, oneThreadLoad, passRule, "joins the V transposer");
+      if (failed(warp0))
         return failure();
+      program = *warp0;
+    }
+    worker = allWorkers ? program.getBody().getArgument(0) : Value();
+    // the steps after V's fills: those that carry bytes (a words-only fill,
+    // the end of the tiles, none), TMA's commits and the warps' copies
+    SmallVector<std::pair<Operation *, Value>> fills;
+    program.walk([&](Operation *op) {
+      if (auto c = dyn_cast<RingProducerCommitOp>(op);
+          c && c.getRing() == transpose.getSrc() && c.getTx() != 0)
+        fills.push_back({op, c.getSlot()});
+      if (auto c = dyn_cast<CopyPagedTileOp>(op);
+          c && c.getRing() == transpose.getSrc())
+        fills.push_back({op, c.getSlot()});
+    });
+    // one step a fill site: the op of the loop body (or of the program's
+    // body, outside loops) that holds the fill; its paths fill one slot
+    llvm::MapVector<Operation *, Value> sites;
+    for (auto [fill, slot] : fills) {
+      auto loop = fill->getParentOfType<scf::ForOp>();
+      Block *blk = loop && program->isAncestor(loop)
+                       ? loop.getBody()
+                       : &program.getBody().front();
+      Operation *site = blk->findAncestorOpInBlock(*fill);
+      auto [it, fresh] = sites.insert({site, slot});
+      if (!fresh && it->second != slot)
+        return fill->emitOpError(
+            "fills another slot of V than a fill beside it (another path "
+            "of the same op of the loop body), whose one step follows both");
+    }
+    for (auto [site, slot] : sites)
+      if (failed(placeSteps(site, slot)))
+        return failure();
+    if (allWorkers)
+      transposer.erase();
     return success();
   }
 
@@ -112,6 +160,11 @@ private:
   Value waitSlotArg;       // the wait's slot (scf.while: the before arg)
   SmallVector<Operation *> stepOps;
   Block *stepBody = nullptr; // the loop body holding the transpose
+  /// The program's warps are all the workers (the copying warps 0 .. 3):
+  /// each its own warp's index, the transposed slot's commit in the step,
+  /// the transposer's loop erased. Else warp 0 is worker 0.
+  bool allWorkers = false;
+  Value worker; // with allWorkers, the program's warp index
 
   LogicalResult findStep() {
     Operation *loop = transpose->getParentOp();
@@ -151,7 +204,7 @@ private:
         branch.walk([&](RingProducerCommitOp c) {
           commit |= c.getRing() == transpose.getDst();
         });
-      if (!onlyNext && !commit)
+      if (!onlyNext && (!commit || allWorkers))
         stepOps.push_back(&op);
     }
     // what the step reads of the transposer warps' own is refused here,
@@ -208,9 +261,13 @@ private:
 
   void emitStep(OpBuilder &b, Value slot) {
     IRMapping map;
-    // worker 0 (the loop warps' index + 1 is not cloned)
+    // worker 0, or the copying warp's index (the loop warps' index + 1 is
+    // not cloned)
     map.map(transpose.getWorker(),
-            arith::ConstantIntOp::create(b, transpose.getLoc(), 0, 32));
+            worker ? worker
+                   : arith::ConstantIntOp::create(b, transpose.getLoc(), 0,
+                                                  32)
+                         .getResult());
     map.map(slotArg, slot);
     auto cloneWithOperands = [&](Operation *op) {
       llvm::SetVector<Value> used(op->operand_begin(), op->operand_end());
@@ -243,14 +300,12 @@ private:
     });
   }
 
-  /// Worker 0's steps for the slots V's fill `c` commits.
-  LogicalResult placeSteps(RingProducerCommitOp c) {
-    Operation *run = c->getParentOp(); // its hopper.producer_thread
-    Location loc = c.getLoc();
-    Value u = c.getSlot();
-    OpBuilder b(run->getContext());
-    b.setInsertionPointAfter(run);
-    auto loop = run->getParentOfType<scf::ForOp>();
+  /// The steps for the slots `u` that the fill site `site` fills.
+  LogicalResult placeSteps(Operation *site, Value u) {
+    Location loc = site->getLoc();
+    OpBuilder b(site->getContext());
+    b.setInsertionPointAfter(site);
+    auto loop = dyn_cast<scf::ForOp>(site->getParentOp());
     if (!loop) {
       emitStep(b, u);
       return success();
@@ -268,12 +323,11 @@ private:
                     ((isIv(add.getLhs()) && before(add.getRhs())) ||
                      (isIv(add.getRhs()) && before(add.getLhs()))));
     std::optional<int64_t> step = getConstantIntValue(loop.getStep());
-    if (run->getBlock() != loop.getBody() || !step || *step != 1 ||
-        !consecutive)
-      return c.emitOpError(
-          "fills V in a loop whose iterations warp 0 cannot follow one "
-          "behind: it needs the fill in the loop's body, step 1, and the "
-          "slot the induction variable plus a value from before the loop");
+    if (!step || *step != 1 || !consecutive)
+      return site->emitOpError(
+          "fills V in a loop whose iterations the transposer's step cannot "
+          "follow one behind: it needs step 1 and the slot the induction "
+          "variable plus a value from before the loop");
     // the previous iteration's slot, after every fill but the first
     Value notFirst = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
                                            loop.getInductionVar(),
@@ -299,10 +353,10 @@ private:
                                   loop.getStep()));
     FailureOr<Value> last = recompute(b, u, loop, map);
     if (failed(last))
-      return c.emitOpError("fills a slot of V whose index warp 0 cannot "
-                           "compute again after its loop (it is not "
-                           "arithmetic of the induction variable and values "
-                           "defined before the loop)");
+      return site->emitOpError(
+          "fills a slot of V whose index the transposer's step cannot "
+          "compute again after its loop (it is not arithmetic of the "
+          "induction variable and values defined before the loop)");
     emitStep(b, *last);
     return success();
   }

@@ -4,7 +4,9 @@
 // bytes a lane by cp.async, FlashAttention-3's path for such pages) takes
 // every lane of the warps that run it: as many as its `warps` say (four,
 // as FlashAttention-3, or warp 0 alone where warps 1 .. 3 transpose FP8's
-// V). This pass gives the producer thread's program that holds one to
+// V; four where that transposer counts them all as its workers, whose step
+// hopper-producer-warp-transpose then moves into their program). This
+// pass gives the producer thread's program that holds one to
 // warps 0 .. warps - 1, each copy its warp's index; the steps of one
 // thread (tile loads, which hopper-async-copy then writes as TMA
 // transfers, claims, words and commits) stay thread 0's.
@@ -45,6 +47,16 @@ std::optional<std::string> passRule(Operation *op) {
   return std::nullopt;
 }
 
+/// Whether `role` is FP8's V transposer on warps 1 .. warps - 1 whose
+/// transpose counts `warps` workers: the copying warps 0 .. warps - 1.
+bool joinsCopiers(ProducerWarpsOp role, uint64_t warps) {
+  if (role.getFirst() != 1 || role.getCount() + 1 != warps)
+    return false;
+  bool all = false;
+  role.walk([&](TransposeStageOp t) { all |= t.getWorkers() == warps; });
+  return all;
+}
+
 struct HopperWarpCopyPass
     : public fa3::hopper::impl::HopperWarpCopyBase<HopperWarpCopyPass> {
   void runOnOperation() override {
@@ -75,11 +87,13 @@ struct HopperWarpCopyPass
         return c.emitOpError("is copied by ")
                << c.getWarps() << " warp(s), another copy of the program by "
                << warps << ": one program runs on one set of warps";
-    // warps of another role (FP8's V transposer on warps 1 .. 3) cannot
-    // also run this program
+    // warps of another role cannot also run this program, but for FP8's
+    // V transposer on warps 1 .. 3 counting these warps as its workers:
+    // hopper-producer-warp-transpose then gives its step to this program
+    // and erases its loop
     for (Operation &op : thread->getBlock()->getOperations())
       if (auto other = dyn_cast<ProducerWarpsOp>(op);
-          other && other.getFirst() < warps)
+          other && other.getFirst() < warps && !joinsCopiers(other, warps))
         return copies.front().emitOpError("is copied by ")
                << warps << " warp(s), but warps " << other.getFirst()
                << " .. " << other.getFirst() + other.getCount() - 1

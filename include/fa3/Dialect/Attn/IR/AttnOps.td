@@ -104,7 +104,8 @@ def Attn_HopperConfigAttr : AttrDef<Attn_Dialect, "HopperConfig"> {
       kernels of one attention for different lengths picks by Sq. 0: any;
     * `transpose_warps` (optional, 3): FP8's V transposer, warps 1 .. 3 of
       the producer warpgroup, or 4: warp 0 too, its transpose of each slot
-      one fill behind its loads (FlashAttention-3's; a persistent kernel's:
+      one fill behind its loads (FlashAttention-3's; a persistent kernel's,
+      and a decoding kernel's, whose four warps also copy small pages:
       `hopper-producer-warp-transpose`);
     * `paged_kv` (optional, false): a packed variable-length batch's kernel
       that also reads k and v through a launch-time page table (a paged KV

@@ -110,43 +110,54 @@ def HopperCopyOffsets : Pass<"hopper-copy-offsets"> {
 }
 
 def HopperProducerWarpTranspose : Pass<"hopper-producer-warp-transpose"> {
-  let summary = "Warp 0 transposes V too, one fill behind its loads (FP8)";
+  let summary = "V's filling warps transpose V too, one fill behind (FP8)";
   let description = [{
     FP8's V transposer runs on warps 1 .. 3 of the producer warpgroup
     (`hopper.producer_warps ... first 1`). Where its `hopper.transpose_stage`
     counts one worker more than those warps (the kernel's `transpose_warps
-    4`), warp 0 is worker 0, as in FlashAttention-3, whose four producer
-    warps transpose each slot one stage behind their loads. This pass gives
-    warp 0 its program:
+    4`), the warps that fill V transpose it too, as in FlashAttention-3,
+    whose four producer warps transpose each slot one stage behind their
+    loads:
 
-    - the producer thread's program (`hopper.producer_thread`), run by the
-      whole warp (`hopper.producer_warps ... first 0 count 1`): every lane
-      follows its control flow and waits for the slots it acquires; each
-      run of steps one thread must take (tile claims and the counter's
-      reset, a slot's words and commit, TMA loads) is a
-      `hopper.producer_thread` inside it, whose results (the tile a claim
-      took) reach every lane;
-    - the transposer loop's step as worker 0 (the wait for V's slot, the
-      transposed slot's acquire, the transpose, V's release and the
-      transposer's barrier; the transposed slot's commit stays warp 1's):
-      in the kv loop, after each fill of V but the first, the previous
-      block's slot; after the loop the last block's, so that a tile's
-      slots are all transposed before the next tile's Q (with one Q
-      buffer it waits for the consumers to finish this tile, whose last
-      P V waits for that slot); a fill outside loops, its own slot; a
-      fill that carries words only (`tx 0`: the end of the tiles), none.
+    - TMA loads (the producer thread's program, `hopper.producer_thread`):
+      warp 0 runs that program as a whole warp (`hopper.producer_warps
+      ... first 0 count 1`): every lane follows its control flow and waits
+      for the slots it acquires; each run of steps one thread must take
+      (tile claims and the counter's reset, a slot's words and commit, TMA
+      loads) is a `hopper.producer_thread` inside it, whose results (the
+      tile a claim took) reach every lane. It is worker 0; warps 1 .. 3
+      keep their loop, and the transposed slot's commit stays warp 1's.
+    - Small pages copied by warps 0 .. 3 (hopper-warp-copy's program of
+      the decoding kernel, `first 0 count 4`): the four copying warps are
+      the four workers, each its warp's index; the step takes the
+      transposed slot's commit (thread 32's) with it, and the loop of
+      warps 1 .. 3 is erased.
+
+    The step (the wait for V's slot, the transposed slot's acquire, the
+    transpose, V's release and the transposers' barrier) follows each
+    fill site: the op of the kv loop's body that holds a fill of V (a
+    commit carrying bytes, or a copy of pages), itself or in a branch (the
+    decoding kernel's paths: copied pages, a box a page, a contiguous
+    cache). In the kv loop, after each fill but the first, the previous
+    block's slot; after the loop the last block's, so that a tile's slots
+    are all transposed before the next tile's Q (with one Q buffer it
+    waits for the consumers to finish this tile, whose last P V waits for
+    that slot); a fill outside loops, its own slot; a fill that carries
+    words only (`tx 0`: the end of the tiles), none. The transposers'
+    named barrier is marked `diverged` (warp 0's lanes may reach it apart).
 
     Runs after hopper-async-copy (the loads are TMA transfers by then).
     A kernel without such a transposer is left as it is; one that needs
     it and did not get it is refused by convert-hopper-to-nvvm. Refused
-    here: a transposer that asks for warp 0 beside no producer thread; a
-    step that is not in a loop over V's slots, or reads the transposer
-    warps' own values; a fill of V in a loop warp 0 cannot follow one
-    behind (not in its body, a step other than 1, a slot other than the
-    induction variable plus a value from before the loop); an op of the
-    producer thread's program that every lane could not run (a write, a
-    barrier, a read of the thread's index, a call of a function that does
-    such things).
+    here: a transposer that asks for warp 0 beside no producer thread or
+    copying warps; copying warps neither warp 0 alone nor all the workers;
+    a step that is not in a loop over V's slots, or reads the transposer
+    warps' own values; a fill of V in a loop its fillers cannot follow one
+    behind (a step other than 1, a slot other than the induction variable
+    plus a value from before the loop); two paths of one fill site that
+    fill different slots; an op of the producer thread's program that
+    every lane could not run (a write, a barrier, a read of the thread's
+    index, a call of a function that does such things).
   }];
   let dependentDialects = ["::mlir::scf::SCFDialect",
                            "::mlir::arith::ArithDialect"];
