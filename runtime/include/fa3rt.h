@@ -150,8 +150,8 @@ extern "C" {
  * 0.95-0.96 / 0.96-0.97 of the contiguous cache, boxed at 0.08-0.49 /
  * 0.81-0.84, 32 / 64 rows boxed 0.97-0.98 (e4m3 with warp 0 copying, 1-16
  * 0.62-0.65, boxed 16 0.56, 32 0.69 against the boxes' 0.88-0.90; with
- * its four warps copying and transposing, facts copy_rows 64, 1-16 0.91-0.92,
- * 32 / 64 copied 0.94 / 0.95 against boxes' 0.71 / 0.92); a paged
+ * its four warps copying and transposing, facts copy_rows 64, 1-16 0.93-0.94,
+ * 32 / 64 copied 0.96 / 0.97 against boxes' 0.71 / 0.92); a paged
  * packed-batch prefill (block_n 128) at 16 / 32 / 64 copied 0.67-0.78 /
  * 0.68-0.78 / 0.69-0.79 of the contiguous varlen kernel, boxed 0.56-0.61
  * / 0.70-0.83 / 0.75-0.94 (bench/NOTES.md, Log, "four producer warps"). */

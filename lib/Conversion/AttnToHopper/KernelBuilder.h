@@ -164,7 +164,7 @@ struct KernelConfig {
   /// `copy_rows`; 0: its default, 16). FP8 decoding with four copying
   /// warps: every page smaller than the tile, since its transposers wait
   /// behind each fill's page walk where pages go by boxes (H100, B 16 x 16k
-  /// keys: pages of 32 / 64 rows copied 0.94 / 0.95 of the contiguous
+  /// keys: pages of 32 / 64 rows copied 0.96 / 0.97 of the contiguous
   /// cache, boxed 0.71 / 0.92; bench/NOTES.md, Log).
   int64_t copyRows() const {
     return copiesSmallPages() && isFp8() && copyWarps() == 4 ? blockN / 2 : 0;
