@@ -115,11 +115,12 @@ int64_t transposeUnitKeys(const KernelConfig &cfg) {
 int64_t producerRegs(const KernelConfig &cfg) {
   // The decoding kernel's producer warps also copy small pages by their
   // lanes (hopper.copy_paged_tile: each lane holds its rows' offsets and
-  // its pieces' addresses): 56, FP8's (warp 0 beside the transposer; head
-  // dim 64 or 128, checkSupported, always copies) 64, and 72 at FP8 head
-  // dim 64 (its zero-filled pieces' sizes), the fewest without a spill
-  // with warp 0 alone (ptxas -v: 40 and 48 spilled 8 and 44 bytes, 64 at
-  // FP8 64 4 bytes).
+  // its pieces' addresses): 56; FP8's (head dim 64 or 128,
+  // checkSupported, always copies) 64, and 72 at FP8 head dim 64 (its
+  // zero-filled pieces' sizes), the fewest without a spill when warp 0
+  // copied alone (ptxas -v: 40 and 48 spilled 8 and 44 bytes, 64 at FP8
+  // 64 4 bytes). Its four copying transposers, one entry a lane, fit 40
+  // (32 spill 8 bytes): the consumers' 24 more are not measured yet.
   if (cfg.copiesSmallPages() && cfg.splitKv) {
     if (!cfg.isFp8())
       return 56;
