@@ -120,7 +120,8 @@ int64_t producerRegs(const KernelConfig &cfg) {
   // zero-filled pieces' sizes), the fewest without a spill when warp 0
   // copied alone (ptxas -v: 40 and 48 spilled 8 and 44 bytes, 64 at FP8
   // 64 4 bytes). Its four copying transposers, one entry a lane, fit 40
-  // (32 spill 8 bytes): the consumers' 24 more are not measured yet.
+  // (32 spill 8 bytes), but the consumers' 24 more measured nothing
+  // (0.99-1.01; at small pages 0.99: bench/NOTES.md, Log), so 64 stays.
   if (cfg.copiesSmallPages() && cfg.splitKv) {
     if (!cfg.isFp8())
       return 56;
