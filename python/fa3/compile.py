@@ -165,8 +165,9 @@ def compile_kernel(out_dir, head_dim: int = 128, dtype: str = "bf16",
     for long sequences gets that kernel too, <name>_long_kernel (the list
     holds both; fa3.torch_api picks by Sq).
     `transpose_warps` (FP8): the producer warps that transpose V, 3 or 4
-    (warp 0 too; persistent kernels; docs/design.md, FP8); 0: the table's,
-    4 at head dim 256 and 3 elsewhere.
+    (warp 0 too; persistent kernels, and decoding kernels, whose four warps
+    also copy small pages; docs/design.md, FP8); 0: the table's, 4 at head
+    dim 256 and for decoding, 3 elsewhere.
     `toolkit` holds the bin/ptxas to assemble with (None: $CUDA_HOME,
     $CUDA_PATH, /usr/local/cuda, PATH); ptxas is stopped after
     `ptxas_timeout` seconds (0: 600). emit_cubin=False: PTX and facts only

@@ -104,7 +104,7 @@ FP8_PARAMS = (" qDescale kDescale vDescale qDescaleStrideB qDescaleStrideH qDesc
 FIELDS = ("version", "kernel", "dtype", "head_dim", "head_dim_v", "block_m", "block_n",
           "threads", "dynamic_smem", "causal", "window_left", "window_right", "softcap",
           "scale", "persistent", "cluster_m", "cubin", "varlen", "backward", "split_kv",
-          "pack_gqa", "deterministic")
+          "pack_gqa", "deterministic", "min_seqlen_q", "paged_kv", "paged_copy", "copy_rows")
 
 # values that probe the number, name and file rules
 VALUES = [
@@ -136,7 +136,7 @@ def c_parse(rt, data: bytes):
     d["kernel"], d["cubin"] = f.kernel.decode("ascii"), f.cubin.decode("ascii")
     d["dtype"] = {1: "bf16", 2: "f16", 3: "e4m3"}[f.dtype]
     for k in ("causal", "persistent", "varlen", "backward", "split_kv", "pack_gqa",
-              "deterministic"):
+              "deterministic", "paged_kv", "paged_copy"):
         d[k] = bool(d[k])
     return d
 

@@ -1357,7 +1357,7 @@ def check_bad_page_entries(kf, seed, ps=None):
     of a larger allocation, whose guard pages past it stay as they were,
     and the pool's other rows are torch's append; the attention reads such
     a page as zeros (the tensor map's out-of-bounds fill), or, where the
-    producer warp copies small pages (`ps` at most block_n / 8), as the pool's
+    producer warps copy small pages (copies_small_pages), as the pool's
     last page (the kernel clamps the entry into the pool), so its reference
     is the cache with those keys and values there. Outputs poisoned first;
     under compute-sanitizer, memcheck sees any access outside the tensors."""

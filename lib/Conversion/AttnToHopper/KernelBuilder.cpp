@@ -55,7 +55,9 @@ namespace {
 /// FP8: warps 1 .. 3 of the producer warpgroup run the V transposer's loop
 /// (warp 0's thread 0 issues the TMA loads); with transpose_warps 4 warp 0
 /// is the transposer's worker 0 too, in its own program
-/// (hopper-producer-warp-transpose), and these are workers 1 .. 3.
+/// (hopper-producer-warp-transpose), and these are workers 1 .. 3, or,
+/// in the decoding kernel, whose warps 0 .. 3 copy its pages, that pass
+/// gives the four copying warps the step and erases this loop.
 constexpr int64_t kTransposeLoopWarps = 3;
 /// The first of them (warp 0 is the producer thread's).
 constexpr int64_t kTransposeFirstWarp = 1;

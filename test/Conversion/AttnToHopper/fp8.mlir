@@ -16,7 +16,8 @@
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config=persistent=on --attn-tile --convert-attn-to-hopper --hopper-warp-specialize | FileCheck %s --check-prefix=PERSIST-WS
 // With transpose-warps=4 warp 0 is the transposer's worker 0 (its program
 // hopper-producer-warp-transpose's), warps 1 .. 3 workers 1 .. 3; V's
-// slots then wait for 128 transposer threads. One CTA per tile refuses it.
+// slots then wait for 128 transposer threads. One CTA per tile refuses it
+// (but in the decoding kernel, DECODE-WARPS below).
 // RUN: fa3-opt %s --split-input-file --attn-hopper-config=transpose-warps=4 --attn-tile --convert-attn-to-hopper --hopper-warp-specialize --hopper-async-copy --hopper-producer-warp-transpose | FileCheck %s --check-prefix=WARP0
 // RUN: not fa3-opt %s --split-input-file --attn-hopper-config="transpose-warps=4 persistent=off" 2>&1 | FileCheck %s --check-prefix=WARP0-TILES
 // WARP0-TILES: error: cannot generate the Hopper kernel: unsupported transpose_warps 4 with one CTA per tile (warp 0 transposes V in a persistent FP8 kernel's producer program, and the four warps copying a decoding kernel's pages do: each block's slot after the next block's fill, a tile's last after its kv loop)
@@ -34,6 +35,7 @@
 // DECODE-WARPS: hopper.transpose_stage {{.*}} worker %[[W]] of 4 rows 128 cols 128 unit_keys 128
 // DECODE-WARPS: hopper.transpose_stage {{.*}} worker %[[W]] of 4 rows 128 cols 128 unit_keys 128
 // DECODE-WARPS-NOT: first 1 count 3
+// DECODE-WARPS-NOT: hopper.transpose_stage
 // DECODE-WARPS: } consumers
 // RUN: not fa3-opt %s --split-input-file --attn-hopper-config=decode=true 2>/dev/null | FileCheck %s --check-prefix=DECODE
 // RUN: not fa3-opt %s --split-input-file --attn-hopper-config=decode=true 2>&1 >/dev/null | FileCheck %s --check-prefix=DECODE256

@@ -439,11 +439,169 @@ func.func @paths_apart(%smem: !llvm.ptr<3>, %n: i32, %one: i32, %c: i1) {
         scf.if %c {
           hopper.ring.producer_commit %v[%i] tx 16384 : !v
         } else {
-          // expected-error @below {{fills another slot of V than a fill beside it (another path of the same op of the loop body), whose one step follows both}}
+          // expected-error @below {{fills another slot of V than a fill beside it (another path of the same op), whose one step follows both}}
           hopper.ring.producer_commit %v[%j] tx 16384 : !v
         }
       }
     }
+    hopper.producer_warps(%w) first 1 count 3 {
+      scf.for %s = %c0 to %n step %one : i32 {
+        hopper.ring.consumer_wait %v[%s] : !v
+        hopper.transpose_stage %v[%s] to %vt worker %w of 4 rows 128 cols 128 : !v, !vt
+      }
+    }
+  } consumers(%cw of 2) regs 240 {
+  }
+  return
+}
+
+// -----
+
+!v = !hopper.ring<stages = 2, stage_bytes = 16384, data = 16384, full = 196624, empty = 196640, arrivals = 128, cluster = 1>
+!vt = !hopper.ring<stages = 2, stage_bytes = 16384, data = 49152, full = 196656, empty = 196672, arrivals = 256, cluster = 1>
+
+// A branch that fills V on one path only: a step after it would wait for
+// a slot the other path never fills.
+func.func @one_path(%smem: !llvm.ptr<3>, %n: i32, %one: i32, %c: i1) {
+  %c0 = arith.constant 0 : i32
+  %v = hopper.ring.create %smem : !v
+  %vt = hopper.ring.create %smem : !vt
+  hopper.warp_specialize producer regs 24 {
+    hopper.producer_thread {
+      scf.for %i = %c0 to %n step %one : i32 {
+        hopper.ring.producer_acquire %v[%i] : !v
+        scf.if %c {
+          // expected-error @below {{fills V inside a scf.if that does not fill it on every path (a fill, a hopper.producer_thread, or an scf.if each of whose branches fills V): one step after it would wait for a slot not filled}}
+          hopper.ring.producer_commit %v[%i] tx 16384 : !v
+        }
+      }
+    }
+    hopper.producer_warps(%w) first 1 count 3 {
+      scf.for %s = %c0 to %n step %one : i32 {
+        hopper.ring.consumer_wait %v[%s] : !v
+        hopper.transpose_stage %v[%s] to %vt worker %w of 4 rows 128 cols 128 : !v, !vt
+      }
+    }
+  } consumers(%cw of 2) regs 240 {
+  }
+  return
+}
+
+// -----
+
+!v = !hopper.ring<stages = 2, stage_bytes = 16384, data = 16384, full = 196624, empty = 196640, arrivals = 128, cluster = 1>
+!vt = !hopper.ring<stages = 2, stage_bytes = 16384, data = 49152, full = 196656, empty = 196672, arrivals = 256, cluster = 1>
+
+// Two fills of V in one loop body: a step after each would transpose each
+// slot twice.
+func.func @two_sites(%smem: !llvm.ptr<3>, %n: i32, %one: i32) {
+  %c0 = arith.constant 0 : i32
+  %v = hopper.ring.create %smem : !v
+  %vt = hopper.ring.create %smem : !vt
+  hopper.warp_specialize producer regs 24 {
+    hopper.producer_thread {
+      scf.for %i = %c0 to %n step %one : i32 {
+        hopper.ring.producer_acquire %v[%i] : !v
+        hopper.ring.producer_commit %v[%i] tx 8192 : !v
+        hopper.ring.producer_acquire %v[%i] : !v
+        // expected-error @below {{fills V at a second place of one loop body (or of the program): a step after each would transpose its slot twice}}
+        hopper.ring.producer_commit %v[%i] tx 8192 : !v
+      }
+    }
+    hopper.producer_warps(%w) first 1 count 3 {
+      scf.for %s = %c0 to %n step %one : i32 {
+        hopper.ring.consumer_wait %v[%s] : !v
+        hopper.transpose_stage %v[%s] to %vt worker %w of 4 rows 128 cols 128 : !v, !vt
+      }
+    }
+  } consumers(%cw of 2) regs 240 {
+  }
+  return
+}
+
+// -----
+
+!v = !hopper.ring<stages = 2, stage_bytes = 16384, data = 16384, full = 196624, empty = 196640, arrivals = 128, cluster = 1>
+!vt = !hopper.ring<stages = 2, stage_bytes = 16384, data = 49152, full = 196656, empty = 196672, arrivals = 256, cluster = 1>
+
+// A fill in an scf.while: its iterations have no induction variable to
+// follow one behind.
+func.func @while_fill(%smem: !llvm.ptr<3>, %n: i32, %one: i32) {
+  %c0 = arith.constant 0 : i32
+  %v = hopper.ring.create %smem : !v
+  %vt = hopper.ring.create %smem : !vt
+  hopper.warp_specialize producer regs 24 {
+    hopper.producer_thread {
+      %r = scf.while (%i = %c0) : (i32) -> i32 {
+        %more = arith.cmpi slt, %i, %n : i32
+        scf.condition(%more) %i : i32
+      } do {
+      ^bb0(%i: i32):
+        hopper.ring.producer_acquire %v[%i] : !v
+        // expected-error @below {{fills V in a loop other than an scf.for, whose iterations the transposer's step cannot follow one behind}}
+        hopper.ring.producer_commit %v[%i] tx 16384 : !v
+        %next = arith.addi %i, %one : i32
+        scf.yield %next : i32
+      }
+    }
+    hopper.producer_warps(%w) first 1 count 3 {
+      scf.for %s = %c0 to %n step %one : i32 {
+        hopper.ring.consumer_wait %v[%s] : !v
+        hopper.transpose_stage %v[%s] to %vt worker %w of 4 rows 128 cols 128 : !v, !vt
+      }
+    }
+  } consumers(%cw of 2) regs 240 {
+  }
+  return
+}
+
+// -----
+
+!v = !hopper.ring<stages = 2, stage_bytes = 16384, data = 16384, full = 196624, empty = 196640, arrivals = 128, cluster = 1>
+!vt = !hopper.ring<stages = 2, stage_bytes = 16384, data = 49152, full = 196656, empty = 196672, arrivals = 256, cluster = 1>
+
+// Copying warps that never fill V: erasing the loop of warps 1 .. 3 would
+// leave V untransposed.
+func.func @no_fill(%smem: !llvm.ptr<3>, %n: i32, %one: i32) {
+  %c0 = arith.constant 0 : i32
+  %v = hopper.ring.create %smem : !v
+  %vt = hopper.ring.create %smem : !vt
+  hopper.warp_specialize producer regs 24 {
+    hopper.producer_warps(%cw0) first 0 count 4 {
+      hopper.ring.producer_acquire %v[%n] : !v
+    }
+    // expected-error @below {{transposes V, but the program of the warps that would join it holds no fill of V (a commit carrying bytes, or a copy of pages) for its step to follow}}
+    hopper.producer_warps(%w) first 1 count 3 {
+      scf.for %s = %c0 to %n step %one : i32 {
+        hopper.ring.consumer_wait %v[%s] : !v
+        hopper.transpose_stage %v[%s] to %vt worker %w of 4 rows 128 cols 128 : !v, !vt
+      }
+    }
+  } consumers(%cw of 2) regs 240 {
+  }
+  return
+}
+
+// -----
+
+!v = !hopper.ring<stages = 2, stage_bytes = 16384, data = 16384, full = 196624, empty = 196640, arrivals = 128, cluster = 1>
+!vt = !hopper.ring<stages = 2, stage_bytes = 16384, data = 49152, full = 196656, empty = 196672, arrivals = 256, cluster = 1>
+
+// The pass run twice: warp 0 already runs the step.
+func.func @twice(%smem: !llvm.ptr<3>, %n: i32, %one: i32) {
+  %c0 = arith.constant 0 : i32
+  %v = hopper.ring.create %smem : !v
+  %vt = hopper.ring.create %smem : !vt
+  hopper.warp_specialize producer regs 24 {
+    hopper.producer_warps(%w0) first 0 count 1 {
+      hopper.ring.producer_acquire %v[%n] : !v
+      hopper.producer_thread {
+        hopper.ring.producer_commit %v[%n] tx 16384 : !v
+      }
+      %zero = arith.constant 0 : i32
+      hopper.transpose_stage %v[%n] to %vt worker %zero of 4 rows 128 cols 128 : !v, !vt
+    }
+    // expected-error @below {{counts workers whose step another program already runs (the pass ran before)}}
     hopper.producer_warps(%w) first 1 count 3 {
       scf.for %s = %c0 to %n step %one : i32 {
         hopper.ring.consumer_wait %v[%s] : !v

@@ -36,6 +36,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
 #include "mlir/Transforms/RegionUtils.h"
 
 namespace fa3::hopper {
@@ -84,6 +85,16 @@ public:
     }
     if (!transpose)
       return success(); // warp 0 has no part in the transposer
+    // a second run would add the steps again
+    bool joined = false;
+    ws.getProducer().walk([&](TransposeStageOp t) {
+      joined |= t.getSrc() == transpose.getSrc() &&
+                !transposer->isAncestor(t);
+    });
+    if (joined)
+      return transposer.emitOpError(
+          "counts workers whose step another program already runs (the "
+          "pass ran before)");
     // the program that fills V, and whether its warps are all the workers
     ProducerWarpsOp program;
     if (copier) {
@@ -126,21 +137,40 @@ public:
           c && c.getRing() == transpose.getSrc())
         fills.push_back({op, c.getSlot()});
     });
-    // one step a fill site: the op of the loop body (or of the program's
-    // body, outside loops) that holds the fill; its paths fill one slot
+    // one step a fill site: the op of the kv loop's body (or of the
+    // program's body, outside loops) that holds the fill: the fill itself,
+    // a producer_thread, or a branch each of whose paths fills V (one
+    // slot), one site a loop body (two would transpose each slot twice)
     llvm::MapVector<Operation *, Value> sites;
+    DenseMap<Block *, Operation *> siteOf;
     for (auto [fill, slot] : fills) {
-      auto loop = fill->getParentOfType<scf::ForOp>();
-      Block *blk = loop && program->isAncestor(loop)
-                       ? loop.getBody()
-                       : &program.getBody().front();
+      auto loop = fill->getParentOfType<LoopLikeOpInterface>();
+      const bool inLoop = loop && program->isAncestor(loop);
+      if (inLoop && !isa<scf::ForOp>(loop.getOperation()))
+        return fill->emitOpError(
+            "fills V in a loop other than an scf.for, whose iterations the "
+            "transposer's step cannot follow one behind");
+      Block *blk = inLoop ? cast<scf::ForOp>(loop.getOperation()).getBody()
+                          : &program.getBody().front();
       Operation *site = blk->findAncestorOpInBlock(*fill);
+      if (failed(checkSite(site, fill, fills)))
+        return failure();
+      auto [at, first] = siteOf.insert({blk, site});
+      if (!first && at->second != site)
+        return fill->emitOpError(
+            "fills V at a second place of one loop body (or of the "
+            "program): a step after each would transpose its slot twice");
       auto [it, fresh] = sites.insert({site, slot});
       if (!fresh && it->second != slot)
         return fill->emitOpError(
             "fills another slot of V than a fill beside it (another path "
-            "of the same op of the loop body), whose one step follows both");
+            "of the same op), whose one step follows both");
     }
+    if (sites.empty())
+      return transposer.emitOpError(
+          "transposes V, but the program of the warps that would join it "
+          "holds no fill of V (a commit carrying bytes, or a copy of pages) "
+          "for its step to follow");
     for (auto [site, slot] : sites)
       if (failed(placeSteps(site, slot)))
         return failure();
@@ -165,6 +195,31 @@ private:
   /// the transposer's loop erased. Else warp 0 is worker 0.
   bool allWorkers = false;
   Value worker; // with allWorkers, the program's warp index
+
+  /// A fill site holds the fill on every path: the fill itself, a
+  /// producer_thread, or an scf.if with an else whose regions each hold a
+  /// fill of V (the decoding kernel's copied pages, boxes, contiguous
+  /// cache).
+  LogicalResult
+  checkSite(Operation *site, Operation *fill,
+            ArrayRef<std::pair<Operation *, Value>> fills) {
+    if (site == fill || isa<ProducerThreadOp>(site))
+      return success();
+    auto branch = dyn_cast<scf::IfOp>(site);
+    auto holdsFill = [&](Region &r) {
+      return llvm::any_of(fills, [&](auto f) {
+        return r.isAncestor(f.first->getParentRegion());
+      });
+    };
+    if (branch && !branch.getElseRegion().empty() &&
+        holdsFill(branch.getThenRegion()) && holdsFill(branch.getElseRegion()))
+      return success();
+    return fill->emitOpError("fills V inside a ")
+           << site->getName()
+           << " that does not fill it on every path (a fill, a "
+              "hopper.producer_thread, or an scf.if each of whose branches "
+              "fills V): one step after it would wait for a slot not filled";
+  }
 
   LogicalResult findStep() {
     Operation *loop = transpose->getParentOp();
@@ -285,9 +340,10 @@ private:
       cloneWithOperands(op);
   }
 
-  /// The transposers' meeting without .aligned, in warp 0's copy of the
-  /// step and in warps 1 .. 3's: an .aligned barrier needs every thread
-  /// that takes part to execute the same instruction (PTX ISA, barrier),
+  /// The transposers' meeting without .aligned, in each copy of the step
+  /// (warp 0's and warps 1 .. 3's, or the copying warps'): an .aligned
+  /// barrier needs every thread that takes part to execute the same
+  /// instruction (PTX ISA, barrier),
   /// and warp 0's is another one, which its lanes may also reach apart
   /// (they part at the producer thread's steps). compute-sanitizer
   /// synccheck reports either as "divergent thread(s) in block".

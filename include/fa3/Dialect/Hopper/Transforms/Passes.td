@@ -48,7 +48,9 @@ def HopperWarpCopy : Pass<"hopper-warp-copy"> {
     rows than its kv tile, FlashAttention-3's cp.async producer) is copied
     by every lane of the warps that run it (its `warps`: four, as
     FlashAttention-3, or warp 0 alone where FP8's warps 1 .. 3 transpose
-    V). Where the producer thread's program (`hopper.producer_thread`)
+    V; four beside a transposer on warps 1 .. 3 that counts all four as
+    its workers, whose step hopper-producer-warp-transpose then moves into
+    their program). Where the producer thread's program (`hopper.producer_thread`)
     holds one, this pass gives that program to those warps
     (`hopper.producer_warps ... first 0 count N`, each copy its warp's
     index): every lane follows its control flow and waits for the slots
@@ -60,7 +62,9 @@ def HopperWarpCopy : Pass<"hopper-warp-copy"> {
 
     Runs after hopper-warp-specialize and before hopper-async-copy. A
     program without such copies is left as it is; a copy left outside its
-    warps' program is refused by convert-hopper-to-nvvm. Refused here: an op
+    warps' program is refused by convert-hopper-to-nvvm. Refused here:
+    copies of one program by different numbers of warps; warps another
+    role runs (but for that transposer); an op
     of the program that every lane could not run (a write, a barrier, a
     read of the thread's index, a TMA transfer already written, a call of a
     function that does such things).
