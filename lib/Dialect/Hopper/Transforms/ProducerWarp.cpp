@@ -133,4 +133,15 @@ runOnWarps(ProducerThreadOp thread, int64_t warps,
   return role;
 }
 
+TransposeStageOp joiningTransposer(ProducerWarpsOp role) {
+  TransposeStageOp found;
+  if (role.getFirst() != 1)
+    return found;
+  role.walk([&](TransposeStageOp t) {
+    if (t.getWorkers() == role.getCount() + 1)
+      found = t;
+  });
+  return found;
+}
+
 } // namespace fa3::hopper

@@ -3,7 +3,7 @@
 // Shared by hopper-producer-warp-transpose and hopper-warp-copy, which both
 // give whole warps the producer thread's program: the first warp 0, for
 // the V transposer's worker 0, the second the warps that copy a paged tile
-// with every lane.
+// with every lane; and which transposer counts those warps as workers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,6 +38,13 @@ mlir::FailureOr<ProducerWarpsOp> runOnWarps(
     llvm::function_ref<std::optional<std::string>(mlir::Operation *)>
         passRule,
     llvm::StringRef purpose);
+
+/// FP8's V transposer on warps 1 .. 3 that counts one worker more than
+/// its warps (transpose_warps 4): its hopper.transpose_stage, whose worker
+/// 0 the warps filling V are to join (hopper-producer-warp-transpose; the
+/// copying warps 0 .. 3 are then all its workers, which hopper-warp-copy
+/// lets share warps 1 .. 3). Else null.
+TransposeStageOp joiningTransposer(ProducerWarpsOp role);
 
 } // namespace fa3::hopper
 

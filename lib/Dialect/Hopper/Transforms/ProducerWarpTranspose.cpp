@@ -76,12 +76,8 @@ public:
       auto warps = dyn_cast<ProducerWarpsOp>(op);
       if (warps && warps.getFirst() == 0)
         copier = warps;
-      if (!warps || warps.getFirst() != 1)
-        continue;
-      warps.walk([&](TransposeStageOp t) {
-        if (t.getWorkers() == warps.getCount() + 1)
-          transpose = t, transposer = warps;
-      });
+      if (TransposeStageOp t = warps ? joiningTransposer(warps) : nullptr)
+        transpose = t, transposer = warps;
     }
     if (!transpose)
       return success(); // warp 0 has no part in the transposer
@@ -141,8 +137,7 @@ public:
     // program's body, outside loops) that holds the fill: the fill itself,
     // a producer_thread, or a branch each of whose paths fills V (one
     // slot), one site a loop body (two would transpose each slot twice)
-    llvm::MapVector<Operation *, Value> sites;
-    DenseMap<Block *, Operation *> siteOf;
+    llvm::MapVector<Block *, std::pair<Operation *, Value>> sites;
     for (auto [fill, slot] : fills) {
       auto loop = fill->getParentOfType<LoopLikeOpInterface>();
       const bool inLoop = loop && program->isAncestor(loop);
@@ -155,13 +150,12 @@ public:
       Operation *site = blk->findAncestorOpInBlock(*fill);
       if (failed(checkSite(site, fill, fills)))
         return failure();
-      auto [at, first] = siteOf.insert({blk, site});
-      if (!first && at->second != site)
+      auto [it, fresh] = sites.insert({blk, {site, slot}});
+      if (!fresh && it->second.first != site)
         return fill->emitOpError(
             "fills V at a second place of one loop body (or of the "
             "program): a step after each would transpose its slot twice");
-      auto [it, fresh] = sites.insert({site, slot});
-      if (!fresh && it->second != slot)
+      if (!fresh && it->second.second != slot)
         return fill->emitOpError(
             "fills another slot of V than a fill beside it (another path "
             "of the same op), whose one step follows both");
@@ -171,8 +165,8 @@ public:
           "transposes V, but the program of the warps that would join it "
           "holds no fill of V (a commit carrying bytes, or a copy of pages) "
           "for its step to follow");
-    for (auto [site, slot] : sites)
-      if (failed(placeSteps(site, slot)))
+    for (auto &[blk, at] : sites)
+      if (failed(placeSteps(at.first, at.second)))
         return failure();
     if (allWorkers)
       transposer.erase();

@@ -48,13 +48,9 @@ std::optional<std::string> passRule(Operation *op) {
 }
 
 /// Whether `role` is FP8's V transposer on warps 1 .. warps - 1 whose
-/// transpose counts `warps` workers: the copying warps 0 .. warps - 1.
+/// workers are the copying warps 0 .. warps - 1.
 bool joinsCopiers(ProducerWarpsOp role, uint64_t warps) {
-  if (role.getFirst() != 1 || role.getCount() + 1 != warps)
-    return false;
-  bool all = false;
-  role.walk([&](TransposeStageOp t) { all |= t.getWorkers() == warps; });
-  return all;
+  return role.getCount() + 1 == warps && joiningTransposer(role);
 }
 
 struct HopperWarpCopyPass
