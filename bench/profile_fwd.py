@@ -12,6 +12,12 @@ FA3's FP8 forward takes too.
 With --peer fa3, FlashAttention-3's forward runs instead of ours (where it
 is importable: bench/peer_fa3.py), for the same profile of its kernel
 (its kernel is CUTLASS's `device_kernel`: ncu -k regex:device_kernel).
+With --packed ragged|paged (and --kernel-dir holding the varlen kernels,
+fa3-compile --varlen [--paged]), bench_varlen's ragged batch instead: the
+same 16384 tokens in sequences of random lengths, through
+flash_attn_varlen_func (ragged) or, with its keys in a shuffled pool of
+--page-size-row pages, flash_attn_with_kvcache(cu_seqlens_q=, page_table=)
+(paged): bench_varlen's "paged / ragged" pair, for a profile of each.
 """
 import argparse
 import sys
@@ -23,7 +29,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import torch  # noqa: E402
 
-from fa3.torch_api import flash_attn_func  # noqa: E402
+from fa3.torch_api import (flash_attn_func, flash_attn_varlen_func,  # noqa: E402
+                           flash_attn_with_kvcache)
 
 
 def main():
@@ -35,9 +42,18 @@ def main():
     ap.add_argument("--causal", action="store_true")
     ap.add_argument("--launches", type=int, default=4)
     ap.add_argument("--dtype", default="bf16", choices=["bf16", "e4m3"])
+    ap.add_argument("--packed", choices=["", "ragged", "paged"], default="",
+                    help="bench_varlen's ragged batch, contiguous or over a paged cache")
+    ap.add_argument("--page-size", type=int, default=256, help="rows a page (--packed paged)")
     a = ap.parse_args()
     if a.peer == "ours" and not a.kernel_dir:
         ap.error("--kernel-dir is required for our kernels")
+    if a.packed and (a.peer != "ours" or a.dtype != "bf16"):
+        ap.error("--packed: our bf16 kernels only")
+    if a.packed == "paged" and a.page_size < 1:
+        ap.error(f"--page-size: a positive row count, got {a.page_size}")
+    if a.packed:
+        return packed(a)
     run = None
     if a.peer == "fa3":
         import peer_fa3
@@ -66,6 +82,32 @@ def main():
     torch.cuda.synchronize()
     print(f"ran {a.launches} launches of {a.peer}: hdim {D} seqlen {S} batch {B} heads {H} "
           f"causal {a.causal} {a.dtype}")
+
+
+def packed(a):
+    from bench_varlen import paged_cache, ragged_lengths
+    D, S = a.hdim, a.seqlen
+    H = 2048 // D
+    lens = ragged_lengths(S, S + D)  # bench_varlen's seed
+    n = sum(lens)
+    q, k, v = (torch.randn(n, H, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    cu = torch.tensor([0] + lens, device="cuda").cumsum(0).to(torch.int32)
+    if a.packed == "paged":
+        kpool, vpool, table = paged_cache(k, v, lens, a.page_size, S + D)
+        used = torch.tensor(lens, dtype=torch.int32, device="cuda")
+        run = lambda: flash_attn_with_kvcache(  # noqa: E731
+            q, kpool, vpool, cache_seqlens=used, page_table=table, cu_seqlens_q=cu,
+            max_seqlen_q=max(lens), causal=a.causal, kernel_dir=a.kernel_dir, jit=False)
+    else:
+        run = lambda: flash_attn_varlen_func(  # noqa: E731
+            q, k, v, cu, cu, max(lens), max(lens), causal=a.causal,
+            kernel_dir=a.kernel_dir, jit=False)
+    for _ in range(a.launches):
+        run()
+    torch.cuda.synchronize()
+    print(f"ran {a.launches} launches of the {a.packed} batch: hdim {D} seqlen {S} "
+          f"({len(lens)} sequences) heads {H} causal {a.causal}"
+          + (f" pages of {a.page_size}" if a.packed == "paged" else ""))
 
 
 if __name__ == "__main__":
