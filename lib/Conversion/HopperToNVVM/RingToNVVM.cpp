@@ -402,9 +402,10 @@ SmallVector<Value> pagedRowOffsets(OpBuilder &b, Location loc,
   return offsets;
 }
 
-/// hopper.paged_offsets: pageEntries where the page table is given and
-/// the sequence has rows, else zeros (nothing read: a contiguous cache at
-/// the launch, or offsets loaded ahead of a loop that runs no iteration).
+/// hopper.paged_offsets: pageEntries where the page table is given, the
+/// sequence has rows and (with `for`) a copy's base is given, else zeros
+/// (nothing read: a contiguous cache at the launch, a launch that boxes
+/// its pages, or offsets loaded ahead of a loop that runs no iteration).
 struct PagedOffsetsLowering : OpConversionPattern<PagedOffsetsOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -419,6 +420,15 @@ struct PagedOffsetsLowering : OpConversionPattern<PagedOffsetsOp> {
     Value rows = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
                                        adaptor.getBound(), none);
     Value given = arith::AndIOp::create(b, loc, table, rows);
+    Value copies;
+    for (Value base : adaptor.getBases()) {
+      Value set = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne, base,
+                                       null);
+      copies = copies ? arith::OrIOp::create(b, loc, copies, set).getResult()
+                      : set;
+    }
+    if (copies)
+      given = arith::AndIOp::create(b, loc, given, copies);
     auto branch = scf::IfOp::create(b, loc, op.getResultTypes(), given,
                                     /*withElseRegion=*/true);
     {

@@ -388,10 +388,16 @@ func.func @copy_paged_warps(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !l
 // the copy clamps the entry (through an opaque copy, which keeps LLVM from
 // moving that first use of the load ahead of the wait) and forms the
 // offset, and loads nothing itself.
+// With `for`, also behind a branch on the copies' bases: a launch that
+// gives none (its pages boxed, its cache contiguous) runs no copy.
 // CHECK-LABEL: func.func @copy_paged_offsets(
 // CHECK: %[[TABLE:.*]] = llvm.icmp "ne" %{{.*}}, %{{.*}} : !llvm.ptr<1>
 // CHECK: %[[ROWS:.*]] = arith.cmpi ne, %{{.*}}, %c0_i32{{[_0-9]*}} : i32
-// CHECK-NEXT: %[[GIVEN:.*]] = arith.andi %[[TABLE]], %[[ROWS]] : i1
+// CHECK-NEXT: %[[BOTH:.*]] = arith.andi %[[TABLE]], %[[ROWS]] : i1
+// CHECK-NEXT: %[[KC:.*]] = llvm.icmp "ne" %[[KPOOL:.*]], %{{.*}} : !llvm.ptr<1>
+// CHECK-NEXT: %[[VC:.*]] = llvm.icmp "ne" %[[VPOOL:.*]], %{{.*}} : !llvm.ptr<1>
+// CHECK-NEXT: %[[ANY:.*]] = arith.ori %[[KC]], %[[VC]] : i1
+// CHECK-NEXT: %[[GIVEN:.*]] = arith.andi %[[BOTH]], %[[ANY]] : i1
 // CHECK-NEXT: %[[O:.*]]:2 = scf.if %[[GIVEN]] -> (i32, i32) {
 // CHECK: %[[LEAD:.*]] = arith.muli %{{.*}}, %c2_i32{{[_0-9]*}} : i32
 // CHECK: arith.muli %{{.*}}, %c8_i32{{[_0-9]*}} : i32
@@ -415,12 +421,12 @@ func.func @copy_paged_warps(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !l
 // CHECK: nvvm.cp.async.shared.global
 func.func @copy_paged_offsets(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !llvm.ptr<1>,
                               %u: i32, %row: i32, %head: i32, %ps: i32, %pages: i32,
-                              %len: i32, %sp: i64, %sr: i64, %sh: i64) {
+                              %len: i32, %sp: i64, %sr: i64, %sh: i64, %vpool: !llvm.ptr<1>) {
   %k = hopper.ring.create %smem : !k
   hopper.warp_specialize producer regs 56 {
     hopper.producer_warps(%w) first 0 count 4 {
       %o:2 = hopper.paged_offsets %table[%row] page_size %ps pool %pages bound %len
-          strides %sp, %sr rows 64 per_pass 2 warps 4 warp %w : i32, i32
+          strides %sp, %sr rows 64 per_pass 2 warps 4 warp %w for %pool, %vpool : i32, i32
       hopper.ring.producer_acquire %k[%u] : !k
       hopper.copy_paged_tile %pool[%row, %head] strides %sp, %sr, %sh pages %table
           page_size %ps pool %pages bound %len into %k[%u] rows 64 cols 128 warps 4

@@ -9,6 +9,10 @@
 // RUN: fa3-opt %s --split-input-file --hopper-copy-offsets="ahead=false" | FileCheck %s
 // With ahead (the default), a loop's offsets are loaded one iteration early:
 // RUN: fa3-opt %s --split-input-file --hopper-copy-offsets | FileCheck %s --check-prefix=AHEAD
+// With only-when-copying the offsets name the program's copy bases
+// (`for`): without one at the launch (boxed pages, a contiguous cache)
+// they read nothing; not where a base is computed inside the program:
+// RUN: fa3-opt %s --split-input-file --hopper-copy-offsets="only-when-copying=true" | FileCheck %s --check-prefix=COPYING
 
 !k = !hopper.ring<stages = 3, stage_bytes = 16384, data = 16384, full = 114704, empty = 114752, arrivals = 128, cluster = 1>
 !v = !hopper.ring<stages = 3, stage_bytes = 16384, data = 65536, full = 114728, empty = 114776, arrivals = 128, cluster = 1>
@@ -28,6 +32,12 @@
 // CHECK-NOT: hopper.paged_offsets
 // CHECK: hopper.ring.producer_acquire %{{.*}}[%[[I]]] : !hopper.ring<{{.*}}data = 65536
 // CHECK: hopper.copy_paged_tile %[[VP]][%[[ROW]], %{{.*}} warps 4 warp %[[W]] offsets %[[O]]#0, %[[O]]#1 : bf16
+// COPYING-LABEL: func.func @k_and_v(
+// COPYING-SAME: %[[KP:[^:]*]]: !llvm.ptr<1>, %[[VP:[^:]*]]: !llvm.ptr<1>
+// COPYING: hopper.paged_offsets {{.*}} for %[[KP]], %[[VP]] : i32, i32
+// COPYING: hopper.paged_offsets {{.*}} for %[[KP]], %[[VP]] : i32, i32
+// COPYING-NOT: hopper.paged_offsets
+// COPYING: } consumers
 // The first block's offsets before the loop (row 0 x 64), the next
 // block's where this block's stood ((i + 1) x 64), carried by the loop.
 // AHEAD-LABEL: func.func @k_and_v(
@@ -146,6 +156,32 @@ func.func @stays(%pool: !llvm.ptr<1>, %table: !llvm.ptr<1>, %smem: !llvm.ptr<3>,
       hopper.ring.producer_acquire %k[%i] : !k
       hopper.copy_paged_tile %pool[%i, %head] strides %stride, %stride, %stride
           pages %table page_size %ps pool %pages bound %len into %k[%i] rows 64
+          cols 128 : bf16, !k
+    }
+  } consumers(%cw of 1) regs 200 {
+  }
+  return
+}
+
+// -----
+
+!k = !hopper.ring<stages = 3, stage_bytes = 16384, data = 16384, full = 114704, empty = 114752, arrivals = 128, cluster = 1>
+
+// A copy base computed inside the warps' program: the offsets name no
+// base (they read the table wherever it is given).
+// COPYING-LABEL: func.func @base_inside(
+// COPYING: hopper.paged_offsets
+// COPYING-NOT: for
+// COPYING-SAME: : i32, i32
+func.func @base_inside(%pools: !llvm.ptr<1>, %table: !llvm.ptr<1>, %smem: !llvm.ptr<3>, %i: i32,
+                       %head: i32, %ps: i32, %pages: i32, %len: i32, %stride: i64) {
+  %k = hopper.ring.create %smem : !k
+  hopper.warp_specialize producer regs 56 {
+    hopper.producer_warps(%w) first 0 count 1 {
+      %pool = llvm.getelementptr %pools[%head] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i8
+      hopper.ring.producer_acquire %k[%i] : !k
+      hopper.copy_paged_tile %pool[%i, %head] strides %stride, %stride, %stride
+          pages %table page_size %ps pool %pages bound %len into %k[%i] rows 32
           cols 128 : bf16, !k
     }
   } consumers(%cw of 1) regs 200 {

@@ -333,7 +333,7 @@ func.func @copy_paged(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !llvm.pt
 !k = !hopper.ring<stages = 3, stage_bytes = 16384, data = 16384, full = 114704, empty = 114752, arrivals = 128, cluster = 1>
 // CHECK-LABEL: func.func @paged_offsets(
 // CHECK: %[[O:.*]]:4 = hopper.paged_offsets %{{.*}}[%{{.*}}] page_size %{{.*}} pool %{{.*}} bound %{{.*}} strides %{{.*}}, %{{.*}} rows 64 per_pass 4 : i32, i32, i32, i32
-// CHECK: %[[P:.*]]:2 = hopper.paged_offsets {{.*}} rows 64 per_pass 2 warps 4 warp %{{.*}} : i32, i32
+// CHECK: %[[P:.*]]:2 = hopper.paged_offsets {{.*}} rows 64 per_pass 2 warps 4 warp %{{.*}} for %{{.*}} : i32, i32
 // CHECK: hopper.copy_paged_tile {{.*}} rows 64 cols 64 offsets %[[O]]#0, %[[O]]#1, %[[O]]#2, %[[O]]#3 : bf16
 // CHECK: hopper.copy_paged_tile {{.*}} rows 64 cols 128 warps 4 warp %{{.*}} offsets %[[P]]#0, %[[P]]#1 : bf16
 func.func @paged_offsets(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !llvm.ptr<1>,
@@ -342,7 +342,7 @@ func.func @paged_offsets(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !llvm
   %o:4 = hopper.paged_offsets %table[%x] page_size %x pool %x bound %x strides %s, %s
       rows 64 per_pass 4 : i32, i32, i32, i32
   %p:2 = hopper.paged_offsets %table[%x] page_size %x pool %x bound %x strides %s, %s
-      rows 64 per_pass 2 warps 4 warp %x : i32, i32
+      rows 64 per_pass 2 warps 4 warp %x for %pool : i32, i32
   hopper.copy_paged_tile %pool[%x, %x] strides %s, %s, %s pages %table page_size %x
       pool %x bound %x into %k[%x] rows 64 cols 64 offsets %o#0, %o#1, %o#2, %o#3 : bf16, !k
   hopper.copy_paged_tile %pool[%x, %x] strides %s, %s, %s pages %table page_size %x

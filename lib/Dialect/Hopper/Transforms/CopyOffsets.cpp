@@ -141,6 +141,28 @@ struct HopperCopyOffsetsPass
       offsets->erase();
   }
 
+  /// The bases of the copies of `role`'s program, where each comes from
+  /// above it (a kernel parameter): with only-when-copying the offsets
+  /// read the page table only where the launch gives one (else it runs no
+  /// copy: it boxes its pages, or its cache is contiguous, and a boxing
+  /// producer loading the copies' entries on every fill's path ran the
+  /// paged packed batch's kernel 1-7 % slower with pages of 256 rows;
+  /// bench/NOTES.md, Log). All of them, so that K's and V's offsets stay
+  /// alike.
+  DenseMap<Operation *, SmallVector<Value>> copyBases;
+  ArrayRef<Value> basesOf(ProducerWarpsOp role) {
+    auto [it, fresh] = copyBases.try_emplace(role);
+    if (fresh) {
+      llvm::SetVector<Value> bases;
+      role.walk([&](CopyPagedTileOp c) { bases.insert(c.getBase()); });
+      if (llvm::none_of(bases, [&](Value v) {
+            return role->isAncestor(v.getParentBlock()->getParentOp());
+          }))
+        it->second.assign(bases.begin(), bases.end());
+    }
+    return it->second;
+  }
+
   void split(CopyPagedTileOp copy) {
     auto role = copy->getParentOfType<ProducerWarpsOp>();
     OpBuilder b(copy);
@@ -150,7 +172,9 @@ struct HopperCopyOffsetsPass
         b, copy.getLoc(), types, copy.getPages(), copy.getRow(),
         copy.getPageSize(), copy.getPoolPages(), copy.getBound(),
         copy.getStridePage(), copy.getStrideRow(), copy.getWarp(),
-        copy.getRows(), copy.getRowsPerPass(), copy.getWarps());
+        onlyWhenCopying ? basesOf(role) : ArrayRef<Value>(), copy.getRows(),
+        copy.getRowsPerPass(),
+        copy.getWarps());
     copy.getOffsetsMutable().assign(offsets.getResults());
     RingProducerAcquireOp acquire = acquireBefore(copy, role);
     if (!acquire)

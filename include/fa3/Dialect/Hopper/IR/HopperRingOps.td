@@ -393,7 +393,7 @@ def Hopper_LoadPagedTileOp : Hopper_Op<"load_paged_tile"> {
 }
 
 def Hopper_PagedOffsetsOp : Hopper_Op<"paged_offsets",
-    [MemoryEffects<[MemRead]>]> {
+    [MemoryEffects<[MemRead]>, AttrSizedOperandSegments]> {
   let summary = "where a paged copy's rows lie, a lane's, from the page table";
   let description = [{
     The first half of `hopper.copy_paged_tile`, on its own so that it can
@@ -408,18 +408,22 @@ def Hopper_PagedOffsetsOp : Hopper_Op<"paged_offsets",
     page index to `pool_pages` - 1 as the copy does. A null `pages`, or a
     `bound` of 0, reads nothing and gives zeros (a kernel whose cache is
     contiguous at the launch, where the offsets are computed but not used;
-    offsets loaded ahead of a loop that runs no iteration). The page table
-    does not change while a kernel runs, which is what lets two of these
-    with the same operands be one.
+    offsets loaded ahead of a loop that runs no iteration). With `for`
+    the base pointers of the copies the offsets serve, they also read
+    nothing where the launch gives none of them (its copies do not run:
+    it boxes its pages by TMA, or reads a contiguous cache). The page
+    table does not change while a kernel runs, which is what lets two of
+    these with the same operands be one.
 
     ```mlir
     %o = hopper.paged_offsets %table[%row] page_size %ps pool %n bound %len
-        strides %sp, %sr rows 64 per_pass 4 warps 4 warp %w : i32
+        strides %sp, %sr rows 64 per_pass 4 warps 4 warp %w for %kc, %vc : i32
     ```
   }];
   let arguments = (ins Hopper_GlobalPtr:$pages, I32:$row, I32:$page_size,
                        I32:$pool_pages, I32:$bound, I64:$stride_page,
                        I64:$stride_row, Optional<I32>:$warp,
+                       Variadic<Hopper_GlobalPtr>:$bases,
                        ConfinedAttr<I64Attr, [IntPositive]>:$rows,
                        ConfinedAttr<I64Attr, [IntPositive]>:$per_pass,
                        DefaultValuedAttr<ConfinedAttr<I64Attr, [IntPositive]>, "1">:$warps);
@@ -427,7 +431,8 @@ def Hopper_PagedOffsetsOp : Hopper_Op<"paged_offsets",
   let assemblyFormat = [{
     $pages `[` $row `]` `page_size` $page_size `pool` $pool_pages `bound`
     $bound `strides` $stride_page `,` $stride_row `rows` $rows `per_pass`
-    $per_pass (`warps` $warps^)? (`warp` $warp^)? attr-dict `:` type($offsets)
+    $per_pass (`warps` $warps^)? (`warp` $warp^)? (`for` $bases^)? attr-dict
+    `:` type($offsets)
   }];
   let extraClassDeclaration = [{
     int64_t getRowsPerWarp() { return getRows() / getWarps(); }
