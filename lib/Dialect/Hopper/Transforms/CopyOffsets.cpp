@@ -60,6 +60,7 @@ struct HopperCopyOffsetsPass
     : public fa3::hopper::impl::HopperCopyOffsetsBase<HopperCopyOffsetsPass> {
   using Base::Base;
   void runOnOperation() override {
+    copyBases.clear(); // (keyed by ops of an earlier run's IR)
     SmallVector<CopyPagedTileOp> copies;
     getOperation()->walk([&](CopyPagedTileOp c) {
       if (c.getOffsets().empty() && c->getParentOfType<ProducerWarpsOp>() &&
