@@ -79,6 +79,28 @@ def paged_cache(kp, vp, lens, ps, seed):
     return kpool, vpool, table
 
 
+def cu_seqlens(lens):
+    return torch.tensor([0] + lens, dtype=torch.int32, device="cuda").cumsum(0).to(torch.int32)
+
+
+def ragged_call(q, k, v, lens, varlen_dir, **kw):
+    """flash_attn_varlen_func on the packed batch of sequences of `lens`."""
+    cu = cu_seqlens(lens)
+    return lambda: flash_attn_varlen_func(q, k, v, cu, cu, max(lens), max(lens),
+                                          kernel_dir=varlen_dir, jit=False, **kw)
+
+
+def paged_call(q, k, v, lens, page_size, seed, varlen_dir, **kw):
+    """flash_attn_with_kvcache(cu_seqlens_q=, page_table=) on the same batch,
+    its keys and values in a shuffled pool of page_size-row pages."""
+    cu = cu_seqlens(lens)
+    kpool, vpool, table = paged_cache(k, v, lens, page_size, seed)
+    used = torch.tensor(lens, dtype=torch.int32, device="cuda")
+    return lambda: flash_attn_with_kvcache(
+        q, kpool, vpool, cache_seqlens=used, page_table=table, cu_seqlens_q=cu,
+        max_seqlen_q=max(lens), kernel_dir=varlen_dir, jit=False, **kw)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--kernel-dir", required=True, help="the fixed-length kernels")
@@ -109,24 +131,16 @@ def main():
                 qp, kp, vp = (t.reshape(B * S, H, D) for t in (q, k, v))
                 cu = torch.arange(0, B * S + 1, S, dtype=torch.int32, device="cuda")
                 lens = ragged_lengths(S, S + D)
-                cur = torch.tensor([0] + lens, dtype=torch.int32, device="cuda").cumsum(0)
-                cur = cur.to(torch.int32)
                 kw = dict(causal=causal)
                 fixed = lambda: flash_attn_func(q, k, v, kernel_dir=a.kernel_dir, jit=False,
                                                 **kw)
                 var = lambda: flash_attn_varlen_func(qp, kp, vp, cu, cu, S, S,
                                                      kernel_dir=a.varlen_dir, jit=False, **kw)
-                rag = lambda: flash_attn_varlen_func(qp, kp, vp, cur, cur, max(lens), max(lens),
-                                                     kernel_dir=a.varlen_dir, jit=False, **kw)
+                rag = ragged_call(qp, kp, vp, lens, a.varlen_dir, **kw)
                 err = rel(var().reshape(B, S, H, D), fixed())
                 fns = [("fixed", fixed), ("varlen", var), ("ragged", rag)]
                 if a.paged:
-                    kpool, vpool, table = paged_cache(kp, vp, lens, a.paged, S + D)
-                    used = torch.tensor(lens, dtype=torch.int32, device="cuda")
-                    pag = lambda: flash_attn_with_kvcache(  # noqa: E731
-                        qp, kpool, vpool, cache_seqlens=used, page_table=table,
-                        cu_seqlens_q=cur, max_seqlen_q=max(lens), kernel_dir=a.varlen_dir,
-                        jit=False, **kw)
+                    pag = paged_call(qp, kp, vp, lens, a.paged, S + D, a.varlen_dir, **kw)
                     err_paged = rel(pag(), rag())
                     fns.append(("paged", pag))
                 times = {name: [] for name, _ in fns}

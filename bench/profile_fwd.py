@@ -29,8 +29,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import torch  # noqa: E402
 
-from fa3.torch_api import (flash_attn_func, flash_attn_varlen_func,  # noqa: E402
-                           flash_attn_with_kvcache)
+from fa3.torch_api import flash_attn_func  # noqa: E402
 
 
 def main():
@@ -85,23 +84,16 @@ def main():
 
 
 def packed(a):
-    from bench_varlen import paged_cache, ragged_lengths
+    from bench_varlen import paged_call, ragged_call, ragged_lengths
     D, S = a.hdim, a.seqlen
     H = 2048 // D
-    lens = ragged_lengths(S, S + D)  # bench_varlen's seed
+    lens = ragged_lengths(S, S + D)  # bench_varlen's seeds
     n = sum(lens)
     q, k, v = (torch.randn(n, H, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
-    cu = torch.tensor([0] + lens, device="cuda").cumsum(0).to(torch.int32)
     if a.packed == "paged":
-        kpool, vpool, table = paged_cache(k, v, lens, a.page_size, S + D)
-        used = torch.tensor(lens, dtype=torch.int32, device="cuda")
-        run = lambda: flash_attn_with_kvcache(  # noqa: E731
-            q, kpool, vpool, cache_seqlens=used, page_table=table, cu_seqlens_q=cu,
-            max_seqlen_q=max(lens), causal=a.causal, kernel_dir=a.kernel_dir, jit=False)
+        run = paged_call(q, k, v, lens, a.page_size, S + D, a.kernel_dir, causal=a.causal)
     else:
-        run = lambda: flash_attn_varlen_func(  # noqa: E731
-            q, k, v, cu, cu, max(lens), max(lens), causal=a.causal,
-            kernel_dir=a.kernel_dir, jit=False)
+        run = ragged_call(q, k, v, lens, a.kernel_dir, causal=a.causal)
     for _ in range(a.launches):
         run()
     torch.cuda.synchronize()
