@@ -60,7 +60,6 @@ struct HopperCopyOffsetsPass
     : public fa3::hopper::impl::HopperCopyOffsetsBase<HopperCopyOffsetsPass> {
   using Base::Base;
   void runOnOperation() override {
-    copyBases.clear(); // (keyed by ops of an earlier run's IR)
     SmallVector<CopyPagedTileOp> copies;
     getOperation()->walk([&](CopyPagedTileOp c) {
       if (c.getOffsets().empty() && c->getParentOfType<ProducerWarpsOp>() &&
@@ -148,20 +147,16 @@ struct HopperCopyOffsetsPass
   /// copy: it boxes its pages, or its cache is contiguous, and a boxing
   /// producer loading the copies' entries on every fill's path ran the
   /// paged packed batch's kernel 1-7 % slower with pages of 256 rows;
-  /// bench/NOTES.md, Log). All of them, so that K's and V's offsets stay
-  /// alike.
-  DenseMap<Operation *, SmallVector<Value>> copyBases;
-  ArrayRef<Value> basesOf(ProducerWarpsOp role) {
-    auto [it, fresh] = copyBases.try_emplace(role);
-    if (fresh) {
-      llvm::SetVector<Value> bases;
-      role.walk([&](CopyPagedTileOp c) { bases.insert(c.getBase()); });
-      if (llvm::none_of(bases, [&](Value v) {
-            return role->isAncestor(v.getParentBlock()->getParentOp());
-          }))
-        it->second.assign(bases.begin(), bases.end());
-    }
-    return it->second;
+  /// bench/NOTES.md, Log). All of them, in the program's order, so that
+  /// K's and V's offsets stay alike (and merge).
+  static SmallVector<Value> basesOf(ProducerWarpsOp role) {
+    llvm::SetVector<Value> bases;
+    role.walk([&](CopyPagedTileOp c) { bases.insert(c.getBase()); });
+    if (llvm::any_of(bases, [&](Value v) {
+          return role->isAncestor(v.getParentBlock()->getParentOp());
+        }))
+      return {};
+    return SmallVector<Value>(bases.begin(), bases.end());
   }
 
   void split(CopyPagedTileOp copy) {
@@ -173,9 +168,8 @@ struct HopperCopyOffsetsPass
         b, copy.getLoc(), types, copy.getPages(), copy.getRow(),
         copy.getPageSize(), copy.getPoolPages(), copy.getBound(),
         copy.getStridePage(), copy.getStrideRow(), copy.getWarp(),
-        onlyWhenCopying ? basesOf(role) : ArrayRef<Value>(), copy.getRows(),
-        copy.getRowsPerPass(),
-        copy.getWarps());
+        onlyWhenCopying ? basesOf(role) : SmallVector<Value>(),
+        copy.getRows(), copy.getRowsPerPass(), copy.getWarps());
     copy.getOffsetsMutable().assign(offsets.getResults());
     RingProducerAcquireOp acquire = acquireBefore(copy, role);
     if (!acquire)
