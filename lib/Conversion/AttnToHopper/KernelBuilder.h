@@ -166,6 +166,16 @@ struct KernelConfig {
   /// behind each fill's page walk where pages go by boxes (H100, B 16 x 16k
   /// keys: pages of 32 / 64 rows copied 0.96 / 0.97 of the contiguous
   /// cache, boxed 0.71 / 0.92; bench/NOTES.md, Log).
+  /// Whether each copying lane commits its K/V slot itself, the rings'
+  /// full barriers counting them all (FlashAttention-3's PipelineAsync),
+  /// rather than warp 0's lane 0 after the copying warps' barrier. Off
+  /// until a GPU has checked it (bench/NOTES.md, Next item 1).
+  static constexpr bool kLaneCommits = false;
+  /// The arrivals that complete a K or V ring's stage: the copying lanes
+  /// where they commit their slots (kLaneCommits), else one.
+  int64_t kvProducers() const {
+    return kLaneCommits && copiesSmallPages() ? 32 * copyWarps() : 1;
+  }
   int64_t copyRows() const {
     return copiesSmallPages() && isFp8() && copyWarps() == 4 ? blockN / 2 : 0;
   }

@@ -166,7 +166,9 @@ struct ProducerAcquireLowering : OpConversionPattern<RingProducerAcquireOp> {
   }
 };
 
-/// arrive.expect_tx on the stage's full barrier (a plain arrive for tx 0).
+/// arrive.expect_tx on the stage's full barrier (a plain arrive for tx 0);
+/// a commit of count n > 1 then arrives n - 1 more times (after the
+/// expect, so that the phase cannot complete before the bytes land).
 struct ProducerCommitLowering : OpConversionPattern<RingProducerCommitOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -175,13 +177,19 @@ struct ProducerCommitLowering : OpConversionPattern<RingProducerCommitOp> {
     Location loc = op.getLoc();
     RingSlot r = slotOf(op, adaptor, rewriter);
     Value full = r.barrier(r.ring.getFull());
+    const int64_t count = static_cast<int64_t>(op.getCount());
     if (op.getTx() == 0) {
-      NVVM::MBarrierArriveOp::create(rewriter, loc, Type(), full, Value());
+      Value n = count > 1 ? i32Const(rewriter, loc, count) : Value();
+      NVVM::MBarrierArriveOp::create(rewriter, loc, Type(), full, n);
     } else {
       Value tx = i32Const(rewriter, loc, op.getTx());
       NVVM::MBarrierArriveExpectTxOp::create(rewriter, loc, Type(), full, tx,
                                              NVVM::MemScopeKind::CTA,
                                              /*relaxed=*/false, Value());
+      if (count > 1) {
+        Value rest = i32Const(rewriter, loc, count - 1);
+        NVVM::MBarrierArriveOp::create(rewriter, loc, Type(), full, rest);
+      }
     }
     rewriter.eraseOp(op);
     return success();
@@ -463,12 +471,12 @@ struct PagedOffsetsLowering : OpConversionPattern<PagedOffsetsOp> {
 /// cp.async.mbarrier.arrive (without .noinc: PTX ISA,
 /// cp.async.mbarrier.arrive: the pending count rises by one until the
 /// lane's copies land, so the phase waits for them and still expects the
-/// one arrival it counts), the warps' barrier (every lane's arrive before
-/// the last one; the `copy` named barrier, not .aligned, where several
-/// warps copy), warp 0's lane 0's arrive. (FlashAttention-3 has each
-/// producer thread arrive after its own cp.async arrive, the barrier
-/// counting them all; here the barrier orders the lanes' increments
-/// before the one arrive, so the ring keeps TMA's count of one.)
+/// arrivals it counts), and then, in a ring of one producer, the warps'
+/// barrier (every lane's arrive before the last one; the `copy` named
+/// barrier, not .aligned, where several warps copy) and warp 0's lane 0's
+/// arrive, so the ring keeps TMA's count of one; in a ring counting every
+/// copying lane, each lane's own arrive (FlashAttention-3's: CUTLASS's
+/// PipelineAsync::producer_commit with cpasync_barrier_arrive).
 /// (One op-building call a statement where two would be arguments of one
 /// call: C++ leaves their order to the compiler, and GCC's and clang's
 /// kernels must be the same.)
@@ -594,6 +602,12 @@ struct CopyPagedTileLowering : OpConversionPattern<CopyPagedTileOp> {
     }
     Value full = slot.barrier(slot.ring.getFull());
     NVVM::CpAsyncMBarrierArriveOp::create(b, loc, full, /*noinc=*/false);
+    if (slot.ring.getProducers() != 1) {
+      // (the verifier: one arrival a copying lane)
+      NVVM::MBarrierArriveOp::create(b, loc, Type(), full, Value());
+      b.eraseOp(op);
+      return success();
+    }
     Value arriver = lane;
     if (!warp) {
       NVVM::SyncWarpOp::create(b, loc, all);

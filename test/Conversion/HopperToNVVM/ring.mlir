@@ -379,6 +379,44 @@ func.func @copy_paged_warps(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !l
 
 // -----
 
+!k = !hopper.ring<stages = 3, stage_bytes = 16384, data = 16384, full = 114704, empty = 114752, arrivals = 128, cluster = 1, producers = 128>
+
+// A ring whose full barrier counts the four warps' copying lanes
+// (FlashAttention-3's PipelineAsync): each lane's cp.async.mbarrier.arrive
+// and then its own arrive; no barrier between the warps, no lane-0 arrive.
+// One thread's TMA fill of the same ring arrives for all 128: expect the
+// bytes, then 127 more arrivals.
+// CHECK-LABEL: func.func @copy_paged_lane_commits(
+// CHECK: nvvm.cp.async.shared.global
+// CHECK: %[[FULL:.*]] = llvm.getelementptr
+// CHECK: nvvm.cp.async.mbarrier.arrive %[[FULL]] : !llvm.ptr<3>
+// CHECK-NEXT: nvvm.mbarrier.arrive %[[FULL]] : !llvm.ptr<3>
+// CHECK-NOT: barrier.cta.sync
+// CHECK-NOT: mbarrier.arrive.shared::cta.b64
+// CHECK: nvvm.mbarrier.arrive.expect_tx %[[BAR:.*]], %c16384_i32
+// CHECK-NEXT: %[[REST:.*]] = arith.constant 127 : i32
+// CHECK-NEXT: nvvm.mbarrier.arrive %[[BAR]], %[[REST]] : !llvm.ptr<3>
+func.func @copy_paged_lane_commits(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !llvm.ptr<1>,
+                                   %u: i32, %row: i32, %head: i32, %ps: i32, %pages: i32, %len: i32,
+                                   %sp: i64, %sr: i64, %sh: i64) {
+  %k = hopper.ring.create %smem : !k
+  hopper.warp_specialize producer regs 56 {
+    hopper.producer_warps(%w) first 0 count 4 {
+      hopper.ring.producer_acquire %k[%u] : !k
+      hopper.copy_paged_tile %pool[%row, %head] strides %sp, %sr, %sh pages %table
+          page_size %ps pool %pages bound %len into %k[%u] rows 64 cols 128 warps 4
+          warp %w : bf16, !k
+    }
+    hopper.producer_thread {
+      hopper.ring.producer_commit %k[%u] tx 16384 count 128 : !k
+    }
+  } consumers(%cw of 1) regs 200 {
+  }
+  return
+}
+
+// -----
+
 !k = !hopper.ring<stages = 3, stage_bytes = 16384, data = 16384, full = 114704, empty = 114752, arrivals = 128, cluster = 1>
 
 // The offsets apart (hopper-copy-offsets): the page-table loads, the four

@@ -183,6 +183,24 @@ func.func @paged_cluster(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %x: i32, %pages: 
 
 // -----
 
+// A ring whose other fills are copied by 128 lanes, each an arrival: the
+// thread that issues a tile's boxes arrives for all of them.
+!k = !hopper.ring<stages = 2, stage_bytes = 32768, data = 65536, full = 229408, empty = 229440, arrivals = 256, cluster = 1, producers = 128>
+// CHECK-LABEL: func.func @lane_producers(
+// CHECK: hopper.ring.producer_commit %{{.*}}[%{{.*}}] tx 32768 count 128 :
+// CHECK: hopper.tma_load
+// CHECK: hopper.ring.producer_commit %{{.*}}[%{{.*}}] tx 32768 count 128 :
+// CHECK: hopper.tma_load
+func.func @lane_producers(%smem: !llvm.ptr<3>, %map: !llvm.ptr, %x: i32, %pages: !llvm.ptr<1>) {
+  %k = hopper.ring.create %smem : !k
+  hopper.load_paged_tile %map[%x, %x] pages %pages page_size %x bound %x
+      into %k[%x] rows 128 cols 128 : bf16, !k
+  hopper.load_tile %map[%x, %x, %x] into %k[%x] rows 128 cols 128 : bf16, !k
+  return
+}
+
+// -----
+
 // hopper.store_o (a warpgroup's O rows and where they go): without
 // staging the direct store; staged without tma the threads' copy-out;
 // staged with tma the TMA store and its flags; with within (a packed

@@ -490,8 +490,18 @@ func.func @copy_paged_valid(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !l
 func.func @copy_paged_producers(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !llvm.ptr<1>,
                                 %x: i32, %s: i64) {
   %k = hopper.ring.create %smem : !k
-  // expected-error @below {{completes its slot by one arrive (lane 0's), but the ring's full barrier counts 2 producers}}
+  // expected-error @below {{completes its slot by lane 0's arrive (a ring of 1 producer) or by each of its 32 lanes' (a ring of that many), but the ring's full barrier counts 2 producers}}
   hopper.copy_paged_tile %pool[%x, %x] strides %s, %s, %s pages %table page_size %x
       pool %x bound %x into %k[%x] rows 64 cols 128 : bf16, !k
+  return
+}
+
+// -----
+
+!k = !hopper.ring<stages = 2, stage_bytes = 32768, data = 0, full = 65536, empty = 65552, arrivals = 256, cluster = 1, producers = 64>
+func.func @commit_count_past_producers(%smem: !llvm.ptr<3>, %u: i32) {
+  %k = hopper.ring.create %smem : !k
+  // expected-error @below {{arrives 65 times, but the ring's full barrier counts 64 producers a stage}}
+  hopper.ring.producer_commit %k[%u] tx 32768 count 65 : !k
   return
 }

@@ -848,10 +848,29 @@ func.func @plain_commit_in_cluster(%smem: !llvm.ptr<3>, %u: i32, %addr: i32) {
   %kr = hopper.ring.create %smem : !k
   hopper.warp_specialize producer regs 24 {
   } consumers(%cw of 2) regs 240 {
-    // expected-error @+1 {{commits 'tx 0' into a ring of 2 CTAs and 1 producers a stage: a plain arrive completes only a ring with one of each}}
+    // expected-error @+1 {{commits 'tx 0' with 1 arrival(s) into a ring of 2 CTA(s) and 1 producers a stage: a plain arrive completes only a ring of one CTA, arriving for all of its producers}}
     hopper.ring.fill %kr[%u] : !k {
       hopper.ring.publish %u at %addr to %kr[%u] : !k
       hopper.ring.producer_commit %kr[%u] tx 0 : !k
+    }
+  }
+  return
+}
+
+// -----
+
+!v = !hopper.ring<stages = 2, stage_bytes = 16384, data = 16384, full = 196624, empty = 196640, arrivals = 256, cluster = 1, producers = 128>
+
+// A words-only fill of a ring whose stages count 128 arrivals: a plain
+// commit must make all of them.
+func.func @plain_commit_short_of_producers(%smem: !llvm.ptr<3>, %u: i32, %addr: i32) {
+  %vr = hopper.ring.create %smem : !v
+  hopper.warp_specialize producer regs 24 {
+  } consumers(%cw of 2) regs 240 {
+    // expected-error @+1 {{commits 'tx 0' with 1 arrival(s) into a ring of 1 CTA(s) and 128 producers a stage}}
+    hopper.ring.fill %vr[%u] : !v {
+      hopper.ring.publish %u at %addr to %vr[%u] : !v
+      hopper.ring.producer_commit %vr[%u] tx 0 : !v
     }
   }
   return

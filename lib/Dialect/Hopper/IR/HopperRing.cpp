@@ -91,6 +91,11 @@ LogicalResult RingProducerCommitOp::verify() {
   if (static_cast<int64_t>(getTx()) > stageBytes)
     return emitOpError("tx ") << getTx() << " is more than a stage holds ("
                               << stageBytes << " bytes)";
+  int64_t producers = getRing().getType().getProducers();
+  if (static_cast<int64_t>(getCount()) > producers)
+    return emitOpError("arrives ")
+           << getCount() << " times, but the ring's full barrier counts "
+           << producers << " producers a stage";
   return success();
 }
 
@@ -259,11 +264,15 @@ LogicalResult CopyPagedTileOp::verify() {
     return emitOpError("valid columns must be whole 16-byte pieces of the "
                        "tile's ")
            << getCols() << ", got " << *valid;
-  // lane 0's one arrive completes the phase only of a ring of one producer
-  if (getRing().getType().getProducers() != 1)
-    return emitOpError("completes its slot by one arrive (lane 0's), but "
-                       "the ring's full barrier counts ")
-           << getRing().getType().getProducers() << " producers";
+  // lane 0's one arrive, or each copying lane's
+  const int64_t producers = getRing().getType().getProducers();
+  if (producers != 1 && producers != kWarpLanes * getWarps())
+    return emitOpError("completes its slot by lane 0's arrive (a ring of 1 "
+                       "producer) or by each of its ")
+           << kWarpLanes * getWarps()
+           << " lanes' (a ring of that many), but the ring's full barrier "
+              "counts "
+           << producers << " producers";
   return success();
 }
 
@@ -370,6 +379,7 @@ LogicalResult RingFillOp::verify() {
   int64_t loads = 0;
   RingPublishOp publish;
   bool commits = false;
+  int64_t commitCount = 1;
   WalkResult w = getBody().walk([&](Operation *op) -> WalkResult {
     Value ring, slot;
     if (auto l = dyn_cast<LoadTileOp>(op))
@@ -387,6 +397,7 @@ LogicalResult RingFillOp::verify() {
                            "'tx 0' (hopper-async-copy writes the commits "
                            "of loads)");
       commits = true;
+      commitCount = static_cast<int64_t>(c.getCount());
       return WalkResult::advance();
     } else if (auto p = dyn_cast<RingPublishOp>(op)) {
       // (its own verifier keeps it at the top level: the words are then
@@ -438,14 +449,15 @@ LogicalResult RingFillOp::verify() {
     return emitOpError("must arrive on its slot once on every path: one "
                        "load, or where it loads nothing a 'producer_commit "
                        "... tx 0', outside loops");
-  // A plain arrive completes the phase only of a ring with one producer
-  // arrive a phase (a cluster ring's stage also waits for the peer's).
+  // A plain arrive completes the phase only where it makes all of the
+  // stage's arrivals (a cluster ring's stage also waits for the peer's).
   RingType rt = getRing().getType();
-  if (commits && (rt.getCluster() != 1 || rt.getProducers() != 1))
-    return emitOpError("commits 'tx 0' into a ring of ")
-           << rt.getCluster() << " CTAs and " << rt.getProducers()
-           << " producers a stage: a plain arrive completes only a ring "
-              "with one of each";
+  if (commits && (rt.getCluster() != 1 || commitCount != rt.getProducers()))
+    return emitOpError("commits 'tx 0' with ")
+           << commitCount << " arrival(s) into a ring of " << rt.getCluster()
+           << " CTA(s) and " << rt.getProducers()
+           << " producers a stage: a plain arrive completes only a ring of "
+              "one CTA, arriving for all of its producers";
   return success();
 }
 

@@ -23,6 +23,8 @@ inline constexpr int64_t maxDynamicSmem(int64_t ctasPerSm) {
   return ctasPerSm <= 1 ? kMaxDynamicSmem
                         : kSmSharedMemory / ctasPerSm - kCtaReservedSmem;
 }
+/// Lanes of a warp.
+inline constexpr int64_t kWarpLanes = 32;
 /// Threads of a warpgroup (the unit of wgmma and of setmaxnreg).
 inline constexpr int64_t kWarpgroupThreads = 128;
 /// 32-bit registers of an SM.

@@ -43,9 +43,13 @@ def Hopper_RingType : TypeDef<Hopper_Dialect, "Ring"> {
                    cluster multicast into it (each CTA's consumers then
                    also release the peer's stage)
       producers    the full barrier's count (default 1, then not printed):
-                   the threads that commit each stage. A warp whose lanes
+                   the arrivals that complete a stage. A warp whose lanes
                    all write a stage commits it with one arrive each, so
-                   that each lane's release covers its own writes
+                   that each lane's release covers its own writes; lanes
+                   that copy a stage (`hopper.copy_paged_tile`) arrive
+                   each after their copies, and one thread's TMA fill of
+                   the same ring arrives for all of them
+                   (`producer_commit`'s count)
 
     ```mlir
     !hopper.ring<stages = 2, stage_bytes = 32768, data = 32768, full = 229376,
@@ -90,8 +94,8 @@ def Hopper_RingCreateOp : Hopper_RingOp<"create", "the ring in shared memory"> {
 
 def Hopper_RingInitOp : Hopper_RingOp<"init", "initialise the barriers"> {
   let description = [{
-    Initialises every stage's barriers, stage by stage: full with count 1,
-    empty with count `arrivals`. One thread of the CTA runs it, before any
+    Initialises every stage's barriers, stage by stage: full with count
+    `producers`, empty with count `arrivals`. One thread of the CTA runs it, before any
     other ring op; the inits must then be made visible (fence.mbarrier.init
     and a CTA, or with multicast a cluster, barrier), which the kernel does
     once for all of its rings.
@@ -122,17 +126,28 @@ def Hopper_RingProducerCommitOp
     loads (`hopper.tma_load` into the same slot, issued after the commit)
     have landed. `tx 0` is a plain arrive: the slot then carries only what
     the producer wrote between acquire and commit (a persistent producer's
-    "no tile left", FP8's end flag for the transposer warps). A stage holds `stage_bytes`, so a commit expects at
-    most that many.
+    "no tile left", FP8's end flag for the transposer warps). A stage
+    holds `stage_bytes`, so a commit expects at most that many.
+
+    `count` (default 1, then not printed) is the arrivals the commit makes,
+    at most the ring's `producers`: one thread that fills a stage alone in
+    a ring whose other fills are copied by many lanes (each an arrival)
+    arrives for all of them, after it expects the bytes (`mbarrier.arrive`
+    with count - 1).
 
     ```mlir
     hopper.ring.producer_commit %k[%u] tx 32768 : !hopper.ring<...>
+    hopper.ring.producer_commit %k[%u] tx 32768 count 128
+        : !hopper.ring<..., producers = 128>
     ```
   }];
   let arguments = (ins Hopper_RingType:$ring, I32:$slot,
-                       ConfinedAttr<I64Attr, [IntNonNegative]>:$tx);
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$tx,
+                       DefaultValuedAttr<ConfinedAttr<I64Attr, [IntPositive]>,
+                                         "1">:$count);
   let assemblyFormat = [{
-    $ring `[` $slot `]` `tx` $tx attr-dict `:` qualified(type($ring))
+    $ring `[` $slot `]` `tx` $tx (`count` $count^)? attr-dict `:`
+    qualified(type($ring))
   }];
   let hasVerifier = 1;
 }
@@ -483,10 +498,12 @@ def Hopper_CopyPagedTileOp : Hopper_Op<"copy_paged_tile",
     whole passes and a row's pieces (cols x element bytes / 16) a power of
     two up to 32. It completes the slot: every lane's
     `cp.async.mbarrier.arrive` (without .noinc: the barrier waits for the
-    lane's copies but expects no more arrivals), then, after the warp's
-    barrier (several warps': the `copy` named barrier), warp 0's lane 0's
-    plain arrive on the slot's full barrier, which counts that one arrival
-    (a ring of one producer).
+    lane's copies but expects no more arrivals), then, in a ring of one
+    producer, after the warp's barrier (several warps': the `copy` named
+    barrier), warp 0's lane 0's plain arrive on the slot's full barrier;
+    in a ring whose `producers` are the copying lanes (32 x `warps`), each
+    lane's own arrive instead, no barrier between the warps
+    (FlashAttention-3's, CUTLASS's PipelineAsync).
 
     ```mlir
     hopper.copy_paged_tile %kcache[%row, %head] strides %sp, %sr, %sh
