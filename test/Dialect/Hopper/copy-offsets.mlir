@@ -6,13 +6,14 @@
 // it, or an operand computed after the acquire. Different rows or strides
 // keep their own loads. Copies of more than 32 rows a warp (more than one
 // entry a lane) are left whole.
-// RUN: fa3-opt %s --split-input-file --hopper-copy-offsets="ahead=false" | FileCheck %s
+// RUN: fa3-opt %s --split-input-file --hopper-copy-offsets="ahead=false only-when-copying=false" | FileCheck %s
 // With ahead (the default), a loop's offsets are loaded one iteration early:
-// RUN: fa3-opt %s --split-input-file --hopper-copy-offsets | FileCheck %s --check-prefix=AHEAD
-// With only-when-copying the offsets name the program's copy bases
-// (`for`): without one at the launch (boxed pages, a contiguous cache)
-// they read nothing; not where a base is computed inside the program:
-// RUN: fa3-opt %s --split-input-file --hopper-copy-offsets="only-when-copying=true" | FileCheck %s --check-prefix=COPYING
+// RUN: fa3-opt %s --split-input-file --hopper-copy-offsets="only-when-copying=false" | FileCheck %s --check-prefix=AHEAD
+// With only-when-copying (the default) the offsets name the program's copy
+// bases (`for`): without one at the launch (boxed pages, a contiguous
+// cache) they read nothing; not where a base is computed inside the
+// program:
+// RUN: fa3-opt %s --split-input-file --hopper-copy-offsets | FileCheck %s --check-prefix=COPYING
 
 !k = !hopper.ring<stages = 3, stage_bytes = 16384, data = 16384, full = 114704, empty = 114752, arrivals = 128, cluster = 1>
 !v = !hopper.ring<stages = 3, stage_bytes = 16384, data = 65536, full = 114728, empty = 114776, arrivals = 128, cluster = 1>
