@@ -95,10 +95,10 @@ def Hopper_RingCreateOp : Hopper_RingOp<"create", "the ring in shared memory"> {
 def Hopper_RingInitOp : Hopper_RingOp<"init", "initialise the barriers"> {
   let description = [{
     Initialises every stage's barriers, stage by stage: full with count
-    `producers`, empty with count `arrivals`. One thread of the CTA runs it, before any
-    other ring op; the inits must then be made visible (fence.mbarrier.init
-    and a CTA, or with multicast a cluster, barrier), which the kernel does
-    once for all of its rings.
+    `producers`, empty with count `arrivals`. One thread of the CTA runs
+    it, before any other ring op; the inits must then be made visible
+    (fence.mbarrier.init and a CTA, or with multicast a cluster, barrier),
+    which the kernel does once for all of its rings.
   }];
   let arguments = (ins Hopper_RingType:$ring);
   let assemblyFormat = "$ring attr-dict `:` qualified(type($ring))";
