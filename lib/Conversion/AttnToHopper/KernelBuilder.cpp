@@ -225,11 +225,8 @@ private:
   template <typename OpT> void ringOp(Value r, Value u) {
     OpT::create(b, loc, r, u);
   }
-  /// (One thread's commit: it arrives for all of the ring's producers.)
   void producerCommit(Value r, Value u, int64_t tx) {
-    auto producers = cast<RingType>(r.getType()).getProducers();
-    RingProducerCommitOp::create(b, loc, r, u, static_cast<uint64_t>(tx),
-                                 static_cast<uint64_t>(producers));
+    RingProducerCommitOp::createWhole(b, loc, r, u, static_cast<uint64_t>(tx));
   }
   /// Slot u's stage index in ring r.
   Value ringStage(Value r, Value u) { return RingStageOp::create(b, loc, r, u); }
@@ -244,9 +241,9 @@ private:
   /// The ring types.
   RingType ringType(int64_t stages, int64_t stageBytes, int64_t data,
                     int64_t full, int64_t empty, int64_t arrivals,
-                    int64_t cluster, int64_t producers = 1) const {
+                    int64_t cluster) const {
     return RingType::get(ctx, stages, stageBytes, data, full, empty, arrivals,
-                         cluster, producers);
+                         cluster, /*producers=*/1);
   }
   /// The K/V empty barriers' count: every consumer thread of this CTA and,
   /// in a cluster, lane 0 of each of the peer's consumer warps.
@@ -1642,14 +1639,12 @@ void KernelBuilder::body() {
   RingType qT = ringType(cfg.qBuffers, lay.qBytes, lay.qOff, lay.qFull,
                          lay.qEmpty, consumerThreads, 1);
   RingType kT = ringType(cfg.stages, lay.kBytes, lay.kOff, lay.kFull,
-                         lay.kEmpty, kvEmptyCount(), cfg.clusterM,
-                         cfg.kvProducers());
+                         lay.kEmpty, kvEmptyCount(), cfg.clusterM);
   // (FP8: V's consumers are the transposer warps)
   const int64_t vArrivals =
       cfg.isFp8() ? 32 * cfg.transposeWarps : kvEmptyCount();
   RingType vT = ringType(cfg.stages, lay.vBytes, lay.vOff, lay.vFull,
-                         lay.vEmpty, vArrivals, cfg.clusterM,
-                         cfg.kvProducers());
+                         lay.vEmpty, vArrivals, cfg.clusterM);
   qRing = RingCreateOp::create(b, loc, qT, smem);
   kRing = RingCreateOp::create(b, loc, kT, smem);
   vRing = RingCreateOp::create(b, loc, vT, smem);

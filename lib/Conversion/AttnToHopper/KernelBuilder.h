@@ -160,18 +160,6 @@ struct KernelConfig {
   int64_t copyWarps() const {
     return isFp8() && transposeWarps != 4 ? 1 : 4;
   }
-  /// Whether each copying lane commits its K/V slot itself, the rings'
-  /// full barriers counting them all (FlashAttention-3's PipelineAsync),
-  /// rather than warp 0's lane 0 after the copying warps' barrier. Off:
-  /// correct, no faster, and synccheck's "Missing wait" stays (H100:
-  /// bench/NOTES.md, Log, "The copies' offsets only where they copy");
-  /// kept for the commit forms Next item 1 still has to try.
-  static constexpr bool kLaneCommits = false;
-  /// The arrivals that complete a K or V ring's stage: the copying lanes
-  /// where they commit their slots (kLaneCommits), else one.
-  int64_t kvProducers() const {
-    return kLaneCommits && copiesSmallPages() ? 32 * copyWarps() : 1;
-  }
   /// The most rows of a page the runtime should copy rather than box (facts
   /// `copy_rows`; 0: its default, 16). FP8 decoding with four copying
   /// warps: every page smaller than the tile, since its transposers wait

@@ -86,6 +86,14 @@ LogicalResult RingType::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+RingProducerCommitOp RingProducerCommitOp::createWhole(OpBuilder &b,
+                                                       Location loc,
+                                                       Value ring, Value slot,
+                                                       uint64_t tx) {
+  auto producers = cast<RingType>(ring.getType()).getProducers();
+  return create(b, loc, ring, slot, tx, static_cast<uint64_t>(producers));
+}
+
 LogicalResult RingProducerCommitOp::verify() {
   int64_t stageBytes = getRing().getType().getStageBytes();
   if (static_cast<int64_t>(getTx()) > stageBytes)
@@ -379,7 +387,8 @@ LogicalResult RingFillOp::verify() {
   int64_t loads = 0;
   RingPublishOp publish;
   bool commits = false;
-  int64_t commitCount = 1;
+  // the first tx-0 commit that makes fewer arrivals than the stage counts
+  RingProducerCommitOp partial;
   WalkResult w = getBody().walk([&](Operation *op) -> WalkResult {
     Value ring, slot;
     if (auto l = dyn_cast<LoadTileOp>(op))
@@ -397,7 +406,9 @@ LogicalResult RingFillOp::verify() {
                            "'tx 0' (hopper-async-copy writes the commits "
                            "of loads)");
       commits = true;
-      commitCount = static_cast<int64_t>(c.getCount());
+      const int64_t producers = getRing().getType().getProducers();
+      if (!partial && static_cast<int64_t>(c.getCount()) != producers)
+        partial = c;
       return WalkResult::advance();
     } else if (auto p = dyn_cast<RingPublishOp>(op)) {
       // (its own verifier keeps it at the top level: the words are then
@@ -452,12 +463,14 @@ LogicalResult RingFillOp::verify() {
   // A plain arrive completes the phase only where it makes all of the
   // stage's arrivals (a cluster ring's stage also waits for the peer's).
   RingType rt = getRing().getType();
-  if (commits && (rt.getCluster() != 1 || commitCount != rt.getProducers()))
+  if (commits && (rt.getCluster() != 1 || partial)) {
+    uint64_t count = partial ? partial.getCount() : rt.getProducers();
     return emitOpError("commits 'tx 0' with ")
-           << commitCount << " arrival(s) into a ring of " << rt.getCluster()
+           << count << " arrival(s) into a ring of " << rt.getCluster()
            << " CTA(s) and " << rt.getProducers()
            << " producers a stage: a plain arrive completes only a ring of "
               "one CTA, arriving for all of its producers";
+  }
   return success();
 }
 

@@ -69,16 +69,6 @@ private:
   llvm::DenseMap<int64_t, Value> known;
 };
 
-/// The slot's commit of a tile of `bytes`: the thread that issues the
-/// loads arrives for all of the ring's producers (a ring whose other fills
-/// are copied by many lanes, each an arrival: HopperRingOps.td).
-void commit(OpBuilder &b, Location loc, Value ring, Value slot,
-            int64_t bytes) {
-  auto rt = cast<RingType>(ring.getType());
-  RingProducerCommitOp::create(b, loc, ring, slot, static_cast<uint64_t>(bytes),
-                               static_cast<uint64_t>(rt.getProducers()));
-}
-
 void lower(LoadTileOp op) {
   OpBuilder b(op);
   Location loc = op.getLoc();
@@ -87,7 +77,8 @@ void lower(LoadTileOp op) {
   Value ring = op.getRing(), slot = op.getSlot();
   // The whole tile completes the slot, in a cluster half of it from the
   // peer's multicast.
-  commit(b, loc, ring, slot, op.getTileBytes());
+  RingProducerCommitOp::createWhole(b, loc, ring, slot,
+                                    static_cast<uint64_t>(op.getTileBytes()));
   auto box = [&](Value col, Value offset, bool multicast) {
     Value coords[] = {col, op.getHead(), op.getRow(), op.getBatch()};
     TmaLoadOp::create(b, loc, op.getMap(), coords, ring, slot, offset,
@@ -123,7 +114,8 @@ void lower(LoadPagedTileOp op) {
   Location loc = op.getLoc();
   Constants cst(op);
   Value ring = op.getRing(), slot = op.getSlot();
-  commit(b, loc, ring, slot, op.getTileBytes());
+  RingProducerCommitOp::createWhole(b, loc, ring, slot,
+                                    static_cast<uint64_t>(op.getTileBytes()));
   Value rows = cst.i32(op.getRows());
   Value ps = op.getPageSize();
   Value chunk = arith::MinUIOp::create(b, loc, ps, rows);

@@ -149,6 +149,14 @@ def Hopper_RingProducerCommitOp
     $ring `[` $slot `]` `tx` $tx (`count` $count^)? attr-dict `:`
     qualified(type($ring))
   }];
+  let extraClassDeclaration = [{
+    /// One thread's commit of the whole stage (its TMA loads' bytes, or
+    /// its words with tx 0): it arrives for all of the ring's producers.
+    static RingProducerCommitOp createWhole(::mlir::OpBuilder &b,
+                                            ::mlir::Location loc,
+                                            ::mlir::Value ring,
+                                            ::mlir::Value slot, uint64_t tx);
+  }];
   let hasVerifier = 1;
 }
 
