@@ -274,10 +274,11 @@ LogicalResult CopyPagedTileOp::verify() {
            << getCols() << ", got " << *valid;
   // lane 0's one arrive, or each copying lane's
   const int64_t producers = getRing().getType().getProducers();
-  if (producers != 1 && producers != kWarpLanes * getWarps())
+  const int64_t lanes = kWarpLanes * static_cast<int64_t>(getWarps());
+  if (producers != 1 && producers != lanes)
     return emitOpError("completes its slot by lane 0's arrive (a ring of 1 "
                        "producer) or by each of its ")
-           << kWarpLanes * getWarps()
+           << lanes
            << " lanes' (a ring of that many), but the ring's full barrier "
               "counts "
            << producers << " producers";
@@ -387,7 +388,8 @@ LogicalResult RingFillOp::verify() {
   int64_t loads = 0;
   RingPublishOp publish;
   bool commits = false;
-  // the first tx-0 commit that makes fewer arrivals than the stage counts
+  // the first tx-0 commit whose arrivals are not all the stage counts
+  RingType rt = getRing().getType();
   RingProducerCommitOp partial;
   WalkResult w = getBody().walk([&](Operation *op) -> WalkResult {
     Value ring, slot;
@@ -406,8 +408,7 @@ LogicalResult RingFillOp::verify() {
                            "'tx 0' (hopper-async-copy writes the commits "
                            "of loads)");
       commits = true;
-      const int64_t producers = getRing().getType().getProducers();
-      if (!partial && static_cast<int64_t>(c.getCount()) != producers)
+      if (!partial && static_cast<int64_t>(c.getCount()) != rt.getProducers())
         partial = c;
       return WalkResult::advance();
     } else if (auto p = dyn_cast<RingPublishOp>(op)) {
@@ -462,7 +463,6 @@ LogicalResult RingFillOp::verify() {
                        "... tx 0', outside loops");
   // A plain arrive completes the phase only where it makes all of the
   // stage's arrivals (a cluster ring's stage also waits for the peer's).
-  RingType rt = getRing().getType();
   if (commits && (rt.getCluster() != 1 || partial)) {
     uint64_t count = partial ? partial.getCount() : rt.getProducers();
     return emitOpError("commits 'tx 0' with ")
