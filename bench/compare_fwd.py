@@ -54,6 +54,15 @@ from bench_fp8 import MAX_REL_ERR as MAX_ERR_E4M3  # noqa: E402
 MAX_ERR = {"bf16": 2e-2, "f16": 2e-2, "e4m3": MAX_ERR_E4M3}
 
 
+def round_order(names, r):
+    """The runs' order in round r, rotated by r, so that over rounds each
+    run takes each place in turn: with one fixed order, two identical
+    kernels read 0.99-1.06 of each other, the later one 1.4 % ahead on
+    average (H100, bench/NOTES.md, "A run's place in its round")."""
+    k = r % len(names) if names else 0
+    return names[k:] + names[:k]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--variant", action="append", required=True, metavar="LABEL=DIR",
@@ -73,7 +82,7 @@ def main():
     ap.add_argument("--rep", type=int, default=100, help="do_bench repetitions (ms)")
     ap.add_argument("--rounds", type=int, default=1,
                     help="time each cell this many rounds (cuDNN and every variant in "
-                         "turn) and report the median")
+                         "turn, each round's order rotated by one) and report the median")
     ap.add_argument("--results-dir", default=str(ROOT / "bench"),
                     help="where history.jsonl is (default: bench/)")
     a = ap.parse_args()
@@ -150,10 +159,12 @@ def main():
                         runs[label] = ours
                     except Exception as e:
                         row[f"{label}_error"] = f"{type(e).__name__}: {e}"[:300]
-                # rounds interleave all runs, so a clock drift hits each alike
+                # rounds interleave all runs, so a clock drift hits each alike,
+                # each round in another order
                 times = {name: [] for name in runs}
-                for _ in range(a.rounds):
-                    for name, fn in runs.items():
+                for rnd in range(a.rounds):
+                    for name in round_order(list(runs), rnd):
+                        fn = runs[name]
                         with (sdpa_kernel(SDPBackend.CUDNN_ATTENTION) if name == "cudnn"
                               else contextlib.nullcontext()):
                             times[name].append(timeit(fn, a.warmup, a.rep))
