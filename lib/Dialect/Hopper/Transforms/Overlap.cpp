@@ -284,6 +284,7 @@ bool isRescaleOf(Value c, Value acc) {
 
 struct HopperOverlapPass
     : public fa3::hopper::impl::HopperOverlapBase<HopperOverlapPass> {
+  using Base::Base;
   void runOnOperation() override {
     SmallVector<scf::ForOp> loops;
     getOperation()->walk([&](scf::ForOp loop) {
@@ -449,16 +450,23 @@ LogicalResult HopperOverlapPass::pipeline(scf::ForOp loop) {
   b.setInsertionPointToEnd(nb);
   scf::YieldOp::create(b, loc, yields);
   // The wait for P_{t-1} V_{t-1} at O's first use in each block (in both
-  // arms of a rescale branch: ptxas does not hoist it across the branch).
+  // arms of a rescale branch: ptxas does not hoist it across the branch),
+  // or, with wait-before-branch, before the body's op that holds that use.
+  auto waitBlock = [&](Operation *user) {
+    return waitBeforeBranch ? nb : user->getBlock();
+  };
+  auto atTop = [&](Operation *user) {
+    return waitBeforeBranch ? inBlock(user, nb) : user;
+  };
   llvm::MapVector<Block *, SmallVector<OpOperand *>> uses;
   for (OpOperand &u : oRaw.getUses())
     if (u.getOwner() != oRaw.getDefiningOp())
-      uses[u.getOwner()->getBlock()].push_back(&u);
+      uses[waitBlock(u.getOwner())].push_back(&u);
   for (auto &[blk, list] : uses) {
-    Operation *first = list.front()->getOwner();
+    Operation *first = atTop(list.front()->getOwner());
     for (OpOperand *u : list)
-      if (u->getOwner()->isBeforeInBlock(first))
-        first = u->getOwner();
+      if (atTop(u->getOwner())->isBeforeInBlock(first))
+        first = atTop(u->getOwner());
     b.setInsertionPoint(first);
     auto w = WgmmaWaitOp::create(b, s.wait.getLoc(), s.wait.getPending(),
                                  ValueRange{oRaw});
