@@ -452,21 +452,19 @@ LogicalResult HopperOverlapPass::pipeline(scf::ForOp loop) {
   // The wait for P_{t-1} V_{t-1} at O's first use in each block (in both
   // arms of a rescale branch: ptxas does not hoist it across the branch),
   // or, with wait-before-branch, before the body's op that holds that use.
-  auto waitBlock = [&](Operation *user) {
-    return waitBeforeBranch ? nb : user->getBlock();
-  };
-  auto atTop = [&](Operation *user) {
+  // `before(user)`: the op the wait for that use goes in front of.
+  auto before = [&](Operation *user) {
     return waitBeforeBranch ? inBlock(user, nb) : user;
   };
   llvm::MapVector<Block *, SmallVector<OpOperand *>> uses;
   for (OpOperand &u : oRaw.getUses())
     if (u.getOwner() != oRaw.getDefiningOp())
-      uses[waitBlock(u.getOwner())].push_back(&u);
+      uses[before(u.getOwner())->getBlock()].push_back(&u);
   for (auto &[blk, list] : uses) {
-    Operation *first = atTop(list.front()->getOwner());
+    Operation *first = before(list.front()->getOwner());
     for (OpOperand *u : list)
-      if (atTop(u->getOwner())->isBeforeInBlock(first))
-        first = atTop(u->getOwner());
+      if (before(u->getOwner())->isBeforeInBlock(first))
+        first = before(u->getOwner());
     b.setInsertionPoint(first);
     auto w = WgmmaWaitOp::create(b, s.wait.getLoc(), s.wait.getPending(),
                                  ValueRange{oRaw});
