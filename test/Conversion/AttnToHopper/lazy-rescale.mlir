@@ -10,10 +10,6 @@
 // RUN: fa3-opt %s --attn-hopper-config=block-m=128 --attn-tile --convert-attn-to-hopper --hopper-overlap | FileCheck %s
 // RUN: fa3-opt %s --attn-hopper-config="block-m=128 rescale-threshold=0" --attn-tile --convert-attn-to-hopper --hopper-overlap | FileCheck %s --check-prefix=EXACT
 // RUN: fa3-opt %s --attn-hopper-config="block-m=128 lazy-rescale=off" --attn-tile --convert-attn-to-hopper --hopper-overlap | FileCheck %s --check-prefix=OFF
-// hopper-overlap's wait-before-branch: the one wait after the vote, before
-// the branch (ptxas then hoists it to the vote's bar.red, among the
-// exponentials).
-// RUN: fa3-opt %s --attn-hopper-config=block-m=128 --attn-tile --convert-attn-to-hopper --hopper-overlap=wait-before-branch=true | FileCheck %s --check-prefix=BEFORE
 
 // CHECK: lazy_rescale = true
 // CHECK: scf.for %{{.*}} iter_args(%[[M:[^ ]*]] = %{{[^,]*}}, %[[L:[^ ]*]] = %{{[^,]*}}, %{{[^ ]*}} = %{{[^,]*}}, %{{[^ ]*}} = %{{[^)]*}})
@@ -44,15 +40,6 @@
 // EXACT-NOT: hopper.warpgroup_any
 // EXACT: hopper.scale_rows
 // EXACT-NOT: hopper.warpgroup_any
-
-// BEFORE: scf.for
-// BEFORE: %[[O:.*]] = hopper.wgmma.rs
-// BEFORE: %[[VOTE:.*]] = hopper.warpgroup_any
-// BEFORE-NEXT: %[[W:.*]] = hopper.wgmma.wait 0, %[[O]]
-// BEFORE-NEXT: scf.if %[[VOTE]] -> (!hopper.frag<64x128xf32>) {
-// BEFORE-NEXT: hopper.scale_rows %[[W]]
-// BEFORE: } else {
-// BEFORE-NEXT: scf.yield %[[W]]
 
 // OFF: lazy_rescale = false
 // OFF-NOT: hopper.warpgroup_any

@@ -6,7 +6,6 @@
 // initial state: a stateless softmax step, no rescale of a zero O), the last
 // block's P V is the tail.
 // RUN: fa3-opt %s --split-input-file --hopper-overlap --verify-diagnostics | FileCheck %s
-// RUN: fa3-opt %s --split-input-file --hopper-overlap=wait-before-branch=true --verify-diagnostics | FileCheck %s --check-prefix=BRANCH
 
 !ring = !hopper.ring<stages = 2, stage_bytes = 8192, data = 0, full = 32768, empty = 32784, arrivals = 128, cluster = 1>
 !s = !hopper.frag<64x64xf32>
@@ -152,20 +151,6 @@ func.func @sequential(%smem: !llvm.ptr<3>, %dq: i64, %dk0: i64, %dv0: i64, %n: i
 // CHECK-NEXT: }
 // CHECK-NEXT: hopper.ring.consumer_release
 // CHECK-NEXT: scf.yield %{{.*}}, %{{.*}}, %[[OA]], %{{.*}}
-// With wait-before-branch, one wait after the vote, before the branch.
-// BRANCH-LABEL: func.func @lazy
-// BRANCH: scf.for
-// BRANCH: %[[O:.*]] = hopper.wgmma.rs
-// BRANCH: %[[ANY:.*]] = hopper.warpgroup_any
-// BRANCH-NEXT: %[[W:.*]] = hopper.wgmma.wait 0, %[[O]]
-// BRANCH-NEXT: %[[OA:.*]] = scf.if %[[ANY]] -> (!hopper.frag<64x64xf32>) {
-// BRANCH-NEXT: %[[SC:.*]] = hopper.scale_rows %[[W]], %{{.*}}
-// BRANCH-NEXT: scf.yield %[[SC]]
-// BRANCH-NEXT: } else {
-// BRANCH-NEXT: scf.yield %[[W]]
-// BRANCH-NEXT: }
-// BRANCH-NOT: hopper.wgmma.wait 0, %[[O]]
-// BRANCH: scf.yield %{{.*}}, %{{.*}}, %[[OA]], %{{.*}}
 func.func @lazy(%smem: !llvm.ptr<3>, %dq: i64, %dk0: i64, %dv0: i64, %n: i32, %g: i32, %sl2: f32, %cw: i32) -> (!r, !r, !s) {
   %k = hopper.ring.create %smem : !ring
   %v = hopper.ring.create %smem : !ring

@@ -284,7 +284,6 @@ bool isRescaleOf(Value c, Value acc) {
 
 struct HopperOverlapPass
     : public fa3::hopper::impl::HopperOverlapBase<HopperOverlapPass> {
-  using Base::Base;
   void runOnOperation() override {
     SmallVector<scf::ForOp> loops;
     getOperation()->walk([&](scf::ForOp loop) {
@@ -450,21 +449,16 @@ LogicalResult HopperOverlapPass::pipeline(scf::ForOp loop) {
   b.setInsertionPointToEnd(nb);
   scf::YieldOp::create(b, loc, yields);
   // The wait for P_{t-1} V_{t-1} at O's first use in each block (in both
-  // arms of a rescale branch: ptxas does not hoist it across the branch),
-  // or, with wait-before-branch, before the body's op that holds that use.
-  // `before(user)`: the op the wait for that use goes in front of.
-  auto before = [&](Operation *user) {
-    return waitBeforeBranch ? inBlock(user, nb) : user;
-  };
+  // arms of a rescale branch: ptxas does not hoist it across the branch).
   llvm::MapVector<Block *, SmallVector<OpOperand *>> uses;
   for (OpOperand &u : oRaw.getUses())
     if (u.getOwner() != oRaw.getDefiningOp())
-      uses[before(u.getOwner())->getBlock()].push_back(&u);
+      uses[u.getOwner()->getBlock()].push_back(&u);
   for (auto &[blk, list] : uses) {
-    Operation *first = before(list.front()->getOwner());
+    Operation *first = list.front()->getOwner();
     for (OpOperand *u : list)
-      if (before(u->getOwner())->isBeforeInBlock(first))
-        first = before(u->getOwner());
+      if (u->getOwner()->isBeforeInBlock(first))
+        first = u->getOwner();
     b.setInsertionPoint(first);
     auto w = WgmmaWaitOp::create(b, s.wait.getLoc(), s.wait.getPending(),
                                  ValueRange{oRaw});

@@ -249,10 +249,9 @@ def HopperOverlap : Pass<"hopper-overlap"> {
       0's first ring wait, its ring waits before stage 0's wgmma fence, its
       product right after stage 0's last wgmma of that window (the waits
       in between expect one more group in flight), its wait at O's first
-      use in each block (in both arms of a lazy-rescale branch; with
-      `wait-before-branch`, one wait before the body's first op that uses
-      O, the branch as a whole), its releases at the end. P of iteration
-      t - 1 is carried; a slot `x + iv` of stage 1 becomes `x + iv - step`;
+      use in each block (in both arms of a lazy-rescale branch), its
+      releases at the end. P of iteration t - 1 is carried; a slot
+      `x + iv` of stage 1 becomes `x + iv - step`;
     - tail: stage 1 of the last iteration, placed at the first use of the
       loop's O (work after the loop that does not read O, such as
       releasing Q's ring slot, comes first).
@@ -262,23 +261,7 @@ def HopperOverlap : Pass<"hopper-overlap"> {
     reason (a second wgmma window of stage 0 before O's first use, a
     product whose descriptor does not come from a ring slot of its own,
     stage 1 reading the loop's state, ...). The marker is removed.
-
-    `wait-before-branch` (off by default, not yet measured to win): ptxas
-    hoists a wait to the top of its basic block and no further. In the
-    arms, the wait comes after all the exponentials; before the branch,
-    it comes after the warpgroup's vote (`bar.red`), among the first
-    exponentials, where FlashAttention-3's loop waits (12 of 66 at head
-    dim 128; none at head dim 256, whose vote follows the row max). H100,
-    head dim 128: 0.98-1.10 of the in-arm wait, within that run's noise
-    but at causal 8k-16k (bench/NOTES.md, Log, "The P V wait before the
-    rescale branch").
   }];
-  let options = [
-    Option<"waitBeforeBranch", "wait-before-branch", "bool",
-           /*default=*/"false",
-           "wait for the previous block's P V before a lazy-rescale branch "
-           "(after the warpgroup's vote) rather than in each of its arms">,
-  ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::scf::SCFDialect"];
 }
