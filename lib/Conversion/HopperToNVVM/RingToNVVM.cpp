@@ -467,16 +467,18 @@ struct PagedOffsetsLowering : OpConversionPattern<PagedOffsetsOp> {
 /// lane % pieces, its offset shuffled from the lane that loaded that row's
 /// page. The stage's layout is TMA's: piece p of row r at byte (p / 8)
 /// rows 128 + 128 r + 16 ((p % 8) ^ (r % 8)) (the 128-byte swizzle by
-/// address). Then the slot's commit: each lane's
-/// cp.async.mbarrier.arrive (without .noinc: PTX ISA,
-/// cp.async.mbarrier.arrive: the pending count rises by one until the
-/// lane's copies land, so the phase waits for them and still expects the
-/// arrivals it counts), and then, in a ring of one producer, the warps'
-/// barrier (every lane's arrive before the last one; the `copy` named
-/// barrier, not .aligned, where several warps copy) and warp 0's lane 0's
-/// arrive, so the ring keeps TMA's count of one; in a ring counting every
-/// copying lane, each lane's own arrive (FlashAttention-3's: CUTLASS's
-/// PipelineAsync::producer_commit with cpasync_barrier_arrive).
+/// address). Then the slot's commit. In a ring counting every copying
+/// lane: each lane's cp.async.mbarrier.arrive.noinc, its arrival once its
+/// copies land (PTX ISA, cp.async.mbarrier.arrive: .noinc does not raise
+/// the pending count, so the arrival is one the barrier counts). In a ring
+/// of one producer: each lane's cp.async.mbarrier.arrive without .noinc
+/// (the pending count rises by one until the lane's copies land, so the
+/// phase waits for them and still expects the arrivals it counts), the
+/// warps' barrier (every lane's arrive before the last one; the `copy`
+/// named barrier, not .aligned, where several warps copy) and warp 0's
+/// lane 0's arrive, so the ring keeps TMA's count of one; synccheck
+/// reports those lanes' arrivals as a missing wait, the .noinc form not
+/// (bench/NOTES.md, Log).
 /// (One op-building call a statement where two would be arguments of one
 /// call: C++ leaves their order to the compiler, and GCC's and clang's
 /// kernels must be the same.)
@@ -601,10 +603,10 @@ struct CopyPagedTileLowering : OpConversionPattern<CopyPagedTileOp> {
                               NVVM::LoadCacheModifierKind::CG, size);
     }
     Value full = slot.barrier(slot.ring.getFull());
-    NVVM::CpAsyncMBarrierArriveOp::create(b, loc, full, /*noinc=*/false);
-    if (slot.ring.getProducers() != 1) {
+    const bool laneCommits = slot.ring.getProducers() != 1;
+    NVVM::CpAsyncMBarrierArriveOp::create(b, loc, full, laneCommits);
+    if (laneCommits) {
       // (the verifier: one arrival a copying lane)
-      NVVM::MBarrierArriveOp::create(b, loc, Type(), full, Value());
       b.eraseOp(op);
       return success();
     }

@@ -381,16 +381,16 @@ func.func @copy_paged_warps(%smem: !llvm.ptr<3>, %pool: !llvm.ptr<1>, %table: !l
 
 !k = !hopper.ring<stages = 3, stage_bytes = 16384, data = 16384, full = 114704, empty = 114752, arrivals = 128, cluster = 1, producers = 128>
 
-// A ring whose full barrier counts the four warps' copying lanes
-// (FlashAttention-3's PipelineAsync): each lane's cp.async.mbarrier.arrive
-// and then its own arrive; no barrier between the warps, no lane-0 arrive.
+// A ring whose full barrier counts the four warps' copying lanes: each
+// lane's cp.async.mbarrier.arrive.noinc is its arrival, once its copies
+// land; no own arrive, no barrier between the warps, no lane-0 arrive.
 // One thread's TMA fill of the same ring arrives for all 128: expect the
 // bytes, then 127 more arrivals.
 // CHECK-LABEL: func.func @copy_paged_lane_commits(
 // CHECK: nvvm.cp.async.shared.global
 // CHECK: %[[FULL:.*]] = llvm.getelementptr
-// CHECK: nvvm.cp.async.mbarrier.arrive %[[FULL]] : !llvm.ptr<3>
-// CHECK-NEXT: nvvm.mbarrier.arrive %[[FULL]] : !llvm.ptr<3>
+// CHECK: nvvm.cp.async.mbarrier.arrive %[[FULL]] {noinc = true} : !llvm.ptr<3>
+// CHECK-NOT: nvvm.mbarrier.arrive %[[FULL]] : !llvm.ptr<3>
 // CHECK-NOT: barrier.cta.sync
 // CHECK-NOT: mbarrier.arrive.shared::cta.b64
 // CHECK: nvvm.mbarrier.arrive.expect_tx %[[BAR:.*]], %c16384_i32

@@ -504,14 +504,16 @@ def Hopper_CopyPagedTileOp : Hopper_Op<"copy_paged_tile",
     loads the page of its rows lane, lane + 32, ... and hands the offsets
     to the lanes that copy those rows (shuffles), so a warp's rows are
     whole passes and a row's pieces (cols x element bytes / 16) a power of
-    two up to 32. It completes the slot: every lane's
-    `cp.async.mbarrier.arrive` (without .noinc: the barrier waits for the
-    lane's copies but expects no more arrivals), then, in a ring of one
-    producer, after the warp's barrier (several warps': the `copy` named
-    barrier), warp 0's lane 0's plain arrive on the slot's full barrier;
-    in a ring whose `producers` are the copying lanes (32 x `warps`), each
-    lane's own arrive instead, no barrier between the warps
-    (FlashAttention-3's, CUTLASS's PipelineAsync).
+    two up to 32. It completes the slot. In a ring whose `producers` are
+    the copying lanes (32 x `warps`; the kernels' form): each lane's
+    `cp.async.mbarrier.arrive.noinc`, its arrival once its copies land, no
+    barrier between the warps. In a ring of one producer: every lane's
+    `cp.async.mbarrier.arrive` without .noinc (the barrier waits for the
+    lane's copies but expects no more arrivals), then, after the warp's
+    barrier (several warps': the `copy` named barrier), warp 0's lane 0's
+    plain arrive on the slot's full barrier (correct, but
+    compute-sanitizer's synccheck reports the lanes' arrivals as a missing
+    wait).
 
     ```mlir
     hopper.copy_paged_tile %kcache[%row, %head] strides %sp, %sr, %sh
