@@ -42,6 +42,12 @@
 // KERNEL-SAME: split_kv = true
 // KERNEL-SAME: threads = 256
 // KERNEL-SAME: nvvm.minctasm = 2 : i32
+// K's and V's full barriers count the 128 lanes of the four copying warps
+// (each commits its copies by cp.async.mbarrier.arrive.noinc); Q's, filled
+// by TMA alone, one producer.
+// KERNEL: hopper.ring.create %{{.*}} : !hopper.ring<stages = 1, {{[^>]*}}cluster = 1>
+// KERNEL-NEXT: hopper.ring.create %{{.*}} : !hopper.ring<stages = 3, {{.*}}, producers = 128>
+// KERNEL-NEXT: hopper.ring.create %{{.*}} : !hopper.ring<stages = 3, {{.*}}, producers = 128>
 
 // Consumers: one warpgroup with the 200 registers a thread that the 56 of
 // the producer's (whose warp copies small pages) leave of a CTA's 128 at
@@ -131,6 +137,7 @@
 // registers; the facts say no paged_copy.
 // KERNEL192: gpu.func @attn_kernel(
 // KERNEL192-NOT: paged_copy
+// KERNEL192-NOT: producers =
 // KERNEL192: hopper.warp_specialize producer regs 24 {
 // KERNEL192-NOT: hopper.copy_paged_tile
 // KERNEL192: hopper.load_paged_tile

@@ -166,6 +166,9 @@
 // PAGED: gpu.func @varlen_kernel(
 // PAGED-SAME: paged_copy = true
 // PAGED-SAME: paged_kv = true
+// K's and V's full barriers count the copying warps' 128 lanes.
+// PAGED: hopper.ring.create %{{.*}} : !hopper.ring<stages = 2, {{.*}}, producers = 128>
+// PAGED-NEXT: hopper.ring.create %{{.*}} : !hopper.ring<stages = 2, {{.*}}, producers = 128>
 // PAGED: hopper.warp_specialize producer regs 24
 // PAGED: %[[PK0:.*]] = llvm.getelementptr %arg17[
 // PAGED-NEXT: %[[K0:.*]] = llvm.load %[[PK0]] : !llvm.ptr<1> -> i32
