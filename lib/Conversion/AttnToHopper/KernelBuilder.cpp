@@ -249,9 +249,8 @@ private:
   /// K's and V's producers: where small pages are copied, every copying
   /// lane commits its own copies (`cp.async.mbarrier.arrive.noinc`), so
   /// the full barrier counts those lanes and TMA's one thread arrives for
-  /// all of them; a ring of one producer has its
-  /// lanes arrive through warp 0's lane 0, which compute-sanitizer's
-  /// synccheck reports as a missing wait (bench/NOTES.md, Log).
+  /// all of them (a ring of one producer, whose lanes arrive through warp
+  /// 0's lane 0, synccheck reports as a missing wait: bench/NOTES.md, Log).
   int64_t kvProducers() const {
     return cfg.copiesSmallPages() ? 32 * cfg.copyWarps() : 1;
   }
